@@ -1,0 +1,323 @@
+// tpu-rtl: one TPU-v1-style inference core. Block diagram and data flow: docs/architecture.md;
+// instruction set: docs/isa.md.
+module tpu_core #(
+  parameter int unsigned N            = 16,
+  parameter int unsigned UbRows       = 8192,
+  parameter int unsigned AccRows      = 2048,
+  parameter int unsigned WFifoTiles   = 4,
+  parameter int unsigned QpSlots      = 16,
+  parameter int unsigned AxiDataWidth = (8 * N < 128) ? 8 * N : 128
+) (
+  input  logic                      clk_i,
+  input  logic                      rst_ni,
+  // AXI4-Lite slave: control/status registers (12-bit byte address, 32-bit data)
+  input  logic [11:0]               s_axil_awaddr_i,
+  input  logic                      s_axil_awvalid_i,
+  output logic                      s_axil_awready_o,
+  input  logic [31:0]               s_axil_wdata_i,
+  input  logic [3:0]                s_axil_wstrb_i,
+  input  logic                      s_axil_wvalid_i,
+  output logic                      s_axil_wready_o,
+  output logic [1:0]                s_axil_bresp_o,
+  output logic                      s_axil_bvalid_o,
+  input  logic                      s_axil_bready_i,
+  input  logic [11:0]               s_axil_araddr_i,
+  input  logic                      s_axil_arvalid_i,
+  output logic                      s_axil_arready_o,
+  output logic [31:0]               s_axil_rdata_o,
+  output logic [1:0]                s_axil_rresp_o,
+  output logic                      s_axil_rvalid_o,
+  input  logic                      s_axil_rready_i,
+  // AXI4 master: DMA to host memory (INCR bursts, no IDs)
+  output logic [31:0]               m_axi_araddr_o,
+  output logic [7:0]                m_axi_arlen_o,
+  output logic [2:0]                m_axi_arsize_o,
+  output logic [1:0]                m_axi_arburst_o,
+  output logic                      m_axi_arvalid_o,
+  input  logic                      m_axi_arready_i,
+  input  logic [AxiDataWidth-1:0]   m_axi_rdata_i,
+  input  logic [1:0]                m_axi_rresp_i,
+  input  logic                      m_axi_rlast_i,
+  input  logic                      m_axi_rvalid_i,
+  output logic                      m_axi_rready_o,
+  output logic [31:0]               m_axi_awaddr_o,
+  output logic [7:0]                m_axi_awlen_o,
+  output logic [2:0]                m_axi_awsize_o,
+  output logic [1:0]                m_axi_awburst_o,
+  output logic                      m_axi_awvalid_o,
+  input  logic                      m_axi_awready_i,
+  output logic [AxiDataWidth-1:0]   m_axi_wdata_o,
+  output logic [AxiDataWidth/8-1:0] m_axi_wstrb_o,
+  output logic                      m_axi_wlast_o,
+  output logic                      m_axi_wvalid_o,
+  input  logic                      m_axi_wready_i,
+  input  logic [1:0]                m_axi_bresp_i,
+  input  logic                      m_axi_bvalid_i,
+  output logic                      m_axi_bready_o,
+  // Interrupt: OR of IRQ_STATUS & IRQ_ENABLE
+  output logic                      irq_o
+);
+
+  import tpu_pkg::*;
+
+  localparam int unsigned BeatBytes = AxiDataWidth / 8;
+  localparam int unsigned TagW      = 18;
+  localparam int unsigned Windows   = 8;
+  localparam int unsigned Counters  = 10;
+  localparam int unsigned UbW       = $clog2(UbRows);
+  localparam int unsigned AccW      = $clog2(AccRows);
+  localparam int unsigned PrmW      = $clog2(QpSlots * SlotRows);
+
+  // ---------------- registers ----------------
+  logic        start, soft_reset, clear;
+  logic [31:0] cmd_addr, cmd_count, pc;
+  logic [31:0] win_base [Windows];
+  logic [31:0] win_size [Windows];
+  logic        busy, done, error;
+  logic [3:0]  err_code;
+  logic [31:0] err_pc;
+  logic [31:0] count_inc [Counters];
+
+  tpu_regs #(
+    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
+    .AxiDataWidth(AxiDataWidth), .Counters(Counters), .Windows(Windows)
+  ) u_regs (
+    .clk_i, .rst_ni,
+    .awaddr_i(s_axil_awaddr_i), .awvalid_i(s_axil_awvalid_i), .awready_o(s_axil_awready_o),
+    .wdata_i(s_axil_wdata_i), .wstrb_i(s_axil_wstrb_i), .wvalid_i(s_axil_wvalid_i),
+    .wready_o(s_axil_wready_o), .bresp_o(s_axil_bresp_o), .bvalid_o(s_axil_bvalid_o),
+    .bready_i(s_axil_bready_i), .araddr_i(s_axil_araddr_i), .arvalid_i(s_axil_arvalid_i),
+    .arready_o(s_axil_arready_o), .rdata_o(s_axil_rdata_o), .rresp_o(s_axil_rresp_o),
+    .rvalid_o(s_axil_rvalid_o), .rready_i(s_axil_rready_i),
+    .start_o(start), .soft_reset_o(soft_reset), .cmd_addr_o(cmd_addr), .cmd_count_o(cmd_count),
+    .win_base_o(win_base), .win_size_o(win_size), .irq_o,
+    .busy_i(busy), .done_i(done), .error_i(error), .err_code_i(err_code), .err_pc_i(err_pc),
+    .pc_i(pc), .count_inc_i(count_inc)
+  );
+
+  // ---------------- AXI read clients: 0 fetch, 1 weights, 2 DMA in ----------------
+  logic        c_ar_valid [3];
+  logic [31:0] c_ar_addr  [3];
+  logic [7:0]  c_ar_len   [3];
+  logic        c_ar_ready [3];
+  logic        c_r_valid  [3];
+
+  tpu_axi_rd_arb #(.Clients(3)) u_rd_arb (
+    .clk_i, .rst_ni,
+    .c_ar_valid_i(c_ar_valid), .c_ar_addr_i(c_ar_addr), .c_ar_len_i(c_ar_len),
+    .c_ar_ready_o(c_ar_ready), .c_r_valid_o(c_r_valid),
+    .m_ar_addr_o(m_axi_araddr_o), .m_ar_len_o(m_axi_arlen_o), .m_ar_valid_o(m_axi_arvalid_o),
+    .m_ar_ready_i(m_axi_arready_i), .m_r_valid_i(m_axi_rvalid_i), .m_r_last_i(m_axi_rlast_i),
+    .m_r_ready_o(m_axi_rready_o)
+  );
+  assign m_axi_arsize_o  = 3'($clog2(BeatBytes));
+  assign m_axi_arburst_o = 2'b01;  // INCR
+
+  // ---------------- controller + instruction fetch ----------------
+  logic         fetch_start, fetch_stop, fetch_busy, fetch_active, fetch_valid, fetch_err;
+  logic [31:0]  fetch_addr;
+  logic [23:0]  fetch_rows, fetch_space, fetch_idx;
+  logic [7:0]   fetch_bytes [16];
+  logic [127:0] fetch_instr;
+  logic [127:0] instr;
+  logic dmain_start, dmain_busy, dmain_err;
+  logic wdma_start, wdma_busy, wdma_err;
+  logic mxu_start, mxu_ready, mxu_retire;
+  logic act_start, act_ready, act_busy, act_reading;
+  logic dmaout_start, dmaout_busy, dmaout_err, dmaout_active;
+  logic dmain_active, wdma_active;
+  logic input_stall, retire;
+
+  always_comb begin
+    for (int b = 0; b < 16; b++) fetch_instr[8*b +: 8] = fetch_bytes[b];
+  end
+
+  tpu_dma_reader #(.RowBytes(16), .BeatBytes(BeatBytes)) u_fetch (
+    .clk_i, .rst_ni, .clear_i(fetch_stop), .start_i(fetch_start), .addr_i(fetch_addr),
+    .rows_i(fetch_rows), .space_rows_i(fetch_space),
+    .ar_valid_o(c_ar_valid[0]), .ar_addr_o(c_ar_addr[0]), .ar_len_o(c_ar_len[0]),
+    .ar_ready_i(c_ar_ready[0]), .r_valid_i(c_r_valid[0]), .r_data_i(m_axi_rdata_i),
+    .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
+    .row_valid_o(fetch_valid), .row_data_o(fetch_bytes), .row_idx_o(fetch_idx),
+    .row_err_o(fetch_err), .busy_o(fetch_busy), .active_o(fetch_active)
+  );
+
+  tpu_ctrl #(
+    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
+    .Windows(Windows)
+  ) u_ctrl (
+    .clk_i, .rst_ni,
+    .start_i(start), .soft_reset_i(soft_reset), .cmd_addr_i(cmd_addr), .cmd_count_i(cmd_count),
+    .win_base_i(win_base), .win_size_i(win_size),
+    .busy_o(busy), .done_o(done), .error_o(error), .err_code_o(err_code), .err_pc_o(err_pc),
+    .pc_o(pc), .clear_o(clear),
+    .fetch_start_o(fetch_start), .fetch_addr_o(fetch_addr), .fetch_rows_o(fetch_rows),
+    .fetch_space_o(fetch_space), .fetch_stop_o(fetch_stop), .fetch_busy_i(fetch_busy),
+    .fetch_active_i(fetch_active), .fetch_valid_i(fetch_valid), .fetch_instr_i(fetch_instr),
+    .fetch_err_i(fetch_err),
+    .instr_o(instr),
+    .dmain_start_o(dmain_start), .dmain_busy_i(dmain_busy), .dmain_err_i(dmain_err),
+    .wdma_start_o(wdma_start), .wdma_busy_i(wdma_busy), .wdma_err_i(wdma_err),
+    .mxu_start_o(mxu_start), .mxu_ready_i(mxu_ready), .mxu_retire_i(mxu_retire),
+    .act_start_o(act_start), .act_ready_i(act_ready), .act_busy_i(act_busy),
+    .dmaout_start_o(dmaout_start), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
+    .dma_active_i(dmain_active || wdma_active || dmaout_active),
+    .input_stall_o(input_stall), .retire_o(retire)
+  );
+
+  // ---------------- DMA in: read_host -> UB / parameters / LUT ----------------
+  logic [1:0]   dmain_dest_q;
+  logic [23:0]  dmain_local_q;
+  logic         dmain_row_valid, dmain_row_err;
+  logic [7:0]   dmain_row [N];
+  logic [23:0]  dmain_row_idx;
+  logic [23:0]  dmain_dst;
+
+  always_ff @(posedge clk_i) begin
+    if (dmain_start) begin
+      dmain_dest_q  <= instr[9:8];
+      dmain_local_q <= instr[39:16];
+    end
+  end
+
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes)) u_dma_in (
+    .clk_i, .rst_ni, .clear_i(clear), .start_i(dmain_start), .addr_i(instr[95:64]),
+    .rows_i(instr[63:40]), .space_rows_i(24'hFF_FFFF),
+    .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[2]), .ar_len_o(c_ar_len[2]),
+    .ar_ready_i(c_ar_ready[2]), .r_valid_i(c_r_valid[2]), .r_data_i(m_axi_rdata_i),
+    .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
+    .row_valid_o(dmain_row_valid), .row_data_o(dmain_row), .row_idx_o(dmain_row_idx),
+    .row_err_o(dmain_row_err), .busy_o(dmain_busy), .active_o(dmain_active)
+  );
+  assign dmain_err = dmain_row_valid && dmain_row_err;
+  assign dmain_dst = dmain_local_q + dmain_row_idx;
+
+  logic dmain_ub_we, prm_we, lut_we;
+  assign dmain_ub_we = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestUb;
+  assign prm_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestParam;
+  assign lut_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestLut;
+
+  // ---------------- weight DMA, weight FIFO, loader ----------------
+  logic       wdma_row_valid, wdma_row_err;
+  logic [7:0] wdma_row [N];
+  logic [23:0] wdma_row_idx;
+  logic [$clog2(WFifoTiles*N+1)-1:0] wfifo_free;
+  logic       w_shift, w_commit, w_buf;
+  logic [7:0] w_row [N];
+  logic       active_buf, next_valid, next_buf, mm_switch, wl_idle;
+
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes)) u_dma_weights (
+    .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
+    .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),
+    .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[1]), .ar_len_o(c_ar_len[1]),
+    .ar_ready_i(c_ar_ready[1]), .r_valid_i(c_r_valid[1]), .r_data_i(m_axi_rdata_i),
+    .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
+    .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
+    .row_err_o(wdma_row_err), .busy_o(wdma_busy), .active_o(wdma_active)
+  );
+  assign wdma_err = wdma_row_valid && wdma_row_err;
+
+  logic mxu_valid, mxu_wbuf, mxu_wuns;
+
+  tpu_weight_loader #(.N(N), .WFifoTiles(WFifoTiles)) u_weights (
+    .clk_i, .rst_ni, .clear_i(clear),
+    .push_i(wdma_row_valid && !wdma_row_err), .push_row_i(wdma_row), .free_rows_o(wfifo_free),
+    .w_shift_o(w_shift), .w_row_o(w_row), .w_commit_o(w_commit), .w_buf_o(w_buf),
+    .active_buf_o(active_buf), .next_valid_o(next_valid),
+    .next_buf_o(next_buf), .switch_i(mm_switch), .use_i(mxu_valid), .use_buf_i(mxu_wbuf),
+    .idle_o(wl_idle)
+  );
+
+  // ---------------- MXU ----------------
+  logic [UbW-1:0]     mm_ub_raddr;
+  logic [7:0]         mm_ub_rdata [N];
+  logic signed [8:0]  mxu_data [N];
+  logic [TagW-1:0]    mxu_tag, out_tag;
+  logic               out_valid, mm_weight_stall;
+  logic signed [31:0] out_sum [N];
+
+  tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
+    .clk_i, .rst_ni, .clear_i(clear), .start_i(mxu_start), .ready_o(mxu_ready),
+    .instr_i(instr), .ub_raddr_o(mm_ub_raddr), .ub_rdata_i(mm_ub_rdata),
+    .active_buf_i(active_buf), .next_valid_i(next_valid), .next_buf_i(next_buf),
+    .switch_o(mm_switch), .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
+    .mxu_wbuf_o(mxu_wbuf), .mxu_wuns_o(mxu_wuns), .mxu_tag_o(mxu_tag),
+    .weight_stall_o(mm_weight_stall)
+  );
+
+  tpu_mxu #(.N(N), .TagW(TagW)) u_mxu (
+    .clk_i, .rst_ni,
+    .in_valid_i(mxu_valid), .in_data_i(mxu_data), .in_wbuf_i(mxu_wbuf), .in_wuns_i(mxu_wuns),
+    .in_tag_i(mxu_tag),
+    .w_shift_i(w_shift), .w_row_i(w_row), .w_commit_i(w_commit), .w_buf_i(w_buf),
+    .out_valid_o(out_valid), .out_sum_o(out_sum), .out_tag_o(out_tag)
+  );
+  assign mxu_retire = out_valid && out_tag[17];
+
+  // ---------------- accumulators ----------------
+  logic [AccW-1:0]    act_acc_raddr;
+  logic signed [31:0] act_acc_rdata [N];
+
+  tpu_accumulators #(.N(N), .AccRows(AccRows)) u_acc (
+    .clk_i, .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
+    .wdata_i(out_sum), .raddr_i(act_acc_raddr), .rdata_o(act_acc_rdata)
+  );
+
+  // ---------------- activation unit ----------------
+  logic           act_ub_we;
+  logic [UbW-1:0] act_ub_waddr;
+  logic [7:0]     act_ub_wdata [N];
+
+  tpu_act_unit #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_act (
+    .clk_i, .rst_ni, .clear_i(clear), .start_i(act_start), .ready_o(act_ready),
+    .instr_i(instr), .acc_raddr_o(act_acc_raddr), .acc_rdata_i(act_acc_rdata),
+    .ub_we_o(act_ub_we), .ub_waddr_o(act_ub_waddr), .ub_wdata_o(act_ub_wdata),
+    .prm_we_i(prm_we), .prm_row_i(PrmW'(dmain_dst)), .lut_we_i(lut_we),
+    .lut_row_i(8'(dmain_dst)), .wdata_i(dmain_row),
+    .busy_o(act_busy), .reading_o(act_reading)
+  );
+
+  // ---------------- DMA out: write_host ----------------
+  logic [UbW-1:0] dmaout_ub_raddr;
+  logic [7:0]     dmaout_ub_rdata [N];
+
+  tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes)) u_dma_out (
+    .clk_i, .rst_ni, .clear_i(clear), .start_i(dmaout_start), .addr_i(instr[95:64]),
+    .ub_addr_i(UbW'(instr[39:16])), .rows_i(instr[63:40]),
+    .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
+    .aw_addr_o(m_axi_awaddr_o), .aw_len_o(m_axi_awlen_o), .aw_valid_o(m_axi_awvalid_o),
+    .aw_ready_i(m_axi_awready_i), .w_data_o(m_axi_wdata_o), .w_last_o(m_axi_wlast_o),
+    .w_valid_o(m_axi_wvalid_o), .w_ready_i(m_axi_wready_i), .b_resp_i(m_axi_bresp_i),
+    .b_valid_i(m_axi_bvalid_i), .b_ready_o(m_axi_bready_o),
+    .busy_o(dmaout_busy), .active_o(dmaout_active), .err_o(dmaout_err)
+  );
+  assign m_axi_awsize_o  = 3'($clog2(BeatBytes));
+  assign m_axi_awburst_o = 2'b01;  // INCR
+  assign m_axi_wstrb_o   = '1;
+
+  // ---------------- unified buffer ----------------
+  tpu_unified_buffer #(.N(N), .UbRows(UbRows)) u_ub (
+    .clk_i,
+    .we0_i(dmain_ub_we), .waddr0_i(UbW'(dmain_dst)), .wdata0_i(dmain_row),
+    .we1_i(act_ub_we), .waddr1_i(act_ub_waddr), .wdata1_i(act_ub_wdata),
+    .raddr0_i(mm_ub_raddr), .rdata0_o(mm_ub_rdata),
+    .raddr1_i(dmaout_ub_raddr), .rdata1_o(dmaout_ub_rdata)
+  );
+
+  // ---------------- performance counters (docs/architecture.md) ----------------
+  assign count_inc[0] = 32'd1;
+  assign count_inc[1] = 32'(mxu_valid);
+  assign count_inc[2] = mxu_valid ? 32'(N * N) : 32'd0;
+  assign count_inc[3] = 32'(mm_weight_stall);
+  assign count_inc[4] = 32'(input_stall);
+  assign count_inc[5] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);
+  assign count_inc[6] = (m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0;
+  assign count_inc[7] = (m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0;
+  assign count_inc[8] = 32'(retire || done);
+  assign count_inc[9] = 32'(act_reading);
+
+  // Row indices and the high bits of legal addresses are only partly used.
+  logic unused_core;
+  assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, instr};
+
+endmodule

@@ -1,0 +1,457 @@
+// Controller: instruction queue, decoder with the static checks of docs/isa.md, hazard
+// scoreboard and in-order issue to the concurrent units.
+//
+// An instruction leaves the queue when its unit can take it and it conflicts with no
+// instruction still in flight in another unit (bounding UB / ACC / host ranges, see
+// tpu_pkg::footprints_conflict). Matmuls are tracked until their last row has been written
+// to the accumulators; matmuls do not wait for each other because the MXU pipeline keeps
+// their accumulator writes in order. A fault found at decode stops issue; units already
+// running finish, then the run ends with the error latched.
+module tpu_ctrl #(
+  parameter int unsigned N          = 16,
+  parameter int unsigned UbRows     = 8192,
+  parameter int unsigned AccRows    = 2048,
+  parameter int unsigned WFifoTiles = 4,
+  parameter int unsigned QpSlots    = 16,
+  parameter int unsigned Windows    = 8,
+  parameter int unsigned IqDepth    = 8,
+  parameter int unsigned MmDepth    = 4
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+  // From the registers.
+  input  logic         start_i,
+  input  logic         soft_reset_i,
+  input  logic [31:0]  cmd_addr_i,
+  input  logic [31:0]  cmd_count_i,
+  input  logic [31:0]  win_base_i [Windows],
+  input  logic [31:0]  win_size_i [Windows],
+  output logic         busy_o,
+  output logic         done_o,
+  output logic         error_o,
+  output logic [3:0]   err_code_o,
+  output logic [31:0]  err_pc_o,
+  output logic [31:0]  pc_o,
+  output logic         clear_o,        // START or soft reset: units drop their state
+  // Instruction fetch (a tpu_dma_reader with 16-byte rows).
+  output logic         fetch_start_o,
+  output logic [31:0]  fetch_addr_o,
+  output logic [23:0]  fetch_rows_o,
+  output logic [23:0]  fetch_space_o,
+  output logic         fetch_stop_o,
+  input  logic         fetch_busy_i,
+  input  logic         fetch_active_i,
+  input  logic         fetch_valid_i,
+  input  logic [127:0] fetch_instr_i,
+  input  logic         fetch_err_i,
+  // Unit issue: one start pulse per unit, all units see the same instruction word.
+  output logic [127:0] instr_o,
+  output logic         dmain_start_o,
+  input  logic         dmain_busy_i,
+  input  logic         dmain_err_i,    // pulse: the running read_host failed
+  output logic         wdma_start_o,
+  input  logic         wdma_busy_i,
+  input  logic         wdma_err_i,
+  output logic         mxu_start_o,
+  input  logic         mxu_ready_i,
+  input  logic         mxu_retire_i,   // last row of the oldest matmul reached the ACC
+  output logic         act_start_o,
+  input  logic         act_ready_i,
+  input  logic         act_busy_i,
+  output logic         dmaout_start_o,
+  input  logic         dmaout_busy_i,
+  input  logic         dmaout_err_i,   // with !dmaout_busy_i: the write_host failed
+  input  logic         dma_active_i,   // any DMA burst outstanding (drain before stopping)
+  output logic         input_stall_o,
+  output logic         retire_o
+);
+  import tpu_pkg::*;
+
+  localparam int unsigned LutRows = 256 / N;
+  localparam int unsigned MmW     = $clog2(MmDepth + 1);
+  localparam int unsigned IqW     = $clog2(IqDepth);
+
+  // ---------------- run state ----------------
+  logic        run_q;        // between START and done/error
+  logic        flush_q;      // soft reset: waiting for outstanding bursts and the MXU
+  logic [15:0] flush_cnt_q;
+  logic        stop_q;       // an error is latched; waiting for units to finish
+  logic        fetch_stop_q; // halt reached: stop prefetching
+  logic [3:0]  err_code_q;
+  logic [31:0] err_pc_q;
+  logic [31:0] pc_q;         // index of the instruction at the queue head
+  logic [31:0] credit_q;     // weight tiles pushed by issued read_weights, not yet switched to
+  logic        switched_q;   // some matmul made a tile active in this run
+
+  // ---------------- instruction queue ----------------
+  logic [128:0] iq_q [IqDepth];   // {fetch error, instruction}
+  logic [IqW-1:0] iq_rd_q, iq_wr_q;
+  logic [IqW:0]   iq_cnt_q;
+  logic           pop;
+  logic [127:0]   head;
+  logic           head_valid, head_ferr;
+
+  assign head       = iq_q[iq_rd_q][127:0];
+  assign head_ferr  = iq_q[iq_rd_q][128];
+  assign head_valid = (iq_cnt_q != '0);
+
+  // ---------------- decode ----------------
+  logic [7:0]  op;
+  logic [7:0]  flags;
+  logic [3:0]  static_err;
+  footprint_t  fp;
+  logic [32:0] host_lo, host_len;
+
+  // Unsigned widening helpers for range arithmetic (all in 64 bits, no wrap).
+  function automatic logic [63:0] u64(logic [31:0] v);
+    return {32'd0, v};
+  endfunction
+
+  // True when [lo, lo + len) lies hit an enabled window, or no window is enabled.
+  function automatic logic in_windows(logic [63:0] lo, logic [63:0] len);
+    logic any_on, hit;
+    any_on = 1'b0;
+    hit = 1'b0;
+    for (int i = 0; i < int'(Windows); i++) begin
+      if (win_size_i[i] != '0) begin
+        any_on = 1'b1;
+        if (lo >= u64(win_base_i[i]) && lo + len <= u64(win_base_i[i]) + u64(win_size_i[i])) begin
+          hit = 1'b1;
+        end
+      end
+    end
+    return !any_on || hit;
+  endfunction
+
+  always_comb begin
+    logic [63:0] rows, host, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo;
+    logic [63:0] local_last;
+    logic [1:0]  dest;
+    logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
+
+    op    = head[7:0];
+    flags = head[15:8];
+    fp    = '0;
+    reserved_bad = 1'b0;
+    field_bad    = 1'b0;
+    ub_bad       = 1'b0;
+    acc_bad      = 1'b0;
+    prm_bad      = 1'b0;
+    align_bad    = 1'b0;
+    host_bad     = 1'b0;
+    dest         = head[9:8];
+    rows  = u64({8'd0, head[63:40]});
+    host  = u64(head[95:64]);
+    bytes = '0;
+    host_lo  = '0;
+    host_len = '0;
+    last_ub = '0; last_acc = '0; inner = '0; outer = '0; h = '0; w = '0; pk = '0; ps = '0;
+    ho = '0; wo = '0; local_last = '0;
+    static_err = ErrNone;
+
+    unique case (op)
+      OpNop, OpSync, OpHalt: reserved_bad = (head[127:8] != '0);
+      OpReadHost, OpWriteHost: begin
+        reserved_bad = (op == OpReadHost) ? (head[15:10] != '0 || head[127:96] != '0)
+                                          : (head[15:8] != '0 || head[127:96] != '0);
+        if (op == OpWriteHost) dest = DestUb;
+        field_bad  = (rows == '0) || (dest == 2'd3);
+        local_last = u64({8'd0, head[39:16]}) + rows - 1;
+        if (dest == DestUb) ub_bad = local_last >= 64'(UbRows);
+        else if (dest == DestParam) prm_bad = local_last >= 64'(QpSlots * SlotRows);
+        else prm_bad = local_last >= 64'(LutRows);
+        bytes = rows * N;
+        if (op == OpReadHost) begin
+          if (dest == DestUb) fp.ub_wr = make_range(33'(head[39:16]), 33'(local_last));
+          else                fp.param_wr = 1'b1;
+          fp.host_rd = make_range(33'(host), 33'(host + bytes - 1));
+        end else begin
+          fp.ub_rd   = make_range(33'(head[39:16]), 33'(local_last));
+          fp.host_wr = make_range(33'(host), 33'(host + bytes - 1));
+        end
+      end
+      OpReadWeights: begin
+        reserved_bad = head[39:8] != '0 || head[127:96] != '0;
+        field_bad    = (rows == '0);
+        bytes        = rows * N * N;
+        fp.host_rd   = make_range(33'(host), 33'(host + bytes - 1));
+      end
+      OpMatmul: begin
+        reserved_bad = head[15:12] != '0 || head[127:112] != '0;
+        inner   = u64({20'd0, head[67:56]});
+        outer   = u64({20'd0, head[79:68]});
+        field_bad = (inner == '0) || (outer == '0);
+        last_ub  = u64({8'd0, head[39:16]}) + (outer - 1) * u64({8'd0, head[111:88]}) +
+                   (inner - 1) * u64({24'd0, head[87:80]});
+        last_acc = u64({16'd0, head[55:40]}) + inner * outer - 1;
+        ub_bad   = last_ub >= 64'(UbRows);
+        acc_bad  = last_acc >= 64'(AccRows);
+        fp.ub_rd  = make_range(33'(head[39:16]), 33'(last_ub));
+        fp.acc_wr = make_range(33'(head[55:40]), 33'(last_acc));
+        if (head[8]) fp.acc_rd = fp.acc_wr;
+      end
+      OpActivate: begin
+        reserved_bad = head[15:11] != '0 || head[127:116] != '0;
+        w  = u64({20'd0, head[67:56]});
+        h  = u64({20'd0, head[79:68]});
+        pk = u64({28'd0, head[83:80]});
+        ps = u64({28'd0, head[87:84]});
+        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pk > w) || (pk > h);
+        if (!field_bad) begin
+          ho = (h - pk) / ps + 1;
+          wo = (w - pk) / ps + 1;
+        end
+        last_ub  = u64({8'd0, head[55:32]}) + (ho - 1) * u64({8'd0, head[111:88]}) + wo - 1;
+        last_acc = u64({16'd0, head[31:16]}) + h * w - 1;
+        ub_bad   = last_ub >= 64'(UbRows);
+        acc_bad  = last_acc >= 64'(AccRows);
+        prm_bad  = u64({28'd0, head[115:112]}) >= 64'(QpSlots);
+        fp.acc_rd   = make_range(33'(head[31:16]), 33'(last_acc));
+        fp.ub_wr    = make_range(33'(head[55:32]), 33'(last_ub));
+        fp.param_rd = 1'b1;
+      end
+      default: ;
+    endcase
+
+    if (op == OpReadHost || op == OpWriteHost || op == OpReadWeights) begin
+      align_bad = host[3:0] != '0;
+      host_bad  = (host + bytes > 64'h1_0000_0000) || !in_windows(host, bytes);
+    end
+
+    // The first failing check in code order wins.
+    if (op > OpHalt)     static_err = ErrOpcode;
+    else if (reserved_bad) static_err = ErrReserved;
+    else if (field_bad)  static_err = ErrField;
+    else if (ub_bad)     static_err = ErrUbRange;
+    else if (acc_bad)    static_err = ErrAccRange;
+    else if (prm_bad)    static_err = ErrParamRange;
+    else if (align_bad)  static_err = ErrAlign;
+    else if (host_bad)   static_err = ErrHostRange;
+    else if (op == OpReadWeights && 64'(credit_q) + rows > 64'(WFifoTiles) + 64'd2)
+      static_err = ErrWeightOverflow;
+    else if (op == OpMatmul && (head[11] ? (credit_q == '0) : !switched_q))
+      static_err = ErrNoWeights;
+  end
+
+  // ---------------- in-flight footprints ----------------
+  footprint_t fp_dmain_q, fp_wdma_q, fp_act_q, fp_dmaout_q;
+  footprint_t mm_fp_q [MmDepth];
+  logic [MmW-1:0] mm_cnt_q;
+  logic [$clog2(MmDepth)-1:0] mm_rd_q, mm_wr_q;
+  logic [31:0] pc_dmain_q, pc_wdma_q, pc_dmaout_q;
+  logic dmaout_was_busy_q;
+
+  logic hazard;
+  always_comb begin
+    hazard = 1'b0;
+    if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
+    if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
+    if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
+    if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
+    // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
+    if (op != OpMatmul) begin
+      for (int i = 0; i < int'(MmDepth); i++) begin
+        if (MmW'(i) < mm_cnt_q &&
+            footprints_conflict(fp, mm_fp_q[($clog2(MmDepth))'((int'(mm_rd_q) + i) % MmDepth)])) begin
+          hazard = 1'b1;
+        end
+      end
+    end
+  end
+
+  logic all_idle, unit_ready, issue, can_decide;
+  assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i &&
+                    mxu_ready_i && (mm_cnt_q == '0) && !dma_active_i;
+
+  always_comb begin
+    unique case (op)
+      OpReadHost:    unit_ready = !dmain_busy_i;
+      OpReadWeights: unit_ready = !wdma_busy_i;
+      OpMatmul:      unit_ready = mxu_ready_i && (mm_cnt_q != MmW'(MmDepth));
+      OpActivate:    unit_ready = act_ready_i;
+      OpWriteHost:   unit_ready = !dmaout_busy_i;
+      OpSync:        unit_ready = all_idle;
+      default:       unit_ready = 1'b1;
+    endcase
+  end
+
+  assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
+  assign issue      = can_decide && !head_ferr && static_err == ErrNone && op != OpHalt &&
+                      unit_ready && !hazard;
+  assign pop        = issue;
+
+  assign instr_o        = head;
+  assign dmain_start_o  = issue && op == OpReadHost;
+  assign wdma_start_o   = issue && op == OpReadWeights;
+  assign mxu_start_o    = issue && op == OpMatmul;
+  assign act_start_o    = issue && op == OpActivate;
+  assign dmaout_start_o = issue && op == OpWriteHost;
+  assign input_stall_o  = can_decide && op == OpMatmul && unit_ready && hazard;
+  assign retire_o       = issue;
+
+  assign busy_o       = run_q || flush_q;
+  assign err_code_o   = err_code_q;
+  assign err_pc_o     = err_pc_q;
+  assign pc_o         = pc_q;
+  assign clear_o      = start_i || soft_reset_i || flush_q;
+
+  // Fetch.
+  logic cmd_ok;
+  assign cmd_ok        = in_windows(u64(cmd_addr_i), u64(cmd_count_i) * 16) &&
+                         (u64(cmd_addr_i) + u64(cmd_count_i) * 16 <= 64'h1_0000_0000);
+  assign fetch_addr_o  = cmd_addr_i;
+  assign fetch_rows_o  = 24'(cmd_count_i);
+  assign fetch_space_o = 24'(IqDepth) - 24'(iq_cnt_q);
+  assign fetch_stop_o  = stop_q || fetch_stop_q || soft_reset_i || !run_q;
+
+  // ---------------- sequential ----------------
+  logic [3:0]  new_err;
+  logic [31:0] new_err_pc;
+  always_comb begin
+    new_err    = ErrNone;
+    new_err_pc = '0;
+    // Unit errors first: they belong to instructions older than the head.
+    if (dmain_err_i) begin
+      new_err = ErrAxiRead; new_err_pc = pc_dmain_q;
+    end else if (wdma_err_i) begin
+      new_err = ErrAxiRead; new_err_pc = pc_wdma_q;
+    end else if (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i) begin
+      new_err = ErrAxiWrite; new_err_pc = pc_dmaout_q;
+    end else if (can_decide && head_ferr) begin
+      new_err = ErrAxiRead; new_err_pc = pc_q;
+    end else if (can_decide && static_err != ErrNone) begin
+      new_err = static_err; new_err_pc = pc_q;
+    end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
+                 !fetch_start_o) begin
+      new_err = ErrCmdOverrun; new_err_pc = pc_q;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      run_q        <= 1'b0;
+      flush_q      <= 1'b0;
+      flush_cnt_q  <= '0;
+      stop_q       <= 1'b0;
+      fetch_stop_q <= 1'b0;
+      err_code_q   <= '0;
+      err_pc_q     <= '0;
+      pc_q         <= '0;
+      credit_q     <= '0;
+      switched_q   <= 1'b0;
+      iq_rd_q      <= '0;
+      iq_wr_q      <= '0;
+      iq_cnt_q     <= '0;
+      mm_cnt_q     <= '0;
+      mm_rd_q      <= '0;
+      mm_wr_q      <= '0;
+      done_o       <= 1'b0;
+      error_o      <= 1'b0;
+      fetch_start_o <= 1'b0;
+      dmaout_was_busy_q <= 1'b0;
+    end else begin
+      done_o        <= 1'b0;
+      error_o       <= 1'b0;
+      fetch_start_o <= 1'b0;
+      dmaout_was_busy_q <= dmaout_busy_i;
+
+      if (flush_q) begin
+        // Bursts already on the bus complete (and are dropped); rows in the MXU land.
+        if (flush_cnt_q != '0) flush_cnt_q <= flush_cnt_q - 1'b1;
+        else if (!dma_active_i && !fetch_active_i) flush_q <= 1'b0;
+      end
+      if (soft_reset_i) begin
+        flush_q      <= 1'b1;
+        flush_cnt_q  <= 16'(4 * N);
+        run_q        <= 1'b0;
+        stop_q       <= 1'b0;
+        fetch_stop_q <= 1'b0;
+        iq_rd_q      <= '0;
+        iq_wr_q      <= '0;
+        iq_cnt_q     <= '0;
+        mm_cnt_q     <= '0;
+        mm_rd_q      <= '0;
+        mm_wr_q      <= '0;
+        err_code_q   <= '0;
+        err_pc_q     <= '0;
+      end else if (start_i && !run_q && !flush_q) begin
+        pc_q         <= '0;
+        credit_q     <= '0;
+        switched_q   <= 1'b0;
+        iq_rd_q      <= '0;
+        iq_wr_q      <= '0;
+        iq_cnt_q     <= '0;
+        mm_cnt_q     <= '0;
+        mm_rd_q      <= '0;
+        mm_wr_q      <= '0;
+        err_code_q   <= '0;
+        err_pc_q     <= '0;
+        fetch_stop_q <= 1'b0;
+        if (cmd_ok) begin
+          run_q         <= 1'b1;
+          stop_q        <= 1'b0;
+          fetch_start_o <= 1'b1;
+        end else begin
+          // The command buffer itself is outside the DMA windows: nothing is fetched.
+          error_o    <= 1'b1;
+          err_code_q <= ErrHostRange;
+          err_pc_q   <= '0;
+        end
+      end else if (run_q) begin
+        // Instruction queue.
+        if (fetch_valid_i && !stop_q) begin
+          iq_q[iq_wr_q] <= {fetch_err_i, fetch_instr_i};
+          iq_wr_q       <= IqW'((int'(iq_wr_q) + 1) % IqDepth);
+        end
+        if (pop) iq_rd_q <= IqW'((int'(iq_rd_q) + 1) % IqDepth);
+        iq_cnt_q <= iq_cnt_q + (IqW+1)'(fetch_valid_i && !stop_q) - (IqW+1)'(pop);
+
+        // Matmul tracking.
+        if (mxu_start_o) begin
+          mm_fp_q[mm_wr_q] <= fp;
+          mm_wr_q <= ($clog2(MmDepth))'((int'(mm_wr_q) + 1) % MmDepth);
+        end
+        if (mxu_retire_i && mm_cnt_q != '0) begin
+          mm_rd_q <= ($clog2(MmDepth))'((int'(mm_rd_q) + 1) % MmDepth);
+        end
+        mm_cnt_q <= mm_cnt_q + MmW'(mxu_start_o) - MmW'(mxu_retire_i && mm_cnt_q != '0);
+
+        // Other units.
+        if (dmain_start_o)  begin fp_dmain_q  <= fp; pc_dmain_q  <= pc_q; end
+        if (wdma_start_o)   begin fp_wdma_q   <= fp; pc_wdma_q   <= pc_q; end
+        if (act_start_o)    fp_act_q <= fp;
+        if (dmaout_start_o) begin fp_dmaout_q <= fp; pc_dmaout_q <= pc_q; end
+
+        // Weight tile accounting (see the static checks).
+        if (wdma_start_o) credit_q <= credit_q + 32'(head[63:40]);
+        if (mxu_start_o && head[11]) begin
+          credit_q   <= credit_q - 1'b1;
+          switched_q <= 1'b1;
+        end
+
+        if (issue) pc_q <= pc_q + 1'b1;
+
+        // Errors: stop issuing, let issued work finish.
+        if (!stop_q && new_err != ErrNone) begin
+          stop_q     <= 1'b1;
+          err_code_q <= new_err;
+          err_pc_q   <= new_err_pc;
+        end
+        // Halt: stop prefetching, wait for everything, done.
+        if (can_decide && !head_ferr && static_err == ErrNone && op == OpHalt &&
+            new_err == ErrNone) begin
+          fetch_stop_q <= 1'b1;
+        end
+        if ((stop_q || fetch_stop_q) && all_idle && !fetch_active_i && !fetch_busy_i) begin
+          run_q <= 1'b0;
+          if (stop_q) error_o <= 1'b1;
+          else        done_o  <= 1'b1;
+        end
+      end
+    end
+  end
+
+  logic unused_flags;
+  assign unused_flags = ^{flags, host_lo, host_len};
+
+endmodule

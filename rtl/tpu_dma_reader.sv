@@ -1,0 +1,148 @@
+// DMA reader: host memory -> rows of RowBytes bytes, through one AXI4 read client.
+//
+// Splits a transfer of `rows` rows starting at `addr` into INCR bursts of at most 16 beats
+// that never cross a 4 KiB boundary, one burst outstanding. Beats are gathered into rows (a
+// row may span bursts). A burst is only requested when the sink has room for all of it
+// (`space_rows_i`, rows the sink can still take), so the read channel is never held up by a
+// full sink. The first beat answered with an error ends the transfer: one row flagged
+// `row_err_o` (at the index of the row it belonged to) is emitted instead of data, the rest
+// of the burst is drained and dropped.
+module tpu_dma_reader #(
+  parameter int unsigned RowBytes  = 16,
+  parameter int unsigned BeatBytes = 16
+) (
+  input  logic                       clk_i,
+  input  logic                       rst_ni,
+  input  logic                       clear_i,
+  input  logic                       start_i,
+  input  logic [31:0]                addr_i,
+  input  logic [23:0]                rows_i,
+  input  logic [23:0]                space_rows_i,
+  // AXI4 read client.
+  output logic                       ar_valid_o,
+  output logic [31:0]                ar_addr_o,
+  output logic [7:0]                 ar_len_o,
+  input  logic                       ar_ready_i,
+  input  logic                       r_valid_i,
+  input  logic [8*BeatBytes-1:0]     r_data_i,
+  input  logic [1:0]                 r_resp_i,
+  input  logic                       r_last_i,
+  // Rows out.
+  output logic                       row_valid_o,
+  output logic [7:0]                 row_data_o [RowBytes],
+  output logic [23:0]                row_idx_o,
+  output logic                       row_err_o,
+  // Status.
+  output logic                       busy_o,
+  output logic                       active_o   // a burst is outstanding
+);
+  localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
+  localparam int unsigned BprW        = (BeatsPerRow > 1) ? $clog2(BeatsPerRow) : 1;
+  localparam int unsigned MaxBurst    = 16;
+
+  logic        busy_q, err_q, ar_pending_q, in_burst_q;
+  logic [31:0] next_addr_q;
+  logic [31:0] beats_left_q;    // beats not yet requested
+  logic [31:0] beats_owed_q;    // beats requested, not yet received
+  logic [23:0] row_q;           // index of the row being gathered
+  logic [BprW-1:0] beat_in_row_q;
+  logic [7:0]  gather_q [RowBytes];
+  logic        row_valid_q, row_err_q;
+  logic [23:0] row_idx_q;
+  logic [8:0]  burst_beats;
+  logic [31:0] to_4k;
+
+  always_comb begin
+    to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
+    burst_beats = 9'(MaxBurst);
+    if (beats_left_q < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
+    if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);
+  end
+
+  // Room check in beats: everything owed plus this burst must fit in the sink.
+  logic room;
+  assign room = (beats_owed_q + 32'(burst_beats)) <= 32'(space_rows_i) * BeatsPerRow;
+
+  assign ar_valid_o = ar_pending_q;
+  assign ar_addr_o  = next_addr_q;
+  assign ar_len_o   = 8'(burst_beats - 1'b1);
+  assign busy_o     = busy_q;
+  assign active_o   = ar_pending_q || in_burst_q;
+  assign row_valid_o = row_valid_q;
+  assign row_err_o   = row_err_q;
+  assign row_idx_o   = row_idx_q;
+  always_comb begin
+    for (int b = 0; b < int'(RowBytes); b++) row_data_o[b] = gather_q[b];
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_q       <= 1'b0;
+      err_q        <= 1'b0;
+      ar_pending_q <= 1'b0;
+      in_burst_q   <= 1'b0;
+      row_valid_q  <= 1'b0;
+      row_err_q    <= 1'b0;
+      beats_owed_q <= '0;
+    end else if (clear_i && !in_burst_q && !ar_pending_q) begin
+      busy_q       <= 1'b0;
+      err_q        <= 1'b0;
+      row_valid_q  <= 1'b0;
+      row_err_q    <= 1'b0;
+      beats_owed_q <= '0;
+    end else begin
+      row_valid_q <= 1'b0;
+      row_err_q   <= 1'b0;
+      if (start_i) begin
+        busy_q        <= 1'b1;
+        err_q         <= 1'b0;
+        next_addr_q   <= addr_i;
+        beats_left_q  <= 32'(rows_i) * BeatsPerRow;
+        beats_owed_q  <= '0;
+        row_q         <= '0;
+        beat_in_row_q <= '0;
+      end
+      // Request the next burst when there is room for it.
+      if (busy_q && !err_q && !clear_i && !ar_pending_q && !in_burst_q &&
+          beats_left_q != '0 && room) begin
+        ar_pending_q <= 1'b1;
+      end
+      if (ar_pending_q && ar_ready_i) begin
+        ar_pending_q <= 1'b0;
+        in_burst_q   <= 1'b1;
+        next_addr_q  <= next_addr_q + 32'(burst_beats) * BeatBytes;
+        beats_left_q <= beats_left_q - 32'(burst_beats);
+        beats_owed_q <= beats_owed_q + 32'(burst_beats);
+      end
+      if (in_burst_q && r_valid_i) begin
+        beats_owed_q <= beats_owed_q - 1'b1;
+        if (r_last_i) in_burst_q <= 1'b0;
+        if (!err_q && !clear_i) begin
+          if (r_resp_i != 2'b00) begin
+            err_q       <= 1'b1;
+            row_valid_q <= 1'b1;
+            row_err_q   <= 1'b1;
+            row_idx_q   <= row_q;
+          end else begin
+            for (int b = 0; b < int'(BeatBytes); b++) begin
+              gather_q[int'(beat_in_row_q) * BeatBytes + b] <= r_data_i[8*b +: 8];
+            end
+            if (int'(beat_in_row_q) == BeatsPerRow - 1) begin
+              beat_in_row_q <= '0;
+              row_valid_q   <= 1'b1;
+              row_idx_q     <= row_q;
+              row_q         <= row_q + 1'b1;
+            end else begin
+              beat_in_row_q <= beat_in_row_q + 1'b1;
+            end
+          end
+        end
+      end
+      // Finished once every beat has arrived, or after an error once the burst drained.
+      if (busy_q && !start_i && !ar_pending_q && !in_burst_q && (err_q || beats_left_q == '0)) begin
+        busy_q <= 1'b0;
+      end
+    end
+  end
+
+endmodule

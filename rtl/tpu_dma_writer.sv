@@ -1,0 +1,121 @@
+// DMA writer: UB rows -> host memory through the AXI4 write channels.
+//
+// Splits `rows` N-byte rows into INCR bursts of at most 16 beats that never cross a 4 KiB
+// boundary: AW, then the W beats (read straight from the UB row being sent), then B; one
+// burst at a time. An error response ends the transfer after that burst.
+module tpu_dma_writer #(
+  parameter int unsigned N         = 16,
+  parameter int unsigned UbRows    = 8192,
+  parameter int unsigned BeatBytes = 16
+) (
+  input  logic                      clk_i,
+  input  logic                      rst_ni,
+  input  logic                      clear_i,
+  input  logic                      start_i,
+  input  logic [31:0]               addr_i,
+  input  logic [$clog2(UbRows)-1:0] ub_addr_i,
+  input  logic [23:0]               rows_i,
+  // UB read port (combinational).
+  output logic [$clog2(UbRows)-1:0] ub_raddr_o,
+  input  logic [7:0]                ub_rdata_i [N],
+  // AXI4 write channels.
+  output logic [31:0]               aw_addr_o,
+  output logic [7:0]                aw_len_o,
+  output logic                      aw_valid_o,
+  input  logic                      aw_ready_i,
+  output logic [8*BeatBytes-1:0]    w_data_o,
+  output logic                      w_last_o,
+  output logic                      w_valid_o,
+  input  logic                      w_ready_i,
+  input  logic [1:0]                b_resp_i,
+  input  logic                      b_valid_i,
+  output logic                      b_ready_o,
+  // Status.
+  output logic                      busy_o,
+  output logic                      active_o,
+  output logic                      err_o      // with !busy_o: the last transfer failed
+);
+  localparam int unsigned BeatsPerRow = N / BeatBytes;
+  localparam int unsigned BprW        = (BeatsPerRow > 1) ? $clog2(BeatsPerRow) : 1;
+  localparam int unsigned UbW         = $clog2(UbRows);
+
+  typedef enum logic [1:0] {WIdle, WAddr, WData, WResp} state_e;
+  state_e      state_q;
+  logic        busy_q, err_q;
+  logic [31:0] next_addr_q;
+  logic [31:0] beats_left_q;
+  logic [8:0]  burst_beats, burst_q, sent_q;
+  logic [UbW-1:0]  ub_row_q;
+  logic [BprW-1:0] beat_in_row_q;
+  logic [31:0] to_4k;
+
+  always_comb begin
+    to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
+    burst_beats = 9'd16;
+    if (beats_left_q < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
+    if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);
+  end
+
+  assign aw_valid_o = (state_q == WAddr);
+  assign aw_addr_o  = next_addr_q;
+  assign aw_len_o   = 8'(burst_beats - 1'b1);
+  assign w_valid_o  = (state_q == WData);
+  assign w_last_o   = (sent_q == burst_q - 1'b1);
+  assign b_ready_o  = (state_q == WResp);
+  assign ub_raddr_o = ub_row_q;
+  always_comb begin
+    for (int b = 0; b < int'(BeatBytes); b++) begin
+      w_data_o[8*b +: 8] = ub_rdata_i[int'(beat_in_row_q) * BeatBytes + b];
+    end
+  end
+  assign busy_o   = busy_q;
+  assign active_o = (state_q != WIdle);
+  assign err_o    = err_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      state_q <= WIdle;
+      busy_q  <= 1'b0;
+      err_q   <= 1'b0;
+    end else begin
+      unique case (state_q)
+        WIdle: begin
+          if (start_i) begin
+            busy_q        <= 1'b1;
+            err_q         <= 1'b0;
+            next_addr_q   <= addr_i;
+            beats_left_q  <= 32'(rows_i) * BeatsPerRow;
+            ub_row_q      <= ub_addr_i;
+            beat_in_row_q <= '0;
+          end else if (busy_q) begin
+            if (beats_left_q == '0 || err_q || clear_i) busy_q <= 1'b0;
+            else state_q <= WAddr;
+          end
+        end
+        WAddr: if (aw_ready_i) begin
+          state_q      <= WData;
+          burst_q      <= burst_beats;
+          sent_q       <= '0;
+          next_addr_q  <= next_addr_q + 32'(burst_beats) * BeatBytes;
+          beats_left_q <= beats_left_q - 32'(burst_beats);
+        end
+        WData: if (w_ready_i) begin
+          sent_q <= sent_q + 1'b1;
+          if (int'(beat_in_row_q) == BeatsPerRow - 1) begin
+            beat_in_row_q <= '0;
+            ub_row_q      <= ub_row_q + 1'b1;
+          end else begin
+            beat_in_row_q <= beat_in_row_q + 1'b1;
+          end
+          if (w_last_o) state_q <= WResp;
+        end
+        WResp: if (b_valid_i) begin
+          state_q <= WIdle;
+          if (b_resp_i != 2'b00) err_q <= 1'b1;
+        end
+        default: state_q <= WIdle;
+      endcase
+    end
+  end
+
+endmodule

@@ -1,0 +1,168 @@
+// Weight-stationary N x N systolic matrix unit (MXU), TPU-v1 style.
+//
+// Activations enter from the left, one N-element row per cycle; element k reaches array row k
+// k cycles after element 0 (the diagonal wavefront). Each PE multiplies its activation by its
+// stationary weight and adds the partial sum arriving from the PE above; partial sums leave
+// the bottom of column n n cycles after column 0, and a de-skew delay line realigns them, so a
+// row fed in cycle m leaves as one N x int32 vector in cycle m + 2N - 1 (Latency).
+//
+// Double-buffered weights: each PE has two weight registers and one shift register. The
+// weight loader shifts a tile down the shift registers (column n n cycles after column 0) and
+// then commits it into one buffer. Every activation carries the index of the buffer it must
+// use, so a new tile takes effect with the wavefront of its first row while older rows still
+// finish with the old one. Commit rules (enforced by tpu_weight_loader):
+//   * a commit into buffer b in cycle t is safe when the last row tagged b was fed <= t-(N-1);
+//   * rows tagged b may be fed from cycle t+1 on.
+//
+// The whole array is one always_ff over 2-D arrays, updated in place with blocking assignments
+// in reverse loop order so every PE reads its neighbours' pre-edge values. Verilator keeps
+// these loops as loops, so N = 256 builds in seconds instead of N^2 instances.
+module tpu_mxu #(
+  parameter int unsigned N    = 16,
+  parameter int unsigned TagW = 18
+) (
+  input  logic                   clk_i,
+  input  logic                   rst_ni,
+  // Activation row input.
+  input  logic                   in_valid_i,
+  input  logic signed [8:0]      in_data_i [N],  // already sign- or zero-extended
+  input  logic                   in_wbuf_i,      // weight buffer this row uses
+  input  logic                   in_wuns_i,      // weights are unsigned for this row
+  input  logic [TagW-1:0]        in_tag_i,       // side band returned with the result
+  // Weight tile input (one tile row per shift, bottom row first).
+  input  logic                   w_shift_i,
+  input  logic [7:0]             w_row_i [N],
+  input  logic                   w_commit_i,     // copy the shift registers into buffer w_buf_i
+  input  logic                   w_buf_i,
+  // Result row output.
+  output logic                   out_valid_o,
+  output logic signed [31:0]     out_sum_o [N],
+  output logic [TagW-1:0]        out_tag_o
+);
+  localparam int unsigned Latency = 2 * N - 1;
+  // One activation lane: {weights unsigned, weight buffer, 9-bit operand}.
+  localparam int unsigned LaneW = 11;
+
+  logic [LaneW-1:0]   lane_q   [N][N];  // activation register of PE(r,c), moving right
+  logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
+  logic [7:0]         w0_q     [N][N];
+  logic [7:0]         w1_q     [N][N];
+  logic [7:0]         wsh_q    [N][N];  // weight shift register, moving down
+  logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k (triangle used)
+  logic signed [31:0] deskew_q [N][N];  // output de-skew: column c delays by N-1-c
+  logic [7:0]         wskew_q  [N][N];  // weight column skew: column c delays by c
+  logic [2:0]         wctl_q   [N];     // {shift, commit, buf} as seen by column c (c >= 1)
+  logic               side_valid_q [Latency];
+  logic [TagW-1:0]    side_tag_q   [Latency];
+
+  // Reset clears only the control side band; datapath registers need no reset because
+  // nothing reads them until a valid row or a commit has written them.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int i = 0; i < int'(Latency); i++) begin
+        side_valid_q[i] <= 1'b0;
+      end
+      for (int c = 0; c < int'(N); c++) begin
+        wctl_q[c] <= 3'b000;
+      end
+    end else begin
+      for (int i = int'(Latency) - 1; i > 0; i--) begin
+        side_valid_q[i] <= side_valid_q[i-1];
+      end
+      side_valid_q[0] <= in_valid_i;
+      for (int c = int'(N) - 1; c > 0; c--) begin
+        wctl_q[c] <= wctl_q[c-1];
+      end
+      wctl_q[0] <= {w_shift_i, w_commit_i, w_buf_i};
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    for (int i = int'(Latency) - 1; i > 0; i--) begin
+      side_tag_q[i] <= side_tag_q[i-1];
+    end
+    side_tag_q[0] <= in_tag_i;
+  end
+
+  // The array. Blocking assignments, reverse order: see the header comment (BLKSEQ is
+  // waived for this file in lint_waivers.vlt).
+  always_ff @(posedge clk_i) begin
+    logic [LaneW-1:0]   lane_in;
+    logic signed [8:0]  a;
+    logic signed [8:0]  w;
+    logic [7:0]         wraw;
+    logic signed [31:0] above;
+    logic [2:0]         ctl;
+    logic [7:0]         wtop;
+    logic signed [17:0] prod;
+
+    // Output de-skew first: it must see the bottom row's pre-edge partial sums.
+    // Column c waits N-1-c cycles so all columns leave together.
+    for (int c = 0; c < int'(N) - 1; c++) begin
+      for (int j = int'(N) - 2 - c; j >= 1; j--) begin
+        deskew_q[c][j] = deskew_q[c][j-1];
+      end
+      deskew_q[c][0] = psum_q[N-1][c];
+    end
+
+    // Processing elements, bottom-right first.
+    for (int r = int'(N) - 1; r >= 0; r--) begin
+      for (int c = int'(N) - 1; c >= 0; c--) begin
+        if (c == 0) begin
+          lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[0]} : skew_q[r][r-1];
+        end else begin
+          lane_in = lane_q[r][c-1];
+        end
+        a     = lane_in[8:0];
+        wraw  = lane_in[9] ? w1_q[r][c] : w0_q[r][c];
+        w     = lane_in[10] ? {1'b0, wraw} : {wraw[7], wraw};
+        above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
+        prod  = a * w;
+        psum_q[r][c] = above + 32'(prod);
+        lane_q[r][c] = lane_in;
+      end
+    end
+
+    // Input skew: row k is delayed by k cycles (k - 1 registers feed skew_q[k][k-1]).
+    for (int k = int'(N) - 1; k >= 1; k--) begin
+      for (int j = k - 1; j >= 1; j--) begin
+        skew_q[k][j] = skew_q[k][j-1];
+      end
+      skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[k]};
+    end
+
+    // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
+    // be committed in the same cycle the next one starts to shift in.
+    for (int c = int'(N) - 1; c >= 0; c--) begin
+      ctl  = (c == 0) ? {w_shift_i, w_commit_i, w_buf_i} : wctl_q[c-1];
+      wtop = (c == 0) ? w_row_i[0] : wskew_q[c][c-1];
+      if (ctl[1]) begin
+        for (int r = 0; r < int'(N); r++) begin
+          if (ctl[0]) w1_q[r][c] = wsh_q[r][c];
+          else        w0_q[r][c] = wsh_q[r][c];
+        end
+      end
+      if (ctl[2]) begin
+        for (int r = int'(N) - 1; r >= 1; r--) begin
+          wsh_q[r][c] = wsh_q[r-1][c];
+        end
+        wsh_q[0][c] = wtop;
+      end
+    end
+    for (int c = int'(N) - 1; c >= 1; c--) begin
+      for (int j = c - 1; j >= 1; j--) begin
+        wskew_q[c][j] = wskew_q[c][j-1];
+      end
+      wskew_q[c][0] = w_row_i[c];
+    end
+  end
+
+  always_comb begin
+    for (int c = 0; c < int'(N); c++) begin
+      out_sum_o[c] = (c == int'(N) - 1) ? psum_q[N-1][c] : deskew_q[c][N-2-c];
+    end
+  end
+  assign out_valid_o = side_valid_q[Latency-1];
+  assign out_tag_o   = side_tag_q[Latency-1];
+
+endmodule

@@ -1,0 +1,68 @@
+// Requantizer for one column: int32 accumulator -> bias -> fixed-point scale -> zero point ->
+// saturate -> function (identity, ReLU, clamp). Combinational. docs/isa.md `activate` is the
+// specification; rounding is half away from zero.
+// The LUT function is applied by the caller (tpu_act_unit) to `y_o`; for func = LUT this
+// block returns the saturated requantized value.
+module tpu_requant (
+  input  logic signed [31:0] acc_i,
+  input  logic signed [31:0] bias_i,
+  input  logic signed [31:0] mult_i,
+  input  logic        [31:0] misc_i,      // {hi, lo, zp, 2'b0, shift}
+  input  logic        [1:0]  func_i,
+  input  logic               out_unsigned_i,
+  output logic signed [8:0]  y_o          // in -128..127 or 0..255
+);
+  import tpu_pkg::*;
+
+  logic signed [32:0] sum;
+  logic signed [31:0] x;
+  logic signed [63:0] p;
+  logic        [5:0]  shift;
+  logic signed [64:0] rounded;
+  logic signed [65:0] with_zp;
+  logic signed [8:0]  zp, lo, hi, qmin, qmax, y_sat, y_lo;
+
+  function automatic logic signed [8:0] as_out(logic [7:0] b, logic uns);
+    return uns ? $signed({1'b0, b}) : $signed({b[7], b});
+  endfunction
+
+  // misc bits 7:6 are reserved and ignored (docs/isa.md).
+  logic unused_misc;
+  assign unused_misc = ^misc_i[7:6];
+
+  always_comb begin
+    sum   = 33'(acc_i) + 33'(bias_i);
+    if (sum > 33'sh0_7FFF_FFFF)       x = 32'sh7FFF_FFFF;
+    else if (sum < -33'sh0_8000_0000) x = -32'sh8000_0000;
+    else                              x = sum[31:0];
+    p     = 64'(x) * 64'(mult_i);
+    shift = misc_i[5:0];
+    if (shift == 6'd0) begin
+      rounded = 65'(p);
+    end else begin
+      // (p + 2^(s-1) - (p < 0)) >>> s, exact in 65 bits.
+      rounded = (65'(p) + (65'sd1 <<< (shift - 6'd1)) - 65'(p < 0)) >>> shift;
+    end
+    zp      = as_out(misc_i[15:8], out_unsigned_i);
+    lo      = as_out(misc_i[23:16], out_unsigned_i);
+    hi      = as_out(misc_i[31:24], out_unsigned_i);
+    qmin    = out_unsigned_i ? 9'sd0 : -9'sd128;
+    qmax    = out_unsigned_i ? 9'sd255 : 9'sd127;
+    with_zp = 66'(rounded) + 66'(zp);
+    if (with_zp > 66'(qmax))      y_sat = qmax;
+    else if (with_zp < 66'(qmin)) y_sat = qmin;
+    else                          y_sat = with_zp[8:0];
+    y_lo = y_sat;
+    unique case (func_i)
+      FuncRelu:  y_o = (y_sat < zp) ? zp : y_sat;
+      FuncClamp: begin
+        // min(max(y, lo), hi), also when lo > hi.
+        y_lo = (y_sat < lo) ? lo : y_sat;
+        y_o  = (y_lo > hi) ? hi : y_lo;
+      end
+      FuncIdentity, FuncLut: y_o = y_sat;
+      default:   y_o = y_sat;
+    endcase
+  end
+
+endmodule

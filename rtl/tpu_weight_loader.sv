@@ -1,0 +1,195 @@
+// Weight FIFO and the loader that moves tiles from it into the MXU's double buffer.
+//
+// The weight DMA pushes tile rows (host order, row 0 first). Once a whole tile is in the
+// FIFO, the loader shifts it into the MXU shift registers (bottom row first, N cycles), then
+// commits it into a free buffer. A buffer is free when it is neither loaded nor active and the
+// last row that used it was fed at least N cycles ago (the MXU's commit rule). The matmul
+// feeder switches to the oldest loaded buffer with `switch_i`.
+module tpu_weight_loader #(
+  parameter int unsigned N          = 16,
+  parameter int unsigned WFifoTiles = 4
+) (
+  input  logic       clk_i,
+  input  logic       rst_ni,
+  input  logic       clear_i,          // drop every tile (START / soft reset)
+  // Row push from the weight DMA.
+  input  logic       push_i,
+  input  logic [7:0] push_row_i [N],
+  output logic [$clog2(WFifoTiles*N+1)-1:0] free_rows_o,
+  // To the MXU.
+  output logic       w_shift_o,
+  output logic [7:0] w_row_o [N],
+  output logic       w_commit_o,
+  output logic       w_buf_o,
+  // To the matmul feeder.
+  output logic       active_buf_o,
+  output logic       next_valid_o,
+  output logic       next_buf_o,
+  input  logic       switch_i,         // a row tagged next_buf_o is fed this cycle
+  input  logic       use_i,            // a row is fed this cycle ...
+  input  logic       use_buf_i,        // ... tagged with this buffer
+  output logic       idle_o            // nothing in the FIFO, shifter or pending commit
+);
+  localparam int unsigned FifoRows = WFifoTiles * N;
+  localparam int unsigned RowIdxW  = $clog2(FifoRows);
+  localparam int unsigned CntW     = $clog2(FifoRows + 1);
+  localparam int unsigned ShW      = $clog2(N);
+
+  typedef enum logic [1:0] {BufEmpty, BufLoaded, BufActive} buf_state_e;
+
+  logic [7:0]         fifo_q [FifoRows][N];
+  logic [RowIdxW-1:0] wr_row_q;      // next row written
+  logic [RowIdxW-1:0] rd_base_q;     // first row of the oldest tile
+  logic [CntW-1:0]    used_rows_q;   // rows held, including the tile being shifted
+  logic [CntW-1:0]    full_rows_q;   // rows of complete tiles not yet started
+  logic               sh_active_q;   // shifting a tile into the MXU
+  logic [ShW-1:0]     sh_cnt_q;
+  logic               wsh_full_q;    // a complete tile waits in the shift registers
+  buf_state_e         state_q [2];
+  logic [ShW-1:0]     drain_q [2];   // cycles until a buffer's last user has passed
+  logic               older_q;       // when both buffers are loaded: the one loaded first
+
+  logic       commit_ok;
+  logic       commit_buf;
+  logic       start_shift;
+  logic       shift_done;
+  logic [RowIdxW-1:0] rd_row;
+
+  function automatic logic [RowIdxW-1:0] wrap_add(logic [RowIdxW-1:0] a, int unsigned b);
+    int unsigned s;
+    s = int'(a) + b;
+    if (s >= FifoRows) s -= FifoRows;
+    return RowIdxW'(s);
+  endfunction
+
+  // A free buffer for the tile in the shift registers; buffer 0 first.
+  always_comb begin
+    commit_buf = 1'b0;
+    commit_ok  = 1'b0;
+    if (wsh_full_q) begin
+      if (state_q[0] == BufEmpty && drain_q[0] == '0) begin
+        commit_ok  = 1'b1;
+        commit_buf = 1'b0;
+      end else if (state_q[1] == BufEmpty && drain_q[1] == '0) begin
+        commit_ok  = 1'b1;
+        commit_buf = 1'b1;
+      end
+    end
+  end
+
+  assign start_shift = !sh_active_q && (!wsh_full_q || commit_ok) && (full_rows_q != '0);
+  assign shift_done  = sh_active_q && (sh_cnt_q == ShW'(N - 1));
+  // Bottom tile row first: the first row shifted in ends up in the last array row.
+  assign rd_row      = wrap_add(rd_base_q, N - 1 - int'(sh_cnt_q));
+
+  assign w_shift_o  = sh_active_q;
+  assign w_commit_o = commit_ok;
+  assign w_buf_o    = commit_buf;
+  always_comb begin
+    for (int c = 0; c < int'(N); c++) w_row_o[c] = fifo_q[rd_row][c];
+  end
+
+  always_comb begin
+    next_valid_o = 1'b0;
+    next_buf_o   = 1'b0;
+    if (state_q[0] == BufLoaded && state_q[1] == BufLoaded) begin
+      next_valid_o = 1'b1;
+      next_buf_o   = older_q;
+    end else if (state_q[0] == BufLoaded) begin
+      next_valid_o = 1'b1;
+      next_buf_o   = 1'b0;
+    end else if (state_q[1] == BufLoaded) begin
+      next_valid_o = 1'b1;
+      next_buf_o   = 1'b1;
+    end
+  end
+  assign active_buf_o   = (state_q[1] == BufActive);
+  assign free_rows_o    = CntW'(FifoRows) - used_rows_q;
+  assign idle_o         = (used_rows_q == '0) && !sh_active_q && !wsh_full_q;
+
+  always_ff @(posedge clk_i) begin
+    if (push_i) begin
+      for (int c = 0; c < int'(N); c++) fifo_q[wr_row_q][c] <= push_row_i[c];
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      wr_row_q    <= '0;
+      rd_base_q   <= '0;
+      used_rows_q <= '0;
+      full_rows_q <= '0;
+      sh_active_q <= 1'b0;
+      sh_cnt_q    <= '0;
+      wsh_full_q  <= 1'b0;
+      state_q[0]  <= BufEmpty;
+      state_q[1]  <= BufEmpty;
+      drain_q[0]  <= '0;
+      drain_q[1]  <= '0;
+      older_q     <= 1'b0;
+    end else if (clear_i) begin
+      wr_row_q    <= '0;
+      rd_base_q   <= '0;
+      used_rows_q <= '0;
+      full_rows_q <= '0;
+      sh_active_q <= 1'b0;
+      sh_cnt_q    <= '0;
+      wsh_full_q  <= 1'b0;
+      state_q[0]  <= BufEmpty;
+      state_q[1]  <= BufEmpty;
+      drain_q[0]  <= '0;
+      drain_q[1]  <= '0;
+      older_q     <= 1'b0;
+    end else begin
+      logic [CntW-1:0] used_next;
+      logic [CntW-1:0] full_next;
+      used_next = used_rows_q;
+      full_next = full_rows_q;
+
+      // FIFO write side: count rows; a tile becomes available when its last row lands.
+      if (push_i) begin
+        wr_row_q  <= wrap_add(wr_row_q, 1);
+        used_next = used_next + 1'b1;
+      end
+      if (push_i && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin
+        full_next = full_next + CntW'(N);
+      end
+
+      // Shifter.
+      if (start_shift) begin
+        sh_active_q <= 1'b1;
+        sh_cnt_q    <= '0;
+        full_next   = full_next - CntW'(N);
+      end else if (shift_done) begin
+        sh_active_q <= 1'b0;
+        wsh_full_q  <= 1'b1;
+        rd_base_q   <= wrap_add(rd_base_q, N);
+        used_next   = used_next - CntW'(N);
+      end else if (sh_active_q) begin
+        sh_cnt_q <= sh_cnt_q + 1'b1;
+      end
+      if (commit_ok && !shift_done) wsh_full_q <= 1'b0;
+
+      // Buffers: drain counters, switch, commit.
+      for (int b = 0; b < 2; b++) begin
+        if (use_i && use_buf_i == 1'(b)) drain_q[b] <= ShW'(N - 1);
+        else if (drain_q[b] != '0)       drain_q[b] <= drain_q[b] - 1'b1;
+      end
+      if (switch_i) begin
+        for (int b = 0; b < 2; b++) begin
+          if (state_q[b] == BufActive) state_q[b] <= BufEmpty;
+        end
+        state_q[next_buf_o] <= BufActive;
+      end
+      if (commit_ok) begin
+        state_q[commit_buf] <= BufLoaded;
+        // The other buffer, if loaded, was loaded first.
+        older_q <= !commit_buf;
+      end
+
+      used_rows_q <= used_next;
+      full_rows_q <= full_next;
+    end
+  end
+
+endmodule
