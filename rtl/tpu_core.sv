@@ -313,7 +313,7 @@ module tpu_core #(
   assign count_inc[5] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);
   assign count_inc[6] = (m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0;
   assign count_inc[7] = (m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0;
-  assign count_inc[8] = 32'(retire || done);
+  assign count_inc[8] = 32'(retire);
   assign count_inc[9] = 32'(act_reading);
 
   // Row indices and the high bits of legal addresses are only partly used.

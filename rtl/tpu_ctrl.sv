@@ -287,7 +287,6 @@ module tpu_ctrl #(
   assign act_start_o    = issue && op == OpActivate;
   assign dmaout_start_o = issue && op == OpWriteHost;
   assign input_stall_o  = can_decide && op == OpMatmul && unit_ready && hazard;
-  assign retire_o       = issue;
 
   assign busy_o       = run_q || flush_q;
   assign err_code_o   = err_code_q;
@@ -326,6 +325,14 @@ module tpu_ctrl #(
       new_err = ErrCmdOverrun; new_err_pc = pc_q;
     end
   end
+
+  // The run ends once everything issued has finished; a unit error reported in this very
+  // cycle is latched first and ends the run in the next cycle instead.
+  logic finish;
+  assign finish   = run_q && (stop_q || fetch_stop_q) && all_idle && !fetch_active_i &&
+                    !fetch_busy_i && (stop_q || new_err == ErrNone);
+  // Retired: every issued instruction, and the halt when the run ends on it.
+  assign retire_o = issue || (finish && !stop_q);
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -442,7 +449,7 @@ module tpu_ctrl #(
             new_err == ErrNone) begin
           fetch_stop_q <= 1'b1;
         end
-        if ((stop_q || fetch_stop_q) && all_idle && !fetch_active_i && !fetch_busy_i) begin
+        if (finish) begin
           run_q <= 1'b0;
           if (stop_q) error_o <= 1'b1;
           else        done_o  <= 1'b1;

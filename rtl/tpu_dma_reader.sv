@@ -49,23 +49,31 @@ module tpu_dma_reader #(
   logic [7:0]  gather_q [RowBytes];
   logic        row_valid_q, row_err_q;
   logic [23:0] row_idx_q;
-  logic [8:0]  burst_beats;
+  logic [8:0]  burst_beats;    // the burst that would be requested now
+  logic [8:0]  burst_q;        // the burst requested (AR payload must hold while waiting)
   logic [31:0] to_4k;
+
+  // Room in the sink, in beats: its free rows less everything owed, the beats of the row
+  // being gathered and the row on the output this cycle (the sink counts it from the next
+  // cycle on). A burst is cut to fit, so a small sink (the instruction queue) still fills.
+  logic [31:0] pending_beats, free_beats;
+  logic        room;
+  assign pending_beats = beats_owed_q + 32'(beat_in_row_q) + (row_valid_q ? 32'(BeatsPerRow) : 32'd0);
+  assign free_beats    = (32'(space_rows_i) * BeatsPerRow > pending_beats)
+                         ? 32'(space_rows_i) * BeatsPerRow - pending_beats : 32'd0;
 
   always_comb begin
     to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
     burst_beats = 9'(MaxBurst);
     if (beats_left_q < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
     if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);
+    if (free_beats < 32'(burst_beats))   burst_beats = 9'(free_beats);
   end
-
-  // Room check in beats: everything owed plus this burst must fit in the sink.
-  logic room;
-  assign room = (beats_owed_q + 32'(burst_beats)) <= 32'(space_rows_i) * BeatsPerRow;
+  assign room = (burst_beats != '0);
 
   assign ar_valid_o = ar_pending_q;
   assign ar_addr_o  = next_addr_q;
-  assign ar_len_o   = 8'(burst_beats - 1'b1);
+  assign ar_len_o   = 8'(burst_q - 1'b1);
   assign busy_o     = busy_q;
   assign active_o   = ar_pending_q || in_burst_q;
   assign row_valid_o = row_valid_q;
@@ -106,13 +114,14 @@ module tpu_dma_reader #(
       if (busy_q && !err_q && !clear_i && !ar_pending_q && !in_burst_q &&
           beats_left_q != '0 && room) begin
         ar_pending_q <= 1'b1;
+        burst_q      <= burst_beats;
       end
       if (ar_pending_q && ar_ready_i) begin
         ar_pending_q <= 1'b0;
         in_burst_q   <= 1'b1;
-        next_addr_q  <= next_addr_q + 32'(burst_beats) * BeatBytes;
-        beats_left_q <= beats_left_q - 32'(burst_beats);
-        beats_owed_q <= beats_owed_q + 32'(burst_beats);
+        next_addr_q  <= next_addr_q + 32'(burst_q) * BeatBytes;
+        beats_left_q <= beats_left_q - 32'(burst_q);
+        beats_owed_q <= beats_owed_q + 32'(burst_q);
       end
       if (in_burst_q && r_valid_i) begin
         beats_owed_q <= beats_owed_q - 1'b1;

@@ -118,7 +118,7 @@ module tpu_mxu #(
         w     = lane_in[10] ? {1'b0, wraw} : {wraw[7], wraw};
         above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
         prod  = a * w;
-        psum_q[r][c] = above + 32'(prod);
+        psum_q[r][c] = above + {{14{prod[17]}}, prod};
         lane_q[r][c] = lane_in;
       end
     end

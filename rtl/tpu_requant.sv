@@ -31,26 +31,27 @@ module tpu_requant (
   assign unused_misc = ^misc_i[7:6];
 
   always_comb begin
-    sum   = 33'(acc_i) + 33'(bias_i);
+    // Explicit sign extension throughout: size casts do not extend signed values in every tool.
+    sum   = $signed({acc_i[31], acc_i}) + $signed({bias_i[31], bias_i});
     if (sum > 33'sh0_7FFF_FFFF)       x = 32'sh7FFF_FFFF;
     else if (sum < -33'sh0_8000_0000) x = -32'sh8000_0000;
     else                              x = sum[31:0];
-    p     = 64'(x) * 64'(mult_i);
+    p     = $signed({{32{x[31]}}, x}) * $signed({{32{mult_i[31]}}, mult_i});
     shift = misc_i[5:0];
     if (shift == 6'd0) begin
-      rounded = 65'(p);
+      rounded = $signed({p[63], p});
     end else begin
       // (p + 2^(s-1) - (p < 0)) >>> s, exact in 65 bits.
-      rounded = (65'(p) + (65'sd1 <<< (shift - 6'd1)) - 65'(p < 0)) >>> shift;
+      rounded = ($signed({p[63], p}) + (65'sd1 <<< (shift - 6'd1)) - $signed({64'd0, p[63]})) >>> shift;
     end
     zp      = as_out(misc_i[15:8], out_unsigned_i);
     lo      = as_out(misc_i[23:16], out_unsigned_i);
     hi      = as_out(misc_i[31:24], out_unsigned_i);
     qmin    = out_unsigned_i ? 9'sd0 : -9'sd128;
     qmax    = out_unsigned_i ? 9'sd255 : 9'sd127;
-    with_zp = 66'(rounded) + 66'(zp);
-    if (with_zp > 66'(qmax))      y_sat = qmax;
-    else if (with_zp < 66'(qmin)) y_sat = qmin;
+    with_zp = $signed({rounded[64], rounded}) + $signed({{57{zp[8]}}, zp});
+    if (with_zp > $signed({{57{qmax[8]}}, qmax}))      y_sat = qmax;
+    else if (with_zp < $signed({{57{qmin[8]}}, qmin})) y_sat = qmin;
     else                          y_sat = with_zp[8:0];
     y_lo = y_sat;
     unique case (func_i)
