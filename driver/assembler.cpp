@@ -1,0 +1,412 @@
+#include "assembler.h"
+
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+
+namespace tpu {
+
+AsmError::AsmError(std::string file, int line, int column, std::string message)
+    : std::runtime_error(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+                         message),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      message_(std::move(message)) {}
+
+namespace {
+
+// ---- the operand syntax of each mnemonic (isa.md "Assembly syntax"); bit positions come
+// from isa.h so there is one source of truth for the encoding.
+
+enum class Kind {
+  Number,  // name=<decimal or 0x hex>
+  Flag,    // bare word, sets a 1-bit field
+  Dest,    // dest=ub|param|lut or a number 0..3
+  Func,    // func=identity|relu|clamp|lut
+};
+
+struct Operand {
+  std::string_view name;
+  BitField bits;
+  uint64_t default_value;
+  Kind kind;
+};
+
+struct Syntax {
+  std::string_view mnemonic;
+  Opcode op;
+  std::vector<Operand> operands;
+};
+
+const std::vector<Syntax>& syntax_table() {
+  using namespace field;
+  static const std::vector<Syntax> kTable = {
+      {"nop", Opcode::Nop, {}},
+      {"read_host",
+       Opcode::ReadHost,
+       {{"dest", kHostDest, 0, Kind::Dest},
+        {"addr", kHostLocalAddr, 0, Kind::Number},
+        {"ub", kHostLocalAddr, 0, Kind::Number},  // same field as addr
+        {"rows", kHostRows, 1, Kind::Number},
+        {"host", kHostAddr, 0, Kind::Number}}},
+      {"read_weights",
+       Opcode::ReadWeights,
+       {{"tiles", kWeightsTiles, 1, Kind::Number}, {"host", kWeightsHostAddr, 0, Kind::Number}}},
+      {"matmul",
+       Opcode::Matmul,
+       {{"ub", kMatmulUbAddr, 0, Kind::Number},
+        {"acc", kMatmulAccAddr, 0, Kind::Number},
+        {"inner", kMatmulInner, 1, Kind::Number},
+        {"outer", kMatmulOuter, 1, Kind::Number},
+        {"inner_stride", kMatmulInnerStride, 1, Kind::Number},
+        {"outer_stride", kMatmulOuterStride, 0, Kind::Number},
+        {"acc", kMatmulAcc, 0, Kind::Flag},
+        {"a_unsigned", kMatmulAUnsigned, 0, Kind::Flag},
+        {"w_unsigned", kMatmulWUnsigned, 0, Kind::Flag},
+        {"switch", kMatmulSwitch, 0, Kind::Flag}}},
+      {"activate",
+       Opcode::Activate,
+       {{"acc", kActAccAddr, 0, Kind::Number},
+        {"ub", kActUbAddr, 0, Kind::Number},
+        {"width", kActWidth, 0, Kind::Number},
+        {"height", kActHeight, 0, Kind::Number},
+        {"pool_k", kActPoolK, 1, Kind::Number},
+        {"pool_s", kActPoolS, 1, Kind::Number},
+        {"ub_stride", kActUbStride, 0, Kind::Number},
+        {"slot", kActSlot, 0, Kind::Number},
+        {"func", kActFunc, 0, Kind::Func},
+        {"out_unsigned", kActOutUnsigned, 0, Kind::Flag}}},
+      {"write_host",
+       Opcode::WriteHost,
+       {{"addr", kHostLocalAddr, 0, Kind::Number},
+        {"ub", kHostLocalAddr, 0, Kind::Number},  // same field as addr
+        {"rows", kHostRows, 1, Kind::Number},
+        {"host", kHostAddr, 0, Kind::Number}}},
+      {"sync", Opcode::Sync, {}},
+      {"halt", Opcode::Halt, {}},
+  };
+  return kTable;
+}
+
+constexpr std::string_view kInstDirective = ".inst";
+
+const Syntax* find_syntax(std::string_view mnemonic) {
+  for (const Syntax& s : syntax_table()) {
+    if (s.mnemonic == mnemonic) return &s;
+  }
+  return nullptr;
+}
+
+std::string expected_operands(const Syntax& s) {
+  if (s.operands.empty()) return "no operands";
+  std::string out;
+  for (const Operand& o : s.operands) {
+    if (!out.empty()) out += ", ";
+    out += std::string(o.name) + (o.kind == Kind::Flag ? "" : "=");
+  }
+  return out;
+}
+
+std::string expected_mnemonics() {
+  std::string out;
+  for (const Syntax& s : syntax_table()) out += std::string(s.mnemonic) + ", ";
+  return out + std::string(kInstDirective);
+}
+
+struct Token {
+  std::string_view text;
+  int column;  // 1-based
+};
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+bool is_ident_char(char c) { return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || !is_ident_start(s[0])) return false;
+  for (char c : s) {
+    if (!is_ident_char(c)) return false;
+  }
+  return true;
+}
+
+// Parses decimal or 0x hex into a uint64_t; nullopt if malformed or above 2^64 - 1.
+std::optional<uint64_t> parse_number(std::string_view s) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (base == 16 && std::isxdigit(static_cast<unsigned char>(c))) {
+      d = std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    if (v > (~uint64_t{0} - d) / base) return std::nullopt;  // would overflow
+    v = v * base + d;
+  }
+  return v;
+}
+
+class LineAssembler {
+ public:
+  LineAssembler(std::string_view file, int line) : file_(file), line_(line) {}
+
+  [[noreturn]] void fail(int column, const std::string& message) const {
+    throw AsmError(std::string(file_), line_, column, message);
+  }
+
+  // Returns nullopt for a line with no instruction (blank, comment, labels only).
+  std::optional<Instruction> assemble_line(std::string_view line) {
+    std::vector<Token> tokens = tokenize(line);
+    size_t first = 0;
+    while (first < tokens.size() && tokens[first].text.back() == ':') {
+      std::string_view label = tokens[first].text.substr(0, tokens[first].text.size() - 1);
+      if (!is_identifier(label)) {
+        fail(tokens[first].column,
+             "invalid label '" + std::string(tokens[first].text) +
+                 "' (expected letters, digits, '_' or '.', not starting with a digit, then ':')");
+      }
+      ++first;  // labels are allowed and ignored: the chip has no branches
+    }
+    if (first == tokens.size()) return std::nullopt;
+
+    const Token& mnem = tokens[first];
+    std::vector<Token> operands(tokens.begin() + first + 1, tokens.end());
+    if (mnem.text == kInstDirective) return assemble_inst(mnem, operands);
+    const Syntax* syntax = find_syntax(mnem.text);
+    if (syntax == nullptr) {
+      fail(mnem.column, "unknown mnemonic '" + std::string(mnem.text) +
+                            "' (expected one of: " + expected_mnemonics() + ")");
+    }
+    return assemble_operands(*syntax, operands);
+  }
+
+ private:
+  static std::vector<Token> tokenize(std::string_view line) {
+    // A comment runs from '#' or ';' to the end of the line.
+    size_t comment = line.find_first_of("#;");
+    if (comment != std::string_view::npos) line = line.substr(0, comment);
+    std::vector<Token> tokens;
+    size_t i = 0;
+    while (i < line.size()) {
+      if (std::isspace(static_cast<unsigned char>(line[i]))) {
+        ++i;
+        continue;
+      }
+      size_t start = i;
+      while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+      tokens.push_back({line.substr(start, i - start), static_cast<int>(start) + 1});
+    }
+    return tokens;
+  }
+
+  Instruction assemble_inst(const Token& directive, const std::vector<Token>& operands) {
+    const std::string usage = "(expected .inst 0x<1 to 32 hex digits>, bit 127 first)";
+    if (operands.size() != 1) {
+      fail(operands.empty() ? directive.column + static_cast<int>(directive.text.size())
+                            : operands[1].column,
+           ".inst takes exactly one operand " + usage);
+    }
+    std::string_view hex = operands[0].text;
+    if (hex.size() < 3 || hex[0] != '0' || (hex[1] != 'x' && hex[1] != 'X')) {
+      fail(operands[0].column, "'" + std::string(hex) + "' is not a hex word " + usage);
+    }
+    std::string_view digits = hex.substr(2);
+    if (digits.size() > 32) {
+      fail(operands[0].column, "'" + std::string(hex) + "' has " +
+                                   std::to_string(digits.size()) + " hex digits " + usage);
+    }
+    RawInstruction raw;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      char c = digits[digits.size() - 1 - i];  // i-th least significant nibble
+      if (!std::isxdigit(static_cast<unsigned char>(c))) {
+        fail(operands[0].column + 2 + static_cast<int>(digits.size() - 1 - i),
+             std::string("'") + c + "' is not a hex digit " + usage);
+      }
+      unsigned nibble = std::isdigit(static_cast<unsigned char>(c))
+                            ? c - '0'
+                            : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+      raw.bytes[i / 2] |= static_cast<uint8_t>(nibble << (4 * (i % 2)));
+    }
+    // A word that decodes is returned as the instruction it is; either way it encodes to
+    // exactly these bytes.
+    DecodeResult d = decode(raw.bytes);
+    return d.ok() ? d.instr : Instruction(raw);
+  }
+
+  Instruction assemble_operands(const Syntax& syntax, const std::vector<Token>& operands) {
+    InstrBytes word{};
+    set_field(word, field::kOpcode, static_cast<uint8_t>(syntax.op));
+    for (const Operand& o : syntax.operands) set_field(word, o.bits, o.default_value);
+
+    std::map<unsigned, Token> seen;  // field (by lo bit) -> where it was set
+    for (const Token& tok : operands) {
+      size_t eq = tok.text.find('=');
+      bool has_value = eq != std::string_view::npos;
+      std::string_view name = has_value ? tok.text.substr(0, eq) : tok.text;
+      std::string_view value = has_value ? tok.text.substr(eq + 1) : std::string_view();
+      int value_column = tok.column + static_cast<int>(eq) + 1;
+
+      const Operand* op = nullptr;
+      bool name_known = false;
+      for (const Operand& o : syntax.operands) {
+        if (o.name != name) continue;
+        name_known = true;
+        if ((o.kind == Kind::Flag) != has_value) op = &o;
+      }
+      if (op == nullptr) {
+        if (syntax.operands.empty()) {
+          fail(tok.column, std::string(syntax.mnemonic) + " takes no operands, found '" +
+                               std::string(tok.text) + "'");
+        }
+        if (!name_known) {
+          fail(tok.column, "unknown operand '" + std::string(name) + "' for " +
+                               std::string(syntax.mnemonic) + " (expected one of: " +
+                               expected_operands(syntax) + ")");
+        }
+        if (has_value) {
+          fail(tok.column, "'" + std::string(name) + "' is a flag: write it as a bare word, "
+                           "without '=" + std::string(value) + "'");
+        }
+        fail(tok.column, "'" + std::string(name) + "' needs a value (expected " +
+                             std::string(name) + "=<value>)");
+      }
+
+      auto [it, inserted] = seen.emplace(op->bits.lo, tok);
+      if (!inserted) {
+        fail(tok.column, "'" + std::string(tok.text) + "' sets the same field as '" +
+                             std::string(it->second.text) + "' at column " +
+                             std::to_string(it->second.column) + " (each field at most once)");
+      }
+      if (has_value && value.empty()) {
+        fail(value_column, "'" + std::string(name) + "=' has no value");
+      }
+      set_field(word, op->bits, operand_value(syntax, *op, value, value_column));
+    }
+
+    DecodeResult d = decode(word);
+    if (!d.ok()) {  // cannot happen: only defined fields were set
+      fail(1, "internal error: assembled word does not decode: " + d.why);
+    }
+    return d.instr;
+  }
+
+  uint64_t operand_value(const Syntax& syntax, const Operand& op, std::string_view value,
+                         int column) {
+    switch (op.kind) {
+      case Kind::Flag: return 1;
+      case Kind::Func:
+        for (uint8_t f = 0; f < 4; ++f) {
+          if (value == act_func_name(static_cast<ActFunc>(f))) return f;
+        }
+        fail(column, "func=" + std::string(value) +
+                         " is not a function (expected identity, relu, clamp or lut)");
+      case Kind::Dest:
+        if (value == "ub") return 0;
+        if (value == "param") return 1;
+        if (value == "lut") return 2;
+        if (!parse_number(value)) {
+          fail(column, "dest=" + std::string(value) +
+                           " is not a destination (expected ub, param, lut or a number 0..3)");
+        }
+        break;
+      case Kind::Number: break;
+    }
+    std::optional<uint64_t> v = parse_number(value);
+    if (!v) {
+      fail(column, "'" + std::string(value) + "' is not a number for '" + std::string(op.name) +
+                       "' (expected decimal or 0x hex, at most 2^64-1)");
+    }
+    if (*v > op.bits.max()) {
+      fail(column, "value " + std::string(value) + " for '" + std::string(op.name) + "' of " +
+                       std::string(syntax.mnemonic) + " does not fit in " +
+                       std::to_string(op.bits.width) + " bits (expected 0.." +
+                       std::to_string(op.bits.max()) + ")");
+    }
+    return *v;
+  }
+
+  std::string_view file_;
+  int line_;
+};
+
+void check_binary_size(size_t size, std::string_view filename) {
+  if (size % kInstrBytes != 0) {
+    throw BinaryError(std::string(filename) + ": size " + std::to_string(size) +
+                      " bytes is not a multiple of 16 (each instruction is 16 bytes; " +
+                      std::to_string(size % kInstrBytes) + " trailing bytes after " +
+                      std::to_string(size / kInstrBytes) + " instructions)");
+  }
+}
+
+}  // namespace
+
+std::vector<Instruction> assemble(std::string_view text, std::string_view filename) {
+  std::vector<Instruction> program;
+  int line_number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    ++line_number;
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    LineAssembler la(filename, line_number);
+    if (std::optional<Instruction> instr = la.assemble_line(line)) program.push_back(*instr);
+  }
+  return program;
+}
+
+std::vector<uint8_t> encode_program(const std::vector<Instruction>& program) {
+  std::vector<uint8_t> bytes;
+  bytes.reserve(program.size() * kInstrBytes);
+  for (const Instruction& instr : program) {
+    InstrBytes w = encode(instr);
+    bytes.insert(bytes.end(), w.begin(), w.end());
+  }
+  return bytes;
+}
+
+std::vector<Instruction> decode_program(const std::vector<uint8_t>& bytes,
+                                        std::string_view filename) {
+  check_binary_size(bytes.size(), filename);
+  std::vector<Instruction> program;
+  program.reserve(bytes.size() / kInstrBytes);
+  for (size_t i = 0; i < bytes.size(); i += kInstrBytes) {
+    program.push_back(decode(&bytes[i]).instr);  // RawInstruction when it does not decode
+  }
+  return program;
+}
+
+std::string disassemble_program(const std::vector<uint8_t>& bytes, std::string_view filename) {
+  check_binary_size(bytes.size(), filename);
+  std::string text;
+  for (size_t i = 0; i < bytes.size(); i += kInstrBytes) {
+    DecodeResult d = decode(&bytes[i]);
+    text += disassemble(d.instr);
+    if (!d.ok()) text += "  # " + std::string(error_name(d.error)) + ": " + d.why;
+    text += '\n';
+  }
+  return text;
+}
+
+std::vector<uint8_t> load_binary(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BinaryError(path + ": cannot open for reading");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw BinaryError(path + ": read error");
+  check_binary_size(bytes.size(), path);
+  return bytes;
+}
+
+}  // namespace tpu

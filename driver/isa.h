@@ -1,0 +1,274 @@
+// The tpu-rtl instruction set (docs/isa.md) as C++: opcodes, error codes, the bit layout of
+// every field, one struct per instruction, encode/decode, disassembly of one instruction and
+// the static checks (error codes 1-8).
+//
+// This header is the single source of truth for the encoding on the software side: the
+// assembler, the golden model and the program builder all go through it, never through their
+// own bit arithmetic.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tpu {
+
+constexpr std::size_t kInstrBytes = 16;
+// One instruction as stored in host memory: little-endian, byte 0 holds bits 7:0.
+using InstrBytes = std::array<uint8_t, kInstrBytes>;
+
+enum class Opcode : uint8_t {
+  Nop = 0x00,
+  ReadHost = 0x01,
+  ReadWeights = 0x02,
+  Matmul = 0x03,
+  Activate = 0x04,
+  WriteHost = 0x05,
+  Sync = 0x06,
+  Halt = 0x07,
+};
+constexpr int kNumOpcodes = 8;
+
+bool is_valid_opcode(uint8_t value);
+// Assembly mnemonic ("read_host"); "?" for a value that is not an opcode.
+std::string_view mnemonic(Opcode op);
+
+// Error codes exactly as numbered and named in the isa.md error table.
+enum class ErrorCode : uint8_t {
+  ERR_NONE = 0,
+  ERR_OPCODE = 1,
+  ERR_RESERVED = 2,
+  ERR_FIELD = 3,
+  ERR_UB_RANGE = 4,
+  ERR_ACC_RANGE = 5,
+  ERR_PARAM_RANGE = 6,
+  ERR_ALIGN = 7,
+  ERR_HOST_RANGE = 8,
+  ERR_AXI_READ = 9,
+  ERR_AXI_WRITE = 10,
+  ERR_CMD_OVERRUN = 11,
+  ERR_NO_WEIGHTS = 12,
+  ERR_WEIGHT_OVERFLOW = 13,
+};
+constexpr int kNumErrorCodes = 14;
+
+// "ERR_UB_RANGE"; "ERR_UNKNOWN" for a value outside the table (e.g. read from a register).
+std::string_view error_name(ErrorCode code);
+// One line from the isa.md table, e.g. "UB row out of range".
+std::string_view error_description(ErrorCode code);
+// Codes 1-8: detected when the instruction is decoded, before it has any effect.
+bool is_static_error(ErrorCode code);
+
+// Chip parameters (isa.md "Machine state"); the chip reports them in PARAM_* registers.
+struct ChipParams {
+  uint32_t N = 16;
+  uint32_t ub_rows = 8192;
+  uint32_t acc_rows = 2048;
+  uint32_t wfifo_tiles = 4;
+  uint32_t qp_slots = 16;
+  uint32_t axi_width = 128;  // bits; default min(8*N, 128)
+
+  // The defaults for MXU size n (AxiDataWidth = min(8n, 128)).
+  static ChipParams with_n(uint32_t n);
+
+  uint32_t param_rows() const { return qp_slots * 12; }  // PARAM memory rows of N bytes
+  uint32_t lut_rows() const { return 256 / N; }           // LUT rows of N bytes
+  uint32_t tile_bytes() const { return N * N; }
+
+  // Throws std::invalid_argument naming the bad parameter unless: N is a power of two in
+  // 4..256, 1 <= ub_rows <= 2^24, 1 <= acc_rows <= 2^16, 1 <= qp_slots <= 16,
+  // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N.
+  void validate() const;
+};
+bool operator==(const ChipParams& a, const ChipParams& b);
+
+// A field of the 128-bit instruction word: bits [lo + width - 1 : lo].
+struct BitField {
+  unsigned lo;
+  unsigned width;
+  constexpr unsigned hi() const { return lo + width - 1; }
+  constexpr uint64_t max() const { return width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1; }
+};
+
+// Bit positions, exactly the tables of isa.md. Bits not covered by a field of an opcode are
+// reserved for that opcode.
+namespace field {
+constexpr BitField kOpcode{0, 8};
+// read_host (0x01) and write_host (0x05); write_host has no dest (its bits 9:8 are reserved).
+constexpr BitField kHostDest{8, 2};
+constexpr BitField kHostLocalAddr{16, 24};
+constexpr BitField kHostRows{40, 24};
+constexpr BitField kHostAddr{64, 32};
+// read_weights (0x02)
+constexpr BitField kWeightsTiles{40, 24};
+constexpr BitField kWeightsHostAddr{64, 32};
+// matmul (0x03)
+constexpr BitField kMatmulAcc{8, 1};
+constexpr BitField kMatmulAUnsigned{9, 1};
+constexpr BitField kMatmulWUnsigned{10, 1};
+constexpr BitField kMatmulSwitch{11, 1};
+constexpr BitField kMatmulUbAddr{16, 24};
+constexpr BitField kMatmulAccAddr{40, 16};
+constexpr BitField kMatmulInner{56, 12};
+constexpr BitField kMatmulOuter{68, 12};
+constexpr BitField kMatmulInnerStride{80, 8};
+constexpr BitField kMatmulOuterStride{88, 24};
+// activate (0x04)
+constexpr BitField kActFunc{8, 2};
+constexpr BitField kActOutUnsigned{10, 1};
+constexpr BitField kActAccAddr{16, 16};
+constexpr BitField kActUbAddr{32, 24};
+constexpr BitField kActWidth{56, 12};
+constexpr BitField kActHeight{68, 12};
+constexpr BitField kActPoolK{80, 4};
+constexpr BitField kActPoolS{84, 4};
+constexpr BitField kActUbStride{88, 24};
+constexpr BitField kActSlot{112, 4};
+}  // namespace field
+
+// A named field of one opcode, named as in the isa.md tables.
+struct FieldInfo {
+  std::string_view name;
+  BitField bits;
+};
+// The non-reserved fields of `op` (not including the opcode byte), in bit order.
+const std::vector<FieldInfo>& instruction_fields(Opcode op);
+
+uint64_t get_field(const InstrBytes& word, BitField f);
+// Throws std::out_of_range if `value` does not fit in f.width bits.
+void set_field(InstrBytes& word, BitField f, uint64_t value);
+
+// ---------------------------------------------------------------------------------------------
+// One struct per instruction. Default values are those of the assembler (isa.md "Assembly
+// syntax"), so `Matmul{}` is what `matmul` with no operands assembles to. Fields are
+// unsigned integers of at least the field's width; encode() rejects values that do not fit.
+
+enum class HostDest : uint8_t {
+  Ub = 0,
+  Param = 1,  // quantization slots
+  Lut = 2,
+  // 3 is encodable (so the chip's ERR_FIELD path can be tested) and faults ERR_FIELD.
+};
+
+enum class ActFunc : uint8_t { Identity = 0, Relu = 1, Clamp = 2, Lut = 3 };
+std::string_view act_func_name(ActFunc f);  // "identity", "relu", "clamp", "lut"
+
+struct Nop {};
+struct Sync {};
+struct Halt {};
+
+struct ReadHost {
+  HostDest dest = HostDest::Ub;
+  uint32_t local_addr = 0;  // 24 bits: first UB / PARAM / LUT row
+  uint32_t rows = 1;        // 24 bits
+  uint32_t host_addr = 0;
+};
+
+struct WriteHost {
+  uint32_t ub_addr = 0;  // 24 bits (isa.md: local_addr)
+  uint32_t rows = 1;     // 24 bits
+  uint32_t host_addr = 0;
+};
+
+struct ReadWeights {
+  uint32_t tiles = 1;  // 24 bits
+  uint32_t host_addr = 0;
+};
+
+struct Matmul {
+  bool accumulate = false;      // asm flag `acc`
+  bool a_unsigned = false;
+  bool w_unsigned = false;
+  bool switch_weights = false;  // asm flag `switch`
+  uint32_t ub_addr = 0;         // 24 bits
+  uint16_t acc_addr = 0;
+  uint16_t inner = 1;           // 12 bits
+  uint16_t outer = 1;           // 12 bits
+  uint8_t inner_stride = 1;
+  uint32_t outer_stride = 0;    // 24 bits
+};
+
+struct Activate {
+  ActFunc func = ActFunc::Identity;
+  bool out_unsigned = false;
+  uint16_t acc_addr = 0;
+  uint32_t ub_addr = 0;    // 24 bits
+  uint16_t width = 0;      // 12 bits; isa.md: omitted numeric fields default to 0 (faults)
+  uint16_t height = 0;     // 12 bits
+  uint8_t pool_k = 1;      // 4 bits
+  uint8_t pool_s = 1;      // 4 bits
+  uint32_t ub_stride = 0;  // 24 bits
+  uint8_t slot = 0;        // 4 bits
+};
+
+// A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits
+// set): decode() returns these on failure, and the assembler's `.inst` directive creates them
+// so a program can exercise the chip's ERR_OPCODE / ERR_RESERVED paths. encode() returns the
+// bytes unchanged; check() and the golden model decode them first.
+struct RawInstruction {
+  InstrBytes bytes{};
+};
+
+using Instruction =
+    std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync, Halt, RawInstruction>;
+
+// Field-by-field equality (so Instruction, a std::variant, compares with ==).
+bool operator==(const Nop&, const Nop&);
+bool operator==(const Sync&, const Sync&);
+bool operator==(const Halt&, const Halt&);
+bool operator==(const ReadHost& a, const ReadHost& b);
+bool operator==(const WriteHost& a, const WriteHost& b);
+bool operator==(const ReadWeights& a, const ReadWeights& b);
+bool operator==(const Matmul& a, const Matmul& b);
+bool operator==(const Activate& a, const Activate& b);
+bool operator==(const RawInstruction& a, const RawInstruction& b);
+
+// The opcode byte of the instruction (for RawInstruction: byte 0, possibly not an Opcode).
+uint8_t opcode_byte(const Instruction& instr);
+
+// Throws std::invalid_argument ("matmul.inner = 5000 does not fit in 12 bits (max 4095)") if
+// a field value does not fit its encoding.
+InstrBytes encode(const Instruction& instr);
+
+struct DecodeResult {
+  ErrorCode error = ErrorCode::ERR_NONE;  // ERR_NONE, ERR_OPCODE or ERR_RESERVED
+  Instruction instr;                      // meaningful only when ok()
+  std::string why;                        // when !ok(): what was wrong, where
+  bool ok() const { return error == ErrorCode::ERR_NONE; }
+};
+// Never fails on any 16 bytes: checks the opcode and that every reserved bit is zero.
+// Field values (dest = 3, zero counts, ranges) are left to check().
+DecodeResult decode(const InstrBytes& bytes);
+DecodeResult decode(const uint8_t* bytes16);
+
+// One line of assembly (isa.md syntax, all fields explicit) that assembles back to exactly
+// encode(instr). A RawInstruction prints as `.inst 0x<32 hex digits>` (bits 127..0).
+std::string disassemble(const Instruction& instr);
+
+// DMA windows (docs/architecture.md, registers WIN_BASE_i / WIN_SIZE_i): when at least one
+// is enabled, every host byte range an instruction touches, and the command buffer, must lie
+// inside one enabled window, else ERR_HOST_RANGE.
+struct DmaWindow {
+  uint32_t base = 0;
+  uint32_t size = 0;  // bytes; 0 = disabled
+};
+constexpr int kNumDmaWindows = 8;
+using DmaWindows = std::array<DmaWindow, kNumDmaWindows>;
+
+// True if every window is disabled, or [addr, addr + bytes) lies inside one enabled window.
+// (As in the chip, an empty range must still start inside the window: addr <= base + size.)
+bool in_dma_windows(const DmaWindows& windows, uint64_t addr, uint64_t bytes);
+
+// The static checks of isa.md (codes 1-8) for the chip `params` (and DMA `windows`; none
+// enabled when omitted). Returns ERR_NONE or the error; when several apply, the lowest code
+// wins. If `why` is not null it receives a one-line explanation (what, where, what was
+// expected), or is cleared.
+ErrorCode check(const Instruction& instr, const ChipParams& params, std::string* why = nullptr);
+ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
+                std::string* why = nullptr);
+
+}  // namespace tpu
