@@ -1,0 +1,535 @@
+#include "chip.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <type_traits>
+
+#include <systemc>
+
+#include "Vtpu_core.h"
+#include "axi4_tlm_bridge.h"
+#include "axi_lite_master.h"
+#include "pin_types.h"
+#include "verilated.h"
+#include "verilated_vcd_sc.h"
+
+#ifndef TPU_SIM_N
+#error "TPU_SIM_N must be defined (the tpu_sim_n<N> CMake target does it)"
+#endif
+
+namespace tpu::sim {
+
+namespace {
+
+// The RTL's default AxiDataWidth = min(8N, 128); the Verilated port types confirm it below.
+constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
+
+template <class Port>
+using PortData = typename std::remove_reference_t<Port>::data_type;
+
+static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_rdata_i)>,
+                             PinType_t<kAxiWidth>>,
+              "m_axi_rdata_i of the Verilated tpu_core is not the width the testbench assumes "
+              "(min(8*TPU_SIM_N, 128)): did the RTL's AxiDataWidth default change?");
+static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_wstrb_o)>,
+                             PinType_t<kAxiWidth / 8>>,
+              "m_axi_wstrb_o of the Verilated tpu_core has an unexpected type");
+
+// Rising edges at kEdgeOffset + k * period: no edge ever falls on a multiple of half a period,
+// which is where advance() stops, so "events at the end time" ambiguities never arise.
+constexpr uint64_t kPeriodPs = Chip::kClockPeriodPs;
+constexpr uint64_t kEdgeOffsetPs = kPeriodPs / 4;
+
+bool g_chip_constructed = false;
+
+std::string hex(uint64_t v) {
+  std::ostringstream s;
+  s << "0x" << std::hex << v;
+  return s.str();
+}
+
+const char* resp_name(uint32_t resp) {
+  switch (resp) {
+    case kAxiOkay: return "OKAY";
+    case kAxiExOkay: return "EXOKAY";
+    case kAxiSlvErr: return "SLVERR";
+    default: return "DECERR";
+  }
+}
+
+// The SystemC design: clock, reset, the Verilated core and the three testbench models.
+struct Testbench : sc_core::sc_module {
+  using AxiData = PinType_t<kAxiWidth>;
+  using AxiStrb = PinType_t<kAxiWidth / 8>;
+
+  sc_core::sc_clock clk;
+  sc_core::sc_signal<bool> rst_n;
+  // s_axil_* (host -> chip registers)
+  sc_core::sc_signal<uint32_t> s_awaddr, s_wdata, s_wstrb, s_bresp, s_araddr, s_rdata, s_rresp;
+  sc_core::sc_signal<bool> s_awvalid, s_awready, s_wvalid, s_wready, s_bvalid, s_bready;
+  sc_core::sc_signal<bool> s_arvalid, s_arready, s_rvalid, s_rready;
+  // m_axi_* (chip -> host memory)
+  sc_core::sc_signal<uint32_t> m_araddr, m_arlen, m_arsize, m_arburst, m_rresp;
+  sc_core::sc_signal<uint32_t> m_awaddr, m_awlen, m_awsize, m_awburst, m_bresp;
+  sc_core::sc_signal<bool> m_arvalid, m_arready, m_rlast, m_rvalid, m_rready;
+  sc_core::sc_signal<bool> m_awvalid, m_awready, m_wlast, m_wvalid, m_wready, m_bvalid, m_bready;
+  sc_core::sc_signal<AxiData> m_rdata, m_wdata;
+  sc_core::sc_signal<AxiStrb> m_wstrb;
+  sc_core::sc_signal<bool> irq;
+
+  Vtpu_core core;
+  HostMemoryModel memory;
+  Axi4ToTlmBridge<kAxiWidth> bridge;
+  AxiLiteMaster host;
+
+  // Set by the processes that call sc_pause(), read by the host side.
+  bool pause_requested = false;
+  bool stop_on_irq = false;
+  bool irq_rose = false;
+
+  SC_HAS_PROCESS(Testbench);
+  Testbench(sc_core::sc_module_name name, const ChipConfig& cfg)
+      : sc_core::sc_module(name),
+        clk("clk", sc_core::sc_time::from_value(kPeriodPs), 0.5,
+            sc_core::sc_time::from_value(kEdgeOffsetPs), true),
+        rst_n("rst_n", false),
+        core("tpu_core"),
+        memory("host_memory", sc_core::sc_time::from_value(kPeriodPs),
+               HostMemoryTiming{cfg.mem_latency_cycles, cfg.mem_bytes_per_cycle}),
+        bridge("axi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
+        host("axil_host") {
+    core.clk_i(clk);
+    core.rst_ni(rst_n);
+    core.s_axil_awaddr_i(s_awaddr);
+    core.s_axil_awvalid_i(s_awvalid);
+    core.s_axil_awready_o(s_awready);
+    core.s_axil_wdata_i(s_wdata);
+    core.s_axil_wstrb_i(s_wstrb);
+    core.s_axil_wvalid_i(s_wvalid);
+    core.s_axil_wready_o(s_wready);
+    core.s_axil_bresp_o(s_bresp);
+    core.s_axil_bvalid_o(s_bvalid);
+    core.s_axil_bready_i(s_bready);
+    core.s_axil_araddr_i(s_araddr);
+    core.s_axil_arvalid_i(s_arvalid);
+    core.s_axil_arready_o(s_arready);
+    core.s_axil_rdata_o(s_rdata);
+    core.s_axil_rresp_o(s_rresp);
+    core.s_axil_rvalid_o(s_rvalid);
+    core.s_axil_rready_i(s_rready);
+    core.m_axi_araddr_o(m_araddr);
+    core.m_axi_arlen_o(m_arlen);
+    core.m_axi_arsize_o(m_arsize);
+    core.m_axi_arburst_o(m_arburst);
+    core.m_axi_arvalid_o(m_arvalid);
+    core.m_axi_arready_i(m_arready);
+    core.m_axi_rdata_i(m_rdata);
+    core.m_axi_rresp_i(m_rresp);
+    core.m_axi_rlast_i(m_rlast);
+    core.m_axi_rvalid_i(m_rvalid);
+    core.m_axi_rready_o(m_rready);
+    core.m_axi_awaddr_o(m_awaddr);
+    core.m_axi_awlen_o(m_awlen);
+    core.m_axi_awsize_o(m_awsize);
+    core.m_axi_awburst_o(m_awburst);
+    core.m_axi_awvalid_o(m_awvalid);
+    core.m_axi_awready_i(m_awready);
+    core.m_axi_wdata_o(m_wdata);
+    core.m_axi_wstrb_o(m_wstrb);
+    core.m_axi_wlast_o(m_wlast);
+    core.m_axi_wvalid_o(m_wvalid);
+    core.m_axi_wready_i(m_wready);
+    core.m_axi_bresp_i(m_bresp);
+    core.m_axi_bvalid_i(m_bvalid);
+    core.m_axi_bready_o(m_bready);
+    core.irq_o(irq);
+
+    host.clk(clk);
+    host.rst_n(rst_n);
+    host.awaddr(s_awaddr);
+    host.awvalid(s_awvalid);
+    host.awready(s_awready);
+    host.wdata(s_wdata);
+    host.wstrb(s_wstrb);
+    host.wvalid(s_wvalid);
+    host.wready(s_wready);
+    host.bresp(s_bresp);
+    host.bvalid(s_bvalid);
+    host.bready(s_bready);
+    host.araddr(s_araddr);
+    host.arvalid(s_arvalid);
+    host.arready(s_arready);
+    host.rdata(s_rdata);
+    host.rresp(s_rresp);
+    host.rvalid(s_rvalid);
+    host.rready(s_rready);
+    host.on_complete = [this] { request_pause(); };
+
+    bridge.clk(clk);
+    bridge.rst_n(rst_n);
+    bridge.araddr(m_araddr);
+    bridge.arlen(m_arlen);
+    bridge.arsize(m_arsize);
+    bridge.arburst(m_arburst);
+    bridge.arvalid(m_arvalid);
+    bridge.arready(m_arready);
+    bridge.rdata(m_rdata);
+    bridge.rresp(m_rresp);
+    bridge.rlast(m_rlast);
+    bridge.rvalid(m_rvalid);
+    bridge.rready(m_rready);
+    bridge.awaddr(m_awaddr);
+    bridge.awlen(m_awlen);
+    bridge.awsize(m_awsize);
+    bridge.awburst(m_awburst);
+    bridge.awvalid(m_awvalid);
+    bridge.awready(m_awready);
+    bridge.wdata(m_wdata);
+    bridge.wstrb(m_wstrb);
+    bridge.wlast(m_wlast);
+    bridge.wvalid(m_wvalid);
+    bridge.wready(m_wready);
+    bridge.bresp(m_bresp);
+    bridge.bvalid(m_bvalid);
+    bridge.bready(m_bready);
+    bridge.socket.bind(memory.socket);
+
+    bridge.set_backpressure(cfg.backpressure, cfg.seed);
+    // A different stream for the register port, so both ports do not stall in lockstep.
+    host.set_backpressure(cfg.backpressure, cfg.seed ^ 0x9E3779B97F4A7C15ull);
+
+    SC_METHOD(on_irq_change);
+    sensitive << irq;
+    dont_initialize();
+  }
+
+  void request_pause() {
+    pause_requested = true;
+    sc_core::sc_pause();
+  }
+
+  void on_irq_change() {
+    if (irq.read() && stop_on_irq) {
+      irq_rose = true;
+      request_pause();
+    }
+  }
+};
+
+}  // namespace
+
+const char* to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kDone: return "done";
+    case StopReason::kError: return "error";
+    case StopReason::kIrq: return "irq";
+    case StopReason::kCycleLimit: return "cycle limit";
+  }
+  return "?";
+}
+
+struct Chip::Impl {
+  ChipConfig cfg;
+  // Never deleted: SystemC cannot tear a design down and elaborate another in the same
+  // process, and deleting modules after simulation started is not supported.
+  Testbench* tb = nullptr;
+  VerilatedVcdSc* vcd = nullptr;
+  enum class VcdState { kOff, kWaiting, kOpen, kClosed } vcd_state = VcdState::kOff;
+  // Mirror of IRQ_ENABLE (the host is the only writer); kUnknown after SOFT_RESET.
+  static constexpr uint32_t kUnknown = 0xFFFFFFFF;
+  uint32_t irq_enable = reg::kIrqEnableResetValue;
+
+  uint64_t cycle() const {
+    const uint64_t t = sc_core::sc_time_stamp().value();
+    return t < kEdgeOffsetPs ? 0 : (t - kEdgeOffsetPs) / kPeriodPs + 1;
+  }
+
+  // Half a period after rising edge number `edges`: the stop time of advance_until(edges).
+  static sc_core::sc_time stop_time(uint64_t edges) {
+    return sc_core::sc_time::from_value((edges - 1) * kPeriodPs + kPeriodPs / 2);
+  }
+
+  void update_vcd_window() {
+    const uint64_t now = cycle();
+    if (vcd_state == VcdState::kWaiting && now >= cfg.vcd_from_cycle) {
+      if (now >= cfg.vcd_to_cycle) {
+        vcd_state = VcdState::kClosed;
+      } else {
+        vcd->open(cfg.vcd_file.c_str());
+        if (!vcd->isOpen())
+          throw std::runtime_error("Chip: cannot open VCD file '" + cfg.vcd_file + "'");
+        vcd_state = VcdState::kOpen;
+      }
+    }
+    if (vcd_state == VcdState::kOpen && now >= cfg.vcd_to_cycle) {
+      vcd->close();
+      vcd_state = VcdState::kClosed;
+    }
+  }
+
+  void check_protocol() {
+    const auto& violations = tb->bridge.protocol_violations();
+    if (violations.empty()) return;
+    std::string msg = "tpu_core broke the AXI4 protocol on m_axi_*:";
+    for (const auto& v : violations) msg += "\n  " + v;
+    tb->bridge.clear_protocol_violations();
+    throw ProtocolError(msg);
+  }
+
+  // Simulate until rising edge number `target` has happened, or until a process paused the
+  // kernel (register response, irq). Returns true if it stopped early because of a pause.
+  bool advance_until(uint64_t target) {
+    tb->pause_requested = false;
+    while (cycle() < target && !tb->pause_requested) {
+      uint64_t stop = target;
+      if (vcd_state == VcdState::kWaiting && cfg.vcd_from_cycle > cycle())
+        stop = std::min(stop, cfg.vcd_from_cycle);
+      if (vcd_state == VcdState::kOpen) stop = std::min(stop, cfg.vcd_to_cycle);
+      sc_core::sc_start(stop_time(stop) - sc_core::sc_time_stamp());
+      update_vcd_window();
+      check_protocol();
+    }
+    return tb->pause_requested;
+  }
+
+  RegAccess access(bool is_write, uint32_t addr, uint32_t value) {
+    if (addr > 0xFFF)
+      throw std::invalid_argument("Chip: register address " + hex(addr) +
+                                  " is outside the 12-bit AXI4-Lite register space");
+    AxiLiteMaster& host = tb->host;
+    if (is_write)
+      host.post_write(addr, value);
+    else
+      host.post_read(addr);
+    const uint64_t deadline = cycle() + cfg.reg_timeout_cycles;
+    while (!host.complete()) {
+      if (cycle() >= deadline) {
+        const std::string waiting = host.waiting_for();
+        host.abandon();
+        throw RegisterTimeout(std::string("Chip: register ") + (is_write ? "write" : "read") +
+                              " of " + hex(addr) + " got no response within " +
+                              std::to_string(cfg.reg_timeout_cycles) +
+                              " cycles (still waiting for: " + waiting + ")");
+      }
+      advance_until(deadline);
+    }
+    const auto& r = host.response();
+    if (is_write && r.resp == kAxiOkay) {
+      if (addr == reg::kIrqEnable) irq_enable = value & (reg::kIrqDone | reg::kIrqError);
+      if (addr == reg::kCtrl && (value & reg::kCtrlSoftReset)) irq_enable = kUnknown;
+    }
+    return {r.data, r.resp};
+  }
+
+  uint32_t checked(bool is_write, uint32_t addr, uint32_t value) {
+    const RegAccess r = access(is_write, addr, value);
+    if (r.resp != kAxiOkay)
+      throw RegisterError(std::string("Chip: register ") + (is_write ? "write" : "read") + " of " +
+                              hex(addr) + " answered " + resp_name(r.resp) + " (" +
+                              std::to_string(r.resp) + "), expected OKAY",
+                          addr, r.resp);
+    return r.data;
+  }
+};
+
+Chip::Chip(const ChipConfig& config) {
+  if (g_chip_constructed)
+    throw std::logic_error(
+        "tpu::sim::Chip: a Chip was already constructed in this process; SystemC elaborates "
+        "once per process, so reuse that Chip (reset() restarts it in place)");
+  if (!(config.backpressure >= 0.0 && config.backpressure < 1.0))
+    throw std::invalid_argument("ChipConfig::backpressure must be in [0, 1), got " +
+                                std::to_string(config.backpressure));
+  if (config.reg_timeout_cycles == 0 || config.status_poll_cycles == 0)
+    throw std::invalid_argument("ChipConfig: reg_timeout_cycles and status_poll_cycles must be > 0");
+  if (config.vcd_from_cycle > config.vcd_to_cycle)
+    throw std::invalid_argument("ChipConfig: vcd_from_cycle > vcd_to_cycle");
+  g_chip_constructed = true;
+
+  impl_ = std::make_unique<Impl>();
+  impl_->cfg = config;
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+
+  const bool tracing = !config.vcd_file.empty();
+  // Must precede model construction; left off otherwise so an untraced run pays nothing.
+  if (tracing) Verilated::traceEverOn(true);
+  impl_->tb = new Testbench("tb", config);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);  // finish elaboration before attaching the trace
+  if (tracing) {
+    impl_->vcd = new VerilatedVcdSc;
+    impl_->tb->core.trace(impl_->vcd, config.trace_depth);
+    impl_->vcd_state = Impl::VcdState::kWaiting;
+    impl_->update_vcd_window();
+  }
+  reset();
+}
+
+Chip::~Chip() {
+  if (!impl_) return;
+  if (impl_->vcd) {
+    impl_->vcd->flush();
+    impl_->vcd->close();
+  }
+  if (impl_->tb) impl_->tb->core.final();
+}
+
+bool Chip::constructed() { return g_chip_constructed; }
+unsigned Chip::compiled_n() { return TPU_SIM_N; }
+unsigned Chip::compiled_axi_width() { return kAxiWidth; }
+
+void Chip::reset(unsigned cycles) {
+  Testbench& tb = *impl_->tb;
+  tb.host.abandon();
+  // Written from outside any process (the idiomatic sc_main style): the value takes effect
+  // at the start of the next sc_start, half a period before the next rising edge.
+  tb.rst_n.write(false);
+  impl_->advance_until(impl_->cycle() + std::max(cycles, 1u));
+  tb.rst_n.write(true);
+  impl_->advance_until(impl_->cycle() + 2);
+  tb.bridge.clear_protocol_violations();
+  impl_->irq_enable = reg::kIrqEnableResetValue;
+}
+
+uint32_t Chip::read_reg(uint32_t addr) { return impl_->checked(false, addr, 0); }
+void Chip::write_reg(uint32_t addr, uint32_t value) { impl_->checked(true, addr, value); }
+RegAccess Chip::try_read_reg(uint32_t addr) { return impl_->access(false, addr, 0); }
+RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value) { return impl_->access(true, addr, value); }
+
+HostMemoryModel& Chip::memory() { return impl_->tb->memory; }
+void Chip::add_region(uint64_t base, uint64_t size, const std::string& name) {
+  memory().add_region(base, size, name);
+}
+void Chip::write_mem(uint64_t addr, const void* src, size_t len) { memory().write(addr, src, len); }
+void Chip::write_mem(uint64_t addr, const std::vector<uint8_t>& bytes) { memory().write(addr, bytes); }
+void Chip::read_mem(uint64_t addr, void* dst, size_t len) { memory().read(addr, dst, len); }
+std::vector<uint8_t> Chip::read_mem(uint64_t addr, size_t len) { return memory().read(addr, len); }
+void Chip::inject_error(uint64_t base, uint64_t size) { memory().inject_error(base, size); }
+void Chip::clear_injected_errors() { memory().clear_injected_errors(); }
+
+void Chip::set_backpressure(double probability, uint64_t seed) {
+  impl_->tb->bridge.set_backpressure(probability, seed);
+  impl_->tb->host.set_backpressure(probability, seed ^ 0x9E3779B97F4A7C15ull);
+}
+
+void Chip::set_memory_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
+  memory().set_timing({latency_cycles, bytes_per_cycle});
+}
+
+void Chip::start(uint32_t cmd_addr, uint32_t count) {
+  // A pending interrupt from the previous run would keep irq_o high and hide this run's end.
+  write_reg(reg::kIrqStatus, reg::kIrqDone | reg::kIrqError);
+  write_reg(reg::kCmdAddr, cmd_addr);
+  write_reg(reg::kCmdCount, count);
+  write_reg(reg::kCtrl, reg::kCtrlStart);
+}
+
+RunResult Chip::run(uint64_t max_cycles) {
+  Impl& im = *impl_;
+  Testbench& tb = *im.tb;
+  const uint64_t begin = im.cycle();
+  const uint64_t limit = begin + max_cycles;
+  RunResult result;
+
+  // Reads STATUS (and the error registers) and decides whether the run is over.
+  auto finished = [&](uint64_t seen_at) {
+    const uint32_t st = read_reg(reg::kStatus);
+    if (!(st & (reg::kStatusDone | reg::kStatusError))) return false;
+    result.cycles = seen_at - begin;
+    result.status = st;
+    if (st & reg::kStatusError) {
+      result.reason = StopReason::kError;
+      result.err_code = read_reg(reg::kErrCode);
+      result.err_pc = read_reg(reg::kErrPc);
+    } else {
+      result.reason = StopReason::kDone;
+    }
+    return true;
+  };
+
+  // A rising irq_o announces done/error only if both sources are enabled and no interrupt
+  // is pending yet; otherwise fall back to polling STATUS.
+  if (im.irq_enable == Impl::kUnknown) im.irq_enable = read_reg(reg::kIrqEnable) & 3u;
+  const bool irq_announces = im.irq_enable == (reg::kIrqDone | reg::kIrqError) && !tb.irq.read();
+  if (!irq_announces && finished(begin)) return result;
+
+  struct StopOnIrq {  // armed only inside run(), also when an exception leaves it
+    Testbench& tb;
+    explicit StopOnIrq(Testbench& t) : tb(t) { tb.stop_on_irq = true; tb.irq_rose = false; }
+    ~StopOnIrq() { tb.stop_on_irq = false; }
+  } guard(tb);
+
+  while (im.cycle() < limit) {
+    const uint64_t chunk_end =
+        irq_announces ? limit : std::min(limit, im.cycle() + im.cfg.status_poll_cycles);
+    im.advance_until(chunk_end);
+    const uint64_t seen_at = im.cycle();
+    if (tb.irq_rose) {
+      tb.irq_rose = false;
+      tb.stop_on_irq = false;  // the register reads below must not be cut short by irq edges
+      if (finished(seen_at)) return result;
+      result.reason = StopReason::kIrq;
+      result.cycles = seen_at - begin;
+      result.status = read_reg(reg::kStatus);
+      return result;
+    }
+    if (!irq_announces && finished(seen_at)) return result;
+  }
+  result.reason = StopReason::kCycleLimit;
+  result.cycles = max_cycles;
+  return result;
+}
+
+void Chip::step(uint64_t cycles) {
+  const uint64_t target = impl_->cycle() + cycles;
+  while (impl_->cycle() < target) impl_->advance_until(target);
+}
+
+uint64_t Chip::counter(unsigned index) {
+  if (index >= reg::kNumCounters)
+    throw std::out_of_range("Chip::counter: index " + std::to_string(index) + " >= " +
+                            std::to_string(reg::kNumCounters));
+  const uint64_t lo = read_reg(reg::counter_lo(index));
+  const uint64_t hi = read_reg(reg::counter_hi(index));
+  return lo | (hi << 32);
+}
+
+Counters Chip::counters() {
+  Counters c;
+  uint64_t* fields[reg::kNumCounters] = {&c.cycles,       &c.mxu_busy,     &c.mxu_macs,
+                                         &c.weight_stall, &c.input_stall,  &c.dma_busy,
+                                         &c.dma_rd_bytes, &c.dma_wr_bytes, &c.instr_retired,
+                                         &c.act_busy};
+  for (unsigned i = 0; i < reg::kNumCounters; ++i) *fields[i] = counter(i);
+  return c;
+}
+
+Params Chip::params() {
+  Params p;
+  p.id = read_reg(reg::kId);
+  p.n = read_reg(reg::kParamN);
+  p.ub_rows = read_reg(reg::kParamUbRows);
+  p.acc_rows = read_reg(reg::kParamAccRows);
+  p.wfifo_tiles = read_reg(reg::kParamWFifoTiles);
+  p.qp_slots = read_reg(reg::kParamQpSlots);
+  p.axi_width = read_reg(reg::kParamAxiWidth);
+  return p;
+}
+
+Status Chip::status() {
+  Status s;
+  const uint32_t st = read_reg(reg::kStatus);
+  s.busy = st & reg::kStatusBusy;
+  s.done = st & reg::kStatusDone;
+  s.error = st & reg::kStatusError;
+  s.err_code = read_reg(reg::kErrCode);
+  s.err_pc = read_reg(reg::kErrPc);
+  s.pc = read_reg(reg::kPc);
+  return s;
+}
+
+bool Chip::irq() const { return impl_->tb->irq.read(); }
+const AxiBridgeStats& Chip::axi_stats() const { return impl_->tb->bridge.stats(); }
+uint64_t Chip::cycle() const { return impl_->cycle(); }
+
+}  // namespace tpu::sim
