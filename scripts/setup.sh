@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tpu-rtl builds with. Idempotent: apt-get runs only when a
+# package is missing.
+set -euo pipefail
+
+packages=(verilator libsystemc-dev libboost-program-options-dev cmake g++ make
+          libgtest-dev libgmock-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present (${packages[*]})"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole default test suite (everything not labelled `slow`).
+# Pass ctest arguments to narrow it, e.g. ./scripts/test.sh -L rtl
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+build="${TPU_BUILD_DIR:-$root/build}"
+cd "$build"
+ctest --output-on-failure -j "${TPU_JOBS:-$(nproc)}" -LE slow "$@"
