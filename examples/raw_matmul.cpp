@@ -2,7 +2,8 @@
 // program. It places an M x K int8 matrix, K x N weight tiles and a program in host memory,
 // rings the doorbell, waits for the interrupt and checks the result against a C++ matmul.
 //
-//   raw_matmul [M] [K-tiles]      (default 64 rows, 4 tiles of N inputs)
+//   raw_matmul [M] [K-tiles] [VCD-file]   (default 64 rows, 4 tiles of N inputs, no VCD)
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,11 +18,13 @@ int main(int argc, char** argv) {
   const uint32_t m = argc > 1 ? uint32_t(std::atoi(argv[1])) : 64;
   const uint32_t kt = argc > 2 ? uint32_t(std::atoi(argv[2])) : 4;
   try {
-    sim::Chip chip;
+    sim::ChipConfig config;
+    if (argc > 3) config.vcd_file = argv[3];
+    sim::Chip chip(config);
     chip.reset();
     const sim::Params p = chip.params();
     const uint32_t n = p.n;
-    if (m < 1 || m > 4095 || kt < 1 || kt > p.wfifo_tiles + 2 || m * kt > p.ub_rows ||
+    if (m < 1 || m > 4095 || kt < 1 || kt > p.wfifo_tiles + 2 || m * (kt + 1) > p.ub_rows ||
         m > p.acc_rows) {
       std::fprintf(stderr, "raw_matmul: M must be 1..%u and K-tiles 1..%u on this chip\n",
                    std::min(4095u, p.acc_rows), p.wfifo_tiles + 2);
@@ -91,8 +94,10 @@ int main(int argc, char** argv) {
     std::printf("program (%zu instructions):\n", prog.size());
     for (const auto& i : prog) std::printf("  %s\n", disassemble(i).c_str());
 
+    const auto t0 = std::chrono::steady_clock::now();
     chip.start(cmd, uint32_t(prog.size()));
-    const sim::RunResult r = chip.run(10'000'000);
+    const sim::RunResult r = chip.run(100'000'000);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r.reason != sim::StopReason::kDone) {
       std::fprintf(stderr, "raw_matmul: the chip stopped with %s (error %u: %s at instruction %u)\n",
                    sim::to_string(r.reason), r.err_code,
@@ -119,6 +124,8 @@ int main(int argc, char** argv) {
     std::printf("cycles %llu, MXU busy %llu, MXU utilization %.1f%% (useful MACs / cycles*N^2)\n",
                 (unsigned long long)cnt.cycles, (unsigned long long)cnt.mxu_busy,
                 100.0 * double(m) * k * n / (double(cnt.cycles) * n * n));
+    std::printf("simulated %llu cycles in %.3f s: %.0f cycles/s\n", (unsigned long long)r.cycles,
+                wall, double(r.cycles) / wall);
     std::printf("DMA read %llu bytes, written %llu bytes, weight stalls %llu cycles\n",
                 (unsigned long long)cnt.dma_rd_bytes, (unsigned long long)cnt.dma_wr_bytes,
                 (unsigned long long)cnt.weight_stall);
