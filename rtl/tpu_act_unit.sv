@@ -152,11 +152,15 @@ module tpu_act_unit #(
     end
   end
 
+  // Only while reading: an idle unit keeps its stage-1 registers, so the requantizers'
+  // inputs do not change and simulation does not re-evaluate them.
   always_ff @(posedge clk_i) begin
-    s1_first_q   <= win_first;
-    s1_last_q    <= win_last;
-    s1_ub_addr_q <= UbW'(ub_row);
-    for (int c = 0; c < int'(N); c++) s1_acc_q[c] <= acc_rdata_i[c];
+    if (busy_q) begin
+      s1_first_q   <= win_first;
+      s1_last_q    <= win_last;
+      s1_ub_addr_q <= UbW'(ub_row);
+      for (int c = 0; c < int'(N); c++) s1_acc_q[c] <= acc_rdata_i[c];
+    end
   end
 
   // ---- stage 2: requantize, LUT, pool, write ----

@@ -16,10 +16,10 @@ module tpu_requant (
 
   logic signed [32:0] sum;
   logic signed [31:0] x;
-  logic signed [63:0] p;
+  logic signed [63:0] p, q, rounded, with_zp;
+  logic        [63:0] rem, half;
   logic        [5:0]  shift;
-  logic signed [64:0] rounded;
-  logic signed [65:0] with_zp;
+  logic               up;
   logic signed [8:0]  zp, lo, hi, qmin, qmax, y_sat, y_lo;
 
   function automatic logic signed [8:0] as_out(logic [7:0] b, logic uns);
@@ -38,20 +38,21 @@ module tpu_requant (
     else                              x = sum[31:0];
     p     = $signed({{32{x[31]}}, x}) * $signed({{32{mult_i[31]}}, mult_i});
     shift = misc_i[5:0];
-    if (shift == 6'd0) begin
-      rounded = $signed({p[63], p});
-    end else begin
-      // (p + 2^(s-1) - (p < 0)) >>> s, exact in 65 bits.
-      rounded = ($signed({p[63], p}) + (65'sd1 <<< (shift - 6'd1)) - $signed({64'd0, p[63]})) >>> shift;
-    end
+    // Round half away from zero of p / 2^shift in 64 bits (|p| <= 2^62, so nothing overflows):
+    // floor, then step up when the remainder is above half (or equal to it for p >= 0).
+    q    = p >>> shift;
+    rem  = 64'(p) & ((64'd1 << shift) - 64'd1);
+    half = (shift == 6'd0) ? 64'd0 : (64'd1 << (shift - 6'd1));
+    up   = (shift != 6'd0) && (p[63] ? (rem > half) : (rem >= half));
+    rounded = q + {63'd0, up};
     zp      = as_out(misc_i[15:8], out_unsigned_i);
     lo      = as_out(misc_i[23:16], out_unsigned_i);
     hi      = as_out(misc_i[31:24], out_unsigned_i);
     qmin    = out_unsigned_i ? 9'sd0 : -9'sd128;
     qmax    = out_unsigned_i ? 9'sd255 : 9'sd127;
-    with_zp = $signed({rounded[64], rounded}) + $signed({{57{zp[8]}}, zp});
-    if (with_zp > $signed({{57{qmax[8]}}, qmax}))      y_sat = qmax;
-    else if (with_zp < $signed({{57{qmin[8]}}, qmin})) y_sat = qmin;
+    with_zp = rounded + $signed({{55{zp[8]}}, zp});
+    if (with_zp > $signed({{55{qmax[8]}}, qmax}))      y_sat = qmax;
+    else if (with_zp < $signed({{55{qmin[8]}}, qmin})) y_sat = qmin;
     else                          y_sat = with_zp[8:0];
     y_lo = y_sat;
     unique case (func_i)
