@@ -64,6 +64,7 @@ module tpu_act_unit #(
   logic [UbW-1:0]     s1_ub_addr_q;
   logic signed [31:0] s1_acc_q [N];
   logic signed [8:0]  pool_q [N];
+  logic           ub_we_q;
 
   logic win_first, win_last, all_last;
   logic [31:0] acc_row, ub_row;
@@ -94,8 +95,8 @@ module tpu_act_unit #(
                      32'(ox_q) * 32'(pool_s_q) + 32'(dx_q);
   assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) + 32'(ox_q);
   assign acc_raddr_o = AccW'(acc_row);
-  assign ready_o   = !busy_q && !s1_valid_q;
-  assign busy_o    = busy_q || s1_valid_q;
+  assign ready_o   = !busy_q && !s1_valid_q && !ub_we_q;
+  assign busy_o    = busy_q || s1_valid_q || ub_we_q;
   assign reading_o = busy_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -163,41 +164,39 @@ module tpu_act_unit #(
     end
   end
 
-  // ---- stage 2: requantize, LUT, pool, write ----
-  logic signed [8:0] y_req  [N];
-  logic signed [8:0] y_fn   [N];
-  logic signed [8:0] pooled [N];
+  // ---- stage 2: requantize, LUT, pool, write (registered UB write) ----
+  // Sequential code guarded by s1_valid_q: the N requantizers cost simulation time only for
+  // rows actually being activated.
+  logic [UbW-1:0] ub_waddr_q;
+  logic [7:0]     ub_wdata_q [N];
 
-  for (genvar c = 0; c < int'(N); c++) begin : g_col
-    tpu_requant u_requant (
-      .acc_i          (s1_acc_q[c]),
-      .bias_i         (prm_q[int'(slot_q)*3 + 0][c]),
-      .mult_i         (prm_q[int'(slot_q)*3 + 1][c]),
-      .misc_i         (prm_q[int'(slot_q)*3 + 2][c]),
-      .func_i         (func_q),
-      .out_unsigned_i (out_uns_q),
-      .y_o            (y_req[c])
-    );
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) ub_we_q <= 1'b0;
+    else         ub_we_q <= s1_valid_q && s1_last_q && !clear_i;
   end
-
-  always_comb begin
-    for (int c = 0; c < int'(N); c++) begin
-      logic [7:0] l;
-      l = lut_q[y_req[c][7:0]];
-      if (func_q == FuncLut) y_fn[c] = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
-      else                   y_fn[c] = y_req[c];
-      pooled[c] = (s1_first_q || y_fn[c] > pool_q[c]) ? y_fn[c] : pool_q[c];
-      ub_wdata_o[c] = pooled[c][7:0];
-    end
-  end
-  assign ub_we_o    = s1_valid_q && s1_last_q;
-  assign ub_waddr_o = s1_ub_addr_q;
 
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
-      for (int c = 0; c < int'(N); c++) pool_q[c] <= pooled[c];
+      for (int c = 0; c < int'(N); c++) begin
+        logic signed [8:0] y, v;
+        logic [7:0] l;
+        y = requantize(s1_acc_q[c], prm_q[int'(slot_q)*3 + 0][c], prm_q[int'(slot_q)*3 + 1][c],
+                       prm_q[int'(slot_q)*3 + 2][c], func_q, out_uns_q);
+        if (func_q == FuncLut) begin
+          l = lut_q[y[7:0]];
+          y = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
+        end
+        v = (s1_first_q || y > pool_q[c]) ? y : pool_q[c];
+        pool_q[c]     <= v;
+        ub_wdata_q[c] <= v[7:0];
+      end
+      ub_waddr_q <= s1_ub_addr_q;
     end
   end
+
+  assign ub_we_o    = ub_we_q;
+  assign ub_waddr_o = ub_waddr_q;
+  assign ub_wdata_o = ub_wdata_q;
 
   // Opcode and reserved fields were checked by the controller, and so were the row ranges:
   // the high address bits of a legal instruction are zero.

@@ -84,23 +84,22 @@ module tpu_ctrl #(
   logic        switched_q;   // some matmul made a tile active in this run
 
   // ---------------- instruction queue ----------------
-  logic [128:0] iq_q [IqDepth];   // {fetch error, instruction}
+  logic [127:0] iq_q     [IqDepth];
+  logic [3:0]   iq_err_q [IqDepth];  // static check result, or ErrAxiRead for a failed fetch
+  footprint_t   iq_fp_q  [IqDepth];
   logic [IqW-1:0] iq_rd_q, iq_wr_q;
   logic [IqW:0]   iq_cnt_q;
   logic           pop;
   logic [127:0]   head;
-  logic           head_valid, head_ferr;
+  logic           head_valid;
 
-  assign head       = iq_q[iq_rd_q][127:0];
-  assign head_ferr  = iq_q[iq_rd_q][128];
+  assign head       = iq_q[iq_rd_q];
   assign head_valid = (iq_cnt_q != '0);
 
   // ---------------- decode ----------------
   logic [7:0]  op;
-  logic [7:0]  flags;
   logic [3:0]  static_err;
   footprint_t  fp;
-  logic [32:0] host_lo, host_len;
 
   // Unsigned widening helpers for range arithmetic (all in 64 bits, no wrap).
   function automatic logic [63:0] u64(logic [31:0] v);
@@ -123,15 +122,25 @@ module tpu_ctrl #(
     return !any_on || hit;
   endfunction
 
-  always_comb begin
+  // What the controller needs to know about an instruction, worked out once when it enters the
+  // queue (the checks below are wide arithmetic: doing them once per instruction instead of
+  // every cycle matters for simulation speed). Only the weight-tile checks depend on the
+  // state at issue time and stay at the head of the queue.
+  typedef struct packed {
+    logic [3:0] err;   // the first failing static check, codes 1-8
+    footprint_t fp;
+  } decoded_t;
+
+  function automatic decoded_t decode(logic [127:0] instr);
+    decoded_t    d;
+    logic [7:0]  opc;
     logic [63:0] rows, host, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo;
     logic [63:0] local_last;
     logic [1:0]  dest;
     logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
 
-    op    = head[7:0];
-    flags = head[15:8];
-    fp    = '0;
+    opc    = instr[7:0];
+    d     = '0;
     reserved_bad = 1'b0;
     field_bad    = 1'b0;
     ub_bad       = 1'b0;
@@ -139,98 +148,106 @@ module tpu_ctrl #(
     prm_bad      = 1'b0;
     align_bad    = 1'b0;
     host_bad     = 1'b0;
-    dest         = head[9:8];
-    rows  = u64({8'd0, head[63:40]});
-    host  = u64(head[95:64]);
+    dest         = instr[9:8];
+    rows  = u64({8'd0, instr[63:40]});
+    host  = u64(instr[95:64]);
     bytes = '0;
-    host_lo  = '0;
-    host_len = '0;
     last_ub = '0; last_acc = '0; inner = '0; outer = '0; h = '0; w = '0; pk = '0; ps = '0;
     ho = '0; wo = '0; local_last = '0;
-    static_err = ErrNone;
 
-    unique case (op)
-      OpNop, OpSync, OpHalt: reserved_bad = (head[127:8] != '0);
+    unique case (opc)
+      OpNop, OpSync, OpHalt: reserved_bad = (instr[127:8] != '0);
       OpReadHost, OpWriteHost: begin
-        reserved_bad = (op == OpReadHost) ? (head[15:10] != '0 || head[127:96] != '0)
-                                          : (head[15:8] != '0 || head[127:96] != '0);
-        if (op == OpWriteHost) dest = DestUb;
+        reserved_bad = (opc == OpReadHost) ? (instr[15:10] != '0 || instr[127:96] != '0)
+                                          : (instr[15:8] != '0 || instr[127:96] != '0);
+        if (opc == OpWriteHost) dest = DestUb;
         field_bad  = (rows == '0) || (dest == 2'd3);
-        local_last = u64({8'd0, head[39:16]}) + rows - 1;
+        local_last = u64({8'd0, instr[39:16]}) + rows - 1;
         if (dest == DestUb) ub_bad = local_last >= 64'(UbRows);
         else if (dest == DestParam) prm_bad = local_last >= 64'(QpSlots * SlotRows);
         else prm_bad = local_last >= 64'(LutRows);
         bytes = rows * N;
-        if (op == OpReadHost) begin
-          if (dest == DestUb) fp.ub_wr = make_range(33'(head[39:16]), 33'(local_last));
-          else                fp.param_wr = 1'b1;
-          fp.host_rd = make_range(33'(host), 33'(host + bytes - 1));
+        if (opc == OpReadHost) begin
+          if (dest == DestUb) d.fp.ub_wr = make_range(33'(instr[39:16]), 33'(local_last));
+          else                d.fp.param_wr = 1'b1;
+          d.fp.host_rd = make_range(33'(host), 33'(host + bytes - 1));
         end else begin
-          fp.ub_rd   = make_range(33'(head[39:16]), 33'(local_last));
-          fp.host_wr = make_range(33'(host), 33'(host + bytes - 1));
+          d.fp.ub_rd   = make_range(33'(instr[39:16]), 33'(local_last));
+          d.fp.host_wr = make_range(33'(host), 33'(host + bytes - 1));
         end
       end
       OpReadWeights: begin
-        reserved_bad = head[39:8] != '0 || head[127:96] != '0;
+        reserved_bad = instr[39:8] != '0 || instr[127:96] != '0;
         field_bad    = (rows == '0);
         bytes        = rows * N * N;
-        fp.host_rd   = make_range(33'(host), 33'(host + bytes - 1));
+        d.fp.host_rd   = make_range(33'(host), 33'(host + bytes - 1));
       end
       OpMatmul: begin
-        reserved_bad = head[15:12] != '0 || head[127:112] != '0;
-        inner   = u64({20'd0, head[67:56]});
-        outer   = u64({20'd0, head[79:68]});
+        reserved_bad = instr[15:12] != '0 || instr[127:112] != '0;
+        inner   = u64({20'd0, instr[67:56]});
+        outer   = u64({20'd0, instr[79:68]});
         field_bad = (inner == '0) || (outer == '0);
-        last_ub  = u64({8'd0, head[39:16]}) + (outer - 1) * u64({8'd0, head[111:88]}) +
-                   (inner - 1) * u64({24'd0, head[87:80]});
-        last_acc = u64({16'd0, head[55:40]}) + inner * outer - 1;
+        last_ub  = u64({8'd0, instr[39:16]}) + (outer - 1) * u64({8'd0, instr[111:88]}) +
+                   (inner - 1) * u64({24'd0, instr[87:80]});
+        last_acc = u64({16'd0, instr[55:40]}) + inner * outer - 1;
         ub_bad   = last_ub >= 64'(UbRows);
         acc_bad  = last_acc >= 64'(AccRows);
-        fp.ub_rd  = make_range(33'(head[39:16]), 33'(last_ub));
-        fp.acc_wr = make_range(33'(head[55:40]), 33'(last_acc));
-        if (head[8]) fp.acc_rd = fp.acc_wr;
+        d.fp.ub_rd  = make_range(33'(instr[39:16]), 33'(last_ub));
+        d.fp.acc_wr = make_range(33'(instr[55:40]), 33'(last_acc));
+        if (instr[8]) d.fp.acc_rd = d.fp.acc_wr;
       end
       OpActivate: begin
-        reserved_bad = head[15:11] != '0 || head[127:116] != '0;
-        w  = u64({20'd0, head[67:56]});
-        h  = u64({20'd0, head[79:68]});
-        pk = u64({28'd0, head[83:80]});
-        ps = u64({28'd0, head[87:84]});
+        reserved_bad = instr[15:11] != '0 || instr[127:116] != '0;
+        w  = u64({20'd0, instr[67:56]});
+        h  = u64({20'd0, instr[79:68]});
+        pk = u64({28'd0, instr[83:80]});
+        ps = u64({28'd0, instr[87:84]});
         field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pk > w) || (pk > h);
         if (!field_bad) begin
           ho = (h - pk) / ps + 1;
           wo = (w - pk) / ps + 1;
         end
-        last_ub  = u64({8'd0, head[55:32]}) + (ho - 1) * u64({8'd0, head[111:88]}) + wo - 1;
-        last_acc = u64({16'd0, head[31:16]}) + h * w - 1;
+        last_ub  = u64({8'd0, instr[55:32]}) + (ho - 1) * u64({8'd0, instr[111:88]}) + wo - 1;
+        last_acc = u64({16'd0, instr[31:16]}) + h * w - 1;
         ub_bad   = last_ub >= 64'(UbRows);
         acc_bad  = last_acc >= 64'(AccRows);
-        prm_bad  = u64({28'd0, head[115:112]}) >= 64'(QpSlots);
-        fp.acc_rd   = make_range(33'(head[31:16]), 33'(last_acc));
-        fp.ub_wr    = make_range(33'(head[55:32]), 33'(last_ub));
-        fp.param_rd = 1'b1;
+        prm_bad  = u64({28'd0, instr[115:112]}) >= 64'(QpSlots);
+        d.fp.acc_rd   = make_range(33'(instr[31:16]), 33'(last_acc));
+        d.fp.ub_wr    = make_range(33'(instr[55:32]), 33'(last_ub));
+        d.fp.param_rd = 1'b1;
       end
       default: ;
     endcase
 
-    if (op == OpReadHost || op == OpWriteHost || op == OpReadWeights) begin
+    if (opc == OpReadHost || opc == OpWriteHost || opc == OpReadWeights) begin
       align_bad = host[3:0] != '0;
       host_bad  = (host + bytes > 64'h1_0000_0000) || !in_windows(host, bytes);
     end
 
     // The first failing check in code order wins.
-    if (op > OpHalt)     static_err = ErrOpcode;
-    else if (reserved_bad) static_err = ErrReserved;
-    else if (field_bad)  static_err = ErrField;
-    else if (ub_bad)     static_err = ErrUbRange;
-    else if (acc_bad)    static_err = ErrAccRange;
-    else if (prm_bad)    static_err = ErrParamRange;
-    else if (align_bad)  static_err = ErrAlign;
-    else if (host_bad)   static_err = ErrHostRange;
-    else if (op == OpReadWeights && 64'(credit_q) + rows > 64'(WFifoTiles) + 64'd2)
-      static_err = ErrWeightOverflow;
-    else if (op == OpMatmul && (head[11] ? (credit_q == '0) : !switched_q))
-      static_err = ErrNoWeights;
+    d.err = ErrNone;
+    if (opc > OpHalt)       d.err = ErrOpcode;
+    else if (reserved_bad) d.err = ErrReserved;
+    else if (field_bad)    d.err = ErrField;
+    else if (ub_bad)       d.err = ErrUbRange;
+    else if (acc_bad)      d.err = ErrAccRange;
+    else if (prm_bad)      d.err = ErrParamRange;
+    else if (align_bad)    d.err = ErrAlign;
+    else if (host_bad)     d.err = ErrHostRange;
+    return d;
+  endfunction
+
+  // The head of the queue: its decoded form and the checks that depend on earlier issues.
+  always_comb begin
+    op = head[7:0];
+    fp = iq_fp_q[iq_rd_q];
+    static_err = iq_err_q[iq_rd_q];
+    if (static_err == ErrNone) begin
+      if (op == OpReadWeights && 64'(credit_q) + {40'd0, head[63:40]} > 64'(WFifoTiles) + 64'd2)
+        static_err = ErrWeightOverflow;
+      else if (op == OpMatmul && (head[11] ? (credit_q == '0) : !switched_q))
+        static_err = ErrNoWeights;
+    end
   end
 
   // ---------------- in-flight footprints ----------------
@@ -241,25 +258,29 @@ module tpu_ctrl #(
   logic [31:0] pc_dmain_q, pc_wdma_q, pc_dmaout_q;
   logic dmaout_was_busy_q;
 
+  logic all_idle, unit_ready, issue, can_decide;
   logic hazard;
   always_comb begin
     hazard = 1'b0;
-    if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
-    if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
-    if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
-    if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
-    // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
-    if (op != OpMatmul) begin
-      for (int i = 0; i < int'(MmDepth); i++) begin
-        if (MmW'(i) < mm_cnt_q &&
-            footprints_conflict(fp, mm_fp_q[($clog2(MmDepth))'((int'(mm_rd_q) + i) % MmDepth)])) begin
-          hazard = 1'b1;
+    // Only worth working out for an instruction that could otherwise issue now (the compares
+    // are wide; skipping them while the head waits for its unit speeds up simulation).
+    if (can_decide && unit_ready) begin
+      if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
+      if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
+      if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
+      if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
+      // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
+      if (op != OpMatmul) begin
+        for (int i = 0; i < int'(MmDepth); i++) begin
+          if (MmW'(i) < mm_cnt_q &&
+              footprints_conflict(fp, mm_fp_q[($clog2(MmDepth))'((int'(mm_rd_q) + i) % MmDepth)])) begin
+            hazard = 1'b1;
+          end
         end
       end
     end
   end
 
-  logic all_idle, unit_ready, issue, can_decide;
   assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i &&
                     mxu_ready_i && (mm_cnt_q == '0) && !dma_active_i;
 
@@ -276,7 +297,7 @@ module tpu_ctrl #(
   end
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
-  assign issue      = can_decide && !head_ferr && static_err == ErrNone && op != OpHalt &&
+  assign issue      = can_decide && static_err == ErrNone && op != OpHalt &&
                       unit_ready && !hazard;
   assign pop        = issue;
 
@@ -295,9 +316,6 @@ module tpu_ctrl #(
   assign clear_o      = start_i || soft_reset_i || flush_q;
 
   // Fetch.
-  logic cmd_ok;
-  assign cmd_ok        = in_windows(u64(cmd_addr_i), u64(cmd_count_i) * 16) &&
-                         (u64(cmd_addr_i) + u64(cmd_count_i) * 16 <= 64'h1_0000_0000);
   assign fetch_addr_o  = cmd_addr_i;
   assign fetch_rows_o  = 24'(cmd_count_i);
   assign fetch_space_o = 24'(IqDepth) - 24'(iq_cnt_q);
@@ -316,8 +334,6 @@ module tpu_ctrl #(
       new_err = ErrAxiRead; new_err_pc = pc_wdma_q;
     end else if (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i) begin
       new_err = ErrAxiWrite; new_err_pc = pc_dmaout_q;
-    end else if (can_decide && head_ferr) begin
-      new_err = ErrAxiRead; new_err_pc = pc_q;
     end else if (can_decide && static_err != ErrNone) begin
       new_err = static_err; new_err_pc = pc_q;
     end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
@@ -394,7 +410,9 @@ module tpu_ctrl #(
         err_code_q   <= '0;
         err_pc_q     <= '0;
         fetch_stop_q <= 1'b0;
-        if (cmd_ok) begin
+        // The command buffer must lie inside the DMA windows and the 32-bit space.
+        if (in_windows(u64(cmd_addr_i), u64(cmd_count_i) * 16) &&
+            (u64(cmd_addr_i) + u64(cmd_count_i) * 16 <= 64'h1_0000_0000)) begin
           run_q         <= 1'b1;
           stop_q        <= 1'b0;
           fetch_start_o <= 1'b1;
@@ -407,7 +425,11 @@ module tpu_ctrl #(
       end else if (run_q) begin
         // Instruction queue.
         if (fetch_valid_i && !stop_q) begin
-          iq_q[iq_wr_q] <= {fetch_err_i, fetch_instr_i};
+          decoded_t dec;
+          dec = decode(fetch_instr_i);
+          iq_q[iq_wr_q]     <= fetch_instr_i;
+          iq_err_q[iq_wr_q] <= fetch_err_i ? ErrAxiRead : dec.err;
+          iq_fp_q[iq_wr_q]  <= dec.fp;
           iq_wr_q       <= IqW'((int'(iq_wr_q) + 1) % IqDepth);
         end
         if (pop) iq_rd_q <= IqW'((int'(iq_rd_q) + 1) % IqDepth);
@@ -445,7 +467,7 @@ module tpu_ctrl #(
           err_pc_q   <= new_err_pc;
         end
         // Halt: stop prefetching, wait for everything, done.
-        if (can_decide && !head_ferr && static_err == ErrNone && op == OpHalt &&
+        if (can_decide && static_err == ErrNone && op == OpHalt &&
             new_err == ErrNone) begin
           fetch_stop_q <= 1'b1;
         end
@@ -458,7 +480,5 @@ module tpu_ctrl #(
     end
   end
 
-  logic unused_flags;
-  assign unused_flags = ^{flags, host_lo, host_len};
 
 endmodule

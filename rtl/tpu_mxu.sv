@@ -45,14 +45,21 @@ module tpu_mxu #(
 
   logic [LaneW-1:0]   lane_q   [N][N];  // activation register of PE(r,c), moving right
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
-  logic [7:0]         w0_q     [N][N];
-  logic [7:0]         w1_q     [N][N];
+  // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
+  // wx_q[{buffer, unsigned}][r][c] is weight (r,c) of `buffer` read as int8 or as uint8.
+  logic signed [8:0]  wx_q     [4][N][N];
   logic [7:0]         wsh_q    [N][N];  // weight shift register, moving down
   logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k (triangle used)
   logic signed [31:0] deskew_q [N][N];  // output de-skew: column c delays by N-1-c
   logic [7:0]         wskew_q  [N][N];  // weight column skew: column c delays by c
   logic [2:0]         wctl_q   [N];     // {shift, commit, buf} as seen by column c (c >= 1)
   logic               side_valid_q [Latency];
+  // Cycles the data path must keep moving: rows stay in flight Latency cycles after the last
+  // valid row, weight controls N cycles after the last shift/commit. While both are zero the
+  // array, skew and de-skew registers hold only rows nobody will read, so they are left
+  // still (a pure simulation-speed measure: the values they would shift are all invalid).
+  logic [$clog2(Latency+1)-1:0] rows_live_q;
+  logic [$clog2(N+1)-1:0]       wctl_live_q;
   logic [TagW-1:0]    side_tag_q   [Latency];
 
   // Reset clears only the control side band; datapath registers need no reset because
@@ -65,11 +72,19 @@ module tpu_mxu #(
       for (int c = 0; c < int'(N); c++) begin
         wctl_q[c] <= 3'b000;
       end
+      rows_live_q <= '0;
+      wctl_live_q <= '0;
     end else begin
-      for (int i = int'(Latency) - 1; i > 0; i--) begin
-        side_valid_q[i] <= side_valid_q[i-1];
+      if (in_valid_i)              rows_live_q <= ($clog2(Latency+1))'(Latency);
+      else if (rows_live_q != '0)  rows_live_q <= rows_live_q - 1'b1;
+      if (w_shift_i || w_commit_i) wctl_live_q <= ($clog2(N+1))'(N);
+      else if (wctl_live_q != '0)  wctl_live_q <= wctl_live_q - 1'b1;
+      if (in_valid_i || rows_live_q != '0) begin  // all zero otherwise
+        for (int i = int'(Latency) - 1; i > 0; i--) begin
+          side_valid_q[i] <= side_valid_q[i-1];
+        end
+        side_valid_q[0] <= in_valid_i;
       end
-      side_valid_q[0] <= in_valid_i;
       for (int c = int'(N) - 1; c > 0; c--) begin
         wctl_q[c] <= wctl_q[c-1];
       end
@@ -78,10 +93,12 @@ module tpu_mxu #(
   end
 
   always_ff @(posedge clk_i) begin
-    for (int i = int'(Latency) - 1; i > 0; i--) begin
-      side_tag_q[i] <= side_tag_q[i-1];
+    if (in_valid_i || rows_live_q != '0) begin
+      for (int i = int'(Latency) - 1; i > 0; i--) begin
+        side_tag_q[i] <= side_tag_q[i-1];
+      end
+      side_tag_q[0] <= in_tag_i;
     end
-    side_tag_q[0] <= in_tag_i;
   end
 
   // The array. Blocking assignments, reverse order: see the header comment (BLKSEQ is
@@ -89,71 +106,71 @@ module tpu_mxu #(
   always_ff @(posedge clk_i) begin
     logic [LaneW-1:0]   lane_in;
     logic signed [8:0]  a;
-    logic signed [8:0]  w;
-    logic [7:0]         wraw;
     logic signed [31:0] above;
     logic [2:0]         ctl;
     logic [7:0]         wtop;
     logic signed [17:0] prod;
 
-    // Output de-skew first: it must see the bottom row's pre-edge partial sums.
-    // Column c waits N-1-c cycles so all columns leave together.
-    for (int c = 0; c < int'(N) - 1; c++) begin
-      for (int j = int'(N) - 2 - c; j >= 1; j--) begin
-        deskew_q[c][j] = deskew_q[c][j-1];
+    if (in_valid_i || rows_live_q != '0) begin
+      // Output de-skew first: it must see the bottom row's pre-edge partial sums.
+      // Column c waits N-1-c cycles so all columns leave together.
+      for (int c = 0; c < int'(N) - 1; c++) begin
+        for (int j = int'(N) - 2 - c; j >= 1; j--) begin
+          deskew_q[c][j] = deskew_q[c][j-1];
+        end
+        deskew_q[c][0] = psum_q[N-1][c];
       end
-      deskew_q[c][0] = psum_q[N-1][c];
+
+      // Processing elements, bottom-right first.
+      for (int r = int'(N) - 1; r >= 0; r--) begin
+        for (int c = int'(N) - 1; c >= 0; c--) begin
+          if (c == 0) begin
+            lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[0]} : skew_q[r][r-1];
+          end else begin
+            lane_in = lane_q[r][c-1];
+          end
+          a     = lane_in[8:0];
+          above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
+          prod  = a * wx_q[{lane_in[9], lane_in[10]}][r][c];
+          psum_q[r][c] = above + {{14{prod[17]}}, prod};
+          lane_q[r][c] = lane_in;
+        end
+      end
+
+      // Input skew: row k is delayed by k cycles (k - 1 registers feed skew_q[k][k-1]).
+      for (int k = int'(N) - 1; k >= 1; k--) begin
+        for (int j = k - 1; j >= 1; j--) begin
+          skew_q[k][j] = skew_q[k][j-1];
+        end
+        skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[k]};
+      end
     end
 
-    // Processing elements, bottom-right first.
-    for (int r = int'(N) - 1; r >= 0; r--) begin
+    if (w_shift_i || w_commit_i || wctl_live_q != '0) begin
+      // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
+      // be committed in the same cycle the next one starts to shift in.
       for (int c = int'(N) - 1; c >= 0; c--) begin
-        if (c == 0) begin
-          lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[0]} : skew_q[r][r-1];
-        end else begin
-          lane_in = lane_q[r][c-1];
+        ctl  = (c == 0) ? {w_shift_i, w_commit_i, w_buf_i} : wctl_q[c-1];
+        wtop = (c == 0) ? w_row_i[0] : wskew_q[c][c-1];
+        if (ctl[1]) begin
+          for (int r = 0; r < int'(N); r++) begin
+            wx_q[{ctl[0], 1'b0}][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
+            wx_q[{ctl[0], 1'b1}][r][c] = {1'b0, wsh_q[r][c]};
+          end
         end
-        a     = lane_in[8:0];
-        wraw  = lane_in[9] ? w1_q[r][c] : w0_q[r][c];
-        w     = lane_in[10] ? {1'b0, wraw} : {wraw[7], wraw};
-        above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
-        prod  = a * w;
-        psum_q[r][c] = above + {{14{prod[17]}}, prod};
-        lane_q[r][c] = lane_in;
-      end
-    end
-
-    // Input skew: row k is delayed by k cycles (k - 1 registers feed skew_q[k][k-1]).
-    for (int k = int'(N) - 1; k >= 1; k--) begin
-      for (int j = k - 1; j >= 1; j--) begin
-        skew_q[k][j] = skew_q[k][j-1];
-      end
-      skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[k]};
-    end
-
-    // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
-    // be committed in the same cycle the next one starts to shift in.
-    for (int c = int'(N) - 1; c >= 0; c--) begin
-      ctl  = (c == 0) ? {w_shift_i, w_commit_i, w_buf_i} : wctl_q[c-1];
-      wtop = (c == 0) ? w_row_i[0] : wskew_q[c][c-1];
-      if (ctl[1]) begin
-        for (int r = 0; r < int'(N); r++) begin
-          if (ctl[0]) w1_q[r][c] = wsh_q[r][c];
-          else        w0_q[r][c] = wsh_q[r][c];
+        if (ctl[2]) begin
+          for (int r = int'(N) - 1; r >= 1; r--) begin
+            wsh_q[r][c] = wsh_q[r-1][c];
+          end
+          wsh_q[0][c] = wtop;
         end
       end
-      if (ctl[2]) begin
-        for (int r = int'(N) - 1; r >= 1; r--) begin
-          wsh_q[r][c] = wsh_q[r-1][c];
+      for (int c = int'(N) - 1; c >= 1; c--) begin
+        for (int j = c - 1; j >= 1; j--) begin
+          wskew_q[c][j] = wskew_q[c][j-1];
         end
-        wsh_q[0][c] = wtop;
+        wskew_q[c][0] = w_row_i[c];
       end
-    end
-    for (int c = int'(N) - 1; c >= 1; c--) begin
-      for (int j = c - 1; j >= 1; j--) begin
-        wskew_q[c][j] = wskew_q[c][j-1];
-      end
-      wskew_q[c][0] = w_row_i[c];
     end
   end
 

@@ -86,4 +86,63 @@ package tpu_pkg;
     return r;
   endfunction
 
+  // Reads a byte of a quantization slot's misc word in the output type (int8 or uint8).
+  function automatic logic signed [8:0] as_out_type(logic [7:0] b, logic uns);
+    return uns ? $signed({1'b0, b}) : $signed({b[7], b});
+  endfunction
+
+  // One column of `activate` before the LUT (docs/isa.md): saturating bias add, exact 64-bit
+  // scale, round half away from zero, zero point, saturation to the output type, then
+  // identity / ReLU / clamp. For FuncLut the caller looks the result up in the LUT.
+  // Explicit sign extension throughout: size casts do not extend signed values in every tool.
+  function automatic logic signed [8:0] requantize(logic signed [31:0] acc,
+                                                   logic signed [31:0] bias,
+                                                   logic signed [31:0] mult,
+                                                   logic [31:0] misc,
+                                                   logic [1:0] func,
+                                                   logic out_unsigned);
+    logic signed [32:0] sum;
+    logic signed [31:0] x;
+    logic signed [63:0] p, q, rounded, with_zp;
+    logic        [63:0] rem, half;
+    logic        [5:0]  shift;
+    logic               up;
+    logic signed [8:0]  zp, lo, hi, qmin, qmax, y, y_lo;
+    logic               unused_misc;
+
+    unused_misc = ^misc[7:6];  // reserved, ignored (docs/isa.md)
+    sum = $signed({acc[31], acc}) + $signed({bias[31], bias});
+    if (sum > 33'sh0_7FFF_FFFF)       x = 32'sh7FFF_FFFF;
+    else if (sum < -33'sh0_8000_0000) x = -32'sh8000_0000;
+    else                              x = sum[31:0];
+    p     = $signed({{32{x[31]}}, x}) * $signed({{32{mult[31]}}, mult});
+    shift = misc[5:0];
+    // p / 2^shift in 64 bits (|p| <= 2^62, so nothing overflows): floor, then step up when the
+    // remainder is above half (or equal to it for p >= 0).
+    q    = p >>> shift;
+    rem  = 64'(p) & ((64'd1 << shift) - 64'd1);
+    half = (shift == 6'd0) ? 64'd0 : (64'd1 << (shift - 6'd1));
+    up   = (shift != 6'd0) && (p[63] ? (rem > half) : (rem >= half));
+    rounded = q + {63'd0, up};
+    zp   = as_out_type(misc[15:8], out_unsigned);
+    lo   = as_out_type(misc[23:16], out_unsigned);
+    hi   = as_out_type(misc[31:24], out_unsigned);
+    qmin = out_unsigned ? 9'sd0 : -9'sd128;
+    qmax = out_unsigned ? 9'sd255 : 9'sd127;
+    with_zp = rounded + $signed({{55{zp[8]}}, zp});
+    if (with_zp > $signed({{55{qmax[8]}}, qmax}))      y = qmax;
+    else if (with_zp < $signed({{55{qmin[8]}}, qmin})) y = qmin;
+    else                                               y = with_zp[8:0];
+    unique case (func)
+      FuncRelu:  return (y < zp) ? zp : y;
+      FuncClamp: begin
+        // min(max(y, lo), hi), also when lo > hi.
+        y_lo = (y < lo) ? lo : y;
+        return (y_lo > hi) ? hi : y_lo;
+      end
+      FuncIdentity, FuncLut: return y;  // the LUT is applied by the caller
+      default:   return y;
+    endcase
+  endfunction
+
 endpackage
