@@ -122,7 +122,7 @@ module tpu_core #(
   logic [127:0] instr;
   logic dmain_start, dmain_busy, dmain_err;
   logic wdma_start, wdma_busy, wdma_err;
-  logic mxu_start, mxu_ready, mxu_retire;
+  logic mxu_start, mxu_ready, mxu_retire, mxu_starved, mxu_abort;
   logic act_start, act_ready, act_busy, act_reading;
   logic dmaout_start, dmaout_busy, dmaout_err, dmaout_active;
   logic dmain_active, wdma_active;
@@ -159,6 +159,7 @@ module tpu_core #(
     .dmain_start_o(dmain_start), .dmain_busy_i(dmain_busy), .dmain_err_i(dmain_err),
     .wdma_start_o(wdma_start), .wdma_busy_i(wdma_busy), .wdma_err_i(wdma_err),
     .mxu_start_o(mxu_start), .mxu_ready_i(mxu_ready), .mxu_retire_i(mxu_retire),
+    .mxu_starved_i(mxu_starved), .mxu_abort_o(mxu_abort),
     .act_start_o(act_start), .act_ready_i(act_ready), .act_busy_i(act_busy),
     .dmaout_start_o(dmaout_start), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
@@ -204,7 +205,7 @@ module tpu_core #(
   logic [$clog2(WFifoTiles*N+1)-1:0] wfifo_free;
   logic       w_shift, w_commit, w_buf;
   logic [7:0] w_row [N];
-  logic       active_buf, next_valid, next_buf, mm_switch, wl_idle;
+  logic       active_buf, next_valid, next_buf, mm_switch, wl_idle, wl_tile_pending;
 
   tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes)) u_dma_weights (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
@@ -225,7 +226,7 @@ module tpu_core #(
     .w_shift_o(w_shift), .w_row_o(w_row), .w_commit_o(w_commit), .w_buf_o(w_buf),
     .active_buf_o(active_buf), .next_valid_o(next_valid),
     .next_buf_o(next_buf), .switch_i(mm_switch), .use_i(mxu_valid), .use_buf_i(mxu_wbuf),
-    .idle_o(wl_idle)
+    .idle_o(wl_idle), .tile_pending_o(wl_tile_pending)
   );
 
   // ---------------- MXU ----------------
@@ -237,7 +238,7 @@ module tpu_core #(
   logic signed [31:0] out_sum [N];
 
   tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
-    .clk_i, .rst_ni, .clear_i(clear), .start_i(mxu_start), .ready_o(mxu_ready),
+    .clk_i, .rst_ni, .clear_i(clear || mxu_abort), .start_i(mxu_start), .ready_o(mxu_ready),
     .instr_i(instr), .ub_raddr_o(mm_ub_raddr), .ub_rdata_i(mm_ub_rdata),
     .active_buf_i(active_buf), .next_valid_i(next_valid), .next_buf_i(next_buf),
     .switch_o(mm_switch), .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
@@ -253,6 +254,9 @@ module tpu_core #(
     .out_valid_o(out_valid), .out_sum_o(out_sum), .out_tag_o(out_tag)
   );
   assign mxu_retire = out_valid && out_tag[17];
+  // The feeder waits for a tile while the weight DMA is idle and no complete tile is on its
+  // way: only possible after a read_weights failed (see tpu_ctrl mxu_abort_o).
+  assign mxu_starved = mm_weight_stall && !wdma_busy && !wl_tile_pending;
 
   // ---------------- accumulators ----------------
   logic [AccW-1:0]    act_acc_raddr;

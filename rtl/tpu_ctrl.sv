@@ -55,6 +55,8 @@ module tpu_ctrl #(
   output logic         mxu_start_o,
   input  logic         mxu_ready_i,
   input  logic         mxu_retire_i,   // last row of the oldest matmul reached the ACC
+  input  logic         mxu_starved_i,  // the feeder waits for a tile that can no longer come
+  output logic         mxu_abort_o,    // drop that matmul (only once an error is latched)
   output logic         act_start_o,
   input  logic         act_ready_i,
   input  logic         act_busy_i,
@@ -308,6 +310,9 @@ module tpu_ctrl #(
   assign act_start_o    = issue && op == OpActivate;
   assign dmaout_start_o = issue && op == OpWriteHost;
   assign input_stall_o  = can_decide && op == OpMatmul && unit_ready && hazard;
+  // After a read_weights failed (AXI error), a matmul issued with `switch` may wait for a tile
+  // that will never be complete. Once the run is stopping, drop it, or the run never ends.
+  assign mxu_abort_o    = stop_q && mxu_starved_i;
 
   assign busy_o       = run_q || flush_q;
   assign err_code_o   = err_code_q;
@@ -443,7 +448,10 @@ module tpu_ctrl #(
         if (mxu_retire_i && mm_cnt_q != '0) begin
           mm_rd_q <= ($clog2(MmDepth))'((int'(mm_rd_q) + 1) % MmDepth);
         end
-        mm_cnt_q <= mm_cnt_q + MmW'(mxu_start_o) - MmW'(mxu_retire_i && mm_cnt_q != '0);
+        // A matmul dropped by mxu_abort_o never retires: forget it (it is the newest one;
+        // nothing is issued once an error is latched).
+        mm_cnt_q <= mm_cnt_q + MmW'(mxu_start_o) - MmW'(mxu_retire_i && mm_cnt_q != '0)
+                    - MmW'(mxu_abort_o);
 
         // Other units.
         if (dmain_start_o)  begin fp_dmain_q  <= fp; pc_dmain_q  <= pc_q; end

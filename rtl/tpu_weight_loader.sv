@@ -28,7 +28,8 @@ module tpu_weight_loader #(
   input  logic       switch_i,         // a row tagged next_buf_o is fed this cycle
   input  logic       use_i,            // a row is fed this cycle ...
   input  logic       use_buf_i,        // ... tagged with this buffer
-  output logic       idle_o            // nothing in the FIFO, shifter or pending commit
+  output logic       idle_o,           // nothing in the FIFO, shifter or pending commit
+  output logic       tile_pending_o    // a complete tile is in the FIFO, shifter or commit
 );
   localparam int unsigned FifoRows = WFifoTiles * N;
   localparam int unsigned RowIdxW  = $clog2(FifoRows);
@@ -106,6 +107,7 @@ module tpu_weight_loader #(
   assign active_buf_o   = (state_q[1] == BufActive);
   assign free_rows_o    = CntW'(FifoRows) - used_rows_q;
   assign idle_o         = (used_rows_q == '0) && !sh_active_q && !wsh_full_q;
+  assign tile_pending_o = (full_rows_q != '0) || sh_active_q || wsh_full_q;
 
   always_ff @(posedge clk_i) begin
     if (push_i) begin
