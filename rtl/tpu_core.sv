@@ -6,7 +6,8 @@ module tpu_core #(
   parameter int unsigned AccRows      = 2048,
   parameter int unsigned WFifoTiles   = 4,
   parameter int unsigned QpSlots      = 16,
-  parameter int unsigned AxiDataWidth = (8 * N < 128) ? 8 * N : 128
+  parameter int unsigned AxiDataWidth = (8 * N < 128) ? 8 * N : 128,
+  parameter int unsigned AxiMaxBurst  = 256   // beats per INCR burst (1..256)
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -132,7 +133,7 @@ module tpu_core #(
     for (int b = 0; b < 16; b++) fetch_instr[8*b +: 8] = fetch_bytes[b];
   end
 
-  tpu_dma_reader #(.RowBytes(16), .BeatBytes(BeatBytes)) u_fetch (
+  tpu_dma_reader #(.RowBytes(16), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_fetch (
     .clk_i, .rst_ni, .clear_i(fetch_stop), .start_i(fetch_start), .addr_i(fetch_addr),
     .rows_i(fetch_rows), .space_rows_i(fetch_space),
     .ar_valid_o(c_ar_valid[0]), .ar_addr_o(c_ar_addr[0]), .ar_len_o(c_ar_len[0]),
@@ -181,7 +182,7 @@ module tpu_core #(
     end
   end
 
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes)) u_dma_in (
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_in (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(dmain_start), .addr_i(instr[95:64]),
     .rows_i(instr[63:40]), .space_rows_i(24'hFF_FFFF),
     .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[2]), .ar_len_o(c_ar_len[2]),
@@ -207,7 +208,7 @@ module tpu_core #(
   logic [7:0] w_row [N];
   logic       active_buf, next_valid, next_buf, mm_switch, wl_idle, wl_tile_pending;
 
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes)) u_dma_weights (
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_weights (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
     .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),
     .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[1]), .ar_len_o(c_ar_len[1]),
@@ -285,7 +286,7 @@ module tpu_core #(
   logic [UbW-1:0] dmaout_ub_raddr;
   logic [7:0]     dmaout_ub_rdata [N];
 
-  tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes)) u_dma_out (
+  tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_out (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(dmaout_start), .addr_i(instr[95:64]),
     .ub_addr_i(UbW'(instr[39:16])), .rows_i(instr[63:40]),
     .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),

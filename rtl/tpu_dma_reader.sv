@@ -1,6 +1,6 @@
 // DMA reader: host memory -> rows of RowBytes bytes, through one AXI4 read client.
 //
-// Splits a transfer of `rows` rows starting at `addr` into INCR bursts of at most 16 beats
+// Splits a transfer of `rows` rows starting at `addr` into INCR bursts of at most MaxBurst beats
 // that never cross a 4 KiB boundary, one burst outstanding. Beats are gathered into rows (a
 // row may span bursts). A burst is only requested when the sink has room for all of it
 // (`space_rows_i`, rows the sink can still take), so the read channel is never held up by a
@@ -9,7 +9,8 @@
 // of the burst is drained and dropped.
 module tpu_dma_reader #(
   parameter int unsigned RowBytes  = 16,
-  parameter int unsigned BeatBytes = 16
+  parameter int unsigned BeatBytes = 16,
+  parameter int unsigned MaxBurst  = 256  // beats; AXI4 INCR allows up to 256
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -38,7 +39,6 @@ module tpu_dma_reader #(
 );
   localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
   localparam int unsigned BprW        = (BeatsPerRow > 1) ? $clog2(BeatsPerRow) : 1;
-  localparam int unsigned MaxBurst    = 16;
 
   logic        busy_q, err_q, ar_pending_q, in_burst_q;
   logic [31:0] next_addr_q;

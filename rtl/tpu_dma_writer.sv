@@ -1,12 +1,13 @@
 // DMA writer: UB rows -> host memory through the AXI4 write channels.
 //
-// Splits `rows` N-byte rows into INCR bursts of at most 16 beats that never cross a 4 KiB
+// Splits `rows` N-byte rows into INCR bursts of at most MaxBurst beats that never cross a 4 KiB
 // boundary: AW, then the W beats (read straight from the UB row being sent), then B; one
 // burst at a time. An error response ends the transfer after that burst.
 module tpu_dma_writer #(
   parameter int unsigned N         = 16,
   parameter int unsigned UbRows    = 8192,
-  parameter int unsigned BeatBytes = 16
+  parameter int unsigned BeatBytes = 16,
+  parameter int unsigned MaxBurst  = 256  // beats; AXI4 INCR allows up to 256
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -51,7 +52,7 @@ module tpu_dma_writer #(
 
   always_comb begin
     to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
-    burst_beats = 9'd16;
+    burst_beats = 9'(MaxBurst);
     if (beats_left_q < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
     if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);
   end

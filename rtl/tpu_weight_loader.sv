@@ -78,12 +78,17 @@ module tpu_weight_loader #(
     end
   end
 
+  // A tile shifts in N consecutive cycles, the first one being the cycle it starts (which may
+  // be the cycle the previous tile commits: the MXU commits before it shifts), so tiles can
+  // follow each other every N cycles.
+  logic [ShW-1:0] sh_row;  // shift step of this cycle
   assign start_shift = !sh_active_q && (!wsh_full_q || commit_ok) && (full_rows_q != '0);
-  assign shift_done  = sh_active_q && (sh_cnt_q == ShW'(N - 1));
+  assign sh_row      = start_shift ? '0 : sh_cnt_q;
+  assign shift_done  = (start_shift || sh_active_q) && (sh_row == ShW'(N - 1));
   // Bottom tile row first: the first row shifted in ends up in the last array row.
-  assign rd_row      = wrap_add(rd_base_q, N - 1 - int'(sh_cnt_q));
+  assign rd_row      = wrap_add(rd_base_q, N - 1 - int'(sh_row));
 
-  assign w_shift_o  = sh_active_q;
+  assign w_shift_o  = start_shift || sh_active_q;
   assign w_commit_o = commit_ok;
   assign w_buf_o    = commit_buf;
   always_comb begin
@@ -158,17 +163,15 @@ module tpu_weight_loader #(
       end
 
       // Shifter.
-      if (start_shift) begin
-        sh_active_q <= 1'b1;
-        sh_cnt_q    <= '0;
-        full_next   = full_next - CntW'(N);
-      end else if (shift_done) begin
+      if (start_shift) full_next = full_next - CntW'(N);
+      if (shift_done) begin
         sh_active_q <= 1'b0;
         wsh_full_q  <= 1'b1;
         rd_base_q   <= wrap_add(rd_base_q, N);
         used_next   = used_next - CntW'(N);
-      end else if (sh_active_q) begin
-        sh_cnt_q <= sh_cnt_q + 1'b1;
+      end else if (start_shift || sh_active_q) begin
+        sh_active_q <= 1'b1;
+        sh_cnt_q    <= sh_row + 1'b1;
       end
       if (commit_ok && !shift_done) wsh_full_q <= 1'b0;
 
