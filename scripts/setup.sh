@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(verilator libsystemc-dev libboost-program-options-dev cmake g++ make
-          libgtest-dev libgmock-dev)
+          libgtest-dev libgmock-dev
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,197 @@
+// Device: one interface to a tpu-rtl chip, two backends.
+//
+//   "rtl"   (device_rtl.h, library tpu_device_rtl_n<N>): the Verilated chip in its SystemC
+//           testbench; cycle-accurate, exact performance counters. One per process.
+//   "model" (device_model.h, in tpu_driver): the golden functional model of docs/isa.md;
+//           bit-exact architectural results, no timing (cycles are an estimate, flagged).
+//
+// Host memory is a 32-bit byte address space. The host registers buffers in it (at an address
+// of its choice, or allocated by the device); only registered buffers can be read or written
+// from the host side, and they become the chip's DMA windows (docs/architecture.md,
+// WIN_BASE_i / WIN_SIZE_i), so a DMA outside them faults with ERR_HOST_RANGE on both backends.
+// The chip has 8 windows: one holds the command buffer, and buffers that touch or overlap
+// are merged, so any number of alloc()ed buffers (packed back to back) costs one window. A DMA
+// that spans two touching buffers is therefore allowed; ProgramBuilder::set_host_ranges checks
+// each access against the individual buffers.
+//
+// Address map used by the device itself:
+//   kArenaBase .. kArenaEnd   alloc() places buffers here, packed, 64-byte aligned
+//   kCmdBase .. kCmdEnd       the command buffer run() writes the program to
+// register_buffer() accepts any other range.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa.h"
+
+namespace tpu {
+
+// A registered range of host memory.
+struct HostBuffer {
+  uint32_t addr = 0;
+  uint32_t size = 0;
+  std::string name;
+  uint64_t end() const { return uint64_t{addr} + size; }
+  bool contains(uint64_t a, uint64_t len) const { return a >= addr && a + len <= end(); }
+};
+
+// The chip's 64-bit performance counters (docs/architecture.md, COUNTER_0..9).
+struct PerfCounters {
+  uint64_t cycles = 0;
+  uint64_t mxu_busy = 0;
+  uint64_t mxu_macs = 0;
+  uint64_t weight_stall = 0;
+  uint64_t input_stall = 0;
+  uint64_t dma_busy = 0;
+  uint64_t dma_rd_bytes = 0;
+  uint64_t dma_wr_bytes = 0;
+  uint64_t instr_retired = 0;
+  uint64_t act_busy = 0;
+
+  static constexpr int kCount = 10;
+  static const char* name(int i);  // "cycles", "mxu_busy", ... as in architecture.md
+  uint64_t get(int i) const;
+  void set(int i, uint64_t v);
+};
+
+// What a run cost.
+struct RunStats {
+  uint64_t cycles = 0;             // rtl: the CYCLES counter (START to done); model: estimate
+  bool cycles_estimated = false;   // true on the model backend (see device_model.h)
+  PerfCounters counters;           // rtl: all exact; model: see ModelDevice
+  uint64_t instructions = 0;       // program length
+  double wall_seconds = 0;         // host time spent in run()
+};
+
+// How a run ended, for callers that want to handle faults without exceptions.
+struct RunOutcome {
+  enum class Status { Done, Error, Timeout };
+  Status status = Status::Done;
+  ErrorCode error = ErrorCode::ERR_NONE;  // when status == Error
+  uint32_t pc = 0;                        // ERR_PC, when status == Error
+  std::string message;                    // one line, when status != Done
+  RunStats stats;                         // counters are valid when status != Timeout
+  bool done() const { return status == Status::Done; }
+};
+const char* to_string(RunOutcome::Status s);  // "done", "error", "timeout"
+
+// Base of the errors Device reports (misuse of buffers, a broken backend, ...).
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The chip stopped with STATUS.error. what() is one line:
+//   "ERR_UB_RANGE at instruction 3 (read_host ub=8191 rows=2 host=0x00010000): read_host: ..."
+class ChipError : public DeviceError {
+ public:
+  ChipError(ErrorCode code, uint32_t pc, const std::string& what)
+      : DeviceError(what), code_(code), pc_(pc) {}
+  ErrorCode code() const { return code_; }
+  uint32_t pc() const { return pc_; }
+
+ private:
+  ErrorCode code_;
+  uint32_t pc_;
+};
+
+// The run did not finish within max_cycles (a hang, or a limit set too low). The device has
+// been reset and can run again.
+class TimeoutError : public DeviceError {
+ public:
+  TimeoutError(uint64_t max_cycles, const std::string& what)
+      : DeviceError(what), max_cycles_(max_cycles) {}
+  uint64_t max_cycles() const { return max_cycles_; }
+
+ private:
+  uint64_t max_cycles_;
+};
+
+class Device {
+ public:
+  static constexpr uint32_t kArenaBase = 0x8000'0000u;
+  static constexpr uint32_t kArenaEnd = 0xF000'0000u;
+  static constexpr uint32_t kCmdBase = 0xF000'0000u;
+  static constexpr uint32_t kCmdEnd = 0xF100'0000u;  // 16 MiB: 1M instructions
+  static constexpr uint64_t kDefaultMaxCycles = 10'000'000;
+
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  virtual std::string_view backend() const = 0;  // "rtl" or "model"
+  const ChipParams& params() const { return params_; }
+
+  // ---- host buffers
+  // Registers [addr, addr + size) under `name`. Throws DeviceError if size is 0, the range
+  // leaves the 32-bit space, overlaps another buffer or the device's command area. The
+  // contents are whatever host memory holds there (zero unless written before).
+  HostBuffer register_buffer(uint32_t addr, uint32_t size, std::string name);
+  // Places a new zero-filled buffer in the arena (align: power of two, >= 16).
+  HostBuffer alloc(uint32_t size, std::string name, uint32_t align = 64);
+  // Unregisters the buffer starting at `addr` (its bytes stay in host memory).
+  void release(uint32_t addr);
+  void release(const HostBuffer& b) { release(b.addr); }
+  void release_all();
+  const std::vector<HostBuffer>& buffers() const { return buffers_; }
+  // The windows the next run() will program, command buffer of `instructions` included.
+  // Throws DeviceError if the buffers need more windows than the chip has.
+  DmaWindows dma_windows(size_t instructions) const;
+
+  // ---- host side access to registered buffers; throws DeviceError outside them.
+  void write(uint32_t addr, const void* src, size_t len);
+  void write(uint32_t addr, const std::vector<uint8_t>& bytes) {
+    write(addr, bytes.data(), bytes.size());
+  }
+  void read(uint32_t addr, void* dst, size_t len);
+  std::vector<uint8_t> read(uint32_t addr, size_t len);
+  void fill(uint32_t addr, size_t len, uint8_t value);
+
+  // ---- running
+  // Writes the program to the command buffer, programs the DMA windows, rings the doorbell
+  // and waits for halt. Throws ChipError if the chip faults, TimeoutError after max_cycles.
+  RunStats run(const std::vector<Instruction>& program, uint64_t max_cycles = kDefaultMaxCycles);
+  // The same, reporting faults and timeouts in the outcome instead of throwing.
+  RunOutcome try_run(const std::vector<Instruction>& program,
+                     uint64_t max_cycles = kDefaultMaxCycles);
+
+ protected:
+  Device() = default;
+  void set_params(const ChipParams& p) { params_ = p; }
+
+  // Backend hooks. Host memory addresses are already checked.
+  virtual void mem_write(uint32_t addr, const void* src, size_t len) = 0;
+  virtual void mem_read(uint32_t addr, void* dst, size_t len) = 0;
+  struct RawRun {
+    RunOutcome::Status status = RunOutcome::Status::Done;
+    ErrorCode error = ErrorCode::ERR_NONE;
+    uint32_t pc = 0;
+    std::string detail;  // backend's own explanation, used when the host cannot explain
+    RunStats stats;      // cycles, cycles_estimated, counters
+  };
+  // Program the windows, run `count` instructions at cmd_addr. Must not throw for chip
+  // faults or timeouts (report them in RawRun); after a timeout leave the chip reusable.
+  virtual RawRun run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,
+                         uint64_t max_cycles) = 0;
+
+ private:
+  const HostBuffer* find_containing(uint64_t addr, uint64_t len) const;
+  void check_access(const char* what, uint32_t addr, size_t len) const;
+  std::string explain(const std::vector<Instruction>& program, const RawRun& r,
+                      const DmaWindows& windows) const;
+
+  ChipParams params_;
+  std::vector<HostBuffer> buffers_;  // sorted by address
+  uint32_t arena_next_ = kArenaBase;
+};
+
+// Writes a program's instructions one per line ("  3: matmul ub=0 ..."), for messages.
+std::string listing(const std::vector<Instruction>& program);
+
+}  // namespace tpu

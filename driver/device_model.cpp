@@ -1,0 +1,127 @@
+#include "device_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "golden_model.h"
+#include "host_memory.h"
+
+namespace tpu {
+
+namespace {
+
+// The whole 32-bit space, zero until written, stored in 4 KiB pages allocated on first write.
+class SparseMemory : public HostMemory {
+ public:
+  bool read(uint64_t addr, size_t len, uint8_t* dst) override {
+    if (addr + len > kSpace) return false;
+    while (len > 0) {
+      const uint64_t off = addr % kPage;
+      const size_t n = std::min<uint64_t>(len, kPage - off);
+      auto it = pages_.find(addr / kPage);
+      if (it == pages_.end()) {
+        std::memset(dst, 0, n);
+      } else {
+        std::memcpy(dst, it->second.get() + off, n);
+      }
+      addr += n;
+      dst += n;
+      len -= n;
+    }
+    return true;
+  }
+  bool write(uint64_t addr, size_t len, const uint8_t* src) override {
+    if (addr + len > kSpace) return false;
+    while (len > 0) {
+      const uint64_t off = addr % kPage;
+      const size_t n = std::min<uint64_t>(len, kPage - off);
+      auto& page = pages_[addr / kPage];
+      if (!page) {
+        page = std::make_unique<uint8_t[]>(kPage);
+        std::memset(page.get(), 0, kPage);
+      }
+      std::memcpy(page.get() + off, src, n);
+      addr += n;
+      src += n;
+      len -= n;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr uint64_t kPage = 4096;
+  static constexpr uint64_t kSpace = uint64_t{1} << 32;
+  std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
+};
+
+}  // namespace
+
+struct ModelDevice::Impl {
+  SparseMemory memory;
+  GoldenModel model;
+  explicit Impl(const ChipParams& p) : model(memory, p) {}
+};
+
+ModelDevice::ModelDevice(const ChipParams& params) : impl_(std::make_unique<Impl>(params)) {
+  set_params(impl_->model.params());
+}
+
+ModelDevice::~ModelDevice() = default;
+
+void ModelDevice::mem_write(uint32_t addr, const void* src, size_t len) {
+  impl_->memory.write(addr, len, static_cast<const uint8_t*>(src));
+}
+
+void ModelDevice::mem_read(uint32_t addr, void* dst, size_t len) {
+  impl_->memory.read(addr, len, static_cast<uint8_t*>(dst));
+}
+
+Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,
+                                    uint64_t /*max_cycles: the model cannot hang*/) {
+  GoldenModel& m = impl_->model;
+  m.set_dma_windows(windows);
+  const tpu::RunResult r = m.run(cmd_addr, count);
+
+  RawRun out;
+  if (!r.done()) {
+    out.status = RunOutcome::Status::Error;
+    out.error = r.error;
+    out.pc = r.err_pc;
+    out.detail = r.message;
+  }
+  // Counters and the cycle estimate (device_model.h) from the instructions that completed.
+  const ChipParams& p = params();
+  PerfCounters& c = out.stats.counters;
+  c.instr_retired = r.retired;
+  uint64_t act_rows = 0;
+  for (uint64_t i = 0; i < r.retired; ++i) {
+    InstrBytes word;
+    impl_->memory.read(uint64_t{cmd_addr} + i * kInstrBytes, kInstrBytes, word.data());
+    const DecodeResult d = decode(word);
+    c.dma_rd_bytes += kInstrBytes;
+    if (const auto* rh = std::get_if<ReadHost>(&d.instr)) {
+      c.dma_rd_bytes += uint64_t{rh->rows} * p.N;
+    } else if (const auto* rw = std::get_if<ReadWeights>(&d.instr)) {
+      c.dma_rd_bytes += uint64_t{rw->tiles} * p.tile_bytes();
+    } else if (const auto* wh = std::get_if<WriteHost>(&d.instr)) {
+      c.dma_wr_bytes += uint64_t{wh->rows} * p.N;
+    } else if (const auto* mm = std::get_if<Matmul>(&d.instr)) {
+      c.mxu_busy += uint64_t{mm->inner} * mm->outer;
+    } else if (const auto* a = std::get_if<Activate>(&d.instr)) {
+      const uint64_t ho = (a->height - a->pool_k) / a->pool_s + 1u;
+      const uint64_t wo = (a->width - a->pool_k) / a->pool_s + 1u;
+      act_rows += ho * wo * a->pool_k * a->pool_k;
+    }
+  }
+  c.mxu_macs = c.mxu_busy * p.N * p.N;
+  c.act_busy = act_rows;
+  const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);  // bytes per cycle, see header
+  const uint64_t dma = (c.dma_rd_bytes + c.dma_wr_bytes + rate - 1) / rate;
+  c.cycles = std::max({dma, c.mxu_busy, act_rows}) + 2 * p.N + 16;
+  out.stats.cycles = c.cycles;
+  out.stats.cycles_estimated = true;
+  return out;
+}
+
+}  // namespace tpu

@@ -1,0 +1,153 @@
+#include "device_rtl.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <optional>
+
+#include "chip.h"
+#include "device_model.h"
+#include "registers.h"
+
+namespace tpu {
+
+namespace {
+
+// DMA window registers (docs/architecture.md); sim/registers.h does not name them.
+constexpr uint32_t win_base_reg(int i) { return 0x080u + 8u * static_cast<uint32_t>(i); }
+constexpr uint32_t win_size_reg(int i) { return 0x084u + 8u * static_cast<uint32_t>(i); }
+
+}  // namespace
+
+struct RtlDevice::Impl {
+  std::unique_ptr<sim::Chip> chip;
+  std::optional<DmaWindows> programmed;  // what the WIN_* registers hold, if known
+};
+
+RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
+  if (sim::Chip::constructed()) {
+    throw DeviceError(
+        "rtl: a chip was already built in this process (SystemC elaborates once per process); "
+        "reuse that RtlDevice");
+  }
+  if (!(o.backpressure >= 0.0 && o.backpressure < 1.0)) {
+    throw DeviceError("rtl: backpressure must be in [0, 1), got " + std::to_string(o.backpressure));
+  }
+  if (o.vcd_from > o.vcd_to) throw DeviceError("rtl: VCD window starts after it ends");
+  sim::ChipConfig cfg;
+  cfg.mem_latency_cycles = o.mem_latency_cycles;
+  cfg.mem_bytes_per_cycle = o.mem_bytes_per_cycle;
+  cfg.backpressure = o.backpressure;
+  cfg.seed = o.seed;
+  cfg.vcd_file = o.vcd_file;
+  cfg.vcd_from_cycle = o.vcd_from;
+  cfg.vcd_to_cycle = o.vcd_to;
+  cfg.trace_depth = o.trace_depth;
+  try {
+    impl_->chip = std::make_unique<sim::Chip>(cfg);
+  } catch (const std::exception& e) {
+    throw DeviceError(std::string("rtl: cannot build the chip: ") + e.what());
+  }
+  sim::Chip& chip = *impl_->chip;
+  chip.add_region(0, uint64_t{1} << 32, "host");  // sparse: pages appear when written
+  const sim::Params p = chip.params();
+  if (p.id != sim::reg::kIdValue) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "rtl: ID register reads 0x%08" PRIx32 ", expected 0x%08" PRIx32,
+                  p.id, sim::reg::kIdValue);
+    throw DeviceError(buf);
+  }
+  ChipParams cp;
+  cp.N = p.n;
+  cp.ub_rows = p.ub_rows;
+  cp.acc_rows = p.acc_rows;
+  cp.wfifo_tiles = p.wfifo_tiles;
+  cp.qp_slots = p.qp_slots;
+  cp.axi_width = p.axi_width;
+  try {
+    cp.validate();
+  } catch (const std::exception& e) {
+    throw DeviceError(std::string("rtl: the chip reports invalid parameters: ") + e.what());
+  }
+  set_params(cp);
+}
+
+RtlDevice::~RtlDevice() = default;
+
+unsigned RtlDevice::compiled_n() { return sim::Chip::compiled_n(); }
+
+uint64_t RtlDevice::simulated_cycles() const { return impl_->chip->cycle(); }
+
+void RtlDevice::set_backpressure(double probability, uint64_t seed) {
+  if (!(probability >= 0.0 && probability < 1.0)) {
+    throw DeviceError("rtl: backpressure must be in [0, 1), got " + std::to_string(probability));
+  }
+  impl_->chip->set_backpressure(probability, seed);
+}
+
+void RtlDevice::mem_write(uint32_t addr, const void* src, size_t len) {
+  impl_->chip->write_mem(addr, src, len);
+}
+
+void RtlDevice::mem_read(uint32_t addr, void* dst, size_t len) {
+  impl_->chip->read_mem(addr, dst, len);
+}
+
+Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,
+                                  uint64_t max_cycles) {
+  sim::Chip& chip = *impl_->chip;
+  for (int i = 0; i < kNumDmaWindows; ++i) {
+    const DmaWindow& w = windows[static_cast<size_t>(i)];
+    if (impl_->programmed && (*impl_->programmed)[static_cast<size_t>(i)].base == w.base &&
+        (*impl_->programmed)[static_cast<size_t>(i)].size == w.size) {
+      continue;
+    }
+    chip.write_reg(win_base_reg(i), w.base);
+    chip.write_reg(win_size_reg(i), w.size);
+  }
+  impl_->programmed = windows;
+
+  chip.start(cmd_addr, count);
+  const sim::RunResult r = chip.run(max_cycles);
+  RawRun out;
+  switch (r.reason) {
+    case sim::StopReason::kDone: break;
+    case sim::StopReason::kError:
+      out.status = RunOutcome::Status::Error;
+      out.error = static_cast<ErrorCode>(r.err_code);
+      out.pc = r.err_pc;
+      break;
+    case sim::StopReason::kCycleLimit:
+      out.status = RunOutcome::Status::Timeout;
+      chip.reset();  // stop whatever is still running; registers return to reset values
+      impl_->programmed.reset();
+      out.stats.cycles = max_cycles;
+      return out;
+    case sim::StopReason::kIrq:
+      throw DeviceError("rtl: the chip raised an interrupt without STATUS.done or STATUS.error");
+  }
+  const sim::Counters c = chip.counters();
+  PerfCounters& pc = out.stats.counters;
+  pc.cycles = c.cycles;
+  pc.mxu_busy = c.mxu_busy;
+  pc.mxu_macs = c.mxu_macs;
+  pc.weight_stall = c.weight_stall;
+  pc.input_stall = c.input_stall;
+  pc.dma_busy = c.dma_busy;
+  pc.dma_rd_bytes = c.dma_rd_bytes;
+  pc.dma_wr_bytes = c.dma_wr_bytes;
+  pc.instr_retired = c.instr_retired;
+  pc.act_busy = c.act_busy;
+  out.stats.cycles = c.cycles;
+  out.stats.cycles_estimated = false;
+  return out;
+}
+
+std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& rtl) {
+  if (backend == "rtl") return std::make_unique<RtlDevice>(rtl);
+  if (backend == "model") {
+    return std::make_unique<ModelDevice>(ChipParams::with_n(RtlDevice::compiled_n()));
+  }
+  throw DeviceError("unknown backend '" + std::string(backend) + "' (expected rtl or model)");
+}
+
+}  // namespace tpu

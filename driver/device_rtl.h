@@ -1,0 +1,67 @@
+// The "rtl" backend: Device over the Verilated tpu_core in its SystemC testbench
+// (sim/chip.h, tpu::sim::Chip). Cycle-accurate: RunStats::cycles is the chip's CYCLES counter
+// and every performance counter is read from the chip.
+//
+// This header is N-agnostic, but each library tpu_device_rtl_n<N> implements it for the chip
+// Verilated with MXU size N, and an executable links exactly one of them. SystemC elaborates
+// once per process, so a process can construct ONE RtlDevice, ever (a second one throws
+// DeviceError); use separate processes for independent chips (gtest_discover_tests does).
+//
+// Host memory is the testbench's sparse memory model mapped over the whole 32-bit space; the
+// DMA windows (device.h) decide what the chip may touch.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "device.h"
+
+namespace tpu {
+
+struct RtlOptions {
+  // Waveform dump (off when empty), of cycles [vcd_from, vcd_to) since simulation start.
+  std::string vcd_file;
+  uint64_t vcd_from = 0;
+  uint64_t vcd_to = std::numeric_limits<uint64_t>::max();
+  int trace_depth = 99;
+  // Host memory timing and random AXI backpressure (sim/chip.h ChipConfig).
+  uint32_t mem_latency_cycles = 10;
+  uint32_t mem_bytes_per_cycle = 16;
+  double backpressure = 0.0;
+  uint64_t seed = 1;
+};
+
+class RtlDevice : public Device {
+ public:
+  // Builds and resets the chip, reads its parameters. Throws DeviceError if a chip already
+  // exists in this process or the options are invalid.
+  explicit RtlDevice(const RtlOptions& options = {});
+  ~RtlDevice() override;
+
+  std::string_view backend() const override { return "rtl"; }
+  // The MXU size this library was Verilated for.
+  static unsigned compiled_n();
+  // Cycles simulated since the process started (for simulation-speed figures).
+  uint64_t simulated_cycles() const;
+  void set_backpressure(double probability, uint64_t seed);
+
+ protected:
+  void mem_write(uint32_t addr, const void* src, size_t len) override;
+  void mem_read(uint32_t addr, void* dst, size_t len) override;
+  RawRun run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,
+                 uint64_t max_cycles) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Opens a device by backend name: "rtl" (an RtlDevice with `rtl` options) or "model" (a
+// ModelDevice with the default parameters of the chip this library was built for,
+// ChipParams::with_n(RtlDevice::compiled_n())). Throws DeviceError for another name.
+std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& rtl = {});
+
+}  // namespace tpu

@@ -1,0 +1,244 @@
+#include "host_image.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+
+namespace tpu {
+
+namespace {
+
+constexpr uint64_t kSpace = uint64_t{1} << 32;
+constexpr uint64_t kMaxImageBytes = uint64_t{256} << 20;  // host_image.h
+
+std::optional<uint64_t> parse_number(std::string_view s) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (base == 16 && std::isxdigit(static_cast<unsigned char>(c))) {
+      d = std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    if (v > (kSpace * 16)) return std::nullopt;  // far beyond anything valid: stop early
+    v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
+  }
+  return v;
+}
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08" PRIx32, v);
+  return b;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string join_path(const std::string& dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || dir.empty() || dir == ".") return path;
+  return dir.back() == '/' ? dir + path : dir + "/" + path;
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+HostImage parse_host_image(std::string_view text, std::string_view filename,
+                           const std::string& base_dir) {
+  HostImage image;
+  int line_no = 0;
+  auto fail = [&](const std::string& msg) -> void {
+    throw HostImageError(std::string(filename) + ":" + std::to_string(line_no) + ": " + msg);
+  };
+  struct Open {
+    HostImageBlock block;
+    std::optional<uint64_t> size;
+    bool from_file = false;
+    int line = 0;
+  };
+  std::optional<Open> cur;
+  uint64_t total = 0;
+  auto close = [&]() {
+    if (!cur) return;
+    Open& o = *cur;
+    if (o.size) {
+      if (o.block.bytes.size() > *o.size) {
+        line_no = o.line;
+        fail("block @" + hex32(o.block.addr) + " has " + std::to_string(o.block.bytes.size()) + " bytes of data but size=" +
+             std::to_string(*o.size));
+      }
+      o.block.bytes.resize(*o.size, 0);
+    }
+    if (o.block.bytes.empty()) {
+      line_no = o.line;
+      fail("block has no bytes (give data, size= or file=)");
+    }
+    if (o.block.addr + uint64_t{o.block.bytes.size()} > kSpace) {
+      line_no = o.line;
+      fail("block of " + std::to_string(o.block.bytes.size()) +
+           " bytes runs past the 32-bit host address space");
+    }
+    total += o.block.bytes.size();
+    if (total > kMaxImageBytes) {
+      line_no = o.line;
+      fail("the blocks hold more than an image may (256 MiB)");
+    }
+    image.blocks.push_back(std::move(o.block));
+    cur.reset();
+  };
+
+  size_t pos = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string_view> tokens;
+    for (size_t i = 0; i < line.size();) {
+      if (std::isspace(static_cast<unsigned char>(line[i]))) {
+        ++i;
+        continue;
+      }
+      const size_t start = i;
+      while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+      tokens.push_back(line.substr(start, i - start));
+    }
+    if (tokens.empty()) continue;
+
+    if (tokens[0][0] == '@') {
+      close();
+      Open o;
+      o.line = line_no;
+      const auto addr = parse_number(tokens[0].substr(1));
+      if (!addr || *addr >= kSpace) {
+        fail("'" + std::string(tokens[0]) + "' is not @<address> (decimal or 0x hex, below 2^32)");
+      }
+      o.block.addr = static_cast<uint32_t>(*addr);
+      std::string file;
+      for (size_t t = 1; t < tokens.size(); ++t) {
+        const std::string_view tok = tokens[t];
+        const size_t eq = tok.find('=');
+        const std::string_view key = tok.substr(0, eq);
+        const std::string_view val = eq == std::string_view::npos ? std::string_view() : tok.substr(eq + 1);
+        if (eq == std::string_view::npos || val.empty()) {
+          fail("'" + std::string(tok) + "' is not key=value (expected size=, name= or file=)");
+        }
+        if (key == "size") {
+          const auto v = parse_number(val);
+          if (!v || *v == 0 || *v > kSpace) fail("size=" + std::string(val) + " is not a size in 1..2^32");
+          if (*v > kMaxImageBytes) fail("size=" + std::string(val) + " is more than an image may hold (256 MiB)");
+          o.size = *v;
+        } else if (key == "name") {
+          o.block.name = std::string(val);
+        } else if (key == "file") {
+          file = std::string(val);
+        } else {
+          fail("unknown key '" + std::string(key) + "' (expected size=, name= or file=)");
+        }
+      }
+      if (!file.empty()) {
+        const std::string path = join_path(base_dir, file);
+        std::ifstream in(path, std::ios::binary);
+        if (!in) fail("cannot open file=" + file + " (" + path + ")");
+        o.block.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (in.bad()) fail("cannot read file=" + file);
+        o.from_file = true;
+      }
+      cur = std::move(o);
+      continue;
+    }
+
+    if (!cur) fail("data before the first @<address> line");
+    if (cur->from_file) fail("a block with file= cannot also have inline data");
+    for (std::string_view tok : tokens) {
+      if (tok.size() % 2 != 0) {
+        fail("'" + std::string(tok) + "' is not a whole number of hex byte pairs");
+      }
+      for (size_t i = 0; i < tok.size(); i += 2) {
+        const int hi = hex_digit(tok[i]), lo = hex_digit(tok[i + 1]);
+        if (hi < 0 || lo < 0) fail("'" + std::string(tok) + "' is not hex bytes");
+        cur->block.bytes.push_back(static_cast<uint8_t>(hi << 4 | lo));
+      }
+    }
+  }
+  close();
+
+  std::sort(image.blocks.begin(), image.blocks.end(),
+            [](const HostImageBlock& a, const HostImageBlock& b) { return a.addr < b.addr; });
+  for (size_t i = 1; i < image.blocks.size(); ++i) {
+    const HostImageBlock& a = image.blocks[i - 1];
+    if (uint64_t{a.addr} + a.bytes.size() > image.blocks[i].addr) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s: block @0x%08" PRIx32 " (%zu bytes) overlaps block @0x%08" PRIx32,
+                    std::string(filename).c_str(), a.addr, a.bytes.size(), image.blocks[i].addr);
+      throw HostImageError(buf);
+    }
+  }
+  return image;
+}
+
+HostImage load_host_image(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw HostImageError(path + ": cannot open for reading");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw HostImageError(path + ": read error");
+  return parse_host_image(s.str(), path, dir_of(path));
+}
+
+std::string format_host_image(const HostImage& image) {
+  std::string out = "# tpu-rtl host memory image (docs/tpusim.md)\n";
+  char buf[64];
+  for (const HostImageBlock& b : image.blocks) {
+    std::snprintf(buf, sizeof buf, "@0x%08" PRIx32 " size=%zu", b.addr, b.bytes.size());
+    out += buf;
+    if (!b.name.empty()) {  // one token: no blanks, no comment character
+      std::string name = b.name;
+      for (char& c : name) {
+        if (std::isspace(static_cast<unsigned char>(c)) || c == '#') c = '_';
+      }
+      out += " name=" + name;
+    }
+    out += '\n';
+    for (size_t i = 0; i < b.bytes.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%02x", b.bytes[i]);
+      out += buf;
+      out += (i % 16 == 15 || i + 1 == b.bytes.size()) ? '\n' : ' ';
+    }
+  }
+  return out;
+}
+
+void save_host_image(const std::string& path, const HostImage& image) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw HostImageError(path + ": cannot open for writing");
+  const std::string text = format_host_image(image);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!out) throw HostImageError(path + ": write error");
+}
+
+}  // namespace tpu

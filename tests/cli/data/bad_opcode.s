@@ -1,0 +1,3 @@
+nop
+.inst 0x2a
+halt

@@ -1,0 +1,159 @@
+// tpusim matmul: a random M x K x N tiled matmul on a backend, checked against a CPU matmul.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "tiled_ops.h"
+#include "tpusim.h"
+
+namespace {
+
+int run_matmul(const tpusim::Args& args) {
+  namespace po = tpusim::po;
+  const auto t_start = std::chrono::steady_clock::now();
+  bool a_uns = false, w_uns = false, json = false, bias = false, relu = false;
+  tpusim::DeviceOptions dev_opts;
+  po::options_description opts("options");
+  opts.add_options()
+      ("m", po::value<std::string>()->required(), "rows of A and of the result (1..16384)")
+      ("k", po::value<std::string>()->required(), "columns of A = rows of W (1..16384)")
+      ("n", po::value<std::string>()->required(), "columns of W and of the result (1..16384)")
+      ("a-unsigned", po::bool_switch(&a_uns), "A is uint8 (default int8)")
+      ("w-unsigned", po::bool_switch(&w_uns), "W is uint8 (default int8)")
+      ("bias", po::bool_switch(&bias), "add a random per-column int32 bias")
+      ("relu", po::bool_switch(&relu), "apply ReLU (default identity)")
+      ("seed", po::value<std::string>()->default_value("1"), "random seed for the operands")
+      ("lookahead", po::value<std::string>(), "weight tiles requested ahead of the MXU, 1..WFifoTiles+2 (default: WFifoTiles)")
+      ("chunk-rows", po::value<std::string>(), "at most this many rows of A per chunk (default: as many as fit)")
+      ("edge-rows", po::value<std::string>(), "rows of the first and last chunk (default: chosen from N)")
+      ("json", po::bool_switch(&json), "print the result as JSON");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false);
+  po::variables_map vm;
+  if (!tpusim::parse_options(
+          args,
+          "tpusim matmul --m M --k K --n N [--a-unsigned] [--w-unsigned] [--seed S] "
+          "[--backend rtl|model] [--json]",
+          "Multiplies a random M x K matrix by a random K x N matrix on the chip, tiled by the "
+          "driver (tiled_ops.h), requantized to int8 with a shift chosen to keep the results in "
+          "range, and compares every output byte with a plain C++ matmul. mxu_utilization is "
+          "useful MACs / (cycles * N^2) for the chip's array size N. Exit code 1 on a mismatch.",
+          opts, {}, vm)) {
+    return 0;
+  }
+  tpu::MatmulSpec spec;
+  spec.m = static_cast<uint32_t>(tpusim::int_option(vm, "m", 1, 16384));
+  spec.k = static_cast<uint32_t>(tpusim::int_option(vm, "k", 1, 16384));
+  spec.n = static_cast<uint32_t>(tpusim::int_option(vm, "n", 1, 16384));
+  const uint64_t seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
+  const double macs = double(spec.m) * spec.k * spec.n;
+  if (macs > 8.6e9) {
+    throw tpusim::UsageError("m*k*n = " + std::to_string(uint64_t(macs)) +
+                             " MACs is more than this tool simulates (at most 2^33)");
+  }
+  spec.a_unsigned = a_uns;
+  spec.w_unsigned = w_uns;
+  spec.func = relu ? tpu::ActFunc::Relu : tpu::ActFunc::Identity;
+  tpu::MatmulResources res;
+  if (vm.count("lookahead")) {
+    res.weight_lookahead = static_cast<uint32_t>(tpusim::int_option(vm, "lookahead", 1, 1 << 20));
+  }
+
+  if (vm.count("chunk-rows")) {
+    res.max_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "chunk-rows", 1, 4095));
+  }
+
+  if (vm.count("edge-rows")) {
+    res.edge_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "edge-rows", 1, 4095));
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(size_t{spec.m} * spec.k), w(size_t{spec.k} * spec.n);
+  for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+  for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+  // Scale: the largest |sum| over a sample of rows, mapped to about 127 by a right shift.
+  auto av = [&](size_t i) { return a_uns ? int64_t{a[i]} : int64_t{int8_t(a[i])}; };
+  auto wv = [&](size_t i) { return w_uns ? int64_t{w[i]} : int64_t{int8_t(w[i])}; };
+  int64_t peak = 1;
+  for (uint32_t r = 0; r < std::min<uint32_t>(spec.m, 16); ++r) {
+    for (uint32_t c = 0; c < spec.n; ++c) {
+      int64_t s = 0;
+      for (uint32_t i = 0; i < spec.k; ++i) s += av(size_t{r} * spec.k + i) * wv(size_t{i} * spec.n + c);
+      peak = std::max<int64_t>(peak, std::llabs(s));
+    }
+  }
+  if (bias) {
+    std::uniform_int_distribution<int64_t> b(-peak / 2, peak / 2);
+    spec.bias.resize(spec.n);
+    for (auto& v : spec.bias) v = static_cast<int32_t>(b(rng));
+  }
+  unsigned shift = 0;
+  while (shift < 40 && (peak + (bias ? peak / 2 : 0)) > (int64_t{127} << shift)) ++shift;
+  spec.shift = {static_cast<uint8_t>(shift)};
+
+  auto dev = tpusim::open_device(dev_opts, vm);
+  const tpu::ChipParams& p = dev->params();
+  if (!dev_opts.max_cycles_given) {  // a generous bound from the work to do
+    const uint64_t kt = (spec.k + p.N - 1) / p.N, nt = (spec.n + p.N - 1) / p.N;
+    const uint64_t bytes = (uint64_t{spec.m} * (kt + nt) + kt * nt * p.N) * p.N;
+    dev_opts.max_cycles = 20 * (uint64_t{spec.m} * kt * nt + bytes / 4 + 100'000);
+  }
+  const tpu::MatmulRun run = tpu::run_matmul(*dev, spec, a, w, dev_opts.max_cycles, res);
+  const std::vector<uint8_t> ref = tpu::reference_matmul(spec, a, w);
+  uint64_t mismatches = 0;
+  size_t first_bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (run.out[i] != ref[i] && mismatches++ == 0) first_bad = i;
+  }
+  const bool match = mismatches == 0;
+  const double total_wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+  const char* at = a_uns ? "uint8" : "int8";
+  const char* wt = w_uns ? "uint8" : "int8";
+  if (json) {
+    tpusim::Json j;
+    j.add("m", spec.m).add("k", spec.k).add("n", spec.n);
+    j.add("backend", std::string(dev->backend()));
+    j.add("array_size", p.N);
+    j.add("a_unsigned", a_uns).add("w_unsigned", w_uns).add("bias", bias).add("relu", relu);
+    j.add("seed", seed);
+    j.add("match", match);
+    j.add("mismatches", mismatches);
+    j.add("mxu_utilization", run.mxu_utilization);
+    j.add("useful_macs", run.useful_macs);
+    j.add("plan", run.plan.describe());
+    tpusim::add_run_stats(j, run.stats);
+    if (!run.stats.cycles_estimated && run.stats.wall_seconds > 0) {
+      j.add("sim_cycles_per_second", double(run.stats.cycles) / run.stats.wall_seconds);
+    }
+    j.add("total_wall_seconds", total_wall);
+    std::cout << j.str() << "\n";
+  } else {
+    std::printf("%u x %u x %u %s x %s matmul%s%s on %s (N=%u): %s\n", spec.m, spec.k, spec.n, at,
+                wt, bias ? " + bias" : "", relu ? ", ReLU" : "",
+                std::string(dev->backend()).c_str(), p.N,
+                match ? "matches the C++ reference bit for bit" : "MISMATCH");
+    std::printf("cycles %llu%s, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
+                (unsigned long long)run.stats.cycles,
+                run.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
+                100.0 * run.mxu_utilization, run.instructions, run.stats.wall_seconds);
+    std::printf("plan: %s\n", run.plan.describe().c_str());
+  }
+  if (!match) {
+    std::fprintf(stderr,
+                 "tpusim matmul: error: %llu of %zu outputs differ; first at row %zu column %zu: "
+                 "chip %d, reference %d\n",
+                 (unsigned long long)mismatches, ref.size(), first_bad / spec.n, first_bad % spec.n,
+                 spec.out_unsigned ? run.out[first_bad] : int(int8_t(run.out[first_bad])),
+                 spec.out_unsigned ? ref[first_bad] : int(int8_t(ref[first_bad])));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TPUSIM_SUBCOMMAND("matmul", "random tiled matmul checked against C++: tpusim matmul --m --k --n",
+                  run_matmul);

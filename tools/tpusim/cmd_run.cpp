@@ -1,0 +1,101 @@
+// tpusim run PROGRAM: run a program (.s or .bin) on a backend, with host memory from/to files.
+#include <cstdio>
+#include <iostream>
+
+#include "host_image.h"
+#include "tpusim.h"
+
+namespace {
+
+int run_run(const tpusim::Args& args) {
+  namespace po = tpusim::po;
+  std::string program_path, mem_in, mem_out;
+  bool json = false;
+  tpusim::DeviceOptions dev_opts;
+  po::options_description opts("options");
+  opts.add_options()
+      ("program", po::value<std::string>(&program_path)->required(),
+       "the program: assembly (.s, .asm) or binary (.bin)")
+      ("hostmem-in", po::value<std::string>(&mem_in),
+       "host memory image to load; each block becomes a registered host buffer (docs/tpusim.md)")
+      ("hostmem-out", po::value<std::string>(&mem_out),
+       "after the run, write every host buffer to this image file")
+      ("json", po::bool_switch(&json), "print the result as JSON");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
+  po::positional_options_description pos;
+  pos.add("program", 1);
+  po::variables_map vm;
+  if (!tpusim::parse_options(
+          args,
+          "tpusim run PROGRAM [--hostmem-in F] [--hostmem-out F] [--backend rtl|model] [--vcd F] "
+          "[--vcd-window FROM:TO] [--max-cycles N] [--json]",
+          "Runs PROGRAM until halt. Host memory is exactly the blocks of --hostmem-in, which "
+          "become the chip's DMA windows: a DMA anywhere else faults with ERR_HOST_RANGE. The "
+          "exit code is 0 if the program halted, 1 if it faulted or hit --max-cycles.",
+          opts, pos, vm)) {
+    return 0;
+  }
+  // Everything that can be wrong with the inputs is found before the chip is built.
+  const auto program = tpusim::load_program(program_path);
+  tpu::HostImage image;
+  if (!mem_in.empty()) image = tpu::load_host_image(mem_in);
+  auto dev = tpusim::open_device(dev_opts, vm);
+
+  for (const tpu::HostImageBlock& b : image.blocks) {
+    char name[32];
+    std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
+    dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
+                         b.name.empty() ? name : b.name);
+    dev->write(b.addr, b.bytes);
+  }
+  const tpu::RunOutcome r = dev->try_run(program, dev_opts.max_cycles);
+
+  if (!mem_out.empty()) {
+    tpu::HostImage after = image;
+    for (tpu::HostImageBlock& b : after.blocks) b.bytes = dev->read(b.addr, b.bytes.size());
+    tpu::save_host_image(mem_out, after);
+  }
+
+  const tpu::ChipParams& p = dev->params();
+  if (json) {
+    tpusim::Json j;
+    j.add("program", program_path);
+    j.add("backend", std::string(dev->backend()));
+    j.add("array_size", p.N);
+    j.add("status", tpu::to_string(r.status));
+    if (r.status == tpu::RunOutcome::Status::Error) {
+      tpusim::Json e;
+      e.add("code", static_cast<unsigned>(r.error));
+      e.add("name", std::string(tpu::error_name(r.error)));
+      e.add("pc", r.pc);
+      e.add("message", r.message);
+      j.add("error", e);
+    } else if (r.status == tpu::RunOutcome::Status::Timeout) {
+      j.add("error", tpusim::Json().add("message", r.message));
+    }
+    tpusim::add_run_stats(j, r.stats);
+    std::cout << j.str() << "\n";
+  } else {
+    std::printf("%s: %zu instructions on %s (N=%u)\n", program_path.c_str(), program.size(),
+                std::string(dev->backend()).c_str(), p.N);
+    if (r.done()) {
+      std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
+                  r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
+                  r.stats.wall_seconds);
+      std::printf("counters:");
+      for (int i = 1; i < tpu::PerfCounters::kCount; ++i) {
+        std::printf(" %s=%llu", tpu::PerfCounters::name(i),
+                    (unsigned long long)r.stats.counters.get(i));
+      }
+      std::printf("\n");
+    } else {
+      std::fflush(stdout);
+      std::fprintf(stderr, "tpusim run: error: %s\n", r.message.c_str());
+    }
+  }
+  return r.done() ? 0 : 1;
+}
+
+}  // namespace
+
+TPUSIM_SUBCOMMAND("run", "run a program: tpusim run PROGRAM [--hostmem-in F] ...", run_run);

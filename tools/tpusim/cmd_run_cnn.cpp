@@ -1,0 +1,168 @@
+// tpusim run-cnn: a CNN from an ONNX file, quantized to int8 and compiled to one chip program
+// per batch, on Fashion-MNIST test images; checked image by image against the integer
+// reference of the quantized network (driver/cnn). Built when tpu_cnn is (libonnx-dev).
+#if __has_include("onnx_import.h")
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "dataset.h"
+#include "evaluate.h"
+#include "onnx_import.h"
+#include "quantize.h"
+#include "tpusim.h"
+
+namespace {
+
+std::string default_model() { return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx"; }
+
+std::string class_name(int c) {
+  const auto& names = tpu::cnn::fashion_mnist_classes();
+  return c >= 0 && c < int(names.size()) ? names[size_t(c)] : "class " + std::to_string(c);
+}
+
+std::string thousands(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+int run_run_cnn(const tpusim::Args& args) {
+  namespace po = tpusim::po;
+  std::string model = default_model(), data;
+  bool json = false, no_profile = false, quiet = false;
+  tpusim::DeviceOptions dev_opts;
+  po::options_description opts("options");
+  opts.add_options()
+      ("model", po::value<std::string>(&model), "ONNX model (default: the bundled models/fashion_cnn.onnx)")
+      ("images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")
+      ("offset", po::value<std::string>()->default_value("0"), "first test image")
+      ("batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")
+      ("calibration", po::value<std::string>()->default_value("200"),
+       "training images used to calibrate a float model's activations")
+      ("data", po::value<std::string>(&data), "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
+                                              "/usr/share/datasets/fashion-mnist)")
+      ("no-profile", po::bool_switch(&no_profile), "skip the per-layer profile (extra runs of the first batch)")
+      ("quiet", po::bool_switch(&quiet), "no per-image lines")
+      ("json", po::bool_switch(&json), "print one JSON object (per-image lines and progress go to stderr)");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
+  po::variables_map vm;
+  if (!tpusim::parse_options(
+          args,
+          "tpusim run-cnn [--model F.onnx] [--images N] [--offset K] [--batch B] [--backend rtl|model] "
+          "[--vcd F] [--vcd-window FROM:TO] [--json]",
+          "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, activation "
+          "scales from --calibration training images; QDQ/QLinear models keep their own), compiles every "
+          "layer to one chip program per batch and runs the Fashion-MNIST test images: the host writes the "
+          "images and reads the logits, nothing in between. Prints each image's class, the accuracy of the "
+          "chip, the float model and the integer reference, whether every image's logits equal the "
+          "reference (matches_golden), cycles per image, MXU utilization (useful MACs / (cycles * N^2)), "
+          "DMA bytes per image, a per-layer profile and the wall time. Exit code 1 if any image differs "
+          "from the reference.",
+          opts, {}, vm)) {
+    return 0;
+  }
+  const int images = int(tpusim::int_option(vm, "images", 1, 10000));
+  const int offset = int(tpusim::int_option(vm, "offset", 0, 9999));
+  const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
+  const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  if (offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
+  if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
+
+  // Everything about the inputs is checked before the chip is built.
+  const auto t0 = std::chrono::steady_clock::now();
+  const tpu::cnn::Network net = tpu::cnn::load_onnx(model);
+  const tpu::cnn::ImageSet test = tpu::cnn::load_fashion_mnist(data, false);
+  tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
+  std::string how;
+  tpu::cnn::QuantNetwork q;
+  if (tpu::cnn::fully_quantized(net)) {
+    q = tpu::cnn::quantize_model(net, {});
+    how = "quantized in the model file";
+  } else {
+    const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
+    std::vector<std::vector<float>> cal;
+    for (int i = 0; i < std::min(calibration, train.count); ++i)
+      cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
+    q = tpu::cnn::quantize_model(net, cal);
+    how = "post-training int8, " + std::to_string(cal.size()) + " calibration images";
+  }
+  auto dev = tpusim::open_device(dev_opts, vm);
+  std::FILE* info = json ? stderr : stdout;
+  std::fprintf(info, "model: %s, %zu layers, input %s, %d classes (%s)\n", model.c_str(), q.layers.size(),
+               q.input.str().c_str(), q.classes(), how.c_str());
+  for (const auto& l : q.layers) {
+    std::fprintf(info, "  %-14s %-7s %s -> %s, %s MACs\n", l.name.c_str(), l.op.c_str(), l.in.str().c_str(),
+                 l.out.str().c_str(), thousands(uint64_t(l.macs())).c_str());
+  }
+
+  tpu::cnn::EvalOptions eo;
+  eo.offset = offset;
+  eo.count = images;
+  eo.batch = batch;
+  eo.profile = !no_profile;
+  eo.max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
+    if (!quiet) {
+      for (const auto& r : rs) {
+        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s\n", r.index, class_name(r.label).c_str(),
+                     class_name(r.predicted).c_str(), r.predicted == r.label ? "ok" : "WRONG",
+                     r.matches_reference ? "" : "  (logits differ from the integer reference!)");
+      }
+    }
+    std::fflush(info);
+    const auto now = std::chrono::steady_clock::now();
+    if (done == total || std::chrono::duration<double>(now - last_progress).count() > 5.0) {
+      const double secs = std::chrono::duration<double>(now - t0).count();
+      std::fprintf(stderr, "run-cnn: %d/%d images, %.1f s elapsed, about %.0f s left\n", done, total, secs,
+                   secs / done * (total - done));
+      last_progress = now;
+    }
+  };
+  tpu::cnn::Evaluation e = tpu::cnn::evaluate(*dev, net, q, test, eo);
+  e.model = model;
+  e.quantization = how;
+  e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (json) {
+    std::cout << e.to_json();
+  } else {
+    const double n = e.images;
+    std::printf("chip: %s backend, N=%u, batch %u (micro-batch %u), %zu instructions per batch\n", e.backend.c_str(),
+                e.chip_n, e.batch, e.micro_batch, e.instructions_per_batch);
+    std::printf("accuracy: chip %.2f%% (%d/%d), float model %.2f%%, integer reference %.2f%%\n", 100 * e.accuracy(),
+                e.correct, e.images, 100 * e.float_accuracy(), 100 * e.reference_accuracy());
+    std::printf("bit-exact with the integer reference: %s (%d of %d images differ)\n",
+                e.matches_reference() ? "yes" : "NO", e.mismatches, e.images);
+    std::printf("cycles: %s total, %s per image%s; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
+                thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str(),
+                e.cycles_estimated ? " (estimated by the model backend)" : "", 100 * e.mxu_utilization,
+                e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+    std::printf("DMA per image: %s bytes in (input image %u bytes, the rest weights, parameters and instructions), "
+                "%s bytes out (logits %u bytes)\n",
+                thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
+                thousands(uint64_t(e.dma_out_per_image)).c_str(), e.output_bytes_per_image);
+    if (!e.layers.empty()) {
+      std::printf("layers (first batch of %u images, cycles per image):\n", e.layers.front().images);
+      std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
+      for (const auto& l : e.layers)
+        std::printf("  %-14s %-8s %12s %12s %11.1f%%\n", l.name.c_str(), l.op.c_str(),
+                    thousands(uint64_t(l.macs)).c_str(), thousands(l.cycles / std::max(1u, l.images)).c_str(),
+                    100 * l.utilization);
+    }
+    std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);
+    if (!e.cycles_estimated && e.run_seconds > 0)
+      std::printf(", %s simulated cycles per second", thousands(uint64_t(double(e.cycles_total) / e.run_seconds)).c_str());
+    std::printf("\n");
+  }
+  return e.matches_reference() ? 0 : 1;
+}
+
+}  // namespace
+
+TPUSIM_SUBCOMMAND("run-cnn", "a CNN (ONNX, int8) on Fashion-MNIST, checked against its integer reference",
+                  run_run_cnn);
+
+#endif  // __has_include("onnx_import.h")

@@ -1,0 +1,244 @@
+// The subcommand registry and the helpers shared by subcommands (tpusim.h).
+#include "tpusim.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <fstream>
+#include <sstream>
+
+#include "assembler.h"
+
+namespace tpusim {
+
+namespace {
+
+std::map<std::string, Subcommand>& registry() {
+  static std::map<std::string, Subcommand> r;
+  return r;
+}
+
+}  // namespace
+
+bool register_subcommand(const Subcommand& s) {
+  registry()[s.name] = s;
+  return true;
+}
+
+std::vector<Subcommand> subcommands() {
+  std::vector<Subcommand> all;
+  for (const auto& [name, s] : registry()) all.push_back(s);
+  return all;
+}
+
+const Subcommand* find_subcommand(const std::string& name) {
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+bool parse_options(const Args& args, const std::string& usage, const std::string& description,
+                   po::options_description& options, const po::positional_options_description& pos,
+                   po::variables_map& vm) {
+  options.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << description << "\n\n" << options << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return true;
+}
+
+int64_t int_option(const po::variables_map& vm, const std::string& name, int64_t lo, int64_t hi) {
+  const std::string text = vm[name].as<std::string>();
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw UsageError("--" + name + " " + text + " is not an integer");
+  }
+  if (v < lo || v > hi) {
+    throw UsageError("--" + name + " " + text + " is out of range (allowed " + std::to_string(lo) +
+                     ".." + std::to_string(hi) + ")");
+  }
+  return v;
+}
+
+void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd) {
+  options.add_options()
+      ("backend", po::value<std::string>(&d.backend)->default_value("rtl"),
+       "rtl (the Verilated chip, cycle-accurate) or model (the golden ISA model, no timing)")
+      ("max-cycles", po::value<std::string>(),
+       "stop a run that has not halted after this many cycles (a hang): exit 1");
+  if (with_vcd) {
+    options.add_options()
+        ("vcd", po::value<std::string>(&d.vcd), "write a VCD waveform to this file (rtl only)")
+        ("vcd-window", po::value<std::string>(&d.vcd_window),
+         "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only)");
+  }
+}
+
+std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_map& vm) {
+  if (d.backend != "rtl" && d.backend != "model") {
+    throw UsageError("--backend " + d.backend + " is not a backend (expected rtl or model)");
+  }
+  if (vm.count("max-cycles")) {
+    d.max_cycles = static_cast<uint64_t>(int_option(vm, "max-cycles", 1, int64_t{1} << 50));
+    d.max_cycles_given = true;
+  }
+  tpu::RtlOptions rtl;
+  if (!d.vcd.empty() || !d.vcd_window.empty()) {
+    if (d.backend != "rtl") throw UsageError("--vcd and --vcd-window need --backend rtl");
+    if (d.vcd.empty()) throw UsageError("--vcd-window needs --vcd FILE");
+    rtl.vcd_file = d.vcd;
+  }
+  if (!d.vcd_window.empty()) {
+    const size_t colon = d.vcd_window.find(':');
+    auto number = [&](const std::string& s) -> uint64_t {
+      size_t used = 0;
+      unsigned long long v = 0;
+      try {
+        if (!s.empty() && s[0] != '-') v = std::stoull(s, &used, 0);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (s.empty() || used != s.size()) {
+        throw UsageError("--vcd-window " + d.vcd_window + " is not FROM:TO (two cycle numbers)");
+      }
+      return v;
+    };
+    if (colon == std::string::npos) {
+      throw UsageError("--vcd-window " + d.vcd_window + " is not FROM:TO (two cycle numbers)");
+    }
+    rtl.vcd_from = number(d.vcd_window.substr(0, colon));
+    rtl.vcd_to = number(d.vcd_window.substr(colon + 1));
+    if (rtl.vcd_from >= rtl.vcd_to) {
+      throw UsageError("--vcd-window " + d.vcd_window + ": FROM must be below TO");
+    }
+  }
+  return tpu::open_device(d.backend, rtl);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open for reading");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw std::runtime_error(path + ": read error");
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(path + ": cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw std::runtime_error(path + ": write error");
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::vector<tpu::Instruction> load_program(const std::string& path) {
+  if (ends_with(path, ".s") || ends_with(path, ".asm")) {
+    return tpu::assemble(read_text_file(path), path);
+  }
+  if (ends_with(path, ".bin")) return tpu::decode_program(tpu::load_binary(path), path);
+  throw std::runtime_error(path + ": unknown program type (expected .s or .asm for assembly, "
+                           ".bin for a binary)");
+}
+
+// ---- JSON
+
+std::string json_escape(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+Json& Json::add(const std::string& key, const std::string& value) {
+  fields_.emplace_back(key, json_escape(value));
+  return *this;
+}
+Json& Json::add(const std::string& key, bool value) {
+  fields_.emplace_back(key, value ? "true" : "false");
+  return *this;
+}
+Json& Json::add(const std::string& key, int64_t value) {
+  fields_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+Json& Json::add(const std::string& key, uint64_t value) {
+  fields_.emplace_back(key, std::to_string(value));
+  return *this;
+}
+Json& Json::add(const std::string& key, double value) {
+  if (!std::isfinite(value)) return add_null(key);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  fields_.emplace_back(key, buf);
+  return *this;
+}
+Json& Json::add(const std::string& key, const Json& object) {
+  fields_.emplace_back(key, object.str(false));
+  return *this;
+}
+Json& Json::add_null(const std::string& key) {
+  fields_.emplace_back(key, "null");
+  return *this;
+}
+
+std::string Json::str(bool top_level) const {
+  std::string out = "{";
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    out += top_level ? "\n  " : (i ? " " : "");
+    out += json_escape(fields_[i].first) + ": " + fields_[i].second;
+    if (i + 1 < fields_.size()) out += ",";
+  }
+  out += top_level && !fields_.empty() ? "\n}" : "}";
+  return out;
+}
+
+void add_run_stats(Json& j, const tpu::RunStats& s) {
+  j.add("cycles", s.cycles);
+  j.add("cycles_estimated", s.cycles_estimated);
+  j.add("instructions", s.instructions);
+  j.add("wall_seconds", s.wall_seconds);
+  Json c;
+  for (int i = 0; i < tpu::PerfCounters::kCount; ++i) {
+    c.add(tpu::PerfCounters::name(i), s.counters.get(i));
+  }
+  j.add("counters", c);
+}
+
+}  // namespace tpusim

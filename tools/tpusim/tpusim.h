@@ -1,0 +1,109 @@
+// tpusim: one command line tool, one file per subcommand.
+//
+// Adding a subcommand = adding tools/tpusim/cmd_<name>.cpp (CMake picks up every cmd_*.cpp)
+// that defines `int run_<name>(const tpusim::Args&)` and registers it:
+//
+//   TPUSIM_SUBCOMMAND("bench", "run the benchmark suite", run_bench);
+//
+// A subcommand parses its own arguments with parse_options() (which answers --help), returns
+// the exit code, and reports problems by throwing: UsageError (bad arguments, exit 2) or any
+// other std::exception (failure, exit 1). main() prints "tpusim <name>: error: <what>" on one
+// line. Exit codes: 0 success, 1 failure (chip error, timeout, mismatch, unreadable or
+// malformed input), 2 usage error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "device.h"
+#include "device_rtl.h"
+
+namespace tpusim {
+
+namespace po = boost::program_options;
+using Args = std::vector<std::string>;  // the arguments after the subcommand name
+
+struct Subcommand {
+  std::string name;
+  std::string summary;  // one line for `tpusim --help`
+  int (*run)(const Args& args);
+};
+
+// Registration happens during static initialization (TPUSIM_SUBCOMMAND).
+bool register_subcommand(const Subcommand& s);
+std::vector<Subcommand> subcommands();  // sorted by name
+const Subcommand* find_subcommand(const std::string& name);
+
+#define TPUSIM_CONCAT2(a, b) a##b
+#define TPUSIM_CONCAT(a, b) TPUSIM_CONCAT2(a, b)
+#define TPUSIM_SUBCOMMAND(name, summary, fn)                               \
+  static const bool TPUSIM_CONCAT(tpusim_registered_, __LINE__) =          \
+      ::tpusim::register_subcommand(::tpusim::Subcommand{name, summary, fn})
+
+// Bad arguments: exit code 2 and a hint to --help.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses `args` against `options` (+ positional). Prints help and returns false for
+// --help/-h; throws UsageError for anything Boost rejects (unknown option, bad value,
+// missing required option). `usage` is the synopsis line, e.g. "tpusim asm IN.s -o OUT.bin".
+bool parse_options(const Args& args, const std::string& usage, const std::string& description,
+                   po::options_description& options, const po::positional_options_description& pos,
+                   po::variables_map& vm);
+
+// --backend, --max-cycles, and for the rtl backend --vcd / --vcd-window.
+struct DeviceOptions {
+  std::string backend = "rtl";
+  uint64_t max_cycles = tpu::Device::kDefaultMaxCycles;
+  std::string vcd;
+  std::string vcd_window;  // FROM:TO
+  bool max_cycles_given = false;
+};
+void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd);
+// Validates the options (UsageError) and opens the device.
+std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_map& vm);
+
+// An integer option value in lo..hi (parsed from text so that "-1" is not read as 2^64-1).
+int64_t int_option(const po::variables_map& vm, const std::string& name, int64_t lo, int64_t hi);
+
+// Reads a whole text file; throws std::runtime_error("PATH: cannot open for reading").
+std::string read_text_file(const std::string& path);
+// Writes bytes to a file; throws std::runtime_error on failure.
+void write_file(const std::string& path, const std::string& bytes);
+// A program from .s / .asm (assembled) or .bin (decoded) by extension; throws AsmError
+// (file:line:col), BinaryError or std::runtime_error for other extensions.
+std::vector<tpu::Instruction> load_program(const std::string& path);
+
+// A minimal JSON object writer: keys keep their insertion order; nested objects print on one
+// line, the top-level object one key per line.
+class Json {
+ public:
+  Json& add(const std::string& key, const std::string& value);
+  Json& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  Json& add(const std::string& key, bool value);
+  Json& add(const std::string& key, int value) { return add(key, static_cast<int64_t>(value)); }
+  Json& add(const std::string& key, unsigned value) { return add(key, static_cast<uint64_t>(value)); }
+  Json& add(const std::string& key, int64_t value);
+  Json& add(const std::string& key, uint64_t value);
+  Json& add(const std::string& key, double value);
+  Json& add(const std::string& key, const Json& object);
+  Json& add_null(const std::string& key);
+  std::string str(bool top_level = true) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;  // key, rendered value
+};
+std::string json_escape(const std::string& s);
+
+// RunStats as JSON: cycles, cycles_estimated, wall_seconds, instructions, counters {...}.
+void add_run_stats(Json& j, const tpu::RunStats& s);
+
+}  // namespace tpusim
