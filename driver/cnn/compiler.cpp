@@ -1,0 +1,645 @@
+#include "compiler.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tpu::cnn {
+
+namespace {
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) {
+  for (int i = 0; i < 4; ++i) v[at + size_t(i)] = uint8_t(x >> (8 * i));
+}
+
+ActFunc chip_func(Activation a) {
+  switch (a) {
+    case Activation::None: return ActFunc::Identity;
+    case Activation::Relu: return ActFunc::Relu;
+    case Activation::Clip: return ActFunc::Clamp;
+  }
+  return ActFunc::Identity;
+}
+
+// The accumulator rows one image of a conv layer needs for `pooled` output lines.
+int conv_lines(const LayerGeometry& l, int pooled) { return (pooled - 1) * l.pool_s + l.pool_k; }
+
+}  // namespace
+
+int CompiledNetwork::zero_slot(int zp, bool is_unsigned) const {
+  for (size_t i = 0; i < zero_slots.size(); ++i)
+    if (zero_slots[i].first == zp && zero_slots[i].second == is_unsigned)
+      return int(chip.qp_slots) - int(zero_slots.size()) + int(i);
+  throw Error("internal: no zero slot for zero point " + std::to_string(zp));
+}
+
+void CompiledNetwork::pack_input(const int32_t* q, uint8_t* bytes) const {
+  const uint32_t n = chip.N;
+  const QLayer& l = net.layers.front();
+  const Tensor& t = input_tensor;
+  std::fill(bytes, bytes + input_bytes(), uint8_t(0));
+  const int64_t fan_in = l.fan_in();
+  const uint32_t pixels = t.block_rows();
+  for (int kb = 0; kb < t.blocks; ++kb) {
+    for (uint32_t p = 0; p < pixels; ++p) {
+      uint8_t* row = bytes + (size_t(kb) * pixels + p) * n;
+      for (uint32_t j = 0; j < n; ++j) {
+        const int64_t k = int64_t(kb) * n + j;
+        if (k >= fan_in) break;
+        int32_t v;
+        if (l.kind == LayerKind::Dense) {
+          v = q[k];
+        } else {
+          const int oy = int(p) / t.w, ox = int(p) % t.w;
+          const int ic = int(k / (l.kh * l.kw)), ky = int(k / l.kw % l.kh), kx = int(k % l.kw);
+          const int iy = oy * l.sh + ky - l.pad_t, ix = ox * l.sw + kx - l.pad_l;
+          v = (iy < 0 || iy >= l.in.h || ix < 0 || ix >= l.in.w)
+                  ? l.in_q.zero_point
+                  : q[(int64_t(ic) * l.in.h + iy) * l.in.w + ix];
+        }
+        row[j] = uint8_t(v & 0xFF);
+      }
+    }
+  }
+}
+
+std::vector<int32_t> CompiledNetwork::unpack_output(const uint8_t* bytes) const {
+  const Tensor& t = tensors.back();
+  const uint32_t n = chip.N;
+  std::vector<int32_t> out(size_t(int64_t(t.channels) * t.h * t.w));
+  for (int c = 0; c < t.channels; ++c)
+    for (int y = 0; y < t.h; ++y)
+      for (int x = 0; x < t.w; ++x) {
+        const uint32_t row = uint32_t(c / int(n)) * t.block_rows() + uint32_t(y + t.pt) * t.wp() + uint32_t(x + t.pl);
+        const uint8_t b = bytes[size_t(row) * n + uint32_t(c) % n];
+        out[size_t((int64_t(c) * t.h + y) * t.w + x)] = t.is_unsigned ? int32_t(b) : int32_t(int8_t(b));
+      }
+  return out;
+}
+
+CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip) {
+  chip.validate();
+  if (net.layers.empty()) throw Error(net.name + ": no layers");
+  CompiledNetwork cn;
+  cn.net = net;
+  cn.chip = chip;
+  const uint32_t n = chip.N;
+  const size_t nl = net.layers.size();
+
+  // ---- tensors
+  const QLayer& first = net.layers.front();
+  CompiledNetwork::Tensor in;
+  in.channels = int(first.fan_in());
+  in.blocks = int(ceil_div(uint64_t(first.fan_in()), n));
+  if (first.kind == LayerKind::Conv) {
+    in.h = conv_lines(first, first.out.h);
+    in.w = (first.out.w - 1) * first.pool_s + first.pool_k;
+  } else {
+    in.h = in.w = 1;
+  }
+  in.is_unsigned = first.in_q.is_unsigned;
+  in.zero_point = first.in_q.zero_point;
+  cn.input_tensor = in;
+  cn.input_rows = in.image_rows();
+  cn.tensors.resize(nl + 1);
+  cn.tensors[0] = in;
+  for (size_t l = 1; l <= nl; ++l) {
+    const QLayer& p = net.layers[l - 1];
+    CompiledNetwork::Tensor& t = cn.tensors[l];
+    t.channels = p.out.c;
+    t.blocks = int(ceil_div(uint64_t(p.out.c), n));
+    t.h = p.out.h;
+    t.w = p.out.w;
+    t.is_unsigned = p.out_q.is_unsigned;
+    t.zero_point = p.out_q.zero_point;
+    if (l < nl && net.layers[l].kind == LayerKind::Conv) {
+      const QLayer& c = net.layers[l];
+      if (!(c.in_q == p.out_q)) throw Error("layer '" + c.name + "': input quantization differs from its producer's output");
+      t.pt = c.pad_t;
+      t.pl = c.pad_l;
+      t.pb = c.pad_b;
+      t.pr = c.pad_r;
+    }
+  }
+  cn.output_rows = cn.tensors.back().image_rows();
+
+  // Zero sources for padded tensors.
+  for (size_t l = 1; l < nl; ++l) {
+    const auto& t = cn.tensors[l];
+    if (!t.padded()) continue;
+    const std::pair<int, bool> key{t.zero_point, t.is_unsigned};
+    if (std::find(cn.zero_slots.begin(), cn.zero_slots.end(), key) == cn.zero_slots.end()) cn.zero_slots.push_back(key);
+  }
+  cn.zero_rows = cn.zero_slots.empty() ? 0 : std::min<uint32_t>(128, chip.acc_rows / 8);
+  const uint32_t half = (chip.acc_rows - cn.zero_rows) / 2;
+  if (int(cn.zero_slots.size()) >= int(chip.qp_slots)) throw Error("too many distinct zero points for the quantization slots");
+  const int regular_slots = int(chip.qp_slots) - int(cn.zero_slots.size());
+
+  // ---- layers: geometry checks, chip biases, weight tiles
+  for (size_t li = 0; li < nl; ++li) {
+    const QLayer& l = net.layers[li];
+    CompiledNetwork::LayerPlan p;
+    const std::string where = "layer '" + l.name + "' (" + l.op + "): ";
+    p.packed = li == 0;
+    p.obs = int(ceil_div(uint64_t(l.cout()), n));
+    if (p.packed) {
+      p.kin_blocks = in.blocks;
+      p.taps = 1;
+    } else if (l.kind == LayerKind::Conv) {
+      p.kin_blocks = int(ceil_div(uint64_t(l.in.c), n));
+      p.taps = l.kh * l.kw;
+    } else {
+      p.kin_blocks = cn.tensors[li].blocks;
+      p.taps = l.in.h * l.in.w;
+    }
+    if (l.kind == LayerKind::Conv) {
+      p.lines_used = conv_lines(l, l.out.h);
+      p.cols_used = (l.out.w - 1) * l.pool_s + l.pool_k;
+      if (l.sw > 255) throw Error(where + "horizontal stride " + std::to_string(l.sw) + " > 255 (matmul inner_stride)");
+      if (p.cols_used > 4095) throw Error(where + "output width " + std::to_string(p.cols_used) + " > 4095");
+      if (uint32_t(conv_lines(l, 1)) * uint32_t(p.cols_used) > half)
+        throw Error(where + "one pooled output line needs " + std::to_string(conv_lines(l, 1) * p.cols_used) +
+                    " accumulator rows, more than the " + std::to_string(half) + " available");
+    } else {
+      p.lines_used = p.cols_used = 1;
+    }
+    if (l.pool_k > 15 || l.pool_s > 15) throw Error(where + "max-pool window or stride > 15 (activate pool_k/pool_s are 4 bits)");
+    // The chip accumulates sum(q * w) in int32 and adds bias - zp_in * sum(w).
+    const int64_t k = l.fan_in();
+    const int64_t worst = k * 255 * 128;
+    p.chip_bias.resize(size_t(l.cout()));
+    for (int oc = 0; oc < l.cout(); ++oc) {
+      int64_t sw = 0;
+      for (int64_t i = 0; i < k; ++i) sw += l.weight[size_t(oc * k + i)];
+      const int64_t b = int64_t(l.bias[size_t(oc)]) - int64_t(l.in_q.zero_point) * sw;
+      if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max() ||
+          worst + (b < 0 ? -b : b) > std::numeric_limits<int32_t>::max())
+        throw Error(where + "accumulator range exceeds int32 (fan-in " + std::to_string(k) + ", bias " + std::to_string(b) + ")");
+      p.chip_bias[size_t(oc)] = int32_t(b);
+    }
+    // Weight tiles: ob-major, then t = tap * kin_blocks + ib.
+    p.tile_offset = uint32_t(cn.constants.size());
+    const int tiles = p.tiles_per_ob();
+    cn.constants.resize(cn.constants.size() + size_t(p.obs) * size_t(tiles) * n * n, 0);
+    for (int ob = 0; ob < p.obs; ++ob)
+      for (int t = 0; t < tiles; ++t) {
+        uint8_t* tile = cn.constants.data() + p.tile_offset + (size_t(ob) * tiles + size_t(t)) * n * n;
+        const int tap = t / p.kin_blocks, ib = t % p.kin_blocks;
+        for (uint32_t kk = 0; kk < n; ++kk)
+          for (uint32_t nn = 0; nn < n; ++nn) {
+            const int oc = ob * int(n) + int(nn);
+            if (oc >= l.cout()) continue;
+            const int64_t c = int64_t(ib) * n + kk;
+            int64_t idx = -1;
+            if (p.packed) {
+              if (c < k) idx = c;
+            } else if (l.kind == LayerKind::Conv) {
+              if (c < l.in.c) idx = (c * l.kh + tap / l.kw) * l.kw + tap % l.kw;
+            } else {
+              const int64_t pixels = int64_t(l.in.h) * l.in.w;
+              if (c < l.in.c) idx = c * pixels + tap;
+            }
+            if (idx >= 0) tile[kk * n + nn] = uint8_t(l.weight[size_t(oc * k + idx)]);
+          }
+      }
+    cn.layers.push_back(std::move(p));
+  }
+
+  // ---- quantization slots: generations of (layer, output block) slots
+  std::vector<std::vector<std::pair<int, int>>> gens(1);  // (layer, ob)
+  for (size_t li = 0; li < nl; ++li) {
+    auto& p = cn.layers[li];
+    int ob = 0;
+    while (ob < p.obs) {
+      if (int(gens.back().size()) == regular_slots || (p.obs - ob <= regular_slots && int(gens.back().size()) + (p.obs - ob) > regular_slots))
+        gens.emplace_back();
+      const int room = regular_slots - int(gens.back().size());
+      const int take = std::min(room, p.obs - ob);
+      CompiledNetwork::LayerPlan::Chunk c;
+      c.ob_begin = ob;
+      c.ob_end = ob + take;
+      c.generation = int(gens.size()) - 1;
+      c.slot_base = int(gens.back().size());
+      for (int o = ob; o < ob + take; ++o) gens.back().push_back({int(li), o});
+      p.chunks.push_back(c);
+      ob += take;
+    }
+  }
+  auto write_slot = [&](size_t at, const int32_t* bias, const int32_t* mult, const uint32_t* misc) {
+    for (uint32_t c = 0; c < n; ++c) {
+      put32(cn.constants, at + 4 * c, uint32_t(bias[c]));
+      put32(cn.constants, at + 4 * (n + c), uint32_t(mult[c]));
+      put32(cn.constants, at + 4 * (2 * n + c), misc[c]);
+    }
+  };
+  std::vector<int32_t> bias(n), mult(n);
+  std::vector<uint32_t> misc(n);
+  for (const auto& g : gens) {
+    CompiledNetwork::Generation gen;
+    gen.offset = uint32_t(cn.constants.size());
+    gen.slots = int(g.size());
+    cn.constants.resize(cn.constants.size() + g.size() * 12 * n, 0);
+    for (size_t s = 0; s < g.size(); ++s) {
+      const QLayer& l = net.layers[size_t(g[s].first)];
+      const auto& p = cn.layers[size_t(g[s].first)];
+      const int ob = g[s].second;
+      for (uint32_t c = 0; c < n; ++c) {
+        const int oc = ob * int(n) + int(c);
+        const uint32_t zp = uint32_t(l.out_q.zero_point) & 0xFF;
+        if (oc < l.cout()) {
+          bias[c] = p.chip_bias[size_t(oc)];
+          mult[c] = l.mult[size_t(oc)];
+          misc[c] = uint32_t(l.shift[size_t(oc)]) | zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+        } else {  // padding channels: the zero point (the next layer's weights there are 0)
+          bias[c] = 0;
+          mult[c] = 0;
+          misc[c] = zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+        }
+      }
+      write_slot(gen.offset + s * 12 * n, bias.data(), mult.data(), misc.data());
+    }
+    cn.generations.push_back(gen);
+  }
+  cn.zero_slots_offset = uint32_t(cn.constants.size());
+  cn.constants.resize(cn.constants.size() + cn.zero_slots.size() * 12 * n, 0);
+  for (size_t z = 0; z < cn.zero_slots.size(); ++z) {
+    std::fill(bias.begin(), bias.end(), 0);
+    std::fill(mult.begin(), mult.end(), 0);
+    std::fill(misc.begin(), misc.end(), (uint32_t(cn.zero_slots[z].first) & 0xFF) << 8);
+    write_slot(cn.zero_slots_offset + z * 12 * n, bias.data(), mult.data(), misc.data());
+  }
+  // 16-byte alignment of everything in constants holds: tiles are N*N, slots 12*N bytes.
+  return cn;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+struct Op {
+  Instruction ins;
+  uint32_t tile = 0;  // host address of the tile a switching matmul makes active
+  int marker = -1;    // >= 0: end of layer `marker` in the first micro-batch (no instruction)
+};
+
+class Emitter {
+ public:
+  Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint32_t iaddr, uint32_t oaddr,
+          const ProgramOptions& opt)
+      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr) {
+    half_ = (cn.chip.acc_rows - cn.zero_rows) / 2;
+    plan_memory(opt);
+  }
+
+  Program run() {
+    Program prog;
+    prog.batch = batch_;
+    prog.micro_batch = mb_;
+    // Parameters: zero slots once; slot generations once if there is only one.
+    if (!cn_.zero_slots.empty())
+      op(ReadHost{HostDest::Param, uint32_t(cn_.chip.qp_slots - cn_.zero_slots.size()) * 12,
+                  uint32_t(cn_.zero_slots.size()) * 12, caddr_ + cn_.zero_slots_offset});
+    if (cn_.generations.size() == 1) load_generation(0);
+    for (uint32_t i0 = 0; i0 < batch_; i0 += mb_) {
+      const uint32_t m = std::min(mb_, batch_ - i0);
+      for (size_t l = 0; l < cn_.layers.size(); ++l) {
+        layer(l, i0, m);
+        if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l)});
+      }
+      const auto& out = cn_.tensors.back();
+      op(WriteHost{tensor_base(cn_.layers.size()), m * out.image_rows(), oaddr_ + i0 * cn_.output_bytes()});
+    }
+    finish(prog);
+    return prog;
+  }
+
+ private:
+  void op(const Instruction& i, uint32_t tile = 0) { ops_.push_back(Op{i, tile, -1}); }
+
+  // ---- unified buffer plan: arena A (odd tensors) at 0; region B (staging of the packed input,
+  // even tensors) after it.
+  void plan_memory(const ProgramOptions& opt) {
+    const auto& t = cn_.tensors;
+    uint32_t a = 0, b = 0;
+    for (size_t l = 1; l < t.size(); ++l) (l % 2 ? a : b) = std::max(l % 2 ? a : b, t[l].image_rows());
+    const auto& l0 = cn_.layers.front();
+    const uint32_t rows0 = uint32_t(l0.lines_used) * uint32_t(l0.cols_used);
+    const uint32_t g0max = std::max<uint32_t>(1, rows0 <= half_ ? half_ / rows0 : 1);
+    uint32_t cap = std::min<uint32_t>(batch_, 4095);
+    if (opt.max_micro_batch) cap = std::min(cap, opt.max_micro_batch);
+    for (uint32_t m = cap; m >= 1; --m) {
+      const uint32_t g0 = std::min(m, g0max);
+      const uint64_t staging = 2ull * g0 * cn_.input_tensor.image_rows();
+      const uint64_t need = uint64_t(m) * a + std::max<uint64_t>(staging, uint64_t(m) * b);
+      if (need <= cn_.chip.ub_rows) {
+        mb_ = m;
+        g0_ = g0;
+        arena_b_ = m * a;
+        return;
+      }
+    }
+    throw Error(cn_.net.name + ": one image does not fit in the unified buffer (" + std::to_string(cn_.chip.ub_rows) +
+                " rows): input " + std::to_string(cn_.input_tensor.image_rows()) + " rows x 2, largest tensors " +
+                std::to_string(a) + " + " + std::to_string(b) + " rows");
+  }
+  uint32_t tensor_base(size_t l) const { return l % 2 ? 0 : arena_b_; }
+
+  void load_generation(int g) {
+    if (loaded_gen_ == g) return;
+    const auto& gen = cn_.generations[size_t(g)];
+    op(ReadHost{HostDest::Param, 0, uint32_t(gen.slots) * 12, caddr_ + gen.offset});
+    loaded_gen_ = g;
+  }
+
+  // Writes the zero point into every border row of tensor l (m images).
+  void zero_borders(size_t l, uint32_t m) {
+    const auto& t = cn_.tensors[l];
+    if (!t.padded()) return;
+    const uint32_t z = cn_.zero_rows, zacc = cn_.chip.acc_rows - z;
+    const uint8_t slot = uint8_t(cn_.zero_slot(t.zero_point, t.is_unsigned));
+    auto act = [&](uint32_t ub, uint32_t width, uint32_t height, uint32_t stride) {
+      Activate a;
+      a.func = ActFunc::Identity;
+      a.out_unsigned = t.is_unsigned;
+      a.acc_addr = uint16_t(zacc);
+      a.ub_addr = ub;
+      a.width = uint16_t(width);
+      a.height = uint16_t(height);
+      a.ub_stride = stride;
+      a.slot = slot;
+      op(a);
+    };
+    auto run = [&](uint32_t start, uint32_t len) {
+      while (len > 0) {
+        const uint32_t c = std::min(len, std::min<uint32_t>(z, 4095));
+        act(start, c, 1, 0);
+        start += c;
+        len -= c;
+      }
+    };
+    const uint32_t base = tensor_base(l), wp = t.wp(), br = t.block_rows();
+    const uint32_t top = uint32_t(t.pt) * wp + uint32_t(t.pl);
+    const uint32_t gap = uint32_t(t.pl + t.pr);
+    const uint32_t bottom = uint32_t(t.pr) + uint32_t(t.pb) * wp;
+    const uint32_t blocks = m * uint32_t(t.blocks);
+    if (gap > z) throw Error("internal: padding wider than the zero source");
+    run(base, top);
+    for (uint32_t q = 0; q < blocks; ++q) {
+      const uint32_t b0 = base + q * br;
+      if (gap > 0)
+        for (uint32_t y = 0; y + 1 < uint32_t(t.h);) {
+          const uint32_t h = std::min<uint32_t>(uint32_t(t.h) - 1 - y, z / gap);
+          act(b0 + (uint32_t(t.pt) + y) * wp + uint32_t(t.pl + t.w), gap, h, wp);
+          y += h;
+        }
+      run(b0 + (uint32_t(t.pt + t.h) - 1) * wp + uint32_t(t.pl + t.w), bottom + (q + 1 < blocks ? top : 0));
+    }
+  }
+
+  struct Unit {
+    uint32_t g0 = 0, g = 0;  // images [g0, g0 + g) of the micro-batch
+    int ob = 0, slot = 0, gen = 0;
+    int py0 = 0, py1 = 0;    // pooled output lines (conv)
+    int y0 = 0, y1 = 0;      // conv output lines computed
+    uint32_t acc = 0;        // ACC base
+    uint32_t rows = 0;       // ACC rows per image
+    bool first_of_group = false;
+    uint32_t group_index = 0;
+    uint32_t next_group_g0 = 0, next_group_g = 0;  // the group after this one (g = 0: none)
+  };
+
+  void layer(size_t li, uint32_t i0, uint32_t m) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    zero_borders(li + 1, m);
+    // Group size and bands.
+    uint32_t g;
+    std::vector<std::pair<int, int>> bands;  // pooled lines
+    if (l.kind == LayerKind::Conv) {
+      const uint32_t rows = uint32_t(p.lines_used) * uint32_t(p.cols_used);
+      if (rows <= half_) {
+        g = std::max<uint32_t>(1, std::min(m, half_ / rows));
+        bands.push_back({0, l.out.h});
+      } else {
+        g = 1;
+        int per = 1;
+        while (per < l.out.h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_) ++per;
+        for (int y = 0; y < l.out.h; y += per) bands.push_back({y, std::min(l.out.h, y + per)});
+      }
+    } else {
+      g = std::min(m, half_);
+      bands.push_back({0, 1});
+    }
+    if (li == 0) g = std::min(g, g0_);
+    std::vector<Unit> units;
+    for (const auto& c : p.chunks) {
+      uint32_t gi = 0;
+      for (uint32_t s = 0; s < m; s += g, ++gi) {
+        bool first = true;
+        for (int ob = c.ob_begin; ob < c.ob_end; ++ob)
+          for (const auto& b : bands) {
+            Unit u;
+            u.g0 = s;
+            u.g = std::min(g, m - s);
+            u.ob = ob;
+            u.slot = c.slot_base + (ob - c.ob_begin);
+            u.gen = c.generation;
+            u.py0 = b.first;
+            u.py1 = b.second;
+            if (l.kind == LayerKind::Conv) {
+              u.y0 = b.first * l.pool_s;
+              u.y1 = (b.second - 1) * l.pool_s + l.pool_k;
+              u.rows = uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used);
+            } else {
+              u.rows = 1;
+            }
+            u.first_of_group = first;
+            u.group_index = gi;
+            if (s + g < m) {
+              u.next_group_g0 = s + g;
+              u.next_group_g = std::min(g, m - s - g);
+            }
+            first = false;
+            units.push_back(u);
+          }
+      }
+    }
+    const Unit* prev = nullptr;
+    for (Unit& u : units) {
+      u.acc = (unit_counter_++ % 2) * half_;
+      if (p.packed && u.first_of_group) {
+        if (u.group_index == 0) stage_input(i0, u.g0, u.g, 0);
+      }
+      matmuls(li, u);
+      if (p.packed && u.first_of_group && u.next_group_g)
+        stage_input(i0, u.next_group_g0, u.next_group_g, (u.group_index + 1) % 2);
+      if (prev) activates(li, *prev);
+      prev = &u;
+    }
+    if (prev) activates(li, *prev);
+  }
+
+  uint32_t staging_base(uint32_t buf) const { return arena_b_ + buf * g0_ * cn_.input_tensor.image_rows(); }
+
+  void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) {
+    const uint32_t rows = cn_.input_tensor.image_rows();
+    op(ReadHost{HostDest::Ub, staging_base(buf), g * rows, iaddr_ + (i0 + g0) * cn_.input_bytes()});
+  }
+
+  void matmuls(size_t li, const Unit& u) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    const auto& in = cn_.tensors[li];
+    const int tiles = p.tiles_per_ob();
+    const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : tensor_base(li);
+    for (int t = 0; t < tiles; ++t) {
+      const uint32_t tile = caddr_ + p.tile_offset + uint32_t(u.ob * tiles + t) * n_ * n_;
+      const int tap = t / p.kin_blocks, ib = t % p.kin_blocks;
+      Matmul mm;
+      mm.accumulate = t > 0;
+      mm.a_unsigned = in.is_unsigned;
+      mm.w_unsigned = false;
+      if (l.kind == LayerKind::Dense) {
+        // One row per image: image stride apart.
+        const uint32_t img0 = p.packed ? 0 : u.g0;
+        const uint32_t pix = p.packed ? 0 : (uint32_t(tap / in.w + in.pt) * in.wp() + uint32_t(tap % in.w + in.pl));
+        mm.switch_weights = true;
+        mm.ub_addr = in_base + img0 * in.image_rows() + uint32_t(ib) * in.block_rows() + pix;
+        mm.acc_addr = uint16_t(u.acc);
+        mm.inner = 1;
+        mm.inner_stride = 1;
+        mm.outer = uint16_t(u.g);
+        mm.outer_stride = in.image_rows();
+        op(mm, tile);
+        mxu_rows_ += u.g;
+        continue;
+      }
+      for (uint32_t j = 0; j < u.g; ++j) {
+        mm.switch_weights = j == 0;
+        if (p.packed) {
+          mm.ub_addr = in_base + j * in.image_rows() + uint32_t(ib) * in.block_rows() + uint32_t(u.y0) * uint32_t(p.cols_used);
+          mm.inner_stride = 1;
+          mm.outer_stride = uint32_t(p.cols_used);
+        } else {
+          const int ky = tap / l.kw, kx = tap % l.kw;
+          mm.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(ib) * in.block_rows() +
+                       uint32_t(u.y0 * l.sh + ky) * in.wp() + uint32_t(kx);
+          mm.inner_stride = uint8_t(l.sw);
+          mm.outer_stride = uint32_t(l.sh) * in.wp();
+        }
+        mm.acc_addr = uint16_t(u.acc + j * u.rows);
+        mm.inner = uint16_t(p.cols_used);
+        mm.outer = uint16_t(u.y1 - u.y0);
+        op(mm, mm.switch_weights ? tile : 0);
+        mxu_rows_ += uint64_t(mm.inner) * mm.outer;
+      }
+    }
+  }
+
+  void activates(size_t li, const Unit& u) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    const auto& out = cn_.tensors[li + 1];
+    if (cn_.generations.size() > 1) load_generation(u.gen);
+    Activate a;
+    a.func = chip_func(l.act);
+    a.out_unsigned = out.is_unsigned;
+    a.slot = uint8_t(u.slot);
+    const uint32_t base = tensor_base(li + 1);
+    if (l.kind == LayerKind::Dense) {
+      a.acc_addr = uint16_t(u.acc);
+      a.ub_addr = base + u.g0 * out.image_rows() + uint32_t(u.ob) * out.block_rows() + uint32_t(out.pt) * out.wp() + uint32_t(out.pl);
+      a.width = 1;
+      a.height = uint16_t(u.g);
+      a.ub_stride = out.image_rows();
+      op(a);
+      return;
+    }
+    a.pool_k = uint8_t(l.pool_k);
+    a.pool_s = uint8_t(l.pool_s);
+    a.width = uint16_t(p.cols_used);
+    a.height = uint16_t(u.y1 - u.y0);
+    a.ub_stride = out.wp();
+    for (uint32_t j = 0; j < u.g; ++j) {
+      a.acc_addr = uint16_t(u.acc + j * u.rows);
+      a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
+                  uint32_t(u.py0 + out.pt) * out.wp() + uint32_t(out.pl);
+      op(a);
+    }
+  }
+
+  // Inserts the read_weights: every tile is pushed before the matmul that switches to it, at most
+  // WFifoTiles + 2 wait at once, and pushes run ahead (refilling when half the room is free).
+  void finish(Program& prog) {
+    std::vector<uint32_t> tiles;
+    for (const Op& o : ops_)
+      if (o.marker < 0 && o.tile) tiles.push_back(o.tile);
+    const uint32_t cap = cn_.chip.wfifo_tiles + 2, tile_bytes = n_ * n_;
+    // Refill when half the room is free: each read_weights costs a burst latency, so pushing one
+    // tile at a time is slower (measured on the chip: 1 tile 45, 3 tiles 28 cycles per tile).
+    const uint32_t refill = cap / 2;
+    size_t next = 0, switched = 0;
+    uint32_t pending = 0;
+    auto& out = prog.instructions;
+    auto fill = [&]() {
+      while (pending < cap && next < tiles.size()) {
+        uint32_t cnt = 1;
+        while (pending + cnt < cap && next + cnt < tiles.size() && tiles[next + cnt] == tiles[next] + cnt * tile_bytes) ++cnt;
+        out.push_back(ReadWeights{cnt, tiles[next]});
+        prog.weight_bytes += uint64_t(cnt) * tile_bytes;
+        pending += cnt;
+        next += cnt;
+      }
+    };
+    fill();
+    for (const Op& o : ops_) {
+      if (o.marker >= 0) {
+        if (prog.layer_end.size() <= size_t(o.marker)) prog.layer_end.resize(size_t(o.marker) + 1);
+        prog.layer_end[size_t(o.marker)] = out.size();
+        continue;
+      }
+      if (o.tile) {
+        if (next <= switched) fill();
+        out.push_back(o.ins);
+        ++switched;
+        --pending;
+        if (pending + refill <= cap) fill();
+        continue;
+      }
+      out.push_back(o.ins);
+    }
+    out.push_back(Halt{});
+    for (const auto& i : out) {
+      if (const auto* r = std::get_if<ReadHost>(&i)) {
+        prog.dma_in_bytes += uint64_t(r->rows) * n_;
+        if (r->dest == HostDest::Ub) prog.input_data_bytes += uint64_t(r->rows) * n_;
+      } else if (const auto* w = std::get_if<ReadWeights>(&i)) {
+        prog.dma_in_bytes += uint64_t(w->tiles) * tile_bytes;
+      } else if (const auto* wh = std::get_if<WriteHost>(&i)) {
+        prog.dma_out_bytes += uint64_t(wh->rows) * n_;
+      }
+    }
+    prog.dma_in_bytes += out.size() * kInstrBytes;
+    prog.mxu_rows = mxu_rows_;
+  }
+
+  const CompiledNetwork& cn_;
+  const uint32_t n_;
+  const uint32_t batch_, caddr_, iaddr_, oaddr_;
+  uint32_t half_ = 0, mb_ = 1, g0_ = 1, arena_b_ = 0;
+  int loaded_gen_ = -1;
+  uint64_t unit_counter_ = 0;
+  uint64_t mxu_rows_ = 0;
+  std::vector<Op> ops_;
+};
+
+}  // namespace
+
+Program emit_program(const CompiledNetwork& cn, uint32_t batch, uint32_t constants_addr,
+                     uint32_t input_addr, uint32_t output_addr, const ProgramOptions& options) {
+  if (batch < 1) throw Error("batch must be at least 1");
+  return Emitter(cn, batch, constants_addr, input_addr, output_addr, options).run();
+}
+
+}  // namespace tpu::cnn

@@ -1,0 +1,161 @@
+#include "evaluate.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "reference.h"
+
+namespace tpu::cnn {
+
+namespace {
+
+std::string jstr(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string jnum(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+std::string Evaluation::to_json(bool with_images) const {
+  std::ostringstream j;
+  const double n = images ? double(images) : 1.0;
+  j << "{\n";
+  j << "  \"model\": " << jstr(model) << ",\n";
+  j << "  \"backend\": " << jstr(backend) << ",\n";
+  j << "  \"chip_n\": " << chip_n << ",\n";
+  j << "  \"images\": " << images << ",\n";
+  j << "  \"offset\": " << offset << ",\n";
+  j << "  \"batch\": " << batch << ",\n";
+  j << "  \"micro_batch\": " << micro_batch << ",\n";
+  j << "  \"instructions_per_batch\": " << instructions_per_batch << ",\n";
+  j << "  \"quantization\": " << jstr(quantization) << ",\n";
+  j << "  \"accuracy\": " << jnum(accuracy()) << ",\n";
+  j << "  \"float_accuracy\": " << jnum(float_accuracy()) << ",\n";
+  j << "  \"reference_accuracy\": " << jnum(reference_accuracy()) << ",\n";
+  j << "  \"matches_golden\": " << (matches_reference() ? "true" : "false") << ",\n";
+  j << "  \"mismatched_images\": " << mismatches << ",\n";
+  j << "  \"cycles_total\": " << cycles_total << ",\n";
+  j << "  \"cycles_per_image\": " << jnum(double(cycles_total) / n) << ",\n";
+  j << "  \"cycles_estimated\": " << (cycles_estimated ? "true" : "false") << ",\n";
+  j << "  \"macs_per_image\": " << macs_per_image << ",\n";
+  j << "  \"mxu_utilization\": " << jnum(mxu_utilization) << ",\n";
+  j << "  \"mxu_busy_fraction\": " << jnum(cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0) << ",\n";
+  j << "  \"dma_bytes_per_image\": {\"in\": " << jnum(dma_in_per_image) << ", \"out\": " << jnum(dma_out_per_image)
+    << ", \"input_images\": " << input_bytes_per_image << ", \"logits\": " << output_bytes_per_image << "},\n";
+  j << "  \"wall_seconds\": " << jnum(wall_seconds) << ",\n";
+  j << "  \"wall_seconds_per_image\": " << jnum(wall_seconds / n) << ",\n";
+  j << "  \"sim_cycles_per_second\": "
+    << (cycles_estimated || run_seconds <= 0 ? std::string("null") : jnum(double(cycles_total) / run_seconds)) << ",\n";
+  j << "  \"layers\": [";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto& l = layers[i];
+    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << jstr(l.name) << ", \"op\": " << jstr(l.op) << ", \"macs\": " << l.macs
+      << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
+      << ", \"utilization\": " << jnum(l.utilization) << "}";
+  }
+  j << (layers.empty() ? "]" : "\n  ]");
+  if (with_images) {
+    j << ",\n  \"predictions\": [";
+    for (size_t i = 0; i < results.size(); ++i) j << (i ? ", " : "") << results[i].predicted;
+    j << "]";
+  }
+  j << "\n}\n";
+  return j.str();
+}
+
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
+                    const EvalOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_input_shape(q.input, float_net.name, 1, set.rows, set.cols, "the image set");
+  if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
+    throw Error("images " + std::to_string(o.offset) + ".." + std::to_string(o.offset + o.count - 1) +
+                " are outside the image set (" + std::to_string(set.count) + " images)");
+  Evaluation e;
+  e.model = float_net.name;
+  e.backend = std::string(device.backend());
+  e.chip_n = device.params().N;
+  e.offset = o.offset;
+  e.images = o.count;
+  e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));
+  ChipRunner runner(device, q, e.batch);
+  const Program& full = runner.program(e.batch);
+  e.micro_batch = full.micro_batch;
+  e.instructions_per_batch = full.instructions.size();
+  e.input_bytes_per_image = runner.compiled().input_bytes();
+  e.output_bytes_per_image = runner.compiled().output_bytes();
+  for (const auto& l : q.layers) e.macs_per_image += l.macs();
+  const int64_t pixels = q.input.size();
+  std::vector<std::vector<int32_t>> first_batch;
+  for (int i0 = 0; i0 < o.count; i0 += int(e.batch)) {
+    const int b = std::min<int>(int(e.batch), o.count - i0);
+    std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b), std::vector<int32_t>(static_cast<size_t>(pixels)));
+    std::vector<const int32_t*> ptrs;
+    for (int j = 0; j < b; ++j) {
+      q.quantize_pixels(set.image(o.offset + i0 + j), qi[size_t(j)].data());
+      ptrs.push_back(qi[size_t(j)].data());
+    }
+    if (i0 == 0) first_batch = qi;
+    const auto r = runner.run(ptrs, o.max_cycles);
+    e.cycles_total += r.stats.cycles;
+    e.cycles_estimated = r.stats.cycles_estimated;
+    e.run_seconds += r.stats.wall_seconds;
+    for (int c = 0; c < PerfCounters::kCount; ++c) e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
+    std::vector<ImageResult> batch_results;
+    for (int j = 0; j < b; ++j) {
+      ImageResult ir;
+      ir.index = o.offset + i0 + j;
+      ir.label = set.labels.empty() ? -1 : set.labels[size_t(ir.index)];
+      ir.logits = r.outputs[size_t(j)];
+      ir.predicted = argmax(ir.logits);
+      const auto ref = int_forward(q, ptrs[size_t(j)]);
+      ir.matches_reference = ref == ir.logits;
+      const auto x = pixels_to_float(set.image(ir.index), pixels);
+      ir.float_predicted = argmax(float_forward(float_net, x.data()));
+      e.mismatches += !ir.matches_reference;
+      e.correct += ir.predicted == ir.label;
+      e.float_correct += ir.float_predicted == ir.label;
+      e.reference_correct += argmax(ref) == ir.label;
+      batch_results.push_back(ir);
+    }
+    e.results.insert(e.results.end(), batch_results.begin(), batch_results.end());
+    if (o.on_batch) o.on_batch(batch_results, i0 + b, o.count);
+  }
+  const uint32_t n = e.chip_n;
+  e.mxu_utilization = e.cycles_total ? double(e.macs_per_image) * e.images / (double(e.cycles_total) * n * n) : 0.0;
+  e.dma_in_per_image = double(e.counters.dma_rd_bytes) / e.images;
+  e.dma_out_per_image = double(e.counters.dma_wr_bytes) / e.images;
+  e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.profile) {
+    std::vector<const int32_t*> ptrs;
+    for (const auto& v : first_batch) ptrs.push_back(v.data());
+    e.layers = runner.profile(ptrs, o.max_cycles);
+  }
+  return e;
+}
+
+}  // namespace tpu::cnn

@@ -1,0 +1,69 @@
+// Runs a labelled image set through a network on a Device and gathers everything tpusim
+// run-cnn reports: accuracy (chip, float, integer reference), whether every image's logits
+// equal the integer reference, cycles, MXU utilization, DMA bytes, per-layer profile, wall time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dataset.h"
+#include "device.h"
+#include "network.h"
+#include "runner.h"
+
+namespace tpu::cnn {
+
+struct ImageResult {
+  int index = 0;              // in the image set
+  int label = -1;             // -1 if the set has no labels
+  int predicted = 0;          // argmax of the chip's logits
+  int float_predicted = 0;    // argmax of the float model
+  bool matches_reference = false;
+  std::vector<int32_t> logits;  // the chip's quantized logits
+};
+
+struct EvalOptions {
+  int offset = 0, count = 100;
+  uint32_t batch = 1;
+  bool profile = true;   // per-layer cycles (extra runs of the first batch, after the others)
+  uint64_t max_cycles = 0;
+  // Called after each batch with the images of that batch (for per-image output and progress).
+  std::function<void(const std::vector<ImageResult>&, int done, int total)> on_batch;
+};
+
+struct Evaluation {
+  std::string model, backend;
+  uint32_t chip_n = 0;
+  int offset = 0, images = 0;
+  uint32_t batch = 0, micro_batch = 0;
+  size_t instructions_per_batch = 0;
+  int correct = 0, float_correct = 0, reference_correct = 0, mismatches = 0;
+  double accuracy() const { return images ? double(correct) / images : 0.0; }
+  double float_accuracy() const { return images ? double(float_correct) / images : 0.0; }
+  double reference_accuracy() const { return images ? double(reference_correct) / images : 0.0; }
+  bool matches_reference() const { return mismatches == 0; }
+  uint64_t cycles_total = 0;
+  bool cycles_estimated = false;
+  PerfCounters counters;           // summed over the batches
+  int64_t macs_per_image = 0;      // the network's MACs
+  double mxu_utilization = 0;      // macs / (cycles * N^2)
+  double dma_in_per_image = 0, dma_out_per_image = 0;  // counters / images
+  uint32_t input_bytes_per_image = 0, output_bytes_per_image = 0;  // the packed images, logits
+  double wall_seconds = 0;         // the evaluation (setup, runs, references; not the profile)
+  double run_seconds = 0;          // inside Device::run
+  std::vector<LayerProfile> layers;  // per-image cycles of the profiled batch
+  std::vector<ImageResult> results;
+  std::string quantization;        // how the model was quantized (for the report)
+
+  // One JSON object (the keys of the tpusim run-cnn --json contract).
+  std::string to_json(bool with_images = true) const;
+};
+
+// `float_net` is the imported model (float accuracy), `q` its quantization. Checks the image
+// shape against the model (Error "wrong input shape ...").
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
+                    const EvalOptions& options);
+
+}  // namespace tpu::cnn

@@ -1,0 +1,44 @@
+// Post-training quantization of a float network: per-output-channel symmetric int8 weights,
+// int32 biases, per-tensor activation scale and zero point from calibration images
+// (uint8 with zero point 0 after ReLU, asymmetric int8 otherwise). Quantization parameters that
+// came with the model (QDQ / QLinear* files) are used as they are.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "network.h"
+
+namespace tpu::cnn {
+
+// Observed value range of one tensor over the calibration images.
+struct Range {
+  float lo = 0.0f, hi = 0.0f;
+  bool seen = false;
+  void add(float v) {
+    if (!seen) lo = hi = v, seen = true;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+};
+
+struct Calibration {
+  Range input;                // after preprocessing
+  std::vector<Range> layers;  // every layer's output (after activation and pooling)
+  int images = 0;
+};
+
+// Runs the float network on `images` (each one NCHW float image of net.input.size() values).
+Calibration calibrate(const Network& net, const std::vector<std::vector<float>>& images);
+
+// True if every activation quantization is given by the model (no calibration needed).
+bool fully_quantized(const Network& net);
+
+// Quantizes `net`. `calib` may be null only when fully_quantized(net). Throws Error if a
+// parameter does not fit (e.g. a bias outside int32).
+QuantNetwork quantize(const Network& net, const Calibration* calib);
+
+// A fully quantized model as it is; otherwise calibrated on `images` (needed then, non-empty).
+QuantNetwork quantize_model(const Network& net, const std::vector<std::vector<float>>& images);
+
+}  // namespace tpu::cnn

@@ -1,0 +1,88 @@
+#include "runner.h"
+
+#include <algorithm>
+
+namespace tpu::cnn {
+
+ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_batch,
+                       const ProgramOptions& options)
+    : dev_(device), cn_(compile_network(net, device.params())), max_batch_(max_batch), options_(options) {
+  if (max_batch_ < 1) throw Error("batch must be at least 1");
+  constants_ = dev_.alloc(uint32_t(std::max<size_t>(16, cn_.constants.size())), "cnn constants");
+  dev_.write(constants_.addr, cn_.constants);
+  input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
+  output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
+  program(max_batch_);  // fail early if it cannot be compiled
+}
+
+const Program& ChipRunner::program(uint32_t batch) {
+  if (batch < 1 || batch > max_batch_)
+    throw Error("batch " + std::to_string(batch) + " outside 1.." + std::to_string(max_batch_));
+  auto& p = programs_[batch];
+  if (!p)
+    p = std::make_unique<Program>(emit_program(cn_, batch, constants_.addr, input_.addr, output_.addr, options_));
+  return *p;
+}
+
+void ChipRunner::write_inputs(const std::vector<const int32_t*>& images) {
+  std::vector<uint8_t> bytes(size_t(images.size()) * cn_.input_bytes());
+  for (size_t i = 0; i < images.size(); ++i) cn_.pack_input(images[i], bytes.data() + i * cn_.input_bytes());
+  dev_.write(input_.addr, bytes);
+}
+
+uint64_t ChipRunner::cycle_limit(const Program& p, uint64_t given) const {
+  if (given) return given;
+  // Generous: every matmul row, weight byte and instruction at a slow rate.
+  return 1'000'000 + 8 * (p.mxu_rows + p.dma_in_bytes + p.dma_out_bytes) + 64 * p.instructions.size();
+}
+
+ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
+  const Program& p = program(uint32_t(images.size()));
+  write_inputs(images);
+  Result r;
+  r.program = &p;
+  r.stats = dev_.run(p.instructions, cycle_limit(p, max_cycles));
+  const auto out = dev_.read(output_.addr, images.size() * cn_.output_bytes());
+  for (size_t i = 0; i < images.size(); ++i) r.outputs.push_back(cn_.unpack_output(out.data() + i * cn_.output_bytes()));
+  return r;
+}
+
+std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
+  const Program& p = program(uint32_t(images.size()));
+  write_inputs(images);
+  std::vector<LayerProfile> out;
+  uint64_t before = 0;
+  const uint32_t n = cn_.chip.N;
+  for (size_t l = 0; l < cn_.net.layers.size(); ++l) {
+    std::vector<Instruction> prefix(p.instructions.begin(), p.instructions.begin() + long(p.layer_end[l]));
+    prefix.push_back(Halt{});
+    const RunStats s = dev_.run(prefix, cycle_limit(p, max_cycles));
+    LayerProfile lp;
+    const QLayer& q = cn_.net.layers[l];
+    lp.name = q.name;
+    lp.op = q.op;
+    lp.macs = q.macs();
+    lp.images = p.first_micro_batch();
+    lp.cycles = s.cycles > before ? s.cycles - before : 0;
+    lp.utilization = lp.cycles ? double(lp.macs) * lp.images / (double(lp.cycles) * n * n) : 0.0;
+    before = s.cycles;
+    out.push_back(lp);
+  }
+  return out;
+}
+
+std::vector<float> pixels_to_float(const uint8_t* pixels, int64_t count) {
+  std::vector<float> x(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) x[size_t(i)] = float(pixels[i]) / 255.0f;
+  return x;
+}
+
+void check_input_shape(const Shape3& in, const std::string& model, int channels, int rows, int cols,
+                       const std::string& data) {
+  if (in.c != channels || in.h != rows || in.w != cols)
+    throw Error("wrong input shape: model " + model + " expects images of " + in.str() + " (C, H, W), but " + data +
+                " has images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " +
+                std::to_string(cols) + "]");
+}
+
+}  // namespace tpu::cnn

@@ -1,0 +1,68 @@
+// Runs a compiled network on a tpu::Device (the "rtl" chip or the "model" golden ISA model):
+// the host writes the packed input images, starts one program per batch and reads the logits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler.h"
+#include "device.h"
+#include "network.h"
+
+namespace tpu::cnn {
+
+struct LayerProfile {
+  std::string name, op;
+  int64_t macs = 0;          // per image (the network's MACs)
+  uint64_t cycles = 0;       // for the profiled images
+  uint32_t images = 0;       // images the cycles are for
+  double utilization = 0;    // macs * images / (cycles * N^2)
+};
+
+class ChipRunner {
+ public:
+  // Compiles `net` for the device's chip and allocates host buffers for up to `max_batch`
+  // images per run. Throws Error if the network does not fit the chip.
+  ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_batch,
+             const ProgramOptions& options = {});
+
+  const CompiledNetwork& compiled() const { return cn_; }
+  uint32_t max_batch() const { return max_batch_; }
+  // The program for `batch` images (compiled on first use).
+  const Program& program(uint32_t batch);
+
+  struct Result {
+    std::vector<std::vector<int32_t>> outputs;  // per image, quantized output values
+    RunStats stats;
+    const Program* program = nullptr;
+  };
+  // Runs 1..max_batch images, each net.input.size() quantized input values.
+  Result run(const std::vector<const int32_t*>& images, uint64_t max_cycles = 0);
+
+  // Per-layer cycles: runs the program of this batch cut after each layer of its first
+  // micro-batch (the chip's counters are global) and takes the differences.
+  std::vector<LayerProfile> profile(const std::vector<const int32_t*>& images, uint64_t max_cycles = 0);
+
+ private:
+  void write_inputs(const std::vector<const int32_t*>& images);
+  uint64_t cycle_limit(const Program& p, uint64_t given) const;
+
+  Device& dev_;
+  CompiledNetwork cn_;
+  uint32_t max_batch_;
+  ProgramOptions options_;
+  HostBuffer constants_, input_, output_;
+  std::map<uint32_t, std::unique_ptr<Program>> programs_;
+};
+
+// NCHW float pixels / 255 of a uint8 image (the input contract).
+std::vector<float> pixels_to_float(const uint8_t* pixels, int64_t count);
+
+// Throws Error unless images of `channels` x `rows` x `cols` fit the model's input.
+void check_input_shape(const Shape3& model_input, const std::string& model, int channels, int rows,
+                       int cols, const std::string& data);
+
+}  // namespace tpu::cnn

@@ -1,0 +1,91 @@
+// tpusim run-cnn as a user runs it: the JSON contract, the model backend, and the errors for an
+// unsupported op, a truncated file and a wrong input shape (exit code 1, one clear line).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "cnn_models.h"
+
+namespace {
+
+using namespace cnn_test;
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result tpusim(const std::string& args) {
+  const std::string cmd = std::string(TPUSIM_PATH) + " run-cnn " + args + " 2>&1";
+  Result r;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(RunCnnCli, JsonOnTheChip) {
+  const Result r = tpusim("--images 16 --batch 8 --quiet --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* key : {"\"model\"", "\"images\": 16", "\"batch\": 8", "\"accuracy\"", "\"matches_golden\": true",
+                          "\"cycles_total\"", "\"cycles_per_image\"", "\"mxu_utilization\"", "\"dma_bytes_per_image\"",
+                          "\"wall_seconds\"", "\"sim_cycles_per_second\"", "\"layers\"", "\"utilization\"",
+                          "\"name\": \"/conv1/Conv\"", "\"op\": \"Gemm\"", "\"cycles_estimated\": false"})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+}
+
+TEST(RunCnnCli, ModelBackendAndHumanOutput) {
+  const Result r = tpusim("--backend model --images 10 --batch 4 --offset 20");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("#20"), std::string::npos) << r.out;  // per-image lines with class names
+  EXPECT_NE(r.out.find("Ankle boot"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("estimated"), std::string::npos) << r.out;
+}
+
+TEST(RunCnnCli, UnsupportedOp) {
+  OnnxGraph g("bad");
+  g.input("input", {1, 1, 28, 28});
+  g.init_float("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
+  g.node("Conv", {"input", "w"}, {"c"}, {}, "conv");
+  g.node("AveragePool", {"c"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2})}, "avg_pool_1");
+  g.output("p");
+  const Result r = tpusim("--model " + temp_file("unsupported.onnx", g.serialize()) + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("node 'avg_pool_1' (AveragePool): is not supported. Supported ops: Conv"), std::string::npos)
+      << r.out;
+}
+
+TEST(RunCnnCli, TruncatedFile) {
+  std::ifstream f(bundled_model(), std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  const std::string bytes = s.str();
+  const Result r = tpusim("--model " + temp_file("truncated.onnx", bytes.substr(0, bytes.size() / 3)) + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
+}
+
+TEST(RunCnnCli, WrongInputShape) {
+  const std::string model = random_cnn_onnx("cifar", {3, 32, 32}, {{8, 3, 1, 1, true}}, {10}, 1);
+  const Result r = tpusim("--model " + temp_file("cifar.onnx", model) + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("wrong input shape"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[3, 32, 32]"), std::string::npos) << r.out;
+}
+
+}  // namespace

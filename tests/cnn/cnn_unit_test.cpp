@@ -1,0 +1,414 @@
+// CNN library tests that need no RTL: ONNX import and its errors, quantization, the integer
+// reference against the chip's arithmetic (arith.h), quantized model round trips, and the
+// compiled programs on the golden ISA model ("model" Device backend), bit-exact against the
+// integer reference.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <typeinfo>
+
+#include "arith.h"
+#include "cnn_models.h"
+#include "device_model.h"
+#include "reference.h"
+
+namespace {
+
+using namespace cnn_test;
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- import --------------------------------------------------------------------------------
+
+TEST(OnnxImport, BundledModel) {
+  const Network net = load_onnx(bundled_model());
+  EXPECT_EQ(net.input, (Shape3{1, 28, 28}));
+  EXPECT_EQ(net.file_batch, 1);
+  ASSERT_EQ(net.layers.size(), 4u);
+  EXPECT_EQ(net.layers[0].kind, LayerKind::Conv);
+  EXPECT_EQ(net.layers[0].out, (Shape3{32, 13, 13}));
+  EXPECT_EQ(net.layers[0].act, Activation::Relu);
+  EXPECT_EQ(net.layers[1].out, (Shape3{64, 5, 5}));
+  EXPECT_EQ(net.layers[2].kind, LayerKind::Dense);
+  EXPECT_EQ(net.layers[2].fan_in(), 1600);
+  EXPECT_EQ(net.layers[3].out, (Shape3{10, 1, 1}));
+  EXPECT_EQ(net.classes(), 10);
+}
+
+TEST(OnnxImport, UnsupportedOpNamesNodeOpAndSupportedList) {
+  OnnxGraph g("bad");
+  g.input("input", {1, 1, 8, 8});
+  g.init_float("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
+  g.node("Conv", {"input", "w"}, {"c"}, {}, "conv_a");
+  g.node("Sigmoid", {"c"}, {"s"}, {}, "my_sigmoid");
+  g.output("s");
+  const std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "bad.onnx"); });
+  EXPECT_NE(e.find("my_sigmoid"), std::string::npos) << e;
+  EXPECT_NE(e.find("Sigmoid"), std::string::npos) << e;
+  EXPECT_NE(e.find("not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find("Supported ops: Conv"), std::string::npos) << e;
+  EXPECT_NE(e.find("MaxPool"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, BranchingGraphIsRefused) {
+  OnnxGraph g("branch");
+  g.input("input", {1, 1, 8, 8});
+  g.init_float("w", {1, 1, 1, 1}, {1.0f});
+  g.node("Conv", {"input", "w"}, {"a"}, {}, "c1");
+  g.node("Conv", {"a", "w"}, {"b"}, {}, "c2");
+  g.node("Add", {"a", "b"}, {"sum"}, {}, "residual_add");
+  g.output("sum");
+  const std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "branch.onnx"); });
+  EXPECT_NE(e.find("residual_add"), std::string::npos) << e;
+  EXPECT_NE(e.find("sequential"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, TruncatedFileIsAClearError) {
+  const std::string bytes = read_file(bundled_model());
+  ASSERT_GT(bytes.size(), 100000u);
+  for (double f : {0.0, 0.001, 0.1, 0.5, 0.9, 0.999}) {
+    const std::string cut = bytes.substr(0, size_t(double(bytes.size()) * f));
+    const std::string e = error_of([&] { import_onnx_bytes(cut, "cut.onnx"); });
+    SCOPED_TRACE("truncated to " + std::to_string(cut.size()) + " bytes");
+    EXPECT_NE(e, "(no error)");
+    EXPECT_TRUE(e.find("truncated") != std::string::npos || e.find("empty") != std::string::npos ||
+                e.find("missing") != std::string::npos)
+        << e;
+  }
+  // The same through a file, and a file that is not there.
+  const std::string path = ::testing::TempDir() + "/truncated.onnx";
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_NE(error_of([&] { load_onnx(path); }).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_onnx(path + ".missing"); }).find("cannot open"), std::string::npos);
+}
+
+// Random corruption of the bundled model: the importer either accepts the file or throws
+// cnn::Error (no crash, no other exception type). Small models are mutated too, so that the
+// graph part (not only weight bytes) is hit.
+TEST(OnnxImport, CorruptFilesGiveErrorsNotCrashes) {
+  OnnxGraph g("small");
+  g.input("input", {1, 1, 8, 8});
+  g.init_float("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
+  g.init_float("b", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  g.node("Conv", {"input", "w", "b"}, {"c"}, {OnnxAttr::Ints("pads", {1, 1, 1, 1})}, "conv");
+  g.node("Relu", {"c"}, {"r"});
+  g.node("MaxPool", {"r"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})});
+  g.node("Flatten", {"p"}, {"f"});
+  g.init_float("w2", {3, 64}, std::vector<float>(192, 0.01f));
+  g.node("Gemm", {"f", "w2"}, {"logits"}, {OnnxAttr::Int("transB", 1)});
+  g.output("logits");
+  const std::string small = g.serialize();
+  const std::string big = read_file(bundled_model());
+  std::mt19937 rng(17);
+  int errors = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string m = i % 4 == 0 ? big : small;
+    const int flips = 1 + int(rng() % 4);
+    for (int f = 0; f < flips; ++f) m[rng() % m.size()] = char(rng() & 0xFF);
+    try {
+      import_onnx_bytes(m, "corrupt.onnx");
+    } catch (const Error&) {
+      ++errors;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "mutation " << i << ": " << typeid(e).name() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(errors, 50);
+}
+
+TEST(OnnxImport, WrongInputShapeIsAClearError) {
+  // A model whose declared input does not match its first convolution.
+  OnnxGraph g("mismatch");
+  g.input("input", {1, 1, 32, 32});
+  g.init_float("w", {8, 3, 3, 3}, std::vector<float>(8 * 27, 0.1f));
+  g.node("Conv", {"input", "w"}, {"c"}, {}, "first_conv");
+  g.output("c");
+  std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "mismatch.onnx"); });
+  EXPECT_NE(e.find("first_conv"), std::string::npos) << e;
+  EXPECT_NE(e.find("wrong input shape"), std::string::npos) << e;
+  // A 3x32x32 model fed with 1x28x28 Fashion-MNIST images.
+  const Network cifar = cifar_convnet(1);
+  e = error_of([&] { check_input_shape(cifar.input, "cifar.onnx", 1, 28, 28, "Fashion-MNIST"); });
+  EXPECT_NE(e.find("wrong input shape"), std::string::npos) << e;
+  EXPECT_NE(e.find("[3, 32, 32]"), std::string::npos) << e;
+  EXPECT_NE(e.find("[1, 28, 28]"), std::string::npos) << e;
+  EXPECT_NO_THROW(check_input_shape(load_onnx(bundled_model()).input, "m", 1, 28, 28, "d"));
+  // Not NCHW at all.
+  OnnxGraph h("3d");
+  h.input("input", {1, 28, 28});
+  h.init_float("w", {1, 1}, {1.0f});
+  h.node("MatMul", {"input", "w"}, {"y"});
+  h.output("y");
+  e = error_of([&] { import_onnx_bytes(h.serialize(), "3d.onnx"); });
+  EXPECT_NE(e.find("NCHW"), std::string::npos) << e;
+}
+
+TEST(OnnxImport, DynamicBatchAndPreprocessingAndFoldedBias) {
+  // Symbolic batch, normalization inside the model, MatMul + Add bias, Clip, Reshape.
+  OnnxGraph g("pre");
+  g.input("input", {-1, 2, 6, 6});
+  g.init_float("mean", {1, 2, 1, 1}, {0.5f, 0.25f});
+  g.init_float("std", {1, 2, 1, 1}, {0.5f, 2.0f});
+  g.node("Sub", {"input", "mean"}, {"a"});
+  g.node("Div", {"a", "std"}, {"b"});
+  std::vector<float> w(4 * 2 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.1f;
+  g.init_float("w", {4, 2, 3, 3}, w);
+  g.node("Conv", {"b", "w"}, {"c"}, {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {1, 0, 1, 0})});
+  g.init_float("cb", {1, 4, 1, 1}, {0.1f, -0.2f, 0.3f, 0.0f});
+  g.node("Add", {"c", "cb"}, {"d"});
+  g.init_float("lo", {}, {0.0f});
+  g.init_float("hi", {}, {6.0f});
+  g.node("Clip", {"d", "lo", "hi"}, {"e"});
+  g.init_int64("shape", {2}, {-1, 4 * 3 * 2});
+  g.node("Reshape", {"e", "shape"}, {"f"});
+  std::vector<float> m(24 * 5, 0.05f);
+  g.init_float("m", {24, 5}, m);
+  g.node("MatMul", {"f", "m"}, {"g"});
+  g.init_float("mb", {5}, {1, 2, 3, 4, 5});
+  g.node("Add", {"g", "mb"}, {"logits"});
+  g.output("logits");
+  const Network net = import_onnx_bytes(g.serialize(), "pre.onnx");
+  EXPECT_EQ(net.file_batch, 0);
+  ASSERT_EQ(net.pre_scale.size(), 2u);
+  EXPECT_FLOAT_EQ(net.pre_scale[0], 2.0f);
+  EXPECT_FLOAT_EQ(net.pre_shift[0], -1.0f);
+  EXPECT_FLOAT_EQ(net.pre_scale[1], 0.5f);
+  EXPECT_FLOAT_EQ(net.pre_shift[1], -0.125f);
+  ASSERT_EQ(net.layers.size(), 2u);
+  EXPECT_EQ(net.layers[0].out, (Shape3{4, 3, 2}));
+  EXPECT_EQ(net.layers[0].act, Activation::Clip);
+  EXPECT_FLOAT_EQ(net.layers[0].bias[1], -0.2f);
+  EXPECT_FLOAT_EQ(net.layers[1].bias[4], 5.0f);
+}
+
+// ---- arithmetic ------------------------------------------------------------------------------
+
+TEST(Quantize, MultiplierRepresentsTheRatio) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> e(-30, 5);
+  for (int i = 0; i < 1000; ++i) {
+    const double m = std::pow(2.0, e(rng));
+    int32_t mult;
+    uint8_t shift;
+    quantize_multiplier(m, &mult, &shift);
+    ASSERT_LE(shift, 63);
+    EXPECT_NEAR(double(mult) / std::pow(2.0, shift), m, m * 1e-9);
+  }
+}
+
+// The reference's requantization (its own rounding) equals the chip's (arith.h), which the RTL
+// is tested against: the integer reference and the chip agree by construction of the format.
+TEST(Reference, RequantizationMatchesTheChipArithmetic) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> acc(-3000000, 3000000), bias(-100000, 100000), zp(-20, 20);
+  std::uniform_real_distribution<double> scale(1e-6, 0.05);
+  for (int i = 0; i < 20000; ++i) {
+    QLayer l;
+    l.kind = LayerKind::Dense;
+    l.in = {1, 1, 1};
+    l.conv_out.c = 1;
+    l.infer_shapes();
+    l.in_q = {1.0f, 0, true};
+    l.out_q = {0.1f, zp(rng), i % 2 == 0};
+    if (l.out_q.is_unsigned) l.out_q.zero_point += 20;
+    l.weight = {1};
+    l.bias = {bias(rng)};
+    l.mult.resize(1);
+    l.shift.resize(1);
+    quantize_multiplier(scale(rng), &l.mult[0], &l.shift[0]);
+    l.act = Activation(i % 3);
+    l.lo = l.out_q.zero_point - 3;
+    l.hi = l.out_q.zero_point + 90;
+    if (l.out_q.is_unsigned) l.lo = std::max(l.lo, 0), l.hi = std::min(l.hi, 255);
+    const int32_t a = acc(rng);
+    const int ref = int_layer(l, {a})[0];
+    const uint32_t misc = uint32_t(l.shift[0]) | (uint32_t(l.out_q.zero_point) & 0xFF) << 8 |
+                          (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+    const tpu::ActFunc f = l.act == Activation::None ? tpu::ActFunc::Identity
+                           : l.act == Activation::Relu ? tpu::ActFunc::Relu : tpu::ActFunc::Clamp;
+    const int chip = tpu::requantize(a, l.bias[0], l.mult[0], misc, f, l.out_q.is_unsigned, nullptr);
+    ASSERT_EQ(ref, chip) << "acc " << a << " bias " << l.bias[0] << " mult " << l.mult[0] << " shift " << int(l.shift[0]);
+  }
+}
+
+// ---- quantization ------------------------------------------------------------------------------
+
+TEST(Quantize, FashionModelKeepsItsAccuracy) {
+  const Network net = load_onnx(bundled_model());
+  const QuantNetwork q = fashion_quantized();
+  EXPECT_EQ(q.input_q.scale, 1.0f / 255.0f);  // pixels exactly
+  EXPECT_TRUE(q.layers[0].out_q.is_unsigned);
+  EXPECT_FALSE(q.layers.back().out_q.is_unsigned);
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  int f_ok = 0, q_ok = 0;
+  const int n = 500;
+  for (int i = 0; i < n; ++i) {
+    const auto x = pixels_to_float(test.image(i), 784);
+    std::vector<int32_t> qi(784);
+    q.quantize_pixels(test.image(i), qi.data());
+    f_ok += argmax(float_forward(net, x.data())) == test.labels[size_t(i)];
+    q_ok += argmax(int_forward(q, qi.data())) == test.labels[size_t(i)];
+  }
+  EXPECT_GT(f_ok, n * 85 / 100);
+  EXPECT_NEAR(double(q_ok) / n, double(f_ok) / n, 0.02);
+}
+
+// A quantized model exported as QDQ or QLinear ONNX imports back into the same integer network.
+TEST(Quantize, QdqAndQLinearModelsRoundTrip) {
+  const QuantNetwork q = fashion_quantized();
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  for (int form = 0; form < 2; ++form) {
+    SCOPED_TRACE(form == 0 ? "QDQ" : "QLinear");
+    const std::string bytes = form == 0 ? export_qdq_onnx(q) : export_qlinear_onnx(q);
+    const Network net = import_onnx_bytes(bytes, "exported.onnx");
+    ASSERT_TRUE(fully_quantized(net));
+    const QuantNetwork r = quantize_model(net, {});
+    ASSERT_EQ(r.layers.size(), q.layers.size());
+    EXPECT_EQ(r.input_q, q.input_q);
+    for (size_t l = 0; l < q.layers.size(); ++l) {
+      EXPECT_EQ(r.layers[l].weight, q.layers[l].weight) << l;
+      EXPECT_EQ(r.layers[l].bias, q.layers[l].bias) << l;
+      EXPECT_EQ(r.layers[l].mult, q.layers[l].mult) << l;
+      EXPECT_EQ(r.layers[l].shift, q.layers[l].shift) << l;
+      EXPECT_EQ(r.layers[l].out_q, q.layers[l].out_q) << l;
+    }
+    for (int i = 0; i < 20; ++i) {
+      std::vector<int32_t> qi(784);
+      q.quantize_pixels(test.image(i), qi.data());
+      EXPECT_EQ(int_forward(r, qi.data()), int_forward(q, qi.data()));
+    }
+  }
+}
+
+// ---- compiled programs on the golden ISA model ------------------------------------------------
+
+void expect_model_matches_reference(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
+                                    uint32_t batch, uint32_t max_micro_batch = 0, uint32_t n = 16) {
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(n));
+  ProgramOptions opt;
+  opt.max_micro_batch = max_micro_batch;
+  ChipRunner runner(dev, q, batch, opt);
+  for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
+    const auto ptrs = pointers(images, i0, batch);
+    const auto r = runner.run(ptrs);
+    for (size_t j = 0; j < ptrs.size(); ++j)
+      ASSERT_EQ(r.outputs[j], int_forward(q, ptrs[j])) << "image " << i0 + j << ", batch " << batch;
+  }
+}
+
+TEST(GoldenModel, FashionBitExactAtSeveralBatchSizes) {
+  const QuantNetwork q = fashion_quantized();
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  std::vector<std::vector<int32_t>> images;
+  for (int i = 0; i < 40; ++i) {
+    images.emplace_back(784);
+    q.quantize_pixels(test.image(i), images.back().data());
+  }
+  expect_model_matches_reference(q, images, 1);
+  expect_model_matches_reference(q, images, 8);
+  expect_model_matches_reference(q, images, 7, 3);  // several micro-batches per program
+  expect_model_matches_reference(q, images, 40);
+}
+
+// The compiler reads the chip's parameters: other MXU sizes work unchanged.
+TEST(GoldenModel, FashionOnOtherArraySizes) {
+  const QuantNetwork q = fashion_quantized();
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  std::vector<std::vector<int32_t>> images;
+  for (int i = 0; i < 6; ++i) {
+    images.emplace_back(784);
+    q.quantize_pixels(test.image(i), images.back().data());
+  }
+  for (uint32_t n : {4u, 8u, 32u}) {
+    SCOPED_TRACE("N = " + std::to_string(n));
+    expect_model_matches_reference(q, images, 3, 0, n);
+  }
+}
+
+TEST(GoldenModel, CifarConvNetBitExact) {
+  const Network net = cifar_convnet(7);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 20, 8));
+  const auto images = quantize_images(q, random_images(net.input, 4, 9));
+  // Random logits are not degenerate.
+  const auto o = int_forward(q, images[0].data());
+  EXPECT_GT(*std::max_element(o.begin(), o.end()) - *std::min_element(o.begin(), o.end()), 10);
+  expect_model_matches_reference(q, images, 1);
+  expect_model_matches_reference(q, images, 4);
+}
+
+TEST(GoldenModel, ThreeConvNetBitExact) {
+  const Network net = three_conv_net(11);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 20, 12));
+  const auto images = quantize_images(q, random_images(net.input, 4, 13));
+  expect_model_matches_reference(q, images, 2);
+}
+
+// Stride 2, asymmetric padding, Clip, preprocessing with a non-zero input zero point, an
+// uneven channel count, a conv output layer and a first dense layer (MLP).
+TEST(GoldenModel, UnusualGeometriesBitExact) {
+  {
+    OnnxGraph g("odd");
+    g.input("input", {1, 3, 13, 11});
+    g.init_float("mean", {1, 3, 1, 1}, {0.5f, 0.4f, 0.3f});
+    g.node("Sub", {"input", "mean"}, {"x"});
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d(0, 0.3f);
+    auto rnd = [&](size_t n) { std::vector<float> v(n); for (auto& x : v) x = d(rng); return v; };
+    g.init_float("w1", {20, 3, 5, 5}, rnd(20 * 75));
+    g.init_float("b1", {20}, rnd(20));
+    g.node("Conv", {"x", "w1", "b1"}, {"c1"}, {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {2, 1, 1, 2})});
+    g.init_float("lo", {}, {0.0f});
+    g.init_float("hi", {}, {1.5f});
+    g.node("Clip", {"c1", "lo", "hi"}, {"r1"});
+    g.init_float("w2", {17, 20, 3, 2}, rnd(17 * 120));
+    g.node("Conv", {"r1", "w2"}, {"c2"}, {OnnxAttr::Ints("pads", {1, 1, 1, 1})});
+    g.node("MaxPool", {"c2"}, {"p2"}, {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("strides", {2, 2})});
+    g.init_float("w3", {9, 17, 1, 1}, rnd(9 * 17));
+    g.node("Conv", {"p2", "w3"}, {"logits"});
+    g.output("logits");
+    const Network net = import_onnx_bytes(g.serialize(), "odd.onnx");
+    const QuantNetwork q = quantize_model(net, random_images(net.input, 10, 2));
+    EXPECT_FALSE(q.input_q.is_unsigned);  // preprocessing makes the input signed
+    const auto images = quantize_images(q, random_images(net.input, 3, 3));
+    expect_model_matches_reference(q, images, 3);
+  }
+  {
+    OnnxGraph g("mlp");
+    g.input("input", {1, 1, 28, 28});
+    g.node("Flatten", {"input"}, {"f"});
+    std::mt19937 rng(4);
+    std::normal_distribution<float> d(0, 0.05f);
+    std::vector<float> w1(784 * 40), w2(40 * 10);
+    for (auto& x : w1) x = d(rng);
+    for (auto& x : w2) x = d(rng) * 4;
+    g.init_float("w1", {40, 784}, w1);
+    g.node("Gemm", {"f", "w1"}, {"h"}, {OnnxAttr::Int("transB", 1)});
+    g.node("Relu", {"h"}, {"r"});
+    g.init_float("w2", {40, 10}, w2);
+    g.node("MatMul", {"r", "w2"}, {"logits"});
+    g.output("logits");
+    const Network net = import_onnx_bytes(g.serialize(), "mlp.onnx");
+    const QuantNetwork q = quantize_model(net, random_images(net.input, 10, 5));
+    const auto images = quantize_images(q, random_images(net.input, 5, 6));
+    expect_model_matches_reference(q, images, 5);
+  }
+}
+
+}  // namespace
