@@ -22,8 +22,13 @@ namespace tpu::sim {
 
 namespace {
 
-// The RTL's default AxiDataWidth = min(8N, 128); the Verilated port types confirm it below.
+// The RTL's default AxiDataWidth = min(8N, 128), unless the build chose another width
+// (TPU_SIM_AXI_WIDTH); the Verilated port types confirm it below.
+#ifdef TPU_SIM_AXI_WIDTH
+constexpr unsigned kAxiWidth = TPU_SIM_AXI_WIDTH;
+#else
 constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
+#endif
 
 template <class Port>
 using PortData = typename std::remove_reference_t<Port>::data_type;
@@ -31,7 +36,7 @@ using PortData = typename std::remove_reference_t<Port>::data_type;
 static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_rdata_i)>,
                              PinType_t<kAxiWidth>>,
               "m_axi_rdata_i of the Verilated tpu_core is not the width the testbench assumes "
-              "(min(8*TPU_SIM_N, 128)): did the RTL's AxiDataWidth default change?");
+              "(TPU_SIM_AXI_WIDTH, or min(8*TPU_SIM_N, 128)): did the RTL's AxiDataWidth change?");
 static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_wstrb_o)>,
                              PinType_t<kAxiWidth / 8>>,
               "m_axi_wstrb_o of the Verilated tpu_core has an unexpected type");
