@@ -1,33 +1,41 @@
 // AXI4 read-channel arbiter: several read clients share the master's AR/R channels.
-// Fixed priority (client 0 first); the grant is held from AR until the burst's last R beat,
-// so only one burst is outstanding and R beats need no ID to find their owner.
+//
+// AR: fixed priority (client 0 first); the choice is held from ARVALID until ARREADY so the
+// address never changes while it waits. Up to MaxOutstanding bursts may be in flight; all use
+// one ID, so the memory returns them in order and a FIFO of owners routes the R beats to the
+// client whose burst is oldest (popped at RLAST).
 module tpu_axi_rd_arb #(
-  parameter int unsigned Clients = 3
+  parameter int unsigned Clients        = 3,
+  parameter int unsigned MaxOutstanding = 4
 ) (
-  input  logic                 clk_i,
-  input  logic                 rst_ni,
+  input  logic        clk_i,
+  input  logic        rst_ni,
   // Clients.
-  input  logic                 c_ar_valid_i [Clients],
-  input  logic [31:0]          c_ar_addr_i  [Clients],
-  input  logic [7:0]           c_ar_len_i   [Clients],
-  output logic                 c_ar_ready_o [Clients],
-  output logic                 c_r_valid_o  [Clients],
+  input  logic        c_ar_valid_i [Clients],
+  input  logic [31:0] c_ar_addr_i  [Clients],
+  input  logic [7:0]  c_ar_len_i   [Clients],
+  output logic        c_ar_ready_o [Clients],
+  output logic        c_r_valid_o  [Clients],
   // Master.
-  output logic [31:0]          m_ar_addr_o,
-  output logic [7:0]           m_ar_len_o,
-  output logic                 m_ar_valid_o,
-  input  logic                 m_ar_ready_i,
-  input  logic                 m_r_valid_i,
-  input  logic                 m_r_last_i,
-  output logic                 m_r_ready_o
+  output logic [31:0] m_ar_addr_o,
+  output logic [7:0]  m_ar_len_o,
+  output logic        m_ar_valid_o,
+  input  logic        m_ar_ready_i,
+  input  logic        m_r_valid_i,
+  input  logic        m_r_last_i,
+  output logic        m_r_ready_o
 );
   localparam int unsigned IdxW = (Clients > 1) ? $clog2(Clients) : 1;
+  localparam int unsigned QW   = (MaxOutstanding > 1) ? $clog2(MaxOutstanding) : 1;
 
-  logic            locked_q;   // a burst is outstanding for owner_q
-  logic            ar_done_q;  // its AR has been accepted
-  logic [IdxW-1:0] owner_q;
+  logic            ar_lock_q;               // a client's AR is being presented
+  logic [IdxW-1:0] ar_owner_q;
   logic [IdxW-1:0] pick;
   logic            any;
+  logic [IdxW-1:0] owners_q [MaxOutstanding];  // owners of the bursts in flight, oldest first
+  logic [QW-1:0]   rd_q, wr_q;
+  logic [QW:0]     cnt_q;
+  logic            ar_fire, r_done, full;
 
   always_comb begin
     any  = 1'b0;
@@ -40,32 +48,44 @@ module tpu_axi_rd_arb #(
     end
   end
 
+  assign full         = (cnt_q == (QW+1)'(MaxOutstanding));
+  assign m_ar_valid_o = ar_lock_q;
+  assign m_ar_addr_o  = c_ar_addr_i[ar_owner_q];
+  assign m_ar_len_o   = c_ar_len_i[ar_owner_q];
+  assign ar_fire      = m_ar_valid_o && m_ar_ready_i;
+  assign m_r_ready_o  = (cnt_q != '0);
+  assign r_done       = m_r_ready_o && m_r_valid_i && m_r_last_i;
+
   always_comb begin
-    m_ar_valid_o = locked_q && !ar_done_q;
-    m_ar_addr_o  = c_ar_addr_i[owner_q];
-    m_ar_len_o   = c_ar_len_i[owner_q];
-    m_r_ready_o  = locked_q && ar_done_q;
     for (int i = 0; i < int'(Clients); i++) begin
-      c_ar_ready_o[i] = m_ar_valid_o && m_ar_ready_i && (owner_q == IdxW'(i));
-      c_r_valid_o[i]  = m_r_ready_o && m_r_valid_i && (owner_q == IdxW'(i));
+      c_ar_ready_o[i] = ar_fire && (ar_owner_q == IdxW'(i));
+      c_r_valid_o[i]  = m_r_ready_o && m_r_valid_i && (owners_q[rd_q] == IdxW'(i));
     end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      locked_q  <= 1'b0;
-      ar_done_q <= 1'b0;
-      owner_q   <= '0;
-    end else if (!locked_q) begin
-      if (any) begin
-        locked_q <= 1'b1;
-        owner_q  <= pick;
+      ar_lock_q  <= 1'b0;
+      ar_owner_q <= '0;
+      rd_q       <= '0;
+      wr_q       <= '0;
+      cnt_q      <= '0;
+    end else begin
+      // A new AR is only taken on when its burst has a place in the owner FIFO.
+      if (!ar_lock_q) begin
+        if (any && !full) begin
+          ar_lock_q  <= 1'b1;
+          ar_owner_q <= pick;
+        end
+      end else if (ar_fire) begin
+        ar_lock_q <= 1'b0;
       end
-    end else if (!ar_done_q) begin
-      if (m_ar_ready_i) ar_done_q <= 1'b1;
-    end else if (m_r_valid_i && m_r_last_i) begin
-      locked_q  <= 1'b0;
-      ar_done_q <= 1'b0;
+      if (ar_fire) begin
+        owners_q[wr_q] <= ar_owner_q;
+        wr_q <= QW'((int'(wr_q) + 1) % MaxOutstanding);
+      end
+      if (r_done) rd_q <= QW'((int'(rd_q) + 1) % MaxOutstanding);
+      cnt_q <= cnt_q + (QW+1)'(ar_fire) - (QW+1)'(r_done);
     end
   end
 

@@ -10,7 +10,8 @@
 module tpu_dma_reader #(
   parameter int unsigned RowBytes  = 16,
   parameter int unsigned BeatBytes = 16,
-  parameter int unsigned MaxBurst  = 256  // beats; AXI4 INCR allows up to 256
+  parameter int unsigned MaxBurst  = 256, // beats; AXI4 INCR allows up to 256
+  parameter int unsigned MaxBursts = 2     // bursts in flight at once (hides memory latency)
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -40,7 +41,9 @@ module tpu_dma_reader #(
   localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
   localparam int unsigned BprW        = (BeatsPerRow > 1) ? $clog2(BeatsPerRow) : 1;
 
-  logic        busy_q, err_q, ar_pending_q, in_burst_q;
+  logic        busy_q, err_q, ar_pending_q;
+  logic [$clog2(MaxBursts+1)-1:0] bursts_q;  // bursts requested whose last beat is still due
+  logic        in_burst;
   logic [31:0] next_addr_q;
   logic [31:0] beats_left_q;    // beats not yet requested
   logic [31:0] beats_owed_q;    // beats requested, not yet received
@@ -75,7 +78,8 @@ module tpu_dma_reader #(
   assign ar_addr_o  = next_addr_q;
   assign ar_len_o   = 8'(burst_q - 1'b1);
   assign busy_o     = busy_q;
-  assign active_o   = ar_pending_q || in_burst_q;
+  assign in_burst   = (bursts_q != '0);
+  assign active_o   = ar_pending_q || in_burst;
   assign row_valid_o = row_valid_q;
   assign row_err_o   = row_err_q;
   assign row_idx_o   = row_idx_q;
@@ -88,11 +92,11 @@ module tpu_dma_reader #(
       busy_q       <= 1'b0;
       err_q        <= 1'b0;
       ar_pending_q <= 1'b0;
-      in_burst_q   <= 1'b0;
+      bursts_q     <= '0;
       row_valid_q  <= 1'b0;
       row_err_q    <= 1'b0;
       beats_owed_q <= '0;
-    end else if (clear_i && !in_burst_q && !ar_pending_q) begin
+    end else if (clear_i && !in_burst && !ar_pending_q) begin
       busy_q       <= 1'b0;
       err_q        <= 1'b0;
       row_valid_q  <= 1'b0;
@@ -111,21 +115,22 @@ module tpu_dma_reader #(
         beat_in_row_q <= '0;
       end
       // Request the next burst when there is room for it.
-      if (busy_q && !err_q && !clear_i && !ar_pending_q && !in_burst_q &&
+      if (busy_q && !err_q && !clear_i && !ar_pending_q &&
+          bursts_q != ($clog2(MaxBursts+1))'(MaxBursts) &&
           beats_left_q != '0 && room) begin
         ar_pending_q <= 1'b1;
         burst_q      <= burst_beats;
       end
       if (ar_pending_q && ar_ready_i) begin
         ar_pending_q <= 1'b0;
-        in_burst_q   <= 1'b1;
         next_addr_q  <= next_addr_q + 32'(burst_q) * BeatBytes;
         beats_left_q <= beats_left_q - 32'(burst_q);
         beats_owed_q <= beats_owed_q + 32'(burst_q);
       end
-      if (in_burst_q && r_valid_i) begin
-        beats_owed_q <= beats_owed_q - 1'b1;
-        if (r_last_i) in_burst_q <= 1'b0;
+      bursts_q <= bursts_q + ($clog2(MaxBursts+1))'(ar_pending_q && ar_ready_i)
+                           - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
+      if (in_burst && r_valid_i) begin
+        beats_owed_q <= beats_owed_q - 1'b1 + ((ar_pending_q && ar_ready_i) ? 32'(burst_q) : 32'd0);
         if (!err_q && !clear_i) begin
           if (r_resp_i != 2'b00) begin
             err_q       <= 1'b1;
@@ -148,7 +153,7 @@ module tpu_dma_reader #(
         end
       end
       // Finished once every beat has arrived, or after an error once the burst drained.
-      if (busy_q && !start_i && !ar_pending_q && !in_burst_q && (err_q || beats_left_q == '0)) begin
+      if (busy_q && !start_i && !ar_pending_q && !in_burst && (err_q || beats_left_q == '0)) begin
         busy_q <= 1'b0;
       end
     end
