@@ -71,12 +71,21 @@ std::string Evaluation::to_json(bool with_images) const {
   j << "  \"wall_seconds_per_image\": " << jnum(wall_seconds / n) << ",\n";
   j << "  \"sim_cycles_per_second\": "
     << (cycles_estimated || run_seconds <= 0 ? std::string("null") : jnum(double(cycles_total) / run_seconds)) << ",\n";
+  double ideal = 0, scalesim = 0;
+  for (const auto& l : layers) {
+    ideal += l.ideal_cycles;
+    scalesim += l.scalesim_ws_cycles;
+  }
+  j << "  \"ideal_cycles\": " << jnum(ideal) << ",\n";
+  j << "  \"scalesim_ws_cycles\": " << jnum(scalesim) << ",\n";
+  j << "  \"cycles_vs_scalesim\": " << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     j << (i ? ",\n    " : "\n    ") << "{\"name\": " << jstr(l.name) << ", \"op\": " << jstr(l.op) << ", \"macs\": " << l.macs
       << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
-      << ", \"utilization\": " << jnum(l.utilization) << "}";
+      << ", \"utilization\": " << jnum(l.utilization) << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
+      << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles) << "}";
   }
   j << (layers.empty() ? "]" : "\n  ]");
   if (with_images) {

@@ -65,6 +65,13 @@ std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>&
     lp.images = p.first_micro_batch();
     lp.cycles = s.cycles > before ? s.cycles - before : 0;
     lp.utilization = lp.cycles ? double(lp.macs) * lp.images / (double(lp.cycles) * n * n) : 0.0;
+    lp.ideal_cycles = double(lp.macs) / (double(n) * n);
+    {
+      const int64_t batch = std::max<int64_t>(1, lp.images);
+      const int64_t e = q.kind == LayerKind::Conv ? int64_t(q.conv_out.h) * q.conv_out.w * batch : batch;
+      const int64_t folds = ((q.fan_in() + n - 1) / n) * ((int64_t(q.cout()) + n - 1) / n);
+      lp.scalesim_ws_cycles = double(folds * (3 * int64_t(n) + e - 2) - 1) / double(batch);
+    }
     before = s.cycles;
     out.push_back(lp);
   }

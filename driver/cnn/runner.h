@@ -20,6 +20,12 @@ struct LayerProfile {
   uint64_t cycles = 0;       // for the profiled images
   uint32_t images = 0;       // images the cycles are for
   double utilization = 0;    // macs * images / (cycles * N^2)
+  // References, per image: the MXU doing nothing but useful MACs (macs / N^2), and the
+  // SCALE-Sim weight-stationary stall-free estimate for the batch (folds run one after
+  // another): ceil(Fh*Fw*C / N) * ceil(K / N) * (3N + E - 2) - 1 cycles, E = output pixels of
+  // the batch (a dense layer: the batch), divided by the images.
+  double ideal_cycles = 0;
+  double scalesim_ws_cycles = 0;
 };
 
 class ChipRunner {
