@@ -122,7 +122,8 @@ module tpu_core #(
   logic [127:0] fetch_instr;
   logic [127:0] instr;
   logic dmain_start, dmain_busy, dmain_err;
-  logic wdma_start, wdma_busy, wdma_err;
+  logic wdma_start, wdma_busy, wdma_err, wdma_err_prev, wdma_accept;
+  logic unused_fetch_err_prev, unused_fetch_accept, unused_dmain_err_prev, unused_dmain_accept;
   logic mxu_start, mxu_ready, mxu_retire, mxu_starved, mxu_abort;
   logic act_start, act_ready, act_busy, act_reading;
   logic dmaout_start, dmaout_busy, dmaout_err, dmaout_active;
@@ -140,7 +141,8 @@ module tpu_core #(
     .ar_ready_i(c_ar_ready[0]), .r_valid_i(c_r_valid[0]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(fetch_valid), .row_data_o(fetch_bytes), .row_idx_o(fetch_idx),
-    .row_err_o(fetch_err), .busy_o(fetch_busy), .active_o(fetch_active)
+    .row_err_o(fetch_err), .row_err_prev_o(unused_fetch_err_prev), .busy_o(fetch_busy),
+    .accept_o(unused_fetch_accept), .active_o(fetch_active)
   );
 
   tpu_ctrl #(
@@ -158,7 +160,8 @@ module tpu_core #(
     .fetch_err_i(fetch_err),
     .instr_o(instr),
     .dmain_start_o(dmain_start), .dmain_busy_i(dmain_busy), .dmain_err_i(dmain_err),
-    .wdma_start_o(wdma_start), .wdma_busy_i(wdma_busy), .wdma_err_i(wdma_err),
+    .wdma_start_o(wdma_start), .wdma_busy_i(wdma_busy), .wdma_accept_i(wdma_accept),
+    .wdma_err_i(wdma_err), .wdma_err_prev_i(wdma_err_prev),
     .mxu_start_o(mxu_start), .mxu_ready_i(mxu_ready), .mxu_retire_i(mxu_retire),
     .mxu_starved_i(mxu_starved), .mxu_abort_o(mxu_abort),
     .act_start_o(act_start), .act_ready_i(act_ready), .act_busy_i(act_busy),
@@ -189,7 +192,8 @@ module tpu_core #(
     .ar_ready_i(c_ar_ready[2]), .r_valid_i(c_r_valid[2]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(dmain_row_valid), .row_data_o(dmain_row), .row_idx_o(dmain_row_idx),
-    .row_err_o(dmain_row_err), .busy_o(dmain_busy), .active_o(dmain_active)
+    .row_err_o(dmain_row_err), .row_err_prev_o(unused_dmain_err_prev), .busy_o(dmain_busy),
+    .accept_o(unused_dmain_accept), .active_o(dmain_active)
   );
   assign dmain_err = dmain_row_valid && dmain_row_err;
   assign dmain_dst = dmain_local_q + dmain_row_idx;
@@ -208,14 +212,18 @@ module tpu_core #(
   logic [7:0] w_row [N];
   logic       active_buf, next_valid, next_buf, mm_switch, wl_idle, wl_tile_pending;
 
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_weights (
+  // The weight DMA overlaps consecutive read_weights: the next one starts requesting while the
+  // previous one's last beats are still arriving (the FIFO only appends).
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst), .Overlap(1'b1))
+      u_dma_weights (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
     .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),
     .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[1]), .ar_len_o(c_ar_len[1]),
     .ar_ready_i(c_ar_ready[1]), .r_valid_i(c_r_valid[1]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
-    .row_err_o(wdma_row_err), .busy_o(wdma_busy), .active_o(wdma_active)
+    .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
+    .accept_o(wdma_accept), .active_o(wdma_active)
   );
   assign wdma_err = wdma_row_valid && wdma_row_err;
 

@@ -51,7 +51,9 @@ module tpu_ctrl #(
   input  logic         dmain_err_i,    // pulse: the running read_host failed
   output logic         wdma_start_o,
   input  logic         wdma_busy_i,
+  input  logic         wdma_accept_i,  // can take the next read_weights (may overlap)
   input  logic         wdma_err_i,
+  input  logic         wdma_err_prev_i, // ... and it belongs to the overlapped earlier one
   output logic         mxu_start_o,
   input  logic         mxu_ready_i,
   input  logic         mxu_retire_i,   // last row of the oldest matmul reached the ACC
@@ -253,11 +255,11 @@ module tpu_ctrl #(
   end
 
   // ---------------- in-flight footprints ----------------
-  footprint_t fp_dmain_q, fp_wdma_q, fp_act_q, fp_dmaout_q;
+  footprint_t fp_dmain_q, fp_wdma_q, fp_wdma_prev_q, fp_act_q, fp_dmaout_q;
   footprint_t mm_fp_q [MmDepth];
   logic [MmW-1:0] mm_cnt_q;
   logic [$clog2(MmDepth)-1:0] mm_rd_q, mm_wr_q;
-  logic [31:0] pc_dmain_q, pc_wdma_q, pc_dmaout_q;
+  logic [31:0] pc_dmain_q, pc_wdma_q, pc_wdma_prev_q, pc_dmaout_q;
   logic dmaout_was_busy_q;
 
   logic all_idle, unit_ready, issue, can_decide;
@@ -269,6 +271,8 @@ module tpu_ctrl #(
     if (can_decide && unit_ready) begin
       if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
       if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
+      if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
+    if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
       if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
       if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
@@ -289,7 +293,7 @@ module tpu_ctrl #(
   always_comb begin
     unique case (op)
       OpReadHost:    unit_ready = !dmain_busy_i;
-      OpReadWeights: unit_ready = !wdma_busy_i;
+      OpReadWeights: unit_ready = wdma_accept_i;
       OpMatmul:      unit_ready = mxu_ready_i && (mm_cnt_q != MmW'(MmDepth));
       OpActivate:    unit_ready = act_ready_i;
       OpWriteHost:   unit_ready = !dmaout_busy_i;
@@ -336,7 +340,7 @@ module tpu_ctrl #(
     if (dmain_err_i) begin
       new_err = ErrAxiRead; new_err_pc = pc_dmain_q;
     end else if (wdma_err_i) begin
-      new_err = ErrAxiRead; new_err_pc = pc_wdma_q;
+      new_err = ErrAxiRead; new_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
     end else if (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i) begin
       new_err = ErrAxiWrite; new_err_pc = pc_dmaout_q;
     end else if (can_decide && static_err != ErrNone) begin
@@ -455,7 +459,14 @@ module tpu_ctrl #(
 
         // Other units.
         if (dmain_start_o)  begin fp_dmain_q  <= fp; pc_dmain_q  <= pc_q; end
-        if (wdma_start_o)   begin fp_wdma_q   <= fp; pc_wdma_q   <= pc_q; end
+        if (wdma_start_o) begin
+          // The previous read_weights may still be receiving (overlapped): keep its footprint
+          // (only while the weight DMA is busy) and its index for error reports.
+          fp_wdma_prev_q <= wdma_busy_i ? fp_wdma_q : '0;
+          pc_wdma_prev_q <= pc_wdma_q;
+          fp_wdma_q      <= fp;
+          pc_wdma_q      <= pc_q;
+        end
         if (act_start_o)    fp_act_q <= fp;
         if (dmaout_start_o) begin fp_dmaout_q <= fp; pc_dmaout_q <= pc_q; end
 

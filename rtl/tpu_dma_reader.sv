@@ -11,7 +11,11 @@ module tpu_dma_reader #(
   parameter int unsigned RowBytes  = 16,
   parameter int unsigned BeatBytes = 16,
   parameter int unsigned MaxBurst  = 256, // beats; AXI4 INCR allows up to 256
-  parameter int unsigned MaxBursts = 2     // bursts in flight at once (hides memory latency)
+  parameter int unsigned MaxBursts = 2,    // bursts in flight at once (hides memory latency)
+  // 1: a new transfer may start as soon as the current one has requested all its bursts, while
+  // their beats still arrive (rows keep their order; for sinks that only append, such as the
+  // weight FIFO). 0: a transfer starts when the previous one has completely arrived.
+  parameter bit          Overlap   = 1'b0
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -34,8 +38,11 @@ module tpu_dma_reader #(
   output logic [7:0]                 row_data_o [RowBytes],
   output logic [23:0]                row_idx_o,
   output logic                       row_err_o,
+  output logic                       row_err_prev_o,  // the failing beat belongs to the
+                                                      // previous (overlapped) transfer
   // Status.
   output logic                       busy_o,
+  output logic                       accept_o,  // start_i is allowed this cycle
   output logic                       active_o   // a burst is outstanding
 );
   localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
@@ -50,7 +57,8 @@ module tpu_dma_reader #(
   logic [23:0] row_q;           // index of the row being gathered
   logic [BprW-1:0] beat_in_row_q;
   logic [7:0]  gather_q [RowBytes];
-  logic        row_valid_q, row_err_q;
+  logic        row_valid_q, row_err_q, row_err_prev_q;
+  logic [$clog2(MaxBursts+1)-1:0] prev_bursts_q;  // bursts of the previous transfer still due
   logic [23:0] row_idx_q;
   logic [8:0]  burst_beats;    // the burst that would be requested now
   logic [8:0]  burst_q;        // the burst requested (AR payload must hold while waiting)
@@ -82,6 +90,9 @@ module tpu_dma_reader #(
   assign active_o   = ar_pending_q || in_burst;
   assign row_valid_o = row_valid_q;
   assign row_err_o   = row_err_q;
+  assign row_err_prev_o = row_err_prev_q;
+  assign accept_o    = !busy_q ||
+                       (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i);
   assign row_idx_o   = row_idx_q;
   always_comb begin
     for (int b = 0; b < int'(RowBytes); b++) row_data_o[b] = gather_q[b];
@@ -93,11 +104,13 @@ module tpu_dma_reader #(
       err_q        <= 1'b0;
       ar_pending_q <= 1'b0;
       bursts_q     <= '0;
+      prev_bursts_q <= '0;
       row_valid_q  <= 1'b0;
       row_err_q    <= 1'b0;
       beats_owed_q <= '0;
     end else if (clear_i && !in_burst && !ar_pending_q) begin
       busy_q       <= 1'b0;
+      prev_bursts_q <= '0;
       err_q        <= 1'b0;
       row_valid_q  <= 1'b0;
       row_err_q    <= 1'b0;
@@ -105,14 +118,23 @@ module tpu_dma_reader #(
     end else begin
       row_valid_q <= 1'b0;
       row_err_q   <= 1'b0;
+      row_err_prev_q <= 1'b0;
       if (start_i) begin
         busy_q        <= 1'b1;
         err_q         <= 1'b0;
         next_addr_q   <= addr_i;
         beats_left_q  <= 32'(rows_i) * BeatsPerRow;
-        beats_owed_q  <= '0;
         row_q         <= '0;
-        beat_in_row_q <= '0;
+        if (!busy_q) begin
+          beats_owed_q  <= '0;
+          beat_in_row_q <= '0;
+        end
+      end
+      // Bursts of an overlapped previous transfer arrive first (in order).
+      if (start_i && busy_q) begin
+        prev_bursts_q <= bursts_q - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
+      end else if (in_burst && r_valid_i && r_last_i && prev_bursts_q != '0) begin
+        prev_bursts_q <= prev_bursts_q - 1'b1;
       end
       // Request the next burst when there is room for it.
       if (busy_q && !err_q && !clear_i && !ar_pending_q &&
@@ -136,6 +158,7 @@ module tpu_dma_reader #(
             err_q       <= 1'b1;
             row_valid_q <= 1'b1;
             row_err_q   <= 1'b1;
+            row_err_prev_q <= (prev_bursts_q != '0);
             row_idx_q   <= row_q;
           end else begin
             for (int b = 0; b < int'(BeatBytes); b++) begin

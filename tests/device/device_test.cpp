@@ -205,7 +205,9 @@ TEST(RtlVsModel, SameBytesAndCounters) {
 }
 
 // The schedule keeps the MXU busy: a 256 x 256 x 256 matmul at N = 16 (tpusim matmul's
-// benchmark) uses the array more than 85% of the cycles.
+// benchmark) uses the array more than 90% of the cycles, and waiting for weight tiles costs
+// under 1% (the weight DMA overlaps consecutive read_weights, so matmuls are issued early
+// and may wait a few cycles for a tile instead of waiting at the issue stage).
 TEST(RtlPerformance, LargeMatmulKeepsTheArrayBusy) {
   if (N != 16) GTEST_SKIP() << "calibrated for N = 16";
   RtlDevice dev;
@@ -218,8 +220,8 @@ TEST(RtlPerformance, LargeMatmulKeepsTheArrayBusy) {
   for (auto& v : w) v = uint8_t(rng());
   const MatmulRun r = run_matmul(dev, s, a, w);
   EXPECT_EQ(r.out, reference_matmul(s, a, w));
-  EXPECT_GT(r.mxu_utilization, 0.85) << r.stats.cycles << " cycles; " << r.plan.describe();
-  EXPECT_EQ(r.stats.counters.weight_stall, 0u);
+  EXPECT_GT(r.mxu_utilization, 0.90) << r.stats.cycles << " cycles; " << r.plan.describe();
+  EXPECT_LT(r.stats.counters.weight_stall, r.stats.cycles / 100);
 }
 
 }  // namespace
