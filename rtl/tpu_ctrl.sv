@@ -333,6 +333,8 @@ module tpu_ctrl #(
   // ---------------- sequential ----------------
   logic [3:0]  new_err;
   logic [31:0] new_err_pc;
+  logic        unit_err;
+  assign unit_err = dmain_err_i || wdma_err_i || (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i);
   always_comb begin
     new_err    = ErrNone;
     new_err_pc = '0;
@@ -479,8 +481,10 @@ module tpu_ctrl #(
 
         if (issue) pc_q <= pc_q + 1'b1;
 
-        // Errors: stop issuing, let issued work finish.
-        if (!stop_q && new_err != ErrNone) begin
+        // Errors: stop issuing, let issued work finish. An AXI error of an instruction issued
+        // earlier can arrive after a later instruction's fault was latched: the fault that
+        // comes first in program order is the one reported.
+        if ((!stop_q && new_err != ErrNone) || (stop_q && unit_err && new_err_pc < err_pc_q)) begin
           stop_q     <= 1'b1;
           err_code_q <= new_err;
           err_pc_q   <= new_err_pc;
