@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Verilator line + toggle coverage of rtl/ (docs/verification.md).
+#
+#   scripts/coverage.sh [--programs P] [--no-build] [--no-run]
+#
+# Builds the chip with --coverage-line --coverage-toggle into build-cov/ ($TPU_COV_BUILD_DIR),
+# runs the rtl test suite there (everything labelled rtl except slow) plus P random programs
+# per array size (default 3000), merges every process's coverage with verilator_coverage and
+# prints line and toggle coverage per module and the uncovered lines (report.txt in the
+# coverage directory; annotated sources in annotated/). Exits 1 if the totals are below
+# TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TPU_COV_BUILD_DIR:-$root/build-cov}"
+jobs="${TPU_JOBS:-$(nproc)}"
+programs=3000 do_build=1 do_run=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --programs) programs="$2"; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --no-run) do_run=0; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ "$do_build" = 1 ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_COVERAGE=ON \
+        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" >/dev/null
+  cmake --build "$build" -j "$jobs" >/dev/null
+fi
+cov="$build/coverage"
+if [ "$do_run" = 1 ]; then
+  rm -rf "$cov"
+  mkdir -p "$cov"
+  export TPU_COVERAGE_DIR="$cov"
+  (cd "$build" && ctest -L rtl -LE slow -j "$jobs" --output-on-failure) || {
+    echo "coverage.sh: tests failed (coverage still reported)" >&2; }
+  ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ')"
+  pids=()
+  for n in $ns; do
+    "$build/tests/verif/tpu_random_n$n" run --first 5000000 --count "$programs" --quiet \
+      > "$cov/random_n$n.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || echo "coverage.sh: random programs failed, see $cov" >&2; done
+fi
+verilator_coverage -write "$cov/merged.dat" "$cov"/*_*.dat >/dev/null
+rm -rf "$cov/annotated"
+verilator_coverage -annotate "$cov/annotated" -annotate-min 1 "$cov/merged.dat" >/dev/null 2>&1 || true
+python3 "$root/scripts/coverage_report.py" "$cov/merged.dat" --rtl "$root/rtl" \
+  --min-line "${TPU_COV_MIN_LINE:-95}" --min-toggle "${TPU_COV_MIN_TOGGLE:-90}" | tee "$cov/report.txt"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Constrained-random differential regression, chip vs golden model (docs/verification.md).
+#
+#   scripts/regress.sh --programs 100000 [--n 4|16|all] [--jobs J] [--first S] [--max-length L]
+#
+# Seeds first .. first+programs-1 are split into J contiguous shards per array size, each run
+# by its own tpu_random_n<N> process (one simulated chip per process); shards run J at a time.
+# Prints every mismatch (seed, first differing instruction, replay command) and a summary;
+# exits 1 if any program mismatched. Logs: $build/regress/. Build dir: $TPU_BUILD_DIR or build/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${TPU_BUILD_DIR:-$root/build}"
+programs=1000 ns="all" jobs="$(nproc)" first=0 extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --programs) programs="$2"; shift 2 ;;
+    --n) ns="$2"; shift 2 ;;
+    --jobs|-j) jobs="$2"; shift 2 ;;
+    --first) first="$2"; shift 2 ;;
+    --max-length|--min-length|--fault-probability) extra+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "regress.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ "$ns" = all ]; then
+  ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null | tr ';' ' ')"
+  [ -n "$ns" ] || ns="16 4"
+fi
+targets=()
+for n in $ns; do targets+=("tpu_random_n$n"); done
+[ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
+
+logs="$build/regress"
+mkdir -p "$logs"
+for n in $ns; do rm -f "$logs"/n${n}_shard*.log; done
+start=$(date +%s)
+pids=()
+run_shard() {  # n shard first count
+  "$build/tests/verif/tpu_random_n$1" run --first "$3" --count "$4" --quiet "${extra[@]}" \
+    >"$logs/n$1_shard$2.log" 2>&1
+}
+for n in $ns; do
+  per=$(( (programs + jobs - 1) / jobs ))
+  for ((i = 0; i < jobs; i++)); do
+    s=$(( first + i * per )); c=$per
+    [ $(( i * per )) -ge "$programs" ] && break
+    [ $(( i * per + per )) -gt "$programs" ] && c=$(( programs - i * per ))
+    # at most $jobs shards at once
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
+    run_shard "$n" "$i" "$s" "$c" &
+    pids+=($!)
+  done
+done
+status=0
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+elapsed=$(( $(date +%s) - start ))
+
+total_pass=0 total_fail=0
+for n in $ns; do
+  pass=0 fail=0
+  for f in "$logs"/n${n}_shard*.log; do
+    line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$f" | tail -1 || true)"
+    if [ -z "$line" ]; then echo "regress.sh: $f has no summary (crashed?):" >&2; tail -5 "$f" >&2; status=1; continue; fi
+    pass=$(( pass + ${line%% *} )); f2=${line#*, }; fail=$(( fail + ${f2%% *} ))
+    grep -A4 '^MISMATCH' "$f" || true
+  done
+  echo "N = $n: seeds $first..$(( first + programs - 1 )): $pass passed, $fail failed"
+  total_pass=$(( total_pass + pass )); total_fail=$(( total_fail + fail ))
+done
+echo "regress.sh: ${elapsed} s with $jobs jobs"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ "$status" -eq 0 ]

@@ -1,0 +1,82 @@
+// The Verilated chip (tpu::sim::Chip) behind the verif::Backend interface. Header-only: it is
+// compiled into each per-N executable, which links exactly one tpu_sim_n<N>.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chip.h"
+#include "random_program.h"
+#include "registers.h"
+
+namespace tpu::verif {
+
+class ChipBackend : public Backend {
+ public:
+  // Constructs the process's only Chip and maps the shared host memory layout.
+  explicit ChipBackend(const sim::ChipConfig& config = {}) : chip_(config) {
+    chip_.add_region(kCmdBase, kCmdSize, "cmd");
+    chip_.add_region(kDataBase, kDataSize, "data");
+    chip_.add_region(kOutBase, kOutSize, "out");
+    chip_.add_region(kSpareBase, kSpareSize, "spare");
+    chip_.add_region(kDumpBase, kDumpSize, "dump");
+    chip_.reset();
+  }
+  const char* name() const override { return "chip"; }
+  // Maps more host memory (both backends must map the same).
+  void add_region(uint32_t base, uint32_t size) { chip_.add_region(base, size, "extra"); }
+  sim::Chip& chip() { return chip_; }
+  // A run that does not end within this many cycles counts as a hang.
+  uint64_t max_cycles = 5'000'000;
+
+  Outcome run(const std::vector<std::pair<uint32_t, std::vector<uint8_t>>>& memory,
+              const RunConfig& config, const std::vector<Instruction>& program) override {
+    chip_.clear_injected_errors();
+    zero(kDataBase, kDataSize);
+    zero(kOutBase, kOutSize);
+    zero(kSpareBase, kSpareSize);
+    zero(kDumpBase, kDumpSize);
+    for (const auto& [addr, bytes] : memory) chip_.write_mem(addr, bytes);
+    chip_.write_mem(kCmdBase, encode_program(program));
+    chip_.set_memory_timing(config.mem_latency, config.mem_bytes_per_cycle);
+    chip_.set_backpressure(config.backpressure, config.backpressure_seed);
+    for (int i = 0; i < kNumDmaWindows; ++i) {
+      const DmaWindow& w = config.windows[size_t(i)];
+      if (w.size == 0 && windows_[size_t(i)].size == 0) continue;  // already disabled
+      chip_.write_reg(0x080 + 8 * uint32_t(i), w.base);
+      chip_.write_reg(0x084 + 8 * uint32_t(i), w.size);
+    }
+    windows_ = config.windows;
+    for (const auto& r : config.slverr) chip_.inject_error(r.base, r.size);
+    chip_.start(kCmdBase, uint32_t(program.size()));
+    const sim::RunResult r = chip_.run(max_cycles);
+    Outcome o;
+    if (r.reason == sim::StopReason::kCycleLimit || r.reason == sim::StopReason::kIrq) {
+      o.hung = true;
+      chip_.reset();
+      windows_ = DmaWindows{};
+      for (auto& w : windows_) w.size = 1;  // unknown after reset: rewrite them next run
+    } else {
+      o.done = r.reason == sim::StopReason::kDone;
+      o.err_code = o.done ? 0 : r.err_code;
+      o.err_pc = o.done ? 0 : r.err_pc;
+      o.retired = chip_.counter(8);  // INSTR_RETIRED
+    }
+    chip_.clear_injected_errors();
+    o.data = chip_.read_mem(kDataBase, kDataSize);
+    o.out = chip_.read_mem(kOutBase, kOutSize);
+    o.dump = chip_.read_mem(kDumpBase, kDumpSize);
+    return o;
+  }
+
+ private:
+  void zero(uint32_t base, uint32_t size) {
+    if (zeros_.size() < size) zeros_.assign(size, 0);
+    chip_.write_mem(base, zeros_.data(), size);
+  }
+  sim::Chip chip_;
+  DmaWindows windows_{};
+  std::vector<uint8_t> zeros_;
+};
+
+}  // namespace tpu::verif

@@ -1,0 +1,636 @@
+// Every error path of docs/isa.md, on both backends (the Verilated chip and the golden
+// model), each compared with the other and with the expected code and faulting index:
+// illegal opcode, every reserved bit of every opcode, UB/ACC/PARAM ranges at their exact
+// boundaries, DMA outside the enabled windows (nothing written), AXI SLVERR/DECERR on reads,
+// writes and instruction fetch, command buffer overrun, a run that never ends (cycle limit),
+// and soft reset in the middle of a matmul / DMA / activate followed by a correct run.
+//
+// The typed exceptions of the driver's device layer (driver/device.h) are tested with that
+// layer; these tests work at the Chip / GoldenModel level, which is what they turn into
+// exceptions (ERR_CODE, ERR_PC, STATUS).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chip_backend.h"
+#include "random_program.h"
+
+namespace {
+
+using namespace tpu;
+using namespace tpu::verif;
+
+constexpr uint32_t N = TPU_SIM_N;
+using Memory = std::vector<std::pair<uint32_t, std::vector<uint8_t>>>;
+
+struct Backends {
+  ChipBackend chip;
+  GoldenBackend golden{ChipParams::with_n(N)};
+};
+Backends& backends() {
+  static Backends* b = new Backends;
+  return *b;
+}
+const ChipParams& params() {
+  static ChipParams p = ChipParams::with_n(N);
+  return p;
+}
+
+std::string show(const Outcome& o) {
+  if (o.hung) return "hung";
+  if (o.done) return "done";
+  return std::string(error_name(ErrorCode(o.err_code))) + " at " + std::to_string(o.err_pc);
+}
+
+// Runs `program` on both backends; expects both to report `code` at `pc` (ERR_NONE: done),
+// and (unless the state is undefined after an AXI error) the same host memory.
+void expect_both(const std::vector<Instruction>& program, ErrorCode code, uint32_t pc,
+                 const RunConfig& cfg = {}, const Memory& mem = {}) {
+  auto& b = backends();
+  SCOPED_TRACE("program:\n" + listing(program));
+  const Outcome g = b.golden.run(mem, cfg, program);
+  const Outcome c = b.chip.run(mem, cfg, program);
+  const std::string want =
+      code == ErrorCode::ERR_NONE ? "done" : std::string(error_name(code)) + " at " + std::to_string(pc);
+  EXPECT_EQ(show(g), want) << "golden: " << b.golden.last_message();
+  if (!same_fetch_fault(c, g, b.golden.last_message())) EXPECT_EQ(show(c), want);
+  if (code == ErrorCode::ERR_AXI_READ || code == ErrorCode::ERR_AXI_WRITE) return;
+  EXPECT_EQ(c.retired, g.retired);
+  EXPECT_TRUE(c.out == g.out) << "kOut differs";
+  EXPECT_TRUE(c.data == g.data) << "kData differs";
+}
+
+// A short valid program, so every test also checks that the chip still works after the fault.
+void expect_chip_still_works(uint64_t seed = 42) {
+  auto& b = backends();
+  GenOptions opt;
+  opt.n = N;
+  opt.fault_probability = 0;
+  opt.max_length = 20;
+  const TestCase tc = generate_program(seed, opt);
+  const CaseResult r = run_case(b.chip, b.golden, tc);
+  EXPECT_TRUE(r.ok) << r.mismatch;
+}
+
+std::vector<uint8_t> pattern(size_t n, uint8_t salt) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uint8_t(i * 7 + salt);
+  return v;
+}
+
+TEST(ErrorPaths, IllegalOpcode) {
+  for (unsigned op : {0x08u, 0x0Fu, 0x10u, 0x2Au, 0x7Fu, 0x80u, 0xFFu}) {
+    RawInstruction raw;
+    raw.bytes[0] = uint8_t(op);
+    expect_both({Nop{}, raw, Halt{}}, ErrorCode::ERR_OPCODE, 1);
+    raw.bytes[15] = 0xFF;  // reserved-looking bits too: the opcode is reported
+    expect_both({raw, Halt{}}, ErrorCode::ERR_OPCODE, 0);
+  }
+  expect_chip_still_works();
+}
+
+// Every reserved bit of every opcode, one at a time.
+TEST(ErrorPaths, EveryReservedBit) {
+  const std::vector<Instruction> bases = {
+      Nop{}, ReadHost{HostDest::Ub, 0, 1, kDataBase}, ReadWeights{1, kDataBase},
+      [] { Matmul m; m.switch_weights = true; return Instruction(m); }(),
+      [] { Activate a; a.width = 1; a.height = 1; return Instruction(a); }(),
+      WriteHost{0, 1, kOutBase}, Sync{}, Halt{}};
+  for (const auto& base : bases) {
+    const InstrBytes word = encode(base);
+    const Opcode op = Opcode(word[0]);
+    for (unsigned bit = 8; bit < 128; ++bit) {
+      bool defined = false;
+      for (const auto& f : instruction_fields(op)) defined |= bit >= f.bits.lo && bit <= f.bits.hi();
+      if (defined) continue;
+      RawInstruction raw{word};
+      raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
+      SCOPED_TRACE(std::string(mnemonic(op)) + " bit " + std::to_string(bit));
+      expect_both({Nop{}, Nop{}, raw, Halt{}}, ErrorCode::ERR_RESERVED, 2);
+      if (HasFailure()) return;
+    }
+  }
+  expect_chip_still_works();
+}
+
+TEST(ErrorPaths, FieldErrors) {
+  ReadHost bad_dest{HostDest(3), 0, 1, kDataBase};
+  expect_both({bad_dest, Halt{}}, ErrorCode::ERR_FIELD, 0);
+  expect_both({ReadHost{HostDest::Ub, 0, 0, kDataBase}, Halt{}}, ErrorCode::ERR_FIELD, 0);
+  expect_both({WriteHost{0, 0, kOutBase}, Halt{}}, ErrorCode::ERR_FIELD, 0);
+  expect_both({ReadWeights{0, kDataBase}, Halt{}}, ErrorCode::ERR_FIELD, 0);
+  Matmul m;
+  m.switch_weights = true;
+  m.inner = 0;
+  expect_both({ReadWeights{1, kDataBase}, m, Halt{}}, ErrorCode::ERR_FIELD, 1);
+  m.inner = 1;
+  m.outer = 0;
+  expect_both({ReadWeights{1, kDataBase}, m, Halt{}}, ErrorCode::ERR_FIELD, 1);
+  Activate a;
+  a.width = 3;
+  a.height = 3;
+  for (int k = 0; k < 6; ++k) {
+    Activate x = a;
+    if (k == 0) x.width = 0;
+    if (k == 1) x.height = 0;
+    if (k == 2) x.pool_k = 0;
+    if (k == 3) x.pool_s = 0;
+    if (k == 4) x.pool_k = 4;
+    if (k == 5) { x.width = 5; x.pool_k = 4; }  // pool_k > height only
+    expect_both({Nop{}, x, Halt{}}, ErrorCode::ERR_FIELD, 1);
+  }
+  expect_chip_still_works();
+}
+
+// Exact boundaries: the last row in range runs, one more faults.
+TEST(ErrorPaths, UbAccParamRanges) {
+  const ChipParams& p = params();
+  const Memory mem = {{kDataBase, pattern(kDataSize, 3)}};
+  // UB via read_host / write_host
+  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 2, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 3, kDataBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, 0xFFFFFF, 0xFFFFFF, kDataBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  expect_both({WriteHost{p.ub_rows - 1, 1, kOutBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  expect_both({WriteHost{p.ub_rows - 1, 2, kOutBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  // matmul: largest UB row read, ACC rows
+  Matmul m;
+  m.switch_weights = true;
+  m.inner = 3;
+  m.inner_stride = 5;
+  m.outer = 2;
+  m.outer_stride = 100;
+  m.ub_addr = p.ub_rows - 1 - (100 + 2 * 5);
+  m.acc_addr = uint16_t(p.acc_rows - 6);
+  expect_both({ReadWeights{1, kDataBase}, m, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  Matmul m2 = m;
+  m2.ub_addr += 1;
+  expect_both({ReadWeights{1, kDataBase}, m2, Halt{}}, ErrorCode::ERR_UB_RANGE, 1, {}, mem);
+  m2 = m;
+  m2.acc_addr += 1;
+  expect_both({ReadWeights{1, kDataBase}, m2, Halt{}}, ErrorCode::ERR_ACC_RANGE, 1, {}, mem);
+  m2.acc_addr = 0xFFFF;
+  m2.ub_addr = 0xFFFFFF;
+  expect_both({ReadWeights{1, kDataBase}, m2, Halt{}}, ErrorCode::ERR_UB_RANGE, 1, {}, mem);
+  // activate: ACC region and UB output
+  Activate a;
+  a.width = 4;
+  a.height = 3;
+  a.pool_k = 2;
+  a.pool_s = 1;      // Ho = 2, Wo = 3
+  a.ub_stride = 10;  // last UB row = ub_addr + 10 + 2
+  a.acc_addr = uint16_t(p.acc_rows - 12);
+  a.ub_addr = p.ub_rows - 13;
+  expect_both({a, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  Activate a2 = a;
+  a2.acc_addr += 1;
+  expect_both({a2, Halt{}}, ErrorCode::ERR_ACC_RANGE, 0, {}, mem);
+  a2 = a;
+  a2.ub_addr += 1;
+  expect_both({a2, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  a2.acc_addr = 0xFFFF;
+  expect_both({a2, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);  // lowest code wins
+  a2.slot = uint8_t(p.qp_slots - 1);
+  a2.ub_addr = 0;
+  expect_both({a2, Halt{}}, ErrorCode::ERR_ACC_RANGE, 0, {}, mem);
+  // PARAM and LUT rows
+  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 12, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 13, kDataBase}, Halt{}}, ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Lut, 0, p.lut_rows(), kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Lut, 1, p.lut_rows(), kDataBase}, Halt{}}, ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
+  expect_chip_still_works();
+}
+
+TEST(ErrorPaths, WeightsErrors) {
+  const ChipParams& p = params();
+  Matmul m;
+  expect_both({m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 0);  // no tile made active in this run
+  m.switch_weights = true;
+  expect_both({m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 0);  // nothing pushed
+  expect_both({ReadWeights{1, kDataBase}, m, m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 2);
+  expect_both({ReadWeights{p.wfifo_tiles + 2, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0);
+  expect_both({ReadWeights{p.wfifo_tiles + 3, kDataBase}, Halt{}}, ErrorCode::ERR_WEIGHT_OVERFLOW, 0);
+  expect_both({ReadWeights{2, kDataBase}, m, ReadWeights{p.wfifo_tiles + 1, kDataBase}, Halt{}},
+              ErrorCode::ERR_NONE, 0);
+  expect_both({ReadWeights{2, kDataBase}, m, ReadWeights{p.wfifo_tiles + 2, kDataBase}, Halt{}},
+              ErrorCode::ERR_WEIGHT_OVERFLOW, 2);
+  // 2^24-1 tiles also wrap the host address space: the lower code wins.
+  expect_both({ReadWeights{0xFFFFFF, kDataBase}, Halt{}},
+              uint64_t{0xFFFFFF} * N * N + kDataBase > 0xFFFF'FFFFull ? ErrorCode::ERR_HOST_RANGE
+                                                                     : ErrorCode::ERR_WEIGHT_OVERFLOW, 0);
+  expect_both({ReadWeights{0x10000 / (N * N) + 1, 0xFFFF'0000u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_chip_still_works();
+}
+
+TEST(ErrorPaths, AlignmentAndAddressWrap) {
+  for (uint32_t off = 1; off < 16; off += 7) {
+    expect_both({ReadHost{HostDest::Ub, 0, 1, kDataBase + off}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+    expect_both({WriteHost{0, 1, kOutBase + off}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+    expect_both({ReadWeights{1, kDataBase + off}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+  }
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, 0xFFFF'FFF0u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_both({WriteHost{0, 32 / N, 0xFFFF'FFF0u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_both({ReadWeights{2, uint32_t(0x1'0000'0000ull - N * N)}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_both({ReadHost{HostDest::Ub, 0, 2, 0xFFFF'FFF1u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+  expect_chip_still_works();
+}
+
+// DMA windows: accesses outside every enabled window fault before anything moves.
+TEST(ErrorPaths, DmaOutsideRegisteredBuffers) {
+  RunConfig cfg;
+  cfg.windows[0] = {kCmdBase, kCmdSize};
+  cfg.windows[3] = {kDataBase, kDataSize};
+  cfg.windows[5] = {kOutBase, kOutSize};
+  const Memory mem = {{kDataBase, pattern(kDataSize, 9)}, {kSpareBase, pattern(kSpareSize, 1)}};
+  // In the windows: fine.
+  expect_both({ReadHost{HostDest::Ub, 0, 4, kDataBase}, WriteHost{0, 4, kOutBase}, Halt{}},
+              ErrorCode::ERR_NONE, 0, cfg, mem);
+  // A write outside: nothing written, earlier instructions complete.
+  expect_both({ReadHost{HostDest::Ub, 0, 4, kDataBase}, WriteHost{0, 4, kOutBase},
+               WriteHost{0, 4, kSpareBase}, WriteHost{0, 4, kOutBase + 64}, Halt{}},
+              ErrorCode::ERR_HOST_RANGE, 2, cfg, mem);
+  auto& b = backends();
+  const std::vector<uint8_t> spare = pattern(kSpareSize, 1);
+  EXPECT_EQ(b.chip.chip().read_mem(kSpareBase, 64), std::vector<uint8_t>(spare.begin(), spare.begin() + 64));
+  EXPECT_EQ(b.chip.chip().read_mem(kOutBase + 64, 64), std::vector<uint8_t>(64, 0));
+  // Crossing the end of a window, reads, weights.
+  expect_both({WriteHost{0, 32 / N, kOutBase + kOutSize - 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({ReadHost{HostDest::Param, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({ReadWeights{1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({ReadWeights{1, kDataBase + kDataSize - N * N + 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  // Two adjacent windows do not make one: a range across the boundary faults.
+  RunConfig split = cfg;
+  split.windows[3] = {kDataBase, 0x8000};
+  split.windows[6] = {kDataBase + 0x8000, 0x8000};
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + 0x8000 - 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, split, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kDataBase + 0x8000 - 16}, ReadHost{HostDest::Ub, 1, 1, kDataBase + 0x8000}, Halt{}},
+              ErrorCode::ERR_NONE, 0, split, mem);
+  // The command buffer itself outside the windows: ERR_HOST_RANGE at index 0, nothing fetched.
+  RunConfig no_cmd = cfg;
+  no_cmd.windows[0] = {kCmdBase, 32};
+  expect_both({Nop{}, Nop{}, Nop{}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, no_cmd, mem);
+  expect_both({Nop{}, Halt{}}, ErrorCode::ERR_NONE, 0, no_cmd, mem);
+  expect_chip_still_works();
+}
+
+// Host memory answering SLVERR (injected) or DECERR (unmapped).
+TEST(ErrorPaths, AxiErrorResponses) {
+  const Memory mem = {{kDataBase, pattern(kDataSize, 5)}};
+  RunConfig slv;
+  slv.slverr = {{kDataBase + 0x200, 16}};
+  expect_both({ReadHost{HostDest::Ub, 0, 8, kDataBase + 0x180}, Halt{}}, ErrorCode::ERR_NONE, 0, slv, mem);
+  expect_both({Nop{}, ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Halt{}}, ErrorCode::ERR_AXI_READ, 1, slv, mem);
+  expect_both({Nop{}, ReadHost{HostDest::Param, 0, 12, kDataBase + 0x200}, Halt{}}, ErrorCode::ERR_AXI_READ, 1, slv, mem);
+  expect_both({ReadHost{HostDest::Lut, 0, params().lut_rows(), kDataBase + 0x200}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+  expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+  RunConfig slvw;
+  slvw.slverr = {{kOutBase + 0x400, 16}};
+  expect_both({WriteHost{0, 2048 / N, kOutBase}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, slvw, mem);
+  expect_both({WriteHost{0, 4, kOutBase}, Nop{}, WriteHost{0, 1, kOutBase + 0x400}, Halt{}},
+              ErrorCode::ERR_AXI_WRITE, 2, slvw, mem);
+  // A matmul waiting for the tile of a read_weights that fails must not hang the core
+  // (found by random seed 1220 at N = 16; fixed in rtl/, see docs/verification.md).
+  {
+    Matmul sw;
+    sw.switch_weights = true;
+    sw.inner = 4;
+    expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+    expect_both({ReadWeights{1, kDataBase + 0x200}, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+    RunConfig late = slv;
+    late.mem_latency = 40;
+    late.backpressure = 0.5;
+    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
+    // A later static fault decoded before the AXI error arrives: the AXI error of the older
+    // instruction is reported (program order; found by this test, fixed in rtl/tpu_ctrl.sv).
+    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
+    expect_both({ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Nop{}, [] { RawInstruction r; r.bytes[0] = 0x55; return Instruction(r); }(), Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
+    expect_both({WriteHost{0, 200, kUnmapped}, Matmul{}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, late, mem);
+  }
+  // DECERR
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
+  expect_both({ReadWeights{1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
+  expect_both({WriteHost{0, 1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, {}, mem);
+  // A read that runs off the end of mapped memory.
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + kDataSize - 16}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
+  // Instruction fetch: the failing word's index, also late in a long buffer.
+  for (uint32_t at : {0u, 1u, 5u, 9u, 17u}) {
+    RunConfig f;
+    f.slverr = {{kCmdBase + 16 * at, 16}};
+    std::vector<Instruction> prog(20, Nop{});
+    prog.push_back(Halt{});
+    expect_both(prog, ErrorCode::ERR_AXI_READ, at, f);
+  }
+  // A failing word after the halt is never executed (the chip may prefetch it). Host memory
+  // fails whole bursts, and a fetch burst is up to 16 words: a failing word closer to
+  // executed ones may make their burst fail (see docs/verification.md).
+  for (uint32_t after : {16u, 17u, 30u}) {
+    RunConfig f;
+    f.slverr = {{kCmdBase + 16 * (3 + after), 16}};
+    std::vector<Instruction> prog = {Nop{}, Nop{}, Halt{}};
+    prog.resize(3 + after + 4, Nop{});
+    expect_both(prog, ErrorCode::ERR_NONE, 0, f);
+  }
+  expect_chip_still_works();
+}
+
+TEST(ErrorPaths, CommandBufferOverrun) {
+  expect_both({Nop{}, Nop{}}, ErrorCode::ERR_CMD_OVERRUN, 2);
+  expect_both({Nop{}}, ErrorCode::ERR_CMD_OVERRUN, 1);
+  std::vector<Instruction> prog(40, Sync{});
+  expect_both(prog, ErrorCode::ERR_CMD_OVERRUN, 40);
+  expect_chip_still_works();
+}
+
+// A program that does not finish within the run's cycle budget: Chip::run returns
+// kCycleLimit (the driver turns that into a timeout), and a soft reset recovers.
+TEST(ErrorPaths, RunThatDoesNotFinishInTime) {
+  auto& chip = backends().chip.chip();
+  std::vector<Instruction> prog = {ReadWeights{1, kDataBase}};
+  Matmul m;
+  m.switch_weights = true;
+  m.inner = 2000;
+  m.inner_stride = 1;
+  prog.push_back(m);
+  for (int i = 0; i < 8; ++i) {
+    Matmul again = m;
+    again.switch_weights = false;
+    again.accumulate = true;
+    prog.push_back(again);
+  }
+  prog.push_back(Halt{});
+  chip.write_mem(kCmdBase, encode_program(prog));
+  chip.start(kCmdBase, uint32_t(prog.size()));
+  const auto r = chip.run(1000);
+  EXPECT_EQ(r.reason, sim::StopReason::kCycleLimit);
+  EXPECT_TRUE(chip.status().busy);
+  chip.write_reg(sim::reg::kCtrl, sim::reg::kCtrlSoftReset);
+  chip.step(200);
+  EXPECT_FALSE(chip.status().busy);
+  expect_chip_still_works(7);
+}
+
+// SOFT_RESET while units are busy, then a correct run (compared with the golden model).
+// `stop_after` cycles into a program dominated by one unit.
+void soft_reset_during(const std::vector<Instruction>& prog, uint64_t stop_after, double backpressure,
+                       uint64_t check_seed) {
+  auto& b = backends();
+  auto& chip = b.chip.chip();
+  chip.write_mem(kDataBase, pattern(kDataSize, 11));
+  chip.write_mem(kCmdBase, encode_program(prog));
+  chip.set_backpressure(backpressure, 3);
+  chip.set_memory_timing(10, 16);
+  chip.start(kCmdBase, uint32_t(prog.size()));
+  chip.step(stop_after);
+  const auto before = chip.status();
+  EXPECT_TRUE(before.busy) << "the program finished before the soft reset";
+  chip.write_reg(sim::reg::kCtrl, sim::reg::kCtrlSoftReset);
+  // Bursts already on the bus complete first (a write burst is up to 256 beats).
+  for (int i = 0; i < 100 && chip.status().busy; ++i) chip.step(100);
+  const auto after = chip.status();
+  EXPECT_FALSE(after.busy);
+  EXPECT_FALSE(after.done);
+  EXPECT_FALSE(after.error);
+  chip.set_backpressure(0, 1);
+  // The weight FIFO and buffers are empty: a matmul without switch has no tile.
+  Matmul m;
+  expect_both({m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 0);
+  expect_chip_still_works(check_seed);
+  expect_chip_still_works(check_seed + 1);
+}
+
+TEST(ErrorPaths, SoftResetDuringMatmul) {
+  std::vector<Instruction> prog = {ReadWeights{3, kDataBase}};
+  Matmul m;
+  m.switch_weights = true;
+  m.inner = 1500;
+  m.inner_stride = 1;
+  prog.push_back(m);
+  prog.push_back(m);  // the next tile, while the FIFO still holds one
+  prog.push_back(Halt{});
+  for (uint64_t at : {150u, 400u, 900u, 1700u, 2500u}) {
+    SCOPED_TRACE("soft reset at cycle " + std::to_string(at));
+    soft_reset_during(prog, at, 0.0, 100 + at);
+  }
+}
+
+TEST(ErrorPaths, SoftResetDuringDmaAndActivate) {
+  {  // long read_host / read_weights / write_host under backpressure
+    std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 2000, kDataBase},
+                                     ReadWeights{5, kDataBase}, WriteHost{0, 500, kOutBase}, Halt{}};
+    for (uint64_t at : {60u, 300u, 1500u}) soft_reset_during(prog, at, 0.5, 200 + at);
+  }
+  {  // a long activate with pooling
+    Activate a;
+    a.width = 40;
+    a.height = 40;
+    a.pool_k = 2;
+    a.pool_s = 1;
+    a.ub_stride = 39;
+    a.func = ActFunc::Relu;
+    std::vector<Instruction> prog = {a, a, Halt{}};
+    for (uint64_t at : {50u, 900u, 2000u}) soft_reset_during(prog, at, 0.0, 300 + at);
+  }
+  {  // a long write_host (the write channel in flight)
+    std::vector<Instruction> prog = {WriteHost{0, 900, kOutBase}, Halt{}};
+    for (uint64_t at : {40u, 333u}) soft_reset_during(prog, at, 0.3, 400 + at);
+  }
+}
+
+// START while the core is busy is ignored; unknown registers answer SLVERR.
+TEST(ErrorPaths, RegisterInterface) {
+  auto& chip = backends().chip.chip();
+  std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 500, kDataBase}, Halt{}};
+  chip.write_mem(kCmdBase, encode_program(prog));
+  chip.set_backpressure(0, 1);
+  chip.start(kCmdBase, uint32_t(prog.size()));
+  chip.step(20);
+  chip.write_reg(sim::reg::kCmdCount, 1);
+  chip.write_reg(sim::reg::kCtrl, sim::reg::kCtrlStart);  // ignored while busy
+  const auto r = chip.run(100000);
+  EXPECT_EQ(r.reason, sim::StopReason::kDone);
+  EXPECT_EQ(chip.counter(8), 2u);
+  EXPECT_EQ(chip.try_read_reg(0x3FC).resp, 2u);
+  EXPECT_EQ(chip.try_write_reg(0x004, 1).resp, 2u);  // read-only
+  EXPECT_THROW(chip.read_reg(0xFFC), sim::RegisterError);
+  expect_chip_still_works(9);
+}
+
+// ---- corners the random programs do not reach (found with scripts/coverage.sh)
+
+// Every bit of every read/write register, both ways, read back (the window registers feed the
+// controller's range checks; the values do not matter while no run starts).
+TEST(ChipCorners, RegisterBitsReadBack) {
+  auto& chip = backends().chip.chip();
+  std::vector<uint32_t> regs = {sim::reg::kCmdAddr, sim::reg::kCmdCount, sim::reg::kIrqEnable};
+  for (uint32_t i = 0; i < 8; ++i) {
+    regs.push_back(0x080 + 8 * i);
+    regs.push_back(0x084 + 8 * i);
+  }
+  for (uint32_t r : regs) {
+    const uint32_t mask = r == sim::reg::kIrqEnable ? 0x3u : r == sim::reg::kCmdAddr ? ~0xFu : ~0u;
+    for (uint32_t v : {0xFFFF'FFFFu, 0x0u, 0xAAAA'AAAAu, 0x5555'5555u, 0x0u}) {
+      chip.write_reg(r, v);
+      EXPECT_EQ(chip.read_reg(r) & mask, v & mask) << "register 0x" << std::hex << r;
+    }
+  }
+  chip.write_reg(sim::reg::kIrqEnable, sim::reg::kIrqEnableResetValue);
+  // Partial-word writes answer SLVERR; reads of every read-only register work.
+  for (uint32_t r : {0x000u, 0x004u, 0x008u, 0x00Cu, 0x010u, 0x014u, 0x018u, 0x020u, 0x024u,
+                     0x028u, 0x02Cu, 0x030u, 0x048u}) {
+    EXPECT_EQ(chip.try_read_reg(r).resp, 0u) << r;
+  }
+  for (uint32_t i = 0; i < sim::reg::kNumCounters; ++i) (void)chip.counter(i);
+  // Unmapped addresses across the 12-bit register space answer SLVERR.
+  for (uint32_t a : {0x03Cu, 0x0C0u, 0x1FCu, 0x200u, 0x400u, 0x800u, 0xFFCu, 0xAA8u, 0x554u}) {
+    EXPECT_EQ(chip.try_read_reg(a).resp, 2u) << a;
+    EXPECT_EQ(chip.try_write_reg(a, 0xFFFF'FFFFu).resp, 2u) << a;
+  }
+  expect_chip_still_works(21);
+}
+
+// Host buffers and the command buffer at the top of the 32-bit space (every address bit set),
+// DMA windows there, transfers that cross 4 KiB boundaries near 2^32.
+TEST(ChipCorners, HighHostAddresses) {
+  auto& b = backends();
+  constexpr uint32_t kHigh = 0xFFFF'0000u, kMid = 0xAAAA'0000u, kLow5 = 0x5555'0000u;
+  static bool mapped = false;
+  if (!mapped) {
+    for (uint32_t base : {kHigh, kMid, kLow5}) {
+      b.chip.add_region(base, 0x1'0000);
+      b.golden.add_region(base, 0x1'0000);
+    }
+    mapped = true;
+  }
+  const Memory mem = {{kHigh, pattern(0x1'0000, 17)}, {kMid, pattern(0x1'0000, 4)}, {kLow5, pattern(0x1'0000, 9)}};
+  const uint32_t rows = 8192 / N;  // 8 KiB: crosses 4 KiB boundaries
+  std::vector<Instruction> prog = {
+      ReadHost{HostDest::Ub, params().ub_rows - rows, rows, kHigh + 0x7000},
+      ReadHost{HostDest::Ub, 0, rows, kMid + 0x1000},
+      ReadWeights{params().wfifo_tiles + 2, uint32_t(0x1'0000'0000ull - (params().wfifo_tiles + 2) * N * N)},
+      WriteHost{params().ub_rows - rows, rows, kLow5 + 0x3000},
+      WriteHost{0, rows, kHigh + 0xE000},
+      ReadHost{HostDest::Param, 0, params().param_rows(), kLow5 + 0x100},
+      Halt{}};
+  for (int i = 0; i < int(params().wfifo_tiles) + 2; ++i) {
+    Matmul m;
+    m.switch_weights = true;
+    m.ub_addr = params().ub_rows - 1 - uint32_t(i);
+    m.acc_addr = uint16_t(params().acc_rows - 1 - uint32_t(i));
+    prog.insert(prog.end() - 1, m);
+  }
+  expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
+  RunConfig win;
+  win.windows[0] = {kHigh, 0xFFFF};  // ends one byte short of 2^32
+  win.windows[1] = {kMid, 0x1'0000};
+  win.windows[2] = {kLow5, 0x1'0000};
+  win.windows[3] = {kCmdBase, kCmdSize};
+  expect_both(prog, ErrorCode::ERR_HOST_RANGE, 2, win, mem);
+  win.windows[0] = {0xFFFF'F000u, 0x1000};
+  win.windows[4] = {kHigh, 0xF000};
+  expect_both(prog, ErrorCode::ERR_HOST_RANGE, 4, win, mem);  // write across two windows
+  win.windows[4] = {kHigh, 0x1'0000};
+  expect_both(prog, ErrorCode::ERR_NONE, 0, win, mem);
+  // The command buffer up there too (and a fault late in it).
+  auto& chip = b.chip.chip();
+  std::vector<Instruction> nops(300, Nop{});
+  nops.push_back(ReadHost{HostDest::Ub, 0, 1, kHigh});
+  nops.push_back(Halt{});
+  chip.write_mem(kHigh + 0x8000, encode_program(nops));
+  chip.start(kHigh + 0x8000, uint32_t(nops.size()));
+  auto r = chip.run(100000);
+  EXPECT_EQ(r.reason, sim::StopReason::kDone);
+  expect_chip_still_works(22);
+}
+
+// A long command buffer: PC, ERR_PC and the fetch counters run through 17 bits.
+TEST(ChipCorners, LongCommandBuffer) {
+  auto& chip = backends().chip.chip();
+  const uint32_t count = (1u << 17) + 3;
+  std::vector<uint8_t> nops(size_t(count) * 16, 0);
+  // (kCmd holds 4096 instructions: a buffer of its own.)
+  static bool mapped = false;
+  constexpr uint32_t kBig = 0x2000'0000u;
+  if (!mapped) {
+    chip.add_region(kBig, 0x40'0000, "big");
+    mapped = true;
+  }
+  // The last words move data, so the units' instruction indices are large too.
+  const std::vector<Instruction> tail = {ReadHost{HostDest::Ub, 0, 4, kBig + 0x30'0000},
+                                         ReadWeights{1, kBig + 0x30'0000},
+                                         WriteHost{0, 4, kBig + 0x38'0000}};
+  const std::vector<uint8_t> tail_bytes = encode_program(tail);
+  std::copy(tail_bytes.begin(), tail_bytes.end(), nops.end() - long(tail_bytes.size()));
+  chip.write_mem(kBig, nops);
+  chip.start(kBig, count);  // no halt: ERR_CMD_OVERRUN at count
+  auto r = chip.run(20'000'000);
+  EXPECT_EQ(r.reason, sim::StopReason::kError);
+  EXPECT_EQ(r.err_code, uint32_t(ErrorCode::ERR_CMD_OVERRUN));
+  EXPECT_EQ(r.err_pc, count);
+  EXPECT_EQ(chip.counter(8), count);
+  expect_chip_still_works(23);
+}
+
+// The largest shapes: a matmul over the whole ACC (long inner / outer loops, large strides)
+// and activates over the whole ACC with the largest pooling windows, at the top of the UB.
+TEST(ChipCorners, LargestShapes) {
+  const ChipParams& p = params();
+  const Memory mem = {{kDataBase, pattern(kDataSize, 29)}};
+  std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 4096, kDataBase},
+                                   ReadHost{HostDest::Ub, 4096, 4096, kDataBase + 0x10000 - 4096 * N},
+                                   ReadHost{HostDest::Param, 0, p.param_rows(), kDataBase + 0x40},
+                                   ReadWeights{2, kDataBase + 0x400}};
+  Matmul a;
+  a.switch_weights = true;
+  a.inner = uint16_t(p.acc_rows);
+  a.inner_stride = 3;
+  a.ub_addr = p.ub_rows - 1 - 3 * (p.acc_rows - 1);
+  prog.push_back(a);
+  Matmul b;
+  b.switch_weights = true;
+  b.accumulate = true;
+  b.a_unsigned = b.w_unsigned = true;
+  b.inner = 1;
+  b.inner_stride = 255;
+  b.outer = uint16_t(p.acc_rows - 1);
+  b.outer_stride = 3;
+  b.ub_addr = 100;
+  prog.push_back(b);
+  Activate big;
+  big.func = ActFunc::Relu;
+  big.width = uint16_t(p.acc_rows);
+  big.height = 1;
+  big.ub_addr = p.ub_rows - p.acc_rows;
+  big.slot = uint8_t(p.qp_slots - 1);
+  prog.push_back(big);
+  Activate pool;
+  pool.func = ActFunc::Clamp;
+  pool.out_unsigned = true;
+  pool.width = 45;
+  pool.height = 45;
+  pool.pool_k = 15;
+  pool.pool_s = 15;
+  pool.acc_addr = uint16_t(p.acc_rows - 45 * 45);
+  pool.ub_stride = 1000;
+  pool.ub_addr = p.ub_rows - 2 * 1000 - 3;
+  prog.push_back(pool);
+  prog.push_back(WriteHost{p.ub_rows - 1024, 1024, kOutBase});
+  prog.push_back(Halt{});
+  expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
+  // The ACC itself, checked exactly through the dump program of a case with that window.
+  auto& bk = backends();
+  TestCase tc;
+  tc.params = p;
+  tc.ub_base = 0;
+  tc.ub_rows = 64;
+  tc.acc_base = p.acc_rows - 64;
+  tc.acc_rows = 64;
+  const DumpProgram d = build_dump_program(tc, bk.golden.model());
+  const Outcome g = bk.golden.run(d.memory, {}, d.program);
+  const Outcome c = bk.chip.run(d.memory, {}, d.program);
+  EXPECT_TRUE(g.done && c.done);
+  EXPECT_TRUE(c.dump == g.dump) << "ACC or UB differs after the largest shapes";
+}
+
+}  // namespace

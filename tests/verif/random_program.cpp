@@ -1,0 +1,922 @@
+#include "random_program.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <variant>
+
+namespace tpu::verif {
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// splitmix64: decorrelates consecutive seeds before they seed the Mersenne twister.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : gen_(mix(seed)) {}
+  // Uniform in [lo, hi] (inclusive).
+  uint64_t pick(uint64_t lo, uint64_t hi) {
+    if (hi <= lo) return lo;
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(gen_);
+  }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(gen_) < p; }
+  uint32_t u32() { return uint32_t(gen_()); }
+  template <class T>
+  const T& one_of(const std::vector<T>& v) { return v[pick(0, v.size() - 1)]; }
+  std::vector<uint8_t> bytes(size_t n) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t r = gen_();
+      for (size_t b = 0; b < 8 && i + b < n; ++b) v[i + b] = uint8_t(r >> (8 * b));
+    }
+    return v;
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+void put32(std::vector<uint8_t>& v, size_t word, uint32_t x) {
+  for (int b = 0; b < 4; ++b) v[4 * word + b] = uint8_t(x >> (8 * b));
+}
+
+// One quantization slot (bias[N], mult[N], misc[N]) from one of several regimes, so that every
+// part of the requantizer is exercised: ordinary scales, plain shifts, and anything at all
+// (extreme biases that saturate the int32 add, negative multipliers, every shift 0..63,
+// random misc bits 7:6).
+std::vector<uint8_t> random_slot(Rng& rng, uint32_t n) {
+  std::vector<uint8_t> s(12 * n);
+  const int regime = int(rng.pick(0, 9));
+  for (uint32_t c = 0; c < n; ++c) {
+    uint32_t bias, mult, misc;
+    if (regime <= 4) {  // ordinary: output spread over the 8-bit range for typical sums
+      bias = uint32_t(int32_t(rng.pick(0, 80000)) - 40000);
+      mult = uint32_t(rng.pick(1, 1u << 30));
+      const uint32_t shift = uint32_t(rng.pick(18, 42));
+      misc = shift | uint32_t(rng.pick(0, 255)) << 8 | uint32_t(rng.pick(0, 255)) << 16 |
+             uint32_t(rng.pick(0, 255)) << 24;
+    } else if (regime <= 6) {  // plain shift / small multiplier
+      bias = rng.chance(0.5) ? 0 : uint32_t(int32_t(rng.pick(0, 2000)) - 1000);
+      mult = rng.chance(0.5) ? 1u << rng.pick(0, 4) : uint32_t(int32_t(rng.pick(0, 64)) - 32);
+      misc = uint32_t(rng.pick(0, 14)) | uint32_t(rng.pick(0, 255)) << 8 |
+             uint32_t(rng.pick(0, 255)) << 16 | uint32_t(rng.pick(0, 255)) << 24;
+    } else {  // anything
+      bias = rng.one_of<uint32_t>({0x8000'0000u, 0x7FFF'FFFFu, 0x7FFF'0000u, 0x8000'FFFFu, rng.u32(),
+                                   rng.u32()});
+      mult = rng.one_of<uint32_t>({0x8000'0000u, 0x7FFF'FFFFu, 0xFFFF'FFFFu, 1u, rng.u32(), rng.u32()});
+      misc = rng.u32();
+    }
+    put32(s, c, bias);
+    put32(s, n + c, mult);
+    put32(s, 2 * n + c, misc);
+  }
+  return s;
+}
+
+// The bits of `op` that isa.md marks reserved (opcode byte excluded).
+std::vector<unsigned> reserved_bits(Opcode op) {
+  std::vector<unsigned> bits;
+  for (unsigned b = 8; b < 128; ++b) {
+    bool defined = false;
+    for (const FieldInfo& f : instruction_fields(op)) {
+      if (b >= f.bits.lo && b <= f.bits.hi()) defined = true;
+    }
+    if (!defined) bits.push_back(b);
+  }
+  return bits;
+}
+
+// Builds one random test case. Every UB access lies in [ub_base, ub_base + ub_rows), every
+// ACC access in [acc_base, acc_base + acc_rows); the prologue defines all of that state, so a
+// case does not depend on what ran before it.
+class Generator {
+ public:
+  Generator(uint64_t seed, const GenOptions& opt) : rng_(seed), opt_(opt) {
+    tc_.seed = seed;
+    tc_.params = ChipParams::with_n(opt.n);
+    n_ = opt.n;
+  }
+
+  TestCase make() {
+    const ChipParams& p = tc_.params;
+    // ---- the kind of case
+    if (rng_.chance(opt_.fault_probability)) {
+      const uint64_t k = rng_.pick(0, 99);
+      tc_.kind = k < 60 ? CaseKind::kStaticFault : k < 88 ? CaseKind::kAxiFault : CaseKind::kNoHalt;
+    }
+    // ---- windows of the chip in use
+    const uint32_t max_ub = std::min<uint32_t>(4096 / n_, 256);
+    tc_.ub_rows = rng_.one_of<uint32_t>({32, 64, 96, 128, max_ub});
+    tc_.acc_rows = std::min(tc_.ub_rows, rng_.one_of<uint32_t>({16, 32, 48, 64}));
+    auto place = [&](uint32_t total, uint32_t rows) -> uint32_t {
+      switch (rng_.pick(0, 5)) {
+        case 0: return 0;
+        case 1: return total - rows;  // the top rows: every address bit set
+        default: return uint32_t(rng_.pick(0, total - rows));
+      }
+    };
+    tc_.ub_base = place(p.ub_rows, tc_.ub_rows);
+    tc_.acc_base = place(p.acc_rows, tc_.acc_rows);
+    nslots_ = uint32_t(rng_.pick(1, p.qp_slots));
+
+    // ---- run configuration
+    RunConfig& cfg = tc_.config;
+    if (opt_.random_timing) {
+      cfg.mem_latency = rng_.one_of<uint32_t>({1, 2, 3, 5, 10, 10, 20, 40});
+      cfg.mem_bytes_per_cycle = rng_.one_of<uint32_t>({0, 4, 8, 16, 16, 32, 64});
+      cfg.backpressure = rng_.chance(0.5) ? 0.0 : rng_.one_of<double>({0.1, 0.3, 0.5, 0.7});
+      cfg.backpressure_seed = rng_.pick(1, 1u << 30);
+    }
+    windows_on_ = rng_.chance(0.3);
+    if (windows_on_) {
+      // The three regions in three random window slots; sometimes one big window instead.
+      std::vector<int> slots = {0, 1, 2, 3, 4, 5, 6};  // 7: see emit_axi_fault
+      std::shuffle(slots.begin(), slots.end(), std::mt19937(uint32_t(rng_.u32())));
+      if (rng_.chance(0.3)) {
+        cfg.windows[size_t(slots[0])] = {kCmdBase, kOutBase + kOutSize - kCmdBase};
+      } else {
+        cfg.windows[size_t(slots[0])] = {kCmdBase, kCmdSize};
+        cfg.windows[size_t(slots[1])] = {kDataBase, kDataSize};
+        cfg.windows[size_t(slots[2])] = {kOutBase, kOutSize};
+      }
+    }
+
+    // ---- host memory image: random data with the quantization slots and LUT at its start
+    std::vector<uint8_t> data = rng_.bytes(kDataSize);
+    for (uint32_t s = 0; s < p.qp_slots; ++s) {
+      auto slot = random_slot(rng_, n_);
+      std::copy(slot.begin(), slot.end(), data.begin() + long(quant_off_ + s * 12 * n_));
+    }
+    tc_.memory.push_back({kDataBase, data});
+    if (rng_.chance(0.5)) tc_.memory.push_back({kOutBase, rng_.bytes(kOutSize)});
+
+    // ---- prologue: defines every bit of state the body can read
+    auto& prog = tc_.program;
+    prog.push_back(ReadHost{HostDest::Param, 0, 12 * nslots_, kDataBase + quant_off_});
+    prog.push_back(ReadHost{HostDest::Lut, 0, p.lut_rows(), host_in(256)});
+    prog.push_back(ReadHost{HostDest::Ub, tc_.ub_base, tc_.ub_rows, host_in(tc_.ub_rows * n_)});
+    prog.push_back(ReadWeights{1, host_in(n_ * n_)});
+    Matmul init;
+    init.switch_weights = true;
+    init.a_unsigned = rng_.chance(0.5);
+    init.w_unsigned = rng_.chance(0.5);
+    init.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - tc_.acc_rows));
+    init.acc_addr = uint16_t(tc_.acc_base);
+    init.inner = uint16_t(tc_.acc_rows);
+    prog.push_back(init);
+    active_ = true;
+    tc_.prologue_length = prog.size();
+
+    // ---- body
+    const uint32_t length = uint32_t(rng_.pick(opt_.min_length, opt_.max_length));
+    const uint32_t fault_at = uint32_t(rng_.pick(0, length));  // body index of the fault
+    // AXI cases sometimes carry a static fault a little later too: the AXI error may arrive
+    // after the chip decoded the later fault, and the first in program order must win.
+    uint32_t second_at = ~0u;
+    for (uint32_t i = 0; i <= length; ++i) {
+      if (i == fault_at && tc_.kind == CaseKind::kStaticFault) emit_static_fault();
+      if (i == fault_at && tc_.kind == CaseKind::kAxiFault) {
+        emit_axi_fault();
+        if (!axi_fetch_fault_ && rng_.chance(0.3)) second_at = i + uint32_t(rng_.pick(0, 3));
+      }
+      if (i == second_at) {
+        const std::string first = tc_.fault;
+        emit_static_fault();
+        tc_.fault = first + ", then " + tc_.fault;
+      }
+      if (i < length) emit_valid();
+    }
+    if (rng_.chance(0.2)) prog.push_back(Sync{});
+    size_t last_run = prog.size() - 1;  // the last word that can execute
+    if (tc_.kind != CaseKind::kNoHalt) {
+      prog.push_back(Halt{});
+      last_run = prog.size() - 1;
+      // Sometimes words that must never be fetched or run follow the halt.
+      if (rng_.chance(0.1)) {
+        RawInstruction junk;
+        for (auto& b : junk.bytes) b = uint8_t(rng_.pick(0, 255));
+        prog.push_back(junk);
+      }
+    } else {
+      tc_.fault = "no halt: the command buffer ends after " + std::to_string(prog.size()) +
+                  " instructions";
+    }
+    if (axi_fetch_fault_) {
+      // SLVERR on the command buffer at one instruction (possibly past the halt, where the
+      // chip may prefetch but must not fault).
+      // (Host memory fails whole bursts of up to 16 words, so a failing word past the end is
+      // placed where no burst with executed words can reach it.)
+      const uint32_t at = rng_.chance(0.8) ? uint32_t(rng_.pick(tc_.prologue_length, last_run))
+                                           : uint32_t(last_run + rng_.pick(17, 40));
+      cfg.slverr.push_back({kCmdBase + 16 * at, 16});
+      tc_.fault = "SLVERR on the instruction fetch of index " + std::to_string(at);
+    }
+    return tc_;
+  }
+
+ private:
+  // 16-byte aligned host source of `bytes` bytes: the random data, sometimes the results.
+  uint32_t host_in(uint32_t bytes) {
+    if (rng_.chance(0.15) && bytes <= kOutSize) return kOutBase + 16 * uint32_t(rng_.pick(0, (kOutSize - bytes) / 16));
+    return kDataBase + 16 * uint32_t(rng_.pick(0, (kDataSize - bytes) / 16));
+  }
+  // 16-byte aligned destination: the results region, sometimes over the random data (so that
+  // host-memory hazards with reads are exercised), never the quantization slots.
+  uint32_t host_out(uint32_t bytes) {
+    if (rng_.chance(0.1)) {
+      const uint32_t lo = 0x1000;
+      return kDataBase + lo + 16 * uint32_t(rng_.pick(0, (kDataSize - lo - bytes) / 16));
+    }
+    return kOutBase + 16 * uint32_t(rng_.pick(0, (kOutSize - bytes) / 16));
+  }
+  uint32_t rows_upto(uint32_t limit) {
+    // Mostly short transfers, sometimes long ones.
+    if (rng_.chance(0.8)) return uint32_t(rng_.pick(1, std::min<uint32_t>(limit, 24)));
+    return uint32_t(rng_.pick(1, limit));
+  }
+
+  Instruction make_read_ub() {
+    const uint32_t rows = rows_upto(tc_.ub_rows);
+    return ReadHost{HostDest::Ub, tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - rows)), rows,
+                    host_in(rows * n_)};
+  }
+  Instruction make_write_host() {
+    const uint32_t rows = rows_upto(std::min(tc_.ub_rows, kOutSize / n_ / 2));
+    return WriteHost{tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - rows)), rows, host_out(rows * n_)};
+  }
+  Instruction make_read_param() {
+    // Whole slots or any rows inside the slots the program uses.
+    const uint32_t total = 12 * nslots_;
+    const uint32_t first = uint32_t(rng_.pick(0, total - 1));
+    const uint32_t rows = uint32_t(rng_.pick(1, total - first));
+    const uint32_t host = rng_.chance(0.5) && (first * n_) % 16 == 0 ? kDataBase + quant_off_ + first * n_
+                                                                     : host_in(rows * n_);
+    return ReadHost{HostDest::Param, first, rows, host};
+  }
+  Instruction make_read_lut() {
+    const uint32_t lr = tc_.params.lut_rows();
+    const uint32_t first = uint32_t(rng_.pick(0, lr - 1));
+    const uint32_t rows = uint32_t(rng_.pick(1, lr - first));
+    return ReadHost{HostDest::Lut, first, rows, host_in(rows * n_)};
+  }
+  // Fills `mm` with a valid matmul; false when none fits the current weight state.
+  bool make_matmul(Matmul& mm) {
+    mm.switch_weights = credit_ > 0 && (!active_ || rng_.chance(0.5));
+    if (!mm.switch_weights && !active_) return false;
+    mm.accumulate = rng_.chance(0.5);
+    mm.a_unsigned = rng_.chance(0.5);
+    mm.w_unsigned = rng_.chance(0.5);
+    const uint32_t acc = tc_.acc_rows;
+    if (rng_.chance(0.25)) {  // one long run of rows
+      mm.inner = uint16_t(rng_.pick(1, acc));
+      mm.outer = 1;
+    } else {
+      mm.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(acc, 12)));
+      mm.outer = uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mm.inner))));
+    }
+    const uint32_t rows = uint32_t(mm.inner) * mm.outer;
+    if (rows > acc) return false;
+    // Strides that do not matter (count 1) take any value, so every field bit toggles.
+    mm.inner_stride = uint8_t(mm.inner == 1 ? rng_.pick(0, 255) : rng_.pick(0, 3));
+    mm.outer_stride = mm.outer == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(0, 16));
+    const uint64_t span = uint64_t(mm.outer - 1u) * mm.outer_stride + uint64_t(mm.inner - 1u) * mm.inner_stride;
+    if (span >= tc_.ub_rows) return false;
+    mm.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - 1 - span));
+    mm.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - rows));
+    if (mm.switch_weights) {
+      --credit_;
+      active_ = true;
+    }
+    return true;
+  }
+  Activate make_activate() {
+    Activate a;
+    a.func = ActFunc(rng_.pick(0, 3));
+    a.out_unsigned = rng_.chance(0.5);
+    a.slot = uint8_t(rng_.pick(0, nslots_ - 1));
+    const uint32_t acc = tc_.acc_rows;
+    uint32_t kmax = 1;
+    while ((kmax + 1) * (kmax + 1) <= acc && kmax < 15) ++kmax;
+    a.pool_k = uint8_t(rng_.chance(0.4) ? 1 : rng_.pick(1, std::min<uint32_t>(kmax, rng_.chance(0.8) ? 3 : 15)));
+    a.pool_s = uint8_t(rng_.chance(0.8) ? rng_.pick(1, 3) : rng_.pick(1, 15));
+    a.width = uint16_t(rng_.pick(a.pool_k, acc / a.pool_k));
+    a.height = uint16_t(rng_.pick(a.pool_k, acc / a.width));
+    const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u, wo = (a.width - a.pool_k) / a.pool_s + 1u;
+    a.ub_stride = ho == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(wo, wo + 4));
+    uint32_t span = (ho - 1) * a.ub_stride + wo;
+    if (span > tc_.ub_rows) {  // a stride too long for the window: pack the lines
+      a.ub_stride = wo;
+      span = ho * wo;
+    }
+    a.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - uint32_t(a.width) * a.height));
+    a.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - span));
+    return a;
+  }
+  Instruction make_read_weights() {
+    const uint32_t room = tc_.params.wfifo_tiles + 2 - credit_;
+    const uint32_t tiles = uint32_t(rng_.pick(1, std::min(room, 4u)));
+    credit_ += tiles;
+    return ReadWeights{tiles, host_in(tiles * n_ * n_)};
+  }
+
+  void emit_valid() {
+    auto& prog = tc_.program;
+    for (;;) {
+      const uint64_t k = rng_.pick(0, 99);
+      if (k < 16) { prog.push_back(make_read_ub()); return; }
+      if (k < 20) { prog.push_back(make_read_param()); return; }
+      if (k < 24) { prog.push_back(make_read_lut()); return; }
+      if (k < 36) {
+        if (credit_ >= tc_.params.wfifo_tiles + 2) continue;
+        prog.push_back(make_read_weights());
+        return;
+      }
+      if (k < 64) {
+        Matmul mm;
+        if (!make_matmul(mm)) continue;
+        prog.push_back(mm);
+        return;
+      }
+      if (k < 84) { prog.push_back(make_activate()); return; }
+      if (k < 96) { prog.push_back(make_write_host()); return; }
+      if (k < 98) { prog.push_back(Sync{}); return; }
+      prog.push_back(Nop{});
+      return;
+    }
+  }
+
+  // One instruction that fails a static check, derived from a valid one where possible.
+  void emit_static_fault() {
+    const ChipParams& p = tc_.params;
+    auto& prog = tc_.program;
+    const uint64_t k = rng_.pick(0, 15);
+    Instruction bad;
+    switch (k) {
+      case 0: {  // unknown opcode
+        RawInstruction raw;
+        raw.bytes[0] = uint8_t(rng_.pick(8, 255));
+        if (rng_.chance(0.5)) for (size_t b = 1; b < 16; ++b) raw.bytes[b] = uint8_t(rng_.pick(0, 255));
+        bad = raw;
+        tc_.fault = "unknown opcode";
+        break;
+      }
+      case 1: case 2: {  // a reserved bit of a valid instruction
+        Instruction base;
+        switch (rng_.pick(0, 7)) {
+          case 0: base = Nop{}; break;
+          case 1: base = Sync{}; break;
+          case 2: base = Halt{}; break;
+          case 3: base = make_read_ub(); break;
+          case 4: base = make_write_host(); break;
+          case 5: base = ReadWeights{1, host_in(n_ * n_)}; break;
+          case 6: base = make_activate(); break;
+          default: {
+            Matmul mm;
+            mm.ub_addr = tc_.ub_base;
+            mm.acc_addr = uint16_t(tc_.acc_base);
+            base = mm;
+          }
+        }
+        RawInstruction raw{encode(base)};
+        const auto bits = reserved_bits(Opcode(raw.bytes[0]));
+        const unsigned bit = rng_.one_of(bits);
+        raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
+        if (rng_.chance(0.3)) {  // and another one
+          const unsigned b2 = rng_.one_of(bits);
+          raw.bytes[b2 / 8] |= uint8_t(1u << (b2 % 8));
+        }
+        bad = raw;
+        tc_.fault = "reserved bit " + std::to_string(bit) + " set";
+        break;
+      }
+      case 3: {  // zero counts, bad dest, bad pooling
+        switch (rng_.pick(0, 8)) {
+          case 0: { auto r = std::get<ReadHost>(make_read_ub()); r.rows = 0; bad = r; break; }
+          case 1: { auto r = std::get<ReadHost>(make_read_ub()); r.dest = HostDest(3); bad = r; break; }
+          case 2: { auto w = std::get<WriteHost>(make_write_host()); w.rows = 0; bad = w; break; }
+          case 3: { bad = ReadWeights{0, host_in(256)}; break; }
+          case 4: case 5: {
+            Matmul mm;
+            mm.ub_addr = tc_.ub_base;
+            mm.acc_addr = uint16_t(tc_.acc_base);
+            mm.switch_weights = rng_.chance(0.5);
+            (rng_.chance(0.5) ? mm.inner : mm.outer) = 0;
+            bad = mm;
+            break;
+          }
+          default: {
+            Activate a = make_activate();
+            switch (rng_.pick(0, 5)) {
+              case 0: a.width = 0; break;
+              case 1: a.height = 0; break;
+              case 2: a.pool_k = 0; break;
+              case 3: a.pool_s = 0; break;
+              case 4: a.pool_k = uint8_t(std::min<uint32_t>(15, a.width + rng_.pick(1, 3))); break;
+              default: a.pool_k = uint8_t(std::min<uint32_t>(15, a.height + rng_.pick(1, 3))); break;
+            }
+            bad = a;
+          }
+        }
+        tc_.fault = "bad field";
+        break;
+      }
+      case 4: case 5: {  // UB range
+        const uint32_t over = uint32_t(rng_.pick(0, 3));
+        switch (rng_.pick(0, 3)) {
+          case 0: {
+            const uint32_t rows = uint32_t(rng_.pick(1, 8));
+            bad = ReadHost{HostDest::Ub, uint32_t(rng_.chance(0.3) ? rng_.pick(p.ub_rows, (1u << 24) - 1) : p.ub_rows - rows + 1 + over), rows, host_in(8 * n_)};
+            break;
+          }
+          case 1: {
+            const uint32_t rows = uint32_t(rng_.pick(1, 8));
+            bad = WriteHost{p.ub_rows - rows + 1 + over, rows, host_out(8 * n_)};
+            break;
+          }
+          case 2: {
+            Matmul mm;
+            if (!active_ && credit_ > 0) mm.switch_weights = true;
+            mm.inner = uint16_t(rng_.pick(1, 8));
+            mm.inner_stride = uint8_t(rng_.pick(1, 255));
+            mm.outer = uint16_t(rng_.pick(1, 3));
+            mm.outer_stride = uint32_t(rng_.pick(0, 1u << 23));
+            mm.acc_addr = uint16_t(tc_.acc_base);
+            const uint64_t span = uint64_t(mm.outer - 1u) * mm.outer_stride + uint64_t(mm.inner - 1u) * mm.inner_stride;
+            const uint64_t lo = span >= p.ub_rows ? 0 : p.ub_rows - span;
+            mm.ub_addr = uint32_t(std::min<uint64_t>((1u << 24) - 1, rng_.pick(lo, lo + 4)));
+            bad = mm;
+            break;
+          }
+          default: {
+            Activate a = make_activate();
+            a.ub_addr = p.ub_rows - uint32_t(rng_.pick(0, 2));
+            if (rng_.chance(0.3)) a.ub_addr = uint32_t(rng_.pick(0, (1u << 24) - 1));
+            a.ub_stride = uint32_t(rng_.pick(0, (1u << 24) - 1));
+            bad = a;
+          }
+        }
+        tc_.fault = "UB range";
+        break;
+      }
+      case 6: {  // ACC range
+        if (rng_.chance(0.5)) {
+          Matmul mm;
+          if (!active_ && credit_ > 0) mm.switch_weights = true;
+          mm.ub_addr = tc_.ub_base;
+          mm.inner = uint16_t(rng_.pick(1, 64));
+          mm.outer = uint16_t(rng_.pick(1, 64));
+          const uint32_t rows = uint32_t(mm.inner) * mm.outer;
+          mm.inner_stride = 0;
+          mm.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(rows > p.acc_rows ? 0 : p.acc_rows - rows + 1, p.acc_rows + 3)));
+          if (rng_.chance(0.2)) mm.acc_addr = uint16_t(rng_.pick(0, 0xFFFF));
+          bad = mm;
+        } else {
+          Activate a = make_activate();
+          const uint32_t rows = uint32_t(a.width) * a.height;
+          a.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(p.acc_rows - rows + 1, p.acc_rows + 2)));
+          bad = a;
+        }
+        tc_.fault = "ACC range";
+        break;
+      }
+      case 7: {  // PARAM / LUT range
+        if (rng_.chance(0.5)) {
+          const uint32_t rows = uint32_t(rng_.pick(1, 12));
+          bad = ReadHost{HostDest::Param, p.param_rows() - rows + uint32_t(rng_.pick(1, 3)), rows, host_in(12 * n_)};
+        } else {
+          const uint32_t rows = uint32_t(rng_.pick(1, p.lut_rows()));
+          bad = ReadHost{HostDest::Lut, p.lut_rows() - rows + uint32_t(rng_.pick(1, 3)), rows, host_in(256)};
+        }
+        tc_.fault = "PARAM/LUT range";
+        break;
+      }
+      case 8: {  // misaligned host address
+        const uint32_t off = uint32_t(rng_.pick(1, 15));
+        switch (rng_.pick(0, 3)) {
+          case 0: { auto r = std::get<ReadHost>(make_read_ub()); r.host_addr += off; bad = r; break; }
+          case 1: { auto w = std::get<WriteHost>(make_write_host()); w.host_addr += off; bad = w; break; }
+          case 2: { bad = ReadWeights{1, host_in(n_ * n_) + off}; break; }
+          default: { auto r = std::get<ReadHost>(make_read_param()); r.host_addr += off; bad = r; }
+        }
+        tc_.fault = "misaligned host address";
+        break;
+      }
+      case 9: case 10: {  // host range: wraps past 2^32, or outside the enabled windows
+        uint32_t addr;
+        if (windows_on_ && rng_.chance(0.7)) {
+          addr = rng_.chance(0.5) ? kSpareBase : kOutBase + kOutSize - 16;  // spare / crosses the end
+        } else {
+          addr = 0xFFFF'FFF0u - 16 * uint32_t(rng_.pick(0, 3));
+        }
+        switch (rng_.pick(0, 2)) {
+          case 0: bad = ReadHost{HostDest::Ub, tc_.ub_base, 8, addr}; break;
+          case 1: bad = WriteHost{tc_.ub_base, 8, addr}; break;
+          default: bad = ReadWeights{1, addr}; break;
+        }
+        tc_.fault = "host range";
+        break;
+      }
+      case 11: case 12: {  // a matmul that needs a tile that can never arrive
+        Matmul mm;
+        mm.ub_addr = tc_.ub_base;
+        mm.acc_addr = uint16_t(tc_.acc_base);
+        mm.switch_weights = true;
+        // Drain the pushed tiles first, so the faulting switch finds none.
+        while (credit_ > 0) {
+          Matmul drain = mm;
+          drain.inner = uint16_t(rng_.pick(1, 4));
+          prog.push_back(drain);
+          --credit_;
+        }
+        bad = mm;
+        tc_.fault = "no weights";
+        break;
+      }
+      case 13: case 14: {  // more tiles than can ever wait
+        const uint32_t room = p.wfifo_tiles + 2 - credit_;
+        bad = ReadWeights{room + uint32_t(rng_.pick(1, 3)), host_in(n_ * n_)};
+        if (rng_.chance(0.2)) bad = ReadWeights{uint32_t(rng_.pick(room + 1, (1u << 24) - 1)), host_in(n_ * n_)};
+        tc_.fault = "weight overflow";
+        break;
+      }
+      default: {  // several faults in one instruction: the lowest code wins
+        auto r = std::get<ReadHost>(make_read_ub());
+        r.host_addr += uint32_t(rng_.pick(1, 15));
+        r.local_addr = p.ub_rows + uint32_t(rng_.pick(0, 100));
+        if (rng_.chance(0.5)) r.rows = 0;
+        if (rng_.chance(0.5)) r.host_addr = 0xFFFF'FFF1u;
+        bad = r;
+        tc_.fault = "several faults";
+      }
+    }
+    tc_.fault += " at index " + std::to_string(prog.size()) + ": " + disassemble(bad);
+    prog.push_back(bad);
+  }
+
+  // A DMA that host memory answers with SLVERR or DECERR, or a failing instruction fetch.
+  void emit_axi_fault() {
+    auto& prog = tc_.program;
+    RunConfig& cfg = tc_.config;
+    const uint64_t k = rng_.pick(0, 5);
+    const size_t at = prog.size();
+    switch (k) {
+      case 0: {  // read of unmapped memory (DECERR); with windows on, a window covers it
+        if (windows_on_) cfg.windows[7] = {kUnmapped, 0x1'0000};
+        const uint32_t addr = kUnmapped + 16 * uint32_t(rng_.pick(0, 64));
+        if (rng_.chance(0.5)) {
+          prog.push_back(ReadHost{HostDest(rng_.pick(0, 2)), 0, 1, addr});
+        } else {
+          prog.push_back(ReadWeights{1, addr});
+          ++credit_;
+        }
+        tc_.fault = "DECERR on a read";
+        break;
+      }
+      case 1: {  // write to unmapped memory (DECERR)
+        if (windows_on_) cfg.windows[7] = {kUnmapped, 0x1'0000};
+        const uint32_t rows = uint32_t(rng_.pick(1, 40));
+        prog.push_back(WriteHost{tc_.ub_base, std::min(rows, tc_.ub_rows), kUnmapped + 16 * uint32_t(rng_.pick(0, 64))});
+        tc_.fault = "DECERR on a write";
+        break;
+      }
+      case 2: case 3: {  // SLVERR inside the data the next read uses
+        Instruction in = rng_.chance(0.6) ? make_read_ub() : make_read_weights();
+        uint32_t host = 0, bytes = 0;
+        if (auto* r = std::get_if<ReadHost>(&in)) { host = r->host_addr; bytes = r->rows * n_; }
+        if (auto* w = std::get_if<ReadWeights>(&in)) { host = w->host_addr; bytes = w->tiles * n_ * n_; }
+        const uint32_t off = 16 * uint32_t(rng_.pick(0, (bytes - 1) / 16));
+        cfg.slverr.push_back({host + off, uint32_t(16 * rng_.pick(1, 4))});
+        prog.push_back(in);
+        tc_.fault = "SLVERR on a read";
+        break;
+      }
+      case 4: {  // SLVERR on the write
+        auto w = std::get<WriteHost>(make_write_host());
+        const uint32_t off = 16 * uint32_t(rng_.pick(0, (w.rows * n_ - 1) / 16));
+        cfg.slverr.push_back({w.host_addr + off, uint32_t(16 * rng_.pick(1, 4))});
+        prog.push_back(w);
+        tc_.fault = "SLVERR on a write";
+        break;
+      }
+      default:
+        axi_fetch_fault_ = true;  // placed once the program is complete
+        return;
+    }
+    tc_.fault += " at index " + std::to_string(at) + ": " + disassemble(prog[at]);
+  }
+
+  Rng rng_;
+  GenOptions opt_;
+  TestCase tc_;
+  uint32_t n_ = 16;
+  uint32_t nslots_ = 1;
+  uint32_t credit_ = 0;  // tiles pushed, not yet made active
+  bool active_ = false;
+  bool windows_on_ = false;
+  bool axi_fetch_fault_ = false;
+  static constexpr uint32_t quant_off_ = 0;  // slots at the start of kData (<= 16 * 12 * 16 B)
+};
+
+bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen) {
+  return a < b + blen && b < a + alen;
+}
+
+// Host memory with ranges that fail every access (SLVERR on the chip).
+class FaultyMemory : public RegionMemory {
+ public:
+  std::vector<ByteRange> bad;
+  bool read(uint64_t addr, size_t len, uint8_t* dst) override {
+    for (const auto& r : bad) if (overlaps(addr, len, r.base, r.size)) return false;
+    return RegionMemory::read(addr, len, dst);
+  }
+  bool write(uint64_t addr, size_t len, const uint8_t* src) override {
+    for (const auto& r : bad) if (overlaps(addr, len, r.base, r.size)) return false;
+    return RegionMemory::write(addr, len, src);
+  }
+};
+
+std::string first_byte_difference(const char* region, uint32_t base, uint32_t n,
+                                   const std::vector<uint8_t>& chip,
+                                   const std::vector<uint8_t>& golden) {
+  if (chip.size() != golden.size()) return std::string(region) + ": sizes differ";
+  for (size_t i = 0; i < chip.size(); ++i) {
+    if (chip[i] != golden[i]) {
+      size_t count = 0;
+      for (size_t j = i; j < chip.size(); ++j) count += chip[j] != golden[j];
+      std::ostringstream s;
+      s << region << " host byte " << hex(base + i) << " (row " << i / n << ", column " << i % n
+        << " of the region): chip " << int(chip[i]) << ", golden " << int(golden[i]) << " ("
+        << count << " bytes differ)";
+      return s.str();
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* to_string(CaseKind kind) {
+  switch (kind) {
+    case CaseKind::kValid: return "valid";
+    case CaseKind::kStaticFault: return "static-fault";
+    case CaseKind::kAxiFault: return "axi-fault";
+    case CaseKind::kNoHalt: return "no-halt";
+  }
+  return "?";
+}
+
+TestCase generate_program(uint64_t seed, const GenOptions& options) {
+  return Generator(seed, options).make();
+}
+
+std::string listing(const std::vector<Instruction>& program) {
+  std::string text;
+  for (size_t i = 0; i < program.size(); ++i) {
+    char idx[32];
+    std::snprintf(idx, sizeof idx, "%4zu: ", i);
+    text += idx + disassemble(program[i]) + "\n";
+  }
+  return text;
+}
+
+std::string describe(const TestCase& tc) {
+  std::ostringstream s;
+  s << "seed " << tc.seed << ", N = " << tc.params.N << ", " << to_string(tc.kind);
+  if (!tc.fault.empty()) s << " (" << tc.fault << ")";
+  s << "\n  memory latency " << tc.config.mem_latency << " cycles, "
+    << tc.config.mem_bytes_per_cycle << " bytes/cycle, backpressure " << tc.config.backpressure
+    << " (seed " << tc.config.backpressure_seed << ")\n";
+  s << "  UB window rows " << tc.ub_base << ".." << tc.ub_base + tc.ub_rows - 1 << ", ACC window rows "
+    << tc.acc_base << ".." << tc.acc_base + tc.acc_rows - 1 << ", prologue = instructions 0.."
+    << tc.prologue_length - 1 << "\n";
+  for (int i = 0; i < kNumDmaWindows; ++i) {
+    if (tc.config.windows[size_t(i)].size) {
+      s << "  DMA window " << i << ": " << hex(tc.config.windows[size_t(i)].base) << " + "
+        << hex(tc.config.windows[size_t(i)].size) << "\n";
+    }
+  }
+  for (const auto& r : tc.config.slverr) s << "  SLVERR: " << hex(r.base) << " + " << r.size << "\n";
+  s << listing(tc.program);
+  return s.str();
+}
+
+// ---- golden backend
+
+struct GoldenBackend::Impl {
+  FaultyMemory mem;
+  std::unique_ptr<GoldenModel> model;
+};
+
+GoldenBackend::GoldenBackend(const ChipParams& params) : impl_(std::make_unique<Impl>()) {
+  impl_->mem.add_region(kCmdBase, kCmdSize);
+  impl_->mem.add_region(kDataBase, kDataSize);
+  impl_->mem.add_region(kOutBase, kOutSize);
+  impl_->mem.add_region(kSpareBase, kSpareSize);
+  impl_->mem.add_region(kDumpBase, kDumpSize);
+  impl_->model = std::make_unique<GoldenModel>(impl_->mem, params);
+}
+GoldenBackend::~GoldenBackend() = default;
+GoldenModel& GoldenBackend::model() { return *impl_->model; }
+void GoldenBackend::add_region(uint32_t base, uint32_t size) { impl_->mem.add_region(base, size); }
+
+Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uint8_t>>>& memory,
+                           const RunConfig& config, const std::vector<Instruction>& program) {
+  auto& mem = impl_->mem;
+  mem.bad.clear();
+  mem.load(kDataBase, std::vector<uint8_t>(kDataSize, 0));
+  mem.load(kOutBase, std::vector<uint8_t>(kOutSize, 0));
+  mem.load(kSpareBase, std::vector<uint8_t>(kSpareSize, 0));
+  mem.load(kDumpBase, std::vector<uint8_t>(kDumpSize, 0));
+  for (const auto& [addr, bytes] : memory) mem.load(addr, bytes);
+  mem.load(kCmdBase, encode_program(program));
+  mem.bad = config.slverr;
+  auto& m = *impl_->model;
+  m.set_dma_windows(config.windows);
+  RunResult r = m.run(kCmdBase, uint32_t(program.size()));
+  mem.bad.clear();
+  last_message_ = r.message;
+  Outcome o;
+  o.done = r.done();
+  o.err_code = uint32_t(r.error);
+  o.err_pc = r.done() ? 0 : r.err_pc;
+  o.retired = r.retired;
+  o.data = mem.dump(kDataBase, kDataSize);
+  o.out = mem.dump(kOutBase, kOutSize);
+  o.dump = mem.dump(kDumpBase, kDumpSize);
+  return o;
+}
+
+// ---- dump program
+
+namespace {
+uint32_t scratch_rows(const TestCase& tc) {
+  return tc.ub_base + tc.ub_rows + tc.acc_rows <= tc.params.ub_rows ? tc.ub_base + tc.ub_rows
+                                                                    : tc.ub_base - tc.acc_rows;
+}
+}  // namespace
+
+DumpProgram build_dump_program(const TestCase& tc, const GoldenModel& golden) {
+  const uint32_t n = tc.params.N;
+  DumpProgram d;
+  d.program.push_back(WriteHost{tc.ub_base, tc.ub_rows, kDumpUb});
+  const uint32_t scratch = scratch_rows(tc);
+  std::vector<uint8_t> params(size_t(tc.acc_rows) * 12 * n, 0);
+  for (uint32_t r = 0; r < tc.acc_rows; ++r) {
+    const uint32_t slot = r % tc.params.qp_slots;
+    const uint32_t host = kDumpParams + r * 12 * n;
+    std::vector<uint8_t> s(12 * n, 0);
+    for (uint32_t c = 0; c < n; ++c) {
+      put32(s, c, ~uint32_t(golden.acc(tc.acc_base + r, c)));  // bias = -golden - 1
+      put32(s, n + c, 1);                                      // mult = 1, misc = 0: shift 0
+    }
+    std::copy(s.begin(), s.end(), params.begin() + long(r) * 12 * n);
+    d.program.push_back(ReadHost{HostDest::Param, 12 * slot, 12, host});
+    Activate a;
+    a.acc_addr = uint16_t(tc.acc_base + r);
+    a.ub_addr = scratch + r;
+    a.width = 1;
+    a.height = 1;
+    a.slot = uint8_t(slot);
+    d.program.push_back(a);
+  }
+  d.program.push_back(WriteHost{scratch, tc.acc_rows, kDumpAcc});
+  d.program.push_back(Halt{});
+  d.memory.push_back({kDumpParams, params});
+  return d;
+}
+
+// ---- comparison
+
+namespace {
+
+}  // namespace
+
+bool same_fetch_fault(const Outcome& c, const Outcome& g, const std::string& golden_message) {
+  // Host memory answers a whole AXI burst with the error, so the chip's first failing beat can
+  // be up to 15 instructions before the word the golden model (which fetches 16 bytes at a
+  // time) sees failing; every instruction of that burst did fail to fetch.
+  return !c.done && !g.done && c.err_code == uint32_t(ErrorCode::ERR_AXI_READ) &&
+         g.err_code == c.err_code && golden_message.find("instruction fetch") != std::string::npos &&
+         c.err_pc <= g.err_pc && g.err_pc - c.err_pc < 16;
+}
+
+namespace {
+
+std::string compare_status(const Outcome& c, const Outcome& g, const std::string& golden_message = {}) {
+  std::ostringstream s;
+  if (c.hung) return "the chip did not finish (no done, no error within the cycle limit)";
+  if (same_fetch_fault(c, g, golden_message)) return {};
+  if (c.done != g.done || c.err_code != g.err_code || c.err_pc != g.err_pc) {
+    auto show = [](const Outcome& o) {
+      if (o.done) return std::string("done");
+      return std::string(error_name(ErrorCode(o.err_code))) + " at index " + std::to_string(o.err_pc);
+    };
+    s << "status: chip " << show(c) << ", golden " << show(g);
+    return s.str();
+  }
+  return {};
+}
+
+}  // namespace
+
+CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
+  CaseResult res;
+  res.golden = golden.run(tc.memory, tc.config, tc.program);
+  res.chip = chip.run(tc.memory, tc.config, tc.program);
+  const Outcome& g = res.golden;
+  const Outcome& c = res.chip;
+  auto fail = [&](std::string why) {
+    res.ok = false;
+    res.mismatch = std::move(why);
+    return res;
+  };
+  if (tc.kind == CaseKind::kValid && !g.done) {
+    res.valid_faulted = true;
+    return fail("generator bug: a valid program faults on the golden model: " + golden.last_message());
+  }
+  if (auto m = compare_status(c, g, golden.last_message()); !m.empty()) {
+    if (!g.done) m += " (golden: " + golden.last_message() + ")";
+    return fail(m);
+  }
+  // After an AXI error response, isa.md leaves memory and the destinations undefined.
+  const bool defined = g.done || (g.err_code != uint32_t(ErrorCode::ERR_AXI_READ) &&
+                                  g.err_code != uint32_t(ErrorCode::ERR_AXI_WRITE));
+  if (!defined) return res;
+  if (c.retired != g.retired) {
+    return fail("INSTR_RETIRED: chip " + std::to_string(c.retired) + ", golden " +
+                std::to_string(g.retired));
+  }
+  const uint32_t n = tc.params.N;
+  if (auto m = first_byte_difference("kData", kDataBase, n, c.data, g.data); !m.empty()) return fail(m);
+  if (auto m = first_byte_difference("kOut", kOutBase, n, c.out, g.out); !m.empty()) return fail(m);
+  if (auto m = first_byte_difference("kDump", kDumpBase, n, c.dump, g.dump); !m.empty()) return fail(m);
+
+  // Run 2: read back the UB window and check every accumulator of the ACC window.
+  DumpProgram d = build_dump_program(tc, golden.model());
+  RunConfig plain = tc.config;
+  plain.windows = DmaWindows{};
+  plain.slverr.clear();
+  std::vector<std::vector<int32_t>> expect(tc.acc_rows);
+  for (uint32_t r = 0; r < tc.acc_rows; ++r) expect[r] = golden.model().acc_row(tc.acc_base + r);
+  const Outcome g2 = golden.run(d.memory, plain, d.program);
+  const Outcome c2 = chip.run(d.memory, plain, d.program);
+  if (!g2.done) return fail("dump program faults on the golden model: " + golden.last_message());
+  if (auto m = compare_status(c2, g2); !m.empty()) return fail("dump run: " + m);
+  for (uint32_t i = 0; i < tc.ub_rows * n; ++i) {
+    if (c2.dump[i] != g2.dump[i]) {
+      std::ostringstream s;
+      s << "UB[" << tc.ub_base + i / n << "][" << i % n << "]: chip " << int(c2.dump[i])
+        << ", golden " << int(g2.dump[i]);
+      return fail(s.str());
+    }
+  }
+  const size_t acc_off = kDumpAcc - kDumpBase;
+  for (uint32_t i = 0; i < tc.acc_rows * n; ++i) {
+    if (g2.dump[acc_off + i] != 0xFF) return fail("dump program self-check failed on the golden model");
+    if (c2.dump[acc_off + i] != 0xFF) {
+      const int8_t v = int8_t(c2.dump[acc_off + i]);
+      std::ostringstream s;
+      s << "ACC[" << tc.acc_base + i / n << "][" << i % n << "]: golden " << expect[i / n][i % n]
+        << ", chip " << (v == 127 ? "greater by >= 128" : v == -128 ? "less by >= 128"
+                                                                      : (v > -1 ? "greater by " : "less by ") +
+                                                                            std::to_string(v > -1 ? v + 1 : -1 - v));
+      return fail(s.str());
+    }
+  }
+  return res;
+}
+
+FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
+  FirstDifference fd;
+  for (size_t k = tc.prologue_length; k <= tc.program.size(); ++k) {
+    TestCase t = tc;
+    t.program.resize(k);
+    if (t.program.empty() || !std::holds_alternative<Halt>(t.program.back())) t.program.push_back(Halt{});
+    if (t.kind == CaseKind::kNoHalt || t.kind == CaseKind::kStaticFault) t.kind = CaseKind::kStaticFault;
+    CaseResult r = run_case(chip, golden, t);
+    if (!r.ok) {
+      fd.index = long(k) - 1;
+      fd.mismatch = r.mismatch;
+      return fd;
+    }
+  }
+  return fd;
+}
+
+}  // namespace tpu::verif

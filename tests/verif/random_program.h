@@ -1,0 +1,175 @@
+// Constrained-random differential testing of tpu-rtl (docs/verification.md).
+//
+// generate_program(seed, options) turns one 64-bit seed into a complete, reproducible test
+// case: a program (valid, or with one fault at a random place), the host memory image it
+// runs on, and the run configuration (memory latency and bandwidth, AXI backpressure, DMA
+// windows, host memory that answers SLVERR). Everything is derived from the seed alone, so a
+// failing case is replayed from its seed (tests/verif/random_main.cpp, scripts/replay.sh).
+//
+// run_case() runs it on two backends (the Verilated chip and the golden ISA model) and
+// compares every piece of architectural state:
+//   * run 1, the program: STATUS (done/error), ERR_CODE, ERR_PC, INSTR_RETIRED and every byte
+//     of the host memory the program can write;
+//   * run 2, a dump program built from the golden model's state after run 1: write_host of the
+//     whole UB window, and an exact check of every accumulator of the ACC window (see
+//     build_dump_program(): the requantizer saturates to 8 bits, so the int32 values cannot be
+//     read back with a fixed program; instead each ACC row r goes through a quantization slot
+//     whose bias is ~golden[r][n] with mult = 1, shift = 0, so the byte written is 0xFF
+//     exactly when the chip's value equals the golden value, and any other value otherwise).
+// A mismatch report names the seed; find_first_difference() runs prefixes of the program to
+// name the first instruction after which the two backends' state differs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "assembler.h"
+#include "golden_model.h"
+#include "host_memory.h"
+#include "isa.h"
+
+namespace tpu::verif {
+
+// Host memory layout shared by every case (both backends map exactly these regions).
+constexpr uint32_t kCmdBase = 0x0001'0000, kCmdSize = 0x1'0000;    // command buffers
+constexpr uint32_t kDataBase = 0x0010'0000, kDataSize = 0x1'0000;  // random input data
+constexpr uint32_t kOutBase = 0x0040'0000, kOutSize = 0x4000;      // program results
+constexpr uint32_t kSpareBase = 0x0060'0000, kSpareSize = 0x1000;  // mapped, never in a window
+constexpr uint32_t kDumpBase = 0x0070'0000, kDumpSize = 0x8000;    // run 2 (dump) only
+constexpr uint32_t kUnmapped = 0x0800'0000;                        // DECERR
+// Inside kDump: the UB window, the ACC check rows, then the ACC check parameters.
+constexpr uint32_t kDumpUb = kDumpBase, kDumpAcc = kDumpBase + 0x1000,
+                   kDumpParams = kDumpBase + 0x2000;
+
+struct ByteRange {
+  uint32_t base = 0;
+  uint32_t size = 0;
+};
+
+// How the testbench behaves during the program run.
+struct RunConfig {
+  uint32_t mem_latency = 10;        // cycles
+  uint32_t mem_bytes_per_cycle = 16;  // 0 = unlimited
+  double backpressure = 0.0;        // AXI ready/valid stall probability per cycle and channel
+  uint64_t backpressure_seed = 1;
+  DmaWindows windows{};             // all disabled = any address allowed
+  std::vector<ByteRange> slverr;    // host memory that answers SLVERR (bus accesses only)
+};
+
+enum class CaseKind {
+  kValid,        // must run to its halt
+  kStaticFault,  // one instruction that fails a static check (codes 1-8, 12, 13)
+  kAxiFault,     // host memory answers an error (SLVERR/DECERR) for some access
+  kNoHalt,       // the command buffer ends without halt (ERR_CMD_OVERRUN)
+};
+const char* to_string(CaseKind kind);
+
+struct GenOptions {
+  uint32_t n = 16;                // MXU size the program is generated for
+  uint32_t min_length = 10;       // random instructions after the prologue
+  uint32_t max_length = 60;
+  double fault_probability = 0.3; // share of cases that carry a fault (kind != kValid)
+  bool random_timing = true;      // random latency, bandwidth, backpressure
+};
+
+struct TestCase {
+  uint64_t seed = 0;
+  ChipParams params;
+  CaseKind kind = CaseKind::kValid;
+  std::string fault;                  // what fault was planted, for reports
+  size_t prologue_length = 0;         // instructions that define the window state
+  std::vector<Instruction> program;   // placed at kCmdBase
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> memory;  // host image before the run
+  RunConfig config;
+  // The part of the chip the program uses (every UB/ACC access lies inside these windows).
+  uint32_t ub_base = 0, ub_rows = 0, acc_base = 0, acc_rows = 0;
+};
+
+TestCase generate_program(uint64_t seed, const GenOptions& options);
+
+// The assembly listing, one line per instruction with its index.
+std::string listing(const std::vector<Instruction>& program);
+// Seed, kind, fault, timing, windows, then the listing.
+std::string describe(const TestCase& tc);
+
+// What one run left behind.
+struct Outcome {
+  bool done = false;
+  bool hung = false;          // no done/error within the cycle limit (chip only)
+  uint32_t err_code = 0;
+  uint32_t err_pc = 0;
+  uint64_t retired = 0;       // INSTR_RETIRED
+  std::vector<uint8_t> data;  // kData region after the run
+  std::vector<uint8_t> out;   // kOut region after the run
+  std::vector<uint8_t> dump;  // kDump region after the run
+};
+
+// One implementation of the ISA. Regions are mapped once at construction; state (UB, ACC,
+// PARAM, LUT) persists between runs as on the chip.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Loads the memory image (after zeroing kData, kOut, kDump, kSpare) and applies `config`,
+  // places `program` at kCmdBase, rings the doorbell and runs to the end.
+  virtual Outcome run(const std::vector<std::pair<uint32_t, std::vector<uint8_t>>>& memory,
+                      const RunConfig& config, const std::vector<Instruction>& program) = 0;
+};
+
+// The golden model behind the Backend interface. It also exposes its state (for the dump).
+class GoldenBackend : public Backend {
+ public:
+  explicit GoldenBackend(const ChipParams& params);
+  ~GoldenBackend() override;
+  const char* name() const override { return "golden"; }
+  Outcome run(const std::vector<std::pair<uint32_t, std::vector<uint8_t>>>& memory,
+              const RunConfig& config, const std::vector<Instruction>& program) override;
+  GoldenModel& model();
+  std::string last_message() const { return last_message_; }
+  // Maps more host memory (both backends must map the same); `memory` of run() may load it.
+  void add_region(uint32_t base, uint32_t size);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string last_message_;
+};
+
+// Run 2: reads back the UB window and checks every accumulator of the ACC window against the
+// golden model's current values (see the file comment). Memory image in `memory`.
+struct DumpProgram {
+  std::vector<Instruction> program;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> memory;
+};
+DumpProgram build_dump_program(const TestCase& tc, const GoldenModel& golden);
+
+struct CaseResult {
+  bool ok = true;
+  std::string mismatch;        // the first difference found (empty when ok)
+  bool valid_faulted = false;  // a kValid case did not reach its halt (a generator bug)
+  Outcome golden, chip;        // of run 1
+};
+
+// Runs tc on both backends (run 1, then the dump run 2 unless an AXI error made the state
+// undefined) and compares. Backends must have been constructed for tc.params.
+CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc);
+
+// For a failing case: runs growing prefixes of the program (each followed by halt, then the
+// dump) on both backends and returns the index of the first instruction after which the
+// state differs, with the mismatch, or -1 if every prefix matches.
+struct FirstDifference {
+  long index = -1;
+  std::string mismatch;
+};
+// True when both report ERR_AXI_READ on an instruction fetch and the chip's ERR_PC lies in
+// the burst that ends at the golden model's (host memory fails whole bursts; see
+// docs/verification.md).
+bool same_fetch_fault(const Outcome& chip, const Outcome& golden, const std::string& golden_message);
+
+FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc);
+
+}  // namespace tpu::verif
