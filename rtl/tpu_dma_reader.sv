@@ -91,8 +91,10 @@ module tpu_dma_reader #(
   assign row_valid_o = row_valid_q;
   assign row_err_o   = row_err_q;
   assign row_err_prev_o = row_err_prev_q;
+  // At most two transfers in flight: an overlapped start waits until no older one is left.
   assign accept_o    = !busy_q ||
-                       (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i);
+                       (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i &&
+                        prev_bursts_q == '0);
   assign row_idx_o   = row_idx_q;
   always_comb begin
     for (int b = 0; b < int'(RowBytes); b++) row_data_o[b] = gather_q[b];
@@ -158,7 +160,8 @@ module tpu_dma_reader #(
             err_q       <= 1'b1;
             row_valid_q <= 1'b1;
             row_err_q   <= 1'b1;
-            row_err_prev_q <= (prev_bursts_q != '0);
+            // Every burst in flight at an overlapped start belongs to the earlier transfer.
+            row_err_prev_q <= (prev_bursts_q != '0) || (start_i && busy_q);
             row_idx_q   <= row_q;
           end else begin
             for (int b = 0; b < int'(BeatBytes); b++) begin
