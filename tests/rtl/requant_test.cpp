@@ -81,7 +81,7 @@ TEST(Requant, RandomAgainstGolden) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int32_t> any(std::numeric_limits<int32_t>::min(),
                                              std::numeric_limits<int32_t>::max());
-  std::uniform_int_distribution<int32_t> small(-1 << 20, 1 << 20);
+  std::uniform_int_distribution<int32_t> small(-(1 << 20), 1 << 20);  // (-1 << 20 is UB in C++17)
   std::uniform_int_distribution<uint32_t> word;
   std::uniform_int_distribution<int> f(0, 2), coin(0, 1);
   for (int i = 0; i < 200000; ++i) {
