@@ -18,9 +18,11 @@ module tpu_accumulators #(
 
   always_ff @(posedge clk_i) begin
     if (we_i) begin
+      logic signed [31:0] row [N];
       for (int c = 0; c < int'(N); c++) begin
-        mem_q[waddr_i][c] <= (accumulate_i ? mem_q[waddr_i][c] : 32'sd0) + wdata_i[c];
+        row[c] = (accumulate_i ? mem_q[waddr_i][c] : 32'sd0) + wdata_i[c];
       end
+      mem_q[waddr_i] <= row;
     end
   end
 

@@ -73,16 +73,21 @@ module tpu_act_unit #(
   always_ff @(posedge clk_i) begin
     if (prm_we_i) begin
       int unsigned slot, vec, part;
+      logic [31:0] prm_row [N];
       slot = int'(prm_row_i) / 12;
       vec  = (int'(prm_row_i) % 12) / 4;
       part = int'(prm_row_i) % 4;
+      prm_row = prm_q[slot*3 + vec];
       for (int w = 0; w < int'(Words); w++) begin
-        prm_q[slot*3 + vec][part*Words + w] <=
-            {wdata_i[4*w+3], wdata_i[4*w+2], wdata_i[4*w+1], wdata_i[4*w]};
+        prm_row[part*Words + w] = {wdata_i[4*w+3], wdata_i[4*w+2], wdata_i[4*w+1], wdata_i[4*w]};
       end
+      prm_q[slot*3 + vec] <= prm_row;
     end
     if (lut_we_i) begin
-      for (int c = 0; c < int'(N); c++) lut_q[(int'(lut_row_i) * N + c) % 256] <= wdata_i[c];
+      logic [7:0] lut_n [256];
+      lut_n = lut_q;
+      for (int c = 0; c < int'(N); c++) lut_n[(int'(lut_row_i) * N + c) % 256] = wdata_i[c];
+      lut_q <= lut_n;
     end
   end
 
@@ -160,7 +165,7 @@ module tpu_act_unit #(
       s1_first_q   <= win_first;
       s1_last_q    <= win_last;
       s1_ub_addr_q <= UbW'(ub_row);
-      for (int c = 0; c < int'(N); c++) s1_acc_q[c] <= acc_rdata_i[c];
+      s1_acc_q     <= acc_rdata_i;
     end
   end
 
@@ -177,6 +182,8 @@ module tpu_act_unit #(
 
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
+      logic signed [8:0] pool_n [N];
+      logic [7:0]        wdata_n [N];
       for (int c = 0; c < int'(N); c++) begin
         logic signed [8:0] y, v;
         logic [7:0] l;
@@ -187,9 +194,11 @@ module tpu_act_unit #(
           y = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
         end
         v = (s1_first_q || y > pool_q[c]) ? y : pool_q[c];
-        pool_q[c]     <= v;
-        ub_wdata_q[c] <= v[7:0];
+        pool_n[c]  = v;
+        wdata_n[c] = v[7:0];
       end
+      pool_q     <= pool_n;
+      ub_wdata_q <= wdata_n;
       ub_waddr_q <= s1_ub_addr_q;
     end
   end

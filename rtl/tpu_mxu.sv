@@ -52,26 +52,24 @@ module tpu_mxu #(
   logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k (triangle used)
   logic signed [31:0] deskew_q [N][N];  // output de-skew: column c delays by N-1-c
   logic [7:0]         wskew_q  [N][N];  // weight column skew: column c delays by c
-  logic [2:0]         wctl_q   [N];     // {shift, commit, buf} as seen by column c (c >= 1)
-  logic               side_valid_q [Latency];
+  // Packed shift registers (one whole-vector shift per cycle): Verilator 5.006 cannot keep a
+  // non-blocking assignment to an unpacked array inside a loop it does not unroll (> 64).
+  logic [N-1:0][2:0]  wctl_q;           // {shift, commit, buf} as seen by column c (c >= 1)
+  logic [Latency-1:0] side_valid_q;
   // Cycles the data path must keep moving: rows stay in flight Latency cycles after the last
   // valid row, weight controls N cycles after the last shift/commit. While both are zero the
   // array, skew and de-skew registers hold only rows nobody will read, so they are left
   // still (a pure simulation-speed measure: the values they would shift are all invalid).
   logic [$clog2(Latency+1)-1:0] rows_live_q;
   logic [$clog2(N+1)-1:0]       wctl_live_q;
-  logic [TagW-1:0]    side_tag_q   [Latency];
+  logic [Latency-1:0][TagW-1:0] side_tag_q;
 
   // Reset clears only the control side band; datapath registers need no reset because
   // nothing reads them until a valid row or a commit has written them.
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (int i = 0; i < int'(Latency); i++) begin
-        side_valid_q[i] <= 1'b0;
-      end
-      for (int c = 0; c < int'(N); c++) begin
-        wctl_q[c] <= 3'b000;
-      end
+      side_valid_q <= '0;
+      wctl_q       <= '0;
       rows_live_q <= '0;
       wctl_live_q <= '0;
     end else begin
@@ -80,24 +78,15 @@ module tpu_mxu #(
       if (w_shift_i || w_commit_i) wctl_live_q <= ($clog2(N+1))'(N);
       else if (wctl_live_q != '0)  wctl_live_q <= wctl_live_q - 1'b1;
       if (in_valid_i || rows_live_q != '0) begin  // all zero otherwise
-        for (int i = int'(Latency) - 1; i > 0; i--) begin
-          side_valid_q[i] <= side_valid_q[i-1];
-        end
-        side_valid_q[0] <= in_valid_i;
+        side_valid_q <= {side_valid_q[Latency-2:0], in_valid_i};
       end
-      for (int c = int'(N) - 1; c > 0; c--) begin
-        wctl_q[c] <= wctl_q[c-1];
-      end
-      wctl_q[0] <= {w_shift_i, w_commit_i, w_buf_i};
+      wctl_q <= {wctl_q[N-2:0], {w_shift_i, w_commit_i, w_buf_i}};
     end
   end
 
   always_ff @(posedge clk_i) begin
     if (in_valid_i || rows_live_q != '0) begin
-      for (int i = int'(Latency) - 1; i > 0; i--) begin
-        side_tag_q[i] <= side_tag_q[i-1];
-      end
-      side_tag_q[0] <= in_tag_i;
+      side_tag_q <= {side_tag_q[Latency-2:0], in_tag_i};
     end
   end
 

@@ -116,7 +116,7 @@ module tpu_weight_loader #(
 
   always_ff @(posedge clk_i) begin
     if (push_i) begin
-      for (int c = 0; c < int'(N); c++) fifo_q[wr_row_q][c] <= push_row_i[c];
+      fifo_q[wr_row_q] <= push_row_i;
     end
   end
 
