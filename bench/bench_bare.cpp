@@ -123,10 +123,8 @@ class AxiResponder {
     if (ar_fire) accept_read(s.araddr, s.arlen);
     if (aw_fire) write_addrs_.push_back({s.awaddr, s.awlen + 1});
     if (w_fire) {
-      const size_t off = w_cur_.data.size();
       w_cur_.data.insert(w_cur_.data.end(), s.wdata, s.wdata + kBeatBytes);
       for (unsigned i = 0; i < kBeatBytes; ++i) w_cur_.enable.push_back((s.wstrb >> i) & 1);
-      (void)off;
       ++w_cur_.beats;
       if (s.wlast || w_cur_.beats == 256) {
         write_data_.push_back(std::move(w_cur_));
@@ -451,6 +449,12 @@ int main(int argc, char** argv) {
     const auto t_setup = std::chrono::steady_clock::now();
     const uint64_t limit = uint64_t(1) << 40;
     while (!h.irq() && h.cycle() < start_cycle + warmup) h.tick();
+    // MXU busy over the timed part (as bench_sc: low words of CYCLES and MXU_BUSY).
+    uint32_t cycles0 = 0, busy0 = 0;
+    if (!h.irq()) {
+      cycles0 = h.read_reg(0x100);
+      busy0 = h.read_reg(0x108);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t c0 = h.cycle();
     while (!h.irq() && h.cycle() < limit) h.tick();
@@ -469,11 +473,13 @@ int main(int argc, char** argv) {
     std::memcpy(got.data(), h.memory().at(w.out_addr), got.size());
     const size_t bad = tpu::bench::count_mismatches(w, got);
     std::printf("RESULT harness=%s n=%u tiles=%u rows_per_tile=%u counter_cycles=%llu "
-                "mxu_busy=%llu busy_pct=%.1f weight_stall=%llu start_cycle=%llu warmup=%llu "
+                "mxu_busy=%llu busy_pct=%.1f timed_busy_pct=%.1f weight_stall=%llu "
+                "start_cycle=%llu warmup=%llu "
                 "warmup_s=%.4f measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
                 TPU_BENCH_HARNESS, TPU_BENCH_N, w.tiles, w.rows_per_tile,
                 (unsigned long long)cycles, (unsigned long long)busy,
-                100.0 * double(busy) / double(cycles), (unsigned long long)wstall,
+                100.0 * double(busy) / double(cycles),
+                100.0 * double(busy - busy0) / double(cycles - cycles0), (unsigned long long)wstall,
                 (unsigned long long)start_cycle, (unsigned long long)warmup, warm_secs,
                 (unsigned long long)measured, secs, double(measured) / secs, bad);
     return bad ? 1 : 0;

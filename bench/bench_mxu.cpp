@@ -86,7 +86,6 @@ int main(int argc, char** argv) {
     // Steady state: row i of tile t uses buffer t % 2; tile t+1 shifts in during the first N
     // cycles of tile t and commits at cycle N + 1 of it (the other buffer's last row left
     // R - N - 1 >= N cycles earlier), and is switched to after R rows.
-    const uint64_t begin = cycle;
     std::chrono::steady_clock::time_point t0;
     uint64_t c0 = 0;
     bool timing = false;
@@ -115,7 +114,9 @@ int main(int argc, char** argv) {
         ++out_rows;
         const uint32_t tag = m->out_tag_o;
         for (int t = 0; t < 2; ++t) {
-          if (first_row_of_tile[t] >= 0 && tag == uint32_t(first_row_of_tile[t])) {
+          // Tags wrap at 2^18: only the first pass is checked.
+          if (out_rows <= (1u << 18) && first_row_of_tile[t] >= 0 &&
+              tag == uint32_t(first_row_of_tile[t])) {
             for (int c = 0; c < N; ++c)
               if (int32_t(m->out_sum_o[c]) != reference(int(tag % kRows), t, c)) ++bad;
             ++checked;
@@ -126,7 +127,6 @@ int main(int argc, char** argv) {
     const auto t1 = std::chrono::steady_clock::now();
     const uint64_t measured = cycle - c0;
     const double secs = std::chrono::duration<double>(t1 - t0).count();
-    (void)begin;
     m->final();
     std::printf("RESULT harness=mxu n=%d rows_per_tile=%u fed=%llu out_rows=%llu checked=%zu "
                 "measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",

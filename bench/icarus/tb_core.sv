@@ -11,6 +11,7 @@
 //
 //   iverilog -g2012 -P tb_core.N=16 -P tb_core.MEM_WORDS=<w> ... ; vvp sim +image=FILE
 //     +cmd_addr=A +cmd_count=C +out_addr=O +out_bytes=B +mem_base=M +warmup=W
+//     [+max_cycles=K] (give up K cycles after START) [+progress=K] (print the cycle every K)
 `timescale 1ns / 1ps
 module tb_core;
   parameter int N = 16;
@@ -236,7 +237,7 @@ module tb_core;
   // ---------------- the run ----------------
   string image, expected_file;
   logic [31:0] cmd_addr, cmd_count, out_addr, out_bytes;
-  longint warmup, start_cycle;
+  longint warmup, start_cycle, max_cycles;
   logic [7:0] expected [0:65535];
   logic [31:0] lo, hi;
   longint counter_cycles, mxu_busy;
@@ -251,6 +252,7 @@ module tb_core;
     if (!$value$plusargs("out_bytes=%d", out_bytes)) $fatal(1, "+out_bytes= missing");
     if (!$value$plusargs("mem_base=%d", mem_base)) $fatal(1, "+mem_base= missing");
     if (!$value$plusargs("warmup=%d", warmup)) $fatal(1, "+warmup= missing");
+    if (!$value$plusargs("max_cycles=%d", max_cycles)) max_cycles = 0;  // 0: no limit
     expected_file = {image, ".expected"};
     $readmemh(image, mem);
     $readmemh(expected_file, expected);
@@ -267,7 +269,14 @@ module tb_core;
     while (!irq && cycle < start_cycle + warmup) @(posedge clk);
     $display("MARK warm %0d", cycle);
     $fflush();
-    while (!irq) @(posedge clk);
+    while (!irq) begin
+      @(posedge clk);
+      if (max_cycles > 0 && cycle > start_cycle + max_cycles) begin
+        $display("RESULT harness=icarus_core n=%0d timeout=1 timeout_cycles=%0d", N, max_cycles);
+        $fflush();
+        $finish;
+      end
+    end
     $display("MARK done %0d", cycle);
     $fflush();
     axil_read(12'h100, lo); axil_read(12'h104, hi); counter_cycles = {hi, lo};
