@@ -283,7 +283,14 @@ RunOutcome Device::try_run(const std::vector<Instruction>& program, uint64_t max
   const std::vector<uint8_t> bytes = encode_program(program);
   if (!bytes.empty()) mem_write(kCmdBase, bytes.data(), bytes.size());
 
+  timeline_.clear();
   RawRun r = run_raw(kCmdBase, static_cast<uint32_t>(program.size()), windows, max_cycles);
+  if (record_timeline_) {
+    timeline_ = std::move(r.timeline);
+    for (InstrEvent& e : timeline_) {
+      if (e.pc < program.size()) e.opcode = static_cast<Opcode>(opcode_byte(program[e.pc]));
+    }
+  }
   RunOutcome out;
   out.status = r.status;
   out.stats = r.stats;
@@ -304,6 +311,28 @@ RunOutcome Device::try_run(const std::vector<Instruction>& program, uint64_t max
   out.stats.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+std::string_view unit_name(ExecUnit u) {
+  switch (u) {
+    case ExecUnit::ReadHost: return "read_host";
+    case ExecUnit::ReadWeights: return "read_weights";
+    case ExecUnit::Matmul: return "matmul";
+    case ExecUnit::Activate: return "activate";
+    case ExecUnit::WriteHost: return "write_host";
+    case ExecUnit::Control: return "control";
+  }
+  return "?";
+}
+
+void Device::record_timeline(bool on) {
+  if (on && !has_timeline()) {
+    throw DeviceError(std::string(backend()) +
+                      " backend: no instruction timeline (it has no timing); use the rtl backend");
+  }
+  set_timeline_recording(on);
+  record_timeline_ = on;
+  if (!on) timeline_.clear();
 }
 
 RunStats Device::run(const std::vector<Instruction>& program, uint64_t max_cycles) {

@@ -69,6 +69,25 @@ struct RunStats {
   double wall_seconds = 0;         // host time spent in run()
 };
 
+// The unit an instruction occupies (numbered as the chip's trace port, docs/architecture.md
+// "Trace port"). nop and sync run on no unit: Control, with no duration.
+enum class ExecUnit : uint8_t { ReadHost, ReadWeights, Matmul, Activate, WriteHost, Control };
+constexpr int kNumExecUnits = 6;
+std::string_view unit_name(ExecUnit u);  // "read_host", ..., "write_host", "control"
+
+// One issued instruction of a run's timeline (Device::timeline). It occupied its unit during
+// cycles [start, end), counted from the run's first cycle (the first the CYCLES counter counts):
+// issued to the unit in cycle `start`, finished from cycle `end` on (exact definitions per unit
+// in docs/architecture.md "Trace port"). Units finish their instructions in issue order; the
+// MXU and the weight DMA can hold more than one at a time, so their events may overlap.
+struct InstrEvent {
+  uint32_t pc = 0;  // index in the program
+  ExecUnit unit = ExecUnit::Control;
+  Opcode opcode = Opcode::Nop;
+  uint64_t start = 0, end = 0;
+  bool complete = true;  // false: abandoned when the run stopped (fault, timeout); end = the stop
+};
+
 // How a run ended, for callers that want to handle faults without exceptions.
 struct RunOutcome {
   enum class Status { Done, Error, Timeout };
@@ -161,6 +180,18 @@ class Device {
   RunOutcome try_run(const std::vector<Instruction>& program,
                      uint64_t max_cycles = kDefaultMaxCycles);
 
+  // ---- instruction timeline
+  // Whether this backend can record when each instruction ran: rtl yes (the chip's trace port,
+  // cycle-accurate), model no (it has no timing).
+  virtual bool has_timeline() const { return false; }
+  // Records the timeline of the following runs (off by default; costs some simulation time).
+  // Throws DeviceError when switching on a backend without timeline.
+  void record_timeline(bool on);
+  bool recording_timeline() const { return record_timeline_; }
+  // The last run's timeline while recording: one event per issued instruction, in issue order
+  // (the final halt is not issued, so it has none). Each run() / try_run() replaces it.
+  const std::vector<InstrEvent>& timeline() const { return timeline_; }
+
  protected:
   Device() = default;
   void set_params(const ChipParams& p) { params_ = p; }
@@ -174,7 +205,10 @@ class Device {
     uint32_t pc = 0;
     std::string detail;  // backend's own explanation, used when the host cannot explain
     RunStats stats;      // cycles, cycles_estimated, counters
+    std::vector<InstrEvent> timeline;  // while recording (opcode is filled in by Device)
   };
+  // Switch timeline recording on or off (only called with `on` when has_timeline()).
+  virtual void set_timeline_recording(bool /*on*/) {}
   // Program the windows, run `count` instructions at cmd_addr. Must not throw for chip
   // faults or timeouts (report them in RawRun); after a timeout leave the chip reusable.
   virtual RawRun run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,
@@ -189,6 +223,8 @@ class Device {
   ChipParams params_;
   std::vector<HostBuffer> buffers_;  // sorted by address
   uint32_t arena_next_ = kArenaBase;
+  bool record_timeline_ = false;
+  std::vector<InstrEvent> timeline_;
 };
 
 // Writes a program's instructions one per line ("  3: matmul ub=0 ..."), for messages.

@@ -15,7 +15,8 @@
 // Counters that are exact (equal to the chip's for a run that halts): mxu_busy, mxu_macs,
 // dma_wr_bytes, instr_retired. dma_rd_bytes omits the chip's instruction prefetch, act_busy
 // counts Ho*Wo*pool_k^2 reads; weight_stall, input_stall and dma_busy are 0.
-// max_cycles does not apply: the model cannot hang.
+// max_cycles does not apply: the model cannot hang. It has no instruction timeline
+// (has_timeline() is false, record_timeline(true) throws DeviceError).
 //
 // Host memory is sparse (4 KiB pages on first write), so any buffer placement costs nothing.
 #pragma once

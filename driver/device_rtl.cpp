@@ -16,6 +16,30 @@ namespace {
 constexpr uint32_t win_base_reg(int i) { return 0x080u + 8u * static_cast<uint32_t>(i); }
 constexpr uint32_t win_size_reg(int i) { return 0x084u + 8u * static_cast<uint32_t>(i); }
 
+static_assert(int(ExecUnit::ReadHost) == int(sim::TraceUnit::kReadHost) &&
+                  int(ExecUnit::ReadWeights) == int(sim::TraceUnit::kReadWeights) &&
+                  int(ExecUnit::Matmul) == int(sim::TraceUnit::kMatmul) &&
+                  int(ExecUnit::Activate) == int(sim::TraceUnit::kActivate) &&
+                  int(ExecUnit::WriteHost) == int(sim::TraceUnit::kWriteHost) &&
+                  int(ExecUnit::Control) == int(sim::TraceUnit::kControl) &&
+                  kNumExecUnits == sim::kTraceUnits,
+              "ExecUnit must number the units as the chip's trace port does");
+
+std::vector<InstrEvent> to_timeline(const std::vector<sim::TraceEvent>& events) {
+  std::vector<InstrEvent> out;
+  out.reserve(events.size());
+  for (const sim::TraceEvent& t : events) {
+    InstrEvent e;
+    e.pc = t.pc;
+    e.unit = static_cast<ExecUnit>(t.unit);
+    e.start = t.issue;
+    e.end = t.done;
+    e.complete = t.complete;
+    out.push_back(e);
+  }
+  return out;
+}
+
 }  // namespace
 
 struct RtlDevice::Impl {
@@ -121,6 +145,7 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
       chip.reset();  // stop whatever is still running; registers return to reset values
       impl_->programmed.reset();
       out.stats.cycles = max_cycles;
+      if (chip.instruction_trace()) out.timeline = to_timeline(chip.trace_events());
       return out;
     case sim::StopReason::kIrq:
       throw DeviceError("rtl: the chip raised an interrupt without STATUS.done or STATUS.error");
@@ -139,8 +164,12 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
   pc.act_busy = c.act_busy;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = false;
+  // The counter reads above took many cycles: the trace has seen the run end.
+  if (chip.instruction_trace()) out.timeline = to_timeline(chip.trace_events());
   return out;
 }
+
+void RtlDevice::set_timeline_recording(bool on) { impl_->chip->set_instruction_trace(on); }
 
 std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& rtl) {
   if (backend == "rtl") return std::make_unique<RtlDevice>(rtl);

@@ -47,8 +47,11 @@ class RtlDevice : public Device {
   // Cycles simulated since the process started (for simulation-speed figures).
   uint64_t simulated_cycles() const;
   void set_backpressure(double probability, uint64_t seed);
+  // The instruction timeline comes from the chip's trace port (sim/trace.h), cycle-accurate.
+  bool has_timeline() const override { return true; }
 
  protected:
+  void set_timeline_recording(bool on) override;
   void mem_write(uint32_t addr, const void* src, size_t len) override;
   void mem_read(uint32_t addr, void* dst, size_t len) override;
   RawRun run_raw(uint32_t cmd_addr, uint32_t count, const DmaWindows& windows,

@@ -56,7 +56,14 @@ module tpu_core #(
   input  logic                      m_axi_bvalid_i,
   output logic                      m_axi_bready_o,
   // Interrupt: OR of IRQ_STATUS & IRQ_ENABLE
-  output logic                      irq_o
+  output logic                      irq_o,
+  // Trace side band, observation only (docs/architecture.md "Trace port"; tpu_ctrl):
+  output logic                      trace_run_o,    // STATUS.BUSY: the cycles CYCLES counts
+  output logic                      trace_issue_o,  // an instruction is issued this cycle,
+  output logic [2:0]                trace_unit_o,   //   to this unit (0 read_host, 1 read_weights,
+                                                    //   2 matmul, 3 activate, 4 write_host, 5 nop/sync)
+  output logic [31:0]               trace_pc_o,     //   and this is its index in the program
+  output logic [4:0]                trace_done_o    // per unit 0-4: its oldest instruction finished
 );
 
   import tpu_pkg::*;
@@ -122,7 +129,7 @@ module tpu_core #(
   logic [127:0] fetch_instr;
   logic [127:0] instr;
   logic dmain_start, dmain_busy, dmain_err;
-  logic wdma_start, wdma_busy, wdma_err, wdma_err_prev, wdma_accept;
+  logic wdma_start, wdma_busy, wdma_err, wdma_err_prev, wdma_accept, wdma_push;
   logic unused_fetch_err_prev, unused_fetch_accept, unused_dmain_err_prev, unused_dmain_accept;
   logic mxu_start, mxu_ready, mxu_retire, mxu_starved, mxu_abort;
   logic act_start, act_ready, act_busy, act_reading;
@@ -167,8 +174,11 @@ module tpu_core #(
     .act_start_o(act_start), .act_ready_i(act_ready), .act_busy_i(act_busy),
     .dmaout_start_o(dmaout_start), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
-    .input_stall_o(input_stall), .retire_o(retire)
+    .input_stall_o(input_stall), .retire_o(retire),
+    .wdma_row_i(wdma_push),
+    .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
   );
+  assign trace_run_o = busy;
 
   // ---------------- DMA in: read_host -> UB / parameters / LUT ----------------
   logic [1:0]   dmain_dest_q;
@@ -225,13 +235,14 @@ module tpu_core #(
     .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
     .accept_o(wdma_accept), .active_o(wdma_active)
   );
-  assign wdma_err = wdma_row_valid && wdma_row_err;
+  assign wdma_err  = wdma_row_valid && wdma_row_err;
+  assign wdma_push = wdma_row_valid && !wdma_row_err;
 
   logic mxu_valid, mxu_wbuf, mxu_wuns;
 
   tpu_weight_loader #(.N(N), .WFifoTiles(WFifoTiles)) u_weights (
     .clk_i, .rst_ni, .clear_i(clear),
-    .push_i(wdma_row_valid && !wdma_row_err), .push_row_i(wdma_row), .free_rows_o(wfifo_free),
+    .push_i(wdma_push), .push_row_i(wdma_row), .free_rows_o(wfifo_free),
     .w_shift_o(w_shift), .w_row_o(w_row), .w_commit_o(w_commit), .w_buf_o(w_buf),
     .active_buf_o(active_buf), .next_valid_o(next_valid),
     .next_buf_o(next_buf), .switch_i(mm_switch), .use_i(mxu_valid), .use_buf_i(mxu_wbuf),

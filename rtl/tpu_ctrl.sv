@@ -7,6 +7,19 @@
 // to the accumulators; matmuls do not wait for each other because the MXU pipeline keeps
 // their accumulator writes in order. A fault found at decode stops issue; units already
 // running finish, then the run ends with the error latched.
+//
+// Trace side band (observation only, like Ibex's RVFI; docs/architecture.md "Trace port"):
+// trace_issue_o pulses in the cycle an instruction leaves the queue for its unit, with
+// trace_unit_o and trace_pc_o (its index in the program). trace_done_o[u] pulses in the first
+// cycle in which the oldest unfinished instruction of unit u is finished (each unit finishes
+// its instructions in issue order):
+//   read_host, activate, write_host: the unit reports idle again (busy falls; for read_host
+//     and activate the cycle after their last row was written, for write_host the second
+//     cycle after its last write response);
+//   read_weights: the cycle after its last row entered the weight FIFO (two may be in flight);
+//   matmul: the cycle after its last row was written to the accumulators (several in flight).
+// nop and sync (unit TraceControl) take no time and have no done pulse. After an AXI error
+// or a soft reset the done pulses of abandoned instructions may be missing.
 module tpu_ctrl #(
   parameter int unsigned N          = 16,
   parameter int unsigned UbRows     = 8192,
@@ -54,6 +67,7 @@ module tpu_ctrl #(
   input  logic         wdma_accept_i,  // can take the next read_weights (may overlap)
   input  logic         wdma_err_i,
   input  logic         wdma_err_prev_i, // ... and it belongs to the overlapped earlier one
+  input  logic         wdma_row_i,     // a weight row entered the FIFO (trace only)
   output logic         mxu_start_o,
   input  logic         mxu_ready_i,
   input  logic         mxu_retire_i,   // last row of the oldest matmul reached the ACC
@@ -67,13 +81,26 @@ module tpu_ctrl #(
   input  logic         dmaout_err_i,   // with !dmaout_busy_i: the write_host failed
   input  logic         dma_active_i,   // any DMA burst outstanding (drain before stopping)
   output logic         input_stall_o,
-  output logic         retire_o
+  output logic         retire_o,
+  // Trace side band (see above).
+  output logic         trace_issue_o,
+  output logic [2:0]   trace_unit_o,
+  output logic [31:0]  trace_pc_o,
+  output logic [4:0]   trace_done_o
 );
   import tpu_pkg::*;
 
   localparam int unsigned LutRows = 256 / N;
   localparam int unsigned MmW     = $clog2(MmDepth + 1);
   localparam int unsigned IqW     = $clog2(IqDepth);
+
+  // trace_unit_o values; also the bit of trace_done_o of units 0-4.
+  localparam logic [2:0] TraceReadHost    = 3'd0;
+  localparam logic [2:0] TraceReadWeights = 3'd1;
+  localparam logic [2:0] TraceMatmul      = 3'd2;
+  localparam logic [2:0] TraceActivate    = 3'd3;
+  localparam logic [2:0] TraceWriteHost   = 3'd4;
+  localparam logic [2:0] TraceControl     = 3'd5;  // nop, sync
 
   // ---------------- run state ----------------
   logic        run_q;        // between START and done/error
@@ -272,7 +299,6 @@ module tpu_ctrl #(
       if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
       if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
       if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
-    if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
       if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
       if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
@@ -329,6 +355,72 @@ module tpu_ctrl #(
   assign fetch_rows_o  = 24'(cmd_count_i);
   assign fetch_space_o = 24'(IqDepth) - 24'(iq_cnt_q);
   assign fetch_stop_o  = stop_q || fetch_stop_q || soft_reset_i || !run_q;
+
+  // ---------------- trace side band ----------------
+  logic        tr_dmain_busy_q, tr_act_busy_q;  // write_host: dmaout_was_busy_q
+  logic        tr_mm_done_q, tr_wdma_done_q, tr_wdma_done_d;
+  // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
+  logic [31:0] tr_wrows_q [2];
+  logic [31:0] tr_wrows_d [2];
+  logic [1:0]  tr_wcnt_q, tr_wcnt_d;
+
+  always_comb begin
+    unique case (op)
+      OpReadHost:    trace_unit_o = TraceReadHost;
+      OpReadWeights: trace_unit_o = TraceReadWeights;
+      OpMatmul:      trace_unit_o = TraceMatmul;
+      OpActivate:    trace_unit_o = TraceActivate;
+      OpWriteHost:   trace_unit_o = TraceWriteHost;
+      default:       trace_unit_o = TraceControl;
+    endcase
+  end
+  assign trace_issue_o = issue;
+  assign trace_pc_o    = pc_q;
+
+  // Weight rows arrive in order: a row belongs to the older read_weights in flight. The weight
+  // DMA takes a third read_weights only once all beats of the oldest have arrived, so its last
+  // row is pushed in that cycle at the latest (counted first below): two entries suffice.
+  always_comb begin
+    tr_wrows_d     = tr_wrows_q;
+    tr_wcnt_d      = tr_wcnt_q;
+    tr_wdma_done_d = 1'b0;
+    if (wdma_row_i && tr_wcnt_d != '0) begin
+      tr_wrows_d[0] = tr_wrows_d[0] - 1'b1;
+      if (tr_wrows_d[0] == '0) begin
+        tr_wdma_done_d = 1'b1;
+        tr_wrows_d[0] = tr_wrows_d[1];
+        tr_wcnt_d     = tr_wcnt_d - 1'b1;
+      end
+    end
+    if (wdma_start_o) begin
+      tr_wrows_d[(tr_wcnt_d == '0) ? 0 : 1] = 32'(head[63:40]) * 32'(N);
+      if (tr_wcnt_d != 2'd2) tr_wcnt_d = tr_wcnt_d + 1'b1;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      tr_dmain_busy_q  <= 1'b0;
+      tr_act_busy_q    <= 1'b0;
+      tr_mm_done_q     <= 1'b0;
+      tr_wdma_done_q   <= 1'b0;
+      tr_wrows_q       <= '{default: '0};
+      tr_wcnt_q        <= '0;
+    end else begin
+      tr_dmain_busy_q  <= dmain_busy_i;
+      tr_act_busy_q    <= act_busy_i;
+      tr_mm_done_q     <= mxu_retire_i && mm_cnt_q != '0;
+      tr_wdma_done_q   <= tr_wdma_done_d && !clear_o;
+      tr_wrows_q       <= tr_wrows_d;
+      tr_wcnt_q        <= clear_o ? '0 : tr_wcnt_d;
+    end
+  end
+
+  assign trace_done_o[TraceReadHost]    = tr_dmain_busy_q && !dmain_busy_i;
+  assign trace_done_o[TraceReadWeights] = tr_wdma_done_q;
+  assign trace_done_o[TraceMatmul]      = tr_mm_done_q;
+  assign trace_done_o[TraceActivate]    = tr_act_busy_q && !act_busy_i;
+  assign trace_done_o[TraceWriteHost]   = dmaout_was_busy_q && !dmaout_busy_i;
 
   // ---------------- sequential ----------------
   logic [3:0]  new_err;

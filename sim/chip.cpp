@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <sstream>
 #include <type_traits>
 
@@ -48,6 +49,61 @@ constexpr uint64_t kEdgeOffsetPs = kPeriodPs / 4;
 
 bool g_chip_constructed = false;
 
+// Rising edges since simulation start at time t (the edge at t included).
+uint64_t edges_at(const sc_core::sc_time& t) {
+  const uint64_t v = t.value();
+  return v < kEdgeOffsetPs ? 0 : (v - kEdgeOffsetPs) / kPeriodPs + 1;
+}
+
+// Turns the per-cycle trace port samples into TraceEvents (sim/trace.h).
+class TraceRecorder {
+ public:
+  // One sample: the port's values in the cycle that ends with rising edge `edge`.
+  void sample(uint64_t edge, bool run, bool issue, uint32_t unit, uint32_t pc, uint32_t done) {
+    if (run && !running_) {  // the first cycle of a run
+      events_.clear();
+      for (auto& q : open_) q.clear();
+      origin_ = edge;
+      running_ = true;
+    }
+    if (!running_) return;
+    const uint64_t t = edge - origin_;
+    // Done pulses belong to instructions issued in earlier cycles: first.
+    for (unsigned u = 0; u < kUnitsWithDone; ++u) {
+      if (!((done >> u) & 1u) || open_[u].empty()) continue;
+      TraceEvent& e = events_[open_[u].front()];
+      e.done = t;
+      e.complete = true;
+      open_[u].pop_front();
+    }
+    if (issue) {
+      TraceEvent e;
+      e.pc = pc;
+      e.unit = unit < kTraceUnits ? static_cast<TraceUnit>(unit) : TraceUnit::kControl;
+      e.issue = e.done = t;
+      e.complete = e.unit == TraceUnit::kControl;
+      if (!e.complete) open_[unsigned(e.unit)].push_back(events_.size());
+      events_.push_back(e);
+    }
+    if (!run) {  // the first cycle after the run: whatever is still open was abandoned
+      for (auto& q : open_) {
+        for (size_t i : q) events_[i].done = t;
+        q.clear();
+      }
+      running_ = false;
+    }
+  }
+  void stop() { running_ = false; }
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+ private:
+  static constexpr unsigned kUnitsWithDone = 5;  // trace_done_o bits
+  std::vector<TraceEvent> events_;
+  std::deque<size_t> open_[kUnitsWithDone];  // per unit: unfinished events, oldest first
+  uint64_t origin_ = 0;
+  bool running_ = false;
+};
+
 std::string hex(uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
@@ -82,6 +138,9 @@ struct Testbench : sc_core::sc_module {
   sc_core::sc_signal<AxiData> m_rdata, m_wdata;
   sc_core::sc_signal<AxiStrb> m_wstrb;
   sc_core::sc_signal<bool> irq;
+  // trace_* (observation only)
+  sc_core::sc_signal<bool> trace_run, trace_issue;
+  sc_core::sc_signal<uint32_t> trace_unit, trace_pc, trace_done;
 
   Vtpu_core core;
   HostMemoryModel memory;
@@ -92,6 +151,11 @@ struct Testbench : sc_core::sc_module {
   bool pause_requested = false;
   bool stop_on_irq = false;
   bool irq_rose = false;
+  // Instruction trace: while off, on_trace_clock sleeps on trace_enable (no per-cycle cost).
+  bool trace_on = false;
+  bool trace_armed = false;
+  sc_core::sc_event trace_enable;
+  TraceRecorder trace;
 
   SC_HAS_PROCESS(Testbench);
   Testbench(sc_core::sc_module_name name, const ChipConfig& cfg)
@@ -149,6 +213,11 @@ struct Testbench : sc_core::sc_module {
     core.m_axi_bvalid_i(m_bvalid);
     core.m_axi_bready_o(m_bready);
     core.irq_o(irq);
+    core.trace_run_o(trace_run);
+    core.trace_issue_o(trace_issue);
+    core.trace_unit_o(trace_unit);
+    core.trace_pc_o(trace_pc);
+    core.trace_done_o(trace_done);
 
     host.clk(clk);
     host.rst_n(rst_n);
@@ -207,6 +276,26 @@ struct Testbench : sc_core::sc_module {
     SC_METHOD(on_irq_change);
     sensitive << irq;
     dont_initialize();
+
+    SC_METHOD(on_trace_clock);
+    sensitive << clk.posedge_event();
+    dont_initialize();
+  }
+
+  // At a rising edge the signals still hold the cycle that this edge ends.
+  void on_trace_clock() {
+    if (!trace_on) {
+      trace_armed = false;
+      trace.stop();
+      next_trigger(trace_enable);  // sleep until switched on
+      return;
+    }
+    if (!trace_armed) {  // woken by trace_enable, not by an edge: back to the clock
+      trace_armed = true;
+      return;
+    }
+    trace.sample(edges_at(sc_core::sc_time_stamp()), trace_run.read(), trace_issue.read(),
+                 trace_unit.read(), trace_pc.read(), trace_done.read());
   }
 
   void request_pause() {
@@ -245,10 +334,7 @@ struct Chip::Impl {
   static constexpr uint32_t kUnknown = 0xFFFFFFFF;
   uint32_t irq_enable = reg::kIrqEnableResetValue;
 
-  uint64_t cycle() const {
-    const uint64_t t = sc_core::sc_time_stamp().value();
-    return t < kEdgeOffsetPs ? 0 : (t - kEdgeOffsetPs) / kPeriodPs + 1;
-  }
+  uint64_t cycle() const { return edges_at(sc_core::sc_time_stamp()); }
 
   // Half a period after rising edge number `edges`: the stop time of advance_until(edges).
   static sc_core::sc_time stop_time(uint64_t edges) {
@@ -536,5 +622,25 @@ Status Chip::status() {
 bool Chip::irq() const { return impl_->tb->irq.read(); }
 const AxiBridgeStats& Chip::axi_stats() const { return impl_->tb->bridge.stats(); }
 uint64_t Chip::cycle() const { return impl_->cycle(); }
+
+void Chip::set_instruction_trace(bool on) {
+  Testbench& tb = *impl_->tb;
+  if (on && !tb.trace_on) tb.trace_enable.notify(sc_core::SC_ZERO_TIME);
+  tb.trace_on = on;
+}
+bool Chip::instruction_trace() const { return impl_->tb->trace_on; }
+const std::vector<TraceEvent>& Chip::trace_events() const { return impl_->tb->trace.events(); }
+
+const char* to_string(TraceUnit unit) {
+  switch (unit) {
+    case TraceUnit::kReadHost: return "read_host";
+    case TraceUnit::kReadWeights: return "read_weights";
+    case TraceUnit::kMatmul: return "matmul";
+    case TraceUnit::kActivate: return "activate";
+    case TraceUnit::kWriteHost: return "write_host";
+    case TraceUnit::kControl: return "control";
+  }
+  return "?";
+}
 
 }  // namespace tpu::sim

@@ -23,6 +23,7 @@
 #include "axi_types.h"
 #include "host_memory_model.h"
 #include "registers.h"
+#include "trace.h"
 
 namespace tpu::sim {
 
@@ -157,6 +158,15 @@ class Chip {
   bool irq() const;        // current level of irq_o
   const AxiBridgeStats& axi_stats() const;  // traffic on m_axi_* since construction
   uint64_t cycle() const;  // rising clock edges since simulation start
+
+  // Instruction trace (sim/trace.h) from tpu_core's trace port: off by default, and then it
+  // costs nothing. While on, each run's issued instructions are recorded with the cycles they
+  // were issued and finished; a new run (STATUS.BUSY rising) replaces the previous run's
+  // events. Switch it on between runs (a run already going is recorded from its next START).
+  void set_instruction_trace(bool on);
+  bool instruction_trace() const;
+  // The last (or current) traced run's events, in issue order.
+  const std::vector<TraceEvent>& trace_events() const;
   static constexpr uint64_t kClockPeriodPs = 1000;
 
  private:

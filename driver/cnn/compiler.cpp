@@ -281,6 +281,7 @@ struct Op {
   Instruction ins;
   uint32_t tile = 0;  // host address of the tile a switching matmul makes active
   int marker = -1;    // >= 0: end of layer `marker` in the first micro-batch (no instruction)
+  int layer = -1;     // the layer it works for (Program::instr_layer)
 };
 
 class Emitter {
@@ -302,9 +303,11 @@ class Emitter {
     for (uint32_t i0 = 0; i0 < batch_; i0 += mb_) {
       const uint32_t m = std::min(mb_, batch_ - i0);
       for (size_t l = 0; l < cn_.layers.size(); ++l) {
+        cur_layer_ = int(l);
         layer(l, i0, m);
-        if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l)});
+        if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
       }
+      cur_layer_ = -1;
       const auto& out = cn_.tensors.back();
       op(WriteHost{tensor_base(cn_.layers.size()), m * out.image_rows(), oaddr_ + i0 * cn_.output_bytes()});
     }
@@ -313,7 +316,7 @@ class Emitter {
   }
 
  private:
-  void op(const Instruction& i, uint32_t tile = 0) { ops_.push_back(Op{i, tile, -1}); }
+  void op(const Instruction& i, uint32_t tile = 0) { ops_.push_back(Op{i, tile, -1, cur_layer_}); }
 
   // ---- unified buffer plan: arena A (odd tensors) at 0; region B (staging of the packed input,
   // even tensors) after it.
@@ -629,8 +632,12 @@ class Emitter {
   // WFifoTiles + 2 wait at once, and pushes run ahead (refilling when half the room is free).
   void finish(Program& prog) {
     std::vector<uint32_t> tiles;
+    std::vector<int> tile_layer;
     for (const Op& o : ops_)
-      if (o.marker < 0 && o.tile) tiles.push_back(o.tile);
+      if (o.marker < 0 && o.tile) {
+        tiles.push_back(o.tile);
+        tile_layer.push_back(o.layer);
+      }
     const uint32_t cap = cn_.chip.wfifo_tiles + 2, tile_bytes = n_ * n_;
     // Refill when half the room is free: each read_weights costs a burst latency, so pushing one
     // tile at a time is slower (measured on the chip: 1 tile 45, 3 tiles 28 cycles per tile).
@@ -638,11 +645,13 @@ class Emitter {
     size_t next = 0, switched = 0;
     uint32_t pending = 0;
     auto& out = prog.instructions;
+    auto& layer_of = prog.instr_layer;
     auto fill = [&]() {
       while (pending < cap && next < tiles.size()) {
         uint32_t cnt = 1;
         while (pending + cnt < cap && next + cnt < tiles.size() && tiles[next + cnt] == tiles[next] + cnt * tile_bytes) ++cnt;
         out.push_back(ReadWeights{cnt, tiles[next]});
+        layer_of.push_back(tile_layer[next]);
         prog.weight_bytes += uint64_t(cnt) * tile_bytes;
         pending += cnt;
         next += cnt;
@@ -658,14 +667,17 @@ class Emitter {
       if (o.tile) {
         if (next <= switched) fill();
         out.push_back(o.ins);
+        layer_of.push_back(o.layer);
         ++switched;
         --pending;
         if (pending + refill <= cap) fill();
         continue;
       }
       out.push_back(o.ins);
+      layer_of.push_back(o.layer);
     }
     out.push_back(Halt{});
+    layer_of.push_back(-1);
     for (const auto& i : out) {
       if (const auto* r = std::get_if<ReadHost>(&i)) {
         prog.dma_in_bytes += uint64_t(r->rows) * n_;
@@ -686,6 +698,7 @@ class Emitter {
   uint32_t half_ = 0, mb_ = 1, g0_ = 1, arena_b_ = 0;
   int loaded_gen_ = -1;
   bool zero_slots_loaded_ = false;
+  int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
   std::vector<Op> ops_;

@@ -108,6 +108,10 @@ struct Program {
   // For per-layer profiling: instructions [0, layer_end[l]) (plus a halt) run the first
   // micro-batch up to and including layer l.
   std::vector<size_t> layer_end;
+  // Per instruction: the layer (index into net.layers) it works for, -1 for none (the
+  // parameter loads at the start, the output write_host, halt). A read_weights counts for
+  // the layer of its first tile.
+  std::vector<int> instr_layer;
   uint32_t first_micro_batch() const { return micro_batch < batch ? micro_batch : batch; }
   // Bytes the program moves (instruction fetch included in dma_in_bytes).
   uint64_t dma_in_bytes = 0, dma_out_bytes = 0, input_data_bytes = 0, weight_bytes = 0;

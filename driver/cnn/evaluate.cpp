@@ -79,6 +79,7 @@ std::string Evaluation::to_json(bool with_images) const {
   j << "  \"ideal_cycles\": " << jnum(ideal) << ",\n";
   j << "  \"scalesim_ws_cycles\": " << jnum(scalesim) << ",\n";
   j << "  \"cycles_vs_scalesim\": " << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
+  if (!layers.empty()) j << "  \"layers_from\": " << jstr(layers_from) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
@@ -129,7 +130,26 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
       ptrs.push_back(qi[size_t(j)].data());
     }
     if (i0 == 0) first_batch = qi;
+    // The per-layer profile comes from the first batch's timeline where the device has one.
+    const bool record = i0 == 0 && (o.timeline || (o.profile && device.has_timeline()));
+    if (record) device.record_timeline(true);
     const auto r = runner.run(ptrs, o.max_cycles);
+    if (record && o.profile) {
+      e.layers = profile_from_timeline(q, e.chip_n, uint32_t(b), r.stats.cycles, device.timeline(),
+                                       r.program->instr_layer);
+      e.layers_from = "timeline";
+    }
+    if (record && !o.timeline) device.record_timeline(false);
+    if (i0 == 0 && o.timeline) {
+      RunTimeline& t = e.timeline;
+      t.events = device.timeline();
+      device.record_timeline(false);
+      t.program = r.program->instructions;
+      t.instr_layer = r.program->instr_layer;
+      for (const auto& l : q.layers) t.layer_names.push_back(l.name);
+      t.cycles = r.stats.cycles;
+      t.images = uint32_t(b);
+    }
     e.cycles_total += r.stats.cycles;
     e.cycles_estimated = r.stats.cycles_estimated;
     e.run_seconds += r.stats.wall_seconds;
@@ -159,7 +179,8 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
   e.dma_in_per_image = double(e.counters.dma_rd_bytes) / e.images;
   e.dma_out_per_image = double(e.counters.dma_wr_bytes) / e.images;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.profile) {
+  if (o.profile && e.layers.empty()) {
+    e.layers_from = "prefix_runs";
     std::vector<const int32_t*> ptrs;
     for (const auto& v : first_batch) ptrs.push_back(v.data());
     e.layers = runner.profile(ptrs, o.max_cycles);

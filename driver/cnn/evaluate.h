@@ -27,10 +27,26 @@ struct ImageResult {
 struct EvalOptions {
   int offset = 0, count = 100;
   uint32_t batch = 1;
-  bool profile = true;   // per-layer cycles (extra runs of the first batch, after the others)
+  // Per-layer cycles of the first batch: from its instruction timeline where the device has one
+  // (rtl; no extra run), else from extra runs of the program cut after each layer (model).
+  bool profile = true;
   uint64_t max_cycles = 0;
+  // Record the instruction timeline of the first batch's run (Evaluation::timeline). Needs a
+  // device with Device::has_timeline() (rtl); evaluate() throws DeviceError otherwise.
+  bool timeline = false;
   // Called after each batch with the images of that batch (for per-image output and progress).
   std::function<void(const std::vector<ImageResult>&, int done, int total)> on_batch;
+};
+
+// One program run as the chip executed it, with what is needed to label it.
+struct RunTimeline {
+  std::vector<InstrEvent> events;          // Device::timeline() of the run
+  std::vector<Instruction> program;        // what ran (events[i].pc indexes it)
+  std::vector<int> instr_layer;            // per instruction: index into layer_names, -1 none
+  std::vector<std::string> layer_names;
+  uint64_t cycles = 0;                     // the run's CYCLES
+  uint32_t images = 0;                     // images in the run
+  bool empty() const { return program.empty(); }
 };
 
 struct Evaluation {
@@ -54,8 +70,10 @@ struct Evaluation {
   double wall_seconds = 0;         // the evaluation (setup, runs, references; not the profile)
   double run_seconds = 0;          // inside Device::run
   std::vector<LayerProfile> layers;  // per-image cycles of the profiled batch
+  std::string layers_from;           // "timeline" (rtl) or "prefix_runs" (ChipRunner::profile)
   std::vector<ImageResult> results;
   std::string quantization;        // how the model was quantized (for the report)
+  RunTimeline timeline;            // the first batch's run, with EvalOptions::timeline
 
   // One JSON object (the keys of the tpusim run-cnn --json contract).
   std::string to_json(bool with_images = true) const;

@@ -47,6 +47,50 @@ ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, ui
   return r;
 }
 
+LayerProfile layer_profile(const QLayer& q, uint32_t n, uint32_t images, uint64_t cycles) {
+  LayerProfile lp;
+  lp.name = q.name;
+  lp.op = q.op;
+  lp.macs = q.macs();
+  lp.images = images;
+  lp.cycles = cycles;
+  lp.utilization = cycles ? double(lp.macs) * images / (double(cycles) * n * n) : 0.0;
+  lp.ideal_cycles = double(lp.macs) / (double(n) * n);
+  const int64_t batch = std::max<int64_t>(1, images);
+  const int64_t e = q.kind == LayerKind::Conv ? int64_t(q.conv_out.h) * q.conv_out.w * batch : batch;
+  const int64_t folds = ((q.fan_in() + n - 1) / n) * ((int64_t(q.cout()) + n - 1) / n);
+  lp.scalesim_ws_cycles = double(folds * (3 * int64_t(n) + e - 2) - 1) / double(batch);
+  return lp;
+}
+
+std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n, uint32_t images,
+                                                uint64_t run_cycles, const std::vector<InstrEvent>& events,
+                                                const std::vector<int>& instr_layer) {
+  const int layers = int(net.layers.size());
+  std::vector<uint64_t> cycles(size_t(layers), 0);
+  // Matmul starts in time order (events come in issue order, and issue is in program order).
+  int current = -1;
+  uint64_t since = 0;
+  for (const InstrEvent& ev : events) {
+    if (ev.unit != ExecUnit::Matmul) continue;
+    if (ev.pc >= instr_layer.size())
+      throw Error("timeline: matmul at pc " + std::to_string(ev.pc) + " is past the program (" +
+                  std::to_string(instr_layer.size()) + " instructions)");
+    const int l = instr_layer[ev.pc];
+    if (l < 0 || l >= layers)
+      throw Error("timeline: matmul at pc " + std::to_string(ev.pc) + " belongs to no layer");
+    if (l == current) continue;
+    if (current >= 0) cycles[size_t(current)] += ev.start - since;
+    else cycles[size_t(l)] += ev.start;  // the start-up (input DMA) goes to the first layer
+    current = l;
+    since = ev.start;
+  }
+  if (current >= 0 && run_cycles > since) cycles[size_t(current)] += run_cycles - since;
+  std::vector<LayerProfile> out;
+  for (int l = 0; l < layers; ++l) out.push_back(layer_profile(net.layers[size_t(l)], n, images, cycles[size_t(l)]));
+  return out;
+}
+
 std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
   const Program& p = program(uint32_t(images.size()));
   write_inputs(images);
@@ -57,23 +101,8 @@ std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>&
     std::vector<Instruction> prefix(p.instructions.begin(), p.instructions.begin() + long(p.layer_end[l]));
     prefix.push_back(Halt{});
     const RunStats s = dev_.run(prefix, cycle_limit(p, max_cycles));
-    LayerProfile lp;
-    const QLayer& q = cn_.net.layers[l];
-    lp.name = q.name;
-    lp.op = q.op;
-    lp.macs = q.macs();
-    lp.images = p.first_micro_batch();
-    lp.cycles = s.cycles > before ? s.cycles - before : 0;
-    lp.utilization = lp.cycles ? double(lp.macs) * lp.images / (double(lp.cycles) * n * n) : 0.0;
-    lp.ideal_cycles = double(lp.macs) / (double(n) * n);
-    {
-      const int64_t batch = std::max<int64_t>(1, lp.images);
-      const int64_t e = q.kind == LayerKind::Conv ? int64_t(q.conv_out.h) * q.conv_out.w * batch : batch;
-      const int64_t folds = ((q.fan_in() + n - 1) / n) * ((int64_t(q.cout()) + n - 1) / n);
-      lp.scalesim_ws_cycles = double(folds * (3 * int64_t(n) + e - 2) - 1) / double(batch);
-    }
+    out.push_back(layer_profile(cn_.net.layers[l], n, p.first_micro_batch(), s.cycles > before ? s.cycles - before : 0));
     before = s.cycles;
-    out.push_back(lp);
   }
   return out;
 }

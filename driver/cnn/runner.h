@@ -28,6 +28,18 @@ struct LayerProfile {
   double scalesim_ws_cycles = 0;
 };
 
+// One layer's figures for `cycles` spent on `images` images (utilization and the references).
+LayerProfile layer_profile(const QLayer& layer, uint32_t n, uint32_t images, uint64_t cycles);
+
+// Per-layer cycles of one real run, from its instruction timeline (Device::timeline): the array
+// works on one layer at a time, so the run is cut where the first matmul of another layer
+// starts, and each stretch goes to the layer whose matmuls it holds (the first stretch from
+// cycle 0, the last to the end of the run; several micro-batches add up per layer). The layers'
+// cycles add up to the run's. `instr_layer` is Program::instr_layer of the program that ran.
+std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n, uint32_t images,
+                                                uint64_t run_cycles, const std::vector<InstrEvent>& events,
+                                                const std::vector<int>& instr_layer);
+
 class ChipRunner {
  public:
   // Compiles `net` for the device's chip and allocates host buffers for up to `max_batch`
@@ -48,8 +60,10 @@ class ChipRunner {
   // Runs 1..max_batch images, each net.input.size() quantized input values.
   Result run(const std::vector<const int32_t*>& images, uint64_t max_cycles = 0);
 
-  // Per-layer cycles: runs the program of this batch cut after each layer of its first
-  // micro-batch (the chip's counters are global) and takes the differences.
+  // Per-layer cycles without a timeline (the model backend): runs the program of this batch
+  // cut after each layer of its first micro-batch (the chip's counters are global) and takes
+  // the differences. Each cut waits for its layer's last activates, which the full run
+  // overlaps with the next layer, so a layer after a long drain can show more than 100 %.
   std::vector<LayerProfile> profile(const std::vector<const int32_t*>& images, uint64_t max_cycles = 0);
 
  private:

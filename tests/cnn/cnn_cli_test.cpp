@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
 
 #include "cnn_models.h"
+#include "mini_parse.h"
 
 namespace {
 
@@ -86,6 +88,75 @@ TEST(RunCnnCli, WrongInputShape) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("wrong input shape"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[3, 32, 32]"), std::string::npos) << r.out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// --report DIR (created, nested) and --timeline F on the chip: the files, and what they hold.
+TEST(RunCnnCli, ReportAndTimeline) {
+  const std::string dir = ::testing::TempDir() + "/run_cnn_report/a/b";
+  const std::string tl = ::testing::TempDir() + "/run_cnn_timeline.json";
+  std::remove(tl.c_str());
+  const Result r = tpusim("--images 4 --batch 4 --quiet --report " + dir + " --timeline " + tl);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("report: " + dir + "/utilization.svg"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("timeline: " + tl), std::string::npos) << r.out;
+
+  const std::string svg = slurp(dir + "/utilization.svg");
+  ASSERT_NO_THROW(mini::check_xml(svg)) << svg;
+  for (const char* layer : {"/conv1/Conv", "/conv2/Conv", "/fc1/Gemm", "/fc2/Gemm"})
+    EXPECT_NE(svg.find(std::string("<g class=\"layer\" data-layer=\"") + layer + "\">"), std::string::npos) << layer;
+  EXPECT_NE(svg.find("fashion_cnn.onnx on tpu-rtl: N = 16, batch 4"), std::string::npos);
+  EXPECT_NE(slurp(dir + "/index.html").find("utilization.svg"), std::string::npos);
+  const mini::Json rep = mini::parse_json(slurp(dir + "/report.json"));
+  EXPECT_EQ(rep["images"].number, 4);
+  EXPECT_EQ(rep["layers"].items.size(), 4u);
+
+  const mini::Json j = mini::parse_json(slurp(tl));
+  size_t slices = 0;
+  std::set<std::string> tracks;
+  for (const auto& x : j["traceEvents"].items) {
+    if (x["ph"].text == "X") ++slices;
+    if (x["ph"].text == "M" && x["name"].text == "thread_name") tracks.insert(x["args"]["name"].text);
+  }
+  EXPECT_EQ(double(slices), j["otherData"]["events"].number);
+  EXPECT_EQ(double(slices) + 1, j["otherData"]["instructions"].number);  // every instruction but the halt
+  for (const char* unit : {"read_host", "read_weights", "matmul", "activate", "write_host"})
+    EXPECT_TRUE(tracks.count(unit)) << unit;
+  EXPECT_EQ(j["displayTimeUnit"].text, "ns");
+}
+
+// Paths that cannot be written and option combinations that cannot work fail before the chip
+// runs, saying what, where and what was expected.
+TEST(RunCnnCli, ReportAndTimelineErrors) {
+  Result r = tpusim("--images 1 --timeline /nonexistent-dir-tpusim/t.json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--timeline /nonexistent-dir-tpusim/t.json: cannot write the file (No such file or directory); "
+                       "expected a writable file path"),
+            std::string::npos)
+      << r.out;
+
+  const std::string file = temp_file("not_a_dir", "x");
+  r = tpusim("--images 1 --report " + file);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--report " + file + ": exists and is not a directory"), std::string::npos) << r.out;
+
+  r = tpusim("--images 1 --report " + file + "/sub");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--report " + file + "/sub: cannot create the directory"), std::string::npos) << r.out;
+
+  r = tpusim("--images 1 --backend model --timeline " + ::testing::TempDir() + "/t.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--timeline needs --backend rtl: the model backend has no timing"), std::string::npos) << r.out;
+
+  r = tpusim("--images 1 --no-profile --report " + ::testing::TempDir() + "/rep");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--report charts the per-layer profile: drop --no-profile"), std::string::npos) << r.out;
 }
 
 }  // namespace

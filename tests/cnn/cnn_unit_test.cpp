@@ -4,15 +4,22 @@
 // integer reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <typeinfo>
 
 #include "arith.h"
 #include "cnn_models.h"
 #include "device_model.h"
+#include "evaluate.h"
+#include "mini_parse.h"
 #include "reference.h"
+#include "report.h"
 
 namespace {
 
@@ -408,6 +415,219 @@ TEST(GoldenModel, UnusualGeometriesBitExact) {
     const QuantNetwork q = quantize_model(net, random_images(net.input, 10, 5));
     const auto images = quantize_images(q, random_images(net.input, 5, 6));
     expect_model_matches_reference(q, images, 5);
+  }
+}
+
+// ---- layer of every instruction, reports (report.h) ---------------------------------------
+
+// Program::instr_layer: one entry per instruction; the first micro-batch's layer l runs between
+// layer_end[l - 1] and layer_end[l], and its matmuls and activates are attributed to l.
+TEST(Compiler, EveryInstructionKnowsItsLayer) {
+  const QuantNetwork q = fashion_quantized();
+  const CompiledNetwork cn = compile_network(q, tpu::ChipParams::with_n(16));
+  const Program p = emit_program(cn, 5, 0x1000'0000, 0x2000'0000, 0x3000'0000, {3});
+  ASSERT_EQ(p.instr_layer.size(), p.instructions.size());
+  ASSERT_EQ(p.layer_end.size(), q.layers.size());
+  EXPECT_EQ(p.instr_layer.back(), -1);  // halt
+  size_t begin = 0;
+  for (size_t l = 0; l < q.layers.size(); ++l) {
+    int work = 0;
+    for (size_t i = begin; i < p.layer_end[l]; ++i) {
+      const uint8_t op = tpu::opcode_byte(p.instructions[i]);
+      if (op == uint8_t(tpu::Opcode::Matmul) || op == uint8_t(tpu::Opcode::Activate)) {
+        EXPECT_EQ(p.instr_layer[i], int(l)) << "instruction " << i << ": " << tpu::disassemble(p.instructions[i]);
+        ++work;
+      }
+    }
+    EXPECT_GT(work, 0) << "layer " << l;
+    begin = p.layer_end[l];
+  }
+  for (int l : p.instr_layer) {
+    EXPECT_GE(l, -1);
+    EXPECT_LT(l, int(q.layers.size()));
+  }
+}
+
+// Per-layer cycles from a timeline: cut where a matmul of another layer starts; start-up to the
+// first layer, the tail to the last; micro-batches add up; totals equal the run.
+TEST(Profile, FromTimelineCutsAtTheFirstMatmulOfEachLayer) {
+  const QuantNetwork q = fashion_quantized();
+  using tpu::ExecUnit;
+  auto ev = [](uint32_t pc, ExecUnit u, uint64_t start, uint64_t end) {
+    tpu::InstrEvent e;
+    e.pc = pc;
+    e.unit = u;
+    e.start = start;
+    e.end = end;
+    return e;
+  };
+  // pc:        0   1   2   3   4   5   6   7   8   9
+  // layer:    -1   0   0   0   1   1   2   3   0   1   (then layers 2, 3 of micro-batch 2)
+  const std::vector<int> layer = {-1, 0, 0, 0, 1, 1, 2, 3, 0, 1, 2, 3, -1};
+  const std::vector<tpu::InstrEvent> events = {
+      ev(0, ExecUnit::ReadHost, 0, 50),   ev(1, ExecUnit::Matmul, 50, 150),
+      ev(2, ExecUnit::Activate, 150, 260), ev(3, ExecUnit::Matmul, 150, 250),
+      ev(4, ExecUnit::Matmul, 300, 400),  ev(5, ExecUnit::Activate, 420, 500),
+      ev(6, ExecUnit::Matmul, 500, 520),  ev(7, ExecUnit::Matmul, 530, 540),
+      ev(8, ExecUnit::Matmul, 600, 700),  ev(9, ExecUnit::Matmul, 710, 800),
+      ev(10, ExecUnit::Matmul, 810, 820), ev(11, ExecUnit::Matmul, 830, 840),
+      ev(12, ExecUnit::WriteHost, 850, 870)};
+  const auto p = profile_from_timeline(q, 16, 2, 900, events, layer);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0].cycles, 300u + 110u);  // [0, 300) and [600, 710)
+  EXPECT_EQ(p[1].cycles, 200u + 100u);  // [300, 500) and [710, 810)
+  EXPECT_EQ(p[2].cycles, 30u + 20u);    // [500, 530) and [810, 830)
+  EXPECT_EQ(p[3].cycles, 70u + 70u);    // [530, 600) and [830, 900)
+  uint64_t sum = 0;
+  for (const auto& l : p) {
+    EXPECT_EQ(l.images, 2u);
+    sum += l.cycles;
+  }
+  EXPECT_EQ(sum, 900u);
+  EXPECT_DOUBLE_EQ(p[1].utilization, double(q.layers[1].macs()) * 2 / (300.0 * 256));
+  // A matmul outside the program, or of no layer, is an error, not a silent misattribution.
+  EXPECT_THROW(profile_from_timeline(q, 16, 2, 900, {ev(40, ExecUnit::Matmul, 0, 1)}, layer), Error);
+  EXPECT_THROW(profile_from_timeline(q, 16, 2, 900, {ev(0, ExecUnit::Matmul, 0, 1)}, layer), Error);
+}
+
+Evaluation model_evaluation(bool profile) {
+  const Network net = load_onnx(bundled_model());
+  const QuantNetwork q = fashion_quantized();
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  EvalOptions o;
+  o.count = 6;
+  o.batch = 3;
+  o.profile = profile;
+  Evaluation e = evaluate(dev, net, q, test, o);
+  e.model = "/some/dir/fashion_cnn.onnx";
+  return e;
+}
+
+TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {
+  const Evaluation e = model_evaluation(true);
+  ASSERT_EQ(e.layers.size(), 4u);
+  const std::string svg = utilization_svg(e);
+  std::map<std::string, int> elements;
+  ASSERT_NO_THROW(elements = mini::check_xml(svg)) << svg;
+  EXPECT_EQ(elements["svg"], 1);
+  size_t groups = 0;
+  for (size_t at = svg.find("<g class=\"layer\""); at != std::string::npos; at = svg.find("<g class=\"layer\"", at + 1))
+    ++groups;
+  EXPECT_EQ(groups, 2 * e.layers.size());  // cycles panel and utilization panel
+  for (const auto& l : e.layers) {
+    const std::string group = "<g class=\"layer\" data-layer=\"" + l.name + "\">";
+    ASSERT_NE(svg.find(group), std::string::npos) << group;
+    // Three bars in the cycles panel: measured, SCALE-Sim, ideal (with their values as tooltips).
+    const size_t body = svg.find(group), end = svg.find("</g>", body);
+    size_t bars = 0;
+    for (size_t at = svg.find("<rect", body); at < end; at = svg.find("<rect", at + 1)) ++bars;
+    EXPECT_EQ(bars, 3u) << l.name;
+  }
+  EXPECT_NE(svg.find("fashion_cnn.onnx on tpu-rtl: N = 16, batch 3"), std::string::npos);
+  EXPECT_NE(svg.find("cycles estimated"), std::string::npos);  // the model backend
+  EXPECT_NE(svg.find("SCALE-Sim WS estimate"), std::string::npos);
+  EXPECT_NE(report_html(e).find("<img src=\"utilization.svg\""), std::string::npos);
+
+  EXPECT_NE(error_of([] { utilization_svg(model_evaluation(false)); }).find("no per-layer profile"), std::string::npos);
+}
+
+// The timeline JSON of a hand-made run: three matmuls in flight at once, a serial unit, a sync.
+TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
+  using tpu::ExecUnit;
+  using tpu::InstrEvent;
+  Evaluation e;
+  e.model = "net.onnx";
+  e.backend = "rtl";
+  e.chip_n = 16;
+  e.batch = e.micro_batch = 2;
+  RunTimeline& t = e.timeline;
+  tpu::Matmul mm;
+  mm.outer = 30;
+  mm.switch_weights = true;
+  t.program = {tpu::ReadWeights{3, 0x8000'0000}, mm, mm, mm, tpu::Sync{},
+               tpu::Activate{tpu::ActFunc::Relu, false, 0, 100, 30, 1, 1, 1, 0, 0}, tpu::Halt{}};
+  t.instr_layer = {0, 0, 0, 1, -1, 1, -1};
+  t.layer_names = {"/conv1/Conv", "/fc \"x\""};
+  t.cycles = 2500;
+  t.images = 2;
+  auto ev = [](uint32_t pc, ExecUnit u, tpu::Opcode op, uint64_t s, uint64_t en) {
+    InstrEvent x;
+    x.pc = pc;
+    x.unit = u;
+    x.opcode = op;
+    x.start = s;
+    x.end = en;
+    return x;
+  };
+  t.events = {ev(0, ExecUnit::ReadWeights, tpu::Opcode::ReadWeights, 17, 1200),
+              ev(1, ExecUnit::Matmul, tpu::Opcode::Matmul, 20, 1300),
+              ev(2, ExecUnit::Matmul, tpu::Opcode::Matmul, 50, 1330),
+              ev(3, ExecUnit::Matmul, tpu::Opcode::Matmul, 80, 1360),
+              ev(4, ExecUnit::Control, tpu::Opcode::Sync, 1360, 1360),
+              ev(5, ExecUnit::Activate, tpu::Opcode::Activate, 1361, 2499)};
+  const std::string text = timeline_json(e);
+  mini::Json j;
+  ASSERT_NO_THROW(j = mini::parse_json(text)) << text;
+  EXPECT_EQ(j["displayTimeUnit"].text, "ns");
+  EXPECT_EQ(j["otherData"]["events"].number, 6);
+  EXPECT_EQ(j["otherData"]["cycles"].number, 2500);
+  std::map<double, std::string> track;                 // tid -> thread_name
+  std::map<double, std::vector<std::pair<uint64_t, uint64_t>>> slices;  // tid -> [start, end) in cycles
+  int complete = 0;
+  for (const mini::Json& x : j["traceEvents"].items) {
+    const std::string ph = x["ph"].text;
+    if (ph == "M" && x["name"].text == "thread_name") track[x["tid"].number] = x["args"]["name"].text;
+    if (ph != "X") continue;
+    ++complete;
+    const auto& a = x["args"];
+    const size_t pc = size_t(a["pc"].number);
+    ASSERT_LT(pc, t.events.size());
+    const InstrEvent& want = t.events[pc];
+    // ts and dur: microseconds at 1 ns per cycle, written exactly.
+    EXPECT_EQ(x["ts"].text, std::to_string(want.start / 1000) + "." + std::string(3 - std::to_string(want.start % 1000).size(), '0') + std::to_string(want.start % 1000));
+    EXPECT_EQ(uint64_t(std::llround(x["ts"].number * 1000)), want.start);
+    EXPECT_EQ(uint64_t(std::llround(x["dur"].number * 1000)), want.end - want.start);
+    EXPECT_EQ(a["start_cycle"].number, double(want.start));
+    EXPECT_EQ(a["end_cycle"].number, double(want.end));
+    std::string dis = tpu::disassemble(t.program[pc]);
+    dis.erase(std::unique(dis.begin(), dis.end(), [](char p, char q) { return p == ' ' && q == ' '; }), dis.end());
+    EXPECT_EQ(a["instruction"].text, dis);
+    const int l = t.instr_layer[pc];
+    EXPECT_EQ(a["layer"].text, l >= 0 ? t.layer_names[size_t(l)] : "(no layer)");
+    EXPECT_EQ(x["cat"].text, std::string(tpu::mnemonic(want.opcode)));
+    slices[x["tid"].number].push_back({want.start, want.end});
+  }
+  EXPECT_EQ(complete, 6);
+  // Every track is named after its unit; slices on one track never overlap.
+  for (auto& [tid, v] : slices) {
+    ASSERT_TRUE(track.count(tid)) << "tid " << tid << " has no thread_name";
+    std::sort(v.begin(), v.end());
+    for (size_t i = 1; i < v.size(); ++i) EXPECT_GE(v[i].first, v[i - 1].second) << track[tid];
+  }
+  std::set<std::string> names;
+  for (const auto& [tid, name] : track) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"read_weights", "matmul", "matmul 2", "matmul 3", "control", "activate"}));
+
+  Evaluation none;
+  EXPECT_NE(error_of([&] { timeline_json(none); }).find("no instruction timeline"), std::string::npos);
+}
+
+// The model backend has no timing: asking for a timeline is a clear error.
+TEST(Report, ModelBackendHasNoTimeline) {
+  const Network net = load_onnx(bundled_model());
+  const QuantNetwork q = fashion_quantized();
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  EvalOptions o;
+  o.count = 2;
+  o.profile = false;
+  o.timeline = true;
+  try {
+    evaluate(dev, net, q, test, o);
+    FAIL() << "no error";
+  } catch (const tpu::DeviceError& err) {
+    EXPECT_NE(std::string(err.what()).find("no instruction timeline"), std::string::npos) << err.what();
   }
 }
 

@@ -3,14 +3,20 @@
 // reference of the quantized network (driver/cnn). Built when tpu_cnn is (libonnx-dev).
 #if __has_include("onnx_import.h")
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <system_error>
 
 #include "dataset.h"
 #include "evaluate.h"
 #include "onnx_import.h"
 #include "quantize.h"
+#include "report.h"
 #include "tpusim.h"
 
 namespace {
@@ -28,9 +34,36 @@ std::string thousands(uint64_t v) {
   return s;
 }
 
+// --report DIR: creates DIR if missing and checks that files can be written in it (before the
+// chip runs for minutes). Throws std::runtime_error naming the option, the path and the reason.
+void prepare_report_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::runtime_error("--report " + dir + ": exists and is not a directory (expected a directory to write "
+                             "utilization.svg, index.html and report.json into)");
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error("--report " + dir + ": cannot create the directory (" + ec.message() +
+                             "); expected a writable directory");
+  const std::string probe = (fs::path(dir) / "utilization.svg").string();
+  std::ofstream f(probe, std::ios::binary | std::ios::app);
+  if (!f)
+    throw std::runtime_error("--report " + dir + ": cannot write " + probe + " (" + std::strerror(errno) +
+                             "); expected a writable directory");
+}
+
+// --timeline F: checks that F can be written (creates or truncates it).
+void prepare_timeline_file(const std::string& path) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f)
+    throw std::runtime_error("--timeline " + path + ": cannot write the file (" + std::strerror(errno) +
+                             "); expected a writable file path");
+}
+
 int run_run_cnn(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model = default_model(), data;
+  std::string model = default_model(), data, report_dir, timeline_file;
   bool json = false, no_profile = false, quiet = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
@@ -43,15 +76,21 @@ int run_run_cnn(const tpusim::Args& args) {
        "training images used to calibrate a float model's activations")
       ("data", po::value<std::string>(&data), "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
                                               "/usr/share/datasets/fashion-mnist)")
-      ("no-profile", po::bool_switch(&no_profile), "skip the per-layer profile (extra runs of the first batch)")
+      ("no-profile", po::bool_switch(&no_profile), "skip the per-layer profile (rtl: from the first batch's timeline; model: extra runs of the first batch)")
       ("quiet", po::bool_switch(&quiet), "no per-image lines")
-      ("json", po::bool_switch(&json), "print one JSON object (per-image lines and progress go to stderr)");
+      ("json", po::bool_switch(&json), "print one JSON object (per-image lines and progress go to stderr)")
+      ("report", po::value<std::string>(&report_dir),
+       "write DIR/utilization.svg (per-layer cycles against ideal and SCALE-Sim, MXU utilization), "
+       "DIR/index.html and DIR/report.json; DIR is created if missing")
+      ("timeline", po::value<std::string>(&timeline_file),
+       "write the first batch's instruction timeline, from the chip's trace port, as Chrome trace-event "
+       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only)");
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim run-cnn [--model F.onnx] [--images N] [--offset K] [--batch B] [--backend rtl|model] "
-          "[--vcd F] [--vcd-window FROM:TO] [--json]",
+          "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]",
           "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, activation "
           "scales from --calibration training images; QDQ/QLinear models keep their own), compiles every "
           "layer to one chip program per batch and runs the Fashion-MNIST test images: the host writes the "
@@ -69,6 +108,13 @@ int run_run_cnn(const tpusim::Args& args) {
   const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
   if (offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
+  if (!report_dir.empty() && no_profile)
+    throw tpusim::UsageError("--report charts the per-layer profile: drop --no-profile");
+  if (!timeline_file.empty() && dev_opts.backend != "rtl")
+    throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
+                             " backend has no timing, so it has no instruction timeline");
+  if (!report_dir.empty()) prepare_report_dir(report_dir);
+  if (!timeline_file.empty()) prepare_timeline_file(timeline_file);
 
   // Everything about the inputs is checked before the chip is built.
   const auto t0 = std::chrono::steady_clock::now();
@@ -103,6 +149,7 @@ int run_run_cnn(const tpusim::Args& args) {
   eo.batch = batch;
   eo.profile = !no_profile;
   eo.max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
+  eo.timeline = !timeline_file.empty();
   auto last_progress = std::chrono::steady_clock::now();
   eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
     if (!quiet) {
@@ -156,6 +203,22 @@ int run_run_cnn(const tpusim::Args& args) {
     if (!e.cycles_estimated && e.run_seconds > 0)
       std::printf(", %s simulated cycles per second", thousands(uint64_t(double(e.cycles_total) / e.run_seconds)).c_str());
     std::printf("\n");
+  }
+
+  // Reports: paths on stderr with --json (stdout holds the one JSON object).
+  if (!report_dir.empty()) {
+    const std::filesystem::path dir(report_dir);
+    const std::string svg = (dir / "utilization.svg").string(), html = (dir / "index.html").string(),
+                      js = (dir / "report.json").string();
+    tpu::cnn::write_text_file(svg, tpu::cnn::utilization_svg(e));
+    tpu::cnn::write_text_file(html, tpu::cnn::report_html(e));
+    tpu::cnn::write_text_file(js, e.to_json());
+    std::fprintf(info, "report: %s, %s, %s\n", svg.c_str(), html.c_str(), js.c_str());
+  }
+  if (!timeline_file.empty()) {
+    tpu::cnn::write_text_file(timeline_file, tpu::cnn::timeline_json(e));
+    std::fprintf(info, "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
+                 timeline_file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
   }
   return e.matches_reference() ? 0 : 1;
 }
