@@ -16,6 +16,12 @@
 // WREADY are independently held low with probability p, and a ready RVALID/BVALID is delayed by
 // a cycle with probability p. Once raised, RVALID/BVALID stay high until accepted (AXI rule).
 //
+// While nothing is in flight, no backpressure is configured and ARVALID, AWVALID and WVALID are
+// low, a rising edge changes nothing but the cycle count, so the clocked process sleeps until
+// one of those (or RST_N) changes or set_backpressure() is called, and then catches up with the
+// edges it slept through (clock_period must be the period of clk). A pure speed measure:
+// outputs, timing and checks are those of a process that runs on every edge.
+//
 // The bridge checks the master's side of the protocol (burst type, size, alignment, 4 KiB
 // boundary, WLAST position, AR/AW held stable until accepted) and records violations instead
 // of throwing from inside the SystemC kernel; the owner polls protocol_violations().
@@ -100,7 +106,10 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
   }
 
   // Probability in [0, 1) that a channel stalls in a given cycle; the seed fixes the pattern.
-  void set_backpressure(double probability, uint64_t seed) { stall_.configure(probability, seed); }
+  void set_backpressure(double probability, uint64_t seed) {
+    stall_.configure(probability, seed);
+    if (asleep_) wake_.notify(sc_core::SC_ZERO_TIME);  // a stalling bridge draws every cycle
+  }
   // Bursts the bridge accepts before it holds ARREADY (reads) / AWREADY (writes) low.
   void set_max_outstanding(unsigned reads, unsigned writes) {
     max_reads_ = reads ? reads : 1;
@@ -287,7 +296,22 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
     bresp.write(kAxiOkay);
   }
 
+  void end_of_elaboration() override {
+    wake_up_on_ = arvalid.value_changed_event() | awvalid.value_changed_event() |
+                  wvalid.value_changed_event() | rst_n.value_changed_event() | wake_;
+  }
+
   void on_clock() {
+    if (asleep_) {
+      // Woken (see the file comment): the edges slept through did nothing. Back on the clock.
+      asleep_ = false;
+      next_trigger();
+      const uint64_t edges = (sc_core::sc_time_stamp() - slept_at_).value() / clock_period_.value();
+      // Woken in the very delta of a rising edge: that edge is handled below, as usual.
+      const bool edge_now = clk->posedge();
+      cycle_ += edges - (edge_now ? 1 : 0);
+      if (!edge_now) return;
+    }
     ++cycle_;
     if (!rst_n.read()) {
       reset_state();
@@ -358,12 +382,25 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
       bvalid_q_ = true;
     }
     bvalid.write(bvalid_q_);
+
+    // Idle: the next edges repeat these outputs until a valid rises (see the file comment).
+    if (stall_.probability() == 0.0 && !busy() && !rvalid_q_ && !bvalid_q_ && !ar_prev_.waiting &&
+        !aw_prev_.waiting) {
+      asleep_ = true;
+      slept_at_ = sc_core::sc_time_stamp();
+      next_trigger(wake_up_on_);
+    }
   }
 
   sc_core::sc_time clock_period_;
   RandomStall stall_;
   unsigned max_reads_ = 4, max_writes_ = 4;
   uint64_t cycle_ = 0;
+  // Idle sleep (see the file comment): since the edge at slept_at_, waiting for wake_up_on_.
+  bool asleep_ = false;
+  sc_core::sc_time slept_at_;
+  sc_core::sc_event wake_;
+  sc_core::sc_event_or_list wake_up_on_;
 
   std::deque<ReadBurst> reads_;
   std::deque<WriteAddr> write_addrs_;

@@ -28,6 +28,7 @@ void AxiLiteMaster::post_read(uint32_t addr) {
   data_done_ = true;  // reads have no data phase
   addr_delay_ = static_cast<unsigned>(stall_.stall()) + static_cast<unsigned>(stall_.stall());
   data_delay_ = 0;
+  if (asleep_) wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void AxiLiteMaster::post_write(uint32_t addr, uint32_t data, uint32_t strb) {
@@ -41,6 +42,7 @@ void AxiLiteMaster::post_write(uint32_t addr, uint32_t data, uint32_t strb) {
   addr_done_ = data_done_ = false;
   addr_delay_ = static_cast<unsigned>(stall_.stall()) + static_cast<unsigned>(stall_.stall());
   data_delay_ = static_cast<unsigned>(stall_.stall()) + static_cast<unsigned>(stall_.stall());
+  if (asleep_) wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 std::string AxiLiteMaster::waiting_for() const {
@@ -69,6 +71,11 @@ void AxiLiteMaster::drive_idle() {
 }
 
 void AxiLiteMaster::on_clock() {
+  if (asleep_) {  // woken by post_*(), between edges: back on the clock for the next one
+    asleep_ = false;
+    next_trigger();
+    return;
+  }
   if (!rst_n.read()) {
     // A request cannot survive a reset of the slave; the host side sees a timeout.
     state_ = State::kIdle;
@@ -76,7 +83,14 @@ void AxiLiteMaster::on_clock() {
     return;
   }
   if (state_ == State::kIdle) {
-    if (awvalid_q_ || wvalid_q_ || arvalid_q_ || rready_q_ || bready_q_) drive_idle();
+    if (awvalid_q_ || wvalid_q_ || arvalid_q_ || rready_q_ || bready_q_) {
+      drive_idle();
+    } else {
+      // Idle with every output low: the next edges would do nothing (a reset neither: it
+      // only forces this state). Sleep until post_*() has a request.
+      asleep_ = true;
+      next_trigger(wake_);
+    }
     return;
   }
 

@@ -5,6 +5,9 @@
 // inside the SystemC kernel when the response handshake happens (the Chip uses it to pause
 // sc_start, so a register access costs only the cycles it really takes).
 //
+// Between requests (idle, every output low) the clocked process sleeps until the next post_*()
+// instead of running on every edge; being woken does nothing but put it back on the clock.
+//
 // With backpressure p > 0, AWVALID and WVALID each start 0..2 cycles late (independently, so
 // both orders occur) and RREADY/BREADY are held low with probability p per cycle.
 #pragma once
@@ -76,6 +79,9 @@ class AxiLiteMaster : public sc_core::sc_module {
   bool addr_done_ = false, data_done_ = false;
   unsigned addr_delay_ = 0, data_delay_ = 0;
   bool awvalid_q_ = false, wvalid_q_ = false, arvalid_q_ = false, rready_q_ = false, bready_q_ = false;
+  // Idle sleep: set while on_clock waits for wake_ (notified by post_*) instead of the clock.
+  bool asleep_ = false;
+  sc_core::sc_event wake_;
 };
 
 }  // namespace tpu::sim

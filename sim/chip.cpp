@@ -124,23 +124,30 @@ struct Testbench : sc_core::sc_module {
   using AxiData = PinType_t<kAxiWidth>;
   using AxiStrb = PinType_t<kAxiWidth / 8>;
 
-  sc_core::sc_clock clk;
-  sc_core::sc_signal<bool> rst_n;
+  // Every signal has exactly one writer (a port of the core, the bridge or the host, or the
+  // Chip itself for rst_n), fixed by the bindings below. SC_UNCHECKED_WRITERS drops SystemC's
+  // run-time check of that (a library call per write(): ~25 writes a cycle, ~30 instructions
+  // each); what a signal does with the values written is the same under every policy.
+  template <class T>
+  using Signal = sc_core::sc_signal<T, sc_core::SC_UNCHECKED_WRITERS>;
+
+  Signal<bool> clk;  // driven by clock_gen()
+  Signal<bool> rst_n;
   // s_axil_* (host -> chip registers)
-  sc_core::sc_signal<uint32_t> s_awaddr, s_wdata, s_wstrb, s_bresp, s_araddr, s_rdata, s_rresp;
-  sc_core::sc_signal<bool> s_awvalid, s_awready, s_wvalid, s_wready, s_bvalid, s_bready;
-  sc_core::sc_signal<bool> s_arvalid, s_arready, s_rvalid, s_rready;
+  Signal<uint32_t> s_awaddr, s_wdata, s_wstrb, s_bresp, s_araddr, s_rdata, s_rresp;
+  Signal<bool> s_awvalid, s_awready, s_wvalid, s_wready, s_bvalid, s_bready;
+  Signal<bool> s_arvalid, s_arready, s_rvalid, s_rready;
   // m_axi_* (chip -> host memory)
-  sc_core::sc_signal<uint32_t> m_araddr, m_arlen, m_arsize, m_arburst, m_rresp;
-  sc_core::sc_signal<uint32_t> m_awaddr, m_awlen, m_awsize, m_awburst, m_bresp;
-  sc_core::sc_signal<bool> m_arvalid, m_arready, m_rlast, m_rvalid, m_rready;
-  sc_core::sc_signal<bool> m_awvalid, m_awready, m_wlast, m_wvalid, m_wready, m_bvalid, m_bready;
-  sc_core::sc_signal<AxiData> m_rdata, m_wdata;
-  sc_core::sc_signal<AxiStrb> m_wstrb;
-  sc_core::sc_signal<bool> irq;
+  Signal<uint32_t> m_araddr, m_arlen, m_arsize, m_arburst, m_rresp;
+  Signal<uint32_t> m_awaddr, m_awlen, m_awsize, m_awburst, m_bresp;
+  Signal<bool> m_arvalid, m_arready, m_rlast, m_rvalid, m_rready;
+  Signal<bool> m_awvalid, m_awready, m_wlast, m_wvalid, m_wready, m_bvalid, m_bready;
+  Signal<AxiData> m_rdata, m_wdata;
+  Signal<AxiStrb> m_wstrb;
+  Signal<bool> irq;
   // trace_* (observation only)
-  sc_core::sc_signal<bool> trace_run, trace_issue;
-  sc_core::sc_signal<uint32_t> trace_unit, trace_pc, trace_done;
+  Signal<bool> trace_run, trace_issue;
+  Signal<uint32_t> trace_unit, trace_pc, trace_done;
 
   Vtpu_core core;
   HostMemoryModel memory;
@@ -160,8 +167,7 @@ struct Testbench : sc_core::sc_module {
   SC_HAS_PROCESS(Testbench);
   Testbench(sc_core::sc_module_name name, const ChipConfig& cfg)
       : sc_core::sc_module(name),
-        clk("clk", sc_core::sc_time::from_value(kPeriodPs), 0.5,
-            sc_core::sc_time::from_value(kEdgeOffsetPs), true),
+        clk("clk", false),
         rst_n("rst_n", false),
         core("tpu_core"),
         memory("host_memory", sc_core::sc_time::from_value(kPeriodPs),
@@ -280,7 +286,49 @@ struct Testbench : sc_core::sc_module {
     SC_METHOD(on_trace_clock);
     sensitive << clk.posedge_event();
     dont_initialize();
+
+    // The clock (see clock_gen). Without a VCD file the falling edge follows the rising one a
+    // delta later; with one it falls half a period later, as on a real 50 % clock.
+    pulse_clock = cfg.vcd_file.empty();
+    SC_METHOD(clock_gen);
+    sensitive << clock_ev << clk.posedge_event();
+    dont_initialize();
   }
+
+  void start_of_simulation() override { clock_ev.notify(kFirstEdge); }
+
+  // Drives clk: rising edges at kEdgeOffsetPs + k * kPeriodPs, as a 50 % sc_clock would.
+  //
+  // Everything clocked here acts on the rising edge only (the RTL has no negedge logic besides
+  // the asynchronous rst_ni; the bridge and the host are sensitive to clk.pos()), but the
+  // Verilated model evaluates on every change of clk_i. A falling edge half a period later is a
+  // whole extra time step (kernel, clock process, model evaluation) that changes nothing but
+  // clk_i itself. So, unless a VCD is written (where clk_i's waveform shows), clk falls in the
+  // delta after the rising edge: the model's evaluation for the fall then coincides with the one
+  // for the inputs the bridge and the host drive after the edge (which it needed anyway), and
+  // each cycle is one time step. Pins, cycle counts and every value sampled on a rising edge are
+  // the same either way (the VCD, with the 50 % clock, is byte-identical to that of sc_clock).
+  void clock_gen() {
+    if (!clk.read()) {
+      clk.write(true);  // rising edge (clock_ev)
+    } else if (clk.posedge()) {  // the delta after the rising edge (clk.posedge_event())
+      if (pulse_clock) {
+        clk.write(false);
+        clock_ev.notify(kPeriod);
+      } else {
+        clock_ev.notify(kHalfPeriod);
+      }
+    } else {
+      clk.write(false);  // falling edge of the 50 % clock (clock_ev)
+      clock_ev.notify(kHalfPeriod);
+    }
+  }
+
+  sc_core::sc_event clock_ev;
+  bool pulse_clock = false;
+  const sc_core::sc_time kFirstEdge = sc_core::sc_time::from_value(kEdgeOffsetPs);
+  const sc_core::sc_time kPeriod = sc_core::sc_time::from_value(kPeriodPs);
+  const sc_core::sc_time kHalfPeriod = sc_core::sc_time::from_value(kPeriodPs / 2);
 
   // At a rising edge the signals still hold the cycle that this edge ends.
   void on_trace_clock() {
