@@ -174,8 +174,10 @@ std::string utilization_svg(const Evaluation& e) {
     << (e.cycles_estimated ? " (cycles estimated by the model)" : "") << ", " << e.images << " images: "
     << thousands(e.images ? double(e.cycles_total) / e.images : 0.0) << " cycles per image, MXU utilization "
     << fmt("%.1f", 100 * e.mxu_utilization) << "%</text>\n";
-  o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"64\">per layer: cycles of the first micro-batch ("
-    << images << (images == 1 ? " image" : " images") << ") per image</text>\n";
+  o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"64\">per layer: cycles per image of the first "
+    << (e.layers_from == "timeline" ? "batch (" : "micro-batch (") << images << (images == 1 ? " image" : " images")
+    << (e.layers_from == "timeline" ? "), cut from its instruction timeline" : "), from runs cut after each layer")
+    << "</text>\n";
   // Legend.
   double lx = left;
   for (const Series* s : {&measured, &scalesim, &ideal}) {
