@@ -539,9 +539,12 @@ def module_split(cgfile, bdir):
         m = re.match(r"-- Auto-annotated source: (.*)$", line)
         if m:
             path = m.group(1).strip()
-            if not os.path.isabs(path):
-                path = os.path.join(bdir, path)
-            cur_src = path if "Vtpu_core_bare___024root" in path else None
+            if not os.path.isabs(path):  # relative to where the build ran: the root or bdir
+                cands = [os.path.join(ROOT, path), os.path.join(bdir, path)]
+                path = next((c for c in cands if os.path.exists(c)), cands[0])
+            # Verilator puts set-up code (constructor, initial values) in *__Slow.cpp: not a
+            # per-cycle cost (the constructor's array resets would otherwise dominate at N = 8).
+            cur_src = path if "Vtpu_core_bare___024root" in path and "__Slow" not in path else None
             if cur_src and cur_src not in src_lines and os.path.exists(cur_src):
                 src_lines[cur_src] = open(cur_src).read().splitlines()
             line_no = None
@@ -558,7 +561,9 @@ def module_split(cgfile, bdir):
         if "=>" not in m.group(2):
             text = src_lines.get(cur_src, [])
             text = text[line_no - 1] if 0 < line_no <= len(text) else ""
-            if re.match(r"^(VL_INLINE_OPT )?void ", text):
+            # A line goes to the last instance named since the start of its function (loop
+            # control and locals of an instance's block follow its first line).
+            if text and not text[0].isspace() and text.rstrip().endswith("{"):
                 last_mod = "other"
             mods = re.findall(r"tpu_core__DOT__(u_[a-z_]+?)__DOT__", text)
             if mods:
@@ -909,8 +914,10 @@ def render(args, res):
             mods = e.get("bare", {}).get("modules")
             if mods:
                 w("")
-                w("Bare core, share of the Verilated model's instructions by RTL instance (line-level "
-                  "annotation): " + ", ".join("%s %.1f %%" % (m, pc) for pc, m in mods) + ".")
+                w("Bare core, share of the Verilated model's per-cycle code by RTL instance "
+                  "(line-level annotation of the longer run; set-up code in Verilator's *__Slow "
+                  "files left out; a line goes to the last instance its function named): " +
+                  ", ".join("%s %.1f %%" % (m, pc) for pc, m in mods) + ".")
             w("")
 
     # --- notes

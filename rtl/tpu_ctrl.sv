@@ -404,7 +404,8 @@ module tpu_ctrl #(
       tr_act_busy_q    <= 1'b0;
       tr_mm_done_q     <= 1'b0;
       tr_wdma_done_q   <= 1'b0;
-      tr_wrows_q       <= '{default: '0};
+      tr_wrows_q[0]    <= '0;
+      tr_wrows_q[1]    <= '0;
       tr_wcnt_q        <= '0;
     end else begin
       tr_dmain_busy_q  <= dmain_busy_i;

@@ -287,9 +287,10 @@ struct Testbench : sc_core::sc_module {
     sensitive << clk.posedge_event();
     dont_initialize();
 
-    // The clock (see clock_gen). Without a VCD file the falling edge follows the rising one a
-    // delta later; with one it falls half a period later, as on a real 50 % clock.
-    pulse_clock = cfg.vcd_file.empty();
+    // The clock (see clock_gen). The falling edge follows the rising one a delta later, except
+    // while a VCD file is open (Chip::Impl::update_vcd_window): then it falls half a period
+    // later, as on a real 50 % clock.
+    pulse_clock = true;
     SC_METHOD(clock_gen);
     sensitive << clock_ev << clk.posedge_event();
     dont_initialize();
@@ -303,7 +304,7 @@ struct Testbench : sc_core::sc_module {
   // the asynchronous rst_ni; the bridge and the host are sensitive to clk.pos()), but the
   // Verilated model evaluates on every change of clk_i. A falling edge half a period later is a
   // whole extra time step (kernel, clock process, model evaluation) that changes nothing but
-  // clk_i itself. So, unless a VCD is written (where clk_i's waveform shows), clk falls in the
+  // clk_i itself. So, unless a VCD is being written (where clk_i shows), clk falls in the
   // delta after the rising edge: the model's evaluation for the fall then coincides with the one
   // for the inputs the bridge and the host drive after the edge (which it needed anyway), and
   // each cycle is one time step. Pins, cycle counts and every value sampled on a rising edge are
@@ -405,6 +406,11 @@ struct Chip::Impl {
       vcd->close();
       vcd_state = VcdState::kClosed;
     }
+    // The 50 % clock only while dumping (from one cycle before, so that the dump starts as it
+    // would with a 50 % clock throughout: mid-cycle, clk high), so a window costs nothing
+    // outside itself. Switching between edges keeps every rising edge where it was (clock_gen).
+    tb->pulse_clock = !(vcd_state == VcdState::kOpen ||
+                        (vcd_state == VcdState::kWaiting && now + 1 >= cfg.vcd_from_cycle));
   }
 
   void check_protocol() {
@@ -422,8 +428,8 @@ struct Chip::Impl {
     tb->pause_requested = false;
     while (cycle() < target && !tb->pause_requested) {
       uint64_t stop = target;
-      if (vcd_state == VcdState::kWaiting && cfg.vcd_from_cycle > cycle())
-        stop = std::min(stop, cfg.vcd_from_cycle);
+      if (vcd_state == VcdState::kWaiting && cfg.vcd_from_cycle > cycle())  // a cycle before too
+        stop = std::min(stop, cfg.vcd_from_cycle > cycle() + 1 ? cfg.vcd_from_cycle - 1 : cfg.vcd_from_cycle);
       if (vcd_state == VcdState::kOpen) stop = std::min(stop, cfg.vcd_to_cycle);
       sc_core::sc_start(stop_time(stop) - sc_core::sc_time_stamp());
       update_vcd_window();
