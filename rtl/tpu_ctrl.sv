@@ -360,8 +360,10 @@ module tpu_ctrl #(
   logic        tr_dmain_busy_q, tr_act_busy_q;  // write_host: dmaout_was_busy_q
   logic        tr_mm_done_q, tr_wdma_done_q, tr_wdma_done_d;
   // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
-  logic [31:0] tr_wrows_q [2];
-  logic [31:0] tr_wrows_d [2];
+  // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
+  localparam int unsigned TrRowsW = $clog2((WFifoTiles + 2) * N + 1);
+  logic [TrRowsW-1:0] tr_wrows_q [2];
+  logic [TrRowsW-1:0] tr_wrows_d [2];
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
   always_comb begin
@@ -393,7 +395,7 @@ module tpu_ctrl #(
       end
     end
     if (wdma_start_o) begin
-      tr_wrows_d[(tr_wcnt_d == '0) ? 0 : 1] = 32'(head[63:40]) * 32'(N);
+      tr_wrows_d[(tr_wcnt_d == '0) ? 0 : 1] = TrRowsW'(head[63:40]) * TrRowsW'(N);
       if (tr_wcnt_d != 2'd2) tr_wcnt_d = tr_wcnt_d + 1'b1;
     end
   end
