@@ -17,8 +17,10 @@
 //    next layer's layout (pooled pixels at the right stride inside the next border).
 //  * A dense layer is a sum over (channel block, pixel) of one-row-per-image matmuls, flattening
 //    in ONNX's C, H, W order by the choice of weight tiles; the output is ceil(Cout/N) rows per image.
-//  * The accumulators are used as two halves (double buffering: the MXU fills one while the
-//    activation unit drains the other), a few rows at the top are the zero source for borders.
+//  * The accumulators are a ring of units (each at most half of it: the MXU fills one unit's
+//    rows while the activation unit drains the previous one's); the previous unit's activates
+//    are spread among the current unit's matmuls (in-order issue); a few rows at the top are
+//    the zero source for borders.
 //  * Quantization slots: one per (layer, output block); when they do not all fit, they are
 //    reloaded in generations (read_host to PARAM) as the program reaches them.
 //  * A batch is processed in micro-batches of as many images as the unified buffer holds.
