@@ -224,7 +224,9 @@ module tpu_core #(
 
   // The weight DMA overlaps consecutive read_weights: the next one starts requesting while the
   // previous one's last beats are still arriving (the FIFO only appends).
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst), .Overlap(1'b1))
+  // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst), .Overlap(1'b1),
+                   .MaxRows((WFifoTiles + 2) * N))
       u_dma_weights (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
     .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),

@@ -15,7 +15,10 @@ module tpu_dma_reader #(
   // 1: a new transfer may start as soon as the current one has requested all its bursts, while
   // their beats still arrive (rows keep their order; for sinks that only append, such as the
   // weight FIFO). 0: a transfer starts when the previous one has completely arrived.
-  parameter bit          Overlap   = 1'b0
+  parameter bit          Overlap   = 1'b0,
+  // The most rows one transfer can carry (rows_i never exceeds it): sizes the row and beat
+  // counters, so a DMA that only moves a few rows (the weight DMA) has no unreachable bits.
+  parameter int unsigned MaxRows   = 32'h00FF_FFFF
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -47,37 +50,44 @@ module tpu_dma_reader #(
 );
   localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
   localparam int unsigned BprW        = (BeatsPerRow > 1) ? $clog2(BeatsPerRow) : 1;
+  localparam int unsigned RowW        = $clog2(MaxRows + 1);
+  localparam int unsigned BeatW       = $clog2(MaxRows * BeatsPerRow + 1);
+  // Beats requested and not yet received: at most MaxBursts bursts of MaxBurst beats.
+  localparam int unsigned OwedW       = $clog2(MaxBursts * MaxBurst + 1);
+  localparam int unsigned PendW       = $clog2(MaxBursts * MaxBurst + 2 * BeatsPerRow + 1);
 
   logic        busy_q, err_q, ar_pending_q;
   logic [$clog2(MaxBursts+1)-1:0] bursts_q;  // bursts requested whose last beat is still due
   logic        in_burst;
   logic [31:0] next_addr_q;
-  logic [31:0] beats_left_q;    // beats not yet requested
-  logic [31:0] beats_owed_q;    // beats requested, not yet received
-  logic [23:0] row_q;           // index of the row being gathered
+  logic [BeatW-1:0] beats_left_q;  // beats not yet requested
+  logic [OwedW-1:0] beats_owed_q;  // beats requested, not yet received
+  logic [RowW-1:0]  row_q;         // index of the row being gathered
   logic [BprW-1:0] beat_in_row_q;
   logic [7:0]  gather_q [RowBytes];
   logic        row_valid_q, row_err_q, row_err_prev_q;
   logic [$clog2(MaxBursts+1)-1:0] prev_bursts_q;  // bursts of the previous transfer still due
-  logic [23:0] row_idx_q;
+  logic [RowW-1:0] row_idx_q;
   logic [8:0]  burst_beats;    // the burst that would be requested now
   logic [8:0]  burst_q;        // the burst requested (AR payload must hold while waiting)
-  logic [31:0] to_4k;
+  logic [12:0] to_4k;          // beats to the next 4 KiB boundary (at most 4096)
 
   // Room in the sink, in beats: its free rows less everything owed, the beats of the row
   // being gathered and the row on the output this cycle (the sink counts it from the next
   // cycle on). A burst is cut to fit, so a small sink (the instruction queue) still fills.
-  logic [31:0] pending_beats, free_beats;
-  logic        room;
-  assign pending_beats = beats_owed_q + 32'(beat_in_row_q) + (row_valid_q ? 32'(BeatsPerRow) : 32'd0);
-  assign free_beats    = (32'(space_rows_i) * BeatsPerRow > pending_beats)
-                         ? 32'(space_rows_i) * BeatsPerRow - pending_beats : 32'd0;
+  logic [PendW-1:0] pending_beats;
+  logic [31:0]      free_beats;
+  logic             room;
+  assign pending_beats = PendW'(beats_owed_q) + PendW'(beat_in_row_q) +
+                         (row_valid_q ? PendW'(BeatsPerRow) : PendW'(0));
+  assign free_beats    = (32'(space_rows_i) * BeatsPerRow > 32'(pending_beats))
+                         ? 32'(space_rows_i) * BeatsPerRow - 32'(pending_beats) : 32'd0;
 
   always_comb begin
-    to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
+    to_4k = 13'((32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes);
     burst_beats = 9'(MaxBurst);
-    if (beats_left_q < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
-    if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);
+    if (32'(beats_left_q) < 32'(burst_beats)) burst_beats = 9'(beats_left_q);
+    if (32'(to_4k) < 32'(burst_beats))        burst_beats = 9'(to_4k);
     if (free_beats < 32'(burst_beats))   burst_beats = 9'(free_beats);
   end
   assign room = (burst_beats != '0);
@@ -95,7 +105,7 @@ module tpu_dma_reader #(
   assign accept_o    = !busy_q ||
                        (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i &&
                         prev_bursts_q == '0);
-  assign row_idx_o   = row_idx_q;
+  assign row_idx_o   = 24'(row_idx_q);
   always_comb begin
     for (int b = 0; b < int'(RowBytes); b++) row_data_o[b] = gather_q[b];
   end
@@ -125,7 +135,7 @@ module tpu_dma_reader #(
         busy_q        <= 1'b1;
         err_q         <= 1'b0;
         next_addr_q   <= addr_i;
-        beats_left_q  <= 32'(rows_i) * BeatsPerRow;
+        beats_left_q  <= BeatW'(32'(rows_i) * BeatsPerRow);
         row_q         <= '0;
         if (!busy_q) begin
           beats_owed_q  <= '0;
@@ -148,13 +158,13 @@ module tpu_dma_reader #(
       if (ar_pending_q && ar_ready_i) begin
         ar_pending_q <= 1'b0;
         next_addr_q  <= next_addr_q + 32'(burst_q) * BeatBytes;
-        beats_left_q <= beats_left_q - 32'(burst_q);
-        beats_owed_q <= beats_owed_q + 32'(burst_q);
+        beats_left_q <= beats_left_q - BeatW'(burst_q);
+        beats_owed_q <= beats_owed_q + OwedW'(burst_q);
       end
       bursts_q <= bursts_q + ($clog2(MaxBursts+1))'(ar_pending_q && ar_ready_i)
                            - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
       if (in_burst && r_valid_i) begin
-        beats_owed_q <= beats_owed_q - 1'b1 + ((ar_pending_q && ar_ready_i) ? 32'(burst_q) : 32'd0);
+        beats_owed_q <= beats_owed_q - 1'b1 + ((ar_pending_q && ar_ready_i) ? OwedW'(burst_q) : OwedW'(0));
         if (!err_q && !clear_i) begin
           if (r_resp_i != 2'b00) begin
             err_q       <= 1'b1;
