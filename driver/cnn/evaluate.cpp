@@ -9,9 +9,7 @@
 
 namespace tpu::cnn {
 
-namespace {
-
-std::string jstr(const std::string& s) {
+std::string json_string(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
     switch (c) {
@@ -32,6 +30,8 @@ std::string jstr(const std::string& s) {
   return o + "\"";
 }
 
+namespace {
+
 std::string jnum(double v) {
   if (!std::isfinite(v)) return "null";
   char b[32];
@@ -45,15 +45,15 @@ std::string Evaluation::to_json(bool with_images) const {
   std::ostringstream j;
   const double n = images ? double(images) : 1.0;
   j << "{\n";
-  j << "  \"model\": " << jstr(model) << ",\n";
-  j << "  \"backend\": " << jstr(backend) << ",\n";
+  j << "  \"model\": " << json_string(model) << ",\n";
+  j << "  \"backend\": " << json_string(backend) << ",\n";
   j << "  \"chip_n\": " << chip_n << ",\n";
   j << "  \"images\": " << images << ",\n";
   j << "  \"offset\": " << offset << ",\n";
   j << "  \"batch\": " << batch << ",\n";
   j << "  \"micro_batch\": " << micro_batch << ",\n";
   j << "  \"instructions_per_batch\": " << instructions_per_batch << ",\n";
-  j << "  \"quantization\": " << jstr(quantization) << ",\n";
+  j << "  \"quantization\": " << json_string(quantization) << ",\n";
   j << "  \"accuracy\": " << jnum(accuracy()) << ",\n";
   j << "  \"float_accuracy\": " << jnum(float_accuracy()) << ",\n";
   j << "  \"reference_accuracy\": " << jnum(reference_accuracy()) << ",\n";
@@ -79,11 +79,11 @@ std::string Evaluation::to_json(bool with_images) const {
   j << "  \"ideal_cycles\": " << jnum(ideal) << ",\n";
   j << "  \"scalesim_ws_cycles\": " << jnum(scalesim) << ",\n";
   j << "  \"cycles_vs_scalesim\": " << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
-  if (!layers.empty()) j << "  \"layers_from\": " << jstr(layers_from) << ",\n";
+  if (!layers.empty()) j << "  \"layers_from\": " << json_string(layers_from) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << jstr(l.name) << ", \"op\": " << jstr(l.op) << ", \"macs\": " << l.macs
+    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name) << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
       << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
       << ", \"utilization\": " << jnum(l.utilization) << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
       << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles) << "}";

@@ -79,6 +79,9 @@ struct Evaluation {
   std::string to_json(bool with_images = true) const;
 };
 
+// `s` as a JSON string literal (quotes and escapes added), for the JSON this library writes.
+std::string json_string(const std::string& s);
+
 // `float_net` is the imported model (float accuracy), `q` its quantization. Checks the image
 // shape against the model (Error "wrong input shape ...").
 Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
