@@ -7,17 +7,13 @@
 #include <utility>
 
 #include "assembler.h"
+#include "format.h"
 
 namespace tpu {
 
 namespace {
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
+using detail::format;
 
 std::string range_text(uint64_t addr, uint64_t size) {
   return format("0x%08" PRIx64 "..0x%08" PRIx64, addr, addr + size - 1);

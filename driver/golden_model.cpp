@@ -6,17 +6,13 @@
 #include <stdexcept>
 
 #include "arith.h"
+#include "format.h"
 
 namespace tpu {
 
 namespace {
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
+using detail::format;
 
 std::string host_span(uint32_t addr, uint64_t bytes) {
   return format("0x%08" PRIx32 "..0x%08" PRIx64, addr, uint64_t{addr} + bytes - 1);

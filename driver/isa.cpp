@@ -6,17 +6,13 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "format.h"
+
 namespace tpu {
 
 namespace {
 
-// printf into a std::string (messages only; never on a hot path).
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
+using detail::format;
 
 struct ErrorInfo {
   std::string_view name;

@@ -4,16 +4,13 @@
 #include <cstdio>
 #include <utility>
 
+#include "format.h"
+
 namespace tpu {
 
 namespace {
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
+using detail::format;
 
 constexpr uint64_t k12 = (1u << 12) - 1;  // inner, outer, width, height
 constexpr uint64_t k24 = (1u << 24) - 1;  // UB addresses, rows, strides

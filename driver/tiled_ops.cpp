@@ -7,16 +7,13 @@
 #include <functional>
 #include <stdexcept>
 
+#include "format.h"
+
 namespace tpu {
 
 namespace {
 
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
+using detail::format;
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
