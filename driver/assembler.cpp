@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "text.h"
+
 namespace tpu {
 
 AsmError::AsmError(std::string file, int line, int column, std::string message)
@@ -132,29 +134,7 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-// Parses decimal or 0x hex into a uint64_t; nullopt if malformed or above 2^64 - 1.
-std::optional<uint64_t> parse_number(std::string_view s) {
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  }
-  if (s.empty()) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (base == 16 && std::isxdigit(static_cast<unsigned char>(c))) {
-      d = std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    if (v > (~uint64_t{0} - d) / base) return std::nullopt;  // would overflow
-    v = v * base + d;
-  }
-  return v;
-}
+using detail::parse_number;
 
 class LineAssembler {
  public:

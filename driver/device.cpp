@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "assembler.h"
-#include "format.h"
+#include "text.h"
 
 namespace tpu {
 

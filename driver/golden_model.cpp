@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "arith.h"
-#include "format.h"
+#include "text.h"
 
 namespace tpu {
 

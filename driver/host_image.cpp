@@ -9,6 +9,8 @@
 #include <optional>
 #include <sstream>
 
+#include "text.h"
+
 namespace tpu {
 
 namespace {
@@ -16,28 +18,7 @@ namespace {
 constexpr uint64_t kSpace = uint64_t{1} << 32;
 constexpr uint64_t kMaxImageBytes = uint64_t{256} << 20;  // host_image.h
 
-std::optional<uint64_t> parse_number(std::string_view s) {
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  }
-  if (s.empty() || s.size() > 20) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (base == 16 && std::isxdigit(static_cast<unsigned char>(c))) {
-      d = std::tolower(static_cast<unsigned char>(c)) - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    if (v > (kSpace * 16)) return std::nullopt;  // far beyond anything valid: stop early
-    v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
-  }
-  return v;
-}
+using detail::parse_number;
 
 std::string hex32(uint32_t v) {
   char b[16];

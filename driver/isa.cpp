@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "format.h"
+#include "text.h"
 
 namespace tpu {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "format.h"
+#include "text.h"
 
 namespace tpu {
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "format.h"
+#include "text.h"
 
 namespace tpu {
 
