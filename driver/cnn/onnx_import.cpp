@@ -825,15 +825,15 @@ class Importer {
   void arith(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (n.input_size() != 2) fail(n, "expects two inputs");
+    if (op == "Mul")
+      for (int i = 0; i < 2; ++i) {
+        auto it = hard_sigmoid_of_.find(n.input(i));
+        if (it != hard_sigmoid_of_.end() && it->second == n.input(1 - i))
+          return fused_activation(n, n.input(1 - i), Activation::Lut, LutFunc::HardSwish, 0, 0);
+      }
     const bool d0 = values_.count(n.input(0)) > 0, d1 = values_.count(n.input(1)) > 0;
     if (d0 && d1) {
       if (op == "Add") return add(n, false);
-      if (op == "Mul") {
-        for (int i = 0; i < 2; ++i) {
-          auto it = hard_sigmoid_of_.find(n.input(i));
-          if (it != hard_sigmoid_of_.end() && it->second == n.input(1 - i)) return fused_activation(n, n.input(1 - i), Activation::Lut, LutFunc::HardSwish, 0, 0);
-        }
-      }
       fail(n, op + " of two tensors is not supported (only Add, and x * HardSigmoid(x))");
     }
     const bool data_first = d0;
