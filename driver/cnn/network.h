@@ -144,6 +144,10 @@ struct Network {
   // x' = x * pre_scale[c] + pre_shift[c]. Empty = identity.
   std::vector<float> pre_scale, pre_shift;
   std::optional<TensorQuant> input_quant;  // from a QuantizeLinear on the input
+  // A final Softmax (or LogSoftmax) of the logits: not on the chip (its LUT maps one byte to
+  // one byte and cannot normalize over a vector); applied by the host to dequantized outputs.
+  // The class (argmax) is the same with or without it.
+  std::string host_softmax;          // "", "Softmax" or "LogSoftmax"
   std::vector<Layer> layers;         // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   std::string summary() const;  // one line per layer
@@ -183,6 +187,7 @@ struct QuantNetwork {
   Shape3 input;
   std::vector<float> pre_scale, pre_shift;  // as Network
   TensorQuant input_q;
+  std::string host_softmax;                 // as Network
   std::vector<QLayer> layers;        // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   const TensorQuant& output_q() const { return layers.back().out_q; }

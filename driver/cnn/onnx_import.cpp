@@ -334,6 +334,7 @@ class Importer {
     if (op == "GlobalAveragePool" || op == "ReduceMean") return global_pool(n, false);
     if (op == "Flatten" || op == "Reshape") return flatten(n);
     if (op == "Identity" || op == "Dropout") return alias(n);
+    if (op == "Softmax" || op == "LogSoftmax") return softmax(n);
     if (op == "QuantizeLinear") return quantize_linear(n);
     if (op == "DequantizeLinear") return dequantize_linear(n);
     fail(n, "is not supported. Supported ops: " + supported_ops());
@@ -400,6 +401,20 @@ class Importer {
     l.infer_shapes();
     net_.layers.push_back(std::move(l));
     return int(net_.layers.size()) - 1;
+  }
+
+  // A Softmax of the logits that produces the graph output runs on the host (docs/cnn.md).
+  void softmax(const onnx::NodeProto& n) {
+    const Value& v = data(n, 0);
+    const auto& g = model_.graph();
+    const int64_t axis = attr_int(n, "axis", opset_ < 13 ? 1 : -1);
+    if (n.output(0) != g.output(0).name())
+      fail(n, n.op_type() + " is supported only as the last node (it runs on the host, after the chip's logits)");
+    if (!v.flat && !(v.shape.h == 1 && v.shape.w == 1))
+      fail(n, n.op_type() + " of a " + v.shape.str() + " tensor: only of the logits [N, classes] is supported");
+    if (axis != 1 && axis != -1) fail(n, "axis " + std::to_string(axis) + ": only over the classes (axis 1 or -1)");
+    net_.host_softmax = n.op_type();
+    define(n, v, n.input(0));
   }
 
   void alias(const onnx::NodeProto& n) {

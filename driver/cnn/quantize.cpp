@@ -198,6 +198,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
   q.input = net.input;
   q.pre_scale = net.pre_scale;
   q.pre_shift = net.pre_shift;
+  q.host_softmax = net.host_softmax;
   if (net.input_quant) {
     q.input_q = *net.input_quant;
   } else if (net.pre_scale.empty() && calib->input.lo >= 0.0f && calib->input.hi <= 1.0f) {

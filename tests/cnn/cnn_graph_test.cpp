@@ -150,6 +150,27 @@ TEST(Graph, EveryOpBitExact) {
   check_network(net, 23);
 }
 
+// A final Softmax runs on the host (the chip's logits have the same argmax); anywhere else it
+// is an error.
+TEST(Graph, FinalSoftmaxRunsOnTheHost) {
+  {
+    GraphBuilder b("softmax", {1, 8, 8}, 2);
+    const std::string x = b.op("Flatten", {b.relu(b.conv("input", 1, 4, 3))});
+    const std::string y = b.op("Softmax", {b.gemm(x, 4 * 6 * 6, 5)}, {OnnxAttr::Int("axis", 1)});
+    const Network net = import_onnx_bytes(b.serialize(y), "softmax.onnx");
+    EXPECT_EQ(net.host_softmax, "Softmax");
+    EXPECT_EQ(net.layers.size(), 2u);
+    EXPECT_EQ(quantize_model(net, random_images(net.input, 4, 3)).host_softmax, "Softmax");
+  }
+  {
+    GraphBuilder b("softmax_mid", {1, 8, 8}, 2);
+    const std::string x = b.op("Softmax", {b.conv("input", 1, 4, 3)});
+    const std::string y = b.conv(x, 4, 4, 1);
+    const std::string e = error_of([&] { import_onnx_bytes(b.serialize(y), "softmax_mid.onnx"); });
+    EXPECT_NE(e.find("(Softmax): Softmax is supported only as the last node"), std::string::npos) << e;
+  }
+}
+
 TEST(Graph, UnsupportedVariantsAreOneLineErrors) {
   {
     GraphBuilder b("avg", {1, 8, 8}, 1);
