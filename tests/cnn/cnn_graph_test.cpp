@@ -171,6 +171,37 @@ TEST(Graph, FinalSoftmaxRunsOnTheHost) {
   }
 }
 
+// The forms other exporters write: an explicit Pad before a Conv and an AveragePool
+// (tf2onnx, Keras ZeroPadding2D), GlobalAveragePool then Squeeze, Unsqueeze back.
+TEST(Graph, ExporterVariants) {
+  GraphBuilder b("variants", {2, 12, 12}, 5);
+  std::string x = b.op("Pad", {"input", "pads_a"});
+  b.graph().init_int64("pads_a", {8}, {0, 0, 1, 2, 0, 0, 2, 1});
+  x = b.relu(b.conv(x, 2, 16, 3, 2));
+  b.graph().init_int64("pads_b", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  x = b.avgpool(b.op("Pad", {x, "pads_b"}), 3, 1);
+  x = b.op("GlobalAveragePool", {x});
+  x = b.op("Squeeze", {x, "axes"});
+  b.graph().init_int64("axes", {2}, {2, 3});
+  x = b.gemm(x, 16, 6);
+  const Network net = import_onnx_bytes(b.serialize(x), "variants.onnx");
+  ASSERT_EQ(net.layers.size(), 4u);
+  EXPECT_EQ(net.layers[0].pad_t, 1);
+  EXPECT_EQ(net.layers[0].pad_l, 2);
+  EXPECT_EQ(net.layers[0].pad_b, 2);
+  EXPECT_EQ(net.layers[0].pad_r, 1);
+  EXPECT_EQ(net.layers[0].out, (Shape3{16, 7, 7}));  // (12 + 3 - 3) / 2 + 1
+  EXPECT_EQ(net.layers[1].pad_t, 1);  // the AveragePool's
+  check_network(net, 24);
+
+  GraphBuilder bad("pad_maxpool", {1, 8, 8}, 5);
+  bad.graph().init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  const std::string y = bad.maxpool(bad.op("Pad", {bad.conv("input", 1, 4, 1), "pads"}), 2, 2);
+  const std::string e = error_of([&] { import_onnx_bytes(bad.serialize(y), "pad.onnx"); });
+  EXPECT_NE(e.find("(MaxPool): reads"), std::string::npos) << e;
+  EXPECT_NE(e.find("a Pad is supported only before a Conv or an AveragePool"), std::string::npos) << e;
+}
+
 TEST(Graph, UnsupportedVariantsAreOneLineErrors) {
   {
     GraphBuilder b("avg", {1, 8, 8}, 1);
