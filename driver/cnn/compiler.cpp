@@ -299,7 +299,7 @@ class TermBuilder {
         if (f / k != g) return 0;
         return l_.weight[size_t(oc * k + f % k)];
       }
-      case LayerKind::Add: return ic == oc ? l_.weight[size_t(tap)] : 0;
+      case LayerKind::Add: return ic == oc ? l_.add_weight(oc, tap) : 0;
       case LayerKind::Copy: return ic == oc ? 1 : 0;
     }
     return 0;
@@ -323,7 +323,7 @@ class TermBuilder {
           if (c >= in.channels) continue;
           const int64_t ic = input_offset(l_, size_t(t.input)) + c;
           if (l_.kind == LayerKind::Dense) w = weight(oc, ic * in.h * in.w + t.tap, 0);
-          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.weight[size_t(t.input)] : 0;
+          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.add_weight(oc, t.input) : 0;
           else w = weight(oc, ic, t.tap);
         }
         tile[kk * n_ + nn] = uint8_t(w);
@@ -354,7 +354,7 @@ class TermBuilder {
           break;
         }
         case LayerKind::Add:
-          zw = int64_t(l_.in_qs[0].zero_point) * l_.weight[0] + int64_t(l_.in_qs[1].zero_point) * l_.weight[1];
+          zw = int64_t(l_.in_qs[0].zero_point) * l_.add_weight(oc, 0) + int64_t(l_.in_qs[1].zero_point) * l_.add_weight(oc, 1);
           break;
         case LayerKind::Copy: zw = l_.zero_point_of(oc); break;
       }

@@ -17,7 +17,7 @@ std::string supported_ops() {
          "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, or "
          "input preprocessing), Concat (channels), QLinearConcat, BatchNormalization (after Conv/Gemm), "
          "Relu, Clip, Sigmoid, QLinearSigmoid, Tanh, LeakyRelu, QLinearLeakyRelu, HardSigmoid, HardSwish "
-         "(or x * HardSigmoid(x)), PRelu (one slope), MaxPool, AveragePool, QLinearAveragePool, "
+         "(or x * HardSigmoid(x)), PRelu, MaxPool, AveragePool, QLinearAveragePool, "
          "GlobalAveragePool, QLinearGlobalAveragePool, ReduceMean (over H and W), Flatten, Reshape "
          "(flattening), Squeeze/Unsqueeze (of 1x1 H and W), Pad (zeros, before a Conv or AveragePool), "
          "Softmax/LogSoftmax (last, on the host), Identity, Dropout, QuantizeLinear, DequantizeLinear, Constant, "
@@ -1109,11 +1109,39 @@ class Importer {
       return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, attr_float(n, "alpha", 0.01f), 0, ql);
     if (op == "PRelu") {
       const Const& s = konst(n, 1, "slope");
-      for (double x : s.v)
-        if (x != s.v[0]) fail(n, "a slope per channel is not supported (one LUT serves all channels); only one slope");
-      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      bool one = true;
+      for (double x : s.v) one &= x == s.v[0];
+      if (one) return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      return prelu_per_channel(n, per_channel(n, s, data(n, 0)));
     }
     fail(n, "is not supported");
+  }
+
+  // PRelu with a slope per channel (one LUT cannot): relu(x) + (-slope) * relu(-x), two
+  // Copy layers with ReLU (the second negates) and an Add with per-channel operand weights.
+  void prelu_per_channel(const onnx::NodeProto& n, const std::vector<double>& slope) {
+    const Value v = float_input(n, 0, "a per-tensor QLinearLeakyRelu");
+    if (v.flat) fail(n, "a per-channel PRelu of a flattened tensor is not supported");
+    Value x = v;
+    x.parts = {materialize(v, n.input(0))};
+    auto copy = [&](const char* what, float sign) {
+      Layer c = start_layer(n, LayerKind::Copy, x);
+      c.name = node_name(n) + what;
+      c.act = Activation::Relu;
+      c.channel_scale.assign(size_t(v.shape.c), sign);
+      return push_layer(n, std::move(c));
+    };
+    const int pos = copy(" (x > 0)", 1.0f), neg = copy(" (x < 0)", -1.0f);
+    Layer a;
+    a.kind = LayerKind::Add;
+    a.name = node_name(n);
+    a.op = n.op_type();
+    a.inputs = {pos, neg};
+    a.input_channels = {v.shape.c, v.shape.c};
+    a.in = v.shape;
+    for (double sl : slope) a.channel_scale.push_back(float(-sl));
+    const int id = push_layer(n, std::move(a));
+    new_layer_output(n, id, false);
   }
 
   // An activation on tensor `in`: fused into the layer computing it, or a Copy layer.

@@ -150,6 +150,30 @@ TEST(Graph, EveryOpBitExact) {
   check_network(net, 23);
 }
 
+// PRelu with a slope per channel: relu(x) and relu(-x) (a negative multiplier) added with
+// per-channel operand weights; slopes of both signs and a zero slope.
+TEST(Graph, PerChannelPRelu) {
+  GraphBuilder b("prelu", {3, 9, 9}, 6);
+  std::vector<float> slopes(20);
+  for (size_t i = 0; i < slopes.size(); ++i) slopes[i] = -0.5f + 0.07f * float(i);
+  std::string x = b.prelu(b.conv("input", 3, 20, 3, 1, 1), slopes);
+  x = b.gemm(b.op("Flatten", {b.op("GlobalAveragePool", {x})}), 20, 5);
+  const Network net = import_onnx_bytes(b.serialize(x), "prelu.onnx");
+  ASSERT_EQ(net.layers.size(), 6u);  // conv, two copies, add, GAP, dense
+  EXPECT_EQ(net.layers[3].kind, LayerKind::Add);
+  check_network(net, 25);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 26));
+  EXPECT_LT(q.layers[2].mult[0], 0);  // relu(-x)
+  // Per channel, x > 0 passes through and x < 0 is scaled by the slope (float reference).
+  const auto img = random_images(net.input, 1, 27)[0];
+  std::vector<std::vector<float>> outs;
+  float_forward(net, img.data(), &outs);
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    const float v = outs[0][i], s = slopes[i / 81];
+    ASSERT_NEAR(outs[3][i], v > 0 ? v : s * v, 1e-5f) << i;
+  }
+}
+
 // A final Softmax runs on the host (the chip's logits have the same argmax); anywhere else it
 // is an error.
 TEST(Graph, FinalSoftmaxRunsOnTheHost) {
