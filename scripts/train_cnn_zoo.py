@@ -147,8 +147,15 @@ class SqueezeNet(nn.Module):
         self.final = nn.Conv2d(128, 10, 1)
         self.classifier = nn.Sequential(nn.Dropout(dropout), self.final, nn.ReLU(),
                                         nn.AdaptiveAvgPool2d(1))
-        nn.init.normal_(self.final.weight, 0.0, 0.01)   # as torchvision's SqueezeNet
-        nn.init.zeros_(self.final.bias)
+        # torchvision's SqueezeNet initialization (PyTorch's default one does not train: the
+        # signal fades through the eight BN-less convs and the loss stays near ln 10)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                if m is self.final:
+                    nn.init.normal_(m.weight, 0.0, 0.01)
+                else:
+                    nn.init.kaiming_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
 
     def forward(self, x):
         return torch.flatten(self.classifier(self.features(x)), 1)
@@ -158,7 +165,7 @@ class SqueezeNet(nn.Module):
 MODELS = {
     "resnet": (ResNet, 3, 3e-3),
     "mobilenet": (MobileNet, 3, 3e-3),
-    "squeezenet": (SqueezeNet, 3, 2e-3),
+    "squeezenet": (SqueezeNet, 4, 2e-3),
 }
 
 
@@ -232,7 +239,7 @@ def export_bn_variant(model, out_dir, limit):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, choices=sorted(MODELS) + ["all"])
-    ap.add_argument("--epochs", type=int, default=0, help="default: per model (3)")
+    ap.add_argument("--epochs", type=int, default=0, help="default: per model (3, squeezenet 4)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=0.0, help="default: per model")
     ap.add_argument("--seed", type=int, default=1)
