@@ -13,7 +13,8 @@ The models (small, a few million MACs per image, so the RTL simulator runs the w
     resnet      ResNet: stem Conv 3x3 1->16 + BN + ReLU, MaxPool 3x3/2 pad 1, three BasicBlocks
                 16->16 (identity), 16->32 /2 and 32->64 /2 (1x1 /2 Conv + BN projections),
                 GlobalAveragePool, Linear 64->10. Also writes resnet_bn.onnx, the same network
-                exported with its BatchNormalization nodes kept (not folded into the convs).
+                exported with its BatchNormalization nodes kept (not folded into the convs), if
+                it is smaller than --bn-max-kb (300; it is about 321 KB, so not by default).
     mobilenet   MobileNetV2: stem Conv 3x3/2 1->16 + BN + ReLU6, inverted residual blocks (t=4)
                 16->16 (residual), 16->32 /2, 32->32 (residual), Conv 1x1 32->64 + BN + ReLU6,
                 mean over H, W (ReduceMean), Linear 64->10.
@@ -27,7 +28,6 @@ float test accuracy, MACs and ONNX op types are written to <model>.json next to 
 """
 import argparse
 import os
-import time
 
 import numpy as np
 import torch
