@@ -516,7 +516,8 @@ class Emitter {
  public:
   Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint32_t iaddr, uint32_t oaddr,
           const ProgramOptions& opt)
-      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr) {
+      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr),
+        overlap_(opt.overlap_layers) {
     half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
     plan_memory(opt);
   }
@@ -540,6 +541,7 @@ class Emitter {
         layer(l, i0, m);
         if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
       }
+      flush_pending();
       cur_layer_ = -1;
       op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
     }
@@ -764,6 +766,17 @@ class Emitter {
       // unit's matmuls if this unit writes other rows (the ring may wrap onto them).
       const bool disjoint = !prev || u.acc >= prev->acc + prev_rows || prev->acc >= u.acc + rows;
       if (prev && !disjoint) activates(li, *prev);
+      // The previous layer's last unit: the same, and this unit must not read its images.
+      bool carry = false;
+      if (!prev && pending_.valid) {
+        const Unit& q = pending_.unit;
+        const bool acc_free = u.acc >= q.acc + pending_.rows || q.acc >= u.acc + rows;
+        bool reads = false;
+        for (int in : l.inputs) reads |= in == int(pending_.layer);
+        const bool images_free = u.g0 + u.g <= q.g0 || q.g0 + q.g <= u.g0;
+        carry = acc_free && (!reads || images_free) && !p.packed;
+        if (!carry) flush_pending();
+      }
       if (p.packed && u.first_of_group) {
         if (u.group_index == 0) {
           stage_input(i0, u.g0, u.g, 0);
@@ -782,10 +795,38 @@ class Emitter {
         activates(li, *prev);
         interleave(mm_begin, act_begin);
       }
+      if (carry) {
+        const size_t act_begin = ops_.size();
+        const int layer = cur_layer_;
+        cur_layer_ = int(pending_.layer);
+        activates(pending_.layer, pending_.unit);
+        cur_layer_ = layer;
+        pending_.valid = false;
+        interleave(mm_begin, act_begin);
+      }
       prev = &u;
       prev_rows = rows;
     }
-    if (prev) activates(li, *prev);
+    if (prev) {
+      if (overlap_) pending_ = Pending{li, *prev, prev_rows, true};
+      else activates(li, *prev);
+    }
+  }
+
+  // The last unit's activates of a layer wait here for the next layer's first matmuls.
+  struct Pending {
+    size_t layer = 0;
+    Unit unit;
+    uint32_t rows = 0;
+    bool valid = false;
+  };
+  void flush_pending() {
+    if (!pending_.valid) return;
+    const int layer = cur_layer_;
+    cur_layer_ = int(pending_.layer);
+    activates(pending_.layer, pending_.unit);
+    cur_layer_ = layer;
+    pending_.valid = false;
   }
 
   // Spreads the instructions ops_[act_begin, end) evenly among ops_[mm_begin, act_begin), in
@@ -983,6 +1024,8 @@ class Emitter {
   int loaded_gen_ = -1, loaded_lut_ = -1;
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
+  const bool overlap_;
+  Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
   std::vector<Op> ops_;
