@@ -173,6 +173,8 @@ struct QLayer : LayerGeometry {
   int lo = -128, hi = 127;           // Clip bounds in the output's integer domain
   TensorQuant pre_q;                 // Lut: the LUT's input (same signedness as out_q)
   std::vector<int32_t> lut;          // Lut: 256 output values, index y - qmin
+  LutFunc lut_func = LutFunc::Sigmoid;  // Lut: the function the table holds (for exports)
+  float lut_alpha = 0.0f, lut_beta = 0.0f;
   // Zero point of input channel ic (of the concatenated input).
   int zero_point_of(int ic) const;
   const TensorQuant& quant_of(int ic) const;
