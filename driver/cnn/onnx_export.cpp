@@ -130,6 +130,11 @@ void OnnxGraph::save(const std::string& path) const {
 namespace {
 
 std::vector<int64_t> input_dims(const Shape3& s, int64_t batch) { return {batch < 0 ? -1 : batch, s.c, s.h, s.w}; }
+// The output's dims: [batch, features] after a Gemm, [batch, C, H, W] otherwise.
+std::vector<int64_t> output_dims(const Shape3& s, bool flat, int64_t batch) {
+  if (flat) return {batch < 0 ? -1 : batch, s.size()};
+  return input_dims(s, batch);
+}
 
 std::string layer_error(const LayerGeometry& l, size_t i, const std::string& msg) {
   return "layer " + std::to_string(i) + " '" + l.name + "' (" + l.op + "): " + msg;
@@ -320,7 +325,7 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
     flat[i] = f;
   }
   g.node("Identity", {out.back()}, {"logits"});
-  g.output("logits");
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 
@@ -461,7 +466,7 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
     flat[i] = f;
   }
   g.node("Identity", {out.back()}, {"logits"});
-  g.output("logits");
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 
@@ -591,7 +596,7 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
   }
   g.node("DequantizeLinear", {out.back(), quant_of(int(net.layers.size()) - 1) + "_scale",
                               quant_of(int(net.layers.size()) - 1) + "_zp"}, {"logits"});
-  g.output("logits");
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 
