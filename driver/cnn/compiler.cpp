@@ -299,7 +299,7 @@ class TermBuilder {
         if (f / k != g) return 0;
         return l_.weight[size_t(oc * k + f % k)];
       }
-      case LayerKind::Add: return ic == oc ? l_.weight[size_t(tap)] : 0;
+      case LayerKind::Add: return ic == oc ? l_.add_weight(oc, tap) : 0;
       case LayerKind::Copy: return ic == oc ? 1 : 0;
     }
     return 0;
@@ -323,7 +323,7 @@ class TermBuilder {
           if (c >= in.channels) continue;
           const int64_t ic = input_offset(l_, size_t(t.input)) + c;
           if (l_.kind == LayerKind::Dense) w = weight(oc, ic * in.h * in.w + t.tap, 0);
-          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.weight[size_t(t.input)] : 0;
+          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.add_weight(oc, t.input) : 0;
           else w = weight(oc, ic, t.tap);
         }
         tile[kk * n_ + nn] = uint8_t(w);
@@ -354,7 +354,7 @@ class TermBuilder {
           break;
         }
         case LayerKind::Add:
-          zw = int64_t(l_.in_qs[0].zero_point) * l_.weight[0] + int64_t(l_.in_qs[1].zero_point) * l_.weight[1];
+          zw = int64_t(l_.in_qs[0].zero_point) * l_.add_weight(oc, 0) + int64_t(l_.in_qs[1].zero_point) * l_.add_weight(oc, 1);
           break;
         case LayerKind::Copy: zw = l_.zero_point_of(oc); break;
       }
@@ -570,11 +570,17 @@ class Emitter {
       items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l), cn_.last_use[l + 1]);
       items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
     }
+    // Largest first, each at the lowest rows free during its whole life (first fit by
+    // decreasing size packs interval lifetimes tighter than placing in program order).
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].rows > items[b].rows; });
+    std::vector<char> placed(items.size(), 0);
     *peak = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t i : order) {
       std::vector<std::pair<uint64_t, uint64_t>> taken;
-      for (size_t j = 0; j < i; ++j)
-        if (overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
+      for (size_t j = 0; j < items.size(); ++j)
+        if (placed[j] && overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
       std::sort(taken.begin(), taken.end());
       uint64_t at = 0;
       for (const auto& t : taken) {
@@ -582,6 +588,7 @@ class Emitter {
         at = std::max(at, t.second);
       }
       items[i].base = at;
+      placed[i] = 1;
       *peak = std::max(*peak, at + items[i].rows);
     }
     if (*peak > cn_.chip.ub_rows) return false;

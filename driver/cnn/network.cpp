@@ -212,3 +212,10 @@ void quantize_multiplier(double m, int32_t* mult, uint8_t* shift) {
 }
 
 }  // namespace tpu::cnn
+
+namespace tpu::cnn {
+void quantize_multiplier_signed(double m, int32_t* mult, uint8_t* shift) {
+  quantize_multiplier(m < 0 ? -m : m, mult, shift);
+  if (m < 0) *mult = -*mult;
+}
+}  // namespace tpu::cnn

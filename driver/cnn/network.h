@@ -129,6 +129,9 @@ struct Layer : LayerGeometry {
   float clip_lo = 0.0f, clip_hi = 0.0f;  // Activation::Clip
   LutFunc lut = LutFunc::Sigmoid;         // Activation::Lut
   float lut_alpha = 0.0f, lut_beta = 0.0f;
+  // Per-channel factors (empty = 1): Copy computes x * channel_scale[c]; Add computes
+  // a + b * channel_scale[c] (a per-channel PRelu is relu(x) + (-slope) * relu(-x)).
+  std::vector<float> channel_scale;
   std::optional<TensorQuant> pre_quant;   // Lut: the function's input quantization from the file
   std::optional<GivenQuant> given;        // quantized weights/bias from the file
   std::optional<TensorQuant> out_quant;   // output quantization from the file
@@ -144,6 +147,10 @@ struct Network {
   // x' = x * pre_scale[c] + pre_shift[c]. Empty = identity.
   std::vector<float> pre_scale, pre_shift;
   std::optional<TensorQuant> input_quant;  // from a QuantizeLinear on the input
+  // A final Softmax (or LogSoftmax) of the logits: not on the chip (its LUT maps one byte to
+  // one byte and cannot normalize over a vector); applied by the host to dequantized outputs.
+  // The class (argmax) is the same with or without it.
+  std::string host_softmax;          // "", "Softmax" or "LogSoftmax"
   std::vector<Layer> layers;         // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   std::string summary() const;  // one line per layer
@@ -154,7 +161,8 @@ struct Network {
 //   Conv:  acc[oc][p] = sum over the window and the group's channels of (x_q - zp(ic)) * weight
 //                       (zero padding is a real 0, i.e. x_q = zp(ic))
 //   Dense: acc[oc]    = sum over the group's inputs of (x_q - zp) * weight
-//   Add:   acc[c][p]  = weight[0] * (a_q - zp_a) + weight[1] * (b_q - zp_b)
+//   Add:   acc[c][p]  = wa(c) * (a_q - zp_a) + wb(c) * (b_q - zp_b)
+//                       (weight = {wa, wb}, or per channel {wa(0), wb(0), wa(1), ...})
 //   Copy:  acc[c][p]  = x_q - zp(c)
 //   v           = saturate_int32(acc + bias[oc])
 //   y           = saturate_out(round_half_away_from_zero(v * mult[oc] / 2^shift[oc]) + zp)
@@ -164,10 +172,10 @@ struct Network {
 struct QLayer : LayerGeometry {
   std::vector<TensorQuant> in_qs;    // per input
   TensorQuant in_q, out_q;           // in_q = in_qs[0]
-  std::vector<int8_t> weight;        // layout as Layer::weight; Add: the two operand weights
+  std::vector<int8_t> weight;        // layout as Layer::weight; Add: the operand weights
   std::vector<float> weight_scale;   // per output channel: acc unit = in_q.scale * weight_scale
   std::vector<int32_t> bias;         // per output channel
-  std::vector<int32_t> mult;         // per output channel, >= 0
+  std::vector<int32_t> mult;         // per output channel (negative: a Copy that negates)
   std::vector<uint8_t> shift;        // per output channel, 0..63
   Activation act = Activation::None;
   int lo = -128, hi = 127;           // Clip bounds in the output's integer domain
@@ -175,6 +183,8 @@ struct QLayer : LayerGeometry {
   std::vector<int32_t> lut;          // Lut: 256 output values, index y - qmin
   LutFunc lut_func = LutFunc::Sigmoid;  // Lut: the function the table holds (for exports)
   float lut_alpha = 0.0f, lut_beta = 0.0f;
+  // Add: operand j's weight for channel c.
+  int add_weight(int c, int j) const { return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)]; }
   // Zero point of input channel ic (of the concatenated input).
   int zero_point_of(int ic) const;
   const TensorQuant& quant_of(int ic) const;
@@ -185,6 +195,7 @@ struct QuantNetwork {
   Shape3 input;
   std::vector<float> pre_scale, pre_shift;  // as Network
   TensorQuant input_q;
+  std::string host_softmax;                 // as Network
   std::vector<QLayer> layers;        // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   const TensorQuant& output_q() const { return layers.back().out_q; }
@@ -203,6 +214,8 @@ struct QuantNetwork {
 // The real multiplier m as mult * 2^-shift with mult in [2^30, 2^31) when possible
 // (shift <= 63; mult = 0 for m == 0). Throws Error for m < 0 or m too large for int32.
 void quantize_multiplier(double m, int32_t* mult, uint8_t* shift);
+// The same for any sign: mult = -quantize_multiplier(-m) for m < 0.
+void quantize_multiplier_signed(double m, int32_t* mult, uint8_t* shift);
 
 // Round half away from zero of a double, saturated to [lo, hi].
 int32_t round_clamp(double v, int32_t lo, int32_t hi);

@@ -17,9 +17,10 @@ std::string supported_ops() {
          "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, or "
          "input preprocessing), Concat (channels), QLinearConcat, BatchNormalization (after Conv/Gemm), "
          "Relu, Clip, Sigmoid, QLinearSigmoid, Tanh, LeakyRelu, QLinearLeakyRelu, HardSigmoid, HardSwish "
-         "(or x * HardSigmoid(x)), PRelu (one slope), MaxPool, AveragePool, QLinearAveragePool, "
+         "(or x * HardSigmoid(x)), PRelu, MaxPool, AveragePool, QLinearAveragePool, "
          "GlobalAveragePool, QLinearGlobalAveragePool, ReduceMean (over H and W), Flatten, Reshape "
-         "(flattening), Identity, Dropout, QuantizeLinear, DequantizeLinear, Constant, "
+         "(flattening), Squeeze/Unsqueeze (of 1x1 H and W), Pad (zeros, before a Conv or AveragePool), "
+         "Softmax/LogSoftmax (last, on the host), Identity, Dropout, QuantizeLinear, DequantizeLinear, Constant, "
          "Shape/Gather/Unsqueeze/Concat/Cast (on constants)";
 }
 
@@ -213,6 +214,8 @@ class Importer {
     bool flat = false;  // [N, features] (flattened in C, H, W order)
     bool is_int = false;
     std::optional<TensorQuant> quant;
+    int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;  // a Pad with zeros the next Conv absorbs
+    bool padded() const { return pad_t || pad_l || pad_b || pad_r; }
   };
 
   [[noreturn]] void fail_model(const std::string& msg) const { throw Error(net_.name + ": " + msg); }
@@ -312,6 +315,12 @@ class Importer {
           fail(n, "reads tensor '" + in + "', which is not defined (no initializer, graph input or earlier node produces it)");
       fail(n, "has no input");
     }
+    for (const auto& in : n.input()) {
+      auto it = values_.find(in);
+      if (it != values_.end() && it->second.padded() && op != "Conv" && op != "AveragePool" && op != "Pad")
+        fail(n, "reads '" + in + "', the output of a Pad; a Pad is supported only before a Conv or an AveragePool "
+                "(it becomes their padding)");
+    }
     if (ms) {
       if (op == "QLinearAdd") return add(n, true);
       if (op == "QLinearConcat") return concat(n, true);
@@ -334,6 +343,9 @@ class Importer {
     if (op == "GlobalAveragePool" || op == "ReduceMean") return global_pool(n, false);
     if (op == "Flatten" || op == "Reshape") return flatten(n);
     if (op == "Identity" || op == "Dropout") return alias(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n);
+    if (op == "Softmax" || op == "LogSoftmax") return softmax(n);
     if (op == "QuantizeLinear") return quantize_linear(n);
     if (op == "DequantizeLinear") return dequantize_linear(n);
     fail(n, "is not supported. Supported ops: " + supported_ops());
@@ -405,6 +417,72 @@ class Importer {
     l.infer_shapes();
     net_.layers.push_back(std::move(l));
     return int(net_.layers.size()) - 1;
+  }
+
+  // Pad with zeros on H and W (tf2onnx and Keras write it before a Conv): the Conv or
+  // AveragePool reading it takes it as its padding.
+  void pad(const onnx::NodeProto& n) {
+    Value v = float_input(n, 0, "a Conv with pads");
+    if (v.flat) fail(n, "its input is flattened");
+    if (attr_string(n, "mode", "constant") != "constant") fail(n, "mode '" + attr_string(n, "mode", "constant") + "': only constant padding");
+    std::vector<int64_t> p;
+    double value = 0.0;
+    if (opset_ < 11) {
+      p = attr_ints(n, "pads");
+      value = attr_float(n, "value", 0.0f);
+    } else {
+      const Const& c = konst(n, 1, "pads");
+      p.assign(c.v.begin(), c.v.end());
+      if (const Const* cv = opt_konst(n, 2, "constant_value")) value = cv->v.at(0);
+      if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
+    }
+    if (p.size() != 8) fail(n, "pads " + dims_str(p) + ": 8 values (N, C, H, W begins, then ends) are expected");
+    if (value != 0.0) fail(n, "constant value " + std::to_string(value) + ": only zero padding is supported");
+    if (p[0] || p[1] || p[4] || p[5]) fail(n, "pads " + dims_str(p) + ": only H and W may be padded");
+    for (int64_t x : p)
+      if (x < 0) fail(n, "pads " + dims_str(p) + ": negative pads (cropping) are not supported");
+    v.pad_t += int(p[2]);
+    v.pad_l += int(p[3]);
+    v.pad_b += int(p[6]);
+    v.pad_r += int(p[7]);
+    values_[n.output(0)] = v;
+  }
+
+  // Squeeze / Unsqueeze of the 1x1 spatial dimensions ([N, C, 1, 1] <-> [N, C]).
+  void squeeze(const onnx::NodeProto& n) {
+    Value v = data(n, 0);
+    std::vector<int64_t> axes = attr_ints(n, "axes");
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      const Const& a = konst(n, 1, "axes");
+      axes.assign(a.v.begin(), a.v.end());
+    }
+    const bool sq = n.op_type() == "Squeeze";
+    for (auto& a : axes)
+      if (a < 0) a += 4;
+    std::sort(axes.begin(), axes.end());
+    if (sq && !v.flat && v.shape.h == 1 && v.shape.w == 1 && (axes.empty() || axes == std::vector<int64_t>{2, 3})) {
+      v.flat = true;
+    } else if (!sq && v.flat && axes == std::vector<int64_t>{2, 3}) {
+      v.flat = false;
+    } else {
+      fail(n, "axes " + dims_str(axes) + " of a " + (v.flat ? "[N, features]" : "[N, C, H, W]") +
+              " tensor: only the 1x1 spatial dimensions of [N, C, 1, 1] are supported");
+    }
+    define(n, v, n.input(0));
+  }
+
+  // A Softmax of the logits that produces the graph output runs on the host (docs/cnn.md).
+  void softmax(const onnx::NodeProto& n) {
+    const Value& v = data(n, 0);
+    const auto& g = model_.graph();
+    const int64_t axis = attr_int(n, "axis", opset_ < 13 ? 1 : -1);
+    if (n.output(0) != g.output(0).name())
+      fail(n, n.op_type() + " is supported only as the last node (it runs on the host, after the chip's logits)");
+    if (!v.flat && !(v.shape.h == 1 && v.shape.w == 1))
+      fail(n, n.op_type() + " of a " + v.shape.str() + " tensor: only of the logits [N, classes] is supported");
+    if (axis != 1 && axis != -1) fail(n, "axis " + std::to_string(axis) + ": only over the classes (axis 1 or -1)");
+    net_.host_softmax = n.op_type();
+    define(n, v, n.input(0));
   }
 
   void alias(const onnx::NodeProto& n) {
@@ -701,6 +779,12 @@ class Importer {
       self.fail(n, "auto_pad '" + ap + "' is not supported");
     }
   }
+  static void absorb_pad(const Value& v, LayerGeometry* l) {
+    l->pad_t += v.pad_t;
+    l->pad_l += v.pad_l;
+    l->pad_b += v.pad_b;
+    l->pad_r += v.pad_r;
+  }
   void strides_from(const onnx::NodeProto& n, LayerGeometry* l) const {
     const auto st = attr_ints(n, "strides");
     if (!st.empty()) {
@@ -746,6 +830,7 @@ class Importer {
       l.dw = int(dil[1]);
     }
     pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, l.dh, l.dw, *this);
+    absorb_pad(v, &l);
     l.weight.assign(w.v.begin(), w.v.end());
     l.conv_out.c = int(w.dims[0]);
     try {
@@ -1059,11 +1144,39 @@ class Importer {
       return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, attr_float(n, "alpha", 0.01f), 0, ql);
     if (op == "PRelu") {
       const Const& s = konst(n, 1, "slope");
-      for (double x : s.v)
-        if (x != s.v[0]) fail(n, "a slope per channel is not supported (one LUT serves all channels); only one slope");
-      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      bool one = true;
+      for (double x : s.v) one &= x == s.v[0];
+      if (one) return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      return prelu_per_channel(n, per_channel(n, s, data(n, 0)));
     }
     fail(n, "is not supported");
+  }
+
+  // PRelu with a slope per channel (one LUT cannot): relu(x) + (-slope) * relu(-x), two
+  // Copy layers with ReLU (the second negates) and an Add with per-channel operand weights.
+  void prelu_per_channel(const onnx::NodeProto& n, const std::vector<double>& slope) {
+    const Value v = float_input(n, 0, "a per-tensor QLinearLeakyRelu");
+    if (v.flat) fail(n, "a per-channel PRelu of a flattened tensor is not supported");
+    Value x = v;
+    x.parts = {materialize(v, n.input(0))};
+    auto copy = [&](const char* what, float sign) {
+      Layer c = start_layer(n, LayerKind::Copy, x);
+      c.name = node_name(n) + what;
+      c.act = Activation::Relu;
+      c.channel_scale.assign(size_t(v.shape.c), sign);
+      return push_layer(n, std::move(c));
+    };
+    const int pos = copy(" (x > 0)", 1.0f), neg = copy(" (x < 0)", -1.0f);
+    Layer a;
+    a.kind = LayerKind::Add;
+    a.name = node_name(n);
+    a.op = n.op_type();
+    a.inputs = {pos, neg};
+    a.input_channels = {v.shape.c, v.shape.c};
+    a.in = v.shape;
+    for (double sl : slope) a.channel_scale.push_back(float(-sl));
+    const int id = push_layer(n, std::move(a));
+    new_layer_output(n, id, false);
   }
 
   // An activation on tensor `in`: fused into the layer computing it, or a Copy layer.
@@ -1207,6 +1320,7 @@ class Importer {
     strides_from(n, &l);
     pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, 1, 1, *this);
     const bool padded = l.pad_t || l.pad_l || l.pad_b || l.pad_r;
+    absorb_pad(v, &l);  // a Pad before it: real zeros, always counted
     if (padded && attr_int(n, "count_include_pad", 0) == 0)
       fail(n, "padding with count_include_pad = 0 (a divisor that changes at the borders) is not supported; "
               "count_include_pad = 1 (PyTorch's default) is");

@@ -152,13 +152,19 @@ void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
   }
 }
 
-// An Add weighs its operands by the ratio of their scales: the larger scale gets 127.
+// An Add weighs its operands by the ratio of their scales: the larger gets 127 (per channel
+// when operand b has per-channel factors, as a per-channel PRelu has).
 void quantize_add(const Layer& l, double out_scale, QLayer* ql) {
   const double sa = ql->in_qs[0].scale, sb = ql->in_qs[1].scale;
-  const double big = std::max(sa, sb);
-  ql->weight = {int8_t(round_clamp(127.0 * sa / big, 0, 127)), int8_t(round_clamp(127.0 * sb / big, 0, 127))};
-  const double acc_scale = big / 127.0;
+  const bool per_channel = !l.channel_scale.empty();
+  ql->weight.assign(per_channel ? size_t(2 * l.cout()) : 2, 0);
   for (int c = 0; c < l.cout(); ++c) {
+    const double rb = sb * (per_channel ? double(l.channel_scale[size_t(c)]) : 1.0);
+    const double big = std::max(sa, std::fabs(rb));
+    const size_t at = per_channel ? size_t(2 * c) : 0;
+    ql->weight[at] = int8_t(round_clamp(127.0 * sa / big, -127, 127));
+    ql->weight[at + 1] = int8_t(round_clamp(127.0 * rb / big, -127, 127));
+    const double acc_scale = big / 127.0;
     ql->weight_scale[size_t(c)] = float(acc_scale / sa);
     ql->bias[size_t(c)] = 0;
     set_multiplier(l, c, acc_scale / out_scale, ql);
@@ -169,10 +175,14 @@ void quantize_add(const Layer& l, double out_scale, QLayer* ql) {
 void quantize_copy(const Layer& l, double out_scale, QLayer* ql) {
   ql->weight = {1};
   for (int c = 0; c < l.cout(); ++c) {
-    const double s = ql->quant_of(c).scale;
+    const double s = ql->quant_of(c).scale * (l.channel_scale.empty() ? 1.0 : double(l.channel_scale[size_t(c)]));
     ql->weight_scale[size_t(c)] = float(s / ql->in_q.scale);
     ql->bias[size_t(c)] = 0;
-    set_multiplier(l, c, s / out_scale, ql);
+    try {
+      quantize_multiplier_signed(s / out_scale, &ql->mult[size_t(c)], &ql->shift[size_t(c)]);
+    } catch (const Error& e) {
+      throw Error("layer '" + l.name + "': " + e.what());
+    }
   }
 }
 
@@ -198,6 +208,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
   q.input = net.input;
   q.pre_scale = net.pre_scale;
   q.pre_shift = net.pre_shift;
+  q.host_softmax = net.host_softmax;
   if (net.input_quant) {
     q.input_q = *net.input_quant;
   } else if (net.pre_scale.empty() && calib->input.lo >= 0.0f && calib->input.hi <= 1.0f) {
@@ -235,7 +246,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
     ql.in_q = ql.in_qs.at(0);
     ql.act = l.act;
-    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 && l.act == Activation::None;
+    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 && l.act == Activation::None && l.channel_scale.empty();
     if (l.out_quant) {
       ql.out_q = *l.out_quant;
     } else if (plain_copy) {

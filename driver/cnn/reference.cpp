@@ -64,7 +64,9 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
   const Shape3 o = l.conv_out;
   std::vector<float> y(size_t(o.size()), 0.0f);
   if (l.kind == LayerKind::Add) {
-    for (size_t i = 0; i < y.size(); ++i) y[i] = (*ins[0])[i] + (*ins[1])[i];
+    const int64_t plane = int64_t(o.h) * o.w;
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = (*ins[0])[i] + (*ins[1])[i] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(int64_t(i) / plane)]);
     return y;
   }
   const std::vector<float> x = concat_inputs(l, ins);
@@ -72,7 +74,8 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
     for (int c = 0; c < o.c; ++c)
       for (int yy = 0; yy < l.in.h; ++yy)
         for (int xx = 0; xx < l.in.w; ++xx)
-          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] = x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)];
+          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] =
+              x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(c)]);
     return y;
   }
   const int64_t k = l.fan_in();
@@ -185,7 +188,7 @@ std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vec
     for (int c = 0; c < o.c; ++c)
       for (int64_t p = 0; p < plane; ++p) {
         const size_t i = size_t(c * plane + p);
-        const int64_t acc = int64_t(l.weight[0]) * ((*ins[0])[i] - za) + int64_t(l.weight[1]) * ((*ins[1])[i] - zb);
+        const int64_t acc = int64_t(l.add_weight(c, 0)) * ((*ins[0])[i] - za) + int64_t(l.add_weight(c, 1)) * ((*ins[1])[i] - zb);
         y[i] = requant(l, c, acc);
       }
     return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);

@@ -131,6 +131,82 @@ TEST(Graph, EveryOpBitExact) {
   check_network(net, 23);
 }
 
+// PRelu with a slope per channel: relu(x) and relu(-x) (a negative multiplier) added with
+// per-channel operand weights; slopes of both signs and a zero slope.
+TEST(Graph, PerChannelPRelu) {
+  GraphBuilder b("prelu", {3, 9, 9}, 6);
+  std::vector<float> slopes(20);
+  for (size_t i = 0; i < slopes.size(); ++i) slopes[i] = -0.5f + 0.07f * float(i);
+  std::string x = b.prelu(b.conv("input", 3, 20, 3, 1, 1), slopes);
+  x = b.gemm(b.op("Flatten", {b.op("GlobalAveragePool", {x})}), 20, 5);
+  const Network net = import_onnx_bytes(b.serialize(x), "prelu.onnx");
+  ASSERT_EQ(net.layers.size(), 6u);  // conv, two copies, add, GAP, dense
+  EXPECT_EQ(net.layers[3].kind, LayerKind::Add);
+  check_network(net, 25);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 26));
+  EXPECT_LT(q.layers[2].mult[0], 0);  // relu(-x)
+  // Per channel, x > 0 passes through and x < 0 is scaled by the slope (float reference).
+  const auto img = random_images(net.input, 1, 27)[0];
+  std::vector<std::vector<float>> outs;
+  float_forward(net, img.data(), &outs);
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    const float v = outs[0][i], s = slopes[i / 81];
+    ASSERT_NEAR(outs[3][i], v > 0 ? v : s * v, 1e-5f) << i;
+  }
+}
+
+// A final Softmax runs on the host (the chip's logits have the same argmax); anywhere else it
+// is an error.
+TEST(Graph, FinalSoftmaxRunsOnTheHost) {
+  {
+    GraphBuilder b("softmax", {1, 8, 8}, 2);
+    const std::string x = b.op("Flatten", {b.relu(b.conv("input", 1, 4, 3))});
+    const std::string y = b.op("Softmax", {b.gemm(x, 4 * 6 * 6, 5)}, {OnnxAttr::Int("axis", 1)});
+    const Network net = import_onnx_bytes(b.serialize(y), "softmax.onnx");
+    EXPECT_EQ(net.host_softmax, "Softmax");
+    EXPECT_EQ(net.layers.size(), 2u);
+    EXPECT_EQ(quantize_model(net, random_images(net.input, 4, 3)).host_softmax, "Softmax");
+  }
+  {
+    GraphBuilder b("softmax_mid", {1, 8, 8}, 2);
+    const std::string x = b.op("Softmax", {b.conv("input", 1, 4, 3)});
+    const std::string y = b.conv(x, 4, 4, 1);
+    const std::string e = error_of([&] { import_onnx_bytes(b.serialize(y), "softmax_mid.onnx"); });
+    EXPECT_NE(e.find("(Softmax): Softmax is supported only as the last node"), std::string::npos) << e;
+  }
+}
+
+// The forms other exporters write: an explicit Pad before a Conv and an AveragePool
+// (tf2onnx, Keras ZeroPadding2D), GlobalAveragePool then Squeeze, Unsqueeze back.
+TEST(Graph, ExporterVariants) {
+  GraphBuilder b("variants", {2, 12, 12}, 5);
+  std::string x = b.op("Pad", {"input", "pads_a"});
+  b.graph().init_int64("pads_a", {8}, {0, 0, 1, 2, 0, 0, 2, 1});
+  x = b.relu(b.conv(x, 2, 16, 3, 2));
+  b.graph().init_int64("pads_b", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  x = b.avgpool(b.op("Pad", {x, "pads_b"}), 3, 1);
+  x = b.op("GlobalAveragePool", {x});
+  x = b.op("Squeeze", {x, "axes"});
+  b.graph().init_int64("axes", {2}, {2, 3});
+  x = b.gemm(x, 16, 6);
+  const Network net = import_onnx_bytes(b.serialize(x), "variants.onnx");
+  ASSERT_EQ(net.layers.size(), 4u);
+  EXPECT_EQ(net.layers[0].pad_t, 1);
+  EXPECT_EQ(net.layers[0].pad_l, 2);
+  EXPECT_EQ(net.layers[0].pad_b, 2);
+  EXPECT_EQ(net.layers[0].pad_r, 1);
+  EXPECT_EQ(net.layers[0].out, (Shape3{16, 7, 7}));  // (12 + 3 - 3) / 2 + 1
+  EXPECT_EQ(net.layers[1].pad_t, 1);  // the AveragePool's
+  check_network(net, 24);
+
+  GraphBuilder bad("pad_maxpool", {1, 8, 8}, 5);
+  bad.graph().init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  const std::string y = bad.maxpool(bad.op("Pad", {bad.conv("input", 1, 4, 1), "pads"}), 2, 2);
+  const std::string e = error_of([&] { import_onnx_bytes(bad.serialize(y), "pad.onnx"); });
+  EXPECT_NE(e.find("(MaxPool): reads"), std::string::npos) << e;
+  EXPECT_NE(e.find("a Pad is supported only before a Conv or an AveragePool"), std::string::npos) << e;
+}
+
 TEST(Graph, UnsupportedVariantsAreOneLineErrors) {
   {
     GraphBuilder b("avg", {1, 8, 8}, 1);

@@ -193,9 +193,12 @@ class GraphBuilder {
     g_.node(type, {x, p + ".c"}, {p}, {}, "/" + p);
     return p;
   }
-  std::string prelu(const std::string& x, float slope) {
+  std::string prelu(const std::string& x, float slope) { return prelu(x, std::vector<float>{slope}); }
+  // One slope, or one per channel.
+  std::string prelu(const std::string& x, const std::vector<float>& slope) {
     const std::string p = next("prelu");
-    g_.init_float(p + ".slope", {1}, {slope});
+    if (slope.size() == 1) g_.init_float(p + ".slope", {1}, slope);
+    else g_.init_float(p + ".slope", {int64_t(slope.size()), 1, 1}, slope);
     g_.node("PRelu", {x, p + ".slope"}, {p}, {}, "/" + p);
     return p;
   }
