@@ -215,6 +215,37 @@ std::string export_pre(OnnxGraph& g, const std::vector<float>& a, const std::vec
   return "pre_add";
 }
 
+// The graph output "logits" from tensor x (a float tensor): the host's Softmax / LogSoftmax
+// when the network has one, else an Identity.
+void finish_output(OnnxGraph& g, const std::string& x, const std::string& host_softmax) {
+  if (host_softmax.empty()) g.node("Identity", {x}, {"logits"});
+  else g.node(host_softmax, {x}, {"logits"}, {OnnxAttr::Int("axis", 1)}, "/" + host_softmax);
+}
+
+// A per-channel PRelu as the importer makes it: layers i-2 and i-1 copy relu(x) and relu(-x)
+// of one tensor (channel_scale +1 and -1) and layer i adds them with per-channel factors
+// -slope. Returns the slopes, empty if layer i is not such an Add.
+std::vector<float> prelu_slopes(const Network& net, size_t i) {
+  const Layer& a = net.layers[i];
+  if (a.kind != LayerKind::Add || a.channel_scale.empty() || i < 2 || a.pool_k > 1 || a.act != Activation::None ||
+      a.inputs != std::vector<int>{int(i) - 2, int(i) - 1})
+    return {};
+  for (int k = 0; k < 2; ++k) {
+    const Layer& c = net.layers[i - 2 + size_t(k)];
+    if (c.kind != LayerKind::Copy || c.act != Activation::Relu || c.inputs.size() != 1 ||
+        c.inputs != net.layers[i - 2].inputs || pooled(c) || c.channel_scale.size() != size_t(c.cout()))
+      return {};
+    for (float f : c.channel_scale)
+      if (f != (k == 0 ? 1.0f : -1.0f)) return {};
+  }
+  for (size_t j = i + 1; j < net.layers.size(); ++j)
+    for (int in : net.layers[j].inputs)
+      if (in == int(i) - 2 || in == int(i) - 1) return {};  // the copies are read by the Add only
+  std::vector<float> slope;
+  for (float f : a.channel_scale) slope.push_back(-f);
+  return slope;
+}
+
 void quant_init(OnnxGraph& g, const std::string& name, const TensorQuant& q) {
   g.init_float(name + "_scale", {}, {q.scale});
   if (q.is_unsigned) g.init_uint8(name + "_zp", {}, {uint8_t(q.zero_point)});
@@ -265,11 +296,24 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
   std::vector<std::string> out(net.layers.size());
   std::vector<char> flat(net.layers.size(), 0);
   auto name_of = [&](int p) { return p == kNetworkInput ? in : out[size_t(p)]; };
+  std::vector<char> prelu_part(net.layers.size(), 0);  // the copies of a per-channel PRelu
+  for (size_t i = 0; i < net.layers.size(); ++i)
+    if (!prelu_slopes(net, i).empty()) prelu_part[i - 2] = prelu_part[i - 1] = 1;
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
     check_pool_after_lut(l, i);
     const std::string p = "l" + std::to_string(i);
     bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
+    if (prelu_part[i]) continue;
+    if (!l.channel_scale.empty()) {
+      const std::vector<float> slope = prelu_slopes(net, i);
+      if (slope.empty()) throw Error(layer_error(l, i, "per-channel factors outside a per-channel PRelu have no ONNX form"));
+      g.init_float(p + "_slope", {l.cout(), 1, 1}, slope);
+      g.node("PRelu", {name_of(net.layers[i - 2].inputs[0]), p + "_slope"}, {p + "_prelu"}, {}, p + "_prelu");
+      out[i] = p + "_prelu";
+      flat[i] = net.layers[i - 2].inputs[0] != kNetworkInput && flat[size_t(net.layers[i - 2].inputs[0])];
+      continue;
+    }
     std::string x;
     if (l.kind == LayerKind::Add) {
       g.node("Add", {name_of(l.inputs[0]), name_of(l.inputs[1])}, {p + "_add"}, {}, p + "_add");
@@ -324,7 +368,7 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
     out[i] = x;
     flat[i] = f;
   }
-  g.node("Identity", {out.back()}, {"logits"});
+  finish_output(g, out.back(), net.host_softmax);
   g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
@@ -386,6 +430,11 @@ bool hardswish_as_mul(const QLayer& l) {
 
 void check_quantized_layer(const QLayer& l, size_t i) {
   check_pool_after_lut(l, i);
+  bool negated = false;
+  for (int32_t m : l.mult) negated |= m < 0;
+  if ((l.kind == LayerKind::Add && l.weight.size() != 2) || (l.kind == LayerKind::Copy && negated))
+    throw Error(layer_error(l, i, "per-channel factors (a per-channel PRelu) have no quantized ONNX form that imports "
+                                  "back (the importer quantizes its ReLU copies only by calibration)"));
   if (l.has_weights() && !same_input_quant(l))
     throw Error(layer_error(l, i, "its concatenated inputs have different scales (folded into the weights), which "
                                   "ONNX cannot express"));
@@ -465,7 +514,7 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
     out[i] = qdq(g, x, p + "_out", p);
     flat[i] = f;
   }
-  g.node("Identity", {out.back()}, {"logits"});
+  finish_output(g, out.back(), net.host_softmax);
   g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
@@ -594,8 +643,9 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
     out[i] = x;
     flat[i] = f;
   }
-  g.node("DequantizeLinear", {out.back(), quant_of(int(net.layers.size()) - 1) + "_scale",
-                              quant_of(int(net.layers.size()) - 1) + "_zp"}, {"logits"});
+  const std::string last = quant_of(int(net.layers.size()) - 1);
+  g.node("DequantizeLinear", {out.back(), last + "_scale", last + "_zp"}, {"logits_dq"});
+  finish_output(g, "logits_dq", net.host_softmax);
   g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }

@@ -63,9 +63,11 @@ class OnnxGraph {
 //    input), or else a grouped Conv whose kernel covers the image; Add: Add of two tensors;
 //  * Copy: MaxPool with its pads (before the activation, which commutes with it);
 //  * activations: Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish (opset 14 then).
+//  * a per-channel PRelu (the importer's two ReLU copies and per-channel Add): PRelu (float);
+//  * a host Softmax / LogSoftmax: the last node.
 // Throws Error for what ONNX cannot say so that it imports back (a Conv or Dense reading
 // concatenated inputs of different scales, a grouped Dense of a flat input, a pool after a LUT
-// function that is not monotonic).
+// function that is not monotonic, a per-channel PRelu in quantized form).
 
 // The float network as an ONNX model: input "input" [batch, C, H, W] (batch < 0: symbolic),
 // output "logits".

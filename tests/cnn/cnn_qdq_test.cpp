@@ -42,6 +42,7 @@ std::vector<std::vector<int32_t>> random_qimages(const QuantNetwork& q, int coun
 void expect_same_network(const QuantNetwork& r, const QuantNetwork& q) {
   ASSERT_EQ(r.layers.size(), q.layers.size()) << "re-imported:\n" << r.summary() << "original:\n" << q.summary();
   EXPECT_EQ(r.input_q, q.input_q);
+  EXPECT_EQ(r.host_softmax, q.host_softmax);
   for (size_t i = 0; i < q.layers.size(); ++i) {
     const QLayer& a = r.layers[i];
     const QLayer& b = q.layers[i];
@@ -128,9 +129,31 @@ TEST(OnnxQdqRoundTrip, MoreForms) {
   check_round_trip(calibrated(net, 55), 56);
 }
 
+// A final Softmax runs on the host: every form ends with it.
+TEST(OnnxQdqRoundTrip, HostSoftmax) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    GraphBuilder b("softmax", {2, 10, 10}, 57);
+    const std::string x = b.op("Flatten", {b.op("GlobalAveragePool", {b.relu(b.conv("input", 2, 8, 3, 1, 1))})});
+    const Network net = import_onnx_bytes(b.serialize(b.op(op, {b.gemm(x, 8, 6)}, {OnnxAttr::Int("axis", 1)})), "softmax.onnx");
+    ASSERT_EQ(net.host_softmax, op);
+    EXPECT_EQ(import_onnx_bytes(export_float_onnx(net), "float.onnx").host_softmax, op);
+    check_round_trip(calibrated(net, 58), 59);
+  }
+}
+
+// A per-channel PRelu network (two ReLU copies and an Add with per-channel factors).
+Network prelu_network(uint32_t seed) {
+  GraphBuilder b("prelu", {3, 9, 9}, seed);
+  std::vector<float> slopes(12);
+  for (size_t i = 0; i < slopes.size(); ++i) slopes[i] = -0.4f + 0.09f * float(i);
+  const std::string x = b.prelu(b.conv("input", 3, 12, 3, 1, 1), slopes);
+  return import_onnx_bytes(b.serialize(b.gemm(b.op("Flatten", {b.op("GlobalAveragePool", {x})}), 12, 5)), "prelu.onnx");
+}
+
 // The float export of the same networks imports back to the same layers and float function.
 TEST(OnnxQdqRoundTrip, FloatExportOfGraphs) {
-  for (const Network& net : {small_resnet(41), small_mobilenet(44), small_squeezenet(47), every_op_network(50), more_forms_network(54)}) {
+  for (const Network& net : {small_resnet(41), small_mobilenet(44), small_squeezenet(47), every_op_network(50), more_forms_network(54),
+                            prelu_network(60)}) {
     SCOPED_TRACE(net.name);
     const Network r = import_onnx_bytes(export_float_onnx(net), net.name + "_float.onnx");
     ASSERT_EQ(r.layers.size(), net.layers.size()) << r.summary() << net.summary();
@@ -176,6 +199,14 @@ TEST(OnnxQdqExport, WhatHasNoOnnxFormIsAnError) {
       }
     const std::string e = error_of([&] { export_qdq_onnx(q); });
     EXPECT_NE(e.find("max-pooling after HardSwish, which is not monotonic"), std::string::npos) << e;
+  }
+  {
+    // The importer quantizes a per-channel PRelu's ReLU copies only by calibration.
+    const QuantNetwork q = calibrated(prelu_network(60), 61);
+    for (int form = 0; form < 2; ++form) {
+      const std::string e = error_of([&] { form == 0 ? export_qdq_onnx(q) : export_qlinear_onnx(q); });
+      EXPECT_NE(e.find("(PRelu): per-channel factors (a per-channel PRelu) have no quantized ONNX form"), std::string::npos) << e;
+    }
   }
 }
 
