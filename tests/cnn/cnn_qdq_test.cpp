@@ -100,6 +100,12 @@ TEST(OnnxQdqRoundTrip, MobileNetV2) { check_round_trip(calibrated(small_mobilene
 TEST(OnnxQdqRoundTrip, SqueezeNet) { check_round_trip(calibrated(small_squeezenet(47), 48), 49); }
 TEST(OnnxQdqRoundTrip, EveryOp) { check_round_trip(calibrated(every_op_network(50), 51), 52); }
 
+// The trained models in models/ (float ONNX files exported by PyTorch).
+TEST(OnnxQdqRoundTrip, BundledModels) {
+  for (const char* m : {"resnet", "mobilenet", "squeezenet", "fashion_cnn"})
+    check_round_trip(calibrated(load_onnx(std::string(TPU_CNN_SOURCE_DIR) + "/models/" + m + ".onnx"), 62), 63);
+}
+
 // Forms the networks above do not have: LUT functions with max-pooling fused, an int8 Clip, a
 // ReLU of a concatenation and of a tensor read twice (Copy layers), an Add with a sigmoid, a
 // global pool read by a Conv.
