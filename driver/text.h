@@ -43,4 +43,13 @@ inline std::optional<uint64_t> parse_number(std::string_view s) {
   return v;
 }
 
+// Echoed user text in an error message, cut to a readable length:
+// "abcdefgh...wxyz (200000 characters)" (assembler tokens, host image tokens).
+inline std::string echo(std::string_view t) {
+  constexpr size_t kMax = 48;
+  if (t.size() <= kMax) return std::string(t);
+  return std::string(t.substr(0, 32)) + "..." + std::string(t.substr(t.size() - 8)) + " (" +
+         std::to_string(t.size()) + " characters)";
+}
+
 }  // namespace tpu::detail
