@@ -71,6 +71,16 @@ OutputFile::OutputFile(std::string path, std::string option)
     const fs::path target = fs::weakly_canonical(path_, ec);
     if (!ec) dest_ = target.string();
   }
+  // A device or a pipe (/dev/null, /dev/stdout, a FIFO) cannot be replaced: written directly.
+  const fs::file_status st = fs::status(dest_, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    direct_ = true;
+    file_ = std::make_unique<std::ofstream>(dest_, std::ios::binary | std::ios::trunc);
+    if (!*file_) {
+      throw std::runtime_error(what() + ": cannot open for writing (" + std::strerror(errno) + ")");
+    }
+    return;
+  }
   const fs::path dest(dest_);
   const fs::path dir = dest.has_parent_path() ? dest.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) {
@@ -123,6 +133,11 @@ bool OutputFile::commit(bool require_temp) {
   const bool ok = bool(*file_);
   const int err = errno;
   file_->close();
+  if (direct_) {
+    done_ = true;
+    if (!ok || file_->fail()) throw std::runtime_error(what() + ": write error (" + std::strerror(err) + ")");
+    return true;
+  }
   if (!ok || file_->fail()) {
     discard();
     throw std::runtime_error(what() + ": write error (" + std::strerror(err) + "); the file was left as it was");

@@ -11,7 +11,8 @@
 //   out.stream() << text;               // or out.write(bytes), or let a library write temp_path()
 //   out.commit();                       // throws "PATH: write error (...)" and leaves PATH as it was
 //
-// The path "-" means standard output (written at commit(), nothing is buffered on failure).
+// The path "-" means standard output (written at commit(); nothing is written on failure). An
+// existing path that is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in place.
 // check_output_not_input() refuses an output path that names one of the inputs (the same file
 // through any link), so `asm x.s -o x.s` cannot destroy its source.
 #pragma once
@@ -36,8 +37,8 @@ class OutputFile {
   std::ostream& stream();
   void write(const std::string& bytes) { stream().write(bytes.data(), std::streamsize(bytes.size())); }
   // The temporary file, for writers that open a path themselves (a VCD): they must have closed
-  // it before commit(). Empty for standard output.
-  const std::string& temp_path() const { return temp_; }
+  // it before commit(). Empty for standard output; the device itself for a device or pipe.
+  const std::string& temp_path() const { return direct_ ? dest_ : temp_; }
   const std::string& path() const { return path_; }
   bool is_stdout() const { return path_ == "-"; }
   // Makes the new contents visible under path(). Throws std::runtime_error on failure (the
@@ -53,7 +54,8 @@ class OutputFile {
   std::string path_, option_, dest_, temp_;
   std::unique_ptr<std::ofstream> file_;
   std::ostringstream stdout_buf_;
-  int slot_ = -1;  // in the signal-safe registry of temporaries
+  int slot_ = -1;        // in the signal-safe registry of temporaries
+  bool direct_ = false;  // a device or pipe (/dev/null, a FIFO): written in place
   bool done_ = false;
 };
 

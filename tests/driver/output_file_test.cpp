@@ -101,6 +101,17 @@ TEST(OutputFile, Errors) {
             "--model " + d.path + ": is a directory (expected a file)");
 }
 
+// A device is written in place, never replaced by a regular file (tpusim run as root with
+// --hostmem-out /dev/null must not turn /dev/null into a file).
+TEST(OutputFile, DevicesAreWrittenInPlace) {
+  tpu::write_file_atomically("/dev/null", "discarded");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  tpu::OutputFile f("/dev/null");
+  EXPECT_EQ(f.temp_path(), "/dev/null");  // a VCD writer opens the device itself
+  EXPECT_TRUE(f.commit(/*require_temp=*/false));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
 TEST(OutputFile, DashIsStandardOutput) {
   testing::internal::CaptureStdout();
   {
