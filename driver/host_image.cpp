@@ -94,12 +94,24 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
   };
 
   size_t pos = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // a UTF-8 byte-order mark
   while (pos < text.size()) {
     ++line_no;
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    // Text only: a NUL anywhere, or a control or non-ASCII byte outside a comment, is named by
+    // its value and column (echoing it would garble the message).
+    for (size_t i = 0, comment = line.find('#'); i < line.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(line[i]);
+      if (c == 0 || (i < comment && (c >= 0x7f || (c < 0x20 && c != '\t' && c != '\r' && c != '\v' && c != '\f')))) {
+        char b[160];
+        std::snprintf(b, sizeof b, "column %zu: byte 0x%02x is not text (expected hex byte pairs, @ lines and # comments%s)",
+                      i + 1, c, c == 0 ? "; a binary file? use file= for binary data" : "");
+        fail(b);
+      }
+    }
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     std::vector<std::string_view> tokens;
     for (size_t i = 0; i < line.size();) {

@@ -61,7 +61,7 @@ void check_not_directory(const std::string& path, const std::string& what) {
 
 OutputFile::OutputFile(std::string path, std::string option)
     : path_(std::move(path)), option_(std::move(option)) {
-  if (path_.empty()) throw std::runtime_error(what() + "an empty path (expected a file name)");
+  if (path_.empty()) throw std::runtime_error(option_ + (option_.empty() ? "" : " ") + "'': an empty path (expected a file name)");
   if (is_stdout()) return;
   check_not_directory(path_, option_);
   // Write through a symbolic link to the file it names (renaming over the link would replace it).

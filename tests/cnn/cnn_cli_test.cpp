@@ -216,6 +216,15 @@ TEST(RunCnnCli, NonFiniteWeights) {
   }
 }
 
+TEST(RunCnnCli, DataIsAFile) {
+  const std::string file = temp_file("not_a_data_dir", "x");
+  const Result r = tpusim("--data " + file + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--data " + file + ": is not a directory (expected the Fashion-MNIST directory)"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(RunCnnCli, ModelIsADirectory) {
   const Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;

@@ -74,6 +74,10 @@ TEST(HostImage, Errors) {
   } catch (const HostImageError& e) {
     EXPECT_NE(std::string(e.what()).find(": is a directory (expected a host memory image file)"), std::string::npos);
   }
+  // Bytes that are not text, by value and column; a leading byte-order mark is skipped.
+  expect_error(std::string("@0x10 size=4\n00 \0\n", 19), "m.txt:2:", "column 4: byte 0x00 is not text");
+  expect_error("@0x10 size=4\n00 \xc3\xa9\n", "m.txt:2:", "column 4: byte 0xc3 is not text");
+  EXPECT_EQ(parse_host_image("\xEF\xBB\xBF@0x10 size=4 # caf\xc3\xa9\n").blocks.size(), 1u);
   // Echoed tokens are cut to a readable length.
   expect_error("@0x10\n" + std::string(100000, 'a') + "z\n", "m.txt:2:", "(100001 characters)' is not a whole number");
 }

@@ -87,6 +87,7 @@ TEST(OutputFile, WritesThroughASymlinkAndKeepsPermissions) {
 TEST(OutputFile, Errors) {
   const Dir d("output_file_errors");
   EXPECT_EQ(error_of([&] { tpu::OutputFile f(d.path, "-o"); }), "-o " + d.path + ": is a directory (expected a file)");
+  EXPECT_EQ(error_of([&] { tpu::OutputFile f("", "-o"); }), "-o '': an empty path (expected a file name)");
   EXPECT_EQ(error_of([&] { tpu::OutputFile f(d / "no/such/dir.txt", "--timeline"); }),
             "--timeline " + (d / "no/such/dir.txt") + ": cannot write: directory " + (d / "no/such") +
                 " does not exist (expected a path in an existing directory)");

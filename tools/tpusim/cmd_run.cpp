@@ -58,12 +58,17 @@ int run_run(const tpusim::Args& args) {
   if (!mem_out.empty()) mem_out_file = std::make_unique<tpu::OutputFile>(mem_out, "--hostmem-out");
   auto dev = tpusim::open_device(dev_opts, vm);
 
-  for (const tpu::HostImageBlock& b : image.blocks) {
-    char name[32];
-    std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
-    dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
-                         b.name.empty() ? name : b.name);
-    dev->write(b.addr, b.bytes);
+  try {
+    for (const tpu::HostImageBlock& b : image.blocks) {
+      char name[32];
+      std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
+      dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
+                           b.name.empty() ? name : b.name);
+      dev->write(b.addr, b.bytes);
+    }
+    dev->dma_windows(program.size());  // too many separate blocks for the chip's DMA windows?
+  } catch (const tpu::DeviceError& e) {
+    throw std::runtime_error("--hostmem-in " + mem_in + ": " + e.what());
   }
   tpusim::set_activity("running " + program_path + " (" + std::to_string(program.size()) +
                        " instructions) on the " + dev_opts.backend + " backend");

@@ -110,6 +110,11 @@ int run_run_cnn(const tpusim::Args& args) {
   const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
   if (offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(data, ec) && !std::filesystem::is_directory(data, ec))
+      throw std::runtime_error("--data " + data + ": is not a directory (expected the Fashion-MNIST directory)");
+  }
   if (!report_dir.empty() && no_profile)
     throw tpusim::UsageError("--report charts the per-layer profile: drop --no-profile");
   if (!timeline_file.empty() && dev_opts.backend != "rtl")
