@@ -8,8 +8,9 @@
 // A subcommand parses its own arguments with parse_options() (which answers --help), returns
 // the exit code, and reports problems by throwing: UsageError (bad arguments, exit 2) or any
 // other std::exception (failure, exit 1). main() prints "tpusim <name>: error: <what>" on one
-// line. Exit codes: 0 success, 1 failure (chip error, timeout, mismatch, unreadable or
-// malformed input), 2 usage error.
+// line (with --json, also as one JSON object on stdout). Exit codes: 0 success, 1 failure (chip
+// error, timeout, mismatch, unreadable or malformed input), 2 usage error, 130 / 143 interrupted
+// by SIGINT / SIGTERM (interrupt.h). Output files go through tpu::OutputFile (output_file.h).
 #pragma once
 
 #include <cstdint>
