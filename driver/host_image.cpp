@@ -178,8 +178,12 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
         }
         std::ifstream in(path, std::ios::binary);
         if (!in) fail("cannot open file=" + file + " (" + path + ")");
-        o.block.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        std::string data;
+        if (!detail::read_at_most(in, kMaxImageBytes, &data)) {
+          fail("file=" + file + " (" + path + ") has more than an image may hold (256 MiB)");
+        }
         if (in.bad()) fail("cannot read file=" + file);
+        o.block.bytes.assign(data.begin(), data.end());
         o.from_file = true;
       }
       cur = std::move(o);
@@ -222,10 +226,13 @@ HostImage load_host_image(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw HostImageError(path + ": cannot open for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
+  std::string text;
+  // 256 MiB of data as "xx " pairs plus comments: 1 GiB of text is more than any valid image.
+  if (!detail::read_at_most(in, uint64_t{1} << 30, &text)) {
+    throw HostImageError(path + ": more than 1 GiB of text, larger than any image (at most 256 MiB of data)");
+  }
   if (in.bad()) throw HostImageError(path + ": read error");
-  return parse_host_image(s.str(), path, dir_of(path));
+  return parse_host_image(text, path, dir_of(path));
 }
 
 std::string format_host_image(const HostImage& image) {

@@ -14,6 +14,7 @@
 
 #include "assembler.h"
 #include "output_file.h"
+#include "text.h"
 
 namespace tpusim {
 
@@ -173,10 +174,12 @@ std::string read_text_file(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
+  std::string text;
+  if (!tpu::detail::read_at_most(in, kMaxText, &text)) {  // a pipe or device without end
+    throw std::runtime_error(path + ": more than 256 MiB, too large for a text input");
+  }
   if (in.bad()) throw std::runtime_error(path + ": read error");
-  return s.str();
+  return text;
 }
 
 void write_file(const std::string& path, const std::string& bytes, const std::string& option) {
