@@ -226,9 +226,13 @@ TEST(RunCnnCli, DataIsAFile) {
 }
 
 TEST(RunCnnCli, ModelIsADirectory) {
-  const Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
+  Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("--model " + ::testing::TempDir() + ": is a directory (expected a file)"), std::string::npos)
+      << r.out;
+  r = tpusim("--model /dev/zero --images 1");  // would be read forever
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--model /dev/zero: is not a regular file (expected an ONNX model file)"), std::string::npos)
       << r.out;
 }
 

@@ -121,6 +121,13 @@ int run_run_cnn(const tpusim::Args& args) {
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
                              " backend has no timing, so it has no instruction timeline");
   tpu::check_not_directory(model, "--model");
+  {
+    // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
+    std::error_code ec;
+    const auto st = std::filesystem::status(model, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw std::runtime_error("--model " + model + ": is not a regular file (expected an ONNX model file)");
+  }
   tpu::check_output_not_input(timeline_file, "--timeline", {model});
   ReportFiles report;
   if (!report_dir.empty()) report = prepare_report_dir(report_dir);
