@@ -21,6 +21,12 @@ void print_help() {
                "error,\n130 / 143 interrupted by SIGINT / SIGTERM. See docs/tpusim.md.\n";
 }
 
+std::string subcommand_names() {
+  std::string names;
+  for (const tpusim::Subcommand& s : tpusim::subcommands()) names += (names.empty() ? "" : ", ") + s.name;
+  return names;
+}
+
 // One line, whatever the exception text holds.
 std::string one_line(std::string s) {
   for (char& c : s) {
@@ -42,16 +48,17 @@ int main(int argc, char** argv) {
       if (const tpusim::Subcommand* s = tpusim::find_subcommand(argv[2])) {
         return s->run({"--help"});
       }
+      std::fprintf(stderr, "tpusim help: error: unknown subcommand '%s' (expected one of: %s)\n", argv[2],
+                   subcommand_names().c_str());
+      return 2;
     }
     print_help();
     return 0;
   }
   const tpusim::Subcommand* cmd = tpusim::find_subcommand(name);
   if (cmd == nullptr) {
-    std::string names;
-    for (const tpusim::Subcommand& s : tpusim::subcommands()) names += (names.empty() ? "" : ", ") + s.name;
     std::fprintf(stderr, "tpusim: error: unknown subcommand '%s' (expected one of: %s)\n",
-                 name.c_str(), names.c_str());
+                 name.c_str(), subcommand_names().c_str());
     return 2;
   }
   const tpusim::Args args(argv + 2, argv + argc);
