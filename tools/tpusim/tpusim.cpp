@@ -92,8 +92,8 @@ void add_device_options(po::options_description& options, DeviceOptions& d, bool
   if (with_vcd) {
     options.add_options()
         ("vcd", po::value<std::string>(&d.vcd),
-         "write a VCD waveform to this file (rtl only; written when the run ends, also after a "
-         "chip error or a timeout)")
+         "write a VCD waveform to this file (rtl only; written complete or not at all, see "
+         "docs/tpusim.md)")
         ("vcd-window", po::value<std::string>(&d.vcd_window),
          "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only; default: "
          "every cycle)");
