@@ -68,6 +68,7 @@ int run_run(const tpusim::Args& args) {
     }
     dev->dma_windows(program.size());  // too many separate blocks for the chip's DMA windows?
   } catch (const tpu::DeviceError& e) {
+    if (mem_in.empty()) throw;
     throw std::runtime_error("--hostmem-in " + mem_in + ": " + e.what());
   }
   tpusim::set_activity("running " + program_path + " (" + std::to_string(program.size()) +
