@@ -1,0 +1,231 @@
+// tpusim run-onnx as a user runs it: tensors in .npy and .pb files, outputs written and compared
+// with expected tensors computed here with the pipeline's C++ references (the integer reference
+// for exact outputs, the float model for the tolerance), ONNX's test layout, input errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "cnn_models.h"
+#include "mini_parse.h"
+#include "reference.h"
+#include "tensor_io.h"
+#include "tensor_run.h"
+
+namespace {
+
+using namespace cnn_test;
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+  std::string all() const { return out + err; }
+};
+
+Result tpusim(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "/tpusim_stderr.txt";
+  const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
+  Result r;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_file);
+  std::ostringstream s;
+  s << f.rdbuf();
+  r.err = s.str();
+  return r;
+}
+
+std::string tmpdir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Fashion-MNIST test images [first, first + count) as float32 [count, 1, 28, 28].
+std::vector<std::vector<float>> fashion_images(int first, int count, bool train = false) {
+  const ImageSet set = load_fashion_mnist(fashion_mnist_dir(), train);
+  std::vector<std::vector<float>> v;
+  for (int i = first; i < first + count; ++i) v.push_back(pixels_to_float(set.image(i), 28 * 28));
+  return v;
+}
+
+Tensor batch_tensor(const std::vector<std::vector<float>>& images, const std::string& name = "") {
+  std::vector<float> all;
+  for (const auto& x : images) all.insert(all.end(), x.begin(), x.end());
+  return Tensor::from_float({int64_t(images.size()), 1, 28, 28}, all, name);
+}
+
+// The float model's outputs (the C++ float reference), [B, 10].
+Tensor float_outputs(const Network& net, const std::vector<std::vector<float>>& images) {
+  std::vector<float> all;
+  for (const auto& x : images) {
+    const auto y = float_forward(net, x.data());
+    all.insert(all.end(), y.begin(), y.end());
+  }
+  return Tensor::from_float({int64_t(images.size()), 10}, all, net.output_name);
+}
+
+// The quantized network's outputs, dequantized: int_forward of the network quantized as the
+// tool says it does (calibrated on `calibration`).
+Tensor quantized_outputs(const Network& net, const std::vector<std::vector<float>>& calibration,
+                         const std::vector<std::vector<float>>& images) {
+  const QuantNetwork q = quantize_model(net, calibration);
+  std::vector<float> all;
+  for (const auto& x : images) {
+    std::vector<int32_t> qi(size_t(q.input.size()));
+    q.quantize_input(x.data(), qi.data());
+    for (int32_t v : int_forward(q, qi.data()))
+      all.push_back(float(double(q.output_q().scale) * (double(v) - q.output_q().zero_point)));
+  }
+  return Tensor::from_float({int64_t(images.size()), 10}, all, net.output_name);
+}
+
+TEST(RunOnnxCli, NpyOnTheChip) {
+  const Network net = load_onnx(bundled_model());
+  const auto images = fashion_images(100, 6);
+  const std::string d = tmpdir("run_onnx_npy");
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  fs::create_directories(d + "/expect");
+  const Tensor expect = quantized_outputs(net, images, images);
+  save_tensor(d + "/expect/" + tensor_file_name(net.output_name, ".npy"), expect);
+  const Result r = tpusim("run-onnx --model " + bundled_model() + " --input " + net.input_name + "=" + d +
+                          "/in.npy --batch 4 --output-dir " + d + "/out --expect " + d + "/expect --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.err.find("calibrated on 6 images: the inputs themselves (no --calibration given)"), std::string::npos) << r.err;
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_TRUE(j["pass"].boolean);
+  EXPECT_TRUE(j["matches_reference"].boolean);
+  EXPECT_EQ(j["backend"].text, "rtl");
+  EXPECT_EQ(j["images"].number, 6);
+  EXPECT_EQ(j["runs"].number, 2);  // 4 + 2
+  EXPECT_GT(j["cycles"].number, 1000);
+  EXPECT_FALSE(j["cycles_estimated"].boolean);
+  EXPECT_GT(j["mxu_utilization"].number, 0.05);
+  const mini::Json& o = j["outputs"].items.at(0);
+  EXPECT_EQ(o["name"].text, net.output_name);
+  EXPECT_EQ(o["dtype"].text, "float32");
+  ASSERT_EQ(o["shape"].items.size(), 2u);
+  EXPECT_EQ(o["shape"].items[0].number, 6);
+  EXPECT_EQ(o["shape"].items[1].number, 10);
+  EXPECT_TRUE(o["pass"].boolean);
+  EXPECT_EQ(o["max_abs_error"].number, 0);  // the chip equals the integer reference
+  EXPECT_GT(o["tolerance"].number, 0);
+  // The written tensor is exactly the dequantized integer reference.
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
+  EXPECT_EQ(got.describe(), "float32 [6, 10]");
+  EXPECT_EQ(got.data, expect.data);
+}
+
+TEST(RunOnnxCli, PbAgainstTheFloatModel) {
+  const Network net = load_onnx(bundled_model());
+  const auto images = fashion_images(0, 16);
+  const std::string d = tmpdir("run_onnx_pb");
+  save_tensor(d + "/in.pb", batch_tensor(images, net.input_name));
+  fs::create_directories(d + "/expect");
+  save_tensor(d + "/expect/output_0.pb", float_outputs(net, images));
+  Result r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d +
+                    "/in.pb --output-format pb --output-dir " + d + "/out --expect " + d + "/expect");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("expected: PASS, max abs error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".pb"));
+  EXPECT_EQ(got.name, net.output_name);
+  EXPECT_EQ(got.describe(), "float32 [16, 10]");
+
+  // One value 20 quantization steps off: FAIL, exit 1, the element named.
+  const QuantNetwork q = quantize_model(net, images);
+  Tensor bad = float_outputs(net, images);
+  float v = float(bad.value(13)) + 20 * q.output_q().scale;
+  std::memcpy(bad.data.data() + 13 * 4, &v, 4);
+  save_tensor(d + "/expect/output_0.pb", bad);
+  r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.pb --expect " + d + "/expect");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.out.find("expected: FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 160 values differ; first at [1, 3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: FAIL"), std::string::npos) << r.out;
+}
+
+// ONNX's test layout, a float model calibrated on --calibration (a separate .npy batch).
+TEST(RunOnnxCli, TestDirWithCalibration) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_testdir");
+  fs::copy_file(bundled_model(), d + "/model.onnx");
+  const auto cal = fashion_images(0, 64, /*train=*/true);
+  save_tensor(d + "/cal.npy", batch_tensor(cal));
+  for (int s = 0; s < 3; ++s) {
+    const std::string sd = d + "/test_data_set_" + std::to_string(s);
+    fs::create_directories(sd);
+    const auto images = fashion_images(20 + 4 * s, s + 1);
+    save_tensor(sd + "/input_0.pb", batch_tensor(images, net.input_name));
+    // Data sets 0 and 1 expect the quantized network's outputs; 2 one value far off.
+    Tensor expect = quantized_outputs(net, cal, images);
+    if (s == 2) {
+      const float v = float(expect.value(0)) + 1.0f;
+      std::memcpy(expect.data.data(), &v, 4);
+    }
+    save_tensor(sd + "/output_0.pb", expect);
+  }
+  const Result r = tpusim("run-onnx --backend model --test-dir " + d + " --calibration " + d + "/cal.npy --json");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("calibrated on 64 images from --calibration"), std::string::npos) << r.err;
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_FALSE(j["pass"].boolean);
+  EXPECT_EQ(j["data_sets"].number, 3);
+  EXPECT_EQ(j["data_sets_passed"].number, 2);
+  const auto& res = j["results"].items;
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_EQ(res[0]["name"].text, "test_data_set_0");
+  EXPECT_TRUE(res[1]["pass"].boolean);
+  EXPECT_EQ(res[1]["outputs"].items.at(0)["max_abs_error"].number, 0);
+  EXPECT_FALSE(res[2]["pass"].boolean);
+  EXPECT_TRUE(res[2]["matches_reference"].boolean);
+  EXPECT_EQ(res[2]["outputs"].items.at(0)["mismatches"].number, 1);
+}
+
+TEST(RunOnnxCli, InputErrors) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_errors");
+  save_tensor(d + "/small.npy", Tensor::from_float({2, 1, 14, 14}, std::vector<float>(2 * 196)));
+  save_tensor(d + "/f64.npy", Tensor::from_int(DType::Float64, {1, 1, 28, 28}, std::vector<int64_t>(784, 0)));
+  const std::string base = "run-onnx --backend model --model " + bundled_model();
+  Result r = tpusim(base + " --input " + d + "/small.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("input '" + net.input_name + "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
+                       "expected float32 [1, 1, 28, 28] (any batch in the first dimension)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/f64.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("is float32, but the tensor is float64 [1, 1, 28, 28]"), std::string::npos) << r.err;
+  r = tpusim(base + " --input pixels=" + d + "/small.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("input 'pixels': the model " + bundled_model() + " has no such input; its inputs: '" +
+                       net.input_name + "' float32 [1, 1, 28, 28]"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/missing.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("missing.npy: cannot open for reading"), std::string::npos) << r.err;
+  r = tpusim(base);
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--input NAME=FILE is required"), std::string::npos) << r.err;
+  r = tpusim("run-onnx --test-dir " + d + " --model " + bundled_model());
+  EXPECT_EQ(r.code, 2) << r.all();
+  r = tpusim("run-onnx --backend model --test-dir " + d);
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
+}
+
+}  // namespace
