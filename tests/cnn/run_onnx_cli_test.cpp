@@ -1,7 +1,10 @@
-// tpusim run-onnx as a user runs it: tensors in .npy and .pb files, outputs written and compared
-// with expected tensors computed here with the pipeline's C++ references (the integer reference
-// for exact outputs, the float model for the tolerance), ONNX's test layout, input errors.
+// tpusim run-onnx and run-cnn --dataset as a user runs them: tensors in .npy and .pb files,
+// outputs written and compared with expected tensors computed here with the pipeline's C++
+// references (the integer reference for exact outputs, the float model for the tolerance), ONNX's
+// test layout, input errors, and a folder of PNG images written here with libpng.
 #include <gtest/gtest.h>
+
+#include <png.h>
 
 #include <cstdio>
 #include <cstring>
@@ -226,6 +229,92 @@ TEST(RunOnnxCli, InputErrors) {
   r = tpusim("run-onnx --backend model --test-dir " + d);
   EXPECT_EQ(r.code, 1) << r.all();
   EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
+}
+
+// ---- run-cnn --dataset: Fashion-MNIST test images as PNG files in an ImageFolder.
+
+void write_png(const std::string& path, int w, int h, bool rgb, const uint8_t* gray) {
+  std::vector<uint8_t> px;
+  for (int i = 0; i < w * h; ++i)
+    for (int c = 0; c < (rgb ? 3 : 1); ++c) px.push_back(gray[i]);
+  png_image im;
+  std::memset(&im, 0, sizeof im);
+  im.version = PNG_IMAGE_VERSION;
+  im.width = png_uint_32(w);
+  im.height = png_uint_32(h);
+  im.format = rgb ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+  ASSERT_TRUE(png_image_write_to_file(&im, path.c_str(), 0, px.data(), 0, nullptr)) << im.message;
+}
+
+// Test images 0..count-1 as DIR/c<label>/img_<index>.png (every third one RGB with R = G = B,
+// which the gray conversion maps back exactly). Returns the images' indices in ImageFolder order.
+std::vector<int> write_fashion_folder(const std::string& dir, int count) {
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  std::vector<std::pair<std::string, int>> order;
+  for (int i = 0; i < count; ++i) {
+    const std::string cls = "c" + std::to_string(test.labels[size_t(i)]);
+    fs::create_directories(dir + "/" + cls);
+    char name[32];
+    std::snprintf(name, sizeof name, "img_%05d.png", i);
+    write_png(dir + "/" + cls + "/" + name, 28, 28, i % 3 == 0, test.image(i));
+    order.emplace_back(cls + "/" + name, i);
+  }
+  for (int c = 0; c < 10; ++c) fs::create_directories(dir + "/c" + std::to_string(c));  // every class has a folder
+  std::sort(order.begin(), order.end());
+  std::vector<int> idx;
+  for (const auto& o : order) idx.push_back(o.second);
+  return idx;
+}
+
+// The same images through the PNG folder and through the idx file give the same predictions
+// (the model is quantized in its file, so both runs use the same integer network).
+TEST(RunCnnDataset, PngFolderEqualsIdx) {
+  const std::string d = tmpdir("run_cnn_dataset");
+  const std::vector<int> order = write_fashion_folder(d + "/images", 24);
+  std::ofstream(d + "/qdq.onnx", std::ios::binary) << export_qdq_onnx(fashion_quantized(200));
+  const Result folder = tpusim("run-cnn --model " + d + "/qdq.onnx --dataset " + d + "/images --batch 8 --quiet --json");
+  ASSERT_EQ(folder.code, 0) << folder.all();
+  const Result idx = tpusim("run-cnn --model " + d + "/qdq.onnx --images 24 --batch 8 --quiet --json --backend model");
+  ASSERT_EQ(idx.code, 0) << idx.all();
+  const mini::Json jf = mini::parse_json(folder.out), ji = mini::parse_json(idx.out);
+  EXPECT_TRUE(jf["matches_golden"].boolean);
+  EXPECT_EQ(jf["images"].number, 24);
+  EXPECT_EQ(jf["backend"].text, "rtl");
+  EXPECT_EQ(jf["accuracy"].number, ji["accuracy"].number);
+  ASSERT_EQ(jf["predictions"].items.size(), 24u);
+  for (size_t k = 0; k < 24; ++k)
+    EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number) << k;
+}
+
+TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
+  const std::string d = tmpdir("run_cnn_dataset_labels");
+  write_fashion_folder(d + "/images", 10);
+  {
+    std::ofstream l(d + "/labels.txt");
+    for (const auto& n : fashion_mnist_classes()) l << n << "\n";
+  }
+  // The bundled float model, calibrated on the folder's images; images enlarged to 56x56 by the
+  // tool's own --resize then scaled back to the model's 28x28.
+  Result r = tpusim("run-cnn --backend model --dataset " + d + "/images --labels " + d +
+                    "/labels.txt --top-k 3 --resize 56 --channels gray --mean 0 --std 1");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("(the first images of --dataset)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ankle boot"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("top-3: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
+  // Errors: rgb for a gray model, options without --dataset, a folder without images.
+  r = tpusim("run-cnn --backend model --dataset " + d + "/images --channels rgb");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels rgb gives 3 channels"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-cnn --backend model --resize 32");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--resize needs --dataset DIR"), std::string::npos) << r.err;
+  fs::create_directories(d + "/empty/a");
+  r = tpusim("run-cnn --backend model --dataset " + d + "/empty");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("no .png, .jpg or .jpeg images"), std::string::npos) << r.err;
 }
 
 }  // namespace
