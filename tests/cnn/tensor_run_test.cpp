@@ -2,6 +2,7 @@
 // input checks and their messages, batches, dequantized outputs against the integer reference,
 // the comparison rule, and ONNX's test layout.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
@@ -132,6 +133,63 @@ TEST(TensorRun, FloatModelWithinTolerance) {
   EXPECT_TRUE(c.pass) << c.detail << " max " << c.max_abs_error << " (" << c.max_abs_error / m.quantized().output_q().scale
                       << " steps)";
   EXPECT_GT(c.max_abs_error, 0.0);
+}
+
+// A model whose graph output is the quantized tensor itself (uint8 from QLinearConv): the
+// output tensor holds the chip's integers, equal to the integer reference and to a plain
+// double-precision evaluation of the convolution within one rounding step.
+TEST(TensorRun, IntegerOutput) {
+  const std::vector<int8_t> w = {12, -7, 3, 0, 25, -30, 8, 1, -2, -5, 9, 14, -11, 6, 0, 4, -8, 20};
+  const std::vector<int32_t> bias = {100, -250};
+  const float x_scale = 1.0f / 255, w_scale = 0.05f, y_scale = 0.02f;
+  const uint8_t y_zp = 128;
+  OnnxGraph g("int_out");
+  g.input("x", {1, 1, 6, 6});
+  g.init_float("x_scale", {}, {x_scale});
+  g.init_uint8("x_zp", {}, {0});
+  g.init_int8("w", {2, 1, 3, 3}, w);
+  g.init_float("w_scale", {}, {w_scale});
+  g.init_int8("w_zp", {}, {0});
+  g.init_float("y_scale", {}, {y_scale});
+  g.init_uint8("y_zp", {}, {y_zp});
+  g.init_int32("b", {2}, bias);
+  g.node("QuantizeLinear", {"x", "x_scale", "x_zp"}, {"xq"}, {}, "quant");
+  g.node("QLinearConv", {"xq", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"}, {"y"}, {}, "conv");
+  g.output("y", {1, 2, 4, 4});
+  onnx::ModelProto mp;
+  ASSERT_TRUE(mp.ParseFromString(g.serialize()));
+  mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+  const std::string path = ::testing::TempDir() + "/int_out.onnx";
+  std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
+
+  TensorModel m(path);
+  EXPECT_FALSE(m.needs_calibration());
+  EXPECT_EQ(m.quantize({}), "quantized in the model file");
+  std::vector<float> px;
+  for (int i = 0; i < 2 * 36; ++i) px.push_back(float((i * 37) % 256) / 255.0f);
+  const auto images = m.images(Tensor::from_float({2, 1, 6, 6}, px), "x");
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  const TensorModel::Run r = m.run(dev, images, 2, 4.0);
+  EXPECT_TRUE(r.matches_reference());
+  const Tensor& y = r.outputs[0];
+  EXPECT_EQ(y.describe(), "uint8 [2, 2, 4, 4]");
+  EXPECT_EQ(r.tolerances[0], 0.0);
+  for (int b = 0; b < 2; ++b)
+    for (int oc = 0; oc < 2; ++oc)
+      for (int oy = 0; oy < 4; ++oy)
+        for (int ox = 0; ox < 4; ++ox) {
+          double acc = bias[size_t(oc)];
+          for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 3; ++kx)
+              acc += double((b * 36 + (oy + ky) * 6 + ox + kx) * 37 % 256) * w[size_t(oc * 9 + ky * 3 + kx)];
+          const double v = std::min(255.0, std::max(0.0, std::round(acc * x_scale * w_scale / y_scale) + y_zp));
+          EXPECT_NEAR(y.value(((b * 2 + oc) * 4 + oy) * 4 + ox), v, 1.0) << b << " " << oc << " " << oy << " " << ox;
+        }
+  // Integers compare exactly.
+  Tensor off = y;
+  off.data[5] = uint8_t(off.data[5] + 1);
+  EXPECT_TRUE(compare_tensors(y, y, 0.0).pass);
+  EXPECT_FALSE(compare_tensors(y, off, 100.0).pass);
 }
 
 TEST(TensorRun, CompareRule) {
