@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cnn_models.h"
 #include "mini_parse.h"
@@ -32,7 +33,8 @@ struct Result {
 };
 
 Result tpusim(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "/tpusim_stderr.txt";
+  // One file per process: ctest runs the test cases in parallel processes.
+  const std::string err_file = ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
   Result r;
   std::FILE* p = popen(cmd.c_str(), "r");
