@@ -211,6 +211,25 @@ std::vector<float> parse_floats(const std::string& text, const std::string& opti
   return v;
 }
 
+Preprocess parse_preprocess(const std::string& resize, const std::string& center_crop, const std::string& mean,
+                            const std::string& std, const std::string& channels) {
+  Preprocess p;
+  if (!resize.empty()) {
+    if (resize.find('x') == std::string::npos) parse_size(resize, "--resize", &p.resize_shorter, &p.resize_shorter);
+    else parse_size(resize, "--resize", &p.resize_h, &p.resize_w);
+  }
+  if (!center_crop.empty()) parse_size(center_crop, "--center-crop", &p.crop_h, &p.crop_w);
+  if (!mean.empty()) p.mean = parse_floats(mean, "--mean");
+  if (!std.empty()) p.std = parse_floats(std, "--std");
+  for (float v : p.std)
+    if (v == 0) throw Error("--std " + std + ": a standard deviation of 0 (expected non-zero values)");
+  if (!channels.empty()) {
+    if (channels != "rgb" && channels != "gray") throw Error("--channels " + channels + ": expected rgb or gray");
+    p.channels = channels == "rgb" ? 3 : 1;
+  }
+  return p;
+}
+
 Image8 convert_channels(const Image8& img, int channels) {
   if (img.channels == channels) return img;
   Image8 out;

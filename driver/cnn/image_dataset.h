@@ -42,6 +42,11 @@ void parse_size(const std::string& text, const std::string& option, int* h, int*
 // "0.485,0.456,0.406" or "0.5". Throws Error naming `option`.
 std::vector<float> parse_floats(const std::string& text, const std::string& option);
 
+// The command line's preprocessing options as given (empty = not given): --resize S|HxW,
+// --center-crop S|HxW, --mean, --std (no 0), --channels rgb|gray. Throws Error naming the option.
+Preprocess parse_preprocess(const std::string& resize, const std::string& center_crop, const std::string& mean,
+                            const std::string& std, const std::string& channels);
+
 // Gray <-> RGB (gray to RGB repeats the value; RGB to gray is PIL's convert("L"):
 // (R * 19595 + G * 38470 + B * 7471 + 32768) >> 16).
 Image8 convert_channels(const Image8& img, int channels);

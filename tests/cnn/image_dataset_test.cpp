@@ -192,6 +192,19 @@ TEST(Images, Options) {
             std::string::npos);
   EXPECT_EQ(parse_floats("0.485,0.456,0.406", "--mean"), (std::vector<float>{0.485f, 0.456f, 0.406f}));
   EXPECT_NE(error_of([] { parse_floats("0.5,x", "--std"); }).find("--std 0.5,x: 'x' is not a number"), std::string::npos);
+  const Preprocess p = parse_preprocess("256", "224x200", "0.485,0.456,0.406", "0.5", "rgb");
+  EXPECT_EQ(p.resize_shorter, 256);
+  EXPECT_EQ(p.resize_h, 0);
+  EXPECT_EQ(p.crop_h, 224);
+  EXPECT_EQ(p.crop_w, 200);
+  EXPECT_EQ(p.mean.size(), 3u);
+  EXPECT_EQ(p.channels, 3);
+  EXPECT_EQ(parse_preprocess("32x24", "", "", "", "gray").resize_w, 24);
+  EXPECT_EQ(parse_preprocess("", "", "", "", "").channels, 0);
+  EXPECT_NE(error_of([] { parse_preprocess("", "", "", "1,0,1", ""); }).find("--std 1,0,1: a standard deviation of 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_preprocess("", "", "", "", "bgr"); }).find("--channels bgr: expected rgb or gray"),
+            std::string::npos);
 }
 
 TEST(Images, Folder) {

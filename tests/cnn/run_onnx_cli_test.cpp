@@ -300,7 +300,7 @@ TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
   Result r = tpusim("run-cnn --backend model --dataset " + d + "/images --labels " + d +
                     "/labels.txt --top-k 3 --resize 56 --channels gray --mean 0 --std 1");
   ASSERT_EQ(r.code, 0) << r.all();
-  EXPECT_NE(r.out.find("(the first images of --dataset)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(the first selected images of --dataset)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Ankle boot"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("top-3: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;

@@ -124,23 +124,10 @@ int run_run_cnn(const tpusim::Args& args) {
   for (const char* o : {"resize", "center-crop", "mean", "std", "channels"})
     if (vm.count(o) && dataset.empty()) throw tpusim::UsageError(std::string("--") + o + " needs --dataset DIR");
   try {
-    if (vm.count("resize")) {
-      const std::string r = vm["resize"].as<std::string>();
-      if (r.find('x') == std::string::npos) tpu::cnn::parse_size(r, "--resize", &pre.resize_shorter, &pre.resize_shorter);
-      else tpu::cnn::parse_size(r, "--resize", &pre.resize_h, &pre.resize_w);
-    }
-    if (vm.count("center-crop")) tpu::cnn::parse_size(vm["center-crop"].as<std::string>(), "--center-crop", &pre.crop_h, &pre.crop_w);
-    if (vm.count("mean")) pre.mean = tpu::cnn::parse_floats(vm["mean"].as<std::string>(), "--mean");
-    if (vm.count("std")) pre.std = tpu::cnn::parse_floats(vm["std"].as<std::string>(), "--std");
-    for (float v : pre.std)
-      if (v == 0) throw tpu::cnn::Error("--std " + vm["std"].as<std::string>() + ": a standard deviation of 0");
+    auto text = [&](const char* o) { return vm.count(o) ? vm[o].as<std::string>() : std::string(); };
+    pre = tpu::cnn::parse_preprocess(text("resize"), text("center-crop"), text("mean"), text("std"), text("channels"));
   } catch (const tpu::cnn::Error& e) {
     throw tpusim::UsageError(e.what());
-  }
-  if (vm.count("channels")) {
-    const std::string c = vm["channels"].as<std::string>();
-    if (c != "rgb" && c != "gray") throw tpusim::UsageError("--channels " + c + ": expected rgb or gray");
-    pre.channels = c == "rgb" ? 3 : 1;
   }
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
   const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
@@ -176,8 +163,6 @@ int run_run_cnn(const tpusim::Args& args) {
   std::string how;
   tpu::cnn::QuantNetwork q;
   if (tpu::cnn::fully_quantized(net)) {
-    if (!dataset.empty() && vm.count("calibration") && !vm["calibration"].defaulted())
-      std::fprintf(stderr, "run-cnn: --calibration ignored: the model is quantized in the file\n");
     q = tpu::cnn::quantize_model(net, {});
     how = "quantized in the model file";
   } else {
@@ -186,12 +171,12 @@ int run_run_cnn(const tpusim::Args& args) {
       const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
       for (int i = 0; i < std::min(calibration, train.count); ++i)
         cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
-    } else {  // the folder has no training split: calibrate on its first images
+    } else {  // the folder has no training split: calibrate on the first of its selected images
       for (int i = 0; i < std::min(calibration, folder_set.count()); ++i) cal.push_back(folder_set.images[size_t(i)]);
     }
     q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
-          (dataset.empty() ? "" : " (the first images of --dataset)");
+          (dataset.empty() ? "" : " (the first selected images of --dataset)");
   }
   auto dev = tpusim::open_device(dev_opts, vm);
   std::FILE* info = json ? stderr : stdout;
