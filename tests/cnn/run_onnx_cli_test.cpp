@@ -199,6 +199,36 @@ TEST(RunOnnxCli, TestDirWithCalibration) {
   EXPECT_EQ(res[2]["outputs"].items.at(0)["mismatches"].number, 1);
 }
 
+// --calibration DIR reads every tensor file of the directory: the same images split over two
+// files quantize the model as one file holding them all (identical outputs, and those of
+// the integer reference calibrated on them).
+TEST(RunOnnxCli, CalibrationDirectory) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_caldir");
+  const auto cal = fashion_images(100, 48, /*train=*/true);
+  const auto images = fashion_images(300, 5);
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  save_tensor(d + "/all.npy", batch_tensor(cal));
+  fs::create_directories(d + "/cal");
+  save_tensor(d + "/cal/a.npy", batch_tensor({cal.begin(), cal.begin() + 20}));
+  save_tensor(d + "/cal/b.pb", batch_tensor({cal.begin() + 20, cal.end()}));
+  std::ofstream(d + "/cal/README") << "not a tensor: ignored";
+  const std::string base = "run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.npy";
+  Result r = tpusim(base + " --calibration " + d + "/cal --output-dir " + d + "/out_dir");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("calibrated on 48 images from --calibration " + d + "/cal"), std::string::npos) << r.out;
+  r = tpusim(base + " --calibration " + d + "/all.npy --output-dir " + d + "/out_file");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const std::string name = tensor_file_name(net.output_name, ".npy");
+  const Tensor a = load_tensor(d + "/out_dir/" + name), b = load_tensor(d + "/out_file/" + name);
+  EXPECT_EQ(a.data, b.data);
+  EXPECT_EQ(a.data, quantized_outputs(net, cal, images).data);
+  fs::create_directories(d + "/empty");
+  r = tpusim(base + " --calibration " + d + "/empty");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--calibration " + d + "/empty: the directory holds no .npy or .pb file"), std::string::npos) << r.err;
+}
+
 TEST(RunOnnxCli, InputErrors) {
   const Network net = load_onnx(bundled_model());
   const std::string d = tmpdir("run_onnx_errors");
