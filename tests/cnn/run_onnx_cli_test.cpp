@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -316,6 +317,63 @@ TEST(RunCnnDataset, PngFolderEqualsIdx) {
   ASSERT_EQ(jf["predictions"].items.size(), 24u);
   for (size_t k = 0; k < 24; ++k)
     EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number) << k;
+}
+
+// An RGB model (the CIFAR-10 ConvNet shape, random weights) on RGB PNGs with per-channel
+// --mean/--std: every image's ten outputs (--top-k 10, dequantized) equal the integer reference
+// run here on the images normalized by hand (HWC pixels to CHW, (x / 255 - mean[c]) / std[c]),
+// calibrated on the same images. The channels differ a lot (R random, G dark, B bright), so a
+// channel mix-up changes the outputs.
+TEST(RunCnnDataset, RgbModelWithNormalization) {
+  const std::string d = tmpdir("run_cnn_dataset_rgb");
+  const std::string onnx = random_cnn_onnx("rgb", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}}, {64, 10}, 7);
+  std::ofstream(d + "/rgb.onnx", std::ios::binary) << onnx;
+  const float mean[3] = {0.5f, 0.1f, 0.8f}, sd[3] = {0.25f, 0.1f, 0.2f};
+  std::mt19937 rng(3);
+  std::vector<std::vector<float>> x;  // in ImageFolder order: a/0.png, a/1.png, b/2.png, ...
+  for (int i = 0; i < 6; ++i) {
+    const std::string cls = i < 2 ? "a" : "b";
+    fs::create_directories(d + "/img/" + cls);
+    std::vector<uint8_t> px(32 * 32 * 3);
+    for (size_t k = 0; k < px.size(); k += 3) {
+      px[k] = uint8_t(rng() % 256);
+      px[k + 1] = uint8_t(rng() % 64);
+      px[k + 2] = uint8_t(192 + rng() % 64);
+    }
+    png_image im;
+    std::memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    im.width = im.height = 32;
+    im.format = PNG_FORMAT_RGB;
+    ASSERT_TRUE(png_image_write_to_file(&im, (d + "/img/" + cls + "/" + std::to_string(i) + ".png").c_str(), 0,
+                                        px.data(), 0, nullptr));
+    std::vector<float> chw(3 * 32 * 32);
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < 32 * 32; ++p) chw[size_t(c * 1024 + p)] = (px[size_t(p * 3 + c)] / 255.0f - mean[c]) / sd[c];
+    x.push_back(chw);
+  }
+  const Result r = tpusim("run-cnn --backend model --model " + d + "/rgb.onnx --dataset " + d +
+                          "/img --mean 0.5,0.1,0.8 --std 0.25,0.1,0.2 --channels rgb --top-k 10 --no-profile");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
+  const QuantNetwork q = quantize_model(import_onnx_bytes(onnx, "rgb"), x);
+  const auto& oq = q.output_q();
+  for (size_t i = 0; i < 6; ++i) {
+    std::vector<int32_t> qi(size_t(q.input.size()));
+    q.quantize_input(x[i].data(), qi.data());
+    const auto y = int_forward(q, qi.data());
+    std::vector<int> order(10);
+    for (int c = 0; c < 10; ++c) order[size_t(c)] = c;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[size_t(a)] > y[size_t(b)]; });
+    std::string want = "top-10:";
+    for (int k = 0; k < 10; ++k) {
+      const int c = order[size_t(k)];
+      char score[32];
+      std::snprintf(score, sizeof score, "%.4g", double(oq.scale) * (y[size_t(c)] - oq.zero_point));
+      want += std::string(k ? "," : "") + " " + (c == 0 ? "a" : c == 1 ? "b" : "class " + std::to_string(c)) + " " + score;
+    }
+    EXPECT_NE(r.out.find(want), std::string::npos) << "image " << i << ": " << want << "\n" << r.out;
+  }
 }
 
 TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
