@@ -171,7 +171,8 @@ std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::
   return out;
 }
 
-std::vector<std::vector<float>> TensorModel::images(const std::map<std::string, Tensor>& inputs) const {
+std::vector<std::vector<float>> TensorModel::images(const std::map<std::string, Tensor>& inputs,
+                                                    const std::map<std::string, std::string>& sources) const {
   std::string names;
   for (const auto& s : sig_.inputs) names += (names.empty() ? "" : ", ") + ("'" + s.name + "' " + s.describe());
   for (const auto& kv : inputs) {
@@ -180,8 +181,11 @@ std::vector<std::vector<float>> TensorModel::images(const std::map<std::string, 
   }
   for (const auto& s : sig_.inputs)
     if (!inputs.count(s.name)) throw Error("input '" + s.name + "' (" + s.describe() + ") of " + path_ + " is not given");
-  const auto& t = inputs.at(input_spec().name);
-  return images(t, "input '" + input_spec().name + "'" + (t.name.empty() || t.name == input_spec().name ? "" : " (tensor '" + t.name + "')"));
+  const std::string& name = input_spec().name;
+  const auto& t = inputs.at(name);
+  const auto src = sources.find(name);
+  return images(t, src != sources.end() ? src->second
+                                        : "input '" + name + "'" + (t.name.empty() || t.name == name ? "" : " (tensor '" + t.name + "')"));
 }
 
 std::string TensorModel::quantize(const std::vector<std::vector<float>>& calibration) {
@@ -305,7 +309,7 @@ std::vector<TestDataSet> read_test_data_sets(const std::string& dir) {
 }
 
 std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::vector<Tensor>& inputs,
-                                          const std::string& source) {
+                                          const std::string& source, std::map<std::string, std::string>* sources) {
   std::map<std::string, Tensor> m;
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& t = inputs[k];
@@ -319,6 +323,7 @@ std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::
     }
     if (m.count(name)) throw Error(source + ": input '" + name + "' is given twice");
     m[name] = t;
+    if (sources) (*sources)[name] = source + "/input_" + std::to_string(k) + ".pb";
   }
   return m;
 }

@@ -81,7 +81,9 @@ class TensorModel {
   // float vector of network().input.size() values per element of the first dimension.
   std::vector<std::vector<float>> images(const Tensor& t, const std::string& source) const;
   // The image input from named tensors: every graph input must be given once, no other name.
-  std::vector<std::vector<float>> images(const std::map<std::string, Tensor>& inputs) const;
+  // `sources` names where each came from for messages ("--input x=a.npy"; default "input 'x'").
+  std::vector<std::vector<float>> images(const std::map<std::string, Tensor>& inputs,
+                                         const std::map<std::string, std::string>& sources = {}) const;
 
   // Quantizes the network (quantize_model): calibrated on `calibration` when it needs it
   // (then it must not be empty). Returns a one-line description of how.
@@ -126,9 +128,10 @@ struct TestDataSet {
 std::vector<TestDataSet> read_test_data_sets(const std::string& dir);
 
 // Names the tensors of a data set after the graph inputs: by the TensorProto's name when it is
-// one of them, else by position K.
+// one of them, else by position K. `sources` (optional) receives "<source>/input_K.pb" per name.
 std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::vector<Tensor>& inputs,
-                                          const std::string& source);
+                                          const std::string& source,
+                                          std::map<std::string, std::string>* sources = nullptr);
 
 // A file name for a tensor named `name`: characters other than letters, digits, '.', '-' and
 // '_' become '_' ("/fc2/Gemm_output_0" -> "_fc2_Gemm_output_0"), plus `ext` (".npy").

@@ -238,7 +238,8 @@ TEST(RunOnnxCli, InputErrors) {
   const std::string base = "run-onnx --backend model --model " + bundled_model();
   Result r = tpusim(base + " --input " + d + "/small.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("input '" + net.input_name + "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
+  EXPECT_NE(r.err.find("tpusim run-onnx: error: --input " + d + "/small.npy: input '" + net.input_name +
+                       "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
                        "expected float32 [1, 1, 28, 28] (any batch in the first dimension)"),
             std::string::npos)
       << r.err;

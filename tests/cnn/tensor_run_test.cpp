@@ -236,8 +236,10 @@ TEST(TensorRun, TestLayout) {
   sig.inputs.push_back(TensorSpec{});
   sig.inputs[0].name = "image";
   // By position when the TensorProto's name is not a graph input.
-  const auto named = name_inputs(sig, sets[1].inputs, sets[1].dir);
+  std::map<std::string, std::string> sources;
+  const auto named = name_inputs(sig, sets[1].inputs, sets[1].dir, &sources);
   ASSERT_EQ(named.count("image"), 1u);
+  EXPECT_EQ(sources["image"], sets[1].dir + "/input_0.pb");
   EXPECT_NE(error_of([&] { name_inputs(sig, {sets[0].inputs[0], sets[1].inputs[0]}, "d"); }).find("input_1.pb"),
             std::string::npos);
   EXPECT_NE(error_of([&] { read_test_data_sets(dir + "/not_a_set"); }).find("no test_data_set_N directories"),

@@ -59,8 +59,9 @@ std::vector<std::vector<float>> load_calibration(const TensorModel& m, const std
   return out;
 }
 
-// --input NAME=FILE (or just FILE for a model with one input).
-std::map<std::string, Tensor> load_inputs(const TensorModel& m, const std::vector<std::string>& specs) {
+// --input NAME=FILE (or just FILE for a model with one input); `sources` gets "--input SPEC" per name.
+std::map<std::string, Tensor> load_inputs(const TensorModel& m, const std::vector<std::string>& specs,
+                                          std::map<std::string, std::string>* sources) {
   std::map<std::string, Tensor> inputs;
   for (const auto& s : specs) {
     const size_t eq = s.find('=');
@@ -78,6 +79,7 @@ std::map<std::string, Tensor> load_inputs(const TensorModel& m, const std::vecto
     if (file.empty()) throw tpusim::UsageError("--input " + s + ": no file after '=' (expected NAME=FILE)");
     if (inputs.count(name)) throw tpusim::UsageError("--input " + s + ": input '" + name + "' is given twice");
     inputs[name] = tpu::cnn::load_tensor(file);
+    (*sources)[name] = "--input " + s;
   }
   return inputs;
 }
@@ -259,7 +261,9 @@ int run_run_onnx(const tpusim::Args& args) {
   std::vector<Set> sets;
   if (test_dir.empty()) {
     Set s;
-    s.images = m.images(load_inputs(m, input_specs));
+    std::map<std::string, std::string> sources;
+    const auto inputs = load_inputs(m, input_specs, &sources);
+    s.images = m.images(inputs, sources);
     if (!expect_dir.empty())
       for (size_t k = 0; k < m.signature().outputs.size(); ++k)
         s.expected.push_back(load_expected(expect_dir, m.signature().outputs[k].name, k));
@@ -268,7 +272,9 @@ int run_run_onnx(const tpusim::Args& args) {
     for (const auto& d : tpu::cnn::read_test_data_sets(test_dir)) {
       Set s;
       s.name = fs::path(d.dir).filename().string();
-      s.images = m.images(tpu::cnn::name_inputs(m.signature(), d.inputs, d.dir));
+      std::map<std::string, std::string> sources;
+      const auto inputs = tpu::cnn::name_inputs(m.signature(), d.inputs, d.dir, &sources);
+      s.images = m.images(inputs, sources);
       if (d.outputs.size() != m.signature().outputs.size())
         throw std::runtime_error(d.dir + ": " + std::to_string(d.outputs.size()) + " output_K.pb files, expected " +
                                  std::to_string(m.signature().outputs.size()) + " (one per graph output)");
