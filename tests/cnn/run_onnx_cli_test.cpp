@@ -183,15 +183,20 @@ TEST(RunOnnxCli, TestDirWithCalibration) {
     }
     save_tensor(sd + "/output_0.pb", expect);
   }
+  // A data set without expected outputs runs and is not compared.
+  fs::create_directories(d + "/test_data_set_3");
+  save_tensor(d + "/test_data_set_3/input_0.pb", batch_tensor(fashion_images(40, 2), net.input_name));
   const Result r = tpusim("run-onnx --backend model --test-dir " + d + " --calibration " + d + "/cal.npy --json");
   EXPECT_EQ(r.code, 1) << r.all();
   EXPECT_NE(r.err.find("calibrated on 64 images from --calibration"), std::string::npos) << r.err;
   const mini::Json j = mini::parse_json(r.out);
   EXPECT_FALSE(j["pass"].boolean);
-  EXPECT_EQ(j["data_sets"].number, 3);
-  EXPECT_EQ(j["data_sets_passed"].number, 2);
+  EXPECT_EQ(j["data_sets"].number, 4);
+  EXPECT_EQ(j["data_sets_passed"].number, 3);
   const auto& res = j["results"].items;
-  ASSERT_EQ(res.size(), 3u);
+  ASSERT_EQ(res.size(), 4u);
+  EXPECT_FALSE(res[3]["outputs"].items.at(0)["compared"].boolean);
+  EXPECT_TRUE(res[3]["pass"].boolean);
   EXPECT_EQ(res[0]["name"].text, "test_data_set_0");
   EXPECT_TRUE(res[1]["pass"].boolean);
   EXPECT_EQ(res[1]["outputs"].items.at(0)["max_abs_error"].number, 0);
