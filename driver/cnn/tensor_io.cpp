@@ -483,32 +483,36 @@ Tensor parse_tensor_proto(const std::string& bytes, const std::string& name) {
     if (have != n)
       throw Error(what + ": " + std::to_string(have) + " values in " + field + ", expected " + std::to_string(n));
   };
-  t.data.resize(size_t(n) * es);
+  // The value count is checked before anything is allocated (dims can claim 2^40 values).
+  const size_t want_bytes = size_t(n) * es;
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.data.size())
+    if (p.raw_data().size() != want_bytes)
       throw Error(what + ": raw_data holds " + std::to_string(p.raw_data().size()) + " bytes, expected " +
-                  std::to_string(t.data.size()));
-    if (!t.data.empty()) std::memcpy(t.data.data(), p.raw_data().data(), t.data.size());
+                  std::to_string(want_bytes));
+    t.data.assign(p.raw_data().begin(), p.raw_data().end());
     return t;
   }
   switch (t.dtype) {
+    case DType::Float32: count_check(p.float_data_size(), "float_data"); break;
+    case DType::Float64: count_check(p.double_data_size(), "double_data"); break;
+    case DType::Int64: count_check(p.int64_data_size(), "int64_data"); break;
+    default: count_check(p.int32_data_size(), "int32_data"); break;
+  }
+  t.data.resize(want_bytes);
+  switch (t.dtype) {
     case DType::Float32:
-      count_check(p.float_data_size(), "float_data");
       for (int64_t i = 0; i < n; ++i) put<float>(t.data, size_t(i), p.float_data(int(i)));
       break;
     case DType::Float64:
-      count_check(p.double_data_size(), "double_data");
       for (int64_t i = 0; i < n; ++i) put<double>(t.data, size_t(i), p.double_data(int(i)));
       break;
     case DType::Int64:
-      count_check(p.int64_data_size(), "int64_data");
       for (int64_t i = 0; i < n; ++i) put<int64_t>(t.data, size_t(i), p.int64_data(int(i)));
       break;
     case DType::Float16:  // the bits, one per int32
     case DType::UInt8:
     case DType::Int8:
     case DType::Int32:
-      count_check(p.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < n; ++i) {
         const int32_t v = p.int32_data(int(i));
         if (t.dtype == DType::Float16) put<uint16_t>(t.data, size_t(i), uint16_t(v));

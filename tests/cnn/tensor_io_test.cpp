@@ -200,6 +200,11 @@ TEST(TensorProto, RoundTripAndErrors) {
                 .find("raw_data holds 8 bytes, expected 12"), std::string::npos);
   EXPECT_NE(error_of(field_varint(1, 3) + field_varint(2, 1) + field_bytes(4, raw<float>({1, 2})), false)
                 .find("2 values in float_data, expected 3"), std::string::npos);
+  // Dims that claim 2^40 values are refused before anything is allocated; more is not a tensor.
+  EXPECT_NE(error_of(field_varint(1, uint64_t(1) << 40) + field_varint(2, 1) + field_bytes(4, raw<float>({1})), false)
+                .find("1 values in float_data, expected 1099511627776"), std::string::npos);
+  EXPECT_NE(error_of(field_varint(1, uint64_t(1) << 20) + field_varint(1, uint64_t(1) << 21) + field_varint(2, 1), false)
+                .find("more than 2^40 elements"), std::string::npos);
 }
 
 TEST(TensorFiles, ByExtension) {
