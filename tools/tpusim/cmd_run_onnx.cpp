@@ -321,8 +321,13 @@ int run_run_onnx(const tpusim::Args& args) {
     r.name = s.name;
     r.run = m.run(*dev, s.images, batch, steps, dev_opts.max_cycles_given ? dev_opts.max_cycles : 0);
     for (size_t k = 0; k < r.run.outputs.size(); ++k) {
-      if (k < s.expected.size()) {
-        r.checks.push_back(tpu::cnn::compare_tensors(r.run.outputs[k], s.expected[k], r.run.tolerances[k]));
+      // s.expected is indexed like the graph's outputs.
+      const auto& outs = m.signature().outputs;
+      const size_t g = size_t(std::find_if(outs.begin(), outs.end(),
+                                           [&](const tpu::cnn::TensorSpec& o) { return o.name == r.run.outputs[k].name; }) -
+                              outs.begin());
+      if (g < s.expected.size()) {
+        r.checks.push_back(tpu::cnn::compare_tensors(r.run.outputs[k], s.expected[g], r.run.tolerances[k]));
       } else {
         r.checks.emplace_back();
       }
