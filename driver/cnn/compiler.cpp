@@ -18,27 +18,66 @@ ActFunc chip_func(Activation a) {
     case Activation::None: return ActFunc::Identity;
     case Activation::Relu: return ActFunc::Relu;
     case Activation::Clip: return ActFunc::Clamp;
+    case Activation::Lut: return ActFunc::Lut;
   }
   return ActFunc::Identity;
 }
 
-// The accumulator rows one image of a conv layer needs for `pooled` output lines.
+// The accumulator lines one image of a conv-like layer needs for `pooled` output lines.
 int conv_lines(const LayerGeometry& l, int pooled) { return (pooled - 1) * l.pool_s + l.pool_k; }
+
+// Conv, Add and Copy compute an image of accumulator rows; Dense one row per image.
+bool conv_like(const LayerGeometry& l) { return l.kind != LayerKind::Dense; }
+
+// The packed first layer: the host lays out its receptive fields (im2col).
+bool packable(const QuantNetwork& net) {
+  const QLayer& l = net.layers.front();
+  if (!l.has_weights() || l.group != 1 || l.inputs.size() != 1 || l.inputs[0] != kNetworkInput) return false;
+  for (size_t i = 1; i < net.layers.size(); ++i)
+    for (int in : net.layers[i].inputs)
+      if (in == kNetworkInput) return false;
+  return true;
+}
+
+// Channel offset of input j in the concatenated input of layer l.
+int input_offset(const QLayer& l, size_t j) {
+  int c = 0;
+  for (size_t i = 0; i < j; ++i) c += l.input_channels[i];
+  return c;
+}
 
 }  // namespace
 
-int CompiledNetwork::zero_slot(int zp, bool is_unsigned) const {
-  for (size_t i = 0; i < zero_slots.size(); ++i)
-    if (zero_slots[i].first == zp && zero_slots[i].second == is_unsigned)
-      return int(chip.qp_slots) - int(zero_slots.size()) + int(i);
-  throw Error("internal: no zero slot for zero point " + std::to_string(zp));
+int CompiledNetwork::fill_slot(int value, bool is_unsigned) const {
+  for (size_t i = 0; i < fill_slots.size(); ++i)
+    if (fill_slots[i].first == value && fill_slots[i].second == is_unsigned)
+      return int(chip.qp_slots) - int(fill_slots.size()) + int(i);
+  throw Error("internal: no fill slot for value " + std::to_string(value));
 }
 
 void CompiledNetwork::pack_input(const int32_t* q, uint8_t* bytes) const {
   const uint32_t n = chip.N;
-  const QLayer& l = net.layers.front();
   const Tensor& t = input_tensor;
   std::fill(bytes, bytes + input_bytes(), uint8_t(0));
+  if (!packed_input) {
+    // A tensor like the others: channel blocks of padded pixels, the border holding its fill.
+    const Shape3 s = net.input;
+    for (int b = 0; b < t.blocks; ++b)
+      for (uint32_t y = 0; y < t.hp(); ++y)
+        for (uint32_t x = 0; x < t.wp(); ++x) {
+          uint8_t* row = bytes + (size_t(b) * t.block_rows() + y * t.wp() + x) * n;
+          const int iy = int(y) - t.pt, ix = int(x) - t.pl;
+          const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
+          for (uint32_t j = 0; j < n; ++j) {
+            const int c = b * int(n) + int(j);
+            if (c >= s.c) break;
+            const int32_t v = inside ? q[(int64_t(c) * s.h + iy) * s.w + ix] : t.fill;
+            row[j] = uint8_t(v & 0xFF);
+          }
+        }
+    return;
+  }
+  const QLayer& l = net.layers.front();
   const int64_t fan_in = l.fan_in();
   const uint32_t pixels = t.block_rows();
   for (int kb = 0; kb < t.blocks; ++kb) {
@@ -53,7 +92,7 @@ void CompiledNetwork::pack_input(const int32_t* q, uint8_t* bytes) const {
         } else {
           const int oy = int(p) / t.w, ox = int(p) % t.w;
           const int ic = int(k / (l.kh * l.kw)), ky = int(k / l.kw % l.kh), kx = int(k % l.kw);
-          const int iy = oy * l.sh + ky - l.pad_t, ix = ox * l.sw + kx - l.pad_l;
+          const int iy = oy * l.sh + ky * l.dh - l.pad_t, ix = ox * l.sw + kx * l.dw - l.pad_l;
           v = (iy < 0 || iy >= l.in.h || ix < 0 || ix >= l.in.w)
                   ? l.in_q.zero_point
                   : q[(int64_t(ic) * l.in.h + iy) * l.in.w + ix];
@@ -78,82 +117,298 @@ std::vector<int32_t> CompiledNetwork::unpack_output(const uint8_t* bytes) const 
   return out;
 }
 
+namespace {
+
+// Builds the tensors (layouts and borders) of a compiled network.
+class TensorPlanner {
+ public:
+  TensorPlanner(CompiledNetwork& cn) : cn_(cn), n_(cn.chip.N) {}
+
+  void run() {
+    const QuantNetwork& net = cn_.net;
+    const size_t nl = net.layers.size();
+    cn_.packed_input = packable(net);
+    cn_.tensors.resize(nl);
+    for (size_t l = 0; l < nl; ++l) cn_.tensors[l] = plain(net.layers[l].out, net.layers[l].out_q);
+    const QLayer& first = net.layers.front();
+    if (cn_.packed_input) {
+      CompiledNetwork::Tensor in;
+      in.channels = int(first.fan_in());
+      in.blocks = int(ceil_div(uint64_t(first.fan_in()), n_));
+      if (first.kind == LayerKind::Conv) {
+        in.h = conv_lines(first, first.out.h);
+        in.w = (first.out.w - 1) * first.pool_s + first.pool_k;
+      } else {
+        in.h = in.w = 1;
+      }
+      in.is_unsigned = first.in_q.is_unsigned;
+      in.zero_point = first.in_q.zero_point;
+      cn_.input_tensor = in;
+    } else {
+      cn_.input_tensor = plain(net.input, net.input_q);
+    }
+    // Borders: as wide as the widest consumer pads; the fill its consumers need.
+    std::vector<int> fill_kind(nl + 1, 0);  // bit 1: a real zero (conv), bit 2: never wins (max-pool)
+    cn_.last_use.assign(nl + 1, -1);
+    for (size_t l = 0; l < nl; ++l) {
+      const QLayer& c = net.layers[l];
+      for (int in : c.inputs) {
+        cn_.last_use[size_t(in + 1)] = int(l);
+        if (in == kNetworkInput && cn_.packed_input) continue;
+        if (c.kind != LayerKind::Conv && c.kind != LayerKind::Copy) continue;
+        if (!(c.pad_t || c.pad_l || c.pad_b || c.pad_r)) continue;
+        CompiledNetwork::Tensor& t = in == kNetworkInput ? cn_.input_tensor : cn_.tensors[size_t(in)];
+        t.pt = std::max(t.pt, c.pad_t);
+        t.pl = std::max(t.pl, c.pad_l);
+        t.pb = std::max(t.pb, c.pad_b);
+        t.pr = std::max(t.pr, c.pad_r);
+        fill_kind[size_t(in + 1)] |= c.kind == LayerKind::Conv ? 1 : 2;
+      }
+    }
+    for (size_t i = 0; i <= nl; ++i) {
+      CompiledNetwork::Tensor& t = i == 0 ? cn_.input_tensor : cn_.tensors[i - 1];
+      if (!fill_kind[i]) continue;
+      const int qmin = t.is_unsigned ? 0 : -128;
+      if (fill_kind[i] == 2) {
+        t.fill = qmin;
+      } else {
+        t.fill = t.zero_point;
+        if (fill_kind[i] == 3 && !at_least_zero_point(int(i) - 1))
+          throw Error("tensor '" + (i == 0 ? std::string("input") : net.layers[i - 1].name) +
+                      "' is padded by a convolution (with its zero point) and by a max-pool (with its minimum); "
+                      "only a tensor after ReLU can serve both");
+      }
+    }
+    cn_.input_rows = cn_.input_tensor.image_rows();
+    cn_.output_rows = cn_.tensors.back().image_rows();
+  }
+
+ private:
+  CompiledNetwork::Tensor plain(const Shape3& s, const TensorQuant& q) const {
+    CompiledNetwork::Tensor t;
+    t.channels = s.c;
+    t.blocks = int(ceil_div(uint64_t(s.c), n_));
+    t.h = s.h;
+    t.w = s.w;
+    t.is_unsigned = q.is_unsigned;
+    t.zero_point = q.zero_point;
+    t.fill = q.zero_point;
+    return t;
+  }
+  // Whether every value of layer l's output is >= its zero point (ReLU, or a clamp above it).
+  bool at_least_zero_point(int l) const {
+    if (l < 0) return false;
+    const QLayer& q = cn_.net.layers[size_t(l)];
+    return q.act == Activation::Relu || (q.act == Activation::Clip && q.lo >= q.out_q.zero_point);
+  }
+
+  CompiledNetwork& cn_;
+  const uint32_t n_;
+};
+
+}  // namespace
+
+namespace {
+
+// The weight tiles (matmul terms) and chip biases of one layer.
+class TermBuilder {
+ public:
+  TermBuilder(CompiledNetwork& cn, size_t li) : cn_(cn), n_(cn.chip.N), li_(li), l_(cn.net.layers[li]) {}
+
+  void run(CompiledNetwork::LayerPlan* p) {
+    p_ = p;
+    p->terms.resize(size_t(p->obs));
+    std::vector<uint8_t> tile(size_t(n_) * n_), prev;
+    for (int ob = 0; ob < p->obs; ++ob) {
+      auto& terms = p->terms[size_t(ob)];
+      prev.clear();
+      for_each_term(ob, [&](const CompiledNetwork::Term& t0) {
+        std::fill(tile.begin(), tile.end(), uint8_t(0));
+        if (!fill_tile(ob, t0, tile.data())) return;
+        CompiledNetwork::Term t = t0;
+        if (!prev.empty() && tile == prev) {
+          t.switch_weights = false;
+          t.tile = terms.back().tile;
+        } else {
+          t.tile = uint32_t(cn_.constants.size());
+          cn_.constants.insert(cn_.constants.end(), tile.begin(), tile.end());
+          prev = tile;
+        }
+        terms.push_back(t);
+      });
+      if (terms.empty()) {  // every weight of the block is 0: one zero tile still writes the accumulators
+        CompiledNetwork::Term t;
+        for_each_term(ob, [&](const CompiledNetwork::Term& t0) {
+          if (terms.empty()) t = t0, terms.push_back(t);
+        });
+        if (terms.empty()) throw Error("internal: layer '" + l_.name + "' has no input block");
+        terms[0].tile = uint32_t(cn_.constants.size());
+        cn_.constants.resize(cn_.constants.size() + size_t(n_) * n_, 0);
+      }
+    }
+    chip_bias();
+  }
+
+ private:
+  // Calls f for every candidate term of output block ob, in emission order.
+  template <typename F>
+  void for_each_term(int ob, F f) {
+    CompiledNetwork::Term t;
+    if (p_->packed) {
+      const int blocks = cn_.input_tensor.blocks;
+      for (int ib = 0; ib < blocks; ++ib) t.ib = ib, f(t);
+      return;
+    }
+    switch (l_.kind) {
+      case LayerKind::Conv:
+        for (int tap = 0; tap < l_.kh * l_.kw; ++tap)
+          for (size_t j = 0; j < l_.inputs.size(); ++j)
+            for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib) t.input = int(j), t.ib = ib, t.tap = tap, f(t);
+        return;
+      case LayerKind::Dense:
+        for (size_t j = 0; j < l_.inputs.size(); ++j) {
+          const auto& in = cn_.tensor_of(l_.inputs[j]);
+          for (int tap = 0; tap < in.h * in.w; ++tap)
+            for (int ib = 0; ib < in.blocks; ++ib) t.input = int(j), t.ib = ib, t.tap = tap, f(t);
+        }
+        return;
+      case LayerKind::Add:
+        for (int j = 0; j < 2; ++j) t.input = j, t.ib = ob, f(t);
+        return;
+      case LayerKind::Copy:
+        for (size_t j = 0; j < l_.inputs.size(); ++j)
+          for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib) t.input = int(j), t.ib = ib, f(t);
+        return;
+    }
+  }
+
+  // Weight from input channel `ic` (of the concatenated input; Dense: flattened input k) to
+  // output channel oc at tap `tap`; 0 where there is no connection.
+  int weight(int oc, int64_t ic, int tap) const {
+    const int64_t k = l_.fan_in();
+    switch (l_.kind) {
+      case LayerKind::Conv: {
+        const int cin_g = l_.in.c / l_.group, cout_g = l_.cout() / l_.group;
+        const int g = oc / cout_g;
+        if (ic / cin_g != g) return 0;
+        return l_.weight[size_t((int64_t(oc) * cin_g + ic % cin_g) * l_.kh * l_.kw + tap)];
+      }
+      case LayerKind::Dense: {
+        const int64_t f = ic;  // flattened index
+        const int64_t g = oc / (l_.cout() / l_.group);
+        if (f / k != g) return 0;
+        return l_.weight[size_t(oc * k + f % k)];
+      }
+      case LayerKind::Add: return ic == oc ? l_.add_weight(oc, tap) : 0;
+      case LayerKind::Copy: return ic == oc ? 1 : 0;
+    }
+    return 0;
+  }
+
+  // The tile of term t of output block ob; false if it is all zero.
+  bool fill_tile(int ob, const CompiledNetwork::Term& t, uint8_t* tile) const {
+    bool any = false;
+    const int64_t k = l_.fan_in();
+    for (uint32_t kk = 0; kk < n_; ++kk)
+      for (uint32_t nn = 0; nn < n_; ++nn) {
+        const int oc = ob * int(n_) + int(nn);
+        if (oc >= l_.cout()) continue;
+        int w = 0;
+        if (p_->packed) {
+          const int64_t c = int64_t(t.ib) * n_ + kk;
+          if (c < k) w = l_.weight[size_t(oc * k + c)];
+        } else {
+          const auto& in = cn_.tensor_of(l_.inputs[size_t(t.input)]);
+          const int c = t.ib * int(n_) + int(kk);
+          if (c >= in.channels) continue;
+          const int64_t ic = input_offset(l_, size_t(t.input)) + c;
+          if (l_.kind == LayerKind::Dense) w = weight(oc, ic * in.h * in.w + t.tap, 0);
+          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.add_weight(oc, t.input) : 0;
+          else w = weight(oc, ic, t.tap);
+        }
+        tile[kk * n_ + nn] = uint8_t(w);
+        any |= w != 0;
+      }
+    return any;
+  }
+
+  // bias - sum over the inputs of zp * weight: the chip multiplies the raw input bytes.
+  void chip_bias() {
+    const std::string where = "layer '" + l_.name + "' (" + l_.op + "): ";
+    const int cout = l_.cout();
+    const int64_t k = l_.fan_in();
+    const int64_t worst = k * 255 * 128;
+    p_->chip_bias.resize(size_t(cout));
+    for (int oc = 0; oc < cout; ++oc) {
+      int64_t zw = 0;
+      switch (l_.kind) {
+        case LayerKind::Conv: {
+          const int cin_g = l_.in.c / l_.group, g = oc / (cout / l_.group);
+          for (int64_t i = 0; i < k; ++i)
+            zw += int64_t(l_.zero_point_of(g * cin_g + int(i / (l_.kh * l_.kw)))) * l_.weight[size_t(oc * k + i)];
+          break;
+        }
+        case LayerKind::Dense: {
+          const int64_t plane = int64_t(l_.in.h) * l_.in.w, first = (oc / (cout / l_.group)) * k;
+          for (int64_t i = 0; i < k; ++i) zw += int64_t(l_.zero_point_of(int((first + i) / plane))) * l_.weight[size_t(oc * k + i)];
+          break;
+        }
+        case LayerKind::Add:
+          zw = int64_t(l_.in_qs[0].zero_point) * l_.add_weight(oc, 0) + int64_t(l_.in_qs[1].zero_point) * l_.add_weight(oc, 1);
+          break;
+        case LayerKind::Copy: zw = l_.zero_point_of(oc); break;
+      }
+      const int64_t b = int64_t(l_.bias[size_t(oc)]) - zw;
+      if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max() ||
+          worst + (b < 0 ? -b : b) > std::numeric_limits<int32_t>::max())
+        throw Error(where + "accumulator range exceeds int32 (fan-in " + std::to_string(k) + ", bias " + std::to_string(b) + ")");
+      p_->chip_bias[size_t(oc)] = int32_t(b);
+    }
+  }
+
+  CompiledNetwork& cn_;
+  const uint32_t n_;
+  const size_t li_;
+  const QLayer& l_;
+  CompiledNetwork::LayerPlan* p_ = nullptr;
+};
+
+}  // namespace
+
 CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip) {
   chip.validate();
   if (net.layers.empty()) throw Error(net.name + ": no layers");
+  for (size_t l = 0; l < net.layers.size(); ++l)
+    for (int in : net.layers[l].inputs)
+      if (in < kNetworkInput || in >= int(l))
+        throw Error("internal: layer '" + net.layers[l].name + "' reads layer " + std::to_string(in) + " (not an earlier one)");
   CompiledNetwork cn;
   cn.net = net;
   cn.chip = chip;
   const uint32_t n = chip.N;
   const size_t nl = net.layers.size();
+  TensorPlanner(cn).run();
 
-  // ---- tensors
-  const QLayer& first = net.layers.front();
-  CompiledNetwork::Tensor in;
-  in.channels = int(first.fan_in());
-  in.blocks = int(ceil_div(uint64_t(first.fan_in()), n));
-  if (first.kind == LayerKind::Conv) {
-    in.h = conv_lines(first, first.out.h);
-    in.w = (first.out.w - 1) * first.pool_s + first.pool_k;
-  } else {
-    in.h = in.w = 1;
+  // Fill sources for padded tensors.
+  for (size_t i = 0; i <= nl; ++i) {
+    const auto& t = i == 0 ? cn.input_tensor : cn.tensors[i - 1];
+    if (!t.padded() || i == 0) continue;  // the host writes the input's border
+    const std::pair<int, bool> key{t.fill, t.is_unsigned};
+    if (std::find(cn.fill_slots.begin(), cn.fill_slots.end(), key) == cn.fill_slots.end()) cn.fill_slots.push_back(key);
   }
-  in.is_unsigned = first.in_q.is_unsigned;
-  in.zero_point = first.in_q.zero_point;
-  cn.input_tensor = in;
-  cn.input_rows = in.image_rows();
-  cn.tensors.resize(nl + 1);
-  cn.tensors[0] = in;
-  for (size_t l = 1; l <= nl; ++l) {
-    const QLayer& p = net.layers[l - 1];
-    CompiledNetwork::Tensor& t = cn.tensors[l];
-    t.channels = p.out.c;
-    t.blocks = int(ceil_div(uint64_t(p.out.c), n));
-    t.h = p.out.h;
-    t.w = p.out.w;
-    t.is_unsigned = p.out_q.is_unsigned;
-    t.zero_point = p.out_q.zero_point;
-    if (l < nl && net.layers[l].kind == LayerKind::Conv) {
-      const QLayer& c = net.layers[l];
-      if (!(c.in_q == p.out_q)) throw Error("layer '" + c.name + "': input quantization differs from its producer's output");
-      t.pt = c.pad_t;
-      t.pl = c.pad_l;
-      t.pb = c.pad_b;
-      t.pr = c.pad_r;
-    }
-  }
-  cn.output_rows = cn.tensors.back().image_rows();
+  cn.fill_rows = cn.fill_slots.empty() ? 0 : std::min<uint32_t>(128, chip.acc_rows / 8);
+  const uint32_t half = (chip.acc_rows - cn.fill_rows) / 2;
+  if (int(cn.fill_slots.size()) >= int(chip.qp_slots)) throw Error("too many distinct border values for the quantization slots");
+  const int regular_slots = int(chip.qp_slots) - int(cn.fill_slots.size());
 
-  // Zero sources for padded tensors.
-  for (size_t l = 1; l < nl; ++l) {
-    const auto& t = cn.tensors[l];
-    if (!t.padded()) continue;
-    const std::pair<int, bool> key{t.zero_point, t.is_unsigned};
-    if (std::find(cn.zero_slots.begin(), cn.zero_slots.end(), key) == cn.zero_slots.end()) cn.zero_slots.push_back(key);
-  }
-  cn.zero_rows = cn.zero_slots.empty() ? 0 : std::min<uint32_t>(128, chip.acc_rows / 8);
-  const uint32_t half = (chip.acc_rows - cn.zero_rows) / 2;
-  if (int(cn.zero_slots.size()) >= int(chip.qp_slots)) throw Error("too many distinct zero points for the quantization slots");
-  const int regular_slots = int(chip.qp_slots) - int(cn.zero_slots.size());
-
-  // ---- layers: geometry checks, chip biases, weight tiles
+  // ---- layers: geometry checks, weight tiles, chip biases
   for (size_t li = 0; li < nl; ++li) {
     const QLayer& l = net.layers[li];
     CompiledNetwork::LayerPlan p;
     const std::string where = "layer '" + l.name + "' (" + l.op + "): ";
-    p.packed = li == 0;
+    p.packed = li == 0 && cn.packed_input;
     p.obs = int(ceil_div(uint64_t(l.cout()), n));
-    if (p.packed) {
-      p.kin_blocks = in.blocks;
-      p.taps = 1;
-    } else if (l.kind == LayerKind::Conv) {
-      p.kin_blocks = int(ceil_div(uint64_t(l.in.c), n));
-      p.taps = l.kh * l.kw;
-    } else {
-      p.kin_blocks = cn.tensors[li].blocks;
-      p.taps = l.in.h * l.in.w;
-    }
-    if (l.kind == LayerKind::Conv) {
+    if (conv_like(l)) {
       p.lines_used = conv_lines(l, l.out.h);
       p.cols_used = (l.out.w - 1) * l.pool_s + l.pool_k;
       if (l.sw > 255) throw Error(where + "horizontal stride " + std::to_string(l.sw) + " > 255 (matmul inner_stride)");
@@ -165,44 +420,16 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
       p.lines_used = p.cols_used = 1;
     }
     if (l.pool_k > 15 || l.pool_s > 15) throw Error(where + "max-pool window or stride > 15 (activate pool_k/pool_s are 4 bits)");
-    // The chip accumulates sum(q * w) in int32 and adds bias - zp_in * sum(w).
-    const int64_t k = l.fan_in();
-    const int64_t worst = k * 255 * 128;
-    p.chip_bias.resize(size_t(l.cout()));
-    for (int oc = 0; oc < l.cout(); ++oc) {
-      int64_t sw = 0;
-      for (int64_t i = 0; i < k; ++i) sw += l.weight[size_t(oc * k + i)];
-      const int64_t b = int64_t(l.bias[size_t(oc)]) - int64_t(l.in_q.zero_point) * sw;
-      if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max() ||
-          worst + (b < 0 ? -b : b) > std::numeric_limits<int32_t>::max())
-        throw Error(where + "accumulator range exceeds int32 (fan-in " + std::to_string(k) + ", bias " + std::to_string(b) + ")");
-      p.chip_bias[size_t(oc)] = int32_t(b);
+    if (l.act == Activation::Lut) {
+      // LUT byte (y & 0xFF) holds lut[y - qmin].
+      const uint32_t at = uint32_t(cn.constants.size());
+      cn.constants.resize(cn.constants.size() + 256, 0);
+      const int qmin = l.out_q.qmin();
+      for (int y = qmin; y < qmin + 256; ++y) cn.constants[at + uint32_t(y & 0xFF)] = uint8_t(l.lut[size_t(y - qmin)] & 0xFF);
+      p.lut = int(cn.luts.size());
+      cn.luts.push_back(at);
     }
-    // Weight tiles: ob-major, then t = tap * kin_blocks + ib.
-    p.tile_offset = uint32_t(cn.constants.size());
-    const int tiles = p.tiles_per_ob();
-    cn.constants.resize(cn.constants.size() + size_t(p.obs) * size_t(tiles) * n * n, 0);
-    for (int ob = 0; ob < p.obs; ++ob)
-      for (int t = 0; t < tiles; ++t) {
-        uint8_t* tile = cn.constants.data() + p.tile_offset + (size_t(ob) * tiles + size_t(t)) * n * n;
-        const int tap = t / p.kin_blocks, ib = t % p.kin_blocks;
-        for (uint32_t kk = 0; kk < n; ++kk)
-          for (uint32_t nn = 0; nn < n; ++nn) {
-            const int oc = ob * int(n) + int(nn);
-            if (oc >= l.cout()) continue;
-            const int64_t c = int64_t(ib) * n + kk;
-            int64_t idx = -1;
-            if (p.packed) {
-              if (c < k) idx = c;
-            } else if (l.kind == LayerKind::Conv) {
-              if (c < l.in.c) idx = (c * l.kh + tap / l.kw) * l.kw + tap % l.kw;
-            } else {
-              const int64_t pixels = int64_t(l.in.h) * l.in.w;
-              if (c < l.in.c) idx = c * pixels + tap;
-            }
-            if (idx >= 0) tile[kk * n + nn] = uint8_t(l.weight[size_t(oc * k + idx)]);
-          }
-      }
+    TermBuilder(cn, li).run(&p);
     cn.layers.push_back(std::move(p));
   }
 
@@ -244,9 +471,10 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
       const QLayer& l = net.layers[size_t(g[s].first)];
       const auto& p = cn.layers[size_t(g[s].first)];
       const int ob = g[s].second;
+      const int out_zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
       for (uint32_t c = 0; c < n; ++c) {
         const int oc = ob * int(n) + int(c);
-        const uint32_t zp = uint32_t(l.out_q.zero_point) & 0xFF;
+        const uint32_t zp = uint32_t(out_zp) & 0xFF;
         if (oc < l.cout()) {
           bias[c] = p.chip_bias[size_t(oc)];
           mult[c] = l.mult[size_t(oc)];
@@ -254,22 +482,22 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
         } else {  // padding channels: the zero point (the next layer's weights there are 0)
           bias[c] = 0;
           mult[c] = 0;
-          misc[c] = zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+          misc[c] = (uint32_t(l.out_q.zero_point) & 0xFF) << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
         }
       }
       write_slot(gen.offset + s * 12 * n, bias.data(), mult.data(), misc.data());
     }
     cn.generations.push_back(gen);
   }
-  cn.zero_slots_offset = uint32_t(cn.constants.size());
-  cn.constants.resize(cn.constants.size() + cn.zero_slots.size() * 12 * n, 0);
-  for (size_t z = 0; z < cn.zero_slots.size(); ++z) {
+  cn.fill_slots_offset = uint32_t(cn.constants.size());
+  cn.constants.resize(cn.constants.size() + cn.fill_slots.size() * 12 * n, 0);
+  for (size_t z = 0; z < cn.fill_slots.size(); ++z) {
     std::fill(bias.begin(), bias.end(), 0);
     std::fill(mult.begin(), mult.end(), 0);
-    std::fill(misc.begin(), misc.end(), (uint32_t(cn.zero_slots[z].first) & 0xFF) << 8);
-    write_slot(cn.zero_slots_offset + z * 12 * n, bias.data(), mult.data(), misc.data());
+    std::fill(misc.begin(), misc.end(), (uint32_t(cn.fill_slots[z].first) & 0xFF) << 8);
+    write_slot(cn.fill_slots_offset + z * 12 * n, bias.data(), mult.data(), misc.data());
   }
-  // 16-byte alignment of everything in constants holds: tiles are N*N, slots 12*N bytes.
+  // 16-byte alignment of everything in constants holds: tiles are N*N, slots 12*N, LUTs 256 bytes.
   return cn;
 }
 
@@ -289,7 +517,7 @@ class Emitter {
   Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint32_t iaddr, uint32_t oaddr,
           const ProgramOptions& opt)
       : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr) {
-    half_ = (cn.chip.acc_rows - cn.zero_rows) / 2;
+    half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
     plan_memory(opt);
   }
 
@@ -297,19 +525,23 @@ class Emitter {
     Program prog;
     prog.batch = batch_;
     prog.micro_batch = mb_;
-    // Parameters (zero slots once; a slot generation when it changes) are loaded right after
+    // Parameters (fill slots once; a slot generation when it changes) are loaded right after
     // the first input images, not before: the first matmul needs only those, and the parameter
     // DMA then overlaps it (measured: the array starts 230 cycles earlier).
+    const size_t nl = cn_.layers.size();
     for (uint32_t i0 = 0; i0 < batch_; i0 += mb_) {
       const uint32_t m = std::min(mb_, batch_ - i0);
-      for (size_t l = 0; l < cn_.layers.size(); ++l) {
+      if (!cn_.packed_input) {
+        cur_layer_ = 0;
+        op(ReadHost{HostDest::Ub, base_[0], m * cn_.input_rows, iaddr_ + i0 * cn_.input_bytes()});
+      }
+      for (size_t l = 0; l < nl; ++l) {
         cur_layer_ = int(l);
         layer(l, i0, m);
         if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
       }
       cur_layer_ = -1;
-      const auto& out = cn_.tensors.back();
-      op(WriteHost{tensor_base(cn_.layers.size()), m * out.image_rows(), oaddr_ + i0 * cn_.output_bytes()});
+      op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
     }
     finish(prog);
     return prog;
@@ -318,33 +550,72 @@ class Emitter {
  private:
   void op(const Instruction& i, uint32_t tile = 0) { ops_.push_back(Op{i, tile, -1, cur_layer_}); }
 
-  // ---- unified buffer plan: arena A (odd tensors) at 0; region B (staging of the packed input,
-  // even tensors) after it.
+  // ---- unified buffer plan: every tensor (the input, then each layer's output) gets rows for
+  // the micro-batch from its producer to its last consumer, first fit; the packed input is
+  // staged in two buffers of g0 images while the first layer runs.
+  struct Item {
+    int birth = 0, death = 0;
+    uint64_t rows = 0, base = 0;
+  };
+  static bool overlap(const Item& a, const Item& b) { return a.birth <= b.death && b.birth <= a.death; }
+
+  bool place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const {
+    const size_t nl = cn_.layers.size();
+    std::vector<Item> items(nl + 1);
+    items[0].birth = cn_.packed_input ? 0 : -1;
+    items[0].death = cn_.packed_input ? 0 : std::max(0, cn_.last_use[0]);
+    items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
+    for (size_t l = 0; l < nl; ++l) {
+      items[l + 1].birth = int(l);
+      items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l), cn_.last_use[l + 1]);
+      items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
+    }
+    *peak = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::vector<std::pair<uint64_t, uint64_t>> taken;
+      for (size_t j = 0; j < i; ++j)
+        if (overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
+      std::sort(taken.begin(), taken.end());
+      uint64_t at = 0;
+      for (const auto& t : taken) {
+        if (at + items[i].rows <= t.first) break;
+        at = std::max(at, t.second);
+      }
+      items[i].base = at;
+      *peak = std::max(*peak, at + items[i].rows);
+    }
+    if (*peak > cn_.chip.ub_rows) return false;
+    bases->clear();
+    for (const auto& it : items) bases->push_back(uint32_t(it.base));
+    return true;
+  }
+
   void plan_memory(const ProgramOptions& opt) {
-    const auto& t = cn_.tensors;
-    uint32_t a = 0, b = 0;
-    for (size_t l = 1; l < t.size(); ++l) (l % 2 ? a : b) = std::max(l % 2 ? a : b, t[l].image_rows());
-    const auto& l0 = cn_.layers.front();
-    const uint32_t rows0 = uint32_t(l0.lines_used) * uint32_t(l0.cols_used);
-    const uint32_t g0max = std::max<uint32_t>(1, rows0 <= half_ ? half_ / rows0 : 1);
+    uint32_t g0max = 1;
+    if (cn_.packed_input) {
+      const auto& l0 = cn_.layers.front();
+      const uint32_t rows0 = uint32_t(l0.lines_used) * uint32_t(l0.cols_used);
+      g0max = std::max<uint32_t>(1, rows0 <= half_ ? half_ / rows0 : 1);
+    }
     uint32_t cap = std::min<uint32_t>(batch_, 4095);
     if (opt.max_micro_batch) cap = std::min(cap, opt.max_micro_batch);
+    uint64_t peak = 0;
     for (uint32_t m = cap; m >= 1; --m) {
       const uint32_t g0 = std::min(m, g0max);
-      const uint64_t staging = 2ull * g0 * cn_.input_tensor.image_rows();
-      const uint64_t need = uint64_t(m) * a + std::max<uint64_t>(staging, uint64_t(m) * b);
-      if (need <= cn_.chip.ub_rows) {
+      if (place(m, g0, &base_, &peak)) {
         mb_ = m;
         g0_ = g0;
-        arena_b_ = m * a;
         return;
       }
     }
+    uint64_t largest = 0;
+    for (const auto& t : cn_.tensors) largest = std::max<uint64_t>(largest, t.image_rows());
     throw Error(cn_.net.name + ": one image does not fit in the unified buffer (" + std::to_string(cn_.chip.ub_rows) +
-                " rows): input " + std::to_string(cn_.input_tensor.image_rows()) + " rows x 2, largest tensors " +
-                std::to_string(a) + " + " + std::to_string(b) + " rows");
+                " rows): the live tensors need " + std::to_string(peak) + " rows at their peak (input " +
+                std::to_string(cn_.input_rows) + " rows, largest tensor " + std::to_string(largest) + " rows)");
   }
-  uint32_t tensor_base(size_t l) const { return l % 2 ? 0 : arena_b_; }
+  // UB base of layer l's output (kNetworkInput: the input).
+  uint32_t tensor_base(int l) const { return base_[size_t(l + 1)]; }
 
   void load_generation(int g) {
     if (loaded_gen_ == g) return;
@@ -353,17 +624,23 @@ class Emitter {
     loaded_gen_ = g;
   }
 
-  // Writes the zero point into every border row of tensor l (m images).
-  void zero_borders(size_t l, uint32_t m) {
+  void load_lut(int lut) {
+    if (lut < 0 || loaded_lut_ == lut) return;
+    op(ReadHost{HostDest::Lut, 0, 256 / n_, caddr_ + cn_.luts[size_t(lut)]});
+    loaded_lut_ = lut;
+  }
+
+  // Writes the fill value into every border row of layer l's output (m images).
+  void fill_borders(size_t l, uint32_t m) {
     const auto& t = cn_.tensors[l];
     if (!t.padded()) return;
-    const uint32_t z = cn_.zero_rows, zacc = cn_.chip.acc_rows - z;
-    const uint8_t slot = uint8_t(cn_.zero_slot(t.zero_point, t.is_unsigned));
+    const uint32_t z = cn_.fill_rows, zacc = cn_.chip.acc_rows - z;
+    const uint8_t slot = uint8_t(cn_.fill_slot(t.fill, t.is_unsigned));
     auto act = [&](uint32_t ub, uint32_t width, uint32_t height, uint32_t stride) {
-      if (!zero_slots_loaded_) {
-        op(ReadHost{HostDest::Param, uint32_t(cn_.chip.qp_slots - cn_.zero_slots.size()) * 12,
-                    uint32_t(cn_.zero_slots.size()) * 12, caddr_ + cn_.zero_slots_offset});
-        zero_slots_loaded_ = true;
+      if (!fill_slots_loaded_) {
+        op(ReadHost{HostDest::Param, uint32_t(cn_.chip.qp_slots - cn_.fill_slots.size()) * 12,
+                    uint32_t(cn_.fill_slots.size()) * 12, caddr_ + cn_.fill_slots_offset});
+        fill_slots_loaded_ = true;
       }
       Activate a;
       a.func = ActFunc::Identity;
@@ -384,12 +661,12 @@ class Emitter {
         len -= c;
       }
     };
-    const uint32_t base = tensor_base(l), wp = t.wp(), br = t.block_rows();
+    const uint32_t base = tensor_base(int(l)), wp = t.wp(), br = t.block_rows();
     const uint32_t top = uint32_t(t.pt) * wp + uint32_t(t.pl);
     const uint32_t gap = uint32_t(t.pl + t.pr);
     const uint32_t bottom = uint32_t(t.pr) + uint32_t(t.pb) * wp;
     const uint32_t blocks = m * uint32_t(t.blocks);
-    if (gap > z) throw Error("internal: padding wider than the zero source");
+    if (gap > z) throw Error("internal: padding wider than the fill source");
     run(base, top);
     for (uint32_t q = 0; q < blocks; ++q) {
       const uint32_t b0 = base + q * br;
@@ -406,7 +683,7 @@ class Emitter {
   struct Unit {
     uint32_t g0 = 0, g = 0;  // images [g0, g0 + g) of the micro-batch
     int ob = 0, slot = 0, gen = 0;
-    int py0 = 0, py1 = 0;    // pooled output lines (conv)
+    int py0 = 0, py1 = 0;    // pooled output lines (conv-like)
     int y0 = 0, y1 = 0;      // conv output lines computed
     uint32_t acc = 0;        // ACC base
     uint32_t rows = 0;       // ACC rows per image
@@ -418,11 +695,11 @@ class Emitter {
   void layer(size_t li, uint32_t i0, uint32_t m) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
-    if (!p.packed) zero_borders(li + 1, m);  // the packed first layer: after its input DMA
+    if (!p.packed) fill_borders(li, m);  // the packed first layer: after its input DMA
     // Group size and bands.
     uint32_t g;
     std::vector<std::pair<int, int>> bands;  // pooled lines
-    if (l.kind == LayerKind::Conv) {
+    if (conv_like(l)) {
       const uint32_t rows = uint32_t(p.lines_used) * uint32_t(p.cols_used);
       if (rows <= half_) {
         g = std::max<uint32_t>(1, std::min(m, half_ / rows));
@@ -437,7 +714,7 @@ class Emitter {
       g = std::min(m, half_);
       bands.push_back({0, 1});
     }
-    if (li == 0) g = std::min(g, g0_);
+    if (p.packed) g = std::min(g, g0_);
     std::vector<Unit> units;
     for (const auto& c : p.chunks) {
       uint32_t gi = 0;
@@ -453,7 +730,7 @@ class Emitter {
             u.gen = c.generation;
             u.py0 = b.first;
             u.py1 = b.second;
-            if (l.kind == LayerKind::Conv) {
+            if (conv_like(l)) {
               u.y0 = b.first * l.pool_s;
               u.y1 = (b.second - 1) * l.pool_s + l.pool_k;
               u.rows = uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used);
@@ -474,7 +751,7 @@ class Emitter {
     const Unit* prev = nullptr;
     uint32_t prev_rows = 0;
     for (Unit& u : units) {
-      const uint32_t rows = l.kind == LayerKind::Conv ? u.g * u.rows : u.g;
+      const uint32_t rows = conv_like(l) ? u.g * u.rows : u.g;
       u.acc = acc_alloc(rows);
       // The previous unit's activates read its accumulators; they can only move in among this
       // unit's matmuls if this unit writes other rows (the ring may wrap onto them).
@@ -485,7 +762,7 @@ class Emitter {
           stage_input(i0, u.g0, u.g, 0);
           if (&u == &units.front()) {
             load_generation(u.gen);
-            zero_borders(li + 1, m);
+            fill_borders(li, m);
           }
         }
       }
@@ -532,58 +809,56 @@ class Emitter {
   // last (measured: that wait cost ~40 cycles per unit when matmul and activate are as long).
   // The chip's hazard checks keep any reuse correct; this only decides how soon it can happen.
   uint32_t acc_alloc(uint32_t rows) {
-    const uint32_t ring = cn_.chip.acc_rows - cn_.zero_rows;
+    const uint32_t ring = cn_.chip.acc_rows - cn_.fill_rows;
     if (acc_next_ + rows > ring) acc_next_ = 0;
     const uint32_t at = acc_next_;
     acc_next_ += rows;
     return at;
   }
 
-  uint32_t staging_base(uint32_t buf) const { return arena_b_ + buf * g0_ * cn_.input_tensor.image_rows(); }
+  uint32_t staging_base(uint32_t buf) const { return base_[0] + buf * g0_ * cn_.input_rows; }
 
   void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) {
-    const uint32_t rows = cn_.input_tensor.image_rows();
-    op(ReadHost{HostDest::Ub, staging_base(buf), g * rows, iaddr_ + (i0 + g0) * cn_.input_bytes()});
+    op(ReadHost{HostDest::Ub, staging_base(buf), g * cn_.input_rows, iaddr_ + (i0 + g0) * cn_.input_bytes()});
   }
 
   void matmuls(size_t li, const Unit& u) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
-    const auto& in = cn_.tensors[li];
-    const int tiles = p.tiles_per_ob();
-    const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : tensor_base(li);
-    for (int t = 0; t < tiles; ++t) {
-      const uint32_t tile = caddr_ + p.tile_offset + uint32_t(u.ob * tiles + t) * n_ * n_;
-      const int tap = t / p.kin_blocks, ib = t % p.kin_blocks;
+    for (const auto& t : p.terms[size_t(u.ob)]) {
+      const uint32_t tile = caddr_ + t.tile;
+      const int in_layer = p.packed ? kNetworkInput : l.inputs[size_t(t.input)];
+      const auto& in = cn_.tensor_of(in_layer);
+      const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : tensor_base(in_layer);
       Matmul mm;
-      mm.accumulate = t > 0;
+      mm.accumulate = &t != &p.terms[size_t(u.ob)].front();
       mm.a_unsigned = in.is_unsigned;
       mm.w_unsigned = false;
       if (l.kind == LayerKind::Dense) {
         // One row per image: image stride apart.
         const uint32_t img0 = p.packed ? 0 : u.g0;
-        const uint32_t pix = p.packed ? 0 : (uint32_t(tap / in.w + in.pt) * in.wp() + uint32_t(tap % in.w + in.pl));
-        mm.switch_weights = true;
-        mm.ub_addr = in_base + img0 * in.image_rows() + uint32_t(ib) * in.block_rows() + pix;
+        const uint32_t pix = p.packed ? 0 : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
+        mm.switch_weights = t.switch_weights;
+        mm.ub_addr = in_base + img0 * in.image_rows() + uint32_t(t.ib) * in.block_rows() + pix;
         mm.acc_addr = uint16_t(u.acc);
         mm.inner = 1;
         mm.inner_stride = 1;
         mm.outer = uint16_t(u.g);
         mm.outer_stride = in.image_rows();
-        op(mm, tile);
+        op(mm, mm.switch_weights ? tile : 0);
         mxu_rows_ += u.g;
         continue;
       }
       for (uint32_t j = 0; j < u.g; ++j) {
-        mm.switch_weights = j == 0;
+        mm.switch_weights = j == 0 && t.switch_weights;
         if (p.packed) {
-          mm.ub_addr = in_base + j * in.image_rows() + uint32_t(ib) * in.block_rows() + uint32_t(u.y0) * uint32_t(p.cols_used);
+          mm.ub_addr = in_base + j * in.image_rows() + uint32_t(t.ib) * in.block_rows() + uint32_t(u.y0) * uint32_t(p.cols_used);
           mm.inner_stride = 1;
           mm.outer_stride = uint32_t(p.cols_used);
         } else {
-          const int ky = tap / l.kw, kx = tap % l.kw;
-          mm.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(ib) * in.block_rows() +
-                       uint32_t(u.y0 * l.sh + ky) * in.wp() + uint32_t(kx);
+          const int ky = t.tap / l.kw, kx = t.tap % l.kw;
+          mm.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(t.ib) * in.block_rows() +
+                       uint32_t(u.y0 * l.sh + ky * l.dh + in.pt - l.pad_t) * in.wp() + uint32_t(kx * l.dw + in.pl - l.pad_l);
           mm.inner_stride = uint8_t(l.sw);
           mm.outer_stride = uint32_t(l.sh) * in.wp();
         }
@@ -599,13 +874,14 @@ class Emitter {
   void activates(size_t li, const Unit& u) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
-    const auto& out = cn_.tensors[li + 1];
+    const auto& out = cn_.tensors[li];
     load_generation(u.gen);
+    load_lut(p.lut);
     Activate a;
     a.func = chip_func(l.act);
     a.out_unsigned = out.is_unsigned;
     a.slot = uint8_t(u.slot);
-    const uint32_t base = tensor_base(li + 1);
+    const uint32_t base = tensor_base(int(li));
     if (l.kind == LayerKind::Dense) {
       a.acc_addr = uint16_t(u.acc);
       a.ub_addr = base + u.g0 * out.image_rows() + uint32_t(u.ob) * out.block_rows() + uint32_t(out.pt) * out.wp() + uint32_t(out.pl);
@@ -695,9 +971,10 @@ class Emitter {
   const CompiledNetwork& cn_;
   const uint32_t n_;
   const uint32_t batch_, caddr_, iaddr_, oaddr_;
-  uint32_t half_ = 0, mb_ = 1, g0_ = 1, arena_b_ = 0;
-  int loaded_gen_ = -1;
-  bool zero_slots_loaded_ = false;
+  uint32_t half_ = 0, mb_ = 1, g0_ = 1;
+  std::vector<uint32_t> base_;  // UB base of the input (or its staging) and of each layer's output
+  int loaded_gen_ = -1, loaded_lut_ = -1;
+  bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;

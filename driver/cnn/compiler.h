@@ -1,28 +1,40 @@
-// The layer compiler: a quantized network (network.h QuantNetwork) into one chip program per
-// batch size that runs every layer on the chip. The host writes the input images and reads the
-// logits; nothing else crosses between them.
+// The layer compiler: a quantized network (network.h QuantNetwork, a DAG of fused layers) into
+// one chip program per batch size that runs every layer on the chip. The host writes the input
+// images and reads the output; nothing else crosses between them.
 //
 // Data layout on the chip (N = MXU size):
 //  * An activation tensor of C channels, H x W, is ceil(C/N) channel blocks of (H + pads) x
-//    (W + pads) unified-buffer rows: one row per pixel holding N channels, with a border of the
-//    zero point when the consuming convolution pads. Images of a micro-batch follow each other.
-//    Borders are written on chip each run by `activate` with multiplier 0 (output = zero point).
-//  * The first layer's input is laid out by the host ("packed"): for a convolution one row per
-//    output pixel holding its whole receptive field (Cin*kh*kw values, im2col) in
-//    ceil(Cin*kh*kw / N) row blocks; for a dense layer the flattened input in N-value rows.
-//  * A convolution is, per block of N output channels, a sum over (input channel block, kernel
-//    position) of matmuls over the 2-D strided UB pattern (ub = base + ky*Wp + kx, inner = Wo,
-//    inner_stride = stride, outer = Ho, outer_stride = stride*Wp) into the accumulators; one
-//    activate per image applies bias, requantization, ReLU/clamp and max-pooling and writes the
-//    next layer's layout (pooled pixels at the right stride inside the next border).
-//  * A dense layer is a sum over (channel block, pixel) of one-row-per-image matmuls, flattening
-//    in ONNX's C, H, W order by the choice of weight tiles; the output is ceil(Cout/N) rows per image.
+//    (W + pads) unified-buffer rows: one row per pixel holding N channels, with a border as wide
+//    as its consumers pad (the largest over them; each reads its own window of it). The border
+//    holds the zero point (convolutions pad with a real 0) or the type's minimum (max-pooling
+//    pads never win). Images of a micro-batch follow each other. Borders are written on chip
+//    each run by `activate` with multiplier 0 (output = the slot's zero point).
+//  * Tensors are placed in the unified buffer by liveness (first fit): a tensor's rows are
+//    reused once its last consumer has been emitted; the chip's hazard checks order the reuse.
+//  * The input is laid out by the host. When one Conv/Dense reads it and nothing else, it is
+//    "packed": for a convolution one row per output pixel holding its whole receptive field
+//    (Cin*kh*kw values, im2col) in ceil(Cin*kh*kw / N) row blocks; for a dense layer the
+//    flattened input in N-value rows. Otherwise it is a tensor like the others, border included.
+//  * Every layer is, per block of N output channels, a sum of matmul "terms" into the
+//    accumulators, then one activate per image (bias, requantization, ReLU/clamp/LUT,
+//    max-pooling) writing the layer's output tensor:
+//    - Conv: per (kernel tap, input block) one matmul over the 2-D strided UB pattern (ub = base
+//      + ky*dh*Wp + kx*dw, inner = Wo, inner_stride = stride, outer = Ho, outer_stride =
+//      stride*Wp); tiles that are all zero (other groups of a grouped or depthwise convolution)
+//      are skipped, so a depthwise 3x3 is 9 diagonal tiles per block. Concatenated inputs are
+//      just more input blocks: a Concat feeding convolutions costs nothing.
+//    - Dense: per (input block, pixel) one matmul with one row per image, flattening in ONNX's
+//      C, H, W order by the choice of tiles (global average pooling: diagonal tiles).
+//    - Add: two matmuls per block with diagonal tiles holding the operands' weights.
+//    - Copy: one matmul per contributing input block with a (permuted) identity tile.
+//    Consecutive terms with the same tile do not switch weights (no second load).
 //  * The accumulators are a ring of units (each at most half of it: the MXU fills one unit's
 //    rows while the activation unit drains the previous one's); the previous unit's activates
 //    are spread among the current unit's matmuls (in-order issue); a few rows at the top are
-//    the zero source for borders.
+//    the fill source for borders.
 //  * Quantization slots: one per (layer, output block); when they do not all fit, they are
-//    reloaded in generations (read_host to PARAM) as the program reaches them.
+//    reloaded in generations (read_host to PARAM) as the program reaches them. A LUT layer
+//    loads its table (read_host to LUT) before its first activate.
 //  * A batch is processed in micro-batches of as many images as the unified buffer holds.
 #pragma once
 
@@ -35,12 +47,12 @@
 
 namespace tpu::cnn {
 
-// Batch-independent part of a compiled network: weight tiles and quantization slots in host
-// memory, and the data layouts.
+// Batch-independent part of a compiled network: weight tiles, quantization slots and LUTs in
+// host memory, and the data layouts.
 struct CompiledNetwork {
   QuantNetwork net;
   ChipParams chip;
-  std::vector<uint8_t> constants;  // weight tiles, then quantization slot generations
+  std::vector<uint8_t> constants;  // weight tiles, quantization slot generations, fill slots, LUTs
 
   // Per image: input rows the host writes, output rows the chip writes (N bytes each).
   uint32_t input_rows = 0, output_rows = 0;
@@ -59,38 +71,48 @@ struct CompiledNetwork {
     int pt = 0, pl = 0, pb = 0, pr = 0;
     bool is_unsigned = false;
     int zero_point = 0;
+    int fill = 0;              // border value
     uint32_t hp() const { return uint32_t(pt + h + pb); }
     uint32_t wp() const { return uint32_t(pl + w + pr); }
     uint32_t block_rows() const { return hp() * wp(); }
     uint32_t image_rows() const { return uint32_t(blocks) * block_rows(); }
     bool padded() const { return pt || pl || pb || pr; }
   };
+  // One matmul term of an output block: input `input` (index into the layer's inputs), its
+  // channel block `ib`, kernel tap or pixel `tap`, weight tile at `tile` in constants.
+  struct Term {
+    int input = 0, ib = 0, tap = 0;
+    uint32_t tile = 0;
+    bool switch_weights = true;  // false: the same tile as the previous term (stays active)
+  };
   struct LayerPlan {
     bool packed = false;       // reads the host-packed input
-    int kin_blocks = 0;        // input row blocks per tap
-    int taps = 0;              // kernel positions (conv) or pixels (dense); 1 when packed
     int obs = 0;               // output channel blocks
     int lines_used = 0, cols_used = 0;  // conv output lines / columns that pooling reads
-    uint32_t tile_offset = 0;  // in constants: obs * tiles_per_ob() tiles
-    int tiles_per_ob() const { return kin_blocks * taps; }
+    std::vector<std::vector<Term>> terms;  // per output block
     struct Chunk {             // a range of output blocks sharing one slot generation
       int ob_begin = 0, ob_end = 0, generation = 0, slot_base = 0;
     };
     std::vector<Chunk> chunks;
-    std::vector<int32_t> chip_bias;  // bias - zp_in * sum(weights), per output channel
+    std::vector<int32_t> chip_bias;  // bias - sum(zp_in * weights), per output channel
+    int lut = -1;                    // index into luts
   };
-  std::vector<Tensor> tensors;     // tensors[l] is layer l's input (l >= 1), tensors[L] the output
-  Tensor input_tensor;             // the packed input (blocks x pixels, no border)
+  Tensor input_tensor;             // the host-written input (packed, or a tensor with borders)
+  bool packed_input = false;
+  std::vector<Tensor> tensors;     // tensors[l] is layer l's output
+  const Tensor& tensor_of(int l) const { return l == kNetworkInput ? input_tensor : tensors[size_t(l)]; }
   std::vector<LayerPlan> layers;
+  std::vector<int> last_use;       // per layer output (index l + 1; [0] the input): last consumer
   struct Generation {
     uint32_t offset = 0;  // in constants
     int slots = 0;
   };
   std::vector<Generation> generations;
-  uint32_t zero_slots_offset = 0;  // in constants: zero-source slots (bias 0, mult 0, misc zp)
-  std::vector<std::pair<int, bool>> zero_slots;  // (zero point, unsigned), at slots qp_slots-k..
-  int zero_slot(int zp, bool is_unsigned) const;
-  uint32_t zero_rows = 0;          // ACC rows at the top used as the zero source
+  uint32_t fill_slots_offset = 0;  // in constants: fill-source slots (bias 0, mult 0, misc zp)
+  std::vector<std::pair<int, bool>> fill_slots;  // (value, unsigned), at slots qp_slots-k..
+  int fill_slot(int value, bool is_unsigned) const;
+  uint32_t fill_rows = 0;          // ACC rows at the top used as the fill source
+  std::vector<uint32_t> luts;      // offsets in constants of 256-byte LUTs
 };
 
 // Plans layouts and builds the constants. Throws Error if the network does not fit the chip

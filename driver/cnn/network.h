@@ -1,10 +1,20 @@
 // The CNN intermediate representation shared by the ONNX importer, the float and integer
 // references, the quantizer and the chip compiler.
 //
-// A network is a chain of fused layers. Each layer is one Conv or Dense (Gemm/MatMul) with its
-// bias, an optional activation (ReLU or Clip) and an optional max-pool: exactly what one pass of
-// the chip's MXU plus one activate instruction computes. Tensors are NCHW; a layer's input is
-// one image of shape (C, H, W) (a dense layer flattens it in C, H, W order, as ONNX Flatten does).
+// A network is a directed acyclic graph of fused layers in topological order. Each layer reads
+// the outputs of earlier layers (or the network input) and computes one tensor: exactly what
+// one pass of the chip's MXU into the accumulators plus one activate per image computes.
+//  * Conv: a convolution (groups incl. depthwise, dilations, zero padding); average pooling is
+//    a depthwise Conv of ones. Several inputs are concatenated on channels (ONNX Concat).
+//  * Dense: a Gemm/MatMul of the flattened input (C, H, W order, as ONNX Flatten); grouped
+//    (each output reads one group of input channels): global average pooling is a Dense with
+//    one group per channel. Several inputs are concatenated on channels.
+//  * Add: the elementwise sum of two tensors of one shape, each with its own quantization.
+//  * Copy: each channel as it is (several inputs concatenated), with padding that max-pooling
+//    skips: a standalone MaxPool (pads, strides, ceil_mode), an activation that cannot be fused
+//    into its producer, or a Concat whose parts are quantized differently.
+// Every layer then adds its bias, applies an optional activation (ReLU, Clip, or a function
+// through the chip's 256-entry LUT) and an optional max-pool. Tensors are NCHW; one image.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +40,18 @@ struct Shape3 {
 bool operator==(const Shape3& a, const Shape3& b);
 inline bool operator!=(const Shape3& a, const Shape3& b) { return !(a == b); }
 
-enum class LayerKind { Conv, Dense };
-enum class Activation { None, Relu, Clip };
+enum class LayerKind { Conv, Dense, Add, Copy };
+enum class Activation { None, Relu, Clip, Lut };
+// Functions the activation unit computes through its LUT (Activation::Lut).
+enum class LutFunc { Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish };
+const char* lut_func_name(LutFunc f);
+// The float function: LeakyRelu uses alpha; HardSigmoid alpha and beta.
+float lut_func_apply(LutFunc f, float alpha, float beta, float x);
+// Whether f(x) is non-decreasing (max-pooling commutes with it).
+bool lut_func_monotonic(LutFunc f);
+
+// The network input as a layer input.
+constexpr int kNetworkInput = -1;
 
 // Per-tensor affine quantization: real = scale * (q - zero_point), q in int8 or uint8.
 struct TensorQuant {
@@ -57,35 +77,62 @@ struct LayerGeometry {
   std::string name;                 // ONNX node name (or output tensor name) of the Conv/Gemm
   std::string op;                   // ONNX op type of the main node ("Conv", "Gemm", ...)
   std::vector<std::string> fused;   // "Relu /Relu", "MaxPool /MaxPool", ... (for messages)
-  Shape3 in;                        // input image
+  // Producing layers (kNetworkInput for the network input). Conv, Dense and Copy read their
+  // inputs concatenated on channels; Add reads exactly two and sums them.
+  std::vector<int> inputs{kNetworkInput};
+  std::vector<int> input_channels;  // channels of each input (Conv/Dense/Copy: they add up to in.c)
+  Shape3 in;                        // input image (the concatenation; for Add, each operand's)
   Shape3 conv_out;                  // before pooling
   Shape3 out;                       // after pooling
   int kh = 1, kw = 1, sh = 1, sw = 1;
+  int dh = 1, dw = 1;               // Conv dilations
+  int group = 1;                    // Conv/Dense groups (depthwise: group = in.c)
+  // Conv: zero padding. Copy: padding max-pooling skips (it never wins the max).
   int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
-  int pool_k = 1, pool_s = 1;       // 1, 1 = no pooling (square window, no padding, floor)
+  int pool_k = 1, pool_s = 1;       // 1, 1 = no pooling (square window, floor)
 
-  int cin() const { return kind == LayerKind::Conv ? in.c : int(in.size()); }
+  int cin() const { return kind == LayerKind::Dense ? int(in.size()) : in.c; }
   int cout() const { return out.c; }
-  // Number of weights per output channel (Cin*kh*kw, or the flattened input size).
-  int64_t fan_in() const { return kind == LayerKind::Conv ? int64_t(in.c) * kh * kw : in.size(); }
+  // Number of weights per output channel: Conv (Cin/group)*kh*kw, Dense the flattened input
+  // size / group, Add 2 (one per operand), Copy 1.
+  int64_t fan_in() const {
+    switch (kind) {
+      case LayerKind::Conv: return int64_t(in.c / group) * kh * kw;
+      case LayerKind::Dense: return in.size() / group;
+      case LayerKind::Add: return 2;
+      case LayerKind::Copy: return 1;
+    }
+    return 1;
+  }
+  // Whether this layer multiplies with weights (Conv, Dense) rather than moving data.
+  bool has_weights() const { return kind == LayerKind::Conv || kind == LayerKind::Dense; }
   // Multiply-accumulates of one image: every convolution output that max-pooling reads (a
   // floor-mode pool never reads the last line/column when the window does not fit, and neither
   // the references nor the chip need it). Not the chip's padded count.
+  // Add and Copy have none.
   int64_t macs() const {
+    if (!has_weights()) return 0;
     return int64_t(conv_out.c) * ((out.h - 1) * pool_s + pool_k) * ((out.w - 1) * pool_s + pool_k) * fan_in();
   }
   // The same counting every convolution output (the usual figure for the model).
-  int64_t model_macs() const { return conv_out.size() * fan_in(); }
+  int64_t model_macs() const { return has_weights() ? conv_out.size() * fan_in() : 0; }
   // Recomputes conv_out and out from in and the attributes; throws Error if they do not fit.
   void infer_shapes();
 };
 
-// A float layer: weights [cout][cin][kh][kw] (conv) or [cout][fan_in] (dense), bias [cout].
+// A float layer: weights [cout][cin/group][kh][kw] (conv) or [cout][fan_in] (dense), bias
+// [cout] (Conv and Dense; Add and Copy have neither).
 struct Layer : LayerGeometry {
   std::vector<float> weight;
   std::vector<float> bias;
   Activation act = Activation::None;
   float clip_lo = 0.0f, clip_hi = 0.0f;  // Activation::Clip
+  LutFunc lut = LutFunc::Sigmoid;         // Activation::Lut
+  float lut_alpha = 0.0f, lut_beta = 0.0f;
+  // Per-channel factors (empty = 1): Copy computes x * channel_scale[c]; Add computes
+  // a + b * channel_scale[c] (a per-channel PRelu is relu(x) + (-slope) * relu(-x)).
+  std::vector<float> channel_scale;
+  std::optional<TensorQuant> pre_quant;   // Lut: the function's input quantization from the file
   std::optional<GivenQuant> given;        // quantized weights/bias from the file
   std::optional<TensorQuant> out_quant;   // output quantization from the file
 };
@@ -100,27 +147,45 @@ struct Network {
   // x' = x * pre_scale[c] + pre_shift[c]. Empty = identity.
   std::vector<float> pre_scale, pre_shift;
   std::optional<TensorQuant> input_quant;  // from a QuantizeLinear on the input
-  std::vector<Layer> layers;
+  // A final Softmax (or LogSoftmax) of the logits: not on the chip (its LUT maps one byte to
+  // one byte and cannot normalize over a vector); applied by the host to dequantized outputs.
+  // The class (argmax) is the same with or without it.
+  std::string host_softmax;          // "", "Softmax" or "LogSoftmax"
+  std::vector<Layer> layers;         // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   std::string summary() const;  // one line per layer
 };
 
 // A quantized layer: the integer network the chip runs and the integer reference defines.
-//   acc[oc][p]  = sum over the window of (x_q - in.zero_point) * weight[oc][...]
-//                 (zero padding is a real 0, i.e. x_q = in.zero_point)
+// With zp(ic) the zero point of the input that channel ic comes from:
+//   Conv:  acc[oc][p] = sum over the window and the group's channels of (x_q - zp(ic)) * weight
+//                       (zero padding is a real 0, i.e. x_q = zp(ic))
+//   Dense: acc[oc]    = sum over the group's inputs of (x_q - zp) * weight
+//   Add:   acc[c][p]  = wa(c) * (a_q - zp_a) + wb(c) * (b_q - zp_b)
+//                       (weight = {wa, wb}, or per channel {wa(0), wb(0), wa(1), ...})
+//   Copy:  acc[c][p]  = x_q - zp(c)
 //   v           = saturate_int32(acc + bias[oc])
-//   y           = saturate_out(round_half_away_from_zero(v * mult[oc] / 2^shift[oc]) + out.zp)
-//   y           = Relu: max(y, out.zp); Clip: min(max(y, lo), hi)
-//   output      = max-pool of y (floor, no padding)
+//   y           = saturate_out(round_half_away_from_zero(v * mult[oc] / 2^shift[oc]) + zp)
+//                 (zp = out.zero_point; for Lut: pre_q.zero_point)
+//   y           = Relu: max(y, out.zp); Clip: min(max(y, lo), hi); Lut: lut[y - qmin]
+//   output      = max-pool of y (floor; Copy: its padding never wins)
 struct QLayer : LayerGeometry {
-  TensorQuant in_q, out_q;
-  std::vector<int8_t> weight;        // layout as Layer::weight
-  std::vector<float> weight_scale;   // per output channel
+  std::vector<TensorQuant> in_qs;    // per input
+  TensorQuant in_q, out_q;           // in_q = in_qs[0]
+  std::vector<int8_t> weight;        // layout as Layer::weight; Add: the operand weights
+  std::vector<float> weight_scale;   // per output channel: acc unit = in_q.scale * weight_scale
   std::vector<int32_t> bias;         // per output channel
-  std::vector<int32_t> mult;         // per output channel, >= 0
+  std::vector<int32_t> mult;         // per output channel (negative: a Copy that negates)
   std::vector<uint8_t> shift;        // per output channel, 0..63
   Activation act = Activation::None;
   int lo = -128, hi = 127;           // Clip bounds in the output's integer domain
+  TensorQuant pre_q;                 // Lut: the LUT's input (same signedness as out_q)
+  std::vector<int32_t> lut;          // Lut: 256 output values, index y - qmin
+  // Add: operand j's weight for channel c.
+  int add_weight(int c, int j) const { return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)]; }
+  // Zero point of input channel ic (of the concatenated input).
+  int zero_point_of(int ic) const;
+  const TensorQuant& quant_of(int ic) const;
 };
 
 struct QuantNetwork {
@@ -128,9 +193,12 @@ struct QuantNetwork {
   Shape3 input;
   std::vector<float> pre_scale, pre_shift;  // as Network
   TensorQuant input_q;
-  std::vector<QLayer> layers;
+  std::string host_softmax;                 // as Network
+  std::vector<QLayer> layers;        // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   const TensorQuant& output_q() const { return layers.back().out_q; }
+  // Quantization of layer l's output (kNetworkInput: the input).
+  const TensorQuant& quant_of(int l) const { return l == kNetworkInput ? input_q : layers[size_t(l)].out_q; }
   std::string summary() const;
 
   // Host-side input quantization (preprocessing, then q = round(x / scale) + zp, saturated):
@@ -144,6 +212,8 @@ struct QuantNetwork {
 // The real multiplier m as mult * 2^-shift with mult in [2^30, 2^31) when possible
 // (shift <= 63; mult = 0 for m == 0). Throws Error for m < 0 or m too large for int32.
 void quantize_multiplier(double m, int32_t* mult, uint8_t* shift);
+// The same for any sign: mult = -quantize_multiplier(-m) for m < 0.
+void quantize_multiplier_signed(double m, int32_t* mult, uint8_t* shift);
 
 // Round half away from zero of a double, saturated to [lo, hi].
 int32_t round_clamp(double v, int32_t lo, int32_t hi);

@@ -13,10 +13,15 @@
 namespace tpu::cnn {
 
 std::string supported_ops() {
-  return "Conv, QLinearConv, Gemm, MatMul, QLinearMatMul, Add (bias after Conv/Gemm/MatMul, or "
-         "input preprocessing), Sub/Mul/Div (input preprocessing by constants), Relu, Clip, "
-         "MaxPool, Flatten, Reshape (flattening), Identity, Dropout, QuantizeLinear, "
-         "DequantizeLinear, Constant, Shape/Gather/Unsqueeze/Concat/Cast (on constants)";
+  return "Conv (groups, depthwise, dilations), QLinearConv, Gemm, MatMul, QLinearMatMul, Add (of two "
+         "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, or "
+         "input preprocessing), Concat (channels), QLinearConcat, BatchNormalization (after Conv/Gemm), "
+         "Relu, Clip, Sigmoid, QLinearSigmoid, Tanh, LeakyRelu, QLinearLeakyRelu, HardSigmoid, HardSwish "
+         "(or x * HardSigmoid(x)), PRelu, MaxPool, AveragePool, QLinearAveragePool, "
+         "GlobalAveragePool, QLinearGlobalAveragePool, ReduceMean (over H and W), Flatten, Reshape "
+         "(flattening), Squeeze/Unsqueeze (of 1x1 H and W), Pad (zeros, before a Conv or AveragePool), "
+         "Softmax/LogSoftmax (last, on the host), Identity, Dropout, QuantizeLinear, DequantizeLinear, Constant, "
+         "Shape/Gather/Unsqueeze/Concat/Cast (on constants)";
 }
 
 namespace {
@@ -178,15 +183,41 @@ class Importer {
     find_input(g);
     if (g.output_size() != 1)
       fail_model("the graph has " + std::to_string(g.output_size()) + " outputs; exactly one (the logits) is supported");
-    net_.output_name = g.output(0).name();
-    for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i);
-    if (net_.layers.empty()) fail_model("the graph has no Conv, Gemm or MatMul layer");
-    if (cur_ != net_.output_name)
-      fail_model("the graph output '" + net_.output_name + "' is not the end of the layer chain (which ends in '" + cur_ + "')");
+    const std::string out = g.output(0).name();
+    for (const auto& n : g.node())
+      for (const auto& in : n.input())
+        if (!in.empty()) ++uses_[in];
+    ++uses_[out];
+    for (int i = 0; i < g.node_size(); ++i) node(g.node(i));
+    if (net_.layers.empty()) fail_model("the graph has no Conv, Gemm, MatMul or pooling layer");
+    auto it = values_.find(out);
+    if (it == values_.end()) {
+      if (consts_.count(out)) fail_model("the graph output '" + out + "' is a constant");
+      fail_model("the graph output '" + out + "' is not produced by any node");
+    }
+    Value v = it->second;
+    const int last = materialize(v, out);
+    if (last != int(net_.layers.size()) - 1)
+      fail_model("the graph output '" + out + "' is computed by layer '" + net_.layers[size_t(last)].name +
+                 "', but layers after it ('" + net_.layers.back().name + "') do not lead to the output");
+    net_.output_name = out;
     return std::move(net_);
   }
 
  private:
+  // A data tensor of the graph: the outputs of some layers (or the network input) concatenated
+  // on channels, with its shape (one image) and, between QuantizeLinear and DequantizeLinear,
+  // its quantization.
+  struct Value {
+    std::vector<int> parts;
+    Shape3 shape;
+    bool flat = false;  // [N, features] (flattened in C, H, W order)
+    bool is_int = false;
+    std::optional<TensorQuant> quant;
+    int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;  // a Pad with zeros the next Conv absorbs
+    bool padded() const { return pad_t || pad_l || pad_b || pad_r; }
+  };
+
   [[noreturn]] void fail_model(const std::string& msg) const { throw Error(net_.name + ": " + msg); }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
     throw Error(net_.name + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + msg);
@@ -225,20 +256,25 @@ class Importer {
     }
     if (d[0] > 65535) fail_model("input '" + in->name() + "' has shape " + shape + ": batch above 65535");
     net_.file_batch = d[0] > 0 ? int(d[0]) : 0;
+    Value v;
+    v.parts = {kNetworkInput};
     if (d.size() == 4) {
       net_.input = {int(d[1]), int(d[2]), int(d[3])};
     } else {
       net_.input = {int(d[1]), 1, 1};
-      flat_ = true;
+      v.flat = true;
     }
-    cur_ = in->name();
-    shape_ = net_.input;
+    v.shape = net_.input;
+    values_[in->name()] = v;
+    input_tail_ = in->name();
   }
 
   bool is_const(const std::string& name) const { return consts_.count(name) > 0; }
   const Const& konst(const onnx::NodeProto& n, int i, const char* what) const {
     if (i >= n.input_size() || n.input(i).empty()) fail(n, std::string("missing input ") + what);
     auto it = consts_.find(n.input(i));
+    if (it == consts_.end() && !values_.count(n.input(i)))
+      fail(n, std::string(what) + ": tensor '" + n.input(i) + "' is not defined (no initializer, graph input or earlier node produces it)");
     if (it == consts_.end()) fail(n, std::string(what) + " '" + n.input(i) + "' must be a constant (initializer)");
     return it->second;
   }
@@ -246,62 +282,210 @@ class Importer {
     if (i >= n.input_size() || n.input(i).empty()) return nullptr;
     return &konst(n, i, what);
   }
+  // The data tensor read by input i.
+  const Value& data(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(n, "missing data input " + std::to_string(i));
+    auto it = values_.find(n.input(i));
+    if (it == values_.end()) {
+      if (is_const(n.input(i))) fail(n, "input '" + n.input(i) + "' is a constant; a data tensor is expected");
+      fail(n, "tensor '" + n.input(i) + "' is not defined (no initializer, graph input or earlier node produces it)");
+    }
+    return it->second;
+  }
+  int channels_of(int part) const { return part == kNetworkInput ? net_.input.c : net_.layers[size_t(part)].out.c; }
 
   // ---- the per-node dispatcher ------------------------------------------------------------
-  void node(const onnx::NodeProto& n, int index) {
+  void node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
-    if (!n.domain().empty() && n.domain() != "ai.onnx")
+    const bool ms = n.domain() == "com.microsoft";
+    if (!n.domain().empty() && n.domain() != "ai.onnx" && !ms)
       fail(n, "operator domain '" + n.domain() + "' is not supported. Supported ops: " + supported_ops());
-    (void)index;
     if (n.output_size() == 0 || n.output(0).empty()) fail(n, "has no output");
     if (op == "Constant") return constant(n);
-    bool reads_cur = false, all_const = true;
+    bool any_data = false, all_const = true;
     for (const auto& in : n.input()) {
       if (in.empty()) continue;
-      if (in == cur_) reads_cur = true;
+      if (values_.count(in)) any_data = true;
       else if (!is_const(in)) all_const = false;
     }
-    if (!reads_cur) {
+    if (!any_data) {
       if (all_const && n.input_size() > 0) return fold(n);
       for (const auto& in : n.input())
-        if (!in.empty() && in != cur_ && !is_const(in))
-          fail(n, "reads tensor '" + in + "', which is not the output of the previous layer ('" + cur_ +
-                  "'): only sequential networks (one chain from input to output, no branches or residual connections) are supported");
+        if (!in.empty() && !is_const(in))
+          fail(n, "reads tensor '" + in + "', which is not defined (no initializer, graph input or earlier node produces it)");
       fail(n, "has no input");
     }
-    for (const auto& in : n.input())
-      if (!in.empty() && in != cur_ && !is_const(in))
-        fail(n, "reads tensor '" + in + "' besides '" + cur_ +
-                "': only sequential networks (one chain from input to output, no branches or residual connections) are supported");
+    for (const auto& in : n.input()) {
+      auto it = values_.find(in);
+      if (it != values_.end() && it->second.padded() && op != "Conv" && op != "AveragePool" && op != "Pad")
+        fail(n, "reads '" + in + "', the output of a Pad; a Pad is supported only before a Conv or an AveragePool "
+                "(it becomes their padding)");
+    }
+    if (ms) {
+      if (op == "QLinearAdd") return add(n, true);
+      if (op == "QLinearConcat") return concat(n, true);
+      if (op == "QLinearGlobalAveragePool") return global_pool(n, true);
+      if (op == "QLinearAveragePool") return average_pool(n, true);
+      if (op == "QLinearSigmoid" || op == "QLinearLeakyRelu") return activation(n, true);
+      fail(n, "operator com.microsoft." + op + " is not supported. Supported ops: " + supported_ops());
+    }
     if (op == "Shape") return shape_of(n);
     if (op == "Conv" || op == "QLinearConv") return conv(n);
     if (op == "Gemm" || op == "MatMul" || op == "QLinearMatMul") return dense(n);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return arith(n);
-    if (op == "Relu" || op == "Clip") return activation(n);
+    if (op == "Concat") return concat(n, false);
+    if (op == "BatchNormalization") return batch_norm(n);
+    if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh" || op == "LeakyRelu" || op == "HardSigmoid" ||
+        op == "HardSwish" || op == "PRelu")
+      return activation(n, false);
     if (op == "MaxPool") return maxpool(n);
+    if (op == "AveragePool") return average_pool(n, false);
+    if (op == "GlobalAveragePool" || op == "ReduceMean") return global_pool(n, false);
     if (op == "Flatten" || op == "Reshape") return flatten(n);
-    if (op == "Identity" || op == "Dropout") return advance(n);
+    if (op == "Identity" || op == "Dropout") return alias(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n);
+    if (op == "Softmax" || op == "LogSoftmax") return softmax(n);
     if (op == "QuantizeLinear") return quantize_linear(n);
     if (op == "DequantizeLinear") return dequantize_linear(n);
     fail(n, "is not supported. Supported ops: " + supported_ops());
   }
 
-  void data_input_first(const onnx::NodeProto& n) const {
-    if (n.input(0) != cur_) fail(n, "the data tensor '" + cur_ + "' must be its first input");
+  // ---- values and fusion --------------------------------------------------------------------
+  // The layer whose latest output `name` is, when nothing else reads it: later elementwise
+  // steps (bias, activation, max-pool) fuse into that layer. -1 otherwise.
+  int fusable(const std::string& name) const {
+    auto it = tail_of_.find(name);
+    if (it == tail_of_.end()) return -1;
+    auto u = uses_.find(name);
+    return u != uses_.end() && u->second == 1 ? it->second : -1;
   }
-  void advance(const onnx::NodeProto& n) {
-    data_input_first(n);
-    for (int i = 1; i < n.output_size(); ++i)
-      if (!n.output(i).empty() && n.op_type() != "Dropout") fail(n, "only its first output may be used");
-    cur_ = n.output(0);
+  // Defines node output 0 as value v; `from` (a fusable input name) passes the layer's tail on.
+  void define(const onnx::NodeProto& n, const Value& v, const std::string& from = "") {
+    values_[n.output(0)] = v;
+    auto it = tail_of_.find(from);
+    if (!from.empty() && it != tail_of_.end() && fusable(from) >= 0) tail_of_[n.output(0)] = it->second;
+    if (!from.empty() && from == input_tail_) input_tail_ = n.output(0);
   }
-  Layer* pending(const onnx::NodeProto& n, const std::string& what) {
-    if (layer_open_ < 0)
-      fail(n, what + " must follow a Conv, Gemm or MatMul (it is fused into that layer's activation step)");
-    return &net_.layers[size_t(layer_open_)];
+  void new_layer_output(const onnx::NodeProto& n, int layer, bool flat) {
+    Value v;
+    v.parts = {layer};
+    v.shape = net_.layers[size_t(layer)].out;
+    v.flat = flat;
+    values_[n.output(0)] = v;
+    tail_of_[n.output(0)] = layer;
+  }
+  // A layer reading value v (its parts concatenated on channels).
+  Layer start_layer(const onnx::NodeProto& n, LayerKind kind, const Value& v) {
+    Layer l;
+    l.kind = kind;
+    l.name = node_name(n);
+    l.op = n.op_type();
+    l.inputs = v.parts;
+    for (int p : v.parts) l.input_channels.push_back(channels_of(p));
+    l.in = v.shape;
+    return l;
+  }
+  int push_layer(const onnx::NodeProto& n, Layer&& l) {
+    try {
+      l.infer_shapes();
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+    net_.layers.push_back(std::move(l));
+    return int(net_.layers.size()) - 1;
+  }
+  // The single layer computing v: a concatenation of several is copied into one tensor.
+  int materialize(const Value& v, const std::string& name) {
+    if (v.parts.size() == 1) {
+      if (v.parts[0] == kNetworkInput) fail_model("tensor '" + name + "' is the network input itself; a layer is expected");
+      return v.parts[0];
+    }
+    Layer l;
+    l.kind = LayerKind::Copy;
+    l.name = name;
+    l.op = "Concat";
+    l.inputs = v.parts;
+    for (int p : v.parts) l.input_channels.push_back(channels_of(p));
+    l.in = v.shape;
+    if (v.quant) l.out_quant = v.quant;
+    l.infer_shapes();
+    net_.layers.push_back(std::move(l));
+    return int(net_.layers.size()) - 1;
   }
 
-  // ---- constants -----------------------------------------------------------------------------
+  // Pad with zeros on H and W (tf2onnx and Keras write it before a Conv): the Conv or
+  // AveragePool reading it takes it as its padding.
+  void pad(const onnx::NodeProto& n) {
+    Value v = float_input(n, 0, "a Conv with pads");
+    if (v.flat) fail(n, "its input is flattened");
+    if (attr_string(n, "mode", "constant") != "constant") fail(n, "mode '" + attr_string(n, "mode", "constant") + "': only constant padding");
+    std::vector<int64_t> p;
+    double value = 0.0;
+    if (opset_ < 11) {
+      p = attr_ints(n, "pads");
+      value = attr_float(n, "value", 0.0f);
+    } else {
+      const Const& c = konst(n, 1, "pads");
+      p.assign(c.v.begin(), c.v.end());
+      if (const Const* cv = opt_konst(n, 2, "constant_value")) value = cv->v.at(0);
+      if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
+    }
+    if (p.size() != 8) fail(n, "pads " + dims_str(p) + ": 8 values (N, C, H, W begins, then ends) are expected");
+    if (value != 0.0) fail(n, "constant value " + std::to_string(value) + ": only zero padding is supported");
+    if (p[0] || p[1] || p[4] || p[5]) fail(n, "pads " + dims_str(p) + ": only H and W may be padded");
+    for (int64_t x : p)
+      if (x < 0) fail(n, "pads " + dims_str(p) + ": negative pads (cropping) are not supported");
+    v.pad_t += int(p[2]);
+    v.pad_l += int(p[3]);
+    v.pad_b += int(p[6]);
+    v.pad_r += int(p[7]);
+    values_[n.output(0)] = v;
+  }
+
+  // Squeeze / Unsqueeze of the 1x1 spatial dimensions ([N, C, 1, 1] <-> [N, C]).
+  void squeeze(const onnx::NodeProto& n) {
+    Value v = data(n, 0);
+    std::vector<int64_t> axes = attr_ints(n, "axes");
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      const Const& a = konst(n, 1, "axes");
+      axes.assign(a.v.begin(), a.v.end());
+    }
+    const bool sq = n.op_type() == "Squeeze";
+    for (auto& a : axes)
+      if (a < 0) a += 4;
+    std::sort(axes.begin(), axes.end());
+    if (sq && !v.flat && v.shape.h == 1 && v.shape.w == 1 && (axes.empty() || axes == std::vector<int64_t>{2, 3})) {
+      v.flat = true;
+    } else if (!sq && v.flat && axes == std::vector<int64_t>{2, 3}) {
+      v.flat = false;
+    } else {
+      fail(n, "axes " + dims_str(axes) + " of a " + (v.flat ? "[N, features]" : "[N, C, H, W]") +
+              " tensor: only the 1x1 spatial dimensions of [N, C, 1, 1] are supported");
+    }
+    define(n, v, n.input(0));
+  }
+
+  // A Softmax of the logits that produces the graph output runs on the host (docs/cnn.md).
+  void softmax(const onnx::NodeProto& n) {
+    const Value& v = data(n, 0);
+    const auto& g = model_.graph();
+    const int64_t axis = attr_int(n, "axis", opset_ < 13 ? 1 : -1);
+    if (n.output(0) != g.output(0).name())
+      fail(n, n.op_type() + " is supported only as the last node (it runs on the host, after the chip's logits)");
+    if (!v.flat && !(v.shape.h == 1 && v.shape.w == 1))
+      fail(n, n.op_type() + " of a " + v.shape.str() + " tensor: only of the logits [N, classes] is supported");
+    if (axis != 1 && axis != -1) fail(n, "axis " + std::to_string(axis) + ": only over the classes (axis 1 or -1)");
+    net_.host_softmax = n.op_type();
+    define(n, v, n.input(0));
+  }
+
+  void alias(const onnx::NodeProto& n) {
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty() && n.op_type() != "Dropout") fail(n, "only its first output may be used");
+    define(n, data(n, 0), n.input(0));
+  }
+
   void constant(const onnx::NodeProto& n) {
     Const c;
     if (const auto* a = find_attr(n, "value")) {
@@ -392,14 +576,16 @@ class Importer {
     consts_[n.output(0)] = std::move(r);
   }
 
+
   void shape_of(const onnx::NodeProto& n) {
+    const Value& v = data(n, 0);
     Const r;
     r.elem_type = onnx::TensorProto::INT64;
     const double b = net_.file_batch > 0 ? net_.file_batch : 1;
-    if (flat_) r.v = {b, double(shape_.size())};
-    else r.v = {b, double(shape_.c), double(shape_.h), double(shape_.w)};
+    if (v.flat) r.v = {b, double(v.shape.size())};
+    else r.v = {b, double(v.shape.c), double(v.shape.h), double(v.shape.w)};
     r.dims = {int64_t(r.v.size())};
-    consts_[n.output(0)] = std::move(r);  // the data tensor stays current
+    consts_[n.output(0)] = std::move(r);
   }
 
   // ---- quantization annotations -----------------------------------------------------------
@@ -416,43 +602,68 @@ class Importer {
     return q;
   }
 
-  // The quantization of the current tensor became known.
-  void annotate(const onnx::NodeProto& n, const TensorQuant& q) {
-    if (layer_open_ < 0) {
-      if (net_.input_quant && !(*net_.input_quant == q))
-        fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + net_.input_quant->str() + ")");
-      net_.input_quant = q;
-      input_locked_ = true;
-    } else {
-      net_.layers[size_t(layer_open_)].out_quant = q;
+
+  // Value v (read by node n) gets quantization q: its producing layers' outputs (or the input).
+  void annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q) {
+    for (int p : v.parts) {
+      std::optional<TensorQuant>& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+      if (p == kNetworkInput && have && !(*have == q))
+        fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() + ")");
+      if (v.parts.size() > 1 && have && !(*have == q)) {
+        // Concatenated tensors quantized differently: one Copy requantizes them together.
+        Value c = v;
+        c.quant = q;
+        const int l = materialize(c, n.input(0));
+        v.parts = {l};
+        v.quant = q;
+        return;
+      }
     }
-    cur_quant_ = q;
+    for (int p : v.parts) (p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant) = q;
+    v.quant = q;
   }
 
   void quantize_linear(const onnx::NodeProto& n) {
-    data_input_first(n);
-    if (is_int_) fail(n, "quantizes a tensor that is already quantized");
-    annotate(n, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")));
-    is_int_ = true;
-    cur_ = n.output(0);
+    Value v = data(n, 0);
+    if (v.is_int) fail(n, "quantizes a tensor that is already quantized");
+    annotate(n, v, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")));
+    v.is_int = true;
+    define(n, v, n.input(0));
   }
 
   void dequantize_linear(const onnx::NodeProto& n) {
-    data_input_first(n);
-    if (!is_int_) fail(n, "dequantizes a tensor that is not quantized");
+    Value v = data(n, 0);
+    if (!v.is_int) fail(n, "dequantizes a tensor that is not quantized");
     const TensorQuant q = tensor_quant(n, konst(n, 1, "x_scale"), opt_konst(n, 2, "x_zero_point"));
-    if (cur_quant_ && !(q == *cur_quant_))
-      fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + cur_quant_->str());
-    is_int_ = false;
-    cur_ = n.output(0);
+    if (v.quant && !(q == *v.quant)) fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + v.quant->str());
+    v.is_int = false;
+    define(n, v, n.input(0));
   }
 
-  // The input quantization a QLinear op declares must match what produced its input.
-  void check_input_quant(const onnx::NodeProto& n, const TensorQuant& q) {
-    if (!is_int_) fail(n, "its input '" + cur_ + "' is not a quantized tensor (QuantizeLinear missing?)");
-    if (cur_quant_ && !(q == *cur_quant_))
-      fail(n, "declares its input as " + q.str() + " but it was quantized as " + cur_quant_->str());
-    if (!cur_quant_) annotate(n, q);
+  // The input of a QLinear op: declared quantization must match what produced it.
+  Value int_input(const onnx::NodeProto& n, int i, int si, int zi) {
+    Value v = data(n, i);
+    const TensorQuant q = tensor_quant(n, konst(n, si, "input scale"), opt_konst(n, zi, "input zero point"));
+    if (!v.is_int) fail(n, "its input '" + n.input(i) + "' is not a quantized tensor (QuantizeLinear missing?)");
+    if (v.quant && !(q == *v.quant))
+      fail(n, "declares its input '" + n.input(i) + "' as " + q.str() + " but it was quantized as " + v.quant->str());
+    if (!v.quant) annotate(n, v, q);
+    return v;
+  }
+  Value float_input(const onnx::NodeProto& n, int i, const std::string& alternative) {
+    const Value& v = data(n, i);
+    if (v.is_int) fail(n, "its input '" + n.input(i) + "' is quantized (use " + alternative + ", or DequantizeLinear first)");
+    return v;
+  }
+  std::optional<TensorQuant> out_quant(const onnx::NodeProto& n, bool ql, int si, int zi) {
+    if (!ql) return std::nullopt;
+    return tensor_quant(n, konst(n, si, "output scale"), opt_konst(n, zi, "output zero point"));
+  }
+  void finish_int_output(const onnx::NodeProto& n, int layer, bool ql) {
+    if (!ql) return;
+    Value& v = values_[n.output(0)];
+    v.is_int = true;
+    v.quant = net_.layers[size_t(layer)].out_quant;
   }
 
   // ---- layers ------------------------------------------------------------------------------
@@ -480,12 +691,12 @@ class Importer {
   }
 
   // Integer biases when a quantized bias constant has the scale input_scale * weight_scale.
-  void given_bias(const Const* b, Layer& l) const {
-    if (!b || !b->quantized || !l.given || !cur_quant_) return;
+  void given_bias(const Const* b, Layer& l, const std::optional<TensorQuant>& in_q) const {
+    if (!b || !b->quantized || !l.given || !in_q) return;
     std::vector<int32_t> bias(size_t(l.cout()));
     for (int oc = 0; oc < l.cout(); ++oc) {
       const size_t ch = b->channel_of(oc);
-      const double want = double(cur_quant_->scale) * double(l.given->weight_scale[size_t(oc)]);
+      const double want = double(in_q->scale) * double(l.given->weight_scale[size_t(oc)]);
       if (b->zp[ch] != 0 || std::fabs(b->scale[ch] - want) > 1e-6 * want) return;  // requantize the float bias
       bias[size_t(oc)] = int32_t(b->q[size_t(oc)]);
     }
@@ -513,82 +724,89 @@ class Importer {
     return w;
   }
 
-  void open_layer(Layer&& l) {
-    net_.layers.push_back(std::move(l));
-    layer_open_ = int(net_.layers.size()) - 1;
-    act_seen_ = pool_seen_ = false;
-    input_locked_ = true;
-    cur_quant_.reset();  // a new tensor: quantized by a later QuantizeLinear, or calibrated
+
+  static void pads_from(const onnx::NodeProto& n, const std::string& ap, const std::vector<int64_t>& pads, LayerGeometry* l,
+                        int kh, int kw, int dh, int dw, const Importer& self) {
+    if (ap == "NOTSET") {
+      if (!pads.empty()) {
+        if (pads.size() != 4) self.fail(n, "pads must have 4 values");
+        l->pad_t = int(pads[0]);
+        l->pad_l = int(pads[1]);
+        l->pad_b = int(pads[2]);
+        l->pad_r = int(pads[3]);
+      }
+    } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      auto same = [&](int in, int k, int s, int d, int* lo, int* hi) {
+        const int out = (in + s - 1) / s;
+        const int total = std::max(0, (out - 1) * s + d * (k - 1) + 1 - in);
+        *lo = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+        *hi = total - *lo;
+      };
+      same(l->in.h, kh, l->sh, dh, &l->pad_t, &l->pad_b);
+      same(l->in.w, kw, l->sw, dw, &l->pad_l, &l->pad_r);
+    } else if (ap != "VALID") {
+      self.fail(n, "auto_pad '" + ap + "' is not supported");
+    }
+  }
+  static void absorb_pad(const Value& v, LayerGeometry* l) {
+    l->pad_t += v.pad_t;
+    l->pad_l += v.pad_l;
+    l->pad_b += v.pad_b;
+    l->pad_r += v.pad_r;
+  }
+  void strides_from(const onnx::NodeProto& n, LayerGeometry* l) const {
+    const auto st = attr_ints(n, "strides");
+    if (!st.empty()) {
+      if (st.size() != 2) fail(n, "strides must have 2 values");
+      l->sh = int(st[0]);
+      l->sw = int(st[1]);
+    }
   }
 
   void conv(const onnx::NodeProto& n) {
-    data_input_first(n);
     const bool ql = n.op_type() == "QLinearConv";
-    if (flat_) fail(n, "its input '" + cur_ + "' is flattened; Conv needs an NCHW tensor");
+    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearConv");
+    if (v.flat) fail(n, "its input '" + n.input(0) + "' is flattened; Conv needs an NCHW tensor");
     Const w;
     const Const* b = nullptr;
-    std::vector<double> qbias;
     if (ql) {
-      check_input_quant(n, tensor_quant(n, konst(n, 1, "x_scale"), opt_konst(n, 2, "x_zero_point")));
       w = qlinear_weights(n, 3, 4, 5, 0);
       b = opt_konst(n, 8, "B");
     } else {
-      if (is_int_) fail(n, "its input is quantized (use QLinearConv, or DequantizeLinear first)");
       w = konst(n, 1, "W");
       b = opt_konst(n, 2, "B");
     }
-    if (w.dims.size() != 4) fail(n, "weights of shape " + dims_str(w.dims) + "; expected [Cout, Cin, kH, kW]");
-    if (attr_int(n, "group", 1) != 1) fail(n, "grouped or depthwise convolution (group != 1) is not supported");
-    for (int64_t d : attr_ints(n, "dilations"))
-      if (d != 1) fail(n, "dilated convolution is not supported");
-    if (w.dims[1] != shape_.c)
-      fail(n, "weights " + dims_str(w.dims) + " expect " + std::to_string(w.dims[1]) + " input channels but its input '" +
-              cur_ + "' has shape " + shape_.str() + " (wrong input shape?)");
-    Layer l;
-    l.kind = LayerKind::Conv;
-    l.name = node_name(n);
-    l.op = n.op_type();
-    l.in = shape_;
+    if (w.dims.size() != 4) fail(n, "weights of shape " + dims_str(w.dims) + "; expected [Cout, Cin/group, kH, kW]");
+    Layer l = start_layer(n, LayerKind::Conv, v);
+    l.group = int(attr_int(n, "group", 1));
+    if (l.group < 1 || v.shape.c % l.group != 0)
+      fail(n, "group " + std::to_string(l.group) + " does not divide the " + std::to_string(v.shape.c) + " input channels");
+    if (w.dims[1] * l.group != v.shape.c)
+      fail(n, "weights " + dims_str(w.dims) + " with group " + std::to_string(l.group) + " expect " +
+              std::to_string(w.dims[1] * l.group) + " input channels but its input '" + n.input(0) + "' has shape " +
+              v.shape.str() + " (wrong input shape?)");
     l.conv_out.c = int(w.dims[0]);
     l.kh = int(w.dims[2]);
     l.kw = int(w.dims[3]);
     const auto ks = attr_ints(n, "kernel_shape");
     if (!ks.empty() && (ks.size() != 2 || ks[0] != l.kh || ks[1] != l.kw))
       fail(n, "kernel_shape " + dims_str(ks) + " does not match the weights " + dims_str(w.dims));
-    const auto st = attr_ints(n, "strides");
-    if (!st.empty()) {
-      if (st.size() != 2) fail(n, "strides must have 2 values");
-      l.sh = int(st[0]);
-      l.sw = int(st[1]);
+    strides_from(n, &l);
+    const auto dil = attr_ints(n, "dilations");
+    if (!dil.empty()) {
+      if (dil.size() != 2) fail(n, "dilations must have 2 values");
+      l.dh = int(dil[0]);
+      l.dw = int(dil[1]);
     }
-    const std::string ap = attr_string(n, "auto_pad", "NOTSET");
-    const auto pads = attr_ints(n, "pads");
-    if (ap == "NOTSET") {
-      if (!pads.empty()) {
-        if (pads.size() != 4) fail(n, "pads must have 4 values");
-        l.pad_t = int(pads[0]);
-        l.pad_l = int(pads[1]);
-        l.pad_b = int(pads[2]);
-        l.pad_r = int(pads[3]);
-      }
-    } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      auto same = [&](int in, int k, int s, int* lo, int* hi) {
-        const int out = (in + s - 1) / s;
-        const int total = std::max(0, (out - 1) * s + k - in);
-        *lo = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-        *hi = total - *lo;
-      };
-      same(l.in.h, l.kh, l.sh, &l.pad_t, &l.pad_b);
-      same(l.in.w, l.kw, l.sw, &l.pad_l, &l.pad_r);
-    } else if (ap != "VALID") {
-      fail(n, "auto_pad '" + ap + "' is not supported");
-    }
+    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, l.dh, l.dw, *this);
+    absorb_pad(v, &l);
+    l.weight.assign(w.v.begin(), w.v.end());
+    l.conv_out.c = int(w.dims[0]);
     try {
       l.infer_shapes();
     } catch (const Error& e) {
       fail(n, e.what());
     }
-    l.weight.assign(w.v.begin(), w.v.end());
     const int cout = l.cout();
     const int64_t k = l.fan_in();
     if (b) {
@@ -597,39 +815,38 @@ class Importer {
     } else {
       l.bias.assign(size_t(cout), 0.0f);
     }
+    const std::optional<TensorQuant> in_q = v.quant;
     if (w.quantized) l.given = given_weights(n, w, cout, k, 0, [k](int oc, int64_t i) { return oc * k + i; });
     if (ql) {
       if (b) {
         l.given->bias.assign(b->v.begin(), b->v.end());
         for (int oc = 0; oc < cout; ++oc)
-          l.bias[size_t(oc)] = float(b->v[size_t(oc)] * double(cur_quant_->scale) * double(l.given->weight_scale[size_t(oc)]));
+          l.bias[size_t(oc)] = float(b->v[size_t(oc)] * double(in_q->scale) * double(l.given->weight_scale[size_t(oc)]));
       }
     } else {
-      given_bias(b, l);
+      given_bias(b, l, in_q);
     }
-    shape_ = l.out;
-    open_layer(std::move(l));
-    if (ql) annotate(n, tensor_quant(n, konst(n, 6, "y_scale"), opt_konst(n, 7, "y_zero_point")));
-    cur_ = n.output(0);
+    l.out_quant = out_quant(n, ql, 6, 7);
+    const int id = push_layer(n, std::move(l));
+    new_layer_output(n, id, false);
+    finish_int_output(n, id, ql);
   }
 
   void dense(const onnx::NodeProto& n) {
-    data_input_first(n);
     const std::string& op = n.op_type();
     const bool ql = op == "QLinearMatMul";
-    if (!flat_)
-      fail(n, "its input '" + cur_ + "' has shape [N, " + std::to_string(shape_.c) + ", " + std::to_string(shape_.h) + ", " +
-              std::to_string(shape_.w) + "]; " + op + " needs a 2-D [N, features] input (Flatten first)");
-    const int64_t k = shape_.size();
+    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearMatMul");
+    if (!v.flat)
+      fail(n, "its input '" + n.input(0) + "' has shape [N, " + std::to_string(v.shape.c) + ", " + std::to_string(v.shape.h) + ", " +
+                std::to_string(v.shape.w) + "]; " + op + " needs a 2-D [N, features] input (Flatten first)");
+    const int64_t k = v.shape.size();
     Const w;
     const Const* c = nullptr;
     bool trans_b = false;
     double alpha = 1.0, beta = 1.0;
     if (ql) {
-      check_input_quant(n, tensor_quant(n, konst(n, 1, "a_scale"), opt_konst(n, 2, "a_zero_point")));
       w = qlinear_weights(n, 3, 4, 5, 1);
     } else {
-      if (is_int_) fail(n, "its input is quantized (use QLinearMatMul, or DequantizeLinear first)");
       w = konst(n, 1, "B");
       if (op == "Gemm") {
         if (attr_int(n, "transA", 0) != 0) fail(n, "transA = 1 is not supported");
@@ -644,14 +861,9 @@ class Importer {
     const int cout = int(trans_b ? w.dims[0] : w.dims[1]);
     if (wk != k)
       fail(n, "weights " + dims_str(w.dims) + (trans_b ? " (transB)" : "") + " expect " + std::to_string(wk) +
-              " input features but its input '" + cur_ + "' has " + std::to_string(k) + " (wrong input shape?)");
-    Layer l;
-    l.kind = LayerKind::Dense;
-    l.name = node_name(n);
-    l.op = op;
-    l.in = shape_;
+              " input features but its input '" + n.input(0) + "' has " + std::to_string(k) + " (wrong input shape?)");
+    Layer l = start_layer(n, LayerKind::Dense, v);
     l.conv_out.c = cout;
-    l.infer_shapes();
     auto index = [&](int oc, int64_t i) { return trans_b ? int64_t(oc) * k + i : i * cout + oc; };
     l.weight.resize(size_t(cout * k));
     for (int oc = 0; oc < cout; ++oc)
@@ -665,30 +877,23 @@ class Importer {
       l.given = given_weights(n, w, cout, k, trans_b ? 0 : 1, index);
       if (alpha != 1.0)
         for (float& s : l.given->weight_scale) s = float(double(s) * alpha);
-      if (c && beta == 1.0) given_bias(c, l);
+      if (c && beta == 1.0) given_bias(c, l, v.quant);
     }
-    shape_ = l.out;
-    flat_ = true;
-    open_layer(std::move(l));
-    if (ql) annotate(n, tensor_quant(n, konst(n, 6, "y_scale"), opt_konst(n, 7, "y_zero_point")));
-    cur_ = n.output(0);
+    l.out_quant = out_quant(n, ql, 6, 7);
+    const int id = push_layer(n, std::move(l));
+    new_layer_output(n, id, true);
+    finish_int_output(n, id, ql);
   }
 
-  // Add/Sub/Mul/Div with a constant: a bias after a layer, or input preprocessing.
-  void arith(const onnx::NodeProto& n) {
-    const std::string& op = n.op_type();
-    if (n.input_size() != 2) fail(n, "expects two inputs");
-    const bool data_first = n.input(0) == cur_;
-    const Const& c = konst(n, data_first ? 1 : 0, "operand");
-    if (is_int_) fail(n, "operates on a quantized tensor (DequantizeLinear first)");
-    const int channels = shape_.c;
-    // The constant must broadcast per channel: scalar, [C], [1, C], [C, 1, 1] or [1, C, 1, 1].
+  // A per-channel constant operand: scalar, [C], [1, C], [C, 1, 1] or [1, C, 1, 1].
+  std::vector<double> per_channel(const onnx::NodeProto& n, const Const& c, const Value& v) const {
+    const int channels = v.shape.c;
     std::vector<double> per(static_cast<size_t>(channels));
     if (c.numel() == 1) {
       std::fill(per.begin(), per.end(), c.v[0]);
     } else if (c.numel() == channels) {
       bool ok = true;
-      if (!flat_) {
+      if (!v.flat) {
         // [C] alone would broadcast along W: only [C,1,1] / [1,C,1,1] are per channel.
         ok = c.dims.size() >= 3 && c.dims[c.dims.size() - 1] == 1 && c.dims[c.dims.size() - 2] == 1;
       }
@@ -697,24 +902,68 @@ class Importer {
     } else {
       fail(n, "constant of shape " + dims_str(c.dims) + " is neither a scalar nor per channel (" + std::to_string(channels) + " channels)");
     }
-    if (layer_open_ >= 0) {
-      if (op != "Add" && !(op == "Sub" && data_first))
-        fail(n, op + " after a layer is not supported (only Add of a bias; put scaling into the weights)");
-      Layer& l = net_.layers[size_t(layer_open_)];
-      if (act_seen_) fail(n, "a bias Add after " + std::string(l.act == Activation::Relu ? "Relu" : "Clip") + " is not supported");
-      if (l.given && !l.given->bias.empty()) fail(n, "adds a second bias to a layer with a quantized bias");
-      for (int ch = 0; ch < channels; ++ch) l.bias[size_t(ch)] += float(op == "Sub" ? -per[size_t(ch)] : per[size_t(ch)]);
+    return per;
+  }
+
+  // Add/Sub/Mul/Div: of two tensors (Add), x * HardSigmoid(x), or with a constant (a bias or
+  // scale folded into the layer before, or input preprocessing).
+  void arith(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (n.input_size() != 2) fail(n, "expects two inputs");
+    if (op == "Mul")
+      for (int i = 0; i < 2; ++i) {
+        auto it = hard_sigmoid_of_.find(n.input(i));
+        if (it != hard_sigmoid_of_.end() && it->second == n.input(1 - i))
+          return fused_activation(n, n.input(1 - i), Activation::Lut, LutFunc::HardSwish, 0, 0);
+      }
+    const bool d0 = values_.count(n.input(0)) > 0, d1 = values_.count(n.input(1)) > 0;
+    if (d0 && d1) {
+      if (op == "Add") return add(n, false);
+      fail(n, op + " of two tensors is not supported (only Add, and x * HardSigmoid(x))");
+    }
+    const bool data_first = d0;
+    const Value v = data(n, data_first ? 0 : 1);
+    const Const& c = konst(n, data_first ? 1 : 0, "operand");
+    if (v.is_int) fail(n, "operates on a quantized tensor (DequantizeLinear first)");
+    const std::vector<double> per = per_channel(n, c, v);
+    const std::string& name = n.input(data_first ? 0 : 1);
+    const int li = fusable(name);
+    if (li >= 0) {
+      Layer& l = net_.layers[size_t(li)];
+      if (!l.has_weights()) fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
+      if (l.act != Activation::None || l.pool_k > 1)
+        fail(n, op + " by a constant after an activation or pooling is not supported");
+      if (l.given && !l.given->bias.empty() && (op == "Add" || op == "Sub"))
+        fail(n, "adds a second bias to a layer with a quantized bias");
+      if (l.given && (op == "Mul" || op == "Div")) fail(n, "scales a layer with quantized weights");
+      const int64_t k = l.fan_in();
+      for (int ch = 0; ch < l.cout(); ++ch) {
+        const double x = per[size_t(ch)];
+        if (op == "Add") l.bias[size_t(ch)] += float(x);
+        else if (op == "Sub" && data_first) l.bias[size_t(ch)] -= float(x);
+        else if (op == "Mul" || (op == "Div" && data_first)) {
+          if (op == "Div" && x == 0) fail(n, "division by zero");
+          const double s = op == "Mul" ? x : 1.0 / x;
+          for (int64_t i = 0; i < k; ++i) l.weight[size_t(ch * k + i)] = float(l.weight[size_t(ch * k + i)] * s);
+          l.bias[size_t(ch)] = float(l.bias[size_t(ch)] * s);
+        } else {
+          fail(n, op + " with the constant first is not supported after a layer");
+        }
+      }
       l.fused.push_back(op + " " + node_name(n));
-      cur_ = n.output(0);
+      define(n, v, name);
       return;
     }
     // Preprocessing on the input: x' = a*x + b per channel.
-    if (input_locked_) fail(n, op + " on the input after it was quantized is not supported");
+    if (name != input_tail_ || v.parts != std::vector<int>{kNetworkInput})
+      fail(n, op + " by a constant is supported after a Conv/Gemm/MatMul read by nothing else, or on the input");
+    if (uses_[name] != 1) fail(n, op + " on an input that other nodes also read is not supported");
+    if (net_.input_quant) fail(n, op + " on the input after it was quantized is not supported");
     if (net_.pre_scale.empty()) {
-      net_.pre_scale.assign(size_t(channels), 1.0f);
-      net_.pre_shift.assign(size_t(channels), 0.0f);
+      net_.pre_scale.assign(size_t(v.shape.c), 1.0f);
+      net_.pre_shift.assign(size_t(v.shape.c), 0.0f);
     }
-    for (int ch = 0; ch < channels; ++ch) {
+    for (int ch = 0; ch < v.shape.c; ++ch) {
       float& a = net_.pre_scale[size_t(ch)];
       float& b = net_.pre_shift[size_t(ch)];
       const double k = per[size_t(ch)];
@@ -730,16 +979,104 @@ class Importer {
         fail(n, "dividing a constant by the input is not supported");
       }
     }
-    cur_ = n.output(0);
+    define(n, v, name);
   }
 
-  void activation(const onnx::NodeProto& n) {
-    data_input_first(n);
-    Layer* l = pending(n, n.op_type());
-    float lo = 0.0f, hi = 0.0f;
-    Activation a = Activation::Relu;
-    if (n.op_type() == "Clip") {
-      a = Activation::Clip;
+  // Add of two tensors (QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp).
+  void add(const onnx::NodeProto& n, bool ql) {
+    const Value a = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAdd");
+    const Value b = ql ? int_input(n, 3, 4, 5) : float_input(n, 1, "QLinearAdd");
+    if (!(a.shape == b.shape) || a.flat != b.flat)
+      fail(n, "adds tensors of shapes " + a.shape.str() + " and " + b.shape.str() + "; only equal shapes are supported (no broadcasting)");
+    Layer l;
+    l.kind = LayerKind::Add;
+    l.name = node_name(n);
+    l.op = n.op_type();
+    l.inputs = {materialize(a, n.input(0)), materialize(b, n.input(ql ? 3 : 1))};
+    l.input_channels = {a.shape.c, b.shape.c};
+    l.in = a.shape;
+    l.out_quant = out_quant(n, ql, 6, 7);
+    const int id = push_layer(n, std::move(l));
+    new_layer_output(n, id, a.flat);
+    finish_int_output(n, id, ql);
+  }
+
+  // Concat on channels: the parts are read where they are (a virtual tensor); QLinearConcat
+  // (Y_scale, Y_zp, then X, X_scale, X_zp per input) requantizes when the scales differ.
+  void concat(const onnx::NodeProto& n, bool ql) {
+    Value v;
+    const int first = ql ? 2 : 0, step = ql ? 3 : 1;
+    int64_t axis = attr_int(n, "axis", 1);
+    for (int i = first; i < n.input_size(); i += step) {
+      const Value p = ql ? int_input(n, i, i + 1, i + 2) : float_input(n, i, "QLinearConcat");
+      const int rank = p.flat ? 2 : 4;
+      if (axis < 0) axis += rank;
+      if (axis != 1) fail(n, "axis " + std::to_string(attr_int(n, "axis", 1)) + ": only concatenation on channels (axis 1) is supported");
+      if (v.parts.empty()) {
+        v.shape = p.shape;
+        v.flat = p.flat;
+      } else {
+        if (p.flat != v.flat || p.shape.h != v.shape.h || p.shape.w != v.shape.w)
+          fail(n, "concatenates tensors of shapes " + v.shape.str() + " and " + p.shape.str() + " (H and W must match)");
+        v.shape.c += p.shape.c;
+      }
+      v.parts.insert(v.parts.end(), p.parts.begin(), p.parts.end());
+    }
+    if (v.parts.empty()) fail(n, "has no inputs");
+    if (ql) {
+      const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
+      bool same = true;
+      for (int p : v.parts) {
+        const auto& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+        same &= have && *have == q;
+      }
+      if (!same) {
+        Value c = v;
+        c.quant = q;
+        v.parts = {materialize(c, n.output(0))};
+      }
+      v.is_int = true;
+      v.quant = q;
+    }
+    values_[n.output(0)] = v;
+  }
+
+  // BatchNormalization after a Conv/Gemm read by nothing else: folded into its weights and bias.
+  void batch_norm(const onnx::NodeProto& n) {
+    const Value v = float_input(n, 0, "a QDQ Conv");
+    const int li = fusable(n.input(0));
+    if (li < 0 || !net_.layers[size_t(li)].has_weights())
+      fail(n, "BatchNormalization is supported right after a Conv or Gemm whose output nothing else reads (it is folded into it)");
+    Layer& l = net_.layers[size_t(li)];
+    if (l.act != Activation::None || l.pool_k > 1) fail(n, "BatchNormalization after an activation or pooling is not supported");
+    if (l.given) fail(n, "BatchNormalization after a layer with quantized weights is not supported");
+    const Const& scale = konst(n, 1, "scale");
+    const Const& bias = konst(n, 2, "B");
+    const Const& mean = konst(n, 3, "input_mean");
+    const Const& var = konst(n, 4, "input_var");
+    const double eps = attr_float(n, "epsilon", 1e-5f);
+    const int cout = l.cout();
+    for (const Const* c : {&scale, &bias, &mean, &var})
+      if (c->numel() != cout) fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) + " channels");
+    const int64_t k = l.fan_in();
+    for (int oc = 0; oc < cout; ++oc) {
+      const double s = scale.v[size_t(oc)] / std::sqrt(var.v[size_t(oc)] + eps);
+      for (int64_t i = 0; i < k; ++i) l.weight[size_t(oc * k + i)] = float(l.weight[size_t(oc * k + i)] * s);
+      l.bias[size_t(oc)] = float((l.bias[size_t(oc)] - mean.v[size_t(oc)]) * s + bias.v[size_t(oc)]);
+    }
+    l.fused.push_back("BatchNormalization " + node_name(n));
+    define(n, v, n.input(0));
+  }
+
+  // Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, PRelu (one slope), and
+  // com.microsoft QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp).
+  void activation(const onnx::NodeProto& n, bool ql) {
+    const std::string& op = n.op_type();
+    if (ql) int_input(n, 0, 1, 2);
+    else float_input(n, 0, "QLinear" + op);
+    if (op == "Relu") return fused_activation(n, n.input(0), Activation::Relu, LutFunc::Sigmoid, 0, 0);
+    if (op == "Clip") {
+      float lo, hi;
       if (opset_ < 11) {
         lo = attr_float(n, "min", -3.4028234e38f);
         hi = attr_float(n, "max", 3.4028234e38f);
@@ -750,74 +1087,276 @@ class Importer {
         hi = mx ? float(mx->v.at(0)) : 3.4028234e38f;
       }
       if (lo > hi) fail(n, "min > max");
+      return fused_activation(n, n.input(0), Activation::Clip, LutFunc::Sigmoid, lo, hi);
     }
-    // Compose with an activation already fused (Relu after Clip etc.).
-    if (l->act == Activation::None) {
-      l->act = a;
-      l->clip_lo = lo;
-      l->clip_hi = hi;
-    } else if (a == Activation::Relu) {
-      if (l->act == Activation::Clip) l->clip_lo = std::max(l->clip_lo, 0.0f);
-      if (l->act == Activation::Clip) l->clip_hi = std::max(l->clip_hi, 0.0f);
+    if (op == "HardSigmoid") {
+      const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+      // x * HardSigmoid(x) (HardSwish below opset 14): the Mul decides.
+      if (uses_[n.output(0)] == 1 && std::fabs(alpha - 1.0f / 6.0f) < 1e-6f && beta == 0.5f) {
+        for (const auto& m : model_.graph().node())
+          if (m.op_type() == "Mul" && m.input_size() == 2 &&
+              ((m.input(0) == n.output(0) && m.input(1) == n.input(0)) || (m.input(1) == n.output(0) && m.input(0) == n.input(0)))) {
+            hard_sigmoid_of_[n.output(0)] = n.input(0);
+            return;
+          }
+      }
+      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::HardSigmoid, alpha, beta);
+    }
+    if (op == "Sigmoid" || op == "QLinearSigmoid") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::Sigmoid, 0, 0, ql);
+    if (op == "Tanh") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::Tanh, 0, 0);
+    if (op == "HardSwish") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::HardSwish, 0, 0);
+    if (op == "LeakyRelu" || op == "QLinearLeakyRelu")
+      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, attr_float(n, "alpha", 0.01f), 0, ql);
+    if (op == "PRelu") {
+      const Const& s = konst(n, 1, "slope");
+      bool one = true;
+      for (double x : s.v) one &= x == s.v[0];
+      if (one) return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      return prelu_per_channel(n, per_channel(n, s, data(n, 0)));
+    }
+    fail(n, "is not supported");
+  }
+
+  // PRelu with a slope per channel (one LUT cannot): relu(x) + (-slope) * relu(-x), two
+  // Copy layers with ReLU (the second negates) and an Add with per-channel operand weights.
+  void prelu_per_channel(const onnx::NodeProto& n, const std::vector<double>& slope) {
+    const Value v = float_input(n, 0, "a per-tensor QLinearLeakyRelu");
+    if (v.flat) fail(n, "a per-channel PRelu of a flattened tensor is not supported");
+    Value x = v;
+    x.parts = {materialize(v, n.input(0))};
+    auto copy = [&](const char* what, float sign) {
+      Layer c = start_layer(n, LayerKind::Copy, x);
+      c.name = node_name(n) + what;
+      c.act = Activation::Relu;
+      c.channel_scale.assign(size_t(v.shape.c), sign);
+      return push_layer(n, std::move(c));
+    };
+    const int pos = copy(" (x > 0)", 1.0f), neg = copy(" (x < 0)", -1.0f);
+    Layer a;
+    a.kind = LayerKind::Add;
+    a.name = node_name(n);
+    a.op = n.op_type();
+    a.inputs = {pos, neg};
+    a.input_channels = {v.shape.c, v.shape.c};
+    a.in = v.shape;
+    for (double sl : slope) a.channel_scale.push_back(float(-sl));
+    const int id = push_layer(n, std::move(a));
+    new_layer_output(n, id, false);
+  }
+
+  // An activation on tensor `in`: fused into the layer computing it, or a Copy layer.
+  void fused_activation(const onnx::NodeProto& n, const std::string& in, Activation a, LutFunc f, float p0, float p1,
+                        bool ql = false) {
+    const Value v = values_.at(in);
+    int li = fusable(in);
+    if (li >= 0) {
+      const Layer& l = net_.layers[size_t(li)];
+      const bool can = l.act == Activation::None || (a != Activation::Lut && l.act != Activation::Lut);
+      const bool pool_ok = l.pool_k == 1 || a != Activation::Lut || lut_func_monotonic(f);
+      if (!can || !pool_ok) li = -1;
+    }
+    if (li < 0) {
+      Layer c = start_layer(n, LayerKind::Copy, v);
+      c.op = n.op_type();
+      if (v.is_int) c.out_quant = v.quant;  // the copy is exact; the LUT maps from there
+      li = push_layer(n, std::move(c));
+    }
+    Layer& l = net_.layers[size_t(li)];
+    if (a == Activation::Lut) {
+      l.act = Activation::Lut;
+      l.lut = f;
+      l.lut_alpha = p0;
+      l.lut_beta = p1;
+      // Its input's quantization (QDQ before it, or a QLinear op's input) feeds the LUT.
+      l.pre_quant = l.out_quant;
+      l.out_quant.reset();
+      if (ql) l.out_quant = tensor_quant(n, konst(n, 3, "Y_scale"), opt_konst(n, 4, "Y_zero_point"));
     } else {
-      if (l->act == Activation::Relu) lo = std::max(lo, 0.0f), hi = std::max(hi, 0.0f);
-      else lo = std::max(lo, l->clip_lo), hi = std::min(hi, l->clip_hi);
-      l->act = Activation::Clip;
-      l->clip_lo = lo;
-      l->clip_hi = std::max(lo, hi);
+      float lo = p0, hi = p1;
+      if (l.act == Activation::None) {
+        l.act = a;
+        l.clip_lo = lo;
+        l.clip_hi = hi;
+      } else if (a == Activation::Relu) {
+        if (l.act == Activation::Clip) l.clip_lo = std::max(l.clip_lo, 0.0f), l.clip_hi = std::max(l.clip_hi, 0.0f);
+      } else {
+        if (l.act == Activation::Relu) lo = std::max(lo, 0.0f), hi = std::max(hi, 0.0f);
+        else lo = std::max(lo, l.clip_lo), hi = std::min(hi, l.clip_hi);
+        l.act = Activation::Clip;
+        l.clip_lo = lo;
+        l.clip_hi = std::max(lo, hi);
+      }
+      if (l.act == Activation::Clip && l.clip_lo == 0.0f && l.clip_hi >= 3.0e38f) l.act = Activation::Relu;
+      l.out_quant.reset();  // requantized once, to the quantization after the activation
     }
-    if (l->act == Activation::Clip && l->clip_lo == 0.0f && l->clip_hi >= 3.0e38f) l->act = Activation::Relu;
-    act_seen_ = true;
-    l->fused.push_back(n.op_type() + " " + node_name(n));
-    cur_ = n.output(0);
+    l.fused.push_back(n.op_type() + " " + node_name(n));
+    new_layer_output(n, li, v.flat);
+    values_[n.output(0)].shape = l.out;
+    finish_int_output(n, li, ql);
   }
 
   void maxpool(const onnx::NodeProto& n) {
-    data_input_first(n);
     for (int i = 1; i < n.output_size(); ++i)
       if (!n.output(i).empty()) fail(n, "the Indices output is not supported");
-    Layer* l = pending(n, "MaxPool");
-    if (pool_seen_) fail(n, "a second MaxPool on the same layer output is not supported");
-    if (flat_) fail(n, "its input is flattened");
+    const Value& v0 = data(n, 0);
+    const Value v = v0;
+    if (v.flat) fail(n, "its input is flattened");
     const auto ks = attr_ints(n, "kernel_shape");
-    if (ks.size() != 2 || ks[0] != ks[1])
-      fail(n, "kernel_shape " + dims_str(ks) + ": only square 2-D windows are supported");
+    if (ks.size() != 2 || ks[0] != ks[1]) fail(n, "kernel_shape " + dims_str(ks) + ": only square 2-D windows are supported");
     auto st = attr_ints(n, "strides");
     if (st.empty()) st = {1, 1};
     if (st.size() != 2 || st[0] != st[1]) fail(n, "strides " + dims_str(st) + ": only equal strides are supported");
-    for (int64_t p : attr_ints(n, "pads"))
-      if (p != 0) fail(n, "padded max-pooling is not supported");
     for (int64_t d : attr_ints(n, "dilations"))
       if (d != 1) fail(n, "dilated max-pooling is not supported");
-    const std::string ap = attr_string(n, "auto_pad", "NOTSET");
-    if (ap != "NOTSET" && ap != "VALID") fail(n, "auto_pad '" + ap + "' is not supported");
     const int k = int(ks[0]), s = int(st[0]);
-    if (attr_int(n, "ceil_mode", 0) != 0 &&
-        ((l->conv_out.h - k) % s != 0 || (l->conv_out.w - k) % s != 0))
-      fail(n, "ceil_mode = 1 with a partial last window is not supported");
-    l->pool_k = k;
-    l->pool_s = s;
+    if (k > 15 || s > 15) fail(n, "kernel_shape " + dims_str(ks) + " / strides " + dims_str(st) + ": window and stride must be <= 15");
+    LayerGeometry g;
+    g.in = v.shape;
+    g.sh = g.sw = s;
+    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &g, k, k, 1, 1, *this);
+    const bool ceil = attr_int(n, "ceil_mode", 0) != 0;
+    // Output size (PyTorch/ONNX): floor or ceil of (H + pads - k) / s + 1; a window may not
+    // start in the bottom/right padding.
+    auto out_size = [&](int in, int lo, int hi) {
+      const int span = in + lo + hi - k;
+      if (span < 0) fail(n, "the window " + std::to_string(k) + " is larger than the padded input " + v.shape.str());
+      int o = (ceil ? (span + s - 1) / s : span / s) + 1;
+      if (ceil && (o - 1) * s >= in + lo) --o;
+      return o;
+    };
+    const int oh = out_size(v.shape.h, g.pad_t, g.pad_b), ow = out_size(v.shape.w, g.pad_l, g.pad_r);
+    // The chip's pooling is floor without padding: extend the bottom/right padding so it is.
+    const int extra_b = std::max(0, (oh - 1) * s + k - (v.shape.h + g.pad_t + g.pad_b));
+    const int extra_r = std::max(0, (ow - 1) * s + k - (v.shape.w + g.pad_l + g.pad_r));
+    const bool padded = g.pad_t || g.pad_l || g.pad_b || g.pad_r || extra_b || extra_r;
+    int li = fusable(n.input(0));
+    if (li >= 0) {
+      const Layer& l = net_.layers[size_t(li)];
+      const bool ok = !padded && l.pool_k == 1 && l.kind != LayerKind::Dense &&
+                      (l.act != Activation::Lut || lut_func_monotonic(l.lut)) && (l.conv_out.h - k) / s + 1 == oh &&
+                      (l.conv_out.w - k) / s + 1 == ow;
+      if (!ok) li = -1;
+    }
+    if (li < 0) {
+      Layer c = start_layer(n, LayerKind::Copy, v);
+      c.pad_t = g.pad_t;
+      c.pad_l = g.pad_l;
+      c.pad_b = g.pad_b + extra_b;
+      c.pad_r = g.pad_r + extra_r;
+      c.pool_k = k;
+      c.pool_s = s;
+      if (v.is_int) c.out_quant = v.quant;
+      li = push_layer(n, std::move(c));
+    } else {
+      Layer& l = net_.layers[size_t(li)];
+      l.pool_k = k;
+      l.pool_s = s;
+      try {
+        l.infer_shapes();
+      } catch (const Error& e) {
+        fail(n, e.what());
+      }
+      l.fused.push_back("MaxPool " + node_name(n));
+    }
+    new_layer_output(n, li, false);
+    if (v.is_int) {
+      values_[n.output(0)].is_int = true;
+      values_[n.output(0)].quant = v.quant;
+    }
+  }
+
+  // AveragePool (QLinearAveragePool: X, x_scale, x_zp, y_scale, y_zp): a depthwise Conv of
+  // ones / window size. Padding counts as 0 (count_include_pad = 1, or no padding).
+  void average_pool(const onnx::NodeProto& n, bool ql) {
+    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAveragePool");
+    if (v.flat) fail(n, "its input is flattened");
+    if (ql && attr_int(n, "channels_last", 0) != 0) fail(n, "channels_last = 1 is not supported");
+    const auto ks = attr_ints(n, "kernel_shape");
+    if (ks.size() != 2) fail(n, "kernel_shape " + dims_str(ks) + ": a 2-D window is expected");
+    for (int64_t d : attr_ints(n, "dilations"))
+      if (d != 1) fail(n, "dilated average pooling is not supported");
+    Layer l = start_layer(n, LayerKind::Conv, v);
+    l.group = v.shape.c;
+    l.kh = int(ks[0]);
+    l.kw = int(ks[1]);
+    strides_from(n, &l);
+    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, 1, 1, *this);
+    const bool padded = l.pad_t || l.pad_l || l.pad_b || l.pad_r;
+    absorb_pad(v, &l);  // a Pad before it: real zeros, always counted
+    if (padded && attr_int(n, "count_include_pad", 0) == 0)
+      fail(n, "padding with count_include_pad = 0 (a divisor that changes at the borders) is not supported; "
+              "count_include_pad = 1 (PyTorch's default) is");
+    l.conv_out.c = v.shape.c;
     try {
-      l->infer_shapes();
+      l.infer_shapes();
     } catch (const Error& e) {
       fail(n, e.what());
     }
-    shape_ = l->out;
-    pool_seen_ = true;
-    l->fused.push_back("MaxPool " + node_name(n));
-    cur_ = n.output(0);
+    if (attr_int(n, "ceil_mode", 0) != 0 &&
+        ((v.shape.h + l.pad_t + l.pad_b - l.kh) % l.sh != 0 || (v.shape.w + l.pad_l + l.pad_r - l.kw) % l.sw != 0))
+      fail(n, "ceil_mode = 1 with a partial last window is not supported");
+    l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f / float(l.kh * l.kw));
+    l.bias.assign(size_t(v.shape.c), 0.0f);
+    pooling_weights(l, ql, v);
+    l.out_quant = out_quant(n, ql, 3, 4);
+    const int id = push_layer(n, std::move(l));
+    new_layer_output(n, id, false);
+    finish_int_output(n, id, ql);
+  }
+
+  // Averaging layers of quantized models: weights 1 at scale 1 / window (exact).
+  void pooling_weights(Layer& l, bool ql, const Value& v) const {
+    if (!ql && !v.is_int) return;
+    GivenQuant g;
+    const int64_t k = l.fan_in();
+    g.weight.assign(size_t(l.cout() * k), 1);
+    g.weight_scale.assign(size_t(l.cout()), 1.0f / float(k));
+    l.given = g;
+  }
+
+  // GlobalAveragePool / QLinearGlobalAveragePool / ReduceMean over H and W: a Dense with one
+  // group per channel (weights 1 / pixels).
+  void global_pool(const onnx::NodeProto& n, bool ql) {
+    const std::string& op = n.op_type();
+    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearGlobalAveragePool");
+    if (v.flat) fail(n, "its input is flattened");
+    bool keep = true;
+    if (ql && attr_int(n, "channels_last", 0) != 0) fail(n, "channels_last = 1 is not supported");
+    if (op == "ReduceMean") {
+      std::vector<int64_t> axes = attr_ints(n, "axes");
+      if (n.input_size() > 1 && !n.input(1).empty()) {
+        const Const& a = konst(n, 1, "axes");
+        axes.assign(a.v.begin(), a.v.end());
+      }
+      for (auto& a : axes)
+        if (a < 0) a += 4;
+      std::sort(axes.begin(), axes.end());
+      if (axes != std::vector<int64_t>{2, 3}) fail(n, "axes " + dims_str(axes) + ": only the mean over H and W (axes 2, 3) is supported");
+      keep = attr_int(n, "keepdims", 1) != 0;
+    }
+    Layer l = start_layer(n, LayerKind::Dense, v);
+    l.group = v.shape.c;
+    l.conv_out.c = v.shape.c;
+    const int64_t pixels = int64_t(v.shape.h) * v.shape.w;
+    l.weight.assign(size_t(v.shape.c * pixels), 1.0f / float(pixels));
+    l.bias.assign(size_t(v.shape.c), 0.0f);
+    pooling_weights(l, ql, v);
+    l.out_quant = out_quant(n, ql, 3, 4);
+    const int id = push_layer(n, std::move(l));
+    new_layer_output(n, id, !keep);
+    finish_int_output(n, id, ql);
   }
 
   void flatten(const onnx::NodeProto& n) {
-    data_input_first(n);
-    const int64_t total = shape_.size();
+    Value v = data(n, 0);
+    const int64_t total = v.shape.size();
     if (n.op_type() == "Flatten") {
       const int64_t axis = attr_int(n, "axis", 1);
-      if (axis != 1 && !(flat_ && axis == -1)) fail(n, "axis " + std::to_string(axis) + ": only axis = 1 (keep the batch) is supported");
+      if (axis != 1 && !(v.flat && axis == -1)) fail(n, "axis " + std::to_string(axis) + ": only axis = 1 (keep the batch) is supported");
     } else {
       const Const& s = konst(n, 1, "shape");
-      std::vector<int64_t> cur_dims = flat_ ? std::vector<int64_t>{1, total}
-                                            : std::vector<int64_t>{1, shape_.c, shape_.h, shape_.w};
+      std::vector<int64_t> cur_dims = v.flat ? std::vector<int64_t>{1, total}
+                                             : std::vector<int64_t>{1, v.shape.c, v.shape.h, v.shape.w};
       std::vector<int64_t> t(s.v.begin(), s.v.end());
       int64_t known = 1;
       int minus = -1;
@@ -833,31 +1372,29 @@ class Importer {
       const int64_t batch = net_.file_batch > 0 ? net_.file_batch : 1;
       if (minus >= 0 && known > 0) t[size_t(minus)] = (batch * total) / known;
       const bool to_flat = t.size() == 2 && t[0] * t[1] == batch * total && t[1] == total;
-      const bool same = t.size() == 4 && !flat_ && t[1] == shape_.c && t[2] == shape_.h && t[3] == shape_.w;
+      const bool same = t.size() == 4 && t[1] == v.shape.c && t[2] == v.shape.h && t[3] == v.shape.w;
       if (!to_flat && !same)
         fail(n, "reshaping to " + dims_str(std::vector<int64_t>(s.v.begin(), s.v.end())) +
                 " is not supported (only flattening [N, C, H, W] to [N, C*H*W])");
       if (same) {
-        cur_ = n.output(0);
+        v.flat = false;
+        define(n, v, n.input(0));
         return;
       }
     }
-    flat_ = true;
-    cur_ = n.output(0);
+    v.flat = true;
+    define(n, v, n.input(0));
   }
 
   const onnx::ModelProto& model_;
   Network net_;
   std::map<std::string, Const> consts_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> uses_;      // node inputs (and the graph output) reading each name
+  std::map<std::string, int> tail_of_;   // names that are a layer's latest output
+  std::map<std::string, std::string> hard_sigmoid_of_;  // HardSigmoid(x) output -> x (HardSwish)
+  std::string input_tail_;               // the input after preprocessing so far
   int64_t opset_ = 13;
-  std::string cur_;        // the data tensor: output of the last node of the chain
-  Shape3 shape_;           // its shape (one image); flattened in C, H, W order if flat_
-  bool flat_ = false;
-  bool is_int_ = false;    // between QuantizeLinear and DequantizeLinear (or QLinear ops)
-  std::optional<TensorQuant> cur_quant_;
-  int layer_open_ = -1;    // the layer later Add/Relu/Clip/MaxPool fuse into
-  bool act_seen_ = false, pool_seen_ = false;
-  bool input_locked_ = false;
 };
 
 }  // namespace

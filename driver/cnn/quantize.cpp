@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "reference.h"
 
@@ -11,16 +12,20 @@ namespace tpu::cnn {
 Calibration calibrate(const Network& net, const std::vector<std::vector<float>>& images) {
   Calibration c;
   c.layers.resize(net.layers.size());
-  std::vector<std::vector<float>> outs;
+  c.pre.resize(net.layers.size());
+  std::vector<std::vector<float>> outs, pre;
   std::vector<float> in;
   for (const auto& img : images) {
     if (int64_t(img.size()) != net.input.size())
       throw Error("calibration image has " + std::to_string(img.size()) + " values, the model input " +
                   net.input.str() + " needs " + std::to_string(net.input.size()));
-    float_forward(net, img.data(), &outs, &in);
+    float_forward(net, img.data(), &outs, &in, &pre);
     for (float v : in) c.input.add(v);
-    for (size_t l = 0; l < outs.size(); ++l)
+    for (size_t l = 0; l < outs.size(); ++l) {
       for (float v : outs[l]) c.layers[l].add(v);
+      if (net.layers[l].act == Activation::Lut)
+        for (float v : pre[l]) c.pre[l].add(v);
+    }
     ++c.images;
   }
   return c;
@@ -28,8 +33,10 @@ Calibration calibrate(const Network& net, const std::vector<std::vector<float>>&
 
 bool fully_quantized(const Network& net) {
   if (!net.input_quant) return false;
-  for (const auto& l : net.layers)
+  for (const auto& l : net.layers) {
     if (!l.out_quant) return false;
+    if (l.act == Activation::Lut && !l.pre_quant) return false;
+  }
   return true;
 }
 
@@ -53,6 +60,143 @@ TensorQuant from_range(float lo, float hi, bool non_negative) {
   return q;
 }
 
+// Asymmetric quantization of [lo, hi] in the given type (a LUT's input has its output's type).
+TensorQuant from_range_typed(float lo, float hi, bool is_unsigned) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  TensorQuant q;
+  q.is_unsigned = is_unsigned;
+  q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  q.zero_point = round_clamp(double(q.qmin()) - double(lo) / double(q.scale), q.qmin(), q.qmax());
+  return q;
+}
+
+// Groups of layers whose outputs are concatenated into one Conv/Dense input: they share a
+// quantization. find() gives a representative.
+struct ConcatGroups {
+  std::vector<int> parent;
+  explicit ConcatGroups(const Network& net) : parent(net.layers.size()) {
+    std::iota(parent.begin(), parent.end(), 0);
+    for (const auto& l : net.layers) {
+      if (l.inputs.size() < 2 || l.kind == LayerKind::Add) continue;
+      for (int i : l.inputs) {
+        if (i == kNetworkInput)
+          throw Error("layer '" + l.name + "': concatenating the network input with other tensors is not supported");
+        unite(l.inputs[0], i);
+      }
+    }
+  }
+  int find(int x) { return parent[size_t(x)] == x ? x : parent[size_t(x)] = find(parent[size_t(x)]); }
+  void unite(int a, int b) { parent[size_t(find(a))] = find(b); }
+};
+
+void set_multiplier(const Layer& l, int oc, double m, QLayer* ql) {
+  try {
+    quantize_multiplier(m, &ql->mult[size_t(oc)], &ql->shift[size_t(oc)]);
+  } catch (const Error& e) {
+    throw Error("layer '" + l.name + "': " + e.what());
+  }
+}
+
+// Input channel of weight `i` of output channel `oc` (Conv and Dense).
+int weight_channel(const QLayer& l, int oc, int64_t i) {
+  if (l.kind == LayerKind::Conv) {
+    const int cin_g = l.in.c / l.group, cout_g = l.cout() / l.group;
+    return (oc / cout_g) * cin_g + int(i / (int64_t(l.kh) * l.kw));
+  }
+  const int per_group = l.cout() / l.group;
+  const int64_t plane = int64_t(l.in.h) * l.in.w;
+  return int(((oc / per_group) * l.fan_in() + i) / plane);
+}
+
+// Weights, biases and multipliers of a Conv or Dense layer.
+void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
+  const int cout = l.cout();
+  const int64_t k = l.fan_in();
+  const double s_ref = ql->in_q.scale;
+  bool mixed = false;
+  for (const auto& q : ql->in_qs) mixed |= q.scale != ql->in_q.scale;
+  if (mixed && l.given)
+    throw Error("layer '" + l.name + "': its concatenated inputs have different scales and its weights are given quantized");
+  ql->weight.resize(size_t(cout * k));
+  std::vector<double> wr(static_cast<size_t>(k));
+  for (int oc = 0; oc < cout; ++oc) {
+    float ws;
+    if (l.given) {
+      ws = l.given->weight_scale[size_t(oc)];
+      std::copy_n(&l.given->weight[size_t(oc * k)], k, &ql->weight[size_t(oc * k)]);
+    } else {
+      // Each input's scale relative to the first one's is folded into the weights.
+      double m = 0.0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double rel = mixed ? double(ql->quant_of(weight_channel(*ql, oc, i)).scale) / s_ref : 1.0;
+        wr[size_t(i)] = double(l.weight[size_t(oc * k + i)]) * rel;
+        m = std::max(m, std::fabs(wr[size_t(i)]));
+      }
+      ws = m > 0.0 ? float(m / 127.0) : 1.0f;
+      for (int64_t i = 0; i < k; ++i)
+        ql->weight[size_t(oc * k + i)] = int8_t(round_clamp(wr[size_t(i)] / double(ws), -127, 127));
+    }
+    ql->weight_scale[size_t(oc)] = ws;
+    const double acc_scale = s_ref * double(ws);
+    if (l.given && !l.given->bias.empty()) {
+      ql->bias[size_t(oc)] = l.given->bias[size_t(oc)];
+    } else {
+      const double b = l.bias.empty() ? 0.0 : double(l.bias[size_t(oc)]) / acc_scale;
+      if (std::fabs(b) > 2147483647.0)
+        throw Error("layer '" + l.name + "': bias of channel " + std::to_string(oc) +
+                    " does not fit in int32 at scale " + std::to_string(acc_scale));
+      ql->bias[size_t(oc)] = round_clamp(b, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+    }
+    set_multiplier(l, oc, acc_scale / out_scale, ql);
+  }
+}
+
+// An Add weighs its operands by the ratio of their scales: the larger gets 127 (per channel
+// when operand b has per-channel factors, as a per-channel PRelu has).
+void quantize_add(const Layer& l, double out_scale, QLayer* ql) {
+  const double sa = ql->in_qs[0].scale, sb = ql->in_qs[1].scale;
+  const bool per_channel = !l.channel_scale.empty();
+  ql->weight.assign(per_channel ? size_t(2 * l.cout()) : 2, 0);
+  for (int c = 0; c < l.cout(); ++c) {
+    const double rb = sb * (per_channel ? double(l.channel_scale[size_t(c)]) : 1.0);
+    const double big = std::max(sa, std::fabs(rb));
+    const size_t at = per_channel ? size_t(2 * c) : 0;
+    ql->weight[at] = int8_t(round_clamp(127.0 * sa / big, -127, 127));
+    ql->weight[at + 1] = int8_t(round_clamp(127.0 * rb / big, -127, 127));
+    const double acc_scale = big / 127.0;
+    ql->weight_scale[size_t(c)] = float(acc_scale / sa);
+    ql->bias[size_t(c)] = 0;
+    set_multiplier(l, c, acc_scale / out_scale, ql);
+  }
+}
+
+// A Copy passes each channel through, rescaled from its input's scale to the output's.
+void quantize_copy(const Layer& l, double out_scale, QLayer* ql) {
+  ql->weight = {1};
+  for (int c = 0; c < l.cout(); ++c) {
+    const double s = ql->quant_of(c).scale * (l.channel_scale.empty() ? 1.0 : double(l.channel_scale[size_t(c)]));
+    ql->weight_scale[size_t(c)] = float(s / ql->in_q.scale);
+    ql->bias[size_t(c)] = 0;
+    try {
+      quantize_multiplier_signed(s / out_scale, &ql->mult[size_t(c)], &ql->shift[size_t(c)]);
+    } catch (const Error& e) {
+      throw Error("layer '" + l.name + "': " + e.what());
+    }
+  }
+}
+
+// The LUT of a layer: each representable input value through the function, quantized.
+std::vector<int32_t> build_lut(const Layer& l, const TensorQuant& pre, const TensorQuant& out) {
+  std::vector<int32_t> lut;
+  for (int q = pre.qmin(); q <= pre.qmax(); ++q) {
+    const float x = pre.scale * float(q - pre.zero_point);
+    const float y = lut_func_apply(l.lut, l.lut_alpha, l.lut_beta, x);
+    lut.push_back(round_clamp(double(y) / double(out.scale) + out.zero_point, out.qmin(), out.qmax()));
+  }
+  return lut;
+}
+
 }  // namespace
 
 QuantNetwork quantize(const Network& net, const Calibration* calib) {
@@ -64,6 +208,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
   q.input = net.input;
   q.pre_scale = net.pre_scale;
   q.pre_shift = net.pre_shift;
+  q.host_softmax = net.host_softmax;
   if (net.input_quant) {
     q.input_q = *net.input_quant;
   } else if (net.pre_scale.empty() && calib->input.lo >= 0.0f && calib->input.hi <= 1.0f) {
@@ -73,61 +218,67 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     q.input_q = from_range(calib->input.lo, calib->input.hi, false);
   }
 
-  TensorQuant in_q = q.input_q;
+  // Calibrated output ranges, merged over concatenation groups.
+  ConcatGroups groups(net);
+  std::vector<Range> merged(net.layers.size());
+  std::vector<char> group_non_negative(net.layers.size(), 1);
+  auto non_negative = [&](const Layer& l) {
+    return l.act == Activation::Relu || (l.act == Activation::Clip && l.clip_lo >= 0.0f);
+  };
+  if (calib) {
+    for (size_t li = 0; li < net.layers.size(); ++li) {
+      const Layer& l = net.layers[li];
+      Range r = calib->layers[li];
+      if (l.act == Activation::Clip && r.seen) {
+        r.lo = std::max(r.lo, l.clip_lo);
+        r.hi = std::min(r.hi, l.clip_hi);
+      }
+      Range& m = merged[size_t(groups.find(int(li)))];
+      if (r.seen) m.add(r.lo), m.add(r.hi);
+      if (!non_negative(l)) group_non_negative[size_t(groups.find(int(li)))] = 0;
+    }
+  }
+
   for (size_t li = 0; li < net.layers.size(); ++li) {
     const Layer& l = net.layers[li];
     QLayer ql;
     static_cast<LayerGeometry&>(ql) = l;
-    ql.in_q = in_q;
+    for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
+    ql.in_q = ql.in_qs.at(0);
     ql.act = l.act;
+    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 && l.act == Activation::None && l.channel_scale.empty();
     if (l.out_quant) {
       ql.out_q = *l.out_quant;
+    } else if (plain_copy) {
+      ql.out_q = ql.in_q;  // a standalone max-pool keeps its input's quantization
     } else {
-      const Range& r = calib->layers[li];
-      float lo = r.lo, hi = r.hi;
-      bool non_negative = l.act == Activation::Relu || (l.act == Activation::Clip && l.clip_lo >= 0.0f);
-      if (l.act == Activation::Clip) {
-        lo = std::max(lo, l.clip_lo);
-        hi = std::min(hi, l.clip_hi);
+      const int g = groups.find(int(li));
+      const Range& r = merged[size_t(g)];
+      ql.out_q = from_range(r.lo, r.hi, group_non_negative[size_t(g)] != 0);
+    }
+    double pre_scale = ql.out_q.scale;
+    if (l.act == Activation::Lut) {
+      if (l.pre_quant) {
+        ql.pre_q = *l.pre_quant;
+        if (ql.pre_q.is_unsigned != ql.out_q.is_unsigned)
+          throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" + ql.pre_q.str() + ") and output (" +
+                      ql.out_q.str() + ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
+      } else {
+        ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
       }
-      ql.out_q = from_range(lo, hi, non_negative);
+      pre_scale = ql.pre_q.scale;
+      ql.lut = build_lut(l, ql.pre_q, ql.out_q);
     }
     const int cout = l.cout();
-    const int64_t k = l.fan_in();
-    ql.weight.resize(size_t(cout * k));
     ql.weight_scale.resize(size_t(cout));
     ql.bias.resize(size_t(cout));
     ql.mult.resize(size_t(cout));
     ql.shift.resize(size_t(cout));
-    for (int oc = 0; oc < cout; ++oc) {
-      float ws;
-      if (l.given) {
-        ws = l.given->weight_scale[size_t(oc)];
-        std::copy_n(&l.given->weight[size_t(oc * k)], k, &ql.weight[size_t(oc * k)]);
-      } else {
-        float m = 0.0f;
-        for (int64_t i = 0; i < k; ++i) m = std::max(m, std::fabs(l.weight[size_t(oc * k + i)]));
-        ws = m > 0.0f ? m / 127.0f : 1.0f;
-        for (int64_t i = 0; i < k; ++i)
-          ql.weight[size_t(oc * k + i)] =
-              int8_t(round_clamp(double(l.weight[size_t(oc * k + i)]) / double(ws), -127, 127));
-      }
-      ql.weight_scale[size_t(oc)] = ws;
-      const double acc_scale = double(in_q.scale) * double(ws);
-      if (l.given && !l.given->bias.empty()) {
-        ql.bias[size_t(oc)] = l.given->bias[size_t(oc)];
-      } else {
-        const double b = l.bias.empty() ? 0.0 : double(l.bias[size_t(oc)]) / acc_scale;
-        if (std::fabs(b) > 2147483647.0)
-          throw Error("layer '" + l.name + "': bias of channel " + std::to_string(oc) +
-                      " does not fit in int32 at scale " + std::to_string(acc_scale));
-        ql.bias[size_t(oc)] = round_clamp(b, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-      }
-      try {
-        quantize_multiplier(acc_scale / double(ql.out_q.scale), &ql.mult[size_t(oc)], &ql.shift[size_t(oc)]);
-      } catch (const Error& e) {
-        throw Error("layer '" + l.name + "': " + e.what());
-      }
+    switch (l.kind) {
+      case LayerKind::Conv:
+      case LayerKind::Dense: quantize_weights(l, pre_scale, &ql); break;
+      case LayerKind::Add: quantize_add(l, pre_scale, &ql); break;
+      case LayerKind::Copy: quantize_copy(l, pre_scale, &ql); break;
     }
     if (l.act == Activation::Clip) {
       ql.lo = round_clamp(double(l.clip_lo) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(), ql.out_q.qmax());
@@ -136,7 +287,6 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
       ql.lo = ql.out_q.qmin();
       ql.hi = ql.out_q.qmax();
     }
-    in_q = ql.out_q;
     q.layers.push_back(std::move(ql));
   }
   return q;

@@ -1,6 +1,9 @@
 // Post-training quantization of a float network: per-output-channel symmetric int8 weights,
 // int32 biases, per-tensor activation scale and zero point from calibration images
-// (uint8 with zero point 0 after ReLU, asymmetric int8 otherwise). Quantization parameters that
+// (uint8 with zero point 0 after ReLU, asymmetric int8 otherwise). Tensors concatenated into
+// one layer's input share one quantization (the union of their ranges), so a Concat costs
+// nothing on the chip; a standalone MaxPool keeps its input's quantization; an Add weighs its
+// operands by the ratio of their scales (int8 weights, docs/cnn.md). Quantization parameters that
 // came with the model (QDQ / QLinear* files) are used as they are.
 #pragma once
 
@@ -25,6 +28,7 @@ struct Range {
 struct Calibration {
   Range input;                // after preprocessing
   std::vector<Range> layers;  // every layer's output (after activation and pooling)
+  std::vector<Range> pre;     // every layer's values before its activation (for LUT inputs)
   int images = 0;
 };
 

@@ -7,75 +7,108 @@ namespace tpu::cnn {
 
 namespace {
 
-// Output columns [lo, hi) whose input column ox * sw + kx - pad_l lies inside the image
-// (the others read the zero padding, a real 0).
-void valid_columns(const LayerGeometry& l, int in_w, int out_w, int kx, int* lo, int* hi) {
-  *lo = 0;
-  while (*lo < out_w && *lo * l.sw + kx - l.pad_l < 0) ++*lo;
-  *hi = out_w;
-  while (*hi > *lo && (*hi - 1) * l.sw + kx - l.pad_l >= in_w) --*hi;
-}
-
-// ---- float ------------------------------------------------------------------------------
-
-// Convolution (or dense, as a 1x1 "image") before activation and pooling.
-std::vector<float> float_linear(const Layer& l, const std::vector<float>& x) {
-  const Shape3 o = l.conv_out;
-  std::vector<float> y(size_t(o.size()));
-  const int64_t plane = int64_t(o.h) * o.w;
-  if (l.kind == LayerKind::Dense) {
-    const int64_t k = l.fan_in();
-    for (int oc = 0; oc < o.c; ++oc) {
-      const float* w = &l.weight[size_t(oc * k)];
-      double s = 0;
-      for (int64_t i = 0; i < k; ++i) s += double(w[i]) * x[size_t(i)];
-      y[size_t(oc)] = float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
-    }
-    return y;
-  }
-  const Shape3 in = l.in;
-  for (int oc = 0; oc < o.c; ++oc) {
-    float* out = &y[size_t(oc * plane)];
-    std::fill(out, out + plane, l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
-    for (int ic = 0; ic < in.c; ++ic) {
-      const float* src = &x[size_t(int64_t(ic) * in.h * in.w)];
-      for (int ky = 0; ky < l.kh; ++ky) {
-        for (int kx = 0; kx < l.kw; ++kx) {
-          const float w = l.weight[size_t(((int64_t(oc) * in.c + ic) * l.kh + ky) * l.kw + kx)];
-          for (int oy = 0; oy < o.h; ++oy) {
-            const int iy = oy * l.sh + ky - l.pad_t;
-            if (iy < 0 || iy >= in.h) continue;
-            const float* row = src + int64_t(iy) * in.w;
-            float* orow = out + int64_t(oy) * o.w;
-            int lo, hi;
-            valid_columns(l, in.w, o.w, kx, &lo, &hi);
-            const int off = kx - l.pad_l;
-            if (l.sw == 1) {
-              for (int ox = lo; ox < hi; ++ox) orow[ox] += w * row[ox + off];
-            } else {
-              for (int ox = lo; ox < hi; ++ox) orow[ox] += w * row[ox * l.sw + off];
-            }
-          }
-        }
-      }
-    }
-  }
-  return y;
-}
-
+// The concatenation (on channels) of a layer's inputs: channel ic of the result.
 template <typename T>
-std::vector<T> max_pool(const std::vector<T>& x, Shape3 in, Shape3 out, int k, int s) {
-  if (k == 1 && s == 1) return x;
+std::vector<T> concat_inputs(const LayerGeometry& l, const std::vector<const std::vector<T>*>& ins) {
+  if (ins.size() == 1) return *ins[0];
+  std::vector<T> x;
+  x.reserve(size_t(l.in.size()));
+  for (const auto* v : ins) x.insert(x.end(), v->begin(), v->end());
+  return x;
+}
+
+// Input pixel (iy, ix) of output (oy, ox) and kernel tap (ky, kx); false if in the padding.
+bool conv_source(const LayerGeometry& l, int oy, int ox, int ky, int kx, int* iy, int* ix) {
+  *iy = oy * l.sh + ky * l.dh - l.pad_t;
+  *ix = ox * l.sw + kx * l.dw - l.pad_l;
+  return *iy >= 0 && *iy < l.in.h && *ix >= 0 && *ix < l.in.w;
+}
+
+// Max-pooling of `y` (conv_out) into `out`; `valid` (may be null) marks the values that take
+// part (Copy's padding does not).
+template <typename T>
+std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid, Shape3 in, Shape3 out, int k, int s) {
+  if (k == 1 && s == 1 && !valid) return x;
   std::vector<T> y(size_t(out.size()));
   for (int c = 0; c < out.c; ++c)
     for (int oy = 0; oy < out.h; ++oy)
       for (int ox = 0; ox < out.w; ++ox) {
-        T m = x[size_t((int64_t(c) * in.h + oy * s) * in.w + ox * s)];
+        bool any = false;
+        T m{};
         for (int dy = 0; dy < k; ++dy)
-          for (int dx = 0; dx < k; ++dx)
-            m = std::max(m, x[size_t((int64_t(c) * in.h + oy * s + dy) * in.w + ox * s + dx)]);
+          for (int dx = 0; dx < k; ++dx) {
+            const size_t i = size_t((int64_t(c) * in.h + oy * s + dy) * in.w + ox * s + dx);
+            if (valid && !(*valid)[i]) continue;
+            if (!any || x[i] > m) m = x[i];
+            any = true;
+          }
         y[size_t((int64_t(c) * out.h + oy) * out.w + ox)] = m;
       }
+  return y;
+}
+
+// Which positions of a Copy layer's padded image hold input values.
+std::vector<char> copy_valid(const LayerGeometry& l) {
+  const Shape3 o = l.conv_out;
+  std::vector<char> v(size_t(o.size()), 0);
+  for (int c = 0; c < o.c; ++c)
+    for (int y = 0; y < l.in.h; ++y)
+      for (int x = 0; x < l.in.w; ++x) v[size_t((int64_t(c) * o.h + y + l.pad_t) * o.w + x + l.pad_l)] = 1;
+  return v;
+}
+
+// ---- float ------------------------------------------------------------------------------
+
+// The linear part (before activation and pooling) of a float layer.
+std::vector<float> float_linear(const Layer& l, const std::vector<const std::vector<float>*>& ins) {
+  const Shape3 o = l.conv_out;
+  std::vector<float> y(size_t(o.size()), 0.0f);
+  if (l.kind == LayerKind::Add) {
+    const int64_t plane = int64_t(o.h) * o.w;
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = (*ins[0])[i] + (*ins[1])[i] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(int64_t(i) / plane)]);
+    return y;
+  }
+  const std::vector<float> x = concat_inputs(l, ins);
+  if (l.kind == LayerKind::Copy) {
+    for (int c = 0; c < o.c; ++c)
+      for (int yy = 0; yy < l.in.h; ++yy)
+        for (int xx = 0; xx < l.in.w; ++xx)
+          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] =
+              x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(c)]);
+    return y;
+  }
+  const int64_t k = l.fan_in();
+  if (l.kind == LayerKind::Dense) {
+    const int per_group = o.c / l.group;
+    for (int oc = 0; oc < o.c; ++oc) {
+      const float* w = &l.weight[size_t(oc * k)];
+      const float* in = &x[size_t((oc / per_group) * k)];
+      double s = 0;
+      for (int64_t i = 0; i < k; ++i) s += double(w[i]) * in[i];
+      y[size_t(oc)] = float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
+    }
+    return y;
+  }
+  const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
+  for (int oc = 0; oc < o.c; ++oc) {
+    const int g = oc / cout_g;
+    for (int oy = 0; oy < o.h; ++oy)
+      for (int ox = 0; ox < o.w; ++ox) {
+        double s = 0;
+        for (int icg = 0; icg < cin_g; ++icg) {
+          const int ic = g * cin_g + icg;
+          for (int ky = 0; ky < l.kh; ++ky)
+            for (int kx = 0; kx < l.kw; ++kx) {
+              int iy, ix;
+              if (!conv_source(l, oy, ox, ky, kx, &iy, &ix)) continue;
+              s += double(l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)]) *
+                   x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)];
+            }
+        }
+        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
+      }
+  }
   return y;
 }
 
@@ -95,84 +128,135 @@ int32_t requant(const QLayer& l, int oc, int64_t acc) {
   const int64_t v = saturate(acc + l.bias[size_t(oc)], std::numeric_limits<int32_t>::min(),
                              std::numeric_limits<int32_t>::max());
   const int64_t p = v * int64_t(l.mult[size_t(oc)]);
-  int64_t y = saturate(rounding_shift(p, l.shift[size_t(oc)]) + l.out_q.zero_point,
-                       l.out_q.qmin(), l.out_q.qmax());
+  const int zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
+  int64_t y = saturate(rounding_shift(p, l.shift[size_t(oc)]) + zp, l.out_q.qmin(), l.out_q.qmax());
   if (l.act == Activation::Relu) y = std::max<int64_t>(y, l.out_q.zero_point);
   if (l.act == Activation::Clip) y = std::min<int64_t>(std::max<int64_t>(y, l.lo), l.hi);
+  if (l.act == Activation::Lut) y = l.lut[size_t(y - l.out_q.qmin())];
   return int32_t(y);
 }
 
 }  // namespace
 
+std::vector<float> float_layer(const Layer& l, const std::vector<const std::vector<float>*>& ins,
+                               std::vector<float>* pre_activation) {
+  std::vector<float> y = float_linear(l, ins);
+  if (pre_activation) *pre_activation = y;
+  for (float& v : y) {
+    if (l.act == Activation::Relu) v = std::max(v, 0.0f);
+    if (l.act == Activation::Clip) v = std::min(std::max(v, l.clip_lo), l.clip_hi);
+    if (l.act == Activation::Lut) v = lut_func_apply(l.lut, l.lut_alpha, l.lut_beta, v);
+  }
+  if (l.kind == LayerKind::Copy) {
+    const std::vector<char> valid = copy_valid(l);
+    return max_pool(y, &valid, l.conv_out, l.out, l.pool_k, l.pool_s);
+  }
+  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l.conv_out, l.out, l.pool_k, l.pool_s);
+}
+
 std::vector<float> float_forward(const Network& net, const float* x,
                                  std::vector<std::vector<float>>* layer_outputs,
-                                 std::vector<float>* input_after_pre) {
-  std::vector<float> cur(x, x + net.input.size());
+                                 std::vector<float>* input_after_pre,
+                                 std::vector<std::vector<float>>* pre_activations) {
+  std::vector<float> in(x, x + net.input.size());
   if (!net.pre_scale.empty()) {
     const int64_t plane = int64_t(net.input.h) * net.input.w;
     for (int c = 0; c < net.input.c; ++c)
       for (int64_t i = 0; i < plane; ++i)
-        cur[size_t(c * plane + i)] = cur[size_t(c * plane + i)] * net.pre_scale[size_t(c)] + net.pre_shift[size_t(c)];
+        in[size_t(c * plane + i)] = in[size_t(c * plane + i)] * net.pre_scale[size_t(c)] + net.pre_shift[size_t(c)];
   }
-  if (input_after_pre) *input_after_pre = cur;
-  if (layer_outputs) layer_outputs->clear();
-  for (const Layer& l : net.layers) {
-    std::vector<float> y = float_linear(l, cur);
-    for (float& v : y) {
-      if (l.act == Activation::Relu) v = std::max(v, 0.0f);
-      if (l.act == Activation::Clip) v = std::min(std::max(v, l.clip_lo), l.clip_hi);
-    }
-    cur = max_pool(y, l.conv_out, l.out, l.pool_k, l.pool_s);
-    if (layer_outputs) layer_outputs->push_back(cur);
+  if (input_after_pre) *input_after_pre = in;
+  std::vector<std::vector<float>> outs(net.layers.size());
+  if (pre_activations) pre_activations->assign(net.layers.size(), {});
+  for (size_t li = 0; li < net.layers.size(); ++li) {
+    const Layer& l = net.layers[li];
+    std::vector<const std::vector<float>*> ins;
+    for (int i : l.inputs) ins.push_back(i == kNetworkInput ? &in : &outs[size_t(i)]);
+    outs[li] = float_layer(l, ins, pre_activations ? &(*pre_activations)[li] : nullptr);
   }
-  return cur;
+  std::vector<float> result = outs.empty() ? in : outs.back();
+  if (layer_outputs) *layer_outputs = std::move(outs);
+  return result;
 }
 
-std::vector<int32_t> int_layer(const QLayer& l, const std::vector<int32_t>& x) {
-  const Shape3 o = l.conv_out, in = l.in;
-  const int zp = l.in_q.zero_point;
+std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vector<int32_t>*>& ins) {
+  const Shape3 o = l.conv_out;
   std::vector<int32_t> y(size_t(o.size()));
+  if (l.kind == LayerKind::Add) {
+    const int za = l.in_qs[0].zero_point, zb = l.in_qs[1].zero_point;
+    const int64_t plane = int64_t(o.h) * o.w;
+    for (int c = 0; c < o.c; ++c)
+      for (int64_t p = 0; p < plane; ++p) {
+        const size_t i = size_t(c * plane + p);
+        const int64_t acc = int64_t(l.add_weight(c, 0)) * ((*ins[0])[i] - za) + int64_t(l.add_weight(c, 1)) * ((*ins[1])[i] - zb);
+        y[i] = requant(l, c, acc);
+      }
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
+  }
+  const std::vector<int32_t> x = concat_inputs(l, ins);
+  std::vector<int> zp(size_t(l.in.c));
+  for (int ic = 0; ic < l.in.c; ++ic) zp[size_t(ic)] = l.zero_point_of(ic);
+  if (l.kind == LayerKind::Copy) {
+    const std::vector<char> valid = copy_valid(l);
+    for (int c = 0; c < o.c; ++c)
+      for (int yy = 0; yy < l.in.h; ++yy)
+        for (int xx = 0; xx < l.in.w; ++xx)
+          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] =
+              requant(l, c, int64_t(x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)]) - zp[size_t(c)]);
+    return max_pool(y, &valid, o, l.out, l.pool_k, l.pool_s);
+  }
+  const int64_t k = l.fan_in();
   if (l.kind == LayerKind::Dense) {
-    const int64_t k = l.fan_in();
+    const int per_group = o.c / l.group;
+    const int64_t plane = int64_t(l.in.h) * l.in.w;
     for (int oc = 0; oc < o.c; ++oc) {
+      const int64_t first = (oc / per_group) * k;
       int64_t acc = 0;
-      for (int64_t i = 0; i < k; ++i) acc += int64_t(x[size_t(i)] - zp) * l.weight[size_t(oc * k + i)];
+      for (int64_t i = 0; i < k; ++i)
+        acc += int64_t(x[size_t(first + i)] - zp[size_t((first + i) / plane)]) * l.weight[size_t(oc * k + i)];
       y[size_t(oc)] = requant(l, oc, acc);
     }
-  } else {
-    std::vector<int64_t> acc(size_t(int64_t(o.h) * o.w));
-    for (int oc = 0; oc < o.c; ++oc) {
-      std::fill(acc.begin(), acc.end(), 0);
-      for (int ic = 0; ic < in.c; ++ic)
-        for (int ky = 0; ky < l.kh; ++ky)
-          for (int kx = 0; kx < l.kw; ++kx) {
-            const int64_t w = l.weight[size_t(((int64_t(oc) * in.c + ic) * l.kh + ky) * l.kw + kx)];
-            for (int oy = 0; oy < o.h; ++oy) {
-              const int iy = oy * l.sh + ky - l.pad_t;
-              if (iy < 0 || iy >= in.h) continue;  // zero padding: a real 0 contributes nothing
-              int lo, hi;
-              valid_columns(l, in.w, o.w, kx, &lo, &hi);
-              const int32_t* row = &x[size_t((int64_t(ic) * in.h + iy) * in.w)];
-              int64_t* arow = &acc[size_t(oy * o.w)];
-              for (int ox = lo; ox < hi; ++ox) arow[ox] += int64_t(row[ox * l.sw + kx - l.pad_l] - zp) * w;
-            }
-          }
-      for (int64_t p = 0; p < int64_t(acc.size()); ++p)
-        y[size_t(oc * int64_t(acc.size()) + p)] = requant(l, oc, acc[size_t(p)]);
-    }
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
   }
-  return max_pool(y, o, l.out, l.pool_k, l.pool_s);
+  const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
+  for (int oc = 0; oc < o.c; ++oc) {
+    const int g = oc / cout_g;
+    for (int oy = 0; oy < o.h; ++oy)
+      for (int ox = 0; ox < o.w; ++ox) {
+        int64_t acc = 0;
+        for (int icg = 0; icg < cin_g; ++icg) {
+          const int ic = g * cin_g + icg;
+          for (int ky = 0; ky < l.kh; ++ky)
+            for (int kx = 0; kx < l.kw; ++kx) {
+              int iy, ix;
+              if (!conv_source(l, oy, ox, ky, kx, &iy, &ix)) continue;  // zero padding: a real 0
+              acc += int64_t(x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)] - zp[size_t(ic)]) *
+                     l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
+            }
+        }
+        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = requant(l, oc, acc);
+      }
+  }
+  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
+}
+
+std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<int32_t>& in) {
+  return int_layer(layer, std::vector<const std::vector<int32_t>*>{&in});
 }
 
 std::vector<int32_t> int_forward(const QuantNetwork& net, const int32_t* q,
                                  std::vector<std::vector<int32_t>>* layer_outputs) {
-  std::vector<int32_t> cur(q, q + net.input.size());
-  if (layer_outputs) layer_outputs->clear();
-  for (const QLayer& l : net.layers) {
-    cur = int_layer(l, cur);
-    if (layer_outputs) layer_outputs->push_back(cur);
+  const std::vector<int32_t> in(q, q + net.input.size());
+  std::vector<std::vector<int32_t>> outs(net.layers.size());
+  for (size_t li = 0; li < net.layers.size(); ++li) {
+    const QLayer& l = net.layers[li];
+    std::vector<const std::vector<int32_t>*> ins;
+    for (int i : l.inputs) ins.push_back(i == kNetworkInput ? &in : &outs[size_t(i)]);
+    outs[li] = int_layer(l, ins);
   }
-  return cur;
+  std::vector<int32_t> result = outs.empty() ? in : outs.back();
+  if (layer_outputs) *layer_outputs = std::move(outs);
+  return result;
 }
 
 }  // namespace tpu::cnn

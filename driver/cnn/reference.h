@@ -16,16 +16,23 @@ namespace tpu::cnn {
 // pixels / 255). Returns the last layer's output (out.size() values). If `layer_outputs` is not
 // null it receives every layer's output (after activation and pooling); `input_after_pre`
 // receives the input after the preprocessing affine.
+// `pre_activations` (optional) receives every layer's values before its activation and pooling.
 std::vector<float> float_forward(const Network& net, const float* x,
                                  std::vector<std::vector<float>>* layer_outputs = nullptr,
-                                 std::vector<float>* input_after_pre = nullptr);
+                                 std::vector<float>* input_after_pre = nullptr,
+                                 std::vector<std::vector<float>>* pre_activations = nullptr);
+
+// One float layer on its inputs (one per LayerGeometry::inputs entry).
+std::vector<float> float_layer(const Layer& layer, const std::vector<const std::vector<float>*>& ins,
+                               std::vector<float>* pre_activation = nullptr);
 
 // One image of quantized input values (input.size() values in input_q's range). Returns the
 // last layer's quantized output; `layer_outputs` (optional) receives every layer's output.
 std::vector<int32_t> int_forward(const QuantNetwork& net, const int32_t* q,
                                  std::vector<std::vector<int32_t>>* layer_outputs = nullptr);
 
-// One quantized layer (exposed for tests).
+// One quantized layer on its inputs (one per LayerGeometry::inputs entry; exposed for tests).
+std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<const std::vector<int32_t>*>& ins);
 std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<int32_t>& in);
 
 // Index of the largest value (the first one on ties).

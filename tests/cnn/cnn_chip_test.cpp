@@ -173,4 +173,16 @@ TEST(CnnChip, FashionLayerProfileFromTimeline) {
   EXPECT_EQ(sum, e.cycles_total);
 }
 
+// Branching CNNs on the RTL chip: residual adds, depthwise convolution, concatenation,
+// padded and ceil-mode max-pooling, global average pooling; every image bit-exact.
+void run_graph(const Network& net, uint32_t seed) {
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 16, seed));
+  const auto images = quantize_images(q, random_images(net.input, 12, seed + 1));
+  run_and_compare(q, images, 1);
+  run_and_compare(q, images, 6);
+}
+TEST(CnnChip, ResidualNetworkBitExact) { run_graph(small_resnet(41), 42); }
+TEST(CnnChip, MobileNetBitExact) { run_graph(small_mobilenet(43), 44); }
+TEST(CnnChip, SqueezeNetBitExact) { run_graph(small_squeezenet(45), 46); }
+
 }  // namespace

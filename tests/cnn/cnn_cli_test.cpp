@@ -64,11 +64,11 @@ TEST(RunCnnCli, UnsupportedOp) {
   g.input("input", {1, 1, 28, 28});
   g.init_float("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
   g.node("Conv", {"input", "w"}, {"c"}, {}, "conv");
-  g.node("AveragePool", {"c"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2})}, "avg_pool_1");
+  g.node("LRN", {"c"}, {"p"}, {OnnxAttr::Int("size", 3)}, "lrn_1");
   g.output("p");
   const Result r = tpusim("--model " + temp_file("unsupported.onnx", g.serialize()) + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("node 'avg_pool_1' (AveragePool): is not supported. Supported ops: Conv"), std::string::npos)
+  EXPECT_NE(r.out.find("node 'lrn_1' (LRN): is not supported. Supported ops: Conv"), std::string::npos)
       << r.out;
 }
 

@@ -138,3 +138,165 @@ inline QuantNetwork fashion_quantized(int calibration = 200) {
 }
 
 }  // namespace cnn_test
+
+namespace cnn_test {
+
+// Builds ONNX graphs of the branching CNNs people deploy, with random He-normal weights:
+// each method adds nodes after tensor `x` and returns the new tensor's name.
+class GraphBuilder {
+ public:
+  GraphBuilder(const std::string& name, Shape3 in, uint32_t seed) : g_(name), rng_(seed) {
+    g_.input("input", {1, in.c, in.h, in.w});
+  }
+  OnnxGraph& graph() { return g_; }
+
+  std::string conv(const std::string& x, int cin, int cout, int k, int stride = 1, int pad = 0, int group = 1,
+                   int dilation = 1, bool bias = true) {
+    const std::string p = next("conv");
+    g_.init_float(p + ".w", {cout, cin / group, k, k}, normal(size_t(cout) * (cin / group) * k * k, double(cin / group) * k * k));
+    std::vector<std::string> ins{x, p + ".w"};
+    if (bias) {
+      g_.init_float(p + ".b", {cout}, uniform(size_t(cout), -0.05f, 0.1f));
+      ins.push_back(p + ".b");
+    }
+    g_.node("Conv", ins, {p}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {stride, stride}),
+                               OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("group", group),
+                               OnnxAttr::Ints("dilations", {dilation, dilation})},
+            "/" + p);
+    return p;
+  }
+  std::string bn(const std::string& x, int c) {
+    const std::string p = next("bn");
+    g_.init_float(p + ".scale", {c}, uniform(size_t(c), 0.5f, 1.5f));
+    g_.init_float(p + ".bias", {c}, uniform(size_t(c), -0.2f, 0.2f));
+    g_.init_float(p + ".mean", {c}, uniform(size_t(c), -0.1f, 0.1f));
+    g_.init_float(p + ".var", {c}, uniform(size_t(c), 0.5f, 2.0f));
+    g_.node("BatchNormalization", {x, p + ".scale", p + ".bias", p + ".mean", p + ".var"}, {p}, {}, "/" + p);
+    return p;
+  }
+  std::string op(const std::string& type, const std::vector<std::string>& ins, const std::vector<OnnxAttr>& attrs = {}) {
+    const std::string p = next(type);
+    g_.node(type, ins, {p}, attrs, "/" + p);
+    return p;
+  }
+  std::string relu(const std::string& x) { return op("Relu", {x}); }
+  std::string clip(const std::string& x, float lo, float hi) {
+    const std::string p = next("clip");
+    g_.init_float(p + ".lo", {}, {lo});
+    g_.init_float(p + ".hi", {}, {hi});
+    g_.node("Clip", {x, p + ".lo", p + ".hi"}, {p}, {}, "/" + p);
+    return p;
+  }
+  std::string constant_op(const std::string& type, const std::string& x, float v) {
+    const std::string p = next(type);
+    g_.init_float(p + ".c", {}, {v});
+    g_.node(type, {x, p + ".c"}, {p}, {}, "/" + p);
+    return p;
+  }
+  std::string prelu(const std::string& x, float slope) { return prelu(x, std::vector<float>{slope}); }
+  // One slope, or one per channel.
+  std::string prelu(const std::string& x, const std::vector<float>& slope) {
+    const std::string p = next("prelu");
+    if (slope.size() == 1) g_.init_float(p + ".slope", {1}, slope);
+    else g_.init_float(p + ".slope", {int64_t(slope.size()), 1, 1}, slope);
+    g_.node("PRelu", {x, p + ".slope"}, {p}, {}, "/" + p);
+    return p;
+  }
+  std::string maxpool(const std::string& x, int k, int s, int pad = 0, bool ceil = false) {
+    return op("MaxPool", {x}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
+                               OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("ceil_mode", ceil ? 1 : 0)});
+  }
+  std::string avgpool(const std::string& x, int k, int s, int pad = 0) {
+    return op("AveragePool", {x}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
+                                   OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("count_include_pad", 1)});
+  }
+  std::string concat(const std::vector<std::string>& xs) { return op("Concat", xs, {OnnxAttr::Int("axis", 1)}); }
+  std::string gemm(const std::string& x, int64_t k, int n) {
+    const std::string p = next("fc");
+    g_.init_float(p + ".w", {n, k}, normal(size_t(n) * size_t(k), double(k)));
+    g_.init_float(p + ".b", {n}, uniform(size_t(n), -0.05f, 0.1f));
+    g_.node("Gemm", {x, p + ".w", p + ".b"}, {p}, {OnnxAttr::Int("transB", 1)}, "/" + p);
+    return p;
+  }
+  std::string serialize(const std::string& out) {
+    g_.output(out);
+    return g_.serialize();
+  }
+
+  // Building blocks.
+  std::string basic_block(const std::string& x, int cin, int cout, int stride) {
+    std::string y = relu(bn(conv(x, cin, cout, 3, stride, 1, 1, 1, false), cout));
+    y = bn(conv(y, cout, cout, 3, 1, 1, 1, 1, false), cout);
+    const std::string sc = stride == 1 && cin == cout ? x : bn(conv(x, cin, cout, 1, stride, 0, 1, 1, false), cout);
+    return relu(op("Add", {y, sc}));
+  }
+  std::string inverted_residual(const std::string& x, int cin, int cout, int stride, int t) {
+    const int h = cin * t;
+    std::string y = clip(conv(x, cin, h, 1), 0.0f, 6.0f);
+    y = clip(conv(y, h, h, 3, stride, 1, h), 0.0f, 6.0f);
+    y = conv(y, h, cout, 1);
+    return stride == 1 && cin == cout ? op("Add", {x, y}) : y;
+  }
+  std::string fire(const std::string& x, int cin, int squeeze, int expand) {
+    const std::string s = relu(conv(x, cin, squeeze, 1));
+    return concat({relu(conv(s, squeeze, expand, 1)), relu(conv(s, squeeze, expand, 3, 1, 1))});
+  }
+
+ private:
+  std::string next(const std::string& kind) { return kind + std::to_string(++id_); }
+  std::vector<float> normal(size_t n, double fan_in) {
+    std::normal_distribution<float> d(0.0f, float(std::sqrt(2.0 / fan_in)));
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng_);
+    return v;
+  }
+  std::vector<float> uniform(size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng_);
+    return v;
+  }
+  OnnxGraph g_;
+  std::mt19937 rng_;
+  int id_ = 0;
+};
+
+// A small ResNet: stem conv + BN + ReLU, max-pool 3/2 pad 1, an identity block, two stride-2
+// blocks with 1x1 projections, global average pooling, dense.
+inline Network small_resnet(uint32_t seed) {
+  GraphBuilder b("small_resnet", {1, 28, 28}, seed);
+  std::string x = b.relu(b.bn(b.conv("input", 1, 16, 3, 1, 1, 1, 1, false), 16));
+  x = b.maxpool(x, 3, 2, 1);
+  x = b.basic_block(x, 16, 16, 1);
+  x = b.basic_block(x, 16, 32, 2);
+  x = b.basic_block(x, 32, 48, 2);
+  x = b.op("GlobalAveragePool", {x});
+  x = b.op("Flatten", {x});
+  return import_onnx_bytes(b.serialize(b.gemm(x, 48, 10)), "small_resnet");
+}
+
+// A small MobileNetV2: ReLU6, inverted residuals with depthwise 3x3, ReduceMean over H and W.
+inline Network small_mobilenet(uint32_t seed) {
+  GraphBuilder b("small_mobilenet", {1, 28, 28}, seed);
+  std::string x = b.clip(b.conv("input", 1, 16, 3, 2, 1), 0.0f, 6.0f);
+  x = b.inverted_residual(x, 16, 16, 1, 3);
+  x = b.inverted_residual(x, 16, 24, 2, 3);
+  x = b.inverted_residual(x, 24, 24, 1, 3);
+  x = b.op("ReduceMean", {x}, {OnnxAttr::Ints("axes", {2, 3}), OnnxAttr::Int("keepdims", 0)});
+  return import_onnx_bytes(b.serialize(b.gemm(x, 24, 10)), "small_mobilenet");
+}
+
+// A small SqueezeNet: Fire modules (concatenation), max-pool with ceil_mode, a final 1x1
+// classifier conv, global average pooling.
+inline Network small_squeezenet(uint32_t seed) {
+  GraphBuilder b("small_squeezenet", {1, 28, 28}, seed);
+  std::string x = b.relu(b.conv("input", 1, 24, 3, 2, 1));
+  x = b.fire(x, 24, 8, 16);
+  x = b.maxpool(x, 3, 2, 0, true);
+  x = b.fire(x, 32, 12, 20);
+  x = b.relu(b.conv(x, 40, 10, 1));
+  x = b.op("GlobalAveragePool", {x});
+  return import_onnx_bytes(b.serialize(b.op("Flatten", {x})), "small_squeezenet");
+}
+
+}  // namespace cnn_test

@@ -63,17 +63,18 @@ TEST(OnnxImport, UnsupportedOpNamesNodeOpAndSupportedList) {
   g.input("input", {1, 1, 8, 8});
   g.init_float("w", {4, 1, 3, 3}, std::vector<float>(36, 0.1f));
   g.node("Conv", {"input", "w"}, {"c"}, {}, "conv_a");
-  g.node("Sigmoid", {"c"}, {"s"}, {}, "my_sigmoid");
+  g.node("LRN", {"c"}, {"s"}, {OnnxAttr::Int("size", 3)}, "my_lrn");
   g.output("s");
   const std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "bad.onnx"); });
-  EXPECT_NE(e.find("my_sigmoid"), std::string::npos) << e;
-  EXPECT_NE(e.find("Sigmoid"), std::string::npos) << e;
+  EXPECT_NE(e.find("my_lrn"), std::string::npos) << e;
+  EXPECT_NE(e.find("LRN"), std::string::npos) << e;
   EXPECT_NE(e.find("not supported"), std::string::npos) << e;
   EXPECT_NE(e.find("Supported ops: Conv"), std::string::npos) << e;
   EXPECT_NE(e.find("MaxPool"), std::string::npos) << e;
 }
 
-TEST(OnnxImport, BranchingGraphIsRefused) {
+// A tensor read by two nodes stays live across the branch: a residual Add reads it again.
+TEST(OnnxImport, BranchingGraphImportsAsADag) {
   OnnxGraph g("branch");
   g.input("input", {1, 1, 8, 8});
   g.init_float("w", {1, 1, 1, 1}, {1.0f});
@@ -81,9 +82,23 @@ TEST(OnnxImport, BranchingGraphIsRefused) {
   g.node("Conv", {"a", "w"}, {"b"}, {}, "c2");
   g.node("Add", {"a", "b"}, {"sum"}, {}, "residual_add");
   g.output("sum");
-  const std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "branch.onnx"); });
-  EXPECT_NE(e.find("residual_add"), std::string::npos) << e;
-  EXPECT_NE(e.find("sequential"), std::string::npos) << e;
+  const Network net = import_onnx_bytes(g.serialize(), "branch.onnx");
+  ASSERT_EQ(net.layers.size(), 3u);
+  EXPECT_EQ(net.layers[1].inputs, std::vector<int>{0});
+  EXPECT_EQ(net.layers[2].kind, LayerKind::Add);
+  EXPECT_EQ(net.layers[2].inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(net.layers[2].name, "residual_add");
+}
+
+// Reading a tensor nothing defines names it.
+TEST(OnnxImport, UndefinedTensorIsNamed) {
+  OnnxGraph g("undef");
+  g.input("input", {1, 4});
+  g.node("Gemm", {"input", "W"}, {"y"}, {}, "fc");
+  g.output("y");
+  const std::string e = error_of([&] { import_onnx_bytes(g.serialize(), "undef.onnx"); });
+  EXPECT_NE(e.find("'W'"), std::string::npos) << e;
+  EXPECT_NE(e.find("not defined"), std::string::npos) << e;
 }
 
 TEST(OnnxImport, TruncatedFileIsAClearError) {
@@ -245,7 +260,7 @@ TEST(Reference, RequantizationMatchesTheChipArithmetic) {
     l.hi = l.out_q.zero_point + 90;
     if (l.out_q.is_unsigned) l.lo = std::max(l.lo, 0), l.hi = std::min(l.hi, 255);
     const int32_t a = acc(rng);
-    const int ref = int_layer(l, {a})[0];
+    const int ref = int_layer(l, std::vector<int32_t>{a})[0];
     const uint32_t misc = uint32_t(l.shift[0]) | (uint32_t(l.out_q.zero_point) & 0xFF) << 8 |
                           (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
     const tpu::ActFunc f = l.act == Activation::None ? tpu::ActFunc::Identity
