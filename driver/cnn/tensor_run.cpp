@@ -90,7 +90,21 @@ int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::s
   return t.shape[0];
 }
 
-double float_tolerance(const TensorQuant& q, double steps) { return steps * double(q.scale); }
+double float_tolerance(const TensorQuant& q, double steps, const std::string& host_softmax) {
+  const double t = steps * double(q.scale);
+  if (host_softmax == "Softmax") return t / 2;
+  if (host_softmax == "LogSoftmax") return 2 * t;
+  return t;
+}
+
+void apply_host_softmax(const std::string& op, std::vector<float>& z) {
+  if (op.empty() || z.empty()) return;
+  if (op != "Softmax" && op != "LogSoftmax") throw Error("host operation '" + op + "': expected Softmax or LogSoftmax");
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (float v : z) sum += std::exp(double(v) - mx);
+  for (float& v : z) v = float(op == "Softmax" ? std::exp(double(v) - mx) / sum : double(v) - mx - std::log(sum));
+}
 
 OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double tolerance) {
   OutputCheck c;
@@ -210,6 +224,9 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
                        (out_type != DType::Float32 && out_type != DType::UInt8 && out_type != DType::Int8)))
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + "; float32, uint8 or int8 outputs are supported");
   const TensorQuant& oq = q_.output_q();
+  if (out_type != DType::Float32 && !q_.host_softmax.empty())
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but comes from a " + q_.host_softmax +
+                " (float)");
   if (out_type != DType::Float32 && (out_type == DType::UInt8) != oq.is_unsigned)
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but the network's output is quantized as " +
                 oq.str());
@@ -263,16 +280,20 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
     for (size_t j = 0; j < b; ++j) {
       const auto& o = res.outputs[j];
       if (int_forward(q_, ptrs[j]) != o) ++r.mismatched_images;
-      for (int32_t v : o) {
-        if (out_type == DType::Float32) fout.push_back(float(double(oq.scale) * (double(v) - oq.zero_point)));
-        else iout.push_back(v);
+      if (out_type == DType::Float32) {
+        std::vector<float> z;
+        for (int32_t v : o) z.push_back(float(double(oq.scale) * (double(v) - oq.zero_point)));
+        apply_host_softmax(q_.host_softmax, z);
+        fout.insert(fout.end(), z.begin(), z.end());
+      } else {
+        iout.insert(iout.end(), o.begin(), o.end());
       }
     }
   }
   r.mxu_utilization = r.cycles ? double(r.macs_per_image) * r.images / (double(r.cycles) * r.chip_n * r.chip_n) : 0.0;
   Tensor t = out_type == DType::Float32 ? Tensor::from_float(shape, fout, os.name) : Tensor::from_int(out_type, shape, iout, os.name);
   r.outputs.push_back(std::move(t));
-  r.tolerances.push_back(out_type == DType::Float32 ? float_tolerance(oq, tolerance_steps) : 0.0);
+  r.tolerances.push_back(out_type == DType::Float32 ? float_tolerance(oq, tolerance_steps, q_.host_softmax) : 0.0);
   return r;
 }
 

@@ -45,8 +45,15 @@ GraphSignature read_graph_signature(const std::string& model_path);
 int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::string& source);
 
 // The tolerance rule for float outputs: `steps` quantization steps of the output tensor
-// (steps * scale). Integer outputs are compared exactly.
-double float_tolerance(const TensorQuant& out_q, double steps);
+// (steps * scale). After a Softmax the host applies to the dequantized logits, half of it (logits
+// that are each within d of the float ones move no probability by more than tanh(d / 2) <= d / 2);
+// after a LogSoftmax, twice it (each log-probability moves by at most 2 d). Integer outputs are
+// compared exactly.
+double float_tolerance(const TensorQuant& out_q, double steps, const std::string& host_softmax = "");
+
+// The host's Softmax or LogSoftmax (QuantNetwork::host_softmax; "" = none) of one image's
+// dequantized logits, in place (max-subtracted, in double).
+void apply_host_softmax(const std::string& op, std::vector<float>& logits);
 
 // The result of comparing one output with its expected tensor.
 struct OutputCheck {
@@ -106,8 +113,8 @@ class TensorModel {
     std::vector<double> tolerances;   // per output: float_tolerance at `steps` (0 for integers)
   };
   // Runs `images` on the device, `batch` images per program (quantize first). Outputs: float32
-  // (dequantized: scale * (q - zero_point)) for a float graph output, the quantized values for
-  // a uint8 / int8 output.
+  // (dequantized: scale * (q - zero_point), then the host's Softmax / LogSoftmax if the model
+  // ends in one) for a float graph output, the quantized values for a uint8 / int8 output.
   Run run(Device& device, const std::vector<std::vector<float>>& images, uint32_t batch, double tolerance_steps,
           uint64_t max_cycles = 0) const;
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <fstream>
 
 #include "cnn_models.h"
@@ -190,6 +191,68 @@ TEST(TensorRun, IntegerOutput) {
   off.data[5] = uint8_t(off.data[5] + 1);
   EXPECT_TRUE(compare_tensors(y, y, 0.0).pass);
   EXPECT_FALSE(compare_tensors(y, off, 100.0).pass);
+}
+
+// A model ending in Softmax / LogSoftmax (run by the host on the dequantized logits): the
+// output is that function of the integer reference's logits, and within the tolerance of the
+// float model's.
+TEST(TensorRun, HostSoftmax) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> d(0.0f, 0.3f);
+    std::vector<float> w(5 * 16), b(5);
+    for (auto& v : w) v = d(rng);
+    for (auto& v : b) v = d(rng);
+    OnnxGraph g("softmax");
+    g.input("x", {1, 1, 4, 4});
+    g.init_float("w", {5, 16}, w);
+    g.init_float("b", {5}, b);
+    g.node("Flatten", {"x"}, {"f"}, {OnnxAttr::Int("axis", 1)}, "flatten");
+    g.node("Gemm", {"f", "w", "b"}, {"z"}, {OnnxAttr::Int("transB", 1)}, "fc");
+    g.node(op, {"z"}, {"p"}, {OnnxAttr::Int("axis", 1)}, "sm");
+    g.output("p", {1, 5});
+    const std::string path = ::testing::TempDir() + "/host_" + op + ".onnx";
+    g.save(path);
+    TensorModel m(path);
+    std::vector<float> px;
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int i = 0; i < 8 * 16; ++i) px.push_back(u(rng));
+    const auto images = m.images(Tensor::from_float({8, 1, 4, 4}, px), "x");
+    m.quantize(images);
+    EXPECT_EQ(m.quantized().host_softmax, op);
+    tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+    const TensorModel::Run r = m.run(dev, images, 8, 4.0);
+    EXPECT_TRUE(r.matches_reference());
+    const auto& q = m.quantized();
+    const double step = q.output_q().scale;
+    EXPECT_DOUBLE_EQ(r.tolerances[0], std::string(op) == "Softmax" ? 2.0 * step : 8.0 * step);
+    std::vector<float> expect_float;
+    for (int i = 0; i < 8; ++i) {
+      std::vector<int32_t> qi(16);
+      q.quantize_input(images[size_t(i)].data(), qi.data());
+      const auto y = int_forward(q, qi.data());
+      // Softmax / LogSoftmax of the dequantized logits, written out here.
+      std::vector<double> z;
+      for (int32_t v : y) z.push_back(double(q.output_q().scale) * (v - q.output_q().zero_point));
+      double sum = 0;
+      for (double v : z) sum += std::exp(v);
+      for (int c = 0; c < 5; ++c) {
+        const double want = std::string(op) == "Softmax" ? std::exp(z[size_t(c)]) / sum : z[size_t(c)] - std::log(sum);
+        EXPECT_NEAR(r.outputs[0].value(i * 5 + c), want, 1e-6) << op << " " << i << " " << c;
+      }
+      const auto f = float_forward(m.network(), images[size_t(i)].data());
+      double fs = 0;
+      for (float v : f) fs += std::exp(double(v));
+      for (float v : f) expect_float.push_back(float(std::string(op) == "Softmax" ? std::exp(double(v)) / fs : v - std::log(fs)));
+    }
+    if (std::string(op) == "Softmax") {
+      double s0 = 0;
+      for (int c = 0; c < 5; ++c) s0 += r.outputs[0].value(c);
+      EXPECT_NEAR(s0, 1.0, 1e-6);
+    }
+    const OutputCheck c = compare_tensors(r.outputs[0], Tensor::from_float({8, 5}, expect_float), r.tolerances[0]);
+    EXPECT_TRUE(c.pass) << op << ": " << c.detail;
+  }
 }
 
 TEST(TensorRun, CompareRule) {

@@ -302,8 +302,10 @@ int run_run_onnx(const tpusim::Args& args) {
   std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(), q.layers.size(),
                m.input_spec().name.c_str(), m.input_spec().describe().c_str(), m.output_spec().name.c_str(),
                m.output_spec().describe().c_str());
-  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps = %.6g)\n", how.c_str(), q.output_q().str().c_str(),
-               steps, tpu::cnn::float_tolerance(q.output_q(), steps));
+  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps = %.6g%s)\n", how.c_str(),
+               q.output_q().str().c_str(), steps, tpu::cnn::float_tolerance(q.output_q(), steps, q.host_softmax),
+               q.host_softmax.empty() ? "" : q.host_softmax == "Softmax" ? ", halved after the host's Softmax"
+                                                                         : ", doubled after the host's LogSoftmax");
   if (!output_dir.empty()) {
     std::error_code ec;
     fs::create_directories(output_dir, ec);
