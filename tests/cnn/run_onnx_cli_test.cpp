@@ -163,6 +163,32 @@ TEST(RunOnnxCli, PbAgainstTheFloatModel) {
   EXPECT_NE(r.out.find("result: FAIL"), std::string::npos) << r.out;
 }
 
+// A branching model (main's DAG compiler: residual adds, projections, global average pooling)
+// through the same calls, on the chip: the outputs are the dequantized integer reference.
+TEST(RunOnnxCli, BranchingModelOnTheChip) {
+  GraphBuilder b("small_resnet", {1, 28, 28}, 11);
+  std::string x = b.relu(b.bn(b.conv("input", 1, 16, 3, 1, 1, 1, 1, false), 16));
+  x = b.maxpool(x, 3, 2, 1);
+  x = b.basic_block(x, 16, 16, 1);
+  x = b.basic_block(x, 16, 32, 2);
+  x = b.op("GlobalAveragePool", {x});
+  x = b.op("Flatten", {x});
+  const std::string onnx = b.serialize(b.gemm(x, 32, 10));
+  const std::string d = tmpdir("run_onnx_resnet");
+  std::ofstream(d + "/resnet.onnx", std::ios::binary) << onnx;
+  const Network net = import_onnx_bytes(onnx, "resnet");
+  const auto images = fashion_images(500, 6);
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  const Result r = tpusim("run-onnx --model " + d + "/resnet.onnx --input " + d + "/in.npy --batch 4 --output-dir " + d +
+                          "/out --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_TRUE(j["matches_reference"].boolean);
+  EXPECT_EQ(j["runs"].number, 2);
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
+  EXPECT_EQ(got.data, quantized_outputs(net, images, images).data);
+}
+
 // ONNX's test layout, a float model calibrated on --calibration (a separate .npy batch).
 TEST(RunOnnxCli, TestDirWithCalibration) {
   const Network net = load_onnx(bundled_model());
