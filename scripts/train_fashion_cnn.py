@@ -11,13 +11,11 @@ The network (the seed network of the CNN issue):
     -> Dense 128 + ReLU -> Dense 10
 Input contract: NCHW float32 pixels scaled to [0, 1] (pixel / 255), no further normalization.
 The model is exported with a fixed batch of 1 (the chip compiler runs it at any batch).
-Writes the float test accuracy to <out>.json next to the model.
+Writes the float test accuracy to <out>.json next to the model. The idx loader, training loop and
+export are shared with train_cnn_zoo.py (scripts/fashion_common.py).
 """
 import argparse
-import gzip
-import json
 import os
-import struct
 import time
 
 import numpy as np
@@ -25,19 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def load_idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic, count = struct.unpack(">II", data[:8])
-    if magic == 2051:
-        rows, cols = struct.unpack(">II", data[8:16])
-        return np.frombuffer(data, np.uint8, offset=16).reshape(count, rows, cols)
-    if magic == 2049:
-        return np.frombuffer(data, np.uint8, offset=8)
-    raise ValueError(f"{path}: not an idx file (magic {magic:#x})")
+from fashion_common import DATA, INPUT_DESC, OPSET, evaluate, export_onnx, load_split, train, \
+    write_meta
 
 
 class FashionCnn(nn.Module):
@@ -56,16 +43,6 @@ class FashionCnn(nn.Module):
         return self.fc2(x)
 
 
-def evaluate(model, images, labels, batch=1000):
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for i in range(0, len(images), batch):
-            logits = model(images[i:i + batch])
-            correct += int((logits.argmax(1) == labels[i:i + batch]).sum())
-    return correct / len(images)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=4)
@@ -80,46 +57,15 @@ def main():
     np.random.seed(args.seed)
     torch.set_num_threads(args.threads)
 
-    def tensors(prefix):
-        x = load_idx(f"{DATA}/{prefix}-images-idx3-ubyte.gz")
-        y = load_idx(f"{DATA}/{prefix}-labels-idx1-ubyte.gz")
-        x = torch.from_numpy(x.astype(np.float32) / 255.0).unsqueeze(1)
-        return x, torch.from_numpy(y.astype(np.int64))
-
-    train_x, train_y = tensors("train")
-    test_x, test_y = tensors("t10k")
+    train_x, train_y = load_split("train")
+    test_x, test_y = load_split("t10k")
     model = FashionCnn()
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs)
     start = time.time()
-    for epoch in range(args.epochs):
-        model.train()
-        perm = torch.randperm(len(train_x))
-        total = 0.0
-        for i in range(0, len(perm), args.batch):
-            idx = perm[i:i + args.batch]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
-            loss.backward()
-            opt.step()
-            total += float(loss) * len(idx)
-        sched.step()
-        acc = evaluate(model, test_x, test_y)
-        print(f"epoch {epoch + 1}/{args.epochs}: loss {total / len(perm):.4f}, "
-              f"test accuracy {acc:.4f}, {time.time() - start:.0f} s", flush=True)
+    train(model, train_x, train_y, test_x, test_y, args.epochs, args.batch, args.lr)
 
     accuracy = evaluate(model, test_x, test_y)
     out = os.path.abspath(args.out)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    model.eval()
-    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), out, opset_version=13,
-                      input_names=["input"], output_names=["logits"],
-                      do_constant_folding=True)
-    try:
-        import onnx
-        onnx.checker.check_model(onnx.load(out))
-    except ImportError:
-        pass
+    export_onnx(model, out)
     meta = {
         "model": os.path.basename(out),
         "dataset": "Fashion-MNIST (" + DATA + ")",
@@ -130,13 +76,11 @@ def main():
         "lr": args.lr,
         "seed": args.seed,
         "torch": torch.__version__,
-        "opset": 13,
-        "input": "NCHW float32 [1, 1, 28, 28], pixel / 255",
+        "opset": OPSET,
+        "input": INPUT_DESC,
         "train_seconds": round(time.time() - start, 1),
     }
-    with open(os.path.splitext(out)[0] + ".json", "w") as f:
-        json.dump(meta, f, indent=2)
-        f.write("\n")
+    write_meta(out, meta)
     print(f"wrote {out}: float test accuracy {accuracy:.4f}")
 
 

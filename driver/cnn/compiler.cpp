@@ -516,7 +516,8 @@ class Emitter {
  public:
   Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint32_t iaddr, uint32_t oaddr,
           const ProgramOptions& opt)
-      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr) {
+      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr),
+        overlap_(opt.overlap_layers) {
     half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
     plan_memory(opt);
   }
@@ -540,6 +541,7 @@ class Emitter {
         layer(l, i0, m);
         if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
       }
+      flush_pending();
       cur_layer_ = -1;
       op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
     }
@@ -570,11 +572,17 @@ class Emitter {
       items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l), cn_.last_use[l + 1]);
       items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
     }
+    // Largest first, each at the lowest rows free during its whole life (first fit by
+    // decreasing size packs interval lifetimes tighter than placing in program order).
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].rows > items[b].rows; });
+    std::vector<char> placed(items.size(), 0);
     *peak = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t i : order) {
       std::vector<std::pair<uint64_t, uint64_t>> taken;
-      for (size_t j = 0; j < i; ++j)
-        if (overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
+      for (size_t j = 0; j < items.size(); ++j)
+        if (placed[j] && overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
       std::sort(taken.begin(), taken.end());
       uint64_t at = 0;
       for (const auto& t : taken) {
@@ -582,6 +590,7 @@ class Emitter {
         at = std::max(at, t.second);
       }
       items[i].base = at;
+      placed[i] = 1;
       *peak = std::max(*peak, at + items[i].rows);
     }
     if (*peak > cn_.chip.ub_rows) return false;
@@ -757,6 +766,17 @@ class Emitter {
       // unit's matmuls if this unit writes other rows (the ring may wrap onto them).
       const bool disjoint = !prev || u.acc >= prev->acc + prev_rows || prev->acc >= u.acc + rows;
       if (prev && !disjoint) activates(li, *prev);
+      // The previous layer's last unit: the same, and this unit must not read its images.
+      bool carry = false;
+      if (!prev && pending_.valid) {
+        const Unit& q = pending_.unit;
+        const bool acc_free = u.acc >= q.acc + pending_.rows || q.acc >= u.acc + rows;
+        bool reads = false;
+        for (int in : l.inputs) reads |= in == int(pending_.layer);
+        const bool images_free = u.g0 + u.g <= q.g0 || q.g0 + q.g <= u.g0;
+        carry = acc_free && (!reads || images_free) && !p.packed;
+        if (!carry) flush_pending();
+      }
       if (p.packed && u.first_of_group) {
         if (u.group_index == 0) {
           stage_input(i0, u.g0, u.g, 0);
@@ -775,10 +795,38 @@ class Emitter {
         activates(li, *prev);
         interleave(mm_begin, act_begin);
       }
+      if (carry) {
+        const size_t act_begin = ops_.size();
+        const int layer = cur_layer_;
+        cur_layer_ = int(pending_.layer);
+        activates(pending_.layer, pending_.unit);
+        cur_layer_ = layer;
+        pending_.valid = false;
+        interleave(mm_begin, act_begin);
+      }
       prev = &u;
       prev_rows = rows;
     }
-    if (prev) activates(li, *prev);
+    if (prev) {
+      if (overlap_) pending_ = Pending{li, *prev, prev_rows, true};
+      else activates(li, *prev);
+    }
+  }
+
+  // The last unit's activates of a layer wait here for the next layer's first matmuls.
+  struct Pending {
+    size_t layer = 0;
+    Unit unit;
+    uint32_t rows = 0;
+    bool valid = false;
+  };
+  void flush_pending() {
+    if (!pending_.valid) return;
+    const int layer = cur_layer_;
+    cur_layer_ = int(pending_.layer);
+    activates(pending_.layer, pending_.unit);
+    cur_layer_ = layer;
+    pending_.valid = false;
   }
 
   // Spreads the instructions ops_[act_begin, end) evenly among ops_[mm_begin, act_begin), in
@@ -976,6 +1024,8 @@ class Emitter {
   int loaded_gen_ = -1, loaded_lut_ = -1;
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
+  const bool overlap_;
+  Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
   std::vector<Op> ops_;

@@ -121,6 +121,11 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
 
 struct ProgramOptions {
   uint32_t max_micro_batch = 0;  // 0 = as many as fit
+  // A layer's last activates move in among the next layer's first matmuls when those read
+  // other images (or other tensors) and other accumulator rows: the activation unit drains
+  // one layer while the MXU starts the next. Off: every layer's instructions end before the
+  // next layer's begin, so Program::layer_end cuts exactly (the model backend's profile).
+  bool overlap_layers = true;
 };
 
 // One program for `batch` images. Host addresses: `constants_addr` holds
@@ -130,7 +135,7 @@ struct Program {
   std::vector<Instruction> instructions;  // ends with halt
   uint32_t batch = 0, micro_batch = 0;
   // For per-layer profiling: instructions [0, layer_end[l]) (plus a halt) run the first
-  // micro-batch up to and including layer l.
+  // micro-batch up to and including layer l (exactly so with overlap_layers off).
   std::vector<size_t> layer_end;
   // Per instruction: the layer (index into net.layers) it works for, -1 for none (the
   // parameter loads at the start, the output write_host, halt). A read_weights counts for

@@ -92,7 +92,10 @@ std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_
 }
 
 std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
-  const Program& p = program(uint32_t(images.size()));
+  // Each layer's cut must hold all of its instructions: no activates carried into the next.
+  ProgramOptions opt = options_;
+  opt.overlap_layers = false;
+  const Program p = emit_program(cn_, uint32_t(images.size()), constants_.addr, input_.addr, output_.addr, opt);
   write_inputs(images);
   std::vector<LayerProfile> out;
   uint64_t before = 0;

@@ -440,7 +440,10 @@ TEST(GoldenModel, UnusualGeometriesBitExact) {
 TEST(Compiler, EveryInstructionKnowsItsLayer) {
   const QuantNetwork q = fashion_quantized();
   const CompiledNetwork cn = compile_network(q, tpu::ChipParams::with_n(16));
-  const Program p = emit_program(cn, 5, 0x1000'0000, 0x2000'0000, 0x3000'0000, {3});
+  ProgramOptions exact;
+  exact.max_micro_batch = 3;
+  exact.overlap_layers = false;  // layer_end cuts exactly
+  const Program p = emit_program(cn, 5, 0x1000'0000, 0x2000'0000, 0x3000'0000, exact);
   ASSERT_EQ(p.instr_layer.size(), p.instructions.size());
   ASSERT_EQ(p.layer_end.size(), q.layers.size());
   EXPECT_EQ(p.instr_layer.back(), -1);  // halt
@@ -461,6 +464,21 @@ TEST(Compiler, EveryInstructionKnowsItsLayer) {
     EXPECT_GE(l, -1);
     EXPECT_LT(l, int(q.layers.size()));
   }
+  // Overlapping layers moves activates, not their attribution: each layer keeps its work.
+  ProgramOptions overlap = exact;
+  overlap.overlap_layers = true;
+  const Program o = emit_program(cn, 5, 0x1000'0000, 0x2000'0000, 0x3000'0000, overlap);
+  auto work = [](const Program& prog) {
+    std::map<int, std::pair<int, int>> w;
+    for (size_t i = 0; i < prog.instructions.size(); ++i) {
+      const uint8_t op = tpu::opcode_byte(prog.instructions[i]);
+      if (op == uint8_t(tpu::Opcode::Matmul)) ++w[prog.instr_layer[i]].first;
+      if (op == uint8_t(tpu::Opcode::Activate)) ++w[prog.instr_layer[i]].second;
+    }
+    return w;
+  };
+  EXPECT_EQ(work(o), work(p));
+  EXPECT_EQ(o.instructions.size(), p.instructions.size());
 }
 
 // Per-layer cycles from a timeline: cut where a matmul of another layer starts; start-up to the
