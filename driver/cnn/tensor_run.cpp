@@ -173,6 +173,17 @@ const TensorSpec& TensorModel::output_spec() const {
 
 bool TensorModel::needs_calibration() const { return !fully_quantized(net_); }
 
+int TensorModel::depth() const {
+  std::vector<int> d(net_.layers.size(), 0);  // layers are in topological order
+  for (size_t l = 0; l < net_.layers.size(); ++l) {
+    int m = 0;
+    for (int i : net_.layers[l].inputs)
+      if (i >= 0 && size_t(i) < l) m = std::max(m, d[size_t(i)]);
+    d[l] = m + 1;
+  }
+  return d.empty() ? 0 : d.back();
+}
+
 std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::string& source) const {
   const int64_t batch = check_input_tensor(input_spec(), t, source);
   const int64_t per = t.numel() / batch;

@@ -96,6 +96,9 @@ class TensorModel {
   // (then it must not be empty). Returns a one-line description of how.
   std::string quantize(const std::vector<std::vector<float>>& calibration);
   const QuantNetwork& quantized() const { return q_; }
+  // Quantized layers on the longest path from the input to the output (each requantizes once):
+  // the default --tolerance-steps, one output quantization step per layer.
+  int depth() const;
 
   struct Run {
     std::vector<Tensor> outputs;      // one per graph output, batch = the images

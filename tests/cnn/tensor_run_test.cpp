@@ -255,6 +255,33 @@ TEST(TensorRun, HostSoftmax) {
   }
 }
 
+// The default tolerance, one output step per quantized layer on the longest path, holds for the
+// bundled branching models against their float models (calibrated on the images themselves).
+TEST(TensorRun, BundledModelsWithinDepthSteps) {
+  TensorModel fashion(bundled_model());
+  EXPECT_EQ(fashion.depth(), int(fashion.network().layers.size()));  // a chain: every layer
+  for (const char* name : {"resnet", "mobilenet", "squeezenet"}) {
+    const std::string path = std::string(TPU_CNN_SOURCE_DIR) + "/models/" + name + ".onnx";
+    TensorModel m(path);
+    EXPECT_GT(m.depth(), 1) << name;
+    EXPECT_LT(m.depth(), int(m.network().layers.size()) + 1) << name;
+    const auto images = m.images(fashion_tensor(200, 24), "in");
+    m.quantize(images);
+    tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+    const TensorModel::Run r = m.run(dev, images, 24, m.depth());
+    EXPECT_TRUE(r.matches_reference()) << name;
+    std::vector<float> expect;
+    for (const auto& x : images) {
+      const auto y = float_forward(m.network(), x.data());
+      expect.insert(expect.end(), y.begin(), y.end());
+    }
+    const OutputCheck c = compare_tensors(r.outputs[0], Tensor::from_float({24, 10}, expect), r.tolerances[0]);
+    EXPECT_TRUE(c.pass) << name << ": " << c.detail;
+    std::printf("%s: depth %d, max abs error %.4g = %.2f output steps\n", name, m.depth(), c.max_abs_error,
+                c.max_abs_error / m.quantized().output_q().scale);
+  }
+}
+
 TEST(TensorRun, CompareRule) {
   const Tensor a = Tensor::from_float({2, 2}, {1.0f, 2.0f, 3.0f, 4.0f}, "y");
   OutputCheck c = compare_tensors(a, Tensor::from_float({2, 2}, {1.0f, 2.25f, 3.0f, 4.0f}), 0.25);

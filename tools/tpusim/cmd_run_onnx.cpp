@@ -197,8 +197,9 @@ int run_run_onnx(const tpusim::Args& args) {
       ("expect", po::value<std::string>(&expect_dir),
        "compare with expected outputs in DIR (<output name>.npy, .pb or output_K.pb): integers exactly, floats "
        "within --tolerance-steps quantization steps of the output")
-      ("tolerance-steps", po::value<std::string>()->default_value("4"),
-       "float outputs pass within this many output quantization steps (scale): tolerance = steps * scale")
+      ("tolerance-steps", po::value<std::string>(),
+       "float outputs pass within this many output quantization steps (scale): tolerance = steps * scale "
+       "(default: the number of quantized layers on the longest path from input to output)")
       ("calibration", po::value<std::string>(&calibration),
        "calibration images for a float model: a tensor file (a batch) or a directory of .npy / .pb files "
        "(default: the inputs themselves)")
@@ -225,8 +226,8 @@ int run_run_onnx(const tpusim::Args& args) {
     return 0;
   }
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
-  double steps = 0;
-  {
+  double steps = -1;  // -1: the model's depth
+  if (vm.count("tolerance-steps")) {
     const std::string s = vm["tolerance-steps"].as<std::string>();
     size_t used = 0;
     try {
@@ -299,11 +300,15 @@ int run_run_onnx(const tpusim::Args& args) {
     if (!calibration.empty()) how += " (--calibration not needed, ignored)";
   }
   const auto& q = m.quantized();
+  const bool steps_default = steps < 0;
+  if (steps_default) steps = m.depth();
   std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(), q.layers.size(),
                m.input_spec().name.c_str(), m.input_spec().describe().c_str(), m.output_spec().name.c_str(),
                m.output_spec().describe().c_str());
-  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps = %.6g%s)\n", how.c_str(),
-               q.output_q().str().c_str(), steps, tpu::cnn::float_tolerance(q.output_q(), steps, q.host_softmax),
+  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps%s = %.6g%s)\n", how.c_str(),
+               q.output_q().str().c_str(), steps,
+               steps_default ? ", one per quantized layer on the longest path" : "",
+               tpu::cnn::float_tolerance(q.output_q(), steps, q.host_softmax),
                q.host_softmax.empty() ? "" : q.host_softmax == "Softmax" ? ", halved after the host's Softmax"
                                                                          : ", doubled after the host's LogSoftmax");
   if (!output_dir.empty()) {
