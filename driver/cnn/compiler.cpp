@@ -1,6 +1,7 @@
 #include "compiler.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace tpu::cnn {
@@ -47,6 +48,12 @@ int input_offset(const QLayer& l, size_t j) {
 }
 
 }  // namespace
+
+bool CompiledNetwork::reads_shadow(int consumer, int producer) const {
+  if (!has_shadow(producer)) return false;
+  const QLayer& c = net.layers[size_t(consumer)];
+  return c.kind == LayerKind::Copy && (c.pad_t || c.pad_l || c.pad_b || c.pad_r);
+}
 
 int CompiledNetwork::fill_slot(int value, bool is_unsigned) const {
   for (size_t i = 0; i < fill_slots.size(); ++i)
@@ -147,7 +154,9 @@ class TensorPlanner {
     } else {
       cn_.input_tensor = plain(net.input, net.input_q);
     }
-    // Borders: as wide as the widest consumer pads; the fill its consumers need.
+    // Borders: as wide as the widest consumer pads; the fill its consumers need: a real zero
+    // for convolutions, the minimum for max-pools (kind 0 and 1 below).
+    std::vector<std::array<CompiledNetwork::Tensor, 2>> pads(nl + 1);
     std::vector<int> fill_kind(nl + 1, 0);  // bit 1: a real zero (conv), bit 2: never wins (max-pool)
     cn_.last_use.assign(nl + 1, -1);
     for (size_t l = 0; l < nl; ++l) {
@@ -157,27 +166,42 @@ class TensorPlanner {
         if (in == kNetworkInput && cn_.packed_input) continue;
         if (c.kind != LayerKind::Conv && c.kind != LayerKind::Copy) continue;
         if (!(c.pad_t || c.pad_l || c.pad_b || c.pad_r)) continue;
-        CompiledNetwork::Tensor& t = in == kNetworkInput ? cn_.input_tensor : cn_.tensors[size_t(in)];
+        const int kind = c.kind == LayerKind::Conv ? 0 : 1;
+        CompiledNetwork::Tensor& t = pads[size_t(in + 1)][size_t(kind)];
         t.pt = std::max(t.pt, c.pad_t);
         t.pl = std::max(t.pl, c.pad_l);
         t.pb = std::max(t.pb, c.pad_b);
         t.pr = std::max(t.pr, c.pad_r);
-        fill_kind[size_t(in + 1)] |= c.kind == LayerKind::Conv ? 1 : 2;
+        fill_kind[size_t(in + 1)] |= 1 << kind;
       }
     }
+    cn_.shadows.assign(nl, CompiledNetwork::Tensor{});
     for (size_t i = 0; i <= nl; ++i) {
       CompiledNetwork::Tensor& t = i == 0 ? cn_.input_tensor : cn_.tensors[i - 1];
       if (!fill_kind[i]) continue;
       const int qmin = t.is_unsigned ? 0 : -128;
-      if (fill_kind[i] == 2) {
-        t.fill = qmin;
-      } else {
+      auto widen = [](CompiledNetwork::Tensor& t, const CompiledNetwork::Tensor& p) {
+        t.pt = std::max(t.pt, p.pt);
+        t.pl = std::max(t.pl, p.pl);
+        t.pb = std::max(t.pb, p.pb);
+        t.pr = std::max(t.pr, p.pr);
+      };
+      if (fill_kind[i] == 3 && !at_least_zero_point(int(i) - 1)) {
+        if (i == 0)
+          throw Error("the input is padded by a convolution (with its zero point) and by a max-pool (with its "
+                      "minimum); only one of them may read it directly");
+        // Two copies: the convolutions' (zero point) and the max-pools' (minimum).
+        CompiledNetwork::Tensor& sh = cn_.shadows[i - 1];
+        sh = t;
+        widen(sh, pads[i][1]);
+        sh.fill = qmin;
+        widen(t, pads[i][0]);
         t.fill = t.zero_point;
-        if (fill_kind[i] == 3 && !at_least_zero_point(int(i) - 1))
-          throw Error("tensor '" + (i == 0 ? std::string("input") : net.layers[i - 1].name) +
-                      "' is padded by a convolution (with its zero point) and by a max-pool (with its minimum); "
-                      "only a tensor after ReLU can serve both");
+        continue;
       }
+      widen(t, pads[i][0]);
+      widen(t, pads[i][1]);
+      t.fill = fill_kind[i] == 2 ? qmin : t.zero_point;
     }
     cn_.input_rows = cn_.input_tensor.image_rows();
     cn_.output_rows = cn_.tensors.back().image_rows();
@@ -389,10 +413,10 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
   const size_t nl = net.layers.size();
   TensorPlanner(cn).run();
 
-  // Fill sources for padded tensors.
-  for (size_t i = 0; i <= nl; ++i) {
-    const auto& t = i == 0 ? cn.input_tensor : cn.tensors[i - 1];
-    if (!t.padded() || i == 0) continue;  // the host writes the input's border
+  // Fill sources for padded tensors (the host writes the input's border).
+  for (size_t i = 0; i < 2 * nl; ++i) {
+    const auto& t = i < nl ? cn.tensors[i] : cn.shadows[i - nl];
+    if (!t.padded()) continue;
     const std::pair<int, bool> key{t.fill, t.is_unsigned};
     if (std::find(cn.fill_slots.begin(), cn.fill_slots.end(), key) == cn.fill_slots.end()) cn.fill_slots.push_back(key);
   }
@@ -534,7 +558,7 @@ class Emitter {
       const uint32_t m = std::min(mb_, batch_ - i0);
       if (!cn_.packed_input) {
         cur_layer_ = 0;
-        op(ReadHost{HostDest::Ub, base_[0], m * cn_.input_rows, iaddr_ + i0 * cn_.input_bytes()});
+        read_images(base_[0], i0, m);
       }
       for (size_t l = 0; l < nl; ++l) {
         cur_layer_ = int(l);
@@ -543,7 +567,12 @@ class Emitter {
       }
       flush_pending();
       cur_layer_ = -1;
-      op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
+      if (cn_.output_bytes() == cn_.output_rows * n_) {
+        op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
+      } else {  // one per image: each starts at a 16-byte aligned host address
+        for (uint32_t j = 0; j < m; ++j)
+          op(WriteHost{base_[nl] + j * cn_.output_rows, cn_.output_rows, oaddr_ + (i0 + j) * cn_.output_bytes()});
+      }
     }
     finish(prog);
     return prog;
@@ -569,8 +598,21 @@ class Emitter {
     items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
     for (size_t l = 0; l < nl; ++l) {
       items[l + 1].birth = int(l);
-      items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l), cn_.last_use[l + 1]);
+      // A layer's last activates may still run during the next layer (overlap_layers): its
+      // output lives at least until then, even if nothing reads it.
+      items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l) + 1, cn_.last_use[l + 1]);
       items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
+    }
+    for (size_t l = 0; l < nl; ++l) {  // shadows: live until their last max-pool reads them
+      if (!cn_.has_shadow(int(l))) continue;
+      Item it;
+      it.birth = int(l);
+      it.death = int(l) + 1;
+      for (size_t c = l + 1; c < nl; ++c)
+        if (cn_.reads_shadow(int(c), int(l))) it.death = int(c);
+      it.rows = uint64_t(m) * cn_.shadows[l].image_rows();
+      items.push_back(it);
+      shadow_item_[l] = items.size() - 1;
     }
     // Largest first, each at the lowest rows free during its whole life (first fit by
     // decreasing size packs interval lifetimes tighter than placing in program order).
@@ -600,6 +642,7 @@ class Emitter {
   }
 
   void plan_memory(const ProgramOptions& opt) {
+    shadow_item_.assign(cn_.layers.size(), 0);
     uint32_t g0max = 1;
     if (cn_.packed_input) {
       const auto& l0 = cn_.layers.front();
@@ -623,8 +666,13 @@ class Emitter {
                 " rows): the live tensors need " + std::to_string(peak) + " rows at their peak (input " +
                 std::to_string(cn_.input_rows) + " rows, largest tensor " + std::to_string(largest) + " rows)");
   }
-  // UB base of layer l's output (kNetworkInput: the input).
+  // UB base of layer l's output (kNetworkInput: the input), and of its shadow.
   uint32_t tensor_base(int l) const { return base_[size_t(l + 1)]; }
+  uint32_t shadow_base(size_t l) const { return base_[shadow_item_[l]]; }
+  // Where layer `consumer` reads input `producer`.
+  uint32_t input_base(int consumer, int producer) const {
+    return cn_.reads_shadow(consumer, producer) ? shadow_base(size_t(producer)) : tensor_base(producer);
+  }
 
   void load_generation(int g) {
     if (loaded_gen_ == g) return;
@@ -639,9 +687,12 @@ class Emitter {
     loaded_lut_ = lut;
   }
 
-  // Writes the fill value into every border row of layer l's output (m images).
+  // Writes the fill value into every border row of layer l's output and shadow (m images).
   void fill_borders(size_t l, uint32_t m) {
-    const auto& t = cn_.tensors[l];
+    fill_borders(cn_.tensors[l], tensor_base(int(l)), m);
+    if (cn_.has_shadow(int(l))) fill_borders(cn_.shadows[l], shadow_base(l), m);
+  }
+  void fill_borders(const CompiledNetwork::Tensor& t, uint32_t base, uint32_t m) {
     if (!t.padded()) return;
     const uint32_t z = cn_.fill_rows, zacc = cn_.chip.acc_rows - z;
     const uint8_t slot = uint8_t(cn_.fill_slot(t.fill, t.is_unsigned));
@@ -670,7 +721,7 @@ class Emitter {
         len -= c;
       }
     };
-    const uint32_t base = tensor_base(int(l)), wp = t.wp(), br = t.block_rows();
+    const uint32_t wp = t.wp(), br = t.block_rows();
     const uint32_t top = uint32_t(t.pt) * wp + uint32_t(t.pl);
     const uint32_t gap = uint32_t(t.pl + t.pr);
     const uint32_t bottom = uint32_t(t.pr) + uint32_t(t.pb) * wp;
@@ -866,8 +917,17 @@ class Emitter {
 
   uint32_t staging_base(uint32_t buf) const { return base_[0] + buf * g0_ * cn_.input_rows; }
 
-  void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) {
-    op(ReadHost{HostDest::Ub, staging_base(buf), g * cn_.input_rows, iaddr_ + (i0 + g0) * cn_.input_bytes()});
+  void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) { read_images(staging_base(buf), i0 + g0, g); }
+
+  // Input images [first, first + count) of the batch to UB rows from `ub` on: one DMA, or one
+  // per image when the host stride holds a gap (N < 16).
+  void read_images(uint32_t ub, uint32_t first, uint32_t count) {
+    if (cn_.input_bytes() == cn_.input_rows * n_) {
+      op(ReadHost{HostDest::Ub, ub, count * cn_.input_rows, iaddr_ + first * cn_.input_bytes()});
+      return;
+    }
+    for (uint32_t j = 0; j < count; ++j)
+      op(ReadHost{HostDest::Ub, ub + j * cn_.input_rows, cn_.input_rows, iaddr_ + (first + j) * cn_.input_bytes()});
   }
 
   void matmuls(size_t li, const Unit& u) {
@@ -876,8 +936,8 @@ class Emitter {
     for (const auto& t : p.terms[size_t(u.ob)]) {
       const uint32_t tile = caddr_ + t.tile;
       const int in_layer = p.packed ? kNetworkInput : l.inputs[size_t(t.input)];
-      const auto& in = cn_.tensor_of(in_layer);
-      const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : tensor_base(in_layer);
+      const auto& in = p.packed ? cn_.input_tensor : cn_.input_of(int(li), in_layer);
+      const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : input_base(int(li), in_layer);
       Matmul mm;
       mm.accumulate = &t != &p.terms[size_t(u.ob)].front();
       mm.a_unsigned = in.is_unsigned;
@@ -920,16 +980,18 @@ class Emitter {
   }
 
   void activates(size_t li, const Unit& u) {
+    load_generation(u.gen);
+    load_lut(cn_.layers[li].lut);
+    activates(li, u, cn_.tensors[li], tensor_base(int(li)));
+    if (cn_.has_shadow(int(li))) activates(li, u, cn_.shadows[li], shadow_base(li));
+  }
+  void activates(size_t li, const Unit& u, const CompiledNetwork::Tensor& out, uint32_t base) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
-    const auto& out = cn_.tensors[li];
-    load_generation(u.gen);
-    load_lut(p.lut);
     Activate a;
     a.func = chip_func(l.act);
     a.out_unsigned = out.is_unsigned;
     a.slot = uint8_t(u.slot);
-    const uint32_t base = tensor_base(int(li));
     if (l.kind == LayerKind::Dense) {
       a.acc_addr = uint16_t(u.acc);
       a.ub_addr = base + u.g0 * out.image_rows() + uint32_t(u.ob) * out.block_rows() + uint32_t(out.pt) * out.wp() + uint32_t(out.pl);
@@ -1020,7 +1082,8 @@ class Emitter {
   const uint32_t n_;
   const uint32_t batch_, caddr_, iaddr_, oaddr_;
   uint32_t half_ = 0, mb_ = 1, g0_ = 1;
-  std::vector<uint32_t> base_;  // UB base of the input (or its staging) and of each layer's output
+  std::vector<uint32_t> base_;  // UB base of the input (or its staging), each layer's output, shadows
+  mutable std::vector<size_t> shadow_item_;  // per layer: index of its shadow in base_ (set by place)
   int loaded_gen_ = -1, loaded_lut_ = -1;
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)

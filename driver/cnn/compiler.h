@@ -56,8 +56,10 @@ struct CompiledNetwork {
 
   // Per image: input rows the host writes, output rows the chip writes (N bytes each).
   uint32_t input_rows = 0, output_rows = 0;
-  uint32_t input_bytes() const { return input_rows * chip.N; }
-  uint32_t output_bytes() const { return output_rows * chip.N; }
+  // Per image in host memory: those rows, rounded up to the DMA's 16-byte alignment (images
+  // follow each other at this stride; N < 16 and an odd number of rows leave a gap).
+  uint32_t input_bytes() const { return (input_rows * chip.N + 15) / 16 * 16; }
+  uint32_t output_bytes() const { return (output_rows * chip.N + 15) / 16 * 16; }
 
   // The host side of the contract: one image of quantized input values (net.input.size(), in
   // input_q's range) into the `input_bytes()` the chip reads, and the chip's output bytes of
@@ -101,6 +103,17 @@ struct CompiledNetwork {
   bool packed_input = false;
   std::vector<Tensor> tensors;     // tensors[l] is layer l's output
   const Tensor& tensor_of(int l) const { return l == kNetworkInput ? input_tensor : tensors[size_t(l)]; }
+  // A second copy of layer l's output (blocks = 0: none) with the border its padded max-pools
+  // need (the type's minimum), when convolutions pad the same tensor with its zero point and
+  // its values may lie below it: the layer's activates write both.
+  std::vector<Tensor> shadows;
+  bool has_shadow(int l) const { return l >= 0 && shadows[size_t(l)].blocks > 0; }
+  // Whether layer `consumer` reads `producer`'s shadow (a padded max-pool of a shadowed tensor).
+  bool reads_shadow(int consumer, int producer) const;
+  // The layout layer `consumer` reads input `producer` in.
+  const Tensor& input_of(int consumer, int producer) const {
+    return reads_shadow(consumer, producer) ? shadows[size_t(producer)] : tensor_of(producer);
+  }
   std::vector<LayerPlan> layers;
   std::vector<int> last_use;       // per layer output (index l + 1; [0] the input): last consumer
   struct Generation {

@@ -181,6 +181,8 @@ struct QLayer : LayerGeometry {
   int lo = -128, hi = 127;           // Clip bounds in the output's integer domain
   TensorQuant pre_q;                 // Lut: the LUT's input (same signedness as out_q)
   std::vector<int32_t> lut;          // Lut: 256 output values, index y - qmin
+  LutFunc lut_func = LutFunc::Sigmoid;  // Lut: the function the table holds (for exports)
+  float lut_alpha = 0.0f, lut_beta = 0.0f;
   // Add: operand j's weight for channel c.
   int add_weight(int c, int j) const { return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)]; }
   // Zero point of input channel ic (of the concatenated input).

@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <fstream>
 
 namespace tpu::cnn {
@@ -80,9 +81,19 @@ void OnnxGraph::init_int64(const std::string& name, const std::vector<int64_t>& 
 
 void OnnxGraph::node(const std::string& op, const std::vector<std::string>& inputs,
                      const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs,
-                     const std::string& name) {
+                     const std::string& name, const std::string& domain) {
+  if (!domain.empty()) {
+    bool have = false;
+    for (const auto& o : impl_->model.opset_import()) have |= o.domain() == domain;
+    if (!have) {
+      auto* o = impl_->model.add_opset_import();
+      o->set_domain(domain);
+      o->set_version(1);
+    }
+  }
   auto* n = impl_->graph->add_node();
   n->set_op_type(op);
+  if (!domain.empty()) n->set_domain(domain);
   n->set_name(name.empty() ? (outputs.empty() ? op : outputs[0] + "_" + op) : name);
   for (const auto& i : inputs) n->add_input(i);
   for (const auto& o : outputs) n->add_output(o);
@@ -119,13 +130,78 @@ void OnnxGraph::save(const std::string& path) const {
 namespace {
 
 std::vector<int64_t> input_dims(const Shape3& s, int64_t batch) { return {batch < 0 ? -1 : batch, s.c, s.h, s.w}; }
+// The output's dims: [batch, features] after a Gemm, [batch, C, H, W] otherwise.
+std::vector<int64_t> output_dims(const Shape3& s, bool flat, int64_t batch) {
+  if (flat) return {batch < 0 ? -1 : batch, s.size()};
+  return input_dims(s, batch);
+}
+
+std::string layer_error(const LayerGeometry& l, size_t i, const std::string& msg) {
+  return "layer " + std::to_string(i) + " '" + l.name + "' (" + l.op + "): " + msg;
+}
 
 std::vector<OnnxAttr> conv_attrs(const LayerGeometry& l) {
   return {OnnxAttr::Ints("kernel_shape", {l.kh, l.kw}), OnnxAttr::Ints("strides", {l.sh, l.sw}),
-          OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r})};
+          OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}), OnnxAttr::Ints("dilations", {l.dh, l.dw}),
+          OnnxAttr::Int("group", l.group)};
 }
+// A Dense of groups as a Conv whose kernel covers its whole input image.
+std::vector<OnnxAttr> dense_conv_attrs(const LayerGeometry& l) {
+  return {OnnxAttr::Ints("kernel_shape", {l.in.h, l.in.w}), OnnxAttr::Ints("strides", {1, 1}),
+          OnnxAttr::Ints("pads", {0, 0, 0, 0}), OnnxAttr::Int("group", l.group)};
+}
+bool pooled(const LayerGeometry& l) {
+  return l.pool_k > 1 || l.pool_s > 1 || l.pad_t || l.pad_l || l.pad_b || l.pad_r;
+}
+// The layer's max-pool (a Copy's with its padding, which ONNX's MaxPool also never picks).
 std::vector<OnnxAttr> pool_attrs(const LayerGeometry& l) {
-  return {OnnxAttr::Ints("kernel_shape", {l.pool_k, l.pool_k}), OnnxAttr::Ints("strides", {l.pool_s, l.pool_s})};
+  std::vector<OnnxAttr> a{OnnxAttr::Ints("kernel_shape", {l.pool_k, l.pool_k}), OnnxAttr::Ints("strides", {l.pool_s, l.pool_s})};
+  if (l.kind == LayerKind::Copy) a.push_back(OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}));
+  return a;
+}
+
+// How a Dense layer is written.
+enum class DenseForm { Gemm, GlobalPool, GroupedConv };
+DenseForm dense_form(const LayerGeometry& l, size_t i, bool input_flat, bool global_pool_weights) {
+  if (l.group == 1) return DenseForm::Gemm;
+  if (!input_flat && global_pool_weights && l.group == l.in.c && l.cout() == l.in.c) return DenseForm::GlobalPool;
+  if (!input_flat && l.in.c % l.group == 0) return DenseForm::GroupedConv;
+  throw Error(layer_error(l, i, "a grouped Dense of a flattened input has no ONNX form"));
+}
+// What the importer makes of GlobalAveragePool: float weights 1 / pixels.
+float global_pool_weight(const LayerGeometry& l) { return 1.0f / float(int64_t(l.in.h) * l.in.w); }
+
+const char* lut_op(LutFunc f) {
+  switch (f) {
+    case LutFunc::Sigmoid: return "Sigmoid";
+    case LutFunc::Tanh: return "Tanh";
+    case LutFunc::LeakyRelu: return "LeakyRelu";
+    case LutFunc::HardSigmoid: return "HardSigmoid";
+    case LutFunc::HardSwish: return "HardSwish";
+  }
+  return "?";
+}
+std::vector<OnnxAttr> lut_attrs(LutFunc f, float alpha, float beta) {
+  if (f == LutFunc::LeakyRelu) return {OnnxAttr::Float("alpha", alpha)};
+  if (f == LutFunc::HardSigmoid) return {OnnxAttr::Float("alpha", alpha), OnnxAttr::Float("beta", beta)};
+  return {};
+}
+// HardSwish is an opset 14 op.
+LutFunc lut_func_of(const Layer& l) { return l.lut; }
+LutFunc lut_func_of(const QLayer& l) { return l.lut_func; }
+template <typename L>
+int opset_for(const std::vector<L>& layers) {
+  for (const auto& l : layers)
+    if (l.act == Activation::Lut && lut_func_of(l) == LutFunc::HardSwish) return 14;
+  return 13;
+}
+// Max-pooling after the activation is written before it (or fused by the importer) only when
+// they commute.
+template <typename L>
+void check_pool_after_lut(const L& l, size_t i) {
+  if (l.act == Activation::Lut && l.pool_k > 1 && !lut_func_monotonic(lut_func_of(l)))
+    throw Error(layer_error(l, i, std::string("max-pooling after ") + lut_func_name(lut_func_of(l)) +
+                                     ", which is not monotonic, does not import back as one layer"));
 }
 
 // Preprocessing as Mul + Add of per-channel constants.
@@ -139,73 +215,165 @@ std::string export_pre(OnnxGraph& g, const std::vector<float>& a, const std::vec
   return "pre_add";
 }
 
+// The graph output "logits" from tensor x (a float tensor): the host's Softmax / LogSoftmax
+// when the network has one, else an Identity.
+void finish_output(OnnxGraph& g, const std::string& x, const std::string& host_softmax) {
+  if (host_softmax.empty()) g.node("Identity", {x}, {"logits"});
+  else g.node(host_softmax, {x}, {"logits"}, {OnnxAttr::Int("axis", 1)}, "/" + host_softmax);
+}
+
+// A per-channel PRelu as the importer makes it: layers i-2 and i-1 copy relu(x) and relu(-x)
+// of one tensor (channel_scale +1 and -1) and layer i adds them with per-channel factors
+// -slope. Returns the slopes, empty if layer i is not such an Add.
+std::vector<float> prelu_slopes(const Network& net, size_t i) {
+  const Layer& a = net.layers[i];
+  if (a.kind != LayerKind::Add || a.channel_scale.empty() || i < 2 || a.pool_k > 1 || a.act != Activation::None ||
+      a.inputs != std::vector<int>{int(i) - 2, int(i) - 1})
+    return {};
+  for (int k = 0; k < 2; ++k) {
+    const Layer& c = net.layers[i - 2 + size_t(k)];
+    if (c.kind != LayerKind::Copy || c.act != Activation::Relu || c.inputs.size() != 1 ||
+        c.inputs != net.layers[i - 2].inputs || pooled(c) || c.channel_scale.size() != size_t(c.cout()))
+      return {};
+    for (float f : c.channel_scale)
+      if (f != (k == 0 ? 1.0f : -1.0f)) return {};
+  }
+  for (size_t j = i + 1; j < net.layers.size(); ++j)
+    for (int in : net.layers[j].inputs)
+      if (in == int(i) - 2 || in == int(i) - 1) return {};  // the copies are read by the Add only
+  std::vector<float> slope;
+  for (float f : a.channel_scale) slope.push_back(-f);
+  return slope;
+}
+
 void quant_init(OnnxGraph& g, const std::string& name, const TensorQuant& q) {
   g.init_float(name + "_scale", {}, {q.scale});
   if (q.is_unsigned) g.init_uint8(name + "_zp", {}, {uint8_t(q.zero_point)});
   else g.init_int8(name + "_zp", {}, {int8_t(q.zero_point)});
 }
 
+// Concat (axis 1) of several tensors; one is returned as it is.
+std::string concat(OnnxGraph& g, const std::vector<std::string>& xs, const std::string& p) {
+  if (xs.size() == 1) return xs[0];
+  g.node("Concat", xs, {p + "_cat"}, {OnnxAttr::Int("axis", 1)}, p + "_concat");
+  return p + "_cat";
+}
+
+// The LUT function, ReLU or Clip in the float domain. `as_mul`: HardSwish as x * HardSigmoid(x)
+// (a Copy of a tensor nothing else reads comes from that form; HardSwish would fuse into the
+// layer computing the tensor).
+std::string float_act(OnnxGraph& g, Activation a, LutFunc f, float alpha, float beta, float lo, float hi,
+                      const std::string& p, const std::string& x, bool as_mul = false) {
+  if (a == Activation::Lut && f == LutFunc::HardSwish && as_mul) {
+    g.node("HardSigmoid", {x}, {p + "_hsig"}, {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)});
+    g.node("Mul", {x, p + "_hsig"}, {p + "_lut"});
+    return p + "_lut";
+  }
+  switch (a) {
+    case Activation::None: return x;
+    case Activation::Relu: g.node("Relu", {x}, {p + "_relu"}); return p + "_relu";
+    case Activation::Clip:
+      g.init_float(p + "_lo", {}, {lo});
+      g.init_float(p + "_hi", {}, {hi});
+      g.node("Clip", {x, p + "_lo", p + "_hi"}, {p + "_clip"});
+      return p + "_clip";
+    case Activation::Lut: g.node(lut_op(f), {x}, {p + "_lut"}, lut_attrs(f, alpha, beta)); return p + "_lut";
+  }
+  return x;
+}
+// A quantized layer's activation in the float domain (Clip bounds from its integer ones).
+std::string float_act(OnnxGraph& g, const QLayer& l, const std::string& p, const std::string& x) {
+  return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                   float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, x);
+}
+
 }  // namespace
 
 std::string export_float_onnx(const Network& net, int64_t batch) {
-  OnnxGraph g(net.name);
+  OnnxGraph g(net.name, opset_for(net.layers));
   g.input("input", input_dims(net.input, batch));
-  std::string x = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
-  bool flat = false;
+  const std::string in = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
+  std::vector<std::string> out(net.layers.size());
+  std::vector<char> flat(net.layers.size(), 0);
+  auto name_of = [&](int p) { return p == kNetworkInput ? in : out[size_t(p)]; };
+  std::vector<char> prelu_part(net.layers.size(), 0);  // the copies of a per-channel PRelu
+  for (size_t i = 0; i < net.layers.size(); ++i)
+    if (!prelu_slopes(net, i).empty()) prelu_part[i - 2] = prelu_part[i - 1] = 1;
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
+    check_pool_after_lut(l, i);
     const std::string p = "l" + std::to_string(i);
+    bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
+    if (prelu_part[i]) continue;
+    if (!l.channel_scale.empty()) {
+      const std::vector<float> slope = prelu_slopes(net, i);
+      if (slope.empty()) throw Error(layer_error(l, i, "per-channel factors outside a per-channel PRelu have no ONNX form"));
+      g.init_float(p + "_slope", {l.cout(), 1, 1}, slope);
+      g.node("PRelu", {name_of(net.layers[i - 2].inputs[0]), p + "_slope"}, {p + "_prelu"}, {}, p + "_prelu");
+      out[i] = p + "_prelu";
+      flat[i] = net.layers[i - 2].inputs[0] != kNetworkInput && flat[size_t(net.layers[i - 2].inputs[0])];
+      continue;
+    }
+    std::string x;
+    if (l.kind == LayerKind::Add) {
+      g.node("Add", {name_of(l.inputs[0]), name_of(l.inputs[1])}, {p + "_add"}, {}, p + "_add");
+      x = p + "_add";
+    } else {
+      std::vector<std::string> xs;
+      for (int s : l.inputs) xs.push_back(name_of(s));
+      x = concat(g, xs, p);
+    }
     if (l.kind == LayerKind::Conv) {
-      g.init_float(p + "_w", {l.cout(), l.in.c, l.kh, l.kw}, l.weight);
+      g.init_float(p + "_w", {l.cout(), l.in.c / l.group, l.kh, l.kw}, l.weight);
       g.init_float(p + "_b", {l.cout()}, l.bias);
       g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, conv_attrs(l), p + "_conv");
       x = p + "_conv";
-    } else {
-      if (!flat) {
-        g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
-        x = p + "_flat";
-        flat = true;
+    } else if (l.kind == LayerKind::Dense) {
+      bool gp = true;
+      for (float w : l.weight) gp &= w == global_pool_weight(l);
+      for (float b : l.bias) gp &= b == 0.0f;
+      switch (dense_form(l, i, f, gp)) {
+        case DenseForm::Gemm:
+          if (!f) {
+            g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
+            x = p + "_flat";
+          }
+          g.init_float(p + "_w", {l.cout(), l.fan_in()}, l.weight);
+          g.init_float(p + "_b", {l.cout()}, l.bias);
+          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
+          x = p + "_gemm";
+          f = true;
+          break;
+        case DenseForm::GlobalPool:
+          g.node("GlobalAveragePool", {x}, {p + "_gap"}, {}, p + "_gap");
+          x = p + "_gap";
+          break;
+        case DenseForm::GroupedConv:
+          g.init_float(p + "_w", {l.cout(), l.in.c / l.group, l.in.h, l.in.w}, l.weight);
+          g.init_float(p + "_b", {l.cout()}, l.bias);
+          g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, dense_conv_attrs(l), p + "_conv");
+          x = p + "_conv";
+          break;
       }
-      g.init_float(p + "_w", {l.cout(), l.fan_in()}, l.weight);
-      g.init_float(p + "_b", {l.cout()}, l.bias);
-      g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
-      x = p + "_gemm";
+    } else if (l.kind == LayerKind::Copy && pooled(l)) {
+      g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");
+      x = p + "_pool";
     }
-    if (l.act == Activation::Relu) {
-      g.node("Relu", {x}, {p + "_relu"});
-      x = p + "_relu";
-    } else if (l.act == Activation::Clip) {
-      g.init_float(p + "_lo", {}, {l.clip_lo});
-      g.init_float(p + "_hi", {}, {l.clip_hi});
-      g.node("Clip", {x, p + "_lo", p + "_hi"}, {p + "_clip"});
-      x = p + "_clip";
-    }
-    if (l.pool_k > 1 || l.pool_s > 1) {
+    x = float_act(g, l.act, l.lut, l.lut_alpha, l.lut_beta, l.clip_lo, l.clip_hi, p, x,
+                  l.kind == LayerKind::Copy && l.inputs.size() == 1);
+    if (l.kind != LayerKind::Copy && pooled(l)) {
       g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l));
       x = p + "_pool";
     }
+    out[i] = x;
+    flat[i] = f;
   }
-  g.node("Identity", {x}, {"logits"});
-  g.output("logits");
+  finish_output(g, out.back(), net.host_softmax);
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 
 namespace {
-
-// Activation of a quantized layer in the float domain (between DQ and Q).
-std::string float_act(OnnxGraph& g, const QLayer& l, const std::string& p, std::string x) {
-  if (l.act == Activation::Relu) {
-    g.node("Relu", {x}, {p + "_relu"});
-    return p + "_relu";
-  }
-  if (l.act == Activation::Clip) {
-    g.init_float(p + "_lo", {}, {float(l.lo - l.out_q.zero_point) * l.out_q.scale});
-    g.init_float(p + "_hi", {}, {float(l.hi - l.out_q.zero_point) * l.out_q.scale});
-    g.node("Clip", {x, p + "_lo", p + "_hi"}, {p + "_clip"});
-    return p + "_clip";
-  }
-  return x;
-}
 
 std::vector<float> bias_scales(const QLayer& l) {
   std::vector<float> s(size_t(l.cout()));
@@ -213,117 +381,272 @@ std::vector<float> bias_scales(const QLayer& l) {
   return s;
 }
 
+bool same_input_quant(const QLayer& l) {
+  for (const auto& q : l.in_qs)
+    if (!(q == l.in_q)) return false;
+  return true;
+}
+
+// Whether a grouped Dense is what quantize() makes of the importer's GlobalAveragePool (float
+// weights 1 / pixels, no bias), so that GlobalAveragePool imports back to the same integers.
+bool quantized_global_pool(const QLayer& l) {
+  const float w = global_pool_weight(l);
+  const float ws = float(std::fabs(double(w)) / 127.0);
+  const int8_t wq = int8_t(round_clamp(double(w) / double(ws), -127, 127));
+  for (int8_t v : l.weight)
+    if (v != wq) return false;
+  for (float s : l.weight_scale)
+    if (s != ws) return false;
+  for (int32_t b : l.bias)
+    if (b != 0) return false;
+  return same_input_quant(l);
+}
+
+// DequantizeLinear of the int8 weights (per output channel) and of the int32 bias.
+void qdq_params(OnnxGraph& g, const QLayer& l, const std::string& p, const std::vector<int64_t>& wd) {
+  g.init_int8(p + "_wq", wd, l.weight);
+  g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
+  g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
+  g.node("DequantizeLinear", {p + "_wq", p + "_ws", p + "_wz"}, {p + "_w"}, {OnnxAttr::Int("axis", 0)});
+  g.init_int32(p + "_bq", {l.cout()}, l.bias);
+  g.init_float(p + "_bs", {l.cout()}, bias_scales(l));
+  g.init_int32(p + "_bz", {l.cout()}, std::vector<int32_t>(size_t(l.cout()), 0));
+  g.node("DequantizeLinear", {p + "_bq", p + "_bs", p + "_bz"}, {p + "_b"}, {OnnxAttr::Int("axis", 0)});
+}
+
+// x quantized and dequantized with the parameters `q` (initializers q_scale, q_zp).
+std::string qdq(OnnxGraph& g, const std::string& x, const std::string& q, const std::string& out) {
+  g.node("QuantizeLinear", {x, q + "_scale", q + "_zp"}, {out + "_q"});
+  g.node("DequantizeLinear", {out + "_q", q + "_scale", q + "_zp"}, {out + "_dq"});
+  return out + "_dq";
+}
+
+// A HardSwish Copy reading one tensor in its own quantization: written as x * HardSigmoid(x).
+// (After a requantization the HardSwish op fuses into the requantizing copy instead.)
+bool hardswish_as_mul(const QLayer& l) {
+  return l.kind == LayerKind::Copy && l.act == Activation::Lut && l.lut_func == LutFunc::HardSwish &&
+         l.inputs.size() == 1 && l.pre_q == l.in_q;
+}
+
+void check_quantized_layer(const QLayer& l, size_t i) {
+  check_pool_after_lut(l, i);
+  bool negated = false;
+  for (int32_t m : l.mult) negated |= m < 0;
+  if ((l.kind == LayerKind::Add && l.weight.size() != 2) || (l.kind == LayerKind::Copy && negated))
+    throw Error(layer_error(l, i, "per-channel factors (a per-channel PRelu) have no quantized ONNX form that imports "
+                                  "back (the importer quantizes its ReLU copies only by calibration)"));
+  if (l.has_weights() && !same_input_quant(l))
+    throw Error(layer_error(l, i, "its concatenated inputs have different scales (folded into the weights), which "
+                                  "ONNX cannot express"));
+}
+
 }  // namespace
 
 std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
-  OnnxGraph g(net.name + " (QDQ)");
+  OnnxGraph g(net.name + " (QDQ)", opset_for(net.layers));
   g.input("input", input_dims(net.input, batch));
-  std::string x = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
   quant_init(g, "in", net.input_q);
-  g.node("QuantizeLinear", {x, "in_scale", "in_zp"}, {"in_q"});
-  g.node("DequantizeLinear", {"in_q", "in_scale", "in_zp"}, {"in_dq"});
-  x = "in_dq";
-  bool flat = false;
+  const std::string in = qdq(g, export_pre(g, net.pre_scale, net.pre_shift, net.input, "input"), "in", "in");
+  std::vector<std::string> out(net.layers.size());
+  std::vector<char> flat(net.layers.size(), 0);
+  auto name_of = [&](int p) { return p == kNetworkInput ? in : out[size_t(p)]; };
+  auto quant_of = [&](int p) { return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out"; };
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const QLayer& l = net.layers[i];
+    check_quantized_layer(l, i);
     const std::string p = "l" + std::to_string(i);
-    const std::vector<int64_t> wd = l.kind == LayerKind::Conv ? std::vector<int64_t>{l.cout(), l.in.c, l.kh, l.kw}
-                                                              : std::vector<int64_t>{l.cout(), l.fan_in()};
-    g.init_int8(p + "_wq", wd, l.weight);
-    g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
-    g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-    g.node("DequantizeLinear", {p + "_wq", p + "_ws", p + "_wz"}, {p + "_w"}, {OnnxAttr::Int("axis", 0)});
-    g.init_int32(p + "_bq", {l.cout()}, l.bias);
-    g.init_float(p + "_bs", {l.cout()}, bias_scales(l));
-    g.init_int32(p + "_bz", {l.cout()}, std::vector<int32_t>(size_t(l.cout()), 0));
-    g.node("DequantizeLinear", {p + "_bq", p + "_bs", p + "_bz"}, {p + "_b"}, {OnnxAttr::Int("axis", 0)});
-    if (l.kind == LayerKind::Conv) {
-      g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_y"}, conv_attrs(l), p + "_conv");
+    quant_init(g, p + "_out", l.out_q);
+    bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
+    std::string x;
+    if (l.kind == LayerKind::Add) {
+      g.node("Add", {name_of(l.inputs[0]), name_of(l.inputs[1])}, {p + "_add"}, {}, p + "_add");
+      x = p + "_add";
     } else {
-      if (!flat) {
-        g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
-        x = p + "_flat";
-        flat = true;
-      }
-      g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_y"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
+      std::vector<std::string> xs;
+      for (int s : l.inputs) xs.push_back(name_of(s));
+      x = concat(g, xs, p);
+      // As ONNX Runtime quantizes a Concat: its output gets a Q/DQ pair (the inputs' own).
+      if (xs.size() > 1 && same_input_quant(l)) x = qdq(g, x, quant_of(l.inputs[0]), p + "_cat");
     }
-    x = float_act(g, l, p, p + "_y");
-    if (l.pool_k > 1 || l.pool_s > 1) {
+    if (l.kind == LayerKind::Conv) {
+      qdq_params(g, l, p, {l.cout(), l.in.c / l.group, l.kh, l.kw});
+      g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, conv_attrs(l), p + "_conv");
+      x = p + "_conv";
+    } else if (l.kind == LayerKind::Dense) {
+      switch (dense_form(l, i, f, quantized_global_pool(l))) {
+        case DenseForm::Gemm:
+          if (!f) {
+            g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
+            x = p + "_flat";
+          }
+          qdq_params(g, l, p, {l.cout(), l.fan_in()});
+          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
+          x = p + "_gemm";
+          f = true;
+          break;
+        case DenseForm::GlobalPool:
+          g.node("GlobalAveragePool", {x}, {p + "_gap"}, {}, p + "_gap");
+          x = p + "_gap";
+          break;
+        case DenseForm::GroupedConv:
+          qdq_params(g, l, p, {l.cout(), l.in.c / l.group, l.in.h, l.in.w});
+          g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, dense_conv_attrs(l), p + "_conv");
+          x = p + "_conv";
+          break;
+      }
+    } else if (l.kind == LayerKind::Copy && pooled(l)) {
+      // Max-pooling first (it commutes with the requantization and the activation).
+      g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");
+      x = p + "_pool";
+    }
+    if (l.act == Activation::Lut) {
+      // The function's input quantization is the Q/DQ pair before it.
+      quant_init(g, p + "_pre", l.pre_q);
+      x = qdq(g, x, p + "_pre", p + "_pre");
+      x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, 0, 0, p, x, hardswish_as_mul(l));
+    } else {
+      x = float_act(g, l, p, x);
+    }
+    if (l.kind != LayerKind::Copy && pooled(l)) {
       g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l));
       x = p + "_pool";
     }
-    quant_init(g, p + "_out", l.out_q);
-    g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_q"});
-    g.node("DequantizeLinear", {p + "_q", p + "_out_scale", p + "_out_zp"}, {p + "_dq"});
-    x = p + "_dq";
+    out[i] = qdq(g, x, p + "_out", p);
+    flat[i] = f;
   }
-  g.node("Identity", {x}, {"logits"});
-  g.output("logits");
+  finish_output(g, out.back(), net.host_softmax);
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 
 std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
-  OnnxGraph g(net.name + " (QLinear)", 13);
+  OnnxGraph g(net.name + " (QLinear)", opset_for(net.layers));
   g.input("input", input_dims(net.input, batch));
-  std::string x = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
+  const std::string pre = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
   quant_init(g, "in", net.input_q);
-  g.node("QuantizeLinear", {x, "in_scale", "in_zp"}, {"in_q"});
-  x = "in_q";
-  std::string xq = "in";  // name prefix of x's scale / zero point
-  bool flat = false;
+  g.node("QuantizeLinear", {pre, "in_scale", "in_zp"}, {"in_q"});
+  const std::string ms = "com.microsoft";
+  std::vector<std::string> out(net.layers.size());  // the layers' integer outputs
+  std::vector<char> flat(net.layers.size(), 0);
+  auto name_of = [&](int p) { return p == kNetworkInput ? std::string("in_q") : out[size_t(p)]; };
+  auto quant_of = [&](int p) { return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out"; };
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const QLayer& l = net.layers[i];
+    check_quantized_layer(l, i);
     const std::string p = "l" + std::to_string(i);
+    const bool lut = l.act == Activation::Lut;
     quant_init(g, p + "_out", l.out_q);
-    g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
-    g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-    // ReLU into uint8 with zero point 0 is the saturation itself; anything else runs in float.
-    const bool implicit_act = l.act == Activation::None ||
-                              (l.act == Activation::Relu && l.out_q.is_unsigned && l.out_q.zero_point == 0);
-    if (l.kind == LayerKind::Conv) {
-      g.init_int8(p + "_wq", {l.cout(), l.in.c, l.kh, l.kw}, l.weight);
+    if (lut) quant_init(g, p + "_pre", l.pre_q);
+    // The quantization the layer's linear part produces (the LUT's input, or the output).
+    const std::string tq = lut ? p + "_pre" : p + "_out";
+    const TensorQuant& target = lut ? l.pre_q : l.out_q;
+    const bool same = same_input_quant(l);
+    const bool pool_first = l.kind == LayerKind::Copy && same;  // before requantization
+    bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
+    std::string x = name_of(l.inputs[0]), xq = quant_of(l.inputs[0]);
+    TensorQuant xquant = l.in_q;
+    if (l.kind == LayerKind::Add) {
+      const std::string b = quant_of(l.inputs[1]);
+      g.node("QLinearAdd", {x, xq + "_scale", xq + "_zp", name_of(l.inputs[1]), b + "_scale", b + "_zp", tq + "_scale", tq + "_zp"},
+             {p + "_add"}, {}, p + "_qadd", ms);
+      x = p + "_add";
+      xq = tq;
+      xquant = target;
+    } else if (l.inputs.size() > 1) {
+      // Shared by the inputs (read in place by the importer), or a Copy's own requantization
+      // (unless it max-pools first).
+      if (l.kind == LayerKind::Copy && !(pool_first && pooled(l))) xq = tq, xquant = target;
+      std::vector<std::string> ins{xq + "_scale", xq + "_zp"};
+      for (int s : l.inputs) ins.insert(ins.end(), {name_of(s), quant_of(s) + "_scale", quant_of(s) + "_zp"});
+      g.node("QLinearConcat", ins, {p + "_cat"}, {OnnxAttr::Int("axis", 1)}, p + "_qconcat", ms);
+      x = p + "_cat";
+    }
+    bool done = false;  // bias, activation and output quantization written
+    auto lut_float = [&](const std::string& y, const std::string& yq) {
+      g.node("DequantizeLinear", {y, yq + "_scale", yq + "_zp"}, {p + "_ydq"});
+      return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                       float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq", hardswish_as_mul(l));
+    };
+    if (l.kind == LayerKind::Conv || (l.kind == LayerKind::Dense && l.group > 1 && dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
+      const bool dense = l.kind == LayerKind::Dense;
+      g.init_int8(p + "_wq", {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw}, l.weight);
+      g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
+      g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
       g.init_int32(p + "_bq", {l.cout()}, l.bias);
-      g.node("QLinearConv", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", p + "_out_scale", p + "_out_zp", p + "_bq"},
-             {p + "_y"}, conv_attrs(l), p + "_qconv");
-      x = p + "_y";
-      if (!implicit_act) {
-        g.node("DequantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_ydq"});
-        x = float_act(g, l, p, p + "_ydq");
-        g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
-        x = p + "_yq";
-      }
-    } else {
-      if (!flat) {
+      g.node("QLinearConv", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale", tq + "_zp", p + "_bq"},
+             {p + "_conv"}, dense ? dense_conv_attrs(l) : conv_attrs(l), p + "_qconv");
+      x = p + "_conv";
+    } else if (l.kind == LayerKind::Dense && l.group > 1) {
+      g.node("QLinearGlobalAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"}, {p + "_gap"},
+             {OnnxAttr::Int("channels_last", 0)}, p + "_qgap", ms);
+      x = p + "_gap";
+    } else if (l.kind == LayerKind::Dense) {
+      if (!f) {
         g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
         x = p + "_flat";
-        flat = true;
       }
+      f = true;
       const int64_t k = l.fan_in();
       std::vector<int8_t> wt(size_t(k * l.cout()));  // [K, M]
       for (int oc = 0; oc < l.cout(); ++oc)
         for (int64_t j = 0; j < k; ++j) wt[size_t(j * l.cout() + oc)] = l.weight[size_t(oc * k + j)];
       g.init_int8(p + "_wq", {k, l.cout()}, wt);
-      g.node("QLinearMatMul", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", p + "_out_scale", p + "_out_zp"},
-             {p + "_y"}, {}, p + "_qmatmul");
+      g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
+      g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
+      g.node("QLinearMatMul", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale", tq + "_zp"},
+             {p + "_mm"}, {}, p + "_qmatmul");
       // The bias in float, then requantized: QLinearMatMul has no bias input.
       std::vector<float> b(size_t(l.cout()));
       for (int oc = 0; oc < l.cout(); ++oc)
         b[size_t(oc)] = float(double(l.bias[size_t(oc)]) * double(l.in_q.scale) * double(l.weight_scale[size_t(oc)]));
       g.init_float(p + "_b", {l.cout()}, b);
-      g.node("DequantizeLinear", {p + "_y", p + "_out_scale", p + "_out_zp"}, {p + "_ydq"});
-      g.node("Add", {p + "_ydq", p + "_b"}, {p + "_biased"});
-      x = float_act(g, l, p, p + "_biased");
+      g.node("DequantizeLinear", {p + "_mm", tq + "_scale", tq + "_zp"}, {p + "_mmdq"});
+      g.node("Add", {p + "_mmdq", p + "_b"}, {p + "_biased"});
+      x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                    float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_biased");
       g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
       x = p + "_yq";
+      done = true;
+    } else if (l.kind == LayerKind::Copy) {
+      if (pool_first && pooled(l)) {
+        g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");  // on the integers
+        x = p + "_pool";
+      }
+      if (!(xquant == target)) {
+        // The requantization (the importer folds it into the copy, or makes it one).
+        g.node("DequantizeLinear", {x, xq + "_scale", xq + "_zp"}, {p + "_rdq"});
+        g.node("QuantizeLinear", {p + "_rdq", tq + "_scale", tq + "_zp"}, {p + "_rq"});
+        x = p + "_rq";
+      }
     }
-    if (l.pool_k > 1 || l.pool_s > 1) {
-      g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l));
+    if (!done) {
+      if (lut && (l.lut_func == LutFunc::Sigmoid || l.lut_func == LutFunc::LeakyRelu)) {
+        const bool leaky = l.lut_func == LutFunc::LeakyRelu;
+        g.node(leaky ? "QLinearLeakyRelu" : "QLinearSigmoid",
+               {x, tq + "_scale", tq + "_zp", p + "_out_scale", p + "_out_zp"}, {p + "_lut"},
+               leaky ? std::vector<OnnxAttr>{OnnxAttr::Float("alpha", l.lut_alpha)} : std::vector<OnnxAttr>{},
+               p + (leaky ? "_qleakyrelu" : "_qsigmoid"), ms);
+        x = p + "_lut";
+      } else if (lut || l.act == Activation::Clip ||
+                 (l.act == Activation::Relu && (l.kind == LayerKind::Copy || l.out_q.zero_point != l.out_q.qmin()))) {
+        // ReLU into a tensor whose zero point is its minimum is the saturation itself (not
+        // for a Copy, which would vanish); anything else runs in float.
+        x = lut_float(x, tq);
+        g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
+        x = p + "_yq";
+      }
+    }
+    if (!pool_first && pooled(l)) {
+      g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");
       x = p + "_pool";
     }
-    xq = p + "_out";
+    out[i] = x;
+    flat[i] = f;
   }
-  g.node("DequantizeLinear", {x, xq + "_scale", xq + "_zp"}, {"logits"});
-  g.output("logits");
+  const std::string last = quant_of(int(net.layers.size()) - 1);
+  g.node("DequantizeLinear", {out.back(), last + "_scale", last + "_zp"}, {"logits_dq"});
+  finish_output(g, "logits_dq", net.host_softmax);
+  g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));
   return g.serialize();
 }
 

@@ -44,9 +44,10 @@ class OnnxGraph {
   void init_uint8(const std::string& name, const std::vector<int64_t>& dims, const std::vector<uint8_t>& v);
   void init_int32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& v);
   void init_int64(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v);
+  // A node; a non-empty `domain` (e.g. "com.microsoft") also imports that domain, version 1.
   void node(const std::string& op, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs = {},
-            const std::string& name = "");
+            const std::string& name = "", const std::string& domain = "");
   std::string serialize() const;
   void save(const std::string& path) const;
 
@@ -55,14 +56,31 @@ class OnnxGraph {
   std::unique_ptr<Impl> impl_;
 };
 
+// Every exporter writes the layers in order, as the importer reads them back:
+//  * several inputs of a Conv, Dense or Copy: a Concat (axis 1) first;
+//  * Conv: Conv with group and dilations; Dense: Gemm (Flatten first when its input is 4-D),
+//    or GlobalAveragePool when it is one (one group per channel, weights 1 / pixels, a 4-D
+//    input), or else a grouped Conv whose kernel covers the image; Add: Add of two tensors;
+//  * Copy: MaxPool with its pads (before the activation, which commutes with it);
+//  * activations: Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish (opset 14 then).
+//  * a per-channel PRelu (the importer's two ReLU copies and per-channel Add): PRelu (float);
+//  * a host Softmax / LogSoftmax: the last node.
+// Throws Error for what ONNX cannot say so that it imports back (a Conv or Dense reading
+// concatenated inputs of different scales, a grouped Dense of a flat input, a pool after a LUT
+// function that is not monotonic, a per-channel PRelu in quantized form).
+
 // The float network as an ONNX model: input "input" [batch, C, H, W] (batch < 0: symbolic),
-// Conv / Gemm with bias, Relu / Clip, MaxPool, Flatten, output "logits".
+// output "logits".
 std::string export_float_onnx(const Network& net, int64_t batch = 1);
-// The quantized network in QDQ form (weights as DequantizeLinear of int8 initializers,
-// int32 biases, Q/DQ pairs on every activation).
+// The quantized network in QDQ form, as ONNX Runtime's static quantizer writes it: weights as
+// DequantizeLinear of int8 initializers (per output channel, axis 0), int32 biases, and every
+// layer's output (and a LUT function's input) as a QuantizeLinear / DequantizeLinear pair; a
+// Concat is followed by its own pair.
 std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch = 1);
-// The quantized network with QLinearConv / QLinearMatMul (+ DequantizeLinear, Add of the bias,
-// QuantizeLinear for dense layers, which QLinearMatMul cannot bias).
+// The quantized network with QLinearConv / QLinearMatMul and the com.microsoft ops QLinearAdd,
+// QLinearConcat, QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu; MaxPool on the
+// integer tensor; other activations (and a dense layer's bias, which QLinearMatMul cannot add)
+// between DequantizeLinear and QuantizeLinear.
 std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch = 1);
 
 }  // namespace tpu::cnn

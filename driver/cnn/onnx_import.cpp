@@ -401,10 +401,15 @@ class Importer {
       if (v.parts[0] == kNetworkInput) fail_model("tensor '" + name + "' is the network input itself; a layer is expected");
       return v.parts[0];
     }
+    return copy_layer(v, name, "Concat");
+  }
+  // A Copy of v's parts into one tensor, quantized as v.quant (a requantization when its parts
+  // are quantized otherwise).
+  int copy_layer(const Value& v, const std::string& name, const std::string& op) {
     Layer l;
     l.kind = LayerKind::Copy;
     l.name = name;
-    l.op = "Concat";
+    l.op = op;
     l.inputs = v.parts;
     for (int p : v.parts) l.input_channels.push_back(channels_of(p));
     l.in = v.shape;
@@ -603,32 +608,58 @@ class Importer {
   }
 
 
-  // Value v (read by node n) gets quantization q: its producing layers' outputs (or the input).
-  void annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q) {
+  std::optional<TensorQuant>& quant_ref(int p) { return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant; }
+  const std::optional<TensorQuant>& quant_ref(int p) const {
+    return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+  }
+  // Whether layer li copies its inputs exactly (e.g. a standalone max-pool keeping its input's
+  // quantization): requantizing its output is the same as requantizing its inputs.
+  bool exact_copy(int li) const {
+    const Layer& l = net_.layers[size_t(li)];
+    if (l.kind != LayerKind::Copy || l.act != Activation::None || !l.out_quant) return false;
+    for (int p : l.inputs)
+      if (!quant_ref(p) || !(*quant_ref(p) == *l.out_quant)) return false;
+    return true;
+  }
+
+  // Value v (tensor `name`, read by node n) gets quantization q: its producing layers' outputs
+  // (or the input). Where they are quantized otherwise already (a Q/DQ pair, then another Q),
+  // a Copy requantizes them (an exact copy that nothing else reads is requantized in place,
+  // which is the same) and its index is returned; -1 otherwise.
+  int annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q, const std::string& name) {
+    bool differs = false;
     for (int p : v.parts) {
-      std::optional<TensorQuant>& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+      const std::optional<TensorQuant>& have = quant_ref(p);
       if (p == kNetworkInput && have && !(*have == q))
         fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() + ")");
-      if (v.parts.size() > 1 && have && !(*have == q)) {
-        // Concatenated tensors quantized differently: one Copy requantizes them together.
-        Value c = v;
-        c.quant = q;
-        const int l = materialize(c, n.input(0));
-        v.parts = {l};
-        v.quant = q;
-        return;
-      }
+      differs |= have && !(*have == q);
     }
-    for (int p : v.parts) (p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant) = q;
+    if (differs) {
+      if (v.parts.size() == 1 && fusable(name) == v.parts[0] && exact_copy(v.parts[0])) {
+        net_.layers[size_t(v.parts[0])].out_quant = q;
+        v.quant = q;
+        return -1;
+      }
+      // One Copy requantizes them (concatenated tensors together).
+      Value c = v;
+      c.quant = q;
+      const int l = copy_layer(c, name, n.op_type());
+      v.parts = {l};
+      v.quant = q;
+      return l;
+    }
+    for (int p : v.parts) quant_ref(p) = q;
     v.quant = q;
+    return -1;
   }
 
   void quantize_linear(const onnx::NodeProto& n) {
     Value v = data(n, 0);
     if (v.is_int) fail(n, "quantizes a tensor that is already quantized");
-    annotate(n, v, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")));
+    const int copy = annotate(n, v, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")), n.input(0));
     v.is_int = true;
     define(n, v, n.input(0));
+    if (copy >= 0) tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
   }
 
   void dequantize_linear(const onnx::NodeProto& n) {
@@ -647,7 +678,7 @@ class Importer {
     if (!v.is_int) fail(n, "its input '" + n.input(i) + "' is not a quantized tensor (QuantizeLinear missing?)");
     if (v.quant && !(q == *v.quant))
       fail(n, "declares its input '" + n.input(i) + "' as " + q.str() + " but it was quantized as " + v.quant->str());
-    if (!v.quant) annotate(n, v, q);
+    if (!v.quant) annotate(n, v, q, n.input(i));
     return v;
   }
   Value float_input(const onnx::NodeProto& n, int i, const std::string& alternative) {
@@ -1030,13 +1061,17 @@ class Importer {
         const auto& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
         same &= have && *have == q;
       }
+      int copy = -1;
       if (!same) {
         Value c = v;
         c.quant = q;
-        v.parts = {materialize(c, n.output(0))};
+        v.parts = {copy = materialize(c, n.output(0))};
       }
       v.is_int = true;
       v.quant = q;
+      values_[n.output(0)] = v;
+      if (copy >= 0) tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
+      return;
     }
     values_[n.output(0)] = v;
   }
@@ -1158,7 +1193,8 @@ class Importer {
     if (li < 0) {
       Layer c = start_layer(n, LayerKind::Copy, v);
       c.op = n.op_type();
-      if (v.is_int) c.out_quant = v.quant;  // the copy is exact; the LUT maps from there
+      // Of a (de)quantized tensor: the copy is exact, and a LUT maps from there.
+      if (v.quant) c.out_quant = v.quant;
       li = push_layer(n, std::move(c));
     }
     Layer& l = net_.layers[size_t(li)];
@@ -1245,7 +1281,7 @@ class Importer {
       c.pad_r = g.pad_r + extra_r;
       c.pool_k = k;
       c.pool_s = s;
-      if (v.is_int) c.out_quant = v.quant;
+      if (v.quant) c.out_quant = v.quant;  // of a (de)quantized tensor: an exact copy
       li = push_layer(n, std::move(c));
     } else {
       Layer& l = net_.layers[size_t(li)];
@@ -1266,7 +1302,9 @@ class Importer {
   }
 
   // AveragePool (QLinearAveragePool: X, x_scale, x_zp, y_scale, y_zp): a depthwise Conv of
-  // ones / window size. Padding counts as 0 (count_include_pad = 1, or no padding).
+  // ones / window size. Padding counts as 0 (count_include_pad = 1, or no padding). The QLinear
+  // form has the float weights too: quantize() gives them the integers it gives the float
+  // model's (the same network from a QDQ, QLinear or float model).
   void average_pool(const onnx::NodeProto& n, bool ql) {
     const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAveragePool");
     if (v.flat) fail(n, "its input is flattened");
@@ -1297,25 +1335,14 @@ class Importer {
       fail(n, "ceil_mode = 1 with a partial last window is not supported");
     l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f / float(l.kh * l.kw));
     l.bias.assign(size_t(v.shape.c), 0.0f);
-    pooling_weights(l, ql, v);
     l.out_quant = out_quant(n, ql, 3, 4);
     const int id = push_layer(n, std::move(l));
     new_layer_output(n, id, false);
     finish_int_output(n, id, ql);
   }
 
-  // Averaging layers of quantized models: weights 1 at scale 1 / window (exact).
-  void pooling_weights(Layer& l, bool ql, const Value& v) const {
-    if (!ql && !v.is_int) return;
-    GivenQuant g;
-    const int64_t k = l.fan_in();
-    g.weight.assign(size_t(l.cout() * k), 1);
-    g.weight_scale.assign(size_t(l.cout()), 1.0f / float(k));
-    l.given = g;
-  }
-
   // GlobalAveragePool / QLinearGlobalAveragePool / ReduceMean over H and W: a Dense with one
-  // group per channel (weights 1 / pixels).
+  // group per channel (weights 1 / pixels; the QLinear form too, as average_pool).
   void global_pool(const onnx::NodeProto& n, bool ql) {
     const std::string& op = n.op_type();
     const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearGlobalAveragePool");
@@ -1340,7 +1367,6 @@ class Importer {
     const int64_t pixels = int64_t(v.shape.h) * v.shape.w;
     l.weight.assign(size_t(v.shape.c * pixels), 1.0f / float(pixels));
     l.bias.assign(size_t(v.shape.c), 0.0f);
-    pooling_weights(l, ql, v);
     l.out_quant = out_quant(n, ql, 3, 4);
     const int id = push_layer(n, std::move(l));
     new_layer_output(n, id, !keep);

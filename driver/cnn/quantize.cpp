@@ -268,6 +268,9 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
       }
       pre_scale = ql.pre_q.scale;
       ql.lut = build_lut(l, ql.pre_q, ql.out_q);
+      ql.lut_func = l.lut;
+      ql.lut_alpha = l.lut_alpha;
+      ql.lut_beta = l.lut_beta;
     }
     const int cout = l.cout();
     ql.weight_scale.resize(size_t(cout));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 
@@ -124,26 +125,7 @@ TEST(Graph, OtherArraySizes) {
 
 // Everything else the importer claims, in one network with odd channel counts.
 TEST(Graph, EveryOpBitExact) {
-  GraphBuilder b("every_op", {3, 17, 15}, 14);
-  std::string x = b.conv("input", 3, 20, 3, 1, 2, 1, 2);               // dilated, padded
-  x = b.op("Sigmoid", {x});
-  const std::string g = b.conv(x, 20, 20, 3, 2, 1, 4);                 // 4 groups, stride 2
-  std::string t = b.op("Tanh", {g});
-  std::string l = b.op("LeakyRelu", {b.conv(g, 20, 12, 1)}, {OnnxAttr::Float("alpha", 0.1f)});
-  std::string c = b.concat({t, l});                                     // 32 channels, two parts
-  c = b.maxpool(c, 3, 1, 1);                                            // padded, standalone
-  std::string h = b.op("HardSigmoid", {b.conv(c, 32, 16, 1)});
-  std::string s = b.conv(c, 32, 16, 1);
-  s = b.op("Mul", {s, b.op("HardSigmoid", {s}, {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)})});
-  std::string a = b.op("Add", {h, s});                                  // operands of different scales
-  a = b.avgpool(a, 3, 2, 1);                                            // padded, count_include_pad
-  a = b.constant_op("Mul", b.conv(a, 16, 24, 1), 0.5f);
-  a = b.constant_op("Div", a, 4.0f);
-  a = b.op("HardSwish", {a});
-  a = b.prelu(b.conv(a, 24, 24, 3, 1, 1), 0.2f);
-  a = b.op("GlobalAveragePool", {a});
-  a = b.gemm(b.op("Flatten", {a}), 24, 7);
-  const Network net = import_onnx_bytes(b.serialize(a), "every_op");
+  const Network net = every_op_network(14);
   int luts = 0;
   for (const auto& l : net.layers) luts += l.act == Activation::Lut;
   EXPECT_EQ(luts, 7);  // Sigmoid, Tanh, LeakyRelu, HardSigmoid, x*HardSigmoid(x), HardSwish, PRelu
@@ -224,6 +206,107 @@ TEST(Graph, ExporterVariants) {
   const std::string e = error_of([&] { import_onnx_bytes(bad.serialize(y), "pad.onnx"); });
   EXPECT_NE(e.find("(MaxPool): reads"), std::string::npos) << e;
   EXPECT_NE(e.find("a Pad is supported only before a Conv or an AveragePool"), std::string::npos) << e;
+}
+
+// Random graphs: every op with random geometry, branches (Add, Concat of earlier tensors),
+// odd channel counts; the compiled program on the golden model equals the integer reference
+// for every image, at N = 16 and N = 8, in one and in several micro-batches.
+struct RandomTensor {
+  std::string name;
+  Shape3 s;
+};
+
+Network random_network(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const Shape3 in{pick(1, 5), pick(6, 13), pick(6, 13)};
+  GraphBuilder b("random" + std::to_string(seed), in, seed);
+  std::vector<RandomTensor> t{{"input", in}};
+  const int steps = pick(4, 10);
+  for (int step = 0; step < steps; ++step) {
+    // Mostly extend the newest tensor; sometimes branch from an older one.
+    const RandomTensor x = t[size_t(pick(0, 3) == 0 ? pick(0, int(t.size()) - 1) : int(t.size()) - 1)];
+    const int kind = pick(0, 9);
+    RandomTensor y = x;
+    if (kind <= 2 || x.name == "input") {  // conv
+      const int k = pick(1, 3), stride = pick(1, 2), pad = pick(0, k / 2 + 1), dil = k > 1 ? pick(1, 2) : 1;
+      const int ek = dil * (k - 1) + 1;
+      if (x.s.h + 2 * pad < ek || x.s.w + 2 * pad < ek) continue;
+      int group = 1, cout = pick(1, 40);
+      if (pick(0, 2) == 0) {  // grouped or depthwise
+        group = x.s.c;
+        cout = x.s.c * pick(1, 2);
+      }
+      y.name = b.conv(x.name, x.s.c, cout, k, stride, pad, group, dil);
+      y.s = {cout, (x.s.h + 2 * pad - ek) / stride + 1, (x.s.w + 2 * pad - ek) / stride + 1};
+      if (pick(0, 1)) y.name = b.relu(y.name);
+    } else if (kind == 3) {  // activation
+      static const char* ops[] = {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"};
+      y.name = pick(0, 3) == 0 ? b.clip(x.name, -0.5f, 2.0f) : b.op(ops[pick(0, 4)], {x.name});
+    } else if (kind == 4) {  // max-pool
+      const int k = pick(2, 3), stride = pick(1, 2), pad = pick(0, k - 1);
+      const bool ceil = pick(0, 1) == 1;
+      if (x.s.h + 2 * pad < k || x.s.w + 2 * pad < k) continue;
+      auto out = [&](int n) {
+        const int span = n + 2 * pad - k;
+        int o = (ceil ? (span + stride - 1) / stride : span / stride) + 1;
+        if (ceil && (o - 1) * stride >= n + pad) --o;
+        return o;
+      };
+      y.name = b.maxpool(x.name, k, stride, pad, ceil);
+      y.s = {x.s.c, out(x.s.h), out(x.s.w)};
+    } else if (kind == 5) {  // average pool
+      const int k = pick(2, 3), stride = pick(1, 2), pad = pick(0, 1);
+      if (x.s.h + 2 * pad < k || x.s.w + 2 * pad < k) continue;
+      y.name = b.avgpool(x.name, k, stride, pad);
+      y.s = {x.s.c, (x.s.h + 2 * pad - k) / stride + 1, (x.s.w + 2 * pad - k) / stride + 1};
+    } else if (kind <= 7) {  // add or concat with an earlier tensor of the same H, W
+      std::vector<RandomTensor> same;
+      for (const auto& o : t)
+        if (o.name != x.name && o.name != "input" && o.s.h == x.s.h && o.s.w == x.s.w && (kind == 7 || o.s.c == x.s.c))
+          same.push_back(o);
+      if (same.empty()) continue;
+      const RandomTensor o = same[size_t(pick(0, int(same.size()) - 1))];
+      if (kind == 6) {
+        y.name = b.op("Add", {x.name, o.name});
+      } else {
+        y.name = b.concat({x.name, o.name});
+        y.s.c = x.s.c + o.s.c;
+      }
+    } else if (kind == 8) {  // BatchNormalization after a fresh conv
+      y.name = b.bn(b.conv(x.name, x.s.c, x.s.c, 1), x.s.c);
+    } else {  // per-channel PRelu
+      std::vector<float> slope(size_t(x.s.c));
+      for (auto& v : slope) v = float(pick(-50, 50)) / 100.0f;
+      y.name = b.prelu(b.conv(x.name, x.s.c, x.s.c, 1), slope);
+    }
+    t.push_back(y);
+  }
+  const RandomTensor last = t.back();
+  std::string out = pick(0, 1) ? b.op("GlobalAveragePool", {last.name}) : last.name;
+  const int64_t features = out == last.name ? last.s.size() : last.s.c;
+  out = b.gemm(b.op("Flatten", {out}), features, pick(2, 12));
+  return import_onnx_bytes(b.serialize(out), "random" + std::to_string(seed) + ".onnx");
+}
+
+// TPU_RANDOM_GRAPHS=N runs N networks (default 40), TPU_RANDOM_GRAPHS_FIRST the first seed.
+TEST(Graph, RandomNetworksBitExact) {
+  int layers = 0;
+  const char* count_env = std::getenv("TPU_RANDOM_GRAPHS");
+  const char* first_env = std::getenv("TPU_RANDOM_GRAPHS_FIRST");
+  const uint32_t count = count_env ? uint32_t(std::atoi(count_env)) : 40;
+  const uint32_t first = first_env ? uint32_t(std::atoi(first_env)) : 1;
+  for (uint32_t seed = first; seed < first + count; ++seed) {
+    const Network net = random_network(seed);
+    layers += int(net.layers.size());
+    const QuantNetwork q = quantize_model(net, random_images(net.input, 6, seed + 100));
+    const auto images = quantize_images(q, random_images(net.input, 5, seed + 200));
+    SCOPED_TRACE(net.summary());
+    expect_bit_exact(q, images, 5);
+    expect_bit_exact(q, images, 5, 2);
+    expect_bit_exact(q, images, 3, 0, 8);
+  }
+  std::printf("%u random networks from seed %u, %d layers\n", count, first, layers);
 }
 
 TEST(Graph, UnsupportedVariantsAreOneLineErrors) {

@@ -299,4 +299,31 @@ inline Network small_squeezenet(uint32_t seed) {
   return import_onnx_bytes(b.serialize(b.op("Flatten", {x})), "small_squeezenet");
 }
 
+// Everything else the importer claims, in one network with odd channel counts: dilated and
+// grouped convolution, Sigmoid, Tanh, LeakyRelu, HardSigmoid, x * HardSigmoid(x), HardSwish,
+// PRelu, a two-part concatenation max-pooled with padding, an Add of operands of different
+// scales, a padded AveragePool, Mul/Div by constants, GlobalAveragePool.
+inline Network every_op_network(uint32_t seed) {
+  GraphBuilder b("every_op", {3, 17, 15}, seed);
+  std::string x = b.conv("input", 3, 20, 3, 1, 2, 1, 2);               // dilated, padded
+  x = b.op("Sigmoid", {x});
+  const std::string g = b.conv(x, 20, 20, 3, 2, 1, 4);                 // 4 groups, stride 2
+  std::string t = b.op("Tanh", {g});
+  std::string l = b.op("LeakyRelu", {b.conv(g, 20, 12, 1)}, {OnnxAttr::Float("alpha", 0.1f)});
+  std::string c = b.concat({t, l});                                     // 32 channels, two parts
+  c = b.maxpool(c, 3, 1, 1);                                            // padded, standalone
+  std::string h = b.op("HardSigmoid", {b.conv(c, 32, 16, 1)});
+  std::string s = b.conv(c, 32, 16, 1);
+  s = b.op("Mul", {s, b.op("HardSigmoid", {s}, {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)})});
+  std::string a = b.op("Add", {h, s});                                  // operands of different scales
+  a = b.avgpool(a, 3, 2, 1);                                            // padded, count_include_pad
+  a = b.constant_op("Mul", b.conv(a, 16, 24, 1), 0.5f);
+  a = b.constant_op("Div", a, 4.0f);
+  a = b.op("HardSwish", {a});
+  a = b.prelu(b.conv(a, 24, 24, 3, 1, 1), 0.2f);
+  a = b.op("GlobalAveragePool", {a});
+  a = b.gemm(b.op("Flatten", {a}), 24, 7);
+  return import_onnx_bytes(b.serialize(a), "every_op");
+}
+
 }  // namespace cnn_test
