@@ -1,6 +1,7 @@
 #include "assembler.h"
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -134,7 +135,23 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
+using detail::format;
 using detail::parse_number;
+
+using detail::echo;
+
+// The bytes assembly text may hold outside comments: printable ASCII and blanks. Returns the
+// 0-based index of the first other byte (a NUL anywhere, even in a comment), or npos.
+size_t find_bad_byte(std::string_view line) {
+  const size_t comment = line.find_first_of("#;");
+  for (size_t i = 0; i < line.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c == 0) return i;
+    if (i >= comment) continue;
+    if (c >= 0x80 || (c < 0x20 && c != '\t' && c != '\v' && c != '\f') || c == 0x7f) return i;
+  }
+  return std::string_view::npos;
+}
 
 class LineAssembler {
  public:
@@ -146,13 +163,21 @@ class LineAssembler {
 
   // Returns nullopt for a line with no instruction (blank, comment, labels only).
   std::optional<Instruction> assemble_line(std::string_view line) {
+    if (const size_t bad = find_bad_byte(line); bad != std::string_view::npos) {
+      const unsigned char c = static_cast<unsigned char>(line[bad]);
+      fail(static_cast<int>(bad) + 1,
+           c == 0 ? std::string("NUL byte (0x00): this is not assembly text (a binary file? expected "
+                                "a .s file of text lines)")
+                  : format("unexpected byte 0x%02x%s (expected printable ASCII outside comments)", c,
+                           c >= 0x80 ? " (not ASCII)" : " (a control character)"));
+    }
     std::vector<Token> tokens = tokenize(line);
     size_t first = 0;
     while (first < tokens.size() && tokens[first].text.back() == ':') {
       std::string_view label = tokens[first].text.substr(0, tokens[first].text.size() - 1);
       if (!is_identifier(label)) {
         fail(tokens[first].column,
-             "invalid label '" + std::string(tokens[first].text) +
+             "invalid label '" + echo(tokens[first].text) +
                  "' (expected letters, digits, '_' or '.', not starting with a digit, then ':')");
       }
       ++first;  // labels are allowed and ignored: the chip has no branches
@@ -164,7 +189,7 @@ class LineAssembler {
     if (mnem.text == kInstDirective) return assemble_inst(mnem, operands);
     const Syntax* syntax = find_syntax(mnem.text);
     if (syntax == nullptr) {
-      fail(mnem.column, "unknown mnemonic '" + std::string(mnem.text) +
+      fail(mnem.column, "unknown mnemonic '" + echo(mnem.text) +
                             "' (expected one of: " + expected_mnemonics() + ")");
     }
     return assemble_operands(*syntax, operands);
@@ -198,11 +223,11 @@ class LineAssembler {
     }
     std::string_view hex = operands[0].text;
     if (hex.size() < 3 || hex[0] != '0' || (hex[1] != 'x' && hex[1] != 'X')) {
-      fail(operands[0].column, "'" + std::string(hex) + "' is not a hex word " + usage);
+      fail(operands[0].column, "'" + echo(hex) + "' is not a hex word " + usage);
     }
     std::string_view digits = hex.substr(2);
     if (digits.size() > 32) {
-      fail(operands[0].column, "'" + std::string(hex) + "' has " +
+      fail(operands[0].column, "'" + echo(hex) + "' has " +
                                    std::to_string(digits.size()) + " hex digits " + usage);
     }
     RawInstruction raw;
@@ -246,29 +271,29 @@ class LineAssembler {
       if (op == nullptr) {
         if (syntax.operands.empty()) {
           fail(tok.column, std::string(syntax.mnemonic) + " takes no operands, found '" +
-                               std::string(tok.text) + "'");
+                               echo(tok.text) + "'");
         }
         if (!name_known) {
-          fail(tok.column, "unknown operand '" + std::string(name) + "' for " +
+          fail(tok.column, "unknown operand '" + echo(name) + "' for " +
                                std::string(syntax.mnemonic) + " (expected one of: " +
                                expected_operands(syntax) + ")");
         }
         if (has_value) {
-          fail(tok.column, "'" + std::string(name) + "' is a flag: write it as a bare word, "
-                           "without '=" + std::string(value) + "'");
+          fail(tok.column, "'" + echo(name) + "' is a flag: write it as a bare word, "
+                           "without '=" + echo(value) + "'");
         }
-        fail(tok.column, "'" + std::string(name) + "' needs a value (expected " +
-                             std::string(name) + "=<value>)");
+        fail(tok.column, "'" + echo(name) + "' needs a value (expected " +
+                             echo(name) + "=<value>)");
       }
 
       auto [it, inserted] = seen.emplace(op->bits.lo, tok);
       if (!inserted) {
-        fail(tok.column, "'" + std::string(tok.text) + "' sets the same field as '" +
-                             std::string(it->second.text) + "' at column " +
+        fail(tok.column, "'" + echo(tok.text) + "' sets the same field as '" +
+                             echo(it->second.text) + "' at column " +
                              std::to_string(it->second.column) + " (each field at most once)");
       }
       if (has_value && value.empty()) {
-        fail(value_column, "'" + std::string(name) + "=' has no value");
+        fail(value_column, "'" + echo(name) + "=' has no value");
       }
       set_field(word, op->bits, operand_value(syntax, *op, value, value_column));
     }
@@ -288,14 +313,14 @@ class LineAssembler {
         for (uint8_t f = 0; f < 4; ++f) {
           if (value == act_func_name(static_cast<ActFunc>(f))) return f;
         }
-        fail(column, "func=" + std::string(value) +
+        fail(column, "func=" + echo(value) +
                          " is not a function (expected identity, relu, clamp or lut)");
       case Kind::Dest:
         if (value == "ub") return 0;
         if (value == "param") return 1;
         if (value == "lut") return 2;
         if (!parse_number(value)) {
-          fail(column, "dest=" + std::string(value) +
+          fail(column, "dest=" + echo(value) +
                            " is not a destination (expected ub, param, lut or a number 0..3)");
         }
         break;
@@ -303,11 +328,11 @@ class LineAssembler {
     }
     std::optional<uint64_t> v = parse_number(value);
     if (!v) {
-      fail(column, "'" + std::string(value) + "' is not a number for '" + std::string(op.name) +
+      fail(column, "'" + echo(value) + "' is not a number for '" + std::string(op.name) +
                        "' (expected decimal or 0x hex, at most 2^64-1)");
     }
     if (*v > op.bits.max()) {
-      fail(column, "value " + std::string(value) + " for '" + std::string(op.name) + "' of " +
+      fail(column, "value " + echo(value) + " for '" + std::string(op.name) + "' of " +
                        std::string(syntax.mnemonic) + " does not fit in " +
                        std::to_string(op.bits.width) + " bits (expected 0.." +
                        std::to_string(op.bits.max()) + ")");
@@ -334,6 +359,8 @@ std::vector<Instruction> assemble(std::string_view text, std::string_view filena
   std::vector<Instruction> program;
   int line_number = 0;
   size_t pos = 0;
+  // A UTF-8 byte-order mark (some editors write one) is not part of the first line.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;
   while (pos < text.size()) {
     ++line_number;
     size_t nl = text.find('\n', pos);
@@ -381,9 +408,30 @@ std::string disassemble_program(const std::vector<uint8_t>& bytes, std::string_v
 }
 
 std::vector<uint8_t> load_binary(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) {
+    throw BinaryError(path + ": is a directory (expected a binary program file)");
+  }
+  // The size first: a huge file is refused before it is read (pipes are counted while read).
+  auto too_big = [&](uint64_t size, bool exact) {
+    return BinaryError(path + ": " + std::to_string(size) + (exact ? " bytes" : " bytes or more") +
+                       " is larger than any program (at most " +
+                       std::to_string(kMaxProgramBytes) + " bytes = " + std::to_string(kMaxProgramBytes / kInstrBytes) +
+                       " instructions, the command area)");
+  };
+  if (std::filesystem::is_regular_file(st)) {
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxProgramBytes) throw too_big(size, true);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw BinaryError(path + ": cannot open for reading");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    bytes.insert(bytes.end(), buf, buf + in.gcount());
+    if (bytes.size() > kMaxProgramBytes) throw too_big(bytes.size(), false);
+  }
   if (in.bad()) throw BinaryError(path + ": read error");
   check_binary_size(bytes.size(), path);
   return bytes;

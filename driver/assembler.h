@@ -61,8 +61,11 @@ std::vector<Instruction> decode_program(const std::vector<uint8_t>& bytes,
 std::string disassemble_program(const std::vector<uint8_t>& bytes,
                                 std::string_view filename = "<binary>");
 
-// Reads a binary program file. Throws BinaryError if it cannot be read or its size is not a
-// multiple of 16.
+// The largest program: the device's command area (Device::kCmdEnd - kCmdBase), 1M instructions.
+constexpr size_t kMaxProgramBytes = size_t{16} << 20;
+
+// Reads a binary program file. Throws BinaryError if it is a directory, cannot be read, is
+// larger than kMaxProgramBytes (checked before reading) or its size is not a multiple of 16.
 std::vector<uint8_t> load_binary(const std::string& path);
 
 }  // namespace tpu

@@ -95,7 +95,7 @@ struct RunOutcome {
   ErrorCode error = ErrorCode::ERR_NONE;  // when status == Error
   uint32_t pc = 0;                        // ERR_PC, when status == Error
   std::string message;                    // one line, when status != Done
-  RunStats stats;                         // counters are valid when status != Timeout
+  RunStats stats;                         // counters: at the stop (rtl timeout: when the limit hit)
   bool done() const { return status == Status::Done; }
 };
 const char* to_string(RunOutcome::Status s);  // "done", "error", "timeout"

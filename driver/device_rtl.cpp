@@ -142,11 +142,7 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
       break;
     case sim::StopReason::kCycleLimit:
       out.status = RunOutcome::Status::Timeout;
-      chip.reset();  // stop whatever is still running; registers return to reset values
-      impl_->programmed.reset();
-      out.stats.cycles = max_cycles;
-      if (chip.instruction_trace()) out.timeline = to_timeline(chip.trace_events());
-      return out;
+      break;
     case sim::StopReason::kIrq:
       throw DeviceError("rtl: the chip raised an interrupt without STATUS.done or STATUS.error");
   }
@@ -166,6 +162,13 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
   out.stats.cycles_estimated = false;
   // The counter reads above took many cycles: the trace has seen the run end.
   if (chip.instruction_trace()) out.timeline = to_timeline(chip.trace_events());
+  if (out.status == RunOutcome::Status::Timeout) {
+    // The counters above are how far the run got; now stop whatever is still running
+    // (registers return to reset values).
+    out.stats.cycles = max_cycles;
+    chip.reset();
+    impl_->programmed.reset();
+  }
   return out;
 }
 

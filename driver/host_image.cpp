@@ -4,11 +4,13 @@
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <sstream>
 
+#include "output_file.h"
 #include "text.h"
 
 namespace tpu {
@@ -18,6 +20,7 @@ namespace {
 constexpr uint64_t kSpace = uint64_t{1} << 32;
 constexpr uint64_t kMaxImageBytes = uint64_t{256} << 20;  // host_image.h
 
+using detail::echo;
 using detail::parse_number;
 
 std::string hex32(uint32_t v) {
@@ -91,12 +94,24 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
   };
 
   size_t pos = 0;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // a UTF-8 byte-order mark
   while (pos < text.size()) {
     ++line_no;
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
     std::string_view line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    // Text only: a NUL anywhere, or a control or non-ASCII byte outside a comment, is named by
+    // its value and column (echoing it would garble the message).
+    for (size_t i = 0, comment = line.find('#'); i < line.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(line[i]);
+      if (c == 0 || (i < comment && (c >= 0x7f || (c < 0x20 && c != '\t' && c != '\r' && c != '\v' && c != '\f')))) {
+        char b[160];
+        std::snprintf(b, sizeof b, "column %zu: byte 0x%02x is not text (expected hex byte pairs, @ lines and # comments%s)",
+                      i + 1, c, c == 0 ? "; a binary file? use file= for binary data" : "");
+        fail(b);
+      }
+    }
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     std::vector<std::string_view> tokens;
     for (size_t i = 0; i < line.size();) {
@@ -116,37 +131,59 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
       o.line = line_no;
       const auto addr = parse_number(tokens[0].substr(1));
       if (!addr || *addr >= kSpace) {
-        fail("'" + std::string(tokens[0]) + "' is not @<address> (decimal or 0x hex, below 2^32)");
+        fail("'" + echo(tokens[0]) + "' is not @<address> (decimal or 0x hex, below 2^32)");
       }
       o.block.addr = static_cast<uint32_t>(*addr);
       std::string file;
+      std::vector<std::string_view> seen;  // keys of this line, to refuse repeats
       for (size_t t = 1; t < tokens.size(); ++t) {
         const std::string_view tok = tokens[t];
         const size_t eq = tok.find('=');
         const std::string_view key = tok.substr(0, eq);
         const std::string_view val = eq == std::string_view::npos ? std::string_view() : tok.substr(eq + 1);
         if (eq == std::string_view::npos || val.empty()) {
-          fail("'" + std::string(tok) + "' is not key=value (expected size=, name= or file=)");
+          fail("'" + echo(tok) + "' is not key=value (expected size=, name= or file=)");
         }
+        for (std::string_view k : seen) {
+          if (k == key) {
+            fail(echo(key) + "= is given twice on this @ line (expected each of size=, name=, file= at most once)");
+          }
+        }
+        seen.push_back(key);
         if (key == "size") {
           const auto v = parse_number(val);
-          if (!v || *v == 0 || *v > kSpace) fail("size=" + std::string(val) + " is not a size in 1..2^32");
-          if (*v > kMaxImageBytes) fail("size=" + std::string(val) + " is more than an image may hold (256 MiB)");
+          if (!v || *v == 0 || *v > kSpace) fail("size=" + echo(val) + " is not a size in 1..2^32");
+          if (*v > kMaxImageBytes) fail("size=" + echo(val) + " is more than an image may hold (256 MiB)");
           o.size = *v;
         } else if (key == "name") {
-          o.block.name = std::string(val);
+          o.block.name = echo(val);
         } else if (key == "file") {
-          file = std::string(val);
+          file = echo(val);
         } else {
-          fail("unknown key '" + std::string(key) + "' (expected size=, name= or file=)");
+          fail("unknown key '" + echo(key) + "' (expected size=, name= or file=)");
         }
       }
       if (!file.empty()) {
         const std::string path = join_path(base_dir, file);
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) {
+          fail("file=" + file + " (" + path + "): is a directory (expected a binary file)");
+        }
+        if (std::filesystem::is_regular_file(path, ec)) {
+          const uint64_t size = std::filesystem::file_size(path, ec);
+          if (!ec && size > kMaxImageBytes) {
+            fail("file=" + file + " (" + path + ") has " + std::to_string(size) +
+                 " bytes, more than an image may hold (256 MiB)");
+          }
+        }
         std::ifstream in(path, std::ios::binary);
         if (!in) fail("cannot open file=" + file + " (" + path + ")");
-        o.block.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        std::string data;
+        if (!detail::read_at_most(in, kMaxImageBytes, &data)) {
+          fail("file=" + file + " (" + path + ") has more than an image may hold (256 MiB)");
+        }
         if (in.bad()) fail("cannot read file=" + file);
+        o.block.bytes.assign(data.begin(), data.end());
         o.from_file = true;
       }
       cur = std::move(o);
@@ -157,11 +194,11 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
     if (cur->from_file) fail("a block with file= cannot also have inline data");
     for (std::string_view tok : tokens) {
       if (tok.size() % 2 != 0) {
-        fail("'" + std::string(tok) + "' is not a whole number of hex byte pairs");
+        fail("'" + echo(tok) + "' is not a whole number of hex byte pairs");
       }
       for (size_t i = 0; i < tok.size(); i += 2) {
         const int hi = hex_digit(tok[i]), lo = hex_digit(tok[i + 1]);
-        if (hi < 0 || lo < 0) fail("'" + std::string(tok) + "' is not hex bytes");
+        if (hi < 0 || lo < 0) fail("'" + echo(tok) + "' is not hex bytes");
         cur->block.bytes.push_back(static_cast<uint8_t>(hi << 4 | lo));
       }
     }
@@ -183,12 +220,19 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
 }
 
 HostImage load_host_image(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw HostImageError(path + ": is a directory (expected a host memory image file)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw HostImageError(path + ": cannot open for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
+  std::string text;
+  // 256 MiB of data as "xx " pairs plus comments: 1 GiB of text is more than any valid image.
+  if (!detail::read_at_most(in, uint64_t{1} << 30, &text)) {
+    throw HostImageError(path + ": more than 1 GiB of text, larger than any image (at most 256 MiB of data)");
+  }
   if (in.bad()) throw HostImageError(path + ": read error");
-  return parse_host_image(s.str(), path, dir_of(path));
+  return parse_host_image(text, path, dir_of(path));
 }
 
 std::string format_host_image(const HostImage& image) {
@@ -215,11 +259,11 @@ std::string format_host_image(const HostImage& image) {
 }
 
 void save_host_image(const std::string& path, const HostImage& image) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw HostImageError(path + ": cannot open for writing");
-  const std::string text = format_host_image(image);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  if (!out) throw HostImageError(path + ": write error");
+  try {
+    write_file_atomically(path, format_host_image(image));
+  } catch (const std::runtime_error& e) {
+    throw HostImageError(e.what());
+  }
 }
 
 }  // namespace tpu

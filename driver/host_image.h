@@ -43,6 +43,8 @@ HostImage parse_host_image(std::string_view text, std::string_view filename = "<
                            const std::string& base_dir = ".");
 HostImage load_host_image(const std::string& path);
 std::string format_host_image(const HostImage& image);
+// Writes format_host_image() through an OutputFile (output_file.h): a failure leaves the file
+// as it was. Throws HostImageError.
 void save_host_image(const std::string& path, const HostImage& image);
 
 }  // namespace tpu

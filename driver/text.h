@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <istream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,26 @@ inline std::optional<uint64_t> parse_number(std::string_view s) {
     v = v * base + d;
   }
   return v;
+}
+
+// Echoed user text in an error message, cut to a readable length:
+// "abcdefgh...wxyz (200000 characters)" (assembler tokens, host image tokens).
+inline std::string echo(std::string_view t) {
+  constexpr size_t kMax = 48;
+  if (t.size() <= kMax) return std::string(t);
+  return std::string(t.substr(0, 32)) + "..." + std::string(t.substr(t.size() - 8)) + " (" +
+         std::to_string(t.size()) + " characters)";
+}
+
+// Reads the rest of `in` into `out`, at most `limit` bytes: false if there is more (a huge file
+// or an endless device such as /dev/zero, found without reading it all).
+inline bool read_at_most(std::istream& in, uint64_t limit, std::string* out) {
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out->append(buf, static_cast<size_t>(in.gcount()));
+    if (out->size() > limit) return false;
+  }
+  return true;
 }
 
 }  // namespace tpu::detail

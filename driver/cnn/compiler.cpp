@@ -180,11 +180,11 @@ class TensorPlanner {
       CompiledNetwork::Tensor& t = i == 0 ? cn_.input_tensor : cn_.tensors[i - 1];
       if (!fill_kind[i]) continue;
       const int qmin = t.is_unsigned ? 0 : -128;
-      auto widen = [](CompiledNetwork::Tensor& t, const CompiledNetwork::Tensor& p) {
-        t.pt = std::max(t.pt, p.pt);
-        t.pl = std::max(t.pl, p.pl);
-        t.pb = std::max(t.pb, p.pb);
-        t.pr = std::max(t.pr, p.pr);
+      auto widen = [](CompiledNetwork::Tensor& to, const CompiledNetwork::Tensor& p) {
+        to.pt = std::max(to.pt, p.pt);
+        to.pl = std::max(to.pl, p.pl);
+        to.pb = std::max(to.pb, p.pb);
+        to.pr = std::max(to.pr, p.pr);
       };
       if (fill_kind[i] == 3 && !at_least_zero_point(int(i) - 1)) {
         if (i == 0)

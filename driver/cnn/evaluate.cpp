@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <functional>
 #include <sstream>
@@ -223,6 +224,10 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
     std::vector<const int32_t*> ptrs;
     for (const auto& v : first_batch) ptrs.push_back(v.data());
     e.layers = runner.profile(ptrs, o.max_cycles);
+  }
+  if (e.cycles_estimated) {  // the model backend has no timing: no utilization (NaN, JSON null)
+    e.mxu_utilization = std::numeric_limits<double>::quiet_NaN();
+    for (auto& l : e.layers) l.utilization = std::numeric_limits<double>::quiet_NaN();
   }
   return e;
 }

@@ -64,7 +64,7 @@ struct Evaluation {
   bool cycles_estimated = false;
   PerfCounters counters;           // summed over the batches
   int64_t macs_per_image = 0;      // the network's MACs
-  double mxu_utilization = 0;      // macs / (cycles * N^2)
+  double mxu_utilization = 0;      // macs / (cycles * N^2); NaN when cycles_estimated (no timing)
   double dma_in_per_image = 0, dma_out_per_image = 0;  // counters / images
   uint32_t input_bytes_per_image = 0, output_bytes_per_image = 0;  // the packed images, logits
   double wall_seconds = 0;         // the evaluation (setup, runs, references; not the profile)

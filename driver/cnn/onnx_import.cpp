@@ -80,6 +80,23 @@ void raw_values(const std::string& raw, int64_t n, std::vector<double>* out) {
   }
 }
 
+// A NaN or infinite value in a float tensor would silently change the float model's results
+// (or give a NaN requantization multiplier): refused, naming the tensor and the element.
+void check_finite(const Const& c, const std::string& what) {
+  for (size_t i = 0; i < c.v.size(); ++i) {
+    if (std::isfinite(c.v[i])) continue;
+    std::string at;
+    for (size_t d = c.dims.size(), rest = i; d-- > 0;) {
+      const size_t dim = size_t(std::max<int64_t>(c.dims[d], 1));
+      at = std::to_string(rest % dim) + (at.empty() ? "" : ",") + at;
+      rest /= dim;
+    }
+    throw Error(what + ": element " + std::to_string(i) + (at.empty() ? "" : " [" + at + "]") + " of shape " +
+                dims_str(c.dims) + " is " + (std::isnan(c.v[i]) ? "NaN" : c.v[i] > 0 ? "+Inf" : "-Inf") +
+                " (expected finite numbers)");
+  }
+}
+
 Const read_tensor(const onnx::TensorProto& t, const std::string& what) {
   Const c;
   c.elem_type = t.data_type();
@@ -118,6 +135,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& what) {
       case onnx::TensorProto::INT16: raw_values<int16_t>(raw, n, &c.v); break;
       case onnx::TensorProto::UINT16: raw_values<uint16_t>(raw, n, &c.v); break;
     }
+    check_finite(c, what);
     return c;
   }
   auto check = [&](int64_t have) {
@@ -142,6 +160,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& what) {
       check(t.int32_data_size());
       for (int32_t x : t.int32_data()) c.v.push_back(double(x));
   }
+  check_finite(c, what);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "isa.h"
+#include "output_file.h"
 
 namespace tpu::cnn {
 
@@ -117,6 +118,9 @@ void bar_panel(std::ostringstream& o, double x0, double y0, double w, double h, 
 
 }  // namespace
 
+// A utilization as "12.3%", or "n/a" when there is none (NaN: the model backend has no timing).
+static std::string percent(double v) { return std::isfinite(v) ? fmt("%.1f", 100 * v) + "%" : "n/a (no timing on the model backend)"; }
+
 std::string utilization_svg(const Evaluation& e) {
   if (e.layers.empty()) throw Error("utilization chart: there is no per-layer profile (profiling was off)");
   const double n2 = double(e.chip_n) * e.chip_n;
@@ -130,7 +134,7 @@ std::string utilization_svg(const Evaluation& e) {
     measured.values.push_back(per_image);
     scalesim.values.push_back(l.scalesim_ws_cycles);
     ideal.values.push_back(l.ideal_cycles);
-    util_measured.values.push_back(100 * l.utilization);
+    util_measured.values.push_back(std::isfinite(l.utilization) ? 100 * l.utilization : 0.0);
     util_scalesim.values.push_back(l.scalesim_ws_cycles > 0 ? 100 * double(l.macs) / n2 / l.scalesim_ws_cycles : 0);
   }
   const double left = 90, right = 30, gw = std::max(130.0, 640.0 / double(names.size()));
@@ -152,7 +156,7 @@ std::string utilization_svg(const Evaluation& e) {
   o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"48\">" << xml_escape(e.backend) << " backend"
     << (e.cycles_estimated ? " (cycles estimated by the model)" : "") << ", " << e.images << " images: "
     << thousands(e.images ? double(e.cycles_total) / e.images : 0.0) << " cycles per image, MXU utilization "
-    << fmt("%.1f", 100 * e.mxu_utilization) << "%</text>\n";
+    << percent(e.mxu_utilization) << "</text>\n";
   o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"64\">per layer: cycles per image of the first "
     << (e.layers_from == "timeline" ? "batch (" : "micro-batch (") << images << (images == 1 ? " image" : " images")
     << (e.layers_from == "timeline" ? "), cut from its instruction timeline" : "), from runs cut after each layer")
@@ -182,7 +186,7 @@ std::string report_html(const Evaluation& e) {
     << fmt("%.2f", 100 * e.accuracy()) << "%, bit-exact with the integer reference: "
     << (e.matches_reference() ? "yes" : "NO") << ". " << thousands(e.images ? double(e.cycles_total) / e.images : 0.0)
     << " cycles per image" << (e.cycles_estimated ? " (estimated)" : "") << ", MXU utilization "
-    << fmt("%.1f", 100 * e.mxu_utilization) << "%.</p>\n";
+    << percent(e.mxu_utilization) << ".</p>\n";
   o << "<p><img src=\"utilization.svg\" alt=\"per-layer cycles and MXU utilization\"></p>\n";
   o << "<table><tr><th>layer</th><th>op</th><th>MACs</th><th>cycles / image</th><th>ideal</th>"
        "<th>SCALE-Sim WS</th><th>utilization</th></tr>\n";
@@ -190,7 +194,7 @@ std::string report_html(const Evaluation& e) {
     o << "<tr><td>" << xml_escape(l.name) << "</td><td>" << xml_escape(l.op) << "</td><td>" << thousands(double(l.macs))
       << "</td><td>" << thousands(l.images ? double(l.cycles) / l.images : 0.0) << "</td><td>"
       << thousands(l.ideal_cycles) << "</td><td>" << thousands(l.scalesim_ws_cycles) << "</td><td>"
-      << fmt("%.1f", 100 * l.utilization) << "%</td></tr>\n";
+      << percent(l.utilization) << "</td></tr>\n";
   }
   o << "</table>\n<p>The numbers: <a href=\"report.json\">report.json</a> (the tpusim run-cnn --json object).</p>\n";
   o << "</body></html>\n";
@@ -267,11 +271,11 @@ std::string timeline_json(const Evaluation& e) {
 }
 
 void write_text_file(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("cannot write " + path + ": " + std::strerror(errno));
-  f << bytes;
-  f.flush();
-  if (!f) throw Error("cannot write " + path + ": " + std::strerror(errno));
+  try {
+    write_file_atomically(path, bytes);  // all or nothing: a failure leaves the old file
+  } catch (const std::runtime_error& e) {
+    throw Error(e.what());
+  }
 }
 
 }  // namespace tpu::cnn

@@ -31,7 +31,8 @@ std::string report_html(const Evaluation& e);
 // e.timeline is empty.
 std::string timeline_json(const Evaluation& e);
 
-// Writes `bytes` to `path`; throws Error("cannot write PATH: reason") on failure.
+// Writes `bytes` to `path` all or nothing (tpu::OutputFile: a temporary file renamed when
+// complete); throws Error("PATH: ... (reason)") on failure and leaves an existing file as it was.
 void write_text_file(const std::string& path, const std::string& bytes);
 
 }  // namespace tpu::cnn

@@ -2,11 +2,16 @@
 // unsupported op, a truncated file and a wrong input shape (exit code 1, one clear line).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 #include "cnn_models.h"
@@ -136,8 +141,8 @@ TEST(RunCnnCli, ReportAndTimeline) {
 TEST(RunCnnCli, ReportAndTimelineErrors) {
   Result r = tpusim("--images 1 --timeline /nonexistent-dir-tpusim/t.json");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--timeline /nonexistent-dir-tpusim/t.json: cannot write the file (No such file or directory); "
-                       "expected a writable file path"),
+  EXPECT_NE(r.out.find("--timeline /nonexistent-dir-tpusim/t.json: cannot write: directory /nonexistent-dir-tpusim "
+                       "does not exist (expected a path in an existing directory)"),
             std::string::npos)
       << r.out;
 
@@ -157,6 +162,115 @@ TEST(RunCnnCli, ReportAndTimelineErrors) {
   r = tpusim("--images 1 --no-profile --report " + ::testing::TempDir() + "/rep");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--report charts the per-layer profile: drop --no-profile"), std::string::npos) << r.out;
+}
+
+// The files in `dir` whose names start with '.' (OutputFile temporaries left behind).
+std::vector<std::string> hidden_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    if (f.path().filename().string()[0] == '.') out.push_back(f.path().string());
+  return out;
+}
+
+// A run that fails (here: --max-cycles too low) leaves an existing --timeline file and report
+// files exactly as they were, creates no report file, and leaves no temporary file behind.
+TEST(RunCnnCli, FailedRunLeavesOutputFilesAlone) {
+  const std::string dir = ::testing::TempDir() + "/run_cnn_failed";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/report");
+  const std::string tl = temp_file("run_cnn_failed/t.json", "OLD TIMELINE");
+  const std::string old_json = temp_file("run_cnn_failed/report/report.json", "OLD REPORT");
+  const Result r = tpusim("--images 2 --batch 2 --quiet --max-cycles 100 --timeline " + tl + " --report " + dir +
+                          "/report");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("did not halt within 100 cycles"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raise it with --max-cycles"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(tl), "OLD TIMELINE");
+  EXPECT_EQ(slurp(old_json), "OLD REPORT");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report/utilization.svg"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report/index.html"));
+  EXPECT_EQ(hidden_files(dir), std::vector<std::string>{});
+  EXPECT_EQ(hidden_files(dir + "/report"), std::vector<std::string>{});
+}
+
+// A NaN or an infinite weight is refused, naming the tensor and the element.
+TEST(RunCnnCli, NonFiniteWeights) {
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    OnnxGraph g("nan");
+    g.input("input", {1, 1, 28, 28});
+    std::vector<float> w(36, 0.1f);
+    w[13] = bad;  // [1, 0, 1, 1] of [4, 1, 3, 3]
+    g.init_float("conv.w", {4, 1, 3, 3}, w);
+    g.node("Conv", {"input", "conv.w"}, {"c"}, {}, "conv");
+    g.node("Flatten", {"c"}, {"f"}, {}, "flat");
+    g.init_float("fc.w", {10, 4 * 26 * 26}, std::vector<float>(10 * 4 * 26 * 26, 0.01f));
+    g.node("Gemm", {"f", "fc.w"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "fc");
+    g.output("logits", {1, 10});
+    const Result r = tpusim("--model " + temp_file("nonfinite.onnx", g.serialize()) + " --images 1");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find(std::string("initializer 'conv.w': element 13 [1,0,1,1] of shape [4, 1, 3, 3] is ") +
+                         (std::isnan(bad) ? "NaN" : "+Inf") + " (expected finite numbers)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("bit-exact"), std::string::npos) << r.out;
+  }
+}
+
+TEST(RunCnnCli, DataIsAFile) {
+  const std::string file = temp_file("not_a_data_dir", "x");
+  const Result r = tpusim("--data " + file + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--data " + file + ": is not a directory (expected the Fashion-MNIST directory)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(RunCnnCli, ModelIsADirectory) {
+  Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--model " + ::testing::TempDir() + ": is a directory (expected a file)"), std::string::npos)
+      << r.out;
+  r = tpusim("--model /dev/zero --images 1");  // would be read forever
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--model /dev/zero: is not a regular file (expected an ONNX model file)"), std::string::npos)
+      << r.out;
+}
+
+// The model backend has no timing: no utilization, in the text or in JSON.
+TEST(RunCnnCli, ModelBackendShowsNoUtilization) {
+  Result r = tpusim("--backend model --images 8 --batch 8 --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("; MXU utilization"), std::string::npos) << r.out;  // the rtl backend's "; MXU utilization 61.2%"
+  EXPECT_NE(r.out.find("no MXU utilization"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('%', r.out.find("layers (")), std::string::npos) << r.out;  // no per-layer percentages
+  r = tpusim("--backend model --images 8 --batch 8 --quiet --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_NE(r.out.find("{\n"), std::string::npos) << r.out;
+  const mini::Json j = mini::parse_json(r.out.substr(r.out.find("{\n")));
+  EXPECT_EQ(j["mxu_utilization"].type, mini::Json::Type::Null) << r.out;
+  ASSERT_EQ(j["layers"].items.size(), 4u) << r.out;
+  for (const auto& l : j["layers"].items) EXPECT_EQ(l["utilization"].type, mini::Json::Type::Null) << r.out;
+}
+
+// SIGTERM during the run: one line saying how far it got, exit 143, a JSON object with
+// "interrupted": true, and the --timeline file as it was.
+TEST(RunCnnCli, Interrupted) {
+  const std::string tl = temp_file("interrupted_timeline.json", "OLD");
+  const std::string cmd = std::string(TPUSIM_PATH) + " run-cnn --images 2000 --batch 8 --quiet --json --timeline " +
+                          tl + " > " + ::testing::TempDir() + "/int.out 2> " + ::testing::TempDir() +
+                          "/int.err & pid=$!; sleep 8; kill -TERM $pid; wait $pid; echo $? > " +
+                          ::testing::TempDir() + "/int.rc";
+  ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
+  EXPECT_EQ(slurp(::testing::TempDir() + "/int.rc"), "143\n");
+  const std::string out = slurp(::testing::TempDir() + "/int.out"), err = slurp(::testing::TempDir() + "/int.err");
+  const mini::Json j = mini::parse_json(out);
+  EXPECT_TRUE(j["interrupted"].boolean) << out;
+  EXPECT_EQ(j["status"].text, "interrupted") << out;
+  EXPECT_EQ(j["total"].number, 2000) << out;
+  EXPECT_GT(j["done"].number, 0) << out << err;
+  EXPECT_NE(err.find("tpusim run-cnn: interrupted by SIGTERM while running 2000 images"), std::string::npos) << err;
+  EXPECT_NE(err.find(" of 2000 images done"), std::string::npos) << err;
+  EXPECT_EQ(slurp(tl), "OLD");
 }
 
 }  // namespace

@@ -330,3 +330,54 @@ TEST(Disassembler, LoadBinaryChecksTheFile) {
 
 }  // namespace
 }  // namespace tpu
+
+namespace tpu {
+namespace {
+
+// Text that is not assembly text: the byte and its column; a leading UTF-8 byte-order mark is
+// skipped; echoed tokens are cut to a readable length.
+TEST(Assembler, BytesThatAreNotText) {
+  expect_error(std::string("nop\nha\0lt\n", 10), 2, 3,
+               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of text lines)");
+  expect_error(std::string("nop # \0\n", 8), 1, 7,
+               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of text lines)");
+  expect_error("halt\x01\n", 1, 5, "unexpected byte 0x01 (a control character) (expected printable ASCII outside comments)");
+  expect_error("n\xc3\xa9p\n", 1, 2, "unexpected byte 0xc3 (not ASCII) (expected printable ASCII outside comments)");
+  EXPECT_EQ(assemble("nop # caf\xc3\xa9 \t\n").size(), 1u);  // UTF-8 in a comment is fine
+  EXPECT_EQ(assemble("\xEF\xBB\xBFnop\nhalt\n").size(), 2u);
+  expect_error("\xEF\xBB\xBF" "bogus\n", 1, 1,
+               "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
+               "write_host, sync, halt, .inst)");
+  expect_error("nop\n\xEF\xBB\xBFhalt\n", 2, 1, "unexpected byte 0xef (not ASCII) (expected printable ASCII outside comments)");
+  const std::string token = "x" + std::string(200000, 'a') + "z";
+  expect_error("nop " + token + "\n", 1, 5,
+               "nop takes no operands, found 'xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaz (200002 characters)'");
+}
+
+// The size of a binary is checked before it is read.
+TEST(Assembler, LoadBinaryRefusesDirectoriesAndHugeFiles) {
+  try {
+    load_binary(::testing::TempDir());
+    ADD_FAILURE() << "a directory was loaded";
+  } catch (const BinaryError& e) {
+    EXPECT_NE(std::string(e.what()).find(": is a directory (expected a binary program file)"), std::string::npos)
+        << e.what();
+  }
+  const std::string big = ::testing::TempDir() + "/too_big.bin";
+  {
+    std::ofstream f(big, std::ios::binary);
+    f.seekp(std::streamoff(kMaxProgramBytes) + 16 - 1);
+    f.put('\0');
+  }
+  try {
+    load_binary(big);
+    ADD_FAILURE() << "a file over kMaxProgramBytes was loaded";
+  } catch (const BinaryError& e) {
+    EXPECT_EQ(std::string(e.what()), big + ": 16777232 bytes is larger than any program (at most 16777216 bytes = "
+                                           "1048576 instructions, the command area)");
+  }
+  std::remove(big.c_str());
+}
+
+}  // namespace
+}  // namespace tpu

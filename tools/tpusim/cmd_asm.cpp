@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "assembler.h"
+#include "output_file.h"
 #include "tpusim.h"
 
 namespace {
@@ -13,7 +14,8 @@ int run_asm(const tpusim::Args& args) {
   po::options_description opts("options");
   opts.add_options()
       ("input", po::value<std::string>(&in)->required(), "assembly source (IN.s)")
-      ("output,o", po::value<std::string>(&out)->required(), "binary to write (OUT.bin)")
+      ("output,o", po::value<std::string>(&out)->required(),
+       "binary to write (OUT.bin; - for standard output); written completely or not at all")
       ("quiet,q", po::bool_switch(&quiet), "print nothing on success");
   po::positional_options_description pos;
   pos.add("input", 1);
@@ -24,10 +26,19 @@ int run_asm(const tpusim::Args& args) {
                              opts, pos, vm)) {
     return 0;
   }
+  tpu::check_output_not_input(out, "-o", {in});
+  tpu::check_not_directory(out, "-o");
   const auto program = tpu::assemble(tpusim::read_text_file(in), in);
   const auto bytes = tpu::encode_program(program);
-  tpusim::write_file(out, std::string(bytes.begin(), bytes.end()));
-  if (!quiet) std::cout << out << ": " << program.size() << " instructions\n";
+  tpusim::write_file(out, std::string(bytes.begin(), bytes.end()), "-o");
+  // With -o - the binary is standard output: the summary goes to stderr.
+  if (!quiet) {
+    if (out == "-") {
+      std::cerr << "standard output: " << program.size() << " instructions\n";
+    } else {
+      std::cout << out << ": " << program.size() << " instructions\n";
+    }
+  }
   return 0;
 }
 

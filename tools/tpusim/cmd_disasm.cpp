@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "assembler.h"
+#include "output_file.h"
 #include "tpusim.h"
 
 namespace {
@@ -12,7 +13,7 @@ int run_disasm(const tpusim::Args& args) {
   po::options_description opts("options");
   opts.add_options()
       ("input", po::value<std::string>(&in)->required(), "binary program (IN.bin)")
-      ("output,o", po::value<std::string>(&out), "write the listing here instead of stdout");
+      ("output,o", po::value<std::string>(&out), "write the listing here (default: standard output; - too); written completely or not at all");
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
@@ -23,12 +24,10 @@ int run_disasm(const tpusim::Args& args) {
                              opts, pos, vm)) {
     return 0;
   }
+  tpu::check_output_not_input(out, "-o", {in});
+  tpu::check_not_directory(out, "-o");
   const std::string text = tpu::disassemble_program(tpu::load_binary(in), in);
-  if (out.empty()) {
-    std::cout << text;
-  } else {
-    tpusim::write_file(out, text);
-  }
+  tpusim::write_file(out.empty() ? "-" : out, text, "-o");
   return 0;
 }
 

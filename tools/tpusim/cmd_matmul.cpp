@@ -5,6 +5,7 @@
 #include <iostream>
 #include <random>
 
+#include "interrupt.h"
 #include "tiled_ops.h"
 #include "tpusim.h"
 
@@ -15,6 +16,7 @@ int run_matmul(const tpusim::Args& args) {
   const auto t_start = std::chrono::steady_clock::now();
   bool a_uns = false, w_uns = false, json = false, bias = false, relu = false;
   tpusim::DeviceOptions dev_opts;
+  const tpu::ChipParams kDefaultChip = tpu::ChipParams::with_n(tpu::RtlDevice::compiled_n());
   po::options_description opts("options");
   opts.add_options()
       ("m", po::value<std::string>()->required(), "rows of A and of the result (1..16384)")
@@ -24,12 +26,15 @@ int run_matmul(const tpusim::Args& args) {
       ("w-unsigned", po::bool_switch(&w_uns), "W is uint8 (default int8)")
       ("bias", po::bool_switch(&bias), "add a random per-column int32 bias")
       ("relu", po::bool_switch(&relu), "apply ReLU (default identity)")
-      ("seed", po::value<std::string>()->default_value("1"), "random seed for the operands")
-      ("lookahead", po::value<std::string>(), "weight tiles requested ahead of the MXU, 1..WFifoTiles+2 (default: WFifoTiles)")
-      ("chunk-rows", po::value<std::string>(), "at most this many rows of A per chunk (default: as many as fit)")
-      ("edge-rows", po::value<std::string>(), "rows of the first and last chunk (default: chosen from N)")
-      ("json", po::bool_switch(&json), "print the result as JSON");
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false);
+      ("seed", po::value<std::string>()->default_value("1"), "random seed for the operands (0..2^63-1)")
+      ("lookahead", po::value<std::string>(),
+       ("weight tiles requested ahead of the MXU, 1..WFifoTiles+2 (1.." + std::to_string(kDefaultChip.wfifo_tiles + 2) +
+        " on the default chip; default: WFifoTiles, " + std::to_string(kDefaultChip.wfifo_tiles) + ")").c_str())
+      ("chunk-rows", po::value<std::string>(), "at most this many rows of A per chunk, 1..4095 (default: as many as fit)")
+      ("edge-rows", po::value<std::string>(), "rows of the first and last chunk, 1..4095 (default: chosen from N)")
+      ("json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false,
+                             "derived from the work: 20 x (M x K/N x N/N + DMA bytes / 4 + 100000)");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -94,12 +99,20 @@ int run_matmul(const tpusim::Args& args) {
 
   auto dev = tpusim::open_device(dev_opts, vm);
   const tpu::ChipParams& p = dev->params();
+  if (res.weight_lookahead > p.wfifo_tiles + 2) {
+    throw tpusim::UsageError("--lookahead " + std::to_string(res.weight_lookahead) + " is out of range (allowed 1.." +
+                             std::to_string(p.wfifo_tiles + 2) + ": the chip's " + std::to_string(p.wfifo_tiles) +
+                             " weight FIFO tiles + 2)");
+  }
   if (!dev_opts.max_cycles_given) {  // a generous bound from the work to do
     const uint64_t kt = (spec.k + p.N - 1) / p.N, nt = (spec.n + p.N - 1) / p.N;
     const uint64_t bytes = (uint64_t{spec.m} * (kt + nt) + kt * nt * p.N) * p.N;
     dev_opts.max_cycles = 20 * (uint64_t{spec.m} * kt * nt + bytes / 4 + 100'000);
   }
+  tpusim::set_activity("running the " + std::to_string(spec.m) + " x " + std::to_string(spec.k) + " x " +
+                       std::to_string(spec.n) + " matmul on the " + dev_opts.backend + " backend");
   const tpu::MatmulRun run = tpu::run_matmul(*dev, spec, a, w, dev_opts.max_cycles, res);
+  tpusim::set_activity("checking the result against the C++ matmul");
   const std::vector<uint8_t> ref = tpu::reference_matmul(spec, a, w);
   uint64_t mismatches = 0;
   size_t first_bad = 0;
@@ -119,9 +132,14 @@ int run_matmul(const tpusim::Args& args) {
     j.add("array_size", p.N);
     j.add("a_unsigned", a_uns).add("w_unsigned", w_uns).add("bias", bias).add("relu", relu);
     j.add("seed", seed);
+    j.add("status", match ? "done" : "mismatch");
     j.add("match", match);
     j.add("mismatches", mismatches);
-    j.add("mxu_utilization", run.mxu_utilization);
+    if (run.stats.cycles_estimated) {
+      j.add_null("mxu_utilization");  // the model has no timing: no utilization to report
+    } else {
+      j.add("mxu_utilization", run.mxu_utilization);
+    }
     j.add("useful_macs", run.useful_macs);
     j.add("plan", run.plan.describe());
     tpusim::add_run_stats(j, run.stats);
@@ -135,10 +153,15 @@ int run_matmul(const tpusim::Args& args) {
                 wt, bias ? " + bias" : "", relu ? ", ReLU" : "",
                 std::string(dev->backend()).c_str(), p.N,
                 match ? "matches the C++ reference bit for bit" : "MISMATCH");
-    std::printf("cycles %llu%s, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
-                (unsigned long long)run.stats.cycles,
-                run.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
-                100.0 * run.mxu_utilization, run.instructions, run.stats.wall_seconds);
+    if (run.stats.cycles_estimated) {
+      std::printf("cycles %llu (estimate: the model has no timing, so no MXU utilization), %zu instructions, "
+                  "run wall %.3f s\n",
+                  (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
+    } else {
+      std::printf("cycles %llu, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
+                  (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization, run.instructions,
+                  run.stats.wall_seconds);
+    }
     std::printf("plan: %s\n", run.plan.describe().c_str());
   }
   if (!match) {

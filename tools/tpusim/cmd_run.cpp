@@ -3,24 +3,29 @@
 #include <iostream>
 
 #include "host_image.h"
+#include "interrupt.h"
+#include "output_file.h"
 #include "tpusim.h"
 
 namespace {
 
 int run_run(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string program_path, mem_in, mem_out;
+  std::string program_path, mem_in, mem_out, format;
   bool json = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
   opts.add_options()
       ("program", po::value<std::string>(&program_path)->required(),
-       "the program: assembly (.s, .asm) or binary (.bin)")
+       "the program: assembly (.s, .S, .asm) or binary (.bin)")
+      ("format", po::value<std::string>(&format),
+       "asm or bin: the program's type when its name does not tell (default: from the name)")
       ("hostmem-in", po::value<std::string>(&mem_in),
        "host memory image to load; each block becomes a registered host buffer (docs/tpusim.md)")
       ("hostmem-out", po::value<std::string>(&mem_out),
-       "after the run, write every host buffer to this image file")
-      ("json", po::bool_switch(&json), "print the result as JSON");
+       "after the run, write every host buffer to this image file (also after a chip error or a "
+       "timeout; written completely or not at all)")
+      ("json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
   po::positional_options_description pos;
   pos.add("program", 1);
@@ -28,39 +33,64 @@ int run_run(const tpusim::Args& args) {
   if (!tpusim::parse_options(
           args,
           "tpusim run PROGRAM [--hostmem-in F] [--hostmem-out F] [--backend rtl|model] [--vcd F] "
-          "[--vcd-window FROM:TO] [--max-cycles N] [--json]",
+          "[--vcd-window FROM:TO] [--max-cycles N] [--format asm|bin] [--json]",
           "Runs PROGRAM until halt. Host memory is exactly the blocks of --hostmem-in, which "
           "become the chip's DMA windows: a DMA anywhere else faults with ERR_HOST_RANGE. The "
           "exit code is 0 if the program halted, 1 if it faulted or hit --max-cycles.",
           opts, pos, vm)) {
     return 0;
   }
-  // Everything that can be wrong with the inputs is found before the chip is built.
-  const auto program = tpusim::load_program(program_path);
+  if (!format.empty() && format != "asm" && format != "bin") {
+    throw tpusim::UsageError("--format " + format + " is not a program type (expected asm or bin)");
+  }
+  // Everything that can be wrong with the inputs and outputs is found before the chip is built.
+  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--hostmem-out", mem_out},
+                                     {"--vcd", dev_opts.vcd}}) {
+    tpu::check_output_not_input(path, option, {program_path, mem_in});
+  }
+  if (!mem_out.empty() && mem_out == dev_opts.vcd) {
+    throw tpusim::UsageError("--hostmem-out and --vcd are the same file " + mem_out);
+  }
+  const auto program = tpusim::load_program(program_path, format);
   tpu::HostImage image;
   if (!mem_in.empty()) image = tpu::load_host_image(mem_in);
+  std::unique_ptr<tpu::OutputFile> mem_out_file;
+  if (!mem_out.empty()) mem_out_file = std::make_unique<tpu::OutputFile>(mem_out, "--hostmem-out");
   auto dev = tpusim::open_device(dev_opts, vm);
 
-  for (const tpu::HostImageBlock& b : image.blocks) {
-    char name[32];
-    std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
-    dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
-                         b.name.empty() ? name : b.name);
-    dev->write(b.addr, b.bytes);
+  try {
+    for (const tpu::HostImageBlock& b : image.blocks) {
+      char name[32];
+      std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
+      dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
+                           b.name.empty() ? name : b.name);
+      dev->write(b.addr, b.bytes);
+    }
+    dev->dma_windows(program.size());  // too many separate blocks for the chip's DMA windows?
+  } catch (const tpu::DeviceError& e) {
+    if (mem_in.empty()) throw;
+    throw std::runtime_error("--hostmem-in " + mem_in + ": " + e.what());
   }
-  const tpu::RunOutcome r = dev->try_run(program, dev_opts.max_cycles);
+  tpusim::set_activity("running " + program_path + " (" + std::to_string(program.size()) +
+                       " instructions) on the " + dev_opts.backend + " backend");
+  tpu::RunOutcome r = dev->try_run(program, dev_opts.max_cycles);
+  if (r.status == tpu::RunOutcome::Status::Timeout) r.message += tpusim::max_cycles_hint(dev_opts);
+  tpusim::set_activity("writing the outputs of " + program_path);
 
-  if (!mem_out.empty()) {
+  if (mem_out_file) {
     tpu::HostImage after = image;
     for (tpu::HostImageBlock& b : after.blocks) b.bytes = dev->read(b.addr, b.bytes.size());
-    tpu::save_host_image(mem_out, after);
+    mem_out_file->write(tpu::format_host_image(after));
+    mem_out_file->commit();
   }
+  const tpu::ChipParams p = dev->params();
+  const std::string backend(dev->backend());
+  tpusim::finish_device(dev_opts, dev);
 
-  const tpu::ChipParams& p = dev->params();
   if (json) {
     tpusim::Json j;
     j.add("program", program_path);
-    j.add("backend", std::string(dev->backend()));
+    j.add("backend", backend);
     j.add("array_size", p.N);
     j.add("status", tpu::to_string(r.status));
     if (r.status == tpu::RunOutcome::Status::Error) {
@@ -71,13 +101,17 @@ int run_run(const tpusim::Args& args) {
       e.add("message", r.message);
       j.add("error", e);
     } else if (r.status == tpu::RunOutcome::Status::Timeout) {
-      j.add("error", tpusim::Json().add("message", r.message));
+      tpusim::Json e;
+      e.add_null("code").add_null("name").add_null("pc");  // the chip did not stop: no error code
+      e.add("message", r.message);
+      e.add("max_cycles", dev_opts.max_cycles);
+      j.add("error", e);
     }
     tpusim::add_run_stats(j, r.stats);
     std::cout << j.str() << "\n";
   } else {
     std::printf("%s: %zu instructions on %s (N=%u)\n", program_path.c_str(), program.size(),
-                std::string(dev->backend()).c_str(), p.N);
+                backend.c_str(), p.N);
     if (r.done()) {
       std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
                   r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",

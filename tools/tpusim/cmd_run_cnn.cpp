@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include "image_dataset.h"
 #include "onnx_import.h"
 #include "quantize.h"
+#include "interrupt.h"
+#include "output_file.h"
 #include "report.h"
 #include "tpusim.h"
 
@@ -37,9 +41,13 @@ std::string thousands(uint64_t v) {
   return s;
 }
 
-// --report DIR: creates DIR if missing and checks that files can be written in it (before the
-// chip runs for minutes). Throws std::runtime_error naming the option, the path and the reason.
-void prepare_report_dir(const std::string& dir) {
+// --report DIR: creates DIR if missing (before the chip runs for minutes) and opens its three
+// files as tpu::OutputFile (temporaries in DIR, renamed when the report is complete). Throws
+// std::runtime_error naming the option, the path and the reason.
+struct ReportFiles {
+  std::unique_ptr<tpu::OutputFile> svg, html, json;
+};
+ReportFiles prepare_report_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
@@ -49,19 +57,11 @@ void prepare_report_dir(const std::string& dir) {
   if (ec)
     throw std::runtime_error("--report " + dir + ": cannot create the directory (" + ec.message() +
                              "); expected a writable directory");
-  const std::string probe = (fs::path(dir) / "utilization.svg").string();
-  std::ofstream f(probe, std::ios::binary | std::ios::app);
-  if (!f)
-    throw std::runtime_error("--report " + dir + ": cannot write " + probe + " (" + std::strerror(errno) +
-                             "); expected a writable directory");
-}
-
-// --timeline F: checks that F can be written (creates or truncates it).
-void prepare_timeline_file(const std::string& path) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f)
-    throw std::runtime_error("--timeline " + path + ": cannot write the file (" + std::strerror(errno) +
-                             "); expected a writable file path");
+  ReportFiles f;
+  f.svg = std::make_unique<tpu::OutputFile>((fs::path(dir) / "utilization.svg").string(), "--report");
+  f.html = std::make_unique<tpu::OutputFile>((fs::path(dir) / "index.html").string(), "--report");
+  f.json = std::make_unique<tpu::OutputFile>((fs::path(dir) / "report.json").string(), "--report");
+  return f;
 }
 
 int run_run_cnn(const tpusim::Args& args) {
@@ -74,18 +74,18 @@ int run_run_cnn(const tpusim::Args& args) {
   opts.add_options()
       ("model", po::value<std::string>(&model), "ONNX model (default: the bundled models/fashion_cnn.onnx)")
       ("images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")
-      ("offset", po::value<std::string>()->default_value("0"), "first test image")
+      ("offset", po::value<std::string>()->default_value("0"), "first test image (0..9999)")
       ("batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")
       ("calibration", po::value<std::string>()->default_value("200"),
-       "training images used to calibrate a float model's activations")
+       "training images used to calibrate a float model's activations (1..60000)")
       ("data", po::value<std::string>(&data), "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
                                               "/usr/share/datasets/fashion-mnist)")
       ("no-profile", po::bool_switch(&no_profile), "skip the per-layer profile (rtl: from the first batch's timeline; model: extra runs of the first batch)")
       ("quiet", po::bool_switch(&quiet), "no per-image lines")
-      ("json", po::bool_switch(&json), "print one JSON object (per-image lines and progress go to stderr)")
+      ("json", po::bool_switch(&json), "print one JSON object, also on failure (per-image lines and progress go to stderr)")
       ("report", po::value<std::string>(&report_dir),
        "write DIR/utilization.svg (per-layer cycles against ideal and SCALE-Sim, MXU utilization), "
-       "DIR/index.html and DIR/report.json; DIR is created if missing")
+       "DIR/index.html and DIR/report.json; DIR is created if missing; files are replaced only by complete ones")
       ("dataset", po::value<std::string>(&dataset),
        "a folder of PNG/JPEG images in the ImageFolder layout (one subfolder per class, sorted names = class "
        "indices) instead of Fashion-MNIST; --images defaults to all of them")
@@ -98,8 +98,10 @@ int run_run_cnn(const tpusim::Args& args) {
       ("top-k", po::value<std::string>(), "per-image lines show the K best classes with their scores")
       ("timeline", po::value<std::string>(&timeline_file),
        "write the first batch's instruction timeline, from the chip's trace port, as Chrome trace-event "
-       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only)");
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
+       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete one)");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true,
+                             "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
+                             "64 x instructions");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -133,13 +135,30 @@ int run_run_cnn(const tpusim::Args& args) {
   const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
   if (dataset.empty() && offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
+  {
+    std::error_code ec;
+    if (std::filesystem::exists(data, ec) && !std::filesystem::is_directory(data, ec))
+      throw std::runtime_error("--data " + data + ": is not a directory (expected the Fashion-MNIST directory)");
+  }
   if (!report_dir.empty() && no_profile)
     throw tpusim::UsageError("--report charts the per-layer profile: drop --no-profile");
   if (!timeline_file.empty() && dev_opts.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
                              " backend has no timing, so it has no instruction timeline");
-  if (!report_dir.empty()) prepare_report_dir(report_dir);
-  if (!timeline_file.empty()) prepare_timeline_file(timeline_file);
+  tpu::check_not_directory(model, "--model");
+  {
+    // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
+    std::error_code ec;
+    const auto st = std::filesystem::status(model, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw std::runtime_error("--model " + model + ": is not a regular file (expected an ONNX model file)");
+  }
+  tpu::check_output_not_input(timeline_file, "--timeline", {model});
+  ReportFiles report;
+  if (!report_dir.empty()) report = prepare_report_dir(report_dir);
+  std::unique_ptr<tpu::OutputFile> timeline_out;
+  if (!timeline_file.empty()) timeline_out = std::make_unique<tpu::OutputFile>(timeline_file, "--timeline");
+  tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
 
   // Everything about the inputs is checked before the chip is built.
   const auto t0 = std::chrono::steady_clock::now();
@@ -195,7 +214,18 @@ int run_run_cnn(const tpusim::Args& args) {
   eo.max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
   eo.timeline = !timeline_file.empty();
   auto last_progress = std::chrono::steady_clock::now();
+  int correct_so_far = 0, differ_so_far = 0;
+  tpusim::set_activity("running " + std::to_string(images) + " images of " + model + " on the " + dev_opts.backend +
+                       " backend");
+  tpusim::set_progress(0, uint64_t(images), "images");
   eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
+    for (const auto& r : rs) {
+      correct_so_far += r.predicted == r.label;
+      differ_so_far += !r.matches_reference;
+    }
+    tpusim::set_progress(uint64_t(done), uint64_t(total), "images");
+    tpusim::set_count("correct", uint64_t(correct_so_far));
+    tpusim::set_count("mismatched_images", uint64_t(differ_so_far));
     if (!quiet) {
       for (const auto& r : rs) {
         std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s", r.index + (dataset.empty() ? 0 : offset),
@@ -231,6 +261,22 @@ int run_run_cnn(const tpusim::Args& args) {
   e.quantization = how;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  // The output files first, complete or not at all; then the one JSON object (or the summary).
+  tpusim::set_activity("writing the report and timeline files");
+  if (report.svg) {
+    report.svg->write(tpu::cnn::utilization_svg(e));
+    report.html->write(tpu::cnn::report_html(e));
+    report.json->write(e.to_json());
+    report.svg->commit();
+    report.html->commit();
+    report.json->commit();
+  }
+  if (timeline_out) {
+    timeline_out->write(tpu::cnn::timeline_json(e));
+    timeline_out->commit();
+  }
+  tpusim::finish_device(dev_opts, dev);
+
   if (json) {
     std::cout << e.to_json();
   } else {
@@ -241,10 +287,16 @@ int run_run_cnn(const tpusim::Args& args) {
                 e.correct, e.images, 100 * e.float_accuracy(), 100 * e.reference_accuracy());
     std::printf("bit-exact with the integer reference: %s (%d of %d images differ)\n",
                 e.matches_reference() ? "yes" : "NO", e.mismatches, e.images);
-    std::printf("cycles: %s total, %s per image%s; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
-                thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str(),
-                e.cycles_estimated ? " (estimated by the model backend)" : "", 100 * e.mxu_utilization,
-                e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+    if (e.cycles_estimated) {
+      std::printf("cycles: %s total, %s per image (estimated by the model backend, which has no timing: no MXU "
+                  "utilization)\n",
+                  thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str());
+    } else {
+      std::printf("cycles: %s total, %s per image; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
+                  thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str(),
+                  100 * e.mxu_utilization,
+                  e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+    }
     std::printf("DMA per image: %s bytes in (input image %u bytes, the rest weights, parameters and instructions), "
                 "%s bytes out (logits %u bytes)\n",
                 thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
@@ -252,10 +304,12 @@ int run_run_cnn(const tpusim::Args& args) {
     if (!e.layers.empty()) {
       std::printf("layers (first batch of %u images, cycles per image):\n", e.layers.front().images);
       std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
-      for (const auto& l : e.layers)
-        std::printf("  %-14s %-8s %12s %12s %11.1f%%\n", l.name.c_str(), l.op.c_str(),
-                    thousands(uint64_t(l.macs)).c_str(), thousands(l.cycles / std::max(1u, l.images)).c_str(),
-                    100 * l.utilization);
+      for (const auto& l : e.layers) {
+        char util[32] = "n/a (model)";  // the model backend has no timing
+        if (std::isfinite(l.utilization)) std::snprintf(util, sizeof util, "%.1f%%", 100 * l.utilization);
+        std::printf("  %-14s %-8s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(), thousands(uint64_t(l.macs)).c_str(),
+                    thousands(l.cycles / std::max(1u, l.images)).c_str(), util);
+      }
     }
     std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);
     if (!e.cycles_estimated && e.run_seconds > 0)
@@ -263,18 +317,12 @@ int run_run_cnn(const tpusim::Args& args) {
     std::printf("\n");
   }
 
-  // Reports: paths on stderr with --json (stdout holds the one JSON object).
-  if (!report_dir.empty()) {
-    const std::filesystem::path dir(report_dir);
-    const std::string svg = (dir / "utilization.svg").string(), html = (dir / "index.html").string(),
-                      js = (dir / "report.json").string();
-    tpu::cnn::write_text_file(svg, tpu::cnn::utilization_svg(e));
-    tpu::cnn::write_text_file(html, tpu::cnn::report_html(e));
-    tpu::cnn::write_text_file(js, e.to_json());
-    std::fprintf(info, "report: %s, %s, %s\n", svg.c_str(), html.c_str(), js.c_str());
+  // The written paths (on stderr with --json: stdout holds the one JSON object).
+  if (report.svg) {
+    std::fprintf(info, "report: %s, %s, %s\n", report.svg->path().c_str(), report.html->path().c_str(),
+                 report.json->path().c_str());
   }
-  if (!timeline_file.empty()) {
-    tpu::cnn::write_text_file(timeline_file, tpu::cnn::timeline_json(e));
+  if (timeline_out) {
     std::fprintf(info, "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
                  timeline_file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
   }

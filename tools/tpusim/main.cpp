@@ -5,6 +5,8 @@
 #include <iostream>
 #include <string>
 
+#include "device.h"
+#include "interrupt.h"
 #include "tpusim.h"
 
 namespace {
@@ -15,7 +17,14 @@ void print_help() {
   for (const tpusim::Subcommand& s : tpusim::subcommands()) {
     std::printf("  %-10s %s\n", s.name.c_str(), s.summary.c_str());
   }
-  std::cout << "\nexit codes: 0 success, 1 failure, 2 usage error. See docs/tpusim.md.\n";
+  std::cout << "\nexit codes: 0 success, 1 failure (chip error, timeout, mismatch, bad input file), 2 usage "
+               "error,\n130 / 143 interrupted by SIGINT / SIGTERM. See docs/tpusim.md.\n";
+}
+
+std::string subcommand_names() {
+  std::string names;
+  for (const tpusim::Subcommand& s : tpusim::subcommands()) names += (names.empty() ? "" : ", ") + s.name;
+  return names;
 }
 
 // One line, whatever the exception text holds.
@@ -39,30 +48,64 @@ int main(int argc, char** argv) {
       if (const tpusim::Subcommand* s = tpusim::find_subcommand(argv[2])) {
         return s->run({"--help"});
       }
+      std::fprintf(stderr, "tpusim help: error: unknown subcommand '%s' (expected one of: %s)\n", argv[2],
+                   subcommand_names().c_str());
+      return 2;
     }
     print_help();
     return 0;
   }
   const tpusim::Subcommand* cmd = tpusim::find_subcommand(name);
   if (cmd == nullptr) {
-    std::string names;
-    for (const tpusim::Subcommand& s : tpusim::subcommands()) names += (names.empty() ? "" : ", ") + s.name;
     std::fprintf(stderr, "tpusim: error: unknown subcommand '%s' (expected one of: %s)\n",
-                 name.c_str(), names.c_str());
+                 name.c_str(), subcommand_names().c_str());
     return 2;
   }
   const tpusim::Args args(argv + 2, argv + argc);
+  // --json: every outcome is one JSON object on stdout, failures included.
+  bool json = false;
+  for (const std::string& a : args) json = json || a == "--json";
+  tpusim::install_interrupt_handlers(name, json);
+  tpusim::set_activity("starting (reading the arguments and inputs)");
+  auto fail = [&](int code, const std::string& status, const std::string& message, const tpu::ChipError* chip) {
+    std::fprintf(stderr, "tpusim %s: error: %s%s\n", name.c_str(), message.c_str(),
+                 code == 2 ? (" (see tpusim " + name + " --help)").c_str() : "");
+    if (json) {
+      tpusim::Json e;
+      if (chip) {
+        e.add("code", static_cast<unsigned>(chip->code()));
+        e.add("name", std::string(tpu::error_name(chip->code())));
+        e.add("pc", chip->pc());
+      } else {
+        e.add_null("code").add_null("name").add_null("pc");
+      }
+      e.add("message", message);
+      tpusim::Json j;
+      j.add("subcommand", name);
+      j.add("status", status);
+      j.add("exit_code", code);
+      j.add("error", e);
+      j.add_null("cycles");
+      j.add_null("counters");
+      std::fflush(stdout);
+      std::cout << j.str() << "\n";
+    }
+    return code;
+  };
   try {
     return cmd->run(args);
   } catch (const tpusim::UsageError& e) {
-    std::fprintf(stderr, "tpusim %s: error: %s (see tpusim %s --help)\n", name.c_str(),
-                 one_line(e.what()).c_str(), name.c_str());
-    return 2;
+    return fail(2, "usage_error", one_line(e.what()), nullptr);
+  } catch (const tpu::TimeoutError& e) {
+    return fail(1, "timeout",
+                one_line(e.what()) + " (the limit is --max-cycles " + std::to_string(e.max_cycles()) +
+                    "; raise it with --max-cycles N)",
+                nullptr);
+  } catch (const tpu::ChipError& e) {
+    return fail(1, "error", one_line(e.what()), &e);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tpusim %s: error: %s\n", name.c_str(), one_line(e.what()).c_str());
-    return 1;
+    return fail(1, "error", one_line(e.what()), nullptr);
   } catch (...) {
-    std::fprintf(stderr, "tpusim %s: error: unknown exception\n", name.c_str());
-    return 1;
+    return fail(1, "error", "unknown exception", nullptr);
   }
 }

@@ -4,13 +4,17 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <fstream>
 #include <sstream>
 
 #include "assembler.h"
+#include "output_file.h"
+#include "text.h"
 
 namespace tpusim {
 
@@ -75,17 +79,40 @@ int64_t int_option(const po::variables_map& vm, const std::string& name, int64_t
   return v;
 }
 
-void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd) {
+void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd,
+                        const std::string& max_cycles_default) {
+  const std::string limit =
+      max_cycles_default.empty() ? std::to_string(tpu::Device::kDefaultMaxCycles) : max_cycles_default;
   options.add_options()
       ("backend", po::value<std::string>(&d.backend)->default_value("rtl"),
        "rtl (the Verilated chip, cycle-accurate) or model (the golden ISA model, no timing)")
       ("max-cycles", po::value<std::string>(),
-       "stop a run that has not halted after this many cycles (a hang): exit 1");
+       ("stop a run that has not halted after this many cycles (a hang): exit 1; 1..2^50, "
+        "default " + limit + " (rtl only: the model cannot hang)").c_str());
   if (with_vcd) {
     options.add_options()
-        ("vcd", po::value<std::string>(&d.vcd), "write a VCD waveform to this file (rtl only)")
+        ("vcd", po::value<std::string>(&d.vcd),
+         "write a VCD waveform to this file (rtl only; written complete or not at all, see "
+         "docs/tpusim.md)")
         ("vcd-window", po::value<std::string>(&d.vcd_window),
-         "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only)");
+         "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only; default: "
+         "every cycle)");
+  }
+}
+
+std::string max_cycles_hint(const DeviceOptions& d) {
+  return d.max_cycles_given ? " (the limit set by --max-cycles; raise it with --max-cycles N)"
+                            : " (the default limit; raise it with --max-cycles N)";
+}
+
+void finish_device(DeviceOptions& d, std::unique_ptr<tpu::Device>& dev) {
+  dev.reset();  // closes the VCD
+  if (d.vcd_out) {
+    if (!d.vcd_out->commit(/*require_temp=*/false)) {
+      std::fprintf(stderr, "tpusim: note: --vcd %s not written: the simulation ended before --vcd-window %s began\n",
+                   d.vcd.c_str(), d.vcd_window.c_str());
+    }
+    d.vcd_out.reset();
   }
 }
 
@@ -101,7 +128,6 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
   if (!d.vcd.empty() || !d.vcd_window.empty()) {
     if (d.backend != "rtl") throw UsageError("--vcd and --vcd-window need --backend rtl");
     if (d.vcd.empty()) throw UsageError("--vcd-window needs --vcd FILE");
-    rtl.vcd_file = d.vcd;
   }
   if (!d.vcd_window.empty()) {
     const size_t colon = d.vcd_window.find(':');
@@ -127,46 +153,95 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
       throw UsageError("--vcd-window " + d.vcd_window + ": FROM must be below TO");
     }
   }
+  if (!d.vcd.empty()) {
+    d.vcd_out = std::make_shared<tpu::OutputFile>(d.vcd, "--vcd");
+    rtl.vcd_file = d.vcd_out->temp_path();
+    if (rtl.vcd_file.empty()) throw UsageError("--vcd - : a VCD cannot go to standard output (expected a file name)");
+  }
   return tpu::open_device(d.backend, rtl);
 }
 
 std::string read_text_file(const std::string& path) {
+  tpu::check_not_directory(path);
+  std::error_code ec;
+  constexpr uint64_t kMaxText = uint64_t{256} << 20;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxText) {
+      throw std::runtime_error(path + ": " + std::to_string(size) +
+                               " bytes is too large for a text input (at most 256 MiB)");
+    }
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
+  std::string text;
+  if (!tpu::detail::read_at_most(in, kMaxText, &text)) {  // a pipe or device without end
+    throw std::runtime_error(path + ": more than 256 MiB, too large for a text input");
+  }
   if (in.bad()) throw std::runtime_error(path + ": read error");
-  return s.str();
+  return text;
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error(path + ": cannot open for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error(path + ": write error");
+void write_file(const std::string& path, const std::string& bytes, const std::string& option) {
+  tpu::write_file_atomically(path, bytes, option);
 }
 
 namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+bool ends_with_nocase(const std::string& s, const std::string& suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+  }
+  return true;
 }
 }  // namespace
 
-std::vector<tpu::Instruction> load_program(const std::string& path) {
-  if (ends_with(path, ".s") || ends_with(path, ".asm")) {
-    return tpu::assemble(read_text_file(path), path);
-  }
-  if (ends_with(path, ".bin")) return tpu::decode_program(tpu::load_binary(path), path);
-  throw std::runtime_error(path + ": unknown program type (expected .s or .asm for assembly, "
-                           ".bin for a binary)");
+ProgramKind program_kind(const std::string& path) {
+  if (ends_with_nocase(path, ".s") || ends_with_nocase(path, ".asm")) return ProgramKind::Assembly;
+  if (ends_with_nocase(path, ".bin")) return ProgramKind::Binary;
+  return ProgramKind::Unknown;
+}
+
+std::vector<tpu::Instruction> load_program(const std::string& path, const std::string& format) {
+  ProgramKind kind = program_kind(path);
+  if (format == "asm") kind = ProgramKind::Assembly;
+  if (format == "bin") kind = ProgramKind::Binary;
+  tpu::check_not_directory(path);
+  if (kind == ProgramKind::Assembly) return tpu::assemble(read_text_file(path), path);
+  if (kind == ProgramKind::Binary) return tpu::decode_program(tpu::load_binary(path), path);
+  throw std::runtime_error(path + ": unknown program type (expected a name ending in .s, .asm or .bin, "
+                           "or --format asm|bin for any other name such as /dev/stdin)");
 }
 
 // ---- JSON
 
+namespace {
+// The length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 if it is not one.
+size_t utf8_length(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+}  // namespace
+
 std::string json_escape(const std::string& s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {  // keep valid UTF-8; a stray byte (a path in another encoding) becomes U+FFFD
+      const size_t n = utf8_length(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(s, i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

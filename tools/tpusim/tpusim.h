@@ -8,8 +8,9 @@
 // A subcommand parses its own arguments with parse_options() (which answers --help), returns
 // the exit code, and reports problems by throwing: UsageError (bad arguments, exit 2) or any
 // other std::exception (failure, exit 1). main() prints "tpusim <name>: error: <what>" on one
-// line. Exit codes: 0 success, 1 failure (chip error, timeout, mismatch, unreadable or
-// malformed input), 2 usage error.
+// line (with --json, also as one JSON object on stdout). Exit codes: 0 success, 1 failure (chip
+// error, timeout, mismatch, unreadable or malformed input), 2 usage error, 130 / 143 interrupted
+// by SIGINT / SIGTERM (interrupt.h). Output files go through tpu::OutputFile (output_file.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@
 
 #include "device.h"
 #include "device_rtl.h"
+#include "output_file.h"
 
 namespace tpusim {
 
@@ -66,21 +68,37 @@ struct DeviceOptions {
   std::string vcd;
   std::string vcd_window;  // FROM:TO
   bool max_cycles_given = false;
+  // The VCD is written to a temporary file and renamed by finish_device() (tpu::OutputFile).
+  std::shared_ptr<tpu::OutputFile> vcd_out;
 };
-void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd);
+// `max_cycles_default`: the text --help shows for the default of --max-cycles.
+void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd,
+                        const std::string& max_cycles_default = "");
 // Validates the options (UsageError) and opens the device.
 std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_map& vm);
+// Closes the device and puts the finished VCD (if any) in place; prints a note on stderr when
+// the run ended before --vcd-window started (no VCD written, an old file left as it was).
+void finish_device(DeviceOptions& d, std::unique_ptr<tpu::Device>& dev);
+// " (the limit set by --max-cycles; raise it with --max-cycles N)" or for the default
+// " (the default limit; raise it with --max-cycles N)": for timeout messages.
+std::string max_cycles_hint(const DeviceOptions& d);
 
 // An integer option value in lo..hi (parsed from text so that "-1" is not read as 2^64-1).
 int64_t int_option(const po::variables_map& vm, const std::string& name, int64_t lo, int64_t hi);
 
-// Reads a whole text file; throws std::runtime_error("PATH: cannot open for reading").
+// Reads a whole text file; throws std::runtime_error("PATH: is a directory ...", "PATH: cannot
+// open for reading", or too large (over 256 MiB, checked before reading)).
 std::string read_text_file(const std::string& path);
-// Writes bytes to a file; throws std::runtime_error on failure.
-void write_file(const std::string& path, const std::string& bytes);
-// A program from .s / .asm (assembled) or .bin (decoded) by extension; throws AsmError
-// (file:line:col), BinaryError or std::runtime_error for other extensions.
-std::vector<tpu::Instruction> load_program(const std::string& path);
+// Writes bytes to a file all or nothing (tpu::OutputFile: a temporary renamed when complete;
+// "-" is standard output); throws std::runtime_error naming `option` and the path on failure.
+void write_file(const std::string& path, const std::string& bytes, const std::string& option = "");
+// A program's type from its name: .s / .S / .asm assembly, .bin binary (any letter case).
+enum class ProgramKind { Assembly, Binary, Unknown };
+ProgramKind program_kind(const std::string& path);
+// A program from assembly (assembled) or a binary (decoded), by the name's extension or by
+// `format` ("asm", "bin"; empty: by name). Throws AsmError (file:line:col), BinaryError,
+// or std::runtime_error (a directory, unreadable, type unknown from the name).
+std::vector<tpu::Instruction> load_program(const std::string& path, const std::string& format = "");
 
 // A minimal JSON object writer: keys keep their insertion order; nested objects print on one
 // line, the top-level object one key per line.
