@@ -9,6 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include "output_file.h"
+
 namespace tpu::cnn {
 
 namespace {
@@ -554,11 +556,11 @@ void save_tensor(const std::string& path, const Tensor& t) {
   if (ends_with(l, ".npy")) bytes = serialize_npy(t);
   else if (ends_with(l, ".pb")) bytes = serialize_tensor_proto(t);
   else throw Error(path + ": unknown tensor file type (expected to write .npy or .pb)");
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  f.close();
-  if (!f) throw Error(path + ": write error (" + std::strerror(errno) + ")");
+  try {
+    write_file_atomically(path, bytes);  // all or nothing: a failure leaves the old file
+  } catch (const std::runtime_error& e) {
+    throw Error(e.what());
+  }
 }
 
 }  // namespace tpu::cnn

@@ -67,7 +67,8 @@ std::string serialize_tensor_proto(const Tensor& t);
 
 // By extension: .npy or .pb (Error for anything else, naming the path).
 Tensor load_tensor(const std::string& path);
-// By extension: .npy or .pb. Throws Error if the file cannot be written.
+// By extension: .npy or .pb, all or nothing (tpu::write_file_atomically: a failure leaves the
+// old file). Throws Error if the file cannot be written.
 void save_tensor(const std::string& path, const Tensor& t);
 // True for the extensions load_tensor reads.
 bool is_tensor_file(const std::string& path);
