@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (fuzz/, clang, ASan + UBSan) into build-fuzz/
 # ($TPU_FUZZ_BUILD_DIR) and runs each for a while, starting from the committed seed corpus.
 #
-#   scripts/fuzz.sh [--seconds S] [--parallel] [assembler] [binary] [onnx_loader]
+#   scripts/fuzz.sh [--seconds S] [--parallel] [assembler] [binary] [onnx_loader] [tensor_files]
 #
 # Default: 60 s each, one after the other (--parallel: all at once). New corpus entries go to
 # build-fuzz/corpus/<name>/ (not the source tree); a crash leaves build-fuzz/artifacts/<name>/
@@ -23,7 +23,7 @@ done
 cxx="$(command -v clang++ || command -v clang++-14 || true)"
 [ -n "$cxx" ] || { echo "fuzz.sh: clang++ is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 onnx=OFF
-for name in "${names[@]}"; do [ "$name" = onnx_loader ] && onnx=ON; done
+for name in "${names[@]}"; do case "$name" in onnx_loader|tensor_files) onnx=ON ;; esac; done
 cmake -S "$root/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTPU_FUZZ_ONNX=$onnx >/dev/null
 cmake --build "$build" -j "${TPU_JOBS:-$(nproc)}" >/dev/null

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "reference.h"
@@ -99,10 +100,48 @@ std::string Evaluation::to_json(bool with_images) const {
   return j.str();
 }
 
+namespace {
+
+// The images of a set as the evaluation needs them (uint8 pixels or float images).
+struct ImageSource {
+  int count = 0;
+  std::function<int(int)> label;                         // -1 = none
+  std::function<void(int, int32_t*)> quantize;           // the quantized input
+  std::function<std::vector<float>(int)> float_input;    // the model input
+};
+
+Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSource& set,
+                           const EvalOptions& o);
+
+}  // namespace
+
 Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
                     const EvalOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
   check_input_shape(q.input, float_net.name, 1, set.rows, set.cols, "the image set");
+  ImageSource s;
+  s.count = set.count;
+  s.label = [&](int i) { return set.labels.empty() ? -1 : int(set.labels[size_t(i)]); };
+  s.quantize = [&](int i, int32_t* qi) { q.quantize_pixels(set.image(i), qi); };
+  s.float_input = [&](int i) { return pixels_to_float(set.image(i), q.input.size()); };
+  return evaluate_source(device, float_net, q, s, o);
+}
+
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const FloatImageSet& set,
+                    const EvalOptions& o) {
+  check_input_shape(q.input, float_net.name, set.shape.c, set.shape.h, set.shape.w, "the image set");
+  ImageSource s;
+  s.count = set.count();
+  s.label = [&](int i) { return set.labels.empty() ? -1 : set.labels[size_t(i)]; };
+  s.quantize = [&](int i, int32_t* qi) { q.quantize_input(set.images[size_t(i)].data(), qi); };
+  s.float_input = [&](int i) { return set.images[size_t(i)]; };
+  return evaluate_source(device, float_net, q, s, o);
+}
+
+namespace {
+
+Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSource& set,
+                           const EvalOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
   if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
     throw Error("images " + std::to_string(o.offset) + ".." + std::to_string(o.offset + o.count - 1) +
                 " are outside the image set (" + std::to_string(set.count) + " images)");
@@ -127,7 +166,7 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
     std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b), std::vector<int32_t>(static_cast<size_t>(pixels)));
     std::vector<const int32_t*> ptrs;
     for (int j = 0; j < b; ++j) {
-      q.quantize_pixels(set.image(o.offset + i0 + j), qi[size_t(j)].data());
+      set.quantize(o.offset + i0 + j, qi[size_t(j)].data());
       ptrs.push_back(qi[size_t(j)].data());
     }
     if (i0 == 0) first_batch = qi;
@@ -159,12 +198,12 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
     for (int j = 0; j < b; ++j) {
       ImageResult ir;
       ir.index = o.offset + i0 + j;
-      ir.label = set.labels.empty() ? -1 : set.labels[size_t(ir.index)];
+      ir.label = set.label(ir.index);
       ir.logits = r.outputs[size_t(j)];
       ir.predicted = argmax(ir.logits);
       const auto ref = int_forward(q, ptrs[size_t(j)]);
       ir.matches_reference = ref == ir.logits;
-      const auto x = pixels_to_float(set.image(ir.index), pixels);
+      const auto x = set.float_input(ir.index);
       ir.float_predicted = argmax(float_forward(float_net, x.data()));
       e.mismatches += !ir.matches_reference;
       e.correct += ir.predicted == ir.label;
@@ -192,5 +231,7 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
   }
   return e;
 }
+
+}  // namespace
 
 }  // namespace tpu::cnn

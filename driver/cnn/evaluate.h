@@ -82,9 +82,20 @@ struct Evaluation {
 // `s` as a JSON string literal (quotes and escapes added), for the JSON this library writes.
 std::string json_string(const std::string& s);
 
+// Images already in the model's input contract (NCHW float, e.g. decoded and preprocessed
+// image files), with their labels (-1 = none).
+struct FloatImageSet {
+  Shape3 shape;
+  std::vector<std::vector<float>> images;
+  std::vector<int> labels;
+  int count() const { return int(images.size()); }
+};
+
 // `float_net` is the imported model (float accuracy), `q` its quantization. Checks the image
 // shape against the model (Error "wrong input shape ...").
 Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
+                    const EvalOptions& options);
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const FloatImageSet& set,
                     const EvalOptions& options);
 
 }  // namespace tpu::cnn

@@ -9,6 +9,7 @@
 #include <memory>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 
 #include "dataset.h"
 #include "evaluate.h"
+#include "image_dataset.h"
 #include "onnx_import.h"
 #include "quantize.h"
 #include "interrupt.h"
@@ -27,9 +29,10 @@ namespace {
 
 std::string default_model() { return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx"; }
 
+// Class names: --labels, the ImageFolder's subfolders, or Fashion-MNIST's.
+std::vector<std::string> g_class_names = tpu::cnn::fashion_mnist_classes();
 std::string class_name(int c) {
-  const auto& names = tpu::cnn::fashion_mnist_classes();
-  return c >= 0 && c < int(names.size()) ? names[size_t(c)] : "class " + std::to_string(c);
+  return c >= 0 && c < int(g_class_names.size()) ? g_class_names[size_t(c)] : "class " + std::to_string(c);
 }
 
 std::string thousands(uint64_t v) {
@@ -63,7 +66,8 @@ ReportFiles prepare_report_dir(const std::string& dir) {
 
 int run_run_cnn(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model = default_model(), data, report_dir, timeline_file;
+  std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file;
+  tpu::cnn::Preprocess pre;
   bool json = false, no_profile = false, quiet = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
@@ -82,6 +86,16 @@ int run_run_cnn(const tpusim::Args& args) {
       ("report", po::value<std::string>(&report_dir),
        "write DIR/utilization.svg (per-layer cycles against ideal and SCALE-Sim, MXU utilization), "
        "DIR/index.html and DIR/report.json; DIR is created if missing; files are replaced only by complete ones")
+      ("dataset", po::value<std::string>(&dataset),
+       "a folder of PNG/JPEG images in the ImageFolder layout (one subfolder per class, sorted names = class "
+       "indices) instead of Fashion-MNIST; --images defaults to all of them")
+      ("resize", po::value<std::string>(), "--dataset: S (shorter side to S, keeping the aspect ratio) or HxW")
+      ("center-crop", po::value<std::string>(), "--dataset: S or HxW from the center, after --resize")
+      ("mean", po::value<std::string>(), "--dataset: subtracted after /255, one value or one per channel (a,b,c)")
+      ("std", po::value<std::string>(), "--dataset: divides after --mean, one value or one per channel")
+      ("channels", po::value<std::string>(), "--dataset: rgb or gray (default: the model's input channels)")
+      ("labels", po::value<std::string>(&labels_file), "class names, one per line")
+      ("top-k", po::value<std::string>(), "per-image lines show the K best classes with their scores")
       ("timeline", po::value<std::string>(&timeline_file),
        "write the first batch's instruction timeline, from the chip's trace port, as Chrome trace-event "
        "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete one)");
@@ -92,7 +106,9 @@ int run_run_cnn(const tpusim::Args& args) {
   if (!tpusim::parse_options(
           args,
           "tpusim run-cnn [--model F.onnx] [--images N] [--offset K] [--batch B] [--backend rtl|model] "
-          "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]",
+          "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
+          "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] [--channels rgb|gray]] "
+          "[--labels FILE] [--top-k K]",
           "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, activation "
           "scales from --calibration training images; QDQ/QLinear models keep their own), compiles every "
           "layer to one chip program per batch and runs the Fashion-MNIST test images: the host writes the "
@@ -104,11 +120,20 @@ int run_run_cnn(const tpusim::Args& args) {
           opts, {}, vm)) {
     return 0;
   }
-  const int images = int(tpusim::int_option(vm, "images", 1, 10000));
-  const int offset = int(tpusim::int_option(vm, "offset", 0, 9999));
+  int images = int(tpusim::int_option(vm, "images", 1, dataset.empty() ? 10000 : 1000000));
+  const int offset = int(tpusim::int_option(vm, "offset", 0, dataset.empty() ? 9999 : 999999));
+  const int top_k = vm.count("top-k") ? int(tpusim::int_option(vm, "top-k", 1, 1000)) : 0;
+  for (const char* o : {"resize", "center-crop", "mean", "std", "channels"})
+    if (vm.count(o) && dataset.empty()) throw tpusim::UsageError(std::string("--") + o + " needs --dataset DIR");
+  try {
+    auto text = [&](const char* o) { return vm.count(o) ? vm[o].as<std::string>() : std::string(); };
+    pre = tpu::cnn::parse_preprocess(text("resize"), text("center-crop"), text("mean"), text("std"), text("channels"));
+  } catch (const tpu::cnn::Error& e) {
+    throw tpusim::UsageError(e.what());
+  }
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
   const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
-  if (offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
+  if (dataset.empty() && offset + images > 10000) throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
   {
     std::error_code ec;
@@ -138,20 +163,39 @@ int run_run_cnn(const tpusim::Args& args) {
   // Everything about the inputs is checked before the chip is built.
   const auto t0 = std::chrono::steady_clock::now();
   const tpu::cnn::Network net = tpu::cnn::load_onnx(model);
-  const tpu::cnn::ImageSet test = tpu::cnn::load_fashion_mnist(data, false);
-  tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
+  tpu::cnn::ImageSet test;
+  tpu::cnn::FloatImageSet folder_set;
+  std::vector<std::string> folder_files;  // per image of folder_set
+  if (dataset.empty()) {
+    test = tpu::cnn::load_fashion_mnist(data, false);
+    tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
+  } else {
+    const tpu::cnn::ImageFolder folder = tpu::cnn::scan_image_folder(dataset);
+    if (vm["images"].defaulted()) images = int(folder.files.size()) - offset;
+    if (offset + images > int(folder.files.size()))
+      throw tpusim::UsageError("--offset + --images is past the " + std::to_string(folder.files.size()) + " images of " + dataset);
+    folder_set = tpu::cnn::load_image_folder(folder, pre, net.input, offset, images);
+    folder_files.assign(folder.files.begin() + offset, folder.files.begin() + offset + images);
+    g_class_names = folder.classes;
+  }
+  if (!labels_file.empty()) g_class_names = tpu::cnn::read_labels_file(labels_file);
   std::string how;
   tpu::cnn::QuantNetwork q;
   if (tpu::cnn::fully_quantized(net)) {
     q = tpu::cnn::quantize_model(net, {});
     how = "quantized in the model file";
   } else {
-    const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
     std::vector<std::vector<float>> cal;
-    for (int i = 0; i < std::min(calibration, train.count); ++i)
-      cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
+    if (dataset.empty()) {
+      const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
+      for (int i = 0; i < std::min(calibration, train.count); ++i)
+        cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
+    } else {  // the folder has no training split: calibrate on the first of its selected images
+      for (int i = 0; i < std::min(calibration, folder_set.count()); ++i) cal.push_back(folder_set.images[size_t(i)]);
+    }
     q = tpu::cnn::quantize_model(net, cal);
-    how = "post-training int8, " + std::to_string(cal.size()) + " calibration images";
+    how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
+          (dataset.empty() ? "" : " (the first selected images of --dataset)");
   }
   auto dev = tpusim::open_device(dev_opts, vm);
   std::FILE* info = json ? stderr : stdout;
@@ -163,7 +207,7 @@ int run_run_cnn(const tpusim::Args& args) {
   }
 
   tpu::cnn::EvalOptions eo;
-  eo.offset = offset;
+  eo.offset = dataset.empty() ? offset : 0;  // folder_set holds images offset.. already
   eo.count = images;
   eo.batch = batch;
   eo.profile = !no_profile;
@@ -184,9 +228,21 @@ int run_run_cnn(const tpusim::Args& args) {
     tpusim::set_count("mismatched_images", uint64_t(differ_so_far));
     if (!quiet) {
       for (const auto& r : rs) {
-        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s\n", r.index, class_name(r.label).c_str(),
-                     class_name(r.predicted).c_str(), r.predicted == r.label ? "ok" : "WRONG",
+        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s", r.index + (dataset.empty() ? 0 : offset),
+                     class_name(r.label).c_str(), class_name(r.predicted).c_str(), r.predicted == r.label ? "ok" : "WRONG",
                      r.matches_reference ? "" : "  (logits differ from the integer reference!)");
+        if (top_k > 0) {  // the K largest outputs, dequantized
+          std::vector<int> order(r.logits.size());
+          for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+          std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return r.logits[size_t(a)] > r.logits[size_t(b)]; });
+          const auto& oq = q.output_q();
+          std::fprintf(info, "  top-%d:", top_k);
+          for (int k = 0; k < std::min<int>(top_k, int(order.size())); ++k)
+            std::fprintf(info, "%s %s %.4g", k ? "," : "", class_name(order[size_t(k)]).c_str(),
+                         double(oq.scale) * (r.logits[size_t(order[size_t(k)])] - oq.zero_point));
+        }
+        if (!folder_files.empty()) std::fprintf(info, "  %s", folder_files[size_t(r.index)].c_str());
+        std::fprintf(info, "\n");
       }
     }
     std::fflush(info);
@@ -198,7 +254,9 @@ int run_run_cnn(const tpusim::Args& args) {
       last_progress = now;
     }
   };
-  tpu::cnn::Evaluation e = tpu::cnn::evaluate(*dev, net, q, test, eo);
+  tpu::cnn::Evaluation e =
+      dataset.empty() ? tpu::cnn::evaluate(*dev, net, q, test, eo) : tpu::cnn::evaluate(*dev, net, q, folder_set, eo);
+  if (!dataset.empty()) e.offset = offset;
   e.model = model;
   e.quantization = how;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,371 @@
+#include "tensor_run.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "onnx_import.h"
+#include "quantize.h"
+#include "reference.h"
+#include "runner.h"
+
+namespace tpu::cnn {
+
+namespace {
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+TensorSpec spec_of(const onnx::ValueInfoProto& vi) {
+  TensorSpec s;
+  s.name = vi.name();
+  if (!vi.type().has_tensor_type()) return s;
+  const auto& tt = vi.type().tensor_type();
+  s.onnx_type = tt.elem_type();
+  s.has_shape = tt.has_shape();
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    s.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    s.dim_names.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string TensorSpec::shape_str() const {
+  if (!has_shape) return "(shape not declared)";
+  std::string s = "[";
+  for (size_t i = 0; i < dim_names.size(); ++i) s += (i ? ", " : "") + dim_names[i];
+  return s + "]";
+}
+std::string TensorSpec::type_str() const { return onnx_type ? onnx_type_name(onnx_type) : "(type not declared)"; }
+std::string TensorSpec::describe() const { return type_str() + " " + shape_str(); }
+
+GraphSignature read_graph_signature(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
+  std::ostringstream b;
+  b << f.rdbuf();
+  onnx::ModelProto m;
+  if (!m.ParseFromString(b.str()))
+    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(b.str().size()) +
+                " bytes)");
+  GraphSignature sig;
+  const auto& g = m.graph();
+  std::vector<std::string> inits;
+  for (const auto& t : g.initializer()) inits.push_back(t.name());
+  for (const auto& vi : g.input())
+    if (std::find(inits.begin(), inits.end(), vi.name()) == inits.end()) sig.inputs.push_back(spec_of(vi));
+  for (const auto& vi : g.output()) sig.outputs.push_back(spec_of(vi));
+  return sig;
+}
+
+int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::string& source) {
+  const std::string expected = "expected " + spec.describe() + " (any batch in the first dimension)";
+  DType want;
+  if (spec.onnx_type && (!dtype_from_onnx(spec.onnx_type, &want) || want != t.dtype))
+    throw Error(source + ": input '" + spec.name + "' is " + spec.type_str() + ", but the tensor is " + t.describe() +
+                "; " + expected +
+                (spec.onnx_type == 1 && dtype_is_float(t.dtype) ? " (convert it, e.g. x.astype(np.float32))" : ""));
+  if (spec.has_shape) {
+    bool ok = t.shape.size() == spec.dims.size() && !t.shape.empty();
+    for (size_t i = 1; ok && i < spec.dims.size(); ++i) ok = spec.dims[i] < 0 || spec.dims[i] == t.shape[i];
+    if (!ok)
+      throw Error(source + ": input '" + spec.name + "' has shape " + spec.shape_str() + ", but the tensor is " +
+                  t.describe() + "; " + expected);
+  } else if (t.shape.empty()) {
+    throw Error(source + ": input '" + spec.name + "' is given a scalar; expected a batch of images (first dimension)");
+  }
+  if (t.shape[0] < 1)
+    throw Error(source + ": input '" + spec.name + "' is " + t.describe() + ", an empty batch; expected at least one image");
+  return t.shape[0];
+}
+
+double float_tolerance(const TensorQuant& q, double steps, const std::string& host_softmax) {
+  const double t = steps * double(q.scale);
+  if (host_softmax == "Softmax") return t / 2;
+  if (host_softmax == "LogSoftmax") return 2 * t;
+  return t;
+}
+
+void apply_host_softmax(const std::string& op, std::vector<float>& z) {
+  if (op.empty() || z.empty()) return;
+  if (op != "Softmax" && op != "LogSoftmax") throw Error("host operation '" + op + "': expected Softmax or LogSoftmax");
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0;
+  for (float v : z) sum += std::exp(double(v) - mx);
+  for (float& v : z) v = float(op == "Softmax" ? std::exp(double(v) - mx) / sum : double(v) - mx - std::log(sum));
+}
+
+OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double tolerance) {
+  OutputCheck c;
+  c.name = got.name;
+  c.shape = got.shape;
+  c.dtype = got.dtype;
+  c.compared = true;
+  const bool integer = !dtype_is_float(got.dtype);
+  c.tolerance = integer ? 0.0 : tolerance;
+  if (got.shape != expected.shape) {
+    c.detail = "shape " + got.shape_str() + " differs from the expected " + expected.shape_str();
+    c.max_abs_error = NAN;
+    return c;
+  }
+  if (integer && dtype_is_float(expected.dtype)) {
+    c.detail = std::string("dtype ") + dtype_name(got.dtype) + " differs from the expected " + dtype_name(expected.dtype);
+    c.max_abs_error = NAN;
+    return c;
+  }
+  int64_t first = -1;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.value(i), b = expected.value(i);
+    const double err = std::fabs(a - b);
+    const bool bad = integer ? a != b : !(err <= c.tolerance);  // NaN is bad
+    if (std::isnan(err)) c.max_abs_error = NAN;
+    else if (!std::isnan(c.max_abs_error)) c.max_abs_error = std::max(c.max_abs_error, err);
+    if (bad) {
+      if (first < 0) first = i;
+      ++c.mismatches;
+    }
+  }
+  c.pass = c.mismatches == 0;
+  if (first >= 0) {
+    // The index of the first mismatch in the tensor's dimensions.
+    std::vector<int64_t> idx(got.shape.size());
+    int64_t r = first;
+    for (size_t k = got.shape.size(); k-- > 0;) {
+      idx[k] = got.shape[k] ? r % got.shape[k] : 0;
+      r = got.shape[k] ? r / got.shape[k] : 0;
+    }
+    std::ostringstream s;
+    s.precision(9);
+    s << c.mismatches << " of " << got.numel() << " values differ; first at " << dims_str(idx) << ": got "
+      << got.value(first) << ", expected " << expected.value(first);
+    if (!integer) s << " (tolerance " << c.tolerance << ")";
+    c.detail = s.str();
+  }
+  return c;
+}
+
+TensorModel::TensorModel(const std::string& path) : path_(path), net_(load_onnx(path)), sig_(read_graph_signature(path)) {
+  if (sig_.inputs.size() != 1)
+    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs; one image input is supported");
+  if (sig_.inputs[0].name != net_.input_name)
+    throw Error(path + ": the graph input '" + sig_.inputs[0].name + "' is not the network's input '" + net_.input_name +
+                "'");
+}
+
+const TensorSpec& TensorModel::input_spec() const { return sig_.inputs.at(0); }
+
+const TensorSpec& TensorModel::output_spec() const {
+  for (const auto& o : sig_.outputs)
+    if (o.name == net_.output_name) return o;
+  throw Error(path_ + ": the network's output '" + net_.output_name + "' is not a graph output");
+}
+
+bool TensorModel::needs_calibration() const { return !fully_quantized(net_); }
+
+int TensorModel::depth() const {
+  std::vector<int> d(net_.layers.size(), 0);  // layers are in topological order
+  for (size_t l = 0; l < net_.layers.size(); ++l) {
+    int m = 0;
+    for (int i : net_.layers[l].inputs)
+      if (i >= 0 && size_t(i) < l) m = std::max(m, d[size_t(i)]);
+    d[l] = m + 1;
+  }
+  return d.empty() ? 0 : d.back();
+}
+
+std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::string& source) const {
+  const int64_t batch = check_input_tensor(input_spec(), t, source);
+  const int64_t per = t.numel() / batch;
+  if (per != net_.input.size())
+    throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() + ", " + std::to_string(per) +
+                " values per image; the network takes " + net_.input.str() + " = " + std::to_string(net_.input.size()));
+  const std::vector<float> all = t.to_float();
+  std::vector<std::vector<float>> out;
+  for (int64_t b = 0; b < batch; ++b) out.emplace_back(all.begin() + b * per, all.begin() + (b + 1) * per);
+  return out;
+}
+
+std::vector<std::vector<float>> TensorModel::images(const std::map<std::string, Tensor>& inputs,
+                                                    const std::map<std::string, std::string>& sources) const {
+  std::string names;
+  for (const auto& s : sig_.inputs) names += (names.empty() ? "" : ", ") + ("'" + s.name + "' " + s.describe());
+  for (const auto& kv : inputs) {
+    const bool known = std::any_of(sig_.inputs.begin(), sig_.inputs.end(), [&](const TensorSpec& s) { return s.name == kv.first; });
+    if (!known) throw Error("input '" + kv.first + "': the model " + path_ + " has no such input; its inputs: " + names);
+  }
+  for (const auto& s : sig_.inputs)
+    if (!inputs.count(s.name)) throw Error("input '" + s.name + "' (" + s.describe() + ") of " + path_ + " is not given");
+  const std::string& name = input_spec().name;
+  const auto& t = inputs.at(name);
+  const auto src = sources.find(name);
+  return images(t, src != sources.end() ? src->second
+                                        : "input '" + name + "'" + (t.name.empty() || t.name == name ? "" : " (tensor '" + t.name + "')"));
+}
+
+std::string TensorModel::quantize(const std::vector<std::vector<float>>& calibration) {
+  if (!needs_calibration()) {
+    q_ = quantize_model(net_, {});
+    quantized_ = true;
+    return "quantized in the model file";
+  }
+  if (calibration.empty()) throw Error(path_ + ": a float model needs calibration images to be quantized");
+  q_ = quantize_model(net_, calibration);
+  quantized_ = true;
+  return "post-training int8, calibrated on " + std::to_string(calibration.size()) + " images";
+}
+
+TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<float>>& images, uint32_t batch,
+                                  double tolerance_steps, uint64_t max_cycles) const {
+  if (!quantized_) throw Error("TensorModel::run: quantize() the model first");
+  if (images.empty()) throw Error("TensorModel::run: no images");
+  const TensorSpec& os = output_spec();
+  DType out_type = DType::Float32;
+  if (os.onnx_type && (!dtype_from_onnx(os.onnx_type, &out_type) ||
+                       (out_type != DType::Float32 && out_type != DType::UInt8 && out_type != DType::Int8)))
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + "; float32, uint8 or int8 outputs are supported");
+  const TensorQuant& oq = q_.output_q();
+  if (out_type != DType::Float32 && !q_.host_softmax.empty())
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but comes from a " + q_.host_softmax +
+                " (float)");
+  if (out_type != DType::Float32 && (out_type == DType::UInt8) != oq.is_unsigned)
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but the network's output is quantized as " +
+                oq.str());
+  const int64_t per = q_.layers.back().out.size();
+  // The output shape: the graph's with the batch in front, or [B, C, H, W] ([B, C] after a dense layer).
+  std::vector<int64_t> shape{int64_t(images.size())};
+  bool declared = os.has_shape && !os.dims.empty();
+  int64_t declared_per = 1;
+  for (size_t i = 1; declared && i < os.dims.size(); ++i) {
+    if (os.dims[i] < 0) declared = false;
+    else declared_per *= os.dims[i];
+  }
+  if (declared && declared_per != per)
+    throw Error(path_ + ": output '" + os.name + "' is declared " + os.shape_str() + " (" + std::to_string(declared_per) +
+                " values per image) but the network computes " + q_.layers.back().out.str());
+  if (declared) {
+    shape.insert(shape.end(), os.dims.begin() + 1, os.dims.end());
+  } else if (q_.layers.back().kind == LayerKind::Dense) {
+    shape.push_back(per);
+  } else {
+    const Shape3& o = q_.layers.back().out;
+    shape.insert(shape.end(), {o.c, o.h, o.w});
+  }
+
+  Run r;
+  r.images = int(images.size());
+  r.chip_n = device.params().N;
+  r.batch = std::min<uint32_t>(batch, uint32_t(images.size()));
+  for (const auto& l : q_.layers) r.macs_per_image += l.macs();
+  ChipRunner runner(device, q_, r.batch);
+  std::vector<float> fout;
+  std::vector<int64_t> iout;
+  const int64_t in_size = q_.input.size();
+  for (size_t i0 = 0; i0 < images.size(); i0 += r.batch) {
+    const size_t b = std::min<size_t>(r.batch, images.size() - i0);
+    std::vector<std::vector<int32_t>> qi(b, std::vector<int32_t>(size_t(in_size)));
+    std::vector<const int32_t*> ptrs;
+    for (size_t j = 0; j < b; ++j) {
+      if (int64_t(images[i0 + j].size()) != in_size)
+        throw Error("TensorModel::run: image " + std::to_string(i0 + j) + " has " + std::to_string(images[i0 + j].size()) +
+                    " values, expected " + std::to_string(in_size));
+      q_.quantize_input(images[i0 + j].data(), qi[j].data());
+      ptrs.push_back(qi[j].data());
+    }
+    const auto res = runner.run(ptrs, max_cycles);
+    ++r.runs;
+    r.cycles += res.stats.cycles;
+    r.cycles_estimated = res.stats.cycles_estimated;
+    r.run_seconds += res.stats.wall_seconds;
+    for (int c = 0; c < PerfCounters::kCount; ++c) r.counters.set(c, r.counters.get(c) + res.stats.counters.get(c));
+    for (size_t j = 0; j < b; ++j) {
+      const auto& o = res.outputs[j];
+      if (int_forward(q_, ptrs[j]) != o) ++r.mismatched_images;
+      if (out_type == DType::Float32) {
+        std::vector<float> z;
+        for (int32_t v : o) z.push_back(float(double(oq.scale) * (double(v) - oq.zero_point)));
+        apply_host_softmax(q_.host_softmax, z);
+        fout.insert(fout.end(), z.begin(), z.end());
+      } else {
+        iout.insert(iout.end(), o.begin(), o.end());
+      }
+    }
+  }
+  r.mxu_utilization = r.cycles ? double(r.macs_per_image) * r.images / (double(r.cycles) * r.chip_n * r.chip_n) : 0.0;
+  Tensor t = out_type == DType::Float32 ? Tensor::from_float(shape, fout, os.name) : Tensor::from_int(out_type, shape, iout, os.name);
+  r.outputs.push_back(std::move(t));
+  r.tolerances.push_back(out_type == DType::Float32 ? float_tolerance(oq, tolerance_steps, q_.host_softmax) : 0.0);
+  return r;
+}
+
+std::vector<TestDataSet> read_test_data_sets(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a directory (expected an ONNX test directory with model.onnx and test_data_set_N/)");
+  std::vector<std::pair<long, std::string>> sets;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    const std::string prefix = "test_data_set_";
+    if (e.is_directory() && n.compare(0, prefix.size(), prefix) == 0 && n.size() > prefix.size() &&
+        std::all_of(n.begin() + long(prefix.size()), n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      sets.emplace_back(std::stol(n.substr(prefix.size())), e.path().string());
+  }
+  if (ec) throw Error(dir + ": cannot list the directory (" + ec.message() + ")");
+  if (sets.empty()) throw Error(dir + ": no test_data_set_N directories (expected ONNX's test layout)");
+  std::sort(sets.begin(), sets.end());
+  std::vector<TestDataSet> out;
+  for (const auto& s : sets) {
+    TestDataSet d;
+    d.dir = s.second;
+    for (const char* kind : {"input", "output"}) {
+      for (int k = 0;; ++k) {
+        const std::string p = (fs::path(s.second) / (std::string(kind) + "_" + std::to_string(k) + ".pb")).string();
+        if (!fs::exists(p, ec)) break;
+        (std::string(kind) == "input" ? d.inputs : d.outputs).push_back(load_tensor(p));
+      }
+    }
+    if (d.inputs.empty()) throw Error(s.second + ": no input_0.pb (expected input_K.pb and output_K.pb)");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::vector<Tensor>& inputs,
+                                          const std::string& source, std::map<std::string, std::string>* sources) {
+  std::map<std::string, Tensor> m;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = inputs[k];
+    std::string name = t.name;
+    const bool known = std::any_of(sig.inputs.begin(), sig.inputs.end(), [&](const TensorSpec& s) { return s.name == name; });
+    if (!known) {
+      if (k >= sig.inputs.size())
+        throw Error(source + ": input_" + std::to_string(k) + ".pb" + (t.name.empty() ? "" : " ('" + t.name + "')") +
+                    " has no graph input (the graph has " + std::to_string(sig.inputs.size()) + ")");
+      name = sig.inputs[k].name;
+    }
+    if (m.count(name)) throw Error(source + ": input '" + name + "' is given twice");
+    m[name] = t;
+    if (sources) (*sources)[name] = source + "/input_" + std::to_string(k) + ".pb";
+  }
+  return m;
+}
+
+std::string tensor_file_name(const std::string& name, const std::string& ext) {
+  std::string s = name.empty() ? "output" : name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  if (s == "." || s == "..") s = "_";
+  return s + ext;
+}
+
+}  // namespace tpu::cnn

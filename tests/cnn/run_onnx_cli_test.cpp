@@ -1,0 +1,442 @@
+// tpusim run-onnx and run-cnn --dataset as a user runs them: tensors in .npy and .pb files,
+// outputs written and compared with expected tensors computed here with the pipeline's C++
+// references (the integer reference for exact outputs, the float model for the tolerance), ONNX's
+// test layout, input errors, and a folder of PNG images written here with libpng.
+#include <gtest/gtest.h>
+
+#include <png.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cnn_models.h"
+#include "mini_parse.h"
+#include "reference.h"
+#include "tensor_io.h"
+#include "tensor_run.h"
+
+namespace {
+
+using namespace cnn_test;
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+  std::string all() const { return out + err; }
+};
+
+Result tpusim(const std::string& args) {
+  // One file per process: ctest runs the test cases in parallel processes.
+  const std::string err_file = ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
+  const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
+  Result r;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err_file);
+  std::ostringstream s;
+  s << f.rdbuf();
+  r.err = s.str();
+  return r;
+}
+
+std::string tmpdir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Fashion-MNIST test images [first, first + count) as float32 [count, 1, 28, 28].
+std::vector<std::vector<float>> fashion_images(int first, int count, bool train = false) {
+  const ImageSet set = load_fashion_mnist(fashion_mnist_dir(), train);
+  std::vector<std::vector<float>> v;
+  for (int i = first; i < first + count; ++i) v.push_back(pixels_to_float(set.image(i), 28 * 28));
+  return v;
+}
+
+Tensor batch_tensor(const std::vector<std::vector<float>>& images, const std::string& name = "") {
+  std::vector<float> all;
+  for (const auto& x : images) all.insert(all.end(), x.begin(), x.end());
+  return Tensor::from_float({int64_t(images.size()), 1, 28, 28}, all, name);
+}
+
+// The float model's outputs (the C++ float reference), [B, 10].
+Tensor float_outputs(const Network& net, const std::vector<std::vector<float>>& images) {
+  std::vector<float> all;
+  for (const auto& x : images) {
+    const auto y = float_forward(net, x.data());
+    all.insert(all.end(), y.begin(), y.end());
+  }
+  return Tensor::from_float({int64_t(images.size()), 10}, all, net.output_name);
+}
+
+// The quantized network's outputs, dequantized: int_forward of the network quantized as the
+// tool says it does (calibrated on `calibration`).
+Tensor quantized_outputs(const Network& net, const std::vector<std::vector<float>>& calibration,
+                         const std::vector<std::vector<float>>& images) {
+  const QuantNetwork q = quantize_model(net, calibration);
+  std::vector<float> all;
+  for (const auto& x : images) {
+    std::vector<int32_t> qi(size_t(q.input.size()));
+    q.quantize_input(x.data(), qi.data());
+    for (int32_t v : int_forward(q, qi.data()))
+      all.push_back(float(double(q.output_q().scale) * (double(v) - q.output_q().zero_point)));
+  }
+  return Tensor::from_float({int64_t(images.size()), 10}, all, net.output_name);
+}
+
+TEST(RunOnnxCli, NpyOnTheChip) {
+  const Network net = load_onnx(bundled_model());
+  const auto images = fashion_images(100, 6);
+  const std::string d = tmpdir("run_onnx_npy");
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  fs::create_directories(d + "/expect");
+  const Tensor expect = quantized_outputs(net, images, images);
+  save_tensor(d + "/expect/" + tensor_file_name(net.output_name, ".npy"), expect);
+  const Result r = tpusim("run-onnx --model " + bundled_model() + " --input " + net.input_name + "=" + d +
+                          "/in.npy --batch 4 --output-dir " + d + "/out --expect " + d + "/expect --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.err.find("calibrated on 6 images: the inputs themselves (no --calibration given)"), std::string::npos) << r.err;
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_TRUE(j["pass"].boolean);
+  EXPECT_TRUE(j["matches_reference"].boolean);
+  EXPECT_EQ(j["backend"].text, "rtl");
+  EXPECT_EQ(j["images"].number, 6);
+  EXPECT_EQ(j["runs"].number, 2);  // 4 + 2
+  EXPECT_GT(j["cycles"].number, 1000);
+  EXPECT_FALSE(j["cycles_estimated"].boolean);
+  EXPECT_GT(j["mxu_utilization"].number, 0.05);
+  const mini::Json& o = j["outputs"].items.at(0);
+  EXPECT_EQ(o["name"].text, net.output_name);
+  EXPECT_EQ(o["dtype"].text, "float32");
+  ASSERT_EQ(o["shape"].items.size(), 2u);
+  EXPECT_EQ(o["shape"].items[0].number, 6);
+  EXPECT_EQ(o["shape"].items[1].number, 10);
+  EXPECT_TRUE(o["pass"].boolean);
+  EXPECT_EQ(o["max_abs_error"].number, 0);  // the chip equals the integer reference
+  EXPECT_GT(o["tolerance"].number, 0);
+  // The written tensor is exactly the dequantized integer reference.
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
+  EXPECT_EQ(got.describe(), "float32 [6, 10]");
+  EXPECT_EQ(got.data, expect.data);
+}
+
+TEST(RunOnnxCli, PbAgainstTheFloatModel) {
+  const Network net = load_onnx(bundled_model());
+  const auto images = fashion_images(0, 16);
+  const std::string d = tmpdir("run_onnx_pb");
+  save_tensor(d + "/in.pb", batch_tensor(images, net.input_name));
+  fs::create_directories(d + "/expect");
+  save_tensor(d + "/expect/output_0.pb", float_outputs(net, images));
+  Result r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d +
+                    "/in.pb --output-format pb --output-dir " + d + "/out --expect " + d + "/expect");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("expected: PASS, max abs error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".pb"));
+  EXPECT_EQ(got.name, net.output_name);
+  EXPECT_EQ(got.describe(), "float32 [16, 10]");
+
+  // One value 20 quantization steps off: FAIL, exit 1, the element named.
+  const QuantNetwork q = quantize_model(net, images);
+  Tensor bad = float_outputs(net, images);
+  float v = float(bad.value(13)) + 20 * q.output_q().scale;
+  std::memcpy(bad.data.data() + 13 * 4, &v, 4);
+  save_tensor(d + "/expect/output_0.pb", bad);
+  r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.pb --expect " + d + "/expect");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.out.find("expected: FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 of 160 values differ; first at [1, 3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: FAIL"), std::string::npos) << r.out;
+}
+
+// A branching model (main's DAG compiler: residual adds, projections, global average pooling)
+// through the same calls, on the chip: the outputs are the dequantized integer reference.
+TEST(RunOnnxCli, BranchingModelOnTheChip) {
+  GraphBuilder b("small_resnet", {1, 28, 28}, 11);
+  std::string x = b.relu(b.bn(b.conv("input", 1, 16, 3, 1, 1, 1, 1, false), 16));
+  x = b.maxpool(x, 3, 2, 1);
+  x = b.basic_block(x, 16, 16, 1);
+  x = b.basic_block(x, 16, 32, 2);
+  x = b.op("GlobalAveragePool", {x});
+  x = b.op("Flatten", {x});
+  const std::string onnx = b.serialize(b.gemm(x, 32, 10));
+  const std::string d = tmpdir("run_onnx_resnet");
+  std::ofstream(d + "/resnet.onnx", std::ios::binary) << onnx;
+  const Network net = import_onnx_bytes(onnx, "resnet");
+  const auto images = fashion_images(500, 6);
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  const Result r = tpusim("run-onnx --model " + d + "/resnet.onnx --input " + d + "/in.npy --batch 4 --output-dir " + d +
+                          "/out --json");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_TRUE(j["matches_reference"].boolean);
+  EXPECT_EQ(j["runs"].number, 2);
+  const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
+  EXPECT_EQ(got.data, quantized_outputs(net, images, images).data);
+}
+
+// ONNX's test layout, a float model calibrated on --calibration (a separate .npy batch).
+TEST(RunOnnxCli, TestDirWithCalibration) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_testdir");
+  fs::copy_file(bundled_model(), d + "/model.onnx");
+  const auto cal = fashion_images(0, 64, /*train=*/true);
+  save_tensor(d + "/cal.npy", batch_tensor(cal));
+  for (int s = 0; s < 3; ++s) {
+    const std::string sd = d + "/test_data_set_" + std::to_string(s);
+    fs::create_directories(sd);
+    const auto images = fashion_images(20 + 4 * s, s + 1);
+    save_tensor(sd + "/input_0.pb", batch_tensor(images, net.input_name));
+    // Data sets 0 and 1 expect the quantized network's outputs; 2 one value far off.
+    Tensor expect = quantized_outputs(net, cal, images);
+    if (s == 2) {
+      const float v = float(expect.value(0)) + 1.0f;
+      std::memcpy(expect.data.data(), &v, 4);
+    }
+    save_tensor(sd + "/output_0.pb", expect);
+  }
+  // A data set without expected outputs runs and is not compared.
+  fs::create_directories(d + "/test_data_set_3");
+  save_tensor(d + "/test_data_set_3/input_0.pb", batch_tensor(fashion_images(40, 2), net.input_name));
+  const Result r = tpusim("run-onnx --backend model --test-dir " + d + " --calibration " + d + "/cal.npy --json");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("calibrated on 64 images from --calibration"), std::string::npos) << r.err;
+  const mini::Json j = mini::parse_json(r.out);
+  EXPECT_FALSE(j["pass"].boolean);
+  EXPECT_EQ(j["data_sets"].number, 4);
+  EXPECT_EQ(j["data_sets_passed"].number, 3);
+  const auto& res = j["results"].items;
+  ASSERT_EQ(res.size(), 4u);
+  EXPECT_FALSE(res[3]["outputs"].items.at(0)["compared"].boolean);
+  EXPECT_TRUE(res[3]["pass"].boolean);
+  EXPECT_EQ(res[0]["name"].text, "test_data_set_0");
+  EXPECT_TRUE(res[1]["pass"].boolean);
+  EXPECT_EQ(res[1]["outputs"].items.at(0)["max_abs_error"].number, 0);
+  EXPECT_FALSE(res[2]["pass"].boolean);
+  EXPECT_TRUE(res[2]["matches_reference"].boolean);
+  EXPECT_EQ(res[2]["outputs"].items.at(0)["mismatches"].number, 1);
+}
+
+// --calibration DIR reads every tensor file of the directory: the same images split over two
+// files quantize the model as one file holding them all (identical outputs, and those of
+// the integer reference calibrated on them).
+TEST(RunOnnxCli, CalibrationDirectory) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_caldir");
+  const auto cal = fashion_images(100, 48, /*train=*/true);
+  const auto images = fashion_images(300, 5);
+  save_tensor(d + "/in.npy", batch_tensor(images));
+  save_tensor(d + "/all.npy", batch_tensor(cal));
+  fs::create_directories(d + "/cal");
+  save_tensor(d + "/cal/a.npy", batch_tensor({cal.begin(), cal.begin() + 20}));
+  save_tensor(d + "/cal/b.pb", batch_tensor({cal.begin() + 20, cal.end()}));
+  std::ofstream(d + "/cal/README") << "not a tensor: ignored";
+  const std::string base = "run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.npy";
+  Result r = tpusim(base + " --calibration " + d + "/cal --output-dir " + d + "/out_dir");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("calibrated on 48 images from --calibration " + d + "/cal"), std::string::npos) << r.out;
+  r = tpusim(base + " --calibration " + d + "/all.npy --output-dir " + d + "/out_file");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const std::string name = tensor_file_name(net.output_name, ".npy");
+  const Tensor a = load_tensor(d + "/out_dir/" + name), b = load_tensor(d + "/out_file/" + name);
+  EXPECT_EQ(a.data, b.data);
+  EXPECT_EQ(a.data, quantized_outputs(net, cal, images).data);
+  fs::create_directories(d + "/empty");
+  r = tpusim(base + " --calibration " + d + "/empty");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--calibration " + d + "/empty: the directory holds no .npy or .pb file"), std::string::npos) << r.err;
+}
+
+TEST(RunOnnxCli, InputErrors) {
+  const Network net = load_onnx(bundled_model());
+  const std::string d = tmpdir("run_onnx_errors");
+  save_tensor(d + "/small.npy", Tensor::from_float({2, 1, 14, 14}, std::vector<float>(2 * 196)));
+  save_tensor(d + "/f64.npy", Tensor::from_int(DType::Float64, {1, 1, 28, 28}, std::vector<int64_t>(784, 0)));
+  const std::string base = "run-onnx --backend model --model " + bundled_model();
+  Result r = tpusim(base + " --input " + d + "/small.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("tpusim run-onnx: error: --input " + d + "/small.npy: input '" + net.input_name +
+                       "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
+                       "expected float32 [1, 1, 28, 28] (any batch in the first dimension)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/f64.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("is float32, but the tensor is float64 [1, 1, 28, 28]"), std::string::npos) << r.err;
+  r = tpusim(base + " --input pixels=" + d + "/small.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("input 'pixels': the model " + bundled_model() + " has no such input; its inputs: '" +
+                       net.input_name + "' float32 [1, 1, 28, 28]"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/missing.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("missing.npy: cannot open for reading"), std::string::npos) << r.err;
+  r = tpusim(base);
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--input NAME=FILE is required"), std::string::npos) << r.err;
+  r = tpusim("run-onnx --test-dir " + d + " --model " + bundled_model());
+  EXPECT_EQ(r.code, 2) << r.all();
+  r = tpusim("run-onnx --backend model --test-dir " + d);
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
+}
+
+// ---- run-cnn --dataset: Fashion-MNIST test images as PNG files in an ImageFolder.
+
+void write_png(const std::string& path, int w, int h, bool rgb, const uint8_t* gray) {
+  std::vector<uint8_t> px;
+  for (int i = 0; i < w * h; ++i)
+    for (int c = 0; c < (rgb ? 3 : 1); ++c) px.push_back(gray[i]);
+  png_image im;
+  std::memset(&im, 0, sizeof im);
+  im.version = PNG_IMAGE_VERSION;
+  im.width = png_uint_32(w);
+  im.height = png_uint_32(h);
+  im.format = rgb ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+  ASSERT_TRUE(png_image_write_to_file(&im, path.c_str(), 0, px.data(), 0, nullptr)) << im.message;
+}
+
+// Test images 0..count-1 as DIR/c<label>/img_<index>.png (every third one RGB with R = G = B,
+// which the gray conversion maps back exactly). Returns the images' indices in ImageFolder order.
+std::vector<int> write_fashion_folder(const std::string& dir, int count) {
+  const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
+  std::vector<std::pair<std::string, int>> order;
+  for (int i = 0; i < count; ++i) {
+    const std::string cls = "c" + std::to_string(test.labels[size_t(i)]);
+    fs::create_directories(dir + "/" + cls);
+    char name[32];
+    std::snprintf(name, sizeof name, "img_%05d.png", i);
+    write_png(dir + "/" + cls + "/" + name, 28, 28, i % 3 == 0, test.image(i));
+    order.emplace_back(cls + "/" + name, i);
+  }
+  for (int c = 0; c < 10; ++c) fs::create_directories(dir + "/c" + std::to_string(c));  // every class has a folder
+  std::sort(order.begin(), order.end());
+  std::vector<int> idx;
+  for (const auto& o : order) idx.push_back(o.second);
+  return idx;
+}
+
+// The same images through the PNG folder and through the idx file give the same predictions
+// (the model is quantized in its file, so both runs use the same integer network).
+TEST(RunCnnDataset, PngFolderEqualsIdx) {
+  const std::string d = tmpdir("run_cnn_dataset");
+  const std::vector<int> order = write_fashion_folder(d + "/images", 24);
+  std::ofstream(d + "/qdq.onnx", std::ios::binary) << export_qdq_onnx(fashion_quantized(200));
+  const Result folder = tpusim("run-cnn --model " + d + "/qdq.onnx --dataset " + d + "/images --batch 8 --quiet --json");
+  ASSERT_EQ(folder.code, 0) << folder.all();
+  const Result idx = tpusim("run-cnn --model " + d + "/qdq.onnx --images 24 --batch 8 --quiet --json --backend model");
+  ASSERT_EQ(idx.code, 0) << idx.all();
+  const mini::Json jf = mini::parse_json(folder.out), ji = mini::parse_json(idx.out);
+  EXPECT_TRUE(jf["matches_golden"].boolean);
+  EXPECT_EQ(jf["images"].number, 24);
+  EXPECT_EQ(jf["backend"].text, "rtl");
+  EXPECT_EQ(jf["accuracy"].number, ji["accuracy"].number);
+  ASSERT_EQ(jf["predictions"].items.size(), 24u);
+  for (size_t k = 0; k < 24; ++k)
+    EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number) << k;
+}
+
+// An RGB model (the CIFAR-10 ConvNet shape, random weights) on RGB PNGs with per-channel
+// --mean/--std: every image's ten outputs (--top-k 10, dequantized) equal the integer reference
+// run here on the images normalized by hand (HWC pixels to CHW, (x / 255 - mean[c]) / std[c]),
+// calibrated on the same images. The channels differ a lot (R random, G dark, B bright), so a
+// channel mix-up changes the outputs.
+TEST(RunCnnDataset, RgbModelWithNormalization) {
+  const std::string d = tmpdir("run_cnn_dataset_rgb");
+  const std::string onnx = random_cnn_onnx("rgb", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}}, {64, 10}, 7);
+  std::ofstream(d + "/rgb.onnx", std::ios::binary) << onnx;
+  const float mean[3] = {0.5f, 0.1f, 0.8f}, sd[3] = {0.25f, 0.1f, 0.2f};
+  std::mt19937 rng(3);
+  std::vector<std::vector<float>> x;  // in ImageFolder order: a/0.png, a/1.png, b/2.png, ...
+  for (int i = 0; i < 6; ++i) {
+    const std::string cls = i < 2 ? "a" : "b";
+    fs::create_directories(d + "/img/" + cls);
+    std::vector<uint8_t> px(32 * 32 * 3);
+    for (size_t k = 0; k < px.size(); k += 3) {
+      px[k] = uint8_t(rng() % 256);
+      px[k + 1] = uint8_t(rng() % 64);
+      px[k + 2] = uint8_t(192 + rng() % 64);
+    }
+    png_image im;
+    std::memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    im.width = im.height = 32;
+    im.format = PNG_FORMAT_RGB;
+    ASSERT_TRUE(png_image_write_to_file(&im, (d + "/img/" + cls + "/" + std::to_string(i) + ".png").c_str(), 0,
+                                        px.data(), 0, nullptr));
+    std::vector<float> chw(3 * 32 * 32);
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < 32 * 32; ++p) chw[size_t(c * 1024 + p)] = (px[size_t(p * 3 + c)] / 255.0f - mean[c]) / sd[c];
+    x.push_back(chw);
+  }
+  const Result r = tpusim("run-cnn --backend model --model " + d + "/rgb.onnx --dataset " + d +
+                          "/img --mean 0.5,0.1,0.8 --std 0.25,0.1,0.2 --channels rgb --top-k 10 --no-profile");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
+  const QuantNetwork q = quantize_model(import_onnx_bytes(onnx, "rgb"), x);
+  const auto& oq = q.output_q();
+  for (size_t i = 0; i < 6; ++i) {
+    std::vector<int32_t> qi(size_t(q.input.size()));
+    q.quantize_input(x[i].data(), qi.data());
+    const auto y = int_forward(q, qi.data());
+    std::vector<int> order(10);
+    for (int c = 0; c < 10; ++c) order[size_t(c)] = c;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[size_t(a)] > y[size_t(b)]; });
+    std::string want = "top-10:";
+    for (int k = 0; k < 10; ++k) {
+      const int c = order[size_t(k)];
+      char score[32];
+      std::snprintf(score, sizeof score, "%.4g", double(oq.scale) * (y[size_t(c)] - oq.zero_point));
+      want += std::string(k ? "," : "") + " " + (c == 0 ? "a" : c == 1 ? "b" : "class " + std::to_string(c)) + " " + score;
+    }
+    EXPECT_NE(r.out.find(want), std::string::npos) << "image " << i << ": " << want << "\n" << r.out;
+  }
+}
+
+TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
+  const std::string d = tmpdir("run_cnn_dataset_labels");
+  write_fashion_folder(d + "/images", 10);
+  {
+    std::ofstream l(d + "/labels.txt");
+    for (const auto& n : fashion_mnist_classes()) l << n << "\n";
+  }
+  // The bundled float model, calibrated on the folder's images; images enlarged to 56x56 by the
+  // tool's own --resize then scaled back to the model's 28x28.
+  Result r = tpusim("run-cnn --backend model --dataset " + d + "/images --labels " + d +
+                    "/labels.txt --top-k 3 --resize 56 --channels gray --mean 0 --std 1");
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("(the first selected images of --dataset)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ankle boot"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("top-3: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
+  // Errors: rgb for a gray model, options without --dataset, a folder without images.
+  r = tpusim("run-cnn --backend model --dataset " + d + "/images --channels rgb");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels rgb gives 3 channels"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-cnn --backend model --resize 32");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--resize needs --dataset DIR"), std::string::npos) << r.err;
+  fs::create_directories(d + "/empty/a");
+  r = tpusim("run-cnn --backend model --dataset " + d + "/empty");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("no .png, .jpg or .jpeg images"), std::string::npos) << r.err;
+}
+
+}  // namespace
