@@ -14,11 +14,11 @@ module tpu_weight_loader #(
   input  logic       clear_i,          // drop every tile (START / soft reset)
   // Row push from the weight DMA.
   input  logic       push_i,
-  input  logic [7:0] push_row_i [N],
+  input  logic [8*N-1:0] push_row_i,
   output logic [$clog2(WFifoTiles*N+1)-1:0] free_rows_o,
   // To the MXU.
   output logic       w_shift_o,
-  output logic [7:0] w_row_o [N],
+  output logic [8*N-1:0] w_row_o,
   output logic       w_commit_o,
   output logic       w_buf_o,
   // To the matmul feeder.
@@ -38,7 +38,7 @@ module tpu_weight_loader #(
 
   typedef enum logic [1:0] {BufEmpty, BufLoaded, BufActive} buf_state_e;
 
-  logic [7:0]         fifo_q [FifoRows][N];
+  logic [8*N-1:0]     fifo_q [FifoRows];
   logic [RowIdxW-1:0] wr_row_q;      // next row written
   logic [RowIdxW-1:0] rd_base_q;     // first row of the oldest tile
   logic [CntW-1:0]    used_rows_q;   // rows held, including the tile being shifted
@@ -58,9 +58,9 @@ module tpu_weight_loader #(
 
   function automatic logic [RowIdxW-1:0] wrap_add(logic [RowIdxW-1:0] a, int unsigned b);
     int unsigned s;
-    s = int'(a) + b;
+    s = 32'(a) + b;
     if (s >= FifoRows) s -= FifoRows;
-    return RowIdxW'(s);
+    wrap_add = RowIdxW'(s);
   endfunction
 
   // A free buffer for the tile in the shift registers; buffer 0 first.
@@ -86,14 +86,12 @@ module tpu_weight_loader #(
   assign sh_row      = start_shift ? '0 : sh_cnt_q;
   assign shift_done  = (start_shift || sh_active_q) && (sh_row == ShW'(N - 1));
   // Bottom tile row first: the first row shifted in ends up in the last array row.
-  assign rd_row      = wrap_add(rd_base_q, N - 1 - int'(sh_row));
+  assign rd_row      = wrap_add(rd_base_q, N - 1 - 32'(sh_row));
 
   assign w_shift_o  = start_shift || sh_active_q;
   assign w_commit_o = commit_ok;
   assign w_buf_o    = commit_buf;
-  always_comb begin
-    for (int c = 0; c < int'(N); c++) w_row_o[c] = fifo_q[rd_row][c];
-  end
+  assign w_row_o = fifo_q[rd_row];
 
   always_comb begin
     next_valid_o = 1'b0;
