@@ -5,6 +5,8 @@
 // maximum of the window; the last row of a window writes one UB row. Also owns the
 // quantization parameter memory (QpSlots x {bias, mult, misc} x N int32) and the 256-byte LUT,
 // written row by row by read_host.
+`include "tpu_assert.svh"
+
 module tpu_act_unit #(
   parameter int unsigned N       = 16,
   parameter int unsigned UbRows  = 8192,
@@ -213,5 +215,11 @@ module tpu_act_unit #(
   logic unused_bits;
   assign unused_bits = ^{instr_i[127:116], instr_i[15:11], instr_i[7:0],
                          acc_row[31:AccW], ub_row[31:UbW]};
+
+  `TPU_ASSERT_IMPLIES(ActStartReady, start_i, ready_o)
+  // Window counters stay inside the pooling window.
+  `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < pool_k_q && dy_q < pool_k_q)
+  `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)
+  `TPU_ASSERT_IMPLIES(ActUbRowBound, busy_q, ub_row < UbRows)
 
 endmodule

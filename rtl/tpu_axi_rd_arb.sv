@@ -4,6 +4,8 @@
 // address never changes while it waits. Up to MaxOutstanding bursts may be in flight; all use
 // one ID, so the memory returns them in order and a FIFO of owners routes the R beats to the
 // client whose burst is oldest (popped at RLAST).
+`include "tpu_assert.svh"
+
 module tpu_axi_rd_arb #(
   parameter int unsigned Clients        = 3,
   parameter int unsigned MaxOutstanding = 4
@@ -89,5 +91,13 @@ module tpu_axi_rd_arb #(
       cnt_q <= cnt_q + (QW+1)'(ar_fire) - (QW+1)'(r_done);
     end
   end
+
+  // The owner FIFO neither overflows nor underflows; an R beat always has an owner.
+  `TPU_ASSERT(ArbCountBound, cnt_q <= (QW+1)'(MaxOutstanding))
+  `TPU_ASSERT_NEVER(ArbOverflow, ar_fire && full && !r_done)
+  `TPU_ASSERT_NEVER(ArbOrphanBeat, m_r_valid_i && cnt_q == '0)
+  `TPU_ASSERT_IMPLIES(ArbOwnerLegal, ar_lock_q, 32'(ar_owner_q) < Clients)
+  // The AR payload is the owner's: it must hold it while ARVALID waits for ARREADY.
+  `TPU_ASSERT_HOLD(ArbArHold, m_ar_valid_o, m_ar_ready_i, {m_ar_addr_o, m_ar_len_o})
 
 endmodule

@@ -1,5 +1,7 @@
 // tpu-rtl: one TPU-v1-style inference core. Block diagram and data flow: docs/architecture.md;
 // instruction set: docs/isa.md.
+`include "tpu_assert.svh"
+
 module tpu_core #(
   parameter int unsigned N            = 16,
   parameter int unsigned UbRows       = 8192,
@@ -336,5 +338,29 @@ module tpu_core #(
   // Row indices and the high bits of legal addresses are only partly used.
   logic unused_core;
   assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, instr};
+
+  // ---------------- parameter legality (docs/architecture.md) ----------------
+  `TPU_ASSERT_INIT(ParamN, N >= 4 && N <= 256 && (N & (N - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamAxiWidth, (AxiDataWidth == 32 || AxiDataWidth == 64 ||
+                                   AxiDataWidth == 128) && (8 * N) % AxiDataWidth == 0)
+  `TPU_ASSERT_INIT(ParamAxiBurst, AxiMaxBurst >= 1 && AxiMaxBurst <= 256)
+  `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 2 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamAccRows, AccRows >= 2 && AccRows <= (1 << 16) &&
+                                 (AccRows & (AccRows - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamQpSlots, QpSlots >= 1 && QpSlots <= 16)
+  `TPU_ASSERT_INIT(ParamWFifoTiles, WFifoTiles >= 1)
+
+  // ---------------- AXI master: valid held and payload stable until ready ----------------
+  `TPU_ASSERT_HOLD(AxiArHold, m_axi_arvalid_o, m_axi_arready_i, {m_axi_araddr_o, m_axi_arlen_o})
+  `TPU_ASSERT_HOLD(AxiAwHold, m_axi_awvalid_o, m_axi_awready_i, {m_axi_awaddr_o, m_axi_awlen_o})
+  `TPU_ASSERT_HOLD(AxiWHold, m_axi_wvalid_o, m_axi_wready_i, {m_axi_wdata_o, m_axi_wlast_o})
+  // AXI4-Lite slave responses likewise.
+  `TPU_ASSERT_HOLD(AxilBHold, s_axil_bvalid_o, s_axil_bready_i, s_axil_bresp_o)
+  `TPU_ASSERT_HOLD(AxilRHold, s_axil_rvalid_o, s_axil_rready_i, {s_axil_rdata_o, s_axil_rresp_o})
+  // A 4 KiB boundary is never crossed by a burst.
+  `TPU_ASSERT_IMPLIES(AxiAr4k, m_axi_arvalid_o,
+                      {20'd0, m_axi_araddr_o[11:0]} + (32'(m_axi_arlen_o) + 1) * BeatBytes <= 4096)
+  `TPU_ASSERT_IMPLIES(AxiAw4k, m_axi_awvalid_o,
+                      {20'd0, m_axi_awaddr_o[11:0]} + (32'(m_axi_awlen_o) + 1) * BeatBytes <= 4096)
 
 endmodule

@@ -20,6 +20,8 @@
 //   matmul: the cycle after its last row was written to the accumulators (several in flight).
 // nop and sync (unit TraceControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
+`include "tpu_assert.svh"
+
 module tpu_ctrl #(
   parameter int unsigned N          = 16,
   parameter int unsigned UbRows     = 8192,
@@ -620,5 +622,26 @@ module tpu_ctrl #(
     end
   end
 
+
+  // ---------------- assertions ----------------
+  // A unit is given an instruction only when it can take it, one unit per cycle.
+  `TPU_ASSERT_IMPLIES(CtrlDmaInReady, dmain_start_o, !dmain_busy_i)
+  `TPU_ASSERT_IMPLIES(CtrlWdmaReady, wdma_start_o, wdma_accept_i)
+  `TPU_ASSERT_IMPLIES(CtrlMxuReady, mxu_start_o, mxu_ready_i && mm_cnt_q != MmW'(MmDepth))
+  `TPU_ASSERT_IMPLIES(CtrlActReady, act_start_o, act_ready_i)
+  `TPU_ASSERT_IMPLIES(CtrlDmaOutReady, dmaout_start_o, !dmaout_busy_i)
+  `TPU_ASSERT(CtrlOneIssue, $onehot0({dmain_start_o, wdma_start_o, mxu_start_o, act_start_o,
+                                       dmaout_start_o}))
+  // Counter bounds: the instruction queue and the in-flight matmul table never overflow.
+  `TPU_ASSERT(CtrlIqBound, 32'(iq_cnt_q) <= IqDepth)
+  `TPU_ASSERT_NEVER(CtrlIqOverflow, run_q && fetch_valid_i && !stop_q && 32'(iq_cnt_q) == IqDepth)
+  `TPU_ASSERT(CtrlMmBound, 32'(mm_cnt_q) <= MmDepth)
+  `TPU_ASSERT_NEVER(CtrlMmOverflow, mxu_start_o && !mxu_retire_i && 32'(mm_cnt_q) == MmDepth)
+  `TPU_ASSERT_NEVER(CtrlMmUnderflow, mxu_retire_i && mm_cnt_q == '0 && run_q && !flush_q)
+  `TPU_ASSERT(CtrlWeightCredit, credit_q <= 32'(WFifoTiles) + 2)
+  // Run states: a flush is not a run; nothing is issued outside a run or after an error.
+  `TPU_ASSERT_NEVER(CtrlRunAndFlush, run_q && flush_q)
+  `TPU_ASSERT_IMPLIES(CtrlIssueInRun, issue, run_q && !stop_q && !fetch_stop_q)
+  `TPU_ASSERT_NEVER(CtrlDoneAndError, done_o && error_o)
 
 endmodule

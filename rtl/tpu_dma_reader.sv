@@ -7,6 +7,8 @@
 // full sink. The first beat answered with an error ends the transfer: one row flagged
 // `row_err_o` (at the index of the row it belonged to) is emitted instead of data, the rest
 // of the burst is drained and dropped.
+`include "tpu_assert.svh"
+
 module tpu_dma_reader #(
   parameter int unsigned RowBytes  = 16,
   parameter int unsigned BeatBytes = 16,
@@ -190,5 +192,12 @@ module tpu_dma_reader #(
       end
     end
   end
+
+  `TPU_ASSERT_HOLD(DmaRdArHold, ar_valid_o, ar_ready_i, {ar_addr_o, ar_len_o})
+  `TPU_ASSERT(DmaRdBurstsBound, 32'(bursts_q) <= MaxBursts)
+  `TPU_ASSERT_IMPLIES(DmaRdBurstLen, ar_valid_o, burst_q != '0 && 32'(burst_q) <= MaxBurst)
+  // Every beat received was requested; overlapped starts only while accept_o says so.
+  `TPU_ASSERT_NEVER(DmaRdUnrequestedBeat, in_burst && r_valid_i && beats_owed_q == '0)
+  `TPU_ASSERT_IMPLIES(DmaRdStartAccepted, start_i, accept_o)
 
 endmodule

@@ -3,6 +3,8 @@
 // Splits `rows` N-byte rows into INCR bursts of at most MaxBurst beats that never cross a 4 KiB
 // boundary: AW, then the W beats (read straight from the UB row being sent), then B; one
 // burst at a time. An error response ends the transfer after that burst.
+`include "tpu_assert.svh"
+
 module tpu_dma_writer #(
   parameter int unsigned N         = 16,
   parameter int unsigned UbRows    = 8192,
@@ -114,5 +116,9 @@ module tpu_dma_writer #(
       endcase
     end
   end
+
+  `TPU_ASSERT_IMPLIES(DmaWrStartIdle, start_i, !busy_q)
+  `TPU_ASSERT_IMPLIES(DmaWrBurstLen, aw_valid_o, burst_beats != '0 && 32'(burst_beats) <= MaxBurst)
+  `TPU_ASSERT_IMPLIES(DmaWrSentBound, state_q == WData, sent_q < burst_q)
 
 endmodule

@@ -4,6 +4,8 @@
 // back-to-back matmuls whose weights are loaded leave no bubble in the array. A matmul with
 // `switch` waits (weight stall) until the loader has a tile ready, then tags its first row
 // with the new buffer.
+`include "tpu_assert.svh"
+
 module tpu_matmul_unit #(
   parameter int unsigned N       = 16,
   parameter int unsigned UbRows  = 8192,
@@ -111,5 +113,8 @@ module tpu_matmul_unit #(
       end
     end
   end
+
+  `TPU_ASSERT_IMPLIES(MmStartReady, start_i, ready_o)
+  `TPU_ASSERT_IMPLIES(MmSwitchHasTile, switch_o, next_valid_i)
 
 endmodule

@@ -5,6 +5,8 @@
 // commits it into a free buffer. A buffer is free when it is neither loaded nor active and the
 // last row that used it was fed at least N cycles ago (the MXU's commit rule). The matmul
 // feeder switches to the oldest loaded buffer with `switch_i`.
+`include "tpu_assert.svh"
+
 module tpu_weight_loader #(
   parameter int unsigned N          = 16,
   parameter int unsigned WFifoTiles = 4
@@ -194,5 +196,18 @@ module tpu_weight_loader #(
       full_rows_q <= full_next;
     end
   end
+
+  // FIFO bounds: never pushed when full, counts within the FIFO, buffer states legal.
+  `TPU_ASSERT_NEVER(WFifoOverflow, push_i && used_rows_q == CntW'(FifoRows))
+  `TPU_ASSERT(WFifoUsedBound, used_rows_q <= CntW'(FifoRows) && full_rows_q <= used_rows_q)
+`ifndef SYNTHESIS
+  buf_state_e st0, st1;  // (Verilator 5.006 cannot select unpacked arrays in properties)
+  assign st0 = state_q[0];
+  assign st1 = state_q[1];
+  `TPU_ASSERT(WBufStateLegal, st0 != 2'd3 && st1 != 2'd3)
+  `TPU_ASSERT_NEVER(WBothActive, st0 == BufActive && st1 == BufActive)
+  `TPU_ASSERT_IMPLIES(WCommitFree, commit_ok, (commit_buf ? st1 : st0) == BufEmpty)
+`endif
+  `TPU_ASSERT_IMPLIES(WSwitchHasTile, switch_i, next_valid_o)
 
 endmodule
