@@ -114,6 +114,7 @@ module tpu_ctrl #(
   logic [31:0] pc_q;         // index of the instruction at the queue head
   logic [31:0] credit_q;     // weight tiles pushed by issued read_weights, not yet switched to
   logic        switched_q;   // some matmul made a tile active in this run
+  logic [63:0] cmd_lo_q, cmd_hi_q;  // the command buffer's bytes [lo, hi), latched at START
 
   // ---------------- instruction queue ----------------
   logic [127:0] iq_q     [IqDepth];
@@ -278,6 +279,12 @@ module tpu_ctrl #(
     if (opc == tpu_pkg::OpReadHost || opc == tpu_pkg::OpWriteHost || opc == tpu_pkg::OpReadWeights) begin
       align_bad = host[3:0] != '0;
       host_bad  = (host + bytes > 64'h1_0000_0000) || !in_windows(host, bytes);
+      // A write_host may not write into its own command buffer (docs/isa.md): the chip
+      // prefetches instructions, so whether such a write would change a fetched instruction
+      // would depend on timing.
+      if (opc == tpu_pkg::OpWriteHost && host < cmd_hi_q && cmd_lo_q < host + bytes) begin
+        host_bad = 1'b1;
+      end
     end
 
     // The first failing check in code order wins.
@@ -494,6 +501,8 @@ module tpu_ctrl #(
       pc_q         <= '0;
       credit_q     <= '0;
       switched_q   <= 1'b0;
+      cmd_lo_q     <= '0;
+      cmd_hi_q     <= '0;
       iq_rd_q      <= '0;
       iq_wr_q      <= '0;
       iq_cnt_q     <= '0;
@@ -533,6 +542,8 @@ module tpu_ctrl #(
         pc_q         <= '0;
         credit_q     <= '0;
         switched_q   <= 1'b0;
+        cmd_lo_q     <= u64(cmd_addr_i);
+        cmd_hi_q     <= u64(cmd_addr_i) + u64(cmd_count_i) * 16;
         iq_rd_q      <= '0;
         iq_wr_q      <= '0;
         iq_cnt_q     <= '0;

@@ -343,6 +343,28 @@ TEST(ErrorPaths, CommandBufferOverrun) {
   expect_chip_still_works();
 }
 
+// A write_host into its own command buffer (issue 10: the chip finished, the model ran the
+// overwritten instruction) is a static ERR_HOST_RANGE on both: an earlier instruction, the
+// write_host itself, the next one, one far ahead, and a range that only touches the buffer's
+// last byte; a write just past the buffer is fine.
+TEST(ErrorPaths, WriteHostIntoCommandBuffer) {
+  std::vector<Instruction> prog(12, Nop{});
+  prog.back() = Halt{};
+  for (uint32_t target : {0u, 3u, 4u, 5u, 10u, 11u}) {
+    SCOPED_TRACE("target instruction " + std::to_string(target));
+    std::vector<Instruction> p = prog;
+    p[4] = WriteHost{0, 1, kCmdBase + 16 * target};
+    expect_both(p, ErrorCode::ERR_HOST_RANGE, 4);
+  }
+  // Starts below the buffer and ends inside it.
+  std::vector<Instruction> p = prog;
+  p[2] = WriteHost{0, 16 / N + 1, kCmdBase - 16};  // 16 + N bytes: one row into the buffer
+  expect_both(p, ErrorCode::ERR_HOST_RANGE, 2);
+  p[2] = WriteHost{0, 1, kCmdBase + 16 * uint32_t(prog.size())};  // just past it: allowed
+  expect_both(p, ErrorCode::ERR_NONE, 0);
+  expect_chip_still_works();
+}
+
 // A program that does not finish within the run's cycle budget: Chip::run returns
 // kCycleLimit (the driver turns that into a timeout), and a soft reset recovers.
 TEST(ErrorPaths, RunThatDoesNotFinishInTime) {
