@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Accumulator memory: AccRows x N x int32.
 // The MXU result port writes one row per cycle, overwriting or adding to the stored row
 // (read-modify-write in one cycle, wrapping 32-bit adds). The activation unit reads through

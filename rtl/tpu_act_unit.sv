@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation unit: accumulator rows -> bias, requantize, function, max-pool -> UB rows.
 //
 // Reads one accumulator row per cycle in pooling-window order (stage 1 registers it), then

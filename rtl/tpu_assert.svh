@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Assertion macros of the tpu-rtl RTL, in the spirit of lowRISC's prim_assert.sv.
 //
 // Every module that checks something includes this header and uses only these macros, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 read-channel arbiter: several read clients share the master's AR/R channels.
 //
 // AR: fixed priority (client 0 first); the choice is held from ARVALID until ARREADY so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpu-rtl: one TPU-v1-style inference core. Block diagram and data flow: docs/architecture.md;
 // instruction set: docs/isa.md.
 `include "tpu_assert.svh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Controller: instruction queue, decoder with the static checks of docs/isa.md, hazard
 // scoreboard and in-order issue to the concurrent units.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DMA reader: host memory -> rows of RowBytes bytes, through one AXI4 read client.
 //
 // Splits a transfer of `rows` rows starting at `addr` into INCR bursts of at most MaxBurst beats

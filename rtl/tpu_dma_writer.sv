@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DMA writer: UB rows -> host memory through the AXI4 write channels.
 //
 // Splits `rows` N-byte rows into INCR bursts of at most MaxBurst beats that never cross a 4 KiB

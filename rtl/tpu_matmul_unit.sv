@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matmul feeder: walks a matmul's 2-D UB address pattern, one row per cycle, into the MXU.
 //
 // It accepts the next matmul in the same cycle it feeds the last row of the current one, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight-stationary N x N systolic matrix unit (MXU), TPU-v1 style.
 //
 // Activations enter from the left, one N-element row per cycle; element k reaches array row k

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared definitions of the tpu-rtl core: opcodes, error codes, instruction fields.
 // docs/isa.md is the specification; field positions here must match it bit for bit.
 package tpu_pkg;

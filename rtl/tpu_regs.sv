@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-visible control/status registers behind an AXI4-Lite slave, and the performance
 // counters. Register map: docs/architecture.md.
 module tpu_regs #(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Requantizer for one column: int32 accumulator -> bias -> fixed-point scale -> zero point ->
 // saturate -> function (identity, ReLU, clamp). Combinational wrapper around
 // tpu_pkg::requantize, the function the activation unit calls, so the block test checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unified buffer: UbRows x N bytes of activations. A row is a flat vector, byte c in bits
 // [8c +: 8] (ports are flat vectors throughout the RTL: Yosys 0.23 reads no unpacked-array
 // ports and no multi-dimensional packed ones).

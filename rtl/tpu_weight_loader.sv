@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight FIFO and the loader that moves tiles from it into the MXU's double buffer.
 //
 // The weight DMA pushes tile rows (host order, row 0 first). Once a whole tile is in the
