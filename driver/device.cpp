@@ -240,7 +240,9 @@ std::string Device::explain(const std::vector<Instruction>& program, const RawRu
                        : DecodeResult{ErrorCode::ERR_NONE, instr, ""};
   if (!d.ok()) {
     why = d.why;
-  } else if (check(d.instr, params_, windows, &why) != r.error) {
+  } else if (check(d.instr, params_, windows,
+                   CommandBuffer{kCmdBase, static_cast<uint32_t>(program.size())},
+                   &why) != r.error) {
     why.clear();
   }
   if (why.empty() && (r.error == ErrorCode::ERR_NO_WEIGHTS ||

@@ -57,6 +57,11 @@ RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
                        " instructions is not inside any enabled DMA window (nothing fetched)",
                        cmd_addr, count));
   }
+  cmd_ = CommandBuffer{cmd_addr, count};
+  struct ForgetCmd {  // execute() outside a run has no command buffer
+    CommandBuffer& cmd;
+    ~ForgetCmd() { cmd = CommandBuffer{}; }
+  } forget_cmd{cmd_};
   for (uint32_t pc = 0; pc < count; ++pc) {
     uint64_t addr = uint64_t{cmd_addr} + uint64_t{pc} * kInstrBytes;
     InstrBytes word;
@@ -85,7 +90,7 @@ ErrorCode GoldenModel::execute(const Instruction& instr, std::string* why) {
     if (d.ok()) return execute(d.instr, why);
   }
   Fault f;
-  f.code = check(instr, params_, windows_, &f.why);
+  f.code = check(instr, params_, windows_, cmd_, &f.why);
   if (f.code == ErrorCode::ERR_NONE) {
     f = std::visit([this](const auto& in) { return exec(in); }, instr);
   }

@@ -116,6 +116,7 @@ class GoldenModel {
   std::vector<uint8_t> param_; // qp_slots * 12 rows x N bytes
   std::array<uint8_t, 256> lut_{};
   DmaWindows windows_{};
+  CommandBuffer cmd_{};  // of the run in progress (write_host may not overlap it)
   std::deque<std::vector<uint8_t>> pending_tiles_;  // pushed, not yet active (oldest first)
   std::vector<uint8_t> active_tile_;
   bool has_active_tile_ = false;

@@ -637,7 +637,27 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, std::string*
 
 ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
                 std::string* why) {
+  return check(instr, params, windows, CommandBuffer{}, why);
+}
+
+ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
+                const CommandBuffer& cmd, std::string* why) {
   Fault f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
+  // ERR_HOST_RANGE is the highest of the codes 1-8: it applies only when nothing else did.
+  const auto* wh = std::get_if<WriteHost>(&instr);
+  if (f.code == ErrorCode::ERR_NONE && wh != nullptr && cmd.count != 0) {
+    uint64_t lo = wh->host_addr;
+    uint64_t hi = lo + uint64_t{wh->rows} * params.N;  // one past the last byte
+    uint64_t cmd_lo = cmd.addr;
+    uint64_t cmd_hi = cmd_lo + uint64_t{cmd.count} * 16;
+    if (lo < cmd_hi && cmd_lo < hi) {
+      f = fault(ErrorCode::ERR_HOST_RANGE,
+                format("write_host: host bytes 0x%08" PRIx64 "..0x%08" PRIx64
+                       " overlap the command buffer 0x%08" PRIx64 "..0x%08" PRIx64
+                       " (a program may not overwrite itself)",
+                       lo, hi - 1, cmd_lo, cmd_hi - 1));
+    }
+  }
   if (why != nullptr) *why = f.code == ErrorCode::ERR_NONE ? std::string() : f.why;
   return f.code;
 }

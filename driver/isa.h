@@ -271,4 +271,15 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, std::string*
 ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
                 std::string* why = nullptr);
 
+// The command buffer of a run: CMD_COUNT 16-byte instructions at CMD_ADDR. A write_host whose
+// host bytes overlap it faults with ERR_HOST_RANGE (docs/isa.md): the chip prefetches
+// instructions, so such a write would change the program depending on timing.
+struct CommandBuffer {
+  uint32_t addr = 0;
+  uint32_t count = 0;  // instructions; 0 = no command buffer to protect
+};
+// check() with that rule for the run's command buffer `cmd` as well.
+ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
+                const CommandBuffer& cmd, std::string* why = nullptr);
+
 }  // namespace tpu

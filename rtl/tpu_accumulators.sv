@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Accumulator memory: AccRows x N x int32.
 // The MXU result port writes one row per cycle, overwriting or adding to the stored row
 // (read-modify-write in one cycle, wrapping 32-bit adds). The activation unit reads through
@@ -10,17 +11,18 @@ module tpu_accumulators #(
   input  logic                       we_i,
   input  logic                       accumulate_i,
   input  logic [$clog2(AccRows)-1:0] waddr_i,
-  input  logic signed [31:0]         wdata_i [N],
+  input  logic [32*N-1:0]            wdata_i,   // column c in bits [32c +: 32]
   input  logic [$clog2(AccRows)-1:0] raddr_i,
-  output logic signed [31:0]         rdata_o [N]
+  output logic [32*N-1:0]            rdata_o
 );
-  logic signed [31:0] mem_q [AccRows][N];
+  logic [32*N-1:0] mem_q [AccRows];
 
   always_ff @(posedge clk_i) begin
     if (we_i) begin
-      logic signed [31:0] row [N];
-      for (int c = 0; c < int'(N); c++) begin
-        row[c] = (accumulate_i ? mem_q[waddr_i][c] : 32'sd0) + wdata_i[c];
+      logic [32*N-1:0] old, row;
+      old = accumulate_i ? mem_q[waddr_i] : '0;
+      for (int c = 0; c < 32'(N); c++) begin
+        row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];
       end
       mem_q[waddr_i] <= row;
     end

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Activation unit: accumulator rows -> bias, requantize, function, max-pool -> UB rows.
 //
 // Reads one accumulator row per cycle in pooling-window order (stage 1 registers it), then
@@ -5,6 +6,8 @@
 // maximum of the window; the last row of a window writes one UB row. Also owns the
 // quantization parameter memory (QpSlots x {bias, mult, misc} x N int32) and the 256-byte LUT,
 // written row by row by read_host.
+`include "tpu_assert.svh"
+
 module tpu_act_unit #(
   parameter int unsigned N       = 16,
   parameter int unsigned UbRows  = 8192,
@@ -20,30 +23,30 @@ module tpu_act_unit #(
   input  logic [127:0]                instr_i,
   // Accumulator read port (combinational).
   output logic [$clog2(AccRows)-1:0]  acc_raddr_o,
-  input  logic signed [31:0]          acc_rdata_i [N],
+  input  logic [32*N-1:0]             acc_rdata_i,  // column c in [32c +: 32]
   // UB write port.
   output logic                        ub_we_o,
   output logic [$clog2(UbRows)-1:0]   ub_waddr_o,
-  output logic [7:0]                  ub_wdata_o [N],
+  output logic [8*N-1:0]              ub_wdata_o,
   // Parameter / LUT row writes from read_host.
   input  logic                        prm_we_i,
   input  logic [$clog2(QpSlots*12)-1:0] prm_row_i,
   input  logic                        lut_we_i,
   input  logic [7:0]                  lut_row_i,
-  input  logic [7:0]                  wdata_i [N],
+  input  logic [8*N-1:0]              wdata_i,
   // Status.
   output logic                        busy_o,
   output logic                        reading_o
 );
-  import tpu_pkg::*;
 
   localparam int unsigned AccW  = $clog2(AccRows);
   localparam int unsigned UbW   = $clog2(UbRows);
   localparam int unsigned Words = N / 4;  // int32 words per N-byte row
   localparam int unsigned SlotW = (QpSlots > 1) ? $clog2(QpSlots) : 1;
 
-  logic [31:0] prm_q [QpSlots*3][N];  // [slot*3 + {0 bias, 1 mult, 2 misc}][column]
-  logic [7:0]  lut_q [256];
+  // Row slot*3 + {0 bias, 1 mult, 2 misc}: N int32 (column c in [32c +: 32]).
+  logic [32*N-1:0] prm_q [QpSlots*3];
+  logic [8*256-1:0] lut_q;  // entry i in [8i +: 8]
 
   // Instruction fields.
   logic        busy_q;
@@ -51,53 +54,51 @@ module tpu_act_unit #(
   logic        out_uns_q;
   logic [15:0] acc_base_q;
   logic [23:0] ub_base_q;
-  logic [11:0] width_q;
+  logic [11:0] width_q, height_q;
   logic [3:0]  pool_k_q, pool_s_q;
   logic [23:0] ub_stride_q;
   logic [SlotW-1:0] slot_q;
-  logic [11:0] out_w_q, out_h_q;
-  logic [11:0] oy_q, ox_q;
+  logic [11:0] oy_q, ox_q;    // output pixel (window) being read
+  logic [11:0] py_q, px_q;    // its top-left input pixel: oy * stride, ox * stride
   logic [3:0]  dy_q, dx_q;
 
   // Stage 1: one accumulator row and where it goes.
   logic               s1_valid_q, s1_first_q, s1_last_q;
   logic [UbW-1:0]     s1_ub_addr_q;
-  logic signed [31:0] s1_acc_q [N];
-  logic signed [8:0]  pool_q [N];
+  logic [32*N-1:0]    s1_acc_q;
+  logic [9*N-1:0]     pool_q;    // running window maximum, column c in [9c +: 9]
   logic           ub_we_q;
 
-  logic win_first, win_last, all_last;
+  logic win_first, win_last, all_last, row_last, col_last;
   logic [31:0] acc_row, ub_row;
 
   // ---- parameter and LUT memories ----
+  // A parameter row of the host image (N bytes = N/4 little-endian int32) is one quarter of a
+  // memory row: host row r of the slot area is slot r / 12, vector (r % 12) / 4, quarter r % 4.
+  // prm_row_i is below QpSlots * 12 (checked by the controller): constant divisions of a few
+  // bits.
+  logic [$clog2(QpSlots*3)-1:0] prm_vec;
+  logic [1:0]                   prm_part;
+  assign prm_vec  = ($clog2(QpSlots*3))'(prm_row_i >> 2);
+  assign prm_part = prm_row_i[1:0];
+
   always_ff @(posedge clk_i) begin
-    if (prm_we_i) begin
-      int unsigned slot, vec, part;
-      logic [31:0] prm_row [N];
-      slot = int'(prm_row_i) / 12;
-      vec  = (int'(prm_row_i) % 12) / 4;
-      part = int'(prm_row_i) % 4;
-      prm_row = prm_q[slot*3 + vec];
-      for (int w = 0; w < int'(Words); w++) begin
-        prm_row[part*Words + w] = {wdata_i[4*w+3], wdata_i[4*w+2], wdata_i[4*w+1], wdata_i[4*w]};
-      end
-      prm_q[slot*3 + vec] <= prm_row;
-    end
-    if (lut_we_i) begin
-      logic [7:0] lut_n [256];
-      lut_n = lut_q;
-      for (int c = 0; c < int'(N); c++) lut_n[(int'(lut_row_i) * N + c) % 256] = wdata_i[c];
-      lut_q <= lut_n;
-    end
+    if (prm_we_i) prm_q[prm_vec][32*Words*prm_part +: 32*Words] <= wdata_i;
+  end
+  always_ff @(posedge clk_i) begin
+    if (lut_we_i) lut_q[8*N*lut_row_i +: 8*N] <= wdata_i;
   end
 
   // ---- address generation ----
   assign win_first = (dy_q == '0) && (dx_q == '0);
   assign win_last  = (dy_q == pool_k_q - 1'b1) && (dx_q == pool_k_q - 1'b1);
-  assign all_last  = win_last && (oy_q == out_h_q - 1'b1) && (ox_q == out_w_q - 1'b1);
-  assign acc_row   = 32'(acc_base_q) +
-                     (32'(oy_q) * 32'(pool_s_q) + 32'(dy_q)) * 32'(width_q) +
-                     32'(ox_q) * 32'(pool_s_q) + 32'(dx_q);
+  // The last window of a row (column) is the one after which another would not fit: no
+  // division by the stride is needed to know the output size.
+  assign col_last  = 13'(px_q) + 13'(pool_s_q) + 13'(pool_k_q) > 13'(width_q);
+  assign row_last  = 13'(py_q) + 13'(pool_s_q) + 13'(pool_k_q) > 13'(height_q);
+  assign all_last  = win_last && row_last && col_last;
+  assign acc_row   = 32'(acc_base_q) + (32'(py_q) + 32'(dy_q)) * 32'(width_q) +
+                     32'(px_q) + 32'(dx_q);
   assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) + 32'(ox_q);
   assign acc_raddr_o = AccW'(acc_row);
   assign ready_o   = !busy_q && !s1_valid_q && !ub_we_q;
@@ -114,26 +115,21 @@ module tpu_act_unit #(
     end else begin
       s1_valid_q <= busy_q;
       if (start_i) begin
-        logic [11:0] h, w;
-        logic [3:0]  k, s;
-        h = instr_i[79:68];
-        w = instr_i[67:56];
-        k = instr_i[83:80];
-        s = instr_i[87:84];
         busy_q      <= 1'b1;
         func_q      <= instr_i[9:8];
         out_uns_q   <= instr_i[10];
         acc_base_q  <= instr_i[31:16];
         ub_base_q   <= instr_i[55:32];
-        width_q     <= w;
-        pool_k_q    <= k;
-        pool_s_q    <= s;
+        width_q     <= instr_i[67:56];
+        height_q    <= instr_i[79:68];
+        pool_k_q    <= instr_i[83:80];
+        pool_s_q    <= instr_i[87:84];
         ub_stride_q <= instr_i[111:88];
         slot_q      <= SlotW'(instr_i[115:112]);
-        out_h_q     <= 12'((h - 12'(k)) / 12'(s) + 1'b1);
-        out_w_q     <= 12'((w - 12'(k)) / 12'(s) + 1'b1);
         oy_q <= '0;
         ox_q <= '0;
+        py_q <= '0;
+        px_q <= '0;
         dy_q <= '0;
         dx_q <= '0;
       end else if (busy_q) begin
@@ -146,11 +142,14 @@ module tpu_act_unit #(
             dy_q <= dy_q + 1'b1;
           end else begin
             dy_q <= '0;
-            if (ox_q != out_w_q - 1'b1) begin
+            if (!col_last) begin
               ox_q <= ox_q + 1'b1;
+              px_q <= px_q + 12'(pool_s_q);
             end else begin
               ox_q <= '0;
+              px_q <= '0;
               oy_q <= oy_q + 1'b1;
+              py_q <= py_q + 12'(pool_s_q);
             end
           end
         end
@@ -173,7 +172,7 @@ module tpu_act_unit #(
   // Sequential code guarded by s1_valid_q: the N requantizers cost simulation time only for
   // rows actually being activated.
   logic [UbW-1:0] ub_waddr_q;
-  logic [7:0]     ub_wdata_q [N];
+  logic [8*N-1:0] ub_wdata_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) ub_we_q <= 1'b0;
@@ -182,20 +181,25 @@ module tpu_act_unit #(
 
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
-      logic signed [8:0] pool_n [N];
-      logic [7:0]        wdata_n [N];
-      for (int c = 0; c < int'(N); c++) begin
-        logic signed [8:0] y, v;
+      logic [9*N-1:0]  pool_n;
+      logic [8*N-1:0]  wdata_n;
+      logic [32*N-1:0] bias, mult, misc;
+      bias = prm_q[3*32'(slot_q) + 0];
+      mult = prm_q[3*32'(slot_q) + 1];
+      misc = prm_q[3*32'(slot_q) + 2];
+      for (int c = 0; c < 32'(N); c++) begin
+        logic signed [8:0] y, v, p;
         logic [7:0] l;
-        y = requantize(s1_acc_q[c], prm_q[int'(slot_q)*3 + 0][c], prm_q[int'(slot_q)*3 + 1][c],
-                       prm_q[int'(slot_q)*3 + 2][c], func_q, out_uns_q);
-        if (func_q == FuncLut) begin
-          l = lut_q[y[7:0]];
+        y = tpu_pkg::requantize(s1_acc_q[32*c +: 32], bias[32*c +: 32], mult[32*c +: 32],
+                                misc[32*c +: 32], func_q, out_uns_q);
+        if (func_q == tpu_pkg::FuncLut) begin
+          l = lut_q[8*y[7:0] +: 8];
           y = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
         end
-        v = (s1_first_q || y > pool_q[c]) ? y : pool_q[c];
-        pool_n[c]  = v;
-        wdata_n[c] = v[7:0];
+        p = pool_q[9*c +: 9];
+        v = (s1_first_q || y > p) ? y : p;
+        pool_n[9*c +: 9]  = v;
+        wdata_n[8*c +: 8] = v[7:0];
       end
       pool_q     <= pool_n;
       ub_wdata_q <= wdata_n;
@@ -212,5 +216,11 @@ module tpu_act_unit #(
   logic unused_bits;
   assign unused_bits = ^{instr_i[127:116], instr_i[15:11], instr_i[7:0],
                          acc_row[31:AccW], ub_row[31:UbW]};
+
+  `TPU_ASSERT_IMPLIES(ActStartReady, start_i, ready_o)
+  // Window counters stay inside the pooling window.
+  `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < pool_k_q && dy_q < pool_k_q)
+  `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)
+  `TPU_ASSERT_IMPLIES(ActUbRowBound, busy_q, ub_row < UbRows)
 
 endmodule

@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // AXI4 read-channel arbiter: several read clients share the master's AR/R channels.
 //
 // AR: fixed priority (client 0 first); the choice is held from ARVALID until ARREADY so the
 // address never changes while it waits. Up to MaxOutstanding bursts may be in flight; all use
 // one ID, so the memory returns them in order and a FIFO of owners routes the R beats to the
 // client whose burst is oldest (popped at RLAST).
+`include "tpu_assert.svh"
+
 module tpu_axi_rd_arb #(
   parameter int unsigned Clients        = 3,
   parameter int unsigned MaxOutstanding = 4
@@ -11,11 +14,12 @@ module tpu_axi_rd_arb #(
   input  logic        clk_i,
   input  logic        rst_ni,
   // Clients.
-  input  logic        c_ar_valid_i [Clients],
-  input  logic [31:0] c_ar_addr_i  [Clients],
-  input  logic [7:0]  c_ar_len_i   [Clients],
-  output logic        c_ar_ready_o [Clients],
-  output logic        c_r_valid_o  [Clients],
+  // Client i: bit i, or bits [32i +: 32] / [8i +: 8].
+  input  logic [Clients-1:0]    c_ar_valid_i,
+  input  logic [32*Clients-1:0] c_ar_addr_i,
+  input  logic [8*Clients-1:0]  c_ar_len_i,
+  output logic [Clients-1:0]    c_ar_ready_o,
+  output logic [Clients-1:0]    c_r_valid_o,
   // Master.
   output logic [31:0] m_ar_addr_o,
   output logic [7:0]  m_ar_len_o,
@@ -40,7 +44,7 @@ module tpu_axi_rd_arb #(
   always_comb begin
     any  = 1'b0;
     pick = '0;
-    for (int i = int'(Clients) - 1; i >= 0; i--) begin
+    for (int i = 32'(Clients) - 1; i >= 0; i--) begin
       if (c_ar_valid_i[i]) begin
         any  = 1'b1;
         pick = IdxW'(i);
@@ -50,14 +54,14 @@ module tpu_axi_rd_arb #(
 
   assign full         = (cnt_q == (QW+1)'(MaxOutstanding));
   assign m_ar_valid_o = ar_lock_q;
-  assign m_ar_addr_o  = c_ar_addr_i[ar_owner_q];
-  assign m_ar_len_o   = c_ar_len_i[ar_owner_q];
+  assign m_ar_addr_o  = c_ar_addr_i[32*ar_owner_q +: 32];
+  assign m_ar_len_o   = c_ar_len_i[8*ar_owner_q +: 8];
   assign ar_fire      = m_ar_valid_o && m_ar_ready_i;
   assign m_r_ready_o  = (cnt_q != '0);
   assign r_done       = m_r_ready_o && m_r_valid_i && m_r_last_i;
 
   always_comb begin
-    for (int i = 0; i < int'(Clients); i++) begin
+    for (int i = 0; i < 32'(Clients); i++) begin
       c_ar_ready_o[i] = ar_fire && (ar_owner_q == IdxW'(i));
       c_r_valid_o[i]  = m_r_ready_o && m_r_valid_i && (owners_q[rd_q] == IdxW'(i));
     end
@@ -82,11 +86,19 @@ module tpu_axi_rd_arb #(
       end
       if (ar_fire) begin
         owners_q[wr_q] <= ar_owner_q;
-        wr_q <= QW'((int'(wr_q) + 1) % MaxOutstanding);
+        wr_q <= QW'((32'(wr_q) + 1) % MaxOutstanding);
       end
-      if (r_done) rd_q <= QW'((int'(rd_q) + 1) % MaxOutstanding);
+      if (r_done) rd_q <= QW'((32'(rd_q) + 1) % MaxOutstanding);
       cnt_q <= cnt_q + (QW+1)'(ar_fire) - (QW+1)'(r_done);
     end
   end
+
+  // The owner FIFO neither overflows nor underflows; an R beat always has an owner.
+  `TPU_ASSERT(ArbCountBound, cnt_q <= (QW+1)'(MaxOutstanding))
+  `TPU_ASSERT_NEVER(ArbOverflow, ar_fire && full && !r_done)
+  `TPU_ASSERT_NEVER(ArbOrphanBeat, m_r_valid_i && cnt_q == '0)
+  `TPU_ASSERT_IMPLIES(ArbOwnerLegal, ar_lock_q, 32'(ar_owner_q) < Clients)
+  // The AR payload is the owner's: it must hold it while ARVALID waits for ARREADY.
+  `TPU_ASSERT_HOLD(ArbArHold, m_ar_valid_o, m_ar_ready_i, {m_ar_addr_o, m_ar_len_o})
 
 endmodule

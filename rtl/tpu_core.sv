@@ -1,5 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpu-rtl: one TPU-v1-style inference core. Block diagram and data flow: docs/architecture.md;
 // instruction set: docs/isa.md.
+`include "tpu_assert.svh"
+
 module tpu_core #(
   parameter int unsigned N            = 16,
   parameter int unsigned UbRows       = 8192,
@@ -66,7 +69,6 @@ module tpu_core #(
   output logic [4:0]                trace_done_o    // per unit 0-4: its oldest instruction finished
 );
 
-  import tpu_pkg::*;
 
   localparam int unsigned BeatBytes = AxiDataWidth / 8;
   localparam int unsigned TagW      = 18;
@@ -74,17 +76,16 @@ module tpu_core #(
   localparam int unsigned Counters  = 10;
   localparam int unsigned UbW       = $clog2(UbRows);
   localparam int unsigned AccW      = $clog2(AccRows);
-  localparam int unsigned PrmW      = $clog2(QpSlots * SlotRows);
+  localparam int unsigned PrmW      = $clog2(QpSlots * tpu_pkg::SlotRows);
 
   // ---------------- registers ----------------
   logic        start, soft_reset, clear;
   logic [31:0] cmd_addr, cmd_count, pc;
-  logic [31:0] win_base [Windows];
-  logic [31:0] win_size [Windows];
+  logic [32*Windows-1:0] win_base, win_size;
   logic        busy, done, error;
   logic [3:0]  err_code;
   logic [31:0] err_pc;
-  logic [31:0] count_inc [Counters];
+  logic [32*Counters-1:0] count_inc;
 
   tpu_regs #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
@@ -104,11 +105,9 @@ module tpu_core #(
   );
 
   // ---------------- AXI read clients: 0 fetch, 1 weights, 2 DMA in ----------------
-  logic        c_ar_valid [3];
-  logic [31:0] c_ar_addr  [3];
-  logic [7:0]  c_ar_len   [3];
-  logic        c_ar_ready [3];
-  logic        c_r_valid  [3];
+  logic [2:0]  c_ar_valid, c_ar_ready, c_r_valid;
+  logic [95:0] c_ar_addr;
+  logic [23:0] c_ar_len;
 
   tpu_axi_rd_arb #(.Clients(3)) u_rd_arb (
     .clk_i, .rst_ni,
@@ -125,7 +124,6 @@ module tpu_core #(
   logic         fetch_start, fetch_stop, fetch_busy, fetch_active, fetch_valid, fetch_err;
   logic [31:0]  fetch_addr;
   logic [23:0]  fetch_rows, fetch_space, fetch_idx;
-  logic [7:0]   fetch_bytes [16];
   logic [127:0] fetch_instr;
   logic [127:0] instr;
   logic dmain_start, dmain_busy, dmain_err;
@@ -137,17 +135,13 @@ module tpu_core #(
   logic dmain_active, wdma_active;
   logic input_stall, retire;
 
-  always_comb begin
-    for (int b = 0; b < 16; b++) fetch_instr[8*b +: 8] = fetch_bytes[b];
-  end
-
   tpu_dma_reader #(.RowBytes(16), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_fetch (
     .clk_i, .rst_ni, .clear_i(fetch_stop), .start_i(fetch_start), .addr_i(fetch_addr),
     .rows_i(fetch_rows), .space_rows_i(fetch_space),
-    .ar_valid_o(c_ar_valid[0]), .ar_addr_o(c_ar_addr[0]), .ar_len_o(c_ar_len[0]),
+    .ar_valid_o(c_ar_valid[0]), .ar_addr_o(c_ar_addr[31:0]), .ar_len_o(c_ar_len[7:0]),
     .ar_ready_i(c_ar_ready[0]), .r_valid_i(c_r_valid[0]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
-    .row_valid_o(fetch_valid), .row_data_o(fetch_bytes), .row_idx_o(fetch_idx),
+    .row_valid_o(fetch_valid), .row_data_o(fetch_instr), .row_idx_o(fetch_idx),
     .row_err_o(fetch_err), .row_err_prev_o(unused_fetch_err_prev), .busy_o(fetch_busy),
     .accept_o(unused_fetch_accept), .active_o(fetch_active)
   );
@@ -184,7 +178,7 @@ module tpu_core #(
   logic [1:0]   dmain_dest_q;
   logic [23:0]  dmain_local_q;
   logic         dmain_row_valid, dmain_row_err;
-  logic [7:0]   dmain_row [N];
+  logic [8*N-1:0] dmain_row;
   logic [23:0]  dmain_row_idx;
   logic [23:0]  dmain_dst;
 
@@ -198,7 +192,7 @@ module tpu_core #(
   tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_in (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(dmain_start), .addr_i(instr[95:64]),
     .rows_i(instr[63:40]), .space_rows_i(24'hFF_FFFF),
-    .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[2]), .ar_len_o(c_ar_len[2]),
+    .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[95:64]), .ar_len_o(c_ar_len[23:16]),
     .ar_ready_i(c_ar_ready[2]), .r_valid_i(c_r_valid[2]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(dmain_row_valid), .row_data_o(dmain_row), .row_idx_o(dmain_row_idx),
@@ -209,17 +203,17 @@ module tpu_core #(
   assign dmain_dst = dmain_local_q + dmain_row_idx;
 
   logic dmain_ub_we, prm_we, lut_we;
-  assign dmain_ub_we = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestUb;
-  assign prm_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestParam;
-  assign lut_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == DestLut;
+  assign dmain_ub_we = dmain_row_valid && !dmain_row_err && dmain_dest_q == tpu_pkg::DestUb;
+  assign prm_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == tpu_pkg::DestParam;
+  assign lut_we      = dmain_row_valid && !dmain_row_err && dmain_dest_q == tpu_pkg::DestLut;
 
   // ---------------- weight DMA, weight FIFO, loader ----------------
   logic       wdma_row_valid, wdma_row_err;
-  logic [7:0] wdma_row [N];
+  logic [8*N-1:0] wdma_row;
   logic [23:0] wdma_row_idx;
   logic [$clog2(WFifoTiles*N+1)-1:0] wfifo_free;
   logic       w_shift, w_commit, w_buf;
-  logic [7:0] w_row [N];
+  logic [8*N-1:0] w_row;
   logic       active_buf, next_valid, next_buf, mm_switch, wl_idle, wl_tile_pending;
 
   // The weight DMA overlaps consecutive read_weights: the next one starts requesting while the
@@ -230,7 +224,7 @@ module tpu_core #(
       u_dma_weights (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
     .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),
-    .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[1]), .ar_len_o(c_ar_len[1]),
+    .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[63:32]), .ar_len_o(c_ar_len[15:8]),
     .ar_ready_i(c_ar_ready[1]), .r_valid_i(c_r_valid[1]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
@@ -253,11 +247,11 @@ module tpu_core #(
 
   // ---------------- MXU ----------------
   logic [UbW-1:0]     mm_ub_raddr;
-  logic [7:0]         mm_ub_rdata [N];
-  logic signed [8:0]  mxu_data [N];
+  logic [8*N-1:0]     mm_ub_rdata;
+  logic [9*N-1:0]     mxu_data;
   logic [TagW-1:0]    mxu_tag, out_tag;
   logic               out_valid, mm_weight_stall;
-  logic signed [31:0] out_sum [N];
+  logic [32*N-1:0]    out_sum;
 
   tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
     .clk_i, .rst_ni, .clear_i(clear || mxu_abort), .start_i(mxu_start), .ready_o(mxu_ready),
@@ -282,7 +276,7 @@ module tpu_core #(
 
   // ---------------- accumulators ----------------
   logic [AccW-1:0]    act_acc_raddr;
-  logic signed [31:0] act_acc_rdata [N];
+  logic [32*N-1:0]    act_acc_rdata;
 
   tpu_accumulators #(.N(N), .AccRows(AccRows)) u_acc (
     .clk_i, .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
@@ -292,7 +286,7 @@ module tpu_core #(
   // ---------------- activation unit ----------------
   logic           act_ub_we;
   logic [UbW-1:0] act_ub_waddr;
-  logic [7:0]     act_ub_wdata [N];
+  logic [8*N-1:0] act_ub_wdata;
 
   tpu_act_unit #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_act (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(act_start), .ready_o(act_ready),
@@ -305,7 +299,7 @@ module tpu_core #(
 
   // ---------------- DMA out: write_host ----------------
   logic [UbW-1:0] dmaout_ub_raddr;
-  logic [7:0]     dmaout_ub_rdata [N];
+  logic [8*N-1:0] dmaout_ub_rdata;
 
   tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_out (
     .clk_i, .rst_ni, .clear_i(clear), .start_i(dmaout_start), .addr_i(instr[95:64]),
@@ -331,19 +325,43 @@ module tpu_core #(
   );
 
   // ---------------- performance counters (docs/architecture.md) ----------------
-  assign count_inc[0] = 32'd1;
-  assign count_inc[1] = 32'(mxu_valid);
-  assign count_inc[2] = mxu_valid ? 32'(N * N) : 32'd0;
-  assign count_inc[3] = 32'(mm_weight_stall);
-  assign count_inc[4] = 32'(input_stall);
-  assign count_inc[5] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);
-  assign count_inc[6] = (m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0;
-  assign count_inc[7] = (m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0;
-  assign count_inc[8] = 32'(retire);
-  assign count_inc[9] = 32'(act_reading);
+  assign count_inc[0 +: 32] = 32'd1;
+  assign count_inc[32 +: 32] = 32'(mxu_valid);
+  assign count_inc[64 +: 32] = mxu_valid ? 32'(N * N) : 32'd0;
+  assign count_inc[96 +: 32] = 32'(mm_weight_stall);
+  assign count_inc[128 +: 32] = 32'(input_stall);
+  assign count_inc[160 +: 32] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);
+  assign count_inc[192 +: 32] = (m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0;
+  assign count_inc[224 +: 32] = (m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0;
+  assign count_inc[256 +: 32] = 32'(retire);
+  assign count_inc[288 +: 32] = 32'(act_reading);
 
   // Row indices and the high bits of legal addresses are only partly used.
   logic unused_core;
   assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, instr};
+
+  // ---------------- parameter legality (docs/architecture.md) ----------------
+  `TPU_ASSERT_INIT(ParamN, N >= 4 && N <= 256 && (N & (N - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamAxiWidth, (AxiDataWidth == 32 || AxiDataWidth == 64 ||
+                                   AxiDataWidth == 128) && (8 * N) % AxiDataWidth == 0)
+  `TPU_ASSERT_INIT(ParamAxiBurst, AxiMaxBurst >= 1 && AxiMaxBurst <= 256)
+  `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 2 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamAccRows, AccRows >= 2 && AccRows <= (1 << 16) &&
+                                 (AccRows & (AccRows - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamQpSlots, QpSlots >= 1 && QpSlots <= 16)
+  `TPU_ASSERT_INIT(ParamWFifoTiles, WFifoTiles >= 1)
+
+  // ---------------- AXI master: valid held and payload stable until ready ----------------
+  `TPU_ASSERT_HOLD(AxiArHold, m_axi_arvalid_o, m_axi_arready_i, {m_axi_araddr_o, m_axi_arlen_o})
+  `TPU_ASSERT_HOLD(AxiAwHold, m_axi_awvalid_o, m_axi_awready_i, {m_axi_awaddr_o, m_axi_awlen_o})
+  `TPU_ASSERT_HOLD(AxiWHold, m_axi_wvalid_o, m_axi_wready_i, {m_axi_wdata_o, m_axi_wlast_o})
+  // AXI4-Lite slave responses likewise.
+  `TPU_ASSERT_HOLD(AxilBHold, s_axil_bvalid_o, s_axil_bready_i, s_axil_bresp_o)
+  `TPU_ASSERT_HOLD(AxilRHold, s_axil_rvalid_o, s_axil_rready_i, {s_axil_rdata_o, s_axil_rresp_o})
+  // A 4 KiB boundary is never crossed by a burst.
+  `TPU_ASSERT_IMPLIES(AxiAr4k, m_axi_arvalid_o,
+                      {20'd0, m_axi_araddr_o[11:0]} + (32'(m_axi_arlen_o) + 1) * BeatBytes <= 4096)
+  `TPU_ASSERT_IMPLIES(AxiAw4k, m_axi_awvalid_o,
+                      {20'd0, m_axi_awaddr_o[11:0]} + (32'(m_axi_awlen_o) + 1) * BeatBytes <= 4096)
 
 endmodule

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Controller: instruction queue, decoder with the static checks of docs/isa.md, hazard
 // scoreboard and in-order issue to the concurrent units.
 //
@@ -20,6 +21,8 @@
 //   matmul: the cycle after its last row was written to the accumulators (several in flight).
 // nop and sync (unit TraceControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
+`include "tpu_assert.svh"
+
 module tpu_ctrl #(
   parameter int unsigned N          = 16,
   parameter int unsigned UbRows     = 8192,
@@ -37,8 +40,8 @@ module tpu_ctrl #(
   input  logic         soft_reset_i,
   input  logic [31:0]  cmd_addr_i,
   input  logic [31:0]  cmd_count_i,
-  input  logic [31:0]  win_base_i [Windows],
-  input  logic [31:0]  win_size_i [Windows],
+  input  logic [32*Windows-1:0] win_base_i,  // window i in [32i +: 32]
+  input  logic [32*Windows-1:0] win_size_i,
   output logic         busy_o,
   output logic         done_o,
   output logic         error_o,
@@ -88,7 +91,6 @@ module tpu_ctrl #(
   output logic [31:0]  trace_pc_o,
   output logic [4:0]   trace_done_o
 );
-  import tpu_pkg::*;
 
   localparam int unsigned LutRows = 256 / N;
   localparam int unsigned MmW     = $clog2(MmDepth + 1);
@@ -113,11 +115,12 @@ module tpu_ctrl #(
   logic [31:0] pc_q;         // index of the instruction at the queue head
   logic [31:0] credit_q;     // weight tiles pushed by issued read_weights, not yet switched to
   logic        switched_q;   // some matmul made a tile active in this run
+  logic [63:0] cmd_lo_q, cmd_hi_q;  // the command buffer's bytes [lo, hi), latched at START
 
   // ---------------- instruction queue ----------------
   logic [127:0] iq_q     [IqDepth];
   logic [3:0]   iq_err_q [IqDepth];  // static check result, or ErrAxiRead for a failed fetch
-  footprint_t   iq_fp_q  [IqDepth];
+  tpu_pkg::footprint_t   iq_fp_q  [IqDepth];
   logic [IqW-1:0] iq_rd_q, iq_wr_q;
   logic [IqW:0]   iq_cnt_q;
   logic           pop;
@@ -130,11 +133,11 @@ module tpu_ctrl #(
   // ---------------- decode ----------------
   logic [7:0]  op;
   logic [3:0]  static_err;
-  footprint_t  fp;
+  tpu_pkg::footprint_t  fp;
 
   // Unsigned widening helpers for range arithmetic (all in 64 bits, no wrap).
   function automatic logic [63:0] u64(logic [31:0] v);
-    return {32'd0, v};
+    u64 = {32'd0, v};
   endfunction
 
   // True when [lo, lo + len) lies hit an enabled window, or no window is enabled.
@@ -142,36 +145,60 @@ module tpu_ctrl #(
     logic any_on, hit;
     any_on = 1'b0;
     hit = 1'b0;
-    for (int i = 0; i < int'(Windows); i++) begin
-      if (win_size_i[i] != '0) begin
+    for (int i = 0; i < 32'(Windows); i++) begin
+      if (win_size_i[32*i +: 32] != '0) begin
         any_on = 1'b1;
-        if (lo >= u64(win_base_i[i]) && lo + len <= u64(win_base_i[i]) + u64(win_size_i[i])) begin
+        if (lo >= u64(win_base_i[32*i +: 32]) &&
+            lo + len <= u64(win_base_i[32*i +: 32]) + u64(win_size_i[32*i +: 32])) begin
           hit = 1'b1;
         end
       end
     end
-    return !any_on || hit;
+    in_windows = !any_on || hit;
+  endfunction
+
+  // x / d for the pooling output size (x < 4096, 1 <= d <= 15) without a divider: a multiply by
+  // m = ceil(2^16 / d) and a shift, exact for every 12-bit x (checked exhaustively by
+  // tests/driver/isa_test.cpp PoolingDivisionByReciprocalIsExact, same table; docs/isa.md).
+  function automatic logic [11:0] div_stride(logic [11:0] x, logic [3:0] d);
+    logic [16:0] m;
+    unique case (d)
+      4'd1:    m = 17'd65536;
+      4'd2:    m = 17'd32768;
+      4'd3:    m = 17'd21846;
+      4'd4:    m = 17'd16384;
+      4'd5:    m = 17'd13108;
+      4'd6:    m = 17'd10923;
+      4'd7:    m = 17'd9363;
+      4'd8:    m = 17'd8192;
+      4'd9:    m = 17'd7282;
+      4'd10:   m = 17'd6554;
+      4'd11:   m = 17'd5958;
+      4'd12:   m = 17'd5462;
+      4'd13:   m = 17'd5042;
+      4'd14:   m = 17'd4682;
+      4'd15:   m = 17'd4370;
+      default: m = 17'd0;  // d = 0 is ERR_FIELD before this is used
+    endcase
+    div_stride = 12'((29'(x) * 29'(m)) >> 16);
   endfunction
 
   // What the controller needs to know about an instruction, worked out once when it enters the
   // queue (the checks below are wide arithmetic: doing them once per instruction instead of
   // every cycle matters for simulation speed). Only the weight-tile checks depend on the
   // state at issue time and stay at the head of the queue.
-  typedef struct packed {
-    logic [3:0] err;   // the first failing static check, codes 1-8
-    footprint_t fp;
-  } decoded_t;
-
-  function automatic decoded_t decode(logic [127:0] instr);
-    decoded_t    d;
+  tpu_pkg::decoded_t dec;
+  always_comb begin : decode
+    logic [127:0] instr;
     logic [7:0]  opc;
     logic [63:0] rows, host, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo;
     logic [63:0] local_last;
     logic [1:0]  dest;
     logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
 
+    instr  = fetch_instr_i;
     opc    = instr[7:0];
-    d     = '0;
+    dec    = '0;
     reserved_bad = 1'b0;
     field_bad    = 1'b0;
     ub_bad       = 1'b0;
@@ -187,33 +214,33 @@ module tpu_ctrl #(
     ho = '0; wo = '0; local_last = '0;
 
     unique case (opc)
-      OpNop, OpSync, OpHalt: reserved_bad = (instr[127:8] != '0);
-      OpReadHost, OpWriteHost: begin
-        reserved_bad = (opc == OpReadHost) ? (instr[15:10] != '0 || instr[127:96] != '0)
+      tpu_pkg::OpNop, tpu_pkg::OpSync, tpu_pkg::OpHalt: reserved_bad = (instr[127:8] != '0);
+      tpu_pkg::OpReadHost, tpu_pkg::OpWriteHost: begin
+        reserved_bad = (opc == tpu_pkg::OpReadHost) ? (instr[15:10] != '0 || instr[127:96] != '0)
                                           : (instr[15:8] != '0 || instr[127:96] != '0);
-        if (opc == OpWriteHost) dest = DestUb;
+        if (opc == tpu_pkg::OpWriteHost) dest = tpu_pkg::DestUb;
         field_bad  = (rows == '0) || (dest == 2'd3);
         local_last = u64({8'd0, instr[39:16]}) + rows - 1;
-        if (dest == DestUb) ub_bad = local_last >= 64'(UbRows);
-        else if (dest == DestParam) prm_bad = local_last >= 64'(QpSlots * SlotRows);
+        if (dest == tpu_pkg::DestUb) ub_bad = local_last >= 64'(UbRows);
+        else if (dest == tpu_pkg::DestParam) prm_bad = local_last >= 64'(QpSlots * tpu_pkg::SlotRows);
         else prm_bad = local_last >= 64'(LutRows);
         bytes = rows * N;
-        if (opc == OpReadHost) begin
-          if (dest == DestUb) d.fp.ub_wr = make_range(33'(instr[39:16]), 33'(local_last));
-          else                d.fp.param_wr = 1'b1;
-          d.fp.host_rd = make_range(33'(host), 33'(host + bytes - 1));
+        if (opc == tpu_pkg::OpReadHost) begin
+          if (dest == tpu_pkg::DestUb) dec.fp.ub_wr = tpu_pkg::make_range(33'(instr[39:16]), 33'(local_last));
+          else                dec.fp.param_wr = 1'b1;
+          dec.fp.host_rd = tpu_pkg::make_range(33'(host), 33'(host + bytes - 1));
         end else begin
-          d.fp.ub_rd   = make_range(33'(instr[39:16]), 33'(local_last));
-          d.fp.host_wr = make_range(33'(host), 33'(host + bytes - 1));
+          dec.fp.ub_rd   = tpu_pkg::make_range(33'(instr[39:16]), 33'(local_last));
+          dec.fp.host_wr = tpu_pkg::make_range(33'(host), 33'(host + bytes - 1));
         end
       end
-      OpReadWeights: begin
+      tpu_pkg::OpReadWeights: begin
         reserved_bad = instr[39:8] != '0 || instr[127:96] != '0;
         field_bad    = (rows == '0);
         bytes        = rows * N * N;
-        d.fp.host_rd   = make_range(33'(host), 33'(host + bytes - 1));
+        dec.fp.host_rd   = tpu_pkg::make_range(33'(host), 33'(host + bytes - 1));
       end
-      OpMatmul: begin
+      tpu_pkg::OpMatmul: begin
         reserved_bad = instr[15:12] != '0 || instr[127:112] != '0;
         inner   = u64({20'd0, instr[67:56]});
         outer   = u64({20'd0, instr[79:68]});
@@ -223,11 +250,11 @@ module tpu_ctrl #(
         last_acc = u64({16'd0, instr[55:40]}) + inner * outer - 1;
         ub_bad   = last_ub >= 64'(UbRows);
         acc_bad  = last_acc >= 64'(AccRows);
-        d.fp.ub_rd  = make_range(33'(instr[39:16]), 33'(last_ub));
-        d.fp.acc_wr = make_range(33'(instr[55:40]), 33'(last_acc));
-        if (instr[8]) d.fp.acc_rd = d.fp.acc_wr;
+        dec.fp.ub_rd  = tpu_pkg::make_range(33'(instr[39:16]), 33'(last_ub));
+        dec.fp.acc_wr = tpu_pkg::make_range(33'(instr[55:40]), 33'(last_acc));
+        if (instr[8]) dec.fp.acc_rd = dec.fp.acc_wr;
       end
-      OpActivate: begin
+      tpu_pkg::OpActivate: begin
         reserved_bad = instr[15:11] != '0 || instr[127:116] != '0;
         w  = u64({20'd0, instr[67:56]});
         h  = u64({20'd0, instr[79:68]});
@@ -235,55 +262,60 @@ module tpu_ctrl #(
         ps = u64({28'd0, instr[87:84]});
         field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pk > w) || (pk > h);
         if (!field_bad) begin
-          ho = (h - pk) / ps + 1;
-          wo = (w - pk) / ps + 1;
+          ho = u64({20'd0, div_stride(12'(h - pk), 4'(ps))}) + 1;
+          wo = u64({20'd0, div_stride(12'(w - pk), 4'(ps))}) + 1;
         end
         last_ub  = u64({8'd0, instr[55:32]}) + (ho - 1) * u64({8'd0, instr[111:88]}) + wo - 1;
         last_acc = u64({16'd0, instr[31:16]}) + h * w - 1;
         ub_bad   = last_ub >= 64'(UbRows);
         acc_bad  = last_acc >= 64'(AccRows);
         prm_bad  = u64({28'd0, instr[115:112]}) >= 64'(QpSlots);
-        d.fp.acc_rd   = make_range(33'(instr[31:16]), 33'(last_acc));
-        d.fp.ub_wr    = make_range(33'(instr[55:32]), 33'(last_ub));
-        d.fp.param_rd = 1'b1;
+        dec.fp.acc_rd   = tpu_pkg::make_range(33'(instr[31:16]), 33'(last_acc));
+        dec.fp.ub_wr    = tpu_pkg::make_range(33'(instr[55:32]), 33'(last_ub));
+        dec.fp.param_rd = 1'b1;
       end
       default: ;
     endcase
 
-    if (opc == OpReadHost || opc == OpWriteHost || opc == OpReadWeights) begin
+    if (opc == tpu_pkg::OpReadHost || opc == tpu_pkg::OpWriteHost || opc == tpu_pkg::OpReadWeights) begin
       align_bad = host[3:0] != '0;
       host_bad  = (host + bytes > 64'h1_0000_0000) || !in_windows(host, bytes);
+      // A write_host may not write into its own command buffer (docs/isa.md): the chip
+      // prefetches instructions, so whether such a write would change a fetched instruction
+      // would depend on timing.
+      if (opc == tpu_pkg::OpWriteHost && host < cmd_hi_q && cmd_lo_q < host + bytes) begin
+        host_bad = 1'b1;
+      end
     end
 
     // The first failing check in code order wins.
-    d.err = ErrNone;
-    if (opc > OpHalt)       d.err = ErrOpcode;
-    else if (reserved_bad) d.err = ErrReserved;
-    else if (field_bad)    d.err = ErrField;
-    else if (ub_bad)       d.err = ErrUbRange;
-    else if (acc_bad)      d.err = ErrAccRange;
-    else if (prm_bad)      d.err = ErrParamRange;
-    else if (align_bad)    d.err = ErrAlign;
-    else if (host_bad)     d.err = ErrHostRange;
-    return d;
-  endfunction
+    dec.err = tpu_pkg::ErrNone;
+    if (opc > tpu_pkg::OpHalt)       dec.err = tpu_pkg::ErrOpcode;
+    else if (reserved_bad) dec.err = tpu_pkg::ErrReserved;
+    else if (field_bad)    dec.err = tpu_pkg::ErrField;
+    else if (ub_bad)       dec.err = tpu_pkg::ErrUbRange;
+    else if (acc_bad)      dec.err = tpu_pkg::ErrAccRange;
+    else if (prm_bad)      dec.err = tpu_pkg::ErrParamRange;
+    else if (align_bad)    dec.err = tpu_pkg::ErrAlign;
+    else if (host_bad)     dec.err = tpu_pkg::ErrHostRange;
+  end
 
   // The head of the queue: its decoded form and the checks that depend on earlier issues.
   always_comb begin
     op = head[7:0];
     fp = iq_fp_q[iq_rd_q];
     static_err = iq_err_q[iq_rd_q];
-    if (static_err == ErrNone) begin
-      if (op == OpReadWeights && 64'(credit_q) + {40'd0, head[63:40]} > 64'(WFifoTiles) + 64'd2)
-        static_err = ErrWeightOverflow;
-      else if (op == OpMatmul && (head[11] ? (credit_q == '0) : !switched_q))
-        static_err = ErrNoWeights;
+    if (static_err == tpu_pkg::ErrNone) begin
+      if (op == tpu_pkg::OpReadWeights && 64'(credit_q) + {40'd0, head[63:40]} > 64'(WFifoTiles) + 64'd2)
+        static_err = tpu_pkg::ErrWeightOverflow;
+      else if (op == tpu_pkg::OpMatmul && (head[11] ? (credit_q == '0) : !switched_q))
+        static_err = tpu_pkg::ErrNoWeights;
     end
   end
 
   // ---------------- in-flight footprints ----------------
-  footprint_t fp_dmain_q, fp_wdma_q, fp_wdma_prev_q, fp_act_q, fp_dmaout_q;
-  footprint_t mm_fp_q [MmDepth];
+  tpu_pkg::footprint_t fp_dmain_q, fp_wdma_q, fp_wdma_prev_q, fp_act_q, fp_dmaout_q;
+  tpu_pkg::footprint_t mm_fp_q [MmDepth];
   logic [MmW-1:0] mm_cnt_q;
   logic [$clog2(MmDepth)-1:0] mm_rd_q, mm_wr_q;
   logic [31:0] pc_dmain_q, pc_wdma_q, pc_wdma_prev_q, pc_dmaout_q;
@@ -296,16 +328,16 @@ module tpu_ctrl #(
     // Only worth working out for an instruction that could otherwise issue now (the compares
     // are wide; skipping them while the head waits for its unit speeds up simulation).
     if (can_decide && unit_ready) begin
-      if (dmain_busy_i  && footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
-      if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
-      if (wdma_busy_i   && footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
-      if (act_busy_i    && footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
-      if (dmaout_busy_i && footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
+      if (dmain_busy_i  && tpu_pkg::footprints_conflict(fp, fp_dmain_q))  hazard = 1'b1;
+      if (wdma_busy_i   && tpu_pkg::footprints_conflict(fp, fp_wdma_q))   hazard = 1'b1;
+      if (wdma_busy_i   && tpu_pkg::footprints_conflict(fp, fp_wdma_prev_q)) hazard = 1'b1;
+      if (act_busy_i    && tpu_pkg::footprints_conflict(fp, fp_act_q))    hazard = 1'b1;
+      if (dmaout_busy_i && tpu_pkg::footprints_conflict(fp, fp_dmaout_q)) hazard = 1'b1;
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
-      if (op != OpMatmul) begin
-        for (int i = 0; i < int'(MmDepth); i++) begin
+      if (op != tpu_pkg::OpMatmul) begin
+        for (int i = 0; i < 32'(MmDepth); i++) begin
           if (MmW'(i) < mm_cnt_q &&
-              footprints_conflict(fp, mm_fp_q[($clog2(MmDepth))'((int'(mm_rd_q) + i) % MmDepth)])) begin
+              tpu_pkg::footprints_conflict(fp, mm_fp_q[($clog2(MmDepth))'((32'(mm_rd_q) + i) % MmDepth)])) begin
             hazard = 1'b1;
           end
         end
@@ -318,28 +350,28 @@ module tpu_ctrl #(
 
   always_comb begin
     unique case (op)
-      OpReadHost:    unit_ready = !dmain_busy_i;
-      OpReadWeights: unit_ready = wdma_accept_i;
-      OpMatmul:      unit_ready = mxu_ready_i && (mm_cnt_q != MmW'(MmDepth));
-      OpActivate:    unit_ready = act_ready_i;
-      OpWriteHost:   unit_ready = !dmaout_busy_i;
-      OpSync:        unit_ready = all_idle;
+      tpu_pkg::OpReadHost:    unit_ready = !dmain_busy_i;
+      tpu_pkg::OpReadWeights: unit_ready = wdma_accept_i;
+      tpu_pkg::OpMatmul:      unit_ready = mxu_ready_i && (mm_cnt_q != MmW'(MmDepth));
+      tpu_pkg::OpActivate:    unit_ready = act_ready_i;
+      tpu_pkg::OpWriteHost:   unit_ready = !dmaout_busy_i;
+      tpu_pkg::OpSync:        unit_ready = all_idle;
       default:       unit_ready = 1'b1;
     endcase
   end
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
-  assign issue      = can_decide && static_err == ErrNone && op != OpHalt &&
+  assign issue      = can_decide && static_err == tpu_pkg::ErrNone && op != tpu_pkg::OpHalt &&
                       unit_ready && !hazard;
   assign pop        = issue;
 
   assign instr_o        = head;
-  assign dmain_start_o  = issue && op == OpReadHost;
-  assign wdma_start_o   = issue && op == OpReadWeights;
-  assign mxu_start_o    = issue && op == OpMatmul;
-  assign act_start_o    = issue && op == OpActivate;
-  assign dmaout_start_o = issue && op == OpWriteHost;
-  assign input_stall_o  = can_decide && op == OpMatmul && unit_ready && hazard;
+  assign dmain_start_o  = issue && op == tpu_pkg::OpReadHost;
+  assign wdma_start_o   = issue && op == tpu_pkg::OpReadWeights;
+  assign mxu_start_o    = issue && op == tpu_pkg::OpMatmul;
+  assign act_start_o    = issue && op == tpu_pkg::OpActivate;
+  assign dmaout_start_o = issue && op == tpu_pkg::OpWriteHost;
+  assign input_stall_o  = can_decide && op == tpu_pkg::OpMatmul && unit_ready && hazard;
   // After a read_weights failed (AXI error), a matmul issued with `switch` may wait for a tile
   // that will never be complete. Once the run is stopping, drop it, or the run never ends.
   assign mxu_abort_o    = stop_q && mxu_starved_i;
@@ -362,17 +394,16 @@ module tpu_ctrl #(
   // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
   // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
   localparam int unsigned TrRowsW = $clog2((WFifoTiles + 2) * N + 1);
-  logic [TrRowsW-1:0] tr_wrows_q [2];
-  logic [TrRowsW-1:0] tr_wrows_d [2];
+  logic [TrRowsW-1:0] tr_wrows0_q, tr_wrows1_q, tr_wrows0_d, tr_wrows1_d;
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
   always_comb begin
     unique case (op)
-      OpReadHost:    trace_unit_o = TraceReadHost;
-      OpReadWeights: trace_unit_o = TraceReadWeights;
-      OpMatmul:      trace_unit_o = TraceMatmul;
-      OpActivate:    trace_unit_o = TraceActivate;
-      OpWriteHost:   trace_unit_o = TraceWriteHost;
+      tpu_pkg::OpReadHost:    trace_unit_o = TraceReadHost;
+      tpu_pkg::OpReadWeights: trace_unit_o = TraceReadWeights;
+      tpu_pkg::OpMatmul:      trace_unit_o = TraceMatmul;
+      tpu_pkg::OpActivate:    trace_unit_o = TraceActivate;
+      tpu_pkg::OpWriteHost:   trace_unit_o = TraceWriteHost;
       default:       trace_unit_o = TraceControl;
     endcase
   end
@@ -383,19 +414,21 @@ module tpu_ctrl #(
   // DMA takes a third read_weights only once all beats of the oldest have arrived, so its last
   // row is pushed in that cycle at the latest (counted first below): two entries suffice.
   always_comb begin
-    tr_wrows_d     = tr_wrows_q;
+    tr_wrows0_d    = tr_wrows0_q;
+    tr_wrows1_d    = tr_wrows1_q;
     tr_wcnt_d      = tr_wcnt_q;
     tr_wdma_done_d = 1'b0;
     if (wdma_row_i && tr_wcnt_d != '0) begin
-      tr_wrows_d[0] = tr_wrows_d[0] - 1'b1;
-      if (tr_wrows_d[0] == '0) begin
+      tr_wrows0_d = tr_wrows0_d - 1'b1;
+      if (tr_wrows0_d == '0) begin
         tr_wdma_done_d = 1'b1;
-        tr_wrows_d[0] = tr_wrows_d[1];
+        tr_wrows0_d = tr_wrows1_d;
         tr_wcnt_d     = tr_wcnt_d - 1'b1;
       end
     end
     if (wdma_start_o) begin
-      tr_wrows_d[(tr_wcnt_d == '0) ? 0 : 1] = TrRowsW'(head[63:40]) * TrRowsW'(N);
+      if (tr_wcnt_d == '0) tr_wrows0_d = TrRowsW'(head[63:40]) * TrRowsW'(N);
+      else                 tr_wrows1_d = TrRowsW'(head[63:40]) * TrRowsW'(N);
       if (tr_wcnt_d != 2'd2) tr_wcnt_d = tr_wcnt_d + 1'b1;
     end
   end
@@ -406,15 +439,16 @@ module tpu_ctrl #(
       tr_act_busy_q    <= 1'b0;
       tr_mm_done_q     <= 1'b0;
       tr_wdma_done_q   <= 1'b0;
-      tr_wrows_q[0]    <= '0;
-      tr_wrows_q[1]    <= '0;
+      tr_wrows0_q      <= '0;
+      tr_wrows1_q      <= '0;
       tr_wcnt_q        <= '0;
     end else begin
       tr_dmain_busy_q  <= dmain_busy_i;
       tr_act_busy_q    <= act_busy_i;
       tr_mm_done_q     <= mxu_retire_i && mm_cnt_q != '0;
       tr_wdma_done_q   <= tr_wdma_done_d && !clear_o;
-      tr_wrows_q       <= tr_wrows_d;
+      tr_wrows0_q      <= tr_wrows0_d;
+      tr_wrows1_q      <= tr_wrows1_d;
       tr_wcnt_q        <= clear_o ? '0 : tr_wcnt_d;
     end
   end
@@ -431,20 +465,20 @@ module tpu_ctrl #(
   logic        unit_err;
   assign unit_err = dmain_err_i || wdma_err_i || (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i);
   always_comb begin
-    new_err    = ErrNone;
+    new_err    = tpu_pkg::ErrNone;
     new_err_pc = '0;
     // Unit errors first: they belong to instructions older than the head.
     if (dmain_err_i) begin
-      new_err = ErrAxiRead; new_err_pc = pc_dmain_q;
+      new_err = tpu_pkg::ErrAxiRead; new_err_pc = pc_dmain_q;
     end else if (wdma_err_i) begin
-      new_err = ErrAxiRead; new_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
+      new_err = tpu_pkg::ErrAxiRead; new_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
     end else if (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i) begin
-      new_err = ErrAxiWrite; new_err_pc = pc_dmaout_q;
-    end else if (can_decide && static_err != ErrNone) begin
+      new_err = tpu_pkg::ErrAxiWrite; new_err_pc = pc_dmaout_q;
+    end else if (can_decide && static_err != tpu_pkg::ErrNone) begin
       new_err = static_err; new_err_pc = pc_q;
     end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
                  !fetch_start_o) begin
-      new_err = ErrCmdOverrun; new_err_pc = pc_q;
+      new_err = tpu_pkg::ErrCmdOverrun; new_err_pc = pc_q;
     end
   end
 
@@ -452,7 +486,7 @@ module tpu_ctrl #(
   // cycle is latched first and ends the run in the next cycle instead.
   logic finish;
   assign finish   = run_q && (stop_q || fetch_stop_q) && all_idle && !fetch_active_i &&
-                    !fetch_busy_i && (stop_q || new_err == ErrNone);
+                    !fetch_busy_i && (stop_q || new_err == tpu_pkg::ErrNone);
   // Retired: every issued instruction, and the halt when the run ends on it.
   assign retire_o = issue || (finish && !stop_q);
 
@@ -468,6 +502,8 @@ module tpu_ctrl #(
       pc_q         <= '0;
       credit_q     <= '0;
       switched_q   <= 1'b0;
+      cmd_lo_q     <= '0;
+      cmd_hi_q     <= '0;
       iq_rd_q      <= '0;
       iq_wr_q      <= '0;
       iq_cnt_q     <= '0;
@@ -507,6 +543,8 @@ module tpu_ctrl #(
         pc_q         <= '0;
         credit_q     <= '0;
         switched_q   <= 1'b0;
+        cmd_lo_q     <= u64(cmd_addr_i);
+        cmd_hi_q     <= u64(cmd_addr_i) + u64(cmd_count_i) * 16;
         iq_rd_q      <= '0;
         iq_wr_q      <= '0;
         iq_cnt_q     <= '0;
@@ -525,29 +563,27 @@ module tpu_ctrl #(
         end else begin
           // The command buffer itself is outside the DMA windows: nothing is fetched.
           error_o    <= 1'b1;
-          err_code_q <= ErrHostRange;
+          err_code_q <= tpu_pkg::ErrHostRange;
           err_pc_q   <= '0;
         end
       end else if (run_q) begin
         // Instruction queue.
         if (fetch_valid_i && !stop_q) begin
-          decoded_t dec;
-          dec = decode(fetch_instr_i);
           iq_q[iq_wr_q]     <= fetch_instr_i;
-          iq_err_q[iq_wr_q] <= fetch_err_i ? ErrAxiRead : dec.err;
+          iq_err_q[iq_wr_q] <= fetch_err_i ? tpu_pkg::ErrAxiRead : dec.err;
           iq_fp_q[iq_wr_q]  <= dec.fp;
-          iq_wr_q       <= IqW'((int'(iq_wr_q) + 1) % IqDepth);
+          iq_wr_q       <= IqW'((32'(iq_wr_q) + 1) % IqDepth);
         end
-        if (pop) iq_rd_q <= IqW'((int'(iq_rd_q) + 1) % IqDepth);
+        if (pop) iq_rd_q <= IqW'((32'(iq_rd_q) + 1) % IqDepth);
         iq_cnt_q <= iq_cnt_q + (IqW+1)'(fetch_valid_i && !stop_q) - (IqW+1)'(pop);
 
         // Matmul tracking.
         if (mxu_start_o) begin
           mm_fp_q[mm_wr_q] <= fp;
-          mm_wr_q <= ($clog2(MmDepth))'((int'(mm_wr_q) + 1) % MmDepth);
+          mm_wr_q <= ($clog2(MmDepth))'((32'(mm_wr_q) + 1) % MmDepth);
         end
         if (mxu_retire_i && mm_cnt_q != '0) begin
-          mm_rd_q <= ($clog2(MmDepth))'((int'(mm_rd_q) + 1) % MmDepth);
+          mm_rd_q <= ($clog2(MmDepth))'((32'(mm_rd_q) + 1) % MmDepth);
         end
         // A matmul dropped by mxu_abort_o never retires: forget it (it is the newest one;
         // nothing is issued once an error is latched).
@@ -579,14 +615,14 @@ module tpu_ctrl #(
         // Errors: stop issuing, let issued work finish. An AXI error of an instruction issued
         // earlier can arrive after a later instruction's fault was latched: the fault that
         // comes first in program order is the one reported.
-        if ((!stop_q && new_err != ErrNone) || (stop_q && unit_err && new_err_pc < err_pc_q)) begin
+        if ((!stop_q && new_err != tpu_pkg::ErrNone) || (stop_q && unit_err && new_err_pc < err_pc_q)) begin
           stop_q     <= 1'b1;
           err_code_q <= new_err;
           err_pc_q   <= new_err_pc;
         end
         // Halt: stop prefetching, wait for everything, done.
-        if (can_decide && static_err == ErrNone && op == OpHalt &&
-            new_err == ErrNone) begin
+        if (can_decide && static_err == tpu_pkg::ErrNone && op == tpu_pkg::OpHalt &&
+            new_err == tpu_pkg::ErrNone) begin
           fetch_stop_q <= 1'b1;
         end
         if (finish) begin
@@ -598,5 +634,26 @@ module tpu_ctrl #(
     end
   end
 
+
+  // ---------------- assertions ----------------
+  // A unit is given an instruction only when it can take it, one unit per cycle.
+  `TPU_ASSERT_IMPLIES(CtrlDmaInReady, dmain_start_o, !dmain_busy_i)
+  `TPU_ASSERT_IMPLIES(CtrlWdmaReady, wdma_start_o, wdma_accept_i)
+  `TPU_ASSERT_IMPLIES(CtrlMxuReady, mxu_start_o, mxu_ready_i && mm_cnt_q != MmW'(MmDepth))
+  `TPU_ASSERT_IMPLIES(CtrlActReady, act_start_o, act_ready_i)
+  `TPU_ASSERT_IMPLIES(CtrlDmaOutReady, dmaout_start_o, !dmaout_busy_i)
+  `TPU_ASSERT(CtrlOneIssue, $onehot0({dmain_start_o, wdma_start_o, mxu_start_o, act_start_o,
+                                       dmaout_start_o}))
+  // Counter bounds: the instruction queue and the in-flight matmul table never overflow.
+  `TPU_ASSERT(CtrlIqBound, 32'(iq_cnt_q) <= IqDepth)
+  `TPU_ASSERT_NEVER(CtrlIqOverflow, run_q && fetch_valid_i && !stop_q && 32'(iq_cnt_q) == IqDepth)
+  `TPU_ASSERT(CtrlMmBound, 32'(mm_cnt_q) <= MmDepth)
+  `TPU_ASSERT_NEVER(CtrlMmOverflow, mxu_start_o && !mxu_retire_i && 32'(mm_cnt_q) == MmDepth)
+  `TPU_ASSERT_NEVER(CtrlMmUnderflow, mxu_retire_i && mm_cnt_q == '0 && run_q && !flush_q)
+  `TPU_ASSERT(CtrlWeightCredit, credit_q <= 32'(WFifoTiles) + 2)
+  // Run states: a flush is not a run; nothing is issued outside a run or after an error.
+  `TPU_ASSERT_NEVER(CtrlRunAndFlush, run_q && flush_q)
+  `TPU_ASSERT_IMPLIES(CtrlIssueInRun, issue, run_q && !stop_q && !fetch_stop_q)
+  `TPU_ASSERT_NEVER(CtrlDoneAndError, done_o && error_o)
 
 endmodule

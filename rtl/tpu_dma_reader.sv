@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DMA reader: host memory -> rows of RowBytes bytes, through one AXI4 read client.
 //
 // Splits a transfer of `rows` rows starting at `addr` into INCR bursts of at most MaxBurst beats
@@ -7,6 +8,8 @@
 // full sink. The first beat answered with an error ends the transfer: one row flagged
 // `row_err_o` (at the index of the row it belonged to) is emitted instead of data, the rest
 // of the burst is drained and dropped.
+`include "tpu_assert.svh"
+
 module tpu_dma_reader #(
   parameter int unsigned RowBytes  = 16,
   parameter int unsigned BeatBytes = 16,
@@ -38,7 +41,7 @@ module tpu_dma_reader #(
   input  logic                       r_last_i,
   // Rows out.
   output logic                       row_valid_o,
-  output logic [7:0]                 row_data_o [RowBytes],
+  output logic [8*RowBytes-1:0]      row_data_o,
   output logic [23:0]                row_idx_o,
   output logic                       row_err_o,
   output logic                       row_err_prev_o,  // the failing beat belongs to the
@@ -64,7 +67,7 @@ module tpu_dma_reader #(
   logic [OwedW-1:0] beats_owed_q;  // beats requested, not yet received
   logic [RowW-1:0]  row_q;         // index of the row being gathered
   logic [BprW-1:0] beat_in_row_q;
-  logic [7:0]  gather_q [RowBytes];
+  logic [8*RowBytes-1:0] gather_q;
   logic        row_valid_q, row_err_q, row_err_prev_q;
   logic [$clog2(MaxBursts+1)-1:0] prev_bursts_q;  // bursts of the previous transfer still due
   logic [RowW-1:0] row_idx_q;
@@ -106,9 +109,7 @@ module tpu_dma_reader #(
                        (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i &&
                         prev_bursts_q == '0);
   assign row_idx_o   = 24'(row_idx_q);
-  always_comb begin
-    for (int b = 0; b < int'(RowBytes); b++) row_data_o[b] = gather_q[b];
-  end
+  assign row_data_o  = gather_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -174,10 +175,8 @@ module tpu_dma_reader #(
             row_err_prev_q <= (prev_bursts_q != '0) || (start_i && busy_q);
             row_idx_q   <= row_q;
           end else begin
-            for (int b = 0; b < int'(BeatBytes); b++) begin
-              gather_q[int'(beat_in_row_q) * BeatBytes + b] <= r_data_i[8*b +: 8];
-            end
-            if (int'(beat_in_row_q) == BeatsPerRow - 1) begin
+            gather_q[8*BeatBytes*beat_in_row_q +: 8*BeatBytes] <= r_data_i;
+            if (32'(beat_in_row_q) == BeatsPerRow - 1) begin
               beat_in_row_q <= '0;
               row_valid_q   <= 1'b1;
               row_idx_q     <= row_q;
@@ -194,5 +193,12 @@ module tpu_dma_reader #(
       end
     end
   end
+
+  `TPU_ASSERT_HOLD(DmaRdArHold, ar_valid_o, ar_ready_i, {ar_addr_o, ar_len_o})
+  `TPU_ASSERT(DmaRdBurstsBound, 32'(bursts_q) <= MaxBursts)
+  `TPU_ASSERT_IMPLIES(DmaRdBurstLen, ar_valid_o, burst_q != '0 && 32'(burst_q) <= MaxBurst)
+  // Every beat received was requested; overlapped starts only while accept_o says so.
+  `TPU_ASSERT_NEVER(DmaRdUnrequestedBeat, in_burst && r_valid_i && beats_owed_q == '0)
+  `TPU_ASSERT_IMPLIES(DmaRdStartAccepted, start_i, accept_o)
 
 endmodule

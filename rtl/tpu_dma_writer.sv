@@ -1,8 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // DMA writer: UB rows -> host memory through the AXI4 write channels.
 //
 // Splits `rows` N-byte rows into INCR bursts of at most MaxBurst beats that never cross a 4 KiB
 // boundary: AW, then the W beats (read straight from the UB row being sent), then B; one
 // burst at a time. An error response ends the transfer after that burst.
+`include "tpu_assert.svh"
+
 module tpu_dma_writer #(
   parameter int unsigned N         = 16,
   parameter int unsigned UbRows    = 8192,
@@ -18,7 +21,7 @@ module tpu_dma_writer #(
   input  logic [23:0]               rows_i,
   // UB read port (combinational).
   output logic [$clog2(UbRows)-1:0] ub_raddr_o,
-  input  logic [7:0]                ub_rdata_i [N],
+  input  logic [8*N-1:0]            ub_rdata_i,
   // AXI4 write channels.
   output logic [31:0]               aw_addr_o,
   output logic [7:0]                aw_len_o,
@@ -64,11 +67,7 @@ module tpu_dma_writer #(
   assign w_last_o   = (sent_q == burst_q - 1'b1);
   assign b_ready_o  = (state_q == WResp);
   assign ub_raddr_o = ub_row_q;
-  always_comb begin
-    for (int b = 0; b < int'(BeatBytes); b++) begin
-      w_data_o[8*b +: 8] = ub_rdata_i[int'(beat_in_row_q) * BeatBytes + b];
-    end
-  end
+  assign w_data_o = ub_rdata_i[8*BeatBytes*beat_in_row_q +: 8*BeatBytes];
   assign busy_o   = busy_q;
   assign active_o = (state_q != WIdle);
   assign err_o    = err_q;
@@ -102,7 +101,7 @@ module tpu_dma_writer #(
         end
         WData: if (w_ready_i) begin
           sent_q <= sent_q + 1'b1;
-          if (int'(beat_in_row_q) == BeatsPerRow - 1) begin
+          if (32'(beat_in_row_q) == BeatsPerRow - 1) begin
             beat_in_row_q <= '0;
             ub_row_q      <= ub_row_q + 1'b1;
           end else begin
@@ -118,5 +117,9 @@ module tpu_dma_writer #(
       endcase
     end
   end
+
+  `TPU_ASSERT_IMPLIES(DmaWrStartIdle, start_i, !busy_q)
+  `TPU_ASSERT_IMPLIES(DmaWrBurstLen, aw_valid_o, burst_beats != '0 && 32'(burst_beats) <= MaxBurst)
+  `TPU_ASSERT_IMPLIES(DmaWrSentBound, state_q == WData, sent_q < burst_q)
 
 endmodule

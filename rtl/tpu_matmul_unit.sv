@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // Matmul feeder: walks a matmul's 2-D UB address pattern, one row per cycle, into the MXU.
 //
 // It accepts the next matmul in the same cycle it feeds the last row of the current one, so
 // back-to-back matmuls whose weights are loaded leave no bubble in the array. A matmul with
 // `switch` waits (weight stall) until the loader has a tile ready, then tags its first row
 // with the new buffer.
+`include "tpu_assert.svh"
+
 module tpu_matmul_unit #(
   parameter int unsigned N       = 16,
   parameter int unsigned UbRows  = 8192,
@@ -18,7 +21,7 @@ module tpu_matmul_unit #(
   input  logic [127:0]               instr_i,
   // UB read port (combinational read).
   output logic [$clog2(UbRows)-1:0]  ub_raddr_o,
-  input  logic [7:0]                 ub_rdata_i [N],
+  input  logic [8*N-1:0]             ub_rdata_i,
   // Weight loader.
   input  logic                       active_buf_i,
   input  logic                       next_valid_i,
@@ -26,7 +29,7 @@ module tpu_matmul_unit #(
   output logic                       switch_o,
   // MXU row input.
   output logic                       mxu_valid_o,
-  output logic signed [8:0]          mxu_data_o [N],
+  output logic [9*N-1:0]             mxu_data_o,    // element k in [9k +: 9]
   output logic                       mxu_wbuf_o,
   output logic                       mxu_wuns_o,
   output logic [TagW-1:0]            mxu_tag_o,     // {last, accumulate, acc row}
@@ -65,8 +68,8 @@ module tpu_matmul_unit #(
   assign switch_o    = feed && switch_q;
   assign mxu_tag_o   = TagW'({last, acc_q, acc_row_q});
   always_comb begin
-    for (int k = 0; k < int'(N); k++) begin
-      mxu_data_o[k] = a_uns_q ? {1'b0, ub_rdata_i[k]} : {ub_rdata_i[k][7], ub_rdata_i[k]};
+    for (int k = 0; k < 32'(N); k++) begin
+      mxu_data_o[9*k +: 9] = {!a_uns_q && ub_rdata_i[8*k+7], ub_rdata_i[8*k +: 8]};
     end
   end
 
@@ -111,5 +114,8 @@ module tpu_matmul_unit #(
       end
     end
   end
+
+  `TPU_ASSERT_IMPLIES(MmStartReady, start_i, ready_o)
+  `TPU_ASSERT_IMPLIES(MmSwitchHasTile, switch_o, next_valid_i)
 
 endmodule

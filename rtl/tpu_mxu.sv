@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight-stationary N x N systolic matrix unit (MXU), TPU-v1 style.
 //
 // Activations enter from the left, one N-element row per cycle; element k reaches array row k
@@ -25,18 +26,18 @@ module tpu_mxu #(
   input  logic                   rst_ni,
   // Activation row input.
   input  logic                   in_valid_i,
-  input  logic signed [8:0]      in_data_i [N],  // already sign- or zero-extended
+  input  logic [9*N-1:0]         in_data_i,      // element k in [9k +: 9], already extended
   input  logic                   in_wbuf_i,      // weight buffer this row uses
   input  logic                   in_wuns_i,      // weights are unsigned for this row
   input  logic [TagW-1:0]        in_tag_i,       // side band returned with the result
   // Weight tile input (one tile row per shift, bottom row first).
   input  logic                   w_shift_i,
-  input  logic [7:0]             w_row_i [N],
+  input  logic [8*N-1:0]         w_row_i,
   input  logic                   w_commit_i,     // copy the shift registers into buffer w_buf_i
   input  logic                   w_buf_i,
   // Result row output.
   output logic                   out_valid_o,
-  output logic signed [31:0]     out_sum_o [N],
+  output logic [32*N-1:0]        out_sum_o,      // column c in [32c +: 32]
   output logic [TagW-1:0]        out_tag_o
 );
   localparam int unsigned Latency = 2 * N - 1;
@@ -54,7 +55,7 @@ module tpu_mxu #(
   logic [7:0]         wskew_q  [N][N];  // weight column skew: column c delays by c
   // Packed shift registers (one whole-vector shift per cycle): Verilator 5.006 cannot keep a
   // non-blocking assignment to an unpacked array inside a loop it does not unroll (> 64).
-  logic [N-1:0][2:0]  wctl_q;           // {shift, commit, buf} as seen by column c (c >= 1)
+  logic [3*N-1:0]     wctl_q;           // [3c +: 3]: {shift, commit, buf} as seen by column c+1
   logic [Latency-1:0] side_valid_q;
   // Cycles the data path must keep moving: rows stay in flight Latency cycles after the last
   // valid row, weight controls N cycles after the last shift/commit. While both are zero the
@@ -62,7 +63,7 @@ module tpu_mxu #(
   // still (a pure simulation-speed measure: the values they would shift are all invalid).
   logic [$clog2(Latency+1)-1:0] rows_live_q;
   logic [$clog2(N+1)-1:0]       wctl_live_q;
-  logic [Latency-1:0][TagW-1:0] side_tag_q;
+  logic [TagW*Latency-1:0] side_tag_q;  // [TagW*i +: TagW]: the tag of the row i+1 cycles in
 
   // Reset clears only the control side band; datapath registers need no reset because
   // nothing reads them until a valid row or a commit has written them.
@@ -80,13 +81,13 @@ module tpu_mxu #(
       if (in_valid_i || rows_live_q != '0) begin  // all zero otherwise
         side_valid_q <= {side_valid_q[Latency-2:0], in_valid_i};
       end
-      wctl_q <= {wctl_q[N-2:0], {w_shift_i, w_commit_i, w_buf_i}};
+      wctl_q <= {wctl_q[3*(N-1)-1:0], {w_shift_i, w_commit_i, w_buf_i}};
     end
   end
 
   always_ff @(posedge clk_i) begin
     if (in_valid_i || rows_live_q != '0) begin
-      side_tag_q <= {side_tag_q[Latency-2:0], in_tag_i};
+      side_tag_q <= {side_tag_q[TagW*(Latency-1)-1:0], in_tag_i};
     end
   end
 
@@ -103,18 +104,18 @@ module tpu_mxu #(
     if (in_valid_i || rows_live_q != '0) begin
       // Output de-skew first: it must see the bottom row's pre-edge partial sums.
       // Column c waits N-1-c cycles so all columns leave together.
-      for (int c = 0; c < int'(N) - 1; c++) begin
-        for (int j = int'(N) - 2 - c; j >= 1; j--) begin
+      for (int c = 0; c < 32'(N) - 1; c++) begin
+        for (int j = 32'(N) - 2 - c; j >= 1; j--) begin
           deskew_q[c][j] = deskew_q[c][j-1];
         end
         deskew_q[c][0] = psum_q[N-1][c];
       end
 
       // Processing elements, bottom-right first.
-      for (int r = int'(N) - 1; r >= 0; r--) begin
-        for (int c = int'(N) - 1; c >= 0; c--) begin
+      for (int r = 32'(N) - 1; r >= 0; r--) begin
+        for (int c = 32'(N) - 1; c >= 0; c--) begin
           if (c == 0) begin
-            lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[0]} : skew_q[r][r-1];
+            lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[8:0]} : skew_q[r][r-1];
           end else begin
             lane_in = lane_q[r][c-1];
           end
@@ -127,48 +128,54 @@ module tpu_mxu #(
       end
 
       // Input skew: row k is delayed by k cycles (k - 1 registers feed skew_q[k][k-1]).
-      for (int k = int'(N) - 1; k >= 1; k--) begin
+      for (int k = 32'(N) - 1; k >= 1; k--) begin
         for (int j = k - 1; j >= 1; j--) begin
           skew_q[k][j] = skew_q[k][j-1];
         end
-        skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[k]};
+        skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[9*k +: 9]};
       end
     end
 
     if (w_shift_i || w_commit_i || wctl_live_q != '0) begin
       // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
       // be committed in the same cycle the next one starts to shift in.
-      for (int c = int'(N) - 1; c >= 0; c--) begin
-        ctl  = (c == 0) ? {w_shift_i, w_commit_i, w_buf_i} : wctl_q[c-1];
-        wtop = (c == 0) ? w_row_i[0] : wskew_q[c][c-1];
+      for (int c = 32'(N) - 1; c >= 0; c--) begin
+        if (c == 0) begin
+          ctl  = {w_shift_i, w_commit_i, w_buf_i};
+          wtop = w_row_i[7:0];
+        end else begin
+          ctl  = wctl_q[3*(c-1) +: 3];
+          wtop = wskew_q[c][c-1];
+        end
         if (ctl[1]) begin
-          for (int r = 0; r < int'(N); r++) begin
+          for (int r = 0; r < 32'(N); r++) begin
             wx_q[{ctl[0], 1'b0}][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
             wx_q[{ctl[0], 1'b1}][r][c] = {1'b0, wsh_q[r][c]};
           end
         end
         if (ctl[2]) begin
-          for (int r = int'(N) - 1; r >= 1; r--) begin
+          for (int r = 32'(N) - 1; r >= 1; r--) begin
             wsh_q[r][c] = wsh_q[r-1][c];
           end
           wsh_q[0][c] = wtop;
         end
       end
-      for (int c = int'(N) - 1; c >= 1; c--) begin
+      for (int c = 32'(N) - 1; c >= 1; c--) begin
         for (int j = c - 1; j >= 1; j--) begin
           wskew_q[c][j] = wskew_q[c][j-1];
         end
-        wskew_q[c][0] = w_row_i[c];
+        wskew_q[c][0] = w_row_i[8*c +: 8];
       end
     end
   end
 
   always_comb begin
-    for (int c = 0; c < int'(N); c++) begin
-      out_sum_o[c] = (c == int'(N) - 1) ? psum_q[N-1][c] : deskew_q[c][N-2-c];
+    for (int c = 0; c < 32'(N); c++) begin
+      if (c == 32'(N) - 1) out_sum_o[32*c +: 32] = psum_q[N-1][c];
+      else                 out_sum_o[32*c +: 32] = deskew_q[c][N-2-c];
     end
   end
   assign out_valid_o = side_valid_q[Latency-1];
-  assign out_tag_o   = side_tag_q[Latency-1];
+  assign out_tag_o   = side_tag_q[TagW*(Latency-1) +: TagW];
 
 endmodule

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared definitions of the tpu-rtl core: opcodes, error codes, instruction fields.
 // docs/isa.md is the specification; field positions here must match it bit for bit.
 package tpu_pkg;
@@ -63,32 +64,58 @@ package tpu_pkg;
     logic   param_wr;
   } footprint_t;
 
-  function automatic logic ranges_overlap(range_t a, range_t b);
-    return a.valid && b.valid && (a.lo <= b.hi) && (b.lo <= a.hi);
+  // What the controller works out about an instruction when it enters the queue.
+  typedef struct packed {
+    logic [3:0] err;   // the first failing static check, codes 1-8
+    footprint_t fp;
+  } decoded_t;
+
+  // The functions below take the structs as bit vectors and slice them by hand: Yosys 0.23
+  // mis-elaborates struct-typed function arguments (member selects come out undefined).
+  localparam int unsigned RangeW = 67;               // $bits(range_t)
+  localparam int unsigned FpW    = 6 * RangeW + 2;   // $bits(footprint_t)
+  // Bit offsets of the footprint_t members.
+  localparam int unsigned FpUbRd   = 5 * RangeW + 2;
+  localparam int unsigned FpUbWr   = 4 * RangeW + 2;
+  localparam int unsigned FpAccRd  = 3 * RangeW + 2;
+  localparam int unsigned FpAccWr  = 2 * RangeW + 2;
+  localparam int unsigned FpHostRd = 1 * RangeW + 2;
+  localparam int unsigned FpHostWr = 2;
+
+  // range_t as bits: {valid, lo[32:0], hi[32:0]}.
+  function automatic logic ranges_overlap(logic [RangeW-1:0] a, logic [RangeW-1:0] b);
+    ranges_overlap = a[66] && b[66] && (a[65:33] <= b[32:0]) && (b[65:33] <= a[32:0]);
   endfunction
 
   // True when instruction `a` may not start while `b` is still in flight (RAW, WAR, WAW).
-  function automatic logic footprints_conflict(footprint_t a, footprint_t b);
-    return ranges_overlap(a.ub_wr, b.ub_rd)   || ranges_overlap(a.ub_wr, b.ub_wr)   ||
-           ranges_overlap(a.ub_rd, b.ub_wr)   ||
-           ranges_overlap(a.acc_wr, b.acc_rd) || ranges_overlap(a.acc_wr, b.acc_wr) ||
-           ranges_overlap(a.acc_rd, b.acc_wr) ||
-           ranges_overlap(a.host_wr, b.host_rd) || ranges_overlap(a.host_wr, b.host_wr) ||
-           ranges_overlap(a.host_rd, b.host_wr) ||
-           (a.param_wr && (b.param_rd || b.param_wr)) || (a.param_rd && b.param_wr);
+  function automatic logic footprints_conflict(logic [FpW-1:0] a, logic [FpW-1:0] b);
+    logic [RangeW-1:0] a_ub_rd, a_ub_wr, a_acc_rd, a_acc_wr, a_host_rd, a_host_wr;
+    logic [RangeW-1:0] b_ub_rd, b_ub_wr, b_acc_rd, b_acc_wr, b_host_rd, b_host_wr;
+    a_ub_rd   = a[FpUbRd +: RangeW];   b_ub_rd   = b[FpUbRd +: RangeW];
+    a_ub_wr   = a[FpUbWr +: RangeW];   b_ub_wr   = b[FpUbWr +: RangeW];
+    a_acc_rd  = a[FpAccRd +: RangeW];  b_acc_rd  = b[FpAccRd +: RangeW];
+    a_acc_wr  = a[FpAccWr +: RangeW];  b_acc_wr  = b[FpAccWr +: RangeW];
+    a_host_rd = a[FpHostRd +: RangeW]; b_host_rd = b[FpHostRd +: RangeW];
+    a_host_wr = a[FpHostWr +: RangeW]; b_host_wr = b[FpHostWr +: RangeW];
+    // bit 1: param_rd, bit 0: param_wr
+    footprints_conflict =
+        ranges_overlap(a_ub_wr, b_ub_rd) || ranges_overlap(a_ub_wr, b_ub_wr) ||
+        ranges_overlap(a_ub_rd, b_ub_wr) ||
+        ranges_overlap(a_acc_wr, b_acc_rd) || ranges_overlap(a_acc_wr, b_acc_wr) ||
+        ranges_overlap(a_acc_rd, b_acc_wr) ||
+        ranges_overlap(a_host_wr, b_host_rd) || ranges_overlap(a_host_wr, b_host_wr) ||
+        ranges_overlap(a_host_rd, b_host_wr) ||
+        (a[0] && (b[1] || b[0])) || (a[1] && b[0]);
   endfunction
 
-  function automatic range_t make_range(logic [32:0] lo, logic [32:0] hi);
-    range_t r;
-    r.valid = 1'b1;
-    r.lo    = lo;
-    r.hi    = hi;
-    return r;
+  // A valid range_t {valid, lo, hi} (as bits: Yosys 0.23 has no struct-valued functions).
+  function automatic logic [66:0] make_range(logic [32:0] lo, logic [32:0] hi);
+    make_range = {1'b1, lo, hi};
   endfunction
 
   // Reads a byte of a quantization slot's misc word in the output type (int8 or uint8).
   function automatic logic signed [8:0] as_out_type(logic [7:0] b, logic uns);
-    return uns ? $signed({1'b0, b}) : $signed({b[7], b});
+    as_out_type = uns ? $signed({1'b0, b}) : $signed({b[7], b});
   endfunction
 
   // One column of `activate` before the LUT (docs/isa.md): saturating bias add, exact 64-bit
@@ -133,15 +160,13 @@ package tpu_pkg;
     if (with_zp > $signed({{55{qmax[8]}}, qmax}))      y = qmax;
     else if (with_zp < $signed({{55{qmin[8]}}, qmin})) y = qmin;
     else                                               y = with_zp[8:0];
+    // min(max(y, lo), hi) for clamp, also when lo > hi.
+    y_lo = (y < lo) ? lo : y;
     unique case (func)
-      FuncRelu:  return (y < zp) ? zp : y;
-      FuncClamp: begin
-        // min(max(y, lo), hi), also when lo > hi.
-        y_lo = (y < lo) ? lo : y;
-        return (y_lo > hi) ? hi : y_lo;
-      end
-      FuncIdentity, FuncLut: return y;  // the LUT is applied by the caller
-      default:   return y;
+      FuncRelu:  requantize = (y < zp) ? zp : y;
+      FuncClamp: requantize = (y_lo > hi) ? hi : y_lo;
+      FuncIdentity, FuncLut: requantize = y;  // the LUT is applied by the caller
+      default:   requantize = y;
     endcase
   endfunction
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host-visible control/status registers behind an AXI4-Lite slave, and the performance
 // counters. Register map: docs/architecture.md.
 module tpu_regs #(
@@ -35,8 +36,8 @@ module tpu_regs #(
   output logic        soft_reset_o,
   output logic [31:0] cmd_addr_o,
   output logic [31:0] cmd_count_o,
-  output logic [31:0] win_base_o [Windows],
-  output logic [31:0] win_size_o [Windows],
+  output logic [32*Windows-1:0] win_base_o,   // window i in [32i +: 32]
+  output logic [32*Windows-1:0] win_size_o,
   output logic        irq_o,
   // From the core.
   input  logic        busy_i,
@@ -45,7 +46,7 @@ module tpu_regs #(
   input  logic [3:0]  err_code_i,
   input  logic [31:0] err_pc_i,
   input  logic [31:0] pc_i,
-  input  logic [31:0] count_inc_i [Counters]
+  input  logic [32*Counters-1:0] count_inc_i  // counter i in [32i +: 32]
 );
   localparam logic [31:0] IdValue = 32'h5450_5531;  // "TPU1"
   localparam int unsigned CIdxW   = $clog2(Counters);
@@ -82,8 +83,12 @@ module tpu_regs #(
   assign soft_reset_o = soft_reset_q;
   assign cmd_addr_o   = cmd_addr_q;
   assign cmd_count_o  = cmd_count_q;
-  assign win_base_o   = win_base_q;
-  assign win_size_o   = win_size_q;
+  always_comb begin
+    for (int i = 0; i < 32'(Windows); i++) begin
+      win_base_o[32*i +: 32] = win_base_q[i];
+      win_size_o[32*i +: 32] = win_size_q[i];
+    end
+  end
   assign irq_o        = |(irq_status_q & irq_enable_q);
 
   function automatic logic [31:0] read_value(input logic [11:0] a, output logic ok);
@@ -134,18 +139,18 @@ module tpu_regs #(
       irq_enable_q <= 2'b11;
       cmd_addr_q   <= '0;
       cmd_count_q  <= '0;
-      for (int i = 0; i < int'(Windows); i++) begin
+      for (int i = 0; i < 32'(Windows); i++) begin
         win_base_q[i] <= '0;
         win_size_q[i] <= '0;
       end
-      for (int i = 0; i < int'(Counters); i++) counter_q[i] <= '0;
+      for (int i = 0; i < 32'(Counters); i++) counter_q[i] <= '0;
     end else begin
       start_q      <= 1'b0;
       soft_reset_q <= 1'b0;
 
       // Core events.
       if (busy_i) begin
-        for (int i = 0; i < int'(Counters); i++) counter_q[i] <= counter_q[i] + 64'(count_inc_i[i]);
+        for (int i = 0; i < 32'(Counters); i++) counter_q[i] <= counter_q[i] + 64'(count_inc_i[32*i +: 32]);
       end
       if (done_i) begin
         st_done_q       <= 1'b1;
@@ -185,7 +190,7 @@ module tpu_regs #(
                 st_error_q <= 1'b0;
                 err_code_q <= '0;
                 err_pc_q   <= '0;
-                for (int i = 0; i < int'(Counters); i++) counter_q[i] <= '0;
+                for (int i = 0; i < 32'(Counters); i++) counter_q[i] <= '0;
               end
             end
             12'h030: irq_status_q <= irq_status_q & ~wdata_i[1:0];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Requantizer for one column: int32 accumulator -> bias -> fixed-point scale -> zero point ->
 // saturate -> function (identity, ReLU, clamp). Combinational wrapper around
 // tpu_pkg::requantize, the function the activation unit calls, so the block test checks
@@ -13,9 +14,8 @@ module tpu_requant (
   input  logic               out_unsigned_i,
   output logic signed [8:0]  y_o          // in -128..127 or 0..255
 );
-  import tpu_pkg::*;
 
-  assign y_o = requantize(acc_i, bias_i, mult_i, misc_i, func_i, out_unsigned_i);
+  assign y_o = tpu_pkg::requantize(acc_i, bias_i, mult_i, misc_i, func_i, out_unsigned_i);
 
   // misc bits 7:6 are reserved and ignored (docs/isa.md).
   logic unused_misc;

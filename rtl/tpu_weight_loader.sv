@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight FIFO and the loader that moves tiles from it into the MXU's double buffer.
 //
 // The weight DMA pushes tile rows (host order, row 0 first). Once a whole tile is in the
@@ -5,6 +6,8 @@
 // commits it into a free buffer. A buffer is free when it is neither loaded nor active and the
 // last row that used it was fed at least N cycles ago (the MXU's commit rule). The matmul
 // feeder switches to the oldest loaded buffer with `switch_i`.
+`include "tpu_assert.svh"
+
 module tpu_weight_loader #(
   parameter int unsigned N          = 16,
   parameter int unsigned WFifoTiles = 4
@@ -14,11 +17,11 @@ module tpu_weight_loader #(
   input  logic       clear_i,          // drop every tile (START / soft reset)
   // Row push from the weight DMA.
   input  logic       push_i,
-  input  logic [7:0] push_row_i [N],
+  input  logic [8*N-1:0] push_row_i,
   output logic [$clog2(WFifoTiles*N+1)-1:0] free_rows_o,
   // To the MXU.
   output logic       w_shift_o,
-  output logic [7:0] w_row_o [N],
+  output logic [8*N-1:0] w_row_o,
   output logic       w_commit_o,
   output logic       w_buf_o,
   // To the matmul feeder.
@@ -38,7 +41,7 @@ module tpu_weight_loader #(
 
   typedef enum logic [1:0] {BufEmpty, BufLoaded, BufActive} buf_state_e;
 
-  logic [7:0]         fifo_q [FifoRows][N];
+  logic [8*N-1:0]     fifo_q [FifoRows];
   logic [RowIdxW-1:0] wr_row_q;      // next row written
   logic [RowIdxW-1:0] rd_base_q;     // first row of the oldest tile
   logic [CntW-1:0]    used_rows_q;   // rows held, including the tile being shifted
@@ -58,9 +61,9 @@ module tpu_weight_loader #(
 
   function automatic logic [RowIdxW-1:0] wrap_add(logic [RowIdxW-1:0] a, int unsigned b);
     int unsigned s;
-    s = int'(a) + b;
+    s = 32'(a) + b;
     if (s >= FifoRows) s -= FifoRows;
-    return RowIdxW'(s);
+    wrap_add = RowIdxW'(s);
   endfunction
 
   // A free buffer for the tile in the shift registers; buffer 0 first.
@@ -86,14 +89,12 @@ module tpu_weight_loader #(
   assign sh_row      = start_shift ? '0 : sh_cnt_q;
   assign shift_done  = (start_shift || sh_active_q) && (sh_row == ShW'(N - 1));
   // Bottom tile row first: the first row shifted in ends up in the last array row.
-  assign rd_row      = wrap_add(rd_base_q, N - 1 - int'(sh_row));
+  assign rd_row      = wrap_add(rd_base_q, N - 1 - 32'(sh_row));
 
   assign w_shift_o  = start_shift || sh_active_q;
   assign w_commit_o = commit_ok;
   assign w_buf_o    = commit_buf;
-  always_comb begin
-    for (int c = 0; c < int'(N); c++) w_row_o[c] = fifo_q[rd_row][c];
-  end
+  assign w_row_o = fifo_q[rd_row];
 
   always_comb begin
     next_valid_o = 1'b0;
@@ -196,5 +197,18 @@ module tpu_weight_loader #(
       full_rows_q <= full_next;
     end
   end
+
+  // FIFO bounds: never pushed when full, counts within the FIFO, buffer states legal.
+  `TPU_ASSERT_NEVER(WFifoOverflow, push_i && used_rows_q == CntW'(FifoRows))
+  `TPU_ASSERT(WFifoUsedBound, used_rows_q <= CntW'(FifoRows) && full_rows_q <= used_rows_q)
+`ifndef SYNTHESIS
+  buf_state_e st0, st1;  // (Verilator 5.006 cannot select unpacked arrays in properties)
+  assign st0 = state_q[0];
+  assign st1 = state_q[1];
+  `TPU_ASSERT(WBufStateLegal, st0 != 2'd3 && st1 != 2'd3)
+  `TPU_ASSERT_NEVER(WBothActive, st0 == BufActive && st1 == BufActive)
+  `TPU_ASSERT_IMPLIES(WCommitFree, commit_ok, (commit_buf ? st1 : st0) == BufEmpty)
+`endif
+  `TPU_ASSERT_IMPLIES(WSwitchHasTile, switch_i, next_valid_o)
 
 endmodule

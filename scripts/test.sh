@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole default test suite (everything not labelled `slow`).
+# Sets up, builds and runs the whole default test suite (everything not labelled `slow`), then
+# the synthesis test (label `synth`).
 # Pass ctest arguments to narrow it, e.g. ./scripts/test.sh -L rtl
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -8,3 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_BUILD_DIR:-$root/build}"
 cd "$build"
 ctest --output-on-failure -j "${TPU_JOBS:-$(nproc)}" -LE slow "$@"
+# The whole suite (no narrowing arguments) also synthesizes the core (label `synth`, slow).
+if [ $# -eq 0 ]; then
+  ctest --output-on-failure -L synth
+fi

@@ -672,5 +672,36 @@ TEST(IsaCheck, MessagesSayWhatWhereAndWhatWasExpected) {
   EXPECT_EQ(why, "matmul: inner = 0, outer = 1 (both must be >= 1)");
 }
 
+// The command buffer rule (docs/isa.md write_host): a write_host overlapping
+// [addr, addr + 16*count) is ERR_HOST_RANGE, one just outside it is not, and lower codes win.
+TEST(IsaCheck, WriteHostIntoCommandBuffer) {
+  const ChipParams p;  // N = 16
+  const CommandBuffer cmd{0x10000, 8};
+  std::string why;
+  EXPECT_EQ(check(WriteHost{0, 1, 0x10000}, p, DmaWindows{}, cmd, &why), ErrorCode::ERR_HOST_RANGE);
+  EXPECT_NE(why.find("overlap the command buffer"), std::string::npos) << why;
+  EXPECT_EQ(check(WriteHost{0, 1, 0x10070}, p, DmaWindows{}, cmd), ErrorCode::ERR_HOST_RANGE);
+  EXPECT_EQ(check(WriteHost{0, 2, 0xFFF0}, p, DmaWindows{}, cmd), ErrorCode::ERR_HOST_RANGE);
+  EXPECT_EQ(check(WriteHost{0, 1, 0xFFF0}, p, DmaWindows{}, cmd), ErrorCode::ERR_NONE);
+  EXPECT_EQ(check(WriteHost{0, 1, 0x10080}, p, DmaWindows{}, cmd), ErrorCode::ERR_NONE);
+  EXPECT_EQ(check(WriteHost{0, 1, 0x10000}, p, DmaWindows{}, CommandBuffer{}), ErrorCode::ERR_NONE);
+  // Reads of the command buffer are allowed; a lower code wins over the overlap.
+  EXPECT_EQ(check(ReadHost{HostDest::Ub, 0, 1, 0x10000}, p, DmaWindows{}, cmd), ErrorCode::ERR_NONE);
+  EXPECT_EQ(check(WriteHost{0, 1, 0x10004}, p, DmaWindows{}, cmd), ErrorCode::ERR_ALIGN);
+  EXPECT_EQ(check(WriteHost{p.ub_rows, 1, 0x10000}, p, DmaWindows{}, cmd), ErrorCode::ERR_UB_RANGE);
+}
+
+// The chip's decoder computes activate's (H - pool_k) / pool_s without a divider
+// (rtl/tpu_ctrl.sv div_stride): x * ceil(2^16 / d) >> 16. The same table, checked for every
+// 12-bit dividend and every 4-bit divisor.
+TEST(IsaCheck, PoolingDivisionByReciprocalIsExact) {
+  const uint32_t table[16] = {0,    65536, 32768, 21846, 16384, 13108, 10923, 9363,
+                              8192, 7282,  6554,  5958,  5462,  5042,  4682,  4370};
+  for (uint32_t d = 1; d < 16; ++d) {
+    EXPECT_EQ(table[d], (65536 + d - 1) / d);
+    for (uint32_t x = 0; x < 4096; ++x) ASSERT_EQ((x * table[d]) >> 16, x / d) << x << " / " << d;
+  }
+}
+
 }  // namespace
 }  // namespace tpu

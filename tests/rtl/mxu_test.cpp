@@ -8,6 +8,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "Vtpu_mxu.h"
@@ -16,6 +17,34 @@
 namespace {
 
 constexpr int N = TPU_TEST_N;
+
+// The MXU's data ports are flat vectors (element i in bits [w*i +: w]); Verilator gives them as
+// an integer (up to 64 bits) or a VlWide. Field access for both.
+template <typename T>
+void set_field(T& port, unsigned lsb, unsigned width, uint32_t value) {
+  for (unsigned b = 0; b < width; ++b) {
+    unsigned bit = lsb + b;
+    bool v = (value >> b) & 1u;
+    if constexpr (std::is_integral_v<T>) {
+      port = v ? T(port | (T(1) << bit)) : T(port & ~(T(1) << bit));
+    } else {
+      if (v) port[bit / 32] |= (1u << (bit % 32));
+      else   port[bit / 32] &= ~(1u << (bit % 32));
+    }
+  }
+}
+template <typename T>
+uint32_t get_field(const T& port, unsigned lsb, unsigned width) {
+  uint32_t r = 0;
+  for (unsigned b = 0; b < width; ++b) {
+    unsigned bit = lsb + b;
+    uint32_t v;
+    if constexpr (std::is_integral_v<T>) v = uint32_t((uint64_t(port) >> bit) & 1u);
+    else v = (port[bit / 32] >> (bit % 32)) & 1u;
+    r |= v << b;
+  }
+  return r;
+}
 using Tile = std::vector<uint8_t>;  // N*N, [k*N + n]
 
 struct Row {
@@ -44,8 +73,8 @@ class MxuHarness {
     m_->w_shift_i = 0;
     m_->w_commit_i = 0;
     for (int i = 0; i < N; ++i) {
-      m_->in_data_i[i] = 0;
-      m_->w_row_i[i] = 0;
+      set_field(m_->in_data_i, 9 * i, 9, 0);
+      set_field(m_->w_row_i, 8 * i, 8, 0);
     }
   }
 
@@ -55,7 +84,7 @@ class MxuHarness {
     m_->eval();
     if (m_->out_valid_o) {
       std::vector<int32_t> sums(N);
-      for (int c = 0; c < N; ++c) sums[c] = static_cast<int32_t>(m_->out_sum_o[c]);
+      for (int c = 0; c < N; ++c) sums[c] = static_cast<int32_t>(get_field(m_->out_sum_o, 32 * c, 32));
       results.push_back({m_->out_tag_o, sums});
     }
     m_->clk_i = 1;
@@ -123,7 +152,7 @@ void run_schedule(std::mt19937& rng, const std::vector<int>& rows_per_tile, bool
       if (load_step == -1) load_step = 0;
       if (load_step >= 0 && load_step < N) {
         h.m_->w_shift_i = 1;
-        for (int c = 0; c < N; ++c) h.m_->w_row_i[c] = w[next_load][(N - 1 - load_step) * N + c];
+        for (int c = 0; c < N; ++c) set_field(h.m_->w_row_i, 8 * c, 8, w[next_load][(N - 1 - load_step) * N + c]);
         ++load_step;
       } else if (load_step == N && !buf_loaded[b] && active_buf != b &&
                  now >= last_use[b] + (N - 1) + 1) {
@@ -160,7 +189,7 @@ void run_schedule(std::mt19937& rng, const std::vector<int>& rows_per_tile, bool
         r.a[k] = r.a_unsigned ? int(raw) : int(int8_t(raw));
       }
       h.m_->in_valid_i = 1;
-      for (int k = 0; k < N; ++k) h.m_->in_data_i[k] = uint16_t(r.a[k]) & 0x1ff;
+      for (int k = 0; k < N; ++k) set_field(h.m_->in_data_i, 9 * k, 9, uint16_t(r.a[k]) & 0x1ff);
       h.m_->in_wbuf_i = r.buf;
       h.m_->in_wuns_i = r.w_unsigned;
       h.m_->in_tag_i = r.tag;

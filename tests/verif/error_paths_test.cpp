@@ -343,6 +343,28 @@ TEST(ErrorPaths, CommandBufferOverrun) {
   expect_chip_still_works();
 }
 
+// A write_host into its own command buffer (issue 10: the chip finished, the model ran the
+// overwritten instruction) is a static ERR_HOST_RANGE on both: an earlier instruction, the
+// write_host itself, the next one, one far ahead, and a range that only touches the buffer's
+// last byte; a write just past the buffer is fine.
+TEST(ErrorPaths, WriteHostIntoCommandBuffer) {
+  std::vector<Instruction> prog(12, Nop{});
+  prog.back() = Halt{};
+  for (uint32_t target : {0u, 3u, 4u, 5u, 10u, 11u}) {
+    SCOPED_TRACE("target instruction " + std::to_string(target));
+    std::vector<Instruction> p = prog;
+    p[4] = WriteHost{0, 1, kCmdBase + 16 * target};
+    expect_both(p, ErrorCode::ERR_HOST_RANGE, 4);
+  }
+  // Starts below the buffer and ends inside it.
+  std::vector<Instruction> p = prog;
+  p[2] = WriteHost{0, 16 / N + 1, kCmdBase - 16};  // 16 + N bytes: one row into the buffer
+  expect_both(p, ErrorCode::ERR_HOST_RANGE, 2);
+  p[2] = WriteHost{0, 1, kCmdBase + 16 * uint32_t(prog.size())};  // just past it: allowed
+  expect_both(p, ErrorCode::ERR_NONE, 0);
+  expect_chip_still_works();
+}
+
 // A program that does not finish within the run's cycle budget: Chip::run returns
 // kCycleLimit (the driver turns that into a timeout), and a soft reset recovers.
 TEST(ErrorPaths, RunThatDoesNotFinishInTime) {
@@ -574,6 +596,76 @@ TEST(ChipCorners, LongCommandBuffer) {
 
 // The largest shapes: a matmul over the whole ACC (long inner / outer loops, large strides)
 // and activates over the whole ACC with the largest pooling windows, at the top of the UB.
+// Bursts of short matmuls past the controller's in-flight matmul table (4 entries) and past
+// the MXU pipeline, each followed by an activate that depends only on the oldest matmul of
+// the burst: it must wait for that matmul's row, however many younger ones are in flight
+// (a controller that issues past a full table loses the oldest footprint and the activate
+// reads a stale accumulator row).
+TEST(ChipCorners, MatmulBurstPastTableDepthThenDependentActivate) {
+  const Memory mem = {{kDataBase, pattern(kDataSize, 41)}};
+  for (uint32_t burst = 1; burst <= 12; ++burst) {
+    SCOPED_TRACE("burst of " + std::to_string(burst) + " matmuls");
+    std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 64, kDataBase},
+                                     ReadHost{HostDest::Param, 0, 12, kDataBase + 0x1000},
+                                     ReadWeights{2, kDataBase + 0x2000}};
+    // Old accumulator contents, then wait for them: the burst overwrites them.
+    Matmul init;
+    init.switch_weights = true;
+    init.inner = 16;
+    init.ub_addr = 32;
+    prog.push_back(init);
+    prog.push_back(Sync{});
+    for (uint32_t i = 0; i < burst; ++i) {
+      Matmul m;
+      m.switch_weights = i == 0;  // the second tile: different products than `init`
+      m.ub_addr = i;
+      m.acc_addr = uint16_t(i);
+      prog.push_back(m);
+    }
+    Activate act;  // reads ACC row 0 only: the oldest matmul of the burst
+    act.func = ActFunc::Identity;
+    act.width = 1;
+    act.height = 1;
+    act.ub_addr = 100;
+    prog.push_back(act);
+    prog.push_back(WriteHost{100, 1, kOutBase});
+    prog.push_back(Halt{});
+    expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
+  }
+}
+
+// Max-pooling with window != stride, both ways, and windows that leave pixels over at the
+// right and bottom edges (directed: the random programs reach these only now and then).
+TEST(ChipCorners, PoolingWindowDifferentFromStride) {
+  const Memory mem = {{kDataBase, pattern(kDataSize, 53)}};
+  struct Shape { uint16_t w, h; uint8_t k, s; };
+  for (const Shape sh : {Shape{7, 7, 3, 2}, Shape{8, 8, 2, 3}, Shape{9, 5, 4, 1},
+                         Shape{5, 9, 1, 3}, Shape{15, 15, 5, 7}, Shape{6, 4, 3, 4}}) {
+    SCOPED_TRACE("W=" + std::to_string(sh.w) + " H=" + std::to_string(sh.h) +
+                 " k=" + std::to_string(sh.k) + " s=" + std::to_string(sh.s));
+    const uint32_t pixels = uint32_t(sh.w) * sh.h;
+    std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, pixels, kDataBase},
+                                     ReadHost{HostDest::Param, 0, 12, kDataBase + 0x4000},
+                                     ReadWeights{1, kDataBase + 0x6000}};
+    Matmul m;
+    m.switch_weights = true;
+    m.inner = uint16_t(pixels);
+    prog.push_back(m);
+    Activate act;
+    act.func = ActFunc::Relu;
+    act.width = sh.w;
+    act.height = sh.h;
+    act.pool_k = sh.k;
+    act.pool_s = sh.s;
+    act.ub_addr = 512;
+    act.ub_stride = 16;
+    prog.push_back(act);
+    prog.push_back(WriteHost{512, 256, kOutBase});
+    prog.push_back(Halt{});
+    expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
+  }
+}
+
 TEST(ChipCorners, LargestShapes) {
   const ChipParams& p = params();
   const Memory mem = {{kDataBase, pattern(kDataSize, 29)}};

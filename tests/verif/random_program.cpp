@@ -365,7 +365,7 @@ class Generator {
   void emit_static_fault() {
     const ChipParams& p = tc_.params;
     auto& prog = tc_.program;
-    const uint64_t k = rng_.pick(0, 15);
+    const uint64_t k = rng_.pick(0, 16);
     Instruction bad;
     switch (k) {
       case 0: {  // unknown opcode
@@ -553,6 +553,14 @@ class Generator {
         bad = ReadWeights{room + uint32_t(rng_.pick(1, 3)), host_in(n_ * n_)};
         if (rng_.chance(0.2)) bad = ReadWeights{uint32_t(rng_.pick(room + 1, (1u << 24) - 1)), host_in(n_ * n_)};
         tc_.fault = "weight overflow";
+        break;
+      }
+      case 15: {  // a write_host into the command buffer: an earlier instruction, itself or
+                  // the next one (ERR_HOST_RANGE, docs/isa.md)
+        const uint32_t at = uint32_t(rng_.pick(0, prog.size() + 1));
+        const uint32_t rows = uint32_t(rng_.pick(1, 3));
+        bad = WriteHost{tc_.ub_base, rows, kCmdBase + 16 * at};
+        tc_.fault = "write_host into the command buffer";
         break;
       }
       default: {  // several faults in one instruction: the lowest code wins

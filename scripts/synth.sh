@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Synthesizes tpu_core with Yosys (Debian's 0.23) and writes a report: cells by type,
+# flip-flops, memories (kept as memories), LUT/FF/DSP/BRAM for the FPGA targets, and a
+# logic-depth estimate (Yosys `ltp`: the longest path in cells between flip-flops/ports, after
+# technology mapping) as a frequency proxy. docs/synthesis.md explains the figures.
+#
+#   scripts/synth.sh [--n N] [--target generic|xilinx|ice40|ecp5] [--param NAME=VALUE]...
+#                    [--out DIR] [--jobs J]
+#
+# Fails (exit 1) when the design has latches, combinational loops, multiple drivers, or when
+# Yosys reports a construct it did not elaborate faithfully (implicitly declared identifiers,
+# out-of-bounds selects set to undef): Yosys 0.23 reads only part of SystemVerilog, and some of
+# what it does not understand it turns into x silently. Output: DIR/report.md (default
+# build-synth/n<N>-<target>/), the Yosys log and the statistics as JSON.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n=4
+target=generic
+out=""
+params=()
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+  case "$1" in
+    --n) n="$2"; shift 2 ;;
+    --target) target="$2"; shift 2 ;;
+    --param) params+=("$2"); shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "synth.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+case "$target" in generic|xilinx|ice40|ecp5) ;; *)
+  echo "synth.sh: --target must be generic, xilinx, ice40 or ecp5 (got '$target')" >&2; exit 2 ;;
+esac
+[[ "$n" =~ ^[0-9]+$ ]] || { echo "synth.sh: --n must be a number (got '$n')" >&2; exit 2; }
+command -v yosys >/dev/null || { echo "synth.sh: yosys not found (scripts/setup.sh installs it)" >&2; exit 1; }
+
+out="${out:-$root/build-synth/n$n-$target}"
+mkdir -p "$out"
+log="$out/yosys.log"
+
+sources=("$root/rtl/tpu_pkg.sv")
+for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
+
+chparams="-chparam N $n"
+for p in "${params[@]}"; do
+  [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
+  chparams+=" -chparam ${p%%=*} ${p#*=}"
+done
+
+# Front end common to all targets: elaborate, check the structure, then map.
+script="$out/synth.ys"
+{
+  echo "read_verilog -sv -DSYNTHESIS -I$root/rtl ${sources[*]}"
+  echo "hierarchy -check -top tpu_core $chparams"
+  echo "proc"
+  echo "flatten"
+  echo "opt_clean"
+  echo "tee -o $out/latches.txt select -list t:\$dlatch t:\$adlatch t:\$dlatchsr t:\$_DLATCH*"
+  echo "check -assert"
+  case "$target" in
+    generic)
+      # Memories stay memories ($mem_v2 cells); everything else is mapped to Yosys' internal
+      # gate library, then ABC.
+      echo "opt -fast"
+      echo "wreduce"
+      echo "alumacc"
+      echo "opt -fast"
+      echo "memory -nomap"
+      echo "opt -fast"
+      echo "techmap"
+      echo "opt -fast"
+      echo "abc -fast"
+      echo "opt_clean"
+      ;;
+    xilinx) echo "synth_xilinx -top tpu_core -family xc7" ;;
+    ice40)  echo "synth_ice40 -top tpu_core -dsp" ;;
+    ecp5)   echo "synth_ecp5 -top tpu_core" ;;
+  esac
+  echo "check -assert"
+  echo "tee -o $out/stat.txt stat -width"
+  echo "tee -o $out/memories.txt dump t:\$mem_v2"
+  echo "tee -o $out/ltp.txt ltp -noff"
+} > "$script"
+
+start=$(date +%s)
+set +e
+yosys -l "$log" -q -s "$script" > /dev/null 2>&1
+rc=$?
+set -e
+seconds=$(( $(date +%s) - start ))
+if ((rc != 0)); then
+  echo "synth.sh: yosys failed (exit $rc), see $log:" >&2
+  grep -E "ERROR|Error|error" "$log" | head -20 >&2
+  exit 1
+fi
+
+python3 "$root/scripts/synth_report.py" --n "$n" --target "$target" --dir "$out" \
+  --seconds "$seconds" --params "${params[*]:-}"
