@@ -337,8 +337,16 @@ RunStats Device::run(const std::vector<Instruction>& program, uint64_t max_cycle
   RunOutcome o = try_run(program, max_cycles);
   switch (o.status) {
     case RunOutcome::Status::Done: return o.stats;
-    case RunOutcome::Status::Error: throw ChipError(o.error, o.pc, o.message);
-    case RunOutcome::Status::Timeout: throw TimeoutError(max_cycles, o.message);
+    case RunOutcome::Status::Error: {
+      ChipError e(o.error, o.pc, o.message);
+      e.set_stats(o.stats);
+      throw e;
+    }
+    case RunOutcome::Status::Timeout: {
+      TimeoutError e(max_cycles, o.message);
+      e.set_stats(o.stats);
+      throw e;
+    }
   }
   return o.stats;
 }

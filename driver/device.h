@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -104,6 +105,13 @@ const char* to_string(RunOutcome::Status s);  // "done", "error", "timeout"
 class DeviceError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The run's statistics up to where it stopped (cycles and counters of a chip that faulted or
+  // timed out), when the error comes from a run.
+  const RunStats* stats() const { return stats_ ? &*stats_ : nullptr; }
+  void set_stats(const RunStats& s) { stats_ = s; }
+
+ private:
+  std::optional<RunStats> stats_;
 };
 
 // The chip stopped with STATUS.error. what() is one line:

@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   for (const std::string& a : args) json = json || a == "--json";
   tpusim::install_interrupt_handlers(name, json);
   tpusim::set_activity("starting (reading the arguments and inputs)");
-  auto fail = [&](int code, const std::string& status, const std::string& message, const tpu::ChipError* chip) {
+  auto fail = [&](int code, const std::string& status, const std::string& message, const tpu::ChipError* chip,
+                  const tpu::RunStats* stats = nullptr) {
     std::fprintf(stderr, "tpusim %s: error: %s%s\n", name.c_str(), message.c_str(),
                  code == 2 ? (" (see tpusim " + name + " --help)").c_str() : "");
     if (json) {
@@ -85,8 +86,12 @@ int main(int argc, char** argv) {
       j.add("status", status);
       j.add("exit_code", code);
       j.add("error", e);
-      j.add_null("cycles");
-      j.add_null("counters");
+      if (stats) {  // how far the chip got before it faulted or timed out
+        tpusim::add_run_stats(j, *stats);
+      } else {
+        j.add_null("cycles");
+        j.add_null("counters");
+      }
       std::fflush(stdout);
       std::cout << j.str() << "\n";
     }
@@ -100,9 +105,9 @@ int main(int argc, char** argv) {
     return fail(1, "timeout",
                 one_line(e.what()) + " (the limit is --max-cycles " + std::to_string(e.max_cycles()) +
                     "; raise it with --max-cycles N)",
-                nullptr);
+                nullptr, e.stats());
   } catch (const tpu::ChipError& e) {
-    return fail(1, "error", one_line(e.what()), &e);
+    return fail(1, "error", one_line(e.what()), &e, e.stats());
   } catch (const std::exception& e) {
     return fail(1, "error", one_line(e.what()), nullptr);
   } catch (...) {
