@@ -50,15 +50,32 @@ std::string TensorSpec::shape_str() const {
 std::string TensorSpec::type_str() const { return onnx_type ? onnx_type_name(onnx_type) : "(type not declared)"; }
 std::string TensorSpec::describe() const { return type_str() + " " + shape_str(); }
 
-GraphSignature read_graph_signature(const std::string& path) {
+namespace {
+
+std::string read_model_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
   std::ostringstream b;
   b << f.rdbuf();
+  return b.str();
+}
+
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
   onnx::ModelProto m;
-  if (!m.ParseFromString(b.str()))
-    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(b.str().size()) +
+  if (!m.ParseFromString(bytes))
+    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(bytes.size()) +
                 " bytes)");
+  return m;
+}
+
+}  // namespace
+
+GraphSignature read_graph_signature(const std::string& path) {
+  return graph_signature_of_bytes(read_model_file(path), path);
+}
+
+GraphSignature graph_signature_of_bytes(const std::string& bytes, const std::string& path) {
+  const onnx::ModelProto m = parse_model(bytes, path);
   GraphSignature sig;
   const auto& g = m.graph();
   std::vector<std::string> inits;
@@ -155,9 +172,61 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
   return c;
 }
 
-TensorModel::TensorModel(const std::string& path) : path_(path), net_(load_onnx(path)), sig_(read_graph_signature(path)) {
-  if (sig_.inputs.size() != 1)
-    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs; one image input is supported");
+std::string fold_inputs_as_constants(const std::string& bytes, const std::map<std::string, Tensor>& constants,
+                                     const std::string& path) {
+  onnx::ModelProto m = parse_model(bytes, path);
+  const GraphSignature sig = graph_signature_of_bytes(bytes, path);
+  auto* g = m.mutable_graph();
+  for (const auto& kv : constants) {
+    const auto spec = std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const TensorSpec& s) { return s.name == kv.first; });
+    if (spec == sig.inputs.end())
+      throw Error(path + ": cannot fold input '" + kv.first + "' as a constant: the graph has no such input");
+    const Tensor& t = kv.second;
+    DType want;
+    if (spec->onnx_type && (!dtype_from_onnx(spec->onnx_type, &want) || want != t.dtype))
+      throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
+                  t.describe());
+    if (spec->has_shape) {
+      bool ok = spec->dims.size() == t.shape.size();
+      for (size_t i = 0; ok && i < t.shape.size(); ++i) ok = spec->dims[i] < 0 || spec->dims[i] == t.shape[i];
+      if (!ok)
+        throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
+                    t.describe());
+    }
+    Tensor named = t;
+    named.name = kv.first;
+    onnx::TensorProto tp;
+    if (!tp.ParseFromString(serialize_tensor_proto(named)))
+      throw Error(path + ": input '" + kv.first + "': cannot make an initializer of " + t.describe());
+    // Old IRs list initializers among the inputs too: replace any initializer of that name.
+    auto* inits = g->mutable_initializer();
+    for (int i = inits->size(); i-- > 0;)
+      if (inits->Get(i).name() == kv.first) inits->DeleteSubrange(i, 1);
+    *g->add_initializer() = tp;
+    auto* ins = g->mutable_input();
+    for (int i = ins->size(); i-- > 0;)
+      if (ins->Get(i).name() == kv.first) ins->DeleteSubrange(i, 1);
+  }
+  std::string out;
+  if (!m.SerializeToString(&out)) throw Error(path + ": cannot serialize the model with folded inputs");
+  return out;
+}
+
+TensorModel::TensorModel(const std::string& path) : TensorModel(path, {}) {}
+
+TensorModel::TensorModel(const std::string& path, const std::map<std::string, Tensor>& constants)
+    : path_(path), constants_(constants) {
+  const std::string bytes = constants.empty() ? read_model_file(path)
+                                              : fold_inputs_as_constants(read_model_file(path), constants, path);
+  sig_ = graph_signature_of_bytes(bytes, path);
+  if (sig_.inputs.size() != 1) {
+    std::string names;
+    for (const auto& s : sig_.inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
+    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs (" + names +
+                "); one image input is supported (the values of inputs that are parameters can be given: they are "
+                "folded as constants)");
+  }
+  net_ = import_onnx_bytes(bytes, path);
   if (sig_.inputs[0].name != net_.input_name)
     throw Error(path + ": the graph input '" + sig_.inputs[0].name + "' is not the network's input '" + net_.input_name +
                 "'");

@@ -38,6 +38,18 @@ struct GraphSignature {
 };
 
 GraphSignature read_graph_signature(const std::string& model_path);
+// The same from a serialized ModelProto; `name` is used in messages.
+GraphSignature graph_signature_of_bytes(const std::string& model_bytes, const std::string& name);
+
+// Graph inputs that are really parameters (ONNX node tests pass weights, biases, scales and zero
+// points as graph inputs, not initializers): rewrites the serialized ModelProto so that every
+// graph input named in `constants` becomes an initializer holding the given tensor (and is no
+// longer a graph input), before the graph is imported. The tensor's dtype must be the input's
+// declared one and its shape the declared one (where declared). Throws Error naming the input
+// for a name that is not a graph input or a tensor that does not match; `name` is used in
+// messages. Returns the new serialized model.
+std::string fold_inputs_as_constants(const std::string& model_bytes, const std::map<std::string, Tensor>& constants,
+                                     const std::string& name);
 
 // Checks a tensor given for graph input `spec`: the dtype, the rank, and every dimension but
 // the first (the batch: any number of images runs). Returns the batch. Throws Error naming
@@ -76,10 +88,14 @@ class TensorModel {
  public:
   // load_onnx and the graph signature. Throws Error for what the pipeline does not take.
   explicit TensorModel(const std::string& path);
+  // The same with graph inputs folded as constants first (fold_inputs_as_constants): the graph
+  // left has one (image) input.
+  TensorModel(const std::string& path, const std::map<std::string, Tensor>& constants);
 
   const std::string& path() const { return path_; }
   const Network& network() const { return net_; }
-  const GraphSignature& signature() const { return sig_; }
+  const GraphSignature& signature() const { return sig_; }  // after folding: the inputs left
+  const std::map<std::string, Tensor>& constants() const { return constants_; }  // the folded inputs
   const TensorSpec& input_spec() const;   // the image input
   const TensorSpec& output_spec() const;  // the graph output the chain ends in
   bool needs_calibration() const;         // a float model (not fully quantized in the file)
@@ -125,6 +141,7 @@ class TensorModel {
   std::string path_;
   Network net_;
   GraphSignature sig_;
+  std::map<std::string, Tensor> constants_;
   QuantNetwork q_;
   bool quantized_ = false;
 };
