@@ -259,7 +259,16 @@ std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::
   if (per != net_.input.size())
     throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() + ", " + std::to_string(per) +
                 " values per image; the network takes " + net_.input.str() + " = " + std::to_string(net_.input.size()));
-  const std::vector<float> all = t.to_float();
+  std::vector<float> all = t.to_float();
+  if (!dtype_is_float(t.dtype)) {
+    // An already quantized (uint8 / int8) input: its float values, which quantize back to the
+    // same integers on the way in.
+    if (!net_.input_quant)
+      throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() +
+                  " but the network does not say how it is quantized");
+    const TensorQuant& iq = *net_.input_quant;
+    for (float& v : all) v = float(double(iq.scale) * (double(v) - iq.zero_point));
+  }
   std::vector<std::vector<float>> out;
   for (int64_t b = 0; b < batch; ++b) out.emplace_back(all.begin() + b * per, all.begin() + (b + 1) * per);
   return out;
