@@ -77,7 +77,7 @@ for n in "${tests[@]}"; do
     echo "missing" >"$work/$n.rc"; continue
   fi
   set +e
-  timeout 600 "$tpusim" run-onnx --test-dir "$d" --backend "$backend" --json >"$work/$n.json" 2>"$work/$n.err"
+  timeout 600 "$tpusim" run-onnx --test-dir "$d" --backend "$backend" --tolerance-rule propagated --json >"$work/$n.json" 2>"$work/$n.err"
   echo $? >"$work/$n.rc"
   set -e
   printf '.' >&2

@@ -114,6 +114,53 @@ double float_tolerance(const TensorQuant& q, double steps, const std::string& ho
   return t;
 }
 
+double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
+  auto x_max = [](const TensorQuant& t) {
+    return double(t.scale) * std::max(std::abs(t.qmin() - t.zero_point), std::abs(t.qmax() - t.zero_point));
+  };
+  const double e_input = exact_input ? 0.0 : double(q.input_q.scale) / 2;
+  std::vector<double> e(q.layers.size(), 0.0);
+  for (size_t li = 0; li < q.layers.size(); ++li) {
+    const QLayer& l = q.layers[li];
+    std::vector<double> ins;
+    for (int p : l.inputs) ins.push_back(p >= 0 && size_t(p) < li ? e[size_t(p)] : e_input);
+    const double e_in = ins.empty() ? e_input : *std::max_element(ins.begin(), ins.end());
+    double lin = e_in;
+    if (l.kind == LayerKind::Add) {
+      lin = 0;
+      for (double v : ins) lin += v;
+    } else if (l.kind == LayerKind::Conv || l.kind == LayerKind::Dense) {
+      double xm = x_max(l.in_q);
+      for (const auto& t : l.in_qs) xm = std::max(xm, x_max(t));
+      const int cout = l.cout();
+      const size_t k = cout > 0 ? l.weight.size() / size_t(cout) : 0;
+      lin = 0;
+      for (int oc = 0; oc < cout; ++oc) {
+        const double ws = l.weight_scale.empty() ? 1.0 : double(l.weight_scale[size_t(oc) % l.weight_scale.size()]);
+        double sum = 0;
+        for (size_t i = 0; i < k; ++i) sum += std::abs(double(l.weight[size_t(oc) * k + i])) * ws;
+        lin = std::max(lin, sum * e_in + double(k) * xm * ws / 2);
+      }
+    }
+    if (l.act == Activation::Lut) {
+      double slope = 1;
+      switch (l.lut_func) {
+        case LutFunc::Sigmoid: slope = 0.25; break;
+        case LutFunc::Tanh: slope = 1; break;
+        case LutFunc::LeakyRelu: slope = std::max(1.0, std::abs(double(l.lut_alpha))); break;
+        case LutFunc::HardSigmoid: slope = std::abs(double(l.lut_alpha)); break;
+        case LutFunc::HardSwish: slope = 1.5; break;
+      }
+      lin = slope * (lin + double(l.pre_q.scale) / 2);
+    }
+    e[li] = lin + double(l.out_q.scale) / 2;
+  }
+  const double t = e.empty() ? e_input : e.back();
+  if (q.host_softmax == "Softmax") return t / 2;
+  if (q.host_softmax == "LogSoftmax") return 2 * t;
+  return t;
+}
+
 void apply_host_softmax(const std::string& op, std::vector<float>& z) {
   if (op.empty() || z.empty()) return;
   if (op != "Softmax" && op != "LogSoftmax") throw Error("host operation '" + op + "': expected Softmax or LogSoftmax");
@@ -238,6 +285,12 @@ const TensorSpec& TensorModel::output_spec() const {
   for (const auto& o : sig_.outputs)
     if (o.name == net_.output_name) return o;
   throw Error(path_ + ": the network's output '" + net_.output_name + "' is not a graph output");
+}
+
+DType TensorModel::input_dtype() const {
+  DType t = DType::Float32;
+  if (input_spec().onnx_type && !dtype_from_onnx(input_spec().onnx_type, &t)) t = DType::Float32;
+  return t;
 }
 
 bool TensorModel::needs_calibration() const { return !fully_quantized(net_); }

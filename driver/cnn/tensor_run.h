@@ -63,6 +63,22 @@ int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::s
 // compared exactly.
 double float_tolerance(const TensorQuant& out_q, double steps, const std::string& host_softmax = "");
 
+// The tolerance rule for a float model quantized on calibration inputs, by propagating the
+// quantization errors through the quantized network (worst case; the rule conformance tests
+// use: a single-op test is calibrated on its own input, so the input's rounding matters as
+// much as the output's). Errors are bounds on |float - dequantized| per tensor:
+//   input: s_x / 2 (0 for a uint8 / int8 input, which is exact);
+//   Conv / Dense: max over output channels of  sum_i |w_i| * e_in + K * x_max * s_w / 2
+//     (|w_i| the quantized weights' float values, K the fan-in, x_max the largest |x| the input's
+//     quantization represents, s_w the channel's weight step);  Add: e_a + e_b;
+//     Copy (pooling, requantization): e_in;
+//   then the activation: a LUT function (Sigmoid, Tanh, ...) quantizes its input first
+//   (+ s_pre / 2) and multiplies the error by its largest slope (Sigmoid 1/4, HardSwish 3/2,
+//   HardSigmoid alpha, LeakyRelu max(1, alpha), Tanh 1); Relu / Clip / max pooling do not grow it;
+//   the output's requantization adds s_y / 2.
+// After the host's Softmax halved, after LogSoftmax doubled (as float_tolerance).
+double propagated_tolerance(const QuantNetwork& q, bool exact_input);
+
 // The host's Softmax or LogSoftmax (QuantNetwork::host_softmax; "" = none) of one image's
 // dequantized logits, in place (max-subtracted, in double).
 void apply_host_softmax(const std::string& op, std::vector<float>& logits);
@@ -98,6 +114,7 @@ class TensorModel {
   const std::map<std::string, Tensor>& constants() const { return constants_; }  // the folded inputs
   const TensorSpec& input_spec() const;   // the image input
   const TensorSpec& output_spec() const;  // the graph output the chain ends in
+  DType input_dtype() const;              // the image input's (float32 when not declared)
   bool needs_calibration() const;         // a float model (not fully quantized in the file)
 
   // The images of a tensor given for the image input (checked with check_input_tensor): one

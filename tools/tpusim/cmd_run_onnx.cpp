@@ -199,7 +199,7 @@ void print_set(std::FILE* out, const SetResult& r) {
 
 int run_run_onnx(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy";
+  std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy", rule = "steps";
   std::vector<std::string> input_specs;
   bool json = false;
   tpusim::DeviceOptions dev_opts;
@@ -218,6 +218,10 @@ int run_run_onnx(const tpusim::Args& args) {
       ("tolerance-steps", po::value<std::string>(),
        "float outputs pass within this many output quantization steps (scale): tolerance = steps * scale "
        "(default: the number of quantized layers on the longest path from input to output)")
+      ("tolerance-rule", po::value<std::string>(&rule)->default_value("steps"),
+       "steps: float outputs pass within --tolerance-steps output quantization steps; propagated: within the "
+       "bound of the quantization errors of every tensor propagated from the input to the output (the rule of "
+       "scripts/onnx_conformance.sh, for single-op models calibrated on their own inputs; docs/conformance.md)")
       ("calibration", po::value<std::string>(&calibration),
        "calibration images for a float model: a tensor file (a batch) or a directory of .npy / .pb files "
        "(default: the inputs themselves)")
@@ -256,6 +260,8 @@ int run_run_onnx(const tpusim::Args& args) {
     if (used != s.size() || used == 0 || !(steps >= 0) || !std::isfinite(steps))
       throw tpusim::UsageError("--tolerance-steps " + s + " is not a non-negative number");
   }
+  if (rule != "steps" && rule != "propagated")
+    throw tpusim::UsageError("--tolerance-rule " + rule + ": expected steps or propagated");
   if (format != "npy" && format != "pb") throw tpusim::UsageError("--output-format " + format + ": expected npy or pb");
   if (!test_dir.empty()) {
     if (!model.empty() || !input_specs.empty() || !expect_dir.empty())
@@ -346,7 +352,12 @@ int run_run_onnx(const tpusim::Args& args) {
   std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(), q.layers.size(),
                m.input_spec().name.c_str(), m.input_spec().describe().c_str(), m.output_spec().name.c_str(),
                m.output_spec().describe().c_str());
-  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps%s = %.6g%s)\n", how.c_str(),
+  if (rule == "propagated")
+    std::fprintf(info, "quantization: %s; output %s (float tolerance: the propagated quantization error bound, %.6g)\n",
+                 how.c_str(), q.output_q().str().c_str(),
+                 tpu::cnn::propagated_tolerance(q, !tpu::cnn::dtype_is_float(m.input_dtype())));
+  else
+    std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps%s = %.6g%s)\n", how.c_str(),
                q.output_q().str().c_str(), steps,
                steps_default ? ", one per quantized layer on the longest path" : "",
                tpu::cnn::float_tolerance(q.output_q(), steps, q.host_softmax),
@@ -368,6 +379,9 @@ int run_run_onnx(const tpusim::Args& args) {
     SetResult r;
     r.name = s.name;
     r.run = m.run(*dev, s.images, batch, steps, dev_opts.max_cycles_given ? dev_opts.max_cycles : 0);
+    if (rule == "propagated")
+      for (auto& t : r.run.tolerances)
+        if (t > 0) t = tpu::cnn::propagated_tolerance(q, !tpu::cnn::dtype_is_float(m.input_dtype()));
     for (size_t k = 0; k < r.run.outputs.size(); ++k) {
       // s.expected is indexed like the graph's outputs.
       const auto& outs = m.signature().outputs;
