@@ -213,7 +213,6 @@ class Importer {
       q.is_unsigned = int_input_unsigned_;
       net_.input_quant = q;
     }
-    if (net_.layers.empty()) fail_model("the graph has no Conv, Gemm, MatMul or pooling layer");
     auto it = values_.find(out);
     if (it == values_.end()) {
       if (consts_.count(out)) fail_model("the graph output '" + out + "' is a constant");
@@ -436,7 +435,8 @@ class Importer {
   // The single layer computing v: a concatenation of several is copied into one tensor.
   int materialize(const Value& v, const std::string& name) {
     if (v.parts.size() == 1) {
-      if (v.parts[0] == kNetworkInput) fail_model("tensor '" + name + "' is the network input itself; a layer is expected");
+      // The input itself (a graph of Identity, Dropout, Flatten ...): one Copy layer carries it.
+      if (v.parts[0] == kNetworkInput) return copy_layer(v, name, "Identity");
       return v.parts[0];
     }
     return copy_layer(v, name, "Concat");
