@@ -212,6 +212,18 @@ class Importer {
       TensorQuant q;
       q.is_unsigned = int_input_unsigned_;
       net_.input_quant = q;
+      // Copies (max pooling, Identity ...) of integers keep their quantization.
+      for (auto& l : net_.layers) {
+        if (l.kind != LayerKind::Copy || l.out_quant || l.act != Activation::None) continue;
+        std::optional<TensorQuant> in;
+        bool same = true;
+        for (int p : l.inputs) {
+          const std::optional<TensorQuant> h = quant_ref(p);
+          if (!h || (in && !(*in == *h))) same = false;
+          else in = h;
+        }
+        if (same && in) l.out_quant = in;
+      }
     }
     auto it = values_.find(out);
     if (it == values_.end()) {
