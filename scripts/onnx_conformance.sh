@@ -43,8 +43,8 @@ done
 command -v python3 >/dev/null || { echo "onnx_conformance: python3 is needed for the report" >&2; exit 2; }
 
 # The representative tests of the default suite.
-fast_tests="conv_with_strides_padding basic_conv_with_padding qlinearconv qlinearmatmul_2D maxpool_2d_pads
-maxpool_2d_uint8 averagepool_2d_pads_count_include_pad globalaveragepool relu sigmoid"
+fast_tests="conv_with_strides_padding basic_conv_with_padding gemm_default_vector_bias matmul_2d maxpool_2d_pads
+maxpool_2d_uint8 averagepool_2d_pads_count_include_pad globalaveragepool relu sigmoid identity softmax_example"
 
 # The ops the compiler claims, as test name prefixes (test_<prefix>...). ConvTranspose and
 # GlobalMaxPool are not claimed (no such patterns).
