@@ -165,7 +165,7 @@ for n in tests:
         else:
             rows.append((n, op, "fail", maxerr, toltxt, detail or "failed (see tpusim run-onnx --test-dir)"))
         continue
-    reason = one_line(error_of(err, js))
+    reason = one_line(error_of(err, js)).replace(os.path.join(data, "test_" + n) + "/", "")
     if rc == "124":
         reason = "timed out after 600 s"
     if op in INT32_OUT:
@@ -212,18 +212,23 @@ if out != "-":
              "equal it bit-exactly, or the test fails.")
     L.append("- **Integer outputs** (QLinearConv, QLinearMatMul, MaxPool on uint8, ...) must equal the "
              "expected tensor exactly (tolerance `exact`).")
-    L.append("- **Float outputs** pass within `steps * s_y`, with `s_y` the output tensor's quantization "
-             "step and `steps` = the number of quantized layers on the longest path from the input to the "
-             "output (run-onnx's default `--tolerance-steps`; 1 for a single-op test). Why one step per layer "
-             "is the bound for a single op calibrated on its own input: the output is requantized once, "
-             "which costs at most `s_y / 2`; the input's rounding (at most `s_x / 2` per value) and the "
-             "weights' rounding (at most `s_w / 2`, per-channel) move a Conv / Gemm output by at most "
-             "`(sum |w| * s_x + sum |x| * s_w) / 2`, and since the calibration sets `s_y` from the same "
-             "output's range (`max |y| <= 127 s_y`, `s_x = range(x) / 255`, `s_w = max |w| / 127`) this is "
-             "of the order of `s_y / 2` for the small kernels of the node tests; together at most about "
-             "one step. Monotone activations and pooling (max, average) move no value by more than their "
-             "input's error. After a Softmax that the host applies to the dequantized logits the tolerance "
-             "is halved (logits within `d` move no probability by more than `d / 2`).")
+    L.append("- **Float outputs** pass within the *propagated quantization error bound* "
+             "(`tpusim run-onnx --tolerance-rule propagated`, `propagated_tolerance` in "
+             "driver/cnn/tensor_run.h): a bound on |float - dequantized| carried through the quantized "
+             "network from the quantization steps of every tensor involved. The input contributes "
+             "`s_x / 2` (its rounding; 0 for a uint8 / int8 input, which is exact). A Conv / Gemm / MatMul "
+             "turns an input error `e` into `max_oc (sum_i |w_i| * e + K * x_max * s_w / 2)` (the "
+             "weights' float values `w_i`, fan-in `K`, `x_max` the largest |x| the input's quantization "
+             "represents, `s_w` the channel's weight step: each weight is off by at most `s_w / 2`); an "
+             "Add adds its operands' errors; a Copy (pooling, Identity, requantization) keeps it; max "
+             "pooling, Relu and Clip do not grow it. A LUT activation rounds its input (`+ s_pre / 2`) and "
+             "multiplies by its largest slope (Sigmoid 1/4, Tanh 1, HardSigmoid alpha, LeakyRelu "
+             "max(1, alpha), HardSwish 3/2). Every layer's output requantization adds `s_y / 2`. After a "
+             "host Softmax the bound is halved (logits within `d` move no probability by more than `d / 2`). "
+             "Why not run-onnx's default (one output step per layer): a single op calibrated on its own "
+             "input has an input step that can be larger than its output step (a Relu of inputs in "
+             "[-2, 2]: `s_x = 4/255`, `s_y = 2/255`), so the input's rounding alone exceeds one output "
+             "step; the bound is a worst case, so a correct chip always passes it.")
     L.append("- **Skip**: the compiler refuses the graph (an op, attribute or shape it does not take); the "
              "reason is the importer's error. **Fail**: the graph ran but an output is outside its tolerance "
              "(or the chip differs from the reference), or the op needs something the chip cannot do yet. "

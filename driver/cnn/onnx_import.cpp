@@ -289,8 +289,9 @@ class Importer {
       shape += (i ? ", " : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value()) : dim.dim_param().empty() ? "?" : dim.dim_param());
     }
     shape += "]";
-    if (d.size() != 4 && d.size() != 3 && d.size() != 2)
-      fail_model("input '" + in->name() + "' has shape " + shape + "; expected NCHW [N, C, H, W] (or [N, C, L], [N, features])");
+    if (d.empty() || d.size() > 4)
+      fail_model("input '" + in->name() + "' has shape " + shape +
+                 "; expected NCHW [N, C, H, W] (or [N, C, L], [N, features], [N])");
     for (size_t i = 1; i < d.size(); ++i) {
       if (d[i] <= 0) fail_model("input '" + in->name() + "' has shape " + shape + ": C, H and W must be fixed numbers");
       if (d[i] > 65535) fail_model("input '" + in->name() + "' has shape " + shape + ": dimensions above 65535 are not supported");
@@ -304,6 +305,9 @@ class Importer {
     } else if (d.size() == 3) {
       net_.input = {int(d[1]), 1, int(d[2])};  // [N, C, L]: an image of one row
       input_rank3_ = true;
+    } else if (d.size() == 1) {
+      net_.input = {1, 1, 1};  // [N]: N images of one value (elementwise ops)
+      v.flat = true;
     } else {
       net_.input = {int(d[1]), 1, 1};
       v.flat = true;
@@ -717,6 +721,7 @@ class Importer {
     if (!v.is_int) fail(n, "dequantizes a tensor that is not quantized");
     const TensorQuant q = tensor_quant(n, konst(n, 1, "x_scale"), opt_konst(n, 2, "x_zero_point"));
     if (v.quant && !(q == *v.quant)) fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + v.quant->str());
+    if (!v.quant) annotate(n, v, q, n.input(0));  // an integer graph input: this says how it is quantized
     v.is_int = false;
     define(n, v, n.input(0));
   }

@@ -422,6 +422,14 @@ TEST(TensorRun, Rank3IdentityAndIntegerInputs) {
     EXPECT_EQ(net.input.w, 5);
   }
   {
+    OnnxGraph g("rank1");
+    g.input("x", {3});
+    g.node("Sigmoid", {"x"}, {"y"}, {}, "sig");
+    g.output("y", {3});
+    const Network net = import_onnx_bytes(g.serialize(), "rank1");  // [N]: N images of one value
+    EXPECT_EQ(net.input.size(), 1);
+  }
+  {
     OnnxGraph g("identity");
     g.input("x", {1, 2, 3, 3});
     g.node("Identity", {"x"}, {"y"}, {}, "id");
