@@ -166,6 +166,9 @@ for n in tests:
             rows.append((n, op, "fail", maxerr, toltxt, detail or "failed (see tpusim run-onnx --test-dir)"))
         continue
     reason = one_line(error_of(err, js)).replace(os.path.join(data, "test_" + n) + "/", "")
+    if "is a constant" in reason or "constant of shape" in reason:
+        reason += " (the test gives this operand as a graph input; graph inputs but the first are folded as " \
+                  "constants, since the chip takes one data input)"
     if rc == "124":
         reason = "timed out after 600 s"
     if op in INT32_OUT:
