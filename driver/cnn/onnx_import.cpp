@@ -208,7 +208,23 @@ class Importer {
         if (!in.empty()) ++uses_[in];
     ++uses_[out];
     for (int i = 0; i < g.node_size(); ++i) node(g.node(i));
-    if (net_.layers.empty()) fail_model("the graph has no Conv, Gemm, MatMul or pooling layer");
+    if (int_input_ && !net_.input_quant) {
+      TensorQuant q;
+      q.is_unsigned = int_input_unsigned_;
+      net_.input_quant = q;
+      // Copies (max pooling, Identity ...) of integers keep their quantization.
+      for (auto& l : net_.layers) {
+        if (l.kind != LayerKind::Copy || l.out_quant || l.act != Activation::None) continue;
+        std::optional<TensorQuant> in;
+        bool same = true;
+        for (int p : l.inputs) {
+          const std::optional<TensorQuant> h = quant_ref(p);
+          if (!h || (in && !(*in == *h))) same = false;
+          else in = h;
+        }
+        if (same && in) l.out_quant = in;
+      }
+    }
     auto it = values_.find(out);
     if (it == values_.end()) {
       if (consts_.count(out)) fail_model("the graph output '" + out + "' is a constant");
@@ -237,6 +253,8 @@ class Importer {
     bool padded() const { return pad_t || pad_l || pad_b || pad_r; }
   };
 
+  bool int_input_ = false, int_input_unsigned_ = false, input_rank3_ = false;
+
   [[noreturn]] void fail_model(const std::string& msg) const { throw Error(net_.name + ": " + msg); }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
     throw Error(net_.name + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + msg);
@@ -257,8 +275,12 @@ class Importer {
     net_.input_name = in->name();
     if (!in->type().has_tensor_type()) fail_model("input '" + in->name() + "' is not a tensor");
     const auto& tt = in->type().tensor_type();
-    if (tt.elem_type() != onnx::TensorProto::FLOAT)
-      fail_model("input '" + in->name() + "' is " + type_name(tt.elem_type()) + "; a float32 NCHW input is expected");
+    // A uint8 / int8 input is already quantized: the first QLinear op declares its scale and zero
+    // point (else it is scale 1, zero point 0: the integers themselves).
+    const bool int_input = tt.elem_type() == onnx::TensorProto::UINT8 || tt.elem_type() == onnx::TensorProto::INT8;
+    if (tt.elem_type() != onnx::TensorProto::FLOAT && !int_input)
+      fail_model("input '" + in->name() + "' is " + type_name(tt.elem_type()) +
+                 "; a float32 NCHW input (or a uint8 / int8 one, already quantized) is expected");
     std::vector<int64_t> d;
     std::string shape = "[";
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -267,8 +289,9 @@ class Importer {
       shape += (i ? ", " : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value()) : dim.dim_param().empty() ? "?" : dim.dim_param());
     }
     shape += "]";
-    if (d.size() != 4 && d.size() != 2)
-      fail_model("input '" + in->name() + "' has shape " + shape + "; expected NCHW [N, C, H, W] (or [N, features])");
+    if (d.empty() || d.size() > 4)
+      fail_model("input '" + in->name() + "' has shape " + shape +
+                 "; expected NCHW [N, C, H, W] (or [N, C, L], [N, features], [N])");
     for (size_t i = 1; i < d.size(); ++i) {
       if (d[i] <= 0) fail_model("input '" + in->name() + "' has shape " + shape + ": C, H and W must be fixed numbers");
       if (d[i] > 65535) fail_model("input '" + in->name() + "' has shape " + shape + ": dimensions above 65535 are not supported");
@@ -279,11 +302,22 @@ class Importer {
     v.parts = {kNetworkInput};
     if (d.size() == 4) {
       net_.input = {int(d[1]), int(d[2]), int(d[3])};
+    } else if (d.size() == 3) {
+      net_.input = {int(d[1]), 1, int(d[2])};  // [N, C, L]: an image of one row
+      input_rank3_ = true;
+    } else if (d.size() == 1) {
+      net_.input = {1, 1, 1};  // [N]: N images of one value (elementwise ops)
+      v.flat = true;
     } else {
       net_.input = {int(d[1]), 1, 1};
       v.flat = true;
     }
     v.shape = net_.input;
+    if (int_input) {
+      v.is_int = true;
+      int_input_unsigned_ = tt.elem_type() == onnx::TensorProto::UINT8;
+      int_input_ = true;
+    }
     values_[in->name()] = v;
     input_tail_ = in->name();
   }
@@ -417,7 +451,8 @@ class Importer {
   // The single layer computing v: a concatenation of several is copied into one tensor.
   int materialize(const Value& v, const std::string& name) {
     if (v.parts.size() == 1) {
-      if (v.parts[0] == kNetworkInput) fail_model("tensor '" + name + "' is the network input itself; a layer is expected");
+      // The input itself (a graph of Identity, Dropout, Flatten ...): one Copy layer carries it.
+      if (v.parts[0] == kNetworkInput) return copy_layer(v, name, "Identity");
       return v.parts[0];
     }
     return copy_layer(v, name, "Concat");
@@ -686,6 +721,7 @@ class Importer {
     if (!v.is_int) fail(n, "dequantizes a tensor that is not quantized");
     const TensorQuant q = tensor_quant(n, konst(n, 1, "x_scale"), opt_konst(n, 2, "x_zero_point"));
     if (v.quant && !(q == *v.quant)) fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + v.quant->str());
+    if (!v.quant) annotate(n, v, q, n.input(0));  // an integer graph input: this says how it is quantized
     v.is_int = false;
     define(n, v, n.input(0));
   }

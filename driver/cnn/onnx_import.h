@@ -7,7 +7,8 @@
 // constants on the graph input (preprocessing); QuantizeLinear / DequantizeLinear pairs (QDQ
 // models: their scales and zero points are used instead of calibration, DequantizeLinear of a
 // constant gives quantized weights). Anything else is refused with an Error naming the node,
-// its op type and the supported ops.
+// its op type and the supported ops. The graph input is float32 (or uint8 / int8, already
+// quantized) [N, C, H, W], [N, C, L] (an image of one row), [N, features] or [N].
 #pragma once
 
 #include <string>

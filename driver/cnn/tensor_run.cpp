@@ -50,15 +50,32 @@ std::string TensorSpec::shape_str() const {
 std::string TensorSpec::type_str() const { return onnx_type ? onnx_type_name(onnx_type) : "(type not declared)"; }
 std::string TensorSpec::describe() const { return type_str() + " " + shape_str(); }
 
-GraphSignature read_graph_signature(const std::string& path) {
+namespace {
+
+std::string read_model_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
   std::ostringstream b;
   b << f.rdbuf();
+  return b.str();
+}
+
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
   onnx::ModelProto m;
-  if (!m.ParseFromString(b.str()))
-    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(b.str().size()) +
+  if (!m.ParseFromString(bytes))
+    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(bytes.size()) +
                 " bytes)");
+  return m;
+}
+
+}  // namespace
+
+GraphSignature read_graph_signature(const std::string& path) {
+  return graph_signature_of_bytes(read_model_file(path), path);
+}
+
+GraphSignature graph_signature_of_bytes(const std::string& bytes, const std::string& path) {
+  const onnx::ModelProto m = parse_model(bytes, path);
   GraphSignature sig;
   const auto& g = m.graph();
   std::vector<std::string> inits;
@@ -94,6 +111,53 @@ double float_tolerance(const TensorQuant& q, double steps, const std::string& ho
   const double t = steps * double(q.scale);
   if (host_softmax == "Softmax") return t / 2;
   if (host_softmax == "LogSoftmax") return 2 * t;
+  return t;
+}
+
+double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
+  auto x_max = [](const TensorQuant& t) {
+    return double(t.scale) * std::max(std::abs(t.qmin() - t.zero_point), std::abs(t.qmax() - t.zero_point));
+  };
+  const double e_input = exact_input ? 0.0 : double(q.input_q.scale) / 2;
+  std::vector<double> e(q.layers.size(), 0.0);
+  for (size_t li = 0; li < q.layers.size(); ++li) {
+    const QLayer& l = q.layers[li];
+    std::vector<double> ins;
+    for (int p : l.inputs) ins.push_back(p >= 0 && size_t(p) < li ? e[size_t(p)] : e_input);
+    const double e_in = ins.empty() ? e_input : *std::max_element(ins.begin(), ins.end());
+    double lin = e_in;
+    if (l.kind == LayerKind::Add) {
+      lin = 0;
+      for (double v : ins) lin += v;
+    } else if (l.kind == LayerKind::Conv || l.kind == LayerKind::Dense) {
+      double xm = x_max(l.in_q);
+      for (const auto& t : l.in_qs) xm = std::max(xm, x_max(t));
+      const int cout = l.cout();
+      const size_t k = cout > 0 ? l.weight.size() / size_t(cout) : 0;
+      lin = 0;
+      for (int oc = 0; oc < cout; ++oc) {
+        const double ws = l.weight_scale.empty() ? 1.0 : double(l.weight_scale[size_t(oc) % l.weight_scale.size()]);
+        double sum = 0;
+        for (size_t i = 0; i < k; ++i) sum += std::abs(double(l.weight[size_t(oc) * k + i])) * ws;
+        lin = std::max(lin, sum * e_in + double(k) * xm * ws / 2);
+      }
+    }
+    if (l.act == Activation::Lut) {
+      double slope = 1;
+      switch (l.lut_func) {
+        case LutFunc::Sigmoid: slope = 0.25; break;
+        case LutFunc::Tanh: slope = 1; break;
+        case LutFunc::LeakyRelu: slope = std::max(1.0, std::abs(double(l.lut_alpha))); break;
+        case LutFunc::HardSigmoid: slope = std::abs(double(l.lut_alpha)); break;
+        case LutFunc::HardSwish: slope = 1.5; break;
+      }
+      lin = slope * (lin + double(l.pre_q.scale) / 2);
+    }
+    e[li] = lin + double(l.out_q.scale) / 2;
+  }
+  const double t = e.empty() ? e_input : e.back();
+  if (q.host_softmax == "Softmax") return t / 2;
+  if (q.host_softmax == "LogSoftmax") return 2 * t;
   return t;
 }
 
@@ -155,9 +219,61 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
   return c;
 }
 
-TensorModel::TensorModel(const std::string& path) : path_(path), net_(load_onnx(path)), sig_(read_graph_signature(path)) {
-  if (sig_.inputs.size() != 1)
-    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs; one image input is supported");
+std::string fold_inputs_as_constants(const std::string& bytes, const std::map<std::string, Tensor>& constants,
+                                     const std::string& path) {
+  onnx::ModelProto m = parse_model(bytes, path);
+  const GraphSignature sig = graph_signature_of_bytes(bytes, path);
+  auto* g = m.mutable_graph();
+  for (const auto& kv : constants) {
+    const auto spec = std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const TensorSpec& s) { return s.name == kv.first; });
+    if (spec == sig.inputs.end())
+      throw Error(path + ": cannot fold input '" + kv.first + "' as a constant: the graph has no such input");
+    const Tensor& t = kv.second;
+    DType want;
+    if (spec->onnx_type && (!dtype_from_onnx(spec->onnx_type, &want) || want != t.dtype))
+      throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
+                  t.describe());
+    if (spec->has_shape) {
+      bool ok = spec->dims.size() == t.shape.size();
+      for (size_t i = 0; ok && i < t.shape.size(); ++i) ok = spec->dims[i] < 0 || spec->dims[i] == t.shape[i];
+      if (!ok)
+        throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
+                    t.describe());
+    }
+    Tensor named = t;
+    named.name = kv.first;
+    onnx::TensorProto tp;
+    if (!tp.ParseFromString(serialize_tensor_proto(named)))
+      throw Error(path + ": input '" + kv.first + "': cannot make an initializer of " + t.describe());
+    // Old IRs list initializers among the inputs too: replace any initializer of that name.
+    auto* inits = g->mutable_initializer();
+    for (int i = inits->size(); i-- > 0;)
+      if (inits->Get(i).name() == kv.first) inits->DeleteSubrange(i, 1);
+    *g->add_initializer() = tp;
+    auto* ins = g->mutable_input();
+    for (int i = ins->size(); i-- > 0;)
+      if (ins->Get(i).name() == kv.first) ins->DeleteSubrange(i, 1);
+  }
+  std::string out;
+  if (!m.SerializeToString(&out)) throw Error(path + ": cannot serialize the model with folded inputs");
+  return out;
+}
+
+TensorModel::TensorModel(const std::string& path) : TensorModel(path, {}) {}
+
+TensorModel::TensorModel(const std::string& path, const std::map<std::string, Tensor>& constants)
+    : path_(path), constants_(constants) {
+  const std::string bytes = constants.empty() ? read_model_file(path)
+                                              : fold_inputs_as_constants(read_model_file(path), constants, path);
+  sig_ = graph_signature_of_bytes(bytes, path);
+  if (sig_.inputs.size() != 1) {
+    std::string names;
+    for (const auto& s : sig_.inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
+    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs (" + names +
+                "); one image input is supported (the values of inputs that are parameters can be given: they are "
+                "folded as constants)");
+  }
+  net_ = import_onnx_bytes(bytes, path);
   if (sig_.inputs[0].name != net_.input_name)
     throw Error(path + ": the graph input '" + sig_.inputs[0].name + "' is not the network's input '" + net_.input_name +
                 "'");
@@ -169,6 +285,12 @@ const TensorSpec& TensorModel::output_spec() const {
   for (const auto& o : sig_.outputs)
     if (o.name == net_.output_name) return o;
   throw Error(path_ + ": the network's output '" + net_.output_name + "' is not a graph output");
+}
+
+DType TensorModel::input_dtype() const {
+  DType t = DType::Float32;
+  if (input_spec().onnx_type && !dtype_from_onnx(input_spec().onnx_type, &t)) t = DType::Float32;
+  return t;
 }
 
 bool TensorModel::needs_calibration() const { return !fully_quantized(net_); }
@@ -190,7 +312,16 @@ std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::
   if (per != net_.input.size())
     throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() + ", " + std::to_string(per) +
                 " values per image; the network takes " + net_.input.str() + " = " + std::to_string(net_.input.size()));
-  const std::vector<float> all = t.to_float();
+  std::vector<float> all = t.to_float();
+  if (!dtype_is_float(t.dtype)) {
+    // An already quantized (uint8 / int8) input: its float values, which quantize back to the
+    // same integers on the way in.
+    if (!net_.input_quant)
+      throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() +
+                  " but the network does not say how it is quantized");
+    const TensorQuant& iq = *net_.input_quant;
+    for (float& v : all) v = float(double(iq.scale) * (double(v) - iq.zero_point));
+  }
   std::vector<std::vector<float>> out;
   for (int64_t b = 0; b < batch; ++b) out.emplace_back(all.begin() + b * per, all.begin() + (b + 1) * per);
   return out;

@@ -38,6 +38,18 @@ struct GraphSignature {
 };
 
 GraphSignature read_graph_signature(const std::string& model_path);
+// The same from a serialized ModelProto; `name` is used in messages.
+GraphSignature graph_signature_of_bytes(const std::string& model_bytes, const std::string& name);
+
+// Graph inputs that are really parameters (ONNX node tests pass weights, biases, scales and zero
+// points as graph inputs, not initializers): rewrites the serialized ModelProto so that every
+// graph input named in `constants` becomes an initializer holding the given tensor (and is no
+// longer a graph input), before the graph is imported. The tensor's dtype must be the input's
+// declared one and its shape the declared one (where declared). Throws Error naming the input
+// for a name that is not a graph input or a tensor that does not match; `name` is used in
+// messages. Returns the new serialized model.
+std::string fold_inputs_as_constants(const std::string& model_bytes, const std::map<std::string, Tensor>& constants,
+                                     const std::string& name);
 
 // Checks a tensor given for graph input `spec`: the dtype, the rank, and every dimension but
 // the first (the batch: any number of images runs). Returns the batch. Throws Error naming
@@ -50,6 +62,22 @@ int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::s
 // after a LogSoftmax, twice it (each log-probability moves by at most 2 d). Integer outputs are
 // compared exactly.
 double float_tolerance(const TensorQuant& out_q, double steps, const std::string& host_softmax = "");
+
+// The tolerance rule for a float model quantized on calibration inputs, by propagating the
+// quantization errors through the quantized network (worst case; the rule conformance tests
+// use: a single-op test is calibrated on its own input, so the input's rounding matters as
+// much as the output's). Errors are bounds on |float - dequantized| per tensor:
+//   input: s_x / 2 (0 for a uint8 / int8 input, which is exact);
+//   Conv / Dense: max over output channels of  sum_i |w_i| * e_in + K * x_max * s_w / 2
+//     (|w_i| the quantized weights' float values, K the fan-in, x_max the largest |x| the input's
+//     quantization represents, s_w the channel's weight step);  Add: e_a + e_b;
+//     Copy (pooling, requantization): e_in;
+//   then the activation: a LUT function (Sigmoid, Tanh, ...) quantizes its input first
+//   (+ s_pre / 2) and multiplies the error by its largest slope (Sigmoid 1/4, HardSwish 3/2,
+//   HardSigmoid alpha, LeakyRelu max(1, alpha), Tanh 1); Relu / Clip / max pooling do not grow it;
+//   the output's requantization adds s_y / 2.
+// After the host's Softmax halved, after LogSoftmax doubled (as float_tolerance).
+double propagated_tolerance(const QuantNetwork& q, bool exact_input);
 
 // The host's Softmax or LogSoftmax (QuantNetwork::host_softmax; "" = none) of one image's
 // dequantized logits, in place (max-subtracted, in double).
@@ -76,12 +104,17 @@ class TensorModel {
  public:
   // load_onnx and the graph signature. Throws Error for what the pipeline does not take.
   explicit TensorModel(const std::string& path);
+  // The same with graph inputs folded as constants first (fold_inputs_as_constants): the graph
+  // left has one (image) input.
+  TensorModel(const std::string& path, const std::map<std::string, Tensor>& constants);
 
   const std::string& path() const { return path_; }
   const Network& network() const { return net_; }
-  const GraphSignature& signature() const { return sig_; }
+  const GraphSignature& signature() const { return sig_; }  // after folding: the inputs left
+  const std::map<std::string, Tensor>& constants() const { return constants_; }  // the folded inputs
   const TensorSpec& input_spec() const;   // the image input
   const TensorSpec& output_spec() const;  // the graph output the chain ends in
+  DType input_dtype() const;              // the image input's (float32 when not declared)
   bool needs_calibration() const;         // a float model (not fully quantized in the file)
 
   // The images of a tensor given for the image input (checked with check_input_tensor): one
@@ -125,6 +158,7 @@ class TensorModel {
   std::string path_;
   Network net_;
   GraphSignature sig_;
+  std::map<std::string, Tensor> constants_;
   QuantNetwork q_;
   bool quantized_ = false;
 };

@@ -171,14 +171,22 @@ TEST(OnnxImport, WrongInputShapeIsAClearError) {
   EXPECT_NE(e.find("[3, 32, 32]"), std::string::npos) << e;
   EXPECT_NE(e.find("[1, 28, 28]"), std::string::npos) << e;
   EXPECT_NO_THROW(check_input_shape(load_onnx(bundled_model()).input, "m", 1, 28, 28, "d"));
-  // Not NCHW at all.
-  OnnxGraph h("3d");
-  h.input("input", {1, 28, 28});
+  // Not NCHW at all (rank 5).
+  OnnxGraph h("5d");
+  h.input("input", {1, 2, 28, 28, 4});
   h.init_float("w", {1, 1}, {1.0f});
   h.node("MatMul", {"input", "w"}, {"y"});
   h.output("y");
-  e = error_of([&] { import_onnx_bytes(h.serialize(), "3d.onnx"); });
+  e = error_of([&] { import_onnx_bytes(h.serialize(), "5d.onnx"); });
   EXPECT_NE(e.find("NCHW"), std::string::npos) << e;
+  // Rank 3 is [N, C, L] (one row per channel): a MatMul of it needs a Flatten first.
+  OnnxGraph h3("3d");
+  h3.input("input", {1, 28, 28});
+  h3.init_float("w", {1, 1}, {1.0f});
+  h3.node("MatMul", {"input", "w"}, {"y"});
+  h3.output("y");
+  e = error_of([&] { import_onnx_bytes(h3.serialize(), "3d.onnx"); });
+  EXPECT_NE(e.find("MatMul needs a 2-D [N, features] input (Flatten first)"), std::string::npos) << e;
 }
 
 TEST(OnnxImport, DynamicBatchAndPreprocessingAndFoldedBias) {

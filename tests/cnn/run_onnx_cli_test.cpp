@@ -296,6 +296,45 @@ TEST(RunOnnxCli, InputErrors) {
   EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
 }
 
+// Graph inputs that are parameters (ONNX node tests): given with --input NAME=FILE they are
+// folded as constants; the propagated tolerance rule; its usage error.
+TEST(RunOnnxCli, ParameterInputsFolded) {
+  const std::string d = tmpdir("run_onnx_params");
+  OnnxGraph g("params");
+  g.input("x", {-1, 4});
+  g.input("w", {3, 4});
+  g.input("b", {3});
+  g.node("Gemm", {"x", "w", "b"}, {"y"}, {OnnxAttr::Int("transB", 1)}, "fc");
+  g.output("y", {-1, 3});
+  g.save(d + "/m.onnx");
+  const std::vector<float> w = {0.5f, -1, 0.25f, 2, 1, 1, -1, -1, 0, 0.75f, 0, -0.5f}, b = {0.1f, -0.2f, 0.3f};
+  const std::vector<float> x = {1, 0.5f, -1, 0.25f, -0.5f, 1, 0.75f, 0};
+  save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, x));
+  save_tensor(d + "/w.npy", Tensor::from_float({3, 4}, w));
+  save_tensor(d + "/b.npy", Tensor::from_float({3}, b));
+  std::vector<float> y;
+  for (int i = 0; i < 2; ++i)
+    for (int o = 0; o < 3; ++o) {
+      double v = b[size_t(o)];
+      for (int k = 0; k < 4; ++k) v += x[size_t(i * 4 + k)] * w[size_t(o * 4 + k)];
+      y.push_back(float(v));
+    }
+  save_tensor(d + "/y.npy", Tensor::from_float({2, 3}, y));
+  const std::string base = "run-onnx --backend model --model " + d + "/m.onnx --input x=" + d + "/x.npy";
+  Result r = tpusim(base + " --input w=" + d + "/w.npy --input b=" + d + "/b.npy --expect " + d +
+                    " --tolerance-rule propagated");
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("folded as constants: 'b', 'w'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("propagated quantization error bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected: PASS"), std::string::npos) << r.out;
+  r = tpusim(base + " --input w=" + d + "/w.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("the graph has 2 inputs ('x', 'b')"), std::string::npos) << r.err;
+  r = tpusim(base + " --tolerance-rule bogus");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--tolerance-rule bogus: expected steps or propagated"), std::string::npos) << r.err;
+}
+
 // ---- run-cnn --dataset: Fashion-MNIST test images as PNG files in an ImageFolder.
 
 void write_png(const std::string& path, int w, int h, bool rgb, const uint8_t* gray) {

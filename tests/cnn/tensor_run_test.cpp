@@ -343,3 +343,129 @@ TEST(TensorRun, FileNames) {
 }
 
 }  // namespace
+
+namespace {
+// Graph inputs that are parameters (as ONNX node tests give them): a Gemm whose weights and bias
+// are graph inputs.
+std::string gemm_with_parameter_inputs() {
+  OnnxGraph g("params");
+  g.input("x", {1, 4});
+  g.input("w", {3, 4});
+  g.input("b", {3});
+  g.node("Gemm", {"x", "w", "b"}, {"y"}, {OnnxAttr::Int("transB", 1)}, "fc");
+  g.output("y", {1, 3});
+  return g.serialize();
+}
+}  // namespace
+
+TEST(TensorRun, FoldInputsAsConstants) {
+  const std::string bytes = gemm_with_parameter_inputs();
+  const GraphSignature before = graph_signature_of_bytes(bytes, "params");
+  ASSERT_EQ(before.inputs.size(), 3u);
+  const std::vector<float> w = {0.5f, -1, 0.25f, 2, 1, 1, -1, -1, 0, 0.75f, 0, -0.5f};
+  const std::map<std::string, Tensor> constants = {{"w", Tensor::from_float({3, 4}, w)},
+                                                   {"b", Tensor::from_float({3}, {0.1f, -0.2f, 0.3f})}};
+  const std::string folded = fold_inputs_as_constants(bytes, constants, "params");
+  const GraphSignature after = graph_signature_of_bytes(folded, "params");
+  ASSERT_EQ(after.inputs.size(), 1u);
+  EXPECT_EQ(after.inputs[0].name, "x");
+  const Network net = import_onnx_bytes(folded, "params");
+  ASSERT_EQ(net.layers.size(), 1u);
+  EXPECT_EQ(net.layers[0].weight, w);
+  EXPECT_EQ(net.layers[0].bias, (std::vector<float>{0.1f, -0.2f, 0.3f}));
+
+  // Through TensorModel: the graph left has one input; the chip computes x * w^T + b.
+  const std::string path = ::testing::TempDir() + "/params.onnx";
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_NE(error_of([&] { TensorModel m(path); }).find("the graph has 3 inputs ('x', 'w', 'b')"), std::string::npos);
+  TensorModel m(path, constants);
+  EXPECT_EQ(m.signature().inputs.size(), 1u);
+  EXPECT_EQ(m.constants().size(), 2u);
+  const auto images = m.images(Tensor::from_float({2, 4}, {1, 0.5f, -1, 0.25f, -0.5f, 1, 0.75f, 0}), "x");
+  m.quantize(images);
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  const TensorModel::Run r = m.run(dev, images, 2, 1.0);
+  EXPECT_TRUE(r.matches_reference());
+  const double tol = propagated_tolerance(m.quantized(), false);
+  EXPECT_GE(tol, m.quantized().output_q().scale / 2);
+  for (int b = 0; b < 2; ++b)
+    for (int o = 0; o < 3; ++o) {
+      double y = constants.at("b").value(o);
+      for (int i = 0; i < 4; ++i) y += images[size_t(b)][size_t(i)] * w[size_t(o * 4 + i)];
+      EXPECT_NEAR(r.outputs[0].value(b * 3 + o), y, tol) << b << " " << o;
+    }
+
+  // Errors name the input.
+  EXPECT_NE(error_of([&] { fold_inputs_as_constants(bytes, {{"z", Tensor::from_float({1}, {0})}}, "params"); })
+                .find("cannot fold input 'z' as a constant: the graph has no such input"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { fold_inputs_as_constants(bytes, {{"w", Tensor::from_float({4, 3}, w)}}, "params"); })
+                .find("input 'w' is float32 [3, 4], but the tensor given for it is float32 [4, 3]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              fold_inputs_as_constants(bytes, {{"b", Tensor::from_int(DType::Int32, {3}, {1, 2, 3})}}, "params");
+            }).find("input 'b' is float32 [3], but the tensor given for it is int32 [3]"),
+            std::string::npos);
+}
+
+// Inputs the node tests use: rank 3 ([N, C, L]: one row per channel), a graph that is the input
+// itself (Identity), and a uint8 input (already quantized: the integers go through exactly).
+TEST(TensorRun, Rank3IdentityAndIntegerInputs) {
+  {
+    OnnxGraph g("rank3");
+    g.input("x", {-1, 4, 5});
+    g.node("Relu", {"x"}, {"y"}, {}, "relu");
+    g.output("y", {-1, 4, 5});
+    const Network net = import_onnx_bytes(g.serialize(), "rank3");
+    EXPECT_EQ(net.input.c, 4);
+    EXPECT_EQ(net.input.h, 1);
+    EXPECT_EQ(net.input.w, 5);
+  }
+  {
+    OnnxGraph g("rank1");
+    g.input("x", {3});
+    g.node("Sigmoid", {"x"}, {"y"}, {}, "sig");
+    g.output("y", {3});
+    const Network net = import_onnx_bytes(g.serialize(), "rank1");  // [N]: N images of one value
+    EXPECT_EQ(net.input.size(), 1);
+  }
+  {
+    OnnxGraph g("identity");
+    g.input("x", {1, 2, 3, 3});
+    g.node("Identity", {"x"}, {"y"}, {}, "id");
+    g.output("y", {1, 2, 3, 3});
+    const Network net = import_onnx_bytes(g.serialize(), "identity");
+    ASSERT_EQ(net.layers.size(), 1u);
+    EXPECT_EQ(net.layers[0].kind, LayerKind::Copy);
+  }
+  {
+    OnnxGraph g("u8");
+    g.input("x", {1, 1, 4, 4});
+    g.node("MaxPool", {"x"}, {"y"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g.output("y", {1, 1, 2, 2});
+    onnx::ModelProto mp;
+    ASSERT_TRUE(mp.ParseFromString(g.serialize()));
+    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+    const std::string path = ::testing::TempDir() + "/u8_pool.onnx";
+    std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
+    TensorModel m(path);
+    EXPECT_FALSE(m.needs_calibration());
+    EXPECT_EQ(m.input_dtype(), DType::UInt8);
+    m.quantize({});
+    std::vector<int64_t> px;
+    for (int i = 0; i < 16; ++i) px.push_back((i * 53) % 256);
+    const auto images = m.images(Tensor::from_int(DType::UInt8, {1, 1, 4, 4}, px), "x");
+    tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+    const TensorModel::Run r = m.run(dev, images, 1, 1.0);
+    EXPECT_TRUE(r.matches_reference());
+    ASSERT_EQ(r.outputs[0].describe(), "uint8 [1, 1, 2, 2]");
+    for (int oy = 0; oy < 2; ++oy)
+      for (int ox = 0; ox < 2; ++ox) {
+        int64_t mx = 0;
+        for (int ky = 0; ky < 2; ++ky)
+          for (int kx = 0; kx < 2; ++kx) mx = std::max(mx, px[size_t((oy * 2 + ky) * 4 + ox * 2 + kx)]);
+        EXPECT_EQ(r.outputs[0].value(oy * 2 + ox), double(mx));
+      }
+  }
+}

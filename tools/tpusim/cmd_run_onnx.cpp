@@ -60,17 +60,17 @@ std::vector<std::vector<float>> load_calibration(const TensorModel& m, const std
 }
 
 // --input NAME=FILE (or just FILE for a model with one input); `sources` gets "--input SPEC" per name.
-std::map<std::string, Tensor> load_inputs(const TensorModel& m, const std::vector<std::string>& specs,
+std::map<std::string, Tensor> load_inputs(const tpu::cnn::GraphSignature& sig, const std::vector<std::string>& specs,
                                           std::map<std::string, std::string>* sources) {
   std::map<std::string, Tensor> inputs;
   for (const auto& s : specs) {
     const size_t eq = s.find('=');
     std::string name, file;
     if (eq == std::string::npos) {
-      if (m.signature().inputs.size() != 1)
+      if (sig.inputs.size() != 1)
         throw tpusim::UsageError("--input " + s + ": expected NAME=FILE (the model has " +
-                                 std::to_string(m.signature().inputs.size()) + " inputs)");
-      name = m.input_spec().name;
+                                 std::to_string(sig.inputs.size()) + " inputs)");
+      name = sig.inputs[0].name;
       file = s;
     } else {
       name = s.substr(0, eq);
@@ -82,6 +82,24 @@ std::map<std::string, Tensor> load_inputs(const TensorModel& m, const std::vecto
     (*sources)[name] = "--input " + s;
   }
   return inputs;
+}
+
+// Graph inputs that are parameters: every given input but the image input (the graph's first)
+// is moved out of `inputs` into the returned constants (folded into the graph before import).
+std::map<std::string, Tensor> split_constants(const tpu::cnn::GraphSignature& sig, std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> constants;
+  if (sig.inputs.size() < 2) return constants;
+  for (auto it = inputs.begin(); it != inputs.end();) {
+    const bool graph_input = std::any_of(sig.inputs.begin(), sig.inputs.end(),
+                                         [&](const tpu::cnn::TensorSpec& t) { return t.name == it->first; });
+    if (graph_input && it->first != sig.inputs[0].name) {
+      constants[it->first] = it->second;
+      it = inputs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return constants;
 }
 
 // The expected tensor of output `name` (index k) in DIR: NAME.npy, NAME.pb or output_K.pb.
@@ -181,7 +199,7 @@ void print_set(std::FILE* out, const SetResult& r) {
 
 int run_run_onnx(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy";
+  std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy", rule = "steps";
   std::vector<std::string> input_specs;
   bool json = false;
   tpusim::DeviceOptions dev_opts;
@@ -200,6 +218,10 @@ int run_run_onnx(const tpusim::Args& args) {
       ("tolerance-steps", po::value<std::string>(),
        "float outputs pass within this many output quantization steps (scale): tolerance = steps * scale "
        "(default: the number of quantized layers on the longest path from input to output)")
+      ("tolerance-rule", po::value<std::string>(&rule)->default_value("steps"),
+       "steps: float outputs pass within --tolerance-steps output quantization steps; propagated: within the "
+       "bound of the quantization errors of every tensor propagated from the input to the output (the rule of "
+       "scripts/onnx_conformance.sh, for single-op models calibrated on their own inputs; docs/conformance.md)")
       ("calibration", po::value<std::string>(&calibration),
        "calibration images for a float model: a tensor file (a batch) or a directory of .npy / .pb files "
        "(default: the inputs themselves)")
@@ -238,6 +260,8 @@ int run_run_onnx(const tpusim::Args& args) {
     if (used != s.size() || used == 0 || !(steps >= 0) || !std::isfinite(steps))
       throw tpusim::UsageError("--tolerance-steps " + s + " is not a non-negative number");
   }
+  if (rule != "steps" && rule != "propagated")
+    throw tpusim::UsageError("--tolerance-rule " + rule + ": expected steps or propagated");
   if (format != "npy" && format != "pb") throw tpusim::UsageError("--output-format " + format + ": expected npy or pb");
   if (!test_dir.empty()) {
     if (!model.empty() || !input_specs.empty() || !expect_dir.empty())
@@ -251,37 +275,60 @@ int run_run_onnx(const tpusim::Args& args) {
 
   const auto t0 = std::chrono::steady_clock::now();
   std::FILE* info = json ? stderr : stdout;
-  TensorModel m(model);
+  const tpu::cnn::GraphSignature sig0 = tpu::cnn::read_graph_signature(model);
 
-  // The data sets: one from --input (and --expect), or every test_data_set_N.
+  // The data sets: one from --input (and --expect), or every test_data_set_N. Given inputs other
+  // than the image input (the graph's first) are parameters: folded as constants.
   struct Set {
     std::string name;
+    std::map<std::string, Tensor> inputs;
+    std::map<std::string, std::string> sources;
     std::vector<std::vector<float>> images;
     std::vector<Tensor> expected;  // by output index; empty = not compared
   };
   std::vector<Set> sets;
+  std::map<std::string, Tensor> constants;
   if (test_dir.empty()) {
     Set s;
-    std::map<std::string, std::string> sources;
-    const auto inputs = load_inputs(m, input_specs, &sources);
-    s.images = m.images(inputs, sources);
-    if (!expect_dir.empty())
-      for (size_t k = 0; k < m.signature().outputs.size(); ++k)
-        s.expected.push_back(load_expected(expect_dir, m.signature().outputs[k].name, k));
+    s.inputs = load_inputs(sig0, input_specs, &s.sources);
+    constants = split_constants(sig0, s.inputs);
     sets.push_back(std::move(s));
   } else {
     for (const auto& d : tpu::cnn::read_test_data_sets(test_dir)) {
       Set s;
       s.name = fs::path(d.dir).filename().string();
-      std::map<std::string, std::string> sources;
-      const auto inputs = tpu::cnn::name_inputs(m.signature(), d.inputs, d.dir, &sources);
-      s.images = m.images(inputs, sources);
-      if (!d.outputs.empty() && d.outputs.size() != m.signature().outputs.size())
+      s.inputs = tpu::cnn::name_inputs(sig0, d.inputs, d.dir, &s.sources);
+      auto c = split_constants(sig0, s.inputs);
+      if (sets.empty()) {
+        constants = c;
+      } else {
+        // One compiled graph for all data sets: the parameters must be the same in each.
+        bool same = c.size() == constants.size();
+        for (auto a = c.begin(), b = constants.begin(); same && a != c.end(); ++a, ++b)
+          same = a->first == b->first && a->second.dtype == b->second.dtype && a->second.shape == b->second.shape &&
+                 a->second.data == b->second.data;
+        if (!same)
+          throw std::runtime_error(d.dir + ": the parameter inputs (graph inputs but the first) differ from those of " +
+                                   sets[0].name + "; they are folded into one compiled graph, so run the data sets "
+                                   "one at a time");
+      }
+      if (!d.outputs.empty() && d.outputs.size() != sig0.outputs.size())
         throw std::runtime_error(d.dir + ": " + std::to_string(d.outputs.size()) + " output_K.pb files, expected " +
-                                 std::to_string(m.signature().outputs.size()) + " (one per graph output, or none)");
+                                 std::to_string(sig0.outputs.size()) + " (one per graph output, or none)");
       s.expected = d.outputs;
       sets.push_back(std::move(s));
     }
+  }
+  TensorModel m(model, constants);
+  for (auto& s : sets) s.images = m.images(s.inputs, s.sources);
+  if (test_dir.empty() && !expect_dir.empty())
+    for (size_t k = 0; k < m.signature().outputs.size(); ++k)
+      sets[0].expected.push_back(load_expected(expect_dir, m.signature().outputs[k].name, k));
+  if (!constants.empty()) {
+    std::string names;
+    for (const auto& kv : constants) names += (names.empty() ? "'" : ", '") + kv.first + "'";
+    std::fprintf(info, "folded as constants: %s (graph inputs given values; '%s' is the image input)\n", names.c_str(),
+                 m.input_spec().name.c_str());
   }
 
   // Quantization.
@@ -305,7 +352,12 @@ int run_run_onnx(const tpusim::Args& args) {
   std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(), q.layers.size(),
                m.input_spec().name.c_str(), m.input_spec().describe().c_str(), m.output_spec().name.c_str(),
                m.output_spec().describe().c_str());
-  std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps%s = %.6g%s)\n", how.c_str(),
+  if (rule == "propagated")
+    std::fprintf(info, "quantization: %s; output %s (float tolerance: the propagated quantization error bound, %.6g)\n",
+                 how.c_str(), q.output_q().str().c_str(),
+                 tpu::cnn::propagated_tolerance(q, !tpu::cnn::dtype_is_float(m.input_dtype())));
+  else
+    std::fprintf(info, "quantization: %s; output %s (float tolerance %g steps%s = %.6g%s)\n", how.c_str(),
                q.output_q().str().c_str(), steps,
                steps_default ? ", one per quantized layer on the longest path" : "",
                tpu::cnn::float_tolerance(q.output_q(), steps, q.host_softmax),
@@ -327,6 +379,9 @@ int run_run_onnx(const tpusim::Args& args) {
     SetResult r;
     r.name = s.name;
     r.run = m.run(*dev, s.images, batch, steps, dev_opts.max_cycles_given ? dev_opts.max_cycles : 0);
+    if (rule == "propagated")
+      for (auto& t : r.run.tolerances)
+        if (t > 0) t = tpu::cnn::propagated_tolerance(q, !tpu::cnn::dtype_is_float(m.input_dtype()));
     for (size_t k = 0; k < r.run.outputs.size(); ++k) {
       // s.expected is indexed like the graph's outputs.
       const auto& outs = m.signature().outputs;
