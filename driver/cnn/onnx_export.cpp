@@ -171,16 +171,8 @@ DenseForm dense_form(const LayerGeometry& l, size_t i, bool input_flat, bool glo
 // What the importer makes of GlobalAveragePool: float weights 1 / pixels.
 float global_pool_weight(const LayerGeometry& l) { return 1.0f / float(int64_t(l.in.h) * l.in.w); }
 
-const char* lut_op(LutFunc f) {
-  switch (f) {
-    case LutFunc::Sigmoid: return "Sigmoid";
-    case LutFunc::Tanh: return "Tanh";
-    case LutFunc::LeakyRelu: return "LeakyRelu";
-    case LutFunc::HardSigmoid: return "HardSigmoid";
-    case LutFunc::HardSwish: return "HardSwish";
-  }
-  return "?";
-}
+// The ONNX op of a LUT function has its name.
+const char* lut_op(LutFunc f) { return lut_func_name(f); }
 std::vector<OnnxAttr> lut_attrs(LutFunc f, float alpha, float beta) {
   if (f == LutFunc::LeakyRelu) return {OnnxAttr::Float("alpha", alpha)};
   if (f == LutFunc::HardSigmoid) return {OnnxAttr::Float("alpha", alpha), OnnxAttr::Float("beta", beta)};

@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "cnn_test_util.h"
 #include "cnn_models.h"
 #include "device_model.h"
 #include "reference.h"
@@ -16,29 +17,6 @@
 namespace {
 
 using namespace cnn_test;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-void expect_bit_exact(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images, uint32_t batch,
-                      uint32_t max_micro_batch = 0, uint32_t n = 16) {
-  tpu::ModelDevice dev(tpu::ChipParams::with_n(n));
-  ProgramOptions opt;
-  opt.max_micro_batch = max_micro_batch;
-  ChipRunner runner(dev, q, batch, opt);
-  for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
-    const auto ptrs = pointers(images, i0, batch);
-    const auto r = runner.run(ptrs);
-    for (size_t j = 0; j < ptrs.size(); ++j)
-      ASSERT_EQ(r.outputs[j], int_forward(q, ptrs[j])) << q.name << ": image " << i0 + j << ", batch " << batch << ", N " << n;
-  }
-}
 
 // The integer network, dequantized, follows the float network: mean error below 8 % of the
 // output range and the same argmax on most images.

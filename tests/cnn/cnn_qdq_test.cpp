@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "cnn_test_util.h"
 #include "cnn_models.h"
 #include "device_model.h"
 #include "reference.h"
@@ -15,17 +16,6 @@
 namespace {
 
 using namespace cnn_test;
-
-void expect_bit_exact(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images, uint32_t batch) {
-  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
-  ChipRunner runner(dev, q, batch);
-  for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
-    const auto ptrs = pointers(images, i0, batch);
-    const auto r = runner.run(ptrs);
-    for (size_t j = 0; j < ptrs.size(); ++j)
-      ASSERT_EQ(r.outputs[j], int_forward(q, ptrs[j])) << q.name << ": image " << i0 + j << ", batch " << batch;
-  }
-}
 
 // Random quantized images (any integer of the input's type).
 std::vector<std::vector<int32_t>> random_qimages(const QuantNetwork& q, int count, uint32_t seed) {
@@ -171,15 +161,6 @@ TEST(OnnxQdqRoundTrip, FloatExportOfGraphs) {
     }
     for (const auto& img : random_images(net.input, 3, 53)) EXPECT_EQ(float_forward(r, img.data()), float_forward(net, img.data()));
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // What ONNX cannot say so that it imports back is an error naming the layer.

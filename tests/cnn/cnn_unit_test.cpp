@@ -13,6 +13,7 @@
 #include <sstream>
 #include <typeinfo>
 
+#include "cnn_test_util.h"
 #include "arith.h"
 #include "cnn_models.h"
 #include "device_model.h"
@@ -30,15 +31,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // ---- import --------------------------------------------------------------------------------
@@ -329,19 +321,6 @@ TEST(Quantize, QdqAndQLinearModelsRoundTrip) {
 
 // ---- compiled programs on the golden ISA model ------------------------------------------------
 
-void expect_model_matches_reference(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
-                                    uint32_t batch, uint32_t max_micro_batch = 0, uint32_t n = 16) {
-  tpu::ModelDevice dev(tpu::ChipParams::with_n(n));
-  ProgramOptions opt;
-  opt.max_micro_batch = max_micro_batch;
-  ChipRunner runner(dev, q, batch, opt);
-  for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
-    const auto ptrs = pointers(images, i0, batch);
-    const auto r = runner.run(ptrs);
-    for (size_t j = 0; j < ptrs.size(); ++j)
-      ASSERT_EQ(r.outputs[j], int_forward(q, ptrs[j])) << "image " << i0 + j << ", batch " << batch;
-  }
-}
 
 TEST(GoldenModel, FashionBitExactAtSeveralBatchSizes) {
   const QuantNetwork q = fashion_quantized();
@@ -351,10 +330,10 @@ TEST(GoldenModel, FashionBitExactAtSeveralBatchSizes) {
     images.emplace_back(784);
     q.quantize_pixels(test.image(i), images.back().data());
   }
-  expect_model_matches_reference(q, images, 1);
-  expect_model_matches_reference(q, images, 8);
-  expect_model_matches_reference(q, images, 7, 3);  // several micro-batches per program
-  expect_model_matches_reference(q, images, 40);
+  expect_bit_exact(q, images, 1);
+  expect_bit_exact(q, images, 8);
+  expect_bit_exact(q, images, 7, 3);  // several micro-batches per program
+  expect_bit_exact(q, images, 40);
 }
 
 // The compiler reads the chip's parameters: other MXU sizes work unchanged.
@@ -368,7 +347,7 @@ TEST(GoldenModel, FashionOnOtherArraySizes) {
   }
   for (uint32_t n : {4u, 8u, 32u}) {
     SCOPED_TRACE("N = " + std::to_string(n));
-    expect_model_matches_reference(q, images, 3, 0, n);
+    expect_bit_exact(q, images, 3, 0, n);
   }
 }
 
@@ -379,15 +358,15 @@ TEST(GoldenModel, CifarConvNetBitExact) {
   // Random logits are not degenerate.
   const auto o = int_forward(q, images[0].data());
   EXPECT_GT(*std::max_element(o.begin(), o.end()) - *std::min_element(o.begin(), o.end()), 10);
-  expect_model_matches_reference(q, images, 1);
-  expect_model_matches_reference(q, images, 4);
+  expect_bit_exact(q, images, 1);
+  expect_bit_exact(q, images, 4);
 }
 
 TEST(GoldenModel, ThreeConvNetBitExact) {
   const Network net = three_conv_net(11);
   const QuantNetwork q = quantize_model(net, random_images(net.input, 20, 12));
   const auto images = quantize_images(q, random_images(net.input, 4, 13));
-  expect_model_matches_reference(q, images, 2);
+  expect_bit_exact(q, images, 2);
 }
 
 // Stride 2, asymmetric padding, Clip, preprocessing with a non-zero input zero point, an
@@ -417,7 +396,7 @@ TEST(GoldenModel, UnusualGeometriesBitExact) {
     const QuantNetwork q = quantize_model(net, random_images(net.input, 10, 2));
     EXPECT_FALSE(q.input_q.is_unsigned);  // preprocessing makes the input signed
     const auto images = quantize_images(q, random_images(net.input, 3, 3));
-    expect_model_matches_reference(q, images, 3);
+    expect_bit_exact(q, images, 3);
   }
   {
     OnnxGraph g("mlp");
@@ -437,7 +416,7 @@ TEST(GoldenModel, UnusualGeometriesBitExact) {
     const Network net = import_onnx_bytes(g.serialize(), "mlp.onnx");
     const QuantNetwork q = quantize_model(net, random_images(net.input, 10, 5));
     const auto images = quantize_images(q, random_images(net.input, 5, 6));
-    expect_model_matches_reference(q, images, 5);
+    expect_bit_exact(q, images, 5);
   }
 }
 

@@ -14,11 +14,13 @@
 #include <fstream>
 #include <functional>
 
+#include "cnn_test_util.h"
 #include "image_dataset.h"
 
 namespace {
 
 using namespace tpu::cnn;
+using cnn_test::error_of;
 
 // libpng's simplified API: `channels` 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA).
 void write_png(const std::string& path, int w, int h, int channels, const std::vector<uint8_t>& px) {
@@ -56,15 +58,6 @@ void write_jpeg(const std::string& path, int w, int h, int channels, const std::
 }
 
 std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Images, PngKinds) {
   // 3 x 2 gray

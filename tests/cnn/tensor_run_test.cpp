@@ -10,6 +10,7 @@
 #include <random>
 #include <fstream>
 
+#include "cnn_test_util.h"
 #include "cnn_models.h"
 #include "device_model.h"
 #include "reference.h"
@@ -28,15 +29,6 @@ Tensor fashion_tensor(int first, int count) {
     v.insert(v.end(), x.begin(), x.end());
   }
   return Tensor::from_float({count, 1, 28, 28}, v);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(TensorRun, Signature) {
