@@ -28,7 +28,7 @@ def main(paths):
         for r in runs:
             l = r["layers"][i]
             total = sum(x["cycles"] for x in r["layers"]) or 1
-            row += f" {l['cycles']:,} | {100 * l['utilization']:.1f} % | {100 * l['cycles'] / total:.1f} % | {l['scalesim_ws_cycles']:,.0f} |"
+            row += f" {l['cycles']:,.0f} | {100 * l['utilization']:.1f} % | {100 * l['cycles'] / total:.1f} % | {l['scalesim_ws_cycles']:,.0f} |"
         print(row)
     row = f"| **total** | | {first['macs_per_image']:,} |"
     for r in runs:
