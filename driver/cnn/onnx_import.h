@@ -1,14 +1,19 @@
-// ONNX model import (Debian's libonnx-dev protobuf classes): a sequential CNN graph into the
-// fused-layer Network of network.h, with shape inference and clear errors.
+// ONNX model import (Debian's libonnx-dev protobuf classes): a CNN graph (any DAG of the
+// supported ops) into the fused-layer Network of network.h, with shape inference and clear
+// errors.
 //
-// Accepted graphs are chains: Conv / Gemm / MatMul (or their QLinear forms) each followed by
-// any of: Add of a per-channel constant (bias), Relu, Clip, MaxPool; Flatten / Reshape between
-// the convolutional and the dense part; Identity / Dropout anywhere; Sub / Mul / Div / Add by
-// constants on the graph input (preprocessing); QuantizeLinear / DequantizeLinear pairs (QDQ
-// models: their scales and zero points are used instead of calibration, DequantizeLinear of a
-// constant gives quantized weights). Anything else is refused with an Error naming the node,
-// its op type and the supported ops. The graph input is float32 (or uint8 / int8, already
-// quantized) [N, C, H, W], [N, C, L] (an image of one row), [N, features] or [N].
+// Conv / Gemm / MatMul (or their QLinear forms) become layers; Add of a per-channel constant
+// (bias), BatchNormalization, Mul / Div by constants, Relu, Clip, the LUT activations and an
+// unpadded MaxPool fuse into the layer before when nothing else reads its output; Add of two
+// tensors, padded pooling, unfusable activations and differently quantized concatenations
+// become Add and Copy layers; AveragePool and GlobalAveragePool / ReduceMean become grouped
+// Conv / Dense layers; a Concat feeding Conv/Dense layers is read in place; Flatten / Reshape /
+// Squeeze / Pad / Identity / Dropout need no layer; Sub / Mul / Div / Add by constants on the
+// graph input are preprocessing; QuantizeLinear / DequantizeLinear pairs (QDQ models) give
+// scales and zero points instead of calibration; a final Softmax runs on the host
+// (docs/cnn.md has the table). Anything else is refused with an Error naming the node, its op
+// type (and attribute) and the supported ops. The graph input is float32 (or uint8 / int8,
+// already quantized) [N, C, H, W], [N, C, L] (an image of one row), [N, features] or [N].
 #pragma once
 
 #include <string>
