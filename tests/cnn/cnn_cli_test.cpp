@@ -16,6 +16,7 @@
 
 #include "cnn_models.h"
 #include "mini_parse.h"
+#include "run_command.h"
 
 namespace {
 
@@ -27,15 +28,10 @@ struct Result {
 };
 
 Result tpusim(const std::string& args) {
-  const std::string cmd = std::string(TPUSIM_PATH) + " run-cnn " + args + " 2>&1";
+  const test_support::CommandResult c = test_support::run_command(std::string(TPUSIM_PATH) + " run-cnn " + args + " 2>&1");
   Result r;
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = c.code;
+  r.out = c.out;
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include "cnn_models.h"
 #include "mini_parse.h"
 #include "reference.h"
+#include "run_command.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
 
@@ -37,14 +38,10 @@ Result tpusim(const std::string& args) {
   // One file per process: ctest runs the test cases in parallel processes.
   const std::string err_file = ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
+  const test_support::CommandResult c = test_support::run_command(cmd);
   Result r;
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = c.code;
+  r.out = c.out;
   std::ifstream f(err_file);
   std::ostringstream s;
   s << f.rdbuf();
