@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Simulator benchmark of tpu-rtl: builds the harnesses of bench/, runs them and writes
 docs/performance.md. Entry point: scripts/bench.sh (same arguments; --help).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulator benchmark, bare C++ harness: tpu_core Verilated WITHOUT SystemC (class
 // Vtpu_core_bare), clocked by hand, with a minimal AXI4 memory responder and AXI4-Lite
 // register master on its pins. Runs the same workload as bench_sc (workload.h).
@@ -64,7 +65,9 @@ void pin_to_bytes(const T& pin, uint8_t* b, unsigned n) {
 struct HostMemory {
   uint32_t base = 0;
   std::vector<uint8_t> bytes;
-  bool inside(uint64_t a, uint64_t len) const { return a >= base && a + len <= base + bytes.size(); }
+  bool inside(uint64_t a, uint64_t len) const {
+    return a >= base && a + len <= base + bytes.size();
+  }
   uint8_t* at(uint64_t a) { return &bytes[a - base]; }
 };
 
@@ -239,12 +242,12 @@ class AxiResponder {
 
 class Harness {
  public:
-  Harness(const Workload& w, const std::string& vcd)
-      : ctx_(std::make_unique<VerilatedContext>()) {
+  Harness(const Workload& w, const std::string& vcd) : ctx_(std::make_unique<VerilatedContext>()) {
 #if VM_TRACE
     if (!vcd.empty()) ctx_->traceEverOn(true);
 #else
-    if (!vcd.empty()) throw std::invalid_argument("--vcd needs the trace build (bench_bare_trace_n<N>)");
+    if (!vcd.empty())
+      throw std::invalid_argument("--vcd needs the trace build (bench_bare_trace_n<N>)");
 #endif
     m_ = std::make_unique<Vtpu_core_bare>(ctx_.get(), "tpu_core");
     mem_.base = tpu::bench::mem_base(w);
@@ -357,8 +360,10 @@ class Harness {
 
   void finish_lite(uint32_t addr) {
     for (int i = 0; i < 1000 && !lite_.done; ++i) tick();
-    if (!lite_.done) throw std::runtime_error("register access timed out at " + std::to_string(addr));
-    if (lite_.resp != 0) throw std::runtime_error("register access answered SLVERR at " + std::to_string(addr));
+    if (!lite_.done)
+      throw std::runtime_error("register access timed out at " + std::to_string(addr));
+    if (lite_.resp != 0)
+      throw std::runtime_error("register access answered SLVERR at " + std::to_string(addr));
   }
 
   // AXI4-Lite master: handshakes sampled before the edge, valids dropped after it.
@@ -424,12 +429,13 @@ int main(int argc, char** argv) {
     const Workload w = tpu::bench::make_workload(TPU_BENCH_N, opt.target_cycles, opt.rows_per_tile);
     if (opt.has("--write-image")) {
       tpu::bench::write_readmemh(w, opt.get("--write-image"));
-      std::printf("IMAGE n=%u mem_base=%u mem_words=%u cmd_addr=%u cmd_count=%u out_addr=%u "
-                  "out_bytes=%zu tiles=%u rows_per_tile=%u warmup=%llu\n",
-                  w.n, tpu::bench::mem_base(w),
-                  (tpu::bench::mem_end(w) - tpu::bench::mem_base(w)) / w.axi_bytes, w.cmd_addr,
-                  w.cmd_count, w.out_addr, w.expected.size(), w.tiles, w.rows_per_tile,
-                  (unsigned long long)w.warmup_cycles);
+      std::printf(
+          "IMAGE n=%u mem_base=%u mem_words=%u cmd_addr=%u cmd_count=%u out_addr=%u "
+          "out_bytes=%zu tiles=%u rows_per_tile=%u warmup=%llu\n",
+          w.n, tpu::bench::mem_base(w),
+          (tpu::bench::mem_end(w) - tpu::bench::mem_base(w)) / w.axi_bytes, w.cmd_addr, w.cmd_count,
+          w.out_addr, w.expected.size(), w.tiles, w.rows_per_tile,
+          (unsigned long long)w.warmup_cycles);
       // Expected result bytes, one hex byte per line.
       FILE* f = std::fopen((opt.get("--write-image") + ".expected").c_str(), "w");
       if (!f) throw std::runtime_error("cannot write the expected file");
@@ -472,16 +478,16 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> got(w.expected.size());
     std::memcpy(got.data(), h.memory().at(w.out_addr), got.size());
     const size_t bad = tpu::bench::count_mismatches(w, got);
-    std::printf("RESULT harness=%s n=%u tiles=%u rows_per_tile=%u counter_cycles=%llu "
-                "mxu_busy=%llu busy_pct=%.1f timed_busy_pct=%.1f weight_stall=%llu "
-                "start_cycle=%llu warmup=%llu "
-                "warmup_s=%.4f measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
-                TPU_BENCH_HARNESS, TPU_BENCH_N, w.tiles, w.rows_per_tile,
-                (unsigned long long)cycles, (unsigned long long)busy,
-                100.0 * double(busy) / double(cycles),
-                100.0 * double(busy - busy0) / double(cycles - cycles0), (unsigned long long)wstall,
-                (unsigned long long)start_cycle, (unsigned long long)warmup, warm_secs,
-                (unsigned long long)measured, secs, double(measured) / secs, bad);
+    std::printf(
+        "RESULT harness=%s n=%u tiles=%u rows_per_tile=%u counter_cycles=%llu "
+        "mxu_busy=%llu busy_pct=%.1f timed_busy_pct=%.1f weight_stall=%llu "
+        "start_cycle=%llu warmup=%llu "
+        "warmup_s=%.4f measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
+        TPU_BENCH_HARNESS, TPU_BENCH_N, w.tiles, w.rows_per_tile, (unsigned long long)cycles,
+        (unsigned long long)busy, 100.0 * double(busy) / double(cycles),
+        100.0 * double(busy - busy0) / double(cycles - cycles0), (unsigned long long)wstall,
+        (unsigned long long)start_cycle, (unsigned long long)warmup, warm_secs,
+        (unsigned long long)measured, secs, double(measured) / secs, bad);
     return bad ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_bare: %s\n", e.what());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulator benchmark, bare MXU: tpu_mxu alone (Verilated, plain C++, like
 // tests/rtl/mxu_test.cpp) doing what it does inside the core under the workload: a valid row
 // every cycle (64 distinct rows, cycled), and every R rows a new weight tile shifted in
@@ -128,10 +129,11 @@ int main(int argc, char** argv) {
     const uint64_t measured = cycle - c0;
     const double secs = std::chrono::duration<double>(t1 - t0).count();
     m->final();
-    std::printf("RESULT harness=mxu n=%d rows_per_tile=%u fed=%llu out_rows=%llu checked=%zu "
-                "measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
-                N, r, (unsigned long long)total, (unsigned long long)out_rows, checked,
-                (unsigned long long)measured, secs, double(measured) / secs, bad);
+    std::printf(
+        "RESULT harness=mxu n=%d rows_per_tile=%u fed=%llu out_rows=%llu checked=%zu "
+        "measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
+        N, r, (unsigned long long)total, (unsigned long long)out_rows, checked,
+        (unsigned long long)measured, secs, double(measured) / secs, bad);
     return (bad || checked != 2) ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_mxu: %s\n", e.what());

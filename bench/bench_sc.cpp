@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulator benchmark, SystemC harness: the workload (workload.h) through tpu::sim::Chip, the
 // testbench every other tool uses (sim/: Verilated SystemC model, AXI bridges, TLM memory).
 //
@@ -58,16 +59,17 @@ int main(int argc, char** argv) {
     const double warm_secs = std::chrono::duration<double>(t0 - t_setup).count();
     const sim::Counters c = chip.counters();
     const size_t bad = bench::count_mismatches(w, chip.read_mem(w.out_addr, w.expected.size()));
-    std::printf("RESULT harness=sc n=%u tiles=%u rows_per_tile=%u counter_cycles=%llu "
-                "mxu_busy=%llu busy_pct=%.1f timed_busy_pct=%.1f weight_stall=%llu "
-                "start_cycle=%llu warmup=%llu "
-                "warmup_s=%.4f measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
-                n, w.tiles, w.rows_per_tile, (unsigned long long)c.cycles,
-                (unsigned long long)c.mxu_busy, 100.0 * double(c.mxu_busy) / double(c.cycles),
-                100.0 * double(c.mxu_busy - busy0) / double(c.cycles - cycles0),
-                (unsigned long long)c.weight_stall, (unsigned long long)start_cycle,
-                (unsigned long long)warmup, warm_secs, (unsigned long long)rest.cycles, secs,
-                double(rest.cycles) / secs, bad);
+    std::printf(
+        "RESULT harness=sc n=%u tiles=%u rows_per_tile=%u counter_cycles=%llu "
+        "mxu_busy=%llu busy_pct=%.1f timed_busy_pct=%.1f weight_stall=%llu "
+        "start_cycle=%llu warmup=%llu "
+        "warmup_s=%.4f measured_cycles=%llu seconds=%.4f cps=%.1f mismatches=%zu\n",
+        n, w.tiles, w.rows_per_tile, (unsigned long long)c.cycles, (unsigned long long)c.mxu_busy,
+        100.0 * double(c.mxu_busy) / double(c.cycles),
+        100.0 * double(c.mxu_busy - busy0) / double(c.cycles - cycles0),
+        (unsigned long long)c.weight_stall, (unsigned long long)start_cycle,
+        (unsigned long long)warmup, warm_secs, (unsigned long long)rest.cycles, secs,
+        double(rest.cycles) / secs, bad);
     return bad ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_sc: %s\n", e.what());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "workload.h"
 
 #include <algorithm>
@@ -14,8 +15,8 @@ namespace tpu::bench {
 namespace {
 
 constexpr uint32_t kDistinctTiles = 4;
-constexpr uint32_t kLookahead = 3;     // tiles requested ahead of the feeder (<= WFifoTiles + 2)
-constexpr uint32_t kAccRows = 2048;    // the core's default AccRows: rows per matmul chunk
+constexpr uint32_t kLookahead = 3;   // tiles requested ahead of the feeder (<= WFifoTiles + 2)
+constexpr uint32_t kAccRows = 2048;  // the core's default AccRows: rows per matmul chunk
 constexpr uint32_t kPage = 4096;
 
 uint32_t round_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
@@ -31,7 +32,8 @@ int8_t requantize(int32_t acc, uint32_t shift) {
 }  // namespace
 
 Workload make_workload(uint32_t n, uint64_t target_cycles, uint32_t rows_per_tile) {
-  if (n < 4 || n > 256 || (n & (n - 1)) != 0) throw std::invalid_argument("N must be 4..256, a power of two");
+  if (n < 4 || n > 256 || (n & (n - 1)) != 0)
+    throw std::invalid_argument("N must be 4..256, a power of two");
   Workload w;
   w.n = n;
   const uint32_t a_rows = w.act_rows;
@@ -70,7 +72,8 @@ Workload make_workload(uint32_t n, uint64_t target_cycles, uint32_t rows_per_til
   w.shift = 0;
   while (w.shift < 40 && (maxabs >> w.shift) > 160) ++w.shift;
   w.expected.resize(acc.size());
-  for (size_t i = 0; i < acc.size(); ++i) w.expected[i] = uint8_t(requantize(int32_t(acc[i]), w.shift));
+  for (size_t i = 0; i < acc.size(); ++i)
+    w.expected[i] = uint8_t(requantize(int32_t(acc[i]), w.shift));
 
   // The program.
   std::vector<Instruction> prog;
@@ -101,7 +104,8 @@ Workload make_workload(uint32_t n, uint64_t target_cycles, uint32_t rows_per_til
   auto tile_addr = [&](uint32_t t) { return wts_addr + (t % kDistinctTiles) * n * n; };
   prog.push_back(ReadHost{HostDest::Param, 0, 12, slot_addr});
   prog.push_back(ReadHost{HostDest::Ub, 0, a_rows, act_addr});
-  for (uint32_t t = 0; t < std::min(kLookahead, w.tiles); ++t) prog.push_back(ReadWeights{1, tile_addr(t)});
+  for (uint32_t t = 0; t < std::min(kLookahead, w.tiles); ++t)
+    prog.push_back(ReadWeights{1, tile_addr(t)});
   for (uint32_t t = 0; t < w.tiles; ++t) {
     uint32_t left = r;
     for (uint32_t c = 0; c < w.chunks_per_tile; ++c) {
@@ -117,7 +121,8 @@ Workload make_workload(uint32_t n, uint64_t target_cycles, uint32_t rows_per_til
       mm.inner_stride = 1;
       mm.outer_stride = 0;
       prog.push_back(mm);
-      if (c == 0 && t + kLookahead < w.tiles) prog.push_back(ReadWeights{1, tile_addr(t + kLookahead)});
+      if (c == 0 && t + kLookahead < w.tiles)
+        prog.push_back(ReadWeights{1, tile_addr(t + kLookahead)});
     }
   }
   Activate at;
@@ -137,8 +142,10 @@ Workload make_workload(uint32_t n, uint64_t target_cycles, uint32_t rows_per_til
   w.cmd_count = uint32_t(prog.size());
   w.init.push_back({w.cmd_addr, w.program});
   for (size_t i = 0; i < prog.size(); ++i) {
-    if (i < 8 || i + 4 > prog.size()) w.listing.push_back(disassemble(prog[i]));
-    else if (i == 8) w.listing.push_back("...");
+    if (i < 8 || i + 4 > prog.size())
+      w.listing.push_back(disassemble(prog[i]));
+    else if (i == 8)
+      w.listing.push_back("...");
   }
 
   // Untimed start-up: parameter + activation DMA, the first tile (DMA + N shift cycles), and
@@ -173,10 +180,14 @@ Options parse_options(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--cycles") o.target_cycles = std::stoull(value());
-    else if (a == "--rows-per-tile") o.rows_per_tile = uint32_t(std::stoul(value()));
-    else if (a == "--warmup") o.warmup = std::stoll(value());
-    else o.rest.push_back(a);
+    if (a == "--cycles")
+      o.target_cycles = std::stoull(value());
+    else if (a == "--rows-per-tile")
+      o.rows_per_tile = uint32_t(std::stoul(value()));
+    else if (a == "--warmup")
+      o.warmup = std::stoll(value());
+    else
+      o.rest.push_back(a);
   }
   return o;
 }

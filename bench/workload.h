@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator benchmark's workload: one long matmul program that keeps the MXU busy, built
 // with driver/isa.h encode() and run unchanged by every harness (SystemC Chip, bare Verilated
 // core, Icarus), so their simulated cycles per second compare like for like.

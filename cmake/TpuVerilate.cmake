@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tpu_verilate(<target> PREFIX <prefix> SOURCES <files...> ...): Verilator's verilate() (same
 # arguments), made safe for an existing build directory.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install <build> [--prefix P]`: the driver libraries and headers, the rtl backend and
 # simulator of every N in TPU_SIM_N_LIST, tpusim, the firmware, and a CMake package
 # (find_package(tpu_rtl), see cmake/tpu_rtlConfig.cmake.in and examples/external).

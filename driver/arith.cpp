@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "arith.h"
 
 #include <algorithm>
@@ -54,9 +55,12 @@ int requantize(int32_t acc, int32_t bias, int32_t mult, uint32_t misc, ActFunc f
   // |r| <= 2^62 and |zp| <= 255: no overflow.
   int y = static_cast<int>(std::clamp<int64_t>(r + m.zp, out_min, out_max));
   switch (func) {
-    case ActFunc::Identity: return y;
-    case ActFunc::Relu: return std::max(y, m.zp);
-    case ActFunc::Clamp: return std::min(std::max(y, m.lo), m.hi);
+    case ActFunc::Identity:
+      return y;
+    case ActFunc::Relu:
+      return std::max(y, m.zp);
+    case ActFunc::Clamp:
+      return std::min(std::max(y, m.lo), m.hi);
     case ActFunc::Lut:
       if (lut == nullptr) throw std::invalid_argument("requantize: func = lut needs a LUT");
       return byte_value(lut[y & 0xFF], out_unsigned);

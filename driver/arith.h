@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bit-exact arithmetic of the datapath, written from docs/isa.md as pure functions: the MXU
 // dot product and the activation unit's requantization. The golden model uses them, and
 // block-level RTL tests (MXU, activation unit) use them as their independent reference.

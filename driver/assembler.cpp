@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "assembler.h"
 
 #include <cctype>
@@ -124,8 +125,12 @@ struct Token {
   int column;  // 1-based
 };
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
-bool is_ident_char(char c) { return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+bool is_ident_char(char c) {
+  return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !is_ident_start(s[0])) return false;
@@ -166,10 +171,11 @@ class LineAssembler {
     if (const size_t bad = find_bad_byte(line); bad != std::string_view::npos) {
       const unsigned char c = static_cast<unsigned char>(line[bad]);
       fail(static_cast<int>(bad) + 1,
-           c == 0 ? std::string("NUL byte (0x00): this is not assembly text (a binary file? expected "
-                                "a .s file of text lines)")
-                  : format("unexpected byte 0x%02x%s (expected printable ASCII outside comments)", c,
-                           c >= 0x80 ? " (not ASCII)" : " (a control character)"));
+           c == 0
+               ? std::string("NUL byte (0x00): this is not assembly text (a binary file? expected "
+                             "a .s file of text lines)")
+               : format("unexpected byte 0x%02x%s (expected printable ASCII outside comments)", c,
+                        c >= 0x80 ? " (not ASCII)" : " (a control character)"));
     }
     std::vector<Token> tokens = tokenize(line);
     size_t first = 0;
@@ -227,8 +233,8 @@ class LineAssembler {
     }
     std::string_view digits = hex.substr(2);
     if (digits.size() > 32) {
-      fail(operands[0].column, "'" + echo(hex) + "' has " +
-                                   std::to_string(digits.size()) + " hex digits " + usage);
+      fail(operands[0].column,
+           "'" + echo(hex) + "' has " + std::to_string(digits.size()) + " hex digits " + usage);
     }
     RawInstruction raw;
     for (size_t i = 0; i < digits.size(); ++i) {
@@ -270,20 +276,22 @@ class LineAssembler {
       }
       if (op == nullptr) {
         if (syntax.operands.empty()) {
-          fail(tok.column, std::string(syntax.mnemonic) + " takes no operands, found '" +
-                               echo(tok.text) + "'");
+          fail(tok.column,
+               std::string(syntax.mnemonic) + " takes no operands, found '" + echo(tok.text) + "'");
         }
         if (!name_known) {
           fail(tok.column, "unknown operand '" + echo(name) + "' for " +
-                               std::string(syntax.mnemonic) + " (expected one of: " +
-                               expected_operands(syntax) + ")");
+                               std::string(syntax.mnemonic) +
+                               " (expected one of: " + expected_operands(syntax) + ")");
         }
         if (has_value) {
-          fail(tok.column, "'" + echo(name) + "' is a flag: write it as a bare word, "
-                           "without '=" + echo(value) + "'");
+          fail(tok.column, "'" + echo(name) +
+                               "' is a flag: write it as a bare word, "
+                               "without '=" +
+                               echo(value) + "'");
         }
-        fail(tok.column, "'" + echo(name) + "' needs a value (expected " +
-                             echo(name) + "=<value>)");
+        fail(tok.column,
+             "'" + echo(name) + "' needs a value (expected " + echo(name) + "=<value>)");
       }
 
       auto [it, inserted] = seen.emplace(op->bits.lo, tok);
@@ -308,13 +316,14 @@ class LineAssembler {
   uint64_t operand_value(const Syntax& syntax, const Operand& op, std::string_view value,
                          int column) {
     switch (op.kind) {
-      case Kind::Flag: return 1;
+      case Kind::Flag:
+        return 1;
       case Kind::Func:
         for (uint8_t f = 0; f < 4; ++f) {
           if (value == act_func_name(static_cast<ActFunc>(f))) return f;
         }
-        fail(column, "func=" + echo(value) +
-                         " is not a function (expected identity, relu, clamp or lut)");
+        fail(column,
+             "func=" + echo(value) + " is not a function (expected identity, relu, clamp or lut)");
       case Kind::Dest:
         if (value == "ub") return 0;
         if (value == "param") return 1;
@@ -324,7 +333,8 @@ class LineAssembler {
                            " is not a destination (expected ub, param, lut or a number 0..3)");
         }
         break;
-      case Kind::Number: break;
+      case Kind::Number:
+        break;
     }
     std::optional<uint64_t> v = parse_number(value);
     if (!v) {
@@ -416,8 +426,8 @@ std::vector<uint8_t> load_binary(const std::string& path) {
   // The size first: a huge file is refused before it is read (pipes are counted while read).
   auto too_big = [&](uint64_t size, bool exact) {
     return BinaryError(path + ": " + std::to_string(size) + (exact ? " bytes" : " bytes or more") +
-                       " is larger than any program (at most " +
-                       std::to_string(kMaxProgramBytes) + " bytes = " + std::to_string(kMaxProgramBytes / kInstrBytes) +
+                       " is larger than any program (at most " + std::to_string(kMaxProgramBytes) +
+                       " bytes = " + std::to_string(kMaxProgramBytes / kInstrBytes) +
                        " instructions, the command area)");
   };
   if (std::filesystem::is_regular_file(st)) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text <-> binary for tpu-rtl programs, in the assembly syntax of docs/isa.md.
 //
 // Beyond isa.md the assembler accepts one directive, `.inst 0x<up to 32 hex digits>`, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "device.h"
 
 #include <algorithm>
@@ -26,34 +27,37 @@ constexpr uint64_t kAddressSpace = uint64_t{1} << 32;
 // ---- counters
 
 const char* PerfCounters::name(int i) {
-  static const char* const kNames[kCount] = {"cycles",       "mxu_busy",     "mxu_macs",
-                                             "weight_stall", "input_stall",  "dma_busy",
-                                             "dma_rd_bytes", "dma_wr_bytes", "instr_retired",
-                                             "act_busy"};
+  static const char* const kNames[kCount] = {
+      "cycles",   "mxu_busy",     "mxu_macs",     "weight_stall",  "input_stall",
+      "dma_busy", "dma_rd_bytes", "dma_wr_bytes", "instr_retired", "act_busy"};
   return (i >= 0 && i < kCount) ? kNames[i] : "?";
 }
 
 uint64_t PerfCounters::get(int i) const {
-  const uint64_t* v[kCount] = {&cycles,       &mxu_busy,     &mxu_macs,      &weight_stall,
-                               &input_stall,  &dma_busy,     &dma_rd_bytes,  &dma_wr_bytes,
+  const uint64_t* v[kCount] = {&cycles,        &mxu_busy, &mxu_macs,     &weight_stall,
+                               &input_stall,   &dma_busy, &dma_rd_bytes, &dma_wr_bytes,
                                &instr_retired, &act_busy};
-  if (i < 0 || i >= kCount) throw std::out_of_range("PerfCounters::get: no counter " + std::to_string(i));
+  if (i < 0 || i >= kCount)
+    throw std::out_of_range("PerfCounters::get: no counter " + std::to_string(i));
   return *v[i];
 }
 
 void PerfCounters::set(int i, uint64_t value) {
-  uint64_t* v[kCount] = {&cycles,       &mxu_busy,     &mxu_macs,      &weight_stall,
-                         &input_stall,  &dma_busy,     &dma_rd_bytes,  &dma_wr_bytes,
-                         &instr_retired, &act_busy};
-  if (i < 0 || i >= kCount) throw std::out_of_range("PerfCounters::set: no counter " + std::to_string(i));
+  uint64_t* v[kCount] = {&cycles,   &mxu_busy,     &mxu_macs,     &weight_stall,  &input_stall,
+                         &dma_busy, &dma_rd_bytes, &dma_wr_bytes, &instr_retired, &act_busy};
+  if (i < 0 || i >= kCount)
+    throw std::out_of_range("PerfCounters::set: no counter " + std::to_string(i));
   *v[i] = value;
 }
 
 const char* to_string(RunOutcome::Status s) {
   switch (s) {
-    case RunOutcome::Status::Done: return "done";
-    case RunOutcome::Status::Error: return "error";
-    case RunOutcome::Status::Timeout: return "timeout";
+    case RunOutcome::Status::Done:
+      return "done";
+    case RunOutcome::Status::Error:
+      return "error";
+    case RunOutcome::Status::Timeout:
+      return "timeout";
   }
   return "?";
 }
@@ -163,11 +167,12 @@ DmaWindows Device::dma_windows(size_t instructions) const {
     }
   }
   if (merged.size() > size_t{kNumDmaWindows}) {
-    throw DeviceError(format("the %zu registered host buffers need %zu DMA windows (touching "
-                             "buffers share one, the command buffer takes one) but the chip has "
-                             "%d: register fewer buffers, or place them back to back (alloc() "
-                             "does)",
-                             buffers_.size(), merged.size(), kNumDmaWindows));
+    throw DeviceError(
+        format("the %zu registered host buffers need %zu DMA windows (touching "
+               "buffers share one, the command buffer takes one) but the chip has "
+               "%d: register fewer buffers, or place them back to back (alloc() "
+               "does)",
+               buffers_.size(), merged.size(), kNumDmaWindows));
   }
   DmaWindows w{};
   for (size_t i = 0; i < merged.size(); ++i) {
@@ -223,14 +228,15 @@ std::string Device::explain(const std::vector<Instruction>& program, const RawRu
                             const DmaWindows& windows) const {
   const std::string name(error_name(r.error));
   if (r.error == ErrorCode::ERR_CMD_OVERRUN) {
-    return format("%s at instruction %" PRIu32 ": the program ended after %zu instructions "
+    return format("%s at instruction %" PRIu32
+                  ": the program ended after %zu instructions "
                   "without halt",
                   name.c_str(), r.pc, program.size());
   }
   if (r.pc >= program.size()) {
-    return format("%s at instruction %" PRIu32 ": %s", name.c_str(), r.pc,
-                  r.detail.empty() ? std::string(error_description(r.error)).c_str()
-                                   : r.detail.c_str());
+    return format(
+        "%s at instruction %" PRIu32 ": %s", name.c_str(), r.pc,
+        r.detail.empty() ? std::string(error_description(r.error)).c_str() : r.detail.c_str());
   }
   const Instruction& instr = program[r.pc];
   std::string why;
@@ -245,8 +251,8 @@ std::string Device::explain(const std::vector<Instruction>& program, const RawRu
                    &why) != r.error) {
     why.clear();
   }
-  if (why.empty() && (r.error == ErrorCode::ERR_NO_WEIGHTS ||
-                      r.error == ErrorCode::ERR_WEIGHT_OVERFLOW)) {
+  if (why.empty() &&
+      (r.error == ErrorCode::ERR_NO_WEIGHTS || r.error == ErrorCode::ERR_WEIGHT_OVERFLOW)) {
     // Replay the weight-tile accounting of the instructions before it.
     uint64_t waiting = 0;
     bool active = false;
@@ -294,7 +300,8 @@ RunOutcome Device::try_run(const std::vector<Instruction>& program, uint64_t max
   out.stats = r.stats;
   out.stats.instructions = program.size();
   switch (r.status) {
-    case RunOutcome::Status::Done: break;
+    case RunOutcome::Status::Done:
+      break;
     case RunOutcome::Status::Error:
       out.error = r.error;
       out.pc = r.pc;
@@ -313,12 +320,18 @@ RunOutcome Device::try_run(const std::vector<Instruction>& program, uint64_t max
 
 std::string_view unit_name(ExecUnit u) {
   switch (u) {
-    case ExecUnit::ReadHost: return "read_host";
-    case ExecUnit::ReadWeights: return "read_weights";
-    case ExecUnit::Matmul: return "matmul";
-    case ExecUnit::Activate: return "activate";
-    case ExecUnit::WriteHost: return "write_host";
-    case ExecUnit::Control: return "control";
+    case ExecUnit::ReadHost:
+      return "read_host";
+    case ExecUnit::ReadWeights:
+      return "read_weights";
+    case ExecUnit::Matmul:
+      return "matmul";
+    case ExecUnit::Activate:
+      return "activate";
+    case ExecUnit::WriteHost:
+      return "write_host";
+    case ExecUnit::Control:
+      return "control";
   }
   return "?";
 }
@@ -336,7 +349,8 @@ void Device::record_timeline(bool on) {
 RunStats Device::run(const std::vector<Instruction>& program, uint64_t max_cycles) {
   RunOutcome o = try_run(program, max_cycles);
   switch (o.status) {
-    case RunOutcome::Status::Done: return o.stats;
+    case RunOutcome::Status::Done:
+      return o.stats;
     case RunOutcome::Status::Error: {
       ChipError e(o.error, o.pc, o.message);
       e.set_stats(o.stats);

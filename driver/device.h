@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device: one interface to a tpu-rtl chip, two backends.
 //
 //   "rtl"   (device_rtl.h, library tpu_device_rtl_n<N>): the Verilated chip in its SystemC
@@ -63,11 +64,11 @@ struct PerfCounters {
 
 // What a run cost.
 struct RunStats {
-  uint64_t cycles = 0;             // rtl: the CYCLES counter (START to done); model: estimate
-  bool cycles_estimated = false;   // true on the model backend (see device_model.h)
-  PerfCounters counters;           // rtl: all exact; model: see ModelDevice
-  uint64_t instructions = 0;       // program length
-  double wall_seconds = 0;         // host time spent in run()
+  uint64_t cycles = 0;            // rtl: the CYCLES counter (START to done); model: estimate
+  bool cycles_estimated = false;  // true on the model backend (see device_model.h)
+  PerfCounters counters;          // rtl: all exact; model: see ModelDevice
+  uint64_t instructions = 0;      // program length
+  double wall_seconds = 0;        // host time spent in run()
 };
 
 // The unit an instruction occupies (numbered as the chip's trace port, docs/architecture.md

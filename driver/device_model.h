@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "model" backend: Device over the golden functional model (golden_model.h), written
 // from docs/isa.md independently of the RTL and bit-exact with it on every architectural
 // result (UB, accumulators, host memory, error code and pc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "device_rtl.h"
 
 #include <cinttypes>
@@ -134,7 +135,8 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
   const sim::RunResult r = chip.run(max_cycles);
   RawRun out;
   switch (r.reason) {
-    case sim::StopReason::kDone: break;
+    case sim::StopReason::kDone:
+      break;
     case sim::StopReason::kError:
       out.status = RunOutcome::Status::Error;
       out.error = static_cast<ErrorCode>(r.err_code);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "rtl" backend: Device over the Verilated tpu_core in its SystemC testbench
 // (sim/chip.h, tpu::sim::Chip). Cycle-accurate: RunStats::cycles is the chip's CYCLES counter
 // and every performance counter is read from the chip.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "golden_model.h"
 
 #include <algorithm>
@@ -40,8 +41,8 @@ RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
     result.status = RunStatus::Error;
     result.error = code;
     result.err_pc = pc;
-    result.message = format("pc %" PRIu32 ": %s: %s", pc, std::string(error_name(code)).c_str(),
-                            why.c_str());
+    result.message =
+        format("pc %" PRIu32 ": %s: %s", pc, std::string(error_name(code)).c_str(), why.c_str());
     return result;
   };
   const uint64_t cmd_bytes = uint64_t{count} * kInstrBytes;
@@ -77,10 +78,10 @@ RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
     ++result.retired;
     if (std::holds_alternative<Halt>(d.instr)) return result;
   }
-  return stop(ErrorCode::ERR_CMD_OVERRUN, count,
-              format("the command buffer ended after CMD_COUNT = %" PRIu32
-                     " instructions without halt",
-                     count));
+  return stop(
+      ErrorCode::ERR_CMD_OVERRUN, count,
+      format("the command buffer ended after CMD_COUNT = %" PRIu32 " instructions without halt",
+             count));
 }
 
 ErrorCode GoldenModel::execute(const Instruction& instr, std::string* why) {
@@ -120,15 +121,20 @@ GoldenModel::Fault GoldenModel::exec(const ReadHost& in) {
   const size_t bytes = size_t{in.rows} * n;
   std::vector<uint8_t> data(bytes);
   if (!host_.read(in.host_addr, bytes, data.data())) {
-    return {ErrorCode::ERR_AXI_READ,
-            "read_host: host memory rejected the read of " + host_span(in.host_addr, bytes) +
-                " (nothing written)"};
+    return {ErrorCode::ERR_AXI_READ, "read_host: host memory rejected the read of " +
+                                         host_span(in.host_addr, bytes) + " (nothing written)"};
   }
   uint8_t* dst = nullptr;
   switch (in.dest) {
-    case HostDest::Ub: dst = &ub_[size_t{in.local_addr} * n]; break;
-    case HostDest::Param: dst = &param_[size_t{in.local_addr} * n]; break;
-    case HostDest::Lut: dst = &lut_[size_t{in.local_addr} * n]; break;
+    case HostDest::Ub:
+      dst = &ub_[size_t{in.local_addr} * n];
+      break;
+    case HostDest::Param:
+      dst = &param_[size_t{in.local_addr} * n];
+      break;
+    case HostDest::Lut:
+      dst = &lut_[size_t{in.local_addr} * n];
+      break;
   }
   std::copy(data.begin(), data.end(), dst);
   return {};
@@ -187,8 +193,8 @@ GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
   for (uint32_t o = 0; o < in.outer; ++o) {
     for (uint32_t i = 0; i < in.inner; ++i) {
       const uint32_t r = o * in.inner + i;
-      const size_t ub_row = size_t{in.ub_addr} + size_t{o} * in.outer_stride +
-                            size_t{i} * in.inner_stride;
+      const size_t ub_row =
+          size_t{in.ub_addr} + size_t{o} * in.outer_stride + size_t{i} * in.inner_stride;
       mxu_row(&ub_[ub_row * n], active_tile_.data(), n, in.a_unsigned, in.w_unsigned, sum.data());
       int32_t* acc = &acc_[(size_t{in.acc_addr} + r) * n];
       for (uint32_t c = 0; c < n; ++c) {
@@ -218,8 +224,8 @@ GoldenModel::Fault GoldenModel::exec(const Activate& in) {
         int best = 0;
         for (uint32_t dy = 0; dy < in.pool_k; ++dy) {
           for (uint32_t dx = 0; dx < in.pool_k; ++dx) {
-            const size_t row = size_t{in.acc_addr} + size_t{oy * in.pool_s + dy} * w +
-                               ox * in.pool_s + dx;
+            const size_t row =
+                size_t{in.acc_addr} + size_t{oy * in.pool_s + dy} * w + ox * in.pool_s + dx;
             int y = requantize(acc_[row * n + c], bias_v[c], mult_v[c], misc_v[c], in.func,
                                in.out_unsigned, lut_.data());
             best = (dy == 0 && dx == 0) ? y : std::max(best, y);  // compared in output type
@@ -266,12 +272,13 @@ std::vector<uint8_t> GoldenModel::ub_rows(uint32_t first_row, uint32_t rows) con
 
 void GoldenModel::set_ub_rows(uint32_t first_row, const std::vector<uint8_t>& bytes) {
   if (bytes.size() % params_.N != 0) {
-    throw std::invalid_argument(format("set_ub_rows: %zu bytes is not a whole number of %u-byte rows",
-                                       bytes.size(), params_.N));
+    throw std::invalid_argument(format(
+        "set_ub_rows: %zu bytes is not a whole number of %u-byte rows", bytes.size(), params_.N));
   }
   if (bytes.empty()) return;
   ub_index(first_row + static_cast<uint32_t>(bytes.size() / params_.N) - 1, 0);
-  std::copy(bytes.begin(), bytes.end(), ub_.begin() + static_cast<std::ptrdiff_t>(ub_index(first_row, 0)));
+  std::copy(bytes.begin(), bytes.end(),
+            ub_.begin() + static_cast<std::ptrdiff_t>(ub_index(first_row, 0)));
 }
 
 int32_t GoldenModel::acc(uint32_t row, uint32_t col) const { return acc_[acc_index(row, col)]; }
@@ -287,9 +294,10 @@ void GoldenModel::set_acc(uint32_t row, uint32_t col, int32_t value) {
 
 size_t GoldenModel::quant_offset(uint32_t slot, uint32_t col, uint32_t which) const {
   if (slot >= params_.qp_slots || col >= params_.N) {
-    throw std::out_of_range(format("quantization slot %u column %u out of range (QpSlots = %u, "
-                                   "N = %u)",
-                                   slot, col, params_.qp_slots, params_.N));
+    throw std::out_of_range(
+        format("quantization slot %u column %u out of range (QpSlots = %u, "
+               "N = %u)",
+               slot, col, params_.qp_slots, params_.N));
   }
   // A slot is the int32 arrays bias[N], mult[N], misc[N] back to back: 12 rows of N bytes.
   return size_t{slot} * 12 * params_.N + size_t{which} * 4 * params_.N + size_t{col} * 4;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A functional (untimed) model of one tpu-rtl core, written from docs/isa.md alone: it is the
 // independent reference the RTL is compared against. Instructions run one after another, as
 // isa.md says programs are written; the chip's concurrency is invisible except where isa.md
@@ -21,9 +22,9 @@ enum class RunStatus { Done, Error };
 struct RunResult {
   RunStatus status = RunStatus::Done;
   ErrorCode error = ErrorCode::ERR_NONE;
-  uint32_t err_pc = 0;    // index of the faulting instruction (only when status == Error)
-  uint64_t retired = 0;   // instructions completed, including the halt
-  std::string message;    // when status == Error: what went wrong, at which pc
+  uint32_t err_pc = 0;   // index of the faulting instruction (only when status == Error)
+  uint64_t retired = 0;  // instructions completed, including the halt
+  std::string message;   // when status == Error: what went wrong, at which pc
   bool done() const { return status == RunStatus::Done; }
 };
 
@@ -71,7 +72,7 @@ class GoldenModel {
 
   // ---- state access for tests. Out-of-range indices throw std::out_of_range.
   uint8_t ub_byte(uint32_t row, uint32_t col) const;
-  std::vector<uint8_t> ub_rows(uint32_t first_row, uint32_t rows) const;  // rows * N bytes
+  std::vector<uint8_t> ub_rows(uint32_t first_row, uint32_t rows) const;    // rows * N bytes
   void set_ub_rows(uint32_t first_row, const std::vector<uint8_t>& bytes);  // multiple of N
 
   int32_t acc(uint32_t row, uint32_t col) const;
@@ -106,14 +107,15 @@ class GoldenModel {
 
   size_t ub_index(uint32_t row, uint32_t col) const;
   size_t acc_index(uint32_t row, uint32_t col) const;
-  size_t quant_offset(uint32_t slot, uint32_t col, uint32_t which) const;  // which: 0 bias, 1 mult, 2 misc
+  size_t quant_offset(uint32_t slot, uint32_t col,
+                      uint32_t which) const;  // which: 0 bias, 1 mult, 2 misc
   uint32_t param_word(size_t offset) const;
 
   HostMemory& host_;
   ChipParams params_;
-  std::vector<uint8_t> ub_;    // ub_rows x N
-  std::vector<int32_t> acc_;   // acc_rows x N
-  std::vector<uint8_t> param_; // qp_slots * 12 rows x N bytes
+  std::vector<uint8_t> ub_;     // ub_rows x N
+  std::vector<int32_t> acc_;    // acc_rows x N
+  std::vector<uint8_t> param_;  // qp_slots * 12 rows x N bytes
   std::array<uint8_t, 256> lut_{};
   DmaWindows windows_{};
   CommandBuffer cmd_{};  // of the run in progress (write_host may not overlap it)

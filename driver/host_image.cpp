@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "host_image.h"
 
 #include <algorithm>
@@ -70,8 +71,8 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
     if (o.size) {
       if (o.block.bytes.size() > *o.size) {
         line_no = o.line;
-        fail("block @" + hex32(o.block.addr) + " has " + std::to_string(o.block.bytes.size()) + " bytes of data but size=" +
-             std::to_string(*o.size));
+        fail("block @" + hex32(o.block.addr) + " has " + std::to_string(o.block.bytes.size()) +
+             " bytes of data but size=" + std::to_string(*o.size));
       }
       o.block.bytes.resize(*o.size, 0);
     }
@@ -105,14 +106,18 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
     // its value and column (echoing it would garble the message).
     for (size_t i = 0, comment = line.find('#'); i < line.size(); ++i) {
       const unsigned char c = static_cast<unsigned char>(line[i]);
-      if (c == 0 || (i < comment && (c >= 0x7f || (c < 0x20 && c != '\t' && c != '\r' && c != '\v' && c != '\f')))) {
+      if (c == 0 || (i < comment && (c >= 0x7f || (c < 0x20 && c != '\t' && c != '\r' &&
+                                                   c != '\v' && c != '\f')))) {
         char b[160];
-        std::snprintf(b, sizeof b, "column %zu: byte 0x%02x is not text (expected hex byte pairs, @ lines and # comments%s)",
+        std::snprintf(b, sizeof b,
+                      "column %zu: byte 0x%02x is not text (expected hex byte pairs, @ lines and # "
+                      "comments%s)",
                       i + 1, c, c == 0 ? "; a binary file? use file= for binary data" : "");
         fail(b);
       }
     }
-    if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
     std::vector<std::string_view> tokens;
     for (size_t i = 0; i < line.size();) {
       if (std::isspace(static_cast<unsigned char>(line[i]))) {
@@ -140,20 +145,24 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
         const std::string_view tok = tokens[t];
         const size_t eq = tok.find('=');
         const std::string_view key = tok.substr(0, eq);
-        const std::string_view val = eq == std::string_view::npos ? std::string_view() : tok.substr(eq + 1);
+        const std::string_view val =
+            eq == std::string_view::npos ? std::string_view() : tok.substr(eq + 1);
         if (eq == std::string_view::npos || val.empty()) {
           fail("'" + echo(tok) + "' is not key=value (expected size=, name= or file=)");
         }
         for (std::string_view k : seen) {
           if (k == key) {
-            fail(echo(key) + "= is given twice on this @ line (expected each of size=, name=, file= at most once)");
+            fail(echo(key) +
+                 "= is given twice on this @ line (expected each of size=, name=, file= at most "
+                 "once)");
           }
         }
         seen.push_back(key);
         if (key == "size") {
           const auto v = parse_number(val);
           if (!v || *v == 0 || *v > kSpace) fail("size=" + echo(val) + " is not a size in 1..2^32");
-          if (*v > kMaxImageBytes) fail("size=" + echo(val) + " is more than an image may hold (256 MiB)");
+          if (*v > kMaxImageBytes)
+            fail("size=" + echo(val) + " is more than an image may hold (256 MiB)");
           o.size = *v;
         } else if (key == "name") {
           o.block.name = echo(val);
@@ -211,7 +220,8 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
     const HostImageBlock& a = image.blocks[i - 1];
     if (uint64_t{a.addr} + a.bytes.size() > image.blocks[i].addr) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s: block @0x%08" PRIx32 " (%zu bytes) overlaps block @0x%08" PRIx32,
+      std::snprintf(buf, sizeof buf,
+                    "%s: block @0x%08" PRIx32 " (%zu bytes) overlaps block @0x%08" PRIx32,
                     std::string(filename).c_str(), a.addr, a.bytes.size(), image.blocks[i].addr);
       throw HostImageError(buf);
     }
@@ -229,7 +239,8 @@ HostImage load_host_image(const std::string& path) {
   std::string text;
   // 256 MiB of data as "xx " pairs plus comments: 1 GiB of text is more than any valid image.
   if (!detail::read_at_most(in, uint64_t{1} << 30, &text)) {
-    throw HostImageError(path + ": more than 1 GiB of text, larger than any image (at most 256 MiB of data)");
+    throw HostImageError(
+        path + ": more than 1 GiB of text, larger than any image (at most 256 MiB of data)");
   }
   if (in.bad()) throw HostImageError(path + ": read error");
   return parse_host_image(text, path, dir_of(path));

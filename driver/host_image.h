@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host memory images: a small text format that maps base addresses to bytes, used by
 // `tpusim run --hostmem-in/--hostmem-out` (docs/tpusim.md) and handy in tests.
 //

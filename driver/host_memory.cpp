@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "host_memory.h"
 
 #include <algorithm>
@@ -21,7 +22,8 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 void RegionMemory::add_region(uint64_t base, uint64_t size, Access access) {
-  if (size == 0) throw std::invalid_argument("RegionMemory: region at " + hex(base) + " has size 0");
+  if (size == 0)
+    throw std::invalid_argument("RegionMemory: region at " + hex(base) + " has size 0");
   if (base >= kAddressSpace || size > kAddressSpace - base) {
     throw std::invalid_argument("RegionMemory: region " + hex(base) + " + " + hex(size) +
                                 " reaches past the 32-bit address space");

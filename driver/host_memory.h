@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host memory as the chip sees it over AXI: a 32-bit byte-addressed space in which accesses
 // outside mapped memory fail (the chip sees SLVERR/DECERR and reports ERR_AXI_READ/WRITE).
 #pragma once

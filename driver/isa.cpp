@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "isa.h"
 
 #include <algorithm>
@@ -28,8 +29,7 @@ constexpr ErrorInfo kErrorInfo[kNumErrorCodes] = {
     {"ERR_ACC_RANGE", "ACC row out of range"},
     {"ERR_PARAM_RANGE", "PARAM/LUT row or quantization slot out of range"},
     {"ERR_ALIGN", "host address not 16-byte aligned"},
-    {"ERR_HOST_RANGE",
-     "host byte range wraps past 2^32, or lies outside every enabled DMA window"},
+    {"ERR_HOST_RANGE", "host byte range wraps past 2^32, or lies outside every enabled DMA window"},
     {"ERR_AXI_READ", "host memory answered a read with SLVERR/DECERR"},
     {"ERR_AXI_WRITE", "host memory answered a write with SLVERR/DECERR"},
     {"ERR_CMD_OVERRUN", "the command buffer ended (CMD_COUNT instructions) without halt"},
@@ -93,9 +93,12 @@ std::string head(Opcode op) {
 
 std::string_view host_dest_name(HostDest d) {
   switch (d) {
-    case HostDest::Ub: return "ub";
-    case HostDest::Param: return "param";
-    case HostDest::Lut: return "lut";
+    case HostDest::Ub:
+      return "ub";
+    case HostDest::Param:
+      return "param";
+    case HostDest::Lut:
+      return "lut";
   }
   return "";
 }
@@ -113,9 +116,9 @@ Fault fault(ErrorCode c, std::string why) { return Fault{c, std::move(why)}; }
 // ERR_ALIGN / ERR_HOST_RANGE for a host transfer of `bytes` bytes at `addr`.
 Fault check_host_range(const char* op, uint32_t addr, uint64_t bytes, const DmaWindows& windows) {
   if (addr % 16 != 0) {
-    return fault(ErrorCode::ERR_ALIGN,
-                 format("%s: host_addr 0x%08" PRIx32 " is not 16-byte aligned (expected low 4 bits 0)",
-                        op, addr));
+    return fault(ErrorCode::ERR_ALIGN, format("%s: host_addr 0x%08" PRIx32
+                                              " is not 16-byte aligned (expected low 4 bits 0)",
+                                              op, addr));
   }
   uint64_t end = uint64_t{addr} + bytes;  // one past the last byte
   if (end > (uint64_t{1} << 32)) {
@@ -156,8 +159,8 @@ Fault check_one(const ReadHost& in, const ChipParams& p, const DmaWindows& win) 
   Fault f;
   switch (in.dest) {
     case HostDest::Ub:
-      f = check_rows("read_host", "UB", ErrorCode::ERR_UB_RANGE, in.local_addr, in.rows,
-                     p.ub_rows, "UbRows");
+      f = check_rows("read_host", "UB", ErrorCode::ERR_UB_RANGE, in.local_addr, in.rows, p.ub_rows,
+                     "UbRows");
       break;
     case HostDest::Param:
       f = check_rows("read_host", "PARAM", ErrorCode::ERR_PARAM_RANGE, in.local_addr, in.rows,
@@ -174,8 +177,8 @@ Fault check_one(const ReadHost& in, const ChipParams& p, const DmaWindows& win) 
 
 Fault check_one(const WriteHost& in, const ChipParams& p, const DmaWindows& win) {
   if (in.rows == 0) return fault(ErrorCode::ERR_FIELD, "write_host: rows = 0 (expected >= 1)");
-  Fault f = check_rows("write_host", "UB", ErrorCode::ERR_UB_RANGE, in.ub_addr, in.rows,
-                       p.ub_rows, "UbRows");
+  Fault f = check_rows("write_host", "UB", ErrorCode::ERR_UB_RANGE, in.ub_addr, in.rows, p.ub_rows,
+                       "UbRows");
   if (f.code != ErrorCode::ERR_NONE) return f;
   return check_host_range("write_host", in.host_addr, uint64_t{in.rows} * p.N, win);
 }
@@ -187,8 +190,8 @@ Fault check_one(const ReadWeights& in, const ChipParams& p, const DmaWindows& wi
 
 Fault check_one(const Matmul& in, const ChipParams& p, const DmaWindows&) {
   if (in.inner == 0 || in.outer == 0) {
-    return fault(ErrorCode::ERR_FIELD, format("matmul: inner = %u, outer = %u (both must be >= 1)",
-                                              in.inner, in.outer));
+    return fault(ErrorCode::ERR_FIELD,
+                 format("matmul: inner = %u, outer = %u (both must be >= 1)", in.inner, in.outer));
   }
   uint64_t last_ub = uint64_t{in.ub_addr} + uint64_t{in.outer - 1u} * in.outer_stride +
                      uint64_t{in.inner - 1u} * in.inner_stride;
@@ -275,10 +278,14 @@ bool is_static_error(ErrorCode code) {
 
 std::string_view act_func_name(ActFunc f) {
   switch (f) {
-    case ActFunc::Identity: return "identity";
-    case ActFunc::Relu: return "relu";
-    case ActFunc::Clamp: return "clamp";
-    case ActFunc::Lut: return "lut";
+    case ActFunc::Identity:
+      return "identity";
+    case ActFunc::Relu:
+      return "relu";
+    case ActFunc::Clamp:
+      return "clamp";
+    case ActFunc::Lut:
+      return "lut";
   }
   return "?";
 }
@@ -314,33 +321,45 @@ bool operator==(const ChipParams& a, const ChipParams& b) {
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
   using namespace field;
   static const std::vector<FieldInfo> kNone;
-  static const std::vector<FieldInfo> kReadHost = {
-      {"dest", kHostDest}, {"local_addr", kHostLocalAddr}, {"rows", kHostRows},
-      {"host_addr", kHostAddr}};
+  static const std::vector<FieldInfo> kReadHost = {{"dest", kHostDest},
+                                                   {"local_addr", kHostLocalAddr},
+                                                   {"rows", kHostRows},
+                                                   {"host_addr", kHostAddr}};
   static const std::vector<FieldInfo> kWriteHost = {
       {"local_addr", kHostLocalAddr}, {"rows", kHostRows}, {"host_addr", kHostAddr}};
   static const std::vector<FieldInfo> kReadWeights = {{"tiles", kWeightsTiles},
                                                       {"host_addr", kWeightsHostAddr}};
-  static const std::vector<FieldInfo> kMatmul = {
-      {"acc", kMatmulAcc},       {"a_unsigned", kMatmulAUnsigned},
-      {"w_unsigned", kMatmulWUnsigned}, {"switch", kMatmulSwitch},
-      {"ub_addr", kMatmulUbAddr}, {"acc_addr", kMatmulAccAddr},
-      {"inner", kMatmulInner},   {"outer", kMatmulOuter},
-      {"inner_stride", kMatmulInnerStride}, {"outer_stride", kMatmulOuterStride}};
+  static const std::vector<FieldInfo> kMatmul = {{"acc", kMatmulAcc},
+                                                 {"a_unsigned", kMatmulAUnsigned},
+                                                 {"w_unsigned", kMatmulWUnsigned},
+                                                 {"switch", kMatmulSwitch},
+                                                 {"ub_addr", kMatmulUbAddr},
+                                                 {"acc_addr", kMatmulAccAddr},
+                                                 {"inner", kMatmulInner},
+                                                 {"outer", kMatmulOuter},
+                                                 {"inner_stride", kMatmulInnerStride},
+                                                 {"outer_stride", kMatmulOuterStride}};
   static const std::vector<FieldInfo> kActivate = {
-      {"func", kActFunc},     {"out_unsigned", kActOutUnsigned}, {"acc_addr", kActAccAddr},
-      {"ub_addr", kActUbAddr}, {"width", kActWidth},             {"height", kActHeight},
-      {"pool_k", kActPoolK},  {"pool_s", kActPoolS},             {"ub_stride", kActUbStride},
-      {"slot", kActSlot}};
+      {"func", kActFunc},          {"out_unsigned", kActOutUnsigned},
+      {"acc_addr", kActAccAddr},   {"ub_addr", kActUbAddr},
+      {"width", kActWidth},        {"height", kActHeight},
+      {"pool_k", kActPoolK},       {"pool_s", kActPoolS},
+      {"ub_stride", kActUbStride}, {"slot", kActSlot}};
   switch (op) {
-    case Opcode::ReadHost: return kReadHost;
-    case Opcode::WriteHost: return kWriteHost;
-    case Opcode::ReadWeights: return kReadWeights;
-    case Opcode::Matmul: return kMatmul;
-    case Opcode::Activate: return kActivate;
+    case Opcode::ReadHost:
+      return kReadHost;
+    case Opcode::WriteHost:
+      return kWriteHost;
+    case Opcode::ReadWeights:
+      return kReadWeights;
+    case Opcode::Matmul:
+      return kMatmul;
+    case Opcode::Activate:
+      return kActivate;
     case Opcode::Nop:
     case Opcode::Sync:
-    case Opcode::Halt: return kNone;
+    case Opcode::Halt:
+      return kNone;
   }
   return kNone;
 }
@@ -355,8 +374,8 @@ uint64_t get_field(const InstrBytes& word, BitField f) {
 
 void set_field(InstrBytes& word, BitField f, uint64_t value) {
   if (value > f.max()) {
-    throw std::out_of_range(format("value %" PRIu64 " does not fit in bits %u:%u", value, f.hi(),
-                                   f.lo));
+    throw std::out_of_range(
+        format("value %" PRIu64 " does not fit in bits %u:%u", value, f.hi(), f.lo));
   }
   for (unsigned i = 0; i < f.width; ++i) {
     unsigned bit = f.lo + i;
@@ -385,16 +404,16 @@ bool operator==(const ReadWeights& a, const ReadWeights& b) {
   return a.tiles == b.tiles && a.host_addr == b.host_addr;
 }
 bool operator==(const Matmul& a, const Matmul& b) {
-  return std::tie(a.accumulate, a.a_unsigned, a.w_unsigned, a.switch_weights, a.ub_addr,
-                  a.acc_addr, a.inner, a.outer, a.inner_stride, a.outer_stride) ==
-         std::tie(b.accumulate, b.a_unsigned, b.w_unsigned, b.switch_weights, b.ub_addr,
-                  b.acc_addr, b.inner, b.outer, b.inner_stride, b.outer_stride);
+  return std::tie(a.accumulate, a.a_unsigned, a.w_unsigned, a.switch_weights, a.ub_addr, a.acc_addr,
+                  a.inner, a.outer, a.inner_stride, a.outer_stride) ==
+         std::tie(b.accumulate, b.a_unsigned, b.w_unsigned, b.switch_weights, b.ub_addr, b.acc_addr,
+                  b.inner, b.outer, b.inner_stride, b.outer_stride);
 }
 bool operator==(const Activate& a, const Activate& b) {
   return std::tie(a.func, a.out_unsigned, a.acc_addr, a.ub_addr, a.width, a.height, a.pool_k,
-                  a.pool_s, a.ub_stride, a.slot) ==
-         std::tie(b.func, b.out_unsigned, b.acc_addr, b.ub_addr, b.width, b.height, b.pool_k,
-                  b.pool_s, b.ub_stride, b.slot);
+                  a.pool_s, a.ub_stride, a.slot) == std::tie(b.func, b.out_unsigned, b.acc_addr,
+                                                             b.ub_addr, b.width, b.height, b.pool_k,
+                                                             b.pool_s, b.ub_stride, b.slot);
 }
 bool operator==(const RawInstruction& a, const RawInstruction& b) { return a.bytes == b.bytes; }
 
@@ -499,9 +518,15 @@ DecodeResult decode(const InstrBytes& w) {
   using namespace field;
   auto get = [&](BitField f) { return get_field(w, f); };
   switch (op) {
-    case Opcode::Nop: r.instr = Nop{}; break;
-    case Opcode::Sync: r.instr = Sync{}; break;
-    case Opcode::Halt: r.instr = Halt{}; break;
+    case Opcode::Nop:
+      r.instr = Nop{};
+      break;
+    case Opcode::Sync:
+      r.instr = Sync{};
+      break;
+    case Opcode::Halt:
+      r.instr = Halt{};
+      break;
     case Opcode::ReadHost: {
       ReadHost in;
       in.dest = static_cast<HostDest>(get(kHostDest));
@@ -574,8 +599,8 @@ struct Disassembler {
       s += format("ub=%u", in.local_addr);
     } else {
       std::string_view name = host_dest_name(in.dest);
-      std::string dest = name.empty() ? std::to_string(static_cast<unsigned>(in.dest))
-                                      : std::string(name);
+      std::string dest =
+          name.empty() ? std::to_string(static_cast<unsigned>(in.dest)) : std::string(name);
       s += format("dest=%s addr=%u", dest.c_str(), in.local_addr);
     }
     return s + format(" rows=%u host=%s", in.rows, hex32(in.host_addr).c_str());
@@ -589,10 +614,10 @@ struct Disassembler {
            format("tiles=%u host=%s", in.tiles, hex32(in.host_addr).c_str());
   }
   std::string operator()(const Matmul& in) const {
-    std::string s = head(Opcode::Matmul) +
-                    format("ub=%u acc=%u inner=%u outer=%u inner_stride=%u outer_stride=%u",
-                           in.ub_addr, in.acc_addr, in.inner, in.outer, in.inner_stride,
-                           in.outer_stride);
+    std::string s =
+        head(Opcode::Matmul) +
+        format("ub=%u acc=%u inner=%u outer=%u inner_stride=%u outer_stride=%u", in.ub_addr,
+               in.acc_addr, in.inner, in.outer, in.inner_stride, in.outer_stride);
     if (in.accumulate) s += " acc";
     if (in.a_unsigned) s += " a_unsigned";
     if (in.w_unsigned) s += " w_unsigned";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tpu-rtl instruction set (docs/isa.md) as C++: opcodes, error codes, the bit layout of
 // every field, one struct per instruction, encode/decode, disassembly of one instruction and
 // the static checks (error codes 1-8).
@@ -76,7 +77,7 @@ struct ChipParams {
   static ChipParams with_n(uint32_t n);
 
   uint32_t param_rows() const { return qp_slots * 12; }  // PARAM memory rows of N bytes
-  uint32_t lut_rows() const { return 256 / N; }           // LUT rows of N bytes
+  uint32_t lut_rows() const { return 256 / N; }          // LUT rows of N bytes
   uint32_t tile_bytes() const { return N * N; }
 
   // Throws std::invalid_argument naming the bad parameter unless: N is a power of two in
@@ -180,16 +181,16 @@ struct ReadWeights {
 };
 
 struct Matmul {
-  bool accumulate = false;      // asm flag `acc`
+  bool accumulate = false;  // asm flag `acc`
   bool a_unsigned = false;
   bool w_unsigned = false;
   bool switch_weights = false;  // asm flag `switch`
   uint32_t ub_addr = 0;         // 24 bits
   uint16_t acc_addr = 0;
-  uint16_t inner = 1;           // 12 bits
-  uint16_t outer = 1;           // 12 bits
+  uint16_t inner = 1;  // 12 bits
+  uint16_t outer = 1;  // 12 bits
   uint8_t inner_stride = 1;
-  uint32_t outer_stride = 0;    // 24 bits
+  uint32_t outer_stride = 0;  // 24 bits
 };
 
 struct Activate {
@@ -213,8 +214,8 @@ struct RawInstruction {
   InstrBytes bytes{};
 };
 
-using Instruction =
-    std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync, Halt, RawInstruction>;
+using Instruction = std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync,
+                                 Halt, RawInstruction>;
 
 // Field-by-field equality (so Instruction, a std::variant, compares with ==).
 bool operator==(const Nop&, const Nop&);

@@ -1,5 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // OutputFile (output_file.h).
 #include "output_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -9,9 +13,6 @@
 #include <iostream>
 #include <stdexcept>
 #include <system_error>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace tpu {
 
@@ -61,7 +62,9 @@ void check_not_directory(const std::string& path, const std::string& what) {
 
 OutputFile::OutputFile(std::string path, std::string option)
     : path_(std::move(path)), option_(std::move(option)) {
-  if (path_.empty()) throw std::runtime_error(option_ + (option_.empty() ? "" : " ") + "'': an empty path (expected a file name)");
+  if (path_.empty())
+    throw std::runtime_error(option_ + (option_.empty() ? "" : " ") +
+                             "'': an empty path (expected a file name)");
   if (is_stdout()) return;
   check_not_directory(path_, option_);
   // Write through a symbolic link to the file it names (renaming over the link would replace it).
@@ -95,8 +98,8 @@ OutputFile::OutputFile(std::string path, std::string option)
   if (!*file_) {
     const int err = errno;
     discard();
-    throw std::runtime_error(what() + ": cannot write in " + dir.string() + " (" + std::strerror(err) +
-                             "; expected a writable directory)");
+    throw std::runtime_error(what() + ": cannot write in " + dir.string() + " (" +
+                             std::strerror(err) + "; expected a writable directory)");
   }
 }
 
@@ -120,7 +123,8 @@ void OutputFile::discard() {
 }
 
 bool OutputFile::commit(bool require_temp) {
-  if (done_) throw std::logic_error("OutputFile::commit: " + path_ + " already committed or discarded");
+  if (done_)
+    throw std::logic_error("OutputFile::commit: " + path_ + " already committed or discarded");
   if (is_stdout()) {
     done_ = true;
     const std::string s = stdout_buf_.str();
@@ -135,12 +139,14 @@ bool OutputFile::commit(bool require_temp) {
   file_->close();
   if (direct_) {
     done_ = true;
-    if (!ok || file_->fail()) throw std::runtime_error(what() + ": write error (" + std::strerror(err) + ")");
+    if (!ok || file_->fail())
+      throw std::runtime_error(what() + ": write error (" + std::strerror(err) + ")");
     return true;
   }
   if (!ok || file_->fail()) {
     discard();
-    throw std::runtime_error(what() + ": write error (" + std::strerror(err) + "); the file was left as it was");
+    throw std::runtime_error(what() + ": write error (" + std::strerror(err) +
+                             "); the file was left as it was");
   }
   std::error_code ec;
   if (!require_temp && fs::file_size(temp_, ec) == 0) {  // the writer produced nothing
@@ -162,7 +168,8 @@ bool OutputFile::commit(bool require_temp) {
   return true;
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& option) {
+void write_file_atomically(const std::string& path, const std::string& bytes,
+                           const std::string& option) {
   OutputFile f(path, option);
   f.write(bytes);
   f.commit();
@@ -175,7 +182,8 @@ void check_output_not_input(const std::string& output, const std::string& option
   for (const std::string& in : inputs) {
     if (in.empty() || in == "-") continue;
     if (fs::exists(output, ec) && fs::exists(in, ec) && fs::equivalent(output, in, ec) && !ec) {
-      throw std::runtime_error((option.empty() ? "" : option + " ") + output + ": is also an input (" + in +
+      throw std::runtime_error((option.empty() ? "" : option + " ") + output +
+                               ": is also an input (" + in +
                                "); refusing to overwrite it (expected a different output file)");
     }
   }

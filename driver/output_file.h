@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OutputFile: write a file so that readers only ever see the old file or the complete new one.
 //
 // The bytes go to a temporary file next to the destination (same directory, so the final
@@ -9,7 +10,8 @@
 //
 //   tpu::OutputFile out(path);          // throws "PATH: is a directory", "PATH: cannot write ..."
 //   out.stream() << text;               // or out.write(bytes), or let a library write temp_path()
-//   out.commit();                       // throws "PATH: write error (...)" and leaves PATH as it was
+//   out.commit();                       // throws "PATH: write error (...)" and leaves PATH as it
+//   was
 //
 // The path "-" means standard output (written at commit(); nothing is written on failure). An
 // existing path that is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in place.
@@ -35,7 +37,9 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   std::ostream& stream();
-  void write(const std::string& bytes) { stream().write(bytes.data(), std::streamsize(bytes.size())); }
+  void write(const std::string& bytes) {
+    stream().write(bytes.data(), std::streamsize(bytes.size()));
+  }
   // The temporary file, for writers that open a path themselves (a VCD): they must have closed
   // it before commit(). Empty for standard output; the device itself for a device or pipe.
   const std::string& temp_path() const { return direct_ ? dest_ : temp_; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "program.h"
 
 #include <cinttypes>
@@ -31,8 +32,9 @@ void ProgramBuilder::set_host_ranges(std::vector<HostRange> ranges) {
 
 void ProgramBuilder::fail(const char* mnemonic, const char* argument,
                           const std::string& message) const {
-  throw ProgramError(mnemonic, argument,
-                     format("%s (instruction %zu): %s", mnemonic, program_.size(), message.c_str()));
+  throw ProgramError(
+      mnemonic, argument,
+      format("%s (instruction %zu): %s", mnemonic, program_.size(), message.c_str()));
 }
 
 void ProgramBuilder::check_not_halted(const char* mnemonic) const {
@@ -40,14 +42,14 @@ void ProgramBuilder::check_not_halted(const char* mnemonic) const {
 }
 
 // value must be in lo..hi; `what` names the argument or expression, `limit` explains hi.
-#define TPU_CHECK_RANGE(mnemonic, argument, what, value, lo, hi, limit)                       \
-  do {                                                                                        \
-    const uint64_t v_ = (value), lo_ = (lo), hi_ = (hi);                                      \
-    if (v_ < lo_ || v_ > hi_) {                                                               \
-      fail(mnemonic, argument,                                                                \
-           format("%s = %" PRIu64 " is out of range (allowed %" PRIu64 "..%" PRIu64 "%s%s)", \
-                  what, v_, lo_, hi_, (limit)[0] ? ": " : "", limit));                        \
-    }                                                                                         \
+#define TPU_CHECK_RANGE(mnemonic, argument, what, value, lo, hi, limit)                            \
+  do {                                                                                             \
+    const uint64_t v_ = (value), lo_ = (lo), hi_ = (hi);                                           \
+    if (v_ < lo_ || v_ > hi_) {                                                                    \
+      fail(mnemonic, argument,                                                                     \
+           format("%s = %" PRIu64 " is out of range (allowed %" PRIu64 "..%" PRIu64 "%s%s)", what, \
+                  v_, lo_, hi_, (limit)[0] ? ": " : "", limit));                                   \
+    }                                                                                              \
   } while (0)
 
 void ProgramBuilder::check_host(const char* mnemonic, const char* argument, uint32_t host_addr,
@@ -112,7 +114,8 @@ ProgramBuilder& ProgramBuilder::read_host(const ReadHost& in) {
   uint32_t limit_rows = params_.ub_rows;
   std::string limit = format("UbRows = %u", params_.ub_rows);
   switch (in.dest) {
-    case HostDest::Ub: break;
+    case HostDest::Ub:
+      break;
     case HostDest::Param:
       limit_rows = params_.param_rows();
       limit = format("PARAM rows: 12 per slot, QpSlots = %u", params_.qp_slots);
@@ -122,8 +125,9 @@ ProgramBuilder& ProgramBuilder::read_host(const ReadHost& in) {
       limit = format("LUT rows: 256/N = %u", params_.lut_rows());
       break;
     default:
-      fail(m, "dest", format("dest = %u is not a destination (allowed 0 = UB, 1 = PARAM, 2 = LUT)",
-                             static_cast<unsigned>(in.dest)));
+      fail(m, "dest",
+           format("dest = %u is not a destination (allowed 0 = UB, 1 = PARAM, 2 = LUT)",
+                  static_cast<unsigned>(in.dest)));
   }
   TPU_CHECK_RANGE(m, "rows", "rows", in.rows, 1, k24, "24-bit field");
   TPU_CHECK_RANGE(m, "local_addr", "local_addr", in.local_addr, 0, limit_rows - 1, limit.c_str());
@@ -236,12 +240,14 @@ ProgramBuilder& ProgramBuilder::activate(const Activate& in) {
   const char* m = "activate";
   check_not_halted(m);
   if (static_cast<unsigned>(in.func) > 3) {
-    fail(m, "func", format("func = %u is not a function (allowed 0..3: identity, relu, clamp, lut)",
-                           static_cast<unsigned>(in.func)));
+    fail(m, "func",
+         format("func = %u is not a function (allowed 0..3: identity, relu, clamp, lut)",
+                static_cast<unsigned>(in.func)));
   }
   TPU_CHECK_RANGE(m, "width", "width", in.width, 1, k12, "12-bit field");
   TPU_CHECK_RANGE(m, "height", "height", in.height, 1, k12, "12-bit field");
-  TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1, std::min<unsigned>(15, std::min(in.width, in.height)),
+  TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1,
+                  std::min<unsigned>(15, std::min(in.width, in.height)),
                   "4-bit field, at most width and height");
   TPU_CHECK_RANGE(m, "pool_s", "pool_s", in.pool_s, 1, 15, "4-bit field");
   TPU_CHECK_RANGE(m, "ub_stride", "ub_stride", in.ub_stride, 0, k24, "24-bit field");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProgramBuilder: emits tpu-rtl instructions one call at a time, checking every argument
 // against the chip's parameters (ChipParams) before it can reach a chip.
 //
@@ -19,7 +20,8 @@
 namespace tpu {
 
 // An argument the chip would reject. what() is one line, e.g.
-//   "matmul (instruction 7): acc_addr + rows - 1 = 2050 is out of range (allowed 0..2047: AccRows = 2048)"
+//   "matmul (instruction 7): acc_addr + rows - 1 = 2050 is out of range (allowed 0..2047: AccRows =
+//   2048)"
 class ProgramError : public std::invalid_argument {
  public:
   ProgramError(std::string instruction, std::string argument, const std::string& what);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tiled_ops.h"
 
 #include <algorithm>
@@ -46,8 +47,10 @@ void MatmulSpec::validate() const {
     bad(format("zero_point = %d (allowed %d..%d for %s output)", zero_point, lo, hi, type));
   }
   if (func == ActFunc::Clamp) {
-    if (clamp_lo < lo || clamp_lo > hi) bad(format("clamp_lo = %d (allowed %d..%d for %s output)", clamp_lo, lo, hi, type));
-    if (clamp_hi < lo || clamp_hi > hi) bad(format("clamp_hi = %d (allowed %d..%d for %s output)", clamp_hi, lo, hi, type));
+    if (clamp_lo < lo || clamp_lo > hi)
+      bad(format("clamp_lo = %d (allowed %d..%d for %s output)", clamp_lo, lo, hi, type));
+    if (clamp_hi < lo || clamp_hi > hi)
+      bad(format("clamp_hi = %d (allowed %d..%d for %s output)", clamp_hi, lo, hi, type));
   }
   if (func == ActFunc::Lut && lut.size() != 256) {
     bad(format("func = lut needs a 256-byte lut (got %zu bytes)", lut.size()));
@@ -88,8 +91,8 @@ std::vector<uint8_t> unpack_rows(const std::vector<uint8_t>& padded, uint32_t m,
                                  uint32_t tile) {
   const size_t row = size_t{ceil_div(cols, tile)} * tile;
   if (padded.size() < size_t{m} * row) {
-    throw std::invalid_argument(format("unpack_rows: %zu bytes for %u rows of %zu", padded.size(),
-                                       m, row));
+    throw std::invalid_argument(
+        format("unpack_rows: %zu bytes for %u rows of %zu", padded.size(), m, row));
   }
   std::vector<uint8_t> out(size_t{m} * cols);
   for (size_t r = 0; r < m; ++r) std::copy_n(&padded[r * row], cols, &out[r * cols]);
@@ -99,8 +102,9 @@ std::vector<uint8_t> unpack_rows(const std::vector<uint8_t>& padded, uint32_t m,
 std::vector<uint8_t> pack_weights(const std::vector<uint8_t>& w, uint32_t k, uint32_t n,
                                   uint32_t tile) {
   if (w.size() != size_t{k} * n) {
-    throw std::invalid_argument(format("pack_weights: %zu bytes for a %u x %u matrix (expected %zu)",
-                                       w.size(), k, n, size_t{k} * n));
+    throw std::invalid_argument(
+        format("pack_weights: %zu bytes for a %u x %u matrix (expected %zu)", w.size(), k, n,
+               size_t{k} * n));
   }
   const uint32_t kt = ceil_div(k, tile), nt = ceil_div(n, tile);
   const size_t tb = size_t{tile} * tile;
@@ -192,7 +196,8 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   };
   const uint32_t ub_avail = span("UB rows", res.ub_base, res.ub_rows, params.ub_rows);
   const uint32_t acc_avail = span("ACC rows", res.acc_base, res.acc_rows, params.acc_rows);
-  const uint32_t slots_avail = span("quantization slots", res.first_slot, res.slots, params.qp_slots);
+  const uint32_t slots_avail =
+      span("quantization slots", res.first_slot, res.slots, params.qp_slots);
   const uint32_t cap = params.wfifo_tiles + 2;
   if (res.weight_lookahead > cap) {
     bad(format("weight_lookahead = %u (allowed 0..%u: WFifoTiles + 2)", res.weight_lookahead, cap));
@@ -204,8 +209,9 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   p.nt = ceil_div(spec.n, params.N);
   // Default: as many tiles as the FIFO holds. More would make a read_weights wait for FIFO
   // space, and while it waits it holds up the in-order issue of the matmuls behind it.
-  p.weight_lookahead = res.weight_lookahead ? res.weight_lookahead
-                                            : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
+  p.weight_lookahead = res.weight_lookahead
+                           ? res.weight_lookahead
+                           : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
 
   // Quantization slots.
   p.first_slot = res.first_slot;
@@ -221,12 +227,18 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
 
   // Chunks start at 16-byte aligned host addresses (DMA needs it): with rows of kt*T and nt*T
   // bytes, every chunk but the last has a multiple of `align` rows (1 when T >= 16).
-  auto gcd16 = [](uint64_t v) { uint64_t g = 16; while (v % g) g /= 2; return g; };
-  const uint64_t align = std::max(16 / gcd16(uint64_t{p.kt} * params.N), 16 / gcd16(uint64_t{p.nt} * params.N));
+  auto gcd16 = [](uint64_t v) {
+    uint64_t g = 16;
+    while (v % g) g /= 2;
+    return g;
+  };
+  const uint64_t align =
+      std::max(16 / gcd16(uint64_t{p.kt} * params.N), 16 / gcd16(uint64_t{p.nt} * params.N));
   auto floor_a = [&](uint64_t v) { return v / align * align; };
   auto ceil_a = [&](uint64_t v) { return (v + align - 1) / align * align; };
   constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
-  const uint64_t max_rows = res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
+  const uint64_t max_rows =
+      res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
   const uint64_t per_row = uint64_t{p.kt} + p.nt;  // UB rows per row of A (A + output)
 
   // ACC regions, used by the column blocks in turn: while one block's activate reads its
@@ -249,12 +261,14 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   // cycles each); `edge` is twice that, the size of the first and the last chunk.
   const uint64_t single_limit = std::min({max_rows, acc_limit, ub_avail / per_row});
   const uint64_t double_limit = floor_a(std::min({max_rows, acc_limit, ub_avail / (2 * per_row)}));
-  const uint64_t edge = res.edge_chunk_rows
-                            ? res.edge_chunk_rows
-                            : std::max<uint64_t>(8, 2 * params.tile_bytes() / (params.axi_width / 16));
+  const uint64_t edge =
+      res.edge_chunk_rows
+          ? res.edge_chunk_rows
+          : std::max<uint64_t>(8, 2 * params.tile_bytes() / (params.axi_width / 16));
   // `rows` in chunks of at most `limit` (a multiple of align), all but the last aligned.
   auto balanced = [&](uint64_t rows, uint64_t limit) {
-    const uint64_t size = std::min(limit, ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
+    const uint64_t size =
+        std::min(limit, ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
     for (uint64_t done = 0; done < rows; done += size) {
       p.chunk_sizes.push_back(static_cast<uint32_t>(std::min(size, rows - done)));
     }
@@ -352,13 +366,14 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
                  const MatmulHostAddrs& addrs) {
   const ChipParams& prm = b.params();
   if (plan.tile != prm.N) {
-    throw std::invalid_argument(format("emit_matmul: the plan is for N = %u, the builder for N = %u",
-                                       plan.tile, prm.N));
+    throw std::invalid_argument(
+        format("emit_matmul: the plan is for N = %u, the builder for N = %u", plan.tile, prm.N));
   }
   if (b.pending_weight_tiles() != 0) {
-    throw std::invalid_argument(format("emit_matmul: %u weight tiles are already pending; the "
-                                       "matmul needs the weight FIFO to itself",
-                                       b.pending_weight_tiles()));
+    throw std::invalid_argument(
+        format("emit_matmul: %u weight tiles are already pending; the "
+               "matmul needs the weight FIFO to itself",
+               b.pending_weight_tiles()));
   }
   const uint32_t N = prm.N, kt = plan.kt, nt = plan.nt;
   const uint32_t tile_bytes = N * N;
@@ -383,7 +398,8 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
   const uint32_t batch = plan.reload_quant ? plan.slot_batch : nt;
   const uint32_t batches_per_chunk = ceil_div(nt, batch);
   auto batch_slot0 = [&](uint64_t global_batch) {
-    return plan.first_slot + (plan.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch : 0);
+    return plan.first_slot +
+           (plan.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch : 0);
   };
   auto load_batch = [&](uint64_t global_batch) {
     const uint32_t j0 = static_cast<uint32_t>(global_batch % batches_per_chunk) * batch;
@@ -393,10 +409,12 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
   const uint64_t total_batches = uint64_t{plan.chunks} * batches_per_chunk;
 
   std::vector<uint32_t> chunk_start(plan.chunks + 1, 0);
-  for (uint32_t c = 0; c < plan.chunks; ++c) chunk_start[c + 1] = chunk_start[c] + plan.chunk_sizes[c];
+  for (uint32_t c = 0; c < plan.chunks; ++c)
+    chunk_start[c + 1] = chunk_start[c] + plan.chunk_sizes[c];
   if (chunk_start[plan.chunks] != spec.m) {
-    throw std::invalid_argument(format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
-                                       chunk_start[plan.chunks], spec.m));
+    throw std::invalid_argument(
+        format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
+               chunk_start[plan.chunks], spec.m));
   }
   auto chunk_rows = [&](uint32_t c) { return plan.chunk_sizes[c]; };
   auto load_a = [&](uint32_t c) {
@@ -427,7 +445,7 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
       const bool batch_start = j % batch == 0;  // batches restart with every chunk
       if (batch_start && block > 0) ++global_batch;
       const uint32_t slot = plan.reload_quant ? batch_slot0(global_batch) + j % batch
-                            : plan.first_slot + (plan.quant_images == 1 ? 0 : j);
+                                              : plan.first_slot + (plan.quant_images == 1 ? 0 : j);
       for (uint32_t t = 0; t < kt; ++t) {
         Matmul mm;
         mm.switch_weights = true;
@@ -439,7 +457,7 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
         if (kt == 1) {  // contiguous rows
           mm.inner = static_cast<uint16_t>(rows);
           mm.outer = 1;
-        } else {        // row r, K tile t at ub_a + r*kt + t
+        } else {  // row r, K tile t at ub_a + r*kt + t
           mm.inner = 1;
           mm.outer = static_cast<uint16_t>(rows);
           mm.outer_stride = kt;
@@ -481,7 +499,8 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
           later.add(act_delay, [&b, act] { b.activate(act); });
           if (j + 1 == nt) {
             const uint32_t host = addrs.out + chunk_start[c] * nt * N;
-            later.add(act_delay + 1, [&b, ub_out, rows, nt, host] { b.write_host(ub_out, rows * nt, host); });
+            later.add(act_delay + 1,
+                      [&b, ub_out, rows, nt, host] { b.write_host(ub_out, rows * nt, host); });
             // Single UB region: the next chunk's rows replace this one's, so they must be
             // loaded after this chunk's last matmul and before the next chunk's first.
             if (c + 1 < plan.chunks && !plan.double_buffered_ub) load_a(c + 1);
@@ -575,8 +594,12 @@ std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<
   if (a.size() != size_t{spec.m} * spec.k || w.size() != size_t{spec.k} * spec.n) {
     throw std::invalid_argument("reference_matmul: A must be m*k and W k*n bytes");
   }
-  auto av = [&](size_t i) { return spec.a_unsigned ? int64_t{a[i]} : int64_t{static_cast<int8_t>(a[i])}; };
-  auto wv = [&](size_t i) { return spec.w_unsigned ? int64_t{w[i]} : int64_t{static_cast<int8_t>(w[i])}; };
+  auto av = [&](size_t i) {
+    return spec.a_unsigned ? int64_t{a[i]} : int64_t{static_cast<int8_t>(a[i])};
+  };
+  auto wv = [&](size_t i) {
+    return spec.w_unsigned ? int64_t{w[i]} : int64_t{static_cast<int8_t>(w[i])};
+  };
   const int lo = spec.out_unsigned ? 0 : -128, hi = spec.out_unsigned ? 255 : 127;
   std::vector<int64_t> row(spec.n);
   std::vector<uint8_t> out(size_t{spec.m} * spec.n);
@@ -589,7 +612,8 @@ std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<
     }
     for (uint32_t c = 0; c < spec.n; ++c) {
       // The accumulators wrap at 32 bits; the bias add saturates.
-      const int64_t acc = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(row[c])));
+      const int64_t acc =
+          static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(row[c])));
       const int64_t x = std::clamp<int64_t>(acc + spec.bias_at(c), INT32_MIN, INT32_MAX);
       const int64_t p = x * spec.mult_at(c);  // |p| <= 2^62
       const unsigned s = spec.shift_at(c);
@@ -601,9 +625,14 @@ std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<
       }
       int64_t y = std::clamp<int64_t>(q + spec.zero_point, lo, hi);
       switch (spec.func) {
-        case ActFunc::Identity: break;
-        case ActFunc::Relu: y = std::max<int64_t>(y, spec.zero_point); break;
-        case ActFunc::Clamp: y = std::min<int64_t>(std::max<int64_t>(y, spec.clamp_lo), spec.clamp_hi); break;
+        case ActFunc::Identity:
+          break;
+        case ActFunc::Relu:
+          y = std::max<int64_t>(y, spec.zero_point);
+          break;
+        case ActFunc::Clamp:
+          y = std::min<int64_t>(std::max<int64_t>(y, spec.clamp_lo), spec.clamp_hi);
+          break;
         case ActFunc::Lut: {
           const uint8_t v = spec.lut[static_cast<uint8_t>(y)];
           y = spec.out_unsigned ? v : static_cast<int8_t>(v);

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiled operations: an int8/uint8 matmul of any M x K x N with bias, requantization and an
 // activation function, tiled over the chip's UB, accumulators, quantization slots and weight
 // tiles, and scheduled so that weight and activation loads overlap the MXU.
 //
-//   out[r][c] = func(sat(round((sat32(sum_k a[r][k] * w[k][c]) + bias[c]) * mult[c] / 2^shift[c]) + zp))
+//   out[r][c] = func(sat(round((sat32(sum_k a[r][k] * w[k][c]) + bias[c]) * mult[c] / 2^shift[c]) +
+//   zp))
 //
 // exactly as docs/isa.md `activate` defines it (sum wraps to int32 like the accumulators).
 //
@@ -43,16 +45,16 @@ namespace tpu {
 // values; bias is empty or n values.
 struct MatmulSpec {
   uint32_t m = 1, k = 1, n = 1;
-  bool a_unsigned = false;             // A is uint8 (else int8)
-  bool w_unsigned = false;             // W is uint8 (else int8)
-  std::vector<int32_t> bias;           // default 0
-  std::vector<int32_t> mult;           // default 1
-  std::vector<uint8_t> shift;          // default 0; 0..63
-  int zero_point = 0;                  // in the output type
+  bool a_unsigned = false;     // A is uint8 (else int8)
+  bool w_unsigned = false;     // W is uint8 (else int8)
+  std::vector<int32_t> bias;   // default 0
+  std::vector<int32_t> mult;   // default 1
+  std::vector<uint8_t> shift;  // default 0; 0..63
+  int zero_point = 0;          // in the output type
   ActFunc func = ActFunc::Identity;
   int clamp_lo = -128, clamp_hi = 127;  // func == Clamp, in the output type
-  std::vector<uint8_t> lut;            // func == Lut: 256 bytes
-  bool out_unsigned = false;           // output is uint8 (else int8)
+  std::vector<uint8_t> lut;             // func == Lut: 256 bytes
+  bool out_unsigned = false;            // output is uint8 (else int8)
 
   // Throws std::invalid_argument naming the bad field and the allowed values.
   void validate() const;
@@ -68,27 +70,28 @@ struct MatmulResources {
   uint32_t ub_base = 0, ub_rows = 0;
   uint32_t acc_base = 0, acc_rows = 0;
   uint32_t first_slot = 0, slots = 0;
-  uint32_t weight_lookahead = 0;  // tiles pushed ahead of the MXU (<= WFifoTiles + 2); 0 = WFifoTiles
-  uint32_t max_chunk_rows = 0;    // cap on rows per chunk; 0 = as many as fit
-  uint32_t edge_chunk_rows = 0;   // rows of the first and last chunk; 0 = chosen from N
+  uint32_t weight_lookahead =
+      0;                        // tiles pushed ahead of the MXU (<= WFifoTiles + 2); 0 = WFifoTiles
+  uint32_t max_chunk_rows = 0;  // cap on rows per chunk; 0 = as many as fit
+  uint32_t edge_chunk_rows = 0;  // rows of the first and last chunk; 0 = chosen from N
 };
 
 struct MatmulPlan {
-  uint32_t tile = 0;             // the chip's N
-  uint32_t kt = 0, nt = 0;       // K tiles, column blocks
+  uint32_t tile = 0;                  // the chip's N
+  uint32_t kt = 0, nt = 0;            // K tiles, column blocks
   std::vector<uint32_t> chunk_sizes;  // rows of A per chunk, in order
-  uint32_t chunk_rows = 0;       // the largest chunk (the size of each UB / ACC region)
-  uint32_t chunks = 0;           // chunk_sizes.size()
-  uint32_t ub_a[2] = {0, 0};     // UB base of the A rows of even / odd chunks
-  uint32_t ub_out[2] = {0, 0};   // UB base of the output rows of even / odd chunks
-  uint32_t acc[3] = {0, 0, 0};   // ACC regions, used by column blocks in turn
-  uint32_t acc_buffers = 0;      // regions: 3 when kt = 1, else 2; 1 if ACC space is short
+  uint32_t chunk_rows = 0;            // the largest chunk (the size of each UB / ACC region)
+  uint32_t chunks = 0;                // chunk_sizes.size()
+  uint32_t ub_a[2] = {0, 0};          // UB base of the A rows of even / odd chunks
+  uint32_t ub_out[2] = {0, 0};        // UB base of the output rows of even / odd chunks
+  uint32_t acc[3] = {0, 0, 0};        // ACC regions, used by column blocks in turn
+  uint32_t acc_buffers = 0;           // regions: 3 when kt = 1, else 2; 1 if ACC space is short
   bool double_buffered_ub = false;
-  uint32_t quant_images = 0;     // 1 (all columns alike) or nt
+  uint32_t quant_images = 0;  // 1 (all columns alike) or nt
   uint32_t first_slot = 0;
-  bool reload_quant = false;     // more images than slots: loaded in batches while running
-  uint32_t slot_batch = 0;       // images per batch (when reload_quant)
-  uint32_t slot_banks = 0;       // 2 (load one bank while the other is used) or 1
+  bool reload_quant = false;  // more images than slots: loaded in batches while running
+  uint32_t slot_batch = 0;    // images per batch (when reload_quant)
+  uint32_t slot_banks = 0;    // 2 (load one bank while the other is used) or 1
   uint32_t weight_lookahead = 0;
   uint32_t ub_rows_used = 0, acc_rows_used = 0, slots_used = 0;
 
@@ -103,7 +106,8 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
 
 // ---- host-side packing (T = the chip's N)
 // a: m x k bytes row-major -> the A layout. Works for any row-major matrix (also OUT).
-std::vector<uint8_t> pack_rows(const std::vector<uint8_t>& a, uint32_t m, uint32_t k, uint32_t tile);
+std::vector<uint8_t> pack_rows(const std::vector<uint8_t>& a, uint32_t m, uint32_t k,
+                               uint32_t tile);
 // The inverse: m rows of ceil(cols/T)*T bytes -> m x cols.
 std::vector<uint8_t> unpack_rows(const std::vector<uint8_t>& padded, uint32_t m, uint32_t cols,
                                  uint32_t tile);
@@ -130,14 +134,13 @@ struct MatmulRun {
   RunStats stats;
   MatmulPlan plan;
   size_t instructions = 0;
-  uint64_t useful_macs = 0;        // m*k*n
-  double mxu_utilization = 0;      // useful_macs / (cycles * N^2)
+  uint64_t useful_macs = 0;    // m*k*n
+  double mxu_utilization = 0;  // useful_macs / (cycles * N^2)
 };
 // a: m x k, w: k x n, row-major bytes. Throws std::invalid_argument for bad arguments, and
 // what Device::run throws.
 MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint8_t>& a,
-                     const std::vector<uint8_t>& w,
-                     uint64_t max_cycles = Device::kDefaultMaxCycles,
+                     const std::vector<uint8_t>& w, uint64_t max_cycles = Device::kDefaultMaxCycles,
                      const MatmulResources& res = {});
 
 // The plain C++ reference: a triple loop and the isa.md output stage, m x n bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A host program on the driver: an int8 matmul with bias and ReLU on the simulated chip,
 // checked against plain C++. The driver tiles it for the chip (any M x K x N).
 //

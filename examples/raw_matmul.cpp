@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A matmul on the simulated chip, driven with raw instructions: the smallest complete host
 // program. It places an M x K int8 matrix, K x N weight tiles and a program in host memory,
 // rings the doorbell, waits for the interrupt and checks the result against a C++ matmul.
@@ -72,8 +73,8 @@ int main(int argc, char** argv) {
     // Requantize: y = round(acc / 2^8), saturated to int8, through slot 0.
     std::vector<uint8_t> slot(12 * n, 0);
     for (uint32_t c = 0; c < n; ++c) {
-      slot[4 * (n + c)] = 1;        // mult = 1
-      slot[4 * (2 * n + c)] = 8;    // shift = 8, zp = 0
+      slot[4 * (n + c)] = 1;      // mult = 1
+      slot[4 * (2 * n + c)] = 8;  // shift = 8, zp = 0
     }
     chip.write_mem(act + 0x70000, slot);
     prog.insert(prog.begin(), ReadHost{HostDest::Param, 0, 12, act + 0x70000});
@@ -97,9 +98,11 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     chip.start(cmd, uint32_t(prog.size()));
     const sim::RunResult r = chip.run(100'000'000);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r.reason != sim::StopReason::kDone) {
-      std::fprintf(stderr, "raw_matmul: the chip stopped with %s (error %u: %s at instruction %u)\n",
+      std::fprintf(stderr,
+                   "raw_matmul: the chip stopped with %s (error %u: %s at instruction %u)\n",
                    sim::to_string(r.reason), r.err_code,
                    std::string(error_name(ErrorCode(r.err_code))).c_str(), r.err_pc);
       return 1;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # dense_relu.s - a dense layer with bias and ReLU, two K tiles by two output blocks.
 #
 #   OUT = relu(requant(X . W + bias))   X: 24 x 2N int8, W: 2N x 2N int8, OUT: 24 x 2N int8

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # matmul_tile.s - the smallest complete job: one weight tile.
 #
 #   OUT = requant(X . W)     X: 16 x N int8, W: N x N int8, OUT: 16 x N int8

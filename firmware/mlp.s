@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mlp.s - a three-layer perceptron; the hidden activations never leave the chip.
 #
 #   H1  = relu(requant(X  . W1 + b1))    X : 32 x 2N  ->  H1: 32 x 2N

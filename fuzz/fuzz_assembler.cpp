@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer harness: the assembler (tpu::assemble) on arbitrary text.
 // Invariants checked: assemble() either succeeds or throws AsmError (nothing else escapes);
 // a program that assembles disassembles to text that assembles to exactly the same bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer harness: a binary program, as tpusim and the driver load it.
 //   * decode_program / disassemble_program accept any multiple of 16 bytes (else BinaryError),
 //     and assemble(disassemble_program(b)) encodes to exactly b (the round trip of
@@ -56,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i + 16 <= size; i += 16) {
     const tpu::DecodeResult d = tpu::decode(data + i);
     const tpu::ErrorCode c = tpu::check(program[i / 16], params);
-    if (!d.ok() && c != d.error) fail("check() and decode() disagree on word " + std::to_string(i / 16));
+    if (!d.ok() && c != d.error)
+      fail("check() and decode() disagree on word " + std::to_string(i / 16));
     if (d.ok() && tpu::encode(d.instr) != tpu::encode(program[i / 16])) fail("decode mismatch");
   }
 
@@ -67,7 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   mem.add_region(0x10000, 0x10000);
   mem.load(0x1000, bytes);
   tpu::GoldenModel model(mem, params);
-  if (size >= 32 && (data[1] & 1)) model.set_dma_window(int(data[2] % 8), 0x1000, uint32_t(0x1000 + size));
+  if (size >= 32 && (data[1] & 1))
+    model.set_dma_window(int(data[2] % 8), 0x1000, uint32_t(0x1000 + size));
   const uint32_t count = uint32_t(size / 16) + (size > 0 ? data[size - 1] % 3 : 0);
   (void)model.run(0x1000, count);
   (void)model.run(0x1000, count);  // state persists across runs

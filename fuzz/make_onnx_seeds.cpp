@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of fuzz_onnx_loader: small ONNX models of the shapes the loader
 // accepts (dense, conv + pool + dense, QDQ) and a few it must refuse. Run once:
 //   build-fuzz/make_onnx_seeds fuzz/corpus/onnx_loader

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Simulator benchmark: builds the harnesses of bench/ for each N, measures simulated cycles/s
 # (SystemC Chip, bare Verilated core, --threads 2, bare MXU, Icarus), VCD cost, build time and
 # memory, the N = 64/128/256 scale check and a callgrind profile, and writes

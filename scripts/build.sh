@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds tpu-rtl into build/ (or $TPU_BUILD_DIR). Extra arguments go to cmake.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

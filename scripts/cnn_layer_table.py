@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Per-layer table (markdown) of one or more `tpusim run-cnn --json` results.
 
     tpusim run-cnn --model models/resnet.onnx --images 16 --batch 1 --json > b1.json

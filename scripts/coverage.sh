@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Verilator line + toggle coverage of rtl/ (docs/verification.md).
 #
 #   scripts/coverage.sh [--programs P] [--no-build] [--no-run]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Per-module line and toggle coverage of rtl/ from a verilator_coverage data file.
 
     scripts/coverage_report.py merged.dat --rtl rtl [--min-line 95] [--min-toggle 90]

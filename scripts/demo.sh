@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job on a fresh machine: install what is missing, build, and run the bundled
 # Fashion-MNIST CNN on the simulated chip (tpusim run-cnn: ONNX model quantized to int8, every
 # layer on the chip, each image checked bit-exactly against the integer reference).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers of the Fashion-MNIST training scripts (train_fashion_cnn.py, train_cnn_zoo.py).
 
 Data: Debian's dataset-fashion-mnist idx files (/usr/share/datasets/fashion-mnist).

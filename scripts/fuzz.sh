@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer harnesses (fuzz/, clang, ASan + UBSan) into build-fuzz/
 # ($TPU_FUZZ_BUILD_DIR) and runs each for a while, starting from the committed seed corpus.
 #

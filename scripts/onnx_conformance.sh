@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ONNX conformance through the chip: runs ONNX's backend node tests (Debian's libonnx-testdata)
 # for every op the compiler claims through `tpusim run-onnx --test-dir` and writes a Markdown
 # report (docs/conformance.md): per test the op, pass / fail / skip, max error and tolerance, and

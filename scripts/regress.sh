@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Constrained-random differential regression, chip vs golden model (docs/verification.md).
 #
 #   scripts/regress.sh --programs 100000 [--n 4|16|all] [--jobs J] [--first S] [--max-length L]

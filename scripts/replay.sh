@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Replays one random program from its seed on the chip and the golden model, printing the
 # case (timing, windows, listing), both outcomes and, on a mismatch, the first instruction
 # after which the state differs.

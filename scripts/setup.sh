@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages tpu-rtl builds with. Idempotent: apt-get runs only when a
 # package is missing.
 set -euo pipefail
 
 packages=(verilator yosys libsystemc-dev libboost-program-options-dev cmake g++ make
           libgtest-dev libgmock-dev
-          libonnx-dev libprotobuf-dev zlib1g-dev libpng-dev libjpeg-dev dataset-fashion-mnist libonnx-testdata)
+          libonnx-dev libprotobuf-dev zlib1g-dev libpng-dev libjpeg-dev dataset-fashion-mnist libonnx-testdata
+          clang-format)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Synthesizes tpu_core with Yosys (Debian's 0.23) and writes a report: cells by type,
 # flip-flops, memories (kept as memories), LUT/FF/DSP/BRAM for the FPGA targets, and a
 # logic-depth estimate (Yosys `ltp`: the longest path in cells between flip-flops/ports, after

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the Yosys output of scripts/synth.sh into DIR/report.md and DIR/report.json; fails on
 latches, on Yosys' signs of an unfaithful elaboration, and on combinational loops."""
 import argparse

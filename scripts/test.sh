@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up, builds and runs the whole default test suite (everything not labelled `slow`), then
 # the synthesis test (label `synth`).
 # Pass ctest arguments to narrow it, e.g. ./scripts/test.sh -L rtl

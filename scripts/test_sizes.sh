@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the chip at other array sizes and runs the MXU block tests and the whole-chip tests
 # against the golden model there. Default: N = 8 and 32 (the default suite covers 4 and 16).
 #   ./scripts/test_sizes.sh            # N = 8 and 32

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Trains the bundled branching Fashion-MNIST CNNs and exports them as ONNX.
 
     /usr/bin/python3 scripts/train_cnn_zoo.py --model resnet|mobilenet|squeezenet|all \\

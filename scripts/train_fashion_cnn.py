@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Trains the bundled Fashion-MNIST CNN and exports it as ONNX.
 
     /usr/bin/python3 scripts/train_fashion_cnn.py [--epochs 4] [--out models/fashion_cnn.onnx]

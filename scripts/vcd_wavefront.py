@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Shows the MXU's diagonal wavefront in a VCD written by the simulator.
 
 For every array position (row r, column c) it finds the first cycle in which the activation

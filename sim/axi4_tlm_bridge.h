@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pin-level AXI4 slave that forwards the chip's master port to a TLM-2.0 target (host memory).
 //
 // Scope (what tpu_core's m_axi_* port uses): INCR bursts of 1..256 beats, every beat the full
@@ -27,15 +28,15 @@
 // of throwing from inside the SystemC kernel; the owner polls protocol_violations().
 #pragma once
 
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include <cstdint>
 #include <deque>
 #include <sstream>
 #include <string>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
 
 #include "axi_types.h"
 #include "pin_types.h"
@@ -90,14 +91,33 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
   SC_HAS_PROCESS(Axi4ToTlmBridge);
   Axi4ToTlmBridge(sc_core::sc_module_name name, sc_core::sc_time clock_period)
       : sc_core::sc_module(name),
-        clk("clk"), rst_n("rst_n"),
-        araddr("araddr"), arlen("arlen"), arsize("arsize"), arburst("arburst"),
-        arvalid("arvalid"), arready("arready"),
-        rdata("rdata"), rresp("rresp"), rlast("rlast"), rvalid("rvalid"), rready("rready"),
-        awaddr("awaddr"), awlen("awlen"), awsize("awsize"), awburst("awburst"),
-        awvalid("awvalid"), awready("awready"),
-        wdata("wdata"), wstrb("wstrb"), wlast("wlast"), wvalid("wvalid"), wready("wready"),
-        bresp("bresp"), bvalid("bvalid"), bready("bready"),
+        clk("clk"),
+        rst_n("rst_n"),
+        araddr("araddr"),
+        arlen("arlen"),
+        arsize("arsize"),
+        arburst("arburst"),
+        arvalid("arvalid"),
+        arready("arready"),
+        rdata("rdata"),
+        rresp("rresp"),
+        rlast("rlast"),
+        rvalid("rvalid"),
+        rready("rready"),
+        awaddr("awaddr"),
+        awlen("awlen"),
+        awsize("awsize"),
+        awburst("awburst"),
+        awvalid("awvalid"),
+        awready("awready"),
+        wdata("wdata"),
+        wstrb("wstrb"),
+        wlast("wlast"),
+        wvalid("wvalid"),
+        wready("wready"),
+        bresp("bresp"),
+        bvalid("bvalid"),
+        bready("bready"),
         socket("socket"),
         clock_period_(clock_period) {
     SC_METHOD(on_clock);
@@ -228,8 +248,8 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
     b.beats = len + 1;
     b.data.assign(static_cast<size_t>(b.beats) * kBeatBytes, 0);
     const uint32_t aligned = addr & ~(kBeatBytes - 1);
-    auto [resp, delay] =
-        transport(tlm::TLM_READ_COMMAND, aligned, b.data.data(), static_cast<unsigned>(b.data.size()), nullptr);
+    auto [resp, delay] = transport(tlm::TLM_READ_COMMAND, aligned, b.data.data(),
+                                   static_cast<unsigned>(b.data.size()), nullptr);
     b.resp = resp;
     if (resp != kAxiOkay) std::fill(b.data.begin(), b.data.end(), 0);
     b.accepted_cycle = cycle_;
@@ -271,8 +291,8 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
       const size_t len = static_cast<size_t>(a.beats) * kBeatBytes;
       d.data.resize(len, 0);
       d.enable.resize(len, TLM_BYTE_DISABLED);
-      auto [resp, delay] = transport(tlm::TLM_WRITE_COMMAND, a.addr & ~(kBeatBytes - 1), d.data.data(),
-                                     static_cast<unsigned>(len), d.enable.data());
+      auto [resp, delay] = transport(tlm::TLM_WRITE_COMMAND, a.addr & ~(kBeatBytes - 1),
+                                     d.data.data(), static_cast<unsigned>(len), d.enable.data());
       write_resps_.push_back({resp, cycle_ + delay});
       ++stats_.write_bursts;
     }
@@ -409,7 +429,8 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
   std::deque<WriteResp> write_resps_;
 
   // Registered outputs as the chip sees them this cycle.
-  bool arready_q_ = false, rvalid_q_ = false, awready_q_ = false, wready_q_ = false, bvalid_q_ = false;
+  bool arready_q_ = false, rvalid_q_ = false, awready_q_ = false, wready_q_ = false,
+       bvalid_q_ = false;
   AddrPhase ar_prev_, aw_prev_;
   std::vector<std::string> violations_;
   AxiBridgeStats stats_;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "axi_lite_master.h"
 
 #include <stdexcept>
@@ -7,12 +8,25 @@ namespace tpu::sim {
 
 AxiLiteMaster::AxiLiteMaster(sc_core::sc_module_name name)
     : sc_core::sc_module(name),
-      clk("clk"), rst_n("rst_n"),
-      awaddr("awaddr"), awvalid("awvalid"), awready("awready"),
-      wdata("wdata"), wstrb("wstrb"), wvalid("wvalid"), wready("wready"),
-      bresp("bresp"), bvalid("bvalid"), bready("bready"),
-      araddr("araddr"), arvalid("arvalid"), arready("arready"),
-      rdata("rdata"), rresp("rresp"), rvalid("rvalid"), rready("rready") {
+      clk("clk"),
+      rst_n("rst_n"),
+      awaddr("awaddr"),
+      awvalid("awvalid"),
+      awready("awready"),
+      wdata("wdata"),
+      wstrb("wstrb"),
+      wvalid("wvalid"),
+      wready("wready"),
+      bresp("bresp"),
+      bvalid("bvalid"),
+      bready("bready"),
+      araddr("araddr"),
+      arvalid("arvalid"),
+      arready("arready"),
+      rdata("rdata"),
+      rresp("rresp"),
+      rvalid("rvalid"),
+      rready("rready") {
   SC_METHOD(on_clock);
   sensitive << clk.pos();
   dont_initialize();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pin-level AXI4-Lite master: the host CPU's register port into the chip (s_axil_*).
 //
 // The host posts one request at a time (post_read / post_write); the clocked process drives
@@ -14,7 +15,6 @@
 
 #include <cstdint>
 #include <functional>
-
 #include <systemc>
 
 #include "random_stall.h"
@@ -78,7 +78,8 @@ class AxiLiteMaster : public sc_core::sc_module {
   // Progress of the current request; *_q_ mirror what the pins show this cycle.
   bool addr_done_ = false, data_done_ = false;
   unsigned addr_delay_ = 0, data_delay_ = 0;
-  bool awvalid_q_ = false, wvalid_q_ = false, arvalid_q_ = false, rready_q_ = false, bready_q_ = false;
+  bool awvalid_q_ = false, wvalid_q_ = false, arvalid_q_ = false, rready_q_ = false,
+       bready_q_ = false;
   // Idle sleep: set while on_clock waits for wake_ (notified by post_*) instead of the clock.
   bool asleep_ = false;
   sc_core::sc_event wake_;

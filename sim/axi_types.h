@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small AXI vocabulary shared by the bridge, the Chip API and its users.
 #pragma once
 

@@ -1,12 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "chip.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <sstream>
-#include <type_traits>
-
 #include <systemc>
+#include <type_traits>
 
 #include "Vtpu_core.h"
 #include "axi4_tlm_bridge.h"
@@ -112,10 +112,14 @@ std::string hex(uint64_t v) {
 
 const char* resp_name(uint32_t resp) {
   switch (resp) {
-    case kAxiOkay: return "OKAY";
-    case kAxiExOkay: return "EXOKAY";
-    case kAxiSlvErr: return "SLVERR";
-    default: return "DECERR";
+    case kAxiOkay:
+      return "OKAY";
+    case kAxiExOkay:
+      return "EXOKAY";
+    case kAxiSlvErr:
+      return "SLVERR";
+    default:
+      return "DECERR";
   }
 }
 
@@ -311,7 +315,7 @@ struct Testbench : sc_core::sc_module {
   // the same either way (the VCD, with the 50 % clock, is byte-identical to that of sc_clock).
   void clock_gen() {
     if (!clk.read()) {
-      clk.write(true);  // rising edge (clock_ev)
+      clk.write(true);           // rising edge (clock_ev)
     } else if (clk.posedge()) {  // the delta after the rising edge (clk.posedge_event())
       if (pulse_clock) {
         clk.write(false);
@@ -364,10 +368,14 @@ struct Testbench : sc_core::sc_module {
 
 const char* to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::kDone: return "done";
-    case StopReason::kError: return "error";
-    case StopReason::kIrq: return "irq";
-    case StopReason::kCycleLimit: return "cycle limit";
+    case StopReason::kDone:
+      return "done";
+    case StopReason::kError:
+      return "error";
+    case StopReason::kIrq:
+      return "irq";
+    case StopReason::kCycleLimit:
+      return "cycle limit";
   }
   return "?";
 }
@@ -429,7 +437,8 @@ struct Chip::Impl {
     while (cycle() < target && !tb->pause_requested) {
       uint64_t stop = target;
       if (vcd_state == VcdState::kWaiting && cfg.vcd_from_cycle > cycle())  // a cycle before too
-        stop = std::min(stop, cfg.vcd_from_cycle > cycle() + 1 ? cfg.vcd_from_cycle - 1 : cfg.vcd_from_cycle);
+        stop = std::min(
+            stop, cfg.vcd_from_cycle > cycle() + 1 ? cfg.vcd_from_cycle - 1 : cfg.vcd_from_cycle);
       if (vcd_state == VcdState::kOpen) stop = std::min(stop, cfg.vcd_to_cycle);
       sc_core::sc_start(stop_time(stop) - sc_core::sc_time_stamp());
       update_vcd_window();
@@ -487,7 +496,8 @@ Chip::Chip(const ChipConfig& config) {
     throw std::invalid_argument("ChipConfig::backpressure must be in [0, 1), got " +
                                 std::to_string(config.backpressure));
   if (config.reg_timeout_cycles == 0 || config.status_poll_cycles == 0)
-    throw std::invalid_argument("ChipConfig: reg_timeout_cycles and status_poll_cycles must be > 0");
+    throw std::invalid_argument(
+        "ChipConfig: reg_timeout_cycles and status_poll_cycles must be > 0");
   if (config.vcd_from_cycle > config.vcd_to_cycle)
     throw std::invalid_argument("ChipConfig: vcd_from_cycle > vcd_to_cycle");
   g_chip_constructed = true;
@@ -539,14 +549,18 @@ void Chip::reset(unsigned cycles) {
 uint32_t Chip::read_reg(uint32_t addr) { return impl_->checked(false, addr, 0); }
 void Chip::write_reg(uint32_t addr, uint32_t value) { impl_->checked(true, addr, value); }
 RegAccess Chip::try_read_reg(uint32_t addr) { return impl_->access(false, addr, 0); }
-RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value) { return impl_->access(true, addr, value); }
+RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value) {
+  return impl_->access(true, addr, value);
+}
 
 HostMemoryModel& Chip::memory() { return impl_->tb->memory; }
 void Chip::add_region(uint64_t base, uint64_t size, const std::string& name) {
   memory().add_region(base, size, name);
 }
 void Chip::write_mem(uint64_t addr, const void* src, size_t len) { memory().write(addr, src, len); }
-void Chip::write_mem(uint64_t addr, const std::vector<uint8_t>& bytes) { memory().write(addr, bytes); }
+void Chip::write_mem(uint64_t addr, const std::vector<uint8_t>& bytes) {
+  memory().write(addr, bytes);
+}
 void Chip::read_mem(uint64_t addr, void* dst, size_t len) { memory().read(addr, dst, len); }
 std::vector<uint8_t> Chip::read_mem(uint64_t addr, size_t len) { return memory().read(addr, len); }
 void Chip::inject_error(uint64_t base, uint64_t size) { memory().inject_error(base, size); }
@@ -600,7 +614,10 @@ RunResult Chip::run(uint64_t max_cycles) {
 
   struct StopOnIrq {  // armed only inside run(), also when an exception leaves it
     Testbench& tb;
-    explicit StopOnIrq(Testbench& t) : tb(t) { tb.stop_on_irq = true; tb.irq_rose = false; }
+    explicit StopOnIrq(Testbench& t) : tb(t) {
+      tb.stop_on_irq = true;
+      tb.irq_rose = false;
+    }
     ~StopOnIrq() { tb.stop_on_irq = false; }
   } guard(tb);
 
@@ -632,8 +649,8 @@ void Chip::step(uint64_t cycles) {
 
 uint64_t Chip::counter(unsigned index) {
   if (index >= reg::kNumCounters)
-    throw std::out_of_range("Chip::counter: index " + std::to_string(index) + " >= " +
-                            std::to_string(reg::kNumCounters));
+    throw std::out_of_range("Chip::counter: index " + std::to_string(index) +
+                            " >= " + std::to_string(reg::kNumCounters));
   const uint64_t lo = read_reg(reg::counter_lo(index));
   const uint64_t hi = read_reg(reg::counter_hi(index));
   return lo | (hi << 32);
@@ -641,10 +658,9 @@ uint64_t Chip::counter(unsigned index) {
 
 Counters Chip::counters() {
   Counters c;
-  uint64_t* fields[reg::kNumCounters] = {&c.cycles,       &c.mxu_busy,     &c.mxu_macs,
-                                         &c.weight_stall, &c.input_stall,  &c.dma_busy,
-                                         &c.dma_rd_bytes, &c.dma_wr_bytes, &c.instr_retired,
-                                         &c.act_busy};
+  uint64_t* fields[reg::kNumCounters] = {
+      &c.cycles,   &c.mxu_busy,     &c.mxu_macs,     &c.weight_stall,  &c.input_stall,
+      &c.dma_busy, &c.dma_rd_bytes, &c.dma_wr_bytes, &c.instr_retired, &c.act_busy};
   for (unsigned i = 0; i < reg::kNumCounters; ++i) *fields[i] = counter(i);
   return c;
 }
@@ -687,12 +703,18 @@ const std::vector<TraceEvent>& Chip::trace_events() const { return impl_->tb->tr
 
 const char* to_string(TraceUnit unit) {
   switch (unit) {
-    case TraceUnit::kReadHost: return "read_host";
-    case TraceUnit::kReadWeights: return "read_weights";
-    case TraceUnit::kMatmul: return "matmul";
-    case TraceUnit::kActivate: return "activate";
-    case TraceUnit::kWriteHost: return "write_host";
-    case TraceUnit::kControl: return "control";
+    case TraceUnit::kReadHost:
+      return "read_host";
+    case TraceUnit::kReadWeights:
+      return "read_weights";
+    case TraceUnit::kMatmul:
+      return "matmul";
+    case TraceUnit::kActivate:
+      return "activate";
+    case TraceUnit::kWriteHost:
+      return "write_host";
+    case TraceUnit::kControl:
+      return "control";
   }
   return "?";
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpu::sim::Chip — the C++ handle on one Verilated tpu_core inside its SystemC testbench.
 //
 // Everything above the pins (driver, tests, CLI) goes through this class:
@@ -56,10 +57,10 @@ const char* to_string(StopReason reason);
 
 struct RunResult {
   StopReason reason = StopReason::kCycleLimit;
-  uint64_t cycles = 0;     // cycles from the call until the stop condition was seen
-  uint32_t status = 0;     // STATUS read after stopping (not read on kCycleLimit: 0)
-  uint32_t err_code = 0;   // ERR_CODE, only read when reason == kError
-  uint32_t err_pc = 0;     // ERR_PC, only read when reason == kError
+  uint64_t cycles = 0;    // cycles from the call until the stop condition was seen
+  uint32_t status = 0;    // STATUS read after stopping (not read on kCycleLimit: 0)
+  uint32_t err_code = 0;  // ERR_CODE, only read when reason == kError
+  uint32_t err_pc = 0;    // ERR_PC, only read when reason == kError
 };
 
 // The 64-bit performance counters, in register order (architecture.md).
@@ -155,9 +156,9 @@ class Chip {
   uint64_t counter(unsigned index);
   Params params();
   Status status();
-  bool irq() const;        // current level of irq_o
+  bool irq() const;                         // current level of irq_o
   const AxiBridgeStats& axi_stats() const;  // traffic on m_axi_* since construction
-  uint64_t cycle() const;  // rising clock edges since simulation start
+  uint64_t cycle() const;                   // rising clock edges since simulation start
 
   // Instruction trace (sim/trace.h) from tpu_core's trace port: off by default, and then it
   // costs nothing. While on, each run's issued instructions are recorded with the cycles they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "host_memory_model.h"
 
 #include <algorithm>
@@ -22,20 +23,22 @@ std::string range_text(uint64_t addr, uint64_t len) {
 }  // namespace
 
 HostMemoryModel::HostMemoryModel(sc_core::sc_module_name name, sc_core::sc_time clock_period,
-                       HostMemoryTiming timing)
+                                 HostMemoryTiming timing)
     : sc_core::sc_module(name), socket("socket"), clock_period_(clock_period), timing_(timing) {
   socket.register_b_transport(this, &HostMemoryModel::b_transport);
 }
 
 void HostMemoryModel::add_region(uint64_t base, uint64_t size, const std::string& name) {
-  if (size == 0) throw std::invalid_argument("HostMemoryModel::add_region(" + name + "): size is 0");
+  if (size == 0)
+    throw std::invalid_argument("HostMemoryModel::add_region(" + name + "): size is 0");
   if (base + size < base)
     throw std::invalid_argument("HostMemoryModel::add_region(" + name + "): " + hex(base) + " + " +
                                 hex(size) + " wraps past 2^64");
   for (const Region& r : regions_) {
     if (base < r.base + r.size && r.base < base + size)
-      throw std::invalid_argument("HostMemoryModel::add_region(" + name + "): " + range_text(base, size) +
-                                  " overlaps region '" + r.name + "' " + range_text(r.base, r.size));
+      throw std::invalid_argument("HostMemoryModel::add_region(" + name +
+                                  "): " + range_text(base, size) + " overlaps region '" + r.name +
+                                  "' " + range_text(r.base, r.size));
   }
   regions_.push_back({base, size, name});
   std::sort(regions_.begin(), regions_.end(),
@@ -110,8 +113,8 @@ uint8_t* HostMemoryModel::page_for_write(uint64_t page_index) {
   return page.get();
 }
 
-void HostMemoryModel::copy_in(uint64_t addr, const uint8_t* src, size_t len, const uint8_t* byte_enable,
-                         size_t byte_enable_len) {
+void HostMemoryModel::copy_in(uint64_t addr, const uint8_t* src, size_t len,
+                              const uint8_t* byte_enable, size_t byte_enable_len) {
   size_t done = 0;
   while (done < len) {
     const uint64_t page = addr / kPageBytes, offset = addr % kPageBytes;
@@ -194,7 +197,8 @@ void HostMemoryModel::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_t
   const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
   const sc_core::sc_time start = std::max(arrival, port_free_at_);
   const uint64_t transfer_cycles =
-      timing_.bytes_per_cycle == 0 ? 0 : (len + timing_.bytes_per_cycle - 1) / timing_.bytes_per_cycle;
+      timing_.bytes_per_cycle == 0 ? 0
+                                   : (len + timing_.bytes_per_cycle - 1) / timing_.bytes_per_cycle;
   const sc_core::sc_time transfer = clock_period_ * static_cast<double>(transfer_cycles);
   port_free_at_ = start + transfer;
   delay = start + transfer + latency - sc_core::sc_time_stamp();

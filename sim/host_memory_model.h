@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host DRAM as seen by the chip's AXI4 master: a TLM-2.0 loosely-timed target.
 //
 // Memory exists only inside registered regions (base, size, name). A bus access that is not
@@ -16,16 +17,16 @@
 // ignore injected errors.
 #pragma once
 
+#include <tlm_utils/simple_target_socket.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <unordered_map>
+#include <vector>
 
 namespace tpu::sim {
 
@@ -50,7 +51,7 @@ class HostMemoryModel : public sc_core::sc_module {
   tlm_utils::simple_target_socket<HostMemoryModel> socket;
 
   HostMemoryModel(sc_core::sc_module_name name, sc_core::sc_time clock_period,
-             HostMemoryTiming timing = {});
+                  HostMemoryTiming timing = {});
 
   // Regions may not overlap each other; throws std::invalid_argument otherwise.
   void add_region(uint64_t base, uint64_t size, const std::string& name);
@@ -66,7 +67,9 @@ class HostMemoryModel : public sc_core::sc_module {
   void read(uint64_t addr, void* dst, size_t len) const;
   void write(uint64_t addr, const void* src, size_t len);
   std::vector<uint8_t> read(uint64_t addr, size_t len) const;
-  void write(uint64_t addr, const std::vector<uint8_t>& bytes) { write(addr, bytes.data(), bytes.size()); }
+  void write(uint64_t addr, const std::vector<uint8_t>& bytes) {
+    write(addr, bytes.data(), bytes.size());
+  }
 
   void set_timing(HostMemoryTiming timing) { timing_ = timing; }
   HostMemoryTiming timing() const { return timing_; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verilator's SystemC port types, chosen by bit width, and byte (de)serialisation for them.
 //
 // Verilator (without --pins-* options) maps a port of width W to
@@ -11,9 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
-
 #include <systemc>
+#include <type_traits>
 
 namespace tpu::sim {
 
@@ -40,7 +40,8 @@ void pin_to_bytes(const sc_dt::sc_bv<W>& v, uint8_t* bytes, size_t n) {
   // get_word() hands out 32-bit chunks: far cheaper than per-bit access.
   for (size_t i = 0; i < n; i += 4) {
     const uint32_t word = static_cast<uint32_t>(v.get_word(static_cast<int>(i / 4)));
-    for (size_t b = 0; b < 4 && i + b < n; ++b) bytes[i + b] = static_cast<uint8_t>(word >> (8 * b));
+    for (size_t b = 0; b < 4 && i + b < n; ++b)
+      bytes[i + b] = static_cast<uint8_t>(word >> (8 * b));
   }
 }
 
@@ -56,7 +57,8 @@ template <int W>
 void pin_from_bytes(const uint8_t* bytes, size_t n, sc_dt::sc_bv<W>& v) {
   for (size_t i = 0; i < n; i += 4) {
     uint32_t word = 0;
-    for (size_t b = 0; b < 4 && i + b < n; ++b) word |= static_cast<uint32_t>(bytes[i + b]) << (8 * b);
+    for (size_t b = 0; b < 4 && i + b < n; ++b)
+      word |= static_cast<uint32_t>(bytes[i + b]) << (8 * b);
     v.set_word(static_cast<int>(i / 4), word);
   }
 }

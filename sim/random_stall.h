@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seeded coin used by the pin-level models to insert random backpressure (ready low, valid late).
 // A fixed seed makes a failing run reproducible; probability 0 never consumes random numbers,
 // so turning backpressure off gives exactly the same schedule whatever the seed.
@@ -20,7 +21,8 @@ class RandomStall {
                                   std::to_string(probability));
     probability_ = probability;
     // 2^64 * p, computed in long double so p close to 1 does not overflow.
-    threshold_ = static_cast<uint64_t>(static_cast<long double>(probability) * 18446744073709551616.0L);
+    threshold_ =
+        static_cast<uint64_t>(static_cast<long double>(probability) * 18446744073709551616.0L);
     rng_.seed(seed);
   }
   bool stall() { return threshold_ != 0 && rng_() < threshold_; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Register map of tpu_core's AXI4-Lite slave (byte addresses), from docs/architecture.md.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libsystemc.so references sc_main (its own main() calls it), so every executable linking
 // SystemC must define one. Programs using tpu::sim::Chip have their own main() and never go
 // through SystemC's; this weak definition satisfies the linker for them, and a program that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Instruction trace records of tpu::sim::Chip, decoded from tpu_core's trace side band
 // (trace_run_o, trace_issue_o, trace_unit_o, trace_pc_o, trace_done_o; docs/architecture.md
 // "Trace port").
@@ -23,7 +24,7 @@ const char* to_string(TraceUnit unit);  // "read_host", "read_weights", ..., "co
 // is set, i.e. the first cycle the CYCLES counter counts): the instruction was issued in cycle
 // `issue` and was finished from cycle `done` on, so it held its unit during [issue, done).
 struct TraceEvent {
-  uint32_t pc = 0;          // index in the program
+  uint32_t pc = 0;  // index in the program
   TraceUnit unit = TraceUnit::kControl;
   uint64_t issue = 0;
   uint64_t done = 0;

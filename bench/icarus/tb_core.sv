@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Icarus Verilog testbench of the whole tpu_core for the simulator benchmark (scripts/bench.sh).
 //
 // Runs the benchmark workload (bench/workload.h): the host memory image written by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Icarus Verilog testbench of tpu_mxu alone for the simulator benchmark (scripts/bench.sh):
 // the schedule of bench/bench_mxu.cpp (a valid row every cycle from 64 random rows; every R
 // rows the next of 4 random tiles is shifted in during the first N cycles, committed at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "compiler.h"
 
 #include <algorithm>
@@ -16,10 +17,14 @@ void put32(std::vector<uint8_t>& v, size_t at, uint32_t x) {
 
 ActFunc chip_func(Activation a) {
   switch (a) {
-    case Activation::None: return ActFunc::Identity;
-    case Activation::Relu: return ActFunc::Relu;
-    case Activation::Clip: return ActFunc::Clamp;
-    case Activation::Lut: return ActFunc::Lut;
+    case Activation::None:
+      return ActFunc::Identity;
+    case Activation::Relu:
+      return ActFunc::Relu;
+    case Activation::Clip:
+      return ActFunc::Clamp;
+    case Activation::Lut:
+      return ActFunc::Lut;
   }
   return ActFunc::Identity;
 }
@@ -33,7 +38,8 @@ bool conv_like(const LayerGeometry& l) { return l.kind != LayerKind::Dense; }
 // The packed first layer: the host lays out its receptive fields (im2col).
 bool packable(const QuantNetwork& net) {
   const QLayer& l = net.layers.front();
-  if (!l.has_weights() || l.group != 1 || l.inputs.size() != 1 || l.inputs[0] != kNetworkInput) return false;
+  if (!l.has_weights() || l.group != 1 || l.inputs.size() != 1 || l.inputs[0] != kNetworkInput)
+    return false;
   for (size_t i = 1; i < net.layers.size(); ++i)
     for (int in : net.layers[i].inputs)
       if (in == kNetworkInput) return false;
@@ -117,9 +123,11 @@ std::vector<int32_t> CompiledNetwork::unpack_output(const uint8_t* bytes) const 
   for (int c = 0; c < t.channels; ++c)
     for (int y = 0; y < t.h; ++y)
       for (int x = 0; x < t.w; ++x) {
-        const uint32_t row = uint32_t(c / int(n)) * t.block_rows() + uint32_t(y + t.pt) * t.wp() + uint32_t(x + t.pl);
+        const uint32_t row = uint32_t(c / int(n)) * t.block_rows() + uint32_t(y + t.pt) * t.wp() +
+                             uint32_t(x + t.pl);
         const uint8_t b = bytes[size_t(row) * n + uint32_t(c) % n];
-        out[size_t((int64_t(c) * t.h + y) * t.w + x)] = t.is_unsigned ? int32_t(b) : int32_t(int8_t(b));
+        out[size_t((int64_t(c) * t.h + y) * t.w + x)] =
+            t.is_unsigned ? int32_t(b) : int32_t(int8_t(b));
       }
   return out;
 }
@@ -157,7 +165,8 @@ class TensorPlanner {
     // Borders: as wide as the widest consumer pads; the fill its consumers need: a real zero
     // for convolutions, the minimum for max-pools (kind 0 and 1 below).
     std::vector<std::array<CompiledNetwork::Tensor, 2>> pads(nl + 1);
-    std::vector<int> fill_kind(nl + 1, 0);  // bit 1: a real zero (conv), bit 2: never wins (max-pool)
+    std::vector<int> fill_kind(nl + 1,
+                               0);  // bit 1: a real zero (conv), bit 2: never wins (max-pool)
     cn_.last_use.assign(nl + 1, -1);
     for (size_t l = 0; l < nl; ++l) {
       const QLayer& c = net.layers[l];
@@ -188,8 +197,10 @@ class TensorPlanner {
       };
       if (fill_kind[i] == 3 && !at_least_zero_point(int(i) - 1)) {
         if (i == 0)
-          throw Error("the input is padded by a convolution (with its zero point) and by a max-pool (with its "
-                      "minimum); only one of them may read it directly");
+          throw Error(
+              "the input is padded by a convolution (with its zero point) and by a max-pool (with "
+              "its "
+              "minimum); only one of them may read it directly");
         // Two copies: the convolutions' (zero point) and the max-pools' (minimum).
         CompiledNetwork::Tensor& sh = cn_.shadows[i - 1];
         sh = t;
@@ -237,7 +248,8 @@ namespace {
 // The weight tiles (matmul terms) and chip biases of one layer.
 class TermBuilder {
  public:
-  TermBuilder(CompiledNetwork& cn, size_t li) : cn_(cn), n_(cn.chip.N), li_(li), l_(cn.net.layers[li]) {}
+  TermBuilder(CompiledNetwork& cn, size_t li)
+      : cn_(cn), n_(cn.chip.N), li_(li), l_(cn.net.layers[li]) {}
 
   void run(CompiledNetwork::LayerPlan* p) {
     p_ = p;
@@ -260,7 +272,8 @@ class TermBuilder {
         }
         terms.push_back(t);
       });
-      if (terms.empty()) {  // every weight of the block is 0: one zero tile still writes the accumulators
+      if (terms.empty()) {  // every weight of the block is 0: one zero tile still writes the
+                            // accumulators
         CompiledNetwork::Term t;
         for_each_term(ob, [&](const CompiledNetwork::Term& t0) {
           if (terms.empty()) t = t0, terms.push_back(t);
@@ -287,7 +300,8 @@ class TermBuilder {
       case LayerKind::Conv:
         for (int tap = 0; tap < l_.kh * l_.kw; ++tap)
           for (size_t j = 0; j < l_.inputs.size(); ++j)
-            for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib) t.input = int(j), t.ib = ib, t.tap = tap, f(t);
+            for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib)
+              t.input = int(j), t.ib = ib, t.tap = tap, f(t);
         return;
       case LayerKind::Dense:
         for (size_t j = 0; j < l_.inputs.size(); ++j) {
@@ -301,7 +315,8 @@ class TermBuilder {
         return;
       case LayerKind::Copy:
         for (size_t j = 0; j < l_.inputs.size(); ++j)
-          for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib) t.input = int(j), t.ib = ib, f(t);
+          for (int ib = 0; ib < cn_.tensor_of(l_.inputs[j]).blocks; ++ib)
+            t.input = int(j), t.ib = ib, f(t);
         return;
     }
   }
@@ -323,8 +338,10 @@ class TermBuilder {
         if (f / k != g) return 0;
         return l_.weight[size_t(oc * k + f % k)];
       }
-      case LayerKind::Add: return ic == oc ? l_.add_weight(oc, tap) : 0;
-      case LayerKind::Copy: return ic == oc ? 1 : 0;
+      case LayerKind::Add:
+        return ic == oc ? l_.add_weight(oc, tap) : 0;
+      case LayerKind::Copy:
+        return ic == oc ? 1 : 0;
     }
     return 0;
   }
@@ -346,9 +363,12 @@ class TermBuilder {
           const int c = t.ib * int(n_) + int(kk);
           if (c >= in.channels) continue;
           const int64_t ic = input_offset(l_, size_t(t.input)) + c;
-          if (l_.kind == LayerKind::Dense) w = weight(oc, ic * in.h * in.w + t.tap, 0);
-          else if (l_.kind == LayerKind::Add) w = c == oc ? l_.add_weight(oc, t.input) : 0;
-          else w = weight(oc, ic, t.tap);
+          if (l_.kind == LayerKind::Dense)
+            w = weight(oc, ic * in.h * in.w + t.tap, 0);
+          else if (l_.kind == LayerKind::Add)
+            w = c == oc ? l_.add_weight(oc, t.input) : 0;
+          else
+            w = weight(oc, ic, t.tap);
         }
         tile[kk * n_ + nn] = uint8_t(w);
         any |= w != 0;
@@ -369,23 +389,30 @@ class TermBuilder {
         case LayerKind::Conv: {
           const int cin_g = l_.in.c / l_.group, g = oc / (cout / l_.group);
           for (int64_t i = 0; i < k; ++i)
-            zw += int64_t(l_.zero_point_of(g * cin_g + int(i / (l_.kh * l_.kw)))) * l_.weight[size_t(oc * k + i)];
+            zw += int64_t(l_.zero_point_of(g * cin_g + int(i / (l_.kh * l_.kw)))) *
+                  l_.weight[size_t(oc * k + i)];
           break;
         }
         case LayerKind::Dense: {
           const int64_t plane = int64_t(l_.in.h) * l_.in.w, first = (oc / (cout / l_.group)) * k;
-          for (int64_t i = 0; i < k; ++i) zw += int64_t(l_.zero_point_of(int((first + i) / plane))) * l_.weight[size_t(oc * k + i)];
+          for (int64_t i = 0; i < k; ++i)
+            zw +=
+                int64_t(l_.zero_point_of(int((first + i) / plane))) * l_.weight[size_t(oc * k + i)];
           break;
         }
         case LayerKind::Add:
-          zw = int64_t(l_.in_qs[0].zero_point) * l_.add_weight(oc, 0) + int64_t(l_.in_qs[1].zero_point) * l_.add_weight(oc, 1);
+          zw = int64_t(l_.in_qs[0].zero_point) * l_.add_weight(oc, 0) +
+               int64_t(l_.in_qs[1].zero_point) * l_.add_weight(oc, 1);
           break;
-        case LayerKind::Copy: zw = l_.zero_point_of(oc); break;
+        case LayerKind::Copy:
+          zw = l_.zero_point_of(oc);
+          break;
       }
       const int64_t b = int64_t(l_.bias[size_t(oc)]) - zw;
       if (b < std::numeric_limits<int32_t>::min() || b > std::numeric_limits<int32_t>::max() ||
           worst + (b < 0 ? -b : b) > std::numeric_limits<int32_t>::max())
-        throw Error(where + "accumulator range exceeds int32 (fan-in " + std::to_string(k) + ", bias " + std::to_string(b) + ")");
+        throw Error(where + "accumulator range exceeds int32 (fan-in " + std::to_string(k) +
+                    ", bias " + std::to_string(b) + ")");
       p_->chip_bias[size_t(oc)] = int32_t(b);
     }
   }
@@ -405,7 +432,8 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
   for (size_t l = 0; l < net.layers.size(); ++l)
     for (int in : net.layers[l].inputs)
       if (in < kNetworkInput || in >= int(l))
-        throw Error("internal: layer '" + net.layers[l].name + "' reads layer " + std::to_string(in) + " (not an earlier one)");
+        throw Error("internal: layer '" + net.layers[l].name + "' reads layer " +
+                    std::to_string(in) + " (not an earlier one)");
   CompiledNetwork cn;
   cn.net = net;
   cn.chip = chip;
@@ -418,11 +446,13 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     const auto& t = i < nl ? cn.tensors[i] : cn.shadows[i - nl];
     if (!t.padded()) continue;
     const std::pair<int, bool> key{t.fill, t.is_unsigned};
-    if (std::find(cn.fill_slots.begin(), cn.fill_slots.end(), key) == cn.fill_slots.end()) cn.fill_slots.push_back(key);
+    if (std::find(cn.fill_slots.begin(), cn.fill_slots.end(), key) == cn.fill_slots.end())
+      cn.fill_slots.push_back(key);
   }
   cn.fill_rows = cn.fill_slots.empty() ? 0 : std::min<uint32_t>(128, chip.acc_rows / 8);
   const uint32_t half = (chip.acc_rows - cn.fill_rows) / 2;
-  if (int(cn.fill_slots.size()) >= int(chip.qp_slots)) throw Error("too many distinct border values for the quantization slots");
+  if (int(cn.fill_slots.size()) >= int(chip.qp_slots))
+    throw Error("too many distinct border values for the quantization slots");
   const int regular_slots = int(chip.qp_slots) - int(cn.fill_slots.size());
 
   // ---- layers: geometry checks, weight tiles, chip biases
@@ -435,21 +465,27 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     if (conv_like(l)) {
       p.lines_used = conv_lines(l, l.out.h);
       p.cols_used = (l.out.w - 1) * l.pool_s + l.pool_k;
-      if (l.sw > 255) throw Error(where + "horizontal stride " + std::to_string(l.sw) + " > 255 (matmul inner_stride)");
-      if (p.cols_used > 4095) throw Error(where + "output width " + std::to_string(p.cols_used) + " > 4095");
+      if (l.sw > 255)
+        throw Error(where + "horizontal stride " + std::to_string(l.sw) +
+                    " > 255 (matmul inner_stride)");
+      if (p.cols_used > 4095)
+        throw Error(where + "output width " + std::to_string(p.cols_used) + " > 4095");
       if (uint32_t(conv_lines(l, 1)) * uint32_t(p.cols_used) > half)
-        throw Error(where + "one pooled output line needs " + std::to_string(conv_lines(l, 1) * p.cols_used) +
+        throw Error(where + "one pooled output line needs " +
+                    std::to_string(conv_lines(l, 1) * p.cols_used) +
                     " accumulator rows, more than the " + std::to_string(half) + " available");
     } else {
       p.lines_used = p.cols_used = 1;
     }
-    if (l.pool_k > 15 || l.pool_s > 15) throw Error(where + "max-pool window or stride > 15 (activate pool_k/pool_s are 4 bits)");
+    if (l.pool_k > 15 || l.pool_s > 15)
+      throw Error(where + "max-pool window or stride > 15 (activate pool_k/pool_s are 4 bits)");
     if (l.act == Activation::Lut) {
       // LUT byte (y & 0xFF) holds lut[y - qmin].
       const uint32_t at = uint32_t(cn.constants.size());
       cn.constants.resize(cn.constants.size() + 256, 0);
       const int qmin = l.out_q.qmin();
-      for (int y = qmin; y < qmin + 256; ++y) cn.constants[at + uint32_t(y & 0xFF)] = uint8_t(l.lut[size_t(y - qmin)] & 0xFF);
+      for (int y = qmin; y < qmin + 256; ++y)
+        cn.constants[at + uint32_t(y & 0xFF)] = uint8_t(l.lut[size_t(y - qmin)] & 0xFF);
       p.lut = int(cn.luts.size());
       cn.luts.push_back(at);
     }
@@ -463,7 +499,8 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     auto& p = cn.layers[li];
     int ob = 0;
     while (ob < p.obs) {
-      if (int(gens.back().size()) == regular_slots || (p.obs - ob <= regular_slots && int(gens.back().size()) + (p.obs - ob) > regular_slots))
+      if (int(gens.back().size()) == regular_slots ||
+          (p.obs - ob <= regular_slots && int(gens.back().size()) + (p.obs - ob) > regular_slots))
         gens.emplace_back();
       const int room = regular_slots - int(gens.back().size());
       const int take = std::min(room, p.obs - ob);
@@ -502,11 +539,13 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
         if (oc < l.cout()) {
           bias[c] = p.chip_bias[size_t(oc)];
           mult[c] = l.mult[size_t(oc)];
-          misc[c] = uint32_t(l.shift[size_t(oc)]) | zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+          misc[c] = uint32_t(l.shift[size_t(oc)]) | zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 |
+                    (uint32_t(l.hi) & 0xFF) << 24;
         } else {  // padding channels: the zero point (the next layer's weights there are 0)
           bias[c] = 0;
           mult[c] = 0;
-          misc[c] = (uint32_t(l.out_q.zero_point) & 0xFF) << 8 | (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
+          misc[c] = (uint32_t(l.out_q.zero_point) & 0xFF) << 8 | (uint32_t(l.lo) & 0xFF) << 16 |
+                    (uint32_t(l.hi) & 0xFF) << 24;
         }
       }
       write_slot(gen.offset + s * 12 * n, bias.data(), mult.data(), misc.data());
@@ -540,7 +579,12 @@ class Emitter {
  public:
   Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint32_t iaddr, uint32_t oaddr,
           const ProgramOptions& opt)
-      : cn_(cn), n_(cn.chip.N), batch_(batch), caddr_(caddr), iaddr_(iaddr), oaddr_(oaddr),
+      : cn_(cn),
+        n_(cn.chip.N),
+        batch_(batch),
+        caddr_(caddr),
+        iaddr_(iaddr),
+        oaddr_(oaddr),
         overlap_(opt.overlap_layers) {
     half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
     plan_memory(opt);
@@ -571,7 +615,8 @@ class Emitter {
         op(WriteHost{base_[nl], m * cn_.output_rows, oaddr_ + i0 * cn_.output_bytes()});
       } else {  // one per image: each starts at a 16-byte aligned host address
         for (uint32_t j = 0; j < m; ++j)
-          op(WriteHost{base_[nl] + j * cn_.output_rows, cn_.output_rows, oaddr_ + (i0 + j) * cn_.output_bytes()});
+          op(WriteHost{base_[nl] + j * cn_.output_rows, cn_.output_rows,
+                       oaddr_ + (i0 + j) * cn_.output_bytes()});
       }
     }
     finish(prog);
@@ -588,7 +633,9 @@ class Emitter {
     int birth = 0, death = 0;
     uint64_t rows = 0, base = 0;
   };
-  static bool overlap(const Item& a, const Item& b) { return a.birth <= b.death && b.birth <= a.death; }
+  static bool overlap(const Item& a, const Item& b) {
+    return a.birth <= b.death && b.birth <= a.death;
+  }
 
   bool place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const {
     const size_t nl = cn_.layers.size();
@@ -618,13 +665,15 @@ class Emitter {
     // decreasing size packs interval lifetimes tighter than placing in program order).
     std::vector<size_t> order(items.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].rows > items[b].rows; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return items[a].rows > items[b].rows; });
     std::vector<char> placed(items.size(), 0);
     *peak = 0;
     for (size_t i : order) {
       std::vector<std::pair<uint64_t, uint64_t>> taken;
       for (size_t j = 0; j < items.size(); ++j)
-        if (placed[j] && overlap(items[i], items[j])) taken.push_back({items[j].base, items[j].base + items[j].rows});
+        if (placed[j] && overlap(items[i], items[j]))
+          taken.push_back({items[j].base, items[j].base + items[j].rows});
       std::sort(taken.begin(), taken.end());
       uint64_t at = 0;
       for (const auto& t : taken) {
@@ -662,16 +711,19 @@ class Emitter {
     }
     uint64_t largest = 0;
     for (const auto& t : cn_.tensors) largest = std::max<uint64_t>(largest, t.image_rows());
-    throw Error(cn_.net.name + ": one image does not fit in the unified buffer (" + std::to_string(cn_.chip.ub_rows) +
-                " rows): the live tensors need " + std::to_string(peak) + " rows at their peak (input " +
-                std::to_string(cn_.input_rows) + " rows, largest tensor " + std::to_string(largest) + " rows)");
+    throw Error(cn_.net.name + ": one image does not fit in the unified buffer (" +
+                std::to_string(cn_.chip.ub_rows) + " rows): the live tensors need " +
+                std::to_string(peak) + " rows at their peak (input " +
+                std::to_string(cn_.input_rows) + " rows, largest tensor " +
+                std::to_string(largest) + " rows)");
   }
   // UB base of layer l's output (kNetworkInput: the input), and of its shadow.
   uint32_t tensor_base(int l) const { return base_[size_t(l + 1)]; }
   uint32_t shadow_base(size_t l) const { return base_[shadow_item_[l]]; }
   // Where layer `consumer` reads input `producer`.
   uint32_t input_base(int consumer, int producer) const {
-    return cn_.reads_shadow(consumer, producer) ? shadow_base(size_t(producer)) : tensor_base(producer);
+    return cn_.reads_shadow(consumer, producer) ? shadow_base(size_t(producer))
+                                                : tensor_base(producer);
   }
 
   void load_generation(int g) {
@@ -736,17 +788,18 @@ class Emitter {
           act(b0 + (uint32_t(t.pt) + y) * wp + uint32_t(t.pl + t.w), gap, h, wp);
           y += h;
         }
-      run(b0 + (uint32_t(t.pt + t.h) - 1) * wp + uint32_t(t.pl + t.w), bottom + (q + 1 < blocks ? top : 0));
+      run(b0 + (uint32_t(t.pt + t.h) - 1) * wp + uint32_t(t.pl + t.w),
+          bottom + (q + 1 < blocks ? top : 0));
     }
   }
 
   struct Unit {
     uint32_t g0 = 0, g = 0;  // images [g0, g0 + g) of the micro-batch
     int ob = 0, slot = 0, gen = 0;
-    int py0 = 0, py1 = 0;    // pooled output lines (conv-like)
-    int y0 = 0, y1 = 0;      // conv output lines computed
-    uint32_t acc = 0;        // ACC base
-    uint32_t rows = 0;       // ACC rows per image
+    int py0 = 0, py1 = 0;  // pooled output lines (conv-like)
+    int y0 = 0, y1 = 0;    // conv output lines computed
+    uint32_t acc = 0;      // ACC base
+    uint32_t rows = 0;     // ACC rows per image
     bool first_of_group = false;
     uint32_t group_index = 0;
     uint32_t next_group_g0 = 0, next_group_g = 0;  // the group after this one (g = 0: none)
@@ -767,7 +820,8 @@ class Emitter {
       } else {
         g = 1;
         int per = 1;
-        while (per < l.out.h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_) ++per;
+        while (per < l.out.h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_)
+          ++per;
         for (int y = 0; y < l.out.h; y += per) bands.push_back({y, std::min(l.out.h, y + per)});
       }
     } else {
@@ -859,8 +913,10 @@ class Emitter {
       prev_rows = rows;
     }
     if (prev) {
-      if (overlap_) pending_ = Pending{li, *prev, prev_rows, true};
-      else activates(li, *prev);
+      if (overlap_)
+        pending_ = Pending{li, *prev, prev_rows, true};
+      else
+        activates(li, *prev);
     }
   }
 
@@ -895,7 +951,8 @@ class Emitter {
     for (size_t i = 0; i < m; ++i) {
       merged.push_back(ops_[mm_begin + i]);
       // Activate k goes after matmul-block element ceil((k + 1) * m / (a + 1)) (1-based).
-      while (next_act < a && (i + 1) * (a + 1) >= (next_act + 1) * m) merged.push_back(ops_[act_begin + next_act++]);
+      while (next_act < a && (i + 1) * (a + 1) >= (next_act + 1) * m)
+        merged.push_back(ops_[act_begin + next_act++]);
     }
     while (next_act < a) merged.push_back(ops_[act_begin + next_act++]);
     std::copy(merged.begin(), merged.end(), ops_.begin() + long(mm_begin));
@@ -917,7 +974,9 @@ class Emitter {
 
   uint32_t staging_base(uint32_t buf) const { return base_[0] + buf * g0_ * cn_.input_rows; }
 
-  void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) { read_images(staging_base(buf), i0 + g0, g); }
+  void stage_input(uint32_t i0, uint32_t g0, uint32_t g, uint32_t buf) {
+    read_images(staging_base(buf), i0 + g0, g);
+  }
 
   // Input images [first, first + count) of the batch to UB rows from `ub` on: one DMA, or one
   // per image when the host stride holds a gap (N < 16).
@@ -927,7 +986,8 @@ class Emitter {
       return;
     }
     for (uint32_t j = 0; j < count; ++j)
-      op(ReadHost{HostDest::Ub, ub + j * cn_.input_rows, cn_.input_rows, iaddr_ + (first + j) * cn_.input_bytes()});
+      op(ReadHost{HostDest::Ub, ub + j * cn_.input_rows, cn_.input_rows,
+                  iaddr_ + (first + j) * cn_.input_bytes()});
   }
 
   void matmuls(size_t li, const Unit& u) {
@@ -937,7 +997,8 @@ class Emitter {
       const uint32_t tile = caddr_ + t.tile;
       const int in_layer = p.packed ? kNetworkInput : l.inputs[size_t(t.input)];
       const auto& in = p.packed ? cn_.input_tensor : cn_.input_of(int(li), in_layer);
-      const uint32_t in_base = p.packed ? staging_base(u.group_index % 2) : input_base(int(li), in_layer);
+      const uint32_t in_base =
+          p.packed ? staging_base(u.group_index % 2) : input_base(int(li), in_layer);
       Matmul mm;
       mm.accumulate = &t != &p.terms[size_t(u.ob)].front();
       mm.a_unsigned = in.is_unsigned;
@@ -945,7 +1006,9 @@ class Emitter {
       if (l.kind == LayerKind::Dense) {
         // One row per image: image stride apart.
         const uint32_t img0 = p.packed ? 0 : u.g0;
-        const uint32_t pix = p.packed ? 0 : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
+        const uint32_t pix =
+            p.packed ? 0
+                     : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
         mm.switch_weights = t.switch_weights;
         mm.ub_addr = in_base + img0 * in.image_rows() + uint32_t(t.ib) * in.block_rows() + pix;
         mm.acc_addr = uint16_t(u.acc);
@@ -960,13 +1023,15 @@ class Emitter {
       for (uint32_t j = 0; j < u.g; ++j) {
         mm.switch_weights = j == 0 && t.switch_weights;
         if (p.packed) {
-          mm.ub_addr = in_base + j * in.image_rows() + uint32_t(t.ib) * in.block_rows() + uint32_t(u.y0) * uint32_t(p.cols_used);
+          mm.ub_addr = in_base + j * in.image_rows() + uint32_t(t.ib) * in.block_rows() +
+                       uint32_t(u.y0) * uint32_t(p.cols_used);
           mm.inner_stride = 1;
           mm.outer_stride = uint32_t(p.cols_used);
         } else {
           const int ky = t.tap / l.kw, kx = t.tap % l.kw;
           mm.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(t.ib) * in.block_rows() +
-                       uint32_t(u.y0 * l.sh + ky * l.dh + in.pt - l.pad_t) * in.wp() + uint32_t(kx * l.dw + in.pl - l.pad_l);
+                       uint32_t(u.y0 * l.sh + ky * l.dh + in.pt - l.pad_t) * in.wp() +
+                       uint32_t(kx * l.dw + in.pl - l.pad_l);
           mm.inner_stride = uint8_t(l.sw);
           mm.outer_stride = uint32_t(l.sh) * in.wp();
         }
@@ -994,7 +1059,8 @@ class Emitter {
     a.slot = uint8_t(u.slot);
     if (l.kind == LayerKind::Dense) {
       a.acc_addr = uint16_t(u.acc);
-      a.ub_addr = base + u.g0 * out.image_rows() + uint32_t(u.ob) * out.block_rows() + uint32_t(out.pt) * out.wp() + uint32_t(out.pl);
+      a.ub_addr = base + u.g0 * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
+                  uint32_t(out.pt) * out.wp() + uint32_t(out.pl);
       a.width = 1;
       a.height = uint16_t(u.g);
       a.ub_stride = out.image_rows();
@@ -1035,7 +1101,9 @@ class Emitter {
     auto fill = [&]() {
       while (pending < cap && next < tiles.size()) {
         uint32_t cnt = 1;
-        while (pending + cnt < cap && next + cnt < tiles.size() && tiles[next + cnt] == tiles[next] + cnt * tile_bytes) ++cnt;
+        while (pending + cnt < cap && next + cnt < tiles.size() &&
+               tiles[next + cnt] == tiles[next] + cnt * tile_bytes)
+          ++cnt;
         out.push_back(ReadWeights{cnt, tiles[next]});
         layer_of.push_back(tile_layer[next]);
         prog.weight_bytes += uint64_t(cnt) * tile_bytes;
@@ -1082,8 +1150,10 @@ class Emitter {
   const uint32_t n_;
   const uint32_t batch_, caddr_, iaddr_, oaddr_;
   uint32_t half_ = 0, mb_ = 1, g0_ = 1;
-  std::vector<uint32_t> base_;  // UB base of the input (or its staging), each layer's output, shadows
-  mutable std::vector<size_t> shadow_item_;  // per layer: index of its shadow in base_ (set by place)
+  std::vector<uint32_t>
+      base_;  // UB base of the input (or its staging), each layer's output, shadows
+  mutable std::vector<size_t>
+      shadow_item_;  // per layer: index of its shadow in base_ (set by place)
   int loaded_gen_ = -1, loaded_lut_ = -1;
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layer compiler: a quantized network (network.h QuantNetwork, a DAG of fused layers) into
 // one chip program per batch size that runs every layer on the chip. The host writes the input
 // images and reads the output; nothing else crosses between them.
@@ -73,7 +74,7 @@ struct CompiledNetwork {
     int pt = 0, pl = 0, pb = 0, pr = 0;
     bool is_unsigned = false;
     int zero_point = 0;
-    int fill = 0;              // border value
+    int fill = 0;  // border value
     uint32_t hp() const { return uint32_t(pt + h + pb); }
     uint32_t wp() const { return uint32_t(pl + w + pr); }
     uint32_t block_rows() const { return hp() * wp(); }
@@ -88,21 +89,23 @@ struct CompiledNetwork {
     bool switch_weights = true;  // false: the same tile as the previous term (stays active)
   };
   struct LayerPlan {
-    bool packed = false;       // reads the host-packed input
-    int obs = 0;               // output channel blocks
-    int lines_used = 0, cols_used = 0;  // conv output lines / columns that pooling reads
+    bool packed = false;                   // reads the host-packed input
+    int obs = 0;                           // output channel blocks
+    int lines_used = 0, cols_used = 0;     // conv output lines / columns that pooling reads
     std::vector<std::vector<Term>> terms;  // per output block
-    struct Chunk {             // a range of output blocks sharing one slot generation
+    struct Chunk {                         // a range of output blocks sharing one slot generation
       int ob_begin = 0, ob_end = 0, generation = 0, slot_base = 0;
     };
     std::vector<Chunk> chunks;
     std::vector<int32_t> chip_bias;  // bias - sum(zp_in * weights), per output channel
     int lut = -1;                    // index into luts
   };
-  Tensor input_tensor;             // the host-written input (packed, or a tensor with borders)
+  Tensor input_tensor;  // the host-written input (packed, or a tensor with borders)
   bool packed_input = false;
-  std::vector<Tensor> tensors;     // tensors[l] is layer l's output
-  const Tensor& tensor_of(int l) const { return l == kNetworkInput ? input_tensor : tensors[size_t(l)]; }
+  std::vector<Tensor> tensors;  // tensors[l] is layer l's output
+  const Tensor& tensor_of(int l) const {
+    return l == kNetworkInput ? input_tensor : tensors[size_t(l)];
+  }
   // A second copy of layer l's output (blocks = 0: none) with the border its padded max-pools
   // need (the type's minimum), when convolutions pad the same tensor with its zero point and
   // its values may lie below it: the layer's activates write both.
@@ -115,7 +118,7 @@ struct CompiledNetwork {
     return reads_shadow(consumer, producer) ? shadows[size_t(producer)] : tensor_of(producer);
   }
   std::vector<LayerPlan> layers;
-  std::vector<int> last_use;       // per layer output (index l + 1; [0] the input): last consumer
+  std::vector<int> last_use;  // per layer output (index l + 1; [0] the input): last consumer
   struct Generation {
     uint32_t offset = 0;  // in constants
     int slots = 0;
@@ -124,8 +127,8 @@ struct CompiledNetwork {
   uint32_t fill_slots_offset = 0;  // in constants: fill-source slots (bias 0, mult 0, misc zp)
   std::vector<std::pair<int, bool>> fill_slots;  // (value, unsigned), at slots qp_slots-k..
   int fill_slot(int value, bool is_unsigned) const;
-  uint32_t fill_rows = 0;          // ACC rows at the top used as the fill source
-  std::vector<uint32_t> luts;      // offsets in constants of 256-byte LUTs
+  uint32_t fill_rows = 0;      // ACC rows at the top used as the fill source
+  std::vector<uint32_t> luts;  // offsets in constants of 256-byte LUTs
 };
 
 // Plans layouts and builds the constants. Throws Error if the network does not fit the chip

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dataset.h"
 
 #include <zlib.h>
@@ -46,15 +47,17 @@ ImageSet load_idx(const std::string& images_path, const std::string& labels_path
   s.cols = int(be32(img, 12));
   const size_t need = size_t(s.count) * size_t(s.rows) * size_t(s.cols);
   if (img.size() - 16 < need)
-    throw Error(images_path + ": truncated (" + std::to_string(img.size() - 16) + " pixel bytes, header says " +
-                std::to_string(need) + ")");
+    throw Error(images_path + ": truncated (" + std::to_string(img.size() - 16) +
+                " pixel bytes, header says " + std::to_string(need) + ")");
   s.pixels.assign(img.begin() + 16, img.begin() + 16 + long(need));
   if (!labels_path.empty()) {
     const auto lab = read_gz(labels_path);
-    if (lab.size() < 8 || be32(lab, 0) != 0x801) throw Error(labels_path + ": not an idx1 label file");
+    if (lab.size() < 8 || be32(lab, 0) != 0x801)
+      throw Error(labels_path + ": not an idx1 label file");
     const size_t n = be32(lab, 4);
     if (n != size_t(s.count) || lab.size() - 8 < n)
-      throw Error(labels_path + ": " + std::to_string(n) + " labels for " + std::to_string(s.count) + " images (or truncated)");
+      throw Error(labels_path + ": " + std::to_string(n) + " labels for " +
+                  std::to_string(s.count) + " images (or truncated)");
     s.labels.assign(lab.begin() + 8, lab.begin() + 8 + long(n));
   }
   return s;
@@ -70,13 +73,16 @@ ImageSet load_fashion_mnist(const std::string& dir, bool train) {
   try {
     return load_idx(p + "-images-idx3-ubyte.gz", p + "-labels-idx1-ubyte.gz");
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (Fashion-MNIST: apt-get install dataset-fashion-mnist, or set TPU_FASHION_MNIST_DIR)");
+    throw Error(
+        std::string(e.what()) +
+        " (Fashion-MNIST: apt-get install dataset-fashion-mnist, or set TPU_FASHION_MNIST_DIR)");
   }
 }
 
 const std::vector<std::string>& fashion_mnist_classes() {
-  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                                 "Bag",         "Ankle boot"};
   return names;
 }
 

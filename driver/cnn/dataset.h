@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image data sets in the idx format of MNIST / Fashion-MNIST (gzip-compressed or plain; read
 // with zlib), e.g. Debian's dataset-fashion-mnist in /usr/share/datasets/fashion-mnist.
 #pragma once
@@ -12,7 +13,9 @@ struct ImageSet {
   int count = 0, rows = 0, cols = 0;
   std::vector<uint8_t> pixels;  // count * rows * cols, image after image, row-major
   std::vector<uint8_t> labels;  // count (empty if no label file)
-  const uint8_t* image(int i) const { return pixels.data() + size_t(i) * size_t(rows) * size_t(cols); }
+  const uint8_t* image(int i) const {
+    return pixels.data() + size_t(i) * size_t(rows) * size_t(cols);
+  }
 };
 
 // Reads an idx3 image file and (if `labels_path` is not empty) its idx1 label file.

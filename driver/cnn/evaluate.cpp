@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "evaluate.h"
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "reference.h"
@@ -15,10 +16,18 @@ std::string json_string(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      case '\t':
+        o += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char b[8];
@@ -66,13 +75,17 @@ std::string Evaluation::to_json(bool with_images) const {
   j << "  \"cycles_estimated\": " << (cycles_estimated ? "true" : "false") << ",\n";
   j << "  \"macs_per_image\": " << macs_per_image << ",\n";
   j << "  \"mxu_utilization\": " << jnum(mxu_utilization) << ",\n";
-  j << "  \"mxu_busy_fraction\": " << jnum(cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0) << ",\n";
-  j << "  \"dma_bytes_per_image\": {\"in\": " << jnum(dma_in_per_image) << ", \"out\": " << jnum(dma_out_per_image)
-    << ", \"input_images\": " << input_bytes_per_image << ", \"logits\": " << output_bytes_per_image << "},\n";
+  j << "  \"mxu_busy_fraction\": "
+    << jnum(cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0) << ",\n";
+  j << "  \"dma_bytes_per_image\": {\"in\": " << jnum(dma_in_per_image)
+    << ", \"out\": " << jnum(dma_out_per_image) << ", \"input_images\": " << input_bytes_per_image
+    << ", \"logits\": " << output_bytes_per_image << "},\n";
   j << "  \"wall_seconds\": " << jnum(wall_seconds) << ",\n";
   j << "  \"wall_seconds_per_image\": " << jnum(wall_seconds / n) << ",\n";
   j << "  \"sim_cycles_per_second\": "
-    << (cycles_estimated || run_seconds <= 0 ? std::string("null") : jnum(double(cycles_total) / run_seconds)) << ",\n";
+    << (cycles_estimated || run_seconds <= 0 ? std::string("null")
+                                             : jnum(double(cycles_total) / run_seconds))
+    << ",\n";
   double ideal = 0, scalesim = 0;
   for (const auto& l : layers) {
     ideal += l.ideal_cycles;
@@ -80,14 +93,17 @@ std::string Evaluation::to_json(bool with_images) const {
   }
   j << "  \"ideal_cycles\": " << jnum(ideal) << ",\n";
   j << "  \"scalesim_ws_cycles\": " << jnum(scalesim) << ",\n";
-  j << "  \"cycles_vs_scalesim\": " << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
+  j << "  \"cycles_vs_scalesim\": "
+    << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
   if (!layers.empty()) j << "  \"layers_from\": " << json_string(layers_from) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name) << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
+    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name)
+      << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
       << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
-      << ", \"utilization\": " << jnum(l.utilization) << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
+      << ", \"utilization\": " << jnum(l.utilization)
+      << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
       << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles) << "}";
   }
   j << (layers.empty() ? "]" : "\n  ]");
@@ -105,18 +121,18 @@ namespace {
 // The images of a set as the evaluation needs them (uint8 pixels or float images).
 struct ImageSource {
   int count = 0;
-  std::function<int(int)> label;                         // -1 = none
-  std::function<void(int, int32_t*)> quantize;           // the quantized input
-  std::function<std::vector<float>(int)> float_input;    // the model input
+  std::function<int(int)> label;                       // -1 = none
+  std::function<void(int, int32_t*)> quantize;         // the quantized input
+  std::function<std::vector<float>(int)> float_input;  // the model input
 };
 
-Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSource& set,
-                           const EvalOptions& o);
+Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q,
+                           const ImageSource& set, const EvalOptions& o);
 
 }  // namespace
 
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
-                    const EvalOptions& o) {
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const ImageSet& set, const EvalOptions& o) {
   check_input_shape(q.input, float_net.name, 1, set.rows, set.cols, "the image set");
   ImageSource s;
   s.count = set.count;
@@ -126,9 +142,10 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
   return evaluate_source(device, float_net, q, s, o);
 }
 
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const FloatImageSet& set,
-                    const EvalOptions& o) {
-  check_input_shape(q.input, float_net.name, set.shape.c, set.shape.h, set.shape.w, "the image set");
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const FloatImageSet& set, const EvalOptions& o) {
+  check_input_shape(q.input, float_net.name, set.shape.c, set.shape.h, set.shape.w,
+                    "the image set");
   ImageSource s;
   s.count = set.count();
   s.label = [&](int i) { return set.labels.empty() ? -1 : set.labels[size_t(i)]; };
@@ -139,12 +156,13 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
 
 namespace {
 
-Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSource& set,
-                           const EvalOptions& o) {
+Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q,
+                           const ImageSource& set, const EvalOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
-    throw Error("images " + std::to_string(o.offset) + ".." + std::to_string(o.offset + o.count - 1) +
-                " are outside the image set (" + std::to_string(set.count) + " images)");
+    throw Error("images " + std::to_string(o.offset) + ".." +
+                std::to_string(o.offset + o.count - 1) + " are outside the image set (" +
+                std::to_string(set.count) + " images)");
   Evaluation e;
   e.model = float_net.name;
   e.backend = std::string(device.backend());
@@ -163,7 +181,8 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
   std::vector<std::vector<int32_t>> first_batch;
   for (int i0 = 0; i0 < o.count; i0 += int(e.batch)) {
     const int b = std::min<int>(int(e.batch), o.count - i0);
-    std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b), std::vector<int32_t>(static_cast<size_t>(pixels)));
+    std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b),
+                                         std::vector<int32_t>(static_cast<size_t>(pixels)));
     std::vector<const int32_t*> ptrs;
     for (int j = 0; j < b; ++j) {
       set.quantize(o.offset + i0 + j, qi[size_t(j)].data());
@@ -193,7 +212,8 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
     e.cycles_total += r.stats.cycles;
     e.cycles_estimated = r.stats.cycles_estimated;
     e.run_seconds += r.stats.wall_seconds;
-    for (int c = 0; c < PerfCounters::kCount; ++c) e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
+    for (int c = 0; c < PerfCounters::kCount; ++c)
+      e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
     std::vector<ImageResult> batch_results;
     for (int j = 0; j < b; ++j) {
       ImageResult ir;
@@ -215,7 +235,8 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
     if (o.on_batch) o.on_batch(batch_results, i0 + b, o.count);
   }
   const uint32_t n = e.chip_n;
-  e.mxu_utilization = e.cycles_total ? double(e.macs_per_image) * e.images / (double(e.cycles_total) * n * n) : 0.0;
+  e.mxu_utilization =
+      e.cycles_total ? double(e.macs_per_image) * e.images / (double(e.cycles_total) * n * n) : 0.0;
   e.dma_in_per_image = double(e.counters.dma_rd_bytes) / e.images;
   e.dma_out_per_image = double(e.counters.dma_wr_bytes) / e.images;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a labelled image set through a network on a Device and gathers everything tpusim
 // run-cnn reports: accuracy (chip, float, integer reference), whether every image's logits
 // equal the integer reference, cycles, MXU utilization, DMA bytes, per-layer profile, wall time.
@@ -16,10 +17,10 @@
 namespace tpu::cnn {
 
 struct ImageResult {
-  int index = 0;              // in the image set
-  int label = -1;             // -1 if the set has no labels
-  int predicted = 0;          // argmax of the chip's logits
-  int float_predicted = 0;    // argmax of the float model
+  int index = 0;            // in the image set
+  int label = -1;           // -1 if the set has no labels
+  int predicted = 0;        // argmax of the chip's logits
+  int float_predicted = 0;  // argmax of the float model
   bool matches_reference = false;
   std::vector<int32_t> logits;  // the chip's quantized logits
 };
@@ -40,12 +41,12 @@ struct EvalOptions {
 
 // One program run as the chip executed it, with what is needed to label it.
 struct RunTimeline {
-  std::vector<InstrEvent> events;          // Device::timeline() of the run
-  std::vector<Instruction> program;        // what ran (events[i].pc indexes it)
-  std::vector<int> instr_layer;            // per instruction: index into layer_names, -1 none
+  std::vector<InstrEvent> events;    // Device::timeline() of the run
+  std::vector<Instruction> program;  // what ran (events[i].pc indexes it)
+  std::vector<int> instr_layer;      // per instruction: index into layer_names, -1 none
   std::vector<std::string> layer_names;
-  uint64_t cycles = 0;                     // the run's CYCLES
-  uint32_t images = 0;                     // images in the run
+  uint64_t cycles = 0;  // the run's CYCLES
+  uint32_t images = 0;  // images in the run
   bool empty() const { return program.empty(); }
 };
 
@@ -62,18 +63,18 @@ struct Evaluation {
   bool matches_reference() const { return mismatches == 0; }
   uint64_t cycles_total = 0;
   bool cycles_estimated = false;
-  PerfCounters counters;           // summed over the batches
-  int64_t macs_per_image = 0;      // the network's MACs
-  double mxu_utilization = 0;      // macs / (cycles * N^2); NaN when cycles_estimated (no timing)
-  double dma_in_per_image = 0, dma_out_per_image = 0;  // counters / images
+  PerfCounters counters;       // summed over the batches
+  int64_t macs_per_image = 0;  // the network's MACs
+  double mxu_utilization = 0;  // macs / (cycles * N^2); NaN when cycles_estimated (no timing)
+  double dma_in_per_image = 0, dma_out_per_image = 0;              // counters / images
   uint32_t input_bytes_per_image = 0, output_bytes_per_image = 0;  // the packed images, logits
-  double wall_seconds = 0;         // the evaluation (setup, runs, references; not the profile)
-  double run_seconds = 0;          // inside Device::run
+  double wall_seconds = 0;           // the evaluation (setup, runs, references; not the profile)
+  double run_seconds = 0;            // inside Device::run
   std::vector<LayerProfile> layers;  // per-image cycles of the profiled batch
   std::string layers_from;           // "timeline" (rtl) or "prefix_runs" (ChipRunner::profile)
   std::vector<ImageResult> results;
-  std::string quantization;        // how the model was quantized (for the report)
-  RunTimeline timeline;            // the first batch's run, with EvalOptions::timeline
+  std::string quantization;  // how the model was quantized (for the report)
+  RunTimeline timeline;      // the first batch's run, with EvalOptions::timeline
 
   // One JSON object (the keys of the tpusim run-cnn --json contract).
   std::string to_json(bool with_images = true) const;
@@ -93,9 +94,9 @@ struct FloatImageSet {
 
 // `float_net` is the imported model (float accuracy), `q` its quantization. Checks the image
 // shape against the model (Error "wrong input shape ...").
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const ImageSet& set,
-                    const EvalOptions& options);
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q, const FloatImageSet& set,
-                    const EvalOptions& options);
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const ImageSet& set, const EvalOptions& options);
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const FloatImageSet& set, const EvalOptions& options);
 
 }  // namespace tpu::cnn

@@ -1,15 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "image_dataset.h"
 
 #include <png.h>
 // jpeglib.h needs size_t and FILE declared first.
-#include <cstddef>
-#include <cstdio>
 #include <jpeglib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csetjmp>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -54,7 +55,8 @@ Image8 decode_png(const std::string& bytes, const std::string& name) {
   out.width = int(im.width);
   out.pixels.resize(size_t(out.height) * size_t(out.width) * size_t(out.channels));
   for (size_t p = 0; p < size_t(out.height) * size_t(out.width); ++p)
-    for (int c = 0; c < out.channels; ++c) out.pixels[p * size_t(out.channels) + size_t(c)] = buf[p * size_t(in_ch) + size_t(c)];
+    for (int c = 0; c < out.channels; ++c)
+      out.pixels[p * size_t(out.channels) + size_t(c)] = buf[p * size_t(in_ch) + size_t(c)];
   return out;
 }
 
@@ -83,16 +85,19 @@ Image8 decode_jpeg(const std::string& bytes, const std::string& name) {
     throw Error(name + ": cannot decode the JPEG (" + err.message + ")");
   }
   jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
+               static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
   if (cinfo.num_components != 1 && cinfo.num_components != 3) {
     const int n = cinfo.num_components;
     jpeg_destroy_decompress(&cinfo);
-    throw Error(name + ": a JPEG with " + std::to_string(n) + " components (CMYK?); expected gray or RGB");
+    throw Error(name + ": a JPEG with " + std::to_string(n) +
+                " components (CMYK?); expected gray or RGB");
   }
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
-  const int ch = int(cinfo.output_components), w = int(cinfo.output_width), h = int(cinfo.output_height);
+  const int ch = int(cinfo.output_components), w = int(cinfo.output_width),
+            h = int(cinfo.output_height);
   pixels->resize(size_t(w) * size_t(h) * size_t(ch));
   while (cinfo.output_scanline < cinfo.output_height) {
     JSAMPROW row = pixels->data() + size_t(cinfo.output_scanline) * size_t(w) * size_t(ch);
@@ -101,7 +106,8 @@ Image8 decode_jpeg(const std::string& bytes, const std::string& name) {
   const bool truncated = cinfo.err->num_warnings > 0;
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  if (truncated) throw Error(name + ": the JPEG data is truncated or corrupt (libjpeg warned while decoding)");
+  if (truncated)
+    throw Error(name + ": the JPEG data is truncated or corrupt (libjpeg warned while decoding)");
   out.channels = ch;
   out.width = w;
   out.height = h;
@@ -145,10 +151,11 @@ uint8_t clip8(double v) { return uint8_t(std::min(255.0, std::max(0.0, std::floo
 Image8 decode_image(const std::string& bytes, const std::string& name) {
   static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) return decode_png(bytes, name);
-  if (bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xff && static_cast<unsigned char>(bytes[1]) == 0xd8 &&
-      static_cast<unsigned char>(bytes[2]) == 0xff)
+  if (bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xff &&
+      static_cast<unsigned char>(bytes[1]) == 0xd8 && static_cast<unsigned char>(bytes[2]) == 0xff)
     return decode_jpeg(bytes, name);
-  throw Error(name + ": not a PNG or JPEG file (" + std::to_string(bytes.size()) + " bytes; expected the PNG or JPEG signature)");
+  throw Error(name + ": not a PNG or JPEG file (" + std::to_string(bytes.size()) +
+              " bytes; expected the PNG or JPEG signature)");
 }
 
 Image8 load_image(const std::string& path) { return decode_image(read_bytes(path), path); }
@@ -178,7 +185,8 @@ void parse_size(const std::string& text, const std::string& option, int* h, int*
       used = 0;
     }
     if (used == 0 || used != t.size() || v < 1 || v > 65535)
-      throw Error(option + " " + text + ": expected a size such as 28 or 32x24 (H x W, each 1..65535)");
+      throw Error(option + " " + text +
+                  ": expected a size such as 28 or 32x24 (H x W, each 1..65535)");
     return int(v);
   };
   const size_t x = text.find('x');
@@ -203,28 +211,35 @@ std::vector<float> parse_floats(const std::string& text, const std::string& opti
       used = 0;
     }
     if (used == 0 || used != item.size() || !std::isfinite(f))
-      throw Error(option + " " + text + ": '" + item + "' is not a number (expected one number, or one per channel "
+      throw Error(option + " " + text + ": '" + item +
+                  "' is not a number (expected one number, or one per channel "
                   "separated by commas, e.g. 0.485,0.456,0.406)");
     v.push_back(f);
   }
-  if (v.empty()) throw Error(option + ": expected one number, or one per channel separated by commas");
+  if (v.empty())
+    throw Error(option + ": expected one number, or one per channel separated by commas");
   return v;
 }
 
-Preprocess parse_preprocess(const std::string& resize, const std::string& center_crop, const std::string& mean,
-                            const std::string& std, const std::string& channels) {
+Preprocess parse_preprocess(const std::string& resize, const std::string& center_crop,
+                            const std::string& mean, const std::string& std,
+                            const std::string& channels) {
   Preprocess p;
   if (!resize.empty()) {
-    if (resize.find('x') == std::string::npos) parse_size(resize, "--resize", &p.resize_shorter, &p.resize_shorter);
-    else parse_size(resize, "--resize", &p.resize_h, &p.resize_w);
+    if (resize.find('x') == std::string::npos)
+      parse_size(resize, "--resize", &p.resize_shorter, &p.resize_shorter);
+    else
+      parse_size(resize, "--resize", &p.resize_h, &p.resize_w);
   }
   if (!center_crop.empty()) parse_size(center_crop, "--center-crop", &p.crop_h, &p.crop_w);
   if (!mean.empty()) p.mean = parse_floats(mean, "--mean");
   if (!std.empty()) p.std = parse_floats(std, "--std");
   for (float v : p.std)
-    if (v == 0) throw Error("--std " + std + ": a standard deviation of 0 (expected non-zero values)");
+    if (v == 0)
+      throw Error("--std " + std + ": a standard deviation of 0 (expected non-zero values)");
   if (!channels.empty()) {
-    if (channels != "rgb" && channels != "gray") throw Error("--channels " + channels + ": expected rgb or gray");
+    if (channels != "rgb" && channels != "gray")
+      throw Error("--channels " + channels + ": expected rgb or gray");
     p.channels = channels == "rgb" ? 3 : 1;
   }
   return p;
@@ -263,7 +278,8 @@ Image8 resize_bilinear(const Image8& img, int h, int w) {
     for (int x = 0; x < w; ++x)
       for (int c = 0; c < ch; ++c) {
         double v = 0;
-        for (int k = 0; k < cx.count[size_t(x)]; ++k) v += cx.w[size_t(x)][size_t(k)] * img.at(y, cx.start[size_t(x)] + k, c);
+        for (int k = 0; k < cx.count[size_t(x)]; ++k)
+          v += cx.w[size_t(x)][size_t(k)] * img.at(y, cx.start[size_t(x)] + k, c);
         tmp.pixels[(size_t(y) * size_t(w) + size_t(x)) * size_t(ch) + size_t(c)] = clip8(v);
       }
   Image8 out;
@@ -276,7 +292,8 @@ Image8 resize_bilinear(const Image8& img, int h, int w) {
     for (int x = 0; x < w; ++x)
       for (int c = 0; c < ch; ++c) {
         double v = 0;
-        for (int k = 0; k < cy.count[size_t(y)]; ++k) v += cy.w[size_t(y)][size_t(k)] * tmp.at(cy.start[size_t(y)] + k, x, c);
+        for (int k = 0; k < cy.count[size_t(y)]; ++k)
+          v += cy.w[size_t(y)][size_t(k)] * tmp.at(cy.start[size_t(y)] + k, x, c);
         out.pixels[(size_t(y) * size_t(w) + size_t(x)) * size_t(ch) + size_t(c)] = clip8(v);
       }
   return out;
@@ -284,11 +301,14 @@ Image8 resize_bilinear(const Image8& img, int h, int w) {
 
 Image8 center_crop(const Image8& img, int h, int w, const std::string& name) {
   if (h > img.height || w > img.width)
-    throw Error(name + ": center crop " + std::to_string(h) + "x" + std::to_string(w) + " is larger than the image (" +
-                std::to_string(img.height) + "x" + std::to_string(img.width) + " after resizing); expected a crop "
+    throw Error(name + ": center crop " + std::to_string(h) + "x" + std::to_string(w) +
+                " is larger than the image (" + std::to_string(img.height) + "x" +
+                std::to_string(img.width) +
+                " after resizing); expected a crop "
                 "that fits");
   // Python's round(): half to even (the default rounding mode).
-  const int top = int(std::nearbyint((img.height - h) / 2.0)), left = int(std::nearbyint((img.width - w) / 2.0));
+  const int top = int(std::nearbyint((img.height - h) / 2.0)),
+            left = int(std::nearbyint((img.width - w) / 2.0));
   Image8 out;
   out.channels = img.channels;
   out.height = h;
@@ -299,18 +319,21 @@ Image8 center_crop(const Image8& img, int h, int w, const std::string& name) {
   return out;
 }
 
-std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, const Shape3& input, const std::string& name) {
+std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, const Shape3& input,
+                                    const std::string& name) {
   const int channels = p.channels ? p.channels : input.c;
   if (channels != 1 && channels != 3)
     throw Error(name + ": the model takes " + std::to_string(input.c) + " channels " + input.str() +
                 "; images give 1 (gray) or 3 (rgb)");
   if (channels != input.c)
-    throw Error("wrong input shape: the model takes " + input.str() + " (C, H, W), but --channels " +
-                (channels == 1 ? "gray" : "rgb") + " gives " + std::to_string(channels) + " channel" + (channels == 1 ? "" : "s"));
+    throw Error("wrong input shape: the model takes " + input.str() +
+                " (C, H, W), but --channels " + (channels == 1 ? "gray" : "rgb") + " gives " +
+                std::to_string(channels) + " channel" + (channels == 1 ? "" : "s"));
   for (const auto* v : {&p.mean, &p.std})
     if (v->size() > 1 && int(v->size()) != channels)
-      throw Error(std::string(v == &p.mean ? "--mean" : "--std") + ": " + std::to_string(v->size()) +
-                  " values for " + std::to_string(channels) + " channels (expected 1 or " + std::to_string(channels) + ")");
+      throw Error(std::string(v == &p.mean ? "--mean" : "--std") + ": " +
+                  std::to_string(v->size()) + " values for " + std::to_string(channels) +
+                  " channels (expected 1 or " + std::to_string(channels) + ")");
   Image8 img = convert_channels(src, channels);
   if (p.resize_shorter) {
     // torchvision Resize(int): the shorter side to S, the longer one scaled (truncated).
@@ -331,7 +354,8 @@ std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, cons
     const float sd = p.std.empty() ? 1.0f : p.std[p.std.size() == 1 ? 0 : size_t(c)];
     for (int y = 0; y < input.h; ++y)
       for (int xx = 0; xx < input.w; ++xx)
-        x[size_t(c) * plane + size_t(y) * size_t(input.w) + size_t(xx)] = (float(img.at(y, xx, c)) / 255.0f - mean) / sd;
+        x[size_t(c) * plane + size_t(y) * size_t(input.w) + size_t(xx)] =
+            (float(img.at(y, xx, c)) / 255.0f - mean) / sd;
   }
   return x;
 }
@@ -340,19 +364,23 @@ ImageFolder scan_image_folder(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw Error(dir + ": not a directory (expected an ImageFolder: one subfolder of PNG/JPEG images per class)");
+    throw Error(
+        dir +
+        ": not a directory (expected an ImageFolder: one subfolder of PNG/JPEG images per class)");
   ImageFolder f;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_directory()) f.classes.push_back(e.path().filename().string());
   if (ec) throw Error(dir + ": cannot list the directory (" + ec.message() + ")");
   std::sort(f.classes.begin(), f.classes.end());
   if (f.classes.empty())
-    throw Error(dir + ": no class subfolders (expected an ImageFolder: DIR/<class>/<image>.png or .jpg)");
+    throw Error(dir +
+                ": no class subfolders (expected an ImageFolder: DIR/<class>/<image>.png or .jpg)");
   for (size_t c = 0; c < f.classes.size(); ++c) {
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(fs::path(dir) / f.classes[c], ec)) {
       const std::string ext = lower(e.path().extension().string());
-      if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg")) files.push_back(e.path().string());
+      if (e.is_regular_file() && (ext == ".png" || ext == ".jpg" || ext == ".jpeg"))
+        files.push_back(e.path().string());
     }
     std::sort(files.begin(), files.end());
     for (const auto& p : files) {
@@ -361,11 +389,13 @@ ImageFolder scan_image_folder(const std::string& dir) {
     }
   }
   if (f.files.empty())
-    throw Error(dir + ": no .png, .jpg or .jpeg images in its " + std::to_string(f.classes.size()) + " class folders");
+    throw Error(dir + ": no .png, .jpg or .jpeg images in its " + std::to_string(f.classes.size()) +
+                " class folders");
   return f;
 }
 
-FloatImageSet load_image_folder(const ImageFolder& folder, const Preprocess& p, const Shape3& input, int offset, int count) {
+FloatImageSet load_image_folder(const ImageFolder& folder, const Preprocess& p, const Shape3& input,
+                                int offset, int count) {
   const int n = int(folder.files.size());
   if (count < 0) count = n - offset;
   if (offset < 0 || count < 1 || offset + count > n)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "network.h"
 
 #include <algorithm>
@@ -24,7 +25,8 @@ bool operator==(const TensorQuant& a, const TensorQuant& b) {
 
 void LayerGeometry::infer_shapes() {
   const std::string where = "layer '" + name + "' (" + op + "): ";
-  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 || pad_t < 0 || pad_l < 0 || pad_b < 0 || pad_r < 0)
+  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 || pad_t < 0 || pad_l < 0 ||
+      pad_b < 0 || pad_r < 0)
     throw Error(where + "bad kernel, stride, dilation or padding");
   if (group < 1) throw Error(where + "bad group count " + std::to_string(group));
   switch (kind) {
@@ -32,13 +34,15 @@ void LayerGeometry::infer_shapes() {
       const int cout = conv_out.c;
       if (cout <= 0) throw Error(where + "no output channels");
       if (in.c % group != 0 || cout % group != 0)
-        throw Error(where + "group " + std::to_string(group) + " does not divide the " + std::to_string(in.c) +
-                    " input and " + std::to_string(cout) + " output channels");
+        throw Error(where + "group " + std::to_string(group) + " does not divide the " +
+                    std::to_string(in.c) + " input and " + std::to_string(cout) +
+                    " output channels");
       const int hp = in.h + pad_t + pad_b, wp = in.w + pad_l + pad_r;
       const int ekh = dh * (kh - 1) + 1, ekw = dw * (kw - 1) + 1;
       if (hp < ekh || wp < ekw)
         throw Error(where + "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel" +
-                    (dh > 1 || dw > 1 ? " (dilated)" : "") + " does not fit the padded input " + in.str());
+                    (dh > 1 || dw > 1 ? " (dilated)" : "") + " does not fit the padded input " +
+                    in.str());
       conv_out = {cout, (hp - ekh) / sh + 1, (wp - ekw) / sw + 1};
       break;
     }
@@ -46,7 +50,8 @@ void LayerGeometry::infer_shapes() {
       const int cout = conv_out.c;
       if (cout <= 0) throw Error(where + "no output channels");
       if (in.size() % group != 0 || cout % group != 0)
-        throw Error(where + "group " + std::to_string(group) + " does not divide the inputs and outputs");
+        throw Error(where + "group " + std::to_string(group) +
+                    " does not divide the inputs and outputs");
       conv_out = {cout, 1, 1};
       break;
     }
@@ -55,46 +60,57 @@ void LayerGeometry::infer_shapes() {
       break;
     case LayerKind::Copy:
       conv_out = {in.c, in.h + pad_t + pad_b, in.w + pad_l + pad_r};
-      if (std::max(std::max(pad_t, pad_b), std::max(pad_l, pad_r)) >= std::max(pool_k, 1) && (pad_t || pad_b || pad_l || pad_r))
+      if (std::max(std::max(pad_t, pad_b), std::max(pad_l, pad_r)) >= std::max(pool_k, 1) &&
+          (pad_t || pad_b || pad_l || pad_r))
         throw Error(where + "padding must be smaller than the pooling window");
       break;
   }
   if (pool_k < 1 || pool_s < 1) throw Error(where + "bad pooling");
   if (pool_k > conv_out.h || pool_k > conv_out.w)
-    throw Error(where + "max-pool window " + std::to_string(pool_k) + " is larger than its input " + conv_out.str());
+    throw Error(where + "max-pool window " + std::to_string(pool_k) + " is larger than its input " +
+                conv_out.str());
   out = {conv_out.c, (conv_out.h - pool_k) / pool_s + 1, (conv_out.w - pool_k) / pool_s + 1};
 }
 
 const char* lut_func_name(LutFunc f) {
   switch (f) {
-    case LutFunc::Sigmoid: return "Sigmoid";
-    case LutFunc::Tanh: return "Tanh";
-    case LutFunc::LeakyRelu: return "LeakyRelu";
-    case LutFunc::HardSigmoid: return "HardSigmoid";
-    case LutFunc::HardSwish: return "HardSwish";
+    case LutFunc::Sigmoid:
+      return "Sigmoid";
+    case LutFunc::Tanh:
+      return "Tanh";
+    case LutFunc::LeakyRelu:
+      return "LeakyRelu";
+    case LutFunc::HardSigmoid:
+      return "HardSigmoid";
+    case LutFunc::HardSwish:
+      return "HardSwish";
   }
   return "?";
 }
 
 float lut_func_apply(LutFunc f, float alpha, float beta, float x) {
   switch (f) {
-    case LutFunc::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case LutFunc::Tanh: return std::tanh(x);
-    case LutFunc::LeakyRelu: return x >= 0 ? x : alpha * x;
-    case LutFunc::HardSigmoid: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
-    case LutFunc::HardSwish: return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+    case LutFunc::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case LutFunc::Tanh:
+      return std::tanh(x);
+    case LutFunc::LeakyRelu:
+      return x >= 0 ? x : alpha * x;
+    case LutFunc::HardSigmoid:
+      return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    case LutFunc::HardSwish:
+      return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
   }
   return x;
 }
 
-bool lut_func_monotonic(LutFunc f) {
-  return f != LutFunc::HardSwish;
-}
+bool lut_func_monotonic(LutFunc f) { return f != LutFunc::HardSwish; }
 
 int QLayer::zero_point_of(int ic) const { return quant_of(ic).zero_point; }
 
 const TensorQuant& QLayer::quant_of(int ic) const {
-  if (kind == LayerKind::Add || in_qs.size() <= 1 || input_channels.size() != in_qs.size()) return in_q;
+  if (kind == LayerKind::Add || in_qs.size() <= 1 || input_channels.size() != in_qs.size())
+    return in_q;
   int c = ic;
   for (size_t j = 0; j < in_qs.size(); ++j) {
     if (c < input_channels[j]) return in_qs[j];
@@ -106,10 +122,14 @@ const TensorQuant& QLayer::quant_of(int ic) const {
 namespace {
 std::string act_name(Activation a) {
   switch (a) {
-    case Activation::None: return "";
-    case Activation::Relu: return " + ReLU";
-    case Activation::Clip: return " + Clip";
-    case Activation::Lut: return " + LUT";
+    case Activation::None:
+      return "";
+    case Activation::Relu:
+      return " + ReLU";
+    case Activation::Clip:
+      return " + Clip";
+    case Activation::Lut:
+      return " + LUT";
   }
   return "";
 }
@@ -118,24 +138,32 @@ std::string geometry_line(const LayerGeometry& l, Activation act) {
   s << l.name << " (" << l.op << "): ";
   if (l.kind == LayerKind::Conv) {
     s << "conv " << l.kh << "x" << l.kw << "/" << l.sh;
-    if (l.group > 1) s << (l.group == l.in.c && l.group == l.conv_out.c ? " depthwise" : " group " + std::to_string(l.group));
+    if (l.group > 1)
+      s << (l.group == l.in.c && l.group == l.conv_out.c ? " depthwise"
+                                                         : " group " + std::to_string(l.group));
     if (l.dh > 1 || l.dw > 1) s << " dilation " << l.dh;
     if (l.pad_t || l.pad_l || l.pad_b || l.pad_r) s << " pad " << l.pad_t;
     s << " " << l.in.str() << " -> " << l.conv_out.str();
   } else if (l.kind == LayerKind::Dense) {
-    s << "dense " << l.fan_in() << (l.group > 1 ? " x " + std::to_string(l.group) + " groups" : "") << " -> " << l.conv_out.c;
+    s << "dense " << l.fan_in() << (l.group > 1 ? " x " + std::to_string(l.group) + " groups" : "")
+      << " -> " << l.conv_out.c;
   } else if (l.kind == LayerKind::Add) {
     s << "add " << l.in.str();
   } else {
     s << "copy " << l.in.str();
-    if (l.pad_t || l.pad_l || l.pad_b || l.pad_r) s << " pad " << l.pad_t << "," << l.pad_l << "," << l.pad_b << "," << l.pad_r;
+    if (l.pad_t || l.pad_l || l.pad_b || l.pad_r)
+      s << " pad " << l.pad_t << "," << l.pad_l << "," << l.pad_b << "," << l.pad_r;
   }
   if (l.inputs.size() > 1 || (l.inputs.size() == 1 && l.inputs[0] != kNetworkInput)) {
     s << " <- ";
-    for (size_t i = 0; i < l.inputs.size(); ++i) s << (i ? "," : "") << (l.inputs[i] == kNetworkInput ? std::string("input") : "#" + std::to_string(l.inputs[i]));
+    for (size_t i = 0; i < l.inputs.size(); ++i)
+      s << (i ? "," : "")
+        << (l.inputs[i] == kNetworkInput ? std::string("input")
+                                         : "#" + std::to_string(l.inputs[i]));
   }
   s << act_name(act);
-  if (l.pool_k > 1 || l.pool_s > 1) s << " + maxpool " << l.pool_k << "/" << l.pool_s << " -> " << l.out.str();
+  if (l.pool_k > 1 || l.pool_s > 1)
+    s << " + maxpool " << l.pool_k << "/" << l.pool_s << " -> " << l.out.str();
   s << ", " << l.macs() << " MACs";
   return s.str();
 }
@@ -149,7 +177,8 @@ std::string Network::summary() const {
 
 std::string QuantNetwork::summary() const {
   std::string s = name + ": input " + input.str() + " " + input_q.str() + "\n";
-  for (const auto& l : layers) s += "  " + geometry_line(l, l.act) + ", out " + l.out_q.str() + "\n";
+  for (const auto& l : layers)
+    s += "  " + geometry_line(l, l.act) + ", out " + l.out_q.str() + "\n";
   return s;
 }
 
@@ -168,8 +197,8 @@ void QuantNetwork::quantize_input(const float* x, int32_t* q) const {
     const double b = pre_shift.empty() ? 0.0 : double(pre_shift[c]);
     for (int64_t i = 0; i < plane; ++i) {
       const double v = double(x[c * plane + i]) * a + b;
-      q[c * plane + i] = round_clamp(v / double(input_q.scale) + input_q.zero_point,
-                                     input_q.qmin(), input_q.qmax());
+      q[c * plane + i] = round_clamp(v / double(input_q.scale) + input_q.zero_point, input_q.qmin(),
+                                     input_q.qmax());
     }
   }
 }
@@ -187,7 +216,9 @@ void QuantNetwork::quantize_pixels(const uint8_t* pixels, int32_t* q) const {
 }
 
 void quantize_multiplier(double m, int32_t* mult, uint8_t* shift) {
-  if (!(m >= 0) || std::isinf(m)) throw Error("requantization multiplier " + std::to_string(m) + " is not a finite non-negative number");
+  if (!(m >= 0) || std::isinf(m))
+    throw Error("requantization multiplier " + std::to_string(m) +
+                " is not a finite non-negative number");
   if (m == 0) {
     *mult = 0;
     *shift = 0;
@@ -206,7 +237,8 @@ void quantize_multiplier(double m, int32_t* mult, uint8_t* shift) {
     q = (q + 1) >> 1;
     --s;
   }
-  if (s < 0) throw Error("requantization multiplier " + std::to_string(m) + " is too large (> 2^31)");
+  if (s < 0)
+    throw Error("requantization multiplier " + std::to_string(m) + " is too large (> 2^31)");
   *mult = int32_t(q);
   *shift = uint8_t(s);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CNN intermediate representation shared by the ONNX importer, the float and integer
 // references, the quantizer and the chip compiler.
 //
@@ -74,9 +75,9 @@ struct GivenQuant {
 // Geometry of a fused layer: shared by the float and the quantized forms.
 struct LayerGeometry {
   LayerKind kind = LayerKind::Conv;
-  std::string name;                 // ONNX node name (or output tensor name) of the Conv/Gemm
-  std::string op;                   // ONNX op type of the main node ("Conv", "Gemm", ...)
-  std::vector<std::string> fused;   // "Relu /Relu", "MaxPool /MaxPool", ... (for messages)
+  std::string name;                // ONNX node name (or output tensor name) of the Conv/Gemm
+  std::string op;                  // ONNX op type of the main node ("Conv", "Gemm", ...)
+  std::vector<std::string> fused;  // "Relu /Relu", "MaxPool /MaxPool", ... (for messages)
   // Producing layers (kNetworkInput for the network input). Conv, Dense and Copy read their
   // inputs concatenated on channels; Add reads exactly two and sums them.
   std::vector<int> inputs{kNetworkInput};
@@ -85,11 +86,11 @@ struct LayerGeometry {
   Shape3 conv_out;                  // before pooling
   Shape3 out;                       // after pooling
   int kh = 1, kw = 1, sh = 1, sw = 1;
-  int dh = 1, dw = 1;               // Conv dilations
-  int group = 1;                    // Conv/Dense groups (depthwise: group = in.c)
+  int dh = 1, dw = 1;  // Conv dilations
+  int group = 1;       // Conv/Dense groups (depthwise: group = in.c)
   // Conv: zero padding. Copy: padding max-pooling skips (it never wins the max).
   int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
-  int pool_k = 1, pool_s = 1;       // 1, 1 = no pooling (square window, floor)
+  int pool_k = 1, pool_s = 1;  // 1, 1 = no pooling (square window, floor)
 
   int cin() const { return kind == LayerKind::Dense ? int(in.size()) : in.c; }
   int cout() const { return out.c; }
@@ -97,10 +98,14 @@ struct LayerGeometry {
   // size / group, Add 2 (one per operand), Copy 1.
   int64_t fan_in() const {
     switch (kind) {
-      case LayerKind::Conv: return int64_t(in.c / group) * kh * kw;
-      case LayerKind::Dense: return in.size() / group;
-      case LayerKind::Add: return 2;
-      case LayerKind::Copy: return 1;
+      case LayerKind::Conv:
+        return int64_t(in.c / group) * kh * kw;
+      case LayerKind::Dense:
+        return in.size() / group;
+      case LayerKind::Add:
+        return 2;
+      case LayerKind::Copy:
+        return 1;
     }
     return 1;
   }
@@ -112,7 +117,8 @@ struct LayerGeometry {
   // Add and Copy have none.
   int64_t macs() const {
     if (!has_weights()) return 0;
-    return int64_t(conv_out.c) * ((out.h - 1) * pool_s + pool_k) * ((out.w - 1) * pool_s + pool_k) * fan_in();
+    return int64_t(conv_out.c) * ((out.h - 1) * pool_s + pool_k) * ((out.w - 1) * pool_s + pool_k) *
+           fan_in();
   }
   // The same counting every convolution output (the usual figure for the model).
   int64_t model_macs() const { return has_weights() ? conv_out.size() * fan_in() : 0; }
@@ -127,22 +133,22 @@ struct Layer : LayerGeometry {
   std::vector<float> bias;
   Activation act = Activation::None;
   float clip_lo = 0.0f, clip_hi = 0.0f;  // Activation::Clip
-  LutFunc lut = LutFunc::Sigmoid;         // Activation::Lut
+  LutFunc lut = LutFunc::Sigmoid;        // Activation::Lut
   float lut_alpha = 0.0f, lut_beta = 0.0f;
   // Per-channel factors (empty = 1): Copy computes x * channel_scale[c]; Add computes
   // a + b * channel_scale[c] (a per-channel PRelu is relu(x) + (-slope) * relu(-x)).
   std::vector<float> channel_scale;
-  std::optional<TensorQuant> pre_quant;   // Lut: the function's input quantization from the file
-  std::optional<GivenQuant> given;        // quantized weights/bias from the file
-  std::optional<TensorQuant> out_quant;   // output quantization from the file
+  std::optional<TensorQuant> pre_quant;  // Lut: the function's input quantization from the file
+  std::optional<GivenQuant> given;       // quantized weights/bias from the file
+  std::optional<TensorQuant> out_quant;  // output quantization from the file
 };
 
 // The float network as imported.
 struct Network {
-  std::string name;                  // file name or graph name
+  std::string name;  // file name or graph name
   std::string input_name, output_name;
-  Shape3 input;                      // one image
-  int file_batch = 0;                // batch dimension in the file (0 = symbolic)
+  Shape3 input;        // one image
+  int file_batch = 0;  // batch dimension in the file (0 = symbolic)
   // Per-channel affine preprocessing at the graph input (Sub/Div/Mul/Add by constants):
   // x' = x * pre_scale[c] + pre_shift[c]. Empty = identity.
   std::vector<float> pre_scale, pre_shift;
@@ -150,8 +156,8 @@ struct Network {
   // A final Softmax (or LogSoftmax) of the logits: not on the chip (its LUT maps one byte to
   // one byte and cannot normalize over a vector); applied by the host to dequantized outputs.
   // The class (argmax) is the same with or without it.
-  std::string host_softmax;          // "", "Softmax" or "LogSoftmax"
-  std::vector<Layer> layers;         // topological order; the last one is the output
+  std::string host_softmax;   // "", "Softmax" or "LogSoftmax"
+  std::vector<Layer> layers;  // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   std::string summary() const;  // one line per layer
 };
@@ -170,21 +176,23 @@ struct Network {
 //   y           = Relu: max(y, out.zp); Clip: min(max(y, lo), hi); Lut: lut[y - qmin]
 //   output      = max-pool of y (floor; Copy: its padding never wins)
 struct QLayer : LayerGeometry {
-  std::vector<TensorQuant> in_qs;    // per input
-  TensorQuant in_q, out_q;           // in_q = in_qs[0]
-  std::vector<int8_t> weight;        // layout as Layer::weight; Add: the operand weights
-  std::vector<float> weight_scale;   // per output channel: acc unit = in_q.scale * weight_scale
-  std::vector<int32_t> bias;         // per output channel
-  std::vector<int32_t> mult;         // per output channel (negative: a Copy that negates)
-  std::vector<uint8_t> shift;        // per output channel, 0..63
+  std::vector<TensorQuant> in_qs;   // per input
+  TensorQuant in_q, out_q;          // in_q = in_qs[0]
+  std::vector<int8_t> weight;       // layout as Layer::weight; Add: the operand weights
+  std::vector<float> weight_scale;  // per output channel: acc unit = in_q.scale * weight_scale
+  std::vector<int32_t> bias;        // per output channel
+  std::vector<int32_t> mult;        // per output channel (negative: a Copy that negates)
+  std::vector<uint8_t> shift;       // per output channel, 0..63
   Activation act = Activation::None;
-  int lo = -128, hi = 127;           // Clip bounds in the output's integer domain
-  TensorQuant pre_q;                 // Lut: the LUT's input (same signedness as out_q)
-  std::vector<int32_t> lut;          // Lut: 256 output values, index y - qmin
+  int lo = -128, hi = 127;              // Clip bounds in the output's integer domain
+  TensorQuant pre_q;                    // Lut: the LUT's input (same signedness as out_q)
+  std::vector<int32_t> lut;             // Lut: 256 output values, index y - qmin
   LutFunc lut_func = LutFunc::Sigmoid;  // Lut: the function the table holds (for exports)
   float lut_alpha = 0.0f, lut_beta = 0.0f;
   // Add: operand j's weight for channel c.
-  int add_weight(int c, int j) const { return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)]; }
+  int add_weight(int c, int j) const {
+    return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)];
+  }
   // Zero point of input channel ic (of the concatenated input).
   int zero_point_of(int ic) const;
   const TensorQuant& quant_of(int ic) const;
@@ -195,12 +203,14 @@ struct QuantNetwork {
   Shape3 input;
   std::vector<float> pre_scale, pre_shift;  // as Network
   TensorQuant input_q;
-  std::string host_softmax;                 // as Network
-  std::vector<QLayer> layers;        // topological order; the last one is the output
+  std::string host_softmax;    // as Network
+  std::vector<QLayer> layers;  // topological order; the last one is the output
   int classes() const { return layers.empty() ? 0 : int(layers.back().out.size()); }
   const TensorQuant& output_q() const { return layers.back().out_q; }
   // Quantization of layer l's output (kNetworkInput: the input).
-  const TensorQuant& quant_of(int l) const { return l == kNetworkInput ? input_q : layers[size_t(l)].out_q; }
+  const TensorQuant& quant_of(int l) const {
+    return l == kNetworkInput ? input_q : layers[size_t(l)].out_q;
+  }
   std::string summary() const;
 
   // Host-side input quantization (preprocessing, then q = round(x / scale) + zp, saturated):

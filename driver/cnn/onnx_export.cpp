@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "onnx_export.h"
 
 #include <onnx/onnx_pb.h>
@@ -32,11 +33,14 @@ void set_shape(onnx::ValueInfoProto* vi, const std::vector<int64_t>& dims) {
   auto* shape = tt->mutable_shape();
   for (int64_t d : dims) {
     auto* dim = shape->add_dim();
-    if (d < 0) dim->set_dim_param("N");
-    else dim->set_dim_value(d);
+    if (d < 0)
+      dim->set_dim_param("N");
+    else
+      dim->set_dim_value(d);
   }
 }
-onnx::TensorProto* new_init(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims, int type) {
+onnx::TensorProto* new_init(onnx::GraphProto* g, const std::string& name,
+                            const std::vector<int64_t>& dims, int type) {
   auto* t = g->add_initializer();
   t->set_name(name);
   t->set_data_type(type);
@@ -54,27 +58,34 @@ void OnnxGraph::input(const std::string& name, const std::vector<int64_t>& dims)
 void OnnxGraph::output(const std::string& name, const std::vector<int64_t>& dims) {
   auto* vi = impl_->graph->add_output();
   vi->set_name(name);
-  if (dims.empty()) vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  else set_shape(vi, dims);
+  if (dims.empty())
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  else
+    set_shape(vi, dims);
 }
 
-void OnnxGraph::init_float(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+void OnnxGraph::init_float(const std::string& name, const std::vector<int64_t>& dims,
+                           const std::vector<float>& v) {
   auto* t = new_init(impl_->graph, name, dims, onnx::TensorProto::FLOAT);
   t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
 }
-void OnnxGraph::init_int8(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int8_t>& v) {
+void OnnxGraph::init_int8(const std::string& name, const std::vector<int64_t>& dims,
+                          const std::vector<int8_t>& v) {
   auto* t = new_init(impl_->graph, name, dims, onnx::TensorProto::INT8);
   t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size()));
 }
-void OnnxGraph::init_uint8(const std::string& name, const std::vector<int64_t>& dims, const std::vector<uint8_t>& v) {
+void OnnxGraph::init_uint8(const std::string& name, const std::vector<int64_t>& dims,
+                           const std::vector<uint8_t>& v) {
   auto* t = new_init(impl_->graph, name, dims, onnx::TensorProto::UINT8);
   t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size()));
 }
-void OnnxGraph::init_int32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& v) {
+void OnnxGraph::init_int32(const std::string& name, const std::vector<int64_t>& dims,
+                           const std::vector<int32_t>& v) {
   auto* t = new_init(impl_->graph, name, dims, onnx::TensorProto::INT32);
   for (int32_t x : v) t->add_int32_data(x);  // the typed field, to exercise both encodings
 }
-void OnnxGraph::init_int64(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+void OnnxGraph::init_int64(const std::string& name, const std::vector<int64_t>& dims,
+                           const std::vector<int64_t>& v) {
   auto* t = new_init(impl_->graph, name, dims, onnx::TensorProto::INT64);
   t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)));
 }
@@ -101,13 +112,22 @@ void OnnxGraph::node(const std::string& op, const std::vector<std::string>& inpu
     auto* at = n->add_attribute();
     at->set_name(a.name);
     switch (a.kind) {
-      case OnnxAttr::Kind::Int: at->set_type(onnx::AttributeProto::INT); at->set_i(a.i); break;
-      case OnnxAttr::Kind::Float: at->set_type(onnx::AttributeProto::FLOAT); at->set_f(a.f); break;
+      case OnnxAttr::Kind::Int:
+        at->set_type(onnx::AttributeProto::INT);
+        at->set_i(a.i);
+        break;
+      case OnnxAttr::Kind::Float:
+        at->set_type(onnx::AttributeProto::FLOAT);
+        at->set_f(a.f);
+        break;
       case OnnxAttr::Kind::Ints:
         at->set_type(onnx::AttributeProto::INTS);
         for (int64_t x : a.ints) at->add_ints(x);
         break;
-      case OnnxAttr::Kind::String: at->set_type(onnx::AttributeProto::STRING); at->set_s(a.s); break;
+      case OnnxAttr::Kind::String:
+        at->set_type(onnx::AttributeProto::STRING);
+        at->set_s(a.s);
+        break;
     }
   }
 }
@@ -129,7 +149,9 @@ void OnnxGraph::save(const std::string& path) const {
 
 namespace {
 
-std::vector<int64_t> input_dims(const Shape3& s, int64_t batch) { return {batch < 0 ? -1 : batch, s.c, s.h, s.w}; }
+std::vector<int64_t> input_dims(const Shape3& s, int64_t batch) {
+  return {batch < 0 ? -1 : batch, s.c, s.h, s.w};
+}
 // The output's dims: [batch, features] after a Gemm, [batch, C, H, W] otherwise.
 std::vector<int64_t> output_dims(const Shape3& s, bool flat, int64_t batch) {
   if (flat) return {batch < 0 ? -1 : batch, s.size()};
@@ -142,8 +164,8 @@ std::string layer_error(const LayerGeometry& l, size_t i, const std::string& msg
 
 std::vector<OnnxAttr> conv_attrs(const LayerGeometry& l) {
   return {OnnxAttr::Ints("kernel_shape", {l.kh, l.kw}), OnnxAttr::Ints("strides", {l.sh, l.sw}),
-          OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}), OnnxAttr::Ints("dilations", {l.dh, l.dw}),
-          OnnxAttr::Int("group", l.group)};
+          OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}),
+          OnnxAttr::Ints("dilations", {l.dh, l.dw}), OnnxAttr::Int("group", l.group)};
 }
 // A Dense of groups as a Conv whose kernel covers its whole input image.
 std::vector<OnnxAttr> dense_conv_attrs(const LayerGeometry& l) {
@@ -155,8 +177,10 @@ bool pooled(const LayerGeometry& l) {
 }
 // The layer's max-pool (a Copy's with its padding, which ONNX's MaxPool also never picks).
 std::vector<OnnxAttr> pool_attrs(const LayerGeometry& l) {
-  std::vector<OnnxAttr> a{OnnxAttr::Ints("kernel_shape", {l.pool_k, l.pool_k}), OnnxAttr::Ints("strides", {l.pool_s, l.pool_s})};
-  if (l.kind == LayerKind::Copy) a.push_back(OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}));
+  std::vector<OnnxAttr> a{OnnxAttr::Ints("kernel_shape", {l.pool_k, l.pool_k}),
+                          OnnxAttr::Ints("strides", {l.pool_s, l.pool_s})};
+  if (l.kind == LayerKind::Copy)
+    a.push_back(OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}));
   return a;
 }
 
@@ -164,7 +188,8 @@ std::vector<OnnxAttr> pool_attrs(const LayerGeometry& l) {
 enum class DenseForm { Gemm, GlobalPool, GroupedConv };
 DenseForm dense_form(const LayerGeometry& l, size_t i, bool input_flat, bool global_pool_weights) {
   if (l.group == 1) return DenseForm::Gemm;
-  if (!input_flat && global_pool_weights && l.group == l.in.c && l.cout() == l.in.c) return DenseForm::GlobalPool;
+  if (!input_flat && global_pool_weights && l.group == l.in.c && l.cout() == l.in.c)
+    return DenseForm::GlobalPool;
   if (!input_flat && l.in.c % l.group == 0) return DenseForm::GroupedConv;
   throw Error(layer_error(l, i, "a grouped Dense of a flattened input has no ONNX form"));
 }
@@ -175,7 +200,8 @@ float global_pool_weight(const LayerGeometry& l) { return 1.0f / float(int64_t(l
 const char* lut_op(LutFunc f) { return lut_func_name(f); }
 std::vector<OnnxAttr> lut_attrs(LutFunc f, float alpha, float beta) {
   if (f == LutFunc::LeakyRelu) return {OnnxAttr::Float("alpha", alpha)};
-  if (f == LutFunc::HardSigmoid) return {OnnxAttr::Float("alpha", alpha), OnnxAttr::Float("beta", beta)};
+  if (f == LutFunc::HardSigmoid)
+    return {OnnxAttr::Float("alpha", alpha), OnnxAttr::Float("beta", beta)};
   return {};
 }
 // HardSwish is an opset 14 op.
@@ -192,13 +218,14 @@ int opset_for(const std::vector<L>& layers) {
 template <typename L>
 void check_pool_after_lut(const L& l, size_t i) {
   if (l.act == Activation::Lut && l.pool_k > 1 && !lut_func_monotonic(lut_func_of(l)))
-    throw Error(layer_error(l, i, std::string("max-pooling after ") + lut_func_name(lut_func_of(l)) +
-                                     ", which is not monotonic, does not import back as one layer"));
+    throw Error(layer_error(l, i,
+                            std::string("max-pooling after ") + lut_func_name(lut_func_of(l)) +
+                                ", which is not monotonic, does not import back as one layer"));
 }
 
 // Preprocessing as Mul + Add of per-channel constants.
-std::string export_pre(OnnxGraph& g, const std::vector<float>& a, const std::vector<float>& b, const Shape3& in,
-                       std::string x) {
+std::string export_pre(OnnxGraph& g, const std::vector<float>& a, const std::vector<float>& b,
+                       const Shape3& in, std::string x) {
   if (a.empty()) return x;
   g.init_float("pre_scale", {1, in.c, 1, 1}, a);
   g.init_float("pre_shift", {1, in.c, 1, 1}, b);
@@ -210,8 +237,10 @@ std::string export_pre(OnnxGraph& g, const std::vector<float>& a, const std::vec
 // The graph output "logits" from tensor x (a float tensor): the host's Softmax / LogSoftmax
 // when the network has one, else an Identity.
 void finish_output(OnnxGraph& g, const std::string& x, const std::string& host_softmax) {
-  if (host_softmax.empty()) g.node("Identity", {x}, {"logits"});
-  else g.node(host_softmax, {x}, {"logits"}, {OnnxAttr::Int("axis", 1)}, "/" + host_softmax);
+  if (host_softmax.empty())
+    g.node("Identity", {x}, {"logits"});
+  else
+    g.node(host_softmax, {x}, {"logits"}, {OnnxAttr::Int("axis", 1)}, "/" + host_softmax);
 }
 
 // A per-channel PRelu as the importer makes it: layers i-2 and i-1 copy relu(x) and relu(-x)
@@ -219,13 +248,14 @@ void finish_output(OnnxGraph& g, const std::string& x, const std::string& host_s
 // -slope. Returns the slopes, empty if layer i is not such an Add.
 std::vector<float> prelu_slopes(const Network& net, size_t i) {
   const Layer& a = net.layers[i];
-  if (a.kind != LayerKind::Add || a.channel_scale.empty() || i < 2 || a.pool_k > 1 || a.act != Activation::None ||
-      a.inputs != std::vector<int>{int(i) - 2, int(i) - 1})
+  if (a.kind != LayerKind::Add || a.channel_scale.empty() || i < 2 || a.pool_k > 1 ||
+      a.act != Activation::None || a.inputs != std::vector<int>{int(i) - 2, int(i) - 1})
     return {};
   for (int k = 0; k < 2; ++k) {
     const Layer& c = net.layers[i - 2 + size_t(k)];
     if (c.kind != LayerKind::Copy || c.act != Activation::Relu || c.inputs.size() != 1 ||
-        c.inputs != net.layers[i - 2].inputs || pooled(c) || c.channel_scale.size() != size_t(c.cout()))
+        c.inputs != net.layers[i - 2].inputs || pooled(c) ||
+        c.channel_scale.size() != size_t(c.cout()))
       return {};
     for (float f : c.channel_scale)
       if (f != (k == 0 ? 1.0f : -1.0f)) return {};
@@ -240,8 +270,10 @@ std::vector<float> prelu_slopes(const Network& net, size_t i) {
 
 void quant_init(OnnxGraph& g, const std::string& name, const TensorQuant& q) {
   g.init_float(name + "_scale", {}, {q.scale});
-  if (q.is_unsigned) g.init_uint8(name + "_zp", {}, {uint8_t(q.zero_point)});
-  else g.init_int8(name + "_zp", {}, {int8_t(q.zero_point)});
+  if (q.is_unsigned)
+    g.init_uint8(name + "_zp", {}, {uint8_t(q.zero_point)});
+  else
+    g.init_int8(name + "_zp", {}, {int8_t(q.zero_point)});
 }
 
 // Concat (axis 1) of several tensors; one is returned as it is.
@@ -254,28 +286,35 @@ std::string concat(OnnxGraph& g, const std::vector<std::string>& xs, const std::
 // The LUT function, ReLU or Clip in the float domain. `as_mul`: HardSwish as x * HardSigmoid(x)
 // (a Copy of a tensor nothing else reads comes from that form; HardSwish would fuse into the
 // layer computing the tensor).
-std::string float_act(OnnxGraph& g, Activation a, LutFunc f, float alpha, float beta, float lo, float hi,
-                      const std::string& p, const std::string& x, bool as_mul = false) {
+std::string float_act(OnnxGraph& g, Activation a, LutFunc f, float alpha, float beta, float lo,
+                      float hi, const std::string& p, const std::string& x, bool as_mul = false) {
   if (a == Activation::Lut && f == LutFunc::HardSwish && as_mul) {
-    g.node("HardSigmoid", {x}, {p + "_hsig"}, {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)});
+    g.node("HardSigmoid", {x}, {p + "_hsig"},
+           {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)});
     g.node("Mul", {x, p + "_hsig"}, {p + "_lut"});
     return p + "_lut";
   }
   switch (a) {
-    case Activation::None: return x;
-    case Activation::Relu: g.node("Relu", {x}, {p + "_relu"}); return p + "_relu";
+    case Activation::None:
+      return x;
+    case Activation::Relu:
+      g.node("Relu", {x}, {p + "_relu"});
+      return p + "_relu";
     case Activation::Clip:
       g.init_float(p + "_lo", {}, {lo});
       g.init_float(p + "_hi", {}, {hi});
       g.node("Clip", {x, p + "_lo", p + "_hi"}, {p + "_clip"});
       return p + "_clip";
-    case Activation::Lut: g.node(lut_op(f), {x}, {p + "_lut"}, lut_attrs(f, alpha, beta)); return p + "_lut";
+    case Activation::Lut:
+      g.node(lut_op(f), {x}, {p + "_lut"}, lut_attrs(f, alpha, beta));
+      return p + "_lut";
   }
   return x;
 }
 // A quantized layer's activation in the float domain (Clip bounds from its integer ones).
 std::string float_act(OnnxGraph& g, const QLayer& l, const std::string& p, const std::string& x) {
-  return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+  return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
+                   float(l.lo - l.out_q.zero_point) * l.out_q.scale,
                    float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, x);
 }
 
@@ -299,11 +338,15 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
     if (prelu_part[i]) continue;
     if (!l.channel_scale.empty()) {
       const std::vector<float> slope = prelu_slopes(net, i);
-      if (slope.empty()) throw Error(layer_error(l, i, "per-channel factors outside a per-channel PRelu have no ONNX form"));
+      if (slope.empty())
+        throw Error(
+            layer_error(l, i, "per-channel factors outside a per-channel PRelu have no ONNX form"));
       g.init_float(p + "_slope", {l.cout(), 1, 1}, slope);
-      g.node("PRelu", {name_of(net.layers[i - 2].inputs[0]), p + "_slope"}, {p + "_prelu"}, {}, p + "_prelu");
+      g.node("PRelu", {name_of(net.layers[i - 2].inputs[0]), p + "_slope"}, {p + "_prelu"}, {},
+             p + "_prelu");
       out[i] = p + "_prelu";
-      flat[i] = net.layers[i - 2].inputs[0] != kNetworkInput && flat[size_t(net.layers[i - 2].inputs[0])];
+      flat[i] =
+          net.layers[i - 2].inputs[0] != kNetworkInput && flat[size_t(net.layers[i - 2].inputs[0])];
       continue;
     }
     std::string x;
@@ -332,7 +375,8 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
           }
           g.init_float(p + "_w", {l.cout(), l.fan_in()}, l.weight);
           g.init_float(p + "_b", {l.cout()}, l.bias);
-          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
+          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)},
+                 p + "_gemm");
           x = p + "_gemm";
           f = true;
           break;
@@ -369,7 +413,8 @@ namespace {
 
 std::vector<float> bias_scales(const QLayer& l) {
   std::vector<float> s(size_t(l.cout()));
-  for (int oc = 0; oc < l.cout(); ++oc) s[size_t(oc)] = float(double(l.in_q.scale) * double(l.weight_scale[size_t(oc)]));
+  for (int oc = 0; oc < l.cout(); ++oc)
+    s[size_t(oc)] = float(double(l.in_q.scale) * double(l.weight_scale[size_t(oc)]));
   return s;
 }
 
@@ -395,15 +440,18 @@ bool quantized_global_pool(const QLayer& l) {
 }
 
 // DequantizeLinear of the int8 weights (per output channel) and of the int32 bias.
-void qdq_params(OnnxGraph& g, const QLayer& l, const std::string& p, const std::vector<int64_t>& wd) {
+void qdq_params(OnnxGraph& g, const QLayer& l, const std::string& p,
+                const std::vector<int64_t>& wd) {
   g.init_int8(p + "_wq", wd, l.weight);
   g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
   g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-  g.node("DequantizeLinear", {p + "_wq", p + "_ws", p + "_wz"}, {p + "_w"}, {OnnxAttr::Int("axis", 0)});
+  g.node("DequantizeLinear", {p + "_wq", p + "_ws", p + "_wz"}, {p + "_w"},
+         {OnnxAttr::Int("axis", 0)});
   g.init_int32(p + "_bq", {l.cout()}, l.bias);
   g.init_float(p + "_bs", {l.cout()}, bias_scales(l));
   g.init_int32(p + "_bz", {l.cout()}, std::vector<int32_t>(size_t(l.cout()), 0));
-  g.node("DequantizeLinear", {p + "_bq", p + "_bs", p + "_bz"}, {p + "_b"}, {OnnxAttr::Int("axis", 0)});
+  g.node("DequantizeLinear", {p + "_bq", p + "_bs", p + "_bz"}, {p + "_b"},
+         {OnnxAttr::Int("axis", 0)});
 }
 
 // x quantized and dequantized with the parameters `q` (initializers q_scale, q_zp).
@@ -416,8 +464,8 @@ std::string qdq(OnnxGraph& g, const std::string& x, const std::string& q, const 
 // A HardSwish Copy reading one tensor in its own quantization: written as x * HardSigmoid(x).
 // (After a requantization the HardSwish op fuses into the requantizing copy instead.)
 bool hardswish_as_mul(const QLayer& l) {
-  return l.kind == LayerKind::Copy && l.act == Activation::Lut && l.lut_func == LutFunc::HardSwish &&
-         l.inputs.size() == 1 && l.pre_q == l.in_q;
+  return l.kind == LayerKind::Copy && l.act == Activation::Lut &&
+         l.lut_func == LutFunc::HardSwish && l.inputs.size() == 1 && l.pre_q == l.in_q;
 }
 
 void check_quantized_layer(const QLayer& l, size_t i) {
@@ -425,11 +473,15 @@ void check_quantized_layer(const QLayer& l, size_t i) {
   bool negated = false;
   for (int32_t m : l.mult) negated |= m < 0;
   if ((l.kind == LayerKind::Add && l.weight.size() != 2) || (l.kind == LayerKind::Copy && negated))
-    throw Error(layer_error(l, i, "per-channel factors (a per-channel PRelu) have no quantized ONNX form that imports "
-                                  "back (the importer quantizes its ReLU copies only by calibration)"));
+    throw Error(layer_error(
+        l, i,
+        "per-channel factors (a per-channel PRelu) have no quantized ONNX form that imports "
+        "back (the importer quantizes its ReLU copies only by calibration)"));
   if (l.has_weights() && !same_input_quant(l))
-    throw Error(layer_error(l, i, "its concatenated inputs have different scales (folded into the weights), which "
-                                  "ONNX cannot express"));
+    throw Error(layer_error(
+        l, i,
+        "its concatenated inputs have different scales (folded into the weights), which "
+        "ONNX cannot express"));
 }
 
 }  // namespace
@@ -438,11 +490,14 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
   OnnxGraph g(net.name + " (QDQ)", opset_for(net.layers));
   g.input("input", input_dims(net.input, batch));
   quant_init(g, "in", net.input_q);
-  const std::string in = qdq(g, export_pre(g, net.pre_scale, net.pre_shift, net.input, "input"), "in", "in");
+  const std::string in =
+      qdq(g, export_pre(g, net.pre_scale, net.pre_shift, net.input, "input"), "in", "in");
   std::vector<std::string> out(net.layers.size());
   std::vector<char> flat(net.layers.size(), 0);
   auto name_of = [&](int p) { return p == kNetworkInput ? in : out[size_t(p)]; };
-  auto quant_of = [&](int p) { return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out"; };
+  auto quant_of = [&](int p) {
+    return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out";
+  };
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const QLayer& l = net.layers[i];
     check_quantized_layer(l, i);
@@ -472,7 +527,8 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
             x = p + "_flat";
           }
           qdq_params(g, l, p, {l.cout(), l.fan_in()});
-          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)}, p + "_gemm");
+          g.node("Gemm", {x, p + "_w", p + "_b"}, {p + "_gemm"}, {OnnxAttr::Int("transB", 1)},
+                 p + "_gemm");
           x = p + "_gemm";
           f = true;
           break;
@@ -521,7 +577,9 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
   std::vector<std::string> out(net.layers.size());  // the layers' integer outputs
   std::vector<char> flat(net.layers.size(), 0);
   auto name_of = [&](int p) { return p == kNetworkInput ? std::string("in_q") : out[size_t(p)]; };
-  auto quant_of = [&](int p) { return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out"; };
+  auto quant_of = [&](int p) {
+    return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out";
+  };
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const QLayer& l = net.layers[i];
     check_quantized_layer(l, i);
@@ -539,7 +597,9 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
     TensorQuant xquant = l.in_q;
     if (l.kind == LayerKind::Add) {
       const std::string b = quant_of(l.inputs[1]);
-      g.node("QLinearAdd", {x, xq + "_scale", xq + "_zp", name_of(l.inputs[1]), b + "_scale", b + "_zp", tq + "_scale", tq + "_zp"},
+      g.node("QLinearAdd",
+             {x, xq + "_scale", xq + "_zp", name_of(l.inputs[1]), b + "_scale", b + "_zp",
+              tq + "_scale", tq + "_zp"},
              {p + "_add"}, {}, p + "_qadd", ms);
       x = p + "_add";
       xq = tq;
@@ -549,28 +609,37 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
       // (unless it max-pools first).
       if (l.kind == LayerKind::Copy && !(pool_first && pooled(l))) xq = tq, xquant = target;
       std::vector<std::string> ins{xq + "_scale", xq + "_zp"};
-      for (int s : l.inputs) ins.insert(ins.end(), {name_of(s), quant_of(s) + "_scale", quant_of(s) + "_zp"});
+      for (int s : l.inputs)
+        ins.insert(ins.end(), {name_of(s), quant_of(s) + "_scale", quant_of(s) + "_zp"});
       g.node("QLinearConcat", ins, {p + "_cat"}, {OnnxAttr::Int("axis", 1)}, p + "_qconcat", ms);
       x = p + "_cat";
     }
     bool done = false;  // bias, activation and output quantization written
     auto lut_float = [&](const std::string& y, const std::string& yq) {
       g.node("DequantizeLinear", {y, yq + "_scale", yq + "_zp"}, {p + "_ydq"});
-      return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
-                       float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq", hardswish_as_mul(l));
+      return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
+                       float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                       float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq",
+                       hardswish_as_mul(l));
     };
-    if (l.kind == LayerKind::Conv || (l.kind == LayerKind::Dense && l.group > 1 && dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
+    if (l.kind == LayerKind::Conv ||
+        (l.kind == LayerKind::Dense && l.group > 1 &&
+         dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
       const bool dense = l.kind == LayerKind::Dense;
-      g.init_int8(p + "_wq", {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw}, l.weight);
+      g.init_int8(p + "_wq",
+                  {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw},
+                  l.weight);
       g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
       g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
       g.init_int32(p + "_bq", {l.cout()}, l.bias);
-      g.node("QLinearConv", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale", tq + "_zp", p + "_bq"},
+      g.node("QLinearConv",
+             {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale",
+              tq + "_zp", p + "_bq"},
              {p + "_conv"}, dense ? dense_conv_attrs(l) : conv_attrs(l), p + "_qconv");
       x = p + "_conv";
     } else if (l.kind == LayerKind::Dense && l.group > 1) {
-      g.node("QLinearGlobalAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"}, {p + "_gap"},
-             {OnnxAttr::Int("channels_last", 0)}, p + "_qgap", ms);
+      g.node("QLinearGlobalAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"},
+             {p + "_gap"}, {OnnxAttr::Int("channels_last", 0)}, p + "_qgap", ms);
       x = p + "_gap";
     } else if (l.kind == LayerKind::Dense) {
       if (!f) {
@@ -581,20 +650,25 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
       const int64_t k = l.fan_in();
       std::vector<int8_t> wt(size_t(k * l.cout()));  // [K, M]
       for (int oc = 0; oc < l.cout(); ++oc)
-        for (int64_t j = 0; j < k; ++j) wt[size_t(j * l.cout() + oc)] = l.weight[size_t(oc * k + j)];
+        for (int64_t j = 0; j < k; ++j)
+          wt[size_t(j * l.cout() + oc)] = l.weight[size_t(oc * k + j)];
       g.init_int8(p + "_wq", {k, l.cout()}, wt);
       g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
       g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-      g.node("QLinearMatMul", {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale", tq + "_zp"},
+      g.node("QLinearMatMul",
+             {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale",
+              tq + "_zp"},
              {p + "_mm"}, {}, p + "_qmatmul");
       // The bias in float, then requantized: QLinearMatMul has no bias input.
       std::vector<float> b(size_t(l.cout()));
       for (int oc = 0; oc < l.cout(); ++oc)
-        b[size_t(oc)] = float(double(l.bias[size_t(oc)]) * double(l.in_q.scale) * double(l.weight_scale[size_t(oc)]));
+        b[size_t(oc)] = float(double(l.bias[size_t(oc)]) * double(l.in_q.scale) *
+                              double(l.weight_scale[size_t(oc)]));
       g.init_float(p + "_b", {l.cout()}, b);
       g.node("DequantizeLinear", {p + "_mm", tq + "_scale", tq + "_zp"}, {p + "_mmdq"});
       g.node("Add", {p + "_mmdq", p + "_b"}, {p + "_biased"});
-      x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta, float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+      x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
+                    float(l.lo - l.out_q.zero_point) * l.out_q.scale,
                     float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_biased");
       g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
       x = p + "_yq";
@@ -616,11 +690,13 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
         const bool leaky = l.lut_func == LutFunc::LeakyRelu;
         g.node(leaky ? "QLinearLeakyRelu" : "QLinearSigmoid",
                {x, tq + "_scale", tq + "_zp", p + "_out_scale", p + "_out_zp"}, {p + "_lut"},
-               leaky ? std::vector<OnnxAttr>{OnnxAttr::Float("alpha", l.lut_alpha)} : std::vector<OnnxAttr>{},
+               leaky ? std::vector<OnnxAttr>{OnnxAttr::Float("alpha", l.lut_alpha)}
+                     : std::vector<OnnxAttr>{},
                p + (leaky ? "_qleakyrelu" : "_qsigmoid"), ms);
         x = p + "_lut";
       } else if (lut || l.act == Activation::Clip ||
-                 (l.act == Activation::Relu && (l.kind == LayerKind::Copy || l.out_q.zero_point != l.out_q.qmin()))) {
+                 (l.act == Activation::Relu &&
+                  (l.kind == LayerKind::Copy || l.out_q.zero_point != l.out_q.qmin()))) {
         // ReLU into a tensor whose zero point is its minimum is the saturation itself (not
         // for a Copy, which would vanish); anything else runs in float.
         x = lut_float(x, tq);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing ONNX models from C++ (Debian's libonnx-dev protobuf classes, hidden behind this
 // header): a small graph builder, and exporters of a network as a float model, a QDQ model
 // (QuantizeLinear/DequantizeLinear pairs) or a QLinear model (QLinearConv/QLinearMatMul).
@@ -22,10 +23,34 @@ struct OnnxAttr {
   float f = 0;
   std::vector<int64_t> ints;
   std::string s;
-  static OnnxAttr Int(std::string n, int64_t v) { OnnxAttr a; a.kind = Kind::Int; a.name = std::move(n); a.i = v; return a; }
-  static OnnxAttr Float(std::string n, float v) { OnnxAttr a; a.kind = Kind::Float; a.name = std::move(n); a.f = v; return a; }
-  static OnnxAttr Ints(std::string n, std::vector<int64_t> v) { OnnxAttr a; a.kind = Kind::Ints; a.name = std::move(n); a.ints = std::move(v); return a; }
-  static OnnxAttr String(std::string n, std::string v) { OnnxAttr a; a.kind = Kind::String; a.name = std::move(n); a.s = std::move(v); return a; }
+  static OnnxAttr Int(std::string n, int64_t v) {
+    OnnxAttr a;
+    a.kind = Kind::Int;
+    a.name = std::move(n);
+    a.i = v;
+    return a;
+  }
+  static OnnxAttr Float(std::string n, float v) {
+    OnnxAttr a;
+    a.kind = Kind::Float;
+    a.name = std::move(n);
+    a.f = v;
+    return a;
+  }
+  static OnnxAttr Ints(std::string n, std::vector<int64_t> v) {
+    OnnxAttr a;
+    a.kind = Kind::Ints;
+    a.name = std::move(n);
+    a.ints = std::move(v);
+    return a;
+  }
+  static OnnxAttr String(std::string n, std::string v) {
+    OnnxAttr a;
+    a.kind = Kind::String;
+    a.name = std::move(n);
+    a.s = std::move(v);
+    return a;
+  }
 };
 
 class OnnxGraph {
@@ -39,11 +64,16 @@ class OnnxGraph {
   void input(const std::string& name, const std::vector<int64_t>& dims);
   // A graph output (float, shape left unspecified unless given).
   void output(const std::string& name, const std::vector<int64_t>& dims = {});
-  void init_float(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v);
-  void init_int8(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int8_t>& v);
-  void init_uint8(const std::string& name, const std::vector<int64_t>& dims, const std::vector<uint8_t>& v);
-  void init_int32(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int32_t>& v);
-  void init_int64(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v);
+  void init_float(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<float>& v);
+  void init_int8(const std::string& name, const std::vector<int64_t>& dims,
+                 const std::vector<int8_t>& v);
+  void init_uint8(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<uint8_t>& v);
+  void init_int32(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<int32_t>& v);
+  void init_int64(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& v);
   // A node; a non-empty `domain` (e.g. "com.microsoft") also imports that domain, version 1.
   void node(const std::string& op, const std::vector<std::string>& inputs,
             const std::vector<std::string>& outputs, const std::vector<OnnxAttr>& attrs = {},

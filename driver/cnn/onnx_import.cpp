@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "onnx_import.h"
 
 #include <onnx/onnx_pb.h>
@@ -13,14 +14,20 @@
 namespace tpu::cnn {
 
 std::string supported_ops() {
-  return "Conv (groups, depthwise, dilations), QLinearConv, Gemm, MatMul, QLinearMatMul, Add (of two "
-         "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, or "
-         "input preprocessing), Concat (channels), QLinearConcat, BatchNormalization (after Conv/Gemm), "
-         "Relu, Clip, Sigmoid, QLinearSigmoid, Tanh, LeakyRelu, QLinearLeakyRelu, HardSigmoid, HardSwish "
+  return "Conv (groups, depthwise, dilations), QLinearConv, Gemm, MatMul, QLinearMatMul, Add (of "
+         "two "
+         "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, "
+         "or "
+         "input preprocessing), Concat (channels), QLinearConcat, BatchNormalization (after "
+         "Conv/Gemm), "
+         "Relu, Clip, Sigmoid, QLinearSigmoid, Tanh, LeakyRelu, QLinearLeakyRelu, HardSigmoid, "
+         "HardSwish "
          "(or x * HardSigmoid(x)), PRelu, MaxPool, AveragePool, QLinearAveragePool, "
          "GlobalAveragePool, QLinearGlobalAveragePool, ReduceMean (over H and W), Flatten, Reshape "
-         "(flattening), Squeeze/Unsqueeze (of 1x1 H and W), Pad (zeros, before a Conv or AveragePool), "
-         "Softmax/LogSoftmax (last, on the host), Identity, Dropout, QuantizeLinear, DequantizeLinear, Constant, "
+         "(flattening), Squeeze/Unsqueeze (of 1x1 H and W), Pad (zeros, before a Conv or "
+         "AveragePool), "
+         "Softmax/LogSoftmax (last, on the host), Identity, Dropout, QuantizeLinear, "
+         "DequantizeLinear, Constant, "
          "Shape/Gather/Unsqueeze/Concat/Cast (on constants)";
 }
 
@@ -33,9 +40,9 @@ struct Const {
   int elem_type = 0;
   // Quantized origin: DequantizeLinear of an integer constant, or a QLinear op's weights.
   bool quantized = false;
-  std::vector<int64_t> q;      // the integers
-  std::vector<double> scale;   // 1 (per tensor) or dims[axis] values
-  std::vector<int64_t> zp;     // as scale
+  std::vector<int64_t> q;     // the integers
+  std::vector<double> scale;  // 1 (per tensor) or dims[axis] values
+  std::vector<int64_t> zp;    // as scale
   int axis = 0;
 
   int64_t numel() const { return int64_t(v.size()); }
@@ -56,17 +63,28 @@ std::string dims_str(const std::vector<int64_t>& d) {
 
 const char* type_name(int t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return "float";
-    case onnx::TensorProto::UINT8: return "uint8";
-    case onnx::TensorProto::INT8: return "int8";
-    case onnx::TensorProto::INT16: return "int16";
-    case onnx::TensorProto::UINT16: return "uint16";
-    case onnx::TensorProto::INT32: return "int32";
-    case onnx::TensorProto::INT64: return "int64";
-    case onnx::TensorProto::DOUBLE: return "double";
-    case onnx::TensorProto::BOOL: return "bool";
-    case onnx::TensorProto::FLOAT16: return "float16";
-    default: return "unsupported type";
+    case onnx::TensorProto::FLOAT:
+      return "float";
+    case onnx::TensorProto::UINT8:
+      return "uint8";
+    case onnx::TensorProto::INT8:
+      return "int8";
+    case onnx::TensorProto::INT16:
+      return "int16";
+    case onnx::TensorProto::UINT16:
+      return "uint16";
+    case onnx::TensorProto::INT32:
+      return "int32";
+    case onnx::TensorProto::INT64:
+      return "int64";
+    case onnx::TensorProto::DOUBLE:
+      return "double";
+    case onnx::TensorProto::BOOL:
+      return "bool";
+    case onnx::TensorProto::FLOAT16:
+      return "float16";
+    default:
+      return "unsupported type";
   }
 }
 
@@ -91,8 +109,11 @@ void check_finite(const Const& c, const std::string& what) {
       at = std::to_string(rest % dim) + (at.empty() ? "" : ",") + at;
       rest /= dim;
     }
-    throw Error(what + ": element " + std::to_string(i) + (at.empty() ? "" : " [" + at + "]") + " of shape " +
-                dims_str(c.dims) + " is " + (std::isnan(c.v[i]) ? "NaN" : c.v[i] > 0 ? "+Inf" : "-Inf") +
+    throw Error(what + ": element " + std::to_string(i) + (at.empty() ? "" : " [" + at + "]") +
+                " of shape " + dims_str(c.dims) + " is " +
+                (std::isnan(c.v[i]) ? "NaN"
+                 : c.v[i] > 0       ? "+Inf"
+                                    : "-Inf") +
                 " (expected finite numbers)");
   }
 }
@@ -112,28 +133,59 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& what) {
   const std::string& raw = t.raw_data();
   size_t elem = 0;
   switch (c.elem_type) {
-    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: elem = 4; break;
-    case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: elem = 8; break;
-    case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL: elem = 1; break;
-    case onnx::TensorProto::INT16: case onnx::TensorProto::UINT16: elem = 2; break;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+      elem = 4;
+      break;
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+      elem = 8;
+      break;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      elem = 1;
+      break;
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      elem = 2;
+      break;
     default:
-      throw Error(what + ": data type " + std::to_string(c.elem_type) + " (" + type_name(c.elem_type) +
+      throw Error(what + ": data type " + std::to_string(c.elem_type) + " (" +
+                  type_name(c.elem_type) +
                   ") is not supported (float, double, int8, uint8, int16, uint16, int32, int64)");
   }
   if (t.has_raw_data()) {
     if (raw.size() != size_t(n) * elem)
-      throw Error(what + ": " + std::to_string(raw.size()) + " bytes of data for shape " + dims_str(c.dims) +
-                  " of " + type_name(c.elem_type) + ", expected " + std::to_string(size_t(n) * elem) +
-                  " (truncated or corrupt file?)");
+      throw Error(what + ": " + std::to_string(raw.size()) + " bytes of data for shape " +
+                  dims_str(c.dims) + " of " + type_name(c.elem_type) + ", expected " +
+                  std::to_string(size_t(n) * elem) + " (truncated or corrupt file?)");
     switch (c.elem_type) {
-      case onnx::TensorProto::FLOAT: raw_values<float>(raw, n, &c.v); break;
-      case onnx::TensorProto::DOUBLE: raw_values<double>(raw, n, &c.v); break;
-      case onnx::TensorProto::INT32: raw_values<int32_t>(raw, n, &c.v); break;
-      case onnx::TensorProto::INT64: raw_values<int64_t>(raw, n, &c.v); break;
-      case onnx::TensorProto::INT8: raw_values<int8_t>(raw, n, &c.v); break;
-      case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL: raw_values<uint8_t>(raw, n, &c.v); break;
-      case onnx::TensorProto::INT16: raw_values<int16_t>(raw, n, &c.v); break;
-      case onnx::TensorProto::UINT16: raw_values<uint16_t>(raw, n, &c.v); break;
+      case onnx::TensorProto::FLOAT:
+        raw_values<float>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::DOUBLE:
+        raw_values<double>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::INT32:
+        raw_values<int32_t>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::INT64:
+        raw_values<int64_t>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::INT8:
+        raw_values<int8_t>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::UINT8:
+      case onnx::TensorProto::BOOL:
+        raw_values<uint8_t>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::INT16:
+        raw_values<int16_t>(raw, n, &c.v);
+        break;
+      case onnx::TensorProto::UINT16:
+        raw_values<uint16_t>(raw, n, &c.v);
+        break;
     }
     check_finite(c, what);
     return c;
@@ -190,18 +242,23 @@ std::string attr_string(const onnx::NodeProto& n, const std::string& name, const
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string name) : model_(model) { net_.name = std::move(name); }
+  Importer(const onnx::ModelProto& model, std::string name) : model_(model) {
+    net_.name = std::move(name);
+  }
 
   Network run() {
-    if (!model_.has_graph()) fail_model("the file holds no graph (truncated or not an ONNX model?)");
+    if (!model_.has_graph())
+      fail_model("the file holds no graph (truncated or not an ONNX model?)");
     const auto& g = model_.graph();
     if (g.node_size() == 0) fail_model("the graph has no nodes (truncated or empty model?)");
     for (const auto& opset : model_.opset_import())
       if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
-    for (const auto& t : g.initializer()) consts_[t.name()] = read_tensor(t, "initializer '" + t.name() + "'");
+    for (const auto& t : g.initializer())
+      consts_[t.name()] = read_tensor(t, "initializer '" + t.name() + "'");
     find_input(g);
     if (g.output_size() != 1)
-      fail_model("the graph has " + std::to_string(g.output_size()) + " outputs; exactly one (the logits) is supported");
+      fail_model("the graph has " + std::to_string(g.output_size()) +
+                 " outputs; exactly one (the logits) is supported");
     const std::string out = g.output(0).name();
     for (const auto& n : g.node())
       for (const auto& in : n.input())
@@ -219,8 +276,10 @@ class Importer {
         bool same = true;
         for (int p : l.inputs) {
           const std::optional<TensorQuant> h = quant_ref(p);
-          if (!h || (in && !(*in == *h))) same = false;
-          else in = h;
+          if (!h || (in && !(*in == *h)))
+            same = false;
+          else
+            in = h;
         }
         if (same && in) l.out_quant = in;
       }
@@ -233,8 +292,9 @@ class Importer {
     Value v = it->second;
     const int last = materialize(v, out);
     if (last != int(net_.layers.size()) - 1)
-      fail_model("the graph output '" + out + "' is computed by layer '" + net_.layers[size_t(last)].name +
-                 "', but layers after it ('" + net_.layers.back().name + "') do not lead to the output");
+      fail_model("the graph output '" + out + "' is computed by layer '" +
+                 net_.layers[size_t(last)].name + "', but layers after it ('" +
+                 net_.layers.back().name + "') do not lead to the output");
     net_.output_name = out;
     return std::move(net_);
   }
@@ -255,7 +315,9 @@ class Importer {
 
   bool int_input_ = false, int_input_unsigned_ = false, input_rank3_ = false;
 
-  [[noreturn]] void fail_model(const std::string& msg) const { throw Error(net_.name + ": " + msg); }
+  [[noreturn]] void fail_model(const std::string& msg) const {
+    throw Error(net_.name + ": " + msg);
+  }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
     throw Error(net_.name + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + msg);
   }
@@ -268,7 +330,9 @@ class Importer {
     const onnx::ValueInfoProto* in = nullptr;
     for (const auto& vi : g.input()) {
       if (consts_.count(vi.name())) continue;  // old IR: initializers are listed as inputs
-      if (in) fail_model("the graph has more than one input ('" + in->name() + "', '" + vi.name() + "'); one image input is supported");
+      if (in)
+        fail_model("the graph has more than one input ('" + in->name() + "', '" + vi.name() +
+                   "'); one image input is supported");
       in = &vi;
     }
     if (!in) fail_model("the graph has no input");
@@ -277,7 +341,8 @@ class Importer {
     const auto& tt = in->type().tensor_type();
     // A uint8 / int8 input is already quantized: the first QLinear op declares its scale and zero
     // point (else it is scale 1, zero point 0: the integers themselves).
-    const bool int_input = tt.elem_type() == onnx::TensorProto::UINT8 || tt.elem_type() == onnx::TensorProto::INT8;
+    const bool int_input =
+        tt.elem_type() == onnx::TensorProto::UINT8 || tt.elem_type() == onnx::TensorProto::INT8;
     if (tt.elem_type() != onnx::TensorProto::FLOAT && !int_input)
       fail_model("input '" + in->name() + "' is " + type_name(tt.elem_type()) +
                  "; a float32 NCHW input (or a uint8 / int8 one, already quantized) is expected");
@@ -286,17 +351,24 @@ class Importer {
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& dim = tt.shape().dim(i);
       d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
-      shape += (i ? ", " : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value()) : dim.dim_param().empty() ? "?" : dim.dim_param());
+      shape += (i ? ", " : "") + (dim.has_dim_value()       ? std::to_string(dim.dim_value())
+                                  : dim.dim_param().empty() ? "?"
+                                                            : dim.dim_param());
     }
     shape += "]";
     if (d.empty() || d.size() > 4)
       fail_model("input '" + in->name() + "' has shape " + shape +
                  "; expected NCHW [N, C, H, W] (or [N, C, L], [N, features], [N])");
     for (size_t i = 1; i < d.size(); ++i) {
-      if (d[i] <= 0) fail_model("input '" + in->name() + "' has shape " + shape + ": C, H and W must be fixed numbers");
-      if (d[i] > 65535) fail_model("input '" + in->name() + "' has shape " + shape + ": dimensions above 65535 are not supported");
+      if (d[i] <= 0)
+        fail_model("input '" + in->name() + "' has shape " + shape +
+                   ": C, H and W must be fixed numbers");
+      if (d[i] > 65535)
+        fail_model("input '" + in->name() + "' has shape " + shape +
+                   ": dimensions above 65535 are not supported");
     }
-    if (d[0] > 65535) fail_model("input '" + in->name() + "' has shape " + shape + ": batch above 65535");
+    if (d[0] > 65535)
+      fail_model("input '" + in->name() + "' has shape " + shape + ": batch above 65535");
     net_.file_batch = d[0] > 0 ? int(d[0]) : 0;
     Value v;
     v.parts = {kNetworkInput};
@@ -327,8 +399,10 @@ class Importer {
     if (i >= n.input_size() || n.input(i).empty()) fail(n, std::string("missing input ") + what);
     auto it = consts_.find(n.input(i));
     if (it == consts_.end() && !values_.count(n.input(i)))
-      fail(n, std::string(what) + ": tensor '" + n.input(i) + "' is not defined (no initializer, graph input or earlier node produces it)");
-    if (it == consts_.end()) fail(n, std::string(what) + " '" + n.input(i) + "' must be a constant (initializer)");
+      fail(n, std::string(what) + ": tensor '" + n.input(i) +
+                  "' is not defined (no initializer, graph input or earlier node produces it)");
+    if (it == consts_.end())
+      fail(n, std::string(what) + " '" + n.input(i) + "' must be a constant (initializer)");
     return it->second;
   }
   const Const* opt_konst(const onnx::NodeProto& n, int i, const char* what) const {
@@ -337,42 +411,55 @@ class Importer {
   }
   // The data tensor read by input i.
   const Value& data(const onnx::NodeProto& n, int i) const {
-    if (i >= n.input_size() || n.input(i).empty()) fail(n, "missing data input " + std::to_string(i));
+    if (i >= n.input_size() || n.input(i).empty())
+      fail(n, "missing data input " + std::to_string(i));
     auto it = values_.find(n.input(i));
     if (it == values_.end()) {
-      if (is_const(n.input(i))) fail(n, "input '" + n.input(i) + "' is a constant; a data tensor is expected");
-      fail(n, "tensor '" + n.input(i) + "' is not defined (no initializer, graph input or earlier node produces it)");
+      if (is_const(n.input(i)))
+        fail(n, "input '" + n.input(i) + "' is a constant; a data tensor is expected");
+      fail(n, "tensor '" + n.input(i) +
+                  "' is not defined (no initializer, graph input or earlier node produces it)");
     }
     return it->second;
   }
-  int channels_of(int part) const { return part == kNetworkInput ? net_.input.c : net_.layers[size_t(part)].out.c; }
+  int channels_of(int part) const {
+    return part == kNetworkInput ? net_.input.c : net_.layers[size_t(part)].out.c;
+  }
 
   // ---- the per-node dispatcher ------------------------------------------------------------
   void node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     const bool ms = n.domain() == "com.microsoft";
     if (!n.domain().empty() && n.domain() != "ai.onnx" && !ms)
-      fail(n, "operator domain '" + n.domain() + "' is not supported. Supported ops: " + supported_ops());
+      fail(n, "operator domain '" + n.domain() +
+                  "' is not supported. Supported ops: " + supported_ops());
     if (n.output_size() == 0 || n.output(0).empty()) fail(n, "has no output");
     if (op == "Constant") return constant(n);
     bool any_data = false, all_const = true;
     for (const auto& in : n.input()) {
       if (in.empty()) continue;
-      if (values_.count(in)) any_data = true;
-      else if (!is_const(in)) all_const = false;
+      if (values_.count(in))
+        any_data = true;
+      else if (!is_const(in))
+        all_const = false;
     }
     if (!any_data) {
       if (all_const && n.input_size() > 0) return fold(n);
       for (const auto& in : n.input())
         if (!in.empty() && !is_const(in))
-          fail(n, "reads tensor '" + in + "', which is not defined (no initializer, graph input or earlier node produces it)");
+          fail(n, "reads tensor '" + in +
+                      "', which is not defined (no initializer, graph input or earlier node "
+                      "produces it)");
       fail(n, "has no input");
     }
     for (const auto& in : n.input()) {
       auto it = values_.find(in);
-      if (it != values_.end() && it->second.padded() && op != "Conv" && op != "AveragePool" && op != "Pad")
-        fail(n, "reads '" + in + "', the output of a Pad; a Pad is supported only before a Conv or an AveragePool "
-                "(it becomes their padding)");
+      if (it != values_.end() && it->second.padded() && op != "Conv" && op != "AveragePool" &&
+          op != "Pad")
+        fail(n,
+             "reads '" + in +
+                 "', the output of a Pad; a Pad is supported only before a Conv or an AveragePool "
+                 "(it becomes their padding)");
     }
     if (ms) {
       if (op == "QLinearAdd") return add(n, true);
@@ -380,7 +467,8 @@ class Importer {
       if (op == "QLinearGlobalAveragePool") return global_pool(n, true);
       if (op == "QLinearAveragePool") return average_pool(n, true);
       if (op == "QLinearSigmoid" || op == "QLinearLeakyRelu") return activation(n, true);
-      fail(n, "operator com.microsoft." + op + " is not supported. Supported ops: " + supported_ops());
+      fail(n,
+           "operator com.microsoft." + op + " is not supported. Supported ops: " + supported_ops());
     }
     if (op == "Shape") return shape_of(n);
     if (op == "Conv" || op == "QLinearConv") return conv(n);
@@ -388,8 +476,8 @@ class Importer {
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return arith(n);
     if (op == "Concat") return concat(n, false);
     if (op == "BatchNormalization") return batch_norm(n);
-    if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh" || op == "LeakyRelu" || op == "HardSigmoid" ||
-        op == "HardSwish" || op == "PRelu")
+    if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh" || op == "LeakyRelu" ||
+        op == "HardSigmoid" || op == "HardSwish" || op == "PRelu")
       return activation(n, false);
     if (op == "MaxPool") return maxpool(n);
     if (op == "AveragePool") return average_pool(n, false);
@@ -417,7 +505,8 @@ class Importer {
   void define(const onnx::NodeProto& n, const Value& v, const std::string& from = "") {
     values_[n.output(0)] = v;
     auto it = tail_of_.find(from);
-    if (!from.empty() && it != tail_of_.end() && fusable(from) >= 0) tail_of_[n.output(0)] = it->second;
+    if (!from.empty() && it != tail_of_.end() && fusable(from) >= 0)
+      tail_of_[n.output(0)] = it->second;
     if (!from.empty() && from == input_tail_) input_tail_ = n.output(0);
   }
   void new_layer_output(const onnx::NodeProto& n, int layer, bool flat) {
@@ -478,7 +567,8 @@ class Importer {
   void pad(const onnx::NodeProto& n) {
     Value v = float_input(n, 0, "a Conv with pads");
     if (v.flat) fail(n, "its input is flattened");
-    if (attr_string(n, "mode", "constant") != "constant") fail(n, "mode '" + attr_string(n, "mode", "constant") + "': only constant padding");
+    if (attr_string(n, "mode", "constant") != "constant")
+      fail(n, "mode '" + attr_string(n, "mode", "constant") + "': only constant padding");
     std::vector<int64_t> p;
     double value = 0.0;
     if (opset_ < 11) {
@@ -490,9 +580,12 @@ class Importer {
       if (const Const* cv = opt_konst(n, 2, "constant_value")) value = cv->v.at(0);
       if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
     }
-    if (p.size() != 8) fail(n, "pads " + dims_str(p) + ": 8 values (N, C, H, W begins, then ends) are expected");
-    if (value != 0.0) fail(n, "constant value " + std::to_string(value) + ": only zero padding is supported");
-    if (p[0] || p[1] || p[4] || p[5]) fail(n, "pads " + dims_str(p) + ": only H and W may be padded");
+    if (p.size() != 8)
+      fail(n, "pads " + dims_str(p) + ": 8 values (N, C, H, W begins, then ends) are expected");
+    if (value != 0.0)
+      fail(n, "constant value " + std::to_string(value) + ": only zero padding is supported");
+    if (p[0] || p[1] || p[4] || p[5])
+      fail(n, "pads " + dims_str(p) + ": only H and W may be padded");
     for (int64_t x : p)
       if (x < 0) fail(n, "pads " + dims_str(p) + ": negative pads (cropping) are not supported");
     v.pad_t += int(p[2]);
@@ -514,13 +607,14 @@ class Importer {
     for (auto& a : axes)
       if (a < 0) a += 4;
     std::sort(axes.begin(), axes.end());
-    if (sq && !v.flat && v.shape.h == 1 && v.shape.w == 1 && (axes.empty() || axes == std::vector<int64_t>{2, 3})) {
+    if (sq && !v.flat && v.shape.h == 1 && v.shape.w == 1 &&
+        (axes.empty() || axes == std::vector<int64_t>{2, 3})) {
       v.flat = true;
     } else if (!sq && v.flat && axes == std::vector<int64_t>{2, 3}) {
       v.flat = false;
     } else {
       fail(n, "axes " + dims_str(axes) + " of a " + (v.flat ? "[N, features]" : "[N, C, H, W]") +
-              " tensor: only the 1x1 spatial dimensions of [N, C, 1, 1] are supported");
+                  " tensor: only the 1x1 spatial dimensions of [N, C, 1, 1] are supported");
     }
     define(n, v, n.input(0));
   }
@@ -531,17 +625,23 @@ class Importer {
     const auto& g = model_.graph();
     const int64_t axis = attr_int(n, "axis", opset_ < 13 ? 1 : -1);
     if (n.output(0) != g.output(0).name())
-      fail(n, n.op_type() + " is supported only as the last node (it runs on the host, after the chip's logits)");
+      fail(
+          n,
+          n.op_type() +
+              " is supported only as the last node (it runs on the host, after the chip's logits)");
     if (!v.flat && !(v.shape.h == 1 && v.shape.w == 1))
-      fail(n, n.op_type() + " of a " + v.shape.str() + " tensor: only of the logits [N, classes] is supported");
-    if (axis != 1 && axis != -1) fail(n, "axis " + std::to_string(axis) + ": only over the classes (axis 1 or -1)");
+      fail(n, n.op_type() + " of a " + v.shape.str() +
+                  " tensor: only of the logits [N, classes] is supported");
+    if (axis != 1 && axis != -1)
+      fail(n, "axis " + std::to_string(axis) + ": only over the classes (axis 1 or -1)");
     net_.host_softmax = n.op_type();
     define(n, v, n.input(0));
   }
 
   void alias(const onnx::NodeProto& n) {
     for (int i = 1; i < n.output_size(); ++i)
-      if (!n.output(i).empty() && n.op_type() != "Dropout") fail(n, "only its first output may be used");
+      if (!n.output(i).empty() && n.op_type() != "Dropout")
+        fail(n, "only its first output may be used");
     define(n, data(n, 0), n.input(0));
   }
 
@@ -580,15 +680,18 @@ class Importer {
       const Const* z = opt_konst(n, 2, "x_zero_point");
       int axis = int(attr_int(n, "axis", 1));
       if (axis < 0) axis += int(x.dims.size());
-      if (s.numel() != 1 && (axis < 0 || axis >= int(x.dims.size()) || s.numel() != x.dims[size_t(axis)]))
-        fail(n, "scale of shape " + dims_str(s.dims) + " does not match axis " + std::to_string(axis) + " of " + dims_str(x.dims));
+      if (s.numel() != 1 &&
+          (axis < 0 || axis >= int(x.dims.size()) || s.numel() != x.dims[size_t(axis)]))
+        fail(n, "scale of shape " + dims_str(s.dims) + " does not match axis " +
+                    std::to_string(axis) + " of " + dims_str(x.dims));
       if (z && z->numel() != s.numel()) fail(n, "zero point and scale have different sizes");
       r.dims = x.dims;
       r.elem_type = onnx::TensorProto::FLOAT;
       r.quantized = true;
       r.axis = axis;
       r.scale = s.v;
-      r.zp = z ? std::vector<int64_t>(z->v.begin(), z->v.end()) : std::vector<int64_t>(s.v.size(), 0);
+      r.zp =
+          z ? std::vector<int64_t>(z->v.begin(), z->v.end()) : std::vector<int64_t>(s.v.size(), 0);
       r.q.assign(x.v.begin(), x.v.end());
       r.v.resize(x.v.size());
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -599,7 +702,8 @@ class Importer {
     } else if (op == "Gather") {
       const Const& d = konst(n, 0, "data");
       const Const& idx = konst(n, 1, "indices");
-      if (d.dims.size() != 1 || attr_int(n, "axis", 0) != 0) fail(n, "only 1-D constant Gather is supported");
+      if (d.dims.size() != 1 || attr_int(n, "axis", 0) != 0)
+        fail(n, "only 1-D constant Gather is supported");
       for (double i : idx.v) {
         int64_t k = int64_t(i);
         if (k < 0) k += d.numel();
@@ -611,15 +715,20 @@ class Importer {
     } else if (op == "Unsqueeze" || op == "Squeeze") {
       r = konst(n, 0, "data");
       int64_t count = 0;
-      if (n.input_size() > 1) count = konst(n, 1, "axes").numel();
-      else count = int64_t(attr_ints(n, "axes").size());
+      if (n.input_size() > 1)
+        count = konst(n, 1, "axes").numel();
+      else
+        count = int64_t(attr_ints(n, "axes").size());
       r.quantized = false;
       if (op == "Unsqueeze") {
-        if (r.dims.empty() && count == 1) r.dims = {1};
-        else r.dims.insert(r.dims.begin(), size_t(count), 1);
+        if (r.dims.empty() && count == 1)
+          r.dims = {1};
+        else
+          r.dims.insert(r.dims.begin(), size_t(count), 1);
       } else {
         std::vector<int64_t> d;
-        for (int64_t x : r.dims) if (x != 1) d.push_back(x);
+        for (int64_t x : r.dims)
+          if (x != 1) d.push_back(x);
         r.dims = d;
       }
     } else if (op == "Concat") {
@@ -635,14 +744,15 @@ class Importer {
     consts_[n.output(0)] = std::move(r);
   }
 
-
   void shape_of(const onnx::NodeProto& n) {
     const Value& v = data(n, 0);
     Const r;
     r.elem_type = onnx::TensorProto::INT64;
     const double b = net_.file_batch > 0 ? net_.file_batch : 1;
-    if (v.flat) r.v = {b, double(v.shape.size())};
-    else r.v = {b, double(v.shape.c), double(v.shape.h), double(v.shape.w)};
+    if (v.flat)
+      r.v = {b, double(v.shape.size())};
+    else
+      r.v = {b, double(v.shape.c), double(v.shape.h), double(v.shape.w)};
     r.dims = {int64_t(r.v.size())};
     consts_[n.output(0)] = std::move(r);
   }
@@ -656,13 +766,15 @@ class Importer {
     if (!(q.scale > 0.0f)) fail(n, "scale must be positive");
     q.is_unsigned = !z || z->elem_type == onnx::TensorProto::UINT8;
     if (z && z->elem_type != onnx::TensorProto::UINT8 && z->elem_type != onnx::TensorProto::INT8)
-      fail(n, std::string("zero point of type ") + type_name(z->elem_type) + " (only int8 and uint8)");
+      fail(n,
+           std::string("zero point of type ") + type_name(z->elem_type) + " (only int8 and uint8)");
     q.zero_point = z ? int(z->v[0]) : 0;
     return q;
   }
 
-
-  std::optional<TensorQuant>& quant_ref(int p) { return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant; }
+  std::optional<TensorQuant>& quant_ref(int p) {
+    return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+  }
   const std::optional<TensorQuant>& quant_ref(int p) const {
     return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
   }
@@ -685,7 +797,8 @@ class Importer {
     for (int p : v.parts) {
       const std::optional<TensorQuant>& have = quant_ref(p);
       if (p == kNetworkInput && have && !(*have == q))
-        fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() + ")");
+        fail(n, "requantizes the input with different parameters (" + q.str() + " vs " +
+                    have->str() + ")");
       differs |= have && !(*have == q);
     }
     if (differs) {
@@ -710,7 +823,8 @@ class Importer {
   void quantize_linear(const onnx::NodeProto& n) {
     Value v = data(n, 0);
     if (v.is_int) fail(n, "quantizes a tensor that is already quantized");
-    const int copy = annotate(n, v, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")), n.input(0));
+    const int copy = annotate(
+        n, v, tensor_quant(n, konst(n, 1, "y_scale"), opt_konst(n, 2, "y_zero_point")), n.input(0));
     v.is_int = true;
     define(n, v, n.input(0));
     if (copy >= 0) tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
@@ -720,8 +834,10 @@ class Importer {
     Value v = data(n, 0);
     if (!v.is_int) fail(n, "dequantizes a tensor that is not quantized");
     const TensorQuant q = tensor_quant(n, konst(n, 1, "x_scale"), opt_konst(n, 2, "x_zero_point"));
-    if (v.quant && !(q == *v.quant)) fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + v.quant->str());
-    if (!v.quant) annotate(n, v, q, n.input(0));  // an integer graph input: this says how it is quantized
+    if (v.quant && !(q == *v.quant))
+      fail(n, "dequantizes with " + q.str() + " a tensor quantized with " + v.quant->str());
+    if (!v.quant)
+      annotate(n, v, q, n.input(0));  // an integer graph input: this says how it is quantized
     v.is_int = false;
     define(n, v, n.input(0));
   }
@@ -729,16 +845,21 @@ class Importer {
   // The input of a QLinear op: declared quantization must match what produced it.
   Value int_input(const onnx::NodeProto& n, int i, int si, int zi) {
     Value v = data(n, i);
-    const TensorQuant q = tensor_quant(n, konst(n, si, "input scale"), opt_konst(n, zi, "input zero point"));
-    if (!v.is_int) fail(n, "its input '" + n.input(i) + "' is not a quantized tensor (QuantizeLinear missing?)");
+    const TensorQuant q =
+        tensor_quant(n, konst(n, si, "input scale"), opt_konst(n, zi, "input zero point"));
+    if (!v.is_int)
+      fail(n, "its input '" + n.input(i) + "' is not a quantized tensor (QuantizeLinear missing?)");
     if (v.quant && !(q == *v.quant))
-      fail(n, "declares its input '" + n.input(i) + "' as " + q.str() + " but it was quantized as " + v.quant->str());
+      fail(n, "declares its input '" + n.input(i) + "' as " + q.str() +
+                  " but it was quantized as " + v.quant->str());
     if (!v.quant) annotate(n, v, q, n.input(i));
     return v;
   }
   Value float_input(const onnx::NodeProto& n, int i, const std::string& alternative) {
     const Value& v = data(n, i);
-    if (v.is_int) fail(n, "its input '" + n.input(i) + "' is quantized (use " + alternative + ", or DequantizeLinear first)");
+    if (v.is_int)
+      fail(n, "its input '" + n.input(i) + "' is quantized (use " + alternative +
+                  ", or DequantizeLinear first)");
     return v;
   }
   std::optional<TensorQuant> out_quant(const onnx::NodeProto& n, bool ql, int si, int zi) {
@@ -754,11 +875,12 @@ class Importer {
 
   // ---- layers ------------------------------------------------------------------------------
   // Integer weights of a quantized constant: w[oc][i] = q - zp at index(oc, i), one scale per oc.
-  GivenQuant given_weights(const onnx::NodeProto& n, const Const& w, int cout, int64_t k, int oc_axis,
-                           const std::function<int64_t(int, int64_t)>& index) const {
+  GivenQuant given_weights(const onnx::NodeProto& n, const Const& w, int cout, int64_t k,
+                           int oc_axis, const std::function<int64_t(int, int64_t)>& index) const {
     if (w.scale.size() > 1 && w.axis != oc_axis)
       fail(n, "weights are quantized per channel along axis " + std::to_string(w.axis) +
-              "; only per-tensor or per-output-channel (axis " + std::to_string(oc_axis) + ") is supported");
+                  "; only per-tensor or per-output-channel (axis " + std::to_string(oc_axis) +
+                  ") is supported");
     GivenQuant g;
     g.weight.resize(size_t(cout * k));
     g.weight_scale.resize(size_t(cout));
@@ -768,7 +890,8 @@ class Importer {
         const size_t ch = w.channel_of(flat);
         const int64_t v = w.q[size_t(flat)] - w.zp[ch];
         if (v < -128 || v > 127)
-          fail(n, "weight minus zero point (" + std::to_string(v) + ") does not fit in int8; the MXU takes int8 weights");
+          fail(n, "weight minus zero point (" + std::to_string(v) +
+                      ") does not fit in int8; the MXU takes int8 weights");
         g.weight[size_t(oc * k + i)] = int8_t(v);
         if (i == 0) g.weight_scale[size_t(oc)] = float(w.scale[ch]);
       }
@@ -783,7 +906,8 @@ class Importer {
     for (int oc = 0; oc < l.cout(); ++oc) {
       const size_t ch = b->channel_of(oc);
       const double want = double(in_q->scale) * double(l.given->weight_scale[size_t(oc)]);
-      if (b->zp[ch] != 0 || std::fabs(b->scale[ch] - want) > 1e-6 * want) return;  // requantize the float bias
+      if (b->zp[ch] != 0 || std::fabs(b->scale[ch] - want) > 1e-6 * want)
+        return;  // requantize the float bias
       bias[size_t(oc)] = int32_t(b->q[size_t(oc)]);
     }
     l.given->bias = std::move(bias);
@@ -795,7 +919,8 @@ class Importer {
     const Const& s = konst(n, si, "weight scale");
     const Const& z = konst(n, zi, "weight zero point");
     if (s.numel() != 1 && (oc_axis >= int(w.dims.size()) || s.numel() != w.dims[size_t(oc_axis)]))
-      fail(n, "weight scale of shape " + dims_str(s.dims) + " matches neither per-tensor nor per-output-channel");
+      fail(n, "weight scale of shape " + dims_str(s.dims) +
+                  " matches neither per-tensor nor per-output-channel");
     w.quantized = true;
     w.axis = oc_axis;
     w.scale = s.v;
@@ -810,9 +935,9 @@ class Importer {
     return w;
   }
 
-
-  static void pads_from(const onnx::NodeProto& n, const std::string& ap, const std::vector<int64_t>& pads, LayerGeometry* l,
-                        int kh, int kw, int dh, int dw, const Importer& self) {
+  static void pads_from(const onnx::NodeProto& n, const std::string& ap,
+                        const std::vector<int64_t>& pads, LayerGeometry* l, int kh, int kw, int dh,
+                        int dw, const Importer& self) {
     if (ap == "NOTSET") {
       if (!pads.empty()) {
         if (pads.size() != 4) self.fail(n, "pads must have 4 values");
@@ -862,15 +987,18 @@ class Importer {
       w = konst(n, 1, "W");
       b = opt_konst(n, 2, "B");
     }
-    if (w.dims.size() != 4) fail(n, "weights of shape " + dims_str(w.dims) + "; expected [Cout, Cin/group, kH, kW]");
+    if (w.dims.size() != 4)
+      fail(n, "weights of shape " + dims_str(w.dims) + "; expected [Cout, Cin/group, kH, kW]");
     Layer l = start_layer(n, LayerKind::Conv, v);
     l.group = int(attr_int(n, "group", 1));
     if (l.group < 1 || v.shape.c % l.group != 0)
-      fail(n, "group " + std::to_string(l.group) + " does not divide the " + std::to_string(v.shape.c) + " input channels");
+      fail(n, "group " + std::to_string(l.group) + " does not divide the " +
+                  std::to_string(v.shape.c) + " input channels");
     if (w.dims[1] * l.group != v.shape.c)
-      fail(n, "weights " + dims_str(w.dims) + " with group " + std::to_string(l.group) + " expect " +
-              std::to_string(w.dims[1] * l.group) + " input channels but its input '" + n.input(0) + "' has shape " +
-              v.shape.str() + " (wrong input shape?)");
+      fail(n, "weights " + dims_str(w.dims) + " with group " + std::to_string(l.group) +
+                  " expect " + std::to_string(w.dims[1] * l.group) +
+                  " input channels but its input '" + n.input(0) + "' has shape " + v.shape.str() +
+                  " (wrong input shape?)");
     l.conv_out.c = int(w.dims[0]);
     l.kh = int(w.dims[2]);
     l.kw = int(w.dims[3]);
@@ -884,7 +1012,8 @@ class Importer {
       l.dh = int(dil[0]);
       l.dw = int(dil[1]);
     }
-    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, l.dh, l.dw, *this);
+    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, l.dh,
+              l.dw, *this);
     absorb_pad(v, &l);
     l.weight.assign(w.v.begin(), w.v.end());
     l.conv_out.c = int(w.dims[0]);
@@ -896,18 +1025,22 @@ class Importer {
     const int cout = l.cout();
     const int64_t k = l.fan_in();
     if (b) {
-      if (b->numel() != cout) fail(n, "bias of shape " + dims_str(b->dims) + " for " + std::to_string(cout) + " output channels");
+      if (b->numel() != cout)
+        fail(n, "bias of shape " + dims_str(b->dims) + " for " + std::to_string(cout) +
+                    " output channels");
       l.bias.assign(b->v.begin(), b->v.end());
     } else {
       l.bias.assign(size_t(cout), 0.0f);
     }
     const std::optional<TensorQuant> in_q = v.quant;
-    if (w.quantized) l.given = given_weights(n, w, cout, k, 0, [k](int oc, int64_t i) { return oc * k + i; });
+    if (w.quantized)
+      l.given = given_weights(n, w, cout, k, 0, [k](int oc, int64_t i) { return oc * k + i; });
     if (ql) {
       if (b) {
         l.given->bias.assign(b->v.begin(), b->v.end());
         for (int oc = 0; oc < cout; ++oc)
-          l.bias[size_t(oc)] = float(b->v[size_t(oc)] * double(in_q->scale) * double(l.given->weight_scale[size_t(oc)]));
+          l.bias[size_t(oc)] = float(b->v[size_t(oc)] * double(in_q->scale) *
+                                     double(l.given->weight_scale[size_t(oc)]));
       }
     } else {
       given_bias(b, l, in_q);
@@ -923,8 +1056,9 @@ class Importer {
     const bool ql = op == "QLinearMatMul";
     const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearMatMul");
     if (!v.flat)
-      fail(n, "its input '" + n.input(0) + "' has shape [N, " + std::to_string(v.shape.c) + ", " + std::to_string(v.shape.h) + ", " +
-                std::to_string(v.shape.w) + "]; " + op + " needs a 2-D [N, features] input (Flatten first)");
+      fail(n, "its input '" + n.input(0) + "' has shape [N, " + std::to_string(v.shape.c) + ", " +
+                  std::to_string(v.shape.h) + ", " + std::to_string(v.shape.w) + "]; " + op +
+                  " needs a 2-D [N, features] input (Flatten first)");
     const int64_t k = v.shape.size();
     Const w;
     const Const* c = nullptr;
@@ -942,22 +1076,28 @@ class Importer {
         c = opt_konst(n, 2, "C");
       }
     }
-    if (w.dims.size() != 2) fail(n, "weights of shape " + dims_str(w.dims) + "; expected a 2-D matrix");
+    if (w.dims.size() != 2)
+      fail(n, "weights of shape " + dims_str(w.dims) + "; expected a 2-D matrix");
     const int64_t wk = trans_b ? w.dims[1] : w.dims[0];
     const int cout = int(trans_b ? w.dims[0] : w.dims[1]);
     if (wk != k)
-      fail(n, "weights " + dims_str(w.dims) + (trans_b ? " (transB)" : "") + " expect " + std::to_string(wk) +
-              " input features but its input '" + n.input(0) + "' has " + std::to_string(k) + " (wrong input shape?)");
+      fail(n, "weights " + dims_str(w.dims) + (trans_b ? " (transB)" : "") + " expect " +
+                  std::to_string(wk) + " input features but its input '" + n.input(0) + "' has " +
+                  std::to_string(k) + " (wrong input shape?)");
     Layer l = start_layer(n, LayerKind::Dense, v);
     l.conv_out.c = cout;
     auto index = [&](int oc, int64_t i) { return trans_b ? int64_t(oc) * k + i : i * cout + oc; };
     l.weight.resize(size_t(cout * k));
     for (int oc = 0; oc < cout; ++oc)
-      for (int64_t i = 0; i < k; ++i) l.weight[size_t(oc * k + i)] = float(alpha * w.v[size_t(index(oc, i))]);
+      for (int64_t i = 0; i < k; ++i)
+        l.weight[size_t(oc * k + i)] = float(alpha * w.v[size_t(index(oc, i))]);
     l.bias.assign(size_t(cout), 0.0f);
     if (c) {
-      if (c->numel() != 1 && c->numel() != cout) fail(n, "bias C of shape " + dims_str(c->dims) + " for " + std::to_string(cout) + " outputs");
-      for (int oc = 0; oc < cout; ++oc) l.bias[size_t(oc)] = float(beta * c->v[c->numel() == 1 ? 0 : size_t(oc)]);
+      if (c->numel() != 1 && c->numel() != cout)
+        fail(n,
+             "bias C of shape " + dims_str(c->dims) + " for " + std::to_string(cout) + " outputs");
+      for (int oc = 0; oc < cout; ++oc)
+        l.bias[size_t(oc)] = float(beta * c->v[c->numel() == 1 ? 0 : size_t(oc)]);
     }
     if (w.quantized) {
       l.given = given_weights(n, w, cout, k, trans_b ? 0 : 1, index);
@@ -983,10 +1123,14 @@ class Importer {
         // [C] alone would broadcast along W: only [C,1,1] / [1,C,1,1] are per channel.
         ok = c.dims.size() >= 3 && c.dims[c.dims.size() - 1] == 1 && c.dims[c.dims.size() - 2] == 1;
       }
-      if (!ok) fail(n, "constant of shape " + dims_str(c.dims) + " is not a per-channel value for a tensor with " + std::to_string(channels) + " channels");
+      if (!ok)
+        fail(n, "constant of shape " + dims_str(c.dims) +
+                    " is not a per-channel value for a tensor with " + std::to_string(channels) +
+                    " channels");
       per.assign(c.v.begin(), c.v.end());
     } else {
-      fail(n, "constant of shape " + dims_str(c.dims) + " is neither a scalar nor per channel (" + std::to_string(channels) + " channels)");
+      fail(n, "constant of shape " + dims_str(c.dims) + " is neither a scalar nor per channel (" +
+                  std::to_string(channels) + " channels)");
     }
     return per;
   }
@@ -1016,7 +1160,8 @@ class Importer {
     const int li = fusable(name);
     if (li >= 0) {
       Layer& l = net_.layers[size_t(li)];
-      if (!l.has_weights()) fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
+      if (!l.has_weights())
+        fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
       if (l.act != Activation::None || l.pool_k > 1)
         fail(n, op + " by a constant after an activation or pooling is not supported");
       if (l.given && !l.given->bias.empty() && (op == "Add" || op == "Sub"))
@@ -1025,12 +1170,15 @@ class Importer {
       const int64_t k = l.fan_in();
       for (int ch = 0; ch < l.cout(); ++ch) {
         const double x = per[size_t(ch)];
-        if (op == "Add") l.bias[size_t(ch)] += float(x);
-        else if (op == "Sub" && data_first) l.bias[size_t(ch)] -= float(x);
+        if (op == "Add")
+          l.bias[size_t(ch)] += float(x);
+        else if (op == "Sub" && data_first)
+          l.bias[size_t(ch)] -= float(x);
         else if (op == "Mul" || (op == "Div" && data_first)) {
           if (op == "Div" && x == 0) fail(n, "division by zero");
           const double s = op == "Mul" ? x : 1.0 / x;
-          for (int64_t i = 0; i < k; ++i) l.weight[size_t(ch * k + i)] = float(l.weight[size_t(ch * k + i)] * s);
+          for (int64_t i = 0; i < k; ++i)
+            l.weight[size_t(ch * k + i)] = float(l.weight[size_t(ch * k + i)] * s);
           l.bias[size_t(ch)] = float(l.bias[size_t(ch)] * s);
         } else {
           fail(n, op + " with the constant first is not supported after a layer");
@@ -1042,7 +1190,8 @@ class Importer {
     }
     // Preprocessing on the input: x' = a*x + b per channel.
     if (name != input_tail_ || v.parts != std::vector<int>{kNetworkInput})
-      fail(n, op + " by a constant is supported after a Conv/Gemm/MatMul read by nothing else, or on the input");
+      fail(n, op + " by a constant is supported after a Conv/Gemm/MatMul read by nothing else, or "
+                   "on the input");
     if (uses_[name] != 1) fail(n, op + " on an input that other nodes also read is not supported");
     if (net_.input_quant) fail(n, op + " on the input after it was quantized is not supported");
     if (net_.pre_scale.empty()) {
@@ -1053,11 +1202,17 @@ class Importer {
       float& a = net_.pre_scale[size_t(ch)];
       float& b = net_.pre_shift[size_t(ch)];
       const double k = per[size_t(ch)];
-      if (op == "Add") b = float(b + k);
-      else if (op == "Sub" && data_first) b = float(b - k);
-      else if (op == "Sub") { a = -a; b = float(k - b); }
-      else if (op == "Mul") { a = float(a * k); b = float(b * k); }
-      else if (op == "Div" && data_first) {
+      if (op == "Add")
+        b = float(b + k);
+      else if (op == "Sub" && data_first)
+        b = float(b - k);
+      else if (op == "Sub") {
+        a = -a;
+        b = float(k - b);
+      } else if (op == "Mul") {
+        a = float(a * k);
+        b = float(b * k);
+      } else if (op == "Div" && data_first) {
         if (k == 0) fail(n, "division by zero");
         a = float(a / k);
         b = float(b / k);
@@ -1073,7 +1228,8 @@ class Importer {
     const Value a = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAdd");
     const Value b = ql ? int_input(n, 3, 4, 5) : float_input(n, 1, "QLinearAdd");
     if (!(a.shape == b.shape) || a.flat != b.flat)
-      fail(n, "adds tensors of shapes " + a.shape.str() + " and " + b.shape.str() + "; only equal shapes are supported (no broadcasting)");
+      fail(n, "adds tensors of shapes " + a.shape.str() + " and " + b.shape.str() +
+                  "; only equal shapes are supported (no broadcasting)");
     Layer l;
     l.kind = LayerKind::Add;
     l.name = node_name(n);
@@ -1097,20 +1253,24 @@ class Importer {
       const Value p = ql ? int_input(n, i, i + 1, i + 2) : float_input(n, i, "QLinearConcat");
       const int rank = p.flat ? 2 : 4;
       if (axis < 0) axis += rank;
-      if (axis != 1) fail(n, "axis " + std::to_string(attr_int(n, "axis", 1)) + ": only concatenation on channels (axis 1) is supported");
+      if (axis != 1)
+        fail(n, "axis " + std::to_string(attr_int(n, "axis", 1)) +
+                    ": only concatenation on channels (axis 1) is supported");
       if (v.parts.empty()) {
         v.shape = p.shape;
         v.flat = p.flat;
       } else {
         if (p.flat != v.flat || p.shape.h != v.shape.h || p.shape.w != v.shape.w)
-          fail(n, "concatenates tensors of shapes " + v.shape.str() + " and " + p.shape.str() + " (H and W must match)");
+          fail(n, "concatenates tensors of shapes " + v.shape.str() + " and " + p.shape.str() +
+                      " (H and W must match)");
         v.shape.c += p.shape.c;
       }
       v.parts.insert(v.parts.end(), p.parts.begin(), p.parts.end());
     }
     if (v.parts.empty()) fail(n, "has no inputs");
     if (ql) {
-      const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
+      const TensorQuant q =
+          tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
       bool same = true;
       for (int p : v.parts) {
         const auto& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
@@ -1136,10 +1296,14 @@ class Importer {
     const Value v = float_input(n, 0, "a QDQ Conv");
     const int li = fusable(n.input(0));
     if (li < 0 || !net_.layers[size_t(li)].has_weights())
-      fail(n, "BatchNormalization is supported right after a Conv or Gemm whose output nothing else reads (it is folded into it)");
+      fail(n,
+           "BatchNormalization is supported right after a Conv or Gemm whose output nothing else "
+           "reads (it is folded into it)");
     Layer& l = net_.layers[size_t(li)];
-    if (l.act != Activation::None || l.pool_k > 1) fail(n, "BatchNormalization after an activation or pooling is not supported");
-    if (l.given) fail(n, "BatchNormalization after a layer with quantized weights is not supported");
+    if (l.act != Activation::None || l.pool_k > 1)
+      fail(n, "BatchNormalization after an activation or pooling is not supported");
+    if (l.given)
+      fail(n, "BatchNormalization after a layer with quantized weights is not supported");
     const Const& scale = konst(n, 1, "scale");
     const Const& bias = konst(n, 2, "B");
     const Const& mean = konst(n, 3, "input_mean");
@@ -1147,12 +1311,16 @@ class Importer {
     const double eps = attr_float(n, "epsilon", 1e-5f);
     const int cout = l.cout();
     for (const Const* c : {&scale, &bias, &mean, &var})
-      if (c->numel() != cout) fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) + " channels");
+      if (c->numel() != cout)
+        fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) +
+                    " channels");
     const int64_t k = l.fan_in();
     for (int oc = 0; oc < cout; ++oc) {
       const double s = scale.v[size_t(oc)] / std::sqrt(var.v[size_t(oc)] + eps);
-      for (int64_t i = 0; i < k; ++i) l.weight[size_t(oc * k + i)] = float(l.weight[size_t(oc * k + i)] * s);
-      l.bias[size_t(oc)] = float((l.bias[size_t(oc)] - mean.v[size_t(oc)]) * s + bias.v[size_t(oc)]);
+      for (int64_t i = 0; i < k; ++i)
+        l.weight[size_t(oc * k + i)] = float(l.weight[size_t(oc * k + i)] * s);
+      l.bias[size_t(oc)] =
+          float((l.bias[size_t(oc)] - mean.v[size_t(oc)]) * s + bias.v[size_t(oc)]);
     }
     l.fused.push_back("BatchNormalization " + node_name(n));
     define(n, v, n.input(0));
@@ -1162,9 +1330,12 @@ class Importer {
   // com.microsoft QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp).
   void activation(const onnx::NodeProto& n, bool ql) {
     const std::string& op = n.op_type();
-    if (ql) int_input(n, 0, 1, 2);
-    else float_input(n, 0, "QLinear" + op);
-    if (op == "Relu") return fused_activation(n, n.input(0), Activation::Relu, LutFunc::Sigmoid, 0, 0);
+    if (ql)
+      int_input(n, 0, 1, 2);
+    else
+      float_input(n, 0, "QLinear" + op);
+    if (op == "Relu")
+      return fused_activation(n, n.input(0), Activation::Relu, LutFunc::Sigmoid, 0, 0);
     if (op == "Clip") {
       float lo, hi;
       if (opset_ < 11) {
@@ -1185,23 +1356,29 @@ class Importer {
       if (uses_[n.output(0)] == 1 && std::fabs(alpha - 1.0f / 6.0f) < 1e-6f && beta == 0.5f) {
         for (const auto& m : model_.graph().node())
           if (m.op_type() == "Mul" && m.input_size() == 2 &&
-              ((m.input(0) == n.output(0) && m.input(1) == n.input(0)) || (m.input(1) == n.output(0) && m.input(0) == n.input(0)))) {
+              ((m.input(0) == n.output(0) && m.input(1) == n.input(0)) ||
+               (m.input(1) == n.output(0) && m.input(0) == n.input(0)))) {
             hard_sigmoid_of_[n.output(0)] = n.input(0);
             return;
           }
       }
       return fused_activation(n, n.input(0), Activation::Lut, LutFunc::HardSigmoid, alpha, beta);
     }
-    if (op == "Sigmoid" || op == "QLinearSigmoid") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::Sigmoid, 0, 0, ql);
+    if (op == "Sigmoid" || op == "QLinearSigmoid")
+      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::Sigmoid, 0, 0, ql);
     if (op == "Tanh") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::Tanh, 0, 0);
-    if (op == "HardSwish") return fused_activation(n, n.input(0), Activation::Lut, LutFunc::HardSwish, 0, 0);
+    if (op == "HardSwish")
+      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::HardSwish, 0, 0);
     if (op == "LeakyRelu" || op == "QLinearLeakyRelu")
-      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, attr_float(n, "alpha", 0.01f), 0, ql);
+      return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu,
+                              attr_float(n, "alpha", 0.01f), 0, ql);
     if (op == "PRelu") {
       const Const& s = konst(n, 1, "slope");
       bool one = true;
       for (double x : s.v) one &= x == s.v[0];
-      if (one) return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu, float(s.v.at(0)), 0);
+      if (one)
+        return fused_activation(n, n.input(0), Activation::Lut, LutFunc::LeakyRelu,
+                                float(s.v.at(0)), 0);
       return prelu_per_channel(n, per_channel(n, s, data(n, 0)));
     }
     fail(n, "is not supported");
@@ -1235,13 +1412,14 @@ class Importer {
   }
 
   // An activation on tensor `in`: fused into the layer computing it, or a Copy layer.
-  void fused_activation(const onnx::NodeProto& n, const std::string& in, Activation a, LutFunc f, float p0, float p1,
-                        bool ql = false) {
+  void fused_activation(const onnx::NodeProto& n, const std::string& in, Activation a, LutFunc f,
+                        float p0, float p1, bool ql = false) {
     const Value v = values_.at(in);
     int li = fusable(in);
     if (li >= 0) {
       const Layer& l = net_.layers[size_t(li)];
-      const bool can = l.act == Activation::None || (a != Activation::Lut && l.act != Activation::Lut);
+      const bool can =
+          l.act == Activation::None || (a != Activation::Lut && l.act != Activation::Lut);
       const bool pool_ok = l.pool_k == 1 || a != Activation::Lut || lut_func_monotonic(f);
       if (!can || !pool_ok) li = -1;
     }
@@ -1261,7 +1439,8 @@ class Importer {
       // Its input's quantization (QDQ before it, or a QLinear op's input) feeds the LUT.
       l.pre_quant = l.out_quant;
       l.out_quant.reset();
-      if (ql) l.out_quant = tensor_quant(n, konst(n, 3, "Y_scale"), opt_konst(n, 4, "Y_zero_point"));
+      if (ql)
+        l.out_quant = tensor_quant(n, konst(n, 3, "Y_scale"), opt_konst(n, 4, "Y_zero_point"));
     } else {
       float lo = p0, hi = p1;
       if (l.act == Activation::None) {
@@ -1269,15 +1448,19 @@ class Importer {
         l.clip_lo = lo;
         l.clip_hi = hi;
       } else if (a == Activation::Relu) {
-        if (l.act == Activation::Clip) l.clip_lo = std::max(l.clip_lo, 0.0f), l.clip_hi = std::max(l.clip_hi, 0.0f);
+        if (l.act == Activation::Clip)
+          l.clip_lo = std::max(l.clip_lo, 0.0f), l.clip_hi = std::max(l.clip_hi, 0.0f);
       } else {
-        if (l.act == Activation::Relu) lo = std::max(lo, 0.0f), hi = std::max(hi, 0.0f);
-        else lo = std::max(lo, l.clip_lo), hi = std::min(hi, l.clip_hi);
+        if (l.act == Activation::Relu)
+          lo = std::max(lo, 0.0f), hi = std::max(hi, 0.0f);
+        else
+          lo = std::max(lo, l.clip_lo), hi = std::min(hi, l.clip_hi);
         l.act = Activation::Clip;
         l.clip_lo = lo;
         l.clip_hi = std::max(lo, hi);
       }
-      if (l.act == Activation::Clip && l.clip_lo == 0.0f && l.clip_hi >= 3.0e38f) l.act = Activation::Relu;
+      if (l.act == Activation::Clip && l.clip_lo == 0.0f && l.clip_hi >= 3.0e38f)
+        l.act = Activation::Relu;
       l.out_quant.reset();  // requantized once, to the quantization after the activation
     }
     l.fused.push_back(n.op_type() + " " + node_name(n));
@@ -1293,14 +1476,18 @@ class Importer {
     const Value v = v0;
     if (v.flat) fail(n, "its input is flattened");
     const auto ks = attr_ints(n, "kernel_shape");
-    if (ks.size() != 2 || ks[0] != ks[1]) fail(n, "kernel_shape " + dims_str(ks) + ": only square 2-D windows are supported");
+    if (ks.size() != 2 || ks[0] != ks[1])
+      fail(n, "kernel_shape " + dims_str(ks) + ": only square 2-D windows are supported");
     auto st = attr_ints(n, "strides");
     if (st.empty()) st = {1, 1};
-    if (st.size() != 2 || st[0] != st[1]) fail(n, "strides " + dims_str(st) + ": only equal strides are supported");
+    if (st.size() != 2 || st[0] != st[1])
+      fail(n, "strides " + dims_str(st) + ": only equal strides are supported");
     for (int64_t d : attr_ints(n, "dilations"))
       if (d != 1) fail(n, "dilated max-pooling is not supported");
     const int k = int(ks[0]), s = int(st[0]);
-    if (k > 15 || s > 15) fail(n, "kernel_shape " + dims_str(ks) + " / strides " + dims_str(st) + ": window and stride must be <= 15");
+    if (k > 15 || s > 15)
+      fail(n, "kernel_shape " + dims_str(ks) + " / strides " + dims_str(st) +
+                  ": window and stride must be <= 15");
     LayerGeometry g;
     g.in = v.shape;
     g.sh = g.sw = s;
@@ -1310,12 +1497,15 @@ class Importer {
     // start in the bottom/right padding.
     auto out_size = [&](int in, int lo, int hi) {
       const int span = in + lo + hi - k;
-      if (span < 0) fail(n, "the window " + std::to_string(k) + " is larger than the padded input " + v.shape.str());
+      if (span < 0)
+        fail(n, "the window " + std::to_string(k) + " is larger than the padded input " +
+                    v.shape.str());
       int o = (ceil ? (span + s - 1) / s : span / s) + 1;
       if (ceil && (o - 1) * s >= in + lo) --o;
       return o;
     };
-    const int oh = out_size(v.shape.h, g.pad_t, g.pad_b), ow = out_size(v.shape.w, g.pad_l, g.pad_r);
+    const int oh = out_size(v.shape.h, g.pad_t, g.pad_b),
+              ow = out_size(v.shape.w, g.pad_l, g.pad_r);
     // The chip's pooling is floor without padding: extend the bottom/right padding so it is.
     const int extra_b = std::max(0, (oh - 1) * s + k - (v.shape.h + g.pad_t + g.pad_b));
     const int extra_r = std::max(0, (ow - 1) * s + k - (v.shape.w + g.pad_l + g.pad_r));
@@ -1324,8 +1514,8 @@ class Importer {
     if (li >= 0) {
       const Layer& l = net_.layers[size_t(li)];
       const bool ok = !padded && l.pool_k == 1 && l.kind != LayerKind::Dense &&
-                      (l.act != Activation::Lut || lut_func_monotonic(l.lut)) && (l.conv_out.h - k) / s + 1 == oh &&
-                      (l.conv_out.w - k) / s + 1 == ow;
+                      (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
+                      (l.conv_out.h - k) / s + 1 == oh && (l.conv_out.w - k) / s + 1 == ow;
       if (!ok) li = -1;
     }
     if (li < 0) {
@@ -1373,20 +1563,23 @@ class Importer {
     l.kh = int(ks[0]);
     l.kw = int(ks[1]);
     strides_from(n, &l);
-    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, 1, 1, *this);
+    pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, 1, 1,
+              *this);
     const bool padded = l.pad_t || l.pad_l || l.pad_b || l.pad_r;
     absorb_pad(v, &l);  // a Pad before it: real zeros, always counted
     if (padded && attr_int(n, "count_include_pad", 0) == 0)
-      fail(n, "padding with count_include_pad = 0 (a divisor that changes at the borders) is not supported; "
-              "count_include_pad = 1 (PyTorch's default) is");
+      fail(n,
+           "padding with count_include_pad = 0 (a divisor that changes at the borders) is not "
+           "supported; "
+           "count_include_pad = 1 (PyTorch's default) is");
     l.conv_out.c = v.shape.c;
     try {
       l.infer_shapes();
     } catch (const Error& e) {
       fail(n, e.what());
     }
-    if (attr_int(n, "ceil_mode", 0) != 0 &&
-        ((v.shape.h + l.pad_t + l.pad_b - l.kh) % l.sh != 0 || (v.shape.w + l.pad_l + l.pad_r - l.kw) % l.sw != 0))
+    if (attr_int(n, "ceil_mode", 0) != 0 && ((v.shape.h + l.pad_t + l.pad_b - l.kh) % l.sh != 0 ||
+                                             (v.shape.w + l.pad_l + l.pad_r - l.kw) % l.sw != 0))
       fail(n, "ceil_mode = 1 with a partial last window is not supported");
     l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f / float(l.kh * l.kw));
     l.bias.assign(size_t(v.shape.c), 0.0f);
@@ -1413,7 +1606,8 @@ class Importer {
       for (auto& a : axes)
         if (a < 0) a += 4;
       std::sort(axes.begin(), axes.end());
-      if (axes != std::vector<int64_t>{2, 3}) fail(n, "axes " + dims_str(axes) + ": only the mean over H and W (axes 2, 3) is supported");
+      if (axes != std::vector<int64_t>{2, 3})
+        fail(n, "axes " + dims_str(axes) + ": only the mean over H and W (axes 2, 3) is supported");
       keep = attr_int(n, "keepdims", 1) != 0;
     }
     Layer l = start_layer(n, LayerKind::Dense, v);
@@ -1433,11 +1627,13 @@ class Importer {
     const int64_t total = v.shape.size();
     if (n.op_type() == "Flatten") {
       const int64_t axis = attr_int(n, "axis", 1);
-      if (axis != 1 && !(v.flat && axis == -1)) fail(n, "axis " + std::to_string(axis) + ": only axis = 1 (keep the batch) is supported");
+      if (axis != 1 && !(v.flat && axis == -1))
+        fail(n, "axis " + std::to_string(axis) + ": only axis = 1 (keep the batch) is supported");
     } else {
       const Const& s = konst(n, 1, "shape");
-      std::vector<int64_t> cur_dims = v.flat ? std::vector<int64_t>{1, total}
-                                             : std::vector<int64_t>{1, v.shape.c, v.shape.h, v.shape.w};
+      std::vector<int64_t> cur_dims =
+          v.flat ? std::vector<int64_t>{1, total}
+                 : std::vector<int64_t>{1, v.shape.c, v.shape.h, v.shape.w};
       std::vector<int64_t> t(s.v.begin(), s.v.end());
       int64_t known = 1;
       int minus = -1;
@@ -1453,10 +1649,11 @@ class Importer {
       const int64_t batch = net_.file_batch > 0 ? net_.file_batch : 1;
       if (minus >= 0 && known > 0) t[size_t(minus)] = (batch * total) / known;
       const bool to_flat = t.size() == 2 && t[0] * t[1] == batch * total && t[1] == total;
-      const bool same = t.size() == 4 && t[1] == v.shape.c && t[2] == v.shape.h && t[3] == v.shape.w;
+      const bool same =
+          t.size() == 4 && t[1] == v.shape.c && t[2] == v.shape.h && t[3] == v.shape.w;
       if (!to_flat && !same)
         fail(n, "reshaping to " + dims_str(std::vector<int64_t>(s.v.begin(), s.v.end())) +
-                " is not supported (only flattening [N, C, H, W] to [N, C*H*W])");
+                    " is not supported (only flattening [N, C, H, W] to [N, C*H*W])");
       if (same) {
         v.flat = false;
         define(n, v, n.input(0));
@@ -1471,10 +1668,10 @@ class Importer {
   Network net_;
   std::map<std::string, Const> consts_;
   std::map<std::string, Value> values_;
-  std::map<std::string, int> uses_;      // node inputs (and the graph output) reading each name
-  std::map<std::string, int> tail_of_;   // names that are a layer's latest output
+  std::map<std::string, int> uses_;     // node inputs (and the graph output) reading each name
+  std::map<std::string, int> tail_of_;  // names that are a layer's latest output
   std::map<std::string, std::string> hard_sigmoid_of_;  // HardSigmoid(x) output -> x (HardSwish)
-  std::string input_tail_;               // the input after preprocessing so far
+  std::string input_tail_;                              // the input after preprocessing so far
   int64_t opset_ = 13;
 };
 

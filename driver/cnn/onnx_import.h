@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX model import (Debian's libonnx-dev protobuf classes): a CNN graph (any DAG of the
 // supported ops) into the fused-layer Network of network.h, with shape inference and clear
 // errors.

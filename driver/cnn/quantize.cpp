@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "quantize.h"
 
 #include <algorithm>
@@ -17,8 +18,9 @@ Calibration calibrate(const Network& net, const std::vector<std::vector<float>>&
   std::vector<float> in;
   for (const auto& img : images) {
     if (int64_t(img.size()) != net.input.size())
-      throw Error("calibration image has " + std::to_string(img.size()) + " values, the model input " +
-                  net.input.str() + " needs " + std::to_string(net.input.size()));
+      throw Error("calibration image has " + std::to_string(img.size()) +
+                  " values, the model input " + net.input.str() + " needs " +
+                  std::to_string(net.input.size()));
     float_forward(net, img.data(), &outs, &in, &pre);
     for (float v : in) c.input.add(v);
     for (size_t l = 0; l < outs.size(); ++l) {
@@ -81,12 +83,15 @@ struct ConcatGroups {
       if (l.inputs.size() < 2 || l.kind == LayerKind::Add) continue;
       for (int i : l.inputs) {
         if (i == kNetworkInput)
-          throw Error("layer '" + l.name + "': concatenating the network input with other tensors is not supported");
+          throw Error("layer '" + l.name +
+                      "': concatenating the network input with other tensors is not supported");
         unite(l.inputs[0], i);
       }
     }
   }
-  int find(int x) { return parent[size_t(x)] == x ? x : parent[size_t(x)] = find(parent[size_t(x)]); }
+  int find(int x) {
+    return parent[size_t(x)] == x ? x : parent[size_t(x)] = find(parent[size_t(x)]);
+  }
   void unite(int a, int b) { parent[size_t(find(a))] = find(b); }
 };
 
@@ -117,7 +122,9 @@ void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
   bool mixed = false;
   for (const auto& q : ql->in_qs) mixed |= q.scale != ql->in_q.scale;
   if (mixed && l.given)
-    throw Error("layer '" + l.name + "': its concatenated inputs have different scales and its weights are given quantized");
+    throw Error(
+        "layer '" + l.name +
+        "': its concatenated inputs have different scales and its weights are given quantized");
   ql->weight.resize(size_t(cout * k));
   std::vector<double> wr(static_cast<size_t>(k));
   for (int oc = 0; oc < cout; ++oc) {
@@ -129,7 +136,8 @@ void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
       // Each input's scale relative to the first one's is folded into the weights.
       double m = 0.0;
       for (int64_t i = 0; i < k; ++i) {
-        const double rel = mixed ? double(ql->quant_of(weight_channel(*ql, oc, i)).scale) / s_ref : 1.0;
+        const double rel =
+            mixed ? double(ql->quant_of(weight_channel(*ql, oc, i)).scale) / s_ref : 1.0;
         wr[size_t(i)] = double(l.weight[size_t(oc * k + i)]) * rel;
         m = std::max(m, std::fabs(wr[size_t(i)]));
       }
@@ -146,7 +154,8 @@ void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
       if (std::fabs(b) > 2147483647.0)
         throw Error("layer '" + l.name + "': bias of channel " + std::to_string(oc) +
                     " does not fit in int32 at scale " + std::to_string(acc_scale));
-      ql->bias[size_t(oc)] = round_clamp(b, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      ql->bias[size_t(oc)] =
+          round_clamp(b, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
     }
     set_multiplier(l, oc, acc_scale / out_scale, ql);
   }
@@ -175,7 +184,8 @@ void quantize_add(const Layer& l, double out_scale, QLayer* ql) {
 void quantize_copy(const Layer& l, double out_scale, QLayer* ql) {
   ql->weight = {1};
   for (int c = 0; c < l.cout(); ++c) {
-    const double s = ql->quant_of(c).scale * (l.channel_scale.empty() ? 1.0 : double(l.channel_scale[size_t(c)]));
+    const double s = ql->quant_of(c).scale *
+                     (l.channel_scale.empty() ? 1.0 : double(l.channel_scale[size_t(c)]));
     ql->weight_scale[size_t(c)] = float(s / ql->in_q.scale);
     ql->bias[size_t(c)] = 0;
     try {
@@ -192,7 +202,8 @@ std::vector<int32_t> build_lut(const Layer& l, const TensorQuant& pre, const Ten
   for (int q = pre.qmin(); q <= pre.qmax(); ++q) {
     const float x = pre.scale * float(q - pre.zero_point);
     const float y = lut_func_apply(l.lut, l.lut_alpha, l.lut_beta, x);
-    lut.push_back(round_clamp(double(y) / double(out.scale) + out.zero_point, out.qmin(), out.qmax()));
+    lut.push_back(
+        round_clamp(double(y) / double(out.scale) + out.zero_point, out.qmin(), out.qmax()));
   }
   return lut;
 }
@@ -202,7 +213,8 @@ std::vector<int32_t> build_lut(const Layer& l, const TensorQuant& pre, const Ten
 QuantNetwork quantize(const Network& net, const Calibration* calib) {
   if (!calib && !fully_quantized(net))
     throw Error("model '" + net.name + "' is not fully quantized: calibration images are needed");
-  if (calib && calib->layers.size() != net.layers.size()) throw Error("calibration does not match the network");
+  if (calib && calib->layers.size() != net.layers.size())
+    throw Error("calibration does not match the network");
   QuantNetwork q;
   q.name = net.name;
   q.input = net.input;
@@ -246,7 +258,8 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
     ql.in_q = ql.in_qs.at(0);
     ql.act = l.act;
-    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 && l.act == Activation::None && l.channel_scale.empty();
+    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 &&
+                            l.act == Activation::None && l.channel_scale.empty();
     if (l.out_quant) {
       ql.out_q = *l.out_quant;
     } else if (plain_copy) {
@@ -261,8 +274,9 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
       if (l.pre_quant) {
         ql.pre_q = *l.pre_quant;
         if (ql.pre_q.is_unsigned != ql.out_q.is_unsigned)
-          throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" + ql.pre_q.str() + ") and output (" +
-                      ql.out_q.str() + ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
+          throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" +
+                      ql.pre_q.str() + ") and output (" + ql.out_q.str() +
+                      ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
       } else {
         ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
       }
@@ -279,13 +293,21 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     ql.shift.resize(size_t(cout));
     switch (l.kind) {
       case LayerKind::Conv:
-      case LayerKind::Dense: quantize_weights(l, pre_scale, &ql); break;
-      case LayerKind::Add: quantize_add(l, pre_scale, &ql); break;
-      case LayerKind::Copy: quantize_copy(l, pre_scale, &ql); break;
+      case LayerKind::Dense:
+        quantize_weights(l, pre_scale, &ql);
+        break;
+      case LayerKind::Add:
+        quantize_add(l, pre_scale, &ql);
+        break;
+      case LayerKind::Copy:
+        quantize_copy(l, pre_scale, &ql);
+        break;
     }
     if (l.act == Activation::Clip) {
-      ql.lo = round_clamp(double(l.clip_lo) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(), ql.out_q.qmax());
-      ql.hi = round_clamp(double(l.clip_hi) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(), ql.out_q.qmax());
+      ql.lo = round_clamp(double(l.clip_lo) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
+                          ql.out_q.qmax());
+      ql.hi = round_clamp(double(l.clip_hi) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
+                          ql.out_q.qmax());
     } else {
       ql.lo = ql.out_q.qmin();
       ql.hi = ql.out_q.qmax();
@@ -297,7 +319,8 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
 
 QuantNetwork quantize_model(const Network& net, const std::vector<std::vector<float>>& images) {
   if (fully_quantized(net)) return quantize(net, nullptr);
-  if (images.empty()) throw Error(net.name + ": calibration images are needed to quantize a float model");
+  if (images.empty())
+    throw Error(net.name + ": calibration images are needed to quantize a float model");
   const Calibration c = calibrate(net, images);
   return quantize(net, &c);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Post-training quantization of a float network: per-output-channel symmetric int8 weights,
 // int32 biases, per-tensor activation scale and zero point from calibration images
 // (uint8 with zero point 0 after ReLU, asymmetric int8 otherwise). Tensors concatenated into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "reference.h"
 
 #include <algorithm>
@@ -9,7 +10,8 @@ namespace {
 
 // The concatenation (on channels) of a layer's inputs: channel ic of the result.
 template <typename T>
-std::vector<T> concat_inputs(const LayerGeometry& l, const std::vector<const std::vector<T>*>& ins) {
+std::vector<T> concat_inputs(const LayerGeometry& l,
+                             const std::vector<const std::vector<T>*>& ins) {
   if (ins.size() == 1) return *ins[0];
   std::vector<T> x;
   x.reserve(size_t(l.in.size()));
@@ -27,7 +29,8 @@ bool conv_source(const LayerGeometry& l, int oy, int ox, int ky, int kx, int* iy
 // Max-pooling of `y` (conv_out) into `out`; `valid` (may be null) marks the values that take
 // part (Copy's padding does not).
 template <typename T>
-std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid, Shape3 in, Shape3 out, int k, int s) {
+std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid, Shape3 in,
+                        Shape3 out, int k, int s) {
   if (k == 1 && s == 1 && !valid) return x;
   std::vector<T> y(size_t(out.size()));
   for (int c = 0; c < out.c; ++c)
@@ -53,7 +56,8 @@ std::vector<char> copy_valid(const LayerGeometry& l) {
   std::vector<char> v(size_t(o.size()), 0);
   for (int c = 0; c < o.c; ++c)
     for (int y = 0; y < l.in.h; ++y)
-      for (int x = 0; x < l.in.w; ++x) v[size_t((int64_t(c) * o.h + y + l.pad_t) * o.w + x + l.pad_l)] = 1;
+      for (int x = 0; x < l.in.w; ++x)
+        v[size_t((int64_t(c) * o.h + y + l.pad_t) * o.w + x + l.pad_l)] = 1;
   return v;
 }
 
@@ -66,7 +70,9 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
   if (l.kind == LayerKind::Add) {
     const int64_t plane = int64_t(o.h) * o.w;
     for (size_t i = 0; i < y.size(); ++i)
-      y[i] = (*ins[0])[i] + (*ins[1])[i] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(int64_t(i) / plane)]);
+      y[i] = (*ins[0])[i] +
+             (*ins[1])[i] *
+                 (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(int64_t(i) / plane)]);
     return y;
   }
   const std::vector<float> x = concat_inputs(l, ins);
@@ -75,7 +81,8 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
       for (int yy = 0; yy < l.in.h; ++yy)
         for (int xx = 0; xx < l.in.w; ++xx)
           y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] =
-              x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)] * (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(c)]);
+              x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)] *
+              (l.channel_scale.empty() ? 1.0f : l.channel_scale[size_t(c)]);
     return y;
   }
   const int64_t k = l.fan_in();
@@ -106,7 +113,8 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
                    x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)];
             }
         }
-        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
+        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] =
+            float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
       }
   }
   return y;
@@ -151,7 +159,8 @@ std::vector<float> float_layer(const Layer& l, const std::vector<const std::vect
     const std::vector<char> valid = copy_valid(l);
     return max_pool(y, &valid, l.conv_out, l.out, l.pool_k, l.pool_s);
   }
-  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l.conv_out, l.out, l.pool_k, l.pool_s);
+  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l.conv_out, l.out, l.pool_k,
+                  l.pool_s);
 }
 
 std::vector<float> float_forward(const Network& net, const float* x,
@@ -163,7 +172,8 @@ std::vector<float> float_forward(const Network& net, const float* x,
     const int64_t plane = int64_t(net.input.h) * net.input.w;
     for (int c = 0; c < net.input.c; ++c)
       for (int64_t i = 0; i < plane; ++i)
-        in[size_t(c * plane + i)] = in[size_t(c * plane + i)] * net.pre_scale[size_t(c)] + net.pre_shift[size_t(c)];
+        in[size_t(c * plane + i)] =
+            in[size_t(c * plane + i)] * net.pre_scale[size_t(c)] + net.pre_shift[size_t(c)];
   }
   if (input_after_pre) *input_after_pre = in;
   std::vector<std::vector<float>> outs(net.layers.size());
@@ -179,7 +189,8 @@ std::vector<float> float_forward(const Network& net, const float* x,
   return result;
 }
 
-std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vector<int32_t>*>& ins) {
+std::vector<int32_t> int_layer(const QLayer& l,
+                               const std::vector<const std::vector<int32_t>*>& ins) {
   const Shape3 o = l.conv_out;
   std::vector<int32_t> y(size_t(o.size()));
   if (l.kind == LayerKind::Add) {
@@ -188,10 +199,12 @@ std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vec
     for (int c = 0; c < o.c; ++c)
       for (int64_t p = 0; p < plane; ++p) {
         const size_t i = size_t(c * plane + p);
-        const int64_t acc = int64_t(l.add_weight(c, 0)) * ((*ins[0])[i] - za) + int64_t(l.add_weight(c, 1)) * ((*ins[1])[i] - zb);
+        const int64_t acc = int64_t(l.add_weight(c, 0)) * ((*ins[0])[i] - za) +
+                            int64_t(l.add_weight(c, 1)) * ((*ins[1])[i] - zb);
         y[i] = requant(l, c, acc);
       }
-    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k,
+                    l.pool_s);
   }
   const std::vector<int32_t> x = concat_inputs(l, ins);
   std::vector<int> zp(size_t(l.in.c));
@@ -201,8 +214,8 @@ std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vec
     for (int c = 0; c < o.c; ++c)
       for (int yy = 0; yy < l.in.h; ++yy)
         for (int xx = 0; xx < l.in.w; ++xx)
-          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] =
-              requant(l, c, int64_t(x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)]) - zp[size_t(c)]);
+          y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] = requant(
+              l, c, int64_t(x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)]) - zp[size_t(c)]);
     return max_pool(y, &valid, o, l.out, l.pool_k, l.pool_s);
   }
   const int64_t k = l.fan_in();
@@ -213,10 +226,12 @@ std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vec
       const int64_t first = (oc / per_group) * k;
       int64_t acc = 0;
       for (int64_t i = 0; i < k; ++i)
-        acc += int64_t(x[size_t(first + i)] - zp[size_t((first + i) / plane)]) * l.weight[size_t(oc * k + i)];
+        acc += int64_t(x[size_t(first + i)] - zp[size_t((first + i) / plane)]) *
+               l.weight[size_t(oc * k + i)];
       y[size_t(oc)] = requant(l, oc, acc);
     }
-    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k,
+                    l.pool_s);
   }
   const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
   for (int oc = 0; oc < o.c; ++oc) {
@@ -230,8 +245,9 @@ std::vector<int32_t> int_layer(const QLayer& l, const std::vector<const std::vec
             for (int kx = 0; kx < l.kw; ++kx) {
               int iy, ix;
               if (!conv_source(l, oy, ox, ky, kx, &iy, &ix)) continue;  // zero padding: a real 0
-              acc += int64_t(x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)] - zp[size_t(ic)]) *
-                     l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
+              acc +=
+                  int64_t(x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)] - zp[size_t(ic)]) *
+                  l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
             }
         }
         y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = requant(l, oc, acc);

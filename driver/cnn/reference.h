@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain-loop references of a network, independent of the chip, of its data layout and of the
 // golden ISA model:
 //  * float_forward: the float network (as imported), used for calibration and float accuracy;
@@ -23,7 +24,8 @@ std::vector<float> float_forward(const Network& net, const float* x,
                                  std::vector<std::vector<float>>* pre_activations = nullptr);
 
 // One float layer on its inputs (one per LayerGeometry::inputs entry).
-std::vector<float> float_layer(const Layer& layer, const std::vector<const std::vector<float>*>& ins,
+std::vector<float> float_layer(const Layer& layer,
+                               const std::vector<const std::vector<float>*>& ins,
                                std::vector<float>* pre_activation = nullptr);
 
 // One image of quantized input values (input.size() values in input_q's range). Returns the
@@ -32,7 +34,8 @@ std::vector<int32_t> int_forward(const QuantNetwork& net, const int32_t* q,
                                  std::vector<std::vector<int32_t>>* layer_outputs = nullptr);
 
 // One quantized layer on its inputs (one per LayerGeometry::inputs entry; exposed for tests).
-std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<const std::vector<int32_t>*>& ins);
+std::vector<int32_t> int_layer(const QLayer& layer,
+                               const std::vector<const std::vector<int32_t>*>& ins);
 std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<int32_t>& in);
 
 // Index of the largest value (the first one on ties).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reports of an evaluation that people look at (tpusim run-cnn --report DIR / --timeline F.json,
 // docs/cnn.md "Reports"):
 //  * utilization_svg: per layer, cycles per image on the chip against the ideal (MACs / N^2) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "runner.h"
 
 #include <algorithm>
@@ -6,7 +7,10 @@ namespace tpu::cnn {
 
 ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_batch,
                        const ProgramOptions& options)
-    : dev_(device), cn_(compile_network(net, device.params())), max_batch_(max_batch), options_(options) {
+    : dev_(device),
+      cn_(compile_network(net, device.params())),
+      max_batch_(max_batch),
+      options_(options) {
   if (max_batch_ < 1) throw Error("batch must be at least 1");
   constants_ = dev_.alloc(uint32_t(std::max<size_t>(16, cn_.constants.size())), "cnn constants");
   dev_.write(constants_.addr, cn_.constants);
@@ -20,20 +24,23 @@ const Program& ChipRunner::program(uint32_t batch) {
     throw Error("batch " + std::to_string(batch) + " outside 1.." + std::to_string(max_batch_));
   auto& p = programs_[batch];
   if (!p)
-    p = std::make_unique<Program>(emit_program(cn_, batch, constants_.addr, input_.addr, output_.addr, options_));
+    p = std::make_unique<Program>(
+        emit_program(cn_, batch, constants_.addr, input_.addr, output_.addr, options_));
   return *p;
 }
 
 void ChipRunner::write_inputs(const std::vector<const int32_t*>& images) {
   std::vector<uint8_t> bytes(size_t(images.size()) * cn_.input_bytes());
-  for (size_t i = 0; i < images.size(); ++i) cn_.pack_input(images[i], bytes.data() + i * cn_.input_bytes());
+  for (size_t i = 0; i < images.size(); ++i)
+    cn_.pack_input(images[i], bytes.data() + i * cn_.input_bytes());
   dev_.write(input_.addr, bytes);
 }
 
 uint64_t ChipRunner::cycle_limit(const Program& p, uint64_t given) const {
   if (given) return given;
   // Generous: every matmul row, weight byte and instruction at a slow rate.
-  return 1'000'000 + 8 * (p.mxu_rows + p.dma_in_bytes + p.dma_out_bytes) + 64 * p.instructions.size();
+  return 1'000'000 + 8 * (p.mxu_rows + p.dma_in_bytes + p.dma_out_bytes) +
+         64 * p.instructions.size();
 }
 
 ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
@@ -43,7 +50,8 @@ ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, ui
   r.program = &p;
   r.stats = dev_.run(p.instructions, cycle_limit(p, max_cycles));
   const auto out = dev_.read(output_.addr, images.size() * cn_.output_bytes());
-  for (size_t i = 0; i < images.size(); ++i) r.outputs.push_back(cn_.unpack_output(out.data() + i * cn_.output_bytes()));
+  for (size_t i = 0; i < images.size(); ++i)
+    r.outputs.push_back(cn_.unpack_output(out.data() + i * cn_.output_bytes()));
   return r;
 }
 
@@ -57,14 +65,16 @@ LayerProfile layer_profile(const QLayer& q, uint32_t n, uint32_t images, uint64_
   lp.utilization = cycles ? double(lp.macs) * images / (double(cycles) * n * n) : 0.0;
   lp.ideal_cycles = double(lp.macs) / (double(n) * n);
   const int64_t batch = std::max<int64_t>(1, images);
-  const int64_t e = q.kind == LayerKind::Conv ? int64_t(q.conv_out.h) * q.conv_out.w * batch : batch;
+  const int64_t e =
+      q.kind == LayerKind::Conv ? int64_t(q.conv_out.h) * q.conv_out.w * batch : batch;
   const int64_t folds = ((q.fan_in() + n - 1) / n) * ((int64_t(q.cout()) + n - 1) / n);
   lp.scalesim_ws_cycles = double(folds * (3 * int64_t(n) + e - 2) - 1) / double(batch);
   return lp;
 }
 
-std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n, uint32_t images,
-                                                uint64_t run_cycles, const std::vector<InstrEvent>& events,
+std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n,
+                                                uint32_t images, uint64_t run_cycles,
+                                                const std::vector<InstrEvent>& events,
                                                 const std::vector<int>& instr_layer) {
   const int layers = int(net.layers.size());
   std::vector<uint64_t> cycles(size_t(layers), 0);
@@ -80,31 +90,38 @@ std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_
     if (l < 0 || l >= layers)
       throw Error("timeline: matmul at pc " + std::to_string(ev.pc) + " belongs to no layer");
     if (l == current) continue;
-    if (current >= 0) cycles[size_t(current)] += ev.start - since;
-    else cycles[size_t(l)] += ev.start;  // the start-up (input DMA) goes to the first layer
+    if (current >= 0)
+      cycles[size_t(current)] += ev.start - since;
+    else
+      cycles[size_t(l)] += ev.start;  // the start-up (input DMA) goes to the first layer
     current = l;
     since = ev.start;
   }
   if (current >= 0 && run_cycles > since) cycles[size_t(current)] += run_cycles - since;
   std::vector<LayerProfile> out;
-  for (int l = 0; l < layers; ++l) out.push_back(layer_profile(net.layers[size_t(l)], n, images, cycles[size_t(l)]));
+  for (int l = 0; l < layers; ++l)
+    out.push_back(layer_profile(net.layers[size_t(l)], n, images, cycles[size_t(l)]));
   return out;
 }
 
-std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>& images, uint64_t max_cycles) {
+std::vector<LayerProfile> ChipRunner::profile(const std::vector<const int32_t*>& images,
+                                              uint64_t max_cycles) {
   // Each layer's cut must hold all of its instructions: no activates carried into the next.
   ProgramOptions opt = options_;
   opt.overlap_layers = false;
-  const Program p = emit_program(cn_, uint32_t(images.size()), constants_.addr, input_.addr, output_.addr, opt);
+  const Program p =
+      emit_program(cn_, uint32_t(images.size()), constants_.addr, input_.addr, output_.addr, opt);
   write_inputs(images);
   std::vector<LayerProfile> out;
   uint64_t before = 0;
   const uint32_t n = cn_.chip.N;
   for (size_t l = 0; l < cn_.net.layers.size(); ++l) {
-    std::vector<Instruction> prefix(p.instructions.begin(), p.instructions.begin() + long(p.layer_end[l]));
+    std::vector<Instruction> prefix(p.instructions.begin(),
+                                    p.instructions.begin() + long(p.layer_end[l]));
     prefix.push_back(Halt{});
     const RunStats s = dev_.run(prefix, cycle_limit(p, max_cycles));
-    out.push_back(layer_profile(cn_.net.layers[l], n, p.first_micro_batch(), s.cycles > before ? s.cycles - before : 0));
+    out.push_back(layer_profile(cn_.net.layers[l], n, p.first_micro_batch(),
+                                s.cycles > before ? s.cycles - before : 0));
     before = s.cycles;
   }
   return out;
@@ -119,9 +136,9 @@ std::vector<float> pixels_to_float(const uint8_t* pixels, int64_t count) {
 void check_input_shape(const Shape3& in, const std::string& model, int channels, int rows, int cols,
                        const std::string& data) {
   if (in.c != channels || in.h != rows || in.w != cols)
-    throw Error("wrong input shape: model " + model + " expects images of " + in.str() + " (C, H, W), but " + data +
-                " has images of [" + std::to_string(channels) + ", " + std::to_string(rows) + ", " +
-                std::to_string(cols) + "]");
+    throw Error("wrong input shape: model " + model + " expects images of " + in.str() +
+                " (C, H, W), but " + data + " has images of [" + std::to_string(channels) + ", " +
+                std::to_string(rows) + ", " + std::to_string(cols) + "]");
 }
 
 }  // namespace tpu::cnn

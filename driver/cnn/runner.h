@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a compiled network on a tpu::Device (the "rtl" chip or the "model" golden ISA model):
 // the host writes the packed input images, starts one program per batch and reads the logits.
 #pragma once
@@ -16,10 +17,10 @@ namespace tpu::cnn {
 
 struct LayerProfile {
   std::string name, op;
-  int64_t macs = 0;          // per image (the network's MACs)
-  uint64_t cycles = 0;       // for the profiled images
-  uint32_t images = 0;       // images the cycles are for
-  double utilization = 0;    // macs * images / (cycles * N^2)
+  int64_t macs = 0;        // per image (the network's MACs)
+  uint64_t cycles = 0;     // for the profiled images
+  uint32_t images = 0;     // images the cycles are for
+  double utilization = 0;  // macs * images / (cycles * N^2)
   // References, per image: the MXU doing nothing but useful MACs (macs / N^2), and the
   // SCALE-Sim weight-stationary stall-free estimate for the batch (folds run one after
   // another): ceil(Fh*Fw*C / N) * ceil(K / N) * (3N + E - 2) - 1 cycles, E = output pixels of
@@ -36,8 +37,9 @@ LayerProfile layer_profile(const QLayer& layer, uint32_t n, uint32_t images, uin
 // starts, and each stretch goes to the layer whose matmuls it holds (the first stretch from
 // cycle 0, the last to the end of the run; several micro-batches add up per layer). The layers'
 // cycles add up to the run's. `instr_layer` is Program::instr_layer of the program that ran.
-std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n, uint32_t images,
-                                                uint64_t run_cycles, const std::vector<InstrEvent>& events,
+std::vector<LayerProfile> profile_from_timeline(const QuantNetwork& net, uint32_t n,
+                                                uint32_t images, uint64_t run_cycles,
+                                                const std::vector<InstrEvent>& events,
                                                 const std::vector<int>& instr_layer);
 
 class ChipRunner {
@@ -64,7 +66,8 @@ class ChipRunner {
   // cut after each layer of its first micro-batch (the chip's counters are global) and takes
   // the differences. Each cut waits for its layer's last activates, which the full run
   // overlaps with the next layer, so a layer after a long drain can show more than 100 %.
-  std::vector<LayerProfile> profile(const std::vector<const int32_t*>& images, uint64_t max_cycles = 0);
+  std::vector<LayerProfile> profile(const std::vector<const int32_t*>& images,
+                                    uint64_t max_cycles = 0);
 
  private:
   void write_inputs(const std::vector<const int32_t*>& images);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensors in files: NumPy .npy (format versions 1.0, 2.0 and 3.0, C order) and ONNX TensorProto
 // .pb (raw_data or the typed fields), the formats people use to hand a model its inputs and to
 // compare its outputs (ONNX's test layout: test_data_set_N/input_K.pb, output_K.pb).
@@ -30,12 +31,12 @@ bool dtype_from_onnx(int onnx_type, DType* t);
 std::string onnx_type_name(int onnx_type);
 
 struct Tensor {
-  std::string name;             // the TensorProto name (empty for .npy)
+  std::string name;  // the TensorProto name (empty for .npy)
   DType dtype = DType::Float32;
-  std::vector<int64_t> shape;   // empty = scalar
-  std::vector<uint8_t> data;    // numel() * dtype_size(dtype) bytes, little-endian, C order
+  std::vector<int64_t> shape;  // empty = scalar
+  std::vector<uint8_t> data;   // numel() * dtype_size(dtype) bytes, little-endian, C order
 
-  int64_t numel() const;        // product of the shape (1 for a scalar)
+  int64_t numel() const;          // product of the shape (1 for a scalar)
   std::string shape_str() const;  // "[1, 1, 28, 28]"
   std::string describe() const;   // "float32 [1, 1, 28, 28]"
   // Element i converted (float16 decoded exactly; int64 may round).
@@ -43,10 +44,11 @@ struct Tensor {
   std::vector<float> to_float() const;
   std::vector<int64_t> to_int64() const;  // float values are truncated toward zero
 
-  static Tensor from_float(const std::vector<int64_t>& shape, const std::vector<float>& v, std::string name = "");
+  static Tensor from_float(const std::vector<int64_t>& shape, const std::vector<float>& v,
+                           std::string name = "");
   // Integer values into an integer dtype (Error if a value does not fit) or a float dtype.
-  static Tensor from_int(DType dtype, const std::vector<int64_t>& shape, const std::vector<int64_t>& v,
-                         std::string name = "");
+  static Tensor from_int(DType dtype, const std::vector<int64_t>& shape,
+                         const std::vector<int64_t>& v, std::string name = "");
 };
 
 // Half-precision (IEEE binary16) bits to float and float to the nearest half (ties to even).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tensor_run.h"
 
 #include <onnx/onnx_pb.h>
@@ -34,7 +35,9 @@ TensorSpec spec_of(const onnx::ValueInfoProto& vi) {
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
     s.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-    s.dim_names.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
+    s.dim_names.push_back(d.has_dim_value()       ? std::to_string(d.dim_value())
+                          : d.dim_param().empty() ? "?"
+                                                  : d.dim_param());
   }
   return s;
 }
@@ -47,7 +50,9 @@ std::string TensorSpec::shape_str() const {
   for (size_t i = 0; i < dim_names.size(); ++i) s += (i ? ", " : "") + dim_names[i];
   return s + "]";
 }
-std::string TensorSpec::type_str() const { return onnx_type ? onnx_type_name(onnx_type) : "(type not declared)"; }
+std::string TensorSpec::type_str() const {
+  return onnx_type ? onnx_type_name(onnx_type) : "(type not declared)";
+}
 std::string TensorSpec::describe() const { return type_str() + " " + shape_str(); }
 
 namespace {
@@ -63,8 +68,8 @@ std::string read_model_file(const std::string& path) {
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
   onnx::ModelProto m;
   if (!m.ParseFromString(bytes))
-    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " + std::to_string(bytes.size()) +
-                " bytes)");
+    throw Error(path + ": cannot parse as an ONNX model (truncated or corrupt protobuf, " +
+                std::to_string(bytes.size()) + " bytes)");
   return m;
 }
 
@@ -81,29 +86,36 @@ GraphSignature graph_signature_of_bytes(const std::string& bytes, const std::str
   std::vector<std::string> inits;
   for (const auto& t : g.initializer()) inits.push_back(t.name());
   for (const auto& vi : g.input())
-    if (std::find(inits.begin(), inits.end(), vi.name()) == inits.end()) sig.inputs.push_back(spec_of(vi));
+    if (std::find(inits.begin(), inits.end(), vi.name()) == inits.end())
+      sig.inputs.push_back(spec_of(vi));
   for (const auto& vi : g.output()) sig.outputs.push_back(spec_of(vi));
   return sig;
 }
 
 int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::string& source) {
-  const std::string expected = "expected " + spec.describe() + " (any batch in the first dimension)";
+  const std::string expected =
+      "expected " + spec.describe() + " (any batch in the first dimension)";
   DType want;
   if (spec.onnx_type && (!dtype_from_onnx(spec.onnx_type, &want) || want != t.dtype))
-    throw Error(source + ": input '" + spec.name + "' is " + spec.type_str() + ", but the tensor is " + t.describe() +
-                "; " + expected +
-                (spec.onnx_type == 1 && dtype_is_float(t.dtype) ? " (convert it, e.g. x.astype(np.float32))" : ""));
+    throw Error(source + ": input '" + spec.name + "' is " + spec.type_str() +
+                ", but the tensor is " + t.describe() + "; " + expected +
+                (spec.onnx_type == 1 && dtype_is_float(t.dtype)
+                     ? " (convert it, e.g. x.astype(np.float32))"
+                     : ""));
   if (spec.has_shape) {
     bool ok = t.shape.size() == spec.dims.size() && !t.shape.empty();
-    for (size_t i = 1; ok && i < spec.dims.size(); ++i) ok = spec.dims[i] < 0 || spec.dims[i] == t.shape[i];
+    for (size_t i = 1; ok && i < spec.dims.size(); ++i)
+      ok = spec.dims[i] < 0 || spec.dims[i] == t.shape[i];
     if (!ok)
-      throw Error(source + ": input '" + spec.name + "' has shape " + spec.shape_str() + ", but the tensor is " +
-                  t.describe() + "; " + expected);
+      throw Error(source + ": input '" + spec.name + "' has shape " + spec.shape_str() +
+                  ", but the tensor is " + t.describe() + "; " + expected);
   } else if (t.shape.empty()) {
-    throw Error(source + ": input '" + spec.name + "' is given a scalar; expected a batch of images (first dimension)");
+    throw Error(source + ": input '" + spec.name +
+                "' is given a scalar; expected a batch of images (first dimension)");
   }
   if (t.shape[0] < 1)
-    throw Error(source + ": input '" + spec.name + "' is " + t.describe() + ", an empty batch; expected at least one image");
+    throw Error(source + ": input '" + spec.name + "' is " + t.describe() +
+                ", an empty batch; expected at least one image");
   return t.shape[0];
 }
 
@@ -116,7 +128,8 @@ double float_tolerance(const TensorQuant& q, double steps, const std::string& ho
 
 double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
   auto x_max = [](const TensorQuant& t) {
-    return double(t.scale) * std::max(std::abs(t.qmin() - t.zero_point), std::abs(t.qmax() - t.zero_point));
+    return double(t.scale) *
+           std::max(std::abs(t.qmin() - t.zero_point), std::abs(t.qmax() - t.zero_point));
   };
   const double e_input = exact_input ? 0.0 : double(q.input_q.scale) / 2;
   std::vector<double> e(q.layers.size(), 0.0);
@@ -136,7 +149,9 @@ double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
       const size_t k = cout > 0 ? l.weight.size() / size_t(cout) : 0;
       lin = 0;
       for (int oc = 0; oc < cout; ++oc) {
-        const double ws = l.weight_scale.empty() ? 1.0 : double(l.weight_scale[size_t(oc) % l.weight_scale.size()]);
+        const double ws = l.weight_scale.empty()
+                              ? 1.0
+                              : double(l.weight_scale[size_t(oc) % l.weight_scale.size()]);
         double sum = 0;
         for (size_t i = 0; i < k; ++i) sum += std::abs(double(l.weight[size_t(oc) * k + i])) * ws;
         lin = std::max(lin, sum * e_in + double(k) * xm * ws / 2);
@@ -145,11 +160,21 @@ double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
     if (l.act == Activation::Lut) {
       double slope = 1;
       switch (l.lut_func) {
-        case LutFunc::Sigmoid: slope = 0.25; break;
-        case LutFunc::Tanh: slope = 1; break;
-        case LutFunc::LeakyRelu: slope = std::max(1.0, std::abs(double(l.lut_alpha))); break;
-        case LutFunc::HardSigmoid: slope = std::abs(double(l.lut_alpha)); break;
-        case LutFunc::HardSwish: slope = 1.5; break;
+        case LutFunc::Sigmoid:
+          slope = 0.25;
+          break;
+        case LutFunc::Tanh:
+          slope = 1;
+          break;
+        case LutFunc::LeakyRelu:
+          slope = std::max(1.0, std::abs(double(l.lut_alpha)));
+          break;
+        case LutFunc::HardSigmoid:
+          slope = std::abs(double(l.lut_alpha));
+          break;
+        case LutFunc::HardSwish:
+          slope = 1.5;
+          break;
       }
       lin = slope * (lin + double(l.pre_q.scale) / 2);
     }
@@ -163,11 +188,13 @@ double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
 
 void apply_host_softmax(const std::string& op, std::vector<float>& z) {
   if (op.empty() || z.empty()) return;
-  if (op != "Softmax" && op != "LogSoftmax") throw Error("host operation '" + op + "': expected Softmax or LogSoftmax");
+  if (op != "Softmax" && op != "LogSoftmax")
+    throw Error("host operation '" + op + "': expected Softmax or LogSoftmax");
   const double mx = *std::max_element(z.begin(), z.end());
   double sum = 0;
   for (float v : z) sum += std::exp(double(v) - mx);
-  for (float& v : z) v = float(op == "Softmax" ? std::exp(double(v) - mx) / sum : double(v) - mx - std::log(sum));
+  for (float& v : z)
+    v = float(op == "Softmax" ? std::exp(double(v) - mx) / sum : double(v) - mx - std::log(sum));
 }
 
 OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double tolerance) {
@@ -184,7 +211,8 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
     return c;
   }
   if (integer && dtype_is_float(expected.dtype)) {
-    c.detail = std::string("dtype ") + dtype_name(got.dtype) + " differs from the expected " + dtype_name(expected.dtype);
+    c.detail = std::string("dtype ") + dtype_name(got.dtype) + " differs from the expected " +
+               dtype_name(expected.dtype);
     c.max_abs_error = NAN;
     return c;
   }
@@ -193,8 +221,10 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
     const double a = got.value(i), b = expected.value(i);
     const double err = std::fabs(a - b);
     const bool bad = integer ? a != b : !(err <= c.tolerance);  // NaN is bad
-    if (std::isnan(err)) c.max_abs_error = NAN;
-    else if (!std::isnan(c.max_abs_error)) c.max_abs_error = std::max(c.max_abs_error, err);
+    if (std::isnan(err))
+      c.max_abs_error = NAN;
+    else if (!std::isnan(c.max_abs_error))
+      c.max_abs_error = std::max(c.max_abs_error, err);
     if (bad) {
       if (first < 0) first = i;
       ++c.mismatches;
@@ -211,40 +241,45 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
     }
     std::ostringstream s;
     s.precision(9);
-    s << c.mismatches << " of " << got.numel() << " values differ; first at " << dims_str(idx) << ": got "
-      << got.value(first) << ", expected " << expected.value(first);
+    s << c.mismatches << " of " << got.numel() << " values differ; first at " << dims_str(idx)
+      << ": got " << got.value(first) << ", expected " << expected.value(first);
     if (!integer) s << " (tolerance " << c.tolerance << ")";
     c.detail = s.str();
   }
   return c;
 }
 
-std::string fold_inputs_as_constants(const std::string& bytes, const std::map<std::string, Tensor>& constants,
+std::string fold_inputs_as_constants(const std::string& bytes,
+                                     const std::map<std::string, Tensor>& constants,
                                      const std::string& path) {
   onnx::ModelProto m = parse_model(bytes, path);
   const GraphSignature sig = graph_signature_of_bytes(bytes, path);
   auto* g = m.mutable_graph();
   for (const auto& kv : constants) {
-    const auto spec = std::find_if(sig.inputs.begin(), sig.inputs.end(), [&](const TensorSpec& s) { return s.name == kv.first; });
+    const auto spec = std::find_if(sig.inputs.begin(), sig.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == kv.first; });
     if (spec == sig.inputs.end())
-      throw Error(path + ": cannot fold input '" + kv.first + "' as a constant: the graph has no such input");
+      throw Error(path + ": cannot fold input '" + kv.first +
+                  "' as a constant: the graph has no such input");
     const Tensor& t = kv.second;
     DType want;
     if (spec->onnx_type && (!dtype_from_onnx(spec->onnx_type, &want) || want != t.dtype))
-      throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
-                  t.describe());
+      throw Error(path + ": input '" + kv.first + "' is " + spec->describe() +
+                  ", but the tensor given for it is " + t.describe());
     if (spec->has_shape) {
       bool ok = spec->dims.size() == t.shape.size();
-      for (size_t i = 0; ok && i < t.shape.size(); ++i) ok = spec->dims[i] < 0 || spec->dims[i] == t.shape[i];
+      for (size_t i = 0; ok && i < t.shape.size(); ++i)
+        ok = spec->dims[i] < 0 || spec->dims[i] == t.shape[i];
       if (!ok)
-        throw Error(path + ": input '" + kv.first + "' is " + spec->describe() + ", but the tensor given for it is " +
-                    t.describe());
+        throw Error(path + ": input '" + kv.first + "' is " + spec->describe() +
+                    ", but the tensor given for it is " + t.describe());
     }
     Tensor named = t;
     named.name = kv.first;
     onnx::TensorProto tp;
     if (!tp.ParseFromString(serialize_tensor_proto(named)))
-      throw Error(path + ": input '" + kv.first + "': cannot make an initializer of " + t.describe());
+      throw Error(path + ": input '" + kv.first + "': cannot make an initializer of " +
+                  t.describe());
     // Old IRs list initializers among the inputs too: replace any initializer of that name.
     auto* inits = g->mutable_initializer();
     for (int i = inits->size(); i-- > 0;)
@@ -255,7 +290,8 @@ std::string fold_inputs_as_constants(const std::string& bytes, const std::map<st
       if (ins->Get(i).name() == kv.first) ins->DeleteSubrange(i, 1);
   }
   std::string out;
-  if (!m.SerializeToString(&out)) throw Error(path + ": cannot serialize the model with folded inputs");
+  if (!m.SerializeToString(&out))
+    throw Error(path + ": cannot serialize the model with folded inputs");
   return out;
 }
 
@@ -263,20 +299,23 @@ TensorModel::TensorModel(const std::string& path) : TensorModel(path, {}) {}
 
 TensorModel::TensorModel(const std::string& path, const std::map<std::string, Tensor>& constants)
     : path_(path), constants_(constants) {
-  const std::string bytes = constants.empty() ? read_model_file(path)
-                                              : fold_inputs_as_constants(read_model_file(path), constants, path);
+  const std::string bytes = constants.empty()
+                                ? read_model_file(path)
+                                : fold_inputs_as_constants(read_model_file(path), constants, path);
   sig_ = graph_signature_of_bytes(bytes, path);
   if (sig_.inputs.size() != 1) {
     std::string names;
     for (const auto& s : sig_.inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
-    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs (" + names +
-                "); one image input is supported (the values of inputs that are parameters can be given: they are "
+    throw Error(path + ": the graph has " + std::to_string(sig_.inputs.size()) + " inputs (" +
+                names +
+                "); one image input is supported (the values of inputs that are parameters can be "
+                "given: they are "
                 "folded as constants)");
   }
   net_ = import_onnx_bytes(bytes, path);
   if (sig_.inputs[0].name != net_.input_name)
-    throw Error(path + ": the graph input '" + sig_.inputs[0].name + "' is not the network's input '" + net_.input_name +
-                "'");
+    throw Error(path + ": the graph input '" + sig_.inputs[0].name +
+                "' is not the network's input '" + net_.input_name + "'");
 }
 
 const TensorSpec& TensorModel::input_spec() const { return sig_.inputs.at(0); }
@@ -306,12 +345,14 @@ int TensorModel::depth() const {
   return d.empty() ? 0 : d.back();
 }
 
-std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::string& source) const {
+std::vector<std::vector<float>> TensorModel::images(const Tensor& t,
+                                                    const std::string& source) const {
   const int64_t batch = check_input_tensor(input_spec(), t, source);
   const int64_t per = t.numel() / batch;
   if (per != net_.input.size())
-    throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() + ", " + std::to_string(per) +
-                " values per image; the network takes " + net_.input.str() + " = " + std::to_string(net_.input.size()));
+    throw Error(source + ": input '" + input_spec().name + "' is " + t.describe() + ", " +
+                std::to_string(per) + " values per image; the network takes " + net_.input.str() +
+                " = " + std::to_string(net_.input.size()));
   std::vector<float> all = t.to_float();
   if (!dtype_is_float(t.dtype)) {
     // An already quantized (uint8 / int8) input: its float values, which quantize back to the
@@ -323,25 +364,35 @@ std::vector<std::vector<float>> TensorModel::images(const Tensor& t, const std::
     for (float& v : all) v = float(double(iq.scale) * (double(v) - iq.zero_point));
   }
   std::vector<std::vector<float>> out;
-  for (int64_t b = 0; b < batch; ++b) out.emplace_back(all.begin() + b * per, all.begin() + (b + 1) * per);
+  for (int64_t b = 0; b < batch; ++b)
+    out.emplace_back(all.begin() + b * per, all.begin() + (b + 1) * per);
   return out;
 }
 
-std::vector<std::vector<float>> TensorModel::images(const std::map<std::string, Tensor>& inputs,
-                                                    const std::map<std::string, std::string>& sources) const {
+std::vector<std::vector<float>> TensorModel::images(
+    const std::map<std::string, Tensor>& inputs,
+    const std::map<std::string, std::string>& sources) const {
   std::string names;
-  for (const auto& s : sig_.inputs) names += (names.empty() ? "" : ", ") + ("'" + s.name + "' " + s.describe());
+  for (const auto& s : sig_.inputs)
+    names += (names.empty() ? "" : ", ") + ("'" + s.name + "' " + s.describe());
   for (const auto& kv : inputs) {
-    const bool known = std::any_of(sig_.inputs.begin(), sig_.inputs.end(), [&](const TensorSpec& s) { return s.name == kv.first; });
-    if (!known) throw Error("input '" + kv.first + "': the model " + path_ + " has no such input; its inputs: " + names);
+    const bool known = std::any_of(sig_.inputs.begin(), sig_.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == kv.first; });
+    if (!known)
+      throw Error("input '" + kv.first + "': the model " + path_ +
+                  " has no such input; its inputs: " + names);
   }
   for (const auto& s : sig_.inputs)
-    if (!inputs.count(s.name)) throw Error("input '" + s.name + "' (" + s.describe() + ") of " + path_ + " is not given");
+    if (!inputs.count(s.name))
+      throw Error("input '" + s.name + "' (" + s.describe() + ") of " + path_ + " is not given");
   const std::string& name = input_spec().name;
   const auto& t = inputs.at(name);
   const auto src = sources.find(name);
-  return images(t, src != sources.end() ? src->second
-                                        : "input '" + name + "'" + (t.name.empty() || t.name == name ? "" : " (tensor '" + t.name + "')"));
+  return images(t,
+                src != sources.end()
+                    ? src->second
+                    : "input '" + name + "'" +
+                          (t.name.empty() || t.name == name ? "" : " (tensor '" + t.name + "')"));
 }
 
 std::string TensorModel::quantize(const std::vector<std::vector<float>>& calibration) {
@@ -350,40 +401,48 @@ std::string TensorModel::quantize(const std::vector<std::vector<float>>& calibra
     quantized_ = true;
     return "quantized in the model file";
   }
-  if (calibration.empty()) throw Error(path_ + ": a float model needs calibration images to be quantized");
+  if (calibration.empty())
+    throw Error(path_ + ": a float model needs calibration images to be quantized");
   q_ = quantize_model(net_, calibration);
   quantized_ = true;
   return "post-training int8, calibrated on " + std::to_string(calibration.size()) + " images";
 }
 
-TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<float>>& images, uint32_t batch,
-                                  double tolerance_steps, uint64_t max_cycles) const {
+TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<float>>& images,
+                                  uint32_t batch, double tolerance_steps,
+                                  uint64_t max_cycles) const {
   if (!quantized_) throw Error("TensorModel::run: quantize() the model first");
   if (images.empty()) throw Error("TensorModel::run: no images");
   const TensorSpec& os = output_spec();
   DType out_type = DType::Float32;
-  if (os.onnx_type && (!dtype_from_onnx(os.onnx_type, &out_type) ||
-                       (out_type != DType::Float32 && out_type != DType::UInt8 && out_type != DType::Int8)))
-    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + "; float32, uint8 or int8 outputs are supported");
+  if (os.onnx_type &&
+      (!dtype_from_onnx(os.onnx_type, &out_type) ||
+       (out_type != DType::Float32 && out_type != DType::UInt8 && out_type != DType::Int8)))
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() +
+                "; float32, uint8 or int8 outputs are supported");
   const TensorQuant& oq = q_.output_q();
   if (out_type != DType::Float32 && !q_.host_softmax.empty())
-    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but comes from a " + q_.host_softmax +
-                " (float)");
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but comes from a " +
+                q_.host_softmax + " (float)");
   if (out_type != DType::Float32 && (out_type == DType::UInt8) != oq.is_unsigned)
-    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but the network's output is quantized as " +
-                oq.str());
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() +
+                " but the network's output is quantized as " + oq.str());
   const int64_t per = q_.layers.back().out.size();
-  // The output shape: the graph's with the batch in front, or [B, C, H, W] ([B, C] after a dense layer).
+  // The output shape: the graph's with the batch in front, or [B, C, H, W] ([B, C] after a dense
+  // layer).
   std::vector<int64_t> shape{int64_t(images.size())};
   bool declared = os.has_shape && !os.dims.empty();
   int64_t declared_per = 1;
   for (size_t i = 1; declared && i < os.dims.size(); ++i) {
-    if (os.dims[i] < 0) declared = false;
-    else declared_per *= os.dims[i];
+    if (os.dims[i] < 0)
+      declared = false;
+    else
+      declared_per *= os.dims[i];
   }
   if (declared && declared_per != per)
-    throw Error(path_ + ": output '" + os.name + "' is declared " + os.shape_str() + " (" + std::to_string(declared_per) +
-                " values per image) but the network computes " + q_.layers.back().out.str());
+    throw Error(path_ + ": output '" + os.name + "' is declared " + os.shape_str() + " (" +
+                std::to_string(declared_per) + " values per image) but the network computes " +
+                q_.layers.back().out.str());
   if (declared) {
     shape.insert(shape.end(), os.dims.begin() + 1, os.dims.end());
   } else if (q_.layers.back().kind == LayerKind::Dense) {
@@ -408,8 +467,9 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
     std::vector<const int32_t*> ptrs;
     for (size_t j = 0; j < b; ++j) {
       if (int64_t(images[i0 + j].size()) != in_size)
-        throw Error("TensorModel::run: image " + std::to_string(i0 + j) + " has " + std::to_string(images[i0 + j].size()) +
-                    " values, expected " + std::to_string(in_size));
+        throw Error("TensorModel::run: image " + std::to_string(i0 + j) + " has " +
+                    std::to_string(images[i0 + j].size()) + " values, expected " +
+                    std::to_string(in_size));
       q_.quantize_input(images[i0 + j].data(), qi[j].data());
       ptrs.push_back(qi[j].data());
     }
@@ -418,7 +478,8 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
     r.cycles += res.stats.cycles;
     r.cycles_estimated = res.stats.cycles_estimated;
     r.run_seconds += res.stats.wall_seconds;
-    for (int c = 0; c < PerfCounters::kCount; ++c) r.counters.set(c, r.counters.get(c) + res.stats.counters.get(c));
+    for (int c = 0; c < PerfCounters::kCount; ++c)
+      r.counters.set(c, r.counters.get(c) + res.stats.counters.get(c));
     for (size_t j = 0; j < b; ++j) {
       const auto& o = res.outputs[j];
       if (int_forward(q_, ptrs[j]) != o) ++r.mismatched_images;
@@ -432,27 +493,36 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
       }
     }
   }
-  r.mxu_utilization = r.cycles ? double(r.macs_per_image) * r.images / (double(r.cycles) * r.chip_n * r.chip_n) : 0.0;
-  Tensor t = out_type == DType::Float32 ? Tensor::from_float(shape, fout, os.name) : Tensor::from_int(out_type, shape, iout, os.name);
+  r.mxu_utilization =
+      r.cycles ? double(r.macs_per_image) * r.images / (double(r.cycles) * r.chip_n * r.chip_n)
+               : 0.0;
+  Tensor t = out_type == DType::Float32 ? Tensor::from_float(shape, fout, os.name)
+                                        : Tensor::from_int(out_type, shape, iout, os.name);
   r.outputs.push_back(std::move(t));
-  r.tolerances.push_back(out_type == DType::Float32 ? float_tolerance(oq, tolerance_steps, q_.host_softmax) : 0.0);
+  r.tolerances.push_back(
+      out_type == DType::Float32 ? float_tolerance(oq, tolerance_steps, q_.host_softmax) : 0.0);
   return r;
 }
 
 std::vector<TestDataSet> read_test_data_sets(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(dir + ": not a directory (expected an ONNX test directory with model.onnx and test_data_set_N/)");
+  if (!fs::is_directory(dir, ec))
+    throw Error(
+        dir +
+        ": not a directory (expected an ONNX test directory with model.onnx and test_data_set_N/)");
   std::vector<std::pair<long, std::string>> sets;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
     const std::string prefix = "test_data_set_";
     if (e.is_directory() && n.compare(0, prefix.size(), prefix) == 0 && n.size() > prefix.size() &&
-        std::all_of(n.begin() + long(prefix.size()), n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        std::all_of(n.begin() + long(prefix.size()), n.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       sets.emplace_back(std::stol(n.substr(prefix.size())), e.path().string());
   }
   if (ec) throw Error(dir + ": cannot list the directory (" + ec.message() + ")");
-  if (sets.empty()) throw Error(dir + ": no test_data_set_N directories (expected ONNX's test layout)");
+  if (sets.empty())
+    throw Error(dir + ": no test_data_set_N directories (expected ONNX's test layout)");
   std::sort(sets.begin(), sets.end());
   std::vector<TestDataSet> out;
   for (const auto& s : sets) {
@@ -460,28 +530,35 @@ std::vector<TestDataSet> read_test_data_sets(const std::string& dir) {
     d.dir = s.second;
     for (const char* kind : {"input", "output"}) {
       for (int k = 0;; ++k) {
-        const std::string p = (fs::path(s.second) / (std::string(kind) + "_" + std::to_string(k) + ".pb")).string();
+        const std::string p =
+            (fs::path(s.second) / (std::string(kind) + "_" + std::to_string(k) + ".pb")).string();
         if (!fs::exists(p, ec)) break;
         (std::string(kind) == "input" ? d.inputs : d.outputs).push_back(load_tensor(p));
       }
     }
-    if (d.inputs.empty()) throw Error(s.second + ": no input_0.pb (expected input_K.pb and output_K.pb)");
+    if (d.inputs.empty())
+      throw Error(s.second + ": no input_0.pb (expected input_K.pb and output_K.pb)");
     out.push_back(std::move(d));
   }
   return out;
 }
 
-std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::vector<Tensor>& inputs,
-                                          const std::string& source, std::map<std::string, std::string>* sources) {
+std::map<std::string, Tensor> name_inputs(const GraphSignature& sig,
+                                          const std::vector<Tensor>& inputs,
+                                          const std::string& source,
+                                          std::map<std::string, std::string>* sources) {
   std::map<std::string, Tensor> m;
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& t = inputs[k];
     std::string name = t.name;
-    const bool known = std::any_of(sig.inputs.begin(), sig.inputs.end(), [&](const TensorSpec& s) { return s.name == name; });
+    const bool known = std::any_of(sig.inputs.begin(), sig.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == name; });
     if (!known) {
       if (k >= sig.inputs.size())
-        throw Error(source + ": input_" + std::to_string(k) + ".pb" + (t.name.empty() ? "" : " ('" + t.name + "')") +
-                    " has no graph input (the graph has " + std::to_string(sig.inputs.size()) + ")");
+        throw Error(source + ": input_" + std::to_string(k) + ".pb" +
+                    (t.name.empty() ? "" : " ('" + t.name + "')") +
+                    " has no graph input (the graph has " + std::to_string(sig.inputs.size()) +
+                    ")");
       name = sig.inputs[k].name;
     }
     if (m.count(name)) throw Error(source + ": input '" + name + "' is given twice");

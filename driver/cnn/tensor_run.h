@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model on tensors (what `tpusim run-onnx` does): the graph's inputs and outputs as declared
 // in the ONNX file, input tensors checked against them, a float model quantized on calibration
 // tensors, a batch of images in one tensor run on the chip through the usual pipeline
@@ -23,7 +24,7 @@ namespace tpu::cnn {
 // One graph input or output as the ONNX file declares it.
 struct TensorSpec {
   std::string name;
-  int onnx_type = 0;                   // onnx::TensorProto::DataType (0 = not declared)
+  int onnx_type = 0;  // onnx::TensorProto::DataType (0 = not declared)
   bool has_shape = false;
   std::vector<int64_t> dims;           // -1 = symbolic or unknown
   std::vector<std::string> dim_names;  // the symbol ("N") or "?" where dims[i] < 0
@@ -33,7 +34,7 @@ struct TensorSpec {
 };
 
 struct GraphSignature {
-  std::vector<TensorSpec> inputs;   // without the initializers (old IRs list them as inputs too)
+  std::vector<TensorSpec> inputs;  // without the initializers (old IRs list them as inputs too)
   std::vector<TensorSpec> outputs;
 };
 
@@ -48,7 +49,8 @@ GraphSignature graph_signature_of_bytes(const std::string& model_bytes, const st
 // declared one and its shape the declared one (where declared). Throws Error naming the input
 // for a name that is not a graph input or a tensor that does not match; `name` is used in
 // messages. Returns the new serialized model.
-std::string fold_inputs_as_constants(const std::string& model_bytes, const std::map<std::string, Tensor>& constants,
+std::string fold_inputs_as_constants(const std::string& model_bytes,
+                                     const std::map<std::string, Tensor>& constants,
                                      const std::string& name);
 
 // Checks a tensor given for graph input `spec`: the dtype, the rank, and every dimension but
@@ -61,7 +63,8 @@ int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::s
 // that are each within d of the float ones move no probability by more than tanh(d / 2) <= d / 2);
 // after a LogSoftmax, twice it (each log-probability moves by at most 2 d). Integer outputs are
 // compared exactly.
-double float_tolerance(const TensorQuant& out_q, double steps, const std::string& host_softmax = "");
+double float_tolerance(const TensorQuant& out_q, double steps,
+                       const std::string& host_softmax = "");
 
 // The tolerance rule for a float model quantized on calibration inputs, by propagating the
 // quantization errors through the quantized network (worst case; the rule conformance tests
@@ -88,12 +91,12 @@ struct OutputCheck {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::Float32;
-  bool compared = false;     // an expected tensor was given
+  bool compared = false;  // an expected tensor was given
   bool pass = false;
   double max_abs_error = 0;
-  double tolerance = 0;      // 0 for integer outputs (exact)
-  int64_t mismatches = 0;    // elements outside the tolerance
-  std::string detail;        // the first mismatch, or why the tensors cannot be compared
+  double tolerance = 0;    // 0 for integer outputs (exact)
+  int64_t mismatches = 0;  // elements outside the tolerance
+  std::string detail;      // the first mismatch, or why the tensors cannot be compared
 };
 
 // Compares `got` with `expected`: same shape (and, for integer outputs, same dtype), every
@@ -111,7 +114,9 @@ class TensorModel {
   const std::string& path() const { return path_; }
   const Network& network() const { return net_; }
   const GraphSignature& signature() const { return sig_; }  // after folding: the inputs left
-  const std::map<std::string, Tensor>& constants() const { return constants_; }  // the folded inputs
+  const std::map<std::string, Tensor>& constants() const {
+    return constants_;
+  }                                       // the folded inputs
   const TensorSpec& input_spec() const;   // the image input
   const TensorSpec& output_spec() const;  // the graph output the chain ends in
   DType input_dtype() const;              // the image input's (float32 when not declared)
@@ -122,8 +127,9 @@ class TensorModel {
   std::vector<std::vector<float>> images(const Tensor& t, const std::string& source) const;
   // The image input from named tensors: every graph input must be given once, no other name.
   // `sources` names where each came from for messages ("--input x=a.npy"; default "input 'x'").
-  std::vector<std::vector<float>> images(const std::map<std::string, Tensor>& inputs,
-                                         const std::map<std::string, std::string>& sources = {}) const;
+  std::vector<std::vector<float>> images(
+      const std::map<std::string, Tensor>& inputs,
+      const std::map<std::string, std::string>& sources = {}) const;
 
   // Quantizes the network (quantize_model): calibrated on `calibration` when it needs it
   // (then it must not be empty). Returns a one-line description of how.
@@ -134,25 +140,25 @@ class TensorModel {
   int depth() const;
 
   struct Run {
-    std::vector<Tensor> outputs;      // one per graph output, batch = the images
+    std::vector<Tensor> outputs;  // one per graph output, batch = the images
     int images = 0;
-    int mismatched_images = 0;        // chip output != integer reference
+    int mismatched_images = 0;  // chip output != integer reference
     bool matches_reference() const { return mismatched_images == 0; }
     uint32_t chip_n = 0, batch = 0;
-    size_t runs = 0;                  // chip programs run
+    size_t runs = 0;  // chip programs run
     uint64_t cycles = 0;
     bool cycles_estimated = false;
-    PerfCounters counters;            // summed over the runs
+    PerfCounters counters;  // summed over the runs
     int64_t macs_per_image = 0;
-    double mxu_utilization = 0;       // macs * images / (cycles * N^2)
-    double run_seconds = 0;           // inside Device::run
-    std::vector<double> tolerances;   // per output: float_tolerance at `steps` (0 for integers)
+    double mxu_utilization = 0;      // macs * images / (cycles * N^2)
+    double run_seconds = 0;          // inside Device::run
+    std::vector<double> tolerances;  // per output: float_tolerance at `steps` (0 for integers)
   };
   // Runs `images` on the device, `batch` images per program (quantize first). Outputs: float32
   // (dequantized: scale * (q - zero_point), then the host's Softmax / LogSoftmax if the model
   // ends in one) for a float graph output, the quantized values for a uint8 / int8 output.
-  Run run(Device& device, const std::vector<std::vector<float>>& images, uint32_t batch, double tolerance_steps,
-          uint64_t max_cycles = 0) const;
+  Run run(Device& device, const std::vector<std::vector<float>>& images, uint32_t batch,
+          double tolerance_steps, uint64_t max_cycles = 0) const;
 
  private:
   std::string path_;
@@ -173,7 +179,8 @@ std::vector<TestDataSet> read_test_data_sets(const std::string& dir);
 
 // Names the tensors of a data set after the graph inputs: by the TensorProto's name when it is
 // one of them, else by position K. `sources` (optional) receives "<source>/input_K.pb" per name.
-std::map<std::string, Tensor> name_inputs(const GraphSignature& sig, const std::vector<Tensor>& inputs,
+std::map<std::string, Tensor> name_inputs(const GraphSignature& sig,
+                                          const std::vector<Tensor>& inputs,
                                           const std::string& source,
                                           std::map<std::string, std::string>* sources = nullptr);
 

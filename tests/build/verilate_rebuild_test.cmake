@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # An existing build directory keeps working after an RTL change that alters the list of files
 # Verilator generates (cmake/TpuVerilate.cmake). Run with
 #   cmake -DTPU_SOURCE_DIR=<repo> -DWORK=<scratch dir> -P verilate_rebuild_test.cmake

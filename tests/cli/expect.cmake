@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs up to two commands and checks what they did (used by tests/cli/CMakeLists.txt):
 #   CMD, CMD2         the commands, arguments separated by '|'; CMD2 runs only if CMD did
 #   EXIT              expected exit code of CMD (default 0); CMD2 must exit 0

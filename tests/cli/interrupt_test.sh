@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # SIGINT / SIGTERM during a long `tpusim run` (docs/tpusim.md "Interrupting a run"): one line on
 # stderr saying what was interrupted and how far it got, exit code 130 / 143, with --json one
 # JSON object with "interrupted": true, and no output file destroyed or left half-written.

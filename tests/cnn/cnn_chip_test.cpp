@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CNNs on the RTL chip ("rtl" Device backend): the chip's int8 logits equal the integer
 // reference of the quantized network exactly. Each test case runs in its own process (one
 // chip per process).
@@ -28,8 +29,9 @@ tpu::RtlDevice& device(double backpressure = 0.0) {
 
 // Runs `images` in batches on the chip, checks every output against the reference; returns
 // how many argmax outputs equal `labels` (if given).
-int run_and_compare(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images, uint32_t batch,
-                    const std::vector<uint8_t>* labels = nullptr, double backpressure = 0.0) {
+int run_and_compare(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
+                    uint32_t batch, const std::vector<uint8_t>* labels = nullptr,
+                    double backpressure = 0.0) {
   ChipRunner runner(device(backpressure), q, batch);
   int correct = 0;
   uint64_t cycles = 0;
@@ -43,11 +45,13 @@ int run_and_compare(const QuantNetwork& q, const std::vector<std::vector<int32_t
       if (labels) correct += argmax(r.outputs[j]) == (*labels)[i0 + j];
     }
   }
-  std::printf("%zu images at batch %u: %.0f cycles per image\n", images.size(), batch, double(cycles) / double(images.size()));
+  std::printf("%zu images at batch %u: %.0f cycles per image\n", images.size(), batch,
+              double(cycles) / double(images.size()));
   return correct;
 }
 
-std::vector<std::vector<int32_t>> fashion_images(const QuantNetwork& q, const ImageSet& set, int first, int count) {
+std::vector<std::vector<int32_t>> fashion_images(const QuantNetwork& q, const ImageSet& set,
+                                                 int first, int count) {
   std::vector<std::vector<int32_t>> v;
   for (int i = first; i < first + count; ++i) {
     v.emplace_back(size_t(q.input.size()));
@@ -75,7 +79,8 @@ TEST(CnnChip, FashionBatchOneAndLayerProfile) {
   const auto full = runner.run(pointers(images, 0, 1));
   uint64_t sum = 0;
   for (const auto& l : profile) {
-    std::printf("%-12s %8lu cycles %6.1f%%\n", l.name.c_str(), (unsigned long)l.cycles, 100 * l.utilization);
+    std::printf("%-12s %8lu cycles %6.1f%%\n", l.name.c_str(), (unsigned long)l.cycles,
+                100 * l.utilization);
     EXPECT_GT(l.cycles, 0u) << l.name;
     EXPECT_GT(l.utilization, 0.0) << l.name;
     EXPECT_LE(l.utilization, 1.0) << l.name;
@@ -132,12 +137,15 @@ TEST(CnnChip, FashionTimeline) {
       const int l = t.instr_layer[ev.pc];
       ASSERT_GE(l, 0) << "pc " << ev.pc;
       auto it = mxu_span.find(l);
-      if (it == mxu_span.end()) mxu_span[l] = {ev.start, ev.end};
-      else it->second.second = ev.end;
+      if (it == mxu_span.end())
+        mxu_span[l] = {ev.start, ev.end};
+      else
+        it->second.second = ev.end;
     }
   }
   ASSERT_EQ(mxu_span.size(), q.layers.size());
-  for (size_t l = 1; l < q.layers.size(); ++l)  // a layer's matmuls read what the previous one wrote
+  for (size_t l = 1; l < q.layers.size();
+       ++l)  // a layer's matmuls read what the previous one wrote
     EXPECT_GE(mxu_span[int(l)].first, mxu_span[int(l) - 1].second) << q.layers[l].name;
 
   const mini::Json j = mini::parse_json(timeline_json(e));

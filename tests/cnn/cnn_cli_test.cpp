@@ -1,18 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim run-cnn as a user runs it: the JSON contract, the model backend, and the errors for an
 // unsupported op, a truncated file and a wrong input shape (exit code 1, one clear line).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-#include <sys/wait.h>
 
 #include "cnn_models.h"
 #include "mini_parse.h"
@@ -28,7 +29,8 @@ struct Result {
 };
 
 Result tpusim(const std::string& args) {
-  const test_support::CommandResult c = test_support::run_command(std::string(TPUSIM_PATH) + " run-cnn " + args + " 2>&1");
+  const test_support::CommandResult c =
+      test_support::run_command(std::string(TPUSIM_PATH) + " run-cnn " + args + " 2>&1");
   Result r;
   r.code = c.code;
   r.out = c.out;
@@ -44,10 +46,12 @@ std::string temp_file(const std::string& name, const std::string& bytes) {
 TEST(RunCnnCli, JsonOnTheChip) {
   const Result r = tpusim("--images 16 --batch 8 --quiet --json");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* key : {"\"model\"", "\"images\": 16", "\"batch\": 8", "\"accuracy\"", "\"matches_golden\": true",
-                          "\"cycles_total\"", "\"cycles_per_image\"", "\"mxu_utilization\"", "\"dma_bytes_per_image\"",
-                          "\"wall_seconds\"", "\"sim_cycles_per_second\"", "\"layers\"", "\"utilization\"",
-                          "\"name\": \"/conv1/Conv\"", "\"op\": \"Gemm\"", "\"cycles_estimated\": false"})
+  for (const char* key :
+       {"\"model\"", "\"images\": 16", "\"batch\": 8", "\"accuracy\"", "\"matches_golden\": true",
+        "\"cycles_total\"", "\"cycles_per_image\"", "\"mxu_utilization\"",
+        "\"dma_bytes_per_image\"", "\"wall_seconds\"", "\"sim_cycles_per_second\"", "\"layers\"",
+        "\"utilization\"", "\"name\": \"/conv1/Conv\"", "\"op\": \"Gemm\"",
+        "\"cycles_estimated\": false"})
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
 }
 
@@ -67,9 +71,11 @@ TEST(RunCnnCli, UnsupportedOp) {
   g.node("Conv", {"input", "w"}, {"c"}, {}, "conv");
   g.node("LRN", {"c"}, {"p"}, {OnnxAttr::Int("size", 3)}, "lrn_1");
   g.output("p");
-  const Result r = tpusim("--model " + temp_file("unsupported.onnx", g.serialize()) + " --images 1");
+  const Result r =
+      tpusim("--model " + temp_file("unsupported.onnx", g.serialize()) + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("node 'lrn_1' (LRN): is not supported. Supported ops: Conv"), std::string::npos)
+  EXPECT_NE(r.out.find("node 'lrn_1' (LRN): is not supported. Supported ops: Conv"),
+            std::string::npos)
       << r.out;
 }
 
@@ -78,7 +84,8 @@ TEST(RunCnnCli, TruncatedFile) {
   std::ostringstream s;
   s << f.rdbuf();
   const std::string bytes = s.str();
-  const Result r = tpusim("--model " + temp_file("truncated.onnx", bytes.substr(0, bytes.size() / 3)) + " --images 1");
+  const Result r = tpusim(
+      "--model " + temp_file("truncated.onnx", bytes.substr(0, bytes.size() / 3)) + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
 }
@@ -111,7 +118,9 @@ TEST(RunCnnCli, ReportAndTimeline) {
   const std::string svg = slurp(dir + "/utilization.svg");
   ASSERT_NO_THROW(mini::check_xml(svg)) << svg;
   for (const char* layer : {"/conv1/Conv", "/conv2/Conv", "/fc1/Gemm", "/fc2/Gemm"})
-    EXPECT_NE(svg.find(std::string("<g class=\"layer\" data-layer=\"") + layer + "\">"), std::string::npos) << layer;
+    EXPECT_NE(svg.find(std::string("<g class=\"layer\" data-layer=\"") + layer + "\">"),
+              std::string::npos)
+        << layer;
   EXPECT_NE(svg.find("fashion_cnn.onnx on tpu-rtl: N = 16, batch 4"), std::string::npos);
   EXPECT_NE(slurp(dir + "/index.html").find("utilization.svg"), std::string::npos);
   const mini::Json rep = mini::parse_json(slurp(dir + "/report.json"));
@@ -123,10 +132,12 @@ TEST(RunCnnCli, ReportAndTimeline) {
   std::set<std::string> tracks;
   for (const auto& x : j["traceEvents"].items) {
     if (x["ph"].text == "X") ++slices;
-    if (x["ph"].text == "M" && x["name"].text == "thread_name") tracks.insert(x["args"]["name"].text);
+    if (x["ph"].text == "M" && x["name"].text == "thread_name")
+      tracks.insert(x["args"]["name"].text);
   }
   EXPECT_EQ(double(slices), j["otherData"]["events"].number);
-  EXPECT_EQ(double(slices) + 1, j["otherData"]["instructions"].number);  // every instruction but the halt
+  EXPECT_EQ(double(slices) + 1,
+            j["otherData"]["instructions"].number);  // every instruction but the halt
   for (const char* unit : {"read_host", "read_weights", "matmul", "activate", "write_host"})
     EXPECT_TRUE(tracks.count(unit)) << unit;
   EXPECT_EQ(j["displayTimeUnit"].text, "ns");
@@ -137,7 +148,8 @@ TEST(RunCnnCli, ReportAndTimeline) {
 TEST(RunCnnCli, ReportAndTimelineErrors) {
   Result r = tpusim("--images 1 --timeline /nonexistent-dir-tpusim/t.json");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--timeline /nonexistent-dir-tpusim/t.json: cannot write: directory /nonexistent-dir-tpusim "
+  EXPECT_NE(r.out.find("--timeline /nonexistent-dir-tpusim/t.json: cannot write: directory "
+                       "/nonexistent-dir-tpusim "
                        "does not exist (expected a path in an existing directory)"),
             std::string::npos)
       << r.out;
@@ -145,19 +157,25 @@ TEST(RunCnnCli, ReportAndTimelineErrors) {
   const std::string file = temp_file("not_a_dir", "x");
   r = tpusim("--images 1 --report " + file);
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--report " + file + ": exists and is not a directory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--report " + file + ": exists and is not a directory"), std::string::npos)
+      << r.out;
 
   r = tpusim("--images 1 --report " + file + "/sub");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--report " + file + "/sub: cannot create the directory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--report " + file + "/sub: cannot create the directory"), std::string::npos)
+      << r.out;
 
   r = tpusim("--images 1 --backend model --timeline " + ::testing::TempDir() + "/t.json");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--timeline needs --backend rtl: the model backend has no timing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--timeline needs --backend rtl: the model backend has no timing"),
+            std::string::npos)
+      << r.out;
 
   r = tpusim("--images 1 --no-profile --report " + ::testing::TempDir() + "/rep");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--report charts the per-layer profile: drop --no-profile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--report charts the per-layer profile: drop --no-profile"),
+            std::string::npos)
+      << r.out;
 }
 
 // The files in `dir` whose names start with '.' (OutputFile temporaries left behind).
@@ -176,8 +194,8 @@ TEST(RunCnnCli, FailedRunLeavesOutputFilesAlone) {
   std::filesystem::create_directories(dir + "/report");
   const std::string tl = temp_file("run_cnn_failed/t.json", "OLD TIMELINE");
   const std::string old_json = temp_file("run_cnn_failed/report/report.json", "OLD REPORT");
-  const Result r = tpusim("--images 2 --batch 2 --quiet --max-cycles 100 --timeline " + tl + " --report " + dir +
-                          "/report");
+  const Result r = tpusim("--images 2 --batch 2 --quiet --max-cycles 100 --timeline " + tl +
+                          " --report " + dir + "/report");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("did not halt within 100 cycles"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("raise it with --max-cycles"), std::string::npos) << r.out;
@@ -191,7 +209,8 @@ TEST(RunCnnCli, FailedRunLeavesOutputFilesAlone) {
 
 // A NaN or an infinite weight is refused, naming the tensor and the element.
 TEST(RunCnnCli, NonFiniteWeights) {
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     OnnxGraph g("nan");
     g.input("input", {1, 1, 28, 28});
     std::vector<float> w(36, 0.1f);
@@ -202,11 +221,14 @@ TEST(RunCnnCli, NonFiniteWeights) {
     g.init_float("fc.w", {10, 4 * 26 * 26}, std::vector<float>(10 * 4 * 26 * 26, 0.01f));
     g.node("Gemm", {"f", "fc.w"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "fc");
     g.output("logits", {1, 10});
-    const Result r = tpusim("--model " + temp_file("nonfinite.onnx", g.serialize()) + " --images 1");
+    const Result r =
+        tpusim("--model " + temp_file("nonfinite.onnx", g.serialize()) + " --images 1");
     EXPECT_EQ(r.code, 1) << r.out;
-    EXPECT_NE(r.out.find(std::string("initializer 'conv.w': element 13 [1,0,1,1] of shape [4, 1, 3, 3] is ") +
-                         (std::isnan(bad) ? "NaN" : "+Inf") + " (expected finite numbers)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.out.find(
+            std::string("initializer 'conv.w': element 13 [1,0,1,1] of shape [4, 1, 3, 3] is ") +
+            (std::isnan(bad) ? "NaN" : "+Inf") + " (expected finite numbers)"),
+        std::string::npos)
         << r.out;
     EXPECT_EQ(r.out.find("bit-exact"), std::string::npos) << r.out;
   }
@@ -216,19 +238,22 @@ TEST(RunCnnCli, DataIsAFile) {
   const std::string file = temp_file("not_a_data_dir", "x");
   const Result r = tpusim("--data " + file + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--data " + file + ": is not a directory (expected the Fashion-MNIST directory)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("--data " + file + ": is not a directory (expected the Fashion-MNIST directory)"),
+      std::string::npos)
       << r.out;
 }
 
 TEST(RunCnnCli, ModelIsADirectory) {
   Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--model " + ::testing::TempDir() + ": is a directory (expected a file)"), std::string::npos)
+  EXPECT_NE(r.out.find("--model " + ::testing::TempDir() + ": is a directory (expected a file)"),
+            std::string::npos)
       << r.out;
   r = tpusim("--model /dev/zero --images 1");  // would be read forever
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--model /dev/zero: is not a regular file (expected an ONNX model file)"), std::string::npos)
+  EXPECT_NE(r.out.find("--model /dev/zero: is not a regular file (expected an ONNX model file)"),
+            std::string::npos)
       << r.out;
 }
 
@@ -236,35 +261,42 @@ TEST(RunCnnCli, ModelIsADirectory) {
 TEST(RunCnnCli, ModelBackendShowsNoUtilization) {
   Result r = tpusim("--backend model --images 8 --batch 8 --quiet");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out.find("; MXU utilization"), std::string::npos) << r.out;  // the rtl backend's "; MXU utilization 61.2%"
+  EXPECT_EQ(r.out.find("; MXU utilization"), std::string::npos)
+      << r.out;  // the rtl backend's "; MXU utilization 61.2%"
   EXPECT_NE(r.out.find("no MXU utilization"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find('%', r.out.find("layers (")), std::string::npos) << r.out;  // no per-layer percentages
+  EXPECT_EQ(r.out.find('%', r.out.find("layers (")), std::string::npos)
+      << r.out;  // no per-layer percentages
   r = tpusim("--backend model --images 8 --batch 8 --quiet --json");
   ASSERT_EQ(r.code, 0) << r.out;
   ASSERT_NE(r.out.find("{\n"), std::string::npos) << r.out;
   const mini::Json j = mini::parse_json(r.out.substr(r.out.find("{\n")));
   EXPECT_EQ(j["mxu_utilization"].type, mini::Json::Type::Null) << r.out;
   ASSERT_EQ(j["layers"].items.size(), 4u) << r.out;
-  for (const auto& l : j["layers"].items) EXPECT_EQ(l["utilization"].type, mini::Json::Type::Null) << r.out;
+  for (const auto& l : j["layers"].items)
+    EXPECT_EQ(l["utilization"].type, mini::Json::Type::Null) << r.out;
 }
 
 // SIGTERM during the run: one line saying how far it got, exit 143, a JSON object with
 // "interrupted": true, and the --timeline file as it was.
 TEST(RunCnnCli, Interrupted) {
   const std::string tl = temp_file("interrupted_timeline.json", "OLD");
-  const std::string cmd = std::string(TPUSIM_PATH) + " run-cnn --images 2000 --batch 8 --quiet --json --timeline " +
-                          tl + " > " + ::testing::TempDir() + "/int.out 2> " + ::testing::TempDir() +
+  const std::string cmd = std::string(TPUSIM_PATH) +
+                          " run-cnn --images 2000 --batch 8 --quiet --json --timeline " + tl +
+                          " > " + ::testing::TempDir() + "/int.out 2> " + ::testing::TempDir() +
                           "/int.err & pid=$!; sleep 8; kill -TERM $pid; wait $pid; echo $? > " +
                           ::testing::TempDir() + "/int.rc";
   ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
   EXPECT_EQ(slurp(::testing::TempDir() + "/int.rc"), "143\n");
-  const std::string out = slurp(::testing::TempDir() + "/int.out"), err = slurp(::testing::TempDir() + "/int.err");
+  const std::string out = slurp(::testing::TempDir() + "/int.out"),
+                    err = slurp(::testing::TempDir() + "/int.err");
   const mini::Json j = mini::parse_json(out);
   EXPECT_TRUE(j["interrupted"].boolean) << out;
   EXPECT_EQ(j["status"].text, "interrupted") << out;
   EXPECT_EQ(j["total"].number, 2000) << out;
   EXPECT_GT(j["done"].number, 0) << out << err;
-  EXPECT_NE(err.find("tpusim run-cnn: interrupted by SIGTERM while running 2000 images"), std::string::npos) << err;
+  EXPECT_NE(err.find("tpusim run-cnn: interrupted by SIGTERM while running 2000 images"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find(" of 2000 images done"), std::string::npos) << err;
   EXPECT_EQ(slurp(tl), "OLD");
 }

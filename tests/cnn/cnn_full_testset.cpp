@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole Fashion-MNIST test set (10,000 images) through each bundled model on the RTL chip
 // (label slow): every image's int8 logits equal the integer reference, and the chip's accuracy
 // is within 1 percentage point of the float model's. The seed CNN at batch 8, the branching
@@ -20,7 +21,8 @@ void full_testset(const std::string& model, uint32_t batch) {
   const Network net = load_onnx(model);
   const ImageSet train = load_fashion_mnist(fashion_mnist_dir(), true);
   std::vector<std::vector<float>> cal;
-  for (int i = 0; i < 200; ++i) cal.push_back(pixels_to_float(train.image(i), train.rows * train.cols));
+  for (int i = 0; i < 200; ++i)
+    cal.push_back(pixels_to_float(train.image(i), train.rows * train.cols));
   const QuantNetwork q = quantize_model(net, cal);
   const ImageSet test = load_fashion_mnist(fashion_mnist_dir(), false);
   const char* env = std::getenv("TPU_CNN_FULL_IMAGES");
@@ -47,20 +49,31 @@ void full_testset(const std::string& model, uint32_t batch) {
       float_ok += argmax(float_forward(net, x.data())) == label;
     }
     if ((i0 / int(batch)) % 125 == 0)
-      std::fprintf(stderr, "%d/%d images, chip accuracy so far %.4f\n", i0 + b, count, double(chip_ok) / (i0 + b));
+      std::fprintf(stderr, "%d/%d images, chip accuracy so far %.4f\n", i0 + b, count,
+                   double(chip_ok) / (i0 + b));
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s: images %d: float accuracy %.4f, chip accuracy %.4f, mismatches %d, %.0f cycles/image, %.3f s/image\n",
-              model.c_str(), count, double(float_ok) / count, double(chip_ok) / count, mismatches, double(cycles) / count, secs / count);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "%s: images %d: float accuracy %.4f, chip accuracy %.4f, mismatches %d, %.0f cycles/image, "
+      "%.3f s/image\n",
+      model.c_str(), count, double(float_ok) / count, double(chip_ok) / count, mismatches,
+      double(cycles) / count, secs / count);
   EXPECT_EQ(mismatches, 0);
   EXPECT_NEAR(double(chip_ok) / count, double(float_ok) / count, 0.01);
 }
 
-std::string model_path(const std::string& name) { return std::string(TPU_CNN_SOURCE_DIR) + "/models/" + name + ".onnx"; }
+std::string model_path(const std::string& name) {
+  return std::string(TPU_CNN_SOURCE_DIR) + "/models/" + name + ".onnx";
+}
 
 TEST(CnnChipFull, FashionTestSetAccuracyAndBitExact) { full_testset(bundled_model(), 8); }
 TEST(CnnChipFull, ResnetTestSetAccuracyAndBitExact) { full_testset(model_path("resnet"), 16); }
-TEST(CnnChipFull, MobilenetTestSetAccuracyAndBitExact) { full_testset(model_path("mobilenet"), 16); }
-TEST(CnnChipFull, SqueezenetTestSetAccuracyAndBitExact) { full_testset(model_path("squeezenet"), 16); }
+TEST(CnnChipFull, MobilenetTestSetAccuracyAndBitExact) {
+  full_testset(model_path("mobilenet"), 16);
+}
+TEST(CnnChipFull, SqueezenetTestSetAccuracyAndBitExact) {
+  full_testset(model_path("squeezenet"), 16);
+}
 
 }  // namespace

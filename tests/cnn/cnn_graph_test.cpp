@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Branching CNNs (DAGs) without RTL: import of residual adds, concatenation, depthwise and
 // grouped convolution, pooling of every kind and LUT activations; the compiled programs on the
 // golden ISA model ("model" Device backend) bit-exact against the integer reference; and the
@@ -9,8 +10,8 @@
 #include <functional>
 #include <random>
 
-#include "cnn_test_util.h"
 #include "cnn_models.h"
+#include "cnn_test_util.h"
 #include "device_model.h"
 #include "reference.h"
 
@@ -20,7 +21,8 @@ using namespace cnn_test;
 
 // The integer network, dequantized, follows the float network: mean error below 8 % of the
 // output range and the same argmax on most images.
-void expect_close_to_float(const Network& net, const QuantNetwork& q, const std::vector<std::vector<float>>& x) {
+void expect_close_to_float(const Network& net, const QuantNetwork& q,
+                           const std::vector<std::vector<float>>& x) {
   double err = 0, range = 0;
   int agree = 0;
   size_t count = 0;
@@ -42,8 +44,10 @@ void expect_close_to_float(const Network& net, const QuantNetwork& q, const std:
     agree += argmax(f) == argmax(y);
   }
   const double mean_err = err / double(count), mean_range = range / double(x.size());
-  EXPECT_LT(mean_err, 0.08 * mean_range) << net.name << ": mean error " << mean_err << " of a range " << mean_range;
-  EXPECT_GE(agree, int(x.size()) * 6 / 10) << net.name << ": argmax agrees on " << agree << " of " << x.size();
+  EXPECT_LT(mean_err, 0.08 * mean_range)
+      << net.name << ": mean error " << mean_err << " of a range " << mean_range;
+  EXPECT_GE(agree, int(x.size()) * 6 / 10)
+      << net.name << ": argmax agrees on " << agree << " of " << x.size();
 }
 
 int count_kind(const Network& net, LayerKind k) {
@@ -76,7 +80,8 @@ TEST(Graph, MobileNetInvertedResiduals) {
   const Network net = small_mobilenet(12);
   EXPECT_EQ(count_kind(net, LayerKind::Add), 2);
   int depthwise = 0;
-  for (const auto& l : net.layers) depthwise += l.kind == LayerKind::Conv && l.group > 1 && l.group == l.in.c;
+  for (const auto& l : net.layers)
+    depthwise += l.kind == LayerKind::Conv && l.group > 1 && l.group == l.in.c;
   EXPECT_EQ(depthwise, 3);
   check_network(net, 21);
 }
@@ -151,7 +156,8 @@ TEST(Graph, FinalSoftmaxRunsOnTheHost) {
     const std::string x = b.op("Softmax", {b.conv("input", 1, 4, 3)});
     const std::string y = b.conv(x, 4, 4, 1);
     const std::string e = error_of([&] { import_onnx_bytes(b.serialize(y), "softmax_mid.onnx"); });
-    EXPECT_NE(e.find("(Softmax): Softmax is supported only as the last node"), std::string::npos) << e;
+    EXPECT_NE(e.find("(Softmax): Softmax is supported only as the last node"), std::string::npos)
+        << e;
   }
 }
 
@@ -175,7 +181,7 @@ TEST(Graph, ExporterVariants) {
   EXPECT_EQ(net.layers[0].pad_b, 2);
   EXPECT_EQ(net.layers[0].pad_r, 1);
   EXPECT_EQ(net.layers[0].out, (Shape3{16, 7, 7}));  // (12 + 3 - 3) / 2 + 1
-  EXPECT_EQ(net.layers[1].pad_t, 1);  // the AveragePool's
+  EXPECT_EQ(net.layers[1].pad_t, 1);                 // the AveragePool's
   check_network(net, 24);
 
   GraphBuilder bad("pad_maxpool", {1, 8, 8}, 5);
@@ -183,7 +189,8 @@ TEST(Graph, ExporterVariants) {
   const std::string y = bad.maxpool(bad.op("Pad", {bad.conv("input", 1, 4, 1), "pads"}), 2, 2);
   const std::string e = error_of([&] { import_onnx_bytes(bad.serialize(y), "pad.onnx"); });
   EXPECT_NE(e.find("(MaxPool): reads"), std::string::npos) << e;
-  EXPECT_NE(e.find("a Pad is supported only before a Conv or an AveragePool"), std::string::npos) << e;
+  EXPECT_NE(e.find("a Pad is supported only before a Conv or an AveragePool"), std::string::npos)
+      << e;
 }
 
 // Random graphs: every op with random geometry, branches (Add, Concat of earlier tensors),
@@ -203,11 +210,13 @@ Network random_network(uint32_t seed) {
   const int steps = pick(4, 10);
   for (int step = 0; step < steps; ++step) {
     // Mostly extend the newest tensor; sometimes branch from an older one.
-    const RandomTensor x = t[size_t(pick(0, 3) == 0 ? pick(0, int(t.size()) - 1) : int(t.size()) - 1)];
+    const RandomTensor x =
+        t[size_t(pick(0, 3) == 0 ? pick(0, int(t.size()) - 1) : int(t.size()) - 1)];
     const int kind = pick(0, 9);
     RandomTensor y = x;
     if (kind <= 2 || x.name == "input") {  // conv
-      const int k = pick(1, 3), stride = pick(1, 2), pad = pick(0, k / 2 + 1), dil = k > 1 ? pick(1, 2) : 1;
+      const int k = pick(1, 3), stride = pick(1, 2), pad = pick(0, k / 2 + 1),
+                dil = k > 1 ? pick(1, 2) : 1;
       const int ek = dil * (k - 1) + 1;
       if (x.s.h + 2 * pad < ek || x.s.w + 2 * pad < ek) continue;
       int group = 1, cout = pick(1, 40);
@@ -241,7 +250,8 @@ Network random_network(uint32_t seed) {
     } else if (kind <= 7) {  // add or concat with an earlier tensor of the same H, W
       std::vector<RandomTensor> same;
       for (const auto& o : t)
-        if (o.name != x.name && o.name != "input" && o.s.h == x.s.h && o.s.w == x.s.w && (kind == 7 || o.s.c == x.s.c))
+        if (o.name != x.name && o.name != "input" && o.s.h == x.s.h && o.s.w == x.s.w &&
+            (kind == 7 || o.s.c == x.s.c))
           same.push_back(o);
       if (same.empty()) continue;
       const RandomTensor o = same[size_t(pick(0, int(same.size()) - 1))];
@@ -290,8 +300,9 @@ TEST(Graph, RandomNetworksBitExact) {
 TEST(Graph, UnsupportedVariantsAreOneLineErrors) {
   {
     GraphBuilder b("avg", {1, 8, 8}, 1);
-    const std::string x = b.op("AveragePool", {b.conv("input", 1, 4, 1)},
-                               {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("pads", {1, 1, 1, 1})});
+    const std::string x =
+        b.op("AveragePool", {b.conv("input", 1, 4, 1)},
+             {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("pads", {1, 1, 1, 1})});
     const std::string e = error_of([&] { import_onnx_bytes(b.serialize(x), "avg.onnx"); });
     EXPECT_NE(e.find("(AveragePool)"), std::string::npos) << e;
     EXPECT_NE(e.find("count_include_pad = 0"), std::string::npos) << e;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Models for the CNN tests, built in C++ with the ONNX protobuf API (onnx_export.h) — no
 // PyTorch at test time — and the bundled Fashion-MNIST model.
 //
@@ -23,7 +24,9 @@ namespace cnn_test {
 
 using namespace tpu::cnn;
 
-inline std::string bundled_model() { return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx"; }
+inline std::string bundled_model() {
+  return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx";
+}
 
 struct ConvSpec {
   int cout, k, stride, pad;
@@ -32,7 +35,8 @@ struct ConvSpec {
 
 // An ONNX model (serialized) of convs (+ReLU, +MaxPool 2) then dense layers (+ReLU except the
 // last), random weights from `seed`.
-inline std::string random_cnn_onnx(const std::string& name, Shape3 in, const std::vector<ConvSpec>& convs,
+inline std::string random_cnn_onnx(const std::string& name, Shape3 in,
+                                   const std::vector<ConvSpec>& convs,
                                    const std::vector<int>& dense, uint32_t seed) {
   std::mt19937 rng(seed);
   OnnxGraph g(name);
@@ -54,17 +58,20 @@ inline std::string random_cnn_onnx(const std::string& name, Shape3 in, const std
   int i = 0;
   for (const auto& c : convs) {
     const std::string p = "conv" + std::to_string(++i);
-    g.init_float(p + ".weight", {c.cout, s.c, c.k, c.k}, weights(size_t(c.cout) * s.c * c.k * c.k, int64_t(s.c) * c.k * c.k));
+    g.init_float(p + ".weight", {c.cout, s.c, c.k, c.k},
+                 weights(size_t(c.cout) * s.c * c.k * c.k, int64_t(s.c) * c.k * c.k));
     g.init_float(p + ".bias", {c.cout}, biases(c.cout));
     g.node("Conv", {x, p + ".weight", p + ".bias"}, {p + "_out"},
-           {OnnxAttr::Ints("kernel_shape", {c.k, c.k}), OnnxAttr::Ints("strides", {c.stride, c.stride}),
+           {OnnxAttr::Ints("kernel_shape", {c.k, c.k}),
+            OnnxAttr::Ints("strides", {c.stride, c.stride}),
             OnnxAttr::Ints("pads", {c.pad, c.pad, c.pad, c.pad})},
            "/" + p + "/Conv");
     g.node("Relu", {p + "_out"}, {p + "_relu"}, {}, "/" + p + "/Relu");
     x = p + "_relu";
     s = {c.cout, (s.h + 2 * c.pad - c.k) / c.stride + 1, (s.w + 2 * c.pad - c.k) / c.stride + 1};
     if (c.pool) {
-      g.node("MaxPool", {x}, {p + "_pool"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})},
+      g.node("MaxPool", {x}, {p + "_pool"},
+             {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})},
              "/" + p + "/MaxPool");
       x = p + "_pool";
       s = {s.c, s.h / 2, s.w / 2};
@@ -79,7 +86,8 @@ inline std::string random_cnn_onnx(const std::string& name, Shape3 in, const std
     g.init_float(p + ".weight", {dense[d], k}, weights(size_t(dense[d]) * size_t(k), k));
     g.init_float(p + ".bias", {dense[d]}, biases(dense[d]));
     const std::string out = d + 1 == dense.size() ? "logits" : p + "_out";
-    g.node("Gemm", {x, p + ".weight", p + ".bias"}, {out}, {OnnxAttr::Int("transB", 1)}, "/" + p + "/Gemm");
+    g.node("Gemm", {x, p + ".weight", p + ".bias"}, {out}, {OnnxAttr::Int("transB", 1)},
+           "/" + p + "/Gemm");
     x = out;
     if (d + 1 < dense.size()) {
       g.node("Relu", {x}, {p + "_relu"}, {}, "/" + p + "/Relu");
@@ -92,15 +100,17 @@ inline std::string random_cnn_onnx(const std::string& name, Shape3 in, const std
 }
 
 inline Network cifar_convnet(uint32_t seed) {
-  return import_onnx_bytes(random_cnn_onnx("cifar10_convnet", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}},
-                                           {512, 10}, seed),
-                           "cifar10_convnet");
+  return import_onnx_bytes(
+      random_cnn_onnx("cifar10_convnet", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}},
+                      {512, 10}, seed),
+      "cifar10_convnet");
 }
 
 inline Network three_conv_net(uint32_t seed) {
   return import_onnx_bytes(
-      random_cnn_onnx("three_conv", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}, {128, 3, 1, 1, true}},
-                      {128, 10}, seed),
+      random_cnn_onnx("three_conv", {3, 32, 32},
+                      {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}, {128, 3, 1, 1, true}}, {128, 10},
+                      seed),
       "three_conv");
 }
 
@@ -113,7 +123,8 @@ inline std::vector<std::vector<float>> random_images(const Shape3& s, int count,
   return v;
 }
 
-inline std::vector<std::vector<int32_t>> quantize_images(const QuantNetwork& q, const std::vector<std::vector<float>>& x) {
+inline std::vector<std::vector<int32_t>> quantize_images(const QuantNetwork& q,
+                                                         const std::vector<std::vector<float>>& x) {
   std::vector<std::vector<int32_t>> out;
   for (const auto& img : x) {
     out.emplace_back(size_t(q.input.size()));
@@ -122,7 +133,8 @@ inline std::vector<std::vector<int32_t>> quantize_images(const QuantNetwork& q, 
   return out;
 }
 
-inline std::vector<const int32_t*> pointers(const std::vector<std::vector<int32_t>>& v, size_t first = 0, size_t count = ~size_t{0}) {
+inline std::vector<const int32_t*> pointers(const std::vector<std::vector<int32_t>>& v,
+                                            size_t first = 0, size_t count = ~size_t{0}) {
   std::vector<const int32_t*> p;
   for (size_t i = first; i < v.size() && p.size() < count; ++i) p.push_back(v[i].data());
   return p;
@@ -133,7 +145,8 @@ inline QuantNetwork fashion_quantized(int calibration = 200) {
   const Network net = load_onnx(bundled_model());
   const ImageSet train = load_fashion_mnist(fashion_mnist_dir(), true);
   std::vector<std::vector<float>> cal;
-  for (int i = 0; i < calibration; ++i) cal.push_back(pixels_to_float(train.image(i), train.rows * train.cols));
+  for (int i = 0; i < calibration; ++i)
+    cal.push_back(pixels_to_float(train.image(i), train.rows * train.cols));
   return quantize_model(net, cal);
 }
 
@@ -150,18 +163,20 @@ class GraphBuilder {
   }
   OnnxGraph& graph() { return g_; }
 
-  std::string conv(const std::string& x, int cin, int cout, int k, int stride = 1, int pad = 0, int group = 1,
-                   int dilation = 1, bool bias = true) {
+  std::string conv(const std::string& x, int cin, int cout, int k, int stride = 1, int pad = 0,
+                   int group = 1, int dilation = 1, bool bias = true) {
     const std::string p = next("conv");
-    g_.init_float(p + ".w", {cout, cin / group, k, k}, normal(size_t(cout) * (cin / group) * k * k, double(cin / group) * k * k));
+    g_.init_float(p + ".w", {cout, cin / group, k, k},
+                  normal(size_t(cout) * (cin / group) * k * k, double(cin / group) * k * k));
     std::vector<std::string> ins{x, p + ".w"};
     if (bias) {
       g_.init_float(p + ".b", {cout}, uniform(size_t(cout), -0.05f, 0.1f));
       ins.push_back(p + ".b");
     }
-    g_.node("Conv", ins, {p}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {stride, stride}),
-                               OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("group", group),
-                               OnnxAttr::Ints("dilations", {dilation, dilation})},
+    g_.node("Conv", ins, {p},
+            {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {stride, stride}),
+             OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("group", group),
+             OnnxAttr::Ints("dilations", {dilation, dilation})},
             "/" + p);
     return p;
   }
@@ -171,10 +186,12 @@ class GraphBuilder {
     g_.init_float(p + ".bias", {c}, uniform(size_t(c), -0.2f, 0.2f));
     g_.init_float(p + ".mean", {c}, uniform(size_t(c), -0.1f, 0.1f));
     g_.init_float(p + ".var", {c}, uniform(size_t(c), 0.5f, 2.0f));
-    g_.node("BatchNormalization", {x, p + ".scale", p + ".bias", p + ".mean", p + ".var"}, {p}, {}, "/" + p);
+    g_.node("BatchNormalization", {x, p + ".scale", p + ".bias", p + ".mean", p + ".var"}, {p}, {},
+            "/" + p);
     return p;
   }
-  std::string op(const std::string& type, const std::vector<std::string>& ins, const std::vector<OnnxAttr>& attrs = {}) {
+  std::string op(const std::string& type, const std::vector<std::string>& ins,
+                 const std::vector<OnnxAttr>& attrs = {}) {
     const std::string p = next(type);
     g_.node(type, ins, {p}, attrs, "/" + p);
     return p;
@@ -193,24 +210,34 @@ class GraphBuilder {
     g_.node(type, {x, p + ".c"}, {p}, {}, "/" + p);
     return p;
   }
-  std::string prelu(const std::string& x, float slope) { return prelu(x, std::vector<float>{slope}); }
+  std::string prelu(const std::string& x, float slope) {
+    return prelu(x, std::vector<float>{slope});
+  }
   // One slope, or one per channel.
   std::string prelu(const std::string& x, const std::vector<float>& slope) {
     const std::string p = next("prelu");
-    if (slope.size() == 1) g_.init_float(p + ".slope", {1}, slope);
-    else g_.init_float(p + ".slope", {int64_t(slope.size()), 1, 1}, slope);
+    if (slope.size() == 1)
+      g_.init_float(p + ".slope", {1}, slope);
+    else
+      g_.init_float(p + ".slope", {int64_t(slope.size()), 1, 1}, slope);
     g_.node("PRelu", {x, p + ".slope"}, {p}, {}, "/" + p);
     return p;
   }
   std::string maxpool(const std::string& x, int k, int s, int pad = 0, bool ceil = false) {
-    return op("MaxPool", {x}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
-                               OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("ceil_mode", ceil ? 1 : 0)});
+    return op(
+        "MaxPool", {x},
+        {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
+         OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("ceil_mode", ceil ? 1 : 0)});
   }
   std::string avgpool(const std::string& x, int k, int s, int pad = 0) {
-    return op("AveragePool", {x}, {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
-                                   OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("count_include_pad", 1)});
+    return op(
+        "AveragePool", {x},
+        {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
+         OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("count_include_pad", 1)});
   }
-  std::string concat(const std::vector<std::string>& xs) { return op("Concat", xs, {OnnxAttr::Int("axis", 1)}); }
+  std::string concat(const std::vector<std::string>& xs) {
+    return op("Concat", xs, {OnnxAttr::Int("axis", 1)});
+  }
   std::string gemm(const std::string& x, int64_t k, int n) {
     const std::string p = next("fc");
     g_.init_float(p + ".w", {n, k}, normal(size_t(n) * size_t(k), double(k)));
@@ -227,7 +254,8 @@ class GraphBuilder {
   std::string basic_block(const std::string& x, int cin, int cout, int stride) {
     std::string y = relu(bn(conv(x, cin, cout, 3, stride, 1, 1, 1, false), cout));
     y = bn(conv(y, cout, cout, 3, 1, 1, 1, 1, false), cout);
-    const std::string sc = stride == 1 && cin == cout ? x : bn(conv(x, cin, cout, 1, stride, 0, 1, 1, false), cout);
+    const std::string sc =
+        stride == 1 && cin == cout ? x : bn(conv(x, cin, cout, 1, stride, 0, 1, 1, false), cout);
     return relu(op("Add", {y, sc}));
   }
   std::string inverted_residual(const std::string& x, int cin, int cout, int stride, int t) {
@@ -305,18 +333,20 @@ inline Network small_squeezenet(uint32_t seed) {
 // scales, a padded AveragePool, Mul/Div by constants, GlobalAveragePool.
 inline Network every_op_network(uint32_t seed) {
   GraphBuilder b("every_op", {3, 17, 15}, seed);
-  std::string x = b.conv("input", 3, 20, 3, 1, 2, 1, 2);               // dilated, padded
+  std::string x = b.conv("input", 3, 20, 3, 1, 2, 1, 2);  // dilated, padded
   x = b.op("Sigmoid", {x});
-  const std::string g = b.conv(x, 20, 20, 3, 2, 1, 4);                 // 4 groups, stride 2
+  const std::string g = b.conv(x, 20, 20, 3, 2, 1, 4);  // 4 groups, stride 2
   std::string t = b.op("Tanh", {g});
   std::string l = b.op("LeakyRelu", {b.conv(g, 20, 12, 1)}, {OnnxAttr::Float("alpha", 0.1f)});
-  std::string c = b.concat({t, l});                                     // 32 channels, two parts
-  c = b.maxpool(c, 3, 1, 1);                                            // padded, standalone
+  std::string c = b.concat({t, l});  // 32 channels, two parts
+  c = b.maxpool(c, 3, 1, 1);         // padded, standalone
   std::string h = b.op("HardSigmoid", {b.conv(c, 32, 16, 1)});
   std::string s = b.conv(c, 32, 16, 1);
-  s = b.op("Mul", {s, b.op("HardSigmoid", {s}, {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)})});
-  std::string a = b.op("Add", {h, s});                                  // operands of different scales
-  a = b.avgpool(a, 3, 2, 1);                                            // padded, count_include_pad
+  s = b.op("Mul",
+           {s, b.op("HardSigmoid", {s},
+                    {OnnxAttr::Float("alpha", 1.0f / 6.0f), OnnxAttr::Float("beta", 0.5f)})});
+  std::string a = b.op("Add", {h, s});  // operands of different scales
+  a = b.avgpool(a, 3, 2, 1);            // padded, count_include_pad
   a = b.constant_op("Mul", b.conv(a, 16, 24, 1), 0.5f);
   a = b.constant_op("Div", a, 4.0f);
   a = b.op("HardSwish", {a});

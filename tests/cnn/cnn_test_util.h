@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the CNN test programs: the message of an Error a call throws, and the
 // compiled program of a quantized network on the golden ISA model checked image by image
 // against the integer reference.
@@ -28,15 +29,17 @@ inline std::string error_of(const std::function<void()>& f) {
 
 // Runs `images` in batches of `batch` on the golden model (N = n; max_micro_batch 0 = as many
 // as fit) and requires every image's outputs to equal int_forward's.
-inline void expect_bit_exact(const tpu::cnn::QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
-                             uint32_t batch, uint32_t max_micro_batch = 0, uint32_t n = 16) {
+inline void expect_bit_exact(const tpu::cnn::QuantNetwork& q,
+                             const std::vector<std::vector<int32_t>>& images, uint32_t batch,
+                             uint32_t max_micro_batch = 0, uint32_t n = 16) {
   tpu::ModelDevice dev(tpu::ChipParams::with_n(n));
   tpu::cnn::ProgramOptions opt;
   opt.max_micro_batch = max_micro_batch;
   tpu::cnn::ChipRunner runner(dev, q, batch, opt);
   for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
     std::vector<const int32_t*> ptrs;
-    for (size_t i = i0; i < images.size() && ptrs.size() < batch; ++i) ptrs.push_back(images[i].data());
+    for (size_t i = i0; i < images.size() && ptrs.size() < batch; ++i)
+      ptrs.push_back(images[i].data());
     const auto r = runner.run(ptrs);
     for (size_t j = 0; j < ptrs.size(); ++j)
       ASSERT_EQ(r.outputs[j], tpu::cnn::int_forward(q, ptrs[j]))

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CNN library tests that need no RTL: ONNX import and its errors, quantization, the integer
 // reference against the chip's arithmetic (arith.h), quantized model round trips, and the
 // compiled programs on the golden ISA model ("model" Device backend), bit-exact against the
@@ -13,9 +14,9 @@
 #include <sstream>
 #include <typeinfo>
 
-#include "cnn_test_util.h"
 #include "arith.h"
 #include "cnn_models.h"
+#include "cnn_test_util.h"
 #include "device_model.h"
 #include "evaluate.h"
 #include "mini_parse.h"
@@ -122,7 +123,8 @@ TEST(OnnxImport, CorruptFilesGiveErrorsNotCrashes) {
   g.init_float("b", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
   g.node("Conv", {"input", "w", "b"}, {"c"}, {OnnxAttr::Ints("pads", {1, 1, 1, 1})}, "conv");
   g.node("Relu", {"c"}, {"r"});
-  g.node("MaxPool", {"r"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})});
+  g.node("MaxPool", {"r"}, {"p"},
+         {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})});
   g.node("Flatten", {"p"}, {"f"});
   g.init_float("w2", {3, 64}, std::vector<float>(192, 0.01f));
   g.node("Gemm", {"f", "w2"}, {"logits"}, {OnnxAttr::Int("transB", 1)});
@@ -178,7 +180,8 @@ TEST(OnnxImport, WrongInputShapeIsAClearError) {
   h3.node("MatMul", {"input", "w"}, {"y"});
   h3.output("y");
   e = error_of([&] { import_onnx_bytes(h3.serialize(), "3d.onnx"); });
-  EXPECT_NE(e.find("MatMul needs a 2-D [N, features] input (Flatten first)"), std::string::npos) << e;
+  EXPECT_NE(e.find("MatMul needs a 2-D [N, features] input (Flatten first)"), std::string::npos)
+      << e;
 }
 
 TEST(OnnxImport, DynamicBatchAndPreprocessingAndFoldedBias) {
@@ -192,7 +195,8 @@ TEST(OnnxImport, DynamicBatchAndPreprocessingAndFoldedBias) {
   std::vector<float> w(4 * 2 * 9);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) * 0.1f;
   g.init_float("w", {4, 2, 3, 3}, w);
-  g.node("Conv", {"b", "w"}, {"c"}, {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {1, 0, 1, 0})});
+  g.node("Conv", {"b", "w"}, {"c"},
+         {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {1, 0, 1, 0})});
   g.init_float("cb", {1, 4, 1, 1}, {0.1f, -0.2f, 0.3f, 0.0f});
   g.node("Add", {"c", "cb"}, {"d"});
   g.init_float("lo", {}, {0.0f});
@@ -263,10 +267,13 @@ TEST(Reference, RequantizationMatchesTheChipArithmetic) {
     const int ref = int_layer(l, std::vector<int32_t>{a})[0];
     const uint32_t misc = uint32_t(l.shift[0]) | (uint32_t(l.out_q.zero_point) & 0xFF) << 8 |
                           (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
-    const tpu::ActFunc f = l.act == Activation::None ? tpu::ActFunc::Identity
-                           : l.act == Activation::Relu ? tpu::ActFunc::Relu : tpu::ActFunc::Clamp;
-    const int chip = tpu::requantize(a, l.bias[0], l.mult[0], misc, f, l.out_q.is_unsigned, nullptr);
-    ASSERT_EQ(ref, chip) << "acc " << a << " bias " << l.bias[0] << " mult " << l.mult[0] << " shift " << int(l.shift[0]);
+    const tpu::ActFunc f = l.act == Activation::None   ? tpu::ActFunc::Identity
+                           : l.act == Activation::Relu ? tpu::ActFunc::Relu
+                                                       : tpu::ActFunc::Clamp;
+    const int chip =
+        tpu::requantize(a, l.bias[0], l.mult[0], misc, f, l.out_q.is_unsigned, nullptr);
+    ASSERT_EQ(ref, chip) << "acc " << a << " bias " << l.bias[0] << " mult " << l.mult[0]
+                         << " shift " << int(l.shift[0]);
   }
 }
 
@@ -320,7 +327,6 @@ TEST(Quantize, QdqAndQLinearModelsRoundTrip) {
 }
 
 // ---- compiled programs on the golden ISA model ------------------------------------------------
-
 
 TEST(GoldenModel, FashionBitExactAtSeveralBatchSizes) {
   const QuantNetwork q = fashion_quantized();
@@ -379,16 +385,22 @@ TEST(GoldenModel, UnusualGeometriesBitExact) {
     g.node("Sub", {"input", "mean"}, {"x"});
     std::mt19937 rng(1);
     std::normal_distribution<float> d(0, 0.3f);
-    auto rnd = [&](size_t n) { std::vector<float> v(n); for (auto& x : v) x = d(rng); return v; };
+    auto rnd = [&](size_t n) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = d(rng);
+      return v;
+    };
     g.init_float("w1", {20, 3, 5, 5}, rnd(20 * 75));
     g.init_float("b1", {20}, rnd(20));
-    g.node("Conv", {"x", "w1", "b1"}, {"c1"}, {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {2, 1, 1, 2})});
+    g.node("Conv", {"x", "w1", "b1"}, {"c1"},
+           {OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", {2, 1, 1, 2})});
     g.init_float("lo", {}, {0.0f});
     g.init_float("hi", {}, {1.5f});
     g.node("Clip", {"c1", "lo", "hi"}, {"r1"});
     g.init_float("w2", {17, 20, 3, 2}, rnd(17 * 120));
     g.node("Conv", {"r1", "w2"}, {"c2"}, {OnnxAttr::Ints("pads", {1, 1, 1, 1})});
-    g.node("MaxPool", {"c2"}, {"p2"}, {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("strides", {2, 2})});
+    g.node("MaxPool", {"c2"}, {"p2"},
+           {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("strides", {2, 2})});
     g.init_float("w3", {9, 17, 1, 1}, rnd(9 * 17));
     g.node("Conv", {"p2", "w3"}, {"logits"});
     g.output("logits");
@@ -440,7 +452,8 @@ TEST(Compiler, EveryInstructionKnowsItsLayer) {
     for (size_t i = begin; i < p.layer_end[l]; ++i) {
       const uint8_t op = tpu::opcode_byte(p.instructions[i]);
       if (op == uint8_t(tpu::Opcode::Matmul) || op == uint8_t(tpu::Opcode::Activate)) {
-        EXPECT_EQ(p.instr_layer[i], int(l)) << "instruction " << i << ": " << tpu::disassemble(p.instructions[i]);
+        EXPECT_EQ(p.instr_layer[i], int(l))
+            << "instruction " << i << ": " << tpu::disassemble(p.instructions[i]);
         ++work;
       }
     }
@@ -485,12 +498,12 @@ TEST(Profile, FromTimelineCutsAtTheFirstMatmulOfEachLayer) {
   // layer:    -1   0   0   0   1   1   2   3   0   1   (then layers 2, 3 of micro-batch 2)
   const std::vector<int> layer = {-1, 0, 0, 0, 1, 1, 2, 3, 0, 1, 2, 3, -1};
   const std::vector<tpu::InstrEvent> events = {
-      ev(0, ExecUnit::ReadHost, 0, 50),   ev(1, ExecUnit::Matmul, 50, 150),
-      ev(2, ExecUnit::Activate, 150, 260), ev(3, ExecUnit::Matmul, 150, 250),
-      ev(4, ExecUnit::Matmul, 300, 400),  ev(5, ExecUnit::Activate, 420, 500),
-      ev(6, ExecUnit::Matmul, 500, 520),  ev(7, ExecUnit::Matmul, 530, 540),
-      ev(8, ExecUnit::Matmul, 600, 700),  ev(9, ExecUnit::Matmul, 710, 800),
-      ev(10, ExecUnit::Matmul, 810, 820), ev(11, ExecUnit::Matmul, 830, 840),
+      ev(0, ExecUnit::ReadHost, 0, 50),     ev(1, ExecUnit::Matmul, 50, 150),
+      ev(2, ExecUnit::Activate, 150, 260),  ev(3, ExecUnit::Matmul, 150, 250),
+      ev(4, ExecUnit::Matmul, 300, 400),    ev(5, ExecUnit::Activate, 420, 500),
+      ev(6, ExecUnit::Matmul, 500, 520),    ev(7, ExecUnit::Matmul, 530, 540),
+      ev(8, ExecUnit::Matmul, 600, 700),    ev(9, ExecUnit::Matmul, 710, 800),
+      ev(10, ExecUnit::Matmul, 810, 820),   ev(11, ExecUnit::Matmul, 830, 840),
       ev(12, ExecUnit::WriteHost, 850, 870)};
   const auto p = profile_from_timeline(q, 16, 2, 900, events, layer);
   ASSERT_EQ(p.size(), 4u);
@@ -506,7 +519,8 @@ TEST(Profile, FromTimelineCutsAtTheFirstMatmulOfEachLayer) {
   EXPECT_EQ(sum, 900u);
   EXPECT_DOUBLE_EQ(p[1].utilization, double(q.layers[1].macs()) * 2 / (300.0 * 256));
   // A matmul outside the program, or of no layer, is an error, not a silent misattribution.
-  EXPECT_THROW(profile_from_timeline(q, 16, 2, 900, {ev(40, ExecUnit::Matmul, 0, 1)}, layer), Error);
+  EXPECT_THROW(profile_from_timeline(q, 16, 2, 900, {ev(40, ExecUnit::Matmul, 0, 1)}, layer),
+               Error);
   EXPECT_THROW(profile_from_timeline(q, 16, 2, 900, {ev(0, ExecUnit::Matmul, 0, 1)}, layer), Error);
 }
 
@@ -532,7 +546,8 @@ TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {
   ASSERT_NO_THROW(elements = mini::check_xml(svg)) << svg;
   EXPECT_EQ(elements["svg"], 1);
   size_t groups = 0;
-  for (size_t at = svg.find("<g class=\"layer\""); at != std::string::npos; at = svg.find("<g class=\"layer\"", at + 1))
+  for (size_t at = svg.find("<g class=\"layer\""); at != std::string::npos;
+       at = svg.find("<g class=\"layer\"", at + 1))
     ++groups;
   EXPECT_EQ(groups, 2 * e.layers.size());  // cycles panel and utilization panel
   for (const auto& l : e.layers) {
@@ -549,7 +564,8 @@ TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {
   EXPECT_NE(svg.find("SCALE-Sim WS estimate"), std::string::npos);
   EXPECT_NE(report_html(e).find("<img src=\"utilization.svg\""), std::string::npos);
 
-  EXPECT_NE(error_of([] { utilization_svg(model_evaluation(false)); }).find("no per-layer profile"), std::string::npos);
+  EXPECT_NE(error_of([] { utilization_svg(model_evaluation(false)); }).find("no per-layer profile"),
+            std::string::npos);
 }
 
 // The timeline JSON of a hand-made run: three matmuls in flight at once, a serial unit, a sync.
@@ -565,8 +581,13 @@ TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
   tpu::Matmul mm;
   mm.outer = 30;
   mm.switch_weights = true;
-  t.program = {tpu::ReadWeights{3, 0x8000'0000}, mm, mm, mm, tpu::Sync{},
-               tpu::Activate{tpu::ActFunc::Relu, false, 0, 100, 30, 1, 1, 1, 0, 0}, tpu::Halt{}};
+  t.program = {tpu::ReadWeights{3, 0x8000'0000},
+               mm,
+               mm,
+               mm,
+               tpu::Sync{},
+               tpu::Activate{tpu::ActFunc::Relu, false, 0, 100, 30, 1, 1, 1, 0, 0},
+               tpu::Halt{}};
   t.instr_layer = {0, 0, 0, 1, -1, 1, -1};
   t.layer_names = {"/conv1/Conv", "/fc \"x\""};
   t.cycles = 2500;
@@ -592,12 +613,14 @@ TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
   EXPECT_EQ(j["displayTimeUnit"].text, "ns");
   EXPECT_EQ(j["otherData"]["events"].number, 6);
   EXPECT_EQ(j["otherData"]["cycles"].number, 2500);
-  std::map<double, std::string> track;                 // tid -> thread_name
-  std::map<double, std::vector<std::pair<uint64_t, uint64_t>>> slices;  // tid -> [start, end) in cycles
+  std::map<double, std::string> track;  // tid -> thread_name
+  std::map<double, std::vector<std::pair<uint64_t, uint64_t>>>
+      slices;  // tid -> [start, end) in cycles
   int complete = 0;
   for (const mini::Json& x : j["traceEvents"].items) {
     const std::string ph = x["ph"].text;
-    if (ph == "M" && x["name"].text == "thread_name") track[x["tid"].number] = x["args"]["name"].text;
+    if (ph == "M" && x["name"].text == "thread_name")
+      track[x["tid"].number] = x["args"]["name"].text;
     if (ph != "X") continue;
     ++complete;
     const auto& a = x["args"];
@@ -605,13 +628,17 @@ TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
     ASSERT_LT(pc, t.events.size());
     const InstrEvent& want = t.events[pc];
     // ts and dur: microseconds at 1 ns per cycle, written exactly.
-    EXPECT_EQ(x["ts"].text, std::to_string(want.start / 1000) + "." + std::string(3 - std::to_string(want.start % 1000).size(), '0') + std::to_string(want.start % 1000));
+    EXPECT_EQ(x["ts"].text, std::to_string(want.start / 1000) + "." +
+                                std::string(3 - std::to_string(want.start % 1000).size(), '0') +
+                                std::to_string(want.start % 1000));
     EXPECT_EQ(uint64_t(std::llround(x["ts"].number * 1000)), want.start);
     EXPECT_EQ(uint64_t(std::llround(x["dur"].number * 1000)), want.end - want.start);
     EXPECT_EQ(a["start_cycle"].number, double(want.start));
     EXPECT_EQ(a["end_cycle"].number, double(want.end));
     std::string dis = tpu::disassemble(t.program[pc]);
-    dis.erase(std::unique(dis.begin(), dis.end(), [](char p, char q) { return p == ' ' && q == ' '; }), dis.end());
+    dis.erase(
+        std::unique(dis.begin(), dis.end(), [](char p, char q) { return p == ' ' && q == ' '; }),
+        dis.end());
     EXPECT_EQ(a["instruction"].text, dis);
     const int l = t.instr_layer[pc];
     EXPECT_EQ(a["layer"].text, l >= 0 ? t.layer_names[size_t(l)] : "(no layer)");
@@ -627,10 +654,12 @@ TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
   }
   std::set<std::string> names;
   for (const auto& [tid, name] : track) names.insert(name);
-  EXPECT_EQ(names, (std::set<std::string>{"read_weights", "matmul", "matmul 2", "matmul 3", "control", "activate"}));
+  EXPECT_EQ(names, (std::set<std::string>{"read_weights", "matmul", "matmul 2", "matmul 3",
+                                          "control", "activate"}));
 
   Evaluation none;
-  EXPECT_NE(error_of([&] { timeline_json(none); }).find("no instruction timeline"), std::string::npos);
+  EXPECT_NE(error_of([&] { timeline_json(none); }).find("no instruction timeline"),
+            std::string::npos);
 }
 
 // The model backend has no timing: asking for a timeline is a clear error.
@@ -647,7 +676,8 @@ TEST(Report, ModelBackendHasNoTimeline) {
     evaluate(dev, net, q, test, o);
     FAIL() << "no error";
   } catch (const tpu::DeviceError& err) {
-    EXPECT_NE(std::string(err.what()).find("no instruction timeline"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("no instruction timeline"), std::string::npos)
+        << err.what();
   }
 }
 

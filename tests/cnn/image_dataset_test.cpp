@@ -1,21 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image files as model inputs (driver/cnn/image_dataset.h): PNG and JPEG files written here with
 // libpng and libjpeg, decoded back; the preprocessing steps against values worked out by hand;
 // the ImageFolder layout; and the errors.
-#include <gtest/gtest.h>
+#include "image_dataset.h"
 
-#include <png.h>
-#include <cstddef>
-#include <cstdio>
+#include <gtest/gtest.h>
 #include <jpeglib.h>
+#include <png.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include "cnn_test_util.h"
-#include "image_dataset.h"
 
 namespace {
 
@@ -23,17 +24,22 @@ using namespace tpu::cnn;
 using cnn_test::error_of;
 
 // libpng's simplified API: `channels` 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA).
-void write_png(const std::string& path, int w, int h, int channels, const std::vector<uint8_t>& px) {
+void write_png(const std::string& path, int w, int h, int channels,
+               const std::vector<uint8_t>& px) {
   png_image im;
   std::memset(&im, 0, sizeof im);
   im.version = PNG_IMAGE_VERSION;
   im.width = png_uint_32(w);
   im.height = png_uint_32(h);
-  im.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 2 ? PNG_FORMAT_GA : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  im.format = channels == 1   ? PNG_FORMAT_GRAY
+              : channels == 2 ? PNG_FORMAT_GA
+              : channels == 3 ? PNG_FORMAT_RGB
+                              : PNG_FORMAT_RGBA;
   ASSERT_TRUE(png_image_write_to_file(&im, path.c_str(), 0, px.data(), 0, nullptr)) << im.message;
 }
 
-void write_jpeg(const std::string& path, int w, int h, int channels, const std::vector<uint8_t>& px) {
+void write_jpeg(const std::string& path, int w, int h, int channels,
+                const std::vector<uint8_t>& px) {
   jpeg_compress_struct c;
   jpeg_error_mgr err;
   c.err = jpeg_std_error(&err);
@@ -49,7 +55,8 @@ void write_jpeg(const std::string& path, int w, int h, int channels, const std::
   jpeg_set_quality(&c, 100, TRUE);
   jpeg_start_compress(&c, TRUE);
   while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(px.data()) + size_t(c.next_scanline) * size_t(w) * size_t(channels);
+    JSAMPROW row =
+        const_cast<uint8_t*>(px.data()) + size_t(c.next_scanline) * size_t(w) * size_t(channels);
     jpeg_write_scanlines(&c, &row, 1);
   }
   jpeg_finish_compress(&c);
@@ -87,7 +94,8 @@ TEST(Images, Jpeg) {
   const Image8 j = load_image(tmp("flat.jpg"));
   EXPECT_EQ(j.channels, 3);
   EXPECT_EQ(j.width, 16);
-  for (size_t i = 0; i < j.pixels.size(); ++i) EXPECT_NEAR(j.pixels[i], (std::vector<int>{120, 60, 200})[i % 3], 1) << i;
+  for (size_t i = 0; i < j.pixels.size(); ++i)
+    EXPECT_NEAR(j.pixels[i], (std::vector<int>{120, 60, 200})[i % 3], 1) << i;
   write_jpeg(tmp("gray.jpg"), 8, 8, 1, std::vector<uint8_t>(64, 77));
   const Image8 g = load_image(tmp("gray.jpg"));
   EXPECT_EQ(g.channels, 1);
@@ -96,31 +104,38 @@ TEST(Images, Jpeg) {
 
 TEST(Images, Errors) {
   std::ofstream(tmp("text.png")) << "not an image at all";
-  EXPECT_NE(error_of([] { load_image(tmp("text.png")); }).find("text.png: not a PNG or JPEG file"), std::string::npos);
+  EXPECT_NE(error_of([] { load_image(tmp("text.png")); }).find("text.png: not a PNG or JPEG file"),
+            std::string::npos);
   write_png(tmp("big.png"), 64, 64, 3, std::vector<uint8_t>(64 * 64 * 3, 5));
   std::ifstream f(tmp("big.png"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::string e = error_of([&] { decode_image(bytes.substr(0, bytes.size() / 2), "cut.png"); });
+  const std::string e =
+      error_of([&] { decode_image(bytes.substr(0, bytes.size() / 2), "cut.png"); });
   EXPECT_NE(e.find("cut.png: cannot"), std::string::npos) << e;
   write_jpeg(tmp("j.jpg"), 64, 64, 3, std::vector<uint8_t>(64 * 64 * 3, 5));
   std::ifstream fj(tmp("j.jpg"), std::ios::binary);
   std::string jb((std::istreambuf_iterator<char>(fj)), std::istreambuf_iterator<char>());
-  EXPECT_NE(error_of([&] { decode_image(jb.substr(0, jb.size() / 2), "cut.jpg"); }).find("cut.jpg:"), std::string::npos);
-  EXPECT_NE(error_of([] { load_image(tmp("missing.png")); }).find("missing.png: cannot open"), std::string::npos);
+  EXPECT_NE(
+      error_of([&] { decode_image(jb.substr(0, jb.size() / 2), "cut.jpg"); }).find("cut.jpg:"),
+      std::string::npos);
+  EXPECT_NE(error_of([] { load_image(tmp("missing.png")); }).find("missing.png: cannot open"),
+            std::string::npos);
 }
 
 TEST(Images, Channels) {
   Image8 rgb{3, 1, 2, {255, 0, 0, 10, 20, 30}};
   const Image8 g = convert_channels(rgb, 1);
   // PIL: (R * 19595 + G * 38470 + B * 7471 + 32768) >> 16
-  EXPECT_EQ(g.pixels, (std::vector<uint8_t>{76, uint8_t((10 * 19595 + 20 * 38470 + 30 * 7471 + 32768) >> 16)}));
+  EXPECT_EQ(g.pixels, (std::vector<uint8_t>{
+                          76, uint8_t((10 * 19595 + 20 * 38470 + 30 * 7471 + 32768) >> 16)}));
   const Image8 back = convert_channels(g, 3);
   EXPECT_EQ(back.pixels, (std::vector<uint8_t>{76, 76, 76, g.pixels[1], g.pixels[1], g.pixels[1]}));
 }
 
 TEST(Images, ResizeAndCrop) {
   // Halving 4 -> 2 with the antialiased triangle filter: output pixel 0 (centre 1.0 in input
-  // coordinates, support 2) weighs inputs 0, 1, 2 by 0.75, 0.75, 0.25 (/1.75) -> (0*.75 + 100*.75 + 200*.25)/1.75.
+  // coordinates, support 2) weighs inputs 0, 1, 2 by 0.75, 0.75, 0.25 (/1.75) -> (0*.75 + 100*.75 +
+  // 200*.25)/1.75.
   Image8 row{1, 1, 4, {0, 100, 200, 255}};
   const Image8 half = resize_bilinear(row, 1, 2);
   EXPECT_EQ(half.pixels[0], uint8_t(std::lround((0 * 0.75 + 100 * 0.75 + 200 * 0.25) / 1.75)));
@@ -137,8 +152,11 @@ TEST(Images, ResizeAndCrop) {
   Image8 grid{1, 5, 4, {}};
   for (int i = 0; i < 20; ++i) grid.pixels.push_back(uint8_t(i));
   EXPECT_EQ(center_crop(grid, 2, 2, "g").pixels, (std::vector<uint8_t>{9, 10, 13, 14}));
-  EXPECT_EQ(center_crop(grid, 4, 3, "g").pixels, (std::vector<uint8_t>{0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14}));
-  EXPECT_NE(error_of([&] { center_crop(grid, 6, 2, "g.png"); }).find("g.png: center crop 6x2 is larger than the image (5x4"),
+  EXPECT_EQ(center_crop(grid, 4, 3, "g").pixels,
+            (std::vector<uint8_t>{0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14}));
+  EXPECT_NE(error_of([&] {
+              center_crop(grid, 6, 2, "g.png");
+            }).find("g.png: center crop 6x2 is larger than the image (5x4"),
             std::string::npos);
 }
 
@@ -150,12 +168,13 @@ TEST(Images, Preprocess) {
   p.std = {0.5f};
   const auto x = preprocess_image(img, p, Shape3{3, 2, 2}, "i");
   ASSERT_EQ(x.size(), 12u);
-  EXPECT_FLOAT_EQ(x[0], (0 / 255.0f - 0.5f) / 0.5f);          // R of pixel 0
-  EXPECT_FLOAT_EQ(x[4 + 1], (204 / 255.0f - 0.25f) / 0.5f);   // G of pixel 1
-  EXPECT_FLOAT_EQ(x[8 + 3], (255 / 255.0f - 0.0f) / 0.5f);    // B of pixel 3
+  EXPECT_FLOAT_EQ(x[0], (0 / 255.0f - 0.5f) / 0.5f);         // R of pixel 0
+  EXPECT_FLOAT_EQ(x[4 + 1], (204 / 255.0f - 0.25f) / 0.5f);  // G of pixel 1
+  EXPECT_FLOAT_EQ(x[8 + 3], (255 / 255.0f - 0.0f) / 0.5f);   // B of pixel 3
   // A model of another size: scaled to it (a flat image stays flat).
   Image8 big{1, 40, 30, std::vector<uint8_t>(1200, 51)};
-  for (float v : preprocess_image(big, Preprocess{}, Shape3{1, 28, 28}, "b")) EXPECT_FLOAT_EQ(v, 51 / 255.0f);
+  for (float v : preprocess_image(big, Preprocess{}, Shape3{1, 28, 28}, "b"))
+    EXPECT_FLOAT_EQ(v, 51 / 255.0f);
   // Resize of the shorter side keeps the aspect ratio: 40x30 -> 32 shorter -> 42x32, crop 28.
   Preprocess r;
   r.resize_shorter = 32;
@@ -164,12 +183,17 @@ TEST(Images, Preprocess) {
   // Channels that do not fit the model.
   Preprocess rgb;
   rgb.channels = 3;
-  EXPECT_NE(error_of([&] { preprocess_image(big, rgb, Shape3{1, 28, 28}, "b"); })
-                .find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels rgb gives 3 channels"),
+  EXPECT_NE(error_of([&] {
+              preprocess_image(big, rgb, Shape3{1, 28, 28}, "b");
+            })
+                .find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels "
+                      "rgb gives 3 channels"),
             std::string::npos);
   Preprocess m2;
   m2.mean = {0.1f, 0.2f};
-  EXPECT_NE(error_of([&] { preprocess_image(img, m2, Shape3{3, 2, 2}, "i"); }).find("--mean: 2 values for 3 channels"),
+  EXPECT_NE(error_of([&] {
+              preprocess_image(img, m2, Shape3{3, 2, 2}, "i");
+            }).find("--mean: 2 values for 3 channels"),
             std::string::npos);
 }
 
@@ -181,10 +205,15 @@ TEST(Images, Options) {
   parse_size("32x24", "--resize", &h, &w);
   EXPECT_EQ(h, 32);
   EXPECT_EQ(w, 24);
-  EXPECT_NE(error_of([&] { parse_size("3x", "--center-crop", &h, &w); }).find("--center-crop 3x: expected a size"),
+  EXPECT_NE(error_of([&] {
+              parse_size("3x", "--center-crop", &h, &w);
+            }).find("--center-crop 3x: expected a size"),
             std::string::npos);
-  EXPECT_EQ(parse_floats("0.485,0.456,0.406", "--mean"), (std::vector<float>{0.485f, 0.456f, 0.406f}));
-  EXPECT_NE(error_of([] { parse_floats("0.5,x", "--std"); }).find("--std 0.5,x: 'x' is not a number"), std::string::npos);
+  EXPECT_EQ(parse_floats("0.485,0.456,0.406", "--mean"),
+            (std::vector<float>{0.485f, 0.456f, 0.406f}));
+  EXPECT_NE(
+      error_of([] { parse_floats("0.5,x", "--std"); }).find("--std 0.5,x: 'x' is not a number"),
+      std::string::npos);
   const Preprocess p = parse_preprocess("256", "224x200", "0.485,0.456,0.406", "0.5", "rgb");
   EXPECT_EQ(p.resize_shorter, 256);
   EXPECT_EQ(p.resize_h, 0);
@@ -194,9 +223,13 @@ TEST(Images, Options) {
   EXPECT_EQ(p.channels, 3);
   EXPECT_EQ(parse_preprocess("32x24", "", "", "", "gray").resize_w, 24);
   EXPECT_EQ(parse_preprocess("", "", "", "", "").channels, 0);
-  EXPECT_NE(error_of([] { parse_preprocess("", "", "", "1,0,1", ""); }).find("--std 1,0,1: a standard deviation of 0"),
+  EXPECT_NE(error_of([] {
+              parse_preprocess("", "", "", "1,0,1", "");
+            }).find("--std 1,0,1: a standard deviation of 0"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_preprocess("", "", "", "", "bgr"); }).find("--channels bgr: expected rgb or gray"),
+  EXPECT_NE(error_of([] {
+              parse_preprocess("", "", "", "", "bgr");
+            }).find("--channels bgr: expected rgb or gray"),
             std::string::npos);
 }
 
@@ -219,7 +252,8 @@ TEST(Images, Folder) {
   ASSERT_EQ(s.count(), 2);
   EXPECT_EQ(s.labels, (std::vector<int>{1, 1}));
   EXPECT_FLOAT_EQ(s.images[0][0], 9 / 255.0f);
-  EXPECT_NE(error_of([&] { scan_image_folder(dir + "/c_empty"); }).find("no class subfolders"), std::string::npos);
+  EXPECT_NE(error_of([&] { scan_image_folder(dir + "/c_empty"); }).find("no class subfolders"),
+            std::string::npos);
   std::ofstream(tmp("labels.txt")) << "shirt\n\ntrouser  \n";
   EXPECT_EQ(read_labels_file(tmp("labels.txt")), (std::vector<std::string>{"shirt", "trouser"}));
 }

@@ -1,10 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim run-onnx and run-cnn --dataset as a user runs them: tensors in .npy and .pb files,
 // outputs written and compared with expected tensors computed here with the pipeline's C++
 // references (the integer reference for exact outputs, the float model for the tolerance), ONNX's
 // test layout, input errors, and a folder of PNG images written here with libpng.
 #include <gtest/gtest.h>
-
 #include <png.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -12,8 +14,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cnn_models.h"
 #include "mini_parse.h"
@@ -36,7 +36,8 @@ struct Result {
 
 Result tpusim(const std::string& args) {
   // One file per process: ctest runs the test cases in parallel processes.
-  const std::string err_file = ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
+  const std::string err_file =
+      ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
   const test_support::CommandResult c = test_support::run_command(cmd);
   Result r;
@@ -103,10 +104,13 @@ TEST(RunOnnxCli, NpyOnTheChip) {
   fs::create_directories(d + "/expect");
   const Tensor expect = quantized_outputs(net, images, images);
   save_tensor(d + "/expect/" + tensor_file_name(net.output_name, ".npy"), expect);
-  const Result r = tpusim("run-onnx --model " + bundled_model() + " --input " + net.input_name + "=" + d +
-                          "/in.npy --batch 4 --output-dir " + d + "/out --expect " + d + "/expect --json");
+  const Result r =
+      tpusim("run-onnx --model " + bundled_model() + " --input " + net.input_name + "=" + d +
+             "/in.npy --batch 4 --output-dir " + d + "/out --expect " + d + "/expect --json");
   ASSERT_EQ(r.code, 0) << r.all();
-  EXPECT_NE(r.err.find("calibrated on 6 images: the inputs themselves (no --calibration given)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("calibrated on 6 images: the inputs themselves (no --calibration given)"),
+            std::string::npos)
+      << r.err;
   const mini::Json j = mini::parse_json(r.out);
   EXPECT_TRUE(j["pass"].boolean);
   EXPECT_TRUE(j["matches_reference"].boolean);
@@ -138,8 +142,9 @@ TEST(RunOnnxCli, PbAgainstTheFloatModel) {
   save_tensor(d + "/in.pb", batch_tensor(images, net.input_name));
   fs::create_directories(d + "/expect");
   save_tensor(d + "/expect/output_0.pb", float_outputs(net, images));
-  Result r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d +
-                    "/in.pb --output-format pb --output-dir " + d + "/out --expect " + d + "/expect");
+  Result r =
+      tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d +
+             "/in.pb --output-format pb --output-dir " + d + "/out --expect " + d + "/expect");
   ASSERT_EQ(r.code, 0) << r.all();
   EXPECT_NE(r.out.find("expected: PASS, max abs error"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
@@ -153,7 +158,8 @@ TEST(RunOnnxCli, PbAgainstTheFloatModel) {
   float v = float(bad.value(13)) + 20 * q.output_q().scale;
   std::memcpy(bad.data.data() + 13 * 4, &v, 4);
   save_tensor(d + "/expect/output_0.pb", bad);
-  r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.pb --expect " + d + "/expect");
+  r = tpusim("run-onnx --backend model --model " + bundled_model() + " --input " + d +
+             "/in.pb --expect " + d + "/expect");
   EXPECT_EQ(r.code, 1) << r.all();
   EXPECT_NE(r.out.find("expected: FAIL"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 160 values differ; first at [1, 3]"), std::string::npos) << r.out;
@@ -176,8 +182,8 @@ TEST(RunOnnxCli, BranchingModelOnTheChip) {
   const Network net = import_onnx_bytes(onnx, "resnet");
   const auto images = fashion_images(500, 6);
   save_tensor(d + "/in.npy", batch_tensor(images));
-  const Result r = tpusim("run-onnx --model " + d + "/resnet.onnx --input " + d + "/in.npy --batch 4 --output-dir " + d +
-                          "/out --json");
+  const Result r = tpusim("run-onnx --model " + d + "/resnet.onnx --input " + d +
+                          "/in.npy --batch 4 --output-dir " + d + "/out --json");
   ASSERT_EQ(r.code, 0) << r.all();
   const mini::Json j = mini::parse_json(r.out);
   EXPECT_TRUE(j["matches_reference"].boolean);
@@ -208,8 +214,10 @@ TEST(RunOnnxCli, TestDirWithCalibration) {
   }
   // A data set without expected outputs runs and is not compared.
   fs::create_directories(d + "/test_data_set_3");
-  save_tensor(d + "/test_data_set_3/input_0.pb", batch_tensor(fashion_images(40, 2), net.input_name));
-  const Result r = tpusim("run-onnx --backend model --test-dir " + d + " --calibration " + d + "/cal.npy --json");
+  save_tensor(d + "/test_data_set_3/input_0.pb",
+              batch_tensor(fashion_images(40, 2), net.input_name));
+  const Result r = tpusim("run-onnx --backend model --test-dir " + d + " --calibration " + d +
+                          "/cal.npy --json");
   EXPECT_EQ(r.code, 1) << r.all();
   EXPECT_NE(r.err.find("calibrated on 64 images from --calibration"), std::string::npos) << r.err;
   const mini::Json j = mini::parse_json(r.out);
@@ -242,10 +250,13 @@ TEST(RunOnnxCli, CalibrationDirectory) {
   save_tensor(d + "/cal/a.npy", batch_tensor({cal.begin(), cal.begin() + 20}));
   save_tensor(d + "/cal/b.pb", batch_tensor({cal.begin() + 20, cal.end()}));
   std::ofstream(d + "/cal/README") << "not a tensor: ignored";
-  const std::string base = "run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.npy";
+  const std::string base =
+      "run-onnx --backend model --model " + bundled_model() + " --input " + d + "/in.npy";
   Result r = tpusim(base + " --calibration " + d + "/cal --output-dir " + d + "/out_dir");
   ASSERT_EQ(r.code, 0) << r.all();
-  EXPECT_NE(r.out.find("calibrated on 48 images from --calibration " + d + "/cal"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("calibrated on 48 images from --calibration " + d + "/cal"),
+            std::string::npos)
+      << r.out;
   r = tpusim(base + " --calibration " + d + "/all.npy --output-dir " + d + "/out_file");
   ASSERT_EQ(r.code, 0) << r.all();
   const std::string name = tensor_file_name(net.output_name, ".npy");
@@ -255,30 +266,36 @@ TEST(RunOnnxCli, CalibrationDirectory) {
   fs::create_directories(d + "/empty");
   r = tpusim(base + " --calibration " + d + "/empty");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--calibration " + d + "/empty: the directory holds no .npy or .pb file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--calibration " + d + "/empty: the directory holds no .npy or .pb file"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(RunOnnxCli, InputErrors) {
   const Network net = load_onnx(bundled_model());
   const std::string d = tmpdir("run_onnx_errors");
   save_tensor(d + "/small.npy", Tensor::from_float({2, 1, 14, 14}, std::vector<float>(2 * 196)));
-  save_tensor(d + "/f64.npy", Tensor::from_int(DType::Float64, {1, 1, 28, 28}, std::vector<int64_t>(784, 0)));
+  save_tensor(d + "/f64.npy",
+              Tensor::from_int(DType::Float64, {1, 1, 28, 28}, std::vector<int64_t>(784, 0)));
   const std::string base = "run-onnx --backend model --model " + bundled_model();
   Result r = tpusim(base + " --input " + d + "/small.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("tpusim run-onnx: error: --input " + d + "/small.npy: input '" + net.input_name +
-                       "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
-                       "expected float32 [1, 1, 28, 28] (any batch in the first dimension)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("tpusim run-onnx: error: --input " + d + "/small.npy: input '" + net.input_name +
+                 "' has shape [1, 1, 28, 28], but the tensor is float32 [2, 1, 14, 14]; "
+                 "expected float32 [1, 1, 28, 28] (any batch in the first dimension)"),
+      std::string::npos)
       << r.err;
   r = tpusim(base + " --input " + d + "/f64.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("is float32, but the tensor is float64 [1, 1, 28, 28]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is float32, but the tensor is float64 [1, 1, 28, 28]"), std::string::npos)
+      << r.err;
   r = tpusim(base + " --input pixels=" + d + "/small.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("input 'pixels': the model " + bundled_model() + " has no such input; its inputs: '" +
-                       net.input_name + "' float32 [1, 1, 28, 28]"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("input 'pixels': the model " + bundled_model() +
+                 " has no such input; its inputs: '" + net.input_name + "' float32 [1, 1, 28, 28]"),
+      std::string::npos)
       << r.err;
   r = tpusim(base + " --input " + d + "/missing.npy");
   EXPECT_EQ(r.code, 1) << r.all();
@@ -304,7 +321,8 @@ TEST(RunOnnxCli, ParameterInputsFolded) {
   g.node("Gemm", {"x", "w", "b"}, {"y"}, {OnnxAttr::Int("transB", 1)}, "fc");
   g.output("y", {-1, 3});
   g.save(d + "/m.onnx");
-  const std::vector<float> w = {0.5f, -1, 0.25f, 2, 1, 1, -1, -1, 0, 0.75f, 0, -0.5f}, b = {0.1f, -0.2f, 0.3f};
+  const std::vector<float> w = {0.5f, -1, 0.25f, 2, 1, 1, -1, -1, 0, 0.75f, 0, -0.5f},
+                           b = {0.1f, -0.2f, 0.3f};
   const std::vector<float> x = {1, 0.5f, -1, 0.25f, -0.5f, 1, 0.75f, 0};
   save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, x));
   save_tensor(d + "/w.npy", Tensor::from_float({3, 4}, w));
@@ -317,7 +335,8 @@ TEST(RunOnnxCli, ParameterInputsFolded) {
       y.push_back(float(v));
     }
   save_tensor(d + "/y.npy", Tensor::from_float({2, 3}, y));
-  const std::string base = "run-onnx --backend model --model " + d + "/m.onnx --input x=" + d + "/x.npy";
+  const std::string base =
+      "run-onnx --backend model --model " + d + "/m.onnx --input x=" + d + "/x.npy";
   Result r = tpusim(base + " --input w=" + d + "/w.npy --input b=" + d + "/b.npy --expect " + d +
                     " --tolerance-rule propagated");
   EXPECT_EQ(r.code, 0) << r.all();
@@ -329,7 +348,8 @@ TEST(RunOnnxCli, ParameterInputsFolded) {
   EXPECT_NE(r.err.find("the graph has 2 inputs ('x', 'b')"), std::string::npos) << r.err;
   r = tpusim(base + " --tolerance-rule bogus");
   EXPECT_EQ(r.code, 2) << r.all();
-  EXPECT_NE(r.err.find("--tolerance-rule bogus: expected steps or propagated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--tolerance-rule bogus: expected steps or propagated"), std::string::npos)
+      << r.err;
 }
 
 // ---- run-cnn --dataset: Fashion-MNIST test images as PNG files in an ImageFolder.
@@ -360,7 +380,8 @@ std::vector<int> write_fashion_folder(const std::string& dir, int count) {
     write_png(dir + "/" + cls + "/" + name, 28, 28, i % 3 == 0, test.image(i));
     order.emplace_back(cls + "/" + name, i);
   }
-  for (int c = 0; c < 10; ++c) fs::create_directories(dir + "/c" + std::to_string(c));  // every class has a folder
+  for (int c = 0; c < 10; ++c)
+    fs::create_directories(dir + "/c" + std::to_string(c));  // every class has a folder
   std::sort(order.begin(), order.end());
   std::vector<int> idx;
   for (const auto& o : order) idx.push_back(o.second);
@@ -373,9 +394,11 @@ TEST(RunCnnDataset, PngFolderEqualsIdx) {
   const std::string d = tmpdir("run_cnn_dataset");
   const std::vector<int> order = write_fashion_folder(d + "/images", 24);
   std::ofstream(d + "/qdq.onnx", std::ios::binary) << export_qdq_onnx(fashion_quantized(200));
-  const Result folder = tpusim("run-cnn --model " + d + "/qdq.onnx --dataset " + d + "/images --batch 8 --quiet --json");
+  const Result folder = tpusim("run-cnn --model " + d + "/qdq.onnx --dataset " + d +
+                               "/images --batch 8 --quiet --json");
   ASSERT_EQ(folder.code, 0) << folder.all();
-  const Result idx = tpusim("run-cnn --model " + d + "/qdq.onnx --images 24 --batch 8 --quiet --json --backend model");
+  const Result idx = tpusim("run-cnn --model " + d +
+                            "/qdq.onnx --images 24 --batch 8 --quiet --json --backend model");
   ASSERT_EQ(idx.code, 0) << idx.all();
   const mini::Json jf = mini::parse_json(folder.out), ji = mini::parse_json(idx.out);
   EXPECT_TRUE(jf["matches_golden"].boolean);
@@ -384,7 +407,8 @@ TEST(RunCnnDataset, PngFolderEqualsIdx) {
   EXPECT_EQ(jf["accuracy"].number, ji["accuracy"].number);
   ASSERT_EQ(jf["predictions"].items.size(), 24u);
   for (size_t k = 0; k < 24; ++k)
-    EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number) << k;
+    EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number)
+        << k;
 }
 
 // An RGB model (the CIFAR-10 ConvNet shape, random weights) on RGB PNGs with per-channel
@@ -394,7 +418,8 @@ TEST(RunCnnDataset, PngFolderEqualsIdx) {
 // channel mix-up changes the outputs.
 TEST(RunCnnDataset, RgbModelWithNormalization) {
   const std::string d = tmpdir("run_cnn_dataset_rgb");
-  const std::string onnx = random_cnn_onnx("rgb", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}}, {64, 10}, 7);
+  const std::string onnx =
+      random_cnn_onnx("rgb", {3, 32, 32}, {{32, 3, 1, 1, true}, {64, 3, 1, 1, true}}, {64, 10}, 7);
   std::ofstream(d + "/rgb.onnx", std::ios::binary) << onnx;
   const float mean[3] = {0.5f, 0.1f, 0.8f}, sd[3] = {0.25f, 0.1f, 0.2f};
   std::mt19937 rng(3);
@@ -413,15 +438,18 @@ TEST(RunCnnDataset, RgbModelWithNormalization) {
     im.version = PNG_IMAGE_VERSION;
     im.width = im.height = 32;
     im.format = PNG_FORMAT_RGB;
-    ASSERT_TRUE(png_image_write_to_file(&im, (d + "/img/" + cls + "/" + std::to_string(i) + ".png").c_str(), 0,
-                                        px.data(), 0, nullptr));
+    ASSERT_TRUE(
+        png_image_write_to_file(&im, (d + "/img/" + cls + "/" + std::to_string(i) + ".png").c_str(),
+                                0, px.data(), 0, nullptr));
     std::vector<float> chw(3 * 32 * 32);
     for (int c = 0; c < 3; ++c)
-      for (int p = 0; p < 32 * 32; ++p) chw[size_t(c * 1024 + p)] = (px[size_t(p * 3 + c)] / 255.0f - mean[c]) / sd[c];
+      for (int p = 0; p < 32 * 32; ++p)
+        chw[size_t(c * 1024 + p)] = (px[size_t(p * 3 + c)] / 255.0f - mean[c]) / sd[c];
     x.push_back(chw);
   }
-  const Result r = tpusim("run-cnn --backend model --model " + d + "/rgb.onnx --dataset " + d +
-                          "/img --mean 0.5,0.1,0.8 --std 0.25,0.1,0.2 --channels rgb --top-k 10 --no-profile");
+  const Result r =
+      tpusim("run-cnn --backend model --model " + d + "/rgb.onnx --dataset " + d +
+             "/img --mean 0.5,0.1,0.8 --std 0.25,0.1,0.2 --channels rgb --top-k 10 --no-profile");
   ASSERT_EQ(r.code, 0) << r.all();
   EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
   const QuantNetwork q = quantize_model(import_onnx_bytes(onnx, "rgb"), x);
@@ -432,15 +460,21 @@ TEST(RunCnnDataset, RgbModelWithNormalization) {
     const auto y = int_forward(q, qi.data());
     std::vector<int> order(10);
     for (int c = 0; c < 10; ++c) order[size_t(c)] = c;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[size_t(a)] > y[size_t(b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return y[size_t(a)] > y[size_t(b)]; });
     std::string want = "top-10:";
     for (int k = 0; k < 10; ++k) {
       const int c = order[size_t(k)];
       char score[32];
       std::snprintf(score, sizeof score, "%.4g", double(oq.scale) * (y[size_t(c)] - oq.zero_point));
-      want += std::string(k ? "," : "") + " " + (c == 0 ? "a" : c == 1 ? "b" : "class " + std::to_string(c)) + " " + score;
+      want += std::string(k ? "," : "") + " " +
+              (c == 0   ? "a"
+               : c == 1 ? "b"
+                        : "class " + std::to_string(c)) +
+              " " + score;
     }
-    EXPECT_NE(r.out.find(want), std::string::npos) << "image " << i << ": " << want << "\n" << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << "image " << i << ": " << want << "\n"
+                                                   << r.out;
   }
 }
 
@@ -463,7 +497,8 @@ TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
   // Errors: rgb for a gray model, options without --dataset, a folder without images.
   r = tpusim("run-cnn --backend model --dataset " + d + "/images --channels rgb");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels rgb gives 3 channels"),
+  EXPECT_NE(r.err.find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels "
+                       "rgb gives 3 channels"),
             std::string::npos)
       << r.err;
   r = tpusim("run-cnn --backend model --resize 32");

@@ -1,20 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model on tensors (driver/cnn/tensor_run.h) on the golden ISA model: the graph signature,
 // input checks and their messages, batches, dequantized outputs against the integer reference,
 // the comparison rule, and ONNX's test layout.
+#include "tensor_run.h"
+
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <random>
 #include <fstream>
+#include <random>
 
-#include "cnn_test_util.h"
 #include "cnn_models.h"
+#include "cnn_test_util.h"
 #include "device_model.h"
 #include "reference.h"
-#include "tensor_run.h"
 
 namespace {
 
@@ -52,24 +54,32 @@ TEST(TensorRun, InputChecks) {
   // Wrong dtype: float64.
   Tensor t = Tensor::from_int(DType::Float64, {2, 1, 28, 28}, std::vector<int64_t>(2 * 784, 0));
   std::string e = error_of([&] { m.images(t, "--input x.npy"); });
-  EXPECT_NE(e.find("--input x.npy: input '" + in + "' is float32, but the tensor is float64 [2, 1, 28, 28]; expected " + want),
+  EXPECT_NE(e.find("--input x.npy: input '" + in +
+                   "' is float32, but the tensor is float64 [2, 1, 28, 28]; expected " + want),
             std::string::npos)
       << e;
   // Wrong rank and wrong image size.
-  e = error_of([&] { m.images(Tensor::from_float({2, 28, 28}, std::vector<float>(2 * 784)), "f"); });
+  e = error_of([&] {
+    m.images(Tensor::from_float({2, 28, 28}, std::vector<float>(2 * 784)), "f");
+  });
   EXPECT_NE(e.find("f: input '" + in + "' has shape " + m.input_spec().shape_str() +
                    ", but the tensor is float32 [2, 28, 28]; expected " + want),
             std::string::npos)
       << e;
-  e = error_of([&] { m.images(Tensor::from_float({1, 1, 28, 27}, std::vector<float>(28 * 27)), "f"); });
+  e = error_of([&] {
+    m.images(Tensor::from_float({1, 1, 28, 27}, std::vector<float>(28 * 27)), "f");
+  });
   EXPECT_NE(e.find("but the tensor is float32 [1, 1, 28, 27]"), std::string::npos) << e;
   // Unknown and missing names.
   e = error_of([&] { m.images(std::map<std::string, Tensor>{{"pixels", fashion_tensor(0, 1)}}); });
-  EXPECT_NE(e.find("input 'pixels': the model " + bundled_model() + " has no such input; its inputs: '" + in + "'"),
+  EXPECT_NE(e.find("input 'pixels': the model " + bundled_model() +
+                   " has no such input; its inputs: '" + in + "'"),
             std::string::npos)
       << e;
   e = error_of([&] { m.images(std::map<std::string, Tensor>{}); });
-  EXPECT_NE(e.find("input '" + in + "' (" + want + ") of " + bundled_model() + " is not given"), std::string::npos) << e;
+  EXPECT_NE(e.find("input '" + in + "' (" + want + ") of " + bundled_model() + " is not given"),
+            std::string::npos)
+      << e;
   // Any batch in the first dimension.
   EXPECT_EQ(m.images(fashion_tensor(0, 5), "f").size(), 5u);
 }
@@ -100,7 +110,9 @@ TEST(TensorRun, OutputsAreTheDequantizedReference) {
     q.quantize_input(images[size_t(i)].data(), qi.data());
     const auto ref = int_forward(q, qi.data());
     for (int c = 0; c < 10; ++c)
-      EXPECT_EQ(out.value(i * 10 + c), double(float(double(oq.scale) * (ref[size_t(c)] - oq.zero_point)))) << i << " " << c;
+      EXPECT_EQ(out.value(i * 10 + c),
+                double(float(double(oq.scale) * (ref[size_t(c)] - oq.zero_point))))
+          << i << " " << c;
   }
   EXPECT_DOUBLE_EQ(r.tolerances[0], 4.0 * double(oq.scale));
   EXPECT_GT(r.cycles, 0u);
@@ -120,11 +132,12 @@ TEST(TensorRun, FloatModelWithinTolerance) {
     const auto y = float_forward(m.network(), x.data());
     expect.insert(expect.end(), y.begin(), y.end());
   }
-  const OutputCheck c = compare_tensors(r.outputs[0], Tensor::from_float({64, 10}, expect), r.tolerances[0]);
-  std::printf("float model vs chip: max abs error %.4g = %.2f output steps (tolerance 4 steps)\n", c.max_abs_error,
-              c.max_abs_error / m.quantized().output_q().scale);
-  EXPECT_TRUE(c.pass) << c.detail << " max " << c.max_abs_error << " (" << c.max_abs_error / m.quantized().output_q().scale
-                      << " steps)";
+  const OutputCheck c =
+      compare_tensors(r.outputs[0], Tensor::from_float({64, 10}, expect), r.tolerances[0]);
+  std::printf("float model vs chip: max abs error %.4g = %.2f output steps (tolerance 4 steps)\n",
+              c.max_abs_error, c.max_abs_error / m.quantized().output_q().scale);
+  EXPECT_TRUE(c.pass) << c.detail << " max " << c.max_abs_error << " ("
+                      << c.max_abs_error / m.quantized().output_q().scale << " steps)";
   EXPECT_GT(c.max_abs_error, 0.0);
 }
 
@@ -147,11 +160,13 @@ TEST(TensorRun, IntegerOutput) {
   g.init_uint8("y_zp", {}, {y_zp});
   g.init_int32("b", {2}, bias);
   g.node("QuantizeLinear", {"x", "x_scale", "x_zp"}, {"xq"}, {}, "quant");
-  g.node("QLinearConv", {"xq", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"}, {"y"}, {}, "conv");
+  g.node("QLinearConv", {"xq", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"},
+         {"y"}, {}, "conv");
   g.output("y", {1, 2, 4, 4});
   onnx::ModelProto mp;
   ASSERT_TRUE(mp.ParseFromString(g.serialize()));
-  mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+  mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::UINT8);
   const std::string path = ::testing::TempDir() + "/int_out.onnx";
   std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
 
@@ -174,9 +189,12 @@ TEST(TensorRun, IntegerOutput) {
           double acc = bias[size_t(oc)];
           for (int ky = 0; ky < 3; ++ky)
             for (int kx = 0; kx < 3; ++kx)
-              acc += double((b * 36 + (oy + ky) * 6 + ox + kx) * 37 % 256) * w[size_t(oc * 9 + ky * 3 + kx)];
-          const double v = std::min(255.0, std::max(0.0, std::round(acc * x_scale * w_scale / y_scale) + y_zp));
-          EXPECT_NEAR(y.value(((b * 2 + oc) * 4 + oy) * 4 + ox), v, 1.0) << b << " " << oc << " " << oy << " " << ox;
+              acc += double((b * 36 + (oy + ky) * 6 + ox + kx) * 37 % 256) *
+                     w[size_t(oc * 9 + ky * 3 + kx)];
+          const double v =
+              std::min(255.0, std::max(0.0, std::round(acc * x_scale * w_scale / y_scale) + y_zp));
+          EXPECT_NEAR(y.value(((b * 2 + oc) * 4 + oy) * 4 + ox), v, 1.0)
+              << b << " " << oc << " " << oy << " " << ox;
         }
   // Integers compare exactly.
   Tensor off = y;
@@ -229,20 +247,24 @@ TEST(TensorRun, HostSoftmax) {
       double sum = 0;
       for (double v : z) sum += std::exp(v);
       for (int c = 0; c < 5; ++c) {
-        const double want = std::string(op) == "Softmax" ? std::exp(z[size_t(c)]) / sum : z[size_t(c)] - std::log(sum);
+        const double want = std::string(op) == "Softmax" ? std::exp(z[size_t(c)]) / sum
+                                                         : z[size_t(c)] - std::log(sum);
         EXPECT_NEAR(r.outputs[0].value(i * 5 + c), want, 1e-6) << op << " " << i << " " << c;
       }
       const auto f = float_forward(m.network(), images[size_t(i)].data());
       double fs = 0;
       for (float v : f) fs += std::exp(double(v));
-      for (float v : f) expect_float.push_back(float(std::string(op) == "Softmax" ? std::exp(double(v)) / fs : v - std::log(fs)));
+      for (float v : f)
+        expect_float.push_back(
+            float(std::string(op) == "Softmax" ? std::exp(double(v)) / fs : v - std::log(fs)));
     }
     if (std::string(op) == "Softmax") {
       double s0 = 0;
       for (int c = 0; c < 5; ++c) s0 += r.outputs[0].value(c);
       EXPECT_NEAR(s0, 1.0, 1e-6);
     }
-    const OutputCheck c = compare_tensors(r.outputs[0], Tensor::from_float({8, 5}, expect_float), r.tolerances[0]);
+    const OutputCheck c =
+        compare_tensors(r.outputs[0], Tensor::from_float({8, 5}, expect_float), r.tolerances[0]);
     EXPECT_TRUE(c.pass) << op << ": " << c.detail;
   }
 }
@@ -267,10 +289,11 @@ TEST(TensorRun, BundledModelsWithinDepthSteps) {
       const auto y = float_forward(m.network(), x.data());
       expect.insert(expect.end(), y.begin(), y.end());
     }
-    const OutputCheck c = compare_tensors(r.outputs[0], Tensor::from_float({24, 10}, expect), r.tolerances[0]);
+    const OutputCheck c =
+        compare_tensors(r.outputs[0], Tensor::from_float({24, 10}, expect), r.tolerances[0]);
     EXPECT_TRUE(c.pass) << name << ": " << c.detail;
-    std::printf("%s: depth %d, max abs error %.4g = %.2f output steps\n", name, m.depth(), c.max_abs_error,
-                c.max_abs_error / m.quantized().output_q().scale);
+    std::printf("%s: depth %d, max abs error %.4g = %.2f output steps\n", name, m.depth(),
+                c.max_abs_error, c.max_abs_error / m.quantized().output_q().scale);
   }
 }
 
@@ -282,11 +305,14 @@ TEST(TensorRun, CompareRule) {
   c = compare_tensors(a, Tensor::from_float({2, 2}, {1.0f, 2.0f, 3.0f, 4.5f}), 0.25);
   EXPECT_FALSE(c.pass);
   EXPECT_EQ(c.mismatches, 1);
-  EXPECT_NE(c.detail.find("1 of 4 values differ; first at [1, 1]: got 4, expected 4.5 (tolerance 0.25)"), std::string::npos)
+  EXPECT_NE(
+      c.detail.find("1 of 4 values differ; first at [1, 1]: got 4, expected 4.5 (tolerance 0.25)"),
+      std::string::npos)
       << c.detail;
   c = compare_tensors(a, Tensor::from_float({4}, {1, 2, 3, 4}), 1.0);
   EXPECT_FALSE(c.pass);
-  EXPECT_NE(c.detail.find("shape [2, 2] differs from the expected [4]"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("shape [2, 2] differs from the expected [4]"), std::string::npos)
+      << c.detail;
   c = compare_tensors(a, Tensor::from_float({2, 2}, {1.0f, NAN, 3.0f, 4.0f}), 1.0);
   EXPECT_FALSE(c.pass);
   // Integers: exact, whatever the tolerance.
@@ -322,9 +348,13 @@ TEST(TensorRun, TestLayout) {
   const auto named = name_inputs(sig, sets[1].inputs, sets[1].dir, &sources);
   ASSERT_EQ(named.count("image"), 1u);
   EXPECT_EQ(sources["image"], sets[1].dir + "/input_0.pb");
-  EXPECT_NE(error_of([&] { name_inputs(sig, {sets[0].inputs[0], sets[1].inputs[0]}, "d"); }).find("input_1.pb"),
+  EXPECT_NE(error_of([&] {
+              name_inputs(sig, {sets[0].inputs[0], sets[1].inputs[0]}, "d");
+            }).find("input_1.pb"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read_test_data_sets(dir + "/not_a_set"); }).find("no test_data_set_N directories"),
+  EXPECT_NE(error_of([&] {
+              read_test_data_sets(dir + "/not_a_set");
+            }).find("no test_data_set_N directories"),
             std::string::npos);
 }
 
@@ -355,8 +385,8 @@ TEST(TensorRun, FoldInputsAsConstants) {
   const GraphSignature before = graph_signature_of_bytes(bytes, "params");
   ASSERT_EQ(before.inputs.size(), 3u);
   const std::vector<float> w = {0.5f, -1, 0.25f, 2, 1, 1, -1, -1, 0, 0.75f, 0, -0.5f};
-  const std::map<std::string, Tensor> constants = {{"w", Tensor::from_float({3, 4}, w)},
-                                                   {"b", Tensor::from_float({3}, {0.1f, -0.2f, 0.3f})}};
+  const std::map<std::string, Tensor> constants = {
+      {"w", Tensor::from_float({3, 4}, w)}, {"b", Tensor::from_float({3}, {0.1f, -0.2f, 0.3f})}};
   const std::string folded = fold_inputs_as_constants(bytes, constants, "params");
   const GraphSignature after = graph_signature_of_bytes(folded, "params");
   ASSERT_EQ(after.inputs.size(), 1u);
@@ -369,11 +399,13 @@ TEST(TensorRun, FoldInputsAsConstants) {
   // Through TensorModel: the graph left has one input; the chip computes x * w^T + b.
   const std::string path = ::testing::TempDir() + "/params.onnx";
   std::ofstream(path, std::ios::binary) << bytes;
-  EXPECT_NE(error_of([&] { TensorModel m(path); }).find("the graph has 3 inputs ('x', 'w', 'b')"), std::string::npos);
+  EXPECT_NE(error_of([&] { TensorModel m(path); }).find("the graph has 3 inputs ('x', 'w', 'b')"),
+            std::string::npos);
   TensorModel m(path, constants);
   EXPECT_EQ(m.signature().inputs.size(), 1u);
   EXPECT_EQ(m.constants().size(), 2u);
-  const auto images = m.images(Tensor::from_float({2, 4}, {1, 0.5f, -1, 0.25f, -0.5f, 1, 0.75f, 0}), "x");
+  const auto images =
+      m.images(Tensor::from_float({2, 4}, {1, 0.5f, -1, 0.25f, -0.5f, 1, 0.75f, 0}), "x");
   m.quantize(images);
   tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
   const TensorModel::Run r = m.run(dev, images, 2, 1.0);
@@ -388,14 +420,17 @@ TEST(TensorRun, FoldInputsAsConstants) {
     }
 
   // Errors name the input.
-  EXPECT_NE(error_of([&] { fold_inputs_as_constants(bytes, {{"z", Tensor::from_float({1}, {0})}}, "params"); })
-                .find("cannot fold input 'z' as a constant: the graph has no such input"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { fold_inputs_as_constants(bytes, {{"w", Tensor::from_float({4, 3}, w)}}, "params"); })
-                .find("input 'w' is float32 [3, 4], but the tensor given for it is float32 [4, 3]"),
+  EXPECT_NE(error_of([&] {
+              fold_inputs_as_constants(bytes, {{"z", Tensor::from_float({1}, {0})}}, "params");
+            }).find("cannot fold input 'z' as a constant: the graph has no such input"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              fold_inputs_as_constants(bytes, {{"b", Tensor::from_int(DType::Int32, {3}, {1, 2, 3})}}, "params");
+              fold_inputs_as_constants(bytes, {{"w", Tensor::from_float({4, 3}, w)}}, "params");
+            }).find("input 'w' is float32 [3, 4], but the tensor given for it is float32 [4, 3]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              fold_inputs_as_constants(
+                  bytes, {{"b", Tensor::from_int(DType::Int32, {3}, {1, 2, 3})}}, "params");
             }).find("input 'b' is float32 [3], but the tensor given for it is int32 [3]"),
             std::string::npos);
 }
@@ -433,12 +468,15 @@ TEST(TensorRun, Rank3IdentityAndIntegerInputs) {
   {
     OnnxGraph g("u8");
     g.input("x", {1, 1, 4, 4});
-    g.node("MaxPool", {"x"}, {"y"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g.node("MaxPool", {"x"}, {"y"},
+           {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
     g.output("y", {1, 1, 2, 2});
     onnx::ModelProto mp;
     ASSERT_TRUE(mp.ParseFromString(g.serialize()));
-    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
-    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::UINT8);
+    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::UINT8);
     const std::string path = ::testing::TempDir() + "/u8_pool.onnx";
     std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
     TensorModel m(path);
@@ -456,7 +494,8 @@ TEST(TensorRun, Rank3IdentityAndIntegerInputs) {
       for (int ox = 0; ox < 2; ++ox) {
         int64_t mx = 0;
         for (int ky = 0; ky < 2; ++ky)
-          for (int kx = 0; kx < 2; ++kx) mx = std::max(mx, px[size_t((oy * 2 + ky) * 4 + ox * 2 + kx)]);
+          for (int kx = 0; kx < 2; ++kx)
+            mx = std::max(mx, px[size_t((oy * 2 + ky) * 4 + ox * 2 + kx)]);
         EXPECT_EQ(r.outputs[0].value(oy * 2 + ox), double(mx));
       }
   }

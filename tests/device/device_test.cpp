@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Device interface on both backends ("rtl": the Verilated chip, "model": the golden
 // model) for the chip built with N = TPU_SIM_N: tiled matmuls bit-exact with the C++
 // reference, the documented errors with identical messages, timeouts, and rtl == model on
@@ -48,7 +49,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, DeviceTest, ::testing::Values("rtl", "model")
 TEST_P(DeviceTest, ReportsTheChipParameters) {
   EXPECT_EQ(dev->backend(), GetParam());
   EXPECT_EQ(dev->params(), ChipParams::with_n(N));
-  if (GetParam() == "rtl") EXPECT_EQ(RtlDevice::compiled_n(), N);
+  if (GetParam() == "rtl") {
+    EXPECT_EQ(RtlDevice::compiled_n(), N);
+  }
 }
 
 void run_random_matmuls(Device& dev, unsigned seed, int count, uint32_t max_m, uint32_t max_k,
@@ -56,7 +59,8 @@ void run_random_matmuls(Device& dev, unsigned seed, int count, uint32_t max_m, u
   std::mt19937 rng(seed);
   for (int i = 0; i < count; ++i) {
     const tpu_test::MatmulCase c = tpu_test::random_case(rng, max_m, max_k, max_n);
-    SCOPED_TRACE("case " + std::to_string(i) + " (seed " + std::to_string(seed) + "): " + c.describe());
+    SCOPED_TRACE("case " + std::to_string(i) + " (seed " + std::to_string(seed) +
+                 "): " + c.describe());
     MatmulRun r;
     ASSERT_NO_THROW(r = run_matmul(dev, c.spec, c.a, c.w, 2'000'000, res));
     const std::vector<uint8_t> ref = reference_matmul(c.spec, c.a, c.w);
@@ -136,7 +140,9 @@ TEST_P(DeviceTest, ErrorsAreReportedAsDocumented) {
   // A DMA outside every registered buffer (and one that runs off the end of one).
   expect({Nop{}, WriteHost{0, 1, 0x30000}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 1,
          "ERR_HOST_RANGE at instruction 1 (write_host   ub=0 rows=1 host=0x30000): write_host: "
-         "host bytes 0x00030000..0x" + hex8(0x30000 + N - 1) + " are not inside any enabled DMA window (expected a registered buffer)");
+         "host bytes 0x00030000..0x" +
+             hex8(0x30000 + N - 1) +
+             " are not inside any enabled DMA window (expected a registered buffer)");
   try {
     dev->run({ReadHost{HostDest::Ub, 0, 0x1000 / N + 1, in.addr}, Halt{}});
     ADD_FAILURE();
@@ -162,7 +168,8 @@ TEST_P(DeviceTest, ErrorsAreReportedAsDocumented) {
 TEST_P(DeviceTest, CycleLimit) {
   const HostBuffer buf = dev->register_buffer(0x10000, 0x10000, "buf");
   ProgramBuilder b(dev->params());
-  for (int i = 0; i < 20; ++i) b.read_host(0, std::min(dev->params().ub_rows, 0x10000 / N), buf.addr);
+  for (int i = 0; i < 20; ++i)
+    b.read_host(0, std::min(dev->params().ub_rows, 0x10000 / N), buf.addr);
   const auto slow = b.finish();
   if (GetParam() == "rtl") {
     try {
@@ -170,7 +177,8 @@ TEST_P(DeviceTest, CycleLimit) {
       ADD_FAILURE() << "no TimeoutError";
     } catch (const TimeoutError& e) {
       EXPECT_EQ(e.max_cycles(), 200u);
-      EXPECT_NE(std::string(e.what()).find("did not halt within 200 cycles"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("did not halt within 200 cycles"), std::string::npos)
+          << e.what();
     }
     EXPECT_EQ(dev->try_run(slow, 300).status, RunOutcome::Status::Timeout);
   } else {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // firmware/*.s, assembled at build time into TPU_FIRMWARE_DIR/*.bin, run on both backends with
 // random inputs at the addresses their headers document, checked against C++
 // (tpu::reference_matmul, layer by layer), and round-tripped through the disassembler.
@@ -80,7 +81,7 @@ class FirmwareTest : public ::testing::TestWithParam<std::string> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, FirmwareTest, ::testing::Values("rtl", "model"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& p) { return p.param; });
 
 TEST_P(FirmwareTest, MatmulTile) {
   std::mt19937 rng(1);
@@ -143,7 +144,8 @@ TEST_P(FirmwareTest, Mlp) {
 TEST(Firmware, AsmDisasmRoundTrip) {
   for (const char* name : {"matmul_tile", "dense_relu", "mlp"}) {
     SCOPED_TRACE(name);
-    const std::vector<uint8_t> bin = load_binary(std::string(TPU_FIRMWARE_DIR) + "/" + name + ".bin");
+    const std::vector<uint8_t> bin =
+        load_binary(std::string(TPU_FIRMWARE_DIR) + "/" + name + ".bin");
     EXPECT_EQ(encode_program(assemble(read_source(name), name)), bin);
     const std::string text = disassemble_program(bin);
     EXPECT_EQ(encode_program(assemble(text)), bin);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The instruction timeline (Device::timeline) of the rtl backend, recorded from tpu_core's trace
 // port: one event per issued instruction, each unit's events in order and (for the serial
 // units) never overlapping, durations that follow the instruction sizes cycle for cycle, and
@@ -23,22 +24,29 @@ constexpr uint32_t N = TPU_SIM_N;
 
 ExecUnit unit_of(Opcode op) {
   switch (op) {
-    case Opcode::ReadHost: return ExecUnit::ReadHost;
-    case Opcode::ReadWeights: return ExecUnit::ReadWeights;
-    case Opcode::Matmul: return ExecUnit::Matmul;
-    case Opcode::Activate: return ExecUnit::Activate;
-    case Opcode::WriteHost: return ExecUnit::WriteHost;
-    default: return ExecUnit::Control;
+    case Opcode::ReadHost:
+      return ExecUnit::ReadHost;
+    case Opcode::ReadWeights:
+      return ExecUnit::ReadWeights;
+    case Opcode::Matmul:
+      return ExecUnit::Matmul;
+    case Opcode::Activate:
+      return ExecUnit::Activate;
+    case Opcode::WriteHost:
+      return ExecUnit::WriteHost;
+    default:
+      return ExecUnit::Control;
   }
 }
 
 std::string describe(const InstrEvent& e) {
-  return "pc " + std::to_string(e.pc) + " " + std::string(mnemonic(e.opcode)) + " [" + std::to_string(e.start) + ", " +
-         std::to_string(e.end) + ")";
+  return "pc " + std::to_string(e.pc) + " " + std::string(mnemonic(e.opcode)) + " [" +
+         std::to_string(e.start) + ", " + std::to_string(e.end) + ")";
 }
 
 // The checks that hold for every run that halts: returns the events by pc.
-std::map<uint32_t, InstrEvent> check_timeline(const std::vector<Instruction>& program, const RunStats& stats,
+std::map<uint32_t, InstrEvent> check_timeline(const std::vector<Instruction>& program,
+                                              const RunStats& stats,
                                               const std::vector<InstrEvent>& tl) {
   std::map<uint32_t, InstrEvent> by_pc;
   // Every instruction but the final halt is issued exactly once, in program order.
@@ -57,7 +65,9 @@ std::map<uint32_t, InstrEvent> check_timeline(const std::vector<Instruction>& pr
       EXPECT_LT(e.start, e.end);
     }
     EXPECT_LE(e.end, stats.cycles);
-    if (i > 0) EXPECT_GE(e.start, tl[i - 1].start);  // in-order issue
+    if (i > 0) {
+      EXPECT_GE(e.start, tl[i - 1].start);  // in-order issue
+    }
     by_pc[e.pc] = e;
   }
   // Each unit finishes in issue order; the serial units hold one instruction at a time.
@@ -67,8 +77,10 @@ std::map<uint32_t, InstrEvent> check_timeline(const std::vector<Instruction>& pr
     if (prev) {
       SCOPED_TRACE(describe(*prev) + " then " + describe(e));
       EXPECT_GE(e.end, prev->end);
-      if (e.unit == ExecUnit::ReadHost || e.unit == ExecUnit::Activate || e.unit == ExecUnit::WriteHost)
+      if (e.unit == ExecUnit::ReadHost || e.unit == ExecUnit::Activate ||
+          e.unit == ExecUnit::WriteHost) {
         EXPECT_GE(e.start, prev->end);
+      }
     }
     last[e.unit] = &e;
   }
@@ -89,25 +101,26 @@ TEST(Timeline, RtlEventsFollowTheProgram) {
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7);
   dev.write(in.addr, bytes);
   std::vector<uint8_t> slot(12 * N, 0);
-  for (uint32_t c = 0; c < N; ++c) slot[4 * (N + c) + 1] = 1;  // mult = 256: out = acc >> 8 (misc 0)
+  for (uint32_t c = 0; c < N; ++c)
+    slot[4 * (N + c) + 1] = 1;  // mult = 256: out = acc >> 8 (misc 0)
   dev.write(prm.addr, slot);
 
   ProgramBuilder b(dev.params());
-  b.read_host(0, rows, in.addr);                                   // 0
-  b.read_params(0, 1, prm.addr);                                   // 1
-  b.read_weights(1, w.addr);                                       // 2
-  b.read_weights(1, w.addr + N * N);                               // 3
-  b.matmul(0, 0, rows, kSwitchWeights);                            // 4: waits for 0 (UB rows)
-  b.matmul(0, 0, rows, kSwitchWeights | kAccumulate);              // 5
-  b.activate(0, 100, rows, 0, ActFunc::Relu);                      // 6: waits for 4, 5 (ACC rows)
-  b.write_host(100, rows, out.addr);                               // 7: waits for 6 (UB rows)
-  b.sync();                                                        // 8
-  b.nop();                                                         // 9
-  b.activate(0, 200, 8, 0);                                        // 10: 8 rows
-  b.activate(0, 300, 24, 0);                                       // 11: 24 rows
-  b.matmul(0, 0, 8, kNoFlags);                                     // 12
-  b.sync();                                                        // 13
-  b.matmul(0, 0, 24, kNoFlags);                                    // 14
+  b.read_host(0, rows, in.addr);                       // 0
+  b.read_params(0, 1, prm.addr);                       // 1
+  b.read_weights(1, w.addr);                           // 2
+  b.read_weights(1, w.addr + N * N);                   // 3
+  b.matmul(0, 0, rows, kSwitchWeights);                // 4: waits for 0 (UB rows)
+  b.matmul(0, 0, rows, kSwitchWeights | kAccumulate);  // 5
+  b.activate(0, 100, rows, 0, ActFunc::Relu);          // 6: waits for 4, 5 (ACC rows)
+  b.write_host(100, rows, out.addr);                   // 7: waits for 6 (UB rows)
+  b.sync();                                            // 8
+  b.nop();                                             // 9
+  b.activate(0, 200, 8, 0);                            // 10: 8 rows
+  b.activate(0, 300, 24, 0);                           // 11: 24 rows
+  b.matmul(0, 0, 8, kNoFlags);                         // 12
+  b.sync();                                            // 13
+  b.matmul(0, 0, 24, kNoFlags);                        // 14
   const std::vector<Instruction> program = b.finish();
 
   dev.record_timeline(true);
@@ -166,7 +179,7 @@ TEST(Timeline, RtlTiledMatmul) {
   b.read_host(0, m, a.addr);
   for (uint32_t t = 0; t < 6; ++t) {
     b.read_weights(1, w.addr + t * N * N);
-    b.matmul(0, (t % 2) * m, m, kSwitchWeights | (t >= 2 ? kAccumulate : 0));
+    b.matmul(0, (t % 2) * m, m, kSwitchWeights | (t >= 2 ? uint32_t{kAccumulate} : 0u));
   }
   b.write_host(0, m, out.addr);
   const std::vector<Instruction> program = b.finish();
@@ -183,7 +196,9 @@ TEST(Timeline, ModelBackendHasNone) {
     dev.record_timeline(true);
     FAIL() << "record_timeline(true) did not throw";
   } catch (const DeviceError& e) {
-    EXPECT_NE(std::string(e.what()).find("model backend: no instruction timeline"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model backend: no instruction timeline"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(dev.recording_timeline());
   EXPECT_NO_THROW(dev.record_timeline(false));

@@ -1,13 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 // The datapath arithmetic (arith.h) against hand-computed values and against a direct
 // 128-bit transcription of the isa.md rounding formula.
+#include "arith.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
 #include <limits>
 #include <random>
-
-#include "arith.h"
 
 namespace tpu {
 namespace {

@@ -1,12 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // The assembler and disassembler: the isa.md syntax, defaults, errors with file:line:col,
 // and exact binary -> text -> binary round trips.
+#include "assembler.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <random>
-
-#include "assembler.h"
 
 namespace tpu {
 namespace {
@@ -184,7 +185,8 @@ TEST(Assembler, ErrorsGiveFileLineColumnAndWhatWasExpected) {
   expect_error("matmul stride=1", 1, 8,
                "unknown operand 'stride' for matmul (expected one of: ub=, acc=, inner=, outer=, "
                "inner_stride=, outer_stride=, acc, a_unsigned, w_unsigned, switch)");
-  expect_error("matmul switch=1", 1, 8, "'switch' is a flag: write it as a bare word, without '=1'");
+  expect_error("matmul switch=1", 1, 8,
+               "'switch' is a flag: write it as a bare word, without '=1'");
   expect_error("matmul ub", 1, 8, "'ub' needs a value (expected ub=<value>)");
   expect_error("activate acc", 1, 10, "'acc' needs a value (expected acc=<value>)");
   expect_error("matmul ub=1 inner=2 ub=3", 1, 21,
@@ -268,7 +270,8 @@ TEST(Disassembler, RoundTripIsExactForAnyBytes) {
     ASSERT_EQ(again, bytes) << text;
     // decode_program agrees with disassemble_program.
     EXPECT_EQ(encode_program(decode_program(bytes)), bytes);
-    for (size_t pos = text.find(".inst"); pos != std::string::npos; pos = text.find(".inst", pos + 1)) {
+    for (size_t pos = text.find(".inst"); pos != std::string::npos;
+         pos = text.find(".inst", pos + 1)) {
       ++raw_lines;
     }
   }
@@ -276,8 +279,9 @@ TEST(Disassembler, RoundTripIsExactForAnyBytes) {
 }
 
 TEST(Disassembler, ProgramTextLooksLikeTheDocs) {
-  std::vector<uint8_t> bytes = encode_program(assemble(
-      "read_host ub=0 rows=16 host=0x1000\nmatmul inner=16 switch\n.inst 0x8000000000000000000000000000007\n"));
+  std::vector<uint8_t> bytes =
+      encode_program(assemble("read_host ub=0 rows=16 host=0x1000\nmatmul inner=16 switch\n.inst "
+                              "0x8000000000000000000000000000007\n"));
   EXPECT_EQ(disassemble_program(bytes),
             "read_host    ub=0 rows=16 host=0x1000\n"
             "matmul       ub=0 acc=0 inner=16 outer=1 inner_stride=1 outer_stride=0 switch\n"
@@ -338,20 +342,30 @@ namespace {
 // skipped; echoed tokens are cut to a readable length.
 TEST(Assembler, BytesThatAreNotText) {
   expect_error(std::string("nop\nha\0lt\n", 10), 2, 3,
-               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of text lines)");
+               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of "
+               "text lines)");
   expect_error(std::string("nop # \0\n", 8), 1, 7,
-               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of text lines)");
-  expect_error("halt\x01\n", 1, 5, "unexpected byte 0x01 (a control character) (expected printable ASCII outside comments)");
-  expect_error("n\xc3\xa9p\n", 1, 2, "unexpected byte 0xc3 (not ASCII) (expected printable ASCII outside comments)");
+               "NUL byte (0x00): this is not assembly text (a binary file? expected a .s file of "
+               "text lines)");
+  expect_error(
+      "halt\x01\n", 1, 5,
+      "unexpected byte 0x01 (a control character) (expected printable ASCII outside comments)");
+  expect_error("n\xc3\xa9p\n", 1, 2,
+               "unexpected byte 0xc3 (not ASCII) (expected printable ASCII outside comments)");
   EXPECT_EQ(assemble("nop # caf\xc3\xa9 \t\n").size(), 1u);  // UTF-8 in a comment is fine
   EXPECT_EQ(assemble("\xEF\xBB\xBFnop\nhalt\n").size(), 2u);
-  expect_error("\xEF\xBB\xBF" "bogus\n", 1, 1,
-               "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
-               "write_host, sync, halt, .inst)");
-  expect_error("nop\n\xEF\xBB\xBFhalt\n", 2, 1, "unexpected byte 0xef (not ASCII) (expected printable ASCII outside comments)");
+  expect_error(
+      "\xEF\xBB\xBF"
+      "bogus\n",
+      1, 1,
+      "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
+      "write_host, sync, halt, .inst)");
+  expect_error("nop\n\xEF\xBB\xBFhalt\n", 2, 1,
+               "unexpected byte 0xef (not ASCII) (expected printable ASCII outside comments)");
   const std::string token = "x" + std::string(200000, 'a') + "z";
   expect_error("nop " + token + "\n", 1, 5,
-               "nop takes no operands, found 'xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaz (200002 characters)'");
+               "nop takes no operands, found 'xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...aaaaaaaz (200002 "
+               "characters)'");
 }
 
 // The size of a binary is checked before it is read.
@@ -360,7 +374,8 @@ TEST(Assembler, LoadBinaryRefusesDirectoriesAndHugeFiles) {
     load_binary(::testing::TempDir());
     ADD_FAILURE() << "a directory was loaded";
   } catch (const BinaryError& e) {
-    EXPECT_NE(std::string(e.what()).find(": is a directory (expected a binary program file)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(": is a directory (expected a binary program file)"),
+              std::string::npos)
         << e.what();
   }
   const std::string big = ::testing::TempDir() + "/too_big.bin";
@@ -373,8 +388,10 @@ TEST(Assembler, LoadBinaryRefusesDirectoriesAndHugeFiles) {
     load_binary(big);
     ADD_FAILURE() << "a file over kMaxProgramBytes was loaded";
   } catch (const BinaryError& e) {
-    EXPECT_EQ(std::string(e.what()), big + ": 16777232 bytes is larger than any program (at most 16777216 bytes = "
-                                           "1048576 instructions, the command area)");
+    EXPECT_EQ(std::string(e.what()),
+              big +
+                  ": 16777232 bytes is larger than any program (at most 16777216 bytes = "
+                  "1048576 instructions, the command area)");
   }
   std::remove(big.c_str());
 }

@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device (buffers, DMA windows, host access, running, errors) on the model backend, which
 // needs no RTL. The same behaviour on the rtl backend is checked in tests/device.
+#include "device_model.h"
+
 #include <gtest/gtest.h>
 
 #include "assembler.h"
-#include "device_model.h"
 #include "program.h"
 
 namespace {
@@ -50,7 +52,8 @@ TEST(DeviceBuffers, HostAccessOnlyInsideBuffers) {
   try {
     d.read(0x3000, 1);
   } catch (const DeviceError& e) {
-    EXPECT_NE(std::string(e.what()).find("a 0x00001000..0x000010ff"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a 0x00001000..0x000010ff"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -121,7 +124,8 @@ TEST(DeviceRun, ChipErrors) {
     } catch (const ChipError& e) {
       EXPECT_EQ(e.code(), code) << e.what();
       EXPECT_EQ(e.pc(), pc) << e.what();
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what() << "\n missing: " << text;
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos)
+          << e.what() << "\n missing: " << text;
     }
     const RunOutcome o = d.try_run(prog);
     EXPECT_EQ(o.status, RunOutcome::Status::Error);
@@ -130,11 +134,12 @@ TEST(DeviceRun, ChipErrors) {
   // Malformed: an unknown opcode, reserved bits.
   run_expect(assemble("nop\n.inst 0x2a\nhalt\n"), ErrorCode::ERR_OPCODE, 1,
              "ERR_OPCODE at instruction 1 (.inst 0x0000000000000000000000000000002a): opcode 0x2a");
-  run_expect(assemble(".inst 0x10000000000000000000000000000007\nhalt\n"), ErrorCode::ERR_RESERVED, 0,
-             "reserved bits");
+  run_expect(assemble(".inst 0x10000000000000000000000000000007\nhalt\n"), ErrorCode::ERR_RESERVED,
+             0, "reserved bits");
   // Out-of-range addresses.
   run_expect({ReadHost{HostDest::Ub, 8191, 2, in.addr}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0,
-             "ERR_UB_RANGE at instruction 0 (read_host    ub=8191 rows=2 host=0x1000): read_host: UB rows 8191..8192 out of range");
+             "ERR_UB_RANGE at instruction 0 (read_host    ub=8191 rows=2 host=0x1000): read_host: "
+             "UB rows 8191..8192 out of range");
   Matmul mm;
   mm.switch_weights = true;
   mm.acc_addr = 2047;
@@ -143,10 +148,12 @@ TEST(DeviceRun, ChipErrors) {
   // DMA outside every registered buffer.
   run_expect({Nop{}, ReadHost{HostDest::Ub, 0, 1, 0x5000}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 1,
              "ERR_HOST_RANGE at instruction 1");
-  run_expect({WriteHost{0, 0xC1, in.addr}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, "not inside any enabled DMA window");
+  run_expect({WriteHost{0, 0xC1, in.addr}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0,
+             "not inside any enabled DMA window");
   // Weight accounting and a missing halt.
   run_expect({Matmul{}, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 0, "no weight tile was made active");
-  run_expect({ReadWeights{7, in.addr}, Halt{}}, ErrorCode::ERR_WEIGHT_OVERFLOW, 0, "at most WFifoTiles + 2 = 6");
+  run_expect({ReadWeights{7, in.addr}, Halt{}}, ErrorCode::ERR_WEIGHT_OVERFLOW, 0,
+             "at most WFifoTiles + 2 = 6");
   run_expect({Nop{}}, ErrorCode::ERR_CMD_OVERRUN, 1, "ended after 1 instructions without halt");
   run_expect({}, ErrorCode::ERR_CMD_OVERRUN, 0, "ERR_CMD_OVERRUN");
   // Still usable.

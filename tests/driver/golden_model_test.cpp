@@ -1,5 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // The golden model against small hand-computed programs, every error code, and the weight
 // FIFO rules. Programs are written in assembly and fetched from host memory, as on the chip.
+#include "golden_model.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -7,7 +10,6 @@
 #include <memory>
 
 #include "assembler.h"
-#include "golden_model.h"
 
 namespace tpu {
 namespace {
@@ -53,13 +55,13 @@ std::vector<uint8_t> row(uint32_t n, const std::function<int(uint32_t)>& f) {
 class Golden : public ::testing::Test {
  protected:
   // Host memory map used by every test.
-  static constexpr uint32_t kCmd = 0x0000;     // command buffer
-  static constexpr uint32_t kIn = 0x1000;      // activations
-  static constexpr uint32_t kW = 0x4000;       // weight tiles
-  static constexpr uint32_t kParam = 0x8000;   // quantization slots / LUT
-  static constexpr uint32_t kOut = 0xC000;     // results
-  static constexpr uint32_t kRom = 0x20000;    // read-only region
-  static constexpr uint32_t kEnd = 0x10000;    // end of the read-write region
+  static constexpr uint32_t kCmd = 0x0000;    // command buffer
+  static constexpr uint32_t kIn = 0x1000;     // activations
+  static constexpr uint32_t kW = 0x4000;      // weight tiles
+  static constexpr uint32_t kParam = 0x8000;  // quantization slots / LUT
+  static constexpr uint32_t kOut = 0xC000;    // results
+  static constexpr uint32_t kRom = 0x20000;   // read-only region
+  static constexpr uint32_t kEnd = 0x10000;   // end of the read-write region
 
   explicit Golden(ChipParams params = ChipParams{}) {
     mem.add_region(0, kEnd);
@@ -102,8 +104,9 @@ TEST_F(Golden, EndToEndLayer) {
   // out[n] = 2 a[n] for n < 15, out[15] = sum_k a[k].
   mem.load(kW, tile(16, [](uint32_t k, uint32_t c) { return c == 15 ? 1 : (k == c ? 2 : 0); }));
   // bias[n] = n, mult = 1, shift 1: y = round_half_away((out + n) / 2).
-  mem.load(kParam, slot_image(16, [](uint32_t c) { return int32_t(c); },
-                              [](uint32_t) { return 1; }, [](uint32_t) { return misc_word(1); }));
+  mem.load(kParam, slot_image(
+                       16, [](uint32_t c) { return int32_t(c); }, [](uint32_t) { return 1; },
+                       [](uint32_t) { return misc_word(1); }));
   run_ok(R"(
     read_host    ub=10 rows=2 host=0x1000
     read_host    dest=param addr=12 rows=12 host=0x8000   ; slot 1
@@ -120,8 +123,8 @@ TEST_F(Golden, EndToEndLayer) {
     EXPECT_EQ(static_cast<int8_t>(out[c]), (pos + 1) / 2) << c;
     EXPECT_EQ(static_cast<int8_t>(out[16 + c]), -((-neg + 1) / 2)) << c;
   }
-  EXPECT_EQ(static_cast<int8_t>(out[15]), 76);       // (136 + 15) / 2 = 75.5
-  EXPECT_EQ(static_cast<int8_t>(out[31]), -61);      // (-136 + 15) / 2 = -60.5
+  EXPECT_EQ(static_cast<int8_t>(out[15]), 76);   // (136 + 15) / 2 = 75.5
+  EXPECT_EQ(static_cast<int8_t>(out[31]), -61);  // (-136 + 15) / 2 = -60.5
   EXPECT_EQ(model->acc(3, 15), 136);
   EXPECT_EQ(model->acc(4, 15), -136);
   EXPECT_EQ(model->acc(4, 0), -2);
@@ -177,7 +180,7 @@ TEST_F(Golden, AccumulateWrapsAroundAndOverwriteDoesNot) {
     halt
   )");
   for (uint32_t c = 0; c < 16; ++c) {
-    EXPECT_EQ(model->acc(0, c), kMin32 + 5);  // MAX - 10 + 16 wraps
+    EXPECT_EQ(model->acc(0, c), kMin32 + 5);   // MAX - 10 + 16 wraps
     EXPECT_EQ(model->acc(1, c), kMax32 - 12);  // MIN + 3 - 16 wraps
     EXPECT_EQ(model->acc(2, c), 16);           // overwritten
   }
@@ -185,7 +188,8 @@ TEST_F(Golden, AccumulateWrapsAroundAndOverwriteDoesNot) {
 
 TEST_F(Golden, TwoDimensionalStridedAddressing) {
   // UB row r holds r in column 0 (read as uint8), so ACC shows which row each step read.
-  for (uint32_t r = 0; r < 200; ++r) model->set_ub_rows(r, row(16, [&](uint32_t c) { return c == 0 ? int(r) : 0; }));
+  for (uint32_t r = 0; r < 200; ++r)
+    model->set_ub_rows(r, row(16, [&](uint32_t c) { return c == 0 ? int(r) : 0; }));
   mem.load(kW, tile(16, [](uint32_t k, uint32_t c) { return k == 0 && c < 2 ? int(c) + 1 : 0; }));
   run_ok(R"(
     read_weights tiles=1 host=0x4000
@@ -296,7 +300,7 @@ TEST_F(Golden, MaxPoolComparesInTheOutputType) {
     halt
   )");
   EXPECT_EQ(model->ub_byte(0, 0), 200);
-  EXPECT_EQ(model->ub_byte(0, 1), 0);                       // unsigned: -5, -7 saturate to 0
+  EXPECT_EQ(model->ub_byte(0, 1), 0);                         // unsigned: -5, -7 saturate to 0
   EXPECT_EQ(static_cast<int8_t>(model->ub_byte(1, 0)), 127);  // signed: 200 saturates to 127
   EXPECT_EQ(static_cast<int8_t>(model->ub_byte(1, 1)), 0);    // rows 2, 3 of ACC are 0
 }
@@ -321,9 +325,9 @@ TEST_F(Golden, PoolWindow3Stride2AndShapeRounding) {
 }
 
 TEST_F(Golden, ParamMemoryLayout) {
-  auto image = slot_image(16, [](uint32_t c) { return int32_t(1000 + c); },
-                          [](uint32_t c) { return -int32_t(c); },
-                          [](uint32_t c) { return 0x01020300u + c; });
+  auto image = slot_image(
+      16, [](uint32_t c) { return int32_t(1000 + c); }, [](uint32_t c) { return -int32_t(c); },
+      [](uint32_t c) { return 0x01020300u + c; });
   mem.load(kParam, image);
   run_ok("read_host dest=param addr=12 rows=12 host=0x8000\nhalt");  // slot 1
   for (uint32_t c = 0; c < 16; ++c) {
@@ -376,17 +380,16 @@ TEST_F(Golden, WeightCapacityIsWFifoTilesPlusTwo) {
   r = run("read_weights tiles=6 host=0x4000\nread_weights tiles=1 host=0x4000\nhalt");
   expect_error(r, ErrorCode::ERR_WEIGHT_OVERFLOW, 1, 1);
   EXPECT_EQ(model->pending_weight_tiles(), 6u);  // nothing pushed by the faulting one
-  r = run("read_weights tiles=6 host=0x4000\nmatmul switch\nread_weights tiles=1 host=0x4000\nhalt");
+  r = run(
+      "read_weights tiles=6 host=0x4000\nmatmul switch\nread_weights tiles=1 host=0x4000\nhalt");
   ASSERT_TRUE(r.done()) << r.message;
   EXPECT_EQ(model->pending_weight_tiles(), 6u);
-  expect_error(run("read_weights tiles=7 host=0x4000\nhalt"), ErrorCode::ERR_WEIGHT_OVERFLOW, 0,
-               0);
+  expect_error(run("read_weights tiles=7 host=0x4000\nhalt"), ErrorCode::ERR_WEIGHT_OVERFLOW, 0, 0);
 }
 
 TEST_F(Golden, WeightOverflowIsDecidedBeforeAnyTileIsFetched) {
   // Tile 3 of these lies at 0x10000, outside mapped memory.
-  expect_error(run("read_weights tiles=7 host=0xFD00\nhalt"), ErrorCode::ERR_WEIGHT_OVERFLOW, 0,
-               0);
+  expect_error(run("read_weights tiles=7 host=0xFD00\nhalt"), ErrorCode::ERR_WEIGHT_OVERFLOW, 0, 0);
   RunResult r = run("read_weights tiles=6 host=0xFD00\nhalt");
   expect_error(r, ErrorCode::ERR_AXI_READ, 0, 0);
   EXPECT_NE(r.message.find("tile 3 at 0x00010000..0x000100ff"), std::string::npos) << r.message;
@@ -628,8 +631,9 @@ TEST_F(GoldenN4, SmallLayerEndToEnd) {
   // W[k][n]: column n sums a[k] * (k + n).
   mem.load(kW, tile(4, [](uint32_t k, uint32_t c) { return int(k + c); }));
   // Slot 1 (rows 12..23, 4 bytes each): bias = 0, 1, 2, 3; mult = 1; shift 0; clamp to [-5, 50].
-  mem.load(kParam, slot_image(4, [](uint32_t c) { return int32_t(c); }, [](uint32_t) { return 1; },
-                              [](uint32_t) { return misc_word(0, 0, -5, 50); }));
+  mem.load(kParam, slot_image(
+                       4, [](uint32_t c) { return int32_t(c); }, [](uint32_t) { return 1; },
+                       [](uint32_t) { return misc_word(0, 0, -5, 50); }));
   RunResult r = run(R"(
     read_host ub=60 rows=2 host=0x1000
     read_host dest=param addr=12 rows=12 host=0x8000
@@ -669,8 +673,8 @@ TEST(RegionMemory, MappedAdjacentReadOnlyAndUnmapped) {
   RegionMemory m;
   m.add_region(0x1000, 0x100);
   m.add_region(0x1100, 0x100, RegionMemory::Access::ReadOnly);
-  EXPECT_THROW(m.add_region(0x10F0, 0x20), std::invalid_argument);  // overlaps
-  EXPECT_THROW(m.add_region(0x0FF0, 0x20), std::invalid_argument);  // overlaps
+  EXPECT_THROW(m.add_region(0x10F0, 0x20), std::invalid_argument);      // overlaps
+  EXPECT_THROW(m.add_region(0x0FF0, 0x20), std::invalid_argument);      // overlaps
   EXPECT_THROW(m.add_region(0xFFFFFFF0, 0x20), std::invalid_argument);  // past 2^32
   EXPECT_THROW(m.add_region(0x5000, 0), std::invalid_argument);
 

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host memory image text format (host_image.h, docs/tpusim.md).
+#include "host_image.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
-
-#include "host_image.h"
 
 namespace {
 
@@ -60,26 +61,31 @@ TEST(HostImage, Errors) {
   expect_error("@0x10 file=/nonexistent/x.bin\n", "m.txt:1:", "cannot open");
   expect_error("@0x10 size=16\n@0x18 size=1\n", "m.txt:", "overlaps");
   expect_error("@0x10 size=0x20000000\n", "m.txt:1:", "256 MiB");
-  expect_error("@0x0 size=0x8000000\n@0x10000000 size=0x8000000\n@0x20000000 size=1\n", "m.txt:3:", "256 MiB");
+  expect_error("@0x0 size=0x8000000\n@0x10000000 size=0x8000000\n@0x20000000 size=1\n",
+               "m.txt:3:", "256 MiB");
   EXPECT_THROW(load_host_image("/nonexistent/file.mem"), HostImageError);
   // A key given twice is refused, like the assembler's duplicate operands.
   expect_error("@0x10 size=16 size=32\n", "m.txt:1:", "size= is given twice on this @ line");
   expect_error("@0x10 name=a name=b\n00\n", "m.txt:1:", "name= is given twice");
   expect_error("@0x10 file=a.bin file=b.bin\n", "m.txt:1:", "file= is given twice");
   // Directories named as files.
-  expect_error("@0x10 file=" + ::testing::TempDir() + "\n", "m.txt:1:", ": is a directory (expected a binary file)");
+  expect_error("@0x10 file=" + ::testing::TempDir() + "\n",
+               "m.txt:1:", ": is a directory (expected a binary file)");
   try {
     load_host_image(::testing::TempDir());
     ADD_FAILURE() << "a directory was loaded";
   } catch (const HostImageError& e) {
-    EXPECT_NE(std::string(e.what()).find(": is a directory (expected a host memory image file)"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(": is a directory (expected a host memory image file)"),
+              std::string::npos);
   }
   // Bytes that are not text, by value and column; a leading byte-order mark is skipped.
-  expect_error(std::string("@0x10 size=4\n00 \0\n", 19), "m.txt:2:", "column 4: byte 0x00 is not text");
+  expect_error(std::string("@0x10 size=4\n00 \0\n", 19),
+               "m.txt:2:", "column 4: byte 0x00 is not text");
   expect_error("@0x10 size=4\n00 \xc3\xa9\n", "m.txt:2:", "column 4: byte 0xc3 is not text");
   EXPECT_EQ(parse_host_image("\xEF\xBB\xBF@0x10 size=4 # caf\xc3\xa9\n").blocks.size(), 1u);
   // Echoed tokens are cut to a readable length.
-  expect_error("@0x10\n" + std::string(100000, 'a') + "z\n", "m.txt:2:", "(100001 characters)' is not a whole number");
+  expect_error("@0x10\n" + std::string(100000, 'a') + "z\n",
+               "m.txt:2:", "(100001 characters)' is not a whole number");
 }
 
 TEST(HostImage, FileBlocksAndSaveLoad) {

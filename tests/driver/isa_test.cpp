@@ -1,13 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding, decoding, disassembly of single instructions and the static checks, against
 // docs/isa.md. Expected bit layouts are written out by hand here (not taken from isa.h) so a
 // wrong constant in isa.h cannot make its own test pass.
+#include "isa.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 #include <utility>
-
-#include "isa.h"
 
 namespace tpu {
 namespace {
@@ -22,12 +23,18 @@ InstrBytes bytes_of(std::initializer_list<int> b) {
 // Reserved bit ranges [lo, hi] per opcode, transcribed from the isa.md tables.
 std::vector<std::pair<unsigned, unsigned>> reserved_ranges(uint8_t opcode) {
   switch (opcode) {
-    case 0x01: return {{10, 15}, {96, 127}};           // read_host
-    case 0x02: return {{8, 15}, {16, 39}, {96, 127}};  // read_weights
-    case 0x03: return {{12, 15}, {112, 127}};          // matmul
-    case 0x04: return {{11, 15}, {116, 127}};          // activate
-    case 0x05: return {{8, 9}, {10, 15}, {96, 127}};   // write_host: dest is reserved
-    default: return {{8, 127}};                        // nop, sync, halt
+    case 0x01:
+      return {{10, 15}, {96, 127}};  // read_host
+    case 0x02:
+      return {{8, 15}, {16, 39}, {96, 127}};  // read_weights
+    case 0x03:
+      return {{12, 15}, {112, 127}};  // matmul
+    case 0x04:
+      return {{11, 15}, {116, 127}};  // activate
+    case 0x05:
+      return {{8, 9}, {10, 15}, {96, 127}};  // write_host: dest is reserved
+    default:
+      return {{8, 127}};  // nop, sync, halt
   }
 }
 
@@ -50,7 +57,8 @@ Instruction random_instruction(std::mt19937_64& rng) {
   auto bits = [&](unsigned width) { return rng() & ((uint64_t{1} << width) - 1); };
   auto flag = [&] { return (rng() & 1) != 0; };
   switch (rng() % 8) {
-    case 0: return Nop{};
+    case 0:
+      return Nop{};
     case 1: {
       ReadHost in;
       in.dest = static_cast<HostDest>(bits(2));
@@ -100,8 +108,10 @@ Instruction random_instruction(std::mt19937_64& rng) {
       in.host_addr = static_cast<uint32_t>(bits(32));
       return in;
     }
-    case 6: return Sync{};
-    default: return Halt{};
+    case 6:
+      return Sync{};
+    default:
+      return Halt{};
   }
 }
 
@@ -122,10 +132,10 @@ TEST(Isa, MnemonicsAndOpcodes) {
 }
 
 TEST(Isa, ErrorCodeNamesMatchTheTable) {
-  const char* names[] = {"ERR_NONE",        "ERR_OPCODE",      "ERR_RESERVED",   "ERR_FIELD",
-                         "ERR_UB_RANGE",    "ERR_ACC_RANGE",   "ERR_PARAM_RANGE", "ERR_ALIGN",
-                         "ERR_HOST_RANGE",  "ERR_AXI_READ",    "ERR_AXI_WRITE",  "ERR_CMD_OVERRUN",
-                         "ERR_NO_WEIGHTS",  "ERR_WEIGHT_OVERFLOW"};
+  const char* names[] = {
+      "ERR_NONE",      "ERR_OPCODE",      "ERR_RESERVED",   "ERR_FIELD",          "ERR_UB_RANGE",
+      "ERR_ACC_RANGE", "ERR_PARAM_RANGE", "ERR_ALIGN",      "ERR_HOST_RANGE",     "ERR_AXI_READ",
+      "ERR_AXI_WRITE", "ERR_CMD_OVERRUN", "ERR_NO_WEIGHTS", "ERR_WEIGHT_OVERFLOW"};
   for (int code = 0; code < kNumErrorCodes; ++code) {
     auto e = static_cast<ErrorCode>(code);
     EXPECT_EQ(error_name(e), names[code]);
@@ -236,8 +246,8 @@ TEST(Isa, EncodeHostTransfersBitLayout) {
   ReadWeights rw;
   rw.tiles = 0x030201;
   rw.host_addr = 0x00003000;
-  EXPECT_EQ(encode(rw), bytes_of({0x02, 0, 0, 0, 0, 0x01, 0x02, 0x03, 0x00, 0x30, 0x00, 0x00, 0, 0,
-                                  0, 0}));
+  EXPECT_EQ(encode(rw),
+            bytes_of({0x02, 0, 0, 0, 0, 0x01, 0x02, 0x03, 0x00, 0x30, 0x00, 0x00, 0, 0, 0, 0}));
   EXPECT_EQ(encode(Halt{}), bytes_of({0x07}));
   EXPECT_EQ(encode(Sync{}), bytes_of({0x06}));
   EXPECT_EQ(encode(Nop{}), bytes_of({0x00}));
@@ -294,8 +304,7 @@ TEST(Isa, EveryReservedBitFaultsAndEveryFieldBitDoesNot) {
       DecodeResult d = decode(w);
       if (is_reserved_bit(op, bit)) {
         EXPECT_EQ(d.error, ErrorCode::ERR_RESERVED) << "opcode " << int(op) << " bit " << bit;
-        EXPECT_NE(d.why.find("bit " + std::to_string(bit) + " is set"), std::string::npos)
-            << d.why;
+        EXPECT_NE(d.why.find("bit " + std::to_string(bit) + " is set"), std::string::npos) << d.why;
       } else {
         EXPECT_TRUE(d.ok()) << "opcode " << int(op) << " bit " << bit << ": " << d.why;
       }
@@ -407,9 +416,9 @@ TEST(Isa, DisassembleUsesTheAssemblySyntax) {
   w.host_addr = 0x4000;
   EXPECT_EQ(disassemble(w), "write_host   ub=100 rows=16 host=0x4000");
   EXPECT_EQ(disassemble(Halt{}), "halt");
-  EXPECT_EQ(disassemble(RawInstruction{bytes_of({0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                 0xC0})}),
-            ".inst 0xc0000000000000000000000000000008");
+  EXPECT_EQ(
+      disassemble(RawInstruction{bytes_of({0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xC0})}),
+      ".inst 0xc0000000000000000000000000000008");
 }
 
 // ---- static checks
@@ -448,74 +457,127 @@ TEST(IsaCheck, EveryStaticErrorCodeIsReachable) {
       {"matmul inner=0", make<Matmul>([](auto& i) { i.inner = 0; }), ErrorCode::ERR_FIELD},
       {"matmul outer=0", make<Matmul>([](auto& i) { i.outer = 0; }), ErrorCode::ERR_FIELD},
       {"activate defaults (width=height=0)", Activate{}, ErrorCode::ERR_FIELD},
-      {"activate pool_k=0", make<Activate>([](auto& i) { i.width = i.height = 2; i.pool_k = 0; }),
+      {"activate pool_k=0", make<Activate>([](auto& i) {
+         i.width = i.height = 2;
+         i.pool_k = 0;
+       }),
        ErrorCode::ERR_FIELD},
-      {"activate pool_s=0", make<Activate>([](auto& i) { i.width = i.height = 2; i.pool_s = 0; }),
+      {"activate pool_s=0", make<Activate>([](auto& i) {
+         i.width = i.height = 2;
+         i.pool_s = 0;
+       }),
        ErrorCode::ERR_FIELD},
-      {"activate pool_k>width",
-       make<Activate>([](auto& i) { i.width = 2; i.height = 3; i.pool_k = 3; }),
+      {"activate pool_k>width", make<Activate>([](auto& i) {
+         i.width = 2;
+         i.height = 3;
+         i.pool_k = 3;
+       }),
        ErrorCode::ERR_FIELD},
-      {"activate pool_k>height",
-       make<Activate>([](auto& i) { i.width = 3; i.height = 2; i.pool_k = 3; }),
+      {"activate pool_k>height", make<Activate>([](auto& i) {
+         i.width = 3;
+         i.height = 2;
+         i.pool_k = 3;
+       }),
        ErrorCode::ERR_FIELD},
-      {"activate pool_k=width=height",
-       make<Activate>([](auto& i) { i.width = 3; i.height = 3; i.pool_k = 3; }),
+      {"activate pool_k=width=height", make<Activate>([](auto& i) {
+         i.width = 3;
+         i.height = 3;
+         i.pool_k = 3;
+       }),
        ErrorCode::ERR_NONE},
       // ERR_UB_RANGE
       {"read_host last UB row", make<ReadHost>([](auto& i) { i.local_addr = 8191; }),
        ErrorCode::ERR_NONE},
-      {"read_host past UB", make<ReadHost>([](auto& i) { i.local_addr = 8191; i.rows = 2; }),
+      {"read_host past UB", make<ReadHost>([](auto& i) {
+         i.local_addr = 8191;
+         i.rows = 2;
+       }),
        ErrorCode::ERR_UB_RANGE},
       {"write_host past UB", make<WriteHost>([](auto& i) { i.ub_addr = 8192; }),
        ErrorCode::ERR_UB_RANGE},
-      {"matmul strided last row ok",
-       make<Matmul>([](auto& i) {
+      {"matmul strided last row ok", make<Matmul>([](auto& i) {
          i.ub_addr = 8191 - 3 * 100 - 4 * 7;
-         i.outer = 4; i.outer_stride = 100; i.inner = 5; i.inner_stride = 7;
+         i.outer = 4;
+         i.outer_stride = 100;
+         i.inner = 5;
+         i.inner_stride = 7;
        }),
        ErrorCode::ERR_NONE},
-      {"matmul strided one past",
-       make<Matmul>([](auto& i) {
+      {"matmul strided one past", make<Matmul>([](auto& i) {
          i.ub_addr = 8192 - 3 * 100 - 4 * 7;
-         i.outer = 4; i.outer_stride = 100; i.inner = 5; i.inner_stride = 7;
+         i.outer = 4;
+         i.outer_stride = 100;
+         i.inner = 5;
+         i.inner_stride = 7;
        }),
        ErrorCode::ERR_UB_RANGE},
-      {"matmul huge strides",
-       make<Matmul>([](auto& i) {
-         i.ub_addr = 0xFFFFFF; i.outer = 4095; i.outer_stride = 0xFFFFFF; i.inner = 4095;
+      {"matmul huge strides", make<Matmul>([](auto& i) {
+         i.ub_addr = 0xFFFFFF;
+         i.outer = 4095;
+         i.outer_stride = 0xFFFFFF;
+         i.inner = 4095;
          i.inner_stride = 255;
        }),
        ErrorCode::ERR_UB_RANGE},
       {"activate output ok",
        make<Activate>([](auto& i) {  // Ho = Wo = 2, last row = 8191
-         i.width = i.height = 4; i.pool_k = i.pool_s = 2; i.ub_stride = 10; i.ub_addr = 8191 - 11;
+         i.width = i.height = 4;
+         i.pool_k = i.pool_s = 2;
+         i.ub_stride = 10;
+         i.ub_addr = 8191 - 11;
        }),
        ErrorCode::ERR_NONE},
-      {"activate output one past",
-       make<Activate>([](auto& i) {
-         i.width = i.height = 4; i.pool_k = i.pool_s = 2; i.ub_stride = 10; i.ub_addr = 8192 - 11;
+      {"activate output one past", make<Activate>([](auto& i) {
+         i.width = i.height = 4;
+         i.pool_k = i.pool_s = 2;
+         i.ub_stride = 10;
+         i.ub_addr = 8192 - 11;
        }),
        ErrorCode::ERR_UB_RANGE},
       // ERR_ACC_RANGE
-      {"matmul last ACC row", make<Matmul>([](auto& i) { i.acc_addr = 2047; }), ErrorCode::ERR_NONE},
-      {"matmul past ACC",
-       make<Matmul>([](auto& i) { i.acc_addr = 2041; i.inner = 4; i.outer = 2; i.inner_stride = 0; }),
-       ErrorCode::ERR_ACC_RANGE},
-      {"activate ACC ok", make<Activate>([](auto& i) { i.acc_addr = 2048 - 12; i.width = 3; i.height = 4; }),
+      {"matmul last ACC row", make<Matmul>([](auto& i) { i.acc_addr = 2047; }),
        ErrorCode::ERR_NONE},
-      {"activate past ACC",
-       make<Activate>([](auto& i) { i.acc_addr = 2048 - 11; i.width = 3; i.height = 4; }),
+      {"matmul past ACC", make<Matmul>([](auto& i) {
+         i.acc_addr = 2041;
+         i.inner = 4;
+         i.outer = 2;
+         i.inner_stride = 0;
+       }),
+       ErrorCode::ERR_ACC_RANGE},
+      {"activate ACC ok", make<Activate>([](auto& i) {
+         i.acc_addr = 2048 - 12;
+         i.width = 3;
+         i.height = 4;
+       }),
+       ErrorCode::ERR_NONE},
+      {"activate past ACC", make<Activate>([](auto& i) {
+         i.acc_addr = 2048 - 11;
+         i.width = 3;
+         i.height = 4;
+       }),
        ErrorCode::ERR_ACC_RANGE},
       // ERR_PARAM_RANGE
-      {"read_host PARAM all", make<ReadHost>([](auto& i) { i.dest = HostDest::Param; i.rows = 192; }),
+      {"read_host PARAM all", make<ReadHost>([](auto& i) {
+         i.dest = HostDest::Param;
+         i.rows = 192;
+       }),
        ErrorCode::ERR_NONE},
-      {"read_host past PARAM",
-       make<ReadHost>([](auto& i) { i.dest = HostDest::Param; i.local_addr = 180; i.rows = 13; }),
+      {"read_host past PARAM", make<ReadHost>([](auto& i) {
+         i.dest = HostDest::Param;
+         i.local_addr = 180;
+         i.rows = 13;
+       }),
        ErrorCode::ERR_PARAM_RANGE},
-      {"read_host LUT all", make<ReadHost>([](auto& i) { i.dest = HostDest::Lut; i.rows = 16; }),
+      {"read_host LUT all", make<ReadHost>([](auto& i) {
+         i.dest = HostDest::Lut;
+         i.rows = 16;
+       }),
        ErrorCode::ERR_NONE},
-      {"read_host past LUT",
-       make<ReadHost>([](auto& i) { i.dest = HostDest::Lut; i.local_addr = 15; i.rows = 2; }),
+      {"read_host past LUT", make<ReadHost>([](auto& i) {
+         i.dest = HostDest::Lut;
+         i.local_addr = 15;
+         i.rows = 2;
+       }),
        ErrorCode::ERR_PARAM_RANGE},
       // ERR_ALIGN
       {"read_host misaligned", make<ReadHost>([](auto& i) { i.host_addr = 0x1008; }),
@@ -527,14 +589,22 @@ TEST(IsaCheck, EveryStaticErrorCodeIsReachable) {
       // ERR_HOST_RANGE: the last byte may be 0xffffffff, not beyond.
       {"read_host ends at 2^32", make<ReadHost>([](auto& i) { i.host_addr = 0xFFFFFFF0; }),
        ErrorCode::ERR_NONE},
-      {"read_host wraps", make<ReadHost>([](auto& i) { i.host_addr = 0xFFFFFFF0; i.rows = 2; }),
+      {"read_host wraps", make<ReadHost>([](auto& i) {
+         i.host_addr = 0xFFFFFFF0;
+         i.rows = 2;
+       }),
        ErrorCode::ERR_HOST_RANGE},
-      {"write_host wraps", make<WriteHost>([](auto& i) { i.host_addr = 0xFFFFFF00; i.rows = 17; }),
+      {"write_host wraps", make<WriteHost>([](auto& i) {
+         i.host_addr = 0xFFFFFF00;
+         i.rows = 17;
+       }),
        ErrorCode::ERR_HOST_RANGE},
       {"read_weights ends at 2^32", make<ReadWeights>([](auto& i) { i.host_addr = 0xFFFFFF00; }),
        ErrorCode::ERR_NONE},
-      {"read_weights wraps",
-       make<ReadWeights>([](auto& i) { i.host_addr = 0xFFFFFF00; i.tiles = 2; }),
+      {"read_weights wraps", make<ReadWeights>([](auto& i) {
+         i.host_addr = 0xFFFFFF00;
+         i.tiles = 2;
+       }),
        ErrorCode::ERR_HOST_RANGE},
   };
   std::set<ErrorCode> seen;
@@ -546,8 +616,8 @@ TEST(IsaCheck, EveryStaticErrorCodeIsReachable) {
     seen.insert(got);
   }
   for (int code = 0; code <= 8; ++code) {
-    EXPECT_TRUE(seen.count(static_cast<ErrorCode>(code))) << "no case reaches "
-                                                          << error_name(static_cast<ErrorCode>(code));
+    EXPECT_TRUE(seen.count(static_cast<ErrorCode>(code)))
+        << "no case reaches " << error_name(static_cast<ErrorCode>(code));
   }
 }
 
@@ -620,7 +690,7 @@ TEST(IsaCheck, DmaWindows) {
   DmaWindows win{};
   ReadHost r;
   r.host_addr = 0x1000;
-  r.rows = 4;  // 64 bytes
+  r.rows = 4;                                        // 64 bytes
   EXPECT_EQ(check(r, p, win), ErrorCode::ERR_NONE);  // all disabled: any address
   EXPECT_TRUE(in_dma_windows(win, 0xFFFFFFF0, 16));
   win[5] = DmaWindow{0x1000, 0x40};
@@ -628,14 +698,15 @@ TEST(IsaCheck, DmaWindows) {
   r.rows = 5;
   std::string why;
   EXPECT_EQ(check(r, p, win, &why), ErrorCode::ERR_HOST_RANGE);
-  EXPECT_EQ(why, "read_host: host bytes 0x00001000..0x0000104f are not inside any enabled DMA "
-                 "window (expected a registered buffer)");
+  EXPECT_EQ(why,
+            "read_host: host bytes 0x00001000..0x0000104f are not inside any enabled DMA "
+            "window (expected a registered buffer)");
   r.rows = 1;
   r.host_addr = 0xFF0;
   EXPECT_EQ(check(r, p, win), ErrorCode::ERR_HOST_RANGE);  // starts before the window
   r.host_addr = 0x1008;
   EXPECT_EQ(check(r, p, win), ErrorCode::ERR_ALIGN);  // lower code first
-  win[1] = DmaWindow{0x1040, 0x40};                    // adjacent: no straddling
+  win[1] = DmaWindow{0x1040, 0x40};                   // adjacent: no straddling
   WriteHost w;
   w.host_addr = 0x1030;
   w.rows = 2;
@@ -661,7 +732,8 @@ TEST(IsaCheck, MessagesSayWhatWhereAndWhatWasExpected) {
   r.local_addr = 8190;
   r.rows = 10;
   check(r, p, &why);
-  EXPECT_EQ(why, "read_host: UB rows 8190..8199 out of range (UbRows = 8192, last row must be < 8192)");
+  EXPECT_EQ(why,
+            "read_host: UB rows 8190..8199 out of range (UbRows = 8192, last row must be < 8192)");
   r = ReadHost{};
   r.host_addr = 0x1004;
   check(r, p, &why);
@@ -686,7 +758,8 @@ TEST(IsaCheck, WriteHostIntoCommandBuffer) {
   EXPECT_EQ(check(WriteHost{0, 1, 0x10080}, p, DmaWindows{}, cmd), ErrorCode::ERR_NONE);
   EXPECT_EQ(check(WriteHost{0, 1, 0x10000}, p, DmaWindows{}, CommandBuffer{}), ErrorCode::ERR_NONE);
   // Reads of the command buffer are allowed; a lower code wins over the overlap.
-  EXPECT_EQ(check(ReadHost{HostDest::Ub, 0, 1, 0x10000}, p, DmaWindows{}, cmd), ErrorCode::ERR_NONE);
+  EXPECT_EQ(check(ReadHost{HostDest::Ub, 0, 1, 0x10000}, p, DmaWindows{}, cmd),
+            ErrorCode::ERR_NONE);
   EXPECT_EQ(check(WriteHost{0, 1, 0x10004}, p, DmaWindows{}, cmd), ErrorCode::ERR_ALIGN);
   EXPECT_EQ(check(WriteHost{p.ub_rows, 1, 0x10000}, p, DmaWindows{}, cmd), ErrorCode::ERR_UB_RANGE);
 }

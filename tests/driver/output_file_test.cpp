@@ -1,14 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
 // OutputFile (output_file.h): an output file is replaced by a complete new one or left alone.
+#include "output_file.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iterator>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include "output_file.h"
 
 namespace {
 
@@ -28,7 +29,9 @@ struct Dir {
     fs::create_directories(path);
   }
   std::string operator/(const std::string& f) const { return path + "/" + f; }
-  size_t entries() const { return size_t(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
+  size_t entries() const {
+    return size_t(std::distance(fs::directory_iterator(path), fs::directory_iterator()));
+  }
 };
 
 std::string error_of(const std::function<void()>& f) {
@@ -75,7 +78,8 @@ TEST(OutputFile, TemporariesRemovedForASignal) {
 TEST(OutputFile, WritesThroughASymlinkAndKeepsPermissions) {
   const Dir d("output_file_link");
   std::ofstream(d / "target.txt") << "old";
-  fs::permissions(d / "target.txt", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::permissions(d / "target.txt",
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   fs::create_symlink("target.txt", d / "link.txt");
   tpu::write_file_atomically(d / "link.txt", "new");
   EXPECT_TRUE(fs::is_symlink(d / "link.txt"));
@@ -86,17 +90,20 @@ TEST(OutputFile, WritesThroughASymlinkAndKeepsPermissions) {
 
 TEST(OutputFile, Errors) {
   const Dir d("output_file_errors");
-  EXPECT_EQ(error_of([&] { tpu::OutputFile f(d.path, "-o"); }), "-o " + d.path + ": is a directory (expected a file)");
-  EXPECT_EQ(error_of([&] { tpu::OutputFile f("", "-o"); }), "-o '': an empty path (expected a file name)");
+  EXPECT_EQ(error_of([&] { tpu::OutputFile f(d.path, "-o"); }),
+            "-o " + d.path + ": is a directory (expected a file)");
+  EXPECT_EQ(error_of([&] { tpu::OutputFile f("", "-o"); }),
+            "-o '': an empty path (expected a file name)");
   EXPECT_EQ(error_of([&] { tpu::OutputFile f(d / "no/such/dir.txt", "--timeline"); }),
-            "--timeline " + (d / "no/such/dir.txt") + ": cannot write: directory " + (d / "no/such") +
-                " does not exist (expected a path in an existing directory)");
+            "--timeline " + (d / "no/such/dir.txt") + ": cannot write: directory " +
+                (d / "no/such") + " does not exist (expected a path in an existing directory)");
   std::ofstream(d / "in.s") << "nop";
   fs::create_hard_link(d / "in.s", d / "alias.s");
   EXPECT_EQ(error_of([&] { tpu::check_output_not_input(d / "alias.s", "-o", {d / "in.s"}); }),
             "-o " + (d / "alias.s") + ": is also an input (" + (d / "in.s") +
                 "); refusing to overwrite it (expected a different output file)");
-  EXPECT_EQ(error_of([&] { tpu::check_output_not_input(d / "new.bin", "-o", {d / "in.s"}); }), "(no error)");
+  EXPECT_EQ(error_of([&] { tpu::check_output_not_input(d / "new.bin", "-o", {d / "in.s"}); }),
+            "(no error)");
   EXPECT_EQ(error_of([&] { tpu::check_output_not_input("-", "-o", {"-"}); }), "(no error)");
   EXPECT_EQ(error_of([&] { tpu::check_not_directory(d.path, "--model"); }),
             "--model " + d.path + ": is a directory (expected a file)");

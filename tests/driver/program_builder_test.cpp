@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProgramBuilder: every argument the chip would reject is refused before it is emitted, with
 // a message naming the instruction, the argument and the allowed range.
 #include <gtest/gtest.h>
@@ -21,7 +22,9 @@ void expect_error(F f, const std::string& instruction, const std::string& argume
   } catch (const ProgramError& e) {
     EXPECT_EQ(e.instruction(), instruction) << e.what();
     EXPECT_EQ(e.argument(), argument) << e.what();
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << "\n  missing: " << p;
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << e.what() << "\n  missing: " << p;
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
   }
 }
@@ -73,15 +76,28 @@ TEST_F(BuilderTest, FinishAddsHaltOnce) {
 }
 
 TEST_F(BuilderTest, ReadHostRanges) {
-  expect_error([&] { b.read_host(8192, 1, 0); }, "read_host", "local_addr", {"local_addr = 8192", "0..8191", "UbRows = 8192"});
-  expect_error([&] { b.read_host(8190, 3, 0); }, "read_host", "rows", {"local_addr + rows - 1 = 8192", "0..8191"});
+  expect_error([&] { b.read_host(8192, 1, 0); }, "read_host", "local_addr",
+               {"local_addr = 8192", "0..8191", "UbRows = 8192"});
+  expect_error([&] { b.read_host(8190, 3, 0); }, "read_host", "rows",
+               {"local_addr + rows - 1 = 8192", "0..8191"});
   expect_error([&] { b.read_host(0, 0, 0); }, "read_host", "rows", {"rows = 0", "1.."});
-  expect_error([&] { b.read_host(0, 1, 0x1008); }, "read_host", "host_addr", {"0x00001008", "16-byte aligned"});
-  expect_error([&] { b.read_host(0, 2, 0xFFFFFFF0u); }, "read_host", "host_addr", {"32-bit address space"});
-  expect_error([&] { b.read_params(16, 1, 0); }, "read_host", "first_slot", {"first_slot = 16", "0..15"});
+  expect_error([&] { b.read_host(0, 1, 0x1008); }, "read_host", "host_addr",
+               {"0x00001008", "16-byte aligned"});
+  expect_error([&] { b.read_host(0, 2, 0xFFFFFFF0u); }, "read_host", "host_addr",
+               {"32-bit address space"});
+  expect_error([&] { b.read_params(16, 1, 0); }, "read_host", "first_slot",
+               {"first_slot = 16", "0..15"});
   expect_error([&] { b.read_params(14, 3, 0); }, "read_host", "slots", {"slots = 3", "1..2"});
-  expect_error([&] { b.read_host(ReadHost{HostDest::Lut, 15, 2, 0}); }, "read_host", "rows", {"LUT rows"});
-  expect_error([&] { b.read_host(ReadHost{static_cast<HostDest>(3), 0, 1, 0}); }, "read_host", "dest", {"dest = 3"});
+  expect_error(
+      [&] {
+        b.read_host(ReadHost{HostDest::Lut, 15, 2, 0});
+      },
+      "read_host", "rows", {"LUT rows"});
+  expect_error(
+      [&] {
+        b.read_host(ReadHost{static_cast<HostDest>(3), 0, 1, 0});
+      },
+      "read_host", "dest", {"dest = 3"});
   EXPECT_EQ(b.size(), 0u) << "nothing is emitted by a failing call";
 }
 
@@ -89,13 +105,17 @@ TEST_F(BuilderTest, HostRangesRestrictDma) {
   b.set_host_ranges({{0x1000, 0x100, "in"}, {0x2000, 0x100, "out"}});
   b.read_host(0, 16, 0x1000);  // exactly the buffer
   expect_error([&] { b.read_host(0, 17, 0x1000); }, "read_host", "host_addr",
-               {"0x00001000..0x0000110f", "not inside one registered host buffer", "in 0x00001000..0x000010ff"});
-  expect_error([&] { b.write_host(0, 1, 0x3000); }, "write_host", "host_addr", {"registered host buffer"});
-  expect_error([&] { b.read_weights(1, 0x1010); }, "read_weights", "host_addr", {"registered host buffer"});
+               {"0x00001000..0x0000110f", "not inside one registered host buffer",
+                "in 0x00001000..0x000010ff"});
+  expect_error([&] { b.write_host(0, 1, 0x3000); }, "write_host", "host_addr",
+               {"registered host buffer"});
+  expect_error([&] { b.read_weights(1, 0x1010); }, "read_weights", "host_addr",
+               {"registered host buffer"});
 }
 
 TEST_F(BuilderTest, WeightAccounting) {
-  expect_error([&] { b.matmul(0, 0, 1, kNoFlags); }, "matmul", "switch", {"ERR_NO_WEIGHTS", "needs switch"});
+  expect_error([&] { b.matmul(0, 0, 1, kNoFlags); }, "matmul", "switch",
+               {"ERR_NO_WEIGHTS", "needs switch"});
   expect_error([&] { b.matmul(0, 0, 1, kSwitchWeights); }, "matmul", "switch", {"ERR_NO_WEIGHTS"});
   b.read_weights(6, 0);
   EXPECT_EQ(b.pending_weight_tiles(), 6u);
@@ -106,16 +126,19 @@ TEST_F(BuilderTest, WeightAccounting) {
   for (int i = 0; i < 6; ++i) b.matmul(0, 0, 1, kSwitchWeights);
   EXPECT_EQ(b.pending_weight_tiles(), 0u);
   b.matmul(0, 0, 1, kNoFlags);  // the active tile stays
-  expect_error([&] { b.matmul(0, 0, 1, kSwitchWeights); }, "matmul", "switch", {"already been made active"});
+  expect_error([&] { b.matmul(0, 0, 1, kSwitchWeights); }, "matmul", "switch",
+               {"already been made active"});
 }
 
 TEST_F(BuilderTest, MatmulRanges) {
   b.read_weights(1, 0);
-  expect_error([&] { b.matmul(0, 0, 0, kSwitchWeights); }, "matmul", "rows", {"rows = 0", "1..4095"});
+  expect_error([&] { b.matmul(0, 0, 0, kSwitchWeights); }, "matmul", "rows",
+               {"rows = 0", "1..4095"});
   expect_error([&] { b.matmul(0, 0, 4096, kSwitchWeights); }, "matmul", "rows", {"rows = 4096"});
   expect_error([&] { b.matmul(0, 2040, 9, kSwitchWeights); }, "matmul", "acc_addr",
                {"acc_addr + inner*outer - 1 = 2048", "0..2047", "AccRows = 2048"});
-  expect_error([&] { b.matmul(8190, 0, 3, kSwitchWeights); }, "matmul", "ub_addr", {"last UB row read", "8192"});
+  expect_error([&] { b.matmul(8190, 0, 3, kSwitchWeights); }, "matmul", "ub_addr",
+               {"last UB row read", "8192"});
   expect_error([&] { b.matmul(0, 0, 1, 1u << 7); }, "matmul", "flags", {"MatmulFlag"});
   Matmul m;
   m.switch_weights = true;
@@ -131,8 +154,10 @@ TEST_F(BuilderTest, MatmulRanges) {
 
 TEST_F(BuilderTest, ActivateRanges) {
   expect_error([&] { b.activate(0, 0, 1, 16); }, "activate", "slot", {"slot = 16", "0..15"});
-  expect_error([&] { b.activate(2047, 0, 2, 0); }, "activate", "acc_addr", {"acc_addr + width*height - 1 = 2048"});
-  expect_error([&] { b.activate(0, 8191, 2, 0); }, "activate", "ub_addr", {"last UB row written", "8192"});
+  expect_error([&] { b.activate(2047, 0, 2, 0); }, "activate", "acc_addr",
+               {"acc_addr + width*height - 1 = 2048"});
+  expect_error([&] { b.activate(0, 8191, 2, 0); }, "activate", "ub_addr",
+               {"last UB row written", "8192"});
   Activate a;
   a.width = 4;
   a.height = 2;
@@ -166,7 +191,11 @@ TEST(Builder, SmallChipParameters) {
   p.wfifo_tiles = 1;
   ProgramBuilder b(p);
   expect_error([&] { b.read_weights(4, 0); }, "read_weights", "tiles", {"the 3 tiles"});
-  expect_error([&] { b.read_host(ReadHost{HostDest::Lut, 0, 65, 0}); }, "read_host", "rows", {"LUT rows: 256/N = 64"});
+  expect_error(
+      [&] {
+        b.read_host(ReadHost{HostDest::Lut, 0, 65, 0});
+      },
+      "read_host", "rows", {"LUT rows: 256/N = 64"});
   expect_error([&] { b.read_params(0, 3, 0); }, "read_host", "slots", {"slots = 3", "1..2"});
   EXPECT_THROW(ProgramBuilder(ChipParams{5}), std::invalid_argument);
 }

@@ -1,14 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiled matmul (tiled_ops.h) without RTL: layouts, the reference, the planner, and random
 // matmuls on the golden model, also on deliberately tiny chips so that every tiling path
 // (M chunks, single-buffered UB, one ACC region, quantization slot reloads with one and two
 // banks, a one-tile weight FIFO) runs. tests/device runs the same on the rtl backend.
+#include "tiled_ops.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "device_model.h"
 #include "random_matmul.h"
-#include "tiled_ops.h"
 
 namespace {
 
@@ -28,13 +30,15 @@ TEST(TiledLayout, PackWeightsInConsumptionOrder) {
   for (size_t i = 0; i < w.size(); ++i) w[i] = uint8_t(i + 1);
   const auto p = pack_weights(w, 5, 6, 4);
   ASSERT_EQ(p.size(), 4u * 16u);
-  auto at = [&](int tile, int k, int n) { return p[size_t(tile) * 16 + size_t(k) * 4 + size_t(n)]; };
-  EXPECT_EQ(at(0, 0, 0), w[0]);           // W[0][0]
-  EXPECT_EQ(at(0, 3, 3), w[3 * 6 + 3]);   // W[3][3]
-  EXPECT_EQ(at(1, 0, 2), w[4 * 6 + 2]);   // tile (t=1, j=0) row 0 = W[4]
-  EXPECT_EQ(at(1, 1, 0), 0);              // W[5] does not exist
-  EXPECT_EQ(at(2, 2, 1), w[2 * 6 + 5]);   // tile (t=0, j=1) column 1 = W[.][5]
-  EXPECT_EQ(at(2, 2, 2), 0);              // column 6 does not exist
+  auto at = [&](int tile, int k, int n) {
+    return p[size_t(tile) * 16 + size_t(k) * 4 + size_t(n)];
+  };
+  EXPECT_EQ(at(0, 0, 0), w[0]);          // W[0][0]
+  EXPECT_EQ(at(0, 3, 3), w[3 * 6 + 3]);  // W[3][3]
+  EXPECT_EQ(at(1, 0, 2), w[4 * 6 + 2]);  // tile (t=1, j=0) row 0 = W[4]
+  EXPECT_EQ(at(1, 1, 0), 0);             // W[5] does not exist
+  EXPECT_EQ(at(2, 2, 1), w[2 * 6 + 5]);  // tile (t=0, j=1) column 1 = W[.][5]
+  EXPECT_EQ(at(2, 2, 2), 0);             // column 6 does not exist
   EXPECT_EQ(at(3, 0, 1), w[4 * 6 + 5]);
 }
 
@@ -54,7 +58,7 @@ TEST(TiledLayout, QuantImages) {
   EXPECT_EQ(quant_images(s, 4), 3u);
   q = pack_quant(s, 4);
   ASSERT_EQ(q.size(), 3u * 48u);
-  EXPECT_EQ(q[2 * 48 + 4], 0xFE);  // image 2, bias of its column 1 (= column 9)
+  EXPECT_EQ(q[2 * 48 + 4], 0xFE);    // image 2, bias of its column 1 (= column 9)
   EXPECT_EQ(q[2 * 48 + 16 + 8], 0);  // column 10 does not exist: mult 0
 }
 
@@ -111,7 +115,8 @@ TEST(TiledPlan, RampChunksForLargeM) {
   r.edge_chunk_rows = 10;
   plan = plan_matmul(p, s, r);
   EXPECT_EQ(plan.chunk_sizes, (std::vector<uint32_t>{10, 27, 27, 26, 10}));
-  EXPECT_NE(plan.describe().find("5 chunks of rows [10 27 27 26 10]"), std::string::npos) << plan.describe();
+  EXPECT_NE(plan.describe().find("5 chunks of rows [10 27 27 26 10]"), std::string::npos)
+      << plan.describe();
 }
 
 TEST(TiledPlan, RespectsResourcesAndRejectsWhatCannotFit) {
@@ -163,8 +168,8 @@ TEST(TiledSpec, Validation) {
   EXPECT_THROW(s.validate(), std::invalid_argument);
 }
 
-void run_cases(const ChipParams& params, int count, uint32_t max_m, uint32_t max_k,
-               uint32_t max_n, unsigned seed, const MatmulResources& res = {}) {
+void run_cases(const ChipParams& params, int count, uint32_t max_m, uint32_t max_k, uint32_t max_n,
+               unsigned seed, const MatmulResources& res = {}) {
   ModelDevice dev(params);
   std::mt19937 rng(seed);
   for (int i = 0; i < count; ++i) {
@@ -186,12 +191,12 @@ TEST(TiledModel, TinyChips) {
   ChipParams p = ChipParams::with_n(4);
   p.ub_rows = 256;
   p.acc_rows = 16;
-  p.qp_slots = 3;   // reloaded in 2 banks of 1 slot
+  p.qp_slots = 3;  // reloaded in 2 banks of 1 slot
   p.wfifo_tiles = 1;
   run_cases(p, 25, 40, 24, 30, 3);  // double-buffered chunks of 4 or 8 rows
-  p.ub_rows = 40;  // kt + nt up to 10: single-buffered chunks of 4 rows
-  p.acc_rows = 6;  // one ACC region (two of 3 rows cannot hold an aligned chunk)
-  p.qp_slots = 1;  // one slot: reloaded before every block
+  p.ub_rows = 40;                   // kt + nt up to 10: single-buffered chunks of 4 rows
+  p.acc_rows = 6;                   // one ACC region (two of 3 rows cannot hold an aligned chunk)
+  p.qp_slots = 1;                   // one slot: reloaded before every block
   run_cases(p, 25, 12, 20, 20, 4);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // End-to-end tests of the whole core: raw instructions are placed in host memory, the
 // doorbell is rung, and afterwards every byte of host memory, the status and the error code
 // are compared with the golden ISA model (driver/golden_model) running the same program on
@@ -125,8 +126,8 @@ class ChipFixture : public ::testing::Test {
     Outcome g = run_golden(img);
     Outcome r = run_chip(img, backpressure, seed);
     SCOPED_TRACE("program:\n" + listing(img));
-    EXPECT_EQ(r.done, g.done) << "chip err " << r.err_code << " at " << r.err_pc
-                              << ", golden err " << g.err_code << " at " << g.err_pc;
+    EXPECT_EQ(r.done, g.done) << "chip err " << r.err_code << " at " << r.err_pc << ", golden err "
+                              << g.err_code << " at " << g.err_pc;
     EXPECT_EQ(r.err_code, g.err_code);
     EXPECT_EQ(r.err_pc, g.err_pc);
     if (r.done != g.done || r.err_code != g.err_code || r.err_pc != g.err_pc) return false;
@@ -208,7 +209,6 @@ Image dense_layer(std::mt19937& rng, uint32_t m, uint32_t kt, tpu::ActFunc func,
   return img;
 }
 
-
 // Random valid programs that mix every instruction over small shared UB / ACC windows, so that
 // instructions in different units depend on each other in every way (RAW, WAR, WAW through
 // UB, ACC, parameters and host memory). Nothing in a valid program may fault; the chip's
@@ -227,7 +227,7 @@ Image random_program(std::mt19937& rng, uint32_t length) {
     slots.insert(slots.end(), q.begin(), q.end());
   }
   const uint32_t quant = img.put(slots);
-  const uint32_t ub_window = 96, acc_window = 64;   // small: lots of overlap
+  const uint32_t ub_window = 96, acc_window = 64;  // small: lots of overlap
   uint32_t credit = 0;
   bool active = false;
   // Host data: any 16-byte aligned place inside `data`; results go to kOut and may be read back.
@@ -236,7 +236,8 @@ Image random_program(std::mt19937& rng, uint32_t length) {
   img.program.push_back(ReadHost{HostDest::Param, 0, 48, quant});
   for (uint32_t i = 0; i < length; ++i) {
     switch (pick(0, 9)) {
-      case 0: case 1: {
+      case 0:
+      case 1: {
         const uint32_t rows = pick(1, 24);
         img.program.push_back(ReadHost{HostDest::Ub, pick(0, ub_window - rows), rows,
                                        pick(0, 3) ? host_data(rows * N) : host_out(rows * N)});
@@ -250,11 +251,16 @@ Image random_program(std::mt19937& rng, uint32_t length) {
         credit += tiles;
         break;
       }
-      case 3: case 4: case 5: {
+      case 3:
+      case 4:
+      case 5: {
         Matmul mm;
         mm.switch_weights = credit > 0 && (!active || pick(0, 1));
         if (!mm.switch_weights && !active) break;
-        if (mm.switch_weights) { --credit; active = true; }
+        if (mm.switch_weights) {
+          --credit;
+          active = true;
+        }
         mm.accumulate = pick(0, 1);
         mm.a_unsigned = pick(0, 1);
         mm.w_unsigned = pick(0, 1);
@@ -269,7 +275,8 @@ Image random_program(std::mt19937& rng, uint32_t length) {
         img.program.push_back(mm);
         break;
       }
-      case 6: case 7: {
+      case 6:
+      case 7: {
         Activate a;
         a.func = ActFunc(pick(0, 3));
         a.out_unsigned = pick(0, 1);
@@ -278,7 +285,8 @@ Image random_program(std::mt19937& rng, uint32_t length) {
         a.pool_s = uint8_t(pick(1, 2));
         a.width = uint16_t(pick(a.pool_k, 6));
         a.height = uint16_t(pick(a.pool_k, 4));
-        const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u, wo = (a.width - a.pool_k) / a.pool_s + 1u;
+        const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u,
+                       wo = (a.width - a.pool_k) / a.pool_s + 1u;
         a.ub_stride = pick(wo, wo + 4);
         const uint32_t span = (ho - 1) * a.ub_stride + wo;
         a.acc_addr = uint16_t(pick(0, acc_window - uint32_t(a.width) * a.height));
@@ -292,9 +300,12 @@ Image random_program(std::mt19937& rng, uint32_t length) {
         break;
       }
       default:
-        if (pick(0, 1)) img.program.push_back(ReadHost{HostDest::Lut, 0, 256 / N, host_data(256)});
-        else if (pick(0, 1)) img.program.push_back(Sync{});
-        else img.program.push_back(Nop{});
+        if (pick(0, 1))
+          img.program.push_back(ReadHost{HostDest::Lut, 0, 256 / N, host_data(256)});
+        else if (pick(0, 1))
+          img.program.push_back(Sync{});
+        else
+          img.program.push_back(Nop{});
     }
   }
   // Make the end state visible: UB window and a requantized copy of the ACC window.
@@ -333,8 +344,8 @@ TEST_F(ChipFixture, RandomDenseLayers) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> coin(0, 1), funcs(0, 3), rows(1, 3 * N), kts(1, 3);
   for (int i = 0; i < 12; ++i) {
-    auto img = dense_layer(rng, rows(rng), kts(rng), tpu::ActFunc(funcs(rng)), coin(rng),
-                           coin(rng), coin(rng));
+    auto img = dense_layer(rng, rows(rng), kts(rng), tpu::ActFunc(funcs(rng)), coin(rng), coin(rng),
+                           coin(rng));
     SCOPED_TRACE("program " + std::to_string(i));
     EXPECT_TRUE(expect_same(img));
   }
@@ -344,8 +355,8 @@ TEST_F(ChipFixture, RandomDenseLayersUnderBackpressure) {
   std::mt19937 rng(12);
   std::uniform_int_distribution<int> coin(0, 1), funcs(0, 3), rows(1, 2 * N), kts(1, 3);
   for (int i = 0; i < 6; ++i) {
-    auto img = dense_layer(rng, rows(rng), kts(rng), tpu::ActFunc(funcs(rng)), coin(rng),
-                           coin(rng), coin(rng));
+    auto img = dense_layer(rng, rows(rng), kts(rng), tpu::ActFunc(funcs(rng)), coin(rng), coin(rng),
+                           coin(rng));
     SCOPED_TRACE("program " + std::to_string(i));
     EXPECT_TRUE(expect_same(img, 0.4, 100 + i));
   }
@@ -412,16 +423,16 @@ TEST_F(ChipFixture, StaticErrorsMatchGolden) {
   reserved.bytes[15] = 1;
   expect_same(with(2, illegal));
   expect_same(with(3, reserved));
-  expect_same(with(1, ReadHost{HostDest::Ub, 0, 0, kIn}));                       // ERR_FIELD
+  expect_same(with(1, ReadHost{HostDest::Ub, 0, 0, kIn}));  // ERR_FIELD
   expect_same(with(1, ReadHost{HostDest::Ub, ChipParams::with_n(N).ub_rows - 1, 2, kIn}));
   Matmul acc_range;
   acc_range.acc_addr = uint16_t(ChipParams::with_n(N).acc_rows - 1);
   acc_range.inner = 2;
   acc_range.switch_weights = true;
   expect_same(with(4, acc_range));
-  expect_same(with(1, ReadHost{HostDest::Param, 12 * 16, 1, kIn}));              // PARAM range
-  expect_same(with(1, ReadHost{HostDest::Ub, 0, 1, kIn + 8}));                   // ALIGN
-  expect_same(with(1, ReadHost{HostDest::Ub, 0, 2, 0xFFFF'FFF0u}));              // HOST range
+  expect_same(with(1, ReadHost{HostDest::Param, 12 * 16, 1, kIn}));  // PARAM range
+  expect_same(with(1, ReadHost{HostDest::Ub, 0, 1, kIn + 8}));       // ALIGN
+  expect_same(with(1, ReadHost{HostDest::Ub, 0, 2, 0xFFFF'FFF0u}));  // HOST range
   Matmul no_weights;
   no_weights.switch_weights = false;
   Image nw;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install the build into WORK_DIR/prefix, build examples/external against it, run it.
 set(prefix ${WORK_DIR}/prefix)
 set(ext ${WORK_DIR}/external-build)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The RTL's assertions (rtl/tpu_assert.svh) are live in the Verilated builds: this drives
 // tpu_axi_rd_arb, once legally and twice against a property, and checks that exactly the
 // violating runs report an assertion failure (the ctest also checks the assertion's name).
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   tick();
   m->final();
   const bool legal = std::strcmp(mode, "legal") == 0;
-  if (ctx->errorCount() == 0) std::printf("assert_test: %s run finished without an assertion\n", mode);
+  if (ctx->errorCount() == 0)
+    std::printf("assert_test: %s run finished without an assertion\n", mode);
   return (ctx->errorCount() == 0) == legal ? 0 : 1;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block test of tpu_mxu against a plain C++ matrix product.
 // Drives the array directly: weight tiles are shifted in and committed following the commit
 // rule documented in rtl/tpu_mxu.sv, rows are fed back to back across weight switches, and
@@ -28,8 +29,10 @@ void set_field(T& port, unsigned lsb, unsigned width, uint32_t value) {
     if constexpr (std::is_integral_v<T>) {
       port = v ? T(port | (T(1) << bit)) : T(port & ~(T(1) << bit));
     } else {
-      if (v) port[bit / 32] |= (1u << (bit % 32));
-      else   port[bit / 32] &= ~(1u << (bit % 32));
+      if (v)
+        port[bit / 32] |= (1u << (bit % 32));
+      else
+        port[bit / 32] &= ~(1u << (bit % 32));
     }
   }
 }
@@ -39,8 +42,10 @@ uint32_t get_field(const T& port, unsigned lsb, unsigned width) {
   for (unsigned b = 0; b < width; ++b) {
     unsigned bit = lsb + b;
     uint32_t v;
-    if constexpr (std::is_integral_v<T>) v = uint32_t((uint64_t(port) >> bit) & 1u);
-    else v = (port[bit / 32] >> (bit % 32)) & 1u;
+    if constexpr (std::is_integral_v<T>)
+      v = uint32_t((uint64_t(port) >> bit) & 1u);
+    else
+      v = (port[bit / 32] >> (bit % 32)) & 1u;
     r |= v << b;
   }
   return r;
@@ -57,7 +62,8 @@ struct Row {
 
 class MxuHarness {
  public:
-  MxuHarness() : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Vtpu_mxu>(ctx_.get())) {
+  MxuHarness()
+      : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Vtpu_mxu>(ctx_.get())) {
     m_->clk_i = 0;
     m_->rst_ni = 0;
     idle_inputs();
@@ -84,7 +90,8 @@ class MxuHarness {
     m_->eval();
     if (m_->out_valid_o) {
       std::vector<int32_t> sums(N);
-      for (int c = 0; c < N; ++c) sums[c] = static_cast<int32_t>(get_field(m_->out_sum_o, 32 * c, 32));
+      for (int c = 0; c < N; ++c)
+        sums[c] = static_cast<int32_t>(get_field(m_->out_sum_o, 32 * c, 32));
       results.push_back({m_->out_tag_o, sums});
     }
     m_->clk_i = 1;
@@ -127,12 +134,12 @@ void run_schedule(std::mt19937& rng, const std::vector<int>& rows_per_tile, bool
     for (auto& v : t) v = extremes ? ext[byte(rng) % 5] : uint8_t(byte(rng));
   }
 
-  std::vector<Row> fed;          // rows in feed order with the tile index they use
+  std::vector<Row> fed;  // rows in feed order with the tile index they use
   std::vector<size_t> fed_tile;
   // State of the schedule.
-  size_t next_load = 0;          // next tile to load
-  int load_step = -1;            // -1 idle, 0..N-1 shifting, N = waiting to commit
-  size_t current = SIZE_MAX;     // tile being fed
+  size_t next_load = 0;       // next tile to load
+  int load_step = -1;         // -1 idle, 0..N-1 shifting, N = waiting to commit
+  size_t current = SIZE_MAX;  // tile being fed
   int rows_left = 0;
   int64_t last_use[2] = {-1000, -1000};
   int64_t loaded_at[2] = {-1, -1};
@@ -152,12 +159,13 @@ void run_schedule(std::mt19937& rng, const std::vector<int>& rows_per_tile, bool
       if (load_step == -1) load_step = 0;
       if (load_step >= 0 && load_step < N) {
         h.m_->w_shift_i = 1;
-        for (int c = 0; c < N; ++c) set_field(h.m_->w_row_i, 8 * c, 8, w[next_load][(N - 1 - load_step) * N + c]);
+        for (int c = 0; c < N; ++c)
+          set_field(h.m_->w_row_i, 8 * c, 8, w[next_load][(N - 1 - load_step) * N + c]);
         ++load_step;
       } else if (load_step == N && !buf_loaded[b] && active_buf != b &&
                  now >= last_use[b] + (N - 1) + 1) {
         h.m_->w_commit_i = 1;
-        h.m_->w_buf_i = b;
+        h.m_->w_buf_i = static_cast<CData>(b);
         buf_loaded[b] = true;
         in_buf[b] = next_load;
         loaded_at[b] = now;
@@ -190,7 +198,7 @@ void run_schedule(std::mt19937& rng, const std::vector<int>& rows_per_tile, bool
       }
       h.m_->in_valid_i = 1;
       for (int k = 0; k < N; ++k) set_field(h.m_->in_data_i, 9 * k, 9, uint16_t(r.a[k]) & 0x1ff);
-      h.m_->in_wbuf_i = r.buf;
+      h.m_->in_wbuf_i = static_cast<CData>(r.buf);
       h.m_->in_wuns_i = r.w_unsigned;
       h.m_->in_tag_i = r.tag;
       last_use[r.buf] = now;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Block test of tpu_requant (one column of the activation unit) against the golden model's
 // requantizer (driver/arith), with random and extreme operands and the rounding ties.
 #include <gtest/gtest.h>
@@ -15,7 +16,9 @@ namespace {
 
 class Requant {
  public:
-  Requant() : ctx_(std::make_unique<VerilatedContext>()), m_(std::make_unique<Vtpu_requant>(ctx_.get())) {}
+  Requant()
+      : ctx_(std::make_unique<VerilatedContext>()),
+        m_(std::make_unique<Vtpu_requant>(ctx_.get())) {}
   // The block's output, for func != LUT (the LUT is applied outside the block).
   int eval(int32_t acc, int32_t bias, int32_t mult, uint32_t misc, tpu::ActFunc f, bool uns) {
     m_->acc_i = uint32_t(acc);
@@ -39,8 +42,8 @@ uint32_t misc(unsigned shift, int zp, int lo, int hi) {
          (uint32_t(hi) & 0xff) << 24;
 }
 
-void expect_match(Requant& r, int32_t acc, int32_t bias, int32_t mult, uint32_t m,
-                  tpu::ActFunc f, bool uns) {
+void expect_match(Requant& r, int32_t acc, int32_t bias, int32_t mult, uint32_t m, tpu::ActFunc f,
+                  bool uns) {
   const int want = tpu::requantize(acc, bias, mult, m, f, uns, nullptr);
   ASSERT_EQ(r.eval(acc, bias, mult, m, f, uns), want)
       << "acc " << acc << " bias " << bias << " mult " << mult << " misc 0x" << std::hex << m
@@ -58,7 +61,8 @@ TEST(Requant, TiesRoundHalfAwayFromZero) {
   EXPECT_EQ(r.eval(-4, 0, 1, misc(3, 0, 0, 0), tpu::ActFunc::Identity, false), -1);  // -0.5
   EXPECT_EQ(r.eval(-3, 0, 1, misc(3, 0, 0, 0), tpu::ActFunc::Identity, false), 0);   // -0.375
   for (int32_t acc = -300; acc <= 300; ++acc) {
-    for (unsigned s = 0; s < 4; ++s) expect_match(r, acc, 0, 1, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false);
+    for (unsigned s = 0; s < 4; ++s)
+      expect_match(r, acc, 0, 1, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false);
   }
 }
 
@@ -72,7 +76,8 @@ TEST(Requant, ExtremesSaturate) {
         for (unsigned s : {0u, 1u, 31u, 62u, 63u})
           for (bool uns : {false, true})
             for (int f = 0; f < 3; ++f)
-              expect_match(r, acc, bias, mult, misc(s, uns ? 200 : -100, uns ? 3 : -50, uns ? 250 : 60),
+              expect_match(r, acc, bias, mult,
+                           misc(s, uns ? 200 : -100, uns ? 3 : -50, uns ? 250 : 60),
                            tpu::ActFunc(f), uns);
 }
 

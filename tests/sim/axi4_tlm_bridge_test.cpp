@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // Axi4ToTlmBridge at 32, 64 and 128 bits (uint32_t, uint64_t and sc_bv<128> pins) against a
 // pin-level test master, with and without backpressure. No RTL involved.
 //
 // SystemC elaborates once per process: one design holds a master+bridge+memory harness per
 // width, built on first use and shared by every test (ctest runs each test in its own
 // process; running the binary directly runs them all on the one design).
+#include "axi4_tlm_bridge.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "axi4_tlm_bridge.h"
 #include "host_memory_model.h"
 #include "pin_types.h"
 #include "random_stall.h"
@@ -178,14 +180,16 @@ struct TestAxiMaster : sc_core::sc_module {
 
   bool addr_done_ = false;
   unsigned beat_ = 0;
-  bool arvalid_q_ = false, rready_q_ = false, awvalid_q_ = false, wvalid_q_ = false, bready_q_ = false;
+  bool arvalid_q_ = false, rready_q_ = false, awvalid_q_ = false, wvalid_q_ = false,
+       bready_q_ = false;
 };
 
 template <unsigned W>
 struct Harness : sc_core::sc_module {
   using Data = PinType_t<W>;
   using Strb = PinType_t<W / 8>;
-  sc_core::sc_signal<uint32_t> araddr, arlen, arsize, arburst, rresp, awaddr, awlen, awsize, awburst, bresp;
+  sc_core::sc_signal<uint32_t> araddr, arlen, arsize, arburst, rresp, awaddr, awlen, awsize,
+      awburst, bresp;
   sc_core::sc_signal<bool> arvalid, arready, rlast, rvalid, rready, awvalid, awready;
   sc_core::sc_signal<bool> wlast, wvalid, wready, bvalid, bready;
   sc_core::sc_signal<Data> rdata, wdata;
@@ -202,31 +206,56 @@ struct Harness : sc_core::sc_module {
     master.clk(clk);
     bridge.clk(clk);
     bridge.rst_n(rst_n);
-    master.araddr(araddr); bridge.araddr(araddr);
-    master.arlen(arlen); bridge.arlen(arlen);
-    master.arsize(arsize); bridge.arsize(arsize);
-    master.arburst(arburst); bridge.arburst(arburst);
-    master.arvalid(arvalid); bridge.arvalid(arvalid);
-    master.arready(arready); bridge.arready(arready);
-    master.rdata(rdata); bridge.rdata(rdata);
-    master.rresp(rresp); bridge.rresp(rresp);
-    master.rlast(rlast); bridge.rlast(rlast);
-    master.rvalid(rvalid); bridge.rvalid(rvalid);
-    master.rready(rready); bridge.rready(rready);
-    master.awaddr(awaddr); bridge.awaddr(awaddr);
-    master.awlen(awlen); bridge.awlen(awlen);
-    master.awsize(awsize); bridge.awsize(awsize);
-    master.awburst(awburst); bridge.awburst(awburst);
-    master.awvalid(awvalid); bridge.awvalid(awvalid);
-    master.awready(awready); bridge.awready(awready);
-    master.wdata(wdata); bridge.wdata(wdata);
-    master.wstrb(wstrb); bridge.wstrb(wstrb);
-    master.wlast(wlast); bridge.wlast(wlast);
-    master.wvalid(wvalid); bridge.wvalid(wvalid);
-    master.wready(wready); bridge.wready(wready);
-    master.bresp(bresp); bridge.bresp(bresp);
-    master.bvalid(bvalid); bridge.bvalid(bvalid);
-    master.bready(bready); bridge.bready(bready);
+    master.araddr(araddr);
+    bridge.araddr(araddr);
+    master.arlen(arlen);
+    bridge.arlen(arlen);
+    master.arsize(arsize);
+    bridge.arsize(arsize);
+    master.arburst(arburst);
+    bridge.arburst(arburst);
+    master.arvalid(arvalid);
+    bridge.arvalid(arvalid);
+    master.arready(arready);
+    bridge.arready(arready);
+    master.rdata(rdata);
+    bridge.rdata(rdata);
+    master.rresp(rresp);
+    bridge.rresp(rresp);
+    master.rlast(rlast);
+    bridge.rlast(rlast);
+    master.rvalid(rvalid);
+    bridge.rvalid(rvalid);
+    master.rready(rready);
+    bridge.rready(rready);
+    master.awaddr(awaddr);
+    bridge.awaddr(awaddr);
+    master.awlen(awlen);
+    bridge.awlen(awlen);
+    master.awsize(awsize);
+    bridge.awsize(awsize);
+    master.awburst(awburst);
+    bridge.awburst(awburst);
+    master.awvalid(awvalid);
+    bridge.awvalid(awvalid);
+    master.awready(awready);
+    bridge.awready(awready);
+    master.wdata(wdata);
+    bridge.wdata(wdata);
+    master.wstrb(wstrb);
+    bridge.wstrb(wstrb);
+    master.wlast(wlast);
+    bridge.wlast(wlast);
+    master.wvalid(wvalid);
+    bridge.wvalid(wvalid);
+    master.wready(wready);
+    bridge.wready(wready);
+    master.bresp(bresp);
+    bridge.bresp(bresp);
+    master.bvalid(bvalid);
+    bridge.bvalid(bvalid);
+    master.bready(bready);
+    bridge.bready(bready);
     bridge.socket.bind(memory.socket);
   }
 
@@ -267,9 +296,12 @@ struct Design : sc_core::sc_module {
 
   template <unsigned W>
   Harness<W>& harness() {
-    if constexpr (W == 32) return h32;
-    else if constexpr (W == 64) return h64;
-    else return h128;
+    if constexpr (W == 32)
+      return h32;
+    else if constexpr (W == 64)
+      return h64;
+    else
+      return h128;
   }
 };
 
@@ -315,12 +347,14 @@ class Axi4ToTlmBridgeTest : public ::testing::Test {
   Harness<W>& h() { return design().template harness<W>(); }
 };
 
-using Widths = ::testing::Types<std::integral_constant<unsigned, 32>,
-                                std::integral_constant<unsigned, 64>,
-                                std::integral_constant<unsigned, 128>>;
+using Widths =
+    ::testing::Types<std::integral_constant<unsigned, 32>, std::integral_constant<unsigned, 64>,
+                     std::integral_constant<unsigned, 128>>;
 struct WidthNames {
   template <class T>
-  static std::string GetName(int) { return "w" + std::to_string(T::value); }
+  static std::string GetName(int) {
+    return "w" + std::to_string(T::value);
+  }
 };
 TYPED_TEST_SUITE(Axi4ToTlmBridgeTest, Widths, WidthNames);
 
@@ -335,8 +369,7 @@ TYPED_TEST(Axi4ToTlmBridgeTest, WriteThenReadBackWithAndWithoutBackpressure) {
     const auto small = pattern(4 * B, 1);
     const auto full = pattern(256 * B, 2);  // longest AXI4 burst, ends on a 4 KiB boundary
     std::vector<Op> ops = {write_op(0x1000, small, B), read_op(0x1000, 4),
-                           write_op(0x2000, full, B), read_op(0x2000, 256),
-                           read_op(0x1000, 1)};
+                           write_op(0x2000, full, B), read_op(0x2000, 256), read_op(0x1000, 1)};
     h.run(ops);
     EXPECT_EQ(ops[0].resps, std::vector<uint32_t>{kAxiOkay});
     EXPECT_EQ(ops[1].read_data, small);

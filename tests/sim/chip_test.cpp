@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // Top-level tests of the Verilated tpu_core through tpu::sim::Chip: registers over AXI4-Lite,
 // short programs fetched and executed over AXI4, error paths, run() stop conditions and VCD.
 // Built once per N in TPU_SIM_N_LIST; every program test runs with backpressure off and on.
 //
 // One Chip per process (SystemC elaborates once): the tests share it and reset it in place.
 // ctest runs each test in its own process; running the binary directly also works.
+#include "chip.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,8 +15,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "chip.h"
 
 namespace tpu::sim {
 namespace {
@@ -204,8 +205,8 @@ TEST_P(ChipTest, ReadHostThenWriteHostCopiesRows) {
   std::vector<uint8_t> src(rows * n);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 37 + 5);
   chip().write_mem(kDataBase, src);
-  const RunResult r = run_program(
-      {read_host(3, rows, kDataBase), write_host(3, rows, kDataBase + 0x8000), halt()});
+  const RunResult r =
+      run_program({read_host(3, rows, kDataBase), write_host(3, rows, kDataBase + 0x8000), halt()});
   ASSERT_EQ(r.reason, StopReason::kDone) << to_string(r.reason) << " err " << r.err_code;
   EXPECT_EQ(chip().read_mem(kDataBase + 0x8000, src.size()), src);
   const Counters c = chip().counters();
@@ -285,11 +286,12 @@ TEST_P(ChipTest, SimulationSpeedOfBulkCopies) {
   chip().start(kCmdBase, static_cast<uint32_t>(program.size()));
   const auto t0 = std::chrono::steady_clock::now();
   const RunResult r = chip().run(10'000'000);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.reason, StopReason::kDone) << to_string(r.reason) << " err " << r.err_code;
   const double rate = static_cast<double>(r.cycles) / seconds;
-  std::printf("[ speed    ] N=%u backpressure=%.1f: %llu cycles in %.3f s = %.0f cycles/s\n",
-              n, GetParam(), static_cast<unsigned long long>(r.cycles), seconds, rate);
+  std::printf("[ speed    ] N=%u backpressure=%.1f: %llu cycles in %.3f s = %.0f cycles/s\n", n,
+              GetParam(), static_cast<unsigned long long>(r.cycles), seconds, rate);
   RecordProperty("cycles_per_second", std::to_string(static_cast<long long>(rate)));
 }
 
@@ -300,8 +302,8 @@ TEST(ChipVcd, DumpsOnlyInsideTheCycleWindow) {
   // process), so only run when selected on its own (as ctest does).
   if (GTEST_FLAG_GET(filter).find("ChipVcd") == std::string::npos || Chip::constructed())
     GTEST_SKIP() << "needs its own process: run with --gtest_filter=ChipVcd.*";
-  const std::string path = ::testing::TempDir() + "tpu_sim_window_n" +
-                           std::to_string(Chip::compiled_n()) + ".vcd";
+  const std::string path =
+      ::testing::TempDir() + "tpu_sim_window_n" + std::to_string(Chip::compiled_n()) + ".vcd";
   std::remove(path.c_str());
   ChipConfig cfg;
   cfg.vcd_file = path;

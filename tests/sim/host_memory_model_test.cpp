@@ -1,12 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // HostMemoryModel: regions, sparse storage, DECERR/SLVERR answers and the timing model.
 // b_transport is called directly (no bus, no sc_start), so sc_time_stamp() stays 0.
+#include "host_memory_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <stdexcept>
 #include <vector>
-
-#include "host_memory_model.h"
 
 namespace tpu::sim {
 namespace {
@@ -113,7 +114,8 @@ TEST(HostMemoryModel, ByteEnablesMaskWrites) {
   mem.write(0x100, std::vector<uint8_t>(4, 0x11));
   std::vector<uint8_t> data = {0xA0, 0xA1, 0xA2, 0xA3};
   std::vector<uint8_t> enable = {0xFF, 0x00, 0x00, 0xFF};
-  EXPECT_EQ(transport(mem, tlm::TLM_WRITE_COMMAND, 0x100, data, &enable).status, tlm::TLM_OK_RESPONSE);
+  EXPECT_EQ(transport(mem, tlm::TLM_WRITE_COMMAND, 0x100, data, &enable).status,
+            tlm::TLM_OK_RESPONSE);
   EXPECT_EQ(mem.read(0x100, 4), (std::vector<uint8_t>{0xA0, 0x11, 0x11, 0xA3}));
 }
 

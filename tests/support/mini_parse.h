@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small strict parsers for checking what the tools write: JSON (RFC 8259, into a tree) and XML
 // well-formedness (nesting, quoting, entities; no DTD). Test support only: throws
 // std::runtime_error("... at offset K") on the first problem.
@@ -17,8 +18,8 @@ struct Json {
   enum class Type { Null, Bool, Number, String, Array, Object } type = Type::Null;
   bool boolean = false;
   double number = 0;
-  std::string text;                // String; for Number the literal as written
-  std::vector<Json> items;         // Array
+  std::string text;                    // String; for Number the literal as written
+  std::vector<Json> items;             // Array
   std::map<std::string, Json> fields;  // Object (a repeated key is an error)
 
   bool has(const std::string& k) const { return fields.count(k) != 0; }
@@ -44,7 +45,8 @@ class JsonParser {
     throw std::runtime_error("JSON: " + what + " at offset " + std::to_string(i_));
   }
   void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
   }
   bool eat(char c) {
     ws();
@@ -80,24 +82,42 @@ class JsonParser {
       if (i_ >= s_.size()) fail("unterminated escape");
       const char e = s_[i_++];
       switch (e) {
-        case '"': o += '"'; break;
-        case '\\': o += '\\'; break;
-        case '/': o += '/'; break;
-        case 'b': o += '\b'; break;
-        case 'f': o += '\f'; break;
-        case 'n': o += '\n'; break;
-        case 'r': o += '\r'; break;
-        case 't': o += '\t'; break;
+        case '"':
+          o += '"';
+          break;
+        case '\\':
+          o += '\\';
+          break;
+        case '/':
+          o += '/';
+          break;
+        case 'b':
+          o += '\b';
+          break;
+        case 'f':
+          o += '\f';
+          break;
+        case 'n':
+          o += '\n';
+          break;
+        case 'r':
+          o += '\r';
+          break;
+        case 't':
+          o += '\t';
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) fail("short \\u escape");
           for (int k = 0; k < 4; ++k)
-            if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + size_t(k)]))) fail("bad \\u escape");
+            if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + size_t(k)])))
+              fail("bad \\u escape");
           const long cp = std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16);
           i_ += 4;
           o += cp < 0x80 ? char(cp) : '?';
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }
@@ -144,8 +164,10 @@ class JsonParser {
         if (i_ == d) fail("expected a digit");
       };
       if (s_[i_] == '-') ++i_;
-      if (i_ < s_.size() && s_[i_] == '0') ++i_;
-      else digits();
+      if (i_ < s_.size() && s_[i_] == '0')
+        ++i_;
+      else
+        digits();
       if (i_ < s_.size() && s_[i_] == '.') {
         ++i_;
         digits();
@@ -178,7 +200,8 @@ inline std::map<std::string, int> check_xml(const std::string& s) {
     throw std::runtime_error("XML: " + what + " at offset " + std::to_string(i));
   };
   auto is_name = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '-' || c == '.';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':' || c == '-' ||
+           c == '.';
   };
   auto check_text = [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) {
@@ -233,7 +256,8 @@ inline std::map<std::string, int> check_xml(const std::string& s) {
       if (i >= s.size() || s[i] != '>') fail("bad closing tag </" + name);
       ++i;
       if (open.empty() || open.back() != name)
-        fail("</" + name + "> closes " + (open.empty() ? std::string("nothing") : "<" + open.back() + ">"));
+        fail("</" + name + "> closes " +
+             (open.empty() ? std::string("nothing") : "<" + open.back() + ">"));
       open.pop_back();
       continue;
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random tiled-matmul cases for the tests: odd shapes, both signednesses, bias, per-column
 // requantization and every activation function.
 #pragma once
@@ -19,15 +20,17 @@ struct MatmulCase {
     const auto& s = spec;
     return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
            (s.a_unsigned ? " a:u8" : " a:i8") + (s.w_unsigned ? " w:u8" : " w:i8") +
-           (s.out_unsigned ? " out:u8" : " out:i8") + " func=" +
-           std::string(tpu::act_func_name(s.func)) + (s.bias.empty() ? "" : " bias") +
+           (s.out_unsigned ? " out:u8" : " out:i8") +
+           " func=" + std::string(tpu::act_func_name(s.func)) + (s.bias.empty() ? "" : " bias") +
            " mult/shift values=" + std::to_string(s.mult.size());
   }
 };
 
 // Shapes up to max_dim in each dimension (not multiples of anything in particular).
 inline MatmulCase random_case(std::mt19937& rng, uint32_t max_m, uint32_t max_k, uint32_t max_n) {
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
   MatmulCase c;
   tpu::MatmulSpec& s = c.spec;
   s.m = uint32_t(pick(1, max_m));
@@ -43,7 +46,8 @@ inline MatmulCase random_case(std::mt19937& rng, uint32_t max_m, uint32_t max_k,
   for (auto& v : c.w) v = uint8_t(pick(0, 255));
   // Scale so that the outputs spread over the output range instead of saturating.
   const int64_t amp = 64 + 128 * (s.a_unsigned && s.w_unsigned);
-  const int64_t typical = int64_t(std::sqrt(double(s.k)) * 74 * 74) + amp * int64_t(s.k) * 30 * (s.a_unsigned && s.w_unsigned);
+  const int64_t typical = int64_t(std::sqrt(double(s.k)) * 74 * 74) +
+                          amp * int64_t(s.k) * 30 * (s.a_unsigned && s.w_unsigned);
   unsigned base_shift = 0;
   while ((int64_t{1} << base_shift) * 64 < typical) ++base_shift;
   if (pick(0, 3) > 0) {
@@ -51,7 +55,8 @@ inline MatmulCase random_case(std::mt19937& rng, uint32_t max_m, uint32_t max_k,
     for (auto& b : s.bias) b = int32_t(pick(-typical, typical));
   }
   switch (pick(0, 2)) {
-    case 0: break;  // mult 1, shift 0: mostly saturated (still bit-exact)
+    case 0:
+      break;  // mult 1, shift 0: mostly saturated (still bit-exact)
     case 1:
       s.mult = {int32_t(pick(1, 1 << 15))};
       s.shift = {uint8_t(base_shift + 15)};

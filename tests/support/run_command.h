@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a shell command and captures its standard output and exit code (for tests that start
 // the tpusim CLI as a user would).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Verilated chip (tpu::sim::Chip) behind the verif::Backend interface. Header-only: it is
 // compiled into each per-N executable, which links exactly one tpu_sim_n<N>.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linked into every chip executable of a TPU_COVERAGE build (tests/verif/CMakeLists.txt): at
 // exit, writes the Verilator line/toggle coverage collected by this process to
 // $TPU_COVERAGE_DIR/<program>_<pid>.dat (default: the working directory), for
@@ -16,8 +17,8 @@ namespace {
 void write_coverage() {
   const char* dir = std::getenv("TPU_COVERAGE_DIR");
   std::string name = program_invocation_short_name;
-  std::string file = std::string(dir && *dir ? dir : ".") + "/" + name + "_" +
-                     std::to_string(::getpid()) + ".dat";
+  std::string file =
+      std::string(dir && *dir ? dir : ".") + "/" + name + "_" + std::to_string(::getpid()) + ".dat";
   Verilated::threadContextp()->coveragep()->write(file.c_str());
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every error path of docs/isa.md, on both backends (the Verilated chip and the golden
 // model), each compared with the other and with the expected code and faulting index:
 // illegal opcode, every reserved bit of every opcode, UB/ACC/PARAM ranges at their exact
@@ -52,10 +53,13 @@ void expect_both(const std::vector<Instruction>& program, ErrorCode code, uint32
   SCOPED_TRACE("program:\n" + listing(program));
   const Outcome g = b.golden.run(mem, cfg, program);
   const Outcome c = b.chip.run(mem, cfg, program);
-  const std::string want =
-      code == ErrorCode::ERR_NONE ? "done" : std::string(error_name(code)) + " at " + std::to_string(pc);
+  const std::string want = code == ErrorCode::ERR_NONE
+                               ? "done"
+                               : std::string(error_name(code)) + " at " + std::to_string(pc);
   EXPECT_EQ(show(g), want) << "golden: " << b.golden.last_message();
-  if (!same_fetch_fault(c, g, b.golden.last_message())) EXPECT_EQ(show(c), want);
+  if (!same_fetch_fault(c, g, b.golden.last_message())) {
+    EXPECT_EQ(show(c), want);
+  }
   if (code == ErrorCode::ERR_AXI_READ || code == ErrorCode::ERR_AXI_WRITE) return;
   EXPECT_EQ(c.retired, g.retired);
   EXPECT_TRUE(c.out == g.out) << "kOut differs";
@@ -93,17 +97,30 @@ TEST(ErrorPaths, IllegalOpcode) {
 
 // Every reserved bit of every opcode, one at a time.
 TEST(ErrorPaths, EveryReservedBit) {
-  const std::vector<Instruction> bases = {
-      Nop{}, ReadHost{HostDest::Ub, 0, 1, kDataBase}, ReadWeights{1, kDataBase},
-      [] { Matmul m; m.switch_weights = true; return Instruction(m); }(),
-      [] { Activate a; a.width = 1; a.height = 1; return Instruction(a); }(),
-      WriteHost{0, 1, kOutBase}, Sync{}, Halt{}};
+  const std::vector<Instruction> bases = {Nop{},
+                                          ReadHost{HostDest::Ub, 0, 1, kDataBase},
+                                          ReadWeights{1, kDataBase},
+                                          [] {
+                                            Matmul m;
+                                            m.switch_weights = true;
+                                            return Instruction(m);
+                                          }(),
+                                          [] {
+                                            Activate a;
+                                            a.width = 1;
+                                            a.height = 1;
+                                            return Instruction(a);
+                                          }(),
+                                          WriteHost{0, 1, kOutBase},
+                                          Sync{},
+                                          Halt{}};
   for (const auto& base : bases) {
     const InstrBytes word = encode(base);
     const Opcode op = Opcode(word[0]);
     for (unsigned bit = 8; bit < 128; ++bit) {
       bool defined = false;
-      for (const auto& f : instruction_fields(op)) defined |= bit >= f.bits.lo && bit <= f.bits.hi();
+      for (const auto& f : instruction_fields(op))
+        defined |= bit >= f.bits.lo && bit <= f.bits.hi();
       if (defined) continue;
       RawInstruction raw{word};
       raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
@@ -138,7 +155,10 @@ TEST(ErrorPaths, FieldErrors) {
     if (k == 2) x.pool_k = 0;
     if (k == 3) x.pool_s = 0;
     if (k == 4) x.pool_k = 4;
-    if (k == 5) { x.width = 5; x.pool_k = 4; }  // pool_k > height only
+    if (k == 5) {
+      x.width = 5;
+      x.pool_k = 4;
+    }  // pool_k > height only
     expect_both({Nop{}, x, Halt{}}, ErrorCode::ERR_FIELD, 1);
   }
   expect_chip_still_works();
@@ -149,9 +169,12 @@ TEST(ErrorPaths, UbAccParamRanges) {
   const ChipParams& p = params();
   const Memory mem = {{kDataBase, pattern(kDataSize, 3)}};
   // UB via read_host / write_host
-  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 2, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
-  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 3, kDataBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
-  expect_both({ReadHost{HostDest::Ub, 0xFFFFFF, 0xFFFFFF, kDataBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 2, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0,
+              {}, mem);
+  expect_both({ReadHost{HostDest::Ub, p.ub_rows - 2, 3, kDataBase}, Halt{}},
+              ErrorCode::ERR_UB_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, 0xFFFFFF, 0xFFFFFF, kDataBase}, Halt{}},
+              ErrorCode::ERR_UB_RANGE, 0, {}, mem);
   expect_both({WriteHost{p.ub_rows - 1, 1, kOutBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
   expect_both({WriteHost{p.ub_rows - 1, 2, kOutBase}, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
   // matmul: largest UB row read, ACC rows
@@ -195,10 +218,14 @@ TEST(ErrorPaths, UbAccParamRanges) {
   a2.ub_addr = 0;
   expect_both({a2, Halt{}}, ErrorCode::ERR_ACC_RANGE, 0, {}, mem);
   // PARAM and LUT rows
-  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 12, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
-  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 13, kDataBase}, Halt{}}, ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
-  expect_both({ReadHost{HostDest::Lut, 0, p.lut_rows(), kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
-  expect_both({ReadHost{HostDest::Lut, 1, p.lut_rows(), kDataBase}, Halt{}}, ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 12, kDataBase}, Halt{}},
+              ErrorCode::ERR_NONE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 13, kDataBase}, Halt{}},
+              ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Lut, 0, p.lut_rows(), kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0,
+              {}, mem);
+  expect_both({ReadHost{HostDest::Lut, 1, p.lut_rows(), kDataBase}, Halt{}},
+              ErrorCode::ERR_PARAM_RANGE, 0, {}, mem);
   expect_chip_still_works();
 }
 
@@ -210,16 +237,20 @@ TEST(ErrorPaths, WeightsErrors) {
   expect_both({m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 0);  // nothing pushed
   expect_both({ReadWeights{1, kDataBase}, m, m, Halt{}}, ErrorCode::ERR_NO_WEIGHTS, 2);
   expect_both({ReadWeights{p.wfifo_tiles + 2, kDataBase}, Halt{}}, ErrorCode::ERR_NONE, 0);
-  expect_both({ReadWeights{p.wfifo_tiles + 3, kDataBase}, Halt{}}, ErrorCode::ERR_WEIGHT_OVERFLOW, 0);
+  expect_both({ReadWeights{p.wfifo_tiles + 3, kDataBase}, Halt{}}, ErrorCode::ERR_WEIGHT_OVERFLOW,
+              0);
   expect_both({ReadWeights{2, kDataBase}, m, ReadWeights{p.wfifo_tiles + 1, kDataBase}, Halt{}},
               ErrorCode::ERR_NONE, 0);
   expect_both({ReadWeights{2, kDataBase}, m, ReadWeights{p.wfifo_tiles + 2, kDataBase}, Halt{}},
               ErrorCode::ERR_WEIGHT_OVERFLOW, 2);
   // 2^24-1 tiles also wrap the host address space: the lower code wins.
   expect_both({ReadWeights{0xFFFFFF, kDataBase}, Halt{}},
-              uint64_t{0xFFFFFF} * N * N + kDataBase > 0xFFFF'FFFFull ? ErrorCode::ERR_HOST_RANGE
-                                                                     : ErrorCode::ERR_WEIGHT_OVERFLOW, 0);
-  expect_both({ReadWeights{0x10000 / (N * N) + 1, 0xFFFF'0000u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+              uint64_t{0xFFFFFF} * N * N + kDataBase > 0xFFFF'FFFFull
+                  ? ErrorCode::ERR_HOST_RANGE
+                  : ErrorCode::ERR_WEIGHT_OVERFLOW,
+              0);
+  expect_both({ReadWeights{0x10000 / (N * N) + 1, 0xFFFF'0000u}, Halt{}}, ErrorCode::ERR_HOST_RANGE,
+              0);
   expect_chip_still_works();
 }
 
@@ -229,9 +260,11 @@ TEST(ErrorPaths, AlignmentAndAddressWrap) {
     expect_both({WriteHost{0, 1, kOutBase + off}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
     expect_both({ReadWeights{1, kDataBase + off}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
   }
-  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, 0xFFFF'FFF0u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, 0xFFFF'FFF0u}, Halt{}}, ErrorCode::ERR_HOST_RANGE,
+              0);
   expect_both({WriteHost{0, 32 / N, 0xFFFF'FFF0u}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
-  expect_both({ReadWeights{2, uint32_t(0x1'0000'0000ull - N * N)}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0);
+  expect_both({ReadWeights{2, uint32_t(0x1'0000'0000ull - N * N)}, Halt{}},
+              ErrorCode::ERR_HOST_RANGE, 0);
   expect_both({ReadHost{HostDest::Ub, 0, 2, 0xFFFF'FFF1u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
   expect_chip_still_works();
 }
@@ -252,20 +285,27 @@ TEST(ErrorPaths, DmaOutsideRegisteredBuffers) {
               ErrorCode::ERR_HOST_RANGE, 2, cfg, mem);
   auto& b = backends();
   const std::vector<uint8_t> spare = pattern(kSpareSize, 1);
-  EXPECT_EQ(b.chip.chip().read_mem(kSpareBase, 64), std::vector<uint8_t>(spare.begin(), spare.begin() + 64));
+  EXPECT_EQ(b.chip.chip().read_mem(kSpareBase, 64),
+            std::vector<uint8_t>(spare.begin(), spare.begin() + 64));
   EXPECT_EQ(b.chip.chip().read_mem(kOutBase + 64, 64), std::vector<uint8_t>(64, 0));
   // Crossing the end of a window, reads, weights.
-  expect_both({WriteHost{0, 32 / N, kOutBase + kOutSize - 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
-  expect_both({ReadHost{HostDest::Ub, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
-  expect_both({ReadHost{HostDest::Param, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({WriteHost{0, 32 / N, kOutBase + kOutSize - 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE,
+              0, cfg, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg,
+              mem);
+  expect_both({ReadHost{HostDest::Param, 0, 1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0,
+              cfg, mem);
   expect_both({ReadWeights{1, kSpareBase}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
-  expect_both({ReadWeights{1, kDataBase + kDataSize - N * N + 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
+  expect_both({ReadWeights{1, kDataBase + kDataSize - N * N + 16}, Halt{}},
+              ErrorCode::ERR_HOST_RANGE, 0, cfg, mem);
   // Two adjacent windows do not make one: a range across the boundary faults.
   RunConfig split = cfg;
   split.windows[3] = {kDataBase, 0x8000};
   split.windows[6] = {kDataBase + 0x8000, 0x8000};
-  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + 0x8000 - 16}, Halt{}}, ErrorCode::ERR_HOST_RANGE, 0, split, mem);
-  expect_both({ReadHost{HostDest::Ub, 0, 1, kDataBase + 0x8000 - 16}, ReadHost{HostDest::Ub, 1, 1, kDataBase + 0x8000}, Halt{}},
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + 0x8000 - 16}, Halt{}},
+              ErrorCode::ERR_HOST_RANGE, 0, split, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kDataBase + 0x8000 - 16},
+               ReadHost{HostDest::Ub, 1, 1, kDataBase + 0x8000}, Halt{}},
               ErrorCode::ERR_NONE, 0, split, mem);
   // The command buffer itself outside the windows: ERR_HOST_RANGE at index 0, nothing fetched.
   RunConfig no_cmd = cfg;
@@ -280,11 +320,16 @@ TEST(ErrorPaths, AxiErrorResponses) {
   const Memory mem = {{kDataBase, pattern(kDataSize, 5)}};
   RunConfig slv;
   slv.slverr = {{kDataBase + 0x200, 16}};
-  expect_both({ReadHost{HostDest::Ub, 0, 8, kDataBase + 0x180}, Halt{}}, ErrorCode::ERR_NONE, 0, slv, mem);
-  expect_both({Nop{}, ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Halt{}}, ErrorCode::ERR_AXI_READ, 1, slv, mem);
-  expect_both({Nop{}, ReadHost{HostDest::Param, 0, 12, kDataBase + 0x200}, Halt{}}, ErrorCode::ERR_AXI_READ, 1, slv, mem);
-  expect_both({ReadHost{HostDest::Lut, 0, params().lut_rows(), kDataBase + 0x200}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
-  expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 8, kDataBase + 0x180}, Halt{}}, ErrorCode::ERR_NONE, 0,
+              slv, mem);
+  expect_both({Nop{}, ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Halt{}},
+              ErrorCode::ERR_AXI_READ, 1, slv, mem);
+  expect_both({Nop{}, ReadHost{HostDest::Param, 0, 12, kDataBase + 0x200}, Halt{}},
+              ErrorCode::ERR_AXI_READ, 1, slv, mem);
+  expect_both({ReadHost{HostDest::Lut, 0, params().lut_rows(), kDataBase + 0x200}, Halt{}},
+              ErrorCode::ERR_AXI_READ, 0, slv, mem);
+  expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv,
+              mem);
   RunConfig slvw;
   slvw.slverr = {{kOutBase + 0x400, 16}};
   expect_both({WriteHost{0, 2048 / N, kOutBase}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, slvw, mem);
@@ -296,24 +341,38 @@ TEST(ErrorPaths, AxiErrorResponses) {
     Matmul sw;
     sw.switch_weights = true;
     sw.inner = 4;
-    expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
-    expect_both({ReadWeights{1, kDataBase + 0x200}, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv, mem);
+    expect_both({ReadWeights{2, kDataBase + 0x200 - N * N}, sw, sw, Halt{}},
+                ErrorCode::ERR_AXI_READ, 0, slv, mem);
+    expect_both({ReadWeights{1, kDataBase + 0x200}, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, slv,
+                mem);
     RunConfig late = slv;
     late.mem_latency = 40;
     late.backpressure = 0.5;
-    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
+    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, Halt{}},
+                ErrorCode::ERR_AXI_READ, 0, late, mem);
     // A later static fault decoded before the AXI error arrives: the AXI error of the older
     // instruction is reported (program order; found by this test, fixed in rtl/tpu_ctrl.sv).
-    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, sw, Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
-    expect_both({ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Nop{}, [] { RawInstruction r; r.bytes[0] = 0x55; return Instruction(r); }(), Halt{}}, ErrorCode::ERR_AXI_READ, 0, late, mem);
-    expect_both({WriteHost{0, 200, kUnmapped}, Matmul{}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, late, mem);
+    expect_both({ReadWeights{3, kDataBase + 0x200 - 2 * N * N}, sw, sw, sw, sw, Halt{}},
+                ErrorCode::ERR_AXI_READ, 0, late, mem);
+    expect_both({ReadHost{HostDest::Ub, 0, 1024 / N, kDataBase + 0x100}, Nop{},
+                 [] {
+                   RawInstruction r;
+                   r.bytes[0] = 0x55;
+                   return Instruction(r);
+                 }(),
+                 Halt{}},
+                ErrorCode::ERR_AXI_READ, 0, late, mem);
+    expect_both({WriteHost{0, 200, kUnmapped}, Matmul{}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, late,
+                mem);
   }
   // DECERR
-  expect_both({ReadHost{HostDest::Ub, 0, 1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {},
+              mem);
   expect_both({ReadWeights{1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
   expect_both({WriteHost{0, 1, kUnmapped}, Halt{}}, ErrorCode::ERR_AXI_WRITE, 0, {}, mem);
   // A read that runs off the end of mapped memory.
-  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + kDataSize - 16}, Halt{}}, ErrorCode::ERR_AXI_READ, 0, {}, mem);
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, kDataBase + kDataSize - 16}, Halt{}},
+              ErrorCode::ERR_AXI_READ, 0, {}, mem);
   // Instruction fetch: the failing word's index, also late in a long buffer.
   for (uint32_t at : {0u, 1u, 5u, 9u, 17u}) {
     RunConfig f;
@@ -395,8 +454,8 @@ TEST(ErrorPaths, RunThatDoesNotFinishInTime) {
 
 // SOFT_RESET while units are busy, then a correct run (compared with the golden model).
 // `stop_after` cycles into a program dominated by one unit.
-void soft_reset_during(const std::vector<Instruction>& prog, uint64_t stop_after, double backpressure,
-                       uint64_t check_seed) {
+void soft_reset_during(const std::vector<Instruction>& prog, uint64_t stop_after,
+                       double backpressure, uint64_t check_seed) {
   auto& b = backends();
   auto& chip = b.chip.chip();
   chip.write_mem(kDataBase, pattern(kDataSize, 11));
@@ -440,7 +499,8 @@ TEST(ErrorPaths, SoftResetDuringMatmul) {
 TEST(ErrorPaths, SoftResetDuringDmaAndActivate) {
   {  // long read_host / read_weights / write_host under backpressure
     std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 2000, kDataBase},
-                                     ReadWeights{5, kDataBase}, WriteHost{0, 500, kOutBase}, Halt{}};
+                                     ReadWeights{5, kDataBase}, WriteHost{0, 500, kOutBase},
+                                     Halt{}};
     for (uint64_t at : {60u, 300u, 1500u}) soft_reset_during(prog, at, 0.5, 200 + at);
   }
   {  // a long activate with pooling
@@ -499,8 +559,8 @@ TEST(ChipCorners, RegisterBitsReadBack) {
   }
   chip.write_reg(sim::reg::kIrqEnable, sim::reg::kIrqEnableResetValue);
   // Partial-word writes answer SLVERR; reads of every read-only register work.
-  for (uint32_t r : {0x000u, 0x004u, 0x008u, 0x00Cu, 0x010u, 0x014u, 0x018u, 0x020u, 0x024u,
-                     0x028u, 0x02Cu, 0x030u, 0x048u}) {
+  for (uint32_t r : {0x000u, 0x004u, 0x008u, 0x00Cu, 0x010u, 0x014u, 0x018u, 0x020u, 0x024u, 0x028u,
+                     0x02Cu, 0x030u, 0x048u}) {
     EXPECT_EQ(chip.try_read_reg(r).resp, 0u) << r;
   }
   for (uint32_t i = 0; i < sim::reg::kNumCounters; ++i) (void)chip.counter(i);
@@ -525,12 +585,14 @@ TEST(ChipCorners, HighHostAddresses) {
     }
     mapped = true;
   }
-  const Memory mem = {{kHigh, pattern(0x1'0000, 17)}, {kMid, pattern(0x1'0000, 4)}, {kLow5, pattern(0x1'0000, 9)}};
+  const Memory mem = {
+      {kHigh, pattern(0x1'0000, 17)}, {kMid, pattern(0x1'0000, 4)}, {kLow5, pattern(0x1'0000, 9)}};
   const uint32_t rows = 8192 / N;  // 8 KiB: crosses 4 KiB boundaries
   std::vector<Instruction> prog = {
       ReadHost{HostDest::Ub, params().ub_rows - rows, rows, kHigh + 0x7000},
       ReadHost{HostDest::Ub, 0, rows, kMid + 0x1000},
-      ReadWeights{params().wfifo_tiles + 2, uint32_t(0x1'0000'0000ull - (params().wfifo_tiles + 2) * N * N)},
+      ReadWeights{params().wfifo_tiles + 2,
+                  uint32_t(0x1'0000'0000ull - (params().wfifo_tiles + 2) * N * N)},
       WriteHost{params().ub_rows - rows, rows, kLow5 + 0x3000},
       WriteHost{0, rows, kHigh + 0xE000},
       ReadHost{HostDest::Param, 0, params().param_rows(), kLow5 + 0x100},
@@ -638,9 +700,12 @@ TEST(ChipCorners, MatmulBurstPastTableDepthThenDependentActivate) {
 // right and bottom edges (directed: the random programs reach these only now and then).
 TEST(ChipCorners, PoolingWindowDifferentFromStride) {
   const Memory mem = {{kDataBase, pattern(kDataSize, 53)}};
-  struct Shape { uint16_t w, h; uint8_t k, s; };
-  for (const Shape sh : {Shape{7, 7, 3, 2}, Shape{8, 8, 2, 3}, Shape{9, 5, 4, 1},
-                         Shape{5, 9, 1, 3}, Shape{15, 15, 5, 7}, Shape{6, 4, 3, 4}}) {
+  struct Shape {
+    uint16_t w, h;
+    uint8_t k, s;
+  };
+  for (const Shape sh : {Shape{7, 7, 3, 2}, Shape{8, 8, 2, 3}, Shape{9, 5, 4, 1}, Shape{5, 9, 1, 3},
+                         Shape{15, 15, 5, 7}, Shape{6, 4, 3, 4}}) {
     SCOPED_TRACE("W=" + std::to_string(sh.w) + " H=" + std::to_string(sh.h) +
                  " k=" + std::to_string(sh.k) + " s=" + std::to_string(sh.s));
     const uint32_t pixels = uint32_t(sh.w) * sh.h;
@@ -669,10 +734,11 @@ TEST(ChipCorners, PoolingWindowDifferentFromStride) {
 TEST(ChipCorners, LargestShapes) {
   const ChipParams& p = params();
   const Memory mem = {{kDataBase, pattern(kDataSize, 29)}};
-  std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, 4096, kDataBase},
-                                   ReadHost{HostDest::Ub, 4096, 4096, kDataBase + 0x10000 - 4096 * N},
-                                   ReadHost{HostDest::Param, 0, p.param_rows(), kDataBase + 0x40},
-                                   ReadWeights{2, kDataBase + 0x400}};
+  std::vector<Instruction> prog = {
+      ReadHost{HostDest::Ub, 0, 4096, kDataBase},
+      ReadHost{HostDest::Ub, 4096, 4096, kDataBase + 0x10000 - 4096 * N},
+      ReadHost{HostDest::Param, 0, p.param_rows(), kDataBase + 0x40},
+      ReadWeights{2, kDataBase + 0x400}};
   Matmul a;
   a.switch_weights = true;
   a.inner = uint16_t(p.acc_rows);

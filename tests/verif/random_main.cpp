@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpu_random_n<N>: the constrained-random differential regression, chip vs golden model.
 //
 //   tpu_random_n16 run --first 0 --count 1000 [--quiet] [--stop]   seeds first .. first+count-1
@@ -27,8 +28,12 @@ using namespace tpu::verif;
 int usage() {
   std::cerr << "usage: tpu_random_n" << TPU_SIM_N
             << " run --first S --count C [--quiet] [--stop]\n"
-               "       tpu_random_n" << TPU_SIM_N << " replay --seed S [--no-bisect]\n"
-               "       tpu_random_n" << TPU_SIM_N << " show --seed S\n"
+               "       tpu_random_n"
+            << TPU_SIM_N
+            << " replay --seed S [--no-bisect]\n"
+               "       tpu_random_n"
+            << TPU_SIM_N
+            << " show --seed S\n"
                "options: --min-length L --max-length L --fault-probability P --no-timing\n";
   return 2;
 }
@@ -69,17 +74,29 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--first") first = std::strtoull(value(), nullptr, 0);
-    else if (a == "--count") count = std::strtoull(value(), nullptr, 0);
-    else if (a == "--seed") { seed = std::strtoull(value(), nullptr, 0); have_seed = true; }
-    else if (a == "--quiet") quiet = true;
-    else if (a == "--stop") stop = true;
-    else if (a == "--no-bisect") bisect = false;
-    else if (a == "--min-length") opt.min_length = uint32_t(std::strtoul(value(), nullptr, 0));
-    else if (a == "--max-length") opt.max_length = uint32_t(std::strtoul(value(), nullptr, 0));
-    else if (a == "--fault-probability") opt.fault_probability = std::strtod(value(), nullptr);
-    else if (a == "--no-timing") opt.random_timing = false;
-    else return usage();
+    if (a == "--first")
+      first = std::strtoull(value(), nullptr, 0);
+    else if (a == "--count")
+      count = std::strtoull(value(), nullptr, 0);
+    else if (a == "--seed") {
+      seed = std::strtoull(value(), nullptr, 0);
+      have_seed = true;
+    } else if (a == "--quiet")
+      quiet = true;
+    else if (a == "--stop")
+      stop = true;
+    else if (a == "--no-bisect")
+      bisect = false;
+    else if (a == "--min-length")
+      opt.min_length = uint32_t(std::strtoul(value(), nullptr, 0));
+    else if (a == "--max-length")
+      opt.max_length = uint32_t(std::strtoul(value(), nullptr, 0));
+    else if (a == "--fault-probability")
+      opt.fault_probability = std::strtod(value(), nullptr);
+    else if (a == "--no-timing")
+      opt.random_timing = false;
+    else
+      return usage();
   }
   if (opt.min_length > opt.max_length) return usage();
 
@@ -134,8 +151,7 @@ int main(int argc, char** argv) {
       std::cout.flush();
     }
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "N = " << TPU_SIM_N << ", seeds " << first << ".." << first + count - 1 << ": "
             << by_kind[0] << " valid, " << by_kind[1] << " static-fault, " << by_kind[2]
             << " axi-fault, " << by_kind[3] << " no-halt programs (" << faulted

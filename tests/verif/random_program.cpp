@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "random_program.h"
 
 #include <algorithm>
@@ -38,7 +39,9 @@ class Rng {
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(gen_) < p; }
   uint32_t u32() { return uint32_t(gen_()); }
   template <class T>
-  const T& one_of(const std::vector<T>& v) { return v[pick(0, v.size() - 1)]; }
+  const T& one_of(const std::vector<T>& v) {
+    return v[pick(0, v.size() - 1)];
+  }
   std::vector<uint8_t> bytes(size_t n) {
     std::vector<uint8_t> v(n);
     for (size_t i = 0; i < n; i += 8) {
@@ -77,9 +80,10 @@ std::vector<uint8_t> random_slot(Rng& rng, uint32_t n) {
       misc = uint32_t(rng.pick(0, 14)) | uint32_t(rng.pick(0, 255)) << 8 |
              uint32_t(rng.pick(0, 255)) << 16 | uint32_t(rng.pick(0, 255)) << 24;
     } else {  // anything
-      bias = rng.one_of<uint32_t>({0x8000'0000u, 0x7FFF'FFFFu, 0x7FFF'0000u, 0x8000'FFFFu, rng.u32(),
-                                   rng.u32()});
-      mult = rng.one_of<uint32_t>({0x8000'0000u, 0x7FFF'FFFFu, 0xFFFF'FFFFu, 1u, rng.u32(), rng.u32()});
+      bias = rng.one_of<uint32_t>(
+          {0x8000'0000u, 0x7FFF'FFFFu, 0x7FFF'0000u, 0x8000'FFFFu, rng.u32(), rng.u32()});
+      mult = rng.one_of<uint32_t>(
+          {0x8000'0000u, 0x7FFF'FFFFu, 0xFFFF'FFFFu, 1u, rng.u32(), rng.u32()});
       misc = rng.u32();
     }
     put32(s, c, bias);
@@ -126,9 +130,12 @@ class Generator {
     tc_.acc_rows = std::min(tc_.ub_rows, rng_.one_of<uint32_t>({16, 32, 48, 64}));
     auto place = [&](uint32_t total, uint32_t rows) -> uint32_t {
       switch (rng_.pick(0, 5)) {
-        case 0: return 0;
-        case 1: return total - rows;  // the top rows: every address bit set
-        default: return uint32_t(rng_.pick(0, total - rows));
+        case 0:
+          return 0;
+        case 1:
+          return total - rows;  // the top rows: every address bit set
+        default:
+          return uint32_t(rng_.pick(0, total - rows));
       }
     };
     tc_.ub_base = place(p.ub_rows, tc_.ub_rows);
@@ -214,8 +221,8 @@ class Generator {
         prog.push_back(junk);
       }
     } else {
-      tc_.fault = "no halt: the command buffer ends after " + std::to_string(prog.size()) +
-                  " instructions";
+      tc_.fault =
+          "no halt: the command buffer ends after " + std::to_string(prog.size()) + " instructions";
     }
     if (axi_fetch_fault_) {
       // SLVERR on the command buffer at one instruction (possibly past the halt, where the
@@ -233,7 +240,8 @@ class Generator {
  private:
   // 16-byte aligned host source of `bytes` bytes: the random data, sometimes the results.
   uint32_t host_in(uint32_t bytes) {
-    if (rng_.chance(0.15) && bytes <= kOutSize) return kOutBase + 16 * uint32_t(rng_.pick(0, (kOutSize - bytes) / 16));
+    if (rng_.chance(0.15) && bytes <= kOutSize)
+      return kOutBase + 16 * uint32_t(rng_.pick(0, (kOutSize - bytes) / 16));
     return kDataBase + 16 * uint32_t(rng_.pick(0, (kDataSize - bytes) / 16));
   }
   // 16-byte aligned destination: the results region, sometimes over the random data (so that
@@ -258,15 +266,17 @@ class Generator {
   }
   Instruction make_write_host() {
     const uint32_t rows = rows_upto(std::min(tc_.ub_rows, kOutSize / n_ / 2));
-    return WriteHost{tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - rows)), rows, host_out(rows * n_)};
+    return WriteHost{tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - rows)), rows,
+                     host_out(rows * n_)};
   }
   Instruction make_read_param() {
     // Whole slots or any rows inside the slots the program uses.
     const uint32_t total = 12 * nslots_;
     const uint32_t first = uint32_t(rng_.pick(0, total - 1));
     const uint32_t rows = uint32_t(rng_.pick(1, total - first));
-    const uint32_t host = rng_.chance(0.5) && (first * n_) % 16 == 0 ? kDataBase + quant_off_ + first * n_
-                                                                     : host_in(rows * n_);
+    const uint32_t host = rng_.chance(0.5) && (first * n_) % 16 == 0
+                              ? kDataBase + quant_off_ + first * n_
+                              : host_in(rows * n_);
     return ReadHost{HostDest::Param, first, rows, host};
   }
   Instruction make_read_lut() {
@@ -288,14 +298,17 @@ class Generator {
       mm.outer = 1;
     } else {
       mm.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(acc, 12)));
-      mm.outer = uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mm.inner))));
+      mm.outer =
+          uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mm.inner))));
     }
     const uint32_t rows = uint32_t(mm.inner) * mm.outer;
     if (rows > acc) return false;
     // Strides that do not matter (count 1) take any value, so every field bit toggles.
     mm.inner_stride = uint8_t(mm.inner == 1 ? rng_.pick(0, 255) : rng_.pick(0, 3));
-    mm.outer_stride = mm.outer == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(0, 16));
-    const uint64_t span = uint64_t(mm.outer - 1u) * mm.outer_stride + uint64_t(mm.inner - 1u) * mm.inner_stride;
+    mm.outer_stride =
+        mm.outer == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(0, 16));
+    const uint64_t span =
+        uint64_t(mm.outer - 1u) * mm.outer_stride + uint64_t(mm.inner - 1u) * mm.inner_stride;
     if (span >= tc_.ub_rows) return false;
     mm.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - 1 - span));
     mm.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - rows));
@@ -313,12 +326,15 @@ class Generator {
     const uint32_t acc = tc_.acc_rows;
     uint32_t kmax = 1;
     while ((kmax + 1) * (kmax + 1) <= acc && kmax < 15) ++kmax;
-    a.pool_k = uint8_t(rng_.chance(0.4) ? 1 : rng_.pick(1, std::min<uint32_t>(kmax, rng_.chance(0.8) ? 3 : 15)));
+    a.pool_k = uint8_t(
+        rng_.chance(0.4) ? 1 : rng_.pick(1, std::min<uint32_t>(kmax, rng_.chance(0.8) ? 3 : 15)));
     a.pool_s = uint8_t(rng_.chance(0.8) ? rng_.pick(1, 3) : rng_.pick(1, 15));
     a.width = uint16_t(rng_.pick(a.pool_k, acc / a.pool_k));
     a.height = uint16_t(rng_.pick(a.pool_k, acc / a.width));
-    const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u, wo = (a.width - a.pool_k) / a.pool_s + 1u;
-    a.ub_stride = ho == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(wo, wo + 4));
+    const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u,
+                   wo = (a.width - a.pool_k) / a.pool_s + 1u;
+    a.ub_stride =
+        ho == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(wo, wo + 4));
     uint32_t span = (ho - 1) * a.ub_stride + wo;
     if (span > tc_.ub_rows) {  // a stride too long for the window: pack the lines
       a.ub_stride = wo;
@@ -339,9 +355,18 @@ class Generator {
     auto& prog = tc_.program;
     for (;;) {
       const uint64_t k = rng_.pick(0, 99);
-      if (k < 16) { prog.push_back(make_read_ub()); return; }
-      if (k < 20) { prog.push_back(make_read_param()); return; }
-      if (k < 24) { prog.push_back(make_read_lut()); return; }
+      if (k < 16) {
+        prog.push_back(make_read_ub());
+        return;
+      }
+      if (k < 20) {
+        prog.push_back(make_read_param());
+        return;
+      }
+      if (k < 24) {
+        prog.push_back(make_read_lut());
+        return;
+      }
       if (k < 36) {
         if (credit_ >= tc_.params.wfifo_tiles + 2) continue;
         prog.push_back(make_read_weights());
@@ -353,9 +378,18 @@ class Generator {
         prog.push_back(mm);
         return;
       }
-      if (k < 84) { prog.push_back(make_activate()); return; }
-      if (k < 96) { prog.push_back(make_write_host()); return; }
-      if (k < 98) { prog.push_back(Sync{}); return; }
+      if (k < 84) {
+        prog.push_back(make_activate());
+        return;
+      }
+      if (k < 96) {
+        prog.push_back(make_write_host());
+        return;
+      }
+      if (k < 98) {
+        prog.push_back(Sync{});
+        return;
+      }
       prog.push_back(Nop{});
       return;
     }
@@ -371,21 +405,37 @@ class Generator {
       case 0: {  // unknown opcode
         RawInstruction raw;
         raw.bytes[0] = uint8_t(rng_.pick(8, 255));
-        if (rng_.chance(0.5)) for (size_t b = 1; b < 16; ++b) raw.bytes[b] = uint8_t(rng_.pick(0, 255));
+        if (rng_.chance(0.5))
+          for (size_t b = 1; b < 16; ++b) raw.bytes[b] = uint8_t(rng_.pick(0, 255));
         bad = raw;
         tc_.fault = "unknown opcode";
         break;
       }
-      case 1: case 2: {  // a reserved bit of a valid instruction
+      case 1:
+      case 2: {  // a reserved bit of a valid instruction
         Instruction base;
         switch (rng_.pick(0, 7)) {
-          case 0: base = Nop{}; break;
-          case 1: base = Sync{}; break;
-          case 2: base = Halt{}; break;
-          case 3: base = make_read_ub(); break;
-          case 4: base = make_write_host(); break;
-          case 5: base = ReadWeights{1, host_in(n_ * n_)}; break;
-          case 6: base = make_activate(); break;
+          case 0:
+            base = Nop{};
+            break;
+          case 1:
+            base = Sync{};
+            break;
+          case 2:
+            base = Halt{};
+            break;
+          case 3:
+            base = make_read_ub();
+            break;
+          case 4:
+            base = make_write_host();
+            break;
+          case 5:
+            base = ReadWeights{1, host_in(n_ * n_)};
+            break;
+          case 6:
+            base = make_activate();
+            break;
           default: {
             Matmul mm;
             mm.ub_addr = tc_.ub_base;
@@ -407,11 +457,30 @@ class Generator {
       }
       case 3: {  // zero counts, bad dest, bad pooling
         switch (rng_.pick(0, 8)) {
-          case 0: { auto r = std::get<ReadHost>(make_read_ub()); r.rows = 0; bad = r; break; }
-          case 1: { auto r = std::get<ReadHost>(make_read_ub()); r.dest = HostDest(3); bad = r; break; }
-          case 2: { auto w = std::get<WriteHost>(make_write_host()); w.rows = 0; bad = w; break; }
-          case 3: { bad = ReadWeights{0, host_in(256)}; break; }
-          case 4: case 5: {
+          case 0: {
+            auto r = std::get<ReadHost>(make_read_ub());
+            r.rows = 0;
+            bad = r;
+            break;
+          }
+          case 1: {
+            auto r = std::get<ReadHost>(make_read_ub());
+            r.dest = HostDest(3);
+            bad = r;
+            break;
+          }
+          case 2: {
+            auto w = std::get<WriteHost>(make_write_host());
+            w.rows = 0;
+            bad = w;
+            break;
+          }
+          case 3: {
+            bad = ReadWeights{0, host_in(256)};
+            break;
+          }
+          case 4:
+          case 5: {
             Matmul mm;
             mm.ub_addr = tc_.ub_base;
             mm.acc_addr = uint16_t(tc_.acc_base);
@@ -423,12 +492,24 @@ class Generator {
           default: {
             Activate a = make_activate();
             switch (rng_.pick(0, 5)) {
-              case 0: a.width = 0; break;
-              case 1: a.height = 0; break;
-              case 2: a.pool_k = 0; break;
-              case 3: a.pool_s = 0; break;
-              case 4: a.pool_k = uint8_t(std::min<uint32_t>(15, a.width + rng_.pick(1, 3))); break;
-              default: a.pool_k = uint8_t(std::min<uint32_t>(15, a.height + rng_.pick(1, 3))); break;
+              case 0:
+                a.width = 0;
+                break;
+              case 1:
+                a.height = 0;
+                break;
+              case 2:
+                a.pool_k = 0;
+                break;
+              case 3:
+                a.pool_s = 0;
+                break;
+              case 4:
+                a.pool_k = uint8_t(std::min<uint64_t>(15, a.width + rng_.pick(1, 3)));
+                break;
+              default:
+                a.pool_k = uint8_t(std::min<uint64_t>(15, a.height + rng_.pick(1, 3)));
+                break;
             }
             bad = a;
           }
@@ -436,12 +517,16 @@ class Generator {
         tc_.fault = "bad field";
         break;
       }
-      case 4: case 5: {  // UB range
+      case 4:
+      case 5: {  // UB range
         const uint32_t over = uint32_t(rng_.pick(0, 3));
         switch (rng_.pick(0, 3)) {
           case 0: {
             const uint32_t rows = uint32_t(rng_.pick(1, 8));
-            bad = ReadHost{HostDest::Ub, uint32_t(rng_.chance(0.3) ? rng_.pick(p.ub_rows, (1u << 24) - 1) : p.ub_rows - rows + 1 + over), rows, host_in(8 * n_)};
+            bad = ReadHost{HostDest::Ub,
+                           uint32_t(rng_.chance(0.3) ? rng_.pick(p.ub_rows, (1u << 24) - 1)
+                                                     : p.ub_rows - rows + 1 + over),
+                           rows, host_in(8 * n_)};
             break;
           }
           case 1: {
@@ -457,7 +542,8 @@ class Generator {
             mm.outer = uint16_t(rng_.pick(1, 3));
             mm.outer_stride = uint32_t(rng_.pick(0, 1u << 23));
             mm.acc_addr = uint16_t(tc_.acc_base);
-            const uint64_t span = uint64_t(mm.outer - 1u) * mm.outer_stride + uint64_t(mm.inner - 1u) * mm.inner_stride;
+            const uint64_t span = uint64_t(mm.outer - 1u) * mm.outer_stride +
+                                  uint64_t(mm.inner - 1u) * mm.inner_stride;
             const uint64_t lo = span >= p.ub_rows ? 0 : p.ub_rows - span;
             mm.ub_addr = uint32_t(std::min<uint64_t>((1u << 24) - 1, rng_.pick(lo, lo + 4)));
             bad = mm;
@@ -483,13 +569,15 @@ class Generator {
           mm.outer = uint16_t(rng_.pick(1, 64));
           const uint32_t rows = uint32_t(mm.inner) * mm.outer;
           mm.inner_stride = 0;
-          mm.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(rows > p.acc_rows ? 0 : p.acc_rows - rows + 1, p.acc_rows + 3)));
+          mm.acc_addr = uint16_t(std::min<uint64_t>(
+              0xFFFF, rng_.pick(rows > p.acc_rows ? 0 : p.acc_rows - rows + 1, p.acc_rows + 3)));
           if (rng_.chance(0.2)) mm.acc_addr = uint16_t(rng_.pick(0, 0xFFFF));
           bad = mm;
         } else {
           Activate a = make_activate();
           const uint32_t rows = uint32_t(a.width) * a.height;
-          a.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(p.acc_rows - rows + 1, p.acc_rows + 2)));
+          a.acc_addr = uint16_t(
+              std::min<uint64_t>(0xFFFF, rng_.pick(p.acc_rows - rows + 1, p.acc_rows + 2)));
           bad = a;
         }
         tc_.fault = "ACC range";
@@ -498,10 +586,12 @@ class Generator {
       case 7: {  // PARAM / LUT range
         if (rng_.chance(0.5)) {
           const uint32_t rows = uint32_t(rng_.pick(1, 12));
-          bad = ReadHost{HostDest::Param, p.param_rows() - rows + uint32_t(rng_.pick(1, 3)), rows, host_in(12 * n_)};
+          bad = ReadHost{HostDest::Param, p.param_rows() - rows + uint32_t(rng_.pick(1, 3)), rows,
+                         host_in(12 * n_)};
         } else {
           const uint32_t rows = uint32_t(rng_.pick(1, p.lut_rows()));
-          bad = ReadHost{HostDest::Lut, p.lut_rows() - rows + uint32_t(rng_.pick(1, 3)), rows, host_in(256)};
+          bad = ReadHost{HostDest::Lut, p.lut_rows() - rows + uint32_t(rng_.pick(1, 3)), rows,
+                         host_in(256)};
         }
         tc_.fault = "PARAM/LUT range";
         break;
@@ -509,30 +599,56 @@ class Generator {
       case 8: {  // misaligned host address
         const uint32_t off = uint32_t(rng_.pick(1, 15));
         switch (rng_.pick(0, 3)) {
-          case 0: { auto r = std::get<ReadHost>(make_read_ub()); r.host_addr += off; bad = r; break; }
-          case 1: { auto w = std::get<WriteHost>(make_write_host()); w.host_addr += off; bad = w; break; }
-          case 2: { bad = ReadWeights{1, host_in(n_ * n_) + off}; break; }
-          default: { auto r = std::get<ReadHost>(make_read_param()); r.host_addr += off; bad = r; }
+          case 0: {
+            auto r = std::get<ReadHost>(make_read_ub());
+            r.host_addr += off;
+            bad = r;
+            break;
+          }
+          case 1: {
+            auto w = std::get<WriteHost>(make_write_host());
+            w.host_addr += off;
+            bad = w;
+            break;
+          }
+          case 2: {
+            bad = ReadWeights{1, host_in(n_ * n_) + off};
+            break;
+          }
+          default: {
+            auto r = std::get<ReadHost>(make_read_param());
+            r.host_addr += off;
+            bad = r;
+          }
         }
         tc_.fault = "misaligned host address";
         break;
       }
-      case 9: case 10: {  // host range: wraps past 2^32, or outside the enabled windows
+      case 9:
+      case 10: {  // host range: wraps past 2^32, or outside the enabled windows
         uint32_t addr;
         if (windows_on_ && rng_.chance(0.7)) {
-          addr = rng_.chance(0.5) ? kSpareBase : kOutBase + kOutSize - 16;  // spare / crosses the end
+          addr =
+              rng_.chance(0.5) ? kSpareBase : kOutBase + kOutSize - 16;  // spare / crosses the end
         } else {
           addr = 0xFFFF'FFF0u - 16 * uint32_t(rng_.pick(0, 3));
         }
         switch (rng_.pick(0, 2)) {
-          case 0: bad = ReadHost{HostDest::Ub, tc_.ub_base, 8, addr}; break;
-          case 1: bad = WriteHost{tc_.ub_base, 8, addr}; break;
-          default: bad = ReadWeights{1, addr}; break;
+          case 0:
+            bad = ReadHost{HostDest::Ub, tc_.ub_base, 8, addr};
+            break;
+          case 1:
+            bad = WriteHost{tc_.ub_base, 8, addr};
+            break;
+          default:
+            bad = ReadWeights{1, addr};
+            break;
         }
         tc_.fault = "host range";
         break;
       }
-      case 11: case 12: {  // a matmul that needs a tile that can never arrive
+      case 11:
+      case 12: {  // a matmul that needs a tile that can never arrive
         Matmul mm;
         mm.ub_addr = tc_.ub_base;
         mm.acc_addr = uint16_t(tc_.acc_base);
@@ -548,10 +664,12 @@ class Generator {
         tc_.fault = "no weights";
         break;
       }
-      case 13: case 14: {  // more tiles than can ever wait
+      case 13:
+      case 14: {  // more tiles than can ever wait
         const uint32_t room = p.wfifo_tiles + 2 - credit_;
         bad = ReadWeights{room + uint32_t(rng_.pick(1, 3)), host_in(n_ * n_)};
-        if (rng_.chance(0.2)) bad = ReadWeights{uint32_t(rng_.pick(room + 1, (1u << 24) - 1)), host_in(n_ * n_)};
+        if (rng_.chance(0.2))
+          bad = ReadWeights{uint32_t(rng_.pick(room + 1, (1u << 24) - 1)), host_in(n_ * n_)};
         tc_.fault = "weight overflow";
         break;
       }
@@ -599,15 +717,23 @@ class Generator {
       case 1: {  // write to unmapped memory (DECERR)
         if (windows_on_) cfg.windows[7] = {kUnmapped, 0x1'0000};
         const uint32_t rows = uint32_t(rng_.pick(1, 40));
-        prog.push_back(WriteHost{tc_.ub_base, std::min(rows, tc_.ub_rows), kUnmapped + 16 * uint32_t(rng_.pick(0, 64))});
+        prog.push_back(WriteHost{tc_.ub_base, std::min(rows, tc_.ub_rows),
+                                 kUnmapped + 16 * uint32_t(rng_.pick(0, 64))});
         tc_.fault = "DECERR on a write";
         break;
       }
-      case 2: case 3: {  // SLVERR inside the data the next read uses
+      case 2:
+      case 3: {  // SLVERR inside the data the next read uses
         Instruction in = rng_.chance(0.6) ? make_read_ub() : make_read_weights();
         uint32_t host = 0, bytes = 0;
-        if (auto* r = std::get_if<ReadHost>(&in)) { host = r->host_addr; bytes = r->rows * n_; }
-        if (auto* w = std::get_if<ReadWeights>(&in)) { host = w->host_addr; bytes = w->tiles * n_ * n_; }
+        if (auto* r = std::get_if<ReadHost>(&in)) {
+          host = r->host_addr;
+          bytes = r->rows * n_;
+        }
+        if (auto* w = std::get_if<ReadWeights>(&in)) {
+          host = w->host_addr;
+          bytes = w->tiles * n_ * n_;
+        }
         const uint32_t off = 16 * uint32_t(rng_.pick(0, (bytes - 1) / 16));
         cfg.slverr.push_back({host + off, uint32_t(16 * rng_.pick(1, 4))});
         prog.push_back(in);
@@ -650,18 +776,20 @@ class FaultyMemory : public RegionMemory {
  public:
   std::vector<ByteRange> bad;
   bool read(uint64_t addr, size_t len, uint8_t* dst) override {
-    for (const auto& r : bad) if (overlaps(addr, len, r.base, r.size)) return false;
+    for (const auto& r : bad)
+      if (overlaps(addr, len, r.base, r.size)) return false;
     return RegionMemory::read(addr, len, dst);
   }
   bool write(uint64_t addr, size_t len, const uint8_t* src) override {
-    for (const auto& r : bad) if (overlaps(addr, len, r.base, r.size)) return false;
+    for (const auto& r : bad)
+      if (overlaps(addr, len, r.base, r.size)) return false;
     return RegionMemory::write(addr, len, src);
   }
 };
 
 std::string first_byte_difference(const char* region, uint32_t base, uint32_t n,
-                                   const std::vector<uint8_t>& chip,
-                                   const std::vector<uint8_t>& golden) {
+                                  const std::vector<uint8_t>& chip,
+                                  const std::vector<uint8_t>& golden) {
   if (chip.size() != golden.size()) return std::string(region) + ": sizes differ";
   for (size_t i = 0; i < chip.size(); ++i) {
     if (chip[i] != golden[i]) {
@@ -681,10 +809,14 @@ std::string first_byte_difference(const char* region, uint32_t base, uint32_t n,
 
 const char* to_string(CaseKind kind) {
   switch (kind) {
-    case CaseKind::kValid: return "valid";
-    case CaseKind::kStaticFault: return "static-fault";
-    case CaseKind::kAxiFault: return "axi-fault";
-    case CaseKind::kNoHalt: return "no-halt";
+    case CaseKind::kValid:
+      return "valid";
+    case CaseKind::kStaticFault:
+      return "static-fault";
+    case CaseKind::kAxiFault:
+      return "axi-fault";
+    case CaseKind::kNoHalt:
+      return "no-halt";
   }
   return "?";
 }
@@ -710,16 +842,17 @@ std::string describe(const TestCase& tc) {
   s << "\n  memory latency " << tc.config.mem_latency << " cycles, "
     << tc.config.mem_bytes_per_cycle << " bytes/cycle, backpressure " << tc.config.backpressure
     << " (seed " << tc.config.backpressure_seed << ")\n";
-  s << "  UB window rows " << tc.ub_base << ".." << tc.ub_base + tc.ub_rows - 1 << ", ACC window rows "
-    << tc.acc_base << ".." << tc.acc_base + tc.acc_rows - 1 << ", prologue = instructions 0.."
-    << tc.prologue_length - 1 << "\n";
+  s << "  UB window rows " << tc.ub_base << ".." << tc.ub_base + tc.ub_rows - 1
+    << ", ACC window rows " << tc.acc_base << ".." << tc.acc_base + tc.acc_rows - 1
+    << ", prologue = instructions 0.." << tc.prologue_length - 1 << "\n";
   for (int i = 0; i < kNumDmaWindows; ++i) {
     if (tc.config.windows[size_t(i)].size) {
       s << "  DMA window " << i << ": " << hex(tc.config.windows[size_t(i)].base) << " + "
         << hex(tc.config.windows[size_t(i)].size) << "\n";
     }
   }
-  for (const auto& r : tc.config.slverr) s << "  SLVERR: " << hex(r.base) << " + " << r.size << "\n";
+  for (const auto& r : tc.config.slverr)
+    s << "  SLVERR: " << hex(r.base) << " + " << r.size << "\n";
   s << listing(tc.program);
   return s.str();
 }
@@ -811,29 +944,30 @@ DumpProgram build_dump_program(const TestCase& tc, const GoldenModel& golden) {
 
 // ---- comparison
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 bool same_fetch_fault(const Outcome& c, const Outcome& g, const std::string& golden_message) {
   // Host memory answers a whole AXI burst with the error, so the chip's first failing beat can
   // be up to 15 instructions before the word the golden model (which fetches 16 bytes at a
   // time) sees failing; every instruction of that burst did fail to fetch.
   return !c.done && !g.done && c.err_code == uint32_t(ErrorCode::ERR_AXI_READ) &&
-         g.err_code == c.err_code && golden_message.find("instruction fetch") != std::string::npos &&
-         c.err_pc <= g.err_pc && g.err_pc - c.err_pc < 16;
+         g.err_code == c.err_code &&
+         golden_message.find("instruction fetch") != std::string::npos && c.err_pc <= g.err_pc &&
+         g.err_pc - c.err_pc < 16;
 }
 
 namespace {
 
-std::string compare_status(const Outcome& c, const Outcome& g, const std::string& golden_message = {}) {
+std::string compare_status(const Outcome& c, const Outcome& g,
+                           const std::string& golden_message = {}) {
   std::ostringstream s;
   if (c.hung) return "the chip did not finish (no done, no error within the cycle limit)";
   if (same_fetch_fault(c, g, golden_message)) return {};
   if (c.done != g.done || c.err_code != g.err_code || c.err_pc != g.err_pc) {
     auto show = [](const Outcome& o) {
       if (o.done) return std::string("done");
-      return std::string(error_name(ErrorCode(o.err_code))) + " at index " + std::to_string(o.err_pc);
+      return std::string(error_name(ErrorCode(o.err_code))) + " at index " +
+             std::to_string(o.err_pc);
     };
     s << "status: chip " << show(c) << ", golden " << show(g);
     return s.str();
@@ -856,7 +990,8 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   };
   if (tc.kind == CaseKind::kValid && !g.done) {
     res.valid_faulted = true;
-    return fail("generator bug: a valid program faults on the golden model: " + golden.last_message());
+    return fail("generator bug: a valid program faults on the golden model: " +
+                golden.last_message());
   }
   if (auto m = compare_status(c, g, golden.last_message()); !m.empty()) {
     if (!g.done) m += " (golden: " + golden.last_message() + ")";
@@ -871,9 +1006,11 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
                 std::to_string(g.retired));
   }
   const uint32_t n = tc.params.N;
-  if (auto m = first_byte_difference("kData", kDataBase, n, c.data, g.data); !m.empty()) return fail(m);
+  if (auto m = first_byte_difference("kData", kDataBase, n, c.data, g.data); !m.empty())
+    return fail(m);
   if (auto m = first_byte_difference("kOut", kOutBase, n, c.out, g.out); !m.empty()) return fail(m);
-  if (auto m = first_byte_difference("kDump", kDumpBase, n, c.dump, g.dump); !m.empty()) return fail(m);
+  if (auto m = first_byte_difference("kDump", kDumpBase, n, c.dump, g.dump); !m.empty())
+    return fail(m);
 
   // Run 2: read back the UB window and check every accumulator of the ACC window.
   DumpProgram d = build_dump_program(tc, golden.model());
@@ -896,14 +1033,17 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   }
   const size_t acc_off = kDumpAcc - kDumpBase;
   for (uint32_t i = 0; i < tc.acc_rows * n; ++i) {
-    if (g2.dump[acc_off + i] != 0xFF) return fail("dump program self-check failed on the golden model");
+    if (g2.dump[acc_off + i] != 0xFF)
+      return fail("dump program self-check failed on the golden model");
     if (c2.dump[acc_off + i] != 0xFF) {
       const int8_t v = int8_t(c2.dump[acc_off + i]);
       std::ostringstream s;
       s << "ACC[" << tc.acc_base + i / n << "][" << i % n << "]: golden " << expect[i / n][i % n]
-        << ", chip " << (v == 127 ? "greater by >= 128" : v == -128 ? "less by >= 128"
-                                                                      : (v > -1 ? "greater by " : "less by ") +
-                                                                            std::to_string(v > -1 ? v + 1 : -1 - v));
+        << ", chip "
+        << (v == 127 ? "greater by >= 128"
+            : v == -128
+                ? "less by >= 128"
+                : (v > -1 ? "greater by " : "less by ") + std::to_string(v > -1 ? v + 1 : -1 - v));
       return fail(s.str());
     }
   }
@@ -915,8 +1055,10 @@ FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, cons
   for (size_t k = tc.prologue_length; k <= tc.program.size(); ++k) {
     TestCase t = tc;
     t.program.resize(k);
-    if (t.program.empty() || !std::holds_alternative<Halt>(t.program.back())) t.program.push_back(Halt{});
-    if (t.kind == CaseKind::kNoHalt || t.kind == CaseKind::kStaticFault) t.kind = CaseKind::kStaticFault;
+    if (t.program.empty() || !std::holds_alternative<Halt>(t.program.back()))
+      t.program.push_back(Halt{});
+    if (t.kind == CaseKind::kNoHalt || t.kind == CaseKind::kStaticFault)
+      t.kind = CaseKind::kStaticFault;
     CaseResult r = run_case(chip, golden, t);
     if (!r.ok) {
       fd.index = long(k) - 1;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constrained-random differential testing of tpu-rtl (docs/verification.md).
 //
 // generate_program(seed, options) turns one 64-bit seed into a complete, reproducible test
@@ -52,12 +53,12 @@ struct ByteRange {
 
 // How the testbench behaves during the program run.
 struct RunConfig {
-  uint32_t mem_latency = 10;        // cycles
+  uint32_t mem_latency = 10;          // cycles
   uint32_t mem_bytes_per_cycle = 16;  // 0 = unlimited
-  double backpressure = 0.0;        // AXI ready/valid stall probability per cycle and channel
+  double backpressure = 0.0;          // AXI ready/valid stall probability per cycle and channel
   uint64_t backpressure_seed = 1;
-  DmaWindows windows{};             // all disabled = any address allowed
-  std::vector<ByteRange> slverr;    // host memory that answers SLVERR (bus accesses only)
+  DmaWindows windows{};           // all disabled = any address allowed
+  std::vector<ByteRange> slverr;  // host memory that answers SLVERR (bus accesses only)
 };
 
 enum class CaseKind {
@@ -69,20 +70,20 @@ enum class CaseKind {
 const char* to_string(CaseKind kind);
 
 struct GenOptions {
-  uint32_t n = 16;                // MXU size the program is generated for
-  uint32_t min_length = 10;       // random instructions after the prologue
+  uint32_t n = 16;           // MXU size the program is generated for
+  uint32_t min_length = 10;  // random instructions after the prologue
   uint32_t max_length = 60;
-  double fault_probability = 0.3; // share of cases that carry a fault (kind != kValid)
-  bool random_timing = true;      // random latency, bandwidth, backpressure
+  double fault_probability = 0.3;  // share of cases that carry a fault (kind != kValid)
+  bool random_timing = true;       // random latency, bandwidth, backpressure
 };
 
 struct TestCase {
   uint64_t seed = 0;
   ChipParams params;
   CaseKind kind = CaseKind::kValid;
-  std::string fault;                  // what fault was planted, for reports
-  size_t prologue_length = 0;         // instructions that define the window state
-  std::vector<Instruction> program;   // placed at kCmdBase
+  std::string fault;                 // what fault was planted, for reports
+  size_t prologue_length = 0;        // instructions that define the window state
+  std::vector<Instruction> program;  // placed at kCmdBase
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> memory;  // host image before the run
   RunConfig config;
   // The part of the chip the program uses (every UB/ACC access lies inside these windows).
@@ -99,7 +100,7 @@ std::string describe(const TestCase& tc);
 // What one run left behind.
 struct Outcome {
   bool done = false;
-  bool hung = false;          // no done/error within the cycle limit (chip only)
+  bool hung = false;  // no done/error within the cycle limit (chip only)
   uint32_t err_code = 0;
   uint32_t err_pc = 0;
   uint64_t retired = 0;       // INSTR_RETIRED
@@ -168,7 +169,8 @@ struct FirstDifference {
 // True when both report ERR_AXI_READ on an instruction fetch and the chip's ERR_PC lies in
 // the burst that ends at the golden model's (host memory fails whole bursts; see
 // docs/verification.md).
-bool same_fetch_fault(const Outcome& chip, const Outcome& golden, const std::string& golden_message);
+bool same_fetch_fault(const Outcome& chip, const Outcome& golden,
+                      const std::string& golden_message);
 
 FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc);
 

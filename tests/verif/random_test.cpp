@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The default constrained-random suite: 4 batches of 125 seeded programs per N (valid ones and
 // ones with a random fault, random memory timing and backpressure), chip vs golden model.
 // Each batch is its own ctest test (and process), so ctest -j runs them in parallel.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim asm IN.s -o OUT.bin: assemble (docs/isa.md "Assembly syntax").
 #include <iostream>
 
@@ -12,11 +13,10 @@ int run_asm(const tpusim::Args& args) {
   std::string in, out;
   bool quiet = false;
   po::options_description opts("options");
-  opts.add_options()
-      ("input", po::value<std::string>(&in)->required(), "assembly source (IN.s)")
-      ("output,o", po::value<std::string>(&out)->required(),
-       "binary to write (OUT.bin; - for standard output); written completely or not at all")
-      ("quiet,q", po::bool_switch(&quiet), "print nothing on success");
+  opts.add_options()("input", po::value<std::string>(&in)->required(), "assembly source (IN.s)")(
+      "output,o", po::value<std::string>(&out)->required(),
+      "binary to write (OUT.bin; - for standard output); written completely or not at all")(
+      "quiet,q", po::bool_switch(&quiet), "print nothing on success");
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;

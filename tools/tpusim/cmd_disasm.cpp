@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim disasm IN.bin [-o OUT.s]: disassemble; `tpusim asm` of the output gives IN.bin back.
 #include <iostream>
 
@@ -11,9 +12,9 @@ int run_disasm(const tpusim::Args& args) {
   namespace po = tpusim::po;
   std::string in, out;
   po::options_description opts("options");
-  opts.add_options()
-      ("input", po::value<std::string>(&in)->required(), "binary program (IN.bin)")
-      ("output,o", po::value<std::string>(&out), "write the listing here (default: standard output; - too); written completely or not at all");
+  opts.add_options()("input", po::value<std::string>(&in)->required(), "binary program (IN.bin)")(
+      "output,o", po::value<std::string>(&out),
+      "write the listing here (default: standard output; - too); written completely or not at all");
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;

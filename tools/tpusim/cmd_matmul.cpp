@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim matmul: a random M x K x N tiled matmul on a backend, checked against a CPU matmul.
 #include <chrono>
 #include <cmath>
@@ -18,23 +19,29 @@ int run_matmul(const tpusim::Args& args) {
   tpusim::DeviceOptions dev_opts;
   const tpu::ChipParams kDefaultChip = tpu::ChipParams::with_n(tpu::RtlDevice::compiled_n());
   po::options_description opts("options");
-  opts.add_options()
-      ("m", po::value<std::string>()->required(), "rows of A and of the result (1..16384)")
-      ("k", po::value<std::string>()->required(), "columns of A = rows of W (1..16384)")
-      ("n", po::value<std::string>()->required(), "columns of W and of the result (1..16384)")
-      ("a-unsigned", po::bool_switch(&a_uns), "A is uint8 (default int8)")
-      ("w-unsigned", po::bool_switch(&w_uns), "W is uint8 (default int8)")
-      ("bias", po::bool_switch(&bias), "add a random per-column int32 bias")
-      ("relu", po::bool_switch(&relu), "apply ReLU (default identity)")
-      ("seed", po::value<std::string>()->default_value("1"), "random seed for the operands (0..2^63-1)")
-      ("lookahead", po::value<std::string>(),
-       ("weight tiles requested ahead of the MXU, 1..WFifoTiles+2 (1.." + std::to_string(kDefaultChip.wfifo_tiles + 2) +
-        " on the default chip; default: WFifoTiles, " + std::to_string(kDefaultChip.wfifo_tiles) + ")").c_str())
-      ("chunk-rows", po::value<std::string>(), "at most this many rows of A per chunk, 1..4095 (default: as many as fit)")
-      ("edge-rows", po::value<std::string>(), "rows of the first and last chunk, 1..4095 (default: chosen from N)")
-      ("json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false,
-                             "derived from the work: 20 x (M x K/N x N/N + DMA bytes / 4 + 100000)");
+  opts.add_options()("m", po::value<std::string>()->required(),
+                     "rows of A and of the result (1..16384)")(
+      "k", po::value<std::string>()->required(), "columns of A = rows of W (1..16384)")(
+      "n", po::value<std::string>()->required(), "columns of W and of the result (1..16384)")(
+      "a-unsigned", po::bool_switch(&a_uns), "A is uint8 (default int8)")(
+      "w-unsigned", po::bool_switch(&w_uns), "W is uint8 (default int8)")(
+      "bias", po::bool_switch(&bias), "add a random per-column int32 bias")(
+      "relu", po::bool_switch(&relu), "apply ReLU (default identity)")(
+      "seed", po::value<std::string>()->default_value("1"),
+      "random seed for the operands (0..2^63-1)")(
+      "lookahead", po::value<std::string>(),
+      ("weight tiles requested ahead of the MXU, 1..WFifoTiles+2 (1.." +
+       std::to_string(kDefaultChip.wfifo_tiles + 2) +
+       " on the default chip; default: WFifoTiles, " + std::to_string(kDefaultChip.wfifo_tiles) +
+       ")")
+          .c_str())("chunk-rows", po::value<std::string>(),
+                    "at most this many rows of A per chunk, 1..4095 (default: as many as fit)")(
+      "edge-rows", po::value<std::string>(),
+      "rows of the first and last chunk, 1..4095 (default: chosen from N)")(
+      "json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
+  tpusim::add_device_options(
+      opts, dev_opts, /*with_vcd=*/false,
+      "derived from the work: 20 x (M x K/N x N/N + DMA bytes / 4 + 100000)");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -84,7 +91,8 @@ int run_matmul(const tpusim::Args& args) {
   for (uint32_t r = 0; r < std::min<uint32_t>(spec.m, 16); ++r) {
     for (uint32_t c = 0; c < spec.n; ++c) {
       int64_t s = 0;
-      for (uint32_t i = 0; i < spec.k; ++i) s += av(size_t{r} * spec.k + i) * wv(size_t{i} * spec.n + c);
+      for (uint32_t i = 0; i < spec.k; ++i)
+        s += av(size_t{r} * spec.k + i) * wv(size_t{i} * spec.n + c);
       peak = std::max<int64_t>(peak, std::llabs(s));
     }
   }
@@ -100,8 +108,9 @@ int run_matmul(const tpusim::Args& args) {
   auto dev = tpusim::open_device(dev_opts, vm);
   const tpu::ChipParams& p = dev->params();
   if (res.weight_lookahead > p.wfifo_tiles + 2) {
-    throw tpusim::UsageError("--lookahead " + std::to_string(res.weight_lookahead) + " is out of range (allowed 1.." +
-                             std::to_string(p.wfifo_tiles + 2) + ": the chip's " + std::to_string(p.wfifo_tiles) +
+    throw tpusim::UsageError("--lookahead " + std::to_string(res.weight_lookahead) +
+                             " is out of range (allowed 1.." + std::to_string(p.wfifo_tiles + 2) +
+                             ": the chip's " + std::to_string(p.wfifo_tiles) +
                              " weight FIFO tiles + 2)");
   }
   if (!dev_opts.max_cycles_given) {  // a generous bound from the work to do
@@ -109,8 +118,9 @@ int run_matmul(const tpusim::Args& args) {
     const uint64_t bytes = (uint64_t{spec.m} * (kt + nt) + kt * nt * p.N) * p.N;
     dev_opts.max_cycles = 20 * (uint64_t{spec.m} * kt * nt + bytes / 4 + 100'000);
   }
-  tpusim::set_activity("running the " + std::to_string(spec.m) + " x " + std::to_string(spec.k) + " x " +
-                       std::to_string(spec.n) + " matmul on the " + dev_opts.backend + " backend");
+  tpusim::set_activity("running the " + std::to_string(spec.m) + " x " + std::to_string(spec.k) +
+                       " x " + std::to_string(spec.n) + " matmul on the " + dev_opts.backend +
+                       " backend");
   const tpu::MatmulRun run = tpu::run_matmul(*dev, spec, a, w, dev_opts.max_cycles, res);
   tpusim::set_activity("checking the result against the C++ matmul");
   const std::vector<uint8_t> ref = tpu::reference_matmul(spec, a, w);
@@ -154,13 +164,15 @@ int run_matmul(const tpusim::Args& args) {
                 std::string(dev->backend()).c_str(), p.N,
                 match ? "matches the C++ reference bit for bit" : "MISMATCH");
     if (run.stats.cycles_estimated) {
-      std::printf("cycles %llu (estimate: the model has no timing, so no MXU utilization), %zu instructions, "
-                  "run wall %.3f s\n",
-                  (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
+      std::printf(
+          "cycles %llu (estimate: the model has no timing, so no MXU utilization), %zu "
+          "instructions, "
+          "run wall %.3f s\n",
+          (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
     } else {
       std::printf("cycles %llu, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
-                  (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization, run.instructions,
-                  run.stats.wall_seconds);
+                  (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization,
+                  run.instructions, run.stats.wall_seconds);
     }
     std::printf("plan: %s\n", run.plan.describe().c_str());
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim run PROGRAM: run a program (.s or .bin) on a backend, with host memory from/to files.
 #include <cstdio>
 #include <iostream>
@@ -15,17 +16,16 @@ int run_run(const tpusim::Args& args) {
   bool json = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
-  opts.add_options()
-      ("program", po::value<std::string>(&program_path)->required(),
-       "the program: assembly (.s, .S, .asm) or binary (.bin)")
-      ("format", po::value<std::string>(&format),
-       "asm or bin: the program's type when its name does not tell (default: from the name)")
-      ("hostmem-in", po::value<std::string>(&mem_in),
-       "host memory image to load; each block becomes a registered host buffer (docs/tpusim.md)")
-      ("hostmem-out", po::value<std::string>(&mem_out),
-       "after the run, write every host buffer to this image file (also after a chip error or a "
-       "timeout; written completely or not at all)")
-      ("json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
+  opts.add_options()("program", po::value<std::string>(&program_path)->required(),
+                     "the program: assembly (.s, .S, .asm) or binary (.bin)")(
+      "format", po::value<std::string>(&format),
+      "asm or bin: the program's type when its name does not tell (default: from the name)")(
+      "hostmem-in", po::value<std::string>(&mem_in),
+      "host memory image to load; each block becomes a registered host buffer (docs/tpusim.md)")(
+      "hostmem-out", po::value<std::string>(&mem_out),
+      "after the run, write every host buffer to this image file (also after a chip error or a "
+      "timeout; written completely or not at all)")(
+      "json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
   po::positional_options_description pos;
   pos.add("program", 1);
@@ -44,8 +44,8 @@ int run_run(const tpusim::Args& args) {
     throw tpusim::UsageError("--format " + format + " is not a program type (expected asm or bin)");
   }
   // Everything that can be wrong with the inputs and outputs is found before the chip is built.
-  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--hostmem-out", mem_out},
-                                     {"--vcd", dev_opts.vcd}}) {
+  for (const auto& [option, path] :
+       {std::pair<std::string, std::string>{"--hostmem-out", mem_out}, {"--vcd", dev_opts.vcd}}) {
     tpu::check_output_not_input(path, option, {program_path, mem_in});
   }
   if (!mem_out.empty() && mem_out == dev_opts.vcd) {

@@ -1,12 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT / SIGTERM handling (interrupt.h).
 #include "interrupt.h"
+
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstring>
 #include <ctime>
-
-#include <unistd.h>
 
 #include "output_file.h"
 #include "tpusim.h"
@@ -18,7 +19,7 @@ namespace {
 constexpr size_t kText = 1024;
 char g_command[64] = "tpusim";
 char g_subcommand[48] = "";
-char g_activity[kText] = "starting";       // human text
+char g_activity[kText] = "starting";           // human text
 char g_activity_json[kText] = "\"starting\"";  // the same as a JSON string
 std::atomic<bool> g_json{false};
 bool g_tty = false;  // stderr is a terminal
@@ -72,7 +73,8 @@ void on_signal(int sig) {
   tpu::remove_pending_output_files();
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
-  const int64_t ms = (int64_t(now.tv_sec) - g_start.tv_sec) * 1000 + (now.tv_nsec - g_start.tv_nsec) / 1000000;
+  const int64_t ms =
+      (int64_t(now.tv_sec) - g_start.tv_sec) * 1000 + (now.tv_nsec - g_start.tv_nsec) / 1000000;
   const uint64_t tenths = ms > 0 ? uint64_t(ms) / 100 : 0;
   const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
   const char* unit = g_unit.load();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT / SIGTERM for tpusim: stop at once, say what was interrupted and how far it got.
 //
 // main() calls install_interrupt_handlers(). A subcommand describes what it is doing with
@@ -5,7 +6,8 @@
 // progress with set_progress() / set_count(). On a signal the handler (async-signal-safe: it
 // only formats into fixed buffers, write()s, unlink()s and _exit()s):
 //   * prints one line on stderr:
-//       tpusim run-cnn: interrupted by SIGINT while running ...: 40 of 100 images done, 12.3 s elapsed
+//       tpusim run-cnn: interrupted by SIGINT while running ...: 40 of 100 images done, 12.3 s
+//       elapsed
 //   * with --json, prints one object on stdout:
 //       {"status": "interrupted", "interrupted": true, "signal": "SIGINT", "activity": "...",
 //        "done": 40, "total": 100, "unit": "images", "<count>": n, ..., "elapsed_seconds": 12.3}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim: assemble, disassemble and run tpu-rtl programs on the simulated chip (rtl) or the
 // golden model, and benchmark tiled matmuls. Subcommands live in cmd_*.cpp (tpusim.h).
 #include <cstdio>
@@ -17,13 +18,15 @@ void print_help() {
   for (const tpusim::Subcommand& s : tpusim::subcommands()) {
     std::printf("  %-10s %s\n", s.name.c_str(), s.summary.c_str());
   }
-  std::cout << "\nexit codes: 0 success, 1 failure (chip error, timeout, mismatch, bad input file), 2 usage "
+  std::cout << "\nexit codes: 0 success, 1 failure (chip error, timeout, mismatch, bad input "
+               "file), 2 usage "
                "error,\n130 / 143 interrupted by SIGINT / SIGTERM. See docs/tpusim.md.\n";
 }
 
 std::string subcommand_names() {
   std::string names;
-  for (const tpusim::Subcommand& s : tpusim::subcommands()) names += (names.empty() ? "" : ", ") + s.name;
+  for (const tpusim::Subcommand& s : tpusim::subcommands())
+    names += (names.empty() ? "" : ", ") + s.name;
   return names;
 }
 
@@ -48,8 +51,8 @@ int main(int argc, char** argv) {
       if (const tpusim::Subcommand* s = tpusim::find_subcommand(argv[2])) {
         return s->run({"--help"});
       }
-      std::fprintf(stderr, "tpusim help: error: unknown subcommand '%s' (expected one of: %s)\n", argv[2],
-                   subcommand_names().c_str());
+      std::fprintf(stderr, "tpusim help: error: unknown subcommand '%s' (expected one of: %s)\n",
+                   argv[2], subcommand_names().c_str());
       return 2;
     }
     print_help();
@@ -67,8 +70,8 @@ int main(int argc, char** argv) {
   for (const std::string& a : args) json = json || a == "--json";
   tpusim::install_interrupt_handlers(name, json);
   tpusim::set_activity("starting (reading the arguments and inputs)");
-  auto fail = [&](int code, const std::string& status, const std::string& message, const tpu::ChipError* chip,
-                  const tpu::RunStats* stats = nullptr) {
+  auto fail = [&](int code, const std::string& status, const std::string& message,
+                  const tpu::ChipError* chip, const tpu::RunStats* stats = nullptr) {
     std::fprintf(stderr, "tpusim %s: error: %s%s\n", name.c_str(), message.c_str(),
                  code == 2 ? (" (see tpusim " + name + " --help)").c_str() : "");
     if (json) {
@@ -103,8 +106,8 @@ int main(int argc, char** argv) {
     return fail(2, "usage_error", one_line(e.what()), nullptr);
   } catch (const tpu::TimeoutError& e) {
     return fail(1, "timeout",
-                one_line(e.what()) + " (the limit is --max-cycles " + std::to_string(e.max_cycles()) +
-                    "; raise it with --max-cycles N)",
+                one_line(e.what()) + " (the limit is --max-cycles " +
+                    std::to_string(e.max_cycles()) + "; raise it with --max-cycles N)",
                 nullptr, e.stats());
   } catch (const tpu::ChipError& e) {
     return fail(1, "error", one_line(e.what()), &e, e.stats());

@@ -1,15 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommand registry and the helpers shared by subcommands (tpusim.h).
 #include "tpusim.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
-#include <fstream>
 #include <sstream>
 
 #include "assembler.h"
@@ -81,22 +82,25 @@ int64_t int_option(const po::variables_map& vm, const std::string& name, int64_t
 
 void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd,
                         const std::string& max_cycles_default) {
-  const std::string limit =
-      max_cycles_default.empty() ? std::to_string(tpu::Device::kDefaultMaxCycles) : max_cycles_default;
-  options.add_options()
-      ("backend", po::value<std::string>(&d.backend)->default_value("rtl"),
-       "rtl (the Verilated chip, cycle-accurate) or model (the golden ISA model, no timing)")
-      ("max-cycles", po::value<std::string>(),
-       ("stop a run that has not halted after this many cycles (a hang): exit 1; 1..2^50, "
-        "default " + limit + " (rtl only: the model cannot hang)").c_str());
+  const std::string limit = max_cycles_default.empty()
+                                ? std::to_string(tpu::Device::kDefaultMaxCycles)
+                                : max_cycles_default;
+  options.add_options()(
+      "backend", po::value<std::string>(&d.backend)->default_value("rtl"),
+      "rtl (the Verilated chip, cycle-accurate) or model (the golden ISA model, no timing)")(
+      "max-cycles", po::value<std::string>(),
+      ("stop a run that has not halted after this many cycles (a hang): exit 1; 1..2^50, "
+       "default " +
+       limit + " (rtl only: the model cannot hang)")
+          .c_str());
   if (with_vcd) {
-    options.add_options()
-        ("vcd", po::value<std::string>(&d.vcd),
-         "write a VCD waveform to this file (rtl only; written complete or not at all, see "
-         "docs/tpusim.md)")
-        ("vcd-window", po::value<std::string>(&d.vcd_window),
-         "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only; default: "
-         "every cycle)");
+    options.add_options()(
+        "vcd", po::value<std::string>(&d.vcd),
+        "write a VCD waveform to this file (rtl only; written complete or not at all, see "
+        "docs/tpusim.md)")(
+        "vcd-window", po::value<std::string>(&d.vcd_window),
+        "FROM:TO: dump only cycles FROM..TO-1, counted from simulation start (rtl only; default: "
+        "every cycle)");
   }
 }
 
@@ -109,8 +113,10 @@ void finish_device(DeviceOptions& d, std::unique_ptr<tpu::Device>& dev) {
   dev.reset();  // closes the VCD
   if (d.vcd_out) {
     if (!d.vcd_out->commit(/*require_temp=*/false)) {
-      std::fprintf(stderr, "tpusim: note: --vcd %s not written: the simulation ended before --vcd-window %s began\n",
-                   d.vcd.c_str(), d.vcd_window.c_str());
+      std::fprintf(
+          stderr,
+          "tpusim: note: --vcd %s not written: the simulation ended before --vcd-window %s began\n",
+          d.vcd.c_str(), d.vcd_window.c_str());
     }
     d.vcd_out.reset();
   }
@@ -156,7 +162,8 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
   if (!d.vcd.empty()) {
     d.vcd_out = std::make_shared<tpu::OutputFile>(d.vcd, "--vcd");
     rtl.vcd_file = d.vcd_out->temp_path();
-    if (rtl.vcd_file.empty()) throw UsageError("--vcd - : a VCD cannot go to standard output (expected a file name)");
+    if (rtl.vcd_file.empty())
+      throw UsageError("--vcd - : a VCD cannot go to standard output (expected a file name)");
   }
   return tpu::open_device(d.backend, rtl);
 }
@@ -190,7 +197,8 @@ namespace {
 bool ends_with_nocase(const std::string& s, const std::string& suffix) {
   if (s.size() < suffix.size()) return false;
   for (size_t i = 0; i < suffix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i])
+      return false;
   }
   return true;
 }
@@ -209,7 +217,8 @@ std::vector<tpu::Instruction> load_program(const std::string& path, const std::s
   tpu::check_not_directory(path);
   if (kind == ProgramKind::Assembly) return tpu::assemble(read_text_file(path), path);
   if (kind == ProgramKind::Binary) return tpu::decode_program(tpu::load_binary(path), path);
-  throw std::runtime_error(path + ": unknown program type (expected a name ending in .s, .asm or .bin, "
+  throw std::runtime_error(path +
+                           ": unknown program type (expected a name ending in .s, .asm or .bin, "
                            "or --format asm|bin for any other name such as /dev/stdin)");
 }
 
@@ -243,11 +252,21 @@ std::string json_escape(const std::string& s) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

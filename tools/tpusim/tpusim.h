@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tpusim: one command line tool, one file per subcommand.
 //
 // Adding a subcommand = adding tools/tpusim/cmd_<name>.cpp (CMake picks up every cmd_*.cpp)
@@ -13,14 +14,13 @@
 // by SIGINT / SIGTERM (interrupt.h). Output files go through tpu::OutputFile (output_file.h).
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "device.h"
 #include "device_rtl.h"
@@ -44,8 +44,8 @@ const Subcommand* find_subcommand(const std::string& name);
 
 #define TPUSIM_CONCAT2(a, b) a##b
 #define TPUSIM_CONCAT(a, b) TPUSIM_CONCAT2(a, b)
-#define TPUSIM_SUBCOMMAND(name, summary, fn)                               \
-  static const bool TPUSIM_CONCAT(tpusim_registered_, __LINE__) =          \
+#define TPUSIM_SUBCOMMAND(name, summary, fn)                      \
+  static const bool TPUSIM_CONCAT(tpusim_registered_, __LINE__) = \
       ::tpusim::register_subcommand(::tpusim::Subcommand{name, summary, fn})
 
 // Bad arguments: exit code 2 and a hint to --help.
@@ -108,7 +108,9 @@ class Json {
   Json& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
   Json& add(const std::string& key, bool value);
   Json& add(const std::string& key, int value) { return add(key, static_cast<int64_t>(value)); }
-  Json& add(const std::string& key, unsigned value) { return add(key, static_cast<uint64_t>(value)); }
+  Json& add(const std::string& key, unsigned value) {
+    return add(key, static_cast<uint64_t>(value));
+  }
   Json& add(const std::string& key, int64_t value);
   Json& add(const std::string& key, uint64_t value);
   Json& add(const std::string& key, double value);

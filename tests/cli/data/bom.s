@@ -1,2 +1,3 @@
+# SPDX-License-Identifier: Apache-2.0
 ﻿read_host ub=9000 rows=1 host=0x10000
 halt
