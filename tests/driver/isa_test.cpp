@@ -30,7 +30,7 @@ std::vector<std::pair<unsigned, unsigned>> reserved_ranges(uint8_t opcode) {
     case 0x03:
       return {{12, 15}, {112, 127}};  // matmul
     case 0x04:
-      return {{11, 15}, {116, 127}};  // activate
+      return {{11, 15}};  // activate
     case 0x05:
       return {{8, 9}, {10, 15}, {96, 127}};  // write_host: dest is reserved
     default:
