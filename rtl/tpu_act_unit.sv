@@ -17,10 +17,10 @@ module tpu_act_unit #(
   input  logic                        clk_i,
   input  logic                        rst_ni,
   input  logic                        clear_i,
-  // Issue from the controller.
-  input  logic                        start_i,
-  output logic                        ready_o,
-  input  logic [127:0]                instr_i,
+  // Command from the controller: taken when the unit is idle.
+  input  logic                        cmd_valid_i,
+  output logic                        cmd_ready_o,
+  input  tpu_pkg::act_cmd_t           cmd_i,
   // Accumulator read port (combinational).
   output logic [$clog2(AccRows)-1:0]  acc_raddr_o,
   input  logic [32*N-1:0]             acc_rdata_i,  // column c in [32c +: 32]
@@ -69,7 +69,7 @@ module tpu_act_unit #(
   logic [9*N-1:0]     pool_q;    // running window maximum, column c in [9c +: 9]
   logic           ub_we_q;
 
-  logic win_first, win_last, all_last, row_last, col_last;
+  logic win_first, win_last, all_last, row_last, col_last, start;
   logic [31:0] acc_row, ub_row;
 
   // ---- parameter and LUT memories ----
@@ -101,7 +101,8 @@ module tpu_act_unit #(
                      32'(px_q) + 32'(dx_q);
   assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) + 32'(ox_q);
   assign acc_raddr_o = AccW'(acc_row);
-  assign ready_o   = !busy_q && !s1_valid_q && !ub_we_q;
+  assign cmd_ready_o = !busy_q && !s1_valid_q && !ub_we_q;
+  assign start       = cmd_valid_i && cmd_ready_o;
   assign busy_o    = busy_q || s1_valid_q || ub_we_q;
   assign reading_o = busy_q;
 
@@ -114,18 +115,18 @@ module tpu_act_unit #(
       s1_valid_q <= 1'b0;
     end else begin
       s1_valid_q <= busy_q;
-      if (start_i) begin
+      if (start) begin
         busy_q      <= 1'b1;
-        func_q      <= instr_i[9:8];
-        out_uns_q   <= instr_i[10];
-        acc_base_q  <= instr_i[31:16];
-        ub_base_q   <= instr_i[55:32];
-        width_q     <= instr_i[67:56];
-        height_q    <= instr_i[79:68];
-        pool_k_q    <= instr_i[83:80];
-        pool_s_q    <= instr_i[87:84];
-        ub_stride_q <= instr_i[111:88];
-        slot_q      <= SlotW'(instr_i[115:112]);
+        func_q      <= cmd_i.func;
+        out_uns_q   <= cmd_i.out_unsigned;
+        acc_base_q  <= cmd_i.acc_addr;
+        ub_base_q   <= cmd_i.ub_addr;
+        width_q     <= cmd_i.width;
+        height_q    <= cmd_i.height;
+        pool_k_q    <= cmd_i.pool_k;
+        pool_s_q    <= cmd_i.pool_s;
+        ub_stride_q <= cmd_i.ub_stride;
+        slot_q      <= SlotW'(cmd_i.slot);
         oy_q <= '0;
         ox_q <= '0;
         py_q <= '0;
@@ -211,13 +212,11 @@ module tpu_act_unit #(
   assign ub_waddr_o = ub_waddr_q;
   assign ub_wdata_o = ub_wdata_q;
 
-  // Opcode and reserved fields were checked by the controller, and so were the row ranges:
-  // the high address bits of a legal instruction are zero.
+  // The row ranges and the slot were checked by the decoder: the high address bits of a legal
+  // activate are zero, and so are the slot's above QpSlots.
   logic unused_bits;
-  assign unused_bits = ^{instr_i[127:116], instr_i[15:11], instr_i[7:0],
-                         acc_row[31:AccW], ub_row[31:UbW]};
+  assign unused_bits = ^{cmd_i.slot >> SlotW, acc_row[31:AccW], ub_row[31:UbW]};
 
-  `TPU_ASSERT_IMPLIES(ActStartReady, start_i, ready_o)
   // Window counters stay inside the pooling window.
   `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < pool_k_q && dy_q < pool_k_q)
   `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)

@@ -765,7 +765,7 @@ TEST(IsaCheck, WriteHostIntoCommandBuffer) {
 }
 
 // The chip's decoder computes activate's (H - pool_k) / pool_s without a divider
-// (rtl/tpu_ctrl.sv div_stride): x * ceil(2^16 / d) >> 16. The same table, checked for every
+// (rtl/tpu_decoder.sv div_stride): x * ceil(2^16 / d) >> 16. The same table, checked for every
 // 12-bit dividend and every 4-bit divisor.
 TEST(IsaCheck, PoolingDivisionByReciprocalIsExact) {
   const uint32_t table[16] = {0,    65536, 32768, 21846, 16384, 13108, 10923, 9363,
