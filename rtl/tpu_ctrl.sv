@@ -157,10 +157,11 @@ module tpu_ctrl #(
     in_windows = !any_on || hit;
   endfunction
 
-  // x / d for the pooling output size (x < 4096, 1 <= d <= 15) without a divider: a multiply by
-  // m = ceil(2^16 / d) and a shift, exact for every 12-bit x (checked exhaustively by
+  // x / d for the pooling output size (x <= 4095 + 7 + 7 - 1 = 4108: the padded span, 1 <= d <=
+  // 15) without a divider: a multiply by m = ceil(2^16 / d) and a shift, exact for every such x
+  // (not for every 13-bit x; checked exhaustively by
   // tests/driver/isa_test.cpp PoolingDivisionByReciprocalIsExact, same table; docs/isa.md).
-  function automatic logic [11:0] div_stride(logic [11:0] x, logic [3:0] d);
+  function automatic logic [12:0] div_stride(logic [12:0] x, logic [3:0] d);
     logic [16:0] m;
     unique case (d)
       4'd1:    m = 17'd65536;
@@ -180,7 +181,7 @@ module tpu_ctrl #(
       4'd15:   m = 17'd4370;
       default: m = 17'd0;  // d = 0 is ERR_FIELD before this is used
     endcase
-    div_stride = 12'((29'(x) * 29'(m)) >> 16);
+    div_stride = 13'((30'(x) * 30'(m)) >> 16);
   endfunction
 
   // What the controller needs to know about an instruction, worked out once when it enters the
@@ -191,7 +192,8 @@ module tpu_ctrl #(
   always_comb begin : decode
     logic [127:0] instr;
     logic [7:0]  opc;
-    logic [63:0] rows, host, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo;
+    logic [63:0] rows, host, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo, hp, wp;
+    logic [2:0]  pad_t, pad_l, pad_b, pad_r;
     logic [63:0] local_last;
     logic [1:0]  dest;
     logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
@@ -211,7 +213,8 @@ module tpu_ctrl #(
     host  = u64(instr[95:64]);
     bytes = '0;
     last_ub = '0; last_acc = '0; inner = '0; outer = '0; h = '0; w = '0; pk = '0; ps = '0;
-    ho = '0; wo = '0; local_last = '0;
+    ho = '0; wo = '0; hp = '0; wp = '0; local_last = '0;
+    {pad_r, pad_b, pad_l, pad_t} = instr[127:116];
 
     unique case (opc)
       tpu_pkg::OpNop, tpu_pkg::OpSync, tpu_pkg::OpHalt: reserved_bad = (instr[127:8] != '0);
@@ -255,15 +258,21 @@ module tpu_ctrl #(
         if (instr[8]) dec.fp.acc_rd = dec.fp.acc_wr;
       end
       tpu_pkg::OpActivate: begin
-        reserved_bad = instr[15:11] != '0 || instr[127:116] != '0;
+        reserved_bad = instr[15:11] != '0;
         w  = u64({20'd0, instr[67:56]});
         h  = u64({20'd0, instr[79:68]});
         pk = u64({28'd0, instr[83:80]});
         ps = u64({28'd0, instr[87:84]});
-        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pk > w) || (pk > h);
+        // The max-pool padding: each pad below the window; the window inside the padded image.
+        hp = h + u64(32'(pad_t)) + u64(32'(pad_b));
+        wp = w + u64(32'(pad_l)) + u64(32'(pad_r));
+        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) ||
+                    (u64(32'(pad_t)) >= pk) || (u64(32'(pad_l)) >= pk) ||
+                    (u64(32'(pad_b)) >= pk) || (u64(32'(pad_r)) >= pk) ||
+                    (pk > wp) || (pk > hp);
         if (!field_bad) begin
-          ho = u64({20'd0, div_stride(12'(h - pk), 4'(ps))}) + 1;
-          wo = u64({20'd0, div_stride(12'(w - pk), 4'(ps))}) + 1;
+          ho = u64({19'd0, div_stride(13'(hp - pk), 4'(ps))}) + 1;
+          wo = u64({19'd0, div_stride(13'(wp - pk), 4'(ps))}) + 1;
         end
         last_ub  = u64({8'd0, instr[55:32]}) + (ho - 1) * u64({8'd0, instr[111:88]}) + wo - 1;
         last_acc = u64({16'd0, instr[31:16]}) + h * w - 1;
