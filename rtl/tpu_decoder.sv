@@ -34,10 +34,11 @@ module tpu_decoder #(
     u64 = {32'd0, v};
   endfunction
 
-  // x / d for the pooling output size (x < 4096, 1 <= d <= 15) without a divider: a multiply by
-  // m = ceil(2^16 / d) and a shift, exact for every 12-bit x (checked exhaustively by
+  // x / d for the pooling output size (x <= 4095 + 7 + 7 - 1 = 4108: the padded span, 1 <= d <=
+  // 15) without a divider: a multiply by m = ceil(2^16 / d) and a shift, exact for every such x
+  // (not for every 13-bit x; checked exhaustively by
   // tests/driver/isa_test.cpp PoolingDivisionByReciprocalIsExact, same table; docs/isa.md).
-  function automatic logic [11:0] div_stride(logic [11:0] x, logic [3:0] d);
+  function automatic logic [12:0] div_stride(logic [12:0] x, logic [3:0] d);
     logic [16:0] m;
     unique case (d)
       4'd1:    m = 17'd65536;
@@ -57,7 +58,7 @@ module tpu_decoder #(
       4'd15:   m = 17'd4370;
       default: m = 17'd0;  // d = 0 is ERR_FIELD before this is used
     endcase
-    div_stride = 12'((29'(x) * 29'(m)) >> 16);
+    div_stride = 13'((30'(x) * 30'(m)) >> 16);
   endfunction
 
   logic [7:0] opc;
@@ -73,7 +74,8 @@ module tpu_decoder #(
   tpu_pkg::act_cmd_t     actc;
 
   always_comb begin : decode
-    logic [63:0] rows, hst, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo;
+    logic [63:0] rows, hst, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo, hp, wp;
+    logic [63:0] pt, pl, pb, pr;
     logic [63:0] local_last;
     logic [1:0]  dest;
     logic        host_op;
@@ -98,6 +100,7 @@ module tpu_decoder #(
     hst   = '0;
     bytes = '0;
     last_ub = '0; last_acc = '0; inner = '0; outer = '0; h = '0; w = '0; pk = '0; ps = '0;
+    hp = '0; wp = '0; pt = '0; pl = '0; pb = '0; pr = '0;
     ho = '0; wo = '0; local_last = '0;
     dec.unit = tpu_pkg::UnitControl;
 
@@ -184,15 +187,23 @@ module tpu_decoder #(
       end
       tpu_pkg::OpActivate: begin
         dec.unit     = tpu_pkg::UnitActivate;
-        reserved_bad = instr_i.activate.reserved_lo != '0 || instr_i.activate.reserved_hi != '0;
+        reserved_bad = instr_i.activate.reserved_lo != '0;
         w  = u64({20'd0, instr_i.activate.width});
         h  = u64({20'd0, instr_i.activate.height});
         pk = u64({28'd0, instr_i.activate.pool_k});
         ps = u64({28'd0, instr_i.activate.pool_s});
-        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pk > w) || (pk > h);
+        // The max-pool padding: each pad below the window; the window inside the padded image.
+        pt = u64({29'd0, instr_i.activate.pad_top});
+        pl = u64({29'd0, instr_i.activate.pad_left});
+        pb = u64({29'd0, instr_i.activate.pad_bottom});
+        pr = u64({29'd0, instr_i.activate.pad_right});
+        hp = h + pt + pb;
+        wp = w + pl + pr;
+        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pt >= pk) ||
+                    (pl >= pk) || (pb >= pk) || (pr >= pk) || (pk > wp) || (pk > hp);
         if (!field_bad) begin
-          ho = u64({20'd0, div_stride(12'(h - pk), 4'(ps))}) + 1;
-          wo = u64({20'd0, div_stride(12'(w - pk), 4'(ps))}) + 1;
+          ho = u64({19'd0, div_stride(13'(hp - pk), 4'(ps))}) + 1;
+          wo = u64({19'd0, div_stride(13'(wp - pk), 4'(ps))}) + 1;
         end
         last_ub  = u64({8'd0, instr_i.activate.ub_addr}) + (ho - 1) * u64({8'd0, instr_i.activate.ub_stride}) + wo - 1;
         last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;
@@ -212,6 +223,10 @@ module tpu_decoder #(
         actc.pool_s       = instr_i.activate.pool_s;
         actc.ub_stride    = instr_i.activate.ub_stride;
         actc.slot         = instr_i.activate.slot;
+        actc.pad_top      = instr_i.activate.pad_top;
+        actc.pad_left     = instr_i.activate.pad_left;
+        actc.pad_bottom   = instr_i.activate.pad_bottom;
+        actc.pad_right    = instr_i.activate.pad_right;
       end
       default: ;
     endcase

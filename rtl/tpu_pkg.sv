@@ -99,7 +99,10 @@ package tpu_pkg;
 
   // activate (0x04)
   typedef struct packed {
-    logic [11:0] reserved_hi;    // 127:116
+    logic [2:0]  pad_right;      // 127:125
+    logic [2:0]  pad_bottom;     // 124:122
+    logic [2:0]  pad_left;       // 121:119
+    logic [2:0]  pad_top;        // 118:116
     logic [3:0]  slot;           // 115:112
     logic [23:0] ub_stride;      // 111:88
     logic [3:0]  pool_s;         // 87:84
@@ -190,6 +193,10 @@ package tpu_pkg;
     logic [3:0]  pool_s;
     logic [23:0] ub_stride;
     logic [3:0]  slot;
+    logic [2:0]  pad_top;        // max-pool padding (docs/isa.md)
+    logic [2:0]  pad_left;
+    logic [2:0]  pad_bottom;
+    logic [2:0]  pad_right;
   } act_cmd_t;
 
   // Widths of the types above. Yosys 0.23 has no $bits() of a type, so they are written out;
@@ -200,8 +207,8 @@ package tpu_pkg;
   localparam int unsigned WdmaW    = 80;    // wdma_cmd_t
   localparam int unsigned DmaWrW   = 80;    // dma_wr_cmd_t
   localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
-  localparam int unsigned ActCmdW  = 103;   // act_cmd_t
-  localparam int unsigned CmdW     = 103;   // cmd_u: the widest command
+  localparam int unsigned ActCmdW  = 115;   // act_cmd_t
+  localparam int unsigned CmdW     = 115;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
   // padded to CmdW at the top).

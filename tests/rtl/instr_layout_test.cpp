@@ -109,7 +109,11 @@ std::vector<Format> formats(Vtpu_instr_layout& m) {
         {"pool_k", &m.activate_pool_k_o},
         {"pool_s", &m.activate_pool_s_o},
         {"ub_stride", &m.activate_ub_stride_o},
-        {"slot", &m.activate_slot_o}},
+        {"slot", &m.activate_slot_o},
+        {"pad_top", &m.activate_pad_top_o},
+        {"pad_left", &m.activate_pad_left_o},
+        {"pad_bottom", &m.activate_pad_bottom_o},
+        {"pad_right", &m.activate_pad_right_o}},
        [](Vtpu_instr_layout& v) { return Layout::wide(v.activate_rsvd_o); }},
       {Opcode::Nop, {}, [](Vtpu_instr_layout& v) { return Layout::wide(v.plain_rsvd_o); }},
   };
@@ -266,6 +270,12 @@ TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
         r.pool_s = uint8_t(pick(4, 3));
         r.ub_stride = pick(24, 20);
         r.slot = uint8_t(bits(4));
+        if (r.pool_k > 1 && bits(1)) {  // max-pool padding below the window
+          r.pad_top = uint8_t(bits(3) % r.pool_k);
+          r.pad_left = uint8_t(bits(3) % r.pool_k);
+          r.pad_bottom = uint8_t(bits(3) % r.pool_k);
+          r.pad_right = uint8_t(bits(3) % r.pool_k);
+        }
         instr = r;
         break;
       }
@@ -329,6 +339,10 @@ TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
       EXPECT_EQ(m->act_pool_s_o, ac->pool_s) << what;
       EXPECT_EQ(m->act_ub_stride_o, ac->ub_stride) << what;
       EXPECT_EQ(m->act_slot_o, ac->slot) << what;
+      EXPECT_EQ(m->act_pad_top_o, ac->pad_top) << what;
+      EXPECT_EQ(m->act_pad_left_o, ac->pad_left) << what;
+      EXPECT_EQ(m->act_pad_bottom_o, ac->pad_bottom) << what;
+      EXPECT_EQ(m->act_pad_right_o, ac->pad_right) << what;
     } else if (auto* wh = std::get_if<tpu::WriteHost>(&instr)) {
       EXPECT_EQ(m->dec_unit_o, 4u) << what;
       EXPECT_EQ(m->dmaout_ub_addr_o, wh->ub_addr) << what;

@@ -38,6 +38,10 @@ module tpu_instr_layout (
   output logic [31:0]  activate_pool_s_o,
   output logic [31:0]  activate_ub_stride_o,
   output logic [31:0]  activate_slot_o,
+  output logic [31:0]  activate_pad_top_o,
+  output logic [31:0]  activate_pad_left_o,
+  output logic [31:0]  activate_pad_bottom_o,
+  output logic [31:0]  activate_pad_right_o,
   output logic [127:0] activate_rsvd_o,
   // nop / sync / halt, and the opcode of every format
   output logic [31:0]  opcode_o,
@@ -76,7 +80,11 @@ module tpu_instr_layout (
   output logic [31:0]  act_pool_k_o,
   output logic [31:0]  act_pool_s_o,
   output logic [31:0]  act_ub_stride_o,
-  output logic [31:0]  act_slot_o
+  output logic [31:0]  act_slot_o,
+  output logic [31:0]  act_pad_top_o,
+  output logic [31:0]  act_pad_left_o,
+  output logic [31:0]  act_pad_bottom_o,
+  output logic [31:0]  act_pad_right_o
 );
   tpu_pkg::instr_t   w;
   tpu_pkg::decoded_t dec;
@@ -145,6 +153,10 @@ module tpu_instr_layout (
   assign activate_pool_s_o       = 32'(w.activate.pool_s);
   assign activate_ub_stride_o    = 32'(w.activate.ub_stride);
   assign activate_slot_o         = 32'(w.activate.slot);
+  assign activate_pad_top_o      = 32'(w.activate.pad_top);
+  assign activate_pad_left_o     = 32'(w.activate.pad_left);
+  assign activate_pad_bottom_o   = 32'(w.activate.pad_bottom);
+  assign activate_pad_right_o    = 32'(w.activate.pad_right);
   always_comb begin
     tpu_pkg::instr_activate_t r;
     r                = w.activate;
@@ -158,6 +170,10 @@ module tpu_instr_layout (
     r.pool_k         = '0;
     r.pool_s         = '0;
     r.ub_stride      = '0;
+    r.pad_top        = '0;
+    r.pad_left       = '0;
+    r.pad_bottom     = '0;
+    r.pad_right      = '0;
     r.slot           = '0;
     activate_rsvd_o  = r;
   end
@@ -220,6 +236,10 @@ module tpu_instr_layout (
   assign act_pool_s_o       = 32'(act.pool_s);
   assign act_ub_stride_o    = 32'(act.ub_stride);
   assign act_slot_o         = 32'(act.slot);
+  assign act_pad_top_o      = 32'(act.pad_top);
+  assign act_pad_left_o     = 32'(act.pad_left);
+  assign act_pad_bottom_o   = 32'(act.pad_bottom);
+  assign act_pad_right_o    = 32'(act.pad_right);
 
   logic unused_dec;
   assign unused_dec = ^dec.fp;
