@@ -83,6 +83,7 @@ const std::vector<Syntax>& syntax_table() {
         {"slot", kActSlot, 0, Kind::Number},
         {"func", kActFunc, 0, Kind::Func},
         {"out_unsigned", kActOutUnsigned, 0, Kind::Flag},
+        {"raw", kActRaw, 0, Kind::Flag},
         {"pad_top", kActPadTop, 0, Kind::Number},
         {"pad_left", kActPadLeft, 0, Kind::Number},
         {"pad_bottom", kActPadBottom, 0, Kind::Number},

@@ -209,14 +209,31 @@ GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
 GoldenModel::Fault GoldenModel::exec(const Activate& in) {
   const uint32_t n = params_.N;
   const uint32_t w = in.width;
-  const uint32_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1;
-  const uint32_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1;
+  const auto ho = static_cast<uint32_t>(in.output_height());
+  const auto wo = static_cast<uint32_t>(in.output_width());
   std::vector<int32_t> bias_v(n), mult_v(n);
   std::vector<uint32_t> misc_v(n);
   for (uint32_t c = 0; c < n; ++c) {
     bias_v[c] = bias(in.slot, c);
     mult_v[c] = mult(in.slot, c);
     misc_v[c] = misc(in.slot, c);
+  }
+  if (in.raw) {
+    // Pixel (y, x): UB rows ub + y*ub_stride + 4x .. +3 hold its N int32, little-endian, in
+    // column order (row j: columns j*N/4 ..).
+    for (uint32_t y = 0; y < in.height; ++y) {
+      for (uint32_t x = 0; x < w; ++x) {
+        const size_t row = size_t{in.acc_addr} + size_t{y} * w + x;
+        uint8_t* out = &ub_[(size_t{in.ub_addr} + size_t{y} * in.ub_stride +
+                             size_t{x} * Activate::kRawRowsPerPixel) *
+                            n];
+        for (uint32_t c = 0; c < n; ++c) {
+          const auto v = static_cast<uint32_t>(saturating_add_int32(acc_[row * n + c], bias_v[c]));
+          for (uint32_t b = 0; b < 4; ++b) out[4 * c + b] = static_cast<uint8_t>(v >> (8 * b));
+        }
+      }
+    }
+    return {};
   }
   for (uint32_t oy = 0; oy < ho; ++oy) {
     for (uint32_t ox = 0; ox < wo; ++ox) {

@@ -224,14 +224,22 @@ Fault check_one(const Activate& in, const ChipParams& p, const DmaWindows&) {
                         "(expected pool_k <= both)",
                         in.pool_k, in.padded_width(), in.padded_height()));
   }
-  uint64_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1;
-  uint64_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1;
-  uint64_t last_ub = uint64_t{in.ub_addr} + (ho - 1) * in.ub_stride + wo - 1;
+  if (in.raw && (in.pool_k != 1 || in.pool_s != 1 || in.pad_top || in.pad_left || in.pad_bottom ||
+                 in.pad_right || in.func != ActFunc::Identity || in.out_unsigned)) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("activate raw: pool_k = %u, pool_s = %u, pads %u/%u/%u/%u, func = %s, "
+                        "out_unsigned = %u (a raw int32 output expects pool_k = pool_s = 1, no "
+                        "pads, func = identity, a signed output)",
+                        in.pool_k, in.pool_s, in.pad_top, in.pad_left, in.pad_bottom, in.pad_right,
+                        std::string(act_func_name(in.func)).c_str(), unsigned{in.out_unsigned}));
+  }
+  const uint64_t last_ub = in.last_ub_row();
   if (last_ub >= p.ub_rows) {
     return fault(ErrorCode::ERR_UB_RANGE,
-                 format("activate: last UB row written ub + (Ho-1)*ub_stride + Wo-1 = %" PRIu64
+                 format("activate: last UB row written ub + (Ho-1)*ub_stride + Wo*%u-1 = %" PRIu64
                         " (Ho = %" PRIu64 ", Wo = %" PRIu64 "; UbRows = %u, must be < %u)",
-                        last_ub, ho, wo, p.ub_rows, p.ub_rows));
+                        in.ub_rows_per_pixel(), last_ub, in.output_height(), in.output_width(),
+                        p.ub_rows, p.ub_rows));
   }
   Fault f = check_rows("activate", "ACC", ErrorCode::ERR_ACC_RANGE, in.acc_addr,
                        uint64_t{in.width} * in.height, p.acc_rows, "AccRows");
@@ -345,20 +353,15 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
                                                  {"outer", kMatmulOuter},
                                                  {"inner_stride", kMatmulInnerStride},
                                                  {"outer_stride", kMatmulOuterStride}};
-  static const std::vector<FieldInfo> kActivate = {{"func", kActFunc},
-                                                   {"out_unsigned", kActOutUnsigned},
-                                                   {"acc_addr", kActAccAddr},
-                                                   {"ub_addr", kActUbAddr},
-                                                   {"width", kActWidth},
-                                                   {"height", kActHeight},
-                                                   {"pool_k", kActPoolK},
-                                                   {"pool_s", kActPoolS},
-                                                   {"ub_stride", kActUbStride},
-                                                   {"slot", kActSlot},
-                                                   {"pad_top", kActPadTop},
-                                                   {"pad_left", kActPadLeft},
-                                                   {"pad_bottom", kActPadBottom},
-                                                   {"pad_right", kActPadRight}};
+  static const std::vector<FieldInfo> kActivate = {
+      {"func", kActFunc},         {"out_unsigned", kActOutUnsigned},
+      {"raw", kActRaw},           {"acc_addr", kActAccAddr},
+      {"ub_addr", kActUbAddr},    {"width", kActWidth},
+      {"height", kActHeight},     {"pool_k", kActPoolK},
+      {"pool_s", kActPoolS},      {"ub_stride", kActUbStride},
+      {"slot", kActSlot},         {"pad_top", kActPadTop},
+      {"pad_left", kActPadLeft},  {"pad_bottom", kActPadBottom},
+      {"pad_right", kActPadRight}};
   switch (op) {
     case Opcode::ReadHost:
       return kReadHost;
@@ -425,10 +428,10 @@ bool operator==(const Matmul& a, const Matmul& b) {
 }
 bool operator==(const Activate& a, const Activate& b) {
   return std::tie(a.func, a.out_unsigned, a.acc_addr, a.ub_addr, a.width, a.height, a.pool_k,
-                  a.pool_s, a.ub_stride, a.slot, a.pad_top, a.pad_left, a.pad_bottom,
-                  a.pad_right) == std::tie(b.func, b.out_unsigned, b.acc_addr, b.ub_addr, b.width,
-                                           b.height, b.pool_k, b.pool_s, b.ub_stride, b.slot,
-                                           b.pad_top, b.pad_left, b.pad_bottom, b.pad_right);
+                  a.pool_s, a.ub_stride, a.slot, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right,
+                  a.raw) == std::tie(b.func, b.out_unsigned, b.acc_addr, b.ub_addr, b.width,
+                                     b.height, b.pool_k, b.pool_s, b.ub_stride, b.slot, b.pad_top,
+                                     b.pad_left, b.pad_bottom, b.pad_right, b.raw);
 }
 bool operator==(const RawInstruction& a, const RawInstruction& b) { return a.bytes == b.bytes; }
 
@@ -479,6 +482,7 @@ struct Encoder {
     op(Opcode::Activate);
     put(w, field::kActFunc, static_cast<uint8_t>(in.func), "activate.func");
     put(w, field::kActOutUnsigned, in.out_unsigned, "activate.out_unsigned");
+    put(w, field::kActRaw, in.raw, "activate.raw");
     put(w, field::kActAccAddr, in.acc_addr, "activate.acc_addr");
     put(w, field::kActUbAddr, in.ub_addr, "activate.ub_addr");
     put(w, field::kActWidth, in.width, "activate.width");
@@ -589,6 +593,7 @@ DecodeResult decode(const InstrBytes& w) {
       Activate in;
       in.func = static_cast<ActFunc>(get(kActFunc));
       in.out_unsigned = get(kActOutUnsigned);
+      in.raw = get(kActRaw);
       in.acc_addr = static_cast<uint16_t>(get(kActAccAddr));
       in.ub_addr = static_cast<uint32_t>(get(kActUbAddr));
       in.width = static_cast<uint16_t>(get(kActWidth));
@@ -654,6 +659,7 @@ struct Disassembler {
                in.acc_addr, in.ub_addr, in.width, in.height, in.pool_k, in.pool_s, in.ub_stride,
                in.slot, std::string(act_func_name(in.func)).c_str());
     if (in.out_unsigned) s += " out_unsigned";
+    if (in.raw) s += " raw";
     if (in.pad_top || in.pad_left || in.pad_bottom || in.pad_right)
       s += format(" pad_top=%u pad_left=%u pad_bottom=%u pad_right=%u", in.pad_top, in.pad_left,
                   in.pad_bottom, in.pad_right);

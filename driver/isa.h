@@ -121,6 +121,7 @@ constexpr BitField kMatmulOuterStride{88, 24};
 // activate (0x04)
 constexpr BitField kActFunc{8, 2};
 constexpr BitField kActOutUnsigned{10, 1};
+constexpr BitField kActRaw{11, 1};
 constexpr BitField kActAccAddr{16, 16};
 constexpr BitField kActUbAddr{32, 24};
 constexpr BitField kActWidth{56, 12};
@@ -213,8 +214,28 @@ struct Activate {
   uint8_t pad_left = 0;
   uint8_t pad_bottom = 0;
   uint8_t pad_right = 0;
+  // Raw int32 output (isa.md): saturate_int32(acc + bias) as four UB rows per ACC row; needs
+  // pool_k = pool_s = 1, no pads, func identity, a signed output.
+  bool raw = false;
   uint32_t padded_height() const { return uint32_t{height} + pad_top + pad_bottom; }
   uint32_t padded_width() const { return uint32_t{width} + pad_left + pad_right; }
+  // Output lines and pixels per line: Ho, Wo of isa.md (pool_k <= the padded sizes).
+  uint64_t output_height() const { return (padded_height() - pool_k) / pool_s + 1u; }
+  uint64_t output_width() const { return (padded_width() - pool_k) / pool_s + 1u; }
+  // UB rows per output pixel: 4 (int32 bytes) for raw, else 1.
+  static constexpr uint32_t kRawRowsPerPixel = 4;
+  uint32_t ub_rows_per_pixel() const { return raw ? kRawRowsPerPixel : 1u; }
+  // The last UB row written: ub_addr + (Ho-1)*ub_stride + Wo*rows_per_pixel - 1.
+  uint64_t last_ub_row() const {
+    return uint64_t{ub_addr} + (output_height() - 1) * ub_stride +
+           output_width() * ub_rows_per_pixel() - 1;
+  }
+  // Accumulator rows read (the activation unit's cycles, one row each): k^2 per output pixel,
+  // raw: four per pixel (one UB row written per cycle).
+  uint64_t unit_cycles() const {
+    return raw ? uint64_t{width} * height * kRawRowsPerPixel
+               : output_height() * output_width() * pool_k * pool_k;
+  }
 };
 
 // A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits

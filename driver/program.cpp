@@ -265,13 +265,24 @@ ProgramBuilder& ProgramBuilder::activate(const Activate& in) {
                   format("AccRows = %u", params_.acc_rows).c_str());
   TPU_CHECK_RANGE(m, "acc_addr", "acc_addr + width*height - 1", in.acc_addr + acc_rows - 1, 0,
                   params_.acc_rows - 1, format("AccRows = %u", params_.acc_rows).c_str());
-  const uint64_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1u;
-  const uint64_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1u;
+  if (in.raw) {
+    const char* raw_only = "a raw int32 activate has no pooling";
+    TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1, 1, raw_only);
+    TPU_CHECK_RANGE(m, "pool_s", "pool_s", in.pool_s, 1, 1, raw_only);
+    TPU_CHECK_RANGE(m, "pad_top", "pad_top + pad_left + pad_bottom + pad_right",
+                    in.pad_top + in.pad_left + in.pad_bottom + in.pad_right, 0, 0, raw_only);
+    if (in.func != ActFunc::Identity || in.out_unsigned) {
+      fail(m, "func",
+           format("func = %s, out_unsigned = %u: a raw int32 activate expects "
+                  "func = identity and a signed output",
+                  std::string(act_func_name(in.func)).c_str(), unsigned{in.out_unsigned}));
+    }
+  }
   TPU_CHECK_RANGE(m, "ub_addr", "ub_addr", in.ub_addr, 0, params_.ub_rows - 1,
                   format("UbRows = %u", params_.ub_rows).c_str());
-  TPU_CHECK_RANGE(m, "ub_addr", "last UB row written (ub_addr + (Ho-1)*ub_stride + Wo - 1)",
-                  in.ub_addr + (ho - 1) * in.ub_stride + wo - 1, 0, params_.ub_rows - 1,
-                  format("UbRows = %u", params_.ub_rows).c_str());
+  TPU_CHECK_RANGE(
+      m, "ub_addr", "last UB row written (ub_addr + (Ho-1)*ub_stride + Wo*rows_per_pixel - 1)",
+      in.last_ub_row(), 0, params_.ub_rows - 1, format("UbRows = %u", params_.ub_rows).c_str());
   push(in, m);
   return *this;
 }

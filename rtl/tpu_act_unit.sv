@@ -7,7 +7,8 @@
 // image padded by pad_top/left/bottom/right: a tap in the padding still takes its cycle but
 // reads no pixel and is left out of the maximum (ONNX MaxPool's -inf padding). Also owns the
 // quantization parameter memory (QpSlots x {bias, mult, misc} x N int32) and the 256-byte LUT,
-// written row by row by read_host.
+// written row by row by read_host. A raw activate writes each row's saturate(acc + bias) as
+// int32: it holds the row for four cycles and writes one quarter (N bytes) per cycle.
 `include "tpu_assert.svh"
 
 module tpu_act_unit #(
@@ -59,6 +60,8 @@ module tpu_act_unit #(
   logic [11:0] width_q, height_q;
   logic [3:0]  pool_k_q, pool_s_q;
   logic [2:0]  pad_t_q, pad_l_q, pad_b_q, pad_r_q;
+  logic        raw_q;       // int32 output: four UB rows per ACC row
+  logic [1:0]  quarter_q;   // the quarter of the row written this cycle (raw)
   logic [23:0] ub_stride_q;
   logic [SlotW-1:0] slot_q;
   logic [11:0] oy_q, ox_q;    // output pixel (window) being read
@@ -67,13 +70,14 @@ module tpu_act_unit #(
 
   // Stage 1: one accumulator row and where it goes.
   logic               s1_valid_q, s1_first_q, s1_last_q, s1_tap_q;
+  logic [1:0]         s1_quarter_q;
   logic [UbW-1:0]     s1_ub_addr_q;
   logic [32*N-1:0]    s1_acc_q;
   logic [9*N-1:0]     pool_q;    // running window maximum, column c in [9c +: 9]
   logic               pool_have_q;  // the window has had a pixel (not only padding)
   logic           ub_we_q;
 
-  logic win_first, win_last, all_last, row_last, col_last, start, tap_in;
+  logic win_first, win_last, all_last, row_last, col_last, start, tap_in, step;
   logic signed [13:0] tap_y, tap_x;  // the tap in image coordinates (negative: in the padding)
   logic [31:0] acc_row, ub_row;
 
@@ -111,7 +115,11 @@ module tpu_act_unit #(
   // A tap in the padding reads the region's first row (inside its footprint) and is ignored.
   assign acc_row   = 32'(acc_base_q) +
                      (tap_in ? 32'(tap_y[12:0]) * 32'(width_q) + 32'(tap_x[12:0]) : 32'd0);
-  assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) + 32'(ox_q);
+  // A raw pixel's quarters go to four consecutive UB rows.
+  assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) +
+                     (raw_q ? {18'd0, ox_q, quarter_q} : 32'(ox_q));
+  // The window position moves on every cycle, in raw mode after the row's fourth quarter.
+  assign step      = !raw_q || (quarter_q == 2'd3);
   assign acc_raddr_o = AccW'(acc_row);
   assign cmd_ready_o = !busy_q && !s1_valid_q && !ub_we_q;
   assign start       = cmd_valid_i && cmd_ready_o;
@@ -141,6 +149,8 @@ module tpu_act_unit #(
         pad_l_q     <= cmd_i.pad_left;
         pad_b_q     <= cmd_i.pad_bottom;
         pad_r_q     <= cmd_i.pad_right;
+        raw_q       <= cmd_i.raw;
+        quarter_q   <= '0;
         ub_stride_q <= cmd_i.ub_stride;
         slot_q      <= SlotW'(cmd_i.slot);
         oy_q <= '0;
@@ -149,7 +159,10 @@ module tpu_act_unit #(
         px_q <= '0;
         dy_q <= '0;
         dx_q <= '0;
+      end else if (busy_q && !step) begin
+        quarter_q <= quarter_q + 1'b1;
       end else if (busy_q) begin
+        quarter_q <= '0;
         if (all_last) busy_q <= 1'b0;
         if (dx_q != pool_k_q - 1'b1) begin
           dx_q <= dx_q + 1'b1;
@@ -181,6 +194,7 @@ module tpu_act_unit #(
       s1_first_q   <= win_first;
       s1_last_q    <= win_last;
       s1_tap_q     <= tap_in;
+      s1_quarter_q <= quarter_q;
       s1_ub_addr_q <= UbW'(ub_row);
       s1_acc_q     <= acc_rdata_i;
     end
@@ -221,6 +235,14 @@ module tpu_act_unit #(
         pool_n[9*c +: 9]  = v;
         wdata_n[8*c +: 8] = v[7:0];
       end
+      if (raw_q) begin
+        // Quarter q of the row's N int32 (little-endian, column order): columns q*N/4 ..
+        for (int c = 0; c < 32'(Words); c++) begin
+          wdata_n[32*c +: 32] = tpu_pkg::add_bias(
+              s1_acc_q[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32],
+              bias[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32]);
+        end
+      end
       pool_q     <= pool_n;
       pool_have_q <= have || s1_tap_q;
       ub_wdata_q <= wdata_n;
@@ -244,5 +266,7 @@ module tpu_act_unit #(
   `TPU_ASSERT_IMPLIES(ActWindowHasPixel, s1_valid_q && s1_last_q,
                       s1_tap_q || (!s1_first_q && pool_have_q))
   `TPU_ASSERT_IMPLIES(ActUbRowBound, busy_q, ub_row < UbRows)
+  // A raw activate has no pooling (checked at decode): every row is a whole window.
+  `TPU_ASSERT_IMPLIES(ActRawNoPool, busy_q && raw_q, pool_k_q == 4'd1 && pool_s_q == 4'd1)
 
 endmodule

@@ -200,12 +200,20 @@ module tpu_decoder #(
         hp = h + pt + pb;
         wp = w + pl + pr;
         field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pt >= pk) ||
-                    (pl >= pk) || (pb >= pk) || (pr >= pk) || (pk > wp) || (pk > hp);
+                    (pl >= pk) || (pb >= pk) || (pr >= pk) || (pk > wp) || (pk > hp) ||
+                    // A raw int32 output: no pooling, no padding, identity, signed.
+                    (instr_i.activate.raw && ((pk != 64'd1) || (ps != 64'd1) ||
+                                              (pt + pl + pb + pr != '0) ||
+                                              (instr_i.activate.func != tpu_pkg::FuncIdentity) ||
+                                              instr_i.activate.out_unsigned));
         if (!field_bad) begin
           ho = u64({19'd0, div_stride(13'(hp - pk), 4'(ps))}) + 1;
           wo = u64({19'd0, div_stride(13'(wp - pk), 4'(ps))}) + 1;
         end
-        last_ub  = u64({8'd0, instr_i.activate.ub_addr}) + (ho - 1) * u64({8'd0, instr_i.activate.ub_stride}) + wo - 1;
+        // A raw pixel is four UB rows (its N int32).
+        last_ub  = u64({8'd0, instr_i.activate.ub_addr}) +
+                   (ho - 1) * u64({8'd0, instr_i.activate.ub_stride}) +
+                   (instr_i.activate.raw ? wo << 2 : wo) - 1;
         last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;
         ub_bad   = last_ub >= 64'(UbRows);
         acc_bad  = last_acc >= 64'(AccRows);
@@ -227,6 +235,7 @@ module tpu_decoder #(
         actc.pad_left     = instr_i.activate.pad_left;
         actc.pad_bottom   = instr_i.activate.pad_bottom;
         actc.pad_right    = instr_i.activate.pad_right;
+        actc.raw          = instr_i.activate.raw;
       end
       default: ;
     endcase

@@ -111,7 +111,8 @@ package tpu_pkg;
     logic [11:0] width;          // 67:56
     logic [23:0] ub_addr;        // 55:32
     logic [15:0] acc_addr;       // 31:16
-    logic [4:0]  reserved_lo;    // 15:11
+    logic [3:0]  reserved_lo;    // 15:12
+    logic        raw;            // 11: int32 output, 4 UB rows per ACC row
     logic        out_unsigned;   // 10
     logic [1:0]  func;           // 9:8
     logic [7:0]  opcode;
@@ -197,6 +198,7 @@ package tpu_pkg;
     logic [2:0]  pad_left;
     logic [2:0]  pad_bottom;
     logic [2:0]  pad_right;
+    logic        raw;            // int32 output (docs/isa.md)
   } act_cmd_t;
 
   // Widths of the types above. Yosys 0.23 has no $bits() of a type, so they are written out;
@@ -207,8 +209,8 @@ package tpu_pkg;
   localparam int unsigned WdmaW    = 80;    // wdma_cmd_t
   localparam int unsigned DmaWrW   = 80;    // dma_wr_cmd_t
   localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
-  localparam int unsigned ActCmdW  = 115;   // act_cmd_t
-  localparam int unsigned CmdW     = 115;   // cmd_u: the widest command
+  localparam int unsigned ActCmdW  = 116;   // act_cmd_t
+  localparam int unsigned CmdW     = 116;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
   // padded to CmdW at the top).
@@ -319,6 +321,16 @@ package tpu_pkg;
     as_out_type = uns ? $signed({1'b0, b}) : $signed({b[7], b});
   endfunction
 
+  // saturate_int32(acc + bias): the first step of `activate`, and all of a raw one (isa.md).
+  function automatic logic signed [31:0] add_bias(logic signed [31:0] acc,
+                                                  logic signed [31:0] bias);
+    logic signed [32:0] sum;
+    sum = $signed({acc[31], acc}) + $signed({bias[31], bias});
+    if (sum > 33'sh0_7FFF_FFFF)       add_bias = 32'sh7FFF_FFFF;
+    else if (sum < -33'sh0_8000_0000) add_bias = -32'sh8000_0000;
+    else                              add_bias = sum[31:0];
+  endfunction
+
   // One column of `activate` before the LUT (docs/isa.md): saturating bias add, exact 64-bit
   // scale, round half away from zero, zero point, saturation to the output type, then
   // identity / ReLU / clamp. For FuncLut the caller looks the result up in the LUT.
@@ -329,7 +341,6 @@ package tpu_pkg;
                                                    logic [31:0] misc,
                                                    logic [1:0] func,
                                                    logic out_unsigned);
-    logic signed [32:0] sum;
     logic signed [31:0] x;
     logic signed [63:0] p, q, rounded, with_zp;
     logic        [63:0] rem, half;
@@ -339,10 +350,7 @@ package tpu_pkg;
     logic               unused_misc;
 
     unused_misc = ^misc[7:6];  // reserved, ignored (docs/isa.md)
-    sum = $signed({acc[31], acc}) + $signed({bias[31], bias});
-    if (sum > 33'sh0_7FFF_FFFF)       x = 32'sh7FFF_FFFF;
-    else if (sum < -33'sh0_8000_0000) x = -32'sh8000_0000;
-    else                              x = sum[31:0];
+    x = add_bias(acc, bias);
     p     = $signed({{32{x[31]}}, x}) * $signed({{32{mult[31]}}, mult});
     shift = misc[5:0];
     // p / 2^shift in 64 bits (|p| <= 2^62, so nothing overflows): floor, then step up when the

@@ -124,6 +124,20 @@ std::vector<int32_t> CompiledNetwork::unpack_output(const uint8_t* bytes) const 
   const Tensor& t = tensors.back();
   const uint32_t n = chip.N;
   std::vector<int32_t> out(size_t(int64_t(t.channels) * t.h * t.w));
+  if (t.pixel_rows != 1) {  // raw int32: pixel x of a line at rows 4x .. 4x + 3 (no border)
+    for (int c = 0; c < t.channels; ++c)
+      for (int y = 0; y < t.h; ++y)
+        for (int x = 0; x < t.w; ++x) {
+          const size_t at = (size_t(uint32_t(c) / n) * t.block_rows() + size_t(y) * t.wp() +
+                             size_t(x) * t.pixel_rows) *
+                                n +
+                            4 * size_t(uint32_t(c) % n);
+          const uint32_t v = uint32_t(bytes[at]) | uint32_t(bytes[at + 1]) << 8 |
+                             uint32_t(bytes[at + 2]) << 16 | uint32_t(bytes[at + 3]) << 24;
+          out[size_t((int64_t(c) * t.h + y) * t.w + x)] = int32_t(v);
+        }
+    return out;
+  }
   for (int c = 0; c < t.channels; ++c)
     for (int y = 0; y < t.h; ++y)
       for (int x = 0; x < t.w; ++x) {
@@ -148,7 +162,10 @@ class TensorPlanner {
     const size_t nl = net.layers.size();
     cn_.packed_input = packable(net);
     cn_.tensors.resize(nl);
-    for (size_t l = 0; l < nl; ++l) cn_.tensors[l] = plain(net.layers[l].out, net.layers[l].out_q);
+    for (size_t l = 0; l < nl; ++l) {
+      cn_.tensors[l] = plain(net.layers[l].out, net.layers[l].out_q);
+      if (net.layers[l].raw) cn_.tensors[l].pixel_rows = Activate::kRawRowsPerPixel;
+    }
     const QLayer& first = net.layers.front();
     if (cn_.packed_input) {
       CompiledNetwork::Tensor in;
@@ -1059,6 +1076,7 @@ class Emitter {
     Activate a;
     a.func = chip_func(l.act);
     a.out_unsigned = out.is_unsigned;
+    a.raw = l.raw;
     a.slot = uint8_t(u.slot);
     if (l.kind == LayerKind::Dense) {
       a.acc_addr = uint16_t(u.acc);

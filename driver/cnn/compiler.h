@@ -75,8 +75,11 @@ struct CompiledNetwork {
     bool is_unsigned = false;
     int zero_point = 0;
     int fill = 0;  // border value
+    // UB rows per pixel: 1, or Activate::kRawRowsPerPixel for a raw layer's int32 output (a
+    // pixel's N int32 in four rows; such a tensor has no border and no reader on the chip).
+    uint32_t pixel_rows = 1;
     uint32_t hp() const { return uint32_t(pt + h + pb); }
-    uint32_t wp() const { return uint32_t(pl + w + pr); }
+    uint32_t wp() const { return uint32_t(pl + w + pr) * pixel_rows; }
     uint32_t block_rows() const { return hp() * wp(); }
     uint32_t image_rows() const { return uint32_t(blocks) * block_rows(); }
     bool padded() const { return pt || pl || pb || pr; }

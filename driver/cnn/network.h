@@ -158,6 +158,9 @@ struct Layer : LayerGeometry {
   std::optional<TensorQuant> pre_quant;  // Lut: the function's input quantization from the file
   std::optional<GivenQuant> given;       // quantized weights/bias from the file
   std::optional<TensorQuant> out_quant;  // output quantization from the file
+  // MatMulInteger / ConvInteger: the output is the exact int32 saturate(acc + bias), not
+  // requantized (the chip's raw activate); only the network's output layer.
+  bool raw_out = false;
 };
 
 // The float network as imported.
@@ -192,6 +195,7 @@ struct Network {
 //                 (zp = out.zero_point; for Lut: pre_q.zero_point)
 //   y           = Relu: max(y, out.zp); Clip: min(max(y, lo), hi); Lut: lut[y - qmin]
 //   output      = max-pool of y (floor; Copy: its padding never wins)
+//   raw:  output = v, an int32 (MatMulInteger / ConvInteger; no pooling, no activation)
 struct QLayer : LayerGeometry {
   std::vector<TensorQuant> in_qs;   // per input
   TensorQuant in_q, out_q;          // in_q = in_qs[0]
@@ -206,6 +210,7 @@ struct QLayer : LayerGeometry {
   std::vector<int32_t> lut;             // Lut: 256 output values, index y - qmin
   LutFunc lut_func = LutFunc::Sigmoid;  // Lut: the function the table holds (for exports)
   float lut_alpha = 0.0f, lut_beta = 0.0f;
+  bool raw = false;  // the output is v, int32 (Layer::raw_out)
   // Add: operand j's weight for channel c.
   int add_weight(int c, int j) const {
     return weight.size() == 2 ? weight[size_t(j)] : weight[size_t(2 * c + j)];

@@ -337,6 +337,9 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
   for (size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
     check_pool_after_lut(l, i);
+    if (l.raw_out)
+      throw Error(
+          layer_error(l, i, "an int32 output (MatMulInteger / ConvInteger) has no float form"));
     const std::string p = "l" + std::to_string(i);
     bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
     if (prelu_part[i]) continue;
@@ -474,6 +477,10 @@ bool hardswish_as_mul(const QLayer& l) {
 
 void check_quantized_layer(const QLayer& l, size_t i) {
   check_pool_after_lut(l, i);
+  if (l.raw)
+    throw Error(layer_error(l, i,
+                            "an int32 output (MatMulInteger / ConvInteger) has no quantized "
+                            "export here; export the model it came from"));
   bool negated = false;
   for (int32_t m : l.mult) negated |= m < 0;
   if ((l.kind == LayerKind::Add && l.weight.size() != 2) || (l.kind == LayerKind::Copy && negated))

@@ -14,7 +14,8 @@
 namespace tpu::cnn {
 
 std::string supported_ops() {
-  return "Conv (groups, depthwise, dilations), QLinearConv, Gemm, MatMul, QLinearMatMul, Add (of "
+  return "Conv (groups, depthwise, dilations), QLinearConv, ConvInteger, Gemm, MatMul, "
+         "QLinearMatMul, MatMulInteger (int32 outputs), Add (of "
          "two "
          "tensors, or a bias), QLinearAdd, Sub/Mul/Div by constants (folded into the layer before, "
          "or "
@@ -295,6 +296,17 @@ class Importer {
       fail_model("the graph output '" + out + "' is computed by layer '" +
                  net_.layers[size_t(last)].name + "', but layers after it ('" +
                  net_.layers.back().name + "') do not lead to the output");
+    for (size_t li = 0; li < net_.layers.size(); ++li) {
+      const Layer& l = net_.layers[li];
+      if (!l.raw_out) continue;
+      bool read = false;
+      for (const Layer& c : net_.layers)
+        for (int p : c.inputs) read |= p == int(li);
+      if (read || li + 1 != net_.layers.size() || l.act != Activation::None || l.pool_k != 1)
+        fail_model("layer '" + l.name +
+                   "' computes an int32 result (MatMulInteger / ConvInteger): it must be the graph "
+                   "output itself, not read by other ops, pooled or activated");
+    }
     net_.output_name = out;
     return std::move(net_);
   }
@@ -474,8 +486,9 @@ class Importer {
            "operator com.microsoft." + op + " is not supported. Supported ops: " + supported_ops());
     }
     if (op == "Shape") return shape_of(n);
-    if (op == "Conv" || op == "QLinearConv") return conv(n);
-    if (op == "Gemm" || op == "MatMul" || op == "QLinearMatMul") return dense(n);
+    if (op == "Conv" || op == "QLinearConv" || op == "ConvInteger") return conv(n);
+    if (op == "Gemm" || op == "MatMul" || op == "QLinearMatMul" || op == "MatMulInteger")
+      return dense(n);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return arith(n);
     if (op == "Concat") return concat(n, false);
     if (op == "BatchNormalization") return batch_norm(n);
@@ -865,6 +878,57 @@ class Importer {
                   ", or DequantizeLinear first)");
     return v;
   }
+  // The integer input of MatMulInteger / ConvInteger: its values minus the zero point input
+  // `zi` (optional, per tensor) are what the op multiplies; scale 1.
+  Value integer_input(const onnx::NodeProto& n, int i, int zi) {
+    Value v = data(n, i);
+    if (!v.is_int) fail(n, "its input '" + n.input(i) + "' is not a uint8 / int8 tensor");
+    const Const* z = opt_konst(n, zi, "zero point");
+    if (z && z->numel() != 1)
+      fail(n, "zero point of shape " + dims_str(z->dims) +
+                  " (per row); only a per-tensor zero point is supported");
+    Const one;
+    one.v = {1.0};
+    TensorQuant q = tensor_quant(n, one, z);
+    if (!z) q.is_unsigned = v.quant ? v.quant->is_unsigned : int_input_unsigned_;
+    if (v.quant && !(q == *v.quant))
+      fail(n, "reads its input '" + n.input(i) + "' as " + q.str() + " but it was quantized as " +
+                  v.quant->str());
+    if (!v.quant) annotate(n, v, q, n.input(i));
+    return v;
+  }
+  // The weights of MatMulInteger / ConvInteger (input `wi`) with their zero point (input `zi`,
+  // optional: per tensor, or per output channel along `oc_axis`), scale 1.
+  Const integer_weights(const onnx::NodeProto& n, int wi, int zi, int oc_axis) const {
+    Const w = konst(n, wi, "weights");
+    const Const* z = opt_konst(n, zi, "weight zero point");
+    if (w.elem_type != onnx::TensorProto::UINT8 && w.elem_type != onnx::TensorProto::INT8)
+      fail(n, std::string("weights of type ") + type_name(w.elem_type) + " (only uint8 and int8)");
+    w.quantized = true;
+    w.axis = oc_axis;
+    const int64_t channels = z && z->numel() > 1 ? z->numel() : 1;
+    if (channels > 1 && (oc_axis >= int(w.dims.size()) || channels != w.dims[size_t(oc_axis)]))
+      fail(n, "weight zero point of shape " + dims_str(z->dims) +
+                  " matches neither per-tensor nor per-output-channel");
+    w.scale.assign(size_t(channels), 1.0);
+    w.zp.assign(size_t(channels), 0);
+    if (z)
+      for (int64_t c = 0; c < channels; ++c) w.zp[size_t(c)] = int64_t(z->v[size_t(c)]);
+    w.q.assign(w.v.begin(), w.v.end());
+    for (int64_t i = 0; i < w.numel(); ++i)
+      w.v[size_t(i)] = double(w.q[size_t(i)] - w.zp[w.channel_of(i)]);
+    return w;
+  }
+  // MatMulInteger / ConvInteger: the output is the exact int32 sum (scale 1, no zero point),
+  // written by a raw activate; only the graph output may be one.
+  void make_raw(Layer& l) const {
+    TensorQuant q;
+    q.scale = 1.0f;
+    q.zero_point = 0;
+    q.is_unsigned = false;
+    l.out_quant = q;
+    l.raw_out = true;
+  }
   std::optional<TensorQuant> out_quant(const onnx::NodeProto& n, bool ql, int si, int zi) {
     if (!ql) return std::nullopt;
     return tensor_quant(n, konst(n, si, "output scale"), opt_konst(n, zi, "output zero point"));
@@ -979,13 +1043,18 @@ class Importer {
 
   void conv(const onnx::NodeProto& n) {
     const bool ql = n.op_type() == "QLinearConv";
-    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearConv");
+    const bool integer = n.op_type() == "ConvInteger";
+    const Value v = ql        ? int_input(n, 0, 1, 2)
+                    : integer ? integer_input(n, 0, 2)
+                              : float_input(n, 0, "QLinearConv");
     if (v.flat) fail(n, "its input '" + n.input(0) + "' is flattened; Conv needs an NCHW tensor");
     Const w;
     const Const* b = nullptr;
     if (ql) {
       w = qlinear_weights(n, 3, 4, 5, 0);
       b = opt_konst(n, 8, "B");
+    } else if (integer) {
+      w = integer_weights(n, 1, 3, 0);
     } else {
       w = konst(n, 1, "W");
       b = opt_konst(n, 2, "B");
@@ -1049,15 +1118,19 @@ class Importer {
       given_bias(b, l, in_q);
     }
     l.out_quant = out_quant(n, ql, 6, 7);
+    if (integer) make_raw(l);
     const int id = push_layer(n, std::move(l));
     new_layer_output(n, id, false);
-    finish_int_output(n, id, ql);
+    finish_int_output(n, id, ql || integer);
   }
 
   void dense(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     const bool ql = op == "QLinearMatMul";
-    const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearMatMul");
+    const bool integer = op == "MatMulInteger";
+    const Value v = ql        ? int_input(n, 0, 1, 2)
+                    : integer ? integer_input(n, 0, 2)
+                              : float_input(n, 0, "QLinearMatMul");
     if (!v.flat)
       fail(n, "its input '" + n.input(0) + "' has shape [N, " + std::to_string(v.shape.c) + ", " +
                   std::to_string(v.shape.h) + ", " + std::to_string(v.shape.w) + "]; " + op +
@@ -1069,6 +1142,8 @@ class Importer {
     double alpha = 1.0, beta = 1.0;
     if (ql) {
       w = qlinear_weights(n, 3, 4, 5, 1);
+    } else if (integer) {
+      w = integer_weights(n, 1, 3, 1);
     } else {
       w = konst(n, 1, "B");
       if (op == "Gemm") {
@@ -1109,9 +1184,10 @@ class Importer {
       if (c && beta == 1.0) given_bias(c, l, v.quant);
     }
     l.out_quant = out_quant(n, ql, 6, 7);
+    if (integer) make_raw(l);
     const int id = push_layer(n, std::move(l));
     new_layer_output(n, id, true);
-    finish_int_output(n, id, ql);
+    finish_int_output(n, id, ql || integer);
   }
 
   // A per-channel constant operand: scalar, [C], [1, C], [C, 1, 1] or [1, C, 1, 1].

@@ -258,6 +258,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
     ql.in_q = ql.in_qs.at(0);
     ql.act = l.act;
+    ql.raw = l.raw_out;
     const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 &&
                             l.act == Activation::None && l.channel_scale.empty();
     if (l.out_quant) {

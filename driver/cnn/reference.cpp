@@ -140,6 +140,7 @@ int64_t rounding_shift(int64_t p, unsigned s) {
 int32_t requant(const QLayer& l, int oc, int64_t acc) {
   const int64_t v = saturate(acc + l.bias[size_t(oc)], std::numeric_limits<int32_t>::min(),
                              std::numeric_limits<int32_t>::max());
+  if (l.raw) return int32_t(v);  // MatMulInteger / ConvInteger: the int32 itself
   const int64_t p = v * int64_t(l.mult[size_t(oc)]);
   const int zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
   int64_t y = saturate(rounding_shift(p, l.shift[size_t(oc)]) + zp, l.out_q.qmin(), l.out_q.qmax());

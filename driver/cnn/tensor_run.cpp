@@ -414,17 +414,24 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
   if (!quantized_) throw Error("TensorModel::run: quantize() the model first");
   if (images.empty()) throw Error("TensorModel::run: no images");
   const TensorSpec& os = output_spec();
-  DType out_type = DType::Float32;
-  if (os.onnx_type &&
-      (!dtype_from_onnx(os.onnx_type, &out_type) ||
-       (out_type != DType::Float32 && out_type != DType::UInt8 && out_type != DType::Int8)))
+  const bool raw = q_.layers.back().raw;  // MatMulInteger / ConvInteger: int32 out
+  DType out_type = raw ? DType::Int32 : DType::Float32;
+  if (os.onnx_type && (!dtype_from_onnx(os.onnx_type, &out_type) ||
+                       (out_type != DType::Float32 && out_type != DType::UInt8 &&
+                        out_type != DType::Int8 && out_type != DType::Int32)))
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() +
-                "; float32, uint8 or int8 outputs are supported");
+                "; float32, uint8, int8 or (from MatMulInteger / ConvInteger) int32 outputs are "
+                "supported");
+  if ((out_type == DType::Int32) != raw)
+    throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but the network's " +
+                (raw ? "output is an int32 (MatMulInteger / ConvInteger)"
+                     : "output is quantized to 8 bits"));
   const TensorQuant& oq = q_.output_q();
   if (out_type != DType::Float32 && !q_.host_softmax.empty())
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() + " but comes from a " +
                 q_.host_softmax + " (float)");
-  if (out_type != DType::Float32 && (out_type == DType::UInt8) != oq.is_unsigned)
+  if ((out_type == DType::UInt8 || out_type == DType::Int8) &&
+      (out_type == DType::UInt8) != oq.is_unsigned)
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() +
                 " but the network's output is quantized as " + oq.str());
   const int64_t per = q_.layers.back().out.size();

@@ -203,6 +203,92 @@ TEST(TensorRun, IntegerOutput) {
   EXPECT_FALSE(compare_tensors(y, off, 100.0).pass);
 }
 
+// ConvInteger and MatMulInteger: int32 outputs straight from the accumulators (activate raw),
+// equal to a direct computation of (x - x_zp) * (w - w_zp) summed, with zero padding.
+TEST(TensorRun, IntegerOpsGiveExactInt32) {
+  auto uint8_model = [](OnnxGraph& g, const std::string& name) {
+    onnx::ModelProto mp;
+    EXPECT_TRUE(mp.ParseFromString(g.serialize()));
+    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::UINT8);
+    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::INT32);
+    const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
+    std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
+    return path;
+  };
+  std::vector<int8_t> w(3 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(i * 53 % 200) - 100);
+  const int x_zp = 7, w_zp = -3;
+  OnnxGraph g("conv_integer");
+  g.input("x", {1, 2, 5, 6});
+  g.init_uint8("x_zp", {}, {uint8_t(x_zp)});
+  g.init_int8("w", {3, 2, 3, 3}, w);
+  g.init_int8("w_zp", {}, {int8_t(w_zp)});
+  g.node("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"y"},
+         {OnnxAttr::Ints("pads", {1, 1, 1, 1}), OnnxAttr::Ints("strides", {1, 2})}, "conv");
+  g.output("y", {1, 3, 5, 3});
+  TensorModel m(uint8_model(g, "conv_integer"));
+  EXPECT_EQ(m.quantize({}), "quantized in the model file");
+  std::vector<int64_t> px;
+  for (int i = 0; i < 2 * 60; ++i) px.push_back((i * 97 + 11) % 256);
+  const auto images = m.images(Tensor::from_int(DType::UInt8, {2, 2, 5, 6}, px), "x");
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  const TensorModel::Run r = m.run(dev, images, 2, 1.0);
+  EXPECT_TRUE(r.matches_reference());
+  const Tensor& y = r.outputs[0];
+  ASSERT_EQ(y.describe(), "int32 [2, 3, 5, 3]");
+  EXPECT_EQ(r.tolerances[0], 0.0);
+  for (int b = 0; b < 2; ++b)
+    for (int oc = 0; oc < 3; ++oc)
+      for (int oy = 0; oy < 5; ++oy)
+        for (int ox = 0; ox < 3; ++ox) {
+          int64_t acc = 0;
+          for (int ic = 0; ic < 2; ++ic)
+            for (int ky = 0; ky < 3; ++ky)
+              for (int kx = 0; kx < 3; ++kx) {
+                const int iy = oy + ky - 1, ix = ox * 2 + kx - 1;
+                if (iy < 0 || iy >= 5 || ix < 0 || ix >= 6) continue;  // (x_zp - x_zp) * w
+                acc += (px[size_t(((b * 2 + ic) * 5 + iy) * 6 + ix)] - x_zp) *
+                       (w[size_t(((oc * 2 + ic) * 3 + ky) * 3 + kx)] - w_zp);
+              }
+          EXPECT_EQ(y.value(((b * 3 + oc) * 5 + oy) * 3 + ox), double(acc))
+              << b << " " << oc << " " << oy << " " << ox;
+        }
+
+  // MatMulInteger: a per-tensor zero point on A, one per column on B; 40 features, 20 outputs
+  // (more than N = 16: two output blocks), products large enough to need all 32 bits' care.
+  const int k = 40, cols = 20, a_zp = 200;
+  std::vector<uint8_t> bm(static_cast<size_t>(k * cols)), b_zp(static_cast<size_t>(cols));
+  // b - b_zp must fit int8 (the MXU's weights): b_zp 127..129, b - b_zp in -127..126.
+  for (int c = 0; c < cols; ++c) b_zp[size_t(c)] = uint8_t(127 + c % 3);
+  for (int i = 0; i < k; ++i)
+    for (int c = 0; c < cols; ++c)
+      bm[size_t(i * cols + c)] = uint8_t(b_zp[size_t(c)] - 127 + (i * 31 + c * 7) % 254);
+  OnnxGraph h("matmul_integer");
+  h.input("a", {1, k});
+  h.init_uint8("b", {k, cols}, bm);
+  h.init_uint8("a_zp", {}, {uint8_t(a_zp)});
+  h.init_uint8("b_zp", {cols}, b_zp);
+  h.node("MatMulInteger", {"a", "b", "a_zp", "b_zp"}, {"y"}, {}, "mm");
+  h.output("y", {1, cols});
+  TensorModel mm(uint8_model(h, "matmul_integer"));
+  mm.quantize({});
+  std::vector<int64_t> av;
+  for (int i = 0; i < 3 * k; ++i) av.push_back((i * 41 + 5) % 256);
+  const TensorModel::Run rm =
+      mm.run(dev, mm.images(Tensor::from_int(DType::UInt8, {3, k}, av), "a"), 3, 1.0);
+  EXPECT_TRUE(rm.matches_reference());
+  ASSERT_EQ(rm.outputs[0].describe(), "int32 [3, 20]");
+  for (int b = 0; b < 3; ++b)
+    for (int c = 0; c < cols; ++c) {
+      int64_t acc = 0;
+      for (int i = 0; i < k; ++i)
+        acc += (av[size_t(b * k + i)] - a_zp) * (int(bm[size_t(i * cols + c)]) - b_zp[size_t(c)]);
+      EXPECT_EQ(rm.outputs[0].value(b * cols + c), double(acc)) << b << " " << c;
+    }
+}
+
 // A model ending in Softmax / LogSoftmax (run by the host on the dequantized logits): the
 // output is that function of the integer reference's logits, and within the tolerance of the
 // float model's.

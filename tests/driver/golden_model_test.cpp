@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -356,6 +357,47 @@ TEST_F(Golden, PoolPaddingMustBeBelowTheWindow) {
       run("activate acc=0 ub=0 width=4 height=4 pool_k=2 pool_s=2 pad_left=2\nhalt");
   expect_error(r, ErrorCode::ERR_FIELD, 0, 0);
   EXPECT_NE(r.message.find("pad_left = 2"), std::string::npos) << r.message;
+}
+
+TEST_F(Golden, RawActivateWritesBiasedAccumulatorsAsInt32) {
+  // W = 2, H = 2, ub_stride = 9: pixel (y, x) in UB rows 100 + 9y + 4x .. +3, row j holding
+  // columns 4j .. 4j + 3 (N = 16) as little-endian int32; acc + bias saturates to int32.
+  auto acc = [](uint32_t px, uint32_t c) {
+    if (c == 0) return int32_t(2147483000);   // + bias 1000: saturates high
+    if (c == 1) return int32_t(-2147483000);  // + bias -1000: saturates low
+    return int32_t(px * 100000 + c * 7) - 800000;
+  };
+  auto bias = [](uint32_t c) { return c == 1 ? -1000 : int32_t(1000 - 3 * int32_t(c)); };
+  for (uint32_t px = 0; px < 4; ++px)
+    for (uint32_t c = 0; c < 16; ++c) model->set_acc(10 + px, c, acc(px, c));
+  for (uint32_t c = 0; c < 16; ++c) model->set_quant(2, c, bias(c), 12345, 0x7F7F0005u);
+  model->set_ub_rows(100, std::vector<uint8_t>(16 * 32, 0xEE));
+  run_ok("activate acc=10 ub=100 width=2 height=2 ub_stride=9 slot=2 raw\nhalt");
+  for (uint32_t y = 0; y < 2; ++y) {
+    for (uint32_t x = 0; x < 2; ++x) {
+      for (uint32_t c = 0; c < 16; ++c) {
+        const int64_t sum = int64_t{acc(y * 2 + x, c)} + bias(c);
+        const int32_t want = int32_t(std::clamp<int64_t>(sum, std::numeric_limits<int32_t>::min(),
+                                                         std::numeric_limits<int32_t>::max()));
+        const uint32_t row = 100 + 9 * y + 4 * x + c / 4;
+        uint32_t got = 0;
+        for (uint32_t b = 0; b < 4; ++b)
+          got |= uint32_t{model->ub_byte(row, 4 * (c % 4) + b)} << (8 * b);
+        EXPECT_EQ(int32_t(got), want) << "pixel " << y << "," << x << " column " << c;
+      }
+    }
+  }
+  EXPECT_EQ(model->ub_byte(108, 0), 0xEE);  // the gap between line 0 (rows 100..107) and 109
+  EXPECT_EQ(model->ub_byte(117, 0), 0xEE);  // after the last pixel (rows 113..116)
+}
+
+TEST_F(Golden, RawActivateHasNoPoolingOrFunction) {
+  for (const char* bad : {"pool_k=2", "pool_s=2", "func=relu", "out_unsigned"}) {
+    const RunResult r =
+        run(std::string("activate acc=0 ub=0 width=4 height=4 raw ") + bad + "\nhalt");
+    expect_error(r, ErrorCode::ERR_FIELD, 0, 0);
+    EXPECT_NE(r.message.find("raw"), std::string::npos) << r.message;
+  }
 }
 
 TEST_F(Golden, ParamMemoryLayout) {

@@ -30,7 +30,7 @@ std::vector<std::pair<unsigned, unsigned>> reserved_ranges(uint8_t opcode) {
     case 0x03:
       return {{12, 15}, {112, 127}};  // matmul
     case 0x04:
-      return {{11, 15}};  // activate
+      return {{12, 15}};  // activate
     case 0x05:
       return {{8, 9}, {10, 15}, {96, 127}};  // write_host: dest is reserved
     default:
@@ -91,6 +91,7 @@ Instruction random_instruction(std::mt19937_64& rng) {
       Activate in;
       in.func = static_cast<ActFunc>(bits(2));
       in.out_unsigned = flag();
+      in.raw = flag();
       in.acc_addr = static_cast<uint16_t>(bits(16));
       in.ub_addr = static_cast<uint32_t>(bits(24));
       in.width = static_cast<uint16_t>(bits(12));
@@ -227,6 +228,24 @@ TEST(Isa, EncodeActivateBitLayout) {
   a.slot = 0xA;
   EXPECT_EQ(encode(a), bytes_of({0x04, 0x06, 0x34, 0x12, 0xEF, 0xCD, 0xAB, 0x23, 0x61, 0x45, 0x23,
                                  0x03, 0x02, 0x01, 0x0A, 0x00}));
+}
+
+TEST(Isa, EncodeActivateRawIsBit11) {
+  Activate a;
+  a.raw = true;
+  InstrBytes want{};
+  want[0] = 0x04;
+  want[1] = 0x08;   // bit 11
+  want[10] = 0x11;  // pool_k = 1 (bits 83:80), pool_s = 1 (bits 87:84)
+  EXPECT_EQ(encode(a), want);
+  EXPECT_EQ(std::get<Activate>(decode(want).instr), a);
+  a.width = 3;
+  a.height = 2;
+  a.ub_stride = 20;
+  EXPECT_EQ(disassemble(a),
+            "activate     acc=0 ub=0 width=3 height=2 pool_k=1 pool_s=1 ub_stride=20 slot=0 "
+            "func=identity raw");
+  EXPECT_EQ(a.last_ub_row(), 20u + 4 * 3 - 1);  // (H-1)*ub_stride + 4*W - 1
 }
 
 TEST(Isa, EncodeHostTransfersBitLayout) {
@@ -534,6 +553,35 @@ TEST(IsaCheck, EveryStaticErrorCodeIsReachable) {
          i.ub_addr = 8192 - 11;
        }),
        ErrorCode::ERR_UB_RANGE},
+      {"activate raw output ok",
+       make<Activate>([](auto& i) {  // last row = ub_addr + 1*10 + 4*4 - 1 = 8191
+         i.raw = true;
+         i.width = 4;
+         i.height = 2;
+         i.ub_stride = 10;
+         i.ub_addr = 8191 - 25;
+       }),
+       ErrorCode::ERR_NONE},
+      {"activate raw output one past", make<Activate>([](auto& i) {
+         i.raw = true;
+         i.width = 4;
+         i.height = 2;
+         i.ub_stride = 10;
+         i.ub_addr = 8192 - 25;
+       }),
+       ErrorCode::ERR_UB_RANGE},
+      {"activate raw with pooling", make<Activate>([](auto& i) {
+         i.raw = true;
+         i.width = i.height = 4;
+         i.pool_k = i.pool_s = 2;
+       }),
+       ErrorCode::ERR_FIELD},
+      {"activate raw unsigned", make<Activate>([](auto& i) {
+         i.raw = true;
+         i.width = i.height = 4;
+         i.out_unsigned = true;
+       }),
+       ErrorCode::ERR_FIELD},
       // ERR_ACC_RANGE
       {"matmul last ACC row", make<Matmul>([](auto& i) { i.acc_addr = 2047; }),
        ErrorCode::ERR_NONE},

@@ -180,6 +180,21 @@ TEST_F(BuilderTest, ActivateRanges) {
   b.activate(a);
   a.pad_bottom = 0;
   expect_error([&] { b.activate(a); }, "activate", "pool_k", {"pool_k = 3", "1..2"});
+  // Raw int32 output: no pooling, identity, signed; four UB rows per pixel.
+  Activate r;
+  r.raw = true;
+  r.width = 4;
+  r.height = 2;
+  r.ub_stride = 16;
+  b.activate(r);
+  r.pool_k = 2;
+  expect_error([&] { b.activate(r); }, "activate", "pool_k", {"pool_k = 2", "1..1"});
+  r.pool_k = 1;
+  r.func = ActFunc::Relu;
+  expect_error([&] { b.activate(r); }, "activate", "func", {"func = relu", "identity"});
+  r.func = ActFunc::Identity;
+  r.ub_addr = 8192 - 16 - 16 + 1;  // last row 8192
+  expect_error([&] { b.activate(r); }, "activate", "ub_addr", {"last UB row written", "8192"});
 }
 
 TEST_F(BuilderTest, AppendChecksDecodedAndRawInstructions) {

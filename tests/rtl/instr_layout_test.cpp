@@ -102,6 +102,7 @@ std::vector<Format> formats(Vtpu_instr_layout& m) {
       {Opcode::Activate,
        {{"func", &m.activate_func_o},
         {"out_unsigned", &m.activate_out_unsigned_o},
+        {"raw", &m.activate_raw_o},
         {"acc_addr", &m.activate_acc_addr_o},
         {"ub_addr", &m.activate_ub_addr_o},
         {"width", &m.activate_width_o},
@@ -276,6 +277,15 @@ TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
           r.pad_bottom = uint8_t(bits(3) % r.pool_k);
           r.pad_right = uint8_t(bits(3) % r.pool_k);
         }
+        if (bits(2) == 0) {  // raw int32 output, legal only without pooling and as identity
+          r.raw = true;
+          if (bits(1)) {
+            r.func = tpu::ActFunc::Identity;
+            r.out_unsigned = false;
+            r.pool_k = r.pool_s = 1;
+            r.pad_top = r.pad_left = r.pad_bottom = r.pad_right = 0;
+          }
+        }
         instr = r;
         break;
       }
@@ -331,6 +341,7 @@ TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
       EXPECT_EQ(m->dec_unit_o, 3u) << what;
       EXPECT_EQ(m->act_func_o, unsigned(ac->func)) << what;
       EXPECT_EQ(m->act_out_unsigned_o, unsigned(ac->out_unsigned)) << what;
+      EXPECT_EQ(m->act_raw_o, unsigned(ac->raw)) << what;
       EXPECT_EQ(m->act_acc_addr_o, ac->acc_addr) << what;
       EXPECT_EQ(m->act_ub_addr_o, ac->ub_addr) << what;
       EXPECT_EQ(m->act_width_o, ac->width) << what;

@@ -30,6 +30,7 @@ module tpu_instr_layout (
   // activate
   output logic [31:0]  activate_func_o,
   output logic [31:0]  activate_out_unsigned_o,
+  output logic [31:0]  activate_raw_o,
   output logic [31:0]  activate_acc_addr_o,
   output logic [31:0]  activate_ub_addr_o,
   output logic [31:0]  activate_width_o,
@@ -73,6 +74,7 @@ module tpu_instr_layout (
   output logic [31:0]  mm_outer_stride_o,
   output logic [31:0]  act_func_o,
   output logic [31:0]  act_out_unsigned_o,
+  output logic [31:0]  act_raw_o,
   output logic [31:0]  act_acc_addr_o,
   output logic [31:0]  act_ub_addr_o,
   output logic [31:0]  act_width_o,
@@ -145,6 +147,7 @@ module tpu_instr_layout (
 
   assign activate_func_o         = 32'(w.activate.func);
   assign activate_out_unsigned_o = 32'(w.activate.out_unsigned);
+  assign activate_raw_o          = 32'(w.activate.raw);
   assign activate_acc_addr_o     = 32'(w.activate.acc_addr);
   assign activate_ub_addr_o      = 32'(w.activate.ub_addr);
   assign activate_width_o        = 32'(w.activate.width);
@@ -163,6 +166,7 @@ module tpu_instr_layout (
     r.opcode         = '0;
     r.func           = '0;
     r.out_unsigned   = '0;
+    r.raw            = '0;
     r.acc_addr       = '0;
     r.ub_addr        = '0;
     r.width          = '0;
@@ -228,6 +232,7 @@ module tpu_instr_layout (
   assign mm_outer_stride_o  = 32'(mm.outer_stride);
   assign act_func_o         = 32'(act.func);
   assign act_out_unsigned_o = 32'(act.out_unsigned);
+  assign act_raw_o          = 32'(act.raw);
   assign act_acc_addr_o     = 32'(act.acc_addr);
   assign act_ub_addr_o      = 32'(act.ub_addr);
   assign act_width_o        = 32'(act.width);

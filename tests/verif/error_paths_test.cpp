@@ -175,6 +175,21 @@ TEST(ErrorPaths, FieldErrors) {
     }
     expect_both({Nop{}, x, Halt{}}, ErrorCode::ERR_FIELD, 1);
   }
+  // A raw int32 activate with pooling, a stride, padding, a function or an unsigned output.
+  a.raw = true;
+  for (int k = 0; k < 6; ++k) {
+    Activate x = a;
+    if (k == 0) x.pool_k = 2;
+    if (k == 1) x.pool_s = 2;
+    if (k == 2) {
+      x.pool_k = 2;
+      x.pad_right = 1;
+    }
+    if (k == 3) x.func = ActFunc::Relu;
+    if (k == 4) x.func = ActFunc::Lut;
+    if (k == 5) x.out_unsigned = true;
+    expect_both({Nop{}, x, Halt{}}, ErrorCode::ERR_FIELD, 1);
+  }
   expect_chip_still_works();
 }
 
@@ -231,6 +246,17 @@ TEST(ErrorPaths, UbAccParamRanges) {
   a2.slot = uint8_t(p.qp_slots - 1);
   a2.ub_addr = 0;
   expect_both({a2, Halt{}}, ErrorCode::ERR_ACC_RANGE, 0, {}, mem);
+  // A raw activate writes four UB rows per pixel: last row = ub_addr + 2*10 + 4*4 - 1.
+  Activate r;
+  r.raw = true;
+  r.width = 4;
+  r.height = 3;
+  r.ub_stride = 10;
+  r.acc_addr = uint16_t(p.acc_rows - 12);
+  r.ub_addr = p.ub_rows - 36;
+  expect_both({r, Halt{}}, ErrorCode::ERR_NONE, 0, {}, mem);
+  r.ub_addr += 1;
+  expect_both({r, Halt{}}, ErrorCode::ERR_UB_RANGE, 0, {}, mem);
   // PARAM and LUT rows
   expect_both({ReadHost{HostDest::Param, p.param_rows() - 12, 12, kDataBase}, Halt{}},
               ErrorCode::ERR_NONE, 0, {}, mem);
@@ -750,6 +776,52 @@ TEST(ChipCorners, PoolingWindowDifferentFromStride) {
     act.ub_stride = 16;
     prog.push_back(act);
     prog.push_back(WriteHost{512, 256, kOutBase});
+    prog.push_back(Halt{});
+    expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
+  }
+}
+
+// Raw int32 output: accumulators that saturate with the bias (both ways), strides that
+// interleave and overlap the pixels' four UB rows, back-to-back raw and requantizing
+// activates; directed, compared on both backends.
+TEST(ChipCorners, RawInt32Activates) {
+  const Memory mem = {{kDataBase, pattern(kDataSize, 71)}};
+  struct Shape {
+    uint16_t w, h;
+    uint32_t stride;
+  };
+  for (const Shape sh : {Shape{1, 1, 0}, Shape{5, 3, 20}, Shape{4, 4, 16}, Shape{3, 5, 13},
+                         Shape{6, 2, 3}, Shape{3, 3, 0}, Shape{64, 2, 256}}) {
+    SCOPED_TRACE("W=" + std::to_string(sh.w) + " H=" + std::to_string(sh.h) +
+                 " ub_stride=" + std::to_string(sh.stride));
+    const uint32_t pixels = uint32_t(sh.w) * sh.h;
+    // Two matmuls into the same rows: large sums, and a bias in the slot that pushes some of
+    // them past INT32_MAX / INT32_MIN (the pattern's slot values are arbitrary int32).
+    std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, pixels, kDataBase},
+                                     ReadHost{HostDest::Param, 0, 12, kDataBase + 0x4000},
+                                     ReadWeights{2, kDataBase + 0x6000}};
+    Matmul m;
+    m.switch_weights = true;
+    m.inner = uint16_t(pixels);
+    prog.push_back(m);
+    m.accumulate = true;
+    m.a_unsigned = true;
+    prog.push_back(m);
+    Activate act;
+    act.raw = true;
+    act.width = sh.w;
+    act.height = sh.h;
+    act.ub_stride = sh.stride;
+    act.ub_addr = 1024;
+    prog.push_back(act);
+    Activate q;  // a requantizing activate right behind it, into rows the raw one also wrote
+    q.func = ActFunc::Relu;
+    q.width = 2;
+    q.height = 1;
+    q.ub_addr = 1026;
+    prog.push_back(q);
+    const uint32_t rows = (sh.h - 1u) * sh.stride + 4u * sh.w;
+    prog.push_back(WriteHost{1024, std::max(rows, 4u), kOutBase});
     prog.push_back(Halt{});
     expect_both(prog, ErrorCode::ERR_NONE, 0, {}, mem);
   }

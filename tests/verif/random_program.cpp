@@ -318,11 +318,35 @@ class Generator {
     }
     return true;
   }
+  // A raw int32 activate: no pooling, four UB rows per pixel.
+  Activate make_raw_activate(Activate a) {
+    a.raw = true;
+    a.func = ActFunc::Identity;
+    a.out_unsigned = false;
+    const uint32_t acc = tc_.acc_rows;
+    const uint32_t ub_px = tc_.ub_rows / Activate::kRawRowsPerPixel;
+    a.width = uint16_t(rng_.pick(1, std::min(acc, ub_px)));
+    a.height = uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min(acc, ub_px) / a.width)));
+    const uint32_t line = a.width * Activate::kRawRowsPerPixel;
+    a.ub_stride = a.height == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1))
+                                : uint32_t(rng_.pick(rng_.chance(0.2) ? 0 : line, line + 4));
+    uint32_t span = (a.height - 1u) * a.ub_stride + line;
+    if (span > tc_.ub_rows) {  // a stride too long for the window: pack the lines
+      a.ub_stride = line;
+      span = a.height * line;
+    }
+    a.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - uint32_t(a.width) * a.height));
+    a.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - span));
+    return a;
+  }
   Activate make_activate() {
     Activate a;
     a.func = ActFunc(rng_.pick(0, 3));
     a.out_unsigned = rng_.chance(0.5);
     a.slot = uint8_t(rng_.pick(0, nslots_ - 1));
+    if (tc_.ub_rows >= Activate::kRawRowsPerPixel && rng_.chance(0.12)) {
+      return make_raw_activate(a);
+    }
     const uint32_t acc = tc_.acc_rows;
     uint32_t kmax = 1;
     while ((kmax + 1) * (kmax + 1) <= acc && kmax < 15) ++kmax;
@@ -503,7 +527,7 @@ class Generator {
           }
           default: {
             Activate a = make_activate();
-            switch (rng_.pick(0, 6)) {
+            switch (rng_.pick(0, 7)) {
               case 0:
                 a.width = 0;
                 break;
@@ -524,6 +548,31 @@ class Generator {
                 a.pool_s = 1;
                 a.width = a.height = 8;
                 (rng_.chance(0.5) ? a.pad_top : a.pad_right) = uint8_t(rng_.pick(a.pool_k, 7));
+                break;
+              case 6:  // raw with pooling, padding, a function or an unsigned output
+                a = make_raw_activate(a);
+                switch (rng_.pick(0, 4)) {
+                  case 0:
+                    a.pool_k = 2;
+                    a.width = a.height = 2;
+                    a.ub_stride = 0;
+                    break;
+                  case 1:
+                    a.pool_s = uint8_t(rng_.pick(2, 15));
+                    break;
+                  case 2:
+                    a.func = ActFunc(rng_.pick(1, 3));
+                    break;
+                  case 3:
+                    a.out_unsigned = true;
+                    break;
+                  default:
+                    a.pool_k = 2;
+                    a.width = a.height = 2;
+                    a.ub_stride = 0;
+                    a.pad_bottom = 1;
+                    break;
+                }
                 break;
               default:
                 a.pool_k = uint8_t(std::min<uint64_t>(15, a.height + rng_.pick(1, 3)));
