@@ -941,25 +941,81 @@ class Importer {
   }
 
   // ---- layers ------------------------------------------------------------------------------
-  // Integer weights of a quantized constant: w[oc][i] = q - zp at index(oc, i), one scale per oc.
+  // Weight planes: a quantized weight minus its zero point can be outside int8 (uint8 weights
+  // with a zero point, as older quantizers write: -255 .. 255). The MXU takes int8 weights, so
+  // such a layer reads its input `planes` times (a concatenation of the input with itself,
+  // which costs no copy: Conv and Dense read the parts in place) with weights split into
+  // `planes` int8 parts that sum to the value: sum_i x_i * v_i = sum_p sum_i x_i * part_p(v_i).
+  static constexpr int kMaxWeightPlanes = 3;  // |v| <= 255 needs at most 3 (255 = 85 * 3)
+  // Part p of v split evenly into `planes` parts (floor(v / planes), the remainder spread).
+  static int64_t weight_part(int64_t v, int planes, int p) {
+    const int64_t base = v >= 0 ? v / planes : -((-v + planes - 1) / planes);
+    return base + (p < v - base * planes ? 1 : 0);
+  }
+  // The fewest planes whose parts all fit int8.
+  int weight_planes(const onnx::NodeProto& n, const Const& w) const {
+    int64_t lo = 0, hi = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const int64_t v = w.q[size_t(i)] - w.zp[w.channel_of(i)];
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    for (int planes = 1; planes <= kMaxWeightPlanes; ++planes)
+      if (weight_part(lo, planes, planes - 1) >= -128 && weight_part(hi, planes, 0) <= 127)
+        return planes;
+    fail(n, "weight minus zero point spans " + std::to_string(lo) + " .. " + std::to_string(hi) +
+                "; the MXU takes int8 weights (split into at most " +
+                std::to_string(kMaxWeightPlanes) + " planes: -384 .. 381)");
+  }
+  // Layer l reads its input `planes` times (input channels / features repeated).
+  static void repeat_input(Layer& l, int planes) {
+    const std::vector<int> parts = l.inputs;
+    const std::vector<int> channels = l.input_channels;
+    for (int p = 1; p < planes; ++p) {
+      l.inputs.insert(l.inputs.end(), parts.begin(), parts.end());
+      l.input_channels.insert(l.input_channels.end(), channels.begin(), channels.end());
+    }
+    l.in.c *= planes;
+  }
+  // Float weights of a quantized constant in the plane layout: w[oc][p * k + i] is part p of
+  // (q - zp) at index(oc, i), times its scale.
+  static std::vector<float> plane_floats(const Const& w, int cout, int64_t k, int planes,
+                                         const std::function<int64_t(int, int64_t)>& index) {
+    std::vector<float> f(size_t(int64_t(cout) * planes * k));
+    for (int oc = 0; oc < cout; ++oc)
+      for (int p = 0; p < planes; ++p)
+        for (int64_t i = 0; i < k; ++i) {
+          const int64_t flat = index(oc, i);
+          const size_t ch = w.channel_of(flat);
+          const int64_t part = weight_part(w.q[size_t(flat)] - w.zp[ch], planes, p);
+          f[size_t((int64_t(oc) * planes + p) * k + i)] = float(double(part) * w.scale[ch]);
+        }
+    return f;
+  }
+  // Integer weights of a quantized constant: w[oc][p * k + i] = part p of (q - zp) at
+  // index(oc, i) (one plane: q - zp itself), one scale per oc.
   GivenQuant given_weights(const onnx::NodeProto& n, const Const& w, int cout, int64_t k,
-                           int oc_axis, const std::function<int64_t(int, int64_t)>& index) const {
+                           int oc_axis, const std::function<int64_t(int, int64_t)>& index,
+                           int planes = 1) const {
     if (w.scale.size() > 1 && w.axis != oc_axis)
       fail(n, "weights are quantized per channel along axis " + std::to_string(w.axis) +
                   "; only per-tensor or per-output-channel (axis " + std::to_string(oc_axis) +
                   ") is supported");
     GivenQuant g;
-    g.weight.resize(size_t(cout * k));
+    g.weight.resize(size_t(int64_t(cout) * planes * k));
     g.weight_scale.resize(size_t(cout));
     for (int oc = 0; oc < cout; ++oc) {
       for (int64_t i = 0; i < k; ++i) {
         const int64_t flat = index(oc, i);
         const size_t ch = w.channel_of(flat);
         const int64_t v = w.q[size_t(flat)] - w.zp[ch];
-        if (v < -128 || v > 127)
-          fail(n, "weight minus zero point (" + std::to_string(v) +
-                      ") does not fit in int8; the MXU takes int8 weights");
-        g.weight[size_t(oc * k + i)] = int8_t(v);
+        for (int p = 0; p < planes; ++p) {
+          const int64_t part = weight_part(v, planes, p);
+          if (part < -128 || part > 127)
+            fail(n, "weight minus zero point (" + std::to_string(v) +
+                        ") does not fit in int8; the MXU takes int8 weights");
+          g.weight[size_t((int64_t(oc) * planes + p) * k + i)] = int8_t(part);
+        }
         if (i == 0) g.weight_scale[size_t(oc)] = float(w.scale[ch]);
       }
     }
@@ -1087,7 +1143,20 @@ class Importer {
     pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, l.dh,
               l.dw, *this);
     absorb_pad(v, &l);
-    l.weight.assign(w.v.begin(), w.v.end());
+    // Quantized weights whose value minus zero point leaves int8: weight planes (above).
+    const int planes = w.quantized ? weight_planes(n, w) : 1;
+    const int64_t k = w.dims[1] * w.dims[2] * w.dims[3];  // per plane
+    auto conv_index = [k](int oc, int64_t i) { return oc * k + i; };
+    if (planes > 1) {
+      if (l.group != 1)
+        fail(n,
+             "weight minus zero point leaves int8 in a grouped convolution (the weights would "
+             "need to be split into planes, which only an ungrouped one can)");
+      repeat_input(l, planes);
+      l.weight = plane_floats(w, int(w.dims[0]), k, planes, conv_index);
+    } else {
+      l.weight.assign(w.v.begin(), w.v.end());
+    }
     l.conv_out.c = int(w.dims[0]);
     try {
       l.infer_shapes();
@@ -1095,7 +1164,6 @@ class Importer {
       fail(n, e.what());
     }
     const int cout = l.cout();
-    const int64_t k = l.fan_in();
     if (b) {
       if (b->numel() != cout)
         fail(n, "bias of shape " + dims_str(b->dims) + " for " + std::to_string(cout) +
@@ -1105,8 +1173,7 @@ class Importer {
       l.bias.assign(size_t(cout), 0.0f);
     }
     const std::optional<TensorQuant> in_q = v.quant;
-    if (w.quantized)
-      l.given = given_weights(n, w, cout, k, 0, [k](int oc, int64_t i) { return oc * k + i; });
+    if (w.quantized) l.given = given_weights(n, w, cout, k, 0, conv_index, planes);
     if (ql) {
       if (b) {
         l.given->bias.assign(b->v.begin(), b->v.end());
@@ -1165,10 +1232,18 @@ class Importer {
     Layer l = start_layer(n, LayerKind::Dense, v);
     l.conv_out.c = cout;
     auto index = [&](int oc, int64_t i) { return trans_b ? int64_t(oc) * k + i : i * cout + oc; };
-    l.weight.resize(size_t(cout * k));
-    for (int oc = 0; oc < cout; ++oc)
-      for (int64_t i = 0; i < k; ++i)
-        l.weight[size_t(oc * k + i)] = float(alpha * w.v[size_t(index(oc, i))]);
+    // Quantized weights whose value minus zero point leaves int8: weight planes (see conv).
+    const int planes = w.quantized ? weight_planes(n, w) : 1;
+    if (planes > 1) {
+      repeat_input(l, planes);
+      l.weight = plane_floats(w, cout, k, planes, index);
+      for (float& f : l.weight) f = float(alpha * f);
+    } else {
+      l.weight.resize(size_t(cout * k));
+      for (int oc = 0; oc < cout; ++oc)
+        for (int64_t i = 0; i < k; ++i)
+          l.weight[size_t(oc * k + i)] = float(alpha * w.v[size_t(index(oc, i))]);
+    }
     l.bias.assign(size_t(cout), 0.0f);
     if (c) {
       if (c->numel() != 1 && c->numel() != cout)
@@ -1178,7 +1253,7 @@ class Importer {
         l.bias[size_t(oc)] = float(beta * c->v[c->numel() == 1 ? 0 : size_t(oc)]);
     }
     if (w.quantized) {
-      l.given = given_weights(n, w, cout, k, trans_b ? 0 : 1, index);
+      l.given = given_weights(n, w, cout, k, trans_b ? 0 : 1, index, planes);
       if (alpha != 1.0)
         for (float& s : l.given->weight_scale) s = float(double(s) * alpha);
       if (c && beta == 1.0) given_bias(c, l, v.quant);

@@ -82,7 +82,8 @@ struct ConcatGroups {
     for (const auto& l : net.layers) {
       if (l.inputs.size() < 2 || l.kind == LayerKind::Add) continue;
       for (int i : l.inputs) {
-        if (i == kNetworkInput)
+        if (i == l.inputs[0]) continue;  // the same tensor again (weight planes)
+        if (i == kNetworkInput || l.inputs[0] == kNetworkInput)
           throw Error("layer '" + l.name +
                       "': concatenating the network input with other tensors is not supported");
         unite(l.inputs[0], i);

@@ -283,7 +283,12 @@ TEST(RunCnnCli, Interrupted) {
   const std::string cmd = std::string(TPUSIM_PATH) +
                           " run-cnn --images 2000 --batch 8 --quiet --json --timeline " + tl +
                           " > " + ::testing::TempDir() + "/int.out 2> " + ::testing::TempDir() +
-                          "/int.err & pid=$!; sleep 8; kill -TERM $pid; wait $pid; echo $? > " +
+                          "/int.err & pid=$!; " +
+                          // Interrupt once images are running (the first progress line; the
+                          // run starts later on a loaded machine), at most 120 s from now.
+                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " + ::testing::TempDir() +
+                          "/int.err; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; wait $pid; "
+                          "echo $? > " +
                           ::testing::TempDir() + "/int.rc";
   ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
   EXPECT_EQ(slurp(::testing::TempDir() + "/int.rc"), "143\n");

@@ -289,6 +289,79 @@ TEST(TensorRun, IntegerOpsGiveExactInt32) {
     }
 }
 
+// Weights whose value minus zero point leaves int8 (uint8 weights with a zero point) run as
+// two or three int8 planes over the input read again: exact int32 results all the same.
+TEST(TensorRun, WeightsOutsideInt8RunAsPlanes) {
+  auto save = [](OnnxGraph& g, const std::string& name) {
+    onnx::ModelProto mp;
+    EXPECT_TRUE(mp.ParseFromString(g.serialize()));
+    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::UINT8);
+    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::INT32);
+    const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
+    std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
+    return path;
+  };
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  // ConvInteger, uint8 weights 0..255 with zero point 3: w - zp in -3 .. 252 (two planes).
+  std::vector<uint8_t> w(4 * 3 * 2 * 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = uint8_t(i * 89 % 256);
+  w[7] = 255;
+  const int x_zp = 100, w_zp = 3;
+  OnnxGraph g("conv_planes");
+  g.input("x", {1, 3, 4, 4});
+  g.init_uint8("w", {4, 3, 2, 2}, w);
+  g.init_uint8("x_zp", {}, {uint8_t(x_zp)});
+  g.init_uint8("w_zp", {}, {uint8_t(w_zp)});
+  g.node("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"y"}, {}, "conv");
+  g.output("y", {1, 4, 3, 3});
+  TensorModel m(save(g, "conv_planes"));
+  m.quantize({});
+  EXPECT_EQ(m.network().layers[0].in.c, 6);  // the input read twice
+  std::vector<int64_t> px;
+  for (int i = 0; i < 48; ++i) px.push_back((i * 71 + 3) % 256);
+  const TensorModel::Run r =
+      m.run(dev, m.images(Tensor::from_int(DType::UInt8, {1, 3, 4, 4}, px), "x"), 1, 1.0);
+  EXPECT_TRUE(r.matches_reference());
+  for (int oc = 0; oc < 4; ++oc)
+    for (int oy = 0; oy < 3; ++oy)
+      for (int ox = 0; ox < 3; ++ox) {
+        int64_t acc = 0;
+        for (int ic = 0; ic < 3; ++ic)
+          for (int ky = 0; ky < 2; ++ky)
+            for (int kx = 0; kx < 2; ++kx)
+              acc += (px[size_t((ic * 4 + oy + ky) * 4 + ox + kx)] - x_zp) *
+                     (int(w[size_t(((oc * 3 + ic) * 2 + ky) * 2 + kx)]) - w_zp);
+        EXPECT_EQ(r.outputs[0].value((oc * 3 + oy) * 3 + ox), double(acc)) << oc << oy << ox;
+      }
+  // MatMulInteger, weights up to 255 with zero point 0 and down to -200 with one of 200 (per
+  // column): three planes.
+  const int k = 6, cols = 2;
+  const std::vector<uint8_t> b = {255, 0, 254, 1, 128, 55, 7, 200, 0, 199, 33, 100};
+  const std::vector<uint8_t> b_zp = {0, 200};
+  OnnxGraph h("matmul_planes");
+  h.input("a", {1, k});
+  h.init_uint8("b", {k, cols}, b);
+  h.init_uint8("b_zp", {cols}, b_zp);
+  h.node("MatMulInteger", {"a", "b", "", "b_zp"}, {"y"}, {}, "mm");
+  h.output("y", {1, cols});
+  TensorModel mm(save(h, "matmul_planes"));
+  mm.quantize({});
+  EXPECT_EQ(mm.network().layers[0].in.size(), 3 * k);
+  const std::vector<int64_t> a = {255, 0, 17, 128, 254, 1, 3, 250, 99, 0, 255, 42};
+  const TensorModel::Run rm =
+      mm.run(dev, mm.images(Tensor::from_int(DType::UInt8, {2, k}, a), "a"), 2, 1.0);
+  EXPECT_TRUE(rm.matches_reference());
+  for (int i = 0; i < 2; ++i)
+    for (int c = 0; c < cols; ++c) {
+      int64_t acc = 0;
+      for (int j = 0; j < k; ++j)
+        acc += a[size_t(i * k + j)] * (int(b[size_t(j * cols + c)]) - b_zp[size_t(c)]);
+      EXPECT_EQ(rm.outputs[0].value(i * cols + c), double(acc)) << i << " " << c;
+    }
+}
+
 // A model ending in Softmax / LogSoftmax (run by the host on the dequantized logits): the
 // output is that function of the integer reference's logits, and within the tolerance of the
 // float model's.
