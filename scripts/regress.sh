@@ -37,19 +37,15 @@ mkdir -p "$logs"
 for n in $ns; do rm -f "$logs"/n${n}_shard*.log; done
 start=$(date +%s)
 pids=()
-run_shard() {  # n shard first count
-  "$build/tests/verif/tpu_random_n$1" run --first "$3" --count "$4" --quiet "${extra[@]}" \
-    >"$logs/n$1_shard$2.log" 2>&1
+run_shard() {  # n shard: shard i/jobs of the seeds (tpu::shard_range, driver/shard.h)
+  "$build/tests/verif/tpu_random_n$1" run --first "$first" --count "$programs" \
+    --shard "$2/$jobs" --quiet "${extra[@]}" >"$logs/n$1_shard$2.log" 2>&1
 }
 for n in $ns; do
-  per=$(( (programs + jobs - 1) / jobs ))
   for ((i = 0; i < jobs; i++)); do
-    s=$(( first + i * per )); c=$per
-    [ $(( i * per )) -ge "$programs" ] && break
-    [ $(( i * per + per )) -gt "$programs" ] && c=$(( programs - i * per ))
     # at most $jobs shards at once
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
-    run_shard "$n" "$i" "$s" "$c" &
+    run_shard "$n" "$i" &
     pids+=($!)
   done
 done
