@@ -2,8 +2,8 @@
 // Static sharding, the one implementation used by tpusim run-cnn / run-onnx (--jobs, --shard,
 // MPI ranks) and the random regression (tpu_random --shard, scripts/regress.sh): K shards split
 // `units` work units (batches of images, data sets, seeds) into K contiguous ranges, shard I
-// taking units [ceil(I * units / K), ceil((I + 1) * units / K)). The ranges depend only on (units, K), so
-// every process of a run agrees on them without talking, and they cover every unit once.
+// taking units [ceil(I * units / K), ceil((I + 1) * units / K)). The ranges depend only on (units,
+// K), so every process of a run agrees on them without talking, and they cover every unit once.
 // (Rounded up: shard 0 always holds unit 0, e.g. the batch that is profiled, when units > 0.)
 #pragma once
 

@@ -4,14 +4,19 @@
 # printed lines, byte for byte, but for the wall-time figures (wall_seconds,
 # wall_seconds_per_image, sim_cycles_per_second, the "wall time:" line).
 #
-#   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM]
-# CASE: jobs | jobs_text | shard_merge | mpi | merge_errors | random_shard
+#   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM | MODEL]
+# CASE: jobs | jobs_text | shard_merge | mpi | merge_errors | random_shard (TPU_RANDOM) |
+#       onnx_jobs | onnx_shard_merge | onnx_mpi (MODEL: the .onnx model for run-onnx --test-dir)
 set -euo pipefail
-case_="$1" sim="$2" work="$3" random="${4:-}"
+case_="$1" sim="$2" work="$3" random="${4:-}" model="${4:-}"
+here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$work"
 cd "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-strip_wall() { grep -v -E '"(wall_seconds|wall_seconds_per_image|sim_cycles_per_second)"|^wall time: ' "$1"; }
+strip_wall() {  # and run-onnx's "result: PASS (wall time 0.54 s)" without its time
+  grep -v -E '"(wall_seconds|wall_seconds_per_image|sim_cycles_per_second)"|^wall time: ' "$1" |
+    sed -E 's/\(wall time [0-9.]+ s\)$/(wall time)/'
+}
 same() {  # A B: equal but for wall-time lines, and not trivially empty
   [ -s "$1" ] || fail "$1 is empty"
   if ! diff <(strip_wall "$1") <(strip_wall "$2") >diff.txt; then
@@ -62,6 +67,45 @@ case "$case_" in
       || { cat mpi.err >&2; fail "mpirun -np 2 exited $?"; }
     "$sim" "${run[@]}" >one.txt 2>/dev/null
     same one.txt np2.txt
+    ;;
+  onnx_jobs | onnx_shard_merge | onnx_mpi)  # run-onnx: 5 data sets of 2..4 images
+    # The model is MODEL (4th argument); the data sets are written by make_onnx_test_dir.py.
+    python3 "$here/make_onnx_test_dir.py" "$model" t 5
+    onnx=(run-onnx --test-dir t)
+    "$sim" "${onnx[@]}" --json >one.json 2>/dev/null || fail "one process exited $?"
+    "$sim" "${onnx[@]}" >one.txt 2>/dev/null || fail "one process exited $?"
+    grep -q '"data_sets": 5,' one.json || fail "one.json: expected 5 data sets"
+    grep -q '"matches_reference": true' one.json || fail "one.json: not bit-exact"
+    case "$case_" in
+      onnx_jobs)
+        "$sim" "${onnx[@]}" --json --jobs 2 >jobs2.json 2>/dev/null || fail "--jobs 2 exited $?"
+        "$sim" "${onnx[@]}" --jobs 3 >jobs3.txt 2>/dev/null || fail "--jobs 3 exited $?"
+        "$sim" "${onnx[@]}" --json --jobs 7 >jobs7.json 2>/dev/null || fail "--jobs 7 exited $?"
+        same one.json jobs2.json
+        same one.txt jobs3.txt
+        same one.json jobs7.json
+        ;;
+      onnx_shard_merge)
+        for i in 0 1 2; do
+          "$sim" "${onnx[@]}" --shard "$i/3" >"shard$i.json" 2>/dev/null || fail "--shard $i/3 exited $?"
+        done
+        "$sim" merge --json shard1.json shard2.json shard0.json >merged.json || fail "merge exited $?"
+        "$sim" merge shard0.json shard1.json shard2.json >merged.txt || fail "merge exited $?"
+        same one.json merged.json
+        same one.txt merged.txt
+        if "$sim" merge shard0.json shard2.json >out.txt 2>err.txt; then fail "merge of 2 of 3 shards succeeded"; fi
+        grep -q "shard 1/3 is missing" err.txt || { cat err.txt >&2; fail "expected 'shard 1/3 is missing'"; }
+        ;;
+      onnx_mpi)
+        command -v mpirun >/dev/null || fail "mpirun not found (scripts/setup.sh installs openmpi-bin)"
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$sim" "${onnx[@]}" --json >np2.json \
+          2>mpi.err || { cat mpi.err >&2; fail "mpirun -np 2 exited $?"; }
+        same one.json np2.json
+        mpirun --allow-run-as-root --oversubscribe -np 2 "$sim" "${onnx[@]}" >np2.txt 2>mpi.err \
+          || { cat mpi.err >&2; fail "mpirun -np 2 exited $?"; }
+        same one.txt np2.txt
+        ;;
+    esac
     ;;
   merge_errors)
     for i in 0 1 2; do "$sim" "${run[@]}" --shard "$i/3" >"shard$i.json" 2>/dev/null; done

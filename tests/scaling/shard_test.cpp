@@ -2,11 +2,11 @@
 // tpu::shard_range and tpu::parse_shard (driver/shard.h), against a direct count: every unit
 // in exactly one shard, shards contiguous and in order, sizes differing by at most one, shard 0
 // holding unit 0.
+#include "shard.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "shard.h"
 
 namespace {
 

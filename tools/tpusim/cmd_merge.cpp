@@ -31,7 +31,8 @@ int run_merge(const tpusim::Args& args) {
   po::variables_map vm;
   if (!tpusim::parse_options(
           args, "tpusim merge [--json] [--quiet] [--report DIR] SHARD.json...",
-          "Merges the shard JSON files that `tpusim run-cnn --shard I/K` printed (all K of one "
+          "Merges the shard JSON files that `tpusim run-cnn --shard I/K` (or run-onnx) printed "
+          "(all K of one "
           "run, any order) and prints what one process running the whole run prints: the same "
           "JSON object with --json, else the model lines, per-image lines and summary. Exit code "
           "1 if any image differs from the integer reference.",
@@ -42,24 +43,37 @@ int run_merge(const tpusim::Args& args) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> texts;
   for (const auto& f : files) texts.push_back(tpusim::read_text_file(f));
+  // The wall time of the run: the longest shard's (they ran side by side) plus this merge.
+  double longest = 0;
+  std::string format;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const tpusim::JsonValue v = tpusim::parse_json(texts[i], files[i]);
+    if (v.type == tpusim::JsonValue::Type::Object && v.has("wall_seconds"))
+      longest = std::max(longest, v.at("wall_seconds").number());
+    if (i == 0 && v.type == tpusim::JsonValue::Type::Object && v.has("format") &&
+        v.at("format").type == tpusim::JsonValue::Type::String)
+      format = v.at("format").str();
+  }
+  auto elapsed = [&] {
+    return longest + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (format.rfind("tpusim run-onnx shard", 0) == 0) {
+    if (!report_dir.empty() || quiet)
+      throw tpusim::UsageError("--report and --quiet are for run-cnn shards; " + files[0] +
+                               " is a run-onnx shard");
+    return tpusim::print_merged_onnx(texts, files, json, elapsed());
+  }
   tpusim::CnnReportFiles report;
   if (!report_dir.empty()) report = tpusim::prepare_cnn_report_dir(report_dir);
   tpusim::MergedCnn m = tpusim::merge_cnn_shards(texts, files);
-  // The wall time of the run: the longest shard's (they ran side by side) plus this merge.
-  double longest = 0;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const tpusim::JsonValue v = tpusim::parse_json(texts[i], files[i]);
-    longest = std::max(longest, v.at("wall_seconds").number());
-  }
-  m.e.wall_seconds =
-      longest + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.e.wall_seconds = elapsed();
   tpusim::print_merged_cnn(m, json, quiet, report);
   return m.exit_code;
 }
 
 }  // namespace
 
-TPUSIM_SUBCOMMAND("merge", "the shard JSON files of a run-cnn --shard I/K run into one result",
+TPUSIM_SUBCOMMAND("merge", "the shard JSON files of a run-cnn / run-onnx --shard I/K run into one",
                   run_merge);
 
 #endif  // __has_include("evaluate.h")

@@ -3,11 +3,11 @@
 #if __has_include("evaluate.h")
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <sstream>
+#include <system_error>
 
 #include "report.h"
 #include "sharding.h"
@@ -119,10 +119,11 @@ void print_cnn_summary(const tpu::cnn::Evaluation& e) {
         "utilization)\n",
         thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str());
   } else {
-    std::printf("cycles: %s total, %s per image; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
-                thousands(e.cycles_total).c_str(),
-                thousands(uint64_t(double(e.cycles_total) / n)).c_str(), 100 * e.mxu_utilization,
-                e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+    std::printf(
+        "cycles: %s total, %s per image; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
+        thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str(),
+        100 * e.mxu_utilization,
+        e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
   }
   std::printf(
       "DMA per image: %s bytes in (input image %u bytes, the rest weights, parameters and "

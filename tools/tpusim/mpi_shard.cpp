@@ -30,7 +30,8 @@ tpu::ShardSpec mpi_shard() {
   MPI_Initialized(&initialized);
   if (!initialized) {
     if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-      throw std::runtime_error("MPI_Init failed (started by mpirun / srun; expected a working MPI)");
+      throw std::runtime_error(
+          "MPI_Init failed (started by mpirun / srun; expected a working MPI)");
     std::atexit(finalize);
   }
   int rank = 0, size = 1;

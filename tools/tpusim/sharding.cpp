@@ -171,8 +171,9 @@ bool JsonValue::has(const std::string& key) const {
 const JsonValue& JsonValue::at(const std::string& key) const {
   for (const auto& m : members)
     if (m.first == key) return m.second;
-  throw std::runtime_error("shard JSON: the key \"" + key +
-                           "\" is missing (expected a shard JSON object written by tpusim --shard)");
+  throw std::runtime_error(
+      "shard JSON: the key \"" + key +
+      "\" is missing (expected a shard JSON object written by tpusim --shard)");
 }
 
 int64_t JsonValue::i64() const {
@@ -354,8 +355,13 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
                                ") ended with exit code " + std::to_string(code) +
                                " (its message is above); expected exit code 0 or 1");
   }
-  if (usage)
-    throw UsageError("--jobs: a shard rejected its arguments (its message is above)");
+  if (usage) throw UsageError("--jobs: a shard rejected its arguments (its message is above)");
+  for (int i = 0; i < jobs; ++i)
+    if (exit_codes[size_t(i)] != 0 && children[size_t(i)].out.empty())
+      throw std::runtime_error("--jobs: shard " + std::to_string(i) + "/" + std::to_string(jobs) +
+                               " failed (exit code " + std::to_string(exit_codes[size_t(i)]) +
+                               ", its message is above) without printing its shard JSON; "
+                               "expected every shard to finish");
   std::vector<std::string> outs;
   for (auto& c : children) outs.push_back(std::move(c.out));
   return outs;

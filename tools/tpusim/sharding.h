@@ -75,7 +75,8 @@ void mpi_abort_if_running(int code);
 // with its stdout captured and its stderr passed through; waits for all. Returns each child's
 // stdout. A child that exits with code 2 (usage) or 130/143 makes this throw (UsageError for
 // 2); other non-zero codes are returned in `exit_codes` (a run-cnn shard with mismatched
-// images exits 1 and still prints its shard JSON).
+// images exits 1 and still prints its shard JSON); a child that exits non-zero without
+// printing anything makes this throw std::runtime_error naming the shard.
 std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
                                   const std::function<Args(int)>& child_args,
                                   std::vector<int>& exit_codes);
