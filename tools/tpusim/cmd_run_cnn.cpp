@@ -85,6 +85,7 @@ int run_run_cnn(const tpusim::Args& args) {
       "trace-event "
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
+  tpusim::add_memory_options(opts);
   tpusim::add_device_options(
       opts, dev_opts, /*with_vcd=*/true,
       "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "

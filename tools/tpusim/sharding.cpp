@@ -2,11 +2,13 @@
 #include "sharding.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -285,68 +287,112 @@ Args without_options(const Args& args, const std::vector<std::string>& drop_with
   return out;
 }
 
-std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
-                                  const std::function<Args(int)>& child_args,
-                                  std::vector<int>& exit_codes) {
+std::string self_executable() {
   char exe[4096];
   const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len <= 0)
-    throw std::runtime_error(std::string("--jobs: cannot find this executable (/proc/self/exe: ") +
-                             std::strerror(errno) + ")");
+    throw std::runtime_error(std::string("cannot find this executable (/proc/self/exe: ") +
+                             std::strerror(errno) + "); expected Linux's /proc");
   exe[len] = '\0';
-  struct Child {
+  return exe;
+}
+
+std::vector<ChildResult> run_processes(
+    const std::vector<std::vector<std::string>>& argvs, int parallel,
+    const std::function<void(size_t, const ChildResult&)>& on_done,
+    const std::vector<std::string>& stderr_files) {
+  struct Running {
+    size_t index = 0;
     pid_t pid = -1;
     int fd = -1;
-    std::string out;
   };
-  std::vector<Child> children(static_cast<size_t>(jobs));
+  std::vector<ChildResult> results(argvs.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  const size_t limit = size_t(std::max(1, parallel));
   std::fflush(nullptr);
-  for (int i = 0; i < jobs; ++i) {
-    std::vector<std::string> argv_s = {exe, subcommand};
-    for (auto& a : child_args(i)) argv_s.push_back(a);
+  auto start = [&](size_t i) {
+    std::vector<std::string> argv_s = argvs[i];
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     int p[2];
-    if (pipe(p) != 0)
-      throw std::runtime_error(std::string("--jobs: pipe failed: ") + std::strerror(errno));
+    if (pipe(p) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
     const pid_t pid = fork();
-    if (pid < 0)
-      throw std::runtime_error(std::string("--jobs: fork failed: ") + std::strerror(errno));
+    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);  // no orphaned shard when the parent is killed
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // no orphaned child when the parent is killed
       dup2(p[1], STDOUT_FILENO);
       close(p[0]);
       close(p[1]);
-      execv(exe, argv.data());
-      std::fprintf(stderr, "tpusim: --jobs: cannot start %s: %s\n", exe, std::strerror(errno));
+      if (i < stderr_files.size()) {
+        const int fd =
+            open(stderr_files[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+          std::fprintf(stderr, "tpusim: cannot write %s: %s\n", stderr_files[i].c_str(),
+                       std::strerror(errno));
+          _exit(127);
+        }
+        dup2(fd, STDERR_FILENO);
+      }
+      execv(argv[0], argv.data());
+      std::fprintf(stderr, "tpusim: cannot start %s: %s\n", argv[0], std::strerror(errno));
       _exit(127);
     }
     close(p[1]);
-    children[size_t(i)].pid = pid;
-    children[size_t(i)].fd = p[0];
-  }
-  // Each pipe is read to its end in turn: a shard writes its JSON only when it is done, so one
-  // blocked on a full pipe has finished its work and waits only for its turn.
-  for (auto& c : children) {
-    char buf[65536];
-    while (true) {
-      const ssize_t n = read(c.fd, buf, sizeof buf);
-      if (n > 0) {
-        c.out.append(buf, size_t(n));
-      } else if (n == 0 || errno != EINTR) {
-        break;
-      }
+    running.push_back(Running{i, pid, p[0]});
+  };
+  while (next < argvs.size() || !running.empty()) {
+    while (next < argvs.size() && running.size() < limit) start(next++);
+    std::vector<pollfd> fds;
+    for (const auto& r : running) fds.push_back(pollfd{r.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
     }
-    close(c.fd);
+    for (size_t k = fds.size(); k-- > 0;) {
+      if (fds[k].revents == 0) continue;
+      Running& r = running[k];
+      char buf[65536];
+      const ssize_t n = read(r.fd, buf, sizeof buf);
+      if (n > 0) {
+        results[r.index].out.append(buf, size_t(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      close(r.fd);  // end of its output: the child is ending
+      int status = 0;
+      while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      results[r.index].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      results[r.index].pid = r.pid;
+      if (on_done) on_done(r.index, results[r.index]);
+      running.erase(running.begin() + long(k));
+    }
+  }
+  return results;
+}
+
+std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
+                                  const std::function<Args(int)>& child_args,
+                                  std::vector<int>& exit_codes) {
+  const std::string exe = self_executable();
+  std::vector<std::vector<std::string>> argvs;
+  for (int i = 0; i < jobs; ++i) {
+    std::vector<std::string> argv = {exe, subcommand};
+    for (auto& a : child_args(i)) argv.push_back(a);
+    argvs.push_back(std::move(argv));
+  }
+  std::vector<ChildResult> children;
+  try {
+    children = run_processes(argvs, jobs);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--jobs: ") + e.what());
   }
   exit_codes.assign(size_t(jobs), 0);
   int usage = 0;
   for (int i = 0; i < jobs; ++i) {
-    int status = 0;
-    while (waitpid(children[size_t(i)].pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const int code = children[size_t(i)].code;
     exit_codes[size_t(i)] = code;
     if (code == 2) usage = 2;
     if (code == 127 || code >= 128)

@@ -71,6 +71,25 @@ std::vector<std::string> mpi_gather(const std::string& mine);
 // After a failure: MPI_Abort(code) when MPI runs with more than one rank, else nothing.
 void mpi_abort_if_running(int code);
 
+// This executable's path (/proc/self/exe). Throws std::runtime_error if it cannot be read.
+std::string self_executable();
+
+// One child process of run_processes: its exit code (128 + signal if killed) and stdout.
+struct ChildResult {
+  int code = 0;
+  int pid = 0;
+  std::string out;
+};
+// Runs the commands `argvs` (argv[0]: the executable's path), at most `parallel` at a time,
+// each with its stdout captured and its stderr passed through (or, when `stderr_files` is
+// given, written to stderr_files[i]); calls on_done(i, result) as command i ends (in this
+// thread). Returns the results in the order of `argvs`. A command that cannot be started ends
+// with code 127. Throws std::runtime_error if pipe/fork/poll fail.
+std::vector<ChildResult> run_processes(
+    const std::vector<std::vector<std::string>>& argvs, int parallel,
+    const std::function<void(size_t, const ChildResult&)>& on_done = {},
+    const std::vector<std::string>& stderr_files = {});
+
 // Starts `jobs` copies of this executable: `subcommand` with child_args(i) for child i, each
 // with its stdout captured and its stderr passed through; waits for all. Returns each child's
 // stdout. A child that exits with code 2 (usage) or 130/143 makes this throw (UsageError for
