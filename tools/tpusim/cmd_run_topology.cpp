@@ -137,8 +137,9 @@ std::vector<TopoLayer> read_topology(const std::string& path) {
       l.filters = int(v[5]);
       l.stride = int(v[6]);
       if (l.filter_h > l.ifmap_h || l.filter_w > l.ifmap_w)
-        throw std::runtime_error(where + "the " + f[3] + "x" + f[4] + " filter is larger than the " +
-                                 f[1] + "x" + f[2] + " IFMAP (expected a filter inside the IFMAP)");
+        throw std::runtime_error(where + "the " + f[3] + "x" + f[4] +
+                                 " filter is larger than the " + f[1] + "x" + f[2] +
+                                 " IFMAP (expected a filter inside the IFMAP)");
     }
     layers.push_back(l);
   }
@@ -257,9 +258,9 @@ int run_run_topology(const tpusim::Args& args) {
                                ": expected FROM:TO (layer numbers counted from 0, TO excluded)");
     }
     if (from >= to || to > topo.size())
-      throw tpusim::UsageError("--layers " + layers_range + ": expected 0 <= FROM < TO <= " +
-                               std::to_string(topo.size()) + " (the file has " +
-                               std::to_string(topo.size()) + " layers)");
+      throw tpusim::UsageError("--layers " + layers_range +
+                               ": expected 0 <= FROM < TO <= " + std::to_string(topo.size()) +
+                               " (the file has " + std::to_string(topo.size()) + " layers)");
   }
 
   auto dev = tpusim::open_device(dev_opts, vm);
@@ -293,22 +294,12 @@ int run_run_topology(const tpusim::Args& args) {
                 (q.sh > 1 ? "/" + std::to_string(q.sh) : "") + " -> " + std::to_string(q.out.c) +
                 "x" + std::to_string(q.out.h) + "x" + std::to_string(q.out.w);
       if (t.gemm)
-        o.shape = "M" + std::to_string(t.m) + " N" + std::to_string(t.n) + " K" +
-                  std::to_string(t.k);
+        o.shape =
+            "M" + std::to_string(t.m) + " N" + std::to_string(t.n) + " K" + std::to_string(t.k);
       {  // SCALE-Sim's estimate is analytical: known for layers that do not run too
         const tpu::cnn::LayerProfile p = tpu::cnn::layer_profile(q, n, batch, 0);
         o.ideal = p.ideal_cycles;
         o.scalesim = p.scalesim_ws_cycles;  // per image
-      }
-      // The random int8 input images of this layer.
-      std::mt19937_64 rng(seed + li + 0x9e3779b97f4a7c15ULL);
-      std::uniform_int_distribution<int> x8(-128, 127);
-      std::vector<std::vector<int32_t>> images(batch,
-                                               std::vector<int32_t>(size_t(net.input.size())));
-      std::vector<const int32_t*> ptrs;
-      for (auto& im : images) {
-        for (auto& v : im) v = x8(rng);
-        ptrs.push_back(im.data());
       }
       dev->release_all();  // every layer from an empty arena: the same addresses in any order
       std::unique_ptr<tpu::cnn::ChipRunner> runner;
@@ -321,6 +312,16 @@ int run_run_topology(const tpusim::Args& args) {
         ++not_run;
       }
       if (runner) {
+        // The random int8 input images of this layer.
+        std::mt19937_64 rng(seed + li + 0x9e3779b97f4a7c15ULL);
+        std::uniform_int_distribution<int> x8(-128, 127);
+        std::vector<std::vector<int32_t>> images(batch,
+                                                 std::vector<int32_t>(size_t(net.input.size())));
+        std::vector<const int32_t*> ptrs;
+        for (auto& im : images) {
+          for (auto& v : im) v = x8(rng);
+          ptrs.push_back(im.data());
+        }
         const auto r = runner->run(ptrs, dev_opts.max_cycles_given ? dev_opts.max_cycles : 0);
         o.ran = true;
         o.exact = true;
@@ -352,7 +353,8 @@ int run_run_topology(const tpusim::Args& args) {
       if (o.ran && o.scalesim > 0) std::snprintf(ratio, sizeof ratio, "%.2f", per / o.scalesim);
       std::printf("%-16s %-24s %14s %12s %11s %12s %8s  %s\n", t.name.c_str(), o.shape.c_str(),
                   thousands(double(o.macs)).c_str(), o.ran ? thousands(per).c_str() : "-", util,
-                  thousands(o.scalesim).c_str(), ratio, o.ran && o.exact ? "yes" : o.status.c_str());
+                  thousands(o.scalesim).c_str(), ratio,
+                  o.ran && o.exact ? "yes" : o.status.c_str());
       std::fflush(stdout);
     }
     outs.push_back(std::move(o));
@@ -381,12 +383,12 @@ int run_run_topology(const tpusim::Args& args) {
     };
     j << "{\n  \"topology\": " << json_string(file) << ",\n  \"format\": \""
       << (topo[0].gemm ? "gemm" : "conv") << "\",\n  \"chip_n\": " << n
-      << ",\n  \"backend\": " << json_string(std::string(dev->backend())) << ",\n  \"batch\": "
-      << batch << ",\n  \"seed\": " << seed << ",\n  \"layers_run\": " << ran
+      << ",\n  \"backend\": " << json_string(std::string(dev->backend()))
+      << ",\n  \"batch\": " << batch << ",\n  \"seed\": " << seed << ",\n  \"layers_run\": " << ran
       << ",\n  \"layers_not_run\": " << not_run << ",\n  \"layers_failed\": " << failed
       << ",\n  \"pass\": " << (failed ? "false" : "true") << ",\n  \"cycles\": " << cycles
-      << ",\n  \"scalesim_ws_cycles\": " << jn(scalesim) << ",\n  \"mxu_utilization\": "
-      << jn(util) << ",\n  \"wall_seconds\": " << jn(wall) << ",\n  \"layers\": [";
+      << ",\n  \"scalesim_ws_cycles\": " << jn(scalesim) << ",\n  \"mxu_utilization\": " << jn(util)
+      << ",\n  \"wall_seconds\": " << jn(wall) << ",\n  \"layers\": [";
     for (size_t i = 0; i < outs.size(); ++i) {
       const auto& o = outs[i];
       const TopoLayer& t = topo[from + i];
@@ -399,8 +401,7 @@ int run_run_topology(const tpusim::Args& args) {
         << ", \"mxu_utilization\": " << jn(o.ran ? o.utilization : std::nan(""))
         << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in_bytes\": " << o.dma_in
         << ", \"dma_out_bytes\": " << o.dma_out << ", \"ideal_cycles_per_image\": " << jn(o.ideal)
-        << ", \"scalesim_ws_cycles_per_image\": " << jn(o.scalesim)
-        << ", \"cycles_vs_scalesim\": "
+        << ", \"scalesim_ws_cycles_per_image\": " << jn(o.scalesim) << ", \"cycles_vs_scalesim\": "
         << jn(o.ran && o.scalesim > 0 ? double(o.cycles) / batch / o.scalesim : std::nan(""))
         << ", \"wall_seconds\": " << jn(o.wall) << "}";
     }
@@ -412,8 +413,7 @@ int run_run_topology(const tpusim::Args& args) {
         "utilization %.1f%%; SCALE-Sim WS %s cycles per image (chip/SCALE-Sim %.2f); wall time "
         "%.1f s\n",
         ran, outs.size(), not_run, failed, thousands(double(cycles) / batch).c_str(), 100 * util,
-        thousands(scalesim / batch).c_str(), scalesim > 0 ? double(cycles) / scalesim : 0.0,
-        wall);
+        thousands(scalesim / batch).c_str(), scalesim > 0 ? double(cycles) / scalesim : 0.0, wall);
   }
   tpusim::finish_device(dev_opts, dev);
   return failed ? 1 : 0;
