@@ -71,8 +71,7 @@ std::vector<int64_t> int_list(const std::string& option, const std::string& text
                                " is given twice (expected each value once)");
     out.push_back(v);
   }
-  if (out.empty())
-    throw tpusim::UsageError("--" + option + ": empty list (expected e.g. 8,16)");
+  if (out.empty()) throw tpusim::UsageError("--" + option + ": empty list (expected e.g. 8,16)");
   return out;
 }
 
@@ -170,7 +169,8 @@ int run_sweep(const tpusim::Args& args) {
           "(tpusim_n<N>, the chip of that N), --jobs at a time, and writes DIR/sweep.csv (one row "
           "per configuration: cycles per image, MXU utilization, DMA bytes, SCALE-Sim's WS "
           "estimate, bit-exactness) and the charts DIR/sweep_cycles.svg, "
-          "DIR/sweep_utilization.svg (against N), DIR/sweep_cycles_bandwidth.svg, DIR/sweep_utilization_bandwidth.svg (against bandwidth) and DIR/sweep_dma.svg. "
+          "DIR/sweep_utilization.svg (against N), DIR/sweep_cycles_bandwidth.svg, "
+          "DIR/sweep_utilization_bandwidth.svg (against bandwidth) and DIR/sweep_dma.svg. "
           "Exit code 1 if a configuration fails or differs from the integer reference.",
           opts, {}, vm)) {
     return 0;
@@ -182,10 +182,8 @@ int run_sweep(const tpusim::Args& args) {
   const auto batches = int_list("batch", batch_text, 1, 4095);
   const int64_t images = tpusim::int_option(vm, "images", 1, 10000);
   const int64_t calibration = tpusim::int_option(vm, "calibration", 1, 60000);
-  const int jobs =
-      vm.count("jobs")
-          ? int(tpusim::int_option(vm, "jobs", 1, 1024))
-          : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int jobs = vm.count("jobs") ? int(tpusim::int_option(vm, "jobs", 1, 1024))
+                                    : int(std::max(1u, std::thread::hardware_concurrency()));
   if (!model.empty()) {
     std::error_code ec;
     if (!fs::is_regular_file(model, ec))
@@ -199,18 +197,19 @@ int run_sweep(const tpusim::Args& args) {
   std::vector<std::pair<int64_t, std::string>> exes;
   for (int64_t n : ns) {
     if (std::find(built.begin(), built.end(), n) == built.end())
-      throw tpusim::UsageError("--n " + std::to_string(n) + ": no chip of N = " +
-                               std::to_string(n) + " in this build (TPU_SIM_N_LIST builds N = " +
-                               join(built) + "; reconfigure with -DTPU_SIM_N_LIST=\"" +
-                               join(built, ";") + ";" + std::to_string(n) + "\")");
+      throw tpusim::UsageError("--n " + std::to_string(n) +
+                               ": no chip of N = " + std::to_string(n) +
+                               " in this build (TPU_SIM_N_LIST builds N = " + join(built) +
+                               "; reconfigure with -DTPU_SIM_N_LIST=\"" + join(built, ";") + ";" +
+                               std::to_string(n) + "\")");
     const std::string name =
         n == TPUSIM_DEFAULT_N ? std::string("tpusim") : "tpusim_n" + std::to_string(n);
     const fs::path exe = dir / name;
     std::error_code ec;
     if (!fs::exists(exe, ec))
-      throw std::runtime_error(exe.string() + ": missing (expected the tpusim of N = " +
-                               std::to_string(n) + "; build it: cmake --build build --target " +
-                               name + ")");
+      throw std::runtime_error(exe.string() +
+                               ": missing (expected the tpusim of N = " + std::to_string(n) +
+                               "; build it: cmake --build build --target " + name + ")");
     exes.emplace_back(n, exe.string());
   }
   std::error_code ec;
@@ -254,13 +253,15 @@ int run_sweep(const tpusim::Args& args) {
                              ec.message() + ")");
   std::vector<std::string> logs;
   for (const Config& c : configs)
-    logs.push_back((log_dir / ("n" + std::to_string(c.n) + "_bw" + std::to_string(c.bandwidth) +
-                               "_lat" + std::to_string(c.latency) + "_batch" +
-                               std::to_string(c.batch) + ".log"))
-                       .string());
-  std::fprintf(stderr, "sweep: %zu configurations (N %s; bandwidth %s; latency %s; batch %s), %d at a time\n",
-               configs.size(), join(ns).c_str(), join(bws).c_str(), join(lats).c_str(),
-               join(batches).c_str(), jobs);
+    logs.push_back(
+        (log_dir / ("n" + std::to_string(c.n) + "_bw" + std::to_string(c.bandwidth) + "_lat" +
+                    std::to_string(c.latency) + "_batch" + std::to_string(c.batch) + ".log"))
+            .string());
+  std::fprintf(
+      stderr,
+      "sweep: %zu configurations (N %s; bandwidth %s; latency %s; batch %s), %d at a time\n",
+      configs.size(), join(ns).c_str(), join(bws).c_str(), join(lats).c_str(),
+      join(batches).c_str(), jobs);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Outcome> outcomes(configs.size());
   size_t done = 0;
@@ -268,21 +269,22 @@ int run_sweep(const tpusim::Args& args) {
   tpusim::run_processes(
       argvs, jobs,
       [&](size_t i, const tpusim::ChildResult& r) {
-    outcomes[i] = parse_outcome(r, configs[i]);
-    Outcome& o = outcomes[i];
-    std::error_code rm;
-    if (o.ok && o.matches)
-      fs::remove(logs[i], rm);
-    else
-      o.error += (o.error.empty() ? "" : "; ") + std::string("its messages: ") + logs[i];
-    ++done;
-    if (o.ok)
-      std::fprintf(stderr, "[%zu/%zu] %s: %.0f cycles per image, MXU utilization %.1f%%%s\n", done,
-                   configs.size(), configs[i].label().c_str(), o.cycles_per_image,
-                   100 * o.utilization, o.matches ? "" : ", DIFFERS from the integer reference");
-    else
-      std::fprintf(stderr, "[%zu/%zu] %s: FAILED: %s\n", done, configs.size(),
-                   configs[i].label().c_str(), o.error.c_str());
+        outcomes[i] = parse_outcome(r, configs[i]);
+        Outcome& o = outcomes[i];
+        std::error_code rm;
+        if (o.ok && o.matches)
+          fs::remove(logs[i], rm);
+        else
+          o.error += (o.error.empty() ? "" : "; ") + std::string("its messages: ") + logs[i];
+        ++done;
+        if (o.ok)
+          std::fprintf(stderr, "[%zu/%zu] %s: %.0f cycles per image, MXU utilization %.1f%%%s\n",
+                       done, configs.size(), configs[i].label().c_str(), o.cycles_per_image,
+                       100 * o.utilization,
+                       o.matches ? "" : ", DIFFERS from the integer reference");
+        else
+          std::fprintf(stderr, "[%zu/%zu] %s: FAILED: %s\n", done, configs.size(),
+                       configs[i].label().c_str(), o.error.c_str());
       },
       logs);
   fs::remove(log_dir, ec);  // only if empty: every run succeeded
@@ -301,12 +303,11 @@ int run_sweep(const tpusim::Args& args) {
     csv << c.n << "," << c.bandwidth << "," << c.latency << "," << c.batch << ",";
     if (o.ok)
       csv << o.images << "," << o.cycles_total << "," << csv_number(o.cycles_per_image) << ","
-          << csv_number(o.utilization) << "," << csv_number(o.busy) << ","
-          << csv_number(o.dma_in) << "," << csv_number(o.dma_out) << ","
-          << csv_number(o.scalesim) << "," << (o.matches ? "true" : "false") << ","
-          << csv_number(o.accuracy) << "," << csv_number(o.wall) << ",\n";
-    else
-    {
+          << csv_number(o.utilization) << "," << csv_number(o.busy) << "," << csv_number(o.dma_in)
+          << "," << csv_number(o.dma_out) << "," << csv_number(o.scalesim) << ","
+          << (o.matches ? "true" : "false") << "," << csv_number(o.accuracy) << ","
+          << csv_number(o.wall) << ",\n";
+    else {
       std::string e = o.error;  // one quoted CSV field
       std::replace(e.begin(), e.end(), '"', '\'');
       std::replace(e.begin(), e.end(), '\n', ' ');

@@ -124,8 +124,8 @@ std::string line_chart_svg(const PlotSpec& spec) {
       return y0 + panel_h - f * panel_h;
     };
     if (pi < int(spec.panels.size()))
-      o << "<text x=\"" << x0 + panel_w / 2 << "\" y=\"" << y0 - 10
-        << "\" text-anchor=\"middle\">" << escape(spec.panels[size_t(pi)].title) << "</text>\n";
+      o << "<text x=\"" << x0 + panel_w / 2 << "\" y=\"" << y0 - 10 << "\" text-anchor=\"middle\">"
+        << escape(spec.panels[size_t(pi)].title) << "</text>\n";
     o << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << panel_w << "\" height=\""
       << panel_h << "\" fill=\"none\" stroke=\"#888\"/>\n";
     std::vector<double> ticks;
