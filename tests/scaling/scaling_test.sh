@@ -4,8 +4,9 @@
 # printed lines, byte for byte, but for the wall-time figures (wall_seconds,
 # wall_seconds_per_image, sim_cycles_per_second, the "wall time:" line).
 #
-#   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM | MODEL]
+#   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM | MODEL | BUILD_DIR N]
 # CASE: jobs | jobs_text | shard_merge | mpi | merge_errors | random_shard (TPU_RANDOM) |
+#       regress_mpi (BUILD_DIR N: scripts/regress.sh --mpirun) |
 #       onnx_jobs | onnx_shard_merge | onnx_mpi (MODEL: the .onnx model for run-onnx --test-dir)
 set -euo pipefail
 case_="$1" sim="$2" work="$3" random="${4:-}" model="${4:-}"
@@ -140,6 +141,18 @@ case "$case_" in
     [ "$total" -eq 10 ] || fail "the shards passed $total programs, expected 10"
     if "$random" run --count 10 --shard 2/2 >/dev/null 2>err.txt; then fail "--shard 2/2 accepted"; fi
     grep -q "0 <= I < K" err.txt || fail "--shard 2/2: expected a range error"
+    ;;
+  regress_mpi)  # scripts/regress.sh --mpirun: the ranks run the seeds of --jobs 2, each once
+    # 4th argument: the build directory; 5th: the array size.
+    command -v mpirun >/dev/null || fail "mpirun not found (scripts/setup.sh installs openmpi-bin)"
+    build="$4" n="$5"
+    TPU_BUILD_DIR="$build" "$here/../../scripts/regress.sh" --programs 30 --first 7 --n "$n" \
+      --mpirun "mpirun --allow-run-as-root --oversubscribe -np 2" >mpi.txt 2>&1 \
+      || { cat mpi.txt >&2; fail "regress.sh --mpirun exited $?"; }
+    grep -q "^N = $n: seeds 7..36: 30 passed, 0 failed$" mpi.txt || { cat mpi.txt >&2; fail "mpi.txt: expected 30 passed"; }
+    grep -q "seeds 7..21:" "$build/regress/n${n}_shard0.log" || fail "rank 0: expected seeds 7..21"
+    grep -q "seeds 22..36:" "$build/regress/n${n}_shard1.log" || fail "rank 1: expected seeds 22..36"
+    grep -q "with the ranks of mpirun" mpi.txt || fail "mpi.txt: expected the mpirun summary"
     ;;
   *) fail "unknown case $case_" ;;
 esac
