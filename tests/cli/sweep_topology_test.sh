@@ -5,7 +5,7 @@
 # written as a convolution, sweep rows against direct run-cnn runs of the same configuration.
 #
 #   sweep_topology_test.sh CASE TPUSIM WORKDIR [N0 [TPUSIM2 N2]]
-# CASE: topology | topology_errors | sweep | sweep_errors. sweep: N0 is TPUSIM's array size
+# CASE: topology | topology_shards | topology_errors | sweep | sweep_errors. sweep: N0 is TPUSIM's array size
 # (TPU_DEFAULT_N), TPUSIM2 (optional) the tpusim_n<N2> of another size.
 set -euo pipefail
 case_="$1" sim="$2" work="$3" n0="${4:-16}" sim2="${5:-}" n2="${6:-}"
@@ -85,6 +85,27 @@ assert a['name'] == b['name'] == 'PW' and a['cycles'] == b['cycles'], (a, b)
       || fail "run-topology topology_resnet50.csv exited $?"
     grep -q "54 layers (convolutions)" r50.err || fail "r50.err: expected 54 layers"
     grep -q '"name": "FC1000", .*"matches_reference": true' r50.json || fail "r50.json: FC1000 not bit-exact"
+    ;;
+  topology_shards)  # --jobs, --shard + merge: the output of one process but the wall times
+    t="$here/data/topology_gemm.csv"
+    sw() { sed -E 's/wall time [0-9.]+ s/wall time/; s/"wall_seconds": [0-9.e+-]+/"wall_seconds"/g' "$1"; }
+    same() { diff <(sw "$1") <(sw "$2") >&2 || fail "$2 differs from the one-process $1"; }
+    "$sim" run-topology "$t" >one.txt || fail "one process exited $?"
+    "$sim" run-topology "$t" --json >one.json 2>/dev/null || fail "one process exited $?"
+    "$sim" run-topology "$t" --jobs 2 >j2.txt || fail "--jobs 2 exited $?"
+    "$sim" run-topology "$t" --jobs 7 --json >j7.json 2>/dev/null || fail "--jobs 7 exited $?"
+    for i in 0 1 2; do "$sim" run-topology "$t" --shard "$i/3" >"s$i.json" || fail "--shard $i/3 exited $?"; done
+    "$sim" merge s2.json s0.json s1.json >m.txt || fail "merge exited $?"
+    "$sim" merge --json s1.json s2.json s0.json >m.json 2>/dev/null || fail "merge --json exited $?"
+    same one.txt j2.txt
+    same one.txt m.txt
+    same one.json j7.json
+    same one.json m.json
+    grep -q "^total: 5 of 5 layers run" one.txt || fail "one.txt: expected 5 layers run"
+    grep -c '"matches_reference": true' one.json | grep -q '^5$' || fail "one.json: expected 5 bit-exact layers"
+    expect_error 1 "shard 1/3 is missing" "$sim" merge s0.json s2.json
+    "$sim" run-topology "$t" --seed 2 --shard 1/3 >other.json
+    expect_error 1 "other.json: a shard of another run \(seed 2" "$sim" merge s0.json other.json s2.json
     ;;
   topology_errors)
     printf 'Layer name, IFMAP Height\nA, 3\n' >header.csv

@@ -6,7 +6,7 @@
 #
 #   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM | MODEL | BUILD_DIR N]
 # CASE: jobs | jobs_text | shard_merge | mpi | merge_errors | random_shard (TPU_RANDOM) |
-#       regress_mpi (BUILD_DIR N: scripts/regress.sh --mpirun) |
+#       regress_mpi (BUILD_DIR N: scripts/regress.sh --mpirun) | topology_mpi (FILE.csv) |
 #       onnx_jobs | onnx_shard_merge | onnx_mpi (MODEL: the .onnx model for run-onnx --test-dir)
 set -euo pipefail
 case_="$1" sim="$2" work="$3" random="${4:-}" model="${4:-}"
@@ -141,6 +141,15 @@ case "$case_" in
     [ "$total" -eq 10 ] || fail "the shards passed $total programs, expected 10"
     if "$random" run --count 10 --shard 2/2 >/dev/null 2>err.txt; then fail "--shard 2/2 accepted"; fi
     grep -q "0 <= I < K" err.txt || fail "--shard 2/2: expected a range error"
+    ;;
+  topology_mpi)  # run-topology under mpirun -np 2 (4th argument: the topology file)
+    command -v mpirun >/dev/null || fail "mpirun not found (scripts/setup.sh installs openmpi-bin)"
+    "$sim" run-topology "$4" --json >one.json 2>/dev/null || fail "one process exited $?"
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$sim" run-topology "$4" --json >np2.json \
+      2>mpi.err || { cat mpi.err >&2; fail "mpirun -np 2 exited $?"; }
+    sw() { sed -E 's/"wall_seconds": [0-9.e+-]+/"wall_seconds"/g' "$1"; }
+    diff <(sw one.json) <(sw np2.json) >&2 || fail "np2.json differs from one.json"
+    grep -q '"layers_run": 5,' one.json || fail "one.json: expected 5 layers run"
     ;;
   regress_mpi)  # scripts/regress.sh --mpirun: the ranks run the seeds of --jobs 2, each once
     # 4th argument: the build directory; 5th: the array size.

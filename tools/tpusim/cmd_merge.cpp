@@ -31,7 +31,8 @@ int run_merge(const tpusim::Args& args) {
   po::variables_map vm;
   if (!tpusim::parse_options(
           args, "tpusim merge [--json] [--quiet] [--report DIR] SHARD.json...",
-          "Merges the shard JSON files that `tpusim run-cnn --shard I/K` (or run-onnx) printed "
+          "Merges the shard JSON files that `tpusim run-cnn --shard I/K` (or run-onnx, "
+          "run-topology) printed "
           "(all K of one "
           "run, any order) and prints what one process running the whole run prints: the same "
           "JSON object with --json, else the model lines, per-image lines and summary. Exit code "
@@ -57,6 +58,12 @@ int run_merge(const tpusim::Args& args) {
   auto elapsed = [&] {
     return longest + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  if (format.rfind("tpusim run-topology shard", 0) == 0) {
+    if (!report_dir.empty() || quiet)
+      throw tpusim::UsageError("--report and --quiet are for run-cnn shards; " + files[0] +
+                               " is a run-topology shard");
+    return tpusim::print_merged_topology(texts, files, json, elapsed());
+  }
   if (format.rfind("tpusim run-onnx shard", 0) == 0) {
     if (!report_dir.empty() || quiet)
       throw tpusim::UsageError("--report and --quiet are for run-cnn shards; " + files[0] +
@@ -73,7 +80,8 @@ int run_merge(const tpusim::Args& args) {
 
 }  // namespace
 
-TPUSIM_SUBCOMMAND("merge", "the shard JSON files of a run-cnn / run-onnx --shard I/K run into one",
+TPUSIM_SUBCOMMAND("merge",
+                  "the shard JSON files of a run-cnn / run-onnx / run-topology --shard I/K run",
                   run_merge);
 
 #endif  // __has_include("evaluate.h")

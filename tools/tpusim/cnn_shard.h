@@ -67,6 +67,11 @@ MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
 // (with `json`, everything but the object goes to stderr).
 void print_merged_cnn(const MergedCnn& m, bool json, bool quiet, CnnReportFiles& report);
 
+// run-topology's shards (cmd_run_topology.cpp, "format": "tpusim run-topology shard 1"): the
+// same; `wall` is the run's wall time.
+int print_merged_topology(const std::vector<std::string>& texts,
+                          const std::vector<std::string>& names, bool json, double wall);
+
 // run-onnx's shards (cmd_run_onnx.cpp): merges and prints as one process; returns the exit code.
 int print_merged_onnx(const std::vector<std::string>& texts, const std::vector<std::string>& names,
                       bool json, double wall);
