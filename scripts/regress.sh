@@ -3,23 +3,28 @@
 # Constrained-random differential regression, chip vs golden model (docs/verification.md).
 #
 #   scripts/regress.sh --programs 100000 [--n 4|16|all] [--jobs J] [--first S] [--max-length L]
+#                      [--mpirun "mpirun -np K --hostfile H"]
 #
 # Seeds first .. first+programs-1 are split into J contiguous shards per array size, each run
 # by its own tpu_random_n<N> process (one simulated chip per process); shards run J at a time.
+# With --mpirun LAUNCHER, every rank of `LAUNCHER` (mpirun, or srun inside an allocation) runs
+# shard rank/size of the seeds; the logs (in the build directory: it must be shared) are summed
+# here as for --jobs (docs/scaling.md).
 # Prints every mismatch (seed, first differing instruction, replay command) and a summary;
 # exits 1 if any program mismatched. Logs: $build/regress/. Build dir: $TPU_BUILD_DIR or build/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_BUILD_DIR:-$root/build}"
-programs=1000 ns="all" jobs="$(nproc)" first=0 extra=()
+programs=1000 ns="all" jobs="$(nproc)" first=0 extra=() mpirun=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --programs) programs="$2"; shift 2 ;;
     --n) ns="$2"; shift 2 ;;
     --jobs|-j) jobs="$2"; shift 2 ;;
     --first) first="$2"; shift 2 ;;
+    --mpirun) mpirun="$2"; shift 2 ;;
     --max-length|--min-length|--fault-probability) extra+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "regress.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -37,24 +42,35 @@ mkdir -p "$logs"
 for n in $ns; do rm -f "$logs"/n${n}_shard*.log; done
 start=$(date +%s)
 pids=()
-run_shard() {  # n shard first count
-  "$build/tests/verif/tpu_random_n$1" run --first "$3" --count "$4" --quiet "${extra[@]}" \
-    >"$logs/n$1_shard$2.log" 2>&1
+run_shard() {  # n shard: shard i/jobs of the seeds (tpu::shard_range, driver/shard.h)
+  "$build/tests/verif/tpu_random_n$1" run --first "$first" --count "$programs" \
+    --shard "$2/$jobs" --quiet "${extra[@]}" >"$logs/n$1_shard$2.log" 2>&1
 }
-for n in $ns; do
-  per=$(( (programs + jobs - 1) / jobs ))
-  for ((i = 0; i < jobs; i++)); do
-    s=$(( first + i * per )); c=$per
-    [ $(( i * per )) -ge "$programs" ] && break
-    [ $(( i * per + per )) -gt "$programs" ] && c=$(( programs - i * per ))
-    # at most $jobs shards at once
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
-    run_shard "$n" "$i" "$s" "$c" &
-    pids+=($!)
-  done
-done
 status=0
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+if [ -n "$mpirun" ]; then
+  # Each rank: its rank and the world size from the launcher's environment (Open MPI, PMIx,
+  # SLURM), shard rank/size of the seeds, its own log.
+  for n in $ns; do
+    # shellcheck disable=SC2016,SC2086
+    $mpirun sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:?no MPI or SLURM rank}}}
+      k=${OMPI_COMM_WORLD_SIZE:-${SLURM_NTASKS:?no MPI or SLURM world size}}
+      b="$1"; l="$2"; shift 2
+      exec "$b" run --shard "$r/$k" --quiet "$@" >"$l$r.log" 2>&1' sh \
+      "$build/tests/verif/tpu_random_n$n" "$logs/n${n}_shard" --first "$first" \
+      --count "$programs" "${extra[@]}" || status=1
+  done
+  how="the ranks of $mpirun"
+else
+  for n in $ns; do
+    for ((i = 0; i < jobs; i++)); do
+      # at most $jobs shards at once
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
+      run_shard "$n" "$i" &
+      pids+=($!)
+    done
+  done
+  for p in "${pids[@]}"; do wait "$p" || status=1; done
+fi
 elapsed=$(( $(date +%s) - start ))
 
 total_pass=0 total_fail=0
@@ -69,6 +85,6 @@ for n in $ns; do
   echo "N = $n: seeds $first..$(( first + programs - 1 )): $pass passed, $fail failed"
   total_pass=$(( total_pass + pass )); total_fail=$(( total_fail + fail ))
 done
-echo "regress.sh: ${elapsed} s with $jobs jobs"
+echo "regress.sh: ${elapsed} s with ${how:-$jobs jobs}"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] && [ "$status" -eq 0 ]

@@ -2,6 +2,8 @@
 // tpu_random_n<N>: the constrained-random differential regression, chip vs golden model.
 //
 //   tpu_random_n16 run --first 0 --count 1000 [--quiet] [--stop]   seeds first .. first+count-1
+//   tpu_random_n16 run --first 0 --count 1000 --shard I/K           shard I of K of those seeds
+//                                                                     (driver/shard.h)
 //   tpu_random_n16 replay --seed 1234 [--no-bisect]                 one case, with listing
 //   tpu_random_n16 show --seed 1234                                 the case only, nothing run
 //
@@ -20,6 +22,7 @@
 
 #include "chip_backend.h"
 #include "random_program.h"
+#include "shard.h"
 
 namespace {
 
@@ -27,7 +30,7 @@ using namespace tpu::verif;
 
 int usage() {
   std::cerr << "usage: tpu_random_n" << TPU_SIM_N
-            << " run --first S --count C [--quiet] [--stop]\n"
+            << " run --first S --count C [--shard I/K] [--quiet] [--stop]\n"
                "       tpu_random_n"
             << TPU_SIM_N
             << " replay --seed S [--no-bisect]\n"
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string cmd = argv[1];
   uint64_t first = 0, count = 1, seed = 0;
+  tpu::ShardSpec shard;
   bool quiet = false, stop = false, bisect = true, have_seed = false;
   GenOptions opt;
   opt.n = TPU_SIM_N;
@@ -78,7 +82,14 @@ int main(int argc, char** argv) {
       first = std::strtoull(value(), nullptr, 0);
     else if (a == "--count")
       count = std::strtoull(value(), nullptr, 0);
-    else if (a == "--seed") {
+    else if (a == "--shard") {
+      try {
+        shard = tpu::parse_shard(value());
+      } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+      }
+    } else if (a == "--seed") {
       seed = std::strtoull(value(), nullptr, 0);
       have_seed = true;
     } else if (a == "--quiet")
@@ -131,6 +142,11 @@ int main(int argc, char** argv) {
   }
 
   if (cmd != "run") return usage();
+  {  // this shard's seeds (the one static sharding of tpusim and regress.sh)
+    const tpu::ShardRange r = tpu::shard_range(count, shard);
+    first += r.begin;
+    count = r.size();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t passed = 0, failed = 0, by_kind[4] = {0, 0, 0, 0}, faulted = 0;
   for (uint64_t s = first; s < first + count; ++s) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <system_error>
 
+#include "cnn_shard.h"
 #include "dataset.h"
 #include "evaluate.h"
 #include "image_dataset.h"
@@ -24,48 +25,17 @@
 #include "output_file.h"
 #include "quantize.h"
 #include "report.h"
+#include "sharding.h"
 #include "tpusim.h"
 
 namespace {
 
 std::string default_model() { return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx"; }
 
-// Class names: --labels, the ImageFolder's subfolders, or Fashion-MNIST's.
-std::vector<std::string> g_class_names = tpu::cnn::fashion_mnist_classes();
-std::string class_name(int c) {
-  return c >= 0 && c < int(g_class_names.size()) ? g_class_names[size_t(c)]
-                                                 : "class " + std::to_string(c);
-}
-
 std::string thousands(uint64_t v) {
   std::string s = std::to_string(v);
   for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
   return s;
-}
-
-// --report DIR: creates DIR if missing (before the chip runs for minutes) and opens its three
-// files as tpu::OutputFile (temporaries in DIR, renamed when the report is complete). Throws
-// std::runtime_error naming the option, the path and the reason.
-struct ReportFiles {
-  std::unique_ptr<tpu::OutputFile> svg, html, json;
-};
-ReportFiles prepare_report_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
-    throw std::runtime_error("--report " + dir +
-                             ": exists and is not a directory (expected a directory to write "
-                             "utilization.svg, index.html and report.json into)");
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw std::runtime_error("--report " + dir + ": cannot create the directory (" + ec.message() +
-                             "); expected a writable directory");
-  ReportFiles f;
-  f.svg =
-      std::make_unique<tpu::OutputFile>((fs::path(dir) / "utilization.svg").string(), "--report");
-  f.html = std::make_unique<tpu::OutputFile>((fs::path(dir) / "index.html").string(), "--report");
-  f.json = std::make_unique<tpu::OutputFile>((fs::path(dir) / "report.json").string(), "--report");
-  return f;
 }
 
 int run_run_cnn(const tpusim::Args& args) {
@@ -115,10 +85,12 @@ int run_run_cnn(const tpusim::Args& args) {
       "trace-event "
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
+  tpusim::add_memory_options(opts);
   tpusim::add_device_options(
       opts, dev_opts, /*with_vcd=*/true,
       "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
       "64 x instructions");
+  tpusim::add_shard_options(opts);
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -127,7 +99,7 @@ int run_run_cnn(const tpusim::Args& args) {
           "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
           "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] "
           "[--channels rgb|gray]] "
-          "[--labels FILE] [--top-k K]",
+          "[--labels FILE] [--top-k K] [--jobs J | --shard I/K]",
           "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, "
           "activation "
           "scales from --calibration training images; QDQ/QLinear models keep their own), compiles "
@@ -141,7 +113,8 @@ int run_run_cnn(const tpusim::Args& args) {
           "N^2)), "
           "DMA bytes per image, a per-layer profile and the wall time. Exit code 1 if any image "
           "differs "
-          "from the reference.",
+          "from the reference. --jobs J, --shard I/K and mpirun / srun split the images into whole "
+          "batches across processes with the same results (docs/scaling.md).",
           opts, {}, vm)) {
     return 0;
   }
@@ -186,19 +159,65 @@ int run_run_cnn(const tpusim::Args& args) {
                                ": is not a regular file (expected an ONNX model file)");
   }
   tpu::check_output_not_input(timeline_file, "--timeline", {model});
-  ReportFiles report;
-  if (!report_dir.empty()) report = prepare_report_dir(report_dir);
+  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  using Mode = tpusim::ShardPlan::Mode;
+  if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
+    throw tpusim::UsageError(
+        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
+        "mpirun, or --vcd");
+  if (plan.mode == Mode::Shard && !report_dir.empty())
+    throw tpusim::UsageError(
+        "--report with --shard: the report needs every shard; give it to `tpusim merge "
+        "--report DIR` instead");
+  tpusim::CnnReportFiles report;
+  const bool merging = plan.mode == Mode::Single || plan.merges();
+  if (!report_dir.empty() && merging) report = tpusim::prepare_cnn_report_dir(report_dir);
+  const bool first_shard = plan.mode == Mode::Single || plan.shard.index == 0;
   std::unique_ptr<tpu::OutputFile> timeline_out;
-  if (!timeline_file.empty())
+  if (!timeline_file.empty() && first_shard && plan.mode != Mode::Jobs)
     timeline_out = std::make_unique<tpu::OutputFile>(timeline_file, "--timeline");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (plan.mode == Mode::Jobs) {  // J copies of this command, --shard i/J each, then merge
+    const tpusim::Args base =
+        tpusim::without_options(args, {"--jobs", "--report", "--timeline"}, {"--json", "--quiet"});
+    std::vector<int> codes;
+    const auto outs = tpusim::run_jobs(
+        "run-cnn", plan.jobs,
+        [&](int i) {
+          tpusim::Args a = base;
+          a.insert(a.end(),
+                   {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs), "--quiet"});
+          if (i == 0 && !timeline_file.empty()) a.insert(a.end(), {"--timeline", timeline_file});
+          return a;
+        },
+        codes);
+    std::vector<std::string> names;
+    for (int i = 0; i < plan.jobs; ++i)
+      names.push_back("shard " + std::to_string(i) + "/" + std::to_string(plan.jobs));
+    tpusim::MergedCnn m = tpusim::merge_cnn_shards(outs, names);
+    m.e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tpusim::print_merged_cnn(m, json, quiet, report);
+    return m.exit_code;
+  }
   tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
 
+  // This process's images: whole batches, the same ones in every shard count.
+  const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
+  const uint64_t batches = (uint64_t(images) + batch - 1) / batch;
+  const tpu::ShardRange range = tpu::shard_range(batches, shard);
+  const int my_first = int(range.begin * batch);
+  const int my_count = int(std::min<uint64_t>(range.end * batch, uint64_t(images))) - my_first;
+
   // Everything about the inputs is checked before the chip is built.
-  const auto t0 = std::chrono::steady_clock::now();
   const tpu::cnn::Network net = tpu::cnn::load_onnx(model);
+  tpusim::CnnPresentation pres;
+  pres.class_names = tpu::cnn::fashion_mnist_classes();
+  pres.top_k = top_k;
+  pres.display_offset = dataset.empty() ? 0 : offset;
   tpu::cnn::ImageSet test;
-  tpu::cnn::FloatImageSet folder_set;
-  std::vector<std::string> folder_files;  // per image of folder_set
+  tpu::cnn::FloatImageSet folder_set, folder_cal;
+  std::vector<std::string> folder_files;  // per image of the whole selection
   if (dataset.empty()) {
     test = tpu::cnn::load_fashion_mnist(data, false);
     tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
@@ -208,11 +227,15 @@ int run_run_cnn(const tpusim::Args& args) {
     if (offset + images > int(folder.files.size()))
       throw tpusim::UsageError("--offset + --images is past the " +
                                std::to_string(folder.files.size()) + " images of " + dataset);
-    folder_set = tpu::cnn::load_image_folder(folder, pre, net.input, offset, images);
+    if (my_count > 0)
+      folder_set = tpu::cnn::load_image_folder(folder, pre, net.input, offset + my_first, my_count);
+    if (shard.sharded())  // calibration: the first selected images, whatever the shard
+      folder_cal = tpu::cnn::load_image_folder(folder, pre, net.input, offset,
+                                               std::min(calibration, images));
     folder_files.assign(folder.files.begin() + offset, folder.files.begin() + offset + images);
-    g_class_names = folder.classes;
+    pres.class_names = folder.classes;
   }
-  if (!labels_file.empty()) g_class_names = tpu::cnn::read_labels_file(labels_file);
+  if (!labels_file.empty()) pres.class_names = tpu::cnn::read_labels_file(labels_file);
   std::string how;
   tpu::cnn::QuantNetwork q;
   if (tpu::cnn::fully_quantized(net)) {
@@ -225,34 +248,58 @@ int run_run_cnn(const tpusim::Args& args) {
       for (int i = 0; i < std::min(calibration, train.count); ++i)
         cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
     } else {  // the folder has no training split: calibrate on the first of its selected images
-      for (int i = 0; i < std::min(calibration, folder_set.count()); ++i)
-        cal.push_back(folder_set.images[size_t(i)]);
+      const auto& from = shard.sharded() ? folder_cal : folder_set;
+      for (int i = 0; i < std::min(calibration, from.count()); ++i)
+        cal.push_back(from.images[size_t(i)]);
     }
     q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
           (dataset.empty() ? "" : " (the first selected images of --dataset)");
   }
+  pres.output_scale = double(q.output_q().scale);
+  pres.output_zero_point = q.output_q().zero_point;
   auto dev = tpusim::open_device(dev_opts, vm);
-  std::FILE* info = json ? stderr : stdout;
-  std::fprintf(info, "model: %s, %zu layers, input %s, %d classes (%s)\n", model.c_str(),
-               q.layers.size(), q.input.str().c_str(), q.classes(), how.c_str());
-  for (const auto& l : q.layers) {
-    std::fprintf(info, "  %-14s %-7s %s -> %s, %s MACs\n", l.name.c_str(), l.op.c_str(),
-                 l.in.str().c_str(), l.out.str().c_str(), thousands(uint64_t(l.macs())).c_str());
+  {
+    std::string h;
+    char line[512];
+    std::snprintf(line, sizeof line, "model: %s, %zu layers, input %s, %d classes (%s)\n",
+                  model.c_str(), q.layers.size(), q.input.str().c_str(), q.classes(), how.c_str());
+    h += line;
+    for (const auto& l : q.layers) {
+      std::snprintf(line, sizeof line, "  %-14s %-7s %s -> %s, %s MACs\n", l.name.c_str(),
+                    l.op.c_str(), l.in.str().c_str(), l.out.str().c_str(),
+                    thousands(uint64_t(l.macs())).c_str());
+      h += line;
+    }
+    pres.header = h;
   }
+  // One process prints as it goes; a shard prints its lines on stderr (or not at all under
+  // --jobs / mpirun, whose merging process prints them all).
+  std::FILE* info = json || plan.mode != Mode::Single ? stderr : stdout;
+  const bool live_lines = !quiet && plan.mode != Mode::Mpi;
+  if (plan.mode == Mode::Single || (plan.mode == Mode::Shard && !quiet))
+    std::fputs(pres.header.c_str(), info);
+  tpusim::CnnPresentation live = pres;  // for this process's lines: files by selection index
+  live.files = folder_files;
 
   tpu::cnn::EvalOptions eo;
-  eo.offset = dataset.empty() ? offset : 0;  // folder_set holds images offset.. already
-  eo.count = images;
+  eo.offset = dataset.empty() ? offset + my_first : 0;  // folder_set holds its images already
+  eo.count = my_count;
   eo.batch = batch;
-  eo.profile = !no_profile;
+  eo.profile = !no_profile && first_shard;
   eo.max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
-  eo.timeline = !timeline_file.empty();
+  eo.timeline = !timeline_file.empty() && first_shard;
   auto last_progress = std::chrono::steady_clock::now();
   int correct_so_far = 0, differ_so_far = 0;
-  tpusim::set_activity("running " + std::to_string(images) + " images of " + model + " on the " +
-                       dev_opts.backend + " backend");
-  tpusim::set_progress(0, uint64_t(images), "images");
+  const std::string part = shard.sharded()
+                               ? " (shard " + shard.str() + ": images " + std::to_string(my_first) +
+                                     ".." + std::to_string(my_first + my_count - 1) + ")"
+                               : "";
+  tpusim::set_activity("running " + std::to_string(my_count) + " images of " + model + " on the " +
+                       dev_opts.backend + " backend" + part);
+  tpusim::set_progress(0, uint64_t(my_count), "images");
+  // Image indices relative to the selection (as one process numbers them).
+  const int index_shift = dataset.empty() ? 0 : my_first;
   eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
     for (const auto& r : rs) {
       correct_so_far += r.predicted == r.label;
@@ -261,122 +308,80 @@ int run_run_cnn(const tpusim::Args& args) {
     tpusim::set_progress(uint64_t(done), uint64_t(total), "images");
     tpusim::set_count("correct", uint64_t(correct_so_far));
     tpusim::set_count("mismatched_images", uint64_t(differ_so_far));
-    if (!quiet) {
-      for (const auto& r : rs) {
-        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s", r.index + (dataset.empty() ? 0 : offset),
-                     class_name(r.label).c_str(), class_name(r.predicted).c_str(),
-                     r.predicted == r.label ? "ok" : "WRONG",
-                     r.matches_reference ? "" : "  (logits differ from the integer reference!)");
-        if (top_k > 0) {  // the K largest outputs, dequantized
-          std::vector<int> order(r.logits.size());
-          for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
-          std::stable_sort(order.begin(), order.end(),
-                           [&](int a, int b) { return r.logits[size_t(a)] > r.logits[size_t(b)]; });
-          const auto& oq = q.output_q();
-          std::fprintf(info, "  top-%d:", top_k);
-          for (int k = 0; k < std::min<int>(top_k, int(order.size())); ++k)
-            std::fprintf(info, "%s %s %.4g", k ? "," : "", class_name(order[size_t(k)]).c_str(),
-                         double(oq.scale) * (r.logits[size_t(order[size_t(k)])] - oq.zero_point));
-        }
-        if (!folder_files.empty())
-          std::fprintf(info, "  %s", folder_files[size_t(r.index)].c_str());
-        std::fprintf(info, "\n");
+    if (live_lines) {
+      for (auto r : rs) {
+        r.index += index_shift;
+        tpusim::print_cnn_image_line(info, r, live);
       }
     }
     std::fflush(info);
     const auto now = std::chrono::steady_clock::now();
     if (done == total || std::chrono::duration<double>(now - last_progress).count() > 5.0) {
       const double secs = std::chrono::duration<double>(now - t0).count();
-      std::fprintf(stderr, "run-cnn: %d/%d images, %.1f s elapsed, about %.0f s left\n", done,
-                   total, secs, secs / done * (total - done));
+      std::fprintf(stderr, "run-cnn%s: %d/%d images, %.1f s elapsed, about %.0f s left\n",
+                   shard.sharded() ? (" " + shard.str()).c_str() : "", done, total, secs,
+                   secs / done * (total - done));
       last_progress = now;
     }
   };
-  tpu::cnn::Evaluation e = dataset.empty() ? tpu::cnn::evaluate(*dev, net, q, test, eo)
-                                           : tpu::cnn::evaluate(*dev, net, q, folder_set, eo);
-  if (!dataset.empty()) e.offset = offset;
+  tpu::cnn::Evaluation e;
+  if (my_count > 0) {
+    e = dataset.empty() ? tpu::cnn::evaluate(*dev, net, q, test, eo)
+                        : tpu::cnn::evaluate(*dev, net, q, folder_set, eo);
+  } else {  // more shards than batches: nothing to run
+    e.backend = std::string(dev->backend());
+    e.chip_n = dev->params().N;
+  }
+  for (auto& r : e.results) r.index += index_shift;
+  e.offset = dataset.empty() ? offset + my_first : offset;
   e.model = model;
   e.quantization = how;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // The output files first, complete or not at all; then the one JSON object (or the summary).
   tpusim::set_activity("writing the report and timeline files");
-  if (report.svg) {
-    report.svg->write(tpu::cnn::utilization_svg(e));
-    report.html->write(tpu::cnn::report_html(e));
-    report.json->write(e.to_json());
-    report.svg->commit();
-    report.html->commit();
-    report.json->commit();
-  }
   if (timeline_out) {
     timeline_out->write(tpu::cnn::timeline_json(e));
     timeline_out->commit();
+    char note[1024];
+    std::snprintf(
+        note, sizeof note,
+        "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
+        timeline_file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
+    pres.timeline_note = note;
   }
   tpusim::finish_device(dev_opts, dev);
 
-  if (json) {
-    std::cout << e.to_json();
-  } else {
-    const double n = e.images;
-    std::printf("chip: %s backend, N=%u, batch %u (micro-batch %u), %zu instructions per batch\n",
-                e.backend.c_str(), e.chip_n, e.batch, e.micro_batch, e.instructions_per_batch);
-    std::printf("accuracy: chip %.2f%% (%d/%d), float model %.2f%%, integer reference %.2f%%\n",
-                100 * e.accuracy(), e.correct, e.images, 100 * e.float_accuracy(),
-                100 * e.reference_accuracy());
-    std::printf("bit-exact with the integer reference: %s (%d of %d images differ)\n",
-                e.matches_reference() ? "yes" : "NO", e.mismatches, e.images);
-    if (e.cycles_estimated) {
-      std::printf(
-          "cycles: %s total, %s per image (estimated by the model backend, which has no timing: no "
-          "MXU "
-          "utilization)\n",
-          thousands(e.cycles_total).c_str(),
-          thousands(uint64_t(double(e.cycles_total) / n)).c_str());
-    } else {
-      std::printf(
-          "cycles: %s total, %s per image; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
-          thousands(e.cycles_total).c_str(),
-          thousands(uint64_t(double(e.cycles_total) / n)).c_str(), 100 * e.mxu_utilization,
-          e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+  if (plan.mode != Mode::Single) {
+    tpusim::CnnPresentation mine = pres;  // the files of this shard's images
+    if (!folder_files.empty())
+      mine.files.assign(folder_files.begin() + my_first,
+                        folder_files.begin() + my_first + my_count);
+    const std::string shard_json = tpusim::cnn_shard_json(e, mine, shard, images, offset, batch);
+    if (plan.mode == Mode::Shard) {
+      std::fputs(pres.timeline_note.c_str(), stderr);
+      std::cout << shard_json;
+      return e.matches_reference() ? 0 : 1;
     }
-    std::printf(
-        "DMA per image: %s bytes in (input image %u bytes, the rest weights, parameters and "
-        "instructions), "
-        "%s bytes out (logits %u bytes)\n",
-        thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
-        thousands(uint64_t(e.dma_out_per_image)).c_str(), e.output_bytes_per_image);
-    if (!e.layers.empty()) {
-      std::printf("layers (first batch of %u images, cycles per image):\n",
-                  e.layers.front().images);
-      std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
-      for (const auto& l : e.layers) {
-        char util[32] = "n/a (model)";  // the model backend has no timing
-        if (std::isfinite(l.utilization))
-          std::snprintf(util, sizeof util, "%.1f%%", 100 * l.utilization);
-        std::printf("  %-14s %-8s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
-                    thousands(uint64_t(l.macs)).c_str(),
-                    thousands(l.cycles / std::max(1u, l.images)).c_str(), util);
-      }
-    }
-    std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);
-    if (!e.cycles_estimated && e.run_seconds > 0)
-      std::printf(", %s simulated cycles per second",
-                  thousands(uint64_t(double(e.cycles_total) / e.run_seconds)).c_str());
-    std::printf("\n");
+    const auto all = tpusim::mpi_gather(shard_json);
+    if (!plan.merges()) return 0;  // rank 0 reports
+    std::vector<std::string> names;
+    for (uint32_t r = 0; r < shard.count; ++r) names.push_back("MPI rank " + std::to_string(r));
+    tpusim::MergedCnn m = tpusim::merge_cnn_shards(all, names);
+    m.e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    tpusim::print_merged_cnn(m, json, quiet, report);
+    return m.exit_code;
   }
 
+  tpusim::write_cnn_report(report, e);
+  if (json)
+    std::cout << e.to_json();
+  else
+    tpusim::print_cnn_summary(e);
+  std::fflush(stdout);
   // The written paths (on stderr with --json: stdout holds the one JSON object).
-  if (report.svg) {
-    std::fprintf(info, "report: %s, %s, %s\n", report.svg->path().c_str(),
-                 report.html->path().c_str(), report.json->path().c_str());
-  }
-  if (timeline_out) {
-    std::fprintf(
-        info,
-        "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
-        timeline_file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
-  }
+  tpusim::print_report_paths(info, report);
+  std::fputs(pres.timeline_note.c_str(), info);
   return e.matches_reference() ? 0 : 1;
 }
 

@@ -13,7 +13,9 @@
 #include <map>
 #include <sstream>
 
+#include "cnn_shard.h"
 #include "evaluate.h"
+#include "sharding.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
 #include "tpusim.h"
@@ -222,6 +224,163 @@ void print_set(std::FILE* out, const SetResult& r) {
   }
 }
 
+// What run-onnx prints after its data sets, and the data sets' JSON: from one process, or
+// merged from the shards of a sharded run (each shard renders its own data sets).
+struct OnnxOutput {
+  std::string header;  // a shard's model lines (one process prints them as it goes)
+  std::string model, backend, quantization, tolerance_steps;
+  uint32_t chip_n = 0, batch = 0;
+  bool test_dir = false, outputs_written = false;
+  struct SetOut {
+    std::string text, json;  // print_set's lines; set_json
+    uint64_t cycles = 0;
+    bool pass = false;
+  };
+  std::vector<SetOut> sets;
+};
+
+const char* kOnnxShardFormat = "tpusim run-onnx shard 1";
+
+std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, size_t sets_total,
+                            double wall) {
+  using tpu::cnn::json_string;
+  std::ostringstream j;
+  j << "{\n  \"format\": " << json_string(kOnnxShardFormat) << ",\n";
+  j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
+    << ", \"sets_total\": " << sets_total << "},\n";
+  j << "  \"header\": " << json_string(o.header) << ",\n";
+  j << "  \"model\": " << json_string(o.model) << ",\n";
+  j << "  \"backend\": " << json_string(o.backend) << ",\n";
+  j << "  \"chip_n\": " << o.chip_n << ",\n";
+  j << "  \"batch\": " << o.batch << ",\n";
+  j << "  \"quantization\": " << json_string(o.quantization) << ",\n";
+  j << "  \"tolerance_steps\": " << json_string(o.tolerance_steps) << ",\n";
+  j << "  \"test_dir\": " << (o.test_dir ? "true" : "false") << ",\n";
+  j << "  \"outputs_written\": " << (o.outputs_written ? "true" : "false") << ",\n";
+  j << "  \"wall_seconds\": " << tpusim::exact_number(wall) << ",\n";
+  j << "  \"sets\": [";
+  for (size_t i = 0; i < o.sets.size(); ++i)
+    j << (i ? ",\n    " : "\n    ") << "{\"cycles\": " << o.sets[i].cycles
+      << ", \"pass\": " << (o.sets[i].pass ? "true" : "false")
+      << ", \"text\": " << json_string(o.sets[i].text)
+      << ", \"json\": " << json_string(o.sets[i].json) << "}";
+  j << "]\n}\n";
+  return j.str();
+}
+
+OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
+                             const std::vector<std::string>& names) {
+  std::vector<tpusim::JsonValue> parts;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    tpusim::JsonValue v = tpusim::parse_json(texts[i], names[i]);
+    if (v.type != tpusim::JsonValue::Type::Object || !v.has("format") ||
+        v.at("format").str() != kOnnxShardFormat)
+      throw std::runtime_error(names[i] + ": not a run-onnx shard (expected \"format\": \"" +
+                               kOnnxShardFormat + "\", written by tpusim run-onnx --shard I/K)");
+    parts.push_back(std::move(v));
+  }
+  const uint64_t count = parts.front().at("shard").at("count").u64();
+  std::vector<int> seen(count, -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& sh = parts[i].at("shard");
+    const uint64_t k = sh.at("index").u64();
+    if (sh.at("count").u64() != count || k >= count)
+      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
+                               sh.at("count").text + " is not one of the " + std::to_string(count) +
+                               " shards of " + names[0]);
+    for (const char* key : {"model", "backend", "quantization"})
+      if (parts[i].at(key).str() != parts.front().at(key).str())
+        throw std::runtime_error(names[i] + ": a shard of another run (" + key + " " +
+                                 parts[i].at(key).str() + ", but " + names[0] + " has " +
+                                 parts.front().at(key).str() + ")");
+    if (seen[k] >= 0)
+      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
+                               std::to_string(count) + " is also in " + names[size_t(seen[k])] +
+                               " (expected each shard once)");
+    seen[k] = int(i);
+  }
+  OnnxOutput o;
+  for (uint64_t k = 0; k < count; ++k) {
+    if (seen[k] < 0)
+      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
+                               " is missing (expected all " + std::to_string(count) + " shards)");
+    const tpusim::JsonValue& v = parts[size_t(seen[k])];
+    if (k == 0) {
+      o.header = v.at("header").str();
+      o.model = v.at("model").str();
+      o.backend = v.at("backend").str();
+      o.chip_n = uint32_t(v.at("chip_n").u64());
+      o.batch = uint32_t(v.at("batch").u64());
+      o.quantization = v.at("quantization").str();
+      o.tolerance_steps = v.at("tolerance_steps").str();
+      o.test_dir = v.at("test_dir").flag();
+      o.outputs_written = v.at("outputs_written").flag();
+    }
+    for (const auto& sj : v.at("sets").array()) {
+      OnnxOutput::SetOut so;
+      so.cycles = sj.at("cycles").u64();
+      so.pass = sj.at("pass").flag();
+      so.text = sj.at("text").str();
+      so.json = sj.at("json").str();
+      o.sets.push_back(std::move(so));
+    }
+  }
+  const uint64_t total = parts.front().at("shard").at("sets_total").u64();
+  if (o.sets.size() != total)
+    throw std::runtime_error("merge: the shards hold " + std::to_string(o.sets.size()) +
+                             " data sets, expected the run's " + std::to_string(total));
+  return o;
+}
+
+// The output after the data sets (and, `merged`, the model lines and data sets first).
+int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) {
+  std::FILE* info = json ? stderr : stdout;
+  bool all_pass = true;
+  for (const auto& so : o.sets) all_pass = all_pass && so.pass;
+  if (merged) {
+    std::fputs(o.header.c_str(), info);
+    if (!json)
+      for (const auto& so : o.sets) std::fputs(so.text.c_str(), info);
+    std::fflush(info);
+  }
+  if (json) {
+    std::ostringstream j;
+    j << "{\n  \"model\": " << tpu::cnn::json_string(o.model) << ",\n";
+    j << "  \"backend\": " << tpu::cnn::json_string(o.backend) << ",\n";
+    j << "  \"chip_n\": " << o.chip_n << ",\n";
+    j << "  \"batch\": " << o.batch << ",\n";
+    j << "  \"quantization\": " << tpu::cnn::json_string(o.quantization) << ",\n";
+    j << "  \"tolerance_steps\": " << o.tolerance_steps << ",\n";
+    j << "  \"pass\": " << (all_pass ? "true" : "false") << ",\n";
+    if (!o.test_dir) {
+      j << o.sets.at(0).json << ",\n";
+    } else {
+      uint64_t cycles = 0;
+      int passed = 0;
+      for (const auto& so : o.sets) {
+        cycles += so.cycles;
+        passed += so.pass;
+      }
+      j << "  \"data_sets\": " << o.sets.size() << ",\n  \"data_sets_passed\": " << passed << ",\n";
+      j << "  \"cycles\": " << cycles << ",\n  \"results\": [";
+      for (size_t i = 0; i < o.sets.size(); ++i)
+        j << (i ? ",\n    {\n" : "\n    {\n") << o.sets[i].json << "\n    }";
+      j << "\n  ],\n";
+    }
+    j << "  \"wall_seconds\": " << jnum(wall) << "\n}\n";
+    std::cout << j.str();
+  } else {
+    if (o.test_dir) {
+      int passed = 0;
+      for (const auto& so : o.sets) passed += so.pass;
+      std::printf("data sets: %d of %zu pass\n", passed, o.sets.size());
+    }
+    if (!o.outputs_written) std::printf("outputs not written (give --output-dir DIR)\n");
+    std::printf("result: %s (wall time %.2f s)\n", all_pass ? "PASS" : "FAIL", wall);
+  }
+  return all_pass ? 0 : 1;
+}
+
 int run_run_onnx(const tpusim::Args& args) {
   namespace po = tpusim::po;
   std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy", rule = "steps";
@@ -262,6 +421,7 @@ int run_run_onnx(const tpusim::Args& args) {
       "runs and "
       "checks every data set")("json", po::bool_switch(&json), "print one JSON object");
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
+  tpusim::add_shard_options(opts);
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -269,7 +429,7 @@ int run_run_onnx(const tpusim::Args& args) {
           "[--calibration FILE|DIR] [--backend rtl|model] [--batch B] [--json] [--output-format "
           "npy|pb]\n"
           "       tpusim run-onnx --test-dir DIR [--calibration FILE|DIR] [--output-dir DIR] "
-          "[--backend rtl|model] [--json]",
+          "[--backend rtl|model] [--json] [--jobs J | --shard I/K]",
           "Runs an ONNX model on the chip with input tensors from .npy or ONNX TensorProto .pb "
           "files. Inputs are "
           "checked against the graph (name, dtype, shape; the first dimension is the batch). A "
@@ -282,7 +442,9 @@ int run_run_onnx(const tpusim::Args& args) {
           "(uint8 / int8 "
           "graph outputs stay integers), named after the graph outputs. Exit code 1 if the chip "
           "differs from the "
-          "reference or an output fails --expect.",
+          "reference or an output fails --expect. With --test-dir, --jobs J, --shard I/K and "
+          "mpirun "
+          "/ srun split the data sets across processes with the same output (docs/scaling.md).",
           opts, {}, vm)) {
     return 0;
   }
@@ -315,8 +477,36 @@ int run_run_onnx(const tpusim::Args& args) {
       throw tpusim::UsageError("--input NAME=FILE is required (one per graph input)");
   }
 
+  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  using Mode = tpusim::ShardPlan::Mode;
+  if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
+    throw tpusim::UsageError(
+        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
+        "mpirun, or --vcd");
   const auto t0 = std::chrono::steady_clock::now();
+  if (plan.mode == Mode::Jobs) {  // J copies of this command, --shard i/J each, then merge
+    const tpusim::Args base = tpusim::without_options(args, {"--jobs"}, {"--json"});
+    std::vector<int> codes;
+    const auto outs = tpusim::run_jobs(
+        "run-onnx", plan.jobs,
+        [&](int i) {
+          tpusim::Args a = base;
+          a.insert(a.end(), {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs)});
+          return a;
+        },
+        codes);
+    std::vector<std::string> names;
+    for (int i = 0; i < plan.jobs; ++i)
+      names.push_back("shard " + std::to_string(i) + "/" + std::to_string(plan.jobs));
+    return print_onnx_output(
+        merge_onnx_shards(outs, names), json,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
+  }
+  // A shard collects what one process prints (its model lines and data sets) in `info`.
+  char* captured = nullptr;
+  size_t captured_size = 0;
   std::FILE* info = json ? stderr : stdout;
+  if (plan.mode != Mode::Single) info = open_memstream(&captured, &captured_size);
   const tpu::cnn::GraphSignature sig0 = tpu::cnn::read_graph_signature(model);
 
   // The data sets: one from --input (and --expect), or every test_data_set_N. Given inputs other
@@ -422,9 +612,27 @@ int run_run_onnx(const tpusim::Args& args) {
   }
 
   auto dev = tpusim::open_device(dev_opts, vm);
-  std::vector<SetResult> results;
-  bool all_pass = true;
-  for (const auto& s : sets) {
+  OnnxOutput out;
+  if (plan.mode != Mode::Single) {
+    std::fflush(info);
+    out.header.assign(captured, captured_size);
+  }
+  out.model = model;
+  out.backend = std::string(dev->backend());
+  out.chip_n = dev->params().N;
+  out.batch = batch;
+  out.quantization = how;
+  out.tolerance_steps = jnum(steps);
+  out.test_dir = !test_dir.empty();
+  out.outputs_written = !output_dir.empty();
+  const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
+  const tpu::ShardRange range = tpu::shard_range(sets.size(), shard);
+  for (size_t si = range.begin; si < range.end; ++si) {
+    const Set& s = sets[si];
+    // Every data set starts from an empty arena: its buffers get the same host addresses (and
+    // so the same DMA timing) whichever data sets ran before it in this process, which makes
+    // the cycle counts of a sharded run those of one process.
+    dev->release_all();
     SetResult r;
     r.name = s.name;
     r.run =
@@ -463,52 +671,51 @@ int run_run_onnx(const tpusim::Args& args) {
         r.written.push_back(path);
       }
     }
-    if (!json) print_set(info, r);
-    all_pass = all_pass && r.pass();
-    results.push_back(std::move(r));
+    OnnxOutput::SetOut so;
+    so.cycles = r.run.cycles;
+    so.pass = r.pass();
+    so.json = set_json(r, test_dir.empty() ? "  " : "      ");
+    if (plan.mode == Mode::Single) {
+      if (!json) print_set(info, r);
+    } else {
+      std::fflush(info);
+      const size_t before = captured_size;
+      print_set(info, r);
+      std::fflush(info);
+      so.text.assign(captured + before, captured_size - before);
+    }
+    out.sets.push_back(std::move(so));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  if (json) {
-    std::ostringstream j;
-    j << "{\n  \"model\": " << tpu::cnn::json_string(model) << ",\n";
-    j << "  \"backend\": " << tpu::cnn::json_string(std::string(dev->backend())) << ",\n";
-    j << "  \"chip_n\": " << dev->params().N << ",\n";
-    j << "  \"batch\": " << batch << ",\n";
-    j << "  \"quantization\": " << tpu::cnn::json_string(how) << ",\n";
-    j << "  \"tolerance_steps\": " << jnum(steps) << ",\n";
-    j << "  \"pass\": " << (all_pass ? "true" : "false") << ",\n";
-    if (test_dir.empty()) {
-      j << set_json(results[0], "  ") << ",\n";
-    } else {
-      uint64_t cycles = 0;
-      int passed = 0;
-      for (const auto& r : results) {
-        cycles += r.run.cycles;
-        passed += r.pass();
-      }
-      j << "  \"data_sets\": " << results.size() << ",\n  \"data_sets_passed\": " << passed
-        << ",\n";
-      j << "  \"cycles\": " << cycles << ",\n  \"results\": [";
-      for (size_t i = 0; i < results.size(); ++i)
-        j << (i ? ",\n    {\n" : "\n    {\n") << set_json(results[i], "      ") << "\n    }";
-      j << "\n  ],\n";
+  if (plan.mode != Mode::Single) {
+    std::fclose(info);
+    std::free(captured);
+    const std::string shard_json = onnx_shard_json(out, shard, sets.size(), wall);
+    if (plan.mode == Mode::Shard) {
+      std::cout << shard_json;
+      bool pass = true;
+      for (const auto& so : out.sets) pass = pass && so.pass;
+      return pass ? 0 : 1;
     }
-    j << "  \"wall_seconds\": " << jnum(wall) << "\n}\n";
-    std::cout << j.str();
-  } else {
-    if (!test_dir.empty()) {
-      int passed = 0;
-      for (const auto& r : results) passed += r.pass();
-      std::printf("data sets: %d of %zu pass\n", passed, results.size());
-    }
-    if (output_dir.empty()) std::printf("outputs not written (give --output-dir DIR)\n");
-    std::printf("result: %s (wall time %.2f s)\n", all_pass ? "PASS" : "FAIL", wall);
+    const auto all = tpusim::mpi_gather(shard_json);
+    if (!plan.merges()) return 0;  // rank 0 reports
+    std::vector<std::string> names;
+    for (uint32_t k = 0; k < shard.count; ++k) names.push_back("MPI rank " + std::to_string(k));
+    return print_onnx_output(
+        merge_onnx_shards(all, names), json,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
   }
-  return all_pass ? 0 : 1;
+  return print_onnx_output(out, json, wall, false);
 }
 
 }  // namespace
+
+namespace tpusim {
+int print_merged_onnx(const std::vector<std::string>& texts, const std::vector<std::string>& names,
+                      bool json, double wall) {
+  return print_onnx_output(merge_onnx_shards(texts, names), json, wall, true);
+}
+}  // namespace tpusim
 
 TPUSIM_SUBCOMMAND("run-onnx",
                   "an ONNX model on input tensors (.npy, .pb) through the chip; outputs as tensors",

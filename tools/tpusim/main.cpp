@@ -8,6 +8,7 @@
 
 #include "device.h"
 #include "interrupt.h"
+#include "sharding.h"
 #include "tpusim.h"
 
 namespace {
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       std::cout << j.str() << "\n";
     }
+    tpusim::mpi_abort_if_running(code);  // the other ranks would wait for this one forever
     return code;
   };
   try {

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cnn_shard.h"
+#if __has_include("evaluate.h")
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <system_error>
+
+#include "report.h"
+#include "sharding.h"
+
+namespace tpusim {
+
+namespace {
+
+std::string thousands(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+const char* kFormat = "tpusim run-cnn shard 1";
+
+}  // namespace
+
+CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::runtime_error("--report " + dir +
+                             ": exists and is not a directory (expected a directory to write "
+                             "utilization.svg, index.html and report.json into)");
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error("--report " + dir + ": cannot create the directory (" + ec.message() +
+                             "); expected a writable directory");
+  CnnReportFiles f;
+  f.svg =
+      std::make_unique<tpu::OutputFile>((fs::path(dir) / "utilization.svg").string(), "--report");
+  f.html = std::make_unique<tpu::OutputFile>((fs::path(dir) / "index.html").string(), "--report");
+  f.json = std::make_unique<tpu::OutputFile>((fs::path(dir) / "report.json").string(), "--report");
+  return f;
+}
+
+void write_cnn_report(CnnReportFiles& r, const tpu::cnn::Evaluation& e) {
+  if (!r.svg) return;
+  r.svg->write(tpu::cnn::utilization_svg(e));
+  r.html->write(tpu::cnn::report_html(e));
+  r.json->write(e.to_json());
+  r.svg->commit();
+  r.html->commit();
+  r.json->commit();
+}
+
+void print_report_paths(std::FILE* info, const CnnReportFiles& r) {
+  if (r.svg)
+    std::fprintf(info, "report: %s, %s, %s\n", r.svg->path().c_str(), r.html->path().c_str(),
+                 r.json->path().c_str());
+}
+
+void print_merged_cnn(const MergedCnn& m, bool json, bool quiet, CnnReportFiles& report) {
+  std::FILE* info = json ? stderr : stdout;
+  std::fputs(m.p.header.c_str(), info);
+  if (!quiet)
+    for (const auto& r : m.e.results) print_cnn_image_line(info, r, m.p);
+  std::fflush(info);
+  write_cnn_report(report, m.e);
+  if (json)
+    std::fputs(m.e.to_json().c_str(), stdout);
+  else
+    print_cnn_summary(m.e);
+  std::fflush(stdout);
+  print_report_paths(info, report);
+  std::fputs(m.p.timeline_note.c_str(), info);
+  std::fflush(info);
+}
+
+std::string cnn_class_name(const CnnPresentation& p, int c) {
+  return c >= 0 && c < int(p.class_names.size()) ? p.class_names[size_t(c)]
+                                                 : "class " + std::to_string(c);
+}
+
+void print_cnn_image_line(std::FILE* f, const tpu::cnn::ImageResult& r, const CnnPresentation& p) {
+  std::fprintf(f, "  #%-5d %-12s -> %-12s %s%s", r.index + p.display_offset,
+               cnn_class_name(p, r.label).c_str(), cnn_class_name(p, r.predicted).c_str(),
+               r.predicted == r.label ? "ok" : "WRONG",
+               r.matches_reference ? "" : "  (logits differ from the integer reference!)");
+  if (p.top_k > 0) {  // the K largest outputs, dequantized
+    std::vector<int> order(r.logits.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return r.logits[size_t(a)] > r.logits[size_t(b)]; });
+    std::fprintf(f, "  top-%d:", p.top_k);
+    for (int k = 0; k < std::min<int>(p.top_k, int(order.size())); ++k)
+      std::fprintf(f, "%s %s %.4g", k ? "," : "", cnn_class_name(p, order[size_t(k)]).c_str(),
+                   p.output_scale * (r.logits[size_t(order[size_t(k)])] - p.output_zero_point));
+  }
+  if (!p.files.empty() && r.index >= 0 && size_t(r.index) < p.files.size())
+    std::fprintf(f, "  %s", p.files[size_t(r.index)].c_str());
+  std::fprintf(f, "\n");
+}
+
+void print_cnn_summary(const tpu::cnn::Evaluation& e) {
+  const double n = e.images;
+  std::printf("chip: %s backend, N=%u, batch %u (micro-batch %u), %zu instructions per batch\n",
+              e.backend.c_str(), e.chip_n, e.batch, e.micro_batch, e.instructions_per_batch);
+  std::printf("accuracy: chip %.2f%% (%d/%d), float model %.2f%%, integer reference %.2f%%\n",
+              100 * e.accuracy(), e.correct, e.images, 100 * e.float_accuracy(),
+              100 * e.reference_accuracy());
+  std::printf("bit-exact with the integer reference: %s (%d of %d images differ)\n",
+              e.matches_reference() ? "yes" : "NO", e.mismatches, e.images);
+  if (e.cycles_estimated) {
+    std::printf(
+        "cycles: %s total, %s per image (estimated by the model backend, which has no timing: no "
+        "MXU "
+        "utilization)\n",
+        thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str());
+  } else {
+    std::printf(
+        "cycles: %s total, %s per image; MXU utilization %.1f%% (busy %.1f%% of cycles)\n",
+        thousands(e.cycles_total).c_str(), thousands(uint64_t(double(e.cycles_total) / n)).c_str(),
+        100 * e.mxu_utilization,
+        e.cycles_total ? 100.0 * double(e.counters.mxu_busy) / double(e.cycles_total) : 0.0);
+  }
+  std::printf(
+      "DMA per image: %s bytes in (input image %u bytes, the rest weights, parameters and "
+      "instructions), "
+      "%s bytes out (logits %u bytes)\n",
+      thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
+      thousands(uint64_t(e.dma_out_per_image)).c_str(), e.output_bytes_per_image);
+  if (!e.layers.empty()) {
+    std::printf("layers (first batch of %u images, cycles per image):\n", e.layers.front().images);
+    std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
+    for (const auto& l : e.layers) {
+      char util[32] = "n/a (model)";  // the model backend has no timing
+      if (std::isfinite(l.utilization))
+        std::snprintf(util, sizeof util, "%.1f%%", 100 * l.utilization);
+      std::printf("  %-14s %-8s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
+                  thousands(uint64_t(l.macs)).c_str(),
+                  thousands(l.cycles / std::max(1u, l.images)).c_str(), util);
+    }
+  }
+  std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);
+  if (!e.cycles_estimated && e.run_seconds > 0)
+    std::printf(", %s simulated cycles per second",
+                thousands(uint64_t(double(e.cycles_total) / e.run_seconds)).c_str());
+  std::printf("\n");
+}
+
+std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation& p,
+                           const tpu::ShardSpec& shard, int images_total, int offset_total,
+                           uint32_t batch) {
+  using tpu::cnn::json_string;
+  std::ostringstream j;
+  j << "{\n  \"format\": " << json_string(kFormat) << ",\n";
+  j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
+    << ", \"images_total\": " << images_total << ", \"offset_total\": " << offset_total
+    << ", \"batch\": " << batch << "},\n";
+  j << "  \"model\": " << json_string(e.model) << ",\n";
+  j << "  \"backend\": " << json_string(e.backend) << ",\n";
+  j << "  \"chip_n\": " << e.chip_n << ",\n";
+  j << "  \"offset\": " << e.offset << ",\n";
+  j << "  \"images\": " << e.images << ",\n";
+  j << "  \"batch\": " << e.batch << ",\n";
+  j << "  \"micro_batch\": " << e.micro_batch << ",\n";
+  j << "  \"instructions_per_batch\": " << e.instructions_per_batch << ",\n";
+  j << "  \"quantization\": " << json_string(e.quantization) << ",\n";
+  j << "  \"correct\": " << e.correct << ",\n";
+  j << "  \"float_correct\": " << e.float_correct << ",\n";
+  j << "  \"reference_correct\": " << e.reference_correct << ",\n";
+  j << "  \"mismatches\": " << e.mismatches << ",\n";
+  j << "  \"cycles_total\": " << e.cycles_total << ",\n";
+  j << "  \"cycles_estimated\": " << (e.cycles_estimated ? "true" : "false") << ",\n";
+  j << "  \"counters\": {";
+  for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
+    j << (c ? ", " : "") << json_string(tpu::PerfCounters::name(c)) << ": " << e.counters.get(c);
+  j << "},\n";
+  j << "  \"macs_per_image\": " << e.macs_per_image << ",\n";
+  j << "  \"input_bytes_per_image\": " << e.input_bytes_per_image << ",\n";
+  j << "  \"output_bytes_per_image\": " << e.output_bytes_per_image << ",\n";
+  j << "  \"wall_seconds\": " << exact_number(e.wall_seconds) << ",\n";
+  j << "  \"run_seconds\": " << exact_number(e.run_seconds) << ",\n";
+  j << "  \"layers_from\": " << json_string(e.layers_from) << ",\n";
+  j << "  \"layers\": [";
+  for (size_t i = 0; i < e.layers.size(); ++i) {
+    const auto& l = e.layers[i];
+    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name)
+      << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
+      << ", \"cycles\": " << l.cycles << ", \"images\": " << l.images
+      << ", \"utilization\": " << exact_number(l.utilization)
+      << ", \"ideal_cycles\": " << exact_number(l.ideal_cycles)
+      << ", \"scalesim_ws_cycles\": " << exact_number(l.scalesim_ws_cycles) << "}";
+  }
+  j << "],\n  \"results\": [";
+  for (size_t i = 0; i < e.results.size(); ++i) {
+    const auto& r = e.results[i];
+    j << (i ? ",\n    " : "\n    ") << "{\"index\": " << r.index << ", \"label\": " << r.label
+      << ", \"predicted\": " << r.predicted << ", \"float_predicted\": " << r.float_predicted
+      << ", \"matches_reference\": " << (r.matches_reference ? "true" : "false")
+      << ", \"logits\": [";
+    for (size_t k = 0; k < r.logits.size(); ++k) j << (k ? ", " : "") << r.logits[k];
+    j << "]}";
+  }
+  j << "],\n  \"presentation\": {\"class_names\": [";
+  for (size_t i = 0; i < p.class_names.size(); ++i)
+    j << (i ? ", " : "") << json_string(p.class_names[i]);
+  j << "], \"top_k\": " << p.top_k << ", \"output_scale\": " << exact_number(p.output_scale)
+    << ", \"output_zero_point\": " << p.output_zero_point
+    << ", \"display_offset\": " << p.display_offset << ", \"files\": [";
+  for (size_t i = 0; i < p.files.size(); ++i) j << (i ? ", " : "") << json_string(p.files[i]);
+  j << "], \"header\": " << json_string(p.header)
+    << ", \"timeline_note\": " << json_string(p.timeline_note) << "}\n}\n";
+  return j.str();
+}
+
+MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
+                           const std::vector<std::string>& names) {
+  if (texts.empty()) throw std::runtime_error("merge: no shard files (expected K shard files)");
+  struct Part {
+    JsonValue v;
+    std::string name;
+    uint32_t index = 0;
+  };
+  std::vector<Part> parts;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Part part;
+    part.name = names[i];
+    try {
+      part.v = parse_json(texts[i], names[i]);
+      if (part.v.type != JsonValue::Type::Object || !part.v.has("format") ||
+          part.v.at("format").str() != kFormat)
+        throw std::runtime_error(std::string("not a run-cnn shard (expected \"format\": \"") +
+                                 kFormat + "\", written by tpusim run-cnn --shard I/K)");
+      part.index = uint32_t(part.v.at("shard").at("index").u64());
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      throw std::runtime_error(what.rfind(names[i], 0) == 0 ? what : names[i] + ": " + what);
+    }
+    parts.push_back(std::move(part));
+  }
+  const JsonValue& s0 = parts.front().v.at("shard");
+  const uint64_t count = s0.at("count").u64();
+  std::vector<int> seen(count, -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const JsonValue& s = parts[i].v.at("shard");
+    const std::string& name = parts[i].name;
+    auto same = [&](const char* key, const std::string& a, const std::string& b) {
+      if (a != b)
+        throw std::runtime_error(name + ": a shard of another run (" + key + " " + a + ", but " +
+                                 parts.front().name + " has " + b +
+                                 "; expected the shards of one run)");
+    };
+    same("shard count", std::to_string(s.at("count").u64()), std::to_string(count));
+    for (const char* key : {"images_total", "offset_total", "batch"})
+      same(key, s.at(key).text, s0.at(key).text);
+    for (const char* key : {"model", "backend", "quantization"})
+      same(key, parts[i].v.at(key).str(), parts.front().v.at(key).str());
+    same("chip_n", parts[i].v.at("chip_n").text, parts.front().v.at("chip_n").text);
+    if (parts[i].index >= count)
+      throw std::runtime_error(name + ": shard " + std::to_string(parts[i].index) + "/" +
+                               std::to_string(count) + " is out of range");
+    if (seen[parts[i].index] >= 0)
+      throw std::runtime_error(name + ": shard " + std::to_string(parts[i].index) + "/" +
+                               std::to_string(count) + " is also in " +
+                               parts[size_t(seen[parts[i].index])].name +
+                               " (expected each shard once)");
+    seen[parts[i].index] = int(i);
+  }
+  for (uint64_t k = 0; k < count; ++k)
+    if (seen[k] < 0)
+      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
+                               " is missing (expected all " + std::to_string(count) +
+                               " shards of the run, got " + std::to_string(parts.size()) + ")");
+
+  MergedCnn m;
+  tpu::cnn::Evaluation& e = m.e;
+  bool first = true;
+  for (uint64_t k = 0; k < count; ++k) {
+    const Part& part = parts[size_t(seen[k])];
+    const JsonValue& v = part.v;
+    if (k == 0) {  // shard 0 holds the run's first batch: its program and per-layer profile
+      e.model = v.at("model").str();
+      e.backend = v.at("backend").str();
+      e.chip_n = uint32_t(v.at("chip_n").u64());
+      e.offset = int(s0.at("offset_total").i64());
+      e.quantization = v.at("quantization").str();
+      const JsonValue& pj = v.at("presentation");
+      for (const auto& c : pj.at("class_names").array()) m.p.class_names.push_back(c.str());
+      m.p.top_k = int(pj.at("top_k").i64());
+      m.p.output_scale = pj.at("output_scale").number();
+      m.p.output_zero_point = int32_t(pj.at("output_zero_point").i64());
+      m.p.display_offset = int(pj.at("display_offset").i64());
+      m.p.header = pj.at("header").str();
+      m.p.timeline_note = pj.at("timeline_note").str();
+      e.layers_from = v.at("layers_from").str();
+      for (const auto& lj : v.at("layers").array()) {
+        tpu::cnn::LayerProfile l;
+        l.name = lj.at("name").str();
+        l.op = lj.at("op").str();
+        l.macs = lj.at("macs").i64();
+        l.cycles = lj.at("cycles").u64();
+        l.images = uint32_t(lj.at("images").u64());
+        l.utilization = lj.at("utilization").number();
+        l.ideal_cycles = lj.at("ideal_cycles").number();
+        l.scalesim_ws_cycles = lj.at("scalesim_ws_cycles").number();
+        e.layers.push_back(l);
+      }
+    }
+    for (const auto& f : v.at("presentation").at("files").array()) m.p.files.push_back(f.str());
+    const int images = int(v.at("images").i64());
+    if (images == 0) continue;  // a shard without batches (more shards than batches)
+    if (first) {
+      e.batch = uint32_t(v.at("batch").u64());
+      e.micro_batch = uint32_t(v.at("micro_batch").u64());
+      e.instructions_per_batch = size_t(v.at("instructions_per_batch").u64());
+      e.macs_per_image = v.at("macs_per_image").i64();
+      e.input_bytes_per_image = uint32_t(v.at("input_bytes_per_image").u64());
+      e.output_bytes_per_image = uint32_t(v.at("output_bytes_per_image").u64());
+      e.cycles_estimated = v.at("cycles_estimated").flag();
+      first = false;
+    }
+    e.images += images;
+    e.correct += int(v.at("correct").i64());
+    e.float_correct += int(v.at("float_correct").i64());
+    e.reference_correct += int(v.at("reference_correct").i64());
+    e.mismatches += int(v.at("mismatches").i64());
+    e.cycles_total += v.at("cycles_total").u64();
+    e.run_seconds += v.at("run_seconds").number();
+    const JsonValue& cj = v.at("counters");
+    for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
+      e.counters.set(c, e.counters.get(c) + cj.at(tpu::PerfCounters::name(c)).u64());
+    for (const auto& rj : v.at("results").array()) {
+      tpu::cnn::ImageResult r;
+      r.index = int(rj.at("index").i64());
+      r.label = int(rj.at("label").i64());
+      r.predicted = int(rj.at("predicted").i64());
+      r.float_predicted = int(rj.at("float_predicted").i64());
+      r.matches_reference = rj.at("matches_reference").flag();
+      for (const auto& x : rj.at("logits").array()) r.logits.push_back(int32_t(x.i64()));
+      e.results.push_back(std::move(r));
+    }
+  }
+  const int total = int(s0.at("images_total").i64());
+  if (e.images != total || int(e.results.size()) != total)
+    throw std::runtime_error("merge: the shards hold " + std::to_string(e.images) +
+                             " images, expected the run's " + std::to_string(total));
+  // As evaluate() computes them from the totals (driver/cnn/evaluate.cpp).
+  const uint32_t n = e.chip_n;
+  e.mxu_utilization =
+      e.cycles_total ? double(e.macs_per_image) * e.images / (double(e.cycles_total) * n * n) : 0.0;
+  e.dma_in_per_image = double(e.counters.dma_rd_bytes) / e.images;
+  e.dma_out_per_image = double(e.counters.dma_wr_bytes) / e.images;
+  if (e.cycles_estimated) e.mxu_utilization = std::numeric_limits<double>::quiet_NaN();
+  m.exit_code = e.matches_reference() ? 0 : 1;
+  return m;
+}
+
+}  // namespace tpusim
+
+#endif

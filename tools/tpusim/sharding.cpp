@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sharding.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace tpusim {
+
+// ---- JSON reading ------------------------------------------------------------------------
+
+namespace {
+
+class JsonParser {
+ public:
+  JsonParser(const std::string& text, const std::string& where) : s_(text), where_(where) {}
+  JsonValue document() {
+    JsonValue v = value(0);
+    skip_space();
+    if (i_ != s_.size()) fail("text after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error(where_ + ": JSON error at byte " + std::to_string(i_) + ": " + what +
+                             " (expected a shard JSON object written by tpusim --shard)");
+  }
+  void skip_space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
+  }
+  bool eat(char c) {
+    skip_space();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) fail(std::string("expected '") + c + "'");
+  }
+  std::string string_literal() {
+    expect('"');
+    std::string o;
+    while (true) {
+      if (i_ >= s_.size()) fail("unterminated string");
+      const char c = s_[i_++];
+      if (c == '"') return o;
+      if (c != '\\') {
+        o += c;
+        continue;
+      }
+      if (i_ >= s_.size()) fail("unterminated escape");
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          o += e;
+          break;
+        case 'n':
+          o += '\n';
+          break;
+        case 't':
+          o += '\t';
+          break;
+        case 'r':
+          o += '\r';
+          break;
+        case 'b':
+          o += '\b';
+          break;
+        case 'f':
+          o += '\f';
+          break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) fail("short \\u escape");
+          const unsigned long cp = std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
+          i_ += 4;
+          if (cp < 0x80) {
+            o += char(cp);
+          } else if (cp < 0x800) {
+            o += char(0xc0 | (cp >> 6));
+            o += char(0x80 | (cp & 0x3f));
+          } else {
+            o += char(0xe0 | (cp >> 12));
+            o += char(0x80 | ((cp >> 6) & 0x3f));
+            o += char(0x80 | (cp & 0x3f));
+          }
+          break;
+        }
+        default:
+          fail(std::string("unknown escape \\") + e);
+      }
+    }
+  }
+  JsonValue value(int depth) {
+    if (depth > 64) fail("nested too deeply");
+    skip_space();
+    if (i_ >= s_.size()) fail("unexpected end of the text");
+    JsonValue v;
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v.type = JsonValue::Type::Object;
+      if (eat('}')) return v;
+      do {
+        skip_space();
+        std::string key = string_literal();
+        expect(':');
+        v.members.emplace_back(std::move(key), value(depth + 1));
+      } while (eat(','));
+      expect('}');
+    } else if (c == '[') {
+      ++i_;
+      v.type = JsonValue::Type::Array;
+      if (eat(']')) return v;
+      do {
+        v.items.push_back(value(depth + 1));
+      } while (eat(','));
+      expect(']');
+    } else if (c == '"') {
+      v.type = JsonValue::Type::String;
+      v.text = string_literal();
+    } else if (s_.compare(i_, 4, "true") == 0 || s_.compare(i_, 5, "false") == 0) {
+      v.type = JsonValue::Type::Bool;
+      v.boolean = s_[i_] == 't';
+      i_ += v.boolean ? 4 : 5;
+    } else if (s_.compare(i_, 4, "null") == 0) {
+      i_ += 4;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t start = i_;
+      while (i_ < s_.size() && std::strchr("+-0123456789.eE", s_[i_]) != nullptr) ++i_;
+      v.type = JsonValue::Type::Number;
+      v.text = s_.substr(start, i_ - start);
+    } else {
+      fail(std::string("unexpected character '") + c + "'");
+    }
+    return v;
+  }
+
+  const std::string& s_;
+  std::string where_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+JsonValue parse_json(const std::string& text, const std::string& where) {
+  return JsonParser(text, where).document();
+}
+
+bool JsonValue::has(const std::string& key) const {
+  for (const auto& m : members)
+    if (m.first == key) return true;
+  return false;
+}
+
+const JsonValue& JsonValue::at(const std::string& key) const {
+  for (const auto& m : members)
+    if (m.first == key) return m.second;
+  throw std::runtime_error(
+      "shard JSON: the key \"" + key +
+      "\" is missing (expected a shard JSON object written by tpusim --shard)");
+}
+
+int64_t JsonValue::i64() const {
+  if (type != Type::Number || text.find_first_of(".eE") != std::string::npos)
+    throw std::runtime_error("shard JSON: '" + text + "' is not an integer (expected an integer)");
+  return std::stoll(text);
+}
+
+uint64_t JsonValue::u64() const {
+  if (type != Type::Number || text.find_first_not_of("0123456789") != std::string::npos)
+    throw std::runtime_error("shard JSON: '" + text +
+                             "' is not a non-negative integer (expected one)");
+  return std::stoull(text);
+}
+
+double JsonValue::number() const {
+  if (type == Type::Null) return std::numeric_limits<double>::quiet_NaN();
+  if (type != Type::Number)
+    throw std::runtime_error("shard JSON: expected a number, found a value of another type");
+  return std::strtod(text.c_str(), nullptr);
+}
+
+bool JsonValue::flag() const {
+  if (type != Type::Bool) throw std::runtime_error("shard JSON: expected true or false");
+  return boolean;
+}
+
+const std::string& JsonValue::str() const {
+  if (type != Type::String) throw std::runtime_error("shard JSON: expected a string");
+  return text;
+}
+
+const std::vector<JsonValue>& JsonValue::array() const {
+  if (type != Type::Array) throw std::runtime_error("shard JSON: expected an array");
+  return items;
+}
+
+std::string exact_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// ---- options -----------------------------------------------------------------------------
+
+void add_shard_options(po::options_description& options) {
+  options.add_options()("jobs", po::value<std::string>(),
+                        "run in J processes on this machine (J copies of tpusim with --shard "
+                        "i/J) and merge their results; identical to one process but the wall "
+                        "time (docs/scaling.md)")(
+      "shard", po::value<std::string>(),
+      "do only shard I of K (whole batches; I = 0..K-1) and print its shard JSON on stdout "
+      "for `tpusim merge` (SLURM job arrays, GNU parallel, ...)");
+}
+
+ShardPlan shard_plan(const po::variables_map& vm) {
+  ShardPlan p;
+  if (vm.count("jobs") && vm.count("shard"))
+    throw UsageError("--jobs and --shard exclude each other (--jobs J starts J shards itself)");
+  if (vm.count("jobs")) {
+    p.jobs = int(int_option(vm, "jobs", 1, 1024));
+    if (p.jobs > 1) p.mode = ShardPlan::Mode::Jobs;
+  }
+  if (vm.count("shard")) {
+    try {
+      p.shard = tpu::parse_shard(vm["shard"].as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    p.mode = ShardPlan::Mode::Shard;
+  }
+  if (p.mode == ShardPlan::Mode::Single && launched_by_mpi()) {
+    p.shard = mpi_shard();
+    if (p.shard.count > 1) p.mode = ShardPlan::Mode::Mpi;
+  } else if (launched_by_mpi() && p.mode == ShardPlan::Mode::Jobs) {
+    throw UsageError("--jobs under mpirun / srun: give one of them (mpirun shards by rank)");
+  }
+  return p;
+}
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    const char* s = std::getenv(v);
+    if (s != nullptr && *s != '\0') return true;
+  }
+  return false;
+}
+
+// ---- --jobs ------------------------------------------------------------------------------
+
+Args without_options(const Args& args, const std::vector<std::string>& drop_with_value,
+                     const std::vector<std::string>& drop_switch) {
+  Args out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const auto& o : drop_with_value) {
+      if (a == o) {
+        ++i;  // and its value
+        dropped = true;
+      } else if (a.rfind(o + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    for (const auto& o : drop_switch) dropped = dropped || a == o;
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+std::string self_executable() {
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0)
+    throw std::runtime_error(std::string("cannot find this executable (/proc/self/exe: ") +
+                             std::strerror(errno) + "); expected Linux's /proc");
+  exe[len] = '\0';
+  return exe;
+}
+
+std::vector<ChildResult> run_processes(
+    const std::vector<std::vector<std::string>>& argvs, int parallel,
+    const std::function<void(size_t, const ChildResult&)>& on_done,
+    const std::vector<std::string>& stderr_files) {
+  struct Running {
+    size_t index = 0;
+    pid_t pid = -1;
+    int fd = -1;
+  };
+  std::vector<ChildResult> results(argvs.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  const size_t limit = size_t(std::max(1, parallel));
+  std::fflush(nullptr);
+  auto start = [&](size_t i) {
+    std::vector<std::string> argv_s = argvs[i];
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int p[2];
+    if (pipe(p) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // no orphaned child when the parent is killed
+      dup2(p[1], STDOUT_FILENO);
+      close(p[0]);
+      close(p[1]);
+      if (i < stderr_files.size()) {
+        const int fd =
+            open(stderr_files[i].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+          std::fprintf(stderr, "tpusim: cannot write %s: %s\n", stderr_files[i].c_str(),
+                       std::strerror(errno));
+          _exit(127);
+        }
+        dup2(fd, STDERR_FILENO);
+      }
+      execv(argv[0], argv.data());
+      std::fprintf(stderr, "tpusim: cannot start %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    close(p[1]);
+    running.push_back(Running{i, pid, p[0]});
+  };
+  while (next < argvs.size() || !running.empty()) {
+    while (next < argvs.size() && running.size() < limit) start(next++);
+    std::vector<pollfd> fds;
+    for (const auto& r : running) fds.push_back(pollfd{r.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll failed: ") + std::strerror(errno));
+    }
+    for (size_t k = fds.size(); k-- > 0;) {
+      if (fds[k].revents == 0) continue;
+      Running& r = running[k];
+      char buf[65536];
+      const ssize_t n = read(r.fd, buf, sizeof buf);
+      if (n > 0) {
+        results[r.index].out.append(buf, size_t(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      close(r.fd);  // end of its output: the child is ending
+      int status = 0;
+      while (waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      results[r.index].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      results[r.index].pid = r.pid;
+      if (on_done) on_done(r.index, results[r.index]);
+      running.erase(running.begin() + long(k));
+    }
+  }
+  return results;
+}
+
+std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
+                                  const std::function<Args(int)>& child_args,
+                                  std::vector<int>& exit_codes) {
+  const std::string exe = self_executable();
+  std::vector<std::vector<std::string>> argvs;
+  for (int i = 0; i < jobs; ++i) {
+    std::vector<std::string> argv = {exe, subcommand};
+    for (auto& a : child_args(i)) argv.push_back(a);
+    argvs.push_back(std::move(argv));
+  }
+  std::vector<ChildResult> children;
+  try {
+    children = run_processes(argvs, jobs);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--jobs: ") + e.what());
+  }
+  exit_codes.assign(size_t(jobs), 0);
+  int usage = 0;
+  for (int i = 0; i < jobs; ++i) {
+    const int code = children[size_t(i)].code;
+    exit_codes[size_t(i)] = code;
+    if (code == 2) usage = 2;
+    if (code == 127 || code >= 128)
+      throw std::runtime_error("--jobs: shard " + std::to_string(i) + "/" + std::to_string(jobs) +
+                               " (pid " + std::to_string(children[size_t(i)].pid) +
+                               ") ended with exit code " + std::to_string(code) +
+                               " (its message is above); expected exit code 0 or 1");
+  }
+  if (usage) throw UsageError("--jobs: a shard rejected its arguments (its message is above)");
+  for (int i = 0; i < jobs; ++i)
+    if (exit_codes[size_t(i)] != 0 && children[size_t(i)].out.empty())
+      throw std::runtime_error("--jobs: shard " + std::to_string(i) + "/" + std::to_string(jobs) +
+                               " failed (exit code " + std::to_string(exit_codes[size_t(i)]) +
+                               ", its message is above) without printing its shard JSON; "
+                               "expected every shard to finish");
+  std::vector<std::string> outs;
+  for (auto& c : children) outs.push_back(std::move(c.out));
+  return outs;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sharding a tpusim run across processes (docs/scaling.md). One scheme for run-cnn and
+// run-onnx (and, through tpu::shard_range in driver/shard.h, the random regression):
+//   --shard I/K     this process does shard I of K (tpu::shard_range) and prints its shard
+//                   JSON on stdout; `tpusim merge FILES...` combines the K files.
+//   --jobs J        this process starts J copies of itself with --shard i/J (fork/exec of
+//                   /proc/self/exe), reads their shard JSON and merges it.
+//   mpirun / srun   with MPI built in (TPUSIM_HAVE_MPI) and started by a launcher, every rank
+//                   does shard rank/size; rank 0 gathers the shard JSON (MPI_Gatherv) and merges.
+// A merge prints exactly what one process would have printed (JSON or summary); only the
+// wall-time fields differ.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shard.h"  // tpu::ShardSpec (driver/shard.h)
+#include "tpusim.h"
+
+namespace tpusim {
+
+// A parsed JSON value: enough to read shard files back.
+struct JsonValue {
+  enum class Type { Null, Bool, Number, String, Array, Object };
+  Type type = Type::Null;
+  bool boolean = false;
+  std::string text;  // a String's value, or a Number as written
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  bool has(const std::string& key) const;
+  // The member `key`; throws std::runtime_error naming the key if missing.
+  const JsonValue& at(const std::string& key) const;
+  int64_t i64() const;  // a Number that is an integer; throws otherwise
+  uint64_t u64() const;
+  double number() const;  // a Number, or null as NaN
+  bool flag() const;
+  const std::string& str() const;
+  const std::vector<JsonValue>& array() const;
+};
+// Throws std::runtime_error("WHERE: JSON error at byte N: ...").
+JsonValue parse_json(const std::string& text, const std::string& where);
+// A double that reads back bit for bit ("%.17g"; "null" for NaN / infinity).
+std::string exact_number(double v);
+
+// How this process takes part in a run.
+struct ShardPlan {
+  enum class Mode { Single, Jobs, Shard, Mpi };
+  Mode mode = Mode::Single;
+  int jobs = 1;          // Mode::Jobs
+  tpu::ShardSpec shard;  // Mode::Shard, Mode::Mpi: this process's part
+  bool merges() const { return mode == Mode::Jobs || (mode == Mode::Mpi && shard.index == 0); }
+};
+// Adds --jobs J and --shard I/K.
+void add_shard_options(po::options_description& options);
+// Reads --jobs / --shard and whether an MPI launcher started this process (initializing MPI
+// then). Throws UsageError for bad values or --jobs with --shard.
+ShardPlan shard_plan(const po::variables_map& vm);
+
+// True if mpirun / srun started this process (their environment variables are set).
+bool launched_by_mpi();
+// MPI_Init (once; MPI_Finalize at exit) and this rank / the world size. Throws
+// std::runtime_error when tpusim was built without MPI.
+tpu::ShardSpec mpi_shard();
+// Every rank passes its shard output; rank 0 gets all of them in rank order, the others an
+// empty vector.
+std::vector<std::string> mpi_gather(const std::string& mine);
+// After a failure: MPI_Abort(code) when MPI runs with more than one rank, else nothing.
+void mpi_abort_if_running(int code);
+
+// This executable's path (/proc/self/exe). Throws std::runtime_error if it cannot be read.
+std::string self_executable();
+
+// One child process of run_processes: its exit code (128 + signal if killed) and stdout.
+struct ChildResult {
+  int code = 0;
+  int pid = 0;
+  std::string out;
+};
+// Runs the commands `argvs` (argv[0]: the executable's path), at most `parallel` at a time,
+// each with its stdout captured and its stderr passed through (or, when `stderr_files` is
+// given, written to stderr_files[i]); calls on_done(i, result) as command i ends (in this
+// thread). Returns the results in the order of `argvs`. A command that cannot be started ends
+// with code 127. Throws std::runtime_error if pipe/fork/poll fail.
+std::vector<ChildResult> run_processes(
+    const std::vector<std::vector<std::string>>& argvs, int parallel,
+    const std::function<void(size_t, const ChildResult&)>& on_done = {},
+    const std::vector<std::string>& stderr_files = {});
+
+// Starts `jobs` copies of this executable: `subcommand` with child_args(i) for child i, each
+// with its stdout captured and its stderr passed through; waits for all. Returns each child's
+// stdout. A child that exits with code 2 (usage) or 130/143 makes this throw (UsageError for
+// 2); other non-zero codes are returned in `exit_codes` (a run-cnn shard with mismatched
+// images exits 1 and still prints its shard JSON); a child that exits non-zero without
+// printing anything makes this throw std::runtime_error naming the shard.
+std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
+                                  const std::function<Args(int)>& child_args,
+                                  std::vector<int>& exit_codes);
+
+// `args` without the options in `drop_with_value` (and their values, "--x V" or "--x=V") and
+// the switches in `drop_switch`.
+Args without_options(const Args& args, const std::vector<std::string>& drop_with_value,
+                     const std::vector<std::string>& drop_switch);
+
+}  // namespace tpusim
