@@ -203,20 +203,23 @@ TEST(TensorRun, IntegerOutput) {
   EXPECT_FALSE(compare_tensors(y, off, 100.0).pass);
 }
 
+// Saves graph g with its input declared uint8 and its output int32 (MatMulInteger and
+// ConvInteger models); returns the path.
+std::string uint8_in_int32_out(OnnxGraph& g, const std::string& name) {
+  onnx::ModelProto mp;
+  EXPECT_TRUE(mp.ParseFromString(g.serialize()));
+  mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::UINT8);
+  mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT32);
+  const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
+  std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
+  return path;
+}
+
 // ConvInteger and MatMulInteger: int32 outputs straight from the accumulators (activate raw),
 // equal to a direct computation of (x - x_zp) * (w - w_zp) summed, with zero padding.
 TEST(TensorRun, IntegerOpsGiveExactInt32) {
-  auto uint8_model = [](OnnxGraph& g, const std::string& name) {
-    onnx::ModelProto mp;
-    EXPECT_TRUE(mp.ParseFromString(g.serialize()));
-    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-        onnx::TensorProto::UINT8);
-    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-        onnx::TensorProto::INT32);
-    const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
-    std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
-    return path;
-  };
   std::vector<int8_t> w(3 * 2 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(i * 53 % 200) - 100);
   const int x_zp = 7, w_zp = -3;
@@ -228,7 +231,7 @@ TEST(TensorRun, IntegerOpsGiveExactInt32) {
   g.node("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"y"},
          {OnnxAttr::Ints("pads", {1, 1, 1, 1}), OnnxAttr::Ints("strides", {1, 2})}, "conv");
   g.output("y", {1, 3, 5, 3});
-  TensorModel m(uint8_model(g, "conv_integer"));
+  TensorModel m(uint8_in_int32_out(g, "conv_integer"));
   EXPECT_EQ(m.quantize({}), "quantized in the model file");
   std::vector<int64_t> px;
   for (int i = 0; i < 2 * 60; ++i) px.push_back((i * 97 + 11) % 256);
@@ -272,7 +275,7 @@ TEST(TensorRun, IntegerOpsGiveExactInt32) {
   h.init_uint8("b_zp", {cols}, b_zp);
   h.node("MatMulInteger", {"a", "b", "a_zp", "b_zp"}, {"y"}, {}, "mm");
   h.output("y", {1, cols});
-  TensorModel mm(uint8_model(h, "matmul_integer"));
+  TensorModel mm(uint8_in_int32_out(h, "matmul_integer"));
   mm.quantize({});
   std::vector<int64_t> av;
   for (int i = 0; i < 3 * k; ++i) av.push_back((i * 41 + 5) % 256);
@@ -292,17 +295,6 @@ TEST(TensorRun, IntegerOpsGiveExactInt32) {
 // Weights whose value minus zero point leaves int8 (uint8 weights with a zero point) run as
 // two or three int8 planes over the input read again: exact int32 results all the same.
 TEST(TensorRun, WeightsOutsideInt8RunAsPlanes) {
-  auto save = [](OnnxGraph& g, const std::string& name) {
-    onnx::ModelProto mp;
-    EXPECT_TRUE(mp.ParseFromString(g.serialize()));
-    mp.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-        onnx::TensorProto::UINT8);
-    mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
-        onnx::TensorProto::INT32);
-    const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
-    std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
-    return path;
-  };
   tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
   // ConvInteger, uint8 weights 0..255 with zero point 3: w - zp in -3 .. 252 (two planes).
   std::vector<uint8_t> w(4 * 3 * 2 * 2);
@@ -316,7 +308,7 @@ TEST(TensorRun, WeightsOutsideInt8RunAsPlanes) {
   g.init_uint8("w_zp", {}, {uint8_t(w_zp)});
   g.node("ConvInteger", {"x", "w", "x_zp", "w_zp"}, {"y"}, {}, "conv");
   g.output("y", {1, 4, 3, 3});
-  TensorModel m(save(g, "conv_planes"));
+  TensorModel m(uint8_in_int32_out(g, "conv_planes"));
   m.quantize({});
   EXPECT_EQ(m.network().layers[0].in.c, 6);  // the input read twice
   std::vector<int64_t> px;
@@ -346,7 +338,7 @@ TEST(TensorRun, WeightsOutsideInt8RunAsPlanes) {
   h.init_uint8("b_zp", {cols}, b_zp);
   h.node("MatMulInteger", {"a", "b", "", "b_zp"}, {"y"}, {}, "mm");
   h.output("y", {1, cols});
-  TensorModel mm(save(h, "matmul_planes"));
+  TensorModel mm(uint8_in_int32_out(h, "matmul_planes"));
   mm.quantize({});
   EXPECT_EQ(mm.network().layers[0].in.size(), 3 * k);
   const std::vector<int64_t> a = {255, 0, 17, 128, 254, 1, 3, 250, 99, 0, 255, 42};
