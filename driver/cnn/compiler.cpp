@@ -426,6 +426,10 @@ class TermBuilder {
 
 }  // namespace
 
+namespace {
+bool fits_without_spill(const CompiledNetwork& cn);  // one image's live tensors fit the UB
+}  // namespace
+
 CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip) {
   chip.validate();
   if (net.layers.empty()) throw Error(net.name + ": no layers");
@@ -561,6 +565,30 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     write_slot(cn.fill_slots_offset + z * 12 * n, bias.data(), mult.data(), misc.data());
   }
   // 16-byte alignment of everything in constants holds: tiles are N*N, slots 12*N, LUTs 256 bytes.
+
+  // ---- spilling: when one image does not fit, every tensor lives in a host scratch area.
+  cn.spill = !fits_without_spill(cn);
+  if (cn.spill) {
+    if (n < 16)
+      throw Error(net.name + ": one image does not fit in the unified buffer (" +
+                  std::to_string(chip.ub_rows) +
+                  " rows) and spilling to host memory needs N >= 16 (16-byte aligned DMA of "
+                  "single rows), but N = " +
+                  std::to_string(n));
+    uint64_t at = 0;
+    auto take = [&](const CompiledNetwork::Tensor& t) {
+      const uint64_t off = at;
+      at += (uint64_t(t.image_rows()) * n + 15) / 16 * 16;
+      return off;
+    };
+    cn.spill_offset.assign(nl, 0);
+    cn.shadow_offset.assign(nl, 0);
+    for (size_t l = 0; l < nl; ++l) {
+      if (l + 1 < nl) cn.spill_offset[l] = take(cn.tensors[l]);
+      if (cn.has_shadow(int(l))) cn.shadow_offset[l] = take(cn.shadows[l]);
+    }
+    cn.scratch_bytes = at;
+  }
   return cn;
 }
 
@@ -585,12 +613,22 @@ class Emitter {
         caddr_(caddr),
         iaddr_(iaddr),
         oaddr_(oaddr),
-        overlap_(opt.overlap_layers) {
+        overlap_(opt.overlap_layers),
+        saddr_(opt.scratch_addr) {
     half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
+    if (cn.spill) {
+      if (!saddr_)
+        throw Error(cn.net.name + ": the network spills to host memory: the program needs " +
+                    std::to_string(cn.scratch_bytes) +
+                    " bytes of scratch (ProgramOptions::scratch_addr), none given");
+      shadow_item_.assign(cn_.layers.size(), 0);
+      return;
+    }
     plan_memory(opt);
   }
 
   Program run() {
+    if (cn_.spill) return run_spill();
     Program prog;
     prog.batch = batch_;
     prog.micro_batch = mb_;
@@ -1080,6 +1118,275 @@ class Emitter {
     }
   }
 
+  // ---- spilling (compiler.h): every tensor in host memory, layers in tiles of output lines.
+  Program run_spill() {
+    Program prog;
+    prog.batch = batch_;
+    prog.micro_batch = 1;
+    mb_ = 1;
+    const size_t nl = cn_.layers.size();
+    for (uint32_t i = 0; i < batch_; ++i)
+      for (size_t l = 0; l < nl; ++l) {
+        cur_layer_ = int(l);
+        spill_layer(l, i);
+        if (i == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
+      }
+    cur_layer_ = -1;
+    finish(prog);
+    return prog;
+  }
+
+  // Host address of layer l's output (or shadow) of image `img` (kNetworkInput: the input).
+  uint32_t host_of(int l, uint32_t img, bool shadow) const {
+    if (l == kNetworkInput) return iaddr_ + img * cn_.input_bytes();
+    if (shadow) return saddr_ + uint32_t(cn_.shadow_offset[size_t(l)]);
+    if (size_t(l) + 1 == cn_.layers.size()) return oaddr_ + img * cn_.output_bytes();
+    return saddr_ + uint32_t(cn_.spill_offset[size_t(l)]);
+  }
+
+  struct SpillSrc {
+    const CompiledNetwork::Tensor* t = nullptr;
+    uint32_t host = 0;
+    uint32_t lines = 0, line0 = 0;  // the window of padded lines a tile reads
+    uint32_t base = 0;              // UB base of the window
+    uint32_t rows() const { return uint32_t(t->blocks) * lines * t->wp(); }
+  };
+  struct SpillDst {
+    CompiledNetwork::Tensor tile;  // the tile's part of the output (its borders included)
+    const CompiledNetwork::Tensor* t = nullptr;
+    uint32_t host = 0, line0 = 0, base = 0;
+  };
+
+  // The windows (lines) of conv lines [y0, y1) of layer li's inputs.
+  void spill_windows(size_t li, int y0, int y1, std::vector<SpillSrc>& srcs) const {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    for (auto& s : srcs) {
+      if (!conv_like(l)) {
+        s.line0 = 0;
+        s.lines = s.t->hp();
+      } else if (p.packed) {
+        s.line0 = uint32_t(y0);
+        s.lines = uint32_t(y1 - y0);
+      } else {
+        s.line0 = uint32_t(y0 * l.sh + s.t->pt - l.pad_t);
+        s.lines = uint32_t((y1 - y0 - 1) * l.sh + (l.kh - 1) * l.dh + 1);
+      }
+    }
+  }
+  // UB rows of a tile of `per` pooled lines: inputs, outputs.
+  uint64_t spill_tile_rows(size_t li, int per, std::vector<SpillSrc>& srcs,
+                           const std::vector<const CompiledNetwork::Tensor*>& outs) const {
+    const QLayer& l = cn_.net.layers[li];
+    uint64_t rows = 0;
+    if (conv_like(l)) {
+      spill_windows(li, 0, conv_lines(l, per), srcs);
+      for (const auto& s : srcs) rows += s.rows();
+      for (const auto* o : outs)
+        rows += uint64_t(o->blocks) * uint32_t(per + o->pt + o->pb) * o->wp();
+    } else {
+      spill_windows(li, 0, 1, srcs);
+      for (const auto& s : srcs) rows += s.rows();
+      for (const auto* o : outs) rows += o->image_rows();
+    }
+    return rows;
+  }
+
+  struct SpillTile {
+    int py0 = 0, py1 = 0, y0 = 0, y1 = 0;  // pooled lines, conv lines
+    uint32_t buf = 0;
+    std::vector<SpillSrc> srcs;
+    std::vector<SpillDst> dsts;
+  };
+
+  void spill_layer(size_t li, uint32_t img) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    const std::string where = "layer '" + l.name + "' (" + l.op + "): ";
+    std::vector<SpillSrc> srcs;
+    if (p.packed) {
+      srcs.push_back({&cn_.input_tensor, host_of(kNetworkInput, img, false)});
+    } else {
+      for (int in : l.inputs)
+        srcs.push_back(
+            {&cn_.input_of(int(li), in), host_of(in, img, cn_.reads_shadow(int(li), in))});
+    }
+    std::vector<const CompiledNetwork::Tensor*> outs{&cn_.tensors[li]};
+    if (cn_.has_shadow(int(li))) outs.push_back(&cn_.shadows[li]);
+    // Tile height: the most pooled lines the accumulators (half) and two UB buffers allow.
+    const int out_h = conv_like(l) ? l.out.h : 1;
+    const uint64_t ub = cn_.chip.ub_rows;
+    uint32_t nbuf = 2;
+    const uint64_t one = spill_tile_rows(li, 1, srcs, outs);
+    if (2 * one > ub) nbuf = 1;
+    if (one > ub)
+      throw Error(where + "one output line of one image needs " + std::to_string(one) +
+                  " unified-buffer rows (its input lines with the halo and its output line, all "
+                  "channel blocks), more than the " +
+                  std::to_string(ub) + " rows of the chip, by " + std::to_string(one - ub) +
+                  " rows");
+    int per = 1;
+    if (conv_like(l))
+      while (per < out_h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_ &&
+             nbuf * spill_tile_rows(li, per + 1, srcs, outs) <= ub)
+        ++per;
+    const uint32_t buf_rows = uint32_t(ub / nbuf);
+    using Tile = SpillTile;
+    std::vector<Tile> tiles;
+    for (int py = 0; py < out_h; py += per) {
+      Tile t;
+      t.py0 = py;
+      t.py1 = std::min(out_h, py + per);
+      t.buf = uint32_t(tiles.size()) % nbuf;
+      if (conv_like(l)) {
+        t.y0 = t.py0 * l.pool_s;
+        t.y1 = (t.py1 - 1) * l.pool_s + l.pool_k;
+      } else {
+        t.y0 = 0;
+        t.y1 = 1;
+      }
+      t.srcs = srcs;
+      spill_windows(li, t.y0, t.y1, t.srcs);
+      uint32_t at = t.buf * buf_rows;
+      for (auto& s : t.srcs) {
+        s.base = at;
+        at += s.rows();
+      }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        SpillDst d;
+        d.t = outs[k];
+        d.tile = *outs[k];
+        d.host = host_of(int(li), img, k == 1);
+        if (conv_like(l)) {
+          const bool first = t.py0 == 0, last = t.py1 == out_h;
+          d.tile.h = t.py1 - t.py0;
+          d.tile.pt = first ? d.t->pt : 0;
+          d.tile.pb = last ? d.t->pb : 0;
+          d.line0 = first ? 0 : uint32_t(t.py0 + d.t->pt);
+        }
+        d.base = at;
+        at += d.tile.image_rows();
+        t.dsts.push_back(d);
+      }
+      if (at > (t.buf + 1) * buf_rows) throw Error("internal: " + where + "spill tile overflows");
+      tiles.push_back(std::move(t));
+    }
+    auto read_tile = [&](const Tile& t) {
+      for (const auto& s : t.srcs)
+        for (int b = 0; b < s.t->blocks; ++b)
+          op(ReadHost{HostDest::Ub, s.base + uint32_t(b) * s.lines * s.t->wp(), s.lines * s.t->wp(),
+                      s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
+    };
+    auto write_tile = [&](const Tile& t) {
+      for (const auto& d : t.dsts)
+        for (int b = 0; b < d.t->blocks; ++b)
+          op(WriteHost{d.base + uint32_t(b) * d.tile.block_rows(), d.tile.block_rows(),
+                       d.host + (uint32_t(b) * d.t->block_rows() + d.line0 * d.t->wp()) * n_});
+    };
+    auto tile_activates = [&](const Tile& t, const Unit& u) {
+      load_generation(u.gen);
+      load_lut(p.lut);
+      Unit a = u;
+      a.py0 = u.py0 - t.py0;
+      for (const auto& d : t.dsts) activates(li, a, d.tile, d.base);
+    };
+    read_tile(tiles[0]);
+    Unit prev;
+    bool have_prev = false;
+    size_t prev_tile = 0;  // the tile of `prev`
+    // One buffer (a layer too wide for two): each tile's input DMA after the previous tile's
+    // matmuls, its output DMA before the next tile's borders.
+    const bool db = nbuf == 2;
+    for (size_t k = 0; k < tiles.size(); ++k) {
+      const Tile& t = tiles[k];
+      if (!db && k > 0) read_tile(t);
+      for (const auto& d : t.dsts) fill_borders(d.tile, d.base, 1);
+      bool first_unit = true;
+      for (const auto& c : p.chunks)
+        for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
+          Unit u;
+          u.g0 = 0;
+          u.g = 1;
+          u.ob = ob;
+          u.slot = c.slot_base + (ob - c.ob_begin);
+          u.gen = c.generation;
+          u.py0 = t.py0;
+          u.py1 = t.py1;
+          u.y0 = t.y0;
+          u.y1 = t.y1;
+          u.rows = conv_like(l) ? uint32_t(t.y1 - t.y0) * uint32_t(p.cols_used) : 1;
+          u.acc = acc_alloc(u.rows);
+          const size_t mm_begin = ops_.size();
+          spill_matmuls(li, t, u);
+          const size_t act_begin = ops_.size();
+          if (have_prev) {
+            tile_activates(tiles[prev_tile], prev);
+            if (prev_tile != k) write_tile(tiles[prev_tile]);  // the previous tile is complete
+          }
+          if (db && first_unit && k + 1 < tiles.size()) read_tile(tiles[k + 1]);  // prefetch
+          interleave(mm_begin, act_begin);
+          first_unit = false;
+          prev = u;
+          have_prev = true;
+          prev_tile = k;
+        }
+      if (!db && have_prev) {
+        tile_activates(tiles[prev_tile], prev);
+        write_tile(tiles[prev_tile]);
+        have_prev = false;
+      }
+    }
+    if (have_prev) {
+      tile_activates(tiles[prev_tile], prev);
+      write_tile(tiles[prev_tile]);
+    }
+  }
+
+  void spill_matmuls(size_t li, const SpillTile& tl, const Unit& u) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    const auto& terms = p.terms[size_t(u.ob)];
+    for (const auto& t : terms) {
+      const SpillSrc& s = tl.srcs[p.packed ? 0 : size_t(t.input)];
+      const auto& in = *s.t;
+      const uint32_t win_block = s.lines * in.wp();
+      Matmul mm;
+      mm.accumulate = &t != &terms.front();
+      mm.a_unsigned = in.is_unsigned;
+      mm.w_unsigned = false;
+      mm.switch_weights = t.switch_weights;
+      mm.acc_addr = uint16_t(u.acc);
+      if (l.kind == LayerKind::Dense) {
+        const uint32_t pix =
+            p.packed ? 0
+                     : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
+        mm.ub_addr = s.base + uint32_t(t.ib) * win_block + pix;
+        mm.inner = 1;
+        mm.inner_stride = 1;
+        mm.outer = 1;
+        mm.outer_stride = in.image_rows();
+        op(mm, mm.switch_weights ? caddr_ + t.tile : 0);
+        mxu_rows_ += 1;
+        continue;
+      }
+      if (p.packed) {
+        mm.ub_addr = s.base + uint32_t(t.ib) * win_block;
+        mm.inner_stride = 1;
+        mm.outer_stride = uint32_t(p.cols_used);
+      } else {
+        const int ky = t.tap / l.kw, kx = t.tap % l.kw;
+        mm.ub_addr = s.base + uint32_t(t.ib) * win_block + uint32_t(ky * l.dh) * in.wp() +
+                     uint32_t(kx * l.dw + in.pl - l.pad_l);
+        mm.inner_stride = uint8_t(l.sw);
+        mm.outer_stride = uint32_t(l.sh) * in.wp();
+      }
+      mm.inner = uint16_t(p.cols_used);
+      mm.outer = uint16_t(u.y1 - u.y0);
+      op(mm, mm.switch_weights ? caddr_ + t.tile : 0);
+      mxu_rows_ += uint64_t(mm.inner) * mm.outer;
+    }
+  }
+
   // Inserts the read_weights: every tile is pushed before the matmul that switches to it, at most
   // WFifoTiles + 2 wait at once, and pushes run ahead (refilling when half the room is free).
   void finish(Program& prog) {
@@ -1144,6 +1451,31 @@ class Emitter {
     }
     prog.dma_in_bytes += out.size() * kInstrBytes;
     prog.mxu_rows = mxu_rows_;
+    // Per layer DMA bytes, by what they carry (the host ranges tell inputs from spills).
+    prog.layer_dma.assign(cn_.layers.size(), LayerDma{});
+    const uint64_t s0 = saddr_, s1 = uint64_t(saddr_) + cn_.scratch_bytes;
+    auto scratch = [&](uint32_t a) { return cn_.spill && a >= s0 && a < s1; };
+    for (size_t k = 0; k < out.size(); ++k) {
+      const int l = layer_of[k];
+      LayerDma& d = l >= 0 ? prog.layer_dma[size_t(l)] : prog.other_dma;
+      if (const auto* r = std::get_if<ReadHost>(&out[k])) {
+        const uint64_t b = uint64_t(r->rows) * n_;
+        if (r->dest != HostDest::Ub)
+          d.params += b;
+        else if (scratch(r->host_addr))
+          d.spill_in += b, prog.spill_in_bytes += b;
+        else
+          d.input += b;
+      } else if (const auto* w = std::get_if<ReadWeights>(&out[k])) {
+        d.weights += uint64_t(w->tiles) * tile_bytes;
+      } else if (const auto* wh = std::get_if<WriteHost>(&out[k])) {
+        const uint64_t b = uint64_t(wh->rows) * n_;
+        if (scratch(wh->host_addr))
+          d.spill_out += b, prog.spill_out_bytes += b;
+        else
+          d.output += b;
+      }
+    }
   }
 
   const CompiledNetwork& cn_;
@@ -1158,12 +1490,24 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
+  const uint32_t saddr_;  // scratch (spilling)
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
   std::vector<Op> ops_;
 };
 
+}  // namespace
+
+namespace {
+bool fits_without_spill(const CompiledNetwork& cn) {
+  try {
+    Emitter(cn, 1, 0, 0, 0, ProgramOptions{});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
 }  // namespace
 
 Program emit_program(const CompiledNetwork& cn, uint32_t batch, uint32_t constants_addr,

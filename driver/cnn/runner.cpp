@@ -16,6 +16,10 @@ ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_bat
   dev_.write(constants_.addr, cn_.constants);
   input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
   output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
+  if (cn_.spill) {  // activations spilled to host memory (compiler.h)
+    scratch_ = dev_.alloc(uint32_t(cn_.scratch_bytes), "cnn spill scratch");
+    options_.scratch_addr = scratch_.addr;
+  }
   program(max_batch_);  // fail early if it cannot be compiled
 }
 

@@ -78,6 +78,7 @@ class ChipRunner {
   uint32_t max_batch_;
   ProgramOptions options_;
   HostBuffer constants_, input_, output_;
+  HostBuffer scratch_;  // spilled activations (CompiledNetwork::spill)
   std::map<uint32_t, std::unique_ptr<Program>> programs_;
 };
 
