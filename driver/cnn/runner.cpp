@@ -59,6 +59,20 @@ ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, ui
   return r;
 }
 
+void add_layer_dma(std::vector<LayerProfile>& layers, const Program& p, uint32_t images) {
+  const uint64_t n = std::max<uint32_t>(1, images);
+  for (size_t l = 0; l < layers.size() && l < p.layer_dma.size(); ++l) {
+    const LayerDma& d = p.layer_dma[l];
+    LayerDma& o = layers[l].dma;
+    o.input = d.input / n;
+    o.spill_in = d.spill_in / n;
+    o.weights = d.weights / n;
+    o.params = d.params / n;
+    o.spill_out = d.spill_out / n;
+    o.output = d.output / n;
+  }
+}
+
 LayerProfile layer_profile(const QLayer& q, uint32_t n, uint32_t images, uint64_t cycles) {
   LayerProfile lp;
   lp.name = q.name;

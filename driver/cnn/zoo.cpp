@@ -18,11 +18,11 @@ class Builder {
     g_.input("input", {1, 3, size, size});
   }
 
-  std::string conv(const std::string& x, const std::string& p, int cin, int cout, int k,
-                   int stride, int pad, int group = 1) {
-    g_.init_float(p + ".weight", {cout, cin / group, k, k},
-                  normal(size_t(cout) * size_t(cin / group) * size_t(k * k),
-                         double(cin / group) * k * k));
+  std::string conv(const std::string& x, const std::string& p, int cin, int cout, int k, int stride,
+                   int pad, int group = 1) {
+    g_.init_float(
+        p + ".weight", {cout, cin / group, k, k},
+        normal(size_t(cout) * size_t(cin / group) * size_t(k * k), double(cin / group) * k * k));
     g_.node("Conv", {x, p + ".weight"}, {p + "_out"},
             {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {stride, stride}),
              OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("group", group)},
@@ -35,8 +35,8 @@ class Builder {
     g_.init_float(p + ".running_mean", {c}, uniform(size_t(c), -0.1f, 0.1f));
     g_.init_float(p + ".running_var", {c}, uniform(size_t(c), 0.8f, 1.5f));
     g_.node("BatchNormalization",
-            {x, p + ".weight", p + ".bias", p + ".running_mean", p + ".running_var"},
-            {p + "_bn"}, {}, "/" + p + "/BatchNormalization");
+            {x, p + ".weight", p + ".bias", p + ".running_mean", p + ".running_var"}, {p + "_bn"},
+            {}, "/" + p + "/BatchNormalization");
     return p + "_bn";
   }
   std::string relu(const std::string& x, const std::string& p) {
@@ -127,12 +127,11 @@ std::string resnet(const std::string& name, bool bottleneck, const std::vector<i
 
 std::string mobilenetv2(int size, uint32_t seed) {
   Builder b("mobilenetv2", size, seed);
-  std::string x =
-      b.relu6(b.bn(b.conv("input", "features.0.0", 3, 32, 3, 2, 1), "features.0.1", 32),
-              "features.0");
+  std::string x = b.relu6(b.bn(b.conv("input", "features.0.0", 3, 32, 3, 2, 1), "features.0.1", 32),
+                          "features.0");
   int cin = 32, f = 1;
   // t (expansion), c (channels), n (blocks), s (stride of the first)
-  const int settings[7][4] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+  const int settings[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                               {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   for (const auto& st : settings)
     for (int i = 0; i < st[2]; ++i, ++f) {

@@ -53,9 +53,7 @@ void check_spills(const Network& net, uint32_t seed, uint32_t ub_rows, uint32_t 
   EXPECT_TRUE(run_bit_exact(q, images, 2, small_chip(ub_rows, acc_rows))) << net.name;
 }
 
-TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) {
-  check_spills(small_resnet(3), 3, 700, 2048);
-}
+TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }
 
 TEST(Spill, MobileNetInSmallUnifiedBuffer) { check_spills(small_mobilenet(4), 4, 500, 256); }
 

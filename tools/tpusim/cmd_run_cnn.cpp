@@ -25,6 +25,7 @@
 #include "quantize.h"
 #include "report.h"
 #include "tpusim.h"
+#include "zoo.h"
 
 namespace {
 
@@ -70,13 +71,18 @@ ReportFiles prepare_report_dir(const std::string& dir) {
 
 int run_run_cnn(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file;
+  std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file, zoo;
   tpu::cnn::Preprocess pre;
   bool json = false, no_profile = false, quiet = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
   opts.add_options()("model", po::value<std::string>(&model),
                      "ONNX model (default: the bundled models/fashion_cnn.onnx)")(
+      "zoo", po::value<std::string>(&zoo),
+      "instead of --model: an ImageNet-size network built in C++ with torchvision's architecture "
+      "and seeded random weights (resnet18, resnet50, mobilenetv2; 224x224x3, 1000 classes), run "
+      "on random images (no labels: accuracy is meaningless, bit-exactness is checked); "
+      "--images and --calibration default to 1")(
       "images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")(
       "offset", po::value<std::string>()->default_value("0"), "first test image (0..9999)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
@@ -115,6 +121,7 @@ int run_run_cnn(const tpusim::Args& args) {
       "trace-event "
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
+  tpusim::add_memory_options(opts);
   tpusim::add_device_options(
       opts, dev_opts, /*with_vcd=*/true,
       "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
@@ -122,7 +129,8 @@ int run_run_cnn(const tpusim::Args& args) {
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
-          "tpusim run-cnn [--model F.onnx] [--images N] [--offset K] [--batch B] [--backend "
+          "tpusim run-cnn [--model F.onnx | --zoo NAME] [--images N] [--offset K] [--batch B] "
+          "[--backend "
           "rtl|model] "
           "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
           "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] "
@@ -145,7 +153,22 @@ int run_run_cnn(const tpusim::Args& args) {
           opts, {}, vm)) {
     return 0;
   }
+  if (!zoo.empty() && vm.count("model"))
+    throw tpusim::UsageError("--zoo " + zoo + " and --model " + model + ": give one of them");
+  if (!zoo.empty() && !dataset.empty())
+    throw tpusim::UsageError("--zoo runs random images: drop --dataset " + dataset);
+  if (!zoo.empty()) {
+    const auto names = tpu::cnn::zoo_names();
+    if (std::find(names.begin(), names.end(), zoo) == names.end()) {
+      try {
+        tpu::cnn::zoo_onnx(zoo);
+      } catch (const tpu::cnn::Error& e) {
+        throw tpusim::UsageError(std::string("--zoo: ") + e.what());
+      }
+    }
+  }
   int images = int(tpusim::int_option(vm, "images", 1, dataset.empty() ? 10000 : 1000000));
+  if (!zoo.empty() && vm["images"].defaulted()) images = 1;
   const int offset = int(tpusim::int_option(vm, "offset", 0, dataset.empty() ? 9999 : 999999));
   const int top_k = vm.count("top-k") ? int(tpusim::int_option(vm, "top-k", 1, 1000)) : 0;
   for (const char* o : {"resize", "center-crop", "mean", "std", "channels"})
@@ -161,7 +184,8 @@ int run_run_cnn(const tpusim::Args& args) {
     throw tpusim::UsageError(e.what());
   }
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
-  const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  if (!zoo.empty() && vm["calibration"].defaulted()) calibration = 1;
   if (dataset.empty() && offset + images > 10000)
     throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
@@ -176,8 +200,9 @@ int run_run_cnn(const tpusim::Args& args) {
   if (!timeline_file.empty() && dev_opts.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
                              " backend has no timing, so it has no instruction timeline");
-  tpu::check_not_directory(model, "--model");
-  {
+  if (!zoo.empty()) model = zoo;
+  if (zoo.empty()) tpu::check_not_directory(model, "--model");
+  if (zoo.empty()) {
     // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
     std::error_code ec;
     const auto st = std::filesystem::status(model, ec);
@@ -195,11 +220,17 @@ int run_run_cnn(const tpusim::Args& args) {
 
   // Everything about the inputs is checked before the chip is built.
   const auto t0 = std::chrono::steady_clock::now();
-  const tpu::cnn::Network net = tpu::cnn::load_onnx(model);
+  const tpu::cnn::Network net =
+      zoo.empty() ? tpu::cnn::load_onnx(model) : tpu::cnn::zoo_network(zoo, 1);
   tpu::cnn::ImageSet test;
   tpu::cnn::FloatImageSet folder_set;
   std::vector<std::string> folder_files;  // per image of folder_set
-  if (dataset.empty()) {
+  if (!zoo.empty()) {                     // random images (seeded by the image index), no labels
+    folder_set.shape = net.input;
+    folder_set.images = tpu::cnn::zoo_images(net.input, offset + images, 12);
+    folder_set.images.erase(folder_set.images.begin(), folder_set.images.begin() + offset);
+    folder_set.labels.assign(size_t(images), -1);
+  } else if (dataset.empty()) {
     test = tpu::cnn::load_fashion_mnist(data, false);
     tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
   } else {
@@ -220,7 +251,9 @@ int run_run_cnn(const tpusim::Args& args) {
     how = "quantized in the model file";
   } else {
     std::vector<std::vector<float>> cal;
-    if (dataset.empty()) {
+    if (!zoo.empty()) {
+      cal = tpu::cnn::zoo_images(net.input, calibration, 11);
+    } else if (dataset.empty()) {
       const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
       for (int i = 0; i < std::min(calibration, train.count); ++i)
         cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
@@ -230,7 +263,9 @@ int run_run_cnn(const tpusim::Args& args) {
     }
     q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
-          (dataset.empty() ? "" : " (the first selected images of --dataset)");
+          (!zoo.empty()      ? " (random)"
+           : dataset.empty() ? ""
+                             : " (the first selected images of --dataset)");
   }
   auto dev = tpusim::open_device(dev_opts, vm);
   std::FILE* info = json ? stderr : stdout;
@@ -242,7 +277,8 @@ int run_run_cnn(const tpusim::Args& args) {
   }
 
   tpu::cnn::EvalOptions eo;
-  eo.offset = dataset.empty() ? offset : 0;  // folder_set holds images offset.. already
+  const bool floats = !dataset.empty() || !zoo.empty();  // folder_set holds the images
+  eo.offset = floats ? 0 : offset;                       // folder_set holds images offset.. already
   eo.count = images;
   eo.batch = batch;
   eo.profile = !no_profile;
@@ -263,7 +299,7 @@ int run_run_cnn(const tpusim::Args& args) {
     tpusim::set_count("mismatched_images", uint64_t(differ_so_far));
     if (!quiet) {
       for (const auto& r : rs) {
-        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s", r.index + (dataset.empty() ? 0 : offset),
+        std::fprintf(info, "  #%-5d %-12s -> %-12s %s%s", r.index + (floats ? offset : 0),
                      class_name(r.label).c_str(), class_name(r.predicted).c_str(),
                      r.predicted == r.label ? "ok" : "WRONG",
                      r.matches_reference ? "" : "  (logits differ from the integer reference!)");
@@ -292,9 +328,13 @@ int run_run_cnn(const tpusim::Args& args) {
       last_progress = now;
     }
   };
-  tpu::cnn::Evaluation e = dataset.empty() ? tpu::cnn::evaluate(*dev, net, q, test, eo)
-                                           : tpu::cnn::evaluate(*dev, net, q, folder_set, eo);
-  if (!dataset.empty()) e.offset = offset;
+  tpu::cnn::Evaluation e = floats ? tpu::cnn::evaluate(*dev, net, q, folder_set, eo)
+                                  : tpu::cnn::evaluate(*dev, net, q, test, eo);
+  if (floats) e.offset = offset;
+  if (dev_opts.backend == "rtl") {
+    e.mem_latency_cycles = dev_opts.mem_latency >= 0 ? dev_opts.mem_latency : 10;
+    e.mem_bytes_per_cycle = dev_opts.mem_bandwidth >= 0 ? dev_opts.mem_bandwidth : 16;
+  }
   e.model = model;
   e.quantization = how;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -346,17 +386,25 @@ int run_run_cnn(const tpusim::Args& args) {
         "%s bytes out (logits %u bytes)\n",
         thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
         thousands(uint64_t(e.dma_out_per_image)).c_str(), e.output_bytes_per_image);
+    std::printf("  of which weights %s, parameters %s%s\n",
+                thousands(e.program_dma.weights).c_str(), thousands(e.program_dma.params).c_str(),
+                e.spill ? (", activations spilled " + thousands(e.program_dma.spill_out) +
+                           " out and read back " + thousands(e.program_dma.spill_in) + " in")
+                              .c_str()
+                        : " (no spilling: every tensor stays on chip)");
     if (!e.layers.empty()) {
       std::printf("layers (first batch of %u images, cycles per image):\n",
                   e.layers.front().images);
-      std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
+      std::printf("  %-14s %-8s %12s %12s %12s %12s %12s\n", "name", "op", "MACs", "cycles",
+                  "utilization", "DMA in", "DMA out");
       for (const auto& l : e.layers) {
         char util[32] = "n/a (model)";  // the model backend has no timing
         if (std::isfinite(l.utilization))
           std::snprintf(util, sizeof util, "%.1f%%", 100 * l.utilization);
-        std::printf("  %-14s %-8s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
+        std::printf("  %-14s %-8s %12s %12s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
                     thousands(uint64_t(l.macs)).c_str(),
-                    thousands(l.cycles / std::max(1u, l.images)).c_str(), util);
+                    thousands(l.cycles / std::max(1u, l.images)).c_str(), util,
+                    thousands(l.dma.in()).c_str(), thousands(l.dma.out()).c_str());
       }
     }
     std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);

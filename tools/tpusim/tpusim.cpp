@@ -104,6 +104,14 @@ void add_device_options(po::options_description& options, DeviceOptions& d, bool
   }
 }
 
+void add_memory_options(po::options_description& options) {
+  options.add_options()(
+      "mem-latency", po::value<std::string>(),
+      "host memory latency in cycles per DMA transaction, 0..100000 (rtl only; default 10)")(
+      "mem-bandwidth", po::value<std::string>(),
+      "host memory bandwidth in bytes per cycle, 0 = unlimited, 0..4096 (rtl only; default 16)");
+}
+
 std::string max_cycles_hint(const DeviceOptions& d) {
   return d.max_cycles_given ? " (the limit set by --max-cycles; raise it with --max-cycles N)"
                             : " (the default limit; raise it with --max-cycles N)";
@@ -131,6 +139,16 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
     d.max_cycles_given = true;
   }
   tpu::RtlOptions rtl;
+  for (const char* o : {"mem-latency", "mem-bandwidth"}) {
+    if (!vm.count(o)) continue;
+    if (d.backend != "rtl")
+      throw UsageError(std::string("--") + o + " needs --backend rtl: the " + d.backend +
+                       " backend has no timing");
+    const int64_t v = int_option(vm, o, 0, o[4] == 'l' ? 100000 : 4096);
+    (o[4] == 'l' ? d.mem_latency : d.mem_bandwidth) = v;
+  }
+  if (d.mem_latency >= 0) rtl.mem_latency_cycles = uint32_t(d.mem_latency);
+  if (d.mem_bandwidth >= 0) rtl.mem_bytes_per_cycle = uint32_t(d.mem_bandwidth);
   if (!d.vcd.empty() || !d.vcd_window.empty()) {
     if (d.backend != "rtl") throw UsageError("--vcd and --vcd-window need --backend rtl");
     if (d.vcd.empty()) throw UsageError("--vcd-window needs --vcd FILE");

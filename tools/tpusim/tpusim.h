@@ -68,12 +68,17 @@ struct DeviceOptions {
   std::string vcd;
   std::string vcd_window;  // FROM:TO
   bool max_cycles_given = false;
+  // Host memory timing of the rtl backend (tpu::RtlOptions); < 0 = the default. Commands that
+  // offer them register --mem-latency / --mem-bandwidth themselves (add_memory_options).
+  int64_t mem_latency = -1, mem_bandwidth = -1;
   // The VCD is written to a temporary file and renamed by finish_device() (tpu::OutputFile).
   std::shared_ptr<tpu::OutputFile> vcd_out;
 };
 // `max_cycles_default`: the text --help shows for the default of --max-cycles.
 void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd,
                         const std::string& max_cycles_default = "");
+// --mem-latency CYCLES and --mem-bandwidth BYTES_PER_CYCLE (the rtl backend's host memory).
+void add_memory_options(po::options_description& options);
 // Validates the options (UsageError) and opens the device.
 std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_map& vm);
 // Closes the device and puts the finished VCD (if any) in place; prints a note on stderr when
