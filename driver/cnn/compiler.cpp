@@ -1148,16 +1148,17 @@ class Emitter {
     const CompiledNetwork::Tensor* t = nullptr;
     uint32_t host = 0;
     uint32_t lines = 0, line0 = 0;  // the window of padded lines a tile reads
-    uint32_t base = 0;              // UB base of the window
-    uint32_t rows() const { return uint32_t(t->blocks) * lines * t->wp(); }
+    uint32_t offset = 0;            // of its window in an input buffer
+    uint32_t block_rows() const { return lines * t->wp(); }
   };
-  struct SpillDst {
-    CompiledNetwork::Tensor tile;  // the tile's part of the output (its borders included)
-    const CompiledNetwork::Tensor* t = nullptr;
-    uint32_t host = 0, line0 = 0, base = 0;
+  struct SpillTile {
+    int py0 = 0, py1 = 0, y0 = 0, y1 = 0;  // pooled lines, conv lines
+    std::vector<SpillSrc> srcs;
+    std::vector<CompiledNetwork::Tensor> outs;  // one block of the tile's output (and shadow)
+    std::vector<uint32_t> out_line0;            // first padded line written, per output
   };
 
-  // The windows (lines) of conv lines [y0, y1) of layer li's inputs.
+  // The windows (padded lines) that conv lines [y0, y1) of layer li read of each input.
   void spill_windows(size_t li, int y0, int y1, std::vector<SpillSrc>& srcs) const {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
@@ -1174,31 +1175,14 @@ class Emitter {
       }
     }
   }
-  // UB rows of a tile of `per` pooled lines: inputs, outputs.
-  uint64_t spill_tile_rows(size_t li, int per, std::vector<SpillSrc>& srcs,
-                           const std::vector<const CompiledNetwork::Tensor*>& outs) const {
-    const QLayer& l = cn_.net.layers[li];
-    uint64_t rows = 0;
-    if (conv_like(l)) {
-      spill_windows(li, 0, conv_lines(l, per), srcs);
-      for (const auto& s : srcs) rows += s.rows();
-      for (const auto* o : outs)
-        rows += uint64_t(o->blocks) * uint32_t(per + o->pt + o->pb) * o->wp();
-    } else {
-      spill_windows(li, 0, 1, srcs);
-      for (const auto& s : srcs) rows += s.rows();
-      for (const auto* o : outs) rows += o->image_rows();
-    }
-    return rows;
-  }
 
-  struct SpillTile {
-    int py0 = 0, py1 = 0, y0 = 0, y1 = 0;  // pooled lines, conv lines
-    uint32_t buf = 0;
-    std::vector<SpillSrc> srcs;
-    std::vector<SpillDst> dsts;
-  };
-
+  // A layer in tiles of output lines. Each unit (tile, output block) writes its output block
+  // to host memory by itself (a ring of three one-block output buffers), so the unified buffer
+  // holds the inputs: for a layer whose output block reads only the same input block (Add,
+  // depthwise Conv, Copy) just that block's window per unit, else every input block's window
+  // per tile; both double-buffered when two fit (the next one's DMA runs during this one's
+  // matmuls). Tiles are as tall as the accumulators (half) and the unified buffer allow: the
+  // fewer tiles, the fewer halo lines and weight passes (DMA bytes).
   void spill_layer(size_t li, uint32_t img) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
@@ -1213,143 +1197,176 @@ class Emitter {
     }
     std::vector<const CompiledNetwork::Tensor*> outs{&cn_.tensors[li]};
     if (cn_.has_shadow(int(li))) outs.push_back(&cn_.shadows[li]);
-    // Tile height: the most pooled lines the accumulators (half) and two UB buffers allow.
+    bool blockwise = !p.packed && conv_like(l);
+    for (int ob = 0; ob < p.obs && blockwise; ++ob)
+      for (const auto& t : p.terms[size_t(ob)]) blockwise &= t.ib == ob;
     const int out_h = conv_like(l) ? l.out.h : 1;
+    // UB rows of one input buffer and one output buffer for tiles of `per` pooled lines.
+    auto in_rows = [&](int per) {
+      std::vector<SpillSrc> w = srcs;
+      spill_windows(li, 0, conv_like(l) ? conv_lines(l, per) : 1, w);
+      uint64_t r = 0;
+      for (const auto& s : w) r += uint64_t(blockwise ? 1 : s.t->blocks) * s.block_rows();
+      return r;
+    };
+    auto out_rows = [&](int per) {
+      uint64_t r = 0;
+      for (const auto* o : outs)
+        r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
+      return r;
+    };
+    constexpr uint32_t kOutBufs = 3;
     const uint64_t ub = cn_.chip.ub_rows;
     uint32_t nbuf = 2;
-    const uint64_t one = spill_tile_rows(li, 1, srcs, outs);
-    if (2 * one > ub) nbuf = 1;
+    if (2 * in_rows(1) + kOutBufs * out_rows(1) > ub) nbuf = 1;
+    const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
     if (one > ub)
       throw Error(where + "one output line of one image needs " + std::to_string(one) +
-                  " unified-buffer rows (its input lines with the halo and its output line, all "
-                  "channel blocks), more than the " +
-                  std::to_string(ub) + " rows of the chip, by " + std::to_string(one - ub) +
-                  " rows");
+                  " unified-buffer rows (its input lines with the halo" +
+                  (blockwise ? "" : ", all channel blocks") +
+                  ", and three one-block output buffers), more than the " + std::to_string(ub) +
+                  " rows of the chip, by " + std::to_string(one - ub) + " rows");
     int per = 1;
     if (conv_like(l))
       while (per < out_h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_ &&
-             nbuf * spill_tile_rows(li, per + 1, srcs, outs) <= ub)
+             nbuf * in_rows(per + 1) + kOutBufs * out_rows(per + 1) <= ub)
         ++per;
-    const uint32_t buf_rows = uint32_t(ub / nbuf);
-    using Tile = SpillTile;
-    std::vector<Tile> tiles;
+    const uint32_t in_buf = uint32_t(in_rows(per)), out_buf = uint32_t(out_rows(per));
+    std::vector<SpillTile> tiles;
     for (int py = 0; py < out_h; py += per) {
-      Tile t;
+      SpillTile t;
       t.py0 = py;
       t.py1 = std::min(out_h, py + per);
-      t.buf = uint32_t(tiles.size()) % nbuf;
-      if (conv_like(l)) {
-        t.y0 = t.py0 * l.pool_s;
-        t.y1 = (t.py1 - 1) * l.pool_s + l.pool_k;
-      } else {
-        t.y0 = 0;
-        t.y1 = 1;
-      }
+      t.y0 = conv_like(l) ? t.py0 * l.pool_s : 0;
+      t.y1 = conv_like(l) ? (t.py1 - 1) * l.pool_s + l.pool_k : 1;
       t.srcs = srcs;
       spill_windows(li, t.y0, t.y1, t.srcs);
-      uint32_t at = t.buf * buf_rows;
+      uint32_t at = 0;
       for (auto& s : t.srcs) {
-        s.base = at;
-        at += s.rows();
+        s.offset = at;
+        at += (blockwise ? 1 : uint32_t(s.t->blocks)) * s.block_rows();
       }
-      for (size_t k = 0; k < outs.size(); ++k) {
-        SpillDst d;
-        d.t = outs[k];
-        d.tile = *outs[k];
-        d.host = host_of(int(li), img, k == 1);
+      for (const auto* o : outs) {
+        CompiledNetwork::Tensor b = *o;
+        b.blocks = 1;
+        uint32_t line0 = 0;
         if (conv_like(l)) {
           const bool first = t.py0 == 0, last = t.py1 == out_h;
-          d.tile.h = t.py1 - t.py0;
-          d.tile.pt = first ? d.t->pt : 0;
-          d.tile.pb = last ? d.t->pb : 0;
-          d.line0 = first ? 0 : uint32_t(t.py0 + d.t->pt);
+          b.h = t.py1 - t.py0;
+          b.pt = first ? o->pt : 0;
+          b.pb = last ? o->pb : 0;
+          line0 = first ? 0 : uint32_t(t.py0 + o->pt);
         }
-        d.base = at;
-        at += d.tile.image_rows();
-        t.dsts.push_back(d);
+        t.outs.push_back(b);
+        t.out_line0.push_back(line0);
       }
-      if (at > (t.buf + 1) * buf_rows) throw Error("internal: " + where + "spill tile overflows");
       tiles.push_back(std::move(t));
     }
-    auto read_tile = [&](const Tile& t) {
+    auto in_base = [&](uint32_t k) { return (k % nbuf) * in_buf; };
+    auto out_base = [&](uint32_t k) { return nbuf * in_buf + (k % kOutBufs) * out_buf; };
+    // Input DMA: a tile's every block (into buffer k), or one unit's block ob.
+    auto read = [&](const SpillTile& t, uint32_t buf, int ob) {
       for (const auto& s : t.srcs)
-        for (int b = 0; b < s.t->blocks; ++b)
-          op(ReadHost{HostDest::Ub, s.base + uint32_t(b) * s.lines * s.t->wp(), s.lines * s.t->wp(),
+        for (int b = 0; b < s.t->blocks; ++b) {
+          if (blockwise && b != ob) continue;
+          op(ReadHost{HostDest::Ub,
+                      in_base(buf) + s.offset + (blockwise ? 0 : uint32_t(b)) * s.block_rows(),
+                      s.block_rows(),
                       s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
+        }
     };
-    auto write_tile = [&](const Tile& t) {
-      for (const auto& d : t.dsts)
-        for (int b = 0; b < d.t->blocks; ++b)
-          op(WriteHost{d.base + uint32_t(b) * d.tile.block_rows(), d.tile.block_rows(),
-                       d.host + (uint32_t(b) * d.t->block_rows() + d.line0 * d.t->wp()) * n_});
+    struct Work {
+      Unit u;
+      uint32_t tile = 0, index = 0;
     };
-    auto tile_activates = [&](const Tile& t, const Unit& u) {
-      load_generation(u.gen);
-      load_lut(p.lut);
-      Unit a = u;
-      a.py0 = u.py0 - t.py0;
-      for (const auto& d : t.dsts) activates(li, a, d.tile, d.base);
-    };
-    read_tile(tiles[0]);
-    Unit prev;
-    bool have_prev = false;
-    size_t prev_tile = 0;  // the tile of `prev`
-    // One buffer (a layer too wide for two): each tile's input DMA after the previous tile's
-    // matmuls, its output DMA before the next tile's borders.
-    const bool db = nbuf == 2;
-    for (size_t k = 0; k < tiles.size(); ++k) {
-      const Tile& t = tiles[k];
-      if (!db && k > 0) read_tile(t);
-      for (const auto& d : t.dsts) fill_borders(d.tile, d.base, 1);
-      bool first_unit = true;
+    std::vector<Work> work;
+    for (uint32_t k = 0; k < tiles.size(); ++k)
       for (const auto& c : p.chunks)
         for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
-          Unit u;
+          Work w;
+          w.tile = k;
+          w.index = uint32_t(work.size());
+          Unit& u = w.u;
           u.g0 = 0;
           u.g = 1;
           u.ob = ob;
           u.slot = c.slot_base + (ob - c.ob_begin);
           u.gen = c.generation;
-          u.py0 = t.py0;
-          u.py1 = t.py1;
-          u.y0 = t.y0;
-          u.y1 = t.y1;
-          u.rows = conv_like(l) ? uint32_t(t.y1 - t.y0) * uint32_t(p.cols_used) : 1;
-          u.acc = acc_alloc(u.rows);
-          const size_t mm_begin = ops_.size();
-          spill_matmuls(li, t, u);
-          const size_t act_begin = ops_.size();
-          if (have_prev) {
-            tile_activates(tiles[prev_tile], prev);
-            if (prev_tile != k) write_tile(tiles[prev_tile]);  // the previous tile is complete
-          }
-          if (db && first_unit && k + 1 < tiles.size()) read_tile(tiles[k + 1]);  // prefetch
-          interleave(mm_begin, act_begin);
-          first_unit = false;
-          prev = u;
-          have_prev = true;
-          prev_tile = k;
+          u.py0 = tiles[k].py0;
+          u.py1 = tiles[k].py1;
+          u.y0 = tiles[k].y0;
+          u.y1 = tiles[k].y1;
+          u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
+          work.push_back(w);
         }
-      if (!db && have_prev) {
-        tile_activates(tiles[prev_tile], prev);
-        write_tile(tiles[prev_tile]);
-        have_prev = false;
+    auto finish_unit = [&](const Work& w) {  // activates into its output buffer, then its DMA
+      const SpillTile& t = tiles[w.tile];
+      load_generation(w.u.gen);
+      load_lut(p.lut);
+      Unit a = w.u;
+      a.py0 = w.u.py0 - t.py0;
+      a.ob = 0;
+      uint32_t at = out_base(w.index);
+      for (size_t k = 0; k < t.outs.size(); ++k) {
+        activates(li, a, t.outs[k], at);
+        const auto* o = outs[k];
+        op(WriteHost{at, t.outs[k].block_rows(),
+                     host_of(int(li), img, k == 1) +
+                         (uint32_t(w.u.ob) * o->block_rows() + t.out_line0[k] * o->wp()) * n_});
+        at += t.outs[k].block_rows();
       }
+    };
+    // The borders each output buffer holds (skip refilling the same ones).
+    std::array<std::array<int, 4>, kOutBufs> filled;
+    for (auto& f : filled) f = {-1, -1, -1, -1};
+    auto buf_of = [&](const Work& w) { return blockwise ? w.index : w.tile; };
+    read(tiles[0], 0, work.front().u.ob);
+    const Work* prev = nullptr;
+    for (auto& w : work) {
+      const SpillTile& t = tiles[w.tile];
+      const bool first_of_tile = &w == &work.front() || (&w - 1)->tile != w.tile;
+      if (nbuf == 1 && &w != &work.front() && (blockwise || first_of_tile))
+        read(t, buf_of(w), w.u.ob);
+      const std::array<int, 4> key{int(li), t.outs[0].pt, t.outs[0].pb, t.outs[0].h};
+      if (filled[w.index % kOutBufs] != key) {
+        uint32_t at = out_base(w.index);
+        for (const auto& o : t.outs) {
+          fill_borders(o, at, 1);
+          at += o.block_rows();
+        }
+        filled[w.index % kOutBufs] = key;
+      }
+      w.u.acc = acc_alloc(w.u.rows);
+      // The previous unit's activates move in among these matmuls only if the ring gave this
+      // unit other accumulator rows (it may wrap onto them).
+      if (prev && !(w.u.acc >= prev->u.acc + prev->u.rows || prev->u.acc >= w.u.acc + w.u.rows)) {
+        finish_unit(*prev);
+        prev = nullptr;
+      }
+      const size_t mm_begin = ops_.size();
+      spill_matmuls(li, t, w.u, in_base(buf_of(w)), blockwise);
+      const size_t act_begin = ops_.size();
+      if (prev) finish_unit(*prev);
+      if (nbuf == 2) {  // prefetch the next buffer's inputs
+        const Work* next = &w + 1 <= &work.back() ? &w + 1 : nullptr;
+        if (next && blockwise) read(tiles[next->tile], buf_of(*next), next->u.ob);
+        if (next && !blockwise && first_of_tile && w.tile + 1 < tiles.size())
+          read(tiles[w.tile + 1], w.tile + 1, 0);
+      }
+      interleave(mm_begin, act_begin);
+      prev = &w;
     }
-    if (have_prev) {
-      tile_activates(tiles[prev_tile], prev);
-      write_tile(tiles[prev_tile]);
-    }
+    if (prev) finish_unit(*prev);
   }
 
-  void spill_matmuls(size_t li, const SpillTile& tl, const Unit& u) {
+  void spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint32_t buf, bool blockwise) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
     const auto& terms = p.terms[size_t(u.ob)];
     for (const auto& t : terms) {
       const SpillSrc& s = tl.srcs[p.packed ? 0 : size_t(t.input)];
       const auto& in = *s.t;
-      const uint32_t win_block = s.lines * in.wp();
+      const uint32_t base = buf + s.offset + (blockwise ? 0 : uint32_t(t.ib) * s.block_rows());
       Matmul mm;
       mm.accumulate = &t != &terms.front();
       mm.a_unsigned = in.is_unsigned;
@@ -1360,7 +1377,7 @@ class Emitter {
         const uint32_t pix =
             p.packed ? 0
                      : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
-        mm.ub_addr = s.base + uint32_t(t.ib) * win_block + pix;
+        mm.ub_addr = base + pix;
         mm.inner = 1;
         mm.inner_stride = 1;
         mm.outer = 1;
@@ -1370,13 +1387,12 @@ class Emitter {
         continue;
       }
       if (p.packed) {
-        mm.ub_addr = s.base + uint32_t(t.ib) * win_block;
+        mm.ub_addr = base;
         mm.inner_stride = 1;
         mm.outer_stride = uint32_t(p.cols_used);
       } else {
         const int ky = t.tap / l.kw, kx = t.tap % l.kw;
-        mm.ub_addr = s.base + uint32_t(t.ib) * win_block + uint32_t(ky * l.dh) * in.wp() +
-                     uint32_t(kx * l.dw + in.pl - l.pad_l);
+        mm.ub_addr = base + uint32_t(ky * l.dh) * in.wp() + uint32_t(kx * l.dw + in.pl - l.pad_l);
         mm.inner_stride = uint8_t(l.sw);
         mm.outer_stride = uint32_t(l.sh) * in.wp();
       }

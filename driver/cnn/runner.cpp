@@ -17,7 +17,7 @@ ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_bat
   input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
   output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
   if (cn_.spill) {  // activations spilled to host memory (compiler.h)
-    scratch_ = dev_.alloc(uint32_t(cn_.scratch_bytes), "cnn spill scratch");
+    scratch_ = dev_.alloc(uint32_t(std::max<uint64_t>(16, cn_.scratch_bytes)), "cnn spill scratch");
     options_.scratch_addr = scratch_.addr;
   }
   program(max_batch_);  // fail early if it cannot be compiled

@@ -122,3 +122,26 @@ TEST(Zoo, UnknownNameIsAnError) {
 }
 
 }  // namespace
+namespace {
+
+// Every prefix of a MobileNet (each layer once the last, writing the output), two images in
+// one program: the second image finds the accumulator ring where the first left it (a unit
+// wrapping onto the previous unit's rows must wait for its activates).
+TEST(Spill, EveryPrefixOfMobileNetTwoImages) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q0 = quantize_model(net, random_images(net.input, 8, 4));
+  const auto images = quantize_images(q0, random_images(net.input, 2, 5));
+  for (size_t k = 1; k <= q0.layers.size(); ++k) {
+    QuantNetwork q = q0;
+    q.layers.resize(k);
+    tpu::ModelDevice dev(small_chip(500, 256));
+    ChipRunner runner(dev, q, 2);
+    EXPECT_TRUE(runner.compiled().spill);
+    const auto r = runner.run(pointers(images));
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_EQ(r.outputs[i], int_forward(q, images[i].data()))
+          << "up to layer " << k << " (" << q.layers.back().name << "), image " << i;
+  }
+}
+
+}  // namespace
