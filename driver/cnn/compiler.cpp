@@ -1091,7 +1091,10 @@ class Emitter {
     activates(li, u, cn_.tensors[li], tensor_base(int(li)));
     if (cn_.has_shadow(int(li))) activates(li, u, cn_.shadows[li], shadow_base(li));
   }
-  void activates(size_t li, const Unit& u, const CompiledNetwork::Tensor& out, uint32_t base) {
+  // `out` holds pooled lines from `out_line0` on (a spill tile's output buffer; 0: the whole
+  // tensor).
+  void activates(size_t li, const Unit& u, const CompiledNetwork::Tensor& out, uint32_t base,
+                 int out_line0 = 0) {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
     Activate a;
@@ -1122,7 +1125,7 @@ class Emitter {
     for (uint32_t j = 0; j < u.g; ++j) {
       a.acc_addr = uint16_t(u.acc + j * u.rows);
       a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
-                  uint32_t(u.py0 + out.pt) * out.wp() + uint32_t(out.pl);
+                  uint32_t(u.py0 - out_line0 + out.pt) * out.wp() + uint32_t(out.pl);
       op(a);
     }
   }
@@ -1246,8 +1249,9 @@ class Emitter {
       SpillTile t;
       t.py0 = py;
       t.py1 = std::min(out_h, py + per);
-      t.y0 = conv_like(l) ? t.py0 * l.pool_s : 0;
-      t.y1 = conv_like(l) ? (t.py1 - 1) * l.pool_s + l.pool_k : 1;
+      t.y0 = 0;
+      t.y1 = 1;
+      if (conv_like(l)) std::tie(t.y0, t.y1) = l.conv_lines_of(t.py0, t.py1);
       t.srcs = srcs;
       spill_windows(li, t.y0, t.y1, t.srcs);
       uint32_t at = 0;
@@ -1313,11 +1317,10 @@ class Emitter {
       load_generation(w.u.gen);
       load_lut(p.lut);
       Unit a = w.u;
-      a.py0 = w.u.py0 - t.py0;
       a.ob = 0;
       uint32_t at = out_base(w.index);
       for (size_t k = 0; k < t.outs.size(); ++k) {
-        activates(li, a, t.outs[k], at);
+        activates(li, a, t.outs[k], at, t.py0);
         const auto* o = outs[k];
         op(WriteHost{at, t.outs[k].block_rows(),
                      host_of(int(li), img, k == 1) +
