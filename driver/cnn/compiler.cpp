@@ -1229,8 +1229,6 @@ class Emitter {
     };
     constexpr uint32_t kOutBufs = 3;
     const uint64_t ub = cn_.chip.ub_rows;
-    uint32_t nbuf = 2;
-    if (2 * in_rows(1) + kOutBufs * out_rows(1) > ub) nbuf = 1;
     const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
     if (one > ub)
       throw Error(where + "one output line of one image needs " + std::to_string(one) +
@@ -1238,11 +1236,30 @@ class Emitter {
                   (blockwise ? "" : ", all channel blocks") +
                   ", and three one-block output buffers), more than the " + std::to_string(ub) +
                   " rows of the chip, by " + std::to_string(one - ub) + " rows");
-    int per = 1;
-    if (conv_like(l))
-      while (per < out_h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_ &&
-             nbuf * in_rows(per + 1) + kOutBufs * out_rows(per + 1) <= ub)
-        ++per;
+    // The tallest tile with `nb` input buffers.
+    auto tallest = [&](uint32_t nb) {
+      int per = 1;
+      if (conv_like(l))
+        while (per < out_h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_ &&
+               nb * in_rows(per + 1) + kOutBufs * out_rows(per + 1) <= ub)
+          ++per;
+      return per;
+    };
+    // Each tile streams the layer's weights again and reads its input window: the DMA rows
+    // per image. One input buffer allows taller tiles (fewer weight passes) but its reads
+    // stall the array: they count twice.
+    uint64_t weight_rows = 0;
+    for (const auto& terms : p.terms)
+      for (const auto& t : terms) weight_rows += t.switch_weights ? n_ : 0;
+    auto dma_rows = [&](uint32_t nb) {
+      const int per = tallest(nb);
+      const uint64_t tiles = uint64_t((out_h + per - 1) / per);
+      return tiles * (weight_rows + (nb == 1 ? 2 : 1) * in_rows(per));
+    };
+    uint32_t nbuf = 2;
+    if (2 * in_rows(1) + kOutBufs * out_rows(1) > ub || (!blockwise && dma_rows(1) < dma_rows(2)))
+      nbuf = 1;
+    const int per = tallest(nbuf);
     const uint32_t in_buf = uint32_t(in_rows(per)), out_buf = uint32_t(out_rows(per));
     std::vector<SpillTile> tiles;
     for (int py = 0; py < out_h; py += per) {
