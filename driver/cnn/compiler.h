@@ -44,8 +44,11 @@
 //    computed as above, and the tile's output lines (with their borders) go out by write_host.
 //    Tiles are double-buffered: the next tile's input DMA and the previous tile's output DMA
 //    run while the array works. A tile is as many output lines as the accumulators (half of
-//    them) and the unified buffer (two buffers of inputs and outputs) allow; a layer whose one
-//    output line does not fit is an error naming it and the shortfall.
+//    them) and the unified buffer (two input buffers, three one-block output buffers) allow;
+//    every tile streams the layer's weights again, so a layer takes one input buffer (taller
+//    tiles, unhidden reads) when that saves DMA rows. A fused max-pool's tile computes the
+//    conv lines its pooled lines read, the pool's padding at the image's edges. A layer whose
+//    one output line does not fit is an error naming it and the shortfall.
 #pragma once
 
 #include <cstdint>
