@@ -63,6 +63,24 @@ TEST(Spill, PackedFirstLayerAndDense) { check_spills(cifar_convnet(6), 6, 900, 2
 
 TEST(Spill, EveryOpInSmallUnifiedBuffer) { check_spills(every_op_network(7), 7, 900, 512); }
 
+// The ResNet's stem carries a fused max-pool 3/2 with padding 1; on a 700-row unified buffer it
+// runs in several tiles, which share conv lines (the packed input of a shared line is read by
+// both tiles) and whose first and last get the pool's padding. Bit-exact on two images.
+TEST(Spill, PaddedPoolInSeveralTiles) {
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 3));
+  ASSERT_TRUE(q.layers[0].pool_padded()) << "the stem pool did not fuse";
+  ASSERT_EQ(q.layers[0].pool_k, 3);
+  const CompiledNetwork cn = compile_network(q, small_chip(700));
+  ASSERT_TRUE(cn.spill);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  const Program p = emit_program(cn, 1, 0x1000'0000, 0x2000'0000, 0x3000'0000, o);
+  EXPECT_GT(p.layer_dma[0].input, uint64_t(cn.input_bytes())) << "the stem ran in one tile";
+  const auto images = quantize_images(q, random_images(net.input, 2, 4));
+  EXPECT_TRUE(run_bit_exact(q, images, 1, small_chip(700)));
+}
+
 TEST(Spill, ProgramsOfNetworksThatFitAreUnchanged) {
   // A network that fits compiles as before: no scratch, no spill traffic.
   const Network net = small_resnet(3);
