@@ -1188,14 +1188,17 @@ class Emitter {
     }
   }
 
-  // A layer in tiles of output lines. Each unit (tile, output block) writes its output block
-  // to host memory by itself (a ring of three one-block output buffers), so the unified buffer
-  // holds the inputs: for a layer whose output block reads only the same input block (Add,
-  // depthwise Conv, Copy) just that block's window per unit, else every input block's window
-  // per tile; both double-buffered when two fit (the next one's DMA runs during this one's
-  // matmuls). Tiles are as tall as the accumulators (half) and the unified buffer allow: the
-  // fewer tiles, the fewer halo lines and weight passes (DMA bytes).
-  void spill_layer(size_t li, uint32_t img) {
+  static constexpr uint32_t kOutBufs = 3;  // one-block output buffers of a spilled layer
+  // How layer li runs spilled for image img: its outputs, tiles (with their input windows) and
+  // buffers.
+  struct SpillPlan {
+    std::vector<const CompiledNetwork::Tensor*> outs;  // the output and its shadow
+    bool blockwise = false;            // each output block reads only the same input block
+    uint32_t nbuf = 2;                 // input buffers
+    uint32_t in_buf = 0, out_buf = 0;  // UB rows of one input buffer, one output buffer
+    std::vector<SpillTile> tiles;
+  };
+  SpillPlan plan_spill(size_t li, uint32_t img) const {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
     const std::string where = "layer '" + l.name + "' (" + l.op + "): ";
@@ -1227,7 +1230,6 @@ class Emitter {
         r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
       return r;
     };
-    constexpr uint32_t kOutBufs = 3;
     const uint64_t ub = cn_.chip.ub_rows;
     const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
     if (one > ub)
@@ -1260,8 +1262,8 @@ class Emitter {
     if (2 * in_rows(1) + kOutBufs * out_rows(1) > ub || (!blockwise && dma_rows(1) < dma_rows(2)))
       nbuf = 1;
     const int per = tallest(nbuf);
-    const uint32_t in_buf = uint32_t(in_rows(per)), out_buf = uint32_t(out_rows(per));
-    std::vector<SpillTile> tiles;
+    SpillPlan plan{outs, blockwise, nbuf, uint32_t(in_rows(per)), uint32_t(out_rows(per)), {}};
+    std::vector<SpillTile>& tiles = plan.tiles;
     for (int py = 0; py < out_h; py += per) {
       SpillTile t;
       t.py0 = py;
@@ -1292,6 +1294,24 @@ class Emitter {
       }
       tiles.push_back(std::move(t));
     }
+    return plan;
+  }
+
+  // A layer in tiles of output lines. Each unit (tile, output block) writes its output block
+  // to host memory by itself (a ring of three one-block output buffers), so the unified buffer
+  // holds the inputs: for a layer whose output block reads only the same input block (Add,
+  // depthwise Conv, Copy) just that block's window per unit, else every input block's window
+  // per tile; both double-buffered when two fit (the next one's DMA runs during this one's
+  // matmuls). Tiles are as tall as the accumulators (half) and the unified buffer allow: the
+  // fewer tiles, the fewer halo lines and weight passes (DMA bytes).
+  void spill_layer(size_t li, uint32_t img) {
+    const QLayer& l = cn_.net.layers[li];
+    const auto& p = cn_.layers[li];
+    const SpillPlan plan = plan_spill(li, img);
+    const std::vector<SpillTile>& tiles = plan.tiles;
+    const auto& outs = plan.outs;
+    const bool blockwise = plan.blockwise;
+    const uint32_t nbuf = plan.nbuf, in_buf = plan.in_buf, out_buf = plan.out_buf;
     auto in_base = [&](uint32_t k) { return (k % nbuf) * in_buf; };
     auto out_base = [&](uint32_t k) { return nbuf * in_buf + (k % kOutBufs) * out_buf; };
     // Input DMA: a tile's every block (into buffer k), or one unit's block ob.
