@@ -179,7 +179,15 @@ void RtlDevice::set_timeline_recording(bool on) { impl_->chip->set_instruction_t
 std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& rtl) {
   if (backend == "rtl") return std::make_unique<RtlDevice>(rtl);
   if (backend == "model") {
-    return std::make_unique<ModelDevice>(ChipParams::with_n(RtlDevice::compiled_n()));
+    // The chip this build Verilates (its memory sizes too: TPU_SIM_UB_ROWS, TPU_SIM_ACC_ROWS).
+    ChipParams p = ChipParams::with_n(RtlDevice::compiled_n());
+#ifdef TPU_SIM_UB_ROWS
+    p.ub_rows = TPU_SIM_UB_ROWS;
+#endif
+#ifdef TPU_SIM_ACC_ROWS
+    p.acc_rows = TPU_SIM_ACC_ROWS;
+#endif
+    return std::make_unique<ModelDevice>(p);
   }
   throw DeviceError("unknown backend '" + std::string(backend) + "' (expected rtl or model)");
 }

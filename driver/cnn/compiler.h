@@ -37,6 +37,18 @@
 //    reloaded in generations (read_host to PARAM) as the program reaches them. A LUT layer
 //    loads its table (read_host to LUT) before its first activate.
 //  * A batch is processed in micro-batches of as many images as the unified buffer holds.
+//  * Spilling (`CompiledNetwork::spill`): when one image's live tensors do not fit the unified
+//    buffer, every tensor lives in host memory (a scratch area, `scratch_bytes`) in the same
+//    layout, and each layer runs image by image in spatial tiles of output lines: per tile the
+//    input lines it needs (its halo included) come in by read_host, the output blocks are
+//    computed as above, and the tile's output lines (with their borders) go out by write_host.
+//    Tiles are double-buffered: the next tile's input DMA and the previous tile's output DMA
+//    run while the array works. A tile is as many output lines as the accumulators (half of
+//    them) and the unified buffer (two input buffers, three one-block output buffers) allow;
+//    every tile streams the layer's weights again, so a layer takes one input buffer (taller
+//    tiles, unhidden reads) when that saves DMA rows. A fused max-pool's tile computes the
+//    conv lines its pooled lines read, the pool's padding at the image's edges. A layer whose
+//    one output line does not fit is an error naming it and the shortfall.
 #pragma once
 
 #include <cstdint>
@@ -132,6 +144,12 @@ struct CompiledNetwork {
   int fill_slot(int value, bool is_unsigned) const;
   uint32_t fill_rows = 0;      // ACC rows at the top used as the fill source
   std::vector<uint32_t> luts;  // offsets in constants of 256-byte LUTs
+
+  // ---- spilling (see the top of this file)
+  bool spill = false;
+  uint64_t scratch_bytes = 0;           // host scratch the program needs (16-byte aligned)
+  std::vector<uint64_t> spill_offset;   // per layer output in the scratch (last: unused)
+  std::vector<uint64_t> shadow_offset;  // per layer shadow in the scratch
 };
 
 // Plans layouts and builds the constants. Throws Error if the network does not fit the chip
@@ -145,6 +163,20 @@ struct ProgramOptions {
   // one layer while the MXU starts the next. Off: every layer's instructions end before the
   // next layer's begin, so Program::layer_end cuts exactly (the model backend's profile).
   bool overlap_layers = true;
+  // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
+  uint32_t scratch_addr = 0;
+};
+
+// DMA bytes of one layer's instructions (for the whole program; divide by the batch).
+struct LayerDma {
+  uint64_t input = 0;      // the network input (read_host from the input buffer)
+  uint64_t spill_in = 0;   // activations read back from the scratch
+  uint64_t weights = 0;    // read_weights
+  uint64_t params = 0;     // quantization slots and LUTs
+  uint64_t spill_out = 0;  // activations written to the scratch
+  uint64_t output = 0;     // the network output (write_host to the output buffer)
+  uint64_t in() const { return input + spill_in + weights + params; }
+  uint64_t out() const { return spill_out + output; }
 };
 
 // One program for `batch` images. Host addresses: `constants_addr` holds
@@ -164,6 +196,10 @@ struct Program {
   // Bytes the program moves (instruction fetch included in dma_in_bytes).
   uint64_t dma_in_bytes = 0, dma_out_bytes = 0, input_data_bytes = 0, weight_bytes = 0;
   uint64_t mxu_rows = 0;  // matmul rows fed (each N x N MACs)
+  // Per layer (index into net.layers) DMA bytes; `other_dma` for instructions of no layer.
+  std::vector<LayerDma> layer_dma;
+  LayerDma other_dma;
+  uint64_t spill_in_bytes = 0, spill_out_bytes = 0;  // scratch traffic of the whole program
 };
 Program emit_program(const CompiledNetwork& cn, uint32_t batch, uint32_t constants_addr,
                      uint32_t input_addr, uint32_t output_addr, const ProgramOptions& options = {});

@@ -79,7 +79,14 @@ std::string Evaluation::to_json(bool with_images) const {
     << jnum(cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0) << ",\n";
   j << "  \"dma_bytes_per_image\": {\"in\": " << jnum(dma_in_per_image)
     << ", \"out\": " << jnum(dma_out_per_image) << ", \"input_images\": " << input_bytes_per_image
-    << ", \"logits\": " << output_bytes_per_image << "},\n";
+    << ", \"logits\": " << output_bytes_per_image << ", \"weights\": " << program_dma.weights
+    << ", \"spill_in\": " << program_dma.spill_in << ", \"spill_out\": " << program_dma.spill_out
+    << ", \"params\": " << program_dma.params << "},\n";
+  j << "  \"spill\": " << (spill ? "true" : "false") << ",\n";
+  j << "  \"scratch_bytes\": " << scratch_bytes << ",\n";
+  if (mem_latency_cycles >= 0)
+    j << "  \"memory\": {\"latency_cycles\": " << mem_latency_cycles
+      << ", \"bytes_per_cycle\": " << mem_bytes_per_cycle << "},\n";
   j << "  \"wall_seconds\": " << jnum(wall_seconds) << ",\n";
   j << "  \"wall_seconds_per_image\": " << jnum(wall_seconds / n) << ",\n";
   j << "  \"sim_cycles_per_second\": "
@@ -104,7 +111,11 @@ std::string Evaluation::to_json(bool with_images) const {
       << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
       << ", \"utilization\": " << jnum(l.utilization)
       << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
-      << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles) << "}";
+      << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles)
+      << ", \"dma_in_bytes\": " << l.dma.in() << ", \"dma_out_bytes\": " << l.dma.out()
+      << ", \"dma\": {\"input\": " << l.dma.input << ", \"spill_in\": " << l.dma.spill_in
+      << ", \"weights\": " << l.dma.weights << ", \"params\": " << l.dma.params
+      << ", \"spill_out\": " << l.dma.spill_out << ", \"output\": " << l.dma.output << "}}";
   }
   j << (layers.empty() ? "]" : "\n  ]");
   if (with_images) {
@@ -175,6 +186,18 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
   e.micro_batch = full.micro_batch;
   e.instructions_per_batch = full.instructions.size();
   e.input_bytes_per_image = runner.compiled().input_bytes();
+  e.spill = runner.compiled().spill;
+  e.scratch_bytes = runner.compiled().scratch_bytes;
+  {
+    const uint64_t nb = std::max<uint32_t>(1, e.batch);
+    LayerDma t = full.other_dma;
+    for (const auto& d : full.layer_dma) {
+      t.input += d.input, t.spill_in += d.spill_in, t.weights += d.weights;
+      t.params += d.params, t.spill_out += d.spill_out, t.output += d.output;
+    }
+    e.program_dma = {t.input / nb,  t.spill_in / nb,  t.weights / nb,
+                     t.params / nb, t.spill_out / nb, t.output / nb};
+  }
   e.output_bytes_per_image = runner.compiled().output_bytes();
   for (const auto& l : q.layers) e.macs_per_image += l.macs();
   const int64_t pixels = q.input.size();
@@ -246,6 +269,7 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
     for (const auto& v : first_batch) ptrs.push_back(v.data());
     e.layers = runner.profile(ptrs, o.max_cycles);
   }
+  add_layer_dma(e.layers, full, e.batch);
   if (e.cycles_estimated) {  // the model backend has no timing: no utilization (NaN, JSON null)
     e.mxu_utilization = std::numeric_limits<double>::quiet_NaN();
     for (auto& l : e.layers) l.utilization = std::numeric_limits<double>::quiet_NaN();

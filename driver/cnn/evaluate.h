@@ -71,7 +71,14 @@ struct Evaluation {
   double wall_seconds = 0;           // the evaluation (setup, runs, references; not the profile)
   double run_seconds = 0;            // inside Device::run
   std::vector<LayerProfile> layers;  // per-image cycles of the profiled batch
-  std::string layers_from;           // "timeline" (rtl) or "prefix_runs" (ChipRunner::profile)
+  // Spilling (compiler.h): whether activations go through host memory, the scratch it takes,
+  // and the DMA bytes per image of the program by kind (weights, spills, ...; from the program).
+  bool spill = false;
+  uint64_t scratch_bytes = 0;
+  LayerDma program_dma;  // per image, summed over layers and the instructions of none
+  // Host memory timing of the rtl backend (-1: not given, e.g. the model backend).
+  int64_t mem_latency_cycles = -1, mem_bytes_per_cycle = -1;
+  std::string layers_from;  // "timeline" (rtl) or "prefix_runs" (ChipRunner::profile)
   std::vector<ImageResult> results;
   std::string quantization;  // how the model was quantized (for the report)
   RunTimeline timeline;      // the first batch's run, with EvalOptions::timeline

@@ -16,6 +16,10 @@ ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_bat
   dev_.write(constants_.addr, cn_.constants);
   input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
   output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
+  if (cn_.spill) {  // activations spilled to host memory (compiler.h)
+    scratch_ = dev_.alloc(uint32_t(std::max<uint64_t>(16, cn_.scratch_bytes)), "cnn spill scratch");
+    options_.scratch_addr = scratch_.addr;
+  }
   program(max_batch_);  // fail early if it cannot be compiled
 }
 
@@ -53,6 +57,20 @@ ChipRunner::Result ChipRunner::run(const std::vector<const int32_t*>& images, ui
   for (size_t i = 0; i < images.size(); ++i)
     r.outputs.push_back(cn_.unpack_output(out.data() + i * cn_.output_bytes()));
   return r;
+}
+
+void add_layer_dma(std::vector<LayerProfile>& layers, const Program& p, uint32_t images) {
+  const uint64_t n = std::max<uint32_t>(1, images);
+  for (size_t l = 0; l < layers.size() && l < p.layer_dma.size(); ++l) {
+    const LayerDma& d = p.layer_dma[l];
+    LayerDma& o = layers[l].dma;
+    o.input = d.input / n;
+    o.spill_in = d.spill_in / n;
+    o.weights = d.weights / n;
+    o.params = d.params / n;
+    o.spill_out = d.spill_out / n;
+    o.output = d.output / n;
+  }
 }
 
 LayerProfile layer_profile(const QLayer& q, uint32_t n, uint32_t images, uint64_t cycles) {

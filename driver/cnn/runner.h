@@ -27,7 +27,14 @@ struct LayerProfile {
   // the batch (a dense layer: the batch), divided by the images.
   double ideal_cycles = 0;
   double scalesim_ws_cycles = 0;
+  // DMA bytes per image of the layer's instructions (Program::layer_dma / batch): the network
+  // input, activations read back from / spilled to host memory, weights, quantization
+  // parameters and LUTs, the network output. Filled by add_layer_dma.
+  LayerDma dma;  // whole-program bytes divided by the images of the program (rounded down)
 };
+
+// Sets each profile's `dma` from the program that ran `images` images.
+void add_layer_dma(std::vector<LayerProfile>& layers, const Program& p, uint32_t images);
 
 // One layer's figures for `cycles` spent on `images` images (utilization and the references).
 LayerProfile layer_profile(const QLayer& layer, uint32_t n, uint32_t images, uint64_t cycles);
@@ -78,6 +85,7 @@ class ChipRunner {
   uint32_t max_batch_;
   ProgramOptions options_;
   HostBuffer constants_, input_, output_;
+  HostBuffer scratch_;  // spilled activations (CompiledNetwork::spill)
   std::map<uint32_t, std::unique_ptr<Program>> programs_;
 };
 

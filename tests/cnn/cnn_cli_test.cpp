@@ -307,3 +307,52 @@ TEST(RunCnnCli, Interrupted) {
 }
 
 }  // namespace
+
+namespace {
+
+// --zoo: an ImageNet-size network that spills to host memory, on the golden model (about 10 s).
+TEST(RunCnnCli, ZooNetworkSpillsAndReportsDma) {
+  const Result r = tpusim("--zoo mobilenetv2 --backend model --quiet --json --no-profile");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* key : {"\"model\": \"mobilenetv2\"", "\"matches_golden\": true",
+                          "\"spill\": true", "\"scratch_bytes\"", "\"spill_in\"", "\"spill_out\"",
+                          "\"weights\"", "\"macs_per_image\": 300836992"})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
+}
+
+TEST(RunCnnCli, ZooAndMemoryOptionErrors) {
+  Result r = tpusim("--zoo vgg16 --backend model");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("unknown zoo model 'vgg16' (expected one of: resnet18, resnet50, "
+                       "mobilenetv2)"),
+            std::string::npos)
+      << r.out;
+  r = tpusim("--zoo resnet18 --model " + bundled_model());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("give one of them"), std::string::npos) << r.out;
+  r = tpusim("--backend model --mem-latency 20");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--mem-latency needs --backend rtl"), std::string::npos) << r.out;
+  r = tpusim("--mem-bandwidth 5000");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--mem-bandwidth 5000 is out of range"), std::string::npos) << r.out;
+}
+
+// The host memory's bandwidth is a run option: a slower memory costs cycles, same logits.
+TEST(RunCnnCli, MemoryBandwidthOption) {
+  const Result fast = tpusim("--images 8 --batch 8 --quiet --json --no-profile");
+  const Result slow =
+      tpusim("--images 8 --batch 8 --quiet --json --no-profile --mem-bandwidth 2 --mem-latency 50");
+  ASSERT_EQ(fast.code, 0) << fast.out;
+  ASSERT_EQ(slow.code, 0) << slow.out;
+  EXPECT_NE(slow.out.find("\"memory\": {\"latency_cycles\": 50, \"bytes_per_cycle\": 2}"),
+            std::string::npos)
+      << slow.out;
+  auto cycles = [](const std::string& out) {
+    const size_t at = out.find("\"cycles_total\": ");
+    return at == std::string::npos ? 0ull : std::stoull(out.substr(at + 16));
+  };
+  EXPECT_GT(cycles(slow.out), cycles(fast.out) * 3 / 2) << slow.out;
+}
+
+}  // namespace

@@ -27,6 +27,7 @@
 #include "report.h"
 #include "sharding.h"
 #include "tpusim.h"
+#include "zoo.h"
 
 namespace {
 
@@ -40,13 +41,18 @@ std::string thousands(uint64_t v) {
 
 int run_run_cnn(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file;
+  std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file, zoo;
   tpu::cnn::Preprocess pre;
   bool json = false, no_profile = false, quiet = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
   opts.add_options()("model", po::value<std::string>(&model),
                      "ONNX model (default: the bundled models/fashion_cnn.onnx)")(
+      "zoo", po::value<std::string>(&zoo),
+      "instead of --model: an ImageNet-size network built in C++ with torchvision's architecture "
+      "and seeded random weights (resnet18, resnet50, mobilenetv2; 224x224x3, 1000 classes), run "
+      "on random images (no labels: accuracy is meaningless, bit-exactness is checked); "
+      "--images and --calibration default to 1")(
       "images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")(
       "offset", po::value<std::string>()->default_value("0"), "first test image (0..9999)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
@@ -94,7 +100,8 @@ int run_run_cnn(const tpusim::Args& args) {
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
-          "tpusim run-cnn [--model F.onnx] [--images N] [--offset K] [--batch B] [--backend "
+          "tpusim run-cnn [--model F.onnx | --zoo NAME] [--images N] [--offset K] [--batch B] "
+          "[--backend "
           "rtl|model] "
           "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
           "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] "
@@ -118,7 +125,22 @@ int run_run_cnn(const tpusim::Args& args) {
           opts, {}, vm)) {
     return 0;
   }
+  if (!zoo.empty() && vm.count("model"))
+    throw tpusim::UsageError("--zoo " + zoo + " and --model " + model + ": give one of them");
+  if (!zoo.empty() && !dataset.empty())
+    throw tpusim::UsageError("--zoo runs random images: drop --dataset " + dataset);
+  if (!zoo.empty()) {
+    const auto names = tpu::cnn::zoo_names();
+    if (std::find(names.begin(), names.end(), zoo) == names.end()) {
+      try {
+        tpu::cnn::zoo_onnx(zoo);
+      } catch (const tpu::cnn::Error& e) {
+        throw tpusim::UsageError(std::string("--zoo: ") + e.what());
+      }
+    }
+  }
   int images = int(tpusim::int_option(vm, "images", 1, dataset.empty() ? 10000 : 1000000));
+  if (!zoo.empty() && vm["images"].defaulted()) images = 1;
   const int offset = int(tpusim::int_option(vm, "offset", 0, dataset.empty() ? 9999 : 999999));
   const int top_k = vm.count("top-k") ? int(tpusim::int_option(vm, "top-k", 1, 1000)) : 0;
   for (const char* o : {"resize", "center-crop", "mean", "std", "channels"})
@@ -134,7 +156,8 @@ int run_run_cnn(const tpusim::Args& args) {
     throw tpusim::UsageError(e.what());
   }
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
-  const int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  if (!zoo.empty() && vm["calibration"].defaulted()) calibration = 1;
   if (dataset.empty() && offset + images > 10000)
     throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
   if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
@@ -149,8 +172,9 @@ int run_run_cnn(const tpusim::Args& args) {
   if (!timeline_file.empty() && dev_opts.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
                              " backend has no timing, so it has no instruction timeline");
-  tpu::check_not_directory(model, "--model");
-  {
+  if (!zoo.empty()) model = zoo;
+  if (zoo.empty()) tpu::check_not_directory(model, "--model");
+  if (zoo.empty()) {
     // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
     std::error_code ec;
     const auto st = std::filesystem::status(model, ec);
@@ -210,15 +234,23 @@ int run_run_cnn(const tpusim::Args& args) {
   const int my_count = int(std::min<uint64_t>(range.end * batch, uint64_t(images))) - my_first;
 
   // Everything about the inputs is checked before the chip is built.
-  const tpu::cnn::Network net = tpu::cnn::load_onnx(model);
+  const bool floats = !dataset.empty() || !zoo.empty();  // folder_set holds the images
+  const tpu::cnn::Network net =
+      zoo.empty() ? tpu::cnn::load_onnx(model) : tpu::cnn::zoo_network(zoo, 1);
   tpusim::CnnPresentation pres;
   pres.class_names = tpu::cnn::fashion_mnist_classes();
   pres.top_k = top_k;
-  pres.display_offset = dataset.empty() ? 0 : offset;
+  pres.display_offset = floats ? offset : 0;
   tpu::cnn::ImageSet test;
   tpu::cnn::FloatImageSet folder_set, folder_cal;
   std::vector<std::string> folder_files;  // per image of the whole selection
-  if (dataset.empty()) {
+  if (!zoo.empty()) {  // this shard's random images (seeded by the image index), no labels
+    folder_set.shape = net.input;
+    folder_set.images = tpu::cnn::zoo_images(net.input, offset + my_first + my_count, 12);
+    folder_set.images.erase(folder_set.images.begin(),
+                            folder_set.images.begin() + offset + my_first);
+    folder_set.labels.assign(size_t(my_count), -1);
+  } else if (dataset.empty()) {
     test = tpu::cnn::load_fashion_mnist(data, false);
     tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
   } else {
@@ -243,7 +275,9 @@ int run_run_cnn(const tpusim::Args& args) {
     how = "quantized in the model file";
   } else {
     std::vector<std::vector<float>> cal;
-    if (dataset.empty()) {
+    if (!zoo.empty()) {
+      cal = tpu::cnn::zoo_images(net.input, calibration, 11);
+    } else if (dataset.empty()) {
       const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
       for (int i = 0; i < std::min(calibration, train.count); ++i)
         cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
@@ -254,7 +288,9 @@ int run_run_cnn(const tpusim::Args& args) {
     }
     q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
-          (dataset.empty() ? "" : " (the first selected images of --dataset)");
+          (!zoo.empty()      ? " (random)"
+           : dataset.empty() ? ""
+                             : " (the first selected images of --dataset)");
   }
   pres.output_scale = double(q.output_q().scale);
   pres.output_zero_point = q.output_q().zero_point;
@@ -283,7 +319,7 @@ int run_run_cnn(const tpusim::Args& args) {
   live.files = folder_files;
 
   tpu::cnn::EvalOptions eo;
-  eo.offset = dataset.empty() ? offset + my_first : 0;  // folder_set holds its images already
+  eo.offset = floats ? 0 : offset + my_first;  // folder_set holds its images already
   eo.count = my_count;
   eo.batch = batch;
   eo.profile = !no_profile && first_shard;
@@ -299,7 +335,7 @@ int run_run_cnn(const tpusim::Args& args) {
                        dev_opts.backend + " backend" + part);
   tpusim::set_progress(0, uint64_t(my_count), "images");
   // Image indices relative to the selection (as one process numbers them).
-  const int index_shift = dataset.empty() ? 0 : my_first;
+  const int index_shift = floats ? my_first : 0;
   eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
     for (const auto& r : rs) {
       correct_so_far += r.predicted == r.label;
@@ -326,14 +362,18 @@ int run_run_cnn(const tpusim::Args& args) {
   };
   tpu::cnn::Evaluation e;
   if (my_count > 0) {
-    e = dataset.empty() ? tpu::cnn::evaluate(*dev, net, q, test, eo)
-                        : tpu::cnn::evaluate(*dev, net, q, folder_set, eo);
+    e = floats ? tpu::cnn::evaluate(*dev, net, q, folder_set, eo)
+               : tpu::cnn::evaluate(*dev, net, q, test, eo);
   } else {  // more shards than batches: nothing to run
     e.backend = std::string(dev->backend());
     e.chip_n = dev->params().N;
   }
   for (auto& r : e.results) r.index += index_shift;
-  e.offset = dataset.empty() ? offset + my_first : offset;
+  e.offset = floats ? offset : offset + my_first;
+  if (dev_opts.backend == "rtl") {
+    e.mem_latency_cycles = dev_opts.mem_latency >= 0 ? dev_opts.mem_latency : 10;
+    e.mem_bytes_per_cycle = dev_opts.mem_bandwidth >= 0 ? dev_opts.mem_bandwidth : 16;
+  }
   e.model = model;
   e.quantization = how;
   e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

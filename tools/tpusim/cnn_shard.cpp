@@ -24,6 +24,25 @@ std::string thousands(uint64_t v) {
 
 const char* kFormat = "tpusim run-cnn shard 1";
 
+// A LayerDma as a JSON object, and back.
+std::string dma_json(const tpu::cnn::LayerDma& d) {
+  std::ostringstream j;
+  j << "{\"input\": " << d.input << ", \"spill_in\": " << d.spill_in
+    << ", \"weights\": " << d.weights << ", \"params\": " << d.params
+    << ", \"spill_out\": " << d.spill_out << ", \"output\": " << d.output << "}";
+  return j.str();
+}
+tpu::cnn::LayerDma dma_of(const JsonValue& v) {
+  tpu::cnn::LayerDma d;
+  d.input = v.at("input").u64();
+  d.spill_in = v.at("spill_in").u64();
+  d.weights = v.at("weights").u64();
+  d.params = v.at("params").u64();
+  d.spill_out = v.at("spill_out").u64();
+  d.output = v.at("output").u64();
+  return d;
+}
+
 }  // namespace
 
 CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
@@ -131,16 +150,24 @@ void print_cnn_summary(const tpu::cnn::Evaluation& e) {
       "%s bytes out (logits %u bytes)\n",
       thousands(uint64_t(e.dma_in_per_image)).c_str(), e.input_bytes_per_image,
       thousands(uint64_t(e.dma_out_per_image)).c_str(), e.output_bytes_per_image);
+  std::printf("  of which weights %s, parameters %s%s\n", thousands(e.program_dma.weights).c_str(),
+              thousands(e.program_dma.params).c_str(),
+              e.spill ? (", activations spilled " + thousands(e.program_dma.spill_out) +
+                         " out and read back " + thousands(e.program_dma.spill_in) + " in")
+                            .c_str()
+                      : " (no spilling: every tensor stays on chip)");
   if (!e.layers.empty()) {
     std::printf("layers (first batch of %u images, cycles per image):\n", e.layers.front().images);
-    std::printf("  %-14s %-8s %12s %12s %12s\n", "name", "op", "MACs", "cycles", "utilization");
+    std::printf("  %-14s %-8s %12s %12s %12s %12s %12s\n", "name", "op", "MACs", "cycles",
+                "utilization", "DMA in", "DMA out");
     for (const auto& l : e.layers) {
       char util[32] = "n/a (model)";  // the model backend has no timing
       if (std::isfinite(l.utilization))
         std::snprintf(util, sizeof util, "%.1f%%", 100 * l.utilization);
-      std::printf("  %-14s %-8s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
+      std::printf("  %-14s %-8s %12s %12s %12s %12s %12s\n", l.name.c_str(), l.op.c_str(),
                   thousands(uint64_t(l.macs)).c_str(),
-                  thousands(l.cycles / std::max(1u, l.images)).c_str(), util);
+                  thousands(l.cycles / std::max(1u, l.images)).c_str(), util,
+                  thousands(l.dma.in()).c_str(), thousands(l.dma.out()).c_str());
     }
   }
   std::printf("wall time: %.2f s (%.3f s per image)", e.wall_seconds, e.wall_seconds / n);
@@ -183,6 +210,11 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
   j << "  \"output_bytes_per_image\": " << e.output_bytes_per_image << ",\n";
   j << "  \"wall_seconds\": " << exact_number(e.wall_seconds) << ",\n";
   j << "  \"run_seconds\": " << exact_number(e.run_seconds) << ",\n";
+  j << "  \"spill\": " << (e.spill ? "true" : "false") << ",\n";
+  j << "  \"scratch_bytes\": " << e.scratch_bytes << ",\n";
+  j << "  \"program_dma\": " << dma_json(e.program_dma) << ",\n";
+  j << "  \"mem_latency_cycles\": " << e.mem_latency_cycles << ",\n";
+  j << "  \"mem_bytes_per_cycle\": " << e.mem_bytes_per_cycle << ",\n";
   j << "  \"layers_from\": " << json_string(e.layers_from) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < e.layers.size(); ++i) {
@@ -192,7 +224,8 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
       << ", \"cycles\": " << l.cycles << ", \"images\": " << l.images
       << ", \"utilization\": " << exact_number(l.utilization)
       << ", \"ideal_cycles\": " << exact_number(l.ideal_cycles)
-      << ", \"scalesim_ws_cycles\": " << exact_number(l.scalesim_ws_cycles) << "}";
+      << ", \"scalesim_ws_cycles\": " << exact_number(l.scalesim_ws_cycles)
+      << ", \"dma\": " << dma_json(l.dma) << "}";
   }
   j << "],\n  \"results\": [";
   for (size_t i = 0; i < e.results.size(); ++i) {
@@ -306,6 +339,7 @@ MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
         l.utilization = lj.at("utilization").number();
         l.ideal_cycles = lj.at("ideal_cycles").number();
         l.scalesim_ws_cycles = lj.at("scalesim_ws_cycles").number();
+        l.dma = dma_of(lj.at("dma"));
         e.layers.push_back(l);
       }
     }
@@ -320,6 +354,12 @@ MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
       e.input_bytes_per_image = uint32_t(v.at("input_bytes_per_image").u64());
       e.output_bytes_per_image = uint32_t(v.at("output_bytes_per_image").u64());
       e.cycles_estimated = v.at("cycles_estimated").flag();
+      // Of the program (the same in every shard).
+      e.spill = v.at("spill").flag();
+      e.scratch_bytes = v.at("scratch_bytes").u64();
+      e.program_dma = dma_of(v.at("program_dma"));
+      e.mem_latency_cycles = v.at("mem_latency_cycles").i64();
+      e.mem_bytes_per_cycle = v.at("mem_bytes_per_cycle").i64();
       first = false;
     }
     e.images += images;

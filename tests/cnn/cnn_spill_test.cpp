@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// Networks larger than the unified buffer (compiler.h "Spilling") on the golden ISA model,
+// bit-exact against the integer reference: the branching test networks compiled for chips
+// with small unified buffers (so they spill, in tiles of a few lines with halos), the
+// ImageNet-size zoo networks (zoo.h) at 224x224 on the default chip (ResNet-18 and
+// MobileNetV2 here; ResNet-50 takes a minute: cnn_zoo_slow_test.cpp), and the error for a layer
+// whose one output line does not fit.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cnn_models.h"
+#include "cnn_test_util.h"
+#include "device_model.h"
+#include "reference.h"
+#include "zoo.h"
+
+namespace {
+
+using namespace cnn_test;
+
+tpu::ChipParams small_chip(uint32_t ub_rows, uint32_t acc_rows = 2048) {
+  tpu::ChipParams c = tpu::ChipParams::with_n(16);
+  c.ub_rows = ub_rows;
+  c.acc_rows = acc_rows;
+  return c;
+}
+
+// Runs `images` one batch at a time on the model backend with chip `chip`; every output must
+// equal int_forward's. Returns the compiled network's spill flag.
+bool run_bit_exact(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
+                   uint32_t batch, const tpu::ChipParams& chip) {
+  tpu::ModelDevice dev(chip);
+  ChipRunner runner(dev, q, batch);
+  for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
+    const auto ptrs = pointers(images, i0, batch);
+    const auto r = runner.run(ptrs);
+    for (size_t j = 0; j < ptrs.size(); ++j) {
+      const auto want = int_forward(q, ptrs[j]);
+      EXPECT_EQ(r.outputs[j], want) << q.name << ": image " << i0 + j << ", UB rows "
+                                    << chip.ub_rows << ", ACC rows " << chip.acc_rows;
+    }
+  }
+  return runner.compiled().spill;
+}
+
+void check_spills(const Network& net, uint32_t seed, uint32_t ub_rows, uint32_t acc_rows) {
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, seed));
+  const auto images = quantize_images(q, random_images(net.input, 3, seed + 1));
+  // The default chip holds it: no spilling.
+  EXPECT_FALSE(compile_network(q, tpu::ChipParams::with_n(16)).spill) << net.name;
+  EXPECT_TRUE(run_bit_exact(q, images, 2, small_chip(ub_rows, acc_rows))) << net.name;
+}
+
+TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }
+
+TEST(Spill, MobileNetInSmallUnifiedBuffer) { check_spills(small_mobilenet(4), 4, 500, 256); }
+
+TEST(Spill, SqueezeNetInSmallUnifiedBuffer) { check_spills(small_squeezenet(5), 5, 600, 256); }
+
+TEST(Spill, PackedFirstLayerAndDense) { check_spills(cifar_convnet(6), 6, 900, 256); }
+
+TEST(Spill, EveryOpInSmallUnifiedBuffer) { check_spills(every_op_network(7), 7, 900, 512); }
+
+// The ResNet's stem carries a fused max-pool 3/2 with padding 1; on a 700-row unified buffer it
+// runs in several tiles, which share conv lines (the packed input of a shared line is read by
+// both tiles) and whose first and last get the pool's padding. Bit-exact on two images.
+TEST(Spill, PaddedPoolInSeveralTiles) {
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 3));
+  ASSERT_TRUE(q.layers[0].pool_padded()) << "the stem pool did not fuse";
+  ASSERT_EQ(q.layers[0].pool_k, 3);
+  const CompiledNetwork cn = compile_network(q, small_chip(700));
+  ASSERT_TRUE(cn.spill);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  const Program p = emit_program(cn, 1, 0x1000'0000, 0x2000'0000, 0x3000'0000, o);
+  EXPECT_GT(p.layer_dma[0].input, uint64_t(cn.input_bytes())) << "the stem ran in one tile";
+  const auto images = quantize_images(q, random_images(net.input, 2, 4));
+  EXPECT_TRUE(run_bit_exact(q, images, 1, small_chip(700)));
+}
+
+TEST(Spill, ProgramsOfNetworksThatFitAreUnchanged) {
+  // A network that fits compiles as before: no scratch, no spill traffic.
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));
+  const CompiledNetwork cn = compile_network(q, tpu::ChipParams::with_n(16));
+  EXPECT_FALSE(cn.spill);
+  EXPECT_EQ(cn.scratch_bytes, 0u);
+  const Program p = emit_program(cn, 4, 0x1000'0000, 0x2000'0000, 0x3000'0000);
+  EXPECT_EQ(p.spill_in_bytes + p.spill_out_bytes, 0u);
+  ASSERT_EQ(p.layer_dma.size(), q.layers.size());
+  uint64_t in = p.other_dma.in(), out = p.other_dma.out();
+  for (const auto& d : p.layer_dma) in += d.in(), out += d.out();
+  EXPECT_EQ(in + p.instructions.size() * tpu::kInstrBytes, p.dma_in_bytes);
+  EXPECT_EQ(out, p.dma_out_bytes);
+}
+
+TEST(Spill, ALayerWhoseLineDoesNotFitIsOneError) {
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));
+  const std::string e = error_of([&] {
+    tpu::ModelDevice dev(small_chip(120));
+    ChipRunner runner(dev, q, 1);
+  });
+  EXPECT_NE(e.find("layer '"), std::string::npos) << e;
+  EXPECT_NE(e.find("unified-buffer rows"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the 120 rows of the chip, by "), std::string::npos) << e;
+}
+
+// A zoo network at 224x224 on the golden model, 1 image, against the integer reference.
+void check_zoo(const std::string& name) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Network net = zoo_network(name, 1);
+  ASSERT_EQ(net.input, (Shape3{3, 224, 224}));
+  ASSERT_EQ(net.classes(), 1000);
+  const QuantNetwork q = quantize_model(net, zoo_images(net.input, 1, 11));
+  const auto images = quantize_images(q, zoo_images(net.input, 1, 12));
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  ChipRunner runner(dev, q, 1);
+  EXPECT_TRUE(runner.compiled().spill);
+  const auto r = runner.run(pointers(images));
+  const auto want = int_forward(q, images[0].data());
+  EXPECT_EQ(r.outputs[0], want) << name;
+  // Not a constant output: the logits vary.
+  int distinct = 0;
+  for (size_t i = 1; i < want.size(); ++i) distinct += want[i] != want[0];
+  EXPECT_GT(distinct, 100) << name;
+  std::printf("%s: %.1f s\n", name.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+TEST(Zoo, MobileNetV2OnTheGoldenModel) { check_zoo("mobilenetv2"); }
+TEST(Zoo, ResNet18OnTheGoldenModel) { check_zoo("resnet18"); }
+
+TEST(Zoo, UnknownNameIsAnError) {
+  EXPECT_EQ(error_of([] { zoo_onnx("vgg16"); }),
+            "unknown zoo model 'vgg16' (expected one of: resnet18, resnet50, mobilenetv2)");
+}
+
+}  // namespace
+namespace {
+
+// Every prefix of a MobileNet (each layer once the last, writing the output), two images in
+// one program: the second image finds the accumulator ring where the first left it (a unit
+// wrapping onto the previous unit's rows must wait for its activates).
+TEST(Spill, EveryPrefixOfMobileNetTwoImages) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q0 = quantize_model(net, random_images(net.input, 8, 4));
+  const auto images = quantize_images(q0, random_images(net.input, 2, 5));
+  for (size_t k = 1; k <= q0.layers.size(); ++k) {
+    QuantNetwork q = q0;
+    q.layers.resize(k);
+    tpu::ModelDevice dev(small_chip(500, 256));
+    ChipRunner runner(dev, q, 2);
+    EXPECT_TRUE(runner.compiled().spill);
+    const auto r = runner.run(pointers(images));
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_EQ(r.outputs[i], int_forward(q, images[i].data()))
+          << "up to layer " << k << " (" << q.layers.back().name << "), image " << i;
+  }
+}
+
+}  // namespace
