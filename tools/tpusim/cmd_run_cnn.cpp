@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "cnn_shard.h"
@@ -226,6 +227,16 @@ int run_run_cnn(const tpusim::Args& args) {
   }
   tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
 
+  // An image folder sets the default --images: scanned before the shards are cut.
+  std::optional<tpu::cnn::ImageFolder> folder;
+  if (!dataset.empty()) {
+    folder = tpu::cnn::scan_image_folder(dataset);
+    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
+    if (offset + images > int(folder->files.size()))
+      throw tpusim::UsageError("--offset + --images is past the " +
+                               std::to_string(folder->files.size()) + " images of " + dataset);
+  }
+
   // This process's images: whole batches, the same ones in every shard count.
   const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
   const uint64_t batches = (uint64_t(images) + batch - 1) / batch;
@@ -254,18 +265,14 @@ int run_run_cnn(const tpusim::Args& args) {
     test = tpu::cnn::load_fashion_mnist(data, false);
     tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
   } else {
-    const tpu::cnn::ImageFolder folder = tpu::cnn::scan_image_folder(dataset);
-    if (vm["images"].defaulted()) images = int(folder.files.size()) - offset;
-    if (offset + images > int(folder.files.size()))
-      throw tpusim::UsageError("--offset + --images is past the " +
-                               std::to_string(folder.files.size()) + " images of " + dataset);
     if (my_count > 0)
-      folder_set = tpu::cnn::load_image_folder(folder, pre, net.input, offset + my_first, my_count);
+      folder_set =
+          tpu::cnn::load_image_folder(*folder, pre, net.input, offset + my_first, my_count);
     if (shard.sharded())  // calibration: the first selected images, whatever the shard
-      folder_cal = tpu::cnn::load_image_folder(folder, pre, net.input, offset,
+      folder_cal = tpu::cnn::load_image_folder(*folder, pre, net.input, offset,
                                                std::min(calibration, images));
-    folder_files.assign(folder.files.begin() + offset, folder.files.begin() + offset + images);
-    pres.class_names = folder.classes;
+    folder_files.assign(folder->files.begin() + offset, folder->files.begin() + offset + images);
+    pres.class_names = folder->classes;
   }
   if (!labels_file.empty()) pres.class_names = tpu::cnn::read_labels_file(labels_file);
   std::string how;
