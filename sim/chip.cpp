@@ -671,7 +671,7 @@ Params Chip::params() {
   p.n = read_reg(reg::kParamN);
   p.ub_rows = read_reg(reg::kParamUbRows);
   p.acc_rows = read_reg(reg::kParamAccRows);
-  p.wfifo_tiles = read_reg(reg::kParamWFifoTiles);
+  p.wfifo_tiles = read_reg(reg::kParamWfifoTiles);
   p.qp_slots = read_reg(reg::kParamQpSlots);
   p.axi_width = read_reg(reg::kParamAxiWidth);
   return p;
