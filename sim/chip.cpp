@@ -65,8 +65,10 @@ class TraceRecorder {
       for (auto& q : open_) q.clear();
       origin_ = edge;
       running_ = true;
+      run_cycles_ = 0;
     }
     if (!running_) return;
+    if (run) ++run_cycles_;
     const uint64_t t = edge - origin_;
     // Done pulses belong to instructions issued in earlier cycles: first.
     for (unsigned u = 0; u < kUnitsWithDone; ++u) {
@@ -95,12 +97,14 @@ class TraceRecorder {
   }
   void stop() { running_ = false; }
   const std::vector<TraceEvent>& events() const { return events_; }
+  uint64_t run_cycles() const { return run_cycles_; }
 
  private:
   static constexpr unsigned kUnitsWithDone = 5;  // trace_done_o bits
   std::vector<TraceEvent> events_;
   std::deque<size_t> open_[kUnitsWithDone];  // per unit: unfinished events, oldest first
   uint64_t origin_ = 0;
+  uint64_t run_cycles_ = 0;  // cycles of the current / last run with trace_run_o set
   bool running_ = false;
 };
 
@@ -700,6 +704,7 @@ void Chip::set_instruction_trace(bool on) {
 }
 bool Chip::instruction_trace() const { return impl_->tb->trace_on; }
 const std::vector<TraceEvent>& Chip::trace_events() const { return impl_->tb->trace.events(); }
+uint64_t Chip::trace_run_cycles() const { return impl_->tb->trace.run_cycles(); }
 
 const char* to_string(TraceUnit unit) {
   switch (unit) {

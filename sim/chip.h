@@ -168,6 +168,9 @@ class Chip {
   bool instruction_trace() const;
   // The last (or current) traced run's events, in issue order.
   const std::vector<TraceEvent>& trace_events() const;
+  // The number of cycles trace_run_o (STATUS.BUSY) was set in the last (or current) traced run:
+  // what the CYCLES counter must count (docs/architecture.md "Trace port").
+  uint64_t trace_run_cycles() const;
   static constexpr uint64_t kClockPeriodPs = 1000;
 
  private:

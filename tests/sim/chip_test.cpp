@@ -222,6 +222,46 @@ TEST_P(ChipTest, WriteHostToUnmappedMemoryFaultsWithAxiWrite) {
   EXPECT_EQ(r.err_pc, 0u);
 }
 
+// CYCLES counts exactly the cycles of the run, i.e. those STATUS.BUSY is set, which the trace
+// port shows as trace_run_o (docs/architecture.md). Not one more (the done / error cycle after
+// the run) and not one fewer; for runs that end with halt, with an error found at decode, with
+// an AXI error, and for a long DMA run with backpressure.
+TEST_P(ChipTest, CyclesCounterEqualsTheCyclesTheTracePortMarksRunning) {
+  const uint32_t n = Chip::compiled_n();
+  std::vector<uint8_t> src(64 * n, 0x5A);
+  chip().write_mem(kDataBase, src);
+  struct Case {
+    const char* what;
+    std::vector<Instr> program;
+    StopReason reason;
+  };
+  const std::vector<Case> cases = {
+      {"halt only", {halt()}, StopReason::kDone},
+      {"nops", {nop(), nop(), nop(), halt()}, StopReason::kDone},
+      {"copy 64 rows",
+       {read_host(0, 64, kDataBase), write_host(0, 64, kDataBase + 0x8000), halt()},
+       StopReason::kDone},
+      {"illegal opcode", {nop(), simple(0x08), halt()}, StopReason::kError},
+      {"write_host to unmapped memory",
+       {write_host(0, 1, 0x4000'0000), halt()},
+       StopReason::kError},
+  };
+  chip().set_instruction_trace(true);
+  for (const Case& c : cases) {
+    const RunResult r = run_program(c.program);
+    ASSERT_EQ(r.reason, c.reason) << c.what << ": " << to_string(r.reason);
+    const uint64_t running = chip().trace_run_cycles();
+    EXPECT_GT(running, 0u) << c.what;
+    EXPECT_LE(running, r.cycles) << c.what;
+    EXPECT_EQ(chip().counter(reg::kCounterCycles), running) << c.what;
+    // The other counters tick only inside the run too.
+    const Counters k = chip().counters();
+    EXPECT_LE(k.dma_busy, running) << c.what;
+    EXPECT_LE(k.act_busy, running) << c.what;
+  }
+  chip().set_instruction_trace(false);
+}
+
 TEST_P(ChipTest, RunStopsAtCycleLimitAndResumes) {
   load_program({nop(), nop(), nop(), halt()});
   chip().start(kCmdBase, 4);
