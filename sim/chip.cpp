@@ -451,13 +451,13 @@ struct Chip::Impl {
     return tb->pause_requested;
   }
 
-  RegAccess access(bool is_write, uint32_t addr, uint32_t value) {
+  RegAccess access(bool is_write, uint32_t addr, uint32_t value, uint32_t strb = 0xF) {
     if (addr > 0xFFF)
       throw std::invalid_argument("Chip: register address " + hex(addr) +
                                   " is outside the 12-bit AXI4-Lite register space");
     AxiLiteMaster& host = tb->host;
     if (is_write)
-      host.post_write(addr, value);
+      host.post_write(addr, value, strb);
     else
       host.post_read(addr);
     const uint64_t deadline = cycle() + cfg.reg_timeout_cycles;
@@ -553,8 +553,11 @@ void Chip::reset(unsigned cycles) {
 uint32_t Chip::read_reg(uint32_t addr) { return impl_->checked(false, addr, 0); }
 void Chip::write_reg(uint32_t addr, uint32_t value) { impl_->checked(true, addr, value); }
 RegAccess Chip::try_read_reg(uint32_t addr) { return impl_->access(false, addr, 0); }
-RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value) {
-  return impl_->access(true, addr, value);
+RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value, uint32_t strb) {
+  if (strb > 0xF)
+    throw std::invalid_argument("Chip: write strobe " + hex(strb) + " for register " + hex(addr) +
+                                " has bits above the 4 byte lanes (expected 0x0..0xF)");
+  return impl_->access(true, addr, value, strb);
 }
 
 HostMemoryModel& Chip::memory() { return impl_->tb->memory; }

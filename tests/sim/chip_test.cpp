@@ -131,6 +131,19 @@ TEST_P(ChipTest, UnmappedRegisterAnswersSlverr) {
   EXPECT_EQ(chip().read_reg(reg::kId), reg::kIdValue);
 }
 
+// Only whole-word writes: a write with any other byte strobe answers SLVERR and changes
+// nothing (docs/architecture.md).
+TEST_P(ChipTest, PartialByteStrobeWriteAnswersSlverrAndChangesNothing) {
+  chip().write_reg(reg::kCmdAddr, 0x1234'5670);
+  for (uint32_t strb : {0x0u, 0x1u, 0x3u, 0x7u, 0xEu, 0x8u}) {
+    EXPECT_EQ(chip().try_write_reg(reg::kCmdAddr, 0xFFFF'FFF0, strb).resp, 2u) << strb;
+    EXPECT_EQ(chip().read_reg(reg::kCmdAddr), 0x1234'5670u) << strb;
+  }
+  EXPECT_EQ(chip().try_write_reg(reg::kCmdAddr, 0xFFFF'FFF0, 0xF).resp, 0u);
+  EXPECT_EQ(chip().read_reg(reg::kCmdAddr), 0xFFFF'FFF0u);
+  EXPECT_THROW(chip().try_write_reg(reg::kCmdAddr, 0, 0x1F), std::invalid_argument);
+}
+
 TEST_P(ChipTest, RegisterAddressOutside12BitsIsRejected) {
   EXPECT_THROW(chip().read_reg(0x1000), std::invalid_argument);
 }
