@@ -403,6 +403,7 @@ class Generator {
         }
         Activate a = make_activate();
         a.pool_k = a.pool_s = 1;
+        a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = 0;  // each pad must be < pool_k
         a.width = first.inner;
         a.height = 1;
         a.acc_addr = first.acc_addr;
