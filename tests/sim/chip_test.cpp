@@ -302,6 +302,36 @@ TEST_P(ChipTest, SecondRunAfterCompletionFinishesToo) {
   EXPECT_FALSE(chip().status().error);
 }
 
+// IRQ_STATUS is write-1-to-clear: each bit written 1 clears, each written 0 is kept;
+// irq_o is IRQ_STATUS & IRQ_ENABLE (docs/architecture.md). Both bits are made pending by a
+// halt run and an error run started without acknowledging the first (start() would).
+TEST_P(ChipTest, IrqStatusIsWriteOneToClearAndMaskedByIrqEnable) {
+  ASSERT_EQ(run_program({halt()}).reason, StopReason::kDone);
+  load_program({simple(0xEE)}, kCmdBase + 0x100);  // an unknown opcode: ERR_OPCODE
+  chip().write_reg(reg::kCmdAddr, kCmdBase + 0x100);
+  chip().write_reg(reg::kCmdCount, 1);
+  chip().write_reg(reg::kCtrl, reg::kCtrlStart);
+  const RunResult r = chip().run(100000);
+  ASSERT_EQ(r.reason, StopReason::kError) << to_string(r.reason);
+  ASSERT_EQ(r.err_code, kErrOpcode);
+  const uint32_t both = reg::kIrqDone | reg::kIrqError;
+  ASSERT_EQ(chip().read_reg(reg::kIrqStatus), both);
+  chip().write_reg(reg::kIrqStatus, 0);  // writing 0 clears nothing
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), both);
+  chip().write_reg(reg::kIrqStatus, reg::kIrqError);  // clears the error bit only
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), reg::kIrqDone);
+  EXPECT_TRUE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqError);  // the pending done bit is masked
+  EXPECT_EQ(chip().read_reg(reg::kIrqEnable), reg::kIrqError);
+  EXPECT_FALSE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqDone);
+  EXPECT_TRUE(chip().irq());
+  chip().write_reg(reg::kIrqStatus, reg::kIrqDone);
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), 0u);
+  EXPECT_FALSE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqEnableResetValue);
+}
+
 TEST_P(ChipTest, RunOnFinishedChipReturnsImmediately) {
   ASSERT_EQ(run_program({halt()}).reason, StopReason::kDone);
   const RunResult again = chip().run(1000);  // irq still pending -> STATUS is polled at once
