@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Mutation testing of rtl/ (docs/verification.md "Mutation testing").
 #
-#   scripts/mutate.sh [--only ID[,ID...]] [--list] [--check] [--full] [--no-baseline] [--dir DIR]
+#   scripts/mutate.sh [--only ID[,ID...]] [--list] [--check] [--report] [--full] [--no-baseline]
+#                     [--dir DIR]
 #
 # The mutants are in scripts/mutants.py: (file, exact original text that must occur exactly once,
 # replacement, description). First every selected mutant is checked to still apply to rtl/; if
@@ -19,25 +20,44 @@
 # 4 x the baseline, at least 300). Each test also has a limit of TPU_MUT_TEST_TIMEOUT seconds
 # (default 300): a mutant that hangs the chip is killed by the tests' own cycle limits or this.
 # Results go to <dir>/results.tsv (id, status, tests killing it, seconds, description), logs to
-# <dir>/<id>.{build,test}.log, and a score table is printed. TPU_JOBS sets the build and ctest
-# parallelism (default nproc). Exit 0 if no mutant survived.
+# <dir>/<id>.{build,test}.log, and a score table is printed (--report: only print it). TPU_JOBS
+# sets the build and ctest parallelism (default nproc). Exit 0 if no mutant survived.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${TPU_MUT_DIR:-$root/build-mut}"
 jobs="${TPU_JOBS:-$(nproc)}"
-only="" baseline=1 full=0 check_only=0
+only="" baseline=1 full=0 check_only=0 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) only="$2"; shift 2 ;;
     --list) python3 "$root/scripts/mutants.py" list; exit 0 ;;
     --check) check_only=1; shift ;;
+    --report) report_only=1; shift ;;
     --full) full=1; shift ;;
     --no-baseline) baseline=0; shift ;;
     --dir) dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --full, --no-baseline, --dir)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --report, --full, --no-baseline, --dir)" >&2; exit 2 ;;
   esac
 done
+results="$dir/results.tsv"
+report() {  # the score table of results.tsv; status 0 if no mutant survived
+  echo
+  # awk, not `read`: an empty killed_by field must stay a field. Killers are separated by '|'
+  # (ctest names of parametrized tests contain spaces).
+  tail -n +2 "$results" | sort | awk -F'\t' '
+    BEGIN { printf "%-24s %-12s %7s %6s  %s\n", "mutant", "status", "killers", "secs", "first killing test" }
+    { n = ($3 == "") ? 0 : split($3, t, "|")
+      printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, t[1] }'
+  local k t s b
+  k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed" || $2 == "timeout"' | wc -l)
+  t=$(tail -n +2 "$results" | wc -l)
+  s=$(tail -n +2 "$results" | awk -F'\t' '$2 == "survived"' | wc -l)
+  b=$(tail -n +2 "$results" | awk -F'\t' '$2 == "build-failed"' | wc -l)
+  echo "mutate.sh: score: $k of $t mutants killed, $s survived, $b did not build ($results)"
+  [ "$s" = 0 ]
+}
+if [ "$report_only" = 1 ]; then report; exit; fi
 if [ -n "$only" ]; then
   IFS=',' read -r -a ids <<< "$only"
 else
@@ -105,7 +125,6 @@ build_targets() {  # $1 = log
     cmake --build "$build" --target "$t" -j "$jobs" >> "$1" 2>&1 || return 1
   done
 }
-results="$dir/results.tsv"
 run_tests() {  # $1 = log; prints the failing tests, one per line
   rm -f "$build/Testing/Temporary/LastTestsFailed.log"
   (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
@@ -147,7 +166,7 @@ for id in "${ids[@]}"; do
   if ! build_targets "$log.build.log"; then
     status=build-failed killers=""
   else
-    killers="$(run_tests "$log.test.log" | sort | tr '\n' ' ' | sed 's/ $//')"
+    killers="$(run_tests "$log.test.log" | sort | paste -sd '|' -)"
     if ! grep -q "tests passed\|tests failed" "$log.test.log"; then
       status=timeout  # ctest itself was stopped by `timeout`
     elif [ -n "$killers" ]; then
@@ -161,19 +180,9 @@ for id in "${ids[@]}"; do
   grep -v -P "^\Q$id\E\t" "$results" > "$results.tmp" || true
   printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$status" "$killers" "$secs" "$desc" >> "$results.tmp"
   mv "$results.tmp" "$results"
-  echo "mutate.sh: $id: $status ($(wc -w <<< "$killers") tests) ${secs}s"
+  echo "mutate.sh: $id: $status ($(tr '|' '\n' <<< "$killers" | grep -c . || true) tests) ${secs}s"
 done
 restore_rtl
 
-echo
-# awk, not `read`: an empty killed_by field must stay a field.
-tail -n +2 "$results" | sort | awk -F'\t' '
-  BEGIN { printf "%-24s %-12s %7s %6s  %s\n", "mutant", "status", "killers", "secs", "first killing tests" }
-  { n = split($3, t, " "); first = t[1]; for (i = 2; i <= n && i <= 3; i++) first = first " " t[i]
-    printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, first }'
-k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed" || $2 == "timeout"' | wc -l)
-t=$(tail -n +2 "$results" | wc -l)
-s=$(tail -n +2 "$results" | awk -F'\t' '$2 == "survived"' | wc -l)
-b=$(tail -n +2 "$results" | awk -F'\t' '$2 == "build-failed"' | wc -l)
-echo "mutate.sh: score: $k of $t mutants killed, $s survived, $b did not build ($results)"
-[ "$s" = 0 ]
+report
+
