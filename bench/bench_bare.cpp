@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "Vtpu_core_bare.h"
+#include "registers.h"
 #include "verilated.h"
 #if VM_TRACE
 #include "verilated_vcd_c.h"
@@ -412,12 +413,11 @@ class Harness {
   uint64_t cycle_ = 0;
 };
 
-// Register map (docs/architecture.md).
-constexpr uint32_t kCtrl = 0x020, kStatus = 0x024, kErrCode = 0x028, kErrPc = 0x02C;
-constexpr uint32_t kIrqStatus = 0x030, kCmdAddr = 0x040, kCmdCount = 0x044;
+// Register map: sim/registers.h (generated from docs/registers.csv).
+using namespace tpu::sim::reg;
 uint64_t counter(Harness& h, unsigned i) {
-  const uint64_t lo = h.read_reg(0x100 + 8 * i);
-  return lo | (uint64_t(h.read_reg(0x104 + 8 * i)) << 32);
+  const uint64_t lo = h.read_reg(counter_lo(i));
+  return lo | (uint64_t(h.read_reg(counter_hi(i))) << 32);
 }
 
 }  // namespace
@@ -447,10 +447,10 @@ int main(int argc, char** argv) {
 
     Harness h(w, opt.get("--vcd"));
     h.reset();
-    h.write_reg(kIrqStatus, 3);
+    h.write_reg(kIrqStatus, kIrqDone | kIrqError);
     h.write_reg(kCmdAddr, w.cmd_addr);
     h.write_reg(kCmdCount, w.cmd_count);
-    h.write_reg(kCtrl, 1);
+    h.write_reg(kCtrl, kCtrlStart);
     const uint64_t start_cycle = h.cycle();
     const auto t_setup = std::chrono::steady_clock::now();
     const uint64_t limit = uint64_t(1) << 40;
@@ -458,8 +458,8 @@ int main(int argc, char** argv) {
     // MXU busy over the timed part (as bench_sc: low words of CYCLES and MXU_BUSY).
     uint32_t cycles0 = 0, busy0 = 0;
     if (!h.irq()) {
-      cycles0 = h.read_reg(0x100);
-      busy0 = h.read_reg(0x108);
+      cycles0 = h.read_reg(counter_lo(kCounterCycles));
+      busy0 = h.read_reg(counter_lo(kCounterMxuBusy));
     }
     const auto t0 = std::chrono::steady_clock::now();
     const uint64_t c0 = h.cycle();
@@ -467,7 +467,7 @@ int main(int argc, char** argv) {
     const auto t1 = std::chrono::steady_clock::now();
     const uint64_t measured = h.cycle() - c0;
     const uint32_t status = h.read_reg(kStatus);
-    if (!(status & 2)) {
+    if (!(status & kStatusDone)) {
       std::fprintf(stderr, "bench_bare: the chip stopped with STATUS %#x, error %u at %u\n", status,
                    h.read_reg(kErrCode), h.read_reg(kErrPc));
       return 1;

@@ -13,10 +13,6 @@ namespace tpu {
 
 namespace {
 
-// DMA window registers (docs/architecture.md); sim/registers.h does not name them.
-constexpr uint32_t win_base_reg(int i) { return 0x080u + 8u * static_cast<uint32_t>(i); }
-constexpr uint32_t win_size_reg(int i) { return 0x084u + 8u * static_cast<uint32_t>(i); }
-
 static_assert(int(ExecUnit::ReadHost) == int(sim::TraceUnit::kReadHost) &&
                   int(ExecUnit::ReadWeights) == int(sim::TraceUnit::kReadWeights) &&
                   int(ExecUnit::Matmul) == int(sim::TraceUnit::kMatmul) &&
@@ -25,6 +21,10 @@ static_assert(int(ExecUnit::ReadHost) == int(sim::TraceUnit::kReadHost) &&
                   int(ExecUnit::Control) == int(sim::TraceUnit::kControl) &&
                   kNumExecUnits == sim::kTraceUnits,
               "ExecUnit must number the units as the chip's trace port does");
+
+// The ISA's DMA windows are the chip's WIN_BASE_i / WIN_SIZE_i registers (docs/registers.csv).
+static_assert(kNumDmaWindows == int(sim::reg::kNumWinBase) &&
+              kNumDmaWindows == int(sim::reg::kNumWinSize));
 
 std::vector<InstrEvent> to_timeline(const std::vector<sim::TraceEvent>& events) {
   std::vector<InstrEvent> out;
@@ -126,8 +126,8 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
         (*impl_->programmed)[static_cast<size_t>(i)].size == w.size) {
       continue;
     }
-    chip.write_reg(win_base_reg(i), w.base);
-    chip.write_reg(win_size_reg(i), w.size);
+    chip.write_reg(sim::reg::win_base(static_cast<unsigned>(i)), w.base);
+    chip.write_reg(sim::reg::win_size(static_cast<unsigned>(i)), w.size);
   }
   impl_->programmed = windows;
 

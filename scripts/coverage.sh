@@ -8,8 +8,9 @@
 # runs the rtl test suite there (everything labelled rtl except slow) plus P random programs
 # per array size (default 3000), merges every process's coverage with verilator_coverage and
 # prints line and toggle coverage per module and the uncovered lines (report.txt in the
-# coverage directory; annotated sources in annotated/). Exits 1 if the totals are below
-# TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
+# coverage directory, points merged over the parametrizations of a module; annotated sources in
+# annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
+# Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_COV_BUILD_DIR:-$root/build-cov}"
@@ -25,8 +26,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ "$do_build" = 1 ]; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_COVERAGE=ON \
-        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" >/dev/null
+        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" "${launcher[@]}" >/dev/null
   cmake --build "$build" -j "$jobs" >/dev/null
 fi
 cov="$build/coverage"
@@ -48,5 +51,8 @@ fi
 verilator_coverage -write "$cov/merged.dat" "$cov"/*_*.dat >/dev/null
 rm -rf "$cov/annotated"
 verilator_coverage -annotate "$cov/annotated" -annotate-min 1 "$cov/merged.dat" >/dev/null 2>&1 || true
+python3 "$root/scripts/coverage_report.py" "$cov/merged.dat" --rtl "$root/rtl" --per-parametrization \
+  > "$cov/report_per_param.txt" || true
+echo "coverage.sh: per parametrization: $(tail -n 1 "$cov/report_per_param.txt")"
 python3 "$root/scripts/coverage_report.py" "$cov/merged.dat" --rtl "$root/rtl" \
   --min-line "${TPU_COV_MIN_LINE:-95}" --min-toggle "${TPU_COV_MIN_TOGGLE:-90}" | tee "$cov/report.txt"

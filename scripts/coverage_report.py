@@ -6,7 +6,9 @@
 
 A coverage point is identified by (type, module, file, line, column, comment); points of the
 same module in several instances, array sizes (N) or processes are merged (covered if any
-count > 0). Line coverage counts Verilator's line/block points (`v_line/...` pages: blocks,
+count > 0): Verilator's parametrized module names (tpu_ctrl__N4_U2000_A800_W4_Q10,
+tpu_ctrl__pi2) are merged into the module's name unless --per-parametrization.
+Line coverage counts Verilator's line/block points (`v_line/...` pages: blocks,
 if/else and case branches); toggle coverage counts `v_toggle/...` points (each bit of each
 signal, 0->1 and 1->0 together, as Verilator counts them). Points marked with a
 `// verilator coverage_off` region in the RTL are not generated at all (waivers: each needs a
@@ -48,6 +50,24 @@ def parse(path):
     return points
 
 
+def merge_parametrizations(points):
+    """Merge the points of one module over its parametrizations.
+
+    Verilator names a module by its parameters when they differ from the defaults
+    (tpu_ctrl__N4_U2000_A800_W4_Q10) and numbers the others per build (tpu_ctrl__pi2), so the
+    same module of the N = 4 and the N = 16 chip may or may not share a name, depending on
+    the build. A point (file, line, column, signal[bit]) of a module is covered when any
+    parametrization covers it (docs/verification.md "Coverage")."""
+    merged = collections.OrderedDict()
+    for (kind, module, f, l, col, comment), v in points.items():
+        key = (kind, re.sub(r"__.*$", "", module), f, l, col, comment)
+        if key in merged:
+            merged[key]["count"] += v["count"]
+        else:
+            merged[key] = dict(v)
+    return merged
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data")
@@ -56,9 +76,14 @@ def main():
     ap.add_argument("--min-toggle", type=float, default=0)
     ap.add_argument("--max-uncovered", type=int, default=400,
                     help="uncovered toggle points listed at most")
+    ap.add_argument("--per-parametrization", action="store_true",
+                    help="keep Verilator's parametrized module names (tpu_ctrl__N4_..., "
+                         "tpu_ctrl__pi2) apart instead of merging them into tpu_ctrl")
     args = ap.parse_args()
     rtl = os.path.realpath(args.rtl)
     points = parse(args.data)
+    if not args.per_parametrization:
+        points = merge_parametrizations(points)
     # Only the RTL of this project (not Verilator's own files).
     points = {k: v for k, v in points.items()
               if os.path.realpath(k[2]).startswith(rtl + os.sep) or not os.path.isabs(k[2])}

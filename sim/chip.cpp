@@ -65,8 +65,10 @@ class TraceRecorder {
       for (auto& q : open_) q.clear();
       origin_ = edge;
       running_ = true;
+      run_cycles_ = 0;
     }
     if (!running_) return;
+    if (run) ++run_cycles_;
     const uint64_t t = edge - origin_;
     // Done pulses belong to instructions issued in earlier cycles: first.
     for (unsigned u = 0; u < kUnitsWithDone; ++u) {
@@ -95,12 +97,14 @@ class TraceRecorder {
   }
   void stop() { running_ = false; }
   const std::vector<TraceEvent>& events() const { return events_; }
+  uint64_t run_cycles() const { return run_cycles_; }
 
  private:
   static constexpr unsigned kUnitsWithDone = 5;  // trace_done_o bits
   std::vector<TraceEvent> events_;
   std::deque<size_t> open_[kUnitsWithDone];  // per unit: unfinished events, oldest first
   uint64_t origin_ = 0;
+  uint64_t run_cycles_ = 0;  // cycles of the current / last run with trace_run_o set
   bool running_ = false;
 };
 
@@ -447,13 +451,13 @@ struct Chip::Impl {
     return tb->pause_requested;
   }
 
-  RegAccess access(bool is_write, uint32_t addr, uint32_t value) {
+  RegAccess access(bool is_write, uint32_t addr, uint32_t value, uint32_t strb = 0xF) {
     if (addr > 0xFFF)
       throw std::invalid_argument("Chip: register address " + hex(addr) +
                                   " is outside the 12-bit AXI4-Lite register space");
     AxiLiteMaster& host = tb->host;
     if (is_write)
-      host.post_write(addr, value);
+      host.post_write(addr, value, strb);
     else
       host.post_read(addr);
     const uint64_t deadline = cycle() + cfg.reg_timeout_cycles;
@@ -549,8 +553,11 @@ void Chip::reset(unsigned cycles) {
 uint32_t Chip::read_reg(uint32_t addr) { return impl_->checked(false, addr, 0); }
 void Chip::write_reg(uint32_t addr, uint32_t value) { impl_->checked(true, addr, value); }
 RegAccess Chip::try_read_reg(uint32_t addr) { return impl_->access(false, addr, 0); }
-RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value) {
-  return impl_->access(true, addr, value);
+RegAccess Chip::try_write_reg(uint32_t addr, uint32_t value, uint32_t strb) {
+  if (strb > 0xF)
+    throw std::invalid_argument("Chip: write strobe " + hex(strb) + " for register " + hex(addr) +
+                                " has bits above the 4 byte lanes (expected 0x0..0xF)");
+  return impl_->access(true, addr, value, strb);
 }
 
 HostMemoryModel& Chip::memory() { return impl_->tb->memory; }
@@ -671,7 +678,7 @@ Params Chip::params() {
   p.n = read_reg(reg::kParamN);
   p.ub_rows = read_reg(reg::kParamUbRows);
   p.acc_rows = read_reg(reg::kParamAccRows);
-  p.wfifo_tiles = read_reg(reg::kParamWFifoTiles);
+  p.wfifo_tiles = read_reg(reg::kParamWfifoTiles);
   p.qp_slots = read_reg(reg::kParamQpSlots);
   p.axi_width = read_reg(reg::kParamAxiWidth);
   return p;
@@ -700,6 +707,7 @@ void Chip::set_instruction_trace(bool on) {
 }
 bool Chip::instruction_trace() const { return impl_->tb->trace_on; }
 const std::vector<TraceEvent>& Chip::trace_events() const { return impl_->tb->trace.events(); }
+uint64_t Chip::trace_run_cycles() const { return impl_->tb->trace.run_cycles(); }
 
 const char* to_string(TraceUnit unit) {
   switch (unit) {

@@ -125,7 +125,8 @@ class Chip {
   uint32_t read_reg(uint32_t addr);
   void write_reg(uint32_t addr, uint32_t value);
   RegAccess try_read_reg(uint32_t addr);
-  RegAccess try_write_reg(uint32_t addr, uint32_t value);
+  // strb: the AXI4-Lite write strobe (byte lanes); the register block takes only 0xF.
+  RegAccess try_write_reg(uint32_t addr, uint32_t value, uint32_t strb = 0xF);
 
   // Host memory (no simulated time). Accesses outside regions throw std::out_of_range.
   HostMemoryModel& memory();
@@ -168,6 +169,9 @@ class Chip {
   bool instruction_trace() const;
   // The last (or current) traced run's events, in issue order.
   const std::vector<TraceEvent>& trace_events() const;
+  // The number of cycles trace_run_o (STATUS.BUSY) was set in the last (or current) traced run:
+  // what the CYCLES counter must count (docs/architecture.md "Trace port").
+  uint64_t trace_run_cycles() const;
   static constexpr uint64_t kClockPeriodPs = 1000;
 
  private:

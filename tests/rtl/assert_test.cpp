@@ -8,6 +8,10 @@
 //   assert_test orphan   an R beat with no burst outstanding: ArbOrphanBeat fires
 //   assert_test hold     the client changes the AR address while ARVALID waits for
 //                        ARREADY: ArbArHold fires
+//   assert_test full     a client keeps requesting and the memory takes every AR but returns
+//                        nothing: exactly MaxOutstanding (4) ARs go out, ARVALID stays low
+//                        while the owner FIFO is full, the next AR follows the first RLAST;
+//                        no assertion fires
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -45,6 +49,47 @@ int main(int argc, char** argv) {
     tick();
     if (ctx->errorCount() == 0) std::printf("assert_test: the orphan beat went unnoticed\n");
     return ctx->errorCount() > 0 ? 0 : 1;
+  }
+  if (std::strcmp(mode, "full") == 0) {
+    constexpr int kMaxOutstanding = 4;  // tpu_axi_rd_arb's default, as tpu_core uses it
+    m->c_ar_valid_i = 0b001;
+    m->c_ar_addr_i[0] = 0x4000;
+    m->c_ar_len_i = 0;  // one beat per burst
+    m->m_ar_ready_i = 1;
+    int taken = 0;
+    auto cycle = [&] {  // counts the AR handshakes of this cycle, then clocks
+      m->clk_i = 0;
+      m->eval();
+      if (m->m_ar_valid_o && m->m_ar_ready_i) ++taken;
+      tick();
+    };
+    for (int i = 0; i < 20; ++i) cycle();
+    m->eval();
+    bool ok = true;
+    if (taken != kMaxOutstanding || m->m_ar_valid_o) {
+      std::printf(
+          "assert_test: with %d bursts outstanding and none returned, %d ARs were taken "
+          "and ARVALID is %d (expected %d and 0: the owner FIFO is full)\n",
+          kMaxOutstanding, taken, int(m->m_ar_valid_o), kMaxOutstanding);
+      ok = false;
+    }
+    m->m_r_valid_i = 1;  // the oldest burst returns: its owner leaves the FIFO
+    m->m_r_last_i = 1;
+    cycle();
+    m->m_r_valid_i = 0;
+    m->m_r_last_i = 0;
+    for (int i = 0; i < 5; ++i) cycle();
+    if (taken != kMaxOutstanding + 1) {
+      std::printf("assert_test: after one burst returned, %d ARs were taken in all (expected %d)\n",
+                  taken, kMaxOutstanding + 1);
+      ok = false;
+    }
+    m->final();
+    if (ctx->errorCount() != 0) {
+      std::printf("assert_test: an assertion fired in the full run\n");
+      ok = false;
+    }
+    return ok ? 0 : 1;
   }
   // Client 1 requests a 2-beat burst; ARREADY comes late (in `hold` mode the client changes
   // its address meanwhile, which AXI forbids).

@@ -3,6 +3,7 @@
 // requantizer (driver/arith), with random and extreme operands and the rounding ties.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -63,6 +64,48 @@ TEST(Requant, TiesRoundHalfAwayFromZero) {
   for (int32_t acc = -300; acc <= 300; ++acc) {
     for (unsigned s = 0; s < 4; ++s)
       expect_match(r, acc, 0, 1, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false);
+  }
+}
+
+// Exact ties -(k + 1/2) at every shift 1..62, from a negative accumulator and from a negative
+// multiplier, round away from zero to -(k + 1) (docs/isa.md); +(k + 1/2) to k + 1. The
+// expected values are written out, not taken from the golden model; random operands almost
+// never land on a tie at large shifts.
+TEST(Requant, TiesAtEveryShiftRoundAwayFromZero) {
+  Requant r;
+  for (unsigned s = 1; s <= 62; ++s) {
+    for (int32_t k = 0; k <= 130; k += (k < 8 ? 1 : 61)) {
+      const int64_t odd = 2 * int64_t(k) + 1;  // (2k + 1) * 2^(s-1) / 2^s = k + 1/2
+      if (s >= 32) {
+        // mult = 2^(s-1) does not fit: acc = (2k + 1) * 2^(s-32) times mult = -2^31.
+        if (s - 32 > 29 || odd << (s - 32) > std::numeric_limits<int32_t>::max()) continue;
+        const int32_t acc = int32_t(odd << (s - 32));
+        const int32_t mult = std::numeric_limits<int32_t>::min();  // -2^31
+        // p = -(2k+1) * 2^(s-1): a negative tie.
+        const int want = -std::min<int>(k + 1, 128);
+        EXPECT_EQ(r.eval(acc, 0, mult, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false), want)
+            << "shift " << s << " k " << k << " (negative multiplier)";
+        continue;
+      }
+      const int32_t mult = int32_t(int64_t(1) << (s - 1));
+      const int32_t acc = int32_t(odd);
+      const int up = std::min<int>(k + 1, 127), down = -std::min<int>(k + 1, 128);
+      EXPECT_EQ(r.eval(acc, 0, mult, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false), up)
+          << "shift " << s << " k " << k;
+      EXPECT_EQ(r.eval(-acc, 0, mult, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false), down)
+          << "shift " << s << " k " << k << " (negative accumulator)";
+      EXPECT_EQ(r.eval(acc, 0, -mult, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false), down)
+          << "shift " << s << " k " << k << " (negative multiplier)";
+      // One step either side of a negative tie (mult 1): the nearest integer.
+      if (s >= 2 && s <= 22) {
+        const int32_t tie = -int32_t(odd << (s - 1));  // -(k + 1/2) * 2^s
+        EXPECT_EQ(r.eval(tie + 1, 0, 1, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false),
+                  -std::min<int>(k, 128))
+            << "shift " << s << " k " << k << " (just above a negative tie)";
+        EXPECT_EQ(r.eval(tie - 1, 0, 1, misc(s, 0, 0, 0), tpu::ActFunc::Identity, false), down)
+            << "shift " << s << " k " << k << " (just below a negative tie)";
+      }
+    }
   }
 }
 

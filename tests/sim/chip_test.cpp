@@ -131,6 +131,19 @@ TEST_P(ChipTest, UnmappedRegisterAnswersSlverr) {
   EXPECT_EQ(chip().read_reg(reg::kId), reg::kIdValue);
 }
 
+// Only whole-word writes: a write with any other byte strobe answers SLVERR and changes
+// nothing (docs/architecture.md).
+TEST_P(ChipTest, PartialByteStrobeWriteAnswersSlverrAndChangesNothing) {
+  chip().write_reg(reg::kCmdAddr, 0x1234'5670);
+  for (uint32_t strb : {0x0u, 0x1u, 0x3u, 0x7u, 0xEu, 0x8u}) {
+    EXPECT_EQ(chip().try_write_reg(reg::kCmdAddr, 0xFFFF'FFF0, strb).resp, 2u) << strb;
+    EXPECT_EQ(chip().read_reg(reg::kCmdAddr), 0x1234'5670u) << strb;
+  }
+  EXPECT_EQ(chip().try_write_reg(reg::kCmdAddr, 0xFFFF'FFF0, 0xF).resp, 0u);
+  EXPECT_EQ(chip().read_reg(reg::kCmdAddr), 0xFFFF'FFF0u);
+  EXPECT_THROW(chip().try_write_reg(reg::kCmdAddr, 0, 0x1F), std::invalid_argument);
+}
+
 TEST_P(ChipTest, RegisterAddressOutside12BitsIsRejected) {
   EXPECT_THROW(chip().read_reg(0x1000), std::invalid_argument);
 }
@@ -222,6 +235,46 @@ TEST_P(ChipTest, WriteHostToUnmappedMemoryFaultsWithAxiWrite) {
   EXPECT_EQ(r.err_pc, 0u);
 }
 
+// CYCLES counts exactly the cycles of the run, i.e. those STATUS.BUSY is set, which the trace
+// port shows as trace_run_o (docs/architecture.md). Not one more (the done / error cycle after
+// the run) and not one fewer; for runs that end with halt, with an error found at decode, with
+// an AXI error, and for a long DMA run with backpressure.
+TEST_P(ChipTest, CyclesCounterEqualsTheCyclesTheTracePortMarksRunning) {
+  const uint32_t n = Chip::compiled_n();
+  std::vector<uint8_t> src(64 * n, 0x5A);
+  chip().write_mem(kDataBase, src);
+  struct Case {
+    const char* what;
+    std::vector<Instr> program;
+    StopReason reason;
+  };
+  const std::vector<Case> cases = {
+      {"halt only", {halt()}, StopReason::kDone},
+      {"nops", {nop(), nop(), nop(), halt()}, StopReason::kDone},
+      {"copy 64 rows",
+       {read_host(0, 64, kDataBase), write_host(0, 64, kDataBase + 0x8000), halt()},
+       StopReason::kDone},
+      {"illegal opcode", {nop(), simple(0x08), halt()}, StopReason::kError},
+      {"write_host to unmapped memory",
+       {write_host(0, 1, 0x4000'0000), halt()},
+       StopReason::kError},
+  };
+  chip().set_instruction_trace(true);
+  for (const Case& c : cases) {
+    const RunResult r = run_program(c.program);
+    ASSERT_EQ(r.reason, c.reason) << c.what << ": " << to_string(r.reason);
+    const uint64_t running = chip().trace_run_cycles();
+    EXPECT_GT(running, 0u) << c.what;
+    EXPECT_LE(running, r.cycles) << c.what;
+    EXPECT_EQ(chip().counter(reg::kCounterCycles), running) << c.what;
+    // The other counters tick only inside the run too.
+    const Counters k = chip().counters();
+    EXPECT_LE(k.dma_busy, running) << c.what;
+    EXPECT_LE(k.act_busy, running) << c.what;
+  }
+  chip().set_instruction_trace(false);
+}
+
 TEST_P(ChipTest, RunStopsAtCycleLimitAndResumes) {
   load_program({nop(), nop(), nop(), halt()});
   chip().start(kCmdBase, 4);
@@ -247,6 +300,36 @@ TEST_P(ChipTest, SecondRunAfterCompletionFinishesToo) {
   const RunResult r = run_program({nop(), nop(), halt()});
   EXPECT_EQ(r.reason, StopReason::kDone) << to_string(r.reason);
   EXPECT_FALSE(chip().status().error);
+}
+
+// IRQ_STATUS is write-1-to-clear: each bit written 1 clears, each written 0 is kept;
+// irq_o is IRQ_STATUS & IRQ_ENABLE (docs/architecture.md). Both bits are made pending by a
+// halt run and an error run started without acknowledging the first (start() would).
+TEST_P(ChipTest, IrqStatusIsWriteOneToClearAndMaskedByIrqEnable) {
+  ASSERT_EQ(run_program({halt()}).reason, StopReason::kDone);
+  load_program({simple(0xEE)}, kCmdBase + 0x100);  // an unknown opcode: ERR_OPCODE
+  chip().write_reg(reg::kCmdAddr, kCmdBase + 0x100);
+  chip().write_reg(reg::kCmdCount, 1);
+  chip().write_reg(reg::kCtrl, reg::kCtrlStart);
+  const RunResult r = chip().run(100000);
+  ASSERT_EQ(r.reason, StopReason::kError) << to_string(r.reason);
+  ASSERT_EQ(r.err_code, kErrOpcode);
+  const uint32_t both = reg::kIrqDone | reg::kIrqError;
+  ASSERT_EQ(chip().read_reg(reg::kIrqStatus), both);
+  chip().write_reg(reg::kIrqStatus, 0);  // writing 0 clears nothing
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), both);
+  chip().write_reg(reg::kIrqStatus, reg::kIrqError);  // clears the error bit only
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), reg::kIrqDone);
+  EXPECT_TRUE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqError);  // the pending done bit is masked
+  EXPECT_EQ(chip().read_reg(reg::kIrqEnable), reg::kIrqError);
+  EXPECT_FALSE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqDone);
+  EXPECT_TRUE(chip().irq());
+  chip().write_reg(reg::kIrqStatus, reg::kIrqDone);
+  EXPECT_EQ(chip().read_reg(reg::kIrqStatus), 0u);
+  EXPECT_FALSE(chip().irq());
+  chip().write_reg(reg::kIrqEnable, reg::kIrqEnableResetValue);
 }
 
 TEST_P(ChipTest, RunOnFinishedChipReturnsImmediately) {

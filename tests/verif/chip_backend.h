@@ -44,8 +44,8 @@ class ChipBackend : public Backend {
     for (int i = 0; i < kNumDmaWindows; ++i) {
       const DmaWindow& w = config.windows[size_t(i)];
       if (w.size == 0 && windows_[size_t(i)].size == 0) continue;  // already disabled
-      chip_.write_reg(0x080 + 8 * uint32_t(i), w.base);
-      chip_.write_reg(0x084 + 8 * uint32_t(i), w.size);
+      chip_.write_reg(sim::reg::win_base(unsigned(i)), w.base);
+      chip_.write_reg(sim::reg::win_size(unsigned(i)), w.size);
     }
     windows_ = config.windows;
     for (const auto& r : config.slverr) chip_.inject_error(r.base, r.size);

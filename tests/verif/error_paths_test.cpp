@@ -574,7 +574,7 @@ TEST(ErrorPaths, RegisterInterface) {
   EXPECT_EQ(r.reason, sim::StopReason::kDone);
   EXPECT_EQ(chip.counter(8), 2u);
   EXPECT_EQ(chip.try_read_reg(0x3FC).resp, 2u);
-  EXPECT_EQ(chip.try_write_reg(0x004, 1).resp, 2u);  // read-only
+  EXPECT_EQ(chip.try_write_reg(sim::reg::kParamN, 1).resp, 2u);  // read-only
   EXPECT_THROW(chip.read_reg(0xFFC), sim::RegisterError);
   expect_chip_still_works(9);
 }

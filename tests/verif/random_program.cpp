@@ -382,13 +382,100 @@ class Generator {
   }
   Instruction make_read_weights() {
     const uint32_t room = tc_.params.wfifo_tiles + 2 - credit_;
-    const uint32_t tiles = uint32_t(rng_.pick(1, std::min(room, 4u)));
+    return make_read_weights_of(uint32_t(rng_.pick(1, std::min(room, 4u))));
+  }
+  Instruction make_read_weights_of(uint32_t tiles) {
     credit_ += tiles;
     return ReadWeights{tiles, host_in(tiles * n_ * n_)};
   }
 
+  // Bursts past the chip's queue and table depths followed by work that depends only on the
+  // burst's oldest entry (issue 15: a matmul issued without room in the controller's 4-entry
+  // in-flight matmul table survived every random program). Depths: tpu_ctrl's in-flight matmul
+  // table (MmDepth = 4), two overlapped read_weights and the weight FIFO (WFifoTiles + 2 tiles
+  // in the FIFO and the MXU's shadow buffer), the instruction queue; a burst is longer than each.
+  static constexpr uint32_t kMmTableDepth = 4;
+  void emit_burst() {
+    auto& prog = tc_.program;
+    const uint32_t acc = tc_.acc_rows;
+    switch (rng_.pick(0, 2)) {
+      case 0: {  // short matmuls past the matmul table, then an activate of the oldest one's rows
+        Matmul first;
+        if (!make_matmul(first)) break;
+        first.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(3, acc / 2)));
+        first.outer = 1;
+        first.inner_stride = 1;
+        first.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - first.inner));
+        first.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - first.inner));
+        prog.push_back(first);
+        // The others write ACC rows outside the first one's, so only the table orders them.
+        const uint32_t lo = first.acc_addr - tc_.acc_base, hi = lo + first.inner;
+        const uint32_t count = uint32_t(rng_.pick(kMmTableDepth, 3 * kMmTableDepth));
+        for (uint32_t i = 0; i < count; ++i) {
+          Matmul mm = first;
+          mm.switch_weights = false;
+          mm.accumulate = rng_.chance(0.5);
+          mm.inner = uint16_t(rng_.pick(1, 3));
+          const bool below = lo >= mm.inner, above = acc - hi >= mm.inner;
+          if (!below && !above) break;
+          const bool use_below = below && (!above || rng_.chance(0.5));
+          mm.acc_addr = uint16_t(tc_.acc_base + (use_below ? rng_.pick(0, lo - mm.inner)
+                                                           : rng_.pick(hi, acc - mm.inner)));
+          mm.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - mm.inner));
+          mm.inner_stride = 1;
+          prog.push_back(mm);
+        }
+        Activate a = make_activate();
+        a.pool_k = a.pool_s = 1;
+        a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = 0;  // each pad must be < pool_k
+        a.width = first.inner;
+        a.height = 1;
+        a.acc_addr = first.acc_addr;
+        a.ub_stride = uint32_t(rng_.pick(0, (1u << 24) - 1));
+        a.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - a.width));
+        prog.push_back(a);
+        return;
+      }
+      case 1: {  // one-tile read_weights up to the FIFO's capacity, then a switch to the oldest
+        const uint32_t cap = tc_.params.wfifo_tiles + 2;
+        while (credit_ < cap) prog.push_back(make_read_weights_of(1));
+        Matmul mm;
+        if (!make_matmul(mm)) return;
+        if (!mm.switch_weights && credit_ > 0) {
+          mm.switch_weights = true;
+          --credit_;
+          active_ = true;
+        }
+        prog.push_back(mm);
+        return;
+      }
+      default: {  // read_host bursts into UB, then a write_host of the oldest one's rows only
+        const uint32_t rows0 = uint32_t(rng_.pick(1, std::min<uint32_t>(4, tc_.ub_rows / 2)));
+        const uint32_t ub0 = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - rows0));
+        prog.push_back(ReadHost{HostDest::Ub, ub0, rows0, host_in(rows0 * n_)});
+        const uint32_t count = uint32_t(rng_.pick(4, 20));
+        for (uint32_t i = 0; i < count; ++i) {
+          const uint32_t rows = uint32_t(rng_.pick(1, 4));
+          const uint32_t lo = ub0 - tc_.ub_base, hi = lo + rows0;
+          const bool below = lo >= rows, above = tc_.ub_rows - hi >= rows;
+          if (!below && !above) break;
+          const bool use_below = below && (!above || rng_.chance(0.5));
+          const uint32_t ub = tc_.ub_base + uint32_t(use_below ? rng_.pick(0, lo - rows)
+                                                               : rng_.pick(hi, tc_.ub_rows - rows));
+          prog.push_back(ReadHost{HostDest::Ub, ub, rows, host_in(rows * n_)});
+        }
+        prog.push_back(WriteHost{ub0, rows0, host_out(rows0 * n_)});
+        return;
+      }
+    }
+  }
+
   void emit_valid() {
     auto& prog = tc_.program;
+    if (rng_.chance(0.04)) {
+      emit_burst();
+      return;
+    }
     for (;;) {
       const uint64_t k = rng_.pick(0, 99);
       if (k < 16) {

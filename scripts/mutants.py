@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The RTL mutants of scripts/mutate.sh, and the tool that applies them.
+
+Each mutant is (id, file under rtl/, the exact original text, its replacement, description);
+original and replacement may be tuples (several edits of the same file, one bug). Each
+original must occur exactly once in the file: after the RTL changes, a mutant whose
+anchor is gone or ambiguous is reported (and mutate.sh stops) so it can be re-anchored.
+
+    scripts/mutants.py list                      id, file and description of every mutant
+    scripts/mutants.py check RTL_DIR [ID...]     exit 1 unless every (given) mutant applies
+    scripts/mutants.py apply RTL_DIR ID          mutate RTL_DIR/<file> in place
+"""
+import sys
+
+# (id, file, original(s), replacement(s), description). Plausible small bugs across the units.
+MUTANTS = [
+    # Controller: in-flight matmul table, scoreboard, weight-tile checks.
+    ("ctrl_mm_room", "tpu_ctrl.sv",
+     ("assign mm_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitMatmul && !mm_full;",
+      "tpu_pkg::UnitMatmul:      unit_ready = mm_cmd_ready_i && !mm_full;"),
+     ("assign mm_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitMatmul;",
+      "tpu_pkg::UnitMatmul:      unit_ready = mm_cmd_ready_i;"),
+     "a matmul issues without room in the in-flight matmul table (issue 15's survivor)"),
+    ("fifo_peek_youngest", "tpu_fifo.sv",
+     "slot_valid_o[j] = age < 32'(cnt_q);",
+     "slot_valid_o[j] = age + 1 < 32'(cnt_q);",
+     "the matmul table's peek hides the youngest in-flight matmul from the scoreboard"),
+    ("ctrl_mm_conf_stale", "tpu_ctrl.sv",
+     "(mm_slot_valid & conf_mm_d) != '0",
+     "(mm_slot_valid & conf_mm_q) != '0",
+     "the matmul-table conflicts of a new head are those of the previous head for a cycle"),
+    ("ctrl_head_new", "tpu_ctrl.sv",
+     "assign head_new_d = iq_pop || iq_flush || (iq_push && iq_empty);",
+     "assign head_new_d = iq_pop || iq_flush;",
+     "conflicts not recomputed for an instruction arriving in an empty queue"),
+    ("ctrl_haz_act", "tpu_ctrl.sv",
+     "(act_busy_i && conf_unit_d[3])",
+     "(1'b0 && conf_unit_d[3])",
+     "no hazard check against the running activate"),
+    ("ctrl_haz_dmain", "tpu_ctrl.sv",
+     "(dmain_busy_i && conf_unit_d[0])",
+     "(1'b0 && conf_unit_d[0])",
+     "no hazard check against the running read_host"),
+    ("ctrl_haz_dmaout", "tpu_ctrl.sv",
+     "(dmaout_busy_i && conf_unit_d[4])",
+     "(1'b0 && conf_unit_d[4])",
+     "no hazard check against the running write_host"),
+    ("ctrl_haz_wdma_prev", "tpu_ctrl.sv",
+     "(wdma_busy_i && conf_unit_d[2])",
+     "(1'b0 && conf_unit_d[2])",
+     "no hazard check against the older of two overlapped read_weights"),
+    ("ctrl_weight_limit", "tpu_ctrl.sv",
+     "64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd2",
+     "64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd3",
+     "ERR_WEIGHT_OVERFLOW one tile too late"),
+    ("ctrl_no_weights", "tpu_ctrl.sv",
+     "(head.cmd.mm.cmd.switch_tile ? (credit_q == '0) : !switched_q)",
+     "(head.cmd.mm.cmd.switch_tile ? (credit_q == '0) : 1'b0)",
+     "no ERR_NO_WEIGHTS for a matmul without switch before any tile was made active"),
+    # Decoder: static checks and error codes.
+    ("dec_err_priority", "tpu_decoder.sv",
+     "else if (align_bad)         dec.err = tpu_pkg::ErrAlign;\n"
+     "    else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;",
+     "else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;\n"
+     "    else if (align_bad)         dec.err = tpu_pkg::ErrAlign;",
+     "ERR_HOST_RANGE takes precedence over ERR_ALIGN"),
+    ("dec_outer_zero", "tpu_decoder.sv",
+     "field_bad = (inner == '0) || (outer == '0);",
+     "field_bad = (inner == '0);",
+     "a matmul with outer = 0 is not ERR_FIELD"),
+    ("dec_pad_eq_window", "tpu_decoder.sv",
+     "(pt >= pk) ||",
+     "(pt > pk) ||",
+     "a top pad equal to the pooling window is accepted"),
+    ("dec_host_ub_last", "tpu_decoder.sv",
+     "if (dest == tpu_pkg::DestUb) ub_bad = local_last >= 64'(UbRows);",
+     "if (dest == tpu_pkg::DestUb) ub_bad = local_last > 64'(UbRows);",
+     "read_host / write_host may touch the UB row one past the end"),
+    ("dec_act_acc_last", "tpu_decoder.sv",
+     "last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;",
+     "last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 2;",
+     "activate's ACC range (range check and footprint) one row short"),
+    # Register block and counters.
+    ("regs_cycles_done", "tpu_regs.sv",
+     "      if (busy_i) begin",
+     "      if (busy_i || done_i || error_i) begin",
+     "the counters also count the done / error cycle (CYCLES one too many; issue 15's survivor)"),
+    ("regs_counter_clear", "tpu_regs.sv",
+     "                err_pc_q   <= '0;\n"
+     "                for (int i = 0; i < 32'(Counters); i++) counter_q[i] <= '0;",
+     "                err_pc_q   <= '0;",
+     "START does not clear the counters"),
+    ("regs_start_busy", "tpu_regs.sv",
+     "end else if (wdata_i[CtrlStartBit] && !busy_i) begin",
+     "end else if (wdata_i[CtrlStartBit]) begin",
+     "START while busy is not ignored"),
+    ("regs_rw1c", "tpu_regs.sv",
+     "RegIrqStatus: irq_status_q <= irq_status_q & ~wdata_i[1:0];",
+     "RegIrqStatus: irq_status_q <= irq_status_q & wdata_i[1:0];",
+     "IRQ_STATUS write clears the bits written 0 instead of 1"),
+    ("regs_err_pc", "tpu_regs.sv",
+     "err_pc_q        <= err_pc_i;",
+     "err_pc_q        <= pc_i;",
+     "ERR_PC latches the issue PC instead of the faulting instruction"),
+    ("regs_win_bit", "tpu_regs.sv",
+     "if (a[2]) win_size_q[WIdxW'((a - RegWinBase) >> 3)] <= wdata_i;",
+     "if (a[3]) win_size_q[WIdxW'((a - RegWinBase) >> 3)] <= wdata_i;",
+     "WIN_BASE / WIN_SIZE writes decoded by the wrong address bit"),
+    ("regs_read_irq_enable", "tpu_regs.sv",
+     "RegIrqEnable:       rdata_d = {30'd0, irq_enable_q};",
+     "RegIrqEnable:       rdata_d = {30'd0, irq_status_q};",
+     "reading IRQ_ENABLE answers IRQ_STATUS"),
+    ("core_wr_bytes_stall", "tpu_core.sv",
+     "assign count_inc[224 +: 32] = (m_axi_wvalid_o && m_axi_wready_i)",
+     "assign count_inc[224 +: 32] = (m_axi_wvalid_o)",
+     "DMA_WR_BYTES counts W beats that wait for WREADY"),
+    # DMA.
+    ("dmard_4k", "tpu_dma_reader.sv",
+     "if (32'(to_4k) < 32'(burst_beats))        burst_beats = 9'(to_4k);",
+     "// mutant: read bursts not cut at 4 KiB",
+     "read bursts may cross a 4 KiB boundary"),
+    ("dmard_room", "tpu_dma_reader.sv",
+     "if (free_beats < 32'(burst_beats))   burst_beats = 9'(free_beats);",
+     "// mutant: read bursts not cut to the room in the sink",
+     "read bursts not limited by the room left in the sink"),
+    ("dmawr_4k", "tpu_dma_writer.sv",
+     "if (to_4k < 32'(burst_beats))        burst_beats = 9'(to_4k);",
+     "// mutant: write bursts not cut at 4 KiB",
+     "write bursts may cross a 4 KiB boundary"),
+    ("dmawr_slverr", "tpu_dma_writer.sv",
+     "if (b_resp_i != 2'b00) err_q <= 1'b1;",
+     "if (b_resp_i == 2'b11) err_q <= 1'b1;",
+     "write SLVERR ignored (only DECERR faults)"),
+    ("arb_full", "tpu_axi_rd_arb.sv",
+     "if (any && !full) begin",
+     "if (any) begin",
+     "AR taken although the owner FIFO is full"),
+    # Activation unit: requantizer, functions, pooling, padding.
+    ("act_round_neg_tie", "tpu_pkg.sv",
+     "up   = (shift != 6'd0) && (p[63] ? (rem > half) : (rem >= half));",
+     "up   = (shift != 6'd0) && (p[63] ? (rem >= half) : (rem >= half));",
+     "negative ties round toward zero (half up instead of half away from zero)"),
+    ("act_bias_sat", "tpu_pkg.sv",
+     "if (sum > 33'sh0_7FFF_FFFF)       x = 32'sh7FFF_FFFF;",
+     "if (sum > 33'sh0_7FFF_FFFF)       x = sum[31:0];",
+     "bias add wraps instead of saturating upwards"),
+    ("act_relu_zp", "tpu_pkg.sv",
+     "FuncRelu:  requantize = (y < zp) ? zp : y;",
+     "FuncRelu:  requantize = (y < 9'sd0) ? 9'sd0 : y;",
+     "relu clamps at 0 instead of the zero point"),
+    ("act_clamp_order", "tpu_pkg.sv",
+     "FuncClamp: requantize = (y_lo > hi) ? hi : y_lo;",
+     "FuncClamp: requantize = (y > hi) ? hi : y_lo;",
+     "clamp with lo > hi answers lo instead of hi"),
+    ("act_pool_stride", "tpu_act_unit.sv",
+     "px_q <= px_q + 12'(pool_s_q);",
+     "px_q <= px_q + 12'(pool_k_q);",
+     "pooling steps along x by the window instead of the stride"),
+    ("act_pool_first", "tpu_act_unit.sv",
+     "have = !s1_first_q && pool_have_q;",
+     "have = pool_have_q;",
+     "the pooling maximum is not restarted at a window's first pixel"),
+    ("act_col_last", "tpu_act_unit.sv",
+     "assign col_last  = 14'(px_q) + 14'(pool_s_q) + 14'(pool_k_q) >",
+     "assign col_last  = 14'(px_q) + 14'(pool_s_q) + 14'(pool_k_q) >=",
+     "the last pooling window of a row that ends at the edge is dropped"),
+    ("act_pad_left_is_top", "tpu_act_unit.sv",
+     "assign tap_x     = $signed(14'(px_q) + 14'(dx_q) - 14'(pad_l_q));",
+     "assign tap_x     = $signed(14'(px_q) + 14'(dx_q) - 14'(pad_t_q));",
+     "the tap's x is offset by the top pad instead of the left pad"),
+    ("act_pad_right_ignored", "tpu_act_unit.sv",
+     "14'(width_q) + 14'(pad_l_q) + 14'(pad_r_q);",
+     "14'(width_q) + 14'(pad_l_q);",
+     "the right pad is left out of a row's last window"),
+    ("act_pad_taps_read", "tpu_act_unit.sv",
+     "v = (s1_tap_q && (!have || y > p)) ? y : p;",
+     "v = (!have || y > p) ? y : p;",
+     "taps in the padding are not skipped (they pool the region's first row)"),
+    ("act_pad_bottom_edge", "tpu_act_unit.sv",
+     "tap_y < $signed(14'(height_q))",
+     "tap_y <= $signed(14'(height_q))",
+     "the first bottom padding row counts as a pixel"),
+    # Matmul path and weights.
+    ("acc_accumulate", "tpu_accumulators.sv",
+     "old = accumulate_i ? mem_q[waddr_i] : '0;",
+     "old = mem_q[waddr_i];",
+     "the accumulators always accumulate (acc flag ignored)"),
+    ("mm_act_sign", "tpu_matmul_unit.sv",
+     "mxu_data_o[9*k +: 9] = {!a_uns_q && ub_rdata_i[8*k+7], ub_rdata_i[8*k +: 8]};",
+     "mxu_data_o[9*k +: 9] = {ub_rdata_i[8*k+7], ub_rdata_i[8*k +: 8]};",
+     "unsigned activations sign-extended"),
+    ("mm_outer_stride", "tpu_matmul_unit.sv",
+     "addr_q <= line_q + UbW'(outer_stride_q);",
+     "addr_q <= addr_q + UbW'(outer_stride_q);",
+     "the outer stride is added to the current address, not the line start"),
+    ("wl_tile_ready", "tpu_weight_loader.sv",
+     "if (push_i && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin",
+     "if (push_i && wr_row_q % RowIdxW'(N) == '0) begin",
+     "a weight tile counts as complete at its first row instead of its last"),
+]
+
+
+def find(mid):
+    for m in MUTANTS:
+        if m[0] == mid:
+            return m
+    sys.exit(f"mutants.py: unknown mutant '{mid}', expected one of: "
+             + " ".join(m[0] for m in MUTANTS))
+
+
+def edits(m):
+    """The (original, replacement) pairs of a mutant (one, or several in the same file)."""
+    _mid, _fn, orig, repl, _d = m
+    if isinstance(orig, str):
+        return [(orig, repl)]
+    return list(zip(orig, repl))
+
+
+def problem(rtl, m):
+    """None if the mutant applies to rtl/, else what is wrong."""
+    mid, fn = m[0], m[1]
+    try:
+        with open(f"{rtl}/{fn}", encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        return f"{mid}: cannot read {rtl}/{fn} ({e.strerror}), expected the file of the mutant"
+    for orig, _repl in edits(m):
+        n = text.count(orig)
+        if n != 1:
+            first = orig.split("\n")[0].strip()
+            return (f"{mid}: {rtl}/{fn} contains its original text {n} times, expected exactly "
+                    f"once (re-anchor it in scripts/mutants.py): '{first}'")
+    return None
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] not in ("list", "check", "apply"):
+        sys.exit(__doc__)
+    if argv[1] == "list":
+        for mid, fn, _o, _r, desc in MUTANTS:
+            print(f"{mid}\t{fn}\t{desc}")
+        return 0
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    rtl = argv[2]
+    ids = argv[3:] or [m[0] for m in MUTANTS]
+    if len(set(m[0] for m in MUTANTS)) != len(MUTANTS):
+        sys.exit("mutants.py: two mutants share an id")
+    if argv[1] == "check":
+        bad = [p for p in (problem(rtl, find(i)) for i in ids) if p]
+        for p in bad:
+            print(f"mutants.py: {p}", file=sys.stderr)
+        return 1 if bad else 0
+    if len(ids) != 1:
+        sys.exit("mutants.py apply: expected one mutant id")
+    m = find(ids[0])
+    p = problem(rtl, m)
+    if p:
+        sys.exit(f"mutants.py: {p}")
+    path = f"{rtl}/{m[1]}"
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for orig, repl in edits(m):
+        text = text.replace(orig, repl)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Mutation testing of rtl/ (docs/verification.md "Mutation testing").
+#
+#   scripts/mutate.sh [--only ID[,ID...]] [--list] [--check] [--report] [--full] [--no-baseline]
+#                     [--dir DIR]
+#
+# The mutants are in scripts/mutants.py: (file, exact original text that must occur exactly once,
+# replacement, description). First every selected mutant is checked to still apply to rtl/; if
+# one does not (the RTL changed under it), the script stops and names it (exit 2). --check
+# stops there. Then, in a scratch copy of the source tree ($TPU_MUT_DIR, default build-mut/:
+# src/ and src/build/, configured with -DTPU_SIM_N_LIST=4 and ccache when present), it builds
+# only the test programs of the default suite that run the RTL (the block tests, chip, error
+# path, random, device and end-to-end tests) and runs them (`ctest -L rtl -LE
+# 'slow|lint|synth|cnn|cli'`; with --full also the CNN and CLI tests: `-LE 'slow|lint|synth'`,
+# everything is built) on the unmutated RTL (baseline: all must pass), then for each mutant:
+# applies it, rebuilds, runs the same tests and records which fail. A mutant is `killed` when
+# a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed` when
+# it does not build, `timeout` when the tests take longer than TPU_MUT_TIMEOUT seconds (default:
+# 4 x the baseline, at least 300). Each test also has a limit of TPU_MUT_TEST_TIMEOUT seconds
+# (default 300): a mutant that hangs the chip is killed by the tests' own cycle limits or this.
+# Results go to <dir>/results.tsv (id, status, tests killing it, seconds, description), logs to
+# <dir>/<id>.{build,test}.log, and a score table is printed (--report: only print it). TPU_JOBS
+# sets the build and ctest parallelism (default nproc). Exit 0 if no mutant survived.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${TPU_MUT_DIR:-$root/build-mut}"
+jobs="${TPU_JOBS:-$(nproc)}"
+only="" baseline=1 full=0 check_only=0 report_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) only="$2"; shift 2 ;;
+    --list) python3 "$root/scripts/mutants.py" list; exit 0 ;;
+    --check) check_only=1; shift ;;
+    --report) report_only=1; shift ;;
+    --full) full=1; shift ;;
+    --no-baseline) baseline=0; shift ;;
+    --dir) dir="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --report, --full, --no-baseline, --dir)" >&2; exit 2 ;;
+  esac
+done
+results="$dir/results.tsv"
+report() {  # the score table of results.tsv; status 0 if no mutant survived
+  echo
+  # awk, not `read`: an empty killed_by field must stay a field. Killers are separated by '|'
+  # (ctest names of parametrized tests contain spaces).
+  tail -n +2 "$results" | sort | awk -F'\t' '
+    BEGIN { printf "%-24s %-12s %7s %6s  %s\n", "mutant", "status", "killers", "secs", "first killing test" }
+    { n = ($3 == "") ? 0 : split($3, t, "|")
+      printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, t[1] }'
+  local k t s b
+  k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed" || $2 == "timeout"' | wc -l)
+  t=$(tail -n +2 "$results" | wc -l)
+  s=$(tail -n +2 "$results" | awk -F'\t' '$2 == "survived"' | wc -l)
+  b=$(tail -n +2 "$results" | awk -F'\t' '$2 == "build-failed"' | wc -l)
+  echo "mutate.sh: score: $k of $t mutants killed, $s survived, $b did not build ($results)"
+  [ "$s" = 0 ]
+}
+if [ "$report_only" = 1 ]; then report; exit; fi
+if [ -n "$only" ]; then
+  IFS=',' read -r -a ids <<< "$only"
+else
+  mapfile -t ids < <(python3 "$root/scripts/mutants.py" list | cut -f1)
+fi
+if ! python3 "$root/scripts/mutants.py" check "$root/rtl" "${ids[@]}"; then
+  echo "mutate.sh: the mutants above no longer apply to $root/rtl; re-anchor them in scripts/mutants.py" >&2
+  exit 2
+fi
+echo "mutate.sh: ${#ids[@]} mutants apply to $root/rtl"
+[ "$check_only" = 1 ] && exit 0
+
+src="$dir/src" build="$dir/src/build"
+mkdir -p "$src"
+# The working tree as it is (tracked and new files, not ignored ones). Only files whose
+# content differs are copied, with a fresh timestamp, so the scratch build stays incremental;
+# files of the copy that the tree no longer has are removed (not the build directory).
+(cd "$root" && git ls-files -z --cached --others --exclude-standard) | python3 -c '
+import filecmp, os, shutil, sys
+root, dst = sys.argv[1], sys.argv[2]
+keep = set()
+for rel in sys.stdin.read().split("\0"):
+    s, d = os.path.join(root, rel), os.path.join(dst, rel)
+    if not rel or not os.path.isfile(s) or rel.startswith("build"):
+        continue
+    keep.add(rel)
+    if os.path.isfile(d) and filecmp.cmp(s, d, shallow=False):
+        continue
+    os.makedirs(os.path.dirname(d), exist_ok=True)
+    shutil.copyfile(s, d)
+    shutil.copymode(s, d)
+for top, dirs, files in os.walk(dst):
+    rel_top = os.path.relpath(top, dst)
+    if rel_top == "build" or rel_top.startswith("build" + os.sep):
+        dirs[:] = []
+        continue
+    for f in files:
+        rel = os.path.normpath(os.path.join(rel_top, f))
+        if rel not in keep:
+            os.remove(os.path.join(top, f))
+' "$root" "$src"
+restore_rtl() {
+  for f in "$root"/rtl/*; do
+    cmp -s "$f" "$src/rtl/$(basename "$f")" || cp "$f" "$src/rtl/$(basename "$f")"
+  done
+}
+restore_rtl
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_SIM_N_LIST=4 "${launcher[@]}" >/dev/null
+
+if [ "$full" = 1 ]; then
+  targets=(all)
+  labels=(-L rtl -LE 'slow|lint|synth')
+else
+  # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
+  targets=(mxu_test_n4 requant_test instr_layout_test assert_test tpu_sim_unit_tests
+           tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
+           chip_e2e_test_n4)
+  labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
+fi
+build_targets() {  # $1 = log
+  local t
+  for t in "${targets[@]}"; do
+    cmake --build "$build" --target "$t" -j "$jobs" >> "$1" 2>&1 || return 1
+  done
+}
+run_tests() {  # $1 = log; prints the failing tests, one per line
+  rm -f "$build/Testing/Temporary/LastTestsFailed.log"
+  (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
+     "${labels[@]}" > "$1" 2>&1) || true
+  if [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
+    cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log"
+  fi
+}
+
+limit="${TPU_MUT_TIMEOUT:-7200}"
+if [ "$baseline" = 1 ]; then
+  echo "mutate.sh: baseline build ($build, targets: ${targets[*]})"
+  : > "$dir/baseline.build.log"
+  build_targets "$dir/baseline.build.log" || {
+    echo "mutate.sh: the unmutated tree does not build, see $dir/baseline.build.log" >&2; exit 1; }
+  t0=$(date +%s)
+  failed="$(run_tests "$dir/baseline.test.log")"
+  secs=$(( $(date +%s) - t0 ))
+  total="$(grep -c ' Test *#' "$dir/baseline.test.log" || true)"
+  if [ -n "$failed" ] || ! grep -q "tests passed" "$dir/baseline.test.log"; then
+    echo "mutate.sh: on the unmutated RTL these tests fail (see $dir/baseline.test.log):" >&2
+    echo "$failed" >&2
+    exit 1
+  fi
+  echo "mutate.sh: baseline: $total tests pass in ${secs}s"
+  echo "$secs" > "$dir/baseline.seconds"
+fi
+base_secs="$(cat "$dir/baseline.seconds" 2>/dev/null || echo 300)"
+limit="${TPU_MUT_TIMEOUT:-$(( base_secs * 4 > 300 ? base_secs * 4 : 300 ))}"
+
+[ -f "$results" ] || printf 'id\tstatus\tkilled_by\tseconds\tdescription\n' > "$results"
+for id in "${ids[@]}"; do
+  restore_rtl
+  python3 "$root/scripts/mutants.py" apply "$src/rtl" "$id"
+  desc="$(python3 "$root/scripts/mutants.py" list | awk -F'\t' -v id="$id" '$1 == id { print $3 }')"
+  t0=$(date +%s)
+  log="$dir/$id"
+  : > "$log.build.log"
+  if ! build_targets "$log.build.log"; then
+    status=build-failed killers=""
+  else
+    killers="$(run_tests "$log.test.log" | sort | paste -sd '|' -)"
+    if ! grep -q "tests passed\|tests failed" "$log.test.log"; then
+      status=timeout  # ctest itself was stopped by `timeout`
+    elif [ -n "$killers" ]; then
+      status=killed
+    else
+      status=survived
+    fi
+  fi
+  secs=$(( $(date +%s) - t0 ))
+  # Replace an earlier row of this mutant.
+  grep -v -P "^\Q$id\E\t" "$results" > "$results.tmp" || true
+  printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$status" "$killers" "$secs" "$desc" >> "$results.tmp"
+  mv "$results.tmp" "$results"
+  echo "mutate.sh: $id: $status ($(tr '|' '\n' <<< "$killers" | grep -c . || true) tests) ${secs}s"
+done
+restore_rtl
+
+report
+
