@@ -432,7 +432,9 @@ class Generator {
         a.height = 1;
         a.acc_addr = first.acc_addr;
         a.ub_stride = uint32_t(rng_.pick(0, (1u << 24) - 1));
-        a.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - a.width));
+        if (a.raw && a.width * Activate::kRawRowsPerPixel > tc_.ub_rows) a.raw = false;
+        a.ub_addr =
+            tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - a.width * a.ub_rows_per_pixel()));
         prog.push_back(a);
         return;
       }
