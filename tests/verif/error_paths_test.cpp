@@ -306,6 +306,11 @@ TEST(ErrorPaths, AlignmentAndAddressWrap) {
   expect_both({ReadWeights{2, uint32_t(0x1'0000'0000ull - N * N)}, Halt{}},
               ErrorCode::ERR_HOST_RANGE, 0);
   expect_both({ReadHost{HostDest::Ub, 0, 2, 0xFFFF'FFF1u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+  // Misaligned and past 2^32 at once, at every N (2 rows wrap only from N = 8 on): ERR_ALIGN
+  // (code 7) wins over ERR_HOST_RANGE (code 8), for each host instruction.
+  expect_both({ReadHost{HostDest::Ub, 0, 32 / N, 0xFFFF'FFF1u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+  expect_both({WriteHost{0, 32 / N, 0xFFFF'FFF8u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
+  expect_both({ReadWeights{2, 0xFFFF'FFF4u}, Halt{}}, ErrorCode::ERR_ALIGN, 0);
   expect_chip_still_works();
 }
 
@@ -319,6 +324,10 @@ TEST(ErrorPaths, DmaOutsideRegisteredBuffers) {
   // In the windows: fine.
   expect_both({ReadHost{HostDest::Ub, 0, 4, kDataBase}, WriteHost{0, 4, kOutBase}, Halt{}},
               ErrorCode::ERR_NONE, 0, cfg, mem);
+  // Misaligned and outside every window: ERR_ALIGN wins over ERR_HOST_RANGE.
+  expect_both({ReadHost{HostDest::Ub, 0, 4, kSpareBase + 8}, Halt{}}, ErrorCode::ERR_ALIGN, 0, cfg,
+              mem);
+  expect_both({WriteHost{0, 4, kSpareBase + 4}, Halt{}}, ErrorCode::ERR_ALIGN, 0, cfg, mem);
   // A write outside: nothing written, earlier instructions complete.
   expect_both({ReadHost{HostDest::Ub, 0, 4, kDataBase}, WriteHost{0, 4, kOutBase},
                WriteHost{0, 4, kSpareBase}, WriteHost{0, 4, kOutBase + 64}, Halt{}},
