@@ -41,18 +41,28 @@ module tpu_mxu #(
   output logic [TagW-1:0]        out_tag_o
 );
   localparam int unsigned Latency = 2 * N - 1;
-  // One activation lane: {weights unsigned, weight buffer, 9-bit operand}.
+  // One activation lane: {9-bit operand, weight buffer, weights unsigned}; the two low bits
+  // (the lane's weight select) pick the PE's weight wx_q[r][c][*].
   localparam int unsigned LaneW = 11;
 
-  logic [LaneW-1:0]   lane_q   [N][N];  // activation register of PE(r,c), moving right
+  // Activation register of PE(r,c), moving right: the lane's operand in lane_q, its weight
+  // select in lsel_q. Operand, weights and partial sums are all kept as 32-bit signed values
+  // so the simulator multiplies and adds them without masking or sign-extending anything; the
+  // bits above a value's width only copy its sign bit, so a synthesizer merges them into that
+  // bit's flip-flop (the same registers as 9-bit ones).
+  logic signed [31:0] lane_q   [N][N];
+  logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
   // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
-  // wx_q[{buffer, unsigned}][r][c] is weight (r,c) of `buffer` read as int8 or as uint8.
-  logic signed [8:0]  wx_q     [4][N][N];
-  logic [7:0]         wsh_q    [N][N];  // weight shift register, moving down
-  logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k (triangle used)
-  logic signed [31:0] deskew_q [N][N];  // output de-skew: column c delays by N-1-c
-  logic [7:0]         wskew_q  [N][N];  // weight column skew: column c delays by c
+  // wx_q[r][c][{buffer, unsigned}] is weight (r,c) of `buffer` read as int8 or as uint8
+  // (9 bits of value, sign-extended to 32 as above).
+  logic signed [31:0] wx_q     [N][N][4];
+  logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
+  // Input skew and output de-skew, indexed [stage][row or column] so that one stage of all
+  // rows (columns) is contiguous and a shift moves whole stages.
+  logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k, stages 0 .. k-1
+  logic signed [31:0] deskew_q [N][N];  // output de-skew: column c by N-1-c, stages 0 .. N-2-c
+  logic [7:0]         wskew_q  [N][N];  // [stage][c]: weight column skew, column c delays by c
   // Packed shift registers (one whole-vector shift per cycle): Verilator 5.006 cannot keep a
   // non-blocking assignment to an unpacked array inside a loop it does not unroll (> 64).
   logic [3*N-1:0]     wctl_q;           // [3c +: 3]: {shift, commit, buf} as seen by column c+1
@@ -94,77 +104,88 @@ module tpu_mxu #(
   // The array. Blocking assignments, reverse order: see the header comment (BLKSEQ is
   // waived for this file in lint_waivers.vlt).
   always_ff @(posedge clk_i) begin
-    logic [LaneW-1:0]   lane_in;
-    logic signed [8:0]  a;
-    logic signed [31:0] above;
-    logic [2:0]         ctl;
-    logic [7:0]         wtop;
-    logic signed [17:0] prod;
-
     if (in_valid_i || rows_live_q != '0) begin
       // Output de-skew first: it must see the bottom row's pre-edge partial sums.
       // Column c waits N-1-c cycles so all columns leave together.
-      for (int c = 0; c < 32'(N) - 1; c++) begin
-        for (int j = 32'(N) - 2 - c; j >= 1; j--) begin
-          deskew_q[c][j] = deskew_q[c][j-1];
-        end
-        deskew_q[c][0] = psum_q[N-1][c];
-      end
-
-      // Processing elements, bottom-right first.
-      for (int r = 32'(N) - 1; r >= 0; r--) begin
-        for (int c = 32'(N) - 1; c >= 0; c--) begin
-          if (c == 0) begin
-            lane_in = (r == 0) ? {in_wuns_i, in_wbuf_i, in_data_i[8:0]} : skew_q[r][r-1];
-          end else begin
-            lane_in = lane_q[r][c-1];
-          end
-          a     = lane_in[8:0];
-          above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
-          prod  = a * wx_q[{lane_in[9], lane_in[10]}][r][c];
-          psum_q[r][c] = above + {{14{prod[17]}}, prod};
-          lane_q[r][c] = lane_in;
+      for (int unsigned j = N - 2; j >= 1; j--) begin
+        for (int unsigned c = 0; c + j <= N - 2; c++) begin
+          deskew_q[j][c] = deskew_q[j-1][c];
         end
       end
+      for (int unsigned c = 0; c < N - 1; c++) begin
+        deskew_q[0][c] = psum_q[N-1][c];
+      end
 
-      // Input skew: row k is delayed by k cycles (k - 1 registers feed skew_q[k][k-1]).
-      for (int k = 32'(N) - 1; k >= 1; k--) begin
-        for (int j = k - 1; j >= 1; j--) begin
-          skew_q[k][j] = skew_q[k][j-1];
+      // Processing elements, bottom row first (each row reads the pre-edge partial sums of the
+      // row above), right to left within a row (each PE reads its left neighbour's pre-edge
+      // activation). PE(r,c) latches its input lane into lane_q/lsel_q[r][c] and
+      // psum_q[r][c] <= above + a * w: a = the lane's operand, w = weight (r,c) of the lane's
+      // buffer in the lane's interpretation.
+      for (int unsigned r = N - 1; r >= 1; r--) begin
+        for (int unsigned c = N - 1; c >= 1; c--) begin
+          psum_q[r][c] = psum_q[r-1][c] + lane_q[r][c-1] * wx_q[r][c][lsel_q[r][c-1]];
+          lane_q[r][c] = lane_q[r][c-1];
+          lsel_q[r][c] = lsel_q[r][c-1];
         end
-        skew_q[k][0] = {in_wuns_i, in_wbuf_i, in_data_i[9*k +: 9]};
+        lane_q[r][0] = 32'($signed(skew_q[r-1][r][LaneW-1:2]));
+        lsel_q[r][0] = skew_q[r-1][r][1:0];
+        psum_q[r][0] = psum_q[r-1][0] + lane_q[r][0] * wx_q[r][0][lsel_q[r][0]];
+      end
+      for (int unsigned c = N - 1; c >= 1; c--) begin
+        psum_q[0][c] = lane_q[0][c-1] * wx_q[0][c][lsel_q[0][c-1]];
+        lane_q[0][c] = lane_q[0][c-1];
+        lsel_q[0][c] = lsel_q[0][c-1];
+      end
+      lane_q[0][0] = 32'($signed(in_data_i[8:0]));
+      lsel_q[0][0] = {in_wbuf_i, in_wuns_i};
+      psum_q[0][0] = lane_q[0][0] * wx_q[0][0][lsel_q[0][0]];
+
+      // Input skew: row k is delayed by k cycles (k registers, the last feeds PE(k,0)).
+      for (int unsigned j = N - 2; j >= 1; j--) begin
+        for (int unsigned k = j + 1; k < N; k++) begin
+          skew_q[j][k] = skew_q[j-1][k];
+        end
+      end
+      for (int unsigned k = 1; k < N; k++) begin
+        skew_q[0][k] = {in_data_i[9*k +: 9], in_wbuf_i, in_wuns_i};
       end
     end
 
     if (w_shift_i || w_commit_i || wctl_live_q != '0) begin
       // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
       // be committed in the same cycle the next one starts to shift in.
-      for (int c = 32'(N) - 1; c >= 0; c--) begin
+      for (int unsigned c = 0; c < N; c++) begin
+        logic [2:0] ctl;  // {shift, commit, buffer} of column c
+        logic [7:0] wtop; // the tile row entering column c
         if (c == 0) begin
           ctl  = {w_shift_i, w_commit_i, w_buf_i};
           wtop = w_row_i[7:0];
         end else begin
           ctl  = wctl_q[3*(c-1) +: 3];
-          wtop = wskew_q[c][c-1];
+          wtop = wskew_q[c-1][c];
         end
         if (ctl[1]) begin
-          for (int r = 0; r < 32'(N); r++) begin
-            wx_q[{ctl[0], 1'b0}][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
-            wx_q[{ctl[0], 1'b1}][r][c] = {1'b0, wsh_q[r][c]};
+          for (int unsigned r = 0; r < N; r++) begin
+            wx_q[r][c][{ctl[0], 1'b0}] = 32'($signed(wsh_q[c][r]));
+            wx_q[r][c][{ctl[0], 1'b1}] = 32'(wsh_q[c][r]);
           end
         end
         if (ctl[2]) begin
-          for (int r = 32'(N) - 1; r >= 1; r--) begin
-            wsh_q[r][c] = wsh_q[r-1][c];
+          for (int unsigned r = N - 1; r >= 1; r--) begin
+            wsh_q[c][r] = wsh_q[c][r-1];
           end
-          wsh_q[0][c] = wtop;
+          wsh_q[c][0] = wtop;
         end
       end
-      for (int c = 32'(N) - 1; c >= 1; c--) begin
-        for (int j = c - 1; j >= 1; j--) begin
-          wskew_q[c][j] = wskew_q[c][j-1];
+      // Weight column skew: column c is delayed by c cycles (c registers, the last feeds
+      // column c's shift register).
+      for (int unsigned j = N - 2; j >= 1; j--) begin
+        for (int unsigned c = j + 1; c < N; c++) begin
+          wskew_q[j][c] = wskew_q[j-1][c];
         end
-        wskew_q[c][0] = w_row_i[8*c +: 8];
+      end
+      for (int unsigned c = 1; c < N; c++) begin
+        wskew_q[0][c] = w_row_i[8*c +: 8];
       end
     end
   end
@@ -172,7 +193,7 @@ module tpu_mxu #(
   always_comb begin
     for (int c = 0; c < 32'(N); c++) begin
       if (c == 32'(N) - 1) out_sum_o[32*c +: 32] = psum_q[N-1][c];
-      else                 out_sum_o[32*c +: 32] = deskew_q[c][N-2-c];
+      else                 out_sum_o[32*c +: 32] = deskew_q[N-2-c][c];
     end
   end
   assign out_valid_o = side_valid_q[Latency-1];
