@@ -46,17 +46,13 @@ module tpu_mxu #(
   localparam int unsigned LaneW = 11;
 
   // Activation register of PE(r,c), moving right: the lane's operand in lane_q, its weight
-  // select in lsel_q. Operand, weights and partial sums are all kept as 32-bit signed values
-  // so the simulator multiplies and adds them without masking or sign-extending anything; the
-  // bits above a value's width only copy its sign bit, so a synthesizer merges them into that
-  // bit's flip-flop (the same registers as 9-bit ones).
-  logic signed [31:0] lane_q   [N][N];
+  // select in lsel_q (kept apart so a PE reads each without masking or shifting).
+  logic signed [8:0]  lane_q   [N][N];
   logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
   // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
-  // wx_q[r][c][{buffer, unsigned}] is weight (r,c) of `buffer` read as int8 or as uint8
-  // (9 bits of value, sign-extended to 32 as above).
-  logic signed [31:0] wx_q     [N][N][4];
+  // wx_q[r][c][{buffer, unsigned}] is weight (r,c) of `buffer` read as int8 or as uint8.
+  logic signed [8:0]  wx_q     [N][N][4];
   logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
   // Input skew and output de-skew, indexed [stage][row or column] so that one stage of all
   // rows (columns) is contiguous and a shift moves whole stages.
@@ -127,18 +123,18 @@ module tpu_mxu #(
           lane_q[r][c] = lane_q[r][c-1];
           lsel_q[r][c] = lsel_q[r][c-1];
         end
-        lane_q[r][0] = 32'($signed(skew_q[r-1][r][LaneW-1:2]));
+        lane_q[r][0] = skew_q[r-1][r][LaneW-1:2];
         lsel_q[r][0] = skew_q[r-1][r][1:0];
         psum_q[r][0] = psum_q[r-1][0] + lane_q[r][0] * wx_q[r][0][lsel_q[r][0]];
       end
       for (int unsigned c = N - 1; c >= 1; c--) begin
-        psum_q[0][c] = lane_q[0][c-1] * wx_q[0][c][lsel_q[0][c-1]];
+        psum_q[0][c] = 32'(lane_q[0][c-1]) * 32'(wx_q[0][c][lsel_q[0][c-1]]);
         lane_q[0][c] = lane_q[0][c-1];
         lsel_q[0][c] = lsel_q[0][c-1];
       end
-      lane_q[0][0] = 32'($signed(in_data_i[8:0]));
+      lane_q[0][0] = in_data_i[8:0];
       lsel_q[0][0] = {in_wbuf_i, in_wuns_i};
-      psum_q[0][0] = lane_q[0][0] * wx_q[0][0][lsel_q[0][0]];
+      psum_q[0][0] = 32'(lane_q[0][0]) * 32'(wx_q[0][0][lsel_q[0][0]]);
 
       // Input skew: row k is delayed by k cycles (k registers, the last feeds PE(k,0)).
       for (int unsigned j = N - 2; j >= 1; j--) begin
@@ -166,8 +162,8 @@ module tpu_mxu #(
         end
         if (ctl[1]) begin
           for (int unsigned r = 0; r < N; r++) begin
-            wx_q[r][c][{ctl[0], 1'b0}] = 32'($signed(wsh_q[c][r]));
-            wx_q[r][c][{ctl[0], 1'b1}] = 32'(wsh_q[c][r]);
+            wx_q[r][c][{ctl[0], 1'b0}] = {wsh_q[c][r][7], wsh_q[c][r]};
+            wx_q[r][c][{ctl[0], 1'b1}] = {1'b0, wsh_q[c][r]};
           end
         end
         if (ctl[2]) begin
