@@ -518,23 +518,36 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     cn.layers.push_back(std::move(p));
   }
 
-  // ---- quantization slots: generations of (layer, output block) slots
-  std::vector<std::vector<std::pair<int, int>>> gens(1);  // (layer, ob)
+  // ---- quantization slots: generations of (layer, output block, divisor) slots; a layer with
+  // per-pixel divisors (compiler.h) has one slot per divisor for each output block.
+  struct SlotOf {
+    int layer, ob, divisor;
+  };
+  std::vector<std::vector<SlotOf>> gens(1);
   for (size_t li = 0; li < nl; ++li) {
     auto& p = cn.layers[li];
+    const int nd = int(net.layers[li].divisors().size());
+    if (nd > regular_slots)
+      throw Error(
+          "layer '" + net.layers[li].name + "' (" + net.layers[li].op + "): " + std::to_string(nd) +
+          " different averaging divisors at its borders need " + std::to_string(nd) +
+          " quantization slots; the chip has " + std::to_string(regular_slots) + " for layers");
+    p.divisors = nd;
     int ob = 0;
     while (ob < p.obs) {
-      if (int(gens.back().size()) == regular_slots ||
-          (p.obs - ob <= regular_slots && int(gens.back().size()) + (p.obs - ob) > regular_slots))
+      const int used = int(gens.back().size());
+      if (used + nd > regular_slots ||
+          (p.obs - ob <= regular_slots / nd && used + (p.obs - ob) * nd > regular_slots))
         gens.emplace_back();
-      const int room = regular_slots - int(gens.back().size());
+      const int room = (regular_slots - int(gens.back().size())) / nd;
       const int take = std::min(room, p.obs - ob);
       CompiledNetwork::LayerPlan::Chunk c;
       c.ob_begin = ob;
       c.ob_end = ob + take;
       c.generation = int(gens.size()) - 1;
       c.slot_base = int(gens.back().size());
-      for (int o = ob; o < ob + take; ++o) gens.back().push_back({int(li), o});
+      for (int o = ob; o < ob + take; ++o)
+        for (int d = 0; d < nd; ++d) gens.back().push_back({int(li), o, d});
       p.chunks.push_back(c);
       ob += take;
     }
@@ -554,18 +567,19 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     gen.slots = int(g.size());
     cn.constants.resize(cn.constants.size() + g.size() * 12 * n, 0);
     for (size_t s = 0; s < g.size(); ++s) {
-      const QLayer& l = net.layers[size_t(g[s].first)];
-      const auto& p = cn.layers[size_t(g[s].first)];
-      const int ob = g[s].second;
+      const QLayer& l = net.layers[size_t(g[s].layer)];
+      const auto& p = cn.layers[size_t(g[s].layer)];
+      const int ob = g[s].ob;
+      const size_t requant_at = size_t(g[s].divisor) * size_t(l.cout());
       const int out_zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
       for (uint32_t c = 0; c < n; ++c) {
         const int oc = ob * int(n) + int(c);
         const uint32_t zp = uint32_t(out_zp) & 0xFF;
         if (oc < l.cout()) {
           bias[c] = p.chip_bias[size_t(oc)];
-          mult[c] = l.mult[size_t(oc)];
-          misc[c] = uint32_t(l.shift[size_t(oc)]) | zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 |
-                    (uint32_t(l.hi) & 0xFF) << 24;
+          mult[c] = l.mult[requant_at + size_t(oc)];
+          misc[c] = uint32_t(l.shift[requant_at + size_t(oc)]) | zp << 8 |
+                    (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
         } else {  // padding channels: the zero point (the next layer's weights there are 0)
           bias[c] = 0;
           mult[c] = 0;
@@ -899,7 +913,7 @@ class Emitter {
             u.g0 = s;
             u.g = std::min(g, m - s);
             u.ob = ob;
-            u.slot = c.slot_base + (ob - c.ob_begin);
+            u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
             u.gen = c.generation;
             u.py0 = b.first;
             u.py1 = b.second;
@@ -1140,12 +1154,49 @@ class Emitter {
     a.pad_left = uint8_t(l.pool_pad_l);
     a.pad_right = uint8_t((l.out.w - 1) * l.pool_s - l.pool_pad_l + l.pool_k - p.cols_used);
     a.ub_stride = out.wp();
+    if (l.per_pixel_divisor()) {
+      divisor_activates(l, u, a, out, base, out_line0);
+      return;
+    }
     for (uint32_t j = 0; j < u.g; ++j) {
       a.acc_addr = uint16_t(u.acc + j * u.rows);
       a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
                   uint32_t(u.py0 - out_line0 + out.pt) * out.wp() + uint32_t(out.pl);
       op(a);
     }
+  }
+
+  // The activates of an AveragePool with per-pixel divisors (no pooling: output line y is ACC
+  // line y - u.y0): one per run of lines with one divisor, each with its divisor's slot; where
+  // the divisor also changes along a line, one per line and run of columns (an activate's ACC
+  // rows are as wide as it is).
+  void divisor_activates(const QLayer& l, const Unit& u, Activate a,
+                         const CompiledNetwork::Tensor& out, uint32_t base, int out_line0) {
+    const int w = l.out.w;
+    std::vector<std::pair<int, int>> col_runs;  // [x0, x1) with one avg_cols value
+    for (int x = 0; x < w;) {
+      int x1 = x + 1;
+      while (x1 < w && l.avg_cols[size_t(x1)] == l.avg_cols[size_t(x)]) ++x1;
+      col_runs.push_back({x, x1});
+      x = x1;
+    }
+    const bool whole_lines = col_runs.size() == 1;
+    for (uint32_t j = 0; j < u.g; ++j)
+      for (int y = u.py0; y < u.py1;) {
+        int y1 = y + 1;
+        while (whole_lines && y1 < u.py1 && l.avg_lines[size_t(y1)] == l.avg_lines[size_t(y)]) ++y1;
+        for (const auto& [x0, x1] : col_runs) {
+          a.slot = uint8_t(u.slot + l.divisor_index(y, x0));
+          a.width = uint16_t(x1 - x0);
+          a.height = uint16_t(y1 - y);
+          a.acc_addr =
+              uint16_t(u.acc + j * u.rows + uint32_t(y - u.y0) * uint32_t(w) + uint32_t(x0));
+          a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
+                      uint32_t(y - out_line0 + out.pt) * out.wp() + uint32_t(out.pl + x0);
+          op(a);
+        }
+        y = y1;
+      }
   }
 
   // ---- spilling (compiler.h): every tensor in host memory, layers in tiles of output lines.
@@ -1358,7 +1409,7 @@ class Emitter {
           u.g0 = 0;
           u.g = 1;
           u.ob = ob;
-          u.slot = c.slot_base + (ob - c.ob_begin);
+          u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
           u.gen = c.generation;
           u.py0 = tiles[k].py0;
           u.py1 = tiles[k].py1;

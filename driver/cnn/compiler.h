@@ -33,6 +33,10 @@
 //    rows while the activation unit drains the previous one's); the previous unit's activates
 //    are spread among the current unit's matmuls (in-order issue); a few rows at the top are
 //    the fill source for borders.
+//  * An AveragePool whose divisor changes at the borders (count_include_pad = 0, partial
+//    ceil-mode windows) sums like a Conv of ones and is requantized with one slot per divisor:
+//    one activate per run of output lines with one divisor (per line and run of columns when
+//    the divisor changes along the line).
 //  * Quantization slots: one per (layer, output block); when they do not all fit, they are
 //    reloaded in generations (read_host to PARAM) as the program reaches them. A LUT layer
 //    loads its table (read_host to LUT) before its first activate.
@@ -112,6 +116,9 @@ struct CompiledNetwork {
       int ob_begin = 0, ob_end = 0, generation = 0, slot_base = 0;
     };
     std::vector<Chunk> chunks;
+    // Slots per output block: 1, or one per divisor of a per-pixel-divisor AveragePool; output
+    // block ob's slot for divisor d is slot_base + (ob - ob_begin) * divisors + d.
+    int divisors = 1;
     std::vector<int32_t> chip_bias;  // bias - sum(zp_in * weights), per output channel
     int lut = -1;                    // index into luts
   };

@@ -340,6 +340,10 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
     if (l.raw_out)
       throw Error(
           layer_error(l, i, "an int32 output (MatMulInteger / ConvInteger) has no float form"));
+    if (l.per_pixel_divisor())
+      throw Error(layer_error(l, i,
+                              "an AveragePool whose divisor changes at the borders has no export "
+                              "here; export the model it came from"));
     const std::string p = "l" + std::to_string(i);
     bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
     if (prelu_part[i]) continue;
@@ -480,6 +484,10 @@ void check_quantized_layer(const QLayer& l, size_t i) {
   if (l.raw)
     throw Error(layer_error(l, i,
                             "an int32 output (MatMulInteger / ConvInteger) has no quantized "
+                            "export here; export the model it came from"));
+  if (l.per_pixel_divisor())
+    throw Error(layer_error(l, i,
+                            "an AveragePool whose divisor changes at the borders has no quantized "
                             "export here; export the model it came from"));
   bool negated = false;
   for (int32_t m : l.mult) negated |= m < 0;
