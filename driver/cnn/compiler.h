@@ -170,6 +170,11 @@ struct ProgramOptions {
   // one layer while the MXU starts the next. Off: every layer's instructions end before the
   // next layer's begin, so Program::layer_end cuts exactly (the model backend's profile).
   bool overlap_layers = true;
+  // With overlap_layers: a first layer whose max-pooling activates outlast its matmuls (a
+  // packed, pooled convolution such as ResNet's stem) runs interleaved image by image with
+  // the convolution after it, so the array works on the second while the activation unit pools
+  // the first.
+  bool pair_first_layers = true;
   // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
   uint32_t scratch_addr = 0;
 };
