@@ -40,6 +40,14 @@
 //  * Quantization slots: one per (layer, output block); when they do not all fit, they are
 //    reloaded in generations (read_host to PARAM) as the program reaches them. A LUT layer
 //    loads its table (read_host to LUT) before its first activate.
+//  * A layer's output borders are written among its first unit's matmuls (a run of them before
+//    would hold the matmuls back while the activation unit drains the previous layer).
+//  * A first layer whose max-pooling activates outlast its matmuls (ResNet's stem: 3x3 windows
+//    at stride 2 read 2.25 accumulator rows per row computed) runs interleaved image by image
+//    with the convolution after it: the stem's units of image k, then the second layer's of
+//    image k-1, each unit's activates right after the next unit's first matmul, so the array
+//    computes the second layer while the activation unit pools (ProgramOptions::
+//    pair_first_layers; the second layer's borders go among its last unit's matmuls).
 //  * A batch is processed in micro-batches of as many images as the unified buffer holds.
 //  * Spilling (`CompiledNetwork::spill`): when one image's live tensors do not fit the unified
 //    buffer, every tensor lives in host memory (a scratch area, `scratch_bytes`) in the same

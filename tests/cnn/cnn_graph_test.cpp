@@ -79,6 +79,19 @@ TEST(Graph, ResidualNetwork) {
   check_network(net, 20);
 }
 
+// The stem and the first block's conv run image-interleaved (ProgramOptions::
+// pair_first_layers): every micro-batch size and batch tail, against the reference.
+TEST(Graph, PairedFirstLayersEveryMicroBatch) {
+  const Network net = small_resnet(15);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 16, 16));
+  const auto images = quantize_images(q, random_images(net.input, 7, 17));
+  for (uint32_t batch : {1u, 2u, 7u})
+    for (uint32_t micro : {0u, 1u, 2u, 3u}) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + ", micro-batch " + std::to_string(micro));
+      expect_bit_exact(q, images, batch, micro);
+    }
+}
+
 TEST(Graph, MobileNetInvertedResiduals) {
   const Network net = small_mobilenet(12);
   EXPECT_EQ(count_kind(net, LayerKind::Add), 2);
