@@ -790,21 +790,28 @@ class Generator {
       case 9:
       case 10: {  // host range: wraps past 2^32, or outside the enabled windows
         uint32_t addr;
+        uint64_t end;  // the range must reach past this address (the window's end, or 2^32)
         if (windows_on_ && rng_.chance(0.7)) {
           addr =
               rng_.chance(0.5) ? kSpareBase : kOutBase + kOutSize - 16;  // spare / crosses the end
+          end = addr == kSpareBase ? addr : kOutBase + kOutSize;
         } else {
           addr = 0xFFFF'FFF0u - 16 * uint32_t(rng_.pick(0, 3));
+          end = uint64_t(1) << 32;
         }
+        // Enough bytes at every N (8 rows or one tile of N = 4 may end exactly at the end).
+        const uint64_t need = end - addr + 1;
+        const uint32_t rows = std::max<uint32_t>(8, uint32_t((need + n_ - 1) / n_));
+        const uint32_t tiles = std::max<uint32_t>(1, uint32_t((need + n_ * n_ - 1) / (n_ * n_)));
         switch (rng_.pick(0, 2)) {
           case 0:
-            bad = ReadHost{HostDest::Ub, tc_.ub_base, 8, addr};
+            bad = ReadHost{HostDest::Ub, tc_.ub_base, rows, addr};
             break;
           case 1:
-            bad = WriteHost{tc_.ub_base, 8, addr};
+            bad = WriteHost{tc_.ub_base, rows, addr};
             break;
           default:
-            bad = ReadWeights{1, addr};
+            bad = ReadWeights{tiles, addr};
             break;
         }
         tc_.fault = "host range";
