@@ -12,11 +12,48 @@
 #include <exception>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "Vtpu_mxu.h"
 #include "verilated.h"
 #include "workload.h"
+
+namespace {
+
+// The MXU's data ports are flat vectors (element i in bits [w*i +: w]); Verilator gives them as
+// an integer (up to 64 bits) or a VlWide of 32-bit words. Packs elements into 32-bit words...
+std::vector<uint32_t> pack(const int* elems, int count, unsigned width) {
+  std::vector<uint32_t> words((count * width + 31) / 32, 0u);
+  const uint32_t mask = (1u << width) - 1u;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t v = uint64_t(uint32_t(elems[i]) & mask) << ((i * width) % 32);
+    const size_t w = (size_t(i) * width) / 32;
+    words[w] |= uint32_t(v);
+    if (w + 1 < words.size()) words[w + 1] |= uint32_t(v >> 32);
+  }
+  return words;
+}
+// ... and stores them into a port of either kind.
+template <typename T>
+void store(T& port, const std::vector<uint32_t>& words) {
+  if constexpr (std::is_integral_v<T>) {
+    uint64_t v = 0;
+    for (size_t w = 0; w < words.size() && w < 2; ++w) v |= uint64_t(words[w]) << (32 * w);
+    port = T(v);
+  } else {
+    for (size_t w = 0; w < words.size(); ++w) port[w] = words[w];
+  }
+}
+template <typename T>
+int32_t load32(const T& port, int index) {
+  if constexpr (std::is_integral_v<T>)
+    return int32_t(uint32_t(uint64_t(port) >> (32 * index)));
+  else
+    return int32_t(port[index]);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -34,6 +71,10 @@ int main(int argc, char** argv) {
     std::vector<int> act(kRows * N), wts(kTiles * N * N);
     for (auto& v : act) v = byte(rng);
     for (auto& v : wts) v = byte(rng);
+    // Port images: activation row i (9-bit elements), weight row j of the tiles (8-bit).
+    std::vector<std::vector<uint32_t>> act_words(kRows), wts_words(kTiles * N);
+    for (int i = 0; i < kRows; ++i) act_words[i] = pack(&act[i * N], N, 9);
+    for (int j = 0; j < kTiles * N; ++j) wts_words[j] = pack(&wts[j * N], N, 8);
 
     auto ctx = std::make_unique<VerilatedContext>();
     auto m = std::make_unique<Vtpu_mxu>(ctx.get());
@@ -64,7 +105,7 @@ int main(int argc, char** argv) {
     // Load tile 0 into buffer 0 before the first row.
     auto shift_row = [&](int tile, int step) {  // bottom tile row first
       m->w_shift_i = 1;
-      for (int c = 0; c < N; ++c) m->w_row_i[c] = uint8_t(wts[(tile * N + (N - 1 - step)) * N + c]);
+      store(m->w_row_i, wts_words[tile * N + (N - 1 - step)]);
     };
     for (int s = 0; s < N; ++s) {
       idle();
@@ -100,7 +141,7 @@ int main(int argc, char** argv) {
       idle();
       m->in_valid_i = 1;
       const int row = int(i % kRows);
-      for (int k = 0; k < N; ++k) m->in_data_i[k] = uint16_t(act[row * N + k] & 0x1FF);
+      store(m->in_data_i, act_words[row]);
       m->in_wbuf_i = tile % 2;
       m->in_wuns_i = 0;
       m->in_tag_i = uint32_t(i & 0x3FFFF);
@@ -119,7 +160,7 @@ int main(int argc, char** argv) {
           if (out_rows <= (1u << 18) && first_row_of_tile[t] >= 0 &&
               tag == uint32_t(first_row_of_tile[t])) {
             for (int c = 0; c < N; ++c)
-              if (int32_t(m->out_sum_o[c]) != reference(int(tag % kRows), t, c)) ++bad;
+              if (load32(m->out_sum_o, c) != reference(int(tag % kRows), t, c)) ++bad;
             ++checked;
           }
         }
