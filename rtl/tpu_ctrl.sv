@@ -357,19 +357,28 @@ module tpu_ctrl #(
   // ---------------- errors and the end of a run ----------------
   logic [3:0]  new_err;
   logic [31:0] new_err_pc;
-  logic        unit_err;
-  assign unit_err = dmain_err_i || wdma_err_i ||
-                    (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i);
+  logic        unit_err, dmaout_err, unit_err_wdma_older, unit_err_dmaout_older;
+  logic [31:0] wdma_err_pc;
+  assign dmaout_err  = dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i;
+  assign unit_err    = dmain_err_i || wdma_err_i || dmaout_err;
+  assign wdma_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
+  // Several units may report an AXI error in the same cycle (e.g. an older write_host's write
+  // response and a younger read_host's or read_weights' read response): the oldest one in
+  // program order is the fault (docs/isa.md "Errors"), whatever the unit.
+  assign unit_err_wdma_older   = wdma_err_i && (!dmain_err_i || wdma_err_pc < pc_dmain_q);
+  assign unit_err_dmaout_older = dmaout_err &&
+                                 (!dmain_err_i || pc_dmaout_q < pc_dmain_q) &&
+                                 (!wdma_err_i || pc_dmaout_q < wdma_err_pc);
   always_comb begin
     new_err    = tpu_pkg::ErrNone;
     new_err_pc = '0;
     // Unit errors first: they belong to instructions older than the head.
-    if (dmain_err_i) begin
-      new_err = tpu_pkg::ErrAxiRead; new_err_pc = pc_dmain_q;
-    end else if (wdma_err_i) begin
-      new_err = tpu_pkg::ErrAxiRead; new_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
-    end else if (dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i) begin
+    if (unit_err_dmaout_older) begin
       new_err = tpu_pkg::ErrAxiWrite; new_err_pc = pc_dmaout_q;
+    end else if (unit_err_wdma_older) begin
+      new_err = tpu_pkg::ErrAxiRead; new_err_pc = wdma_err_pc;
+    end else if (dmain_err_i) begin
+      new_err = tpu_pkg::ErrAxiRead; new_err_pc = pc_dmain_q;
     end else if (can_decide && head_err != tpu_pkg::ErrNone) begin
       new_err = head_err; new_err_pc = pc_q;
     end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
@@ -614,6 +623,11 @@ module tpu_ctrl #(
   `TPU_ASSERT_NEVER(CtrlMmUnderflow, mxu_retire_i && mm_cnt == '0 && run_q && !flush_q)
   `TPU_ASSERT_NEVER(CtrlMmTwoAborts, mxu_abort_o && mm_aborted_q)
   `TPU_ASSERT(CtrlWeightCredit, credit_q <= 32'(WFifoTiles) + 2)
+  // Of the AXI errors reported in one cycle, the oldest instruction's is the one taken.
+  `TPU_ASSERT_IMPLIES(CtrlUnitErrOldest, unit_err,
+                      (!dmain_err_i || new_err_pc <= pc_dmain_q) &&
+                      (!wdma_err_i || new_err_pc <= wdma_err_pc) &&
+                      (!dmaout_err || new_err_pc <= pc_dmaout_q))
   // Run states: a flush is not a run; nothing is issued outside a run or after an error.
   `TPU_ASSERT_NEVER(CtrlRunAndFlush, run_q && flush_q)
   `TPU_ASSERT_IMPLIES(CtrlIssueInRun, issue, run_q && !stop_q && !fetch_stop_q)

@@ -45,7 +45,7 @@ command -v python3 >/dev/null || { echo "onnx_conformance: python3 is needed for
 
 # The representative tests of the default suite.
 fast_tests="conv_with_strides_padding basic_conv_with_padding gemm_default_vector_bias matmul_2d maxpool_2d_pads
-maxpool_2d_uint8 averagepool_2d_pads_count_include_pad globalaveragepool relu sigmoid identity softmax_example
+maxpool_2d_uint8 averagepool_2d_pads_count_include_pad averagepool_2d_pads averagepool_2d_ceil globalaveragepool relu sigmoid identity softmax_example
 matmulinteger convinteger_with_padding"
 
 # The ops the compiler claims, as test name prefixes (test_<prefix>...). ConvTranspose and
@@ -217,7 +217,9 @@ if out != "-":
              "`s_x / 2` (its rounding; 0 for a uint8 / int8 input, which is exact). A Conv / Gemm / MatMul "
              "turns an input error `e` into `max_oc (sum_i |w_i| * e + K * x_max * s_w / 2)` (the "
              "weights' float values `w_i`, fan-in `K`, `x_max` the largest |x| the input's quantization "
-             "represents, `s_w` the channel's weight step: each weight is off by at most `s_w / 2`); an "
+             "represents, `s_w` the channel's weight step: each weight is off by at most `s_w / 2`; an "
+             "AveragePool whose divisor changes at the borders sums with weights 1, and its bound is "
+             "divided by its smallest divisor); an "
              "Add adds its operands' errors; a Copy (pooling, Identity, requantization) keeps it; max "
              "pooling, Relu and Clip do not grow it. A LUT activation rounds its input (`+ s_pre / 2`) and "
              "multiplies by its largest slope (Sigmoid 1/4, Tanh 1, HardSigmoid alpha, LeakyRelu "

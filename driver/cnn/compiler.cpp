@@ -518,23 +518,36 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     cn.layers.push_back(std::move(p));
   }
 
-  // ---- quantization slots: generations of (layer, output block) slots
-  std::vector<std::vector<std::pair<int, int>>> gens(1);  // (layer, ob)
+  // ---- quantization slots: generations of (layer, output block, divisor) slots; a layer with
+  // per-pixel divisors (compiler.h) has one slot per divisor for each output block.
+  struct SlotOf {
+    int layer, ob, divisor;
+  };
+  std::vector<std::vector<SlotOf>> gens(1);
   for (size_t li = 0; li < nl; ++li) {
     auto& p = cn.layers[li];
+    const int nd = int(net.layers[li].divisors().size());
+    if (nd > regular_slots)
+      throw Error(
+          "layer '" + net.layers[li].name + "' (" + net.layers[li].op + "): " + std::to_string(nd) +
+          " different averaging divisors at its borders need " + std::to_string(nd) +
+          " quantization slots; the chip has " + std::to_string(regular_slots) + " for layers");
+    p.divisors = nd;
     int ob = 0;
     while (ob < p.obs) {
-      if (int(gens.back().size()) == regular_slots ||
-          (p.obs - ob <= regular_slots && int(gens.back().size()) + (p.obs - ob) > regular_slots))
+      const int used = int(gens.back().size());
+      if (used + nd > regular_slots ||
+          (p.obs - ob <= regular_slots / nd && used + (p.obs - ob) * nd > regular_slots))
         gens.emplace_back();
-      const int room = regular_slots - int(gens.back().size());
+      const int room = (regular_slots - int(gens.back().size())) / nd;
       const int take = std::min(room, p.obs - ob);
       CompiledNetwork::LayerPlan::Chunk c;
       c.ob_begin = ob;
       c.ob_end = ob + take;
       c.generation = int(gens.size()) - 1;
       c.slot_base = int(gens.back().size());
-      for (int o = ob; o < ob + take; ++o) gens.back().push_back({int(li), o});
+      for (int o = ob; o < ob + take; ++o)
+        for (int d = 0; d < nd; ++d) gens.back().push_back({int(li), o, d});
       p.chunks.push_back(c);
       ob += take;
     }
@@ -554,18 +567,19 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     gen.slots = int(g.size());
     cn.constants.resize(cn.constants.size() + g.size() * 12 * n, 0);
     for (size_t s = 0; s < g.size(); ++s) {
-      const QLayer& l = net.layers[size_t(g[s].first)];
-      const auto& p = cn.layers[size_t(g[s].first)];
-      const int ob = g[s].second;
+      const QLayer& l = net.layers[size_t(g[s].layer)];
+      const auto& p = cn.layers[size_t(g[s].layer)];
+      const int ob = g[s].ob;
+      const size_t requant_at = size_t(g[s].divisor) * size_t(l.cout());
       const int out_zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
       for (uint32_t c = 0; c < n; ++c) {
         const int oc = ob * int(n) + int(c);
         const uint32_t zp = uint32_t(out_zp) & 0xFF;
         if (oc < l.cout()) {
           bias[c] = p.chip_bias[size_t(oc)];
-          mult[c] = l.mult[size_t(oc)];
-          misc[c] = uint32_t(l.shift[size_t(oc)]) | zp << 8 | (uint32_t(l.lo) & 0xFF) << 16 |
-                    (uint32_t(l.hi) & 0xFF) << 24;
+          mult[c] = l.mult[requant_at + size_t(oc)];
+          misc[c] = uint32_t(l.shift[requant_at + size_t(oc)]) | zp << 8 |
+                    (uint32_t(l.lo) & 0xFF) << 16 | (uint32_t(l.hi) & 0xFF) << 24;
         } else {  // padding channels: the zero point (the next layer's weights there are 0)
           bias[c] = 0;
           mult[c] = 0;
@@ -645,6 +659,7 @@ class Emitter {
       shadow_item_.assign(cn_.layers.size(), 0);
       return;
     }
+    pair_first_ = overlap_ && opt.pair_first_layers && pairs_first_layers();
     plan_memory(opt);
   }
 
@@ -665,7 +680,13 @@ class Emitter {
       }
       for (size_t l = 0; l < nl; ++l) {
         cur_layer_ = int(l);
-        layer(l, i0, m);
+        if (pair_first_ && l == 0) {
+          first_layers_paired(i0, m);
+          if (i0 == 0) ops_.push_back(Op{Nop{}, 0, 0, 0});
+          ++l;
+        } else {
+          layer(l, i0, m);
+        }
         if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
       }
       flush_pending();
@@ -700,7 +721,8 @@ class Emitter {
     const size_t nl = cn_.layers.size();
     std::vector<Item> items(nl + 1);
     items[0].birth = cn_.packed_input ? 0 : -1;
-    items[0].death = cn_.packed_input ? 0 : std::max(0, cn_.last_use[0]);
+    // (Paired first layers: the staged input lives while layer 1 runs too.)
+    items[0].death = cn_.packed_input ? (pair_first_ ? 1 : 0) : std::max(0, cn_.last_use[0]);
     items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
     for (size_t l = 0; l < nl; ++l) {
       items[l + 1].birth = int(l);
@@ -853,6 +875,7 @@ class Emitter {
   }
 
   struct Unit {
+    size_t li = 0;           // the layer
     uint32_t g0 = 0, g = 0;  // images [g0, g0 + g) of the micro-batch
     int ob = 0, slot = 0, gen = 0;
     int py0 = 0, py1 = 0;  // pooled output lines (conv-like)
@@ -865,9 +888,65 @@ class Emitter {
   };
 
   void layer(size_t li, uint32_t i0, uint32_t m) {
+    std::vector<Unit> units = make_units(li, m, 0);
+    emit_units(units, i0, m);
+  }
+
+  // Whether the first layer is worth interleaving with the second, image by image: a packed
+  // convolution whose fused max-pool makes its activates longer than its matmuls (each
+  // pooling window reads its pool_k^2 accumulator rows: ResNet's stem, 3x3 stride 2, reads
+  // 2.25 rows per row computed), followed by a convolution that reads only it. Emitted alone,
+  // the array idles while the activation unit pools; interleaved, the first layer's activates
+  // of image i run during the second layer's matmuls of image i-1 (and those activates during
+  // the first layer's matmuls of image i+1). Both layers must use one slot generation and no
+  // LUT (their activates alternate), and one unit per image and output block.
+  bool pairs_first_layers() const {
+    if (cn_.layers.size() < 3 || !cn_.packed_input) return false;
+    const QLayer &a = cn_.net.layers[0], &b = cn_.net.layers[1];
+    const auto &pa = cn_.layers[0], &pb = cn_.layers[1];
+    if (a.kind != LayerKind::Conv || b.kind != LayerKind::Conv || a.pool_k < 2) return false;
+    if (b.inputs != std::vector<int>{0} || pa.chunks.size() != 1 || pb.chunks.size() != 1 ||
+        pa.chunks[0].generation != pb.chunks[0].generation || pa.lut >= 0 || pb.lut >= 0)
+      return false;
+    if (uint32_t(pa.lines_used) * uint32_t(pa.cols_used) > half_ ||
+        uint32_t(pb.lines_used) * uint32_t(pb.cols_used) > half_)
+      return false;
+    uint64_t act_rows = 0, mm_rows = 0;  // per image, over the output blocks
+    for (int ob = 0; ob < pa.obs; ++ob) {
+      act_rows += uint64_t(a.out.h) * uint64_t(a.out.w) * uint64_t(a.pool_k) * uint64_t(a.pool_k);
+      mm_rows += uint64_t(pa.lines_used) * uint64_t(pa.cols_used) * pa.terms[size_t(ob)].size();
+    }
+    return act_rows > mm_rows;
+  }
+
+  // Layers 0 and 1 interleaved (pairs_first_layers): layer 0's units of image group k, then
+  // layer 1's units (one image each) of group k - 1, whose layer-0 activates are all emitted
+  // by then (each unit's activates go among the next unit's matmuls).
+  void first_layers_paired(uint32_t i0, uint32_t m) {
+    const std::vector<Unit> first = make_units(0, m, 0), second = make_units(1, m, 1);
+    std::vector<Unit> units;
+    auto second_of = [&](uint32_t g0, uint32_t g) {
+      for (const Unit& u : second)
+        if (u.g0 >= g0 && u.g0 < g0 + g) units.push_back(u);
+    };
+    uint32_t prev_g0 = 0, prev_g = 0;
+    for (size_t k = 0; k < first.size();) {
+      const uint32_t g0 = first[k].g0, g = first[k].g;
+      for (; k < first.size() && first[k].g0 == g0; ++k) units.push_back(first[k]);
+      if (prev_g) second_of(prev_g0, prev_g);
+      prev_g0 = g0;
+      prev_g = g;
+    }
+    second_of(prev_g0, prev_g);
+    emit_units(units, i0, m);
+  }
+
+  // Layer li's units for a micro-batch of m images: per chunk of output blocks, groups of
+  // images (at most `images_per_unit`, 0: as many as half the accumulators hold), per output
+  // block, per band of output lines.
+  std::vector<Unit> make_units(size_t li, uint32_t m, uint32_t images_per_unit) const {
     const QLayer& l = cn_.net.layers[li];
     const auto& p = cn_.layers[li];
-    if (!p.packed) fill_borders(li, m);  // the packed first layer: after its input DMA
     // Group size and bands.
     uint32_t g;
     std::vector<std::pair<int, int>> bands;  // pooled lines
@@ -888,6 +967,7 @@ class Emitter {
       bands.push_back({0, 1});
     }
     if (p.packed) g = std::min(g, g0_);
+    if (images_per_unit) g = std::min(g, images_per_unit);
     std::vector<Unit> units;
     for (const auto& c : p.chunks) {
       uint32_t gi = 0;
@@ -896,10 +976,11 @@ class Emitter {
         for (int ob = c.ob_begin; ob < c.ob_end; ++ob)
           for (const auto& b : bands) {
             Unit u;
+            u.li = li;
             u.g0 = s;
             u.g = std::min(g, m - s);
             u.ob = ob;
-            u.slot = c.slot_base + (ob - c.ob_begin);
+            u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
             u.gen = c.generation;
             u.py0 = b.first;
             u.py1 = b.second;
@@ -920,22 +1001,52 @@ class Emitter {
           }
       }
     }
+    return units;
+  }
+
+  // The activates of unit u, tagged with its layer.
+  void unit_activates(const Unit& u) {
+    const int layer = cur_layer_;
+    cur_layer_ = int(u.li);
+    activates(u.li, u);
+    cur_layer_ = layer;
+  }
+
+  // Emits units in order (of one layer, or of two paired layers): each unit's matmuls, with
+  // the previous unit's activates spread among them when they read other accumulator rows.
+  void emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
+    // The unit among whose matmuls each layer's output borders are written: its first; in a
+    // paired emission the second layer's last (its first units wait for the first layer's
+    // pooling activates: fills there would hold the array back, at the end they fit).
+    std::vector<const Unit*> fill_at(cn_.layers.size(), nullptr);
+    for (const Unit& u : units)
+      if (!fill_at[u.li] || (u.li != units.front().li)) fill_at[u.li] = &u;
     const Unit* prev = nullptr;
     uint32_t prev_rows = 0;
     for (Unit& u : units) {
+      const size_t li = u.li;
+      const QLayer& l = cn_.net.layers[li];
+      const auto& p = cn_.layers[li];
+      cur_layer_ = int(li);
       const uint32_t rows = conv_like(l) ? u.g * u.rows : u.g;
       u.acc = acc_alloc(rows);
       // The previous unit's activates read its accumulators; they can only move in among this
       // unit's matmuls if this unit writes other rows (the ring may wrap onto them).
       const bool disjoint = !prev || u.acc >= prev->acc + prev_rows || prev->acc >= u.acc + rows;
-      if (prev && !disjoint) activates(li, *prev);
+      // (In a paired emission the previous unit may be of the layer this one reads: then its
+      // activates must come first if they write images this unit reads.)
+      bool reads_prev = false;
+      if (prev && prev->li != li)
+        for (int in : l.inputs)
+          reads_prev |= in == int(prev->li) && u.g0 < prev->g0 + prev->g && prev->g0 < u.g0 + u.g;
+      if (prev && (!disjoint || reads_prev)) unit_activates(*prev);
       // The previous layer's last unit: the same, and this unit must not read its images.
       bool carry = false;
       if (!prev && pending_.valid) {
         const Unit& q = pending_.unit;
         const bool acc_free = u.acc >= q.acc + pending_.rows || q.acc >= u.acc + rows;
         bool reads = false;
-        for (int in : l.inputs) reads |= in == int(pending_.layer);
+        for (int in : l.inputs) reads |= in == int(q.li);
         const bool images_free = u.g0 + u.g <= q.g0 || q.g0 + q.g <= u.g0;
         carry = acc_free && (!reads || images_free) && !p.packed;
         if (!carry) flush_pending();
@@ -943,28 +1054,40 @@ class Emitter {
       if (p.packed && u.first_of_group) {
         if (u.group_index == 0) {
           stage_input(i0, u.g0, u.g, 0);
-          if (&u == &units.front()) {
-            load_generation(u.gen);
-            fill_borders(li, m);
-          }
+          if (&u == &units.front()) load_generation(u.gen);
         }
       }
       const size_t mm_begin = ops_.size();
       matmuls(li, u);
       if (p.packed && u.first_of_group && u.next_group_g)
         stage_input(i0, u.next_group_g0, u.next_group_g, (u.group_index + 1) % 2);
-      if (prev && disjoint) {
+      // Paired layers (first_layers_paired): the other layer's unit, whose activates are ready
+      // now, starts them right after this unit's first matmul (the array and the activation
+      // unit both busy at once; spread later, its results would hold back the next unit of
+      // its own layer; first, they would wait for its last matmul and the array with them).
+      const bool other_layer = prev && disjoint && !reads_prev && prev->li != li;
+      if (other_layer) {
         const size_t act_begin = ops_.size();
-        activates(li, *prev);
+        unit_activates(*prev);
+        std::rotate(ops_.begin() + long(mm_begin) + 1, ops_.begin() + long(act_begin), ops_.end());
+      }
+      if (prev && disjoint && !reads_prev && !other_layer) {
+        const size_t act_begin = ops_.size();
+        unit_activates(*prev);
         interleave(mm_begin, act_begin);
       }
       if (carry) {
         const size_t act_begin = ops_.size();
-        const int layer = cur_layer_;
-        cur_layer_ = int(pending_.layer);
-        activates(pending_.layer, pending_.unit);
-        cur_layer_ = layer;
+        unit_activates(pending_.unit);
         pending_.valid = false;
+        interleave(mm_begin, act_begin);
+      }
+      // The layer's output borders: only its consumers read them, so they too go among a
+      // unit's matmuls rather than before them (a run of activates would hold the matmuls
+      // back while the activation unit still drains the previous layer).
+      if (fill_at[li] == &u) {
+        const size_t act_begin = ops_.size();
+        fill_borders(li, m);
         interleave(mm_begin, act_begin);
       }
       prev = &u;
@@ -972,25 +1095,21 @@ class Emitter {
     }
     if (prev) {
       if (overlap_)
-        pending_ = Pending{li, *prev, prev_rows, true};
+        pending_ = Pending{*prev, prev_rows, true};
       else
-        activates(li, *prev);
+        unit_activates(*prev);
     }
   }
 
   // The last unit's activates of a layer wait here for the next layer's first matmuls.
   struct Pending {
-    size_t layer = 0;
     Unit unit;
     uint32_t rows = 0;
     bool valid = false;
   };
   void flush_pending() {
     if (!pending_.valid) return;
-    const int layer = cur_layer_;
-    cur_layer_ = int(pending_.layer);
-    activates(pending_.layer, pending_.unit);
-    cur_layer_ = layer;
+    unit_activates(pending_.unit);
     pending_.valid = false;
   }
 
@@ -1140,12 +1259,49 @@ class Emitter {
     a.pad_left = uint8_t(l.pool_pad_l);
     a.pad_right = uint8_t((l.out.w - 1) * l.pool_s - l.pool_pad_l + l.pool_k - p.cols_used);
     a.ub_stride = out.wp();
+    if (l.per_pixel_divisor()) {
+      divisor_activates(l, u, a, out, base, out_line0);
+      return;
+    }
     for (uint32_t j = 0; j < u.g; ++j) {
       a.acc_addr = uint16_t(u.acc + j * u.rows);
       a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
                   uint32_t(u.py0 - out_line0 + out.pt) * out.wp() + uint32_t(out.pl);
       op(a);
     }
+  }
+
+  // The activates of an AveragePool with per-pixel divisors (no pooling: output line y is ACC
+  // line y - u.y0): one per run of lines with one divisor, each with its divisor's slot; where
+  // the divisor also changes along a line, one per line and run of columns (an activate's ACC
+  // rows are as wide as it is).
+  void divisor_activates(const QLayer& l, const Unit& u, Activate a,
+                         const CompiledNetwork::Tensor& out, uint32_t base, int out_line0) {
+    const int w = l.out.w;
+    std::vector<std::pair<int, int>> col_runs;  // [x0, x1) with one avg_cols value
+    for (int x = 0; x < w;) {
+      int x1 = x + 1;
+      while (x1 < w && l.avg_cols[size_t(x1)] == l.avg_cols[size_t(x)]) ++x1;
+      col_runs.push_back({x, x1});
+      x = x1;
+    }
+    const bool whole_lines = col_runs.size() == 1;
+    for (uint32_t j = 0; j < u.g; ++j)
+      for (int y = u.py0; y < u.py1;) {
+        int y1 = y + 1;
+        while (whole_lines && y1 < u.py1 && l.avg_lines[size_t(y1)] == l.avg_lines[size_t(y)]) ++y1;
+        for (const auto& [x0, x1] : col_runs) {
+          a.slot = uint8_t(u.slot + l.divisor_index(y, x0));
+          a.width = uint16_t(x1 - x0);
+          a.height = uint16_t(y1 - y);
+          a.acc_addr =
+              uint16_t(u.acc + j * u.rows + uint32_t(y - u.y0) * uint32_t(w) + uint32_t(x0));
+          a.ub_addr = base + (u.g0 + j) * out.image_rows() + uint32_t(u.ob) * out.block_rows() +
+                      uint32_t(y - out_line0 + out.pt) * out.wp() + uint32_t(out.pl + x0);
+          op(a);
+        }
+        y = y1;
+      }
   }
 
   // ---- spilling (compiler.h): every tensor in host memory, layers in tiles of output lines.
@@ -1358,7 +1514,7 @@ class Emitter {
           u.g0 = 0;
           u.g = 1;
           u.ob = ob;
-          u.slot = c.slot_base + (ob - c.ob_begin);
+          u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
           u.gen = c.generation;
           u.py0 = tiles[k].py0;
           u.py1 = tiles[k].py1;
@@ -1573,7 +1729,8 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
-  const uint32_t saddr_;  // scratch (spilling)
+  bool pair_first_ = false;  // layers 0 and 1 run image-interleaved (pairs_first_layers)
+  const uint32_t saddr_;     // scratch (spilling)
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;

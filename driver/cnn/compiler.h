@@ -33,9 +33,21 @@
 //    rows while the activation unit drains the previous one's); the previous unit's activates
 //    are spread among the current unit's matmuls (in-order issue); a few rows at the top are
 //    the fill source for borders.
+//  * An AveragePool whose divisor changes at the borders (count_include_pad = 0, partial
+//    ceil-mode windows) sums like a Conv of ones and is requantized with one slot per divisor:
+//    one activate per run of output lines with one divisor (per line and run of columns when
+//    the divisor changes along the line).
 //  * Quantization slots: one per (layer, output block); when they do not all fit, they are
 //    reloaded in generations (read_host to PARAM) as the program reaches them. A LUT layer
 //    loads its table (read_host to LUT) before its first activate.
+//  * A layer's output borders are written among its first unit's matmuls (a run of them before
+//    would hold the matmuls back while the activation unit drains the previous layer).
+//  * A first layer whose max-pooling activates outlast its matmuls (ResNet's stem: 3x3 windows
+//    at stride 2 read 2.25 accumulator rows per row computed) runs interleaved image by image
+//    with the convolution after it: the stem's units of image k, then the second layer's of
+//    image k-1, each unit's activates right after the next unit's first matmul, so the array
+//    computes the second layer while the activation unit pools (ProgramOptions::
+//    pair_first_layers; the second layer's borders go among its last unit's matmuls).
 //  * A batch is processed in micro-batches of as many images as the unified buffer holds.
 //  * Spilling (`CompiledNetwork::spill`): when one image's live tensors do not fit the unified
 //    buffer, every tensor lives in host memory (a scratch area, `scratch_bytes`) in the same
@@ -112,6 +124,9 @@ struct CompiledNetwork {
       int ob_begin = 0, ob_end = 0, generation = 0, slot_base = 0;
     };
     std::vector<Chunk> chunks;
+    // Slots per output block: 1, or one per divisor of a per-pixel-divisor AveragePool; output
+    // block ob's slot for divisor d is slot_base + (ob - ob_begin) * divisors + d.
+    int divisors = 1;
     std::vector<int32_t> chip_bias;  // bias - sum(zp_in * weights), per output channel
     int lut = -1;                    // index into luts
   };
@@ -163,6 +178,11 @@ struct ProgramOptions {
   // one layer while the MXU starts the next. Off: every layer's instructions end before the
   // next layer's begin, so Program::layer_end cuts exactly (the model backend's profile).
   bool overlap_layers = true;
+  // With overlap_layers: a first layer whose max-pooling activates outlast its matmuls (a
+  // packed, pooled convolution such as ResNet's stem) runs interleaved image by image with
+  // the convolution after it, so the array works on the second while the activation unit pools
+  // the first.
+  bool pair_first_layers = true;
   // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
   uint32_t scratch_addr = 0;
 };

@@ -23,6 +23,23 @@ bool operator==(const TensorQuant& a, const TensorQuant& b) {
   return a.scale == b.scale && a.zero_point == b.zero_point && a.is_unsigned == b.is_unsigned;
 }
 
+std::vector<int> LayerGeometry::divisors() const {
+  std::vector<int> d;
+  for (int a : avg_lines)
+    for (int b : avg_cols) d.push_back(a * b);
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  if (d.empty()) d.push_back(1);
+  return d;
+}
+
+int LayerGeometry::divisor_index(int y, int x) const {
+  if (!per_pixel_divisor()) return 0;
+  const std::vector<int> d = divisors();
+  const int v = avg_lines[size_t(y)] * avg_cols[size_t(x)];
+  return int(std::lower_bound(d.begin(), d.end(), v) - d.begin());
+}
+
 void LayerGeometry::infer_shapes() {
   const std::string where = "layer '" + name + "' (" + op + "): ";
   if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 || pad_t < 0 || pad_l < 0 ||
@@ -77,6 +94,17 @@ void LayerGeometry::infer_shapes() {
     throw Error(where + "max-pool window " + std::to_string(pool_k) + " is larger than its input " +
                 conv_out.str());
   out = {conv_out.c, (ph - pool_k) / pool_s + 1, (pw - pool_k) / pool_s + 1};
+  if (per_pixel_divisor()) {
+    const auto positive = [](const std::vector<int>& v) {
+      return std::all_of(v.begin(), v.end(), [](int d) { return d >= 1; });
+    };
+    if (kind != LayerKind::Conv || pool_k != 1 || int(avg_lines.size()) != conv_out.h ||
+        int(avg_cols.size()) != conv_out.w || !positive(avg_lines) || !positive(avg_cols))
+      throw Error(where + "per-pixel averaging divisors for " + std::to_string(avg_lines.size()) +
+                  " lines and " + std::to_string(avg_cols.size()) +
+                  " columns; expected a Conv without max-pooling and positive counts for its " +
+                  std::to_string(conv_out.h) + " x " + std::to_string(conv_out.w) + " outputs");
+  }
 }
 
 const char* lut_func_name(LutFunc f) {

@@ -97,6 +97,17 @@ struct LayerGeometry {
   // skipped (ONNX's -inf); each < pool_k and <= 7. ceil_mode is a larger bottom/right pad.
   int pool_pad_t = 0, pool_pad_l = 0, pool_pad_b = 0, pool_pad_r = 0;
   bool pool_padded() const { return pool_pad_t || pool_pad_l || pool_pad_b || pool_pad_r; }
+  // AveragePool whose divisor changes from pixel to pixel (count_include_pad = 0 with padding,
+  // or a partial ceil-mode window): per output line (column), the number of window lines
+  // (columns) that are averaged. Empty (the usual case): the divisor is the whole window, folded
+  // into the weights. Otherwise the Conv's weights are 1 (it sums) and output pixel (y, x) is
+  // divided by avg_lines[y] * avg_cols[x] (no max-pool follows it).
+  std::vector<int> avg_lines, avg_cols;
+  bool per_pixel_divisor() const { return !avg_lines.empty(); }
+  // The distinct divisors avg_lines[y] * avg_cols[x], ascending ({1} without per-pixel ones),
+  // and the index in them of pixel (y, x)'s.
+  std::vector<int> divisors() const;
+  int divisor_index(int y, int x) const;
   // Convolution output lines (columns) [first, last) that the pooled lines (columns)
   // [p0, p1) read: windows start at p*pool_s - pool_pad_t and are clipped to the image.
   std::pair<int, int> conv_lines_of(int p0, int p1) const {
@@ -192,7 +203,8 @@ struct Network {
 //   Copy:  acc[c][p]  = x_q - zp(c)
 //   v           = saturate_int32(acc + bias[oc])
 //   y           = saturate_out(round_half_away_from_zero(v * mult[oc] / 2^shift[oc]) + zp)
-//                 (zp = out.zero_point; for Lut: pre_q.zero_point)
+//                 (zp = out.zero_point; for Lut: pre_q.zero_point; with per-pixel divisors,
+//                 pixel (y, x) uses mult/shift[d * cout + oc], d = divisor_index(y, x))
 //   y           = Relu: max(y, out.zp); Clip: min(max(y, lo), hi); Lut: lut[y - qmin]
 //   output      = max-pool of y (floor; Copy: its padding never wins)
 //   raw:  output = v, an int32 (MatMulInteger / ConvInteger; no pooling, no activation)
@@ -202,8 +214,8 @@ struct QLayer : LayerGeometry {
   std::vector<int8_t> weight;       // layout as Layer::weight; Add: the operand weights
   std::vector<float> weight_scale;  // per output channel: acc unit = in_q.scale * weight_scale
   std::vector<int32_t> bias;        // per output channel
-  std::vector<int32_t> mult;        // per output channel (negative: a Copy that negates)
-  std::vector<uint8_t> shift;       // per output channel, 0..63
+  std::vector<int32_t> mult;        // per (divisor, output channel) (negative: a Copy that negates)
+  std::vector<uint8_t> shift;       // per (divisor, output channel), 0..63
   Activation act = Activation::None;
   int lo = -128, hi = 127;              // Clip bounds in the output's integer domain
   TensorQuant pre_q;                    // Lut: the LUT's input (same signedness as out_q)

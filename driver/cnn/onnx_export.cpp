@@ -172,8 +172,32 @@ std::vector<OnnxAttr> dense_conv_attrs(const LayerGeometry& l) {
   return {OnnxAttr::Ints("kernel_shape", {l.in.h, l.in.w}), OnnxAttr::Ints("strides", {1, 1}),
           OnnxAttr::Ints("pads", {0, 0, 0, 0}), OnnxAttr::Int("group", l.group)};
 }
+// An AveragePool with per-pixel divisors as ONNX writes it: the layer's padding with
+// count_include_pad = 0 (every window averages the input taps it covers; ceil_mode's extra
+// windows are in the padding). Throws when the divisors are another count (a Pad before it,
+// count_include_pad = 1 with a partial ceil-mode window), which does not import back.
+std::vector<OnnxAttr> divisor_pool_attrs(const LayerGeometry& l, size_t i) {
+  auto counts = [](int outs, int k, int st, int pad, int n) {
+    std::vector<int> c(static_cast<size_t>(outs));
+    for (int o = 0; o < outs; ++o)
+      c[size_t(o)] = std::min(o * st - pad + k, n) - std::max(o * st - pad, 0);
+    return c;
+  };
+  if (l.group != l.in.c || l.cout() != l.in.c || l.dh != 1 || l.dw != 1 ||
+      counts(l.out.h, l.kh, l.sh, l.pad_t, l.in.h) != l.avg_lines ||
+      counts(l.out.w, l.kw, l.sw, l.pad_l, l.in.w) != l.avg_cols)
+    throw Error(layer_error(l, i,
+                            "an AveragePool whose divisors count padding taps (a Pad before it, or "
+                            "count_include_pad = 1 with a partial ceil-mode window) has no ONNX "
+                            "form that imports back; export the model it came from"));
+  return {OnnxAttr::Ints("kernel_shape", {l.kh, l.kw}), OnnxAttr::Ints("strides", {l.sh, l.sw}),
+          OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}),
+          OnnxAttr::Int("count_include_pad", 0)};
+}
+// Whether the layer max-pools (a Copy's padding is its pool's border; a Conv's is its own).
 bool pooled(const LayerGeometry& l) {
-  return l.pool_k > 1 || l.pool_s > 1 || l.pad_t || l.pad_l || l.pad_b || l.pad_r;
+  return l.pool_k > 1 || l.pool_s > 1 ||
+         (l.kind == LayerKind::Copy && (l.pad_t || l.pad_l || l.pad_b || l.pad_r));
 }
 // The layer's max-pool (a Copy's with its padding, which ONNX's MaxPool also never picks).
 std::vector<OnnxAttr> pool_attrs(const LayerGeometry& l) {
@@ -340,6 +364,7 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
     if (l.raw_out)
       throw Error(
           layer_error(l, i, "an int32 output (MatMulInteger / ConvInteger) has no float form"));
+
     const std::string p = "l" + std::to_string(i);
     bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
     if (prelu_part[i]) continue;
@@ -365,7 +390,10 @@ std::string export_float_onnx(const Network& net, int64_t batch) {
       for (int s : l.inputs) xs.push_back(name_of(s));
       x = concat(g, xs, p);
     }
-    if (l.kind == LayerKind::Conv) {
+    if (l.per_pixel_divisor()) {
+      g.node("AveragePool", {x}, {p + "_avg"}, divisor_pool_attrs(l, i), p + "_avg");
+      x = p + "_avg";
+    } else if (l.kind == LayerKind::Conv) {
       g.init_float(p + "_w", {l.cout(), l.in.c / l.group, l.kh, l.kw}, l.weight);
       g.init_float(p + "_b", {l.cout()}, l.bias);
       g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, conv_attrs(l), p + "_conv");
@@ -526,7 +554,10 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
       // As ONNX Runtime quantizes a Concat: its output gets a Q/DQ pair (the inputs' own).
       if (xs.size() > 1 && same_input_quant(l)) x = qdq(g, x, quant_of(l.inputs[0]), p + "_cat");
     }
-    if (l.kind == LayerKind::Conv) {
+    if (l.per_pixel_divisor()) {
+      g.node("AveragePool", {x}, {p + "_avg"}, divisor_pool_attrs(l, i), p + "_avg");
+      x = p + "_avg";
+    } else if (l.kind == LayerKind::Conv) {
       qdq_params(g, l, p, {l.cout(), l.in.c / l.group, l.kh, l.kw});
       g.node("Conv", {x, p + "_w", p + "_b"}, {p + "_conv"}, conv_attrs(l), p + "_conv");
       x = p + "_conv";
@@ -633,9 +664,15 @@ std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
                        float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq",
                        hardswish_as_mul(l));
     };
-    if (l.kind == LayerKind::Conv ||
-        (l.kind == LayerKind::Dense && l.group > 1 &&
-         dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
+    if (l.per_pixel_divisor()) {
+      std::vector<OnnxAttr> attrs = divisor_pool_attrs(l, i);
+      attrs.push_back(OnnxAttr::Int("channels_last", 0));
+      g.node("QLinearAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"},
+             {p + "_avg"}, attrs, p + "_qavg", ms);
+      x = p + "_avg";
+    } else if (l.kind == LayerKind::Conv ||
+               (l.kind == LayerKind::Dense && l.group > 1 &&
+                dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
       const bool dense = l.kind == LayerKind::Dense;
       g.init_int8(p + "_wq",
                   {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw},

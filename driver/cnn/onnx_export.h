@@ -91,13 +91,16 @@ class OnnxGraph {
 //  * Conv: Conv with group and dilations; Dense: Gemm (Flatten first when its input is 4-D),
 //    or GlobalAveragePool when it is one (one group per channel, weights 1 / pixels, a 4-D
 //    input), or else a grouped Conv whose kernel covers the image; Add: Add of two tensors;
+//  * an AveragePool with per-pixel divisors: AveragePool (QLinearAveragePool) with its pads and
+//    count_include_pad = 0;
 //  * Copy: MaxPool with its pads (before the activation, which commutes with it);
 //  * activations: Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish (opset 14 then).
 //  * a per-channel PRelu (the importer's two ReLU copies and per-channel Add): PRelu (float);
 //  * a host Softmax / LogSoftmax: the last node.
 // Throws Error for what ONNX cannot say so that it imports back (a Conv or Dense reading
 // concatenated inputs of different scales, a grouped Dense of a flat input, a pool after a LUT
-// function that is not monotonic, a per-channel PRelu in quantized form).
+// function that is not monotonic, a per-channel PRelu in quantized form, an AveragePool whose
+// divisors count padding taps).
 
 // The float network as an ONNX model: input "input" [batch, C, H, W] (batch < 0: symbolic),
 // output "logits".
@@ -108,9 +111,9 @@ std::string export_float_onnx(const Network& net, int64_t batch = 1);
 // Concat is followed by its own pair.
 std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch = 1);
 // The quantized network with QLinearConv / QLinearMatMul and the com.microsoft ops QLinearAdd,
-// QLinearConcat, QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu; MaxPool on the
-// integer tensor; other activations (and a dense layer's bias, which QLinearMatMul cannot add)
-// between DequantizeLinear and QuantizeLinear.
+// QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu;
+// MaxPool on the integer tensor; other activations (and a dense layer's bias, which QLinearMatMul
+// cannot add) between DequantizeLinear and QuantizeLinear.
 std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch = 1);
 
 }  // namespace tpu::cnn

@@ -1679,7 +1679,7 @@ class Importer {
       if (li < 0) return false;
       const Layer& l = net_.layers[size_t(li)];
       return (!padded || chip_pads) && l.pool_k == 1 && l.kind != LayerKind::Dense &&
-             (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
+             !l.per_pixel_divisor() && (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
              (l.conv_out.h + pads[0] + pads[2] - k) / s + 1 == oh &&
              (l.conv_out.w + pads[1] + pads[3] - k) / s + 1 == ow;
     };
@@ -1741,9 +1741,13 @@ class Importer {
   }
 
   // AveragePool (QLinearAveragePool: X, x_scale, x_zp, y_scale, y_zp): a depthwise Conv of
-  // ones / window size. Padding counts as 0 (count_include_pad = 1, or no padding). The QLinear
-  // form has the float weights too: quantize() gives them the integers it gives the float
-  // model's (the same network from a QDQ, QLinear or float model).
+  // ones / window size. Padding counts as 0. Where the divisor changes at the borders
+  // (count_include_pad = 0 with padding: only the input's taps are counted; a partial ceil-mode
+  // window: only the taps inside the padded input), the Conv's weights are 1 and every output
+  // pixel is divided by its own count (LayerGeometry::avg_lines / avg_cols); a ceil-mode
+  // window's part beyond the padded input is more zero padding. A Pad before it is data:
+  // always counted. The QLinear form has the float weights too: quantize() gives them the
+  // integers it gives the float model's (the same network from a QDQ, QLinear or float model).
   void average_pool(const onnx::NodeProto& n, bool ql) {
     const Value v = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAveragePool");
     if (v.flat) fail(n, "its input is flattened");
@@ -1759,23 +1763,62 @@ class Importer {
     strides_from(n, &l);
     pads_from(n, attr_string(n, "auto_pad", "NOTSET"), attr_ints(n, "pads"), &l, l.kh, l.kw, 1, 1,
               *this);
-    const bool padded = l.pad_t || l.pad_l || l.pad_b || l.pad_r;
+    const bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
+    const bool ceil = attr_int(n, "ceil_mode", 0) != 0;
+    // The counted region of each axis, in input coordinates: [lo, hi).
+    const int lo_y = -v.pad_t - (include_pad ? l.pad_t : 0);
+    const int hi_y = v.shape.h + v.pad_b + (include_pad ? l.pad_b : 0);
+    const int lo_x = -v.pad_l - (include_pad ? l.pad_l : 0);
+    const int hi_x = v.shape.w + v.pad_r + (include_pad ? l.pad_r : 0);
     absorb_pad(v, &l);  // a Pad before it: real zeros, always counted
-    if (padded && attr_int(n, "count_include_pad", 0) == 0)
-      fail(n,
-           "padding with count_include_pad = 0 (a divisor that changes at the borders) is not "
-           "supported; "
-           "count_include_pad = 1 (PyTorch's default) is");
+    if (ceil) {
+      // PyTorch/ONNX: ceil of (H + pads - k) / s + 1 windows, none starting in the bottom/right
+      // padding; the chip's convolution is floor, so the padding grows to fit them.
+      auto grow = [&](int in, int k, int st, int lo, int* hi) {
+        const int span = in + lo + *hi - k;
+        if (span < 0) return;
+        int o = (span + st - 1) / st + 1;
+        if ((o - 1) * st >= in + lo) --o;
+        *hi += std::max(0, (o - 1) * st + k - (in + lo + *hi));
+      };
+      grow(v.shape.h, l.kh, l.sh, l.pad_t, &l.pad_b);
+      grow(v.shape.w, l.kw, l.sw, l.pad_l, &l.pad_r);
+    }
     l.conv_out.c = v.shape.c;
     try {
       l.infer_shapes();
     } catch (const Error& e) {
       fail(n, e.what());
     }
-    if (attr_int(n, "ceil_mode", 0) != 0 && ((v.shape.h + l.pad_t + l.pad_b - l.kh) % l.sh != 0 ||
-                                             (v.shape.w + l.pad_l + l.pad_r - l.kw) % l.sw != 0))
-      fail(n, "ceil_mode = 1 with a partial last window is not supported");
-    l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f / float(l.kh * l.kw));
+    // Taps counted by each output line (column): the window clipped to the counted region.
+    auto counts = [](int outs, int k, int st, int pad, int lo, int hi) {
+      std::vector<int> c(static_cast<size_t>(outs));
+      for (int o = 0; o < outs; ++o) {
+        const int a = o * st - pad;
+        c[size_t(o)] = std::max(0, std::min(a + k, hi) - std::max(a, lo));
+      }
+      return c;
+    };
+    const std::vector<int> lines = counts(l.conv_out.h, l.kh, l.sh, l.pad_t, lo_y, hi_y);
+    const std::vector<int> cols = counts(l.conv_out.w, l.kw, l.sw, l.pad_l, lo_x, hi_x);
+    auto whole = [](const std::vector<int>& c, int k) {
+      return std::all_of(c.begin(), c.end(), [k](int x) { return x == k; });
+    };
+    for (size_t i = 0; i < lines.size() + cols.size(); ++i)
+      if ((i < lines.size() ? lines[i] : cols[i - lines.size()]) == 0)
+        fail(n, "a window lies entirely in the padding (nothing to average)");
+    if (whole(lines, l.kh) && whole(cols, l.kw)) {
+      l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f / float(l.kh * l.kw));
+    } else {
+      l.avg_lines = lines;
+      l.avg_cols = cols;
+      l.weight.assign(size_t(v.shape.c) * l.kh * l.kw, 1.0f);
+      try {
+        l.infer_shapes();  // checks the divisors
+      } catch (const Error& e) {
+        fail(n, e.what());
+      }
+    }
     l.bias.assign(size_t(v.shape.c), 0.0f);
     l.out_quant = out_quant(n, ql, 3, 4);
     const int id = push_layer(n, std::move(l));

@@ -96,9 +96,9 @@ struct ConcatGroups {
   void unite(int a, int b) { parent[size_t(find(a))] = find(b); }
 };
 
-void set_multiplier(const Layer& l, int oc, double m, QLayer* ql) {
+void set_multiplier(const Layer& l, int at, double m, QLayer* ql) {
   try {
-    quantize_multiplier(m, &ql->mult[size_t(oc)], &ql->shift[size_t(oc)]);
+    quantize_multiplier(m, &ql->mult[size_t(at)], &ql->shift[size_t(at)]);
   } catch (const Error& e) {
     throw Error("layer '" + l.name + "': " + e.what());
   }
@@ -158,7 +158,11 @@ void quantize_weights(const Layer& l, double out_scale, QLayer* ql) {
       ql->bias[size_t(oc)] =
           round_clamp(b, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
     }
-    set_multiplier(l, oc, acc_scale / out_scale, ql);
+    // Per-pixel divisors (an AveragePool that averages fewer taps at the borders): one
+    // multiplier per divisor, the sum's scale over it.
+    const std::vector<int> divisors = l.divisors();
+    for (size_t d = 0; d < divisors.size(); ++d)
+      set_multiplier(l, int(d) * cout + oc, acc_scale / (out_scale * double(divisors[d])), ql);
   }
 }
 
@@ -291,8 +295,8 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
     const int cout = l.cout();
     ql.weight_scale.resize(size_t(cout));
     ql.bias.resize(size_t(cout));
-    ql.mult.resize(size_t(cout));
-    ql.shift.resize(size_t(cout));
+    ql.mult.resize(size_t(cout) * l.divisors().size());
+    ql.shift.resize(size_t(cout) * l.divisors().size());
     switch (l.kind) {
       case LayerKind::Conv:
       case LayerKind::Dense:

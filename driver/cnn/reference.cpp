@@ -118,6 +118,7 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
                    x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)];
             }
         }
+        if (l.per_pixel_divisor()) s /= double(l.avg_lines[size_t(oy)] * l.avg_cols[size_t(ox)]);
         y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] =
             float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
       }
@@ -137,13 +138,14 @@ int64_t rounding_shift(int64_t p, unsigned s) {
   return p < 0 ? -int64_t(r) : int64_t(r);
 }
 
-int32_t requant(const QLayer& l, int oc, int64_t acc) {
+int32_t requant(const QLayer& l, int oc, int64_t acc, int divisor = 0) {
   const int64_t v = saturate(acc + l.bias[size_t(oc)], std::numeric_limits<int32_t>::min(),
                              std::numeric_limits<int32_t>::max());
   if (l.raw) return int32_t(v);  // MatMulInteger / ConvInteger: the int32 itself
-  const int64_t p = v * int64_t(l.mult[size_t(oc)]);
+  const size_t at = size_t(divisor) * size_t(l.cout()) + size_t(oc);
+  const int64_t p = v * int64_t(l.mult[at]);
   const int zp = l.act == Activation::Lut ? l.pre_q.zero_point : l.out_q.zero_point;
-  int64_t y = saturate(rounding_shift(p, l.shift[size_t(oc)]) + zp, l.out_q.qmin(), l.out_q.qmax());
+  int64_t y = saturate(rounding_shift(p, l.shift[at]) + zp, l.out_q.qmin(), l.out_q.qmax());
   if (l.act == Activation::Relu) y = std::max<int64_t>(y, l.out_q.zero_point);
   if (l.act == Activation::Clip) y = std::min<int64_t>(std::max<int64_t>(y, l.lo), l.hi);
   if (l.act == Activation::Lut) y = l.lut[size_t(y - l.out_q.qmin())];
@@ -237,6 +239,10 @@ std::vector<int32_t> int_layer(const QLayer& l,
     return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
   }
   const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
+  std::vector<int> divisor_at(size_t(o.h) * size_t(o.w), 0);  // per pixel: its mult/shift
+  if (l.per_pixel_divisor())
+    for (int oy = 0; oy < o.h; ++oy)
+      for (int ox = 0; ox < o.w; ++ox) divisor_at[size_t(oy * o.w + ox)] = l.divisor_index(oy, ox);
   for (int oc = 0; oc < o.c; ++oc) {
     const int g = oc / cout_g;
     for (int oy = 0; oy < o.h; ++oy)
@@ -253,7 +259,8 @@ std::vector<int32_t> int_layer(const QLayer& l,
                   l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
             }
         }
-        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = requant(l, oc, acc);
+        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] =
+            requant(l, oc, acc, divisor_at[size_t(oy * o.w + ox)]);
       }
   }
   return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);

@@ -156,6 +156,9 @@ double propagated_tolerance(const QuantNetwork& q, bool exact_input) {
         for (size_t i = 0; i < k; ++i) sum += std::abs(double(l.weight[size_t(oc) * k + i])) * ws;
         lin = std::max(lin, sum * e_in + double(k) * xm * ws / 2);
       }
+      // An AveragePool with per-pixel divisors sums (weights 1) and divides by at least the
+      // smallest divisor.
+      if (l.per_pixel_divisor()) lin /= double(l.divisors().front());
     }
     if (l.act == Activation::Lut) {
       double slope = 1;

@@ -73,7 +73,8 @@ double float_tolerance(const TensorQuant& out_q, double steps,
 //   input: s_x / 2 (0 for a uint8 / int8 input, which is exact);
 //   Conv / Dense: max over output channels of  sum_i |w_i| * e_in + K * x_max * s_w / 2
 //     (|w_i| the quantized weights' float values, K the fan-in, x_max the largest |x| the input's
-//     quantization represents, s_w the channel's weight step);  Add: e_a + e_b;
+//     quantization represents, s_w the channel's weight step; an AveragePool with per-pixel
+//     divisors: that over its smallest divisor);  Add: e_a + e_b;
 //     Copy (pooling, requantization): e_in;
 //   then the activation: a LUT function (Sigmoid, Tanh, ...) quantizes its input first
 //   (+ s_pre / 2) and multiplies the error by its largest slope (Sigmoid 1/4, HardSwish 3/2,

@@ -192,5 +192,6 @@ void run_graph(const Network& net, uint32_t seed) {
 TEST(CnnChip, ResidualNetworkBitExact) { run_graph(small_resnet(41), 42); }
 TEST(CnnChip, MobileNetBitExact) { run_graph(small_mobilenet(43), 44); }
 TEST(CnnChip, SqueezeNetBitExact) { run_graph(small_squeezenet(45), 46); }
+TEST(CnnChip, AveragePoolBorderDivisorsBitExact) { run_graph(border_average_network(47), 48); }
 
 }  // namespace

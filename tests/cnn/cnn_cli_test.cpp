@@ -3,6 +3,7 @@
 // unsupported op, a truncated file and a wrong input shape (exit code 1, one clear line).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -280,20 +281,22 @@ TEST(RunCnnCli, ModelBackendShowsNoUtilization) {
 // "interrupted": true, and the --timeline file as it was.
 TEST(RunCnnCli, Interrupted) {
   const std::string tl = temp_file("interrupted_timeline.json", "OLD");
-  const std::string cmd = std::string(TPUSIM_PATH) +
+  // Files of this process only (other test processes, other checkouts share TempDir), removed
+  // first: the shell starts tpusim in the background and may grep before its 2> truncates.
+  const std::string base = ::testing::TempDir() + "/interrupted_" + std::to_string(getpid());
+  const std::string cmd = "rm -f " + base + ".out " + base + ".err " + base + ".rc; " +
+                          std::string(TPUSIM_PATH) +
                           " run-cnn --images 2000 --batch 8 --quiet --json --timeline " + tl +
-                          " > " + ::testing::TempDir() + "/int.out 2> " + ::testing::TempDir() +
-                          "/int.err & pid=$!; " +
+                          " > " + base + ".out 2> " + base + ".err & pid=$!; " +
                           // Interrupt once images are running (the first progress line; the
                           // run starts later on a loaded machine), at most 120 s from now.
-                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " + ::testing::TempDir() +
-                          "/int.err; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; wait $pid; "
-                          "echo $? > " +
-                          ::testing::TempDir() + "/int.rc";
+                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " + base +
+                          ".err 2>/dev/null; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; "
+                          "wait $pid; echo $? > " +
+                          base + ".rc";
   ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
-  EXPECT_EQ(slurp(::testing::TempDir() + "/int.rc"), "143\n");
-  const std::string out = slurp(::testing::TempDir() + "/int.out"),
-                    err = slurp(::testing::TempDir() + "/int.err");
+  EXPECT_EQ(slurp(base + ".rc"), "143\n");
+  const std::string out = slurp(base + ".out"), err = slurp(base + ".err");
   const mini::Json j = mini::parse_json(out);
   EXPECT_TRUE(j["interrupted"].boolean) << out;
   EXPECT_EQ(j["status"].text, "interrupted") << out;

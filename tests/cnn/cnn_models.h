@@ -229,11 +229,13 @@ class GraphBuilder {
         {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
          OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("ceil_mode", ceil ? 1 : 0)});
   }
-  std::string avgpool(const std::string& x, int k, int s, int pad = 0) {
-    return op(
-        "AveragePool", {x},
-        {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
-         OnnxAttr::Ints("pads", {pad, pad, pad, pad}), OnnxAttr::Int("count_include_pad", 1)});
+  std::string avgpool(const std::string& x, int k, int s, int pad = 0, bool include_pad = true,
+                      bool ceil = false) {
+    return op("AveragePool", {x},
+              {OnnxAttr::Ints("kernel_shape", {k, k}), OnnxAttr::Ints("strides", {s, s}),
+               OnnxAttr::Ints("pads", {pad, pad, pad, pad}),
+               OnnxAttr::Int("count_include_pad", include_pad ? 1 : 0),
+               OnnxAttr::Int("ceil_mode", ceil ? 1 : 0)});
   }
   std::string concat(const std::vector<std::string>& xs) {
     return op("Concat", xs, {OnnxAttr::Int("axis", 1)});
@@ -354,6 +356,19 @@ inline Network every_op_network(uint32_t seed) {
   a = b.op("GlobalAveragePool", {a});
   a = b.gemm(b.op("Flatten", {a}), 24, 7);
   return import_onnx_bytes(b.serialize(a), "every_op");
+}
+
+// Average pools whose divisor changes at the borders (count_include_pad = 0 with padding, and
+// a ceil-mode partial window), over two channel blocks at N = 16.
+inline Network border_average_network(uint32_t seed) {
+  GraphBuilder b("border_average", {3, 13, 11}, seed);
+  std::string x = b.relu(b.conv("input", 3, 20, 3, 1, 1));
+  x = b.avgpool(x, 3, 1, 1, false);                           // 13 x 11, divisors 4, 6, 9
+  x = b.avgpool(b.conv(x, 20, 16, 1), 3, 2, 1, false, true);  // 7 x 6
+  x = b.avgpool(x, 2, 2, 0, false, true);  // 4 x 3: the last line's window is partial
+  x = b.op("GlobalAveragePool", {x});
+  x = b.gemm(b.op("Flatten", {x}), 16, 5);
+  return import_onnx_bytes(b.serialize(x), "border_average");
 }
 
 }  // namespace cnn_test

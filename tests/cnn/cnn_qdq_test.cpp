@@ -101,6 +101,10 @@ TEST(OnnxQdqRoundTrip, ResNet) { check_round_trip(calibrated(small_resnet(41), 4
 TEST(OnnxQdqRoundTrip, MobileNetV2) { check_round_trip(calibrated(small_mobilenet(44), 45), 46); }
 TEST(OnnxQdqRoundTrip, SqueezeNet) { check_round_trip(calibrated(small_squeezenet(47), 48), 49); }
 TEST(OnnxQdqRoundTrip, EveryOp) { check_round_trip(calibrated(every_op_network(50), 51), 52); }
+// AveragePool (QLinearAveragePool) with count_include_pad = 0 and ceil_mode.
+TEST(OnnxQdqRoundTrip, BorderAveragePools) {
+  check_round_trip(calibrated(border_average_network(55), 56), 57);
+}
 
 // The trained models in models/ (float ONNX files exported by PyTorch).
 TEST(OnnxQdqRoundTrip, BundledModels) {
@@ -167,8 +171,9 @@ Network prelu_network(uint32_t seed) {
 
 // The float export of the same networks imports back to the same layers and float function.
 TEST(OnnxQdqRoundTrip, FloatExportOfGraphs) {
-  for (const Network& net : {small_resnet(41), small_mobilenet(44), small_squeezenet(47),
-                             every_op_network(50), more_forms_network(54), prelu_network(60)}) {
+  for (const Network& net :
+       {small_resnet(41), small_mobilenet(44), small_squeezenet(47), every_op_network(50),
+        more_forms_network(54), prelu_network(60), border_average_network(55)}) {
     SCOPED_TRACE(net.name);
     const Network r = import_onnx_bytes(export_float_onnx(net), net.name + "_float.onnx");
     ASSERT_EQ(r.layers.size(), net.layers.size()) << r.summary() << net.summary();
@@ -185,6 +190,25 @@ TEST(OnnxQdqRoundTrip, FloatExportOfGraphs) {
 
 // What ONNX cannot say so that it imports back is an error naming the layer.
 TEST(OnnxQdqExport, WhatHasNoOnnxFormIsAnError) {
+  {
+    // A Pad before an AveragePool with count_include_pad = 0: its zeros are counted.
+    GraphBuilder b("pad_avg", {2, 9, 9}, 3);
+    b.graph().init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+    const std::string y = b.avgpool(b.op("Pad", {"input", "pads"}), 3, 2, 1, false);
+    const Network net = import_onnx_bytes(b.serialize(y), "pad_avg.onnx");
+    ASSERT_TRUE(net.layers[0].per_pixel_divisor());
+    const QuantNetwork q = calibrated(net, 4);
+    for (int form = 0; form < 3; ++form) {
+      const std::string e = error_of([&] {
+        form == 0   ? export_float_onnx(net)
+        : form == 1 ? export_qdq_onnx(q)
+                    : export_qlinear_onnx(q);
+      });
+      EXPECT_NE(e.find("(AveragePool): an AveragePool whose divisors count padding taps"),
+                std::string::npos)
+          << e;
+    }
+  }
   {
     QuantNetwork q = calibrated(small_squeezenet(47), 48);
     for (auto& l : q.layers)
