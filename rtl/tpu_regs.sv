@@ -129,7 +129,8 @@ module tpu_regs #(
   assign irq_o        = |(irq_status_q & irq_enable_q);
 
   // Read mux (combinational on the read address; registered into rdata_q / rresp_q when the
-  // read is taken).
+  // read is taken). Decoded only in a cycle that takes a read: rdata_q loads nothing else, and
+  // a simulator then skips the mux in the many evaluations in which the address input is idle.
   logic [31:0] rdata_d;
   logic        rok_d;
   always_comb begin
@@ -137,7 +138,9 @@ module tpu_regs #(
     a = araddr_i;
     rok_d   = 1'b1;
     rdata_d = '0;
-    if (a >= RegCounterLo && a < 12'(32'(RegCounterLo) + RegArrayStride * Counters)) begin
+    if (!do_read) begin
+      // no read taken: rdata_q and rresp_q keep their values
+    end else if (a >= RegCounterLo && a < 12'(32'(RegCounterLo) + RegArrayStride * Counters)) begin
       rdata_d = a[2] ? counter_q[CIdxW'((a - RegCounterLo) >> 3)][63:32]
                      : counter_q[CIdxW'((a - RegCounterLo) >> 3)][31:0];
     end else if (a >= RegWinBase && a < 12'(32'(RegWinBase) + RegArrayStride * Windows)) begin
