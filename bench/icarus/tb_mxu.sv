@@ -6,9 +6,6 @@
 // done" after CYCLES cycles (the script timestamps them), and checks the first result row of
 // tiles 0 and 1 against a behavioural matmul.
 //
-// Icarus 11 does not carry unpacked-array OUTPUT ports to the parent (they read as X), so
-// the results are read hierarchically from dut.out_sum_o.
-//
 //   iverilog -g2012 -P tb_mxu.N=16 -P tb_mxu.R=256 ... ; vvp sim +cycles=C +warmup=W
 `timescale 1ns / 1ps
 module tb_mxu;
@@ -20,12 +17,12 @@ module tb_mxu;
   always #5 clk = ~clk;
 
   logic              in_valid = 1'b0, in_wbuf = 1'b0, in_wuns = 1'b0;
-  logic signed [8:0] in_data [N];
+  logic [9*N-1:0]    in_data;   // element k in [9k +: 9], as the MXU's flat ports
   logic [17:0]       in_tag = '0;
   logic              w_shift = 1'b0, w_commit = 1'b0, w_buf = 1'b0;
-  logic [7:0]        w_row [N];
+  logic [8*N-1:0]    w_row;
   logic              out_valid;
-  logic signed [31:0] out_sum [N];
+  logic [32*N-1:0]   out_sum;
   logic [17:0]       out_tag;
 
   tpu_mxu #(.N(N)) dut (
@@ -50,7 +47,7 @@ module tb_mxu;
       for (c = 0; c < N; c++) begin
         sum = 0;
         for (k = 0; k < N; k++) sum = sum + $signed(act[k]) * $signed(wts[(t * N + k) * N + c]);
-        if (dut.out_sum_o[c] !== 32'(sum)) bad = bad + 1;
+        if (out_sum[32*c +: 32] !== 32'(sum)) bad = bad + 1;
       end
       checked = checked + 1;
     end
@@ -62,7 +59,8 @@ module tb_mxu;
     if (!$value$plusargs("warmup=%d", warmup)) $fatal(1, "+warmup= missing");
     for (r = 0; r < 64 * N; r++) act[r] = $random;
     for (r = 0; r < 4 * N * N; r++) wts[r] = $random;
-    for (c = 0; c < N; c++) begin in_data[c] = '0; w_row[c] = '0; end
+    in_data = '0;
+    w_row   = '0;
     #1 rst_n = 1'b0;
     @(negedge clk);
     @(negedge clk);
@@ -70,7 +68,7 @@ module tb_mxu;
     // Tile 0 into buffer 0, bottom tile row first.
     for (s = 0; s < N; s++) begin
       w_shift = 1'b1;
-      for (c = 0; c < N; c++) w_row[c] = wts[(N - 1 - s) * N + c];
+      for (c = 0; c < N; c++) w_row[8*c +: 8] = wts[(N - 1 - s) * N + c];
       @(negedge clk);
     end
     w_shift = 1'b0;
@@ -87,14 +85,14 @@ module tb_mxu;
       tile = i / R;
       in_tile = i % R;
       in_valid = 1'b1;
-      for (c = 0; c < N; c++) in_data[c] = {act[(i % 64) * N + c][7], act[(i % 64) * N + c]};
+      for (c = 0; c < N; c++) in_data[9*c +: 9] = {act[(i % 64) * N + c][7], act[(i % 64) * N + c]};
       in_wbuf = tile[0];
       in_tag = 18'(i);
       w_shift = 1'b0;
       w_commit = 1'b0;
       if (in_tile < N) begin
         w_shift = 1'b1;
-        for (c = 0; c < N; c++) w_row[c] = wts[(((tile + 1) % 4) * N + (N - 1 - in_tile)) * N + c];
+        for (c = 0; c < N; c++) w_row[8*c +: 8] = wts[(((tile + 1) % 4) * N + (N - 1 - in_tile)) * N + c];
       end
       if (in_tile == N + 1) begin
         w_commit = 1'b1;
