@@ -122,10 +122,10 @@ def measured(cmd, cwd=None, nice=True, timeout=None):
 # ---------------------------------------------------------------------------------------------
 # Builds
 
-def configure(src, bdir, n):
+def configure(src, bdir, n, extra=()):
     cmd = ["cmake", "-S", src, "-B", bdir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
            "-DTPU_BUILD_TESTS=OFF", "-DTPU_BUILD_BENCH=ON", "-DTPU_SIM_N_LIST=%d" % n,
-           "-DTPU_BENCH_N_LIST=%d" % n]
+           "-DTPU_BENCH_N_LIST=%d" % n] + list(extra)
     rc, out, st = measured(cmd)
     return rc == 0, out, st
 
@@ -267,6 +267,86 @@ def main_runs(args, n, bdir, res, reps, label="main", threads=True):
                 pairs["mt_vs_bare"].append(r2["cps"] / r1["cps"])
     out = {"cycles_arg": cyc, "runs": runs, "pairs": pairs}
     res.setdefault(label, {})[str(n)] = out
+    return out
+
+
+# The SystemC harness of a reference commit (issue 14's "today": --speedup-ref) next to this
+# tree's, built three ways: as the tests build it (assertions on), without assertions (as the
+# reference, which had none), and profile-guided without assertions (TPU_SIM_PGO, trained on a
+# short run of the same harness with another length). Runs back to back, ratios per repetition.
+SPEEDUP_VARIANTS = [("ref", "reference"), ("assert", "this tree, assertions on"),
+                    ("plain", "this tree, assertions off"),
+                    ("pgo", "this tree, assertions off, profile-guided")]
+
+
+def speedup_build(args, n, out):
+    """Builds bench_sc_n<N> for every variant; returns {variant: build dir}."""
+    dirs = {}
+    ref_src = os.path.join(args.build_root, "ref-src")
+    if not os.path.exists(os.path.join(ref_src, "CMakeLists.txt")):
+        sh(["git", "-C", ROOT, "worktree", "add", "--detach", "--force", ref_src, args.speedup_ref])
+    rev = sh(["git", "-C", ref_src, "rev-parse", "--short", "HEAD"]).stdout.strip()
+    out["ref_commit"] = rev
+    target = "bench_sc_n%d" % n
+    plan = [("ref", ref_src, []), ("assert", ROOT, ["-DTPU_SIM_ASSERT=ON"]),
+            ("plain", ROOT, ["-DTPU_SIM_ASSERT=OFF"]),
+            ("pgo", ROOT, ["-DTPU_SIM_ASSERT=OFF", "-DTPU_SIM_PGO=generate"])]
+    for name, src, extra in plan:
+        bdir = os.path.join(args.build_root, "speedup", "n%d-%s" % (n, name))
+        # A compiler cache may hand back an object compiled with another profile (or none).
+        if name == "pgo":
+            os.environ["CCACHE_DISABLE"] = "1"
+        else:
+            os.environ.pop("CCACHE_DISABLE", None)
+        if name == "pgo":
+            extra = extra + ["-DTPU_SIM_PGO_DIR=" + os.path.join(bdir, "pgo")]
+            shutil.rmtree(os.path.join(bdir, "pgo"), ignore_errors=True)
+        log("speedup N=%d: build %s" % (n, name))
+        ok, text, _ = configure(src, bdir, n, extra)
+        rc, text2, st = (measured(["ninja", "-j", str(args.jobs), target], cwd=bdir,
+                                  timeout=args.build_timeout) if ok else (1, "", {}))
+        if not ok or rc != 0:
+            out.setdefault("errors", {})[name] = (text + text2)[-1500:]
+            continue
+        if name == "pgo":
+            train = max(2000, int(CYCLES.get(n, 50_000) / 20))
+            log("speedup N=%d: PGO training run, %d cycles" % (n, train))
+            r = run_harness(bdir, n, "sc", ["--cycles", str(train)])
+            if "error" in r:
+                out.setdefault("errors", {})[name] = "training run: " + r["error"]
+                continue
+            ok, text, _ = configure(src, bdir, n, ["-DTPU_SIM_PGO=use"])
+            rc, text2, st = (measured(["ninja", "-j", str(args.jobs), target], cwd=bdir,
+                                      timeout=args.build_timeout) if ok else (1, "", {}))
+            if not ok or rc != 0:
+                out.setdefault("errors", {})[name] = (text + text2)[-1500:]
+                continue
+            out["pgo_train_cycles"] = train
+        dirs[name] = bdir
+    return dirs
+
+
+def speedup_runs(args, n, res):
+    out = {"runs": collections.defaultdict(list), "ratios": collections.defaultdict(list)}
+    res.setdefault("speedup", {})[str(n)] = out
+    dirs = speedup_build(args, n, out)
+    cyc = int(CYCLES.get(n, 50_000) / (5 if args.quick else 1))
+    for rep in range(args.speedup_reps):
+        this = {}
+        for name, _ in SPEEDUP_VARIANTS:
+            if name not in dirs:
+                continue
+            log("speedup N=%d rep %d/%d: %s" % (n, rep + 1, args.speedup_reps, name))
+            r = run_harness(dirs[name], n, "sc", ["--cycles", str(cyc)])
+            out["runs"][name].append(r)
+            this[name] = r.get("cps")
+        for name, _ in SPEEDUP_VARIANTS[1:]:
+            if this.get("ref") and this.get(name):
+                out["ratios"][name].append(this[name] / this["ref"])
+    # The same chip: every variant counts the same CYCLES for the same workload.
+    cycles = {name: {r.get("counter_cycles") for r in runs if "error" not in r}
+              for name, runs in out["runs"].items()}
+    out["same_cycles"] = len({c for v in cycles.values() for c in v}) == 1
     return out
 
 
@@ -802,6 +882,36 @@ def render(args, res):
                 fmt_x(med(pairs.get("sc_vs_mxu", [])))))
         w("")
 
+    # --- Speed-up against the reference commit
+    sp = res.get("speedup")
+    if sp:
+        ref = next((v.get("ref_commit") for v in sp.values() if v.get("ref_commit")), "?")
+        w("## Speed-up against %s\n" % ref)
+        w("The SystemC core (`bench_sc_n<N>`, the workload above) of commit %s — the simulator "
+          "whose figures issue 14 quotes (0.92 M / 97.5 k / 4.8 k cycles/s at N = 16 / 64 / 256 on "
+          "a quiet machine) — built and run back to back with this tree's, three ways: as the "
+          "tests build it (`--assert`: the RTL's assertions, which %s did not have), without "
+          "assertions (`-DTPU_SIM_ASSERT=OFF`, like %s), and without assertions, profile-guided "
+          "(`-DTPU_SIM_PGO=generate`, one training run of the same harness with a shorter "
+          "length, then `-DTPU_SIM_PGO=use`; scripts/build_pgo.sh does the same for tpusim). "
+          "Medians of %d repetitions; speed-up = cycles/s ÷ the reference's in the same "
+          "repetition (median). \"same chip\": every build counts the same CYCLES for the "
+          "workload.\n" % (ref, ref, ref, args.speedup_reps))
+        w("| N | reference | assertions on | speed-up | assertions off | speed-up | "
+          "profile-guided | speed-up | same chip |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for key in sorted(sp, key=int):
+            v = sp[key]
+            runs, ratios = v.get("runs", {}), v.get("ratios", {})
+            cells = [fmt_cps(cps_of(runs.get("ref", [])))]
+            for name in ("assert", "plain", "pgo"):
+                cells += [fmt_cps(cps_of(runs.get(name, []))), fmt_x(med(ratios.get(name, [])))]
+            w("| %s | %s | %s |" % (key, " | ".join(cells),
+                                    "yes" if v.get("same_cycles") else "**no**"))
+            for name, text in sorted(v.get("errors", {}).items()):
+                w("\nN = %s, %s: failed: %s\n" % (key, name, text[:300].replace("\n", " ")))
+        w("")
+
     # --- Icarus
     ic = res.get("icarus")
     if ic:
@@ -1007,6 +1117,29 @@ def limits_notes(res):
                 "run in parallel, while every eval pays a cross-thread hand-off that stalls "
                 "whenever the other vCPU is taken by another job." % (
                     ", ".join("N = %s: %s" % (k, fmt_x(x)) for k, x in mt), fmt_cps(worst)))
+    sp = res.get("speedup", {})
+    if sp:
+        ref = next((x.get("ref_commit") for x in sp.values() if x.get("ref_commit")), "?")
+        figs = ", ".join("N = %s: %s / %s" % (k, fmt_x(med(sp[k]["ratios"].get("plain", []))),
+                                              fmt_x(med(sp[k]["ratios"].get("pgo", []))))
+                         for k in sorted(sp, key=int) if sp[k].get("ratios"))
+        out.append(
+            "Speed-up against %s (assertions off / profile-guided): %s. It comes from the MXU "
+            "(rtl/tpu_mxu.sv written for the simulator: each PE one statement on its own "
+            "registers, weights kept in both interpretations so a PE needs one indexed read, "
+            "delay lines that shift whole stages, the array left still while it holds no valid "
+            "row) and g++ without its SLP vectorizer for the Verilated models, so it follows the "
+            "MXU's own gain where the array dominates (N ≥ 64). At N = 16 the array is about a "
+            "third of the core's time: the rest is the control logic of a dozen units, "
+            "evaluated every cycle whether busy or not, and the SystemC testbench, which "
+            "evaluates the model twice per cycle (the clock edge, then the AXI inputs that change "
+            "after it: the register port's ready signals depend on them combinationally). "
+            "Profile-guided code helps most there (branchy control code). The assertions cost "
+            "%s (assertions-off ÷ assertions-on speed)." % (ref, figs, ", ".join(
+                "%s at N = %s" % (fmt_x(med(sp[k]["ratios"].get("plain", [])) /
+                                        med(sp[k]["ratios"].get("assert", []))), k)
+                for k in sorted(sp, key=int)
+                if sp[k]["ratios"].get("plain") and sp[k]["ratios"].get("assert"))))
     v = res.get("vcd")
     if v:
         on = med([r.get("vcd_bytes") for r in v["runs"]["on"]])
@@ -1044,6 +1177,14 @@ def targets(res):
                   "measured": fmt_x(a), "met": a <= 1.5 if a else None})
         t.append({"target": "N = %s: SystemC core ≤ 2× the bare MXU" % key,
                   "measured": fmt_x(b), "met": b <= 2.0 if b else None})
+    for key in sorted(res.get("speedup", {}), key=int):
+        ratios = res["speedup"][key].get("ratios", {})
+        a, b = med(ratios.get("plain", [])), med(ratios.get("pgo", []))
+        t.append({"target": "N = %s: SystemC core ≥ 2× the reference's cycles/s, same cycles "
+                            "(assertions off / profile-guided)" % key,
+                  "measured": "%s / %s" % (fmt_x(a), fmt_x(b)),
+                  "met": (max(a or 0, b or 0) >= 2.0 and res["speedup"][key].get("same_cycles"))
+                         if (a or b) else None})
     ic = res.get("icarus", {}).get("mxu", {})
     for key in sorted(ic, key=int):
         r = med(ic[key].get("pairs", []))
@@ -1131,6 +1272,11 @@ def main():
     ap.add_argument("--icarus-timeout", type=int, default=900)
     ap.add_argument("--profile-ns", type=ints, default=[8, 16])
     ap.add_argument("--profile-cycles", type=int, default=20000)
+    ap.add_argument("--speedup-ns", type=ints, default=[16, 64, 256],
+                    help="array sizes of the speed-up table (this tree against --speedup-ref)")
+    ap.add_argument("--speedup-ref", default="824ecaf",
+                    help="reference commit of the speed-up table (issue 14's baseline)")
+    ap.add_argument("--speedup-reps", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--build-timeout", type=int, default=3600)
     ap.add_argument("--build-root", default=os.path.join(ROOT, "build-bench"))
@@ -1168,7 +1314,7 @@ def main():
         log("wrote", args.out)
         return 0
 
-    all_stages = ["build", "main", "vcd", "scale", "icarus", "profile"]
+    all_stages = ["build", "main", "vcd", "scale", "speedup", "icarus", "profile"]
     stages = set(all_stages if args.stages == "all" else re.split(r"[ ,]+", args.stages.strip()))
     for flag, st in ((args.skip_icarus, "icarus"), (args.skip_profile, "profile"),
                      (args.skip_vcd, "vcd")):
@@ -1210,6 +1356,10 @@ def main():
                     res["scale"][str(n)] = main_runs(args, n, dirs[n], res, args.scale_reps,
                                                       "scale_runs", threads=False)
                 save()
+    if "speedup" in stages:
+        for n in args.speedup_ns:
+            speedup_runs(args, n, res)
+            save()
     if "icarus" in stages:
         icarus(args, res, dirs)
         save()
