@@ -788,9 +788,9 @@ def render(args, res):
     w("| Icarus | `tpu_mxu` under Icarus Verilog 11 with bench/icarus/tb_mxu.sv, same schedule "
       "(see below for the whole core) | `vvp` |")
     w("")
-    w("All Verilated models use the simulator's flags (sim/CMakeLists.txt): `-O3 --unroll-stmts "
-      "3000` (TPU_SIM_VERILATOR_OPT), generated per-cycle code compiled with `-O2 "
-      "-fno-tree-slp-vectorize` (OPT_FAST), the rest `-O3`; g++ Release.\n")
+    w("All Verilated models use the simulator's flags (sim/CMakeLists.txt): `-O3` (and "
+      "`--unroll-stmts 3000` for N ≤ 16: `tpu_sim_verilator_opt`), generated per-cycle code "
+      "compiled with `-O2 -fno-tree-slp-vectorize` (OPT_FAST), the rest `-O3`; g++ Release.\n")
 
     # --- main table
     w("## Simulated cycles per second\n")
@@ -1112,10 +1112,10 @@ def limits_notes(res):
         out.append(
             "Large N: the MXU array is everything (at N = %s the SystemC core runs at %s of the bare "
             "MXU's speed, the testbench costs %s). Simulation time per cycle grows as N²: each PE "
-            "is a multiply-add on values kept in the model's member arrays, inside loops: Verilator "
-            "unrolls a loop of ≤ 64 iterations only while the unrolled code stays under 3,000 "
-            "statements (`--unroll-stmts 3000`), so up to N = 64 a row of PEs is straight-line "
-            "code and the rows are a loop; from N = 128 both are loops."
+            "is a multiply-add on values kept in the model's member arrays, inside loops: up to "
+            "N = 64 Verilator unrolls each row of PEs into straight-line code and keeps the rows "
+            "a loop (at N ≤ 16 through `--unroll-stmts 3000`, or it would unroll the whole "
+            "array); from N = 128 both are loops."
             % (big, fmt_x(1.0 / med(p["sc_vs_mxu"])) if p.get("sc_vs_mxu") else "—",
                fmt_x(med(p.get("sc_vs_bare", [])))))
         mt = [(k, med(v["pairs"].get("mt_vs_bare", []))) for k, v in sorted(main.items(), key=lambda kv: int(kv[0]))]
