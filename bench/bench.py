@@ -279,8 +279,9 @@ SPEEDUP_VARIANTS = [("ref", "reference"), ("assert", "this tree, assertions on")
                     ("pgo", "this tree, assertions off, profile-guided")]
 
 
-def speedup_build(args, n, out):
-    """Builds bench_sc_n<N> for every variant; returns {variant: build dir}."""
+def speedup_build(args, n, out, main_dir=None):
+    """Builds bench_sc_n<N> for every variant; returns {variant: build dir}. The assertions-on
+    variant is the main table's build of N when there is one (the default configuration)."""
     dirs = {}
     ref_src = os.path.join(args.build_root, "ref-src")
     if not os.path.exists(os.path.join(ref_src, "CMakeLists.txt")):
@@ -288,48 +289,53 @@ def speedup_build(args, n, out):
     rev = sh(["git", "-C", ref_src, "rev-parse", "--short", "HEAD"]).stdout.strip()
     out["ref_commit"] = rev
     target = "bench_sc_n%d" % n
+
+    def build(name, src, bdir, extra, no_ccache=False):
+        """Configures and builds target in bdir; records and returns False on failure. A
+        compiler cache may hand back an object compiled with another profile (or none), so
+        profile-guided builds run without it."""
+        ok, text, _ = configure(src, bdir, n, extra)
+        env = ["env", "CCACHE_DISABLE=1"] if no_ccache else []
+        rc, text2, _ = (measured(env + ["ninja", "-j", str(args.jobs), target], cwd=bdir,
+                                 timeout=args.build_timeout) if ok else (1, "", {}))
+        if not ok or rc != 0:
+            out.setdefault("errors", {})[name] = (text + text2)[-1500:]
+            return False
+        return True
+
     plan = [("ref", ref_src, []), ("assert", ROOT, ["-DTPU_SIM_ASSERT=ON"]),
             ("plain", ROOT, ["-DTPU_SIM_ASSERT=OFF"]),
             ("pgo", ROOT, ["-DTPU_SIM_ASSERT=OFF", "-DTPU_SIM_PGO=generate"])]
     for name, src, extra in plan:
-        bdir = os.path.join(args.build_root, "speedup", "n%d-%s" % (n, name))
-        # A compiler cache may hand back an object compiled with another profile (or none).
-        if name == "pgo":
-            os.environ["CCACHE_DISABLE"] = "1"
-        else:
-            os.environ.pop("CCACHE_DISABLE", None)
-        if name == "pgo":
-            extra = extra + ["-DTPU_SIM_PGO_DIR=" + os.path.join(bdir, "pgo")]
-            shutil.rmtree(os.path.join(bdir, "pgo"), ignore_errors=True)
-        log("speedup N=%d: build %s" % (n, name))
-        ok, text, _ = configure(src, bdir, n, extra)
-        rc, text2, st = (measured(["ninja", "-j", str(args.jobs), target], cwd=bdir,
-                                  timeout=args.build_timeout) if ok else (1, "", {}))
-        if not ok or rc != 0:
-            out.setdefault("errors", {})[name] = (text + text2)[-1500:]
+        if name == "assert" and main_dir:
+            dirs[name] = main_dir
             continue
-        if name == "pgo":
-            train = max(2000, int(CYCLES.get(n, 50_000) / 20))
-            log("speedup N=%d: PGO training run, %d cycles" % (n, train))
-            r = run_harness(bdir, n, "sc", ["--cycles", str(train)])
-            if "error" in r:
-                out.setdefault("errors", {})[name] = "training run: " + r["error"]
-                continue
-            ok, text, _ = configure(src, bdir, n, ["-DTPU_SIM_PGO=use"])
-            rc, text2, st = (measured(["ninja", "-j", str(args.jobs), target], cwd=bdir,
-                                      timeout=args.build_timeout) if ok else (1, "", {}))
-            if not ok or rc != 0:
-                out.setdefault("errors", {})[name] = (text + text2)[-1500:]
-                continue
+        bdir = os.path.join(args.build_root, "speedup", "n%d-%s" % (n, name))
+        log("speedup N=%d: build %s" % (n, name))
+        if name != "pgo":
+            if build(name, src, bdir, extra):
+                dirs[name] = bdir
+            continue
+        pgo_dir = os.path.join(bdir, "pgo")
+        shutil.rmtree(pgo_dir, ignore_errors=True)
+        if not build(name, src, bdir, extra + ["-DTPU_SIM_PGO_DIR=" + pgo_dir], no_ccache=True):
+            continue
+        train = max(2000, int(CYCLES.get(n, 50_000) / 20))
+        log("speedup N=%d: PGO training run, %d cycles" % (n, train))
+        r = run_harness(bdir, n, "sc", ["--cycles", str(train)])
+        if "error" in r:
+            out.setdefault("errors", {})[name] = "training run: " + r["error"]
+            continue
+        if build(name, src, bdir, ["-DTPU_SIM_PGO=use"], no_ccache=True):
             out["pgo_train_cycles"] = train
-        dirs[name] = bdir
+            dirs[name] = bdir
     return dirs
 
 
-def speedup_runs(args, n, res):
+def speedup_runs(args, n, res, main_dir=None):
     out = {"runs": collections.defaultdict(list), "ratios": collections.defaultdict(list)}
     res.setdefault("speedup", {})[str(n)] = out
-    dirs = speedup_build(args, n, out)
+    dirs = speedup_build(args, n, out, main_dir)
     cyc = int(CYCLES.get(n, 50_000) / (5 if args.quick else 1))
     for rep in range(args.speedup_reps):
         this = {}
@@ -1371,7 +1377,7 @@ def main():
                 save()
     if "speedup" in stages:
         for n in args.speedup_ns:
-            speedup_runs(args, n, res)
+            speedup_runs(args, n, res, dirs.get(n))
             save()
     if "icarus" in stages:
         icarus(args, res, dirs)
