@@ -6,41 +6,22 @@
 #include <deque>
 #include <sstream>
 #include <systemc>
-#include <type_traits>
 
-#include "Vtpu_core.h"
+// verilated_funcs.h calls sc_time_stamp() unqualified once <systemc> has been included.
+using sc_core::sc_time_stamp;
+
 #include "axi4_tlm_bridge.h"
 #include "axi_lite_master.h"
+#include "core_model.h"
 #include "pin_types.h"
 #include "verilated.h"
+#ifndef TPU_SIM_NO_TRACE
 #include "verilated_vcd_sc.h"
-
-#ifndef TPU_SIM_N
-#error "TPU_SIM_N must be defined (the tpu_sim_n<N> CMake target does it)"
 #endif
 
 namespace tpu::sim {
 
 namespace {
-
-// The RTL's default AxiDataWidth = min(8N, 128), unless the build chose another width
-// (TPU_SIM_AXI_WIDTH); the Verilated port types confirm it below.
-#ifdef TPU_SIM_AXI_WIDTH
-constexpr unsigned kAxiWidth = TPU_SIM_AXI_WIDTH;
-#else
-constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
-#endif
-
-template <class Port>
-using PortData = typename std::remove_reference_t<Port>::data_type;
-
-static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_rdata_i)>,
-                             PinType_t<kAxiWidth>>,
-              "m_axi_rdata_i of the Verilated tpu_core is not the width the testbench assumes "
-              "(TPU_SIM_AXI_WIDTH, or min(8*TPU_SIM_N, 128)): did the RTL's AxiDataWidth change?");
-static_assert(std::is_same_v<PortData<decltype(std::declval<Vtpu_core&>().m_axi_wstrb_o)>,
-                             PinType_t<kAxiWidth / 8>>,
-              "m_axi_wstrb_o of the Verilated tpu_core has an unexpected type");
 
 // Rising edges at kEdgeOffset + k * period: no edge ever falls on a multiple of half a period,
 // which is where advance() stops, so "events at the end time" ambiguities never arise.
@@ -157,7 +138,7 @@ struct Testbench : sc_core::sc_module {
   Signal<bool> trace_run, trace_issue;
   Signal<uint32_t> trace_unit, trace_pc, trace_done;
 
-  Vtpu_core core;
+  CoreModel core;
   HostMemoryModel memory;
   Axi4ToTlmBridge<kAxiWidth> bridge;
   AxiLiteMaster host;
@@ -389,7 +370,17 @@ struct Chip::Impl {
   // Never deleted: SystemC cannot tear a design down and elaborate another in the same
   // process, and deleting modules after simulation started is not supported.
   Testbench* tb = nullptr;
+#ifdef TPU_SIM_NO_TRACE
+  struct NoVcd {  // a model Verilated without --trace (TPU_SIM_TRACE=OFF) cannot dump
+    void open(const char*) {}
+    bool isOpen() const { return false; }
+    void close() {}
+    void flush() {}
+  };
+  NoVcd* vcd = nullptr;
+#else
   VerilatedVcdSc* vcd = nullptr;
+#endif
   enum class VcdState { kOff, kWaiting, kOpen, kClosed } vcd_state = VcdState::kOff;
   // Mirror of IRQ_ENABLE (the host is the only writer); kUnknown after SOFT_RESET.
   static constexpr uint32_t kUnknown = 0xFFFFFFFF;
@@ -423,6 +414,8 @@ struct Chip::Impl {
     // outside itself. Switching between edges keeps every rising edge where it was (clock_gen).
     tb->pulse_clock = !(vcd_state == VcdState::kOpen ||
                         (vcd_state == VcdState::kWaiting && now + 1 >= cfg.vcd_from_cycle));
+    // Likewise the model evaluates at every pin change only while dumping (core_model.h).
+    tb->core.set_every_change(cfg.eval_every_change || !tb->pulse_clock);
   }
 
   void check_protocol() {
@@ -504,6 +497,13 @@ Chip::Chip(const ChipConfig& config) {
         "ChipConfig: reg_timeout_cycles and status_poll_cycles must be > 0");
   if (config.vcd_from_cycle > config.vcd_to_cycle)
     throw std::invalid_argument("ChipConfig: vcd_from_cycle > vcd_to_cycle");
+#ifdef TPU_SIM_NO_TRACE
+  if (!config.vcd_file.empty())
+    throw std::invalid_argument(
+        "ChipConfig::vcd_file: this simulator was built without VCD tracing "
+        "(-DTPU_SIM_TRACE=OFF), so it cannot write '" +
+        config.vcd_file + "'; rebuild with -DTPU_SIM_TRACE=ON");
+#endif
   g_chip_constructed = true;
 
   impl_ = std::make_unique<Impl>();
@@ -514,12 +514,15 @@ Chip::Chip(const ChipConfig& config) {
   // Must precede model construction; left off otherwise so an untraced run pays nothing.
   if (tracing) Verilated::traceEverOn(true);
   impl_->tb = new Testbench("tb", config);
+  impl_->tb->core.set_every_change(config.eval_every_change);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // finish elaboration before attaching the trace
   if (tracing) {
+#ifndef TPU_SIM_NO_TRACE
     impl_->vcd = new VerilatedVcdSc;
     impl_->tb->core.trace(impl_->vcd, config.trace_depth);
     impl_->vcd_state = Impl::VcdState::kWaiting;
     impl_->update_vcd_window();
+#endif
   }
   reset();
 }

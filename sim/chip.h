@@ -45,6 +45,10 @@ struct ChipConfig {
   // run() polls STATUS this often when irq_o cannot announce completion (IRQ_ENABLE != 0b11
   // or an interrupt already pending when run() starts).
   uint64_t status_poll_cycles = 256;
+  // Evaluate the Verilated core at every change of its clock or inputs, as Verilator's own
+  // SystemC wrapper does, instead of once per cycle (sim/core_model.h). Same pins, same cycles,
+  // slower; for checking the once-per-cycle evaluation (tests/verif/eval_modes_test.cpp).
+  bool eval_every_change = false;
 };
 
 enum class StopReason {

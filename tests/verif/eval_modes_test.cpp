@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// The once-per-cycle evaluation of the Verilated core (sim/core_model.h) against evaluating it at
+// every change of its clock or inputs, as Verilator's own SystemC wrapper does
+// (ChipConfig::eval_every_change). The same seeded random programs, with random memory timing
+// and AXI backpressure on both ports, must give the same runs: every instruction's issue and
+// finish cycle, the CYCLES counter, the cycle each run ended (register accesses included), the
+// outcome and the host memory left behind.
+//
+// One Chip per process: each mode runs in a child process (fork, before any Chip exists) and
+// writes a fingerprint of its runs to a file; the test compares the two files line by line.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chip_backend.h"
+#include "random_program.h"
+
+namespace {
+
+using namespace tpu::verif;
+
+constexpr uint64_t kFirstSeed = 7'000'000;
+constexpr uint64_t kPrograms = 200;
+
+uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ull;
+  return h;
+}
+
+// One line per program: the outcome, the chip's counters and cycle, every traced instruction.
+std::string fingerprint(bool every_change) {
+  tpu::sim::ChipConfig cfg;
+  cfg.eval_every_change = every_change;
+  ChipBackend chip(cfg);
+  chip.chip().set_instruction_trace(true);
+  GenOptions opt;
+  opt.n = TPU_SIM_N;
+  std::ostringstream s;
+  for (uint64_t seed = kFirstSeed; seed < kFirstSeed + kPrograms; ++seed) {
+    const TestCase tc = generate_program(seed, opt);
+    const Outcome o = chip.run(tc.memory, tc.config, tc.program);
+    tpu::sim::Chip& c = chip.chip();
+    s << "seed " << seed << " done " << o.done << " hung " << o.hung << " err " << o.err_code << "@"
+      << o.err_pc << " retired " << o.retired << " cycles " << c.counter(0) << " at " << c.cycle()
+      << " mem " << std::hex << fnv1a(o.data) << fnv1a(o.out) << fnv1a(o.dump) << std::dec
+      << " trace";
+    for (const auto& e : c.trace_events())
+      s << " " << e.pc << ":" << unsigned(e.unit) << ":" << e.issue << "-" << e.done;
+    s << "\n";
+  }
+  return s.str();
+}
+
+// Runs fingerprint(every_change) in a child process; returns its lines.
+std::vector<std::string> run_in_child(bool every_change) {
+  const std::string path = ::testing::TempDir() + "tpu_eval_modes_n" + std::to_string(TPU_SIM_N) +
+                           (every_change ? "_every" : "_edge");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int rc = 0;
+    std::ofstream out(path);
+    try {
+      out << fingerprint(every_change);
+    } catch (const std::exception& e) {
+      out << "exception: " << e.what() << "\n";
+      rc = 1;
+    }
+    out.close();
+    _exit(rc);  // no SystemC or gtest teardown in the child
+  }
+  EXPECT_GT(pid, 0) << "fork failed";
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child (" << (every_change ? "every change" : "once per cycle") << ") failed, status "
+      << status << "; see " << path;
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::remove(path.c_str());
+  return lines;
+}
+
+TEST(EvalModes, OncePerCycleRunsLikeEveryChange) {
+  if (tpu::sim::Chip::constructed()) GTEST_SKIP() << "needs a process without a Chip";
+  const std::vector<std::string> edge = run_in_child(false);
+  const std::vector<std::string> every = run_in_child(true);
+  ASSERT_EQ(edge.size(), kPrograms);
+  ASSERT_EQ(every.size(), kPrograms);
+  size_t traced = 0;
+  for (size_t i = 0; i < kPrograms; ++i) {
+    EXPECT_EQ(edge[i], every[i]) << "program " << i << " differs between the two evaluations";
+    if (edge[i].find(':') != std::string::npos) ++traced;
+  }
+  EXPECT_GT(traced, kPrograms / 2) << "too few runs recorded an instruction trace";
+  // The cycle the last run ended: the programs must have run for a while.
+  const size_t at = edge.back().find(" at ");
+  ASSERT_NE(at, std::string::npos);
+  const uint64_t cycles = std::stoull(edge.back().substr(at + 4));
+  std::printf("%llu programs in %llu cycles\n", (unsigned long long)kPrograms,
+              (unsigned long long)cycles);
+  EXPECT_GT(cycles, kPrograms * 100);
+}
+
+}  // namespace
