@@ -272,11 +272,12 @@ def main_runs(args, n, bdir, res, reps, label="main", threads=True):
 
 # The SystemC harness of a reference commit (issue 14's "today": --speedup-ref) next to this
 # tree's, built three ways: as the tests build it (assertions on), without assertions (as the
-# reference, which had none), and profile-guided without assertions (TPU_SIM_PGO, trained on a
-# short run of the same harness with another length). Runs back to back, ratios per repetition.
+# reference, which had none), and as scripts/build_pgo.sh builds tpusim: without assertions and
+# VCD tracing, profile-guided (TPU_SIM_PGO, trained on a short run of the same harness with
+# another length). Runs back to back, ratios per repetition.
 SPEEDUP_VARIANTS = [("ref", "reference"), ("assert", "this tree, assertions on"),
                     ("plain", "this tree, assertions off"),
-                    ("pgo", "this tree, assertions off, profile-guided")]
+                    ("pgo", "this tree, assertions and VCD tracing off, profile-guided")]
 
 
 def speedup_build(args, n, out, main_dir=None):
@@ -305,7 +306,8 @@ def speedup_build(args, n, out, main_dir=None):
 
     plan = [("ref", ref_src, []), ("assert", ROOT, ["-DTPU_SIM_ASSERT=ON"]),
             ("plain", ROOT, ["-DTPU_SIM_ASSERT=OFF"]),
-            ("pgo", ROOT, ["-DTPU_SIM_ASSERT=OFF", "-DTPU_SIM_PGO=generate"])]
+            ("pgo", ROOT, ["-DTPU_SIM_ASSERT=OFF", "-DTPU_SIM_TRACE=OFF",
+                           "-DTPU_SIM_PGO=generate"])]
     for name, src, extra in plan:
         if name == "assert" and main_dir:
             dirs[name] = main_dir
@@ -908,14 +910,15 @@ def render(args, res):
           "whose figures issue 14 quotes (0.92 M / 97.5 k / 4.8 k cycles/s at N = 16 / 64 / 256 on "
           "a quiet machine) — built and run back to back with this tree's, three ways: as the "
           "tests build it (`--assert`: the RTL's assertions, which %s did not have), without "
-          "assertions (`-DTPU_SIM_ASSERT=OFF`, like %s), and without assertions, profile-guided "
-          "(`-DTPU_SIM_PGO=generate`, one training run of the same harness with a shorter "
-          "length, then `-DTPU_SIM_PGO=use`; scripts/build_pgo.sh does the same for tpusim). "
+          "assertions (`-DTPU_SIM_ASSERT=OFF`, like %s), and as scripts/build_pgo.sh builds "
+          "tpusim: without assertions and without VCD tracing (`-DTPU_SIM_TRACE=OFF`; %s had "
+          "it), profile-guided (`-DTPU_SIM_PGO=generate`, one training run of the same harness "
+          "with a shorter length, then `-DTPU_SIM_PGO=use`). "
           "Medians of %d repetitions; speed-up = cycles/s ÷ the reference's in the same "
           "repetition (median). \"same chip\": every build counts the same CYCLES for the "
-          "workload.\n" % (ref, ref, ref, args.speedup_reps))
+          "workload.\n" % (ref, ref, ref, ref, args.speedup_reps))
         w("| N | reference | assertions on | speed-up | assertions off | speed-up | "
-          "profile-guided | speed-up | same chip |")
+          "no VCD, profile-guided | speed-up | same chip |")
         w("|---|---|---|---|---|---|---|---|---|")
         for key in sorted(sp, key=int):
             v = sp[key]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds tpusim for long runs: a profile-guided (g++ -fprofile-use) Verilated core without the
-# RTL's assertions (-DTPU_SIM_ASSERT=OFF; pass -DTPU_SIM_ASSERT=ON to keep them), cycle for
+# RTL's assertions (-DTPU_SIM_ASSERT=OFF; pass -DTPU_SIM_ASSERT=ON to keep them) and without VCD
+# tracing (-DTPU_SIM_TRACE=OFF: --vcd is refused; pass -DTPU_SIM_TRACE=ON to keep it), cycle for
 # cycle the same chip. docs/performance.md ("Speed-up") has what each step gains.
 #
 #   scripts/build_pgo.sh [--build DIR] [--jobs J] [CMAKE_ARGS...]
@@ -22,7 +23,7 @@ while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) cmake_args+=("$1"); shift ;;
   esac
 done
@@ -35,7 +36,7 @@ data="${TPU_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
 
 configure() {
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_BUILD_TESTS=OFF \
-    -DTPU_SIM_ASSERT=OFF -DTPU_SIM_PGO="$1" -DTPU_SIM_PGO_DIR="$build/pgo" "${cmake_args[@]}" >/dev/null
+    -DTPU_SIM_ASSERT=OFF -DTPU_SIM_TRACE=OFF -DTPU_SIM_PGO="$1" -DTPU_SIM_PGO_DIR="$build/pgo" "${cmake_args[@]}" >/dev/null
 }
 
 echo "build_pgo.sh: [1/3] instrumented build in $build"
