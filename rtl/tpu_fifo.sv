@@ -36,7 +36,6 @@ module tpu_fifo #(
   localparam int unsigned PtrW = $clog2(Depth);
   localparam int unsigned CntW = $clog2(Depth + 1);
 
-  logic [Width-1:0] mem_q [Depth];
   logic [PtrW-1:0]  rd_q, rd_d, wr_q, wr_d;
   logic [CntW-1:0]  cnt_q, cnt_d;
   logic             do_push, do_pop;
@@ -48,7 +47,6 @@ module tpu_fifo #(
   assign full_o  = (cnt_q == CntW'(Depth));
   assign empty_o = (cnt_q == '0);
   assign usage_o = cnt_q;
-  assign data_o  = mem_q[rd_q];
   assign do_push = push_i && !flush_i;
   assign do_pop  = pop_i && !flush_i;
 
@@ -79,22 +77,31 @@ module tpu_fifo #(
     end
   end
 
-  // The storage: a memory written at the write pointer (no reset, like any RAM).
-  always_ff @(posedge clk_i) begin
-    if (do_push) mem_q[wr_q] <= data_i;
-  end
-
-  // Slot j holds an entry when it lies within cnt_q slots from the read pointer.
+  // The storage, written at the write pointer (no reset, like any RAM). With Peek it is one
+  // packed vector that slots_o shows as it is (every slot is read every cycle anyway); without,
+  // an array read at one address, which synthesis may map to a memory.
   if (Peek) begin : g_peek
+    logic [Depth*Width-1:0] slots_q;  // slot j in [Width*j +: Width]
+    always_ff @(posedge clk_i) begin
+      if (do_push) slots_q[Width*wr_q +: Width] <= data_i;
+    end
+    assign data_o  = slots_q[Width*rd_q +: Width];
+    assign slots_o = slots_q;
+
+    // Slot j holds an entry when it lies within cnt_q slots from the read pointer.
     always_comb begin
       for (int j = 0; j < 32'(Depth); j++) begin
         logic [31:0] age;
         age = (j >= 32'(rd_q)) ? j - 32'(rd_q) : j + Depth - 32'(rd_q);
-        slots_o[Width*j +: Width] = mem_q[j];
         slot_valid_o[j] = age < 32'(cnt_q);
       end
     end
-  end else begin : g_no_peek
+  end else begin : g_ram
+    logic [Width-1:0] mem_q [Depth];
+    always_ff @(posedge clk_i) begin
+      if (do_push) mem_q[wr_q] <= data_i;
+    end
+    assign data_o       = mem_q[rd_q];
     assign slots_o      = '0;
     assign slot_valid_o = '0;
   end

@@ -46,8 +46,11 @@ module tpu_mxu #(
   localparam int unsigned LaneW = 11;
 
   // Activation register of PE(r,c), moving right: the lane's operand in lane_q, its weight
-  // select in lsel_q (kept apart so a PE reads each without masking or shifting).
-  logic signed [8:0]  lane_q   [N][N];
+  // select in lsel_q (kept apart so a PE reads each without masking or shifting). The 9-bit
+  // operand is held sign-extended to the partial sums' 32 bits: extended once where it enters
+  // a row instead of in every PE (a simulator's cost); synthesis merges the copies of the sign
+  // bit, which all have the same input, and narrows the multipliers back to 9 bits.
+  logic signed [31:0] lane_q   [N][N];
   logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
   // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
@@ -123,18 +126,18 @@ module tpu_mxu #(
           lane_q[r][c] = lane_q[r][c-1];
           lsel_q[r][c] = lsel_q[r][c-1];
         end
-        lane_q[r][0] = skew_q[r-1][r][LaneW-1:2];
+        lane_q[r][0] = 32'($signed(skew_q[r-1][r][LaneW-1:2]));
         lsel_q[r][0] = skew_q[r-1][r][1:0];
         psum_q[r][0] = psum_q[r-1][0] + lane_q[r][0] * wx_q[r][0][lsel_q[r][0]];
       end
       for (int unsigned c = N - 1; c >= 1; c--) begin
-        psum_q[0][c] = 32'(lane_q[0][c-1]) * 32'(wx_q[0][c][lsel_q[0][c-1]]);
+        psum_q[0][c] = lane_q[0][c-1] * 32'(wx_q[0][c][lsel_q[0][c-1]]);
         lane_q[0][c] = lane_q[0][c-1];
         lsel_q[0][c] = lsel_q[0][c-1];
       end
-      lane_q[0][0] = in_data_i[8:0];
+      lane_q[0][0] = 32'($signed(in_data_i[8:0]));
       lsel_q[0][0] = {in_wbuf_i, in_wuns_i};
-      psum_q[0][0] = 32'(lane_q[0][0]) * 32'(wx_q[0][0][lsel_q[0][0]]);
+      psum_q[0][0] = lane_q[0][0] * 32'(wx_q[0][0][lsel_q[0][0]]);
 
       // Input skew: row k is delayed by k cycles (k registers, the last feeds PE(k,0)).
       for (int unsigned j = N - 2; j >= 1; j--) begin
