@@ -1146,18 +1146,20 @@ def limits_notes(res):
                                               fmt_x(med(sp[k]["ratios"].get("pgo", []))))
                          for k in sorted(sp, key=int) if sp[k].get("ratios"))
         out.append(
-            "Speed-up against %s (assertions off / profile-guided): %s. It comes from the MXU "
-            "(rtl/tpu_mxu.sv written for the simulator: each PE one statement on its own "
-            "registers, weights kept in both interpretations so a PE needs one indexed read, "
-            "delay lines that shift whole stages, the array left still while it holds no valid "
-            "row) and g++ without its SLP vectorizer for the Verilated models, so it follows the "
-            "MXU's own gain where the array dominates (N ≥ 64). At N = 16 the array is about a "
-            "third of the core's time: the rest is the control logic of a dozen units, "
-            "evaluated every cycle whether busy or not, and the SystemC testbench, which "
-            "evaluates the model twice per cycle (the clock edge, then the AXI inputs that change "
-            "after it: the register port's ready signals depend on them combinationally). "
-            "Profile-guided code helps most there (branchy control code). The assertions cost "
-            "%s (assertions-off ÷ assertions-on speed)." % (ref, figs, ", ".join(
+            "Speed-up against %s (assertions off / no VCD tracing, profile-guided): %s. It "
+            "comes from the MXU (rtl/tpu_mxu.sv written for the simulator: each PE one "
+            "statement on its own registers, weights kept in both interpretations so a PE needs "
+            "one indexed read, activations held sign-extended, delay lines that shift whole "
+            "stages, the array left still while it holds no valid row) and g++ without its SLP "
+            "vectorizer for the Verilated models, which is what counts where the array dominates "
+            "(N ≥ 64); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
+            "once per cycle, where Verilator's own SystemC wrapper evaluated it at the edge and "
+            "again for the inputs driven after it, reading every input port and writing every "
+            "output port each time. At N = 16 the array is about a third of the core's time, "
+            "the rest the control logic of a dozen units, evaluated every cycle whether busy or "
+            "not, and the SystemC kernel; profile-guided code helps most there (branchy control "
+            "code). The assertions cost %s (assertions-off ÷ assertions-on speed)." % (
+                ref, figs, ", ".join(
                 "%s at N = %s" % (fmt_x(med(sp[k]["ratios"].get("plain", [])) /
                                         med(sp[k]["ratios"].get("assert", []))), k)
                 for k in sorted(sp, key=int)
