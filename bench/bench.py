@@ -784,8 +784,9 @@ def render(args, res):
       "only (the MXU is fed a row every cycle once the first tile is in; no weight stalls).\n")
     w("| harness | what | binary |")
     w("|---|---|---|")
-    w("| SystemC | the core through `tpu::sim::Chip` (sim/: Verilated SystemC model, AXI bridges, "
-      "TLM host memory, default timing: 10 cycles latency, 16 B/cycle) | `bench_sc_n<N>` |")
+    w("| SystemC | the core through `tpu::sim::Chip` (sim/: the Verilated model in a SystemC "
+      "module evaluated once per cycle, sim/core_model.h; AXI bridges, TLM host memory, default "
+      "timing: 10 cycles latency, 16 B/cycle) | `bench_sc_n<N>` |")
     w("| bare | the same RTL Verilated without SystemC (`Vtpu_core_bare`), clocked by hand (2 evals "
       "per cycle); a C++ AXI4 responder that reproduces the SystemC memory timing cycle for "
       "cycle (the chip's CYCLES counter is identical in both) and a minimal AXI4-Lite master | "
