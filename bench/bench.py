@@ -773,6 +773,11 @@ def render(args, res):
                           "/".join("%.1f" % x for x in env.get("load_end", [0, 0, 0])),
                           env["verilator"], env["gcc"], res.get("icarus", {}).get("version", "Icarus —"),
                           env["systemc"], env["commit"], " (+ uncommitted changes)" if env["dirty"] else ""))
+    older = {st: c for st, c in res.get("stage_commits", {}).items()
+             if c != env["commit"] and res.get(st)}
+    if older:
+        w("Sections not rerun with the rest (`--resume`) were measured at an earlier commit: " +
+          ", ".join("%s at %s" % (st, c) for st, c in sorted(older.items())) + ".\n")
     w("## How it is measured\n")
     w("One workload for every harness (bench/workload.h): weights and 64 activation rows are "
       "loaded once, then back-to-back `matmul switch` instructions of R rows per weight tile "
@@ -998,7 +1003,8 @@ def render(args, res):
         win_bytes = med([r.get("vcd_bytes") for r in runs["win"]])
         oncyc = med([r.get("counter_cycles") for r in runs["on"]])
         w("Through `tpu::sim::Chip` (ChipConfig::vcd_file / vcd_from_cycle / vcd_to_cycle, "
-          "trace depth 99); the Chip library is always built with `--trace`.\n")
+          "trace depth 99); the Chip library is built with `--trace` unless configured with "
+          "`-DTPU_SIM_TRACE=OFF`.\n")
         w("| case | run | cycles/s | vs VCD off (same run) | VCD size |")
         w("|---|---|---|---|---|")
         w("| VCD off | %s cycles | %s | 1 | — |" % ("{:,}".format(int(oncyc)) if oncyc else "—", fmt_cps(off)))
@@ -1347,9 +1353,15 @@ def main():
             stages.discard(st)
     if args.resume and os.path.exists(rfile):
         res = json.load(open(rfile))
-        res["env"]["load_start"] = loadavg()
+        # The stages not run now keep the commit they were measured at (rendered as such).
+        commits = res.setdefault("stage_commits", {})
+        for st in all_stages:
+            commits.setdefault(st, res["env"].get("commit", "?"))
+        res["env"] = env_info()
     else:
-        res = {"env": env_info(), "builds": {}, "main": {}, "scale": {}}
+        res = {"env": env_info(), "builds": {}, "main": {}, "scale": {}, "stage_commits": {}}
+    for st in stages:
+        res["stage_commits"][st] = res["env"]["commit"]
     res["args"] = {k: v for k, v in vars(args).items()}
 
     def save():
