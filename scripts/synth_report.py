@@ -25,7 +25,8 @@ if latches:
     problems.append(f"{len(latches)} latch(es): " + ", ".join(latches[:10]))
 # Combinational loops and multiple drivers: `check -assert` stops Yosys on those; `ltp` says
 # when the netlist is not a DAG.
-ltp_text = (d / "ltp.txt").read_text()
+ltp_file = d / "ltp.txt"  # generic target only (synth.sh)
+ltp_text = ltp_file.read_text() if ltp_file.exists() else ""
 if "loop" in ltp_text.lower():
     problems.append("combinational loop (ltp): " + ltp_text.strip()[:300])
 # Constructs Yosys 0.23 did not elaborate faithfully (it warns and substitutes x).
@@ -97,8 +98,13 @@ out = [f"# tpu_core synthesis: N = {a.n}, target {a.target}" + (f", {a.params}" 
 out.append(f"Yosys 0.23, {a.seconds} s. Cells {totals.get('cells')}, flip-flops {ff}" +
            (f", gates {gates}" if a.target == "generic" else
             f", LUTs {luts}, DSPs {dsps}, block RAMs {brams}, LUT RAMs {lutram}") + ".")
-out.append(f"Logic depth (ltp, cells on the longest flop-to-flop path): {depth}"
-           + (f", from {path[0]} to {path[-1]}" if path else "") + ".")
+if a.target == "generic":
+    out.append(f"Logic depth (ltp, cells on the longest flop-to-flop path): {depth}"
+               + (f", from {path[0]} to {path[-1]}" if path else "") + ".")
+else:
+    out.append("Logic depth: not computed on the vendor-mapped netlist (ltp takes each carry-chain "
+               "cell for one node from every input to every output and reports loops); the "
+               "generic target's depth is the frequency proxy.")
 out.append("")
 if mems:
     out.append("| memory | words | bits/word | read ports | write ports |")
