@@ -99,6 +99,7 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
 RtlDevice::~RtlDevice() = default;
 
 unsigned RtlDevice::compiled_n() { return sim::Chip::compiled_n(); }
+bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }
 
 uint64_t RtlDevice::simulated_cycles() const { return impl_->chip->cycle(); }
 

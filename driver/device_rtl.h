@@ -45,6 +45,8 @@ class RtlDevice : public Device {
   std::string_view backend() const override { return "rtl"; }
   // The MXU size this library was Verilated for.
   static unsigned compiled_n();
+  // False when the chip was built without VCD tracing (-DTPU_SIM_TRACE=OFF).
+  static bool compiled_with_vcd();
   // Cycles simulated since the process started (for simulation-speed figures).
   uint64_t simulated_cycles() const;
   void set_backpressure(double probability, uint64_t seed);

@@ -539,6 +539,11 @@ Chip::~Chip() {
 bool Chip::constructed() { return g_chip_constructed; }
 unsigned Chip::compiled_n() { return TPU_SIM_N; }
 unsigned Chip::compiled_axi_width() { return kAxiWidth; }
+#ifdef TPU_SIM_NO_TRACE
+bool Chip::compiled_with_vcd() { return false; }
+#else
+bool Chip::compiled_with_vcd() { return true; }
+#endif
 
 void Chip::reset(unsigned cycles) {
   Testbench& tb = *impl_->tb;

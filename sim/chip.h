@@ -118,6 +118,8 @@ class Chip {
   // The N and AXI data width this library was Verilated for.
   static unsigned compiled_n();
   static unsigned compiled_axi_width();
+  // False when the model was Verilated without --trace (-DTPU_SIM_TRACE=OFF): no VCD then.
+  static bool compiled_with_vcd();
 
   // Pull rst_ni low for `cycles` cycles, then run 2 cycles out of reset. Also drops anything
   // in flight in the testbench bridges. Host memory is kept.

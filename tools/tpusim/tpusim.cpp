@@ -178,6 +178,12 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
     }
   }
   if (!d.vcd.empty()) {
+    if (d.backend == "rtl" && !tpu::RtlDevice::compiled_with_vcd()) {
+      throw std::runtime_error("--vcd " + d.vcd +
+                               ": this tpusim was built without VCD tracing (-DTPU_SIM_TRACE=OFF, "
+                               "as scripts/build_pgo.sh builds it); rebuild with "
+                               "-DTPU_SIM_TRACE=ON for waveforms");
+    }
     d.vcd_out = std::make_shared<tpu::OutputFile>(d.vcd, "--vcd");
     rtl.vcd_file = d.vcd_out->temp_path();
     if (rtl.vcd_file.empty())
