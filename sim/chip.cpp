@@ -497,13 +497,11 @@ Chip::Chip(const ChipConfig& config) {
         "ChipConfig: reg_timeout_cycles and status_poll_cycles must be > 0");
   if (config.vcd_from_cycle > config.vcd_to_cycle)
     throw std::invalid_argument("ChipConfig: vcd_from_cycle > vcd_to_cycle");
-#ifdef TPU_SIM_NO_TRACE
-  if (!config.vcd_file.empty())
+  if (!config.vcd_file.empty() && !compiled_with_vcd())
     throw std::invalid_argument(
         "ChipConfig::vcd_file: this simulator was built without VCD tracing "
         "(-DTPU_SIM_TRACE=OFF), so it cannot write '" +
         config.vcd_file + "'; rebuild with -DTPU_SIM_TRACE=ON");
-#endif
   g_chip_constructed = true;
 
   impl_ = std::make_unique<Impl>();
