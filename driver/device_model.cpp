@@ -110,8 +110,8 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
     } else if (const auto* mm = std::get_if<Matmul>(&d.instr)) {
       c.mxu_busy += uint64_t{mm->inner} * mm->outer;
     } else if (const auto* a = std::get_if<Activate>(&d.instr)) {
-      const uint64_t ho = (a->height - a->pool_k) / a->pool_s + 1u;
-      const uint64_t wo = (a->width - a->pool_k) / a->pool_s + 1u;
+      const uint64_t ho = (a->padded_height() - a->pool_k) / a->pool_s + 1u;
+      const uint64_t wo = (a->padded_width() - a->pool_k) / a->pool_s + 1u;
       act_rows += ho * wo * a->pool_k * a->pool_k;
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "arith.h"
@@ -208,8 +209,8 @@ GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
 GoldenModel::Fault GoldenModel::exec(const Activate& in) {
   const uint32_t n = params_.N;
   const uint32_t w = in.width;
-  const uint32_t ho = (in.height - in.pool_k) / in.pool_s + 1;
-  const uint32_t wo = (w - in.pool_k) / in.pool_s + 1;
+  const uint32_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1;
+  const uint32_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1;
   std::vector<int32_t> bias_v(n), mult_v(n);
   std::vector<uint32_t> misc_v(n);
   for (uint32_t c = 0; c < n; ++c) {
@@ -221,14 +222,19 @@ GoldenModel::Fault GoldenModel::exec(const Activate& in) {
     for (uint32_t ox = 0; ox < wo; ++ox) {
       uint8_t* out = &ub_[(size_t{in.ub_addr} + size_t{oy} * in.ub_stride + ox) * n];
       for (uint32_t c = 0; c < n; ++c) {
-        int best = 0;
+        // Taps in the padding are skipped; every window holds at least one pixel (pads are
+        // below pool_k).
+        int best = std::numeric_limits<int>::min();
         for (uint32_t dy = 0; dy < in.pool_k; ++dy) {
+          const int64_t y_in = int64_t{oy} * in.pool_s + dy - in.pad_top;
+          if (y_in < 0 || y_in >= in.height) continue;
           for (uint32_t dx = 0; dx < in.pool_k; ++dx) {
-            const size_t row =
-                size_t{in.acc_addr} + size_t{oy * in.pool_s + dy} * w + ox * in.pool_s + dx;
+            const int64_t x_in = int64_t{ox} * in.pool_s + dx - in.pad_left;
+            if (x_in < 0 || x_in >= w) continue;
+            const size_t row = size_t{in.acc_addr} + size_t(y_in) * w + size_t(x_in);
             int y = requantize(acc_[row * n + c], bias_v[c], mult_v[c], misc_v[c], in.func,
                                in.out_unsigned, lut_.data());
-            best = (dy == 0 && dx == 0) ? y : std::max(best, y);  // compared in output type
+            best = std::max(best, y);  // compared in the output type
           }
         }
         out[c] = static_cast<uint8_t>(best & 0xFF);

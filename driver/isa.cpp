@@ -212,14 +212,20 @@ Fault check_one(const Activate& in, const ChipParams& p, const DmaWindows&) {
                         "be >= 1)",
                         in.width, in.height, in.pool_k, in.pool_s));
   }
-  if (in.pool_k > in.width || in.pool_k > in.height) {
+  if (std::max({in.pad_top, in.pad_left, in.pad_bottom, in.pad_right}) >= in.pool_k) {
     return fault(ErrorCode::ERR_FIELD,
-                 format("activate: pool_k = %u exceeds width = %u or height = %u (expected "
-                        "pool_k <= both)",
-                        in.pool_k, in.width, in.height));
+                 format("activate: pad_top = %u, pad_left = %u, pad_bottom = %u, pad_right = %u "
+                        "(expected each < pool_k = %u)",
+                        in.pad_top, in.pad_left, in.pad_bottom, in.pad_right, in.pool_k));
   }
-  uint64_t ho = (in.height - in.pool_k) / in.pool_s + 1;
-  uint64_t wo = (in.width - in.pool_k) / in.pool_s + 1;
+  if (in.pool_k > in.padded_width() || in.pool_k > in.padded_height()) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("activate: pool_k = %u exceeds the padded width = %u or height = %u "
+                        "(expected pool_k <= both)",
+                        in.pool_k, in.padded_width(), in.padded_height()));
+  }
+  uint64_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1;
+  uint64_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1;
   uint64_t last_ub = uint64_t{in.ub_addr} + (ho - 1) * in.ub_stride + wo - 1;
   if (last_ub >= p.ub_rows) {
     return fault(ErrorCode::ERR_UB_RANGE,
@@ -339,12 +345,20 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
                                                  {"outer", kMatmulOuter},
                                                  {"inner_stride", kMatmulInnerStride},
                                                  {"outer_stride", kMatmulOuterStride}};
-  static const std::vector<FieldInfo> kActivate = {
-      {"func", kActFunc},          {"out_unsigned", kActOutUnsigned},
-      {"acc_addr", kActAccAddr},   {"ub_addr", kActUbAddr},
-      {"width", kActWidth},        {"height", kActHeight},
-      {"pool_k", kActPoolK},       {"pool_s", kActPoolS},
-      {"ub_stride", kActUbStride}, {"slot", kActSlot}};
+  static const std::vector<FieldInfo> kActivate = {{"func", kActFunc},
+                                                   {"out_unsigned", kActOutUnsigned},
+                                                   {"acc_addr", kActAccAddr},
+                                                   {"ub_addr", kActUbAddr},
+                                                   {"width", kActWidth},
+                                                   {"height", kActHeight},
+                                                   {"pool_k", kActPoolK},
+                                                   {"pool_s", kActPoolS},
+                                                   {"ub_stride", kActUbStride},
+                                                   {"slot", kActSlot},
+                                                   {"pad_top", kActPadTop},
+                                                   {"pad_left", kActPadLeft},
+                                                   {"pad_bottom", kActPadBottom},
+                                                   {"pad_right", kActPadRight}};
   switch (op) {
     case Opcode::ReadHost:
       return kReadHost;
@@ -411,9 +425,10 @@ bool operator==(const Matmul& a, const Matmul& b) {
 }
 bool operator==(const Activate& a, const Activate& b) {
   return std::tie(a.func, a.out_unsigned, a.acc_addr, a.ub_addr, a.width, a.height, a.pool_k,
-                  a.pool_s, a.ub_stride, a.slot) == std::tie(b.func, b.out_unsigned, b.acc_addr,
-                                                             b.ub_addr, b.width, b.height, b.pool_k,
-                                                             b.pool_s, b.ub_stride, b.slot);
+                  a.pool_s, a.ub_stride, a.slot, a.pad_top, a.pad_left, a.pad_bottom,
+                  a.pad_right) == std::tie(b.func, b.out_unsigned, b.acc_addr, b.ub_addr, b.width,
+                                           b.height, b.pool_k, b.pool_s, b.ub_stride, b.slot,
+                                           b.pad_top, b.pad_left, b.pad_bottom, b.pad_right);
 }
 bool operator==(const RawInstruction& a, const RawInstruction& b) { return a.bytes == b.bytes; }
 
@@ -472,6 +487,10 @@ struct Encoder {
     put(w, field::kActPoolS, in.pool_s, "activate.pool_s");
     put(w, field::kActUbStride, in.ub_stride, "activate.ub_stride");
     put(w, field::kActSlot, in.slot, "activate.slot");
+    put(w, field::kActPadTop, in.pad_top, "activate.pad_top");
+    put(w, field::kActPadLeft, in.pad_left, "activate.pad_left");
+    put(w, field::kActPadBottom, in.pad_bottom, "activate.pad_bottom");
+    put(w, field::kActPadRight, in.pad_right, "activate.pad_right");
   }
   void operator()(const RawInstruction& in) { w = in.bytes; }
 };
@@ -578,6 +597,10 @@ DecodeResult decode(const InstrBytes& w) {
       in.pool_s = static_cast<uint8_t>(get(kActPoolS));
       in.ub_stride = static_cast<uint32_t>(get(kActUbStride));
       in.slot = static_cast<uint8_t>(get(kActSlot));
+      in.pad_top = static_cast<uint8_t>(get(kActPadTop));
+      in.pad_left = static_cast<uint8_t>(get(kActPadLeft));
+      in.pad_bottom = static_cast<uint8_t>(get(kActPadBottom));
+      in.pad_right = static_cast<uint8_t>(get(kActPadRight));
       r.instr = in;
       break;
     }
@@ -631,6 +654,9 @@ struct Disassembler {
                in.acc_addr, in.ub_addr, in.width, in.height, in.pool_k, in.pool_s, in.ub_stride,
                in.slot, std::string(act_func_name(in.func)).c_str());
     if (in.out_unsigned) s += " out_unsigned";
+    if (in.pad_top || in.pad_left || in.pad_bottom || in.pad_right)
+      s += format(" pad_top=%u pad_left=%u pad_bottom=%u pad_right=%u", in.pad_top, in.pad_left,
+                  in.pad_bottom, in.pad_right);
     return s;
   }
   std::string operator()(const RawInstruction& in) const {

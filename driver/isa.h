@@ -129,6 +129,10 @@ constexpr BitField kActPoolK{80, 4};
 constexpr BitField kActPoolS{84, 4};
 constexpr BitField kActUbStride{88, 24};
 constexpr BitField kActSlot{112, 4};
+constexpr BitField kActPadTop{116, 3};
+constexpr BitField kActPadLeft{119, 3};
+constexpr BitField kActPadBottom{122, 3};
+constexpr BitField kActPadRight{125, 3};
 }  // namespace field
 
 // A named field of one opcode, named as in the isa.md tables.
@@ -204,6 +208,13 @@ struct Activate {
   uint8_t pool_s = 1;      // 4 bits
   uint32_t ub_stride = 0;  // 24 bits
   uint8_t slot = 0;        // 4 bits
+  // Max-pool padding (3 bits each, < pool_k): window taps in it are skipped (isa.md).
+  uint8_t pad_top = 0;
+  uint8_t pad_left = 0;
+  uint8_t pad_bottom = 0;
+  uint8_t pad_right = 0;
+  uint32_t padded_height() const { return uint32_t{height} + pad_top + pad_bottom; }
+  uint32_t padded_width() const { return uint32_t{width} + pad_left + pad_right; }
 };
 
 // A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits

@@ -246,10 +246,17 @@ ProgramBuilder& ProgramBuilder::activate(const Activate& in) {
   }
   TPU_CHECK_RANGE(m, "width", "width", in.width, 1, k12, "12-bit field");
   TPU_CHECK_RANGE(m, "height", "height", in.height, 1, k12, "12-bit field");
-  TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1,
-                  std::min<unsigned>(15, std::min(in.width, in.height)),
-                  "4-bit field, at most width and height");
+  TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1, 15, "4-bit field");
   TPU_CHECK_RANGE(m, "pool_s", "pool_s", in.pool_s, 1, 15, "4-bit field");
+  const unsigned max_pad = std::min(7u, in.pool_k - 1u);
+  const char* pad_range = "3-bit field, below pool_k";
+  TPU_CHECK_RANGE(m, "pad_top", "pad_top", in.pad_top, 0, max_pad, pad_range);
+  TPU_CHECK_RANGE(m, "pad_left", "pad_left", in.pad_left, 0, max_pad, pad_range);
+  TPU_CHECK_RANGE(m, "pad_bottom", "pad_bottom", in.pad_bottom, 0, max_pad, pad_range);
+  TPU_CHECK_RANGE(m, "pad_right", "pad_right", in.pad_right, 0, max_pad, pad_range);
+  TPU_CHECK_RANGE(m, "pool_k", "pool_k", in.pool_k, 1,
+                  std::min(in.padded_width(), in.padded_height()),
+                  "at most the padded width and height");
   TPU_CHECK_RANGE(m, "ub_stride", "ub_stride", in.ub_stride, 0, k24, "24-bit field");
   TPU_CHECK_RANGE(m, "slot", "slot", in.slot, 0, params_.qp_slots - 1,
                   format("QpSlots = %u", params_.qp_slots).c_str());
@@ -258,8 +265,8 @@ ProgramBuilder& ProgramBuilder::activate(const Activate& in) {
                   format("AccRows = %u", params_.acc_rows).c_str());
   TPU_CHECK_RANGE(m, "acc_addr", "acc_addr + width*height - 1", in.acc_addr + acc_rows - 1, 0,
                   params_.acc_rows - 1, format("AccRows = %u", params_.acc_rows).c_str());
-  const uint64_t ho = (in.height - in.pool_k) / in.pool_s + 1u;
-  const uint64_t wo = (in.width - in.pool_k) / in.pool_s + 1u;
+  const uint64_t ho = (in.padded_height() - in.pool_k) / in.pool_s + 1u;
+  const uint64_t wo = (in.padded_width() - in.pool_k) / in.pool_s + 1u;
   TPU_CHECK_RANGE(m, "ub_addr", "ub_addr", in.ub_addr, 0, params_.ub_rows - 1,
                   format("UbRows = %u", params_.ub_rows).c_str());
   TPU_CHECK_RANGE(m, "ub_addr", "last UB row written (ub_addr + (Ho-1)*ub_stride + Wo - 1)",

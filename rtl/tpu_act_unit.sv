@@ -3,7 +3,9 @@
 //
 // Reads one accumulator row per cycle in pooling-window order (stage 1 registers it), then
 // requantizes all N columns (tpu_requant), applies the LUT if asked, and keeps the running
-// maximum of the window; the last row of a window writes one UB row. Also owns the
+// maximum of the window; the last row of a window writes one UB row. Windows run over the
+// image padded by pad_top/left/bottom/right: a tap in the padding still takes its cycle but
+// reads no pixel and is left out of the maximum (ONNX MaxPool's -inf padding). Also owns the
 // quantization parameter memory (QpSlots x {bias, mult, misc} x N int32) and the 256-byte LUT,
 // written row by row by read_host.
 `include "tpu_assert.svh"
@@ -17,10 +19,10 @@ module tpu_act_unit #(
   input  logic                        clk_i,
   input  logic                        rst_ni,
   input  logic                        clear_i,
-  // Issue from the controller.
-  input  logic                        start_i,
-  output logic                        ready_o,
-  input  logic [127:0]                instr_i,
+  // Command from the controller: taken when the unit is idle.
+  input  logic                        cmd_valid_i,
+  output logic                        cmd_ready_o,
+  input  tpu_pkg::act_cmd_t           cmd_i,
   // Accumulator read port (combinational).
   output logic [$clog2(AccRows)-1:0]  acc_raddr_o,
   input  logic [32*N-1:0]             acc_rdata_i,  // column c in [32c +: 32]
@@ -56,20 +58,23 @@ module tpu_act_unit #(
   logic [23:0] ub_base_q;
   logic [11:0] width_q, height_q;
   logic [3:0]  pool_k_q, pool_s_q;
+  logic [2:0]  pad_t_q, pad_l_q, pad_b_q, pad_r_q;
   logic [23:0] ub_stride_q;
   logic [SlotW-1:0] slot_q;
   logic [11:0] oy_q, ox_q;    // output pixel (window) being read
-  logic [11:0] py_q, px_q;    // its top-left input pixel: oy * stride, ox * stride
+  logic [11:0] py_q, px_q;    // its top-left pixel in the padded image: oy * stride, ox * stride
   logic [3:0]  dy_q, dx_q;
 
   // Stage 1: one accumulator row and where it goes.
-  logic               s1_valid_q, s1_first_q, s1_last_q;
+  logic               s1_valid_q, s1_first_q, s1_last_q, s1_tap_q;
   logic [UbW-1:0]     s1_ub_addr_q;
   logic [32*N-1:0]    s1_acc_q;
   logic [9*N-1:0]     pool_q;    // running window maximum, column c in [9c +: 9]
+  logic               pool_have_q;  // the window has had a pixel (not only padding)
   logic           ub_we_q;
 
-  logic win_first, win_last, all_last, row_last, col_last;
+  logic win_first, win_last, all_last, row_last, col_last, start, tap_in;
+  logic signed [13:0] tap_y, tap_x;  // the tap in image coordinates (negative: in the padding)
   logic [31:0] acc_row, ub_row;
 
   // ---- parameter and LUT memories ----
@@ -94,14 +99,22 @@ module tpu_act_unit #(
   assign win_last  = (dy_q == pool_k_q - 1'b1) && (dx_q == pool_k_q - 1'b1);
   // The last window of a row (column) is the one after which another would not fit: no
   // division by the stride is needed to know the output size.
-  assign col_last  = 13'(px_q) + 13'(pool_s_q) + 13'(pool_k_q) > 13'(width_q);
-  assign row_last  = 13'(py_q) + 13'(pool_s_q) + 13'(pool_k_q) > 13'(height_q);
+  assign col_last  = 14'(px_q) + 14'(pool_s_q) + 14'(pool_k_q) >
+                     14'(width_q) + 14'(pad_l_q) + 14'(pad_r_q);
+  assign row_last  = 14'(py_q) + 14'(pool_s_q) + 14'(pool_k_q) >
+                     14'(height_q) + 14'(pad_t_q) + 14'(pad_b_q);
   assign all_last  = win_last && row_last && col_last;
-  assign acc_row   = 32'(acc_base_q) + (32'(py_q) + 32'(dy_q)) * 32'(width_q) +
-                     32'(px_q) + 32'(dx_q);
+  assign tap_y     = $signed(14'(py_q) + 14'(dy_q) - 14'(pad_t_q));
+  assign tap_x     = $signed(14'(px_q) + 14'(dx_q) - 14'(pad_l_q));
+  assign tap_in    = !tap_y[13] && !tap_x[13] && tap_y < $signed(14'(height_q)) &&
+                     tap_x < $signed(14'(width_q));
+  // A tap in the padding reads the region's first row (inside its footprint) and is ignored.
+  assign acc_row   = 32'(acc_base_q) +
+                     (tap_in ? 32'(tap_y[12:0]) * 32'(width_q) + 32'(tap_x[12:0]) : 32'd0);
   assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) + 32'(ox_q);
   assign acc_raddr_o = AccW'(acc_row);
-  assign ready_o   = !busy_q && !s1_valid_q && !ub_we_q;
+  assign cmd_ready_o = !busy_q && !s1_valid_q && !ub_we_q;
+  assign start       = cmd_valid_i && cmd_ready_o;
   assign busy_o    = busy_q || s1_valid_q || ub_we_q;
   assign reading_o = busy_q;
 
@@ -114,18 +127,22 @@ module tpu_act_unit #(
       s1_valid_q <= 1'b0;
     end else begin
       s1_valid_q <= busy_q;
-      if (start_i) begin
+      if (start) begin
         busy_q      <= 1'b1;
-        func_q      <= instr_i[9:8];
-        out_uns_q   <= instr_i[10];
-        acc_base_q  <= instr_i[31:16];
-        ub_base_q   <= instr_i[55:32];
-        width_q     <= instr_i[67:56];
-        height_q    <= instr_i[79:68];
-        pool_k_q    <= instr_i[83:80];
-        pool_s_q    <= instr_i[87:84];
-        ub_stride_q <= instr_i[111:88];
-        slot_q      <= SlotW'(instr_i[115:112]);
+        func_q      <= cmd_i.func;
+        out_uns_q   <= cmd_i.out_unsigned;
+        acc_base_q  <= cmd_i.acc_addr;
+        ub_base_q   <= cmd_i.ub_addr;
+        width_q     <= cmd_i.width;
+        height_q    <= cmd_i.height;
+        pool_k_q    <= cmd_i.pool_k;
+        pool_s_q    <= cmd_i.pool_s;
+        pad_t_q     <= cmd_i.pad_top;
+        pad_l_q     <= cmd_i.pad_left;
+        pad_b_q     <= cmd_i.pad_bottom;
+        pad_r_q     <= cmd_i.pad_right;
+        ub_stride_q <= cmd_i.ub_stride;
+        slot_q      <= SlotW'(cmd_i.slot);
         oy_q <= '0;
         ox_q <= '0;
         py_q <= '0;
@@ -163,6 +180,7 @@ module tpu_act_unit #(
     if (busy_q) begin
       s1_first_q   <= win_first;
       s1_last_q    <= win_last;
+      s1_tap_q     <= tap_in;
       s1_ub_addr_q <= UbW'(ub_row);
       s1_acc_q     <= acc_rdata_i;
     end
@@ -184,6 +202,8 @@ module tpu_act_unit #(
       logic [9*N-1:0]  pool_n;
       logic [8*N-1:0]  wdata_n;
       logic [32*N-1:0] bias, mult, misc;
+      logic            have;
+      have = !s1_first_q && pool_have_q;
       bias = prm_q[3*32'(slot_q) + 0];
       mult = prm_q[3*32'(slot_q) + 1];
       misc = prm_q[3*32'(slot_q) + 2];
@@ -197,11 +217,12 @@ module tpu_act_unit #(
           y = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
         end
         p = pool_q[9*c +: 9];
-        v = (s1_first_q || y > p) ? y : p;
+        v = (s1_tap_q && (!have || y > p)) ? y : p;
         pool_n[9*c +: 9]  = v;
         wdata_n[8*c +: 8] = v[7:0];
       end
       pool_q     <= pool_n;
+      pool_have_q <= have || s1_tap_q;
       ub_wdata_q <= wdata_n;
       ub_waddr_q <= s1_ub_addr_q;
     end
@@ -211,16 +232,17 @@ module tpu_act_unit #(
   assign ub_waddr_o = ub_waddr_q;
   assign ub_wdata_o = ub_wdata_q;
 
-  // Opcode and reserved fields were checked by the controller, and so were the row ranges:
-  // the high address bits of a legal instruction are zero.
+  // The row ranges and the slot were checked by the decoder: the high address bits of a legal
+  // activate are zero, and so are the slot's above QpSlots.
   logic unused_bits;
-  assign unused_bits = ^{instr_i[127:116], instr_i[15:11], instr_i[7:0],
-                         acc_row[31:AccW], ub_row[31:UbW]};
+  assign unused_bits = ^{cmd_i.slot >> SlotW, acc_row[31:AccW], ub_row[31:UbW]};
 
-  `TPU_ASSERT_IMPLIES(ActStartReady, start_i, ready_o)
   // Window counters stay inside the pooling window.
   `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < pool_k_q && dy_q < pool_k_q)
   `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)
+  // Pads below the window (checked at decode): every window holds at least one pixel.
+  `TPU_ASSERT_IMPLIES(ActWindowHasPixel, s1_valid_q && s1_last_q,
+                      s1_tap_q || (!s1_first_q && pool_have_q))
   `TPU_ASSERT_IMPLIES(ActUbRowBound, busy_q, ub_row < UbRows)
 
 endmodule

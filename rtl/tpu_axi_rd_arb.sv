@@ -3,8 +3,8 @@
 //
 // AR: fixed priority (client 0 first); the choice is held from ARVALID until ARREADY so the
 // address never changes while it waits. Up to MaxOutstanding bursts may be in flight; all use
-// one ID, so the memory returns them in order and a FIFO of owners routes the R beats to the
-// client whose burst is oldest (popped at RLAST).
+// one ID, so the memory returns them in order and a FIFO of owners (tpu_fifo) routes the R
+// beats to the client whose burst is oldest (popped at RLAST).
 `include "tpu_assert.svh"
 
 module tpu_axi_rd_arb #(
@@ -30,16 +30,16 @@ module tpu_axi_rd_arb #(
   output logic        m_r_ready_o
 );
   localparam int unsigned IdxW = (Clients > 1) ? $clog2(Clients) : 1;
-  localparam int unsigned QW   = (MaxOutstanding > 1) ? $clog2(MaxOutstanding) : 1;
 
-  logic            ar_lock_q;               // a client's AR is being presented
-  logic [IdxW-1:0] ar_owner_q;
+  logic            ar_lock_q, ar_lock_d;    // a client's AR is being presented
+  logic [IdxW-1:0] ar_owner_q, ar_owner_d;
   logic [IdxW-1:0] pick;
   logic            any;
-  logic [IdxW-1:0] owners_q [MaxOutstanding];  // owners of the bursts in flight, oldest first
-  logic [QW-1:0]   rd_q, wr_q;
-  logic [QW:0]     cnt_q;
-  logic            ar_fire, r_done, full;
+  logic [IdxW-1:0] r_owner;                 // owner of the oldest burst in flight
+  logic            ar_fire, r_done, full, empty;
+  logic [$clog2(MaxOutstanding+1)-1:0]      unused_usage;
+  logic [MaxOutstanding*IdxW-1:0]           unused_slots;
+  logic [MaxOutstanding-1:0]                unused_slot_valid;
 
   always_comb begin
     any  = 1'b0;
@@ -52,18 +52,38 @@ module tpu_axi_rd_arb #(
     end
   end
 
-  assign full         = (cnt_q == (QW+1)'(MaxOutstanding));
+  // Owners of the bursts in flight, oldest first.
+  tpu_fifo #(.Width(IdxW), .Depth(MaxOutstanding)) u_owners (
+    .clk_i, .rst_ni, .flush_i(1'b0), .full_o(full), .empty_o(empty), .usage_o(unused_usage),
+    .push_i(ar_fire), .data_i(ar_owner_q), .pop_i(r_done), .data_o(r_owner),
+    .slots_o(unused_slots), .slot_valid_o(unused_slot_valid)
+  );
+
   assign m_ar_valid_o = ar_lock_q;
   assign m_ar_addr_o  = c_ar_addr_i[32*ar_owner_q +: 32];
   assign m_ar_len_o   = c_ar_len_i[8*ar_owner_q +: 8];
   assign ar_fire      = m_ar_valid_o && m_ar_ready_i;
-  assign m_r_ready_o  = (cnt_q != '0);
+  assign m_r_ready_o  = !empty;
   assign r_done       = m_r_ready_o && m_r_valid_i && m_r_last_i;
 
   always_comb begin
     for (int i = 0; i < 32'(Clients); i++) begin
       c_ar_ready_o[i] = ar_fire && (ar_owner_q == IdxW'(i));
-      c_r_valid_o[i]  = m_r_ready_o && m_r_valid_i && (owners_q[rd_q] == IdxW'(i));
+      c_r_valid_o[i]  = m_r_ready_o && m_r_valid_i && (r_owner == IdxW'(i));
+    end
+  end
+
+  // A new AR is only taken on when its burst has a place in the owner FIFO.
+  always_comb begin
+    ar_lock_d  = ar_lock_q;
+    ar_owner_d = ar_owner_q;
+    if (!ar_lock_q) begin
+      if (any && !full) begin
+        ar_lock_d  = 1'b1;
+        ar_owner_d = pick;
+      end
+    end else if (ar_fire) begin
+      ar_lock_d = 1'b0;
     end
   end
 
@@ -71,32 +91,19 @@ module tpu_axi_rd_arb #(
     if (!rst_ni) begin
       ar_lock_q  <= 1'b0;
       ar_owner_q <= '0;
-      rd_q       <= '0;
-      wr_q       <= '0;
-      cnt_q      <= '0;
     end else begin
-      // A new AR is only taken on when its burst has a place in the owner FIFO.
-      if (!ar_lock_q) begin
-        if (any && !full) begin
-          ar_lock_q  <= 1'b1;
-          ar_owner_q <= pick;
-        end
-      end else if (ar_fire) begin
-        ar_lock_q <= 1'b0;
-      end
-      if (ar_fire) begin
-        owners_q[wr_q] <= ar_owner_q;
-        wr_q <= QW'((32'(wr_q) + 1) % MaxOutstanding);
-      end
-      if (r_done) rd_q <= QW'((32'(rd_q) + 1) % MaxOutstanding);
-      cnt_q <= cnt_q + (QW+1)'(ar_fire) - (QW+1)'(r_done);
+      ar_lock_q  <= ar_lock_d;
+      ar_owner_q <= ar_owner_d;
     end
   end
 
-  // The owner FIFO neither overflows nor underflows; an R beat always has an owner.
-  `TPU_ASSERT(ArbCountBound, cnt_q <= (QW+1)'(MaxOutstanding))
-  `TPU_ASSERT_NEVER(ArbOverflow, ar_fire && full && !r_done)
-  `TPU_ASSERT_NEVER(ArbOrphanBeat, m_r_valid_i && cnt_q == '0)
+  logic unused_arb;
+  assign unused_arb = ^{unused_usage, unused_slots, unused_slot_valid};
+
+  // The owner FIFO (tpu_fifo: FifoOverflow, FifoUnderflow) never overflows: an AR is locked
+  // only while it has room; an R beat always has an owner.
+  `TPU_ASSERT_NEVER(ArbOverflow, ar_fire && full)
+  `TPU_ASSERT_NEVER(ArbOrphanBeat, m_r_valid_i && empty)
   `TPU_ASSERT_IMPLIES(ArbOwnerLegal, ar_lock_q, 32'(ar_owner_q) < Clients)
   // The AR payload is the owner's: it must hold it while ARVALID waits for ARREADY.
   `TPU_ASSERT_HOLD(ArbArHold, m_ar_valid_o, m_ar_ready_i, {m_ar_addr_o, m_ar_len_o})

@@ -72,7 +72,7 @@ module tpu_core #(
 
   localparam int unsigned BeatBytes = AxiDataWidth / 8;
   localparam int unsigned TagW      = 18;
-  localparam int unsigned Windows   = 8;
+  localparam int unsigned Windows   = tpu_pkg::DmaWindows;
   localparam int unsigned Counters  = 10;
   localparam int unsigned UbW       = $clog2(UbRows);
   localparam int unsigned AccW      = $clog2(AccRows);
@@ -121,83 +121,105 @@ module tpu_core #(
   assign m_axi_arburst_o = 2'b01;  // INCR
 
   // ---------------- controller + instruction fetch ----------------
-  logic         fetch_start, fetch_stop, fetch_busy, fetch_active, fetch_valid, fetch_err;
-  logic [31:0]  fetch_addr;
-  logic [23:0]  fetch_rows, fetch_space, fetch_idx;
+  logic         fetch_stop, fetch_busy, fetch_active, fetch_valid, fetch_err;
+  logic         fetch_cmd_valid, fetch_cmd_ready;
+  tpu_pkg::dma_rd_cmd_t fetch_cmd;
+  logic [23:0]  fetch_space, fetch_idx;
   logic [127:0] fetch_instr;
-  logic [127:0] instr;
-  logic dmain_start, dmain_busy, dmain_err;
-  logic wdma_start, wdma_busy, wdma_err, wdma_err_prev, wdma_accept, wdma_push;
-  logic unused_fetch_err_prev, unused_fetch_accept, unused_dmain_err_prev, unused_dmain_accept;
-  logic mxu_start, mxu_ready, mxu_retire, mxu_starved, mxu_abort;
-  logic act_start, act_ready, act_busy, act_reading;
-  logic dmaout_start, dmaout_busy, dmaout_err, dmaout_active;
+  // Unit commands (valid / ready / command) from the controller.
+  logic                 dmain_cmd_valid, dmain_cmd_ready;
+  tpu_pkg::dma_in_cmd_t dmain_cmd;
+  logic                 wdma_cmd_valid, wdma_cmd_ready;
+  tpu_pkg::wdma_cmd_t   wdma_cmd;
+  logic                 mm_cmd_valid, mm_cmd_ready;
+  tpu_pkg::mm_cmd_t     mm_cmd;
+  logic                 act_cmd_valid, act_cmd_ready;
+  tpu_pkg::act_cmd_t    act_cmd;
+  logic                 dmaout_cmd_valid, dmaout_cmd_ready;
+  tpu_pkg::dma_wr_cmd_t dmaout_cmd;
+  logic dmain_busy, dmain_err;
+  logic wdma_busy, wdma_err, wdma_err_prev, wdma_push;
+  logic unused_fetch_err_prev, unused_dmain_err_prev;
+  logic mxu_retire, mxu_starved, mxu_abort;
+  logic act_busy, act_reading;
+  logic dmaout_busy, dmaout_err, dmaout_active;
   logic dmain_active, wdma_active;
   logic input_stall, retire;
 
   tpu_dma_reader #(.RowBytes(16), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_fetch (
-    .clk_i, .rst_ni, .clear_i(fetch_stop), .start_i(fetch_start), .addr_i(fetch_addr),
-    .rows_i(fetch_rows), .space_rows_i(fetch_space),
+    .clk_i, .rst_ni, .clear_i(fetch_stop),
+    .cmd_valid_i(fetch_cmd_valid), .cmd_ready_o(fetch_cmd_ready), .cmd_i(fetch_cmd),
+    .space_rows_i(fetch_space),
     .ar_valid_o(c_ar_valid[0]), .ar_addr_o(c_ar_addr[31:0]), .ar_len_o(c_ar_len[7:0]),
     .ar_ready_i(c_ar_ready[0]), .r_valid_i(c_r_valid[0]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(fetch_valid), .row_data_o(fetch_instr), .row_idx_o(fetch_idx),
     .row_err_o(fetch_err), .row_err_prev_o(unused_fetch_err_prev), .busy_o(fetch_busy),
-    .accept_o(unused_fetch_accept), .active_o(fetch_active)
+    .active_o(fetch_active)
   );
 
   tpu_ctrl #(
-    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .Windows(Windows)
+    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots)
   ) u_ctrl (
     .clk_i, .rst_ni,
     .start_i(start), .soft_reset_i(soft_reset), .cmd_addr_i(cmd_addr), .cmd_count_i(cmd_count),
     .win_base_i(win_base), .win_size_i(win_size),
     .busy_o(busy), .done_o(done), .error_o(error), .err_code_o(err_code), .err_pc_o(err_pc),
     .pc_o(pc), .clear_o(clear),
-    .fetch_start_o(fetch_start), .fetch_addr_o(fetch_addr), .fetch_rows_o(fetch_rows),
+    .fetch_cmd_valid_o(fetch_cmd_valid), .fetch_cmd_ready_i(fetch_cmd_ready),
+    .fetch_cmd_o(fetch_cmd),
     .fetch_space_o(fetch_space), .fetch_stop_o(fetch_stop), .fetch_busy_i(fetch_busy),
     .fetch_active_i(fetch_active), .fetch_valid_i(fetch_valid), .fetch_instr_i(fetch_instr),
     .fetch_err_i(fetch_err),
-    .instr_o(instr),
-    .dmain_start_o(dmain_start), .dmain_busy_i(dmain_busy), .dmain_err_i(dmain_err),
-    .wdma_start_o(wdma_start), .wdma_busy_i(wdma_busy), .wdma_accept_i(wdma_accept),
-    .wdma_err_i(wdma_err), .wdma_err_prev_i(wdma_err_prev),
-    .mxu_start_o(mxu_start), .mxu_ready_i(mxu_ready), .mxu_retire_i(mxu_retire),
-    .mxu_starved_i(mxu_starved), .mxu_abort_o(mxu_abort),
-    .act_start_o(act_start), .act_ready_i(act_ready), .act_busy_i(act_busy),
-    .dmaout_start_o(dmaout_start), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
+    .dmain_cmd_valid_o(dmain_cmd_valid), .dmain_cmd_ready_i(dmain_cmd_ready),
+    .dmain_cmd_o(dmain_cmd), .dmain_busy_i(dmain_busy), .dmain_err_i(dmain_err),
+    .wdma_cmd_valid_o(wdma_cmd_valid), .wdma_cmd_ready_i(wdma_cmd_ready),
+    .wdma_cmd_o(wdma_cmd), .wdma_busy_i(wdma_busy), .wdma_err_i(wdma_err),
+    .wdma_err_prev_i(wdma_err_prev), .wdma_row_i(wdma_push),
+    .mm_cmd_valid_o(mm_cmd_valid), .mm_cmd_ready_i(mm_cmd_ready), .mm_cmd_o(mm_cmd),
+    .mxu_retire_i(mxu_retire), .mxu_starved_i(mxu_starved), .mxu_abort_o(mxu_abort),
+    .act_cmd_valid_o(act_cmd_valid), .act_cmd_ready_i(act_cmd_ready), .act_cmd_o(act_cmd),
+    .act_busy_i(act_busy),
+    .dmaout_cmd_valid_o(dmaout_cmd_valid), .dmaout_cmd_ready_i(dmaout_cmd_ready),
+    .dmaout_cmd_o(dmaout_cmd), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
     .input_stall_o(input_stall), .retire_o(retire),
-    .wdma_row_i(wdma_push),
     .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
   );
   assign trace_run_o = busy;
 
   // ---------------- DMA in: read_host -> UB / parameters / LUT ----------------
-  logic [1:0]   dmain_dest_q;
-  logic [23:0]  dmain_local_q;
+  // The DMA-in unit: a tpu_dma_reader and where its rows go, latched when it takes a command.
+  logic [1:0]   dmain_dest_q, dmain_dest_d;
+  logic [23:0]  dmain_local_q, dmain_local_d;
   logic         dmain_row_valid, dmain_row_err;
   logic [8*N-1:0] dmain_row;
   logic [23:0]  dmain_row_idx;
   logic [23:0]  dmain_dst;
 
-  always_ff @(posedge clk_i) begin
-    if (dmain_start) begin
-      dmain_dest_q  <= instr[9:8];
-      dmain_local_q <= instr[39:16];
+  always_comb begin
+    dmain_dest_d  = dmain_dest_q;
+    dmain_local_d = dmain_local_q;
+    if (dmain_cmd_valid && dmain_cmd_ready) begin
+      dmain_dest_d  = dmain_cmd.dest;
+      dmain_local_d = dmain_cmd.local_addr;
     end
+  end
+  always_ff @(posedge clk_i) begin
+    dmain_dest_q  <= dmain_dest_d;
+    dmain_local_q <= dmain_local_d;
   end
 
   tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_in (
-    .clk_i, .rst_ni, .clear_i(clear), .start_i(dmain_start), .addr_i(instr[95:64]),
-    .rows_i(instr[63:40]), .space_rows_i(24'hFF_FFFF),
+    .clk_i, .rst_ni, .clear_i(clear),
+    .cmd_valid_i(dmain_cmd_valid), .cmd_ready_o(dmain_cmd_ready), .cmd_i(dmain_cmd.dma),
+    .space_rows_i(24'hFF_FFFF),
     .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[95:64]), .ar_len_o(c_ar_len[23:16]),
     .ar_ready_i(c_ar_ready[2]), .r_valid_i(c_r_valid[2]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(dmain_row_valid), .row_data_o(dmain_row), .row_idx_o(dmain_row_idx),
     .row_err_o(dmain_row_err), .row_err_prev_o(unused_dmain_err_prev), .busy_o(dmain_busy),
-    .accept_o(unused_dmain_accept), .active_o(dmain_active)
+    .active_o(dmain_active)
   );
   assign dmain_err = dmain_row_valid && dmain_row_err;
   assign dmain_dst = dmain_local_q + dmain_row_idx;
@@ -222,14 +244,15 @@ module tpu_core #(
   tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst), .Overlap(1'b1),
                    .MaxRows((WFifoTiles + 2) * N))
       u_dma_weights (
-    .clk_i, .rst_ni, .clear_i(clear), .start_i(wdma_start), .addr_i(instr[95:64]),
-    .rows_i(24'(instr[63:40] * N)), .space_rows_i(24'(wfifo_free)),
+    .clk_i, .rst_ni, .clear_i(clear),
+    .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
+    .space_rows_i(24'(wfifo_free)),
     .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[63:32]), .ar_len_o(c_ar_len[15:8]),
     .ar_ready_i(c_ar_ready[1]), .r_valid_i(c_r_valid[1]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
     .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
-    .accept_o(wdma_accept), .active_o(wdma_active)
+    .active_o(wdma_active)
   );
   assign wdma_err  = wdma_row_valid && wdma_row_err;
   assign wdma_push = wdma_row_valid && !wdma_row_err;
@@ -254,8 +277,9 @@ module tpu_core #(
   logic [32*N-1:0]    out_sum;
 
   tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
-    .clk_i, .rst_ni, .clear_i(clear || mxu_abort), .start_i(mxu_start), .ready_o(mxu_ready),
-    .instr_i(instr), .ub_raddr_o(mm_ub_raddr), .ub_rdata_i(mm_ub_rdata),
+    .clk_i, .rst_ni, .clear_i(clear || mxu_abort),
+    .cmd_valid_i(mm_cmd_valid), .cmd_ready_o(mm_cmd_ready), .cmd_i(mm_cmd),
+    .ub_raddr_o(mm_ub_raddr), .ub_rdata_i(mm_ub_rdata),
     .active_buf_i(active_buf), .next_valid_i(next_valid), .next_buf_i(next_buf),
     .switch_o(mm_switch), .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
     .mxu_wbuf_o(mxu_wbuf), .mxu_wuns_o(mxu_wuns), .mxu_tag_o(mxu_tag),
@@ -289,8 +313,9 @@ module tpu_core #(
   logic [8*N-1:0] act_ub_wdata;
 
   tpu_act_unit #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_act (
-    .clk_i, .rst_ni, .clear_i(clear), .start_i(act_start), .ready_o(act_ready),
-    .instr_i(instr), .acc_raddr_o(act_acc_raddr), .acc_rdata_i(act_acc_rdata),
+    .clk_i, .rst_ni, .clear_i(clear),
+    .cmd_valid_i(act_cmd_valid), .cmd_ready_o(act_cmd_ready), .cmd_i(act_cmd),
+    .acc_raddr_o(act_acc_raddr), .acc_rdata_i(act_acc_rdata),
     .ub_we_o(act_ub_we), .ub_waddr_o(act_ub_waddr), .ub_wdata_o(act_ub_wdata),
     .prm_we_i(prm_we), .prm_row_i(PrmW'(dmain_dst)), .lut_we_i(lut_we),
     .lut_row_i(8'(dmain_dst)), .wdata_i(dmain_row),
@@ -302,8 +327,8 @@ module tpu_core #(
   logic [8*N-1:0] dmaout_ub_rdata;
 
   tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_out (
-    .clk_i, .rst_ni, .clear_i(clear), .start_i(dmaout_start), .addr_i(instr[95:64]),
-    .ub_addr_i(UbW'(instr[39:16])), .rows_i(instr[63:40]),
+    .clk_i, .rst_ni, .clear_i(clear),
+    .cmd_valid_i(dmaout_cmd_valid), .cmd_ready_o(dmaout_cmd_ready), .cmd_i(dmaout_cmd),
     .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
     .aw_addr_o(m_axi_awaddr_o), .aw_len_o(m_axi_awlen_o), .aw_valid_o(m_axi_awvalid_o),
     .aw_ready_i(m_axi_awready_i), .w_data_o(m_axi_wdata_o), .w_last_o(m_axi_wlast_o),
@@ -338,7 +363,7 @@ module tpu_core #(
 
   // Row indices and the high bits of legal addresses are only partly used.
   logic unused_core;
-  assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, instr};
+  assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, wdma_cmd.tiles};
 
   // ---------------- parameter legality (docs/architecture.md) ----------------
   `TPU_ASSERT_INIT(ParamN, N >= 4 && N <= 256 && (N & (N - 1)) == 0)

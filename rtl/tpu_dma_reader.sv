@@ -19,16 +19,18 @@ module tpu_dma_reader #(
   // their beats still arrive (rows keep their order; for sinks that only append, such as the
   // weight FIFO). 0: a transfer starts when the previous one has completely arrived.
   parameter bit          Overlap   = 1'b0,
-  // The most rows one transfer can carry (rows_i never exceeds it): sizes the row and beat
+  // The most rows one transfer can carry (cmd_i.rows never exceeds it): sizes the row and beat
   // counters, so a DMA that only moves a few rows (the weight DMA) has no unreachable bits.
   parameter int unsigned MaxRows   = 32'h00FF_FFFF
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
   input  logic                       clear_i,
-  input  logic                       start_i,
-  input  logic [31:0]                addr_i,
-  input  logic [23:0]                rows_i,
+  // Command: one transfer per handshake. Ready while idle, and (Overlap) once the running
+  // transfer has requested all its bursts.
+  input  logic                       cmd_valid_i,
+  output logic                       cmd_ready_o,
+  input  tpu_pkg::dma_rd_cmd_t       cmd_i,
   input  logic [23:0]                space_rows_i,
   // AXI4 read client.
   output logic                       ar_valid_o,
@@ -48,7 +50,6 @@ module tpu_dma_reader #(
                                                       // previous (overlapped) transfer
   // Status.
   output logic                       busy_o,
-  output logic                       accept_o,  // start_i is allowed this cycle
   output logic                       active_o   // a burst is outstanding
 );
   localparam int unsigned BeatsPerRow = RowBytes / BeatBytes;
@@ -74,6 +75,9 @@ module tpu_dma_reader #(
   logic [8:0]  burst_beats;    // the burst that would be requested now
   logic [8:0]  burst_q;        // the burst requested (AR payload must hold while waiting)
   logic [12:0] to_4k;          // beats to the next 4 KiB boundary (at most 4096)
+  logic        start;          // a command is taken this cycle
+
+  assign start = cmd_valid_i && cmd_ready_o;
 
   // Room in the sink, in beats: its free rows less everything owed, the beats of the row
   // being gathered and the row on the output this cycle (the sink counts it from the next
@@ -105,7 +109,7 @@ module tpu_dma_reader #(
   assign row_err_o   = row_err_q;
   assign row_err_prev_o = row_err_prev_q;
   // At most two transfers in flight: an overlapped start waits until no older one is left.
-  assign accept_o    = !busy_q ||
+  assign cmd_ready_o = !busy_q ||
                        (Overlap && beats_left_q == '0 && !ar_pending_q && !err_q && !clear_i &&
                         prev_bursts_q == '0);
   assign row_idx_o   = 24'(row_idx_q);
@@ -132,11 +136,11 @@ module tpu_dma_reader #(
       row_valid_q <= 1'b0;
       row_err_q   <= 1'b0;
       row_err_prev_q <= 1'b0;
-      if (start_i) begin
+      if (start) begin
         busy_q        <= 1'b1;
         err_q         <= 1'b0;
-        next_addr_q   <= addr_i;
-        beats_left_q  <= BeatW'(32'(rows_i) * BeatsPerRow);
+        next_addr_q   <= cmd_i.addr;
+        beats_left_q  <= BeatW'(32'(cmd_i.rows) * BeatsPerRow);
         row_q         <= '0;
         if (!busy_q) begin
           beats_owed_q  <= '0;
@@ -144,7 +148,7 @@ module tpu_dma_reader #(
         end
       end
       // Bursts of an overlapped previous transfer arrive first (in order).
-      if (start_i && busy_q) begin
+      if (start && busy_q) begin
         prev_bursts_q <= bursts_q - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
       end else if (in_burst && r_valid_i && r_last_i && prev_bursts_q != '0) begin
         prev_bursts_q <= prev_bursts_q - 1'b1;
@@ -172,7 +176,7 @@ module tpu_dma_reader #(
             row_valid_q <= 1'b1;
             row_err_q   <= 1'b1;
             // Every burst in flight at an overlapped start belongs to the earlier transfer.
-            row_err_prev_q <= (prev_bursts_q != '0) || (start_i && busy_q);
+            row_err_prev_q <= (prev_bursts_q != '0) || (start && busy_q);
             row_idx_q   <= row_q;
           end else begin
             gather_q[8*BeatBytes*beat_in_row_q +: 8*BeatBytes] <= r_data_i;
@@ -188,7 +192,7 @@ module tpu_dma_reader #(
         end
       end
       // Finished once every beat has arrived, or after an error once the burst drained.
-      if (busy_q && !start_i && !ar_pending_q && !in_burst && (err_q || beats_left_q == '0)) begin
+      if (busy_q && !start && !ar_pending_q && !in_burst && (err_q || beats_left_q == '0)) begin
         busy_q <= 1'b0;
       end
     end
@@ -197,8 +201,7 @@ module tpu_dma_reader #(
   `TPU_ASSERT_HOLD(DmaRdArHold, ar_valid_o, ar_ready_i, {ar_addr_o, ar_len_o})
   `TPU_ASSERT(DmaRdBurstsBound, 32'(bursts_q) <= MaxBursts)
   `TPU_ASSERT_IMPLIES(DmaRdBurstLen, ar_valid_o, burst_q != '0 && 32'(burst_q) <= MaxBurst)
-  // Every beat received was requested; overlapped starts only while accept_o says so.
+  // Every beat received was requested.
   `TPU_ASSERT_NEVER(DmaRdUnrequestedBeat, in_burst && r_valid_i && beats_owed_q == '0)
-  `TPU_ASSERT_IMPLIES(DmaRdStartAccepted, start_i, accept_o)
 
 endmodule

@@ -15,10 +15,10 @@ module tpu_dma_writer #(
   input  logic                      clk_i,
   input  logic                      rst_ni,
   input  logic                      clear_i,
-  input  logic                      start_i,
-  input  logic [31:0]               addr_i,
-  input  logic [$clog2(UbRows)-1:0] ub_addr_i,
-  input  logic [23:0]               rows_i,
+  // Command: one write_host per handshake, ready while idle.
+  input  logic                      cmd_valid_i,
+  output logic                      cmd_ready_o,
+  input  tpu_pkg::dma_wr_cmd_t      cmd_i,
   // UB read port (combinational).
   output logic [$clog2(UbRows)-1:0] ub_raddr_o,
   input  logic [8*N-1:0]            ub_rdata_i,
@@ -52,6 +52,10 @@ module tpu_dma_writer #(
   logic [UbW-1:0]  ub_row_q;
   logic [BprW-1:0] beat_in_row_q;
   logic [31:0] to_4k;
+  logic        start;   // a command is taken this cycle
+
+  assign cmd_ready_o = !busy_q;
+  assign start       = cmd_valid_i && cmd_ready_o;
 
   always_comb begin
     to_4k = (32'd4096 - {20'd0, next_addr_q[11:0]}) / BeatBytes;
@@ -80,12 +84,12 @@ module tpu_dma_writer #(
     end else begin
       unique case (state_q)
         WIdle: begin
-          if (start_i) begin
+          if (start) begin
             busy_q        <= 1'b1;
             err_q         <= 1'b0;
-            next_addr_q   <= addr_i;
-            beats_left_q  <= 32'(rows_i) * BeatsPerRow;
-            ub_row_q      <= ub_addr_i;
+            next_addr_q   <= cmd_i.host_addr;
+            beats_left_q  <= 32'(cmd_i.rows) * BeatsPerRow;
+            ub_row_q      <= UbW'(cmd_i.ub_addr);
             beat_in_row_q <= '0;
           end else if (busy_q) begin
             if (beats_left_q == '0 || err_q || clear_i) busy_q <= 1'b0;
@@ -118,7 +122,12 @@ module tpu_dma_writer #(
     end
   end
 
-  `TPU_ASSERT_IMPLIES(DmaWrStartIdle, start_i, !busy_q)
+  // A legal write_host's UB rows are below UbRows (checked by the decoder): the high bits of
+  // the UB address are zero.
+  logic unused_cmd;
+  assign unused_cmd = ^(cmd_i.ub_addr >> UbW);
+
+  `TPU_ASSERT_IMPLIES(DmaWrStartIdle, start, state_q == WIdle)
   `TPU_ASSERT_IMPLIES(DmaWrBurstLen, aw_valid_o, burst_beats != '0 && 32'(burst_beats) <= MaxBurst)
   `TPU_ASSERT_IMPLIES(DmaWrSentBound, state_q == WData, sent_q < burst_q)
 

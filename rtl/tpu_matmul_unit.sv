@@ -15,10 +15,10 @@ module tpu_matmul_unit #(
   input  logic                       clk_i,
   input  logic                       rst_ni,
   input  logic                       clear_i,
-  // Issue from the controller.
-  input  logic                       start_i,
-  output logic                       ready_o,
-  input  logic [127:0]               instr_i,
+  // Command from the controller: taken while idle or in the cycle the last row is fed.
+  input  logic                       cmd_valid_i,
+  output logic                       cmd_ready_o,
+  input  tpu_pkg::mm_cmd_t           cmd_i,
   // UB read port (combinational read).
   output logic [$clog2(UbRows)-1:0]  ub_raddr_o,
   input  logic [8*N-1:0]             ub_rdata_i,
@@ -49,17 +49,18 @@ module tpu_matmul_unit #(
   logic [11:0]     i_q, o_q;
   logic [AccW-1:0] acc_row_q;
 
-  logic feed, last;
+  logic feed, last, start;
 
-  // Opcode and reserved fields were checked by the controller; strides beyond the UB size
-  // cannot occur in a legal instruction.
-  logic unused_instr;
-  assign unused_instr = ^{instr_i[127:112], instr_i[15:12], instr_i[7:0], instr_i[111:88]};
+  // UB rows of a legal matmul are below UbRows (checked by the decoder): the high bits of its
+  // UB address and outer stride are zero.
+  logic unused_cmd;
+  assign unused_cmd = ^{cmd_i.ub_addr >> UbW, cmd_i.outer_stride >> UbW};
 
   assign weight_stall_o = busy_q && switch_q && !next_valid_i;
   assign feed           = busy_q && !weight_stall_o;
   assign last           = feed && (i_q == inner_q - 1'b1) && (o_q == outer_q - 1'b1);
-  assign ready_o        = !busy_q || last;
+  assign cmd_ready_o    = !busy_q || last;
+  assign start          = cmd_valid_i && cmd_ready_o;
 
   assign ub_raddr_o  = addr_q;
   assign mxu_valid_o = feed;
@@ -81,25 +82,25 @@ module tpu_matmul_unit #(
       busy_q <= 1'b0;
       switch_q <= 1'b0;
     end else begin
-      if (start_i) begin
+      if (start) begin
         busy_q         <= 1'b1;
-        acc_q          <= instr_i[8];
-        a_uns_q        <= instr_i[9];
-        w_uns_q        <= instr_i[10];
-        switch_q       <= instr_i[11];
-        line_q         <= UbW'(instr_i[39:16]);
-        addr_q         <= UbW'(instr_i[39:16]);
-        acc_row_q      <= instr_i[55:40];
-        inner_q        <= instr_i[67:56];
-        outer_q        <= instr_i[79:68];
-        inner_stride_q <= instr_i[87:80];
-        outer_stride_q <= UbW'(instr_i[111:88]);
+        acc_q          <= cmd_i.acc;
+        a_uns_q        <= cmd_i.a_unsigned;
+        w_uns_q        <= cmd_i.w_unsigned;
+        switch_q       <= cmd_i.switch_tile;
+        line_q         <= UbW'(cmd_i.ub_addr);
+        addr_q         <= UbW'(cmd_i.ub_addr);
+        acc_row_q      <= cmd_i.acc_addr;
+        inner_q        <= cmd_i.inner;
+        outer_q        <= cmd_i.outer;
+        inner_stride_q <= cmd_i.inner_stride;
+        outer_stride_q <= UbW'(cmd_i.outer_stride);
         i_q            <= '0;
         o_q            <= '0;
       end else if (last) begin
         busy_q <= 1'b0;
       end
-      if (feed && !start_i) begin
+      if (feed && !start) begin
         switch_q  <= 1'b0;
         acc_row_q <= acc_row_q + 1'b1;
         if (i_q == inner_q - 1'b1) begin
@@ -115,7 +116,6 @@ module tpu_matmul_unit #(
     end
   end
 
-  `TPU_ASSERT_IMPLIES(MmStartReady, start_i, ready_o)
   `TPU_ASSERT_IMPLIES(MmSwitchHasTile, switch_o, next_valid_i)
 
 endmodule

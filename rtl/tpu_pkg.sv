@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared definitions of the tpu-rtl core: opcodes, error codes, instruction fields.
+// Shared definitions of the tpu-rtl core: opcodes, error codes, the instruction formats, the
+// decoded instruction and the unit commands, the hazard footprints, the requantizer.
 // docs/isa.md is the specification; field positions here must match it bit for bit.
 package tpu_pkg;
 
@@ -45,6 +46,180 @@ package tpu_pkg;
   // Rows of one quantization slot in the parameter memory: bias, mult, misc, 4 rows each.
   localparam int unsigned SlotRows = 12;
 
+  // DMA windows (docs/architecture.md): window i is [base, base + size), size 0 = disabled.
+  localparam int unsigned DmaWindows = 8;
+
+  // ---------------- instruction formats (docs/isa.md "Encoding") ----------------
+  // One packed struct per format, most significant field first, and their union: the only
+  // place the bit positions of the ISA are written down in the RTL. tests/rtl checks them
+  // against driver/isa.h field by field. Reserved fields must be zero (ERR_RESERVED).
+
+  // nop, sync, halt; also how every format begins (the opcode byte).
+  typedef struct packed {
+    logic [119:0] reserved;      // 127:8
+    logic [7:0]   opcode;        // 7:0
+  } instr_plain_t;
+
+  // read_host (0x01) and write_host (0x05); write_host has no dest (bits 9:8 reserved).
+  typedef struct packed {
+    logic [31:0] reserved_hi;    // 127:96
+    logic [31:0] host_addr;      // 95:64
+    logic [23:0] rows;           // 63:40
+    logic [23:0] local_addr;     // 39:16
+    logic [5:0]  reserved_lo;    // 15:10
+    logic [1:0]  dest;           // 9:8
+    logic [7:0]  opcode;
+  } instr_host_t;
+
+  // read_weights (0x02)
+  typedef struct packed {
+    logic [31:0] reserved_hi;    // 127:96
+    logic [31:0] host_addr;      // 95:64
+    logic [23:0] tiles;          // 63:40
+    logic [31:0] reserved_lo;    // 39:8
+    logic [7:0]  opcode;
+  } instr_weights_t;
+
+  // matmul (0x03)
+  typedef struct packed {
+    logic [15:0] reserved_hi;    // 127:112
+    logic [23:0] outer_stride;   // 111:88
+    logic [7:0]  inner_stride;   // 87:80
+    logic [11:0] outer;          // 79:68
+    logic [11:0] inner;          // 67:56
+    logic [15:0] acc_addr;       // 55:40
+    logic [23:0] ub_addr;        // 39:16
+    logic [3:0]  reserved_lo;    // 15:12
+    logic        switch_tile;    // 11 (isa.md: switch, a C++ keyword)
+    logic        w_unsigned;     // 10
+    logic        a_unsigned;     // 9
+    logic        acc;            // 8
+    logic [7:0]  opcode;
+  } instr_matmul_t;
+
+  // activate (0x04)
+  typedef struct packed {
+    logic [2:0]  pad_right;      // 127:125
+    logic [2:0]  pad_bottom;     // 124:122
+    logic [2:0]  pad_left;       // 121:119
+    logic [2:0]  pad_top;        // 118:116
+    logic [3:0]  slot;           // 115:112
+    logic [23:0] ub_stride;      // 111:88
+    logic [3:0]  pool_s;         // 87:84
+    logic [3:0]  pool_k;         // 83:80
+    logic [11:0] height;         // 79:68
+    logic [11:0] width;          // 67:56
+    logic [23:0] ub_addr;        // 55:32
+    logic [15:0] acc_addr;       // 31:16
+    logic [4:0]  reserved_lo;    // 15:11
+    logic        out_unsigned;   // 10
+    logic [1:0]  func;           // 9:8
+    logic [7:0]  opcode;
+  } instr_activate_t;
+
+  // One 128-bit instruction word, seen through its format.
+  typedef union packed {
+    instr_plain_t    plain;
+    instr_host_t     host;
+    instr_weights_t  weights;
+    instr_matmul_t   matmul;
+    instr_activate_t activate;
+  } instr_t;
+
+  // ---------------- decoded instructions and unit commands ----------------
+  // The decoder (tpu_decoder) turns an instruction into the command of the unit that runs it;
+  // the controller hands it over with one valid/ready handshake (cmd_valid / cmd_ready / cmd),
+  // the same for every unit. Units never see instruction bits.
+
+  // Which unit runs an instruction; also the trace port's unit code (docs/architecture.md).
+  typedef enum logic [2:0] {
+    UnitReadHost    = 3'd0,
+    UnitReadWeights = 3'd1,
+    UnitMatmul      = 3'd2,
+    UnitActivate    = 3'd3,
+    UnitWriteHost   = 3'd4,
+    UnitControl     = 3'd5   // nop, sync, halt: the controller itself
+  } unit_e;
+
+  // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
+  typedef struct packed {
+    logic [31:0] addr;
+    logic [23:0] rows;
+  } dma_rd_cmd_t;
+
+  // read_host: the DMA-in transfer and where its rows go.
+  typedef struct packed {
+    logic [1:0]  dest;         // DestUb, DestParam, DestLut
+    logic [23:0] local_addr;   // first destination row
+    dma_rd_cmd_t dma;          // rows of N bytes
+  } dma_in_cmd_t;
+
+  // read_weights: the weight-DMA transfer (rows = tiles * N) and its tile count.
+  typedef struct packed {
+    logic [23:0] tiles;
+    dma_rd_cmd_t dma;
+  } wdma_cmd_t;
+
+  // write_host
+  typedef struct packed {
+    logic [31:0] host_addr;
+    logic [23:0] ub_addr;
+    logic [23:0] rows;
+  } dma_wr_cmd_t;
+
+  // matmul (docs/isa.md for the meaning of each field)
+  typedef struct packed {
+    logic        acc;
+    logic        a_unsigned;
+    logic        w_unsigned;
+    logic        switch_tile;
+    logic [23:0] ub_addr;
+    logic [15:0] acc_addr;
+    logic [11:0] inner;
+    logic [11:0] outer;
+    logic [7:0]  inner_stride;
+    logic [23:0] outer_stride;
+  } mm_cmd_t;
+
+  // activate
+  typedef struct packed {
+    logic [1:0]  func;
+    logic        out_unsigned;
+    logic [15:0] acc_addr;
+    logic [23:0] ub_addr;
+    logic [11:0] width;
+    logic [11:0] height;
+    logic [3:0]  pool_k;
+    logic [3:0]  pool_s;
+    logic [23:0] ub_stride;
+    logic [3:0]  slot;
+    logic [2:0]  pad_top;        // max-pool padding (docs/isa.md)
+    logic [2:0]  pad_left;
+    logic [2:0]  pad_bottom;
+    logic [2:0]  pad_right;
+  } act_cmd_t;
+
+  // Widths of the types above. Yosys 0.23 has no $bits() of a type, so they are written out;
+  // tpu_decoder checks every one against $bits() at time 0 (TPU_ASSERT_INIT).
+  localparam int unsigned InstrW   = 128;
+  localparam int unsigned DmaRdW   = 56;    // dma_rd_cmd_t
+  localparam int unsigned DmaInW   = 82;    // dma_in_cmd_t
+  localparam int unsigned WdmaW    = 80;    // wdma_cmd_t
+  localparam int unsigned DmaWrW   = 80;    // dma_wr_cmd_t
+  localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
+  localparam int unsigned ActCmdW  = 115;   // act_cmd_t
+  localparam int unsigned CmdW     = 115;   // cmd_u: the widest command
+
+  // The command of any unit (the members of a packed union must be equally wide: each is
+  // padded to CmdW at the top).
+  typedef union packed {
+    struct packed { act_cmd_t cmd; }                                   act;
+    struct packed { logic [CmdW-MmCmdW-1:0] pad; mm_cmd_t cmd; }       mm;
+    struct packed { logic [CmdW-DmaInW-1:0] pad; dma_in_cmd_t cmd; }   dma_in;
+    struct packed { logic [CmdW-WdmaW-1:0]  pad; wdma_cmd_t cmd; }     wdma;
+    struct packed { logic [CmdW-DmaWrW-1:0] pad; dma_wr_cmd_t cmd; }   dma_out;
+  } cmd_u;
+
   // A closed interval of row (or byte) addresses an in-flight instruction touches.
   typedef struct packed {
     logic        valid;
@@ -64,16 +239,22 @@ package tpu_pkg;
     logic   param_wr;
   } footprint_t;
 
-  // What the controller works out about an instruction when it enters the queue.
+  // An instruction as the decoder leaves it in the instruction queue: decoded once, when it
+  // is fetched.
   typedef struct packed {
-    logic [3:0] err;   // the first failing static check, codes 1-8
+    unit_e      unit;
+    logic       is_sync;   // sync: waits until every unit is idle (halt waits as well)
+    logic       is_halt;   // halt: waits likewise, then ends the run
+    err_e       err;       // the first failing static check (codes 1-8), or ErrAxiRead
     footprint_t fp;
+    cmd_u       cmd;
   } decoded_t;
 
   // The functions below take the structs as bit vectors and slice them by hand: Yosys 0.23
   // mis-elaborates struct-typed function arguments (member selects come out undefined).
   localparam int unsigned RangeW = 67;               // $bits(range_t)
   localparam int unsigned FpW    = 6 * RangeW + 2;   // $bits(footprint_t)
+  localparam int unsigned DecW   = 3 + 2 + 4 + FpW + CmdW;  // $bits(decoded_t)
   // Bit offsets of the footprint_t members.
   localparam int unsigned FpUbRd   = 5 * RangeW + 2;
   localparam int unsigned FpUbWr   = 4 * RangeW + 2;
@@ -106,6 +287,26 @@ package tpu_pkg;
         ranges_overlap(a_host_wr, b_host_rd) || ranges_overlap(a_host_wr, b_host_wr) ||
         ranges_overlap(a_host_rd, b_host_wr) ||
         (a[0] && (b[1] || b[0])) || (a[1] && b[0]);
+  endfunction
+
+  // True when the host bytes [lo, lo + len) lie inside an enabled DMA window, or no window is
+  // enabled. Window i: base in base[32i +: 32], size in size[32i +: 32].
+  function automatic logic in_windows(logic [63:0] lo, logic [63:0] len,
+                                      logic [32*DmaWindows-1:0] base,
+                                      logic [32*DmaWindows-1:0] size);
+    logic any_on, hit;
+    any_on = 1'b0;
+    hit    = 1'b0;
+    for (int i = 0; i < 32'(DmaWindows); i++) begin
+      if (size[32*i +: 32] != '0) begin
+        any_on = 1'b1;
+        if (lo >= {32'd0, base[32*i +: 32]} &&
+            lo + len <= {32'd0, base[32*i +: 32]} + {32'd0, size[32*i +: 32]}) begin
+          hit = 1'b1;
+        end
+      end
+    end
+    in_windows = !any_on || hit;
   endfunction
 
   // A valid range_t {valid, lo, hi} (as bits: Yosys 0.23 has no struct-valued functions).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <tuple>
 
 namespace tpu::cnn {
 
@@ -30,7 +31,10 @@ ActFunc chip_func(Activation a) {
 }
 
 // The accumulator lines one image of a conv-like layer needs for `pooled` output lines.
-int conv_lines(const LayerGeometry& l, int pooled) { return (pooled - 1) * l.pool_s + l.pool_k; }
+// The most convolution output lines that `pooled` consecutive pooled lines read.
+int conv_lines(const LayerGeometry& l, int pooled) {
+  return std::min(l.conv_out.h, (pooled - 1) * l.pool_s + l.pool_k);
+}
 
 // Conv, Add and Copy compute an image of accumulator rows; Dense one row per image.
 bool conv_like(const LayerGeometry& l) { return l.kind != LayerKind::Dense; }
@@ -151,8 +155,8 @@ class TensorPlanner {
       in.channels = int(first.fan_in());
       in.blocks = int(ceil_div(uint64_t(first.fan_in()), n_));
       if (first.kind == LayerKind::Conv) {
-        in.h = conv_lines(first, first.out.h);
-        in.w = (first.out.w - 1) * first.pool_s + first.pool_k;
+        in.h = first.conv_lines_of(0, first.out.h).second;
+        in.w = first.conv_cols_of(0, first.out.w).second;
       } else {
         in.h = in.w = 1;
       }
@@ -463,8 +467,8 @@ CompiledNetwork compile_network(const QuantNetwork& net, const ChipParams& chip)
     p.packed = li == 0 && cn.packed_input;
     p.obs = int(ceil_div(uint64_t(l.cout()), n));
     if (conv_like(l)) {
-      p.lines_used = conv_lines(l, l.out.h);
-      p.cols_used = (l.out.w - 1) * l.pool_s + l.pool_k;
+      p.lines_used = l.conv_lines_of(0, l.out.h).second;  // from line 0, as pooling reads
+      p.cols_used = l.conv_cols_of(0, l.out.w).second;
       if (l.sw > 255)
         throw Error(where + "horizontal stride " + std::to_string(l.sw) +
                     " > 255 (matmul inner_stride)");
@@ -845,8 +849,7 @@ class Emitter {
             u.py0 = b.first;
             u.py1 = b.second;
             if (conv_like(l)) {
-              u.y0 = b.first * l.pool_s;
-              u.y1 = (b.second - 1) * l.pool_s + l.pool_k;
+              std::tie(u.y0, u.y1) = l.conv_lines_of(b.first, b.second);
               u.rows = uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used);
             } else {
               u.rows = 1;
@@ -1071,6 +1074,12 @@ class Emitter {
     a.pool_s = uint8_t(l.pool_s);
     a.width = uint16_t(p.cols_used);
     a.height = uint16_t(u.y1 - u.y0);
+    // The pooling windows of the band's lines [py0, py1) start at py*pool_s - pool_pad_t: what
+    // lies outside the computed lines [y0, y1) (and columns [0, cols_used)) is padding.
+    a.pad_top = uint8_t(u.y0 - (u.py0 * l.pool_s - l.pool_pad_t));
+    a.pad_bottom = uint8_t((u.py1 - 1) * l.pool_s - l.pool_pad_t + l.pool_k - u.y1);
+    a.pad_left = uint8_t(l.pool_pad_l);
+    a.pad_right = uint8_t((l.out.w - 1) * l.pool_s - l.pool_pad_l + l.pool_k - p.cols_used);
     a.ub_stride = out.wp();
     for (uint32_t j = 0; j < u.g; ++j) {
       a.acc_addr = uint16_t(u.acc + j * u.rows);

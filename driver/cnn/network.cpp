@@ -66,10 +66,17 @@ void LayerGeometry::infer_shapes() {
       break;
   }
   if (pool_k < 1 || pool_s < 1) throw Error(where + "bad pooling");
-  if (pool_k > conv_out.h || pool_k > conv_out.w)
+  if (std::min({pool_pad_t, pool_pad_l, pool_pad_b, pool_pad_r}) < 0 ||
+      std::max({pool_pad_t, pool_pad_l, pool_pad_b, pool_pad_r}) >= std::min(pool_k, 8))
+    throw Error(where + "max-pool padding " + std::to_string(pool_pad_t) + "," +
+                std::to_string(pool_pad_l) + "," + std::to_string(pool_pad_b) + "," +
+                std::to_string(pool_pad_r) + ": each must be below the window " +
+                std::to_string(pool_k) + " and at most 7");
+  const int ph = conv_out.h + pool_pad_t + pool_pad_b, pw = conv_out.w + pool_pad_l + pool_pad_r;
+  if (pool_k > ph || pool_k > pw)
     throw Error(where + "max-pool window " + std::to_string(pool_k) + " is larger than its input " +
                 conv_out.str());
-  out = {conv_out.c, (conv_out.h - pool_k) / pool_s + 1, (conv_out.w - pool_k) / pool_s + 1};
+  out = {conv_out.c, (ph - pool_k) / pool_s + 1, (pw - pool_k) / pool_s + 1};
 }
 
 const char* lut_func_name(LutFunc f) {
@@ -162,8 +169,13 @@ std::string geometry_line(const LayerGeometry& l, Activation act) {
                                          : "#" + std::to_string(l.inputs[i]));
   }
   s << act_name(act);
-  if (l.pool_k > 1 || l.pool_s > 1)
-    s << " + maxpool " << l.pool_k << "/" << l.pool_s << " -> " << l.out.str();
+  if (l.pool_k > 1 || l.pool_s > 1) {
+    s << " + maxpool " << l.pool_k << "/" << l.pool_s;
+    if (l.pool_padded())
+      s << " pad " << l.pool_pad_t << "," << l.pool_pad_l << "," << l.pool_pad_b << ","
+        << l.pool_pad_r;
+    s << " -> " << l.out.str();
+  }
   s << ", " << l.macs() << " MACs";
   return s.str();
 }

@@ -18,10 +18,12 @@
 // through the chip's 256-entry LUT) and an optional max-pool. Tensors are NCHW; one image.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tpu::cnn {
@@ -91,6 +93,20 @@ struct LayerGeometry {
   // Conv: zero padding. Copy: padding max-pooling skips (it never wins the max).
   int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
   int pool_k = 1, pool_s = 1;  // 1, 1 = no pooling (square window, floor)
+  // Padding of the fused max-pool (the activate instruction's pad fields): window taps in it are
+  // skipped (ONNX's -inf); each < pool_k and <= 7. ceil_mode is a larger bottom/right pad.
+  int pool_pad_t = 0, pool_pad_l = 0, pool_pad_b = 0, pool_pad_r = 0;
+  bool pool_padded() const { return pool_pad_t || pool_pad_l || pool_pad_b || pool_pad_r; }
+  // Convolution output lines (columns) [first, last) that the pooled lines (columns)
+  // [p0, p1) read: windows start at p*pool_s - pool_pad_t and are clipped to the image.
+  std::pair<int, int> conv_lines_of(int p0, int p1) const {
+    return {std::max(0, p0 * pool_s - pool_pad_t),
+            std::min(conv_out.h, (p1 - 1) * pool_s - pool_pad_t + pool_k)};
+  }
+  std::pair<int, int> conv_cols_of(int p0, int p1) const {
+    return {std::max(0, p0 * pool_s - pool_pad_l),
+            std::min(conv_out.w, (p1 - 1) * pool_s - pool_pad_l + pool_k)};
+  }
 
   int cin() const { return kind == LayerKind::Dense ? int(in.size()) : in.c; }
   int cout() const { return out.c; }
@@ -117,8 +133,9 @@ struct LayerGeometry {
   // Add and Copy have none.
   int64_t macs() const {
     if (!has_weights()) return 0;
-    return int64_t(conv_out.c) * ((out.h - 1) * pool_s + pool_k) * ((out.w - 1) * pool_s + pool_k) *
-           fan_in();
+    const auto ys = conv_lines_of(0, out.h);
+    const auto xs = conv_cols_of(0, out.w);
+    return int64_t(conv_out.c) * (ys.second - ys.first) * (xs.second - xs.first) * fan_in();
   }
   // The same counting every convolution output (the usual figure for the model).
   int64_t model_macs() const { return has_weights() ? conv_out.size() * fan_in() : 0; }

@@ -179,8 +179,12 @@ bool pooled(const LayerGeometry& l) {
 std::vector<OnnxAttr> pool_attrs(const LayerGeometry& l) {
   std::vector<OnnxAttr> a{OnnxAttr::Ints("kernel_shape", {l.pool_k, l.pool_k}),
                           OnnxAttr::Ints("strides", {l.pool_s, l.pool_s})};
-  if (l.kind == LayerKind::Copy)
-    a.push_back(OnnxAttr::Ints("pads", {l.pad_t, l.pad_l, l.pad_b, l.pad_r}));
+  // A Copy's border and a fused pool's padding (the importer gives a layer one or the other).
+  const bool copy = l.kind == LayerKind::Copy;
+  if (copy || l.pool_padded())
+    a.push_back(OnnxAttr::Ints(
+        "pads", {(copy ? l.pad_t : 0) + l.pool_pad_t, (copy ? l.pad_l : 0) + l.pool_pad_l,
+                 (copy ? l.pad_b : 0) + l.pool_pad_b, (copy ? l.pad_r : 0) + l.pool_pad_r}));
   return a;
 }
 

@@ -314,6 +314,9 @@ class Importer {
   };
 
   bool int_input_ = false, int_input_unsigned_ = false, input_rank3_ = false;
+  // Concat outputs -> the names of their inputs, each one layer's whole output (max-pooling of
+  // the concatenation fuses into those layers).
+  std::map<std::string, std::vector<std::string>> concat_inputs_;
 
   [[noreturn]] void fail_model(const std::string& msg) const {
     throw Error(net_.name + ": " + msg);
@@ -1266,8 +1269,11 @@ class Importer {
         v.shape.c += p.shape.c;
       }
       v.parts.insert(v.parts.end(), p.parts.begin(), p.parts.end());
+      if (p.parts.size() == 1) concat_inputs_[n.output(0)].push_back(n.input(i));
     }
     if (v.parts.empty()) fail(n, "has no inputs");
+    // Pooling fuses into the parts only when each is one layer's output (not itself a concat).
+    if (concat_inputs_[n.output(0)].size() != v.parts.size()) concat_inputs_.erase(n.output(0));
     if (ql) {
       const TensorQuant q =
           tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
@@ -1285,7 +1291,10 @@ class Importer {
       v.is_int = true;
       v.quant = q;
       values_[n.output(0)] = v;
-      if (copy >= 0) tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
+      if (copy >= 0) {
+        tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
+        concat_inputs_.erase(n.output(0));
+      }
       return;
     }
     values_[n.output(0)] = v;
@@ -1510,34 +1519,68 @@ class Importer {
     const int extra_b = std::max(0, (oh - 1) * s + k - (v.shape.h + g.pad_t + g.pad_b));
     const int extra_r = std::max(0, (ow - 1) * s + k - (v.shape.w + g.pad_l + g.pad_r));
     const bool padded = g.pad_t || g.pad_l || g.pad_b || g.pad_r || extra_b || extra_r;
-    int li = fusable(n.input(0));
-    if (li >= 0) {
+    // The activate instruction pools with up to 7 lines/columns of padding on each side.
+    const int pads[4] = {g.pad_t, g.pad_l, g.pad_b + extra_b, g.pad_r + extra_r};
+    const bool chip_pads = *std::max_element(pads, pads + 4) < std::min(k, 8);
+    // The layers the pool fuses into: the one computing its input, or every part of a concat
+    // that only this pool reads (pooling works channel by channel).
+    auto fuses = [&](int li) {
+      if (li < 0) return false;
       const Layer& l = net_.layers[size_t(li)];
-      const bool ok = !padded && l.pool_k == 1 && l.kind != LayerKind::Dense &&
-                      (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
-                      (l.conv_out.h - k) / s + 1 == oh && (l.conv_out.w - k) / s + 1 == ow;
-      if (!ok) li = -1;
+      return (!padded || chip_pads) && l.pool_k == 1 && l.kind != LayerKind::Dense &&
+             (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
+             (l.conv_out.h + pads[0] + pads[2] - k) / s + 1 == oh &&
+             (l.conv_out.w + pads[1] + pads[3] - k) / s + 1 == ow;
+    };
+    std::vector<int> targets;
+    const auto parts = concat_inputs_.find(n.input(0));
+    if (parts != concat_inputs_.end() && uses_[n.input(0)] == 1) {
+      for (const std::string& part : parts->second) targets.push_back(fusable(part));
+      if (!std::all_of(targets.begin(), targets.end(), fuses)) targets.clear();
+    } else if (fuses(fusable(n.input(0)))) {
+      targets = {fusable(n.input(0))};
     }
-    if (li < 0) {
-      Layer c = start_layer(n, LayerKind::Copy, v);
-      c.pad_t = g.pad_t;
-      c.pad_l = g.pad_l;
-      c.pad_b = g.pad_b + extra_b;
-      c.pad_r = g.pad_r + extra_r;
-      c.pool_k = k;
-      c.pool_s = s;
-      if (v.quant) c.out_quant = v.quant;  // of a (de)quantized tensor: an exact copy
-      li = push_layer(n, std::move(c));
-    } else {
-      Layer& l = net_.layers[size_t(li)];
+    for (int t : targets) {
+      Layer& l = net_.layers[size_t(t)];
       l.pool_k = k;
       l.pool_s = s;
+      l.pool_pad_t = pads[0];
+      l.pool_pad_l = pads[1];
+      l.pool_pad_b = pads[2];
+      l.pool_pad_r = pads[3];
       try {
         l.infer_shapes();
       } catch (const Error& e) {
         fail(n, e.what());
       }
       l.fused.push_back("MaxPool " + node_name(n));
+    }
+    if (targets.size() > 1) {  // the pooled parts, concatenated where they are
+      Value out = v;
+      out.shape = {v.shape.c, oh, ow};
+      values_[n.output(0)] = out;
+      return;
+    }
+    int li = targets.empty() ? -1 : targets[0];
+    if (li < 0) {
+      // A Copy layer: pooled with activate's padding when it fits its fields, else over a
+      // padded copy of the image (a border of pixels the maximum skips).
+      Layer c = start_layer(n, LayerKind::Copy, v);
+      if (chip_pads) {
+        c.pool_pad_t = pads[0];
+        c.pool_pad_l = pads[1];
+        c.pool_pad_b = pads[2];
+        c.pool_pad_r = pads[3];
+      } else {
+        c.pad_t = pads[0];
+        c.pad_l = pads[1];
+        c.pad_b = pads[2];
+        c.pad_r = pads[3];
+      }
+      c.pool_k = k;
+      c.pool_s = s;
+      if (v.quant) c.out_quant = v.quant;  // of a (de)quantized tensor: an exact copy
+      li = push_layer(n, std::move(c));
     }
     new_layer_output(n, li, false);
     if (v.is_int) {

@@ -29,8 +29,10 @@ bool conv_source(const LayerGeometry& l, int oy, int ox, int ky, int kx, int* iy
 // Max-pooling of `y` (conv_out) into `out`; `valid` (may be null) marks the values that take
 // part (Copy's padding does not).
 template <typename T>
-std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid, Shape3 in,
-                        Shape3 out, int k, int s) {
+std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid,
+                        const LayerGeometry& l) {
+  const Shape3 in = l.conv_out, out = l.out;
+  const int k = l.pool_k, s = l.pool_s;
   if (k == 1 && s == 1 && !valid) return x;
   std::vector<T> y(size_t(out.size()));
   for (int c = 0; c < out.c; ++c)
@@ -40,7 +42,10 @@ std::vector<T> max_pool(const std::vector<T>& x, const std::vector<char>* valid,
         T m{};
         for (int dy = 0; dy < k; ++dy)
           for (int dx = 0; dx < k; ++dx) {
-            const size_t i = size_t((int64_t(c) * in.h + oy * s + dy) * in.w + ox * s + dx);
+            // Taps in the pooling padding are skipped (ONNX MaxPool pads with -inf).
+            const int iy = oy * s + dy - l.pool_pad_t, ix = ox * s + dx - l.pool_pad_l;
+            if (iy < 0 || iy >= in.h || ix < 0 || ix >= in.w) continue;
+            const size_t i = size_t((int64_t(c) * in.h + iy) * in.w + ix);
             if (valid && !(*valid)[i]) continue;
             if (!any || x[i] > m) m = x[i];
             any = true;
@@ -157,10 +162,9 @@ std::vector<float> float_layer(const Layer& l, const std::vector<const std::vect
   }
   if (l.kind == LayerKind::Copy) {
     const std::vector<char> valid = copy_valid(l);
-    return max_pool(y, &valid, l.conv_out, l.out, l.pool_k, l.pool_s);
+    return max_pool(y, &valid, l);
   }
-  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l.conv_out, l.out, l.pool_k,
-                  l.pool_s);
+  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
 }
 
 std::vector<float> float_forward(const Network& net, const float* x,
@@ -203,8 +207,7 @@ std::vector<int32_t> int_layer(const QLayer& l,
                             int64_t(l.add_weight(c, 1)) * ((*ins[1])[i] - zb);
         y[i] = requant(l, c, acc);
       }
-    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k,
-                    l.pool_s);
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
   }
   const std::vector<int32_t> x = concat_inputs(l, ins);
   std::vector<int> zp(size_t(l.in.c));
@@ -216,7 +219,7 @@ std::vector<int32_t> int_layer(const QLayer& l,
         for (int xx = 0; xx < l.in.w; ++xx)
           y[size_t((int64_t(c) * o.h + yy + l.pad_t) * o.w + xx + l.pad_l)] = requant(
               l, c, int64_t(x[size_t((int64_t(c) * l.in.h + yy) * l.in.w + xx)]) - zp[size_t(c)]);
-    return max_pool(y, &valid, o, l.out, l.pool_k, l.pool_s);
+    return max_pool(y, &valid, l);
   }
   const int64_t k = l.fan_in();
   if (l.kind == LayerKind::Dense) {
@@ -230,8 +233,7 @@ std::vector<int32_t> int_layer(const QLayer& l,
                l.weight[size_t(oc * k + i)];
       y[size_t(oc)] = requant(l, oc, acc);
     }
-    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k,
-                    l.pool_s);
+    return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
   }
   const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
   for (int oc = 0; oc < o.c; ++oc) {
@@ -253,7 +255,7 @@ std::vector<int32_t> int_layer(const QLayer& l,
         y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] = requant(l, oc, acc);
       }
   }
-  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), o, l.out, l.pool_k, l.pool_s);
+  return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
 }
 
 std::vector<int32_t> int_layer(const QLayer& layer, const std::vector<int32_t>& in) {

@@ -135,9 +135,11 @@ class TensorModel {
   // (then it must not be empty). Returns a one-line description of how.
   std::string quantize(const std::vector<std::vector<float>>& calibration);
   const QuantNetwork& quantized() const { return q_; }
-  // Quantized layers on the longest path from the input to the output (each requantizes once):
-  // the default --tolerance-steps, one output quantization step per layer.
+  // Quantized layers on the longest path from the input to the output (each requantizes once).
   int depth() const;
+  // The default --tolerance-steps: one output quantization step per rounding on the longest
+  // path, the input's quantization and each layer's requantization: depth() + 1.
+  int default_tolerance_steps() const { return depth() + 1; }
 
   struct Run {
     std::vector<Tensor> outputs;  // one per graph output, batch = the images

@@ -69,7 +69,10 @@ void check_network(const Network& net, uint32_t seed) {
 TEST(Graph, ResidualNetwork) {
   const Network net = small_resnet(11);
   EXPECT_EQ(count_kind(net, LayerKind::Add), 3);
-  EXPECT_EQ(count_kind(net, LayerKind::Copy), 1);  // the padded stem max-pool
+  // The padded stem max-pool fuses into the stem convolution (activate's pool padding).
+  EXPECT_EQ(count_kind(net, LayerKind::Copy), 0);
+  EXPECT_EQ(net.layers[0].pool_k, 3);
+  EXPECT_EQ(net.layers[0].pool_pad_t, 1);
   // BatchNormalization folded: 1 stem + 3 blocks x 2 convs + 2 projections, the GAP, the dense.
   EXPECT_EQ(count_kind(net, LayerKind::Conv), 9);
   EXPECT_EQ(count_kind(net, LayerKind::Dense), 2);

@@ -339,7 +339,7 @@ inline Network every_op_network(uint32_t seed) {
   std::string t = b.op("Tanh", {g});
   std::string l = b.op("LeakyRelu", {b.conv(g, 20, 12, 1)}, {OnnxAttr::Float("alpha", 0.1f)});
   std::string c = b.concat({t, l});  // 32 channels, two parts
-  c = b.maxpool(c, 3, 1, 1);         // padded, standalone
+  c = b.maxpool(c, 3, 1, 1);         // padded: fuses into both parts of the concat
   std::string h = b.op("HardSigmoid", {b.conv(c, 32, 16, 1)});
   std::string s = b.conv(c, 32, 16, 1);
   s = b.op("Mul",

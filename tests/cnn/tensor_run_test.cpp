@@ -269,8 +269,9 @@ TEST(TensorRun, HostSoftmax) {
   }
 }
 
-// The default tolerance, one output step per quantized layer on the longest path, holds for the
-// bundled branching models against their float models (calibrated on the images themselves).
+// The default tolerance, one output step per rounding on the longest path (the input's and each
+// quantized layer's), holds for the bundled branching models against their float models
+// (calibrated on the images themselves).
 TEST(TensorRun, BundledModelsWithinDepthSteps) {
   TensorModel fashion(bundled_model());
   EXPECT_EQ(fashion.depth(), int(fashion.network().layers.size()));  // a chain: every layer
@@ -282,7 +283,7 @@ TEST(TensorRun, BundledModelsWithinDepthSteps) {
     const auto images = m.images(fashion_tensor(200, 24), "in");
     m.quantize(images);
     tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
-    const TensorModel::Run r = m.run(dev, images, 24, m.depth());
+    const TensorModel::Run r = m.run(dev, images, 24, m.default_tolerance_steps());
     EXPECT_TRUE(r.matches_reference()) << name;
     std::vector<float> expect;
     for (const auto& x : images) {

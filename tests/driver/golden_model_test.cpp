@@ -324,6 +324,40 @@ TEST_F(Golden, PoolWindow3Stride2AndShapeRounding) {
   }
 }
 
+TEST_F(Golden, PaddedPoolSkipsTapsInThePadding) {
+  // 4x3 image (W = 4, H = 3), all values negative so a padding read as 0 would win:
+  // k = 3, s = 2, pads top 1, left 2, bottom 2, right 1 (ceil-mode style): Hp = 6, Wp = 7,
+  // Ho = (6 - 3)/2 + 1 = 2, Wo = (7 - 3)/2 + 1 = 3.
+  const int W = 4, H = 3, k = 3, s = 2, pt = 1, pl = 2;
+  auto value = [](int y, int x) { return -1 - ((y * 5 + x * 3) % 7) * 10; };
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) model->set_acc(uint32_t(y * W + x), 0, value(y, x));
+  for (uint32_t c = 0; c < 16; ++c) model->set_quant(0, c, 0, 1, 0);
+  model->set_ub_rows(0, std::vector<uint8_t>(16 * 8, 0xEE));
+  run_ok(
+      "activate acc=0 ub=0 width=4 height=3 pool_k=3 pool_s=2 ub_stride=4 slot=0 pad_top=1 "
+      "pad_left=2 pad_bottom=2 pad_right=1\nhalt");
+  for (int oy = 0; oy < 2; ++oy) {
+    for (int ox = 0; ox < 3; ++ox) {
+      int best = -1000;  // a direct reading of ONNX MaxPool: the padding is -inf
+      for (int y = oy * s - pt; y < oy * s - pt + k; ++y)
+        for (int x = ox * s - pl; x < ox * s - pl + k; ++x)
+          if (y >= 0 && y < H && x >= 0 && x < W) best = std::max(best, value(y, x));
+      EXPECT_EQ(static_cast<int8_t>(model->ub_byte(uint32_t(oy * 4 + ox), 0)), best)
+          << oy << "," << ox;
+    }
+  }
+  EXPECT_EQ(model->ub_byte(3, 0), 0xEE);  // Wo = 3: the fourth row of each line is untouched
+  EXPECT_EQ(model->ub_byte(7, 0), 0xEE);
+}
+
+TEST_F(Golden, PoolPaddingMustBeBelowTheWindow) {
+  const RunResult r =
+      run("activate acc=0 ub=0 width=4 height=4 pool_k=2 pool_s=2 pad_left=2\nhalt");
+  expect_error(r, ErrorCode::ERR_FIELD, 0, 0);
+  EXPECT_NE(r.message.find("pad_left = 2"), std::string::npos) << r.message;
+}
+
 TEST_F(Golden, ParamMemoryLayout) {
   auto image = slot_image(
       16, [](uint32_t c) { return int32_t(1000 + c); }, [](uint32_t c) { return -int32_t(c); },

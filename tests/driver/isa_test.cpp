@@ -30,7 +30,7 @@ std::vector<std::pair<unsigned, unsigned>> reserved_ranges(uint8_t opcode) {
     case 0x03:
       return {{12, 15}, {112, 127}};  // matmul
     case 0x04:
-      return {{11, 15}, {116, 127}};  // activate
+      return {{11, 15}};  // activate
     case 0x05:
       return {{8, 9}, {10, 15}, {96, 127}};  // write_host: dest is reserved
     default:
@@ -764,15 +764,18 @@ TEST(IsaCheck, WriteHostIntoCommandBuffer) {
   EXPECT_EQ(check(WriteHost{p.ub_rows, 1, 0x10000}, p, DmaWindows{}, cmd), ErrorCode::ERR_UB_RANGE);
 }
 
-// The chip's decoder computes activate's (H - pool_k) / pool_s without a divider
-// (rtl/tpu_ctrl.sv div_stride): x * ceil(2^16 / d) >> 16. The same table, checked for every
-// 12-bit dividend and every 4-bit divisor.
+// The chip's decoder computes activate's (Hp - pool_k) / pool_s without a divider
+// (rtl/tpu_decoder.sv div_stride): x * ceil(2^16 / d) >> 16. The same table, checked for every
+// dividend up to 4108 (the padded pooling span) and every 4-bit divisor. (Not exact for every
+// 13-bit dividend: 6564 / 13 comes out 505.)
 TEST(IsaCheck, PoolingDivisionByReciprocalIsExact) {
+  const uint32_t kMaxDividend = 4095 + 7 + 7 - 1;  // Hp - pool_k: 12-bit H, two 3-bit pads
   const uint32_t table[16] = {0,    65536, 32768, 21846, 16384, 13108, 10923, 9363,
                               8192, 7282,  6554,  5958,  5462,  5042,  4682,  4370};
   for (uint32_t d = 1; d < 16; ++d) {
     EXPECT_EQ(table[d], (65536 + d - 1) / d);
-    for (uint32_t x = 0; x < 4096; ++x) ASSERT_EQ((x * table[d]) >> 16, x / d) << x << " / " << d;
+    for (uint32_t x = 0; x <= kMaxDividend; ++x)
+      ASSERT_EQ((x * table[d]) >> 16, x / d) << x << " / " << d;
   }
 }
 

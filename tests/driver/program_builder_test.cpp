@@ -171,6 +171,15 @@ TEST_F(BuilderTest, ActivateRanges) {
   expect_error([&] { b.activate(a); }, "activate", "width", {"width = 0"});
   a.width = 4;
   b.activate(a);
+  // Max-pool padding: each pad below pool_k, and the window inside the padded image.
+  a.pad_left = 2;
+  expect_error([&] { b.activate(a); }, "activate", "pad_left", {"pad_left = 2", "0..1"});
+  a.pad_left = 0;
+  a.pool_k = 3;
+  a.pad_bottom = 1;  // height 2 + 1 = 3 fits the window of 3
+  b.activate(a);
+  a.pad_bottom = 0;
+  expect_error([&] { b.activate(a); }, "activate", "pool_k", {"pool_k = 3", "1..2"});
 }
 
 TEST_F(BuilderTest, AppendChecksDecodedAndRawInstructions) {

@@ -148,7 +148,7 @@ TEST(ErrorPaths, FieldErrors) {
   Activate a;
   a.width = 3;
   a.height = 3;
-  for (int k = 0; k < 6; ++k) {
+  for (int k = 0; k < 9; ++k) {
     Activate x = a;
     if (k == 0) x.width = 0;
     if (k == 1) x.height = 0;
@@ -158,7 +158,21 @@ TEST(ErrorPaths, FieldErrors) {
     if (k == 5) {
       x.width = 5;
       x.pool_k = 4;
-    }  // pool_k > height only
+    }              // pool_k > height only
+    if (k == 6) {  // a pad equal to the window
+      x.pool_k = 2;
+      x.pad_top = 2;
+    }
+    if (k == 7) {  // the window larger than the padded image: 3 + 1 + 1 < 6
+      x.pool_k = 6;
+      x.pad_left = 1;
+      x.pad_right = 1;
+      x.height = 6;
+    }
+    if (k == 8) {  // the largest pad, with a window too small for it
+      x.pool_k = 7;
+      x.pad_bottom = 7;
+    }
     expect_both({Nop{}, x, Halt{}}, ErrorCode::ERR_FIELD, 1);
   }
   expect_chip_still_works();
@@ -697,17 +711,23 @@ TEST(ChipCorners, MatmulBurstPastTableDepthThenDependentActivate) {
 }
 
 // Max-pooling with window != stride, both ways, and windows that leave pixels over at the
-// right and bottom edges (directed: the random programs reach these only now and then).
+// right and bottom edges, and padded windows (ceil-mode style, the largest pads, a 1x1 image
+// inside its padding); directed: the random programs reach these only now and then.
 TEST(ChipCorners, PoolingWindowDifferentFromStride) {
   const Memory mem = {{kDataBase, pattern(kDataSize, 53)}};
   struct Shape {
     uint16_t w, h;
     uint8_t k, s;
+    uint8_t pt = 0, pl = 0, pb = 0, pr = 0;  // max-pool padding
   };
   for (const Shape sh : {Shape{7, 7, 3, 2}, Shape{8, 8, 2, 3}, Shape{9, 5, 4, 1}, Shape{5, 9, 1, 3},
-                         Shape{15, 15, 5, 7}, Shape{6, 4, 3, 4}}) {
+                         Shape{15, 15, 5, 7}, Shape{6, 4, 3, 4}, Shape{7, 7, 3, 2, 1, 1, 1, 1},
+                         Shape{14, 14, 3, 2, 0, 0, 1, 1}, Shape{4, 5, 8, 1, 7, 3, 0, 7},
+                         Shape{9, 3, 2, 3, 1, 0, 1, 0}, Shape{1, 1, 3, 1, 2, 2, 2, 2}}) {
     SCOPED_TRACE("W=" + std::to_string(sh.w) + " H=" + std::to_string(sh.h) +
-                 " k=" + std::to_string(sh.k) + " s=" + std::to_string(sh.s));
+                 " k=" + std::to_string(sh.k) + " s=" + std::to_string(sh.s) + " pads " +
+                 std::to_string(sh.pt) + "," + std::to_string(sh.pl) + "," + std::to_string(sh.pb) +
+                 "," + std::to_string(sh.pr));
     const uint32_t pixels = uint32_t(sh.w) * sh.h;
     std::vector<Instruction> prog = {ReadHost{HostDest::Ub, 0, pixels, kDataBase},
                                      ReadHost{HostDest::Param, 0, 12, kDataBase + 0x4000},
@@ -722,6 +742,10 @@ TEST(ChipCorners, PoolingWindowDifferentFromStride) {
     act.height = sh.h;
     act.pool_k = sh.k;
     act.pool_s = sh.s;
+    act.pad_top = sh.pt;
+    act.pad_left = sh.pl;
+    act.pad_bottom = sh.pb;
+    act.pad_right = sh.pr;
     act.ub_addr = 512;
     act.ub_stride = 16;
     prog.push_back(act);

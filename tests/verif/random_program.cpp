@@ -331,8 +331,20 @@ class Generator {
     a.pool_s = uint8_t(rng_.chance(0.8) ? rng_.pick(1, 3) : rng_.pick(1, 15));
     a.width = uint16_t(rng_.pick(a.pool_k, acc / a.pool_k));
     a.height = uint16_t(rng_.pick(a.pool_k, acc / a.width));
-    const uint32_t ho = (a.height - a.pool_k) / a.pool_s + 1u,
-                   wo = (a.width - a.pool_k) / a.pool_s + 1u;
+    if (a.pool_k > 1 && rng_.chance(0.3)) {  // max-pool padding, each side below the window
+      const uint32_t max_pad = std::min<uint32_t>(7, a.pool_k - 1u);
+      a.pad_top = uint8_t(rng_.pick(0, max_pad));
+      a.pad_left = uint8_t(rng_.pick(0, max_pad));
+      a.pad_bottom = uint8_t(rng_.pick(0, max_pad));
+      a.pad_right = uint8_t(rng_.pick(0, max_pad));
+    }
+    uint32_t ho = (a.padded_height() - a.pool_k) / a.pool_s + 1u,
+             wo = (a.padded_width() - a.pool_k) / a.pool_s + 1u;
+    if (ho * wo > tc_.ub_rows) {  // the padding grew the output past the UB window: drop it
+      a.pad_top = a.pad_left = a.pad_bottom = a.pad_right = 0;
+      ho = (a.height - a.pool_k) / a.pool_s + 1u;
+      wo = (a.width - a.pool_k) / a.pool_s + 1u;
+    }
     a.ub_stride =
         ho == 1 ? uint32_t(rng_.pick(0, (1u << 24) - 1)) : uint32_t(rng_.pick(wo, wo + 4));
     uint32_t span = (ho - 1) * a.ub_stride + wo;
@@ -491,7 +503,7 @@ class Generator {
           }
           default: {
             Activate a = make_activate();
-            switch (rng_.pick(0, 5)) {
+            switch (rng_.pick(0, 6)) {
               case 0:
                 a.width = 0;
                 break;
@@ -506,6 +518,12 @@ class Generator {
                 break;
               case 4:
                 a.pool_k = uint8_t(std::min<uint64_t>(15, a.width + rng_.pick(1, 3)));
+                break;
+              case 5:  // a pad as large as the window (pool_k <= 7 so it fits its 3 bits)
+                a.pool_k = uint8_t(rng_.pick(1, 7));
+                a.pool_s = 1;
+                a.width = a.height = 8;
+                (rng_.chance(0.5) ? a.pad_top : a.pad_right) = uint8_t(rng_.pick(a.pool_k, 7));
                 break;
               default:
                 a.pool_k = uint8_t(std::min<uint64_t>(15, a.height + rng_.pick(1, 3)));

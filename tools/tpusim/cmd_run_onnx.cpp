@@ -244,7 +244,8 @@ int run_run_onnx(const tpusim::Args& args) {
       "tolerance-steps", po::value<std::string>(),
       "float outputs pass within this many output quantization steps (scale): tolerance = steps * "
       "scale "
-      "(default: the number of quantized layers on the longest path from input to output)")(
+      "(default: the roundings on the longest path from input to output: the input's and one per "
+      "quantized layer)")(
       "tolerance-rule", po::value<std::string>(&rule)->default_value("steps"),
       "steps: float outputs pass within --tolerance-steps output quantization steps; propagated: "
       "within the "
@@ -393,7 +394,7 @@ int run_run_onnx(const tpusim::Args& args) {
   }
   const auto& q = m.quantized();
   const bool steps_default = steps < 0;
-  if (steps_default) steps = m.depth();
+  if (steps_default) steps = m.default_tolerance_steps();
   std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(),
                q.layers.size(), m.input_spec().name.c_str(), m.input_spec().describe().c_str(),
                m.output_spec().name.c_str(), m.output_spec().describe().c_str());

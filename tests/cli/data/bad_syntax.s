@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 nop
 read_host ub=0 rows=1
   bogus_op x=1

@@ -1,3 +1,2 @@
-# SPDX-License-Identifier: Apache-2.0
 read_host ub=9000 rows=1 host=0x10000
 halt

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+// The RTL's instruction formats (tpu_pkg::instr_t, packed structs and their union) and its
+// decoder (tpu_decoder) against the driver's ISA (driver/isa.h), which is written from the
+// same docs/isa.md independently:
+//   * every format has exactly isa.h's fields, each at isa.h's bit position and width, and its
+//     reserved fields are exactly the bits no isa.h field covers (one bit at a time);
+//   * the decoder faults ERR_RESERVED for every reserved bit of every opcode;
+//   * the decoder's unit command carries isa.h's field values (random instructions), and its
+//     static check agrees with tpu::check().
+// The wrapper tests/rtl/tpu_instr_layout.sv exposes the formats and the decoder's output.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "Vtpu_instr_layout.h"
+#include "isa.h"
+#include "verilated.h"
+
+namespace {
+
+using tpu::BitField;
+using tpu::InstrBytes;
+using tpu::Opcode;
+
+// A 128-bit value as four 32-bit words, word i = bits 32i+31 .. 32i.
+using Word = std::array<uint32_t, 4>;
+
+Word to_word(const InstrBytes& b) {
+  Word w{};
+  for (unsigned i = 0; i < 16; ++i) w[i / 4] |= uint32_t{b[i]} << (8 * (i % 4));
+  return w;
+}
+
+Word bit_word(unsigned bit) {
+  Word w{};
+  w[bit / 32] = uint32_t{1} << (bit % 32);
+  return w;
+}
+
+std::string hex(const Word& w) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", w[3], w[2], w[1], w[0]);
+  return buf;
+}
+
+class Layout {
+ public:
+  Layout()
+      : ctx_(std::make_unique<VerilatedContext>()),
+        m_(std::make_unique<Vtpu_instr_layout>(ctx_.get())) {}
+  Vtpu_instr_layout& operator*() { return *m_; }
+  Vtpu_instr_layout* operator->() { return m_.get(); }
+  void eval(const Word& w) {
+    for (unsigned i = 0; i < 4; ++i) m_->word_i[i] = w[i];
+    m_->eval();
+  }
+  template <typename W>
+  static Word wide(const W& v) {
+    return Word{v[0], v[1], v[2], v[3]};
+  }
+
+ private:
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<Vtpu_instr_layout> m_;
+};
+
+// One format of the RTL: its named fields (isa.h names) and its reserved bits.
+struct Format {
+  Opcode op;
+  std::vector<std::pair<std::string, const uint32_t*>> fields;
+  Word (*rsvd)(Vtpu_instr_layout&);
+};
+
+std::vector<Format> formats(Vtpu_instr_layout& m) {
+  return {
+      {Opcode::ReadHost,
+       {{"dest", &m.host_dest_o},
+        {"local_addr", &m.host_local_addr_o},
+        {"rows", &m.host_rows_o},
+        {"host_addr", &m.host_host_addr_o}},
+       [](Vtpu_instr_layout& v) { return Layout::wide(v.host_rsvd_o); }},
+      {Opcode::ReadWeights,
+       {{"tiles", &m.weights_tiles_o}, {"host_addr", &m.weights_host_addr_o}},
+       [](Vtpu_instr_layout& v) { return Layout::wide(v.weights_rsvd_o); }},
+      {Opcode::Matmul,
+       {{"acc", &m.matmul_acc_o},
+        {"a_unsigned", &m.matmul_a_unsigned_o},
+        {"w_unsigned", &m.matmul_w_unsigned_o},
+        {"switch", &m.matmul_switch_o},
+        {"ub_addr", &m.matmul_ub_addr_o},
+        {"acc_addr", &m.matmul_acc_addr_o},
+        {"inner", &m.matmul_inner_o},
+        {"outer", &m.matmul_outer_o},
+        {"inner_stride", &m.matmul_inner_stride_o},
+        {"outer_stride", &m.matmul_outer_stride_o}},
+       [](Vtpu_instr_layout& v) { return Layout::wide(v.matmul_rsvd_o); }},
+      {Opcode::Activate,
+       {{"func", &m.activate_func_o},
+        {"out_unsigned", &m.activate_out_unsigned_o},
+        {"acc_addr", &m.activate_acc_addr_o},
+        {"ub_addr", &m.activate_ub_addr_o},
+        {"width", &m.activate_width_o},
+        {"height", &m.activate_height_o},
+        {"pool_k", &m.activate_pool_k_o},
+        {"pool_s", &m.activate_pool_s_o},
+        {"ub_stride", &m.activate_ub_stride_o},
+        {"slot", &m.activate_slot_o},
+        {"pad_top", &m.activate_pad_top_o},
+        {"pad_left", &m.activate_pad_left_o},
+        {"pad_bottom", &m.activate_pad_bottom_o},
+        {"pad_right", &m.activate_pad_right_o}},
+       [](Vtpu_instr_layout& v) { return Layout::wide(v.activate_rsvd_o); }},
+      {Opcode::Nop, {}, [](Vtpu_instr_layout& v) { return Layout::wide(v.plain_rsvd_o); }},
+  };
+}
+
+const BitField* isa_field(Opcode op, const std::string& name) {
+  for (const tpu::FieldInfo& f : tpu::instruction_fields(op)) {
+    if (f.name == name) return &f.bits;
+  }
+  return nullptr;
+}
+
+bool isa_defined(Opcode op, unsigned bit) {
+  if (bit < 8) return true;  // the opcode
+  for (const tpu::FieldInfo& f : tpu::instruction_fields(op)) {
+    if (bit >= f.bits.lo && bit <= f.bits.hi()) return true;
+  }
+  return false;
+}
+
+TEST(InstrLayout, FormatsHaveExactlyTheFieldsOfIsaH) {
+  Layout m;
+  for (const Format& f : formats(*m)) {
+    std::set<std::string> rtl, isa;
+    for (const auto& [name, out] : f.fields) rtl.insert(name);
+    for (const tpu::FieldInfo& fi : tpu::instruction_fields(f.op)) isa.insert(std::string(fi.name));
+    EXPECT_EQ(rtl, isa) << "format of opcode " << int(f.op)
+                        << ": tpu_pkg's fields differ from instruction_fields() in isa.h";
+  }
+  // write_host uses the read_host format; its dest bits are reserved (checked below).
+  for (const tpu::FieldInfo& fi : tpu::instruction_fields(Opcode::WriteHost)) {
+    EXPECT_NE(isa_field(Opcode::ReadHost, std::string(fi.name)), nullptr)
+        << "write_host." << fi.name << " is not a field of the read_host format";
+  }
+}
+
+// Each bit alone: it must come out of exactly the field isa.h puts it in, at the right place,
+// or out of the format's reserved bits if isa.h has no field there.
+TEST(InstrLayout, EveryBitLandsInIsaHsFieldOrInReserved) {
+  Layout m;
+  for (const Format& f : formats(*m)) {
+    for (unsigned bit = 0; bit < 128; ++bit) {
+      m.eval(bit_word(bit));
+      const Word none{};
+      EXPECT_EQ(m->opcode_o, bit < 8 ? uint32_t{1} << bit : 0u) << "bit " << bit;
+      for (const auto& [name, out] : f.fields) {
+        const BitField* b = isa_field(f.op, name);
+        ASSERT_NE(b, nullptr) << name;
+        uint32_t want = (bit >= b->lo && bit <= b->hi()) ? uint32_t{1} << (bit - b->lo) : 0u;
+        EXPECT_EQ(*out, want) << "opcode " << int(f.op) << " field " << name << " (isa.h bits "
+                              << b->hi() << ":" << b->lo << "), only bit " << bit << " set";
+      }
+      Word want_rsvd = isa_defined(f.op, bit) ? none : bit_word(bit);
+      EXPECT_EQ(hex(f.rsvd(*m)), hex(want_rsvd))
+          << "opcode " << int(f.op) << ": reserved bits of the format, only bit " << bit
+          << " set (isa.h: " << (isa_defined(f.op, bit) ? "a field" : "reserved") << ")";
+    }
+  }
+}
+
+TEST(InstrLayout, AllOnesFillEveryFieldToItsWidth) {
+  Layout m;
+  m.eval(Word{~0u, ~0u, ~0u, ~0u});
+  EXPECT_EQ(m->opcode_o, 0xFFu);
+  for (const Format& f : formats(*m)) {
+    for (const auto& [name, out] : f.fields) {
+      EXPECT_EQ(*out, isa_field(f.op, name)->max()) << "opcode " << int(f.op) << " " << name;
+    }
+  }
+}
+
+// Legal instructions of every opcode (N = 16, the default sizes, no DMA window).
+std::vector<tpu::Instruction> legal_examples() {
+  tpu::Activate act;
+  act.width = 1;
+  act.height = 1;
+  return {tpu::Nop{}, tpu::ReadHost{},  tpu::ReadWeights{}, tpu::Matmul{},
+          act,        tpu::WriteHost{}, tpu::Sync{},        tpu::Halt{}};
+}
+
+TEST(InstrLayout, DecoderFaultsEveryReservedBit) {
+  Layout m;
+  for (const tpu::Instruction& instr : legal_examples()) {
+    const InstrBytes bytes = tpu::encode(instr);
+    const Opcode op = Opcode(bytes[0]);
+    m.eval(to_word(bytes));
+    ASSERT_EQ(m->dec_err_o, 0u) << tpu::disassemble(instr);
+    for (unsigned bit = 8; bit < 128; ++bit) {
+      if (isa_defined(op, bit)) continue;
+      Word w = to_word(bytes);
+      w[bit / 32] |= uint32_t{1} << (bit % 32);
+      m.eval(w);
+      EXPECT_EQ(m->dec_err_o, unsigned(tpu::ErrorCode::ERR_RESERVED))
+          << tpu::disassemble(instr) << " with reserved bit " << bit << " set";
+    }
+  }
+}
+
+// Random values for every field (of any legality): the unit command must carry isa.h's
+// values, the unit must be the opcode's, and the static check must agree with tpu::check().
+TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
+  Layout m;
+  std::mt19937_64 rng(15);
+  auto bits = [&](unsigned w) { return uint32_t(rng() & ((uint64_t{1} << w) - 1)); };
+  // Small values too, so that legal instructions are frequent.
+  auto pick = [&](unsigned w, uint32_t small) {
+    return (rng() % 2) ? bits(w) : uint32_t(rng() % (small + 1));
+  };
+  const tpu::ChipParams params;  // N = 16, as the wrapper's decoder
+  unsigned legal = 0;
+  for (int i = 0; i < 20000; ++i) {
+    tpu::Instruction instr;
+    switch (i % 8) {
+      case 0: {
+        tpu::ReadHost r;
+        r.dest = tpu::HostDest(bits(2));
+        r.local_addr = pick(24, 64);
+        r.rows = pick(24, 8);
+        r.host_addr = pick(32, 4096) & ~(rng() % 4 ? 15u : 0u);
+        instr = r;
+        break;
+      }
+      case 1: {
+        tpu::ReadWeights r;
+        r.tiles = pick(24, 7);
+        r.host_addr = pick(32, 4096) & ~15u;
+        instr = r;
+        break;
+      }
+      case 2: {
+        tpu::Matmul r;
+        r.accumulate = bits(1);
+        r.a_unsigned = bits(1);
+        r.w_unsigned = bits(1);
+        r.switch_weights = bits(1);
+        r.ub_addr = pick(24, 100);
+        r.acc_addr = uint16_t(pick(16, 100));
+        r.inner = uint16_t(pick(12, 20));
+        r.outer = uint16_t(pick(12, 20));
+        r.inner_stride = uint8_t(bits(8));
+        r.outer_stride = pick(24, 20);
+        instr = r;
+        break;
+      }
+      case 3: {
+        tpu::Activate r;
+        r.func = tpu::ActFunc(bits(2));
+        r.out_unsigned = bits(1);
+        r.acc_addr = uint16_t(pick(16, 100));
+        r.ub_addr = pick(24, 100);
+        r.width = uint16_t(pick(12, 20));
+        r.height = uint16_t(pick(12, 20));
+        r.pool_k = uint8_t(pick(4, 3));
+        r.pool_s = uint8_t(pick(4, 3));
+        r.ub_stride = pick(24, 20);
+        r.slot = uint8_t(bits(4));
+        if (r.pool_k > 1 && bits(1)) {  // max-pool padding below the window
+          r.pad_top = uint8_t(bits(3) % r.pool_k);
+          r.pad_left = uint8_t(bits(3) % r.pool_k);
+          r.pad_bottom = uint8_t(bits(3) % r.pool_k);
+          r.pad_right = uint8_t(bits(3) % r.pool_k);
+        }
+        instr = r;
+        break;
+      }
+      case 4: {
+        tpu::WriteHost r;
+        r.ub_addr = pick(24, 64);
+        r.rows = pick(24, 8);
+        r.host_addr = pick(32, 4096) & ~(rng() % 4 ? 15u : 0u);
+        instr = r;
+        break;
+      }
+      case 5:
+        instr = tpu::Nop{};
+        break;
+      case 6:
+        instr = tpu::Sync{};
+        break;
+      default:
+        instr = tpu::Halt{};
+        break;
+    }
+    m.eval(to_word(tpu::encode(instr)));
+    const std::string what = tpu::disassemble(instr);
+    std::string why;
+    const tpu::ErrorCode want_err = tpu::check(instr, params, &why);
+    EXPECT_EQ(m->dec_err_o, unsigned(want_err)) << what << " (isa.h: " << why << ")";
+    legal += want_err == tpu::ErrorCode::ERR_NONE;
+    // Unit codes: 0 read_host, 1 read_weights, 2 matmul, 3 activate, 4 write_host, 5 control.
+    if (auto* rh = std::get_if<tpu::ReadHost>(&instr)) {
+      EXPECT_EQ(m->dec_unit_o, 0u) << what;
+      EXPECT_EQ(m->dmain_dest_o, unsigned(rh->dest)) << what;
+      EXPECT_EQ(m->dmain_local_addr_o, rh->local_addr) << what;
+      EXPECT_EQ(m->dmain_rows_o, rh->rows) << what;
+      EXPECT_EQ(m->dmain_addr_o, rh->host_addr) << what;
+    } else if (auto* rw = std::get_if<tpu::ReadWeights>(&instr)) {
+      EXPECT_EQ(m->dec_unit_o, 1u) << what;
+      EXPECT_EQ(m->wdma_tiles_o, rw->tiles) << what;
+      EXPECT_EQ(m->wdma_addr_o, rw->host_addr) << what;
+      EXPECT_EQ(m->wdma_rows_o, (rw->tiles * params.N) & 0xFFFFFFu) << what;
+    } else if (auto* mm = std::get_if<tpu::Matmul>(&instr)) {
+      EXPECT_EQ(m->dec_unit_o, 2u) << what;
+      EXPECT_EQ(m->mm_acc_o, unsigned(mm->accumulate)) << what;
+      EXPECT_EQ(m->mm_a_unsigned_o, unsigned(mm->a_unsigned)) << what;
+      EXPECT_EQ(m->mm_w_unsigned_o, unsigned(mm->w_unsigned)) << what;
+      EXPECT_EQ(m->mm_switch_o, unsigned(mm->switch_weights)) << what;
+      EXPECT_EQ(m->mm_ub_addr_o, mm->ub_addr) << what;
+      EXPECT_EQ(m->mm_acc_addr_o, mm->acc_addr) << what;
+      EXPECT_EQ(m->mm_inner_o, mm->inner) << what;
+      EXPECT_EQ(m->mm_outer_o, mm->outer) << what;
+      EXPECT_EQ(m->mm_inner_stride_o, mm->inner_stride) << what;
+      EXPECT_EQ(m->mm_outer_stride_o, mm->outer_stride) << what;
+    } else if (auto* ac = std::get_if<tpu::Activate>(&instr)) {
+      EXPECT_EQ(m->dec_unit_o, 3u) << what;
+      EXPECT_EQ(m->act_func_o, unsigned(ac->func)) << what;
+      EXPECT_EQ(m->act_out_unsigned_o, unsigned(ac->out_unsigned)) << what;
+      EXPECT_EQ(m->act_acc_addr_o, ac->acc_addr) << what;
+      EXPECT_EQ(m->act_ub_addr_o, ac->ub_addr) << what;
+      EXPECT_EQ(m->act_width_o, ac->width) << what;
+      EXPECT_EQ(m->act_height_o, ac->height) << what;
+      EXPECT_EQ(m->act_pool_k_o, ac->pool_k) << what;
+      EXPECT_EQ(m->act_pool_s_o, ac->pool_s) << what;
+      EXPECT_EQ(m->act_ub_stride_o, ac->ub_stride) << what;
+      EXPECT_EQ(m->act_slot_o, ac->slot) << what;
+      EXPECT_EQ(m->act_pad_top_o, ac->pad_top) << what;
+      EXPECT_EQ(m->act_pad_left_o, ac->pad_left) << what;
+      EXPECT_EQ(m->act_pad_bottom_o, ac->pad_bottom) << what;
+      EXPECT_EQ(m->act_pad_right_o, ac->pad_right) << what;
+    } else if (auto* wh = std::get_if<tpu::WriteHost>(&instr)) {
+      EXPECT_EQ(m->dec_unit_o, 4u) << what;
+      EXPECT_EQ(m->dmaout_ub_addr_o, wh->ub_addr) << what;
+      EXPECT_EQ(m->dmaout_rows_o, wh->rows) << what;
+      EXPECT_EQ(m->dmaout_host_addr_o, wh->host_addr) << what;
+    } else {
+      EXPECT_EQ(m->dec_unit_o, 5u) << what;
+      EXPECT_EQ(m->dec_is_sync_o, unsigned(std::holds_alternative<tpu::Sync>(instr))) << what;
+      EXPECT_EQ(m->dec_is_halt_o, unsigned(std::holds_alternative<tpu::Halt>(instr))) << what;
+    }
+    if (HasFailure()) break;  // one instruction's report is enough
+  }
+  EXPECT_GT(legal, 5000u) << "too few legal instructions to test the decoder's commands";
+}
+
+}  // namespace
