@@ -14,8 +14,8 @@
 `include "tpu_assert.svh"
 
 module tpu_sram #(
-  parameter int unsigned Depth      = 256,
-  parameter int unsigned Width      = 32,
+  parameter int          Depth      = 256,  // int, not int unsigned: Icarus 11 reads this file too
+  parameter int          Width      = 32,
   parameter bit          ByteEn     = 1'b0,  // wbe_i enables each byte (Width % 8 == 0)
   parameter bit          WriteFirst = 1'b0
 ) (
@@ -28,7 +28,7 @@ module tpu_sram #(
   input  logic [$clog2(Depth)-1:0]   raddr_i,
   output logic [Width-1:0]           rdata_o
 );
-  localparam int unsigned Bytes = (Width + 7) / 8;
+  localparam int Bytes = (Width + 7) / 8;
 
   logic [Width-1:0] mem_q [Depth];
   logic [Width-1:0] rdata_q;
