@@ -19,8 +19,11 @@ module tpu_matmul_unit #(
   input  logic                       cmd_valid_i,
   output logic                       cmd_ready_o,
   input  tpu_pkg::mm_cmd_t           cmd_i,
-  // UB read port (combinational read).
+  // UB read port (synchronous: the row read in cycle t is fed in cycle t+1; the read can be
+  // refused, then the feeder inserts a bubble).
+  output logic                       ub_re_o,
   output logic [$clog2(UbRows)-1:0]  ub_raddr_o,
+  input  logic                       ub_rgnt_i,
   input  logic [8*N-1:0]             ub_rdata_i,
   // Weight loader.
   input  logic                       active_buf_i,
@@ -46,6 +49,7 @@ module tpu_matmul_unit #(
   logic [UbW-1:0]   addr_q, addr_d;         // UB row fed next
   logic [11:0]      i_q, i_d, o_q, o_d;     // inner / outer position of that row
   logic [AccW-1:0]  acc_row_q, acc_row_d;   // its accumulator row
+  logic             rd_ok_q, rd_ok_d;       // ub_rdata_i holds row addr_q (its read was granted)
 
   logic feed, last, start;
 
@@ -56,12 +60,14 @@ module tpu_matmul_unit #(
                         cmd_q.outer_stride >> UbW};
 
   assign weight_stall_o = busy_q && switch_q && !next_valid_i;
-  assign feed           = busy_q && !weight_stall_o;
+  assign feed           = busy_q && !weight_stall_o && rd_ok_q;
   assign last           = feed && (i_q == cmd_q.inner - 1'b1) && (o_q == cmd_q.outer - 1'b1);
   assign cmd_ready_o    = !busy_q || last;
   assign start          = cmd_valid_i && cmd_ready_o;
 
-  assign ub_raddr_o  = addr_q;
+  // Read, in every cycle the feeder is busy in the next one, the row it feeds then.
+  assign ub_re_o     = start || (busy_q && !last);
+  assign ub_raddr_o  = addr_d;
   assign mxu_valid_o = feed;
   assign mxu_wbuf_o  = switch_q ? next_buf_i : active_buf_i;
   assign mxu_wuns_o  = cmd_q.w_unsigned;
@@ -82,9 +88,11 @@ module tpu_matmul_unit #(
     i_d       = i_q;
     o_d       = o_q;
     acc_row_d = acc_row_q;
+    rd_ok_d   = ub_re_o && ub_rgnt_i;
     if (clear_i) begin
       busy_d   = 1'b0;
       switch_d = 1'b0;
+      rd_ok_d  = 1'b0;
     end else begin
       if (start) begin
         busy_d    = 1'b1;
@@ -118,9 +126,11 @@ module tpu_matmul_unit #(
     if (!rst_ni) begin
       busy_q   <= 1'b0;
       switch_q <= 1'b0;
+      rd_ok_q  <= 1'b0;
     end else begin
       busy_q   <= busy_d;
       switch_q <= switch_d;
+      rd_ok_q  <= rd_ok_d;
     end
   end
 
