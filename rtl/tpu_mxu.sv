@@ -38,7 +38,10 @@ module tpu_mxu #(
   // Result row output.
   output logic                   out_valid_o,
   output logic [32*N-1:0]        out_sum_o,      // column c in [32c +: 32]
-  output logic [TagW-1:0]        out_tag_o
+  output logic [TagW-1:0]        out_tag_o,
+  // The same row's valid and tag one cycle earlier (the accumulators read the old row then).
+  output logic                   pre_valid_o,
+  output logic [TagW-1:0]        pre_tag_o
 );
   localparam int unsigned Latency = 2 * N - 1;
   // One activation lane: {weights unsigned, weight buffer, 9-bit operand}.
@@ -95,7 +98,7 @@ module tpu_mxu #(
   // waived for this file in lint_waivers.vlt).
   always_ff @(posedge clk_i) begin
     logic [LaneW-1:0]   lane_in;
-    logic signed [8:0]  a;
+    logic signed [8:0]  a, w;
     logic signed [31:0] above;
     logic [2:0]         ctl;
     logic [7:0]         wtop;
@@ -121,7 +124,11 @@ module tpu_mxu #(
           end
           a     = lane_in[8:0];
           above = (r == 0) ? 32'sd0 : psum_q[r-1][c];
-          prod  = a * wx_q[{lane_in[9], lane_in[10]}][r][c];
+          // Constant indices only: Yosys keeps wx_q as registers (a variable index makes
+          // it infer one memory with 2N^2 write and N^2 read ports, which it cannot handle).
+          if (lane_in[9]) w = lane_in[10] ? wx_q[3][r][c] : wx_q[2][r][c];
+          else            w = lane_in[10] ? wx_q[1][r][c] : wx_q[0][r][c];
+          prod  = a * w;
           psum_q[r][c] = above + {{14{prod[17]}}, prod};
           lane_q[r][c] = lane_in;
         end
@@ -149,8 +156,13 @@ module tpu_mxu #(
         end
         if (ctl[1]) begin
           for (int r = 0; r < 32'(N); r++) begin
-            wx_q[{ctl[0], 1'b0}][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
-            wx_q[{ctl[0], 1'b1}][r][c] = {1'b0, wsh_q[r][c]};
+            if (ctl[0]) begin
+              wx_q[2][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
+              wx_q[3][r][c] = {1'b0, wsh_q[r][c]};
+            end else begin
+              wx_q[0][r][c] = {wsh_q[r][c][7], wsh_q[r][c]};
+              wx_q[1][r][c] = {1'b0, wsh_q[r][c]};
+            end
           end
         end
         if (ctl[2]) begin
@@ -177,5 +189,7 @@ module tpu_mxu #(
   end
   assign out_valid_o = side_valid_q[Latency-1];
   assign out_tag_o   = side_tag_q[TagW*(Latency-1) +: TagW];
+  assign pre_valid_o = side_valid_q[Latency-2];
+  assign pre_tag_o   = side_tag_q[TagW*(Latency-2) +: TagW];
 
 endmodule
