@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Activation unit: accumulator rows -> bias, requantize, function, max-pool -> UB rows.
 //
-// Reads one accumulator row per cycle in pooling-window order (stage 1 registers it), then
-// requantizes all N columns (tpu_requant), applies the LUT if asked, and keeps the running
-// maximum of the window; the last row of a window writes one UB row. Windows run over the
+// Reads one accumulator row per cycle in pooling-window order (the accumulator SRAM's read
+// register is stage 1), then requantizes all N columns, applies the LUT if asked, and keeps
+// the running maximum of the window; the last row of a window writes one UB row. The UB write
+// port is shared with the DMA in, which comes first: a refused UB write holds the whole
+// pipeline (no accumulator read, stage 1 keeps its row on the SRAM's output). Windows run over the
 // image padded by pad_top/left/bottom/right: a tap in the padding still takes its cycle but
 // reads no pixel and is left out of the maximum (ONNX MaxPool's -inf padding). Also owns the
 // quantization parameter memory (QpSlots x {bias, mult, misc} x N int32) and the 256-byte LUT,
 // written row by row by read_host. A raw activate writes each row's saturate(acc + bias) as
-// int32: it holds the row for four cycles and writes one quarter (N bytes) per cycle.
+// int32: it reads the row in four cycles and writes one quarter (N bytes) in each.
 `include "tpu_assert.svh"
 
 module tpu_act_unit #(
@@ -24,13 +26,16 @@ module tpu_act_unit #(
   input  logic                        cmd_valid_i,
   output logic                        cmd_ready_o,
   input  tpu_pkg::act_cmd_t           cmd_i,
-  // Accumulator read port (combinational).
+  // Accumulator read port (synchronous: the row read in cycle t is on acc_rdata_i from t+1
+  // until the next read).
+  output logic                        acc_re_o,
   output logic [$clog2(AccRows)-1:0]  acc_raddr_o,
   input  logic [32*N-1:0]             acc_rdata_i,  // column c in [32c +: 32]
-  // UB write port.
+  // UB write port (held until granted).
   output logic                        ub_we_o,
   output logic [$clog2(UbRows)-1:0]   ub_waddr_o,
   output logic [8*N-1:0]              ub_wdata_o,
+  input  logic                        ub_wgnt_i,
   // Parameter / LUT row writes from read_host.
   input  logic                        prm_we_i,
   input  logic [$clog2(QpSlots*12)-1:0] prm_row_i,
@@ -44,40 +49,32 @@ module tpu_act_unit #(
 
   localparam int unsigned AccW  = $clog2(AccRows);
   localparam int unsigned UbW   = $clog2(UbRows);
-  localparam int unsigned Words = N / 4;  // int32 words per N-byte row
   localparam int unsigned SlotW = (QpSlots > 1) ? $clog2(QpSlots) : 1;
+  localparam int unsigned Words = N / 4;  // int32 words per N-byte row
 
-  // Row slot*3 + {0 bias, 1 mult, 2 misc}: N int32 (column c in [32c +: 32]).
-  logic [32*N-1:0] prm_q [QpSlots*3];
   logic [8*256-1:0] lut_q;  // entry i in [8i +: 8]
 
-  // Instruction fields.
-  logic        busy_q;
-  logic [1:0]  func_q;
-  logic        out_uns_q;
-  logic [15:0] acc_base_q;
-  logic [23:0] ub_base_q;
-  logic [11:0] width_q, height_q;
-  logic [3:0]  pool_k_q, pool_s_q;
-  logic [2:0]  pad_t_q, pad_l_q, pad_b_q, pad_r_q;
-  logic        raw_q;       // int32 output: four UB rows per ACC row
-  logic [1:0]  quarter_q;   // the quarter of the row written this cycle (raw)
-  logic [23:0] ub_stride_q;
-  logic [SlotW-1:0] slot_q;
-  logic [11:0] oy_q, ox_q;    // output pixel (window) being read
-  logic [11:0] py_q, px_q;    // its top-left pixel in the padded image: oy * stride, ox * stride
-  logic [3:0]  dy_q, dx_q;
+  // The activate being run.
+  logic                busy_q, busy_d;
+  tpu_pkg::act_cmd_t   cmd_q, cmd_d;
+  logic [11:0] oy_q, oy_d, ox_q, ox_d;  // output pixel (window) being read
+  logic [11:0] py_q, py_d, px_q, px_d;  // its top-left pixel in the padded image: o * stride
+  logic [3:0]  dy_q, dy_d, dx_q, dx_d;  // the tap in the window
+  logic [1:0]  quarter_q, quarter_d;    // raw: the quarter of the row written in this read
 
-  // Stage 1: one accumulator row and where it goes.
-  logic               s1_valid_q, s1_first_q, s1_last_q, s1_tap_q;
-  logic [1:0]         s1_quarter_q;
-  logic [UbW-1:0]     s1_ub_addr_q;
-  logic [32*N-1:0]    s1_acc_q;
-  logic [9*N-1:0]     pool_q;    // running window maximum, column c in [9c +: 9]
-  logic               pool_have_q;  // the window has had a pixel (not only padding)
-  logic           ub_we_q;
+  // Stage 1: one accumulator row (on acc_rdata_i) and where it goes.
+  logic               s1_valid_q, s1_valid_d;
+  logic               s1_first_q, s1_first_d, s1_last_q, s1_last_d, s1_tap_q, s1_tap_d;
+  logic [UbW-1:0]     s1_ub_addr_q, s1_ub_addr_d;
+  logic [1:0]         s1_quarter_q, s1_quarter_d;
+  // Stage 2: the running window maximum (column c in [9c +: 9]) and the UB write.
+  logic [9*N-1:0]     pool_q, pool_d;
+  logic               pool_have_q, pool_have_d;  // the window has had a pixel (not only padding)
+  logic               ub_we_q, ub_we_d;
+  logic [UbW-1:0]     ub_waddr_q, ub_waddr_d;
+  logic [8*N-1:0]     ub_wdata_q, ub_wdata_d;
 
-  logic win_first, win_last, all_last, row_last, col_last, start, tap_in, step;
+  logic win_first, win_last, all_last, row_last, col_last, start, tap_in, stall, step;
   logic signed [13:0] tap_y, tap_x;  // the tap in image coordinates (negative: in the padding)
   logic [31:0] acc_row, ub_row;
 
@@ -91,8 +88,28 @@ module tpu_act_unit #(
   assign prm_vec  = ($clog2(QpSlots*3))'(prm_row_i >> 2);
   assign prm_part = prm_row_i[1:0];
 
-  always_ff @(posedge clk_i) begin
-    if (prm_we_i) prm_q[prm_vec][32*Words*prm_part +: 32*Words] <= wdata_i;
+  // Three tpu_sram (bias, mult, misc), one word of N int32 (column c in [32c +: 32]) per slot,
+  // a host row written with the byte enables of its quarter. They are read in every cycle the
+  // unit works, with the slot of the next cycle, so stage 2 sees each slot as a combinational
+  // read would (including a row written in the cycle before).
+  localparam int unsigned PrmDepth = (QpSlots > 1) ? QpSlots : 2;
+  logic [32*N-1:0] prm_rdata [3];
+  logic [SlotW-1:0] prm_slot, slot_d;
+  logic [1:0]       prm_kind;
+  logic [4*N-1:0]   prm_wbe;
+  logic             prm_re;
+  assign prm_slot = SlotW'(32'(prm_vec) / 3);
+  assign prm_kind = 2'(32'(prm_vec) % 3);
+  assign prm_wbe  = (4*N)'({N{1'b1}}) << (N * 32'(prm_part));
+  assign slot_d   = SlotW'(cmd_d.slot);
+  assign prm_re   = start || busy_q || s1_valid_q;
+  for (genvar k = 0; k < 3; k++) begin : g_prm
+    tpu_sram #(.Depth(PrmDepth), .Width(32 * N), .ByteEn(1'b1), .WriteFirst(1'b1)) u_mem (
+      .clk_i,
+      .we_i(prm_we_i && prm_kind == 2'(k)), .waddr_i(prm_slot), .wdata_i({4{wdata_i}}),
+      .wbe_i(prm_wbe),
+      .re_i(prm_re), .raddr_i(slot_d), .rdata_o(prm_rdata[k])
+    );
   end
   always_ff @(posedge clk_i) begin
     if (lut_we_i) lut_q[8*N*lut_row_i +: 8*N] <= wdata_i;
@@ -100,154 +117,183 @@ module tpu_act_unit #(
 
   // ---- address generation ----
   assign win_first = (dy_q == '0) && (dx_q == '0);
-  assign win_last  = (dy_q == pool_k_q - 1'b1) && (dx_q == pool_k_q - 1'b1);
+  assign win_last  = (dy_q == cmd_q.pool_k - 1'b1) && (dx_q == cmd_q.pool_k - 1'b1);
   // The last window of a row (column) is the one after which another would not fit: no
   // division by the stride is needed to know the output size.
-  assign col_last  = 14'(px_q) + 14'(pool_s_q) + 14'(pool_k_q) >
-                     14'(width_q) + 14'(pad_l_q) + 14'(pad_r_q);
-  assign row_last  = 14'(py_q) + 14'(pool_s_q) + 14'(pool_k_q) >
-                     14'(height_q) + 14'(pad_t_q) + 14'(pad_b_q);
+  assign col_last  = 14'(px_q) + 14'(cmd_q.pool_s) + 14'(cmd_q.pool_k) >
+                     14'(cmd_q.width) + 14'(cmd_q.pad_left) + 14'(cmd_q.pad_right);
+  assign row_last  = 14'(py_q) + 14'(cmd_q.pool_s) + 14'(cmd_q.pool_k) >
+                     14'(cmd_q.height) + 14'(cmd_q.pad_top) + 14'(cmd_q.pad_bottom);
   assign all_last  = win_last && row_last && col_last;
-  assign tap_y     = $signed(14'(py_q) + 14'(dy_q) - 14'(pad_t_q));
-  assign tap_x     = $signed(14'(px_q) + 14'(dx_q) - 14'(pad_l_q));
-  assign tap_in    = !tap_y[13] && !tap_x[13] && tap_y < $signed(14'(height_q)) &&
-                     tap_x < $signed(14'(width_q));
+  assign tap_y     = $signed(14'(py_q) + 14'(dy_q) - 14'(cmd_q.pad_top));
+  assign tap_x     = $signed(14'(px_q) + 14'(dx_q) - 14'(cmd_q.pad_left));
+  assign tap_in    = !tap_y[13] && !tap_x[13] && tap_y < $signed(14'(cmd_q.height)) &&
+                     tap_x < $signed(14'(cmd_q.width));
   // A tap in the padding reads the region's first row (inside its footprint) and is ignored.
-  assign acc_row   = 32'(acc_base_q) +
-                     (tap_in ? 32'(tap_y[12:0]) * 32'(width_q) + 32'(tap_x[12:0]) : 32'd0);
+  assign acc_row   = 32'(cmd_q.acc_addr) +
+                     (tap_in ? 32'(tap_y[12:0]) * 32'(cmd_q.width) + 32'(tap_x[12:0]) : 32'd0);
   // A raw pixel's quarters go to four consecutive UB rows.
-  assign ub_row    = 32'(ub_base_q) + 32'(oy_q) * 32'(ub_stride_q) +
-                     (raw_q ? {18'd0, ox_q, quarter_q} : 32'(ox_q));
-  // The window position moves on every cycle, in raw mode after the row's fourth quarter.
-  assign step      = !raw_q || (quarter_q == 2'd3);
+  assign ub_row    = 32'(cmd_q.ub_addr) + 32'(oy_q) * 32'(cmd_q.ub_stride) +
+                     (cmd_q.raw ? {18'd0, ox_q, quarter_q} : 32'(ox_q));
+  // The window position moves on with every read; in raw mode after the row's fourth quarter.
+  assign step      = !cmd_q.raw || (quarter_q == 2'd3);
+  // A UB write waiting for the port holds everything; otherwise one row is read per cycle.
+  assign stall       = ub_we_q && !ub_wgnt_i;
+  assign acc_re_o    = busy_q && !stall;
   assign acc_raddr_o = AccW'(acc_row);
   assign cmd_ready_o = !busy_q && !s1_valid_q && !ub_we_q;
   assign start       = cmd_valid_i && cmd_ready_o;
   assign busy_o    = busy_q || s1_valid_q || ub_we_q;
-  assign reading_o = busy_q;
+  assign reading_o = acc_re_o;  // cycles a row is read (not those held by a waiting write)
+
+  always_comb begin
+    busy_d       = busy_q;
+    cmd_d        = cmd_q;
+    oy_d         = oy_q;
+    ox_d         = ox_q;
+    py_d         = py_q;
+    px_d         = px_q;
+    dy_d         = dy_q;
+    dx_d         = dx_q;
+    quarter_d    = quarter_q;
+    s1_valid_d   = stall ? s1_valid_q : acc_re_o;
+    s1_first_d   = s1_first_q;
+    s1_last_d    = s1_last_q;
+    s1_tap_d     = s1_tap_q;
+    s1_ub_addr_d = s1_ub_addr_q;
+    s1_quarter_d = s1_quarter_q;
+    if (start) begin
+      busy_d = 1'b1;
+      cmd_d  = cmd_i;
+      oy_d   = '0;
+      ox_d   = '0;
+      py_d   = '0;
+      px_d   = '0;
+      dy_d   = '0;
+      dx_d   = '0;
+      quarter_d = '0;
+    end else if (acc_re_o) begin
+      // Only while reading: an idle unit keeps its stage-1 registers, so the requantizers'
+      // inputs do not change and simulation does not re-evaluate them.
+      s1_first_d   = win_first;
+      s1_last_d    = win_last;
+      s1_tap_d     = tap_in;
+      s1_ub_addr_d = UbW'(ub_row);
+      s1_quarter_d = quarter_q;
+      quarter_d    = step ? 2'd0 : quarter_q + 1'b1;
+      if (step && all_last) busy_d = 1'b0;
+      // raw: the same row again for its next quarter until the fourth (step)
+      if (step && dx_q != cmd_q.pool_k - 1'b1) begin
+        dx_d = dx_q + 1'b1;
+      end else if (step) begin
+        dx_d = '0;
+        if (dy_q != cmd_q.pool_k - 1'b1) begin
+          dy_d = dy_q + 1'b1;
+        end else begin
+          dy_d = '0;
+          if (!col_last) begin
+            ox_d = ox_q + 1'b1;
+            px_d = px_q + 12'(cmd_q.pool_s);
+          end else begin
+            ox_d = '0;
+            px_d = '0;
+            oy_d = oy_q + 1'b1;
+            py_d = py_q + 12'(cmd_q.pool_s);
+          end
+        end
+      end
+    end
+    if (clear_i) begin
+      busy_d     = 1'b0;
+      s1_valid_d = 1'b0;
+    end
+  end
+
+  // ---- stage 2: requantize, LUT, pool, write (registered UB write) ----
+  // The requantizers' inputs change only while rows are activated (acc_rdata_i only when a
+  // row is read), so an idle unit costs no simulation time here.
+  logic [32*N-1:0] bias, mult, misc;
+  logic [9*N-1:0]  pool_n;
+  logic [8*N-1:0]  wdata_n;
+  logic            have;
+  assign bias = prm_rdata[0];
+  assign mult = prm_rdata[1];
+  assign misc = prm_rdata[2];
+  assign have = !s1_first_q && pool_have_q;
+  always_comb begin
+    for (int c = 0; c < 32'(N); c++) begin
+      logic signed [8:0] r, y, v, p;
+      logic [7:0] l;
+      r = tpu_pkg::requantize(acc_rdata_i[32*c +: 32], bias[32*c +: 32], mult[32*c +: 32],
+                              misc[32*c +: 32], cmd_q.func, cmd_q.out_unsigned);
+      l = lut_q[8*r[7:0] +: 8];
+      if (cmd_q.func == tpu_pkg::FuncLut) begin
+        y = cmd_q.out_unsigned ? $signed({1'b0, l}) : $signed({l[7], l});
+      end else begin
+        y = r;
+      end
+      p = pool_q[9*c +: 9];
+      v = (s1_tap_q && (!have || y > p)) ? y : p;
+      pool_n[9*c +: 9]  = v;
+      wdata_n[8*c +: 8] = v[7:0];
+    end
+    if (cmd_q.raw) begin
+      // Quarter q of the row's N int32 (little-endian, column order): columns q*N/4 ..
+      for (int c = 0; c < 32'(Words); c++) begin
+        wdata_n[32*c +: 32] = tpu_pkg::add_bias(
+            acc_rdata_i[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32],
+            bias[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32]);
+      end
+    end
+  end
+
+  // A row moves on from stage 1 unless the UB write ahead of it waits.
+  always_comb begin
+    pool_d      = pool_q;
+    pool_have_d = pool_have_q;
+    ub_waddr_d  = ub_waddr_q;
+    ub_wdata_d  = ub_wdata_q;
+    ub_we_d     = stall ? ub_we_q : (s1_valid_q && s1_last_q);
+    if (s1_valid_q && !stall) begin
+      pool_d      = pool_n;
+      pool_have_d = have || s1_tap_q;
+      ub_waddr_d  = s1_ub_addr_q;
+      ub_wdata_d  = wdata_n;
+    end
+    if (clear_i) ub_we_d = 1'b0;
+  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       busy_q     <= 1'b0;
       s1_valid_q <= 1'b0;
-    end else if (clear_i) begin
-      busy_q     <= 1'b0;
-      s1_valid_q <= 1'b0;
+      ub_we_q    <= 1'b0;
     end else begin
-      s1_valid_q <= busy_q;
-      if (start) begin
-        busy_q      <= 1'b1;
-        func_q      <= cmd_i.func;
-        out_uns_q   <= cmd_i.out_unsigned;
-        acc_base_q  <= cmd_i.acc_addr;
-        ub_base_q   <= cmd_i.ub_addr;
-        width_q     <= cmd_i.width;
-        height_q    <= cmd_i.height;
-        pool_k_q    <= cmd_i.pool_k;
-        pool_s_q    <= cmd_i.pool_s;
-        pad_t_q     <= cmd_i.pad_top;
-        pad_l_q     <= cmd_i.pad_left;
-        pad_b_q     <= cmd_i.pad_bottom;
-        pad_r_q     <= cmd_i.pad_right;
-        raw_q       <= cmd_i.raw;
-        quarter_q   <= '0;
-        ub_stride_q <= cmd_i.ub_stride;
-        slot_q      <= SlotW'(cmd_i.slot);
-        oy_q <= '0;
-        ox_q <= '0;
-        py_q <= '0;
-        px_q <= '0;
-        dy_q <= '0;
-        dx_q <= '0;
-      end else if (busy_q && !step) begin
-        quarter_q <= quarter_q + 1'b1;
-      end else if (busy_q) begin
-        quarter_q <= '0;
-        if (all_last) busy_q <= 1'b0;
-        if (dx_q != pool_k_q - 1'b1) begin
-          dx_q <= dx_q + 1'b1;
-        end else begin
-          dx_q <= '0;
-          if (dy_q != pool_k_q - 1'b1) begin
-            dy_q <= dy_q + 1'b1;
-          end else begin
-            dy_q <= '0;
-            if (!col_last) begin
-              ox_q <= ox_q + 1'b1;
-              px_q <= px_q + 12'(pool_s_q);
-            end else begin
-              ox_q <= '0;
-              px_q <= '0;
-              oy_q <= oy_q + 1'b1;
-              py_q <= py_q + 12'(pool_s_q);
-            end
-          end
-        end
-      end
+      busy_q     <= busy_d;
+      s1_valid_q <= s1_valid_d;
+      ub_we_q    <= ub_we_d;
     end
   end
 
-  // Only while reading: an idle unit keeps its stage-1 registers, so the requantizers'
-  // inputs do not change and simulation does not re-evaluate them.
+  // Command fields, positions and data: no reset (used only while valid).
   always_ff @(posedge clk_i) begin
-    if (busy_q) begin
-      s1_first_q   <= win_first;
-      s1_last_q    <= win_last;
-      s1_tap_q     <= tap_in;
-      s1_quarter_q <= quarter_q;
-      s1_ub_addr_q <= UbW'(ub_row);
-      s1_acc_q     <= acc_rdata_i;
-    end
-  end
-
-  // ---- stage 2: requantize, LUT, pool, write (registered UB write) ----
-  // Sequential code guarded by s1_valid_q: the N requantizers cost simulation time only for
-  // rows actually being activated.
-  logic [UbW-1:0] ub_waddr_q;
-  logic [8*N-1:0] ub_wdata_q;
-
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) ub_we_q <= 1'b0;
-    else         ub_we_q <= s1_valid_q && s1_last_q && !clear_i;
-  end
-
-  always_ff @(posedge clk_i) begin
-    if (s1_valid_q) begin
-      logic [9*N-1:0]  pool_n;
-      logic [8*N-1:0]  wdata_n;
-      logic [32*N-1:0] bias, mult, misc;
-      logic            have;
-      have = !s1_first_q && pool_have_q;
-      bias = prm_q[3*32'(slot_q) + 0];
-      mult = prm_q[3*32'(slot_q) + 1];
-      misc = prm_q[3*32'(slot_q) + 2];
-      for (int c = 0; c < 32'(N); c++) begin
-        logic signed [8:0] y, v, p;
-        logic [7:0] l;
-        y = tpu_pkg::requantize(s1_acc_q[32*c +: 32], bias[32*c +: 32], mult[32*c +: 32],
-                                misc[32*c +: 32], func_q, out_uns_q);
-        if (func_q == tpu_pkg::FuncLut) begin
-          l = lut_q[8*y[7:0] +: 8];
-          y = out_uns_q ? $signed({1'b0, l}) : $signed({l[7], l});
-        end
-        p = pool_q[9*c +: 9];
-        v = (s1_tap_q && (!have || y > p)) ? y : p;
-        pool_n[9*c +: 9]  = v;
-        wdata_n[8*c +: 8] = v[7:0];
-      end
-      if (raw_q) begin
-        // Quarter q of the row's N int32 (little-endian, column order): columns q*N/4 ..
-        for (int c = 0; c < 32'(Words); c++) begin
-          wdata_n[32*c +: 32] = tpu_pkg::add_bias(
-              s1_acc_q[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32],
-              bias[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32]);
-        end
-      end
-      pool_q     <= pool_n;
-      pool_have_q <= have || s1_tap_q;
-      ub_wdata_q <= wdata_n;
-      ub_waddr_q <= s1_ub_addr_q;
-    end
+    cmd_q        <= cmd_d;
+    oy_q         <= oy_d;
+    ox_q         <= ox_d;
+    py_q         <= py_d;
+    px_q         <= px_d;
+    dy_q         <= dy_d;
+    dx_q         <= dx_d;
+    quarter_q    <= quarter_d;
+    s1_first_q   <= s1_first_d;
+    s1_last_q    <= s1_last_d;
+    s1_tap_q     <= s1_tap_d;
+    s1_ub_addr_q <= s1_ub_addr_d;
+    s1_quarter_q <= s1_quarter_d;
+    pool_q       <= pool_d;
+    pool_have_q  <= pool_have_d;
+    ub_waddr_q   <= ub_waddr_d;
+    ub_wdata_q   <= ub_wdata_d;
   end
 
   assign ub_we_o    = ub_we_q;
@@ -257,16 +303,17 @@ module tpu_act_unit #(
   // The row ranges and the slot were checked by the decoder: the high address bits of a legal
   // activate are zero, and so are the slot's above QpSlots.
   logic unused_bits;
-  assign unused_bits = ^{cmd_i.slot >> SlotW, acc_row[31:AccW], ub_row[31:UbW]};
+  assign unused_bits = ^{cmd_d.slot >> SlotW, acc_row[31:AccW], ub_row[31:UbW]};
 
   // Window counters stay inside the pooling window.
-  `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < pool_k_q && dy_q < pool_k_q)
+  `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < cmd_q.pool_k && dy_q < cmd_q.pool_k)
   `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)
   // Pads below the window (checked at decode): every window holds at least one pixel.
   `TPU_ASSERT_IMPLIES(ActWindowHasPixel, s1_valid_q && s1_last_q,
                       s1_tap_q || (!s1_first_q && pool_have_q))
   `TPU_ASSERT_IMPLIES(ActUbRowBound, busy_q, ub_row < UbRows)
   // A raw activate has no pooling (checked at decode): every row is a whole window.
-  `TPU_ASSERT_IMPLIES(ActRawNoPool, busy_q && raw_q, pool_k_q == 4'd1 && pool_s_q == 4'd1)
+  `TPU_ASSERT_IMPLIES(ActRawNoPool, busy_q && cmd_q.raw,
+                      cmd_q.pool_k == 4'd1 && cmd_q.pool_s == 4'd1)
 
 endmodule

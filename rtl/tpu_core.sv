@@ -269,17 +269,20 @@ module tpu_core #(
   );
 
   // ---------------- MXU ----------------
+  logic               mm_ub_re, mm_ub_rgnt;
   logic [UbW-1:0]     mm_ub_raddr;
   logic [8*N-1:0]     mm_ub_rdata;
   logic [9*N-1:0]     mxu_data;
   logic [TagW-1:0]    mxu_tag, out_tag;
-  logic               out_valid, mm_weight_stall;
+  logic               out_valid, pre_valid, mm_weight_stall;
+  logic [TagW-1:0]    pre_tag;
   logic [32*N-1:0]    out_sum;
 
   tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
     .clk_i, .rst_ni, .clear_i(clear || mxu_abort),
     .cmd_valid_i(mm_cmd_valid), .cmd_ready_o(mm_cmd_ready), .cmd_i(mm_cmd),
-    .ub_raddr_o(mm_ub_raddr), .ub_rdata_i(mm_ub_rdata),
+    .ub_re_o(mm_ub_re), .ub_raddr_o(mm_ub_raddr), .ub_rgnt_i(mm_ub_rgnt),
+    .ub_rdata_i(mm_ub_rdata),
     .active_buf_i(active_buf), .next_valid_i(next_valid), .next_buf_i(next_buf),
     .switch_o(mm_switch), .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
     .mxu_wbuf_o(mxu_wbuf), .mxu_wuns_o(mxu_wuns), .mxu_tag_o(mxu_tag),
@@ -291,7 +294,8 @@ module tpu_core #(
     .in_valid_i(mxu_valid), .in_data_i(mxu_data), .in_wbuf_i(mxu_wbuf), .in_wuns_i(mxu_wuns),
     .in_tag_i(mxu_tag),
     .w_shift_i(w_shift), .w_row_i(w_row), .w_commit_i(w_commit), .w_buf_i(w_buf),
-    .out_valid_o(out_valid), .out_sum_o(out_sum), .out_tag_o(out_tag)
+    .out_valid_o(out_valid), .out_sum_o(out_sum), .out_tag_o(out_tag),
+    .pre_valid_o(pre_valid), .pre_tag_o(pre_tag)
   );
   assign mxu_retire = out_valid && out_tag[17];
   // The feeder waits for a tile while the weight DMA is idle and no complete tile is on its
@@ -299,37 +303,42 @@ module tpu_core #(
   assign mxu_starved = mm_weight_stall && !wdma_busy && !wl_tile_pending;
 
   // ---------------- accumulators ----------------
+  logic               act_acc_re;
   logic [AccW-1:0]    act_acc_raddr;
   logic [32*N-1:0]    act_acc_rdata;
 
   tpu_accumulators #(.N(N), .AccRows(AccRows)) u_acc (
-    .clk_i, .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
-    .wdata_i(out_sum), .raddr_i(act_acc_raddr), .rdata_o(act_acc_rdata)
+    .clk_i, .rst_ni,
+    .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
+    .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
+    .wdata_i(out_sum), .re_i(act_acc_re), .raddr_i(act_acc_raddr), .rdata_o(act_acc_rdata)
   );
 
   // ---------------- activation unit ----------------
-  logic           act_ub_we;
+  logic           act_ub_we, act_ub_wgnt;
   logic [UbW-1:0] act_ub_waddr;
   logic [8*N-1:0] act_ub_wdata;
 
   tpu_act_unit #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_act (
     .clk_i, .rst_ni, .clear_i(clear),
     .cmd_valid_i(act_cmd_valid), .cmd_ready_o(act_cmd_ready), .cmd_i(act_cmd),
-    .acc_raddr_o(act_acc_raddr), .acc_rdata_i(act_acc_rdata),
+    .acc_re_o(act_acc_re), .acc_raddr_o(act_acc_raddr), .acc_rdata_i(act_acc_rdata),
     .ub_we_o(act_ub_we), .ub_waddr_o(act_ub_waddr), .ub_wdata_o(act_ub_wdata),
+    .ub_wgnt_i(act_ub_wgnt),
     .prm_we_i(prm_we), .prm_row_i(PrmW'(dmain_dst)), .lut_we_i(lut_we),
     .lut_row_i(8'(dmain_dst)), .wdata_i(dmain_row),
     .busy_o(act_busy), .reading_o(act_reading)
   );
 
   // ---------------- DMA out: write_host ----------------
+  logic           dmaout_ub_re;
   logic [UbW-1:0] dmaout_ub_raddr;
   logic [8*N-1:0] dmaout_ub_rdata;
 
   tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_out (
     .clk_i, .rst_ni, .clear_i(clear),
     .cmd_valid_i(dmaout_cmd_valid), .cmd_ready_o(dmaout_cmd_ready), .cmd_i(dmaout_cmd),
-    .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
+    .ub_re_o(dmaout_ub_re), .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
     .aw_addr_o(m_axi_awaddr_o), .aw_len_o(m_axi_awlen_o), .aw_valid_o(m_axi_awvalid_o),
     .aw_ready_i(m_axi_awready_i), .w_data_o(m_axi_wdata_o), .w_last_o(m_axi_wlast_o),
     .w_valid_o(m_axi_wvalid_o), .w_ready_i(m_axi_wready_i), .b_resp_i(m_axi_bresp_i),
@@ -341,12 +350,13 @@ module tpu_core #(
   assign m_axi_wstrb_o   = '1;
 
   // ---------------- unified buffer ----------------
+  // Two banks: DMA in writes before the activation unit, DMA out reads before the feeder.
   tpu_unified_buffer #(.N(N), .UbRows(UbRows)) u_ub (
     .clk_i,
     .we0_i(dmain_ub_we), .waddr0_i(UbW'(dmain_dst)), .wdata0_i(dmain_row),
-    .we1_i(act_ub_we), .waddr1_i(act_ub_waddr), .wdata1_i(act_ub_wdata),
-    .raddr0_i(mm_ub_raddr), .rdata0_o(mm_ub_rdata),
-    .raddr1_i(dmaout_ub_raddr), .rdata1_o(dmaout_ub_rdata)
+    .we1_i(act_ub_we), .waddr1_i(act_ub_waddr), .wdata1_i(act_ub_wdata), .wgnt1_o(act_ub_wgnt),
+    .re0_i(dmaout_ub_re), .raddr0_i(dmaout_ub_raddr), .rdata0_o(dmaout_ub_rdata),
+    .re1_i(mm_ub_re), .raddr1_i(mm_ub_raddr), .rgnt1_o(mm_ub_rgnt), .rdata1_o(mm_ub_rdata)
   );
 
   // ---------------- performance counters (docs/architecture.md) ----------------
@@ -363,14 +373,15 @@ module tpu_core #(
 
   // Row indices and the high bits of legal addresses are only partly used.
   logic unused_core;
-  assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, wdma_cmd.tiles};
+  assign unused_core = ^{fetch_idx, wdma_row_idx, wl_idle, dmain_dst, wdma_cmd.tiles,
+                         pre_tag[17]};
 
   // ---------------- parameter legality (docs/architecture.md) ----------------
   `TPU_ASSERT_INIT(ParamN, N >= 4 && N <= 256 && (N & (N - 1)) == 0)
   `TPU_ASSERT_INIT(ParamAxiWidth, (AxiDataWidth == 32 || AxiDataWidth == 64 ||
                                    AxiDataWidth == 128) && (8 * N) % AxiDataWidth == 0)
   `TPU_ASSERT_INIT(ParamAxiBurst, AxiMaxBurst >= 1 && AxiMaxBurst <= 256)
-  `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 2 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
+  `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 4 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
   `TPU_ASSERT_INIT(ParamAccRows, AccRows >= 2 && AccRows <= (1 << 16) &&
                                  (AccRows & (AccRows - 1)) == 0)
   `TPU_ASSERT_INIT(ParamQpSlots, QpSlots >= 1 && QpSlots <= 16)

@@ -4,6 +4,8 @@
 // Splits `rows` N-byte rows into INCR bursts of at most MaxBurst beats that never cross a 4 KiB
 // boundary: AW, then the W beats (read straight from the UB row being sent), then B; one
 // burst at a time. An error response ends the transfer after that burst.
+// The UB read is synchronous: in every cycle followed by a W cycle the writer reads the row
+// of the next cycle's beat (its UB read port has priority, so the read is never refused).
 `include "tpu_assert.svh"
 
 module tpu_dma_writer #(
@@ -19,7 +21,8 @@ module tpu_dma_writer #(
   input  logic                      cmd_valid_i,
   output logic                      cmd_ready_o,
   input  tpu_pkg::dma_wr_cmd_t      cmd_i,
-  // UB read port (combinational).
+  // UB read port (synchronous, never refused).
+  output logic                      ub_re_o,
   output logic [$clog2(UbRows)-1:0] ub_raddr_o,
   input  logic [8*N-1:0]            ub_rdata_i,
   // AXI4 write channels.
@@ -44,13 +47,13 @@ module tpu_dma_writer #(
   localparam int unsigned UbW         = $clog2(UbRows);
 
   typedef enum logic [1:0] {WIdle, WAddr, WData, WResp} state_e;
-  state_e      state_q;
-  logic        busy_q, err_q;
-  logic [31:0] next_addr_q;
-  logic [31:0] beats_left_q;
-  logic [8:0]  burst_beats, burst_q, sent_q;
-  logic [UbW-1:0]  ub_row_q;
-  logic [BprW-1:0] beat_in_row_q;
+  state_e          state_q, state_d;
+  logic            busy_q, busy_d, err_q, err_d;
+  logic [31:0]     next_addr_q, next_addr_d;    // host address of the next burst
+  logic [31:0]     beats_left_q, beats_left_d;  // beats not yet in a burst
+  logic [8:0]      burst_beats, burst_q, burst_d, sent_q, sent_d;
+  logic [UbW-1:0]  ub_row_q, ub_row_d;          // UB row of the beat sent next
+  logic [BprW-1:0] beat_in_row_q, beat_in_row_d;
   logic [31:0] to_4k;
   logic        start;   // a command is taken this cycle
 
@@ -70,11 +73,64 @@ module tpu_dma_writer #(
   assign w_valid_o  = (state_q == WData);
   assign w_last_o   = (sent_q == burst_q - 1'b1);
   assign b_ready_o  = (state_q == WResp);
-  assign ub_raddr_o = ub_row_q;
+  // The row of the beat sent in the next cycle, read whenever the next cycle is a W cycle.
+  assign ub_re_o    = (state_q == WAddr && aw_ready_i) ||
+                      (state_q == WData && !(w_ready_i && w_last_o));
+  assign ub_raddr_o = (state_q == WData && w_ready_i && 32'(beat_in_row_q) == BeatsPerRow - 1) ?
+                      ub_row_q + 1'b1 : ub_row_q;
   assign w_data_o = ub_rdata_i[8*BeatBytes*beat_in_row_q +: 8*BeatBytes];
   assign busy_o   = busy_q;
   assign active_o = (state_q != WIdle);
   assign err_o    = err_q;
+
+  always_comb begin
+    state_d       = state_q;
+    busy_d        = busy_q;
+    err_d         = err_q;
+    next_addr_d   = next_addr_q;
+    beats_left_d  = beats_left_q;
+    burst_d       = burst_q;
+    sent_d        = sent_q;
+    ub_row_d      = ub_row_q;
+    beat_in_row_d = beat_in_row_q;
+    unique case (state_q)
+      WIdle: begin
+        if (start) begin
+          busy_d        = 1'b1;
+          err_d         = 1'b0;
+          next_addr_d   = cmd_i.host_addr;
+          beats_left_d  = 32'(cmd_i.rows) * BeatsPerRow;
+          ub_row_d      = UbW'(cmd_i.ub_addr);
+          beat_in_row_d = '0;
+        end else if (busy_q) begin
+          if (beats_left_q == '0 || err_q || clear_i) busy_d = 1'b0;
+          else state_d = WAddr;
+        end
+      end
+      WAddr: if (aw_ready_i) begin
+        state_d      = WData;
+        burst_d      = burst_beats;
+        sent_d       = '0;
+        next_addr_d  = next_addr_q + 32'(burst_beats) * BeatBytes;
+        beats_left_d = beats_left_q - 32'(burst_beats);
+      end
+      WData: if (w_ready_i) begin
+        sent_d = sent_q + 1'b1;
+        if (32'(beat_in_row_q) == BeatsPerRow - 1) begin
+          beat_in_row_d = '0;
+          ub_row_d      = ub_row_q + 1'b1;
+        end else begin
+          beat_in_row_d = beat_in_row_q + 1'b1;
+        end
+        if (w_last_o) state_d = WResp;
+      end
+      WResp: if (b_valid_i) begin
+        state_d = WIdle;
+        if (b_resp_i != 2'b00) err_d = 1'b1;
+      end
+      default: state_d = WIdle;
+    endcase
+  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -82,44 +138,20 @@ module tpu_dma_writer #(
       busy_q  <= 1'b0;
       err_q   <= 1'b0;
     end else begin
-      unique case (state_q)
-        WIdle: begin
-          if (start) begin
-            busy_q        <= 1'b1;
-            err_q         <= 1'b0;
-            next_addr_q   <= cmd_i.host_addr;
-            beats_left_q  <= 32'(cmd_i.rows) * BeatsPerRow;
-            ub_row_q      <= UbW'(cmd_i.ub_addr);
-            beat_in_row_q <= '0;
-          end else if (busy_q) begin
-            if (beats_left_q == '0 || err_q || clear_i) busy_q <= 1'b0;
-            else state_q <= WAddr;
-          end
-        end
-        WAddr: if (aw_ready_i) begin
-          state_q      <= WData;
-          burst_q      <= burst_beats;
-          sent_q       <= '0;
-          next_addr_q  <= next_addr_q + 32'(burst_beats) * BeatBytes;
-          beats_left_q <= beats_left_q - 32'(burst_beats);
-        end
-        WData: if (w_ready_i) begin
-          sent_q <= sent_q + 1'b1;
-          if (32'(beat_in_row_q) == BeatsPerRow - 1) begin
-            beat_in_row_q <= '0;
-            ub_row_q      <= ub_row_q + 1'b1;
-          end else begin
-            beat_in_row_q <= beat_in_row_q + 1'b1;
-          end
-          if (w_last_o) state_q <= WResp;
-        end
-        WResp: if (b_valid_i) begin
-          state_q <= WIdle;
-          if (b_resp_i != 2'b00) err_q <= 1'b1;
-        end
-        default: state_q <= WIdle;
-      endcase
+      state_q <= state_d;
+      busy_q  <= busy_d;
+      err_q   <= err_d;
     end
+  end
+
+  // The transfer's position: no reset (used only while busy).
+  always_ff @(posedge clk_i) begin
+    next_addr_q   <= next_addr_d;
+    beats_left_q  <= beats_left_d;
+    burst_q       <= burst_d;
+    sent_q        <= sent_d;
+    ub_row_q      <= ub_row_d;
+    beat_in_row_q <= beat_in_row_d;
   end
 
   // A legal write_host's UB rows are below UbRows (checked by the decoder): the high bits of

@@ -38,7 +38,10 @@ module tpu_mxu #(
   // Result row output.
   output logic                   out_valid_o,
   output logic [32*N-1:0]        out_sum_o,      // column c in [32c +: 32]
-  output logic [TagW-1:0]        out_tag_o
+  output logic [TagW-1:0]        out_tag_o,
+  // The same row's valid and tag one cycle earlier (the accumulators read the old row then).
+  output logic                   pre_valid_o,
+  output logic [TagW-1:0]        pre_tag_o
 );
   localparam int unsigned Latency = 2 * N - 1;
   // One activation lane: {9-bit operand, weight buffer, weights unsigned}; the two low bits
@@ -197,5 +200,7 @@ module tpu_mxu #(
   end
   assign out_valid_o = side_valid_q[Latency-1];
   assign out_tag_o   = side_tag_q[TagW*(Latency-1) +: TagW];
+  assign pre_valid_o = side_valid_q[Latency-2];
+  assign pre_tag_o   = side_tag_q[TagW*(Latency-2) +: TagW];
 
 endmodule

@@ -1,10 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// Unified buffer: UbRows x N bytes of activations. A row is a flat vector, byte c in bits
+// Unified buffer: UbRows x N bytes of activations in two banks (even and odd rows), each one
+// tpu_sram (one write port, one synchronous read port). A row is a flat vector, byte c in bits
 // [8c +: 8] (ports are flat vectors throughout the RTL: Yosys 0.23 reads no unpacked-array
 // ports and no multi-dimensional packed ones).
-// Two write ports (DMA in, activation unit) and two combinational read ports (matmul feeder,
-// DMA out). The controller's hazard tracking guarantees the ports never touch the same row
-// in conflicting ways, so no port priority is needed beyond a fixed one.
+//
+// Two writers and two readers share the banks' ports by fixed priority, per bank:
+//   * writes: the DMA in (port 0) always, the activation unit (port 1) unless the DMA in writes
+//     the same bank in that cycle (wgnt1_o; the activation unit holds its row until granted);
+//   * reads: the DMA out (port 0) always, the matmul feeder (port 1) unless the DMA out reads
+//     the same bank (rgnt1_o; the feeder inserts a bubble).
+// The data of a read in cycle t is on rdata0_o / rdata1_o in cycle t+1 (and stays until that
+// port's next read). Both streams that cannot wait (DMA in, DMA out) walk consecutive rows, so
+// they take each bank every other cycle and leave the other one to the unit that can.
+// The SRAMs are write-first, so a reader that presents in cycle t the row it uses in cycle t+1
+// sees what a combinational read in cycle t+1 would see. The controller's hazard tracking
+// guarantees the ports never touch the same row in conflicting ways.
 module tpu_unified_buffer #(
   parameter int unsigned N      = 16,
   parameter int unsigned UbRows = 8192
@@ -16,19 +26,45 @@ module tpu_unified_buffer #(
   input  logic                      we1_i,
   input  logic [$clog2(UbRows)-1:0] waddr1_i,
   input  logic [8*N-1:0]            wdata1_i,
+  output logic                      wgnt1_o,
+  input  logic                      re0_i,
   input  logic [$clog2(UbRows)-1:0] raddr0_i,
   output logic [8*N-1:0]            rdata0_o,
+  input  logic                      re1_i,
   input  logic [$clog2(UbRows)-1:0] raddr1_i,
+  output logic                      rgnt1_o,
   output logic [8*N-1:0]            rdata1_o
 );
-  logic [8*N-1:0] mem_q [UbRows];
+  localparam int unsigned AW = $clog2(UbRows);
 
-  always_ff @(posedge clk_i) begin
-    if (we0_i) mem_q[waddr0_i] <= wdata0_i;
-    if (we1_i) mem_q[waddr1_i] <= wdata1_i;
+  logic [8*N-1:0] bank_rdata [2];
+  logic           rsel0_q, rsel0_d, rsel1_q, rsel1_d;  // the bank each read port read last
+
+  assign wgnt1_o = !(we0_i && waddr0_i[0] == waddr1_i[0]);
+  assign rgnt1_o = !(re0_i && raddr0_i[0] == raddr1_i[0]);
+
+  for (genvar b = 0; b < 2; b++) begin : g_bank
+    logic w0, w1, r0, r1;
+    assign w0 = we0_i && waddr0_i[0] == 1'(b);
+    assign w1 = we1_i && waddr1_i[0] == 1'(b) && wgnt1_o;
+    assign r0 = re0_i && raddr0_i[0] == 1'(b);
+    assign r1 = re1_i && raddr1_i[0] == 1'(b) && rgnt1_o;
+    tpu_sram #(.Depth(UbRows / 2), .Width(8 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem (
+      .clk_i,
+      .we_i(w0 || w1), .waddr_i(w0 ? waddr0_i[AW-1:1] : waddr1_i[AW-1:1]),
+      .wdata_i(w0 ? wdata0_i : wdata1_i), .wbe_i('1),
+      .re_i(r0 || r1), .raddr_i(r0 ? raddr0_i[AW-1:1] : raddr1_i[AW-1:1]),
+      .rdata_o(bank_rdata[b])
+    );
   end
 
-  assign rdata0_o = mem_q[raddr0_i];
-  assign rdata1_o = mem_q[raddr1_i];
+  assign rsel0_d = re0_i ? raddr0_i[0] : rsel0_q;
+  assign rsel1_d = (re1_i && rgnt1_o) ? raddr1_i[0] : rsel1_q;
+  always_ff @(posedge clk_i) begin
+    rsel0_q <= rsel0_d;
+    rsel1_q <= rsel1_d;
+  end
+  assign rdata0_o = bank_rdata[rsel0_q];
+  assign rdata1_o = bank_rdata[rsel1_q];
 
 endmodule

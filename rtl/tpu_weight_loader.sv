@@ -6,6 +6,9 @@
 // commits it into a free buffer. A buffer is free when it is neither loaded nor active and the
 // last row that used it was fed at least N cycles ago (the MXU's commit rule). The matmul
 // feeder switches to the oldest loaded buffer with `switch_i`.
+// The FIFO is a tpu_sram (synchronous, write-first read): every cycle it reads the row the
+// shifter will send in the next one, so the MXU sees the same rows in the same cycles as with
+// a combinational read (a tile may start shifting the cycle after its last row was pushed).
 `include "tpu_assert.svh"
 
 module tpu_weight_loader #(
@@ -41,7 +44,6 @@ module tpu_weight_loader #(
 
   typedef enum logic [1:0] {BufEmpty, BufLoaded, BufActive} buf_state_e;
 
-  logic [8*N-1:0]     fifo_q [FifoRows];
   logic [RowIdxW-1:0] wr_row_q;      // next row written
   logic [RowIdxW-1:0] rd_base_q;     // first row of the oldest tile
   logic [CntW-1:0]    used_rows_q;   // rows held, including the tile being shifted
@@ -57,7 +59,8 @@ module tpu_weight_loader #(
   logic       commit_buf;
   logic       start_shift;
   logic       shift_done;
-  logic [RowIdxW-1:0] rd_row;
+  logic [RowIdxW-1:0] rd_base_d, rd_row_next;
+  logic [ShW-1:0]     sh_row_next;
 
   function automatic logic [RowIdxW-1:0] wrap_add(logic [RowIdxW-1:0] a, int unsigned b);
     int unsigned s;
@@ -88,13 +91,30 @@ module tpu_weight_loader #(
   assign start_shift = !sh_active_q && (!wsh_full_q || commit_ok) && (full_rows_q != '0);
   assign sh_row      = start_shift ? '0 : sh_cnt_q;
   assign shift_done  = (start_shift || sh_active_q) && (sh_row == ShW'(N - 1));
-  // Bottom tile row first: the first row shifted in ends up in the last array row.
-  assign rd_row      = wrap_add(rd_base_q, N - 1 - 32'(sh_row));
 
   assign w_shift_o  = start_shift || sh_active_q;
   assign w_commit_o = commit_ok;
   assign w_buf_o    = commit_buf;
-  assign w_row_o = fifo_q[rd_row];
+
+  // The tile base and shift step of the next cycle (mirrors the register updates below).
+  always_comb begin
+    rd_base_d   = rd_base_q;
+    sh_row_next = '0;
+    if (clear_i) begin
+      rd_base_d = '0;
+    end else if (shift_done) begin
+      rd_base_d = wrap_add(rd_base_q, N);
+    end else if (start_shift || sh_active_q) begin
+      sh_row_next = sh_row + 1'b1;
+    end
+  end
+  assign rd_row_next = wrap_add(rd_base_d, N - 1 - 32'(sh_row_next));
+
+  tpu_sram #(.Depth(FifoRows), .Width(8 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_fifo (
+    .clk_i,
+    .we_i(push_i), .waddr_i(wr_row_q), .wdata_i(push_row_i), .wbe_i('1),
+    .re_i(1'b1), .raddr_i(rd_row_next), .rdata_o(w_row_o)
+  );
 
   always_comb begin
     next_valid_o = 1'b0;
@@ -114,12 +134,6 @@ module tpu_weight_loader #(
   assign free_rows_o    = CntW'(FifoRows) - used_rows_q;
   assign idle_o         = (used_rows_q == '0) && !sh_active_q && !wsh_full_q;
   assign tile_pending_o = (full_rows_q != '0) || sh_active_q || wsh_full_q;
-
-  always_ff @(posedge clk_i) begin
-    if (push_i) begin
-      fifo_q[wr_row_q] <= push_row_i;
-    end
-  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -202,6 +216,12 @@ module tpu_weight_loader #(
   `TPU_ASSERT_NEVER(WFifoOverflow, push_i && used_rows_q == CntW'(FifoRows))
   `TPU_ASSERT(WFifoUsedBound, used_rows_q <= CntW'(FifoRows) && full_rows_q <= used_rows_q)
 `ifndef SYNTHESIS
+  // The row read in the previous cycle is the row shifted in this one (bottom tile row first:
+  // the first row shifted in ends up in the last array row).
+  logic [RowIdxW-1:0] rd_row, rd_row_q;
+  assign rd_row = wrap_add(rd_base_q, N - 1 - 32'(sh_row));
+  always_ff @(posedge clk_i) rd_row_q <= rd_row_next;
+  `TPU_ASSERT_IMPLIES(WFifoPrefetch, w_shift_o, rd_row_q == rd_row)
   buf_state_e st0, st1;  // (Verilator 5.006 cannot select unpacked arrays in properties)
   assign st0 = state_q[0];
   assign st1 = state_q[1];

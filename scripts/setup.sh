@@ -4,7 +4,7 @@
 # package is missing.
 set -euo pipefail
 
-packages=(verilator yosys libsystemc-dev libboost-program-options-dev cmake g++ make
+packages=(verilator yosys iverilog libsystemc-dev libboost-program-options-dev cmake g++ make
           libgtest-dev libgmock-dev
           libonnx-dev libprotobuf-dev zlib1g-dev libpng-dev libjpeg-dev dataset-fashion-mnist libonnx-testdata
           clang-format openmpi-bin libopenmpi-dev python3)

@@ -77,6 +77,10 @@ for line in (d / "memories.txt").read_text().splitlines():
             if re.match(r"^\d+'[01]+$", v):
                 v = int(v.split("'")[1], 2)
             cur[k] = int(v)
+        if k == "RD_CLK_ENABLE" and re.match(r"^\d+'[01]+$", v):
+            bits = v.split("'")[1]
+            cur["read"] = ("synchronous" if set(bits) == {"1"} else
+                           "combinational" if set(bits) == {"0"} else "mixed")
         if k == "MEMID":
             cur["memid"] = v.strip('"\\')
 
@@ -107,11 +111,11 @@ else:
                "generic target's depth is the frequency proxy.")
 out.append("")
 if mems:
-    out.append("| memory | words | bits/word | read ports | write ports |")
-    out.append("|---|---:|---:|---:|---:|")
+    out.append("| memory | words | bits/word | read ports | write ports | read |")
+    out.append("|---|---:|---:|---:|---:|---|")
     for m_ in mems:
         out.append(f"| {m_.get('memid', m_['name'])} | {m_.get('SIZE')} | {m_.get('WIDTH')} | "
-                   f"{m_.get('RD_PORTS')} | {m_.get('WR_PORTS')} |")
+                   f"{m_.get('RD_PORTS')} | {m_.get('WR_PORTS')} | {m_.get('read', '')} |")
     out.append("")
 out.append("| cell type | count |")
 out.append("|---|---:|")
