@@ -43,8 +43,9 @@ module tpu_accumulators #(
   assign rmw_re = pre_valid_i && pre_accumulate_i;
 
   always_comb begin
-    for (int c = 0; c < 32'(N); c++) begin
-      row[32*c +: 32] = (accumulate_i ? old[32*c +: 32] : 32'd0) + wdata_i[32*c +: 32];
+    row = wdata_i;
+    if (we_i && accumulate_i) begin  // the adds only for an accumulating row (simulation cost)
+      for (int c = 0; c < 32'(N); c++) row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];
     end
   end
 

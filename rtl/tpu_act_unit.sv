@@ -210,55 +210,48 @@ module tpu_act_unit #(
   end
 
   // ---- stage 2: requantize, LUT, pool, write (registered UB write) ----
-  // The requantizers' inputs change only while rows are activated (acc_rdata_i only when a
-  // row is read), so an idle unit costs no simulation time here.
+  // A row moves on from stage 1 unless the UB write ahead of it waits. The N requantizers are
+  // computed only in a cycle that takes a row, so an idle unit costs a simulator one branch.
   logic [32*N-1:0] bias, mult, misc;
-  logic [9*N-1:0]  pool_n;
-  logic [8*N-1:0]  wdata_n;
-  logic            have;
   assign bias = prm_rdata[0];
   assign mult = prm_rdata[1];
   assign misc = prm_rdata[2];
-  assign have = !s1_first_q && pool_have_q;
   always_comb begin
-    for (int c = 0; c < 32'(N); c++) begin
-      logic signed [8:0] r, y, v, p;
-      logic [7:0] l;
-      r = tpu_pkg::requantize(acc_rdata_i[32*c +: 32], bias[32*c +: 32], mult[32*c +: 32],
-                              misc[32*c +: 32], cmd_q.func, cmd_q.out_unsigned);
-      l = lut_q[8*r[7:0] +: 8];
-      if (cmd_q.func == tpu_pkg::FuncLut) begin
-        y = cmd_q.out_unsigned ? $signed({1'b0, l}) : $signed({l[7], l});
-      end else begin
-        y = r;
-      end
-      p = pool_q[9*c +: 9];
-      v = (s1_tap_q && (!have || y > p)) ? y : p;
-      pool_n[9*c +: 9]  = v;
-      wdata_n[8*c +: 8] = v[7:0];
-    end
-    if (cmd_q.raw) begin
-      // Quarter q of the row's N int32 (little-endian, column order): columns q*N/4 ..
-      for (int c = 0; c < 32'(Words); c++) begin
-        wdata_n[32*c +: 32] = tpu_pkg::add_bias(
-            acc_rdata_i[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32],
-            bias[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32]);
-      end
-    end
-  end
-
-  // A row moves on from stage 1 unless the UB write ahead of it waits.
-  always_comb begin
+    logic              have;
+    logic signed [8:0] r, y, v, p;
+    logic [7:0]        l;
+    {have, r, y, v, p, l} = '0;
     pool_d      = pool_q;
     pool_have_d = pool_have_q;
     ub_waddr_d  = ub_waddr_q;
     ub_wdata_d  = ub_wdata_q;
     ub_we_d     = stall ? ub_we_q : (s1_valid_q && s1_last_q);
     if (s1_valid_q && !stall) begin
-      pool_d      = pool_n;
+      have = !s1_first_q && pool_have_q;
+      for (int c = 0; c < 32'(N); c++) begin
+        r = tpu_pkg::requantize(acc_rdata_i[32*c +: 32], bias[32*c +: 32], mult[32*c +: 32],
+                                misc[32*c +: 32], cmd_q.func, cmd_q.out_unsigned);
+        l = lut_q[8*r[7:0] +: 8];
+        if (cmd_q.func == tpu_pkg::FuncLut) begin
+          y = cmd_q.out_unsigned ? $signed({1'b0, l}) : $signed({l[7], l});
+        end else begin
+          y = r;
+        end
+        p = pool_q[9*c +: 9];
+        v = (s1_tap_q && (!have || y > p)) ? y : p;
+        pool_d[9*c +: 9]     = v;
+        ub_wdata_d[8*c +: 8] = v[7:0];
+      end
+      if (cmd_q.raw) begin
+        // Quarter q of the row's N int32 (little-endian, column order): columns q*N/4 ..
+        for (int c = 0; c < 32'(Words); c++) begin
+          ub_wdata_d[32*c +: 32] = tpu_pkg::add_bias(
+              acc_rdata_i[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32],
+              bias[32*(32'(Words)*32'(s1_quarter_q) + c) +: 32]);
+        end
+      end
       pool_have_d = have || s1_tap_q;
       ub_waddr_d  = s1_ub_addr_q;
-      ub_wdata_d  = wdata_n;
     end
     if (clear_i) ub_we_d = 1'b0;
   end
@@ -275,25 +268,31 @@ module tpu_act_unit #(
     end
   end
 
-  // Command fields, positions and data: no reset (used only while valid).
+  // Command fields, positions and data: no reset (used only while valid). An idle unit holds
+  // them (every _d equals its _q then): the enable gates the unit's clock, and a simulator
+  // skips the copies.
+  logic regs_en;
+  assign regs_en = start || busy_q || s1_valid_q;
   always_ff @(posedge clk_i) begin
-    cmd_q        <= cmd_d;
-    oy_q         <= oy_d;
-    ox_q         <= ox_d;
-    py_q         <= py_d;
-    px_q         <= px_d;
-    dy_q         <= dy_d;
-    dx_q         <= dx_d;
-    quarter_q    <= quarter_d;
-    s1_first_q   <= s1_first_d;
-    s1_last_q    <= s1_last_d;
-    s1_tap_q     <= s1_tap_d;
-    s1_ub_addr_q <= s1_ub_addr_d;
-    s1_quarter_q <= s1_quarter_d;
-    pool_q       <= pool_d;
-    pool_have_q  <= pool_have_d;
-    ub_waddr_q   <= ub_waddr_d;
-    ub_wdata_q   <= ub_wdata_d;
+    if (regs_en) begin
+      cmd_q        <= cmd_d;
+      oy_q         <= oy_d;
+      ox_q         <= ox_d;
+      py_q         <= py_d;
+      px_q         <= px_d;
+      dy_q         <= dy_d;
+      dx_q         <= dx_d;
+      quarter_q    <= quarter_d;
+      s1_first_q   <= s1_first_d;
+      s1_last_q    <= s1_last_d;
+      s1_tap_q     <= s1_tap_d;
+      s1_ub_addr_q <= s1_ub_addr_d;
+      s1_quarter_q <= s1_quarter_d;
+      pool_q       <= pool_d;
+      pool_have_q  <= pool_have_d;
+      ub_waddr_q   <= ub_waddr_d;
+      ub_wdata_q   <= ub_wdata_d;
+    end
   end
 
   assign ub_we_o    = ub_we_q;

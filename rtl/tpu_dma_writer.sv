@@ -78,7 +78,9 @@ module tpu_dma_writer #(
                       (state_q == WData && !(w_ready_i && w_last_o));
   assign ub_raddr_o = (state_q == WData && w_ready_i && 32'(beat_in_row_q) == BeatsPerRow - 1) ?
                       ub_row_q + 1'b1 : ub_row_q;
-  assign w_data_o = ub_rdata_i[8*BeatBytes*beat_in_row_q +: 8*BeatBytes];
+  // Zero outside W cycles: the UB read register it comes from also serves the matmul feeder,
+  // whose reads would otherwise toggle the bus (and a simulator's output pins) every cycle.
+  assign w_data_o = w_valid_o ? ub_rdata_i[8*BeatBytes*beat_in_row_q +: 8*BeatBytes] : '0;
   assign busy_o   = busy_q;
   assign active_o = (state_q != WIdle);
   assign err_o    = err_q;

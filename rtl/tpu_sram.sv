@@ -34,20 +34,29 @@ module tpu_sram #(
   logic [Width-1:0] rdata_q;
 
   if (ByteEn) begin : g_byte_en
-    // One write-enable per byte lane (the pattern Yosys maps onto a byte-enabled write port).
-    for (genvar b = 0; b < Bytes; b++) begin : g_lane
-      always_ff @(posedge clk_i) begin
-        if (we_i && wbe_i[b]) mem_q[waddr_i][8*b +: 8] <= wdata_i[8*b +: 8];
+    // One write of the whole word with the disabled bytes kept: Yosys turns a write of the
+    // word it read at the same address into per-byte write enables (opt_mem_feedback), and a
+    // simulator updates the memory once per written cycle instead of running a process per
+    // byte lane in every cycle.
+    always_ff @(posedge clk_i) begin
+      if (we_i) begin
+        logic [Width-1:0] word;
+        word = mem_q[waddr_i];
+        for (int b = 0; b < Bytes; b++) begin
+          if (wbe_i[b]) word[8*b +: 8] = wdata_i[8*b +: 8];
+        end
+        mem_q[waddr_i] <= word;
       end
-    end
-    logic [Width-1:0] wmask;
-    always_comb begin
-      for (int b = 0; b < 32'(Bytes); b++) wmask[8*b +: 8] = {8{wbe_i[b]}};
     end
     always_ff @(posedge clk_i) begin
       if (re_i) begin
         if (WriteFirst && we_i && waddr_i == raddr_i) begin
-          rdata_q <= (wdata_i & wmask) | (mem_q[raddr_i] & ~wmask);
+          logic [Width-1:0] word;  // the bytes being written, the others old
+          word = mem_q[raddr_i];
+          for (int b = 0; b < Bytes; b++) begin
+            if (wbe_i[b]) word[8*b +: 8] = wdata_i[8*b +: 8];
+          end
+          rdata_q <= word;
         end else begin
           rdata_q <= mem_q[raddr_i];
         end

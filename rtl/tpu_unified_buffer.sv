@@ -9,8 +9,9 @@
 //     the same bank in that cycle (wgnt1_o; the activation unit holds its row until granted);
 //   * reads: the DMA out (port 0) always, the matmul feeder (port 1) unless the DMA out reads
 //     the same bank (rgnt1_o; the feeder inserts a bubble).
-// The data of a read in cycle t is on rdata0_o / rdata1_o in cycle t+1 (and stays until that
-// port's next read). Both streams that cannot wait (DMA in, DMA out) walk consecutive rows, so
+// The data of a read in cycle t is on rdata0_o / rdata1_o in cycle t+1 (only then: the bank's
+// read register serves both ports, so it changes when the other port reads that bank; a
+// reader that must hold a row reads it again). Both streams that cannot wait (DMA in, DMA out) walk consecutive rows, so
 // they take each bank every other cycle and leave the other one to the unit that can.
 // The SRAMs are write-first, so a reader that presents in cycle t the row it uses in cycle t+1
 // sees what a combinational read in cycle t+1 would see. The controller's hazard tracking
