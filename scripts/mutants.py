@@ -183,8 +183,8 @@ MUTANTS = [
      "the first bottom padding row counts as a pixel"),
     # Matmul path and weights.
     ("acc_accumulate", "tpu_accumulators.sv",
-     "row[32*c +: 32] = (accumulate_i ? old[32*c +: 32] : 32'd0) + wdata_i[32*c +: 32];",
-     "row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];",
+     "if (we_i && accumulate_i) begin",
+     "if (we_i) begin",
      "the accumulators always accumulate (acc flag ignored)"),
     ("mm_act_sign", "tpu_matmul_unit.sv",
      "mxu_data_o[9*k +: 9] = {!cmd_q.a_unsigned && ub_rdata_i[8*k+7], ub_rdata_i[8*k +: 8]};",
