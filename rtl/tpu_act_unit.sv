@@ -89,9 +89,10 @@ module tpu_act_unit #(
   assign prm_part = prm_row_i[1:0];
 
   // Three tpu_sram (bias, mult, misc), one word of N int32 (column c in [32c +: 32]) per slot,
-  // a host row written with the byte enables of its quarter. They are read in every cycle the
-  // unit works, with the slot of the next cycle, so stage 2 sees each slot as a combinational
-  // read would (including a row written in the cycle before).
+  // a host row written with the byte enables of its quarter. They are read once, when an
+  // activate starts, and hold the slot's words on their outputs while it runs: a read_host
+  // into the parameter memory and an activate never overlap (the controller orders them,
+  // assertion ActPrmStable), and a row written in the start cycle is read through.
   localparam int unsigned PrmDepth = (QpSlots > 1) ? QpSlots : 2;
   logic [32*N-1:0] prm_rdata [3];
   logic [SlotW-1:0] prm_slot, slot_d;
@@ -102,7 +103,7 @@ module tpu_act_unit #(
   assign prm_kind = 2'(32'(prm_vec) % 3);
   assign prm_wbe  = (4*N)'({N{1'b1}}) << (N * 32'(prm_part));
   assign slot_d   = SlotW'(cmd_d.slot);
-  assign prm_re   = start || busy_q || s1_valid_q;
+  assign prm_re   = start;
   for (genvar k = 0; k < 3; k++) begin : g_prm
     tpu_sram #(.Depth(PrmDepth), .Width(32 * N), .ByteEn(1'b1), .WriteFirst(1'b1)) u_mem (
       .clk_i,
@@ -304,6 +305,8 @@ module tpu_act_unit #(
   logic unused_bits;
   assign unused_bits = ^{cmd_d.slot >> SlotW, acc_row[31:AccW], ub_row[31:UbW]};
 
+  // The slot an activate reads is not written while it runs.
+  `TPU_ASSERT_IMPLIES(ActPrmStable, prm_we_i, !(busy_q || s1_valid_q || ub_we_q))
   // Window counters stay inside the pooling window.
   `TPU_ASSERT_IMPLIES(ActWindowBound, busy_q, dx_q < cmd_q.pool_k && dy_q < cmd_q.pool_k)
   `TPU_ASSERT_IMPLIES(ActAccRowBound, busy_q, acc_row < AccRows)
