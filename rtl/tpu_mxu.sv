@@ -57,7 +57,9 @@ module tpu_mxu #(
   logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
   // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
-  // wx_q[r][c][{buffer, unsigned}] is weight (r,c) of `buffer` read as int8 or as uint8.
+  // wx_q[r][c][9*{buffer, unsigned} +: 9] is weight (r,c) of `buffer` read as int8 or as uint8.
+  // One word per PE, not [N][N][4]: Yosys would make the latter, read with a variable index,
+  // one memory with N^2 read and 2N^2 write ports (its memory passes do not finish at N = 16).
   logic [35:0]        wx_q     [N][N];
   logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
   // Input skew and output de-skew, indexed [stage][row or column] so that one stage of all
