@@ -57,10 +57,11 @@ module tpu_mxu #(
   logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
   // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
-  // wx_q[r][c][9*{buffer, unsigned} +: 9] is weight (r,c) of `buffer` read as int8 or as uint8.
+  // wx_q[r][c][16*{buffer, unsigned} +: 9] is weight (r,c) of `buffer` read as int8 or as uint8
+  // (16-bit fields: the select is a shift by {sel, 4'b0}, always within the 64-bit word).
   // One word per PE, not [N][N][4]: Yosys would make the latter, read with a variable index,
   // one memory with N^2 read and 2N^2 write ports (its memory passes do not finish at N = 16).
-  logic [35:0]        wx_q     [N][N];
+  logic [63:0]        wx_q     [N][N];
   logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
   // Input skew and output de-skew, indexed [stage][row or column] so that one stage of all
   // rows (columns) is contiguous and a shift moves whole stages.
@@ -127,22 +128,24 @@ module tpu_mxu #(
       // buffer in the lane's interpretation.
       for (int unsigned r = N - 1; r >= 1; r--) begin
         for (int unsigned c = N - 1; c >= 1; c--) begin
-          psum_q[r][c] = psum_q[r-1][c] + lane_q[r][c-1] * $signed(wx_q[r][c][9*lsel_q[r][c-1] +: 9]);
+          psum_q[r][c] = psum_q[r-1][c]
+                       + lane_q[r][c-1] * $signed(wx_q[r][c][{lsel_q[r][c-1], 4'b0000} +: 9]);
           lane_q[r][c] = lane_q[r][c-1];
           lsel_q[r][c] = lsel_q[r][c-1];
         end
         lane_q[r][0] = 32'($signed(skew_q[r-1][r][LaneW-1:2]));
         lsel_q[r][0] = skew_q[r-1][r][1:0];
-        psum_q[r][0] = psum_q[r-1][0] + lane_q[r][0] * $signed(wx_q[r][0][9*lsel_q[r][0] +: 9]);
+        psum_q[r][0] = psum_q[r-1][0]
+                     + lane_q[r][0] * $signed(wx_q[r][0][{lsel_q[r][0], 4'b0000} +: 9]);
       end
       for (int unsigned c = N - 1; c >= 1; c--) begin
-        psum_q[0][c] = lane_q[0][c-1] * 32'($signed(wx_q[0][c][9*lsel_q[0][c-1] +: 9]));
+        psum_q[0][c] = lane_q[0][c-1] * 32'($signed(wx_q[0][c][{lsel_q[0][c-1], 4'b0000} +: 9]));
         lane_q[0][c] = lane_q[0][c-1];
         lsel_q[0][c] = lsel_q[0][c-1];
       end
       lane_q[0][0] = 32'($signed(in_data_i[8:0]));
       lsel_q[0][0] = {in_wbuf_i, in_wuns_i};
-      psum_q[0][0] = lane_q[0][0] * 32'($signed(wx_q[0][0][9*lsel_q[0][0] +: 9]));
+      psum_q[0][0] = lane_q[0][0] * 32'($signed(wx_q[0][0][{lsel_q[0][0], 4'b0000} +: 9]));
 
       // Input skew: row k is delayed by k cycles (k registers, the last feeds PE(k,0)).
       for (int unsigned j = N - 2; j >= 1; j--) begin
@@ -170,8 +173,8 @@ module tpu_mxu #(
         end
         if (ctl[1]) begin
           for (int unsigned r = 0; r < N; r++) begin
-            if (ctl[0]) wx_q[r][c][35:18] = {1'b0, wsh_q[c][r], wsh_q[c][r][7], wsh_q[c][r]};
-            else        wx_q[r][c][17:0]  = {1'b0, wsh_q[c][r], wsh_q[c][r][7], wsh_q[c][r]};
+            if (ctl[0]) wx_q[r][c][63:32] = {8'b0, wsh_q[c][r], {8{wsh_q[c][r][7]}}, wsh_q[c][r]};
+            else        wx_q[r][c][31:0]  = {8'b0, wsh_q[c][r], {8{wsh_q[c][r][7]}}, wsh_q[c][r]};
           end
         end
         if (ctl[2]) begin
