@@ -116,7 +116,7 @@ else
   # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
   targets=(mxu_test_n4 requant_test instr_layout_test assert_test tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
-           chip_e2e_test_n4)
+           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log
@@ -147,6 +147,10 @@ if [ "$baseline" = 1 ]; then
   if [ -n "$failed" ] || ! grep -q "tests passed" "$dir/baseline.test.log"; then
     echo "mutate.sh: on the unmutated RTL these tests fail (see $dir/baseline.test.log):" >&2
     echo "$failed" >&2
+    if grep -q '_NOT_BUILT' <<< "$failed"; then
+      echo "mutate.sh: tests marked _NOT_BUILT run a program missing from this script's" \
+           "target list (targets=... above): add it there" >&2
+    fi
     exit 1
   fi
   echo "mutate.sh: baseline: $total tests pass in ${secs}s"
