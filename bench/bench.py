@@ -1141,6 +1141,10 @@ def limits_notes(res):
     sp = res.get("speedup", {})
     if sp:
         ref = next((x.get("ref_commit") for x in sp.values() if x.get("ref_commit")), "?")
+        mods = dict((m, share) for share, m in
+                    res.get("profile", {}).get("16", {}).get("bare", {}).get("modules", []))
+        mxu_share = ("%.0f %% of the bare core's per-cycle code (callgrind section)" % mods["u_mxu"]
+                     if "u_mxu" in mods else "about a third of the core's time")
         figs = ", ".join("N = %s: %s / %s" % (k, fmt_x(med(sp[k]["ratios"].get("plain", []))),
                                               fmt_x(med(sp[k]["ratios"].get("pgo", []))))
                          for k in sorted(sp, key=int) if sp[k].get("ratios"))
@@ -1154,11 +1158,11 @@ def limits_notes(res):
             "(N ≥ 64); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
             "once per cycle, where Verilator's own SystemC wrapper evaluated it at the edge and "
             "again for the inputs driven after it, reading every input port and writing every "
-            "output port each time. At N = 16 the array is about a third of the core's time, "
+            "output port each time. At N = 16 the array is %s, "
             "the rest the control logic of a dozen units, evaluated every cycle whether busy or "
             "not, and the SystemC kernel; profile-guided code helps most there (branchy control "
             "code). The assertions cost %s (assertions-off ÷ assertions-on speed)." % (
-                ref, figs, ", ".join(
+                ref, figs, mxu_share, ", ".join(
                 "%s at N = %s" % (fmt_x(med(sp[k]["ratios"].get("plain", [])) /
                                         med(sp[k]["ratios"].get("assert", []))), k)
                 for k in sorted(sp, key=int)
