@@ -1151,8 +1151,8 @@ def limits_notes(res):
         out.append(
             "Speed-up against %s (assertions off / no VCD tracing, profile-guided): %s. It "
             "comes from the MXU (rtl/tpu_mxu.sv written for the simulator: each PE one "
-            "statement on its own registers, weights kept in both interpretations so a PE needs "
-            "one indexed read, activations held sign-extended, delay lines that shift whole "
+            "statement on its own registers, a PE's weights kept in both interpretations in one word "
+            "(one shift selects), activations held sign-extended, delay lines that shift whole "
             "stages, the array left still while it holds no valid row) and g++ without its SLP "
             "vectorizer for the Verilated models, which is what counts where the array dominates "
             "(N ≥ 64); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
@@ -1173,7 +1173,8 @@ def limits_notes(res):
         cyc = med([r.get("counter_cycles") for r in v["runs"]["on"]])
         if on and cyc:
             out.append("VCD on: the dump itself — %.1f KB of VCD text per cycle at N = %d (every "
-                       "array element of the design that changes, trace depth 99)." %
+                       "signal and array element of the design that changes, trace depth 99, "
+                       "except the contents of the `tpu_sram` memories)." %
                        (on / cyc / 1024, v["n"]))
     b = res.get("builds", {})
     if b:
