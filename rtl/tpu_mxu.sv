@@ -56,7 +56,7 @@ module tpu_mxu #(
   logic signed [31:0] lane_q   [N][N];
   logic [1:0]         lsel_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
-  // Weight buffers, kept pre-extended in both interpretations so a PE needs one indexed read:
+  // Weight buffers, kept pre-extended in both interpretations so a PE needs one field select:
   // wx_q[r][c][16*{buffer, unsigned} +: 9] is weight (r,c) of `buffer` read as int8 or as uint8
   // (16-bit fields: the select is a shift by {sel, 4'b0}, always within the 64-bit word).
   // One word per PE, not [N][N][4]: Yosys would make the latter, read with a variable index,
