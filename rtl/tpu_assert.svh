@@ -13,6 +13,9 @@
 //   `TPU_ASSERT_HOLD(Name, valid, ready, payload)
 //                                   a valid/ready handshake: once valid is up without ready,
 //                                   valid stays up and payload stays stable in the next cycle
+//   `TPU_ASSERT_HOLD_IF(Name, valid, ready, payload, check)
+//                                   the same, checked only in the cycles check holds (the
+//                                   handshake may be dropped when it does not: a run stopping)
 //   `TPU_ASSERT_INIT(Name, prop)    prop holds at time 0 (parameter legality)
 `ifndef TPU_ASSERT_SVH
 `define TPU_ASSERT_SVH
@@ -22,17 +25,47 @@
   `define TPU_ASSERT_NEVER(__name, __prop)
   `define TPU_ASSERT_IMPLIES(__name, __a, __b)
   `define TPU_ASSERT_HOLD(__name, __valid, __ready, __payload)
+  `define TPU_ASSERT_HOLD_IF(__name, __valid, __ready, __payload, __check)
   `define TPU_ASSERT_INIT(__name, __prop)
 `else
+  // Immediate assertions in clocked blocks, not `assert property`: Verilator 5.006 copies every
+  // signal a concurrent assertion reads into a sampled shadow each cycle. A clocked block reads
+  // the pre-edge values all the same, and costs only the check itself. The checking code is
+  // kept out of line and toggle coverage (as a concurrent assertion is): the macros switch
+  // coverage back on after themselves, so use them only where it is on.
   `define TPU_ASSERT(__name, __prop) \
-    __name: assert property (@(posedge clk_i) disable iff (!rst_ni) (__prop)) \
-      else $error("[TPU_ASSERT] %m: %s failed", `"__name`");
+    /*verilator coverage_off*/ \
+    always_ff @(posedge clk_i) begin : __name \
+      if (rst_ni) begin \
+        assert (__prop) else $error("[TPU_ASSERT] %m: %s failed", `"__name`"); \
+      end \
+    end \
+    /*verilator coverage_on*/
   `define TPU_ASSERT_NEVER(__name, __prop) `TPU_ASSERT(__name, !(__prop))
   `define TPU_ASSERT_IMPLIES(__name, __a, __b) `TPU_ASSERT(__name, !(__a) || (__b))
+  // The payload is copied only in the cycles it must then hold (valid without ready).
   `define TPU_ASSERT_HOLD(__name, __valid, __ready, __payload) \
-    __name: assert property (@(posedge clk_i) disable iff (!rst_ni) \
-                             ((__valid) && !(__ready)) |=> ((__valid) && $stable(__payload))) \
-      else $error("[TPU_ASSERT] %m: %s failed", `"__name`");
+    `TPU_ASSERT_HOLD_IF(__name, __valid, __ready, __payload, 1'b1)
+  `define TPU_ASSERT_HOLD_IF(__name, __valid, __ready, __payload, __check) \
+    /*verilator coverage_off*/ \
+    if (1) begin : __name \
+      logic                        stall_q; \
+      logic [$bits(__payload)-1:0] payload_q; \
+      always_ff @(posedge clk_i or negedge rst_ni) begin \
+        if (!rst_ni) stall_q <= 1'b0; \
+        else         stall_q <= (__valid) && !(__ready); \
+      end \
+      always_ff @(posedge clk_i) begin \
+        if ((__valid) && !(__ready)) payload_q <= (__payload); \
+      end \
+      always_ff @(posedge clk_i) begin \
+        if (rst_ni && stall_q && (__check)) begin \
+          assert ((__valid) && (__payload) == payload_q) \
+            else $error("[TPU_ASSERT] %m: %s failed", `"__name`"); \
+        end \
+      end \
+    end \
+    /*verilator coverage_on*/
   `define TPU_ASSERT_INIT(__name, __prop) \
     initial begin : __name \
       assert (__prop) else $fatal(1, "[TPU_ASSERT] %m: %s failed", `"__name`"); \

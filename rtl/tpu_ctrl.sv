@@ -602,21 +602,16 @@ module tpu_ctrl #(
                                        act_cmd_valid_o, dmaout_cmd_valid_o}))
   // The handshakes: once a command is offered and not taken, it stays offered and unchanged in
   // the next cycle, unless the run stops there (error latched, soft reset).
-  `TPU_ASSERT(CtrlDmaInHold, !$past(dmain_cmd_valid_o && !dmain_cmd_ready_i) ||
-                             !(run_q && !stop_q) ||
-                             (dmain_cmd_valid_o && $stable(dmain_cmd_o)))
-  `TPU_ASSERT(CtrlWdmaHold, !$past(wdma_cmd_valid_o && !wdma_cmd_ready_i) ||
-                            !(run_q && !stop_q) ||
-                            (wdma_cmd_valid_o && $stable(wdma_cmd_o)))
-  `TPU_ASSERT(CtrlMmHold, !$past(mm_cmd_valid_o && !mm_cmd_ready_i) ||
-                          !(run_q && !stop_q) ||
-                          (mm_cmd_valid_o && $stable(mm_cmd_o)))
-  `TPU_ASSERT(CtrlActHold, !$past(act_cmd_valid_o && !act_cmd_ready_i) ||
-                           !(run_q && !stop_q) ||
-                           (act_cmd_valid_o && $stable(act_cmd_o)))
-  `TPU_ASSERT(CtrlDmaOutHold, !$past(dmaout_cmd_valid_o && !dmaout_cmd_ready_i) ||
-                              !(run_q && !stop_q) ||
-                              (dmaout_cmd_valid_o && $stable(dmaout_cmd_o)))
+  `TPU_ASSERT_HOLD_IF(CtrlDmaInHold, dmain_cmd_valid_o, dmain_cmd_ready_i,
+                      dmain_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlWdmaHold, wdma_cmd_valid_o, wdma_cmd_ready_i,
+                      wdma_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlMmHold, mm_cmd_valid_o, mm_cmd_ready_i,
+                      mm_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlActHold, act_cmd_valid_o, act_cmd_ready_i,
+                      act_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlDmaOutHold, dmaout_cmd_valid_o, dmaout_cmd_ready_i,
+                      dmaout_cmd_o, run_q && !stop_q)
   // The in-flight matmul table never overflows or underflows: a matmul is offered only while
   // the table has room (issue 15's mutant: without that, this and FifoOverflow fire).
   `TPU_ASSERT_NEVER(CtrlMmOverflow, mm_push && mm_full)
