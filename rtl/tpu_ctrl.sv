@@ -145,7 +145,7 @@ module tpu_ctrl #(
   logic                         head_valid;
 
   tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_decoder (
-    .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
+    .valid_i(fetch_valid_i), .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
     .cmd_hi_i(cmd_hi_q), .dec_o(dec)
   );
 

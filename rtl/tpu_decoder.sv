@@ -4,7 +4,8 @@
 // 1-8) and the footprint the hazard scoreboard needs. Purely combinational; the controller
 // (tpu_ctrl) runs it once per instruction, as the instruction enters the instruction queue,
 // and keeps the result (the checks are wide arithmetic: once per instruction instead of every
-// cycle matters for simulation speed). The weight-tile checks (codes 12, 13) depend on the
+// cycle matters for simulation speed). Without valid_i the output is all zero and the decode
+// logic is left still (a simulator evaluates it only for fetched words). The weight-tile checks (codes 12, 13) depend on the
 // instructions issued before and stay in the controller.
 //
 // Every instruction field is read through the formats of tpu_pkg::instr_t; nothing else in
@@ -17,6 +18,7 @@ module tpu_decoder #(
   parameter int unsigned AccRows = 2048,
   parameter int unsigned QpSlots = 16
 ) (
+  input  logic                                  valid_i,  // instr_i is a fetched word
   input  tpu_pkg::instr_t                        instr_i,
   // DMA windows (tpu_regs), window i in [32i +: 32].
   input  logic [32*tpu_pkg::DmaWindows-1:0]     win_base_i,
@@ -104,174 +106,185 @@ module tpu_decoder #(
     ho = '0; wo = '0; local_last = '0;
     dec.unit = tpu_pkg::UnitControl;
 
-    unique case (opc)
-      tpu_pkg::OpNop, tpu_pkg::OpSync, tpu_pkg::OpHalt: begin
-        reserved_bad = (instr_i.plain.reserved != '0);
-        dec.is_sync  = (opc == tpu_pkg::OpSync);
-        dec.is_halt  = (opc == tpu_pkg::OpHalt);
-      end
-      tpu_pkg::OpReadHost, tpu_pkg::OpWriteHost: begin
-        host_op = 1'b1;
-        rows    = u64({8'd0, instr_i.host.rows});
-        hst     = u64(instr_i.host.host_addr);
-        if (opc == tpu_pkg::OpReadHost) begin
-          reserved_bad = instr_i.host.reserved_lo != '0 || instr_i.host.reserved_hi != '0;
-        end else begin
-          reserved_bad = instr_i.host.dest != '0 || instr_i.host.reserved_lo != '0 || instr_i.host.reserved_hi != '0;
-          dest = tpu_pkg::DestUb;
+    // Only a fetched word is decoded: the other cycles leave the whole decode still (its
+    // result is not used then; a simulator's cost, as the checks are wide arithmetic).
+    if (valid_i) begin
+      unique case (opc)
+        tpu_pkg::OpNop, tpu_pkg::OpSync, tpu_pkg::OpHalt: begin
+          reserved_bad = (instr_i.plain.reserved != '0);
+          dec.is_sync  = (opc == tpu_pkg::OpSync);
+          dec.is_halt  = (opc == tpu_pkg::OpHalt);
         end
-        field_bad  = (rows == '0) || (dest == 2'd3);
-        local_last = u64({8'd0, instr_i.host.local_addr}) + rows - 1;
-        if (dest == tpu_pkg::DestUb) ub_bad = local_last >= 64'(UbRows);
-        else if (dest == tpu_pkg::DestParam) prm_bad = local_last >= 64'(QpSlots * tpu_pkg::SlotRows);
-        else prm_bad = local_last >= 64'(LutRows);
-        bytes = rows * N;
-        if (opc == tpu_pkg::OpReadHost) begin
-          dec.unit = tpu_pkg::UnitReadHost;
-          if (dest == tpu_pkg::DestUb) begin
-            dec.fp.ub_wr = tpu_pkg::make_range(33'(instr_i.host.local_addr), 33'(local_last));
+        tpu_pkg::OpReadHost, tpu_pkg::OpWriteHost: begin
+          host_op = 1'b1;
+          rows    = u64({8'd0, instr_i.host.rows});
+          hst     = u64(instr_i.host.host_addr);
+          if (opc == tpu_pkg::OpReadHost) begin
+            reserved_bad = instr_i.host.reserved_lo != '0 || instr_i.host.reserved_hi != '0;
           end else begin
-            dec.fp.param_wr = 1'b1;
+            reserved_bad = instr_i.host.dest != '0 || instr_i.host.reserved_lo != '0 ||
+                           instr_i.host.reserved_hi != '0;
+            dest = tpu_pkg::DestUb;
           end
-          dec.fp.host_rd    = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
-          dma_in.dest       = instr_i.host.dest;
-          dma_in.local_addr = instr_i.host.local_addr;
-          dma_in.dma.addr   = instr_i.host.host_addr;
-          dma_in.dma.rows   = instr_i.host.rows;
-        end else begin
-          dec.unit = tpu_pkg::UnitWriteHost;
-          dec.fp.ub_rd      = tpu_pkg::make_range(33'(instr_i.host.local_addr), 33'(local_last));
-          dec.fp.host_wr    = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
-          dma_out.host_addr = instr_i.host.host_addr;
-          dma_out.ub_addr   = instr_i.host.local_addr;
-          dma_out.rows      = instr_i.host.rows;
+          field_bad  = (rows == '0) || (dest == 2'd3);
+          local_last = u64({8'd0, instr_i.host.local_addr}) + rows - 1;
+          if (dest == tpu_pkg::DestUb) begin
+            ub_bad = local_last >= 64'(UbRows);
+          end else if (dest == tpu_pkg::DestParam) begin
+            prm_bad = local_last >= 64'(QpSlots * tpu_pkg::SlotRows);
+          end else begin
+            prm_bad = local_last >= 64'(LutRows);
+          end
+          bytes = rows * N;
+          if (opc == tpu_pkg::OpReadHost) begin
+            dec.unit = tpu_pkg::UnitReadHost;
+            if (dest == tpu_pkg::DestUb) begin
+              dec.fp.ub_wr = tpu_pkg::make_range(33'(instr_i.host.local_addr), 33'(local_last));
+            end else begin
+              dec.fp.param_wr = 1'b1;
+            end
+            dec.fp.host_rd    = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
+            dma_in.dest       = instr_i.host.dest;
+            dma_in.local_addr = instr_i.host.local_addr;
+            dma_in.dma.addr   = instr_i.host.host_addr;
+            dma_in.dma.rows   = instr_i.host.rows;
+          end else begin
+            dec.unit = tpu_pkg::UnitWriteHost;
+            dec.fp.ub_rd      = tpu_pkg::make_range(33'(instr_i.host.local_addr), 33'(local_last));
+            dec.fp.host_wr    = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
+            dma_out.host_addr = instr_i.host.host_addr;
+            dma_out.ub_addr   = instr_i.host.local_addr;
+            dma_out.rows      = instr_i.host.rows;
+          end
         end
-      end
-      tpu_pkg::OpReadWeights: begin
-        dec.unit     = tpu_pkg::UnitReadWeights;
-        host_op      = 1'b1;
-        rows         = u64({8'd0, instr_i.weights.tiles});
-        hst          = u64(instr_i.weights.host_addr);
-        reserved_bad = instr_i.weights.reserved_lo != '0 || instr_i.weights.reserved_hi != '0;
-        field_bad    = (rows == '0);
-        bytes        = rows * N * N;
-        dec.fp.host_rd = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
-        wdma.tiles    = instr_i.weights.tiles;
-        wdma.dma.addr = instr_i.weights.host_addr;
-        wdma.dma.rows = 24'(instr_i.weights.tiles * N);  // a legal read_weights has at most WFifoTiles + 2
-      end
-      tpu_pkg::OpMatmul: begin
-        dec.unit     = tpu_pkg::UnitMatmul;
-        reserved_bad = instr_i.matmul.reserved_lo != '0 || instr_i.matmul.reserved_hi != '0;
-        inner    = u64({20'd0, instr_i.matmul.inner});
-        outer    = u64({20'd0, instr_i.matmul.outer});
-        field_bad = (inner == '0) || (outer == '0);
-        last_ub  = u64({8'd0, instr_i.matmul.ub_addr}) + (outer - 1) * u64({8'd0, instr_i.matmul.outer_stride}) +
-                   (inner - 1) * u64({24'd0, instr_i.matmul.inner_stride});
-        last_acc = u64({16'd0, instr_i.matmul.acc_addr}) + inner * outer - 1;
-        ub_bad   = last_ub >= 64'(UbRows);
-        acc_bad  = last_acc >= 64'(AccRows);
-        dec.fp.ub_rd  = tpu_pkg::make_range(33'(instr_i.matmul.ub_addr), 33'(last_ub));
-        dec.fp.acc_wr = tpu_pkg::make_range(33'(instr_i.matmul.acc_addr), 33'(last_acc));
-        if (instr_i.matmul.acc) dec.fp.acc_rd = dec.fp.acc_wr;
-        mmc.acc          = instr_i.matmul.acc;
-        mmc.a_unsigned   = instr_i.matmul.a_unsigned;
-        mmc.w_unsigned   = instr_i.matmul.w_unsigned;
-        mmc.switch_tile  = instr_i.matmul.switch_tile;
-        mmc.ub_addr      = instr_i.matmul.ub_addr;
-        mmc.acc_addr     = instr_i.matmul.acc_addr;
-        mmc.inner        = instr_i.matmul.inner;
-        mmc.outer        = instr_i.matmul.outer;
-        mmc.inner_stride = instr_i.matmul.inner_stride;
-        mmc.outer_stride = instr_i.matmul.outer_stride;
-      end
-      tpu_pkg::OpActivate: begin
-        dec.unit     = tpu_pkg::UnitActivate;
-        reserved_bad = instr_i.activate.reserved_lo != '0;
-        w  = u64({20'd0, instr_i.activate.width});
-        h  = u64({20'd0, instr_i.activate.height});
-        pk = u64({28'd0, instr_i.activate.pool_k});
-        ps = u64({28'd0, instr_i.activate.pool_s});
-        // The max-pool padding: each pad below the window; the window inside the padded image.
-        pt = u64({29'd0, instr_i.activate.pad_top});
-        pl = u64({29'd0, instr_i.activate.pad_left});
-        pb = u64({29'd0, instr_i.activate.pad_bottom});
-        pr = u64({29'd0, instr_i.activate.pad_right});
-        hp = h + pt + pb;
-        wp = w + pl + pr;
-        field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pt >= pk) ||
-                    (pl >= pk) || (pb >= pk) || (pr >= pk) || (pk > wp) || (pk > hp) ||
-                    // A raw int32 output: no pooling, no padding, identity, signed.
-                    (instr_i.activate.raw && ((pk != 64'd1) || (ps != 64'd1) ||
-                                              (pt + pl + pb + pr != '0) ||
-                                              (instr_i.activate.func != tpu_pkg::FuncIdentity) ||
-                                              instr_i.activate.out_unsigned));
-        if (!field_bad) begin
-          ho = u64({19'd0, div_stride(13'(hp - pk), 4'(ps))}) + 1;
-          wo = u64({19'd0, div_stride(13'(wp - pk), 4'(ps))}) + 1;
+        tpu_pkg::OpReadWeights: begin
+          dec.unit     = tpu_pkg::UnitReadWeights;
+          host_op      = 1'b1;
+          rows         = u64({8'd0, instr_i.weights.tiles});
+          hst          = u64(instr_i.weights.host_addr);
+          reserved_bad = instr_i.weights.reserved_lo != '0 || instr_i.weights.reserved_hi != '0;
+          field_bad    = (rows == '0);
+          bytes        = rows * N * N;
+          dec.fp.host_rd = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
+          wdma.tiles    = instr_i.weights.tiles;
+          wdma.dma.addr = instr_i.weights.host_addr;
+          // A legal read_weights has at most WFifoTiles + 2 tiles.
+          wdma.dma.rows = 24'(instr_i.weights.tiles * N);
         end
-        // A raw pixel is four UB rows (its N int32).
-        last_ub  = u64({8'd0, instr_i.activate.ub_addr}) +
-                   (ho - 1) * u64({8'd0, instr_i.activate.ub_stride}) +
-                   (instr_i.activate.raw ? wo << 2 : wo) - 1;
-        last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;
-        ub_bad   = last_ub >= 64'(UbRows);
-        acc_bad  = last_acc >= 64'(AccRows);
-        prm_bad  = u64({28'd0, instr_i.activate.slot}) >= 64'(QpSlots);
-        dec.fp.acc_rd   = tpu_pkg::make_range(33'(instr_i.activate.acc_addr), 33'(last_acc));
-        dec.fp.ub_wr    = tpu_pkg::make_range(33'(instr_i.activate.ub_addr), 33'(last_ub));
-        dec.fp.param_rd = 1'b1;
-        actc.func         = instr_i.activate.func;
-        actc.out_unsigned = instr_i.activate.out_unsigned;
-        actc.acc_addr     = instr_i.activate.acc_addr;
-        actc.ub_addr      = instr_i.activate.ub_addr;
-        actc.width        = instr_i.activate.width;
-        actc.height       = instr_i.activate.height;
-        actc.pool_k       = instr_i.activate.pool_k;
-        actc.pool_s       = instr_i.activate.pool_s;
-        actc.ub_stride    = instr_i.activate.ub_stride;
-        actc.slot         = instr_i.activate.slot;
-        actc.pad_top      = instr_i.activate.pad_top;
-        actc.pad_left     = instr_i.activate.pad_left;
-        actc.pad_bottom   = instr_i.activate.pad_bottom;
-        actc.pad_right    = instr_i.activate.pad_right;
-        actc.raw          = instr_i.activate.raw;
-      end
-      default: ;
-    endcase
+        tpu_pkg::OpMatmul: begin
+          dec.unit     = tpu_pkg::UnitMatmul;
+          reserved_bad = instr_i.matmul.reserved_lo != '0 || instr_i.matmul.reserved_hi != '0;
+          inner    = u64({20'd0, instr_i.matmul.inner});
+          outer    = u64({20'd0, instr_i.matmul.outer});
+          field_bad = (inner == '0) || (outer == '0);
+          last_ub  = u64({8'd0, instr_i.matmul.ub_addr}) +
+                     (outer - 1) * u64({8'd0, instr_i.matmul.outer_stride}) +
+                     (inner - 1) * u64({24'd0, instr_i.matmul.inner_stride});
+          last_acc = u64({16'd0, instr_i.matmul.acc_addr}) + inner * outer - 1;
+          ub_bad   = last_ub >= 64'(UbRows);
+          acc_bad  = last_acc >= 64'(AccRows);
+          dec.fp.ub_rd  = tpu_pkg::make_range(33'(instr_i.matmul.ub_addr), 33'(last_ub));
+          dec.fp.acc_wr = tpu_pkg::make_range(33'(instr_i.matmul.acc_addr), 33'(last_acc));
+          if (instr_i.matmul.acc) dec.fp.acc_rd = dec.fp.acc_wr;
+          mmc.acc          = instr_i.matmul.acc;
+          mmc.a_unsigned   = instr_i.matmul.a_unsigned;
+          mmc.w_unsigned   = instr_i.matmul.w_unsigned;
+          mmc.switch_tile  = instr_i.matmul.switch_tile;
+          mmc.ub_addr      = instr_i.matmul.ub_addr;
+          mmc.acc_addr     = instr_i.matmul.acc_addr;
+          mmc.inner        = instr_i.matmul.inner;
+          mmc.outer        = instr_i.matmul.outer;
+          mmc.inner_stride = instr_i.matmul.inner_stride;
+          mmc.outer_stride = instr_i.matmul.outer_stride;
+        end
+        tpu_pkg::OpActivate: begin
+          dec.unit     = tpu_pkg::UnitActivate;
+          reserved_bad = instr_i.activate.reserved_lo != '0;
+          w  = u64({20'd0, instr_i.activate.width});
+          h  = u64({20'd0, instr_i.activate.height});
+          pk = u64({28'd0, instr_i.activate.pool_k});
+          ps = u64({28'd0, instr_i.activate.pool_s});
+          // The max-pool padding: each pad below the window; the window inside the padded image.
+          pt = u64({29'd0, instr_i.activate.pad_top});
+          pl = u64({29'd0, instr_i.activate.pad_left});
+          pb = u64({29'd0, instr_i.activate.pad_bottom});
+          pr = u64({29'd0, instr_i.activate.pad_right});
+          hp = h + pt + pb;
+          wp = w + pl + pr;
+          field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pt >= pk) ||
+                      (pl >= pk) || (pb >= pk) || (pr >= pk) || (pk > wp) || (pk > hp) ||
+                      // A raw int32 output: no pooling, no padding, identity, signed.
+                      (instr_i.activate.raw && ((pk != 64'd1) || (ps != 64'd1) ||
+                                                (pt + pl + pb + pr != '0) ||
+                                                (instr_i.activate.func != tpu_pkg::FuncIdentity) ||
+                                                instr_i.activate.out_unsigned));
+          if (!field_bad) begin
+            ho = u64({19'd0, div_stride(13'(hp - pk), 4'(ps))}) + 1;
+            wo = u64({19'd0, div_stride(13'(wp - pk), 4'(ps))}) + 1;
+          end
+          // A raw pixel is four UB rows (its N int32).
+          last_ub  = u64({8'd0, instr_i.activate.ub_addr}) +
+                     (ho - 1) * u64({8'd0, instr_i.activate.ub_stride}) +
+                     (instr_i.activate.raw ? wo << 2 : wo) - 1;
+          last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;
+          ub_bad   = last_ub >= 64'(UbRows);
+          acc_bad  = last_acc >= 64'(AccRows);
+          prm_bad  = u64({28'd0, instr_i.activate.slot}) >= 64'(QpSlots);
+          dec.fp.acc_rd   = tpu_pkg::make_range(33'(instr_i.activate.acc_addr), 33'(last_acc));
+          dec.fp.ub_wr    = tpu_pkg::make_range(33'(instr_i.activate.ub_addr), 33'(last_ub));
+          dec.fp.param_rd = 1'b1;
+          actc.func         = instr_i.activate.func;
+          actc.out_unsigned = instr_i.activate.out_unsigned;
+          actc.acc_addr     = instr_i.activate.acc_addr;
+          actc.ub_addr      = instr_i.activate.ub_addr;
+          actc.width        = instr_i.activate.width;
+          actc.height       = instr_i.activate.height;
+          actc.pool_k       = instr_i.activate.pool_k;
+          actc.pool_s       = instr_i.activate.pool_s;
+          actc.ub_stride    = instr_i.activate.ub_stride;
+          actc.slot         = instr_i.activate.slot;
+          actc.pad_top      = instr_i.activate.pad_top;
+          actc.pad_left     = instr_i.activate.pad_left;
+          actc.pad_bottom   = instr_i.activate.pad_bottom;
+          actc.pad_right    = instr_i.activate.pad_right;
+          actc.raw          = instr_i.activate.raw;
+        end
+        default: ;
+      endcase
 
-    if (host_op) begin
-      align_bad = hst[3:0] != '0;
-      host_bad  = (hst + bytes > 64'h1_0000_0000) ||
-                  !tpu_pkg::in_windows(hst, bytes, win_base_i, win_size_i);
-      // A write_host may not write into its own command buffer (docs/isa.md): the chip
-      // prefetches instructions, so whether such a write would change a fetched instruction
-      // would depend on timing.
-      if (opc == tpu_pkg::OpWriteHost && hst < cmd_hi_i && cmd_lo_i < hst + bytes) begin
-        host_bad = 1'b1;
+      if (host_op) begin
+        align_bad = hst[3:0] != '0;
+        host_bad  = (hst + bytes > 64'h1_0000_0000) ||
+                    !tpu_pkg::in_windows(hst, bytes, win_base_i, win_size_i);
+        // A write_host may not write into its own command buffer (docs/isa.md): the chip
+        // prefetches instructions, so whether such a write would change a fetched instruction
+        // would depend on timing.
+        if (opc == tpu_pkg::OpWriteHost && hst < cmd_hi_i && cmd_lo_i < hst + bytes) begin
+          host_bad = 1'b1;
+        end
       end
+
+      // The first failing check in code order wins.
+      dec.err = tpu_pkg::ErrNone;
+      if (opc > tpu_pkg::OpHalt)  dec.err = tpu_pkg::ErrOpcode;
+      else if (reserved_bad)      dec.err = tpu_pkg::ErrReserved;
+      else if (field_bad)         dec.err = tpu_pkg::ErrField;
+      else if (ub_bad)            dec.err = tpu_pkg::ErrUbRange;
+      else if (acc_bad)           dec.err = tpu_pkg::ErrAccRange;
+      else if (prm_bad)           dec.err = tpu_pkg::ErrParamRange;
+      else if (align_bad)         dec.err = tpu_pkg::ErrAlign;
+      else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;
+
+      // The unit's command (the other union members are not used by that unit).
+      unique case (dec.unit)
+        tpu_pkg::UnitReadHost:    dec.cmd.dma_in.cmd  = dma_in;
+        tpu_pkg::UnitReadWeights: dec.cmd.wdma.cmd    = wdma;
+        tpu_pkg::UnitMatmul:      dec.cmd.mm.cmd      = mmc;
+        tpu_pkg::UnitActivate:    dec.cmd.act.cmd     = actc;
+        tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
+        default: ;
+      endcase
     end
-
-    // The first failing check in code order wins.
-    dec.err = tpu_pkg::ErrNone;
-    if (opc > tpu_pkg::OpHalt)  dec.err = tpu_pkg::ErrOpcode;
-    else if (reserved_bad)      dec.err = tpu_pkg::ErrReserved;
-    else if (field_bad)         dec.err = tpu_pkg::ErrField;
-    else if (ub_bad)            dec.err = tpu_pkg::ErrUbRange;
-    else if (acc_bad)           dec.err = tpu_pkg::ErrAccRange;
-    else if (prm_bad)           dec.err = tpu_pkg::ErrParamRange;
-    else if (align_bad)         dec.err = tpu_pkg::ErrAlign;
-    else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;
-
-    // The unit's command (the other union members are not used by that unit).
-    unique case (dec.unit)
-      tpu_pkg::UnitReadHost:    dec.cmd.dma_in.cmd  = dma_in;
-      tpu_pkg::UnitReadWeights: dec.cmd.wdma.cmd    = wdma;
-      tpu_pkg::UnitMatmul:      dec.cmd.mm.cmd      = mmc;
-      tpu_pkg::UnitActivate:    dec.cmd.act.cmd     = actc;
-      tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
-      default: ;
-    endcase
   end
   assign dec_o = dec;
 

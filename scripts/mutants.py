@@ -61,9 +61,9 @@ MUTANTS = [
     # Decoder: static checks and error codes.
     ("dec_err_priority", "tpu_decoder.sv",
      "else if (align_bad)         dec.err = tpu_pkg::ErrAlign;\n"
-     "    else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;",
+     "      else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;",
      "else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;\n"
-     "    else if (align_bad)         dec.err = tpu_pkg::ErrAlign;",
+     "      else if (align_bad)         dec.err = tpu_pkg::ErrAlign;",
      "ERR_HOST_RANGE takes precedence over ERR_ALIGN"),
     ("dec_outer_zero", "tpu_decoder.sv",
      "field_bad = (inner == '0) || (outer == '0);",
@@ -74,8 +74,8 @@ MUTANTS = [
      "(pt > pk) ||",
      "a top pad equal to the pooling window is accepted"),
     ("dec_host_ub_last", "tpu_decoder.sv",
-     "if (dest == tpu_pkg::DestUb) ub_bad = local_last >= 64'(UbRows);",
-     "if (dest == tpu_pkg::DestUb) ub_bad = local_last > 64'(UbRows);",
+     "ub_bad = local_last >= 64'(UbRows);",
+     "ub_bad = local_last > 64'(UbRows);",
      "read_host / write_host may touch the UB row one past the end"),
     ("dec_act_acc_last", "tpu_decoder.sv",
      "last_acc = u64({16'd0, instr_i.activate.acc_addr}) + h * w - 1;",
