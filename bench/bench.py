@@ -265,7 +265,7 @@ def main_runs(args, n, bdir, res, reps, label="main", threads=True):
             runs["bare_mt"].append(r2)
             if r1.get("cps") and r2.get("cps"):
                 pairs["mt_vs_bare"].append(r2["cps"] / r1["cps"])
-    out = {"cycles_arg": cyc, "runs": runs, "pairs": pairs}
+    out = {"cycles_arg": cyc, "runs": runs, "pairs": pairs, "commit": res["env"]["commit"]}
     res.setdefault(label, {})[str(n)] = out
     return out
 
@@ -335,7 +335,8 @@ def speedup_build(args, n, out, main_dir=None):
 
 
 def speedup_runs(args, n, res, main_dir=None):
-    out = {"runs": collections.defaultdict(list), "ratios": collections.defaultdict(list)}
+    out = {"runs": collections.defaultdict(list), "ratios": collections.defaultdict(list),
+           "commit": res["env"]["commit"]}
     res.setdefault("speedup", {})[str(n)] = out
     dirs = speedup_build(args, n, out, main_dir)
     cyc = int(CYCLES.get(n, 50_000) / (5 if args.quick else 1))
@@ -766,6 +767,16 @@ def render(args, res):
     if older:
         w("Sections not rerun with the rest (`--resume`) were measured at an earlier commit: " +
           ", ".join("%s at %s" % (st, c) for st, c in sorted(older.items())) + ".\n")
+    # Rows of a rerun section that were not rerun (a --resume for some N only) keep theirs.
+    stale = []
+    for st in ("main", "scale", "speedup"):
+        for key in sorted(res.get(st) or {}, key=int):
+            c = res[st][key].get("commit")
+            if st not in older and c and c != env["commit"]:
+                stale.append("%s N = %s at %s" % (st, key, c))
+    if stale:
+        w("Rows of those sections not rerun with the rest (`--resume` for some N only): " +
+          ", ".join(stale) + ".\n")
     w("## How it is measured\n")
     w("One workload for every harness (bench/workload.h): weights and 64 activation rows are "
       "loaded once, then back-to-back `matmul switch` instructions of R rows per weight tile "
