@@ -418,12 +418,6 @@ def icarus_stages(rtl_dir):
                     hit = True
         return hit
 
-    def no_assertions(d):
-        p = os.path.join(d, "tpu_assert.svh")
-        s = open(p).read()
-        open(p, "w").write("`define SYNTHESIS  // bench.py: assertions compiled out for Icarus\n" + s)
-        return True
-
     def func_output(d):
         p = os.path.join(d, "tpu_regs.sv")
         a = _sub(p, "function automatic logic [31:0] read_value(input logic [11:0] a, output logic ok);\n    ok = 1'b1;",
@@ -444,9 +438,6 @@ def icarus_stages(rtl_dir):
 
     return [
         ("`int unsigned` parameter / localparam / variable types", "every file", int_unsigned),
-        ("concurrent assertions (Icarus 11: \"sorry: concurrent_assertion_item not "
-         "supported\"): compiled out as for synthesis (`SYNTHESIS`)", "tpu_assert.svh",
-         no_assertions),
         ("function with an `output` argument", "tpu_regs.sv (read_value)", func_output),
         ("unpacked-array *variables* connected to output ports stay X in the parent "
          "(declared as `wire` instead)", "tpu_core.sv (18 arrays)", wire_arrays),
@@ -767,15 +758,15 @@ def render(args, res):
     if older:
         w("Sections not rerun with the rest (`--resume`) were measured at an earlier commit: " +
           ", ".join("%s at %s" % (st, c) for st, c in sorted(older.items())) + ".\n")
-    # Rows of a rerun section that were not rerun (a --resume for some N only) keep theirs.
+    # Rows of a section that were not rerun with it (a --resume for some N only) keep theirs.
     stale = []
     for st in ("main", "scale", "speedup"):
         for key in sorted(res.get(st) or {}, key=int):
             c = res[st][key].get("commit")
-            if st not in older and c and c != env["commit"]:
+            if c and c != res.get("stage_commits", {}).get(st, env["commit"]):
                 stale.append("%s N = %s at %s" % (st, key, c))
     if stale:
-        w("Rows of those sections not rerun with the rest (`--resume` for some N only): " +
+        w("Rows not rerun with their section (`--resume` for some N only): " +
           ", ".join(stale) + ".\n")
     w("## How it is measured\n")
     w("One workload for every harness (bench/workload.h): weights and 64 activation rows are "
