@@ -901,6 +901,14 @@ def render(args, res):
     sp = res.get("speedup")
     if sp:
         ref = next((v.get("ref_commit") for v in sp.values() if v.get("ref_commit")), "?")
+        # Repetitions per row (a --resume for some N may have run another number).
+        reps = {k: len(v.get("runs", {}).get("ref", [])) for k, v in sp.items()}
+        if len(set(reps.values())) <= 1:
+            reps_text = str(next(iter(reps.values()), args.speedup_reps))
+        else:
+            reps_text = " or ".join("%d (N = %s)" % (r, ", ".join(k for k in sorted(reps, key=int)
+                                                              if reps[k] == r))
+                                    for r in sorted(set(reps.values())))
         w("## Speed-up against %s\n" % ref)
         w("The SystemC core (`bench_sc_n<N>`, the workload above) of commit %s — the simulator "
           "whose figures issue 14 quotes (0.92 M / 97.5 k / 4.8 k cycles/s at N = 16 / 64 / 256 on "
@@ -910,9 +918,9 @@ def render(args, res):
           "tpusim: without assertions and without VCD tracing (`-DTPU_SIM_TRACE=OFF`; %s had "
           "it), profile-guided (`-DTPU_SIM_PGO=generate`, one training run of the same harness "
           "with a shorter length, then `-DTPU_SIM_PGO=use`). "
-          "Medians of %d repetitions; speed-up = cycles/s ÷ the reference's in the same "
+          "Medians of %s repetitions; speed-up = cycles/s ÷ the reference's in the same "
           "repetition (median). \"same chip\": every build counts the same CYCLES for the "
-          "workload.\n" % (ref, ref, ref, ref, args.speedup_reps))
+          "workload.\n" % (ref, ref, ref, ref, reps_text))
         w("| N | reference | assertions on | speed-up | assertions off | speed-up | "
           "no VCD, profile-guided | speed-up | same chip |")
         w("|---|---|---|---|---|---|---|---|---|")
