@@ -5,8 +5,8 @@
 // (tpu_ctrl) runs it once per instruction, as the instruction enters the instruction queue,
 // and keeps the result (the checks are wide arithmetic: once per instruction instead of every
 // cycle matters for simulation speed). Without valid_i the output is all zero and the decode
-// logic is left still (a simulator evaluates it only for fetched words). The weight-tile checks (codes 12, 13) depend on the
-// instructions issued before and stay in the controller.
+// logic is left still (a simulator evaluates it only for fetched words). The weight-tile
+// checks (codes 12, 13) depend on the instructions issued before and stay in the controller.
 //
 // Every instruction field is read through the formats of tpu_pkg::instr_t; nothing else in
 // the RTL knows the bit positions of the ISA.

@@ -191,7 +191,8 @@ module tpu_instr_layout (
   end
 
   tpu_decoder u_decoder (
-    .valid_i(1'b1), .instr_i(w), .win_base_i('0), .win_size_i('0), .cmd_lo_i('0), .cmd_hi_i('0), .dec_o(dec)
+    .valid_i(1'b1), .instr_i(w), .win_base_i('0), .win_size_i('0), .cmd_lo_i('0), .cmd_hi_i('0),
+    .dec_o(dec)
   );
 
   tpu_pkg::dma_in_cmd_t dmain;
