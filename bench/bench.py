@@ -794,7 +794,7 @@ def render(args, res):
     w("")
     w("All Verilated models use the simulator's flags (sim/CMakeLists.txt): `-O3` (and "
       "`--unroll-stmts 3000` for N ≤ 16: `tpu_sim_verilator_opt`), generated per-cycle code "
-      "compiled with `-O2 -fno-tree-slp-vectorize` (OPT_FAST), the rest `-O3`; g++ Release.\n")
+      "compiled with `-O2` (OPT_FAST), the rest `-O3`; g++ Release.\n")
 
     # --- main table
     w("## Simulated cycles per second\n")
