@@ -604,6 +604,25 @@ def top_functions(cgfile, k=8):
     return [(pc, name) for name, pc in agg.most_common(k)]
 
 
+def instance_of_line(text, line_no, cache):
+    """The RTL instance (u_mxu, ...) a line of Verilator's C++ works on: the nearest instance
+    name at or above it within its statement's function (a statement spans many lines, and
+    only some of them name a signal; with --context=0 the lines between are not shown)."""
+    key = (id(text), line_no)
+    if key not in cache:
+        mod = "other"
+        for i in range(min(line_no, len(text)) - 1, max(line_no - 80, 0) - 1, -1):
+            t = text[i]
+            mods = re.findall(r"tpu_core__DOT__(u_[a-z_]+?)__DOT__", t)
+            if mods:
+                mod = mods[0]
+                break
+            if t and not t[0].isspace() and t.rstrip().endswith("{"):
+                break  # the function's first line
+        cache[key] = mod
+    return cache[key]
+
+
 def module_split(cgfile, bdir):
     """Instruction share per RTL instance (u_mxu, u_ctrl, ...) of the Verilated model's code,
     from line-level annotation (the bench_bare binaries have debug info)."""
@@ -613,7 +632,7 @@ def module_split(cgfile, bdir):
     cur_src = None
     src_lines = {}
     line_no = None
-    last_mod = "other"
+    owner = {}  # (id of a source's lines, line number) -> instance
     for line in p.stdout.splitlines():
         m = re.match(r"-- Auto-annotated source: (.*)$", line)
         if m:
@@ -638,17 +657,9 @@ def module_split(cgfile, bdir):
         if not m or line_no is None:
             continue
         if "=>" not in m.group(2):
-            text = src_lines.get(cur_src, [])
-            text = text[line_no - 1] if 0 < line_no <= len(text) else ""
-            # A line goes to the last instance named since the start of its function (loop
-            # control and locals of an instance's block follow its first line).
-            if text and not text[0].isspace() and text.rstrip().endswith("{"):
-                last_mod = "other"
-            mods = re.findall(r"tpu_core__DOT__(u_[a-z_]+?)__DOT__", text)
-            if mods:
-                last_mod = mods[0]
             if m.group(1) != ".":
-                costs[last_mod] += int(m.group(1).replace(",", ""))
+                mod = instance_of_line(src_lines.get(cur_src, []), line_no, owner)
+                costs[mod] += int(m.group(1).replace(",", ""))
             line_no += 1
     total = sum(costs.values())
     return [(c * 100.0 / total, mod) for mod, c in costs.most_common(8)] if total else []
@@ -1163,9 +1174,10 @@ def limits_notes(res):
             "comes from the MXU (rtl/tpu_mxu.sv written for the simulator: each PE one "
             "statement on its own registers, a PE's weights kept in both interpretations in one word "
             "(one shift selects), activations held sign-extended, delay lines that shift whole "
-            "stages, the array left still while it holds no valid row) and g++ without its SLP "
-            "vectorizer for the Verilated models, which is what counts where the array dominates "
-            "(N ≥ 64); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
+            "stages, the array left still while it holds no valid row), which is what counts "
+            "where the array dominates (N ≥ 64); from g++'s vectorizer, left on for the "
+            "Verilated models' per-cycle code, which copies and packs wide words with SSE2 moves "
+            "(sim/CMakeLists.txt: 1.04-1.12× at N = 16); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
             "once per cycle, where Verilator's own SystemC wrapper evaluated it at the edge and "
             "again for the inputs driven after it, reading every input port and writing every "
             "output port each time. At N = 16 the array is %s, "
