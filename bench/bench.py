@@ -184,6 +184,8 @@ def build_n(args, n, res):
         b["error"] = "build failed: " + out[-1500:]
         return b
     b["all_targets_s"] = st["wall_s"]
+    # A compiler cache (CMake reads the launcher from the environment) makes that time a cache's.
+    b["launcher"] = os.environ.get("CMAKE_CXX_COMPILER_LAUNCHER", "")
     if not args.skip_build_timing:
         # Clean rebuild of the core library alone: its Verilator run and its compile.
         lib = "tpu_sim_n%d" % n
@@ -845,7 +847,8 @@ def render(args, res):
       "`ninja -j%d tpu_sim_n<N>` under `nice` and `/usr/bin/time -v`): Verilator's run "
       "(from .ninja_log), the whole rebuild (wall and CPU), the largest process (max RSS) and "
       "the peak RSS summed over the process tree (two compilers at once). \"all harnesses\" is "
-      "the first build of the five bench executables of that N (includes tpu_driver).\n" % args.jobs)
+      "the first build of the five bench executables of that N (includes tpu_driver; with a "
+      "compiler cache, if it was set in CMAKE_CXX_COMPILER_LAUNCHER, the cache's time).\n" % args.jobs)
     w("| N | verilate | verilate + compile (wall) | CPU | max RSS (one process) | peak RSS (tree) "
       "| generated C++ | all harnesses (wall) |")
     w("|---|---|---|---|---|---|---|---|")
@@ -859,7 +862,8 @@ def render(args, res):
             key, fmt_s(lib.get("verilate_s")), fmt_s(lib.get("wall_s")), fmt_s(lib.get("cpu_s")),
             fmt_mb(lib.get("max_rss_kb")), fmt_mb(lib.get("peak_tree_kb")),
             "%.1f MB" % (lib.get("cpp_bytes", 0) / 1e6) if lib.get("cpp_bytes") else "—",
-            fmt_s(b.get("all_targets_s"))))
+            fmt_s(b.get("all_targets_s")) + (" (%s)" % os.path.basename(b["launcher"])
+                                              if b.get("launcher") else "")))
     w("")
     failed = {k: b for k, b in res.get("builds", {}).items() if b.get("rtl_errors")}
     if failed:
@@ -1067,7 +1071,8 @@ def render(args, res):
                 w("")
                 w("Bare core, share of the Verilated model's per-cycle code by RTL instance "
                   "(line-level annotation of the longer run; set-up code in Verilator's *__Slow "
-                  "files left out; a line goes to the last instance its function named): " +
+                  "files left out; a line goes to the instance named nearest above it in its "
+                  "function): " +
                   ", ".join("%s %.1f %%" % (m, pc) for pc, m in mods) + ".")
             w("")
 
