@@ -1182,7 +1182,7 @@ def limits_notes(res):
             "stages, the array left still while it holds no valid row), which is what counts "
             "where the array dominates (N ≥ 64); from g++'s vectorizer, left on for the "
             "Verilated models' per-cycle code, which copies and packs wide words with SSE2 moves "
-            "(sim/CMakeLists.txt: 1.04-1.12× at N = 16); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
+            "(sim/CMakeLists.txt: 1.05-1.13× at N = 16); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
             "once per cycle, where Verilator's own SystemC wrapper evaluated it at the edge and "
             "again for the inputs driven after it, reading every input port and writing every "
             "output port each time. At N = 16 the array is %s, "
