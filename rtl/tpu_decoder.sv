@@ -4,9 +4,10 @@
 // 1-8) and the footprint the hazard scoreboard needs. Purely combinational; the controller
 // (tpu_ctrl) runs it once per instruction, as the instruction enters the instruction queue,
 // and keeps the result (the checks are wide arithmetic: once per instruction instead of every
-// cycle matters for simulation speed). Without valid_i the output is all zero and the decode
-// logic is left still (a simulator evaluates it only for fetched words). The weight-tile
-// checks (codes 12, 13) depend on the instructions issued before and stay in the controller.
+// cycle matters for simulation speed). Without valid_i the decode logic is left still (a
+// simulator evaluates it only for fetched words) and the output is zero but for its unit
+// (UnitControl); the controller queues only fetched words. The weight-tile checks (codes 12,
+// 13) depend on the instructions issued before and stay in the controller.
 //
 // Every instruction field is read through the formats of tpu_pkg::instr_t; nothing else in
 // the RTL knows the bit positions of the ISA.
