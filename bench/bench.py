@@ -575,11 +575,44 @@ def icarus(args, res, main_dirs):
 # Profile (callgrind: deterministic instruction counts)
 
 def callgrind_ir(exe, extra, outfile):
+    # Costs per instruction, positions and names written out in full (hot_code_kb reads them).
     p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outfile,
+                        "--dump-instr=yes", "--compress-pos=no", "--compress-strings=no",
                         exe] + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True)
     m = re.search(r"(?:refs|Collected)\s*:\s*([\d,]+)", p.stdout)
     return int(m.group(1).replace(",", "")) if m else None, parse_result(p.stdout)
+
+
+def hot_code_kb(cgfile, cycles):
+    """Per-cycle code: KB of 64-byte instruction-cache lines holding an instruction the run
+    executed at least once every other simulated cycle on average (cycles / 2 times), in total
+    and inside the Verilated model's functions (Vtpu_*). Needs callgrind_ir's --dump-instr=yes
+    --compress-pos=no --compress-strings=no. Such lines are fetched every cycle or two: while they
+    fit the L1 instruction cache they stay there, beyond it they are fetched again each cycle."""
+    count = collections.Counter()  # (object, line) -> the most any of its instructions ran
+    model = set()
+    obj = fn = None
+    after_calls = False  # the line after calls= gives a call's inclusive cost, not its own
+    with open(cgfile) as f:
+        for line in f:
+            if line.startswith("ob="):
+                obj = line[3:].strip()
+            elif line.startswith("fn="):
+                fn = line[3:].strip()
+            elif line.startswith("calls="):
+                after_calls = True
+            elif line.startswith("0x"):
+                if after_calls:
+                    after_calls = False
+                    continue
+                fields = line.split()
+                key = (obj, int(fields[0], 16) >> 6)
+                count[key] = max(count[key], int(fields[-1]))
+                if fn and fn.startswith("Vtpu_"):
+                    model.add(key)
+    hot = [k for k, c in count.items() if c >= cycles / 2]
+    return {"kb": len(hot) * 64 / 1024.0, "model_kb": sum(k in model for k in hot) * 64 / 1024.0}
 
 
 def top_functions(cgfile, k=8):
@@ -606,11 +639,12 @@ def top_functions(cgfile, k=8):
     return [(pc, name) for name, pc in agg.most_common(k)]
 
 
-def instance_of_line(text, line_no, cache):
+def instance_of_line(path, text, line_no, cache):
     """The RTL instance (u_mxu, ...) a line of Verilator's C++ works on: the nearest instance
     name at or above it within its statement's function (a statement spans many lines, and
-    only some of them name a signal; with --context=0 the lines between are not shown)."""
-    key = (id(text), line_no)
+    only some of them name a signal; with --context=0 the lines between are not shown).
+    `text` is the file `path` as lines; `cache` maps (path, line number) to the answer."""
+    key = (path, line_no)
     if key not in cache:
         mod = "other"
         for i in range(min(line_no, len(text)) - 1, max(line_no - 80, 0) - 1, -1):
@@ -627,42 +661,43 @@ def instance_of_line(text, line_no, cache):
 
 def module_split(cgfile, bdir):
     """Instruction share per RTL instance (u_mxu, u_ctrl, ...) of the Verilated model's code,
-    from line-level annotation (the bench_bare binaries have debug info)."""
-    p = sh(["callgrind_annotate", "--auto=yes", "--show-percs=no", "--context=0", cgfile],
-           check=False, cwd=bdir)
+    from the self cost of each source line (the bench_bare binaries have debug info). Reads
+    callgrind_ir's output itself: callgrind_annotate's line annotation of a file with
+    per-instruction costs came out different from one run of it to the next."""
     costs = collections.Counter()
-    cur_src = None
     src_lines = {}
-    line_no = None
-    owner = {}  # (id of a source's lines, line number) -> instance
-    for line in p.stdout.splitlines():
-        m = re.match(r"-- Auto-annotated source: (.*)$", line)
-        if m:
-            path = m.group(1).strip()
-            if not os.path.isabs(path):  # relative to where the build ran: the root or bdir
-                cands = [os.path.join(ROOT, path), os.path.join(bdir, path)]
-                path = next((c for c in cands if os.path.exists(c)), cands[0])
-            # Verilator puts set-up code (constructor, initial values) in *__Slow.cpp: not a
-            # per-cycle cost (the constructor's array resets would otherwise dominate at N = 8).
-            cur_src = path if "Vtpu_core_bare___024root" in path and "__Slow" not in path else None
-            if cur_src and cur_src not in src_lines and os.path.exists(cur_src):
-                src_lines[cur_src] = open(cur_src).read().splitlines()
-            line_no = None
-            continue
-        if cur_src is None:
-            continue
-        m = re.match(r"-- line (\d+) -+", line)
-        if m:
-            line_no = int(m.group(1))
-            continue
-        m = re.match(r"\s*([\d,]+|\.)\s(.*)$", line)
-        if not m or line_no is None:
-            continue
-        if "=>" not in m.group(2):
-            if m.group(1) != ".":
-                mod = instance_of_line(src_lines.get(cur_src, []), line_no, owner)
-                costs[mod] += int(m.group(1).replace(",", ""))
-            line_no += 1
+    owner = {}  # (source, line number) -> instance
+    fl = fi = None
+    after_calls = False  # the line after calls= gives a call's inclusive cost, not its own
+    with open(cgfile) as f:
+        for line in f:
+            if line.startswith("fl="):
+                fl, fi = line[3:].strip(), None
+            elif line.startswith(("fi=", "fe=")):
+                fi = line[3:].strip()
+            elif line.startswith("fn="):
+                fi = None
+            elif line.startswith("calls="):
+                after_calls = True
+            elif line.startswith("0x"):
+                if after_calls:
+                    after_calls = False
+                    continue
+                fields = line.split()  # instruction, line, Ir
+                path = fi or fl
+                # Verilator puts set-up code (constructor, initial values) in *__Slow.cpp: not a
+                # per-cycle cost (the constructor's array resets would otherwise dominate at N = 8).
+                if not path or "Vtpu_core_bare___024root" not in path or "__Slow" in path:
+                    continue
+                if path not in src_lines:
+                    full = path
+                    if not os.path.isabs(full):  # relative to where the build ran
+                        cands = [os.path.join(ROOT, full), os.path.join(bdir, full)]
+                        full = next((c for c in cands if os.path.exists(c)), cands[0])
+                    src_lines[path] = (open(full).read().splitlines() if os.path.exists(full)
+                                       else [])
+                mod = instance_of_line(path, src_lines[path], int(fields[1]), owner)
+                costs[mod] += int(fields[2])
     total = sum(costs.values())
     return [(c * 100.0 / total, mod) for mod, c in costs.most_common(8)] if total else []
 
@@ -695,7 +730,7 @@ def profile(args, res, main_dirs):
             k = "counter_cycles" if "counter_cycles" in r2 else "fed"
             dc = r2[k] - r1[k]
             entry[h] = {"ir_per_cycle": (i2 - i1) / dc, "top": top_functions(f2),
-                        "file": os.path.relpath(f2, ROOT)}
+                        "hot_code": hot_code_kb(f2, r2[k]), "file": os.path.relpath(f2, ROOT)}
             if h == "bare":
                 entry[h]["modules"] = module_split(f2, bdir)
             os.remove(f1)
@@ -1052,20 +1087,31 @@ def render(args, res):
             w("Instructions per simulated cycle at N = %s (difference of a %d- and a %d-cycle run, "
               "so set-up is excluded; deterministic, unlike wall time):\n" % (
                   key, max(2000, int(args.profile_cycles / 4)), args.profile_cycles))
-            w("| harness | instructions / cycle | vs MXU | top functions (self, % of the run) |")
-            w("|---|---|---|---|")
+            w("| harness | instructions / cycle | vs MXU | per-cycle code (model) | top functions (self, % of the run) |")
+            w("|---|---|---|---|---|")
             base = e.get("mxu", {}).get("ir_per_cycle")
             for h in ("mxu", "bare", "sc"):
                 x = e.get(h, {})
                 if "ir_per_cycle" not in x:
-                    w("| %s | — | — | %s |" % (h, x.get("error", "")))
+                    w("| %s | — | — | — | %s |" % (h, x.get("error", "")))
                     continue
+                hc = x.get("hot_code")
+                hot = "%.1f KB (%.1f KB)" % (hc["kb"], hc["model_kb"]) if hc else "—"
                 tops = "; ".join("%s %.0f%%" % (nm.replace("Vtpu_core_bare___024root___", "")
                                                 .replace("Vtpu_core___024root___", "")
                                                 .replace("Vtpu_mxu___024root___", ""), pc)
                                  for pc, nm in x["top"][:5])
-                w("| %s | %s | %s | %s |" % (h, "{:,.0f}".format(x["ir_per_cycle"]),
-                                             fmt_x(x["ir_per_cycle"] / base) if base else "—", tops))
+                w("| %s | %s | %s | %s | %s |" % (h, "{:,.0f}".format(x["ir_per_cycle"]),
+                                                  fmt_x(x["ir_per_cycle"] / base) if base else "—",
+                                                  hot, tops))
+            if any(e.get(h, {}).get("hot_code") for h in ("mxu", "bare", "sc")):
+                w("")
+                w("Per-cycle code: the 64-byte lines of machine code holding an instruction the "
+                  "longer run executed at least once every other simulated cycle on average, in "
+                  "the whole process and (in brackets) in the Verilated model's own functions. "
+                  "This machine's L1 instruction cache: %s." % (
+                      "%d KB per core" % res["env"]["l1i_kb"] if res["env"].get("l1i_kb")
+                      else "unknown"))
             mods = e.get("bare", {}).get("modules")
             if mods:
                 w("")
@@ -1138,6 +1184,19 @@ def limits_notes(res):
                     "{:,.0f}".format(b - m), "{:,.0f}".format(c - b), key,
                     100.0 * (c - m) / c,
                     " — hence the ≤ 2× target missed at small N" if (c / m) > 2 else ""))
+        hc = {h: e.get(h, {}).get("hot_code") for h in ("mxu", "bare", "sc")}
+        l1i = res.get("env", {}).get("l1i_kb")
+        pairs = main.get(key, {}).get("pairs", {})
+        if hc["bare"] and hc["sc"] and b and c and l1i and pairs.get("sc_vs_bare"):
+            out.append(
+                "N = %s, per-cycle code (callgrind section): %sbare core %.1f KB, SystemC core "
+                "%.1f KB, against this machine's %d KB L1 instruction cache: beyond the cache, "
+                "lines are evicted and fetched again from L2 every cycle. The SystemC core "
+                "executes %s the bare core's instructions per cycle but takes %s its time "
+                "(main table)." % (
+                    key, "MXU alone %.1f KB, " % hc["mxu"]["kb"] if hc["mxu"] else "",
+                    hc["bare"]["kb"], hc["sc"]["kb"], l1i, fmt_x(c / b),
+                    fmt_x(med(pairs["sc_vs_bare"]))))
     allruns = dict(main)
     allruns.update(res.get("scale_runs", {}))
     if allruns:
@@ -1299,6 +1358,7 @@ def env_info():
     except (OSError, ValueError):
         pass
     sysc = out(["dpkg-query", "-W", "-f=${Version}", "libsystemc-dev"]) or "?"
+    l1i = out(["getconf", "LEVEL1_ICACHE_SIZE"])
     return {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "cpu": cpu or platform.processor(), "nproc": os.cpu_count(), "mem": mem,
@@ -1308,6 +1368,7 @@ def env_info():
         "systemc": sysc,
         "commit": out(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]),
         "dirty": bool(out(["git", "-C", ROOT, "status", "--porcelain", "--", "rtl", "sim", "bench"])),
+        "l1i_kb": int(l1i) // 1024 if l1i.isdigit() and int(l1i) > 0 else None,
     }
 
 
