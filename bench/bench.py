@@ -842,7 +842,9 @@ def render(args, res):
     w("")
     w("All Verilated models use the simulator's flags (sim/CMakeLists.txt): `-O3` (and "
       "`--unroll-stmts 3000` for N ≤ 16: `tpu_sim_verilator_opt`), generated per-cycle code "
-      "compiled with `-O2` (OPT_FAST), the rest `-O3`; g++ Release.\n")
+      "compiled with `-O2` (OPT_FAST), the rest `-O3`; g++ Release. The RTL's assertions are "
+      "on (`--assert`, CMake's default `TPU_SIM_ASSERT=ON`, as the tests build it) except where "
+      "the speed-up table says otherwise.\n")
 
     # --- main table
     w("## Simulated cycles per second\n")
