@@ -136,6 +136,12 @@ class Axi4ToTlmBridge : public sc_core::sc_module {
     max_writes_ = writes ? writes : 1;
   }
 
+  // Sleeping (see the file comment) since an edge before `t`: until ARVALID, AWVALID, WVALID or
+  // RST_N changes, the bridge does nothing at the edges, and the outputs it wrote before falling
+  // asleep have reached the pins (at the edge it falls asleep, its last writes are still on
+  // their way while processes of that edge run).
+  bool asleep_before(const sc_core::sc_time& t) const { return asleep_ && slept_at_ < t; }
+
   const std::vector<std::string>& protocol_violations() const { return violations_; }
   void clear_protocol_violations() { violations_.clear(); }
   const AxiBridgeStats& stats() const { return stats_; }

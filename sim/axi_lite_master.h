@@ -58,6 +58,9 @@ class AxiLiteMaster : public sc_core::sc_module {
   void post_write(uint32_t addr, uint32_t data, uint32_t strb = 0xF);
   bool pending() const { return state_ != State::kIdle; }
   bool complete() const { return complete_; }
+  // Idle and sleeping until post_*(): every output low, nothing done at the edges (it falls
+  // asleep only at an edge where its outputs were low already, writing nothing).
+  bool asleep() const { return asleep_; }
   const Response& response() const { return response_; }
   // Which handshakes an unfinished request still waits for, e.g. "AW W B" (for timeouts).
   std::string waiting_for() const;

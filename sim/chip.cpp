@@ -276,6 +276,24 @@ struct Testbench : sc_core::sc_module {
     sensitive << clk.posedge_event();
     dont_initialize();
 
+    // Run-ahead (core_model.h): at an edge that changed no output of the core, the model may
+    // evaluate the next edges at once, up to the end of the current sc_start (run_ahead_to),
+    // while nothing else acts on the edges or watches the pins: the bridge and the register
+    // host asleep (each wakes only when an output of the core changes, or from the host side
+    // between sc_starts), the bridge since an earlier edge (so the inputs the model has just
+    // read are final), no instruction trace, no VCD (then the model evaluates on every change
+    // anyway).
+    core.set_run_ahead(
+        [this]() -> uint64_t {
+          const sc_core::sc_time now = sc_core::sc_time_stamp();
+          if (!run_ahead_on || !pulse_clock || trace_on || !bridge.asleep_before(now) ||
+              !host.asleep())
+            return 0;
+          const uint64_t edge = edges_at(now);
+          return run_ahead_to > edge ? run_ahead_to - edge : 0;
+        },
+        kPeriod);
+
     // The clock (see clock_gen). The falling edge follows the rising one a delta later, except
     // while a VCD file is open (Chip::Impl::update_vcd_window): then it falls half a period
     // later, as on a real 50 % clock.
@@ -299,8 +317,19 @@ struct Testbench : sc_core::sc_module {
   // each cycle is one time step. Pins, cycle counts and every value sampled on a rising edge are
   // the same either way (the VCD, with the 50 % clock, is byte-identical to that of sc_clock).
   void clock_gen() {
-    if (!clk.read()) {
-      clk.write(true);           // rising edge (clock_ev)
+    if (!clk.read()) {  // rising edge (clock_ev)
+      // Edges the model evaluated ahead are skipped, but for the last one if it changed outputs
+      // (they are written at its time, core_model.h).
+      const sc_core::sc_time now = sc_core::sc_time_stamp();
+      const sc_core::sc_time& done = core.evaluated_until();
+      if (done >= now) {
+        const sc_core::sc_time next = core.outputs_pending() ? done : done + kPeriod;
+        if (next > now) {
+          clock_ev.notify(next - now);
+          return;
+        }
+      }
+      clk.write(true);
     } else if (clk.posedge()) {  // the delta after the rising edge (clk.posedge_event())
       if (pulse_clock) {
         clk.write(false);
@@ -316,6 +345,8 @@ struct Testbench : sc_core::sc_module {
 
   sc_core::sc_event clock_ev;
   bool pulse_clock = false;
+  uint64_t run_ahead_to = 0;  // the last rising edge of the current sc_start (0: none running)
+  bool run_ahead_on = true;   // ChipConfig::run_ahead
   const sc_core::sc_time kFirstEdge = sc_core::sc_time::from_value(kEdgeOffsetPs);
   const sc_core::sc_time kPeriod = sc_core::sc_time::from_value(kPeriodPs);
   const sc_core::sc_time kHalfPeriod = sc_core::sc_time::from_value(kPeriodPs / 2);
@@ -437,7 +468,9 @@ struct Chip::Impl {
         stop = std::min(
             stop, cfg.vcd_from_cycle > cycle() + 1 ? cfg.vcd_from_cycle - 1 : cfg.vcd_from_cycle);
       if (vcd_state == VcdState::kOpen) stop = std::min(stop, cfg.vcd_to_cycle);
+      tb->run_ahead_to = stop;
       sc_core::sc_start(stop_time(stop) - sc_core::sc_time_stamp());
+      tb->run_ahead_to = 0;
       update_vcd_window();
       check_protocol();
     }
@@ -513,6 +546,7 @@ Chip::Chip(const ChipConfig& config) {
   if (tracing) Verilated::traceEverOn(true);
   impl_->tb = new Testbench("tb", config);
   impl_->tb->core.set_every_change(config.eval_every_change);
+  impl_->tb->run_ahead_on = config.run_ahead;
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // finish elaboration before attaching the trace
   if (tracing) {
 #ifndef TPU_SIM_NO_TRACE
@@ -704,6 +738,7 @@ Status Chip::status() {
 
 bool Chip::irq() const { return impl_->tb->irq.read(); }
 const AxiBridgeStats& Chip::axi_stats() const { return impl_->tb->bridge.stats(); }
+uint64_t Chip::edges_run_ahead() const { return impl_->tb->core.edges_run_ahead(); }
 uint64_t Chip::cycle() const { return impl_->cycle(); }
 
 void Chip::set_instruction_trace(bool on) {

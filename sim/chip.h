@@ -49,6 +49,10 @@ struct ChipConfig {
   // SystemC wrapper does, instead of once per cycle (sim/core_model.h). Same pins, same cycles,
   // slower; for checking the once-per-cycle evaluation (tests/verif/eval_modes_test.cpp).
   bool eval_every_change = false;
+  // Let the core model evaluate the next clock edges at once, without the SystemC kernel in
+  // between, while nothing else in the testbench acts on them (sim/core_model.h "Run-ahead").
+  // Same pins, same cycles; off only to check it (tests/verif/eval_modes_test.cpp).
+  bool run_ahead = true;
 };
 
 enum class StopReason {
@@ -166,6 +170,7 @@ class Chip {
   bool irq() const;                         // current level of irq_o
   const AxiBridgeStats& axi_stats() const;  // traffic on m_axi_* since construction
   uint64_t cycle() const;                   // rising clock edges since simulation start
+  uint64_t edges_run_ahead() const;         // of those, the ones the core model evaluated ahead
 
   // Instruction trace (sim/trace.h) from tpu_core's trace port: off by default, and then it
   // costs nothing. While on, each run's issued instructions are recorded with the cycles they

@@ -115,22 +115,66 @@ void CoreModel::read_inputs() {
 #undef TPU_CORE_READ
 }
 
-void CoreModel::write_outputs() {
+bool CoreModel::outputs_changed(bool trace_port) const {
+  const Vtpu_core& m = *model_;
+  const CoreModelOutputs& last = *last_;
+  bool changed = false;
+#define TPU_CORE_COMPARE(name, w) changed |= m.name != last.name;
+  TPU_CORE_PIN_OUTPUTS(TPU_CORE_COMPARE)
+  if (trace_port) TPU_CORE_TRACE_OUTPUTS(TPU_CORE_COMPARE)
+#undef TPU_CORE_COMPARE
+  return changed;
+}
+
+bool CoreModel::write_outputs() {
   const Vtpu_core& m = *model_;
   CoreModelOutputs& last = *last_;
+  bool changed = false;
 #define TPU_CORE_WRITE(name, w)                   \
   if (!outputs_written_ || m.name != last.name) { \
     last.name = m.name;                           \
     name.write(from_model<w>(m.name));            \
+    changed = true;                               \
   }
   TPU_CORE_OUTPUTS(TPU_CORE_WRITE)
 #undef TPU_CORE_WRITE
   outputs_written_ = true;
+  return changed;
+}
+
+void CoreModel::run_ahead(uint64_t edges) {
+  // The inputs stay as read_inputs() left them: whoever drives them is asleep until an output
+  // changes. Each edge as at the clock: settle with the clock low, then the rising edge.
+  Vtpu_core& m = *model_;
+  sc_core::sc_time t = sc_core::sc_time_stamp();
+  for (uint64_t k = 0; k < edges; ++k) {
+    t += period_;
+    m.contextp()->time(t.value());
+    m.clk_i = 0;
+    m.eval();
+    m.clk_i = 1;
+    m.eval();
+    ++edges_run_ahead_;
+    if (outputs_changed(false)) break;
+  }
+  // Written when the clock rises at t (evaluate()).
+  outputs_pending_ = outputs_changed(true);
+  evaluated_until_ = t;
 }
 
 void CoreModel::evaluate() {
   Vtpu_core& m = *model_;
-  m.contextp()->time(sc_core::sc_time_stamp().value());
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (clk_i.posedge() && now <= evaluated_until_) {
+    // An edge the model already evaluated ahead: the clock rises here only to have its outputs
+    // written, in the delta they would have been written in without run-ahead.
+    if (outputs_pending_ && now == evaluated_until_) {
+      write_outputs();
+      outputs_pending_ = false;
+    }
+    return;
+  }
+  m.contextp()->time(now.value());
   read_inputs();
   const bool clk = clk_i.read();
   if (clk_i.posedge() && m.clk_i) {
@@ -141,8 +185,12 @@ void CoreModel::evaluate() {
   }
   m.clk_i = clk;
   m.eval();
-  write_outputs();
-  if (every_change_) next_trigger(on_change_);  // else the static sensitivity
+  const bool changed = write_outputs();
+  if (every_change_) {
+    next_trigger(on_change_);  // else the static sensitivity
+  } else if (!changed && clk_i.posedge() && run_ahead_allowed_) {
+    if (const uint64_t edges = run_ahead_allowed_()) run_ahead(edges);
+  }
 }
 
 void CoreModel::trace(VerilatedVcdC* vcd, int levels) {

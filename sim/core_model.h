@@ -17,11 +17,25 @@
 // the clock or an input, exactly as Verilator's wrapper does, so the dump shows the same values
 // at the same times (and, as any VCD of a Verilated C++ model, the pins once more at the top).
 //
+// Run-ahead (set_run_ahead): at a rising edge whose outputs did not change, the owner may allow
+// the model to evaluate the next edges at once, with the same inputs, because nothing else in
+// the testbench would act on them (every other process asleep until an output of the core
+// changes, nobody watching the trace port). The model then goes on edge by edge, without the
+// SystemC kernel in between, until an output other than the trace port changes or the
+// allowance ends. The outputs of that last edge are written at its time, in the delta they would
+// have been written in without run-ahead, if any of them changed (the trace port included, so
+// it is up to date for whoever watches it next), so every process sees the same values at the
+// same times. The clock skips the edges evaluated ahead (evaluated_until(), outputs_pending()).
+// A pure speed measure: the model's per-cycle code runs back to back instead of interleaved
+// with the kernel's (at N = 16 the two do not fit the instruction cache together).
+//
 // tests/verif/eval_modes_test.cpp runs random programs (random memory timing and backpressure)
-// both ways and compares every instruction's issue and finish cycle, counters and memory.
+// both ways and compares every instruction's issue and finish cycle, counters and memory, and
+// the same programs with run-ahead on and off (outcome, every counter, cycles, memory).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <systemc>
 
@@ -68,7 +82,9 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
   X(m_axi_wready_i, 1)         \
   X(m_axi_bresp_i, 2)          \
   X(m_axi_bvalid_i, 1)
-#define TPU_CORE_OUTPUTS(X)       \
+#define TPU_CORE_OUTPUTS(X) TPU_CORE_PIN_OUTPUTS(X) TPU_CORE_TRACE_OUTPUTS(X)
+// The outputs but the trace port.
+#define TPU_CORE_PIN_OUTPUTS(X)   \
   X(s_axil_awready_o, 1)          \
   X(s_axil_wready_o, 1)           \
   X(s_axil_bresp_o, 2)            \
@@ -93,7 +109,9 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
   X(m_axi_wlast_o, 1)             \
   X(m_axi_wvalid_o, 1)            \
   X(m_axi_bready_o, 1)            \
-  X(irq_o, 1)                     \
+  X(irq_o, 1)
+// The trace port (observation only: the instruction trace, a VCD).
+#define TPU_CORE_TRACE_OUTPUTS(X) \
   X(trace_run_o, 1)               \
   X(trace_issue_o, 1)             \
   X(trace_unit_o, 3)              \
@@ -120,6 +138,19 @@ class CoreModel : public sc_core::sc_module {
   // rising edge plus on AXI4-Lite input changes (the default). Takes effect from the next event.
   void set_every_change(bool on) { every_change_ = on; }
 
+  // Run-ahead (see above): at a rising edge whose outputs did not change, allowed() says how
+  // many of the next edges, `period` apart, the model may evaluate at once (0: none). Never
+  // while evaluating on every change.
+  void set_run_ahead(std::function<uint64_t()> allowed, const sc_core::sc_time& period) {
+    run_ahead_allowed_ = std::move(allowed);
+    period_ = period;
+  }
+  // The time of the last rising edge the model has evaluated ahead (once run-ahead was used),
+  // and whether that edge changed outputs that are still to be written at its time.
+  const sc_core::sc_time& evaluated_until() const { return evaluated_until_; }
+  bool outputs_pending() const { return outputs_pending_; }
+  uint64_t edges_run_ahead() const { return edges_run_ahead_; }  // since construction
+
   // Attach a VCD file (VerilatedVcdSc) to the model; see Vtpu_core::trace().
   void trace(VerilatedVcdC* vcd, int levels);
   // Run the model's final blocks.
@@ -129,13 +160,20 @@ class CoreModel : public sc_core::sc_module {
   void end_of_elaboration() override;
   void evaluate();
   void read_inputs();
-  void write_outputs();
+  bool outputs_changed(bool trace_port) const;  // against the last written
+  bool write_outputs();                         // true if an output changed
+  void run_ahead(uint64_t edges);
 
   std::unique_ptr<Vtpu_core> model_;
   std::unique_ptr<CoreModelOutputs> last_;  // the output values last written to the ports
   bool every_change_ = false;
   bool outputs_written_ = false;         // false until the first evaluation wrote every output
   sc_core::sc_event_or_list on_change_;  // any change of the clock or an input
+  std::function<uint64_t()> run_ahead_allowed_;
+  sc_core::sc_time period_;
+  sc_core::sc_time evaluated_until_;  // see evaluated_until()
+  bool outputs_pending_ = false;
+  uint64_t edges_run_ahead_ = 0;
 };
 
 }  // namespace tpu::sim
