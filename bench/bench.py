@@ -1246,7 +1246,10 @@ def limits_notes(res):
             "(sim/CMakeLists.txt: 1.05-1.13× at N = 16); and from the testbench: sim/core_model.h evaluates Verilator's C++ model "
             "once per cycle, where Verilator's own SystemC wrapper evaluated it at the edge and "
             "again for the inputs driven after it, reading every input port and writing every "
-            "output port each time. At N = 16 the array is %s, "
+            "output port each time, and while the AXI bridge and the register host sleep it "
+            "evaluates the next edges at once, without the SystemC kernel in between, until an "
+            "output changes (run-ahead: at N = 16 the model's per-cycle code and the kernel's do "
+            "not fit the L1 instruction cache together). At N = 16 the array is %s, "
             "the rest the control logic of a dozen units, evaluated every cycle whether busy or "
             "not, and the SystemC kernel; profile-guided code helps most there (branchy control "
             "code). The assertions cost %s (assertions-off ÷ assertions-on speed)." % (
