@@ -19,11 +19,34 @@ std::vector<T> concat_inputs(const LayerGeometry& l,
   return x;
 }
 
-// Input pixel (iy, ix) of output (oy, ox) and kernel tap (ky, kx); false if in the padding.
-bool conv_source(const LayerGeometry& l, int oy, int ox, int ky, int kx, int* iy, int* ix) {
-  *iy = oy * l.sh + ky * l.dh - l.pad_t;
-  *ix = ox * l.sw + kx * l.dw - l.pad_l;
-  return *iy >= 0 && *iy < l.in.h && *ix >= 0 && *ix < l.in.w;
+// The outputs o in [0, n) whose tap o * stride + offset lies in [0, limit): [lo, hi).
+struct TapRange {
+  int lo, hi;
+};
+TapRange tap_range(int n, int stride, int offset, int limit) {
+  const int lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int hi = std::min(n, limit - offset <= 0 ? 0 : (limit - offset - 1) / stride + 1);
+  return {std::min(lo, hi), hi};
+}
+
+// Adds tap (ky, kx) of every output pixel of one input channel to acc (a plane of conv_out):
+// acc[oy][ox] += term(x[iy][ix], w) for the pixels whose input (iy, ix) lies inside the image
+// (zero padding adds nothing). Called in the order (input channel, ky, kx), this adds to each
+// output the same terms in the same order as a loop over its window would.
+template <typename Acc, typename X, typename Term>
+void add_tap(const LayerGeometry& l, const Shape3& o, const X* xc, int ky, int kx, Acc* acc,
+             Term term) {
+  const TapRange ry = tap_range(o.h, l.sh, ky * l.dh - l.pad_t, l.in.h);
+  const TapRange rx = tap_range(o.w, l.sw, kx * l.dw - l.pad_l, l.in.w);
+  for (int oy = ry.lo; oy < ry.hi; ++oy) {
+    const X* xr = xc + int64_t(oy * l.sh + ky * l.dh - l.pad_t) * l.in.w + (kx * l.dw - l.pad_l);
+    Acc* ar = acc + int64_t(oy) * o.w;
+    if (l.sw == 1) {
+      for (int ox = rx.lo; ox < rx.hi; ++ox) ar[ox] += term(xr[ox]);
+    } else {
+      for (int ox = rx.lo; ox < rx.hi; ++ox) ar[ox] += term(xr[int64_t(ox) * l.sw]);
+    }
+  }
 }
 
 // Max-pooling of `y` (conv_out) into `out`; `valid` (may be null) marks the values that take
@@ -102,22 +125,26 @@ std::vector<float> float_linear(const Layer& l, const std::vector<const std::vec
     }
     return y;
   }
+  // Convolution, one output channel at a time: each output's double sum gets the products of
+  // its window in the order (input channel, ky, kx), as a loop over the window would add them
+  // (add_tap), so the result does not depend on this loop order.
   const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
+  const int64_t plane_in = int64_t(l.in.h) * l.in.w;
+  std::vector<double> acc(size_t(o.h) * size_t(o.w));
   for (int oc = 0; oc < o.c; ++oc) {
     const int g = oc / cout_g;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int icg = 0; icg < cin_g; ++icg) {
+      const float* xc = &x[size_t((g * cin_g + icg) * plane_in)];
+      for (int ky = 0; ky < l.kh; ++ky)
+        for (int kx = 0; kx < l.kw; ++kx) {
+          const double w = l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
+          add_tap(l, o, xc, ky, kx, acc.data(), [w](float v) { return w * v; });
+        }
+    }
     for (int oy = 0; oy < o.h; ++oy)
       for (int ox = 0; ox < o.w; ++ox) {
-        double s = 0;
-        for (int icg = 0; icg < cin_g; ++icg) {
-          const int ic = g * cin_g + icg;
-          for (int ky = 0; ky < l.kh; ++ky)
-            for (int kx = 0; kx < l.kw; ++kx) {
-              int iy, ix;
-              if (!conv_source(l, oy, ox, ky, kx, &iy, &ix)) continue;
-              s += double(l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)]) *
-                   x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)];
-            }
-        }
+        double s = acc[size_t(oy * o.w + ox)];
         if (l.per_pixel_divisor()) s /= double(l.avg_lines[size_t(oy)] * l.avg_cols[size_t(ox)]);
         y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] =
             float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
@@ -230,10 +257,15 @@ std::vector<int32_t> int_layer(const QLayer& l,
     const int64_t plane = int64_t(l.in.h) * l.in.w;
     for (int oc = 0; oc < o.c; ++oc) {
       const int64_t first = (oc / per_group) * k;
+      const int8_t* w = &l.weight[size_t(oc * k)];
       int64_t acc = 0;
-      for (int64_t i = 0; i < k; ++i)
-        acc += int64_t(x[size_t(first + i)] - zp[size_t((first + i) / plane)]) *
-               l.weight[size_t(oc * k + i)];
+      // Input element first + i belongs to channel (first + i) / plane: walk it channel by channel.
+      for (int64_t i = 0; i < k;) {
+        const int64_t c = (first + i) / plane;
+        const int32_t z = zp[size_t(c)];
+        const int64_t end = std::min(k, (c + 1) * plane - first);
+        for (; i < end; ++i) acc += int64_t(x[size_t(first + i)] - z) * w[i];
+      }
       y[size_t(oc)] = requant(l, oc, acc);
     }
     return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
@@ -243,25 +275,25 @@ std::vector<int32_t> int_layer(const QLayer& l,
   if (l.per_pixel_divisor())
     for (int oy = 0; oy < o.h; ++oy)
       for (int ox = 0; ox < o.w; ++ox) divisor_at[size_t(oy * o.w + ox)] = l.divisor_index(oy, ox);
+  // Zero padding is a real 0 (add_tap skips it), not the zero point.
+  const int64_t plane_in = int64_t(l.in.h) * l.in.w;
+  std::vector<int64_t> acc(size_t(o.h) * size_t(o.w));
   for (int oc = 0; oc < o.c; ++oc) {
     const int g = oc / cout_g;
-    for (int oy = 0; oy < o.h; ++oy)
-      for (int ox = 0; ox < o.w; ++ox) {
-        int64_t acc = 0;
-        for (int icg = 0; icg < cin_g; ++icg) {
-          const int ic = g * cin_g + icg;
-          for (int ky = 0; ky < l.kh; ++ky)
-            for (int kx = 0; kx < l.kw; ++kx) {
-              int iy, ix;
-              if (!conv_source(l, oy, ox, ky, kx, &iy, &ix)) continue;  // zero padding: a real 0
-              acc +=
-                  int64_t(x[size_t((int64_t(ic) * l.in.h + iy) * l.in.w + ix)] - zp[size_t(ic)]) *
-                  l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
-            }
+    std::fill(acc.begin(), acc.end(), 0);
+    for (int icg = 0; icg < cin_g; ++icg) {
+      const int ic = g * cin_g + icg;
+      const int32_t* xc = &x[size_t(ic * plane_in)];
+      const int32_t z = zp[size_t(ic)];
+      for (int ky = 0; ky < l.kh; ++ky)
+        for (int kx = 0; kx < l.kw; ++kx) {
+          const int64_t w = l.weight[size_t(((int64_t(oc) * cin_g + icg) * l.kh + ky) * l.kw + kx)];
+          add_tap(l, o, xc, ky, kx, acc.data(), [w, z](int32_t v) { return int64_t(v - z) * w; });
         }
-        y[size_t((int64_t(oc) * o.h + oy) * o.w + ox)] =
-            requant(l, oc, acc, divisor_at[size_t(oy * o.w + ox)]);
-      }
+    }
+    for (int p = 0; p < o.h * o.w; ++p)
+      y[size_t(int64_t(oc) * o.h * o.w + p)] =
+          requant(l, oc, acc[size_t(p)], divisor_at[size_t(p)]);
   }
   return max_pool(y, static_cast<const std::vector<char>*>(nullptr), l);
 }

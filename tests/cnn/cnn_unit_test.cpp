@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -274,6 +275,155 @@ TEST(Reference, RequantizationMatchesTheChipArithmetic) {
         tpu::requantize(a, l.bias[0], l.mult[0], misc, f, l.out_q.is_unsigned, nullptr);
     ASSERT_EQ(ref, chip) << "acc " << a << " bias " << l.bias[0] << " mult " << l.mult[0]
                          << " shift " << int(l.shift[0]);
+  }
+}
+
+// A random convolution geometry (strides, dilations, padding, groups) whose kernel fits.
+template <typename L>
+bool random_conv_geometry(std::mt19937& rng, L* l) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  l->kind = LayerKind::Conv;
+  l->group = pick(1, 3);
+  l->in = {l->group * pick(1, 3), pick(1, 12), pick(1, 12)};
+  l->conv_out.c = l->group * pick(1, 3);
+  l->kh = pick(1, 5), l->kw = pick(1, 5);
+  l->sh = pick(1, 3), l->sw = pick(1, 3);
+  l->dh = pick(1, 2), l->dw = pick(1, 2);
+  l->pad_t = pick(0, 3), l->pad_l = pick(0, 3), l->pad_b = pick(0, 3), l->pad_r = pick(0, 3);
+  if (l->in.h + l->pad_t + l->pad_b < l->dh * (l->kh - 1) + 1 ||
+      l->in.w + l->pad_l + l->pad_r < l->dw * (l->kw - 1) + 1)
+    return false;
+  l->infer_shapes();
+  return true;
+}
+
+// float_layer / int_layer (reference.cpp loop over taps, innermost over output pixels) against
+// the direct sum over each output's window: the float sums bit for bit (same terms, same
+// order, padding taps left out), the integer ones exactly.
+TEST(Reference, ConvolutionIsTheDirectSumOverEachWindow) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> real(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127), divisor(1, 9);
+  int float_cases = 0, int_cases = 0;
+  for (int i = 0; i < 400; ++i) {
+    Layer l;
+    if (!random_conv_geometry(rng, &l)) continue;
+    const Shape3 o = l.conv_out;
+    const int cin_g = l.in.c / l.group, cout_g = o.c / l.group;
+    l.weight.resize(size_t(o.c) * cin_g * l.kh * l.kw);
+    for (auto& w : l.weight) w = real(rng);
+    if (i % 2) {
+      l.bias.resize(size_t(o.c));
+      for (auto& b : l.bias) b = real(rng);
+    }
+    if (i % 3 == 0) {  // an average pool's per-pixel divisors
+      l.avg_lines.resize(size_t(o.h));
+      l.avg_cols.resize(size_t(o.w));
+      for (auto& d : l.avg_lines) d = divisor(rng);
+      for (auto& d : l.avg_cols) d = divisor(rng);
+    }
+    std::vector<float> x(size_t(l.in.size()));
+    for (auto& v : x) v = real(rng);
+    const std::vector<float> got = float_layer(l, {&x});
+    ASSERT_EQ(got.size(), size_t(o.size()));
+    for (int oc = 0; oc < o.c; ++oc)
+      for (int oy = 0; oy < o.h; ++oy)
+        for (int ox = 0; ox < o.w; ++ox) {
+          double s = 0;
+          for (int icg = 0; icg < cin_g; ++icg)
+            for (int ky = 0; ky < l.kh; ++ky)
+              for (int kx = 0; kx < l.kw; ++kx) {
+                const int iy = oy * l.sh + ky * l.dh - l.pad_t,
+                          ix = ox * l.sw + kx * l.dw - l.pad_l;
+                if (iy < 0 || iy >= l.in.h || ix < 0 || ix >= l.in.w) continue;
+                const int ic = oc / cout_g * cin_g + icg;
+                s += double(l.weight[size_t(((oc * cin_g + icg) * l.kh + ky) * l.kw + kx)]) *
+                     x[size_t((ic * l.in.h + iy) * l.in.w + ix)];
+              }
+          if (l.per_pixel_divisor()) s /= double(l.avg_lines[size_t(oy)] * l.avg_cols[size_t(ox)]);
+          const float want = float(s) + (l.bias.empty() ? 0.0f : l.bias[size_t(oc)]);
+          const float have = got[size_t((oc * o.h + oy) * o.w + ox)];
+          ASSERT_EQ(std::memcmp(&want, &have, sizeof want), 0)
+              << "case " << i << " output (" << oc << ", " << oy << ", " << ox << "): " << have
+              << " instead of " << want;
+        }
+    ++float_cases;
+
+    QLayer q;
+    if (!random_conv_geometry(rng, &q)) continue;
+    const Shape3 qo = q.conv_out;
+    const int qcin_g = q.in.c / q.group, qcout_g = qo.c / q.group;
+    q.raw = true;  // the output is saturate(acc + bias) itself
+    q.in_q = {0.1f, byte(rng), true};
+    q.in_qs = {q.in_q};
+    q.out_q = {1.0f, 0, false};
+    q.weight.resize(size_t(qo.c) * qcin_g * q.kh * q.kw);
+    for (auto& w : q.weight) w = int8_t(weight(rng));
+    q.bias.resize(size_t(qo.c));
+    for (auto& b : q.bias) b = weight(rng) * 1000;
+    std::vector<int32_t> qx(size_t(q.in.size()));
+    for (auto& v : qx) v = byte(rng);
+    const std::vector<int32_t> qgot = int_layer(q, qx);
+    ASSERT_EQ(qgot.size(), size_t(qo.size()));
+    for (int oc = 0; oc < qo.c; ++oc)
+      for (int oy = 0; oy < qo.h; ++oy)
+        for (int ox = 0; ox < qo.w; ++ox) {
+          int64_t acc = q.bias[size_t(oc)];
+          for (int icg = 0; icg < qcin_g; ++icg)
+            for (int ky = 0; ky < q.kh; ++ky)
+              for (int kx = 0; kx < q.kw; ++kx) {
+                const int iy = oy * q.sh + ky * q.dh - q.pad_t,
+                          ix = ox * q.sw + kx * q.dw - q.pad_l;
+                if (iy < 0 || iy >= q.in.h || ix < 0 || ix >= q.in.w) continue;  // a real 0
+                const int ic = oc / qcout_g * qcin_g + icg;
+                acc += int64_t(qx[size_t((ic * q.in.h + iy) * q.in.w + ix)] - q.in_q.zero_point) *
+                       q.weight[size_t(((oc * qcin_g + icg) * q.kh + ky) * q.kw + kx)];
+              }
+          ASSERT_EQ(qgot[size_t((oc * qo.h + oy) * qo.w + ox)], int32_t(acc))
+              << "case " << i << " output (" << oc << ", " << oy << ", " << ox << ")";
+        }
+    ++int_cases;
+  }
+  EXPECT_GT(float_cases, 200);
+  EXPECT_GT(int_cases, 150);
+}
+
+// int_layer's Dense over two concatenated inputs with their own zero points (each input element
+// minus the zero point of its channel), against the direct sum.
+TEST(Reference, DenseSubtractsEachChannelsZeroPoint) {
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-128, 127), size(1, 5);
+  for (int i = 0; i < 50; ++i) {
+    QLayer q;
+    q.kind = LayerKind::Dense;
+    q.input_channels = {size(rng), size(rng)};
+    q.in = {q.input_channels[0] + q.input_channels[1], size(rng), size(rng)};
+    q.conv_out.c = size(rng);
+    q.infer_shapes();
+    q.raw = true;
+    q.in_qs = {{0.1f, byte(rng), true}, {0.2f, byte(rng), true}};
+    q.in_q = q.in_qs[0];
+    q.out_q = {1.0f, 0, false};
+    const int64_t k = q.fan_in(), plane = int64_t(q.in.h) * q.in.w;
+    ASSERT_EQ(k, q.in.size());
+    q.weight.resize(size_t(q.conv_out.c * k));
+    for (auto& w : q.weight) w = int8_t(weight(rng));
+    q.bias.assign(size_t(q.conv_out.c), 0);
+    std::vector<int32_t> a(size_t(q.input_channels[0] * plane)),
+        b(size_t(q.input_channels[1] * plane));
+    for (auto& v : a) v = byte(rng);
+    for (auto& v : b) v = byte(rng);
+    const std::vector<int32_t> got = int_layer(q, std::vector<const std::vector<int32_t>*>{&a, &b});
+    ASSERT_EQ(got.size(), size_t(q.conv_out.c));
+    for (int oc = 0; oc < q.conv_out.c; ++oc) {
+      int64_t acc = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const bool first = j < int64_t(a.size());
+        const int32_t v = first ? a[size_t(j)] : b[size_t(j - int64_t(a.size()))];
+        acc += int64_t(v - q.in_qs[first ? 0 : 1].zero_point) * q.weight[size_t(oc * k + j)];
+      }
+      ASSERT_EQ(got[size_t(oc)], int32_t(acc)) << "case " << i << " output " << oc;
+    }
   }
 }
 
