@@ -575,7 +575,7 @@ def icarus(args, res, main_dirs):
 # Profile (callgrind: deterministic instruction counts)
 
 def callgrind_ir(exe, extra, outfile):
-    # Costs per instruction, positions and names written out in full (hot_code_kb reads them).
+    # Costs per instruction, positions and names written out in full (callgrind_instructions).
     p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + outfile,
                         "--dump-instr=yes", "--compress-pos=no", "--compress-strings=no",
                         exe] + extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -584,33 +584,44 @@ def callgrind_ir(exe, extra, outfile):
     return int(m.group(1).replace(",", "")) if m else None, parse_result(p.stdout)
 
 
-def hot_code_kb(cgfile, cycles):
-    """Per-cycle code: KB of 64-byte instruction-cache lines holding an instruction the run
-    executed at least once every other simulated cycle on average (cycles / 2 times), in total
-    and inside the Verilated model's functions (Vtpu_*). Needs callgrind_ir's --dump-instr=yes
-    --compress-pos=no --compress-strings=no. Such lines are fetched every cycle or two: while they
-    fit the L1 instruction cache they stay there, beyond it they are fetched again each cycle."""
-    count = collections.Counter()  # (object, line) -> the most any of its instructions ran
-    model = set()
-    obj = fn = None
+def callgrind_instructions(cgfile):
+    """The self cost of every instruction in a callgrind_ir output file (per-instruction
+    positions and names written in full): (object, function, source file, address, line, Ir)."""
+    obj = fn = fl = fi = None
     after_calls = False  # the line after calls= gives a call's inclusive cost, not its own
     with open(cgfile) as f:
         for line in f:
             if line.startswith("ob="):
                 obj = line[3:].strip()
+            elif line.startswith("fl="):
+                fl, fi = line[3:].strip(), None
+            elif line.startswith(("fi=", "fe=")):
+                fi = line[3:].strip()
             elif line.startswith("fn="):
-                fn = line[3:].strip()
+                fn, fi = line[3:].strip(), None
             elif line.startswith("calls="):
                 after_calls = True
             elif line.startswith("0x"):
                 if after_calls:
                     after_calls = False
                     continue
-                fields = line.split()
-                key = (obj, int(fields[0], 16) >> 6)
-                count[key] = max(count[key], int(fields[-1]))
-                if fn and fn.startswith("Vtpu_"):
-                    model.add(key)
+                addr, src_line, ir = line.split()[:3]
+                yield obj, fn, fi or fl, int(addr, 16), int(src_line), int(ir)
+
+
+def hot_code_kb(cgfile, cycles):
+    """Per-cycle code: KB of 64-byte instruction-cache lines holding an instruction the run
+    executed at least once every other simulated cycle on average (cycles / 2 times), in total
+    and inside the Verilated model's functions (Vtpu_*). Such lines are fetched every cycle or
+    two: while they fit the L1 instruction cache they stay there, beyond it they are fetched
+    again each cycle."""
+    count = collections.Counter()  # (object, line) -> the most any of its instructions ran
+    model = set()
+    for obj, fn, _, addr, _, ir in callgrind_instructions(cgfile):
+        key = (obj, addr >> 6)
+        count[key] = max(count[key], ir)
+        if fn and fn.startswith("Vtpu_"):
+            model.add(key)
     hot = [k for k, c in count.items() if c >= cycles / 2]
     return {"kb": len(hot) * 64 / 1024.0, "model_kb": sum(k in model for k in hot) * 64 / 1024.0}
 
@@ -667,37 +678,18 @@ def module_split(cgfile, bdir):
     costs = collections.Counter()
     src_lines = {}
     owner = {}  # (source, line number) -> instance
-    fl = fi = None
-    after_calls = False  # the line after calls= gives a call's inclusive cost, not its own
-    with open(cgfile) as f:
-        for line in f:
-            if line.startswith("fl="):
-                fl, fi = line[3:].strip(), None
-            elif line.startswith(("fi=", "fe=")):
-                fi = line[3:].strip()
-            elif line.startswith("fn="):
-                fi = None
-            elif line.startswith("calls="):
-                after_calls = True
-            elif line.startswith("0x"):
-                if after_calls:
-                    after_calls = False
-                    continue
-                fields = line.split()  # instruction, line, Ir
-                path = fi or fl
-                # Verilator puts set-up code (constructor, initial values) in *__Slow.cpp: not a
-                # per-cycle cost (the constructor's array resets would otherwise dominate at N = 8).
-                if not path or "Vtpu_core_bare___024root" not in path or "__Slow" in path:
-                    continue
-                if path not in src_lines:
-                    full = path
-                    if not os.path.isabs(full):  # relative to where the build ran
-                        cands = [os.path.join(ROOT, full), os.path.join(bdir, full)]
-                        full = next((c for c in cands if os.path.exists(c)), cands[0])
-                    src_lines[path] = (open(full).read().splitlines() if os.path.exists(full)
-                                       else [])
-                mod = instance_of_line(path, src_lines[path], int(fields[1]), owner)
-                costs[mod] += int(fields[2])
+    for _, _, path, _, line_no, ir in callgrind_instructions(cgfile):
+        # Verilator puts set-up code (constructor, initial values) in *__Slow.cpp: not a
+        # per-cycle cost (the constructor's array resets would otherwise dominate at N = 8).
+        if not path or "Vtpu_core_bare___024root" not in path or "__Slow" in path:
+            continue
+        if path not in src_lines:
+            full = path
+            if not os.path.isabs(full):  # relative to where the build ran: the root or bdir
+                cands = [os.path.join(ROOT, full), os.path.join(bdir, full)]
+                full = next((c for c in cands if os.path.exists(c)), cands[0])
+            src_lines[path] = open(full).read().splitlines() if os.path.exists(full) else []
+        costs[instance_of_line(path, src_lines[path], line_no, owner)] += ir
     total = sum(costs.values())
     return [(c * 100.0 / total, mod) for mod, c in costs.most_common(8)] if total else []
 
