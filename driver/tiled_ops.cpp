@@ -56,6 +56,19 @@ void MatmulSpec::validate() const {
     bad(format("func = lut needs a 256-byte lut (got %zu bytes)", lut.size()));
   }
   if (static_cast<unsigned>(func) > 3) bad("func is not identity, relu, clamp or lut");
+  if (raw) {  // isa.md: a raw activate has func 0 and a signed output; mult and misc unused
+    if (func != ActFunc::Identity)
+      bad("raw (int32 output) with func = " + std::string(act_func_name(func)) +
+          " (expected identity)");
+    if (out_unsigned) bad("raw (int32 output) with out_unsigned (expected a signed output)");
+    if (zero_point != 0)
+      bad(format("raw (int32 output) with zero_point = %d (expected 0)", zero_point));
+    if (!mult.empty() || !shift.empty())
+      bad(
+          format("raw (int32 output) with %zu mult and %zu shift values (expected none: raw "
+                 "output is not requantized)",
+                 mult.size(), shift.size()));
+  }
 }
 
 int32_t MatmulSpec::bias_at(uint32_t col) const { return bias.empty() ? 0 : bias[col]; }
@@ -232,14 +245,15 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
     while (v % g) g /= 2;
     return g;
   };
-  const uint64_t align =
-      std::max(16 / gcd16(uint64_t{p.kt} * params.N), 16 / gcd16(uint64_t{p.nt} * params.N));
+  const uint32_t out_rows_per_row = p.nt * spec.out_bytes();  // UB rows of one output row
+  const uint64_t align = std::max(16 / gcd16(uint64_t{p.kt} * params.N),
+                                  16 / gcd16(uint64_t{out_rows_per_row} * params.N));
   auto floor_a = [&](uint64_t v) { return v / align * align; };
   auto ceil_a = [&](uint64_t v) { return (v + align - 1) / align * align; };
   constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
   const uint64_t max_rows =
       res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
-  const uint64_t per_row = uint64_t{p.kt} + p.nt;  // UB rows per row of A (A + output)
+  const uint64_t per_row = uint64_t{p.kt} + out_rows_per_row;  // UB rows per row (A + output)
 
   // ACC regions, used by the column blocks in turn: while one block's activate reads its
   // region, the next blocks' matmuls write the others. With one matmul per block (kt = 1) the
@@ -292,14 +306,14 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
     balanced(spec.m, floor_a(single_limit));
   } else {
     bad(format("the matmul does not fit: a chunk of rows needs kt + nt = %" PRIu64
-               " UB rows per row (%u K tiles + %u output blocks) and at least %" PRIu64
+               " UB rows per row (%u K tiles + %u output rows) and at least %" PRIu64
                " rows (16-byte aligned host addresses), but %u UB rows, %u ACC rows are "
                "available",
-               per_row, p.kt, p.nt, align, ub_avail, acc_avail));
+               per_row, p.kt, out_rows_per_row, align, ub_avail, acc_avail));
   }
   p.chunks = static_cast<uint32_t>(p.chunk_sizes.size());
   p.chunk_rows = *std::max_element(p.chunk_sizes.begin(), p.chunk_sizes.end());
-  const uint32_t a_rows = p.chunk_rows * p.kt, out_rows = p.chunk_rows * p.nt;
+  const uint32_t a_rows = p.chunk_rows * p.kt, out_rows = p.chunk_rows * out_rows_per_row;
   const uint32_t ub = res.ub_base;
   if (p.double_buffered_ub) {
     p.ub_a[0] = ub;
@@ -377,6 +391,7 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
   }
   const uint32_t N = prm.N, kt = plan.kt, nt = plan.nt;
   const uint32_t tile_bytes = N * N;
+  const uint32_t px = spec.out_bytes();  // UB rows per output pixel: 4 for raw int32, else 1
   const uint32_t tiles_per_pass = kt * nt;
   const uint64_t total_tiles = plan.weight_tiles_read();
 
@@ -486,21 +501,23 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
           act.out_unsigned = spec.out_unsigned;
           act.acc_addr = static_cast<uint16_t>(acc);
           act.slot = static_cast<uint8_t>(slot);
-          if (nt == 1) {
+          act.raw = spec.raw;
+          if (nt == 1) {  // row r -> ub_out + r*px (raw: the 4 rows of pixel r are adjacent)
             act.ub_addr = ub_out;
             act.width = static_cast<uint16_t>(rows);
             act.height = 1;
-          } else {  // row r of block j -> ub_out + r*nt + j
-            act.ub_addr = ub_out + j;
+          } else {  // row r of block j -> ub_out + (r*nt + j)*px
+            act.ub_addr = ub_out + j * px;
             act.width = 1;
             act.height = static_cast<uint16_t>(rows);
-            act.ub_stride = nt;
+            act.ub_stride = nt * px;
           }
           later.add(act_delay, [&b, act] { b.activate(act); });
           if (j + 1 == nt) {
-            const uint32_t host = addrs.out + chunk_start[c] * nt * N;
-            later.add(act_delay + 1,
-                      [&b, ub_out, rows, nt, host] { b.write_host(ub_out, rows * nt, host); });
+            const uint32_t host = addrs.out + chunk_start[c] * nt * px * N;
+            later.add(act_delay + 1, [&b, ub_out, rows, nt, px, host] {
+              b.write_host(ub_out, rows * nt * px, host);
+            });
             // Single UB region: the next chunk's rows replace this one's, so they must be
             // loaded after this chunk's last matmul and before the next chunk's first.
             if (c + 1 < plan.chunks && !plan.double_buffered_ub) load_a(c + 1);
@@ -529,7 +546,7 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
     throw std::invalid_argument(format("run_matmul: W has %zu bytes (expected k*n = %zu)", w.size(),
                                        size_t{spec.k} * spec.n));
   }
-  const uint64_t out_bytes = uint64_t{spec.m} * plan.nt * N;
+  const uint64_t out_bytes = uint64_t{spec.m} * plan.nt * N * spec.out_bytes();
   const uint64_t a_bytes = uint64_t{spec.m} * plan.kt * N;
   const uint64_t w_bytes = uint64_t{plan.kt} * plan.nt * N * N;
   if (a_bytes + w_bytes + out_bytes > (uint64_t{1} << 30)) {
@@ -579,7 +596,21 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
   r.plan = plan;
   r.instructions = program.size();
   r.stats = dev.run(program, max_cycles);
-  r.out = unpack_rows(dev.read(addrs.out, out_bytes), spec.m, spec.n, N);
+  const std::vector<uint8_t> out = dev.read(addrs.out, out_bytes);
+  if (spec.raw) {  // m rows of nt*N little-endian int32
+    r.out32.resize(size_t{spec.m} * spec.n);
+    const size_t row = size_t{plan.nt} * N;
+    for (size_t i = 0; i < spec.m; ++i) {
+      for (size_t c = 0; c < spec.n; ++c) {
+        const size_t at = 4 * (i * row + c);
+        const uint32_t v = uint32_t{out[at]} | uint32_t{out[at + 1]} << 8 |
+                           uint32_t{out[at + 2]} << 16 | uint32_t{out[at + 3]} << 24;
+        r.out32[i * spec.n + c] = static_cast<int32_t>(v);
+      }
+    }
+  } else {
+    r.out = unpack_rows(out, spec.m, spec.n, N);
+  }
   r.useful_macs = uint64_t{spec.m} * spec.k * spec.n;
   r.mxu_utilization =
       r.stats.cycles ? double(r.useful_macs) / (double(r.stats.cycles) * N * N) : 0.0;
@@ -588,8 +619,8 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
 
 // ---- reference
 
-std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<uint8_t>& a,
-                                      const std::vector<uint8_t>& w) {
+std::vector<int32_t> reference_matmul_int32(const MatmulSpec& spec, const std::vector<uint8_t>& a,
+                                            const std::vector<uint8_t>& w) {
   spec.validate();
   if (a.size() != size_t{spec.m} * spec.k || w.size() != size_t{spec.k} * spec.n) {
     throw std::invalid_argument("reference_matmul: A must be m*k and W k*n bytes");
@@ -600,9 +631,8 @@ std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<
   auto wv = [&](size_t i) {
     return spec.w_unsigned ? int64_t{w[i]} : int64_t{static_cast<int8_t>(w[i])};
   };
-  const int lo = spec.out_unsigned ? 0 : -128, hi = spec.out_unsigned ? 255 : 127;
   std::vector<int64_t> row(spec.n);
-  std::vector<uint8_t> out(size_t{spec.m} * spec.n);
+  std::vector<int32_t> out(size_t{spec.m} * spec.n);
   for (uint32_t r = 0; r < spec.m; ++r) {
     std::fill(row.begin(), row.end(), 0);
     for (uint32_t kk = 0; kk < spec.k; ++kk) {
@@ -614,33 +644,49 @@ std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<
       // The accumulators wrap at 32 bits; the bias add saturates.
       const int64_t acc =
           static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(row[c])));
-      const int64_t x = std::clamp<int64_t>(acc + spec.bias_at(c), INT32_MIN, INT32_MAX);
-      const int64_t p = x * spec.mult_at(c);  // |p| <= 2^62
-      const unsigned s = spec.shift_at(c);
-      int64_t q = p;
-      if (s > 0) {  // round half away from zero: sign(p) * ((|p| + 2^(s-1)) >> s)
-        const uint64_t mag = p < 0 ? uint64_t(-p) : uint64_t(p);
-        const int64_t rounded = static_cast<int64_t>((mag + (uint64_t{1} << (s - 1))) >> s);
-        q = p < 0 ? -rounded : rounded;
-      }
-      int64_t y = std::clamp<int64_t>(q + spec.zero_point, lo, hi);
-      switch (spec.func) {
-        case ActFunc::Identity:
-          break;
-        case ActFunc::Relu:
-          y = std::max<int64_t>(y, spec.zero_point);
-          break;
-        case ActFunc::Clamp:
-          y = std::min<int64_t>(std::max<int64_t>(y, spec.clamp_lo), spec.clamp_hi);
-          break;
-        case ActFunc::Lut: {
-          const uint8_t v = spec.lut[static_cast<uint8_t>(y)];
-          y = spec.out_unsigned ? v : static_cast<int8_t>(v);
-          break;
-        }
-      }
-      out[size_t{r} * spec.n + c] = static_cast<uint8_t>(y);
+      out[size_t{r} * spec.n + c] =
+          static_cast<int32_t>(std::clamp<int64_t>(acc + spec.bias_at(c), INT32_MIN, INT32_MAX));
     }
+  }
+  return out;
+}
+
+std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<uint8_t>& a,
+                                      const std::vector<uint8_t>& w) {
+  if (spec.raw) {
+    throw std::invalid_argument(
+        "reference_matmul: the spec is raw (int32 output); use reference_matmul_int32");
+  }
+  const std::vector<int32_t> biased = reference_matmul_int32(spec, a, w);
+  const int lo = spec.out_unsigned ? 0 : -128, hi = spec.out_unsigned ? 255 : 127;
+  std::vector<uint8_t> out(biased.size());
+  for (size_t i = 0; i < biased.size(); ++i) {
+    const uint32_t c = static_cast<uint32_t>(i % spec.n);
+    const int64_t p = int64_t{biased[i]} * spec.mult_at(c);  // |p| <= 2^62
+    const unsigned s = spec.shift_at(c);
+    int64_t q = p;
+    if (s > 0) {  // round half away from zero: sign(p) * ((|p| + 2^(s-1)) >> s)
+      const uint64_t mag = p < 0 ? uint64_t(-p) : uint64_t(p);
+      const int64_t rounded = static_cast<int64_t>((mag + (uint64_t{1} << (s - 1))) >> s);
+      q = p < 0 ? -rounded : rounded;
+    }
+    int64_t y = std::clamp<int64_t>(q + spec.zero_point, lo, hi);
+    switch (spec.func) {
+      case ActFunc::Identity:
+        break;
+      case ActFunc::Relu:
+        y = std::max<int64_t>(y, spec.zero_point);
+        break;
+      case ActFunc::Clamp:
+        y = std::min<int64_t>(std::max<int64_t>(y, spec.clamp_lo), spec.clamp_hi);
+        break;
+      case ActFunc::Lut: {
+        const uint8_t v = spec.lut[static_cast<uint8_t>(y)];
+        y = spec.out_unsigned ? v : static_cast<int8_t>(v);
+        break;
+      }
+    }
+    out[i] = static_cast<uint8_t>(y);
   }
   return out;
 }

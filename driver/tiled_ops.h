@@ -7,6 +7,8 @@
 //   zp))
 //
 // exactly as docs/isa.md `activate` defines it (sum wraps to int32 like the accumulators).
+// With `raw` the output is int32 instead: out[r][c] = sat32(wrap32(sum_k a[r][k] * w[k][c]) +
+// bias[c]), the ISA's `activate raw` (no requantization, no function; ONNX MatMulInteger).
 //
 // Host layouts (T = the chip's N; kt = ceil(K/T) K tiles, nt = ceil(N/T) column blocks):
 //   A    M rows of kt*T bytes: row-major, each row zero-padded to a multiple of T
@@ -14,7 +16,8 @@
 //        tile (t, j) byte k*T + n = w[t*T + k][j*T + n] (0 outside K x N)
 //   Q    quantization slot images of 12*T bytes (bias[T], mult[T], misc[T] int32), one per
 //        column block, or a single one when every column has the same parameters
-//   OUT  M rows of nt*T bytes, row-major padded: the A layout of a following layer
+//   OUT  M rows of nt*T bytes, row-major padded: the A layout of a following layer;
+//        raw: M rows of nt*T int32 (4*nt*T bytes, little-endian, columns in order)
 //
 // Schedule (emit_matmul): M is cut into chunks (`chunk_sizes`): a small first chunk so the
 // MXU starts early, big middle chunks so each pass over the weights serves many rows, and a
@@ -55,6 +58,9 @@ struct MatmulSpec {
   int clamp_lo = -128, clamp_hi = 127;  // func == Clamp, in the output type
   std::vector<uint8_t> lut;             // func == Lut: 256 bytes
   bool out_unsigned = false;            // output is uint8 (else int8)
+  // int32 output (isa.md `activate raw`): sat32(wrap32(sum) + bias), 4 bytes each. Needs
+  // func Identity, a signed output, zero_point 0 and no mult or shift (they do not apply).
+  bool raw = false;
 
   // Throws std::invalid_argument naming the bad field and the allowed values.
   void validate() const;
@@ -62,6 +68,7 @@ struct MatmulSpec {
   int32_t mult_at(uint32_t col) const;
   unsigned shift_at(uint32_t col) const;
   uint32_t misc_at(uint32_t col) const;  // the quantization slot's misc word for column col
+  uint32_t out_bytes() const { return raw ? 4u : 1u; }  // bytes per output element
 };
 
 // The parts of the chip a tiled matmul may use (a layer compiler can reserve the rest).
@@ -130,7 +137,8 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
 
 // ---- one call: pack, allocate buffers on the device, build, run, read back, release.
 struct MatmulRun {
-  std::vector<uint8_t> out;  // m x n bytes row-major (int8 or uint8 per spec.out_unsigned)
+  std::vector<uint8_t> out;    // m x n bytes row-major (int8 or uint8 per spec.out_unsigned)
+  std::vector<int32_t> out32;  // spec.raw: m x n int32 row-major (then `out` is empty)
   RunStats stats;
   MatmulPlan plan;
   size_t instructions = 0;
@@ -143,8 +151,14 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
                      const std::vector<uint8_t>& w, uint64_t max_cycles = Device::kDefaultMaxCycles,
                      const MatmulResources& res = {});
 
-// The plain C++ reference: a triple loop and the isa.md output stage, m x n bytes.
+// The plain C++ reference: a triple loop and the isa.md output stage, m x n bytes. Throws
+// std::invalid_argument for a raw spec (its output is int32: reference_matmul_int32).
 std::vector<uint8_t> reference_matmul(const MatmulSpec& spec, const std::vector<uint8_t>& a,
                                       const std::vector<uint8_t>& w);
+// The same triple loop up to the first step of the output stage: m x n int32
+// sat32(wrap32(sum) + bias), the output of a raw spec (for any spec: what its requantization
+// starts from).
+std::vector<int32_t> reference_matmul_int32(const MatmulSpec& spec, const std::vector<uint8_t>& a,
+                                            const std::vector<uint8_t>& w);
 
 }  // namespace tpu

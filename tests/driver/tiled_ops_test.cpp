@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <random>
+#include <string>
 
 #include "device_model.h"
 #include "random_matmul.h"
@@ -243,6 +245,120 @@ TEST(TiledModel, EmitRefusesPendingTilesAndOtherN) {
   ProgramBuilder b16(ChipParams::with_n(16));
   EXPECT_THROW(emit_matmul(b16, s, plan, {}), std::invalid_argument);
   EXPECT_THROW(run_matmul(dev, s, {1, 2}, {1}), std::invalid_argument);
+}
+
+// ---- raw int32 output (isa.md `activate raw`)
+
+// Hand-checked: the biased sums leave as int32, the bias add saturates, the sum wraps.
+TEST(TiledReference, RawInt32) {
+  MatmulSpec s;
+  s.m = 1;
+  s.k = 1;
+  s.n = 4;
+  s.raw = true;
+  const std::vector<uint8_t> a = {5};
+  const std::vector<uint8_t> w = {1, uint8_t(-1), 100, uint8_t(-100)};  // sums 5, -5, 500, -500
+  EXPECT_EQ(reference_matmul_int32(s, a, w), (std::vector<int32_t>{5, -5, 500, -500}));
+  s.bias = {7, 0, INT32_MAX - 100, INT32_MIN + 100};
+  EXPECT_EQ(reference_matmul_int32(s, a, w), (std::vector<int32_t>{12, -5, INT32_MAX, INT32_MIN}));
+  EXPECT_THROW(reference_matmul(s, a, w), std::invalid_argument);  // its output is not bytes
+  // 33100 products of 255 * 255 = 2,152,327,500 > 2^31 - 1: wraps to 2,152,327,500 - 2^32.
+  MatmulSpec big;
+  big.k = 33100;
+  big.raw = big.a_unsigned = big.w_unsigned = true;
+  const std::vector<uint8_t> ones(33100, 255);
+  EXPECT_EQ(reference_matmul_int32(big, ones, ones), (std::vector<int32_t>{-2142639796}));
+}
+
+TEST(TiledSpec, RawValidation) {
+  MatmulSpec s;
+  s.n = 3;
+  s.raw = true;
+  s.bias = {1, 2, 3};
+  EXPECT_NO_THROW(s.validate());
+  auto message = [](const MatmulSpec& bad) {
+    try {
+      bad.validate();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  MatmulSpec t = s;
+  t.func = ActFunc::Relu;
+  EXPECT_EQ(message(t), "matmul spec: raw (int32 output) with func = relu (expected identity)");
+  t = s;
+  t.out_unsigned = true;
+  EXPECT_EQ(message(t),
+            "matmul spec: raw (int32 output) with out_unsigned (expected a signed output)");
+  t = s;
+  t.zero_point = 3;
+  EXPECT_EQ(message(t), "matmul spec: raw (int32 output) with zero_point = 3 (expected 0)");
+  t = s;
+  t.shift = {2};
+  EXPECT_NE(message(t).find("with 0 mult and 1 shift values (expected none"), std::string::npos)
+      << message(t);
+  t = s;
+  t.mult = {2};
+  EXPECT_THROW(plan_matmul(ChipParams::with_n(4), t), std::invalid_argument);
+}
+
+// Four UB rows per output element: a row of A and its output take kt + 4 nt UB rows, and the
+// chunks keep 16-byte aligned host addresses for int32 rows too.
+TEST(TiledPlan, RawOutputRows) {
+  ChipParams p = ChipParams::with_n(4);
+  MatmulSpec s;
+  s.m = 37;
+  s.k = 4;
+  s.n = 8;
+  s.raw = true;
+  MatmulPlan plan = plan_matmul(p, s);
+  EXPECT_EQ(plan.ub_rows_used, 37u * (1 + 4 * 2)) << plan.describe();
+  p.ub_rows = 9 * 4 - 1;  // a 4-row aligned chunk needs 36 rows (kt = 1 + 4 * nt = 8)
+  EXPECT_THROW(plan_matmul(p, s), std::invalid_argument);
+  p.ub_rows = 9 * 4;
+  plan = plan_matmul(p, s);
+  ASSERT_EQ(plan.chunk_sizes.size(), 10u) << plan.describe();  // 9 x 4 rows + 1
+  for (size_t i = 0; i + 1 < plan.chunk_sizes.size(); ++i)
+    EXPECT_EQ(plan.chunk_sizes[i], 4u) << plan.describe();
+}
+
+void run_raw_cases(const ChipParams& params, int count, uint32_t max_m, uint32_t max_k,
+                   uint32_t max_n, unsigned seed, const MatmulResources& res = {}) {
+  ModelDevice dev(params);
+  std::mt19937 rng(seed);
+  for (int i = 0; i < count; ++i) {
+    const tpu_test::MatmulCase c = tpu_test::random_raw_case(rng, max_m, max_k, max_n);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.describe());
+    MatmulRun r;
+    ASSERT_NO_THROW(r = run_matmul(dev, c.spec, c.a, c.w, Device::kDefaultMaxCycles, res));
+    ASSERT_EQ(r.out32, reference_matmul_int32(c.spec, c.a, c.w)) << r.plan.describe();
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_EQ(r.stats.counters.mxu_busy, uint64_t(r.plan.kt) * r.plan.nt * c.spec.m);
+    EXPECT_TRUE(dev.buffers().empty()) << "run_matmul releases its buffers";
+  }
+}
+
+TEST(TiledModel, RawRandomShapes) {
+  run_raw_cases(ChipParams::with_n(4), 30, 70, 40, 40, 11);
+  run_raw_cases(ChipParams::with_n(16), 15, 300, 100, 100, 12);
+  ChipParams p = ChipParams::with_n(4);  // chunks, single-buffered UB, one ACC region
+  p.ub_rows = 120;
+  p.acc_rows = 6;
+  p.qp_slots = 1;
+  p.wfifo_tiles = 1;
+  run_raw_cases(p, 20, 30, 20, 20, 13);
+}
+
+// The accumulators wrap at 32 bits on the chip as in the reference.
+TEST(TiledModel, RawSumWraps) {
+  ModelDevice dev(ChipParams::with_n(16));
+  MatmulSpec s;
+  s.k = 33100;
+  s.raw = s.a_unsigned = s.w_unsigned = true;
+  const std::vector<uint8_t> ones(33100, 255);
+  const MatmulRun r = run_matmul(dev, s, ones, ones);
+  EXPECT_EQ(r.out32, (std::vector<int32_t>{-2142639796}));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // requantization and every activation function.
 #pragma once
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -20,7 +21,9 @@ struct MatmulCase {
     const auto& s = spec;
     return std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
            (s.a_unsigned ? " a:u8" : " a:i8") + (s.w_unsigned ? " w:u8" : " w:i8") +
-           (s.out_unsigned ? " out:u8" : " out:i8") +
+           (s.raw            ? " out:i32"
+            : s.out_unsigned ? " out:u8"
+                             : " out:i8") +
            " func=" + std::string(tpu::act_func_name(s.func)) + (s.bias.empty() ? "" : " bias") +
            " mult/shift values=" + std::to_string(s.mult.size());
   }
@@ -74,6 +77,28 @@ inline MatmulCase random_case(std::mt19937& rng, uint32_t max_m, uint32_t max_k,
   if (s.func == tpu::ActFunc::Lut) {
     s.lut.resize(256);
     for (auto& v : s.lut) v = uint8_t(pick(0, 255));
+  }
+  return c;
+}
+
+// A raw (int32 output) case: random_case's shapes, signednesses and bias, without what a raw
+// output does not have (requantization, function, unsigned output, zero point). One case in
+// four gets biases near the int32 limits, so that the bias add saturates.
+inline MatmulCase random_raw_case(std::mt19937& rng, uint32_t max_m, uint32_t max_k,
+                                  uint32_t max_n) {
+  MatmulCase c = random_case(rng, max_m, max_k, max_n);
+  tpu::MatmulSpec& s = c.spec;
+  s.raw = true;
+  s.func = tpu::ActFunc::Identity;
+  s.out_unsigned = false;
+  s.zero_point = 0;
+  s.mult.clear();
+  s.shift.clear();
+  s.lut.clear();
+  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+    s.bias.resize(s.n);
+    for (size_t i = 0; i < s.bias.size(); ++i)
+      s.bias[i] = i % 2 ? INT32_MIN + int32_t(i) : INT32_MAX - int32_t(i);
   }
   return c;
 }
