@@ -19,6 +19,7 @@
 #include "cnn_models.h"
 #include "mini_parse.h"
 #include "run_command.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -39,7 +40,7 @@ Result tpusim(const std::string& args) {
 }
 
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = test_support::temp_dir() + "/" + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
@@ -108,8 +109,8 @@ std::string slurp(const std::string& path) {
 
 // --report DIR (created, nested) and --timeline F on the chip: the files, and what they hold.
 TEST(RunCnnCli, ReportAndTimeline) {
-  const std::string dir = ::testing::TempDir() + "/run_cnn_report/a/b";
-  const std::string tl = ::testing::TempDir() + "/run_cnn_timeline.json";
+  const std::string dir = test_support::temp_dir() + "/run_cnn_report/a/b";
+  const std::string tl = test_support::temp_dir() + "/run_cnn_timeline.json";
   std::remove(tl.c_str());
   const Result r = tpusim("--images 4 --batch 4 --quiet --report " + dir + " --timeline " + tl);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -166,13 +167,13 @@ TEST(RunCnnCli, ReportAndTimelineErrors) {
   EXPECT_NE(r.out.find("--report " + file + "/sub: cannot create the directory"), std::string::npos)
       << r.out;
 
-  r = tpusim("--images 1 --backend model --timeline " + ::testing::TempDir() + "/t.json");
+  r = tpusim("--images 1 --backend model --timeline " + test_support::temp_dir() + "/t.json");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--timeline needs --backend rtl: the model backend has no timing"),
             std::string::npos)
       << r.out;
 
-  r = tpusim("--images 1 --no-profile --report " + ::testing::TempDir() + "/rep");
+  r = tpusim("--images 1 --no-profile --report " + test_support::temp_dir() + "/rep");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--report charts the per-layer profile: drop --no-profile"),
             std::string::npos)
@@ -190,7 +191,7 @@ std::vector<std::string> hidden_files(const std::string& dir) {
 // A run that fails (here: --max-cycles too low) leaves an existing --timeline file and report
 // files exactly as they were, creates no report file, and leaves no temporary file behind.
 TEST(RunCnnCli, FailedRunLeavesOutputFilesAlone) {
-  const std::string dir = ::testing::TempDir() + "/run_cnn_failed";
+  const std::string dir = test_support::temp_dir() + "/run_cnn_failed";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir + "/report");
   const std::string tl = temp_file("run_cnn_failed/t.json", "OLD TIMELINE");
@@ -246,10 +247,11 @@ TEST(RunCnnCli, DataIsAFile) {
 }
 
 TEST(RunCnnCli, ModelIsADirectory) {
-  Result r = tpusim("--model " + ::testing::TempDir() + " --images 1");
+  Result r = tpusim("--model " + test_support::temp_dir() + " --images 1");
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("--model " + ::testing::TempDir() + ": is a directory (expected a file)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("--model " + test_support::temp_dir() + ": is a directory (expected a file)"),
+      std::string::npos)
       << r.out;
   r = tpusim("--model /dev/zero --images 1");  // would be read forever
   EXPECT_EQ(r.code, 1) << r.out;
@@ -283,7 +285,7 @@ TEST(RunCnnCli, Interrupted) {
   const std::string tl = temp_file("interrupted_timeline.json", "OLD");
   // Files of this process only (other test processes, other checkouts share TempDir), removed
   // first: the shell starts tpusim in the background and may grep before its 2> truncates.
-  const std::string base = ::testing::TempDir() + "/interrupted_" + std::to_string(getpid());
+  const std::string base = test_support::temp_dir() + "/interrupted_" + std::to_string(getpid());
   const std::string cmd = "rm -f " + base + ".out " + base + ".err " + base + ".rc; " +
                           std::string(TPUSIM_PATH) +
                           " run-cnn --images 2000 --batch 8 --quiet --json --timeline " + tl +

@@ -23,6 +23,7 @@
 #include "mini_parse.h"
 #include "reference.h"
 #include "report.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -108,7 +109,7 @@ TEST(OnnxImport, TruncatedFileIsAClearError) {
         << e;
   }
   // The same through a file, and a file that is not there.
-  const std::string path = ::testing::TempDir() + "/truncated.onnx";
+  const std::string path = test_support::temp_dir() + "/truncated.onnx";
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   EXPECT_NE(error_of([&] { load_onnx(path); }).find("truncated"), std::string::npos);
   EXPECT_NE(error_of([&] { load_onnx(path + ".missing"); }).find("cannot open"), std::string::npos);

@@ -17,6 +17,7 @@
 #include <functional>
 
 #include "cnn_test_util.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -64,7 +65,7 @@ void write_jpeg(const std::string& path, int w, int h, int channels,
   std::fclose(f);
 }
 
-std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+std::string tmp(const std::string& name) { return test_support::temp_dir() + "/" + name; }
 
 TEST(Images, PngKinds) {
   // 3 x 2 gray

@@ -19,6 +19,7 @@
 #include "mini_parse.h"
 #include "reference.h"
 #include "run_command.h"
+#include "temp_dir.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
 
@@ -37,7 +38,7 @@ struct Result {
 Result tpusim(const std::string& args) {
   // One file per process: ctest runs the test cases in parallel processes.
   const std::string err_file =
-      ::testing::TempDir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
+      test_support::temp_dir() + "/tpusim_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(TPUSIM_PATH) + " " + args + " 2>" + err_file;
   const test_support::CommandResult c = test_support::run_command(cmd);
   Result r;
@@ -51,7 +52,7 @@ Result tpusim(const std::string& args) {
 }
 
 std::string tmpdir(const std::string& name) {
-  const std::string d = ::testing::TempDir() + "/" + name;
+  const std::string d = test_support::temp_dir() + "/" + name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace {
 
 using namespace tpu::cnn;
@@ -257,7 +259,7 @@ TEST(TensorProto, RoundTripAndErrors) {
 }
 
 TEST(TensorFiles, ByExtension) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = test_support::temp_dir();
   const Tensor t = Tensor::from_float({2, 3}, {1, 2, 3, 4, 5, 6}, "y");
   save_tensor(dir + "/y.npy", t);
   save_tensor(dir + "/y.pb", t);

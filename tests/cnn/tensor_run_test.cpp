@@ -17,6 +17,7 @@
 #include "cnn_test_util.h"
 #include "device_model.h"
 #include "reference.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -167,7 +168,7 @@ TEST(TensorRun, IntegerOutput) {
   ASSERT_TRUE(mp.ParseFromString(g.serialize()));
   mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::UINT8);
-  const std::string path = ::testing::TempDir() + "/int_out.onnx";
+  const std::string path = test_support::temp_dir() + "/int_out.onnx";
   std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
 
   TensorModel m(path);
@@ -212,7 +213,7 @@ std::string uint8_in_int32_out(OnnxGraph& g, const std::string& name) {
       onnx::TensorProto::UINT8);
   mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::INT32);
-  const std::string path = ::testing::TempDir() + "/" + name + ".onnx";
+  const std::string path = test_support::temp_dir() + "/" + name + ".onnx";
   std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
   return path;
 }
@@ -372,7 +373,7 @@ TEST(TensorRun, HostSoftmax) {
     g.node("Gemm", {"f", "w", "b"}, {"z"}, {OnnxAttr::Int("transB", 1)}, "fc");
     g.node(op, {"z"}, {"p"}, {OnnxAttr::Int("axis", 1)}, "sm");
     g.output("p", {1, 5});
-    const std::string path = ::testing::TempDir() + "/host_" + op + ".onnx";
+    const std::string path = test_support::temp_dir() + "/host_" + op + ".onnx";
     g.save(path);
     TensorModel m(path);
     std::vector<float> px;
@@ -477,7 +478,7 @@ TEST(TensorRun, CompareRule) {
 
 TEST(TensorRun, TestLayout) {
   namespace fs = std::filesystem;
-  const std::string dir = ::testing::TempDir() + "/tensor_run_layout";
+  const std::string dir = test_support::temp_dir() + "/tensor_run_layout";
   fs::remove_all(dir);
   for (int s : {0, 1, 10}) {
     const std::string d = dir + "/test_data_set_" + std::to_string(s);
@@ -549,7 +550,7 @@ TEST(TensorRun, FoldInputsAsConstants) {
   EXPECT_EQ(net.layers[0].bias, (std::vector<float>{0.1f, -0.2f, 0.3f}));
 
   // Through TensorModel: the graph left has one input; the chip computes x * w^T + b.
-  const std::string path = ::testing::TempDir() + "/params.onnx";
+  const std::string path = test_support::temp_dir() + "/params.onnx";
   std::ofstream(path, std::ios::binary) << bytes;
   EXPECT_NE(error_of([&] { TensorModel m(path); }).find("the graph has 3 inputs ('x', 'w', 'b')"),
             std::string::npos);
@@ -629,7 +630,7 @@ TEST(TensorRun, Rank3IdentityAndIntegerInputs) {
         onnx::TensorProto::UINT8);
     mp.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
         onnx::TensorProto::UINT8);
-    const std::string path = ::testing::TempDir() + "/u8_pool.onnx";
+    const std::string path = test_support::temp_dir() + "/u8_pool.onnx";
     std::ofstream(path, std::ios::binary) << mp.SerializeAsString();
     TensorModel m(path);
     EXPECT_FALSE(m.needs_calibration());

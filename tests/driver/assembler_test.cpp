@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 
+#include "temp_dir.h"
+
 namespace tpu {
 namespace {
 
@@ -304,7 +306,7 @@ TEST(Disassembler, SizeNotAMultipleOf16IsAClearError) {
 }
 
 TEST(Disassembler, LoadBinaryChecksTheFile) {
-  std::string path = ::testing::TempDir() + "tpu_driver_load_binary_test.bin";
+  std::string path = test_support::temp_dir() + "tpu_driver_load_binary_test.bin";
   {
     std::ofstream out(path, std::ios::binary);
     std::vector<uint8_t> b = encode_program(assemble("nop\nhalt"));
@@ -371,14 +373,14 @@ TEST(Assembler, BytesThatAreNotText) {
 // The size of a binary is checked before it is read.
 TEST(Assembler, LoadBinaryRefusesDirectoriesAndHugeFiles) {
   try {
-    load_binary(::testing::TempDir());
+    load_binary(test_support::temp_dir());
     ADD_FAILURE() << "a directory was loaded";
   } catch (const BinaryError& e) {
     EXPECT_NE(std::string(e.what()).find(": is a directory (expected a binary program file)"),
               std::string::npos)
         << e.what();
   }
-  const std::string big = ::testing::TempDir() + "/too_big.bin";
+  const std::string big = test_support::temp_dir() + "/too_big.bin";
   {
     std::ofstream f(big, std::ios::binary);
     f.seekp(std::streamoff(kMaxProgramBytes) + 16 - 1);

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "temp_dir.h"
+
 namespace {
 
 using namespace tpu;
@@ -69,10 +71,10 @@ TEST(HostImage, Errors) {
   expect_error("@0x10 name=a name=b\n00\n", "m.txt:1:", "name= is given twice");
   expect_error("@0x10 file=a.bin file=b.bin\n", "m.txt:1:", "file= is given twice");
   // Directories named as files.
-  expect_error("@0x10 file=" + ::testing::TempDir() + "\n",
+  expect_error("@0x10 file=" + test_support::temp_dir() + "\n",
                "m.txt:1:", ": is a directory (expected a binary file)");
   try {
-    load_host_image(::testing::TempDir());
+    load_host_image(test_support::temp_dir());
     ADD_FAILURE() << "a directory was loaded";
   } catch (const HostImageError& e) {
     EXPECT_NE(std::string(e.what()).find(": is a directory (expected a host memory image file)"),
@@ -89,7 +91,7 @@ TEST(HostImage, Errors) {
 }
 
 TEST(HostImage, FileBlocksAndSaveLoad) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = test_support::temp_dir();
   {
     std::ofstream bin(dir + "/blob.bin", std::ios::binary);
     bin << "ABC";

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -24,7 +26,7 @@ std::string slurp(const std::string& path) {
 
 struct Dir {
   std::string path;
-  explicit Dir(const std::string& name) : path(::testing::TempDir() + "/" + name) {
+  explicit Dir(const std::string& name) : path(test_support::temp_dir() + "/" + name) {
     fs::remove_all(path);
     fs::create_directories(path);
   }

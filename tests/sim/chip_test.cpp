@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
+
 namespace tpu::sim {
 namespace {
 
@@ -386,7 +388,7 @@ TEST(ChipVcd, DumpsOnlyInsideTheCycleWindow) {
   if (GTEST_FLAG_GET(filter).find("ChipVcd") == std::string::npos || Chip::constructed())
     GTEST_SKIP() << "needs its own process: run with --gtest_filter=ChipVcd.*";
   const std::string path =
-      ::testing::TempDir() + "tpu_sim_window_n" + std::to_string(Chip::compiled_n()) + ".vcd";
+      test_support::temp_dir() + "tpu_sim_window_n" + std::to_string(Chip::compiled_n()) + ".vcd";
   std::remove(path.c_str());
   ChipConfig cfg;
   cfg.vcd_file = path;
