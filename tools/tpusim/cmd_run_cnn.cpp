@@ -32,7 +32,20 @@
 
 namespace {
 
-std::string default_model() { return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx"; }
+// The bundled model: beside an installed tpusim (<prefix>/bin/../share/tpu_rtl/models,
+// TPUSIM_INSTALL_MODELS_REL), else in the source tree the build came from.
+std::string default_model() {
+  try {
+    const std::filesystem::path installed =
+        std::filesystem::path(tpusim::self_executable()).parent_path() / TPUSIM_INSTALL_MODELS_REL /
+        "fashion_cnn.onnx";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(installed, ec))
+      return installed.lexically_normal().string();
+  } catch (const std::runtime_error&) {  // no /proc/self/exe: the source tree's
+  }
+  return std::string(TPU_CNN_SOURCE_DIR) + "/models/fashion_cnn.onnx";
+}
 
 std::string thousands(uint64_t v) {
   std::string s = std::to_string(v);
