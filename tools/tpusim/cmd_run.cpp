@@ -44,13 +44,12 @@ int run_run(const tpusim::Args& args) {
     throw tpusim::UsageError("--format " + format + " is not a program type (expected asm or bin)");
   }
   // Everything that can be wrong with the inputs and outputs is found before the chip is built.
-  for (const auto& [option, path] :
-       {std::pair<std::string, std::string>{"--hostmem-out", mem_out}, {"--vcd", dev_opts.vcd}}) {
-    tpu::check_output_not_input(path, option, {program_path, mem_in});
-  }
-  if (!mem_out.empty() && mem_out == dev_opts.vcd) {
-    throw tpusim::UsageError("--hostmem-out and --vcd are the same file " + mem_out);
-  }
+  tpu::RunPaths()
+      .input("", program_path)
+      .input("--hostmem-in", mem_in)
+      .output("--hostmem-out", mem_out)
+      .output("--vcd", dev_opts.vcd)
+      .check();
   const auto program = tpusim::load_program(program_path, format);
   tpu::HostImage image;
   if (!mem_in.empty()) image = tpu::load_host_image(mem_in);
@@ -116,6 +115,10 @@ int run_run(const tpusim::Args& args) {
       std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
                   r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
                   r.stats.wall_seconds);
+      if (!r.stats.cycles_estimated) {
+        std::printf("start cycle: %llu (for --vcd-window, counted from simulation start)\n",
+                    (unsigned long long)r.stats.start_cycle);
+      }
       std::printf("counters:");
       for (int i = 1; i < tpu::PerfCounters::kCount; ++i) {
         std::printf(" %s=%llu", tpu::PerfCounters::name(i),

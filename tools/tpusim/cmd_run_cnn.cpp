@@ -93,10 +93,7 @@ int run_run_cnn(const tpusim::Args& args) {
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
   tpusim::add_memory_options(opts);
-  tpusim::add_device_options(
-      opts, dev_opts, /*with_vcd=*/true,
-      "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
-      "64 x instructions");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
   po::variables_map vm;
   if (!tpusim::parse_options(
@@ -183,9 +180,27 @@ int run_run_cnn(const tpusim::Args& args) {
       throw std::runtime_error("--model " + model +
                                ": is not a regular file (expected an ONNX model file)");
   }
-  tpu::check_output_not_input(timeline_file, "--timeline", {model});
-  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  {  // no output may be an input: checked before anything runs
+    tpu::RunPaths paths;
+    if (zoo.empty()) paths.input("--model", model);
+    if (zoo.empty() && dataset.empty()) paths.input("--data", data);
+    paths.input("--dataset", dataset).input("--labels", labels_file);
+    paths.output("--timeline", timeline_file).output("--vcd", dev_opts.vcd);
+    tpusim::add_cnn_report_outputs(paths, report_dir);
+    paths.check();
+  }
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   using Mode = tpusim::ShardPlan::Mode;
+  // An image folder sets the default --images: scanned before the shards are cut.
+  std::optional<tpu::cnn::ImageFolder> folder;
+  if (!dataset.empty()) {
+    folder = tpu::cnn::scan_image_folder(dataset);
+    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
+    if (offset + images > int(folder->files.size()))
+      throw tpusim::UsageError("--offset + --images is past the " +
+                               std::to_string(folder->files.size()) + " images of " + dataset);
+  }
+  tpusim::cap_jobs(plan, (uint64_t(images) + batch - 1) / batch, "batch", "batches");
   if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
     throw tpusim::UsageError(
         "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
@@ -227,16 +242,6 @@ int run_run_cnn(const tpusim::Args& args) {
   }
   tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
 
-  // An image folder sets the default --images: scanned before the shards are cut.
-  std::optional<tpu::cnn::ImageFolder> folder;
-  if (!dataset.empty()) {
-    folder = tpu::cnn::scan_image_folder(dataset);
-    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
-    if (offset + images > int(folder->files.size()))
-      throw tpusim::UsageError("--offset + --images is past the " +
-                               std::to_string(folder->files.size()) + " images of " + dataset);
-  }
-
   // This process's images: whole batches, the same ones in every shard count.
   const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
   const uint64_t batches = (uint64_t(images) + batch - 1) / batch;
@@ -248,6 +253,13 @@ int run_run_cnn(const tpusim::Args& args) {
   const bool floats = !dataset.empty() || !zoo.empty();  // folder_set holds the images
   const tpu::cnn::Network net =
       zoo.empty() ? tpu::cnn::load_onnx(model) : tpu::cnn::zoo_network(zoo, 1);
+  if (!dataset.empty()) {
+    try {
+      tpu::cnn::check_preprocess(pre, net.input);
+    } catch (const tpu::cnn::Error& e) {
+      throw tpusim::UsageError(e.what());
+    }
+  }
   tpusim::CnnPresentation pres;
   pres.class_names = tpu::cnn::fashion_mnist_classes();
   pres.top_k = top_k;
