@@ -353,7 +353,8 @@ void check_preprocess(const Preprocess& p, const Shape3& input) {
     if (v->size() > 1 && int(v->size()) != channels)
       throw Error(std::string(v == &p.mean ? "--mean" : "--std") + ": " +
                   std::to_string(v->size()) + " values for " + std::to_string(channels) +
-                  " channels (expected 1 or " + std::to_string(channels) + ")");
+                  " channel" + (channels == 1 ? "" : "s") + " (expected " +
+                  (channels == 1 ? std::string("1") : "1 or " + std::to_string(channels)) + ")");
 }
 
 std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, const Shape3& input,

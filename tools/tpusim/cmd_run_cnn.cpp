@@ -286,7 +286,13 @@ int run_run_cnn(const tpusim::Args& args) {
     folder_files.assign(folder->files.begin() + offset, folder->files.begin() + offset + images);
     pres.class_names = folder->classes;
   }
-  if (!labels_file.empty()) pres.class_names = tpu::cnn::read_labels_file(labels_file);
+  if (!labels_file.empty()) {
+    try {
+      pres.class_names = tpu::cnn::read_labels_file(labels_file);
+    } catch (const tpu::cnn::Error& e) {
+      throw std::runtime_error(std::string("--labels ") + e.what());
+    }
+  }
   std::string how;
   tpu::cnn::QuantNetwork q;
   if (tpu::cnn::fully_quantized(net)) {
