@@ -83,7 +83,7 @@ void check_calibrated(const Range& r, const TensorQuant& q, const std::string& t
     throw Error(tensor + ": calibrated range [" + float_text(r.lo) + ", " + float_text(r.hi) +
                 "] gives the int8 scale " + float_text(q.scale) +
                 " (expected a range whose scale, its width / 255, is a finite normal float: "
-                "at most about 8.7e40 wide and at least about 3e-36)");
+                "at most about 3.4e38 wide (the largest float32) and at least about 3e-36)");
 }
 
 // Asymmetric quantization of [lo, hi] in the given type (a LUT's input has its output's type).

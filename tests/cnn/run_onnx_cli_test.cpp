@@ -308,7 +308,10 @@ TEST(RunOnnxCli, InputErrors) {
   EXPECT_EQ(r.code, 2) << r.all();
   r = tpusim("run-onnx --backend model --test-dir " + d);
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--test-dir " + d + ": " + d + "/model.onnx: no such file (expected an "
+                       "ONNX model file)"),
+            std::string::npos)
+      << r.err;
 }
 
 // Graph inputs that are parameters (ONNX node tests): given with --input NAME=FILE they are
@@ -554,6 +557,17 @@ TEST(RunOnnxCli, MessagesNameTheOption) {
   EXPECT_NE(r.err.find("--expect " + d + "/nothing: no such directory (expected a directory"),
             std::string::npos)
       << r.err;
+  r = tpusim("run-onnx --backend model --model " + d + " --input " + d + "/x.npy");
+  EXPECT_EQ(r.code, 1) << r.all();  // it said "expected NAME=FILE (the model has 0 inputs)"
+  EXPECT_NE(r.err.find("--model " + d + ": is a directory (expected an ONNX model file)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-onnx --backend model --test-dir " + d + "/x.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--test-dir " + d + "/x.npy: not a directory (expected ONNX's test "
+                       "layout"),
+            std::string::npos)
+      << r.err;
   r = tpusim(base + " --input " + d + "/x.npy --shard 0/1000000");
   EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("--shard 0/1000000: out of range (expected I/K with 0 <= I < K <= 65536)"),
@@ -739,6 +753,7 @@ TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
   fs::create_directories(d + "/empty/a");
   r = tpusim("run-cnn --backend model --dataset " + d + "/empty");
   EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--dataset " + d + "/empty: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no .png, .jpg or .jpeg images"), std::string::npos) << r.err;
 }
 

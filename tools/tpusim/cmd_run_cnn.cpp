@@ -194,7 +194,11 @@ int run_run_cnn(const tpusim::Args& args) {
   // An image folder sets the default --images: scanned before the shards are cut.
   std::optional<tpu::cnn::ImageFolder> folder;
   if (!dataset.empty()) {
-    folder = tpu::cnn::scan_image_folder(dataset);
+    try {
+      folder = tpu::cnn::scan_image_folder(dataset);
+    } catch (const tpu::cnn::Error& e) {
+      throw std::runtime_error(std::string("--dataset ") + e.what());
+    }
     if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
     if (offset + images > int(folder->files.size()))
       throw tpusim::UsageError("--offset + --images is past the " +

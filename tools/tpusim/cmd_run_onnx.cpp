@@ -504,6 +504,19 @@ int run_run_onnx(const tpusim::Args& args) {
       throw tpusim::UsageError("--input NAME=FILE is required (one per graph input)");
   }
 
+  {  // the model and the test directory, named by their options
+    std::error_code ec;
+    if (!test_dir.empty() && !fs::is_directory(test_dir, ec))
+      throw std::runtime_error("--test-dir " + test_dir + ": " +
+                               (fs::exists(test_dir, ec) ? "not a directory" : "no such directory") +
+                               " (expected ONNX's test layout: DIR/model.onnx and "
+                               "DIR/test_data_set_N/)");
+    const std::string option = test_dir.empty() ? "--model " : "--test-dir " + test_dir + ": ";
+    if (fs::is_directory(model, ec))
+      throw std::runtime_error(option + model + ": is a directory (expected an ONNX model file)");
+    if (!fs::exists(model, ec))
+      throw std::runtime_error(option + model + ": no such file (expected an ONNX model file)");
+  }
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   if (plan.mode == tpusim::ShardPlan::Mode::Jobs) {
     uint64_t sets_total = 1;  // --input: one data set
