@@ -54,11 +54,15 @@ int run_run_cnn(const tpusim::Args& args) {
       "and seeded random weights (resnet18, resnet50, mobilenetv2; 224x224x3, 1000 classes), run "
       "on random images (no labels: accuracy is meaningless, bit-exactness is checked); "
       "--images and --calibration default to 1")(
-      "images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")(
-      "offset", po::value<std::string>()->default_value("0"), "first test image (0..9999)")(
+      "images", po::value<std::string>()->default_value("100"),
+      "number of test images (1..10000; with --dataset 1..1000000, default all of its images; "
+      "with --zoo default 1)")(
+      "offset", po::value<std::string>()->default_value("0"),
+      "first test image (0..9999; with --dataset 0..999999)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
       "calibration", po::value<std::string>()->default_value("200"),
-      "training images used to calibrate a float model's activations (1..60000)")(
+      "training images used to calibrate a float model's activations (1..60000; with --dataset "
+      "the first selected images; with --zoo default 1)")(
       "data", po::value<std::string>(&data),
       "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
       "/usr/share/datasets/fashion-mnist)")(

@@ -615,6 +615,7 @@ int run_run_onnx(const tpusim::Args& args) {
                           tpu::cnn::tensor_file_name(o.name, "." + format));
     paths.check();
   }
+  tpusim::set_activity("loading " + model + " and its inputs");
   TensorModel m(model, constants);
   for (auto& s : sets) s.images = m.images(s.inputs, s.sources);
   if (test_dir.empty() && !expect_dir.empty())
