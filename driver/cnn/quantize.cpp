@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <string>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "reference.h"
 
@@ -312,8 +312,8 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
                       ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
       } else {
         ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
-        check_calibrated(calib->pre[li], ql.pre_q, "layer '" + l.name + "' input of its " +
-                                                       lut_func_name(l.lut));
+        check_calibrated(calib->pre[li], ql.pre_q,
+                         "layer '" + l.name + "' input of its " + lut_func_name(l.lut));
       }
       pre_scale = ql.pre_q.scale;
       ql.lut = build_lut(l, ql.pre_q, ql.out_q);

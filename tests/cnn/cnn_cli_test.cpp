@@ -338,10 +338,14 @@ TEST(RunCnnCli, InterruptedJobsSayWhatRan) {
   const std::string base = ::testing::TempDir() + "/interrupted_jobs_" + std::to_string(getpid());
   const std::string cmd = "rm -f " + base + ".err " + base + ".rc; " + std::string(TPUSIM_PATH) +
                           " run-cnn --backend model --images 4000 --batch 8 --quiet --jobs 2 "
-                          "> /dev/null 2> " + base + ".err & pid=$!; "
-                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " + base +
+                          "> /dev/null 2> " +
+                          base +
+                          ".err & pid=$!; "
+                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " +
+                          base +
                           ".err 2>/dev/null; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; "
-                          "wait $pid; echo $? > " + base + ".rc";
+                          "wait $pid; echo $? > " +
+                          base + ".rc";
   ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
   EXPECT_EQ(slurp(base + ".rc"), "143\n");
   const std::string err = slurp(base + ".err");

@@ -150,7 +150,7 @@ TEST(Images, AbsurdHeaderDimensions) {
   std::ofstream(tmp("huge.png"), std::ios::binary) << png;
   std::string e = error_of([] { load_image(tmp("huge.png")); });
   EXPECT_NE(e.find(tmp("huge.png") + ": the PNG header claims 100000 x 100000 pixels, more than "
-                   "the 67108864"),
+                                     "the 67108864"),
             std::string::npos)
       << e;
   write_jpeg(tmp("tiny.jpg"), 8, 8, 1, std::vector<uint8_t>(64, 9));

@@ -308,7 +308,8 @@ TEST(RunOnnxCli, InputErrors) {
   EXPECT_EQ(r.code, 2) << r.all();
   r = tpusim("run-onnx --backend model --test-dir " + d);
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--test-dir " + d + ": " + d + "/model.onnx: no such file (expected an "
+  EXPECT_NE(r.err.find("--test-dir " + d + ": " + d +
+                       "/model.onnx: no such file (expected an "
                        "ONNX model file)"),
             std::string::npos)
       << r.err;
@@ -391,8 +392,7 @@ TEST(RunOnnxCli, NonFiniteInputsNamed) {
     return d + "/" + name;
   };
   save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
-  save_tensor(d + "/y.npy",
-              Tensor::from_float({2, 4}, {1, 2, 0, 0.5f, 0.25f, 0, 3, 1}));
+  save_tensor(d + "/y.npy", Tensor::from_float({2, 4}, {1, 2, 0, 0.5f, 0.25f, 0, 3, 1}));
   const std::string base = "run-onnx --backend model --model " + model;
   struct Case {
     std::string file, where;
@@ -402,9 +402,9 @@ TEST(RunOnnxCli, NonFiniteInputsNamed) {
                         Case{with("x_minf.npy", 0, -inf), "element 0 [0, 0] is -Inf"}}) {
     const Result r = tpusim(base + " --input " + c.file + " --expect " + d);
     EXPECT_EQ(r.code, 1) << r.all();
-    EXPECT_NE(r.err.find("--input " + c.file + ": input 'x' " + c.where +
-                         " (expected finite numbers"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("--input " + c.file + ": input 'x' " + c.where + " (expected finite numbers"),
+        std::string::npos)
         << r.err;
     EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
   }
@@ -508,8 +508,10 @@ TEST(RunOnnxCli, OutputsNeverOverwriteInputs) {
   save_tensor(t + "/test_data_set_0/input_0.pb", Tensor::from_float({2, 4}, kReluX, "x"));
   r = tpusim("run-onnx --backend model --test-dir " + t + " --output-dir " + t);
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--output-dir " + t + "/test_data_set_0/y.npy: is inside the input "
-                       "directory --test-dir " + t),
+  EXPECT_NE(r.err.find("--output-dir " + t +
+                       "/test_data_set_0/y.npy: is inside the input "
+                       "directory --test-dir " +
+                       t),
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(t + "/test_data_set_0/y.npy"));
@@ -522,8 +524,8 @@ TEST(RunOnnxCli, OutputsNeverOverwriteInputs) {
 TEST(RunOnnxCli, VcdWritten) {
   const std::string d = tmpdir("run_onnx_vcd");
   save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
-  const Result r = tpusim("run-onnx --model " + relu_model(d) + " --input " + d +
-                          "/x.npy --vcd " + d + "/r.vcd --vcd-window 0:400");
+  const Result r = tpusim("run-onnx --model " + relu_model(d) + " --input " + d + "/x.npy --vcd " +
+                          d + "/r.vcd --vcd-window 0:400");
   ASSERT_EQ(r.code, 0) << r.all();
   const std::string vcd = slurp_file(d + "/r.vcd");
   EXPECT_GT(vcd.size(), 1000u);
@@ -538,7 +540,8 @@ TEST(RunOnnxCli, MessagesNameTheOption) {
   const std::string base = "run-onnx --backend model --model " + model;
   Result r = tpusim(base + " --input " + d);
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--input " + d + ": is a directory (expected a .npy or an ONNX "
+  EXPECT_NE(r.err.find("--input " + d +
+                       ": is a directory (expected a .npy or an ONNX "
                        "TensorProto .pb file)"),
             std::string::npos)
       << r.err;
@@ -548,7 +551,8 @@ TEST(RunOnnxCli, MessagesNameTheOption) {
       << r.err;
   r = tpusim(base + " --input " + d + "/x.npy --calibration " + d + "/missing.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--calibration " + d + "/missing.npy: no such file or directory (expected "
+  EXPECT_NE(r.err.find("--calibration " + d +
+                       "/missing.npy: no such file or directory (expected "
                        "a tensor file"),
             std::string::npos)
       << r.err;
@@ -564,7 +568,8 @@ TEST(RunOnnxCli, MessagesNameTheOption) {
       << r.err;
   r = tpusim("run-onnx --backend model --test-dir " + d + "/x.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("--test-dir " + d + "/x.npy: not a directory (expected ONNX's test "
+  EXPECT_NE(r.err.find("--test-dir " + d +
+                       "/x.npy: not a directory (expected ONNX's test "
                        "layout"),
             std::string::npos)
       << r.err;
@@ -739,8 +744,7 @@ TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
       << r.err;
   r = tpusim("run-cnn --backend model --dataset " + d + "/images --mean 0.1,0.2");
   EXPECT_EQ(r.code, 2) << r.all();
-  EXPECT_NE(r.err.find("--mean: 2 values for 1 channel (expected 1)"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("--mean: 2 values for 1 channel (expected 1)"), std::string::npos) << r.err;
   r = tpusim("run-cnn --backend model --dataset " + d + "/images --std 1,2,3");
   EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("--std: 3 values for 1 channel (expected 1)"), std::string::npos) << r.err;

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -296,7 +296,8 @@ TEST(CompareTensors, NonFiniteNeverPasses) {
   const Tensor expect = Tensor::from_float({1, 3}, {1, 2, 3}, "y");
   for (const double tol : {0.5, 1e300, double(inf)}) {
     for (const float bad : {nan, inf, -inf}) {
-      const OutputCheck c = compare_tensors(Tensor::from_float({1, 3}, {1, bad, 3}, "y"), expect, tol);
+      const OutputCheck c =
+          compare_tensors(Tensor::from_float({1, 3}, {1, bad, 3}, "y"), expect, tol);
       EXPECT_FALSE(c.pass) << "tolerance " << tol << ", value " << bad;
     }
     EXPECT_EQ(compare_tensors(expect, expect, tol).pass, std::isfinite(tol)) << tol;

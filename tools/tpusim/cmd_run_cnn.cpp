@@ -56,9 +56,8 @@ int run_run_cnn(const tpusim::Args& args) {
       "--images and --calibration default to 1")(
       "images", po::value<std::string>()->default_value("100"),
       "number of test images (1..10000; with --dataset 1..1000000, default all of its images; "
-      "with --zoo default 1)")(
-      "offset", po::value<std::string>()->default_value("0"),
-      "first test image (0..9999; with --dataset 0..999999)")(
+      "with --zoo default 1)")("offset", po::value<std::string>()->default_value("0"),
+                               "first test image (0..9999; with --dataset 0..999999)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
       "calibration", po::value<std::string>()->default_value("200"),
       "training images used to calibrate a float model's activations (1..60000; with --dataset "

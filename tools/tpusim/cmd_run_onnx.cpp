@@ -158,6 +158,35 @@ Tensor load_expected(const std::string& dir, const std::string& name, size_t k) 
                            ")");
 }
 
+// The model and the test directory, named by their options when missing or of the wrong kind.
+void check_model_path(const std::string& model, const std::string& test_dir) {
+  std::error_code ec;
+  if (!test_dir.empty() && !fs::is_directory(test_dir, ec))
+    throw std::runtime_error("--test-dir " + test_dir + ": " +
+                             (fs::exists(test_dir, ec) ? "not a directory" : "no such directory") +
+                             " (expected ONNX's test layout: DIR/model.onnx and "
+                             "DIR/test_data_set_N/)");
+  const std::string option = test_dir.empty() ? "--model " : "--test-dir " + test_dir + ": ";
+  if (fs::is_directory(model, ec))
+    throw std::runtime_error(option + model + ": is a directory (expected an ONNX model file)");
+  if (!fs::exists(model, ec))
+    throw std::runtime_error(option + model + ": no such file (expected an ONNX model file)");
+}
+
+// Every input path of the run, for tpu::RunPaths.
+tpu::RunPaths input_paths(const std::string& model, const std::string& test_dir,
+                          const std::vector<std::string>& input_specs,
+                          const std::string& expect_dir, const std::string& calibration) {
+  tpu::RunPaths paths;
+  paths.input(test_dir.empty() ? "--model" : "--test-dir", test_dir.empty() ? model : test_dir);
+  for (const auto& spec : input_specs) {
+    const size_t eq = spec.find('=');
+    paths.input("--input", eq == std::string::npos ? spec : spec.substr(eq + 1));
+  }
+  paths.input("--expect", expect_dir).input("--calibration", calibration);
+  return paths;
+}
+
 struct SetResult {
   std::string name;  // data set directory name, or "" for --input
   TensorModel::Run run;
@@ -504,19 +533,7 @@ int run_run_onnx(const tpusim::Args& args) {
       throw tpusim::UsageError("--input NAME=FILE is required (one per graph input)");
   }
 
-  {  // the model and the test directory, named by their options
-    std::error_code ec;
-    if (!test_dir.empty() && !fs::is_directory(test_dir, ec))
-      throw std::runtime_error("--test-dir " + test_dir + ": " +
-                               (fs::exists(test_dir, ec) ? "not a directory" : "no such directory") +
-                               " (expected ONNX's test layout: DIR/model.onnx and "
-                               "DIR/test_data_set_N/)");
-    const std::string option = test_dir.empty() ? "--model " : "--test-dir " + test_dir + ": ";
-    if (fs::is_directory(model, ec))
-      throw std::runtime_error(option + model + ": is a directory (expected an ONNX model file)");
-    if (!fs::exists(model, ec))
-      throw std::runtime_error(option + model + ": no such file (expected an ONNX model file)");
-  }
+  check_model_path(model, test_dir);
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   if (plan.mode == tpusim::ShardPlan::Mode::Jobs) {
     uint64_t sets_total = 1;  // --input: one data set
@@ -599,14 +616,8 @@ int run_run_onnx(const tpusim::Args& args) {
       sets.push_back(std::move(s));
     }
   }
-  {  // no output may be an input: checked before anything runs
-    tpu::RunPaths paths;
-    paths.input(test_dir.empty() ? "--model" : "--test-dir", test_dir.empty() ? model : test_dir);
-    for (const auto& spec : input_specs) {
-      const size_t eq = spec.find('=');
-      paths.input("--input", eq == std::string::npos ? spec : spec.substr(eq + 1));
-    }
-    paths.input("--expect", expect_dir).input("--calibration", calibration);
+  {  // no output may be an input (docs/tpusim.md "Output files"): checked before anything runs
+    tpu::RunPaths paths = input_paths(model, test_dir, input_specs, expect_dir, calibration);
     paths.output("--vcd", dev_opts.vcd);
     if (!output_dir.empty())
       for (const auto& s : sets)

@@ -69,8 +69,10 @@ void check_layer_size(const TopoLayer& l, const std::string& where) {
                              " is too large (at most " + std::to_string(limit) +
                              " for a layer the host builds in memory)");
   };
-  if (weights > kMaxTopoWeights) refuse("its weights (filters x filter size x channels)", weights, kMaxTopoWeights);
-  if (ifmap > kMaxTopoValues) refuse("its IFMAP (height x width x channels)", ifmap, kMaxTopoValues);
+  if (weights > kMaxTopoWeights)
+    refuse("its weights (filters x filter size x channels)", weights, kMaxTopoWeights);
+  if (ifmap > kMaxTopoValues)
+    refuse("its IFMAP (height x width x channels)", ifmap, kMaxTopoValues);
   if (ofmap > kMaxTopoValues) refuse("its OFMAP (height x width x filters)", ofmap, kMaxTopoValues);
 }
 

@@ -215,9 +215,9 @@ int run_sweep(const tpusim::Args& args) {
   {  // no output may be an input: checked before anything runs
     tpu::RunPaths paths;
     paths.input("--model", model);
-    for (const char* name : {"sweep.csv", "sweep_cycles.svg", "sweep_utilization.svg",
-                             "sweep_cycles_bandwidth.svg", "sweep_utilization_bandwidth.svg",
-                             "sweep_dma.svg"})
+    for (const char* name :
+         {"sweep.csv", "sweep_cycles.svg", "sweep_utilization.svg", "sweep_cycles_bandwidth.svg",
+          "sweep_utilization_bandwidth.svg", "sweep_dma.svg"})
       paths.output_in("--out", out_dir, name);
     paths.check();
   }

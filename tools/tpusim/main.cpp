@@ -4,9 +4,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <new>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "device.h"

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sharding.h"
-#include "interrupt.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +16,8 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+
+#include "interrupt.h"
 
 namespace tpusim {
 
@@ -408,9 +409,8 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
     for (auto& a : child_args(i)) argv.push_back(a);
     argvs.push_back(std::move(argv));
   }
-  set_activity("running " + subcommand + " in " + std::to_string(jobs) +
-               " processes (--jobs " + std::to_string(jobs) + ": each a --shard i/" +
-               std::to_string(jobs) + ")");
+  set_activity("running " + subcommand + " in " + std::to_string(jobs) + " processes (--jobs " +
+               std::to_string(jobs) + ": each a --shard i/" + std::to_string(jobs) + ")");
   std::vector<ChildResult> children;
   try {
     children = run_processes(argvs, jobs);
