@@ -130,6 +130,11 @@ assert a['name'] == b['name'] == 'PW' and a['cycles'] == b['cycles'], (a, b)
       "$sim" run-topology huge.csv --backend model
     printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nBig, 65536, 65536, 1, 1, 1, 1, 1,\n' >bigmap.csv
     expect_error 1 "bigmap.csv:2: layer 'Big': its IFMAP .* is too large" "$sim" run-topology bigmap.csv
+    # Memory running out anyway (here: a 400 MB address space for 256 MiB of weights) is a
+    # message naming what was being done, never a bare std::bad_alloc.
+    printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nBig, 1, 1, 1, 1, 16384, 16384, 1,\n' >oom.csv
+    expect_error 1 "error: out of memory \(layer Big of oom.csv\)" \
+      sh -c "ulimit -v 400000; exec '$sim' run-topology oom.csv --backend model"
     # --jobs beyond the layers: capped, said on stderr, the output of one process.
     "$sim" run-topology ok.csv --backend model >one.txt 2>/dev/null
     "$sim" run-topology ok.csv --backend model --jobs 6 >j6.txt 2>j6.err || fail "--jobs 6 exited $?"
