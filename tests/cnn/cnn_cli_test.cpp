@@ -235,6 +235,25 @@ TEST(RunCnnCli, NonFiniteWeights) {
   }
 }
 
+// Finite weights whose calibrated output range overflows float32 (3e38 per weight): refused
+// naming the model and the layer, never run with an infinite scale (every output NaN).
+TEST(RunCnnCli, NonFiniteCalibratedRange) {
+  OnnxGraph g("huge");
+  g.input("input", {1, 1, 28, 28});
+  g.node("Flatten", {"input"}, {"f"}, {}, "flat");
+  g.init_float("fc.w", {10, 784}, std::vector<float>(10 * 784, 3e38f));
+  g.node("Gemm", {"f", "fc.w"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "fc");
+  g.output("logits", {1, 10});
+  const std::string model = temp_file("huge_range.onnx", g.serialize());
+  const Result r = tpusim("--backend model --model " + model + " --images 1 --calibration 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(model + ", post-training int8, 2 calibration images: layer 'fc' output: "
+                               "the float model gives +Inf on the calibration images"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("bit-exact"), std::string::npos) << r.out;
+}
+
 TEST(RunCnnCli, DataIsAFile) {
   const std::string file = temp_file("not_a_data_dir", "x");
   const Result r = tpusim("--data " + file + " --images 1");

@@ -318,11 +318,15 @@ int run_run_cnn(const tpusim::Args& args) {
       for (int i = 0; i < std::min(calibration, from.count()); ++i)
         cal.push_back(from.images[size_t(i)]);
     }
-    q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
           (!zoo.empty()      ? " (random)"
            : dataset.empty() ? ""
                              : " (the first selected images of --dataset)");
+    try {
+      q = tpu::cnn::quantize_model(net, cal);
+    } catch (const tpu::cnn::Error& e) {  // e.g. a calibrated range that is not finite
+      throw std::runtime_error(model + ", " + how + ": " + e.what());
+    }
   }
   pres.output_scale = double(q.output_q().scale);
   pres.output_zero_point = q.output_q().zero_point;
