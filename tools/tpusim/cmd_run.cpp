@@ -43,16 +43,17 @@ int run_run(const tpusim::Args& args) {
   if (!format.empty() && format != "asm" && format != "bin") {
     throw tpusim::UsageError("--format " + format + " is not a program type (expected asm or bin)");
   }
-  // Everything that can be wrong with the inputs and outputs is found before the chip is built.
-  tpu::RunPaths()
-      .input("", program_path)
-      .input("--hostmem-in", mem_in)
-      .output("--hostmem-out", mem_out)
-      .output("--vcd", dev_opts.vcd)
-      .check();
+  // Everything that can be wrong with the inputs and outputs is found before the chip is built;
+  // no output may be an input (checked again with the files the image's file= blocks read).
+  tpu::RunPaths paths;
+  paths.input("", program_path).input("--hostmem-in", mem_in);
+  paths.output("--hostmem-out", mem_out).output("--vcd", dev_opts.vcd).check();
   const auto program = tpusim::load_program(program_path, format);
   tpu::HostImage image;
   if (!mem_in.empty()) image = tpu::load_host_image(mem_in);
+  for (const std::string& f : image.files)
+    paths.input("the file= block of --hostmem-in " + mem_in + ":", f);
+  paths.check();
   std::unique_ptr<tpu::OutputFile> mem_out_file;
   if (!mem_out.empty()) mem_out_file = std::make_unique<tpu::OutputFile>(mem_out, "--hostmem-out");
   auto dev = tpusim::open_device(dev_opts, vm);
