@@ -69,6 +69,10 @@ struct RunStats {
   PerfCounters counters;          // rtl: all exact; model: see ModelDevice
   uint64_t instructions = 0;      // program length
   double wall_seconds = 0;        // host time spent in run()
+  // rtl: the simulated cycle, counted from simulation start as RtlOptions::vcd_from / vcd_to
+  // (and tpusim's --vcd-window) count, at which the host's START write completed and the run
+  // began; the run occupies about [start_cycle, start_cycle + cycles). model: 0 (no timing).
+  uint64_t start_cycle = 0;
 };
 
 // The unit an instruction occupies (numbered as the chip's trace port, docs/architecture.md
@@ -97,7 +101,9 @@ struct RunOutcome {
   ErrorCode error = ErrorCode::ERR_NONE;  // when status == Error
   uint32_t pc = 0;                        // ERR_PC, when status == Error
   std::string message;                    // one line, when status != Done
-  RunStats stats;                         // counters: at the stop (rtl timeout: when the limit hit)
+  // One snapshot of the counters at the stop: cycles == counters.cycles on rtl (a timeout
+  // stops the chip with SOFT_RESET first, so cycles may exceed max_cycles by a few).
+  RunStats stats;
   bool done() const { return status == Status::Done; }
 };
 const char* to_string(RunOutcome::Status s);  // "done", "error", "timeout"
@@ -129,7 +135,8 @@ class ChipError : public DeviceError {
   uint32_t pc_;
 };
 
-// The run did not finish within max_cycles (a hang, or a limit set too low). The device has
+// The run did not finish within max_cycles (a hang, or a limit set too low): its CYCLES counter
+// passed max_cycles. A run that halts within max_cycles counted cycles is done. The device has
 // been reset and can run again.
 class TimeoutError : public DeviceError {
  public:

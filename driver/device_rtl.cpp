@@ -2,6 +2,7 @@
 #include "device_rtl.h"
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 
@@ -133,7 +134,15 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
   impl_->programmed = windows;
 
   chip.start(cmd_addr, count);
-  const sim::RunResult r = chip.run(max_cycles);
+  const uint64_t start_cycle = chip.cycle();
+  // The CYCLES counter starts as chip.start() returns, and the host sees the end (irq_o) a
+  // cycle after the last counted one (measured: chip.run's cycles = CYCLES + 1): the chip runs
+  // kLimitSlack cycles beyond max_cycles and the counter decides, so that a run that halts
+  // within max_cycles counted cycles is done, and one that does not is a timeout.
+  constexpr uint64_t kLimitSlack = 8;
+  const uint64_t run_limit =
+      max_cycles > UINT64_MAX - kLimitSlack ? UINT64_MAX : max_cycles + kLimitSlack;
+  const sim::RunResult r = chip.run(run_limit);
   RawRun out;
   switch (r.reason) {
     case sim::StopReason::kDone:
@@ -149,6 +158,15 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
     case sim::StopReason::kIrq:
       throw DeviceError("rtl: the chip raised an interrupt without STATUS.done or STATUS.error");
   }
+  if (out.status == RunOutcome::Status::Timeout) {
+    // Stop the run before reading the counters (they count while BUSY, and reading all ten
+    // takes many cycles): one consistent snapshot. SOFT_RESET keeps the counters.
+    chip.write_reg(sim::reg::kCtrl, sim::reg::kCtrlSoftReset);
+    constexpr int kMaxStatusPolls = 1000;  // in-flight AXI transactions complete first
+    for (int polls = 0; polls < kMaxStatusPolls; ++polls) {
+      if (!(chip.read_reg(sim::reg::kStatus) & sim::reg::kStatusBusy)) break;
+    }
+  }
   const sim::Counters c = chip.counters();
   PerfCounters& pc = out.stats.counters;
   pc.cycles = c.cycles;
@@ -163,12 +181,17 @@ Device::RawRun RtlDevice::run_raw(uint32_t cmd_addr, uint32_t count, const DmaWi
   pc.act_busy = c.act_busy;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = false;
+  out.stats.start_cycle = start_cycle;
+  if (out.status != RunOutcome::Status::Timeout && c.cycles > max_cycles) {
+    // Halted or faulted, but later than the limit (inside the slack): a timeout.
+    out.status = RunOutcome::Status::Timeout;
+    out.error = ErrorCode::ERR_NONE;
+    out.pc = 0;
+  }
   // The counter reads above took many cycles: the trace has seen the run end.
   if (chip.instruction_trace()) out.timeline = to_timeline(chip.trace_events());
   if (out.status == RunOutcome::Status::Timeout) {
-    // The counters above are how far the run got; now stop whatever is still running
-    // (registers return to reset values).
-    out.stats.cycles = max_cycles;
+    // Registers return to reset values, the chip is ready for the next run.
     chip.reset();
     impl_->programmed.reset();
   }

@@ -194,6 +194,7 @@ HostImage parse_host_image(std::string_view text, std::string_view filename,
         if (in.bad()) fail("cannot read file=" + file);
         o.block.bytes.assign(data.begin(), data.end());
         o.from_file = true;
+        image.files.push_back(path);
       }
       cur = std::move(o);
       continue;

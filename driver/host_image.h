@@ -31,6 +31,9 @@ struct HostImageBlock {
 
 struct HostImage {
   std::vector<HostImageBlock> blocks;  // by address
+  // The files the image's file= blocks were read from (base_dir joined): inputs too, which
+  // no output of the same run may overwrite (tpu::RunPaths). Not part of the format.
+  std::vector<std::string> files;
 };
 
 // A malformed image. what() is "file:line: message" (one line).

@@ -175,18 +175,88 @@ void write_file_atomically(const std::string& path, const std::string& bytes,
   f.commit();
 }
 
-void check_output_not_input(const std::string& output, const std::string& option,
-                            std::initializer_list<std::string> inputs) {
-  if (output.empty() || output == "-") return;
+namespace {
+
+// The path with every symbolic link resolved (also of directories that exist above a file that
+// does not exist yet), absolute and normalized.
+fs::path resolved(const std::string& p) {
   std::error_code ec;
-  for (const std::string& in : inputs) {
-    if (in.empty() || in == "-") continue;
-    if (fs::exists(output, ec) && fs::exists(in, ec) && fs::equivalent(output, in, ec) && !ec) {
-      throw std::runtime_error((option.empty() ? "" : option + " ") + output +
-                               ": is also an input (" + in +
-                               "); refusing to overwrite it (expected a different output file)");
+  fs::path a = fs::absolute(p, ec);
+  if (ec) a = p;
+  fs::path c = fs::weakly_canonical(a, ec);
+  return ec ? a.lexically_normal() : c;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (resolved(a) == resolved(b)) return true;
+  std::error_code ec;
+  return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
+}
+
+// `p` lies inside directory `dir` (both resolved).
+bool inside(const fs::path& p, const fs::path& dir) {
+  auto d = dir.begin(), q = p.begin();
+  for (; d != dir.end(); ++d, ++q) {
+    if (d->empty()) continue;  // a trailing separator
+    if (q == p.end() || *q != *d) return false;
+  }
+  return q != p.end();
+}
+
+std::string named(const std::string& option, const std::string& path) {
+  return option.empty() ? path : option + " " + path;
+}
+
+}  // namespace
+
+RunPaths& RunPaths::input(const std::string& option, const std::string& path) {
+  if (!path.empty() && path != "-") inputs_.push_back({option, path});
+  return *this;
+}
+
+RunPaths& RunPaths::output(const std::string& option, const std::string& path) {
+  if (path.empty() || path == "-") return *this;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) return *this;
+  outputs_.push_back({option, path});
+  return *this;
+}
+
+RunPaths& RunPaths::output_in(const std::string& option, const std::string& dir,
+                              const std::string& name) {
+  return output(option, (fs::path(dir) / name).string());
+}
+
+void RunPaths::check() const {
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Entry& out = outputs_[o];
+    const fs::path rout = resolved(out.path);
+    for (const Entry& in : inputs_) {
+      std::error_code ec;
+      if (same_file(out.path, in.path))
+        throw std::runtime_error(named(out.option, out.path) + ": is also an input (" +
+                                 named(in.option, in.path) +
+                                 "); refusing to overwrite it (expected a different output file)");
+      if (fs::is_directory(in.path, ec) && inside(rout, resolved(in.path)))
+        throw std::runtime_error(named(out.option, out.path) + ": is inside the input directory " +
+                                 named(in.option, in.path) +
+                                 "; refusing to write there (expected an output outside it)");
+    }
+    for (size_t p = 0; p < o; ++p) {
+      if (same_file(out.path, outputs_[p].path))
+        throw std::runtime_error(named(out.option, out.path) + ": is also written by " +
+                                 named(outputs_[p].option, outputs_[p].path) +
+                                 " (expected a different file for each output)");
     }
   }
+}
+
+void check_output_not_input(const std::string& output, const std::string& option,
+                            std::initializer_list<std::string> inputs) {
+  RunPaths paths;
+  for (const std::string& in : inputs) paths.input("", in);
+  paths.output(option, output).check();
 }
 
 }  // namespace tpu

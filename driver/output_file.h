@@ -15,8 +15,8 @@
 //
 // The path "-" means standard output (written at commit(); nothing is written on failure). An
 // existing path that is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in place.
-// check_output_not_input() refuses an output path that names one of the inputs (the same file
-// through any link), so `asm x.s -o x.s` cannot destroy its source.
+// RunPaths refuses an output path that names one of the inputs (the same file through any
+// link, or a file inside an input directory), so `asm x.s -o x.s` cannot destroy its source.
 #pragma once
 
 #include <fstream>
@@ -24,6 +24,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tpu {
 
@@ -67,9 +68,38 @@ class OutputFile {
 void write_file_atomically(const std::string& path, const std::string& bytes,
                            const std::string& option = "");
 
-// Throws std::runtime_error("<option> <output>: is also an input (<input>); refusing to
-// overwrite it") if `output` is the same file as one of `inputs` (paths that do not exist and
-// "-" never match).
+// The input and output paths of one run, checked together before anything runs (the one
+// mechanism every tpusim subcommand uses). check() refuses, naming both options and paths:
+//   * an output that is an input: the same file, compared after resolving symbolic links
+//     (of the file and of every directory above it) and by device and inode (hard links);
+//   * an output inside an input directory (a directory the run reads: a data set, a test
+//     directory, a directory of calibration tensors);
+//   * two outputs that are the same file.
+// Outputs are files: the option's own path, or each file an output directory will create
+// (output_in). "-" (standard output / input) and empty paths are skipped, and so are outputs
+// that exist and are neither regular files nor directories (/dev/null, a FIFO: written in
+// place, nothing is replaced).
+class RunPaths {
+ public:
+  // A file or directory the run reads. `option` names it in messages ("--model", "--input x").
+  RunPaths& input(const std::string& option, const std::string& path);
+  // A file the run writes.
+  RunPaths& output(const std::string& option, const std::string& path);
+  // The file DIR/NAME that output directory `dir` (given by `option`) will hold.
+  RunPaths& output_in(const std::string& option, const std::string& dir, const std::string& name);
+  // Throws std::runtime_error("<option> <output>: is also an input (<option> <input>); refusing
+  // to overwrite it ..."), or "... is inside the input directory ..." / "... is also written
+  // by ...".
+  void check() const;
+
+ private:
+  struct Entry {
+    std::string option, path;
+  };
+  std::vector<Entry> inputs_, outputs_;
+};
+
+// RunPaths with one output and the given inputs (no option names for them).
 void check_output_not_input(const std::string& output, const std::string& option,
                             std::initializer_list<std::string> inputs);
 

@@ -21,6 +21,9 @@ namespace tpu::cnn {
 namespace {
 
 std::string read_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory (expected an image file: .png, .jpg or .jpeg)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
   std::ostringstream s;
@@ -33,12 +36,27 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Headers are not trusted: an image larger than this is refused before its pixels are
+// allocated (a 69-byte PNG can claim 100000 x 100000 pixels).
+constexpr uint64_t kMaxImagePixels = uint64_t{1} << 26;  // 64 Mi pixels, e.g. 8192 x 8192
+
+void check_image_size(uint64_t w, uint64_t h, const char* type, const std::string& name) {
+  if (w * h <= kMaxImagePixels) return;
+  throw Error(name + ": the " + type + " header claims " + std::to_string(w) + " x " +
+              std::to_string(h) + " pixels, more than the " + std::to_string(kMaxImagePixels) +
+              " (8192 x 8192) an image may have (expected a smaller image; corrupt header?)");
+}
+
 Image8 decode_png(const std::string& bytes, const std::string& name) {
   png_image im;
   std::memset(&im, 0, sizeof im);
   im.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&im, bytes.data(), bytes.size()))
     throw Error(name + ": cannot read the PNG (" + im.message + ")");
+  if (uint64_t{im.width} * im.height > kMaxImagePixels) {
+    png_image_free(&im);
+    check_image_size(im.width, im.height, "PNG", name);
+  }
   // RGBA or GA keeps the stored 8-bit values (no compositing, no gamma); alpha is dropped below.
   const bool color = (im.format & PNG_FORMAT_FLAG_COLOR) != 0;
   im.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
@@ -88,6 +106,11 @@ Image8 decode_jpeg(const std::string& bytes, const std::string& name) {
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
+  if (uint64_t{cinfo.image_width} * cinfo.image_height > kMaxImagePixels) {
+    const uint64_t w = cinfo.image_width, h = cinfo.image_height;
+    jpeg_destroy_decompress(&cinfo);
+    check_image_size(w, h, "JPEG", name);
+  }
   if (cinfo.num_components != 1 && cinfo.num_components != 3) {
     const int n = cinfo.num_components;
     jpeg_destroy_decompress(&cinfo);
@@ -319,12 +342,9 @@ Image8 center_crop(const Image8& img, int h, int w, const std::string& name) {
   return out;
 }
 
-std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, const Shape3& input,
-                                    const std::string& name) {
+void check_preprocess(const Preprocess& p, const Shape3& input) {
   const int channels = p.channels ? p.channels : input.c;
-  if (channels != 1 && channels != 3)
-    throw Error(name + ": the model takes " + std::to_string(input.c) + " channels " + input.str() +
-                "; images give 1 (gray) or 3 (rgb)");
+  if (channels != 1 && channels != 3) return;  // preprocess_image names the image
   if (channels != input.c)
     throw Error("wrong input shape: the model takes " + input.str() +
                 " (C, H, W), but --channels " + (channels == 1 ? "gray" : "rgb") + " gives " +
@@ -333,7 +353,17 @@ std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, cons
     if (v->size() > 1 && int(v->size()) != channels)
       throw Error(std::string(v == &p.mean ? "--mean" : "--std") + ": " +
                   std::to_string(v->size()) + " values for " + std::to_string(channels) +
-                  " channels (expected 1 or " + std::to_string(channels) + ")");
+                  " channel" + (channels == 1 ? "" : "s") + " (expected " +
+                  (channels == 1 ? std::string("1") : "1 or " + std::to_string(channels)) + ")");
+}
+
+std::vector<float> preprocess_image(const Image8& src, const Preprocess& p, const Shape3& input,
+                                    const std::string& name) {
+  const int channels = p.channels ? p.channels : input.c;
+  if (channels != 1 && channels != 3)
+    throw Error(name + ": the model takes " + std::to_string(input.c) + " channels " + input.str() +
+                "; images give 1 (gray) or 3 (rgb)");
+  check_preprocess(p, input);
   Image8 img = convert_channels(src, channels);
   if (p.resize_shorter) {
     // torchvision Resize(int): the shorter side to S, the longer one scaled (truncated).
@@ -412,6 +442,9 @@ FloatImageSet load_image_folder(const ImageFolder& folder, const Preprocess& p, 
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory (expected a text file of class names, one per line)");
   std::ifstream f(path);
   if (!f) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
   std::vector<std::string> names;

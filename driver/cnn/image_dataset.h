@@ -62,6 +62,10 @@ Image8 resize_bilinear(const Image8& img, int h, int w);
 // the crop is larger than the image.
 Image8 center_crop(const Image8& img, int h, int w, const std::string& name);
 
+// The options against the model's input: --channels against its channels, one or one-per-
+// channel --mean / --std values. Throws Error naming the option (a usage error).
+void check_preprocess(const Preprocess& p, const Shape3& input);
+
 // The model input (NCHW float, input.size() values) of one image. Throws Error naming the
 // image if the channels do not fit the model.
 std::vector<float> preprocess_image(const Image8& img, const Preprocess& p, const Shape3& input,

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "reference.h"
 
@@ -60,6 +62,28 @@ TensorQuant from_range(float lo, float hi, bool non_negative) {
   q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
   q.zero_point = round_clamp(-128.0 - double(lo) / double(q.scale), -128, 127);
   return q;
+}
+
+std::string float_text(float v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", double(v));
+  return b;
+}
+
+// A calibrated range must be finite and give a scale that is a normal float: the chip's
+// requantization multipliers are ratios of scales.
+void check_calibrated(const Range& r, const TensorQuant& q, const std::string& tensor) {
+  if (r.has_non_finite)
+    throw Error(tensor + ": the float model gives " + float_text(r.non_finite) +
+                " on the calibration images (expected finite values; a non-finite calibrated "
+                "range cannot be quantized)");
+  if (!(std::isfinite(q.scale) && q.scale >= std::numeric_limits<float>::min()))
+    throw Error(tensor + ": calibrated range [" + float_text(r.lo) + ", " + float_text(r.hi) +
+                "] gives the int8 scale " + float_text(q.scale) +
+                " (expected a range whose scale, its width / 255, is a finite normal float: "
+                "at most about 3.4e38 wide (the largest float32) and at least about 3e-36)");
 }
 
 // Asymmetric quantization of [lo, hi] in the given type (a LUT's input has its output's type).
@@ -234,6 +258,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
   } else {
     q.input_q = from_range(calib->input.lo, calib->input.hi, false);
   }
+  if (calib && !net.input_quant) check_calibrated(calib->input, q.input_q, "the network input");
 
   // Calibrated output ranges, merged over concatenation groups.
   ConcatGroups groups(net);
@@ -252,6 +277,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
       }
       Range& m = merged[size_t(groups.find(int(li)))];
       if (r.seen) m.add(r.lo), m.add(r.hi);
+      if (r.has_non_finite) m.add(r.non_finite);
       if (!non_negative(l)) group_non_negative[size_t(groups.find(int(li)))] = 0;
     }
   }
@@ -274,6 +300,7 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
       const int g = groups.find(int(li));
       const Range& r = merged[size_t(g)];
       ql.out_q = from_range(r.lo, r.hi, group_non_negative[size_t(g)] != 0);
+      check_calibrated(r, ql.out_q, "layer '" + l.name + "' output");
     }
     double pre_scale = ql.out_q.scale;
     if (l.act == Activation::Lut) {
@@ -285,6 +312,8 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
                       ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
       } else {
         ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
+        check_calibrated(calib->pre[li], ql.pre_q,
+                         "layer '" + l.name + "' input of its " + lut_func_name(l.lut));
       }
       pre_scale = ql.pre_q.scale;
       ql.lut = build_lut(l, ql.pre_q, ql.out_q);

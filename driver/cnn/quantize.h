@@ -8,6 +8,7 @@
 // came with the model (QDQ / QLinear* files) are used as they are.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -16,10 +17,18 @@
 namespace tpu::cnn {
 
 // Observed value range of one tensor over the calibration images.
+// NaN and infinities are not part of the range: the first one is kept in `non_finite`, and
+// quantize() refuses the tensor.
 struct Range {
   float lo = 0.0f, hi = 0.0f;
   bool seen = false;
+  bool has_non_finite = false;
+  float non_finite = 0.0f;  // the first NaN / Inf seen
   void add(float v) {
+    if (!std::isfinite(v)) {
+      if (!has_non_finite) non_finite = v, has_non_finite = true;
+      return;
+    }
     if (!seen) lo = hi = v, seen = true;
     lo = v < lo ? v : lo;
     hi = v > hi ? v : hi;
@@ -40,7 +49,9 @@ Calibration calibrate(const Network& net, const std::vector<std::vector<float>>&
 bool fully_quantized(const Network& net);
 
 // Quantizes `net`. `calib` may be null only when fully_quantized(net). Throws Error if a
-// parameter does not fit (e.g. a bias outside int32).
+// parameter does not fit (e.g. a bias outside int32), or if a calibrated range is not finite
+// (the float model gives NaN / Inf on the calibration images) or has no normal float scale
+// (a range of 3e38 overflows, a subnormal range underflows), naming the tensor.
 QuantNetwork quantize(const Network& net, const Calibration* calib);
 
 // A fully quantized model as it is; otherwise calibrated on `images` (needed then, non-empty).

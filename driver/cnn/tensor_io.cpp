@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -668,6 +669,11 @@ bool is_tensor_file(const std::string& path) {
 }
 
 Tensor load_tensor(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": is a directory (expected a .npy or an ONNX TensorProto .pb file)");
+  if (!std::filesystem::exists(path, ec))
+    throw Error(path + ": no such file (expected a .npy or an ONNX TensorProto .pb file)");
   const std::string l = lower(path);
   if (ends_with(l, ".npy")) return parse_npy(read_file_bytes(path), path);
   if (ends_with(l, ".pb")) return parse_tensor_proto(read_file_bytes(path), path);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "onnx_import.h"
@@ -116,7 +117,50 @@ int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::s
   if (t.shape[0] < 1)
     throw Error(source + ": input '" + spec.name + "' is " + t.describe() +
                 ", an empty batch; expected at least one image");
+  check_input_values(spec, t, source);
   return t.shape[0];
+}
+
+namespace {
+std::string element_at(const Tensor& t, int64_t i) {
+  std::vector<int64_t> idx(t.shape.size());
+  for (size_t k = t.shape.size(); k-- > 0;) {
+    idx[k] = t.shape[k] ? i % t.shape[k] : 0;
+    i = t.shape[k] ? i / t.shape[k] : 0;
+  }
+  return dims_str(idx);
+}
+std::string value_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  std::ostringstream s;
+  s.precision(9);
+  s << v;
+  return s.str();
+}
+}  // namespace
+
+void check_input_values(const TensorSpec& spec, const Tensor& t, const std::string& source) {
+  if (!dtype_is_float(t.dtype)) return;
+  int64_t first_subnormal = -1;
+  double max_abs = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.value(i);
+    if (!std::isfinite(v))
+      throw Error(source + ": input '" + spec.name + "' element " + std::to_string(i) + " " +
+                  element_at(t, i) + " is " + value_text(v) +
+                  " (expected finite numbers: the chip computes on int8)");
+    const float f = float(v);
+    if (f != 0.0f && std::fpclassify(f) == FP_SUBNORMAL && first_subnormal < 0) first_subnormal = i;
+    max_abs = std::max(max_abs, std::fabs(v));
+  }
+  // Every nonzero value subnormal: no int8 scale (a normal float) can represent the range.
+  if (first_subnormal >= 0 && max_abs < double(std::numeric_limits<float>::min()))
+    throw Error(source + ": input '" + spec.name + "' element " + std::to_string(first_subnormal) +
+                " " + element_at(t, first_subnormal) + " is " +
+                value_text(t.value(first_subnormal)) +
+                ", a subnormal float, and so is every nonzero value of the tensor: its range "
+                "has no int8 scale (expected values of at least 1.18e-38 in magnitude, or 0)");
 }
 
 double float_tolerance(const TensorQuant& q, double steps, const std::string& host_softmax) {
@@ -219,11 +263,18 @@ OutputCheck compare_tensors(const Tensor& got, const Tensor& expected, double to
     c.max_abs_error = NAN;
     return c;
   }
+  if (!integer && !std::isfinite(c.tolerance)) {
+    c.detail = "the tolerance is " + value_text(c.tolerance) +
+               " (the output's quantization scale is not finite): nothing can be compared";
+    c.max_abs_error = NAN;
+    return c;
+  }
   int64_t first = -1;
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double a = got.value(i), b = expected.value(i);
     const double err = std::fabs(a - b);
-    const bool bad = integer ? a != b : !(err <= c.tolerance);  // NaN is bad
+    // NaN is bad, and so is any non-finite output: never a PASS for one.
+    const bool bad = integer ? a != b : !(err <= c.tolerance) || !std::isfinite(a);
     if (std::isnan(err))
       c.max_abs_error = NAN;
     else if (!std::isnan(c.max_abs_error))

@@ -57,6 +57,10 @@ std::string fold_inputs_as_constants(const std::string& model_bytes,
 // the first (the batch: any number of images runs). Returns the batch. Throws Error naming
 // `source` (e.g. "--input input=x.npy"), the input, the expected and the given shape and dtype.
 int64_t check_input_tensor(const TensorSpec& spec, const Tensor& t, const std::string& source);
+// Throws Error naming `source`, the element (index and position) and its value for a NaN or
+// infinite value of a float input, or when every nonzero value is subnormal (no int8 scale
+// represents such a range). Called by check_input_tensor.
+void check_input_values(const TensorSpec& spec, const Tensor& t, const std::string& source);
 
 // The tolerance rule for float outputs: `steps` quantization steps of the output tensor
 // (steps * scale). After a Softmax the host applies to the dequantized logits, half of it (logits

@@ -14,6 +14,7 @@
 #   JSON_KEYS         'key=value|key=value': top-level (or a.b nested) members of that object
 #                     and their values as CMake's string(JSON GET) renders them (null -> "null")
 #   STDIN             a file fed to CMD's standard input
+#   STDOUT            a file CMD's standard output goes to (e.g. /dev/full: a full disk)
 #   NOT_REGEX         a regular expression the combined output must not match
 # A command that runs longer than 120 s fails (never a hang).
 if(NOT DEFINED EXIT)
@@ -33,7 +34,12 @@ set(input_args "")
 if(DEFINED STDIN)
   set(input_args INPUT_FILE "${STDIN}")
 endif()
-execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+set(output_args OUTPUT_VARIABLE out)
+if(DEFINED STDOUT)
+  set(output_args OUTPUT_FILE "${STDOUT}")
+  set(out "")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc ${output_args} ERROR_VARIABLE err
                 TIMEOUT 120 ${input_args})
 message("exit code: ${rc}\n--- stdout:\n${out}--- stderr:\n${err}---")
 if(NOT "${rc}" STREQUAL "${EXIT}")

@@ -123,6 +123,34 @@ assert a['name'] == b['name'] == 'PW' and a['cycles'] == b['cycles'], (a, b)
     expect_error 2 "--layers 1:1: expected 0 <= FROM < TO <= 1" "$sim" run-topology ok.csv --layers 1:1
     expect_error 2 "--layers x: expected FROM:TO" "$sim" run-topology ok.csv --layers x
     expect_error 2 "expected the topology file" "$sim" run-topology
+    # A row too large to build in memory is refused naming the file, line and layer (it ended
+    # in std::bad_alloc): 10^6 channels x 10^6 filters.
+    printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nA, 3, 3, 1, 1, 2, 2, 1,\nHuge, 1, 1, 1, 1, 1000000, 1000000, 1,\n' >huge.csv
+    expect_error 1 "huge.csv:3: layer 'Huge': its weights .* 1000000000000 is too large" \
+      "$sim" run-topology huge.csv --backend model
+    printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nBig, 65536, 65536, 1, 1, 1, 1, 1,\n' >bigmap.csv
+    expect_error 1 "bigmap.csv:2: layer 'Big': its IFMAP .* is too large" "$sim" run-topology bigmap.csv
+    # Memory running out anyway (here: a 400 MB address space for 256 MiB of weights) is a
+    # message naming what was being done, never a bare std::bad_alloc.
+    printf 'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\nBig, 1, 1, 1, 1, 16384, 16384, 1,\n' >oom.csv
+    expect_error 1 "error: out of memory \(layer Big of oom.csv\)" \
+      sh -c "ulimit -v 400000; exec '$sim' run-topology oom.csv --backend model"
+    # --jobs beyond the layers: capped, said on stderr, the output of one process.
+    "$sim" run-topology ok.csv --backend model >one.txt 2>/dev/null
+    "$sim" run-topology ok.csv --backend model --jobs 6 >j6.txt 2>j6.err || fail "--jobs 6 exited $?"
+    grep -q -- "--jobs 6 capped at 1: the run has only 1 layer" j6.err || fail "j6.err: no cap note"
+    diff <(grep -v wall one.txt) <(grep -v wall j6.txt) >/dev/null || fail "--jobs 6 differs from one process"
+    # Shard limits say what the limit is.
+    expect_error 2 "--shard 0/1000000: out of range \(expected I/K with 0 <= I < K <= 65536\)" \
+      "$sim" run-topology ok.csv --shard 0/1000000
+    # merge: errors name the shard file and the key.
+    "$sim" run-topology ok.csv --backend model --shard 0/1 >s0.json
+    python3 -c 'import json,sys; d=json.load(open("s0.json")); del d["shard"]["count"]; json.dump(d, open("nokey.json","w"))'
+    expect_error 1 "nokey.json: at shard: the key \"count\" is missing" "$sim" merge nokey.json
+    # A full disk (stdout on /dev/full) is exit 1, never a silent success.
+    expect_error 1 "standard output: write error" sh -c "'$sim' run-topology ok.csv --backend model >/dev/full"
+    expect_error 1 "standard output: write error" sh -c "'$sim' merge s0.json >/dev/full"
+    expect_error 1 "standard output: write error" sh -c "'$sim' merge --json s0.json >/dev/full"
     ;;
   sweep)
     # N0 (the default chip), and N2 too when its tpusim is given (slower).

@@ -236,6 +236,25 @@ TEST(RunCnnCli, NonFiniteWeights) {
   }
 }
 
+// Finite weights whose calibrated output range overflows float32 (3e38 per weight): refused
+// naming the model and the layer, never run with an infinite scale (every output NaN).
+TEST(RunCnnCli, NonFiniteCalibratedRange) {
+  OnnxGraph g("huge");
+  g.input("input", {1, 1, 28, 28});
+  g.node("Flatten", {"input"}, {"f"}, {}, "flat");
+  g.init_float("fc.w", {10, 784}, std::vector<float>(10 * 784, 3e38f));
+  g.node("Gemm", {"f", "fc.w"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "fc");
+  g.output("logits", {1, 10});
+  const std::string model = temp_file("huge_range.onnx", g.serialize());
+  const Result r = tpusim("--backend model --model " + model + " --images 1 --calibration 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(model + ", post-training int8, 2 calibration images: layer 'fc' output: "
+                               "the float model gives +Inf on the calibration images"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("bit-exact"), std::string::npos) << r.out;
+}
+
 TEST(RunCnnCli, DataIsAFile) {
   const std::string file = temp_file("not_a_data_dir", "x");
   const Result r = tpusim("--data " + file + " --images 1");
@@ -277,6 +296,84 @@ TEST(RunCnnCli, ModelBackendShowsNoUtilization) {
   ASSERT_EQ(j["layers"].items.size(), 4u) << r.out;
   for (const auto& l : j["layers"].items)
     EXPECT_EQ(l["utilization"].type, mini::Json::Type::Null) << r.out;
+}
+
+// No output may overwrite an input: the model inside its own --report directory under a report
+// file's name, through a link too; refused before anything runs, the model unchanged.
+TEST(RunCnnCli, ReportNeverOverwritesTheModel) {
+  const std::string dir = test_support::temp_dir() + "run_cnn_model_in_report";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/rep");
+  std::filesystem::copy_file(bundled_model(), dir + "/rep/report.json");
+  const std::string before = slurp(dir + "/rep/report.json");
+  Result r = tpusim("--backend model --images 1 --model " + dir + "/rep/report.json --report " +
+                    dir + "/rep");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--report " + dir + "/rep/report.json: is also an input (--model " + dir +
+                       "/rep/report.json); refusing to overwrite it"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::create_directory_symlink(dir + "/rep", dir + "/replink");
+  r = tpusim("--backend model --images 1 --model " + dir + "/rep/report.json --report " + dir +
+             "/replink");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("is also an input (--model"), std::string::npos) << r.out;
+  r = tpusim("--images 1 --model " + dir + "/rep/report.json --timeline " + dir +
+             "/rep/report.json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--timeline " + dir + "/rep/report.json: is also an input"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(slurp(dir + "/rep/report.json"), before);
+}
+
+// --jobs beyond the batches is capped (each idle shard loaded and calibrated the model); a full
+// disk on standard output is exit 1; --labels given a directory says so.
+TEST(RunCnnCli, JobsCappedFullDiskAndLabels) {
+  Result r = tpusim("--backend model --images 2 --batch 8 --quiet --jobs 12");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--jobs 12 capped at 1: the run has only 1 batch (one process per batch "
+                       "at most)"),
+            std::string::npos)
+      << r.out;
+  r = tpusim("--backend model --images 8 --batch 4 --quiet --jobs 12");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--jobs 12 capped at 2: the run has only 2 batches"), std::string::npos)
+      << r.out;
+  for (const char* extra : {"", " --json"}) {
+    const test_support::CommandResult c = test_support::run_command(
+        std::string(TPUSIM_PATH) + " run-cnn --backend model --images 2 --quiet" + extra +
+        " 2>&1 >/dev/full");
+    EXPECT_EQ(c.code, 1) << c.out;
+    EXPECT_NE(c.out.find("standard output: write error"), std::string::npos) << c.out;
+  }
+  r = tpusim("--backend model --images 1 --labels " + test_support::temp_dir());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(": is a directory (expected a text file of class names, one per line)"),
+            std::string::npos)
+      << r.out;
+}
+
+// SIGTERM during a --jobs run says what was running (it said "while starting").
+TEST(RunCnnCli, InterruptedJobsSayWhatRan) {
+  const std::string base = test_support::temp_dir() + "interrupted_jobs";
+  const std::string cmd = "rm -f " + base + ".err " + base + ".rc; " + std::string(TPUSIM_PATH) +
+                          " run-cnn --backend model --images 4000 --batch 8 --quiet --jobs 2 "
+                          "> /dev/null 2> " +
+                          base +
+                          ".err & pid=$!; "
+                          "i=0; while [ $i -lt 600 ] && ! grep -q /2000 " +
+                          base +
+                          ".err 2>/dev/null; do sleep 0.2; i=$((i+1)); done; kill -TERM $pid; "
+                          "wait $pid; echo $? > " +
+                          base + ".rc";
+  ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
+  EXPECT_EQ(slurp(base + ".rc"), "143\n");
+  const std::string err = slurp(base + ".err");
+  EXPECT_NE(err.find("tpusim run-cnn: interrupted by SIGTERM while running run-cnn in 2 "
+                     "processes"),
+            std::string::npos)
+      << err;
 }
 
 // SIGTERM during the run: one line saying how far it got, exit 143, a JSON object with

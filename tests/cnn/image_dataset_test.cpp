@@ -123,6 +123,57 @@ TEST(Images, Errors) {
             std::string::npos);
 }
 
+// CRC-32 of PNG chunks (ISO 3309), to patch a header.
+uint32_t png_crc(const std::string& bytes) {
+  uint32_t c = 0xffffffffu;
+  for (unsigned char b : bytes) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+void put_be(std::string& s, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) s[at + size_t(i)] = char((v >> (8 * (bytes - 1 - i))) & 0xff);
+}
+
+// Headers are not trusted: a PNG or JPEG claiming absurd dimensions is refused before its
+// pixels are allocated, naming the file (a 69-byte PNG claiming 100000 x 100000 took 2.7 GB
+// and 7.5 s to fail; a JPEG claiming 65500 x 65500 ended in std::bad_alloc).
+TEST(Images, AbsurdHeaderDimensions) {
+  write_png(tmp("tiny.png"), 2, 2, 1, {1, 2, 3, 4});
+  std::ifstream f(tmp("tiny.png"), std::ios::binary);
+  std::string png((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(png.substr(12, 4), "IHDR");
+  put_be(png, 16, 100000, 4);  // width
+  put_be(png, 20, 100000, 4);  // height
+  put_be(png, 29, png_crc(png.substr(12, 17)), 4);
+  std::ofstream(tmp("huge.png"), std::ios::binary) << png;
+  std::string e = error_of([] { load_image(tmp("huge.png")); });
+  EXPECT_NE(e.find(tmp("huge.png") + ": the PNG header claims 100000 x 100000 pixels, more than "
+                                     "the 67108864"),
+            std::string::npos)
+      << e;
+  write_jpeg(tmp("tiny.jpg"), 8, 8, 1, std::vector<uint8_t>(64, 9));
+  std::ifstream fj(tmp("tiny.jpg"), std::ios::binary);
+  std::string jpg((std::istreambuf_iterator<char>(fj)), std::istreambuf_iterator<char>());
+  const size_t sof = jpg.find("\xff\xc0");  // SOF0: length(2) precision(1) height(2) width(2)
+  ASSERT_NE(sof, std::string::npos);
+  put_be(jpg, sof + 5, 65500, 2);
+  put_be(jpg, sof + 7, 65500, 2);
+  std::ofstream(tmp("huge.jpg"), std::ios::binary) << jpg;
+  e = error_of([] { load_image(tmp("huge.jpg")); });
+  EXPECT_NE(e.find(tmp("huge.jpg") + ": the JPEG header claims 65500 x 65500 pixels"),
+            std::string::npos)
+      << e;
+  // A directory is named as one.
+  e = error_of([] { load_image(::testing::TempDir()); });
+  EXPECT_NE(e.find(": is a directory (expected an image file"), std::string::npos) << e;
+  e = error_of([] { read_labels_file(::testing::TempDir()); });
+  EXPECT_NE(e.find(": is a directory (expected a text file of class names"), std::string::npos)
+      << e;
+}
+
 TEST(Images, Channels) {
   Image8 rgb{3, 1, 2, {255, 0, 0, 10, 20, 30}};
   const Image8 g = convert_channels(rgb, 1);

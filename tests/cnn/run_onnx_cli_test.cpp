@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -300,7 +301,7 @@ TEST(RunOnnxCli, InputErrors) {
       << r.err;
   r = tpusim(base + " --input " + d + "/missing.npy");
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("missing.npy: cannot open for reading"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--input " + d + "/missing.npy: no such file"), std::string::npos) << r.err;
   r = tpusim(base);
   EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("--input NAME=FILE is required"), std::string::npos) << r.err;
@@ -308,7 +309,11 @@ TEST(RunOnnxCli, InputErrors) {
   EXPECT_EQ(r.code, 2) << r.all();
   r = tpusim("run-onnx --backend model --test-dir " + d);
   EXPECT_EQ(r.code, 1) << r.all();
-  EXPECT_NE(r.err.find("model.onnx: cannot"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--test-dir " + d + ": " + d +
+                       "/model.onnx: no such file (expected an "
+                       "ONNX model file)"),
+            std::string::npos)
+      << r.err;
 }
 
 // Graph inputs that are parameters (ONNX node tests): given with --input NAME=FILE they are
@@ -351,6 +356,240 @@ TEST(RunOnnxCli, ParameterInputsFolded) {
   EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("--tolerance-rule bogus: expected steps or propagated"), std::string::npos)
       << r.err;
+}
+
+// ---- Bad input round 3 (issue 28)
+
+// y = Relu(x) over [N, 4] floats.
+std::string relu_model(const std::string& d) {
+  OnnxGraph g("relu");
+  g.input("x", {-1, 4});
+  g.node("Relu", {"x"}, {"y"}, {}, "relu");
+  g.output("y", {-1, 4});
+  g.save(d + "/relu.onnx");
+  return d + "/relu.onnx";
+}
+
+const std::vector<float> kReluX = {1, 2, -1, 0.5f, 0.25f, -2, 3, 1};
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// NaN, infinite and all-subnormal input values are refused naming the file, the element and
+// the value (a NaN was quantized to 0 and the run reported PASS); calibration tensors too.
+TEST(RunOnnxCli, NonFiniteInputsNamed) {
+  const std::string d = tmpdir("run_onnx_nonfinite");
+  const std::string model = relu_model(d);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  auto with = [&](const std::string& name, int64_t at, float v) {
+    std::vector<float> x = kReluX;
+    x[size_t(at)] = v;
+    save_tensor(d + "/" + name, Tensor::from_float({2, 4}, x));
+    return d + "/" + name;
+  };
+  save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
+  save_tensor(d + "/y.npy", Tensor::from_float({2, 4}, {1, 2, 0, 0.5f, 0.25f, 0, 3, 1}));
+  const std::string base = "run-onnx --backend model --model " + model;
+  struct Case {
+    std::string file, where;
+  };
+  for (const Case& c : {Case{with("x_nan.npy", 5, nan), "element 5 [1, 1] is NaN"},
+                        Case{with("x_inf.npy", 2, inf), "element 2 [0, 2] is +Inf"},
+                        Case{with("x_minf.npy", 0, -inf), "element 0 [0, 0] is -Inf"}}) {
+    const Result r = tpusim(base + " --input " + c.file + " --expect " + d);
+    EXPECT_EQ(r.code, 1) << r.all();
+    EXPECT_NE(
+        r.err.find("--input " + c.file + ": input 'x' " + c.where + " (expected finite numbers"),
+        std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+  }
+  save_tensor(d + "/all_nan.npy", Tensor::from_float({1, 4}, std::vector<float>(4, nan)));
+  Result r = tpusim(base + " --input x=" + d + "/all_nan.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--input x=" + d + "/all_nan.npy: input 'x' element 0 [0, 0] is NaN"),
+            std::string::npos)
+      << r.err;
+  // Every nonzero value subnormal: no int8 scale for the range (was an unnamed "requantization
+  // multiplier" error).
+  save_tensor(d + "/sub.npy", Tensor::from_float({1, 4}, {0, -1e-40f, 0, 2e-41f}));
+  r = tpusim(base + " --input " + d + "/sub.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--input " + d + "/sub.npy: input 'x' element 1 [0, 1] is -"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("a subnormal float, and so is every nonzero value"), std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --calibration " + d + "/x_nan.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--calibration " + d + "/x_nan.npy: input 'x' element 5 [1, 1] is NaN"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --expect " + d);  // the finite input passes
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("expected: PASS"), std::string::npos) << r.out;
+}
+
+// Weights of 3e38 give a calibrated range that overflows: refused naming the layer, never a
+// PASS with tolerance inf (the outputs were all NaN).
+TEST(RunOnnxCli, NonFiniteCalibratedRange) {
+  const std::string d = tmpdir("run_onnx_overflow");
+  for (const float big : {3e38f, 1e38f}) {
+    OnnxGraph g("big");
+    g.input("x", {-1, 4});
+    std::vector<float> w(16, 0.0f);
+    for (int i = 0; i < 4; ++i) w[size_t(i * 5)] = big;  // big x identity
+    g.init_float("w", {4, 4}, w);
+    g.node("Gemm", {"x", "w"}, {"y"}, {OnnxAttr::Int("transB", 1)}, "fc");
+    g.output("y", {-1, 4});
+    g.save(d + "/big.onnx");
+    save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
+    std::vector<float> y;
+    for (float v : kReluX) y.push_back(v * big);
+    save_tensor(d + "/y.npy", Tensor::from_float({2, 4}, y));
+    const Result r = tpusim("run-onnx --backend model --model " + d + "/big.onnx --input " + d +
+                            "/x.npy --expect " + d);
+    EXPECT_EQ(r.code, 1) << r.all();
+    EXPECT_NE(r.err.find(d + "/big.onnx, calibrated on the inputs (--input " + d +
+                         "/x.npy): layer 'fc' output: "),
+              std::string::npos)
+        << r.err;
+    // 3e38 x 3 overflows in the float model; 1e38 x [-2, 3] is finite but 5e38 wide.
+    EXPECT_NE(r.err.find(big > 2e38f ? "the float model gives +Inf on the calibration images"
+                                     : "gives the int8 scale +Inf"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+  }
+}
+
+// No output may overwrite an input of the same run: an output named like an input file, the
+// expected tensors of --expect, the calibration file, through a link, or inside --test-dir;
+// refused before anything runs, the input unchanged.
+TEST(RunOnnxCli, OutputsNeverOverwriteInputs) {
+  const std::string d = tmpdir("run_onnx_paths");
+  const std::string model = relu_model(d);
+  fs::create_directories(d + "/io");
+  save_tensor(d + "/io/y.npy", Tensor::from_float({2, 4}, kReluX));  // an input named y.npy
+  const std::string before = slurp_file(d + "/io/y.npy");
+  const std::string base = "run-onnx --backend model --model " + model;
+  Result r = tpusim(base + " --input " + d + "/io/y.npy --output-dir " + d + "/io");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--output-dir " + d + "/io/y.npy: is also an input (--input " + d +
+                       "/io/y.npy); refusing to overwrite it"),
+            std::string::npos)
+      << r.err;
+  fs::create_directory_symlink(d + "/io", d + "/link");
+  r = tpusim(base + " --input " + d + "/io/y.npy --output-dir " + d + "/link");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--output-dir " + d + "/link/y.npy: is also an input"), std::string::npos)
+      << r.err;
+  save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
+  r = tpusim(base + " --input " + d + "/x.npy --calibration " + d + "/io/y.npy --output-dir " + d +
+             "/io");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("is also an input (--calibration " + d + "/io/y.npy)"), std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --expect " + d + "/io --output-dir " + d + "/io");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--output-dir " + d + "/io/y.npy: is inside the input directory --expect " +
+                       d + "/io"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp_file(d + "/io/y.npy"), before);
+  // --test-dir: the outputs would go into DIR/test_data_set_0/, next to the expected ones.
+  const std::string t = d + "/t";
+  fs::create_directories(t + "/test_data_set_0");
+  fs::copy_file(model, t + "/model.onnx");
+  save_tensor(t + "/test_data_set_0/input_0.pb", Tensor::from_float({2, 4}, kReluX, "x"));
+  r = tpusim("run-onnx --backend model --test-dir " + t + " --output-dir " + t);
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--output-dir " + t +
+                       "/test_data_set_0/y.npy: is inside the input "
+                       "directory --test-dir " +
+                       t),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(t + "/test_data_set_0/y.npy"));
+  r = tpusim("run-onnx --backend model --test-dir " + t + " --output-dir " + d + "/tout");
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_TRUE(fs::exists(d + "/tout/test_data_set_0/y.npy"));
+}
+
+// --vcd writes the waveform (it was accepted, documented and never written).
+TEST(RunOnnxCli, VcdWritten) {
+  const std::string d = tmpdir("run_onnx_vcd");
+  save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
+  const Result r = tpusim("run-onnx --model " + relu_model(d) + " --input " + d + "/x.npy --vcd " +
+                          d + "/r.vcd --vcd-window 0:400");
+  ASSERT_EQ(r.code, 0) << r.all();
+  const std::string vcd = slurp_file(d + "/r.vcd");
+  EXPECT_GT(vcd.size(), 1000u);
+  EXPECT_NE(vcd.find("$enddefinitions"), std::string::npos);
+}
+
+// Messages say what was wrong, where and what was expected.
+TEST(RunOnnxCli, MessagesNameTheOption) {
+  const std::string d = tmpdir("run_onnx_messages");
+  const std::string model = relu_model(d);
+  save_tensor(d + "/x.npy", Tensor::from_float({2, 4}, kReluX));
+  const std::string base = "run-onnx --backend model --model " + model;
+  Result r = tpusim(base + " --input " + d);
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--input " + d +
+                       ": is a directory (expected a .npy or an ONNX "
+                       "TensorProto .pb file)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input x=" + d + "/missing.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--input x=" + d + "/missing.npy: no such file"), std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --calibration " + d + "/missing.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--calibration " + d +
+                       "/missing.npy: no such file or directory (expected "
+                       "a tensor file"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --expect " + d + "/nothing");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--expect " + d + "/nothing: no such directory (expected a directory"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-onnx --backend model --model " + d + " --input " + d + "/x.npy");
+  EXPECT_EQ(r.code, 1) << r.all();  // it said "expected NAME=FILE (the model has 0 inputs)"
+  EXPECT_NE(r.err.find("--model " + d + ": is a directory (expected an ONNX model file)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-onnx --backend model --test-dir " + d + "/x.npy");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--test-dir " + d +
+                       "/x.npy: not a directory (expected ONNX's test "
+                       "layout"),
+            std::string::npos)
+      << r.err;
+  r = tpusim(base + " --input " + d + "/x.npy --shard 0/1000000");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--shard 0/1000000: out of range (expected I/K with 0 <= I < K <= 65536)"),
+            std::string::npos)
+      << r.err;
+  r = tpusim("run-onnx --help");
+  EXPECT_NE(r.out.find("derived from each batch program"), std::string::npos) << r.out;
+  // --jobs beyond the data sets: capped, said, the output of one process.
+  r = tpusim(base + " --input " + d + "/x.npy --jobs 4");
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.err.find("--jobs 4 capped at 1: the run has only 1 data set"), std::string::npos)
+      << r.err;
+  // A full disk: exit 1, never a silent success.
+  r = tpusim(base + " --input " + d + "/x.npy --json >/dev/full");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("standard output: write error"), std::string::npos) << r.err;
 }
 
 // ---- run-cnn --dataset: Fashion-MNIST test images as PNG files in an ImageFolder.
@@ -495,19 +734,31 @@ TEST(RunCnnDataset, LabelsTopKAndPreprocessing) {
   EXPECT_NE(r.out.find("Ankle boot"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("top-3: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bit-exact with the integer reference: yes"), std::string::npos) << r.out;
-  // Errors: rgb for a gray model, options without --dataset, a folder without images.
+  // Errors: rgb for a gray model and --mean / --std counts that do not fit its channels are
+  // usage errors (exit 2, before any image is read), options without --dataset, a folder
+  // without images, a --labels directory.
   r = tpusim("run-cnn --backend model --dataset " + d + "/images --channels rgb");
-  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("wrong input shape: the model takes [1, 28, 28] (C, H, W), but --channels "
                        "rgb gives 3 channels"),
             std::string::npos)
       << r.err;
+  r = tpusim("run-cnn --backend model --dataset " + d + "/images --mean 0.1,0.2");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--mean: 2 values for 1 channel (expected 1)"), std::string::npos) << r.err;
+  r = tpusim("run-cnn --backend model --dataset " + d + "/images --std 1,2,3");
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_NE(r.err.find("--std: 3 values for 1 channel (expected 1)"), std::string::npos) << r.err;
+  r = tpusim("run-cnn --backend model --dataset " + d + "/images --labels " + d + "/images");
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--labels " + d + "/images: is a directory"), std::string::npos) << r.err;
   r = tpusim("run-cnn --backend model --resize 32");
   EXPECT_EQ(r.code, 2) << r.all();
   EXPECT_NE(r.err.find("--resize needs --dataset DIR"), std::string::npos) << r.err;
   fs::create_directories(d + "/empty/a");
   r = tpusim("run-cnn --backend model --dataset " + d + "/empty");
   EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.err.find("--dataset " + d + "/empty: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no .png, .jpg or .jpeg images"), std::string::npos) << r.err;
 }
 

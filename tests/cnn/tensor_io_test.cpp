@@ -8,11 +8,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "temp_dir.h"
+#include "tensor_run.h"
 
 namespace {
 
@@ -270,9 +273,38 @@ TEST(TensorFiles, ByExtension) {
     load_tensor(dir + "/missing.npy");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("missing.npy: cannot open for reading"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("missing.npy: no such file (expected a .npy or an ONNX "
+                                         "TensorProto .pb file)"),
+              std::string::npos)
         << e.what();
   }
+  try {  // a directory named like a tensor file (it was read as an empty file)
+    std::filesystem::create_directories(dir + "/dir.npy");
+    load_tensor(dir + "/dir.npy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dir.npy: is a directory (expected a .npy"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A non-finite output never passes, whatever the tolerance (an infinite scale made the
+// tolerance inf and NaN outputs PASS).
+TEST(CompareTensors, NonFiniteNeverPasses) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor expect = Tensor::from_float({1, 3}, {1, 2, 3}, "y");
+  for (const double tol : {0.5, 1e300, double(inf)}) {
+    for (const float bad : {nan, inf, -inf}) {
+      const OutputCheck c =
+          compare_tensors(Tensor::from_float({1, 3}, {1, bad, 3}, "y"), expect, tol);
+      EXPECT_FALSE(c.pass) << "tolerance " << tol << ", value " << bad;
+    }
+    EXPECT_EQ(compare_tensors(expect, expect, tol).pass, std::isfinite(tol)) << tol;
+  }
+  const OutputCheck c = compare_tensors(expect, expect, double(inf));
+  EXPECT_NE(c.detail.find("the tolerance is +Inf"), std::string::npos) << c.detail;
 }
 
 TEST(Half, Conversion) {

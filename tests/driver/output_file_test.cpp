@@ -111,6 +111,51 @@ TEST(OutputFile, Errors) {
             "--model " + d.path + ": is a directory (expected a file)");
 }
 
+// RunPaths: one check of every input and output path of a run (links resolved, files an
+// output directory will create, outputs inside input directories, two outputs on one file).
+TEST(RunPaths, OutputsNeverInputs) {
+  const Dir d("run_paths");
+  fs::create_directories(d / "data/sub");
+  std::ofstream(d / "data/sub/in.npy") << "x";
+  std::ofstream(d / "model.onnx") << "m";
+  fs::create_directory_symlink(d / "data", d / "link");
+  fs::create_symlink(d / "model.onnx", d / "model_link.onnx");
+  auto check = [](tpu::RunPaths& p) { return error_of([&] { p.check(); }); };
+  {  // an output directory's file that is an input, reached through a symbolic link
+    tpu::RunPaths p;
+    p.input("--input", d / "data/sub/in.npy").output_in("--output-dir", d / "link/sub", "in.npy");
+    EXPECT_EQ(check(p), "--output-dir " + (d / "link/sub/in.npy") + ": is also an input (--input " +
+                            (d / "data/sub/in.npy") +
+                            "); refusing to overwrite it (expected a different output file)");
+  }
+  {  // a file through a symbolic link to it
+    tpu::RunPaths p;
+    p.input("--model", d / "model.onnx").output("--timeline", d / "model_link.onnx");
+    EXPECT_NE(check(p).find("is also an input (--model"), std::string::npos);
+  }
+  {  // an output inside an input directory, also one that does not exist yet
+    tpu::RunPaths p;
+    p.input("--test-dir", d / "data").output_in("--output-dir", d / "data/new", "y.npy");
+    EXPECT_EQ(check(p), "--output-dir " + (d / "data/new/y.npy") +
+                            ": is inside the input directory --test-dir " + (d / "data") +
+                            "; refusing to write there (expected an output outside it)");
+  }
+  {  // two outputs on one file
+    tpu::RunPaths p;
+    p.output("--hostmem-out", d / "o.mem").output("--vcd", d / "./o.mem");
+    EXPECT_EQ(check(p), "--vcd " + (d / "./o.mem") + ": is also written by --hostmem-out " +
+                            (d / "o.mem") + " (expected a different file for each output)");
+  }
+  {  // what never conflicts: "-", an empty path, a device, a sibling of an input directory
+    tpu::RunPaths p;
+    p.input("", "-").input("--data", d / "data").input("--model", d / "model.onnx");
+    p.output("-o", "-").output("--vcd", "").output("--timeline", "/dev/null");
+    p.output("--hostmem-out", "/dev/null").output_in("--report", d / "data2", "report.json");
+    p.output("--x", d / "datax");
+    EXPECT_EQ(check(p), "(no error)");
+  }
+}
+
 // A device is written in place, never replaced by a regular file (tpusim run as root with
 // --hostmem-out /dev/null must not turn /dev/null into a file).
 TEST(OutputFile, DevicesAreWrittenInPlace) {

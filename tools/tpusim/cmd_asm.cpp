@@ -26,7 +26,7 @@ int run_asm(const tpusim::Args& args) {
                              opts, pos, vm)) {
     return 0;
   }
-  tpu::check_output_not_input(out, "-o", {in});
+  tpu::RunPaths().input("", in).output("-o", out).check();
   tpu::check_not_directory(out, "-o");
   const auto program = tpu::assemble(tpusim::read_text_file(in), in);
   const auto bytes = tpu::encode_program(program);

@@ -25,7 +25,7 @@ int run_disasm(const tpusim::Args& args) {
                              opts, pos, vm)) {
     return 0;
   }
-  tpu::check_output_not_input(out, "-o", {in});
+  tpu::RunPaths().input("", in).output("-o", out).check();
   tpu::check_not_directory(out, "-o");
   const std::string text = tpu::disassemble_program(tpu::load_binary(in), in);
   tpusim::write_file(out.empty() ? "-" : out, text, "-o");

@@ -41,6 +41,12 @@ int run_merge(const tpusim::Args& args) {
     return 0;
   }
   if (files.empty()) throw tpusim::UsageError("expected the shard JSON files (SHARD.json...)");
+  {
+    tpu::RunPaths paths;
+    for (const auto& f : files) paths.input("", f);
+    tpusim::add_cnn_report_outputs(paths, report_dir);
+    paths.check();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> texts;
   for (const auto& f : files) texts.push_back(tpusim::read_text_file(f));

@@ -43,17 +43,17 @@ int run_run(const tpusim::Args& args) {
   if (!format.empty() && format != "asm" && format != "bin") {
     throw tpusim::UsageError("--format " + format + " is not a program type (expected asm or bin)");
   }
-  // Everything that can be wrong with the inputs and outputs is found before the chip is built.
-  for (const auto& [option, path] :
-       {std::pair<std::string, std::string>{"--hostmem-out", mem_out}, {"--vcd", dev_opts.vcd}}) {
-    tpu::check_output_not_input(path, option, {program_path, mem_in});
-  }
-  if (!mem_out.empty() && mem_out == dev_opts.vcd) {
-    throw tpusim::UsageError("--hostmem-out and --vcd are the same file " + mem_out);
-  }
+  // Everything that can be wrong with the inputs and outputs is found before the chip is built;
+  // no output may be an input (checked again with the files the image's file= blocks read).
+  tpu::RunPaths paths;
+  paths.input("", program_path).input("--hostmem-in", mem_in);
+  paths.output("--hostmem-out", mem_out).output("--vcd", dev_opts.vcd).check();
   const auto program = tpusim::load_program(program_path, format);
   tpu::HostImage image;
   if (!mem_in.empty()) image = tpu::load_host_image(mem_in);
+  for (const std::string& f : image.files)
+    paths.input("the file= block of --hostmem-in " + mem_in + ":", f);
+  paths.check();
   std::unique_ptr<tpu::OutputFile> mem_out_file;
   if (!mem_out.empty()) mem_out_file = std::make_unique<tpu::OutputFile>(mem_out, "--hostmem-out");
   auto dev = tpusim::open_device(dev_opts, vm);
@@ -116,6 +116,10 @@ int run_run(const tpusim::Args& args) {
       std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
                   r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
                   r.stats.wall_seconds);
+      if (!r.stats.cycles_estimated) {
+        std::printf("start cycle: %llu (for --vcd-window, counted from simulation start)\n",
+                    (unsigned long long)r.stats.start_cycle);
+      }
       std::printf("counters:");
       for (int i = 1; i < tpu::PerfCounters::kCount; ++i) {
         std::printf(" %s=%llu", tpu::PerfCounters::name(i),

@@ -67,11 +67,14 @@ int run_run_cnn(const tpusim::Args& args) {
       "and seeded random weights (resnet18, resnet50, mobilenetv2; 224x224x3, 1000 classes), run "
       "on random images (no labels: accuracy is meaningless, bit-exactness is checked); "
       "--images and --calibration default to 1")(
-      "images", po::value<std::string>()->default_value("100"), "number of test images (1..10000)")(
-      "offset", po::value<std::string>()->default_value("0"), "first test image (0..9999)")(
+      "images", po::value<std::string>()->default_value("100"),
+      "number of test images (1..10000; with --dataset 1..1000000, default all of its images; "
+      "with --zoo default 1)")("offset", po::value<std::string>()->default_value("0"),
+                               "first test image (0..9999; with --dataset 0..999999)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
       "calibration", po::value<std::string>()->default_value("200"),
-      "training images used to calibrate a float model's activations (1..60000)")(
+      "training images used to calibrate a float model's activations (1..60000; with --dataset "
+      "the first selected images; with --zoo default 1)")(
       "data", po::value<std::string>(&data),
       "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
       "/usr/share/datasets/fashion-mnist)")(
@@ -106,10 +109,7 @@ int run_run_cnn(const tpusim::Args& args) {
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
   tpusim::add_memory_options(opts);
-  tpusim::add_device_options(
-      opts, dev_opts, /*with_vcd=*/true,
-      "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
-      "64 x instructions");
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
   po::variables_map vm;
   if (!tpusim::parse_options(
@@ -196,9 +196,31 @@ int run_run_cnn(const tpusim::Args& args) {
       throw std::runtime_error("--model " + model +
                                ": is not a regular file (expected an ONNX model file)");
   }
-  tpu::check_output_not_input(timeline_file, "--timeline", {model});
-  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  {  // no output may be an input: checked before anything runs
+    tpu::RunPaths paths;
+    if (zoo.empty()) paths.input("--model", model);
+    if (zoo.empty() && dataset.empty()) paths.input("--data", data);
+    paths.input("--dataset", dataset).input("--labels", labels_file);
+    paths.output("--timeline", timeline_file).output("--vcd", dev_opts.vcd);
+    tpusim::add_cnn_report_outputs(paths, report_dir);
+    paths.check();
+  }
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   using Mode = tpusim::ShardPlan::Mode;
+  // An image folder sets the default --images: scanned before the shards are cut.
+  std::optional<tpu::cnn::ImageFolder> folder;
+  if (!dataset.empty()) {
+    try {
+      folder = tpu::cnn::scan_image_folder(dataset);
+    } catch (const tpu::cnn::Error& e) {
+      throw std::runtime_error(std::string("--dataset ") + e.what());
+    }
+    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
+    if (offset + images > int(folder->files.size()))
+      throw tpusim::UsageError("--offset + --images is past the " +
+                               std::to_string(folder->files.size()) + " images of " + dataset);
+  }
+  tpusim::cap_jobs(plan, (uint64_t(images) + batch - 1) / batch, "batch", "batches");
   if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
     throw tpusim::UsageError(
         "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
@@ -240,16 +262,6 @@ int run_run_cnn(const tpusim::Args& args) {
   }
   tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
 
-  // An image folder sets the default --images: scanned before the shards are cut.
-  std::optional<tpu::cnn::ImageFolder> folder;
-  if (!dataset.empty()) {
-    folder = tpu::cnn::scan_image_folder(dataset);
-    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
-    if (offset + images > int(folder->files.size()))
-      throw tpusim::UsageError("--offset + --images is past the " +
-                               std::to_string(folder->files.size()) + " images of " + dataset);
-  }
-
   // This process's images: whole batches, the same ones in every shard count.
   const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
   const uint64_t batches = (uint64_t(images) + batch - 1) / batch;
@@ -261,6 +273,13 @@ int run_run_cnn(const tpusim::Args& args) {
   const bool floats = !dataset.empty() || !zoo.empty();  // folder_set holds the images
   const tpu::cnn::Network net =
       zoo.empty() ? tpu::cnn::load_onnx(model) : tpu::cnn::zoo_network(zoo, 1);
+  if (!dataset.empty()) {
+    try {
+      tpu::cnn::check_preprocess(pre, net.input);
+    } catch (const tpu::cnn::Error& e) {
+      throw tpusim::UsageError(e.what());
+    }
+  }
   tpusim::CnnPresentation pres;
   pres.class_names = tpu::cnn::fashion_mnist_classes();
   pres.top_k = top_k;
@@ -287,7 +306,13 @@ int run_run_cnn(const tpusim::Args& args) {
     folder_files.assign(folder->files.begin() + offset, folder->files.begin() + offset + images);
     pres.class_names = folder->classes;
   }
-  if (!labels_file.empty()) pres.class_names = tpu::cnn::read_labels_file(labels_file);
+  if (!labels_file.empty()) {
+    try {
+      pres.class_names = tpu::cnn::read_labels_file(labels_file);
+    } catch (const tpu::cnn::Error& e) {
+      throw std::runtime_error(std::string("--labels ") + e.what());
+    }
+  }
   std::string how;
   tpu::cnn::QuantNetwork q;
   if (tpu::cnn::fully_quantized(net)) {
@@ -306,11 +331,15 @@ int run_run_cnn(const tpusim::Args& args) {
       for (int i = 0; i < std::min(calibration, from.count()); ++i)
         cal.push_back(from.images[size_t(i)]);
     }
-    q = tpu::cnn::quantize_model(net, cal);
     how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
           (!zoo.empty()      ? " (random)"
            : dataset.empty() ? ""
                              : " (the first selected images of --dataset)");
+    try {
+      q = tpu::cnn::quantize_model(net, cal);
+    } catch (const tpu::cnn::Error& e) {  // e.g. a calibrated range that is not finite
+      throw std::runtime_error(model + ", " + how + ": " + e.what());
+    }
   }
   pres.output_scale = double(q.output_q().scale);
   pres.output_zero_point = q.output_q().zero_point;

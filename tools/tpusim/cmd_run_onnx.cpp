@@ -15,6 +15,7 @@
 
 #include "cnn_shard.h"
 #include "evaluate.h"
+#include "interrupt.h"
 #include "sharding.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
@@ -43,6 +44,10 @@ std::string jshape(const std::vector<int64_t>& s) {
 std::vector<std::vector<float>> load_calibration(const TensorModel& m, const std::string& path) {
   std::error_code ec;
   std::vector<std::string> files;
+  if (!fs::exists(path, ec))
+    throw std::runtime_error("--calibration " + path +
+                             ": no such file or directory (expected a tensor file, .npy or .pb, "
+                             "or a directory of them)");
   if (fs::is_directory(path, ec)) {
     for (const auto& e : fs::directory_iterator(path, ec))
       if (e.is_regular_file() && tpu::cnn::is_tensor_file(e.path().string()))
@@ -61,7 +66,13 @@ std::vector<std::vector<float>> load_calibration(const TensorModel& m, const std
   }
   std::vector<std::vector<float>> out;
   for (const auto& f : files) {
-    const auto imgs = m.images(tpu::cnn::load_tensor(f), "--calibration " + f);
+    Tensor t;
+    try {
+      t = tpu::cnn::load_tensor(f);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("--calibration " + std::string(e.what()));
+    }
+    const auto imgs = m.images(t, "--calibration " + f);
     out.insert(out.end(), imgs.begin(), imgs.end());
   }
   return out;
@@ -90,7 +101,12 @@ std::map<std::string, Tensor> load_inputs(const tpu::cnn::GraphSignature& sig,
       throw tpusim::UsageError("--input " + s + ": no file after '=' (expected NAME=FILE)");
     if (inputs.count(name))
       throw tpusim::UsageError("--input " + s + ": input '" + name + "' is given twice");
-    inputs[name] = tpu::cnn::load_tensor(file);
+    try {
+      inputs[name] = tpu::cnn::load_tensor(file);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("--input " + s.substr(0, eq == std::string::npos ? 0 : eq + 1) +
+                               e.what());
+    }
     (*sources)[name] = "--input " + s;
   }
   return inputs;
@@ -122,13 +138,53 @@ Tensor load_expected(const std::string& dir, const std::string& name, size_t k) 
                                           tpu::cnn::tensor_file_name(name, ".pb"),
                                           "output_" + std::to_string(k) + ".pb"};
   std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error("--expect " + dir + ": " +
+                             (fs::exists(dir, ec) ? "is not a directory" : "no such directory") +
+                             " (expected a directory holding one expected tensor per output: "
+                             "NAME.npy, NAME.pb or output_K.pb)");
   for (const auto& t : tries) {
     const fs::path p = fs::path(dir) / t;
-    if (fs::exists(p, ec)) return tpu::cnn::load_tensor(p.string());
+    if (fs::exists(p, ec)) {
+      try {
+        return tpu::cnn::load_tensor(p.string());
+      } catch (const std::exception& e) {
+        throw std::runtime_error("--expect " + std::string(e.what()));
+      }
+    }
   }
   throw std::runtime_error("--expect " + dir + ": no expected tensor for output '" + name +
                            "' (looked for " + tries[0] + ", " + tries[1] + " and " + tries[2] +
                            ")");
+}
+
+// The model and the test directory, named by their options when missing or of the wrong kind.
+void check_model_path(const std::string& model, const std::string& test_dir) {
+  std::error_code ec;
+  if (!test_dir.empty() && !fs::is_directory(test_dir, ec))
+    throw std::runtime_error("--test-dir " + test_dir + ": " +
+                             (fs::exists(test_dir, ec) ? "not a directory" : "no such directory") +
+                             " (expected ONNX's test layout: DIR/model.onnx and "
+                             "DIR/test_data_set_N/)");
+  const std::string option = test_dir.empty() ? "--model " : "--test-dir " + test_dir + ": ";
+  if (fs::is_directory(model, ec))
+    throw std::runtime_error(option + model + ": is a directory (expected an ONNX model file)");
+  if (!fs::exists(model, ec))
+    throw std::runtime_error(option + model + ": no such file (expected an ONNX model file)");
+}
+
+// Every input path of the run, for tpu::RunPaths.
+tpu::RunPaths input_paths(const std::string& model, const std::string& test_dir,
+                          const std::vector<std::string>& input_specs,
+                          const std::string& expect_dir, const std::string& calibration) {
+  tpu::RunPaths paths;
+  paths.input(test_dir.empty() ? "--model" : "--test-dir", test_dir.empty() ? model : test_dir);
+  for (const auto& spec : input_specs) {
+    const size_t eq = spec.find('=');
+    paths.input("--input", eq == std::string::npos ? spec : spec.substr(eq + 1));
+  }
+  paths.input("--expect", expect_dir).input("--calibration", calibration);
+  return paths;
 }
 
 struct SetResult {
@@ -420,7 +476,7 @@ int run_run_onnx(const tpusim::Args& args) {
       "a directory in ONNX's test layout (model.onnx, test_data_set_N/input_K.pb and output_K.pb): "
       "runs and "
       "checks every data set")("json", po::bool_switch(&json), "print one JSON object");
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true);
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
   po::variables_map vm;
   if (!tpusim::parse_options(
@@ -477,7 +533,13 @@ int run_run_onnx(const tpusim::Args& args) {
       throw tpusim::UsageError("--input NAME=FILE is required (one per graph input)");
   }
 
-  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  check_model_path(model, test_dir);
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  if (plan.mode == tpusim::ShardPlan::Mode::Jobs) {
+    uint64_t sets_total = 1;  // --input: one data set
+    if (!test_dir.empty()) sets_total = tpu::cnn::read_test_data_sets(test_dir).size();
+    tpusim::cap_jobs(plan, sets_total, "data set", "data sets");
+  }
   using Mode = tpusim::ShardPlan::Mode;
   if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
     throw tpusim::UsageError(
@@ -554,6 +616,17 @@ int run_run_onnx(const tpusim::Args& args) {
       sets.push_back(std::move(s));
     }
   }
+  {  // no output may be an input (docs/tpusim.md "Output files"): checked before anything runs
+    tpu::RunPaths paths = input_paths(model, test_dir, input_specs, expect_dir, calibration);
+    paths.output("--vcd", dev_opts.vcd);
+    if (!output_dir.empty())
+      for (const auto& s : sets)
+        for (const auto& o : sig0.outputs)
+          paths.output_in("--output-dir", (fs::path(output_dir) / s.name).string(),
+                          tpu::cnn::tensor_file_name(o.name, "." + format));
+    paths.check();
+  }
+  tpusim::set_activity("loading " + model + " and its inputs");
   TensorModel m(model, constants);
   for (auto& s : sets) s.images = m.images(s.inputs, s.sources);
   if (test_dir.empty() && !expect_dir.empty())
@@ -571,13 +644,22 @@ int run_run_onnx(const tpusim::Args& args) {
   std::string how;
   if (m.needs_calibration()) {
     std::vector<std::vector<float>> cal;
+    std::string source;
     if (!calibration.empty()) {
       cal = load_calibration(m, calibration);
-      how = m.quantize(cal) + " from --calibration " + calibration;
+      source = "--calibration " + calibration;
     } else {
       for (const auto& s : sets) cal.insert(cal.end(), s.images.begin(), s.images.end());
-      how = m.quantize(cal) + ": the inputs themselves (no --calibration given)";
+      source = test_dir.empty() ? "the inputs (--input " + input_specs.at(0) + ")"
+                                : "the inputs of --test-dir " + test_dir;
     }
+    try {
+      how = m.quantize(cal);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(model + ", calibrated on " + source + ": " + e.what());
+    }
+    how += calibration.empty() ? ": the inputs themselves (no --calibration given)"
+                               : " from --calibration " + calibration;
   } else {
     how = m.quantize({});
     if (!calibration.empty()) how += " (--calibration not needed, ignored)";
@@ -627,6 +709,10 @@ int run_run_onnx(const tpusim::Args& args) {
   out.outputs_written = !output_dir.empty();
   const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
   const tpu::ShardRange range = tpu::shard_range(sets.size(), shard);
+  tpusim::set_activity("running " + std::to_string(range.end - range.begin) + " data set" +
+                       (range.end - range.begin == 1 ? "" : "s") + " of " + model + " on the " +
+                       dev_opts.backend + " backend");
+  tpusim::set_progress(0, range.end - range.begin, "data sets");
   for (size_t si = range.begin; si < range.end; ++si) {
     const Set& s = sets[si];
     // Every data set starts from an empty arena: its buffers get the same host addresses (and
@@ -685,7 +771,9 @@ int run_run_onnx(const tpusim::Args& args) {
       so.text.assign(captured + before, captured_size - before);
     }
     out.sets.push_back(std::move(so));
+    tpusim::set_progress(si + 1 - range.begin, range.end - range.begin, "data sets");
   }
+  tpusim::finish_device(dev_opts, dev);  // puts the --vcd file in place
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (plan.mode != Mode::Single) {
     std::fclose(info);

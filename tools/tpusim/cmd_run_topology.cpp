@@ -52,6 +52,30 @@ std::string lower(std::string s) {
 //   convolutions: Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels,
 //                 Num Filter, Strides      (the IFMAP sizes include the padding)
 //   GEMM:         Layer, M, N, K           (M x K times K x N: M output rows, N columns)
+// The host builds every layer in memory (random weights, inputs, the reference's output):
+// a row whose tensors would not fit is refused with its file, line and layer name, never
+// reaching std::bad_alloc.
+constexpr uint64_t kMaxTopoWeights = uint64_t{1} << 28;  // int8 weights of one layer
+constexpr uint64_t kMaxTopoValues = uint64_t{1} << 24;   // IFMAP or OFMAP values of one image
+
+void check_layer_size(const TopoLayer& l, const std::string& where) {
+  const uint64_t weights =
+      uint64_t(l.filters) * uint64_t(l.filter_h) * uint64_t(l.filter_w) * uint64_t(l.channels);
+  const uint64_t ifmap = uint64_t(l.ifmap_h) * uint64_t(l.ifmap_w) * uint64_t(l.channels);
+  const uint64_t ofmap = uint64_t((l.ifmap_h - l.filter_h) / l.stride + 1) *
+                         uint64_t((l.ifmap_w - l.filter_w) / l.stride + 1) * uint64_t(l.filters);
+  auto refuse = [&](const std::string& what, uint64_t n, uint64_t limit) {
+    throw std::runtime_error(where + "layer '" + l.name + "': " + what + " " + std::to_string(n) +
+                             " is too large (at most " + std::to_string(limit) +
+                             " for a layer the host builds in memory)");
+  };
+  if (weights > kMaxTopoWeights)
+    refuse("its weights (filters x filter size x channels)", weights, kMaxTopoWeights);
+  if (ifmap > kMaxTopoValues)
+    refuse("its IFMAP (height x width x channels)", ifmap, kMaxTopoValues);
+  if (ofmap > kMaxTopoValues) refuse("its OFMAP (height x width x filters)", ofmap, kMaxTopoValues);
+}
+
 std::vector<TopoLayer> read_topology(const std::string& path) {
   tpu::check_not_directory(path);
   std::ifstream in(path);
@@ -142,6 +166,7 @@ std::vector<TopoLayer> read_topology(const std::string& path) {
                                  " filter is larger than the " + f[1] + "x" + f[2] +
                                  " IFMAP (expected a filter inside the IFMAP)");
     }
+    check_layer_size(l, where);
     layers.push_back(l);
   }
   if (layers.empty())
@@ -508,7 +533,7 @@ int run_run_topology(const tpusim::Args& args) {
       "json", po::bool_switch(&json), "print one JSON object")(
       "file", po::value<std::string>(&file), "SCALE-Sim topology CSV");
   tpusim::add_memory_options(opts);
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false);
+  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -554,7 +579,8 @@ int run_run_topology(const tpusim::Args& args) {
                                ": expected 0 <= FROM < TO <= " + std::to_string(topo.size()) +
                                " (the file has " + std::to_string(topo.size()) + " layers)");
   }
-  const tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  tpusim::cap_jobs(plan, to - from, "layer", "layers");
   using Mode = tpusim::ShardPlan::Mode;
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] {

@@ -212,6 +212,15 @@ int run_sweep(const tpusim::Args& args) {
                                "; build it: cmake --build build --target " + name + ")");
     exes.emplace_back(n, exe.string());
   }
+  {  // no output may be an input: checked before anything runs
+    tpu::RunPaths paths;
+    paths.input("--model", model);
+    for (const char* name :
+         {"sweep.csv", "sweep_cycles.svg", "sweep_utilization.svg", "sweep_cycles_bandwidth.svg",
+          "sweep_utilization_bandwidth.svg", "sweep_dma.svg"})
+      paths.output_in("--out", out_dir, name);
+    paths.check();
+  }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir, ec))

@@ -45,6 +45,12 @@ tpu::cnn::LayerDma dma_of(const JsonValue& v) {
 
 }  // namespace
 
+void add_cnn_report_outputs(tpu::RunPaths& paths, const std::string& dir) {
+  if (dir.empty()) return;
+  for (const char* name : {"utilization.svg", "index.html", "report.json"})
+    paths.output_in("--report", dir, name);
+}
+
 CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -24,6 +24,8 @@ struct CnnReportFiles {
   std::unique_ptr<tpu::OutputFile> svg, html, json;
 };
 CnnReportFiles prepare_cnn_report_dir(const std::string& dir);
+// The three files of --report DIR, as outputs of `paths` (checked before anything runs).
+void add_cnn_report_outputs(tpu::RunPaths& paths, const std::string& dir);
 // Writes and commits the three files (nothing if `r` is empty).
 void write_cnn_report(CnnReportFiles& r, const tpu::cnn::Evaluation& e);
 // "report: A, B, C" when `r` is open.

@@ -154,6 +154,8 @@ void install_interrupt_handlers(const std::string& subcommand, bool json) {
   }
 }
 
+std::string current_activity() { return g_activity; }
+
 void set_activity(const std::string& what) {
   // Block the signals while the buffers change, so the handler never sees half a text.
   sigset_t block, old;

@@ -23,6 +23,8 @@ namespace tpusim {
 
 void install_interrupt_handlers(const std::string& subcommand, bool json);
 void set_activity(const std::string& what);
+// What set_activity() said last ("starting (reading the arguments and inputs)"), for messages.
+std::string current_activity();
 // `unit` must be a string literal ("images", "batches").
 void set_progress(uint64_t done, uint64_t total, const char* unit);
 // An extra JSON count reported with the progress (`key` a string literal; up to 4 keys).

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // tpusim: assemble, disassemble and run tpu-rtl programs on the simulated chip (rtl) or the
 // golden model, and benchmark tiled matmuls. Subcommands live in cmd_*.cpp (tpusim.h).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "device.h"
@@ -39,25 +42,42 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// Everything written to standard output must arrive: a full disk (> /dev/full) or a closed
+// pipe is a failure (exit 1 with a message), never a silent success.
+bool stdout_complete(const std::string& name) {
+  errno = 0;
+  std::cout.flush();
+  const bool bad = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (!bad) return true;
+  std::fprintf(stderr,
+               "tpusim%s%s: error: standard output: write error (%s); the output is incomplete "
+               "(a full disk, or a closed pipe?)\n",
+               name.empty() ? "" : " ", name.c_str(),
+               errno ? std::strerror(errno) : "an earlier write failed");
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     print_help();
+    stdout_complete("");
     return 2;
   }
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     if (argc > 2 && name == "help") {
       if (const tpusim::Subcommand* s = tpusim::find_subcommand(argv[2])) {
-        return s->run({"--help"});
+        const int code = s->run({"--help"});
+        return stdout_complete(argv[2]) ? code : 1;
       }
       std::fprintf(stderr, "tpusim help: error: unknown subcommand '%s' (expected one of: %s)\n",
                    argv[2], subcommand_names().c_str());
       return 2;
     }
     print_help();
-    return 0;
+    return stdout_complete("") ? 0 : 1;
   }
   const tpusim::Subcommand* cmd = tpusim::find_subcommand(name);
   if (cmd == nullptr) {
@@ -103,7 +123,17 @@ int main(int argc, char** argv) {
     return code;
   };
   try {
-    return cmd->run(args);
+    const int code = cmd->run(args);
+    if (!stdout_complete(name)) {
+      tpusim::mpi_abort_if_running(1);
+      return 1;
+    }
+    return code;
+  } catch (const std::bad_alloc&) {
+    return fail(1, "error",
+                "out of memory (" + tpusim::current_activity() +
+                    "): an input is too large for this machine",
+                nullptr);
   } catch (const tpusim::UsageError& e) {
     return fail(2, "usage_error", one_line(e.what()), nullptr);
   } catch (const tpu::TimeoutError& e) {

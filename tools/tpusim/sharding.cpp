@@ -17,6 +17,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "interrupt.h"
+
 namespace tpusim {
 
 // ---- JSON reading ------------------------------------------------------------------------
@@ -108,11 +110,13 @@ class JsonParser {
       }
     }
   }
-  JsonValue value(int depth) {
+  // `path`: where the value is in the document ("shard.count", "images[3].index"), for messages.
+  JsonValue value(int depth, const std::string& path = "") {
     if (depth > 64) fail("nested too deeply");
     skip_space();
     if (i_ >= s_.size()) fail("unexpected end of the text");
     JsonValue v;
+    v.where = where_ + (path.empty() ? "" : ": at " + path);
     const char c = s_[i_];
     if (c == '{') {
       ++i_;
@@ -122,7 +126,8 @@ class JsonParser {
         skip_space();
         std::string key = string_literal();
         expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        JsonValue member = value(depth + 1, path.empty() ? key : path + "." + key);
+        v.members.emplace_back(std::move(key), std::move(member));
       } while (eat(','));
       expect('}');
     } else if (c == '[') {
@@ -130,7 +135,7 @@ class JsonParser {
       v.type = JsonValue::Type::Array;
       if (eat(']')) return v;
       do {
-        v.items.push_back(value(depth + 1));
+        v.items.push_back(value(depth + 1, path + "[" + std::to_string(v.items.size()) + "]"));
       } while (eat(','));
       expect(']');
     } else if (c == '"') {
@@ -174,19 +179,19 @@ const JsonValue& JsonValue::at(const std::string& key) const {
   for (const auto& m : members)
     if (m.first == key) return m.second;
   throw std::runtime_error(
-      "shard JSON: the key \"" + key +
+      where + ": the key \"" + key +
       "\" is missing (expected a shard JSON object written by tpusim --shard)");
 }
 
 int64_t JsonValue::i64() const {
   if (type != Type::Number || text.find_first_of(".eE") != std::string::npos)
-    throw std::runtime_error("shard JSON: '" + text + "' is not an integer (expected an integer)");
+    throw std::runtime_error(where + ": '" + text + "' is not an integer (expected an integer)");
   return std::stoll(text);
 }
 
 uint64_t JsonValue::u64() const {
   if (type != Type::Number || text.find_first_not_of("0123456789") != std::string::npos)
-    throw std::runtime_error("shard JSON: '" + text +
+    throw std::runtime_error(where + ": '" + text +
                              "' is not a non-negative integer (expected one)");
   return std::stoull(text);
 }
@@ -194,22 +199,22 @@ uint64_t JsonValue::u64() const {
 double JsonValue::number() const {
   if (type == Type::Null) return std::numeric_limits<double>::quiet_NaN();
   if (type != Type::Number)
-    throw std::runtime_error("shard JSON: expected a number, found a value of another type");
+    throw std::runtime_error(where + ": expected a number, found a value of another type");
   return std::strtod(text.c_str(), nullptr);
 }
 
 bool JsonValue::flag() const {
-  if (type != Type::Bool) throw std::runtime_error("shard JSON: expected true or false");
+  if (type != Type::Bool) throw std::runtime_error(where + ": expected true or false");
   return boolean;
 }
 
 const std::string& JsonValue::str() const {
-  if (type != Type::String) throw std::runtime_error("shard JSON: expected a string");
+  if (type != Type::String) throw std::runtime_error(where + ": expected a string");
   return text;
 }
 
 const std::vector<JsonValue>& JsonValue::array() const {
-  if (type != Type::Array) throw std::runtime_error("shard JSON: expected an array");
+  if (type != Type::Array) throw std::runtime_error(where + ": expected an array");
   return items;
 }
 
@@ -232,6 +237,19 @@ void add_shard_options(po::options_description& options) {
       "for `tpusim merge` (SLURM job arrays, GNU parallel, ...)");
 }
 
+void cap_jobs(ShardPlan& plan, uint64_t units, const std::string& unit,
+              const std::string& units_name) {
+  if (plan.mode != ShardPlan::Mode::Jobs || uint64_t(plan.jobs) <= units) return;
+  const uint64_t capped = std::max<uint64_t>(units, 1);
+  std::fprintf(stderr,
+               "tpusim: note: --jobs %d capped at %llu: the run has only %llu %s (one process "
+               "per %s at most)\n",
+               plan.jobs, (unsigned long long)capped, (unsigned long long)units,
+               (units == 1 ? unit : units_name).c_str(), unit.c_str());
+  plan.jobs = int(capped);
+  if (plan.jobs == 1) plan.mode = ShardPlan::Mode::Single;
+}
+
 ShardPlan shard_plan(const po::variables_map& vm) {
   ShardPlan p;
   if (vm.count("jobs") && vm.count("shard"))
@@ -241,9 +259,17 @@ ShardPlan shard_plan(const po::variables_map& vm) {
     if (p.jobs > 1) p.mode = ShardPlan::Mode::Jobs;
   }
   if (vm.count("shard")) {
+    const std::string text = vm["shard"].as<std::string>();
     try {
-      p.shard = tpu::parse_shard(vm["shard"].as<std::string>());
+      p.shard = tpu::parse_shard(text);
     } catch (const std::invalid_argument& e) {
+      // Digits too long for parse_shard: say what the limit is, not "not a number".
+      const size_t slash = text.find('/');
+      if (slash != std::string::npos && slash > 0 && slash + 1 < text.size() &&
+          text.find_first_not_of("0123456789/") == std::string::npos &&
+          text.find('/', slash + 1) == std::string::npos)
+        throw UsageError("--shard " + text +
+                         ": out of range (expected I/K with 0 <= I < K <= 65536)");
       throw UsageError(e.what());
     }
     p.mode = ShardPlan::Mode::Shard;
@@ -383,6 +409,8 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
     for (auto& a : child_args(i)) argv.push_back(a);
     argvs.push_back(std::move(argv));
   }
+  set_activity("running " + subcommand + " in " + std::to_string(jobs) + " processes (--jobs " +
+               std::to_string(jobs) + ": each a --shard i/" + std::to_string(jobs) + ")");
   std::vector<ChildResult> children;
   try {
     children = run_processes(argvs, jobs);

@@ -30,9 +30,11 @@ struct JsonValue {
   std::string text;  // a String's value, or a Number as written
   std::vector<JsonValue> items;
   std::vector<std::pair<std::string, JsonValue>> members;
+  std::string where;  // "FILE" or "FILE: at shard.count": named by the errors below
 
   bool has(const std::string& key) const;
-  // The member `key`; throws std::runtime_error naming the key if missing.
+  // The member `key`; throws std::runtime_error naming the file, the place and the key if
+  // missing. The accessors below throw naming the file and place on a wrong type.
   const JsonValue& at(const std::string& key) const;
   int64_t i64() const;  // a Number that is an integer; throws otherwise
   uint64_t u64() const;
@@ -60,6 +62,11 @@ void add_shard_options(po::options_description& options);
 // then). Throws UsageError for bad values or --jobs with --shard.
 ShardPlan shard_plan(const po::variables_map& vm);
 
+// --jobs J with fewer units of work than J: J becomes `units` (Mode::Single when 1), with a
+// note on stderr ("--jobs 12 capped at 2: the run has only 2 batches"). `unit` / `units_name`:
+// the noun, singular and plural ("batch", "batches").
+void cap_jobs(ShardPlan& plan, uint64_t units, const std::string& unit,
+              const std::string& units_name);
 // True if mpirun / srun started this process (their environment variables are set).
 bool launched_by_mpi();
 // MPI_Init (once; MPI_Finalize at exit) and this rank / the world size. Throws

@@ -350,6 +350,7 @@ std::string Json::str(bool top_level) const {
 void add_run_stats(Json& j, const tpu::RunStats& s) {
   j.add("cycles", s.cycles);
   j.add("cycles_estimated", s.cycles_estimated);
+  j.add("start_cycle", s.start_cycle);
   j.add("instructions", s.instructions);
   j.add("wall_seconds", s.wall_seconds);
   Json c;

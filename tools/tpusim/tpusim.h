@@ -74,6 +74,11 @@ struct DeviceOptions {
   // The VCD is written to a temporary file and renamed by finish_device() (tpu::OutputFile).
   std::shared_ptr<tpu::OutputFile> vcd_out;
 };
+// --help's default of --max-cycles for commands that run compiled programs (tpu::cnn::Runner
+// derives the limit of each program when none is given).
+inline const std::string kDerivedMaxCycles =
+    "derived from each batch program: 1000000 + 8 x (matmul rows + DMA bytes) + "
+    "64 x instructions";
 // `max_cycles_default`: the text --help shows for the default of --max-cycles.
 void add_device_options(po::options_description& options, DeviceOptions& d, bool with_vcd,
                         const std::string& max_cycles_default = "");
@@ -128,7 +133,8 @@ class Json {
 };
 std::string json_escape(const std::string& s);
 
-// RunStats as JSON: cycles, cycles_estimated, wall_seconds, instructions, counters {...}.
+// RunStats as JSON: cycles, cycles_estimated, start_cycle, instructions, wall_seconds,
+// counters {...}.
 void add_run_stats(Json& j, const tpu::RunStats& s);
 
 }  // namespace tpusim
