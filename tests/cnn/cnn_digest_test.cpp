@@ -16,11 +16,11 @@
 // TPU_UPDATE_COMPILED_DIGESTS=1 (e.g. `TPU_UPDATE_COMPILED_DIGESTS=1 build/tests/cnn/
 // cnn_digest_tests`) after a change that is meant to change the compiled programs, and say why
 // in the commit.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <dirent.h>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -36,7 +36,8 @@ namespace {
 
 using namespace tpu::cnn;
 
-const std::string kDigestFile = std::string(TPU_CNN_SOURCE_DIR) + "/tests/cnn/compiled_programs.txt";
+const std::string kDigestFile =
+    std::string(TPU_CNN_SOURCE_DIR) + "/tests/cnn/compiled_programs.txt";
 
 // 64-bit FNV-1a over everything fed to it.
 class Digest {
@@ -90,9 +91,9 @@ void add_program(Digest& d, const Program& p) {
     const auto w = tpu::encode(ins);
     d.bytes(w.data(), w.size());
   }
-  for (uint64_t v : {uint64_t(p.batch), uint64_t(p.micro_batch), p.dma_in_bytes, p.dma_out_bytes,
-                     p.input_data_bytes, p.weight_bytes, p.mxu_rows, p.spill_in_bytes,
-                     p.spill_out_bytes})
+  for (uint64_t v :
+       {uint64_t(p.batch), uint64_t(p.micro_batch), p.dma_in_bytes, p.dma_out_bytes,
+        p.input_data_bytes, p.weight_bytes, p.mxu_rows, p.spill_in_bytes, p.spill_out_bytes})
     d.u64(v);
   d.u64(p.layer_end.size());
   for (size_t e : p.layer_end) d.u64(e);
@@ -147,7 +148,8 @@ void compile_all(const std::string& name, const QuantNetwork& q,
       const Program p = emit_program(cn, c.batch, kConstantsAddr, kInputAddr, kOutputAddr, opt);
       add_compiled(d, cn);
       add_program(d, p);
-      (*lines)[key] = "instructions=" + std::to_string(p.instructions.size()) + " digest=" + d.hex();
+      (*lines)[key] =
+          "instructions=" + std::to_string(p.instructions.size()) + " digest=" + d.hex();
     } catch (const Error& e) {
       (*lines)[key] = std::string("error: ") + e.what();
     }
