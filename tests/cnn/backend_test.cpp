@@ -139,6 +139,23 @@ TEST(PlanScratch, SpillsOnlyWhenOneImageDoesNotFit) {
       std::string::npos);
 }
 
+// Tensors whose lives overlap never share rows; dead tensors' rows are reused.
+TEST(PlaceFirstFit, LiveTensorsDisjointDeadOnesReused) {
+  std::vector<be::LiveRange> items{{0, 1, 100}, {1, 2, 50}, {2, 3, 100}, {0, 3, 10}};
+  const uint64_t peak = be::place_first_fit(items);
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = i + 1; j < items.size(); ++j)
+      if (items[i].birth <= items[j].death && items[j].birth <= items[i].death)
+        EXPECT_TRUE(items[i].base + items[i].rows <= items[j].base ||
+                    items[j].base + items[j].rows <= items[i].base)
+            << i << " and " << j;
+  EXPECT_EQ(items[0].base, 0u);    // the largest first, at 0
+  EXPECT_EQ(items[2].base, 0u);    // born after item 0 died: its rows again
+  EXPECT_EQ(items[1].base, 100u);  // lives with both
+  EXPECT_EQ(items[3].base, 150u);
+  EXPECT_EQ(peak, 160u);
+}
+
 be::Op matmul_op(uint32_t tile, int layer) {
   tpu::Matmul m;
   m.switch_weights = tile != 0;

@@ -43,6 +43,16 @@ inline uint32_t half_acc(const CompiledNetwork& cn) {
   return (cn.chip.acc_rows - cn.fill_rows) / 2;
 }
 
+// ---- tensor placement (memory_plan.cpp)
+// A tensor that lives from layer `birth` to layer `death` (both included) in `rows` UB rows.
+struct LiveRange {
+  int birth = 0, death = 0;
+  uint64_t rows = 0, base = 0;
+};
+// Sets every item's base: largest first, each at the lowest rows free during its whole life.
+// Returns the peak (rows used).
+uint64_t place_first_fit(std::vector<LiveRange>& items);
+
 // ---- the last steps of emission (weight_prefetch.cpp)
 struct Op;
 // The scheduled instructions `ops` into prog.instructions (ending with halt), with the

@@ -34,13 +34,8 @@ class Emitter {
 
   // ---- unified buffer plan: every tensor (the input, then each layer's output) gets rows for
   // the micro-batch from its producer to its last consumer, first fit; the packed input is
-  // staged in two buffers of g0 images while the first layer runs.
-  struct Item {
-    int birth = 0, death = 0;
-    uint64_t rows = 0, base = 0;
-  };
-  static bool overlap(const Item& a, const Item& b);
-
+  // staged in two buffers of g0 images while the first layer runs. The bases (input, layers,
+  // shadows) into *bases; false if they need more than the unified buffer.
   bool place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const;
 
   void plan_memory(const ProgramOptions& opt);

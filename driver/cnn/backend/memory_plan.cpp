@@ -11,35 +11,10 @@
 
 namespace tpu::cnn::backend {
 
-bool Emitter::overlap(const Item& a, const Item& b) {
-  return a.birth <= b.death && b.birth <= a.death;
-}
-
-bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const {
-  const size_t nl = cn_.layers.size();
-  std::vector<Item> items(nl + 1);
-  items[0].birth = cn_.packed_input ? 0 : -1;
-  // (Paired first layers: the staged input lives while layer 1 runs too.)
-  items[0].death = cn_.packed_input ? (pair_first_ ? 1 : 0) : std::max(0, cn_.last_use[0]);
-  items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
-  for (size_t l = 0; l < nl; ++l) {
-    items[l + 1].birth = int(l);
-    // A layer's last activates may still run during the next layer (overlap_layers): its
-    // output lives at least until then, even if nothing reads it.
-    items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l) + 1, cn_.last_use[l + 1]);
-    items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
-  }
-  for (size_t l = 0; l < nl; ++l) {  // shadows: live until their last max-pool reads them
-    if (!cn_.has_shadow(int(l))) continue;
-    Item it;
-    it.birth = int(l);
-    it.death = int(l) + 1;
-    for (size_t c = l + 1; c < nl; ++c)
-      if (cn_.reads_shadow(int(c), int(l))) it.death = int(c);
-    it.rows = uint64_t(m) * cn_.shadows[l].image_rows();
-    items.push_back(it);
-    shadow_item_[l] = items.size() - 1;
-  }
+uint64_t place_first_fit(std::vector<LiveRange>& items) {
+  auto overlap = [](const LiveRange& a, const LiveRange& b) {
+    return a.birth <= b.death && b.birth <= a.death;
+  };
   // Largest first, each at the lowest rows free during its whole life (first fit by
   // decreasing size packs interval lifetimes tighter than placing in program order).
   std::vector<size_t> order(items.size());
@@ -47,7 +22,7 @@ bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint6
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return items[a].rows > items[b].rows; });
   std::vector<char> placed(items.size(), 0);
-  *peak = 0;
+  uint64_t peak = 0;
   for (size_t i : order) {
     std::vector<std::pair<uint64_t, uint64_t>> taken;
     for (size_t j = 0; j < items.size(); ++j)
@@ -61,8 +36,37 @@ bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint6
     }
     items[i].base = at;
     placed[i] = 1;
-    *peak = std::max(*peak, at + items[i].rows);
+    peak = std::max(peak, at + items[i].rows);
   }
+  return peak;
+}
+
+bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const {
+  const size_t nl = cn_.layers.size();
+  std::vector<LiveRange> items(nl + 1);
+  items[0].birth = cn_.packed_input ? 0 : -1;
+  // (Paired first layers: the staged input lives while layer 1 runs too.)
+  items[0].death = cn_.packed_input ? (pair_first_ ? 1 : 0) : std::max(0, cn_.last_use[0]);
+  items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
+  for (size_t l = 0; l < nl; ++l) {
+    items[l + 1].birth = int(l);
+    // A layer's last activates may still run during the next layer (overlap_layers): its
+    // output lives at least until then, even if nothing reads it.
+    items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l) + 1, cn_.last_use[l + 1]);
+    items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
+  }
+  for (size_t l = 0; l < nl; ++l) {  // shadows: live until their last max-pool reads them
+    if (!cn_.has_shadow(int(l))) continue;
+    LiveRange it;
+    it.birth = int(l);
+    it.death = int(l) + 1;
+    for (size_t c = l + 1; c < nl; ++c)
+      if (cn_.reads_shadow(int(c), int(l))) it.death = int(c);
+    it.rows = uint64_t(m) * cn_.shadows[l].image_rows();
+    items.push_back(it);
+    shadow_item_[l] = items.size() - 1;
+  }
+  *peak = place_first_fit(items);
   if (*peak > cn_.chip.ub_rows) return false;
   bases->clear();
   for (const auto& it : items) bases->push_back(uint32_t(it.base));
