@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
 
@@ -99,13 +100,7 @@ void Importer::fused_activation(const onnx::NodeProto& n, const std::string& in,
                                 LutFunc f, float p0, float p1, bool ql) {
   const Value v = values_.at(in);
   int li = fusable(in);
-  if (li >= 0) {
-    const Layer& l = net_.layers[size_t(li)];
-    const bool can =
-        l.act == Activation::None || (a != Activation::Lut && l.act != Activation::Lut);
-    const bool pool_ok = l.pool_k == 1 || a != Activation::Lut || lut_func_monotonic(f);
-    if (!can || !pool_ok) li = -1;
-  }
+  if (li >= 0 && !passes::can_fuse_activation(net_.layers[size_t(li)], a, f)) li = -1;
   if (li < 0) {
     Layer c = start_layer(n, LayerKind::Copy, v);
     c.op = n.op_type();
@@ -114,37 +109,9 @@ void Importer::fused_activation(const onnx::NodeProto& n, const std::string& in,
     li = push_layer(n, std::move(c));
   }
   Layer& l = net_.layers[size_t(li)];
-  if (a == Activation::Lut) {
-    l.act = Activation::Lut;
-    l.lut = f;
-    l.lut_alpha = p0;
-    l.lut_beta = p1;
-    // Its input's quantization (QDQ before it, or a QLinear op's input) feeds the LUT.
-    l.pre_quant = l.out_quant;
-    l.out_quant.reset();
-    if (ql) l.out_quant = tensor_quant(n, konst(n, 3, "Y_scale"), opt_konst(n, 4, "Y_zero_point"));
-  } else {
-    float lo = p0, hi = p1;
-    if (l.act == Activation::None) {
-      l.act = a;
-      l.clip_lo = lo;
-      l.clip_hi = hi;
-    } else if (a == Activation::Relu) {
-      if (l.act == Activation::Clip)
-        l.clip_lo = std::max(l.clip_lo, 0.0f), l.clip_hi = std::max(l.clip_hi, 0.0f);
-    } else {
-      if (l.act == Activation::Relu)
-        lo = std::max(lo, 0.0f), hi = std::max(hi, 0.0f);
-      else
-        lo = std::max(lo, l.clip_lo), hi = std::min(hi, l.clip_hi);
-      l.act = Activation::Clip;
-      l.clip_lo = lo;
-      l.clip_hi = std::max(lo, hi);
-    }
-    if (l.act == Activation::Clip && l.clip_lo == 0.0f && l.clip_hi >= 3.0e38f)
-      l.act = Activation::Relu;
-    l.out_quant.reset();  // requantized once, to the quantization after the activation
-  }
+  passes::fuse_activation(l, a, f, p0, p1);
+  if (a == Activation::Lut && ql)
+    l.out_quant = tensor_quant(n, konst(n, 3, "Y_scale"), opt_konst(n, 4, "Y_zero_point"));
   l.fused.push_back(n.op_type() + " " + node_name(n));
   new_layer_output(n, li, v.flat);
   values_[n.output(0)].shape = l.out;

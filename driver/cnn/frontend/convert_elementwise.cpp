@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
 
@@ -69,7 +70,6 @@ void Importer::arith(const onnx::NodeProto& n) {
     if (l.given && !l.given->bias.empty() && (op == "Add" || op == "Sub"))
       fail(n, "adds a second bias to a layer with a quantized bias");
     if (l.given && (op == "Mul" || op == "Div")) fail(n, "scales a layer with quantized weights");
-    const int64_t k = l.fan_in();
     for (int ch = 0; ch < l.cout(); ++ch) {
       const double x = per[size_t(ch)];
       if (op == "Add")
@@ -78,10 +78,7 @@ void Importer::arith(const onnx::NodeProto& n) {
         l.bias[size_t(ch)] -= float(x);
       else if (op == "Mul" || (op == "Div" && data_first)) {
         if (op == "Div" && x == 0) fail(n, "division by zero");
-        const double s = op == "Mul" ? x : 1.0 / x;
-        for (int64_t i = 0; i < k; ++i)
-          l.weight[size_t(ch * k + i)] = float(l.weight[size_t(ch * k + i)] * s);
-        l.bias[size_t(ch)] = float(l.bias[size_t(ch)] * s);
+        passes::scale_output_channel(l, ch, op == "Mul" ? x : 1.0 / x);
       } else {
         fail(n, op + " with the constant first is not supported after a layer");
       }
@@ -216,13 +213,7 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
     if (c->numel() != cout)
       fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) +
                   " channels");
-  const int64_t k = l.fan_in();
-  for (int oc = 0; oc < cout; ++oc) {
-    const double s = scale.v[size_t(oc)] / std::sqrt(var.v[size_t(oc)] + eps);
-    for (int64_t i = 0; i < k; ++i)
-      l.weight[size_t(oc * k + i)] = float(l.weight[size_t(oc * k + i)] * s);
-    l.bias[size_t(oc)] = float((l.bias[size_t(oc)] - mean.v[size_t(oc)]) * s + bias.v[size_t(oc)]);
-  }
+  passes::fold_batch_norm(l, scale.v, bias.v, mean.v, var.v, eps);
   l.fused.push_back("BatchNormalization " + node_name(n));
   define(n, v, n.input(0));
 }

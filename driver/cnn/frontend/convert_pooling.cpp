@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
 
-Importer::PoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const Value& v) const {
+passes::MaxPoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const Value& v) const {
   if (v.flat) fail(n, "its input is flattened");
   const auto ks = attr_ints(n, "kernel_shape");
   if (ks.size() != 2 || ks[0] != ks[1])
@@ -45,7 +46,7 @@ Importer::PoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const Va
     if (ceil && (o - 1) * s >= in + lo) --o;
     return o;
   };
-  PoolWindow w;
+  passes::MaxPoolWindow w;
   w.k = k;
   w.s = s;
   w.oh = out_size(v.shape.h, g.pad_t, g.pad_b);
@@ -64,19 +65,14 @@ void Importer::maxpool(const onnx::NodeProto& n) {
   for (int i = 1; i < n.output_size(); ++i)
     if (!n.output(i).empty()) fail(n, "the Indices output is not supported");
   const Value v = data(n, 0);
-  const PoolWindow w = maxpool_window(n, v);
+  const passes::MaxPoolWindow w = maxpool_window(n, v);
   const int k = w.k, s = w.s, oh = w.oh, ow = w.ow;
-  const bool padded = w.padded, chip_pads = w.chip_pads;
+  const bool chip_pads = w.chip_pads;
   const auto& pads = w.pads;
   // The layers the pool fuses into: the one computing its input, or every part of a concat
   // that only this pool reads (pooling works channel by channel).
   auto fuses = [&](int li) {
-    if (li < 0) return false;
-    const Layer& l = net_.layers[size_t(li)];
-    return (!padded || chip_pads) && l.pool_k == 1 && l.kind != LayerKind::Dense &&
-           !l.per_pixel_divisor() && (l.act != Activation::Lut || lut_func_monotonic(l.lut)) &&
-           (l.conv_out.h + pads[0] + pads[2] - k) / s + 1 == oh &&
-           (l.conv_out.w + pads[1] + pads[3] - k) / s + 1 == ow;
+    return li >= 0 && passes::can_fuse_max_pool(net_.layers[size_t(li)], w);
   };
   std::vector<int> targets;
   const auto parts = concat_inputs_.find(n.input(0));
@@ -88,14 +84,8 @@ void Importer::maxpool(const onnx::NodeProto& n) {
   }
   for (int t : targets) {
     Layer& l = net_.layers[size_t(t)];
-    l.pool_k = k;
-    l.pool_s = s;
-    l.pool_pad_t = pads[0];
-    l.pool_pad_l = pads[1];
-    l.pool_pad_b = pads[2];
-    l.pool_pad_r = pads[3];
     try {
-      l.infer_shapes();
+      passes::fuse_max_pool(l, w);
     } catch (const Error& e) {
       fail(n, e.what());
     }

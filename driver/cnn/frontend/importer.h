@@ -13,6 +13,7 @@
 
 #include "frontend/onnx_tensor.h"
 #include "network.h"
+#include "passes/fusion.h"
 
 namespace onnx {
 class GraphProto;
@@ -97,14 +98,8 @@ class Importer {
   // the concatenation fuses into those layers).
   std::map<std::string, std::vector<std::string>> concat_inputs_;
 
-  // A MaxPool's window and its output size; the padding as the chip pools with it (ceil_mode
-  // as extra bottom/right padding) and whether activate's pad fields hold it.
-  struct PoolWindow {
-    int k = 1, s = 1, oh = 0, ow = 0;
-    std::array<int, 4> pads{};  // top, left, bottom, right
-    bool padded = false, chip_pads = false;
-  };
-  PoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
+  // A MaxPool's window, output size and padding (passes/fusion.h).
+  passes::MaxPoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
 
   [[noreturn]] void fail_model(const std::string& msg) const;
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;
