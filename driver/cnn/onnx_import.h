@@ -18,6 +18,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "network.h"
 
@@ -29,7 +30,10 @@ Network load_onnx(const std::string& path);
 // The same from the serialized bytes; `name` is used in messages.
 Network import_onnx_bytes(const std::string& bytes, const std::string& name);
 
-// "Conv, QLinearConv, Gemm, ..." (for messages and --help).
+// "Conv (groups, depthwise, dilations), QLinearConv, ..." (for messages and --help), generated
+// from the converter table (frontend/op_table.h).
 std::string supported_ops();
+// Every op of the converter table: "Conv", ..., "com.microsoft.QLinearAdd", ...
+std::vector<std::string> supported_op_names();
 
 }  // namespace tpu::cnn

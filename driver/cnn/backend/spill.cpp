@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+// Spilling (compiler.h): every tensor in host memory, each layer image by image in tiles of output
+// lines, double-buffered DMA of the tiles' input windows and output blocks.
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "backend/backend.h"
+#include "backend/emitter.h"
+
+namespace tpu::cnn::backend {
+
+Program Emitter::run_spill() {
+  Program prog;
+  prog.batch = batch_;
+  prog.micro_batch = 1;
+  mb_ = 1;
+  const size_t nl = cn_.layers.size();
+  for (uint32_t i = 0; i < batch_; ++i)
+    for (size_t l = 0; l < nl; ++l) {
+      cur_layer_ = int(l);
+      spill_layer(l, i);
+      if (i == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
+    }
+  cur_layer_ = -1;
+  finish(prog);
+  return prog;
+}
+
+uint32_t Emitter::host_of(int l, uint32_t img, bool shadow) const {
+  if (l == kNetworkInput) return iaddr_ + img * cn_.input_bytes();
+  if (shadow) return saddr_ + uint32_t(cn_.shadow_offset[size_t(l)]);
+  if (size_t(l) + 1 == cn_.layers.size()) return oaddr_ + img * cn_.output_bytes();
+  return saddr_ + uint32_t(cn_.spill_offset[size_t(l)]);
+}
+
+void Emitter::spill_windows(size_t li, int y0, int y1, std::vector<SpillSrc>& srcs) const {
+  const QLayer& l = cn_.net.layers[li];
+  const auto& p = cn_.layers[li];
+  for (auto& s : srcs) {
+    if (!conv_like(l)) {
+      s.line0 = 0;
+      s.lines = s.t->hp();
+    } else if (p.packed) {
+      s.line0 = uint32_t(y0);
+      s.lines = uint32_t(y1 - y0);
+    } else {
+      s.line0 = uint32_t(y0 * l.sh + s.t->pt - l.pad_t);
+      s.lines = uint32_t((y1 - y0 - 1) * l.sh + (l.kh - 1) * l.dh + 1);
+    }
+  }
+}
+
+Emitter::SpillPlan Emitter::plan_spill(size_t li, uint32_t img) const {
+  const QLayer& l = cn_.net.layers[li];
+  const auto& p = cn_.layers[li];
+  const std::string where = "layer '" + l.name + "' (" + l.op + "): ";
+  std::vector<SpillSrc> srcs;
+  if (p.packed) {
+    srcs.push_back({&cn_.input_tensor, host_of(kNetworkInput, img, false)});
+  } else {
+    for (int in : l.inputs)
+      srcs.push_back({&cn_.input_of(int(li), in), host_of(in, img, cn_.reads_shadow(int(li), in))});
+  }
+  std::vector<const CompiledNetwork::Tensor*> outs{&cn_.tensors[li]};
+  if (cn_.has_shadow(int(li))) outs.push_back(&cn_.shadows[li]);
+  bool blockwise = !p.packed && conv_like(l);
+  for (int ob = 0; ob < p.obs && blockwise; ++ob)
+    for (const auto& t : p.terms[size_t(ob)]) blockwise &= t.ib == ob;
+  const int out_h = conv_like(l) ? l.out.h : 1;
+  // UB rows of one input buffer and one output buffer for tiles of `per` pooled lines.
+  auto in_rows = [&](int per) {
+    std::vector<SpillSrc> w = srcs;
+    spill_windows(li, 0, conv_like(l) ? conv_lines(l, per) : 1, w);
+    uint64_t r = 0;
+    for (const auto& s : w) r += uint64_t(blockwise ? 1 : s.t->blocks) * s.block_rows();
+    return r;
+  };
+  auto out_rows = [&](int per) {
+    uint64_t r = 0;
+    for (const auto* o : outs)
+      r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
+    return r;
+  };
+  const uint64_t ub = cn_.chip.ub_rows;
+  const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
+  if (one > ub)
+    throw Error(where + "one output line of one image needs " + std::to_string(one) +
+                " unified-buffer rows (its input lines with the halo" +
+                (blockwise ? "" : ", all channel blocks") +
+                ", and three one-block output buffers), more than the " + std::to_string(ub) +
+                " rows of the chip, by " + std::to_string(one - ub) + " rows");
+  // The tallest tile with `nb` input buffers.
+  auto tallest = [&](uint32_t nb) {
+    int per = 1;
+    if (conv_like(l))
+      while (per < out_h && uint32_t(conv_lines(l, per + 1)) * uint32_t(p.cols_used) <= half_ &&
+             nb * in_rows(per + 1) + kOutBufs * out_rows(per + 1) <= ub)
+        ++per;
+    return per;
+  };
+  // Each tile streams the layer's weights again and reads its input window: the DMA rows
+  // per image. One input buffer allows taller tiles (fewer weight passes) but its reads
+  // stall the array: they count twice.
+  uint64_t weight_rows = 0;
+  for (const auto& terms : p.terms)
+    for (const auto& t : terms) weight_rows += t.switch_weights ? n_ : 0;
+  auto dma_rows = [&](uint32_t nb) {
+    const int per = tallest(nb);
+    const uint64_t tiles = uint64_t((out_h + per - 1) / per);
+    return tiles * (weight_rows + (nb == 1 ? 2 : 1) * in_rows(per));
+  };
+  uint32_t nbuf = 2;
+  if (2 * in_rows(1) + kOutBufs * out_rows(1) > ub || (!blockwise && dma_rows(1) < dma_rows(2)))
+    nbuf = 1;
+  const int per = tallest(nbuf);
+  SpillPlan plan{outs, blockwise, nbuf, uint32_t(in_rows(per)), uint32_t(out_rows(per)), {}};
+  plan.tiles = spill_tiles(li, srcs, outs, per, blockwise);
+  return plan;
+}
+
+std::vector<Emitter::SpillTile> Emitter::spill_tiles(
+    size_t li, const std::vector<SpillSrc>& srcs,
+    const std::vector<const CompiledNetwork::Tensor*>& outs, int per, bool blockwise) const {
+  const QLayer& l = cn_.net.layers[li];
+  const int out_h = conv_like(l) ? l.out.h : 1;
+  std::vector<SpillTile> tiles;
+  for (int py = 0; py < out_h; py += per) {
+    SpillTile t;
+    t.py0 = py;
+    t.py1 = std::min(out_h, py + per);
+    t.y0 = 0;
+    t.y1 = 1;
+    if (conv_like(l)) std::tie(t.y0, t.y1) = l.conv_lines_of(t.py0, t.py1);
+    t.srcs = srcs;
+    spill_windows(li, t.y0, t.y1, t.srcs);
+    uint32_t at = 0;
+    for (auto& s : t.srcs) {
+      s.offset = at;
+      at += (blockwise ? 1 : uint32_t(s.t->blocks)) * s.block_rows();
+    }
+    for (const auto* o : outs) {
+      CompiledNetwork::Tensor b = *o;
+      b.blocks = 1;
+      uint32_t line0 = 0;
+      if (conv_like(l)) {
+        const bool first = t.py0 == 0, last = t.py1 == out_h;
+        b.h = t.py1 - t.py0;
+        b.pt = first ? o->pt : 0;
+        b.pb = last ? o->pb : 0;
+        line0 = first ? 0 : uint32_t(t.py0 + o->pt);
+      }
+      t.outs.push_back(b);
+      t.out_line0.push_back(line0);
+    }
+    tiles.push_back(std::move(t));
+  }
+  return tiles;
+}
+
+std::vector<Emitter::SpillWork> Emitter::spill_work(size_t li,
+                                                    const std::vector<SpillTile>& tiles) const {
+  const QLayer& l = cn_.net.layers[li];
+  const auto& p = cn_.layers[li];
+  std::vector<SpillWork> work;
+  for (uint32_t k = 0; k < tiles.size(); ++k)
+    for (const auto& c : p.chunks)
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
+        SpillWork w;
+        w.tile = k;
+        w.index = uint32_t(work.size());
+        Unit& u = w.u;
+        u.g0 = 0;
+        u.g = 1;
+        u.ob = ob;
+        u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
+        u.gen = c.generation;
+        u.py0 = tiles[k].py0;
+        u.py1 = tiles[k].py1;
+        u.y0 = tiles[k].y0;
+        u.y1 = tiles[k].y1;
+        u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
+        work.push_back(w);
+      }
+  return work;
+}
+
+void Emitter::spill_layer(size_t li, uint32_t img) {
+  const auto& p = cn_.layers[li];
+  const SpillPlan plan = plan_spill(li, img);
+  const std::vector<SpillTile>& tiles = plan.tiles;
+  const auto& outs = plan.outs;
+  const bool blockwise = plan.blockwise;
+  const uint32_t nbuf = plan.nbuf, in_buf = plan.in_buf, out_buf = plan.out_buf;
+  auto in_base = [&](uint32_t k) { return (k % nbuf) * in_buf; };
+  auto out_base = [&](uint32_t k) { return nbuf * in_buf + (k % kOutBufs) * out_buf; };
+  // Input DMA: a tile's every block (into buffer k), or one unit's block ob.
+  auto read = [&](const SpillTile& t, uint32_t buf, int ob) {
+    for (const auto& s : t.srcs)
+      for (int b = 0; b < s.t->blocks; ++b) {
+        if (blockwise && b != ob) continue;
+        op(ReadHost{
+            HostDest::Ub, in_base(buf) + s.offset + (blockwise ? 0 : uint32_t(b)) * s.block_rows(),
+            s.block_rows(), s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
+      }
+  };
+  std::vector<SpillWork> work = spill_work(li, tiles);
+  auto finish_unit = [&](const SpillWork& w) {  // activates into its output buffer, then its DMA
+    const SpillTile& t = tiles[w.tile];
+    load_generation(w.u.gen);
+    load_lut(p.lut);
+    Unit a = w.u;
+    a.ob = 0;
+    uint32_t at = out_base(w.index);
+    for (size_t k = 0; k < t.outs.size(); ++k) {
+      activates(li, a, t.outs[k], at, t.py0);
+      const auto* o = outs[k];
+      op(WriteHost{at, t.outs[k].block_rows(),
+                   host_of(int(li), img, k == 1) +
+                       (uint32_t(w.u.ob) * o->block_rows() + t.out_line0[k] * o->wp()) * n_});
+      at += t.outs[k].block_rows();
+    }
+  };
+  // The borders each output buffer holds (skip refilling the same ones).
+  std::array<std::array<int, 4>, kOutBufs> filled;
+  for (auto& f : filled) f = {-1, -1, -1, -1};
+  auto buf_of = [&](const SpillWork& w) { return blockwise ? w.index : w.tile; };
+  read(tiles[0], 0, work.front().u.ob);
+  const SpillWork* prev = nullptr;
+  for (auto& w : work) {
+    const SpillTile& t = tiles[w.tile];
+    const bool first_of_tile = &w == &work.front() || (&w - 1)->tile != w.tile;
+    if (nbuf == 1 && &w != &work.front() && (blockwise || first_of_tile))
+      read(t, buf_of(w), w.u.ob);
+    const std::array<int, 4> key{int(li), t.outs[0].pt, t.outs[0].pb, t.outs[0].h};
+    if (filled[w.index % kOutBufs] != key) {
+      uint32_t at = out_base(w.index);
+      for (const auto& o : t.outs) {
+        fill_borders(o, at, 1);
+        at += o.block_rows();
+      }
+      filled[w.index % kOutBufs] = key;
+    }
+    w.u.acc = acc_alloc(w.u.rows);
+    // The previous unit's activates move in among these matmuls only if the ring gave this
+    // unit other accumulator rows (it may wrap onto them).
+    if (prev && !(w.u.acc >= prev->u.acc + prev->u.rows || prev->u.acc >= w.u.acc + w.u.rows)) {
+      finish_unit(*prev);
+      prev = nullptr;
+    }
+    const size_t mm_begin = ops_.size();
+    spill_matmuls(li, t, w.u, in_base(buf_of(w)), blockwise);
+    const size_t act_begin = ops_.size();
+    if (prev) finish_unit(*prev);
+    if (nbuf == 2) {  // prefetch the next buffer's inputs
+      const SpillWork* next = &w + 1 <= &work.back() ? &w + 1 : nullptr;
+      if (next && blockwise) read(tiles[next->tile], buf_of(*next), next->u.ob);
+      if (next && !blockwise && first_of_tile && w.tile + 1 < tiles.size())
+        read(tiles[w.tile + 1], w.tile + 1, 0);
+    }
+    interleave(mm_begin, act_begin);
+    prev = &w;
+  }
+  if (prev) finish_unit(*prev);
+}
+
+void Emitter::spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint32_t buf,
+                            bool blockwise) {
+  const QLayer& l = cn_.net.layers[li];
+  const auto& p = cn_.layers[li];
+  const auto& terms = p.terms[size_t(u.ob)];
+  for (const auto& t : terms) {
+    const SpillSrc& s = tl.srcs[p.packed ? 0 : size_t(t.input)];
+    const auto& in = *s.t;
+    const uint32_t base = buf + s.offset + (blockwise ? 0 : uint32_t(t.ib) * s.block_rows());
+    Matmul mm;
+    mm.accumulate = &t != &terms.front();
+    mm.a_unsigned = in.is_unsigned;
+    mm.w_unsigned = false;
+    mm.switch_weights = t.switch_weights;
+    mm.acc_addr = uint16_t(u.acc);
+    if (l.kind == LayerKind::Dense) {
+      const uint32_t pix =
+          p.packed ? 0
+                   : (uint32_t(t.tap / in.w + in.pt) * in.wp() + uint32_t(t.tap % in.w + in.pl));
+      mm.ub_addr = base + pix;
+      mm.inner = 1;
+      mm.inner_stride = 1;
+      mm.outer = 1;
+      mm.outer_stride = in.image_rows();
+      op(mm, mm.switch_weights ? caddr_ + t.tile : 0);
+      mxu_rows_ += 1;
+      continue;
+    }
+    if (p.packed) {
+      mm.ub_addr = base;
+      mm.inner_stride = 1;
+      mm.outer_stride = uint32_t(p.cols_used);
+    } else {
+      const int ky = t.tap / l.kw, kx = t.tap % l.kw;
+      mm.ub_addr = base + uint32_t(ky * l.dh) * in.wp() + uint32_t(kx * l.dw + in.pl - l.pad_l);
+      mm.inner_stride = uint8_t(l.sw);
+      mm.outer_stride = uint32_t(l.sh) * in.wp();
+    }
+    mm.inner = uint16_t(p.cols_used);
+    mm.outer = uint16_t(u.y1 - u.y0);
+    op(mm, mm.switch_weights ? caddr_ + t.tile : 0);
+    mxu_rows_ += uint64_t(mm.inner) * mm.outer;
+  }
+}
+
+}  // namespace tpu::cnn::backend

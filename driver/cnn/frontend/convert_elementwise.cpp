@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// Converters of Add / Sub / Mul / Div (a layer, a folded bias or scale, or preprocessing),
+// QLinearAdd, Concat, QLinearConcat and BatchNormalization.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/importer.h"
+#include "passes/fusion.h"
+
+namespace tpu::cnn::frontend {
+
+std::vector<double> Importer::per_channel(const onnx::NodeProto& n, const Const& c,
+                                          const Value& v) const {
+  const int channels = v.shape.c;
+  std::vector<double> per(static_cast<size_t>(channels));
+  if (c.numel() == 1) {
+    std::fill(per.begin(), per.end(), c.v[0]);
+  } else if (c.numel() == channels) {
+    bool ok = true;
+    if (!v.flat) {
+      // [C] alone would broadcast along W: only [C,1,1] / [1,C,1,1] are per channel.
+      ok = c.dims.size() >= 3 && c.dims[c.dims.size() - 1] == 1 && c.dims[c.dims.size() - 2] == 1;
+    }
+    if (!ok)
+      fail(n, "constant of shape " + dims_str(c.dims) +
+                  " is not a per-channel value for a tensor with " + std::to_string(channels) +
+                  " channels");
+    per.assign(c.v.begin(), c.v.end());
+  } else {
+    fail(n, "constant of shape " + dims_str(c.dims) + " is neither a scalar nor per channel (" +
+                std::to_string(channels) + " channels)");
+  }
+  return per;
+}
+
+void Importer::arith(const onnx::NodeProto& n) {
+  const std::string& op = n.op_type();
+  if (n.input_size() != 2) fail(n, "expects two inputs");
+  if (op == "Mul")
+    for (int i = 0; i < 2; ++i) {
+      auto it = hard_sigmoid_of_.find(n.input(i));
+      if (it != hard_sigmoid_of_.end() && it->second == n.input(1 - i))
+        return fused_activation(n, n.input(1 - i), Activation::Lut, LutFunc::HardSwish, 0, 0);
+    }
+  const bool d0 = values_.count(n.input(0)) > 0, d1 = values_.count(n.input(1)) > 0;
+  if (d0 && d1) {
+    if (op == "Add") return add(n, false);
+    fail(n, op + " of two tensors is not supported (only Add, and x * HardSigmoid(x))");
+  }
+  const bool data_first = d0;
+  const Value v = data(n, data_first ? 0 : 1);
+  const Const& c = konst(n, data_first ? 1 : 0, "operand");
+  if (v.is_int) fail(n, "operates on a quantized tensor (DequantizeLinear first)");
+  const std::vector<double> per = per_channel(n, c, v);
+  const std::string& name = n.input(data_first ? 0 : 1);
+  const int li = fusable(name);
+  if (li >= 0) {
+    Layer& l = net_.layers[size_t(li)];
+    if (!l.has_weights())
+      fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
+    if (l.act != Activation::None || l.pool_k > 1)
+      fail(n, op + " by a constant after an activation or pooling is not supported");
+    if (l.given && !l.given->bias.empty() && (op == "Add" || op == "Sub"))
+      fail(n, "adds a second bias to a layer with a quantized bias");
+    if (l.given && (op == "Mul" || op == "Div")) fail(n, "scales a layer with quantized weights");
+    for (int ch = 0; ch < l.cout(); ++ch) {
+      const double x = per[size_t(ch)];
+      if (op == "Add")
+        l.bias[size_t(ch)] += float(x);
+      else if (op == "Sub" && data_first)
+        l.bias[size_t(ch)] -= float(x);
+      else if (op == "Mul" || (op == "Div" && data_first)) {
+        if (op == "Div" && x == 0) fail(n, "division by zero");
+        passes::scale_output_channel(l, ch, op == "Mul" ? x : 1.0 / x);
+      } else {
+        fail(n, op + " with the constant first is not supported after a layer");
+      }
+    }
+    l.fused.push_back(op + " " + node_name(n));
+    define(n, v, name);
+    return;
+  }
+  // Preprocessing on the input: x' = a*x + b per channel.
+  if (name != input_tail_ || v.parts != std::vector<int>{kNetworkInput})
+    fail(n, op + " by a constant is supported after a Conv/Gemm/MatMul read by nothing else, or "
+                 "on the input");
+  if (uses_[name] != 1) fail(n, op + " on an input that other nodes also read is not supported");
+  if (net_.input_quant) fail(n, op + " on the input after it was quantized is not supported");
+  if (net_.pre_scale.empty()) {
+    net_.pre_scale.assign(size_t(v.shape.c), 1.0f);
+    net_.pre_shift.assign(size_t(v.shape.c), 0.0f);
+  }
+  for (int ch = 0; ch < v.shape.c; ++ch) {
+    float& a = net_.pre_scale[size_t(ch)];
+    float& b = net_.pre_shift[size_t(ch)];
+    const double k = per[size_t(ch)];
+    if (op == "Add")
+      b = float(b + k);
+    else if (op == "Sub" && data_first)
+      b = float(b - k);
+    else if (op == "Sub") {
+      a = -a;
+      b = float(k - b);
+    } else if (op == "Mul") {
+      a = float(a * k);
+      b = float(b * k);
+    } else if (op == "Div" && data_first) {
+      if (k == 0) fail(n, "division by zero");
+      a = float(a / k);
+      b = float(b / k);
+    } else {
+      fail(n, "dividing a constant by the input is not supported");
+    }
+  }
+  define(n, v, name);
+}
+
+void Importer::add(const onnx::NodeProto& n, bool ql) {
+  const Value a = ql ? int_input(n, 0, 1, 2) : float_input(n, 0, "QLinearAdd");
+  const Value b = ql ? int_input(n, 3, 4, 5) : float_input(n, 1, "QLinearAdd");
+  if (!(a.shape == b.shape) || a.flat != b.flat)
+    fail(n, "adds tensors of shapes " + a.shape.str() + " and " + b.shape.str() +
+                "; only equal shapes are supported (no broadcasting)");
+  Layer l;
+  l.kind = LayerKind::Add;
+  l.name = node_name(n);
+  l.op = n.op_type();
+  l.inputs = {materialize(a, n.input(0)), materialize(b, n.input(ql ? 3 : 1))};
+  l.input_channels = {a.shape.c, b.shape.c};
+  l.in = a.shape;
+  l.out_quant = out_quant(n, ql, 6, 7);
+  const int id = push_layer(n, std::move(l));
+  new_layer_output(n, id, a.flat);
+  finish_int_output(n, id, ql);
+}
+
+void Importer::concat(const onnx::NodeProto& n, bool ql) {
+  Value v;
+  const int first = ql ? 2 : 0, step = ql ? 3 : 1;
+  int64_t axis = attr_int(n, "axis", 1);
+  for (int i = first; i < n.input_size(); i += step) {
+    const Value p = ql ? int_input(n, i, i + 1, i + 2) : float_input(n, i, "QLinearConcat");
+    const int rank = p.flat ? 2 : 4;
+    if (axis < 0) axis += rank;
+    if (axis != 1)
+      fail(n, "axis " + std::to_string(attr_int(n, "axis", 1)) +
+                  ": only concatenation on channels (axis 1) is supported");
+    if (v.parts.empty()) {
+      v.shape = p.shape;
+      v.flat = p.flat;
+    } else {
+      if (p.flat != v.flat || p.shape.h != v.shape.h || p.shape.w != v.shape.w)
+        fail(n, "concatenates tensors of shapes " + v.shape.str() + " and " + p.shape.str() +
+                    " (H and W must match)");
+      v.shape.c += p.shape.c;
+    }
+    v.parts.insert(v.parts.end(), p.parts.begin(), p.parts.end());
+    if (p.parts.size() == 1) concat_inputs_[n.output(0)].push_back(n.input(i));
+  }
+  if (v.parts.empty()) fail(n, "has no inputs");
+  // Pooling fuses into the parts only when each is one layer's output (not itself a concat).
+  if (concat_inputs_[n.output(0)].size() != v.parts.size()) concat_inputs_.erase(n.output(0));
+  if (ql) {
+    const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
+    bool same = true;
+    for (int p : v.parts) {
+      const auto& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+      same &= have && *have == q;
+    }
+    int copy = -1;
+    if (!same) {
+      Value c = v;
+      c.quant = q;
+      v.parts = {copy = materialize(c, n.output(0))};
+    }
+    v.is_int = true;
+    v.quant = q;
+    values_[n.output(0)] = v;
+    if (copy >= 0) {
+      tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
+      concat_inputs_.erase(n.output(0));
+    }
+    return;
+  }
+  values_[n.output(0)] = v;
+}
+
+void Importer::batch_norm(const onnx::NodeProto& n) {
+  const Value v = float_input(n, 0, "a QDQ Conv");
+  const int li = fusable(n.input(0));
+  if (li < 0 || !net_.layers[size_t(li)].has_weights())
+    fail(n,
+         "BatchNormalization is supported right after a Conv or Gemm whose output nothing else "
+         "reads (it is folded into it)");
+  Layer& l = net_.layers[size_t(li)];
+  if (l.act != Activation::None || l.pool_k > 1)
+    fail(n, "BatchNormalization after an activation or pooling is not supported");
+  if (l.given) fail(n, "BatchNormalization after a layer with quantized weights is not supported");
+  const Const& scale = konst(n, 1, "scale");
+  const Const& bias = konst(n, 2, "B");
+  const Const& mean = konst(n, 3, "input_mean");
+  const Const& var = konst(n, 4, "input_var");
+  const double eps = attr_float(n, "epsilon", 1e-5f);
+  const int cout = l.cout();
+  for (const Const* c : {&scale, &bias, &mean, &var})
+    if (c->numel() != cout)
+      fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) +
+                  " channels");
+  passes::fold_batch_norm(l, scale.v, bias.v, mean.v, var.v, eps);
+  l.fused.push_back("BatchNormalization " + node_name(n));
+  define(n, v, n.input(0));
+}
+
+}  // namespace tpu::cnn::frontend

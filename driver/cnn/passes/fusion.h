@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fusion rules on the IR: what it takes for an elementwise step (an activation, a max-pool, a
+// BatchNormalization, a per-channel scale) to join the layer that computes its input, and the
+// layer that results. The frontend decides where they apply (a layer output that nothing else
+// reads, frontend/importer.h) and calls these; they know nothing of ONNX.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "network.h"
+
+namespace tpu::cnn::passes {
+
+// Whether activation `a` (LUT function `f`) can follow layer l's own in its activate: one LUT
+// at most, and a LUT after a max-pool only if it is monotonic (pooling then commutes with it).
+bool can_fuse_activation(const Layer& l, Activation a, LutFunc f);
+// Layer l with activation `a` after its own (p0, p1: Clip's bounds, or the LUT function's alpha
+// and beta). ReLU and Clip combine into one clamp (ReLU when it is [0, +inf)); the output is
+// requantized once, after them (out_quant reset). A LUT's input quantization is the layer's
+// given output quantization (pre_quant).
+void fuse_activation(Layer& l, Activation a, LutFunc f, float p0, float p1);
+
+// A MaxPool window and its output size; the padding as the chip pools with it (ceil_mode as
+// extra bottom/right padding) and whether activate's pad fields hold it.
+struct MaxPoolWindow {
+  int k = 1, s = 1, oh = 0, ow = 0;
+  std::array<int, 4> pads{};  // top, left, bottom, right
+  bool padded = false, chip_pads = false;
+};
+// Whether max-pool w can be layer l's fused pooling: l pools nothing yet, is not Dense, has no
+// per-pixel divisors, no non-monotonic LUT, the pool's padding fits activate's fields, and the
+// pooled size comes out as w's.
+bool can_fuse_max_pool(const Layer& l, const MaxPoolWindow& w);
+// Layer l pooled by w (shapes recomputed; throws Error if they do not fit).
+void fuse_max_pool(Layer& l, const MaxPoolWindow& w);
+
+// A BatchNormalization after Conv/Dense layer l folded into its weights and bias:
+// w' = w * s, b' = (b - mean) * s + shift, s = scale / sqrt(var + eps), per output channel.
+void fold_batch_norm(Layer& l, const std::vector<double>& scale, const std::vector<double>& shift,
+                     const std::vector<double>& mean, const std::vector<double>& var, double eps);
+// Output channel oc of Conv/Dense layer l multiplied by s (its weights and bias).
+void scale_output_channel(Layer& l, int oc, double s);
+
+}  // namespace tpu::cnn::passes
