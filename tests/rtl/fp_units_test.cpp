@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Block tests of the floating-point units (tpu_fp32_add, tpu_fp32_mul, tpu_bf16_mul,
-// tpu_fp_cvt, tpu_fp_cmp) against
+// tpu_fp_cvt, tpu_fp_cmp) and of one vector-unit lane (tpu_vpu_lane, every func of docs/isa.md
+// `vector`) against
 // the native-arithmetic reference of fp_ref.h: every pair of a list of corner values (zeros,
 // subnormals, the smallest and largest normals, ties, infinities, NaNs), operands built to
 // land on the FTZ and overflow boundaries and on cancellation, and random operands (uniform
@@ -19,6 +20,7 @@
 #include "Vtpu_fp32_mul.h"
 #include "Vtpu_fp_cmp.h"
 #include "Vtpu_fp_cvt.h"
+#include "Vtpu_vpu_lane.h"
 #include "fp_ref.h"
 #include "verilated.h"
 
@@ -346,6 +348,112 @@ TEST(FpCmp, Random) {
     const auto [a, b] = g.next(false);
     t.check(a, b);
     t.check(a, a);
+  }
+}
+
+// f(A, B) of one lane for `vector` func (docs/isa.md): the float functions from fp_ref.h, the
+// integer ones in native uint32_t / int32_t arithmetic. *ok = false for an undefined func.
+uint32_t lane_ref(unsigned func, uint32_t a, uint32_t b, bool* ok) {
+  const auto mask = [](bool t) { return t ? 0xFFFFFFFFu : 0u; };
+  const uint32_t sign = 0x80000000u;
+  *ok = true;
+  switch (func) {
+    case 0x00:
+    case 0x28:
+    case 0x30:
+      return fpref::add(a, b);
+    case 0x01:
+      return fpref::add(a, b ^ sign);
+    case 0x02:
+      return fpref::add(b, a ^ sign);
+    case 0x03:
+      return fpref::mul(a, b);
+    case 0x04:
+    case 0x29:
+    case 0x31:
+      return fpref::max(a, b);
+    case 0x05:
+    case 0x2A:
+    case 0x32:
+      return fpref::min(a, b);
+    case 0x06:
+      return mask(fpref::lt(a, b));
+    case 0x07:
+      return mask(fpref::le(a, b));
+    case 0x08:
+      return mask(fpref::eq(a, b));
+    case 0x10:
+      return a + b;
+    case 0x11:
+      return a - b;
+    case 0x12:
+      return b - a;
+    case 0x13:
+      return a & b;
+    case 0x14:
+      return a | b;
+    case 0x15:
+      return a ^ b;
+    case 0x16:
+      return a & ~b;
+    case 0x17:
+      return a << (b & 31);
+    case 0x18:
+      return a >> (b & 31);
+    case 0x19:
+      return uint32_t(int32_t(a) >> (b & 31));  // arithmetic (GCC, and C++20)
+    case 0x1A:
+      return mask(int32_t(a) < int32_t(b));
+    case 0x1B:
+      return mask(a == b);
+    case 0x20:
+      return fpref::fp32_to_int32(a);
+    case 0x21:
+      return fpref::int32_to_fp32(a);
+    case 0x22:
+      return fpref::bf16_to_fp32(fpref::fp32_to_bf16(a));
+    case 0x38:
+      return a;
+    default:
+      *ok = false;
+      return 0;
+  }
+}
+
+struct LaneCase {
+  Block<Vtpu_vpu_lane> m;
+  void check(unsigned func, uint32_t a, uint32_t b) {
+    m->func_i = uint8_t(func);
+    m->a_i = a;
+    m->b_i = b;
+    m->eval();
+    bool ok = false;
+    const uint32_t want = lane_ref(func, a, b, &ok);
+    ASSERT_EQ(bool(m->func_ok_o), ok) << std::hex << "func 0x" << func;
+    EXPECT_BITS(m->y_o, want, "func 0x" << func << " (0x" << a << ", 0x" << b << ")");
+  }
+};
+
+// Every func value 0..63 (defined or not) on every pair of corner values, and on integer
+// corners (shift counts beyond 31, the int32 extremes).
+TEST(VpuLane, EveryFuncCornerPairs) {
+  LaneCase t;
+  std::vector<uint32_t> vals = corners32();
+  for (uint32_t v : {0x00000001u, 0x0000001Fu, 0x00000020u, 0x00000021u, 0xFFFFFFFFu, 0x7FFFFFFEu,
+                     0x80000001u, 0x01000001u, 0xFEFFFFFFu})
+    vals.push_back(v);
+  for (unsigned func = 0; func < 64; ++func)
+    for (uint32_t a : vals)
+      for (uint32_t b : vals) t.check(func, a, b);
+}
+
+TEST(VpuLane, Random) {
+  LaneCase t;
+  PairGen g(8);
+  std::mt19937 rng(9);
+  for (int i = 0; i < kRandom; ++i) {
+    const auto [a, b] = g.next(i % 2 == 0);
+    t.check(unsigned(rng() % 64), a, b);
   }
 }
 
