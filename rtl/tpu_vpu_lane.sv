@@ -39,15 +39,26 @@ module tpu_vpu_lane (
   endfunction
 
   logic fp_result;  // func gives an fp32 result of the float arithmetic (for the assertion)
+  logic [31:0] add_x, add_y, sum;  // the one fp32 adder: fadd, fsub, fsubr, lsum, rsum
+
+  always_comb begin
+    add_x = a_i;
+    add_y = b_i;
+    if (func_i == FSub) begin
+      add_y = {~b_i[31], b_i[30:0]};                // a - b
+    end else if (func_i == FSubr) begin
+      add_x = b_i;                                  // b - a
+      add_y = {~a_i[31], a_i[30:0]};
+    end
+  end
+  assign sum = tpu_fp_pkg::fp32_add(add_x, add_y);
 
   always_comb begin
     y_o       = 32'd0;
     func_ok_o = 1'b1;
     fp_result = 1'b0;
     unique case (func_i)
-      FAdd, LSum, RSum: begin y_o = tpu_fp_pkg::fp32_add(a_i, b_i); fp_result = 1'b1; end
-      FSub:  begin y_o = tpu_fp_pkg::fp32_add(a_i, {~b_i[31], b_i[30:0]}); fp_result = 1'b1; end
-      FSubr: begin y_o = tpu_fp_pkg::fp32_add(b_i, {~a_i[31], a_i[30:0]}); fp_result = 1'b1; end
+      FAdd, FSub, FSubr, LSum, RSum: begin y_o = sum; fp_result = 1'b1; end
       FMul:  begin y_o = tpu_fp_pkg::fp32_mul(a_i, b_i); fp_result = 1'b1; end
       FMax, LMax, RMax: begin y_o = tpu_fp_pkg::fp32_max(a_i, b_i); fp_result = 1'b1; end
       FMin, LMin, RMin: begin y_o = tpu_fp_pkg::fp32_min(a_i, b_i); fp_result = 1'b1; end
