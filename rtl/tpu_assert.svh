@@ -17,6 +17,8 @@
 //                                   the same, checked only in the cycles check holds (the
 //                                   handshake may be dropped when it does not: a run stopping)
 //   `TPU_ASSERT_INIT(Name, prop)    prop holds at time 0 (parameter legality)
+//   `TPU_ASSERT_COMB(Name, prop)    prop holds whenever a combinational block's inputs change
+//                                   (blocks without a clock: the floating-point units)
 `ifndef TPU_ASSERT_SVH
 `define TPU_ASSERT_SVH
 
@@ -27,6 +29,7 @@
   `define TPU_ASSERT_HOLD(__name, __valid, __ready, __payload)
   `define TPU_ASSERT_HOLD_IF(__name, __valid, __ready, __payload, __check)
   `define TPU_ASSERT_INIT(__name, __prop)
+  `define TPU_ASSERT_COMB(__name, __prop)
 `else
   // Immediate assertions in clocked blocks, not `assert property`: Verilator 5.006 copies every
   // signal a concurrent assertion reads into a sampled shadow each cycle. A clocked block reads
@@ -70,6 +73,12 @@
     initial begin : __name \
       assert (__prop) else $fatal(1, "[TPU_ASSERT] %m: %s failed", `"__name`"); \
     end
+  `define TPU_ASSERT_COMB(__name, __prop) \
+    /*verilator coverage_off*/ \
+    always_comb begin : __name \
+      assert (__prop) else $error("[TPU_ASSERT] %m: %s failed", `"__name`"); \
+    end \
+    /*verilator coverage_on*/
 `endif
 
 `endif  // TPU_ASSERT_SVH

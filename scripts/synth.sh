@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Synthesizes tpu_core with Yosys (Debian's 0.23) and writes a report: cells by type,
+# Synthesizes tpu_core (or one block, --top) with Yosys (Debian's 0.23) and writes a report: cells by type,
 # flip-flops, memories (kept as memories), LUT/FF/DSP/BRAM for the FPGA targets, and a
 # logic-depth estimate for the generic target (Yosys `ltp`: the longest path in cells between
 # flip-flops/ports, after technology mapping) as a frequency proxy. docs/synthesis.md explains
 # the figures.
 #
 #   scripts/synth.sh [--n N] [--target generic|xilinx|ice40|ecp5] [--param NAME=VALUE]...
-#                    [--out DIR] [--jobs J]
+#                    [--top MODULE] [--out DIR] [--jobs J]
+#
+# --top synthesizes one module of rtl/ alone (e.g. a floating-point block, docs/synthesis.md);
+# N is then set only when --n is given (default out dir build-synth/<MODULE>-<target>/).
 #
 # Fails (exit 1) when the design has latches, combinational loops, multiple drivers, or when
 # Yosys reports a construct it did not elaborate faithfully (implicitly declared identifiers,
@@ -17,13 +20,16 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n=4
+n_given=0
+top=tpu_core
 target=generic
 out=""
 params=()
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case "$1" in
-    --n) n="$2"; shift 2 ;;
+    --n) n="$2"; n_given=1; shift 2 ;;
+    --top) top="$2"; shift 2 ;;
     --target) target="$2"; shift 2 ;;
     --param) params+=("$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -37,15 +43,26 @@ esac
 [[ "$n" =~ ^[0-9]+$ ]] || { echo "synth.sh: --n must be a number (got '$n')" >&2; exit 2; }
 command -v yosys >/dev/null || { echo "synth.sh: yosys not found (scripts/setup.sh installs it)" >&2; exit 1; }
 
-out="${out:-$root/build-synth/n$n-$target}"
+[[ "$top" =~ ^[a-z][a-z0-9_]*$ ]] || { echo "synth.sh: --top must be a module name (got '$top')" >&2; exit 2; }
+if [[ "$top" == tpu_core ]]; then
+  out="${out:-$root/build-synth/n$n-$target}"
+else
+  out="${out:-$root/build-synth/$top-$target}"
+fi
 mkdir -p "$out"
 rm -f "$out/ltp.txt"  # written again by the generic target only
 log="$out/yosys.log"
 
 sources=("$root/rtl/tpu_pkg.sv")
-for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
+if [[ "$top" == tpu_core ]]; then
+  for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
+else  # a block alone: the package and the block's own file (rtl/<MODULE>.sv)
+  [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
+  sources+=("$root/rtl/$top.sv")
+fi
 
-chparams="-chparam N $n"
+chparams=""
+if [[ "$top" == tpu_core || "$n_given" == 1 ]]; then chparams="-chparam N $n"; fi
 for p in "${params[@]}"; do
   [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
   chparams+=" -chparam ${p%%=*} ${p#*=}"
@@ -54,8 +71,10 @@ done
 # Front end common to all targets: elaborate, check the structure, then map.
 script="$out/synth.ys"
 {
-  echo "read_verilog -sv -DSYNTHESIS -I$root/rtl ${sources[*]}"
-  echo "hierarchy -check -top tpu_core $chparams"
+  # -defer: elaborate only what hierarchy asks for, with its parameters (not every module of
+  # rtl/ at its defaults first: tpu_mxu_fp at N = 16 alone takes minutes).
+  echo "read_verilog -defer -sv -DSYNTHESIS -I$root/rtl ${sources[*]}"
+  echo "hierarchy -check -top $top $chparams"
   echo "proc"
   echo "flatten"
   echo "opt_clean"
@@ -76,9 +95,9 @@ script="$out/synth.ys"
       echo "abc -fast"
       echo "opt_clean"
       ;;
-    xilinx) echo "synth_xilinx -top tpu_core -family xc7" ;;
-    ice40)  echo "synth_ice40 -top tpu_core -dsp" ;;
-    ecp5)   echo "synth_ecp5 -top tpu_core" ;;
+    xilinx) echo "synth_xilinx -top $top -family xc7" ;;
+    ice40)  echo "synth_ice40 -top $top -dsp" ;;
+    ecp5)   echo "synth_ecp5 -top $top" ;;
   esac
   echo "check -assert"
   echo "tee -o $out/stat.txt stat -width"
@@ -103,5 +122,6 @@ if ((rc != 0)); then
   exit 1
 fi
 
-python3 "$root/scripts/synth_report.py" --n "$n" --target "$target" --dir "$out" \
+[[ -n "$chparams" ]] || n=0  # no N: a block without the parameter
+python3 "$root/scripts/synth_report.py" --n "$n" --top "$top" --target "$target" --dir "$out" \
   --seconds "$seconds" --params "${params[*]:-}"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--n", type=int, required=True)
+ap.add_argument("--top", default="tpu_core")
 ap.add_argument("--target", required=True)
 ap.add_argument("--dir", required=True)
 ap.add_argument("--seconds", type=int, default=0)
@@ -89,7 +90,7 @@ depth = int(m.group(1)) if m else None
 path = re.findall(r"\s+\d+: (\S+)", ltp_text)
 
 res = {
-    "n": a.n, "target": a.target, "params": a.params, "seconds": a.seconds,
+    "top": a.top, "n": a.n, "target": a.target, "params": a.params, "seconds": a.seconds,
     "cells": totals.get("cells"), "cells_by_type": cells, "flip_flops": ff,
     "gates": gates, "luts": luts, "dsps": dsps, "brams": brams, "lutram": lutram,
     "memories": mems, "memory_bits": sum(m_.get("WIDTH", 0) * m_.get("SIZE", 0) for m_ in mems),
@@ -98,7 +99,7 @@ res = {
 }
 (d / "report.json").write_text(json.dumps(res, indent=1) + "\n")
 
-out = [f"# tpu_core synthesis: N = {a.n}, target {a.target}" + (f", {a.params}" if a.params else ""), ""]
+out = [f"# {a.top} synthesis: " + (f"N = {a.n}, " if a.n else "") + f"target {a.target}" + (f", {a.params}" if a.params else ""), ""]
 out.append(f"Yosys 0.23, {a.seconds} s. Cells {totals.get('cells')}, flip-flops {ff}" +
            (f", gates {gates}" if a.target == "generic" else
             f", LUTs {luts}, DSPs {dsps}, block RAMs {brams}, LUT RAMs {lutram}") + ".")

@@ -9,47 +9,16 @@
 #include <deque>
 #include <memory>
 #include <random>
-#include <type_traits>
 #include <vector>
 
 #include "Vtpu_mxu.h"
+#include "port_fields.h"
 #include "verilated.h"
 
 namespace {
 
 constexpr int N = TPU_TEST_N;
 
-// The MXU's data ports are flat vectors (element i in bits [w*i +: w]); Verilator gives them as
-// an integer (up to 64 bits) or a VlWide. Field access for both.
-template <typename T>
-void set_field(T& port, unsigned lsb, unsigned width, uint32_t value) {
-  for (unsigned b = 0; b < width; ++b) {
-    unsigned bit = lsb + b;
-    bool v = (value >> b) & 1u;
-    if constexpr (std::is_integral_v<T>) {
-      port = v ? T(port | (T(1) << bit)) : T(port & ~(T(1) << bit));
-    } else {
-      if (v)
-        port[bit / 32] |= (1u << (bit % 32));
-      else
-        port[bit / 32] &= ~(1u << (bit % 32));
-    }
-  }
-}
-template <typename T>
-uint32_t get_field(const T& port, unsigned lsb, unsigned width) {
-  uint32_t r = 0;
-  for (unsigned b = 0; b < width; ++b) {
-    unsigned bit = lsb + b;
-    uint32_t v;
-    if constexpr (std::is_integral_v<T>)
-      v = uint32_t((uint64_t(port) >> bit) & 1u);
-    else
-      v = (port[bit / 32] >> (bit % 32)) & 1u;
-    r |= v << b;
-  }
-  return r;
-}
 using Tile = std::vector<uint8_t>;  // N*N, [k*N + n]
 
 struct Row {
