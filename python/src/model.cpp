@@ -116,6 +116,13 @@ class PyModel {
       py::gil_scoped_release nogil;
       std::unique_lock<std::mutex> lock;
       tpu::Device& dev = device.device(lock);
+      // ChipRunner leaves its host buffers registered: release them, so that every run starts
+      // from an empty arena (same addresses, hence the same cycles as a fresh run-cnn).
+      struct Release {
+        tpu::Device& d;
+        ~Release() { d.release_all(); }
+      } release{dev};
+      dev.release_all();
       e = gray_pixels ? cnn::evaluate(dev, net_, q_, pixels, o)
                       : cnn::evaluate(dev, net_, q_, floats, o);
     }

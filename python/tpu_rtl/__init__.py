@@ -260,6 +260,8 @@ class Device:
             if len(lists[name]) not in (0, 1, cols):
                 raise ValueError(f"{name}: {len(lists[name])} values for {cols} columns "
                                  "(expected 1 or one per column)")
+        if len(lists["bias"]) == 1:  # the driver takes no bias or one per column
+            lists["bias"] *= cols
         if func not in ("identity", "relu", "clamp", "lut"):
             raise ValueError(f"func {func!r} is not an activation "
                              "(expected 'identity', 'relu', 'clamp' or 'lut')")
