@@ -45,16 +45,19 @@ bool same_timing(const tpu::RtlOptions& a, const tpu::RtlOptions& b) {
 
 tpu::RtlDevice& lease_chip(const tpu::RtlOptions& o) {
   ChipSlot& s = chip_slot();
-  if (s.leased) throw tpu::DeviceError(std::string("rtl: this process's chip is in use by another "
-                                                   "open Device; ") + kOnePerProcess);
+  if (s.leased)
+    throw tpu::DeviceError(std::string("rtl: this process's chip is in use by another "
+                                       "open Device; ") +
+                           kOnePerProcess);
   if (s.destroyed)
     throw tpu::DeviceError(std::string("rtl: this process's chip was closed after writing its VCD "
-                                       "file and cannot be built again; ") + kOnePerProcess);
+                                       "file and cannot be built again; ") +
+                           kOnePerProcess);
   if (s.chip && (!o.vcd_file.empty() || !same_timing(o, s.options)))
     throw tpu::DeviceError(
         std::string("rtl: this process's chip was built with mem_latency=") +
-        std::to_string(s.options.mem_latency_cycles) + ", mem_bandwidth=" +
-        std::to_string(s.options.mem_bytes_per_cycle) +
+        std::to_string(s.options.mem_latency_cycles) +
+        ", mem_bandwidth=" + std::to_string(s.options.mem_bytes_per_cycle) +
         " and no VCD; a VCD file and the memory timing are fixed when the chip is built; " +
         kOnePerProcess);
   if (!s.chip) {
@@ -91,9 +94,9 @@ PyDevice::PyDevice(const std::string& backend, uint32_t n, const tpu::RtlOptions
     dev_ = model_.get();
   } else if (backend == "rtl") {
     if (n != tpu::RtlDevice::compiled_n())
-      throw std::invalid_argument("rtl: this module is the chip with N = " +
-                                  std::to_string(tpu::RtlDevice::compiled_n()) + ", not " +
-                                  std::to_string(n));
+      throw std::invalid_argument(
+          "rtl: this module is the chip with N = " + std::to_string(tpu::RtlDevice::compiled_n()) +
+          ", not " + std::to_string(n));
     dev_ = &lease_chip(o);
     rtl_ = true;
   } else {
@@ -118,20 +121,20 @@ tpu::Device& PyDevice::device(std::unique_lock<std::mutex>& lock) {
 namespace {
 
 tpu::ActFunc parse_func(const std::string& f) {
-  for (auto a : {tpu::ActFunc::Identity, tpu::ActFunc::Relu, tpu::ActFunc::Clamp, tpu::ActFunc::Lut})
+  for (auto a :
+       {tpu::ActFunc::Identity, tpu::ActFunc::Relu, tpu::ActFunc::Clamp, tpu::ActFunc::Lut})
     if (tpu::act_func_name(a) == f) return a;
-  throw std::invalid_argument("func '" + f + "' is not an activation (expected identity, relu, "
+  throw std::invalid_argument("func '" + f +
+                              "' is not an activation (expected identity, relu, "
                               "clamp or lut)");
 }
 
 // a: m x k, w: k x n (1-byte dtypes, C-contiguous; shapes checked by the caller).
 py::tuple matmul(PyDevice& self, const py::array& a, const py::array& w, bool a_unsigned,
                  bool w_unsigned, std::vector<int32_t> bias, std::vector<int32_t> mult,
-                 std::vector<uint8_t> shift, int zero_point, const std::string& func,
-                 int clamp_lo, int clamp_hi, const py::object& lut, bool out_unsigned,
-                 uint64_t max_cycles) {
-  if (a.ndim() != 2 || w.ndim() != 2)
-    throw std::invalid_argument("matmul: a and w must be 2-D");
+                 std::vector<uint8_t> shift, int zero_point, const std::string& func, int clamp_lo,
+                 int clamp_hi, const py::object& lut, bool out_unsigned, uint64_t max_cycles) {
+  if (a.ndim() != 2 || w.ndim() != 2) throw std::invalid_argument("matmul: a and w must be 2-D");
   if (a.shape(1) != w.shape(0))
     throw std::invalid_argument("matmul: a is " + std::to_string(a.shape(0)) + " x " +
                                 std::to_string(a.shape(1)) + " but w has " +
@@ -201,11 +204,11 @@ py::tuple run_program(PyDevice& self, const py::bytes& program,
     after.append(a);
   }
   const bool err = r.status == tpu::RunOutcome::Status::Error;
-  return py::make_tuple(tpu::to_string(r.status),
-                        err ? py::object(py::str(std::string(tpu::error_name(r.error))))
-                            : py::object(py::none()),
-                        err ? py::object(py::int_(r.pc)) : py::object(py::none()), r.message,
-                        stats_dict(r.stats), after);
+  return py::make_tuple(
+      tpu::to_string(r.status),
+      err ? py::object(py::str(std::string(tpu::error_name(r.error)))) : py::object(py::none()),
+      err ? py::object(py::int_(r.pc)) : py::object(py::none()), r.message, stats_dict(r.stats),
+      after);
 }
 
 py::dict params_dict(PyDevice& self) {
@@ -238,16 +241,17 @@ void bind_device(py::module_& m) {
              o.seed = seed;
              return std::make_unique<PyDevice>(backend, n, o);
            }),
-           py::arg("backend"), py::arg("n"), py::arg("vcd"), py::arg("vcd_from"),
-           py::arg("vcd_to"), py::arg("mem_latency"), py::arg("mem_bandwidth"),
-           py::arg("backpressure"), py::arg("seed"))
+           py::arg("backend"), py::arg("n"), py::arg("vcd"), py::arg("vcd_from"), py::arg("vcd_to"),
+           py::arg("mem_latency"), py::arg("mem_bandwidth"), py::arg("backpressure"),
+           py::arg("seed"))
       .def("close", &PyDevice::close)
       .def_property_readonly("closed", &PyDevice::closed)
       .def("params", &params_dict)
-      .def("backend", [](PyDevice& d) {
-        std::unique_lock<std::mutex> lock;
-        return std::string(d.device(lock).backend());
-      })
+      .def("backend",
+           [](PyDevice& d) {
+             std::unique_lock<std::mutex> lock;
+             return std::string(d.device(lock).backend());
+           })
       .def("matmul", &matmul)
       .def("run", &run_program);
   m.def("assemble", [](const std::string& text) {

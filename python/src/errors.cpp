@@ -85,7 +85,8 @@ py::dict stats_dict(const tpu::RunStats& s) {
   d["instructions"] = s.instructions;
   d["wall_seconds"] = s.wall_seconds;
   py::dict c;
-  for (int i = 0; i < tpu::PerfCounters::kCount; ++i) c[tpu::PerfCounters::name(i)] = s.counters.get(i);
+  for (int i = 0; i < tpu::PerfCounters::kCount; ++i)
+    c[tpu::PerfCounters::name(i)] = s.counters.get(i);
   d["counters"] = c;
   return d;
 }

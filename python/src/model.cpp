@@ -37,8 +37,10 @@ std::vector<std::vector<float>> float_images(const py::array& x, const cnn::Shap
     const auto* p = static_cast<const float*>(x.data());
     for (py::ssize_t i = 0; i < n; ++i) out.emplace_back(p + i * per, p + (i + 1) * per);
   } else {
-    throw std::invalid_argument(std::string(what) + ": expected uint8 pixels or float32 values, "
-                                "got dtype " + std::string(py::str(x.dtype())));
+    throw std::invalid_argument(std::string(what) +
+                                ": expected uint8 pixels or float32 values, "
+                                "got dtype " +
+                                std::string(py::str(x.dtype())));
   }
   return out;
 }
@@ -63,7 +65,8 @@ class PyModel {
       return;
     }
     if (calibration.is_none())
-      throw std::invalid_argument(name + ": the model is float, so it needs calibration images "
+      throw std::invalid_argument(name +
+                                  ": the model is float, so it needs calibration images "
                                   "(calibration=array of images like the inputs)");
     const auto cal = float_images(calibration.cast<py::array>(), net_.input, "calibration");
     {
@@ -74,8 +77,8 @@ class PyModel {
   }
 
   // Returns (run-cnn JSON, logits [n, classes] int32, float_predicted [n], matches [n]).
-  py::tuple evaluate(PyDevice& device, const py::array& x, const py::object& labels,
-                     uint32_t batch, bool profile, uint64_t max_cycles, int64_t mem_latency,
+  py::tuple evaluate(PyDevice& device, const py::array& x, const py::object& labels, uint32_t batch,
+                     bool profile, uint64_t max_cycles, int64_t mem_latency,
                      int64_t mem_bandwidth) {
     cnn::EvalOptions o;
     o.batch = batch;

@@ -40,7 +40,8 @@ int main() {
   spec.a_unsigned = a_uns != 0;
   spec.w_unsigned = w_uns != 0;
   spec.out_unsigned = out_uns != 0;
-  for (auto f : {tpu::ActFunc::Identity, tpu::ActFunc::Relu, tpu::ActFunc::Clamp, tpu::ActFunc::Lut})
+  for (auto f :
+       {tpu::ActFunc::Identity, tpu::ActFunc::Relu, tpu::ActFunc::Clamp, tpu::ActFunc::Lut})
     if (tpu::act_func_name(f) == func) spec.func = f;
   std::cin >> count;
   spec.bias = read_list<int32_t>(std::cin, count);
