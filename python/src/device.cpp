@@ -174,10 +174,11 @@ py::tuple matmul(PyDevice& self, const py::array& a, const py::array& w, bool a_
 }
 
 // Runs `program` with each (addr, bytes) block of host memory registered and written; returns
-// (status, error code name or None, pc, message, stats, [blocks after the run]).
+// (status, error code name or None, pc, message, stats, [blocks after the run]). With `check`,
+// a fault raises ChipError and a timeout TimeoutError instead (as Device::run).
 py::tuple run_program(PyDevice& self, const py::bytes& program,
                       const std::vector<std::pair<uint32_t, py::array>>& blocks,
-                      uint64_t max_cycles) {
+                      uint64_t max_cycles, bool check) {
   const std::string pb = program;
   const std::vector<tpu::Instruction> prog =
       tpu::decode_program(std::vector<uint8_t>(pb.begin(), pb.end()), "<program>");
@@ -196,6 +197,16 @@ py::tuple run_program(PyDevice& self, const py::bytes& program,
     r = dev.try_run(prog, max_cycles);
     for (auto& [addr, bytes] : mem) dev.read(addr, bytes.data(), bytes.size());
     dev.release_all();
+    if (check && r.status == tpu::RunOutcome::Status::Error) {
+      tpu::ChipError e(r.error, r.pc, r.message);
+      e.set_stats(r.stats);
+      throw e;
+    }
+    if (check && r.status == tpu::RunOutcome::Status::Timeout) {
+      tpu::TimeoutError e(max_cycles, r.message);
+      e.set_stats(r.stats);
+      throw e;
+    }
   }
   py::list after;
   for (const auto& [addr, bytes] : mem) {
@@ -227,7 +238,8 @@ py::dict params_dict(PyDevice& self) {
 }  // namespace
 
 void bind_device(py::module_& m) {
-  py::class_<PyDevice>(m, "Device")
+  // module_local: every _chip_n<N> module has its own Device and Model types.
+  py::class_<PyDevice>(m, "Device", py::module_local())
       .def(py::init([](const std::string& backend, uint32_t n, const std::string& vcd,
                        uint64_t vcd_from, uint64_t vcd_to, uint32_t mem_latency,
                        uint32_t mem_bandwidth, double backpressure, uint64_t seed) {

@@ -177,7 +177,7 @@ class PyModel {
 }  // namespace
 
 void bind_model(py::module_& m) {
-  py::class_<PyModel>(m, "Model")
+  py::class_<PyModel>(m, "Model", py::module_local())
       .def(py::init<const py::object&, bool, const std::string&, const py::object&>(),
            py::arg("source"), py::arg("is_path"), py::arg("name"), py::arg("calibration"))
       .def("evaluate", &PyModel::evaluate)

@@ -292,8 +292,9 @@ class Device:
                                 plan=st["plan"])
 
     def run(self, program, host_memory=None, base: int = 0,
-            max_cycles: Optional[int] = None) -> RunResult:
-        """Runs a raw program until halt; faults and timeouts come back in the result.
+            max_cycles: Optional[int] = None, check: bool = False) -> RunResult:
+        """Runs a raw program until halt; faults and timeouts come back in the result, or
+        with ``check=True`` raise ChipError (``.code``, ``.pc``) and TimeoutError.
 
         program: assembly text, or encoded instructions (bytes / uint8 array, 16 per
         instruction). host_memory: a uint8 array mapped at host address ``base``, or a dict
@@ -312,7 +313,8 @@ class Device:
             arr = _byte_array(host_memory, "host_memory")
             blocks, as_dict = [(_int(base, "base", 0, 2**32 - 1), arr.reshape(-1))], False
         limit = self.max_cycles if max_cycles is None else _int(max_cycles, "max_cycles", 1)
-        status, error, pc, message, stats, after = self._dev.run(code, blocks, limit)
+        status, error, pc, message, stats, after = self._dev.run(code, blocks, limit,
+                                                                 bool(check))
         if as_dict is None:
             memory = None
         elif as_dict:

@@ -157,15 +157,37 @@ def test_chip_error_carries_code_and_pc():
         assert out.shape == (3, 3)
 
 
-def test_chip_error_exception_from_cpp():
-    # The C++ ChipError itself (Device::run throws it; here through a Model-free path: a
-    # program whose DMA leaves the host buffer faults with ERR_HOST_RANGE).
+@pytest.mark.parametrize("backend", ["rtl", "model"])
+def test_chip_error_exception(backend):
+    memory = np.zeros(32, np.uint8)
+    with tpu_rtl.Device(backend) as dev:
+        # A DMA past the host buffer: ERR_HOST_RANGE, in the result or raised with check=True.
+        program = "nop\nnop\nread_host ub=0 rows=4 host=0x20000\nhalt\n"
+        r = dev.run(program, memory, base=0x20000)
+        assert (r.status, r.error, r.pc) == ("error", "ERR_HOST_RANGE", 2)
+        with pytest.raises(tpu_rtl.ChipError, match="ERR_HOST_RANGE at instruction 2") as e:
+            dev.run(program, memory, base=0x20000, check=True)
+        assert (e.value.code, e.value.code_value, e.value.pc) == ("ERR_HOST_RANGE", 8, 2)
+        assert e.value.stats["counters"]["instr_retired"] == r.counters["instr_retired"]
+        assert isinstance(e.value, tpu_rtl.DeviceError) and isinstance(e.value, RuntimeError)
+        if backend == "rtl":
+            with pytest.raises(tpu_rtl.TimeoutError):
+                dev.run("nop\n" * 3000 + "halt\n", max_cycles=50, check=True)
+        assert dev.run("halt\n", check=True).done  # usable again
+
+
+def test_program_errors_raise_value_error():
     with tpu_rtl.Device("model") as dev:
-        r = dev.run("read_host ub=0 rows=4 host=0x20000\nhalt\n", np.zeros(32, np.uint8),
-                    base=0x20000)
-    assert (r.status, r.error, r.pc) == ("error", "ERR_HOST_RANGE", 0)
-    err = tpu_rtl.ChipError("x")
-    assert isinstance(err, tpu_rtl.DeviceError) and isinstance(err, RuntimeError)
+        with pytest.raises(ValueError, match="<text>:1:1: "):
+            dev.run("frobnicate ub=0\nhalt\n")
+        with pytest.raises(ValueError, match="not a multiple of 16"):
+            dev.run(b"\0" * 17)
+        with pytest.raises(ValueError, match="program: expected assembly text"):
+            dev.run(12)
+        with pytest.raises(ValueError, match="host_memory: expected dtype int8 or uint8"):
+            dev.run("halt\n", np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="not a multiple of 16"):
+        tpu_rtl.disassemble(b"\1\2\3")
 
 
 def test_one_rtl_chip_per_process():
