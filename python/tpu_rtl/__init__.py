@@ -15,11 +15,13 @@ SystemC builds one chip per process: one "rtl" Device can be open at a time (clo
 ``with``); the next one reuses the chip. The "model" backend has no such limit.
 """
 
+import atexit
 import dataclasses
 import importlib
 import json as _json
 import os
 import threading
+import weakref
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -40,6 +42,13 @@ _U64_MAX = 2**64 - 1
 
 _lock = threading.Lock()
 _rtl_n = None  # the N of this process's rtl chip, once one was built
+_open_rtl = weakref.WeakSet()  # closed at exit, so that a VCD file is complete
+
+
+@atexit.register
+def _close_rtl_devices():
+    for dev in list(_open_rtl):
+        dev.close()
 
 
 def _ext(n):
@@ -208,6 +217,7 @@ class Device:
                                       float(backpressure), _int(seed, "seed"))
             if backend == "rtl":
                 _rtl_n = n
+                _open_rtl.add(self)
         self._module = module
 
     # ---- lifetime

@@ -199,6 +199,9 @@ def test_one_rtl_chip_per_process():
     # Closed: the next Device reuses the chip, with its buffers released.
     with tpu_rtl.Device("rtl") as again:
         assert again.run("halt\n").done
+    dropped = tpu_rtl.Device("rtl")
+    del dropped  # not closed, but garbage: the chip is free again
+    tpu_rtl.Device("rtl").close()
     with pytest.raises(tpu_rtl.DeviceError, match="VCD file and the memory timing are fixed"):
         tpu_rtl.Device("rtl", vcd="later.vcd")
     with pytest.raises(tpu_rtl.DeviceError, match="closed"):
