@@ -114,10 +114,10 @@ def _program_bytes(program):
     if isinstance(program, (bytes, bytearray, memoryview)):
         return bytes(program)
     if isinstance(program, np.ndarray):
-        if program.dtype.kind not in "ui":
-            raise ValueError(f"program: expected instruction bytes (uint8) or words, "
-                             f"got dtype {program.dtype}")
-        return np.ascontiguousarray(program).astype(program.dtype.newbyteorder("<")).tobytes()
+        if program.dtype != np.uint8:
+            raise ValueError(f"program: expected the encoded instructions as uint8 (16 bytes "
+                             f"each), got dtype {program.dtype}")
+        return program.tobytes()
     raise ValueError("program: expected assembly text (str), encoded instructions (bytes) or a "
                      f"NumPy array of them, got {type(program).__name__}")
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`cmake --install` puts tpu_rtl into <prefix>/lib/python3/dist-packages (component python),
+"""`cmake --install` puts tpu_rtl into <prefix>/lib/python3.X/dist-packages (component python),
 and the docs' example runs from there with the build tree out of the path."""
 
 import os

@@ -182,6 +182,11 @@ def test_program_errors_raise_value_error():
             dev.run("frobnicate ub=0\nhalt\n")
         with pytest.raises(ValueError, match="not a multiple of 16"):
             dev.run(b"\0" * 17)
+        with pytest.raises(ValueError, match="program: expected the encoded instructions as "
+                                             "uint8"):
+            dev.run(np.zeros(4, np.uint32))
+        code = np.frombuffer(tpu_rtl.assemble("nop\nhalt\n"), np.uint8)
+        assert dev.run(code).stats["instructions"] == 2
         with pytest.raises(ValueError, match="program: expected assembly text"):
             dev.run(12)
         with pytest.raises(ValueError, match="host_memory: expected dtype int8 or uint8"):
