@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(verilator yosys iverilog libsystemc-dev libboost-program-options-dev cmake g++ make
           libgtest-dev libgmock-dev
           libonnx-dev libprotobuf-dev zlib1g-dev libpng-dev libjpeg-dev dataset-fashion-mnist libonnx-testdata
-          clang-format openmpi-bin libopenmpi-dev python3)
+          clang-format openmpi-bin libopenmpi-dev python3
+          python3-dev python3-pybind11 python3-numpy python3-pytest nlohmann-json3-dev)
 
 missing=()
 for p in "${packages[@]}"; do

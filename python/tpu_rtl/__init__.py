@@ -1,0 +1,468 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tpu_rtl: the tpu-rtl chip from Python, NumPy arrays in and out (docs/python.md).
+
+    import numpy as np, tpu_rtl
+    with tpu_rtl.Device("rtl") as dev:
+        out, stats = dev.matmul(a, w, shift=7, func="relu")
+
+``Device`` runs tiled matmuls and raw programs on the cycle-accurate chip ("rtl", the Verilated
+RTL in SystemC) or the golden ISA model ("model"); ``Model`` imports and quantizes an ONNX model
+once and runs it image by image with the figures of ``tpusim run-cnn --json``. Errors are
+``ValueError`` (bad arguments), ``ModelError``, ``DeviceError``, ``ChipError`` (``.code``,
+``.pc``) and ``TimeoutError``. Every simulation runs without the GIL.
+
+SystemC builds one chip per process: one "rtl" Device can be open at a time (close it, or use
+``with``); the next one reuses the chip. The "model" backend has no such limit.
+"""
+
+import atexit
+import dataclasses
+import importlib
+import json as _json
+import os
+import threading
+import weakref
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _config
+from ._errors import ChipError, DeviceError, ModelError, TimeoutError  # noqa: F401 (API)
+
+__all__ = ["Device", "Model", "MatmulStats", "RunResult", "ModelResult", "LayerStats",
+           "assemble", "disassemble", "DeviceError", "ChipError", "TimeoutError",
+           "ModelError", "CHIP_SIZES", "DEFAULT_N", "DEFAULT_MAX_CYCLES"]
+
+#: The MXU sizes N this build has an "rtl" chip for (the first is the default).
+CHIP_SIZES = tuple(_config.CHIP_SIZES)
+DEFAULT_N = _config.DEFAULT_N
+#: The cycle limit of a run unless max_cycles is given (tpu::Device::kDefaultMaxCycles).
+DEFAULT_MAX_CYCLES = 10_000_000
+_U64_MAX = 2**64 - 1
+
+_lock = threading.Lock()
+_rtl_n = None  # the N of this process's rtl chip, once one was built
+_open_rtl = weakref.WeakSet()  # closed at exit, so that a VCD file is complete
+
+
+@atexit.register
+def _close_rtl_devices():
+    for dev in list(_open_rtl):
+        dev.close()
+
+
+def _ext(n):
+    return importlib.import_module(f"tpu_rtl._chip_n{n}")
+
+
+def _module_for(backend, n):
+    if backend == "rtl":
+        if n not in CHIP_SIZES:
+            raise ValueError(f"n={n}: this build has rtl chips for N in {CHIP_SIZES} "
+                             "(configure with -DTPU_SIM_N_LIST=...) or use backend=\"model\"")
+        return _ext(n)
+    # The model backend takes any N; its code is the same in every module.
+    return _ext(n if n in CHIP_SIZES else DEFAULT_N)
+
+
+def _int(value, what, lo=0, hi=_U64_MAX):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{what}: expected an integer, got {value!r}")
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{what}: {value} is outside {lo}..{hi}")
+    return int(value)
+
+
+def _byte_array(x, what, ndim=None):
+    """A C-contiguous int8/uint8 ndarray (ValueError for anything else)."""
+    if not isinstance(x, np.ndarray):
+        raise ValueError(f"{what}: expected a NumPy int8 or uint8 array, got {type(x).__name__}")
+    if x.dtype not in (np.int8, np.uint8):
+        raise ValueError(f"{what}: expected dtype int8 or uint8, got {x.dtype}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{what}: expected a {ndim}-D array, got shape {x.shape}")
+    if x.size == 0:
+        raise ValueError(f"{what}: the array is empty (shape {x.shape})")
+    return np.ascontiguousarray(x)
+
+
+def _per_column(values, what, lo, hi):
+    """None, one integer or a 1-D sequence of integers -> list of ints in lo..hi."""
+    if values is None:
+        return []
+    arr = np.asarray(values)
+    if arr.ndim > 1 or arr.dtype.kind not in "iub":
+        raise ValueError(f"{what}: expected an integer or a 1-D sequence of integers, "
+                         f"got {values!r}")
+    flat = [int(v) for v in np.atleast_1d(arr)]
+    for v in flat:
+        if not lo <= v <= hi:
+            raise ValueError(f"{what}: {v} is outside {lo}..{hi}")
+    return flat
+
+
+def _out_unsigned(out_dtype):
+    dt = np.dtype(out_dtype)
+    if dt not in (np.int8, np.uint8):
+        raise ValueError(f"out_dtype: expected int8 or uint8, got {dt}")
+    return dt == np.uint8
+
+
+def _program_bytes(program):
+    if isinstance(program, str):
+        return assemble(program)
+    if isinstance(program, (bytes, bytearray, memoryview)):
+        return bytes(program)
+    if isinstance(program, np.ndarray):
+        if program.dtype != np.uint8:
+            raise ValueError(f"program: expected the encoded instructions as uint8 (16 bytes "
+                             f"each), got dtype {program.dtype}")
+        return program.tobytes()
+    raise ValueError("program: expected assembly text (str), encoded instructions (bytes) or a "
+                     f"NumPy array of them, got {type(program).__name__}")
+
+
+def assemble(text: str) -> bytes:
+    """Assembles a program (docs/isa.md syntax) into its encoding, 16 bytes per instruction."""
+    if not isinstance(text, str):
+        raise ValueError(f"assemble: expected a str, got {type(text).__name__}")
+    return _ext(DEFAULT_N).assemble(text)
+
+
+def disassemble(program) -> str:
+    """One line per 16-byte instruction; ``assemble(disassemble(b)) == b``."""
+    if isinstance(program, np.ndarray):
+        program = _program_bytes(program)
+    if not isinstance(program, (bytes, bytearray, memoryview)):
+        raise ValueError(f"disassemble: expected bytes, got {type(program).__name__}")
+    return _ext(DEFAULT_N).disassemble(bytes(program))
+
+
+@dataclasses.dataclass
+class MatmulStats:
+    """What a Device.matmul cost (the driver's MatmulRun and RunStats)."""
+    cycles: int                 # rtl: the CYCLES counter; model: an estimate
+    cycles_estimated: bool      # True on the model backend (no timing)
+    utilization: float          # useful MACs / (cycles * N^2)
+    useful_macs: int            # m * k * n
+    instructions: int           # the program's length
+    wall_seconds: float         # host time in the run
+    counters: Dict[str, int]    # the chip's performance counters (docs/architecture.md)
+    plan: str                   # the tiling (MatmulPlan::describe)
+
+
+@dataclasses.dataclass
+class RunResult:
+    """The outcome of Device.run: how the program ended, its counters and host memory."""
+    status: str                 # "done", "error" or "timeout"
+    error: Optional[str]        # the isa.md error name when status == "error"
+    pc: Optional[int]           # the faulting instruction when status == "error"
+    message: str                # one line when status != "done"
+    cycles: int
+    cycles_estimated: bool
+    counters: Dict[str, int]
+    host_memory: Any            # the final host memory, shaped like the argument
+    stats: Dict[str, Any]       # the keys of `tpusim run --json`
+
+    @property
+    def done(self):
+        return self.status == "done"
+
+
+class Device:
+    """A tpu-rtl chip: backend "rtl" (cycle-accurate RTL) or "model" (golden ISA model).
+
+    n: the MXU size (rtl: one of CHIP_SIZES; model: any power of two 4..256).
+    vcd: write a waveform of the rtl chip to this file (complete after close()).
+    vcd_window: (from_cycle, to_cycle) of the waveform, cycles since the chip was built.
+    mem_latency, mem_bandwidth: host memory timing of the rtl chip (cycles, bytes per cycle).
+    backpressure, seed: random AXI backpressure probability of the rtl chip.
+    max_cycles: the default cycle limit of runs.
+    """
+
+    def __init__(self, backend: str = "rtl", n: Optional[int] = None, vcd=None,
+                 vcd_window=None, mem_latency: int = 10, mem_bandwidth: int = 16,
+                 backpressure: float = 0.0, seed: int = 1,
+                 max_cycles: int = DEFAULT_MAX_CYCLES):
+        global _rtl_n
+        if backend not in ("rtl", "model"):
+            raise ValueError(f"backend {backend!r} is not a backend (expected 'rtl' or 'model')")
+        n = DEFAULT_N if n is None else _int(n, "n", 1, 256)
+        if backend == "model" and (vcd is not None or vcd_window is not None):
+            raise ValueError("vcd and vcd_window need backend='rtl' (the model has no waveform)")
+        vcd_from, vcd_to = 0, _U64_MAX
+        if vcd_window is not None:
+            if vcd is None:
+                raise ValueError("vcd_window needs vcd=FILE")
+            try:
+                vcd_from, vcd_to = vcd_window
+            except (TypeError, ValueError):
+                raise ValueError(f"vcd_window: expected (from_cycle, to_cycle), "
+                                 f"got {vcd_window!r}") from None
+            vcd_from, vcd_to = _int(vcd_from, "vcd_window[0]"), _int(vcd_to, "vcd_window[1]")
+            if vcd_from > vcd_to:
+                raise ValueError(f"vcd_window: {vcd_from} is after {vcd_to}")
+        self.backend = backend
+        self.n = n
+        self.max_cycles = _int(max_cycles, "max_cycles", 1)
+        self.mem_latency = _int(mem_latency, "mem_latency", 0, 2**32 - 1)
+        self.mem_bandwidth = _int(mem_bandwidth, "mem_bandwidth", 1, 2**32 - 1)
+        module = _module_for(backend, n)
+        with _lock:
+            if backend == "rtl" and _rtl_n is not None and _rtl_n != n:
+                raise DeviceError(f"rtl: this process's chip has N = {_rtl_n}; SystemC builds "
+                                  f"one chip per process: use another process for N = {n}")
+            self._dev = module.Device(backend, n, os.fspath(vcd) if vcd is not None else "",
+                                      vcd_from, vcd_to, self.mem_latency, self.mem_bandwidth,
+                                      float(backpressure), _int(seed, "seed"))
+            if backend == "rtl":
+                _rtl_n = n
+                _open_rtl.add(self)
+        self._module = module
+
+    # ---- lifetime
+    def close(self):
+        """Returns the chip (rtl: the next Device reuses it; a VCD file is completed)."""
+        self._dev.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._dev.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "closed" if self.closed else "open"
+        return f"<tpu_rtl.Device backend={self.backend!r} n={self.n} {state}>"
+
+    @property
+    def params(self) -> Dict[str, int]:
+        """The chip's parameters: n, ub_rows, acc_rows, wfifo_tiles, qp_slots, axi_width."""
+        return self._dev.params()
+
+    # ---- operations
+    def matmul(self, a: np.ndarray, w: np.ndarray, bias=None, shift=0, mult=None,
+               zero_point: int = 0, func: str = "identity", clamp=(-128, 127), lut=None,
+               out_dtype=np.int8, max_cycles: Optional[int] = None):
+        """``func(sat(round((a @ w + bias) * mult / 2**shift) + zero_point))`` on the chip.
+
+        a: (m, k) int8 or uint8; w: (k, n) int8 or uint8. bias and mult (int32), shift
+        (0..63): one value or one per output column. func: "identity", "relu", "clamp"
+        (clamp=(lo, hi) in the output type) or "lut" (lut: 256 bytes). Exactly docs/isa.md's
+        activate. Returns (out, MatmulStats), out an (m, n) array of out_dtype.
+        """
+        a = _byte_array(a, "a", 2)
+        w = _byte_array(w, "w", 2)
+        if a.shape[1] != w.shape[0]:
+            raise ValueError(f"matmul: a is {a.shape[0]} x {a.shape[1]} but w is "
+                             f"{w.shape[0]} x {w.shape[1]} (expected {a.shape[1]} rows)")
+        cols = w.shape[1]
+        lists = {}
+        for name, value, lo, hi in (("bias", bias, -2**31, 2**31 - 1),
+                                    ("mult", mult, -2**31, 2**31 - 1),
+                                    ("shift", shift, 0, 63)):
+            lists[name] = _per_column(value, name, lo, hi)
+            if len(lists[name]) not in (0, 1, cols):
+                raise ValueError(f"{name}: {len(lists[name])} values for {cols} columns "
+                                 "(expected 1 or one per column)")
+        if len(lists["bias"]) == 1:  # the driver takes no bias or one per column
+            lists["bias"] *= cols
+        if func not in ("identity", "relu", "clamp", "lut"):
+            raise ValueError(f"func {func!r} is not an activation "
+                             "(expected 'identity', 'relu', 'clamp' or 'lut')")
+        if func == "lut":
+            if lut is None:
+                raise ValueError("func='lut' needs lut= (256 int8 or uint8 values)")
+            lut = _byte_array(lut, "lut", 1)
+            if lut.size != 256:
+                raise ValueError(f"lut: expected 256 values, got {lut.size}")
+        elif lut is not None:
+            raise ValueError("lut= is only used with func='lut'")
+        try:
+            lo, hi = clamp
+        except (TypeError, ValueError):
+            raise ValueError(f"clamp: expected (lo, hi), got {clamp!r}") from None
+        unsigned = _out_unsigned(out_dtype)
+        limit = self.max_cycles if max_cycles is None else _int(max_cycles, "max_cycles", 1)
+        out, st = self._dev.matmul(a, w, a.dtype == np.uint8, w.dtype == np.uint8,
+                                   lists["bias"], lists["mult"], lists["shift"],
+                                   _int(zero_point, "zero_point", -2**31, 2**31 - 1), func,
+                                   _int(lo, "clamp[0]", -2**31, 2**31 - 1),
+                                   _int(hi, "clamp[1]", -2**31, 2**31 - 1), lut, unsigned, limit)
+        out = out.view(np.uint8 if unsigned else np.int8)
+        return out, MatmulStats(cycles=st["cycles"], cycles_estimated=st["cycles_estimated"],
+                                utilization=st["utilization"], useful_macs=st["useful_macs"],
+                                instructions=st["program_instructions"],
+                                wall_seconds=st["wall_seconds"], counters=st["counters"],
+                                plan=st["plan"])
+
+    def run(self, program, host_memory=None, base: int = 0,
+            max_cycles: Optional[int] = None, check: bool = False) -> RunResult:
+        """Runs a raw program until halt; faults and timeouts come back in the result, or
+        with ``check=True`` raise ChipError (``.code``, ``.pc``) and TimeoutError.
+
+        program: assembly text, or encoded instructions (bytes / uint8 array, 16 per
+        instruction). host_memory: a uint8 array mapped at host address ``base``, or a dict
+        {address: uint8 array}; these ranges are the chip's DMA windows (a DMA elsewhere faults
+        with ERR_HOST_RANGE). The arrays are not modified: the result holds copies after the run.
+        """
+        code = _program_bytes(program)
+        if host_memory is None:
+            blocks, as_dict = [], None
+        elif isinstance(host_memory, dict):
+            blocks = [(_int(k, "host_memory address", 0, 2**32 - 1),
+                       _byte_array(v, f"host_memory[{k:#x}]").reshape(-1))
+                      for k, v in sorted(host_memory.items())]
+            as_dict = True
+        else:
+            arr = _byte_array(host_memory, "host_memory")
+            blocks, as_dict = [(_int(base, "base", 0, 2**32 - 1), arr.reshape(-1))], False
+        limit = self.max_cycles if max_cycles is None else _int(max_cycles, "max_cycles", 1)
+        status, error, pc, message, stats, after = self._dev.run(code, blocks, limit,
+                                                                 bool(check))
+        if as_dict is None:
+            memory = None
+        elif as_dict:
+            memory = {addr: a.view(src.dtype).reshape(host_memory[addr].shape)
+                      for (addr, src), a in zip(blocks, after)}
+        else:
+            memory = after[0].view(blocks[0][1].dtype).reshape(host_memory.shape)
+        return RunResult(status=status, error=error, pc=pc, message=message,
+                         cycles=stats["cycles"], cycles_estimated=stats["cycles_estimated"],
+                         counters=stats["counters"], host_memory=memory, stats=stats)
+
+
+@dataclasses.dataclass
+class LayerStats:
+    """One layer of a Model run (a "layers" entry of run-cnn's JSON), per image."""
+    name: str
+    op: str
+    macs: int
+    cycles: float
+    utilization: Optional[float]   # None on the model backend (no timing)
+    ideal_cycles: float
+    scalesim_ws_cycles: float
+    dma_in_bytes: int
+    dma_out_bytes: int
+    dma: Dict[str, int]
+
+
+@dataclasses.dataclass
+class ModelResult:
+    """Model.run / Model.evaluate: outputs and the figures of `tpusim run-cnn --json`."""
+    outputs: np.ndarray            # (images, classes) int32: the chip's quantized outputs
+    scores: np.ndarray             # (images, classes) float32: outputs dequantized
+    predicted: np.ndarray          # (images,) argmax of outputs
+    float_predicted: np.ndarray    # (images,) argmax of the float model
+    matches_reference: np.ndarray  # (images,) bool: outputs equal the integer reference
+    layers: List[LayerStats]       # per-layer profile of the first batch (empty: profile=False)
+    cycles_total: int
+    cycles_per_image: float
+    cycles_estimated: bool
+    mxu_utilization: Optional[float]
+    accuracy: Optional[float]      # with labels
+    report: Dict[str, Any]         # the whole run-cnn JSON object
+
+
+class Model:
+    """An ONNX model imported and quantized once, run on a Device image by image.
+
+    model: a path to a .onnx file or its bytes. calibration: images for post-training
+    quantization of a float model (uint8 pixels, divided by 255, or float32 model inputs;
+    shape (n, H, W) for one channel or (n, C, H, W)); not needed for a QDQ/QLinear model.
+    """
+
+    def __init__(self, model, calibration: Optional[np.ndarray] = None,
+                 name: Optional[str] = None):
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            self._source, self._is_path = bytes(model), False
+            self.name = name or "<bytes>"
+        elif isinstance(model, (str, os.PathLike)):
+            self._source, self._is_path = os.fspath(model), True
+            self.name = name or self._source
+        else:
+            raise ValueError(f"model: expected a path or the ONNX bytes, got {type(model).__name__}")
+        if calibration is not None:
+            calibration = self._images(calibration, "calibration")
+        self._calibration = calibration
+        self._impls = {}
+        impl = self._impl(_ext(DEFAULT_N))  # import and quantize now: errors show here
+        info = impl.info()
+        self.input_shape = tuple(info["input_shape"])
+        self.classes = info["classes"]
+        self.quantization = info["quantization"]
+        self.output_scale = info["output_scale"]
+        self.output_zero_point = info["output_zero_point"]
+        self.layers = info["layers"]
+
+    @staticmethod
+    def _images(x, what):
+        if not isinstance(x, np.ndarray):
+            raise ValueError(f"{what}: expected a NumPy array of images, got {type(x).__name__}")
+        if x.dtype not in (np.uint8, np.float32):
+            raise ValueError(f"{what}: expected dtype uint8 (pixels) or float32, got {x.dtype}")
+        return np.ascontiguousarray(x)
+
+    def _impl(self, module):
+        impl = self._impls.get(module.__name__)
+        if impl is None:
+            impl = module.Model(self._source, self._is_path, self.name, self._calibration)
+            self._impls[module.__name__] = impl
+        return impl
+
+    def __repr__(self):
+        return (f"<tpu_rtl.Model {self.name!r} input {self.input_shape}, {len(self.layers)} "
+                f"layers, {self.classes} classes>")
+
+    def run(self, x: np.ndarray, backend="rtl", batch: int = 8, profile: bool = True,
+            max_cycles: Optional[int] = None, labels=None) -> ModelResult:
+        """Runs the images ``x`` (like calibration) on the chip, ``batch`` images per program.
+
+        backend: "rtl", "model" or an open Device (an "rtl" string needs the process's chip
+        free: pass your open rtl Device instead). profile: per-layer cycles of the first batch.
+        max_cycles: per batch program (default: derived from the program, as run-cnn).
+        """
+        x = self._images(x, "x")
+        if labels is not None:
+            labels = np.asarray(labels)
+            if labels.ndim != 1 or labels.dtype.kind not in "iu":
+                raise ValueError(f"labels: expected a 1-D integer array, got {labels!r}")
+            labels = [int(v) for v in labels]
+        batch = _int(batch, "batch", 1, 4095)
+        limit = 0 if max_cycles is None else _int(max_cycles, "max_cycles", 1)
+        if isinstance(backend, Device):
+            return self._run_on(backend, x, labels, batch, profile, limit)
+        with Device(backend) as dev:
+            return self._run_on(dev, x, labels, batch, profile, limit)
+
+    def evaluate(self, x: np.ndarray, labels, **kwargs) -> ModelResult:
+        """run() with labels: ``result.accuracy`` is the fraction the chip classified right."""
+        if labels is None:
+            raise ValueError("evaluate: labels are needed (use run() without them)")
+        return self.run(x, labels=labels, **kwargs)
+
+    def _run_on(self, dev, x, labels, batch, profile, limit):
+        if dev.closed:
+            raise DeviceError("the Device is closed")
+        rtl = dev.backend == "rtl"
+        js, logits, fpred, matches = self._impl(dev._module).evaluate(
+            dev._dev, x, labels, batch, bool(profile), limit,
+            dev.mem_latency if rtl else -1, dev.mem_bandwidth if rtl else -1)
+        report = _json.loads(js)
+        scores = ((logits.astype(np.float64) - self.output_zero_point)
+                  * self.output_scale).astype(np.float32)
+        layers = [LayerStats(**layer) for layer in report["layers"]]
+        return ModelResult(outputs=logits, scores=scores,
+                           predicted=np.asarray(report["predictions"], dtype=np.int64),
+                           float_predicted=fpred.astype(np.int64), matches_reference=matches,
+                           layers=layers, cycles_total=report["cycles_total"],
+                           cycles_per_image=report["cycles_per_image"],
+                           cycles_estimated=report["cycles_estimated"],
+                           mxu_utilization=report["mxu_utilization"],
+                           accuracy=report["accuracy"] if labels is not None else None,
+                           report=report)
