@@ -33,10 +33,10 @@ inline double exact_sqrt(double x) { return std::sqrt(x); }
 inline const std::vector<FunctionSpec>& specs() {
   static const std::vector<FunctionSpec> kSpecs = {
       {FpFunction::Exp, exact_exp, {{0x00000000, 0x42B17217}, {0x80000000, 0xC2AEAC4F}}, 1.5},
-      {FpFunction::Log, exact_log, {{0x00800000, 0x7F7FFFFF}}, 1.5},
-      {FpFunction::Rcp, exact_rcp, {{0x00800000, 0x7E000000}, {0x80800000, 0xFE000000}}, 2.0},
+      {FpFunction::Log, exact_log, {{0x00800000, 0x7F7FFFFF}}, 2.0},
+      {FpFunction::Rcp, exact_rcp, {{0x00800000, 0x7E000000}, {0x80800000, 0xFE000000}}, 2.5},
       {FpFunction::Rsqrt, exact_rsqrt, {{0x00800000, 0x7F7FFFFF}}, 1.5},
-      {FpFunction::Sqrt, exact_sqrt, {{0x00800000, 0x7F7FFFFF}}, 2.0},
+      {FpFunction::Sqrt, exact_sqrt, {{0x00800000, 0x7F7FFFFF}}, 2.5},
   };
   return kSpecs;
 }

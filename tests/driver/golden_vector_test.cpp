@@ -529,7 +529,8 @@ TEST_P(GoldenVector, RowsRunOneAtATime) {
   v.a = 0;
   v.inner = 10;
   ok(v);
-  for (uint32_t r = 0; r <= 10; ++r) EXPECT_EQ(model->vmem(r, 0), rbits(1.0f + static_cast<float>(r)));
+  for (uint32_t r = 0; r <= 10; ++r)
+    EXPECT_EQ(model->vmem(r, 0), rbits(1.0f + static_cast<float>(r)));
 }
 
 TEST_P(GoldenVector, FaultsWriteNothingAndStopTheRun) {
