@@ -27,11 +27,15 @@ uint32_t Rig::put(const VMat& m, const std::vector<uint32_t>& values) {
   return addr;
 }
 
-void Rig::put_rows(uint32_t row, const std::vector<uint32_t>& lanes) {
+uint32_t Rig::host_rows(const std::vector<uint32_t>& lanes) {
   const HostBuffer b = dev_.alloc(static_cast<uint32_t>(lanes.size() * 4),
                                   "r" + std::to_string(buffers_++));
   dev_.write(b.addr, lanes.data(), lanes.size() * 4);
-  pb_.read_vmem(row, static_cast<uint32_t>(lanes.size() / n()), b.addr);
+  return b.addr;
+}
+
+void Rig::put_rows(uint32_t row, const std::vector<uint32_t>& lanes) {
+  pb_.read_vmem(row, static_cast<uint32_t>(lanes.size() / n()), host_rows(lanes));
 }
 
 void Rig::want(const VMat& m) {

@@ -28,6 +28,8 @@ class Rig {
   uint32_t host(const VMat& m, const std::vector<uint32_t>& values);
   // Host buffer + read_vmem of it into m.
   uint32_t put(const VMat& m, const std::vector<uint32_t>& values);
+  // A host buffer holding raw lanes (already laid out, N per VMEM row).
+  uint32_t host_rows(const std::vector<uint32_t>& lanes);
   // Raw lanes (already laid out) into VMEM rows starting at `row`.
   void put_rows(uint32_t row, const std::vector<uint32_t>& lanes);
   // write_vmem of m into a new host buffer, read back after run().
