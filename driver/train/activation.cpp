@@ -68,9 +68,9 @@ std::vector<float> pad_row_lanes(uint32_t classes, uint32_t n) {
 void softmax_cross_entropy(ProgramBuilder& pb, const SoftmaxCe& k) {
   const uint32_t n = pb.params().N;
   const uint32_t m = k.logits.rows;
-  require(k.logits.cols >= 1 && k.logits.cols <= n, "softmax_cross_entropy",
-          "classes = " + std::to_string(k.logits.cols) + " (allowed 1..N = " + std::to_string(n) +
-              ")");
+  require(
+      k.logits.cols >= 1 && k.logits.cols <= n, "softmax_cross_entropy",
+      "classes = " + std::to_string(k.logits.cols) + " (allowed 1..N = " + std::to_string(n) + ")");
   require(k.dlogits.rows == m && k.dlogits.cols == k.logits.cols, "softmax_cross_entropy",
           "dlogits must have the logits' shape");
   auto slot = [&](uint32_t s) { return k.scratch + s * m; };

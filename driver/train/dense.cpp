@@ -17,14 +17,12 @@ constexpr uint32_t kMaxVecInner = 255;     // vector inner count (8 bits)
 
 using detail::require;
 
-std::string shape(const VMat& m) {
-  return std::to_string(m.rows) + "x" + std::to_string(m.cols);
-}
+std::string shape(const VMat& m) { return std::to_string(m.rows) + "x" + std::to_string(m.cols); }
 
 void require_acc(const ProgramBuilder& pb, const char* kernel, uint32_t acc, uint32_t rows) {
-  require(rows >= 1 && rows <= kMaxMatmulRows, kernel,
-          "rows = " + std::to_string(rows) + " (allowed 1.." + std::to_string(kMaxMatmulRows) +
-              ")");
+  require(
+      rows >= 1 && rows <= kMaxMatmulRows, kernel,
+      "rows = " + std::to_string(rows) + " (allowed 1.." + std::to_string(kMaxMatmulRows) + ")");
   require(uint64_t{acc} + rows <= pb.params().acc_rows, kernel,
           "ACC rows " + std::to_string(acc) + " + " + std::to_string(rows) +
               " exceed AccRows = " + std::to_string(pb.params().acc_rows));
@@ -94,8 +92,7 @@ void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, con
   const char* k = "dense_backward_input";
   const uint32_t n = pb.params().N;
   require(dy.cols == w.cols && dx.rows == dy.rows && dx.cols == w.rows, k,
-          "dY " + shape(dy) + " . W^T (W " + shape(w) + ") -> dX " + shape(dx) +
-              " do not match");
+          "dY " + shape(dy) + " . W^T (W " + shape(w) + ") -> dX " + shape(dx) + " do not match");
   require_acc(pb, k, acc, dy.rows);
   for (uint32_t kt = 0; kt < dx.blocks(n); ++kt) {
     for (uint32_t nt = 0; nt < dy.blocks(n); ++nt) {
@@ -111,8 +108,7 @@ void dense_backward_weights(ProgramBuilder& pb, const VMat& x, const VMat& dy, c
   const char* k = "dense_backward_weights";
   const uint32_t n = pb.params().N;
   require(x.rows == dy.rows && dw.rows == x.cols && dw.cols == dy.cols, k,
-          "X^T (X " + shape(x) + ") . dY " + shape(dy) + " -> dW " + shape(dw) +
-              " do not match");
+          "X^T (X " + shape(x) + ") . dY " + shape(dy) + " -> dW " + shape(dw) + " do not match");
   require(x.pitch % n == 0, k, "X's pitch must be a multiple of N (VmemArena::matrix)");
   const uint32_t mt_count = x.pitch / n;
   const uint32_t kt_count = x.blocks(n);

@@ -79,8 +79,7 @@ struct AdamState {
 };
 // Once per step, before the adam_update calls: t += 1 and the bias corrections, on the chip.
 // `scratch`: 4 rows.
-void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s,
-                     uint32_t scratch);
+void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t scratch);
 // m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
 // p -= step_size * m * rcp(sqrt(v) * rsqrt_bc2 + eps). `scratch`: 6 * rows rows.
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,

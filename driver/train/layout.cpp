@@ -9,8 +9,8 @@ namespace tpu::train {
 uint32_t VmemArena::rows(uint32_t count) {
   if (count == 0 || uint64_t{next_} + count > end_) {
     throw std::invalid_argument("VmemArena: " + std::to_string(count) + " rows from row " +
-                                std::to_string(next_) + " do not fit VMEM (VmemRows = " +
-                                std::to_string(end_) + ")");
+                                std::to_string(next_) +
+                                " do not fit VMEM (VmemRows = " + std::to_string(end_) + ")");
   }
   const uint32_t first = next_;
   next_ += count;

@@ -9,8 +9,7 @@ namespace tpu::train {
 
 MlpPlan plan_mlp(const MlpShape& s, VmemArena& a) {
   const uint32_t n = a.n();
-  detail::require(s.batch > 0 && s.inputs > 0 && s.hidden > 0 && s.classes > 0 &&
-                      s.classes <= n,
+  detail::require(s.batch > 0 && s.inputs > 0 && s.hidden > 0 && s.classes > 0 && s.classes <= n,
                   "plan_mlp", "every dimension must be >= 1 and classes <= N");
   MlpPlan p;
   p.shape = s;
@@ -33,8 +32,8 @@ MlpPlan plan_mlp(const MlpShape& s, VmemArena& a) {
   p.pad_row = a.rows(1);
   p.loss = a.rows(1);
   // Scratch shared by the kernels, one at a time: the largest need.
-  const uint32_t need = std::max({softmax_ce_scratch_rows(s.batch, n), p.x.span(n),
-                                  p.h1.span(n), 2 * p.w1.span(n), 2 * p.w2.span(n)});
+  const uint32_t need = std::max({softmax_ce_scratch_rows(s.batch, n), p.x.span(n), p.h1.span(n),
+                                  2 * p.w1.span(n), 2 * p.w2.span(n)});
   p.scratch = a.rows(need);
   return p;
 }

@@ -18,17 +18,17 @@ struct MlpShape {
 
 // Host byte addresses of the step's tensors, each in its VMat's packed image (layout.h).
 struct MlpHost {
-  uint32_t x = 0;        // batch x inputs
-  uint32_t labels = 0;   // ceil(batch / N) rows of N int32 labels
-  uint32_t pad_row = 0;  // pad_row_lanes(classes, N), one row (a constant)
+  uint32_t x = 0;                           // batch x inputs
+  uint32_t labels = 0;                      // ceil(batch / N) rows of N int32 labels
+  uint32_t pad_row = 0;                     // pad_row_lanes(classes, N), one row (a constant)
   uint32_t w1 = 0, b1 = 0, w2 = 0, b2 = 0;  // read and written back every step
-  uint32_t loss = 0;     // one row out: the batch's mean loss in every lane
+  uint32_t loss = 0;                        // one row out: the batch's mean loss in every lane
 };
 
 // Where every tensor of the step lives in VMEM.
 struct MlpPlan {
   MlpShape shape;
-  VMat x, w1, b1, z1, h1, w2, b2, z2;  // forward
+  VMat x, w1, b1, z1, h1, w2, b2, z2;      // forward
   VMat dz2, dw2, db2, dh1, dz1, dw1, db1;  // backward
   uint32_t labels = 0, pad_row = 0, loss = 0, scratch = 0;
 };

@@ -31,8 +31,8 @@ TEST_P(Activation, ReluForwardAndBackward) {
   Rig rig(GetParam());
   const uint32_t m = 2 * rig.n() + 1, c = rig.n() + 3;
   ref::Mat x = random_mat(m, c, 1.0f, 11);
-  const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7FC00000u, 0xFF800000u, 0x7F800000u,
-                              0x00000001u, 0x80000001u};  // ±0, NaN, ±inf, ±subnormal
+  const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7FC00000u, 0xFF800000u,
+                              0x7F800000u, 0x00000001u, 0x80000001u};  // ±0, NaN, ±inf, ±subnormal
   for (size_t i = 0; i < 7; ++i) x.v[i * 3] = special[i];
   const ref::Mat dy = random_mat(m, c, 1.0f, 12);
   VMat vx = rig.arena().matrix(m, c), vy = rig.arena().matrix(m, c);
@@ -115,7 +115,8 @@ TEST_P(Activation, SoftmaxCrossEntropyOfEqualLogits) {
   for (uint32_t i = 0; i < m; ++i) k.labels[i] = static_cast<int32_t>(i % classes);
   VMat dl;
   const auto [loss, image] = run_ce(rig, k, &dl);
-  EXPECT_NEAR(ref::value(loss[0]), std::log(static_cast<double>(classes)), 4e-7 * std::log(static_cast<double>(classes)));
+  EXPECT_NEAR(ref::value(loss[0]), std::log(static_cast<double>(classes)),
+              4e-7 * std::log(static_cast<double>(classes)));
   EXPECT_EQ(loss[0], ref::softmax_cross_entropy(k.logits, k.labels, n).loss);
 }
 

@@ -96,8 +96,8 @@ TEST_P(Dense, ReferenceIsCloseToExactProducts) {
     for (uint32_t j = 0; j < s.out; ++j) {
       double exact = 0, mag = 0;
       for (uint32_t k = 0; k < s.k; ++k) {
-        const double p = double{ref::value(ref::to_bf16(x.at(i, k)))} *
-                         ref::value(ref::to_bf16(w.at(k, j)));
+        const double p =
+            double{ref::value(ref::to_bf16(x.at(i, k)))} * ref::value(ref::to_bf16(w.at(k, j)));
         exact += p;
         mag += std::fabs(p);
       }

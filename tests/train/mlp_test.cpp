@@ -3,9 +3,10 @@
 // synthetic batch, every step one program on the golden model, parameters kept in host memory
 // between steps. Each step's loss and updated parameters equal the host reference's bit for
 // bit, and the loss decreases.
+#include "mlp.h"
+
 #include <gtest/gtest.h>
 
-#include "mlp.h"
 #include "rig.h"
 
 namespace tpu::train::test {
@@ -45,7 +46,8 @@ std::vector<int32_t> teacher_labels(const ref::Mat& x, uint32_t classes, uint32_
     double best = -1e30;
     for (uint32_t c = 0; c < classes; ++c) {
       double s = 0;
-      for (uint32_t k = 0; k < x.cols; ++k) s += double{ref::value(x.at(r, k))} * ref::value(t.at(k, c));
+      for (uint32_t k = 0; k < x.cols; ++k)
+        s += double{ref::value(x.at(r, k))} * ref::value(t.at(k, c));
       if (s > best) {
         best = s;
         labels[r] = static_cast<int32_t>(c);
@@ -67,7 +69,8 @@ TEST_P(Mlp, SgdStepsMatchReferenceAndLossDecreases) {
   const MlpPlan plan = plan_mlp(shape, rig.arena());
   const ref::Mat x = random_mat(shape.batch, shape.inputs, 1.0f, 91);
   const std::vector<int32_t> labels = teacher_labels(x, shape.classes, 92);
-  RefMlp r{random_mat(shape.inputs, shape.hidden, 0.5f, 93), random_mat(shape.hidden, shape.classes, 0.5f, 94),
+  RefMlp r{random_mat(shape.inputs, shape.hidden, 0.5f, 93),
+           random_mat(shape.hidden, shape.classes, 0.5f, 94),
            std::vector<uint32_t>(shape.hidden, 0), std::vector<uint32_t>(shape.classes, 0)};
   MlpHost host;
   host.x = rig.host(plan.x, x.v);

@@ -61,9 +61,7 @@ void sgd_steps(uint32_t n, const SgdParams& h) {
 }
 
 TEST_P(Optimizer, Sgd) { sgd_steps(GetParam(), SgdParams{0.05f, 0.0f, 0.0f}); }
-TEST_P(Optimizer, SgdMomentumWeightDecay) {
-  sgd_steps(GetParam(), SgdParams{0.05f, 0.9f, 1e-2f});
-}
+TEST_P(Optimizer, SgdMomentumWeightDecay) { sgd_steps(GetParam(), SgdParams{0.05f, 0.9f, 1e-2f}); }
 
 void adam_steps(uint32_t n, const AdamParams& h) {
   Rig rig(n);

@@ -111,7 +111,9 @@ Bits lane_max(std::vector<Bits> x) {
   return x[0];
 }
 
-Mat zeros(uint32_t rows, uint32_t cols) { return Mat{rows, cols, std::vector<Bits>(size_t{rows} * cols, 0)}; }
+Mat zeros(uint32_t rows, uint32_t cols) {
+  return Mat{rows, cols, std::vector<Bits>(size_t{rows} * cols, 0)};
+}
 
 Mat transposed(const Mat& a) {
   Mat t = zeros(a.cols, a.rows);
@@ -181,8 +183,8 @@ SoftmaxCeResult softmax_cross_entropy(const Mat& logits, const std::vector<int32
   SoftmaxCeResult out{kNegZero, zeros(m, logits.cols)};
   for (uint32_t r = 0; r < m; ++r) {
     std::vector<Bits> s(n);  // z + pad (+0 or -inf), lanes of one VMEM row
-    for (uint32_t j = 0; j < n; ++j) s[j] = add(j < logits.cols ? logits.at(r, j) : 0u,
-                                                j < logits.cols ? 0u : neg_inf);
+    for (uint32_t j = 0; j < n; ++j)
+      s[j] = add(j < logits.cols ? logits.at(r, j) : 0u, j < logits.cols ? 0u : neg_inf);
     const Bits mx = lane_max(s);
     std::vector<Bits> e(n), pick(n, 0u);
     for (uint32_t j = 0; j < n; ++j) {

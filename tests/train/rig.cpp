@@ -15,8 +15,8 @@ uint32_t Rig::host(const VMat& m, const std::vector<uint32_t>& values) {
   std::vector<float> f(values.size());
   std::memcpy(f.data(), values.data(), values.size() * 4);
   const std::vector<float> image = pack(m, n(), f);
-  const HostBuffer b = dev_.alloc(static_cast<uint32_t>(image.size() * 4),
-                                  "t" + std::to_string(buffers_++));
+  const HostBuffer b =
+      dev_.alloc(static_cast<uint32_t>(image.size() * 4), "t" + std::to_string(buffers_++));
   dev_.write(b.addr, image.data(), image.size() * 4);
   return b.addr;
 }
@@ -28,8 +28,8 @@ uint32_t Rig::put(const VMat& m, const std::vector<uint32_t>& values) {
 }
 
 uint32_t Rig::host_rows(const std::vector<uint32_t>& lanes) {
-  const HostBuffer b = dev_.alloc(static_cast<uint32_t>(lanes.size() * 4),
-                                  "r" + std::to_string(buffers_++));
+  const HostBuffer b =
+      dev_.alloc(static_cast<uint32_t>(lanes.size() * 4), "r" + std::to_string(buffers_++));
   dev_.write(b.addr, lanes.data(), lanes.size() * 4);
   return b.addr;
 }

@@ -37,7 +37,10 @@ class Rig {
   void run();
   std::vector<uint32_t> got(const VMat& m);        // unpacked, row-major
   std::vector<uint32_t> got_image(const VMat& m);  // packed lanes, padding included
-  void new_program() { pb_ = ProgramBuilder(dev_.params()); outputs_.clear(); }
+  void new_program() {
+    pb_ = ProgramBuilder(dev_.params());
+    outputs_.clear();
+  }
 
  private:
   static ChipParams params(uint32_t n, uint32_t vmem_rows);
