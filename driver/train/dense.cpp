@@ -66,25 +66,39 @@ uint32_t imm(float f) {
   return b;
 }
 
-void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat* bias,
-                   const VMat& y, uint32_t acc) {
+void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
+                           bool accumulate) {
   const char* k = "dense_forward";
   const uint32_t n = pb.params().N;
-  require(x.cols == w.rows && y.rows == x.rows && y.cols == w.cols, k,
-          "X " + shape(x) + " . W " + shape(w) + " -> Y " + shape(y) + " do not match");
-  require(bias == nullptr || (bias->cols == w.cols && bias->pitch == 1), k,
-          "bias must be a row_vector of " + std::to_string(w.cols) + " columns");
+  require(x.cols == w.rows, k, "X " + shape(x) + " . W " + shape(w) + " do not match");
   require_acc(pb, k, acc, x.rows);
+  require_acc(pb, k, acc, w.blocks(n) * x.rows);
   for (uint32_t nt = 0; nt < w.blocks(n); ++nt) {
     for (uint32_t kt = 0; kt < x.blocks(n); ++kt) {
       load_tile(pb, w.block(nt) + kt * n, tile_rows(w.rows, kt, n), false);
-      matmul(pb, x.block(kt), acc, x.rows, 1, 0, kt > 0);
+      matmul(pb, x.block(kt), acc + nt * x.rows, x.rows, 1, 0, accumulate || kt > 0);
     }
-    pb.acc_to_vmem(acc, y.block(nt), y.rows);
+  }
+}
+
+void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, const VMat& y) {
+  const uint32_t n = pb.params().N;
+  require(bias == nullptr || (bias->cols == y.cols && bias->pitch == 1), "dense_forward",
+          "bias must be a row_vector of " + std::to_string(y.cols) + " columns");
+  for (uint32_t nt = 0; nt < y.blocks(n); ++nt) {
+    pb.acc_to_vmem(acc + nt * y.rows, y.block(nt), y.rows);
     if (bias != nullptr) {
       pb.vop_row(VecFunc::FAdd, y.block(nt), y.block(nt), bias->block(nt), y.rows);
     }
   }
+}
+
+void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat* bias,
+                   const VMat& y, uint32_t acc) {
+  require(x.cols == w.rows && y.rows == x.rows && y.cols == w.cols, "dense_forward",
+          "X " + shape(x) + " . W " + shape(w) + " -> Y " + shape(y) + " do not match");
+  dense_forward_partial(pb, x, w, acc, false);
+  dense_forward_finish(pb, acc, bias, y);
 }
 
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,

@@ -17,8 +17,16 @@ namespace tpu::train {
 // ---- Dense / Gemm (dense.cpp). `acc` is the first of the ACC rows the kernel may use
 // (rows, or K for dense_backward_weights; at most AccRows - acc).
 // Y = X . W (+ bias): X rows x K, W K x Nout, Y rows x Nout; bias a row_vector or nullptr.
+// Uses ACC rows [acc, acc + NT * rows) (NT = Nout's column blocks).
 void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat* bias,
                    const VMat& y, uint32_t acc);
+// The same in pieces, for a layer streamed through VMEM in chunks of K (each a multiple of N
+// but the last): ACC rows acc + nt*rows (+)= X_c . W_c for each chunk c in order
+// (`accumulate` false for the first), then dense_forward_finish moves ACC to Y and adds the
+// bias. The result is bit-identical to dense_forward on the whole X and W.
+void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
+                           bool accumulate);
+void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, const VMat& y);
 // dX = dY . W^T (W through load_weights transpose).
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,
                           uint32_t acc);

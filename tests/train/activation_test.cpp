@@ -120,6 +120,18 @@ TEST_P(Activation, SoftmaxCrossEntropyOfEqualLogits) {
   EXPECT_EQ(loss[0], ref::softmax_cross_entropy(k.logits, k.labels, n).loss);
 }
 
+// The kernel does not check labels (the host validates a dataset before training): a label in
+// [C, N) picks a padding lane, documented as a loss of +inf (docs/training.md).
+TEST_P(Activation, LabelInPaddingLanesGivesInfiniteLoss) {
+  Rig rig(GetParam());
+  const uint32_t n = rig.n(), classes = n - 1;
+  CeCase k = random_case(n + 1, classes, 23);
+  k.labels[1] = static_cast<int32_t>(classes);
+  VMat dl;
+  const auto [loss, image] = run_ce(rig, k, &dl);
+  EXPECT_EQ(loss[0], 0x7F800000u);
+}
+
 // The reference (so the chip) against double precision: relative error of the mean loss
 // <= 1e-5, absolute error of every dlogit <= 1e-6 / M (the functions' few-ulp errors and the
 // fp32 sums; logits in [-4, 4]).

@@ -85,6 +85,38 @@ TEST_P(Dense, BackwardMatchesReferenceBitForBit) {
   expect_bits(rig.got(vdb), ref::column_sums(dy), "db");
 }
 
+// A layer streamed through VMEM in two K-chunks (N columns, then the rest) gives the same bits
+// as the whole layer: the tile sums are added to ACC in the same order.
+TEST_P(Dense, ForwardInKChunksMatchesWholeLayer) {
+  Rig rig(GetParam());
+  const uint32_t n = rig.n();
+  const Shapes s = shapes(n);
+  const ref::Mat x = random_mat(s.m, s.k, 2.0f, 9), w = random_mat(s.k, s.out, 0.5f, 10);
+  const std::vector<uint32_t> b = random_values(s.out, 1.0f, 11);
+  ref::Mat x0 = ref::zeros(s.m, n), x1 = ref::zeros(s.m, s.k - n);
+  ref::Mat w0 = ref::zeros(n, s.out), w1 = ref::zeros(s.k - n, s.out);
+  for (uint32_t r = 0; r < s.m; ++r) {
+    for (uint32_t c = 0; c < s.k; ++c) (c < n ? x0.at(r, c) : x1.at(r, c - n)) = x.at(r, c);
+  }
+  for (uint32_t r = 0; r < s.k; ++r) {
+    for (uint32_t c = 0; c < s.out; ++c) (r < n ? w0.at(r, c) : w1.at(r - n, c)) = w.at(r, c);
+  }
+  VMat vx0 = rig.arena().matrix(s.m, n), vw0 = rig.arena().matrix(n, s.out);
+  VMat vx1 = rig.arena().matrix(s.m, s.k - n), vw1 = rig.arena().matrix(s.k - n, s.out);
+  VMat vb = rig.arena().row_vector(s.out), vy = rig.arena().matrix(s.m, s.out);
+  rig.put(vx0, x0.v);
+  rig.put(vw0, w0.v);
+  rig.put(vb, b);
+  dense_forward_partial(rig.pb(), vx0, vw0, 8, false);
+  rig.put(vx1, x1.v);  // the second chunk arrives after the first one's matmuls
+  rig.put(vw1, w1.v);
+  dense_forward_partial(rig.pb(), vx1, vw1, 8, true);
+  dense_forward_finish(rig.pb(), 8, &vb, vy);
+  rig.want(vy);
+  rig.run();
+  expect_bits(rig.got(vy), ref::add_row(ref::matmul_tiled(x, w, n), b).v, "Y");
+}
+
 // The reference itself against double precision: |ref - exact| <= 2^-20 * sum |x_k w_k| on
 // bf16-rounded inputs (fp32 partial sums over at most K + K/N additions of 2^-24 each).
 TEST_P(Dense, ReferenceIsCloseToExactProducts) {
