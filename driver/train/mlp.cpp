@@ -28,6 +28,11 @@ MlpPlan plan_mlp(const MlpShape& s, VmemArena& a) {
   p.dz1 = a.matrix(s.batch, s.hidden);
   p.dw1 = a.matrix(s.inputs, s.hidden);
   p.db1 = a.row_vector(s.hidden);
+  p.m = {a.matrix(s.inputs, s.hidden), a.row_vector(s.hidden), a.matrix(s.hidden, s.classes),
+         a.row_vector(s.classes)};
+  p.v = {a.matrix(s.inputs, s.hidden), a.row_vector(s.hidden), a.matrix(s.hidden, s.classes),
+         a.row_vector(s.classes)};
+  p.adam.first = a.rows(AdamState::kRows);
   p.labels = a.rows((s.batch + n - 1) / n);
   p.pad_row = a.rows(1);
   p.loss = a.rows(1);
@@ -63,10 +68,25 @@ void backward(ProgramBuilder& pb, const MlpPlan& p) {
   bias_grad(pb, p.dz1, p.db1);
 }
 
-void update(ProgramBuilder& pb, const VMat& param, const VMat& grad, const SgdParams& h,
-            uint32_t scratch) {
-  const uint32_t rows = param.span(pb.params().N);
-  sgd_update(pb, h, param.base, grad.base, 0, rows, scratch);
+// The trainable tensors in a fixed order: w1, b1, w2, b2.
+std::array<const VMat*, 4> params(const MlpPlan& p) { return {&p.w1, &p.b1, &p.w2, &p.b2}; }
+std::array<const VMat*, 4> grads(const MlpPlan& p) { return {&p.dw1, &p.db1, &p.dw2, &p.db2}; }
+std::array<uint32_t, 4> param_addrs(const MlpHost& h) { return {h.w1, h.b1, h.w2, h.b2}; }
+
+// Streams the batch, labels, constants and parameters in; forward; backward.
+void begin_step(ProgramBuilder& pb, const MlpPlan& p, const MlpHost& host) {
+  load(pb, p.x, host.x);
+  pb.read_vmem(p.labels, (p.shape.batch + pb.params().N - 1) / pb.params().N, host.labels);
+  pb.read_vmem(p.pad_row, 1, host.pad_row);
+  for (size_t i = 0; i < 4; ++i) load(pb, *params(p)[i], param_addrs(host)[i]);
+  forward(pb, p);
+  backward(pb, p);
+}
+
+// Streams the updated parameters and the loss out.
+void end_step(ProgramBuilder& pb, const MlpPlan& p, const MlpHost& host) {
+  for (size_t i = 0; i < 4; ++i) store(pb, *params(p)[i], param_addrs(host)[i]);
+  pb.write_vmem(p.loss, 1, host.loss);
 }
 
 }  // namespace
@@ -75,24 +95,34 @@ void emit_mlp_sgd_step(ProgramBuilder& pb, const MlpPlan& p, const MlpHost& host
                        const SgdParams& h) {
   detail::require(h.momentum == 0.0f, "emit_mlp_sgd_step",
                   "momentum needs velocity tensors, which this step does not plan");
-  load(pb, p.x, host.x);
-  pb.read_vmem(p.labels, (p.shape.batch + pb.params().N - 1) / pb.params().N, host.labels);
-  pb.read_vmem(p.pad_row, 1, host.pad_row);
-  load(pb, p.w1, host.w1);
-  load(pb, p.b1, host.b1);
-  load(pb, p.w2, host.w2);
-  load(pb, p.b2, host.b2);
-  forward(pb, p);
-  backward(pb, p);
-  update(pb, p.w1, p.dw1, h, p.scratch);
-  update(pb, p.b1, p.db1, h, p.scratch);
-  update(pb, p.w2, p.dw2, h, p.scratch);
-  update(pb, p.b2, p.db2, h, p.scratch);
-  store(pb, p.w1, host.w1);
-  store(pb, p.b1, host.b1);
-  store(pb, p.w2, host.w2);
-  store(pb, p.b2, host.b2);
-  pb.write_vmem(p.loss, 1, host.loss);
+  begin_step(pb, p, host);
+  for (size_t i = 0; i < 4; ++i) {
+    sgd_update(pb, h, params(p)[i]->base, grads(p)[i]->base, 0, params(p)[i]->span(pb.params().N),
+               p.scratch);
+  }
+  end_step(pb, p, host);
+}
+
+void emit_mlp_adam_step(ProgramBuilder& pb, const MlpPlan& p, const MlpHost& host,
+                        const AdamParams& h) {
+  const uint32_t n = pb.params().N;
+  for (size_t i = 0; i < 4; ++i) {
+    load(pb, p.m[i], host.m[i]);
+    load(pb, p.v[i], host.v[i]);
+  }
+  pb.read_vmem(p.adam.first, AdamState::kRows, host.adam_state);
+  begin_step(pb, p, host);
+  adam_begin_step(pb, h, p.adam, p.scratch);
+  for (size_t i = 0; i < 4; ++i) {
+    adam_update(pb, h, p.adam, params(p)[i]->base, grads(p)[i]->base, p.m[i].base, p.v[i].base,
+                params(p)[i]->span(n), p.scratch);
+  }
+  end_step(pb, p, host);
+  for (size_t i = 0; i < 4; ++i) {
+    store(pb, p.m[i], host.m[i]);
+    store(pb, p.v[i], host.v[i]);
+  }
+  pb.write_vmem(p.adam.first, AdamState::kRows, host.adam_state);
 }
 
 }  // namespace tpu::train

@@ -6,6 +6,7 @@
 // parameters and the loss back. The host computes nothing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "kernels.h"
@@ -23,6 +24,10 @@ struct MlpHost {
   uint32_t pad_row = 0;                     // pad_row_lanes(classes, N), one row (a constant)
   uint32_t w1 = 0, b1 = 0, w2 = 0, b2 = 0;  // read and written back every step
   uint32_t loss = 0;                        // one row out: the batch's mean loss in every lane
+  // Adam only: the moments of w1, b1, w2, b2 (zeros before the first step) and the
+  // AdamState rows (beta1^0 = beta2^0 = 1.0 in every lane before the first step).
+  std::array<uint32_t, 4> m{}, v{};
+  uint32_t adam_state = 0;
 };
 
 // Where every tensor of the step lives in VMEM.
@@ -30,11 +35,17 @@ struct MlpPlan {
   MlpShape shape;
   VMat x, w1, b1, z1, h1, w2, b2, z2;      // forward
   VMat dz2, dw2, db2, dh1, dz1, dw1, db1;  // backward
+  std::array<VMat, 4> m, v;                // Adam's moments of w1, b1, w2, b2
+  AdamState adam;
   uint32_t labels = 0, pad_row = 0, loss = 0, scratch = 0;
 };
 MlpPlan plan_mlp(const MlpShape& shape, VmemArena& arena);
 
 void emit_mlp_sgd_step(ProgramBuilder& pb, const MlpPlan& plan, const MlpHost& host,
                        const SgdParams& h);
+// The same step with Adam (bias correction on the chip); the moments and the AdamState rows
+// stream from and back to host memory with the parameters.
+void emit_mlp_adam_step(ProgramBuilder& pb, const MlpPlan& plan, const MlpHost& host,
+                        const AdamParams& h);
 
 }  // namespace tpu::train

@@ -5,6 +5,14 @@
 
 namespace tpu::train::test {
 
+namespace {
+
+// Buffer sizes rounded up to alloc()'s 64-byte alignment, so consecutive buffers touch and
+// share one DMA window (the chip has 8).
+uint32_t padded(size_t bytes) { return static_cast<uint32_t>((bytes + 63) / 64 * 64); }
+
+}  // namespace
+
 ChipParams Rig::params(uint32_t n, uint32_t vmem_rows) {
   ChipParams p = ChipParams::training(n);
   p.vmem_rows = vmem_rows;
@@ -15,8 +23,7 @@ uint32_t Rig::host(const VMat& m, const std::vector<uint32_t>& values) {
   std::vector<float> f(values.size());
   std::memcpy(f.data(), values.data(), values.size() * 4);
   const std::vector<float> image = pack(m, n(), f);
-  const HostBuffer b =
-      dev_.alloc(static_cast<uint32_t>(image.size() * 4), "t" + std::to_string(buffers_++));
+  const HostBuffer b = dev_.alloc(padded(image.size() * 4), "t" + std::to_string(buffers_++));
   dev_.write(b.addr, image.data(), image.size() * 4);
   return b.addr;
 }
@@ -28,8 +35,7 @@ uint32_t Rig::put(const VMat& m, const std::vector<uint32_t>& values) {
 }
 
 uint32_t Rig::host_rows(const std::vector<uint32_t>& lanes) {
-  const HostBuffer b =
-      dev_.alloc(static_cast<uint32_t>(lanes.size() * 4), "r" + std::to_string(buffers_++));
+  const HostBuffer b = dev_.alloc(padded(lanes.size() * 4), "r" + std::to_string(buffers_++));
   dev_.write(b.addr, lanes.data(), lanes.size() * 4);
   return b.addr;
 }
@@ -39,7 +45,8 @@ void Rig::put_rows(uint32_t row, const std::vector<uint32_t>& lanes) {
 }
 
 void Rig::want(const VMat& m) {
-  const HostBuffer b = dev_.alloc(m.span(n()) * n() * 4, "o" + std::to_string(buffers_++));
+  const HostBuffer b =
+      dev_.alloc(padded(size_t{m.span(n())} * n() * 4), "o" + std::to_string(buffers_++));
   store(pb_, m, b.addr);
   outputs_.push_back({m, b.addr});
 }
