@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Dense / Gemm kernels: bf16 matmuls tiled over K (accumulated in ACC) and N (column blocks).
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -13,7 +12,6 @@ namespace tpu::train {
 namespace {
 
 constexpr uint32_t kMaxMatmulRows = 4095;  // matmul_bf16 inner count (12 bits)
-constexpr uint32_t kMaxVecInner = 255;     // vector inner count (8 bits)
 
 using detail::require;
 
@@ -58,13 +56,6 @@ void matmul(ProgramBuilder& pb, uint32_t vmem, uint32_t acc, uint32_t inner, uin
 uint32_t tile_rows(uint32_t total, uint32_t t, uint32_t n) { return std::min(n, total - t * n); }
 
 }  // namespace
-
-uint32_t imm(float f) {
-  uint32_t b;
-  static_assert(sizeof b == sizeof f, "fp32");
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
                            bool accumulate) {
@@ -143,28 +134,6 @@ void bias_grad(ProgramBuilder& pb, const VMat& dy, const VMat& db) {
   require(db.cols == dy.cols && db.pitch == 1, "bias_grad",
           "db must be a row_vector of " + std::to_string(dy.cols) + " columns");
   detail::row_sum(pb, db.base, dy.base, dy.rows, dy.blocks(pb.params().N), dy.pitch);
-}
-
-void detail::require(bool ok, const char* kernel, const std::string& what) {
-  if (!ok) throw std::invalid_argument(std::string(kernel) + ": " + what);
-}
-
-void detail::row_sum(ProgramBuilder& pb, uint32_t dst, uint32_t a, uint32_t rows, uint32_t outer,
-                     uint32_t a_outer_stride) {
-  for (uint32_t first = 0; first < rows; first += kMaxVecInner) {
-    Vector v;
-    v.func = static_cast<uint8_t>(VecFunc::RSum);
-    v.bmode = first == 0 ? BMode::Imm : BMode::RowDst;
-    v.dst = static_cast<uint16_t>(dst);
-    v.a = static_cast<uint16_t>(a + first);
-    v.inner = static_cast<uint8_t>(std::min(kMaxVecInner, rows - first));
-    v.outer = static_cast<uint16_t>(outer);
-    v.a_inner_stride = 1;
-    v.a_outer_stride = static_cast<uint16_t>(a_outer_stride);
-    v.dst_outer_stride = 1;
-    v.b = first == 0 ? detail::kNegZero : dst;
-    pb.vector(v);
-  }
 }
 
 }  // namespace tpu::train
