@@ -82,6 +82,7 @@ void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, co
       pb.vop_row(VecFunc::FAdd, y.block(nt), y.block(nt), bias->block(nt), y.rows);
     }
   }
+  clear_padding_rows(pb, y);
 }
 
 void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat* bias,
@@ -128,6 +129,7 @@ void dense_backward_weights(ProgramBuilder& pb, const VMat& x, const VMat& dy, c
     }
     pb.acc_to_vmem(acc, dw.block(nt), dw.rows);
   }
+  clear_padding_rows(pb, dw);
 }
 
 void bias_grad(ProgramBuilder& pb, const VMat& dy, const VMat& db) {

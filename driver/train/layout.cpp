@@ -65,4 +65,20 @@ void store(ProgramBuilder& pb, const VMat& m, uint32_t host_addr) {
   pb.write_vmem(m.base, m.span(pb.params().N), host_addr);
 }
 
+void clear_padding_rows(ProgramBuilder& pb, const VMat& m) {
+  if (m.pitch == m.rows) return;
+  Vector v;
+  v.func = static_cast<uint8_t>(VecFunc::And);
+  v.bmode = BMode::Imm;
+  v.dst = static_cast<uint16_t>(m.base + m.rows);
+  v.a = v.dst;
+  v.inner = static_cast<uint8_t>(m.pitch - m.rows);  // < N <= 256 for VmemArena::matrix
+  v.outer = static_cast<uint16_t>(m.blocks(pb.params().N));
+  v.a_inner_stride = 1;
+  v.a_outer_stride = static_cast<uint16_t>(m.pitch);
+  v.dst_outer_stride = static_cast<uint16_t>(m.pitch);
+  v.b = 0;
+  pb.vector(v);
+}
+
 }  // namespace tpu::train

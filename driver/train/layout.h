@@ -55,5 +55,8 @@ std::vector<float> unpack(const VMat& m, uint32_t n, const std::vector<float>& i
 // Stream a whole VMat between host memory (its packed image at host_addr) and VMEM.
 void load(ProgramBuilder& pb, const VMat& m, uint32_t host_addr);
 void store(ProgramBuilder& pb, const VMat& m, uint32_t host_addr);
+// Writes +0.0 into m's padding rows (rows .. pitch-1 of every block; one `vector and`), so a
+// tensor computed on the chip never carries stale VMEM contents into a transpose or an update.
+void clear_padding_rows(ProgramBuilder& pb, const VMat& m);
 
 }  // namespace tpu::train

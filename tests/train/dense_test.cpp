@@ -43,6 +43,8 @@ TEST_P(Dense, ForwardMatchesReferenceBitForBit) {
   rig.put(vx, x.v);
   rig.put(vw, w.v);
   rig.put(vb, b);
+  // Stale VMEM contents (NaN) where Y goes: its padding rows must come out +0 all the same.
+  rig.put_rows(vy.base, std::vector<uint32_t>(size_t{vy.span(rig.n())} * rig.n(), 0x7FC00000u));
   dense_forward(rig.pb(), vx, vw, &vb, vy, 0);
   rig.want(vy);
   rig.run();
@@ -74,6 +76,7 @@ TEST_P(Dense, BackwardMatchesReferenceBitForBit) {
   rig.put(vw, w.v);
   rig.put(vdy, dy.v);
   dense_backward_input(rig.pb(), vdy, vw, vdx, 0);
+  rig.put_rows(vdw.base, std::vector<uint32_t>(size_t{vdw.span(n)} * n, 0x7FC00000u));
   dense_backward_weights(rig.pb(), vx, vdy, vdw, xt, 0);
   bias_grad(rig.pb(), vdy, vdb);
   rig.want(vdx);
@@ -83,6 +86,15 @@ TEST_P(Dense, BackwardMatchesReferenceBitForBit) {
   expect_bits(rig.got(vdx), ref::matmul_tiled(dy, ref::transposed(w), n).v, "dX");
   expect_bits(rig.got(vdw), ref::matmul_tiled(ref::transposed(x), dy, n).v, "dW");
   expect_bits(rig.got(vdb), ref::column_sums(dy), "db");
+  const std::vector<uint32_t> image = rig.got_image(vdw);
+  for (uint32_t r = 0; r < vdw.span(n); ++r) {
+    const bool pad_row = r % vdw.pitch >= s.k;
+    for (uint32_t j = 0; j < n; ++j) {
+      if (pad_row || r / vdw.pitch * n + j >= s.out) {
+        EXPECT_EQ(image[r * n + j], 0u) << r;
+      }
+    }
+  }
 }
 
 // A layer streamed through VMEM in two K-chunks (N columns, then the rest) gives the same bits
