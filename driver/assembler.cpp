@@ -2,6 +2,8 @@
 #include "assembler.h"
 
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -30,6 +32,8 @@ enum class Kind {
   Flag,    // bare word, sets a 1-bit field
   Dest,    // dest=ub|param|lut or a number 0..3
   Func,    // func=identity|relu|clamp|lut
+  BMode,   // bmode=a|dst|fixed|imm or a number 0..3
+  Imm,     // imm=<32-bit pattern, signed decimal, or an exact decimal float>: B = immediate
 };
 
 struct Operand {
@@ -43,7 +47,78 @@ struct Syntax {
   std::string_view mnemonic;
   Opcode op;
   std::vector<Operand> operands;
+  int vec_func = -1;  // vector: the func this mnemonic sets (-1: none, `vector func=`)
 };
+
+std::vector<Operand> vmem_dma_operands() {
+  using namespace field;
+  return {{"vmem", kVdmaVmemAddr, 0, Kind::Number},
+          {"rows", kVdmaRows, 1, Kind::Number},
+          {"host", kVdmaHostAddr, 0, Kind::Number},
+          {"host_stride", kVdmaHostStride, 0, Kind::Number},
+          {"bf16", kVdmaBf16, 0, Kind::Flag}};
+}
+
+std::vector<Operand> vector_operands(bool with_func) {
+  using namespace field;
+  std::vector<Operand> v = {{"dst", kVecDst, 0, Kind::Number},
+                            {"a", kVecA, 0, Kind::Number},
+                            {"b", kVecB, 0, Kind::Number},
+                            {"imm", kVecB, 0, Kind::Imm},
+                            {"bmode", kVecBMode, 0, Kind::BMode},
+                            {"inner", kVecInner, 1, Kind::Number},
+                            {"outer", kVecOuter, 1, Kind::Number},
+                            {"a_inner_stride", kVecAInnerStride, 1, Kind::Number},
+                            {"a_outer_stride", kVecAOuterStride, 0, Kind::Number},
+                            {"dst_outer_stride", kVecDstOuterStride, 0, Kind::Number}};
+  if (with_func) v.push_back({"func", kVecFunc, 0, Kind::Number});
+  return v;
+}
+
+std::vector<Syntax> training_syntax() {
+  using namespace field;
+  std::vector<Syntax> t = {
+      {"read_vmem", Opcode::ReadVmem, vmem_dma_operands()},
+      {"write_vmem", Opcode::WriteVmem, vmem_dma_operands()},
+      {"load_weights",
+       Opcode::LoadWeights,
+       {{"vmem", kLwVmemAddr, 0, Kind::Number},
+        {"tiles", kLwTiles, 1, Kind::Number},
+        {"rows", kLwRows, 0, Kind::Number},
+        {"row_stride", kLwRowStride, 1, Kind::Number},
+        {"tile_stride", kLwTileStride, 0, Kind::Number},
+        {"transpose", kLwTranspose, 0, Kind::Flag}}},
+      {"matmul_bf16",
+       Opcode::MatmulBf16,
+       {{"vmem", kMmbVmemAddr, 0, Kind::Number},
+        {"acc", kMmbAccAddr, 0, Kind::Number},
+        {"inner", kMmbInner, 1, Kind::Number},
+        {"outer", kMmbOuter, 1, Kind::Number},
+        {"inner_stride", kMmbInnerStride, 1, Kind::Number},
+        {"outer_stride", kMmbOuterStride, 0, Kind::Number},
+        {"acc", kMmbAcc, 0, Kind::Flag},
+        {"switch", kMmbSwitch, 0, Kind::Flag}}},
+      {"acc_to_vmem",
+       Opcode::AccToVmem,
+       {{"acc", kAtvAccAddr, 0, Kind::Number},
+        {"vmem", kAtvVmemAddr, 0, Kind::Number},
+        {"rows", kAtvRows, 1, Kind::Number}}},
+      {"transpose",
+       Opcode::Transpose,
+       {{"src", kTrSrc, 0, Kind::Number},
+        {"dst", kTrDst, 0, Kind::Number},
+        {"blocks", kTrBlocks, 1, Kind::Number},
+        {"src_stride", kTrSrcStride, 0, Kind::Number},
+        {"dst_stride", kTrDstStride, 0, Kind::Number},
+        {"src_row_stride", kTrSrcRowStride, 1, Kind::Number}}},
+      {"vector", Opcode::Vector, vector_operands(true)},
+  };
+  for (VecFunc f : all_vec_funcs()) {
+    const auto code = static_cast<uint8_t>(f);
+    t.push_back({vec_func_name(code), Opcode::Vector, vector_operands(false), code});
+  }
+  return t;
+}
 
 const std::vector<Syntax>& syntax_table() {
   using namespace field;
@@ -97,7 +172,13 @@ const std::vector<Syntax>& syntax_table() {
       {"sync", Opcode::Sync, {}},
       {"halt", Opcode::Halt, {}},
   };
-  return kTable;
+  static const std::vector<Syntax> kAll = [] {
+    std::vector<Syntax> all = kTable;
+    const std::vector<Syntax> train = training_syntax();
+    all.insert(all.end(), train.begin(), train.end());
+    return all;
+  }();
+  return kAll;
 }
 
 constexpr std::string_view kInstDirective = ".inst";
@@ -263,6 +344,10 @@ class LineAssembler {
     InstrBytes word{};
     set_field(word, field::kOpcode, static_cast<uint8_t>(syntax.op));
     for (const Operand& o : syntax.operands) set_field(word, o.bits, o.default_value);
+    if (syntax.vec_func >= 0)
+      set_field(word, field::kVecFunc, static_cast<uint64_t>(syntax.vec_func));
+    const Token* imm_token = nullptr;
+    const Token* bmode_token = nullptr;
 
     std::map<unsigned, Token> seen;  // field (by lo bit) -> where it was set
     for (const Token& tok : operands) {
@@ -309,6 +394,15 @@ class LineAssembler {
         fail(value_column, "'" + echo(name) + "=' has no value");
       }
       set_field(word, op->bits, operand_value(syntax, *op, value, value_column));
+      if (op->kind == Kind::Imm) imm_token = &tok;
+      if (op->kind == Kind::BMode) bmode_token = &tok;
+    }
+    if (imm_token != nullptr) {  // imm= is operand B = the immediate: bmode 3
+      if (bmode_token != nullptr && get_field(word, field::kVecBMode) != 3) {
+        fail(bmode_token->column, "'" + echo(bmode_token->text) + "' contradicts '" +
+                                      echo(imm_token->text) + "' (imm= means bmode=imm)");
+      }
+      set_field(word, field::kVecBMode, 3);
     }
 
     DecodeResult d = decode(word);
@@ -338,6 +432,17 @@ class LineAssembler {
                            " is not a destination (expected ub, param, lut or a number 0..3)");
         }
         break;
+      case Kind::BMode:
+        for (uint8_t m = 0; m < 4; ++m) {
+          if (value == bmode_name(static_cast<BMode>(m))) return m;
+        }
+        if (!parse_number(value)) {
+          fail(column, "bmode=" + echo(value) +
+                           " is not an operand-B mode (expected a, dst, fixed, imm or 0..3)");
+        }
+        break;
+      case Kind::Imm:
+        return immediate_value(value, column);
       case Kind::Number:
         break;
     }
@@ -353,6 +458,37 @@ class LineAssembler {
                        std::to_string(op.bits.max()) + ")");
     }
     return *v;
+  }
+
+  // imm=: a 32-bit pattern (0x..), a decimal integer (negative: two's complement int32), or a
+  // decimal float with '.', an exponent, inf or nan, which must be exact in fp32.
+  uint64_t immediate_value(std::string_view value, int column) {
+    const std::string text(value);
+    const bool neg = !text.empty() && text[0] == '-';
+    const std::string body = neg ? text.substr(1) : text;
+    const bool is_float = body.find_first_of(".eEin") != std::string::npos &&
+                          body.rfind("0x", 0) != 0 && body.rfind("0X", 0) != 0;
+    if (is_float) {
+      char* end = nullptr;
+      const double d = std::strtod(text.c_str(), &end);
+      const auto f = static_cast<float>(d);
+      if (end != text.c_str() + text.size() || (static_cast<double>(f) != d && d == d)) {
+        fail(column,
+             "imm=" + echo(value) +
+                 " is not a float that fp32 holds exactly (write its bit pattern as 0x...)");
+      }
+      uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      return d == d ? bits : 0x7FC00000u;
+    }
+    std::optional<uint64_t> v = parse_number(body);
+    const uint64_t limit = neg ? (uint64_t{1} << 31) : 0xFFFFFFFFu;
+    if (!v || *v > limit) {
+      fail(column, "imm=" + echo(value) +
+                       " is not a 32-bit immediate (expected 0x..., a decimal int32 or uint32, or "
+                       "an exact decimal float)");
+    }
+    return neg ? static_cast<uint32_t>(-static_cast<int64_t>(*v)) : *v;
   }
 
   std::string_view file_;

@@ -242,7 +242,7 @@ std::string Device::explain(const std::vector<Instruction>& program, const RawRu
   std::string why;
   // The static checks (codes 1-8) are explained by the host's copy of them.
   DecodeResult d = std::holds_alternative<RawInstruction>(instr)
-                       ? decode(std::get<RawInstruction>(instr).bytes)
+                       ? decode(std::get<RawInstruction>(instr).bytes, params_)
                        : DecodeResult{ErrorCode::ERR_NONE, instr, ""};
   if (!d.ok()) {
     why = d.why;

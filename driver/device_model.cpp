@@ -111,6 +111,12 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
       c.mxu_busy += uint64_t{mm->inner} * mm->outer;
     } else if (const auto* a = std::get_if<Activate>(&d.instr)) {
       act_rows += a->unit_cycles();
+    } else if (const auto* rv = std::get_if<ReadVmem>(&d.instr)) {
+      c.dma_rd_bytes += uint64_t{rv->rows} * rv->row_bytes(p.N);
+    } else if (const auto* wv = std::get_if<WriteVmem>(&d.instr)) {
+      c.dma_wr_bytes += uint64_t{wv->rows} * wv->row_bytes(p.N);
+    } else if (const auto* mb = std::get_if<MatmulBf16>(&d.instr)) {
+      c.mxu_busy += uint64_t{mb->inner} * mb->outer;
     }
   }
   c.mxu_macs = c.mxu_busy * p.N * p.N;

@@ -28,6 +28,7 @@ GoldenModel::GoldenModel(HostMemory& host, const ChipParams& params)
   ub_.assign(size_t{params_.ub_rows} * params_.N, 0);
   acc_.assign(size_t{params_.acc_rows} * params_.N, 0);
   param_.assign(size_t{params_.param_rows()} * params_.N, 0);
+  vmem_.assign(size_t{params_.vmem_rows} * params_.N, 0);
 }
 
 RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
@@ -71,7 +72,7 @@ RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
       return stop(ErrorCode::ERR_AXI_READ, pc,
                   format("instruction fetch at 0x%08" PRIx64 " failed", addr));
     }
-    DecodeResult d = decode(word);
+    DecodeResult d = decode(word, params_);
     if (!d.ok()) return stop(d.error, pc, d.why);
     std::string why;
     ErrorCode code = execute(d.instr, &why);
@@ -88,7 +89,7 @@ RunResult GoldenModel::run(uint32_t cmd_addr, uint32_t count) {
 ErrorCode GoldenModel::execute(const Instruction& instr, std::string* why) {
   if (const auto* raw = std::get_if<RawInstruction>(&instr)) {
     // Raw bytes that decode run as the instruction they encode; others fail in check().
-    DecodeResult d = decode(raw->bytes);
+    DecodeResult d = decode(raw->bytes, params_);
     if (d.ok()) return execute(d.instr, why);
   }
   Fault f;
@@ -110,7 +111,7 @@ void GoldenModel::set_dma_window(int index, uint32_t base, uint32_t size) {
 
 void GoldenModel::soft_reset() {
   pending_tiles_.clear();
-  active_tile_.clear();
+  active_tile_ = WeightTile{};
   has_active_tile_ = false;
 }
 
@@ -169,26 +170,14 @@ GoldenModel::Fault GoldenModel::exec(const ReadWeights& in) {
                      t, host_span(static_cast<uint32_t>(addr), tile_bytes).c_str())};
     }
   }
-  for (auto& tile : tiles) pending_tiles_.push_back(std::move(tile));
+  for (auto& tile : tiles) pending_tiles_.push_back(WeightTile{false, std::move(tile), {}});
   return {};
 }
 
 GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
-  if (in.switch_weights && pending_tiles_.empty()) {
-    return {ErrorCode::ERR_NO_WEIGHTS,
-            "matmul switch: no weight tile is loaded or can still arrive (expected a "
-            "read_weights before it that was not yet consumed)"};
-  }
-  if (!in.switch_weights && !has_active_tile_) {
-    return {ErrorCode::ERR_NO_WEIGHTS,
-            "matmul without switch: no weight tile was ever made active (expected switch on "
-            "the first matmul after read_weights)"};
-  }
-  if (in.switch_weights) {
-    active_tile_ = std::move(pending_tiles_.front());
-    pending_tiles_.pop_front();
-    has_active_tile_ = true;
-  }
+  Fault f = check_weight_tile("matmul", in.switch_weights, false);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  take_weight_tile(in.switch_weights);
   const uint32_t n = params_.N;
   std::vector<int32_t> sum(n);
   for (uint32_t o = 0; o < in.outer; ++o) {
@@ -196,7 +185,8 @@ GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
       const uint32_t r = o * in.inner + i;
       const size_t ub_row =
           size_t{in.ub_addr} + size_t{o} * in.outer_stride + size_t{i} * in.inner_stride;
-      mxu_row(&ub_[ub_row * n], active_tile_.data(), n, in.a_unsigned, in.w_unsigned, sum.data());
+      mxu_row(&ub_[ub_row * n], active_tile_.bytes.data(), n, in.a_unsigned, in.w_unsigned,
+              sum.data());
       int32_t* acc = &acc_[(size_t{in.acc_addr} + r) * n];
       for (uint32_t c = 0; c < n; ++c) {
         acc[c] = in.accumulate ? wrapping_add_int32(acc[c], sum[c]) : sum[c];
@@ -265,7 +255,48 @@ GoldenModel::Fault GoldenModel::exec(const Activate& in) {
 
 const std::vector<uint8_t>& GoldenModel::active_tile() const {
   if (!has_active_tile_) throw std::logic_error("GoldenModel::active_tile: no tile is active");
-  return active_tile_;
+  if (active_tile_.bf16) {
+    throw std::logic_error("GoldenModel::active_tile: the active tile is a bf16 tile");
+  }
+  return active_tile_.bytes;
+}
+
+const std::vector<uint16_t>& GoldenModel::active_tile_bf16() const {
+  if (!active_tile_is_bf16()) {
+    throw std::logic_error("GoldenModel::active_tile_bf16: no bf16 tile is active");
+  }
+  return active_tile_.bf16w;
+}
+
+GoldenModel::Fault GoldenModel::check_weight_tile(const char* op, bool switch_weights,
+                                                  bool want_bf16) const {
+  if (switch_weights && pending_tiles_.empty()) {
+    return {ErrorCode::ERR_NO_WEIGHTS,
+            format("%s switch: no weight tile is loaded or can still arrive (expected a "
+                   "read_weights or load_weights before it that was not yet consumed)",
+                   op)};
+  }
+  if (!switch_weights && !has_active_tile_) {
+    return {ErrorCode::ERR_NO_WEIGHTS,
+            format("%s without switch: no weight tile was ever made active (expected switch on "
+                   "the first matmul after read_weights)",
+                   op)};
+  }
+  const bool tile_bf16 = switch_weights ? pending_tiles_.front().bf16 : active_tile_.bf16;
+  if (tile_bf16 != want_bf16) {
+    return {ErrorCode::ERR_WEIGHT_TYPE,
+            format("%s: the weight tile it would use is %s (expected %s)", op,
+                   tile_bf16 ? "a bf16 tile from load_weights" : "an int8 tile from read_weights",
+                   want_bf16 ? "a bf16 tile from load_weights" : "an int8 tile from read_weights")};
+  }
+  return {};
+}
+
+void GoldenModel::take_weight_tile(bool switch_weights) {
+  if (!switch_weights) return;
+  active_tile_ = std::move(pending_tiles_.front());
+  pending_tiles_.pop_front();
+  has_active_tile_ = true;
 }
 
 size_t GoldenModel::ub_index(uint32_t row, uint32_t col) const {

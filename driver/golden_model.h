@@ -67,8 +67,20 @@ class GoldenModel {
   uint32_t weight_capacity() const { return params_.wfifo_tiles + 2; }
   size_t pending_weight_tiles() const { return pending_tiles_.size(); }
   bool has_active_tile() const { return has_active_tile_; }
-  // The active N x N tile, row-major (byte k*N + n). Throws std::logic_error if none.
+  // The active N x N tile, row-major (byte k*N + n). Throws std::logic_error if none, or if
+  // the active tile is a bf16 tile (load_weights).
   const std::vector<uint8_t>& active_tile() const;
+  // The active tile is a bf16 tile (pushed by load_weights); its N x N bf16 weights,
+  // row-major (k*N + n). Throws std::logic_error if no bf16 tile is active.
+  bool active_tile_is_bf16() const { return has_active_tile_ && active_tile_.bf16; }
+  const std::vector<uint16_t>& active_tile_bf16() const;
+
+  // ---- VMEM (training configuration; empty when params().vmem_rows == 0). Lanes are 32-bit
+  // patterns (fp32 or int32). Out-of-range indices throw std::out_of_range.
+  uint32_t vmem(uint32_t row, uint32_t lane) const;
+  std::vector<uint32_t> vmem_rows(uint32_t first_row, uint32_t rows) const;    // rows * N lanes
+  void set_vmem_rows(uint32_t first_row, const std::vector<uint32_t>& lanes);  // multiple of N
+  void set_vmem(uint32_t row, uint32_t lane, uint32_t value);
 
   // ---- state access for tests. Out-of-range indices throw std::out_of_range.
   uint8_t ub_byte(uint32_t row, uint32_t col) const;
@@ -104,8 +116,24 @@ class GoldenModel {
   Fault exec(const ReadWeights& in);
   Fault exec(const Matmul& in);
   Fault exec(const Activate& in);
+  // Training configuration: driver/golden_vector.cpp.
+  Fault exec(const ReadVmem& in);
+  Fault exec(const WriteVmem& in);
+  Fault exec(const LoadWeights& in);
+  Fault exec(const MatmulBf16& in);
+  Fault exec(const AccToVmem& in);
+  Fault exec(const Transpose& in);
+  Fault exec(const Vector& in);
+  void vector_elementwise(const Vector& in);
+  void vector_row_reduction(const Vector& in);
+  // The weight tile a matmul would use (ERR_NO_WEIGHTS / ERR_WEIGHT_TYPE checks), and the
+  // switch to it.
+  Fault check_weight_tile(const char* op, bool switch_weights, bool want_bf16) const;
+  void take_weight_tile(bool switch_weights);
 
   size_t ub_index(uint32_t row, uint32_t col) const;
+  size_t vmem_index(uint32_t row, uint32_t lane) const;
+  uint32_t* vmem_row_ptr(uint64_t row) { return &vmem_[row * params_.N]; }
   size_t acc_index(uint32_t row, uint32_t col) const;
   size_t quant_offset(uint32_t slot, uint32_t col,
                       uint32_t which) const;  // which: 0 bias, 1 mult, 2 misc
@@ -119,9 +147,16 @@ class GoldenModel {
   std::array<uint8_t, 256> lut_{};
   DmaWindows windows_{};
   CommandBuffer cmd_{};  // of the run in progress (write_host may not overlap it)
-  std::deque<std::vector<uint8_t>> pending_tiles_;  // pushed, not yet active (oldest first)
-  std::vector<uint8_t> active_tile_;
+  // A weight tile: int8/uint8 bytes from read_weights, or bf16 weights from load_weights.
+  struct WeightTile {
+    bool bf16 = false;
+    std::vector<uint8_t> bytes;   // N*N, when !bf16
+    std::vector<uint16_t> bf16w;  // N*N, when bf16
+  };
+  std::deque<WeightTile> pending_tiles_;  // pushed, not yet active (oldest first)
+  WeightTile active_tile_;
   bool has_active_tile_ = false;
+  std::vector<uint32_t> vmem_;  // vmem_rows x N lanes
 };
 
 }  // namespace tpu

@@ -36,10 +36,32 @@ constexpr ErrorInfo kErrorInfo[kNumErrorCodes] = {
     {"ERR_NO_WEIGHTS", "a matmul needs a weight tile that can never arrive"},
     {"ERR_WEIGHT_OVERFLOW",
      "read_weights cannot make progress: FIFO and both buffers full and nothing will drain them"},
+    {"ERR_VMEM_RANGE", "VMEM row out of range"},
+    {"ERR_WEIGHT_TYPE", "a matmul would use a bf16 tile, or a matmul_bf16 an int8 tile"},
 };
 
 constexpr std::string_view kMnemonics[kNumOpcodes] = {
-    "nop", "read_host", "read_weights", "matmul", "activate", "write_host", "sync", "halt"};
+    "nop",          "read_host",   "read_weights", "matmul",    "activate",
+    "write_host",   "sync",        "halt",         "read_vmem", "write_vmem",
+    "load_weights", "matmul_bf16", "acc_to_vmem",  "transpose", "vector"};
+
+struct VecFuncInfo {
+  VecFunc func;
+  std::string_view name;
+};
+constexpr VecFuncInfo kVecFuncs[] = {
+    {VecFunc::FAdd, "fadd"},   {VecFunc::FSub, "fsub"}, {VecFunc::FSubR, "fsubr"},
+    {VecFunc::FMul, "fmul"},   {VecFunc::FMax, "fmax"}, {VecFunc::FMin, "fmin"},
+    {VecFunc::FLt, "flt"},     {VecFunc::FLe, "fle"},   {VecFunc::FEq, "feq"},
+    {VecFunc::IAdd, "iadd"},   {VecFunc::ISub, "isub"}, {VecFunc::ISubR, "isubr"},
+    {VecFunc::And, "and"},     {VecFunc::Or, "or"},     {VecFunc::Xor, "xor"},
+    {VecFunc::AndN, "andn"},   {VecFunc::Shl, "shl"},   {VecFunc::Shr, "shr"},
+    {VecFunc::Sra, "sra"},     {VecFunc::ILt, "ilt"},   {VecFunc::IEq, "ieq"},
+    {VecFunc::F2I, "f2i"},     {VecFunc::I2F, "i2f"},   {VecFunc::Bf16, "bf16"},
+    {VecFunc::LSum, "lsum"},   {VecFunc::LMax, "lmax"}, {VecFunc::LMin, "lmin"},
+    {VecFunc::RSum, "rsum"},   {VecFunc::RMax, "rmax"}, {VecFunc::RMin, "rmin"},
+    {VecFunc::Align, "align"},
+};
 
 // Puts `value` into `f` of `word`, or throws naming the field (`what` = "matmul.inner").
 void put(InstrBytes& word, BitField f, uint64_t value, const char* what) {
@@ -252,12 +274,137 @@ Fault check_one(const Activate& in, const ChipParams& p, const DmaWindows&) {
   return {};
 }
 
+// ---- training configuration
+
+Fault check_vmem_rows(const char* op, const char* what, uint64_t last, const ChipParams& p) {
+  if (last >= p.vmem_rows) {
+    return fault(ErrorCode::ERR_VMEM_RANGE,
+                 format("%s: last VMEM row %s = %" PRIu64 " out of range (VmemRows = %u, must "
+                        "be < %u)",
+                        op, what, last, p.vmem_rows, p.vmem_rows));
+  }
+  return {};
+}
+
+Fault check_vmem_dma(const char* op, const VmemDma& in, const ChipParams& p,
+                     const DmaWindows& win) {
+  if (in.rows == 0) return fault(ErrorCode::ERR_FIELD, format("%s: rows = 0 (expected >= 1)", op));
+  if (in.host_stride % 16 != 0) {
+    return fault(ErrorCode::ERR_ALIGN,
+                 format("%s: host_stride = %" PRIu32 " is not a multiple of 16 (expected 0 for "
+                        "contiguous rows, or a multiple of 16)",
+                        op, in.host_stride));
+  }
+  Fault f = check_host_range(op, in.host_addr, in.host_span(p.N), win);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  return check_vmem_rows(op, "(vmem_addr + rows - 1)", uint64_t{in.vmem_addr} + in.rows - 1, p);
+}
+
+Fault check_one(const ReadVmem& in, const ChipParams& p, const DmaWindows& win) {
+  return check_vmem_dma("read_vmem", in, p, win);
+}
+
+Fault check_one(const WriteVmem& in, const ChipParams& p, const DmaWindows& win) {
+  return check_vmem_dma("write_vmem", in, p, win);
+}
+
+Fault check_one(const LoadWeights& in, const ChipParams& p, const DmaWindows&) {
+  if (in.tiles == 0 || in.rows == 0 || in.rows > p.N) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("load_weights: tiles = %u, rows = %u (expected tiles >= 1 and rows in "
+                        "1..N = %u)",
+                        in.tiles, in.rows, p.N));
+  }
+  return check_vmem_rows("load_weights",
+                         "read (vmem_addr + (tiles-1)*tile_stride + (rows-1)*row_stride)",
+                         in.last_row(), p);
+}
+
+Fault check_one(const MatmulBf16& in, const ChipParams& p, const DmaWindows&) {
+  if (in.inner == 0 || in.outer == 0) {
+    return fault(ErrorCode::ERR_FIELD, format("matmul_bf16: inner = %u, outer = %u (both must be "
+                                              ">= 1)",
+                                              in.inner, in.outer));
+  }
+  Fault f = check_rows("matmul_bf16", "ACC", ErrorCode::ERR_ACC_RANGE, in.acc_addr,
+                       uint64_t{in.inner} * in.outer, p.acc_rows, "AccRows");
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  return check_vmem_rows("matmul_bf16",
+                         "read (vmem_addr + (outer-1)*outer_stride + (inner-1)*inner_stride)",
+                         in.last_vmem_row(), p);
+}
+
+Fault check_one(const AccToVmem& in, const ChipParams& p, const DmaWindows&) {
+  if (in.rows == 0) return fault(ErrorCode::ERR_FIELD, "acc_to_vmem: rows = 0 (expected >= 1)");
+  Fault f = check_rows("acc_to_vmem", "ACC", ErrorCode::ERR_ACC_RANGE, in.acc_addr, in.rows,
+                       p.acc_rows, "AccRows");
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  return check_vmem_rows("acc_to_vmem", "written (vmem_addr + rows - 1)",
+                         uint64_t{in.vmem_addr} + in.rows - 1, p);
+}
+
+Fault check_one(const Transpose& in, const ChipParams& p, const DmaWindows&) {
+  if (in.blocks == 0) return fault(ErrorCode::ERR_FIELD, "transpose: blocks = 0 (expected >= 1)");
+  Fault f =
+      check_vmem_rows("transpose", "read (src + (blocks-1)*src_stride + (N-1)*src_row_stride)",
+                      in.last_src_row(p.N), p);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  return check_vmem_rows("transpose", "written (dst + (blocks-1)*dst_stride + N-1)",
+                         in.last_dst_row(p.N), p);
+}
+
+Fault check_vector_fields(const Vector& in, const ChipParams& p) {
+  if (in.inner == 0 || in.outer == 0) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("vector: inner = %u, outer = %u (both must be >= 1)", in.inner, in.outer));
+  }
+  if (!is_vec_func(in.func)) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("vector: func = 0x%02x is not a function (expected one of the isa.md "
+                        "vector table)",
+                        in.func));
+  }
+  const std::string name(vec_func_name(in.func));
+  if (is_unary_vec_func(in.func) && (in.bmode != BMode::RowA || in.b != 0)) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("%s: a unary function has no operand B, but bmode = %u, b = %" PRIu32
+                        " (expected both 0)",
+                        name.c_str(), static_cast<unsigned>(in.bmode), in.b));
+  }
+  if (in.vec_func() == VecFunc::Align && (in.bmode != BMode::Imm || in.b >= p.N)) {
+    return fault(ErrorCode::ERR_FIELD, format("align: bmode = %u, shift = %" PRIu32
+                                              " (expected bmode = 3, imm, and a shift < N = %u)",
+                                              static_cast<unsigned>(in.bmode), in.b, p.N));
+  }
+  return {};
+}
+
+Fault check_one(const Vector& in, const ChipParams& p, const DmaWindows&) {
+  Fault f = check_vector_fields(in, p);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  const char* name = vec_func_name(in.func).data();
+  const uint32_t o = in.outer - 1u, i = in.inner - 1u;
+  f = check_vmem_rows(name, "written (dst + (outer-1)*dst_outer_stride + inner-1)",
+                      in.dst_row(o, i), p);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  const bool align_next = in.vec_func() == VecFunc::Align && in.b > 0;
+  f = check_vmem_rows(name,
+                      align_next ? "read (a + (outer-1)*a_outer_stride + "
+                                   "(inner-1)*a_inner_stride + 1)"
+                                 : "read (a + (outer-1)*a_outer_stride + (inner-1)*a_inner_stride)",
+                      in.a_row(o, i) + (align_next ? 1 : 0), p);
+  if (f.code != ErrorCode::ERR_NONE || in.bmode == BMode::Imm || is_unary_vec_func(in.func)) {
+    return f;
+  }
+  return check_vmem_rows(name, "of operand B", in.b_row(o, i), p);
+}
+
 Fault check_one(const Nop&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Sync&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Halt&, const ChipParams&, const DmaWindows&) { return {}; }
 
 Fault check_one(const RawInstruction& in, const ChipParams& p, const DmaWindows& win) {
-  DecodeResult d = decode(in.bytes);
+  DecodeResult d = decode(in.bytes, p);
   if (!d.ok()) return fault(d.error, d.why);
   if (std::holds_alternative<RawInstruction>(d.instr)) return {};  // unreachable; no recursion
   return std::visit([&](const auto& x) { return check_one(x, p, win); }, d.instr);
@@ -268,6 +415,62 @@ Fault check_one(const RawInstruction& in, const ChipParams& p, const DmaWindows&
 // ---------------------------------------------------------------------------------------------
 
 bool is_valid_opcode(uint8_t value) { return value < kNumOpcodes; }
+bool is_training_opcode(uint8_t value) {
+  return value >= kFirstTrainingOpcode && value < kNumOpcodes;
+}
+
+std::string_view vec_func_name(uint8_t func) {
+  for (const VecFuncInfo& f : kVecFuncs) {
+    if (static_cast<uint8_t>(f.func) == func) return f.name;
+  }
+  return {};
+}
+bool is_vec_func(uint8_t func) { return !vec_func_name(func).empty(); }
+bool is_lane_reduction(uint8_t func) {
+  return func >= static_cast<uint8_t>(VecFunc::LSum) && func <= static_cast<uint8_t>(VecFunc::LMin);
+}
+bool is_row_reduction(uint8_t func) {
+  return func >= static_cast<uint8_t>(VecFunc::RSum) && func <= static_cast<uint8_t>(VecFunc::RMin);
+}
+bool is_unary_vec_func(uint8_t func) {
+  return is_lane_reduction(func) || (func >= static_cast<uint8_t>(VecFunc::F2I) &&
+                                     func <= static_cast<uint8_t>(VecFunc::Bf16));
+}
+const std::vector<VecFunc>& all_vec_funcs() {
+  static const std::vector<VecFunc> kAll = [] {
+    std::vector<VecFunc> v;
+    for (const VecFuncInfo& f : kVecFuncs) v.push_back(f.func);
+    return v;
+  }();
+  return kAll;
+}
+
+std::string_view bmode_name(BMode m) {
+  switch (m) {
+    case BMode::RowA:
+      return "a";
+    case BMode::RowDst:
+      return "dst";
+    case BMode::Fixed:
+      return "fixed";
+    case BMode::Imm:
+      return "imm";
+  }
+  return "?";
+}
+
+uint64_t Vector::b_row(uint32_t o, uint32_t i) const {
+  switch (bmode) {
+    case BMode::RowA:
+      return uint64_t{b} + uint64_t{o} * a_outer_stride + uint64_t{i} * a_inner_stride;
+    case BMode::RowDst:
+      return uint64_t{b} + uint64_t{o} * dst_outer_stride + i;
+    case BMode::Fixed:
+    case BMode::Imm:
+      break;
+  }
+  return b;
+}
 
 std::string_view mnemonic(Opcode op) {
   auto v = static_cast<uint8_t>(op);
@@ -287,7 +490,7 @@ std::string_view error_description(ErrorCode code) {
 
 bool is_static_error(ErrorCode code) {
   auto v = static_cast<unsigned>(code);
-  return v >= 1 && v <= 8;
+  return (v >= 1 && v <= 8) || code == ErrorCode::ERR_VMEM_RANGE;
 }
 
 std::string_view act_func_name(ActFunc f) {
@@ -302,6 +505,12 @@ std::string_view act_func_name(ActFunc f) {
       return "lut";
   }
   return "?";
+}
+
+ChipParams ChipParams::training(uint32_t n) {
+  ChipParams p = with_n(n);
+  p.vmem_rows = kTrainingVmemRows;
+  return p;
 }
 
 ChipParams ChipParams::with_n(uint32_t n) {
@@ -322,14 +531,18 @@ void ChipParams::validate() const {
   }
   if (qp_slots < 1 || qp_slots > 16) bad(format("qp_slots = %u (expected 1..16)", qp_slots));
   if (wfifo_tiles < 1) bad("wfifo_tiles = 0 (expected >= 1)");
+  if (vmem_rows > (1u << 16)) {
+    bad(format("vmem_rows = %u (expected 0 = no VMEM, or 1..2^16)", vmem_rows));
+  }
   if ((axi_width != 32 && axi_width != 64 && axi_width != 128) || (8 * N) % axi_width != 0) {
     bad(format("axi_width = %u (expected 32, 64 or 128 dividing 8*N = %u)", axi_width, 8 * N));
   }
 }
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
-  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width) ==
-         std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width);
+  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width,
+                  a.vmem_rows) ==
+         std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows);
 }
 
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
@@ -362,7 +575,54 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
       {"slot", kActSlot},         {"pad_top", kActPadTop},
       {"pad_left", kActPadLeft},  {"pad_bottom", kActPadBottom},
       {"pad_right", kActPadRight}};
+  static const std::vector<FieldInfo> kVmemDma = {{"bf16", kVdmaBf16},
+                                                  {"vmem_addr", kVdmaVmemAddr},
+                                                  {"rows", kVdmaRows},
+                                                  {"host_addr", kVdmaHostAddr},
+                                                  {"host_stride", kVdmaHostStride}};
+  static const std::vector<FieldInfo> kLoadWeights = {
+      {"transpose", kLwTranspose}, {"vmem_addr", kLwVmemAddr},     {"row_stride", kLwRowStride},
+      {"tiles", kLwTiles},         {"tile_stride", kLwTileStride}, {"rows", kLwRows}};
+  static const std::vector<FieldInfo> kMatmulBf16 = {{"acc", kMmbAcc},
+                                                     {"switch", kMmbSwitch},
+                                                     {"vmem_addr", kMmbVmemAddr},
+                                                     {"acc_addr", kMmbAccAddr},
+                                                     {"inner", kMmbInner},
+                                                     {"outer", kMmbOuter},
+                                                     {"inner_stride", kMmbInnerStride},
+                                                     {"outer_stride", kMmbOuterStride}};
+  static const std::vector<FieldInfo> kAccToVmem = {
+      {"acc_addr", kAtvAccAddr}, {"vmem_addr", kAtvVmemAddr}, {"rows", kAtvRows}};
+  static const std::vector<FieldInfo> kTranspose = {{"src", kTrSrc},
+                                                    {"dst", kTrDst},
+                                                    {"blocks", kTrBlocks},
+                                                    {"src_stride", kTrSrcStride},
+                                                    {"dst_stride", kTrDstStride},
+                                                    {"src_row_stride", kTrSrcRowStride}};
+  static const std::vector<FieldInfo> kVector = {{"func", kVecFunc},
+                                                 {"bmode", kVecBMode},
+                                                 {"dst", kVecDst},
+                                                 {"a", kVecA},
+                                                 {"inner", kVecInner},
+                                                 {"outer", kVecOuter},
+                                                 {"a_inner_stride", kVecAInnerStride},
+                                                 {"a_outer_stride", kVecAOuterStride},
+                                                 {"dst_outer_stride", kVecDstOuterStride},
+                                                 {"b", kVecB}};
   switch (op) {
+    case Opcode::ReadVmem:
+    case Opcode::WriteVmem:
+      return kVmemDma;
+    case Opcode::LoadWeights:
+      return kLoadWeights;
+    case Opcode::MatmulBf16:
+      return kMatmulBf16;
+    case Opcode::AccToVmem:
+      return kAccToVmem;
+    case Opcode::Transpose:
+      return kTranspose;
+    case Opcode::Vector:
+      return kVector;
     case Opcode::ReadHost:
       return kReadHost;
     case Opcode::WriteHost:
@@ -434,6 +694,33 @@ bool operator==(const Activate& a, const Activate& b) {
                                      b.pad_left, b.pad_bottom, b.pad_right, b.raw);
 }
 bool operator==(const RawInstruction& a, const RawInstruction& b) { return a.bytes == b.bytes; }
+bool operator==(const VmemDma& a, const VmemDma& b) {
+  return std::tie(a.bf16, a.vmem_addr, a.rows, a.host_addr, a.host_stride) ==
+         std::tie(b.bf16, b.vmem_addr, b.rows, b.host_addr, b.host_stride);
+}
+bool operator==(const LoadWeights& a, const LoadWeights& b) {
+  return std::tie(a.transpose, a.vmem_addr, a.row_stride, a.tiles, a.tile_stride, a.rows) ==
+         std::tie(b.transpose, b.vmem_addr, b.row_stride, b.tiles, b.tile_stride, b.rows);
+}
+bool operator==(const MatmulBf16& a, const MatmulBf16& b) {
+  return std::tie(a.accumulate, a.switch_weights, a.vmem_addr, a.acc_addr, a.inner, a.outer,
+                  a.inner_stride, a.outer_stride) ==
+         std::tie(b.accumulate, b.switch_weights, b.vmem_addr, b.acc_addr, b.inner, b.outer,
+                  b.inner_stride, b.outer_stride);
+}
+bool operator==(const AccToVmem& a, const AccToVmem& b) {
+  return std::tie(a.acc_addr, a.vmem_addr, a.rows) == std::tie(b.acc_addr, b.vmem_addr, b.rows);
+}
+bool operator==(const Transpose& a, const Transpose& b) {
+  return std::tie(a.src, a.dst, a.blocks, a.src_stride, a.dst_stride, a.src_row_stride) ==
+         std::tie(b.src, b.dst, b.blocks, b.src_stride, b.dst_stride, b.src_row_stride);
+}
+bool operator==(const Vector& a, const Vector& b) {
+  return std::tie(a.func, a.bmode, a.dst, a.a, a.inner, a.outer, a.a_inner_stride, a.a_outer_stride,
+                  a.dst_outer_stride, a.b) == std::tie(b.func, b.bmode, b.dst, b.a, b.inner,
+                                                       b.outer, b.a_inner_stride, b.a_outer_stride,
+                                                       b.dst_outer_stride, b.b);
+}
 
 // ---- encode
 
@@ -496,6 +783,70 @@ struct Encoder {
     put(w, field::kActPadBottom, in.pad_bottom, "activate.pad_bottom");
     put(w, field::kActPadRight, in.pad_right, "activate.pad_right");
   }
+  void vmem_dma(const VmemDma& in, const char* name) {
+    const std::string n(name);
+    put(w, field::kVdmaBf16, in.bf16, (n + ".bf16").c_str());
+    put(w, field::kVdmaVmemAddr, in.vmem_addr, (n + ".vmem_addr").c_str());
+    put(w, field::kVdmaRows, in.rows, (n + ".rows").c_str());
+    put(w, field::kVdmaHostAddr, in.host_addr, (n + ".host_addr").c_str());
+    put(w, field::kVdmaHostStride, in.host_stride, (n + ".host_stride").c_str());
+  }
+  void operator()(const ReadVmem& in) {
+    op(Opcode::ReadVmem);
+    vmem_dma(in, "read_vmem");
+  }
+  void operator()(const WriteVmem& in) {
+    op(Opcode::WriteVmem);
+    vmem_dma(in, "write_vmem");
+  }
+  void operator()(const LoadWeights& in) {
+    op(Opcode::LoadWeights);
+    put(w, field::kLwTranspose, in.transpose, "load_weights.transpose");
+    put(w, field::kLwVmemAddr, in.vmem_addr, "load_weights.vmem_addr");
+    put(w, field::kLwRowStride, in.row_stride, "load_weights.row_stride");
+    put(w, field::kLwTiles, in.tiles, "load_weights.tiles");
+    put(w, field::kLwTileStride, in.tile_stride, "load_weights.tile_stride");
+    put(w, field::kLwRows, in.rows, "load_weights.rows");
+  }
+  void operator()(const MatmulBf16& in) {
+    op(Opcode::MatmulBf16);
+    put(w, field::kMmbAcc, in.accumulate, "matmul_bf16.acc");
+    put(w, field::kMmbSwitch, in.switch_weights, "matmul_bf16.switch");
+    put(w, field::kMmbVmemAddr, in.vmem_addr, "matmul_bf16.vmem_addr");
+    put(w, field::kMmbAccAddr, in.acc_addr, "matmul_bf16.acc_addr");
+    put(w, field::kMmbInner, in.inner, "matmul_bf16.inner");
+    put(w, field::kMmbOuter, in.outer, "matmul_bf16.outer");
+    put(w, field::kMmbInnerStride, in.inner_stride, "matmul_bf16.inner_stride");
+    put(w, field::kMmbOuterStride, in.outer_stride, "matmul_bf16.outer_stride");
+  }
+  void operator()(const AccToVmem& in) {
+    op(Opcode::AccToVmem);
+    put(w, field::kAtvAccAddr, in.acc_addr, "acc_to_vmem.acc_addr");
+    put(w, field::kAtvVmemAddr, in.vmem_addr, "acc_to_vmem.vmem_addr");
+    put(w, field::kAtvRows, in.rows, "acc_to_vmem.rows");
+  }
+  void operator()(const Transpose& in) {
+    op(Opcode::Transpose);
+    put(w, field::kTrSrc, in.src, "transpose.src");
+    put(w, field::kTrDst, in.dst, "transpose.dst");
+    put(w, field::kTrBlocks, in.blocks, "transpose.blocks");
+    put(w, field::kTrSrcStride, in.src_stride, "transpose.src_stride");
+    put(w, field::kTrDstStride, in.dst_stride, "transpose.dst_stride");
+    put(w, field::kTrSrcRowStride, in.src_row_stride, "transpose.src_row_stride");
+  }
+  void operator()(const Vector& in) {
+    op(Opcode::Vector);
+    put(w, field::kVecFunc, in.func, "vector.func");
+    put(w, field::kVecBMode, static_cast<uint8_t>(in.bmode), "vector.bmode");
+    put(w, field::kVecDst, in.dst, "vector.dst");
+    put(w, field::kVecA, in.a, "vector.a");
+    put(w, field::kVecInner, in.inner, "vector.inner");
+    put(w, field::kVecOuter, in.outer, "vector.outer");
+    put(w, field::kVecAInnerStride, in.a_inner_stride, "vector.a_inner_stride");
+    put(w, field::kVecAOuterStride, in.a_outer_stride, "vector.a_outer_stride");
+    put(w, field::kVecDstOuterStride, in.dst_outer_stride, "vector.dst_outer_stride");
+    put(w, field::kVecB, in.b, "vector.b");
+  }
   void operator()(const RawInstruction& in) { w = in.bytes; }
 };
 
@@ -512,10 +863,107 @@ uint8_t opcode_byte(const Instruction& instr) {
   return static_cast<uint8_t>(instr.index());  // alternatives 0..7 are in opcode order
 }
 static_assert(std::is_same_v<std::variant_alternative_t<3, Instruction>, Matmul> &&
-                  std::is_same_v<std::variant_alternative_t<7, Instruction>, Halt>,
+                  std::is_same_v<std::variant_alternative_t<7, Instruction>, Halt> &&
+                  std::is_same_v<std::variant_alternative_t<8, Instruction>, ReadVmem> &&
+                  std::is_same_v<std::variant_alternative_t<14, Instruction>, Vector>,
               "Instruction alternatives must be listed in opcode order (opcode_byte relies on it)");
 
 // ---- decode
+
+namespace {
+
+// ---- decode of the training instructions (reserved bits already checked)
+
+template <typename T>
+T narrow(uint64_t v) {
+  return static_cast<T>(v);
+}
+
+VmemDma decode_vmem_dma(const InstrBytes& w) {
+  using namespace field;
+  VmemDma in;
+  in.bf16 = get_field(w, kVdmaBf16);
+  in.vmem_addr = narrow<uint16_t>(get_field(w, kVdmaVmemAddr));
+  in.rows = narrow<uint32_t>(get_field(w, kVdmaRows));
+  in.host_addr = narrow<uint32_t>(get_field(w, kVdmaHostAddr));
+  in.host_stride = narrow<uint32_t>(get_field(w, kVdmaHostStride));
+  return in;
+}
+
+Vector decode_vector(const InstrBytes& w) {
+  using namespace field;
+  Vector in;
+  in.func = narrow<uint8_t>(get_field(w, kVecFunc));
+  in.bmode = static_cast<BMode>(get_field(w, kVecBMode));
+  in.dst = narrow<uint16_t>(get_field(w, kVecDst));
+  in.a = narrow<uint16_t>(get_field(w, kVecA));
+  in.inner = narrow<uint8_t>(get_field(w, kVecInner));
+  in.outer = narrow<uint16_t>(get_field(w, kVecOuter));
+  in.a_inner_stride = narrow<uint8_t>(get_field(w, kVecAInnerStride));
+  in.a_outer_stride = narrow<uint16_t>(get_field(w, kVecAOuterStride));
+  in.dst_outer_stride = narrow<uint16_t>(get_field(w, kVecDstOuterStride));
+  in.b = narrow<uint32_t>(get_field(w, kVecB));
+  return in;
+}
+
+Instruction decode_training(Opcode op, const InstrBytes& w) {
+  using namespace field;
+  auto get16 = [&](BitField f) { return narrow<uint16_t>(get_field(w, f)); };
+  switch (op) {
+    case Opcode::ReadVmem:
+      return ReadVmem{decode_vmem_dma(w)};
+    case Opcode::WriteVmem:
+      return WriteVmem{decode_vmem_dma(w)};
+    case Opcode::LoadWeights: {
+      LoadWeights in;
+      in.transpose = get_field(w, kLwTranspose);
+      in.vmem_addr = get16(kLwVmemAddr);
+      in.row_stride = get16(kLwRowStride);
+      in.tiles = get16(kLwTiles);
+      in.tile_stride = get16(kLwTileStride);
+      in.rows = get16(kLwRows);
+      return in;
+    }
+    case Opcode::MatmulBf16: {
+      MatmulBf16 in;
+      in.accumulate = get_field(w, kMmbAcc);
+      in.switch_weights = get_field(w, kMmbSwitch);
+      in.vmem_addr = get16(kMmbVmemAddr);
+      in.acc_addr = get16(kMmbAccAddr);
+      in.inner = get16(kMmbInner);
+      in.outer = get16(kMmbOuter);
+      in.inner_stride = narrow<uint8_t>(get_field(w, kMmbInnerStride));
+      in.outer_stride = get16(kMmbOuterStride);
+      return in;
+    }
+    case Opcode::AccToVmem:
+      return AccToVmem{get16(kAtvAccAddr), get16(kAtvVmemAddr),
+                       narrow<uint32_t>(get_field(w, kAtvRows))};
+    case Opcode::Transpose:
+      return Transpose{get16(kTrSrc),       get16(kTrDst),       get16(kTrBlocks),
+                       get16(kTrSrcStride), get16(kTrDstStride), get16(kTrSrcRowStride)};
+    default:
+      return decode_vector(w);
+  }
+}
+
+}  // namespace
+
+DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
+  if (w[0] >= kFirstTrainingOpcode && !params.has_vmem()) {
+    DecodeResult r;
+    r.error = ErrorCode::ERR_OPCODE;
+    r.why = is_training_opcode(w[0])
+                ? format(
+                      "opcode 0x%02x (%s) needs the training configuration, but this chip has "
+                      "no VMEM (VmemRows = 0; expected 0x00..0x07)",
+                      w[0], std::string(mnemonic(static_cast<Opcode>(w[0]))).c_str())
+                : format("opcode 0x%02x is not an instruction (expected 0x00..0x07)", w[0]);
+    r.instr = RawInstruction{w};
+    return r;
+  }
+  return decode(w);
+}
 
 DecodeResult decode(const uint8_t* bytes16) {
   InstrBytes w;
@@ -528,7 +976,7 @@ DecodeResult decode(const InstrBytes& w) {
   uint8_t opbyte = w[0];
   if (!is_valid_opcode(opbyte)) {
     r.error = ErrorCode::ERR_OPCODE;
-    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x07)", opbyte);
+    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x0e)", opbyte);
     r.instr = RawInstruction{w};
     return r;
   }
@@ -589,6 +1037,15 @@ DecodeResult decode(const InstrBytes& w) {
       r.instr = in;
       break;
     }
+    case Opcode::ReadVmem:
+    case Opcode::WriteVmem:
+    case Opcode::LoadWeights:
+    case Opcode::MatmulBf16:
+    case Opcode::AccToVmem:
+    case Opcode::Transpose:
+    case Opcode::Vector:
+      r.instr = decode_training(op, w);
+      break;
     case Opcode::Activate: {
       Activate in;
       in.func = static_cast<ActFunc>(get(kActFunc));
@@ -665,6 +1122,60 @@ struct Disassembler {
                   in.pad_bottom, in.pad_right);
     return s;
   }
+  std::string vmem_dma(Opcode op, const VmemDma& in) const {
+    std::string s = head(op) + format("vmem=%u rows=%u host=%s", in.vmem_addr, in.rows,
+                                      hex32(in.host_addr).c_str());
+    if (in.host_stride != 0) s += format(" host_stride=%u", in.host_stride);
+    if (in.bf16) s += " bf16";
+    return s;
+  }
+  std::string operator()(const ReadVmem& in) const { return vmem_dma(Opcode::ReadVmem, in); }
+  std::string operator()(const WriteVmem& in) const { return vmem_dma(Opcode::WriteVmem, in); }
+  std::string operator()(const LoadWeights& in) const {
+    return head(Opcode::LoadWeights) +
+           format("vmem=%u tiles=%u rows=%u row_stride=%u tile_stride=%u", in.vmem_addr, in.tiles,
+                  in.rows, in.row_stride, in.tile_stride) +
+           (in.transpose ? " transpose" : "");
+  }
+  std::string operator()(const MatmulBf16& in) const {
+    std::string s =
+        head(Opcode::MatmulBf16) +
+        format("vmem=%u acc=%u inner=%u outer=%u inner_stride=%u outer_stride=%u", in.vmem_addr,
+               in.acc_addr, in.inner, in.outer, in.inner_stride, in.outer_stride);
+    if (in.accumulate) s += " acc";
+    if (in.switch_weights) s += " switch";
+    return s;
+  }
+  std::string operator()(const AccToVmem& in) const {
+    return head(Opcode::AccToVmem) +
+           format("acc=%u vmem=%u rows=%u", in.acc_addr, in.vmem_addr, in.rows);
+  }
+  std::string operator()(const Transpose& in) const {
+    return head(Opcode::Transpose) +
+           format("src=%u dst=%u blocks=%u src_stride=%u dst_stride=%u src_row_stride=%u", in.src,
+                  in.dst, in.blocks, in.src_stride, in.dst_stride, in.src_row_stride);
+  }
+  std::string operator()(const Vector& in) const {
+    const std::string_view name = vec_func_name(in.func);
+    std::string s;
+    if (name.empty()) {
+      s = head(Opcode::Vector) + format("func=%u ", in.func);
+    } else {
+      s = std::string(name);
+      s.resize(std::max<size_t>(s.size(), 12), ' ');
+      s += ' ';
+    }
+    s += format("dst=%u a=%u", in.dst, in.a);
+    if (in.bmode == BMode::Imm) {
+      s += format(" imm=0x%08x", in.b);
+    } else if (!is_unary_vec_func(in.func) || in.b != 0 || in.bmode != BMode::RowA) {
+      s += format(" b=%u bmode=%s", in.b, std::string(bmode_name(in.bmode)).c_str());
+    }
+    return s + format(
+                   " inner=%u outer=%u a_inner_stride=%u a_outer_stride=%u "
+                   "dst_outer_stride=%u",
+                   in.inner, in.outer, in.a_inner_stride, in.a_outer_stride, in.dst_outer_stride);
+  }
   std::string operator()(const RawInstruction& in) const {
     std::string s = ".inst 0x";
     for (int i = kInstrBytes - 1; i >= 0; --i) s += format("%02x", in.bytes[i]);
@@ -699,20 +1210,37 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWin
 
 ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWindows& windows,
                 const CommandBuffer& cmd, std::string* why) {
-  Fault f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
+  Fault f;
+  const uint8_t opbyte = opcode_byte(instr);
+  if (is_training_opcode(opbyte) && !params.has_vmem() &&
+      !std::holds_alternative<RawInstruction>(instr)) {
+    f = fault(ErrorCode::ERR_OPCODE,
+              format("%s (opcode 0x%02x) needs the training configuration, but this chip has no "
+                     "VMEM (VmemRows = 0)",
+                     std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
+  } else {
+    f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
+  }
   // ERR_HOST_RANGE is the highest of the codes 1-8: it applies only when nothing else did.
+  // (ERR_VMEM_RANGE, 14, is above it: write_vmem checks the command buffer first.)
   const auto* wh = std::get_if<WriteHost>(&instr);
-  if (f.code == ErrorCode::ERR_NONE && wh != nullptr && cmd.count != 0) {
-    uint64_t lo = wh->host_addr;
-    uint64_t hi = lo + uint64_t{wh->rows} * params.N;  // one past the last byte
-    uint64_t cmd_lo = cmd.addr;
-    uint64_t cmd_hi = cmd_lo + uint64_t{cmd.count} * 16;
+  const auto* wv = std::get_if<WriteVmem>(&instr);
+  const bool may_overlap =
+      f.code == ErrorCode::ERR_NONE || (wv != nullptr && f.code == ErrorCode::ERR_VMEM_RANGE);
+  if (may_overlap && (wh != nullptr || wv != nullptr) && cmd.count != 0) {
+    const uint64_t lo = wh != nullptr ? wh->host_addr : wv->host_addr;
+    // one past the last byte
+    const uint64_t hi =
+        lo + (wh != nullptr ? uint64_t{wh->rows} * params.N : wv->host_span(params.N));
+    const uint64_t cmd_lo = cmd.addr;
+    const uint64_t cmd_hi = cmd_lo + uint64_t{cmd.count} * 16;
     if (lo < cmd_hi && cmd_lo < hi) {
-      f = fault(ErrorCode::ERR_HOST_RANGE,
-                format("write_host: host bytes 0x%08" PRIx64 "..0x%08" PRIx64
-                       " overlap the command buffer 0x%08" PRIx64 "..0x%08" PRIx64
-                       " (a program may not overwrite itself)",
-                       lo, hi - 1, cmd_lo, cmd_hi - 1));
+      f = fault(
+          ErrorCode::ERR_HOST_RANGE,
+          format("%s: host bytes 0x%08" PRIx64 "..0x%08" PRIx64
+                 " overlap the command buffer 0x%08" PRIx64 "..0x%08" PRIx64
+                 " (a program may not overwrite itself)",
+                 wh != nullptr ? "write_host" : "write_vmem", lo, hi - 1, cmd_lo, cmd_hi - 1));
     }
   }
   if (why != nullptr) *why = f.code == ErrorCode::ERR_NONE ? std::string() : f.why;

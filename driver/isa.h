@@ -31,10 +31,22 @@ enum class Opcode : uint8_t {
   WriteHost = 0x05,
   Sync = 0x06,
   Halt = 0x07,
+  // Training configuration (isa.md "Training configuration"): only on a chip with VMEM
+  // (ChipParams::vmem_rows > 0); otherwise they fault ERR_OPCODE like any unknown opcode.
+  ReadVmem = 0x08,
+  WriteVmem = 0x09,
+  LoadWeights = 0x0A,
+  MatmulBf16 = 0x0B,
+  AccToVmem = 0x0C,
+  Transpose = 0x0D,
+  Vector = 0x0E,
 };
-constexpr int kNumOpcodes = 8;
+constexpr int kNumOpcodes = 15;
+constexpr uint8_t kFirstTrainingOpcode = 0x08;
 
+// An opcode of the instruction set (0x00..0x0E), whatever the chip's configuration.
 bool is_valid_opcode(uint8_t value);
+bool is_training_opcode(uint8_t value);  // 0x08..0x0E
 // Assembly mnemonic ("read_host"); "?" for a value that is not an opcode.
 std::string_view mnemonic(Opcode op);
 
@@ -54,14 +66,16 @@ enum class ErrorCode : uint8_t {
   ERR_CMD_OVERRUN = 11,
   ERR_NO_WEIGHTS = 12,
   ERR_WEIGHT_OVERFLOW = 13,
+  ERR_VMEM_RANGE = 14,
+  ERR_WEIGHT_TYPE = 15,
 };
-constexpr int kNumErrorCodes = 14;
+constexpr int kNumErrorCodes = 16;
 
 // "ERR_UB_RANGE"; "ERR_UNKNOWN" for a value outside the table (e.g. read from a register).
 std::string_view error_name(ErrorCode code);
 // One line from the isa.md table, e.g. "UB row out of range".
 std::string_view error_description(ErrorCode code);
-// Codes 1-8: detected when the instruction is decoded, before it has any effect.
+// Codes 1-8 and 14: detected when the instruction is decoded, before it has any effect.
 bool is_static_error(ErrorCode code);
 
 // Chip parameters (isa.md "Machine state"); the chip reports them in PARAM_* registers.
@@ -72,9 +86,16 @@ struct ChipParams {
   uint32_t wfifo_tiles = 4;
   uint32_t qp_slots = 16;
   uint32_t axi_width = 128;  // bits; default min(8*N, 128)
+  // VMEM rows (isa.md "Training configuration"); 0 = the int8 configuration without the float
+  // hardware (opcodes 0x08..0x0E fault ERR_OPCODE), which is what with_n() gives.
+  uint32_t vmem_rows = 0;
+  static constexpr uint32_t kTrainingVmemRows = 8192;
 
   // The defaults for MXU size n (AxiDataWidth = min(8n, 128)).
   static ChipParams with_n(uint32_t n);
+  // with_n(n) plus the training configuration's VMEM (kTrainingVmemRows rows).
+  static ChipParams training(uint32_t n);
+  bool has_vmem() const { return vmem_rows != 0; }
 
   uint32_t param_rows() const { return qp_slots * 12; }  // PARAM memory rows of N bytes
   uint32_t lut_rows() const { return 256 / N; }          // LUT rows of N bytes
@@ -82,7 +103,7 @@ struct ChipParams {
 
   // Throws std::invalid_argument naming the bad parameter unless: N is a power of two in
   // 4..256, 1 <= ub_rows <= 2^24, 1 <= acc_rows <= 2^16, 1 <= qp_slots <= 16,
-  // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N.
+  // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N, vmem_rows <= 2^16.
   void validate() const;
 };
 bool operator==(const ChipParams& a, const ChipParams& b);
@@ -134,6 +155,50 @@ constexpr BitField kActPadTop{116, 3};
 constexpr BitField kActPadLeft{119, 3};
 constexpr BitField kActPadBottom{122, 3};
 constexpr BitField kActPadRight{125, 3};
+// read_vmem (0x08) and write_vmem (0x09)
+constexpr BitField kVdmaBf16{8, 1};
+constexpr BitField kVdmaVmemAddr{16, 16};
+constexpr BitField kVdmaRows{32, 24};
+constexpr BitField kVdmaHostAddr{64, 32};
+constexpr BitField kVdmaHostStride{96, 32};
+// load_weights (0x0A)
+constexpr BitField kLwTranspose{8, 1};
+constexpr BitField kLwVmemAddr{16, 16};
+constexpr BitField kLwRowStride{32, 16};
+constexpr BitField kLwTiles{48, 16};
+constexpr BitField kLwTileStride{64, 16};
+constexpr BitField kLwRows{80, 9};
+// matmul_bf16 (0x0B)
+constexpr BitField kMmbAcc{8, 1};
+constexpr BitField kMmbSwitch{11, 1};
+constexpr BitField kMmbVmemAddr{16, 16};
+constexpr BitField kMmbAccAddr{32, 16};
+constexpr BitField kMmbInner{48, 12};
+constexpr BitField kMmbOuter{60, 12};
+constexpr BitField kMmbInnerStride{72, 8};
+constexpr BitField kMmbOuterStride{80, 16};
+// acc_to_vmem (0x0C)
+constexpr BitField kAtvAccAddr{16, 16};
+constexpr BitField kAtvVmemAddr{32, 16};
+constexpr BitField kAtvRows{48, 24};
+// transpose (0x0D)
+constexpr BitField kTrSrc{16, 16};
+constexpr BitField kTrDst{32, 16};
+constexpr BitField kTrBlocks{48, 16};
+constexpr BitField kTrSrcStride{64, 16};
+constexpr BitField kTrDstStride{80, 16};
+constexpr BitField kTrSrcRowStride{96, 16};
+// vector (0x0E)
+constexpr BitField kVecFunc{8, 6};
+constexpr BitField kVecBMode{14, 2};
+constexpr BitField kVecDst{16, 16};
+constexpr BitField kVecA{32, 16};
+constexpr BitField kVecInner{48, 8};
+constexpr BitField kVecOuter{56, 12};
+constexpr BitField kVecAInnerStride{68, 4};
+constexpr BitField kVecAOuterStride{72, 12};
+constexpr BitField kVecDstOuterStride{84, 12};
+constexpr BitField kVecB{96, 32};
 }  // namespace field
 
 // A named field of one opcode, named as in the isa.md tables.
@@ -238,6 +303,154 @@ struct Activate {
   }
 };
 
+// ---- training configuration (isa.md "Training configuration")
+
+// read_vmem (0x08) / write_vmem (0x09): host memory <-> VMEM rows.
+struct VmemDma {
+  bool bf16 = false;  // host rows are bf16 (2N bytes), else 32-bit lanes (4N bytes)
+  uint16_t vmem_addr = 0;
+  uint32_t rows = 1;  // 24 bits
+  uint32_t host_addr = 0;
+  uint32_t host_stride = 0;  // bytes between rows; 0 = contiguous
+  // Bytes per host row and the step between rows.
+  uint32_t row_bytes(uint32_t n) const { return bf16 ? 2 * n : 4 * n; }
+  uint64_t step(uint32_t n) const { return host_stride != 0 ? host_stride : row_bytes(n); }
+  // Bytes from host_addr to one past the last byte: (rows-1)*step + row_bytes.
+  uint64_t host_span(uint32_t n) const { return uint64_t{rows - 1u} * step(n) + row_bytes(n); }
+};
+struct ReadVmem : VmemDma {};
+struct WriteVmem : VmemDma {};
+
+// load_weights (0x0A): N VMEM rows (rounded to bf16) -> a bf16 weight tile, optionally
+// transposed, pushed into the weight FIFO.
+struct LoadWeights {
+  bool transpose = false;
+  uint16_t vmem_addr = 0;
+  uint16_t row_stride = 1;
+  uint16_t tiles = 1;
+  uint16_t tile_stride = 0;
+  uint16_t rows = 0;  // 9 bits, 1..N rows per tile (the assembler cannot know N: 0 faults)
+  uint64_t last_row() const {
+    return uint64_t{vmem_addr} + uint64_t{tiles - 1u} * tile_stride +
+           uint64_t{rows == 0 ? 0u : rows - 1u} * row_stride;
+  }
+};
+
+// matmul_bf16 (0x0B): the matmul row pattern over VMEM, bf16 products, fp32 sums.
+struct MatmulBf16 {
+  bool accumulate = false;      // asm flag `acc`
+  bool switch_weights = false;  // asm flag `switch`
+  uint16_t vmem_addr = 0;
+  uint16_t acc_addr = 0;
+  uint16_t inner = 1;  // 12 bits
+  uint16_t outer = 1;  // 12 bits
+  uint8_t inner_stride = 1;
+  uint16_t outer_stride = 0;
+  uint64_t last_vmem_row() const {
+    return uint64_t{vmem_addr} + uint64_t{outer - 1u} * outer_stride +
+           uint64_t{inner - 1u} * inner_stride;
+  }
+};
+
+// acc_to_vmem (0x0C): ACC rows -> VMEM rows, 32-bit patterns unchanged.
+struct AccToVmem {
+  uint16_t acc_addr = 0;
+  uint16_t vmem_addr = 0;
+  uint32_t rows = 1;  // 24 bits
+};
+
+// transpose (0x0D): N x N blocks of VMEM.
+struct Transpose {
+  uint16_t src = 0;
+  uint16_t dst = 0;
+  uint16_t blocks = 1;
+  uint16_t src_stride = 0;
+  uint16_t dst_stride = 0;
+  uint16_t src_row_stride = 1;
+  uint64_t last_src_row(uint32_t n) const {
+    return uint64_t{src} + uint64_t{blocks - 1u} * src_stride + uint64_t{n - 1} * src_row_stride;
+  }
+  uint64_t last_dst_row(uint32_t n) const {
+    return uint64_t{dst} + uint64_t{blocks - 1u} * dst_stride + n - 1;
+  }
+};
+
+// The vector unit's operations (isa.md `vector` func table).
+enum class VecFunc : uint8_t {
+  FAdd = 0x00,
+  FSub = 0x01,
+  FSubR = 0x02,
+  FMul = 0x03,
+  FMax = 0x04,
+  FMin = 0x05,
+  FLt = 0x06,
+  FLe = 0x07,
+  FEq = 0x08,
+  IAdd = 0x10,
+  ISub = 0x11,
+  ISubR = 0x12,
+  And = 0x13,
+  Or = 0x14,
+  Xor = 0x15,
+  AndN = 0x16,
+  Shl = 0x17,
+  Shr = 0x18,
+  Sra = 0x19,
+  ILt = 0x1A,
+  IEq = 0x1B,
+  F2I = 0x20,
+  I2F = 0x21,
+  Bf16 = 0x22,
+  LSum = 0x28,
+  LMax = 0x29,
+  LMin = 0x2A,
+  RSum = 0x30,
+  RMax = 0x31,
+  RMin = 0x32,
+  Align = 0x38,
+};
+// "fadd", ...; empty for a value that is not a function (it faults ERR_FIELD).
+std::string_view vec_func_name(uint8_t func);
+bool is_vec_func(uint8_t func);
+bool is_unary_vec_func(uint8_t func);  // f2i, i2f, bf16, lsum, lmax, lmin: no operand B
+bool is_row_reduction(uint8_t func);   // rsum, rmax, rmin
+bool is_lane_reduction(uint8_t func);  // lsum, lmax, lmin
+// All functions, in table order.
+const std::vector<VecFunc>& all_vec_funcs();
+
+enum class BMode : uint8_t {
+  RowA = 0,    // a row on A's pattern
+  RowDst = 1,  // a row on the destination's pattern
+  Fixed = 2,   // one row for every element row
+  Imm = 3,     // the 32-bit immediate in every lane
+};
+std::string_view bmode_name(BMode m);  // "a", "dst", "fixed", "imm"
+
+// vector (0x0E).
+struct Vector {
+  uint8_t func = 0;  // 6 bits; a VecFunc value (others fault ERR_FIELD)
+  BMode bmode = BMode::RowA;
+  uint16_t dst = 0;
+  uint16_t a = 0;
+  uint8_t inner = 1;              // 8 bits
+  uint16_t outer = 1;             // 12 bits
+  uint8_t a_inner_stride = 1;     // 4 bits
+  uint16_t a_outer_stride = 0;    // 12 bits
+  uint16_t dst_outer_stride = 0;  // 12 bits
+  uint32_t b = 0;                 // B base row (bmode 0-2) or the immediate (bmode 3)
+
+  VecFunc vec_func() const { return static_cast<VecFunc>(func); }
+  uint64_t dst_row(uint32_t o, uint32_t i) const {
+    return uint64_t{dst} + uint64_t{o} * dst_outer_stride + i;
+  }
+  uint64_t a_row(uint32_t o, uint32_t i) const {
+    return uint64_t{a} + uint64_t{o} * a_outer_stride + uint64_t{i} * a_inner_stride;
+  }
+  // Row of operand B for bmode 0-2.
+  uint64_t b_row(uint32_t o, uint32_t i) const;
+  uint32_t align_shift() const { return b; }
+};
+
 // A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits
 // set): decode() returns these on failure, and the assembler's `.inst` directive creates them
 // so a program can exercise the chip's ERR_OPCODE / ERR_RESERVED paths. encode() returns the
@@ -246,8 +459,10 @@ struct RawInstruction {
   InstrBytes bytes{};
 };
 
-using Instruction = std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync,
-                                 Halt, RawInstruction>;
+// Alternatives 0..14 are in opcode order (opcode_byte relies on it).
+using Instruction =
+    std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync, Halt, ReadVmem,
+                 WriteVmem, LoadWeights, MatmulBf16, AccToVmem, Transpose, Vector, RawInstruction>;
 
 // Field-by-field equality (so Instruction, a std::variant, compares with ==).
 bool operator==(const Nop&, const Nop&);
@@ -259,6 +474,12 @@ bool operator==(const ReadWeights& a, const ReadWeights& b);
 bool operator==(const Matmul& a, const Matmul& b);
 bool operator==(const Activate& a, const Activate& b);
 bool operator==(const RawInstruction& a, const RawInstruction& b);
+bool operator==(const VmemDma& a, const VmemDma& b);
+bool operator==(const LoadWeights& a, const LoadWeights& b);
+bool operator==(const MatmulBf16& a, const MatmulBf16& b);
+bool operator==(const AccToVmem& a, const AccToVmem& b);
+bool operator==(const Transpose& a, const Transpose& b);
+bool operator==(const Vector& a, const Vector& b);
 
 // The opcode byte of the instruction (for RawInstruction: byte 0, possibly not an Opcode).
 uint8_t opcode_byte(const Instruction& instr);
@@ -277,6 +498,9 @@ struct DecodeResult {
 // Field values (dest = 3, zero counts, ranges) are left to check().
 DecodeResult decode(const InstrBytes& bytes);
 DecodeResult decode(const uint8_t* bytes16);
+// decode() on a chip with `params`: a training opcode (0x08..0x0E) on a chip without VMEM is
+// ERR_OPCODE, before any reserved bit is looked at (as on the int8 chip, which never knew it).
+DecodeResult decode(const InstrBytes& bytes, const ChipParams& params);
 
 // One line of assembly (isa.md syntax, all fields explicit) that assembles back to exactly
 // encode(instr). A RawInstruction prints as `.inst 0x<32 hex digits>` (bits 127..0).

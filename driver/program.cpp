@@ -143,15 +143,9 @@ ProgramBuilder& ProgramBuilder::read_weights(uint32_t tiles, uint32_t host_addr)
   check_not_halted(m);
   TPU_CHECK_RANGE(m, "tiles", "tiles", tiles, 1, k24, "24-bit field");
   check_host(m, "host_addr", host_addr, uint64_t{tiles} * params_.tile_bytes());
-  if (uint64_t{pending_tiles_} + tiles > weight_capacity()) {
-    fail(m, "tiles",
-         format("tiles = %u with %u already waiting exceeds the %u tiles that may wait "
-                "(WFifoTiles + 2): the chip would fault with ERR_WEIGHT_OVERFLOW; consume some "
-                "with matmul switch first (allowed 1..%u here)",
-                tiles, pending_tiles_, weight_capacity(), weight_capacity() - pending_tiles_));
-  }
+  push_tiles(m, tiles, false);
   push(ReadWeights{tiles, host_addr}, m);
-  pending_tiles_ += tiles;
+  for (uint32_t t = 0; t < tiles; ++t) pending_bf16_.push_back(false);
   return *this;
 }
 
@@ -196,21 +190,9 @@ ProgramBuilder& ProgramBuilder::matmul(const Matmul& in) {
                   format("AccRows = %u", params_.acc_rows).c_str());
   TPU_CHECK_RANGE(m, "acc_addr", "acc_addr + inner*outer - 1", in.acc_addr + rows - 1, 0,
                   params_.acc_rows - 1, format("AccRows = %u", params_.acc_rows).c_str());
-  if (in.switch_weights && pending_tiles_ == 0) {
-    fail(m, "switch",
-         "switch needs a weight tile, but every tile pushed by read_weights has already been "
-         "made active (the chip would fault with ERR_NO_WEIGHTS); add a read_weights before it");
-  }
-  if (!in.switch_weights && !has_active_) {
-    fail(m, "switch",
-         "no weight tile is active yet (the chip would fault with ERR_NO_WEIGHTS); the first "
-         "matmul after read_weights needs switch (kSwitchWeights)");
-  }
+  check_weight_tile(m, in.switch_weights, false);
   push(in, m);
-  if (in.switch_weights) {
-    --pending_tiles_;
-    has_active_ = true;
-  }
+  take_weight_tile(in.switch_weights);
   return *this;
 }
 
@@ -334,8 +316,15 @@ ProgramBuilder& ProgramBuilder::append(const Instruction& instr) {
     void operator()(const ReadWeights& in) { b.read_weights(in.tiles, in.host_addr); }
     void operator()(const Matmul& in) { b.matmul(in); }
     void operator()(const Activate& in) { b.activate(in); }
+    void operator()(const ReadVmem& in) { b.read_vmem(in); }
+    void operator()(const WriteVmem& in) { b.write_vmem(in); }
+    void operator()(const LoadWeights& in) { b.load_weights(in); }
+    void operator()(const MatmulBf16& in) { b.matmul_bf16(in); }
+    void operator()(const AccToVmem& in) { b.acc_to_vmem(in); }
+    void operator()(const Transpose& in) { b.transpose(in); }
+    void operator()(const Vector& in) { b.vector(in); }
     void operator()(const RawInstruction& in) {
-      DecodeResult d = decode(in.bytes);
+      DecodeResult d = decode(in.bytes, b.params_);
       if (!d.ok()) b.fail(".inst", "", "raw word does not decode: " + d.why);
       b.append(d.instr);
     }

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "fp_sequences.h"
 #include "isa.h"
 
 namespace tpu {
@@ -96,13 +98,69 @@ class ProgramBuilder {
   ProgramBuilder& nop();
   ProgramBuilder& halt();
 
+  // ---- training configuration (isa.md "Training configuration"; the chip needs VMEM,
+  // params().vmem_rows > 0, else every call below fails). program_train.cpp.
+  // VMEM rows [vmem_row, vmem_row + rows) <- / -> host rows of 4N bytes (bf16: 2N bytes),
+  // contiguous from host_addr.
+  ProgramBuilder& read_vmem(uint32_t vmem_row, uint32_t rows, uint32_t host_addr,
+                            bool bf16 = false);
+  ProgramBuilder& read_vmem(const ReadVmem& in);
+  ProgramBuilder& write_vmem(uint32_t vmem_row, uint32_t rows, uint32_t host_addr,
+                             bool bf16 = false);
+  ProgramBuilder& write_vmem(const WriteVmem& in);
+  // `tiles` bf16 tiles, tile t from the N contiguous VMEM rows at vmem_row + t*N (W[k][n] =
+  // row k, lane n; transposed: W[k][n] = row n, lane k).
+  ProgramBuilder& load_weights(uint32_t vmem_row, uint32_t tiles, bool transpose = false);
+  ProgramBuilder& load_weights(const LoadWeights& in);
+  // VMEM rows [vmem_row, vmem_row + rows) -> ACC rows [acc_addr, ...), rows in 1..4095;
+  // flags: kAccumulate, kSwitchWeights.
+  ProgramBuilder& matmul_bf16(uint32_t vmem_row, uint32_t acc_addr, uint32_t rows, unsigned flags);
+  ProgramBuilder& matmul_bf16(const MatmulBf16& in);
+  ProgramBuilder& acc_to_vmem(uint32_t acc_addr, uint32_t vmem_row, uint32_t rows);
+  ProgramBuilder& acc_to_vmem(const AccToVmem& in);
+  // `blocks` contiguous N x N blocks from src (block b at src + b*N) to dst (dst + b*N).
+  ProgramBuilder& transpose(uint32_t src, uint32_t dst, uint32_t blocks);
+  ProgramBuilder& transpose(const Transpose& in);
+  ProgramBuilder& vector(const Vector& in);
+  // Element-wise over contiguous tensors of `rows` rows (as many `vector` instructions of at
+  // most 255 x 4095 rows as needed). B: the tensor at b (vop), the immediate in every lane
+  // (vop_imm), one row for every row (vop_row); unary functions have no B.
+  ProgramBuilder& vop(VecFunc f, uint32_t dst, uint32_t a, uint32_t b, uint32_t rows);
+  ProgramBuilder& vop_imm(VecFunc f, uint32_t dst, uint32_t a, uint32_t imm, uint32_t rows);
+  ProgramBuilder& vop_row(VecFunc f, uint32_t dst, uint32_t a, uint32_t b_row, uint32_t rows);
+  ProgramBuilder& vop_unary(VecFunc f, uint32_t dst, uint32_t a, uint32_t rows);
+  // dst = mask ? x : y per lane (mask lanes all-ones or zero, as the compares write):
+  // or(and(x, mask), andn(y, mask)); `scratch` is a tensor of `rows` rows.
+  ProgramBuilder& vselect(uint32_t dst, uint32_t mask, uint32_t x, uint32_t y, uint32_t rows,
+                          uint32_t scratch);
+  // dst = f(src) over `rows` rows by the isa.md sequence (fp_sequences.h). `scratch` holds
+  // fp_sequence(f).scratch tensors of `rows` rows each, back to back; dst may equal src; no
+  // other overlap is allowed.
+  ProgramBuilder& vfunction(FpFunction f, uint32_t dst, uint32_t src, uint32_t rows,
+                            uint32_t scratch);
+  ProgramBuilder& vexp(uint32_t dst, uint32_t src, uint32_t rows, uint32_t scratch) {
+    return vfunction(FpFunction::Exp, dst, src, rows, scratch);
+  }
+  ProgramBuilder& vlog(uint32_t dst, uint32_t src, uint32_t rows, uint32_t scratch) {
+    return vfunction(FpFunction::Log, dst, src, rows, scratch);
+  }
+  ProgramBuilder& vrcp(uint32_t dst, uint32_t src, uint32_t rows, uint32_t scratch) {
+    return vfunction(FpFunction::Rcp, dst, src, rows, scratch);
+  }
+  ProgramBuilder& vrsqrt(uint32_t dst, uint32_t src, uint32_t rows, uint32_t scratch) {
+    return vfunction(FpFunction::Rsqrt, dst, src, rows, scratch);
+  }
+  ProgramBuilder& vsqrt(uint32_t dst, uint32_t src, uint32_t rows, uint32_t scratch) {
+    return vfunction(FpFunction::Sqrt, dst, src, rows, scratch);
+  }
+
   // Any decoded instruction, through the same checks. RawInstruction is rejected.
   ProgramBuilder& append(const Instruction& instr);
 
   // ---- state
   // Tiles pushed by read_weights and not yet made active by a matmul with switch, and the
   // most that may wait (WFifoTiles + 2).
-  uint32_t pending_weight_tiles() const { return pending_tiles_; }
+  uint32_t pending_weight_tiles() const { return static_cast<uint32_t>(pending_bf16_.size()); }
   uint32_t weight_capacity() const { return params_.wfifo_tiles + 2; }
   bool has_active_weights() const { return has_active_; }
   bool halted() const { return halted_; }
@@ -120,12 +178,21 @@ class ProgramBuilder {
                   uint64_t bytes) const;
   [[noreturn]] void fail(const char* mnemonic, const char* argument,
                          const std::string& message) const;
+  void check_vmem(const char* mnemonic) const;
+  void check_fits(const char* mnemonic, const char* argument, uint64_t value, BitField f) const;
+  // Weight-tile accounting of a matmul / matmul_bf16 (ERR_NO_WEIGHTS, ERR_WEIGHT_TYPE).
+  void check_weight_tile(const char* mnemonic, bool switch_weights, bool want_bf16) const;
+  void take_weight_tile(bool switch_weights);
+  void push_tiles(const char* mnemonic, uint32_t tiles, bool bf16);
+  // One step of vop*: contiguous rows, B as `bmode` / `b`.
+  void vop_tensor(VecFunc f, uint32_t dst, uint32_t a, BMode bmode, uint32_t b, uint32_t rows);
 
   ChipParams params_;
   std::vector<HostRange> host_ranges_;
   std::vector<Instruction> program_;
-  uint32_t pending_tiles_ = 0;
+  std::deque<bool> pending_bf16_;  // tiles pushed, not yet active: is it a bf16 tile?
   bool has_active_ = false;
+  bool active_bf16_ = false;
   bool halted_ = false;
 };
 

@@ -6,6 +6,7 @@
 //   * tpu::check() and tpu::decode() agree with each other on every word;
 //   * the golden model runs the program (as a command buffer in host memory) to its end
 //     without crashing. Small UB / ACC sizes bound the work of any one instruction.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -55,7 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   params.ub_rows = 96;
   params.acc_rows = 64;
   for (size_t i = 0; i + 16 <= size; i += 16) {
-    const tpu::DecodeResult d = tpu::decode(data + i);
+    // decode for this chip: without VMEM the training opcodes are unknown (docs/isa.md).
+    tpu::InstrBytes word;
+    std::copy(data + i, data + i + 16, word.begin());
+    const tpu::DecodeResult d = tpu::decode(word, params);
     const tpu::ErrorCode c = tpu::check(program[i / 16], params);
     if (!d.ok() && c != d.error)
       fail("check() and decode() disagree on word " + std::to_string(i / 16));

@@ -147,10 +147,10 @@ TEST(Assembler, LabelsCommentsBlankLinesAndCrlf) {
 }
 
 TEST(Assembler, InstDirectivePlacesRawWords) {
-  Instruction in = one(".inst 0xc0000000000000000000000000000008");
+  Instruction in = one(".inst 0xc000000000000000000000000000000f");
   ASSERT_TRUE(std::holds_alternative<RawInstruction>(in));
   InstrBytes w = encode(in);
-  EXPECT_EQ(w[0], 0x08);
+  EXPECT_EQ(w[0], 0x0F);
   EXPECT_EQ(w[15], 0xC0);
   // A word that decodes becomes the instruction itself.
   EXPECT_TRUE(std::holds_alternative<Halt>(one(".inst 0x7")));
@@ -160,7 +160,10 @@ TEST(Assembler, InstDirectivePlacesRawWords) {
 TEST(Assembler, ErrorsGiveFileLineColumnAndWhatWasExpected) {
   expect_error("nop\n  matmull ub=0\n", 2, 3,
                "unknown mnemonic 'matmull' (expected one of: nop, read_host, read_weights, "
-               "matmul, activate, write_host, sync, halt, .inst)");
+               "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
+               "matmul_bf16, acc_to_vmem, transpose, vector, fadd, fsub, fsubr, fmul, fmax, fmin, "
+               "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
+               "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
   expect_error("matmul ub=16777216", 1, 11,
                "value 16777216 for 'ub' of matmul does not fit in 24 bits (expected 0..16777215)");
   expect_error("matmul inner=4096", 1, 14,
@@ -227,9 +230,14 @@ TEST(Assembler, DefaultFileNameInErrors) {
     assemble("bogus");
     FAIL();
   } catch (const AsmError& e) {
-    EXPECT_STREQ(e.what(),
-                 "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
-                 "read_weights, matmul, activate, write_host, sync, halt, .inst)");
+    EXPECT_STREQ(
+        e.what(),
+        "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
+        "read_weights, "
+        "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
+        "matmul_bf16, acc_to_vmem, transpose, vector, fadd, fsub, fsubr, fmul, fmax, fmin, "
+        "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
+        "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
     EXPECT_EQ(e.file(), "<input>");
   }
 }
@@ -361,7 +369,10 @@ TEST(Assembler, BytesThatAreNotText) {
       "bogus\n",
       1, 1,
       "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
-      "write_host, sync, halt, .inst)");
+      "write_host, sync, halt, read_vmem, write_vmem, load_weights, matmul_bf16, acc_to_vmem, "
+      "transpose, vector, fadd, fsub, fsubr, fmul, fmax, fmin, flt, fle, feq, iadd, isub, isubr, "
+      "and, or, xor, andn, shl, shr, sra, ilt, ieq, f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, "
+      "rmin, align, .inst)");
   expect_error("nop\n\xEF\xBB\xBFhalt\n", 2, 1,
                "unexpected byte 0xef (not ASCII) (expected printable ASCII outside comments)");
   const std::string token = "x" + std::string(200000, 'a') + "z";

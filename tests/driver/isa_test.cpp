@@ -125,8 +125,20 @@ TEST(Isa, MnemonicsAndOpcodes) {
   EXPECT_EQ(mnemonic(Opcode::WriteHost), "write_host");
   EXPECT_EQ(mnemonic(Opcode::Sync), "sync");
   EXPECT_EQ(mnemonic(Opcode::Halt), "halt");
-  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x08)), "?");
-  for (int v = 0; v < 256; ++v) EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 7);
+  EXPECT_EQ(mnemonic(Opcode::ReadVmem), "read_vmem");
+  EXPECT_EQ(mnemonic(Opcode::WriteVmem), "write_vmem");
+  EXPECT_EQ(mnemonic(Opcode::LoadWeights), "load_weights");
+  EXPECT_EQ(mnemonic(Opcode::MatmulBf16), "matmul_bf16");
+  EXPECT_EQ(mnemonic(Opcode::AccToVmem), "acc_to_vmem");
+  EXPECT_EQ(mnemonic(Opcode::Transpose), "transpose");
+  EXPECT_EQ(mnemonic(Opcode::Vector), "vector");
+  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x0F)), "?");
+  for (int v = 0; v < 256; ++v) {
+    EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 14);
+    EXPECT_EQ(is_training_opcode(static_cast<uint8_t>(v)), v >= 8 && v <= 14);
+  }
+  EXPECT_EQ(opcode_byte(Vector{}), 0x0E);
+  EXPECT_EQ(opcode_byte(ReadVmem{}), 0x08);
   EXPECT_EQ(opcode_byte(Matmul{}), 0x03);
   EXPECT_EQ(opcode_byte(Halt{}), 0x07);
   EXPECT_EQ(opcode_byte(RawInstruction{bytes_of({0xAB})}), 0xAB);
@@ -134,17 +146,20 @@ TEST(Isa, MnemonicsAndOpcodes) {
 
 TEST(Isa, ErrorCodeNamesMatchTheTable) {
   const char* names[] = {
-      "ERR_NONE",      "ERR_OPCODE",      "ERR_RESERVED",   "ERR_FIELD",          "ERR_UB_RANGE",
-      "ERR_ACC_RANGE", "ERR_PARAM_RANGE", "ERR_ALIGN",      "ERR_HOST_RANGE",     "ERR_AXI_READ",
-      "ERR_AXI_WRITE", "ERR_CMD_OVERRUN", "ERR_NO_WEIGHTS", "ERR_WEIGHT_OVERFLOW"};
+      "ERR_NONE",       "ERR_OPCODE",          "ERR_RESERVED",    "ERR_FIELD",
+      "ERR_UB_RANGE",   "ERR_ACC_RANGE",       "ERR_PARAM_RANGE", "ERR_ALIGN",
+      "ERR_HOST_RANGE", "ERR_AXI_READ",        "ERR_AXI_WRITE",   "ERR_CMD_OVERRUN",
+      "ERR_NO_WEIGHTS", "ERR_WEIGHT_OVERFLOW", "ERR_VMEM_RANGE",  "ERR_WEIGHT_TYPE"};
   for (int code = 0; code < kNumErrorCodes; ++code) {
     auto e = static_cast<ErrorCode>(code);
     EXPECT_EQ(error_name(e), names[code]);
     EXPECT_FALSE(error_description(e).empty());
-    EXPECT_EQ(is_static_error(e), code >= 1 && code <= 8) << names[code];
+    EXPECT_EQ(is_static_error(e), (code >= 1 && code <= 8) || code == 14) << names[code];
   }
   EXPECT_EQ(static_cast<int>(ErrorCode::ERR_WEIGHT_OVERFLOW), 13);
-  EXPECT_EQ(error_name(static_cast<ErrorCode>(14)), "ERR_UNKNOWN");
+  EXPECT_EQ(static_cast<int>(ErrorCode::ERR_VMEM_RANGE), 14);
+  EXPECT_EQ(static_cast<int>(ErrorCode::ERR_WEIGHT_TYPE), 15);
+  EXPECT_EQ(error_name(static_cast<ErrorCode>(16)), "ERR_UNKNOWN");
   EXPECT_EQ(error_description(ErrorCode::ERR_UB_RANGE), "UB row out of range");
 }
 
@@ -341,17 +356,39 @@ TEST(Isa, ReservedMessageNamesTheRange) {
 }
 
 TEST(Isa, UnknownOpcodes) {
-  for (int op = 8; op < 256; ++op) {
+  for (int op = 15; op < 256; ++op) {
     InstrBytes w{};
     w[0] = static_cast<uint8_t>(op);
     DecodeResult d = decode(w);
     EXPECT_EQ(d.error, ErrorCode::ERR_OPCODE) << op;
+    EXPECT_EQ(decode(w, ChipParams::training(16)).error, ErrorCode::ERR_OPCODE) << op;
   }
   InstrBytes w{};
-  w[0] = 0x08;
+  w[0] = 0x0F;
   w[15] = 0xFF;  // reserved-looking bits too: the opcode is checked first
   EXPECT_EQ(decode(w).error, ErrorCode::ERR_OPCODE);
-  EXPECT_EQ(decode(w).why, "opcode 0x08 is not an instruction (expected 0x00..0x07)");
+  EXPECT_EQ(decode(w).why, "opcode 0x0f is not an instruction (expected 0x00..0x0e)");
+}
+
+// On a chip without VMEM (the int8 configuration, ChipParams::with_n) the training opcodes
+// are unknown opcodes, exactly as before they existed, whatever the other bits hold.
+TEST(Isa, TrainingOpcodesFaultOnTheInt8Chip) {
+  const ChipParams int8 = ChipParams::with_n(16);
+  EXPECT_EQ(int8.vmem_rows, 0u);
+  for (int op = 8; op < 256; ++op) {
+    InstrBytes w{};
+    w[0] = static_cast<uint8_t>(op);
+    for (uint8_t top : {uint8_t{0}, uint8_t{0xFF}}) {
+      w[15] = top;
+      DecodeResult d = decode(w, int8);
+      EXPECT_EQ(d.error, ErrorCode::ERR_OPCODE) << op;
+      if (op == 0x0F) EXPECT_EQ(d.why, "opcode 0x0f is not an instruction (expected 0x00..0x07)");
+      EXPECT_EQ(check(RawInstruction{w}, int8), ErrorCode::ERR_OPCODE) << op;
+    }
+  }
+  // A decoded training instruction checked for the int8 chip: ERR_OPCODE too.
+  EXPECT_EQ(check(Vector{}, int8), ErrorCode::ERR_OPCODE);
+  EXPECT_EQ(check(Vector{}, ChipParams::training(16)), ErrorCode::ERR_NONE);
 }
 
 TEST(Isa, RandomGarbageDecodesWithoutCrashingAndReportsTheRightError) {
@@ -374,7 +411,7 @@ TEST(Isa, RandomGarbageDecodesWithoutCrashingAndReportsTheRightError) {
         }
       }
     }
-    DecodeResult d = decode(w);
+    DecodeResult d = decode(w, ChipParams{});  // the int8 chip: opcodes above 7 are unknown
     if (w[0] > 7) {
       EXPECT_EQ(d.error, ErrorCode::ERR_OPCODE);
       ++counts[0];
@@ -436,8 +473,8 @@ TEST(Isa, DisassembleUsesTheAssemblySyntax) {
   EXPECT_EQ(disassemble(w), "write_host   ub=100 rows=16 host=0x4000");
   EXPECT_EQ(disassemble(Halt{}), "halt");
   EXPECT_EQ(
-      disassemble(RawInstruction{bytes_of({0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xC0})}),
-      ".inst 0xc0000000000000000000000000000008");
+      disassemble(RawInstruction{bytes_of({0x0F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xC0})}),
+      ".inst 0xc000000000000000000000000000000f");
 }
 
 // ---- static checks

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// Dense kernels on the golden model against the host reference (reference.h), bit for bit,
+// and the reference against double-precision math within a stated tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rig.h"
+
+namespace tpu::train::test {
+namespace {
+
+class Dense : public ::testing::TestWithParam<uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(N, Dense, ::testing::Values(4u, 16u));
+
+// Shapes that exercise padding: M and K not multiples of N, two column blocks.
+struct Shapes {
+  uint32_t m, k, out;
+};
+Shapes shapes(uint32_t n) { return {3 * n + 1, 2 * n + 3, n + 2}; }
+
+void expect_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want,
+                 const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i] && bad++ < 5) {
+      ADD_FAILURE() << what << "[" << i << "]: chip 0x" << std::hex << got[i] << " ("
+                    << ref::value(got[i]) << "), reference 0x" << want[i] << " ("
+                    << ref::value(want[i]) << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+TEST_P(Dense, ForwardMatchesReferenceBitForBit) {
+  Rig rig(GetParam());
+  const Shapes s = shapes(rig.n());
+  const ref::Mat x = random_mat(s.m, s.k, 2.0f, 1), w = random_mat(s.k, s.out, 0.5f, 2);
+  const std::vector<uint32_t> b = random_values(s.out, 1.0f, 3);
+  VMat vx = rig.arena().matrix(s.m, s.k), vw = rig.arena().matrix(s.k, s.out);
+  VMat vb = rig.arena().row_vector(s.out), vy = rig.arena().matrix(s.m, s.out);
+  rig.put(vx, x.v);
+  rig.put(vw, w.v);
+  rig.put(vb, b);
+  // Stale VMEM contents (NaN) where Y goes: its padding rows must come out +0 all the same.
+  rig.put_rows(vy.base, std::vector<uint32_t>(size_t{vy.span(rig.n())} * rig.n(), 0x7FC00000u));
+  dense_forward(rig.pb(), vx, vw, &vb, vy, 0);
+  rig.want(vy);
+  rig.run();
+  const ref::Mat want = ref::add_row(ref::matmul_tiled(x, w, rig.n()), b);
+  expect_bits(rig.got(vy), want.v, "Y");
+  // Padding lanes / rows of Y stay +0.0.
+  const std::vector<uint32_t> image = rig.got_image(vy);
+  for (uint32_t r = 0; r < vy.span(rig.n()); ++r) {
+    for (uint32_t j = 0; j < rig.n(); ++j) {
+      const uint32_t col = r / vy.pitch * rig.n() + j;
+      if (col >= s.out || r % vy.pitch >= s.m) {
+        EXPECT_EQ(image[r * rig.n() + j], 0u);
+      }
+    }
+  }
+}
+
+TEST_P(Dense, BackwardMatchesReferenceBitForBit) {
+  Rig rig(GetParam());
+  const uint32_t n = rig.n();
+  const Shapes s = shapes(n);
+  const ref::Mat x = random_mat(s.m, s.k, 2.0f, 4), w = random_mat(s.k, s.out, 0.5f, 5);
+  const ref::Mat dy = random_mat(s.m, s.out, 1.0f, 6);
+  VMat vx = rig.arena().matrix(s.m, s.k), vw = rig.arena().matrix(s.k, s.out);
+  VMat vdy = rig.arena().matrix(s.m, s.out), vdx = rig.arena().matrix(s.m, s.k);
+  VMat vdw = rig.arena().matrix(s.k, s.out), vdb = rig.arena().row_vector(s.out);
+  const uint32_t xt = rig.arena().rows(vx.span(n));
+  rig.put(vx, x.v);
+  rig.put(vw, w.v);
+  rig.put(vdy, dy.v);
+  dense_backward_input(rig.pb(), vdy, vw, vdx, 0);
+  rig.put_rows(vdw.base, std::vector<uint32_t>(size_t{vdw.span(n)} * n, 0x7FC00000u));
+  dense_backward_weights(rig.pb(), vx, vdy, vdw, xt, 0);
+  bias_grad(rig.pb(), vdy, vdb);
+  rig.want(vdx);
+  rig.want(vdw);
+  rig.want(vdb);
+  rig.run();
+  expect_bits(rig.got(vdx), ref::matmul_tiled(dy, ref::transposed(w), n).v, "dX");
+  expect_bits(rig.got(vdw), ref::matmul_tiled(ref::transposed(x), dy, n).v, "dW");
+  expect_bits(rig.got(vdb), ref::column_sums(dy), "db");
+  const std::vector<uint32_t> image = rig.got_image(vdw);
+  for (uint32_t r = 0; r < vdw.span(n); ++r) {
+    const bool pad_row = r % vdw.pitch >= s.k;
+    for (uint32_t j = 0; j < n; ++j) {
+      if (pad_row || r / vdw.pitch * n + j >= s.out) {
+        EXPECT_EQ(image[r * n + j], 0u) << r;
+      }
+    }
+  }
+}
+
+// A layer streamed through VMEM in two K-chunks (N columns, then the rest) gives the same bits
+// as the whole layer: the tile sums are added to ACC in the same order.
+TEST_P(Dense, ForwardInKChunksMatchesWholeLayer) {
+  Rig rig(GetParam());
+  const uint32_t n = rig.n();
+  const Shapes s = shapes(n);
+  const ref::Mat x = random_mat(s.m, s.k, 2.0f, 9), w = random_mat(s.k, s.out, 0.5f, 10);
+  const std::vector<uint32_t> b = random_values(s.out, 1.0f, 11);
+  ref::Mat x0 = ref::zeros(s.m, n), x1 = ref::zeros(s.m, s.k - n);
+  ref::Mat w0 = ref::zeros(n, s.out), w1 = ref::zeros(s.k - n, s.out);
+  for (uint32_t r = 0; r < s.m; ++r) {
+    for (uint32_t c = 0; c < s.k; ++c) (c < n ? x0.at(r, c) : x1.at(r, c - n)) = x.at(r, c);
+  }
+  for (uint32_t r = 0; r < s.k; ++r) {
+    for (uint32_t c = 0; c < s.out; ++c) (r < n ? w0.at(r, c) : w1.at(r - n, c)) = w.at(r, c);
+  }
+  VMat vx0 = rig.arena().matrix(s.m, n), vw0 = rig.arena().matrix(n, s.out);
+  VMat vx1 = rig.arena().matrix(s.m, s.k - n), vw1 = rig.arena().matrix(s.k - n, s.out);
+  VMat vb = rig.arena().row_vector(s.out), vy = rig.arena().matrix(s.m, s.out);
+  rig.put(vx0, x0.v);
+  rig.put(vw0, w0.v);
+  rig.put(vb, b);
+  dense_forward_partial(rig.pb(), vx0, vw0, 8, false);
+  rig.put(vx1, x1.v);  // the second chunk arrives after the first one's matmuls
+  rig.put(vw1, w1.v);
+  dense_forward_partial(rig.pb(), vx1, vw1, 8, true);
+  dense_forward_finish(rig.pb(), 8, &vb, vy);
+  rig.want(vy);
+  rig.run();
+  expect_bits(rig.got(vy), ref::add_row(ref::matmul_tiled(x, w, n), b).v, "Y");
+}
+
+// The reference itself against double precision: |ref - exact| <= 2^-20 * sum |x_k w_k| on
+// bf16-rounded inputs (fp32 partial sums over at most K + K/N additions of 2^-24 each).
+TEST_P(Dense, ReferenceIsCloseToExactProducts) {
+  const uint32_t n = GetParam();
+  const Shapes s = shapes(n);
+  const ref::Mat x = random_mat(s.m, s.k, 2.0f, 7), w = random_mat(s.k, s.out, 0.5f, 8);
+  const ref::Mat y = ref::matmul_tiled(x, w, n);
+  for (uint32_t i = 0; i < s.m; ++i) {
+    for (uint32_t j = 0; j < s.out; ++j) {
+      double exact = 0, mag = 0;
+      for (uint32_t k = 0; k < s.k; ++k) {
+        const double p =
+            double{ref::value(ref::to_bf16(x.at(i, k)))} * ref::value(ref::to_bf16(w.at(k, j)));
+        exact += p;
+        mag += std::fabs(p);
+      }
+      EXPECT_LE(std::fabs(ref::value(y.at(i, j)) - exact), std::ldexp(mag, -20));
+    }
+  }
+}
+
+TEST_P(Dense, ShapeMismatchesAreNamedErrors) {
+  Rig rig(GetParam());
+  VMat x = rig.arena().matrix(5, 7), w = rig.arena().matrix(6, 3), y = rig.arena().matrix(5, 3);
+  try {
+    dense_forward(rig.pb(), x, w, nullptr, y, 0);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("dense_forward: X 5x7 . W 6x3"), std::string::npos)
+        << e.what();
+  }
+  VMat big = rig.arena().matrix(2049, 3);
+  EXPECT_THROW(dense_forward(rig.pb(), big, rig.arena().matrix(3, 3), nullptr,
+                             rig.arena().matrix(2049, 3), 0),
+               std::invalid_argument);  // more rows than AccRows
+}
+
+}  // namespace
+}  // namespace tpu::train::test

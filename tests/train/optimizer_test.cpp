@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Optimizer updates on the golden model, several steps with the parameters and optimizer state
+// streamed from and back to host memory every step, against the host reference bit for bit;
+// the reference against the double-precision formulas within a stated tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rig.h"
+
+namespace tpu::train::test {
+namespace {
+
+constexpr uint32_t kRows = 37;  // flat tensor rows (not a multiple of anything in particular)
+constexpr int kSteps = 3;
+
+class Optimizer : public ::testing::TestWithParam<uint32_t> {};
+INSTANTIATE_TEST_SUITE_P(N, Optimizer, ::testing::Values(4u, 16u));
+
+// A flat tensor of kRows VMEM rows with a host buffer it streams from / to.
+struct Flat {
+  VMat m;
+  uint32_t addr = 0;
+};
+
+Flat flat(Rig& rig, const std::vector<uint32_t>& values) {
+  Flat f;
+  f.m = VMat{rig.arena().rows(kRows), kRows, rig.n(), kRows};
+  f.addr = rig.host(f.m, values);
+  return f;
+}
+
+std::vector<uint32_t> read(Rig& rig, const Flat& f) {
+  std::vector<uint32_t> v(size_t{kRows} * rig.n());
+  rig.dev().read(f.addr, v.data(), v.size() * 4);
+  return v;
+}
+
+void sgd_steps(uint32_t n, const SgdParams& h) {
+  Rig rig(n);
+  const size_t count = size_t{kRows} * n;
+  std::vector<uint32_t> p = random_values(count, 1.0f, 31), vel(count, 0);
+  Flat fp = flat(rig, p), fv = flat(rig, vel), fg = flat(rig, std::vector<uint32_t>(count, 0));
+  const uint32_t scratch = rig.arena().rows(2 * kRows);
+  const ref::Sgd rh{h.lr, h.momentum, h.weight_decay};
+  for (int step = 0; step < kSteps; ++step) {
+    const std::vector<uint32_t> g = random_values(count, 0.5f, 40 + step);
+    rig.dev().write(fg.addr, g.data(), g.size() * 4);  // a new gradient (the backward pass's)
+    rig.new_program();
+    for (const Flat* f : {&fp, &fv, &fg}) load(rig.pb(), f->m, f->addr);
+    sgd_update(rig.pb(), h, fp.m.base, fg.m.base, fv.m.base, kRows, scratch);
+    store(rig.pb(), fp.m, fp.addr);
+    store(rig.pb(), fv.m, fv.addr);
+    rig.run();
+    ref::sgd(rh, p, g, vel);
+    ASSERT_EQ(read(rig, fp), p) << "step " << step;
+    if (h.momentum != 0.0f) {
+      ASSERT_EQ(read(rig, fv), vel) << "step " << step;
+    }
+  }
+}
+
+TEST_P(Optimizer, Sgd) { sgd_steps(GetParam(), SgdParams{0.05f, 0.0f, 0.0f}); }
+TEST_P(Optimizer, SgdMomentumWeightDecay) { sgd_steps(GetParam(), SgdParams{0.05f, 0.9f, 1e-2f}); }
+
+void adam_steps(uint32_t n, const AdamParams& h) {
+  Rig rig(n);
+  const size_t count = size_t{kRows} * n;
+  std::vector<uint32_t> p = random_values(count, 1.0f, 51), m(count, 0), v(count, 0);
+  Flat fp = flat(rig, p), fm = flat(rig, m), fv = flat(rig, v);
+  Flat fg = flat(rig, std::vector<uint32_t>(count, 0));
+  // beta1^0 = beta2^0 = 1.0 in every lane (set once, before training).
+  const AdamState s{rig.arena().rows(AdamState::kRows)};
+  std::vector<uint32_t> state(AdamState::kRows * n, 0);
+  for (uint32_t j = 0; j < 2 * n; ++j) state[j] = ref::bits(1.0f);
+  const VMat sm{s.first, AdamState::kRows, n, AdamState::kRows};
+  const uint32_t state_addr = rig.host(sm, state);
+  const uint32_t scratch = rig.arena().rows(6 * kRows);
+  ref::Adam rh{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay};
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<uint32_t> g = random_values(count, 0.5f, 60 + step);
+    g[step] = 0;  // a zero gradient: v stays 0 at first, sqrt(0) = +0
+    rig.dev().write(fg.addr, g.data(), g.size() * 4);
+    rig.new_program();
+    for (const Flat* f : {&fp, &fm, &fv, &fg}) load(rig.pb(), f->m, f->addr);
+    load(rig.pb(), sm, state_addr);
+    adam_begin_step(rig.pb(), h, s, scratch);
+    adam_update(rig.pb(), h, s, fp.m.base, fg.m.base, fm.m.base, fv.m.base, kRows, scratch);
+    for (const Flat* f : {&fp, &fm, &fv}) store(rig.pb(), f->m, f->addr);
+    store(rig.pb(), sm, state_addr);
+    rig.run();
+    uint32_t step_size = 0, rsqrt_bc2 = 0;
+    ref::adam_begin_step(rh, step_size, rsqrt_bc2);
+    ref::adam_update(rh, step_size, rsqrt_bc2, p, g, m, v);
+    ASSERT_EQ(read(rig, fp), p) << "step " << step;
+    ASSERT_EQ(read(rig, fm), m) << "step " << step;
+    ASSERT_EQ(read(rig, fv), v) << "step " << step;
+    std::vector<uint32_t> got_state(state.size());
+    rig.dev().read(state_addr, got_state.data(), got_state.size() * 4);
+    EXPECT_EQ(got_state[0], rh.beta1_pow);
+    EXPECT_EQ(got_state[2 * n], step_size);
+    EXPECT_EQ(got_state[3 * n], rsqrt_bc2);
+  }
+}
+
+TEST_P(Optimizer, AdamWithBiasCorrection) { adam_steps(GetParam(), AdamParams{}); }
+TEST_P(Optimizer, AdamWeightDecay) {
+  adam_steps(GetParam(), AdamParams{1e-2f, 0.8f, 0.99f, 1e-6f, 1e-2f});
+}
+
+// The reference's Adam against the formula in double precision (PyTorch's Adam: step size
+// lr / (1 - b1^t), denominator sqrt(v) / sqrt(1 - b2^t) + eps): after 5 steps every parameter
+// within 1e-4 * lr * t of the double result (the function sequences' few ulps and fp32 state).
+TEST(OptimizerReference, AdamIsCloseToDoubleFormula) {
+  const size_t count = 256;
+  std::vector<uint32_t> p = random_values(count, 1.0f, 71), m(count, 0), v(count, 0);
+  std::vector<double> dp, dm(count, 0), dv(count, 0);
+  for (uint32_t b : p) dp.push_back(ref::value(b));
+  ref::Adam h{1e-3f, 0.9f, 0.999f, 1e-7f, 0.0f};
+  const int steps = 5;
+  for (int t = 1; t <= steps; ++t) {
+    const std::vector<uint32_t> g = random_values(count, 0.5f, 80 + t);
+    uint32_t step_size = 0, rsqrt_bc2 = 0;
+    ref::adam_begin_step(h, step_size, rsqrt_bc2);
+    ref::adam_update(h, step_size, rsqrt_bc2, p, g, m, v);
+    const double b1 = h.beta1, b2 = h.beta2;
+    for (size_t i = 0; i < count; ++i) {
+      const double gi = ref::value(g[i]);
+      dm[i] = b1 * dm[i] + (1 - b1) * gi;
+      dv[i] = b2 * dv[i] + (1 - b2) * gi * gi;
+      const double denom = std::sqrt(dv[i]) / std::sqrt(1 - std::pow(b2, t)) + h.eps;
+      dp[i] -= h.lr / (1 - std::pow(b1, t)) * dm[i] / denom;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    EXPECT_NEAR(ref::value(p[i]), dp[i], 1e-4 * h.lr * steps) << i;
+  }
+}
+
+}  // namespace
+}  // namespace tpu::train::test
