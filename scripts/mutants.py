@@ -59,6 +59,11 @@ MUTANTS = [
      "(head.cmd.mm.cmd.switch_tile ? (credit_q == '0) : 1'b0)",
      "no ERR_NO_WEIGHTS for a matmul without switch before any tile was made active"),
     # Decoder: static checks and error codes.
+    ("dec_div_entry", "tpu_decoder.sv",
+     "4'd13:   m = 17'd5042;",
+     "4'd13:   m = 17'd5043;",
+     "a wrong entry of the pooling division's reciprocal table (stride 13: exact only for "
+     "dividends below about 2850)"),
     ("dec_err_priority", "tpu_decoder.sv",
      "else if (align_bad)         dec.err = tpu_pkg::ErrAlign;\n"
      "      else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;",
