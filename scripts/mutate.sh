@@ -130,7 +130,7 @@ else
   # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
   targets=(mxu_test_n4 requant_test instr_layout_test assert_test tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
-           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul decoder_div_test)
+           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul decoder_div_test counters_test_n4)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log

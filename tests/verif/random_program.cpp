@@ -1084,10 +1084,43 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   o.err_code = uint32_t(r.error);
   o.err_pc = r.done() ? 0 : r.err_pc;
   o.retired = r.retired;
+  o.counters = program_counters(program, r.retired, impl_->model->params().N);
   o.data = mem.dump(kDataBase, kDataSize);
   o.out = mem.dump(kOutBase, kOutSize);
   o.dump = mem.dump(kDumpBase, kDumpSize);
   return o;
+}
+
+ProgramCounters program_counters(const std::vector<Instruction>& program, uint64_t retired,
+                                 uint32_t n) {
+  // docs/architecture.md: a matmul feeds inner x outer rows (N^2 MACs each); the activation
+  // unit takes one cycle per window tap and reads a row in each (Ho x Wo x pool_k^2), four per
+  // pixel of a raw activate; the DMA moves rows x N bytes, tiles x N^2.
+  ProgramCounters c;
+  c.valid = true;
+  for (size_t i = 0; i < program.size() && i < retired; ++i) {
+    const Instruction& in = program[i];
+    if (const auto* rh = std::get_if<ReadHost>(&in)) {
+      c.dma_rd_bytes += uint64_t{rh->rows} * n;
+    } else if (const auto* rw = std::get_if<ReadWeights>(&in)) {
+      c.dma_rd_bytes += uint64_t{rw->tiles} * n * n;
+    } else if (const auto* wh = std::get_if<WriteHost>(&in)) {
+      c.dma_wr_bytes += uint64_t{wh->rows} * n;
+    } else if (const auto* mm = std::get_if<Matmul>(&in)) {
+      c.mxu_busy += uint64_t{mm->inner} * mm->outer;
+    } else if (const auto* a = std::get_if<Activate>(&in)) {
+      if (a->raw) {
+        c.act_busy += uint64_t{a->width} * a->height * 4;
+      } else {
+        const uint64_t hp = uint64_t{a->height} + a->pad_top + a->pad_bottom;
+        const uint64_t wp = uint64_t{a->width} + a->pad_left + a->pad_right;
+        c.act_busy += ((hp - a->pool_k) / a->pool_s + 1) * ((wp - a->pool_k) / a->pool_s + 1) *
+                      a->pool_k * a->pool_k;
+      }
+    }
+  }
+  c.mxu_macs = c.mxu_busy * n * n;
+  return c;
 }
 
 // ---- dump program
@@ -1145,6 +1178,31 @@ bool same_fetch_fault(const Outcome& c, const Outcome& g, const std::string& gol
 
 namespace {
 
+// The chip's counters against the golden backend's (see ProgramCounters); `words`: the
+// command buffer's length, `retired`: the instructions retired.
+std::string compare_counters(const Outcome& c, const Outcome& g, size_t words) {
+  if (!c.counters.valid || !g.counters.valid) return {};
+  std::ostringstream s;
+  auto check = [&](const char* name, uint64_t chip, uint64_t golden) {
+    if (chip != golden && s.tellp() == 0)
+      s << name << ": chip " << chip << ", golden (from the program) " << golden;
+  };
+  check("MXU_BUSY", c.counters.mxu_busy, g.counters.mxu_busy);
+  check("MXU_MACS", c.counters.mxu_macs, g.counters.mxu_macs);
+  check("ACT_BUSY", c.counters.act_busy, g.counters.act_busy);
+  check("DMA_WR_BYTES", c.counters.dma_wr_bytes, g.counters.dma_wr_bytes);
+  if (s.tellp() != 0) return s.str();
+  // The fetch: whole 16-byte words, at least every retired one, at most the command buffer.
+  const uint64_t lo = g.counters.dma_rd_bytes + kInstrBytes * g.retired;
+  const uint64_t hi = g.counters.dma_rd_bytes + kInstrBytes * uint64_t{words};
+  const uint64_t rd = c.counters.dma_rd_bytes;
+  if (rd < lo || rd > hi || (rd - lo) % kInstrBytes != 0) {
+    s << "DMA_RD_BYTES: chip " << rd << ", golden " << g.counters.dma_rd_bytes << " + the fetch of "
+      << g.retired << " to " << words << " instructions (16 bytes each)";
+  }
+  return s.str();
+}
+
 std::string compare_status(const Outcome& c, const Outcome& g,
                            const std::string& golden_message = {}) {
   std::ostringstream s;
@@ -1192,6 +1250,7 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
     return fail("INSTR_RETIRED: chip " + std::to_string(c.retired) + ", golden " +
                 std::to_string(g.retired));
   }
+  if (auto m = compare_counters(c, g, tc.program.size()); !m.empty()) return fail(m);
   const uint32_t n = tc.params.N;
   if (auto m = first_byte_difference("kData", kDataBase, n, c.data, g.data); !m.empty())
     return fail(m);
@@ -1210,6 +1269,8 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   const Outcome c2 = chip.run(d.memory, plain, d.program);
   if (!g2.done) return fail("dump program faults on the golden model: " + golden.last_message());
   if (auto m = compare_status(c2, g2); !m.empty()) return fail("dump run: " + m);
+  if (auto m = compare_counters(c2, g2, d.program.size()); !m.empty())
+    return fail("dump run: " + m);
   for (uint32_t i = 0; i < tc.ub_rows * n; ++i) {
     if (c2.dump[i] != g2.dump[i]) {
       std::ostringstream s;
