@@ -50,6 +50,21 @@ MUTANTS = [
      "(wdma_busy_i && conf_unit_d[2])",
      "(1'b0 && conf_unit_d[2])",
      "no hazard check against the older of two overlapped read_weights"),
+    # Controller: which of several AXI errors is reported (ERR_PC: the oldest in program order).
+    ("ctrl_err_wr_over_rh", "tpu_ctrl.sv",
+     "(!dmain_err_i || pc_dmaout_q < pc_dmain_q) &&",
+     "1'b1 &&",
+     "a write_host's AXI error wins over a read_host's reported in the same cycle, also when "
+     "the write_host is the younger"),
+    ("ctrl_err_wr_over_rw", "tpu_ctrl.sv",
+     "(!wdma_err_i || pc_dmaout_q < wdma_err_pc);",
+     "1'b1;",
+     "a write_host's AXI error wins over a read_weights' reported in the same cycle, also when "
+     "the write_host is the younger"),
+    ("ctrl_wdma_err_pc_newest", "tpu_ctrl.sv",
+     "assign wdma_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;",
+     "assign wdma_err_pc = pc_wdma_q;",
+     "an AXI error of the older of two overlapped read_weights is reported at the younger"),
     ("ctrl_weight_limit", "tpu_ctrl.sv",
      "64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd2",
      "64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd3",
@@ -133,6 +148,11 @@ MUTANTS = [
      "assign count_inc[224 +: 32] = (m_axi_wvalid_o)",
      "DMA_WR_BYTES counts W beats that wait for WREADY"),
     # DMA.
+    ("dmard_err_prev_start", "tpu_dma_reader.sv",
+     "row_err_prev_q <= (prev_bursts_q != '0) || (start && busy_q);",
+     "row_err_prev_q <= (prev_bursts_q != '0);",
+     "an older read_weights' error beat arriving in the cycle a younger read_weights starts "
+     "is attributed to the younger"),
     ("dmard_4k", "tpu_dma_reader.sv",
      "if (32'(to_4k) < 32'(burst_beats))        burst_beats = 9'(to_4k);",
      "// mutant: read bursts not cut at 4 KiB",
