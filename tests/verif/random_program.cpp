@@ -112,7 +112,10 @@ std::vector<unsigned> reserved_bits(Opcode op) {
 class Generator {
  public:
   Generator(uint64_t seed, const GenOptions& opt)
-      : rng_(seed), side_(seed ^ 0x5EC0'4D5E'ED00'0001ull), opt_(opt) {
+      : rng_(seed),
+        side_(seed ^ 0x5EC0'4D5E'ED00'0001ull),
+        pair_(seed ^ 0x9A1B'0E44'07C3'0002ull),
+        opt_(opt) {
     tc_.seed = seed;
     tc_.params = ChipParams::with_n(opt.n);
     n_ = opt.n;
@@ -201,6 +204,7 @@ class Generator {
       if (i == fault_at && tc_.kind == CaseKind::kStaticFault) emit_static_fault();
       if (i == fault_at && tc_.kind == CaseKind::kAxiFault) {
         emit_axi_fault();
+        if (!axi_fetch_fault_ && pair_.chance(kErrorPairChance)) emit_error_pair();
         if (!axi_fetch_fault_ && rng_.chance(0.3)) second_at = i + uint32_t(rng_.pick(0, 3));
       }
       if (i == second_at) {
@@ -941,8 +945,67 @@ class Generator {
            disassemble(prog.back());
   }
 
+  // A younger AXI error right behind the AXI fault just emitted (issue 34): a failing read_host,
+  // read_weights or write_host, or a read_weights that succeeds behind a failing one (the
+  // weight DMA overlaps two), held back by two activates (the second waits for the activation
+  // unit; the first one's 1..64 pixels set by how much) so that its start and its error land
+  // anywhere around the older one's: before, in the same cycle, after. ERR_PC must name the
+  // older. From pair_ only, so the cases that do not take it are the ones the seeds gave before.
+  void emit_error_pair() {
+    auto& prog = tc_.program;
+    const Instruction older = prog.back();
+    const bool older_weights = std::holds_alternative<ReadWeights>(older);
+    if (windows_on_) tc_.config.windows[7] = {kUnmapped, 0x1'0000};
+    const uint32_t holds = uint32_t(pair_.pick(0, 2));
+    for (uint32_t h = 0; h < holds; ++h) {
+      Activate a;
+      a.acc_addr = uint16_t(tc_.acc_base);
+      a.ub_addr = tc_.ub_base + uint32_t(pair_.pick(0, tc_.ub_rows - 1));
+      a.width = uint16_t(h == 0 ? pair_.pick(1, std::min<uint32_t>(64, tc_.acc_rows)) : 1);
+      a.width = uint16_t(std::min<uint32_t>(a.width, tc_.ub_base + tc_.ub_rows - a.ub_addr));
+      a.height = 1;
+      a.slot = uint8_t(pair_.pick(0, nslots_ - 1));
+      prog.push_back(a);
+    }
+    const uint32_t addr = kUnmapped + 16 * uint32_t(pair_.pick(0, 64));
+    const bool weights_room = credit_ < tc_.params.wfifo_tiles + 2;
+    std::string what;
+    switch (pair_.pick(0, 3)) {
+      case 0:
+        prog.push_back(ReadHost{HostDest::Ub, tc_.ub_base, uint32_t(pair_.pick(1, 4)), addr});
+        what = "DECERR";
+        break;
+      case 1:
+        prog.push_back(
+            WriteHost{tc_.ub_base, std::min(tc_.ub_rows, uint32_t(pair_.pick(1, 8))), addr});
+        what = "DECERR";
+        break;
+      default:
+        if (!weights_room) {
+          prog.push_back(ReadHost{HostDest::Ub, tc_.ub_base, 1, addr});
+          what = "DECERR";
+          break;
+        }
+        // Behind a failing read_weights, half of them succeed: only the older one fails.
+        if (older_weights && pair_.chance(0.5)) {
+          prog.push_back(ReadWeights{1, kDataBase + 16 * uint32_t(pair_.pick(0, 64))});
+          what = "no error";
+        } else {
+          prog.push_back(ReadWeights{1, addr});
+          what = "DECERR";
+        }
+        ++credit_;
+        break;
+    }
+    tc_.fault += ", then " + what + " on a younger DMA at index " +
+                 std::to_string(prog.size() - 1) + " (" + std::to_string(holds) +
+                 " activates between): " + disassemble(prog.back());
+  }
+  static constexpr double kErrorPairChance = 0.6;
+
   Rng rng_;
   Rng side_;  // emit_younger_read_fault()
+  Rng pair_;  // emit_error_pair()
   GenOptions opt_;
   TestCase tc_;
   uint32_t n_ = 16;
