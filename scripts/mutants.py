@@ -61,6 +61,13 @@ MUTANTS = [
      "1'b1;",
      "a write_host's AXI error wins over a read_weights' reported in the same cycle, also when "
      "the write_host is the younger"),
+    ("ctrl_err_rd_over_wr", "tpu_ctrl.sv",
+     ("(!dmain_err_i || pc_dmaout_q < pc_dmain_q) &&",
+      "(!wdma_err_i || pc_dmaout_q < wdma_err_pc);"),
+     ("!dmain_err_i &&",
+      "!wdma_err_i;"),
+     "a read's AXI error wins over a write_host's reported in the same cycle, also when the "
+     "write_host is the older (bug 3 of docs/verification.md)"),
     ("ctrl_wdma_err_pc_newest", "tpu_ctrl.sv",
      "assign wdma_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;",
      "assign wdma_err_pc = pc_wdma_q;",

@@ -485,7 +485,7 @@ TEST(ErrorPaths, AxiErrorsOfTwoUnitsInOneCycle) {
 // ERR_PC names the oldest faulting instruction for every pair of units that report AXI errors
 // (read_host, read_weights, write_host), in both age orders, and for two overlapped
 // read_weights (the only unit with two instructions in flight). The older instruction's error
-// comes from its last 16 bytes (SLVERR), after the rest of its transfer; the younger one
+// comes from its last burst (SLVERR), after the rest of its transfer; the younger one
 // reads or writes unmapped memory (DECERR) as soon as it starts, or, for two read_weights,
 // also succeeds. Between them, activate 1 of `w` pixels and activate 2 (which waits for the
 // activation unit) hold the younger one back by about w cycles without touching the bus, so
@@ -495,10 +495,16 @@ TEST(ErrorPaths, AxiErrorsOfTwoUnitsInOneCycle) {
 // cycle), so for read_host / read_weights the sweep covers both arrival orders instead.
 TEST(ErrorPaths, AxiErrorsOfEveryUnitPairInBothOrders) {
   const Memory mem = {{kDataBase, pattern(kDataSize, 9)}};
-  constexpr uint32_t kBytes = 64;                // of each older transfer (N >= 16: one tile)
-  const uint32_t older_at = kDataBase + 0x4000;  // its last 16 bytes fail
-  const uint32_t tiles = std::max(1u, kBytes / (N * N));
-  const uint32_t read_bytes = tiles * N * N;  // read_host moves the same as read_weights
+  // The older reads end 16 bytes past a 4 KiB boundary and those 16 bytes fail: host memory
+  // fails whole bursts and a burst never crosses the boundary, so the failing burst is the
+  // last one, after the rest of the transfer (256 bytes for read_host, WFifoTiles + 1 tiles for
+  // read_weights, leaving room for the younger one). The older write_host reports its error
+  // at its last write response anyway.
+  constexpr uint32_t kWriteBytes = 64;
+  const uint32_t boundary = kDataBase + 0x5000;
+  const uint32_t host_bytes = 256 + 16;
+  const uint32_t tiles = params().wfifo_tiles + 1;
+  const uint32_t weight_bytes = tiles * N * N;
   enum class Unit { ReadHost, ReadWeights, WriteHost };
   auto name = [](Unit u) {
     return u == Unit::ReadHost      ? "read_host"
@@ -507,12 +513,14 @@ TEST(ErrorPaths, AxiErrorsOfEveryUnitPairInBothOrders) {
   };
   auto older = [&](Unit u, RunConfig* cfg) -> Instruction {
     if (u == Unit::WriteHost) {
-      cfg->slverr.push_back({kOutBase + kBytes - 16, 16});
-      return WriteHost{0, kBytes / N, kOutBase};
+      cfg->slverr.push_back({kOutBase + kWriteBytes - 16, 16});
+      return WriteHost{0, kWriteBytes / N, kOutBase};
     }
-    cfg->slverr.push_back({older_at + read_bytes - 16, 16});
-    if (u == Unit::ReadHost) return ReadHost{HostDest::Ub, 0, read_bytes / N, older_at};
-    return ReadWeights{tiles, older_at};
+    cfg->slverr.push_back({boundary, 16});
+    if (u == Unit::ReadHost) {
+      return ReadHost{HostDest::Ub, 0, host_bytes / N, boundary + 16 - host_bytes};
+    }
+    return ReadWeights{tiles, boundary + 16 - weight_bytes};
   };
   auto younger = [&](Unit u, bool fails) -> Instruction {
     const uint32_t at = fails ? kUnmapped : kDataBase;
@@ -531,7 +539,7 @@ TEST(ErrorPaths, AxiErrorsOfEveryUnitPairInBothOrders) {
       {Unit::ReadWeights, Unit::ReadWeights, true}, {Unit::ReadWeights, Unit::ReadWeights, false}};
   for (uint32_t latency : {3u, 12u}) {
     for (const Pair& p : pairs) {
-      for (uint32_t w = 1; w <= 48; ++w) {
+      for (uint32_t w = 1; w <= 96; ++w) {
         RunConfig cfg;
         cfg.mem_latency = latency;
         Activate a1, a2;
