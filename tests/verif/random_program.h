@@ -77,6 +77,9 @@ struct GenOptions {
   uint32_t max_length = 60;
   double fault_probability = 0.3;  // share of cases that carry a fault (kind != kValid)
   bool random_timing = true;       // random latency, bandwidth, backpressure
+  // Every case an AXI fault with a younger AXI error right behind it (emit_error_pair(): two
+  // errors in one cycle, issue 34); the same program as the seed's AXI-pair case would be.
+  bool axi_pairs = false;
 };
 
 struct TestCase {
