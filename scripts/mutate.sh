@@ -12,16 +12,20 @@
 # src/ and src/build/, configured with -DTPU_SIM_N_LIST=4 and ccache when present), it builds
 # only the test programs of the default suite that run the RTL (the block tests, chip, error
 # path, random, device and end-to-end tests) and runs them (`ctest -L rtl -LE
-# 'slow|lint|synth|cnn|cli'`; with --full also the CNN and CLI tests: `-LE 'slow|lint|synth'`,
-# everything is built) on the unmutated RTL (baseline: all must pass), then for each mutant:
-# applies it, rebuilds, runs the same tests and records which fail. A mutant is `killed` when
-# a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed` when
-# it does not build, `timeout` when the tests take longer than TPU_MUT_TIMEOUT seconds (default:
-# 4 x the baseline, at least 300). Each test also has a limit of TPU_MUT_TEST_TIMEOUT seconds
-# (default 300): a mutant that hangs the chip is killed by the tests' own cycle limits or this.
-# Results go to <dir>/results.tsv (id, status, tests killing it, seconds, description), logs to
-# <dir>/<id>.{build,test}.log, and a score table is printed (--report: only print it). TPU_JOBS
-# sets the build and ctest parallelism (default nproc). Exit 0 if no mutant survived.
+# 'slow|lint|synth|cnn|cli'`) on the unmutated RTL (baseline: all must pass), then for each
+# mutant: applies it, rebuilds, runs the same tests and records which fail. --full also runs
+# the CNN and CLI tests (`-LE 'slow|lint|synth'`, everything built) in src/build-full/,
+# configured with the project's default N list (TPU_MUT_FULL_N_LIST, default '16;4'): those
+# tests run on the default chip (the first N) and several need N >= 16. A mutant is `killed`
+# when a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed`
+# when it does not build, `timeout` when the tests take longer than TPU_MUT_TIMEOUT seconds
+# (default: 4 x the baseline, at least 300). Each test also has a limit of
+# TPU_MUT_TEST_TIMEOUT seconds (default 300); a mutant that hangs the chip is killed by the
+# tests' own cycle limits (the random and eval-modes tests stop at their first
+# hung program) long before that. Results go to <dir>/results.tsv (id, status, tests killing
+# it, seconds, description; --full: full-results.tsv), logs to <dir>/[full-]<id>.{build,test}.log,
+# and a score table is printed (--report [--full]: only print it). TPU_JOBS sets the build and
+# ctest parallelism (default nproc). Exit 0 if no mutant survived.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${TPU_MUT_DIR:-$root/build-mut}"
@@ -36,19 +40,23 @@ while [ $# -gt 0 ]; do
     --full) full=1; shift ;;
     --no-baseline) baseline=0; shift ;;
     --dir) dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --report, --full, --no-baseline, --dir)" >&2; exit 2 ;;
   esac
 done
-results="$dir/results.tsv"
+# The default and the --full run keep their results, baselines and logs apart.
+mode=""
+[ "$full" = 1 ] && mode="full-"
+results="$dir/${mode}results.tsv"
 report() {  # the score table of results.tsv; status 0 if no mutant survived
   echo
   # awk, not `read`: an empty killed_by field must stay a field. Killers are separated by '|'
   # (ctest names of parametrized tests contain spaces).
   tail -n +2 "$results" | sort | awk -F'\t' '
     BEGIN { printf "%-24s %-12s %7s %6s  %s\n", "mutant", "status", "killers", "secs", "first killing test" }
-    { n = ($3 == "") ? 0 : split($3, t, "|")
-      printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, t[1] }'
+    { delete t  # a survivor has no killers: no stale name from the row before
+      n = ($3 == "") ? 0 : split($3, t, "|")
+      printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, (n > 0 ? t[1] : "") }'
   local k t s b
   k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed" || $2 == "timeout"' | wc -l)
   t=$(tail -n +2 "$results" | wc -l)
@@ -71,6 +79,12 @@ echo "mutate.sh: ${#ids[@]} mutants apply to $root/rtl"
 [ "$check_only" = 1 ] && exit 0
 
 src="$dir/src" build="$dir/src/build"
+n_list=4
+if [ "$full" = 1 ]; then
+  # The CNN and CLI tests run on the default chip (the first N), and some need N >= 16: the
+  # full run uses the project's default N list, in a build directory of its own.
+  build="$dir/src/build-full" n_list="${TPU_MUT_FULL_N_LIST:-16;4}"
+fi
 mkdir -p "$src"
 # The working tree as it is (tracked and new files, not ignored ones). Only files whose
 # content differs are copied, with a fresh timestamp, so the scratch build stays incremental;
@@ -91,7 +105,7 @@ for rel in sys.stdin.read().split("\0"):
     shutil.copymode(s, d)
 for top, dirs, files in os.walk(dst):
     rel_top = os.path.relpath(top, dst)
-    if rel_top == "build" or rel_top.startswith("build" + os.sep):
+    if rel_top.split(os.sep)[0].startswith("build"):  # build/, build-full/
         dirs[:] = []
         continue
     for f in files:
@@ -107,7 +121,7 @@ restore_rtl() {
 restore_rtl
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_SIM_N_LIST=4 "${launcher[@]}" >/dev/null
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTPU_SIM_N_LIST=$n_list" "${launcher[@]}" >/dev/null
 
 if [ "$full" = 1 ]; then
   targets=(all)
@@ -117,7 +131,7 @@ else
   targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
            tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
-           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul)
+           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul decoder_div_test counters_test_n4)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log
@@ -138,15 +152,15 @@ run_tests() {  # $1 = log; prints the failing tests, one per line
 limit="${TPU_MUT_TIMEOUT:-7200}"
 if [ "$baseline" = 1 ]; then
   echo "mutate.sh: baseline build ($build, targets: ${targets[*]})"
-  : > "$dir/baseline.build.log"
-  build_targets "$dir/baseline.build.log" || {
-    echo "mutate.sh: the unmutated tree does not build, see $dir/baseline.build.log" >&2; exit 1; }
+  : > "$dir/${mode}baseline.build.log"
+  build_targets "$dir/${mode}baseline.build.log" || {
+    echo "mutate.sh: the unmutated tree does not build, see $dir/${mode}baseline.build.log" >&2; exit 1; }
   t0=$(date +%s)
-  failed="$(run_tests "$dir/baseline.test.log")"
+  failed="$(run_tests "$dir/${mode}baseline.test.log")"
   secs=$(( $(date +%s) - t0 ))
-  total="$(grep -c ' Test *#' "$dir/baseline.test.log" || true)"
-  if [ -n "$failed" ] || ! grep -q "tests passed" "$dir/baseline.test.log"; then
-    echo "mutate.sh: on the unmutated RTL these tests fail (see $dir/baseline.test.log):" >&2
+  total="$(grep -c ' Test *#' "$dir/${mode}baseline.test.log" || true)"
+  if [ -n "$failed" ] || ! grep -q "tests passed" "$dir/${mode}baseline.test.log"; then
+    echo "mutate.sh: on the unmutated RTL these tests fail (see $dir/${mode}baseline.test.log):" >&2
     echo "$failed" >&2
     if grep -q '_NOT_BUILT' <<< "$failed"; then
       echo "mutate.sh: tests marked _NOT_BUILT run a program missing from this script's" \
@@ -155,9 +169,9 @@ if [ "$baseline" = 1 ]; then
     exit 1
   fi
   echo "mutate.sh: baseline: $total tests pass in ${secs}s"
-  echo "$secs" > "$dir/baseline.seconds"
+  echo "$secs" > "$dir/${mode}baseline.seconds"
 fi
-base_secs="$(cat "$dir/baseline.seconds" 2>/dev/null || echo 300)"
+base_secs="$(cat "$dir/${mode}baseline.seconds" 2>/dev/null || echo 300)"
 limit="${TPU_MUT_TIMEOUT:-$(( base_secs * 4 > 300 ? base_secs * 4 : 300 ))}"
 
 [ -f "$results" ] || printf 'id\tstatus\tkilled_by\tseconds\tdescription\n' > "$results"
@@ -166,7 +180,7 @@ for id in "${ids[@]}"; do
   python3 "$root/scripts/mutants.py" apply "$src/rtl" "$id"
   desc="$(python3 "$root/scripts/mutants.py" list | awk -F'\t' -v id="$id" '$1 == id { print $3 }')"
   t0=$(date +%s)
-  log="$dir/$id"
+  log="$dir/$mode$id"
   : > "$log.build.log"
   if ! build_targets "$log.build.log"; then
     status=build-failed killers=""

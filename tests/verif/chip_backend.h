@@ -62,6 +62,13 @@ class ChipBackend : public Backend {
       o.err_code = o.done ? 0 : r.err_code;
       o.err_pc = o.done ? 0 : r.err_pc;
       o.retired = chip_.counter(8);  // INSTR_RETIRED
+      const sim::Counters k = chip_.counters();
+      o.counters.valid = true;
+      o.counters.mxu_busy = k.mxu_busy;
+      o.counters.mxu_macs = k.mxu_macs;
+      o.counters.act_busy = k.act_busy;
+      o.counters.dma_rd_bytes = k.dma_rd_bytes;
+      o.counters.dma_wr_bytes = k.dma_wr_bytes;
     }
     chip_.clear_injected_errors();
     o.data = chip_.read_mem(kDataBase, kDataSize);

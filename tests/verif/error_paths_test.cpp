@@ -11,6 +11,7 @@
 // exceptions (ERR_CODE, ERR_PC, STATUS).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -474,6 +475,88 @@ TEST(ErrorPaths, AxiErrorsOfTwoUnitsInOneCycle) {
         // A static fault after them, decoded before either error arrives.
         prog.insert(prog.end() - 1, ReadHost{HostDest::Ub, params().ub_rows, 1, kDataBase});
         expect_both(prog, ErrorCode::ERR_AXI_WRITE, 0, cfg, mem);
+        if (HasFailure()) return;
+      }
+    }
+  }
+  expect_chip_still_works();
+}
+
+// ERR_PC names the oldest faulting instruction for every pair of units that report AXI errors
+// (read_host, read_weights, write_host), in both age orders, and for two overlapped
+// read_weights (the only unit with two instructions in flight). The older instruction's error
+// comes from its last burst (SLVERR), after the rest of its transfer; the younger one
+// reads or writes unmapped memory (DECERR) as soon as it starts, or, for two read_weights,
+// also succeeds. Between them, activate 1 of `w` pixels and activate 2 (which waits for the
+// activation unit) hold the younger one back by about w cycles without touching the bus, so
+// the sweep over w moves the younger's start and error from before the older's error, through
+// the same cycle, to after it (and the younger read_weights' start onto the cycle the older
+// one's failing beat arrives). Two reads never report in the same cycle (one R beat per
+// cycle), so for read_host / read_weights the sweep covers both arrival orders instead.
+TEST(ErrorPaths, AxiErrorsOfEveryUnitPairInBothOrders) {
+  const Memory mem = {{kDataBase, pattern(kDataSize, 9)}};
+  // The older reads end 16 bytes past a 4 KiB boundary and those 16 bytes fail: host memory
+  // fails whole bursts and a burst never crosses the boundary, so the failing burst is the
+  // last one, after the rest of the transfer (256 bytes for read_host, WFifoTiles + 1 tiles for
+  // read_weights, leaving room for the younger one). The older write_host reports its error
+  // at its last write response anyway.
+  constexpr uint32_t kWriteBytes = 64;
+  const uint32_t boundary = kDataBase + 0x5000;
+  const uint32_t host_bytes = 256 + 16;
+  const uint32_t tiles = params().wfifo_tiles + 1;
+  const uint32_t weight_bytes = tiles * N * N;
+  enum class Unit { ReadHost, ReadWeights, WriteHost };
+  auto name = [](Unit u) {
+    return u == Unit::ReadHost      ? "read_host"
+           : u == Unit::ReadWeights ? "read_weights"
+                                    : "write_host";
+  };
+  auto older = [&](Unit u, RunConfig* cfg) -> Instruction {
+    if (u == Unit::WriteHost) {
+      cfg->slverr.push_back({kOutBase + kWriteBytes - 16, 16});
+      return WriteHost{0, kWriteBytes / N, kOutBase};
+    }
+    cfg->slverr.push_back({boundary, 16});
+    if (u == Unit::ReadHost) {
+      return ReadHost{HostDest::Ub, 0, host_bytes / N, boundary + 16 - host_bytes};
+    }
+    return ReadWeights{tiles, boundary + 16 - weight_bytes};
+  };
+  auto younger = [&](Unit u, bool fails) -> Instruction {
+    const uint32_t at = fails ? kUnmapped : kDataBase;
+    if (u == Unit::WriteHost) return WriteHost{400, 1, fails ? kUnmapped : kOutBase + 0x1000};
+    if (u == Unit::ReadHost) return ReadHost{HostDest::Ub, 500, 1, at};
+    return ReadWeights{1, at};
+  };
+  struct Pair {
+    Unit older, younger;
+    bool younger_fails;
+  };
+  const std::vector<Pair> pairs = {
+      {Unit::WriteHost, Unit::ReadHost, true},      {Unit::ReadHost, Unit::WriteHost, true},
+      {Unit::WriteHost, Unit::ReadWeights, true},   {Unit::ReadWeights, Unit::WriteHost, true},
+      {Unit::ReadHost, Unit::ReadWeights, true},    {Unit::ReadWeights, Unit::ReadHost, true},
+      {Unit::ReadWeights, Unit::ReadWeights, true}, {Unit::ReadWeights, Unit::ReadWeights, false}};
+  for (uint32_t latency : {3u, 12u}) {
+    for (const Pair& p : pairs) {
+      for (uint32_t w = 1; w <= 96; ++w) {
+        RunConfig cfg;
+        cfg.mem_latency = latency;
+        Activate a1, a2;
+        a1.width = uint16_t(w);
+        a1.height = 1;
+        a1.ub_addr = 600;
+        a2.width = 1;
+        a2.height = 1;
+        a2.ub_addr = 700;
+        const std::vector<Instruction> prog = {older(p.older, &cfg), a1, a2,
+                                               younger(p.younger, p.younger_fails), Halt{}};
+        SCOPED_TRACE(std::string("older ") + name(p.older) + ", younger " + name(p.younger) +
+                     (p.younger_fails ? " (fails)" : " (succeeds)") + ", latency " +
+                     std::to_string(latency) + ", activate width " + std::to_string(w));
+        expect_both(prog,
+                    p.older == Unit::WriteHost ? ErrorCode::ERR_AXI_WRITE : ErrorCode::ERR_AXI_READ,
+                    0, cfg, mem);
         if (HasFailure()) return;
       }
     }

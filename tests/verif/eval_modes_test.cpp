@@ -12,12 +12,20 @@
 // counter, the cycle each run ended, memory), and run-ahead must have been used.
 //
 // One Chip per process: each mode runs in a child process (fork, before any Chip exists) and
-// writes a fingerprint of its runs to a file; the test compares the two files line by line.
+// writes a fingerprint of its runs to a file in a directory of its own (mkdtemp: parallel runs
+// of the test never share a name); the test compares the two files line by line.
+//
+// A chip that hangs must fail fast (a mutant of scripts/mutate.sh may hang it): each program
+// has a cycle budget of kMaxCycles (the longest of these programs takes about 8,400 cycles), the
+// child stops at the first program that exceeds it, and a child that still runs after kChildSeconds
+// is stopped (SIGALRM) and counts as failed.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -33,6 +41,11 @@ using namespace tpu::verif;
 
 constexpr uint64_t kFirstSeed = 7'000'000;
 constexpr uint64_t kPrograms = 200;
+// A bound on one program's cycles (the longest of these programs takes about a tenth of it)
+// and on a child's run time (a child takes about 2 s; a hang costs one program of 200,000 cycles,
+// under a second).
+constexpr uint64_t kMaxCycles = 200'000;
+constexpr unsigned kChildSeconds = 120;
 
 uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -69,6 +82,7 @@ std::string fingerprint(Mode mode) {
   cfg.run_ahead = mode != Mode::kNoRunAhead;
   const bool traced = mode == Mode::kEdge || mode == Mode::kEveryChange;
   ChipBackend chip(cfg);
+  chip.max_cycles = kMaxCycles;
   chip.chip().set_instruction_trace(traced);
   GenOptions opt;
   opt.n = TPU_SIM_N;
@@ -92,6 +106,10 @@ std::string fingerprint(Mode mode) {
         s << " " << v;
     }
     s << "\n";
+    if (o.hung) {
+      s << "hung: seed " << seed << " did not end within " << kMaxCycles << " cycles\n";
+      break;
+    }
   }
   s << "run-ahead " << chip.chip().edges_run_ahead() << " of " << chip.chip().cycle() << "\n";
   return s.str();
@@ -99,11 +117,17 @@ std::string fingerprint(Mode mode) {
 
 // Runs fingerprint(mode) in a child process; returns its lines.
 std::vector<std::string> run_in_child(Mode mode) {
-  const std::string path =
-      ::testing::TempDir() + "tpu_eval_modes_n" + std::to_string(TPU_SIM_N) + "_" + name(mode);
+  std::string dir_template = ::testing::TempDir() + "tpu_eval_modes_XXXXXX";
+  if (mkdtemp(dir_template.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp " << dir_template << " failed";
+    return {};
+  }
+  const std::string dir = dir_template;
+  const std::string path = dir + "/n" + std::to_string(TPU_SIM_N) + "_" + name(mode);
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
+    alarm(kChildSeconds);  // a hang that the cycle budget misses: SIGALRM ends the child
     int rc = 0;
     std::ofstream out(path);
     try {
@@ -124,6 +148,10 @@ std::vector<std::string> run_in_child(Mode mode) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   std::remove(path.c_str());
+  rmdir(dir.c_str());
+  for (const std::string& line : lines) {
+    EXPECT_EQ(line.rfind("hung", 0), std::string::npos) << name(mode) << ": " << line;
+  }
   return lines;
 }
 
@@ -144,6 +172,16 @@ TEST(EvalModes, OncePerCycleRunsLikeEveryChange) {
     if (edge[i].find(':') != std::string::npos) ++traced;
   }
   EXPECT_GT(traced, kPrograms / 2) << "too few runs recorded an instruction trace";
+  // The longest program against the hang budget (kMaxCycles must stay well above it).
+  uint64_t longest = 0;
+  for (const std::string& line : edge) {
+    const size_t c = line.find(" cycles ");
+    if (c != std::string::npos)
+      longest = std::max<uint64_t>(longest, std::stoull(line.substr(c + 8)));
+  }
+  std::printf("longest program: %llu cycles (budget %llu)\n", (unsigned long long)longest,
+              (unsigned long long)kMaxCycles);
+  EXPECT_LT(longest, kMaxCycles / 4) << "raise kMaxCycles: programs come close to the hang budget";
   // The cycle the last run ended: the programs must have run for a while.
   const size_t at = edge.back().find(" at ");
   ASSERT_NE(at, std::string::npos);

@@ -29,15 +29,16 @@ namespace {
 using namespace tpu::verif;
 
 int usage() {
-  std::cerr << "usage: tpu_random_n" << TPU_SIM_N
-            << " run --first S --count C [--shard I/K] [--quiet] [--stop]\n"
-               "       tpu_random_n"
-            << TPU_SIM_N
-            << " replay --seed S [--no-bisect]\n"
-               "       tpu_random_n"
-            << TPU_SIM_N
-            << " show --seed S\n"
-               "options: --min-length L --max-length L --fault-probability P --no-timing\n";
+  std::cerr
+      << "usage: tpu_random_n" << TPU_SIM_N
+      << " run --first S --count C [--shard I/K] [--quiet] [--stop]\n"
+         "       tpu_random_n"
+      << TPU_SIM_N
+      << " replay --seed S [--no-bisect]\n"
+         "       tpu_random_n"
+      << TPU_SIM_N
+      << " show --seed S\n"
+         "options: --min-length L --max-length L --fault-probability P --no-timing --axi-pairs\n";
   return 2;
 }
 
@@ -106,6 +107,8 @@ int main(int argc, char** argv) {
       opt.fault_probability = std::strtod(value(), nullptr);
     else if (a == "--no-timing")
       opt.random_timing = false;
+    else if (a == "--axi-pairs")
+      opt.axi_pairs = true;
     else
       return usage();
   }

@@ -112,7 +112,10 @@ std::vector<unsigned> reserved_bits(Opcode op) {
 class Generator {
  public:
   Generator(uint64_t seed, const GenOptions& opt)
-      : rng_(seed), side_(seed ^ 0x5EC0'4D5E'ED00'0001ull), opt_(opt) {
+      : rng_(seed),
+        side_(seed ^ 0x5EC0'4D5E'ED00'0001ull),
+        pair_(seed ^ 0x9A1B'0E44'07C3'0002ull),
+        opt_(opt) {
     tc_.seed = seed;
     tc_.params = ChipParams::with_n(opt.n);
     n_ = opt.n;
@@ -123,8 +126,10 @@ class Generator {
     // ---- the kind of case
     if (rng_.chance(opt_.fault_probability)) {
       const uint64_t k = rng_.pick(0, 99);
-      tc_.kind = k < 60 ? CaseKind::kStaticFault : k < 88 ? CaseKind::kAxiFault : CaseKind::kNoHalt;
+      // (AXI faults were 28 of 100 before issue 34: more of them carry a younger AXI error now)
+      tc_.kind = k < 45 ? CaseKind::kStaticFault : k < 88 ? CaseKind::kAxiFault : CaseKind::kNoHalt;
     }
+    if (opt_.axi_pairs) tc_.kind = CaseKind::kAxiFault;
     // ---- windows of the chip in use
     const uint32_t max_ub = std::min<uint32_t>(4096 / n_, 256);
     tc_.ub_rows = rng_.one_of<uint32_t>({32, 64, 96, 128, max_ub});
@@ -197,10 +202,14 @@ class Generator {
     // AXI cases sometimes carry a static fault a little later too: the AXI error may arrive
     // after the chip decoded the later fault, and the first in program order must win.
     uint32_t second_at = ~0u;
+    bool pair = false;
     for (uint32_t i = 0; i <= length; ++i) {
       if (i == fault_at && tc_.kind == CaseKind::kStaticFault) emit_static_fault();
       if (i == fault_at && tc_.kind == CaseKind::kAxiFault) {
         emit_axi_fault();
+        pair = pair_.chance(kErrorPairChance) || opt_.axi_pairs;
+        pair = pair && !axi_fetch_fault_;
+        if (pair) emit_error_pair();
         if (!axi_fetch_fault_ && rng_.chance(0.3)) second_at = i + uint32_t(rng_.pick(0, 3));
       }
       if (i == second_at) {
@@ -214,6 +223,9 @@ class Generator {
         emit_static_fault();
         tc_.fault = first + younger + ", then " + tc_.fault;
       }
+      // A younger AXI error ends the body: no instruction fetch after it competes with the
+      // pair's reads for the read channel (it would move their errors by a whole burst).
+      if (pair) break;
       if (i < length) emit_valid();
     }
     if (rng_.chance(0.2)) prog.push_back(Sync{});
@@ -869,7 +881,8 @@ class Generator {
   void emit_axi_fault() {
     auto& prog = tc_.program;
     RunConfig& cfg = tc_.config;
-    const uint64_t k = rng_.pick(0, 5);
+    uint64_t k = rng_.pick(0, 5);
+    if (opt_.axi_pairs) k %= 5;  // no fetch fault: a pair follows
     const size_t at = prog.size();
     switch (k) {
       case 0: {  // read of unmapped memory (DECERR); with windows on, a window covers it
@@ -941,8 +954,182 @@ class Generator {
            disassemble(prog.back());
   }
 
+  // A younger AXI error right behind the AXI fault just emitted (issue 34): a failing read_host,
+  // read_weights or write_host, or a read_weights that succeeds behind a failing one (the
+  // weight DMA overlaps two). ERR_PC must name the older. For the two errors to land in one
+  // cycle often, both are short: the older fault is replaced by a small one whose error comes
+  // a few beats into it (replace_older()), the younger moves one beat, and most of the time
+  // two activates hold the younger back by 1..16 cycles (the second waits for the activation
+  // unit, the first has that many pixels), so its error lands just before, in or just after
+  // the older one's cycle. From pair_ only, so the cases that do not take it are the ones the
+  // seeds gave before.
+  void emit_error_pair() {
+    auto& prog = tc_.program;
+    replace_older();
+    const bool older_weights = std::holds_alternative<ReadWeights>(prog.back());
+    const bool older_write = std::holds_alternative<WriteHost>(prog.back());
+    if (windows_on_) tc_.config.windows[7] = {kUnmapped, 0x1'0000};
+    const uint32_t addr = kUnmapped + 16 * uint32_t(pair_.pick(0, 64));
+    const bool weights_room = credit_ < tc_.params.wfifo_tiles + 2;
+    // The younger's unit: errors of a write and a read can land in one cycle, two reads
+    // cannot (one R beat per cycle), except an older read_weights' failing beat and a younger
+    // read_weights' start; behind a failing read_weights, some younger ones succeed.
+    enum class Younger { ReadHost, WriteHost, Weights, GoodWeights };
+    Younger y = Younger::ReadHost;
+    const uint64_t k = pair_.pick(0, 9);
+    if (older_write) {
+      y = k < 5 ? Younger::ReadHost : Younger::Weights;
+    } else if (!older_weights) {
+      y = k < 6 ? Younger::WriteHost : k < 8 ? Younger::Weights : Younger::ReadHost;
+    } else {
+      y = k < 4   ? Younger::WriteHost
+          : k < 6 ? Younger::Weights
+          : k < 9 ? Younger::GoodWeights
+                  : Younger::ReadHost;
+    }
+    if (!weights_room && (y == Younger::Weights || y == Younger::GoodWeights))
+      y = Younger::ReadHost;
+    // Two read_weights: the younger's start meets the older's failing beat at a hold of the
+    // beats before it + 7 (measured like set_hold()'s).
+    if (older_weights && (y == Younger::Weights || y == Younger::GoodWeights)) {
+      const int64_t before = int64_t(beats(bytes_of(prog.back()) - 16));
+      hold_ = uint32_t(std::clamp<int64_t>(before + 7 + (pair_.chance(0.25) ? 1 : 0), 1, kMaxHold));
+    }
+    const uint32_t holds = pair_.chance(0.8) ? 2 : 0;
+    // The older one's UB rows are below the top kTopRows rows of the UB window
+    // (replace_older()); the activates and the younger use those, so none waits for the older.
+    const uint32_t upper = tc_.ub_base + tc_.ub_rows - kTopRows;
+    const uint32_t beat_rows = n_ >= 16 ? 1 : 16 / n_;
+    for (uint32_t h = 0; h < holds; ++h) {
+      Activate a;
+      a.acc_addr = uint16_t(tc_.acc_base);
+      a.ub_addr = upper;
+      a.width = uint16_t(h == 0 ? std::min(hold_, tc_.acc_rows) : 1);
+      a.height = 1;
+      a.slot = uint8_t(pair_.pick(0, nslots_ - 1));
+      prog.push_back(a);
+    }
+    std::string what = "DECERR";
+    switch (y) {
+      case Younger::ReadHost:
+        prog.push_back(ReadHost{HostDest::Ub, upper, beat_rows, addr});
+        break;
+      case Younger::WriteHost:
+        prog.push_back(WriteHost{upper, beat_rows, addr});
+        break;
+      case Younger::Weights:
+        prog.push_back(ReadWeights{1, addr});
+        ++credit_;
+        break;
+      case Younger::GoodWeights:
+        prog.push_back(ReadWeights{1, kDataBase + 16 * uint32_t(pair_.pick(0, 64))});
+        what = "no error";
+        ++credit_;
+        break;
+    }
+    // Mostly without AXI backpressure: the sizes and the hold are aimed at one cycle.
+    if (pair_.chance(0.8)) tc_.config.backpressure = 0.0;
+    tc_.fault += ", then " + what + " on a younger DMA at index " +
+                 std::to_string(prog.size() - 1) + " (" + std::to_string(holds) +
+                 " activates between): " + disassemble(prog.back());
+  }
+  static constexpr double kErrorPairChance = 0.8;
+  // Sets hold_, the pixels of the first activate that holds the younger DMA back, from the
+  // beats before the older one's error: measured on the RTL of issue 34 (N = 4, no
+  // backpressure), the errors coincide at hold = the write's beats - 8 behind a write_host and
+  // at hold = the beats before the failing one - memory latency - 4 behind a read; in random
+  // programs (bandwidth, windows, the state left by the body) it is often 1 to 3 cycles more:
+  // the hold is that - 1 .. + 3, in 1..16.
+  void set_hold(uint32_t beats_before_error, bool older_write) {
+    const int64_t target = int64_t(beats_before_error) -
+                           (older_write ? 8 : int64_t(tc_.config.mem_latency) + 4) +
+                           int64_t(pair_.pick(0, 4)) - 1;
+    hold_ = uint32_t(std::clamp<int64_t>(target, 1, kMaxHold));
+  }
+  // The beats of `bytes` on the AXI bus.
+  uint32_t beats(uint32_t bytes) const { return bytes * 8 / tc_.params.axi_width; }
+  static constexpr uint32_t kMaxHold = 16;
+  static constexpr uint32_t kTopRows = kMaxHold + 1;  // the activates' UB rows (and the younger's)
+  uint32_t hold_ = 1;
+
+  uint32_t bytes_of(const Instruction& in) const {
+    if (const auto* rw = std::get_if<ReadWeights>(&in)) return rw->tiles * n_ * n_;
+    if (const auto* rh = std::get_if<ReadHost>(&in)) return rh->rows * n_;
+    return 0;
+  }
+
+  // Replaces the failing DMA just emitted by a short one of the same direction: a write_host of
+  // 16..64 bytes whose first 16 answer SLVERR (the whole burst fails: the error comes with the
+  // write response), or a read_host to the UB or a read_weights of 2..9 x 16 bytes (at least
+  // N bytes a row, a tile) that ends 16 bytes past a 4 KiB boundary of the random data, those
+  // 16 answering SLVERR: bursts never cross the boundary and host memory fails whole bursts,
+  // so the error comes with its last burst, a few beats in. From pair_ only.
+  void replace_older() {
+    auto& prog = tc_.program;
+    RunConfig& cfg = tc_.config;
+    uint32_t host = 0;
+    bool write = false;
+    if (const auto* rw = std::get_if<ReadWeights>(&prog.back())) {
+      credit_ -= rw->tiles;
+      host = rw->host_addr;
+    } else if (const auto* rh = std::get_if<ReadHost>(&prog.back())) {
+      host = rh->host_addr;
+    } else if (const auto* wh = std::get_if<WriteHost>(&prog.back())) {
+      host = wh->host_addr;
+      write = true;
+    }
+    prog.pop_back();
+    if (host < kUnmapped) cfg.slverr.pop_back();  // an SLVERR access (a DECERR one added none)
+    // Mostly from an idle chip, so that the two errors' timing depends on the pair alone.
+    if (pair_.chance(0.8)) prog.push_back(Sync{});
+    const uint32_t unit = std::max(16u, n_);  // bytes: a multiple of 16 and of a row
+    // Sizes aimed at a hold of 1..12 (set_hold()), within the UB rows below the top ones.
+    const uint32_t want = uint32_t(pair_.pick(1, 12));
+    const uint32_t max_bytes = (tc_.ub_rows - kTopRows) * n_ / unit * unit;
+    auto bytes_for = [&](uint32_t beats_wanted) {
+      const uint32_t b = (beats_wanted * tc_.params.axi_width / 8 + unit - 1) / unit * unit;
+      return std::clamp(b, 2 * unit, std::max(2 * unit, max_bytes));
+    };
+    if (write) {
+      const uint32_t bytes = bytes_for(want + 8);
+      const uint32_t at = kOutBase + 16 * uint32_t(pair_.pick(0, (kOutSize - bytes) / 16));
+      const uint32_t rows = bytes / n_;
+      prog.push_back(WriteHost{tc_.ub_base, rows, at});
+      set_hold(beats(rows * n_), true);
+      cfg.slverr.push_back({at, 16});
+      tc_.fault = "SLVERR on a short write at index " + std::to_string(prog.size() - 1) + ": " +
+                  disassemble(prog.back());
+      return;
+    }
+    // In the upper half of the data: every transfer below fits under the boundary.
+    constexpr uint32_t kHalf = kDataSize / 2;
+    const uint32_t boundary =
+        kDataBase + kHalf + 0x1000 * uint32_t(pair_.pick(0, kHalf / 0x1000 - 1));
+    const uint32_t room = tc_.params.wfifo_tiles + 2 - credit_;
+    const uint32_t tile = n_ * n_;
+    const uint32_t min_tiles = tile >= 32 ? 1 : 32 / tile;  // 32 bytes or more
+    const uint32_t max_tiles =
+        std::min({room, std::max(2 * min_tiles, 9u * 16u / tile), kHalf / tile});
+    if (max_tiles >= min_tiles && pair_.chance(0.5)) {
+      const uint32_t tiles = uint32_t(pair_.pick(min_tiles, max_tiles));
+      prog.push_back(ReadWeights{tiles, boundary + 16 - tiles * tile});
+      credit_ += tiles;
+    } else {
+      // Bytes before the boundary, then one unit past it (its first 16 bytes fail).
+      const uint32_t before =
+          std::min(bytes_for(want + tc_.config.mem_latency + 4), max_bytes - unit);
+      const uint32_t rows = (before + unit) / n_;
+      prog.push_back(ReadHost{HostDest::Ub, tc_.ub_base, rows, boundary - before});
+    }
+    cfg.slverr.push_back({boundary, 16});
+    set_hold(beats(bytes_of(prog.back()) - 16), false);
+    tc_.fault = "SLVERR on the last burst of a short read at index " +
+                std::to_string(prog.size() - 1) + ": " + disassemble(prog.back());
+  }
+
   Rng rng_;
   Rng side_;  // emit_younger_read_fault()
+  Rng pair_;  // emit_error_pair()
   GenOptions opt_;
   TestCase tc_;
   uint32_t n_ = 16;
@@ -1084,10 +1271,43 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   o.err_code = uint32_t(r.error);
   o.err_pc = r.done() ? 0 : r.err_pc;
   o.retired = r.retired;
+  o.counters = program_counters(program, r.retired, impl_->model->params().N);
   o.data = mem.dump(kDataBase, kDataSize);
   o.out = mem.dump(kOutBase, kOutSize);
   o.dump = mem.dump(kDumpBase, kDumpSize);
   return o;
+}
+
+ProgramCounters program_counters(const std::vector<Instruction>& program, uint64_t retired,
+                                 uint32_t n) {
+  // docs/architecture.md: a matmul feeds inner x outer rows (N^2 MACs each); the activation
+  // unit takes one cycle per window tap and reads a row in each (Ho x Wo x pool_k^2), four per
+  // pixel of a raw activate; the DMA moves rows x N bytes, tiles x N^2.
+  ProgramCounters c;
+  c.valid = true;
+  for (size_t i = 0; i < program.size() && i < retired; ++i) {
+    const Instruction& in = program[i];
+    if (const auto* rh = std::get_if<ReadHost>(&in)) {
+      c.dma_rd_bytes += uint64_t{rh->rows} * n;
+    } else if (const auto* rw = std::get_if<ReadWeights>(&in)) {
+      c.dma_rd_bytes += uint64_t{rw->tiles} * n * n;
+    } else if (const auto* wh = std::get_if<WriteHost>(&in)) {
+      c.dma_wr_bytes += uint64_t{wh->rows} * n;
+    } else if (const auto* mm = std::get_if<Matmul>(&in)) {
+      c.mxu_busy += uint64_t{mm->inner} * mm->outer;
+    } else if (const auto* a = std::get_if<Activate>(&in)) {
+      if (a->raw) {
+        c.act_busy += uint64_t{a->width} * a->height * 4;
+      } else {
+        const uint64_t hp = uint64_t{a->height} + a->pad_top + a->pad_bottom;
+        const uint64_t wp = uint64_t{a->width} + a->pad_left + a->pad_right;
+        c.act_busy += ((hp - a->pool_k) / a->pool_s + 1) * ((wp - a->pool_k) / a->pool_s + 1) *
+                      a->pool_k * a->pool_k;
+      }
+    }
+  }
+  c.mxu_macs = c.mxu_busy * n * n;
+  return c;
 }
 
 // ---- dump program
@@ -1145,6 +1365,31 @@ bool same_fetch_fault(const Outcome& c, const Outcome& g, const std::string& gol
 
 namespace {
 
+// The chip's counters against the golden backend's (see ProgramCounters); `words`: the
+// command buffer's length, `retired`: the instructions retired.
+std::string compare_counters(const Outcome& c, const Outcome& g, size_t words) {
+  if (!c.counters.valid || !g.counters.valid) return {};
+  std::ostringstream s;
+  auto check = [&](const char* name, uint64_t chip, uint64_t golden) {
+    if (chip != golden && s.tellp() == 0)
+      s << name << ": chip " << chip << ", golden (from the program) " << golden;
+  };
+  check("MXU_BUSY", c.counters.mxu_busy, g.counters.mxu_busy);
+  check("MXU_MACS", c.counters.mxu_macs, g.counters.mxu_macs);
+  check("ACT_BUSY", c.counters.act_busy, g.counters.act_busy);
+  check("DMA_WR_BYTES", c.counters.dma_wr_bytes, g.counters.dma_wr_bytes);
+  if (s.tellp() != 0) return s.str();
+  // The fetch: whole 16-byte words, at least every retired one, at most the command buffer.
+  const uint64_t lo = g.counters.dma_rd_bytes + kInstrBytes * g.retired;
+  const uint64_t hi = g.counters.dma_rd_bytes + kInstrBytes * uint64_t{words};
+  const uint64_t rd = c.counters.dma_rd_bytes;
+  if (rd < lo || rd > hi || (rd - lo) % kInstrBytes != 0) {
+    s << "DMA_RD_BYTES: chip " << rd << ", golden " << g.counters.dma_rd_bytes << " + the fetch of "
+      << g.retired << " to " << words << " instructions (16 bytes each)";
+  }
+  return s.str();
+}
+
 std::string compare_status(const Outcome& c, const Outcome& g,
                            const std::string& golden_message = {}) {
   std::ostringstream s;
@@ -1192,6 +1437,7 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
     return fail("INSTR_RETIRED: chip " + std::to_string(c.retired) + ", golden " +
                 std::to_string(g.retired));
   }
+  if (auto m = compare_counters(c, g, tc.program.size()); !m.empty()) return fail(m);
   const uint32_t n = tc.params.N;
   if (auto m = first_byte_difference("kData", kDataBase, n, c.data, g.data); !m.empty())
     return fail(m);
@@ -1210,6 +1456,8 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   const Outcome c2 = chip.run(d.memory, plain, d.program);
   if (!g2.done) return fail("dump program faults on the golden model: " + golden.last_message());
   if (auto m = compare_status(c2, g2); !m.empty()) return fail("dump run: " + m);
+  if (auto m = compare_counters(c2, g2, d.program.size()); !m.empty())
+    return fail("dump run: " + m);
   for (uint32_t i = 0; i < tc.ub_rows * n; ++i) {
     if (c2.dump[i] != g2.dump[i]) {
       std::ostringstream s;

@@ -9,8 +9,10 @@
 //
 // run_case() runs it on two backends (the Verilated chip and the golden ISA model) and
 // compares every piece of architectural state:
-//   * run 1, the program: STATUS (done/error), ERR_CODE, ERR_PC, INSTR_RETIRED and every byte
-//     of the host memory the program can write;
+//   * run 1, the program: STATUS (done/error), ERR_CODE, ERR_PC, INSTR_RETIRED, the counters
+//     that follow from the program (MXU_BUSY, MXU_MACS, ACT_BUSY, DMA_WR_BYTES exactly,
+//     DMA_RD_BYTES up to the instruction prefetch) and every byte of the host memory the
+//     program can write;
 //   * run 2, a dump program built from the golden model's state after run 1: write_host of the
 //     whole UB window, and an exact check of every accumulator of the ACC window (see
 //     build_dump_program(): the requantizer saturates to 8 bits, so the int32 values cannot be
@@ -75,6 +77,9 @@ struct GenOptions {
   uint32_t max_length = 60;
   double fault_probability = 0.3;  // share of cases that carry a fault (kind != kValid)
   bool random_timing = true;       // random latency, bandwidth, backpressure
+  // Every case an AXI fault with a younger AXI error right behind it (emit_error_pair(): two
+  // errors in one cycle, issue 34); the same program as the seed's AXI-pair case would be.
+  bool axi_pairs = false;
 };
 
 struct TestCase {
@@ -97,6 +102,18 @@ std::string listing(const std::vector<Instruction>& program);
 // Seed, kind, fault, timing, windows, then the listing.
 std::string describe(const TestCase& tc);
 
+// The performance counters that are a function of the program (docs/architecture.md): the
+// chip backend reads them from the chip; the golden backend works them out from the
+// instructions it retired (program_counters()). DMA_RD_BYTES includes the instruction fetch,
+// which prefetches a timing-dependent number of words (at least those retired, at most the
+// command buffer): the golden backend gives the bytes of its read_host / read_weights.
+struct ProgramCounters {
+  bool valid = false;  // read / worked out (not for a chip that hung)
+  uint64_t mxu_busy = 0, mxu_macs = 0, act_busy = 0, dma_rd_bytes = 0, dma_wr_bytes = 0;
+};
+ProgramCounters program_counters(const std::vector<Instruction>& program, uint64_t retired,
+                                 uint32_t n);
+
 // What one run left behind.
 struct Outcome {
   bool done = false;
@@ -104,6 +121,7 @@ struct Outcome {
   uint32_t err_code = 0;
   uint32_t err_pc = 0;
   uint64_t retired = 0;       // INSTR_RETIRED
+  ProgramCounters counters;   // (golden: DMA_RD_BYTES without the instruction fetch)
   std::vector<uint8_t> data;  // kData region after the run
   std::vector<uint8_t> out;   // kOut region after the run
   std::vector<uint8_t> dump;  // kDump region after the run

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The default constrained-random suite: 4 batches of 125 seeded programs per N (valid ones and
-// ones with a random fault, random memory timing and backpressure), chip vs golden model.
+// ones with a random fault, random memory timing and backpressure), chip vs golden model, and
+// a batch of 125 AXI faults each followed by a younger AXI error (GenOptions::axi_pairs).
 // Each batch is its own ctest test (and process), so ctest -j runs them in parallel.
 // A mismatch prints the seed, the first differing instruction and the replay command.
 #include <gtest/gtest.h>
@@ -26,10 +27,11 @@ Backends& backends() {
   return *b;
 }
 
-void run_batch(uint64_t first) {
+void run_batch(uint64_t first, bool axi_pairs = false) {
   auto& b = backends();
   GenOptions opt;
   opt.n = TPU_SIM_N;
+  opt.axi_pairs = axi_pairs;
   int kinds[4] = {0, 0, 0, 0};
   for (uint64_t seed = first; seed < first + kBatch; ++seed) {
     const TestCase tc = generate_program(seed, opt);
@@ -47,6 +49,10 @@ void run_batch(uint64_t first) {
       FAIL() << s.str();
     }
   }
+  if (axi_pairs) {
+    EXPECT_EQ(kinds[int(CaseKind::kAxiFault)], int(kBatch));
+    return;
+  }
   // The generator must keep producing every kind of case.
   EXPECT_GT(kinds[int(CaseKind::kValid)], 50);
   EXPECT_GT(kinds[int(CaseKind::kStaticFault)], 5);
@@ -57,6 +63,9 @@ TEST(RandomPrograms, Seeds0To124) { run_batch(0); }
 TEST(RandomPrograms, Seeds125To249) { run_batch(125); }
 TEST(RandomPrograms, Seeds250To374) { run_batch(250); }
 TEST(RandomPrograms, Seeds375To499) { run_batch(375); }
+// Every case an AXI fault with a younger AXI error behind it (GenOptions::axi_pairs): two
+// errors in the same cycle, ERR_PC must name the older (issue 34).
+TEST(RandomPrograms, AxiErrorPairsSeeds0To124) { run_batch(0, true); }
 
 // The generator is a pure function of the seed (replay depends on it).
 TEST(RandomPrograms, GeneratorIsReproducible) {
