@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(verilator yosys iverilog libsystemc-dev libboost-program-options-dev cmake g++ make
           libgtest-dev libgmock-dev
           libonnx-dev libprotobuf-dev zlib1g-dev libpng-dev libjpeg-dev dataset-fashion-mnist libonnx-testdata
-          clang-format openmpi-bin libopenmpi-dev python3)
+          clang-format openmpi-bin libopenmpi-dev python3 nlohmann-json3-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -16,6 +16,7 @@
 #include "cnn_shard.h"
 #include "evaluate.h"
 #include "interrupt.h"
+#include "json_text.h"
 #include "sharding.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
@@ -27,12 +28,7 @@ namespace fs = std::filesystem;
 using tpu::cnn::Tensor;
 using tpu::cnn::TensorModel;
 
-std::string jnum(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
+std::string jnum(double v) { return tpu::json_number(v, 9); }  // float32 values
 
 std::string jshape(const std::vector<int64_t>& s) {
   std::string o = "[";
@@ -205,15 +201,15 @@ std::string output_json(const SetResult& r, size_t k) {
   const tpu::cnn::OutputCheck* c =
       k < r.checks.size() && r.checks[k].compared ? &r.checks[k] : nullptr;
   std::ostringstream j;
-  j << "{\"name\": " << tpu::cnn::json_string(t.name) << ", \"shape\": " << jshape(t.shape)
+  j << "{\"name\": " << tpu::json_quote(t.name) << ", \"shape\": " << jshape(t.shape)
     << ", \"dtype\": \"" << tpu::cnn::dtype_name(t.dtype)
     << "\", \"compared\": " << (c ? "true" : "false")
     << ", \"max_abs_error\": " << (c ? jnum(c->max_abs_error) : "null")
     << ", \"tolerance\": " << jnum(r.run.tolerances[k])
     << ", \"pass\": " << (c ? (c->pass ? "true" : "false") : "null")
     << ", \"mismatches\": " << (c ? std::to_string(c->mismatches) : "null");
-  if (c && !c->detail.empty()) j << ", \"detail\": " << tpu::cnn::json_string(c->detail);
-  if (k < r.written.size()) j << ", \"file\": " << tpu::cnn::json_string(r.written[k]);
+  if (c && !c->detail.empty()) j << ", \"detail\": " << tpu::json_quote(c->detail);
+  if (k < r.written.size()) j << ", \"file\": " << tpu::json_quote(r.written[k]);
   j << "}";
   return j.str();
 }
@@ -221,7 +217,7 @@ std::string output_json(const SetResult& r, size_t k) {
 std::string set_json(const SetResult& r, const std::string& indent) {
   const auto& run = r.run;
   std::ostringstream j;
-  if (!r.name.empty()) j << indent << "\"name\": " << tpu::cnn::json_string(r.name) << ",\n";
+  if (!r.name.empty()) j << indent << "\"name\": " << tpu::json_quote(r.name) << ",\n";
   j << indent << "\"images\": " << run.images << ",\n";
   if (!r.name.empty())
     j << indent << "\"pass\": " << (r.pass() ? "true" : "false") << ",\n";  // else top level
@@ -299,18 +295,18 @@ const char* kOnnxShardFormat = "tpusim run-onnx shard 1";
 
 std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, size_t sets_total,
                             double wall) {
-  using tpu::cnn::json_string;
+  using tpu::json_quote;
   std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kOnnxShardFormat) << ",\n";
+  j << "{\n  \"format\": " << json_quote(kOnnxShardFormat) << ",\n";
   j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
     << ", \"sets_total\": " << sets_total << "},\n";
-  j << "  \"header\": " << json_string(o.header) << ",\n";
-  j << "  \"model\": " << json_string(o.model) << ",\n";
-  j << "  \"backend\": " << json_string(o.backend) << ",\n";
+  j << "  \"header\": " << json_quote(o.header) << ",\n";
+  j << "  \"model\": " << json_quote(o.model) << ",\n";
+  j << "  \"backend\": " << json_quote(o.backend) << ",\n";
   j << "  \"chip_n\": " << o.chip_n << ",\n";
   j << "  \"batch\": " << o.batch << ",\n";
-  j << "  \"quantization\": " << json_string(o.quantization) << ",\n";
-  j << "  \"tolerance_steps\": " << json_string(o.tolerance_steps) << ",\n";
+  j << "  \"quantization\": " << json_quote(o.quantization) << ",\n";
+  j << "  \"tolerance_steps\": " << json_quote(o.tolerance_steps) << ",\n";
   j << "  \"test_dir\": " << (o.test_dir ? "true" : "false") << ",\n";
   j << "  \"outputs_written\": " << (o.outputs_written ? "true" : "false") << ",\n";
   j << "  \"wall_seconds\": " << tpusim::exact_number(wall) << ",\n";
@@ -318,8 +314,8 @@ std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, si
   for (size_t i = 0; i < o.sets.size(); ++i)
     j << (i ? ",\n    " : "\n    ") << "{\"cycles\": " << o.sets[i].cycles
       << ", \"pass\": " << (o.sets[i].pass ? "true" : "false")
-      << ", \"text\": " << json_string(o.sets[i].text)
-      << ", \"json\": " << json_string(o.sets[i].json) << "}";
+      << ", \"text\": " << json_quote(o.sets[i].text)
+      << ", \"json\": " << json_quote(o.sets[i].json) << "}";
   j << "]\n}\n";
   return j.str();
 }
@@ -401,11 +397,11 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
   }
   if (json) {
     std::ostringstream j;
-    j << "{\n  \"model\": " << tpu::cnn::json_string(o.model) << ",\n";
-    j << "  \"backend\": " << tpu::cnn::json_string(o.backend) << ",\n";
+    j << "{\n  \"model\": " << tpu::json_quote(o.model) << ",\n";
+    j << "  \"backend\": " << tpu::json_quote(o.backend) << ",\n";
     j << "  \"chip_n\": " << o.chip_n << ",\n";
     j << "  \"batch\": " << o.batch << ",\n";
-    j << "  \"quantization\": " << tpu::cnn::json_string(o.quantization) << ",\n";
+    j << "  \"quantization\": " << tpu::json_quote(o.quantization) << ",\n";
     j << "  \"tolerance_steps\": " << o.tolerance_steps << ",\n";
     j << "  \"pass\": " << (all_pass ? "true" : "false") << ",\n";
     if (!o.test_dir) {

@@ -16,6 +16,7 @@
 
 #include "evaluate.h"
 #include "interrupt.h"
+#include "json_text.h"
 #include "network.h"
 #include "reference.h"
 #include "runner.h"
@@ -294,17 +295,12 @@ int print_result(const TopoRun& r, bool json, double wall) {
   const uint32_t n = r.n;
   const double util = cycles ? double(macs) / (double(cycles) * n * n) : 0.0;
   if (json) {
-    using tpu::cnn::json_string;
+    using tpu::json_quote;
     std::ostringstream j;
-    auto jn = [](double v) {
-      if (!std::isfinite(v)) return std::string("null");
-      char b[40];
-      std::snprintf(b, sizeof b, "%.6g", v);
-      return std::string(b);
-    };
-    j << "{\n  \"topology\": " << json_string(r.file) << ",\n  \"format\": \""
+    auto jn = [](double v) { return tpu::json_number(v); };
+    j << "{\n  \"topology\": " << json_quote(r.file) << ",\n  \"format\": \""
       << (r.gemm ? "gemm" : "conv") << "\",\n  \"chip_n\": " << n
-      << ",\n  \"backend\": " << json_string(r.backend) << ",\n  \"batch\": " << r.batch
+      << ",\n  \"backend\": " << json_quote(r.backend) << ",\n  \"batch\": " << r.batch
       << ",\n  \"seed\": " << r.seed << ",\n  \"layers_run\": " << ran
       << ",\n  \"layers_not_run\": " << not_run << ",\n  \"layers_failed\": " << failed
       << ",\n  \"pass\": " << (failed ? "false" : "true") << ",\n  \"cycles\": " << cycles
@@ -312,11 +308,11 @@ int print_result(const TopoRun& r, bool json, double wall) {
       << ",\n  \"wall_seconds\": " << jn(wall) << ",\n  \"layers\": [";
     for (size_t i = 0; i < r.layers.size(); ++i) {
       const auto& o = r.layers[i];
-      j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(o.name)
-        << ", \"shape\": " << json_string(o.shape) << ", \"macs_per_image\": " << o.macs
+      j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_quote(o.name)
+        << ", \"shape\": " << json_quote(o.shape) << ", \"macs_per_image\": " << o.macs
         << ", \"ran\": " << (o.ran ? "true" : "false")
         << ", \"matches_reference\": " << (o.ran && o.exact ? "true" : "false")
-        << ", \"status\": " << json_string(o.status) << ", \"cycles\": " << o.cycles
+        << ", \"status\": " << json_quote(o.status) << ", \"cycles\": " << o.cycles
         << ", \"cycles_per_image\": " << jn(o.ran ? double(o.cycles) / r.batch : std::nan(""))
         << ", \"mxu_utilization\": " << jn(o.ran ? o.utilization : std::nan(""))
         << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in_bytes\": " << o.dma_in
@@ -405,23 +401,23 @@ LayerOutcome run_layer(tpu::Device& dev, const TopoLayer& t, size_t index, uint3
 }
 
 std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wall) {
-  using tpu::cnn::json_string;
+  using tpu::json_quote;
   using tpusim::exact_number;
   std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kTopologyShardFormat)
+  j << "{\n  \"format\": " << json_quote(kTopologyShardFormat)
     << ",\n  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << "},\n  \"topology\": " << json_string(r.file)
+    << "},\n  \"topology\": " << json_quote(r.file)
     << ",\n  \"gemm\": " << (r.gemm ? "true" : "false")
     << ",\n  \"total_layers\": " << r.total_layers << ",\n  \"from\": " << r.from
     << ",\n  \"to\": " << r.to << ",\n  \"chip_n\": " << r.n
-    << ",\n  \"backend\": " << json_string(r.backend) << ",\n  \"batch\": " << r.batch
+    << ",\n  \"backend\": " << json_quote(r.backend) << ",\n  \"batch\": " << r.batch
     << ",\n  \"seed\": " << r.seed << ",\n  \"wall_seconds\": " << exact_number(wall)
     << ",\n  \"layers\": [";
   for (size_t i = 0; i < r.layers.size(); ++i) {
     const auto& o = r.layers[i];
     j << (i ? ",\n    " : "\n    ") << "{\"index\": " << o.index
-      << ", \"name\": " << json_string(o.name) << ", \"shape\": " << json_string(o.shape)
-      << ", \"status\": " << json_string(o.status) << ", \"ran\": " << (o.ran ? "true" : "false")
+      << ", \"name\": " << json_quote(o.name) << ", \"shape\": " << json_quote(o.shape)
+      << ", \"status\": " << json_quote(o.status) << ", \"ran\": " << (o.ran ? "true" : "false")
       << ", \"exact\": " << (o.exact ? "true" : "false") << ", \"cycles\": " << o.cycles
       << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in\": " << o.dma_in
       << ", \"dma_out\": " << o.dma_out << ", \"macs\": " << o.macs

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "json_text.h"
 #include "report.h"
 #include "sharding.h"
 
@@ -186,21 +187,21 @@ void print_cnn_summary(const tpu::cnn::Evaluation& e) {
 std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation& p,
                            const tpu::ShardSpec& shard, int images_total, int offset_total,
                            uint32_t batch) {
-  using tpu::cnn::json_string;
+  using tpu::json_quote;
   std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kFormat) << ",\n";
+  j << "{\n  \"format\": " << json_quote(kFormat) << ",\n";
   j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
     << ", \"images_total\": " << images_total << ", \"offset_total\": " << offset_total
     << ", \"batch\": " << batch << "},\n";
-  j << "  \"model\": " << json_string(e.model) << ",\n";
-  j << "  \"backend\": " << json_string(e.backend) << ",\n";
+  j << "  \"model\": " << json_quote(e.model) << ",\n";
+  j << "  \"backend\": " << json_quote(e.backend) << ",\n";
   j << "  \"chip_n\": " << e.chip_n << ",\n";
   j << "  \"offset\": " << e.offset << ",\n";
   j << "  \"images\": " << e.images << ",\n";
   j << "  \"batch\": " << e.batch << ",\n";
   j << "  \"micro_batch\": " << e.micro_batch << ",\n";
   j << "  \"instructions_per_batch\": " << e.instructions_per_batch << ",\n";
-  j << "  \"quantization\": " << json_string(e.quantization) << ",\n";
+  j << "  \"quantization\": " << json_quote(e.quantization) << ",\n";
   j << "  \"correct\": " << e.correct << ",\n";
   j << "  \"float_correct\": " << e.float_correct << ",\n";
   j << "  \"reference_correct\": " << e.reference_correct << ",\n";
@@ -209,7 +210,7 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
   j << "  \"cycles_estimated\": " << (e.cycles_estimated ? "true" : "false") << ",\n";
   j << "  \"counters\": {";
   for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
-    j << (c ? ", " : "") << json_string(tpu::PerfCounters::name(c)) << ": " << e.counters.get(c);
+    j << (c ? ", " : "") << json_quote(tpu::PerfCounters::name(c)) << ": " << e.counters.get(c);
   j << "},\n";
   j << "  \"macs_per_image\": " << e.macs_per_image << ",\n";
   j << "  \"input_bytes_per_image\": " << e.input_bytes_per_image << ",\n";
@@ -221,12 +222,12 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
   j << "  \"program_dma\": " << dma_json(e.program_dma) << ",\n";
   j << "  \"mem_latency_cycles\": " << e.mem_latency_cycles << ",\n";
   j << "  \"mem_bytes_per_cycle\": " << e.mem_bytes_per_cycle << ",\n";
-  j << "  \"layers_from\": " << json_string(e.layers_from) << ",\n";
+  j << "  \"layers_from\": " << json_quote(e.layers_from) << ",\n";
   j << "  \"layers\": [";
   for (size_t i = 0; i < e.layers.size(); ++i) {
     const auto& l = e.layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name)
-      << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
+    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_quote(l.name)
+      << ", \"op\": " << json_quote(l.op) << ", \"macs\": " << l.macs
       << ", \"cycles\": " << l.cycles << ", \"images\": " << l.images
       << ", \"utilization\": " << exact_number(l.utilization)
       << ", \"ideal_cycles\": " << exact_number(l.ideal_cycles)
@@ -245,13 +246,13 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
   }
   j << "],\n  \"presentation\": {\"class_names\": [";
   for (size_t i = 0; i < p.class_names.size(); ++i)
-    j << (i ? ", " : "") << json_string(p.class_names[i]);
+    j << (i ? ", " : "") << json_quote(p.class_names[i]);
   j << "], \"top_k\": " << p.top_k << ", \"output_scale\": " << exact_number(p.output_scale)
     << ", \"output_zero_point\": " << p.output_zero_point
     << ", \"display_offset\": " << p.display_offset << ", \"files\": [";
-  for (size_t i = 0; i < p.files.size(); ++i) j << (i ? ", " : "") << json_string(p.files[i]);
-  j << "], \"header\": " << json_string(p.header)
-    << ", \"timeline_note\": " << json_string(p.timeline_note) << "}\n}\n";
+  for (size_t i = 0; i < p.files.size(); ++i) j << (i ? ", " : "") << json_quote(p.files[i]);
+  j << "], \"header\": " << json_quote(p.header)
+    << ", \"timeline_note\": " << json_quote(p.timeline_note) << "}\n}\n";
   return j.str();
 }
 

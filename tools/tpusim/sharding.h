@@ -22,7 +22,8 @@
 
 namespace tpusim {
 
-// A parsed JSON value: enough to read shard files back.
+// A parsed JSON value (read by nlohmann-json) with accessors whose errors name the file and the
+// place in it: enough to read shard files back.
 struct JsonValue {
   enum class Type { Null, Bool, Number, String, Array, Object };
   Type type = Type::Null;

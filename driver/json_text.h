@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON text through nlohmann-json, the project's one JSON library: the string literals and
+// numbers of the JSON tpusim and the CNN stack write, and reading JSON with errors that name the
+// input. The documents themselves keep their own layouts (one key per line, nested objects on
+// one line); these are their pieces.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tpu {
+
+// `s` as a JSON string literal, by nlohmann-json's serializer: quotes, backslashes and control
+// characters escaped (\n \t \r \b \f, the others \u00xx), UTF-8 kept as it is, bytes that are
+// not UTF-8 (a file name in another encoding) replaced by U+FFFD.
+std::string json_quote(const std::string& s);
+
+// A number with `digits` significant digits ("%.<digits>g": 6 for figures people read, 9 for
+// float32 values, 17 to read a double back bit for bit); "null" for NaN and infinity.
+std::string json_number(double v, int digits = 6);
+
+// `text` parsed as JSON (objects keep their key order); throws std::runtime_error("WHERE: JSON
+// error at byte N: WHAT")
+// (`what_expected` appended in parentheses if given).
+nlohmann::ordered_json parse_json_text(const std::string& text, const std::string& where,
+                                       const std::string& what_expected = "");
+
+}  // namespace tpu
