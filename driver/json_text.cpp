@@ -18,6 +18,46 @@ std::string json_number(double v, int digits) {
   return b;
 }
 
+std::string json_one_line(const nlohmann::ordered_json& v, int digits) {
+  if (v.is_string()) return json_quote(v.get<std::string>());
+  if (v.is_number_float()) return json_number(v.get<double>(), digits);
+  if (!v.is_structured()) return v.dump();  // integers, true, false, null
+  std::string out;
+  for (const auto& m : v.items()) {
+    out += out.empty() ? "" : ", ";
+    if (v.is_object()) out += json_quote(m.key()) + ": ";
+    out += json_one_line(m.value(), digits);
+  }
+  return v.is_object() ? "{" + out + "}" : "[" + out + "]";
+}
+
+namespace {
+bool is_rows(const nlohmann::ordered_json& v) {
+  if (!v.is_array() || v.empty()) return false;
+  for (const auto& e : v)
+    if (!e.is_object()) return false;
+  return true;
+}
+}  // namespace
+
+std::string json_document(const nlohmann::ordered_json& object, int digits) {
+  if (object.empty()) return "{}";
+  std::string out = "{";
+  for (const auto& m : object.items()) {
+    out += out.size() > 1 ? ",\n  " : "\n  ";
+    out += json_quote(m.key()) + ": ";
+    if (!is_rows(m.value())) {
+      out += json_one_line(m.value(), digits);
+      continue;
+    }
+    std::string rows;
+    for (const auto& e : m.value())
+      rows += (rows.empty() ? "\n    " : ",\n    ") + json_one_line(e, digits);
+    out += "[" + rows + "\n  ]";
+  }
+  return out + "\n}";
+}
+
 nlohmann::ordered_json parse_json_text(const std::string& text, const std::string& where,
                                        const std::string& what_expected) {
   try {

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// JSON text through nlohmann-json, the project's one JSON library: the string literals and
-// numbers of the JSON tpusim and the CNN stack write, and reading JSON with errors that name the
-// input. The documents themselves keep their own layouts (one key per line, nested objects on
-// one line); these are their pieces.
+// JSON text through nlohmann-json, the project's one JSON library: documents built as
+// nlohmann::ordered_json (keys in insertion order) printed in the layout of tpusim's JSON
+// output, their string literals and numbers, and reading JSON with errors that name the input.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,6 +17,15 @@ std::string json_quote(const std::string& s);
 // A number with `digits` significant digits ("%.<digits>g": 6 for figures people read, 9 for
 // float32 values, 17 to read a double back bit for bit); "null" for NaN and infinity.
 std::string json_number(double v, int digits = 6);
+
+// `v` on one line: {"k": v, "k2": [1, 2]}; strings by json_quote, floating-point values by
+// json_number(v, digits), integers, true, false and null as they are.
+std::string json_one_line(const nlohmann::ordered_json& v, int digits = 6);
+
+// An object as tpusim prints its JSON documents: one key per line (indented by two spaces); an
+// array of objects one element per line (by four); every other value on one line
+// (json_one_line). No newline after the closing brace.
+std::string json_document(const nlohmann::ordered_json& object, int digits = 6);
 
 // `text` parsed as JSON (objects keep their key order); throws std::runtime_error("WHERE: JSON
 // error at byte N: WHAT")

@@ -295,34 +295,43 @@ int print_result(const TopoRun& r, bool json, double wall) {
   const uint32_t n = r.n;
   const double util = cycles ? double(macs) / (double(cycles) * n * n) : 0.0;
   if (json) {
-    using tpu::json_quote;
-    std::ostringstream j;
-    auto jn = [](double v) { return tpu::json_number(v); };
-    j << "{\n  \"topology\": " << json_quote(r.file) << ",\n  \"format\": \""
-      << (r.gemm ? "gemm" : "conv") << "\",\n  \"chip_n\": " << n
-      << ",\n  \"backend\": " << json_quote(r.backend) << ",\n  \"batch\": " << r.batch
-      << ",\n  \"seed\": " << r.seed << ",\n  \"layers_run\": " << ran
-      << ",\n  \"layers_not_run\": " << not_run << ",\n  \"layers_failed\": " << failed
-      << ",\n  \"pass\": " << (failed ? "false" : "true") << ",\n  \"cycles\": " << cycles
-      << ",\n  \"scalesim_ws_cycles\": " << jn(scalesim) << ",\n  \"mxu_utilization\": " << jn(util)
-      << ",\n  \"wall_seconds\": " << jn(wall) << ",\n  \"layers\": [";
-    for (size_t i = 0; i < r.layers.size(); ++i) {
-      const auto& o = r.layers[i];
-      j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_quote(o.name)
-        << ", \"shape\": " << json_quote(o.shape) << ", \"macs_per_image\": " << o.macs
-        << ", \"ran\": " << (o.ran ? "true" : "false")
-        << ", \"matches_reference\": " << (o.ran && o.exact ? "true" : "false")
-        << ", \"status\": " << json_quote(o.status) << ", \"cycles\": " << o.cycles
-        << ", \"cycles_per_image\": " << jn(o.ran ? double(o.cycles) / r.batch : std::nan(""))
-        << ", \"mxu_utilization\": " << jn(o.ran ? o.utilization : std::nan(""))
-        << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in_bytes\": " << o.dma_in
-        << ", \"dma_out_bytes\": " << o.dma_out << ", \"ideal_cycles_per_image\": " << jn(o.ideal)
-        << ", \"scalesim_ws_cycles_per_image\": " << jn(o.scalesim) << ", \"cycles_vs_scalesim\": "
-        << jn(o.ran && o.scalesim > 0 ? double(o.cycles) / r.batch / o.scalesim : std::nan(""))
-        << ", \"wall_seconds\": " << jn(o.wall) << "}";
+    const double nan = std::nan("");  // printed as null
+    nlohmann::ordered_json j = {{"topology", r.file},
+                                {"format", r.gemm ? "gemm" : "conv"},
+                                {"chip_n", n},
+                                {"backend", r.backend},
+                                {"batch", r.batch},
+                                {"seed", r.seed},
+                                {"layers_run", ran},
+                                {"layers_not_run", not_run},
+                                {"layers_failed", failed},
+                                {"pass", failed == 0},
+                                {"cycles", cycles},
+                                {"scalesim_ws_cycles", scalesim},
+                                {"mxu_utilization", util},
+                                {"wall_seconds", wall},
+                                {"layers", nlohmann::ordered_json::array()}};
+    for (const auto& o : r.layers) {
+      j["layers"].push_back(
+          {{"name", o.name},
+           {"shape", o.shape},
+           {"macs_per_image", o.macs},
+           {"ran", o.ran},
+           {"matches_reference", o.ran && o.exact},
+           {"status", o.status},
+           {"cycles", o.cycles},
+           {"cycles_per_image", o.ran ? double(o.cycles) / r.batch : nan},
+           {"mxu_utilization", o.ran ? o.utilization : nan},
+           {"mxu_busy", o.mxu_busy},
+           {"dma_in_bytes", o.dma_in},
+           {"dma_out_bytes", o.dma_out},
+           {"ideal_cycles_per_image", o.ideal},
+           {"scalesim_ws_cycles_per_image", o.scalesim},
+           {"cycles_vs_scalesim",
+            o.ran && o.scalesim > 0 ? double(o.cycles) / r.batch / o.scalesim : nan},
+           {"wall_seconds", o.wall}});
     }
-    j << "\n  ]\n}\n";
-    std::cout << j.str();
+    std::cout << tpu::json_document(j) << "\n";
   } else {
     std::printf(
         "total: %d of %zu layers run (%d not run, %d failed); %s cycles per image, MXU "

@@ -249,27 +249,6 @@ std::vector<tpu::Instruction> load_program(const std::string& path, const std::s
 
 // ---- JSON
 
-namespace {
-// A value on one line: objects {"k": v, ...}, arrays [a, b], floats "%.6g" (tpu::json_number).
-std::string one_line(const nlohmann::ordered_json& v) {
-  std::string out;
-  if (v.is_object() || v.is_array()) {
-    out = v.is_object() ? "{" : "[";
-    bool first = true;
-    for (const auto& m : v.items()) {
-      out += first ? "" : ", ";
-      if (v.is_object()) out += tpu::json_quote(m.key()) + ": ";
-      out += one_line(m.value());
-      first = false;
-    }
-    return out + (v.is_object() ? "}" : "]");
-  }
-  if (v.is_string()) return tpu::json_quote(v.get<std::string>());
-  if (v.is_number_float()) return tpu::json_number(v.get<double>());
-  return v.dump();  // integers, true / false, null
-}
-}  // namespace
-
 Json& Json::add(const std::string& key, double value) {
   if (!std::isfinite(value)) return add_null(key);
   object_[key] = value;
@@ -277,13 +256,7 @@ Json& Json::add(const std::string& key, double value) {
 }
 
 std::string Json::str(bool top_level) const {
-  if (!top_level || object_.empty()) return one_line(object_);
-  std::string out = "{";
-  for (const auto& m : object_.items()) {
-    out += out.size() > 1 ? ",\n  " : "\n  ";
-    out += tpu::json_quote(m.key()) + ": " + one_line(m.value());
-  }
-  return out + "\n}";
+  return top_level ? tpu::json_document(object_) : tpu::json_one_line(object_);
 }
 
 void add_run_stats(Json& j, const tpu::RunStats& s) {
