@@ -31,6 +31,16 @@ std::string json_one_line(const nlohmann::ordered_json& v, int digits) {
   return v.is_object() ? "{" + out + "}" : "[" + out + "]";
 }
 
+std::string json_members(const nlohmann::ordered_json& object, const std::string& indent,
+                         int digits) {
+  std::string out;
+  for (const auto& m : object.items()) {
+    out += (out.empty() ? "" : ",\n") + indent + json_quote(m.key()) + ": ";
+    out += json_one_line(m.value(), digits);
+  }
+  return out;
+}
+
 namespace {
 bool is_rows(const nlohmann::ordered_json& v) {
   if (!v.is_array() || v.empty()) return false;

@@ -22,6 +22,11 @@ std::string json_number(double v, int digits = 6);
 // json_number(v, digits), integers, true, false and null as they are.
 std::string json_one_line(const nlohmann::ordered_json& v, int digits = 6);
 
+// The members of `object` one per line, `indent` "key": value (json_one_line), joined by ",\n":
+// the lines of a document's object, for documents that nest multi-line objects.
+std::string json_members(const nlohmann::ordered_json& object, const std::string& indent,
+                         int digits = 6);
+
 // An object as tpusim prints its JSON documents: one key per line (indented by two spaces); an
 // array of objects one element per line (by four); every other value on one line
 // (json_one_line). No newline after the closing brace.

@@ -79,6 +79,13 @@ done
 "$sim" merge --json onnx_shard0.json onnx_shard1.json >onnx_merged.json 2>/dev/null || fail "merge exited $?"
 check run_onnx_merged.json onnx_merged.json
 
+# One input, outputs written and compared with expected ones (the first run's).
+one=(run-onnx --model "t$odd/model.onnx" --input "t$odd/test_data_set_1/input_0.pb" --backend model)
+"$sim" "${one[@]}" --output-dir "exp$odd" >/dev/null 2>&1 || fail "run-onnx --output-dir exited $?"
+"$sim" "${one[@]}" --expect "exp$odd" --output-dir "out$odd" --json >run_onnx_one.json 2>/dev/null ||
+  fail "run-onnx --expect exited $?"
+check run_onnx_one.json run_onnx_one.json
+
 printf 'Layer, M, N, K,\nSame, 20, 17, 33,\nG2, 50, 24, 70,\n' >"gemm$odd.csv"
 topo=(run-topology "gemm$odd.csv" --backend model)
 "$sim" "${topo[@]}" --json >topology.json 2>/dev/null || fail "run-topology exited $?"
