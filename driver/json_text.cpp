@@ -50,20 +50,22 @@ bool is_rows(const nlohmann::ordered_json& v) {
 }
 }  // namespace
 
-std::string json_document(const nlohmann::ordered_json& object, int digits) {
+std::string json_document(const nlohmann::ordered_json& object, int digits, JsonRows rows) {
   if (object.empty()) return "{}";
   std::string out = "{";
   for (const auto& m : object.items()) {
     out += out.size() > 1 ? ",\n  " : "\n  ";
     out += json_quote(m.key()) + ": ";
-    if (!is_rows(m.value())) {
+    const bool empty_block =
+        rows == JsonRows::BlockAlways && m.value().is_array() && m.value().empty();
+    if (!is_rows(m.value()) && !empty_block) {
       out += json_one_line(m.value(), digits);
       continue;
     }
-    std::string rows;
+    std::string lines;
     for (const auto& e : m.value())
-      rows += (rows.empty() ? "\n    " : ",\n    ") + json_one_line(e, digits);
-    out += "[" + rows + "\n  ]";
+      lines += (lines.empty() ? "\n    " : ",\n    ") + json_one_line(e, digits);
+    out += "[" + lines + (rows == JsonRows::Compact ? "]" : "\n  ]");
   }
   return out + "\n}";
 }

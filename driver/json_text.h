@@ -27,10 +27,18 @@ std::string json_one_line(const nlohmann::ordered_json& v, int digits = 6);
 std::string json_members(const nlohmann::ordered_json& object, const std::string& indent,
                          int digits = 6);
 
+// Where json_document closes an array of objects (one element per line).
+enum class JsonRows {
+  Block,        // "]" on a line of its own; an empty array "[]"
+  Compact,      // "]" right after the last element; an empty array "[]" (run-cnn, run-onnx shards)
+  BlockAlways,  // as Block, and an empty array too opens and closes on two lines (topology shards)
+};
+
 // An object as tpusim prints its JSON documents: one key per line (indented by two spaces); an
-// array of objects one element per line (by four); every other value on one line
-// (json_one_line). No newline after the closing brace.
-std::string json_document(const nlohmann::ordered_json& object, int digits = 6);
+// array of objects one element per line (by four, closed as `rows` says); every other value on
+// one line (json_one_line). No newline after the closing brace.
+std::string json_document(const nlohmann::ordered_json& object, int digits = 6,
+                          JsonRows rows = JsonRows::Block);
 
 // `text` parsed as JSON (objects keep their key order); throws std::runtime_error("WHERE: JSON
 // error at byte N: WHAT")

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "cnn_shard.h"
 #include "evaluate.h"
@@ -289,29 +288,24 @@ const char* kOnnxShardFormat = "tpusim run-onnx shard 1";
 
 std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, size_t sets_total,
                             double wall) {
-  using tpu::json_quote;
-  std::ostringstream j;
-  j << "{\n  \"format\": " << json_quote(kOnnxShardFormat) << ",\n";
-  j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << ", \"sets_total\": " << sets_total << "},\n";
-  j << "  \"header\": " << json_quote(o.header) << ",\n";
-  j << "  \"model\": " << json_quote(o.model) << ",\n";
-  j << "  \"backend\": " << json_quote(o.backend) << ",\n";
-  j << "  \"chip_n\": " << o.chip_n << ",\n";
-  j << "  \"batch\": " << o.batch << ",\n";
-  j << "  \"quantization\": " << json_quote(o.quantization) << ",\n";
-  j << "  \"tolerance_steps\": " << json_quote(o.tolerance_steps) << ",\n";
-  j << "  \"test_dir\": " << (o.test_dir ? "true" : "false") << ",\n";
-  j << "  \"outputs_written\": " << (o.outputs_written ? "true" : "false") << ",\n";
-  j << "  \"wall_seconds\": " << tpusim::exact_number(wall) << ",\n";
-  j << "  \"sets\": [";
-  for (size_t i = 0; i < o.sets.size(); ++i)
-    j << (i ? ",\n    " : "\n    ") << "{\"cycles\": " << o.sets[i].cycles
-      << ", \"pass\": " << (o.sets[i].pass ? "true" : "false")
-      << ", \"text\": " << json_quote(o.sets[i].text)
-      << ", \"json\": " << json_quote(o.sets[i].json) << "}";
-  j << "]\n}\n";
-  return j.str();
+  nlohmann::ordered_json j = {
+      {"format", kOnnxShardFormat},
+      {"shard", {{"index", shard.index}, {"count", shard.count}, {"sets_total", sets_total}}},
+      {"header", o.header},
+      {"model", o.model},
+      {"backend", o.backend},
+      {"chip_n", o.chip_n},
+      {"batch", o.batch},
+      {"quantization", o.quantization},
+      {"tolerance_steps", o.tolerance_steps},
+      {"test_dir", o.test_dir},
+      {"outputs_written", o.outputs_written},
+      {"wall_seconds", wall},
+      {"sets", nlohmann::ordered_json::array()}};
+  for (const auto& so : o.sets)
+    j["sets"].push_back(
+        {{"cycles", so.cycles}, {"pass", so.pass}, {"text", so.text}, {"json", so.json}});
+  return tpu::json_document(j, 17, tpu::JsonRows::Compact) + "\n";  // 17 digits: read back
 }
 
 OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,

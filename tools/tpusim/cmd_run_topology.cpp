@@ -410,32 +410,37 @@ LayerOutcome run_layer(tpu::Device& dev, const TopoLayer& t, size_t index, uint3
 }
 
 std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wall) {
-  using tpu::json_quote;
-  using tpusim::exact_number;
-  std::ostringstream j;
-  j << "{\n  \"format\": " << json_quote(kTopologyShardFormat)
-    << ",\n  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << "},\n  \"topology\": " << json_quote(r.file)
-    << ",\n  \"gemm\": " << (r.gemm ? "true" : "false")
-    << ",\n  \"total_layers\": " << r.total_layers << ",\n  \"from\": " << r.from
-    << ",\n  \"to\": " << r.to << ",\n  \"chip_n\": " << r.n
-    << ",\n  \"backend\": " << json_quote(r.backend) << ",\n  \"batch\": " << r.batch
-    << ",\n  \"seed\": " << r.seed << ",\n  \"wall_seconds\": " << exact_number(wall)
-    << ",\n  \"layers\": [";
-  for (size_t i = 0; i < r.layers.size(); ++i) {
-    const auto& o = r.layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"index\": " << o.index
-      << ", \"name\": " << json_quote(o.name) << ", \"shape\": " << json_quote(o.shape)
-      << ", \"status\": " << json_quote(o.status) << ", \"ran\": " << (o.ran ? "true" : "false")
-      << ", \"exact\": " << (o.exact ? "true" : "false") << ", \"cycles\": " << o.cycles
-      << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in\": " << o.dma_in
-      << ", \"dma_out\": " << o.dma_out << ", \"macs\": " << o.macs
-      << ", \"utilization\": " << exact_number(o.utilization)
-      << ", \"ideal\": " << exact_number(o.ideal) << ", \"scalesim\": " << exact_number(o.scalesim)
-      << ", \"wall\": " << exact_number(o.wall) << "}";
-  }
-  j << "\n  ]\n}\n";
-  return j.str();
+  nlohmann::ordered_json j = {{"format", kTopologyShardFormat},
+                              {"shard", {{"index", shard.index}, {"count", shard.count}}},
+                              {"topology", r.file},
+                              {"gemm", r.gemm},
+                              {"total_layers", r.total_layers},
+                              {"from", r.from},
+                              {"to", r.to},
+                              {"chip_n", r.n},
+                              {"backend", r.backend},
+                              {"batch", r.batch},
+                              {"seed", r.seed},
+                              {"wall_seconds", wall},
+                              {"layers", nlohmann::ordered_json::array()}};
+  for (const auto& o : r.layers)
+    j["layers"].push_back({{"index", o.index},
+                           {"name", o.name},
+                           {"shape", o.shape},
+                           {"status", o.status},
+                           {"ran", o.ran},
+                           {"exact", o.exact},
+                           {"cycles", o.cycles},
+                           {"mxu_busy", o.mxu_busy},
+                           {"dma_in", o.dma_in},
+                           {"dma_out", o.dma_out},
+                           {"macs", o.macs},
+                           {"utilization", o.utilization},
+                           {"ideal", o.ideal},
+                           {"scalesim", o.scalesim},
+                           {"wall", o.wall}});
+  // 17 digits: the values read back bit for bit.
+  return tpu::json_document(j, 17, tpu::JsonRows::BlockAlways) + "\n";
 }
 
 // The shards of one run, in any order, as the run of one process. Throws std::runtime_error

@@ -127,8 +127,6 @@ const std::vector<JsonValue>& JsonValue::array() const {
   return items;
 }
 
-std::string exact_number(double v) { return tpu::json_number(v, 17); }
-
 // ---- options -----------------------------------------------------------------------------
 
 void add_shard_options(po::options_description& options) {

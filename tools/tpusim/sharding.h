@@ -46,8 +46,6 @@ struct JsonValue {
 };
 // Throws std::runtime_error("WHERE: JSON error at byte N: ...").
 JsonValue parse_json(const std::string& text, const std::string& where);
-// A double that reads back bit for bit ("%.17g"; "null" for NaN / infinity).
-std::string exact_number(double v);
 
 // How this process takes part in a run.
 struct ShardPlan {
