@@ -8,7 +8,12 @@
 namespace tpu {
 
 std::string json_quote(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  try {
+    return nlohmann::json(s).dump();  // UTF-8 as it is; throws on bytes that are not UTF-8
+  } catch (const nlohmann::json::type_error&) {
+    // Not UTF-8 (a file name in another encoding): ASCII only, each stray byte \ufffd.
+    return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  }
 }
 
 std::string json_number(double v, int digits) {

@@ -10,8 +10,9 @@
 namespace tpu {
 
 // `s` as a JSON string literal, by nlohmann-json's serializer: quotes, backslashes and control
-// characters escaped (\n \t \r \b \f, the others \u00xx), UTF-8 kept as it is, bytes that are
-// not UTF-8 (a file name in another encoding) replaced by U+FFFD.
+// characters escaped (\n \t \r \b \f, the others \u00xx), UTF-8 kept as it is. A string that
+// is not UTF-8 (a file name in another encoding) prints in ASCII: its stray bytes as \ufffd, its
+// other non-ASCII characters as \u escapes.
 std::string json_quote(const std::string& s);
 
 // A number with `digits` significant digits ("%.<digits>g": 6 for figures people read, 9 for

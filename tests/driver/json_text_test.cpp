@@ -24,16 +24,16 @@ TEST(JsonText, QuoteEscapesQuotesBackslashesAndControlCharacters) {
 TEST(JsonText, QuoteKeepsUtf8AndReplacesOtherBytes) {
   EXPECT_EQ(tpu::json_quote("n\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82"),
             "\"n\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82\"");
-  // A Latin-1 byte, a truncated sequence, an encoded surrogate: U+FFFD (EF BF BD) each.
+  // Not UTF-8 (a Latin-1 byte, a truncated sequence, an encoded surrogate): ASCII with \ufffd.
   EXPECT_EQ(tpu::json_quote("a\xff"
                             "b"),
-            "\"a\xef\xbf\xbd"
-            "b\"");
-  EXPECT_EQ(tpu::json_quote("\xc3("), "\"\xef\xbf\xbd(\"");
+            "\"a\\ufffdb\"");
+  EXPECT_EQ(tpu::json_quote("\xc3("), "\"\\ufffd(\"");
+  EXPECT_EQ(tpu::json_quote("\xc3\xa9\xff"), "\"\\u00e9\\ufffd\"");
   const std::string quoted = tpu::json_quote("x\xed\xa0\x80y");
-  EXPECT_EQ(quoted.find('\xed'), std::string::npos) << quoted;
+  EXPECT_EQ(quoted.find_first_not_of("\"xy\\ufd"), std::string::npos) << quoted;
   // Whatever goes in, what comes out reads back as JSON.
-  for (const std::string s :
+  for (const std::string& s :
        {std::string("\xff\xfe\x01\"\\"), std::string("\xe2\x82"), std::string()})
     EXPECT_NO_THROW(nlohmann::json::parse(tpu::json_quote(s))) << s;
   EXPECT_EQ(nlohmann::json::parse(tpu::json_quote("t\xc3\xa9\x01\t\"\\")).get<std::string>(),
@@ -51,6 +51,33 @@ TEST(JsonText, NumbersWithTheirDigitsAndNullForNonFinite) {
               v);  // 17 digits read back bit for bit
   EXPECT_EQ(tpu::json_number(std::nan("")), "null");
   EXPECT_EQ(tpu::json_number(std::numeric_limits<double>::infinity(), 17), "null");
+}
+
+TEST(JsonText, DocumentLayouts) {
+  nlohmann::ordered_json d = {{"name", "x"},
+                              {"ratio", 1.0 / 3},
+                              {"n", 3},
+                              {"none", nullptr},
+                              {"inner", {{"a", 1}, {"b", {1, 2}}}},
+                              {"rows", {{{"k", 1}}, {{"k", 2.5}}}},
+                              {"empty", nlohmann::ordered_json::array()}};
+  EXPECT_EQ(tpu::json_document(d),
+            "{\n  \"name\": \"x\",\n  \"ratio\": 0.333333,\n  \"n\": 3,\n  \"none\": null,\n"
+            "  \"inner\": {\"a\": 1, \"b\": [1, 2]},\n  \"rows\": [\n    {\"k\": 1},\n    {\"k\": "
+            "2.5}\n  ],\n"
+            "  \"empty\": []\n}");
+  const std::string compact = tpu::json_document(d, 17, tpu::JsonRows::Compact);
+  EXPECT_NE(compact.find("\"ratio\": 0.33333333333333331,"), std::string::npos) << compact;
+  EXPECT_NE(compact.find("[\n    {\"k\": 1},\n    {\"k\": 2.5}],\n  \"empty\": []\n}"),
+            std::string::npos)
+      << compact;
+  const std::string always = tpu::json_document(d, 6, tpu::JsonRows::BlockAlways);
+  EXPECT_NE(always.find("\"empty\": [\n  ]\n}"), std::string::npos) << always;
+  EXPECT_EQ(tpu::json_document(nlohmann::ordered_json::object()), "{}");
+  EXPECT_EQ(tpu::json_members({{"a", 0.5}, {"b", "q\""}}, "    ", 9),
+            "    \"a\": 0.5,\n    \"b\": \"q\\\"\"");
+  // NaN and infinity print as null (nlohmann holds them; JSON has no such numbers).
+  EXPECT_EQ(tpu::json_one_line({{"u", std::nan("")}}), "{\"u\": null}");
 }
 
 TEST(JsonText, ParseKeepsKeyOrderAndNamesTheInputOnErrors) {
