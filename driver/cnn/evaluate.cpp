@@ -6,125 +6,87 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
-#include <sstream>
 
+#include "json_text.h"
 #include "reference.h"
 
 namespace tpu::cnn {
 
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        o += "\\\"";
-        break;
-      case '\\':
-        o += "\\\\";
-        break;
-      case '\n':
-        o += "\\n";
-        break;
-      case '\t':
-        o += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o + "\"";
-}
-
-namespace {
-
-std::string jnum(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
-}  // namespace
-
 std::string Evaluation::to_json(bool with_images) const {
-  std::ostringstream j;
   const double n = images ? double(images) : 1.0;
-  j << "{\n";
-  j << "  \"model\": " << json_string(model) << ",\n";
-  j << "  \"backend\": " << json_string(backend) << ",\n";
-  j << "  \"chip_n\": " << chip_n << ",\n";
-  j << "  \"images\": " << images << ",\n";
-  j << "  \"offset\": " << offset << ",\n";
-  j << "  \"batch\": " << batch << ",\n";
-  j << "  \"micro_batch\": " << micro_batch << ",\n";
-  j << "  \"instructions_per_batch\": " << instructions_per_batch << ",\n";
-  j << "  \"quantization\": " << json_string(quantization) << ",\n";
-  j << "  \"accuracy\": " << jnum(accuracy()) << ",\n";
-  j << "  \"float_accuracy\": " << jnum(float_accuracy()) << ",\n";
-  j << "  \"reference_accuracy\": " << jnum(reference_accuracy()) << ",\n";
-  j << "  \"matches_golden\": " << (matches_reference() ? "true" : "false") << ",\n";
-  j << "  \"mismatched_images\": " << mismatches << ",\n";
-  j << "  \"cycles_total\": " << cycles_total << ",\n";
-  j << "  \"cycles_per_image\": " << jnum(double(cycles_total) / n) << ",\n";
-  j << "  \"cycles_estimated\": " << (cycles_estimated ? "true" : "false") << ",\n";
-  j << "  \"macs_per_image\": " << macs_per_image << ",\n";
-  j << "  \"mxu_utilization\": " << jnum(mxu_utilization) << ",\n";
-  j << "  \"mxu_busy_fraction\": "
-    << jnum(cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0) << ",\n";
-  j << "  \"dma_bytes_per_image\": {\"in\": " << jnum(dma_in_per_image)
-    << ", \"out\": " << jnum(dma_out_per_image) << ", \"input_images\": " << input_bytes_per_image
-    << ", \"logits\": " << output_bytes_per_image << ", \"weights\": " << program_dma.weights
-    << ", \"spill_in\": " << program_dma.spill_in << ", \"spill_out\": " << program_dma.spill_out
-    << ", \"params\": " << program_dma.params << "},\n";
-  j << "  \"spill\": " << (spill ? "true" : "false") << ",\n";
-  j << "  \"scratch_bytes\": " << scratch_bytes << ",\n";
+  const double nan = std::numeric_limits<double>::quiet_NaN();  // printed as null
+  nlohmann::ordered_json j;
+  j["model"] = model;
+  j["backend"] = backend;
+  j["chip_n"] = chip_n;
+  j["images"] = images;
+  j["offset"] = offset;
+  j["batch"] = batch;
+  j["micro_batch"] = micro_batch;
+  j["instructions_per_batch"] = instructions_per_batch;
+  j["quantization"] = quantization;
+  j["accuracy"] = accuracy();
+  j["float_accuracy"] = float_accuracy();
+  j["reference_accuracy"] = reference_accuracy();
+  j["matches_golden"] = matches_reference();
+  j["mismatched_images"] = mismatches;
+  j["cycles_total"] = cycles_total;
+  j["cycles_per_image"] = double(cycles_total) / n;
+  j["cycles_estimated"] = cycles_estimated;
+  j["macs_per_image"] = macs_per_image;
+  j["mxu_utilization"] = mxu_utilization;
+  j["mxu_busy_fraction"] = cycles_total ? double(counters.mxu_busy) / double(cycles_total) : 0.0;
+  j["dma_bytes_per_image"] = {{"in", dma_in_per_image},
+                              {"out", dma_out_per_image},
+                              {"input_images", input_bytes_per_image},
+                              {"logits", output_bytes_per_image},
+                              {"weights", program_dma.weights},
+                              {"spill_in", program_dma.spill_in},
+                              {"spill_out", program_dma.spill_out},
+                              {"params", program_dma.params}};
+  j["spill"] = spill;
+  j["scratch_bytes"] = scratch_bytes;
   if (mem_latency_cycles >= 0)
-    j << "  \"memory\": {\"latency_cycles\": " << mem_latency_cycles
-      << ", \"bytes_per_cycle\": " << mem_bytes_per_cycle << "},\n";
-  j << "  \"wall_seconds\": " << jnum(wall_seconds) << ",\n";
-  j << "  \"wall_seconds_per_image\": " << jnum(wall_seconds / n) << ",\n";
-  j << "  \"sim_cycles_per_second\": "
-    << (cycles_estimated || run_seconds <= 0 ? std::string("null")
-                                             : jnum(double(cycles_total) / run_seconds))
-    << ",\n";
+    j["memory"] = {{"latency_cycles", mem_latency_cycles},
+                   {"bytes_per_cycle", mem_bytes_per_cycle}};
+  j["wall_seconds"] = wall_seconds;
+  j["wall_seconds_per_image"] = wall_seconds / n;
+  j["sim_cycles_per_second"] =
+      cycles_estimated || run_seconds <= 0 ? nan : double(cycles_total) / run_seconds;
   double ideal = 0, scalesim = 0;
   for (const auto& l : layers) {
     ideal += l.ideal_cycles;
     scalesim += l.scalesim_ws_cycles;
   }
-  j << "  \"ideal_cycles\": " << jnum(ideal) << ",\n";
-  j << "  \"scalesim_ws_cycles\": " << jnum(scalesim) << ",\n";
-  j << "  \"cycles_vs_scalesim\": "
-    << (scalesim > 0 ? jnum(double(cycles_total) / n / scalesim) : std::string("null")) << ",\n";
-  if (!layers.empty()) j << "  \"layers_from\": " << json_string(layers_from) << ",\n";
-  j << "  \"layers\": [";
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const auto& l = layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name)
-      << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
-      << ", \"cycles\": " << jnum(l.images ? double(l.cycles) / l.images : 0.0)
-      << ", \"utilization\": " << jnum(l.utilization)
-      << ", \"ideal_cycles\": " << jnum(l.ideal_cycles)
-      << ", \"scalesim_ws_cycles\": " << jnum(l.scalesim_ws_cycles)
-      << ", \"dma_in_bytes\": " << l.dma.in() << ", \"dma_out_bytes\": " << l.dma.out()
-      << ", \"dma\": {\"input\": " << l.dma.input << ", \"spill_in\": " << l.dma.spill_in
-      << ", \"weights\": " << l.dma.weights << ", \"params\": " << l.dma.params
-      << ", \"spill_out\": " << l.dma.spill_out << ", \"output\": " << l.dma.output << "}}";
+  j["ideal_cycles"] = ideal;
+  j["scalesim_ws_cycles"] = scalesim;
+  j["cycles_vs_scalesim"] = scalesim > 0 ? double(cycles_total) / n / scalesim : nan;
+  if (!layers.empty()) j["layers_from"] = layers_from;
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const auto& l : layers) {
+    const LayerDma& d = l.dma;
+    j["layers"].push_back({{"name", l.name},
+                           {"op", l.op},
+                           {"macs", l.macs},
+                           {"cycles", l.images ? double(l.cycles) / l.images : 0.0},
+                           {"utilization", l.utilization},
+                           {"ideal_cycles", l.ideal_cycles},
+                           {"scalesim_ws_cycles", l.scalesim_ws_cycles},
+                           {"dma_in_bytes", d.in()},
+                           {"dma_out_bytes", d.out()},
+                           {"dma",
+                            {{"input", d.input},
+                             {"spill_in", d.spill_in},
+                             {"weights", d.weights},
+                             {"params", d.params},
+                             {"spill_out", d.spill_out},
+                             {"output", d.output}}}});
   }
-  j << (layers.empty() ? "]" : "\n  ]");
   if (with_images) {
-    j << ",\n  \"predictions\": [";
-    for (size_t i = 0; i < results.size(); ++i) j << (i ? ", " : "") << results[i].predicted;
-    j << "]";
+    j["predictions"] = nlohmann::ordered_json::array();
+    for (const auto& r : results) j["predictions"].push_back(r.predicted);
   }
-  j << "\n}\n";
-  return j.str();
+  return json_document(j) + "\n";
 }
 
 namespace {

@@ -87,9 +87,6 @@ struct Evaluation {
   std::string to_json(bool with_images = true) const;
 };
 
-// `s` as a JSON string literal (quotes and escapes added), for the JSON this library writes.
-std::string json_string(const std::string& s);
-
 // Images already in the model's input contract (NCHW float, e.g. decoded and preprocessed
 // image files), with their labels (-1 = none).
 struct FloatImageSet {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "isa.h"
+#include "json_text.h"
 #include "output_file.h"
 
 namespace tpu::cnn {
@@ -267,8 +268,8 @@ std::string timeline_json(const Evaluation& e) {
   std::ostringstream o;
   o << "{\"traceEvents\":[\n";
   o << "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
-    << json_string("tpu-rtl N=" + std::to_string(e.chip_n) + " " + e.backend + ": " +
-                   basename_of(e.model) + ", first batch (" + std::to_string(t.images) + " images)")
+    << json_quote("tpu-rtl N=" + std::to_string(e.chip_n) + " " + e.backend + ": " +
+                  basename_of(e.model) + ", first batch (" + std::to_string(t.images) + " images)")
     << "}}";
   for (int u = 0; u < kNumExecUnits; ++u) {
     for (size_t k = 0; k < track_end[size_t(u)].size(); ++k) {
@@ -276,7 +277,7 @@ std::string timeline_json(const Evaluation& e) {
       std::string name(unit_name(static_cast<ExecUnit>(u)));
       if (k > 0) name += " " + std::to_string(k + 1);
       o << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << id
-        << ",\"name\":\"thread_name\",\"args\":{\"name\":" << json_string(name) << "}}";
+        << ",\"name\":\"thread_name\",\"args\":{\"name\":" << json_quote(name) << "}}";
       o << ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":" << id
         << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << id << "}}";
     }
@@ -290,11 +291,11 @@ std::string timeline_json(const Evaluation& e) {
         std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }),
         text.end());
     const std::string layer = layer_name(ev.pc);
-    o << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << tid[i] << ",\"name\":" << json_string(layer)
-      << ",\"cat\":" << json_string(std::string(mnemonic(ev.opcode)))
+    o << ",\n{\"ph\":\"X\",\"pid\":1,\"tid\":" << tid[i] << ",\"name\":" << json_quote(layer)
+      << ",\"cat\":" << json_quote(std::string(mnemonic(ev.opcode)))
       << ",\"ts\":" << micros(ev.start) << ",\"dur\":" << micros(ev.end - ev.start)
-      << ",\"args\":{\"pc\":" << ev.pc << ",\"instruction\":" << json_string(text)
-      << ",\"layer\":" << json_string(layer) << ",\"start_cycle\":" << ev.start
+      << ",\"args\":{\"pc\":" << ev.pc << ",\"instruction\":" << json_quote(text)
+      << ",\"layer\":" << json_quote(layer) << ",\"start_cycle\":" << ev.start
       << ",\"end_cycle\":" << ev.end << ",\"cycles\":" << ev.end - ev.start;
     if (!ev.complete) {
       o << ",\"complete\":false";
@@ -304,17 +305,17 @@ std::string timeline_json(const Evaluation& e) {
   }
   o << "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
   o << "\"generator\":\"tpusim run-cnn --timeline\"";
-  o << ",\"model\":" << json_string(e.model) << ",\"backend\":" << json_string(e.backend)
+  o << ",\"model\":" << json_quote(e.model) << ",\"backend\":" << json_quote(e.backend)
     << ",\"chip_n\":" << e.chip_n << ",\"batch\":" << e.batch
     << ",\"micro_batch\":" << e.micro_batch << ",\"run\":\"the first batch\""
     << ",\"images\":" << t.images << ",\"cycles\":" << t.cycles
     << ",\"instructions\":" << t.program.size() << ",\"events\":" << t.events.size()
     << ",\"incomplete_events\":" << incomplete << ",\"time\":"
-    << json_string(
+    << json_quote(
            "simulated time at the chip's 1 GHz clock: 1 ns = 1 cycle (ts and dur are in "
            "microseconds = cycles / 1000); cycle 0 is the run's first cycle")
     << ",\"slice\":"
-    << json_string(
+    << json_quote(
            "from the cycle the instruction was issued to its unit to the first cycle it "
            "was finished (docs/architecture.md, Trace port)")
     << "}\n}\n";

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -125,24 +126,24 @@ TEST(RunCnnCli, ReportAndTimeline) {
         << layer;
   EXPECT_NE(svg.find("fashion_cnn.onnx on tpu-rtl: N = 16, batch 4"), std::string::npos);
   EXPECT_NE(slurp(dir + "/index.html").find("utilization.svg"), std::string::npos);
-  const mini::Json rep = mini::parse_json(slurp(dir + "/report.json"));
-  EXPECT_EQ(rep["images"].number, 4);
-  EXPECT_EQ(rep["layers"].items.size(), 4u);
+  const nlohmann::json rep = nlohmann::json::parse(slurp(dir + "/report.json"));
+  EXPECT_EQ(rep.at("images").get<double>(), 4);
+  EXPECT_EQ(rep.at("layers").size(), 4u);
 
-  const mini::Json j = mini::parse_json(slurp(tl));
+  const nlohmann::json j = nlohmann::json::parse(slurp(tl));
   size_t slices = 0;
   std::set<std::string> tracks;
-  for (const auto& x : j["traceEvents"].items) {
-    if (x["ph"].text == "X") ++slices;
-    if (x["ph"].text == "M" && x["name"].text == "thread_name")
-      tracks.insert(x["args"]["name"].text);
+  for (const auto& x : j.at("traceEvents")) {
+    if (x.at("ph").get<std::string>() == "X") ++slices;
+    if (x.at("ph").get<std::string>() == "M" && x.at("name").get<std::string>() == "thread_name")
+      tracks.insert(x.at("args").at("name").get<std::string>());
   }
-  EXPECT_EQ(double(slices), j["otherData"]["events"].number);
+  EXPECT_EQ(double(slices), j.at("otherData").at("events").get<double>());
   EXPECT_EQ(double(slices) + 1,
-            j["otherData"]["instructions"].number);  // every instruction but the halt
+            j.at("otherData").at("instructions").get<double>());  // every instruction but the halt
   for (const char* unit : {"read_host", "read_weights", "matmul", "activate", "write_host"})
     EXPECT_TRUE(tracks.count(unit)) << unit;
-  EXPECT_EQ(j["displayTimeUnit"].text, "ns");
+  EXPECT_EQ(j.at("displayTimeUnit").get<std::string>(), "ns");
 }
 
 // Paths that cannot be written and option combinations that cannot work fail before the chip
@@ -291,11 +292,10 @@ TEST(RunCnnCli, ModelBackendShowsNoUtilization) {
   r = tpusim("--backend model --images 8 --batch 8 --quiet --json");
   ASSERT_EQ(r.code, 0) << r.out;
   ASSERT_NE(r.out.find("{\n"), std::string::npos) << r.out;
-  const mini::Json j = mini::parse_json(r.out.substr(r.out.find("{\n")));
-  EXPECT_EQ(j["mxu_utilization"].type, mini::Json::Type::Null) << r.out;
-  ASSERT_EQ(j["layers"].items.size(), 4u) << r.out;
-  for (const auto& l : j["layers"].items)
-    EXPECT_EQ(l["utilization"].type, mini::Json::Type::Null) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find("{\n")));
+  EXPECT_TRUE(j.at("mxu_utilization").is_null()) << r.out;
+  ASSERT_EQ(j.at("layers").size(), 4u) << r.out;
+  for (const auto& l : j.at("layers")) EXPECT_TRUE(l.at("utilization").is_null()) << r.out;
 }
 
 // No output may overwrite an input: the model inside its own --report directory under a report
@@ -396,11 +396,11 @@ TEST(RunCnnCli, Interrupted) {
   ASSERT_EQ(std::system(("sh -c '" + cmd + "'").c_str()), 0);
   EXPECT_EQ(slurp(base + ".rc"), "143\n");
   const std::string out = slurp(base + ".out"), err = slurp(base + ".err");
-  const mini::Json j = mini::parse_json(out);
-  EXPECT_TRUE(j["interrupted"].boolean) << out;
-  EXPECT_EQ(j["status"].text, "interrupted") << out;
-  EXPECT_EQ(j["total"].number, 2000) << out;
-  EXPECT_GT(j["done"].number, 0) << out << err;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_TRUE(j.at("interrupted").get<bool>()) << out;
+  EXPECT_EQ(j.at("status").get<std::string>(), "interrupted") << out;
+  EXPECT_EQ(j.at("total").get<double>(), 2000) << out;
+  EXPECT_GT(j.at("done").get<double>(), 0) << out << err;
   EXPECT_NE(err.find("tpusim run-cnn: interrupted by SIGTERM while running 2000 images"),
             std::string::npos)
       << err;

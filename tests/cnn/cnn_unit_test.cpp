@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
@@ -759,42 +760,49 @@ TEST(Report, TimelineJsonHasOneCompleteEventPerInstruction) {
               ev(4, ExecUnit::Control, tpu::Opcode::Sync, 1360, 1360),
               ev(5, ExecUnit::Activate, tpu::Opcode::Activate, 1361, 2499)};
   const std::string text = timeline_json(e);
-  mini::Json j;
-  ASSERT_NO_THROW(j = mini::parse_json(text)) << text;
-  EXPECT_EQ(j["displayTimeUnit"].text, "ns");
-  EXPECT_EQ(j["otherData"]["events"].number, 6);
-  EXPECT_EQ(j["otherData"]["cycles"].number, 2500);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(text)) << text;
+  EXPECT_EQ(j.at("displayTimeUnit").get<std::string>(), "ns");
+  EXPECT_EQ(j.at("otherData").at("events").get<double>(), 6);
+  EXPECT_EQ(j.at("otherData").at("cycles").get<double>(), 2500);
   std::map<double, std::string> track;  // tid -> thread_name
   std::map<double, std::vector<std::pair<uint64_t, uint64_t>>>
       slices;  // tid -> [start, end) in cycles
   int complete = 0;
-  for (const mini::Json& x : j["traceEvents"].items) {
-    const std::string ph = x["ph"].text;
-    if (ph == "M" && x["name"].text == "thread_name")
-      track[x["tid"].number] = x["args"]["name"].text;
+  for (const nlohmann::json& x : j.at("traceEvents")) {
+    const std::string ph = x.at("ph").get<std::string>();
+    if (ph == "M" && x.at("name").get<std::string>() == "thread_name")
+      track[x.at("tid").get<double>()] = x.at("args").at("name").get<std::string>();
     if (ph != "X") continue;
     ++complete;
-    const auto& a = x["args"];
-    const size_t pc = size_t(a["pc"].number);
+    const auto& a = x.at("args");
+    const size_t pc = size_t(a.at("pc").get<double>());
     ASSERT_LT(pc, t.events.size());
     const InstrEvent& want = t.events[pc];
     // ts and dur: microseconds at 1 ns per cycle, written exactly.
-    EXPECT_EQ(x["ts"].text, std::to_string(want.start / 1000) + "." +
-                                std::string(3 - std::to_string(want.start % 1000).size(), '0') +
-                                std::to_string(want.start % 1000));
-    EXPECT_EQ(uint64_t(std::llround(x["ts"].number * 1000)), want.start);
-    EXPECT_EQ(uint64_t(std::llround(x["dur"].number * 1000)), want.end - want.start);
-    EXPECT_EQ(a["start_cycle"].number, double(want.start));
-    EXPECT_EQ(a["end_cycle"].number, double(want.end));
+    // The event's line of the text (one event per line) holds ts as written.
+    const size_t at = text.find("\"args\":{\"pc\":" + std::to_string(pc) + ",");
+    ASSERT_NE(at, std::string::npos) << pc;
+    const size_t line = text.rfind('\n', at) + 1;
+    EXPECT_NE(text.substr(line, at - line)
+                  .find(",\"ts\":" + std::to_string(want.start / 1000) + "." +
+                        std::string(3 - std::to_string(want.start % 1000).size(), '0') +
+                        std::to_string(want.start % 1000) + ","),
+              std::string::npos)
+        << text.substr(line, at - line);
+    EXPECT_EQ(uint64_t(std::llround(x.at("ts").get<double>() * 1000)), want.start);
+    EXPECT_EQ(uint64_t(std::llround(x.at("dur").get<double>() * 1000)), want.end - want.start);
+    EXPECT_EQ(a.at("start_cycle").get<double>(), double(want.start));
+    EXPECT_EQ(a.at("end_cycle").get<double>(), double(want.end));
     std::string dis = tpu::disassemble(t.program[pc]);
     dis.erase(
         std::unique(dis.begin(), dis.end(), [](char p, char q) { return p == ' ' && q == ' '; }),
         dis.end());
-    EXPECT_EQ(a["instruction"].text, dis);
+    EXPECT_EQ(a.at("instruction").get<std::string>(), dis);
     const int l = t.instr_layer[pc];
-    EXPECT_EQ(a["layer"].text, l >= 0 ? t.layer_names[size_t(l)] : "(no layer)");
-    EXPECT_EQ(x["cat"].text, std::string(tpu::mnemonic(want.opcode)));
-    slices[x["tid"].number].push_back({want.start, want.end});
+    EXPECT_EQ(a.at("layer").get<std::string>(), l >= 0 ? t.layer_names[size_t(l)] : "(no layer)");
+    EXPECT_EQ(x.at("cat").get<std::string>(), std::string(tpu::mnemonic(want.opcode)));
+    slices[x.at("tid").get<double>()].push_back({want.start, want.end});
   }
   EXPECT_EQ(complete, 6);
   // Every track is named after its unit; slices on one track never overlap.

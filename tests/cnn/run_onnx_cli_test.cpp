@@ -13,11 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "cnn_models.h"
-#include "mini_parse.h"
 #include "reference.h"
 #include "run_command.h"
 #include "temp_dir.h"
@@ -113,24 +113,24 @@ TEST(RunOnnxCli, NpyOnTheChip) {
   EXPECT_NE(r.err.find("calibrated on 6 images: the inputs themselves (no --calibration given)"),
             std::string::npos)
       << r.err;
-  const mini::Json j = mini::parse_json(r.out);
-  EXPECT_TRUE(j["pass"].boolean);
-  EXPECT_TRUE(j["matches_reference"].boolean);
-  EXPECT_EQ(j["backend"].text, "rtl");
-  EXPECT_EQ(j["images"].number, 6);
-  EXPECT_EQ(j["runs"].number, 2);  // 4 + 2
-  EXPECT_GT(j["cycles"].number, 1000);
-  EXPECT_FALSE(j["cycles_estimated"].boolean);
-  EXPECT_GT(j["mxu_utilization"].number, 0.05);
-  const mini::Json& o = j["outputs"].items.at(0);
-  EXPECT_EQ(o["name"].text, net.output_name);
-  EXPECT_EQ(o["dtype"].text, "float32");
-  ASSERT_EQ(o["shape"].items.size(), 2u);
-  EXPECT_EQ(o["shape"].items[0].number, 6);
-  EXPECT_EQ(o["shape"].items[1].number, 10);
-  EXPECT_TRUE(o["pass"].boolean);
-  EXPECT_EQ(o["max_abs_error"].number, 0);  // the chip equals the integer reference
-  EXPECT_GT(o["tolerance"].number, 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.at("pass").get<bool>());
+  EXPECT_TRUE(j.at("matches_reference").get<bool>());
+  EXPECT_EQ(j.at("backend").get<std::string>(), "rtl");
+  EXPECT_EQ(j.at("images").get<double>(), 6);
+  EXPECT_EQ(j.at("runs").get<double>(), 2);  // 4 + 2
+  EXPECT_GT(j.at("cycles").get<double>(), 1000);
+  EXPECT_FALSE(j.at("cycles_estimated").get<bool>());
+  EXPECT_GT(j.at("mxu_utilization").get<double>(), 0.05);
+  const nlohmann::json& o = j.at("outputs").at(0);
+  EXPECT_EQ(o.at("name").get<std::string>(), net.output_name);
+  EXPECT_EQ(o.at("dtype").get<std::string>(), "float32");
+  ASSERT_EQ(o.at("shape").size(), 2u);
+  EXPECT_EQ(o.at("shape").at(0).get<double>(), 6);
+  EXPECT_EQ(o.at("shape").at(1).get<double>(), 10);
+  EXPECT_TRUE(o.at("pass").get<bool>());
+  EXPECT_EQ(o.at("max_abs_error").get<double>(), 0);  // the chip equals the integer reference
+  EXPECT_GT(o.at("tolerance").get<double>(), 0);
   // The written tensor is exactly the dequantized integer reference.
   const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
   EXPECT_EQ(got.describe(), "float32 [6, 10]");
@@ -187,9 +187,9 @@ TEST(RunOnnxCli, BranchingModelOnTheChip) {
   const Result r = tpusim("run-onnx --model " + d + "/resnet.onnx --input " + d +
                           "/in.npy --batch 4 --output-dir " + d + "/out --json");
   ASSERT_EQ(r.code, 0) << r.all();
-  const mini::Json j = mini::parse_json(r.out);
-  EXPECT_TRUE(j["matches_reference"].boolean);
-  EXPECT_EQ(j["runs"].number, 2);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.at("matches_reference").get<bool>());
+  EXPECT_EQ(j.at("runs").get<double>(), 2);
   const Tensor got = load_tensor(d + "/out/" + tensor_file_name(net.output_name, ".npy"));
   EXPECT_EQ(got.data, quantized_outputs(net, images, images).data);
 }
@@ -222,20 +222,20 @@ TEST(RunOnnxCli, TestDirWithCalibration) {
                           "/cal.npy --json");
   EXPECT_EQ(r.code, 1) << r.all();
   EXPECT_NE(r.err.find("calibrated on 64 images from --calibration"), std::string::npos) << r.err;
-  const mini::Json j = mini::parse_json(r.out);
-  EXPECT_FALSE(j["pass"].boolean);
-  EXPECT_EQ(j["data_sets"].number, 4);
-  EXPECT_EQ(j["data_sets_passed"].number, 3);
-  const auto& res = j["results"].items;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("pass").get<bool>());
+  EXPECT_EQ(j.at("data_sets").get<double>(), 4);
+  EXPECT_EQ(j.at("data_sets_passed").get<double>(), 3);
+  const auto& res = j.at("results");
   ASSERT_EQ(res.size(), 4u);
-  EXPECT_FALSE(res[3]["outputs"].items.at(0)["compared"].boolean);
-  EXPECT_TRUE(res[3]["pass"].boolean);
-  EXPECT_EQ(res[0]["name"].text, "test_data_set_0");
-  EXPECT_TRUE(res[1]["pass"].boolean);
-  EXPECT_EQ(res[1]["outputs"].items.at(0)["max_abs_error"].number, 0);
-  EXPECT_FALSE(res[2]["pass"].boolean);
-  EXPECT_TRUE(res[2]["matches_reference"].boolean);
-  EXPECT_EQ(res[2]["outputs"].items.at(0)["mismatches"].number, 1);
+  EXPECT_FALSE(res.at(3).at("outputs").at(0).at("compared").get<bool>());
+  EXPECT_TRUE(res.at(3).at("pass").get<bool>());
+  EXPECT_EQ(res.at(0).at("name").get<std::string>(), "test_data_set_0");
+  EXPECT_TRUE(res.at(1).at("pass").get<bool>());
+  EXPECT_EQ(res.at(1).at("outputs").at(0).at("max_abs_error").get<double>(), 0);
+  EXPECT_FALSE(res.at(2).at("pass").get<bool>());
+  EXPECT_TRUE(res.at(2).at("matches_reference").get<bool>());
+  EXPECT_EQ(res.at(2).at("outputs").at(0).at("mismatches").get<double>(), 1);
 }
 
 // --calibration DIR reads every tensor file of the directory: the same images split over two
@@ -640,14 +640,15 @@ TEST(RunCnnDataset, PngFolderEqualsIdx) {
   const Result idx = tpusim("run-cnn --model " + d +
                             "/qdq.onnx --images 24 --batch 8 --quiet --json --backend model");
   ASSERT_EQ(idx.code, 0) << idx.all();
-  const mini::Json jf = mini::parse_json(folder.out), ji = mini::parse_json(idx.out);
-  EXPECT_TRUE(jf["matches_golden"].boolean);
-  EXPECT_EQ(jf["images"].number, 24);
-  EXPECT_EQ(jf["backend"].text, "rtl");
-  EXPECT_EQ(jf["accuracy"].number, ji["accuracy"].number);
-  ASSERT_EQ(jf["predictions"].items.size(), 24u);
+  const nlohmann::json jf = nlohmann::json::parse(folder.out), ji = nlohmann::json::parse(idx.out);
+  EXPECT_TRUE(jf.at("matches_golden").get<bool>());
+  EXPECT_EQ(jf.at("images").get<double>(), 24);
+  EXPECT_EQ(jf.at("backend").get<std::string>(), "rtl");
+  EXPECT_EQ(jf.at("accuracy").get<double>(), ji.at("accuracy").get<double>());
+  ASSERT_EQ(jf.at("predictions").size(), 24u);
   for (size_t k = 0; k < 24; ++k)
-    EXPECT_EQ(jf["predictions"].items[k].number, ji["predictions"].items[size_t(order[k])].number)
+    EXPECT_EQ(jf.at("predictions").at(k).get<double>(),
+              ji.at("predictions").at(size_t(order[k])).get<double>())
         << k;
 }
 

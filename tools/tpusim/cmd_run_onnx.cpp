@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "cnn_shard.h"
 #include "evaluate.h"
 #include "interrupt.h"
+#include "json_text.h"
 #include "sharding.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
@@ -27,18 +27,8 @@ namespace fs = std::filesystem;
 using tpu::cnn::Tensor;
 using tpu::cnn::TensorModel;
 
-std::string jnum(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
-
-std::string jshape(const std::vector<int64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
+constexpr int kDigits = 9;  // the JSON's floating-point values: float32 values read back
+std::string jnum(double v) { return tpu::json_number(v, kDigits); }
 
 // Calibration images: a tensor file (a batch), or every .npy / .pb file of a directory (sorted).
 std::vector<std::vector<float>> load_calibration(const TensorModel& m, const std::string& path) {
@@ -200,43 +190,42 @@ struct SetResult {
   }
 };
 
-std::string output_json(const SetResult& r, size_t k) {
+nlohmann::ordered_json output_json(const SetResult& r, size_t k) {
   const Tensor& t = r.run.outputs[k];
   const tpu::cnn::OutputCheck* c =
       k < r.checks.size() && r.checks[k].compared ? &r.checks[k] : nullptr;
-  std::ostringstream j;
-  j << "{\"name\": " << tpu::cnn::json_string(t.name) << ", \"shape\": " << jshape(t.shape)
-    << ", \"dtype\": \"" << tpu::cnn::dtype_name(t.dtype)
-    << "\", \"compared\": " << (c ? "true" : "false")
-    << ", \"max_abs_error\": " << (c ? jnum(c->max_abs_error) : "null")
-    << ", \"tolerance\": " << jnum(r.run.tolerances[k])
-    << ", \"pass\": " << (c ? (c->pass ? "true" : "false") : "null")
-    << ", \"mismatches\": " << (c ? std::to_string(c->mismatches) : "null");
-  if (c && !c->detail.empty()) j << ", \"detail\": " << tpu::cnn::json_string(c->detail);
-  if (k < r.written.size()) j << ", \"file\": " << tpu::cnn::json_string(r.written[k]);
-  j << "}";
-  return j.str();
+  const nlohmann::ordered_json null;
+  nlohmann::ordered_json j = {
+      {"name", t.name},
+      {"shape", t.shape},
+      {"dtype", tpu::cnn::dtype_name(t.dtype)},
+      {"compared", c != nullptr},
+      {"max_abs_error", c ? nlohmann::ordered_json(c->max_abs_error) : null},
+      {"tolerance", r.run.tolerances[k]},
+      {"pass", c ? nlohmann::ordered_json(c->pass) : null},
+      {"mismatches", c ? nlohmann::ordered_json(c->mismatches) : null}};
+  if (c && !c->detail.empty()) j["detail"] = c->detail;
+  if (k < r.written.size()) j["file"] = r.written[k];
+  return j;
 }
 
+// A data set's lines of the --json object (each `indent` "key": value; floats with 9 digits).
 std::string set_json(const SetResult& r, const std::string& indent) {
   const auto& run = r.run;
-  std::ostringstream j;
-  if (!r.name.empty()) j << indent << "\"name\": " << tpu::cnn::json_string(r.name) << ",\n";
-  j << indent << "\"images\": " << run.images << ",\n";
-  if (!r.name.empty())
-    j << indent << "\"pass\": " << (r.pass() ? "true" : "false") << ",\n";  // else top level
-  j << indent << "\"matches_reference\": " << (run.matches_reference() ? "true" : "false") << ",\n";
-  j << indent << "\"mismatched_images\": " << run.mismatched_images << ",\n";
-  j << indent << "\"cycles\": " << run.cycles << ",\n";
-  j << indent << "\"cycles_per_image\": " << jnum(double(run.cycles) / std::max(1, run.images))
-    << ",\n";
-  j << indent << "\"cycles_estimated\": " << (run.cycles_estimated ? "true" : "false") << ",\n";
-  j << indent << "\"mxu_utilization\": " << jnum(run.mxu_utilization) << ",\n";
-  j << indent << "\"runs\": " << run.runs << ",\n";
-  j << indent << "\"outputs\": [";
-  for (size_t k = 0; k < run.outputs.size(); ++k) j << (k ? ", " : "") << output_json(r, k);
-  j << "]";
-  return j.str();
+  nlohmann::ordered_json j;
+  if (!r.name.empty()) j["name"] = r.name;
+  j["images"] = run.images;
+  if (!r.name.empty()) j["pass"] = r.pass();  // else at the top level
+  j["matches_reference"] = run.matches_reference();
+  j["mismatched_images"] = run.mismatched_images;
+  j["cycles"] = run.cycles;
+  j["cycles_per_image"] = double(run.cycles) / std::max(1, run.images);
+  j["cycles_estimated"] = run.cycles_estimated;
+  j["mxu_utilization"] = run.mxu_utilization;
+  j["runs"] = run.runs;
+  j["outputs"] = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < run.outputs.size(); ++k) j["outputs"].push_back(output_json(r, k));
+  return tpu::json_members(j, indent, kDigits);
 }
 
 void print_set(std::FILE* out, const SetResult& r) {
@@ -299,29 +288,24 @@ const char* kOnnxShardFormat = "tpusim run-onnx shard 1";
 
 std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, size_t sets_total,
                             double wall) {
-  using tpu::cnn::json_string;
-  std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kOnnxShardFormat) << ",\n";
-  j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << ", \"sets_total\": " << sets_total << "},\n";
-  j << "  \"header\": " << json_string(o.header) << ",\n";
-  j << "  \"model\": " << json_string(o.model) << ",\n";
-  j << "  \"backend\": " << json_string(o.backend) << ",\n";
-  j << "  \"chip_n\": " << o.chip_n << ",\n";
-  j << "  \"batch\": " << o.batch << ",\n";
-  j << "  \"quantization\": " << json_string(o.quantization) << ",\n";
-  j << "  \"tolerance_steps\": " << json_string(o.tolerance_steps) << ",\n";
-  j << "  \"test_dir\": " << (o.test_dir ? "true" : "false") << ",\n";
-  j << "  \"outputs_written\": " << (o.outputs_written ? "true" : "false") << ",\n";
-  j << "  \"wall_seconds\": " << tpusim::exact_number(wall) << ",\n";
-  j << "  \"sets\": [";
-  for (size_t i = 0; i < o.sets.size(); ++i)
-    j << (i ? ",\n    " : "\n    ") << "{\"cycles\": " << o.sets[i].cycles
-      << ", \"pass\": " << (o.sets[i].pass ? "true" : "false")
-      << ", \"text\": " << json_string(o.sets[i].text)
-      << ", \"json\": " << json_string(o.sets[i].json) << "}";
-  j << "]\n}\n";
-  return j.str();
+  nlohmann::ordered_json j = {
+      {"format", kOnnxShardFormat},
+      {"shard", {{"index", shard.index}, {"count", shard.count}, {"sets_total", sets_total}}},
+      {"header", o.header},
+      {"model", o.model},
+      {"backend", o.backend},
+      {"chip_n", o.chip_n},
+      {"batch", o.batch},
+      {"quantization", o.quantization},
+      {"tolerance_steps", o.tolerance_steps},
+      {"test_dir", o.test_dir},
+      {"outputs_written", o.outputs_written},
+      {"wall_seconds", wall},
+      {"sets", nlohmann::ordered_json::array()}};
+  for (const auto& so : o.sets)
+    j["sets"].push_back(
+        {{"cycles", so.cycles}, {"pass", so.pass}, {"text", so.text}, {"json", so.json}});
+  return tpu::json_document(j, 17, tpu::JsonRows::Compact) + "\n";  // 17 digits: read back
 }
 
 OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
@@ -400,16 +384,18 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
     std::fflush(info);
   }
   if (json) {
-    std::ostringstream j;
-    j << "{\n  \"model\": " << tpu::cnn::json_string(o.model) << ",\n";
-    j << "  \"backend\": " << tpu::cnn::json_string(o.backend) << ",\n";
-    j << "  \"chip_n\": " << o.chip_n << ",\n";
-    j << "  \"batch\": " << o.batch << ",\n";
-    j << "  \"quantization\": " << tpu::cnn::json_string(o.quantization) << ",\n";
-    j << "  \"tolerance_steps\": " << o.tolerance_steps << ",\n";
-    j << "  \"pass\": " << (all_pass ? "true" : "false") << ",\n";
+    // The data sets' lines come rendered (set_json; through the shard files when merged).
+    const nlohmann::ordered_json head = {
+        {"model", o.model},
+        {"backend", o.backend},
+        {"chip_n", o.chip_n},
+        {"batch", o.batch},
+        {"quantization", o.quantization},
+        {"tolerance_steps", tpu::parse_json_text(o.tolerance_steps, "tolerance_steps")},
+        {"pass", all_pass}};
+    std::string j = "{\n" + tpu::json_members(head, "  ", kDigits) + ",\n";
     if (!o.test_dir) {
-      j << o.sets.at(0).json << ",\n";
+      j += o.sets.at(0).json + ",\n";
     } else {
       uint64_t cycles = 0;
       int passed = 0;
@@ -417,14 +403,14 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
         cycles += so.cycles;
         passed += so.pass;
       }
-      j << "  \"data_sets\": " << o.sets.size() << ",\n  \"data_sets_passed\": " << passed << ",\n";
-      j << "  \"cycles\": " << cycles << ",\n  \"results\": [";
+      const nlohmann::ordered_json totals = {
+          {"data_sets", o.sets.size()}, {"data_sets_passed", passed}, {"cycles", cycles}};
+      j += tpu::json_members(totals, "  ") + ",\n  \"results\": [";
       for (size_t i = 0; i < o.sets.size(); ++i)
-        j << (i ? ",\n    {\n" : "\n    {\n") << o.sets[i].json << "\n    }";
-      j << "\n  ],\n";
+        j += (i ? ",\n    {\n" : "\n    {\n") + o.sets[i].json + "\n    }";
+      j += "\n  ],\n";
     }
-    j << "  \"wall_seconds\": " << jnum(wall) << "\n}\n";
-    std::cout << j.str();
+    std::cout << j << tpu::json_members({{"wall_seconds", wall}}, "  ", kDigits) << "\n}\n";
   } else {
     if (o.test_dir) {
       int passed = 0;

@@ -16,6 +16,7 @@
 
 #include "evaluate.h"
 #include "interrupt.h"
+#include "json_text.h"
 #include "network.h"
 #include "reference.h"
 #include "runner.h"
@@ -294,39 +295,43 @@ int print_result(const TopoRun& r, bool json, double wall) {
   const uint32_t n = r.n;
   const double util = cycles ? double(macs) / (double(cycles) * n * n) : 0.0;
   if (json) {
-    using tpu::cnn::json_string;
-    std::ostringstream j;
-    auto jn = [](double v) {
-      if (!std::isfinite(v)) return std::string("null");
-      char b[40];
-      std::snprintf(b, sizeof b, "%.6g", v);
-      return std::string(b);
-    };
-    j << "{\n  \"topology\": " << json_string(r.file) << ",\n  \"format\": \""
-      << (r.gemm ? "gemm" : "conv") << "\",\n  \"chip_n\": " << n
-      << ",\n  \"backend\": " << json_string(r.backend) << ",\n  \"batch\": " << r.batch
-      << ",\n  \"seed\": " << r.seed << ",\n  \"layers_run\": " << ran
-      << ",\n  \"layers_not_run\": " << not_run << ",\n  \"layers_failed\": " << failed
-      << ",\n  \"pass\": " << (failed ? "false" : "true") << ",\n  \"cycles\": " << cycles
-      << ",\n  \"scalesim_ws_cycles\": " << jn(scalesim) << ",\n  \"mxu_utilization\": " << jn(util)
-      << ",\n  \"wall_seconds\": " << jn(wall) << ",\n  \"layers\": [";
-    for (size_t i = 0; i < r.layers.size(); ++i) {
-      const auto& o = r.layers[i];
-      j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(o.name)
-        << ", \"shape\": " << json_string(o.shape) << ", \"macs_per_image\": " << o.macs
-        << ", \"ran\": " << (o.ran ? "true" : "false")
-        << ", \"matches_reference\": " << (o.ran && o.exact ? "true" : "false")
-        << ", \"status\": " << json_string(o.status) << ", \"cycles\": " << o.cycles
-        << ", \"cycles_per_image\": " << jn(o.ran ? double(o.cycles) / r.batch : std::nan(""))
-        << ", \"mxu_utilization\": " << jn(o.ran ? o.utilization : std::nan(""))
-        << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in_bytes\": " << o.dma_in
-        << ", \"dma_out_bytes\": " << o.dma_out << ", \"ideal_cycles_per_image\": " << jn(o.ideal)
-        << ", \"scalesim_ws_cycles_per_image\": " << jn(o.scalesim) << ", \"cycles_vs_scalesim\": "
-        << jn(o.ran && o.scalesim > 0 ? double(o.cycles) / r.batch / o.scalesim : std::nan(""))
-        << ", \"wall_seconds\": " << jn(o.wall) << "}";
+    const double nan = std::nan("");  // printed as null
+    nlohmann::ordered_json j = {{"topology", r.file},
+                                {"format", r.gemm ? "gemm" : "conv"},
+                                {"chip_n", n},
+                                {"backend", r.backend},
+                                {"batch", r.batch},
+                                {"seed", r.seed},
+                                {"layers_run", ran},
+                                {"layers_not_run", not_run},
+                                {"layers_failed", failed},
+                                {"pass", failed == 0},
+                                {"cycles", cycles},
+                                {"scalesim_ws_cycles", scalesim},
+                                {"mxu_utilization", util},
+                                {"wall_seconds", wall},
+                                {"layers", nlohmann::ordered_json::array()}};
+    for (const auto& o : r.layers) {
+      j["layers"].push_back(
+          {{"name", o.name},
+           {"shape", o.shape},
+           {"macs_per_image", o.macs},
+           {"ran", o.ran},
+           {"matches_reference", o.ran && o.exact},
+           {"status", o.status},
+           {"cycles", o.cycles},
+           {"cycles_per_image", o.ran ? double(o.cycles) / r.batch : nan},
+           {"mxu_utilization", o.ran ? o.utilization : nan},
+           {"mxu_busy", o.mxu_busy},
+           {"dma_in_bytes", o.dma_in},
+           {"dma_out_bytes", o.dma_out},
+           {"ideal_cycles_per_image", o.ideal},
+           {"scalesim_ws_cycles_per_image", o.scalesim},
+           {"cycles_vs_scalesim",
+            o.ran && o.scalesim > 0 ? double(o.cycles) / r.batch / o.scalesim : nan},
+           {"wall_seconds", o.wall}});
     }
-    j << "\n  ]\n}\n";
-    std::cout << j.str();
+    std::cout << tpu::json_document(j) << "\n";
   } else {
     std::printf(
         "total: %d of %zu layers run (%d not run, %d failed); %s cycles per image, MXU "
@@ -405,32 +410,37 @@ LayerOutcome run_layer(tpu::Device& dev, const TopoLayer& t, size_t index, uint3
 }
 
 std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wall) {
-  using tpu::cnn::json_string;
-  using tpusim::exact_number;
-  std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kTopologyShardFormat)
-    << ",\n  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << "},\n  \"topology\": " << json_string(r.file)
-    << ",\n  \"gemm\": " << (r.gemm ? "true" : "false")
-    << ",\n  \"total_layers\": " << r.total_layers << ",\n  \"from\": " << r.from
-    << ",\n  \"to\": " << r.to << ",\n  \"chip_n\": " << r.n
-    << ",\n  \"backend\": " << json_string(r.backend) << ",\n  \"batch\": " << r.batch
-    << ",\n  \"seed\": " << r.seed << ",\n  \"wall_seconds\": " << exact_number(wall)
-    << ",\n  \"layers\": [";
-  for (size_t i = 0; i < r.layers.size(); ++i) {
-    const auto& o = r.layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"index\": " << o.index
-      << ", \"name\": " << json_string(o.name) << ", \"shape\": " << json_string(o.shape)
-      << ", \"status\": " << json_string(o.status) << ", \"ran\": " << (o.ran ? "true" : "false")
-      << ", \"exact\": " << (o.exact ? "true" : "false") << ", \"cycles\": " << o.cycles
-      << ", \"mxu_busy\": " << o.mxu_busy << ", \"dma_in\": " << o.dma_in
-      << ", \"dma_out\": " << o.dma_out << ", \"macs\": " << o.macs
-      << ", \"utilization\": " << exact_number(o.utilization)
-      << ", \"ideal\": " << exact_number(o.ideal) << ", \"scalesim\": " << exact_number(o.scalesim)
-      << ", \"wall\": " << exact_number(o.wall) << "}";
-  }
-  j << "\n  ]\n}\n";
-  return j.str();
+  nlohmann::ordered_json j = {{"format", kTopologyShardFormat},
+                              {"shard", {{"index", shard.index}, {"count", shard.count}}},
+                              {"topology", r.file},
+                              {"gemm", r.gemm},
+                              {"total_layers", r.total_layers},
+                              {"from", r.from},
+                              {"to", r.to},
+                              {"chip_n", r.n},
+                              {"backend", r.backend},
+                              {"batch", r.batch},
+                              {"seed", r.seed},
+                              {"wall_seconds", wall},
+                              {"layers", nlohmann::ordered_json::array()}};
+  for (const auto& o : r.layers)
+    j["layers"].push_back({{"index", o.index},
+                           {"name", o.name},
+                           {"shape", o.shape},
+                           {"status", o.status},
+                           {"ran", o.ran},
+                           {"exact", o.exact},
+                           {"cycles", o.cycles},
+                           {"mxu_busy", o.mxu_busy},
+                           {"dma_in", o.dma_in},
+                           {"dma_out", o.dma_out},
+                           {"macs", o.macs},
+                           {"utilization", o.utilization},
+                           {"ideal", o.ideal},
+                           {"scalesim", o.scalesim},
+                           {"wall", o.wall}});
+  // 17 digits: the values read back bit for bit.
+  return tpu::json_document(j, 17, tpu::JsonRows::BlockAlways) + "\n";
 }
 
 // The shards of one run, in any order, as the run of one process. Throws std::runtime_error

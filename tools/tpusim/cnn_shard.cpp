@@ -6,9 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <sstream>
 #include <system_error>
 
+#include "json_text.h"
 #include "report.h"
 #include "sharding.h"
 
@@ -25,12 +25,9 @@ std::string thousands(uint64_t v) {
 const char* kFormat = "tpusim run-cnn shard 1";
 
 // A LayerDma as a JSON object, and back.
-std::string dma_json(const tpu::cnn::LayerDma& d) {
-  std::ostringstream j;
-  j << "{\"input\": " << d.input << ", \"spill_in\": " << d.spill_in
-    << ", \"weights\": " << d.weights << ", \"params\": " << d.params
-    << ", \"spill_out\": " << d.spill_out << ", \"output\": " << d.output << "}";
-  return j.str();
+nlohmann::ordered_json dma_json(const tpu::cnn::LayerDma& d) {
+  return {{"input", d.input},   {"spill_in", d.spill_in},   {"weights", d.weights},
+          {"params", d.params}, {"spill_out", d.spill_out}, {"output", d.output}};
 }
 tpu::cnn::LayerDma dma_of(const JsonValue& v) {
   tpu::cnn::LayerDma d;
@@ -186,73 +183,72 @@ void print_cnn_summary(const tpu::cnn::Evaluation& e) {
 std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation& p,
                            const tpu::ShardSpec& shard, int images_total, int offset_total,
                            uint32_t batch) {
-  using tpu::cnn::json_string;
-  std::ostringstream j;
-  j << "{\n  \"format\": " << json_string(kFormat) << ",\n";
-  j << "  \"shard\": {\"index\": " << shard.index << ", \"count\": " << shard.count
-    << ", \"images_total\": " << images_total << ", \"offset_total\": " << offset_total
-    << ", \"batch\": " << batch << "},\n";
-  j << "  \"model\": " << json_string(e.model) << ",\n";
-  j << "  \"backend\": " << json_string(e.backend) << ",\n";
-  j << "  \"chip_n\": " << e.chip_n << ",\n";
-  j << "  \"offset\": " << e.offset << ",\n";
-  j << "  \"images\": " << e.images << ",\n";
-  j << "  \"batch\": " << e.batch << ",\n";
-  j << "  \"micro_batch\": " << e.micro_batch << ",\n";
-  j << "  \"instructions_per_batch\": " << e.instructions_per_batch << ",\n";
-  j << "  \"quantization\": " << json_string(e.quantization) << ",\n";
-  j << "  \"correct\": " << e.correct << ",\n";
-  j << "  \"float_correct\": " << e.float_correct << ",\n";
-  j << "  \"reference_correct\": " << e.reference_correct << ",\n";
-  j << "  \"mismatches\": " << e.mismatches << ",\n";
-  j << "  \"cycles_total\": " << e.cycles_total << ",\n";
-  j << "  \"cycles_estimated\": " << (e.cycles_estimated ? "true" : "false") << ",\n";
-  j << "  \"counters\": {";
+  using J = nlohmann::ordered_json;
+  J j;
+  j["format"] = kFormat;
+  j["shard"] = {{"index", shard.index},
+                {"count", shard.count},
+                {"images_total", images_total},
+                {"offset_total", offset_total},
+                {"batch", batch}};
+  j["model"] = e.model;
+  j["backend"] = e.backend;
+  j["chip_n"] = e.chip_n;
+  j["offset"] = e.offset;
+  j["images"] = e.images;
+  j["batch"] = e.batch;
+  j["micro_batch"] = e.micro_batch;
+  j["instructions_per_batch"] = e.instructions_per_batch;
+  j["quantization"] = e.quantization;
+  j["correct"] = e.correct;
+  j["float_correct"] = e.float_correct;
+  j["reference_correct"] = e.reference_correct;
+  j["mismatches"] = e.mismatches;
+  j["cycles_total"] = e.cycles_total;
+  j["cycles_estimated"] = e.cycles_estimated;
+  j["counters"] = J::object();
   for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
-    j << (c ? ", " : "") << json_string(tpu::PerfCounters::name(c)) << ": " << e.counters.get(c);
-  j << "},\n";
-  j << "  \"macs_per_image\": " << e.macs_per_image << ",\n";
-  j << "  \"input_bytes_per_image\": " << e.input_bytes_per_image << ",\n";
-  j << "  \"output_bytes_per_image\": " << e.output_bytes_per_image << ",\n";
-  j << "  \"wall_seconds\": " << exact_number(e.wall_seconds) << ",\n";
-  j << "  \"run_seconds\": " << exact_number(e.run_seconds) << ",\n";
-  j << "  \"spill\": " << (e.spill ? "true" : "false") << ",\n";
-  j << "  \"scratch_bytes\": " << e.scratch_bytes << ",\n";
-  j << "  \"program_dma\": " << dma_json(e.program_dma) << ",\n";
-  j << "  \"mem_latency_cycles\": " << e.mem_latency_cycles << ",\n";
-  j << "  \"mem_bytes_per_cycle\": " << e.mem_bytes_per_cycle << ",\n";
-  j << "  \"layers_from\": " << json_string(e.layers_from) << ",\n";
-  j << "  \"layers\": [";
-  for (size_t i = 0; i < e.layers.size(); ++i) {
-    const auto& l = e.layers[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"name\": " << json_string(l.name)
-      << ", \"op\": " << json_string(l.op) << ", \"macs\": " << l.macs
-      << ", \"cycles\": " << l.cycles << ", \"images\": " << l.images
-      << ", \"utilization\": " << exact_number(l.utilization)
-      << ", \"ideal_cycles\": " << exact_number(l.ideal_cycles)
-      << ", \"scalesim_ws_cycles\": " << exact_number(l.scalesim_ws_cycles)
-      << ", \"dma\": " << dma_json(l.dma) << "}";
-  }
-  j << "],\n  \"results\": [";
-  for (size_t i = 0; i < e.results.size(); ++i) {
-    const auto& r = e.results[i];
-    j << (i ? ",\n    " : "\n    ") << "{\"index\": " << r.index << ", \"label\": " << r.label
-      << ", \"predicted\": " << r.predicted << ", \"float_predicted\": " << r.float_predicted
-      << ", \"matches_reference\": " << (r.matches_reference ? "true" : "false")
-      << ", \"logits\": [";
-    for (size_t k = 0; k < r.logits.size(); ++k) j << (k ? ", " : "") << r.logits[k];
-    j << "]}";
-  }
-  j << "],\n  \"presentation\": {\"class_names\": [";
-  for (size_t i = 0; i < p.class_names.size(); ++i)
-    j << (i ? ", " : "") << json_string(p.class_names[i]);
-  j << "], \"top_k\": " << p.top_k << ", \"output_scale\": " << exact_number(p.output_scale)
-    << ", \"output_zero_point\": " << p.output_zero_point
-    << ", \"display_offset\": " << p.display_offset << ", \"files\": [";
-  for (size_t i = 0; i < p.files.size(); ++i) j << (i ? ", " : "") << json_string(p.files[i]);
-  j << "], \"header\": " << json_string(p.header)
-    << ", \"timeline_note\": " << json_string(p.timeline_note) << "}\n}\n";
-  return j.str();
+    j["counters"][tpu::PerfCounters::name(c)] = e.counters.get(c);
+  j["macs_per_image"] = e.macs_per_image;
+  j["input_bytes_per_image"] = e.input_bytes_per_image;
+  j["output_bytes_per_image"] = e.output_bytes_per_image;
+  j["wall_seconds"] = e.wall_seconds;
+  j["run_seconds"] = e.run_seconds;
+  j["spill"] = e.spill;
+  j["scratch_bytes"] = e.scratch_bytes;
+  j["program_dma"] = dma_json(e.program_dma);
+  j["mem_latency_cycles"] = e.mem_latency_cycles;
+  j["mem_bytes_per_cycle"] = e.mem_bytes_per_cycle;
+  j["layers_from"] = e.layers_from;
+  j["layers"] = J::array();
+  for (const auto& l : e.layers)
+    j["layers"].push_back({{"name", l.name},
+                           {"op", l.op},
+                           {"macs", l.macs},
+                           {"cycles", l.cycles},
+                           {"images", l.images},
+                           {"utilization", l.utilization},
+                           {"ideal_cycles", l.ideal_cycles},
+                           {"scalesim_ws_cycles", l.scalesim_ws_cycles},
+                           {"dma", dma_json(l.dma)}});
+  j["results"] = J::array();
+  for (const auto& r : e.results)
+    j["results"].push_back({{"index", r.index},
+                            {"label", r.label},
+                            {"predicted", r.predicted},
+                            {"float_predicted", r.float_predicted},
+                            {"matches_reference", r.matches_reference},
+                            {"logits", r.logits}});
+  j["presentation"] = {{"class_names", p.class_names},
+                       {"top_k", p.top_k},
+                       {"output_scale", p.output_scale},
+                       {"output_zero_point", p.output_zero_point},
+                       {"display_offset", p.display_offset},
+                       {"files", p.files},
+                       {"header", p.header},
+                       {"timeline_note", p.timeline_note}};
+  // Floating-point values with 17 digits: they read back bit for bit.
+  return tpu::json_document(j, 17, tpu::JsonRows::Compact) + "\n";
 }
 
 MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "json_text.h"
 #include "output_file.h"
 #include "tpusim.h"
 
@@ -166,7 +167,7 @@ void set_activity(const std::string& what) {
   copy_text(g_activity, sizeof g_activity, what);
   // Short enough that the escaped text is never cut inside an escape sequence.
   copy_text(g_activity_json, sizeof g_activity_json,
-            json_escape(what.size() > 160 ? what.substr(0, 160) + "..." : what));
+            tpu::json_quote(what.size() > 160 ? what.substr(0, 160) + "..." : what));
   sigprocmask(SIG_SETMASK, &old, nullptr);
 }
 

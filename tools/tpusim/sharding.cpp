@@ -18,155 +18,64 @@
 #include <stdexcept>
 
 #include "interrupt.h"
+#include "json_text.h"
 
 namespace tpusim {
 
-// ---- JSON reading ------------------------------------------------------------------------
+// ---- JSON reading (nlohmann-json, driver/json_text.h)
+// ------------------------------------------------------------------------
 
 namespace {
 
-class JsonParser {
- public:
-  JsonParser(const std::string& text, const std::string& where) : s_(text), where_(where) {}
-  JsonValue document() {
-    JsonValue v = value(0);
-    skip_space();
-    if (i_ != s_.size()) fail("text after the JSON value");
-    return v;
-  }
+const char* const kExpectedShard = "expected a shard JSON object written by tpusim --shard";
 
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error(where_ + ": JSON error at byte " + std::to_string(i_) + ": " + what +
-                             " (expected a shard JSON object written by tpusim --shard)");
-  }
-  void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
-      ++i_;
-  }
-  bool eat(char c) {
-    skip_space();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) fail(std::string("expected '") + c + "'");
-  }
-  std::string string_literal() {
-    expect('"');
-    std::string o;
-    while (true) {
-      if (i_ >= s_.size()) fail("unterminated string");
-      const char c = s_[i_++];
-      if (c == '"') return o;
-      if (c != '\\') {
-        o += c;
-        continue;
-      }
-      if (i_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[i_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          o += e;
-          break;
-        case 'n':
-          o += '\n';
-          break;
-        case 't':
-          o += '\t';
-          break;
-        case 'r':
-          o += '\r';
-          break;
-        case 'b':
-          o += '\b';
-          break;
-        case 'f':
-          o += '\f';
-          break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) fail("short \\u escape");
-          const unsigned long cp = std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16);
-          i_ += 4;
-          if (cp < 0x80) {
-            o += char(cp);
-          } else if (cp < 0x800) {
-            o += char(0xc0 | (cp >> 6));
-            o += char(0x80 | (cp & 0x3f));
-          } else {
-            o += char(0xe0 | (cp >> 12));
-            o += char(0x80 | ((cp >> 6) & 0x3f));
-            o += char(0x80 | (cp & 0x3f));
-          }
-          break;
-        }
-        default:
-          fail(std::string("unknown escape \\") + e);
-      }
-    }
-  }
-  // `path`: where the value is in the document ("shard.count", "images[3].index"), for messages.
-  JsonValue value(int depth, const std::string& path = "") {
-    if (depth > 64) fail("nested too deeply");
-    skip_space();
-    if (i_ >= s_.size()) fail("unexpected end of the text");
-    JsonValue v;
-    v.where = where_ + (path.empty() ? "" : ": at " + path);
-    const char c = s_[i_];
-    if (c == '{') {
-      ++i_;
+// nlohmann-json's tree as a JsonValue; `path`: where the value is in the document
+// ("shard.count", "images[3].index"), for the accessors' messages.
+JsonValue to_value(const nlohmann::ordered_json& j, const std::string& where,
+                   const std::string& path, int depth) {
+  using T = nlohmann::ordered_json::value_t;
+  JsonValue v;
+  v.where = where + (path.empty() ? "" : ": at " + path);
+  if (depth > 64)
+    throw std::runtime_error(v.where + ": JSON nested too deeply (" + kExpectedShard + ")");
+  switch (j.type()) {
+    case T::object:
       v.type = JsonValue::Type::Object;
-      if (eat('}')) return v;
-      do {
-        skip_space();
-        std::string key = string_literal();
-        expect(':');
-        JsonValue member = value(depth + 1, path.empty() ? key : path + "." + key);
-        v.members.emplace_back(std::move(key), std::move(member));
-      } while (eat(','));
-      expect('}');
-    } else if (c == '[') {
-      ++i_;
+      for (const auto& m : j.items())
+        v.members.emplace_back(
+            m.key(),
+            to_value(m.value(), where, path.empty() ? m.key() : path + "." + m.key(), depth + 1));
+      break;
+    case T::array:
       v.type = JsonValue::Type::Array;
-      if (eat(']')) return v;
-      do {
-        v.items.push_back(value(depth + 1, path + "[" + std::to_string(v.items.size()) + "]"));
-      } while (eat(','));
-      expect(']');
-    } else if (c == '"') {
+      for (const auto& item : j)
+        v.items.push_back(
+            to_value(item, where, path + "[" + std::to_string(v.items.size()) + "]", depth + 1));
+      break;
+    case T::string:
       v.type = JsonValue::Type::String;
-      v.text = string_literal();
-    } else if (s_.compare(i_, 4, "true") == 0 || s_.compare(i_, 5, "false") == 0) {
+      v.text = j.get<std::string>();
+      break;
+    case T::boolean:
       v.type = JsonValue::Type::Bool;
-      v.boolean = s_[i_] == 't';
-      i_ += v.boolean ? 4 : 5;
-    } else if (s_.compare(i_, 4, "null") == 0) {
-      i_ += 4;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      const size_t start = i_;
-      while (i_ < s_.size() && std::strchr("+-0123456789.eE", s_[i_]) != nullptr) ++i_;
+      v.boolean = j.get<bool>();
+      break;
+    case T::number_integer:
+    case T::number_unsigned:
+    case T::number_float:  // shortest text that reads back the same double ("2.0", "1e-05")
       v.type = JsonValue::Type::Number;
-      v.text = s_.substr(start, i_ - start);
-    } else {
-      fail(std::string("unexpected character '") + c + "'");
-    }
-    return v;
+      v.text = j.dump();
+      break;
+    default:  // null (a parsed document holds no binary or discarded values)
+      break;
   }
-
-  const std::string& s_;
-  std::string where_;
-  size_t i_ = 0;
-};
+  return v;
+}
 
 }  // namespace
 
 JsonValue parse_json(const std::string& text, const std::string& where) {
-  return JsonParser(text, where).document();
+  return to_value(tpu::parse_json_text(text, where, kExpectedShard), where, "", 0);
 }
 
 bool JsonValue::has(const std::string& key) const {
@@ -216,13 +125,6 @@ const std::string& JsonValue::str() const {
 const std::vector<JsonValue>& JsonValue::array() const {
   if (type != Type::Array) throw std::runtime_error(where + ": expected an array");
   return items;
-}
-
-std::string exact_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char b[40];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
 }
 
 // ---- options -----------------------------------------------------------------------------

@@ -22,7 +22,8 @@
 
 namespace tpusim {
 
-// A parsed JSON value: enough to read shard files back.
+// A parsed JSON value (read by nlohmann-json) with accessors whose errors name the file and the
+// place in it: enough to read shard files back.
 struct JsonValue {
   enum class Type { Null, Bool, Number, String, Array, Object };
   Type type = Type::Null;
@@ -45,8 +46,6 @@ struct JsonValue {
 };
 // Throws std::runtime_error("WHERE: JSON error at byte N: ...").
 JsonValue parse_json(const std::string& text, const std::string& where);
-// A double that reads back bit for bit ("%.17g"; "null" for NaN / infinity).
-std::string exact_number(double v);
 
 // How this process takes part in a run.
 struct ShardPlan {

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "assembler.h"
+#include "json_text.h"
 #include "output_file.h"
 #include "text.h"
 
@@ -248,103 +248,14 @@ std::vector<tpu::Instruction> load_program(const std::string& path, const std::s
 
 // ---- JSON
 
-namespace {
-// The length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 if it is not one.
-size_t utf8_length(const std::string& s, size_t i) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
-  }
-  return n;
-}
-}  // namespace
-
-std::string json_escape(const std::string& s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {  // keep valid UTF-8; a stray byte (a path in another encoding) becomes U+FFFD
-      const size_t n = utf8_length(s, i);
-      if (n == 0) {
-        out += "\\ufffd";
-      } else {
-        out.append(s, i, n);
-        i += n - 1;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-Json& Json::add(const std::string& key, const std::string& value) {
-  fields_.emplace_back(key, json_escape(value));
-  return *this;
-}
-Json& Json::add(const std::string& key, bool value) {
-  fields_.emplace_back(key, value ? "true" : "false");
-  return *this;
-}
-Json& Json::add(const std::string& key, int64_t value) {
-  fields_.emplace_back(key, std::to_string(value));
-  return *this;
-}
-Json& Json::add(const std::string& key, uint64_t value) {
-  fields_.emplace_back(key, std::to_string(value));
-  return *this;
-}
 Json& Json::add(const std::string& key, double value) {
   if (!std::isfinite(value)) return add_null(key);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", value);
-  fields_.emplace_back(key, buf);
-  return *this;
-}
-Json& Json::add(const std::string& key, const Json& object) {
-  fields_.emplace_back(key, object.str(false));
-  return *this;
-}
-Json& Json::add_null(const std::string& key) {
-  fields_.emplace_back(key, "null");
+  object_[key] = value;
   return *this;
 }
 
 std::string Json::str(bool top_level) const {
-  std::string out = "{";
-  for (size_t i = 0; i < fields_.size(); ++i) {
-    out += top_level ? "\n  " : (i ? " " : "");
-    out += json_escape(fields_[i].first) + ": " + fields_[i].second;
-    if (i + 1 < fields_.size()) out += ",";
-  }
-  out += top_level && !fields_.empty() ? "\n}" : "}";
-  return out;
+  return top_level ? tpu::json_document(object_) : tpu::json_one_line(object_);
 }
 
 void add_run_stats(Json& j, const tpu::RunStats& s) {

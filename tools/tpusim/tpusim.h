@@ -17,6 +17,7 @@
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -110,28 +111,46 @@ ProgramKind program_kind(const std::string& path);
 // or std::runtime_error (a directory, unreadable, type unknown from the name).
 std::vector<tpu::Instruction> load_program(const std::string& path, const std::string& format = "");
 
-// A minimal JSON object writer: keys keep their insertion order; nested objects print on one
-// line, the top-level object one key per line.
+// A JSON object (nlohmann-json's ordered_json) printed in tpusim's layout: keys keep their
+// insertion order; nested objects print on one line, the top-level object one key per line;
+// floating-point values with 6 significant digits (tpu::json_number), NaN and infinity as null.
 class Json {
  public:
-  Json& add(const std::string& key, const std::string& value);
+  Json& add(const std::string& key, const std::string& value) {
+    object_[key] = value;
+    return *this;
+  }
   Json& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
-  Json& add(const std::string& key, bool value);
+  Json& add(const std::string& key, bool value) {
+    object_[key] = value;
+    return *this;
+  }
   Json& add(const std::string& key, int value) { return add(key, static_cast<int64_t>(value)); }
   Json& add(const std::string& key, unsigned value) {
     return add(key, static_cast<uint64_t>(value));
   }
-  Json& add(const std::string& key, int64_t value);
-  Json& add(const std::string& key, uint64_t value);
+  Json& add(const std::string& key, int64_t value) {
+    object_[key] = value;
+    return *this;
+  }
+  Json& add(const std::string& key, uint64_t value) {
+    object_[key] = value;
+    return *this;
+  }
   Json& add(const std::string& key, double value);
-  Json& add(const std::string& key, const Json& object);
-  Json& add_null(const std::string& key);
+  Json& add(const std::string& key, const Json& object) {
+    object_[key] = object.object_;
+    return *this;
+  }
+  Json& add_null(const std::string& key) {
+    object_[key] = nullptr;
+    return *this;
+  }
   std::string str(bool top_level = true) const;
 
  private:
-  std::vector<std::pair<std::string, std::string>> fields_;  // key, rendered value
+  nlohmann::ordered_json object_ = nlohmann::ordered_json::object();
 };
-std::string json_escape(const std::string& s);
 
 // RunStats as JSON: cycles, cycles_estimated, start_cycle, instructions, wall_seconds,
 // counters {...}.
