@@ -140,7 +140,7 @@ module tpu_weight_loader #(
   logic [CntW-1:0]    used_rows_d, full_rows_d;
   logic               sh_active_d, wsh_full_d, older_d;
   logic [ShW-1:0]     sh_cnt_d;
-  logic [3:0]         state_d;   // buffer b in [2b +: 2]
+  buf_state_e         state0_d, state1_d;
   logic [2*ShW-1:0]   drain_d;   // buffer b in [ShW*b +: ShW]
 
   always_comb begin
@@ -151,10 +151,9 @@ module tpu_weight_loader #(
     sh_cnt_d    = sh_cnt_q;
     wsh_full_d  = wsh_full_q;
     older_d     = older_q;
-    for (int b = 0; b < 2; b++) begin
-      state_d[2*b +: 2]     = state_q[b];
-      drain_d[ShW*b +: ShW] = drain_q[b];
-    end
+    state0_d    = state_q[0];
+    state1_d    = state_q[1];
+    for (int b = 0; b < 2; b++) drain_d[ShW*b +: ShW] = drain_q[b];
     if (clear_i) begin
       wr_row_d    = '0;
       used_rows_d = '0;
@@ -163,7 +162,8 @@ module tpu_weight_loader #(
       sh_cnt_d    = '0;
       wsh_full_d  = 1'b0;
       older_d     = 1'b0;
-      state_d     = {BufEmpty, BufEmpty};
+      state0_d    = BufEmpty;
+      state1_d    = BufEmpty;
       drain_d     = '0;
     end else begin
       // FIFO write side: count rows; a tile becomes available when its last row lands.
@@ -193,17 +193,14 @@ module tpu_weight_loader #(
         else if (drain_q[b] != '0)       drain_d[ShW*b +: ShW] = drain_q[b] - 1'b1;
       end
       if (switch_i) begin
-        for (int b = 0; b < 2; b++) begin
-          if (state_q[b] == BufActive) state_d[2*b +: 2] = BufEmpty;
-        end
-        for (int b = 0; b < 2; b++) begin
-          if (next_buf_o == 1'(b)) state_d[2*b +: 2] = BufActive;
-        end
+        if (state_q[0] == BufActive) state0_d = BufEmpty;
+        if (state_q[1] == BufActive) state1_d = BufEmpty;
+        if (next_buf_o) state1_d = BufActive;
+        else            state0_d = BufActive;
       end
       if (commit_ok) begin
-        for (int b = 0; b < 2; b++) begin
-          if (commit_buf == 1'(b)) state_d[2*b +: 2] = BufLoaded;
-        end
+        if (commit_buf) state1_d = BufLoaded;
+        else            state0_d = BufLoaded;
         // The other buffer, if loaded, was loaded first.
         older_d = !commit_buf;
       end
@@ -232,10 +229,9 @@ module tpu_weight_loader #(
       sh_active_q <= sh_active_d;
       sh_cnt_q    <= sh_cnt_d;
       wsh_full_q  <= wsh_full_d;
-      for (int b = 0; b < 2; b++) begin
-        state_q[b] <= buf_state_e'(state_d[2*b +: 2]);
-        drain_q[b] <= drain_d[ShW*b +: ShW];
-      end
+      state_q[0]  <= state0_d;
+      state_q[1]  <= state1_d;
+      for (int b = 0; b < 2; b++) drain_q[b] <= drain_d[ShW*b +: ShW];
       older_q     <= older_d;
     end
   end
