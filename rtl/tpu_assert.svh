@@ -35,10 +35,12 @@
   // signal a concurrent assertion reads into a sampled shadow each cycle. A clocked block reads
   // the pre-edge values all the same, and costs only the check itself. The checking code is
   // kept out of line and toggle coverage (as a concurrent assertion is): the macros switch
-  // coverage back on after themselves, so use them only where it is on.
+  // coverage back on after themselves, so use them only where it is on. The checking blocks are
+  // also sensitive to rst_ni's falling edge (and check nothing then), so rst_ni is only ever an
+  // asynchronous reset to Verilator's lint (no SYNCASYNCNET waiver).
   `define TPU_ASSERT(__name, __prop) \
     /*verilator coverage_off*/ \
-    always_ff @(posedge clk_i) begin : __name \
+    always_ff @(posedge clk_i or negedge rst_ni) begin : __name \
       if (rst_ni) begin \
         assert (__prop) else $error("[TPU_ASSERT] %m: %s failed", `"__name`"); \
       end \
@@ -61,7 +63,7 @@
       always_ff @(posedge clk_i) begin \
         if ((__valid) && !(__ready)) payload_q <= (__payload); \
       end \
-      always_ff @(posedge clk_i) begin \
+      always_ff @(posedge clk_i or negedge rst_ni) begin \
         if (rst_ni && stall_q && (__check)) begin \
           assert ((__valid) && (__payload) == payload_q) \
             else $error("[TPU_ASSERT] %m: %s failed", `"__name`"); \

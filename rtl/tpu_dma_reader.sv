@@ -115,87 +115,150 @@ module tpu_dma_reader #(
   assign row_idx_o   = 24'(row_idx_q);
   assign row_data_o  = gather_q;
 
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      busy_q       <= 1'b0;
-      err_q        <= 1'b0;
-      ar_pending_q <= 1'b0;
-      bursts_q     <= '0;
-      prev_bursts_q <= '0;
-      row_valid_q  <= 1'b0;
-      row_err_q    <= 1'b0;
-      beats_owed_q <= '0;
-    end else if (clear_i && !in_burst && !ar_pending_q) begin
-      busy_q       <= 1'b0;
-      prev_bursts_q <= '0;
-      err_q        <= 1'b0;
-      row_valid_q  <= 1'b0;
-      row_err_q    <= 1'b0;
-      beats_owed_q <= '0;
+  // Events of this cycle.
+  logic clr_idle;   // clear_i with nothing outstanding on the bus: drop the transfer
+  logic ar_fire;    // the AR request is taken
+  logic beat_in;    // a read beat arrives ...
+  logic last_in;    // ... the last of its burst
+  logic beat_err;   // a beat of the running transfer answered with an error
+  logic beat_ok;    // a beat of the running transfer gathered into the row
+  logic row_done;   // ... completing it
+  logic request;    // request the next burst (there is room for it)
+  assign clr_idle = clear_i && !in_burst && !ar_pending_q;
+  assign ar_fire  = ar_pending_q && ar_ready_i;
+  assign beat_in  = in_burst && r_valid_i;
+  assign last_in  = beat_in && r_last_i;
+  assign beat_err = beat_in && !err_q && !clear_i && r_resp_i != 2'b00;
+  assign beat_ok  = beat_in && !err_q && !clear_i && r_resp_i == 2'b00;
+  assign row_done = beat_ok && 32'(beat_in_row_q) == BeatsPerRow - 1;
+  assign request  = busy_q && !err_q && !clear_i && !ar_pending_q &&
+                    bursts_q != ($clog2(MaxBursts+1))'(MaxBursts) && beats_left_q != '0 && room;
+
+  logic        busy_d, err_d, ar_pending_d, row_valid_d, row_err_d, row_err_prev_d;
+  logic [$clog2(MaxBursts+1)-1:0] bursts_d, prev_bursts_d;
+  logic [31:0]      next_addr_d;
+  logic [BeatW-1:0] beats_left_d;
+  logic [OwedW-1:0] beats_owed_d;
+  logic [RowW-1:0]  row_d, row_idx_d;
+  logic [BprW-1:0]  beat_in_row_d;
+  logic [8:0]       burst_d;
+  logic [8*RowBytes-1:0] gather_d;
+
+  always_comb begin
+    busy_d         = busy_q;
+    err_d          = err_q;
+    ar_pending_d   = ar_pending_q;
+    bursts_d       = bursts_q;
+    prev_bursts_d  = prev_bursts_q;
+    row_valid_d    = row_valid_q;
+    row_err_d      = row_err_q;
+    row_err_prev_d = row_err_prev_q;
+    next_addr_d    = next_addr_q;
+    beats_left_d   = beats_left_q;
+    beats_owed_d   = beats_owed_q;
+    row_d          = row_q;
+    beat_in_row_d  = beat_in_row_q;
+    burst_d        = burst_q;
+    gather_d       = gather_q;
+    row_idx_d      = row_idx_q;
+    if (clr_idle) begin
+      busy_d        = 1'b0;
+      err_d         = 1'b0;
+      prev_bursts_d = '0;
+      row_valid_d   = 1'b0;
+      row_err_d     = 1'b0;
+      beats_owed_d  = '0;
     end else begin
-      row_valid_q <= 1'b0;
-      row_err_q   <= 1'b0;
-      row_err_prev_q <= 1'b0;
+      // A command loads the transfer; finished once every beat has arrived, or after an error
+      // once the burst drained.
       if (start) begin
-        busy_q        <= 1'b1;
-        err_q         <= 1'b0;
-        next_addr_q   <= cmd_i.addr;
-        beats_left_q  <= BeatW'(32'(cmd_i.rows) * BeatsPerRow);
-        row_q         <= '0;
-        if (!busy_q) begin
-          beats_owed_q  <= '0;
-          beat_in_row_q <= '0;
-        end
+        busy_d = 1'b1;
+      end else if (busy_q && !ar_pending_q && !in_burst && (err_q || beats_left_q == '0)) begin
+        busy_d = 1'b0;
       end
+      if (beat_err)   err_d = 1'b1;
+      else if (start) err_d = 1'b0;
       // Bursts of an overlapped previous transfer arrive first (in order).
       if (start && busy_q) begin
-        prev_bursts_q <= bursts_q - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
-      end else if (in_burst && r_valid_i && r_last_i && prev_bursts_q != '0) begin
-        prev_bursts_q <= prev_bursts_q - 1'b1;
+        prev_bursts_d = bursts_q - ($clog2(MaxBursts+1))'(last_in);
+      end else if (last_in && prev_bursts_q != '0) begin
+        prev_bursts_d = prev_bursts_q - 1'b1;
       end
-      // Request the next burst when there is room for it.
-      if (busy_q && !err_q && !clear_i && !ar_pending_q &&
-          bursts_q != ($clog2(MaxBursts+1))'(MaxBursts) &&
-          beats_left_q != '0 && room) begin
-        ar_pending_q <= 1'b1;
-        burst_q      <= burst_beats;
+      // Request the next burst when there is room for it; the address and the beats left move
+      // on when the request is taken.
+      if (ar_fire)      ar_pending_d = 1'b0;
+      else if (request) ar_pending_d = 1'b1;
+      if (request) burst_d = burst_beats;
+      if (ar_fire) begin
+        next_addr_d  = next_addr_q + 32'(burst_q) * BeatBytes;
+        beats_left_d = beats_left_q - BeatW'(burst_q);
+      end else if (start) begin
+        next_addr_d  = cmd_i.addr;
+        beats_left_d = BeatW'(32'(cmd_i.rows) * BeatsPerRow);
       end
-      if (ar_pending_q && ar_ready_i) begin
-        ar_pending_q <= 1'b0;
-        next_addr_q  <= next_addr_q + 32'(burst_q) * BeatBytes;
-        beats_left_q <= beats_left_q - BeatW'(burst_q);
-        beats_owed_q <= beats_owed_q + OwedW'(burst_q);
+      bursts_d = bursts_q + ($clog2(MaxBursts+1))'(ar_fire) - ($clog2(MaxBursts+1))'(last_in);
+      if (ar_fire || beat_in) begin
+        beats_owed_d = beats_owed_q + (ar_fire ? OwedW'(burst_q) : OwedW'(0)) - OwedW'(beat_in);
+      end else if (start && !busy_q) begin
+        beats_owed_d = '0;
       end
-      bursts_q <= bursts_q + ($clog2(MaxBursts+1))'(ar_pending_q && ar_ready_i)
-                           - ($clog2(MaxBursts+1))'(in_burst && r_valid_i && r_last_i);
-      if (in_burst && r_valid_i) begin
-        beats_owed_q <= beats_owed_q - 1'b1 + ((ar_pending_q && ar_ready_i) ? OwedW'(burst_q) : OwedW'(0));
-        if (!err_q && !clear_i) begin
-          if (r_resp_i != 2'b00) begin
-            err_q       <= 1'b1;
-            row_valid_q <= 1'b1;
-            row_err_q   <= 1'b1;
-            // Every burst in flight at an overlapped start belongs to the earlier transfer.
-            row_err_prev_q <= (prev_bursts_q != '0) || (start && busy_q);
-            row_idx_q   <= row_q;
-          end else begin
-            gather_q[8*BeatBytes*beat_in_row_q +: 8*BeatBytes] <= r_data_i;
-            if (32'(beat_in_row_q) == BeatsPerRow - 1) begin
-              beat_in_row_q <= '0;
-              row_valid_q   <= 1'b1;
-              row_idx_q     <= row_q;
-              row_q         <= row_q + 1'b1;
-            end else begin
-              beat_in_row_q <= beat_in_row_q + 1'b1;
-            end
-          end
+      // Beats are gathered into rows; the first error ends the transfer with one flagged row.
+      row_valid_d    = beat_err || row_done;
+      row_err_d      = beat_err;
+      // Every burst in flight at an overlapped start belongs to the earlier transfer.
+      row_err_prev_d = beat_err && ((prev_bursts_q != '0) || (start && busy_q));
+      if (beat_err || row_done) row_idx_d = row_q;
+      if (row_done)   row_d = row_q + 1'b1;
+      else if (start) row_d = '0;
+      if (beat_ok) begin
+        for (int b = 0; b < 32'(BeatsPerRow); b++) begin
+          if (32'(beat_in_row_q) == b) gather_d[8*BeatBytes*b +: 8*BeatBytes] = r_data_i;
         end
-      end
-      // Finished once every beat has arrived, or after an error once the burst drained.
-      if (busy_q && !start && !ar_pending_q && !in_burst && (err_q || beats_left_q == '0)) begin
-        busy_q <= 1'b0;
+        beat_in_row_d = row_done ? '0 : beat_in_row_q + 1'b1;
+      end else if (start && !busy_q) begin
+        beat_in_row_d = '0;
       end
     end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_q         <= 1'b0;
+      err_q          <= 1'b0;
+      ar_pending_q   <= 1'b0;
+      bursts_q       <= '0;
+      prev_bursts_q  <= '0;
+      row_valid_q    <= 1'b0;
+      row_err_q      <= 1'b0;
+      row_err_prev_q <= 1'b0;
+      next_addr_q    <= '0;
+      beats_left_q   <= '0;
+      beats_owed_q   <= '0;
+      row_q          <= '0;
+      beat_in_row_q  <= '0;
+      burst_q        <= '0;
+    end else begin
+      busy_q         <= busy_d;
+      err_q          <= err_d;
+      ar_pending_q   <= ar_pending_d;
+      bursts_q       <= bursts_d;
+      prev_bursts_q  <= prev_bursts_d;
+      row_valid_q    <= row_valid_d;
+      row_err_q      <= row_err_d;
+      row_err_prev_q <= row_err_prev_d;
+      next_addr_q    <= next_addr_d;
+      beats_left_q   <= beats_left_d;
+      beats_owed_q   <= beats_owed_d;
+      row_q          <= row_d;
+      beat_in_row_q  <= beat_in_row_d;
+      burst_q        <= burst_d;
+    end
+  end
+
+  // Data only, not reset: the row being gathered and its index are read only with row_valid_o.
+  always_ff @(posedge clk_i) begin
+    gather_q  <= gather_d;
+    row_idx_q <= row_idx_d;
   end
 
   `TPU_ASSERT_HOLD(DmaRdArHold, ar_valid_o, ar_ready_i, {ar_addr_o, ar_len_o})

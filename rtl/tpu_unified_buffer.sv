@@ -39,7 +39,9 @@ module tpu_unified_buffer #(
   localparam int unsigned AW = $clog2(UbRows);
 
   logic [8*N-1:0] bank_rdata [2];
-  logic           rsel0_q, rsel0_d, rsel1_q, rsel1_d;  // the bank each read port read last
+  // The bank each read port read last: data only, not reset (it selects the read data, which
+  // is used only in the cycle after a read).
+  logic           rsel0_q, rsel0_d, rsel1_q, rsel1_d;
 
   assign wgnt1_o = !(we0_i && waddr0_i[0] == waddr1_i[0]);
   assign rgnt1_o = !(re0_i && raddr0_i[0] == raddr1_i[0]);

@@ -96,7 +96,7 @@ module tpu_weight_loader #(
   assign w_commit_o = commit_ok;
   assign w_buf_o    = commit_buf;
 
-  // The tile base and shift step of the next cycle (mirrors the register updates below).
+  // The tile base (rd_base_q's next state) and the shift step of the next cycle.
   always_comb begin
     rd_base_d   = rd_base_q;
     sh_row_next = '0;
@@ -135,6 +135,78 @@ module tpu_weight_loader #(
   assign idle_o         = (used_rows_q == '0) && !sh_active_q && !wsh_full_q;
   assign tile_pending_o = (full_rows_q != '0) || sh_active_q || wsh_full_q;
 
+  // Next state. clear_i empties the FIFO, shifter and buffers like a reset.
+  logic [RowIdxW-1:0] wr_row_d;
+  logic [CntW-1:0]    used_rows_d, full_rows_d;
+  logic               sh_active_d, wsh_full_d, older_d;
+  logic [ShW-1:0]     sh_cnt_d;
+  buf_state_e         state0_d, state1_d;
+  logic [2*ShW-1:0]   drain_d;   // buffer b in [ShW*b +: ShW]
+
+  always_comb begin
+    wr_row_d    = wr_row_q;
+    used_rows_d = used_rows_q;
+    full_rows_d = full_rows_q;
+    sh_active_d = sh_active_q;
+    sh_cnt_d    = sh_cnt_q;
+    wsh_full_d  = wsh_full_q;
+    older_d     = older_q;
+    state0_d    = state_q[0];
+    state1_d    = state_q[1];
+    for (int b = 0; b < 2; b++) drain_d[ShW*b +: ShW] = drain_q[b];
+    if (clear_i) begin
+      wr_row_d    = '0;
+      used_rows_d = '0;
+      full_rows_d = '0;
+      sh_active_d = 1'b0;
+      sh_cnt_d    = '0;
+      wsh_full_d  = 1'b0;
+      older_d     = 1'b0;
+      state0_d    = BufEmpty;
+      state1_d    = BufEmpty;
+      drain_d     = '0;
+    end else begin
+      // FIFO write side: count rows; a tile becomes available when its last row lands.
+      if (push_i) begin
+        wr_row_d    = wrap_add(wr_row_q, 1);
+        used_rows_d = used_rows_d + 1'b1;
+      end
+      if (push_i && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin
+        full_rows_d = full_rows_d + CntW'(N);
+      end
+
+      // Shifter.
+      if (start_shift) full_rows_d = full_rows_d - CntW'(N);
+      if (shift_done) begin
+        sh_active_d = 1'b0;
+        wsh_full_d  = 1'b1;
+        used_rows_d = used_rows_d - CntW'(N);
+      end else if (start_shift || sh_active_q) begin
+        sh_active_d = 1'b1;
+        sh_cnt_d    = sh_row + 1'b1;
+      end
+      if (commit_ok && !shift_done) wsh_full_d = 1'b0;
+
+      // Buffers: drain counters, switch, commit.
+      for (int b = 0; b < 2; b++) begin
+        if (use_i && use_buf_i == 1'(b)) drain_d[ShW*b +: ShW] = ShW'(N - 1);
+        else if (drain_q[b] != '0)       drain_d[ShW*b +: ShW] = drain_q[b] - 1'b1;
+      end
+      if (switch_i) begin
+        if (state_q[0] == BufActive) state0_d = BufEmpty;
+        if (state_q[1] == BufActive) state1_d = BufEmpty;
+        if (next_buf_o) state1_d = BufActive;
+        else            state0_d = BufActive;
+      end
+      if (commit_ok) begin
+        if (commit_buf) state1_d = BufLoaded;
+        else            state0_d = BufLoaded;
+        // The other buffer, if loaded, was loaded first.
+        older_d = !commit_buf;
+      end
+    end
+  end
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       wr_row_q    <= '0;
@@ -149,66 +221,18 @@ module tpu_weight_loader #(
       drain_q[0]  <= '0;
       drain_q[1]  <= '0;
       older_q     <= 1'b0;
-    end else if (clear_i) begin
-      wr_row_q    <= '0;
-      rd_base_q   <= '0;
-      used_rows_q <= '0;
-      full_rows_q <= '0;
-      sh_active_q <= 1'b0;
-      sh_cnt_q    <= '0;
-      wsh_full_q  <= 1'b0;
-      state_q[0]  <= BufEmpty;
-      state_q[1]  <= BufEmpty;
-      drain_q[0]  <= '0;
-      drain_q[1]  <= '0;
-      older_q     <= 1'b0;
     end else begin
-      logic [CntW-1:0] used_next;
-      logic [CntW-1:0] full_next;
-      used_next = used_rows_q;
-      full_next = full_rows_q;
-
-      // FIFO write side: count rows; a tile becomes available when its last row lands.
-      if (push_i) begin
-        wr_row_q  <= wrap_add(wr_row_q, 1);
-        used_next = used_next + 1'b1;
-      end
-      if (push_i && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin
-        full_next = full_next + CntW'(N);
-      end
-
-      // Shifter.
-      if (start_shift) full_next = full_next - CntW'(N);
-      if (shift_done) begin
-        sh_active_q <= 1'b0;
-        wsh_full_q  <= 1'b1;
-        rd_base_q   <= wrap_add(rd_base_q, N);
-        used_next   = used_next - CntW'(N);
-      end else if (start_shift || sh_active_q) begin
-        sh_active_q <= 1'b1;
-        sh_cnt_q    <= sh_row + 1'b1;
-      end
-      if (commit_ok && !shift_done) wsh_full_q <= 1'b0;
-
-      // Buffers: drain counters, switch, commit.
-      for (int b = 0; b < 2; b++) begin
-        if (use_i && use_buf_i == 1'(b)) drain_q[b] <= ShW'(N - 1);
-        else if (drain_q[b] != '0)       drain_q[b] <= drain_q[b] - 1'b1;
-      end
-      if (switch_i) begin
-        for (int b = 0; b < 2; b++) begin
-          if (state_q[b] == BufActive) state_q[b] <= BufEmpty;
-        end
-        state_q[next_buf_o] <= BufActive;
-      end
-      if (commit_ok) begin
-        state_q[commit_buf] <= BufLoaded;
-        // The other buffer, if loaded, was loaded first.
-        older_q <= !commit_buf;
-      end
-
-      used_rows_q <= used_next;
-      full_rows_q <= full_next;
+      wr_row_q    <= wr_row_d;
+      rd_base_q   <= rd_base_d;
+      used_rows_q <= used_rows_d;
+      full_rows_q <= full_rows_d;
+      sh_active_q <= sh_active_d;
+      sh_cnt_q    <= sh_cnt_d;
+      wsh_full_q  <= wsh_full_d;
+      state_q[0]  <= state0_d;
+      state_q[1]  <= state1_d;
+      for (int b = 0; b < 2; b++) drain_q[b] <= drain_d[ShW*b +: ShW];
+      older_q     <= older_d;
     end
   end
 

@@ -53,7 +53,12 @@ constexpr uint32_t kIrqDone = 1u << 0;  // IRQ_STATUS / IRQ_ENABLE bit: done
 constexpr uint32_t kIrqError = 1u << 1;  // IRQ_STATUS / IRQ_ENABLE bit: error
 
 constexpr uint32_t kIdValue = 0x54505531;  // ID register value ("TPU1")
+constexpr uint32_t kIrqStatusResetValue = 0x0;  // IRQ_STATUS after reset
 constexpr uint32_t kIrqEnableResetValue = 0x3;  // IRQ_ENABLE after reset
+constexpr uint32_t kCmdAddrResetValue = 0x0;  // CMD_ADDR after reset
+constexpr uint32_t kCmdCountResetValue = 0x0;  // CMD_COUNT after reset
+constexpr uint32_t kWinBaseResetValue = 0x0;  // WIN_BASE after reset
+constexpr uint32_t kWinSizeResetValue = 0x0;  // WIN_SIZE after reset
 
 // Performance counters: index i of COUNTER_LO / COUNTER_HI.
 constexpr unsigned kCounterCycles = 0;  // cycles from START to done/error
@@ -66,6 +71,78 @@ constexpr unsigned kCounterDmaRdBytes = 6;  // bytes read from host memory (incl
 constexpr unsigned kCounterDmaWrBytes = 7;  // bytes written to host memory
 constexpr unsigned kCounterInstrRetired = 8;  // instructions completed
 constexpr unsigned kCounterActBusy = 9;  // cycles the activation unit read an accumulator row
+
+// How a register answers the host (docs/registers.csv: RO, RW, RW1C, W).
+enum class Access {
+  ReadOnly,         // the hardware's value; a write answers SLVERR and changes nothing
+  ReadWrite,        // stored; reads back what was written (the low `bits` bits)
+  WriteOneToClear,  // stored; the hardware sets bits, writing 1 clears them
+  WriteOnly,        // a command to the hardware; reads 0
+};
+
+struct Register {
+  const char* name;  // arrays: NAME_i
+  uint32_t addr;
+  Access access;
+  unsigned bits;     // stored bits (RW, RW1C; 32 otherwise); the rest read 0
+  uint32_t reset;    // value after reset (RW, RW1C; 0 otherwise)
+};
+
+// Every register of the map, arrays expanded, in address order.
+inline constexpr Register kRegisters[] = {
+  {"ID", 0x000, Access::ReadOnly, 32, 0x0},
+  {"PARAM_N", 0x004, Access::ReadOnly, 32, 0x0},
+  {"PARAM_UB_ROWS", 0x008, Access::ReadOnly, 32, 0x0},
+  {"PARAM_ACC_ROWS", 0x00C, Access::ReadOnly, 32, 0x0},
+  {"PARAM_WFIFO_TILES", 0x010, Access::ReadOnly, 32, 0x0},
+  {"PARAM_QP_SLOTS", 0x014, Access::ReadOnly, 32, 0x0},
+  {"PARAM_AXI_WIDTH", 0x018, Access::ReadOnly, 32, 0x0},
+  {"CTRL", 0x020, Access::WriteOnly, 32, 0x0},
+  {"STATUS", 0x024, Access::ReadOnly, 32, 0x0},
+  {"ERR_CODE", 0x028, Access::ReadOnly, 32, 0x0},
+  {"ERR_PC", 0x02C, Access::ReadOnly, 32, 0x0},
+  {"IRQ_STATUS", 0x030, Access::WriteOneToClear, 2, 0x0},
+  {"IRQ_ENABLE", 0x034, Access::ReadWrite, 2, 0x3},
+  {"CMD_ADDR", 0x040, Access::ReadWrite, 32, 0x0},
+  {"CMD_COUNT", 0x044, Access::ReadWrite, 32, 0x0},
+  {"PC", 0x048, Access::ReadOnly, 32, 0x0},
+  {"WIN_BASE_0", 0x080, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_0", 0x084, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_1", 0x088, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_1", 0x08C, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_2", 0x090, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_2", 0x094, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_3", 0x098, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_3", 0x09C, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_4", 0x0A0, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_4", 0x0A4, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_5", 0x0A8, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_5", 0x0AC, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_6", 0x0B0, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_6", 0x0B4, Access::ReadWrite, 32, 0x0},
+  {"WIN_BASE_7", 0x0B8, Access::ReadWrite, 32, 0x0},
+  {"WIN_SIZE_7", 0x0BC, Access::ReadWrite, 32, 0x0},
+  {"COUNTER_LO_0", 0x100, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_0", 0x104, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_1", 0x108, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_1", 0x10C, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_2", 0x110, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_2", 0x114, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_3", 0x118, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_3", 0x11C, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_4", 0x120, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_4", 0x124, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_5", 0x128, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_5", 0x12C, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_6", 0x130, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_6", 0x134, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_7", 0x138, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_7", 0x13C, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_8", 0x140, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_8", 0x144, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_LO_9", 0x148, Access::ReadOnly, 32, 0x0},
+  {"COUNTER_HI_9", 0x14C, Access::ReadOnly, 32, 0x0},
+};
 // clang-format on
 
 }  // namespace tpu::sim::reg

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -332,6 +333,150 @@ TEST_P(ChipTest, IrqStatusIsWriteOneToClearAndMaskedByIrqEnable) {
   EXPECT_EQ(chip().read_reg(reg::kIrqStatus), 0u);
   EXPECT_FALSE(chip().irq());
   chip().write_reg(reg::kIrqEnable, reg::kIrqEnableResetValue);
+}
+
+// Every register of docs/registers.csv, through reg::kRegisters (generated from it, so a new
+// register is walked here without editing this test), behaves on the chip as its access type
+// says: RO answers a write SLVERR and keeps its value; RW reads back what was written (its low
+// `bits` bits) and nothing else; RW1C is cleared bit by bit by writing 1 and never set by a
+// write; W reads 0. Every stored register reads its reset value after reset; a write that is
+// not a whole word answers SLVERR and changes nothing; every other word address answers
+// SLVERR to reads and writes and aliases no register.
+class RegisterMapTest : public ChipTest {
+ protected:
+  static uint32_t mask(const reg::Register& r) {
+    return r.bits >= 32 ? 0xFFFF'FFFFu : (1u << r.bits) - 1u;
+  }
+  // A value of every register: reads each one (all must answer OKAY).
+  std::vector<uint32_t> snapshot() {
+    std::vector<uint32_t> v;
+    for (const reg::Register& r : reg::kRegisters) {
+      const RegAccess a = chip().try_read_reg(r.addr);
+      EXPECT_EQ(a.resp, 0u) << r.name;
+      v.push_back(a.data);
+    }
+    return v;
+  }
+  void expect_unchanged(const std::vector<uint32_t>& before, const char* after_what) {
+    const std::vector<uint32_t> now = snapshot();
+    for (size_t i = 0; i < now.size(); ++i) {
+      EXPECT_EQ(now[i], before[i]) << reg::kRegisters[i].name << " changed by " << after_what;
+    }
+  }
+  // Makes the hardware set every bit of an RW1C register; returns the bits it set. One entry
+  // per RW1C register of the map: a new one fails below until it has one.
+  uint32_t set_by_hardware(const reg::Register& r) {
+    if (std::string(r.name) == "IRQ_STATUS") {
+      // A halt run sets DONE; an error run started without acknowledging it sets ERROR.
+      EXPECT_EQ(run_program({halt()}).reason, StopReason::kDone);
+      load_program({simple(0xEE)}, kCmdBase + 0x100);  // an unknown opcode: ERR_OPCODE
+      chip().write_reg(reg::kCmdAddr, kCmdBase + 0x100);
+      chip().write_reg(reg::kCmdCount, 1);
+      chip().write_reg(reg::kCtrl, reg::kCtrlStart);
+      EXPECT_EQ(chip().run(100000).reason, StopReason::kError);
+      return reg::kIrqDone | reg::kIrqError;
+    }
+    ADD_FAILURE() << "RW1C register " << r.name << ": add how the hardware sets it to this test";
+    return 0;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Backpressure, RegisterMapTest, ::testing::Values(0.0, 0.3), bp_name);
+
+TEST_P(RegisterMapTest, ResetValues) {
+  for (const reg::Register& r : reg::kRegisters) {
+    const RegAccess a = chip().try_read_reg(r.addr);
+    EXPECT_EQ(a.resp, 0u) << r.name;
+    if (r.access == reg::Access::ReadWrite || r.access == reg::Access::WriteOneToClear) {
+      EXPECT_EQ(a.data, r.reset) << r.name;
+    } else if (r.access == reg::Access::WriteOnly) {
+      EXPECT_EQ(a.data, 0u) << r.name;
+    }
+  }
+}
+
+TEST_P(RegisterMapTest, ReadOnlyAndWriteOnlyRegisters) {
+  for (const reg::Register& r : reg::kRegisters) {
+    if (r.access != reg::Access::ReadOnly && r.access != reg::Access::WriteOnly) continue;
+    const std::vector<uint32_t> before = snapshot();
+    if (r.access == reg::Access::ReadOnly) {
+      const uint32_t value = chip().read_reg(r.addr);
+      EXPECT_EQ(chip().try_write_reg(r.addr, ~value).resp, 2u) << r.name;
+      EXPECT_EQ(chip().try_write_reg(r.addr, 0).resp, 2u) << r.name;
+    } else {
+      EXPECT_EQ(chip().try_write_reg(r.addr, 0).resp, 0u) << r.name;  // a command of nothing
+      EXPECT_EQ(chip().read_reg(r.addr), 0u) << r.name;
+    }
+    expect_unchanged(before, r.name);
+  }
+}
+
+TEST_P(RegisterMapTest, ReadWriteRegistersReadBackAndAliasNothing) {
+  const uint32_t patterns[] = {0xFFFF'FFFFu, 0x5A5A'5A5Au, 0xA5A5'A5A5u, 0u};
+  for (const reg::Register& r : reg::kRegisters) {
+    if (r.access != reg::Access::ReadWrite) continue;
+    for (uint32_t p : patterns) {
+      EXPECT_EQ(chip().try_write_reg(r.addr, p).resp, 0u) << r.name;
+      EXPECT_EQ(chip().read_reg(r.addr), p & mask(r)) << r.name << " written " << p;
+    }
+    chip().write_reg(r.addr, 0x1234'5678u);
+    for (uint32_t strb : {0x0u, 0x1u, 0x7u, 0xEu}) {  // partial writes: SLVERR, nothing written
+      EXPECT_EQ(chip().try_write_reg(r.addr, 0xFFFF'FFFFu, strb).resp, 2u) << r.name << strb;
+      EXPECT_EQ(chip().read_reg(r.addr), 0x1234'5678u & mask(r)) << r.name << strb;
+    }
+  }
+  // A distinct value in every RW register at once: each reads its own.
+  std::vector<uint32_t> written;
+  for (const reg::Register& r : reg::kRegisters) {
+    written.push_back(r.access == reg::Access::ReadWrite ? (r.addr * 0x9E37'79B9u) ^ 0x0F0F'0F0Fu
+                                                         : 0u);
+    if (r.access == reg::Access::ReadWrite) chip().write_reg(r.addr, written.back());
+  }
+  for (size_t i = 0; i < written.size(); ++i) {
+    const reg::Register& r = reg::kRegisters[i];
+    if (r.access == reg::Access::ReadWrite) {
+      EXPECT_EQ(chip().read_reg(r.addr), written[i] & mask(r)) << r.name;
+    }
+  }
+}
+
+TEST_P(RegisterMapTest, WriteOneToClearRegisters) {
+  for (const reg::Register& r : reg::kRegisters) {
+    if (r.access != reg::Access::WriteOneToClear) continue;
+    chip().write_reg(r.addr, 0xFFFF'FFFFu);  // clears everything, sets nothing
+    EXPECT_EQ(chip().read_reg(r.addr), 0u) << r.name;
+    const uint32_t set = set_by_hardware(r);
+    ASSERT_NE(set, 0u) << r.name;
+    EXPECT_EQ(chip().read_reg(r.addr), set) << r.name;
+    EXPECT_EQ(chip().try_write_reg(r.addr, 0).resp, 0u) << r.name;  // writing 0 clears nothing
+    EXPECT_EQ(chip().read_reg(r.addr), set) << r.name;
+    EXPECT_EQ(chip().try_write_reg(r.addr, set, 0x7).resp, 2u) << r.name;  // partial: nothing
+    EXPECT_EQ(chip().read_reg(r.addr), set) << r.name;
+    uint32_t left = set;
+    for (unsigned b = 0; b < r.bits; ++b) {  // each bit written 1 clears that bit only
+      if (!(set & (1u << b))) continue;
+      chip().write_reg(r.addr, 1u << b);
+      left &= ~(1u << b);
+      EXPECT_EQ(chip().read_reg(r.addr), left) << r.name << " bit " << b;
+    }
+  }
+}
+
+TEST_P(RegisterMapTest, UnmappedAddressesAnswerSlverrAndAliasNothing) {
+  std::vector<bool> mapped(0x1000 / 4, false);
+  for (const reg::Register& r : reg::kRegisters) mapped[r.addr / 4] = true;
+  chip().write_reg(reg::kIrqEnable, 0);  // a stray write must show below, not start a run
+  const std::vector<uint32_t> before = snapshot();
+  unsigned unmapped = 0;
+  for (uint32_t addr = 0; addr < 0x1000; addr += 4) {
+    if (mapped[addr / 4]) continue;
+    ++unmapped;
+    const RegAccess rd = chip().try_read_reg(addr);
+    EXPECT_EQ(rd.resp, 2u) << std::hex << addr;
+    EXPECT_EQ(rd.data, 0u) << std::hex << addr;
+    EXPECT_EQ(chip().try_write_reg(addr, 0xFFFF'FFFFu).resp, 2u) << std::hex << addr;
+  }
+  EXPECT_EQ(unmapped + std::size(reg::kRegisters), 0x1000u / 4);
+  expect_unchanged(before, "writes to unmapped addresses");
 }
 
 TEST_P(ChipTest, RunOnFinishedChipReturnsImmediately) {
