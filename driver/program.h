@@ -183,7 +183,7 @@ class ProgramBuilder {
   // Weight-tile accounting of a matmul / matmul_bf16 (ERR_NO_WEIGHTS, ERR_WEIGHT_TYPE).
   void check_weight_tile(const char* mnemonic, bool switch_weights, bool want_bf16) const;
   void take_weight_tile(bool switch_weights);
-  void push_tiles(const char* mnemonic, uint32_t tiles, bool bf16);
+  void check_tile_room(const char* mnemonic, uint32_t tiles) const;  // ERR_WEIGHT_OVERFLOW
   // One step of vop*: contiguous rows, B as `bmode` / `b`.
   void vop_tensor(VecFunc f, uint32_t dst, uint32_t a, BMode bmode, uint32_t b, uint32_t rows);
 

@@ -36,7 +36,7 @@ void ProgramBuilder::check_fits(const char* m, const char* argument, uint64_t va
   }
 }
 
-void ProgramBuilder::push_tiles(const char* m, uint32_t tiles, bool bf16) {
+void ProgramBuilder::check_tile_room(const char* m, uint32_t tiles) const {
   if (uint64_t{pending_weight_tiles()} + tiles > weight_capacity()) {
     fail(m, "tiles",
          format("tiles = %u with %u already waiting exceeds the %u tiles that may wait "
@@ -45,7 +45,6 @@ void ProgramBuilder::push_tiles(const char* m, uint32_t tiles, bool bf16) {
                 tiles, pending_weight_tiles(), weight_capacity(),
                 weight_capacity() - pending_weight_tiles()));
   }
-  (void)bf16;
 }
 
 void ProgramBuilder::check_weight_tile(const char* m, bool switch_weights, bool want_bf16) const {
@@ -152,7 +151,7 @@ ProgramBuilder& ProgramBuilder::load_weights(const LoadWeights& in) {
   if (in.rows == 0 || in.rows > params_.N) {
     fail(m, "rows", format("rows = %u (allowed 1..N = %u)", in.rows, params_.N));
   }
-  push_tiles(m, in.tiles, true);
+  check_tile_room(m, in.tiles);
   push(in, m);
   for (uint32_t t = 0; t < in.tiles; ++t) pending_bf16_.push_back(true);
   return *this;
