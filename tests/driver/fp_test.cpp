@@ -185,6 +185,14 @@ TEST(Fp, Bf16ToFp32AllValues) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint32_t want = (h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16;  // DAZ
     ASSERT_EQ(from_bf16(static_cast<uint16_t>(h)), want) << hex(h);
+    // and back: every bf16 that is not a NaN or subnormal survives fp32 -> bf16 unchanged
+    const bool nan = (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0;
+    if (!nan && (h & 0x7F80u) != 0) {
+      ASSERT_EQ(to_bf16(want), h) << hex(h);
+    }
+    if (nan) {
+      ASSERT_EQ(to_bf16(want), kCanonicalNaNBf16) << hex(h);
+    }
   }
 }
 
