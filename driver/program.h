@@ -123,7 +123,7 @@ class ProgramBuilder {
   ProgramBuilder& transpose(const Transpose& in);
   ProgramBuilder& vector(const Vector& in);
   // Element-wise over contiguous tensors of `rows` rows (as many `vector` instructions of at
-  // most 255 x 4095 rows as needed). B: the tensor at b (vop), the immediate in every lane
+  // most 255 x 1023 rows as needed). B: the tensor at b (vop), the immediate in every lane
   // (vop_imm), one row for every row (vop_row); unary functions have no B.
   ProgramBuilder& vop(VecFunc f, uint32_t dst, uint32_t a, uint32_t b, uint32_t rows);
   ProgramBuilder& vop_imm(VecFunc f, uint32_t dst, uint32_t a, uint32_t imm, uint32_t rows);

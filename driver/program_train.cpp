@@ -235,6 +235,7 @@ ProgramBuilder& ProgramBuilder::vector(const Vector& in) {
   check_fits(m.c_str(), "func", in.func, field::kVecFunc);
   check_fits(m.c_str(), "a_inner_stride", in.a_inner_stride, field::kVecAInnerStride);
   check_fits(m.c_str(), "a_outer_stride", in.a_outer_stride, field::kVecAOuterStride);
+  check_fits(m.c_str(), "dst_inner_stride", in.dst_inner_stride, field::kVecDstInnerStride);
   check_fits(m.c_str(), "dst_outer_stride", in.dst_outer_stride, field::kVecDstOuterStride);
   check_fits(m.c_str(), "outer", in.outer, field::kVecOuter);
   push(in, m.c_str());
@@ -259,6 +260,7 @@ void ProgramBuilder::vop_tensor(VecFunc f, uint32_t dst, uint32_t a, BMode bmode
     v.outer = static_cast<uint16_t>(outer);
     v.a_inner_stride = 1;
     v.a_outer_stride = static_cast<uint16_t>(inner);
+    v.dst_inner_stride = 1;
     v.dst_outer_stride = static_cast<uint16_t>(inner);
     check_fits(m.c_str(), "dst", uint64_t{dst} + done, field::kVecDst);
     check_fits(m.c_str(), "a", uint64_t{a} + done, field::kVecA);
