@@ -70,6 +70,7 @@ std::vector<Operand> vector_operands(bool with_func) {
                             {"outer", kVecOuter, 1, Kind::Number},
                             {"a_inner_stride", kVecAInnerStride, 1, Kind::Number},
                             {"a_outer_stride", kVecAOuterStride, 0, Kind::Number},
+                            {"dst_inner_stride", kVecDstInnerStride, 1, Kind::Number},
                             {"dst_outer_stride", kVecDstOuterStride, 0, Kind::Number}};
   if (with_func) v.push_back({"func", kVecFunc, 0, Kind::Number});
   return v;

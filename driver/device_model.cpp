@@ -96,6 +96,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   PerfCounters& c = out.stats.counters;
   c.instr_retired = r.retired;
   uint64_t act_rows = 0;
+  uint64_t vpu_rows = 0;  // VMEM rows walked by the training instructions
   for (uint64_t i = 0; i < r.retired; ++i) {
     InstrBytes word;
     impl_->memory.read(uint64_t{cmd_addr} + i * kInstrBytes, kInstrBytes, word.data());
@@ -117,13 +118,21 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
       c.dma_wr_bytes += uint64_t{wv->rows} * wv->row_bytes(p.N);
     } else if (const auto* mb = std::get_if<MatmulBf16>(&d.instr)) {
       c.mxu_busy += uint64_t{mb->inner} * mb->outer;
+    } else if (const auto* v = std::get_if<Vector>(&d.instr)) {
+      vpu_rows += uint64_t{v->inner} * v->outer;
+    } else if (const auto* t = std::get_if<Transpose>(&d.instr)) {
+      vpu_rows += uint64_t{t->blocks} * p.N;
+    } else if (const auto* lw = std::get_if<LoadWeights>(&d.instr)) {
+      vpu_rows += uint64_t{lw->tiles} * p.N;
+    } else if (const auto* av = std::get_if<AccToVmem>(&d.instr)) {
+      vpu_rows += av->rows;
     }
   }
   c.mxu_macs = c.mxu_busy * p.N * p.N;
   c.act_busy = act_rows;
   const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);  // bytes per cycle, see header
   const uint64_t dma = (c.dma_rd_bytes + c.dma_wr_bytes + rate - 1) / rate;
-  c.cycles = std::max({dma, c.mxu_busy, act_rows}) + 2 * p.N + 16;
+  c.cycles = std::max({dma, c.mxu_busy, act_rows, vpu_rows}) + 2 * p.N + 16;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = true;
   return out;

@@ -23,9 +23,7 @@ bool negative(uint32_t x) { return (x & kSignBit) != 0; }
 uint64_t significand(uint32_t x) { return (x & kFracMask) | kHidden; }  // normal x only
 
 int msb_index(uint64_t v) {  // v != 0
-  int p = 63;
-  while (!((v >> p) & 1)) --p;
-  return p;
+  return 63 - __builtin_clzll(v);
 }
 
 // Ordering key of a non-NaN value with -0 below +0 (max / min).
@@ -80,7 +78,7 @@ uint32_t round_pack(bool neg, uint64_t mag, int exp2) {
   return sign | static_cast<uint32_t>(biased) << kFracBits | (static_cast<uint32_t>(r) & kFracMask);
 }
 
-uint32_t add(uint32_t a, uint32_t b) {
+uint32_t add_exact(uint32_t a, uint32_t b) {
   a = daz(a);
   b = daz(b);
   if (is_nan(a) || is_nan(b)) return kCanonicalNaN;
@@ -113,12 +111,45 @@ uint32_t add(uint32_t a, uint32_t b) {
   return round_pack(negative(a), mag, static_cast<int>(exp_field(a)) - kExpOffset - kAddGuard);
 }
 
+// The fast path: for operands that are zeros or normal numbers, the host's IEEE float + and *
+// (round to nearest even, no contraction: -ffp-contract=off, no -ffast-math, so no FTZ / DAZ
+// mode either) give the contract's result whenever theirs is a zero, an infinity or a normal
+// number above 2^-126 in magnitude: the exact value then lies where gradual underflow plays
+// no part (a result of exactly 2^-126 may come from a value that the contract flushes, so it
+// takes the integer path, as do subnormal results, NaN and infinite operands).
+namespace {
+bool plain(uint32_t x) {
+  const uint32_t e = exp_field(x);
+  return (e != 0 && e != kMaxBiased) || (x & ~kSignBit) == 0;
+}
+bool fast_result_ok(uint32_t r) {
+  const uint32_t mag = r & ~kSignBit;
+  return mag == 0 || mag == kPosInf || (mag > kHidden && mag < kPosInf);
+}
+}  // namespace
+
+uint32_t add(uint32_t a, uint32_t b) {
+  if (plain(a) && plain(b)) {
+    const uint32_t r = bits_of(float_of(a) + float_of(b));
+    if (fast_result_ok(r)) return r;
+  }
+  return add_exact(a, b);
+}
+
+uint32_t mul(uint32_t a, uint32_t b) {
+  if (plain(a) && plain(b)) {
+    const uint32_t r = bits_of(float_of(a) * float_of(b));
+    if (fast_result_ok(r)) return r;
+  }
+  return mul_exact(a, b);
+}
+
 uint32_t sub(uint32_t a, uint32_t b) {
   // a - b = a + (-b); NaN operands are canonicalized by add whatever their sign.
   return add(a, b ^ kSignBit);
 }
 
-uint32_t mul(uint32_t a, uint32_t b) {
+uint32_t mul_exact(uint32_t a, uint32_t b) {
   a = daz(a);
   b = daz(b);
   if (is_nan(a) || is_nan(b)) return kCanonicalNaN;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The floating-point numerics of the training configuration (docs/isa.md "Floating point"),
-// bit by bit in integer arithmetic: fp32 add / sub / mul with DAZ, round to nearest even with
-// an unbounded exponent, flush to zero after rounding, one canonical NaN; max / min /
-// compares; fp32 <-> bf16; fp32 <-> int32. Values are fp32 bit patterns (uint32_t).
+// bit by bit in integer arithmetic (add / mul with a native fast path, see below): fp32 add / sub /
+// mul with DAZ, round to nearest even with an unbounded exponent, flush to zero after rounding, one
+// canonical NaN; max / min / compares; fp32 <-> bf16; fp32 <-> int32. Values are fp32 bit patterns
+// (uint32_t).
 //
 // The golden model and the vector-unit reference use these; the tests compare them with an
 // independent reference built on the host's native float arithmetic (tests/driver/fp_test.cpp).
@@ -39,6 +40,11 @@ uint32_t round_pack(bool negative, uint64_t mag, int exp2);
 uint32_t add(uint32_t a, uint32_t b);
 uint32_t sub(uint32_t a, uint32_t b);  // a - b
 uint32_t mul(uint32_t a, uint32_t b);
+// add and mul in integer arithmetic only. add / mul take a native-float fast path where IEEE
+// arithmetic and the contract agree (operands zero or normal, result zero, infinite or normal
+// above 2^-126) and these otherwise; the tests check both against the reference.
+uint32_t add_exact(uint32_t a, uint32_t b);
+uint32_t mul_exact(uint32_t a, uint32_t b);
 uint32_t max(uint32_t a, uint32_t b);  // NaN -> canonical NaN; -0 < +0
 uint32_t min(uint32_t a, uint32_t b);
 bool lt(uint32_t a, uint32_t b);  // DAZ; -0 == +0; NaN -> false

@@ -59,11 +59,13 @@ class GoldenModel {
   void set_dma_windows(const DmaWindows& windows) { windows_ = windows; }
   const DmaWindows& dma_windows() const { return windows_; }
 
-  // ---- weight tiles. read_weights pushes tiles, `matmul switch` makes the oldest pushed tile
-  // active. The chip holds WFifoTiles tiles in the FIFO plus 2 MXU buffers and 1 shift tile;
-  // one buffer holds the active tile, so at most WFifoTiles + 2 tiles can wait. A read_weights
-  // that would make more wait is ERR_WEIGHT_OVERFLOW before it fetches anything (the chip
-  // decides it at issue from the same count).
+  // ---- weight tiles. read_weights (int8 tiles) and load_weights (bf16 tiles) push tiles,
+  // `matmul switch` / `matmul_bf16 switch` make the oldest pushed tile active (a tile of the
+  // other type is ERR_WEIGHT_TYPE). The chip holds WFifoTiles tiles in the FIFO plus 2 MXU
+  // buffers and 1 shift tile; one buffer holds the active tile, so at most WFifoTiles + 2
+  // tiles can wait. A read_weights / load_weights that would make more wait is
+  // ERR_WEIGHT_OVERFLOW before it reads anything (the chip decides it at issue from the same
+  // count).
   uint32_t weight_capacity() const { return params_.wfifo_tiles + 2; }
   size_t pending_weight_tiles() const { return pending_tiles_.size(); }
   bool has_active_tile() const { return has_active_tile_; }

@@ -384,7 +384,8 @@ Fault check_one(const Vector& in, const ChipParams& p, const DmaWindows&) {
   if (f.code != ErrorCode::ERR_NONE) return f;
   const char* name = vec_func_name(in.func).data();
   const uint32_t o = in.outer - 1u, i = in.inner - 1u;
-  f = check_vmem_rows(name, "written (dst + (outer-1)*dst_outer_stride + inner-1)",
+  f = check_vmem_rows(name,
+                      "written (dst + (outer-1)*dst_outer_stride + (inner-1)*dst_inner_stride)",
                       in.dst_row(o, i), p);
   if (f.code != ErrorCode::ERR_NONE) return f;
   const bool align_next = in.vec_func() == VecFunc::Align && in.b > 0;
@@ -464,7 +465,7 @@ uint64_t Vector::b_row(uint32_t o, uint32_t i) const {
     case BMode::RowA:
       return uint64_t{b} + uint64_t{o} * a_outer_stride + uint64_t{i} * a_inner_stride;
     case BMode::RowDst:
-      return uint64_t{b} + uint64_t{o} * dst_outer_stride + i;
+      return uint64_t{b} + uint64_t{o} * dst_outer_stride + uint64_t{i} * dst_inner_stride;
     case BMode::Fixed:
     case BMode::Imm:
       break;
@@ -607,6 +608,7 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
                                                  {"outer", kVecOuter},
                                                  {"a_inner_stride", kVecAInnerStride},
                                                  {"a_outer_stride", kVecAOuterStride},
+                                                 {"dst_inner_stride", kVecDstInnerStride},
                                                  {"dst_outer_stride", kVecDstOuterStride},
                                                  {"b", kVecB}};
   switch (op) {
@@ -717,9 +719,9 @@ bool operator==(const Transpose& a, const Transpose& b) {
 }
 bool operator==(const Vector& a, const Vector& b) {
   return std::tie(a.func, a.bmode, a.dst, a.a, a.inner, a.outer, a.a_inner_stride, a.a_outer_stride,
-                  a.dst_outer_stride, a.b) == std::tie(b.func, b.bmode, b.dst, b.a, b.inner,
-                                                       b.outer, b.a_inner_stride, b.a_outer_stride,
-                                                       b.dst_outer_stride, b.b);
+                  a.dst_inner_stride, a.dst_outer_stride,
+                  a.b) == std::tie(b.func, b.bmode, b.dst, b.a, b.inner, b.outer, b.a_inner_stride,
+                                   b.a_outer_stride, b.dst_inner_stride, b.dst_outer_stride, b.b);
 }
 
 // ---- encode
@@ -844,6 +846,7 @@ struct Encoder {
     put(w, field::kVecOuter, in.outer, "vector.outer");
     put(w, field::kVecAInnerStride, in.a_inner_stride, "vector.a_inner_stride");
     put(w, field::kVecAOuterStride, in.a_outer_stride, "vector.a_outer_stride");
+    put(w, field::kVecDstInnerStride, in.dst_inner_stride, "vector.dst_inner_stride");
     put(w, field::kVecDstOuterStride, in.dst_outer_stride, "vector.dst_outer_stride");
     put(w, field::kVecB, in.b, "vector.b");
   }
@@ -901,6 +904,7 @@ Vector decode_vector(const InstrBytes& w) {
   in.outer = narrow<uint16_t>(get_field(w, kVecOuter));
   in.a_inner_stride = narrow<uint8_t>(get_field(w, kVecAInnerStride));
   in.a_outer_stride = narrow<uint16_t>(get_field(w, kVecAOuterStride));
+  in.dst_inner_stride = narrow<uint8_t>(get_field(w, kVecDstInnerStride));
   in.dst_outer_stride = narrow<uint16_t>(get_field(w, kVecDstOuterStride));
   in.b = narrow<uint32_t>(get_field(w, kVecB));
   return in;
@@ -1173,8 +1177,9 @@ struct Disassembler {
     }
     return s + format(
                    " inner=%u outer=%u a_inner_stride=%u a_outer_stride=%u "
-                   "dst_outer_stride=%u",
-                   in.inner, in.outer, in.a_inner_stride, in.a_outer_stride, in.dst_outer_stride);
+                   "dst_inner_stride=%u dst_outer_stride=%u",
+                   in.inner, in.outer, in.a_inner_stride, in.a_outer_stride, in.dst_inner_stride,
+                   in.dst_outer_stride);
   }
   std::string operator()(const RawInstruction& in) const {
     std::string s = ".inst 0x";

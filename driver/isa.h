@@ -194,10 +194,11 @@ constexpr BitField kVecBMode{14, 2};
 constexpr BitField kVecDst{16, 16};
 constexpr BitField kVecA{32, 16};
 constexpr BitField kVecInner{48, 8};
-constexpr BitField kVecOuter{56, 12};
-constexpr BitField kVecAInnerStride{68, 4};
-constexpr BitField kVecAOuterStride{72, 12};
-constexpr BitField kVecDstOuterStride{84, 12};
+constexpr BitField kVecOuter{56, 10};
+constexpr BitField kVecAInnerStride{66, 4};
+constexpr BitField kVecAOuterStride{70, 11};
+constexpr BitField kVecDstInnerStride{81, 4};
+constexpr BitField kVecDstOuterStride{85, 11};
 constexpr BitField kVecB{96, 32};
 }  // namespace field
 
@@ -433,15 +434,16 @@ struct Vector {
   uint16_t dst = 0;
   uint16_t a = 0;
   uint8_t inner = 1;              // 8 bits
-  uint16_t outer = 1;             // 12 bits
+  uint16_t outer = 1;             // 10 bits
   uint8_t a_inner_stride = 1;     // 4 bits
-  uint16_t a_outer_stride = 0;    // 12 bits
-  uint16_t dst_outer_stride = 0;  // 12 bits
+  uint16_t a_outer_stride = 0;    // 11 bits
+  uint8_t dst_inner_stride = 1;   // 4 bits
+  uint16_t dst_outer_stride = 0;  // 11 bits
   uint32_t b = 0;                 // B base row (bmode 0-2) or the immediate (bmode 3)
 
   VecFunc vec_func() const { return static_cast<VecFunc>(func); }
   uint64_t dst_row(uint32_t o, uint32_t i) const {
-    return uint64_t{dst} + uint64_t{o} * dst_outer_stride + i;
+    return uint64_t{dst} + uint64_t{o} * dst_outer_stride + uint64_t{i} * dst_inner_stride;
   }
   uint64_t a_row(uint32_t o, uint32_t i) const {
     return uint64_t{a} + uint64_t{o} * a_outer_stride + uint64_t{i} * a_inner_stride;

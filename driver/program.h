@@ -123,7 +123,7 @@ class ProgramBuilder {
   ProgramBuilder& transpose(const Transpose& in);
   ProgramBuilder& vector(const Vector& in);
   // Element-wise over contiguous tensors of `rows` rows (as many `vector` instructions of at
-  // most 255 x 4095 rows as needed). B: the tensor at b (vop), the immediate in every lane
+  // most 255 x 1023 rows as needed). B: the tensor at b (vop), the immediate in every lane
   // (vop_imm), one row for every row (vop_row); unary functions have no B.
   ProgramBuilder& vop(VecFunc f, uint32_t dst, uint32_t a, uint32_t b, uint32_t rows);
   ProgramBuilder& vop_imm(VecFunc f, uint32_t dst, uint32_t a, uint32_t imm, uint32_t rows);
@@ -183,7 +183,7 @@ class ProgramBuilder {
   // Weight-tile accounting of a matmul / matmul_bf16 (ERR_NO_WEIGHTS, ERR_WEIGHT_TYPE).
   void check_weight_tile(const char* mnemonic, bool switch_weights, bool want_bf16) const;
   void take_weight_tile(bool switch_weights);
-  void push_tiles(const char* mnemonic, uint32_t tiles, bool bf16);
+  void check_tile_room(const char* mnemonic, uint32_t tiles) const;  // ERR_WEIGHT_OVERFLOW
   // One step of vop*: contiguous rows, B as `bmode` / `b`.
   void vop_tensor(VecFunc f, uint32_t dst, uint32_t a, BMode bmode, uint32_t b, uint32_t rows);
 

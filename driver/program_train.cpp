@@ -36,7 +36,7 @@ void ProgramBuilder::check_fits(const char* m, const char* argument, uint64_t va
   }
 }
 
-void ProgramBuilder::push_tiles(const char* m, uint32_t tiles, bool bf16) {
+void ProgramBuilder::check_tile_room(const char* m, uint32_t tiles) const {
   if (uint64_t{pending_weight_tiles()} + tiles > weight_capacity()) {
     fail(m, "tiles",
          format("tiles = %u with %u already waiting exceeds the %u tiles that may wait "
@@ -45,7 +45,6 @@ void ProgramBuilder::push_tiles(const char* m, uint32_t tiles, bool bf16) {
                 tiles, pending_weight_tiles(), weight_capacity(),
                 weight_capacity() - pending_weight_tiles()));
   }
-  (void)bf16;
 }
 
 void ProgramBuilder::check_weight_tile(const char* m, bool switch_weights, bool want_bf16) const {
@@ -152,7 +151,7 @@ ProgramBuilder& ProgramBuilder::load_weights(const LoadWeights& in) {
   if (in.rows == 0 || in.rows > params_.N) {
     fail(m, "rows", format("rows = %u (allowed 1..N = %u)", in.rows, params_.N));
   }
-  push_tiles(m, in.tiles, true);
+  check_tile_room(m, in.tiles);
   push(in, m);
   for (uint32_t t = 0; t < in.tiles; ++t) pending_bf16_.push_back(true);
   return *this;
@@ -236,6 +235,7 @@ ProgramBuilder& ProgramBuilder::vector(const Vector& in) {
   check_fits(m.c_str(), "func", in.func, field::kVecFunc);
   check_fits(m.c_str(), "a_inner_stride", in.a_inner_stride, field::kVecAInnerStride);
   check_fits(m.c_str(), "a_outer_stride", in.a_outer_stride, field::kVecAOuterStride);
+  check_fits(m.c_str(), "dst_inner_stride", in.dst_inner_stride, field::kVecDstInnerStride);
   check_fits(m.c_str(), "dst_outer_stride", in.dst_outer_stride, field::kVecDstOuterStride);
   check_fits(m.c_str(), "outer", in.outer, field::kVecOuter);
   push(in, m.c_str());
@@ -260,6 +260,7 @@ void ProgramBuilder::vop_tensor(VecFunc f, uint32_t dst, uint32_t a, BMode bmode
     v.outer = static_cast<uint16_t>(outer);
     v.a_inner_stride = 1;
     v.a_outer_stride = static_cast<uint16_t>(inner);
+    v.dst_inner_stride = 1;
     v.dst_outer_stride = static_cast<uint16_t>(inner);
     check_fits(m.c_str(), "dst", uint64_t{dst} + done, field::kVecDst);
     check_fits(m.c_str(), "a", uint64_t{a} + done, field::kVecA);

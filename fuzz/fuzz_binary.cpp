@@ -55,6 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tpu::ChipParams params = tpu::ChipParams::with_n(size > 0 && (data[0] & 1) ? 4 : 16);
   params.ub_rows = 96;
   params.acc_rows = 64;
+  // Half the inputs on the training configuration (a small VMEM), half on the int8 chip,
+  // where opcodes 0x08..0x0E are unknown.
+  params.vmem_rows = size > 0 && (data[0] & 2) ? 64 : 0;
   for (size_t i = 0; i + 16 <= size; i += 16) {
     // decode for this chip: without VMEM the training opcodes are unknown (docs/isa.md).
     tpu::InstrBytes word;

@@ -98,9 +98,43 @@ void compare_pairs(const char* name, Op op, Ref ref, int random_pairs) {
 
 constexpr int kPairs = 2'000'000;
 
-TEST(Fp, AddMatchesReference) { compare_pairs("add", add, radd, kPairs); }
+TEST(Fp, AddMatchesReference) {
+  compare_pairs("add", add, radd, kPairs);
+  compare_pairs("add_exact", add_exact, radd, kPairs);
+}
 TEST(Fp, SubMatchesReference) { compare_pairs("sub", sub, rsub, kPairs / 2); }
-TEST(Fp, MulMatchesReference) { compare_pairs("mul", mul, rmul, kPairs); }
+TEST(Fp, MulMatchesReference) {
+  compare_pairs("mul", mul, rmul, kPairs);
+  compare_pairs("mul_exact", mul_exact, rmul, kPairs);
+}
+
+// The fast path's edges: results at and around 2^-126 (where gradual underflow and FTZ
+// after rounding differ), at the overflow threshold, and exact cancellation.
+TEST(Fp, FastPathEdges) {
+  std::mt19937_64 rng(99);
+  int failures = 0;
+  auto both = [&](uint32_t a, uint32_t b) {
+    if ((add(a, b) != add_exact(a, b) || mul(a, b) != mul_exact(a, b) || add(a, b) != radd(a, b) ||
+         mul(a, b) != rmul(a, b)) &&
+        ++failures <= 10) {
+      ADD_FAILURE() << hex(a) << ", " << hex(b);
+    }
+  };
+  for (int i = 0; i < 1'000'000; ++i) {
+    // a * b near 2^-126 and 2^128: exponents summing to about -126 + 127 or 128 + 127.
+    const uint32_t fa = static_cast<uint32_t>(rng()) & 0x807FFFFFu;
+    const uint32_t fb = static_cast<uint32_t>(rng()) & 0x807FFFFFu;
+    const uint32_t ea = 1 + static_cast<uint32_t>(rng() % 253);
+    const uint32_t target = (rng() % 2) ? 1 + 127 : 254 + 127;  // product exponent field
+    const int64_t eb = int64_t{target} - ea + static_cast<int64_t>(rng() % 3) - 1;
+    if (eb < 1 || eb > 254) continue;
+    both(fa | ea << 23, fb | static_cast<uint32_t>(eb) << 23);
+    // a + b near 2^-126: two tiny normals of opposite or equal signs.
+    both((static_cast<uint32_t>(rng()) & 0x80FFFFFFu) | 0x00800000u,
+         (static_cast<uint32_t>(rng()) & 0x80FFFFFFu) | 0x00800000u);
+  }
+  EXPECT_EQ(failures, 0);
+}
 TEST(Fp, MaxMinMatchReference) {
   compare_pairs(
       "max", max, [](uint32_t a, uint32_t b) { return rmax(a, b, true); }, kPairs / 4);
@@ -151,6 +185,14 @@ TEST(Fp, Bf16ToFp32AllValues) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint32_t want = (h & 0x7F80u) == 0 ? (h & 0x8000u) << 16 : h << 16;  // DAZ
     ASSERT_EQ(from_bf16(static_cast<uint16_t>(h)), want) << hex(h);
+    // and back: every bf16 that is not a NaN or subnormal survives fp32 -> bf16 unchanged
+    const bool nan = (h & 0x7F80u) == 0x7F80u && (h & 0x7Fu) != 0;
+    if (!nan && (h & 0x7F80u) != 0) {
+      ASSERT_EQ(to_bf16(want), h) << hex(h);
+    }
+    if (nan) {
+      ASSERT_EQ(to_bf16(want), kCanonicalNaNBf16) << hex(h);
+    }
   }
 }
 

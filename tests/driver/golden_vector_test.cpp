@@ -406,16 +406,17 @@ TEST_P(GoldenVector, EveryElementwiseFunctionEveryBMode) {
       v.outer = 4;
       v.a_inner_stride = 3;
       v.a_outer_stride = 20;
-      v.dst_outer_stride = 5;
+      v.dst_inner_stride = 2;
+      v.dst_outer_stride = 7;
       v.b = v.bmode == BMode::Imm ? random_value(rng) : (is_unary_vec_func(code) ? 0 : 150);
       ok(v);
       for (uint32_t o = 0; o < 4; ++o) {
         for (uint32_t i = 0; i < 3; ++i) {
           const uint64_t a_row = 10 + o * 20 + i * 3;
-          const uint64_t rows[4] = {150 + o * 20 + i * 3, 150 + o * 5 + i, 150, 0};
+          const uint64_t rows[4] = {150 + o * 20 + i * 3, 150 + o * 7 + i * 2, 150, 0};
           for (uint32_t j = 0; j < nn; ++j) {
             const uint32_t b = v.bmode == BMode::Imm ? v.b : at(rows[mode], j);
-            ASSERT_EQ(model->vmem(300 + o * 5 + i, j), ref_lane(f, at(a_row, j), b))
+            ASSERT_EQ(model->vmem(300 + o * 7 + i * 2, j), ref_lane(f, at(a_row, j), b))
                 << vec_func_name(code) << " bmode " << mode << " o " << o << " i " << i << " lane "
                 << j;
           }

@@ -382,7 +382,9 @@ TEST(Isa, TrainingOpcodesFaultOnTheInt8Chip) {
       w[15] = top;
       DecodeResult d = decode(w, int8);
       EXPECT_EQ(d.error, ErrorCode::ERR_OPCODE) << op;
-      if (op == 0x0F) EXPECT_EQ(d.why, "opcode 0x0f is not an instruction (expected 0x00..0x07)");
+      if (op == 0x0F) {
+        EXPECT_EQ(d.why, "opcode 0x0f is not an instruction (expected 0x00..0x07)");
+      }
       EXPECT_EQ(check(RawInstruction{w}, int8), ErrorCode::ERR_OPCODE) << op;
     }
   }

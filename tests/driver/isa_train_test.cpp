@@ -48,10 +48,11 @@ std::vector<HandField> hand_fields(uint8_t op) {
               {"dst", 16, 16},
               {"a", 32, 16},
               {"inner", 48, 8},
-              {"outer", 56, 12},
-              {"a_inner_stride", 68, 4},
-              {"a_outer_stride", 72, 12},
-              {"dst_outer_stride", 84, 12},
+              {"outer", 56, 10},
+              {"a_inner_stride", 66, 4},
+              {"a_outer_stride", 70, 11},
+              {"dst_inner_stride", 81, 4},
+              {"dst_outer_stride", 85, 11},
               {"b", 96, 32}};
   }
 }
@@ -144,17 +145,17 @@ TEST(IsaTrain, DisassemblyLooksLikeTheDocs) {
   v.inner = 16;
   EXPECT_EQ(disassemble(v),
             "fmul         dst=0 a=0 imm=0x3f000000 inner=16 outer=1 a_inner_stride=1 "
-            "a_outer_stride=0 dst_outer_stride=0");
+            "a_outer_stride=0 dst_inner_stride=1 dst_outer_stride=0");
   v.func = static_cast<uint8_t>(VecFunc::LSum);
   v.bmode = BMode::RowA;
   v.b = 0;
   EXPECT_EQ(disassemble(v),
             "lsum         dst=0 a=0 inner=16 outer=1 a_inner_stride=1 a_outer_stride=0 "
-            "dst_outer_stride=0");
+            "dst_inner_stride=1 dst_outer_stride=0");
   v.func = 0x3F;  // not a function: still disassembles, and the chip faults ERR_FIELD
   EXPECT_EQ(disassemble(v),
             "vector       func=63 dst=0 a=0 b=0 bmode=a inner=16 outer=1 a_inner_stride=1 "
-            "a_outer_stride=0 dst_outer_stride=0");
+            "a_outer_stride=0 dst_inner_stride=1 dst_outer_stride=0");
 }
 
 TEST(IsaTrain, AssemblySyntax) {
@@ -345,6 +346,11 @@ std::vector<Case> vector_cases() {
   v.dst_outer_stride = 11;  // dst: 99 + 9 = 108
   c.push_back({v, ErrorCode::ERR_VMEM_RANGE});
   v.dst_outer_stride = 10;
+  v.dst_inner_stride = 2;  // dst: 90 + 18 = 108
+  c.push_back({v, ErrorCode::ERR_VMEM_RANGE});
+  v.dst_inner_stride = 0;  // every inner row writes row dst + 10 o: fine
+  c.push_back({v, E});
+  v.dst_inner_stride = 1;
   v.bmode = BMode::RowDst;
   v.b = 1;  // B on dst's pattern: 1 + 90 + 9 = 100
   c.push_back({v, ErrorCode::ERR_VMEM_RANGE});
