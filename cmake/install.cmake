@@ -25,11 +25,9 @@ foreach(n IN LISTS TPU_SIM_N_LIST)
     install(TARGETS tpu_sim_n${n} tpu_device_rtl_n${n} ARCHIVE DESTINATION ${TPU_INSTALL_LIBDIR})
   endif()
 endforeach()
-install(FILES
-  driver/arith.h driver/assembler.h driver/device.h driver/device_model.h driver/device_rtl.h
-  driver/golden_model.h driver/host_image.h driver/host_memory.h driver/isa.h driver/program.h
-  driver/tiled_ops.h
-  DESTINATION ${TPU_INSTALL_INCLUDEDIR})
+# Every header of tpu_driver (the public ones include the others, e.g. program.h fp_sequences.h).
+file(GLOB TPU_DRIVER_HEADERS ${PROJECT_SOURCE_DIR}/driver/*.h)
+install(FILES ${TPU_DRIVER_HEADERS} DESTINATION ${TPU_INSTALL_INCLUDEDIR})
 
 # The CLI: tpusim (the default chip) and tpusim_n<N> for every other N.
 foreach(n IN LISTS TPU_SIM_N_LIST)

@@ -156,8 +156,8 @@ MUTANTS = [
      "DMA_WR_BYTES counts W beats that wait for WREADY"),
     # DMA.
     ("dmard_err_prev_start", "tpu_dma_reader.sv",
-     "row_err_prev_q <= (prev_bursts_q != '0) || (start && busy_q);",
-     "row_err_prev_q <= (prev_bursts_q != '0);",
+     "row_err_prev_d = beat_err && ((prev_bursts_q != '0) || (start && busy_q));",
+     "row_err_prev_d = beat_err && (prev_bursts_q != '0);",
      "an older read_weights' error beat arriving in the cycle a younger read_weights starts "
      "is attributed to the younger"),
     ("dmard_4k", "tpu_dma_reader.sv",
