@@ -179,6 +179,8 @@ class ProgramBuilder {
   [[noreturn]] void fail(const char* mnemonic, const char* argument,
                          const std::string& message) const;
   void check_vmem(const char* mnemonic) const;
+  // The field checks read_vmem and write_vmem share (rows, host_stride, host range).
+  void check_vmem_dma(const char* mnemonic, const VmemDma& in) const;
   void check_fits(const char* mnemonic, const char* argument, uint64_t value, BitField f) const;
   // Weight-tile accounting of a matmul / matmul_bf16 (ERR_NO_WEIGHTS, ERR_WEIGHT_TYPE).
   void check_weight_tile(const char* mnemonic, bool switch_weights, bool want_bf16) const;

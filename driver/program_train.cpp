@@ -77,6 +77,16 @@ void ProgramBuilder::take_weight_tile(bool switch_weights) {
 
 // ---- DMA
 
+void ProgramBuilder::check_vmem_dma(const char* m, const VmemDma& in) const {
+  check_vmem(m);
+  check_fits(m, "rows", in.rows, field::kVdmaRows);
+  if (in.rows == 0) fail(m, "rows", "rows = 0 (allowed 1..VmemRows)");
+  if (in.host_stride % 16 != 0) {
+    fail(m, "host_stride", format("host_stride = %u is not a multiple of 16", in.host_stride));
+  }
+  check_host(m, "host_addr", in.host_addr, in.host_span(params_.N));
+}
+
 ProgramBuilder& ProgramBuilder::read_vmem(uint32_t vmem_row, uint32_t rows, uint32_t host_addr,
                                           bool bf16) {
   check_vmem("read_vmem");
@@ -91,13 +101,7 @@ ProgramBuilder& ProgramBuilder::read_vmem(uint32_t vmem_row, uint32_t rows, uint
 
 ProgramBuilder& ProgramBuilder::read_vmem(const ReadVmem& in) {
   const char* m = "read_vmem";
-  check_vmem(m);
-  check_fits(m, "rows", in.rows, field::kVdmaRows);
-  if (in.rows == 0) fail(m, "rows", "rows = 0 (allowed 1..VmemRows)");
-  if (in.host_stride % 16 != 0) {
-    fail(m, "host_stride", format("host_stride = %u is not a multiple of 16", in.host_stride));
-  }
-  check_host(m, "host_addr", in.host_addr, in.host_span(params_.N));
+  check_vmem_dma(m, in);
   push(in, m);
   return *this;
 }
@@ -116,13 +120,7 @@ ProgramBuilder& ProgramBuilder::write_vmem(uint32_t vmem_row, uint32_t rows, uin
 
 ProgramBuilder& ProgramBuilder::write_vmem(const WriteVmem& in) {
   const char* m = "write_vmem";
-  check_vmem(m);
-  check_fits(m, "rows", in.rows, field::kVdmaRows);
-  if (in.rows == 0) fail(m, "rows", "rows = 0 (allowed 1..VmemRows)");
-  if (in.host_stride % 16 != 0) {
-    fail(m, "host_stride", format("host_stride = %u is not a multiple of 16", in.host_stride));
-  }
-  check_host(m, "host_addr", in.host_addr, in.host_span(params_.N));
+  check_vmem_dma(m, in);
   push(in, m);
   return *this;
 }
