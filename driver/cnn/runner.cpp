@@ -12,15 +12,40 @@ ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_bat
       max_batch_(max_batch),
       options_(options) {
   if (max_batch_ < 1) throw Error("batch must be at least 1");
-  constants_ = dev_.alloc(uint32_t(std::max<size_t>(16, cn_.constants.size())), "cnn constants");
-  dev_.write(constants_.addr, cn_.constants);
-  input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
-  output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
-  if (cn_.spill) {  // activations spilled to host memory (compiler.h)
-    scratch_ = dev_.alloc(uint32_t(std::max<uint64_t>(16, cn_.scratch_bytes)), "cnn spill scratch");
-    options_.scratch_addr = scratch_.addr;
+  const uint64_t batch_bytes = uint64_t{max_batch_} * std::max(cn_.input_bytes(), cn_.output_bytes());
+  if (batch_bytes > Device::kArenaEnd - Device::kArenaBase)
+    throw Error("batch " + std::to_string(max_batch_) + " needs " + std::to_string(batch_bytes) +
+                " bytes of host memory for its images, more than the device's arena of " +
+                std::to_string(Device::kArenaEnd - Device::kArenaBase) + " bytes");
+  try {
+    constants_ = dev_.alloc(uint32_t(std::max<size_t>(16, cn_.constants.size())), "cnn constants");
+    dev_.write(constants_.addr, cn_.constants);
+    input_ = dev_.alloc(max_batch_ * cn_.input_bytes(), "cnn input");
+    output_ = dev_.alloc(max_batch_ * cn_.output_bytes(), "cnn output");
+    if (cn_.spill) {  // activations spilled to host memory (compiler.h)
+      scratch_ =
+          dev_.alloc(uint32_t(std::max<uint64_t>(16, cn_.scratch_bytes)), "cnn spill scratch");
+      options_.scratch_addr = scratch_.addr;
+    }
+    program(max_batch_);  // fail early if it cannot be compiled
+  } catch (...) {
+    release_buffers();  // no destructor runs for a constructor that throws
+    throw;
   }
-  program(max_batch_);  // fail early if it cannot be compiled
+}
+
+ChipRunner::~ChipRunner() { release_buffers(); }
+
+void ChipRunner::release_buffers() noexcept {
+  // Highest address first, so the arena shrinks back to where it was before this runner.
+  for (const HostBuffer* b : {&scratch_, &output_, &input_, &constants_}) {
+    if (b->size == 0) continue;
+    const auto& live = dev_.buffers();
+    const bool registered = std::any_of(live.begin(), live.end(), [&](const HostBuffer& x) {
+      return x.addr == b->addr && x.size == b->size && x.name == b->name;
+    });
+    if (registered) dev_.release(b->addr);
+  }
 }
 
 const Program& ChipRunner::program(uint32_t batch) {

@@ -55,6 +55,12 @@ class ChipRunner {
   // images per run. Throws Error if the network does not fit the chip.
   ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_batch,
              const ProgramOptions& options = {});
+  // Releases the host buffers it allocated (those still registered: a caller may have
+  // released them already, e.g. with Device::release_all), so the device's arena and DMA
+  // windows are free for the next runner.
+  ~ChipRunner();
+  ChipRunner(const ChipRunner&) = delete;
+  ChipRunner& operator=(const ChipRunner&) = delete;
 
   const CompiledNetwork& compiled() const { return cn_; }
   uint32_t max_batch() const { return max_batch_; }
@@ -78,6 +84,7 @@ class ChipRunner {
 
  private:
   void write_inputs(const std::vector<const int32_t*>& images);
+  void release_buffers() noexcept;
   uint64_t cycle_limit(const Program& p, uint64_t given) const;
 
   Device& dev_;

@@ -109,6 +109,45 @@ TEST(Spill, ALayerWhoseLineDoesNotFitIsOneError) {
   EXPECT_NE(e.find("more than the 120 rows of the chip, by "), std::string::npos) << e;
 }
 
+TEST(Runner, ReleasesItsHostBuffersSoRunnersCanComeAndGo) {
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));
+  const auto images = quantize_images(q, random_images(net.input, 1, 4));
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  const tpu::HostBuffer user = dev.alloc(100, "user");
+  // 300 runners one after another: without the release the 8 DMA windows or the arena run out.
+  std::vector<int32_t> first;
+  for (int i = 0; i < 300; ++i) {
+    ChipRunner runner(dev, q, 4);
+    EXPECT_EQ(dev.buffers().size(), 4u);
+    if (i % 100 == 0) {
+      const auto out = runner.run(pointers(images, 0, 1)).outputs.at(0);
+      if (first.empty()) first = out;
+      EXPECT_EQ(out, first) << "runner " << i;
+    }
+  }
+  ASSERT_EQ(dev.buffers().size(), 1u);
+  EXPECT_EQ(dev.buffers()[0].name, "user");
+  // The arena is back to just after `user`.
+  EXPECT_EQ(dev.alloc(16, "next").addr, (user.addr + user.size + 63) / 64 * 64);
+  // A caller that released everything first (the Python module does) is fine too.
+  {
+    ChipRunner runner(dev, q, 1);
+    dev.release_all();
+  }
+  EXPECT_TRUE(dev.buffers().empty());
+}
+
+TEST(Runner, ABatchLargerThanHostMemoryIsAnErrorNotAWrap) {
+  const Network net = small_resnet(3);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));
+  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  const std::string e = error_of([&] { ChipRunner runner(dev, q, 1u << 30); });
+  EXPECT_NE(e.find("batch 1073741824 needs "), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the device's arena"), std::string::npos) << e;
+  EXPECT_TRUE(dev.buffers().empty());
+}
+
 // A zoo network at 224x224 on the golden model, 1 image, against the integer reference.
 void check_zoo(const std::string& name) {
   const auto t0 = std::chrono::steady_clock::now();
