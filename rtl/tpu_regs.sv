@@ -166,7 +166,7 @@ module tpu_regs #(
       end else begin
         unique case (a)
           RegCtrl:            begin wr_ok = 1'b1; ctrl_we = 1'b1; end
-          RegIrqStatus:       begin wr_ok = 1'b1; irq_status_d = irq_status_q & ~wdata_i[1:0]; end
+          RegIrqStatus:       begin wr_ok = 1'b1; irq_status_d = (irq_status_q & ~wdata_i[1:0]) | irq_status_set; end
           RegIrqEnable:       begin wr_ok = 1'b1; irq_enable_d = wdata_i[1:0]; end
           RegCmdAddr:         begin wr_ok = 1'b1; cmd_addr_d = wdata_i; end
           RegCmdCount:        begin wr_ok = 1'b1; cmd_count_d = wdata_i; end

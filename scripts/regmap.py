@@ -258,7 +258,8 @@ def gen_sv_write(m, prs):
         elif r["access"] == "RW":
             out.append(f"          {lbl} begin wr_ok = 1'b1; {n}_d = {sv_wdata(r)}; end")
         elif r["access"] == "RW1C":
-            out.append(f"          {lbl} begin wr_ok = 1'b1; {n}_d = {n}_q & ~{sv_wdata(r)}; end")
+            # A bit the hardware sets in the cycle of the write stays set (the event is not lost).
+            out.append(f"          {lbl} begin wr_ok = 1'b1; {n}_d = ({n}_q & ~{sv_wdata(r)}) | {n}_set; end")
     out += ["          default: ;  // read-only or unmapped: SLVERR",
             "        endcase",
             "      end",

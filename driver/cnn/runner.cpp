@@ -12,7 +12,8 @@ ChipRunner::ChipRunner(Device& device, const QuantNetwork& net, uint32_t max_bat
       max_batch_(max_batch),
       options_(options) {
   if (max_batch_ < 1) throw Error("batch must be at least 1");
-  const uint64_t batch_bytes = uint64_t{max_batch_} * std::max(cn_.input_bytes(), cn_.output_bytes());
+  const uint64_t batch_bytes =
+      uint64_t{max_batch_} * std::max(cn_.input_bytes(), cn_.output_bytes());
   if (batch_bytes > Device::kArenaEnd - Device::kArenaBase)
     throw Error("batch " + std::to_string(max_batch_) + " needs " + std::to_string(batch_bytes) +
                 " bytes of host memory for its images, more than the device's arena of " +
