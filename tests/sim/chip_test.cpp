@@ -221,6 +221,9 @@ TEST_P(ChipTest, ReadHostThenWriteHostCopiesRows) {
   std::vector<uint8_t> src(rows * n);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 37 + 5);
   chip().write_mem(kDataBase, src);
+  // The bridge counts since the chip was built, and the chip is shared by the tests of this
+  // process (earlier ones fault on purpose): count this run's error responses only.
+  const uint64_t errors_before = chip().axi_stats().error_responses;
   const RunResult r =
       run_program({read_host(3, rows, kDataBase), write_host(3, rows, kDataBase + 0x8000), halt()});
   ASSERT_EQ(r.reason, StopReason::kDone) << to_string(r.reason) << " err " << r.err_code;
@@ -228,7 +231,7 @@ TEST_P(ChipTest, ReadHostThenWriteHostCopiesRows) {
   const Counters c = chip().counters();
   EXPECT_EQ(c.dma_wr_bytes, src.size());
   EXPECT_EQ(c.dma_rd_bytes, src.size() + 3 * 16);
-  EXPECT_EQ(chip().axi_stats().error_responses, 0u);
+  EXPECT_EQ(chip().axi_stats().error_responses, errors_before);
 }
 
 TEST_P(ChipTest, WriteHostToUnmappedMemoryFaultsWithAxiWrite) {
