@@ -374,6 +374,189 @@ class Deferred {
   std::deque<Entry> q_;
 };
 
+// Emits one matmul by its plan: the weight stream, the quantization batches, the A chunks, the
+// matmuls, and their activates and output writes, each placed so that the chip's in-order
+// issue does not stall.
+class MatmulEmitter {
+ public:
+  MatmulEmitter(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& plan,
+                const MatmulHostAddrs& addrs)
+      : b_(b),
+        spec_(spec),
+        plan_(plan),
+        addrs_(addrs),
+        N_(b.params().N),
+        kt_(plan.kt),
+        nt_(plan.nt),
+        px_(spec.out_bytes()),
+        tiles_per_pass_(plan.kt * plan.nt),
+        total_tiles_(plan.weight_tiles_read()),
+        batch_(plan.reload_quant ? plan.slot_batch : plan.nt),
+        batches_per_chunk_(ceil_div(plan.nt, batch_)),
+        total_batches_(uint64_t{plan.chunks} * batches_per_chunk_),
+        chunk_start_(plan.chunks + 1, 0),
+        act_delay_(static_cast<int>(plan.acc_buffers) - 1) {
+    for (uint32_t c = 0; c < plan.chunks; ++c)
+      chunk_start_[c + 1] = chunk_start_[c] + plan.chunk_sizes[c];
+    if (chunk_start_[plan.chunks] != spec.m) {
+      throw std::invalid_argument(
+          format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
+                 chunk_start_[plan.chunks], spec.m));
+    }
+  }
+
+  void emit() {
+    // Prologue: LUT, the parameters (all, or the first batch), the first weights, chunk 0.
+    if (spec_.func == ActFunc::Lut) b_.read_lut(addrs_.lut);
+    if (!plan_.reload_quant) {
+      b_.read_params(plan_.first_slot, plan_.quant_images, addrs_.quant);
+    } else if (plan_.slot_banks == 2) {
+      load_batch(0);
+    }
+    top_up();
+    load_a(0);
+    uint64_t block = 0;
+    for (uint32_t c = 0; c < plan_.chunks; ++c) {
+      for (uint32_t j = 0; j < nt_; ++j, ++block) {
+        const uint32_t acc = plan_.acc[block % plan_.acc_buffers];
+        const bool batch_start = j % batch_ == 0;  // batches restart with every chunk
+        if (batch_start && block > 0) ++global_batch_;
+        const uint32_t slot = plan_.reload_quant
+                                  ? batch_slot0(global_batch_) + j % batch_
+                                  : plan_.first_slot + (plan_.quant_images == 1 ? 0 : j);
+        for (uint32_t t = 0; t < kt_; ++t) {
+          matmul(c, t, acc);
+          if (t == 0) after_first_tile(c, j, batch_start);
+          if (t + 1 == kt_) finish_block(c, j, acc, slot);
+          top_up();
+        }
+      }
+    }
+    later_.flush();
+  }
+
+ private:
+  // Weight stream: tile s of the run is tile s % (kt*nt) of W, read plan.weight_lookahead
+  // tiles ahead of the matmuls.
+  void top_up() {
+    const uint64_t want = std::min<uint64_t>(plan_.weight_lookahead, total_tiles_ - switched_);
+    uint64_t need = want - std::min(want, pushed_ - switched_);
+    while (need > 0) {
+      const uint32_t idx = static_cast<uint32_t>(pushed_ % tiles_per_pass_);
+      const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(need, tiles_per_pass_ - idx));
+      b_.read_weights(run, addrs_.w + idx * N_ * N_);
+      pushed_ += run;
+      need -= run;
+    }
+  }
+
+  // Quantization batches (when reload_quant): per chunk, blocks [j0, j0 + slot_batch).
+  uint32_t batch_slot0(uint64_t global_batch) const {
+    return plan_.first_slot +
+           (plan_.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch_ : 0);
+  }
+  void load_batch(uint64_t global_batch) {
+    const uint32_t j0 = static_cast<uint32_t>(global_batch % batches_per_chunk_) * batch_;
+    const uint32_t count = std::min(batch_, nt_ - j0);
+    b_.read_params(batch_slot0(global_batch), count, addrs_.quant + j0 * 12 * N_);
+  }
+
+  void load_a(uint32_t c) {
+    b_.read_host(plan_.ub_a[c % 2], plan_.chunk_sizes[c] * kt_,
+                 addrs_.a + chunk_start_[c] * kt_ * N_);
+  }
+
+  // K tile t of chunk c into accumulator region `acc`.
+  void matmul(uint32_t c, uint32_t t, uint32_t acc) {
+    const uint32_t rows = plan_.chunk_sizes[c];
+    Matmul mm;
+    mm.switch_weights = true;
+    mm.accumulate = t > 0;
+    mm.a_unsigned = spec_.a_unsigned;
+    mm.w_unsigned = spec_.w_unsigned;
+    mm.ub_addr = plan_.ub_a[c % 2] + t;
+    mm.acc_addr = static_cast<uint16_t>(acc);
+    if (kt_ == 1) {  // contiguous rows
+      mm.inner = static_cast<uint16_t>(rows);
+      mm.outer = 1;
+    } else {  // row r, K tile t at ub_a + r*kt + t
+      mm.inner = 1;
+      mm.outer = static_cast<uint16_t>(rows);
+      mm.outer_stride = kt_;
+    }
+    b_.matmul(mm);
+    ++switched_;
+    later_.tick();
+  }
+
+  // After block j's first matmul: the next quantization batch, the next chunk's rows.
+  void after_first_tile(uint32_t c, uint32_t j, bool batch_start) {
+    if (batch_start && plan_.reload_quant) {
+      if (plan_.slot_banks == 2) {
+        // Load the next batch into the other bank, after the last activate of the batch
+        // that used it (emitted act_delay - 1 matmuls from now) and one matmul more.
+        if (global_batch_ + 1 < total_batches_) {
+          const uint64_t next = global_batch_ + 1;
+          later_.add(act_delay_, [this, next] { load_batch(next); });
+        }
+      } else {
+        // Single bank: right after the previous batch's last activate.
+        later_.add(act_delay_ - 1, [this, gb = global_batch_] { load_batch(gb); });
+      }
+    }
+    if (j == 0 && c + 1 < plan_.chunks && plan_.double_buffered_ub) load_a(c + 1);
+  }
+
+  // After block j's last matmul: its activate and, after the chunk's last block, the write of
+  // the chunk's output. Block g's activate is emitted after the next acc_buffers - 1 matmuls:
+  // late enough that it does not hold up their issue while it waits for block g's last row,
+  // early enough to come before the matmul that overwrites its region.
+  void finish_block(uint32_t c, uint32_t j, uint32_t acc, uint32_t slot) {
+    const uint32_t rows = plan_.chunk_sizes[c], ub_out = plan_.ub_out[c % 2];
+    Activate act;
+    act.func = spec_.func;
+    act.out_unsigned = spec_.out_unsigned;
+    act.acc_addr = static_cast<uint16_t>(acc);
+    act.slot = static_cast<uint8_t>(slot);
+    act.raw = spec_.raw;
+    if (nt_ == 1) {  // row r -> ub_out + r*px (raw: the 4 rows of pixel r are adjacent)
+      act.ub_addr = ub_out;
+      act.width = static_cast<uint16_t>(rows);
+      act.height = 1;
+    } else {  // row r of block j -> ub_out + (r*nt + j)*px
+      act.ub_addr = ub_out + j * px_;
+      act.width = 1;
+      act.height = static_cast<uint16_t>(rows);
+      act.ub_stride = nt_ * px_;
+    }
+    ProgramBuilder& b = b_;
+    later_.add(act_delay_, [&b, act] { b.activate(act); });
+    if (j + 1 != nt_) return;
+    const uint32_t host = addrs_.out + chunk_start_[c] * nt_ * px_ * N_;
+    later_.add(act_delay_ + 1, [&b, ub_out, rows, nt = nt_, px = px_, host] {
+      b.write_host(ub_out, rows * nt * px, host);
+    });
+    // Single UB region: the next chunk's rows replace this one's, so they must be loaded
+    // after this chunk's last matmul and before the next chunk's first.
+    if (c + 1 < plan_.chunks && !plan_.double_buffered_ub) load_a(c + 1);
+  }
+
+  ProgramBuilder& b_;
+  const MatmulSpec& spec_;
+  const MatmulPlan& plan_;
+  const MatmulHostAddrs& addrs_;
+  const uint32_t N_, kt_, nt_;
+  const uint32_t px_;  // UB rows per output pixel: 4 for raw int32, else 1
+  const uint32_t tiles_per_pass_;
+  const uint64_t total_tiles_;
+  const uint32_t batch_, batches_per_chunk_;
+  const uint64_t total_batches_;
+  std::vector<uint32_t> chunk_start_;
+  const int act_delay_;
+  uint64_t pushed_ = 0, switched_ = 0, global_batch_ = 0;
+  Deferred later_;
+};
+
 }  // namespace
 
 void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& plan,
@@ -389,145 +572,7 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
                "matmul needs the weight FIFO to itself",
                b.pending_weight_tiles()));
   }
-  const uint32_t N = prm.N, kt = plan.kt, nt = plan.nt;
-  const uint32_t tile_bytes = N * N;
-  const uint32_t px = spec.out_bytes();  // UB rows per output pixel: 4 for raw int32, else 1
-  const uint32_t tiles_per_pass = kt * nt;
-  const uint64_t total_tiles = plan.weight_tiles_read();
-
-  // Weight stream: tile s of the run is tile s % (kt*nt) of W.
-  uint64_t pushed = 0, switched = 0;
-  auto top_up = [&] {
-    const uint64_t want = std::min<uint64_t>(plan.weight_lookahead, total_tiles - switched);
-    uint64_t need = want - std::min(want, pushed - switched);
-    while (need > 0) {
-      const uint32_t idx = static_cast<uint32_t>(pushed % tiles_per_pass);
-      const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(need, tiles_per_pass - idx));
-      b.read_weights(run, addrs.w + idx * tile_bytes);
-      pushed += run;
-      need -= run;
-    }
-  };
-
-  // Quantization batches (when reload_quant): per chunk, blocks [j0, j0 + slot_batch).
-  const uint32_t batch = plan.reload_quant ? plan.slot_batch : nt;
-  const uint32_t batches_per_chunk = ceil_div(nt, batch);
-  auto batch_slot0 = [&](uint64_t global_batch) {
-    return plan.first_slot +
-           (plan.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch : 0);
-  };
-  auto load_batch = [&](uint64_t global_batch) {
-    const uint32_t j0 = static_cast<uint32_t>(global_batch % batches_per_chunk) * batch;
-    const uint32_t count = std::min(batch, nt - j0);
-    b.read_params(batch_slot0(global_batch), count, addrs.quant + j0 * 12 * N);
-  };
-  const uint64_t total_batches = uint64_t{plan.chunks} * batches_per_chunk;
-
-  std::vector<uint32_t> chunk_start(plan.chunks + 1, 0);
-  for (uint32_t c = 0; c < plan.chunks; ++c)
-    chunk_start[c + 1] = chunk_start[c] + plan.chunk_sizes[c];
-  if (chunk_start[plan.chunks] != spec.m) {
-    throw std::invalid_argument(
-        format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
-               chunk_start[plan.chunks], spec.m));
-  }
-  auto chunk_rows = [&](uint32_t c) { return plan.chunk_sizes[c]; };
-  auto load_a = [&](uint32_t c) {
-    b.read_host(plan.ub_a[c % 2], chunk_rows(c) * kt, addrs.a + chunk_start[c] * kt * N);
-  };
-
-  // Prologue: LUT, the parameters (all, or the first batch), the first weights, chunk 0.
-  if (spec.func == ActFunc::Lut) b.read_lut(addrs.lut);
-  if (!plan.reload_quant) {
-    b.read_params(plan.first_slot, plan.quant_images, addrs.quant);
-  } else if (plan.slot_banks == 2) {
-    load_batch(0);
-  }
-  top_up();
-  load_a(0);
-
-  Deferred later;
-  // Block g's activate is emitted after the next acc_buffers - 1 matmuls: late enough that
-  // it does not hold up their issue while it waits for block g's last row, early enough to
-  // come before the matmul that overwrites its region.
-  const int act_delay = static_cast<int>(plan.acc_buffers) - 1;
-  uint64_t block = 0, global_batch = 0;
-  for (uint32_t c = 0; c < plan.chunks; ++c) {
-    const uint32_t rows = chunk_rows(c);
-    const uint32_t ub_a = plan.ub_a[c % 2], ub_out = plan.ub_out[c % 2];
-    for (uint32_t j = 0; j < nt; ++j, ++block) {
-      const uint32_t acc = plan.acc[block % plan.acc_buffers];
-      const bool batch_start = j % batch == 0;  // batches restart with every chunk
-      if (batch_start && block > 0) ++global_batch;
-      const uint32_t slot = plan.reload_quant ? batch_slot0(global_batch) + j % batch
-                                              : plan.first_slot + (plan.quant_images == 1 ? 0 : j);
-      for (uint32_t t = 0; t < kt; ++t) {
-        Matmul mm;
-        mm.switch_weights = true;
-        mm.accumulate = t > 0;
-        mm.a_unsigned = spec.a_unsigned;
-        mm.w_unsigned = spec.w_unsigned;
-        mm.ub_addr = ub_a + t;
-        mm.acc_addr = static_cast<uint16_t>(acc);
-        if (kt == 1) {  // contiguous rows
-          mm.inner = static_cast<uint16_t>(rows);
-          mm.outer = 1;
-        } else {  // row r, K tile t at ub_a + r*kt + t
-          mm.inner = 1;
-          mm.outer = static_cast<uint16_t>(rows);
-          mm.outer_stride = kt;
-        }
-        b.matmul(mm);
-        ++switched;
-        later.tick();
-
-        if (t == 0 && batch_start && plan.reload_quant) {
-          if (plan.slot_banks == 2) {
-            // Load the next batch into the other bank, after the last activate of the batch
-            // that used it (emitted act_delay - 1 matmuls from now) and one matmul more.
-            if (global_batch + 1 < total_batches) {
-              const uint64_t next = global_batch + 1;
-              later.add(act_delay, [&, next] { load_batch(next); });
-            }
-          } else {
-            // Single bank: right after the previous batch's last activate.
-            later.add(act_delay - 1, [&, gb = global_batch] { load_batch(gb); });
-          }
-        }
-        if (t == 0 && j == 0 && c + 1 < plan.chunks && plan.double_buffered_ub) load_a(c + 1);
-        if (t + 1 == kt) {
-          Activate act;
-          act.func = spec.func;
-          act.out_unsigned = spec.out_unsigned;
-          act.acc_addr = static_cast<uint16_t>(acc);
-          act.slot = static_cast<uint8_t>(slot);
-          act.raw = spec.raw;
-          if (nt == 1) {  // row r -> ub_out + r*px (raw: the 4 rows of pixel r are adjacent)
-            act.ub_addr = ub_out;
-            act.width = static_cast<uint16_t>(rows);
-            act.height = 1;
-          } else {  // row r of block j -> ub_out + (r*nt + j)*px
-            act.ub_addr = ub_out + j * px;
-            act.width = 1;
-            act.height = static_cast<uint16_t>(rows);
-            act.ub_stride = nt * px;
-          }
-          later.add(act_delay, [&b, act] { b.activate(act); });
-          if (j + 1 == nt) {
-            const uint32_t host = addrs.out + chunk_start[c] * nt * px * N;
-            later.add(act_delay + 1, [&b, ub_out, rows, nt, px, host] {
-              b.write_host(ub_out, rows * nt * px, host);
-            });
-            // Single UB region: the next chunk's rows replace this one's, so they must be
-            // loaded after this chunk's last matmul and before the next chunk's first.
-            if (c + 1 < plan.chunks && !plan.double_buffered_ub) load_a(c + 1);
-          }
-        }
-        top_up();
-      }
-    }
-  }
-  later.flush();
+  MatmulEmitter(b, spec, plan, addrs).emit();
 }
 
 // ---- one call
