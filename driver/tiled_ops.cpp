@@ -194,87 +194,64 @@ std::string MatmulPlan::describe() const {
   return s;
 }
 
-MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
-                       const MatmulResources& res) {
-  params.validate();
-  spec.validate();
-  auto bad = [](const std::string& s) { throw std::invalid_argument("plan_matmul: " + s); };
-  auto span = [&](const char* what, uint32_t base, uint32_t count, uint32_t total) {
-    if (base >= total) bad(format("%s base %u is outside 0..%u", what, base, total - 1));
-    if (count == 0) return total - base;
-    if (uint64_t{base} + count > total) {
-      bad(format("%s %u..%u is outside 0..%u", what, base, base + count - 1, total - 1));
-    }
-    return count;
-  };
-  const uint32_t ub_avail = span("UB rows", res.ub_base, res.ub_rows, params.ub_rows);
-  const uint32_t acc_avail = span("ACC rows", res.acc_base, res.acc_rows, params.acc_rows);
-  const uint32_t slots_avail =
-      span("quantization slots", res.first_slot, res.slots, params.qp_slots);
-  const uint32_t cap = params.wfifo_tiles + 2;
-  if (res.weight_lookahead > cap) {
-    bad(format("weight_lookahead = %u (allowed 0..%u: WFifoTiles + 2)", res.weight_lookahead, cap));
-  }
+namespace {
 
-  MatmulPlan p;
-  p.tile = params.N;
-  p.kt = ceil_div(spec.k, params.N);
-  p.nt = ceil_div(spec.n, params.N);
-  // Default: as many tiles as the FIFO holds. More would make a read_weights wait for FIFO
-  // space, and while it waits it holds up the in-order issue of the matmuls behind it.
-  p.weight_lookahead = res.weight_lookahead
-                           ? res.weight_lookahead
-                           : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
+[[noreturn]] void bad_plan(const std::string& s) {
+  throw std::invalid_argument("plan_matmul: " + s);
+}
 
-  // Quantization slots.
-  p.first_slot = res.first_slot;
-  p.quant_images = quant_images(spec, params.N);
+// Quantization slots: all the images at once, or reloaded in batches (two banks if they fit).
+void plan_quant_slots(const MatmulSpec& spec, uint32_t n, uint32_t slots_avail, MatmulPlan& p) {
+  p.quant_images = quant_images(spec, n);
   if (p.quant_images <= slots_avail) {
     p.slots_used = p.quant_images;
-  } else {
-    p.reload_quant = true;
-    p.slot_banks = slots_avail >= 2 ? 2 : 1;
-    p.slot_batch = slots_avail / p.slot_banks;
-    p.slots_used = p.slot_banks * p.slot_batch;
+    return;
   }
+  p.reload_quant = true;
+  p.slot_banks = slots_avail >= 2 ? 2 : 1;
+  p.slot_batch = slots_avail / p.slot_banks;
+  p.slots_used = p.slot_banks * p.slot_batch;
+}
 
-  // Chunks start at 16-byte aligned host addresses (DMA needs it): with rows of kt*T and nt*T
-  // bytes, every chunk but the last has a multiple of `align` rows (1 when T >= 16).
-  auto gcd16 = [](uint64_t v) {
-    uint64_t g = 16;
-    while (v % g) g /= 2;
-    return g;
-  };
-  const uint32_t out_rows_per_row = p.nt * spec.out_bytes();  // UB rows of one output row
-  const uint64_t align = std::max(16 / gcd16(uint64_t{p.kt} * params.N),
-                                  16 / gcd16(uint64_t{out_rows_per_row} * params.N));
-  auto floor_a = [&](uint64_t v) { return v / align * align; };
-  auto ceil_a = [&](uint64_t v) { return (v + align - 1) / align * align; };
-  constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
-  const uint64_t max_rows =
-      res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
-  const uint64_t per_row = uint64_t{p.kt} + out_rows_per_row;  // UB rows per row (A + output)
-
-  // ACC regions, used by the column blocks in turn: while one block's activate reads its
-  // region, the next blocks' matmuls write the others. With one matmul per block (kt = 1) the
-  // activate unit is as busy as the MXU, so it gets three regions and runs two blocks behind.
-  // Fewer when the ACC space could not hold an aligned chunk per region while M needs chunks.
+// What bounds a chunk of rows of A.
+struct ChunkLimits {
+  uint32_t ub_avail = 0, acc_avail = 0;
+  uint32_t out_rows_per_row = 0;  // UB rows of one output row
+  uint64_t align = 1;             // every chunk but the last: a multiple of this many rows
+  uint64_t max_rows = 0;
+  uint64_t per_row = 0;  // UB rows per row (A + output)
   uint64_t acc_limit = 0;
+  uint64_t floor_a(uint64_t v) const { return v / align * align; }
+  uint64_t ceil_a(uint64_t v) const { return (v + align - 1) / align * align; }
+};
+
+// ACC regions, used by the column blocks in turn: while one block's activate reads its
+// region, the next blocks' matmuls write the others. With one matmul per block (kt = 1) the
+// activate unit is as busy as the MXU, so it gets three regions and runs two blocks behind.
+// Fewer when the ACC space could not hold an aligned chunk per region while M needs chunks.
+void plan_acc_regions(const MatmulSpec& spec, ChunkLimits& l, MatmulPlan& p) {
+  l.acc_limit = 0;
   for (uint32_t regions : {p.kt == 1 ? 3u : 2u, 2u, 1u}) {
     p.acc_buffers = regions;
-    acc_limit = acc_avail / regions;
-    if (acc_limit > 0 && (spec.m <= acc_limit || floor_a(std::min(acc_limit, max_rows)) > 0)) break;
+    l.acc_limit = l.acc_avail / regions;
+    if (l.acc_limit > 0 &&
+        (spec.m <= l.acc_limit || l.floor_a(std::min(l.acc_limit, l.max_rows)) > 0))
+      break;
   }
-  if (acc_limit == 0) {
+  if (l.acc_limit == 0) {
     p.acc_buffers = 1;
-    acc_limit = acc_avail;
+    l.acc_limit = l.acc_avail;
   }
+}
 
-  // Rows per chunk. Every chunk streams all kt*nt weight tiles again, so a chunk should have
-  // enough rows for its matmuls to cover the tile loads (about tile bytes / (AXI bytes / 2)
-  // cycles each); `edge` is twice that, the size of the first and the last chunk.
-  const uint64_t single_limit = std::min({max_rows, acc_limit, ub_avail / per_row});
-  const uint64_t double_limit = floor_a(std::min({max_rows, acc_limit, ub_avail / (2 * per_row)}));
+// Rows per chunk. Every chunk streams all kt*nt weight tiles again, so a chunk should have
+// enough rows for its matmuls to cover the tile loads (about tile bytes / (AXI bytes / 2)
+// cycles each); `edge` is twice that, the size of the first and the last chunk.
+void plan_chunks(const ChipParams& params, const MatmulSpec& spec, const MatmulResources& res,
+                 const ChunkLimits& l, MatmulPlan& p) {
+  const uint64_t single_limit = std::min({l.max_rows, l.acc_limit, l.ub_avail / l.per_row});
+  const uint64_t double_limit =
+      l.floor_a(std::min({l.max_rows, l.acc_limit, l.ub_avail / (2 * l.per_row)}));
   const uint64_t edge =
       res.edge_chunk_rows
           ? res.edge_chunk_rows
@@ -282,17 +259,17 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   // `rows` in chunks of at most `limit` (a multiple of align), all but the last aligned.
   auto balanced = [&](uint64_t rows, uint64_t limit) {
     const uint64_t size =
-        std::min(limit, ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
+        std::min(limit, l.ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
     for (uint64_t done = 0; done < rows; done += size) {
       p.chunk_sizes.push_back(static_cast<uint32_t>(std::min(size, rows - done)));
     }
   };
   if (double_limit >= 1 && spec.m > double_limit &&
-      spec.m >= 3 * std::min(ceil_a(edge), double_limit)) {
+      spec.m >= 3 * std::min(l.ceil_a(edge), double_limit)) {
     // Ramp, double-buffered: edge, balanced middle chunks, about edge.
-    const uint64_t e = std::min(ceil_a(edge), double_limit);
-    uint64_t middle = floor_a(spec.m - 2 * e);
-    if (spec.m - e - middle > double_limit) middle += align;
+    const uint64_t e = std::min(l.ceil_a(edge), double_limit);
+    uint64_t middle = l.floor_a(spec.m - 2 * e);
+    if (spec.m - e - middle > double_limit) middle += l.align;
     p.double_buffered_ub = true;
     p.chunk_sizes.push_back(static_cast<uint32_t>(e));
     if (middle > 0) balanced(middle, double_limit);
@@ -302,17 +279,22 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   } else if (double_limit >= 1) {
     p.double_buffered_ub = true;
     balanced(spec.m, double_limit);
-  } else if (floor_a(single_limit) >= 1) {
-    balanced(spec.m, floor_a(single_limit));
+  } else if (l.floor_a(single_limit) >= 1) {
+    balanced(spec.m, l.floor_a(single_limit));
   } else {
-    bad(format("the matmul does not fit: a chunk of rows needs kt + nt = %" PRIu64
-               " UB rows per row (%u K tiles + %u output rows) and at least %" PRIu64
-               " rows (16-byte aligned host addresses), but %u UB rows, %u ACC rows are "
-               "available",
-               per_row, p.kt, out_rows_per_row, align, ub_avail, acc_avail));
+    bad_plan(format("the matmul does not fit: a chunk of rows needs kt + nt = %" PRIu64
+                    " UB rows per row (%u K tiles + %u output rows) and at least %" PRIu64
+                    " rows (16-byte aligned host addresses), but %u UB rows, %u ACC rows are "
+                    "available",
+                    l.per_row, p.kt, l.out_rows_per_row, l.align, l.ub_avail, l.acc_avail));
   }
   p.chunks = static_cast<uint32_t>(p.chunk_sizes.size());
   p.chunk_rows = *std::max_element(p.chunk_sizes.begin(), p.chunk_sizes.end());
+}
+
+// The UB regions of A and the output (one, or two of each when double-buffered) and the ACC
+// regions.
+void place_regions(const MatmulResources& res, uint32_t out_rows_per_row, MatmulPlan& p) {
   const uint32_t a_rows = p.chunk_rows * p.kt, out_rows = p.chunk_rows * out_rows_per_row;
   const uint32_t ub = res.ub_base;
   if (p.double_buffered_ub) {
@@ -330,6 +312,61 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
     p.acc[i] = res.acc_base + (i < p.acc_buffers ? i * p.chunk_rows : 0);
   }
   p.acc_rows_used = p.acc_buffers * p.chunk_rows;
+}
+
+}  // namespace
+
+MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
+                       const MatmulResources& res) {
+  params.validate();
+  spec.validate();
+  auto span = [&](const char* what, uint32_t base, uint32_t count, uint32_t total) {
+    if (base >= total) bad_plan(format("%s base %u is outside 0..%u", what, base, total - 1));
+    if (count == 0) return total - base;
+    if (uint64_t{base} + count > total) {
+      bad_plan(format("%s %u..%u is outside 0..%u", what, base, base + count - 1, total - 1));
+    }
+    return count;
+  };
+  ChunkLimits l;
+  l.ub_avail = span("UB rows", res.ub_base, res.ub_rows, params.ub_rows);
+  l.acc_avail = span("ACC rows", res.acc_base, res.acc_rows, params.acc_rows);
+  const uint32_t slots_avail =
+      span("quantization slots", res.first_slot, res.slots, params.qp_slots);
+  const uint32_t cap = params.wfifo_tiles + 2;
+  if (res.weight_lookahead > cap) {
+    bad_plan(
+        format("weight_lookahead = %u (allowed 0..%u: WFifoTiles + 2)", res.weight_lookahead, cap));
+  }
+
+  MatmulPlan p;
+  p.tile = params.N;
+  p.kt = ceil_div(spec.k, params.N);
+  p.nt = ceil_div(spec.n, params.N);
+  // Default: as many tiles as the FIFO holds. More would make a read_weights wait for FIFO
+  // space, and while it waits it holds up the in-order issue of the matmuls behind it.
+  p.weight_lookahead = res.weight_lookahead
+                           ? res.weight_lookahead
+                           : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
+  p.first_slot = res.first_slot;
+  plan_quant_slots(spec, params.N, slots_avail, p);
+
+  // Chunks start at 16-byte aligned host addresses (DMA needs it): with rows of kt*T and nt*T
+  // bytes, every chunk but the last has a multiple of `align` rows (1 when T >= 16).
+  auto gcd16 = [](uint64_t v) {
+    uint64_t g = 16;
+    while (v % g) g /= 2;
+    return g;
+  };
+  l.out_rows_per_row = p.nt * spec.out_bytes();
+  l.align = std::max(16 / gcd16(uint64_t{p.kt} * params.N),
+                     16 / gcd16(uint64_t{l.out_rows_per_row} * params.N));
+  constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
+  l.max_rows = res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
+  l.per_row = uint64_t{p.kt} + l.out_rows_per_row;
+  plan_acc_regions(spec, l, p);
+  plan_chunks(params, spec, res, l, p);
+  place_regions(res, l.out_rows_per_row, p);
   return p;
 }
 
