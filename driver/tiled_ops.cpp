@@ -194,87 +194,64 @@ std::string MatmulPlan::describe() const {
   return s;
 }
 
-MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
-                       const MatmulResources& res) {
-  params.validate();
-  spec.validate();
-  auto bad = [](const std::string& s) { throw std::invalid_argument("plan_matmul: " + s); };
-  auto span = [&](const char* what, uint32_t base, uint32_t count, uint32_t total) {
-    if (base >= total) bad(format("%s base %u is outside 0..%u", what, base, total - 1));
-    if (count == 0) return total - base;
-    if (uint64_t{base} + count > total) {
-      bad(format("%s %u..%u is outside 0..%u", what, base, base + count - 1, total - 1));
-    }
-    return count;
-  };
-  const uint32_t ub_avail = span("UB rows", res.ub_base, res.ub_rows, params.ub_rows);
-  const uint32_t acc_avail = span("ACC rows", res.acc_base, res.acc_rows, params.acc_rows);
-  const uint32_t slots_avail =
-      span("quantization slots", res.first_slot, res.slots, params.qp_slots);
-  const uint32_t cap = params.wfifo_tiles + 2;
-  if (res.weight_lookahead > cap) {
-    bad(format("weight_lookahead = %u (allowed 0..%u: WFifoTiles + 2)", res.weight_lookahead, cap));
-  }
+namespace {
 
-  MatmulPlan p;
-  p.tile = params.N;
-  p.kt = ceil_div(spec.k, params.N);
-  p.nt = ceil_div(spec.n, params.N);
-  // Default: as many tiles as the FIFO holds. More would make a read_weights wait for FIFO
-  // space, and while it waits it holds up the in-order issue of the matmuls behind it.
-  p.weight_lookahead = res.weight_lookahead
-                           ? res.weight_lookahead
-                           : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
+[[noreturn]] void bad_plan(const std::string& s) {
+  throw std::invalid_argument("plan_matmul: " + s);
+}
 
-  // Quantization slots.
-  p.first_slot = res.first_slot;
-  p.quant_images = quant_images(spec, params.N);
+// Quantization slots: all the images at once, or reloaded in batches (two banks if they fit).
+void plan_quant_slots(const MatmulSpec& spec, uint32_t n, uint32_t slots_avail, MatmulPlan& p) {
+  p.quant_images = quant_images(spec, n);
   if (p.quant_images <= slots_avail) {
     p.slots_used = p.quant_images;
-  } else {
-    p.reload_quant = true;
-    p.slot_banks = slots_avail >= 2 ? 2 : 1;
-    p.slot_batch = slots_avail / p.slot_banks;
-    p.slots_used = p.slot_banks * p.slot_batch;
+    return;
   }
+  p.reload_quant = true;
+  p.slot_banks = slots_avail >= 2 ? 2 : 1;
+  p.slot_batch = slots_avail / p.slot_banks;
+  p.slots_used = p.slot_banks * p.slot_batch;
+}
 
-  // Chunks start at 16-byte aligned host addresses (DMA needs it): with rows of kt*T and nt*T
-  // bytes, every chunk but the last has a multiple of `align` rows (1 when T >= 16).
-  auto gcd16 = [](uint64_t v) {
-    uint64_t g = 16;
-    while (v % g) g /= 2;
-    return g;
-  };
-  const uint32_t out_rows_per_row = p.nt * spec.out_bytes();  // UB rows of one output row
-  const uint64_t align = std::max(16 / gcd16(uint64_t{p.kt} * params.N),
-                                  16 / gcd16(uint64_t{out_rows_per_row} * params.N));
-  auto floor_a = [&](uint64_t v) { return v / align * align; };
-  auto ceil_a = [&](uint64_t v) { return (v + align - 1) / align * align; };
-  constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
-  const uint64_t max_rows =
-      res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
-  const uint64_t per_row = uint64_t{p.kt} + out_rows_per_row;  // UB rows per row (A + output)
-
-  // ACC regions, used by the column blocks in turn: while one block's activate reads its
-  // region, the next blocks' matmuls write the others. With one matmul per block (kt = 1) the
-  // activate unit is as busy as the MXU, so it gets three regions and runs two blocks behind.
-  // Fewer when the ACC space could not hold an aligned chunk per region while M needs chunks.
+// What bounds a chunk of rows of A.
+struct ChunkLimits {
+  uint32_t ub_avail = 0, acc_avail = 0;
+  uint32_t out_rows_per_row = 0;  // UB rows of one output row
+  uint64_t align = 1;             // every chunk but the last: a multiple of this many rows
+  uint64_t max_rows = 0;
+  uint64_t per_row = 0;  // UB rows per row (A + output)
   uint64_t acc_limit = 0;
+  uint64_t floor_a(uint64_t v) const { return v / align * align; }
+  uint64_t ceil_a(uint64_t v) const { return (v + align - 1) / align * align; }
+};
+
+// ACC regions, used by the column blocks in turn: while one block's activate reads its
+// region, the next blocks' matmuls write the others. With one matmul per block (kt = 1) the
+// activate unit is as busy as the MXU, so it gets three regions and runs two blocks behind.
+// Fewer when the ACC space could not hold an aligned chunk per region while M needs chunks.
+void plan_acc_regions(const MatmulSpec& spec, ChunkLimits& l, MatmulPlan& p) {
+  l.acc_limit = 0;
   for (uint32_t regions : {p.kt == 1 ? 3u : 2u, 2u, 1u}) {
     p.acc_buffers = regions;
-    acc_limit = acc_avail / regions;
-    if (acc_limit > 0 && (spec.m <= acc_limit || floor_a(std::min(acc_limit, max_rows)) > 0)) break;
+    l.acc_limit = l.acc_avail / regions;
+    if (l.acc_limit > 0 &&
+        (spec.m <= l.acc_limit || l.floor_a(std::min(l.acc_limit, l.max_rows)) > 0))
+      break;
   }
-  if (acc_limit == 0) {
+  if (l.acc_limit == 0) {
     p.acc_buffers = 1;
-    acc_limit = acc_avail;
+    l.acc_limit = l.acc_avail;
   }
+}
 
-  // Rows per chunk. Every chunk streams all kt*nt weight tiles again, so a chunk should have
-  // enough rows for its matmuls to cover the tile loads (about tile bytes / (AXI bytes / 2)
-  // cycles each); `edge` is twice that, the size of the first and the last chunk.
-  const uint64_t single_limit = std::min({max_rows, acc_limit, ub_avail / per_row});
-  const uint64_t double_limit = floor_a(std::min({max_rows, acc_limit, ub_avail / (2 * per_row)}));
+// Rows per chunk. Every chunk streams all kt*nt weight tiles again, so a chunk should have
+// enough rows for its matmuls to cover the tile loads (about tile bytes / (AXI bytes / 2)
+// cycles each); `edge` is twice that, the size of the first and the last chunk.
+void plan_chunks(const ChipParams& params, const MatmulSpec& spec, const MatmulResources& res,
+                 const ChunkLimits& l, MatmulPlan& p) {
+  const uint64_t single_limit = std::min({l.max_rows, l.acc_limit, l.ub_avail / l.per_row});
+  const uint64_t double_limit =
+      l.floor_a(std::min({l.max_rows, l.acc_limit, l.ub_avail / (2 * l.per_row)}));
   const uint64_t edge =
       res.edge_chunk_rows
           ? res.edge_chunk_rows
@@ -282,17 +259,17 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   // `rows` in chunks of at most `limit` (a multiple of align), all but the last aligned.
   auto balanced = [&](uint64_t rows, uint64_t limit) {
     const uint64_t size =
-        std::min(limit, ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
+        std::min(limit, l.ceil_a((rows + ceil_div(rows, limit) - 1) / ceil_div(rows, limit)));
     for (uint64_t done = 0; done < rows; done += size) {
       p.chunk_sizes.push_back(static_cast<uint32_t>(std::min(size, rows - done)));
     }
   };
   if (double_limit >= 1 && spec.m > double_limit &&
-      spec.m >= 3 * std::min(ceil_a(edge), double_limit)) {
+      spec.m >= 3 * std::min(l.ceil_a(edge), double_limit)) {
     // Ramp, double-buffered: edge, balanced middle chunks, about edge.
-    const uint64_t e = std::min(ceil_a(edge), double_limit);
-    uint64_t middle = floor_a(spec.m - 2 * e);
-    if (spec.m - e - middle > double_limit) middle += align;
+    const uint64_t e = std::min(l.ceil_a(edge), double_limit);
+    uint64_t middle = l.floor_a(spec.m - 2 * e);
+    if (spec.m - e - middle > double_limit) middle += l.align;
     p.double_buffered_ub = true;
     p.chunk_sizes.push_back(static_cast<uint32_t>(e));
     if (middle > 0) balanced(middle, double_limit);
@@ -302,17 +279,22 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
   } else if (double_limit >= 1) {
     p.double_buffered_ub = true;
     balanced(spec.m, double_limit);
-  } else if (floor_a(single_limit) >= 1) {
-    balanced(spec.m, floor_a(single_limit));
+  } else if (l.floor_a(single_limit) >= 1) {
+    balanced(spec.m, l.floor_a(single_limit));
   } else {
-    bad(format("the matmul does not fit: a chunk of rows needs kt + nt = %" PRIu64
-               " UB rows per row (%u K tiles + %u output rows) and at least %" PRIu64
-               " rows (16-byte aligned host addresses), but %u UB rows, %u ACC rows are "
-               "available",
-               per_row, p.kt, out_rows_per_row, align, ub_avail, acc_avail));
+    bad_plan(format("the matmul does not fit: a chunk of rows needs kt + nt = %" PRIu64
+                    " UB rows per row (%u K tiles + %u output rows) and at least %" PRIu64
+                    " rows (16-byte aligned host addresses), but %u UB rows, %u ACC rows are "
+                    "available",
+                    l.per_row, p.kt, l.out_rows_per_row, l.align, l.ub_avail, l.acc_avail));
   }
   p.chunks = static_cast<uint32_t>(p.chunk_sizes.size());
   p.chunk_rows = *std::max_element(p.chunk_sizes.begin(), p.chunk_sizes.end());
+}
+
+// The UB regions of A and the output (one, or two of each when double-buffered) and the ACC
+// regions.
+void place_regions(const MatmulResources& res, uint32_t out_rows_per_row, MatmulPlan& p) {
   const uint32_t a_rows = p.chunk_rows * p.kt, out_rows = p.chunk_rows * out_rows_per_row;
   const uint32_t ub = res.ub_base;
   if (p.double_buffered_ub) {
@@ -330,6 +312,61 @@ MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
     p.acc[i] = res.acc_base + (i < p.acc_buffers ? i * p.chunk_rows : 0);
   }
   p.acc_rows_used = p.acc_buffers * p.chunk_rows;
+}
+
+}  // namespace
+
+MatmulPlan plan_matmul(const ChipParams& params, const MatmulSpec& spec,
+                       const MatmulResources& res) {
+  params.validate();
+  spec.validate();
+  auto span = [&](const char* what, uint32_t base, uint32_t count, uint32_t total) {
+    if (base >= total) bad_plan(format("%s base %u is outside 0..%u", what, base, total - 1));
+    if (count == 0) return total - base;
+    if (uint64_t{base} + count > total) {
+      bad_plan(format("%s %u..%u is outside 0..%u", what, base, base + count - 1, total - 1));
+    }
+    return count;
+  };
+  ChunkLimits l;
+  l.ub_avail = span("UB rows", res.ub_base, res.ub_rows, params.ub_rows);
+  l.acc_avail = span("ACC rows", res.acc_base, res.acc_rows, params.acc_rows);
+  const uint32_t slots_avail =
+      span("quantization slots", res.first_slot, res.slots, params.qp_slots);
+  const uint32_t cap = params.wfifo_tiles + 2;
+  if (res.weight_lookahead > cap) {
+    bad_plan(
+        format("weight_lookahead = %u (allowed 0..%u: WFifoTiles + 2)", res.weight_lookahead, cap));
+  }
+
+  MatmulPlan p;
+  p.tile = params.N;
+  p.kt = ceil_div(spec.k, params.N);
+  p.nt = ceil_div(spec.n, params.N);
+  // Default: as many tiles as the FIFO holds. More would make a read_weights wait for FIFO
+  // space, and while it waits it holds up the in-order issue of the matmuls behind it.
+  p.weight_lookahead = res.weight_lookahead
+                           ? res.weight_lookahead
+                           : std::min(cap, std::max<uint32_t>(2, params.wfifo_tiles));
+  p.first_slot = res.first_slot;
+  plan_quant_slots(spec, params.N, slots_avail, p);
+
+  // Chunks start at 16-byte aligned host addresses (DMA needs it): with rows of kt*T and nt*T
+  // bytes, every chunk but the last has a multiple of `align` rows (1 when T >= 16).
+  auto gcd16 = [](uint64_t v) {
+    uint64_t g = 16;
+    while (v % g) g /= 2;
+    return g;
+  };
+  l.out_rows_per_row = p.nt * spec.out_bytes();
+  l.align = std::max(16 / gcd16(uint64_t{p.kt} * params.N),
+                     16 / gcd16(uint64_t{l.out_rows_per_row} * params.N));
+  constexpr uint64_t kMaxRows = 4095;  // matmul outer / activate height fields
+  l.max_rows = res.max_chunk_rows ? std::min<uint64_t>(kMaxRows, res.max_chunk_rows) : kMaxRows;
+  l.per_row = uint64_t{p.kt} + l.out_rows_per_row;
+  plan_acc_regions(spec, l, p);
+  plan_chunks(params, spec, res, l, p);
+  place_regions(res, l.out_rows_per_row, p);
   return p;
 }
 
@@ -374,6 +411,189 @@ class Deferred {
   std::deque<Entry> q_;
 };
 
+// Emits one matmul by its plan: the weight stream, the quantization batches, the A chunks, the
+// matmuls, and their activates and output writes, each placed so that the chip's in-order
+// issue does not stall.
+class MatmulEmitter {
+ public:
+  MatmulEmitter(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& plan,
+                const MatmulHostAddrs& addrs)
+      : b_(b),
+        spec_(spec),
+        plan_(plan),
+        addrs_(addrs),
+        N_(b.params().N),
+        kt_(plan.kt),
+        nt_(plan.nt),
+        px_(spec.out_bytes()),
+        tiles_per_pass_(plan.kt * plan.nt),
+        total_tiles_(plan.weight_tiles_read()),
+        batch_(plan.reload_quant ? plan.slot_batch : plan.nt),
+        batches_per_chunk_(ceil_div(plan.nt, batch_)),
+        total_batches_(uint64_t{plan.chunks} * batches_per_chunk_),
+        chunk_start_(plan.chunks + 1, 0),
+        act_delay_(static_cast<int>(plan.acc_buffers) - 1) {
+    for (uint32_t c = 0; c < plan.chunks; ++c)
+      chunk_start_[c + 1] = chunk_start_[c] + plan.chunk_sizes[c];
+    if (chunk_start_[plan.chunks] != spec.m) {
+      throw std::invalid_argument(
+          format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
+                 chunk_start_[plan.chunks], spec.m));
+    }
+  }
+
+  void emit() {
+    // Prologue: LUT, the parameters (all, or the first batch), the first weights, chunk 0.
+    if (spec_.func == ActFunc::Lut) b_.read_lut(addrs_.lut);
+    if (!plan_.reload_quant) {
+      b_.read_params(plan_.first_slot, plan_.quant_images, addrs_.quant);
+    } else if (plan_.slot_banks == 2) {
+      load_batch(0);
+    }
+    top_up();
+    load_a(0);
+    uint64_t block = 0;
+    for (uint32_t c = 0; c < plan_.chunks; ++c) {
+      for (uint32_t j = 0; j < nt_; ++j, ++block) {
+        const uint32_t acc = plan_.acc[block % plan_.acc_buffers];
+        const bool batch_start = j % batch_ == 0;  // batches restart with every chunk
+        if (batch_start && block > 0) ++global_batch_;
+        const uint32_t slot = plan_.reload_quant
+                                  ? batch_slot0(global_batch_) + j % batch_
+                                  : plan_.first_slot + (plan_.quant_images == 1 ? 0 : j);
+        for (uint32_t t = 0; t < kt_; ++t) {
+          matmul(c, t, acc);
+          if (t == 0) after_first_tile(c, j, batch_start);
+          if (t + 1 == kt_) finish_block(c, j, acc, slot);
+          top_up();
+        }
+      }
+    }
+    later_.flush();
+  }
+
+ private:
+  // Weight stream: tile s of the run is tile s % (kt*nt) of W, read plan.weight_lookahead
+  // tiles ahead of the matmuls.
+  void top_up() {
+    const uint64_t want = std::min<uint64_t>(plan_.weight_lookahead, total_tiles_ - switched_);
+    uint64_t need = want - std::min(want, pushed_ - switched_);
+    while (need > 0) {
+      const uint32_t idx = static_cast<uint32_t>(pushed_ % tiles_per_pass_);
+      const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(need, tiles_per_pass_ - idx));
+      b_.read_weights(run, addrs_.w + idx * N_ * N_);
+      pushed_ += run;
+      need -= run;
+    }
+  }
+
+  // Quantization batches (when reload_quant): per chunk, blocks [j0, j0 + slot_batch).
+  uint32_t batch_slot0(uint64_t global_batch) const {
+    return plan_.first_slot +
+           (plan_.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch_ : 0);
+  }
+  void load_batch(uint64_t global_batch) {
+    const uint32_t j0 = static_cast<uint32_t>(global_batch % batches_per_chunk_) * batch_;
+    const uint32_t count = std::min(batch_, nt_ - j0);
+    b_.read_params(batch_slot0(global_batch), count, addrs_.quant + j0 * 12 * N_);
+  }
+
+  void load_a(uint32_t c) {
+    b_.read_host(plan_.ub_a[c % 2], plan_.chunk_sizes[c] * kt_,
+                 addrs_.a + chunk_start_[c] * kt_ * N_);
+  }
+
+  // K tile t of chunk c into accumulator region `acc`.
+  void matmul(uint32_t c, uint32_t t, uint32_t acc) {
+    const uint32_t rows = plan_.chunk_sizes[c];
+    Matmul mm;
+    mm.switch_weights = true;
+    mm.accumulate = t > 0;
+    mm.a_unsigned = spec_.a_unsigned;
+    mm.w_unsigned = spec_.w_unsigned;
+    mm.ub_addr = plan_.ub_a[c % 2] + t;
+    mm.acc_addr = static_cast<uint16_t>(acc);
+    if (kt_ == 1) {  // contiguous rows
+      mm.inner = static_cast<uint16_t>(rows);
+      mm.outer = 1;
+    } else {  // row r, K tile t at ub_a + r*kt + t
+      mm.inner = 1;
+      mm.outer = static_cast<uint16_t>(rows);
+      mm.outer_stride = kt_;
+    }
+    b_.matmul(mm);
+    ++switched_;
+    later_.tick();
+  }
+
+  // After block j's first matmul: the next quantization batch, the next chunk's rows.
+  void after_first_tile(uint32_t c, uint32_t j, bool batch_start) {
+    if (batch_start && plan_.reload_quant) {
+      if (plan_.slot_banks == 2) {
+        // Load the next batch into the other bank, after the last activate of the batch
+        // that used it (emitted act_delay - 1 matmuls from now) and one matmul more.
+        if (global_batch_ + 1 < total_batches_) {
+          const uint64_t next = global_batch_ + 1;
+          later_.add(act_delay_, [this, next] { load_batch(next); });
+        }
+      } else {
+        // Single bank: right after the previous batch's last activate.
+        later_.add(act_delay_ - 1, [this, gb = global_batch_] { load_batch(gb); });
+      }
+    }
+    if (j == 0 && c + 1 < plan_.chunks && plan_.double_buffered_ub) load_a(c + 1);
+  }
+
+  // After block j's last matmul: its activate and, after the chunk's last block, the write of
+  // the chunk's output. Block g's activate is emitted after the next acc_buffers - 1 matmuls:
+  // late enough that it does not hold up their issue while it waits for block g's last row,
+  // early enough to come before the matmul that overwrites its region.
+  void finish_block(uint32_t c, uint32_t j, uint32_t acc, uint32_t slot) {
+    const uint32_t rows = plan_.chunk_sizes[c], ub_out = plan_.ub_out[c % 2];
+    Activate act;
+    act.func = spec_.func;
+    act.out_unsigned = spec_.out_unsigned;
+    act.acc_addr = static_cast<uint16_t>(acc);
+    act.slot = static_cast<uint8_t>(slot);
+    act.raw = spec_.raw;
+    if (nt_ == 1) {  // row r -> ub_out + r*px (raw: the 4 rows of pixel r are adjacent)
+      act.ub_addr = ub_out;
+      act.width = static_cast<uint16_t>(rows);
+      act.height = 1;
+    } else {  // row r of block j -> ub_out + (r*nt + j)*px
+      act.ub_addr = ub_out + j * px_;
+      act.width = 1;
+      act.height = static_cast<uint16_t>(rows);
+      act.ub_stride = nt_ * px_;
+    }
+    ProgramBuilder& b = b_;
+    later_.add(act_delay_, [&b, act] { b.activate(act); });
+    if (j + 1 != nt_) return;
+    const uint32_t host = addrs_.out + chunk_start_[c] * nt_ * px_ * N_;
+    later_.add(act_delay_ + 1, [&b, ub_out, rows, nt = nt_, px = px_, host] {
+      b.write_host(ub_out, rows * nt * px, host);
+    });
+    // Single UB region: the next chunk's rows replace this one's, so they must be loaded
+    // after this chunk's last matmul and before the next chunk's first.
+    if (c + 1 < plan_.chunks && !plan_.double_buffered_ub) load_a(c + 1);
+  }
+
+  ProgramBuilder& b_;
+  const MatmulSpec& spec_;
+  const MatmulPlan& plan_;
+  const MatmulHostAddrs& addrs_;
+  const uint32_t N_, kt_, nt_;
+  const uint32_t px_;  // UB rows per output pixel: 4 for raw int32, else 1
+  const uint32_t tiles_per_pass_;
+  const uint64_t total_tiles_;
+  const uint32_t batch_, batches_per_chunk_;
+  const uint64_t total_batches_;
+  std::vector<uint32_t> chunk_start_;
+  const int act_delay_;
+  uint64_t pushed_ = 0, switched_ = 0, global_batch_ = 0;
+  Deferred later_;
+};
+
 }  // namespace
 
 void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& plan,
@@ -389,145 +609,7 @@ void emit_matmul(ProgramBuilder& b, const MatmulSpec& spec, const MatmulPlan& pl
                "matmul needs the weight FIFO to itself",
                b.pending_weight_tiles()));
   }
-  const uint32_t N = prm.N, kt = plan.kt, nt = plan.nt;
-  const uint32_t tile_bytes = N * N;
-  const uint32_t px = spec.out_bytes();  // UB rows per output pixel: 4 for raw int32, else 1
-  const uint32_t tiles_per_pass = kt * nt;
-  const uint64_t total_tiles = plan.weight_tiles_read();
-
-  // Weight stream: tile s of the run is tile s % (kt*nt) of W.
-  uint64_t pushed = 0, switched = 0;
-  auto top_up = [&] {
-    const uint64_t want = std::min<uint64_t>(plan.weight_lookahead, total_tiles - switched);
-    uint64_t need = want - std::min(want, pushed - switched);
-    while (need > 0) {
-      const uint32_t idx = static_cast<uint32_t>(pushed % tiles_per_pass);
-      const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(need, tiles_per_pass - idx));
-      b.read_weights(run, addrs.w + idx * tile_bytes);
-      pushed += run;
-      need -= run;
-    }
-  };
-
-  // Quantization batches (when reload_quant): per chunk, blocks [j0, j0 + slot_batch).
-  const uint32_t batch = plan.reload_quant ? plan.slot_batch : nt;
-  const uint32_t batches_per_chunk = ceil_div(nt, batch);
-  auto batch_slot0 = [&](uint64_t global_batch) {
-    return plan.first_slot +
-           (plan.slot_banks == 2 ? static_cast<uint32_t>(global_batch % 2) * batch : 0);
-  };
-  auto load_batch = [&](uint64_t global_batch) {
-    const uint32_t j0 = static_cast<uint32_t>(global_batch % batches_per_chunk) * batch;
-    const uint32_t count = std::min(batch, nt - j0);
-    b.read_params(batch_slot0(global_batch), count, addrs.quant + j0 * 12 * N);
-  };
-  const uint64_t total_batches = uint64_t{plan.chunks} * batches_per_chunk;
-
-  std::vector<uint32_t> chunk_start(plan.chunks + 1, 0);
-  for (uint32_t c = 0; c < plan.chunks; ++c)
-    chunk_start[c + 1] = chunk_start[c] + plan.chunk_sizes[c];
-  if (chunk_start[plan.chunks] != spec.m) {
-    throw std::invalid_argument(
-        format("emit_matmul: the plan's chunks cover %u rows, the spec has %u",
-               chunk_start[plan.chunks], spec.m));
-  }
-  auto chunk_rows = [&](uint32_t c) { return plan.chunk_sizes[c]; };
-  auto load_a = [&](uint32_t c) {
-    b.read_host(plan.ub_a[c % 2], chunk_rows(c) * kt, addrs.a + chunk_start[c] * kt * N);
-  };
-
-  // Prologue: LUT, the parameters (all, or the first batch), the first weights, chunk 0.
-  if (spec.func == ActFunc::Lut) b.read_lut(addrs.lut);
-  if (!plan.reload_quant) {
-    b.read_params(plan.first_slot, plan.quant_images, addrs.quant);
-  } else if (plan.slot_banks == 2) {
-    load_batch(0);
-  }
-  top_up();
-  load_a(0);
-
-  Deferred later;
-  // Block g's activate is emitted after the next acc_buffers - 1 matmuls: late enough that
-  // it does not hold up their issue while it waits for block g's last row, early enough to
-  // come before the matmul that overwrites its region.
-  const int act_delay = static_cast<int>(plan.acc_buffers) - 1;
-  uint64_t block = 0, global_batch = 0;
-  for (uint32_t c = 0; c < plan.chunks; ++c) {
-    const uint32_t rows = chunk_rows(c);
-    const uint32_t ub_a = plan.ub_a[c % 2], ub_out = plan.ub_out[c % 2];
-    for (uint32_t j = 0; j < nt; ++j, ++block) {
-      const uint32_t acc = plan.acc[block % plan.acc_buffers];
-      const bool batch_start = j % batch == 0;  // batches restart with every chunk
-      if (batch_start && block > 0) ++global_batch;
-      const uint32_t slot = plan.reload_quant ? batch_slot0(global_batch) + j % batch
-                                              : plan.first_slot + (plan.quant_images == 1 ? 0 : j);
-      for (uint32_t t = 0; t < kt; ++t) {
-        Matmul mm;
-        mm.switch_weights = true;
-        mm.accumulate = t > 0;
-        mm.a_unsigned = spec.a_unsigned;
-        mm.w_unsigned = spec.w_unsigned;
-        mm.ub_addr = ub_a + t;
-        mm.acc_addr = static_cast<uint16_t>(acc);
-        if (kt == 1) {  // contiguous rows
-          mm.inner = static_cast<uint16_t>(rows);
-          mm.outer = 1;
-        } else {  // row r, K tile t at ub_a + r*kt + t
-          mm.inner = 1;
-          mm.outer = static_cast<uint16_t>(rows);
-          mm.outer_stride = kt;
-        }
-        b.matmul(mm);
-        ++switched;
-        later.tick();
-
-        if (t == 0 && batch_start && plan.reload_quant) {
-          if (plan.slot_banks == 2) {
-            // Load the next batch into the other bank, after the last activate of the batch
-            // that used it (emitted act_delay - 1 matmuls from now) and one matmul more.
-            if (global_batch + 1 < total_batches) {
-              const uint64_t next = global_batch + 1;
-              later.add(act_delay, [&, next] { load_batch(next); });
-            }
-          } else {
-            // Single bank: right after the previous batch's last activate.
-            later.add(act_delay - 1, [&, gb = global_batch] { load_batch(gb); });
-          }
-        }
-        if (t == 0 && j == 0 && c + 1 < plan.chunks && plan.double_buffered_ub) load_a(c + 1);
-        if (t + 1 == kt) {
-          Activate act;
-          act.func = spec.func;
-          act.out_unsigned = spec.out_unsigned;
-          act.acc_addr = static_cast<uint16_t>(acc);
-          act.slot = static_cast<uint8_t>(slot);
-          act.raw = spec.raw;
-          if (nt == 1) {  // row r -> ub_out + r*px (raw: the 4 rows of pixel r are adjacent)
-            act.ub_addr = ub_out;
-            act.width = static_cast<uint16_t>(rows);
-            act.height = 1;
-          } else {  // row r of block j -> ub_out + (r*nt + j)*px
-            act.ub_addr = ub_out + j * px;
-            act.width = 1;
-            act.height = static_cast<uint16_t>(rows);
-            act.ub_stride = nt * px;
-          }
-          later.add(act_delay, [&b, act] { b.activate(act); });
-          if (j + 1 == nt) {
-            const uint32_t host = addrs.out + chunk_start[c] * nt * px * N;
-            later.add(act_delay + 1, [&b, ub_out, rows, nt, px, host] {
-              b.write_host(ub_out, rows * nt * px, host);
-            });
-            // Single UB region: the next chunk's rows replace this one's, so they must be
-            // loaded after this chunk's last matmul and before the next chunk's first.
-            if (c + 1 < plan.chunks && !plan.double_buffered_ub) load_a(c + 1);
-          }
-        }
-        top_up();
-      }
-    }
-  }
-  later.flush();
+  MatmulEmitter(b, spec, plan, addrs).emit();
 }
 
 // ---- one call

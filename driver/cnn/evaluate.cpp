@@ -129,6 +129,99 @@ Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork
 
 namespace {
 
+// The figures of the compiled program (per batch of e.batch images).
+void program_figures(const ChipRunner& runner, const Program& full, const QuantNetwork& q,
+                     Evaluation& e) {
+  e.micro_batch = full.micro_batch;
+  e.instructions_per_batch = full.instructions.size();
+  e.input_bytes_per_image = runner.compiled().input_bytes();
+  e.spill = runner.compiled().spill;
+  e.scratch_bytes = runner.compiled().scratch_bytes;
+  const uint64_t nb = std::max<uint32_t>(1, e.batch);
+  LayerDma t = full.other_dma;
+  for (const auto& d : full.layer_dma) {
+    t.input += d.input, t.spill_in += d.spill_in, t.weights += d.weights;
+    t.params += d.params, t.spill_out += d.spill_out, t.output += d.output;
+  }
+  e.program_dma = {t.input / nb,  t.spill_in / nb,  t.weights / nb,
+                   t.params / nb, t.spill_out / nb, t.output / nb};
+  e.output_bytes_per_image = runner.compiled().output_bytes();
+  for (const auto& l : q.layers) e.macs_per_image += l.macs();
+}
+
+// The first batch's timeline (o.timeline), taken from the device's recording.
+void keep_timeline(Device& device, const QuantNetwork& q, const ChipRunner::Result& r,
+                   uint32_t images, RunTimeline& t) {
+  t.events = device.timeline();
+  device.record_timeline(false);
+  t.program = r.program->instructions;
+  t.instr_layer = r.program->instr_layer;
+  for (const auto& l : q.layers) t.layer_names.push_back(l.name);
+  t.cycles = r.stats.cycles;
+  t.images = images;
+}
+
+// Images first.. of a batch run `r`: each checked against the integer reference and the float
+// model; counted into `e`.
+std::vector<ImageResult> image_results(const Network& float_net, const QuantNetwork& q,
+                                       const ImageSource& set, int first,
+                                       const std::vector<const int32_t*>& inputs,
+                                       const ChipRunner::Result& r, Evaluation& e) {
+  std::vector<ImageResult> results;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    ImageResult ir;
+    ir.index = first + int(j);
+    ir.label = set.label(ir.index);
+    ir.logits = r.outputs[j];
+    ir.predicted = argmax(ir.logits);
+    const auto ref = int_forward(q, inputs[j]);
+    ir.matches_reference = ref == ir.logits;
+    const auto x = set.float_input(ir.index);
+    ir.float_predicted = argmax(float_forward(float_net, x.data()));
+    e.mismatches += !ir.matches_reference;
+    e.correct += ir.predicted == ir.label;
+    e.float_correct += ir.float_predicted == ir.label;
+    e.reference_correct += argmax(ref) == ir.label;
+    results.push_back(ir);
+  }
+  return results;
+}
+
+// Runs the batch of images i0..i0+b-1; returns its quantized inputs.
+std::vector<std::vector<int32_t>> run_batch(Device& device, ChipRunner& runner,
+                                            const Network& float_net, const QuantNetwork& q,
+                                            const ImageSource& set, const EvalOptions& o, int i0,
+                                            int b, Evaluation& e) {
+  std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b),
+                                       std::vector<int32_t>(static_cast<size_t>(q.input.size())));
+  std::vector<const int32_t*> ptrs;
+  for (int j = 0; j < b; ++j) {
+    set.quantize(o.offset + i0 + j, qi[size_t(j)].data());
+    ptrs.push_back(qi[size_t(j)].data());
+  }
+  // The per-layer profile comes from the first batch's timeline where the device has one.
+  const bool record = i0 == 0 && (o.timeline || (o.profile && device.has_timeline()));
+  if (record) device.record_timeline(true);
+  const auto r = runner.run(ptrs, o.max_cycles);
+  if (record && o.profile) {
+    e.layers = profile_from_timeline(q, e.chip_n, uint32_t(b), r.stats.cycles, device.timeline(),
+                                     r.program->instr_layer);
+    e.layers_from = "timeline";
+  }
+  if (record && !o.timeline) device.record_timeline(false);
+  if (i0 == 0 && o.timeline) keep_timeline(device, q, r, uint32_t(b), e.timeline);
+  e.cycles_total += r.stats.cycles;
+  e.cycles_estimated = r.stats.cycles_estimated;
+  e.run_seconds += r.stats.wall_seconds;
+  for (int c = 0; c < PerfCounters::kCount; ++c)
+    e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
+  const std::vector<ImageResult> results =
+      image_results(float_net, q, set, o.offset + i0, ptrs, r, e);
+  e.results.insert(e.results.end(), results.begin(), results.end());
+  if (o.on_batch) o.on_batch(results, i0 + b, o.count);
+  return qi;
+}
+
 Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q,
                            const ImageSource& set, const EvalOptions& o) {
   const auto start = std::chrono::steady_clock::now();
@@ -145,79 +238,12 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
   e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));
   ChipRunner runner(device, q, e.batch);
   const Program& full = runner.program(e.batch);
-  e.micro_batch = full.micro_batch;
-  e.instructions_per_batch = full.instructions.size();
-  e.input_bytes_per_image = runner.compiled().input_bytes();
-  e.spill = runner.compiled().spill;
-  e.scratch_bytes = runner.compiled().scratch_bytes;
-  {
-    const uint64_t nb = std::max<uint32_t>(1, e.batch);
-    LayerDma t = full.other_dma;
-    for (const auto& d : full.layer_dma) {
-      t.input += d.input, t.spill_in += d.spill_in, t.weights += d.weights;
-      t.params += d.params, t.spill_out += d.spill_out, t.output += d.output;
-    }
-    e.program_dma = {t.input / nb,  t.spill_in / nb,  t.weights / nb,
-                     t.params / nb, t.spill_out / nb, t.output / nb};
-  }
-  e.output_bytes_per_image = runner.compiled().output_bytes();
-  for (const auto& l : q.layers) e.macs_per_image += l.macs();
-  const int64_t pixels = q.input.size();
+  program_figures(runner, full, q, e);
   std::vector<std::vector<int32_t>> first_batch;
   for (int i0 = 0; i0 < o.count; i0 += int(e.batch)) {
     const int b = std::min<int>(int(e.batch), o.count - i0);
-    std::vector<std::vector<int32_t>> qi(static_cast<size_t>(b),
-                                         std::vector<int32_t>(static_cast<size_t>(pixels)));
-    std::vector<const int32_t*> ptrs;
-    for (int j = 0; j < b; ++j) {
-      set.quantize(o.offset + i0 + j, qi[size_t(j)].data());
-      ptrs.push_back(qi[size_t(j)].data());
-    }
-    if (i0 == 0) first_batch = qi;
-    // The per-layer profile comes from the first batch's timeline where the device has one.
-    const bool record = i0 == 0 && (o.timeline || (o.profile && device.has_timeline()));
-    if (record) device.record_timeline(true);
-    const auto r = runner.run(ptrs, o.max_cycles);
-    if (record && o.profile) {
-      e.layers = profile_from_timeline(q, e.chip_n, uint32_t(b), r.stats.cycles, device.timeline(),
-                                       r.program->instr_layer);
-      e.layers_from = "timeline";
-    }
-    if (record && !o.timeline) device.record_timeline(false);
-    if (i0 == 0 && o.timeline) {
-      RunTimeline& t = e.timeline;
-      t.events = device.timeline();
-      device.record_timeline(false);
-      t.program = r.program->instructions;
-      t.instr_layer = r.program->instr_layer;
-      for (const auto& l : q.layers) t.layer_names.push_back(l.name);
-      t.cycles = r.stats.cycles;
-      t.images = uint32_t(b);
-    }
-    e.cycles_total += r.stats.cycles;
-    e.cycles_estimated = r.stats.cycles_estimated;
-    e.run_seconds += r.stats.wall_seconds;
-    for (int c = 0; c < PerfCounters::kCount; ++c)
-      e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
-    std::vector<ImageResult> batch_results;
-    for (int j = 0; j < b; ++j) {
-      ImageResult ir;
-      ir.index = o.offset + i0 + j;
-      ir.label = set.label(ir.index);
-      ir.logits = r.outputs[size_t(j)];
-      ir.predicted = argmax(ir.logits);
-      const auto ref = int_forward(q, ptrs[size_t(j)]);
-      ir.matches_reference = ref == ir.logits;
-      const auto x = set.float_input(ir.index);
-      ir.float_predicted = argmax(float_forward(float_net, x.data()));
-      e.mismatches += !ir.matches_reference;
-      e.correct += ir.predicted == ir.label;
-      e.float_correct += ir.float_predicted == ir.label;
-      e.reference_correct += argmax(ref) == ir.label;
-      batch_results.push_back(ir);
-    }
-    e.results.insert(e.results.end(), batch_results.begin(), batch_results.end());
-    if (o.on_batch) o.on_batch(batch_results, i0 + b, o.count);
+    auto qi = run_batch(device, runner, float_net, q, set, o, i0, b, e);
+    if (i0 == 0) first_batch = std::move(qi);
   }
   const uint32_t n = e.chip_n;
   e.mxu_utilization =

@@ -609,157 +609,221 @@ std::string export_qdq_onnx(const QuantNetwork& net, int64_t batch) {
   return g.serialize();
 }
 
+namespace {
+
+const char* const kMicrosoft = "com.microsoft";
+
+// One layer of the QLinear export as it is written: the tensor `x` so far (quantized by `xq`'s
+// scale and zero point, `xquant`), and the quantization `tq` / `target` its linear part
+// produces (the LUT's input, or the output).
+struct QLinearLayer {
+  OnnxGraph& g;
+  const QLayer& l;
+  size_t i;
+  std::string p, tq;
+  TensorQuant target;
+  bool lut, pool_first, f;
+  std::string x, xq;
+  TensorQuant xquant;
+};
+
+std::string qlinear_quant_of(int p) {
+  return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out";
+}
+
+// The layer's inputs: one, or QLinearAdd / QLinearConcat of several.
+void qlinear_inputs(QLinearLayer& s, const std::vector<std::string>& out) {
+  const QLayer& l = s.l;
+  auto name_of = [&](int p) { return p == kNetworkInput ? std::string("in_q") : out[size_t(p)]; };
+  s.x = name_of(l.inputs[0]);
+  s.xq = qlinear_quant_of(l.inputs[0]);
+  s.xquant = l.in_q;
+  const std::string& p = s.p;
+  if (l.kind == LayerKind::Add) {
+    const std::string b = qlinear_quant_of(l.inputs[1]);
+    s.g.node("QLinearAdd",
+             {s.x, s.xq + "_scale", s.xq + "_zp", name_of(l.inputs[1]), b + "_scale", b + "_zp",
+              s.tq + "_scale", s.tq + "_zp"},
+             {p + "_add"}, {}, p + "_qadd", kMicrosoft);
+    s.x = p + "_add";
+    s.xq = s.tq;
+    s.xquant = s.target;
+  } else if (l.inputs.size() > 1) {
+    // Shared by the inputs (read in place by the importer), or a Copy's own requantization
+    // (unless it max-pools first).
+    if (l.kind == LayerKind::Copy && !(s.pool_first && pooled(l))) s.xq = s.tq, s.xquant = s.target;
+    std::vector<std::string> ins{s.xq + "_scale", s.xq + "_zp"};
+    for (int in : l.inputs)
+      ins.insert(ins.end(),
+                 {name_of(in), qlinear_quant_of(in) + "_scale", qlinear_quant_of(in) + "_zp"});
+    s.g.node("QLinearConcat", ins, {p + "_cat"}, {OnnxAttr::Int("axis", 1)}, p + "_qconcat",
+             kMicrosoft);
+    s.x = p + "_cat";
+  }
+}
+
+// A convolution (or a dense layer written as a grouped one): QLinearConv.
+void qlinear_conv(QLinearLayer& s) {
+  const QLayer& l = s.l;
+  const std::string& p = s.p;
+  const bool dense = l.kind == LayerKind::Dense;
+  s.g.init_int8(p + "_wq",
+                {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw},
+                l.weight);
+  s.g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
+  s.g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
+  s.g.init_int32(p + "_bq", {l.cout()}, l.bias);
+  s.g.node("QLinearConv",
+           {s.x, s.xq + "_scale", s.xq + "_zp", p + "_wq", p + "_ws", p + "_wz", s.tq + "_scale",
+            s.tq + "_zp", p + "_bq"},
+           {p + "_conv"}, dense ? dense_conv_attrs(l) : conv_attrs(l), p + "_qconv");
+  s.x = p + "_conv";
+}
+
+// A dense layer: QLinearMatMul, then the bias, activation and output quantization in float.
+void qlinear_matmul(QLinearLayer& s) {
+  const QLayer& l = s.l;
+  const std::string& p = s.p;
+  OnnxGraph& g = s.g;
+  if (!s.f) {
+    g.node("Flatten", {s.x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
+    s.x = p + "_flat";
+  }
+  s.f = true;
+  const int64_t k = l.fan_in();
+  std::vector<int8_t> wt(size_t(k * l.cout()));  // [K, M]
+  for (int oc = 0; oc < l.cout(); ++oc)
+    for (int64_t j = 0; j < k; ++j) wt[size_t(j * l.cout() + oc)] = l.weight[size_t(oc * k + j)];
+  g.init_int8(p + "_wq", {k, l.cout()}, wt);
+  g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
+  g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
+  g.node("QLinearMatMul",
+         {s.x, s.xq + "_scale", s.xq + "_zp", p + "_wq", p + "_ws", p + "_wz", s.tq + "_scale",
+          s.tq + "_zp"},
+         {p + "_mm"}, {}, p + "_qmatmul");
+  // The bias in float, then requantized: QLinearMatMul has no bias input.
+  std::vector<float> b(size_t(l.cout()));
+  for (int oc = 0; oc < l.cout(); ++oc)
+    b[size_t(oc)] = float(double(l.bias[size_t(oc)]) * double(l.in_q.scale) *
+                          double(l.weight_scale[size_t(oc)]));
+  g.init_float(p + "_b", {l.cout()}, b);
+  g.node("DequantizeLinear", {p + "_mm", s.tq + "_scale", s.tq + "_zp"}, {p + "_mmdq"});
+  g.node("Add", {p + "_mmdq", p + "_b"}, {p + "_biased"});
+  s.x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
+                  float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                  float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_biased");
+  g.node("QuantizeLinear", {s.x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
+  s.x = p + "_yq";
+}
+
+// A copy: max-pooling on the integers first (when it may), then its requantization.
+void qlinear_copy(QLinearLayer& s) {
+  const std::string& p = s.p;
+  if (s.pool_first && pooled(s.l)) {
+    s.g.node("MaxPool", {s.x}, {p + "_pool"}, pool_attrs(s.l), p + "_pool");  // on the integers
+    s.x = p + "_pool";
+  }
+  if (!(s.xquant == s.target)) {
+    // The requantization (the importer folds it into the copy, or makes it one).
+    s.g.node("DequantizeLinear", {s.x, s.xq + "_scale", s.xq + "_zp"}, {p + "_rdq"});
+    s.g.node("QuantizeLinear", {p + "_rdq", s.tq + "_scale", s.tq + "_zp"}, {p + "_rq"});
+    s.x = p + "_rq";
+  }
+}
+
+// The activation and output quantization (when the linear part has not written them).
+void qlinear_activation(QLinearLayer& s) {
+  const QLayer& l = s.l;
+  const std::string& p = s.p;
+  OnnxGraph& g = s.g;
+  if (s.lut && (l.lut_func == LutFunc::Sigmoid || l.lut_func == LutFunc::LeakyRelu)) {
+    const bool leaky = l.lut_func == LutFunc::LeakyRelu;
+    g.node(leaky ? "QLinearLeakyRelu" : "QLinearSigmoid",
+           {s.x, s.tq + "_scale", s.tq + "_zp", p + "_out_scale", p + "_out_zp"}, {p + "_lut"},
+           leaky ? std::vector<OnnxAttr>{OnnxAttr::Float("alpha", l.lut_alpha)}
+                 : std::vector<OnnxAttr>{},
+           p + (leaky ? "_qleakyrelu" : "_qsigmoid"), kMicrosoft);
+    s.x = p + "_lut";
+  } else if (s.lut || l.act == Activation::Clip ||
+             (l.act == Activation::Relu &&
+              (l.kind == LayerKind::Copy || l.out_q.zero_point != l.out_q.qmin()))) {
+    // ReLU into a tensor whose zero point is its minimum is the saturation itself (not
+    // for a Copy, which would vanish); anything else runs in float.
+    g.node("DequantizeLinear", {s.x, s.tq + "_scale", s.tq + "_zp"}, {p + "_ydq"});
+    s.x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
+                    float(l.lo - l.out_q.zero_point) * l.out_q.scale,
+                    float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq",
+                    hardswish_as_mul(l));
+    g.node("QuantizeLinear", {s.x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
+    s.x = p + "_yq";
+  }
+}
+
+// Layer i: its nodes; returns its integer output's name.
+std::string qlinear_layer(OnnxGraph& g, const QLayer& l, size_t i,
+                          const std::vector<std::string>& out, std::vector<char>& flat) {
+  check_quantized_layer(l, i);
+  const std::string p = "l" + std::to_string(i);
+  const bool lut = l.act == Activation::Lut;
+  quant_init(g, p + "_out", l.out_q);
+  if (lut) quant_init(g, p + "_pre", l.pre_q);
+  QLinearLayer s{g,
+                 l,
+                 i,
+                 p,
+                 lut ? p + "_pre" : p + "_out",
+                 lut ? l.pre_q : l.out_q,
+                 lut,
+                 l.kind == LayerKind::Copy && same_input_quant(l),  // before requantization
+                 l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])],
+                 {},
+                 {},
+                 {}};
+  qlinear_inputs(s, out);
+  bool done = false;  // bias, activation and output quantization written
+  if (l.per_pixel_divisor()) {
+    std::vector<OnnxAttr> attrs = divisor_pool_attrs(l, i);
+    attrs.push_back(OnnxAttr::Int("channels_last", 0));
+    g.node("QLinearAveragePool", {s.x, s.xq + "_scale", s.xq + "_zp", s.tq + "_scale", s.tq + "_zp"},
+           {p + "_avg"}, attrs, p + "_qavg", kMicrosoft);
+    s.x = p + "_avg";
+  } else if (l.kind == LayerKind::Conv ||
+             (l.kind == LayerKind::Dense && l.group > 1 &&
+              dense_form(l, i, s.f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
+    qlinear_conv(s);
+  } else if (l.kind == LayerKind::Dense && l.group > 1) {
+    g.node("QLinearGlobalAveragePool",
+           {s.x, s.xq + "_scale", s.xq + "_zp", s.tq + "_scale", s.tq + "_zp"}, {p + "_gap"},
+           {OnnxAttr::Int("channels_last", 0)}, p + "_qgap", kMicrosoft);
+    s.x = p + "_gap";
+  } else if (l.kind == LayerKind::Dense) {
+    qlinear_matmul(s);
+    done = true;
+  } else if (l.kind == LayerKind::Copy) {
+    qlinear_copy(s);
+  }
+  if (!done) qlinear_activation(s);
+  if (!s.pool_first && pooled(l)) {
+    g.node("MaxPool", {s.x}, {p + "_pool"}, pool_attrs(l), p + "_pool");
+    s.x = p + "_pool";
+  }
+  flat[i] = s.f;
+  return s.x;
+}
+
+}  // namespace
+
 std::string export_qlinear_onnx(const QuantNetwork& net, int64_t batch) {
   OnnxGraph g(net.name + " (QLinear)", opset_for(net.layers));
   g.input("input", input_dims(net.input, batch));
   const std::string pre = export_pre(g, net.pre_scale, net.pre_shift, net.input, "input");
   quant_init(g, "in", net.input_q);
   g.node("QuantizeLinear", {pre, "in_scale", "in_zp"}, {"in_q"});
-  const std::string ms = "com.microsoft";
   std::vector<std::string> out(net.layers.size());  // the layers' integer outputs
   std::vector<char> flat(net.layers.size(), 0);
-  auto name_of = [&](int p) { return p == kNetworkInput ? std::string("in_q") : out[size_t(p)]; };
-  auto quant_of = [&](int p) {
-    return p == kNetworkInput ? std::string("in") : "l" + std::to_string(p) + "_out";
-  };
-  for (size_t i = 0; i < net.layers.size(); ++i) {
-    const QLayer& l = net.layers[i];
-    check_quantized_layer(l, i);
-    const std::string p = "l" + std::to_string(i);
-    const bool lut = l.act == Activation::Lut;
-    quant_init(g, p + "_out", l.out_q);
-    if (lut) quant_init(g, p + "_pre", l.pre_q);
-    // The quantization the layer's linear part produces (the LUT's input, or the output).
-    const std::string tq = lut ? p + "_pre" : p + "_out";
-    const TensorQuant& target = lut ? l.pre_q : l.out_q;
-    const bool same = same_input_quant(l);
-    const bool pool_first = l.kind == LayerKind::Copy && same;  // before requantization
-    bool f = l.inputs[0] != kNetworkInput && flat[size_t(l.inputs[0])];
-    std::string x = name_of(l.inputs[0]), xq = quant_of(l.inputs[0]);
-    TensorQuant xquant = l.in_q;
-    if (l.kind == LayerKind::Add) {
-      const std::string b = quant_of(l.inputs[1]);
-      g.node("QLinearAdd",
-             {x, xq + "_scale", xq + "_zp", name_of(l.inputs[1]), b + "_scale", b + "_zp",
-              tq + "_scale", tq + "_zp"},
-             {p + "_add"}, {}, p + "_qadd", ms);
-      x = p + "_add";
-      xq = tq;
-      xquant = target;
-    } else if (l.inputs.size() > 1) {
-      // Shared by the inputs (read in place by the importer), or a Copy's own requantization
-      // (unless it max-pools first).
-      if (l.kind == LayerKind::Copy && !(pool_first && pooled(l))) xq = tq, xquant = target;
-      std::vector<std::string> ins{xq + "_scale", xq + "_zp"};
-      for (int s : l.inputs)
-        ins.insert(ins.end(), {name_of(s), quant_of(s) + "_scale", quant_of(s) + "_zp"});
-      g.node("QLinearConcat", ins, {p + "_cat"}, {OnnxAttr::Int("axis", 1)}, p + "_qconcat", ms);
-      x = p + "_cat";
-    }
-    bool done = false;  // bias, activation and output quantization written
-    auto lut_float = [&](const std::string& y, const std::string& yq) {
-      g.node("DequantizeLinear", {y, yq + "_scale", yq + "_zp"}, {p + "_ydq"});
-      return float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
-                       float(l.lo - l.out_q.zero_point) * l.out_q.scale,
-                       float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_ydq",
-                       hardswish_as_mul(l));
-    };
-    if (l.per_pixel_divisor()) {
-      std::vector<OnnxAttr> attrs = divisor_pool_attrs(l, i);
-      attrs.push_back(OnnxAttr::Int("channels_last", 0));
-      g.node("QLinearAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"},
-             {p + "_avg"}, attrs, p + "_qavg", ms);
-      x = p + "_avg";
-    } else if (l.kind == LayerKind::Conv ||
-               (l.kind == LayerKind::Dense && l.group > 1 &&
-                dense_form(l, i, f, quantized_global_pool(l)) == DenseForm::GroupedConv)) {
-      const bool dense = l.kind == LayerKind::Dense;
-      g.init_int8(p + "_wq",
-                  {l.cout(), l.in.c / l.group, dense ? l.in.h : l.kh, dense ? l.in.w : l.kw},
-                  l.weight);
-      g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
-      g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-      g.init_int32(p + "_bq", {l.cout()}, l.bias);
-      g.node("QLinearConv",
-             {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale",
-              tq + "_zp", p + "_bq"},
-             {p + "_conv"}, dense ? dense_conv_attrs(l) : conv_attrs(l), p + "_qconv");
-      x = p + "_conv";
-    } else if (l.kind == LayerKind::Dense && l.group > 1) {
-      g.node("QLinearGlobalAveragePool", {x, xq + "_scale", xq + "_zp", tq + "_scale", tq + "_zp"},
-             {p + "_gap"}, {OnnxAttr::Int("channels_last", 0)}, p + "_qgap", ms);
-      x = p + "_gap";
-    } else if (l.kind == LayerKind::Dense) {
-      if (!f) {
-        g.node("Flatten", {x}, {p + "_flat"}, {OnnxAttr::Int("axis", 1)});
-        x = p + "_flat";
-      }
-      f = true;
-      const int64_t k = l.fan_in();
-      std::vector<int8_t> wt(size_t(k * l.cout()));  // [K, M]
-      for (int oc = 0; oc < l.cout(); ++oc)
-        for (int64_t j = 0; j < k; ++j)
-          wt[size_t(j * l.cout() + oc)] = l.weight[size_t(oc * k + j)];
-      g.init_int8(p + "_wq", {k, l.cout()}, wt);
-      g.init_float(p + "_ws", {l.cout()}, l.weight_scale);
-      g.init_int8(p + "_wz", {l.cout()}, std::vector<int8_t>(size_t(l.cout()), 0));
-      g.node("QLinearMatMul",
-             {x, xq + "_scale", xq + "_zp", p + "_wq", p + "_ws", p + "_wz", tq + "_scale",
-              tq + "_zp"},
-             {p + "_mm"}, {}, p + "_qmatmul");
-      // The bias in float, then requantized: QLinearMatMul has no bias input.
-      std::vector<float> b(size_t(l.cout()));
-      for (int oc = 0; oc < l.cout(); ++oc)
-        b[size_t(oc)] = float(double(l.bias[size_t(oc)]) * double(l.in_q.scale) *
-                              double(l.weight_scale[size_t(oc)]));
-      g.init_float(p + "_b", {l.cout()}, b);
-      g.node("DequantizeLinear", {p + "_mm", tq + "_scale", tq + "_zp"}, {p + "_mmdq"});
-      g.node("Add", {p + "_mmdq", p + "_b"}, {p + "_biased"});
-      x = float_act(g, l.act, l.lut_func, l.lut_alpha, l.lut_beta,
-                    float(l.lo - l.out_q.zero_point) * l.out_q.scale,
-                    float(l.hi - l.out_q.zero_point) * l.out_q.scale, p, p + "_biased");
-      g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
-      x = p + "_yq";
-      done = true;
-    } else if (l.kind == LayerKind::Copy) {
-      if (pool_first && pooled(l)) {
-        g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");  // on the integers
-        x = p + "_pool";
-      }
-      if (!(xquant == target)) {
-        // The requantization (the importer folds it into the copy, or makes it one).
-        g.node("DequantizeLinear", {x, xq + "_scale", xq + "_zp"}, {p + "_rdq"});
-        g.node("QuantizeLinear", {p + "_rdq", tq + "_scale", tq + "_zp"}, {p + "_rq"});
-        x = p + "_rq";
-      }
-    }
-    if (!done) {
-      if (lut && (l.lut_func == LutFunc::Sigmoid || l.lut_func == LutFunc::LeakyRelu)) {
-        const bool leaky = l.lut_func == LutFunc::LeakyRelu;
-        g.node(leaky ? "QLinearLeakyRelu" : "QLinearSigmoid",
-               {x, tq + "_scale", tq + "_zp", p + "_out_scale", p + "_out_zp"}, {p + "_lut"},
-               leaky ? std::vector<OnnxAttr>{OnnxAttr::Float("alpha", l.lut_alpha)}
-                     : std::vector<OnnxAttr>{},
-               p + (leaky ? "_qleakyrelu" : "_qsigmoid"), ms);
-        x = p + "_lut";
-      } else if (lut || l.act == Activation::Clip ||
-                 (l.act == Activation::Relu &&
-                  (l.kind == LayerKind::Copy || l.out_q.zero_point != l.out_q.qmin()))) {
-        // ReLU into a tensor whose zero point is its minimum is the saturation itself (not
-        // for a Copy, which would vanish); anything else runs in float.
-        x = lut_float(x, tq);
-        g.node("QuantizeLinear", {x, p + "_out_scale", p + "_out_zp"}, {p + "_yq"});
-        x = p + "_yq";
-      }
-    }
-    if (!pool_first && pooled(l)) {
-      g.node("MaxPool", {x}, {p + "_pool"}, pool_attrs(l), p + "_pool");
-      x = p + "_pool";
-    }
-    out[i] = x;
-    flat[i] = f;
-  }
-  const std::string last = quant_of(int(net.layers.size()) - 1);
+  for (size_t i = 0; i < net.layers.size(); ++i)
+    out[i] = qlinear_layer(g, net.layers[i], i, out, flat);
+  const std::string last = qlinear_quant_of(int(net.layers.size()) - 1);
   g.node("DequantizeLinear", {out.back(), last + "_scale", last + "_zp"}, {"logits_dq"});
   finish_output(g, "logits_dq", net.host_softmax);
   g.output("logits", output_dims(net.layers.back().out, flat.back() != 0, batch));

@@ -237,6 +237,125 @@ std::vector<int32_t> build_lut(const Layer& l, const TensorQuant& pre, const Ten
   return lut;
 }
 
+// The network input's quantization: the model's own, pixels / 255 as uint8, or calibrated.
+TensorQuant input_quant(const Network& net, const Calibration* calib) {
+  if (net.input_quant) return *net.input_quant;
+  if (net.pre_scale.empty() && calib->input.lo >= 0.0f && calib->input.hi <= 1.0f) {
+    // The input contract: pixels / 255. uint8 with scale 1/255 represents them exactly.
+    return TensorQuant{1.0f / 255.0f, 0, true};
+  }
+  return from_range(calib->input.lo, calib->input.hi, false);
+}
+
+// Calibrated output ranges, merged over concatenation groups (indexed by group).
+struct GroupRanges {
+  std::vector<Range> merged;
+  std::vector<char> non_negative;  // every layer of the group ends in ReLU or a Clip from >= 0
+};
+GroupRanges group_ranges(const Network& net, const Calibration* calib, ConcatGroups& groups) {
+  GroupRanges out;
+  out.merged.resize(net.layers.size());
+  out.non_negative.assign(net.layers.size(), 1);
+  if (!calib) return out;
+  for (size_t li = 0; li < net.layers.size(); ++li) {
+    const Layer& l = net.layers[li];
+    Range r = calib->layers[li];
+    if (l.act == Activation::Clip && r.seen) {
+      r.lo = std::max(r.lo, l.clip_lo);
+      r.hi = std::min(r.hi, l.clip_hi);
+    }
+    const size_t g = size_t(groups.find(int(li)));
+    Range& m = out.merged[g];
+    if (r.seen) m.add(r.lo), m.add(r.hi);
+    if (r.has_non_finite) m.add(r.non_finite);
+    const bool non_negative =
+        l.act == Activation::Relu || (l.act == Activation::Clip && l.clip_lo >= 0.0f);
+    if (!non_negative) out.non_negative[g] = 0;
+  }
+  return out;
+}
+
+// A LUT layer: the quantization of the function's input and the table.
+void quantize_lut(const Layer& l, size_t li, const Calibration* calib, QLayer& ql) {
+  if (l.pre_quant) {
+    ql.pre_q = *l.pre_quant;
+    if (ql.pre_q.is_unsigned != ql.out_q.is_unsigned)
+      throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" +
+                  ql.pre_q.str() + ") and output (" + ql.out_q.str() +
+                  ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
+  } else {
+    ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
+    check_calibrated(calib->pre[li], ql.pre_q,
+                     "layer '" + l.name + "' input of its " + lut_func_name(l.lut));
+  }
+  ql.lut = build_lut(l, ql.pre_q, ql.out_q);
+  ql.lut_func = l.lut;
+  ql.lut_alpha = l.lut_alpha;
+  ql.lut_beta = l.lut_beta;
+}
+
+// The weights, biases and multipliers of a layer whose linear part produces `pre_scale`; then
+// its output bounds (a Clip's, else the output type's).
+void quantize_parameters(const Layer& l, double pre_scale, QLayer& ql) {
+  const int cout = l.cout();
+  ql.weight_scale.resize(size_t(cout));
+  ql.bias.resize(size_t(cout));
+  ql.mult.resize(size_t(cout) * l.divisors().size());
+  ql.shift.resize(size_t(cout) * l.divisors().size());
+  switch (l.kind) {
+    case LayerKind::Conv:
+    case LayerKind::Dense:
+      quantize_weights(l, pre_scale, &ql);
+      break;
+    case LayerKind::Add:
+      quantize_add(l, pre_scale, &ql);
+      break;
+    case LayerKind::Copy:
+      quantize_copy(l, pre_scale, &ql);
+      break;
+  }
+  if (l.act == Activation::Clip) {
+    ql.lo = round_clamp(double(l.clip_lo) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
+                        ql.out_q.qmax());
+    ql.hi = round_clamp(double(l.clip_hi) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
+                        ql.out_q.qmax());
+  } else {
+    ql.lo = ql.out_q.qmin();
+    ql.hi = ql.out_q.qmax();
+  }
+}
+
+// Layer li of `net`, its inputs quantized as in `q` (the layers before it).
+QLayer quantize_layer(const Network& net, size_t li, const QuantNetwork& q,
+                      const Calibration* calib, ConcatGroups& groups, const GroupRanges& ranges) {
+  const Layer& l = net.layers[li];
+  QLayer ql;
+  static_cast<LayerGeometry&>(ql) = l;
+  for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
+  ql.in_q = ql.in_qs.at(0);
+  ql.act = l.act;
+  ql.raw = l.raw_out;
+  const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 &&
+                          l.act == Activation::None && l.channel_scale.empty();
+  if (l.out_quant) {
+    ql.out_q = *l.out_quant;
+  } else if (plain_copy) {
+    ql.out_q = ql.in_q;  // a standalone max-pool keeps its input's quantization
+  } else {
+    const size_t g = size_t(groups.find(int(li)));
+    const Range& r = ranges.merged[g];
+    ql.out_q = from_range(r.lo, r.hi, ranges.non_negative[g] != 0);
+    check_calibrated(r, ql.out_q, "layer '" + l.name + "' output");
+  }
+  double pre_scale = ql.out_q.scale;
+  if (l.act == Activation::Lut) {
+    quantize_lut(l, li, calib, ql);
+    pre_scale = ql.pre_q.scale;
+  }
+  quantize_parameters(l, pre_scale, ql);
+  return ql;
+}
+
 }  // namespace
 
 QuantNetwork quantize(const Network& net, const Calibration* calib) {
@@ -250,105 +369,12 @@ QuantNetwork quantize(const Network& net, const Calibration* calib) {
   q.pre_scale = net.pre_scale;
   q.pre_shift = net.pre_shift;
   q.host_softmax = net.host_softmax;
-  if (net.input_quant) {
-    q.input_q = *net.input_quant;
-  } else if (net.pre_scale.empty() && calib->input.lo >= 0.0f && calib->input.hi <= 1.0f) {
-    // The input contract: pixels / 255. uint8 with scale 1/255 represents them exactly.
-    q.input_q = TensorQuant{1.0f / 255.0f, 0, true};
-  } else {
-    q.input_q = from_range(calib->input.lo, calib->input.hi, false);
-  }
+  q.input_q = input_quant(net, calib);
   if (calib && !net.input_quant) check_calibrated(calib->input, q.input_q, "the network input");
-
-  // Calibrated output ranges, merged over concatenation groups.
   ConcatGroups groups(net);
-  std::vector<Range> merged(net.layers.size());
-  std::vector<char> group_non_negative(net.layers.size(), 1);
-  auto non_negative = [&](const Layer& l) {
-    return l.act == Activation::Relu || (l.act == Activation::Clip && l.clip_lo >= 0.0f);
-  };
-  if (calib) {
-    for (size_t li = 0; li < net.layers.size(); ++li) {
-      const Layer& l = net.layers[li];
-      Range r = calib->layers[li];
-      if (l.act == Activation::Clip && r.seen) {
-        r.lo = std::max(r.lo, l.clip_lo);
-        r.hi = std::min(r.hi, l.clip_hi);
-      }
-      Range& m = merged[size_t(groups.find(int(li)))];
-      if (r.seen) m.add(r.lo), m.add(r.hi);
-      if (r.has_non_finite) m.add(r.non_finite);
-      if (!non_negative(l)) group_non_negative[size_t(groups.find(int(li)))] = 0;
-    }
-  }
-
-  for (size_t li = 0; li < net.layers.size(); ++li) {
-    const Layer& l = net.layers[li];
-    QLayer ql;
-    static_cast<LayerGeometry&>(ql) = l;
-    for (int i : l.inputs) ql.in_qs.push_back(q.quant_of(i));
-    ql.in_q = ql.in_qs.at(0);
-    ql.act = l.act;
-    ql.raw = l.raw_out;
-    const bool plain_copy = l.kind == LayerKind::Copy && l.inputs.size() == 1 &&
-                            l.act == Activation::None && l.channel_scale.empty();
-    if (l.out_quant) {
-      ql.out_q = *l.out_quant;
-    } else if (plain_copy) {
-      ql.out_q = ql.in_q;  // a standalone max-pool keeps its input's quantization
-    } else {
-      const int g = groups.find(int(li));
-      const Range& r = merged[size_t(g)];
-      ql.out_q = from_range(r.lo, r.hi, group_non_negative[size_t(g)] != 0);
-      check_calibrated(r, ql.out_q, "layer '" + l.name + "' output");
-    }
-    double pre_scale = ql.out_q.scale;
-    if (l.act == Activation::Lut) {
-      if (l.pre_quant) {
-        ql.pre_q = *l.pre_quant;
-        if (ql.pre_q.is_unsigned != ql.out_q.is_unsigned)
-          throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" +
-                      ql.pre_q.str() + ") and output (" + ql.out_q.str() +
-                      ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
-      } else {
-        ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);
-        check_calibrated(calib->pre[li], ql.pre_q,
-                         "layer '" + l.name + "' input of its " + lut_func_name(l.lut));
-      }
-      pre_scale = ql.pre_q.scale;
-      ql.lut = build_lut(l, ql.pre_q, ql.out_q);
-      ql.lut_func = l.lut;
-      ql.lut_alpha = l.lut_alpha;
-      ql.lut_beta = l.lut_beta;
-    }
-    const int cout = l.cout();
-    ql.weight_scale.resize(size_t(cout));
-    ql.bias.resize(size_t(cout));
-    ql.mult.resize(size_t(cout) * l.divisors().size());
-    ql.shift.resize(size_t(cout) * l.divisors().size());
-    switch (l.kind) {
-      case LayerKind::Conv:
-      case LayerKind::Dense:
-        quantize_weights(l, pre_scale, &ql);
-        break;
-      case LayerKind::Add:
-        quantize_add(l, pre_scale, &ql);
-        break;
-      case LayerKind::Copy:
-        quantize_copy(l, pre_scale, &ql);
-        break;
-    }
-    if (l.act == Activation::Clip) {
-      ql.lo = round_clamp(double(l.clip_lo) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
-                          ql.out_q.qmax());
-      ql.hi = round_clamp(double(l.clip_hi) / ql.out_q.scale + ql.out_q.zero_point, ql.out_q.qmin(),
-                          ql.out_q.qmax());
-    } else {
-      ql.lo = ql.out_q.qmin();
-      ql.hi = ql.out_q.qmax();
-    }
-    q.layers.push_back(std::move(ql));
-  }
+  const GroupRanges ranges = group_ranges(net, calib, groups);
+  for (size_t li = 0; li < net.layers.size(); ++li)
+    q.layers.push_back(quantize_layer(net, li, q, calib, groups, ranges));
   return q;
 }
 

@@ -5,7 +5,8 @@
 # wall_seconds_per_image, sim_cycles_per_second, the "wall time:" line).
 #
 #   scaling_test.sh CASE TPUSIM WORKDIR [TPU_RANDOM | MODEL | BUILD_DIR N]
-# CASE: jobs | jobs_text | shard_merge | mpi | merge_errors | random_shard (TPU_RANDOM) |
+# CASE: jobs | jobs_text | shard_merge | report_timeline | mpi | merge_errors |
+#       random_shard (TPU_RANDOM) |
 #       regress_mpi (BUILD_DIR N: scripts/regress.sh --mpirun) | topology_mpi (FILE.csv) |
 #       onnx_jobs | onnx_shard_merge | onnx_mpi (MODEL: the .onnx model for run-onnx --test-dir)
 set -euo pipefail
@@ -57,6 +58,28 @@ case "$case_" in
     "$sim" merge shard0.json shard1.json shard2.json >merged.txt || fail "merge exited $?"
     same one.json merged.json
     same one.txt merged.txt
+    ;;
+  report_timeline)  # --report DIR and --timeline F: one process, --jobs 2, --shard + merge
+    # Each run in its own directory with the same relative paths: the printed lines name them.
+    mkdir -p one jobs2 shards
+    for d in one jobs2 shards; do rm -rf "$d/rep" "$d/tl.json"; done
+    (cd one && "$sim" "${run[@]}" --report rep --timeline tl.json >out.txt 2>/dev/null) ||
+      fail "one process exited $?"
+    (cd jobs2 && "$sim" "${run[@]}" --report rep --timeline tl.json --jobs 2 >out.txt 2>/dev/null) ||
+      fail "--jobs 2 exited $?"
+    (cd shards && for i in 0 1 2; do
+       "$sim" "${run[@]}" --shard "$i/3" --timeline tl.json >"s$i.json" 2>/dev/null || exit 1
+     done && "$sim" merge --report rep s2.json s0.json s1.json >out.txt) ||
+      fail "--shard I/3 + merge --report exited $?"
+    for d in jobs2 shards; do
+      same one/out.txt "$d/out.txt"
+      same one/rep/report.json "$d/rep/report.json"
+      for f in rep/index.html rep/utilization.svg tl.json; do
+        [ -s "one/$f" ] || fail "one/$f is empty"
+        cmp -s "one/$f" "$d/$f" || fail "$d/$f differs from one/$f"
+      done
+    done
+    grep -q '^timeline: tl.json' one/out.txt || fail "one/out.txt: expected the timeline line"
     ;;
   mpi)
     command -v mpirun >/dev/null || fail "mpirun not found (scripts/setup.sh installs openmpi-bin)"
@@ -150,6 +173,13 @@ case "$case_" in
     sw() { sed -E 's/"wall_seconds": [0-9.e+-]+/"wall_seconds"/g' "$1"; }
     diff <(sw one.json) <(sw np2.json) >&2 || fail "np2.json differs from one.json"
     grep -q '"layers_run": 5,' one.json || fail "one.json: expected 5 layers run"
+    # The printed table too (its total line holds the wall time).
+    "$sim" run-topology "$4" >one.txt 2>/dev/null || fail "one process exited $?"
+    mpirun --allow-run-as-root --oversubscribe -np 2 "$sim" run-topology "$4" >np2.txt \
+      2>mpi.err || { cat mpi.err >&2; fail "mpirun -np 2 exited $?"; }
+    tw() { sed -E 's/wall time [0-9.]+ s$/wall time/' "$1"; }
+    diff <(tw one.txt) <(tw np2.txt) >&2 || fail "np2.txt differs from one.txt"
+    [ "$(wc -l <one.txt)" -ge 8 ] || fail "one.txt: expected the header, 5 rows and the total"
     ;;
   regress_mpi)  # scripts/regress.sh --mpirun: the ranks run the seeds of --jobs 2, each once
     # 4th argument: the build directory; 5th: the array size.

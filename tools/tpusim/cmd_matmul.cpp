@@ -12,21 +12,29 @@
 
 namespace {
 
-int run_matmul(const tpusim::Args& args) {
-  namespace po = tpusim::po;
-  const auto t_start = std::chrono::steady_clock::now();
+// matmul's options, read and checked.
+struct MatmulOptions {
   bool a_uns = false, w_uns = false, json = false, bias = false, relu = false;
-  tpusim::DeviceOptions dev_opts;
+  uint64_t seed = 1;
+  tpu::MatmulSpec spec;
+  tpu::MatmulResources res;
+  tpusim::DeviceOptions dev;
+};
+
+// Reads the options; false for --help. Throws UsageError for bad ones.
+bool parse_matmul_options(const tpusim::Args& args, MatmulOptions& o,
+                          tpusim::po::variables_map& vm) {
+  namespace po = tpusim::po;
   const tpu::ChipParams kDefaultChip = tpu::ChipParams::with_n(tpu::RtlDevice::compiled_n());
   po::options_description opts("options");
   opts.add_options()("m", po::value<std::string>()->required(),
                      "rows of A and of the result (1..16384)")(
       "k", po::value<std::string>()->required(), "columns of A = rows of W (1..16384)")(
       "n", po::value<std::string>()->required(), "columns of W and of the result (1..16384)")(
-      "a-unsigned", po::bool_switch(&a_uns), "A is uint8 (default int8)")(
-      "w-unsigned", po::bool_switch(&w_uns), "W is uint8 (default int8)")(
-      "bias", po::bool_switch(&bias), "add a random per-column int32 bias")(
-      "relu", po::bool_switch(&relu), "apply ReLU (default identity)")(
+      "a-unsigned", po::bool_switch(&o.a_uns), "A is uint8 (default int8)")(
+      "w-unsigned", po::bool_switch(&o.w_uns), "W is uint8 (default int8)")(
+      "bias", po::bool_switch(&o.bias), "add a random per-column int32 bias")(
+      "relu", po::bool_switch(&o.relu), "apply ReLU (default identity)")(
       "seed", po::value<std::string>()->default_value("1"),
       "random seed for the operands (0..2^63-1)")(
       "lookahead", po::value<std::string>(),
@@ -38,11 +46,10 @@ int run_matmul(const tpusim::Args& args) {
                     "at most this many rows of A per chunk, 1..4095 (default: as many as fit)")(
       "edge-rows", po::value<std::string>(),
       "rows of the first and last chunk, 1..4095 (default: chosen from N)")(
-      "json", po::bool_switch(&json), "print the result as one JSON object, also on failure");
+      "json", po::bool_switch(&o.json), "print the result as one JSON object, also on failure");
   tpusim::add_device_options(
-      opts, dev_opts, /*with_vcd=*/false,
+      opts, o.dev, /*with_vcd=*/false,
       "derived from the work: 20 x (M x K/N x N/N + DMA bytes / 4 + 100000)");
-  po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim matmul --m M --k K --n N [--a-unsigned] [--w-unsigned] [--seed S] "
@@ -52,41 +59,43 @@ int run_matmul(const tpusim::Args& args) {
           "range, and compares every output byte with a plain C++ matmul. mxu_utilization is "
           "useful MACs / (cycles * N^2) for the chip's array size N. Exit code 1 on a mismatch.",
           opts, {}, vm)) {
-    return 0;
+    return false;
   }
-  tpu::MatmulSpec spec;
+  tpu::MatmulSpec& spec = o.spec;
   spec.m = static_cast<uint32_t>(tpusim::int_option(vm, "m", 1, 16384));
   spec.k = static_cast<uint32_t>(tpusim::int_option(vm, "k", 1, 16384));
   spec.n = static_cast<uint32_t>(tpusim::int_option(vm, "n", 1, 16384));
-  const uint64_t seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
+  o.seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
   const double macs = double(spec.m) * spec.k * spec.n;
   if (macs > 8.6e9) {
     throw tpusim::UsageError("m*k*n = " + std::to_string(uint64_t(macs)) +
                              " MACs is more than this tool simulates (at most 2^33)");
   }
-  spec.a_unsigned = a_uns;
-  spec.w_unsigned = w_uns;
-  spec.func = relu ? tpu::ActFunc::Relu : tpu::ActFunc::Identity;
-  tpu::MatmulResources res;
-  if (vm.count("lookahead")) {
-    res.weight_lookahead = static_cast<uint32_t>(tpusim::int_option(vm, "lookahead", 1, 1 << 20));
-  }
+  spec.a_unsigned = o.a_uns;
+  spec.w_unsigned = o.w_uns;
+  spec.func = o.relu ? tpu::ActFunc::Relu : tpu::ActFunc::Identity;
+  if (vm.count("lookahead"))
+    o.res.weight_lookahead =
+        static_cast<uint32_t>(tpusim::int_option(vm, "lookahead", 1, 1 << 20));
+  if (vm.count("chunk-rows"))
+    o.res.max_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "chunk-rows", 1, 4095));
+  if (vm.count("edge-rows"))
+    o.res.edge_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "edge-rows", 1, 4095));
+  return true;
+}
 
-  if (vm.count("chunk-rows")) {
-    res.max_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "chunk-rows", 1, 4095));
-  }
-
-  if (vm.count("edge-rows")) {
-    res.edge_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "edge-rows", 1, 4095));
-  }
-  std::mt19937_64 rng(seed);
+// Random operands A and W (and the bias, with --bias), and the shift that maps the largest
+// |sum| over a sample of rows to about 127.
+void random_operands(MatmulOptions& o, std::vector<uint8_t>& a, std::vector<uint8_t>& w) {
+  tpu::MatmulSpec& spec = o.spec;
+  std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<int> byte(0, 255);
-  std::vector<uint8_t> a(size_t{spec.m} * spec.k), w(size_t{spec.k} * spec.n);
+  a.resize(size_t{spec.m} * spec.k);
+  w.resize(size_t{spec.k} * spec.n);
   for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
   for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
-  // Scale: the largest |sum| over a sample of rows, mapped to about 127 by a right shift.
-  auto av = [&](size_t i) { return a_uns ? int64_t{a[i]} : int64_t{int8_t(a[i])}; };
-  auto wv = [&](size_t i) { return w_uns ? int64_t{w[i]} : int64_t{int8_t(w[i])}; };
+  auto av = [&](size_t i) { return o.a_uns ? int64_t{a[i]} : int64_t{int8_t(a[i])}; };
+  auto wv = [&](size_t i) { return o.w_uns ? int64_t{w[i]} : int64_t{int8_t(w[i])}; };
   int64_t peak = 1;
   for (uint32_t r = 0; r < std::min<uint32_t>(spec.m, 16); ++r) {
     for (uint32_t c = 0; c < spec.n; ++c) {
@@ -96,52 +105,30 @@ int run_matmul(const tpusim::Args& args) {
       peak = std::max<int64_t>(peak, std::llabs(s));
     }
   }
-  if (bias) {
+  if (o.bias) {
     std::uniform_int_distribution<int64_t> b(-peak / 2, peak / 2);
     spec.bias.resize(spec.n);
     for (auto& v : spec.bias) v = static_cast<int32_t>(b(rng));
   }
   unsigned shift = 0;
-  while (shift < 40 && (peak + (bias ? peak / 2 : 0)) > (int64_t{127} << shift)) ++shift;
+  while (shift < 40 && (peak + (o.bias ? peak / 2 : 0)) > (int64_t{127} << shift)) ++shift;
   spec.shift = {static_cast<uint8_t>(shift)};
+}
 
-  auto dev = tpusim::open_device(dev_opts, vm);
-  const tpu::ChipParams& p = dev->params();
-  if (res.weight_lookahead > p.wfifo_tiles + 2) {
-    throw tpusim::UsageError("--lookahead " + std::to_string(res.weight_lookahead) +
-                             " is out of range (allowed 1.." + std::to_string(p.wfifo_tiles + 2) +
-                             ": the chip's " + std::to_string(p.wfifo_tiles) +
-                             " weight FIFO tiles + 2)");
-  }
-  if (!dev_opts.max_cycles_given) {  // a generous bound from the work to do
-    const uint64_t kt = (spec.k + p.N - 1) / p.N, nt = (spec.n + p.N - 1) / p.N;
-    const uint64_t bytes = (uint64_t{spec.m} * (kt + nt) + kt * nt * p.N) * p.N;
-    dev_opts.max_cycles = 20 * (uint64_t{spec.m} * kt * nt + bytes / 4 + 100'000);
-  }
-  tpusim::set_activity("running the " + std::to_string(spec.m) + " x " + std::to_string(spec.k) +
-                       " x " + std::to_string(spec.n) + " matmul on the " + dev_opts.backend +
-                       " backend");
-  const tpu::MatmulRun run = tpu::run_matmul(*dev, spec, a, w, dev_opts.max_cycles, res);
-  tpusim::set_activity("checking the result against the C++ matmul");
-  const std::vector<uint8_t> ref = tpu::reference_matmul(spec, a, w);
-  uint64_t mismatches = 0;
-  size_t first_bad = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (run.out[i] != ref[i] && mismatches++ == 0) first_bad = i;
-  }
+// The result: one JSON object, or the lines.
+void print_matmul(const MatmulOptions& o, const tpu::Device& dev, const tpu::MatmulRun& run,
+                  uint64_t mismatches, double total_wall) {
+  const tpu::MatmulSpec& spec = o.spec;
+  const tpu::ChipParams& p = dev.params();
   const bool match = mismatches == 0;
-  const double total_wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-
-  const char* at = a_uns ? "uint8" : "int8";
-  const char* wt = w_uns ? "uint8" : "int8";
-  if (json) {
+  if (o.json) {
     tpusim::Json j;
     j.add("m", spec.m).add("k", spec.k).add("n", spec.n);
-    j.add("backend", std::string(dev->backend()));
+    j.add("backend", std::string(dev.backend()));
     j.add("array_size", p.N);
-    j.add("a_unsigned", a_uns).add("w_unsigned", w_uns).add("bias", bias).add("relu", relu);
-    j.add("seed", seed);
+    j.add("a_unsigned", o.a_uns).add("w_unsigned", o.w_uns).add("bias", o.bias);
+    j.add("relu", o.relu);
+    j.add("seed", o.seed);
     j.add("status", match ? "done" : "mismatch");
     j.add("match", match);
     j.add("mismatches", mismatches);
@@ -158,25 +145,61 @@ int run_matmul(const tpusim::Args& args) {
     }
     j.add("total_wall_seconds", total_wall);
     std::cout << j.str() << "\n";
-  } else {
-    std::printf("%u x %u x %u %s x %s matmul%s%s on %s (N=%u): %s\n", spec.m, spec.k, spec.n, at,
-                wt, bias ? " + bias" : "", relu ? ", ReLU" : "",
-                std::string(dev->backend()).c_str(), p.N,
-                match ? "matches the C++ reference bit for bit" : "MISMATCH");
-    if (run.stats.cycles_estimated) {
-      std::printf(
-          "cycles %llu (estimate: the model has no timing, so no MXU utilization), %zu "
-          "instructions, "
-          "run wall %.3f s\n",
-          (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
-    } else {
-      std::printf("cycles %llu, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
-                  (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization,
-                  run.instructions, run.stats.wall_seconds);
-    }
-    std::printf("plan: %s\n", run.plan.describe().c_str());
+    return;
   }
-  if (!match) {
+  std::printf("%u x %u x %u %s x %s matmul%s%s on %s (N=%u): %s\n", spec.m, spec.k, spec.n,
+              o.a_uns ? "uint8" : "int8", o.w_uns ? "uint8" : "int8", o.bias ? " + bias" : "",
+              o.relu ? ", ReLU" : "", std::string(dev.backend()).c_str(), p.N,
+              match ? "matches the C++ reference bit for bit" : "MISMATCH");
+  if (run.stats.cycles_estimated) {
+    std::printf(
+        "cycles %llu (estimate: the model has no timing, so no MXU utilization), %zu "
+        "instructions, "
+        "run wall %.3f s\n",
+        (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
+  } else {
+    std::printf("cycles %llu, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
+                (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization,
+                run.instructions, run.stats.wall_seconds);
+  }
+  std::printf("plan: %s\n", run.plan.describe().c_str());
+}
+
+int run_matmul(const tpusim::Args& args) {
+  const auto t_start = std::chrono::steady_clock::now();
+  MatmulOptions o;
+  tpusim::po::variables_map vm;
+  if (!parse_matmul_options(args, o, vm)) return 0;
+  std::vector<uint8_t> a, w;
+  random_operands(o, a, w);
+  const tpu::MatmulSpec& spec = o.spec;
+  auto dev = tpusim::open_device(o.dev, vm);
+  const tpu::ChipParams& p = dev->params();
+  if (o.res.weight_lookahead > p.wfifo_tiles + 2) {
+    throw tpusim::UsageError("--lookahead " + std::to_string(o.res.weight_lookahead) +
+                             " is out of range (allowed 1.." + std::to_string(p.wfifo_tiles + 2) +
+                             ": the chip's " + std::to_string(p.wfifo_tiles) +
+                             " weight FIFO tiles + 2)");
+  }
+  if (!o.dev.max_cycles_given) {  // a generous bound from the work to do
+    const uint64_t kt = (spec.k + p.N - 1) / p.N, nt = (spec.n + p.N - 1) / p.N;
+    const uint64_t bytes = (uint64_t{spec.m} * (kt + nt) + kt * nt * p.N) * p.N;
+    o.dev.max_cycles = 20 * (uint64_t{spec.m} * kt * nt + bytes / 4 + 100'000);
+  }
+  tpusim::set_activity("running the " + std::to_string(spec.m) + " x " + std::to_string(spec.k) +
+                       " x " + std::to_string(spec.n) + " matmul on the " + o.dev.backend +
+                       " backend");
+  const tpu::MatmulRun run = tpu::run_matmul(*dev, spec, a, w, o.dev.max_cycles, o.res);
+  tpusim::set_activity("checking the result against the C++ matmul");
+  const std::vector<uint8_t> ref = tpu::reference_matmul(spec, a, w);
+  uint64_t mismatches = 0;
+  size_t first_bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (run.out[i] != ref[i] && mismatches++ == 0) first_bad = i;
+  }
+  print_matmul(o, *dev, run, mismatches,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  if (mismatches != 0) {
     std::fprintf(stderr,
                  "tpusim matmul: error: %llu of %zu outputs differ; first at row %zu column %zu: "
                  "chip %d, reference %d\n",

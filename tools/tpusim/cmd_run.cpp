@@ -10,6 +10,74 @@
 
 namespace {
 
+// --hostmem-in's blocks as the device's host buffers.
+void load_image(tpu::Device& dev, const tpu::HostImage& image, size_t instructions,
+                const std::string& mem_in) {
+  try {
+    for (const tpu::HostImageBlock& b : image.blocks) {
+      char name[32];
+      std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
+      dev.register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
+                          b.name.empty() ? name : b.name);
+      dev.write(b.addr, b.bytes);
+    }
+    dev.dma_windows(instructions);  // too many separate blocks for the chip's DMA windows?
+  } catch (const tpu::DeviceError& e) {
+    if (mem_in.empty()) throw;
+    throw std::runtime_error("--hostmem-in " + mem_in + ": " + e.what());
+  }
+}
+
+// The outcome: one JSON object, or the lines (an error on stderr).
+void print_result(const tpu::RunOutcome& r, bool json, const std::string& program_path,
+                  size_t instructions, const std::string& backend, uint32_t n,
+                  uint64_t max_cycles) {
+  if (json) {
+    tpusim::Json j;
+    j.add("program", program_path);
+    j.add("backend", backend);
+    j.add("array_size", n);
+    j.add("status", tpu::to_string(r.status));
+    if (r.status == tpu::RunOutcome::Status::Error) {
+      tpusim::Json e;
+      e.add("code", static_cast<unsigned>(r.error));
+      e.add("name", std::string(tpu::error_name(r.error)));
+      e.add("pc", r.pc);
+      e.add("message", r.message);
+      j.add("error", e);
+    } else if (r.status == tpu::RunOutcome::Status::Timeout) {
+      tpusim::Json e;
+      e.add_null("code").add_null("name").add_null("pc");  // the chip did not stop: no error code
+      e.add("message", r.message);
+      e.add("max_cycles", max_cycles);
+      j.add("error", e);
+    }
+    tpusim::add_run_stats(j, r.stats);
+    std::cout << j.str() << "\n";
+    return;
+  }
+  std::printf("%s: %zu instructions on %s (N=%u)\n", program_path.c_str(), instructions,
+              backend.c_str(), n);
+  if (!r.done()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tpusim run: error: %s\n", r.message.c_str());
+    return;
+  }
+  std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
+              r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
+              r.stats.wall_seconds);
+  if (!r.stats.cycles_estimated) {
+    std::printf("start cycle: %llu (for --vcd-window, counted from simulation start)\n",
+                (unsigned long long)r.stats.start_cycle);
+  }
+  std::printf("counters:");
+  for (int i = 1; i < tpu::PerfCounters::kCount; ++i) {
+    std::printf(" %s=%llu", tpu::PerfCounters::name(i),
+                (unsigned long long)r.stats.counters.get(i));
+  }
+  std::printf("\n");
+}
+
 int run_run(const tpusim::Args& args) {
   namespace po = tpusim::po;
   std::string program_path, mem_in, mem_out, format;
@@ -58,19 +126,7 @@ int run_run(const tpusim::Args& args) {
   if (!mem_out.empty()) mem_out_file = std::make_unique<tpu::OutputFile>(mem_out, "--hostmem-out");
   auto dev = tpusim::open_device(dev_opts, vm);
 
-  try {
-    for (const tpu::HostImageBlock& b : image.blocks) {
-      char name[32];
-      std::snprintf(name, sizeof name, "hostmem@0x%08x", b.addr);
-      dev->register_buffer(b.addr, static_cast<uint32_t>(b.bytes.size()),
-                           b.name.empty() ? name : b.name);
-      dev->write(b.addr, b.bytes);
-    }
-    dev->dma_windows(program.size());  // too many separate blocks for the chip's DMA windows?
-  } catch (const tpu::DeviceError& e) {
-    if (mem_in.empty()) throw;
-    throw std::runtime_error("--hostmem-in " + mem_in + ": " + e.what());
-  }
+  load_image(*dev, image, program.size(), mem_in);
   tpusim::set_activity("running " + program_path + " (" + std::to_string(program.size()) +
                        " instructions) on the " + dev_opts.backend + " backend");
   tpu::RunOutcome r = dev->try_run(program, dev_opts.max_cycles);
@@ -87,50 +143,7 @@ int run_run(const tpusim::Args& args) {
   const std::string backend(dev->backend());
   tpusim::finish_device(dev_opts, dev);
 
-  if (json) {
-    tpusim::Json j;
-    j.add("program", program_path);
-    j.add("backend", backend);
-    j.add("array_size", p.N);
-    j.add("status", tpu::to_string(r.status));
-    if (r.status == tpu::RunOutcome::Status::Error) {
-      tpusim::Json e;
-      e.add("code", static_cast<unsigned>(r.error));
-      e.add("name", std::string(tpu::error_name(r.error)));
-      e.add("pc", r.pc);
-      e.add("message", r.message);
-      j.add("error", e);
-    } else if (r.status == tpu::RunOutcome::Status::Timeout) {
-      tpusim::Json e;
-      e.add_null("code").add_null("name").add_null("pc");  // the chip did not stop: no error code
-      e.add("message", r.message);
-      e.add("max_cycles", dev_opts.max_cycles);
-      j.add("error", e);
-    }
-    tpusim::add_run_stats(j, r.stats);
-    std::cout << j.str() << "\n";
-  } else {
-    std::printf("%s: %zu instructions on %s (N=%u)\n", program_path.c_str(), program.size(),
-                backend.c_str(), p.N);
-    if (r.done()) {
-      std::printf("done: %llu cycles%s, wall %.3f s\n", (unsigned long long)r.stats.cycles,
-                  r.stats.cycles_estimated ? " (estimate: the model has no timing)" : "",
-                  r.stats.wall_seconds);
-      if (!r.stats.cycles_estimated) {
-        std::printf("start cycle: %llu (for --vcd-window, counted from simulation start)\n",
-                    (unsigned long long)r.stats.start_cycle);
-      }
-      std::printf("counters:");
-      for (int i = 1; i < tpu::PerfCounters::kCount; ++i) {
-        std::printf(" %s=%llu", tpu::PerfCounters::name(i),
-                    (unsigned long long)r.stats.counters.get(i));
-      }
-      std::printf("\n");
-    } else {
-      std::fflush(stdout);
-      std::fprintf(stderr, "tpusim run: error: %s\n", r.message.c_str());
-    }
-  }
+  print_result(r, json, program_path, program.size(), backend, p.N, dev_opts.max_cycles);
   return r.done() ? 0 : 1;
 }
 

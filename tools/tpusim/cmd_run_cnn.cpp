@@ -53,16 +53,27 @@ std::string thousands(uint64_t v) {
   return s;
 }
 
-int run_run_cnn(const tpusim::Args& args) {
-  namespace po = tpusim::po;
+// run-cnn's options, read and checked.
+struct CnnOptions {
   std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file, zoo;
   tpu::cnn::Preprocess pre;
   bool json = false, no_profile = false, quiet = false;
-  tpusim::DeviceOptions dev_opts;
+  tpusim::DeviceOptions dev;
+  int images = 100, offset = 0, top_k = 0, calibration = 200;
+  uint32_t batch = 8;
+  // The images are floats (an image folder or the zoo's random ones), not Fashion-MNIST bytes.
+  bool floats() const { return !dataset.empty() || !zoo.empty(); }
+};
+
+void check_cnn_options(const tpusim::po::variables_map& vm, CnnOptions& o);
+
+// Reads the options; false for --help. Throws UsageError for bad ones.
+bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::variables_map& vm) {
+  namespace po = tpusim::po;
   po::options_description opts("options");
-  opts.add_options()("model", po::value<std::string>(&model),
+  opts.add_options()("model", po::value<std::string>(&o.model),
                      "ONNX model (default: the bundled models/fashion_cnn.onnx)")(
-      "zoo", po::value<std::string>(&zoo),
+      "zoo", po::value<std::string>(&o.zoo),
       "instead of --model: an ImageNet-size network built in C++ with torchvision's architecture "
       "and seeded random weights (resnet18, resnet50, mobilenetv2; 224x224x3, 1000 classes), run "
       "on random images (no labels: accuracy is meaningless, bit-exactness is checked); "
@@ -75,18 +86,18 @@ int run_run_cnn(const tpusim::Args& args) {
       "calibration", po::value<std::string>()->default_value("200"),
       "training images used to calibrate a float model's activations (1..60000; with --dataset "
       "the first selected images; with --zoo default 1)")(
-      "data", po::value<std::string>(&data),
+      "data", po::value<std::string>(&o.data),
       "Fashion-MNIST directory (default $TPU_FASHION_MNIST_DIR or "
       "/usr/share/datasets/fashion-mnist)")(
-      "no-profile", po::bool_switch(&no_profile),
+      "no-profile", po::bool_switch(&o.no_profile),
       "skip the per-layer profile (rtl: from the first batch's timeline; model: extra runs of the "
-      "first batch)")("quiet", po::bool_switch(&quiet), "no per-image lines")(
-      "json", po::bool_switch(&json),
+      "first batch)")("quiet", po::bool_switch(&o.quiet), "no per-image lines")(
+      "json", po::bool_switch(&o.json),
       "print one JSON object, also on failure (per-image lines and progress go to stderr)")(
-      "report", po::value<std::string>(&report_dir),
+      "report", po::value<std::string>(&o.report_dir),
       "write DIR/utilization.svg (per-layer cycles against ideal and SCALE-Sim, MXU utilization), "
       "DIR/index.html and DIR/report.json; DIR is created if missing; files are replaced only by "
-      "complete ones")("dataset", po::value<std::string>(&dataset),
+      "complete ones")("dataset", po::value<std::string>(&o.dataset),
                        "a folder of PNG/JPEG images in the ImageFolder layout (one subfolder per "
                        "class, sorted names = class "
                        "indices) instead of Fashion-MNIST; --images defaults to all of them")(
@@ -100,18 +111,17 @@ int run_run_cnn(const tpusim::Args& args) {
       "--dataset: divides after --mean, one value or one per channel")(
       "channels", po::value<std::string>(),
       "--dataset: rgb or gray (default: the model's input channels)")(
-      "labels", po::value<std::string>(&labels_file), "class names, one per line")(
+      "labels", po::value<std::string>(&o.labels_file), "class names, one per line")(
       "top-k", po::value<std::string>(),
       "per-image lines show the K best classes with their scores")(
-      "timeline", po::value<std::string>(&timeline_file),
+      "timeline", po::value<std::string>(&o.timeline_file),
       "write the first batch's instruction timeline, from the chip's trace port, as Chrome "
       "trace-event "
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)");
   tpusim::add_memory_options(opts);
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
+  tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
-  po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim run-cnn [--model F.onnx | --zoo NAME] [--images N] [--offset K] [--batch B] "
@@ -137,254 +147,257 @@ int run_run_cnn(const tpusim::Args& args) {
           "from the reference. --jobs J, --shard I/K and mpirun / srun split the images into whole "
           "batches across processes with the same results (docs/scaling.md).",
           opts, {}, vm)) {
-    return 0;
+    return false;
   }
-  if (!zoo.empty() && vm.count("model"))
-    throw tpusim::UsageError("--zoo " + zoo + " and --model " + model + ": give one of them");
-  if (!zoo.empty() && !dataset.empty())
-    throw tpusim::UsageError("--zoo runs random images: drop --dataset " + dataset);
-  if (!zoo.empty()) {
+  check_cnn_options(vm, o);
+  return true;
+}
+
+// --zoo NAME, and the model file.
+void check_model(const tpusim::po::variables_map& vm, const CnnOptions& o) {
+  if (!o.zoo.empty() && vm.count("model"))
+    throw tpusim::UsageError("--zoo " + o.zoo + " and --model " + o.model + ": give one of them");
+  if (!o.zoo.empty() && !o.dataset.empty())
+    throw tpusim::UsageError("--zoo runs random images: drop --dataset " + o.dataset);
+  if (!o.zoo.empty()) {
     const auto names = tpu::cnn::zoo_names();
-    if (std::find(names.begin(), names.end(), zoo) == names.end()) {
+    if (std::find(names.begin(), names.end(), o.zoo) == names.end()) {
       try {
-        tpu::cnn::zoo_onnx(zoo);
+        tpu::cnn::zoo_onnx(o.zoo);
       } catch (const tpu::cnn::Error& e) {
         throw tpusim::UsageError(std::string("--zoo: ") + e.what());
       }
     }
   }
-  int images = int(tpusim::int_option(vm, "images", 1, dataset.empty() ? 10000 : 1000000));
-  if (!zoo.empty() && vm["images"].defaulted()) images = 1;
-  const int offset = int(tpusim::int_option(vm, "offset", 0, dataset.empty() ? 9999 : 999999));
-  const int top_k = vm.count("top-k") ? int(tpusim::int_option(vm, "top-k", 1, 1000)) : 0;
-  for (const char* o : {"resize", "center-crop", "mean", "std", "channels"})
-    if (vm.count(o) && dataset.empty())
-      throw tpusim::UsageError(std::string("--") + o + " needs --dataset DIR");
+}
+
+void check_cnn_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
+  check_model(vm, o);
+  const bool folder = !o.dataset.empty();
+  o.images = int(tpusim::int_option(vm, "images", 1, folder ? 1000000 : 10000));
+  if (!o.zoo.empty() && vm["images"].defaulted()) o.images = 1;
+  o.offset = int(tpusim::int_option(vm, "offset", 0, folder ? 999999 : 9999));
+  o.top_k = vm.count("top-k") ? int(tpusim::int_option(vm, "top-k", 1, 1000)) : 0;
+  for (const char* opt : {"resize", "center-crop", "mean", "std", "channels"})
+    if (vm.count(opt) && !folder)
+      throw tpusim::UsageError(std::string("--") + opt + " needs --dataset DIR");
   try {
-    auto text = [&](const char* o) {
-      return vm.count(o) ? vm[o].as<std::string>() : std::string();
+    auto text = [&](const char* opt) {
+      return vm.count(opt) ? vm[opt].as<std::string>() : std::string();
     };
-    pre = tpu::cnn::parse_preprocess(text("resize"), text("center-crop"), text("mean"), text("std"),
-                                     text("channels"));
+    o.pre = tpu::cnn::parse_preprocess(text("resize"), text("center-crop"), text("mean"),
+                                       text("std"), text("channels"));
   } catch (const tpu::cnn::Error& e) {
     throw tpusim::UsageError(e.what());
   }
-  const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
-  int calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
-  if (!zoo.empty() && vm["calibration"].defaulted()) calibration = 1;
-  if (dataset.empty() && offset + images > 10000)
+  o.batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
+  o.calibration = int(tpusim::int_option(vm, "calibration", 1, 60000));
+  if (!o.zoo.empty() && vm["calibration"].defaulted()) o.calibration = 1;
+  if (!folder && o.offset + o.images > 10000)
     throw tpusim::UsageError("--offset + --images is past the 10,000 test images");
-  if (data.empty()) data = tpu::cnn::fashion_mnist_dir();
-  {
-    std::error_code ec;
-    if (std::filesystem::exists(data, ec) && !std::filesystem::is_directory(data, ec))
-      throw std::runtime_error("--data " + data +
-                               ": is not a directory (expected the Fashion-MNIST directory)");
-  }
-  if (!report_dir.empty() && no_profile)
+  if (o.data.empty()) o.data = tpu::cnn::fashion_mnist_dir();
+  std::error_code ec;
+  if (std::filesystem::exists(o.data, ec) && !std::filesystem::is_directory(o.data, ec))
+    throw std::runtime_error("--data " + o.data +
+                             ": is not a directory (expected the Fashion-MNIST directory)");
+  if (!o.report_dir.empty() && o.no_profile)
     throw tpusim::UsageError("--report charts the per-layer profile: drop --no-profile");
-  if (!timeline_file.empty() && dev_opts.backend != "rtl")
-    throw tpusim::UsageError("--timeline needs --backend rtl: the " + dev_opts.backend +
+  if (!o.timeline_file.empty() && o.dev.backend != "rtl")
+    throw tpusim::UsageError("--timeline needs --backend rtl: the " + o.dev.backend +
                              " backend has no timing, so it has no instruction timeline");
-  if (!zoo.empty()) model = zoo;
-  if (zoo.empty()) tpu::check_not_directory(model, "--model");
-  if (zoo.empty()) {
-    // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
-    std::error_code ec;
-    const auto st = std::filesystem::status(model, ec);
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-      throw std::runtime_error("--model " + model +
-                               ": is not a regular file (expected an ONNX model file)");
+  if (!o.zoo.empty()) {
+    o.model = o.zoo;
+    return;
   }
-  {  // no output may be an input: checked before anything runs
-    tpu::RunPaths paths;
-    if (zoo.empty()) paths.input("--model", model);
-    if (zoo.empty() && dataset.empty()) paths.input("--data", data);
-    paths.input("--dataset", dataset).input("--labels", labels_file);
-    paths.output("--timeline", timeline_file).output("--vcd", dev_opts.vcd);
-    tpusim::add_cnn_report_outputs(paths, report_dir);
-    paths.check();
-  }
-  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
-  using Mode = tpusim::ShardPlan::Mode;
-  // An image folder sets the default --images: scanned before the shards are cut.
+  tpu::check_not_directory(o.model, "--model");
+  // The importer reads the whole file: a device or pipe (/dev/zero) would never end.
+  const auto st = std::filesystem::status(o.model, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw std::runtime_error("--model " + o.model +
+                             ": is not a regular file (expected an ONNX model file)");
+}
+
+// No output may be an input: checked before anything runs.
+void check_cnn_paths(const CnnOptions& o) {
+  tpu::RunPaths paths;
+  if (o.zoo.empty()) paths.input("--model", o.model);
+  if (o.zoo.empty() && o.dataset.empty()) paths.input("--data", o.data);
+  paths.input("--dataset", o.dataset).input("--labels", o.labels_file);
+  paths.output("--timeline", o.timeline_file).output("--vcd", o.dev.vcd);
+  tpusim::add_cnn_report_outputs(paths, o.report_dir);
+  paths.check();
+}
+
+// --dataset DIR: scanned before the shards are cut (it sets the default --images).
+std::optional<tpu::cnn::ImageFolder> scan_dataset(const tpusim::po::variables_map& vm,
+                                                  CnnOptions& o) {
+  if (o.dataset.empty()) return std::nullopt;
   std::optional<tpu::cnn::ImageFolder> folder;
-  if (!dataset.empty()) {
-    try {
-      folder = tpu::cnn::scan_image_folder(dataset);
-    } catch (const tpu::cnn::Error& e) {
-      throw std::runtime_error(std::string("--dataset ") + e.what());
-    }
-    if (vm["images"].defaulted()) images = int(folder->files.size()) - offset;
-    if (offset + images > int(folder->files.size()))
-      throw tpusim::UsageError("--offset + --images is past the " +
-                               std::to_string(folder->files.size()) + " images of " + dataset);
+  try {
+    folder = tpu::cnn::scan_image_folder(o.dataset);
+  } catch (const tpu::cnn::Error& e) {
+    throw std::runtime_error(std::string("--dataset ") + e.what());
   }
-  tpusim::cap_jobs(plan, (uint64_t(images) + batch - 1) / batch, "batch", "batches");
-  if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
-    throw tpusim::UsageError(
-        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
-        "mpirun, or --vcd");
-  if (plan.mode == Mode::Shard && !report_dir.empty())
-    throw tpusim::UsageError(
-        "--report with --shard: the report needs every shard; give it to `tpusim merge "
-        "--report DIR` instead");
-  tpusim::CnnReportFiles report;
-  const bool merging = plan.mode == Mode::Single || plan.merges();
-  if (!report_dir.empty() && merging) report = tpusim::prepare_cnn_report_dir(report_dir);
-  const bool first_shard = plan.mode == Mode::Single || plan.shard.index == 0;
-  std::unique_ptr<tpu::OutputFile> timeline_out;
-  if (!timeline_file.empty() && first_shard && plan.mode != Mode::Jobs)
-    timeline_out = std::make_unique<tpu::OutputFile>(timeline_file, "--timeline");
+  if (vm["images"].defaulted()) o.images = int(folder->files.size()) - o.offset;
+  if (o.offset + o.images > int(folder->files.size()))
+    throw tpusim::UsageError("--offset + --images is past the " +
+                             std::to_string(folder->files.size()) + " images of " + o.dataset);
+  return folder;
+}
 
-  const auto t0 = std::chrono::steady_clock::now();
-  if (plan.mode == Mode::Jobs) {  // J copies of this command, --shard i/J each, then merge
-    const tpusim::Args base =
-        tpusim::without_options(args, {"--jobs", "--report", "--timeline"}, {"--json", "--quiet"});
-    std::vector<int> codes;
-    const auto outs = tpusim::run_jobs(
-        "run-cnn", plan.jobs,
-        [&](int i) {
-          tpusim::Args a = base;
-          a.insert(a.end(),
-                   {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs), "--quiet"});
-          if (i == 0 && !timeline_file.empty()) a.insert(a.end(), {"--timeline", timeline_file});
-          return a;
-        },
-        codes);
-    std::vector<std::string> names;
-    for (int i = 0; i < plan.jobs; ++i)
-      names.push_back("shard " + std::to_string(i) + "/" + std::to_string(plan.jobs));
-    tpusim::MergedCnn m = tpusim::merge_cnn_shards(outs, names);
-    m.e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    tpusim::print_merged_cnn(m, json, quiet, report);
-    return m.exit_code;
-  }
-  tpusim::set_activity("loading " + model + " and the Fashion-MNIST images");
+// This process's images: whole batches [first, first + count) of the selection, the same ones
+// in every shard count.
+struct ShardImages {
+  tpu::ShardSpec shard;
+  int first = 0, count = 0;
+};
+ShardImages shard_images(const CnnOptions& o, const tpusim::ShardPlan& plan) {
+  ShardImages s;
+  s.shard = plan.mode == tpusim::ShardPlan::Mode::Single ? tpu::ShardSpec{} : plan.shard;
+  const uint64_t batches = (uint64_t(o.images) + o.batch - 1) / o.batch;
+  const tpu::ShardRange range = tpu::shard_range(batches, s.shard);
+  s.first = int(range.begin * o.batch);
+  s.count = int(std::min<uint64_t>(range.end * o.batch, uint64_t(o.images))) - s.first;
+  return s;
+}
 
-  // This process's images: whole batches, the same ones in every shard count.
-  const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
-  const uint64_t batches = (uint64_t(images) + batch - 1) / batch;
-  const tpu::ShardRange range = tpu::shard_range(batches, shard);
-  const int my_first = int(range.begin * batch);
-  const int my_count = int(std::min<uint64_t>(range.end * batch, uint64_t(images))) - my_first;
+// The network, its quantization and this process's images.
+struct CnnInputs {
+  tpu::cnn::Network net;
+  tpu::cnn::QuantNetwork q;
+  std::string how;                // how it was quantized
+  tpu::cnn::ImageSet test;        // Fashion-MNIST
+  tpu::cnn::FloatImageSet images, calibration;  // floats(): this shard's; a shard's calibration
+  std::vector<std::string> files;  // per image of the whole selection (--dataset)
+};
 
-  // Everything about the inputs is checked before the chip is built.
-  const bool floats = !dataset.empty() || !zoo.empty();  // folder_set holds the images
-  const tpu::cnn::Network net =
-      zoo.empty() ? tpu::cnn::load_onnx(model) : tpu::cnn::zoo_network(zoo, 1);
-  if (!dataset.empty()) {
-    try {
-      tpu::cnn::check_preprocess(pre, net.input);
-    } catch (const tpu::cnn::Error& e) {
-      throw tpusim::UsageError(e.what());
-    }
-  }
-  tpusim::CnnPresentation pres;
-  pres.class_names = tpu::cnn::fashion_mnist_classes();
-  pres.top_k = top_k;
-  pres.display_offset = floats ? offset : 0;
-  tpu::cnn::ImageSet test;
-  tpu::cnn::FloatImageSet folder_set, folder_cal;
-  std::vector<std::string> folder_files;  // per image of the whole selection
-  if (!zoo.empty()) {  // this shard's random images (seeded by the image index), no labels
-    folder_set.shape = net.input;
-    folder_set.images = tpu::cnn::zoo_images(net.input, offset + my_first + my_count, 12);
-    folder_set.images.erase(folder_set.images.begin(),
-                            folder_set.images.begin() + offset + my_first);
-    folder_set.labels.assign(size_t(my_count), -1);
-  } else if (dataset.empty()) {
-    test = tpu::cnn::load_fashion_mnist(data, false);
-    tpu::cnn::check_input_shape(net.input, model, 1, test.rows, test.cols, "Fashion-MNIST");
+// Loads this process's images (and the class names into `pres`).
+void load_images(const CnnOptions& o, const std::optional<tpu::cnn::ImageFolder>& folder,
+                 const ShardImages& mine, CnnInputs& in, tpusim::CnnPresentation& pres) {
+  if (!o.zoo.empty()) {  // this shard's random images (seeded by the image index), no labels
+    in.images.shape = in.net.input;
+    in.images.images = tpu::cnn::zoo_images(in.net.input, o.offset + mine.first + mine.count, 12);
+    in.images.images.erase(in.images.images.begin(),
+                           in.images.images.begin() + o.offset + mine.first);
+    in.images.labels.assign(size_t(mine.count), -1);
+  } else if (o.dataset.empty()) {
+    in.test = tpu::cnn::load_fashion_mnist(o.data, false);
+    tpu::cnn::check_input_shape(in.net.input, o.model, 1, in.test.rows, in.test.cols,
+                                "Fashion-MNIST");
   } else {
-    if (my_count > 0)
-      folder_set =
-          tpu::cnn::load_image_folder(*folder, pre, net.input, offset + my_first, my_count);
-    if (shard.sharded())  // calibration: the first selected images, whatever the shard
-      folder_cal = tpu::cnn::load_image_folder(*folder, pre, net.input, offset,
-                                               std::min(calibration, images));
-    folder_files.assign(folder->files.begin() + offset, folder->files.begin() + offset + images);
+    if (mine.count > 0)
+      in.images = tpu::cnn::load_image_folder(*folder, o.pre, in.net.input,
+                                              o.offset + mine.first, mine.count);
+    if (mine.shard.sharded())  // calibration: the first selected images, whatever the shard
+      in.calibration = tpu::cnn::load_image_folder(*folder, o.pre, in.net.input, o.offset,
+                                                   std::min(o.calibration, o.images));
+    in.files.assign(folder->files.begin() + o.offset, folder->files.begin() + o.offset + o.images);
     pres.class_names = folder->classes;
   }
-  if (!labels_file.empty()) {
+  if (!o.labels_file.empty()) {
     try {
-      pres.class_names = tpu::cnn::read_labels_file(labels_file);
+      pres.class_names = tpu::cnn::read_labels_file(o.labels_file);
     } catch (const tpu::cnn::Error& e) {
       throw std::runtime_error(std::string("--labels ") + e.what());
     }
   }
-  std::string how;
-  tpu::cnn::QuantNetwork q;
-  if (tpu::cnn::fully_quantized(net)) {
-    q = tpu::cnn::quantize_model(net, {});
-    how = "quantized in the model file";
-  } else {
-    std::vector<std::vector<float>> cal;
-    if (!zoo.empty()) {
-      cal = tpu::cnn::zoo_images(net.input, calibration, 11);
-    } else if (dataset.empty()) {
-      const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(data, true);
-      for (int i = 0; i < std::min(calibration, train.count); ++i)
-        cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
-    } else {  // the folder has no training split: calibrate on the first of its selected images
-      const auto& from = shard.sharded() ? folder_cal : folder_set;
-      for (int i = 0; i < std::min(calibration, from.count()); ++i)
-        cal.push_back(from.images[size_t(i)]);
-    }
-    how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
-          (!zoo.empty()      ? " (random)"
-           : dataset.empty() ? ""
-                             : " (the first selected images of --dataset)");
-    try {
-      q = tpu::cnn::quantize_model(net, cal);
-    } catch (const tpu::cnn::Error& e) {  // e.g. a calibrated range that is not finite
-      throw std::runtime_error(model + ", " + how + ": " + e.what());
-    }
-  }
-  pres.output_scale = double(q.output_q().scale);
-  pres.output_zero_point = q.output_q().zero_point;
-  auto dev = tpusim::open_device(dev_opts, vm);
-  {
-    std::string h;
-    char line[512];
-    std::snprintf(line, sizeof line, "model: %s, %zu layers, input %s, %d classes (%s)\n",
-                  model.c_str(), q.layers.size(), q.input.str().c_str(), q.classes(), how.c_str());
-    h += line;
-    for (const auto& l : q.layers) {
-      std::snprintf(line, sizeof line, "  %-14s %-7s %s -> %s, %s MACs\n", l.name.c_str(),
-                    l.op.c_str(), l.in.str().c_str(), l.out.str().c_str(),
-                    thousands(uint64_t(l.macs())).c_str());
-      h += line;
-    }
-    pres.header = h;
-  }
-  // One process prints as it goes; a shard prints its lines on stderr (or not at all under
-  // --jobs / mpirun, whose merging process prints them all).
-  std::FILE* info = json || plan.mode != Mode::Single ? stderr : stdout;
-  const bool live_lines = !quiet && plan.mode != Mode::Mpi;
-  if (plan.mode == Mode::Single || (plan.mode == Mode::Shard && !quiet))
-    std::fputs(pres.header.c_str(), info);
-  tpusim::CnnPresentation live = pres;  // for this process's lines: files by selection index
-  live.files = folder_files;
+}
 
+// Quantizes the network: as in the model file, or calibrated (post-training int8).
+void quantize(const CnnOptions& o, const ShardImages& mine, CnnInputs& in) {
+  if (tpu::cnn::fully_quantized(in.net)) {
+    in.q = tpu::cnn::quantize_model(in.net, {});
+    in.how = "quantized in the model file";
+    return;
+  }
+  std::vector<std::vector<float>> cal;
+  if (!o.zoo.empty()) {
+    cal = tpu::cnn::zoo_images(in.net.input, o.calibration, 11);
+  } else if (o.dataset.empty()) {
+    const tpu::cnn::ImageSet train = tpu::cnn::load_fashion_mnist(o.data, true);
+    for (int i = 0; i < std::min(o.calibration, train.count); ++i)
+      cal.push_back(tpu::cnn::pixels_to_float(train.image(i), int64_t(train.rows) * train.cols));
+  } else {  // the folder has no training split: calibrate on the first of its selected images
+    const auto& from = mine.shard.sharded() ? in.calibration : in.images;
+    for (int i = 0; i < std::min(o.calibration, from.count()); ++i)
+      cal.push_back(from.images[size_t(i)]);
+  }
+  in.how = "post-training int8, " + std::to_string(cal.size()) + " calibration images" +
+           (!o.zoo.empty()      ? " (random)"
+            : o.dataset.empty() ? ""
+                                : " (the first selected images of --dataset)");
+  try {
+    in.q = tpu::cnn::quantize_model(in.net, cal);
+  } catch (const tpu::cnn::Error& e) {  // e.g. a calibrated range that is not finite
+    throw std::runtime_error(o.model + ", " + in.how + ": " + e.what());
+  }
+}
+
+// Everything about the inputs, checked before the chip is built.
+CnnInputs load_inputs(const CnnOptions& o, const std::optional<tpu::cnn::ImageFolder>& folder,
+                      const ShardImages& mine, tpusim::CnnPresentation& pres) {
+  CnnInputs in;
+  in.net = o.zoo.empty() ? tpu::cnn::load_onnx(o.model) : tpu::cnn::zoo_network(o.zoo, 1);
+  if (!o.dataset.empty()) {
+    try {
+      tpu::cnn::check_preprocess(o.pre, in.net.input);
+    } catch (const tpu::cnn::Error& e) {
+      throw tpusim::UsageError(e.what());
+    }
+  }
+  pres.class_names = tpu::cnn::fashion_mnist_classes();
+  pres.top_k = o.top_k;
+  pres.display_offset = o.floats() ? o.offset : 0;
+  load_images(o, folder, mine, in, pres);
+  quantize(o, mine, in);
+  pres.output_scale = double(in.q.output_q().scale);
+  pres.output_zero_point = in.q.output_q().zero_point;
+  return in;
+}
+
+// The model lines printed before the run.
+std::string model_header(const std::string& model, const CnnInputs& in) {
+  std::string h;
+  char line[512];
+  std::snprintf(line, sizeof line, "model: %s, %zu layers, input %s, %d classes (%s)\n",
+                model.c_str(), in.q.layers.size(), in.q.input.str().c_str(), in.q.classes(),
+                in.how.c_str());
+  h += line;
+  for (const auto& l : in.q.layers) {
+    std::snprintf(line, sizeof line, "  %-14s %-7s %s -> %s, %s MACs\n", l.name.c_str(),
+                  l.op.c_str(), l.in.str().c_str(), l.out.str().c_str(),
+                  thousands(uint64_t(l.macs())).c_str());
+    h += line;
+  }
+  return h;
+}
+
+// Runs this process's images on the chip: per-image lines on `info` as they finish (when
+// `live_lines`), progress on stderr.
+tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const CnnInputs& in,
+                                const ShardImages& mine, std::FILE* info, bool live_lines,
+                                const tpusim::CnnPresentation& live,
+                                tpusim::Clock::time_point t0) {
+  const bool first_shard = mine.shard.index == 0;
   tpu::cnn::EvalOptions eo;
-  eo.offset = floats ? 0 : offset + my_first;  // folder_set holds its images already
-  eo.count = my_count;
-  eo.batch = batch;
-  eo.profile = !no_profile && first_shard;
-  eo.max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
-  eo.timeline = !timeline_file.empty() && first_shard;
-  auto last_progress = std::chrono::steady_clock::now();
+  eo.offset = o.floats() ? 0 : o.offset + mine.first;  // in.images holds its images already
+  eo.count = mine.count;
+  eo.batch = o.batch;
+  eo.profile = !o.no_profile && first_shard;
+  eo.max_cycles = o.dev.max_cycles_given ? o.dev.max_cycles : 0;
+  eo.timeline = !o.timeline_file.empty() && first_shard;
+  auto last_progress = tpusim::Clock::now();
   int correct_so_far = 0, differ_so_far = 0;
-  const std::string part = shard.sharded()
-                               ? " (shard " + shard.str() + ": images " + std::to_string(my_first) +
-                                     ".." + std::to_string(my_first + my_count - 1) + ")"
-                               : "";
-  tpusim::set_activity("running " + std::to_string(my_count) + " images of " + model + " on the " +
-                       dev_opts.backend + " backend" + part);
-  tpusim::set_progress(0, uint64_t(my_count), "images");
+  const tpu::ShardSpec& shard = mine.shard;
+  const std::string part = shard.sharded() ? " (shard " + shard.str() + ": images " +
+                                                 std::to_string(mine.first) + ".." +
+                                                 std::to_string(mine.first + mine.count - 1) + ")"
+                                           : "";
+  tpusim::set_activity("running " + std::to_string(mine.count) + " images of " + o.model +
+                       " on the " + o.dev.backend + " backend" + part);
+  tpusim::set_progress(0, uint64_t(mine.count), "images");
   // Image indices relative to the selection (as one process numbers them).
-  const int index_shift = floats ? my_first : 0;
+  const int index_shift = o.floats() ? mine.first : 0;
   eo.on_batch = [&](const std::vector<tpu::cnn::ImageResult>& rs, int done, int total) {
     for (const auto& r : rs) {
       correct_so_far += r.predicted == r.label;
@@ -400,7 +413,7 @@ int run_run_cnn(const tpusim::Args& args) {
       }
     }
     std::fflush(info);
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = tpusim::Clock::now();
     if (done == total || std::chrono::duration<double>(now - last_progress).count() > 5.0) {
       const double secs = std::chrono::duration<double>(now - t0).count();
       std::fprintf(stderr, "run-cnn%s: %d/%d images, %.1f s elapsed, about %.0f s left\n",
@@ -410,60 +423,121 @@ int run_run_cnn(const tpusim::Args& args) {
     }
   };
   tpu::cnn::Evaluation e;
-  if (my_count > 0) {
-    e = floats ? tpu::cnn::evaluate(*dev, net, q, folder_set, eo)
-               : tpu::cnn::evaluate(*dev, net, q, test, eo);
+  if (mine.count > 0) {
+    e = o.floats() ? tpu::cnn::evaluate(dev, in.net, in.q, in.images, eo)
+                   : tpu::cnn::evaluate(dev, in.net, in.q, in.test, eo);
   } else {  // more shards than batches: nothing to run
-    e.backend = std::string(dev->backend());
-    e.chip_n = dev->params().N;
+    e.backend = std::string(dev.backend());
+    e.chip_n = dev.params().N;
   }
   for (auto& r : e.results) r.index += index_shift;
-  e.offset = floats ? offset : offset + my_first;
-  if (dev_opts.backend == "rtl") {
-    e.mem_latency_cycles = dev_opts.mem_latency >= 0 ? dev_opts.mem_latency : 10;
-    e.mem_bytes_per_cycle = dev_opts.mem_bandwidth >= 0 ? dev_opts.mem_bandwidth : 16;
+  e.offset = o.floats() ? o.offset : o.offset + mine.first;
+  if (o.dev.backend == "rtl") {
+    e.mem_latency_cycles = o.dev.mem_latency >= 0 ? o.dev.mem_latency : 10;
+    e.mem_bytes_per_cycle = o.dev.mem_bandwidth >= 0 ? o.dev.mem_bandwidth : 16;
   }
-  e.model = model;
-  e.quantization = how;
-  e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  e.model = o.model;
+  e.quantization = in.how;
+  return e;
+}
+
+// --timeline: writes the first batch's timeline; returns the "timeline: ..." line.
+std::string write_timeline(tpu::OutputFile& out, const std::string& file,
+                           const tpu::cnn::Evaluation& e) {
+  out.write(tpu::cnn::timeline_json(e));
+  out.commit();
+  char note[1024];
+  std::snprintf(
+      note, sizeof note,
+      "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
+      file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
+  return note;
+}
+
+// --jobs children, --shard and mpirun ranks: how run-cnn shards (tpusim::ShardedCommand).
+tpusim::ShardedCommand sharded_command(const tpusim::Args& args, const CnnOptions& o,
+                                       tpusim::CnnReportFiles& report) {
+  tpusim::ShardedCommand c;
+  c.name = "run-cnn";
+  c.args = args;
+  c.child_drop_with_value = {"--jobs", "--report", "--timeline"};
+  c.child_drop_switch = {"--json", "--quiet"};
+  c.child_extra = [&o](int i) {
+    tpusim::Args a = {"--quiet"};
+    if (i == 0 && !o.timeline_file.empty()) a.insert(a.end(), {"--timeline", o.timeline_file});
+    return a;
+  };
+  c.merge_and_print = [&o, &report](const std::vector<std::string>& texts,
+                                    const std::vector<std::string>& names, double wall) {
+    tpusim::MergedCnn m = tpusim::merge_cnn_shards(texts, names);
+    m.e.wall_seconds = wall;
+    tpusim::print_merged_cnn(m, o.json, o.quiet, report);
+    return m.exit_code;
+  };
+  return c;
+}
+
+int run_run_cnn(const tpusim::Args& args) {
+  CnnOptions o;
+  tpusim::po::variables_map vm;
+  if (!parse_cnn_options(args, o, vm)) return 0;
+  check_cnn_paths(o);
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  using Mode = tpusim::ShardPlan::Mode;
+  const std::optional<tpu::cnn::ImageFolder> folder = scan_dataset(vm, o);
+  tpusim::cap_jobs(plan, (uint64_t(o.images) + o.batch - 1) / o.batch, "batch", "batches");
+  if (plan.mode != Mode::Single && !o.dev.vcd.empty())
+    throw tpusim::UsageError(
+        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
+        "mpirun, or --vcd");
+  if (plan.mode == Mode::Shard && !o.report_dir.empty())
+    throw tpusim::UsageError(
+        "--report with --shard: the report needs every shard; give it to `tpusim merge "
+        "--report DIR` instead");
+  tpusim::CnnReportFiles report;
+  const bool merging = plan.mode == Mode::Single || plan.merges();
+  if (!o.report_dir.empty() && merging) report = tpusim::prepare_cnn_report_dir(o.report_dir);
+  const ShardImages mine = shard_images(o, plan);
+  std::unique_ptr<tpu::OutputFile> timeline_out;
+  if (!o.timeline_file.empty() && mine.shard.index == 0 && plan.mode != Mode::Jobs)
+    timeline_out = std::make_unique<tpu::OutputFile>(o.timeline_file, "--timeline");
+  const auto t0 = tpusim::Clock::now();
+  const tpusim::ShardedCommand command = sharded_command(args, o, report);
+  if (plan.mode == Mode::Jobs) return tpusim::run_jobs_and_merge(command, plan, t0);
+
+  tpusim::set_activity("loading " + o.model + " and the Fashion-MNIST images");
+  tpusim::CnnPresentation pres;
+  const CnnInputs in = load_inputs(o, folder, mine, pres);
+  auto dev = tpusim::open_device(o.dev, vm);
+  pres.header = model_header(o.model, in);
+  // One process prints as it goes; a shard prints its lines on stderr (or not at all under
+  // --jobs / mpirun, whose merging process prints them all).
+  std::FILE* info = o.json || plan.mode != Mode::Single ? stderr : stdout;
+  if (plan.mode == Mode::Single || (plan.mode == Mode::Shard && !o.quiet))
+    std::fputs(pres.header.c_str(), info);
+  tpusim::CnnPresentation live = pres;  // for this process's lines: files by selection index
+  live.files = in.files;
+  tpu::cnn::Evaluation e =
+      run_images(*dev, o, in, mine, info, !o.quiet && plan.mode != Mode::Mpi, live, t0);
+  e.wall_seconds = std::chrono::duration<double>(tpusim::Clock::now() - t0).count();
 
   // The output files first, complete or not at all; then the one JSON object (or the summary).
   tpusim::set_activity("writing the report and timeline files");
-  if (timeline_out) {
-    timeline_out->write(tpu::cnn::timeline_json(e));
-    timeline_out->commit();
-    char note[1024];
-    std::snprintf(
-        note, sizeof note,
-        "timeline: %s (%zu instructions of the first batch, %s cycles; open in ui.perfetto.dev)\n",
-        timeline_file.c_str(), e.timeline.events.size(), thousands(e.timeline.cycles).c_str());
-    pres.timeline_note = note;
-  }
-  tpusim::finish_device(dev_opts, dev);
-
+  if (timeline_out) pres.timeline_note = write_timeline(*timeline_out, o.timeline_file, e);
+  tpusim::finish_device(o.dev, dev);
   if (plan.mode != Mode::Single) {
-    tpusim::CnnPresentation mine = pres;  // the files of this shard's images
-    if (!folder_files.empty())
-      mine.files.assign(folder_files.begin() + my_first,
-                        folder_files.begin() + my_first + my_count);
-    const std::string shard_json = tpusim::cnn_shard_json(e, mine, shard, images, offset, batch);
-    if (plan.mode == Mode::Shard) {
-      std::fputs(pres.timeline_note.c_str(), stderr);
-      std::cout << shard_json;
-      return e.matches_reference() ? 0 : 1;
-    }
-    const auto all = tpusim::mpi_gather(shard_json);
-    if (!plan.merges()) return 0;  // rank 0 reports
-    std::vector<std::string> names;
-    for (uint32_t r = 0; r < shard.count; ++r) names.push_back("MPI rank " + std::to_string(r));
-    tpusim::MergedCnn m = tpusim::merge_cnn_shards(all, names);
-    m.e.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    tpusim::print_merged_cnn(m, json, quiet, report);
-    return m.exit_code;
+    tpusim::CnnPresentation shard_pres = pres;  // the files of this shard's images
+    if (!in.files.empty())
+      shard_pres.files.assign(in.files.begin() + mine.first,
+                              in.files.begin() + mine.first + mine.count);
+    if (plan.mode == Mode::Shard) std::fputs(pres.timeline_note.c_str(), stderr);
+    return tpusim::finish_shard(
+        command, plan,
+        tpusim::cnn_shard_json(e, shard_pres, mine.shard, o.images, o.offset, o.batch),
+        e.matches_reference() ? 0 : 1, t0);
   }
-
   tpusim::write_cnn_report(report, e);
-  if (json)
+  if (o.json)
     std::cout << e.to_json();
   else
     tpusim::print_cnn_summary(e);

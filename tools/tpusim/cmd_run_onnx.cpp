@@ -310,52 +310,20 @@ std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, si
 
 OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
                              const std::vector<std::string>& names) {
-  std::vector<tpusim::JsonValue> parts;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    tpusim::JsonValue v = tpusim::parse_json(texts[i], names[i]);
-    if (v.type != tpusim::JsonValue::Type::Object || !v.has("format") ||
-        v.at("format").str() != kOnnxShardFormat)
-      throw std::runtime_error(names[i] + ": not a run-onnx shard (expected \"format\": \"" +
-                               kOnnxShardFormat + "\", written by tpusim run-onnx --shard I/K)");
-    parts.push_back(std::move(v));
-  }
-  const uint64_t count = parts.front().at("shard").at("count").u64();
-  std::vector<int> seen(count, -1);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const auto& sh = parts[i].at("shard");
-    const uint64_t k = sh.at("index").u64();
-    if (sh.at("count").u64() != count || k >= count)
-      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
-                               sh.at("count").text + " is not one of the " + std::to_string(count) +
-                               " shards of " + names[0]);
-    for (const char* key : {"model", "backend", "quantization"})
-      if (parts[i].at(key).str() != parts.front().at(key).str())
-        throw std::runtime_error(names[i] + ": a shard of another run (" + key + " " +
-                                 parts[i].at(key).str() + ", but " + names[0] + " has " +
-                                 parts.front().at(key).str() + ")");
-    if (seen[k] >= 0)
-      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
-                               std::to_string(count) + " is also in " + names[size_t(seen[k])] +
-                               " (expected each shard once)");
-    seen[k] = int(i);
-  }
+  const tpusim::ShardSet set = tpusim::read_shards(texts, names, kOnnxShardFormat, "run-onnx",
+                                                   {"model", "backend", "quantization"});
+  const tpusim::JsonValue& v0 = set.parts.front();
   OnnxOutput o;
-  for (uint64_t k = 0; k < count; ++k) {
-    if (seen[k] < 0)
-      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
-                               " is missing (expected all " + std::to_string(count) + " shards)");
-    const tpusim::JsonValue& v = parts[size_t(seen[k])];
-    if (k == 0) {
-      o.header = v.at("header").str();
-      o.model = v.at("model").str();
-      o.backend = v.at("backend").str();
-      o.chip_n = uint32_t(v.at("chip_n").u64());
-      o.batch = uint32_t(v.at("batch").u64());
-      o.quantization = v.at("quantization").str();
-      o.tolerance_steps = v.at("tolerance_steps").str();
-      o.test_dir = v.at("test_dir").flag();
-      o.outputs_written = v.at("outputs_written").flag();
-    }
+  o.header = v0.at("header").str();
+  o.model = v0.at("model").str();
+  o.backend = v0.at("backend").str();
+  o.chip_n = uint32_t(v0.at("chip_n").u64());
+  o.batch = uint32_t(v0.at("batch").u64());
+  o.quantization = v0.at("quantization").str();
+  o.tolerance_steps = v0.at("tolerance_steps").str();
+  o.test_dir = v0.at("test_dir").flag();
+  o.outputs_written = v0.at("outputs_written").flag();
+  for (const auto& v : set.parts) {
     for (const auto& sj : v.at("sets").array()) {
       OnnxOutput::SetOut so;
       so.cycles = sj.at("cycles").u64();
@@ -365,7 +333,7 @@ OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
       o.sets.push_back(std::move(so));
     }
   }
-  const uint64_t total = parts.front().at("shard").at("sets_total").u64();
+  const uint64_t total = v0.at("shard").at("sets_total").u64();
   if (o.sets.size() != total)
     throw std::runtime_error("merge: the shards hold " + std::to_string(o.sets.size()) +
                              " data sets, expected the run's " + std::to_string(total));
@@ -423,22 +391,29 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
   return all_pass ? 0 : 1;
 }
 
-int run_run_onnx(const tpusim::Args& args) {
-  namespace po = tpusim::po;
+// run-onnx's options, read and checked.
+struct OnnxOptions {
   std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy", rule = "steps";
   std::vector<std::string> input_specs;
   bool json = false;
-  tpusim::DeviceOptions dev_opts;
+  uint32_t batch = 8;
+  double steps = -1;  // --tolerance-steps; -1: the model's depth
+  tpusim::DeviceOptions dev;
+};
+
+// Reads the options; false for --help. Throws UsageError for bad or missing ones.
+bool parse_onnx_options(const tpusim::Args& args, OnnxOptions& o, tpusim::po::variables_map& vm) {
+  namespace po = tpusim::po;
   po::options_description opts("options");
-  opts.add_options()("model", po::value<std::string>(&model), "the ONNX model")(
-      "input", po::value<std::vector<std::string>>(&input_specs)->composing(),
+  opts.add_options()("model", po::value<std::string>(&o.model), "the ONNX model")(
+      "input", po::value<std::vector<std::string>>(&o.input_specs)->composing(),
       "NAME=FILE: a tensor (.npy or .pb) for graph input NAME; just FILE for a model with one "
       "input. The first "
       "dimension is the batch: every image in it runs")(
-      "output-dir", po::value<std::string>(&output_dir),
+      "output-dir", po::value<std::string>(&o.output_dir),
       "write each output as DIR/<output name>.npy (or .pb); created if missing")(
-      "output-format", po::value<std::string>(&format)->default_value("npy"), "npy or pb")(
-      "expect", po::value<std::string>(&expect_dir),
+      "output-format", po::value<std::string>(&o.format)->default_value("npy"), "npy or pb")(
+      "expect", po::value<std::string>(&o.expect_dir),
       "compare with expected outputs in DIR (<output name>.npy, .pb or output_K.pb): integers "
       "exactly, floats "
       "within --tolerance-steps quantization steps of the output")(
@@ -447,24 +422,23 @@ int run_run_onnx(const tpusim::Args& args) {
       "scale "
       "(default: the roundings on the longest path from input to output: the input's and one per "
       "quantized layer)")(
-      "tolerance-rule", po::value<std::string>(&rule)->default_value("steps"),
+      "tolerance-rule", po::value<std::string>(&o.rule)->default_value("steps"),
       "steps: float outputs pass within --tolerance-steps output quantization steps; propagated: "
       "within the "
       "bound of the quantization errors of every tensor propagated from the input to the output "
       "(the rule of "
       "scripts/onnx_conformance.sh, for single-op models calibrated on their own inputs; "
-      "docs/conformance.md)")("calibration", po::value<std::string>(&calibration),
+      "docs/conformance.md)")("calibration", po::value<std::string>(&o.calibration),
                               "calibration images for a float model: a tensor file (a batch) or a "
                               "directory of .npy / .pb files "
                               "(default: the inputs themselves)")(
       "batch", po::value<std::string>()->default_value("8"), "images per chip run (1..4095)")(
-      "test-dir", po::value<std::string>(&test_dir),
+      "test-dir", po::value<std::string>(&o.test_dir),
       "a directory in ONNX's test layout (model.onnx, test_data_set_N/input_K.pb and output_K.pb): "
       "runs and "
-      "checks every data set")("json", po::bool_switch(&json), "print one JSON object");
-  tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
+      "checks every data set")("json", po::bool_switch(&o.json), "print one JSON object");
+  tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
-  po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim run-onnx --model M.onnx --input NAME=FILE ... [--output-dir DIR] [--expect DIR] "
@@ -488,175 +462,139 @@ int run_run_onnx(const tpusim::Args& args) {
           "mpirun "
           "/ srun split the data sets across processes with the same output (docs/scaling.md).",
           opts, {}, vm)) {
-    return 0;
+    return false;
   }
-  const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
-  double steps = -1;  // -1: the model's depth
+  o.batch = uint32_t(tpusim::int_option(vm, "batch", 1, 4095));
   if (vm.count("tolerance-steps")) {
     const std::string s = vm["tolerance-steps"].as<std::string>();
     size_t used = 0;
     try {
-      steps = std::stod(s, &used);
+      o.steps = std::stod(s, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != s.size() || used == 0 || !(steps >= 0) || !std::isfinite(steps))
+    if (used != s.size() || used == 0 || !(o.steps >= 0) || !std::isfinite(o.steps))
       throw tpusim::UsageError("--tolerance-steps " + s + " is not a non-negative number");
   }
-  if (rule != "steps" && rule != "propagated")
-    throw tpusim::UsageError("--tolerance-rule " + rule + ": expected steps or propagated");
-  if (format != "npy" && format != "pb")
-    throw tpusim::UsageError("--output-format " + format + ": expected npy or pb");
-  if (!test_dir.empty()) {
-    if (!model.empty() || !input_specs.empty() || !expect_dir.empty())
+  if (o.rule != "steps" && o.rule != "propagated")
+    throw tpusim::UsageError("--tolerance-rule " + o.rule + ": expected steps or propagated");
+  if (o.format != "npy" && o.format != "pb")
+    throw tpusim::UsageError("--output-format " + o.format + ": expected npy or pb");
+  if (!o.test_dir.empty()) {
+    if (!o.model.empty() || !o.input_specs.empty() || !o.expect_dir.empty())
       throw tpusim::UsageError(
           "--test-dir takes the model, inputs and expected outputs from DIR: drop --model, "
           "--input and --expect");
-    model = (fs::path(test_dir) / "model.onnx").string();
+    o.model = (fs::path(o.test_dir) / "model.onnx").string();
   } else {
-    if (model.empty()) throw tpusim::UsageError("--model M.onnx is required (or --test-dir DIR)");
-    if (input_specs.empty())
+    if (o.model.empty()) throw tpusim::UsageError("--model M.onnx is required (or --test-dir DIR)");
+    if (o.input_specs.empty())
       throw tpusim::UsageError("--input NAME=FILE is required (one per graph input)");
   }
+  return true;
+}
 
-  check_model_path(model, test_dir);
-  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
-  if (plan.mode == tpusim::ShardPlan::Mode::Jobs) {
-    uint64_t sets_total = 1;  // --input: one data set
-    if (!test_dir.empty()) sets_total = tpu::cnn::read_test_data_sets(test_dir).size();
-    tpusim::cap_jobs(plan, sets_total, "data set", "data sets");
-  }
-  using Mode = tpusim::ShardPlan::Mode;
-  if (plan.mode != Mode::Single && !dev_opts.vcd.empty())
-    throw tpusim::UsageError(
-        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
-        "mpirun, or --vcd");
-  const auto t0 = std::chrono::steady_clock::now();
-  if (plan.mode == Mode::Jobs) {  // J copies of this command, --shard i/J each, then merge
-    const tpusim::Args base = tpusim::without_options(args, {"--jobs"}, {"--json"});
-    std::vector<int> codes;
-    const auto outs = tpusim::run_jobs(
-        "run-onnx", plan.jobs,
-        [&](int i) {
-          tpusim::Args a = base;
-          a.insert(a.end(), {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs)});
-          return a;
-        },
-        codes);
-    std::vector<std::string> names;
-    for (int i = 0; i < plan.jobs; ++i)
-      names.push_back("shard " + std::to_string(i) + "/" + std::to_string(plan.jobs));
-    return print_onnx_output(
-        merge_onnx_shards(outs, names), json,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
-  }
-  // A shard collects what one process prints (its model lines and data sets) in `info`.
-  char* captured = nullptr;
-  size_t captured_size = 0;
-  std::FILE* info = json ? stderr : stdout;
-  if (plan.mode != Mode::Single) info = open_memstream(&captured, &captured_size);
-  const tpu::cnn::GraphSignature sig0 = tpu::cnn::read_graph_signature(model);
+// A data set: its inputs, images and expected outputs.
+struct Set {
+  std::string name;
+  std::map<std::string, Tensor> inputs;
+  std::map<std::string, std::string> sources;
+  std::vector<std::vector<float>> images;
+  std::vector<Tensor> expected;  // by output index; empty = not compared
+};
 
-  // The data sets: one from --input (and --expect), or every test_data_set_N. Given inputs other
-  // than the image input (the graph's first) are parameters: folded as constants.
-  struct Set {
-    std::string name;
-    std::map<std::string, Tensor> inputs;
-    std::map<std::string, std::string> sources;
-    std::vector<std::vector<float>> images;
-    std::vector<Tensor> expected;  // by output index; empty = not compared
-  };
+// The data sets: one from --input (and --expect), or every test_data_set_N. Given inputs other
+// than the image input (the graph's first) are parameters: moved to `constants`.
+std::vector<Set> read_sets(const OnnxOptions& o, const tpu::cnn::GraphSignature& sig,
+                           std::map<std::string, Tensor>& constants) {
   std::vector<Set> sets;
-  std::map<std::string, Tensor> constants;
-  if (test_dir.empty()) {
+  if (o.test_dir.empty()) {
     Set s;
-    s.inputs = load_inputs(sig0, input_specs, &s.sources);
-    constants = split_constants(sig0, s.inputs);
+    s.inputs = load_inputs(sig, o.input_specs, &s.sources);
+    constants = split_constants(sig, s.inputs);
     sets.push_back(std::move(s));
-  } else {
-    for (const auto& d : tpu::cnn::read_test_data_sets(test_dir)) {
-      Set s;
-      s.name = fs::path(d.dir).filename().string();
-      s.inputs = tpu::cnn::name_inputs(sig0, d.inputs, d.dir, &s.sources);
-      auto c = split_constants(sig0, s.inputs);
-      if (sets.empty()) {
-        constants = c;
-      } else {
-        // One compiled graph for all data sets: the parameters must be the same in each.
-        bool same = c.size() == constants.size();
-        for (auto a = c.begin(), b = constants.begin(); same && a != c.end(); ++a, ++b)
-          same = a->first == b->first && a->second.dtype == b->second.dtype &&
-                 a->second.shape == b->second.shape && a->second.data == b->second.data;
-        if (!same)
-          throw std::runtime_error(
-              d.dir + ": the parameter inputs (graph inputs but the first) differ from those of " +
-              sets[0].name +
-              "; they are folded into one compiled graph, so run the data sets "
-              "one at a time");
-      }
-      if (!d.outputs.empty() && d.outputs.size() != sig0.outputs.size())
-        throw std::runtime_error(
-            d.dir + ": " + std::to_string(d.outputs.size()) + " output_K.pb files, expected " +
-            std::to_string(sig0.outputs.size()) + " (one per graph output, or none)");
-      s.expected = d.outputs;
-      sets.push_back(std::move(s));
-    }
+    return sets;
   }
-  {  // no output may be an input (docs/tpusim.md "Output files"): checked before anything runs
-    tpu::RunPaths paths = input_paths(model, test_dir, input_specs, expect_dir, calibration);
-    paths.output("--vcd", dev_opts.vcd);
-    if (!output_dir.empty())
-      for (const auto& s : sets)
-        for (const auto& o : sig0.outputs)
-          paths.output_in("--output-dir", (fs::path(output_dir) / s.name).string(),
-                          tpu::cnn::tensor_file_name(o.name, "." + format));
-    paths.check();
-  }
-  tpusim::set_activity("loading " + model + " and its inputs");
-  TensorModel m(model, constants);
-  for (auto& s : sets) s.images = m.images(s.inputs, s.sources);
-  if (test_dir.empty() && !expect_dir.empty())
-    for (size_t k = 0; k < m.signature().outputs.size(); ++k)
-      sets[0].expected.push_back(load_expected(expect_dir, m.signature().outputs[k].name, k));
-  if (!constants.empty()) {
-    std::string names;
-    for (const auto& kv : constants) names += (names.empty() ? "'" : ", '") + kv.first + "'";
-    std::fprintf(info,
-                 "folded as constants: %s (graph inputs given values; '%s' is the image input)\n",
-                 names.c_str(), m.input_spec().name.c_str());
-  }
-
-  // Quantization.
-  std::string how;
-  if (m.needs_calibration()) {
-    std::vector<std::vector<float>> cal;
-    std::string source;
-    if (!calibration.empty()) {
-      cal = load_calibration(m, calibration);
-      source = "--calibration " + calibration;
+  for (const auto& d : tpu::cnn::read_test_data_sets(o.test_dir)) {
+    Set s;
+    s.name = fs::path(d.dir).filename().string();
+    s.inputs = tpu::cnn::name_inputs(sig, d.inputs, d.dir, &s.sources);
+    auto c = split_constants(sig, s.inputs);
+    if (sets.empty()) {
+      constants = c;
     } else {
-      for (const auto& s : sets) cal.insert(cal.end(), s.images.begin(), s.images.end());
-      source = test_dir.empty() ? "the inputs (--input " + input_specs.at(0) + ")"
-                                : "the inputs of --test-dir " + test_dir;
+      // One compiled graph for all data sets: the parameters must be the same in each.
+      bool same = c.size() == constants.size();
+      for (auto a = c.begin(), b = constants.begin(); same && a != c.end(); ++a, ++b)
+        same = a->first == b->first && a->second.dtype == b->second.dtype &&
+               a->second.shape == b->second.shape && a->second.data == b->second.data;
+      if (!same)
+        throw std::runtime_error(
+            d.dir + ": the parameter inputs (graph inputs but the first) differ from those of " +
+            sets[0].name +
+            "; they are folded into one compiled graph, so run the data sets "
+            "one at a time");
     }
-    try {
-      how = m.quantize(cal);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(model + ", calibrated on " + source + ": " + e.what());
-    }
-    how += calibration.empty() ? ": the inputs themselves (no --calibration given)"
-                               : " from --calibration " + calibration;
-  } else {
-    how = m.quantize({});
-    if (!calibration.empty()) how += " (--calibration not needed, ignored)";
+    if (!d.outputs.empty() && d.outputs.size() != sig.outputs.size())
+      throw std::runtime_error(d.dir + ": " + std::to_string(d.outputs.size()) +
+                               " output_K.pb files, expected " +
+                               std::to_string(sig.outputs.size()) +
+                               " (one per graph output, or none)");
+    s.expected = d.outputs;
+    sets.push_back(std::move(s));
   }
+  return sets;
+}
+
+// No output may be an input (docs/tpusim.md "Output files"): checked before anything runs.
+void check_paths(const OnnxOptions& o, const tpu::cnn::GraphSignature& sig,
+                 const std::vector<Set>& sets) {
+  tpu::RunPaths paths = input_paths(o.model, o.test_dir, o.input_specs, o.expect_dir,
+                                    o.calibration);
+  paths.output("--vcd", o.dev.vcd);
+  if (!o.output_dir.empty())
+    for (const auto& s : sets)
+      for (const auto& out : sig.outputs)
+        paths.output_in("--output-dir", (fs::path(o.output_dir) / s.name).string(),
+                        tpu::cnn::tensor_file_name(out.name, "." + o.format));
+  paths.check();
+}
+
+// Quantizes `m` (calibrated on --calibration or the data sets' images); returns how.
+std::string quantize(TensorModel& m, const OnnxOptions& o, const std::vector<Set>& sets) {
+  if (!m.needs_calibration()) {
+    std::string how = m.quantize({});
+    if (!o.calibration.empty()) how += " (--calibration not needed, ignored)";
+    return how;
+  }
+  std::vector<std::vector<float>> cal;
+  std::string source;
+  if (!o.calibration.empty()) {
+    cal = load_calibration(m, o.calibration);
+    source = "--calibration " + o.calibration;
+  } else {
+    for (const auto& s : sets) cal.insert(cal.end(), s.images.begin(), s.images.end());
+    source = o.test_dir.empty() ? "the inputs (--input " + o.input_specs.at(0) + ")"
+                                : "the inputs of --test-dir " + o.test_dir;
+  }
+  std::string how;
+  try {
+    how = m.quantize(cal);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(o.model + ", calibrated on " + source + ": " + e.what());
+  }
+  return how + (o.calibration.empty() ? ": the inputs themselves (no --calibration given)"
+                                      : " from --calibration " + o.calibration);
+}
+
+// The model and quantization lines.
+void print_model_lines(std::FILE* info, const TensorModel& m, const OnnxOptions& o,
+                       const std::string& how, double steps, bool steps_default) {
   const auto& q = m.quantized();
-  const bool steps_default = steps < 0;
-  if (steps_default) steps = m.default_tolerance_steps();
-  std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", model.c_str(),
+  std::fprintf(info, "model: %s, %zu layers, input '%s' %s, output '%s' %s\n", o.model.c_str(),
                q.layers.size(), m.input_spec().name.c_str(), m.input_spec().describe().c_str(),
                m.output_spec().name.c_str(), m.output_spec().describe().c_str());
-  if (rule == "propagated")
+  if (o.rule == "propagated")
     std::fprintf(info,
                  "quantization: %s; output %s (float tolerance: the propagated quantization error "
                  "bound, %.6g)\n",
@@ -670,116 +608,176 @@ int run_run_onnx(const tpusim::Args& args) {
                  q.host_softmax.empty()        ? ""
                  : q.host_softmax == "Softmax" ? ", halved after the host's Softmax"
                                                : ", doubled after the host's LogSoftmax");
-  if (!output_dir.empty()) {
+}
+
+// Writes output `t` of data set `set` into --output-dir; returns its path.
+std::string write_output(const OnnxOptions& o, const std::string& set, const Tensor& t) {
+  fs::path dir(o.output_dir);
+  if (!set.empty()) {
+    dir /= set;
     std::error_code ec;
-    fs::create_directories(output_dir, ec);
-    if (ec || !fs::is_directory(output_dir, ec))
-      throw std::runtime_error("--output-dir " + output_dir + ": cannot create the directory (" +
+    fs::create_directories(dir, ec);
+    if (ec)
+      throw std::runtime_error("--output-dir " + dir.string() + ": cannot create the directory (" +
+                               ec.message() + ")");
+  }
+  const std::string path = (dir / tpu::cnn::tensor_file_name(t.name, "." + o.format)).string();
+  tpu::cnn::save_tensor(path, t);
+  return path;
+}
+
+// One data set on the chip: its outputs compared with the expected ones and written.
+SetResult run_set(tpu::Device& dev, const TensorModel& m, const Set& s, const OnnxOptions& o,
+                  double steps) {
+  // Every data set starts from an empty arena: its buffers get the same host addresses (and
+  // so the same DMA timing) whichever data sets ran before it in this process, which makes
+  // the cycle counts of a sharded run those of one process.
+  dev.release_all();
+  SetResult r;
+  r.name = s.name;
+  r.run = m.run(dev, s.images, o.batch, steps, o.dev.max_cycles_given ? o.dev.max_cycles : 0);
+  if (o.rule == "propagated")
+    for (auto& t : r.run.tolerances)
+      if (t > 0)
+        t = tpu::cnn::propagated_tolerance(m.quantized(),
+                                           !tpu::cnn::dtype_is_float(m.input_dtype()));
+  const auto& outs = m.signature().outputs;
+  for (size_t k = 0; k < r.run.outputs.size(); ++k) {
+    // s.expected is indexed like the graph's outputs.
+    const size_t g = size_t(std::find_if(outs.begin(), outs.end(),
+                                         [&](const tpu::cnn::TensorSpec& t) {
+                                           return t.name == r.run.outputs[k].name;
+                                         }) -
+                            outs.begin());
+    if (g < s.expected.size())
+      r.checks.push_back(
+          tpu::cnn::compare_tensors(r.run.outputs[k], s.expected[g], r.run.tolerances[k]));
+    else
+      r.checks.emplace_back();
+    if (!o.output_dir.empty()) r.written.push_back(write_output(o, s.name, r.run.outputs[k]));
+  }
+  return r;
+}
+
+// What a shard prints (its model lines, its data sets' lines), captured for its shard JSON.
+class Capture {
+ public:
+  explicit Capture(bool on) {
+    if (on) file_ = open_memstream(&data_, &size_);
+  }
+  ~Capture() {
+    if (file_) std::fclose(file_);
+    std::free(data_);
+  }
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+  std::FILE* file() const { return file_; }
+  size_t size() {
+    std::fflush(file_);
+    return size_;
+  }
+  std::string from(size_t begin) { return std::string(data_ + begin, size() - begin); }
+
+ private:
+  std::FILE* file_ = nullptr;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+int run_run_onnx(const tpusim::Args& args) {
+  OnnxOptions o;
+  tpusim::po::variables_map vm;
+  if (!parse_onnx_options(args, o, vm)) return 0;
+  check_model_path(o.model, o.test_dir);
+  tpusim::ShardPlan plan = tpusim::shard_plan(vm);
+  using Mode = tpusim::ShardPlan::Mode;
+  if (plan.mode == Mode::Jobs)  // --input: one data set
+    tpusim::cap_jobs(plan, o.test_dir.empty() ? 1 : tpu::cnn::read_test_data_sets(o.test_dir).size(),
+                     "data set", "data sets");
+  if (plan.mode != Mode::Single && !o.dev.vcd.empty())
+    throw tpusim::UsageError(
+        "--vcd needs one process (each shard would write the file): drop --jobs / --shard / "
+        "mpirun, or --vcd");
+  const auto t0 = tpusim::Clock::now();
+  tpusim::ShardedCommand command;
+  command.name = "run-onnx";
+  command.args = args;
+  command.merge_and_print = [&](const std::vector<std::string>& texts,
+                                const std::vector<std::string>& names, double wall) {
+    return print_onnx_output(merge_onnx_shards(texts, names), o.json, wall, true);
+  };
+  if (plan.mode == Mode::Jobs) return tpusim::run_jobs_and_merge(command, plan, t0);
+  // A shard collects what one process prints (its model lines and data sets) in `info`.
+  Capture captured(plan.mode != Mode::Single);
+  std::FILE* info = captured.file() ? captured.file() : o.json ? stderr : stdout;
+  const tpu::cnn::GraphSignature sig0 = tpu::cnn::read_graph_signature(o.model);
+  std::map<std::string, Tensor> constants;
+  std::vector<Set> sets = read_sets(o, sig0, constants);
+  check_paths(o, sig0, sets);
+  tpusim::set_activity("loading " + o.model + " and its inputs");
+  TensorModel m(o.model, constants);
+  for (auto& s : sets) s.images = m.images(s.inputs, s.sources);
+  if (o.test_dir.empty() && !o.expect_dir.empty())
+    for (size_t k = 0; k < m.signature().outputs.size(); ++k)
+      sets[0].expected.push_back(load_expected(o.expect_dir, m.signature().outputs[k].name, k));
+  if (!constants.empty()) {
+    std::string names;
+    for (const auto& kv : constants) names += (names.empty() ? "'" : ", '") + kv.first + "'";
+    std::fprintf(info,
+                 "folded as constants: %s (graph inputs given values; '%s' is the image input)\n",
+                 names.c_str(), m.input_spec().name.c_str());
+  }
+  const std::string how = quantize(m, o, sets);
+  const double steps = o.steps < 0 ? m.default_tolerance_steps() : o.steps;
+  print_model_lines(info, m, o, how, steps, o.steps < 0);
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.output_dir, ec);
+    if (ec || !fs::is_directory(o.output_dir, ec))
+      throw std::runtime_error("--output-dir " + o.output_dir + ": cannot create the directory (" +
                                (ec ? ec.message() : std::string("exists and is not a directory")) +
                                "); expected a writable directory");
   }
-
-  auto dev = tpusim::open_device(dev_opts, vm);
+  auto dev = tpusim::open_device(o.dev, vm);
   OnnxOutput out;
-  if (plan.mode != Mode::Single) {
-    std::fflush(info);
-    out.header.assign(captured, captured_size);
-  }
-  out.model = model;
+  if (captured.file()) out.header = captured.from(0);
+  out.model = o.model;
   out.backend = std::string(dev->backend());
   out.chip_n = dev->params().N;
-  out.batch = batch;
+  out.batch = o.batch;
   out.quantization = how;
   out.tolerance_steps = jnum(steps);
-  out.test_dir = !test_dir.empty();
-  out.outputs_written = !output_dir.empty();
+  out.test_dir = !o.test_dir.empty();
+  out.outputs_written = !o.output_dir.empty();
   const tpu::ShardSpec shard = plan.mode == Mode::Single ? tpu::ShardSpec{} : plan.shard;
   const tpu::ShardRange range = tpu::shard_range(sets.size(), shard);
-  tpusim::set_activity("running " + std::to_string(range.end - range.begin) + " data set" +
-                       (range.end - range.begin == 1 ? "" : "s") + " of " + model + " on the " +
-                       dev_opts.backend + " backend");
-  tpusim::set_progress(0, range.end - range.begin, "data sets");
+  const uint64_t mine = range.end - range.begin;
+  tpusim::set_activity("running " + std::to_string(mine) + " data set" + (mine == 1 ? "" : "s") +
+                       " of " + o.model + " on the " + o.dev.backend + " backend");
+  tpusim::set_progress(0, mine, "data sets");
   for (size_t si = range.begin; si < range.end; ++si) {
-    const Set& s = sets[si];
-    // Every data set starts from an empty arena: its buffers get the same host addresses (and
-    // so the same DMA timing) whichever data sets ran before it in this process, which makes
-    // the cycle counts of a sharded run those of one process.
-    dev->release_all();
-    SetResult r;
-    r.name = s.name;
-    r.run =
-        m.run(*dev, s.images, batch, steps, dev_opts.max_cycles_given ? dev_opts.max_cycles : 0);
-    if (rule == "propagated")
-      for (auto& t : r.run.tolerances)
-        if (t > 0)
-          t = tpu::cnn::propagated_tolerance(q, !tpu::cnn::dtype_is_float(m.input_dtype()));
-    for (size_t k = 0; k < r.run.outputs.size(); ++k) {
-      // s.expected is indexed like the graph's outputs.
-      const auto& outs = m.signature().outputs;
-      const size_t g = size_t(std::find_if(outs.begin(), outs.end(),
-                                           [&](const tpu::cnn::TensorSpec& o) {
-                                             return o.name == r.run.outputs[k].name;
-                                           }) -
-                              outs.begin());
-      if (g < s.expected.size()) {
-        r.checks.push_back(
-            tpu::cnn::compare_tensors(r.run.outputs[k], s.expected[g], r.run.tolerances[k]));
-      } else {
-        r.checks.emplace_back();
-      }
-      if (!output_dir.empty()) {
-        fs::path dir(output_dir);
-        if (!s.name.empty()) {
-          dir /= s.name;
-          std::error_code ec;
-          fs::create_directories(dir, ec);
-          if (ec)
-            throw std::runtime_error("--output-dir " + dir.string() +
-                                     ": cannot create the directory (" + ec.message() + ")");
-        }
-        const std::string path =
-            (dir / tpu::cnn::tensor_file_name(r.run.outputs[k].name, "." + format)).string();
-        tpu::cnn::save_tensor(path, r.run.outputs[k]);
-        r.written.push_back(path);
-      }
-    }
+    const SetResult r = run_set(*dev, m, sets[si], o, steps);
     OnnxOutput::SetOut so;
     so.cycles = r.run.cycles;
     so.pass = r.pass();
-    so.json = set_json(r, test_dir.empty() ? "  " : "      ");
-    if (plan.mode == Mode::Single) {
-      if (!json) print_set(info, r);
+    so.json = set_json(r, o.test_dir.empty() ? "  " : "      ");
+    if (!captured.file()) {
+      if (!o.json) print_set(info, r);
     } else {
-      std::fflush(info);
-      const size_t before = captured_size;
+      const size_t before = captured.size();
       print_set(info, r);
-      std::fflush(info);
-      so.text.assign(captured + before, captured_size - before);
+      so.text = captured.from(before);
     }
     out.sets.push_back(std::move(so));
-    tpusim::set_progress(si + 1 - range.begin, range.end - range.begin, "data sets");
+    tpusim::set_progress(si + 1 - range.begin, mine, "data sets");
   }
-  tpusim::finish_device(dev_opts, dev);  // puts the --vcd file in place
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (plan.mode != Mode::Single) {
-    std::fclose(info);
-    std::free(captured);
-    const std::string shard_json = onnx_shard_json(out, shard, sets.size(), wall);
-    if (plan.mode == Mode::Shard) {
-      std::cout << shard_json;
-      bool pass = true;
-      for (const auto& so : out.sets) pass = pass && so.pass;
-      return pass ? 0 : 1;
-    }
-    const auto all = tpusim::mpi_gather(shard_json);
-    if (!plan.merges()) return 0;  // rank 0 reports
-    std::vector<std::string> names;
-    for (uint32_t k = 0; k < shard.count; ++k) names.push_back("MPI rank " + std::to_string(k));
-    return print_onnx_output(
-        merge_onnx_shards(all, names), json,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
-  }
-  return print_onnx_output(out, json, wall, false);
+  tpusim::finish_device(o.dev, dev);  // puts the --vcd file in place
+  const double wall = std::chrono::duration<double>(tpusim::Clock::now() - t0).count();
+  if (plan.mode == Mode::Single) return print_onnx_output(out, o.json, wall, false);
+  bool pass = true;
+  for (const auto& so : out.sets) pass = pass && so.pass;
+  return tpusim::finish_shard(command, plan, onnx_shard_json(out, shard, sets.size(), wall),
+                              pass ? 0 : 1, t0);
 }
 
 }  // namespace

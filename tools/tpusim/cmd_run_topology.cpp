@@ -443,46 +443,33 @@ std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wal
   return tpu::json_document(j, 17, tpu::JsonRows::BlockAlways) + "\n";
 }
 
+LayerOutcome outcome_of(const tpusim::JsonValue& lj) {
+  LayerOutcome o;
+  o.index = size_t(lj.at("index").u64());
+  o.name = lj.at("name").str();
+  o.shape = lj.at("shape").str();
+  o.status = lj.at("status").str();
+  o.ran = lj.at("ran").flag();
+  o.exact = lj.at("exact").flag();
+  o.cycles = lj.at("cycles").u64();
+  o.mxu_busy = lj.at("mxu_busy").u64();
+  o.dma_in = lj.at("dma_in").u64();
+  o.dma_out = lj.at("dma_out").u64();
+  o.macs = lj.at("macs").i64();
+  o.utilization = lj.at("utilization").number();
+  o.ideal = lj.at("ideal").number();
+  o.scalesim = lj.at("scalesim").number();
+  o.wall = lj.at("wall").number();
+  return o;
+}
+
 // The shards of one run, in any order, as the run of one process. Throws std::runtime_error
 // naming the shard that is not part of the run, missing or repeated.
 TopoRun merge_shards(const std::vector<std::string>& texts, const std::vector<std::string>& names) {
-  std::vector<tpusim::JsonValue> parts;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    tpusim::JsonValue v = tpusim::parse_json(texts[i], names[i]);
-    if (v.type != tpusim::JsonValue::Type::Object || !v.has("format") ||
-        v.at("format").type != tpusim::JsonValue::Type::String ||
-        v.at("format").str() != kTopologyShardFormat)
-      throw std::runtime_error(names[i] + ": not a run-topology shard (expected \"format\": \"" +
-                               kTopologyShardFormat + "\", written by run-topology --shard I/K)");
-    parts.push_back(std::move(v));
-  }
-  if (parts.empty()) throw std::runtime_error("merge: no shard files");
-  const tpusim::JsonValue& p0 = parts.front();
-  const uint64_t count = p0.at("shard").at("count").u64();
-  std::vector<int> seen(count, -1);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const auto& v = parts[i];
-    for (const char* key : {"topology", "backend"})
-      if (v.at(key).str() != p0.at(key).str())
-        throw std::runtime_error(names[i] + ": a shard of another run (" + key + " " +
-                                 v.at(key).str() + ", but " + names[0] + " has " +
-                                 p0.at(key).str() + "; expected the shards of one run)");
-    for (const char* key : {"total_layers", "from", "to", "chip_n", "batch", "seed"})
-      if (v.at(key).text != p0.at(key).text)
-        throw std::runtime_error(names[i] + ": a shard of another run (" + key + " " +
-                                 v.at(key).text + ", but " + names[0] + " has " + p0.at(key).text +
-                                 "; expected the shards of one run)");
-    const uint64_t k = v.at("shard").at("index").u64();
-    if (v.at("shard").at("count").u64() != count || k >= count)
-      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
-                               v.at("shard").at("count").text + " is not one of the " +
-                               std::to_string(count) + " shards of " + names[0]);
-    if (seen[k] >= 0)
-      throw std::runtime_error(names[i] + ": shard " + std::to_string(k) + "/" +
-                               std::to_string(count) + " is also in " + names[size_t(seen[k])] +
-                               " (expected each shard once)");
-    seen[k] = int(i);
-  }
+  const tpusim::ShardSet set = tpusim::read_shards(
+      texts, names, kTopologyShardFormat, "run-topology",
+      {"topology", "backend", "total_layers", "from", "to", "chip_n", "batch", "seed"});
+  const tpusim::JsonValue& p0 = set.parts.front();
   TopoRun r;
   r.file = p0.at("topology").str();
   r.gemm = p0.at("gemm").flag();
@@ -493,30 +480,11 @@ TopoRun merge_shards(const std::vector<std::string>& texts, const std::vector<st
   r.backend = p0.at("backend").str();
   r.batch = uint32_t(p0.at("batch").u64());
   r.seed = p0.at("seed").u64();
-  for (uint64_t k = 0; k < count; ++k) {
-    if (seen[k] < 0)
-      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
-                               " is missing (expected all " + std::to_string(count) + " shards)");
-    const tpusim::JsonValue& v = parts[size_t(seen[k])];
-    for (const auto& lj : v.at("layers").array()) {
-      LayerOutcome o;
-      o.index = size_t(lj.at("index").u64());
-      o.name = lj.at("name").str();
-      o.shape = lj.at("shape").str();
-      o.status = lj.at("status").str();
-      o.ran = lj.at("ran").flag();
-      o.exact = lj.at("exact").flag();
-      o.cycles = lj.at("cycles").u64();
-      o.mxu_busy = lj.at("mxu_busy").u64();
-      o.dma_in = lj.at("dma_in").u64();
-      o.dma_out = lj.at("dma_out").u64();
-      o.macs = lj.at("macs").i64();
-      o.utilization = lj.at("utilization").number();
-      o.ideal = lj.at("ideal").number();
-      o.scalesim = lj.at("scalesim").number();
-      o.wall = lj.at("wall").number();
+  for (size_t k = 0; k < set.parts.size(); ++k) {
+    for (const auto& lj : set.parts[k].at("layers").array()) {
+      LayerOutcome o = outcome_of(lj);
       if (o.index != r.from + r.layers.size())
-        throw std::runtime_error(names[size_t(seen[k])] + ": layer " + std::to_string(o.index) +
+        throw std::runtime_error(set.names[k] + ": layer " + std::to_string(o.index) +
                                  " where layer " + std::to_string(r.from + r.layers.size()) +
                                  " was expected (the shards must cover the layers in order)");
       r.layers.push_back(std::move(o));
@@ -528,9 +496,42 @@ TopoRun merge_shards(const std::vector<std::string>& texts, const std::vector<st
   return r;
 }
 
+// A whole run (one process's, or merged from shards) as one process prints it.
+int print_run(const TopoRun& r, bool json, double wall) {
+  std::FILE* info = json ? stderr : stdout;
+  print_header(info, r, json);
+  if (!json)
+    for (const auto& o : r.layers) print_row(o, r.batch);
+  return print_result(r, json, wall);
+}
+
+// --layers FROM:TO of a file of `layers` layers (default: all of them).
+std::pair<size_t, size_t> layers_range(const std::string& text, size_t layers) {
+  size_t from = 0, to = layers;
+  if (text.empty()) return {from, to};
+  const size_t colon = text.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    size_t u1 = 0, u2 = 0;
+    const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
+    from = std::stoul(a, &u1);
+    to = std::stoul(b, &u2);
+    if (u1 != a.size() || u2 != b.size() || a[0] == '-' || b[0] == '-')
+      throw std::invalid_argument("junk");
+  } catch (const std::exception&) {
+    throw tpusim::UsageError("--layers " + text +
+                             ": expected FROM:TO (layer numbers counted from 0, TO excluded)");
+  }
+  if (from >= to || to > layers)
+    throw tpusim::UsageError("--layers " + text + ": expected 0 <= FROM < TO <= " +
+                             std::to_string(layers) + " (the file has " + std::to_string(layers) +
+                             " layers)");
+  return {from, to};
+}
+
 int run_run_topology(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string file, layers_range;
+  std::string file, layers_range_text;
   bool json = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
@@ -538,7 +539,7 @@ int run_run_topology(const tpusim::Args& args) {
                      "images per layer run, 1..64 (SCALE-Sim's topologies are per image)")(
       "seed", po::value<std::string>()->default_value("1"),
       "seed of the random weights and inputs (layer i uses seed + i)")(
-      "layers", po::value<std::string>(&layers_range),
+      "layers", po::value<std::string>(&layers_range_text),
       "FROM:TO: only the layers FROM..TO-1 of the file (counted from 0)")(
       "json", po::bool_switch(&json), "print one JSON object")(
       "file", po::value<std::string>(&file), "SCALE-Sim topology CSV");
@@ -568,57 +569,19 @@ int run_run_topology(const tpusim::Args& args) {
   if (file.empty()) throw tpusim::UsageError("expected the topology file (FILE.csv)");
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 64));
   const uint64_t seed = uint64_t(tpusim::int_option(vm, "seed", 0, int64_t{1} << 62));
-  std::vector<TopoLayer> topo = read_topology(file);
-  size_t from = 0, to = topo.size();
-  if (!layers_range.empty()) {
-    const size_t colon = layers_range.find(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("no colon");
-      size_t u1 = 0, u2 = 0;
-      const std::string a = layers_range.substr(0, colon), b = layers_range.substr(colon + 1);
-      from = std::stoul(a, &u1);
-      to = std::stoul(b, &u2);
-      if (u1 != a.size() || u2 != b.size() || a[0] == '-' || b[0] == '-')
-        throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      throw tpusim::UsageError("--layers " + layers_range +
-                               ": expected FROM:TO (layer numbers counted from 0, TO excluded)");
-    }
-    if (from >= to || to > topo.size())
-      throw tpusim::UsageError("--layers " + layers_range +
-                               ": expected 0 <= FROM < TO <= " + std::to_string(topo.size()) +
-                               " (the file has " + std::to_string(topo.size()) + " layers)");
-  }
+  const std::vector<TopoLayer> topo = read_topology(file);
+  const auto [from, to] = layers_range(layers_range_text, topo.size());
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   tpusim::cap_jobs(plan, to - from, "layer", "layers");
   using Mode = tpusim::ShardPlan::Mode;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  std::FILE* info = json ? stderr : stdout;
-  auto print_merged = [&](const TopoRun& r) {
-    print_header(info, r, json);
-    if (!json)
-      for (const auto& o : r.layers) print_row(o, r.batch);
-    return print_result(r, json, elapsed());
-  };
-  if (plan.mode == Mode::Jobs) {  // J copies of this command, --shard i/J each, then merge
-    const tpusim::Args base = tpusim::without_options(args, {"--jobs"}, {"--json"});
-    std::vector<int> codes;
-    const auto outs = tpusim::run_jobs(
-        "run-topology", plan.jobs,
-        [&](int i) {
-          tpusim::Args a = base;
-          a.insert(a.end(), {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs)});
-          return a;
-        },
-        codes);
-    std::vector<std::string> names;
-    for (int i = 0; i < plan.jobs; ++i)
-      names.push_back("shard " + std::to_string(i) + "/" + std::to_string(plan.jobs));
-    return print_merged(merge_shards(outs, names));
-  }
+  const auto t0 = tpusim::Clock::now();
+  tpusim::ShardedCommand command;
+  command.name = "run-topology";
+  command.args = args;
+  command.merge_and_print = [&](const std::vector<std::string>& texts,
+                                const std::vector<std::string>& names,
+                                double wall) { return print_run(merge_shards(texts, names), json, wall); };
+  if (plan.mode == Mode::Jobs) return tpusim::run_jobs_and_merge(command, plan, t0);
 
   auto dev = tpusim::open_device(dev_opts, vm);
   TopoRun run;
@@ -634,6 +597,7 @@ int run_run_topology(const tpusim::Args& args) {
   const bool single = plan.mode == Mode::Single;
   const tpu::ShardSpec shard = single ? tpu::ShardSpec{} : plan.shard;
   const tpu::ShardRange mine = tpu::shard_range(to - from, shard);
+  std::FILE* info = json ? stderr : stdout;
   if (single) print_header(info, run, json);
   const uint64_t max_cycles = dev_opts.max_cycles_given ? dev_opts.max_cycles : 0;
   for (size_t li = from + mine.begin; li < from + mine.end; ++li) {
@@ -643,19 +607,11 @@ int run_run_topology(const tpusim::Args& args) {
     run.layers.push_back(std::move(o));
   }
   tpusim::finish_device(dev_opts, dev);
-  if (single) return print_result(run, json, elapsed());
-  const std::string mine_json = shard_json(run, shard, elapsed());
+  const double wall = std::chrono::duration<double>(tpusim::Clock::now() - t0).count();
+  if (single) return print_result(run, json, wall);
   int code = 0;
   for (const auto& o : run.layers) code |= o.failed();
-  if (plan.mode == Mode::Shard) {
-    std::cout << mine_json;
-    return code;
-  }
-  const auto all = tpusim::mpi_gather(mine_json);  // Mode::Mpi
-  if (!plan.merges()) return code;
-  std::vector<std::string> names;
-  for (uint32_t k = 0; k < shard.count; ++k) names.push_back("MPI rank " + std::to_string(k));
-  return print_merged(merge_shards(all, names));
+  return tpusim::finish_shard(command, plan, shard_json(run, shard, wall), code, t0);
 }
 
 }  // namespace
@@ -663,12 +619,7 @@ int run_run_topology(const tpusim::Args& args) {
 namespace tpusim {
 int print_merged_topology(const std::vector<std::string>& texts,
                           const std::vector<std::string>& names, bool json, double wall) {
-  TopoRun r = merge_shards(texts, names);
-  std::FILE* info = json ? stderr : stdout;
-  print_header(info, r, json);
-  if (!json)
-    for (const auto& o : r.layers) print_row(o, r.batch);
-  return print_result(r, json, wall);
+  return print_run(merge_shards(texts, names), json, wall);
 }
 }  // namespace tpusim
 

@@ -137,19 +137,27 @@ std::string csv_number(double v) {
   return b;
 }
 
-int run_sweep(const tpusim::Args& args) {
-  namespace po = tpusim::po;
+// sweep's options, read and checked.
+struct SweepOptions {
   std::string model, n_text, bw_text = "16", lat_text = "10", batch_text = "8", out_dir = ".";
+  std::vector<int64_t> ns, bws, lats, batches;
+  int64_t images = 32, calibration = 50;
+  int jobs = 1;
+};
+
+// Reads the options; false for --help. Throws UsageError for bad ones.
+bool parse_sweep_options(const tpusim::Args& args, SweepOptions& o) {
+  namespace po = tpusim::po;
   po::options_description opts("options");
-  opts.add_options()("model", po::value<std::string>(&model),
+  opts.add_options()("model", po::value<std::string>(&o.model),
                      "ONNX model for run-cnn (default: the bundled models/fashion_cnn.onnx)")(
-      "n", po::value<std::string>(&n_text),
+      "n", po::value<std::string>(&o.n_text),
       "array sizes N, comma-separated (default: every N built, TPU_SIM_N_LIST)")(
-      "bandwidth", po::value<std::string>(&bw_text)->default_value("16"),
+      "bandwidth", po::value<std::string>(&o.bw_text)->default_value("16"),
       "host memory bandwidths in bytes per cycle, 1..4096, comma-separated")(
-      "latency", po::value<std::string>(&lat_text)->default_value("10"),
+      "latency", po::value<std::string>(&o.lat_text)->default_value("10"),
       "host memory latencies in cycles per DMA transaction, 0..100000, comma-separated")(
-      "batch", po::value<std::string>(&batch_text)->default_value("8"),
+      "batch", po::value<std::string>(&o.batch_text)->default_value("8"),
       "batch sizes (images per chip run), 1..4095, comma-separated")(
       "images", po::value<std::string>()->default_value("32"),
       "Fashion-MNIST test images per configuration (1..10000)")(
@@ -157,7 +165,7 @@ int run_sweep(const tpusim::Args& args) {
       "calibration images for the post-training quantization (as run-cnn)")(
       "jobs", po::value<std::string>(),
       "configurations run at once (default: the number of cores)")(
-      "out", po::value<std::string>(&out_dir)->default_value("."),
+      "out", po::value<std::string>(&o.out_dir)->default_value("."),
       "directory for sweep.csv and the charts (created if missing)");
   po::variables_map vm;
   if (!tpusim::parse_options(
@@ -173,26 +181,30 @@ int run_sweep(const tpusim::Args& args) {
           "DIR/sweep_utilization_bandwidth.svg (against bandwidth) and DIR/sweep_dma.svg. "
           "Exit code 1 if a configuration fails or differs from the integer reference.",
           opts, {}, vm)) {
-    return 0;
+    return false;
   }
   const std::vector<int64_t> built = built_n();
-  const std::vector<int64_t> ns = n_text.empty() ? built : int_list("n", n_text, 1, 1024);
-  const auto bws = int_list("bandwidth", bw_text, 1, 4096);
-  const auto lats = int_list("latency", lat_text, 0, 100000);
-  const auto batches = int_list("batch", batch_text, 1, 4095);
-  const int64_t images = tpusim::int_option(vm, "images", 1, 10000);
-  const int64_t calibration = tpusim::int_option(vm, "calibration", 1, 60000);
-  const int jobs = vm.count("jobs") ? int(tpusim::int_option(vm, "jobs", 1, 1024))
-                                    : int(std::max(1u, std::thread::hardware_concurrency()));
-  if (!model.empty()) {
+  o.ns = o.n_text.empty() ? built : int_list("n", o.n_text, 1, 1024);
+  o.bws = int_list("bandwidth", o.bw_text, 1, 4096);
+  o.lats = int_list("latency", o.lat_text, 0, 100000);
+  o.batches = int_list("batch", o.batch_text, 1, 4095);
+  o.images = tpusim::int_option(vm, "images", 1, 10000);
+  o.calibration = tpusim::int_option(vm, "calibration", 1, 60000);
+  o.jobs = vm.count("jobs") ? int(tpusim::int_option(vm, "jobs", 1, 1024))
+                            : int(std::max(1u, std::thread::hardware_concurrency()));
+  if (!o.model.empty()) {
     std::error_code ec;
-    if (!fs::is_regular_file(model, ec))
-      throw std::runtime_error("--model " + model +
+    if (!fs::is_regular_file(o.model, ec))
+      throw std::runtime_error("--model " + o.model +
                                ": not a readable file (expected an ONNX model for run-cnn)");
-    model = fs::absolute(model, ec).string();
+    o.model = fs::absolute(o.model, ec).string();
   }
+  return true;
+}
 
-  // One executable per N: tpusim for the default chip, tpusim_n<N> for the others.
+// One executable per N: tpusim for the default chip, tpusim_n<N> for the others.
+std::vector<std::pair<int64_t, std::string>> executables(const std::vector<int64_t>& ns) {
+  const std::vector<int64_t> built = built_n();
   const fs::path dir = fs::path(tpusim::self_executable()).parent_path();
   std::vector<std::pair<int64_t, std::string>> exes;
   for (int64_t n : ns) {
@@ -212,53 +224,45 @@ int run_sweep(const tpusim::Args& args) {
                                "; build it: cmake --build build --target " + name + ")");
     exes.emplace_back(n, exe.string());
   }
-  {  // no output may be an input: checked before anything runs
-    tpu::RunPaths paths;
-    paths.input("--model", model);
-    for (const char* name :
-         {"sweep.csv", "sweep_cycles.svg", "sweep_utilization.svg", "sweep_cycles_bandwidth.svg",
-          "sweep_utilization_bandwidth.svg", "sweep_dma.svg"})
-      paths.output_in("--out", out_dir, name);
-    paths.check();
-  }
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir, ec))
-    throw std::runtime_error("--out " + out_dir + ": cannot create the directory (" +
-                             (ec ? ec.message() : std::string("exists and is not a directory")) +
-                             "); expected a writable directory");
-  const std::string csv_path = (fs::path(out_dir) / "sweep.csv").string();
-  tpu::OutputFile csv_out(csv_path, "--out");  // fails now, not after the sweep
+  return exes;
+}
 
-  std::vector<Config> configs;
-  std::vector<std::vector<std::string>> argvs;
+// The grid: one configuration and one run-cnn command per point.
+void grid(const SweepOptions& o, const std::vector<std::pair<int64_t, std::string>>& exes,
+          std::vector<Config>& configs, std::vector<std::vector<std::string>>& argvs) {
   for (const auto& [n, exe] : exes)
-    for (int64_t bw : bws)
-      for (int64_t lat : lats)
-        for (int64_t b : batches) {
+    for (int64_t bw : o.bws)
+      for (int64_t lat : o.lats)
+        for (int64_t b : o.batches) {
           configs.push_back(Config{n, bw, lat, b});
           std::vector<std::string> a = {exe,
                                         "run-cnn",
                                         "--json",
                                         "--quiet",
                                         "--images",
-                                        std::to_string(images),
+                                        std::to_string(o.images),
                                         "--batch",
                                         std::to_string(b),
                                         "--calibration",
-                                        std::to_string(calibration),
+                                        std::to_string(o.calibration),
                                         "--mem-bandwidth",
                                         std::to_string(bw),
                                         "--mem-latency",
                                         std::to_string(lat)};
-          if (!model.empty()) a.insert(a.end(), {"--model", model});
+          if (!o.model.empty()) a.insert(a.end(), {"--model", o.model});
           argvs.push_back(std::move(a));
         }
-  // Each run's messages go to a log, kept only when the run fails.
-  const fs::path log_dir = fs::path(out_dir) / "sweep_logs";
+}
+
+// Runs the configurations, --jobs at a time, each with its messages in a log kept only when
+// the run fails; a line on stderr as each ends.
+std::vector<Outcome> run_configs(const SweepOptions& o, const std::vector<Config>& configs,
+                                 const std::vector<std::vector<std::string>>& argvs) {
+  std::error_code ec;
+  const fs::path log_dir = fs::path(o.out_dir) / "sweep_logs";
   fs::create_directories(log_dir, ec);
   if (ec)
-    throw std::runtime_error("--out " + out_dir + ": cannot create " + log_dir.string() + " (" +
+    throw std::runtime_error("--out " + o.out_dir + ": cannot create " + log_dir.string() + " (" +
                              ec.message() + ")");
   std::vector<std::string> logs;
   for (const Config& c : configs)
@@ -269,46 +273,45 @@ int run_sweep(const tpusim::Args& args) {
   std::fprintf(
       stderr,
       "sweep: %zu configurations (N %s; bandwidth %s; latency %s; batch %s), %d at a time\n",
-      configs.size(), join(ns).c_str(), join(bws).c_str(), join(lats).c_str(),
-      join(batches).c_str(), jobs);
-  const auto t0 = std::chrono::steady_clock::now();
+      configs.size(), join(o.ns).c_str(), join(o.bws).c_str(), join(o.lats).c_str(),
+      join(o.batches).c_str(), o.jobs);
   std::vector<Outcome> outcomes(configs.size());
   size_t done = 0;
   tpusim::set_activity("running " + std::to_string(configs.size()) + " configurations");
   tpusim::run_processes(
-      argvs, jobs,
+      argvs, o.jobs,
       [&](size_t i, const tpusim::ChildResult& r) {
         outcomes[i] = parse_outcome(r, configs[i]);
-        Outcome& o = outcomes[i];
+        Outcome& out = outcomes[i];
         std::error_code rm;
-        if (o.ok && o.matches)
+        if (out.ok && out.matches)
           fs::remove(logs[i], rm);
         else
-          o.error += (o.error.empty() ? "" : "; ") + std::string("its messages: ") + logs[i];
+          out.error += (out.error.empty() ? "" : "; ") + std::string("its messages: ") + logs[i];
         ++done;
-        if (o.ok)
+        if (out.ok)
           std::fprintf(stderr, "[%zu/%zu] %s: %.0f cycles per image, MXU utilization %.1f%%%s\n",
-                       done, configs.size(), configs[i].label().c_str(), o.cycles_per_image,
-                       100 * o.utilization,
-                       o.matches ? "" : ", DIFFERS from the integer reference");
+                       done, configs.size(), configs[i].label().c_str(), out.cycles_per_image,
+                       100 * out.utilization,
+                       out.matches ? "" : ", DIFFERS from the integer reference");
         else
           std::fprintf(stderr, "[%zu/%zu] %s: FAILED: %s\n", done, configs.size(),
-                       configs[i].label().c_str(), o.error.c_str());
+                       configs[i].label().c_str(), out.error.c_str());
       },
       logs);
   fs::remove(log_dir, ec);  // only if empty: every run succeeded
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return outcomes;
+}
 
-  // sweep.csv: one row per configuration, in grid order.
+// sweep.csv: one row per configuration, in grid order.
+std::string sweep_csv(const std::vector<Config>& configs, const std::vector<Outcome>& outcomes) {
   std::ostringstream csv;
   csv << "n,bandwidth_bytes_per_cycle,latency_cycles,batch,images,cycles_total,cycles_per_image,"
          "mxu_utilization,mxu_busy_fraction,dma_in_bytes_per_image,dma_out_bytes_per_image,"
          "scalesim_ws_cycles_per_image,matches_reference,accuracy,wall_seconds,error\n";
-  int failed = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];
     const Outcome& o = outcomes[i];
-    failed += !o.ok || !o.matches;
     csv << c.n << "," << c.bandwidth << "," << c.latency << "," << c.batch << ",";
     if (o.ok)
       csv << o.images << "," << o.cycles_total << "," << csv_number(o.cycles_per_image) << ","
@@ -323,80 +326,72 @@ int run_sweep(const tpusim::Args& args) {
       csv << ",,,,,,,,,,,\"" << e << "\"\n";
     }
   }
-  csv_out.write(csv.str());
-  csv_out.commit();
+  return csv.str();
+}
 
-  // The charts: panels per (latency, batch); against N (a line per bandwidth) and against
-  // bandwidth (a line per N).
-  auto value = [&](size_t i, bool util) {
-    const Outcome& o = outcomes[i];
-    if (!o.ok) return std::nan("");
-    return util ? o.utilization : o.cycles_per_image;
-  };
-  auto chart = [&](bool util, bool vs_n) {
-    tpusim::PlotSpec spec;
-    spec.title = std::string(util ? "MXU utilization" : "Cycles per image") + " against " +
-                 (vs_n ? "N" : "host memory bandwidth") + " (" +
-                 fs::path(model.empty() ? "fashion_cnn.onnx" : model).filename().string() + ", " +
-                 std::to_string(images) + " images)";
-    spec.x_label = vs_n ? "array size N" : "bandwidth (bytes per cycle)";
-    spec.y_label = util ? "MXU utilization" : "cycles per image (log scale)";
-    spec.y_percent = util;
-    spec.y_log = !util;  // cycles span decades between N = 4 and N = 256
-    for (int64_t lat : lats)
-      for (int64_t b : batches) {
-        tpusim::PlotPanel panel;
-        panel.title = "latency " + std::to_string(lat) + ", batch " + std::to_string(b);
-        for (int64_t s : vs_n ? bws : ns) {
-          tpusim::PlotSeries series;
-          series.label =
-              vs_n ? "bandwidth " + std::to_string(s) + " B/cycle" : "N = " + std::to_string(s);
-          for (size_t i = 0; i < configs.size(); ++i) {
-            const Config& c = configs[i];
-            if (c.latency != lat || c.batch != b || (vs_n ? c.bandwidth : c.n) != s) continue;
-            series.x.push_back(double(vs_n ? c.n : c.bandwidth));
-            series.y.push_back(value(i, util));
-          }
-          panel.series.push_back(std::move(series));
+// Cycles per image or MXU utilization: panels per (latency, batch); against N (a line per
+// bandwidth) or against bandwidth (a line per N).
+std::string timing_chart(const SweepOptions& o, const std::vector<Config>& configs,
+                         const std::vector<Outcome>& outcomes, bool util, bool vs_n) {
+  tpusim::PlotSpec spec;
+  spec.title = std::string(util ? "MXU utilization" : "Cycles per image") + " against " +
+               (vs_n ? "N" : "host memory bandwidth") + " (" +
+               fs::path(o.model.empty() ? "fashion_cnn.onnx" : o.model).filename().string() +
+               ", " + std::to_string(o.images) + " images)";
+  spec.x_label = vs_n ? "array size N" : "bandwidth (bytes per cycle)";
+  spec.y_label = util ? "MXU utilization" : "cycles per image (log scale)";
+  spec.y_percent = util;
+  spec.y_log = !util;  // cycles span decades between N = 4 and N = 256
+  for (int64_t lat : o.lats)
+    for (int64_t b : o.batches) {
+      tpusim::PlotPanel panel;
+      panel.title = "latency " + std::to_string(lat) + ", batch " + std::to_string(b);
+      for (int64_t s : vs_n ? o.bws : o.ns) {
+        tpusim::PlotSeries series;
+        series.label =
+            vs_n ? "bandwidth " + std::to_string(s) + " B/cycle" : "N = " + std::to_string(s);
+        for (size_t i = 0; i < configs.size(); ++i) {
+          const Config& c = configs[i];
+          if (c.latency != lat || c.batch != b || (vs_n ? c.bandwidth : c.n) != s) continue;
+          series.x.push_back(double(vs_n ? c.n : c.bandwidth));
+          const Outcome& out = outcomes[i];
+          series.y.push_back(!out.ok ? std::nan("")
+                             : util  ? out.utilization
+                                     : out.cycles_per_image);
         }
-        spec.panels.push_back(std::move(panel));
+        panel.series.push_back(std::move(series));
       }
-    return tpusim::line_chart_svg(spec);
-  };
-  std::vector<std::string> written = {csv_path};
-  auto write_svg = [&](const std::string& name, const std::string& text) {
-    const std::string path = (fs::path(out_dir) / name).string();
-    tpu::OutputFile f(path, "--out");
-    f.write(text);
-    f.commit();
-    written.push_back(path);
-  };
-  write_svg("sweep_cycles.svg", chart(false, true));
-  write_svg("sweep_utilization.svg", chart(true, true));
-  write_svg("sweep_cycles_bandwidth.svg", chart(false, false));
-  write_svg("sweep_utilization_bandwidth.svg", chart(true, false));
-  {  // DMA bytes per image: they depend on N and the batch, not on the memory's timing.
-    tpusim::PlotSpec spec;
-    spec.title = "DMA bytes per image (host to chip: weights, parameters, instructions, input)";
-    spec.x_label = "array size N";
-    spec.y_label = "bytes per image";
-    tpusim::PlotPanel panel;
-    panel.title = "bandwidth " + std::to_string(bws[0]) + ", latency " + std::to_string(lats[0]);
-    for (int64_t b : batches) {
-      tpusim::PlotSeries series;
-      series.label = "batch " + std::to_string(b);
-      for (size_t i = 0; i < configs.size(); ++i) {
-        const Config& c = configs[i];
-        if (c.bandwidth != bws[0] || c.latency != lats[0] || c.batch != b) continue;
-        series.x.push_back(double(c.n));
-        series.y.push_back(outcomes[i].ok ? outcomes[i].dma_in : std::nan(""));
-      }
-      panel.series.push_back(std::move(series));
+      spec.panels.push_back(std::move(panel));
     }
-    spec.panels.push_back(std::move(panel));
-    write_svg("sweep_dma.svg", tpusim::line_chart_svg(spec));
-  }
+  return tpusim::line_chart_svg(spec);
+}
 
+// DMA bytes per image: they depend on N and the batch, not on the memory's timing.
+std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
+                      const std::vector<Outcome>& outcomes) {
+  tpusim::PlotSpec spec;
+  spec.title = "DMA bytes per image (host to chip: weights, parameters, instructions, input)";
+  spec.x_label = "array size N";
+  spec.y_label = "bytes per image";
+  tpusim::PlotPanel panel;
+  panel.title = "bandwidth " + std::to_string(o.bws[0]) + ", latency " + std::to_string(o.lats[0]);
+  for (int64_t b : o.batches) {
+    tpusim::PlotSeries series;
+    series.label = "batch " + std::to_string(b);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      if (c.bandwidth != o.bws[0] || c.latency != o.lats[0] || c.batch != b) continue;
+      series.x.push_back(double(c.n));
+      series.y.push_back(outcomes[i].ok ? outcomes[i].dma_in : std::nan(""));
+    }
+    panel.series.push_back(std::move(series));
+  }
+  spec.panels.push_back(std::move(panel));
+  return tpusim::line_chart_svg(spec);
+}
+
+// The table on stdout.
+void print_table(const std::vector<Config>& configs, const std::vector<Outcome>& outcomes) {
   std::printf("%5s %9s %7s %5s %14s %11s %14s %10s %s\n", "N", "bandwidth", "latency", "batch",
               "cycles/image", "MXU util.", "DMA in/image", "SCALE-Sim", "bit-exact");
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -412,8 +407,59 @@ int run_sweep(const tpusim::Args& args) {
                 o.cycles_per_image, 100 * o.utilization, o.dma_in, o.scalesim,
                 o.matches ? "yes" : "NO");
   }
+}
+
+const char* const kSweepFiles[] = {"sweep.csv",
+                                   "sweep_cycles.svg",
+                                   "sweep_utilization.svg",
+                                   "sweep_cycles_bandwidth.svg",
+                                   "sweep_utilization_bandwidth.svg",
+                                   "sweep_dma.svg"};
+
+int run_sweep(const tpusim::Args& args) {
+  SweepOptions o;
+  if (!parse_sweep_options(args, o)) return 0;
+  const auto exes = executables(o.ns);
+  {  // no output may be an input: checked before anything runs
+    tpu::RunPaths paths;
+    paths.input("--model", o.model);
+    for (const char* name : kSweepFiles) paths.output_in("--out", o.out_dir, name);
+    paths.check();
+  }
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec || !fs::is_directory(o.out_dir, ec))
+    throw std::runtime_error("--out " + o.out_dir + ": cannot create the directory (" +
+                             (ec ? ec.message() : std::string("exists and is not a directory")) +
+                             "); expected a writable directory");
+  const std::string csv_path = (fs::path(o.out_dir) / "sweep.csv").string();
+  tpu::OutputFile csv_out(csv_path, "--out");  // fails now, not after the sweep
+  std::vector<Config> configs;
+  std::vector<std::vector<std::string>> argvs;
+  grid(o, exes, configs, argvs);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<Outcome> outcomes = run_configs(o, configs, argvs);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int failed = 0;
+  for (const auto& out : outcomes) failed += !out.ok || !out.matches;
+  csv_out.write(sweep_csv(configs, outcomes));
+  csv_out.commit();
+  std::vector<std::string> written = {csv_path};
+  auto write_svg = [&](const std::string& name, const std::string& text) {
+    const std::string path = (fs::path(o.out_dir) / name).string();
+    tpu::OutputFile f(path, "--out");
+    f.write(text);
+    f.commit();
+    written.push_back(path);
+  };
+  write_svg("sweep_cycles.svg", timing_chart(o, configs, outcomes, false, true));
+  write_svg("sweep_utilization.svg", timing_chart(o, configs, outcomes, true, true));
+  write_svg("sweep_cycles_bandwidth.svg", timing_chart(o, configs, outcomes, false, false));
+  write_svg("sweep_utilization_bandwidth.svg", timing_chart(o, configs, outcomes, true, false));
+  write_svg("sweep_dma.svg", dma_chart(o, configs, outcomes));
+  print_table(configs, outcomes);
   std::printf("configurations: %zu, failed or not bit-exact: %d; wall time %.1f s (%d at a time)\n",
-              configs.size(), failed, wall, jobs);
+              configs.size(), failed, wall, o.jobs);
   std::printf("wrote:");
   for (const auto& w : written) std::printf(" %s", w.c_str());
   std::printf("\n");

@@ -251,139 +251,100 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
   return tpu::json_document(j, 17, tpu::JsonRows::Compact) + "\n";
 }
 
+namespace {
+
+// Shard 0 holds the run's first batch: its program's per-layer profile and the presentation.
+void read_run_of_first_shard(const JsonValue& v, const JsonValue& s0, MergedCnn& m) {
+  tpu::cnn::Evaluation& e = m.e;
+  e.model = v.at("model").str();
+  e.backend = v.at("backend").str();
+  e.chip_n = uint32_t(v.at("chip_n").u64());
+  e.offset = int(s0.at("offset_total").i64());
+  e.quantization = v.at("quantization").str();
+  const JsonValue& pj = v.at("presentation");
+  for (const auto& c : pj.at("class_names").array()) m.p.class_names.push_back(c.str());
+  m.p.top_k = int(pj.at("top_k").i64());
+  m.p.output_scale = pj.at("output_scale").number();
+  m.p.output_zero_point = int32_t(pj.at("output_zero_point").i64());
+  m.p.display_offset = int(pj.at("display_offset").i64());
+  m.p.header = pj.at("header").str();
+  m.p.timeline_note = pj.at("timeline_note").str();
+  e.layers_from = v.at("layers_from").str();
+  for (const auto& lj : v.at("layers").array()) {
+    tpu::cnn::LayerProfile l;
+    l.name = lj.at("name").str();
+    l.op = lj.at("op").str();
+    l.macs = lj.at("macs").i64();
+    l.cycles = lj.at("cycles").u64();
+    l.images = uint32_t(lj.at("images").u64());
+    l.utilization = lj.at("utilization").number();
+    l.ideal_cycles = lj.at("ideal_cycles").number();
+    l.scalesim_ws_cycles = lj.at("scalesim_ws_cycles").number();
+    l.dma = dma_of(lj.at("dma"));
+    e.layers.push_back(l);
+  }
+}
+
+// The first shard with images: the program's figures (the same in every shard).
+void read_program(const JsonValue& v, tpu::cnn::Evaluation& e) {
+  e.batch = uint32_t(v.at("batch").u64());
+  e.micro_batch = uint32_t(v.at("micro_batch").u64());
+  e.instructions_per_batch = size_t(v.at("instructions_per_batch").u64());
+  e.macs_per_image = v.at("macs_per_image").i64();
+  e.input_bytes_per_image = uint32_t(v.at("input_bytes_per_image").u64());
+  e.output_bytes_per_image = uint32_t(v.at("output_bytes_per_image").u64());
+  e.cycles_estimated = v.at("cycles_estimated").flag();
+  e.spill = v.at("spill").flag();
+  e.scratch_bytes = v.at("scratch_bytes").u64();
+  e.program_dma = dma_of(v.at("program_dma"));
+  e.mem_latency_cycles = v.at("mem_latency_cycles").i64();
+  e.mem_bytes_per_cycle = v.at("mem_bytes_per_cycle").i64();
+}
+
+// Adds a shard's images, counts and results to `e`.
+void add_shard_images(const JsonValue& v, int images, tpu::cnn::Evaluation& e) {
+  e.images += images;
+  e.correct += int(v.at("correct").i64());
+  e.float_correct += int(v.at("float_correct").i64());
+  e.reference_correct += int(v.at("reference_correct").i64());
+  e.mismatches += int(v.at("mismatches").i64());
+  e.cycles_total += v.at("cycles_total").u64();
+  e.run_seconds += v.at("run_seconds").number();
+  const JsonValue& cj = v.at("counters");
+  for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
+    e.counters.set(c, e.counters.get(c) + cj.at(tpu::PerfCounters::name(c)).u64());
+  for (const auto& rj : v.at("results").array()) {
+    tpu::cnn::ImageResult r;
+    r.index = int(rj.at("index").i64());
+    r.label = int(rj.at("label").i64());
+    r.predicted = int(rj.at("predicted").i64());
+    r.float_predicted = int(rj.at("float_predicted").i64());
+    r.matches_reference = rj.at("matches_reference").flag();
+    for (const auto& x : rj.at("logits").array()) r.logits.push_back(int32_t(x.i64()));
+    e.results.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
 MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
                            const std::vector<std::string>& names) {
-  if (texts.empty()) throw std::runtime_error("merge: no shard files (expected K shard files)");
-  struct Part {
-    JsonValue v;
-    std::string name;
-    uint32_t index = 0;
-  };
-  std::vector<Part> parts;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    Part part;
-    part.name = names[i];
-    try {
-      part.v = parse_json(texts[i], names[i]);
-      if (part.v.type != JsonValue::Type::Object || !part.v.has("format") ||
-          part.v.at("format").str() != kFormat)
-        throw std::runtime_error(std::string("not a run-cnn shard (expected \"format\": \"") +
-                                 kFormat + "\", written by tpusim run-cnn --shard I/K)");
-      part.index = uint32_t(part.v.at("shard").at("index").u64());
-    } catch (const std::runtime_error& e) {
-      const std::string what = e.what();
-      throw std::runtime_error(what.rfind(names[i], 0) == 0 ? what : names[i] + ": " + what);
-    }
-    parts.push_back(std::move(part));
-  }
-  const JsonValue& s0 = parts.front().v.at("shard");
-  const uint64_t count = s0.at("count").u64();
-  std::vector<int> seen(count, -1);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const JsonValue& s = parts[i].v.at("shard");
-    const std::string& name = parts[i].name;
-    auto same = [&](const char* key, const std::string& a, const std::string& b) {
-      if (a != b)
-        throw std::runtime_error(name + ": a shard of another run (" + key + " " + a + ", but " +
-                                 parts.front().name + " has " + b +
-                                 "; expected the shards of one run)");
-    };
-    same("shard count", std::to_string(s.at("count").u64()), std::to_string(count));
-    for (const char* key : {"images_total", "offset_total", "batch"})
-      same(key, s.at(key).text, s0.at(key).text);
-    for (const char* key : {"model", "backend", "quantization"})
-      same(key, parts[i].v.at(key).str(), parts.front().v.at(key).str());
-    same("chip_n", parts[i].v.at("chip_n").text, parts.front().v.at("chip_n").text);
-    if (parts[i].index >= count)
-      throw std::runtime_error(name + ": shard " + std::to_string(parts[i].index) + "/" +
-                               std::to_string(count) + " is out of range");
-    if (seen[parts[i].index] >= 0)
-      throw std::runtime_error(name + ": shard " + std::to_string(parts[i].index) + "/" +
-                               std::to_string(count) + " is also in " +
-                               parts[size_t(seen[parts[i].index])].name +
-                               " (expected each shard once)");
-    seen[parts[i].index] = int(i);
-  }
-  for (uint64_t k = 0; k < count; ++k)
-    if (seen[k] < 0)
-      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
-                               " is missing (expected all " + std::to_string(count) +
-                               " shards of the run, got " + std::to_string(parts.size()) + ")");
-
+  const ShardSet set = read_shards(texts, names, kFormat, "run-cnn",
+                                   {"shard.images_total", "shard.offset_total", "shard.batch",
+                                    "model", "backend", "quantization", "chip_n"});
+  const JsonValue& s0 = set.parts.front().at("shard");
   MergedCnn m;
   tpu::cnn::Evaluation& e = m.e;
   bool first = true;
-  for (uint64_t k = 0; k < count; ++k) {
-    const Part& part = parts[size_t(seen[k])];
-    const JsonValue& v = part.v;
-    if (k == 0) {  // shard 0 holds the run's first batch: its program and per-layer profile
-      e.model = v.at("model").str();
-      e.backend = v.at("backend").str();
-      e.chip_n = uint32_t(v.at("chip_n").u64());
-      e.offset = int(s0.at("offset_total").i64());
-      e.quantization = v.at("quantization").str();
-      const JsonValue& pj = v.at("presentation");
-      for (const auto& c : pj.at("class_names").array()) m.p.class_names.push_back(c.str());
-      m.p.top_k = int(pj.at("top_k").i64());
-      m.p.output_scale = pj.at("output_scale").number();
-      m.p.output_zero_point = int32_t(pj.at("output_zero_point").i64());
-      m.p.display_offset = int(pj.at("display_offset").i64());
-      m.p.header = pj.at("header").str();
-      m.p.timeline_note = pj.at("timeline_note").str();
-      e.layers_from = v.at("layers_from").str();
-      for (const auto& lj : v.at("layers").array()) {
-        tpu::cnn::LayerProfile l;
-        l.name = lj.at("name").str();
-        l.op = lj.at("op").str();
-        l.macs = lj.at("macs").i64();
-        l.cycles = lj.at("cycles").u64();
-        l.images = uint32_t(lj.at("images").u64());
-        l.utilization = lj.at("utilization").number();
-        l.ideal_cycles = lj.at("ideal_cycles").number();
-        l.scalesim_ws_cycles = lj.at("scalesim_ws_cycles").number();
-        l.dma = dma_of(lj.at("dma"));
-        e.layers.push_back(l);
-      }
-    }
+  for (size_t k = 0; k < set.parts.size(); ++k) {
+    const JsonValue& v = set.parts[k];
+    if (k == 0) read_run_of_first_shard(v, s0, m);
     for (const auto& f : v.at("presentation").at("files").array()) m.p.files.push_back(f.str());
     const int images = int(v.at("images").i64());
     if (images == 0) continue;  // a shard without batches (more shards than batches)
-    if (first) {
-      e.batch = uint32_t(v.at("batch").u64());
-      e.micro_batch = uint32_t(v.at("micro_batch").u64());
-      e.instructions_per_batch = size_t(v.at("instructions_per_batch").u64());
-      e.macs_per_image = v.at("macs_per_image").i64();
-      e.input_bytes_per_image = uint32_t(v.at("input_bytes_per_image").u64());
-      e.output_bytes_per_image = uint32_t(v.at("output_bytes_per_image").u64());
-      e.cycles_estimated = v.at("cycles_estimated").flag();
-      // Of the program (the same in every shard).
-      e.spill = v.at("spill").flag();
-      e.scratch_bytes = v.at("scratch_bytes").u64();
-      e.program_dma = dma_of(v.at("program_dma"));
-      e.mem_latency_cycles = v.at("mem_latency_cycles").i64();
-      e.mem_bytes_per_cycle = v.at("mem_bytes_per_cycle").i64();
-      first = false;
-    }
-    e.images += images;
-    e.correct += int(v.at("correct").i64());
-    e.float_correct += int(v.at("float_correct").i64());
-    e.reference_correct += int(v.at("reference_correct").i64());
-    e.mismatches += int(v.at("mismatches").i64());
-    e.cycles_total += v.at("cycles_total").u64();
-    e.run_seconds += v.at("run_seconds").number();
-    const JsonValue& cj = v.at("counters");
-    for (int c = 0; c < tpu::PerfCounters::kCount; ++c)
-      e.counters.set(c, e.counters.get(c) + cj.at(tpu::PerfCounters::name(c)).u64());
-    for (const auto& rj : v.at("results").array()) {
-      tpu::cnn::ImageResult r;
-      r.index = int(rj.at("index").i64());
-      r.label = int(rj.at("label").i64());
-      r.predicted = int(rj.at("predicted").i64());
-      r.float_predicted = int(rj.at("float_predicted").i64());
-      r.matches_reference = rj.at("matches_reference").flag();
-      for (const auto& x : rj.at("logits").array()) r.logits.push_back(int32_t(x.i64()));
-      e.results.push_back(std::move(r));
-    }
+    if (first) read_program(v, e);
+    first = false;
+    add_shard_images(v, images, e);
   }
   const int total = int(s0.at("images_total").i64());
   if (e.images != total || int(e.results.size()) != total)

@@ -195,26 +195,6 @@ bool launched_by_mpi() {
 
 // ---- --jobs ------------------------------------------------------------------------------
 
-Args without_options(const Args& args, const std::vector<std::string>& drop_with_value,
-                     const std::vector<std::string>& drop_switch) {
-  Args out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    bool dropped = false;
-    for (const auto& o : drop_with_value) {
-      if (a == o) {
-        ++i;  // and its value
-        dropped = true;
-      } else if (a.rfind(o + "=", 0) == 0) {
-        dropped = true;
-      }
-    }
-    for (const auto& o : drop_switch) dropped = dropped || a == o;
-    if (!dropped) out.push_back(a);
-  }
-  return out;
-}
-
 std::string self_executable() {
   char exe[4096];
   const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -301,9 +281,39 @@ std::vector<ChildResult> run_processes(
   return results;
 }
 
+
+namespace {
+
+// `args` without the options in `drop_with_value` (and their values, "--x V" or "--x=V") and
+// the switches in `drop_switch`.
+Args without_options(const Args& args, const std::vector<std::string>& drop_with_value,
+                     const std::vector<std::string>& drop_switch) {
+  Args out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const auto& o : drop_with_value) {
+      if (a == o) {
+        ++i;  // and its value
+        dropped = true;
+      } else if (a.rfind(o + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    for (const auto& o : drop_switch) dropped = dropped || a == o;
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+// Starts `jobs` copies of this executable: `subcommand` with child_args(i) for child i, each
+// with its stdout captured and its stderr passed through; waits for all and returns each
+// one's stdout. A child that exits with code 2 (usage) makes this throw UsageError; one that
+// ends with 127 or 128+ (not started, killed) or non-zero without printing anything,
+// std::runtime_error naming the shard. Other non-zero codes (a shard with a mismatch exits 1
+// and still prints its shard JSON) are left to the merge.
 std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
-                                  const std::function<Args(int)>& child_args,
-                                  std::vector<int>& exit_codes) {
+                                  const std::function<Args(int)>& child_args) {
   const std::string exe = self_executable();
   std::vector<std::vector<std::string>> argvs;
   for (int i = 0; i < jobs; ++i) {
@@ -319,7 +329,7 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("--jobs: ") + e.what());
   }
-  exit_codes.assign(size_t(jobs), 0);
+  std::vector<int> exit_codes(size_t(jobs), 0);
   int usage = 0;
   for (int i = 0; i < jobs; ++i) {
     const int code = children[size_t(i)].code;
@@ -341,6 +351,113 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
   std::vector<std::string> outs;
   for (auto& c : children) outs.push_back(std::move(c.out));
   return outs;
+}
+
+
+std::vector<std::string> shard_names(const std::string& what, uint32_t count) {
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < count; ++i)
+    names.push_back(what + std::to_string(i) + (what == "shard " ? "/" + std::to_string(count) : ""));
+  return names;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int run_jobs_and_merge(const ShardedCommand& c, const ShardPlan& plan, Clock::time_point t0) {
+  const Args base = without_options(c.args, c.child_drop_with_value, c.child_drop_switch);
+  const auto outs = run_jobs(c.name, plan.jobs, [&](int i) {
+    Args a = base;
+    a.insert(a.end(), {"--shard", std::to_string(i) + "/" + std::to_string(plan.jobs)});
+    if (c.child_extra) {
+      const Args extra = c.child_extra(i);
+      a.insert(a.end(), extra.begin(), extra.end());
+    }
+    return a;
+  });
+  return c.merge_and_print(outs, shard_names("shard ", uint32_t(plan.jobs)), seconds_since(t0));
+}
+
+int finish_shard(const ShardedCommand& c, const ShardPlan& plan, const std::string& shard_json,
+                 int code, Clock::time_point t0) {
+  if (plan.mode == ShardPlan::Mode::Shard) {
+    std::fputs(shard_json.c_str(), stdout);
+    return code;
+  }
+  const auto all = mpi_gather(shard_json);  // Mode::Mpi
+  if (!plan.merges()) return 0;             // rank 0 reports
+  return c.merge_and_print(all, shard_names("MPI rank ", plan.shard.count), seconds_since(t0));
+}
+
+namespace {
+
+// The value at `path` ("model", "shard.batch") of a shard object.
+const JsonValue& at_path(const JsonValue& v, const std::string& path) {
+  const size_t dot = path.find('.');
+  return dot == std::string::npos ? v.at(path) : v.at(path.substr(0, dot)).at(path.substr(dot + 1));
+}
+
+// Parses one shard text and checks its format; errors start with its name.
+JsonValue read_shard(const std::string& text, const std::string& name, const std::string& format,
+                     const std::string& command) {
+  try {
+    JsonValue v = parse_json(text, name);
+    if (v.type != JsonValue::Type::Object || !v.has("format") ||
+        v.at("format").type != JsonValue::Type::String || v.at("format").str() != format)
+      throw std::runtime_error("not a " + command + " shard (expected \"format\": \"" + format +
+                               "\", written by tpusim " + command + " --shard I/K)");
+    v.at("shard").at("index").u64();
+    return v;
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    throw std::runtime_error(what.rfind(name, 0) == 0 ? what : name + ": " + what);
+  }
+}
+
+}  // namespace
+
+ShardSet read_shards(const std::vector<std::string>& texts, const std::vector<std::string>& names,
+                     const std::string& format, const std::string& command,
+                     const std::vector<std::string>& same_keys) {
+  if (texts.empty()) throw std::runtime_error("merge: no shard files (expected K shard files)");
+  std::vector<JsonValue> parts;
+  for (size_t i = 0; i < texts.size(); ++i)
+    parts.push_back(read_shard(texts[i], names[i], format, command));
+  const JsonValue& p0 = parts.front();
+  const uint64_t count = p0.at("shard").at("count").u64();
+  std::vector<int> seen(count, -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const JsonValue& s = parts[i].at("shard");
+    auto same = [&](const std::string& key, const std::string& a, const std::string& b) {
+      if (a != b)
+        throw std::runtime_error(names[i] + ": a shard of another run (" + key + " " + a +
+                                 ", but " + names[0] + " has " + b +
+                                 "; expected the shards of one run)");
+    };
+    same("shard count", std::to_string(s.at("count").u64()), std::to_string(count));
+    for (const auto& key : same_keys)
+      same(key.substr(key.find('.') + 1), at_path(parts[i], key).text, at_path(p0, key).text);
+    const uint64_t k = s.at("index").u64();
+    const std::string which = "shard " + std::to_string(k) + "/" + std::to_string(count);
+    if (k >= count) throw std::runtime_error(names[i] + ": " + which + " is out of range");
+    if (seen[k] >= 0)
+      throw std::runtime_error(names[i] + ": " + which + " is also in " + names[size_t(seen[k])] +
+                               " (expected each shard once)");
+    seen[k] = int(i);
+  }
+  ShardSet set;
+  for (uint64_t k = 0; k < count; ++k) {
+    if (seen[k] < 0)
+      throw std::runtime_error("merge: shard " + std::to_string(k) + "/" + std::to_string(count) +
+                               " is missing (expected all " + std::to_string(count) +
+                               " shards of the run, got " + std::to_string(parts.size()) + ")");
+    set.parts.push_back(std::move(parts[size_t(seen[k])]));
+    set.names.push_back(names[size_t(seen[k])]);
+  }
+  return set;
 }
 
 }  // namespace tpusim

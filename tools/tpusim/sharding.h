@@ -11,6 +11,7 @@
 // wall-time fields differ.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -96,19 +97,46 @@ std::vector<ChildResult> run_processes(
     const std::function<void(size_t, const ChildResult&)>& on_done = {},
     const std::vector<std::string>& stderr_files = {});
 
-// Starts `jobs` copies of this executable: `subcommand` with child_args(i) for child i, each
-// with its stdout captured and its stderr passed through; waits for all. Returns each child's
-// stdout. A child that exits with code 2 (usage) or 130/143 makes this throw (UsageError for
-// 2); other non-zero codes are returned in `exit_codes` (a run-cnn shard with mismatched
-// images exits 1 and still prints its shard JSON); a child that exits non-zero without
-// printing anything makes this throw std::runtime_error naming the shard.
-std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
-                                  const std::function<Args(int)>& child_args,
-                                  std::vector<int>& exit_codes);
+// ---- One sharded command -------------------------------------------------------------------
+// run-cnn, run-onnx and run-topology split their units of work (batches, data sets, layers)
+// the same way; each gives this helper what differs:
+struct ShardedCommand {
+  std::string name;  // the subcommand ("run-cnn"): what the --jobs children run
+  Args args;         // this process's arguments
+  // --jobs: child i gets `args` without these options (and their values) and switches, then
+  // --shard i/J, then child_extra(i) when given.
+  std::vector<std::string> child_drop_with_value = {"--jobs"};
+  std::vector<std::string> child_drop_switch = {"--json"};
+  std::function<Args(int)> child_extra;
+  // Merges the shard JSON texts of one run (`names[i]` names texts[i] in errors), prints the
+  // result as one process prints it and returns the exit code; `wall`: the run's wall time.
+  std::function<int(const std::vector<std::string>& texts, const std::vector<std::string>& names,
+                    double wall)>
+      merge_and_print;
+};
+using Clock = std::chrono::steady_clock;
+// Mode::Jobs: runs the J children (each a --shard i/J, stderr passed through), merges their
+// shard JSON and prints it. A child that exits with code 2 (usage) makes this throw UsageError;
+// one killed, not started or failing without printing its shard JSON, std::runtime_error
+// naming it. Returns the exit code of the merged run.
+int run_jobs_and_merge(const ShardedCommand& c, const ShardPlan& plan, Clock::time_point t0);
+// Mode::Shard / Mode::Mpi, after this process ran its shard: --shard prints `shard_json` on
+// stdout and returns `code` (the shard's exit code); under mpirun rank 0 gathers every rank's
+// JSON, merges and prints it and returns the run's exit code, the other ranks return 0.
+int finish_shard(const ShardedCommand& c, const ShardPlan& plan, const std::string& shard_json,
+                 int code, Clock::time_point t0);
 
-// `args` without the options in `drop_with_value` (and their values, "--x V" or "--x=V") and
-// the switches in `drop_switch`.
-Args without_options(const Args& args, const std::vector<std::string>& drop_with_value,
-                     const std::vector<std::string>& drop_switch);
+// The shard JSON texts of one run, read and checked: parts[k] is shard k/K, names[k] its name.
+struct ShardSet {
+  std::vector<JsonValue> parts;
+  std::vector<std::string> names;
+};
+// Reads `texts` (named by `names`): each an object with "format": `format` (written by
+// `command --shard I/K`) and "shard": {"index", "count"}; the values of `same_keys` ("model",
+// or "shard.batch" inside "shard") equal in all. Throws std::runtime_error naming the text
+// that is not a shard, of another run, out of range or repeated, or the missing shard.
+ShardSet read_shards(const std::vector<std::string>& texts, const std::vector<std::string>& names,
+                     const std::string& format, const std::string& command,
+                     const std::vector<std::string>& same_keys);
 
 }  // namespace tpusim

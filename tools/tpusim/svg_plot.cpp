@@ -63,48 +63,62 @@ double nice_step(double hi, int ticks) {
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
-}  // namespace
-
-std::string line_chart_svg(const PlotSpec& spec) {
-  const int panel_w = 300, panel_h = 220, left = 64, top = 56, gap = 40, bottom = 64;
-  const int panels = std::max<int>(1, int(spec.panels.size()));
-  // Shared axes over all panels, so panels compare at a glance.
+// Shared axes over all panels, so panels compare at a glance; the legend's labels.
+struct Axes {
   double xmin = std::numeric_limits<double>::infinity(), xmax = 0, ymax = 0;
   double ymin_pos = std::numeric_limits<double>::infinity();
   std::set<double> xs;
   std::vector<std::string> labels;  // legend: series labels in first-seen order
+  double step = 1;                  // linear y: the tick step
+  double d0 = 0, d1 = 1;            // log y: whole decades [10^d0, 10^d1]
+  double lx0 = 0, lx1 = 1;          // x: log2, a little margin so the end points sit inside
+};
+
+Axes scan_axes(const PlotSpec& spec) {
+  Axes a;
   for (const auto& p : spec.panels)
     for (const auto& s : p.series) {
       if (s.x.size() != s.y.size())
         throw std::invalid_argument("line_chart_svg: series '" + s.label + "' has " +
                                     std::to_string(s.x.size()) + " x and " +
                                     std::to_string(s.y.size()) + " y values (expected equal)");
-      if (std::find(labels.begin(), labels.end(), s.label) == labels.end())
-        labels.push_back(s.label);
+      if (std::find(a.labels.begin(), a.labels.end(), s.label) == a.labels.end())
+        a.labels.push_back(s.label);
       for (size_t i = 0; i < s.x.size(); ++i) {
         if (!(s.x[i] > 0))
           throw std::invalid_argument("line_chart_svg: x = " + std::to_string(s.x[i]) + " in '" +
                                       s.label + "' (expected > 0: the x axis is log2)");
         if (!std::isfinite(s.y[i]) || (spec.y_log && !(s.y[i] > 0))) continue;
-        ymin_pos = std::min(ymin_pos, s.y[i]);
-        xmin = std::min(xmin, s.x[i]);
-        xmax = std::max(xmax, s.x[i]);
-        ymax = std::max(ymax, s.y[i]);
-        xs.insert(s.x[i]);
+        a.ymin_pos = std::min(a.ymin_pos, s.y[i]);
+        a.xmin = std::min(a.xmin, s.x[i]);
+        a.xmax = std::max(a.xmax, s.x[i]);
+        a.ymax = std::max(a.ymax, s.y[i]);
+        a.xs.insert(s.x[i]);
       }
     }
-  if (xs.empty()) xmin = xmax = 1;
-  if (ymax <= 0) ymax = 1;
-  if (spec.y_percent) ymax = std::max(ymax, 1.0);
-  const double step = nice_step(ymax, 5);
-  ymax = std::ceil(ymax / step - 1e-9) * step;
-  // log y: whole decades [10^d0, 10^d1]
-  const double d0 = std::isfinite(ymin_pos) ? std::floor(std::log10(ymin_pos)) : 0;
-  double d1 = std::isfinite(ymin_pos) ? std::ceil(std::log10(ymax)) : 1;
-  if (d1 <= d0) d1 = d0 + 1;
-  // x: log2, a little margin so the end points sit inside the panel
-  const double span = std::max(1.0, std::log2(xmax) - std::log2(xmin));
-  const double lx0 = std::log2(xmin) - 0.06 * span, lx1 = std::log2(xmin) + 1.06 * span;
+  if (a.xs.empty()) a.xmin = a.xmax = 1;
+  if (a.ymax <= 0) a.ymax = 1;
+  if (spec.y_percent) a.ymax = std::max(a.ymax, 1.0);
+  a.step = nice_step(a.ymax, 5);
+  a.ymax = std::ceil(a.ymax / a.step - 1e-9) * a.step;
+  a.d0 = std::isfinite(a.ymin_pos) ? std::floor(std::log10(a.ymin_pos)) : 0;
+  a.d1 = std::isfinite(a.ymin_pos) ? std::ceil(std::log10(a.ymax)) : 1;
+  if (a.d1 <= a.d0) a.d1 = a.d0 + 1;
+  const double span = std::max(1.0, std::log2(a.xmax) - std::log2(a.xmin));
+  a.lx0 = std::log2(a.xmin) - 0.06 * span;
+  a.lx1 = std::log2(a.xmin) + 1.06 * span;
+  return a;
+}
+
+}  // namespace
+
+std::string line_chart_svg(const PlotSpec& spec) {
+  const int panel_w = 300, panel_h = 220, left = 64, top = 56, gap = 40, bottom = 64;
+  const int panels = std::max<int>(1, int(spec.panels.size()));
+  const Axes a = scan_axes(spec);
+  const std::set<double>& xs = a.xs;
+  const std::vector<std::string>& labels = a.labels;
+  const double ymax = a.ymax, step = a.step, d0 = a.d0, d1 = a.d1, lx0 = a.lx0, lx1 = a.lx1;
   const int legend_h = 20 * int((labels.size() + 3) / 4);
   const int width = left + panels * panel_w + (panels - 1) * gap + 24;
   const int height = top + panel_h + bottom + legend_h;
