@@ -189,6 +189,26 @@ std::vector<std::pair<std::string, uint64_t>> ActionCounts::items() const {
 
 bool operator==(const ActionCounts& a, const ActionCounts& b) { return a.items() == b.items(); }
 
+ActionCounts ActionCounts::from_items(const std::vector<std::pair<std::string, uint64_t>>& items) {
+  ActionCounts c;
+  const auto names = c.items();
+  if (items.size() != names.size())
+    throw std::invalid_argument("actions: " + std::to_string(items.size()) + " counts (expected " +
+                                std::to_string(names.size()) + ")");
+  uint64_t* fields[] = {&c.instructions, &c.mac_int8,   &c.mac_bf16,      &c.requant,
+                        &c.vector_fp_mul, &c.vector_fp_op, &c.vector_int_op, &c.ub_read,
+                        &c.ub_write,     &c.acc_read,   &c.acc_write,     &c.vmem_read,
+                        &c.vmem_write,   &c.weight_fifo, &c.param,        &c.host_read,
+                        &c.host_write};
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (items[i].first != names[i].first)
+      throw std::invalid_argument("actions: \"" + items[i].first + "\" where \"" +
+                                  names[i].first + "\" was expected");
+    *fields[i] = items[i].second;
+  }
+  return c;
+}
+
 ActionCounts count_actions(const Instruction& instr, const ChipParams& chip) {
   ActionCounts c;
   c.instructions = 1;
@@ -272,8 +292,7 @@ MemorySizes memory_sizes(const ChipParams& chip) {
           double(chip.param_rows()) * n + 256.0};
 }
 
-Energy energy_of(const ActionCounts& a, const ChipParams& chip, const EnergyTable& t) {
-  const MemorySizes m = memory_sizes(chip);
+Energy energy_of(const ActionCounts& a, const MemorySizes& m, const EnergyTable& t) {
   auto sram = [&](uint64_t bytes, double size) {
     return size > 0 ? double(bytes) * t.sram_pj_per_byte(size) : 0.0;
   };

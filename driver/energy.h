@@ -35,6 +35,8 @@ struct ActionCounts {
   ActionCounts& operator+=(const ActionCounts& o);
   // (name, value) in a fixed order: the JSON keys of "actions".
   std::vector<std::pair<std::string, uint64_t>> items() const;
+  // The inverse: every name of items() exactly once; throws std::invalid_argument otherwise.
+  static ActionCounts from_items(const std::vector<std::pair<std::string, uint64_t>>& items);
 };
 bool operator==(const ActionCounts& a, const ActionCounts& b);
 
@@ -69,12 +71,15 @@ struct Energy {
   // 2 operations per MAC per pJ = tera-operations per second per watt.
   double tops_per_watt(const ActionCounts& a) const;
 };
-Energy energy_of(const ActionCounts& a, const ChipParams& chip, const EnergyTable& table);
-
 // The memory sizes the table is applied to (bytes).
 struct MemorySizes {
-  double ub, acc, vmem, weight_fifo, param;
+  double ub = 0, acc = 0, vmem = 0, weight_fifo = 0, param = 0;
 };
 MemorySizes memory_sizes(const ChipParams& chip);
+
+Energy energy_of(const ActionCounts& a, const MemorySizes& m, const EnergyTable& table);
+inline Energy energy_of(const ActionCounts& a, const ChipParams& chip, const EnergyTable& table) {
+  return energy_of(a, memory_sizes(chip), table);
+}
 
 }  // namespace tpu

@@ -82,6 +82,7 @@ std::string Evaluation::to_json(bool with_images) const {
                              {"spill_out", d.spill_out},
                              {"output", d.output}}}});
   }
+  j["energy"] = energy_json();
   if (with_images) {
     j["predictions"] = nlohmann::ordered_json::array();
     for (const auto& r : results) j["predictions"].push_back(r.predicted);
@@ -90,6 +91,75 @@ std::string Evaluation::to_json(bool with_images) const {
 }
 
 namespace {
+
+nlohmann::ordered_json components_json(const Energy& e, double divide) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [name, pj] : e.components) j[name] = pj / divide;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json Evaluation::energy_json() const {
+  const double n = images ? double(images) : 1.0;
+  const Energy total = energy_of(actions, memories, energy_table);
+  const double pj = total.total_pj();
+  nlohmann::ordered_json j;
+  j["table"] = energy_table.name;
+  j["clock_mhz"] = energy_table.clock_mhz;
+  j["total_pj"] = pj;
+  j["per_image_pj"] = pj / n;
+  j["components_pj_per_image"] = components_json(total, n);
+  // Network operations (2 per MAC of the model) per pJ = TOPS/W; `array_` counts every MAC the
+  // array performs (padding included).
+  j["tops_per_watt"] = pj > 0 ? 2.0 * double(macs_per_image) * n / pj : 0.0;
+  j["array_tops_per_watt"] = total.tops_per_watt(actions);
+  const double seconds = double(cycles_total) / (energy_table.clock_mhz * 1e6);
+  j["average_watts"] = cycles_estimated || seconds <= 0
+                           ? std::numeric_limits<double>::quiet_NaN()
+                           : pj * 1e-12 / seconds;
+  j["actions"] = nlohmann::ordered_json::object();
+  for (const auto& [name, v] : actions.items()) j["actions"][name] = v;
+  j["layers"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < layer_actions.size(); ++i) {
+    const Energy le = energy_of(layer_actions[i], memories, energy_table);
+    nlohmann::ordered_json la = nlohmann::ordered_json::object();
+    for (const auto& [name, v] : layer_actions[i].items()) la[name] = v;
+    j["layers"].push_back({{"name", i < layer_names.size() ? layer_names[i] : std::string()},
+                           {"pj_per_image", le.total_pj() / n},
+                           {"components_pj_per_image", components_json(le, n)},
+                           {"actions", la}});
+  }
+  j["other_pj_per_image"] = energy_of(other_actions, memories, energy_table).total_pj() / n;
+  j["other_actions"] = nlohmann::ordered_json::object();
+  for (const auto& [name, v] : other_actions.items()) j["other_actions"][name] = v;
+  j["memory_bytes"] = {{"ub", memories.ub},
+                       {"acc", memories.acc},
+                       {"vmem", memories.vmem},
+                       {"weight_fifo", memories.weight_fifo},
+                       {"param", memories.param}};
+  nlohmann::ordered_json table = {{"name", energy_table.name},
+                                  {"clock_mhz", energy_table.clock_mhz},
+                                  {"pj", energy_table.pj},
+                                  {"sram_pj_per_64bit", energy_table.sram_pj_per_64bit}};
+  j["table_values"] = table;
+  return j;
+}
+
+namespace {
+
+// Adds the actions of `p`'s instructions to the evaluation's totals, per layer and other.
+void add_actions(Evaluation& e, const Program& p, const ChipParams& chip) {
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const ActionCounts c = count_actions(p.instructions[i], chip);
+    e.actions += c;
+    const int layer = i < p.instr_layer.size() ? p.instr_layer[i] : -1;
+    if (layer >= 0 && size_t(layer) < e.layer_actions.size())
+      e.layer_actions[size_t(layer)] += c;
+    else
+      e.other_actions += c;
+  }
+}
 
 // The images of a set as the evaluation needs them (uint8 pixels or float images).
 struct ImageSource {
@@ -210,6 +280,7 @@ std::vector<std::vector<int32_t>> run_batch(Device& device, ChipRunner& runner,
   }
   if (record && !o.timeline) device.record_timeline(false);
   if (i0 == 0 && o.timeline) keep_timeline(device, q, r, uint32_t(b), e.timeline);
+  add_actions(e, *r.program, device.params());
   e.cycles_total += r.stats.cycles;
   e.cycles_estimated = r.stats.cycles_estimated;
   e.run_seconds += r.stats.wall_seconds;
@@ -233,6 +304,10 @@ Evaluation evaluate_source(Device& device, const Network& float_net, const Quant
   e.model = float_net.name;
   e.backend = std::string(device.backend());
   e.chip_n = device.params().N;
+  e.memories = memory_sizes(device.params());
+  e.energy_table = o.energy_table ? *o.energy_table : EnergyTable::horowitz_45nm();
+  for (const auto& l : q.layers) e.layer_names.push_back(l.name);
+  e.layer_actions.resize(q.layers.size());
   e.offset = o.offset;
   e.images = o.count;
   e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));

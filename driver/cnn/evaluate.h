@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "dataset.h"
 #include "device.h"
+#include "energy.h"
 #include "network.h"
 #include "runner.h"
 
@@ -37,6 +39,8 @@ struct EvalOptions {
   bool timeline = false;
   // Called after each batch with the images of that batch (for per-image output and progress).
   std::function<void(const std::vector<ImageResult>&, int done, int total)> on_batch;
+  // Energy per action (driver/energy.h); nullptr: the built-in EnergyTable::horowitz_45nm().
+  const EnergyTable* energy_table = nullptr;
 };
 
 // One program run as the chip executed it, with what is needed to label it.
@@ -82,9 +86,19 @@ struct Evaluation {
   std::vector<ImageResult> results;
   std::string quantization;  // how the model was quantized (for the report)
   RunTimeline timeline;      // the first batch's run, with EvalOptions::timeline
+  // Energy (driver/energy.h): the actions of every program run, in total, per layer (index of
+  // layers' order in the network, as `layer_names`) and of instructions of no layer; the table
+  // and the chip's memory sizes it is applied to.
+  MemorySizes memories;
+  EnergyTable energy_table;
+  ActionCounts actions, other_actions;
+  std::vector<ActionCounts> layer_actions;
+  std::vector<std::string> layer_names;
 
   // One JSON object (the keys of the tpusim run-cnn --json contract).
   std::string to_json(bool with_images = true) const;
+  // Its "energy" object (docs/energy.md).
+  nlohmann::ordered_json energy_json() const;
 };
 
 // Images already in the model's input contract (NCHW float, e.g. decoded and preprocessed

@@ -56,6 +56,8 @@ std::string thousands(uint64_t v) {
 // run-cnn's options, read and checked.
 struct CnnOptions {
   std::string model = default_model(), data, report_dir, timeline_file, dataset, labels_file, zoo;
+  std::string energy_table_file;  // --energy-table (empty: the built-in table)
+  std::optional<tpu::EnergyTable> energy_table;
   tpu::cnn::Preprocess pre;
   bool json = false, no_profile = false, quiet = false;
   tpusim::DeviceOptions dev;
@@ -118,7 +120,9 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
       "write the first batch's instruction timeline, from the chip's trace port, as Chrome "
       "trace-event "
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
-      "one)");
+      "one)")("energy-table", po::value<std::string>(&o.energy_table_file),
+              "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
+              "energy/horowitz_45nm.json)");
   tpusim::add_memory_options(opts);
   tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
@@ -205,6 +209,13 @@ void check_cnn_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
   if (!o.timeline_file.empty() && o.dev.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + o.dev.backend +
                              " backend has no timing, so it has no instruction timeline");
+  if (!o.energy_table_file.empty()) {
+    try {
+      o.energy_table = tpu::EnergyTable::load(o.energy_table_file);
+    } catch (const std::invalid_argument& e) {
+      throw tpusim::UsageError(std::string("--energy-table: ") + e.what());
+    }
+  }
   if (!o.zoo.empty()) {
     o.model = o.zoo;
     return;
@@ -223,6 +234,7 @@ void check_cnn_paths(const CnnOptions& o) {
   if (o.zoo.empty()) paths.input("--model", o.model);
   if (o.zoo.empty() && o.dataset.empty()) paths.input("--data", o.data);
   paths.input("--dataset", o.dataset).input("--labels", o.labels_file);
+  paths.input("--energy-table", o.energy_table_file);
   paths.output("--timeline", o.timeline_file).output("--vcd", o.dev.vcd);
   tpusim::add_cnn_report_outputs(paths, o.report_dir);
   paths.check();
@@ -386,6 +398,7 @@ tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const Cnn
   eo.profile = !o.no_profile && first_shard;
   eo.max_cycles = o.dev.max_cycles_given ? o.dev.max_cycles : 0;
   eo.timeline = !o.timeline_file.empty() && first_shard;
+  eo.energy_table = o.energy_table ? &*o.energy_table : nullptr;
   auto last_progress = tpusim::Clock::now();
   int correct_so_far = 0, differ_so_far = 0;
   const tpu::ShardSpec& shard = mine.shard;

@@ -239,6 +239,7 @@ std::string cnn_shard_json(const tpu::cnn::Evaluation& e, const CnnPresentation&
                             {"float_predicted", r.float_predicted},
                             {"matches_reference", r.matches_reference},
                             {"logits", r.logits}});
+  j["energy"] = e.energy_json();
   j["presentation"] = {{"class_names", p.class_names},
                        {"top_k", p.top_k},
                        {"output_scale", p.output_scale},
@@ -325,6 +326,45 @@ void add_shard_images(const JsonValue& v, int images, tpu::cnn::Evaluation& e) {
   }
 }
 
+tpu::ActionCounts actions_of(const JsonValue& v) {
+  std::vector<std::pair<std::string, uint64_t>> items;
+  for (const auto& [name, x] : v.members) items.emplace_back(name, x.u64());
+  try {
+    return tpu::ActionCounts::from_items(items);
+  } catch (const std::invalid_argument& err) {
+    throw std::runtime_error(v.where + ": " + err.what());
+  }
+}
+
+// The energy table, memory sizes and layer names of a shard's "energy" (the same in every
+// shard of a run).
+void read_energy_setup(const JsonValue& en, tpu::cnn::Evaluation& e) {
+  const JsonValue& t = en.at("table_values");
+  e.energy_table.name = t.at("name").str();
+  e.energy_table.clock_mhz = t.at("clock_mhz").number();
+  for (const auto& [k, x] : t.at("pj").members) e.energy_table.pj[k] = x.number();
+  for (const auto& p : t.at("sram_pj_per_64bit").array())
+    e.energy_table.sram_pj_per_64bit.emplace_back(p.array().at(0).number(),
+                                                   p.array().at(1).number());
+  const JsonValue& m = en.at("memory_bytes");
+  e.memories = {m.at("ub").number(), m.at("acc").number(), m.at("vmem").number(),
+                m.at("weight_fifo").number(), m.at("param").number()};
+  for (const auto& l : en.at("layers").array()) e.layer_names.push_back(l.at("name").str());
+  e.layer_actions.assign(e.layer_names.size(), {});
+}
+
+// Adds a shard's actions (total, per layer, other) to `e`.
+void add_energy_actions(const JsonValue& en, tpu::cnn::Evaluation& e) {
+  e.actions += actions_of(en.at("actions"));
+  e.other_actions += actions_of(en.at("other_actions"));
+  const auto& layers = en.at("layers").array();
+  if (layers.size() != e.layer_actions.size())
+    throw std::runtime_error(en.where + ": " + std::to_string(layers.size()) +
+                             " layers in \"energy\", expected " +
+                             std::to_string(e.layer_actions.size()));
+  for (size_t i = 0; i < layers.size(); ++i) e.layer_actions[i] += actions_of(layers[i].at("actions"));
+}
+
 }  // namespace
 
 MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
@@ -342,9 +382,13 @@ MergedCnn merge_cnn_shards(const std::vector<std::string>& texts,
     for (const auto& f : v.at("presentation").at("files").array()) m.p.files.push_back(f.str());
     const int images = int(v.at("images").i64());
     if (images == 0) continue;  // a shard without batches (more shards than batches)
-    if (first) read_program(v, e);
+    if (first) {
+      read_program(v, e);
+      read_energy_setup(v.at("energy"), e);
+    }
     first = false;
     add_shard_images(v, images, e);
+    add_energy_actions(v.at("energy"), e);
   }
   const int total = int(s0.at("images_total").i64());
   if (e.images != total || int(e.results.size()) != total)
