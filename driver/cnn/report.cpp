@@ -212,6 +212,58 @@ std::string utilization_svg(const Evaluation& e) {
   return o.str();
 }
 
+std::string energy_svg(const Evaluation& e) {
+  const double images = e.images ? double(e.images) : 1.0;
+  const Energy total = energy_of(e.actions, e.memories, e.energy_table);
+  std::vector<std::string> components;
+  Series by_component{"energy per image", "#9467bd", {}};
+  for (const auto& [name, pj] : total.components) {
+    components.push_back(name);
+    by_component.values.push_back(pj / images / 1e6);  // uJ
+  }
+  std::vector<std::string> layers;
+  Series by_layer{"energy per image", "#8c564b", {}};
+  for (size_t i = 0; i < e.layer_actions.size(); ++i) {
+    layers.push_back(i < e.layer_names.size() ? e.layer_names[i] : std::string());
+    by_layer.values.push_back(
+        energy_of(e.layer_actions[i], e.memories, e.energy_table).total_pj() / images / 1e6);
+  }
+  layers.push_back("(no layer)");
+  by_layer.values.push_back(energy_of(e.other_actions, e.memories, e.energy_table).total_pj() /
+                            images / 1e6);
+  const double left = 90, right = 30;
+  const double gw = std::max(90.0, 640.0 / double(std::max(components.size(), layers.size())));
+  const double plot_w = gw * double(std::max(components.size(), layers.size()));
+  const double width = left + plot_w + right;
+  const double p1_y = 110, p1_h = 220, p2_y = p1_y + p1_h + 80, p2_h = 220,
+               height = p2_y + p2_h + 50;
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\">\n";
+  o << "  <style>text{fill:#222} .title{font-size:17px;font-weight:bold} "
+       ".subtitle{font-size:12px;fill:#555} .panel{font-size:14px;font-weight:bold} "
+       ".tick{font-size:11px;fill:#555} .value{font-size:10px;fill:#333} .label{font-size:12px} "
+       ".grid{stroke:#e4e4e4} .axis{stroke:#333}</style>\n";
+  o << "  <rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height
+    << "\" fill=\"white\"/>\n";
+  o << "  <text class=\"title\" x=\"" << left << "\" y=\"28\">Energy of "
+    << xml_escape(basename_of(e.model)) << " on tpu-rtl (N = " << e.chip_n << ", batch " << e.batch
+    << ")</text>\n";
+  o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"48\">"
+    << xml_escape(fmt("%.4g", total.total_pj() / images / 1e6)) << " \u00b5J per image, table "
+    << xml_escape(e.energy_table.name) << " (docs/energy.md); counted from the instructions run"
+    << "</text>\n";
+  o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"64\">"
+    << "leakage, clock tree and control are not in the model</text>\n";
+  bar_panel(o, left, p1_y, gw * double(components.size()), p1_h,
+            "By component (\u00b5J per image)", "", components, {by_component}, 0, "%.3g");
+  bar_panel(o, left, p2_y, gw * double(layers.size()), p2_h, "By layer (\u00b5J per image)", "",
+            layers, {by_layer}, 0, "%.3g");
+  o << "</svg>\n";
+  return o.str();
+}
+
 std::string report_html(const Evaluation& e) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
@@ -228,6 +280,7 @@ std::string report_html(const Evaluation& e) {
     << (e.cycles_estimated ? " (estimated)" : "") << ", MXU utilization "
     << percent(e.mxu_utilization) << ".</p>\n";
   o << "<p><img src=\"utilization.svg\" alt=\"per-layer cycles and MXU utilization\"></p>\n";
+  o << "<p><img src=\"energy.svg\" alt=\"energy per image by component and by layer\"></p>\n";
   o << "<table><tr><th>layer</th><th>op</th><th>MACs</th><th>cycles / image</th><th>ideal</th>"
        "<th>SCALE-Sim WS</th><th>utilization</th></tr>\n";
   for (const auto& l : e.layers) {

@@ -21,6 +21,8 @@ std::string utilization_svg(const Evaluation& e);
 
 // A small HTML page showing the chart (utilization.svg next to it) and the per-layer table.
 std::string report_html(const Evaluation& e);
+// Energy per image by component and by layer (Evaluation's action counts and table), an SVG.
+std::string energy_svg(const Evaluation& e);
 
 // The instruction timeline of e.timeline as a Chrome trace-event JSON object:
 //   {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}

@@ -126,6 +126,8 @@ TEST(RunCnnCli, ReportAndTimeline) {
         << layer;
   EXPECT_NE(svg.find("fashion_cnn.onnx on tpu-rtl: N = 16, batch 4"), std::string::npos);
   EXPECT_NE(slurp(dir + "/index.html").find("utilization.svg"), std::string::npos);
+  ASSERT_NO_THROW(mini::check_xml(slurp(dir + "/energy.svg")));
+  EXPECT_NE(r.out.find(dir + "/energy.svg"), std::string::npos) << r.out;
   const nlohmann::json rep = nlohmann::json::parse(slurp(dir + "/report.json"));
   EXPECT_EQ(rep.at("images").get<double>(), 4);
   EXPECT_EQ(rep.at("layers").size(), 4u);

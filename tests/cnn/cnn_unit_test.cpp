@@ -690,6 +690,24 @@ Evaluation model_evaluation(bool profile) {
   return e;
 }
 
+TEST(Report, EnergySvgHasEveryComponentAndLayerWithTheirValues) {
+  const Evaluation e = model_evaluation(true);
+  const std::string svg = energy_svg(e);
+  ASSERT_NO_THROW(mini::check_xml(svg)) << svg;
+  const tpu::Energy total = tpu::energy_of(e.actions, e.memories, e.energy_table);
+  ASSERT_GT(total.total_pj(), 0);
+  for (const auto& [name, pj] : total.components) {
+    const std::string group = "<g class=\"layer\" data-layer=\"" + name + "\">";
+    ASSERT_NE(svg.find(group), std::string::npos) << group;
+    char value[64];
+    std::snprintf(value, sizeof value, ": %.3g</title>", pj / e.images / 1e6);
+    EXPECT_NE(svg.find(name + ", energy per image" + value), std::string::npos) << name << value;
+  }
+  for (const auto& l : e.layer_names)
+    EXPECT_NE(svg.find("data-layer=\"" + l + "\""), std::string::npos) << l;
+  EXPECT_NE(svg.find("table horowitz_45nm"), std::string::npos);
+}
+
 TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {
   const Evaluation e = model_evaluation(true);
   ASSERT_EQ(e.layers.size(), 4u);
@@ -715,6 +733,7 @@ TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {
   EXPECT_NE(svg.find("cycles estimated"), std::string::npos);  // the model backend
   EXPECT_NE(svg.find("SCALE-Sim WS estimate"), std::string::npos);
   EXPECT_NE(report_html(e).find("<img src=\"utilization.svg\""), std::string::npos);
+  EXPECT_NE(report_html(e).find("<img src=\"energy.svg\""), std::string::npos);
 
   EXPECT_NE(error_of([] { utilization_svg(model_evaluation(false)); }).find("no per-layer profile"),
             std::string::npos);

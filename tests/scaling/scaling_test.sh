@@ -74,7 +74,7 @@ case "$case_" in
     for d in jobs2 shards; do
       same one/out.txt "$d/out.txt"
       same one/rep/report.json "$d/rep/report.json"
-      for f in rep/index.html rep/utilization.svg tl.json; do
+      for f in rep/index.html rep/utilization.svg rep/energy.svg tl.json; do
         [ -s "one/$f" ] || fail "one/$f is empty"
         cmp -s "one/$f" "$d/$f" || fail "$d/$f differs from one/$f"
       done

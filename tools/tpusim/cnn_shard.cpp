@@ -44,7 +44,7 @@ tpu::cnn::LayerDma dma_of(const JsonValue& v) {
 
 void add_cnn_report_outputs(tpu::RunPaths& paths, const std::string& dir) {
   if (dir.empty()) return;
-  for (const char* name : {"utilization.svg", "index.html", "report.json"})
+  for (const char* name : {"utilization.svg", "energy.svg", "index.html", "report.json"})
     paths.output_in("--report", dir, name);
 }
 
@@ -54,7 +54,7 @@ CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::runtime_error("--report " + dir +
                              ": exists and is not a directory (expected a directory to write "
-                             "utilization.svg, index.html and report.json into)");
+                             "utilization.svg, energy.svg, index.html and report.json into)");
   fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error("--report " + dir + ": cannot create the directory (" + ec.message() +
@@ -62,6 +62,8 @@ CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
   CnnReportFiles f;
   f.svg =
       std::make_unique<tpu::OutputFile>((fs::path(dir) / "utilization.svg").string(), "--report");
+  f.energy =
+      std::make_unique<tpu::OutputFile>((fs::path(dir) / "energy.svg").string(), "--report");
   f.html = std::make_unique<tpu::OutputFile>((fs::path(dir) / "index.html").string(), "--report");
   f.json = std::make_unique<tpu::OutputFile>((fs::path(dir) / "report.json").string(), "--report");
   return f;
@@ -70,17 +72,19 @@ CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
 void write_cnn_report(CnnReportFiles& r, const tpu::cnn::Evaluation& e) {
   if (!r.svg) return;
   r.svg->write(tpu::cnn::utilization_svg(e));
+  r.energy->write(tpu::cnn::energy_svg(e));
   r.html->write(tpu::cnn::report_html(e));
   r.json->write(e.to_json());
   r.svg->commit();
+  r.energy->commit();
   r.html->commit();
   r.json->commit();
 }
 
 void print_report_paths(std::FILE* info, const CnnReportFiles& r) {
   if (r.svg)
-    std::fprintf(info, "report: %s, %s, %s\n", r.svg->path().c_str(), r.html->path().c_str(),
-                 r.json->path().c_str());
+    std::fprintf(info, "report: %s, %s, %s, %s\n", r.svg->path().c_str(),
+                 r.energy->path().c_str(), r.html->path().c_str(), r.json->path().c_str());
 }
 
 void print_merged_cnn(const MergedCnn& m, bool json, bool quiet, CnnReportFiles& report) {

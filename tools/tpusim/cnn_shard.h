@@ -21,7 +21,7 @@ namespace tpusim {
 // files as tpu::OutputFile (temporaries in DIR, renamed when the report is complete). Throws
 // std::runtime_error naming the option, the path and the reason.
 struct CnnReportFiles {
-  std::unique_ptr<tpu::OutputFile> svg, html, json;
+  std::unique_ptr<tpu::OutputFile> svg, energy, html, json;
 };
 CnnReportFiles prepare_cnn_report_dir(const std::string& dir);
 // The three files of --report DIR, as outputs of `paths` (checked before anything runs).
