@@ -38,9 +38,8 @@ void count_activate(const Activate& a, uint64_t n, ActionCounts& c) {
     c.ub_write += pixels * Activate::kRawRowsPerPixel * n;
     return;
   }
-  const uint64_t taps =
-      taps_1d(a.output_height(), a.pool_k, a.pool_s, a.pad_top, a.height) *
-      taps_1d(a.output_width(), a.pool_k, a.pool_s, a.pad_left, a.width);
+  const uint64_t taps = taps_1d(a.output_height(), a.pool_k, a.pool_s, a.pad_top, a.height) *
+                        taps_1d(a.output_width(), a.pool_k, a.pool_s, a.pad_left, a.width);
   c.acc_read += taps * n * kLaneBytes;
   c.requant += taps * n;
   c.ub_write += a.output_height() * a.output_width() * n;
@@ -195,15 +194,15 @@ ActionCounts ActionCounts::from_items(const std::vector<std::pair<std::string, u
   if (items.size() != names.size())
     throw std::invalid_argument("actions: " + std::to_string(items.size()) + " counts (expected " +
                                 std::to_string(names.size()) + ")");
-  uint64_t* fields[] = {&c.instructions, &c.mac_int8,   &c.mac_bf16,      &c.requant,
+  uint64_t* fields[] = {&c.instructions,  &c.mac_int8,     &c.mac_bf16,      &c.requant,
                         &c.vector_fp_mul, &c.vector_fp_op, &c.vector_int_op, &c.ub_read,
-                        &c.ub_write,     &c.acc_read,   &c.acc_write,     &c.vmem_read,
-                        &c.vmem_write,   &c.weight_fifo, &c.param,        &c.host_read,
+                        &c.ub_write,      &c.acc_read,     &c.acc_write,     &c.vmem_read,
+                        &c.vmem_write,    &c.weight_fifo,  &c.param,         &c.host_read,
                         &c.host_write};
   for (size_t i = 0; i < names.size(); ++i) {
     if (items[i].first != names[i].first)
-      throw std::invalid_argument("actions: \"" + items[i].first + "\" where \"" +
-                                  names[i].first + "\" was expected");
+      throw std::invalid_argument("actions: \"" + items[i].first + "\" where \"" + names[i].first +
+                                  "\" was expected");
     *fields[i] = items[i].second;
   }
   return c;
@@ -298,19 +297,18 @@ Energy energy_of(const ActionCounts& a, const MemorySizes& m, const EnergyTable&
   };
   const auto& pj = t.pj;
   Energy e;
-  e.components = {
-      {"mac_int8", double(a.mac_int8) * pj.at("mac_int8")},
-      {"mac_bf16", double(a.mac_bf16) * pj.at("mac_bf16")},
-      {"requant", double(a.requant) * pj.at("requant")},
-      {"vector", double(a.vector_fp_mul) * pj.at("vector_fp_mul") +
-                     double(a.vector_fp_op) * pj.at("vector_fp_op") +
-                     double(a.vector_int_op) * pj.at("vector_int_op")},
-      {"ub", sram(a.ub_read + a.ub_write, m.ub)},
-      {"acc", sram(a.acc_read + a.acc_write, m.acc)},
-      {"vmem", sram(a.vmem_read + a.vmem_write, m.vmem)},
-      {"weight_fifo", sram(a.weight_fifo, m.weight_fifo)},
-      {"param", sram(a.param, m.param)},
-      {"host", double(a.host_read + a.host_write) * pj.at("host_byte")}};
+  e.components = {{"mac_int8", double(a.mac_int8) * pj.at("mac_int8")},
+                  {"mac_bf16", double(a.mac_bf16) * pj.at("mac_bf16")},
+                  {"requant", double(a.requant) * pj.at("requant")},
+                  {"vector", double(a.vector_fp_mul) * pj.at("vector_fp_mul") +
+                                 double(a.vector_fp_op) * pj.at("vector_fp_op") +
+                                 double(a.vector_int_op) * pj.at("vector_int_op")},
+                  {"ub", sram(a.ub_read + a.ub_write, m.ub)},
+                  {"acc", sram(a.acc_read + a.acc_write, m.acc)},
+                  {"vmem", sram(a.vmem_read + a.vmem_write, m.vmem)},
+                  {"weight_fifo", sram(a.weight_fifo, m.weight_fifo)},
+                  {"param", sram(a.param, m.param)},
+                  {"host", double(a.host_read + a.host_write) * pj.at("host_byte")}};
   return e;
 }
 

@@ -18,19 +18,19 @@ namespace tpu {
 // What a program does, by kind. Bytes are counted at every memory they touch; a matmul row is
 // N x N multiply-adds whether or not the operands are padding (the array does them all).
 struct ActionCounts {
-  uint64_t instructions = 0;    // fetched over the host port (16 bytes each, in host_read)
-  uint64_t mac_int8 = 0;        // matmul: rows * N^2
-  uint64_t mac_bf16 = 0;        // matmul_bf16: rows * N^2
-  uint64_t requant = 0;         // activate: one per accumulator value read (bias, scale, round)
-  uint64_t vector_fp_mul = 0;   // vector fmul lane operations
-  uint64_t vector_fp_op = 0;    // other fp32 lane operations (add, max, compare, convert, reduce)
-  uint64_t vector_int_op = 0;   // int32 / logic lane operations
-  uint64_t ub_read = 0, ub_write = 0;        // bytes
-  uint64_t acc_read = 0, acc_write = 0;      // bytes
-  uint64_t vmem_read = 0, vmem_write = 0;    // bytes
-  uint64_t weight_fifo = 0;                  // bytes written into and read out of the FIFO
-  uint64_t param = 0;                        // bytes written into PARAM / LUT
-  uint64_t host_read = 0, host_write = 0;    // bytes over the host (device-memory) port
+  uint64_t instructions = 0;   // fetched over the host port (16 bytes each, in host_read)
+  uint64_t mac_int8 = 0;       // matmul: rows * N^2
+  uint64_t mac_bf16 = 0;       // matmul_bf16: rows * N^2
+  uint64_t requant = 0;        // activate: one per accumulator value read (bias, scale, round)
+  uint64_t vector_fp_mul = 0;  // vector fmul lane operations
+  uint64_t vector_fp_op = 0;   // other fp32 lane operations (add, max, compare, convert, reduce)
+  uint64_t vector_int_op = 0;  // int32 / logic lane operations
+  uint64_t ub_read = 0, ub_write = 0;      // bytes
+  uint64_t acc_read = 0, acc_write = 0;    // bytes
+  uint64_t vmem_read = 0, vmem_write = 0;  // bytes
+  uint64_t weight_fifo = 0;                // bytes written into and read out of the FIFO
+  uint64_t param = 0;                      // bytes written into PARAM / LUT
+  uint64_t host_read = 0, host_write = 0;  // bytes over the host (device-memory) port
 
   ActionCounts& operator+=(const ActionCounts& o);
   // (name, value) in a fixed order: the JSON keys of "actions".
@@ -48,9 +48,9 @@ ActionCounts count_actions(const std::vector<Instruction>& program, const ChipPa
 // (bytes, pJ), interpolated log-log and clamped at both ends; a write costs as a read.
 struct EnergyTable {
   std::string name, description;
-  double clock_mhz = 0;                 // for average power: cycles at this clock
-  std::map<std::string, double> pj;     // mac_int8, mac_bf16, requant, vector_fp_mul,
-                                        // vector_fp_op, vector_int_op, host_byte
+  double clock_mhz = 0;              // for average power: cycles at this clock
+  std::map<std::string, double> pj;  // mac_int8, mac_bf16, requant, vector_fp_mul,
+                                     // vector_fp_op, vector_int_op, host_byte
   std::vector<std::pair<double, double>> sram_pj_per_64bit;  // (bytes, pJ), sizes ascending
 
   // The built-in table (energy/horowitz_45nm.json).

@@ -115,9 +115,8 @@ nlohmann::ordered_json Evaluation::energy_json() const {
   j["tops_per_watt"] = pj > 0 ? 2.0 * double(macs_per_image) * n / pj : 0.0;
   j["array_tops_per_watt"] = total.tops_per_watt(actions);
   const double seconds = double(cycles_total) / (energy_table.clock_mhz * 1e6);
-  j["average_watts"] = cycles_estimated || seconds <= 0
-                           ? std::numeric_limits<double>::quiet_NaN()
-                           : pj * 1e-12 / seconds;
+  j["average_watts"] = cycles_estimated || seconds <= 0 ? std::numeric_limits<double>::quiet_NaN()
+                                                        : pj * 1e-12 / seconds;
   j["actions"] = nlohmann::ordered_json::object();
   for (const auto& [name, v] : actions.items()) j["actions"][name] = v;
   j["layers"] = nlohmann::ordered_json::array();

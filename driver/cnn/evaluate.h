@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "dataset.h"

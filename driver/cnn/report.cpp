@@ -225,8 +225,8 @@ std::string energy_svg(const Evaluation& e) {
   Series by_layer{"energy per image", "#8c564b", {}};
   for (size_t i = 0; i < e.layer_actions.size(); ++i) {
     layers.push_back(i < e.layer_names.size() ? e.layer_names[i] : std::string());
-    by_layer.values.push_back(
-        energy_of(e.layer_actions[i], e.memories, e.energy_table).total_pj() / images / 1e6);
+    by_layer.values.push_back(energy_of(e.layer_actions[i], e.memories, e.energy_table).total_pj() /
+                              images / 1e6);
   }
   layers.push_back("(no layer)");
   by_layer.values.push_back(energy_of(e.other_actions, e.memories, e.energy_table).total_pj() /
@@ -256,8 +256,8 @@ std::string energy_svg(const Evaluation& e) {
     << "</text>\n";
   o << "  <text class=\"subtitle\" x=\"" << left << "\" y=\"64\">"
     << "leakage, clock tree and control are not in the model</text>\n";
-  bar_panel(o, left, p1_y, gw * double(components.size()), p1_h,
-            "By component (\u00b5J per image)", "", components, {by_component}, 0, "%.3g");
+  bar_panel(o, left, p1_y, gw * double(components.size()), p1_h, "By component (\u00b5J per image)",
+            "", components, {by_component}, 0, "%.3g");
   bar_panel(o, left, p2_y, gw * double(layers.size()), p2_h, "By layer (\u00b5J per image)", "",
             layers, {by_layer}, 0, "%.3g");
   o << "</svg>\n";

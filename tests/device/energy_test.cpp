@@ -2,6 +2,8 @@
 // The action counts of driver/energy.h against the chip's own performance counters: a program
 // of every int8 instruction (with accumulation, max-pooling with padding, a raw activate) run
 // on both backends. The counters are the hardware's (rtl) or the golden model's exact ones.
+#include "energy.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,7 +11,6 @@
 
 #include "device_model.h"
 #include "device_rtl.h"
-#include "energy.h"
 
 namespace {
 
@@ -84,7 +85,7 @@ TEST_P(ActionCountsVsCounters, EqualTheChipsCounters) {
   EXPECT_EQ(a.instructions, prog.size());
   EXPECT_EQ(a.mac_int8, s.counters.mxu_macs);
   EXPECT_EQ(a.host_write, s.counters.dma_wr_bytes);
-  EXPECT_EQ(a.host_read, s.counters.dma_rd_bytes);  // instruction fetch included
+  EXPECT_EQ(a.host_read, s.counters.dma_rd_bytes);      // instruction fetch included
   EXPECT_EQ(a.instructions, s.counters.instr_retired);  // halt included
   // Independent of the counters: the sizes by hand.
   EXPECT_EQ(a.mac_int8, 2ull * 30 * N * N);
@@ -95,6 +96,7 @@ TEST_P(ActionCountsVsCounters, EqualTheChipsCounters) {
 }
 
 std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
-INSTANTIATE_TEST_SUITE_P(Backends, ActionCountsVsCounters, ::testing::Values("rtl", "model"), backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, ActionCountsVsCounters, ::testing::Values("rtl", "model"),
+                         backend_name);
 
 }  // namespace

@@ -149,9 +149,10 @@ TEST(EnergyTable, BadTablesNameTheKey) {
   EXPECT_NE(error_of("{\"clock_mhz\": 1, " + extra + ", " + sram + "}")
                 .find("unknown action \"mac_int4\""),
             std::string::npos);
-  EXPECT_NE(error_of("{\"clock_mhz\": 1, " + ok_pj + R"(, "sram_pj_per_64bit": [[4096, 9], [1024, 5]]})")
-                .find("sram_pj_per_64bit[1]: sizes must be ascending"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{\"clock_mhz\": 1, " + ok_pj + R"(, "sram_pj_per_64bit": [[4096, 9], [1024, 5]]})")
+          .find("sram_pj_per_64bit[1]: sizes must be ascending"),
+      std::string::npos);
   EXPECT_NE(error_of("{\"clock_mhz\": 1, " + ok_pj + R"(, "sram_pj_per_64bit": [[4096]]})")
                 .find("sram_pj_per_64bit[0] is [4096] (expected [bytes, pJ])"),
             std::string::npos);

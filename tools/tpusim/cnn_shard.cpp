@@ -62,8 +62,7 @@ CnnReportFiles prepare_cnn_report_dir(const std::string& dir) {
   CnnReportFiles f;
   f.svg =
       std::make_unique<tpu::OutputFile>((fs::path(dir) / "utilization.svg").string(), "--report");
-  f.energy =
-      std::make_unique<tpu::OutputFile>((fs::path(dir) / "energy.svg").string(), "--report");
+  f.energy = std::make_unique<tpu::OutputFile>((fs::path(dir) / "energy.svg").string(), "--report");
   f.html = std::make_unique<tpu::OutputFile>((fs::path(dir) / "index.html").string(), "--report");
   f.json = std::make_unique<tpu::OutputFile>((fs::path(dir) / "report.json").string(), "--report");
   return f;
@@ -83,8 +82,8 @@ void write_cnn_report(CnnReportFiles& r, const tpu::cnn::Evaluation& e) {
 
 void print_report_paths(std::FILE* info, const CnnReportFiles& r) {
   if (r.svg)
-    std::fprintf(info, "report: %s, %s, %s, %s\n", r.svg->path().c_str(),
-                 r.energy->path().c_str(), r.html->path().c_str(), r.json->path().c_str());
+    std::fprintf(info, "report: %s, %s, %s, %s\n", r.svg->path().c_str(), r.energy->path().c_str(),
+                 r.html->path().c_str(), r.json->path().c_str());
 }
 
 void print_merged_cnn(const MergedCnn& m, bool json, bool quiet, CnnReportFiles& report) {
@@ -349,7 +348,7 @@ void read_energy_setup(const JsonValue& en, tpu::cnn::Evaluation& e) {
   for (const auto& [k, x] : t.at("pj").members) e.energy_table.pj[k] = x.number();
   for (const auto& p : t.at("sram_pj_per_64bit").array())
     e.energy_table.sram_pj_per_64bit.emplace_back(p.array().at(0).number(),
-                                                   p.array().at(1).number());
+                                                  p.array().at(1).number());
   const JsonValue& m = en.at("memory_bytes");
   e.memories = {m.at("ub").number(), m.at("acc").number(), m.at("vmem").number(),
                 m.at("weight_fifo").number(), m.at("param").number()};
@@ -366,7 +365,8 @@ void add_energy_actions(const JsonValue& en, tpu::cnn::Evaluation& e) {
     throw std::runtime_error(en.where + ": " + std::to_string(layers.size()) +
                              " layers in \"energy\", expected " +
                              std::to_string(e.layer_actions.size()));
-  for (size_t i = 0; i < layers.size(); ++i) e.layer_actions[i] += actions_of(layers[i].at("actions"));
+  for (size_t i = 0; i < layers.size(); ++i)
+    e.layer_actions[i] += actions_of(layers[i].at("actions"));
 }
 
 }  // namespace
