@@ -323,4 +323,49 @@ double Energy::tops_per_watt(const ActionCounts& a) const {
   return pj > 0 ? 2.0 * double(a.mac_int8 + a.mac_bf16) / pj : 0.0;
 }
 
+nlohmann::ordered_json actions_json(const ActionCounts& a) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [name, v] : a.items()) j[name] = v;
+  return j;
+}
+
+nlohmann::ordered_json table_json(const EnergyTable& t) {
+  return {{"name", t.name},
+          {"clock_mhz", t.clock_mhz},
+          {"pj", t.pj},
+          {"sram_pj_per_64bit", t.sram_pj_per_64bit}};
+}
+
+nlohmann::ordered_json memories_json(const MemorySizes& m) {
+  return {{"ub", m.ub},
+          {"acc", m.acc},
+          {"vmem", m.vmem},
+          {"weight_fifo", m.weight_fifo},
+          {"param", m.param}};
+}
+
+nlohmann::ordered_json energy_json(const ActionCounts& a, const MemorySizes& m,
+                                   const EnergyTable& t, double images, double useful_macs,
+                                   uint64_t cycles, bool cycles_estimated) {
+  const Energy e = energy_of(a, m, t);
+  const double pj = e.total_pj();
+  nlohmann::ordered_json j;
+  j["table"] = t.name;
+  j["clock_mhz"] = t.clock_mhz;
+  j["total_pj"] = pj;
+  j["per_image_pj"] = pj / images;
+  j["components_pj_per_image"] = nlohmann::ordered_json::object();
+  for (const auto& [name, c] : e.components) j["components_pj_per_image"][name] = c / images;
+  // Network operations (2 per MAC of the model) per pJ = TOPS/W; `array_` counts every MAC the
+  // array performs (padding included).
+  j["tops_per_watt"] = pj > 0 ? 2.0 * useful_macs / pj : 0.0;
+  j["array_tops_per_watt"] = e.tops_per_watt(a);
+  const double seconds = double(cycles) / (t.clock_mhz * 1e6);
+  j["average_watts"] = cycles_estimated || seconds <= 0 ? std::nan("") : pj * 1e-12 / seconds;
+  j["actions"] = actions_json(a);
+  j["memory_bytes"] = memories_json(m);
+  j["table_values"] = table_json(t);
+  return j;
+}
+
 }  // namespace tpu

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,5 +82,18 @@ Energy energy_of(const ActionCounts& a, const MemorySizes& m, const EnergyTable&
 inline Energy energy_of(const ActionCounts& a, const ChipParams& chip, const EnergyTable& table) {
   return energy_of(a, memory_sizes(chip), table);
 }
+
+// JSON (docs/energy.md): the counts as {name: count}, the table as {name, clock_mhz, pj,
+// sram_pj_per_64bit}, the memory sizes as {ub, acc, vmem, weight_fifo, param}.
+nlohmann::ordered_json actions_json(const ActionCounts& a);
+nlohmann::ordered_json table_json(const EnergyTable& t);
+nlohmann::ordered_json memories_json(const MemorySizes& m);
+// The "energy" object of a run of `images` images (> 0) that did `useful_macs` MACs of the
+// model(s) in `cycles` (NaN average power when cycles_estimated): table, clock_mhz, total_pj,
+// per_image_pj, components_pj_per_image, tops_per_watt, array_tops_per_watt, average_watts,
+// actions, memory_bytes, table_values.
+nlohmann::ordered_json energy_json(const ActionCounts& a, const MemorySizes& m,
+                                   const EnergyTable& t, double images, double useful_macs,
+                                   uint64_t cycles, bool cycles_estimated);
 
 }  // namespace tpu

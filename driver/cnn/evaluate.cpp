@@ -102,46 +102,19 @@ nlohmann::ordered_json components_json(const Energy& e, double divide) {
 
 nlohmann::ordered_json Evaluation::energy_json() const {
   const double n = images ? double(images) : 1.0;
-  const Energy total = energy_of(actions, memories, energy_table);
-  const double pj = total.total_pj();
-  nlohmann::ordered_json j;
-  j["table"] = energy_table.name;
-  j["clock_mhz"] = energy_table.clock_mhz;
-  j["total_pj"] = pj;
-  j["per_image_pj"] = pj / n;
-  j["components_pj_per_image"] = components_json(total, n);
-  // Network operations (2 per MAC of the model) per pJ = TOPS/W; `array_` counts every MAC the
-  // array performs (padding included).
-  j["tops_per_watt"] = pj > 0 ? 2.0 * double(macs_per_image) * n / pj : 0.0;
-  j["array_tops_per_watt"] = total.tops_per_watt(actions);
-  const double seconds = double(cycles_total) / (energy_table.clock_mhz * 1e6);
-  j["average_watts"] = cycles_estimated || seconds <= 0 ? std::numeric_limits<double>::quiet_NaN()
-                                                        : pj * 1e-12 / seconds;
-  j["actions"] = nlohmann::ordered_json::object();
-  for (const auto& [name, v] : actions.items()) j["actions"][name] = v;
+  nlohmann::ordered_json j = tpu::energy_json(actions, memories, energy_table, n,
+                                              double(macs_per_image) * n, cycles_total,
+                                              cycles_estimated);
   j["layers"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < layer_actions.size(); ++i) {
     const Energy le = energy_of(layer_actions[i], memories, energy_table);
-    nlohmann::ordered_json la = nlohmann::ordered_json::object();
-    for (const auto& [name, v] : layer_actions[i].items()) la[name] = v;
     j["layers"].push_back({{"name", i < layer_names.size() ? layer_names[i] : std::string()},
                            {"pj_per_image", le.total_pj() / n},
                            {"components_pj_per_image", components_json(le, n)},
-                           {"actions", la}});
+                           {"actions", actions_json(layer_actions[i])}});
   }
   j["other_pj_per_image"] = energy_of(other_actions, memories, energy_table).total_pj() / n;
-  j["other_actions"] = nlohmann::ordered_json::object();
-  for (const auto& [name, v] : other_actions.items()) j["other_actions"][name] = v;
-  j["memory_bytes"] = {{"ub", memories.ub},
-                       {"acc", memories.acc},
-                       {"vmem", memories.vmem},
-                       {"weight_fifo", memories.weight_fifo},
-                       {"param", memories.param}};
-  nlohmann::ordered_json table = {{"name", energy_table.name},
-                                  {"clock_mhz", energy_table.clock_mhz},
-                                  {"pj", energy_table.pj},
-                                  {"sram_pj_per_64bit", energy_table.sram_pj_per_64bit}};
-  j["table_values"] = table;
+  j["other_actions"] = actions_json(other_actions);
   return j;
 }
 

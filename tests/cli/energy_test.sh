@@ -19,7 +19,9 @@ t["sram_pj_per_64bit"] = [[s, 2 * e] for s, e in t["sram_pj_per_64bit"]]
 print(json.dumps(t))
 PY
 "$sim" $run --energy-table double.json >double_run.json 2>/dev/null || fail "run-cnn --energy-table exited $?"
-python3 - "$src/energy/horowitz_45nm.json" base.json double_run.json <<'PY' || exit 1
+printf 'Layer, M, N, K,\nA, 20, 17, 33,\nB, 50, 24, 70,\n' >gemm.csv
+"$sim" run-topology gemm.csv --backend model --json >topo.json 2>/dev/null || fail "run-topology exited $?"
+python3 - "$src/energy/horowitz_45nm.json" base.json double_run.json topo.json <<'PY' || exit 1
 import json, math, sys
 table = json.load(open(sys.argv[1]))
 base, dbl = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
@@ -75,6 +77,13 @@ if d["table"] != "doubled" or d["actions"] != e["actions"]:
     sys.exit("FAIL: the swapped table changed the actions or is not named")
 close(d["per_image_pj"], 2 * e["per_image_pj"], "doubled per_image_pj")
 print(f"energy: {e['per_image_pj']:.4g} pJ per image recomputed from {len(want)} components")
+topo = json.load(open(sys.argv[4]))
+t = topo["energy"]
+want = components(t["actions"], t["memory_bytes"])
+for k, v in want.items():
+    close(t["components_pj_per_image"][k], v / topo["batch"], "run-topology " + k)
+close(sum(l["energy_pj_per_image"] for l in topo["layers"]), t["per_image_pj"], "run-topology layers")
+print(f"run-topology energy: {t['per_image_pj']:.4g} pJ per image recomputed")
 PY
 echo '{"clock_mhz": 700, "pj": {}}' >bad.json
 "$sim" $run --energy-table bad.json >bad_run.json 2>err.txt

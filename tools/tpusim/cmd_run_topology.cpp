@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "cnn_shard.h"
 #include "evaluate.h"
 #include "interrupt.h"
 #include "json_text.h"
@@ -231,6 +232,7 @@ struct LayerOutcome {
   uint64_t cycles = 0, mxu_busy = 0, dma_in = 0, dma_out = 0;
   int64_t macs = 0;
   double utilization = 0, ideal = 0, scalesim = 0, wall = 0;
+  tpu::ActionCounts actions;  // of the layer's program (docs/energy.md)
   bool failed() const { return (ran && !exact) || status.rfind("chip error", 0) == 0; }
   bool not_run() const { return status.rfind("not run", 0) == 0; }
 };
@@ -244,6 +246,8 @@ struct TopoRun {
   uint32_t n = 0, batch = 1;
   std::string backend;
   uint64_t seed = 1;
+  tpu::EnergyTable energy_table;
+  tpu::MemorySizes memories;
   std::vector<LayerOutcome> layers;
 };
 
@@ -283,10 +287,13 @@ int print_result(const TopoRun& r, bool json, double wall) {
   double scalesim = 0;
   int64_t macs = 0;
   int ran = 0, failed = 0, not_run = 0;
+  tpu::ActionCounts actions;
+  bool estimated = r.backend != "rtl";
   for (const auto& o : r.layers) {
     failed += o.failed();
     not_run += o.not_run();
     if (!o.ran) continue;
+    actions += o.actions;
     cycles += o.cycles;
     scalesim += o.scalesim * r.batch;
     macs += o.macs * r.batch;
@@ -309,9 +316,14 @@ int print_result(const TopoRun& r, bool json, double wall) {
                                 {"cycles", cycles},
                                 {"scalesim_ws_cycles", scalesim},
                                 {"mxu_utilization", util},
-                                {"wall_seconds", wall},
-                                {"layers", nlohmann::ordered_json::array()}};
+                                {"wall_seconds", wall}};
+    // Energy of the layers that ran, per image (each layer ran `batch` images).
+    j["energy"] = tpu::energy_json(actions, r.memories, r.energy_table, r.batch,
+                                   double(macs), cycles, estimated);
+    j["layers"] = nlohmann::ordered_json::array();
     for (const auto& o : r.layers) {
+      const double layer_pj =
+          o.ran ? tpu::energy_of(o.actions, r.memories, r.energy_table).total_pj() / r.batch : nan;
       j["layers"].push_back(
           {{"name", o.name},
            {"shape", o.shape},
@@ -329,6 +341,7 @@ int print_result(const TopoRun& r, bool json, double wall) {
            {"scalesim_ws_cycles_per_image", o.scalesim},
            {"cycles_vs_scalesim",
             o.ran && o.scalesim > 0 ? double(o.cycles) / r.batch / o.scalesim : nan},
+           {"energy_pj_per_image", layer_pj},
            {"wall_seconds", o.wall}});
     }
     std::cout << tpu::json_document(j) << "\n";
@@ -397,6 +410,7 @@ LayerOutcome run_layer(tpu::Device& dev, const TopoLayer& t, size_t index, uint3
       o.mxu_busy = r.stats.counters.mxu_busy;
       o.dma_in = r.stats.counters.dma_rd_bytes;
       o.dma_out = r.stats.counters.dma_wr_bytes;
+      o.actions = tpu::count_actions(r.program->instructions, dev.params());
       const tpu::cnn::LayerProfile p = tpu::cnn::layer_profile(q, n, batch, r.stats.cycles);
       o.utilization = p.utilization;
       if (r.stats.cycles_estimated) o.utilization = std::nan("");
@@ -422,6 +436,8 @@ std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wal
                               {"batch", r.batch},
                               {"seed", r.seed},
                               {"wall_seconds", wall},
+                              {"table_values", tpu::table_json(r.energy_table)},
+                              {"memory_bytes", tpu::memories_json(r.memories)},
                               {"layers", nlohmann::ordered_json::array()}};
   for (const auto& o : r.layers)
     j["layers"].push_back({{"index", o.index},
@@ -438,6 +454,7 @@ std::string shard_json(const TopoRun& r, const tpu::ShardSpec& shard, double wal
                            {"utilization", o.utilization},
                            {"ideal", o.ideal},
                            {"scalesim", o.scalesim},
+                           {"actions", tpu::actions_json(o.actions)},
                            {"wall", o.wall}});
   // 17 digits: the values read back bit for bit.
   return tpu::json_document(j, 17, tpu::JsonRows::BlockAlways) + "\n";
@@ -460,6 +477,7 @@ LayerOutcome outcome_of(const tpusim::JsonValue& lj) {
   o.ideal = lj.at("ideal").number();
   o.scalesim = lj.at("scalesim").number();
   o.wall = lj.at("wall").number();
+  o.actions = tpusim::actions_of(lj.at("actions"));
   return o;
 }
 
@@ -480,6 +498,8 @@ TopoRun merge_shards(const std::vector<std::string>& texts, const std::vector<st
   r.backend = p0.at("backend").str();
   r.batch = uint32_t(p0.at("batch").u64());
   r.seed = p0.at("seed").u64();
+  r.energy_table = tpusim::energy_table_of(p0.at("table_values"));
+  r.memories = tpusim::memories_of(p0.at("memory_bytes"));
   for (size_t k = 0; k < set.parts.size(); ++k) {
     for (const auto& lj : set.parts[k].at("layers").array()) {
       LayerOutcome o = outcome_of(lj);
@@ -531,7 +551,7 @@ std::pair<size_t, size_t> layers_range(const std::string& text, size_t layers) {
 
 int run_run_topology(const tpusim::Args& args) {
   namespace po = tpusim::po;
-  std::string file, layers_range_text;
+  std::string file, layers_range_text, energy_table_file;
   bool json = false;
   tpusim::DeviceOptions dev_opts;
   po::options_description opts("options");
@@ -542,6 +562,9 @@ int run_run_topology(const tpusim::Args& args) {
       "layers", po::value<std::string>(&layers_range_text),
       "FROM:TO: only the layers FROM..TO-1 of the file (counted from 0)")(
       "json", po::bool_switch(&json), "print one JSON object")(
+      "energy-table", po::value<std::string>(&energy_table_file),
+      "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
+      "energy/horowitz_45nm.json)")(
       "file", po::value<std::string>(&file), "SCALE-Sim topology CSV");
   tpusim::add_memory_options(opts);
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false, tpusim::kDerivedMaxCycles);
@@ -569,6 +592,7 @@ int run_run_topology(const tpusim::Args& args) {
   if (file.empty()) throw tpusim::UsageError("expected the topology file (FILE.csv)");
   const uint32_t batch = uint32_t(tpusim::int_option(vm, "batch", 1, 64));
   const uint64_t seed = uint64_t(tpusim::int_option(vm, "seed", 0, int64_t{1} << 62));
+  const tpu::EnergyTable energy_table = tpusim::energy_table_option(energy_table_file);
   const std::vector<TopoLayer> topo = read_topology(file);
   const auto [from, to] = layers_range(layers_range_text, topo.size());
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
@@ -594,6 +618,8 @@ int run_run_topology(const tpusim::Args& args) {
   run.backend = std::string(dev->backend());
   run.batch = batch;
   run.seed = seed;
+  run.energy_table = energy_table;
+  run.memories = tpu::memory_sizes(dev->params());
   const bool single = plan.mode == Mode::Single;
   const tpu::ShardSpec shard = single ? tpu::ShardSpec{} : plan.shard;
   const tpu::ShardRange mine = tpu::shard_range(to - from, shard);

@@ -11,6 +11,7 @@
 #include "json_text.h"
 #include "report.h"
 #include "sharding.h"
+#include "tpusim.h"
 
 namespace tpusim {
 
@@ -41,6 +42,43 @@ tpu::cnn::LayerDma dma_of(const JsonValue& v) {
 }
 
 }  // namespace
+
+tpu::ActionCounts actions_of(const JsonValue& v) {
+  std::vector<std::pair<std::string, uint64_t>> items;
+  for (const auto& [name, x] : v.members) items.emplace_back(name, x.u64());
+  try {
+    return tpu::ActionCounts::from_items(items);
+  } catch (const std::invalid_argument& err) {
+    throw std::runtime_error(v.where + ": " + err.what());
+  }
+}
+
+tpu::EnergyTable energy_table_of(const JsonValue& t) {
+  tpu::EnergyTable table;
+  table.name = t.at("name").str();
+  table.clock_mhz = t.at("clock_mhz").number();
+  for (const auto& [k, x] : t.at("pj").members) table.pj[k] = x.number();
+  for (const std::string& k : tpu::EnergyTable::action_keys()) t.at("pj").at(k);  // all there
+  for (const auto& p : t.at("sram_pj_per_64bit").array())
+    table.sram_pj_per_64bit.emplace_back(p.array().at(0).number(), p.array().at(1).number());
+  if (table.sram_pj_per_64bit.empty())
+    throw std::runtime_error(t.where + ": sram_pj_per_64bit is empty");
+  return table;
+}
+
+tpu::MemorySizes memories_of(const JsonValue& m) {
+  return {m.at("ub").number(), m.at("acc").number(), m.at("vmem").number(),
+          m.at("weight_fifo").number(), m.at("param").number()};
+}
+
+tpu::EnergyTable energy_table_option(const std::string& path) {
+  if (path.empty()) return tpu::EnergyTable::horowitz_45nm();
+  try {
+    return tpu::EnergyTable::load(path);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--energy-table: ") + e.what());
+  }
+}
 
 void add_cnn_report_outputs(tpu::RunPaths& paths, const std::string& dir) {
   if (dir.empty()) return;
@@ -329,29 +367,11 @@ void add_shard_images(const JsonValue& v, int images, tpu::cnn::Evaluation& e) {
   }
 }
 
-tpu::ActionCounts actions_of(const JsonValue& v) {
-  std::vector<std::pair<std::string, uint64_t>> items;
-  for (const auto& [name, x] : v.members) items.emplace_back(name, x.u64());
-  try {
-    return tpu::ActionCounts::from_items(items);
-  } catch (const std::invalid_argument& err) {
-    throw std::runtime_error(v.where + ": " + err.what());
-  }
-}
-
 // The energy table, memory sizes and layer names of a shard's "energy" (the same in every
 // shard of a run).
 void read_energy_setup(const JsonValue& en, tpu::cnn::Evaluation& e) {
-  const JsonValue& t = en.at("table_values");
-  e.energy_table.name = t.at("name").str();
-  e.energy_table.clock_mhz = t.at("clock_mhz").number();
-  for (const auto& [k, x] : t.at("pj").members) e.energy_table.pj[k] = x.number();
-  for (const auto& p : t.at("sram_pj_per_64bit").array())
-    e.energy_table.sram_pj_per_64bit.emplace_back(p.array().at(0).number(),
-                                                  p.array().at(1).number());
-  const JsonValue& m = en.at("memory_bytes");
-  e.memories = {m.at("ub").number(), m.at("acc").number(), m.at("vmem").number(),
-                m.at("weight_fifo").number(), m.at("param").number()};
+  e.energy_table = energy_table_of(en.at("table_values"));
+  e.memories = memories_of(en.at("memory_bytes"));
   for (const auto& l : en.at("layers").array()) e.layer_names.push_back(l.at("name").str());
   e.layer_actions.assign(e.layer_names.size(), {});
 }

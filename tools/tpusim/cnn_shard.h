@@ -14,8 +14,18 @@
 #include "evaluate.h"
 #include "output_file.h"
 #include "shard.h"
+#include "sharding.h"
 
 namespace tpusim {
+
+// Readers of the energy figures a shard carries (driver/energy.h's JSON): throw
+// std::runtime_error naming the file and place.
+tpu::ActionCounts actions_of(const JsonValue& v);
+tpu::EnergyTable energy_table_of(const JsonValue& table_values);
+tpu::MemorySizes memories_of(const JsonValue& memory_bytes);
+// --energy-table FILE (empty: the built-in table); UsageError naming the option and the key.
+tpu::EnergyTable energy_table_option(const std::string& path);
+
 
 // --report DIR: creates DIR if missing (before the chip runs for minutes) and opens its three
 // files as tpu::OutputFile (temporaries in DIR, renamed when the report is complete). Throws
