@@ -102,9 +102,9 @@ nlohmann::ordered_json components_json(const Energy& e, double divide) {
 
 nlohmann::ordered_json Evaluation::energy_json() const {
   const double n = images ? double(images) : 1.0;
-  nlohmann::ordered_json j = tpu::energy_json(actions, memories, energy_table, n,
-                                              double(macs_per_image) * n, cycles_total,
-                                              cycles_estimated);
+  nlohmann::ordered_json j =
+      tpu::energy_json(actions, memories, energy_table, n, double(macs_per_image) * n, cycles_total,
+                       cycles_estimated);
   j["layers"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < layer_actions.size(); ++i) {
     const Energy le = energy_of(layer_actions[i], memories, energy_table);

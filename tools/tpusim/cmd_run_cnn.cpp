@@ -209,7 +209,8 @@ void check_cnn_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
   if (!o.timeline_file.empty() && o.dev.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + o.dev.backend +
                              " backend has no timing, so it has no instruction timeline");
-  if (!o.energy_table_file.empty()) o.energy_table = tpusim::energy_table_option(o.energy_table_file);
+  if (!o.energy_table_file.empty())
+    o.energy_table = tpusim::energy_table_option(o.energy_table_file);
   if (!o.zoo.empty()) {
     o.model = o.zoo;
     return;

@@ -318,8 +318,8 @@ int print_result(const TopoRun& r, bool json, double wall) {
                                 {"mxu_utilization", util},
                                 {"wall_seconds", wall}};
     // Energy of the layers that ran, per image (each layer ran `batch` images).
-    j["energy"] = tpu::energy_json(actions, r.memories, r.energy_table, r.batch,
-                                   double(macs), cycles, estimated);
+    j["energy"] = tpu::energy_json(actions, r.memories, r.energy_table, r.batch, double(macs),
+                                   cycles, estimated);
     j["layers"] = nlohmann::ordered_json::array();
     for (const auto& o : r.layers) {
       const double layer_pj =
@@ -543,9 +543,9 @@ std::pair<size_t, size_t> layers_range(const std::string& text, size_t layers) {
                              ": expected FROM:TO (layer numbers counted from 0, TO excluded)");
   }
   if (from >= to || to > layers)
-    throw tpusim::UsageError("--layers " + text + ": expected 0 <= FROM < TO <= " +
-                             std::to_string(layers) + " (the file has " + std::to_string(layers) +
-                             " layers)");
+    throw tpusim::UsageError("--layers " + text +
+                             ": expected 0 <= FROM < TO <= " + std::to_string(layers) +
+                             " (the file has " + std::to_string(layers) + " layers)");
   return {from, to};
 }
 
@@ -564,8 +564,8 @@ int run_run_topology(const tpusim::Args& args) {
       "json", po::bool_switch(&json), "print one JSON object")(
       "energy-table", po::value<std::string>(&energy_table_file),
       "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
-      "energy/horowitz_45nm.json)")(
-      "file", po::value<std::string>(&file), "SCALE-Sim topology CSV");
+      "energy/horowitz_45nm.json)")("file", po::value<std::string>(&file),
+                                    "SCALE-Sim topology CSV");
   tpusim::add_memory_options(opts);
   tpusim::add_device_options(opts, dev_opts, /*with_vcd=*/false, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
@@ -603,8 +603,9 @@ int run_run_topology(const tpusim::Args& args) {
   command.name = "run-topology";
   command.args = args;
   command.merge_and_print = [&](const std::vector<std::string>& texts,
-                                const std::vector<std::string>& names,
-                                double wall) { return print_run(merge_shards(texts, names), json, wall); };
+                                const std::vector<std::string>& names, double wall) {
+    return print_run(merge_shards(texts, names), json, wall);
+  };
   if (plan.mode == Mode::Jobs) return tpusim::run_jobs_and_merge(command, plan, t0);
 
   auto dev = tpusim::open_device(dev_opts, vm);

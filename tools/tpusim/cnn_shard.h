@@ -26,7 +26,6 @@ tpu::MemorySizes memories_of(const JsonValue& memory_bytes);
 // --energy-table FILE (empty: the built-in table); UsageError naming the option and the key.
 tpu::EnergyTable energy_table_option(const std::string& path);
 
-
 // --report DIR: creates DIR if missing (before the chip runs for minutes) and opens its three
 // files as tpu::OutputFile (temporaries in DIR, renamed when the report is complete). Throws
 // std::runtime_error naming the option, the path and the reason.
