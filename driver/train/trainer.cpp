@@ -102,6 +102,21 @@ std::array<uint32_t, 3> Trainer::input_chw() const {
 }
 size_t Trainer::step_instructions() const { return impl_->step.program.size(); }
 double Trainer::compile_seconds() const { return impl_->compile_seconds; }
+const std::vector<Instruction>& Trainer::step_program() const { return impl_->step.program; }
+
+std::vector<ProgramSpan> Trainer::step_program_spans() const {
+  static const char* const kPhase[] = {"forward", "loss", "backward", "update"};
+  const TrainerImpl& t = *impl_;
+  std::vector<ProgramSpan> r;
+  for (const Emitted::Range& e : t.step.ranges) {
+    const Node& n = t.g.nodes[static_cast<size_t>(e.node)];
+    const Node& layer = n.layer >= 0 ? t.g.nodes[static_cast<size_t>(n.layer)] : n;
+    r.push_back(ProgramSpan{e.begin, e.end, layer.name,
+                            n.layer >= 0 ? layer.onnx_op : std::string(op_name(n.op)),
+                            kPhase[static_cast<int>(n.phase)]});
+  }
+  return r;
+}
 
 void Trainer::init(Device& dev) {
   TrainerImpl& t = *impl_;

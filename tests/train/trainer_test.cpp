@@ -278,6 +278,14 @@ TEST(Trainer, LayerCyclesAndFigures) {
   uint64_t sum = 0;
   for (const LayerCycles& c : l) sum += c.forward + c.backward + c.update;
   EXPECT_EQ(sum, s.cycles);
+  const std::vector<ProgramSpan> spans = t.step_program_spans();
+  ASSERT_FALSE(spans.empty());
+  EXPECT_EQ(spans.front().begin, 0u);
+  EXPECT_EQ(spans.front().layer, "fc1");
+  EXPECT_EQ(spans.front().phase, "forward");
+  EXPECT_EQ(spans.back().end + 1, t.step_program().size());  // then halt
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_EQ(spans[i].begin, spans[i - 1].end);
+  EXPECT_EQ(spans.back().phase, "update");
 }
 
 TEST(Trainer, BadLabelsAndModels) {
