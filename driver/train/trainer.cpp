@@ -59,14 +59,6 @@ namespace {
 
 constexpr uint64_t kMaxStepCycles = uint64_t{1} << 40;  // a step program cannot hang: no limit
 
-// values (rows x cols of ONNX's [cols, rows]) transposed.
-std::vector<float> transposed(const std::vector<float>& v, uint32_t rows, uint32_t cols) {
-  std::vector<float> t(v.size());
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t c = 0; c < cols; ++c) t[size_t{c} * rows + r] = v[size_t{r} * cols + c];
-  return t;
-}
-
 }  // namespace
 
 void TrainerImpl::put_batch(Device& dev, const float* images, uint32_t count) const {
@@ -128,8 +120,7 @@ void Trainer::init(Device& dev) {
   }
   const uint32_t n = t.chip.N;
   for (const Param& p : t.g.params) {
-    const Tensor& w = t.g.tensors[static_cast<size_t>(p.tensor)];
-    t.write_matrix(dev, p.tensor, p.transposed ? transposed(p.initial, w.cols, w.rows) : p.initial);
+    t.write_matrix(dev, p.tensor, kernel_values(t.g, p, p.initial));
     for (int s : p.state) dev.fill(t.addr(s), size_t{t.home(s).rows} * 4 * n, 0);
   }
   const std::vector<float> pad = pad_row_lanes(t.g.classes, n);
@@ -183,9 +174,7 @@ std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
   const TrainerImpl& t = *impl_;
   std::map<std::string, std::vector<float>> w;
   for (const Param& p : t.g.params) {
-    const Tensor& tt = t.g.tensors[static_cast<size_t>(p.tensor)];
-    const std::vector<float> v = t.read_matrix(dev, p.tensor);
-    w[p.initializer] = p.transposed ? transposed(v, tt.rows, tt.cols) : v;
+    w[p.initializer] = onnx_values(t.g, p, t.read_matrix(dev, p.tensor));
   }
   return w;
 }

@@ -72,6 +72,9 @@ struct Param {
   std::string initializer;
   std::vector<int64_t> dims;  // the initializer's ONNX shape
   bool transposed = false;    // ONNX holds W^T (Gemm transB = 1: [outputs, inputs])
+  // A Dense weight's row (input) for each ONNX input index, when the Dense reads a flattened
+  // image whose features are not in ONNX's order; empty: the same order.
+  std::vector<uint32_t> row_map;
   int tensor = -1, grad = -1;
   std::vector<int> state;  // optimizer state tensors (velocity; or m, v)
   std::vector<float> initial;  // the initializer's values, in ONNX order
@@ -96,6 +99,11 @@ struct Graph {
   // what the pass tests compare.
   std::string dump() const;
 };
+
+// A parameter's values in its tensor's layout (rows x cols, row-major, as layout.h's pack
+// takes them) from ONNX's, and back.
+std::vector<float> kernel_values(const Graph& g, const Param& p, const std::vector<float>& onnx);
+std::vector<float> onnx_values(const Graph& g, const Param& p, const std::vector<float>& kernel);
 
 const char* op_name(Op op);
 const char* phase_name(Phase p);
