@@ -62,10 +62,12 @@ constexpr uint64_t kMaxStepCycles = uint64_t{1} << 40;  // a step program cannot
 }  // namespace
 
 void TrainerImpl::put_batch(Device& dev, const float* images, uint32_t count) const {
-  const Tensor& x = g.tensors[static_cast<size_t>(g.input)];
-  std::vector<float> v(size_t{x.rows} * x.cols, 0.0f);
-  std::memcpy(v.data(), images, size_t{count} * x.cols * 4);  // NCHW per image = the row
-  write_matrix(dev, g.input, v);
+  const size_t pixels = size_t{g.input_c} * g.input_h * g.input_w;
+  std::vector<float> nchw(pixels * g.batch, 0.0f);  // a short batch is padded with zeros
+  std::memcpy(nchw.data(), images, size_t{count} * pixels * 4);
+  // The first Conv's input with its zero border (image layout), else [batch, C*H*W]: each
+  // image's NCHW values are its row.
+  write_matrix(dev, g.input, g.input_conv ? conv_input_values(*g.input_conv, chip.N, nchw) : nchw);
 }
 
 Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipParams& chip)
@@ -75,7 +77,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   t.opt = opt;
   t.chip = chip;
   chip.validate();
-  t.g = import_onnx(model, opt.batch);
+  t.g = import_onnx(model, opt.batch, chip.N);
   append_backward(t.g);
   append_update(t.g, opt);
   t.place = place(t.g, chip);

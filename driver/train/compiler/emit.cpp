@@ -2,6 +2,8 @@
 #include "compiler/emit.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "kernels.h"
 
@@ -44,6 +46,8 @@ class Emitter {
   void flat(const Node& nd, const NodeLayout& L, uint32_t chunk);
   void flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc);
   void softmax_ce(const Node& nd, const NodeLayout& L);
+  // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
+  void image_node(const Node& nd, const NodeLayout& L);
 
   const Graph& g_;
   const Placement& p_;
@@ -177,6 +181,33 @@ void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
   for (size_t i = 0; i < 2; ++i) out(nd.out[i], L.out[i], home(nd.out[i]).rows);
 }
 
+void Emitter::image_node(const Node& nd, const NodeLayout& L) {
+  for (size_t i = 0; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  auto I = [&](size_t i) { return at(nd.in[i], L.in[i]); };
+  auto O = [&](size_t i) { return at(nd.out[i], L.out[i]); };
+  switch (nd.op) {
+    case Op::Conv: {
+      const VMat bias = nd.in.size() > 2 ? I(2) : VMat{};
+      conv2d_forward(pb_, nd.conv, I(0), I(1), nd.in.size() > 2 ? &bias : nullptr, O(0), L.scratch, 0);
+      break;
+    }
+    case Op::ConvPad: conv_pad_input(pb_, nd.conv, I(0), O(0)); break;
+    case Op::ConvGradW: conv2d_backward_weights(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::ConvGradX: conv2d_backward_input(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::MaxPool: maxpool_forward(pb_, nd.pool, I(0), O(0), O(1), L.scratch); break;
+    case Op::MaxPoolGrad: maxpool_backward(pb_, nd.pool, I(0), I(1), O(0), L.scratch); break;
+    case Op::AvgPool: avgpool_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::AvgPoolGrad: avgpool_backward(pb_, nd.pool, I(0), O(0), L.scratch); break;
+    case Op::GlobalAvgPool: gap_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::GlobalAvgPoolGrad: gap_backward(pb_, nd.pool, I(0), O(0)); break;
+    default: break;
+  }
+  for (size_t i = 0; i < nd.out.size(); ++i) {
+    clear_padding_rows(pb_, O(i));
+    out(nd.out[i], L.out[i], home(nd.out[i]).rows);
+  }
+}
+
 void Emitter::node(int id) {
   const Node& nd = g_.nodes[static_cast<size_t>(id)];
   const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
@@ -205,6 +236,16 @@ void Emitter::node(int id) {
     case Op::AddGrad:
     case Op::SgdUpdate:
     case Op::AdamUpdate: flat(nd, L, chunk); break;
+    case Op::Conv:
+    case Op::ConvPad:
+    case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad: image_node(nd, L); break;
   }
   out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
 }
@@ -214,7 +255,14 @@ void Emitter::node(int id) {
 Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
              const TrainOptions& opt, const ChipParams& chip, uint32_t device_base) {
   Emitter e(g, p, opt, chip, device_base);
-  for (int id : order) e.node(id);
+  for (int id : order) {
+    try {
+      e.node(id);
+    } catch (const std::invalid_argument& err) {  // a kernel's shape check: name the node
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      throw std::invalid_argument("emit: node '" + n.name + "' (" + op_name(n.op) + "): " + err.what());
+    }
+  }
   return e.finish();
 }
 

@@ -154,6 +154,24 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.out = {L.in[0]};
       L.scratch = a.rows(4);
       break;
+    case Op::Conv:
+    case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::ConvPad:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad:
+      for (int t : nd.in) L.in.push_back(whole(t));
+      for (int t : nd.out) L.out.push_back(whole(t));
+      if (nd.op == Op::Conv || nd.op == Op::ConvGradW || nd.op == Op::ConvGradX) {
+        L.scratch = a.rows(std::max(1u, conv_scratch_rows(nd.conv, chip, 0)));
+      } else if (nd.op == Op::MaxPool || nd.op == Op::MaxPoolGrad || nd.op == Op::AvgPoolGrad) {
+        L.scratch = a.rows(pool_scratch_rows(nd.pool, n));
+      }
+      break;
     case Op::SoftmaxCe:
       L.in = {whole(nd.in[0]), whole(nd.in[1]), whole(nd.in[2])};
       L.out = {whole(nd.out[0]), whole(nd.out[1])};
@@ -176,6 +194,13 @@ Placement place(const Graph& g, const ChipParams& chip) {
     Home h;
     h.geom = geometry(g, t, p.n);
     h.rows = h.geom.span(p.n);
+    if (t.view_of >= 0) {  // a flattened image: the image's memory, pitch = batch
+      h.geom.pitch = t.rows;
+      h.rows = h.geom.span(p.n);
+      h.addr = p.homes[static_cast<size_t>(t.view_of)].addr;
+      p.homes.push_back(h);
+      continue;
+    }
     h.addr = p.device_bytes;
     const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
     if (end > 0x40000000u) throw std::invalid_argument("place: device memory beyond 1 GiB for '" + t.name + "'");
@@ -186,10 +211,17 @@ Placement place(const Graph& g, const ChipParams& chip) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& nd = g.nodes[i];
     const int ni = static_cast<int>(i);
+    if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
+      fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
+                   std::to_string(p.n) + " for a convolution's weight gradient");
+    }
     uint32_t most = acc_limit_blocks(g, p, nd, chip);
     if (most == 0) most = flat_rows_of(g, p, nd);
     if (most == 0) {
-      if (!fits(g, p, ni, 0, chip)) fail(nd, "its operands do not fit VMEM");
+      if (!fits(g, p, ni, 0, chip)) {
+        fail(nd, "its operands do not fit VMEM (" + std::to_string(chip.vmem_rows) +
+                     " rows; convolutions and pools are not split into bands yet)");
+      }
       continue;
     }
     p.chunk[i] = largest_fit(g, p, ni, most, chip);
