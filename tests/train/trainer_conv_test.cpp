@@ -5,6 +5,10 @@
 // and every weight equal a host reference composed from tests/train/reference.h bit for bit.
 #include <gtest/gtest.h>
 
+#include "compiler/autodiff.h"
+#include "compiler/import.h"
+#include "compiler/optimizer.h"
+#include "compiler/placement.h"
 #include "device_model.h"
 #include "onnx_export.h"
 #include "reference.h"
@@ -60,6 +64,7 @@ struct Weight {
 struct RefCnn {
   uint32_t n, batch;
   bool keras;  // model A (Keras in miniature) or B (two convs)
+  uint32_t conv_band = 0;  // model A's conv dW in bands of this many output lines (0: whole)
   std::map<std::string, Weight> w;
   ref::Adam adam;
 
@@ -114,7 +119,27 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
     }
   const Tensor dp = relu_backward(mp.y, dr);
   const Tensor dy1 = ref::maxpool_dx(mp.argmax, dp, k2, y1.h, y1.w);
-  update({{"conv.W", ref::conv2d_dw(x, dy1, k3, 1, n).v},
+  // dW: in bands, the sum of the bands' dW in band order (docs/training.md "Bands").
+  std::vector<Bits> dw1;
+  const uint32_t lines = conv_band == 0 ? y1.h : conv_band;
+  for (uint32_t oy0 = 0; oy0 < y1.h; oy0 += lines) {
+    const uint32_t l = std::min(lines, y1.h - oy0);
+    Tensor xb = ref::tensor(batch, 1, l + 2, x.w), db = ref::tensor(batch, y1.c, l, y1.w);
+    for (uint32_t b = 0; b < batch; ++b) {
+      for (uint32_t y = 0; y < l + 2; ++y)
+        for (uint32_t xx = 0; xx < x.w; ++xx) xb.at(b, 0, y, xx) = x.at(b, 0, oy0 + y, xx);
+      for (uint32_t c = 0; c < y1.c; ++c)
+        for (uint32_t y = 0; y < l; ++y)
+          for (uint32_t xx = 0; xx < y1.w; ++xx) db.at(b, c, y, xx) = dy1.at(b, c, oy0 + y, xx);
+    }
+    const std::vector<Bits> part = ref::conv2d_dw(xb, db, k3, 1, n).v;
+    if (dw1.empty()) {
+      dw1 = part;
+    } else {
+      for (size_t i = 0; i < dw1.size(); ++i) dw1[i] = ref::add(dw1[i], part[i]);
+    }
+  }
+  update({{"conv.W", dw1},
           {"conv.b", ref::column_sums(positions(dy1))},
           {"dense.W", dw2},
           {"dense.b", ref::column_sums(ce.dlogits)}});
@@ -206,6 +231,7 @@ struct CnnCase {
   const char* name;
   uint32_t n, batch;
   bool keras;
+  uint32_t vmem_rows = 0;  // 0: ChipParams::training's
 };
 
 class TrainerCnn : public ::testing::TestWithParam<CnnCase> {};
@@ -213,19 +239,42 @@ const CnnCase kCnnCases[] = {
     {"KerasMini_N4", 4, 8, true},
     {"KerasMini_N16", 16, 16, true},
     {"TwoConvs_N4", 4, 8, false},
+    // 400 VMEM rows: the conv, its dW, the max-pool and its gradient run in bands of output
+    // lines (one line each).
+    {"KerasMini_N4_Bands", 4, 8, true, 400},
 };
 INSTANTIATE_TEST_SUITE_P(Steps, TrainerCnn, ::testing::ValuesIn(kCnnCases),
                          [](const ::testing::TestParamInfo<CnnCase>& i) { return std::string(i.param.name); });
 
 TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
   const CnnCase& c = GetParam();
-  RefCnn r{c.n, c.batch, c.keras, {}, {}};
+  RefCnn r{c.n, c.batch, c.keras, 0, {}, {}};
   TrainOptions o;
   o.lr = 0.02f;
   o.batch = c.batch;
   r.adam = ref::Adam{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay};
-  const ChipParams chip = ChipParams::training(c.n);
-  Trainer t(cnn_onnx(c.keras, r), o, chip);
+  ChipParams chip = ChipParams::training(c.n);
+  if (c.vmem_rows != 0) chip.vmem_rows = c.vmem_rows;
+  const std::string model = cnn_onnx(c.keras, r);
+  Trainer t(model, o, chip);
+  {  // which nodes run in bands
+    compiler::Graph g = compiler::import_onnx(model, c.batch, c.n);
+    compiler::append_backward(g);
+    compiler::append_update(g, o);
+    const compiler::Placement p = compiler::place(g, chip);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const compiler::Node& nd = g.nodes[i];
+      if (nd.op == compiler::Op::ConvGradW) r.conv_band = p.chunk[i];
+      if (c.vmem_rows != 0 && (nd.op == compiler::Op::Conv || nd.op == compiler::Op::ConvGradW ||
+                               nd.op == compiler::Op::MaxPool || nd.op == compiler::Op::MaxPoolGrad)) {
+        EXPECT_GT(p.chunk[i], 0u) << nd.name << " " << compiler::op_name(nd.op);
+      }
+    }
+    if (c.vmem_rows != 0) {
+      EXPECT_GT(r.conv_band, 0u);
+      EXPECT_LT(r.conv_band, 4u);  // of the conv's 4 output lines
+    }
+  }
   ModelDevice dev(chip);
   t.init(dev);
   const std::array<uint32_t, 3> chw = t.input_chw();
