@@ -85,6 +85,14 @@ uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n) {
   return (g.c + n - 1) / n * round_up(g.ho() * g.wo() * g.batch, n);
 }
 
+bool padded(const PoolGeom& g) {
+  return g.pad_top != 0 || g.pad_left != 0 || g.pad_bottom != 0 || g.pad_right != 0;
+}
+
+// Windows that tile the input (window = stride, no padding): each input pixel is in at most
+// one window.
+bool tiled(const PoolGeom& g) { return g.kh == g.sh && g.kw == g.sw && !padded(g); }
+
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch) {
   const char* k = "maxpool_forward";
@@ -93,28 +101,29 @@ void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
   require(argmax.rows == y.rows && argmax.cols == y.cols && argmax.pitch == y.pitch, k,
           "argmax must have Y's shape and pitch");
   const uint32_t span = y.span(n);
-  pb.vop_imm(VecFunc::And, y.base, y.base, 0, span);  // Y = -inf, argmax = -1
-  pb.vop_imm(VecFunc::Or, y.base, y.base, kNegInf, span);
-  pb.vop_imm(VecFunc::Or, argmax.base, argmax.base, kAllOnes, span);
-  for (uint32_t t = 0; t < g.kh * g.kw; ++t) {
-    // M = all ones (keep), then per segment M = x_t <= Y, Y = max(x_t, Y).
-    pb.vop_imm(VecFunc::Or, scratch, scratch, kAllOnes, span);
-    for (uint32_t oy = 0; oy < g.ho(); ++oy) {
-      const Segment s = segment(g, oy, t / g.kw, t % g.kw);
-      if (!s.valid) continue;
-      for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
-        const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
-        const Pattern ms = out_rows(g, scratch + cb * y.pitch, oy, s);
-        detail::vec2d(pb, k, VecFunc::FLe, ms, xs, BMode::RowDst, ys.base, g.batch, s.count);
-        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::RowDst, ys.base, g.batch, s.count);
-      }
-    }
-    // argmax = M ? argmax : t
-    pb.vop(VecFunc::And, argmax.base, argmax.base, scratch, span);
-    pb.vop_imm(VecFunc::Xor, scratch, scratch, kAllOnes, span);
-    pb.vop_imm(VecFunc::And, scratch, scratch, t, span);
-    pb.vop(VecFunc::Or, argmax.base, argmax.base, scratch, span);
+  if (padded(g)) {  // Y = -inf, argmax = -1 where no tap has reached yet
+    pb.vop_imm(VecFunc::And, y.base, y.base, 0, span);
+    pb.vop_imm(VecFunc::Or, y.base, y.base, kNegInf, span);
+    pb.vop_imm(VecFunc::Or, argmax.base, argmax.base, kAllOnes, span);
   }
+  for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
+    for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+      const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
+      const Pattern as = out_rows(g, argmax.block(cb), oy, s);
+      const Pattern ms = out_rows(g, scratch + cb * y.pitch, oy, s);
+      if (t == 0 && !padded(g)) {  // tap 0 reaches every output: Y = max(x, -inf), argmax
+        detail::vec2d(pb, k, VecFunc::FLe, as, xs, BMode::Imm, kNegInf, g.batch, s.count);
+        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::Imm, kNegInf, g.batch, s.count);
+        continue;  // argmax = (x <= -inf) ? -1 : 0, as the general step from -inf / -1
+      }
+      // M = x_t <= Y (keep); Y = max(x_t, Y); argmax = ((argmax - t) & M) + t.
+      detail::vec2d(pb, k, VecFunc::FLe, ms, xs, BMode::RowDst, ys.base, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::RowDst, ys.base, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::ISub, as, as, BMode::Imm, t, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::And, as, as, BMode::RowA, ms.base, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::IAdd, as, as, BMode::Imm, t, g.batch, s.count);
+    }
+  });
   clear_padding_rows(pb, y);
   clear_padding_rows(pb, argmax);
 }
@@ -127,20 +136,26 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
   require(argmax.rows == dy.rows && argmax.cols == dy.cols && argmax.pitch == dy.pitch, k,
           "argmax must have dY's shape and pitch");
   const uint32_t span = dy.span(n);
-  pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
-  for (uint32_t t = 0; t < g.kh * g.kw; ++t) {
-    pb.vop_imm(VecFunc::IEq, scratch, argmax.base, t, span);  // the windows whose max is tap t
-    pb.vop(VecFunc::And, scratch, dy.base, scratch, span);
-    for (uint32_t oy = 0; oy < g.ho(); ++oy) {
-      const Segment s = segment(g, oy, t / g.kw, t % g.kw);
-      if (!s.valid) continue;
-      for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
-        const Pattern xs = in_rows(g, dx.block(cb), s);
-        detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, scratch + cb * dy.pitch, oy, s),
-                      BMode::RowDst, xs.base, g.batch, s.count);
+  const bool covered = tiled(g) && g.ho() * g.sh == g.h && g.wo() * g.sw == g.w;
+  if (!covered) pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
+  uint32_t last_tap = ~0u;
+  for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
+    if (t != last_tap) {  // M = the windows whose max is tap t (and dY there, if windows overlap)
+      pb.vop_imm(VecFunc::IEq, scratch, argmax.base, t, span);
+      if (!tiled(g)) pb.vop(VecFunc::And, scratch, dy.base, scratch, span);
+      last_tap = t;
+    }
+    for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
+      const Pattern xs = in_rows(g, dx.block(cb), s);
+      const Pattern ms = out_rows(g, scratch + cb * dy.pitch, oy, s);
+      if (tiled(g)) {  // each input pixel once: dX = dY & M
+        detail::vec2d(pb, k, VecFunc::And, xs, out_rows(g, dy.block(cb), oy, s), BMode::RowA,
+                      ms.base, g.batch, s.count);
+      } else {  // overlapping windows: dX += dY & M, taps in order
+        detail::vec2d(pb, k, VecFunc::FAdd, xs, ms, BMode::RowDst, xs.base, g.batch, s.count);
       }
     }
-  }
+  });
 }
 
 namespace {

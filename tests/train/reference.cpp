@@ -367,6 +367,7 @@ MaxPoolResult maxpool(const Tensor& x, const Window& k) {
 }
 
 Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint32_t h, uint32_t w) {
+  const bool tiles = k.kh == k.sh && k.kw == k.sw && k.pt + k.pl + k.pb + k.pr == 0;
   Tensor dx = tensor(dy.b, dy.c, h, w);
   for (uint32_t t = 0; t < k.kh * k.kw; ++t)
     for (uint32_t b = 0; b < dy.b; ++b)
@@ -376,7 +377,9 @@ Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint3
             uint32_t iy, ix;
             if (!tap_pixel(k, h, w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
             const Bits g = argmax.at(b, c, oy, ox) == t ? dy.at(b, c, oy, ox) : 0u;
-            dx.at(b, c, iy, ix) = add(dx.at(b, c, iy, ix), g);
+            // Windows that tile the input (window = stride, no padding) write each input
+            // pixel once; overlapping ones add to it, taps in order.
+            dx.at(b, c, iy, ix) = tiles ? g : add(dx.at(b, c, iy, ix), g);
           }
   return dx;
 }
