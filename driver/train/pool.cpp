@@ -60,6 +60,19 @@ void check_pool(const PoolGeom& g, const VMat& x, const VMat& y, const char* k) 
               "x" + str(g.c));
 }
 
+// Whole-tensor steps go block by block over `rows`, so a VMat that is a band of a larger
+// tensor (pitch > rows) is safe: rows past `rows` are not touched.
+void zero_rows(ProgramBuilder& pb, const VMat& m) {
+  for (uint32_t cb = 0; cb < m.blocks(pb.params().N); ++cb) {
+    pb.vop_imm(VecFunc::And, m.block(cb), m.block(cb), 0, m.rows);
+  }
+}
+void scale_rows(ProgramBuilder& pb, const VMat& dst, const VMat& src, uint32_t factor) {
+  for (uint32_t cb = 0; cb < src.blocks(pb.params().N); ++cb) {
+    pb.vop_imm(VecFunc::FMul, dst.block(cb), src.block(cb), factor, src.rows);
+  }
+}
+
 // Input rows of a segment in block `xb` (stride sw*batch) and output rows in block `yb`.
 Pattern in_rows(const PoolGeom& g, uint32_t xb, const Segment& s) {
   return Pattern{xb + (s.iy * g.w + s.ix) * g.batch, 1, g.sw * g.batch};
@@ -100,17 +113,19 @@ void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
   check_pool(g, x, y, k);
   require(argmax.rows == y.rows && argmax.cols == y.cols && argmax.pitch == y.pitch, k,
           "argmax must have Y's shape and pitch");
-  const uint32_t span = y.span(n);
+  const uint32_t ms_pitch = round_up(y.rows, n);  // scratch: M per block
   if (padded(g)) {  // Y = -inf, argmax = -1 where no tap has reached yet
-    pb.vop_imm(VecFunc::And, y.base, y.base, 0, span);
-    pb.vop_imm(VecFunc::Or, y.base, y.base, kNegInf, span);
-    pb.vop_imm(VecFunc::Or, argmax.base, argmax.base, kAllOnes, span);
+    for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+      pb.vop_imm(VecFunc::And, y.block(cb), y.block(cb), 0, y.rows);
+      pb.vop_imm(VecFunc::Or, y.block(cb), y.block(cb), kNegInf, y.rows);
+      pb.vop_imm(VecFunc::Or, argmax.block(cb), argmax.block(cb), kAllOnes, y.rows);
+    }
   }
   for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
     for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
       const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
       const Pattern as = out_rows(g, argmax.block(cb), oy, s);
-      const Pattern ms = out_rows(g, scratch + cb * y.pitch, oy, s);
+      const Pattern ms = out_rows(g, scratch + cb * ms_pitch, oy, s);
       if (t == 0 && !padded(g)) {  // tap 0 reaches every output: Y = max(x, -inf), argmax
         detail::vec2d(pb, k, VecFunc::FLe, as, xs, BMode::Imm, kNegInf, g.batch, s.count);
         detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::Imm, kNegInf, g.batch, s.count);
@@ -124,8 +139,8 @@ void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
       detail::vec2d(pb, k, VecFunc::IAdd, as, as, BMode::Imm, t, g.batch, s.count);
     }
   });
-  clear_padding_rows(pb, y);
-  clear_padding_rows(pb, argmax);
+  detail::clear_own_padding(pb, y);
+  detail::clear_own_padding(pb, argmax);
 }
 
 void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax, const VMat& dy,
@@ -135,19 +150,21 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
   check_pool(g, dx, dy, k);
   require(argmax.rows == dy.rows && argmax.cols == dy.cols && argmax.pitch == dy.pitch, k,
           "argmax must have dY's shape and pitch");
-  const uint32_t span = dy.span(n);
+  const uint32_t ms_pitch = round_up(dy.rows, n);  // scratch: M per block
   const bool covered = tiled(g) && g.ho() * g.sh == g.h && g.wo() * g.sw == g.w;
-  if (!covered) pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
+  if (!covered) zero_rows(pb, dx);
   uint32_t last_tap = ~0u;
   for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
-    if (t != last_tap) {  // M = the windows whose max is tap t (and dY there, if windows overlap)
-      pb.vop_imm(VecFunc::IEq, scratch, argmax.base, t, span);
-      if (!tiled(g)) pb.vop(VecFunc::And, scratch, dy.base, scratch, span);
-      last_tap = t;
+    for (uint32_t cb = 0; cb < dy.blocks(n) && t != last_tap; ++cb) {
+      // M = the windows whose max is tap t (and dY there, if windows overlap)
+      const uint32_t m = scratch + cb * ms_pitch;
+      pb.vop_imm(VecFunc::IEq, m, argmax.block(cb), t, dy.rows);
+      if (!tiled(g)) pb.vop(VecFunc::And, m, dy.block(cb), m, dy.rows);
     }
+    last_tap = t;
     for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
       const Pattern xs = in_rows(g, dx.block(cb), s);
-      const Pattern ms = out_rows(g, scratch + cb * dy.pitch, oy, s);
+      const Pattern ms = out_rows(g, scratch + cb * ms_pitch, oy, s);
       if (tiled(g)) {  // each input pixel once: dX = dY & M
         detail::vec2d(pb, k, VecFunc::And, xs, out_rows(g, dy.block(cb), oy, s), BMode::RowA,
                       ms.base, g.batch, s.count);
@@ -182,8 +199,8 @@ void avgpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
       }
     }
   });
-  pb.vop_imm(VecFunc::FMul, y.base, y.base, imm(1.0f / static_cast<float>(g.kh * g.kw)), y.span(n));
-  clear_padding_rows(pb, y);
+  scale_rows(pb, y, y, imm(1.0f / static_cast<float>(g.kh * g.kw)));
+  detail::clear_own_padding(pb, y);
 }
 
 void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx,
@@ -192,14 +209,15 @@ void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, con
   const uint32_t n = pb.params().N;
   check_pool(g, dx, dy, k);
   require_no_pads(g, k);
-  pb.vop_imm(VecFunc::FMul, scratch, dy.base, imm(1.0f / static_cast<float>(g.kh * g.kw)),
-             dy.span(n));
-  pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
+  const uint32_t gp = round_up(dy.rows, n);
+  const VMat grad{scratch, dy.rows, dy.cols, gp};  // dY * (1/(kh*kw))
+  scale_rows(pb, grad, dy, imm(1.0f / static_cast<float>(g.kh * g.kw)));
+  zero_rows(pb, dx);
   for_each_segment(g, [&](uint32_t, uint32_t oy, const Segment& s) {
     for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
       const Pattern xs = in_rows(g, dx.block(cb), s);
-      detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, scratch + cb * dy.pitch, oy, s),
-                    BMode::RowDst, xs.base, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, grad.block(cb), oy, s), BMode::RowDst,
+                    xs.base, g.batch, s.count);
     }
   });
 }
@@ -220,16 +238,18 @@ void gap_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMa
   const char* k = "gap_forward";
   const uint32_t n = pb.params().N;
   check_gap(g, x, y, k);
-  pb.vop_imm(VecFunc::And, y.base, y.base, 0, y.span(n));
-  pb.vop_imm(VecFunc::Or, y.base, y.base, detail::kNegZero, y.span(n));
+  zero_rows(pb, y);
+  for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+    pb.vop_imm(VecFunc::Or, y.block(cb), y.block(cb), detail::kNegZero, y.rows);
+  }
   for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
     // Y += x_p for every pixel p in order: the destination line stride 0 revisits Y's rows.
     const Pattern ys{y.block(cb), 1, 0};
     detail::vec2d(pb, k, VecFunc::FAdd, ys, Pattern{x.block(cb), 1, g.batch}, BMode::RowDst,
                   ys.base, g.batch, g.h * g.w);
   }
-  pb.vop_imm(VecFunc::FMul, y.base, y.base, imm(1.0f / static_cast<float>(g.h * g.w)), y.span(n));
-  clear_padding_rows(pb, y);
+  scale_rows(pb, y, y, imm(1.0f / static_cast<float>(g.h * g.w)));
+  detail::clear_own_padding(pb, y);
 }
 
 void gap_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx) {
@@ -244,20 +264,24 @@ void gap_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const V
                     Pattern{dx.block(cb), 1, 0}, BMode::Imm, 0, g.batch, g.h * g.w - 1);
     }
   }
-  clear_padding_rows(pb, dx);
+  detail::clear_own_padding(pb, dx);
 }
 
 void add_forward(ProgramBuilder& pb, const VMat& a, const VMat& b, const VMat& y) {
   require(a.rows == b.rows && a.cols == b.cols && a.pitch == b.pitch && y.rows == a.rows &&
               y.cols == a.cols && y.pitch == a.pitch,
           "add_forward", "A, B and Y must have the same shape and pitch");
-  pb.vop(VecFunc::FAdd, y.base, a.base, b.base, a.span(pb.params().N));
+  for (uint32_t cb = 0; cb < a.blocks(pb.params().N); ++cb) {
+    pb.vop(VecFunc::FAdd, y.block(cb), a.block(cb), b.block(cb), a.rows);
+  }
 }
 
 void grad_accumulate(ProgramBuilder& pb, const VMat& acc, const VMat& g) {
   require(acc.rows == g.rows && acc.cols == g.cols && acc.pitch == g.pitch, "grad_accumulate",
           "the gradients must have the same shape and pitch");
-  pb.vop(VecFunc::FAdd, acc.base, acc.base, g.base, acc.span(pb.params().N));
+  for (uint32_t cb = 0; cb < acc.blocks(pb.params().N); ++cb) {
+    pb.vop(VecFunc::FAdd, acc.block(cb), acc.block(cb), g.block(cb), acc.rows);
+  }
 }
 
 VMat flatten_view(const VMat& a, uint32_t hw, uint32_t batch, uint32_t n) {
