@@ -173,6 +173,7 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
       }
     }
   });
+  detail::clear_own_padding(pb, dx);
 }
 
 namespace {
@@ -220,6 +221,7 @@ void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, con
                     xs.base, g.batch, s.count);
     }
   });
+  detail::clear_own_padding(pb, dx);
 }
 
 namespace {
