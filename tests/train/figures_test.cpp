@@ -56,6 +56,18 @@ ConvGeom keras_conv(uint32_t cout) {
   return g;
 }
 
+std::vector<uint32_t> as_bits(const std::vector<float>& f) {
+  std::vector<uint32_t> b(f.size());
+  for (size_t i = 0; i < f.size(); ++i) b[i] = ref::bits(f[i]);
+  return b;
+}
+std::vector<float> as_floats(const std::vector<uint32_t>& b) {
+  std::vector<float> f(b.size());
+  for (size_t i = 0; i < b.size(); ++i) f[i] = ref::value(b[i]);
+  return f;
+}
+
+// The layer at full size, also checked bit for bit (the first half) against the reference.
 TEST(TrainFigures, KerasConvLayer) {
   Figures fwd, dw;
   for (int half = 0; half < 2; ++half) {
@@ -65,11 +77,36 @@ TEST(TrainFigures, KerasConvLayer) {
     VMat b = rig.arena().row_vector(32), y = rig.arena().matrix(g.ho() * g.wo() * kBatch, 32);
     VMat dw_m = rig.arena().matrix(g.weight_rows(kN), 32);
     const uint32_t scratch = rig.arena().rows(conv_scratch_rows(g, rig.dev().params(), 0));
+    ref::Tensor xt = ref::tensor(kBatch, 1, 28, 28), wt = ref::tensor(32, 1, 3, 3);
+    xt.v = random_values(xt.v.size(), 1.0f, 301 + half);
+    wt.v = random_values(wt.v.size(), 0.5f, 303 + half);
+    const std::vector<uint32_t> bias = random_values(32, 0.5f, 305 + half);
+    rig.put(x, as_bits(conv_input_values(g, kN, as_floats(xt.v))));
+    rig.put(w, as_bits(conv_weight_values(g, kN, as_floats(wt.v))));
+    rig.put(b, bias);
+    rig.run();  // the data, before the measured programs
+    rig.new_program();
     conv2d_forward(rig.pb(), g, x, w, &b, y, scratch, 0);
     add_run(rig, fwd);
     rig.new_program();
-    conv2d_backward_weights(rig.pb(), g, x, y, dw_m, scratch, 0);
+    conv2d_backward_weights(rig.pb(), g, x, y, dw_m, scratch, 0);  // dY := Y
     add_run(rig, dw);
+    if (half == 1) continue;
+    rig.new_program();
+    rig.want(y);
+    rig.want(dw_m);
+    rig.run();
+    const ref::Window k{3, 3, 1, 1, 0, 0, 0, 0};
+    const ref::Tensor want_y = ref::conv2d(xt, wt, bias, k, 1, kN);
+    std::vector<uint32_t> got_y = rig.got(y), want_img(got_y.size());
+    for (uint32_t i = 0; i < kBatch; ++i)
+      for (uint32_t c = 0; c < 32; ++c)
+        for (uint32_t p = 0; p < 26 * 26; ++p)
+          want_img[(p * kBatch + i) * 32 + c] = want_y.at(i, c, p / 26, p % 26);
+    EXPECT_TRUE(got_y == want_img) << "Y differs from the reference";
+    const ref::Tensor want_dw = ref::conv2d_dw(xt, want_y, k, 1, kN);
+    EXPECT_TRUE(as_bits(conv_weight_oihw(g, kN, as_floats(rig.got(dw_m)))) == want_dw.v)
+        << "dW differs from the reference";
   }
   print("conv 3x3x1x64 forward", fwd);
   print("conv 3x3x1x64 dW", dw);
