@@ -162,7 +162,7 @@ struct PoolGeom {
   uint32_t wo() const { return (w + pad_left + pad_right - kw) / sw + 1; }
 };
 // Y = max over the window (padding taps skipped, as ONNX MaxPool); `argmax`: a tensor of Y's
-// shape holding the first maximal tap (ky*kw + kx) as int32, -1 if no tap is > -inf.
+// shape holding the first maximal tap (ky*kw + kx) as fp32 (docs/training.md "maxpool").
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch);
 // dX (x's shape) = dY scattered to each window's argmax tap (added, taps in order).
@@ -171,7 +171,7 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
 // Y (an image activation) += bias (a row_vector): a conv's bias added after a later step
 // (e.g. after max pooling, on 1/4 of the rows; see docs/training.md).
 void bias_add(ProgramBuilder& pb, const VMat& y, const VMat& bias);
-// Scratch rows of maxpool_forward / maxpool_backward: y.span(N).
+// Scratch rows of maxpool_* and avgpool_backward: one row per output element, + kh*kw.
 uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n);
 // AveragePool without padding (count = kh*kw): Y = (x_tap0 + x_tap1 + ...) * (1/(kh*kw)).
 void avgpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y);

@@ -95,7 +95,7 @@ void for_each_segment(const PoolGeom& g, F f) {
 }  // namespace
 
 uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n) {
-  return (g.c + n - 1) / n * round_up(g.ho() * g.wo() * g.batch, n);
+  return (g.c + n - 1) / n * round_up(g.ho() * g.wo() * g.batch, n) + g.kh * g.kw;
 }
 
 bool padded(const PoolGeom& g) {
@@ -109,16 +109,21 @@ bool tiled(const PoolGeom& g) { return g.kh == g.sh && g.kw == g.sw && !padded(g
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch) {
   const char* k = "maxpool_forward";
-  const uint32_t n = pb.params().N;
+  const uint32_t n = pb.params().N, taps = g.kh * g.kw;
   check_pool(g, x, y, k);
   require(argmax.rows == y.rows && argmax.cols == y.cols && argmax.pitch == y.pitch, k,
           "argmax must have Y's shape and pitch");
-  const uint32_t ms_pitch = round_up(y.rows, n);  // scratch: M per block
-  if (padded(g)) {  // Y = -inf, argmax = -1 where no tap has reached yet
+  const uint32_t ms_pitch = round_up(y.rows, n);  // scratch: M per block, then the tap rows
+  const uint32_t tap_rows = scratch + y.blocks(n) * ms_pitch;
+  for (uint32_t t = 0; t < taps; ++t) {  // row t: fp32 t in every lane
+    pb.vop_imm(VecFunc::And, tap_rows + t, tap_rows + t, 0, 1);
+    pb.vop_imm(VecFunc::Or, tap_rows + t, tap_rows + t, imm(static_cast<float>(t)), 1);
+  }
+  if (padded(g) || taps == 1) {  // Y = -inf, argmax = +0 before the first tap
     for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
       pb.vop_imm(VecFunc::And, y.block(cb), y.block(cb), 0, y.rows);
       pb.vop_imm(VecFunc::Or, y.block(cb), y.block(cb), kNegInf, y.rows);
-      pb.vop_imm(VecFunc::Or, argmax.block(cb), argmax.block(cb), kAllOnes, y.rows);
+      pb.vop_imm(VecFunc::And, argmax.block(cb), argmax.block(cb), 0, y.rows);
     }
   }
   for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
@@ -126,17 +131,23 @@ void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
       const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
       const Pattern as = out_rows(g, argmax.block(cb), oy, s);
       const Pattern ms = out_rows(g, scratch + cb * ms_pitch, oy, s);
-      if (t == 0 && !padded(g)) {  // tap 0 reaches every output: Y = max(x, -inf), argmax
-        detail::vec2d(pb, k, VecFunc::FLe, as, xs, BMode::Imm, kNegInf, g.batch, s.count);
-        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::Imm, kNegInf, g.batch, s.count);
-        continue;  // argmax = (x <= -inf) ? -1 : 0, as the general step from -inf / -1
+      const bool first = !padded(g) && taps > 1;  // tap 0 reaches every output, tap 1 too
+      if (t > 0 || !first) {
+        // M = x_t <= Y; T = t & ~M (t where x_t is a new strict maximum, else +0);
+        // argmax = max(argmax, T) (tap 1 without padding: argmax = T).
+        detail::vec2d(pb, k, VecFunc::FLe, ms, xs, BMode::RowDst, ys.base, g.batch, s.count);
+        const Pattern tap{tap_rows + t, 0, 0};
+        const Pattern dst = first && t == 1 ? as : ms;
+        detail::vec2d(pb, k, VecFunc::AndN, dst, tap, BMode::RowDst, ms.base, g.batch, s.count);
+        if (!(first && t == 1)) {
+          detail::vec2d(pb, k, VecFunc::FMax, as, as, BMode::RowA, ms.base, g.batch, s.count);
+        }
       }
-      // M = x_t <= Y (keep); Y = max(x_t, Y); argmax = ((argmax - t) & M) + t.
-      detail::vec2d(pb, k, VecFunc::FLe, ms, xs, BMode::RowDst, ys.base, g.batch, s.count);
-      detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::RowDst, ys.base, g.batch, s.count);
-      detail::vec2d(pb, k, VecFunc::ISub, as, as, BMode::Imm, t, g.batch, s.count);
-      detail::vec2d(pb, k, VecFunc::And, as, as, BMode::RowA, ms.base, g.batch, s.count);
-      detail::vec2d(pb, k, VecFunc::IAdd, as, as, BMode::Imm, t, g.batch, s.count);
+      if (t == 0 && first) {  // Y = max(x_0, -inf)
+        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::Imm, kNegInf, g.batch, s.count);
+      } else {
+        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::RowDst, ys.base, g.batch, s.count);
+      }
     }
   });
   detail::clear_own_padding(pb, y);
@@ -158,7 +169,7 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
     for (uint32_t cb = 0; cb < dy.blocks(n) && t != last_tap; ++cb) {
       // M = the windows whose max is tap t (and dY there, if windows overlap)
       const uint32_t m = scratch + cb * ms_pitch;
-      pb.vop_imm(VecFunc::IEq, m, argmax.block(cb), t, dy.rows);
+      pb.vop_imm(VecFunc::FEq, m, argmax.block(cb), imm(static_cast<float>(t)), dy.rows);
       if (!tiled(g)) pb.vop(VecFunc::And, m, dy.block(cb), m, dy.rows);
     }
     last_tap = t;
