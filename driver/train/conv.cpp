@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conv2D forward / backward on the MXU (docs/training.md "Convolution"). Activations are in
-// the image layout (rows (y, x, b), channel blocks in lanes). cin == 1: the taps are put into
-// the lanes on the chip (im2col: one `align` per tap builds tap-major rows, the transpose unit
-// turns them into rows = positions, lanes = taps); cin > 1: each (tap, channel block) is a
-// K-tile whose rows the matmul reads straight from the input with its 2-D row pattern.
+// Conv2D forward / backward on the MXU (docs/training.md "Convolution, pooling and Flatten").
+// Activations are in the image layout (rows (y, x, b), channel blocks in lanes). cin == 1: the
+// taps are put into the lanes on the chip (im2col: one `align` per tap builds tap-major rows,
+// the transpose unit turns them into rows = positions, lanes = taps); cin > 1: each (tap,
+// channel block) is a K-tile whose rows the matmul reads straight from the input with its 2-D
+// row pattern.
 #include <algorithm>
 #include <string>
 

@@ -94,8 +94,8 @@ void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, ui
                  uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch);
 
 // ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
-// [batch, C, H, W] is a VMat (layout.h "image layout"): rows = (y, x, b), pixel-major with the
-// batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).
+// [batch, C, H, W] is a VMat (docs/training.md "Image layout"): rows = (y, x, b), pixel-major with
+// the batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).
 struct ConvGeom {
   uint32_t batch = 1, cin = 1, cout = 1;
   uint32_t h = 1, w = 1;    // input height / width (without padding)
@@ -162,7 +162,7 @@ struct PoolGeom {
   uint32_t wo() const { return (w + pad_left + pad_right - kw) / sw + 1; }
 };
 // Y = max over the window (padding taps skipped, as ONNX MaxPool); `argmax`: a tensor of Y's
-// shape holding the first maximal tap (ky*kw + kx) as fp32 (docs/training.md "maxpool").
+// shape holding the first maximal tap (ky*kw + kx) as fp32 (docs/training.md, `maxpool_forward`).
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch);
 // dX (x's shape) = dY scattered to each window's argmax tap (added, taps in order).

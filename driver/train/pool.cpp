@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // MaxPool, AveragePool, GlobalAveragePool, residual Add and Flatten on the vector unit
-// (docs/training.md "Pooling"). Activations in the image layout: row (y*W + x)*batch + b, so
-// one output line of a pooling tap is a 2-D `vector` pattern (inner: the batch, stride 1;
-// outer: the pixels of the line, stride sw*batch on the input).
+// (docs/training.md "Convolution, pooling and Flatten"). Activations in the image layout: row
+// (y*W + x)*batch + b, so one output line of a pooling tap is a 2-D `vector` pattern (inner:
+// the batch, stride 1; outer: the pixels of the line, stride sw*batch on the input).
 #include <algorithm>
 #include <string>
 
