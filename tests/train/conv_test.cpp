@@ -3,6 +3,7 @@
 // reference.h), bit for bit; the image layout conversion here is the test's own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rig.h"
@@ -181,6 +182,102 @@ TEST_P(Conv, ManyChannelsPaddedStridedMatchesReference) {
   check_conv(n, {geom(n, 3, 2, 5, 6, 3, 1, 1), 0}, 71);
   check_conv(n, {geom(n, n + 1, 3, 7, 7, 3, 2, 1), 0}, 72);
   check_conv(n, {geom(n, 2 * n, n, 7, 7, 1, 2, 0), 0}, 73);
+}
+
+// ONNX's asymmetric pads (SAME_UPPER at stride 2: bottom / right only) and non-square kernels
+// and strides.
+TEST_P(Conv, AsymmetricPadsAndRectangularKernels) {
+  const uint32_t n = GetParam();
+  ConvGeom g = geom(n, 3, 5, 6, 7, 3, 2, 0);
+  g.pad_bottom = g.pad_right = 1;
+  check_conv(n, {g, 0}, 141);
+  ConvGeom r = geom(n, 1, 3, 5, 8, 1, 1, 0);
+  r.kw = 3;
+  r.sw = 2;
+  r.pad_left = 2;
+  check_conv(n, {r, 0}, 142);
+  ConvGeom d = geom(n, n + 1, 2, 6, 5, 2, 1, 0);
+  d.kw = 3;
+  d.sh = 2;
+  d.pad_top = 1;
+  check_conv(n, {d, 0}, 143);
+}
+
+// A layer done in bands of output lines (views of X, Y and dY; dW accumulated in ACC across
+// the calls) equals the whole layer bit for bit: how a layer too big for VMEM is streamed.
+void check_bands(uint32_t n, const ConvGeom& g, uint32_t split, uint32_t seed) {
+  Rig rig(n, 32768);
+  const uint32_t cstride = g.packed() ? 1 : round_up(g.cin, n);
+  const ref::Tensor x = random_tensor(g.batch, g.cin, g.h, g.w, 1.0f, seed);
+  const ref::Tensor w = random_tensor(g.cout, g.cin, g.kh, g.kw, 0.5f, seed + 1);
+  const std::vector<uint32_t> bias = random_values(g.cout, 0.5f, seed + 2);
+  const ref::Tensor dy = random_tensor(g.batch, g.cout, g.ho(), g.wo(), 1.0f, seed + 3);
+  VMat vx = conv_input_matrix(rig.arena(), g);
+  VMat vw = rig.arena().matrix(g.weight_rows(n), g.cout), vb = rig.arena().row_vector(g.cout);
+  VMat vy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+  VMat vdy = rig.arena().matrix(vy.rows, g.cout), vdw = rig.arena().matrix(vw.rows, g.cout);
+  const uint32_t scratch = rig.arena().rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  rig.put(vx, as_bits(conv_input_values(g, n, as_floats(x.v))));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  rig.put(vb, bias);
+  rig.put(vdy, to_image(dy));
+  const uint32_t line = g.wo() * g.batch;
+  for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += split) {
+    const uint32_t l = std::min(split, g.ho() - oy0);
+    ConvGeom band = g;  // a valid conv over the stored (padded) input lines of the band
+    band.h = (l - 1) * g.sh + g.kh;
+    band.w = g.wp();
+    band.pad_top = band.pad_left = band.pad_bottom = band.pad_right = 0;
+    const uint32_t first = oy0 * g.sh * g.wp() * g.batch;  // first input row of the band
+    ASSERT_EQ(first % n, 0u);
+    const VMat bx{vx.base + (g.packed() ? first / n : first), band.input_rows(n), vx.cols,
+                  vx.pitch};
+    const VMat by{vy.base + oy0 * line, l * line, g.cout, vy.pitch};
+    const VMat bdy{vdy.base + oy0 * line, l * line, g.cout, vdy.pitch};
+    conv2d_forward(rig.pb(), band, bx, vw, &vb, by, scratch, 0);
+    conv2d_backward_weights(rig.pb(), band, bx, bdy, vdw, scratch, 2048 - conv_dw_acc_rows(g, n),
+                            oy0 > 0);
+  }
+  clear_padding_rows(rig.pb(), vy);
+  rig.want(vy);
+  rig.want(vdw);
+  rig.run();
+  const ref::Window k = window(g);
+  expect_bits(from_image(rig.got(vy), g.batch, g.cout, g.ho(), g.wo()).v,
+              ref::conv2d(x, w, bias, k, cstride, n).v, "Y");
+  expect_bits(as_bits(conv_weight_oihw(g, n, as_floats(rig.got(vdw)))),
+              ref::conv2d_dw(x, dy, k, cstride, n).v, "dW");
+}
+
+TEST_P(Conv, LayerInBandsOfLinesMatchesWholeLayer) {
+  const uint32_t n = GetParam();
+  check_bands(n, geom(n, 1, n + 1, 9, 6, 3, 1, 0), 3, 131);  // Keras-like, taps in lanes
+  check_bands(n, geom(n, n + 2, 3, 8, 5, 3, 1, 1), 4, 132);  // cin > 1, padded
+  check_bands(n, geom(2 * n, 1, 4, 9, 9, 3, 2, 1), 2, 133);  // strided, padded
+}
+
+// A layer's output (image layout, no border) padded on the chip by conv_pad_input over stale
+// NaN, then convolved: equals the reference's padded convolution.
+TEST_P(Conv, PadInputOnTheChip) {
+  const uint32_t n = GetParam();
+  Rig rig(n, 32768);
+  ConvGeom g = geom(n, n + 3, 4, 5, 6, 3, 1, 1);
+  g.pad_bottom = 2;
+  const ref::Tensor x = random_tensor(g.batch, g.cin, g.h, g.w, 1.0f, 151);
+  const ref::Tensor w = random_tensor(g.cout, g.cin, 3, 3, 0.5f, 152);
+  VMat src = rig.arena().matrix(g.h * g.w * g.batch, g.cin);
+  VMat vx = conv_input_matrix(rig.arena(), g), vw = rig.arena().matrix(g.weight_rows(n), g.cout);
+  VMat vy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+  const uint32_t scratch = rig.arena().rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  rig.put_rows(vx.base, std::vector<uint32_t>(size_t{vx.span(n)} * n, 0x7FC00000u));
+  rig.put(src, to_image(x));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  conv_pad_input(rig.pb(), g, src, vx);
+  conv2d_forward(rig.pb(), g, vx, vw, nullptr, vy, scratch, 0);
+  rig.want(vy);
+  rig.run();
+  expect_bits(from_image(rig.got(vy), g.batch, g.cout, g.ho(), g.wo()).v,
+              ref::conv2d(x, w, {}, window(g), round_up(g.cin, n), n).v, "Y");
 }
 
 TEST_P(Conv, ShapeErrorsAreNamed) {

@@ -94,6 +94,16 @@ void check_maxpool(uint32_t n, const PoolGeom& g, uint32_t seed) {
   expect_bits(rig.got(m.y), to_image(want.y), "Y");
   expect_bits(rig.got(am), to_image(want.argmax), "argmax");
   expect_bits(rig.got(vdx), to_image(ref::maxpool_dx(want.argmax, dy, window(g), g.h, g.w)), "dX");
+  // Padding rows and lanes +0 over the stale NaN (argmax's padding lanes hold the tap of the
+  // zeros there: an internal tensor, only dY's zero lanes meet it).
+  for (const VMat& v : {m.y, vdx}) {
+    const std::vector<uint32_t> image = rig.got_image(v);
+    for (uint32_t r = 0; r < v.span(n); ++r)
+      for (uint32_t j = 0; j < n; ++j)
+        if (r % v.pitch >= v.rows || r / v.pitch * n + j >= v.cols) {
+          EXPECT_EQ(image[size_t{r} * n + j], 0u) << r;
+        }
+  }
 }
 
 // The Keras example's MaxPooling2D(2, 2), on an odd input (the last line / column unused).
