@@ -87,18 +87,39 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
   (void)g;
   const uint32_t n = p.n;
+  if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
+    L.in = {a.rows(round_up(lines * nd.conv.w * nd.conv.batch, n))};
+    return;
+  }
+  if (nd.op == Op::ConvGradX) {  // one input-channel block: the largest band's dY, W, dX
+    uint32_t dy = 1, dx = 1, scratch = 1;
+    const ConvGeom& cg = nd.conv;
+    for (uint32_t iy0 = 0; iy0 < cg.h; iy0 += lines) {
+      DxBand d = dx_band(cg, iy0, std::min(cg.h, iy0 + lines));
+      if (d.oy_count == 0 || d.sub.h == 0) continue;
+      d.sub.cin = std::min(n, cg.cin);
+      dy = std::max(dy, round_up(d.oy_count * cg.wo() * cg.batch, n));
+      dx = std::max(dx, round_up(d.sub.h * cg.w * cg.batch, n));
+      scratch = std::max(scratch, conv_scratch_rows(d.sub, chip, 0));
+    }
+    const uint32_t cout_blocks = p.homes[static_cast<size_t>(nd.in[1])].geom.blocks(n);
+    L.in = {a.rows(p.homes[static_cast<size_t>(nd.in[0])].geom.blocks(n) * dy),
+            a.rows(cout_blocks * cg.taps() * n)};
+    L.out = {a.rows(dx)};
+    L.scratch = a.rows(scratch);
+    return;
+  }
   if (nd.op == Op::Conv || nd.op == Op::ConvGradW) {
-    const ConvGeom b = conv_band(nd.conv, 0, lines);
+    ConvGeom b = conv_band(nd.conv, 0, lines);
     const uint32_t x_rows = b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
-    const uint32_t y_rows = band_rows(p, nd.op == Op::Conv ? nd.out[0] : nd.in[1], lines * b.wo() * b.batch);
     L.in.push_back(a.rows(x_rows));
     if (nd.op == Op::Conv) {
       for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
-      L.out = {a.rows(y_rows)};
-    } else {
-      L.in.push_back(a.rows(y_rows));
-      const uint32_t dw = p.homes[static_cast<size_t>(nd.out[0])].rows;
-      L.out = {a.rows(dw), a.rows(dw)};  // the band's dW, the sum of the bands so far
+      L.out = {a.rows(band_rows(p, nd.out[0], lines * b.wo() * b.batch))};
+    } else {  // dW one output-channel block at a time: dY's block, the band's dW block, the sum
+      b.cout = std::min(n, b.cout);
+      L.in.push_back(a.rows(round_up(lines * b.wo() * b.batch, n)));
+      L.out = {a.rows(round_up(b.weight_rows(n), n)), a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
     }
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
     return;
@@ -128,6 +149,10 @@ bool bandable(const Graph& g, const Node& n) {
       return !n.conv.packed() || (n.conv.wp() * n.conv.batch) % nn == 0;
     case Op::MaxPool:
       return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0;
+    case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
+      return n.conv.cin % nn != 1;
+    case Op::ConvPad:    // bands of source lines, copied by DMA
+      return true;
     case Op::MaxPoolGrad:  // bands must write disjoint input lines
       return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0 &&
              n.pool.sh >= n.pool.kh;
@@ -152,7 +177,27 @@ PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines) {
 }
 
 uint32_t band_lines_total(const Node& n) {
+  if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
   return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
+}
+
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1) {
+  DxBand d;
+  const int64_t pt = g.pad_top, kh = g.kh, sh = g.sh;
+  const int64_t lo = std::max<int64_t>(0, iy0 + pt - kh + 1);
+  const int64_t oy_lo = (lo + sh - 1) / sh;
+  const int64_t oy_hi = std::min<int64_t>(g.ho() - 1, (iy1 - 1 + pt) / sh);
+  if (oy_lo > oy_hi) return d;  // no output line reaches these lines: their dX is +0
+  d.oy0 = static_cast<uint32_t>(oy_lo);
+  d.oy_count = static_cast<uint32_t>(oy_hi - oy_lo + 1);
+  const int64_t p0 = oy_lo * sh, p1 = oy_hi * sh + kh;  // padded lines read
+  const int64_t real0 = std::max<int64_t>(p0, pt), real1 = std::min<int64_t>(p1, pt + g.h);
+  d.r0 = static_cast<uint32_t>(real0 - pt);
+  d.sub = g;
+  d.sub.h = static_cast<uint32_t>(std::max<int64_t>(0, real1 - real0));
+  d.sub.pad_top = static_cast<uint32_t>(real0 - p0);
+  d.sub.pad_bottom = static_cast<uint32_t>(p1 - std::max(real1, real0));
+  return d;
 }
 
 uint32_t k_of(const Graph& g, const Node& n) {
@@ -238,6 +283,8 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       break;
     case Op::Conv:
     case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::ConvPad:
     case Op::MaxPool:
     case Op::MaxPoolGrad:
       if (chunk != 0) {
@@ -245,8 +292,6 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
         break;
       }
       [[fallthrough]];
-    case Op::ConvGradX:
-    case Op::ConvPad:
     case Op::AvgPool:
     case Op::AvgPoolGrad:
     case Op::GlobalAvgPool:

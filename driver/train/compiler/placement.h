@@ -49,6 +49,15 @@ struct NodeLayout {
 bool bandable(const Graph& g, const Node& n);
 ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines);
 PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines);
+// A conv dX (ConvGradX) runs in bands of its input lines [iy0, iy1): the output lines that
+// reach them (oy0, count) and the sub-convolution over the padded lines those read, whose real
+// lines start at input line r0 (its dX holds every contribution to lines [iy0, iy1)).
+struct DxBand {
+  uint32_t oy0 = 0, oy_count = 0, r0 = 0;
+  ConvGeom sub;
+};
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1);
+
 // The first input line (padded coordinates) of the band from output line oy0.
 inline uint32_t band_input_line(uint32_t oy0, uint32_t stride) { return oy0 * stride; }
 // The output lines a band node computes (its ho).
