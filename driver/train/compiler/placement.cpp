@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint32_t kAlign = 64;             // bytes between homes
 constexpr uint32_t kMaxMatmulRows = 4095;   // matmul_bf16 inner count
+constexpr uint32_t kMaxVecOuterStride = 2047;  // vector a_outer_stride (11 bits)
 
 VMat geometry(const Graph& g, const Tensor& t, uint32_t n) {
   switch (t.kind) {
@@ -349,8 +350,11 @@ Placement place(const Graph& g, const ChipParams& chip) {
     }
     uint32_t most = acc_limit_blocks(g, p, nd, chip);
     if (most == 0) most = flat_rows_of(g, p, nd);
-    if (most == 0 && nd.op == Op::BiasGrad && !fits(g, p, ni, 0, chip)) {
-      most = p.homes[static_cast<size_t>(nd.in[0])].geom.rows;  // rows of dY per block
+    if (nd.op == Op::BiasGrad) {
+      // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
+      // chunks, the chunk's rows are the step.
+      const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
+      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip)) most = std::min(dy.rows, kMaxVecOuterStride);
     }
     if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
     if (most == 0) {
