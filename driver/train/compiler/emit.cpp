@@ -332,14 +332,18 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
 
 void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines,
                               uint32_t cb) {
-  PoolGeom b = pool_band(nd.pool, oy0, lines);
-  b.c = std::min(n_, nd.pool.c - cb * n_);
+  // Forward: output lines [l0, l0 + lines); gradient: input lines [l0, l0 + lines).
   const bool fwd = nd.op == Op::MaxPool;
+  const uint32_t l0 = oy0;
+  const LineBand lb = fwd ? out_band(nd.pool, l0, lines) : in_band(nd.pool, l0, l0 + lines);
+  if (lb.oy_count == 0 || lb.h == 0) return;  // input lines no window reaches: dX stays +0
+  PoolGeom b = pool_sub(nd.pool, lb);
+  b.c = std::min(n_, nd.pool.c - cb * n_);
   const int x = fwd ? nd.in[0] : nd.out[0];
   const int t0 = fwd ? nd.out[0] : nd.in[0], t1 = fwd ? nd.out[1] : nd.in[1];
-  const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;
-  const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
-  const uint32_t x_rows = b.h * b.w * b.batch;
+  const uint32_t line = b.w * b.batch, line0 = lb.r0 * line;
+  const uint32_t out0 = lb.oy0 * b.wo() * b.batch, rows = lb.oy_count * b.wo() * b.batch;
+  const uint32_t x_rows = lb.h * line;
   const VMat xb{fwd ? L.in[0] : L.out[0], x_rows, b.c, round_up(x_rows, n_)};
   const VMat y0{fwd ? L.out[0] : L.in[0], rows, b.c, round_up(rows, n_)};
   const VMat y1{fwd ? L.out[1] : L.in[1], rows, b.c, round_up(rows, n_)};
@@ -353,7 +357,8 @@ void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0,
     in(t0, y0.base, rows, row(t0, out0));
     in(t1, y1.base, rows, row(t1, out0));
     maxpool_backward(pb_, b, y0, y1, xb, L.scratch);
-    out(x, xb.base, x_rows, row(x, line0));
+    const uint32_t lo = std::max(l0, lb.r0), hi = std::min(l0 + lines, lb.r0 + lb.h);
+    out(x, xb.base + (lo - lb.r0) * line, (hi - lo) * line, row(x, lo * line));
   }
 }
 

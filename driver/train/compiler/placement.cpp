@@ -125,10 +125,22 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
     return;
   }
-  // A pool's band runs one channel block at a time (channels are independent).
-  const PoolGeom b = pool_band(nd.pool, 0, lines);
-  const uint32_t x_rows = round_up(b.h * b.w * b.batch, n);
-  const uint32_t y_rows = round_up(lines * b.wo() * b.batch, n);
+  // A pool's band runs one channel block at a time (channels are independent); the gradient's
+  // bands are of input lines, the forward pass's of output lines.
+  uint32_t x_rows = 1, y_rows = 1;
+  PoolGeom one = nd.pool;
+  one.c = std::min(n, one.c);
+  uint32_t scratch = 1;
+  const uint32_t total = band_lines_total(nd);
+  for (uint32_t l0 = 0; l0 < total; l0 += lines) {
+    const uint32_t l1 = std::min(total, l0 + lines);
+    const LineBand lb = nd.op == Op::MaxPool ? out_band(nd.pool, l0, l1 - l0) : in_band(nd.pool, l0, l1);
+    if (lb.oy_count == 0 || lb.h == 0) continue;
+    const PoolGeom sb = pool_sub(one, lb);
+    x_rows = std::max(x_rows, round_up(lb.h * sb.w * sb.batch, n));
+    y_rows = std::max(y_rows, round_up(lb.oy_count * sb.wo() * sb.batch, n));
+    scratch = std::max(scratch, pool_scratch_rows(sb, n));
+  }
   if (nd.op == Op::MaxPool) {
     L.in = {a.rows(x_rows)};
     L.out = {a.rows(y_rows), a.rows(y_rows)};
@@ -136,9 +148,7 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
     L.in = {a.rows(y_rows), a.rows(y_rows)};
     L.out = {a.rows(x_rows)};
   }
-  PoolGeom one = b;
-  one.c = std::min(n, b.c);
-  L.scratch = a.rows(pool_scratch_rows(one, n));
+  L.scratch = a.rows(scratch);
 }
 
 bool bandable(const Graph& g, const Node& n) {
@@ -148,15 +158,13 @@ bool bandable(const Graph& g, const Node& n) {
     case Op::ConvGradW:
       // A band's input starts at a whole row of the flat (cin = 1) or blocked image.
       return !n.conv.packed() || (n.conv.wp() * n.conv.batch) % nn == 0;
-    case Op::MaxPool:
-      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0;
+    case Op::MaxPool:      // bands of output lines
+    case Op::MaxPoolGrad:  // bands of input lines
+      return true;
     case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
       return n.conv.cin % nn != 1;
     case Op::ConvPad:    // bands of source lines, copied by DMA
       return true;
-    case Op::MaxPoolGrad:  // bands must write disjoint input lines
-      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0 &&
-             n.pool.sh >= n.pool.kh;
     default: return false;
   }
 }
@@ -170,34 +178,31 @@ ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines) {
   return b;
 }
 
-PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines) {
-  (void)oy0;
-  PoolGeom b = g;
-  b.h = (lines - 1) * g.sh + g.kh;
-  return b;
+PoolGeom pool_sub(const PoolGeom& g, const LineBand& b) {
+  PoolGeom s = g;
+  s.h = b.h;
+  s.pad_top = b.pad_top;
+  s.pad_bottom = b.pad_bottom;
+  return s;
 }
 
 uint32_t band_lines_total(const Node& n) {
   if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
+  if (n.op == Op::MaxPoolGrad) return n.pool.h;
   return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
 }
 
 DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1) {
+  const LineBand b = in_band(g, iy0, iy1);
   DxBand d;
-  const int64_t pt = g.pad_top, kh = g.kh, sh = g.sh;
-  const int64_t lo = std::max<int64_t>(0, iy0 + pt - kh + 1);
-  const int64_t oy_lo = (lo + sh - 1) / sh;
-  const int64_t oy_hi = std::min<int64_t>(g.ho() - 1, (iy1 - 1 + pt) / sh);
-  if (oy_lo > oy_hi) return d;  // no output line reaches these lines: their dX is +0
-  d.oy0 = static_cast<uint32_t>(oy_lo);
-  d.oy_count = static_cast<uint32_t>(oy_hi - oy_lo + 1);
-  const int64_t p0 = oy_lo * sh, p1 = oy_hi * sh + kh;  // padded lines read
-  const int64_t real0 = std::max<int64_t>(p0, pt), real1 = std::min<int64_t>(p1, pt + g.h);
-  d.r0 = static_cast<uint32_t>(real0 - pt);
+  if (b.oy_count == 0) return d;  // no output line reaches these lines: their dX is +0
+  d.oy0 = b.oy0;
+  d.oy_count = b.oy_count;
+  d.r0 = b.r0;
   d.sub = g;
-  d.sub.h = static_cast<uint32_t>(std::max<int64_t>(0, real1 - real0));
-  d.sub.pad_top = static_cast<uint32_t>(real0 - p0);
-  d.sub.pad_bottom = static_cast<uint32_t>(p1 - std::max(real1, real0));
+  d.sub.h = b.h;
+  d.sub.pad_top = b.pad_top;
+  d.sub.pad_bottom = b.pad_bottom;
   return d;
 }
 
@@ -248,14 +253,9 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.out = {w_chunk(nd.out[0])};
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
-    case Op::BiasGrad:
-      if (chunk == 0) {
-        L.in = {whole(nd.in[0])};
-        L.out = {whole(nd.out[0])};
-      } else {  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
-        L.out = {whole(nd.out[0])};
-        L.in = {a.rows(geom(nd.in[0]).blocks(n) * chunk)};
-      }
+    case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
+      L.out = {whole(nd.out[0])};
+      L.in = {chunk == 0 ? whole(nd.in[0]) : a.rows(geom(nd.in[0]).blocks(n) * chunk)};
       break;
     case Op::Relu:
     case Op::Add:
