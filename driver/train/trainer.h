@@ -66,7 +66,8 @@ class Trainer {
   std::array<uint32_t, 3> input_chw() const;
 
   // Weights (the model's initializers) and optimizer state (zeros; Adam's powers of beta 1.0)
-  // -> device memory. `dev` must have the chip parameters given to the constructor.
+  // -> device memory. `dev` must have the chip parameters given to the constructor. step(),
+  // logits() and weights() then work on that device (std::logic_error on another, or before).
   void init(Device& dev);
   // One step on `batch` images (batch * C*H*W floats, NCHW) and their labels (each in
   // [0, classes), else std::invalid_argument): the chip computes; returns the chip's loss.
