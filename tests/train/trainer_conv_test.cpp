@@ -203,13 +203,14 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   return ce.loss;
 }
 
-// Model B: conv1 6x2x3x3 pad 1 + b -> relu -> conv2 5x6x3x3 pad 1 -> avgpool 2 stride 1 -> relu
+// Model B: conv1 6x2x3x3 pad 1 + b -> relu -> conv2 5x6x3x3 pad 1 stride 2 -> avgpool 2 stride 1 -> relu
 // -> global average pool -> flatten -> MatMul [5, 3] + Add b.
 Bits RefCnn::step_b(const Tensor& x, const std::vector<int32_t>& labels, Mat* logits_out) {
   const ref::Window k3{3, 3, 1, 1, 1, 1, 1, 1}, k2{2, 2, 1, 1, 0, 0, 0, 0};
+  const ref::Window k3s2{3, 3, 2, 2, 1, 1, 1, 1};
   const Tensor c1 = ref::conv2d(x, wt("c1.W", 6, 2, 3, 3), p("c1.b"), k3, cin_stride(2, n), n);
   const Tensor r1 = relu(c1);
-  const Tensor c2 = ref::conv2d(r1, wt("c2.W", 5, 6, 3, 3), {}, k3, cin_stride(6, n), n);
+  const Tensor c2 = ref::conv2d(r1, wt("c2.W", 5, 6, 3, 3), {}, k3s2, cin_stride(6, n), n);
   const Tensor a = ref::avgpool(c2, k2);
   const Tensor r2 = relu(a);
   const Tensor gp = ref::gap(r2);
@@ -225,11 +226,11 @@ Bits RefCnn::step_b(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   const Tensor dr2 = ref::gap_dx(dg, r2.h, r2.w);
   const Tensor da = relu_backward(a, dr2);
   const Tensor dc2 = ref::avgpool_dx(da, k2, c2.h, c2.w);
-  const Tensor dr1 = ref::conv2d_dx(dc2, wt("c2.W", 5, 6, 3, 3), k3, r1.h, r1.w, n);
+  const Tensor dr1 = ref::conv2d_dx(dc2, wt("c2.W", 5, 6, 3, 3), k3s2, r1.h, r1.w, n);
   const Tensor dc1 = relu_backward(c1, dr1);
   update({{"c1.W", banded_dw(x, dc1, k3, cin_stride(2, n), n, conv_band)},
           {"c1.b", ref::column_sums(positions(dc1))},
-          {"c2.W", banded_dw(r1, dc2, k3, cin_stride(6, n), n, conv2_band)},
+          {"c2.W", banded_dw(r1, dc2, k3s2, cin_stride(6, n), n, conv2_band)},
           {"fc.W", dw3.v},
           {"fc.b", ref::column_sums(ce.dlogits)}});
   return ce.loss;
@@ -285,7 +286,8 @@ std::string cnn_onnx(bool keras, RefCnn& r) {
     init("fc.b", {3}, 0.1f, 25);
     g.node("Conv", {"input", "c1.W", "c1.b"}, {"c1"}, {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv1");
     g.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
-    g.node("Conv", {"r1", "c2.W"}, {"c2"}, {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv2");
+    g.node("Conv", {"r1", "c2.W"}, {"c2"},
+           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1), OnnxAttr::Ints("strides", {2, 2})}, "conv2");
     g.node("AveragePool", {"c2"}, {"a"}, {OnnxAttr::Ints("kernel_shape", {2, 2})}, "avg");
     g.node("Relu", {"a"}, {"r2"}, {}, "relu2");
     g.node("GlobalAveragePool", {"r2"}, {"gp"}, {}, "gap");
