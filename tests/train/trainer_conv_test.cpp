@@ -55,39 +55,6 @@ Mat positions(const Tensor& t) {
 }
 uint32_t cin_stride(uint32_t cin, uint32_t n) { return cin == 1 ? 1 : (cin + n - 1) / n * n; }
 
-// A conv dW as the compiler computes it in bands of `lines` output lines (0: whole): each band a
-// convolution of its own over the padded input lines it reads, the bands' dW added in order.
-std::vector<Bits> banded_dw(const Tensor& x, const Tensor& dy, const ref::Window& k, uint32_t cs,
-                            uint32_t n, uint32_t lines) {
-  if (lines == 0) return ref::conv2d_dw(x, dy, k, cs, n).v;
-  Tensor xp = ref::tensor(x.b, x.c, x.h + k.pt + k.pb, x.w + k.pl + k.pr);  // the zero border
-  for (uint32_t b = 0; b < x.b; ++b)
-    for (uint32_t c = 0; c < x.c; ++c)
-      for (uint32_t y = 0; y < x.h; ++y)
-        for (uint32_t xx = 0; xx < x.w; ++xx) xp.at(b, c, y + k.pt, xx + k.pl) = x.at(b, c, y, xx);
-  const ref::Window kb{k.kh, k.kw, k.sh, k.sw, 0, 0, 0, 0};
-  std::vector<Bits> sum;
-  for (uint32_t oy0 = 0; oy0 < dy.h; oy0 += lines) {
-    const uint32_t l = std::min(lines, dy.h - oy0), rows = (l - 1) * k.sh + k.kh;
-    Tensor xb = ref::tensor(x.b, x.c, rows, xp.w), db = ref::tensor(dy.b, dy.c, l, dy.w);
-    for (uint32_t b = 0; b < x.b; ++b) {
-      for (uint32_t c = 0; c < x.c; ++c)
-        for (uint32_t y = 0; y < rows; ++y)
-          for (uint32_t xx = 0; xx < xp.w; ++xx) xb.at(b, c, y, xx) = xp.at(b, c, oy0 * k.sh + y, xx);
-      for (uint32_t c = 0; c < dy.c; ++c)
-        for (uint32_t y = 0; y < l; ++y)
-          for (uint32_t xx = 0; xx < dy.w; ++xx) db.at(b, c, y, xx) = dy.at(b, c, oy0 + y, xx);
-    }
-    const std::vector<Bits> part = ref::conv2d_dw(xb, db, kb, cs, n).v;
-    if (sum.empty()) {
-      sum = part;
-    } else {
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] = ref::add(sum[i], part[i]);
-    }
-  }
-  return sum;
-}
-
 // One trainable tensor in ONNX order, with its Adam state.
 struct Weight {
   std::string name;
@@ -98,8 +65,10 @@ struct RefCnn {
   uint32_t n, batch;
   bool keras;  // model A (Keras in miniature) or B (two convs)
   bool padded_pool = false;  // model C: conv -> relu -> max-pool 3x3 stride 2 pads 1 -> dense
-  uint32_t conv_band = 0;   // the (first) conv's dW in bands of this many output lines (0: whole)
-  uint32_t conv2_band = 0;  // model B's second conv's
+  // The compiler's band sizes of the (first) conv's dW and of model B's second conv's (0: whole);
+  // banded or not, dW equals the whole layer's (the kernel keeps the partial dW in ACC).
+  uint32_t conv_band = 0;
+  uint32_t conv2_band = 0;
   std::map<std::string, Weight> w;
   ref::Adam adam;
 
@@ -156,7 +125,7 @@ Bits RefCnn::step_c(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
     }
   const Tensor dr1 = ref::maxpool_dx(mp.argmax, dr, kp, r1.h, r1.w);
   const Tensor dc1 = relu_backward(c1, dr1);
-  update({{"conv.W", banded_dw(x, dc1, k3, 1, n, conv_band)},
+  update({{"conv.W", ref::conv2d_dw(x, dc1, k3, 1, n).v},
           {"conv.b", ref::column_sums(positions(dc1))},
           {"dense.W", dw2},
           {"dense.b", ref::column_sums(ce.dlogits)}});
@@ -195,7 +164,7 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
     }
   const Tensor dp = relu_backward(mp.y, dr);
   const Tensor dy1 = ref::maxpool_dx(mp.argmax, dp, k2, y1.h, y1.w);
-  const std::vector<Bits> dw1 = banded_dw(x, dy1, k3, 1, n, conv_band);
+  const std::vector<Bits> dw1 = ref::conv2d_dw(x, dy1, k3, 1, n).v;
   update({{"conv.W", dw1},
           {"conv.b", ref::column_sums(positions(dy1))},
           {"dense.W", dw2},
@@ -228,9 +197,9 @@ Bits RefCnn::step_b(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   const Tensor dc2 = ref::avgpool_dx(da, k2, c2.h, c2.w);
   const Tensor dr1 = ref::conv2d_dx(dc2, wt("c2.W", 5, 6, 3, 3), k3s2, r1.h, r1.w, n);
   const Tensor dc1 = relu_backward(c1, dr1);
-  update({{"c1.W", banded_dw(x, dc1, k3, cin_stride(2, n), n, conv_band)},
+  update({{"c1.W", ref::conv2d_dw(x, dc1, k3, cin_stride(2, n), n).v},
           {"c1.b", ref::column_sums(positions(dc1))},
-          {"c2.W", banded_dw(r1, dc2, k3s2, cin_stride(6, n), n, conv2_band)},
+          {"c2.W", ref::conv2d_dw(r1, dc2, k3s2, cin_stride(6, n), n).v},
           {"fc.W", dw3.v},
           {"fc.b", ref::column_sums(ce.dlogits)}});
   return ce.loss;

@@ -306,7 +306,8 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         const VMat bias = nd.in.size() > 2 ? at(nd.in[2], L.in[2]) : VMat{};
         conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb, L.scratch, 0);
         out_rows(nd.out[0], yb, out0, rows);
-      } else {  // dW per output-channel block, summed over the bands in order
+      } else {  // dW per output-channel block, each block's partial dW kept in its own ACC
+        // rows across the bands (accumulate): bit-identical to the whole layer
         const VMat dw = home(nd.out[0]).geom;
         for (uint32_t cb = 0; cb < dw.blocks(n_); ++cb) {
           ConvGeom bb = b;
@@ -314,9 +315,7 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
           const VMat dyb{L.in[1], rows, bb.cout, round_up(rows, n_)};
           in(nd.in[1], dyb.base, rows, cb * home(nd.in[1]).geom.pitch + out0);
           const VMat sum{L.out[1] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
-          const VMat part = oy0 == 0 ? sum : VMat{L.out[0], dw.rows, bb.cout, dw.pitch};
-          conv2d_backward_weights(pb_, bb, xb, dyb, part, L.scratch, 0);
-          if (oy0 != 0) pb_.vop(VecFunc::FAdd, sum.base, sum.base, part.base, dw.pitch);
+          conv2d_backward_weights(pb_, bb, xb, dyb, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_), oy0 != 0);
         }
       }
     } else {

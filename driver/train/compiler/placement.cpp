@@ -117,10 +117,15 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
     if (nd.op == Op::Conv) {
       for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
       L.out = {a.rows(band_rows(p, nd.out[0], lines * b.wo() * b.batch))};
-    } else {  // dW one output-channel block at a time: dY's block, the band's dW block, the sum
+    } else {  // dW one output-channel block at a time: dY's block; dW (each block's partial in
+      // its own ACC rows across the bands)
+      const uint32_t blocks = p.homes[static_cast<size_t>(nd.out[0])].geom.blocks(n);
       b.cout = std::min(n, b.cout);
+      if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+        throw std::invalid_argument("band_layout: the partial dW of every output block does not fit ACC");
+      }
       L.in.push_back(a.rows(round_up(lines * b.wo() * b.batch, n)));
-      L.out = {a.rows(round_up(b.weight_rows(n), n)), a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
+      L.out = {0, a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
     }
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
     return;
