@@ -93,7 +93,8 @@ class Trainer {
 };
 
 // Writes `weights` into a copy of the original model's initializers: float ONNX that run-cnn /
-// run-onnx take. (Implemented by tpusim train's side, tools/tpusim.)
+// run-onnx take. (Declared here as agreed in issue 30's Trainer API; defined with `tpusim
+// train`'s model I/O, not in tpu_trainer.)
 void export_trained_onnx(const std::string& original_model,
                          const std::map<std::string, std::vector<float>>& weights,
                          const std::string& out_path);
