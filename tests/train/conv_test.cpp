@@ -415,5 +415,42 @@ TEST_P(Conv, ReferenceIsCloseToExactConvolution) {
         }
 }
 
+// dW and dX of the reference against double: within 2^-20 * sum |products| of the exact sums of
+// the bf16-rounded products (dX: the taps' partial sums are fp32 adds of such sums).
+TEST_P(Conv, ReferenceGradientsAreCloseToExact) {
+  const uint32_t n = GetParam();
+  const ref::Window k{3, 3, 2, 2, 1, 1, 1, 1};
+  const ref::Tensor x = random_tensor(3, 5, 7, 6, 1.0f, 171),
+                    w = random_tensor(4, 5, 3, 3, 0.5f, 172);
+  const uint32_t ho = k.ho(7), wo = k.wo(6);
+  const ref::Tensor dy = random_tensor(3, 4, ho, wo, 1.0f, 173);
+  const ref::Tensor dw = ref::conv2d_dw(x, dy, k, round_up(5, n), n);
+  const ref::Tensor dx = ref::conv2d_dx(dy, w, k, 7, 6, n);
+  auto bf = [](uint32_t b) { return double{ref::value(ref::to_bf16(b))}; };
+  std::vector<double> ex(dx.v.size(), 0.0), mag(dx.v.size(), 0.0);
+  for (uint32_t o = 0; o < 4; ++o)
+    for (uint32_t c = 0; c < 5; ++c)
+      for (uint32_t t = 0; t < 9; ++t) {
+        double e = 0, m = 0;
+        for (uint32_t b = 0; b < 3; ++b)
+          for (uint32_t oy = 0; oy < ho; ++oy)
+            for (uint32_t ox = 0; ox < wo; ++ox) {
+              const int iy = int(oy * 2 + t / 3) - 1, ix = int(ox * 2 + t % 3) - 1;
+              if (iy < 0 || ix < 0 || iy >= 7 || ix >= 6) continue;
+              const double p = bf(x.at(b, c, iy, ix)) * bf(dy.at(b, o, oy, ox));
+              e += p;
+              m += std::fabs(p);
+              const double q = bf(dy.at(b, o, oy, ox)) * bf(w.at(o, c, t / 3, t % 3));
+              const size_t i = ((size_t{b} * 5 + c) * 7 + iy) * 6 + ix;
+              ex[i] += q;
+              mag[i] += std::fabs(q);
+            }
+        EXPECT_LE(std::fabs(ref::value(dw.at(o, c, t / 3, t % 3)) - e), std::ldexp(m, -20));
+      }
+  for (size_t i = 0; i < dx.v.size(); ++i) {
+    EXPECT_LE(std::fabs(ref::value(dx.v[i]) - ex[i]), std::ldexp(mag[i], -20)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace tpu::train::test
