@@ -280,6 +280,85 @@ TEST_P(Conv, PadInputOnTheChip) {
               ref::conv2d(x, w, {}, window(g), round_up(g.cin, n), n).v, "Y");
 }
 
+// The Keras front (conv 3x3 cin 1 -> maxpool 2) scheduled band by band with only a band of the
+// conv output in VMEM: per band of 2 conv lines, conv into a band buffer, pool it into the
+// pooled tensor's band (views); the bias added after pooling (bias_add); backward per band:
+// maxpool_backward into the band buffer, conv dW accumulated in ACC. Equals the reference of
+// conv (no bias) -> maxpool -> + bias on the whole tensors; db = column sums of dPooled.
+TEST_P(Conv, ConvPoolBandsWithoutTheWholeConvOutput) {
+  const uint32_t n = GetParam();
+  Rig rig(n, 32768);
+  const ConvGeom g = geom(n, 1, n + 1, 10, 9, 3, 1, 0);  // 8 x 7 conv output
+  PoolGeom pg;
+  pg.batch = n;
+  pg.c = g.cout;
+  pg.h = g.ho();
+  pg.w = g.wo();  // 4 x 3 pooled (the last conv column unused)
+  const uint32_t pline = pg.wo() * n, cline = g.wo() * n;
+  const ref::Tensor x = random_tensor(n, 1, g.h, g.w, 1.0f, 161);
+  const ref::Tensor w = random_tensor(g.cout, 1, 3, 3, 0.5f, 162);
+  const std::vector<uint32_t> bias = random_values(g.cout, 0.5f, 163);
+  const ref::Tensor dp = random_tensor(n, g.cout, pg.ho(), pg.wo(), 1.0f, 164);
+  VmemArena& ar = rig.arena();
+  VMat vx = conv_input_matrix(ar, g), vw = ar.matrix(g.weight_rows(n), g.cout);
+  VMat vb = ar.row_vector(g.cout), vdb = ar.row_vector(g.cout);
+  VMat pooled = ar.matrix(pg.ho() * pline, g.cout), am = ar.matrix(pooled.rows, g.cout);
+  VMat dpooled = ar.matrix(pooled.rows, g.cout), vdw = ar.matrix(vw.rows, g.cout);
+  VMat buf = ar.matrix(2 * cline, g.cout);  // one band of the conv output (or its gradient)
+  const uint32_t scratch = ar.rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  const uint32_t pscratch = ar.rows(pool_scratch_rows(pg, n));
+  rig.put(vx, as_bits(conv_input_values(g, n, as_floats(x.v))));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  rig.put(vb, bias);
+  rig.put(dpooled, to_image(dp));
+  const uint32_t dw_acc = 2048 - conv_dw_acc_rows(g, n);
+  for (int pass = 0; pass < 2; ++pass) {  // forward over all bands, then backward
+    for (uint32_t py = 0; py < pg.ho(); ++py) {
+      ConvGeom band = g;
+      band.h = 2 + g.kh - 1;  // input lines of conv lines 2py, 2py + 1
+      const VMat bx{vx.base + 2 * py * g.wp() * n / n, band.input_rows(n), n, vx.pitch};
+      PoolGeom pb = pg;
+      pb.h = 2;
+      const VMat pv{pooled.base + py * pline, pline, g.cout, pooled.pitch};
+      const VMat av{am.base + py * pline, pline, g.cout, am.pitch};
+      const VMat dv{dpooled.base + py * pline, pline, g.cout, dpooled.pitch};
+      if (pass == 0) {
+        conv2d_forward(rig.pb(), band, bx, vw, nullptr, buf, scratch, 0);
+        maxpool_forward(rig.pb(), pb, buf, pv, av, pscratch);
+      } else {
+        maxpool_backward(rig.pb(), pb, av, dv, buf, pscratch);
+        conv2d_backward_weights(rig.pb(), band, bx, buf, vdw, scratch, dw_acc, py > 0);
+      }
+    }
+    if (pass == 0) bias_add(rig.pb(), pooled, vb);
+  }
+  bias_grad(rig.pb(), dpooled, vdb);
+  rig.want(pooled);
+  rig.want(vdw);
+  rig.want(vdb);
+  rig.run();
+  const ref::Window ck = window(g), pk{2, 2, 2, 2, 0, 0, 0, 0};
+  const ref::Tensor y1 = ref::conv2d(x, w, {}, ck, 1, n);
+  const ref::MaxPoolResult p = ref::maxpool(y1, pk);
+  ref::Tensor want = p.y;
+  for (uint32_t b = 0; b < n; ++b)
+    for (uint32_t c = 0; c < g.cout; ++c)
+      for (uint32_t i = 0; i < pg.ho() * pg.wo(); ++i) {
+        uint32_t& v = want.at(b, c, i / pg.wo(), i % pg.wo());
+        v = ref::add(v, bias[c]);
+      }
+  expect_bits(rig.got(pooled), to_image(want), "pooled + bias");
+  const ref::Tensor dy1 = ref::maxpool_dx(p.argmax, dp, pk, g.ho(), g.wo());
+  expect_bits(as_bits(conv_weight_oihw(g, n, as_floats(rig.got(vdw)))),
+              ref::conv2d_dw(x, dy1, ck, 1, n).v, "dW");
+  std::vector<uint32_t> db(g.cout, 0x80000000u);
+  for (uint32_t i = 0; i < pg.ho() * pg.wo(); ++i)
+    for (uint32_t b = 0; b < n; ++b)
+      for (uint32_t c = 0; c < g.cout; ++c)
+        db[c] = ref::add(db[c], dp.at(b, c, i / pg.wo(), i % pg.wo()));
+  expect_bits(rig.got(vdb), db, "db");
+}
+
 TEST_P(Conv, ShapeErrorsAreNamed) {
   const uint32_t n = GetParam();
   Rig rig(n, 32768);
@@ -334,6 +413,43 @@ TEST_P(Conv, ReferenceIsCloseToExactConvolution) {
               }
           EXPECT_LE(std::fabs(ref::value(y.at(b, o, oy, ox)) - exact), std::ldexp(mag, -20));
         }
+}
+
+// dW and dX of the reference against double: within 2^-20 * sum |products| of the exact sums of
+// the bf16-rounded products (dX: the taps' partial sums are fp32 adds of such sums).
+TEST_P(Conv, ReferenceGradientsAreCloseToExact) {
+  const uint32_t n = GetParam();
+  const ref::Window k{3, 3, 2, 2, 1, 1, 1, 1};
+  const ref::Tensor x = random_tensor(3, 5, 7, 6, 1.0f, 171),
+                    w = random_tensor(4, 5, 3, 3, 0.5f, 172);
+  const uint32_t ho = k.ho(7), wo = k.wo(6);
+  const ref::Tensor dy = random_tensor(3, 4, ho, wo, 1.0f, 173);
+  const ref::Tensor dw = ref::conv2d_dw(x, dy, k, round_up(5, n), n);
+  const ref::Tensor dx = ref::conv2d_dx(dy, w, k, 7, 6, n);
+  auto bf = [](uint32_t b) { return double{ref::value(ref::to_bf16(b))}; };
+  std::vector<double> ex(dx.v.size(), 0.0), mag(dx.v.size(), 0.0);
+  for (uint32_t o = 0; o < 4; ++o)
+    for (uint32_t c = 0; c < 5; ++c)
+      for (uint32_t t = 0; t < 9; ++t) {
+        double e = 0, m = 0;
+        for (uint32_t b = 0; b < 3; ++b)
+          for (uint32_t oy = 0; oy < ho; ++oy)
+            for (uint32_t ox = 0; ox < wo; ++ox) {
+              const int iy = int(oy * 2 + t / 3) - 1, ix = int(ox * 2 + t % 3) - 1;
+              if (iy < 0 || ix < 0 || iy >= 7 || ix >= 6) continue;
+              const double p = bf(x.at(b, c, iy, ix)) * bf(dy.at(b, o, oy, ox));
+              e += p;
+              m += std::fabs(p);
+              const double q = bf(dy.at(b, o, oy, ox)) * bf(w.at(o, c, t / 3, t % 3));
+              const size_t i = ((size_t{b} * 5 + c) * 7 + iy) * 6 + ix;
+              ex[i] += q;
+              mag[i] += std::fabs(q);
+            }
+        EXPECT_LE(std::fabs(ref::value(dw.at(o, c, t / 3, t % 3)) - e), std::ldexp(m, -20));
+      }
+  for (size_t i = 0; i < dx.v.size(); ++i) {
+    EXPECT_LE(std::fabs(ref::value(dx.v[i]) - ex[i]), std::ldexp(mag[i], -20)) << i;
+  }
 }
 
 }  // namespace

@@ -116,6 +116,58 @@ TEST(TrainFigures, KerasConvLayer) {
   EXPECT_EQ(dw.mxu_rows, 26u * 26 * 32 / 16 * 4 * 9);
 }
 
+// The conv and the pool fused band by band (docs/training.md "Layers that do not fit VMEM"):
+// all 64 channels, 13 bands of 2 conv lines, bias after pooling; backward: pool gradient
+// per band into the band buffer, conv dW accumulated in ACC, db from dPooled.
+TEST(TrainFigures, KerasConvPoolFused) {
+  const ConvGeom g = keras_conv(64);
+  PoolGeom pg;
+  pg.batch = kBatch;
+  pg.c = 64;
+  pg.h = pg.w = 26;
+  const uint32_t pline = 13 * kBatch, cline = 26 * kBatch;
+  Figures fwd, bwd;
+  for (int pass = 0; pass < 2; ++pass) {
+    Rig rig(kN, kVmem);
+    VmemArena& ar = rig.arena();
+    VMat x = conv_input_matrix(ar, g), w = ar.matrix(g.weight_rows(kN), 64);
+    VMat b = ar.row_vector(64), pooled = ar.matrix(13 * pline, 64);
+    VMat am = ar.matrix(pooled.rows, 64), buf = ar.matrix(2 * cline, 64);
+    VMat dw = ar.matrix(g.weight_rows(kN), 64), db = ar.row_vector(64);
+    const uint32_t scratch = ar.rows(conv_scratch_rows(g, rig.dev().params(), 0));
+    PoolGeom band_pool = pg;
+    band_pool.h = 2;  // one pooled line
+    const uint32_t pscratch = ar.rows(pool_scratch_rows(band_pool, kN));
+    for (uint32_t py = 0; py < 13; ++py) {
+      ConvGeom band = g;
+      band.h = 4;
+      const VMat bx{x.base + 2 * py * 28 * kBatch / kN, band.input_rows(kN), kN, x.pitch};
+      PoolGeom pb = pg;
+      pb.h = 2;
+      const VMat pv{pooled.base + py * pline, pline, 64, pooled.pitch};
+      const VMat av{am.base + py * pline, pline, 64, am.pitch};
+      if (pass == 0) {
+        conv2d_forward(rig.pb(), band, bx, w, nullptr, buf, scratch, 0);
+        maxpool_forward(rig.pb(), pb, buf, pv, av, pscratch);
+      } else {  // dPooled := pooled (the figures do not depend on the values)
+        maxpool_backward(rig.pb(), pb, av, pv, buf, pscratch);
+        conv2d_backward_weights(rig.pb(), band, bx, buf, dw, scratch,
+                                2048 - conv_dw_acc_rows(g, kN), py > 0);
+      }
+    }
+    if (pass == 0) bias_add(rig.pb(), pooled, b);
+    for (uint32_t cb = 0; pass == 1 && cb < 4; ++cb) {  // bias_grad's line stride is the
+      // pitch (11 bits): one column block at a time (a one-block view, any pitch <= 2047)
+      bias_grad(rig.pb(), VMat{pooled.block(cb), pooled.rows, kN, 1}, VMat{db.base + cb, 1, kN, 1});
+    }
+    add_run(rig, pass == 0 ? fwd : bwd);
+  }
+  print("conv+pool fused forward", fwd);
+  print("conv+pool fused backward", bwd);
+  EXPECT_EQ(fwd.mxu_rows, 26u * 26 * 32 * 4);
+  EXPECT_EQ(bwd.mxu_rows, 26u * 26 * 32 / 16 * 4 * 9);
+}
+
 TEST(TrainFigures, KerasPoolAndDense) {
   Figures fwd, bwd;
   PoolGeom g;
