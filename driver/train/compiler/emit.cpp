@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/emit.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels.h"
+
+namespace tpu::train::compiler {
+
+namespace {
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, const Placement& p, const TrainOptions& o, const ChipParams& chip,
+          uint32_t base)
+      : g_(g), p_(p), o_(o), chip_(chip), base_(base), n_(chip.N), pb_(chip) {
+    pb_.set_host_ranges({HostRange{base, p.device_bytes, "training device memory"}});
+  }
+  void node(int id);
+  Emitted finish() {
+    out_.program = pb_.finish();
+    return std::move(out_);
+  }
+  size_t size() const { return pb_.size(); }
+  Emitted out_;
+
+ private:
+  const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
+  uint32_t addr(int t, uint32_t row) const { return base_ + home(t).addr + row * 4 * n_; }
+  // `rows` VMEM rows at `vmem` <-> tensor t's image from image row `row`.
+  void in(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) { pb_.read_vmem(vmem, rows, addr(t, row)); }
+  void out(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) { pb_.write_vmem(vmem, rows, addr(t, row)); }
+  VMat at(int t, uint32_t base) const {
+    VMat m = home(t).geom;
+    m.base = base;
+    return m;
+  }
+  // Rows kc (from K row k0) of weight-like tensor t, all its column blocks: VMat at `base`.
+  VMat w_chunk(int t, uint32_t base, uint32_t k0, uint32_t kc, bool load);
+  void store_w_chunk(int t, const VMat& c, uint32_t k0);
+  void dense(const Node& nd, const NodeLayout& L, uint32_t kb);
+  void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb);
+  void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb);
+  void flat(const Node& nd, const NodeLayout& L, uint32_t chunk);
+  void flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc);
+  void softmax_ce(const Node& nd, const NodeLayout& L);
+  // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
+  void image_node(const Node& nd, const NodeLayout& L);
+  // The same in bands of output lines (placement.h).
+  void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
+  void conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
+  void conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
+  // `rows` image rows from image row `row` of each column block of t <-> VMat m's blocks.
+  void in_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
+  void out_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
+  void bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t rows);
+  // One channel block of a max-pool's (or its gradient's) band.
+  void pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines, uint32_t cb);
+
+  const Graph& g_;
+  const Placement& p_;
+  const TrainOptions& o_;
+  const ChipParams& chip_;
+  uint32_t base_, n_;
+  ProgramBuilder pb_;
+};
+
+VMat Emitter::w_chunk(int t, uint32_t base, uint32_t k0, uint32_t kc, bool load) {
+  const VMat w = home(t).geom;
+  const VMat c{base, kc, w.cols, round_up(kc, n_)};
+  if (load) {
+    for (uint32_t nt = 0; nt < w.blocks(n_); ++nt) in(t, c.block(nt), c.pitch, nt * w.pitch + k0);
+  }
+  return c;
+}
+
+void Emitter::store_w_chunk(int t, const VMat& c, uint32_t k0) {
+  const VMat w = home(t).geom;
+  for (uint32_t nt = 0; nt < w.blocks(n_); ++nt) out(t, c.block(nt), c.pitch, nt * w.pitch + k0);
+}
+
+// Chunks of kb column blocks of K: [first block, blocks, K columns from, columns].
+struct KChunk {
+  uint32_t b0, blocks, k0, cols;
+};
+std::vector<KChunk> k_chunks(uint32_t k, uint32_t kb, uint32_t n) {
+  std::vector<KChunk> r;
+  const uint32_t total = (k + n - 1) / n;
+  for (uint32_t b = 0; b < total; b += kb) {
+    const uint32_t blocks = std::min(kb, total - b);
+    r.push_back(KChunk{b, blocks, b * n, std::min(blocks * n, k - b * n)});
+  }
+  return r;
+}
+
+void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb) {
+  const int x = nd.in[0], w = nd.in[1], y = nd.out[0];
+  const uint32_t pitch = home(x).geom.pitch;
+  bool first = true;
+  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
+    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
+    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
+    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
+    dense_forward_partial(pb_, xc, wc, 0, !first);
+    first = false;
+  }
+  VMat bias;
+  if (nd.in.size() > 2) {
+    bias = at(nd.in[2], L.in[2]);
+    in(nd.in[2], bias.base, home(nd.in[2]).rows);
+  }
+  dense_forward_finish(pb_, 0, nd.in.size() > 2 ? &bias : nullptr, at(y, L.out[0]));
+  out(y, L.out[0], home(y).rows);
+}
+
+void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb) {
+  const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
+  in(dy, L.in[0], home(dy).rows);
+  const uint32_t pitch = home(dx).geom.pitch;
+  for (const KChunk& c : k_chunks(home(dx).geom.cols, kb, n_)) {
+    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
+    const VMat dxc{L.out[0], home(dx).geom.rows, c.cols, pitch};
+    dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc, 0);
+    clear_padding_rows(pb_, dxc);
+    out(dx, dxc.base, pitch * c.blocks, pitch * c.b0);
+  }
+}
+
+void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb) {
+  const int x = nd.in[0], dy = nd.in[1], dw = nd.out[0];
+  in(dy, L.in[1], home(dy).rows);
+  const uint32_t pitch = home(x).geom.pitch;
+  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
+    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
+    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
+    const VMat dwc = w_chunk(dw, L.out[0], c.k0, c.cols, false);
+    dense_backward_weights(pb_, xc, at(dy, L.in[1]), dwc, L.scratch, 0);
+    store_w_chunk(dw, dwc, c.k0);
+  }
+}
+
+void Emitter::flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc) {
+  const bool adam = nd.op == Op::AdamUpdate;
+  for (size_t i = 0; i < nd.in.size(); ++i) {
+    if (adam && i == 4) {
+      in(nd.in[i], L.in[i], AdamState::kRows);
+    } else {
+      in(nd.in[i], L.in[i], rc, r0);
+    }
+  }
+  const VMat a{L.in[0], rc, n_, rc};
+  switch (nd.op) {
+    case Op::Relu: relu_forward(pb_, a, VMat{L.out[0], rc, n_, rc}); break;
+    case Op::ReluGrad:
+      relu_backward(pb_, a, VMat{L.in[1], rc, n_, rc}, VMat{L.out[0], rc, n_, rc}, L.scratch);
+      break;
+    case Op::Add:
+    case Op::AddGrad: pb_.vop(VecFunc::FAdd, L.out[0], L.in[0], L.in[1], rc); break;
+    case Op::SgdUpdate:
+      sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, L.in[0], L.in[1],
+                 nd.in.size() > 2 ? L.in[2] : 0, rc, L.scratch);
+      break;
+    case Op::AdamUpdate: {
+      const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+      adam_update(pb_, h, AdamState{L.in[4]}, L.in[0], L.in[1], L.in[2], L.in[3], rc, L.scratch);
+      break;
+    }
+    default: break;
+  }
+  for (size_t i = 0; i < nd.out.size(); ++i) out(nd.out[i], L.out[i], rc, r0);
+}
+
+void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk) {
+  const uint32_t total = home(nd.in[0]).rows;
+  for (uint32_t r0 = 0; r0 < total; r0 += chunk) flat_chunk(nd, L, r0, std::min(chunk, total - r0));
+}
+
+void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
+  for (size_t i = 0; i < 3; ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  SoftmaxCe k;
+  k.logits = at(nd.in[0], L.in[0]);
+  k.labels = L.in[1];
+  k.pad_row = L.in[2];
+  k.dlogits = at(nd.out[0], L.out[0]);
+  k.loss = L.out[1];
+  k.scratch = L.scratch;
+  softmax_cross_entropy(pb_, k);
+  clear_padding_rows(pb_, k.dlogits);
+  for (size_t i = 0; i < 2; ++i) out(nd.out[i], L.out[i], home(nd.out[i]).rows);
+}
+
+void Emitter::image_node(const Node& nd, const NodeLayout& L) {
+  for (size_t i = 0; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  auto I = [&](size_t i) { return at(nd.in[i], L.in[i]); };
+  auto O = [&](size_t i) { return at(nd.out[i], L.out[i]); };
+  switch (nd.op) {
+    case Op::Conv: {
+      const VMat bias = nd.in.size() > 2 ? I(2) : VMat{};
+      conv2d_forward(pb_, nd.conv, I(0), I(1), nd.in.size() > 2 ? &bias : nullptr, O(0), L.scratch, 0);
+      break;
+    }
+    case Op::ConvPad: conv_pad_input(pb_, nd.conv, I(0), O(0)); break;
+    case Op::ConvGradW: conv2d_backward_weights(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::ConvGradX: conv2d_backward_input(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::MaxPool: maxpool_forward(pb_, nd.pool, I(0), O(0), O(1), L.scratch); break;
+    case Op::MaxPoolGrad: maxpool_backward(pb_, nd.pool, I(0), I(1), O(0), L.scratch); break;
+    case Op::AvgPool: avgpool_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::AvgPoolGrad: avgpool_backward(pb_, nd.pool, I(0), O(0), L.scratch); break;
+    case Op::GlobalAvgPool: gap_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::GlobalAvgPoolGrad: gap_backward(pb_, nd.pool, I(0), O(0)); break;
+    default: break;
+  }
+  for (size_t i = 0; i < nd.out.size(); ++i) {
+    clear_padding_rows(pb_, O(i));
+    out(nd.out[i], L.out[i], home(nd.out[i]).rows);
+  }
+}
+
+void Emitter::in_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) in(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+}
+
+void Emitter::out_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) out(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+}
+
+// A band's VMat of `rows` rows of tensor t's columns at `base`.
+VMat band(const VMat& home, uint32_t base, uint32_t rows, uint32_t n) {
+  return VMat{base, rows, home.cols, round_up(rows, n)};
+}
+
+void Emitter::conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  // The padded input's border is never written: +0 from the device buffer's allocation.
+  const ConvGeom& g = nd.conv;
+  const int src = nd.in[0], x = nd.out[0];
+  const uint32_t line = g.w * g.batch;
+  for (uint32_t cb = 0; cb * n_ < g.cin; ++cb) {
+    for (uint32_t iy0 = 0; iy0 < g.h; iy0 += lines_per_band) {
+      const uint32_t lines = std::min(lines_per_band, g.h - iy0);
+      in(src, L.in[0], lines * line, cb * home(src).geom.pitch + iy0 * line);
+      for (uint32_t l = 0; l < lines; ++l) {
+        const uint32_t row = ((iy0 + l + g.pad_top) * g.wp() + g.pad_left) * g.batch;
+        out(x, L.in[0] + l * line, line, cb * home(x).geom.pitch + row);
+      }
+    }
+  }
+}
+
+// dX in bands of input lines, one input-channel block at a time (the columns of dX are
+// independent: the block's rows of W, tap by tap, make the block's own convolution).
+void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  const ConvGeom& g = nd.conv;
+  const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
+  const VMat wh = home(w).geom;
+  const uint32_t line = g.w * g.batch, out_line = g.wo() * g.batch;
+  for (uint32_t ci = 0; ci * n_ < g.cin; ++ci) {
+    const uint32_t cin = std::min(n_, g.cin - ci * n_);
+    const VMat wb{L.in[1], g.taps() * n_, g.cout, g.taps() * n_};  // rows tap*N + c
+    for (uint32_t co = 0; co < wh.blocks(n_); ++co) {
+      for (uint32_t t = 0; t < g.taps(); ++t) {
+        in(w, wb.block(co) + t * n_, n_, co * wh.pitch + t * g.cin_stride(n_) + ci * n_);
+      }
+    }
+    for (uint32_t iy0 = 0; iy0 < g.h; iy0 += lines_per_band) {
+      const uint32_t iy1 = std::min(g.h, iy0 + lines_per_band);
+      DxBand d = dx_band(g, iy0, iy1);
+      if (d.oy_count == 0 || d.sub.h == 0) continue;  // lines no output reaches stay +0
+      d.sub.cin = cin;
+      const VMat dyb = band(home(dy).geom, L.in[0], d.oy_count * out_line, n_);
+      in_rows(dy, dyb, d.oy0 * out_line, dyb.rows);
+      const VMat dxb{L.out[0], d.sub.h * line, cin, round_up(d.sub.h * line, n_)};
+      conv2d_backward_input(pb_, d.sub, dyb, wb, dxb, L.scratch, 0);
+      const uint32_t lo = std::max(iy0, d.r0), hi = std::min(iy1, d.r0 + d.sub.h);
+      out(dx, dxb.base + (lo - d.r0) * line, (hi - lo) * line, ci * home(dx).geom.pitch + lo * line);
+    }
+  }
+}
+
+void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  if (nd.op == Op::ConvPad) return conv_pad_bands(nd, L, lines_per_band);
+  if (nd.op == Op::ConvGradX) return conv_dx_bands(nd, L, lines_per_band);
+  const bool conv = nd.op == Op::Conv || nd.op == Op::ConvGradW;
+  const uint32_t total = band_lines_total(nd);
+  if (nd.op == Op::Conv) {
+    for (size_t i = 1; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  }
+  for (uint32_t oy0 = 0; oy0 < total; oy0 += lines_per_band) {
+    const uint32_t lines = std::min(lines_per_band, total - oy0);
+    if (conv) {
+      const ConvGeom b = conv_band(nd.conv, oy0, lines);
+      const int x = nd.in[0];
+      const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
+      VMat xb;
+      if (b.packed()) {  // the flat image: N values per row
+        xb = VMat{L.in[0], b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
+        in(x, xb.base, xb.rows, line0 / n_);
+      } else {
+        xb = band(home(x).geom, L.in[0], b.h * b.w * b.batch, n_);
+        in_rows(x, xb, line0, xb.rows);
+      }
+      const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
+      if (nd.op == Op::Conv) {
+        const VMat yb = band(home(nd.out[0]).geom, L.out[0], rows, n_);
+        const VMat bias = nd.in.size() > 2 ? at(nd.in[2], L.in[2]) : VMat{};
+        conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb, L.scratch, 0);
+        out_rows(nd.out[0], yb, out0, rows);
+      } else {  // dW per output-channel block, each block's partial dW kept in its own ACC
+        // rows across the bands (accumulate): bit-identical to the whole layer
+        const VMat dw = home(nd.out[0]).geom;
+        for (uint32_t cb = 0; cb < dw.blocks(n_); ++cb) {
+          ConvGeom bb = b;
+          bb.cout = std::min(n_, b.cout - cb * n_);
+          const VMat dyb{L.in[1], rows, bb.cout, round_up(rows, n_)};
+          in(nd.in[1], dyb.base, rows, cb * home(nd.in[1]).geom.pitch + out0);
+          const VMat sum{L.out[1] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
+          conv2d_backward_weights(pb_, bb, xb, dyb, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_), oy0 != 0);
+        }
+      }
+    } else {
+      for (uint32_t cb = 0; cb * n_ < nd.pool.c; ++cb) pool_band_block(nd, L, oy0, lines, cb);
+    }
+  }
+  if (nd.op == Op::ConvGradW) {
+    const VMat sum = at(nd.out[0], L.out[1]);
+    clear_padding_rows(pb_, sum);
+    out(nd.out[0], sum.base, home(nd.out[0]).rows);
+  }
+}
+
+void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines,
+                              uint32_t cb) {
+  // Forward: output lines [l0, l0 + lines); gradient: input lines [l0, l0 + lines).
+  const bool fwd = nd.op == Op::MaxPool;
+  const uint32_t l0 = oy0;
+  const LineBand lb = fwd ? out_band(nd.pool, l0, lines) : in_band(nd.pool, l0, l0 + lines);
+  if (lb.oy_count == 0 || lb.h == 0) return;  // input lines no window reaches: dX stays +0
+  PoolGeom b = pool_sub(nd.pool, lb);
+  b.c = std::min(n_, nd.pool.c - cb * n_);
+  const int x = fwd ? nd.in[0] : nd.out[0];
+  const int t0 = fwd ? nd.out[0] : nd.in[0], t1 = fwd ? nd.out[1] : nd.in[1];
+  const uint32_t line = b.w * b.batch, line0 = lb.r0 * line;
+  const uint32_t out0 = lb.oy0 * b.wo() * b.batch, rows = lb.oy_count * b.wo() * b.batch;
+  const uint32_t x_rows = lb.h * line;
+  const VMat xb{fwd ? L.in[0] : L.out[0], x_rows, b.c, round_up(x_rows, n_)};
+  const VMat y0{fwd ? L.out[0] : L.in[0], rows, b.c, round_up(rows, n_)};
+  const VMat y1{fwd ? L.out[1] : L.in[1], rows, b.c, round_up(rows, n_)};
+  auto row = [&](int t, uint32_t r) { return cb * home(t).geom.pitch + r; };
+  if (fwd) {
+    in(x, xb.base, x_rows, row(x, line0));
+    maxpool_forward(pb_, b, xb, y0, y1, L.scratch);
+    out(t0, y0.base, rows, row(t0, out0));
+    out(t1, y1.base, rows, row(t1, out0));
+  } else {  // in: argmax, dY; out: dX over the band's input lines
+    in(t0, y0.base, rows, row(t0, out0));
+    in(t1, y1.base, rows, row(t1, out0));
+    maxpool_backward(pb_, b, y0, y1, xb, L.scratch);
+    const uint32_t lo = std::max(l0, lb.r0), hi = std::min(l0 + lines, lb.r0 + lb.h);
+    out(x, xb.base + (lo - lb.r0) * line, (hi - lo) * line, row(x, lo * line));
+  }
+}
+
+// db = column sums of dY, rows in order from -0.0, over chunks of `rows` rows of every column
+// block: each chunk's row sums continue from db (bmode dst), as detail::row_sum chains them.
+void Emitter::bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t rows) {
+  constexpr uint32_t kMaxInner = 255;
+  const VMat dy = home(nd.in[0]).geom;
+  const uint32_t db = L.out[0];
+  for (uint32_t r0 = 0; r0 < dy.rows; r0 += rows) {
+    const uint32_t rc = std::min(rows, dy.rows - r0);
+    const VMat c{L.in[0], rc, dy.cols, rc};
+    in_rows(nd.in[0], c, r0, rc);
+    for (uint32_t first = 0; first < rc; first += kMaxInner) {
+      const bool seed = r0 == 0 && first == 0;
+      Vector v;
+      v.func = static_cast<uint8_t>(VecFunc::RSum);
+      v.bmode = seed ? BMode::Imm : BMode::RowDst;
+      v.dst = static_cast<uint16_t>(db);
+      v.a = static_cast<uint16_t>(c.base + first);
+      v.inner = static_cast<uint8_t>(std::min(kMaxInner, rc - first));
+      v.outer = static_cast<uint16_t>(c.blocks(n_));
+      v.a_inner_stride = 1;
+      v.a_outer_stride = static_cast<uint16_t>(rc);
+      v.dst_outer_stride = 1;
+      v.b = seed ? 0x80000000u : db;  // -0.0, the identity of an fp sum
+      pb_.vector(v);
+    }
+  }
+  out(nd.out[0], db, home(nd.out[0]).rows);
+}
+
+void Emitter::node(int id) {
+  const Node& nd = g_.nodes[static_cast<size_t>(id)];
+  const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
+  const NodeLayout L = node_layout(g_, p_, id, chunk, chip_);
+  const size_t begin = pb_.size();
+  switch (nd.op) {
+    case Op::Dense: dense(nd, L, chunk); break;
+    case Op::DenseGradX: dense_grad_x(nd, L, chunk); break;
+    case Op::DenseGradW: dense_grad_w(nd, L, chunk); break;
+    case Op::BiasGrad:
+      if (chunk != 0) {
+        bias_grad_chunks(nd, L, chunk);
+        break;
+      }
+      in(nd.in[0], L.in[0], home(nd.in[0]).rows);
+      bias_grad(pb_, at(nd.in[0], L.in[0]), at(nd.out[0], L.out[0]));
+      out(nd.out[0], L.out[0], home(nd.out[0]).rows);
+      break;
+    case Op::SoftmaxCe: softmax_ce(nd, L); break;
+    case Op::AdamBegin: {
+      const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+      in(nd.in[0], L.in[0], AdamState::kRows);
+      adam_begin_step(pb_, h, AdamState{L.in[0]}, L.scratch);
+      out(nd.out[0], L.out[0], AdamState::kRows);
+      break;
+    }
+    case Op::Relu:
+    case Op::Add:
+    case Op::ReluGrad:
+    case Op::AddGrad:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate: flat(nd, L, chunk); break;
+    case Op::Conv:
+    case Op::ConvPad:
+    case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad:
+      if (chunk != 0) {
+        band_node(nd, L, chunk);
+      } else {
+        image_node(nd, L);
+      }
+      break;
+  }
+  out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
+}
+
+}  // namespace
+
+Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
+             const TrainOptions& opt, const ChipParams& chip, uint32_t device_base) {
+  Emitter e(g, p, opt, chip, device_base);
+  for (int id : order) {
+    try {
+      e.node(id);
+    } catch (const std::invalid_argument& err) {  // a kernel's shape check: name the node
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      throw std::invalid_argument("emit: node '" + n.name + "' (" + op_name(n.op) + "): " + err.what());
+    }
+  }
+  return e.finish();
+}
+
+}  // namespace tpu::train::compiler

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "compiler/placement.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels.h"
+
+namespace tpu::train::compiler {
+
+namespace {
+
+constexpr uint32_t kAlign = 64;             // bytes between homes
+constexpr uint32_t kMaxMatmulRows = 4095;   // matmul_bf16 inner count
+constexpr uint32_t kMaxVecOuterStride = 2047;  // vector a_outer_stride (11 bits)
+
+VMat geometry(const Graph& g, const Tensor& t, uint32_t n) {
+  switch (t.kind) {
+    case TensorKind::Labels: {
+      const uint32_t r = (g.batch + n - 1) / n;  // N int32 labels per row
+      return VMat{0, r, n, r};
+    }
+    case TensorKind::AdamState: return VMat{0, AdamState::kRows, 1, AdamState::kRows};
+    default: break;
+  }
+  if (t.row_vector) return VMat{0, 1, t.cols, 1};
+  return VMat{0, t.rows, t.cols, round_up(t.rows, n)};
+}
+
+[[noreturn]] void fail(const Node& nd, const std::string& what) {
+  throw std::invalid_argument("place: node '" + nd.name + "' (" + op_name(nd.op) + "): " + what);
+}
+
+bool fits(const Graph& g, const Placement& p, int node, uint32_t chunk, const ChipParams& chip) {
+  try {
+    node_layout(g, p, node, chunk, chip);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// The largest chunk in [1, most] that fits VMEM (fits() is monotone in the chunk); 0 if none.
+uint32_t largest_fit(const Graph& g, const Placement& p, int node, uint32_t most,
+                     const ChipParams& chip) {
+  if (fits(g, p, node, most, chip)) return most;
+  uint32_t lo = 0, hi = most;  // fits(lo) (or lo = 0), !fits(hi)
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    (fits(g, p, node, mid, chip) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// ACC rows a Dense-type node needs whatever the chunk; the most K blocks a chunk may have.
+uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd, const ChipParams& chip) {
+  const uint32_t n = p.n;
+  const uint32_t m = g.batch;
+  const auto& out = p.homes[static_cast<size_t>(nd.out[0])].geom;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) fail(nd, what + " (AccRows = " + std::to_string(chip.acc_rows) + ")");
+  };
+  const uint32_t kb = (k_of(g, nd) + n - 1) / n;
+  switch (nd.op) {
+    case Op::Dense:
+      need(m <= kMaxMatmulRows && uint64_t{out.blocks(n)} * m <= chip.acc_rows,
+           "batch x output blocks = " + std::to_string(out.blocks(n) * m) + " ACC rows do not fit");
+      return kb;
+    case Op::DenseGradX:
+      need(m <= kMaxMatmulRows && m <= chip.acc_rows, "the batch does not fit ACC");
+      return kb;
+    case Op::DenseGradW:
+      need(chip.acc_rows >= n, "not one block of K fits ACC");
+      return std::min({kb, chip.acc_rows / n, kMaxMatmulRows / n});
+    default: return 0;
+  }
+}
+
+// VMEM rows of `rows` image rows in each of t's column blocks (the pitch rounded to N).
+uint32_t band_rows(const Placement& p, int t, uint32_t rows) {
+  return p.homes[static_cast<size_t>(t)].geom.blocks(p.n) * round_up(rows, p.n);
+}
+
+}  // namespace
+
+void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
+                 const ChipParams& chip, VmemArena& a, NodeLayout& L) {
+  (void)g;
+  const uint32_t n = p.n;
+  if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
+    L.in = {a.rows(round_up(lines * nd.conv.w * nd.conv.batch, n))};
+    return;
+  }
+  if (nd.op == Op::ConvGradX) {  // one input-channel block: the largest band's dY, W, dX
+    uint32_t dy = 1, dx = 1, scratch = 1;
+    const ConvGeom& cg = nd.conv;
+    for (uint32_t iy0 = 0; iy0 < cg.h; iy0 += lines) {
+      DxBand d = dx_band(cg, iy0, std::min(cg.h, iy0 + lines));
+      if (d.oy_count == 0 || d.sub.h == 0) continue;
+      d.sub.cin = std::min(n, cg.cin);
+      dy = std::max(dy, round_up(d.oy_count * cg.wo() * cg.batch, n));
+      dx = std::max(dx, round_up(d.sub.h * cg.w * cg.batch, n));
+      scratch = std::max(scratch, conv_scratch_rows(d.sub, chip, 0));
+    }
+    const uint32_t cout_blocks = p.homes[static_cast<size_t>(nd.in[1])].geom.blocks(n);
+    L.in = {a.rows(p.homes[static_cast<size_t>(nd.in[0])].geom.blocks(n) * dy),
+            a.rows(cout_blocks * cg.taps() * n)};
+    L.out = {a.rows(dx)};
+    L.scratch = a.rows(scratch);
+    return;
+  }
+  if (nd.op == Op::Conv || nd.op == Op::ConvGradW) {
+    ConvGeom b = conv_band(nd.conv, 0, lines);
+    const uint32_t x_rows = b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
+    L.in.push_back(a.rows(x_rows));
+    if (nd.op == Op::Conv) {
+      for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
+      L.out = {a.rows(band_rows(p, nd.out[0], lines * b.wo() * b.batch))};
+    } else {  // dW one output-channel block at a time: dY's block; dW (each block's partial in
+      // its own ACC rows across the bands)
+      const uint32_t blocks = p.homes[static_cast<size_t>(nd.out[0])].geom.blocks(n);
+      b.cout = std::min(n, b.cout);
+      if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+        throw std::invalid_argument("band_layout: the partial dW of every output block does not fit ACC");
+      }
+      L.in.push_back(a.rows(round_up(lines * b.wo() * b.batch, n)));
+      L.out = {0, a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
+    }
+    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
+    return;
+  }
+  // A pool's band runs one channel block at a time (channels are independent); the gradient's
+  // bands are of input lines, the forward pass's of output lines.
+  uint32_t x_rows = 1, y_rows = 1;
+  PoolGeom one = nd.pool;
+  one.c = std::min(n, one.c);
+  uint32_t scratch = 1;
+  const uint32_t total = band_lines_total(nd);
+  for (uint32_t l0 = 0; l0 < total; l0 += lines) {
+    const uint32_t l1 = std::min(total, l0 + lines);
+    const LineBand lb = nd.op == Op::MaxPool ? out_band(nd.pool, l0, l1 - l0) : in_band(nd.pool, l0, l1);
+    if (lb.oy_count == 0 || lb.h == 0) continue;
+    const PoolGeom sb = pool_sub(one, lb);
+    x_rows = std::max(x_rows, round_up(lb.h * sb.w * sb.batch, n));
+    y_rows = std::max(y_rows, round_up(lb.oy_count * sb.wo() * sb.batch, n));
+    scratch = std::max(scratch, pool_scratch_rows(sb, n));
+  }
+  if (nd.op == Op::MaxPool) {
+    L.in = {a.rows(x_rows)};
+    L.out = {a.rows(y_rows), a.rows(y_rows)};
+  } else {
+    L.in = {a.rows(y_rows), a.rows(y_rows)};
+    L.out = {a.rows(x_rows)};
+  }
+  L.scratch = a.rows(scratch);
+}
+
+bool bandable(const Graph& g, const Node& n) {
+  const uint32_t nn = g.chip_n;
+  switch (n.op) {
+    case Op::Conv:
+    case Op::ConvGradW:
+      // A band's input starts at a whole row of the flat (cin = 1) or blocked image.
+      return !n.conv.packed() || (n.conv.wp() * n.conv.batch) % nn == 0;
+    case Op::MaxPool:      // bands of output lines
+    case Op::MaxPoolGrad:  // bands of input lines
+      return true;
+    case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
+      return n.conv.cin % nn != 1;
+    case Op::ConvPad:    // bands of source lines, copied by DMA
+      return true;
+    default: return false;
+  }
+}
+
+ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines) {
+  (void)oy0;
+  ConvGeom b = g;
+  b.h = (lines - 1) * g.sh + g.kh;
+  b.w = g.wp();
+  b.pad_top = b.pad_left = b.pad_bottom = b.pad_right = 0;
+  return b;
+}
+
+PoolGeom pool_sub(const PoolGeom& g, const LineBand& b) {
+  PoolGeom s = g;
+  s.h = b.h;
+  s.pad_top = b.pad_top;
+  s.pad_bottom = b.pad_bottom;
+  return s;
+}
+
+uint32_t band_lines_total(const Node& n) {
+  if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
+  if (n.op == Op::MaxPoolGrad) return n.pool.h;
+  return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
+}
+
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1) {
+  const LineBand b = in_band(g, iy0, iy1);
+  DxBand d;
+  if (b.oy_count == 0) return d;  // no output line reaches these lines: their dX is +0
+  d.oy0 = b.oy0;
+  d.oy_count = b.oy_count;
+  d.r0 = b.r0;
+  d.sub = g;
+  d.sub.h = b.h;
+  d.sub.pad_top = b.pad_top;
+  d.sub.pad_bottom = b.pad_bottom;
+  return d;
+}
+
+uint32_t k_of(const Graph& g, const Node& n) {
+  switch (n.op) {
+    case Op::Dense:
+    case Op::DenseGradW: return g.tensors[static_cast<size_t>(n.in[0])].cols;  // X's features
+    case Op::DenseGradX: return g.tensors[static_cast<size_t>(n.out[0])].cols;
+    default: return 0;
+  }
+}
+
+uint32_t flat_rows_of(const Graph& g, const Placement& p, const Node& n) {
+  (void)g;
+  switch (n.op) {
+    case Op::Relu:
+    case Op::Add:
+    case Op::ReluGrad:
+    case Op::AddGrad:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate: return p.homes[static_cast<size_t>(n.in[0])].rows;
+    default: return 0;
+  }
+}
+
+NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
+                       const ChipParams& chip) {
+  const uint32_t n = p.n;
+  VmemArena a(n, 0, chip.vmem_rows);
+  const Node& nd = g.nodes[static_cast<size_t>(node)];
+  auto geom = [&](int t) { return p.homes[static_cast<size_t>(t)].geom; };
+  auto whole = [&](int t) { return a.rows(p.homes[static_cast<size_t>(t)].rows); };
+  auto act_chunk = [&](int t) { return a.rows(geom(t).pitch * chunk); };  // kb blocks of K
+  auto w_chunk = [&](int t) { return a.rows(geom(t).blocks(n) * chunk * n); };  // kb*N rows per block
+  NodeLayout L;
+  switch (nd.op) {
+    case Op::Dense:
+      L.in = {act_chunk(nd.in[0]), w_chunk(nd.in[1])};
+      if (nd.in.size() > 2) L.in.push_back(whole(nd.in[2]));
+      L.out = {whole(nd.out[0])};
+      break;
+    case Op::DenseGradX:
+      L.in = {whole(nd.in[0]), w_chunk(nd.in[1])};
+      L.out = {act_chunk(nd.out[0])};
+      break;
+    case Op::DenseGradW:
+      L.in = {act_chunk(nd.in[0]), whole(nd.in[1])};
+      L.out = {w_chunk(nd.out[0])};
+      L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
+      break;
+    case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
+      L.out = {whole(nd.out[0])};
+      L.in = {chunk == 0 ? whole(nd.in[0]) : a.rows(geom(nd.in[0]).blocks(n) * chunk)};
+      break;
+    case Op::Relu:
+    case Op::Add:
+    case Op::AddGrad:
+    case Op::ReluGrad:
+      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
+      L.out = {a.rows(chunk)};
+      if (nd.op == Op::ReluGrad) L.scratch = a.rows(chunk);
+      break;
+    case Op::SgdUpdate:
+      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
+      L.out = {L.in[0]};
+      if (nd.in.size() > 2) L.out.push_back(L.in[2]);
+      L.scratch = a.rows(2 * chunk);
+      break;
+    case Op::AdamUpdate:
+      for (size_t i = 0; i < 4; ++i) L.in.push_back(a.rows(chunk));
+      L.in.push_back(whole(nd.in[4]));
+      L.out = {L.in[0], L.in[2], L.in[3]};
+      L.scratch = a.rows(6 * chunk);
+      break;
+    case Op::AdamBegin:
+      L.in = {whole(nd.in[0])};
+      L.out = {L.in[0]};
+      L.scratch = a.rows(4);
+      break;
+    case Op::Conv:
+    case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::ConvPad:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+      if (chunk != 0) {
+        band_layout(g, p, nd, chunk, chip, a, L);
+        break;
+      }
+      [[fallthrough]];
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad:
+      for (int t : nd.in) L.in.push_back(whole(t));
+      for (int t : nd.out) L.out.push_back(whole(t));
+      if (nd.op == Op::Conv || nd.op == Op::ConvGradW || nd.op == Op::ConvGradX) {
+        L.scratch = a.rows(std::max(1u, conv_scratch_rows(nd.conv, chip, 0)));
+      } else if (nd.op == Op::MaxPool || nd.op == Op::MaxPoolGrad || nd.op == Op::AvgPoolGrad) {
+        L.scratch = a.rows(pool_scratch_rows(nd.pool, n));
+      }
+      break;
+    case Op::SoftmaxCe:
+      L.in = {whole(nd.in[0]), whole(nd.in[1]), whole(nd.in[2])};
+      L.out = {whole(nd.out[0]), whole(nd.out[1])};
+      L.scratch = a.rows(softmax_ce_scratch_rows(g.batch, n));
+      break;
+  }
+  L.end = a.used_end();
+  return L;
+}
+
+Placement place(const Graph& g, const ChipParams& chip) {
+  if (!chip.has_vmem()) throw std::invalid_argument("place: the chip has no VMEM (use ChipParams::training)");
+  Placement p;
+  p.n = chip.N;
+  if (g.classes > chip.N) {
+    throw std::invalid_argument("place: " + std::to_string(g.classes) + " classes exceed N = " +
+                                std::to_string(chip.N) + " (softmax cross-entropy takes one column block)");
+  }
+  for (const Tensor& t : g.tensors) {
+    Home h;
+    h.geom = geometry(g, t, p.n);
+    h.rows = h.geom.span(p.n);
+    if (t.view_of >= 0) {  // a flattened image: the image's memory, pitch = batch
+      h.geom.pitch = t.rows;
+      h.rows = h.geom.span(p.n);
+      h.addr = p.homes[static_cast<size_t>(t.view_of)].addr;
+      p.homes.push_back(h);
+      continue;
+    }
+    h.addr = p.device_bytes;
+    const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
+    if (end > 0x40000000u) throw std::invalid_argument("place: device memory beyond 1 GiB for '" + t.name + "'");
+    p.device_bytes = static_cast<uint32_t>((end + kAlign - 1) / kAlign * kAlign);
+    p.homes.push_back(h);
+  }
+  p.chunk.assign(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& nd = g.nodes[i];
+    const int ni = static_cast<int>(i);
+    if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
+      fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
+                   std::to_string(p.n) + " for a convolution's weight gradient");
+    }
+    uint32_t most = acc_limit_blocks(g, p, nd, chip);
+    if (most == 0) most = flat_rows_of(g, p, nd);
+    if (nd.op == Op::BiasGrad) {
+      // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
+      // chunks, the chunk's rows are the step.
+      const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
+      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip)) most = std::min(dy.rows, kMaxVecOuterStride);
+    }
+    if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
+    if (most == 0) {
+      if (!fits(g, p, ni, 0, chip)) {
+        fail(nd, "its operands do not fit VMEM (" + std::to_string(chip.vmem_rows) + " rows" +
+                     (bandable(g, nd) ? ")" : "; this node does not run in bands)"));
+      }
+      continue;
+    }
+    p.chunk[i] = largest_fit(g, p, ni, most, chip);
+    if (p.chunk[i] == 0) fail(nd, "not even one chunk of its operands fits VMEM");
+  }
+  return p;
+}
+
+}  // namespace tpu::train::compiler

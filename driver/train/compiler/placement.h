@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pass 4 of the training compiler: memory placement. Every tensor of the graph gets a home in
+// device memory (host memory as the chip's DMA sees it, standing in for HBM): its packed image
+// in the kernels' layout (layout.h), at a byte offset of one device buffer. Nothing lives in
+// VMEM between nodes: each node streams its operands in (read_vmem), runs its kernel and
+// streams its results out (write_vmem). A node whose operands do not fit VMEM at once runs in
+// chunks: a Dense (and its gradients) over chunks of K (the contraction of the forward pass,
+// multiples of N; dense_forward_partial accumulates them in ACC bit-identically), the
+// element-wise nodes and the optimizer updates over chunks of VMEM rows. place() picks for each
+// node the largest chunk that fits VMEM and ACC; node_layout() is where each operand of one
+// chunk sits in VMEM (the emitter uses it, place() tries it).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/graph.h"
+#include "isa.h"
+#include "layout.h"
+
+namespace tpu::train::compiler {
+
+struct Home {
+  uint32_t addr = 0;  // byte offset in device memory
+  VMat geom;          // the tensor's geometry (base unused): rows, cols, pitch
+  uint32_t rows = 0;  // VMEM rows of its packed image (4N bytes each)
+};
+
+struct Placement {
+  uint32_t n = 0;
+  std::vector<Home> homes;      // per tensor
+  // per node: K blocks (Dense ops), VMEM rows (element-wise, updates), rows per column block
+  // (BiasGrad) or output lines (banded Conv / pool nodes) per chunk; 0: whole
+  std::vector<uint32_t> chunk;
+  uint32_t device_bytes = 0;
+};
+
+// Where the operands of one chunk of a node sit in VMEM (the largest chunk's extent).
+struct NodeLayout {
+  std::vector<uint32_t> in, out;  // first VMEM row of each operand (outputs of updates = inputs)
+  uint32_t scratch = 0;
+  uint32_t end = 0;  // one past the last row used
+};
+
+// Bands (convolutions and pools whose tensors do not fit VMEM whole): a band is `lines`
+// output lines from line oy0, computed from the input lines it reads as a convolution / pool of
+// its own (the sub-geometry: the band's padded input lines, no padding of its own).
+// Whether node n can run in bands (else 0 = whole only), and its band geometry.
+bool bandable(const Graph& g, const Node& n);
+ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines);
+struct LineBand;
+PoolGeom pool_sub(const PoolGeom& g, const LineBand& b);  // the band's own pool
+// The input lines a band of output lines [oy0, oy0 + count) of a convolution or pool reads:
+// real lines [r0, r0 + h) and the padding lines above and below them (the band's own sub-
+// geometry: h, pad_top, pad_bottom).
+struct LineBand {
+  uint32_t oy0 = 0, oy_count = 0, r0 = 0, h = 0, pad_top = 0, pad_bottom = 0;
+};
+template <typename G>
+LineBand out_band(const G& g, uint32_t oy0, uint32_t count) {
+  LineBand b;
+  b.oy0 = oy0;
+  b.oy_count = count;
+  const int64_t pt = g.pad_top, p0 = int64_t{oy0} * g.sh, p1 = int64_t{oy0 + count - 1} * g.sh + g.kh;
+  const int64_t real0 = std::max<int64_t>(p0, pt), real1 = std::min<int64_t>(p1, pt + g.h);
+  b.r0 = static_cast<uint32_t>(real0 - pt);
+  b.h = static_cast<uint32_t>(std::max<int64_t>(0, real1 - real0));
+  b.pad_top = static_cast<uint32_t>(real0 - p0);
+  b.pad_bottom = static_cast<uint32_t>(p1 - std::max(real1, real0));
+  return b;
+}
+// The output lines that reach input lines [iy0, iy1) (oy_count 0: none) and what they read.
+template <typename G>
+LineBand in_band(const G& g, uint32_t iy0, uint32_t iy1) {
+  const int64_t pt = g.pad_top, kh = g.kh, sh = g.sh;
+  const int64_t lo = std::max<int64_t>(0, iy0 + pt - kh + 1);
+  const int64_t oy_lo = (lo + sh - 1) / sh;
+  const int64_t oy_hi = std::min<int64_t>(int64_t{g.ho()} - 1, (iy1 - 1 + pt) / sh);
+  if (oy_lo > oy_hi) return LineBand{};
+  return out_band(g, static_cast<uint32_t>(oy_lo), static_cast<uint32_t>(oy_hi - oy_lo + 1));
+}
+
+// A conv dX (ConvGradX) runs in bands of its input lines [iy0, iy1): the output lines that
+// reach them (oy0, count) and the sub-convolution over the padded lines those read, whose real
+// lines start at input line r0 (its dX holds every contribution to lines [iy0, iy1)).
+struct DxBand {
+  uint32_t oy0 = 0, oy_count = 0, r0 = 0;
+  ConvGeom sub;
+};
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1);
+
+// The first input line (padded coordinates) of the band from output line oy0.
+inline uint32_t band_input_line(uint32_t oy0, uint32_t stride) { return oy0 * stride; }
+// The output lines a band node computes (its ho).
+uint32_t band_lines_total(const Node& n);
+
+// The K dimension a Dense-type node chunks over (0: the node chunks over rows or not at all).
+uint32_t k_of(const Graph& g, const Node& n);
+// The VMEM rows an element-wise / update node walks (0 for the other nodes).
+uint32_t flat_rows_of(const Graph& g, const Placement& p, const Node& n);
+
+// The VMEM of one band of `lines` output lines of a banded node (node_layout with chunk != 0).
+void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
+                 const ChipParams& chip, VmemArena& a, NodeLayout& L);
+
+// Throws std::invalid_argument naming the node when even its smallest chunk does not fit VMEM
+// or ACC, or the logits have more classes than N.
+Placement place(const Graph& g, const ChipParams& chip);
+// Throws std::invalid_argument (VmemArena) when the chunk does not fit.
+NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
+                       const ChipParams& chip);
+
+}  // namespace tpu::train::compiler

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// Trainer: trains a float ONNX model on the chip (issue 30; docs/training.md "The training
+// compiler"). The constructor compiles the model once into a training-step program and a
+// forward (logits) program through the training compiler's passes (compiler/); init() places
+// the initial weights and the optimizer state in device memory (host memory as the chip's DMA
+// sees it, standing in for HBM); step() places one batch and its labels there, runs the step
+// program and reads back the loss the chip computed. The host computes nothing while training:
+// the forward and backward passes, the loss and the optimizer update all run on the chip.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "isa.h"
+
+namespace tpu::train {
+
+enum class Optimizer { Sgd, Adam };
+
+struct TrainOptions {
+  Optimizer optimizer = Optimizer::Adam;
+  float lr = 1e-3f, momentum = 0.0f, weight_decay = 0.0f;  // momentum: SGD only
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;          // Keras' Adam defaults
+  uint32_t batch = 32;
+};
+
+// Cycles of one layer in the last step (RunStats of the step's program, split by the
+// instructions each layer's forward, backward and update emitted).
+struct LayerCycles {
+  std::string name, op;
+  uint64_t forward = 0, backward = 0, update = 0;
+};
+
+struct StepResult {
+  float loss;       // the batch's mean loss as the chip computed it
+  uint64_t cycles;  // the step program's cycles (an estimate on the model backend)
+};
+
+// Instructions [begin, end) of the step program that one node of the compiled graph emitted:
+// its layer (the ONNX node name; "loss", "adam"), the ONNX op and the phase.
+struct ProgramSpan {
+  size_t begin = 0, end = 0;
+  std::string layer, op;
+  std::string phase;  // "forward", "loss", "backward", "update"
+};
+
+class TrainerImpl;
+
+// A training program compiled from a float ONNX model (initializers = initial weights; input
+// [B, C, H, W] float, output = logits [B, classes]); compile errors are std::invalid_argument
+// naming node and op.
+class Trainer {
+ public:
+  // `onnx_path_or_bytes`: the path of an .onnx file, or the serialized ModelProto itself.
+  Trainer(const std::string& onnx_path_or_bytes, const TrainOptions& opt, const ChipParams& chip);
+  ~Trainer();
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+
+  uint32_t classes() const;
+  std::array<uint32_t, 3> input_chw() const;
+
+  // Weights (the model's initializers) and optimizer state (zeros; Adam's powers of beta 1.0)
+  // -> device memory. `dev` must have the chip parameters given to the constructor. step(),
+  // logits() and weights() then work on that device (std::logic_error on another, or before).
+  void init(Device& dev);
+  // One step on `batch` images (batch * C*H*W floats, NCHW) and their labels (each in
+  // [0, classes), else std::invalid_argument): the chip computes; returns the chip's loss.
+  StepResult step(Device& dev, const float* images, const int32_t* labels);
+  // Logits of `count` images (count * classes floats), the forward pass on the chip, run in
+  // batches of TrainOptions::batch (the last one padded).
+  std::vector<float> logits(Device& dev, const float* images, uint32_t count);
+  // Initializer name -> fp32 values in the initializer's shape and order, read from device memory.
+  std::map<std::string, std::vector<float>> weights(Device& dev) const;
+  // Per layer of the last step (empty before the first).
+  std::vector<LayerCycles> layer_cycles() const;
+
+  // The compiled step program's instruction count and the compile time (for reports).
+  size_t step_instructions() const;
+  double compile_seconds() const;
+  // The program every step() runs (it changes only in init(), when the device buffer lands
+  // elsewhere than the compile-time address) and which node emitted which instructions.
+  const std::vector<Instruction>& step_program() const;
+  std::vector<ProgramSpan> step_program_spans() const;
+
+ private:
+  std::unique_ptr<TrainerImpl> impl_;
+};
+
+// Writes `weights` into a copy of the original model's initializers: float ONNX that run-cnn /
+// run-onnx take. (Declared here as agreed in issue 30's Trainer API; defined with `tpusim
+// train`'s model I/O, not in tpu_trainer.)
+void export_trained_onnx(const std::string& original_model,
+                         const std::map<std::string, std::vector<float>>& weights,
+                         const std::string& out_path);
+
+}  // namespace tpu::train

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: Apache-2.0
+// The training compiler's passes one at a time (driver/train/compiler/): import, autodiff,
+// optimizer, placement, schedule, emission, on small graphs.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <stdexcept>
+
+#include "compiler/autodiff.h"
+#include "compiler/emit.h"
+#include "compiler/import.h"
+#include "compiler/optimizer.h"
+#include "compiler/placement.h"
+#include "compiler/schedule.h"
+#include "device_model.h"
+#include "kernels.h"
+#include "train_models.h"
+
+namespace tpu::train::test {
+namespace {
+
+using namespace compiler;
+using cnn::OnnxAttr;
+
+// The message of the std::invalid_argument f throws ("" if none).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Graph full(const MlpSpec& s, uint32_t batch, const TrainOptions& o) {
+  Graph g = import_onnx(mlp_onnx(s), batch, 4);
+  append_backward(g);
+  append_update(g, o);
+  return g;
+}
+
+// ---- import
+
+TEST(TrainImport, MlpThroughTheConverterTable) {
+  MlpSpec s;
+  const Graph g = import_onnx(mlp_onnx(s), 10, 4);
+  EXPECT_EQ(g.dump(),
+            "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
+            "fwd Relu relu1 [Relu] z1(10x7) -> h1(10x7)\n"
+            "fwd Dense fc3 [MatMul+Add] h1(10x7), fc3.W(7x3), fc3.b(1x3) -> logits(10x3)\n");
+  EXPECT_EQ(g.classes, 3u);
+  EXPECT_EQ(g.input_c * g.input_h * g.input_w, 9u);
+  ASSERT_EQ(g.params.size(), 4u);
+  EXPECT_TRUE(g.params[0].transposed);   // Gemm transB = 1: ONNX holds [7, 9]
+  EXPECT_FALSE(g.params[2].transposed);  // MatMul: [7, 3]
+  EXPECT_EQ(g.params[0].initial, mlp_weights(s).w1);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.logits)].name, "logits");  // the Softmax's input
+}
+
+TEST(TrainImport, ResidualAdd) {
+  MlpSpec s;
+  s.residual = true;
+  const Graph g = import_onnx(mlp_onnx(s), 4, 4);
+  EXPECT_NE(g.dump().find("fwd Add residual [Add] h1(4x7), h2(4x7) -> r(4x7)\n"), std::string::npos)
+      << g.dump();
+  EXPECT_EQ(g.params.size(), 6u);
+}
+
+std::string with_node(const std::string& op, const std::string& name) {
+  cnn::OnnxGraph g("bad");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "fc");
+  g.node(op, {"y"}, {"z"}, {}, name);
+  g.output("z", {1, 3});
+  return g.serialize();
+}
+
+TEST(TrainImport, UnsupportedOpsNameNodeAndOp) {
+  const std::string bn = error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2, 4); });
+  EXPECT_NE(bn.find("node 'bn1' (BatchNormalization): not supported for training; supported: "),
+            std::string::npos) << bn;
+  EXPECT_NE(bn.find("Gemm"), std::string::npos) << bn;
+  const std::string sig = error_of([] { import_onnx(with_node("Sigmoid", "act"), 2, 4); });
+  EXPECT_NE(sig.find("node 'act' (Sigmoid)"), std::string::npos) << sig;
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(with_node("Tanh", "t")));
+  m.mutable_graph()->mutable_node(1)->clear_name();
+  const std::string unnamed = error_of([&] { import_onnx(m, 2, 4); });
+  EXPECT_NE(unnamed.find("node '#1 (output 'z')' (Tanh)"), std::string::npos) << unnamed;
+}
+
+TEST(TrainImport, ModelWithoutTrainableWeightIsAnError) {
+  cnn::OnnxGraph g("noweights");
+  g.input("x", {1, 4});
+  g.node("Flatten", {"x"}, {"f"}, {}, "flatten");
+  g.node("Relu", {"f"}, {"y"}, {}, "relu");
+  g.output("y", {1, 4});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("no trainable weight"),
+            std::string::npos);
+}
+
+TEST(TrainImport, GemmOptionsAndInitializersChecked) {
+  cnn::OnnxGraph g("transA");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("Gemm", {"x", "W"}, {"y"}, {OnnxAttr::Int("transA", 1)}, "g");
+  g.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("node 'g' (Gemm): transA"),
+            std::string::npos);
+  cnn::OnnxGraph h("int");
+  h.input("x", {1, 4});
+  h.init_int8("W", {4, 3}, std::vector<int8_t>(12, 1));
+  h.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  h.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(h.serialize(), 2, 4); }).find("'W' is not float32"),
+            std::string::npos);
+  cnn::OnnxGraph k("shape");
+  k.input("x", {1, 5});
+  k.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  k.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  k.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(k.serialize(), 2, 4); }).find("4 inputs, the data 5"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { import_onnx(std::string("/nonexistent/model.onnx"), 2, 4); }).find("cannot open"),
+            std::string::npos);
+}
+
+TEST(TrainImport, ImageMustBeFlattenedBeforeGemm) {
+  cnn::OnnxGraph g("img");
+  g.input("x", {1, 1, 2, 2});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  g.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("Flatten it first"),
+            std::string::npos);
+}
+
+// ---- autodiff
+
+TEST(TrainAutodiff, BackwardOfTheMlp) {
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 10, 4);
+  append_backward(g);
+  EXPECT_EQ(g.dump(),
+            "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
+            "fwd Relu relu1 [Relu] z1(10x7) -> h1(10x7)\n"
+            "fwd Dense fc3 [MatMul+Add] h1(10x7), fc3.W(7x3), fc3.b(1x3) -> logits(10x3)\n"
+            "loss SoftmaxCe loss logits(10x3), labels(10x1), softmax pad row(1x3) -> "
+            "d(logits)(10x3), loss(1x1)\n"
+            "bwd DenseGradW fc3 [MatMul+Add] h1(10x7), d(logits)(10x3) -> d(fc3.W)(7x3)\n"
+            "bwd BiasGrad fc3 [MatMul+Add] d(logits)(10x3) -> d(fc3.b)(1x3)\n"
+            "bwd DenseGradX fc3 [MatMul+Add] d(logits)(10x3), fc3.W(7x3) -> d(h1)(10x7)\n"
+            "bwd ReluGrad relu1 [Relu] z1(10x7), d(h1)(10x7) -> d(z1)(10x7)\n"
+            "bwd DenseGradW fc1 [Gemm] x(10x9), d(z1)(10x7) -> d(fc1.W)(9x7)\n"
+            "bwd BiasGrad fc1 [Gemm] d(z1)(10x7) -> d(fc1.b)(1x7)\n");  // no dX of the input
+  EXPECT_NE(error_of([&] { append_backward(g); }).find("has a loss already"), std::string::npos);
+}
+
+TEST(TrainAutodiff, FanOutGradientsAreSummed) {
+  MlpSpec s;
+  s.residual = true;
+  Graph g = import_onnx(mlp_onnx(s), 4, 4);
+  append_backward(g);
+  const std::string d = g.dump();
+  // h1 is read by fc2 and the residual Add: d(r) (the Add passes dY on) + fc2's dX, in that order.
+  EXPECT_NE(d.find("bwd DenseGradX fc2 [Gemm] d(z2)(4x7), fc2.W(7x7) -> d(h1)#2(4x7)\n"
+                   "bwd AddGrad sum d(h1) d(r)(4x7), d(h1)#2(4x7) -> d(h1)+2(4x7)\n"
+                   "bwd ReluGrad relu1 [Relu] z1(4x7), d(h1)+2(4x7) -> d(z1)(4x7)\n"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("bwd ReluGrad relu2 [Relu] z2(4x7), d(r)(4x7) -> d(z2)(4x7)\n"), std::string::npos) << d;
+}
+
+TEST(TrainAutodiff, DeadBranchIsAnError) {
+  cnn::OnnxGraph g("dead");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.init_float("V", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "used");
+  g.node("MatMul", {"x", "V"}, {"unused"}, {}, "dead");
+  g.output("y", {1, 3});
+  Graph t = import_onnx(g.serialize(), 2, 4);
+  EXPECT_NE(error_of([&] { append_backward(t); }).find("node 'dead' (MatMul): its output does not reach the loss"),
+            std::string::npos);
+}
+
+// ---- optimizer
+
+TEST(TrainOptimizer, AdamStateAndUpdates) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const std::string d = g.dump();
+  EXPECT_NE(d.find("upd AdamBegin adam adam state(4x1) -> adam state(4x1)\n"
+                   "upd AdamUpdate fc1 [Gemm] fc1.W(9x7), d(fc1.W)(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7), "
+                   "adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
+            std::string::npos) << d;
+  int updates = 0;
+  for (const Node& n : g.nodes) updates += n.op == Op::AdamUpdate;
+  EXPECT_EQ(updates, 4);
+}
+
+TEST(TrainOptimizer, SgdWithAndWithoutMomentum) {
+  TrainOptions o;
+  o.optimizer = Optimizer::Sgd;
+  o.lr = 0.1f;
+  Graph plain = full(MlpSpec{}, 4, o);
+  EXPECT_NE(plain.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3) -> fc3.b(1x3)\n"),
+            std::string::npos);
+  o.momentum = 0.9f;
+  Graph mom = full(MlpSpec{}, 4, o);
+  EXPECT_NE(mom.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3), "
+                            "velocity(fc3.b)(1x3) -> fc3.b(1x3), velocity(fc3.b)(1x3)\n"),
+            std::string::npos) << mom.dump();
+}
+
+TEST(TrainOptimizer, BadHyperParameters) {
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 4, 4);
+  append_backward(g);
+  TrainOptions o;
+  o.lr = 0.0f;
+  EXPECT_NE(error_of([&] { append_update(g, o); }).find("learning rate"), std::string::npos);
+  o = TrainOptions{};
+  o.beta2 = 1.0f;
+  EXPECT_NE(error_of([&] { append_update(g, o); }).find("betas"), std::string::npos);
+  Graph fwd = import_onnx(mlp_onnx(MlpSpec{}), 4, 4);
+  EXPECT_NE(error_of([&] { append_update(fwd, TrainOptions{}); }).find("no loss"), std::string::npos);
+}
+
+// ---- placement
+
+TEST(TrainPlacement, HomesAreDisjointAndWholeNodesFit) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  ASSERT_EQ(p.homes.size(), g.tensors.size());
+  for (size_t i = 1; i < p.homes.size(); ++i) {
+    EXPECT_GE(p.homes[i].addr, p.homes[i - 1].addr + p.homes[i - 1].rows * 4 * 4) << i;
+    EXPECT_EQ(p.homes[i].addr % 64, 0u);
+  }
+  EXPECT_EQ(p.homes[static_cast<size_t>(g.labels)].rows, 3u);  // ceil(10 / 4) rows of labels
+  EXPECT_EQ(p.homes[static_cast<size_t>(g.input)].geom.pitch, 12u);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const uint32_t k = k_of(g, g.nodes[i]);
+    if (k != 0) {
+      EXPECT_EQ(p.chunk[i], (k + 3) / 4) << g.nodes[i].name;  // one chunk
+    }
+    const uint32_t flat = flat_rows_of(g, p, g.nodes[i]);
+    if (flat != 0) {
+      EXPECT_EQ(p.chunk[i], flat) << g.nodes[i].name;
+    }
+  }
+}
+
+// The Keras example's Dense: 64 x 13 x 13 = 10816 inputs, 10 classes, batch 32, N = 16: its
+// input alone is 21,632 VMEM rows of the 8,192: the Dense and its gradients run in K-chunks.
+TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
+  cnn::OnnxGraph m("keras_dense");
+  m.input("x", {-1, 64, 13, 13});
+  m.init_float("W", {10816, 10}, std::vector<float>(108160, 0.01f));
+  m.init_float("b", {10}, std::vector<float>(10, 0.0f));
+  m.node("Flatten", {"x"}, {"f"}, {}, "flatten");
+  m.node("Gemm", {"f", "W", "b"}, {"y"}, {}, "dense");
+  m.output("y", {-1, 10});
+  Graph g = import_onnx(m.serialize(), 32, 16);
+  append_backward(g);
+  append_update(g, TrainOptions{});
+  const ChipParams chip = ChipParams::training(16);
+  const Placement p = place(g, chip);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (n.op == Op::Dense || n.op == Op::DenseGradW) {
+      EXPECT_LT(p.chunk[i], 676u) << op_name(n.op);  // 676 blocks of K
+      EXPECT_GE(p.chunk[i], 64u) << op_name(n.op);
+      EXPECT_LE(node_layout(g, p, id, p.chunk[i], chip).end, chip.vmem_rows);
+      EXPECT_THROW(node_layout(g, p, id, p.chunk[i] + 1, chip), std::invalid_argument);
+    }
+    if (n.op == Op::AdamUpdate && n.name == "dense" && g.tensors[static_cast<size_t>(n.in[0])].rows > 1) {
+      EXPECT_LT(p.chunk[i], 10816u);  // the weight's 10,816 rows in chunks
+    }
+  }
+  // The program builds (every DMA inside device memory, every instruction checked).
+  const Schedule s = schedule(g);
+  const Emitted e = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  EXPECT_GT(e.program.size(), 100u);
+}
+
+TEST(TrainPlacement, TooManyClassesIsAnError) {
+  MlpSpec s;
+  s.classes = 5;
+  const Graph g = full(s, 4, TrainOptions{});
+  EXPECT_NE(error_of([&] { place(g, ChipParams::training(4)); }).find("5 classes exceed N = 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { place(g, ChipParams::with_n(16)); }).find("no VMEM"), std::string::npos);
+}
+
+// ---- schedule
+
+TEST(TrainSchedule, StepAndForwardOrder) {
+  const Graph g = full(MlpSpec{}, 4, TrainOptions{});
+  const Schedule s = schedule(g);
+  EXPECT_EQ(s.step.size(), g.nodes.size());
+  EXPECT_EQ(s.forward, (std::vector<int>{0, 1, 2}));
+  Graph broken = g;
+  std::swap(broken.nodes[0], broken.nodes[1]);  // Relu before the Dense computing its input
+  try {
+    schedule(broken);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'relu1' (Relu) reads 'z1' before it is written"),
+              std::string::npos) << e.what();
+  }
+}
+
+// ---- emission
+
+// A Dense that fits VMEM: its operands in, the kernel, its result out, nothing else.
+TEST(TrainEmit, DenseIsLoadKernelStore) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  const uint32_t base = Device::kArenaBase;
+  const Emitted e = emit(g, p, {0}, TrainOptions{}, chip, base);
+  const NodeLayout L = node_layout(g, p, 0, p.chunk[0], chip);
+  ProgramBuilder pb(chip);
+  auto at = [&](int t, uint32_t row) {
+    VMat m = p.homes[static_cast<size_t>(t)].geom;
+    m.base = row;
+    return m;
+  };
+  auto addr = [&](int t) { return base + p.homes[static_cast<size_t>(t)].addr; };
+  const Node& n = g.nodes[0];
+  pb.read_vmem(L.in[0], p.homes[static_cast<size_t>(n.in[0])].rows, addr(n.in[0]));
+  const VMat w = at(n.in[1], L.in[1]);
+  for (uint32_t nt = 0; nt < w.blocks(4); ++nt) pb.read_vmem(w.block(nt), w.pitch, addr(n.in[1]) + nt * w.pitch * 16);
+  dense_forward_partial(pb, at(n.in[0], L.in[0]), w, 0, false);
+  pb.read_vmem(L.in[2], p.homes[static_cast<size_t>(n.in[2])].rows, addr(n.in[2]));
+  const VMat b = at(n.in[2], L.in[2]);
+  dense_forward_finish(pb, 0, &b, at(n.out[0], L.out[0]));
+  pb.write_vmem(L.out[0], p.homes[static_cast<size_t>(n.out[0])].rows, addr(n.out[0]));
+  EXPECT_EQ(e.program, pb.finish());
+  ASSERT_EQ(e.ranges.size(), 1u);
+  EXPECT_EQ(e.ranges[0].end, e.program.size() - 1);  // then halt
+}
+
+TEST(TrainEmit, LayerCyclesAddUpToTheTotal) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  const Emitted e = emit(g, p, schedule(g).step, TrainOptions{}, chip, Device::kArenaBase);
+  const std::vector<LayerCycles> l = layer_cycles(g, e, chip, 12345);
+  ASSERT_EQ(l.size(), 5u);  // fc1, relu1, fc3, loss, adam
+  EXPECT_EQ(l[0].name, "fc1");
+  EXPECT_EQ(l[3].name, "loss");
+  uint64_t sum = 0;
+  for (const LayerCycles& c : l) sum += c.forward + c.backward + c.update;
+  EXPECT_EQ(sum, 12345u);
+  EXPECT_GT(l[0].update, 0u);
+  EXPECT_GT(l[2].backward, 0u);
+  EXPECT_EQ(l[1].update, 0u);  // a ReLU has no weights
+}
+
+}  // namespace
+}  // namespace tpu::train::test
+
+namespace tpu::train::test {
+namespace {
+
+std::string conv_model(const std::vector<OnnxAttr>& attrs, int64_t cin = 1, int64_t pad = 0) {
+  cnn::OnnxGraph g("conv");
+  const int64_t features = 2 * (4 + 2 * pad) * (4 + 2 * pad);
+  g.input("x", {1, cin, 6, 6});
+  g.init_float("W", {2, cin, 3, 3}, std::vector<float>(size_t(18 * cin), 0.1f));
+  g.init_float("D", {features, 3}, std::vector<float>(size_t(features * 3), 0.1f));
+  g.node("Conv", {"x", "W"}, {"c"}, attrs, "conv");
+  g.node("Flatten", {"c"}, {"f"}, {}, "flatten");
+  g.node("MatMul", {"f", "D"}, {"y"}, {}, "fc");
+  g.output("y", {1, 3});
+  return g.serialize();
+}
+
+TEST(TrainImport, ConvAndPoolAttributesChecked) {
+  const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Int("group", 2)}), 4, 4); })
+                .find("node 'conv' (Conv): group must be 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Ints("dilations", {2, 2})}), 4, 4); })
+                .find("dilations"),
+            std::string::npos);
+  const Graph g = import_onnx(conv_model({k3}), 4, 4);
+  ASSERT_TRUE(g.input_conv.has_value());
+  EXPECT_EQ(g.dump(),
+            "fwd Conv conv [Conv] x(" + std::to_string(g.input_conv->input_rows(4)) +
+                "x4), W(9x2) -> c(64x2)\n"  // cin = 1: taps in the lanes; 4x4 outputs x batch 4
+                "fwd Dense fc [MatMul] f(4x64), D(64x3) -> y(4x3)\n");  // the flatten view
+  // batch x H x W of the flattened image must be a multiple of N.
+  const OnnxAttr pad1 = OnnxAttr::Ints("pads", {1, 1, 1, 1});
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, pad1}, 1, 1), 2, 16); })
+                .find("node 'flatten' (Flatten): batch x H x W = 72 must be a multiple of N = 16"),
+            std::string::npos);
+  // The conv's weight gradient needs a batch that is a multiple of N.
+  Graph odd = import_onnx(conv_model({k3}), 2, 4);
+  append_backward(odd);
+  append_update(odd, TrainOptions{});
+  EXPECT_NE(error_of([&] { place(odd, ChipParams::training(4)); })
+                .find("node 'conv' (ConvGradW): the batch (2) must be a multiple of N = 4"),
+            std::string::npos);
+}
+
+TEST(TrainAutodiff, ConvNetBackward) {
+  const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
+  Graph g = import_onnx(conv_model({k3, OnnxAttr::Ints("pads", {1, 1, 1, 1})}, 2, 1), 4, 4);
+  append_backward(g);
+  const std::string d = g.dump();
+  // cin = 2 on the graph input: placed with its border, no ConvPad, no dX of the input.
+  EXPECT_EQ(d.find("ConvPad"), std::string::npos) << d;
+  EXPECT_EQ(d.find("ConvGradX"), std::string::npos) << d;
+  EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace tpu::train::test
+
+namespace tpu::train::test {
+namespace {
+
+// A BiasGrad that does not fit VMEM sums dY's rows in chunks, each chunk's sums continuing from
+// db: the result equals the whole kernel's bit for bit (chunks of 3 rows and of 255 + 2 rows,
+// across the 255-row steps of one rsum); a dY of more than 2,047 rows per block (rsum's 11-bit
+// block step) is always chunked.
+TEST(TrainEmit, BiasGradInRowChunksEqualsWhole) {
+  cnn::OnnxGraph m("bias");
+  m.input("x", {-1, 4});
+  m.init_float("W", {4, 9}, uniform(36, 1.0f, 7));
+  m.init_float("b", {9}, std::vector<float>(9, 0.0f));
+  m.node("Gemm", {"x", "W", "b"}, {"y"}, {}, "fc");
+  m.output("y", {-1, 9});
+  // The bias gradient of a conv with 4 x 4 outputs and batch 132: 2,112 rows per block.
+  cnn::OnnxGraph cm("conv_bias");
+  cm.input("x", {-1, 1, 6, 6});
+  cm.init_float("W", {2, 1, 3, 3}, uniform(18, 1.0f, 8));
+  cm.init_float("b", {2}, std::vector<float>(2, 0.0f));
+  cm.init_float("D", {32, 4}, uniform(128, 1.0f, 9));
+  cm.node("Conv", {"x", "W", "b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
+  cm.node("Flatten", {"c"}, {"f"}, {}, "flatten");
+  cm.node("MatMul", {"f", "D"}, {"y"}, {}, "fc");
+  cm.output("y", {-1, 4});
+  for (uint32_t batch : {11u, 300u, 132u}) {
+    Graph g = import_onnx(batch == 132 ? cm.serialize() : m.serialize(), batch, 4);
+    g.classes = 4;  // 9 outputs exceed N = 4 for a loss, which this test does not emit
+    append_backward(g);
+    const ChipParams chip = ChipParams::training(4);
+    Placement p = place(g, chip);
+    int node = -1;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].op == Op::BiasGrad) node = static_cast<int>(i);
+    ASSERT_GE(node, 0);
+    const Node& nd = g.nodes[static_cast<size_t>(node)];
+    const Home& dy = p.homes[static_cast<size_t>(nd.in[0])];
+    const Home& db = p.homes[static_cast<size_t>(nd.out[0])];
+    std::vector<float> values = uniform(size_t{dy.geom.rows} * dy.geom.cols, 1.0f, batch);
+    values[5] = -0.0f;
+    std::vector<std::vector<uint32_t>> results;
+    std::vector<uint32_t> chunks = {0u, 3u, 257u};
+    if (dy.geom.rows > 2047) {
+      EXPECT_GT(p.chunk[static_cast<size_t>(node)], 0u);
+      EXPECT_LE(p.chunk[static_cast<size_t>(node)], 2047u);
+      chunks = {p.chunk[static_cast<size_t>(node)], 1000u};
+    }
+    for (uint32_t chunk : chunks) {
+      if (chunk >= dy.geom.rows) continue;
+      p.chunk[static_cast<size_t>(node)] = chunk;
+      ModelDevice dev(chip);
+      const HostBuffer buf = dev.alloc(p.device_bytes, "device memory", 4096);
+      const std::vector<float> img = pack(dy.geom, 4, values);
+      dev.write(buf.addr + dy.addr, img.data(), img.size() * 4);
+      dev.run(emit(g, p, {node}, TrainOptions{}, chip, buf.addr).program);
+      std::vector<uint32_t> got(size_t{db.rows} * 4);
+      dev.read(buf.addr + db.addr, got.data(), got.size() * 4);
+      results.push_back(got);
+    }
+    ASSERT_GE(results.size(), 2u) << batch;  // at least two ways compared
+    for (size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]) << batch << " " << i;
+    // And the reference's column sums (from -0.0, rows in order).
+    std::vector<uint32_t> want = ref::column_sums(ref::Mat{dy.geom.rows, dy.geom.cols, [&] {
+      std::vector<uint32_t> b;
+      for (float f : values) b.push_back(ref::bits(f));
+      return b;
+    }()});
+    want.resize(results[0].size(), 0);
+    EXPECT_EQ(results[0], want) << batch;
+  }
+}
+
+}  // namespace
+}  // namespace tpu::train::test
