@@ -1341,19 +1341,22 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWin
                 const CommandBuffer& cmd, std::string* why) {
   Fault f;
   const uint8_t opbyte = opcode_byte(instr);
-  const bool decoded = !std::holds_alternative<RawInstruction>(instr);
-  if (decoded && (is_training_opcode(opbyte) || is_ici_opcode(opbyte)) && !params.has_vmem()) {
+  if (is_training_opcode(opbyte) && !params.has_vmem() &&
+      !std::holds_alternative<RawInstruction>(instr)) {
     f = fault(ErrorCode::ERR_OPCODE,
               format("%s (opcode 0x%02x) needs the training configuration, but this chip has no "
                      "VMEM (VmemRows = 0)",
                      std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
-  } else if (decoded && is_ici_opcode(opbyte) && !params.has_ici()) {
+  } else {
+    f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
+  }
+  // The link instructions on a chip without links: ERR_OPCODE, above every other check.
+  if (is_ici_opcode(opbyte) && !params.has_ici() &&
+      !std::holds_alternative<RawInstruction>(instr)) {
     f = fault(ErrorCode::ERR_OPCODE,
               format("%s (opcode 0x%02x) needs the pod configuration, but this chip has no "
                      "inter-chip links (IciLinks = 0)",
                      std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
-  } else {
-    f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
   }
   // ERR_HOST_RANGE is the highest of the codes 1-8: it applies only when nothing else did.
   // (ERR_VMEM_RANGE, 14, is above it: write_vmem checks the command buffer first.)
