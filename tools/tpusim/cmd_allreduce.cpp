@@ -22,6 +22,7 @@ struct Options {
   tpu::PodTopology topology;
   tpu::LinkTiming timing;
   tpu::CollectiveDtype dtype = tpu::CollectiveDtype::Fp32;
+  tpu::CollectiveKind kind = tpu::CollectiveKind::AllReduce;
   std::vector<uint64_t> sizes;  // bytes per chip
   uint64_t seed = 1;
   bool json = false;
@@ -64,6 +65,48 @@ std::vector<uint64_t> sweep_sizes(uint64_t max_bytes) {
   return out;
 }
 
+const char* kind_name(tpu::CollectiveKind k) {
+  switch (k) {
+    case tpu::CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case tpu::CollectiveKind::AllGather:
+      return "all-gather";
+    case tpu::CollectiveKind::AllReduce:
+      break;
+  }
+  return "all-reduce";
+}
+
+std::vector<tpu::Instruction> program(const Options& o, const tpu::ChipParams& params, uint32_t r,
+                                      uint32_t rows) {
+  switch (o.kind) {
+    case tpu::CollectiveKind::ReduceScatter:
+      return tpu::reduce_scatter_program(o.topology, params, r, 0, rows, o.dtype);
+    case tpu::CollectiveKind::AllGather:
+      return tpu::all_gather_program(o.topology, params, r, 0, rows);
+    case tpu::CollectiveKind::AllReduce:
+      break;
+  }
+  return tpu::all_reduce_program(o.topology, params, r, 0, rows, o.dtype);
+}
+
+// Does chip r hold what the reference says (the first `elements` lanes; reduce-scatter: only
+// chip r's chunk r)?
+bool chip_matches(const Options& o, const tpu::ChipParams& params, tpu::PodModel& pod, uint32_t r,
+                  uint32_t rows, uint64_t elements, const std::vector<uint32_t>& want) {
+  uint64_t lo = 0, hi = elements;
+  if (o.kind == tpu::CollectiveKind::ReduceScatter) {
+    const tpu::Chunk c = tpu::chunk_of(rows, o.chips, r);
+    lo = uint64_t{c.first} * params.N;
+    hi = std::min<uint64_t>(elements, uint64_t{c.first + c.count} * params.N);
+  }
+  const std::vector<uint32_t> got = pod.chip(r).vmem_rows(0, rows);
+  for (uint64_t e = lo; e < hi; ++e) {
+    if (got[e] != want[e]) return false;
+  }
+  return true;
+}
+
 Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t bytes) {
   const uint64_t elements = bytes / 4;
   const auto rows = static_cast<uint32_t>((elements + params.N - 1) / params.N);
@@ -78,7 +121,7 @@ Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t by
                                                         : static_cast<uint32_t>(rng());
     }
     pod.chip(r).set_vmem_rows(0, in[r]);
-    programs.push_back(tpu::all_reduce_program(o.topology, params, r, 0, rows, o.dtype));
+    programs.push_back(program(o, params, r, rows));
   }
   const tpu::PodResult res = pod.run(programs);
   Measurement m;
@@ -86,16 +129,19 @@ Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t by
   m.cycles = res.cycles;
   m.error = res.message;
   if (res.ok()) {
-    const std::vector<uint32_t> want = tpu::reference_all_reduce(o.topology, params.N, in, o.dtype);
+    const std::vector<uint32_t> want =
+        o.kind == tpu::CollectiveKind::AllReduce
+            ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
+            : o.kind == tpu::CollectiveKind::ReduceScatter
+                  ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
+                  : tpu::reference_all_gather(params.N, in);
     m.correct = true;
     for (uint32_t r = 0; r < o.chips; ++r) {
-      const std::vector<uint32_t> got = pod.chip(r).vmem_rows(0, rows);
-      m.correct = m.correct && std::equal(got.begin(), got.begin() + static_cast<long>(elements),
-                                          want.begin());
+      m.correct = m.correct && chip_matches(o, params, pod, r, rows, elements, want);
     }
   }
   m.algbw = m.cycles == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(m.cycles);
-  m.busbw = m.algbw * tpu::busbw_factor(tpu::CollectiveKind::AllReduce, o.chips);
+  m.busbw = m.algbw * tpu::busbw_factor(o.kind, o.chips);
   return m;
 }
 
@@ -112,7 +158,7 @@ nlohmann::ordered_json row(const Measurement& m, const Options& o) {
 }
 
 void print_text(const Options& o, const std::vector<Measurement>& ms) {
-  std::cout << "all-reduce of " << tpu::dtype_name(o.dtype) << " over " << o.chips << " chips ("
+  std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips << " chips ("
             << o.topology.name() << "), links " << o.timing.bytes_per_cycle
             << " bytes/cycle, latency " << o.timing.latency
             << " cycles; cycles are the pod model's estimate\n";
@@ -131,7 +177,7 @@ int run_allreduce(const tpusim::Args& args) {
   const auto t_start = std::chrono::steady_clock::now();
   Options o;
   bool sweep = false;
-  std::string backend = "model", topology = "ring", dtype = "fp32";
+  std::string backend = "model", topology = "ring", dtype = "fp32", collective = "all-reduce";
   po::options_description opts("options");
   opts.add_options()("chips", po::value<std::string>()->required(), "chips in the pod, 1..64")(
       "bytes", po::value<std::string>(),
@@ -145,6 +191,8 @@ int run_allreduce(const tpusim::Args& args) {
       "ici-latency", po::value<std::string>()->default_value("64"),
       "link latency in cycles, 0..1000000")(
       "dtype", po::value<std::string>(&dtype)->default_value("fp32"), "fp32 or int32")(
+      "collective", po::value<std::string>(&collective)->default_value("all-reduce"),
+      "all-reduce, or reduce-scatter / all-gather (ring only)")(
       "seed", po::value<std::string>()->default_value("1"), "random seed of the data")(
       "backend", po::value<std::string>(&backend)->default_value("model"),
       "model (the pod of golden models); rtl is not available yet")(
@@ -153,13 +201,16 @@ int run_allreduce(const tpusim::Args& args) {
   if (!tpusim::parse_options(
           args,
           "tpusim allreduce --chips P (--bytes S[,S2...] | --sweep) [--topology ring|torus:XxY] "
-          "[--ici-bandwidth B] [--ici-latency C] [--dtype fp32|int32] [--backend model] [--json]",
-          "All-reduces (sum) a random vector of S bytes per chip over a pod of P chips joined by "
+          "[--ici-bandwidth B] [--ici-latency C] [--dtype fp32|int32] "
+          "[--collective all-reduce|reduce-scatter|all-gather] [--backend model] [--json]",
+          "All-reduces (sum; or --collective reduce-scatter / all-gather) a random vector of S "
+          "bytes per chip over a pod of P chips joined by "
           "inter-chip links (ring, or a 2-D torus with the 2-D algorithm), as chip programs of "
           "ici_send / ici_recv on the pod of golden models, and checks every chip's result bit "
           "for bit against the host reference (docs/pod.md). cycles are the pod model's "
           "ESTIMATE (latency + bytes / bandwidth per transfer), not a cycle-accurate "
-          "simulation. algbw = S / cycles and busbw = algbw * 2(P-1)/P in bytes per cycle "
+          "simulation. algbw = S / cycles and busbw = algbw * 2(P-1)/P (reduce-scatter, "
+          "all-gather: (P-1)/P) in bytes per cycle "
           "(nccl-tests' definitions); busbw_of_peak = busbw / --ici-bandwidth. Exit code 1 on a "
           "mismatch or a fault.",
           opts, {}, vm)) {
@@ -181,10 +232,22 @@ int run_allreduce(const tpusim::Args& args) {
     throw tpusim::UsageError("--dtype '" + dtype + "' (expected fp32 or int32)");
   }
   o.dtype = dtype == "fp32" ? tpu::CollectiveDtype::Fp32 : tpu::CollectiveDtype::Int32;
+  if (collective == "reduce-scatter") {
+    o.kind = tpu::CollectiveKind::ReduceScatter;
+  } else if (collective == "all-gather") {
+    o.kind = tpu::CollectiveKind::AllGather;
+  } else if (collective != "all-reduce") {
+    throw tpusim::UsageError("--collective '" + collective +
+                             "' (expected all-reduce, reduce-scatter or all-gather)");
+  }
   try {
     o.topology = tpu::PodTopology::parse(topology, o.chips);
   } catch (const std::invalid_argument& e) {
     throw tpusim::UsageError(std::string("--topology: ") + e.what());
+  }
+  if (o.kind != tpu::CollectiveKind::AllReduce && o.topology.y != 1) {
+    throw tpusim::UsageError("--collective " + collective + " runs on a ring only (--topology " +
+                             topology + " is a 2-D torus; its 2-D algorithm is all-reduce's)");
   }
   const tpu::ChipParams params =
       tpu::ChipParams::pod(tpu::RtlDevice::compiled_n(), o.topology.links_needed());
@@ -207,7 +270,7 @@ int run_allreduce(const tpusim::Args& args) {
     return all_ok ? 0 : 1;
   }
   nlohmann::ordered_json j;
-  j["collective"] = "all-reduce";
+  j["collective"] = kind_name(o.kind);
   j["chips"] = o.chips;
   j["topology"] = o.topology.name();
   j["dtype"] = std::string(tpu::dtype_name(o.dtype));
@@ -218,7 +281,7 @@ int run_allreduce(const tpusim::Args& args) {
   j["ici_bandwidth"] = o.timing.bytes_per_cycle;
   j["ici_latency"] = o.timing.latency;
   j["link_peak"] = o.timing.bytes_per_cycle;
-  j["busbw_factor"] = tpu::busbw_factor(tpu::CollectiveKind::AllReduce, o.chips);
+  j["busbw_factor"] = tpu::busbw_factor(o.kind, o.chips);
   if (ms.size() == 1 && !sweep) {
     const nlohmann::ordered_json one = row(ms[0], o);
     for (auto it = one.begin(); it != one.end(); ++it) j[it.key()] = it.value();
