@@ -172,6 +172,33 @@ void print_text(const Options& o, const std::vector<Measurement>& ms) {
   }
 }
 
+void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep, bool all_ok,
+                double wall) {
+  nlohmann::ordered_json j;
+  j["collective"] = kind_name(o.kind);
+  j["chips"] = o.chips;
+  j["topology"] = o.topology.name();
+  j["dtype"] = std::string(tpu::dtype_name(o.dtype));
+  j["backend"] = "model";
+  j["cycles_estimated"] = true;
+  j["cycles_note"] = "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be cycle-accurate";
+  j["bw_unit"] = "bytes/cycle";
+  j["ici_bandwidth"] = o.timing.bytes_per_cycle;
+  j["ici_latency"] = o.timing.latency;
+  j["link_peak"] = o.timing.bytes_per_cycle;
+  j["busbw_factor"] = tpu::busbw_factor(o.kind, o.chips);
+  if (ms.size() == 1 && !sweep) {
+    const nlohmann::ordered_json one = row(ms[0], o);
+    for (auto it = one.begin(); it != one.end(); ++it) j[it.key()] = it.value();
+  } else {
+    j["results"] = nlohmann::ordered_json::array();
+    for (const Measurement& m : ms) j["results"].push_back(row(m, o));
+  }
+  j["correct"] = all_ok;
+  j["wall_seconds"] = wall;
+  std::cout << tpu::json_document(j) << "\n";
+}
+
 int run_allreduce(const tpusim::Args& args) {
   namespace po = tpusim::po;
   const auto t_start = std::chrono::steady_clock::now();
@@ -269,29 +296,7 @@ int run_allreduce(const tpusim::Args& args) {
     print_text(o, ms);
     return all_ok ? 0 : 1;
   }
-  nlohmann::ordered_json j;
-  j["collective"] = kind_name(o.kind);
-  j["chips"] = o.chips;
-  j["topology"] = o.topology.name();
-  j["dtype"] = std::string(tpu::dtype_name(o.dtype));
-  j["backend"] = "model";
-  j["cycles_estimated"] = true;
-  j["cycles_note"] = "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be cycle-accurate";
-  j["bw_unit"] = "bytes/cycle";
-  j["ici_bandwidth"] = o.timing.bytes_per_cycle;
-  j["ici_latency"] = o.timing.latency;
-  j["link_peak"] = o.timing.bytes_per_cycle;
-  j["busbw_factor"] = tpu::busbw_factor(o.kind, o.chips);
-  if (ms.size() == 1 && !sweep) {
-    const nlohmann::ordered_json one = row(ms[0], o);
-    for (auto it = one.begin(); it != one.end(); ++it) j[it.key()] = it.value();
-  } else {
-    j["results"] = nlohmann::ordered_json::array();
-    for (const Measurement& m : ms) j["results"].push_back(row(m, o));
-  }
-  j["correct"] = all_ok;
-  j["wall_seconds"] = wall;
-  std::cout << tpu::json_document(j) << "\n";
+  print_json(o, ms, sweep, all_ok, wall);
   return all_ok ? 0 : 1;
 }
 
