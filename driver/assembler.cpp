@@ -34,6 +34,7 @@ enum class Kind {
   Func,    // func=identity|relu|clamp|lut
   BMode,   // bmode=a|dst|fixed|imm or a number 0..3
   Imm,     // imm=<32-bit pattern, signed decimal, or an exact decimal float>: B = immediate
+  Reduce,  // reduce=none|fadd|iadd or a number 0..3 (ici_recv)
 };
 
 struct Operand {
@@ -113,6 +114,17 @@ std::vector<Syntax> training_syntax() {
         {"dst_stride", kTrDstStride, 0, Kind::Number},
         {"src_row_stride", kTrSrcRowStride, 1, Kind::Number}}},
       {"vector", Opcode::Vector, vector_operands(true)},
+      {"ici_send",
+       Opcode::IciSend,
+       {{"link", kIciLink, 0, Kind::Number},
+        {"vmem", kIciVmemAddr, 0, Kind::Number},
+        {"rows", kIciRows, 1, Kind::Number}}},
+      {"ici_recv",
+       Opcode::IciRecv,
+       {{"link", kIciLink, 0, Kind::Number},
+        {"vmem", kIciVmemAddr, 0, Kind::Number},
+        {"rows", kIciRows, 1, Kind::Number},
+        {"reduce", kIciReduce, 0, Kind::Reduce}}},
   };
   for (VecFunc f : all_vec_funcs()) {
     const auto code = static_cast<uint8_t>(f);
@@ -440,6 +452,15 @@ class LineAssembler {
         if (!parse_number(value)) {
           fail(column, "bmode=" + echo(value) +
                            " is not an operand-B mode (expected a, dst, fixed, imm or 0..3)");
+        }
+        break;
+      case Kind::Reduce:
+        for (uint8_t r = 0; r < 3; ++r) {
+          if (value == ici_reduce_name(r)) return r;
+        }
+        if (!parse_number(value)) {
+          fail(column, "reduce=" + echo(value) +
+                           " is not a reduction (expected none, fadd, iadd or a number 0..3)");
         }
         break;
       case Kind::Imm:

@@ -126,6 +126,10 @@ class GoldenModel {
   Fault exec(const AccToVmem& in);
   Fault exec(const Transpose& in);
   Fault exec(const Vector& in);
+  // A chip alone has no connected link: ici_send / ici_recv fault ERR_ICI_LINK (the pod,
+  // pod.h, executes them itself).
+  Fault exec(const IciSend& in);
+  Fault exec(const IciRecv& in);
   void vector_elementwise(const Vector& in);
   void vector_row_reduction(const Vector& in);
   // The weight tile a matmul would use (ERR_NO_WEIGHTS / ERR_WEIGHT_TYPE checks), and the

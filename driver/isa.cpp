@@ -38,12 +38,17 @@ constexpr ErrorInfo kErrorInfo[kNumErrorCodes] = {
      "read_weights cannot make progress: FIFO and both buffers full and nothing will drain them"},
     {"ERR_VMEM_RANGE", "VMEM row out of range"},
     {"ERR_WEIGHT_TYPE", "a matmul would use a bf16 tile, or a matmul_bf16 an int8 tile"},
+    {"ERR_ICI_LINK", "a link instruction names a link >= IciLinks or one that is not connected"},
+    {"ERR_ICI_SIZE", "a message's row count differs from the rows of the receive that takes it"},
+    {"ERR_ICI_DEADLOCK",
+     "a link instruction whose partner can never come (pod deadlock, detected and reported)"},
 };
 
 constexpr std::string_view kMnemonics[kNumOpcodes] = {
     "nop",          "read_host",   "read_weights", "matmul",    "activate",
     "write_host",   "sync",        "halt",         "read_vmem", "write_vmem",
-    "load_weights", "matmul_bf16", "acc_to_vmem",  "transpose", "vector"};
+    "load_weights", "matmul_bf16", "acc_to_vmem",  "transpose", "vector",
+    "ici_send",     "ici_recv"};
 
 struct VecFuncInfo {
   VecFunc func;
@@ -400,6 +405,34 @@ Fault check_one(const Vector& in, const ChipParams& p, const DmaWindows&) {
   return check_vmem_rows(name, "of operand B", in.b_row(o, i), p);
 }
 
+// ici_send / ici_recv (isa.md "Errors of the link instructions"): ERR_FIELD, ERR_VMEM_RANGE,
+// then ERR_ICI_LINK for a link the chip does not have. (Whether an existing link is connected
+// is known only to the pod: driver/pod.cpp.)
+Fault check_ici(const char* op, uint8_t link, uint32_t rows, uint64_t last_row,
+                const ChipParams& p) {
+  if (rows == 0) return fault(ErrorCode::ERR_FIELD, format("%s: rows = 0 (expected >= 1)", op));
+  Fault f = check_vmem_rows(op, "(vmem_addr + rows - 1)", last_row, p);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  if (link >= p.ici_links) {
+    return fault(ErrorCode::ERR_ICI_LINK,
+                 format("%s: link = %u, but the chip has IciLinks = %u (expected 0..%u)", op, link,
+                        p.ici_links, p.ici_links - 1));
+  }
+  return {};
+}
+
+Fault check_one(const IciSend& in, const ChipParams& p, const DmaWindows&) {
+  return check_ici("ici_send", in.link, in.rows, in.last_row(), p);
+}
+
+Fault check_one(const IciRecv& in, const ChipParams& p, const DmaWindows&) {
+  if (in.reduce > static_cast<uint8_t>(IciReduce::IAdd)) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("ici_recv: reduce = %u (expected 0 = none, 1 = fadd, 2 = iadd)", in.reduce));
+  }
+  return check_ici("ici_recv", in.link, in.rows, in.last_row(), p);
+}
+
 Fault check_one(const Nop&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Sync&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Halt&, const ChipParams&, const DmaWindows&) { return {}; }
@@ -417,7 +450,21 @@ Fault check_one(const RawInstruction& in, const ChipParams& p, const DmaWindows&
 
 bool is_valid_opcode(uint8_t value) { return value < kNumOpcodes; }
 bool is_training_opcode(uint8_t value) {
-  return value >= kFirstTrainingOpcode && value < kNumOpcodes;
+  return value >= kFirstTrainingOpcode && value <= kLastTrainingOpcode;
+}
+bool is_ici_opcode(uint8_t value) { return value >= kFirstIciOpcode && value < kNumOpcodes; }
+
+std::string_view ici_reduce_name(uint8_t reduce) {
+  switch (reduce) {
+    case 0:
+      return "none";
+    case 1:
+      return "fadd";
+    case 2:
+      return "iadd";
+    default:
+      return {};
+  }
 }
 
 std::string_view vec_func_name(uint8_t func) {
@@ -491,7 +538,8 @@ std::string_view error_description(ErrorCode code) {
 
 bool is_static_error(ErrorCode code) {
   auto v = static_cast<unsigned>(code);
-  return (v >= 1 && v <= 8) || code == ErrorCode::ERR_VMEM_RANGE;
+  return (v >= 1 && v <= 8) || code == ErrorCode::ERR_VMEM_RANGE ||
+         code == ErrorCode::ERR_ICI_LINK;
 }
 
 std::string_view act_func_name(ActFunc f) {
@@ -511,6 +559,12 @@ std::string_view act_func_name(ActFunc f) {
 ChipParams ChipParams::training(uint32_t n) {
   ChipParams p = with_n(n);
   p.vmem_rows = kTrainingVmemRows;
+  return p;
+}
+
+ChipParams ChipParams::pod(uint32_t n, uint32_t links) {
+  ChipParams p = training(n);
+  p.ici_links = links;
   return p;
 }
 
@@ -538,12 +592,20 @@ void ChipParams::validate() const {
   if ((axi_width != 32 && axi_width != 64 && axi_width != 128) || (8 * N) % axi_width != 0) {
     bad(format("axi_width = %u (expected 32, 64 or 128 dividing 8*N = %u)", axi_width, 8 * N));
   }
+  if (ici_links > kMaxIciLinks) {
+    bad(format("ici_links = %u (expected 0..%u)", ici_links, kMaxIciLinks));
+  }
+  if (ici_links > 0 && vmem_rows == 0) {
+    bad(format("ici_links = %u needs VMEM, but vmem_rows = 0 (the links move VMEM rows)",
+               ici_links));
+  }
 }
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
   return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width,
-                  a.vmem_rows) ==
-         std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows);
+                  a.vmem_rows, a.ici_links) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles,
+                                                        b.qp_slots, b.axi_width, b.vmem_rows,
+                                                        b.ici_links);
 }
 
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
@@ -611,7 +673,17 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
                                                  {"dst_inner_stride", kVecDstInnerStride},
                                                  {"dst_outer_stride", kVecDstOuterStride},
                                                  {"b", kVecB}};
+  static const std::vector<FieldInfo> kIciSend = {
+      {"link", kIciLink}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
+  static const std::vector<FieldInfo> kIciRecv = {{"link", kIciLink},
+                                                  {"reduce", kIciReduce},
+                                                  {"vmem_addr", kIciVmemAddr},
+                                                  {"rows", kIciRows}};
   switch (op) {
+    case Opcode::IciSend:
+      return kIciSend;
+    case Opcode::IciRecv:
+      return kIciRecv;
     case Opcode::ReadVmem:
     case Opcode::WriteVmem:
       return kVmemDma;
@@ -722,6 +794,14 @@ bool operator==(const Vector& a, const Vector& b) {
                   a.dst_inner_stride, a.dst_outer_stride,
                   a.b) == std::tie(b.func, b.bmode, b.dst, b.a, b.inner, b.outer, b.a_inner_stride,
                                    b.a_outer_stride, b.dst_inner_stride, b.dst_outer_stride, b.b);
+}
+
+bool operator==(const IciSend& a, const IciSend& b) {
+  return std::tie(a.link, a.vmem_addr, a.rows) == std::tie(b.link, b.vmem_addr, b.rows);
+}
+bool operator==(const IciRecv& a, const IciRecv& b) {
+  return std::tie(a.link, a.reduce, a.vmem_addr, a.rows) ==
+         std::tie(b.link, b.reduce, b.vmem_addr, b.rows);
 }
 
 // ---- encode
@@ -850,6 +930,19 @@ struct Encoder {
     put(w, field::kVecDstOuterStride, in.dst_outer_stride, "vector.dst_outer_stride");
     put(w, field::kVecB, in.b, "vector.b");
   }
+  void operator()(const IciSend& in) {
+    op(Opcode::IciSend);
+    put(w, field::kIciLink, in.link, "ici_send.link");
+    put(w, field::kIciVmemAddr, in.vmem_addr, "ici_send.vmem_addr");
+    put(w, field::kIciRows, in.rows, "ici_send.rows");
+  }
+  void operator()(const IciRecv& in) {
+    op(Opcode::IciRecv);
+    put(w, field::kIciLink, in.link, "ici_recv.link");
+    put(w, field::kIciReduce, in.reduce, "ici_recv.reduce");
+    put(w, field::kIciVmemAddr, in.vmem_addr, "ici_recv.vmem_addr");
+    put(w, field::kIciRows, in.rows, "ici_recv.rows");
+  }
   void operator()(const RawInstruction& in) { w = in.bytes; }
 };
 
@@ -868,7 +961,9 @@ uint8_t opcode_byte(const Instruction& instr) {
 static_assert(std::is_same_v<std::variant_alternative_t<3, Instruction>, Matmul> &&
                   std::is_same_v<std::variant_alternative_t<7, Instruction>, Halt> &&
                   std::is_same_v<std::variant_alternative_t<8, Instruction>, ReadVmem> &&
-                  std::is_same_v<std::variant_alternative_t<14, Instruction>, Vector>,
+                  std::is_same_v<std::variant_alternative_t<14, Instruction>, Vector> &&
+                  std::is_same_v<std::variant_alternative_t<15, Instruction>, IciSend> &&
+                  std::is_same_v<std::variant_alternative_t<16, Instruction>, IciRecv>,
               "Instruction alternatives must be listed in opcode order (opcode_byte relies on it)");
 
 // ---- decode
@@ -954,6 +1049,16 @@ Instruction decode_training(Opcode op, const InstrBytes& w) {
 }  // namespace
 
 DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
+  if (is_ici_opcode(w[0]) && params.has_vmem() && !params.has_ici()) {
+    DecodeResult r;
+    r.error = ErrorCode::ERR_OPCODE;
+    r.why = format(
+        "opcode 0x%02x (%s) needs the pod configuration, but this chip has no inter-chip links "
+        "(IciLinks = 0; expected 0x00..0x0e)",
+        w[0], std::string(mnemonic(static_cast<Opcode>(w[0]))).c_str());
+    r.instr = RawInstruction{w};
+    return r;
+  }
   if (w[0] >= kFirstTrainingOpcode && !params.has_vmem()) {
     DecodeResult r;
     r.error = ErrorCode::ERR_OPCODE;
@@ -980,7 +1085,7 @@ DecodeResult decode(const InstrBytes& w) {
   uint8_t opbyte = w[0];
   if (!is_valid_opcode(opbyte)) {
     r.error = ErrorCode::ERR_OPCODE;
-    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x0e)", opbyte);
+    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x10)", opbyte);
     r.instr = RawInstruction{w};
     return r;
   }
@@ -1049,6 +1154,15 @@ DecodeResult decode(const InstrBytes& w) {
     case Opcode::Transpose:
     case Opcode::Vector:
       r.instr = decode_training(op, w);
+      break;
+    case Opcode::IciSend:
+      r.instr = IciSend{static_cast<uint8_t>(get(kIciLink)), static_cast<uint16_t>(get(kIciVmemAddr)),
+                        static_cast<uint32_t>(get(kIciRows))};
+      break;
+    case Opcode::IciRecv:
+      r.instr = IciRecv{static_cast<uint8_t>(get(kIciLink)), static_cast<uint8_t>(get(kIciReduce)),
+                        static_cast<uint16_t>(get(kIciVmemAddr)),
+                        static_cast<uint32_t>(get(kIciRows))};
       break;
     case Opcode::Activate: {
       Activate in;
@@ -1181,6 +1295,16 @@ struct Disassembler {
                    in.inner, in.outer, in.a_inner_stride, in.a_outer_stride, in.dst_inner_stride,
                    in.dst_outer_stride);
   }
+  std::string operator()(const IciSend& in) const {
+    return head(Opcode::IciSend) +
+           format("link=%u vmem=%u rows=%u", in.link, in.vmem_addr, in.rows);
+  }
+  std::string operator()(const IciRecv& in) const {
+    const std::string_view r = ici_reduce_name(in.reduce);
+    return head(Opcode::IciRecv) +
+           format("link=%u vmem=%u rows=%u reduce=", in.link, in.vmem_addr, in.rows) +
+           (r.empty() ? format("%u", in.reduce) : std::string(r));
+  }
   std::string operator()(const RawInstruction& in) const {
     std::string s = ".inst 0x";
     for (int i = kInstrBytes - 1; i >= 0; --i) s += format("%02x", in.bytes[i]);
@@ -1225,6 +1349,14 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWin
                      std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
   } else {
     f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
+  }
+  // The link instructions on a chip without links: ERR_OPCODE, above every other check.
+  if (is_ici_opcode(opbyte) && !params.has_ici() &&
+      !std::holds_alternative<RawInstruction>(instr)) {
+    f = fault(ErrorCode::ERR_OPCODE,
+              format("%s (opcode 0x%02x) needs the pod configuration, but this chip has no "
+                     "inter-chip links (IciLinks = 0)",
+                     std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
   }
   // ERR_HOST_RANGE is the highest of the codes 1-8: it applies only when nothing else did.
   // (ERR_VMEM_RANGE, 14, is above it: write_vmem checks the command buffer first.)

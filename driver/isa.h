@@ -40,13 +40,20 @@ enum class Opcode : uint8_t {
   AccToVmem = 0x0C,
   Transpose = 0x0D,
   Vector = 0x0E,
+  // Pod configuration (isa.md "Inter-chip links"): only on a chip with links
+  // (ChipParams::ici_links > 0); otherwise they fault ERR_OPCODE like any unknown opcode.
+  IciSend = 0x0F,
+  IciRecv = 0x10,
 };
-constexpr int kNumOpcodes = 15;
+constexpr int kNumOpcodes = 17;
 constexpr uint8_t kFirstTrainingOpcode = 0x08;
+constexpr uint8_t kLastTrainingOpcode = 0x0E;
+constexpr uint8_t kFirstIciOpcode = 0x0F;
 
 // An opcode of the instruction set (0x00..0x0E), whatever the chip's configuration.
 bool is_valid_opcode(uint8_t value);
 bool is_training_opcode(uint8_t value);  // 0x08..0x0E
+bool is_ici_opcode(uint8_t value);       // 0x0F..0x10
 // Assembly mnemonic ("read_host"); "?" for a value that is not an opcode.
 std::string_view mnemonic(Opcode op);
 
@@ -68,14 +75,18 @@ enum class ErrorCode : uint8_t {
   ERR_WEIGHT_OVERFLOW = 13,
   ERR_VMEM_RANGE = 14,
   ERR_WEIGHT_TYPE = 15,
+  // Inter-chip links (isa.md "Errors of the link instructions"); ERR_CODE is 5 bits wide.
+  ERR_ICI_LINK = 16,
+  ERR_ICI_SIZE = 17,
+  ERR_ICI_DEADLOCK = 18,
 };
-constexpr int kNumErrorCodes = 16;
+constexpr int kNumErrorCodes = 19;
 
 // "ERR_UB_RANGE"; "ERR_UNKNOWN" for a value outside the table (e.g. read from a register).
 std::string_view error_name(ErrorCode code);
 // One line from the isa.md table, e.g. "UB row out of range".
 std::string_view error_description(ErrorCode code);
-// Codes 1-8 and 14: detected when the instruction is decoded, before it has any effect.
+// Codes 1-8, 14 and 16: detected when the instruction is decoded, before it has any effect.
 bool is_static_error(ErrorCode code);
 
 // Chip parameters (isa.md "Machine state"); the chip reports them in PARAM_* registers.
@@ -90,12 +101,19 @@ struct ChipParams {
   // hardware (opcodes 0x08..0x0E fault ERR_OPCODE), which is what with_n() gives.
   uint32_t vmem_rows = 0;
   static constexpr uint32_t kTrainingVmemRows = 8192;
+  // Inter-chip links (isa.md "Inter-chip links"); 0 = a chip alone (opcodes 0x0F..0x10 fault
+  // ERR_OPCODE). Links need VMEM.
+  uint32_t ici_links = 0;
+  static constexpr uint32_t kMaxIciLinks = 16;
 
   // The defaults for MXU size n (AxiDataWidth = min(8n, 128)).
   static ChipParams with_n(uint32_t n);
   // with_n(n) plus the training configuration's VMEM (kTrainingVmemRows rows).
   static ChipParams training(uint32_t n);
+  // training(n) plus `links` inter-chip links (2 for a ring, 4 for a 2-D torus).
+  static ChipParams pod(uint32_t n, uint32_t links);
   bool has_vmem() const { return vmem_rows != 0; }
+  bool has_ici() const { return ici_links != 0; }
 
   uint32_t param_rows() const { return qp_slots * 12; }  // PARAM memory rows of N bytes
   uint32_t lut_rows() const { return 256 / N; }          // LUT rows of N bytes
@@ -103,7 +121,8 @@ struct ChipParams {
 
   // Throws std::invalid_argument naming the bad parameter unless: N is a power of two in
   // 4..256, 1 <= ub_rows <= 2^24, 1 <= acc_rows <= 2^16, 1 <= qp_slots <= 16,
-  // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N, vmem_rows <= 2^16.
+  // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N, vmem_rows <= 2^16,
+  // ici_links <= 16 and ici_links > 0 only with vmem_rows > 0.
   void validate() const;
 };
 bool operator==(const ChipParams& a, const ChipParams& b);
@@ -200,6 +219,11 @@ constexpr BitField kVecAOuterStride{70, 11};
 constexpr BitField kVecDstInnerStride{81, 4};
 constexpr BitField kVecDstOuterStride{85, 11};
 constexpr BitField kVecB{96, 32};
+// ici_send (0x0F) and ici_recv (0x10); reduce only for ici_recv
+constexpr BitField kIciLink{8, 4};
+constexpr BitField kIciReduce{12, 2};
+constexpr BitField kIciVmemAddr{16, 16};
+constexpr BitField kIciRows{32, 24};
 }  // namespace field
 
 // A named field of one opcode, named as in the isa.md tables.
@@ -453,6 +477,35 @@ struct Vector {
   uint32_t align_shift() const { return b; }
 };
 
+// ---- pod configuration (isa.md "Inter-chip links")
+
+// ici_recv's reduce field: how received lanes combine with the destination row.
+enum class IciReduce : uint8_t {
+  None = 0,  // copy
+  FAdd = 1,  // fp32 add (isa.md "Floating point"), local row first
+  IAdd = 2,  // int32 add, wrapping
+  // 3 is encodable (so ERR_FIELD can be tested) and faults ERR_FIELD.
+};
+// "none", "fadd", "iadd"; empty for 3.
+std::string_view ici_reduce_name(uint8_t reduce);
+
+// ici_send (0x0F): VMEM rows [vmem_addr, vmem_addr + rows) as one message on `link`.
+struct IciSend {
+  uint8_t link = 0;  // 4 bits
+  uint16_t vmem_addr = 0;
+  uint32_t rows = 1;  // 24 bits
+  uint64_t last_row() const { return uint64_t{vmem_addr} + (rows == 0 ? 0u : rows - 1u); }
+};
+
+// ici_recv (0x10): one message from `link` into VMEM rows [vmem_addr, vmem_addr + rows).
+struct IciRecv {
+  uint8_t link = 0;    // 4 bits
+  uint8_t reduce = 0;  // 2 bits, an IciReduce value (3 faults ERR_FIELD)
+  uint16_t vmem_addr = 0;
+  uint32_t rows = 1;  // 24 bits
+  uint64_t last_row() const { return uint64_t{vmem_addr} + (rows == 0 ? 0u : rows - 1u); }
+};
+
 // A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits
 // set): decode() returns these on failure, and the assembler's `.inst` directive creates them
 // so a program can exercise the chip's ERR_OPCODE / ERR_RESERVED paths. encode() returns the
@@ -461,10 +514,11 @@ struct RawInstruction {
   InstrBytes bytes{};
 };
 
-// Alternatives 0..14 are in opcode order (opcode_byte relies on it).
+// Alternatives 0..16 are in opcode order (opcode_byte relies on it).
 using Instruction =
     std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync, Halt, ReadVmem,
-                 WriteVmem, LoadWeights, MatmulBf16, AccToVmem, Transpose, Vector, RawInstruction>;
+                 WriteVmem, LoadWeights, MatmulBf16, AccToVmem, Transpose, Vector, IciSend,
+                 IciRecv, RawInstruction>;
 
 // Field-by-field equality (so Instruction, a std::variant, compares with ==).
 bool operator==(const Nop&, const Nop&);
@@ -482,6 +536,8 @@ bool operator==(const MatmulBf16& a, const MatmulBf16& b);
 bool operator==(const AccToVmem& a, const AccToVmem& b);
 bool operator==(const Transpose& a, const Transpose& b);
 bool operator==(const Vector& a, const Vector& b);
+bool operator==(const IciSend& a, const IciSend& b);
+bool operator==(const IciRecv& a, const IciRecv& b);
 
 // The opcode byte of the instruction (for RawInstruction: byte 0, possibly not an Opcode).
 uint8_t opcode_byte(const Instruction& instr);

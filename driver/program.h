@@ -154,6 +154,18 @@ class ProgramBuilder {
     return vfunction(FpFunction::Sqrt, dst, src, rows, scratch);
   }
 
+  // ---- pod configuration (isa.md "Inter-chip links"; the chip needs links,
+  // params().ici_links > 0). program_ici.cpp. Whether a link is connected is the pod's
+  // business (pod.h): the builder checks only link < IciLinks.
+  // VMEM rows [vmem_row, vmem_row + rows) as one message on `link`.
+  ProgramBuilder& ici_send(uint32_t link, uint32_t vmem_row, uint32_t rows);
+  ProgramBuilder& ici_send(const IciSend& in);
+  // One message of `rows` rows from `link` into VMEM rows [vmem_row, vmem_row + rows),
+  // copied or added (fp32 / int32) to what the rows hold.
+  ProgramBuilder& ici_recv(uint32_t link, uint32_t vmem_row, uint32_t rows,
+                           IciReduce reduce = IciReduce::None);
+  ProgramBuilder& ici_recv(const IciRecv& in);
+
   // Any decoded instruction, through the same checks. RawInstruction is rejected.
   ProgramBuilder& append(const Instruction& instr);
 
@@ -179,6 +191,7 @@ class ProgramBuilder {
   [[noreturn]] void fail(const char* mnemonic, const char* argument,
                          const std::string& message) const;
   void check_vmem(const char* mnemonic) const;
+  void check_ici(const char* mnemonic, uint32_t link, uint64_t vmem_row, uint64_t rows) const;
   // The field checks read_vmem and write_vmem share (rows, host_stride, host range).
   void check_vmem_dma(const char* mnemonic, const VmemDma& in) const;
   void check_fits(const char* mnemonic, const char* argument, uint64_t value, BitField f) const;

@@ -132,10 +132,13 @@ TEST(Isa, MnemonicsAndOpcodes) {
   EXPECT_EQ(mnemonic(Opcode::AccToVmem), "acc_to_vmem");
   EXPECT_EQ(mnemonic(Opcode::Transpose), "transpose");
   EXPECT_EQ(mnemonic(Opcode::Vector), "vector");
-  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x0F)), "?");
+  EXPECT_EQ(mnemonic(Opcode::IciSend), "ici_send");
+  EXPECT_EQ(mnemonic(Opcode::IciRecv), "ici_recv");
+  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x11)), "?");
   for (int v = 0; v < 256; ++v) {
-    EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 14);
+    EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 16);
     EXPECT_EQ(is_training_opcode(static_cast<uint8_t>(v)), v >= 8 && v <= 14);
+    EXPECT_EQ(is_ici_opcode(static_cast<uint8_t>(v)), v == 15 || v == 16);
   }
   EXPECT_EQ(opcode_byte(Vector{}), 0x0E);
   EXPECT_EQ(opcode_byte(ReadVmem{}), 0x08);
@@ -149,17 +152,22 @@ TEST(Isa, ErrorCodeNamesMatchTheTable) {
       "ERR_NONE",       "ERR_OPCODE",          "ERR_RESERVED",    "ERR_FIELD",
       "ERR_UB_RANGE",   "ERR_ACC_RANGE",       "ERR_PARAM_RANGE", "ERR_ALIGN",
       "ERR_HOST_RANGE", "ERR_AXI_READ",        "ERR_AXI_WRITE",   "ERR_CMD_OVERRUN",
-      "ERR_NO_WEIGHTS", "ERR_WEIGHT_OVERFLOW", "ERR_VMEM_RANGE",  "ERR_WEIGHT_TYPE"};
+      "ERR_NO_WEIGHTS", "ERR_WEIGHT_OVERFLOW", "ERR_VMEM_RANGE",  "ERR_WEIGHT_TYPE",
+      "ERR_ICI_LINK",   "ERR_ICI_SIZE",        "ERR_ICI_DEADLOCK"};
   for (int code = 0; code < kNumErrorCodes; ++code) {
     auto e = static_cast<ErrorCode>(code);
     EXPECT_EQ(error_name(e), names[code]);
     EXPECT_FALSE(error_description(e).empty());
-    EXPECT_EQ(is_static_error(e), (code >= 1 && code <= 8) || code == 14) << names[code];
+    EXPECT_EQ(is_static_error(e), (code >= 1 && code <= 8) || code == 14 || code == 16)
+        << names[code];
   }
   EXPECT_EQ(static_cast<int>(ErrorCode::ERR_WEIGHT_OVERFLOW), 13);
   EXPECT_EQ(static_cast<int>(ErrorCode::ERR_VMEM_RANGE), 14);
   EXPECT_EQ(static_cast<int>(ErrorCode::ERR_WEIGHT_TYPE), 15);
-  EXPECT_EQ(error_name(static_cast<ErrorCode>(16)), "ERR_UNKNOWN");
+  EXPECT_EQ(static_cast<int>(ErrorCode::ERR_ICI_LINK), 16);
+  EXPECT_EQ(static_cast<int>(ErrorCode::ERR_ICI_SIZE), 17);
+  EXPECT_EQ(static_cast<int>(ErrorCode::ERR_ICI_DEADLOCK), 18);
+  EXPECT_EQ(error_name(static_cast<ErrorCode>(19)), "ERR_UNKNOWN");
   EXPECT_EQ(error_description(ErrorCode::ERR_UB_RANGE), "UB row out of range");
 }
 
@@ -356,7 +364,7 @@ TEST(Isa, ReservedMessageNamesTheRange) {
 }
 
 TEST(Isa, UnknownOpcodes) {
-  for (int op = 15; op < 256; ++op) {
+  for (int op = 17; op < 256; ++op) {
     InstrBytes w{};
     w[0] = static_cast<uint8_t>(op);
     DecodeResult d = decode(w);
@@ -364,10 +372,10 @@ TEST(Isa, UnknownOpcodes) {
     EXPECT_EQ(decode(w, ChipParams::training(16)).error, ErrorCode::ERR_OPCODE) << op;
   }
   InstrBytes w{};
-  w[0] = 0x0F;
+  w[0] = 0x11;
   w[15] = 0xFF;  // reserved-looking bits too: the opcode is checked first
   EXPECT_EQ(decode(w).error, ErrorCode::ERR_OPCODE);
-  EXPECT_EQ(decode(w).why, "opcode 0x0f is not an instruction (expected 0x00..0x0e)");
+  EXPECT_EQ(decode(w).why, "opcode 0x11 is not an instruction (expected 0x00..0x10)");
 }
 
 // On a chip without VMEM (the int8 configuration, ChipParams::with_n) the training opcodes

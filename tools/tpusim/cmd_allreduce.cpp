@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// tpusim allreduce: an all-reduce over a pod of chips joined by inter-chip links (issue 31,
+// docs/pod.md), run on the pod of golden models (driver/pod.h), checked against the host
+// reference, reported the way nccl-tests reports collectives (algbw, busbw).
+#include <chrono>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "collectives.h"
+#include "fp.h"
+#include "json_text.h"
+#include "pod.h"
+#include "tpusim.h"
+
+namespace {
+
+constexpr int64_t kMaxChips = 64;
+
+struct Options {
+  uint32_t chips = 2;
+  tpu::PodTopology topology;
+  tpu::LinkTiming timing;
+  tpu::CollectiveDtype dtype = tpu::CollectiveDtype::Fp32;
+  tpu::CollectiveKind kind = tpu::CollectiveKind::AllReduce;
+  std::vector<uint64_t> sizes;  // bytes per chip
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+struct Measurement {
+  uint64_t bytes = 0;
+  uint64_t cycles = 0;
+  double algbw = 0, busbw = 0;
+  bool correct = false;
+  std::string error;  // the pod's fault, if any
+};
+
+// Bytes per chip a buffer may have: the whole VMEM.
+uint64_t capacity(const tpu::ChipParams& p) { return uint64_t{p.vmem_rows} * 4 * p.N; }
+
+std::vector<uint64_t> parse_sizes(const std::string& text, uint64_t max_bytes) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end != 0 || item[0] == '-' || v == 0 || v % 4 != 0 || v > max_bytes) {
+      throw tpusim::UsageError("--bytes: '" + item + "' is not a size (expected a multiple of 4 in "
+                               "4.." + std::to_string(max_bytes) +
+                               ": the 32-bit elements per chip must fit VMEM; a comma-separated "
+                               "list for several sizes)");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) throw tpusim::UsageError("--bytes: no size given");
+  return out;
+}
+
+// Sizes of --sweep: 1 KiB, 2 KiB, ... up to the VMEM capacity.
+std::vector<uint64_t> sweep_sizes(uint64_t max_bytes) {
+  std::vector<uint64_t> out;
+  for (uint64_t s = 1024; s <= max_bytes; s *= 2) out.push_back(s);
+  return out;
+}
+
+const char* kind_name(tpu::CollectiveKind k) {
+  switch (k) {
+    case tpu::CollectiveKind::ReduceScatter:
+      return "reduce-scatter";
+    case tpu::CollectiveKind::AllGather:
+      return "all-gather";
+    case tpu::CollectiveKind::AllReduce:
+      break;
+  }
+  return "all-reduce";
+}
+
+std::vector<tpu::Instruction> program(const Options& o, const tpu::ChipParams& params, uint32_t r,
+                                      uint32_t rows) {
+  switch (o.kind) {
+    case tpu::CollectiveKind::ReduceScatter:
+      return tpu::reduce_scatter_program(o.topology, params, r, 0, rows, o.dtype);
+    case tpu::CollectiveKind::AllGather:
+      return tpu::all_gather_program(o.topology, params, r, 0, rows);
+    case tpu::CollectiveKind::AllReduce:
+      break;
+  }
+  return tpu::all_reduce_program(o.topology, params, r, 0, rows, o.dtype);
+}
+
+// Does chip r hold what the reference says (the first `elements` lanes; reduce-scatter: only
+// chip r's chunk r)?
+bool chip_matches(const Options& o, const tpu::ChipParams& params, tpu::PodModel& pod, uint32_t r,
+                  uint32_t rows, uint64_t elements, const std::vector<uint32_t>& want) {
+  uint64_t lo = 0, hi = elements;
+  if (o.kind == tpu::CollectiveKind::ReduceScatter) {
+    const tpu::Chunk c = tpu::chunk_of(rows, o.chips, r);
+    lo = uint64_t{c.first} * params.N;
+    hi = std::min<uint64_t>(elements, uint64_t{c.first + c.count} * params.N);
+  }
+  const std::vector<uint32_t> got = pod.chip(r).vmem_rows(0, rows);
+  for (uint64_t e = lo; e < hi; ++e) {
+    if (got[e] != want[e]) return false;
+  }
+  return true;
+}
+
+Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t bytes) {
+  const uint64_t elements = bytes / 4;
+  const auto rows = static_cast<uint32_t>((elements + params.N - 1) / params.N);
+  tpu::PodModel pod(o.topology, params, o.timing);
+  std::mt19937_64 rng(o.seed ^ bytes);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<std::vector<uint32_t>> in(o.chips, std::vector<uint32_t>(size_t{rows} * params.N, 0));
+  std::vector<std::vector<tpu::Instruction>> programs;
+  for (uint32_t r = 0; r < o.chips; ++r) {
+    for (uint64_t e = 0; e < elements; ++e) {
+      in[r][e] = o.dtype == tpu::CollectiveDtype::Fp32 ? tpu::fp::bits_of(value(rng))
+                                                        : static_cast<uint32_t>(rng());
+    }
+    pod.chip(r).set_vmem_rows(0, in[r]);
+    programs.push_back(program(o, params, r, rows));
+  }
+  const tpu::PodResult res = pod.run(programs);
+  Measurement m;
+  m.bytes = bytes;
+  m.cycles = res.cycles;
+  m.error = res.message;
+  if (res.ok()) {
+    const std::vector<uint32_t> want =
+        o.kind == tpu::CollectiveKind::AllReduce
+            ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
+            : o.kind == tpu::CollectiveKind::ReduceScatter
+                  ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
+                  : tpu::reference_all_gather(params.N, in);
+    m.correct = true;
+    for (uint32_t r = 0; r < o.chips; ++r) {
+      m.correct = m.correct && chip_matches(o, params, pod, r, rows, elements, want);
+    }
+  }
+  m.algbw = m.cycles == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(m.cycles);
+  m.busbw = m.algbw * tpu::busbw_factor(o.kind, o.chips);
+  return m;
+}
+
+nlohmann::ordered_json row(const Measurement& m, const Options& o) {
+  nlohmann::ordered_json j;
+  j["bytes"] = m.bytes;
+  j["cycles"] = m.cycles;
+  j["algbw"] = m.algbw;
+  j["busbw"] = m.busbw;
+  j["busbw_of_peak"] = m.busbw / o.timing.bytes_per_cycle;
+  j["correct"] = m.correct;
+  if (!m.error.empty()) j["error"] = m.error;
+  return j;
+}
+
+void print_text(const Options& o, const std::vector<Measurement>& ms) {
+  std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips << " chips ("
+            << o.topology.name() << "), links " << o.timing.bytes_per_cycle
+            << " bytes/cycle, latency " << o.timing.latency
+            << " cycles; cycles are the pod model's estimate\n";
+  std::printf("%12s %12s %12s %12s %8s %s\n", "bytes", "cycles", "algbw", "busbw", "of peak",
+              "check");
+  for (const Measurement& m : ms) {
+    std::printf("%12llu %12llu %12.3f %12.3f %7.1f%% %s\n",
+                static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.cycles),
+                m.algbw, m.busbw, 100.0 * m.busbw / o.timing.bytes_per_cycle,
+                m.correct ? "ok" : ("FAILED " + m.error).c_str());
+  }
+}
+
+void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep, bool all_ok,
+                double wall) {
+  nlohmann::ordered_json j;
+  j["collective"] = kind_name(o.kind);
+  j["chips"] = o.chips;
+  j["topology"] = o.topology.name();
+  j["dtype"] = std::string(tpu::dtype_name(o.dtype));
+  j["backend"] = "model";
+  j["cycles_estimated"] = true;
+  j["cycles_note"] = "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be cycle-accurate";
+  j["bw_unit"] = "bytes/cycle";
+  j["ici_bandwidth"] = o.timing.bytes_per_cycle;
+  j["ici_latency"] = o.timing.latency;
+  j["link_peak"] = o.timing.bytes_per_cycle;
+  j["busbw_factor"] = tpu::busbw_factor(o.kind, o.chips);
+  if (ms.size() == 1 && !sweep) {
+    const nlohmann::ordered_json one = row(ms[0], o);
+    for (auto it = one.begin(); it != one.end(); ++it) j[it.key()] = it.value();
+  } else {
+    j["results"] = nlohmann::ordered_json::array();
+    for (const Measurement& m : ms) j["results"].push_back(row(m, o));
+  }
+  j["correct"] = all_ok;
+  j["wall_seconds"] = wall;
+  std::cout << tpu::json_document(j) << "\n";
+}
+
+int run_allreduce(const tpusim::Args& args) {
+  namespace po = tpusim::po;
+  const auto t_start = std::chrono::steady_clock::now();
+  Options o;
+  bool sweep = false;
+  std::string backend = "model", topology = "ring", dtype = "fp32", collective = "all-reduce";
+  po::options_description opts("options");
+  opts.add_options()("chips", po::value<std::string>()->required(), "chips in the pod, 1..64")(
+      "bytes", po::value<std::string>(),
+      "bytes per chip (fp32/int32 elements x 4), a multiple of 4 up to the VMEM (524288 at "
+      "N = 16); a comma-separated list for several sizes")(
+      "sweep", po::bool_switch(&sweep), "sizes 1 KiB, 2 KiB, ... up to the VMEM (instead of --bytes)")(
+      "topology", po::value<std::string>(&topology)->default_value("ring"),
+      "ring, or torus:XxY (X*Y = chips; the 2-D algorithm)")(
+      "ici-bandwidth", po::value<std::string>()->default_value("16"),
+      "link bandwidth in bytes per cycle and direction, 1..4096")(
+      "ici-latency", po::value<std::string>()->default_value("64"),
+      "link latency in cycles, 0..1000000")(
+      "dtype", po::value<std::string>(&dtype)->default_value("fp32"), "fp32 or int32")(
+      "collective", po::value<std::string>(&collective)->default_value("all-reduce"),
+      "all-reduce, or reduce-scatter / all-gather (ring only)")(
+      "seed", po::value<std::string>()->default_value("1"), "random seed of the data")(
+      "backend", po::value<std::string>(&backend)->default_value("model"),
+      "model (the pod of golden models); rtl is not available yet")(
+      "json", po::bool_switch(&o.json), "print one JSON object");
+  po::variables_map vm;
+  if (!tpusim::parse_options(
+          args,
+          "tpusim allreduce --chips P (--bytes S[,S2...] | --sweep) [--topology ring|torus:XxY] "
+          "[--ici-bandwidth B] [--ici-latency C] [--dtype fp32|int32] "
+          "[--collective all-reduce|reduce-scatter|all-gather] [--backend model] [--json]",
+          "All-reduces (sum; or --collective reduce-scatter / all-gather) a random vector of S "
+          "bytes per chip over a pod of P chips joined by "
+          "inter-chip links (ring, or a 2-D torus with the 2-D algorithm), as chip programs of "
+          "ici_send / ici_recv on the pod of golden models, and checks every chip's result bit "
+          "for bit against the host reference (docs/pod.md). cycles are the pod model's "
+          "ESTIMATE (latency + bytes / bandwidth per transfer), not a cycle-accurate "
+          "simulation. algbw = S / cycles and busbw = algbw * 2(P-1)/P (reduce-scatter, "
+          "all-gather: (P-1)/P) in bytes per cycle "
+          "(nccl-tests' definitions); busbw_of_peak = busbw / --ici-bandwidth. Exit code 1 on a "
+          "mismatch or a fault.",
+          opts, {}, vm)) {
+    return 0;
+  }
+  if (backend == "rtl") {
+    throw std::runtime_error(
+        "--backend rtl: the RTL inter-chip links do not exist yet (issue 31: the chip's link "
+        "ports and the Verilated pod come in a later stage); use --backend model");
+  }
+  if (backend != "model") {
+    throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
+  }
+  o.chips = static_cast<uint32_t>(tpusim::int_option(vm, "chips", 1, kMaxChips));
+  o.timing.bytes_per_cycle = static_cast<uint32_t>(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
+  o.timing.latency = static_cast<uint32_t>(tpusim::int_option(vm, "ici-latency", 0, 1000000));
+  o.seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
+  if (dtype != "fp32" && dtype != "int32") {
+    throw tpusim::UsageError("--dtype '" + dtype + "' (expected fp32 or int32)");
+  }
+  o.dtype = dtype == "fp32" ? tpu::CollectiveDtype::Fp32 : tpu::CollectiveDtype::Int32;
+  if (collective == "reduce-scatter") {
+    o.kind = tpu::CollectiveKind::ReduceScatter;
+  } else if (collective == "all-gather") {
+    o.kind = tpu::CollectiveKind::AllGather;
+  } else if (collective != "all-reduce") {
+    throw tpusim::UsageError("--collective '" + collective +
+                             "' (expected all-reduce, reduce-scatter or all-gather)");
+  }
+  try {
+    o.topology = tpu::PodTopology::parse(topology, o.chips);
+  } catch (const std::invalid_argument& e) {
+    throw tpusim::UsageError(std::string("--topology: ") + e.what());
+  }
+  if (o.kind != tpu::CollectiveKind::AllReduce && o.topology.y != 1) {
+    throw tpusim::UsageError("--collective " + collective + " runs on a ring only (--topology " +
+                             topology + " is a 2-D torus; its 2-D algorithm is all-reduce's)");
+  }
+  const tpu::ChipParams params =
+      tpu::ChipParams::pod(tpu::RtlDevice::compiled_n(), o.topology.links_needed());
+  if (sweep == (vm.count("bytes") != 0)) {
+    throw tpusim::UsageError("give exactly one of --bytes and --sweep");
+  }
+  o.sizes = sweep ? sweep_sizes(capacity(params))
+                  : parse_sizes(vm["bytes"].as<std::string>(), capacity(params));
+
+  std::vector<Measurement> ms;
+  bool all_ok = true;
+  for (uint64_t s : o.sizes) {
+    ms.push_back(measure(o, params, s));
+    all_ok = all_ok && ms.back().correct;
+  }
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (!o.json) {
+    print_text(o, ms);
+    return all_ok ? 0 : 1;
+  }
+  print_json(o, ms, sweep, all_ok, wall);
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+TPUSIM_SUBCOMMAND("allreduce", "all-reduce over a pod of chips (model of the inter-chip links)",
+                  run_allreduce);
