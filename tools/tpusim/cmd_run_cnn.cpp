@@ -265,10 +265,10 @@ ShardImages shard_images(const CnnOptions& o, const tpusim::ShardPlan& plan) {
 struct CnnInputs {
   tpu::cnn::Network net;
   tpu::cnn::QuantNetwork q;
-  std::string how;                // how it was quantized
-  tpu::cnn::ImageSet test;        // Fashion-MNIST
+  std::string how;                              // how it was quantized
+  tpu::cnn::ImageSet test;                      // Fashion-MNIST
   tpu::cnn::FloatImageSet images, calibration;  // floats(): this shard's; a shard's calibration
-  std::vector<std::string> files;  // per image of the whole selection (--dataset)
+  std::vector<std::string> files;               // per image of the whole selection (--dataset)
 };
 
 // Loads this process's images (and the class names into `pres`).
@@ -286,8 +286,8 @@ void load_images(const CnnOptions& o, const std::optional<tpu::cnn::ImageFolder>
                                 "Fashion-MNIST");
   } else {
     if (mine.count > 0)
-      in.images = tpu::cnn::load_image_folder(*folder, o.pre, in.net.input,
-                                              o.offset + mine.first, mine.count);
+      in.images = tpu::cnn::load_image_folder(*folder, o.pre, in.net.input, o.offset + mine.first,
+                                              mine.count);
     if (mine.shard.sharded())  // calibration: the first selected images, whatever the shard
       in.calibration = tpu::cnn::load_image_folder(*folder, o.pre, in.net.input, o.offset,
                                                    std::min(o.calibration, o.images));
@@ -376,8 +376,7 @@ std::string model_header(const std::string& model, const CnnInputs& in) {
 // `live_lines`), progress on stderr.
 tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const CnnInputs& in,
                                 const ShardImages& mine, std::FILE* info, bool live_lines,
-                                const tpusim::CnnPresentation& live,
-                                tpusim::Clock::time_point t0) {
+                                const tpusim::CnnPresentation& live, tpusim::Clock::time_point t0) {
   const bool first_shard = mine.shard.index == 0;
   tpu::cnn::EvalOptions eo;
   eo.offset = o.floats() ? 0 : o.offset + mine.first;  // in.images holds its images already

@@ -523,9 +523,9 @@ std::pair<size_t, size_t> layers_range(const std::string& text, size_t layers) {
                              ": expected FROM:TO (layer numbers counted from 0, TO excluded)");
   }
   if (from >= to || to > layers)
-    throw tpusim::UsageError("--layers " + text + ": expected 0 <= FROM < TO <= " +
-                             std::to_string(layers) + " (the file has " + std::to_string(layers) +
-                             " layers)");
+    throw tpusim::UsageError("--layers " + text +
+                             ": expected 0 <= FROM < TO <= " + std::to_string(layers) +
+                             " (the file has " + std::to_string(layers) + " layers)");
   return {from, to};
 }
 
@@ -579,8 +579,9 @@ int run_run_topology(const tpusim::Args& args) {
   command.name = "run-topology";
   command.args = args;
   command.merge_and_print = [&](const std::vector<std::string>& texts,
-                                const std::vector<std::string>& names,
-                                double wall) { return print_run(merge_shards(texts, names), json, wall); };
+                                const std::vector<std::string>& names, double wall) {
+    return print_run(merge_shards(texts, names), json, wall);
+  };
   if (plan.mode == Mode::Jobs) return tpusim::run_jobs_and_merge(command, plan, t0);
 
   auto dev = tpusim::open_device(dev_opts, vm);
