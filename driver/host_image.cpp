@@ -82,10 +82,9 @@ class ImageParser {
       const HostImageBlock& a = image_.blocks[i - 1];
       if (uint64_t{a.addr} + a.bytes.size() > image_.blocks[i].addr) {
         char buf[160];
-        std::snprintf(buf, sizeof buf,
-                      "%s: block @0x%08" PRIx32 " (%zu bytes) overlaps block @0x%08" PRIx32,
-                      std::string(filename_).c_str(), a.addr, a.bytes.size(),
-                      image_.blocks[i].addr);
+        std::snprintf(
+            buf, sizeof buf, "%s: block @0x%08" PRIx32 " (%zu bytes) overlaps block @0x%08" PRIx32,
+            std::string(filename_).c_str(), a.addr, a.bytes.size(), image_.blocks[i].addr);
         throw HostImageError(buf);
       }
     }

@@ -784,8 +784,9 @@ std::string qlinear_layer(OnnxGraph& g, const QLayer& l, size_t i,
   if (l.per_pixel_divisor()) {
     std::vector<OnnxAttr> attrs = divisor_pool_attrs(l, i);
     attrs.push_back(OnnxAttr::Int("channels_last", 0));
-    g.node("QLinearAveragePool", {s.x, s.xq + "_scale", s.xq + "_zp", s.tq + "_scale", s.tq + "_zp"},
-           {p + "_avg"}, attrs, p + "_qavg", kMicrosoft);
+    g.node("QLinearAveragePool",
+           {s.x, s.xq + "_scale", s.xq + "_zp", s.tq + "_scale", s.tq + "_zp"}, {p + "_avg"}, attrs,
+           p + "_qavg", kMicrosoft);
     s.x = p + "_avg";
   } else if (l.kind == LayerKind::Conv ||
              (l.kind == LayerKind::Dense && l.group > 1 &&

@@ -280,8 +280,8 @@ void quantize_lut(const Layer& l, size_t li, const Calibration* calib, QLayer& q
   if (l.pre_quant) {
     ql.pre_q = *l.pre_quant;
     if (ql.pre_q.is_unsigned != ql.out_q.is_unsigned)
-      throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" +
-                  ql.pre_q.str() + ") and output (" + ql.out_q.str() +
+      throw Error("layer '" + l.name + "': " + lut_func_name(l.lut) + " input (" + ql.pre_q.str() +
+                  ") and output (" + ql.out_q.str() +
                   ") must both be int8 or both uint8 (the chip's LUT maps a byte to a byte)");
   } else {
     ql.pre_q = from_range_typed(calib->pre[li].lo, calib->pre[li].hi, ql.out_q.is_unsigned);

@@ -75,8 +75,7 @@ bool parse_matmul_options(const tpusim::Args& args, MatmulOptions& o,
   spec.w_unsigned = o.w_uns;
   spec.func = o.relu ? tpu::ActFunc::Relu : tpu::ActFunc::Identity;
   if (vm.count("lookahead"))
-    o.res.weight_lookahead =
-        static_cast<uint32_t>(tpusim::int_option(vm, "lookahead", 1, 1 << 20));
+    o.res.weight_lookahead = static_cast<uint32_t>(tpusim::int_option(vm, "lookahead", 1, 1 << 20));
   if (vm.count("chunk-rows"))
     o.res.max_chunk_rows = static_cast<uint32_t>(tpusim::int_option(vm, "chunk-rows", 1, 4095));
   if (vm.count("edge-rows"))
@@ -159,8 +158,8 @@ void print_matmul(const MatmulOptions& o, const tpu::Device& dev, const tpu::Mat
         (unsigned long long)run.stats.cycles, run.instructions, run.stats.wall_seconds);
   } else {
     std::printf("cycles %llu, MXU utilization %.1f%%, %zu instructions, run wall %.3f s\n",
-                (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization,
-                run.instructions, run.stats.wall_seconds);
+                (unsigned long long)run.stats.cycles, 100.0 * run.mxu_utilization, run.instructions,
+                run.stats.wall_seconds);
   }
   std::printf("plan: %s\n", run.plan.describe().c_str());
 }

@@ -536,10 +536,9 @@ std::vector<Set> read_sets(const OnnxOptions& o, const tpu::cnn::GraphSignature&
             "one at a time");
     }
     if (!d.outputs.empty() && d.outputs.size() != sig.outputs.size())
-      throw std::runtime_error(d.dir + ": " + std::to_string(d.outputs.size()) +
-                               " output_K.pb files, expected " +
-                               std::to_string(sig.outputs.size()) +
-                               " (one per graph output, or none)");
+      throw std::runtime_error(
+          d.dir + ": " + std::to_string(d.outputs.size()) + " output_K.pb files, expected " +
+          std::to_string(sig.outputs.size()) + " (one per graph output, or none)");
     s.expected = d.outputs;
     sets.push_back(std::move(s));
   }
@@ -549,8 +548,8 @@ std::vector<Set> read_sets(const OnnxOptions& o, const tpu::cnn::GraphSignature&
 // No output may be an input (docs/tpusim.md "Output files"): checked before anything runs.
 void check_paths(const OnnxOptions& o, const tpu::cnn::GraphSignature& sig,
                  const std::vector<Set>& sets) {
-  tpu::RunPaths paths = input_paths(o.model, o.test_dir, o.input_specs, o.expect_dir,
-                                    o.calibration);
+  tpu::RunPaths paths =
+      input_paths(o.model, o.test_dir, o.input_specs, o.expect_dir, o.calibration);
   paths.output("--vcd", o.dev.vcd);
   if (!o.output_dir.empty())
     for (const auto& s : sets)
@@ -692,7 +691,8 @@ int run_run_onnx(const tpusim::Args& args) {
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   using Mode = tpusim::ShardPlan::Mode;
   if (plan.mode == Mode::Jobs)  // --input: one data set
-    tpusim::cap_jobs(plan, o.test_dir.empty() ? 1 : tpu::cnn::read_test_data_sets(o.test_dir).size(),
+    tpusim::cap_jobs(plan,
+                     o.test_dir.empty() ? 1 : tpu::cnn::read_test_data_sets(o.test_dir).size(),
                      "data set", "data sets");
   if (plan.mode != Mode::Single && !o.dev.vcd.empty())
     throw tpusim::UsageError(

@@ -336,8 +336,8 @@ std::string timing_chart(const SweepOptions& o, const std::vector<Config>& confi
   tpusim::PlotSpec spec;
   spec.title = std::string(util ? "MXU utilization" : "Cycles per image") + " against " +
                (vs_n ? "N" : "host memory bandwidth") + " (" +
-               fs::path(o.model.empty() ? "fashion_cnn.onnx" : o.model).filename().string() +
-               ", " + std::to_string(o.images) + " images)";
+               fs::path(o.model.empty() ? "fashion_cnn.onnx" : o.model).filename().string() + ", " +
+               std::to_string(o.images) + " images)";
   spec.x_label = vs_n ? "array size N" : "bandwidth (bytes per cycle)";
   spec.y_label = util ? "MXU utilization" : "cycles per image (log scale)";
   spec.y_percent = util;

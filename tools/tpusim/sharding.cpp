@@ -281,7 +281,6 @@ std::vector<ChildResult> run_processes(
   return results;
 }
 
-
 namespace {
 
 // `args` without the options in `drop_with_value` (and their values, "--x V" or "--x=V") and
@@ -353,11 +352,11 @@ std::vector<std::string> run_jobs(const std::string& subcommand, int jobs,
   return outs;
 }
 
-
 std::vector<std::string> shard_names(const std::string& what, uint32_t count) {
   std::vector<std::string> names;
   for (uint32_t i = 0; i < count; ++i)
-    names.push_back(what + std::to_string(i) + (what == "shard " ? "/" + std::to_string(count) : ""));
+    names.push_back(what + std::to_string(i) +
+                    (what == "shard " ? "/" + std::to_string(count) : ""));
   return names;
 }
 
