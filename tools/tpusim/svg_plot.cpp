@@ -69,7 +69,8 @@ std::string line_chart_svg(const PlotSpec& spec) {
   const int panel_w = 300, panel_h = 220, left = 64, top = 56, gap = 40, bottom = 64;
   const int panels = std::max<int>(1, int(spec.panels.size()));
   // Shared axes over all panels, so panels compare at a glance.
-  double xmin = std::numeric_limits<double>::infinity(), xmax = 0, ymax = 0;
+  double xmin = std::numeric_limits<double>::infinity(), ymax = 0;
+  double xmax = -std::numeric_limits<double>::infinity();
   double ymin_pos = std::numeric_limits<double>::infinity();
   std::set<double> xs;
   std::vector<std::string> labels;  // legend: series labels in first-seen order
@@ -82,9 +83,9 @@ std::string line_chart_svg(const PlotSpec& spec) {
       if (std::find(labels.begin(), labels.end(), s.label) == labels.end())
         labels.push_back(s.label);
       for (size_t i = 0; i < s.x.size(); ++i) {
-        if (!(s.x[i] > 0))
+        if (spec.x_linear ? !std::isfinite(s.x[i]) : !(s.x[i] > 0))
           throw std::invalid_argument("line_chart_svg: x = " + std::to_string(s.x[i]) + " in '" +
-                                      s.label + "' (expected > 0: the x axis is log2)");
+                                      s.label + (spec.x_linear ? "' (expected a finite value)" : "' (expected > 0: the x axis is log2)"));
         if (!std::isfinite(s.y[i]) || (spec.y_log && !(s.y[i] > 0))) continue;
         ymin_pos = std::min(ymin_pos, s.y[i]);
         xmin = std::min(xmin, s.x[i]);
@@ -102,9 +103,16 @@ std::string line_chart_svg(const PlotSpec& spec) {
   const double d0 = std::isfinite(ymin_pos) ? std::floor(std::log10(ymin_pos)) : 0;
   double d1 = std::isfinite(ymin_pos) ? std::ceil(std::log10(ymax)) : 1;
   if (d1 <= d0) d1 = d0 + 1;
-  // x: log2, a little margin so the end points sit inside the panel
-  const double span = std::max(1.0, std::log2(xmax) - std::log2(xmin));
-  const double lx0 = std::log2(xmin) - 0.06 * span, lx1 = std::log2(xmin) + 1.06 * span;
+  // x: log2 (or linear), a little margin so the end points sit inside the panel
+  auto fx = [&](double x) { return spec.x_linear ? x : std::log2(x); };
+  const double span = std::max(1.0, fx(xmax) - fx(xmin));
+  const double lx0 = fx(xmin) - 0.06 * span, lx1 = fx(xmin) + 1.06 * span;
+  if (spec.x_linear) {  // ticks at a nice step instead of at every x
+    const double xstep = nice_step(span, 6);
+    xs.clear();
+    for (double x = std::ceil(xmin / xstep) * xstep; x <= xmax + 1e-9 * span; x += xstep)
+      xs.insert(x);
+  }
   const int legend_h = 20 * int((labels.size() + 3) / 4);
   const int width = left + panels * panel_w + (panels - 1) * gap + 24;
   const int height = top + panel_h + bottom + legend_h;
@@ -118,7 +126,7 @@ std::string line_chart_svg(const PlotSpec& spec) {
     << escape(spec.title) << "</text>\n";
   for (int pi = 0; pi < panels; ++pi) {
     const int x0 = left + pi * (panel_w + gap), y0 = top;
-    auto px = [&](double x) { return x0 + (std::log2(x) - lx0) / (lx1 - lx0) * panel_w; };
+    auto px = [&](double x) { return x0 + (fx(x) - lx0) / (lx1 - lx0) * panel_w; };
     auto py = [&](double y) {
       const double f = spec.y_log ? (std::log10(y) - d0) / (d1 - d0) : y / ymax;
       return y0 + panel_h - f * panel_h;
@@ -158,10 +166,12 @@ std::string line_chart_svg(const PlotSpec& spec) {
       for (size_t i = 0; i < pts.size(); ++i)
         o << (i ? " " : "") << num(px(pts[i].first)) << "," << num(py(pts[i].second));
       o << "\"/>\n";
-      for (const auto& p : pts)
+      for (const auto& p : pts) {
+        if (pts.size() > 100) break;  // a long curve (training steps): the line alone
         o << "<circle cx=\"" << num(px(p.first)) << "\" cy=\"" << num(py(p.second))
           << "\" r=\"2.5\" fill=\"" << color << "\"><title>" << escape(s.label) << ": "
           << tick_label(p.first, false) << " -> " << p.second << "</title></circle>\n";
+      }
     }
   }
   o << "<text transform=\"translate(14," << top + panel_h / 2
