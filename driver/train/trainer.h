@@ -41,6 +41,14 @@ struct StepResult {
   uint64_t cycles;  // the step program's cycles (an estimate on the model backend)
 };
 
+// Instructions [begin, end) of the step program that one node of the compiled graph emitted:
+// its layer (the ONNX node name; "loss", "adam"), the ONNX op and the phase.
+struct ProgramSpan {
+  size_t begin = 0, end = 0;
+  std::string layer, op;
+  std::string phase;  // "forward", "loss", "backward", "update"
+};
+
 class TrainerImpl;
 
 // A training program compiled from a float ONNX model (initializers = initial weights; input
@@ -74,6 +82,10 @@ class Trainer {
   // The compiled step program's instruction count and the compile time (for reports).
   size_t step_instructions() const;
   double compile_seconds() const;
+  // The program every step() runs (it changes only in init(), when the device buffer lands
+  // elsewhere than the compile-time address) and which node emitted which instructions.
+  const std::vector<Instruction>& step_program() const;
+  std::vector<ProgramSpan> step_program_spans() const;
 
  private:
   std::unique_ptr<TrainerImpl> impl_;

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: Apache-2.0
+// The training compiler's passes one at a time (driver/train/compiler/): import, autodiff,
+// optimizer, placement, schedule, emission, on small graphs.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <stdexcept>
+
+#include "compiler/autodiff.h"
+#include "compiler/emit.h"
+#include "compiler/import.h"
+#include "compiler/optimizer.h"
+#include "compiler/placement.h"
+#include "compiler/schedule.h"
+#include "kernels.h"
+#include "train_models.h"
+
+namespace tpu::train::test {
+namespace {
+
+using namespace compiler;
+using cnn::OnnxAttr;
+
+// The message of the std::invalid_argument f throws ("" if none).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Graph full(const MlpSpec& s, uint32_t batch, const TrainOptions& o) {
+  Graph g = import_onnx(mlp_onnx(s), batch);
+  append_backward(g);
+  append_update(g, o);
+  return g;
+}
+
+// ---- import
+
+TEST(TrainImport, MlpThroughTheConverterTable) {
+  MlpSpec s;
+  const Graph g = import_onnx(mlp_onnx(s), 10);
+  EXPECT_EQ(g.dump(),
+            "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
+            "fwd Relu relu1 [Relu] z1(10x7) -> h1(10x7)\n"
+            "fwd Dense fc3 [MatMul+Add] h1(10x7), fc3.W(7x3), fc3.b(1x3) -> logits(10x3)\n");
+  EXPECT_EQ(g.classes, 3u);
+  EXPECT_EQ(g.input_c * g.input_h * g.input_w, 9u);
+  ASSERT_EQ(g.params.size(), 4u);
+  EXPECT_TRUE(g.params[0].transposed);   // Gemm transB = 1: ONNX holds [7, 9]
+  EXPECT_FALSE(g.params[2].transposed);  // MatMul: [7, 3]
+  EXPECT_EQ(g.params[0].initial, mlp_weights(s).w1);
+  EXPECT_EQ(g.tensors[static_cast<size_t>(g.logits)].name, "logits");  // the Softmax's input
+}
+
+TEST(TrainImport, ResidualAdd) {
+  MlpSpec s;
+  s.residual = true;
+  const Graph g = import_onnx(mlp_onnx(s), 4);
+  EXPECT_NE(g.dump().find("fwd Add residual [Add] h1(4x7), h2(4x7) -> r(4x7)\n"), std::string::npos)
+      << g.dump();
+  EXPECT_EQ(g.params.size(), 6u);
+}
+
+std::string with_node(const std::string& op, const std::string& name) {
+  cnn::OnnxGraph g("bad");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "fc");
+  g.node(op, {"y"}, {"z"}, {}, name);
+  g.output("z", {1, 3});
+  return g.serialize();
+}
+
+TEST(TrainImport, UnsupportedOpsNameNodeAndOp) {
+  const std::string bn = error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2); });
+  EXPECT_NE(bn.find("node 'bn1' (BatchNormalization): not supported for training; supported: "),
+            std::string::npos) << bn;
+  EXPECT_NE(bn.find("Gemm"), std::string::npos) << bn;
+  const std::string sig = error_of([] { import_onnx(with_node("Sigmoid", "act"), 2); });
+  EXPECT_NE(sig.find("node 'act' (Sigmoid)"), std::string::npos) << sig;
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(with_node("Tanh", "t")));
+  m.mutable_graph()->mutable_node(1)->clear_name();
+  const std::string unnamed = error_of([&] { import_onnx(m, 2); });
+  EXPECT_NE(unnamed.find("node '#1 (output 'z')' (Tanh)"), std::string::npos) << unnamed;
+}
+
+TEST(TrainImport, ModelWithoutTrainableWeightIsAnError) {
+  cnn::OnnxGraph g("noweights");
+  g.input("x", {1, 4});
+  g.node("Relu", {"x"}, {"y"}, {}, "relu");
+  g.output("y", {1, 4});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("no trainable weight"),
+            std::string::npos);
+}
+
+TEST(TrainImport, GemmOptionsAndInitializersChecked) {
+  cnn::OnnxGraph g("transA");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("Gemm", {"x", "W"}, {"y"}, {OnnxAttr::Int("transA", 1)}, "g");
+  g.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("node 'g' (Gemm): transA"),
+            std::string::npos);
+  cnn::OnnxGraph h("int");
+  h.input("x", {1, 4});
+  h.init_int8("W", {4, 3}, std::vector<int8_t>(12, 1));
+  h.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  h.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(h.serialize(), 2); }).find("'W' is not float32"),
+            std::string::npos);
+  cnn::OnnxGraph k("shape");
+  k.input("x", {1, 5});
+  k.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  k.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  k.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(k.serialize(), 2); }).find("4 inputs, the data 5"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { import_onnx(std::string("/nonexistent/model.onnx"), 2); }).find("cannot open"),
+            std::string::npos);
+}
+
+TEST(TrainImport, ImageMustBeFlattenedBeforeGemm) {
+  cnn::OnnxGraph g("img");
+  g.input("x", {1, 1, 2, 2});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
+  g.output("y", {1, 3});
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("Flatten it first"),
+            std::string::npos);
+}
+
+// ---- autodiff
+
+TEST(TrainAutodiff, BackwardOfTheMlp) {
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 10);
+  append_backward(g);
+  EXPECT_EQ(g.dump(),
+            "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
+            "fwd Relu relu1 [Relu] z1(10x7) -> h1(10x7)\n"
+            "fwd Dense fc3 [MatMul+Add] h1(10x7), fc3.W(7x3), fc3.b(1x3) -> logits(10x3)\n"
+            "loss SoftmaxCe loss logits(10x3), labels(10x1), softmax pad row(1x3) -> "
+            "d(logits)(10x3), loss(1x1)\n"
+            "bwd DenseGradW fc3 [MatMul+Add] h1(10x7), d(logits)(10x3) -> d(fc3.W)(7x3)\n"
+            "bwd BiasGrad fc3 [MatMul+Add] d(logits)(10x3) -> d(fc3.b)(1x3)\n"
+            "bwd DenseGradX fc3 [MatMul+Add] d(logits)(10x3), fc3.W(7x3) -> d(h1)(10x7)\n"
+            "bwd ReluGrad relu1 [Relu] z1(10x7), d(h1)(10x7) -> d(z1)(10x7)\n"
+            "bwd DenseGradW fc1 [Gemm] x(10x9), d(z1)(10x7) -> d(fc1.W)(9x7)\n"
+            "bwd BiasGrad fc1 [Gemm] d(z1)(10x7) -> d(fc1.b)(1x7)\n");  // no dX of the input
+  EXPECT_NE(error_of([&] { append_backward(g); }).find("has a loss already"), std::string::npos);
+}
+
+TEST(TrainAutodiff, FanOutGradientsAreSummed) {
+  MlpSpec s;
+  s.residual = true;
+  Graph g = import_onnx(mlp_onnx(s), 4);
+  append_backward(g);
+  const std::string d = g.dump();
+  // h1 is read by fc2 and the residual Add: d(r) (the Add passes dY on) + fc2's dX, in that order.
+  EXPECT_NE(d.find("bwd DenseGradX fc2 [Gemm] d(z2)(4x7), fc2.W(7x7) -> d(h1)#2(4x7)\n"
+                   "bwd AddGrad sum d(h1) d(r)(4x7), d(h1)#2(4x7) -> d(h1)+2(4x7)\n"
+                   "bwd ReluGrad relu1 [Relu] z1(4x7), d(h1)+2(4x7) -> d(z1)(4x7)\n"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("bwd ReluGrad relu2 [Relu] z2(4x7), d(r)(4x7) -> d(z2)(4x7)\n"), std::string::npos) << d;
+}
+
+TEST(TrainAutodiff, DeadBranchIsAnError) {
+  cnn::OnnxGraph g("dead");
+  g.input("x", {1, 4});
+  g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
+  g.init_float("V", {4, 3}, std::vector<float>(12, 0.1f));
+  g.node("MatMul", {"x", "W"}, {"y"}, {}, "used");
+  g.node("MatMul", {"x", "V"}, {"unused"}, {}, "dead");
+  g.output("y", {1, 3});
+  Graph t = import_onnx(g.serialize(), 2);
+  EXPECT_NE(error_of([&] { append_backward(t); }).find("node 'dead' (MatMul): its output does not reach the loss"),
+            std::string::npos);
+}
+
+// ---- optimizer
+
+TEST(TrainOptimizer, AdamStateAndUpdates) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const std::string d = g.dump();
+  EXPECT_NE(d.find("upd AdamBegin adam adam state(4x1) -> adam state(4x1)\n"
+                   "upd AdamUpdate fc1 [Gemm] fc1.W(9x7), d(fc1.W)(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7), "
+                   "adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
+            std::string::npos) << d;
+  int updates = 0;
+  for (const Node& n : g.nodes) updates += n.op == Op::AdamUpdate;
+  EXPECT_EQ(updates, 4);
+}
+
+TEST(TrainOptimizer, SgdWithAndWithoutMomentum) {
+  TrainOptions o;
+  o.optimizer = Optimizer::Sgd;
+  o.lr = 0.1f;
+  Graph plain = full(MlpSpec{}, 4, o);
+  EXPECT_NE(plain.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3) -> fc3.b(1x3)\n"),
+            std::string::npos);
+  o.momentum = 0.9f;
+  Graph mom = full(MlpSpec{}, 4, o);
+  EXPECT_NE(mom.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3), "
+                            "velocity(fc3.b)(1x3) -> fc3.b(1x3), velocity(fc3.b)(1x3)\n"),
+            std::string::npos) << mom.dump();
+}
+
+TEST(TrainOptimizer, BadHyperParameters) {
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 4);
+  append_backward(g);
+  TrainOptions o;
+  o.lr = 0.0f;
+  EXPECT_NE(error_of([&] { append_update(g, o); }).find("learning rate"), std::string::npos);
+  o = TrainOptions{};
+  o.beta2 = 1.0f;
+  EXPECT_NE(error_of([&] { append_update(g, o); }).find("betas"), std::string::npos);
+  Graph fwd = import_onnx(mlp_onnx(MlpSpec{}), 4);
+  EXPECT_NE(error_of([&] { append_update(fwd, TrainOptions{}); }).find("no loss"), std::string::npos);
+}
+
+// ---- placement
+
+TEST(TrainPlacement, HomesAreDisjointAndWholeNodesFit) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  ASSERT_EQ(p.homes.size(), g.tensors.size());
+  for (size_t i = 1; i < p.homes.size(); ++i) {
+    EXPECT_GE(p.homes[i].addr, p.homes[i - 1].addr + p.homes[i - 1].rows * 4 * 4) << i;
+    EXPECT_EQ(p.homes[i].addr % 64, 0u);
+  }
+  EXPECT_EQ(p.homes[static_cast<size_t>(g.labels)].rows, 3u);  // ceil(10 / 4) rows of labels
+  EXPECT_EQ(p.homes[static_cast<size_t>(g.input)].geom.pitch, 12u);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const uint32_t k = k_of(g, g.nodes[i]);
+    if (k != 0) {
+      EXPECT_EQ(p.chunk[i], (k + 3) / 4) << g.nodes[i].name;  // one chunk
+    }
+    const uint32_t flat = flat_rows_of(g, p, g.nodes[i]);
+    if (flat != 0) {
+      EXPECT_EQ(p.chunk[i], flat) << g.nodes[i].name;
+    }
+  }
+}
+
+// The Keras example's Dense: 64 x 13 x 13 = 10816 inputs, 10 classes, batch 32, N = 16: its
+// input alone is 21,632 VMEM rows of the 8,192: the Dense and its gradients run in K-chunks.
+TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
+  cnn::OnnxGraph m("keras_dense");
+  m.input("x", {-1, 64, 13, 13});
+  m.init_float("W", {10816, 10}, std::vector<float>(108160, 0.01f));
+  m.init_float("b", {10}, std::vector<float>(10, 0.0f));
+  m.node("Flatten", {"x"}, {"f"}, {}, "flatten");
+  m.node("Gemm", {"f", "W", "b"}, {"y"}, {}, "dense");
+  m.output("y", {-1, 10});
+  Graph g = import_onnx(m.serialize(), 32);
+  append_backward(g);
+  append_update(g, TrainOptions{});
+  const ChipParams chip = ChipParams::training(16);
+  const Placement p = place(g, chip);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const int id = static_cast<int>(i);
+    if (n.op == Op::Dense || n.op == Op::DenseGradW) {
+      EXPECT_LT(p.chunk[i], 676u) << op_name(n.op);  // 676 blocks of K
+      EXPECT_GE(p.chunk[i], 64u) << op_name(n.op);
+      EXPECT_LE(node_layout(g, p, id, p.chunk[i], chip).end, chip.vmem_rows);
+      EXPECT_THROW(node_layout(g, p, id, p.chunk[i] + 1, chip), std::invalid_argument);
+    }
+    if (n.op == Op::AdamUpdate && n.name == "dense" && g.tensors[static_cast<size_t>(n.in[0])].rows > 1) {
+      EXPECT_LT(p.chunk[i], 10816u);  // the weight's 10,816 rows in chunks
+    }
+  }
+  // The program builds (every DMA inside device memory, every instruction checked).
+  const Schedule s = schedule(g);
+  const Emitted e = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  EXPECT_GT(e.program.size(), 100u);
+}
+
+TEST(TrainPlacement, TooManyClassesIsAnError) {
+  MlpSpec s;
+  s.classes = 5;
+  const Graph g = full(s, 4, TrainOptions{});
+  EXPECT_NE(error_of([&] { place(g, ChipParams::training(4)); }).find("5 classes exceed N = 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { place(g, ChipParams::with_n(16)); }).find("no VMEM"), std::string::npos);
+}
+
+// ---- schedule
+
+TEST(TrainSchedule, StepAndForwardOrder) {
+  const Graph g = full(MlpSpec{}, 4, TrainOptions{});
+  const Schedule s = schedule(g);
+  EXPECT_EQ(s.step.size(), g.nodes.size());
+  EXPECT_EQ(s.forward, (std::vector<int>{0, 1, 2}));
+  Graph broken = g;
+  std::swap(broken.nodes[0], broken.nodes[1]);  // Relu before the Dense computing its input
+  try {
+    schedule(broken);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'relu1' (Relu) reads 'z1' before it is written"),
+              std::string::npos) << e.what();
+  }
+}
+
+// ---- emission
+
+// A Dense that fits VMEM: its operands in, the kernel, its result out, nothing else.
+TEST(TrainEmit, DenseIsLoadKernelStore) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  const uint32_t base = Device::kArenaBase;
+  const Emitted e = emit(g, p, {0}, TrainOptions{}, chip, base);
+  const NodeLayout L = node_layout(g, p, 0, p.chunk[0], chip);
+  ProgramBuilder pb(chip);
+  auto at = [&](int t, uint32_t row) {
+    VMat m = p.homes[static_cast<size_t>(t)].geom;
+    m.base = row;
+    return m;
+  };
+  auto addr = [&](int t) { return base + p.homes[static_cast<size_t>(t)].addr; };
+  const Node& n = g.nodes[0];
+  pb.read_vmem(L.in[0], p.homes[static_cast<size_t>(n.in[0])].rows, addr(n.in[0]));
+  const VMat w = at(n.in[1], L.in[1]);
+  for (uint32_t nt = 0; nt < w.blocks(4); ++nt) pb.read_vmem(w.block(nt), w.pitch, addr(n.in[1]) + nt * w.pitch * 16);
+  dense_forward_partial(pb, at(n.in[0], L.in[0]), w, 0, false);
+  pb.read_vmem(L.in[2], p.homes[static_cast<size_t>(n.in[2])].rows, addr(n.in[2]));
+  const VMat b = at(n.in[2], L.in[2]);
+  dense_forward_finish(pb, 0, &b, at(n.out[0], L.out[0]));
+  pb.write_vmem(L.out[0], p.homes[static_cast<size_t>(n.out[0])].rows, addr(n.out[0]));
+  EXPECT_EQ(e.program, pb.finish());
+  ASSERT_EQ(e.ranges.size(), 1u);
+  EXPECT_EQ(e.ranges[0].end, e.program.size() - 1);  // then halt
+}
+
+TEST(TrainEmit, LayerCyclesAddUpToTheTotal) {
+  const Graph g = full(MlpSpec{}, 10, TrainOptions{});
+  const ChipParams chip = ChipParams::training(4);
+  const Placement p = place(g, chip);
+  const Emitted e = emit(g, p, schedule(g).step, TrainOptions{}, chip, Device::kArenaBase);
+  const std::vector<LayerCycles> l = layer_cycles(g, e, chip, 12345);
+  ASSERT_EQ(l.size(), 5u);  // fc1, relu1, fc3, loss, adam
+  EXPECT_EQ(l[0].name, "fc1");
+  EXPECT_EQ(l[3].name, "loss");
+  uint64_t sum = 0;
+  for (const LayerCycles& c : l) sum += c.forward + c.backward + c.update;
+  EXPECT_EQ(sum, 12345u);
+  EXPECT_GT(l[0].update, 0u);
+  EXPECT_GT(l[2].backward, 0u);
+  EXPECT_EQ(l[1].update, 0u);  // a ReLU has no weights
+}
+
+}  // namespace
+}  // namespace tpu::train::test
