@@ -72,7 +72,7 @@ void read_hyperparameters(const tpusim::po::variables_map& vm, TrainArgs& a) {
     throw tpusim::UsageError("--optimizer " + opt + " is not an optimizer (expected sgd or adam)");
   a.topt.optimizer = opt == "sgd" ? Optimizer::Sgd : Optimizer::Adam;
   if (vm.count("lr")) {
-    a.topt.lr = float_option(vm, "lr", 0, 1e6, true);
+    a.topt.lr = float_option(vm, "lr", 0, std::numeric_limits<float>::max(), true);
   } else {
     a.topt.lr = opt == "sgd" ? 0.01f : 0.001f;  // Keras' defaults
   }
@@ -85,7 +85,8 @@ void read_hyperparameters(const tpusim::po::variables_map& vm, TrainArgs& a) {
       throw tpusim::UsageError("--momentum " + vm["momentum"].as<std::string>() +
                                " is out of range (expected >= 0 and < 1)");
   }
-  if (vm.count("weight-decay")) a.topt.weight_decay = float_option(vm, "weight-decay", 0, 1e6, false);
+  if (vm.count("weight-decay")) a.topt.weight_decay =
+        float_option(vm, "weight-decay", 0, std::numeric_limits<float>::max(), false);
   for (const char* b : {"beta1", "beta2"}) {
     if (!vm.count(b)) continue;
     if (opt != "adam")
@@ -178,7 +179,7 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "backend", po::value<std::string>(&a.backend)->default_value("rtl"),
       "rtl (the Verilated chip; every step also rerun on the golden model and compared) or model "
       "(the golden model)")("n", po::value<std::string>(),
-                            "--backend model: the MXU size N (default: the built chip's)")(
+                            "--backend model: the chip ChipParams::training(N) (default: the built chip's memories and N, with the training VMEM)")(
       "no-golden-check", po::bool_switch(&a.no_golden),
       "rtl backend: do not rerun the steps on the golden model (matches_golden is null)")(
       "json", po::bool_switch(&a.json), "print one JSON object, also on failure")(
@@ -261,12 +262,8 @@ std::unique_ptr<tpu::Device> open_train_device(const TrainArgs& a,
   }
   tpusim::DeviceOptions d;
   d.backend = "model";
-  tpu::ChipParams p = tpusim::open_device(d, vm)->params();
-  if (a.n) {
-    const tpu::ChipParams q = tpu::ChipParams::with_n(a.n);
-    p.N = q.N;
-    p.axi_width = q.axi_width;
-  }
+  tpu::ChipParams p =
+      a.n ? tpu::ChipParams::training(a.n) : tpusim::open_device(d, vm)->params();
   if (!p.has_vmem()) p.vmem_rows = tpu::ChipParams::kTrainingVmemRows;
   return std::make_unique<tpu::ModelDevice>(p);
 }
@@ -444,8 +441,18 @@ void write_report(const TrainArgs& a, const nlohmann::ordered_json& j, const Out
                              "--report");
 }
 
-void write_timeline(const TrainArgs& a, const Outcome& o, uint32_t n) {
+// The first step's timeline; slices named "<layer> <phase>" from the Trainer's program spans.
+void write_timeline(const TrainArgs& a, const Outcome& o, uint32_t n,
+                    const tpu::train::Trainer& t) {
   tpu::cnn::Evaluation e;
+  e.timeline.program = t.step_program();
+  e.timeline.instr_layer.assign(e.timeline.program.size(), -1);
+  for (const auto& span : t.step_program_spans()) {
+    const int id = int(e.timeline.layer_names.size());
+    e.timeline.layer_names.push_back(span.layer + " " + span.phase);
+    for (size_t i = span.begin; i < span.end && i < e.timeline.instr_layer.size(); ++i)
+      e.timeline.instr_layer[i] = id;
+  }
   e.model = a.model_name() + " training step 1";
   e.backend = a.backend;
   e.chip_n = n;
@@ -588,7 +595,7 @@ int run_train(const tpusim::Args& args) {
     tpu::train::export_trained_onnx(in.model_bytes, w, a.output);
   }
   if (!a.report_dir.empty()) write_report(a, j, o);
-  if (!a.timeline.empty() && !o.r.timeline.empty()) write_timeline(a, o, o.n);
+  if (!a.timeline.empty() && !o.r.timeline.empty()) write_timeline(a, o, o.n, t);
   if (o.r.diverged) std::fprintf(stderr, "tpusim train: error: %s\n", o.r.divergence.c_str());
   if (a.json)
     std::printf("%s\n", tpu::json_document(j, 9).c_str());

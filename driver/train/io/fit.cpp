@@ -34,7 +34,8 @@ std::string non_finite_weight(const std::map<std::string, std::vector<float>>& w
   for (const auto& [name, v] : w)
     for (size_t i = 0; i < v.size(); ++i)
       if (!std::isfinite(v[i]))
-        return "weight " + name + "[" + std::to_string(i) + "] is " + (std::isnan(v[i]) ? "nan" : "inf");
+        return "weight " + name + "[" + std::to_string(i) + "] is " +
+               (std::isnan(v[i]) ? "nan" : "inf") + " after the update";
   return "";
 }
 
@@ -135,7 +136,7 @@ FitResult fit(Trainer& t, Device& dev, const TrainSet& train, const TrainSet* te
         r.diverged = true;
         r.diverged_step = step;
         r.divergence = "step " + std::to_string(step) + " (epoch " + std::to_string(epoch) +
-                       "): " + bad + " after the update (training diverged; try a lower --lr)";
+                       "): " + bad + " (training diverged; try a lower learning rate)";
         break;
       }
     }
