@@ -108,7 +108,7 @@ std::string line_chart_svg(const PlotSpec& spec) {
   const double span = std::max(1.0, fx(xmax) - fx(xmin));
   const double lx0 = fx(xmin) - 0.06 * span, lx1 = fx(xmin) + 1.06 * span;
   if (spec.x_linear) {  // ticks at a nice step instead of at every x
-    const double xstep = nice_step(span, 6);
+    const double xstep = std::max(1.0, nice_step(span, 6));  // steps and epochs: whole numbers
     xs.clear();
     for (double x = std::ceil(xmin / xstep) * xstep; x <= xmax + 1e-9 * span; x += xstep)
       xs.insert(x);

@@ -24,7 +24,7 @@ struct PlotSpec {
   std::string x_label, y_label;
   bool y_percent = false;  // y in [0, 1] shown as 0..100 %
   bool y_log = false;      // log10 y axis over whole decades (y <= 0 skipped), else from 0
-  bool x_linear = false;   // linear x axis from the smallest x, "nice" ticks (else log2, x > 0)
+  bool x_linear = false;   // linear x axis, "nice" ticks of at least 1 (else log2, x > 0)
   std::vector<PlotPanel> panels;
 };
 
