@@ -217,6 +217,20 @@ TEST(DefaultModel, KerasExampleShapes) {
   for (float w : net.layers[1].weight) EXPECT_LT(std::fabs(w), limit);
 }
 
+TEST(DefaultModel, MlpExample) {
+  const std::string m = mlp_example_onnx(32, 4);
+  EXPECT_EQ(m, mlp_example_onnx(32, 4));
+  EXPECT_NE(m, mlp_example_onnx(32, 5));
+  EXPECT_EQ(model_shape(m).classes, 10u);
+  const tpu::cnn::Network net = tpu::cnn::import_onnx_bytes(m, "mlp");
+  ASSERT_EQ(net.layers.size(), 2u);
+  EXPECT_EQ(net.layers[0].cin(), 784);
+  EXPECT_EQ(net.layers[0].out.size(), 32);
+  uint64_t s = 4;
+  EXPECT_EQ(net.layers[0].weight, glorot_uniform(32 * 784, 784, 32, s));  // fc1 first
+  EXPECT_THROW(mlp_example_onnx(0, 1), std::invalid_argument);
+}
+
 TEST(DefaultModel, NoTrainableWeightAndBadShapes) {
   tpu::cnn::OnnxGraph g("relu_only");
   g.input("x", {-1, 1, 4, 4});

@@ -55,6 +55,31 @@ std::string keras_example_onnx(uint64_t seed) {
   return g.serialize();
 }
 
+std::string mlp_example_onnx(uint32_t hidden, uint64_t seed) {
+  constexpr int64_t kIn = 784, kClasses = 10;
+  if (hidden == 0 || hidden > 65536)
+    throw std::invalid_argument("mlp_example_onnx: hidden " + std::to_string(hidden) +
+                                " is outside 1..65536");
+  const int64_t h = hidden;
+  uint64_t state = seed;
+  const std::vector<float> w1 = glorot_uniform(size_t(h * kIn), kIn, uint64_t(h), state);
+  const std::vector<float> w2 = glorot_uniform(size_t(kClasses * h), uint64_t(h), kClasses, state);
+  using cnn::OnnxAttr;
+  cnn::OnnxGraph g("mlp_fashion_mnist", 13);
+  g.input("input", {-1, 1, 28, 28});
+  g.init_float("fc1.weight", {h, kIn}, w1);
+  g.init_float("fc1.bias", {h}, std::vector<float>(size_t(h), 0.0f));
+  g.init_float("fc2.weight", {kClasses, h}, w2);
+  g.init_float("fc2.bias", {kClasses}, std::vector<float>(size_t(kClasses), 0.0f));
+  g.node("Flatten", {"input"}, {"flat"}, {OnnxAttr::Int("axis", 1)}, "flatten");
+  g.node("Gemm", {"flat", "fc1.weight", "fc1.bias"}, {"h"}, {OnnxAttr::Int("transB", 1)}, "fc1");
+  g.node("Relu", {"h"}, {"h_relu"}, {}, "relu");
+  g.node("Gemm", {"h_relu", "fc2.weight", "fc2.bias"}, {"logits"}, {OnnxAttr::Int("transB", 1)},
+         "fc2");
+  g.output("logits", {-1, kClasses});
+  return g.serialize();
+}
+
 std::string read_model_file(const std::string& path, const std::string& option) {
   const std::string what = option.empty() ? path : option + " " + path;
   std::error_code ec;

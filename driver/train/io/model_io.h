@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ std::vector<float> glorot_uniform(size_t count, uint64_t fan_in, uint64_t fan_ou
 // initializer's element order.
 std::string keras_example_onnx(uint64_t seed);
 
+// A float MLP for 1x28x28 images (the Python module's mlp_example, tests): input "input"
+// [N, 1, 28, 28] -> Flatten -> Gemm "fc1" (transB = 1, `hidden` outputs) -> Relu -> Gemm "fc2"
+// (transB = 1, 10 outputs) -> "logits"; fc1.weight [hidden, 784] and fc2.weight [10, hidden]
+// Glorot-uniform from `seed` (in that order), biases zero. Unlike the Keras example it trains
+// with the Trainer's Dense path alone.
+std::string mlp_example_onnx(uint32_t hidden, uint64_t seed);
+
 // The bytes of an ONNX file (at most 2 GiB, a regular file). Throws std::runtime_error naming
 // `option` and the path.
 std::string read_model_file(const std::string& path, const std::string& option = "--model");
@@ -36,6 +44,11 @@ std::string read_model_file(const std::string& path, const std::string& option =
 // or MatMul node, in initializer order. Throws std::invalid_argument for bytes that are not an
 // ONNX model.
 std::vector<std::string> trainable_initializers(const std::string& model_bytes);
+
+// export_trained_onnx's model as bytes: the original model (a path or the serialized
+// ModelProto) with the trained initializers. Throws std::invalid_argument as it does.
+std::string trained_onnx(const std::string& original_model,
+                         const std::map<std::string, std::vector<float>>& weights);
 
 // The model's input image and classes as its graph declares them: the first graph input that
 // is not an initializer, [B, C, H, W] with static C, H, W, and the first output [B, classes]

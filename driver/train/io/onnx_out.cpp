@@ -52,9 +52,8 @@ void replace_values(onnx::TensorProto& t, const std::vector<float>& v) {
 
 }  // namespace
 
-void export_trained_onnx(const std::string& original_model,
-                         const std::map<std::string, std::vector<float>>& weights,
-                         const std::string& out_path) {
+std::string trained_onnx(const std::string& original_model,
+                         const std::map<std::string, std::vector<float>>& weights) {
   onnx::ModelProto m = parse_original(original_model);
   std::map<std::string, onnx::TensorProto*> inits;
   for (auto& t : *m.mutable_graph()->mutable_initializer()) inits[t.name()] = &t;
@@ -68,6 +67,13 @@ void export_trained_onnx(const std::string& original_model,
   std::string bytes;
   if (!m.SerializeToString(&bytes))
     throw std::runtime_error("export_trained_onnx: cannot serialize the trained model");
+  return bytes;
+}
+
+void export_trained_onnx(const std::string& original_model,
+                         const std::map<std::string, std::vector<float>>& weights,
+                         const std::string& out_path) {
+  const std::string bytes = trained_onnx(original_model, weights);
   tpu::OutputFile out(out_path, "--output");
   out.write(bytes);
   out.commit();
