@@ -3,8 +3,9 @@
 // instructions per step, the golden model's cycle estimate per step and the wall time per step
 // on the model backend, per layer cycles.
 //   bench_train [--n N] [--steps S] [--batch B] [--sgd] [MODEL.onnx]
-// Without a model: the Dense half of the Keras example (Flatten of 64 x 13 x 13 -> Dense 10,
-// Gemm transB = 1 as Keras / PyTorch export it), Glorot-uniform weights, zero bias.
+// Without a model: the Keras example of issue 30 (Conv 3x3x1x64 valid -> MaxPool 2 -> Relu ->
+// Flatten -> Dense 10 (Gemm transB = 1) -> Softmax on 28 x 28 x 1), Glorot-uniform weights,
+// zero biases; --dense: its Dense half alone (Flatten of 64 x 13 x 13 -> Dense 10).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,21 +19,36 @@
 
 namespace {
 
-std::string keras_dense() {
-  const int64_t k = 64 * 13 * 13, c = 10;
-  std::mt19937 rng(1);
-  const float limit = std::sqrt(6.0f / static_cast<float>(k + c));
+std::vector<float> glorot(size_t count, int64_t fan_in, int64_t fan_out, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const float limit = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
   std::uniform_real_distribution<float> d(-limit, limit);
-  std::vector<float> w(static_cast<size_t>(k * c));
+  std::vector<float> w(count);
   for (float& x : w) x = d(rng);
-  tpu::cnn::OnnxGraph g("keras_dense");
-  g.input("input", {-1, 64, 13, 13});
-  g.init_float("dense.weight", {c, k}, w);
+  return w;
+}
+
+std::string keras(bool dense_only) {
+  using tpu::cnn::OnnxAttr;
+  const int64_t k = 64 * 13 * 13, c = 10;
+  tpu::cnn::OnnxGraph g("keras");
+  g.init_float("dense.weight", {c, k}, glorot(static_cast<size_t>(k * c), k, c, 1));
   g.init_float("dense.bias", {c}, std::vector<float>(c, 0.0f));
-  g.node("Flatten", {"input"}, {"f"}, {tpu::cnn::OnnxAttr::Int("axis", 1)}, "flatten");
-  g.node("Gemm", {"f", "dense.weight", "dense.bias"}, {"logits"},
-         {tpu::cnn::OnnxAttr::Int("transB", 1)}, "dense");
-  g.output("logits", {-1, c});
+  if (dense_only) {
+    g.input("input", {-1, 64, 13, 13});
+    g.node("Flatten", {"input"}, {"f"}, {OnnxAttr::Int("axis", 1)}, "flatten");
+  } else {
+    g.input("input", {-1, 1, 28, 28});
+    g.init_float("conv.weight", {64, 1, 3, 3}, glorot(576, 9, 576, 2));
+    g.init_float("conv.bias", {64}, std::vector<float>(64, 0.0f));
+    g.node("Conv", {"input", "conv.weight", "conv.bias"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
+    g.node("MaxPool", {"c"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g.node("Relu", {"p"}, {"r"}, {}, "relu");
+    g.node("Flatten", {"r"}, {"f"}, {OnnxAttr::Int("axis", 1)}, "flatten");
+  }
+  g.node("Gemm", {"f", "dense.weight", "dense.bias"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "dense");
+  g.node("Softmax", {"logits"}, {"probs"}, {}, "softmax");
+  g.output("probs", {-1, c});
   return g.serialize();
 }
 
@@ -41,6 +57,7 @@ std::string keras_dense() {
 int main(int argc, char** argv) {
   uint32_t n = 16, steps = 3;
   std::string model;
+  bool dense_only = false;
   tpu::train::TrainOptions o;  // Adam 1e-3, batch 32
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -50,6 +67,8 @@ int main(int argc, char** argv) {
       steps = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else if (a == "--batch" && i + 1 < argc) {
       o.batch = static_cast<uint32_t>(std::atoi(argv[++i]));
+    } else if (a == "--dense") {
+      dense_only = true;
     } else if (a == "--sgd") {
       o.optimizer = tpu::train::Optimizer::Sgd;
       o.lr = 0.01f;
@@ -58,7 +77,7 @@ int main(int argc, char** argv) {
     }
   }
   const tpu::ChipParams chip = tpu::ChipParams::training(n);
-  tpu::train::Trainer t(model.empty() ? keras_dense() : model, o, chip);
+  tpu::train::Trainer t(model.empty() ? keras(dense_only) : model, o, chip);
   std::printf("compile: %.3f s, %zu instructions per step\n", t.compile_seconds(), t.step_instructions());
   tpu::ModelDevice dev(chip);
   t.init(dev);

@@ -93,6 +93,96 @@ void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
                  uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch);
 
+// ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
+// [batch, C, H, W] is a VMat (layout.h "image layout"): rows = (y, x, b), pixel-major with the
+// batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).
+struct ConvGeom {
+  uint32_t batch = 1, cin = 1, cout = 1;
+  uint32_t h = 1, w = 1;    // input height / width (without padding)
+  uint32_t kh = 1, kw = 1;  // kernel
+  uint32_t sh = 1, sw = 1;  // strides
+  uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+
+  uint32_t hp() const { return h + pad_top + pad_bottom; }
+  uint32_t wp() const { return w + pad_left + pad_right; }
+  uint32_t ho() const { return (hp() - kh) / sh + 1; }
+  uint32_t wo() const { return (wp() - kw) / sw + 1; }
+  uint32_t taps() const { return kh * kw; }
+  // cin == 1: the taps go into the lanes (im2col built on the chip, K = taps);
+  // cin > 1: K-tiles of (tap, channel block), K = taps * round_up(cin, N).
+  bool packed() const { return cin == 1; }
+  uint32_t cin_stride(uint32_t n) const { return packed() ? 1 : round_up(cin, n); }
+  uint32_t weight_rows(uint32_t n) const { return taps() * cin_stride(n); }
+  // VMEM rows of the input: cin > 1: hp*wp*batch (a VMat with its zero border);
+  // cin == 1: the flat image, N values per row, plus the tail the taps read (+0).
+  uint32_t input_rows(uint32_t n) const;
+};
+// Checks the geometry (kernel fits the padded input, counts >= 1); throws naming `kernel`.
+void check_conv_geom(const ConvGeom& g, const char* kernel);
+// The input tensor of a convolution in VMEM: cin > 1: input_rows x cin; cin == 1:
+// input_rows x N (one block, lane j of row r = flat value r*N + j).
+VMat conv_input_matrix(VmemArena& arena, const ConvGeom& g);
+// Its row-major values (for pack) from NCHW values: the zero border included.
+std::vector<float> conv_input_values(const ConvGeom& g, uint32_t n, const std::vector<float>& nchw);
+// The weight matrix (weight_rows x cout; row tap*cin_stride + c, tap = ky*kw + kx) from ONNX's
+// W[cout][cin][kh][kw], and back (padding rows dropped).
+std::vector<float> conv_weight_values(const ConvGeom& g, uint32_t n,
+                                      const std::vector<float>& oihw);
+std::vector<float> conv_weight_oihw(const ConvGeom& g, uint32_t n,
+                                    const std::vector<float>& values);
+// Scratch rows conv2d_forward / conv2d_backward_weights / conv2d_backward_input need with
+// ACC rows [acc, AccRows).
+uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc);
+// Y = conv(X, W) + bias: X conv_input_matrix, W weight_rows x cout, bias a row_vector or
+// nullptr, Y ho*wo*batch x cout. Uses ACC rows [acc, AccRows) and `scratch` rows.
+void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
+                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc);
+// dW = patches^T . dY (batch a multiple of N). The bias gradient is bias_grad(dY).
+void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
+                             const VMat& dw, uint32_t scratch, uint32_t acc);
+// dX (h*w*batch x cin, without the border) = col2im(dY . W_tap^T), cin > 1 only.
+void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy, const VMat& w,
+                           const VMat& dx, uint32_t scratch, uint32_t acc);
+// Copies an image activation (h x w, image layout) into the interior of a conv input with
+// g's zero border (cin > 1), writing the border rows +0.
+void conv_pad_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& src, const VMat& x);
+
+struct PoolGeom {
+  uint32_t batch = 1, c = 1, h = 1, w = 1;
+  uint32_t kh = 2, kw = 2, sh = 2, sw = 2;
+  uint32_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  uint32_t ho() const { return (h + pad_top + pad_bottom - kh) / sh + 1; }
+  uint32_t wo() const { return (w + pad_left + pad_right - kw) / sw + 1; }
+};
+// Y = max over the window (padding taps skipped, as ONNX MaxPool); `argmax`: a tensor of Y's
+// shape holding the first maximal tap (ky*kw + kx) as int32, -1 if no tap is > -inf.
+void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
+                     const VMat& argmax, uint32_t scratch);
+// dX (x's shape) = dY scattered to each window's argmax tap (added, taps in order).
+void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax, const VMat& dy,
+                      const VMat& dx, uint32_t scratch);
+// Scratch rows of maxpool_forward / maxpool_backward: y.span(N).
+uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n);
+// AveragePool without padding (count = kh*kw): Y = (x_tap0 + x_tap1 + ...) * (1/(kh*kw)).
+void avgpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y);
+void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx,
+                      uint32_t scratch);
+// GlobalAveragePool: Y (batch x c) = (-0 + x_p0 + x_p1 + ...) * (1/(h*w)); backward spreads
+// dY * (1/(h*w)) to every pixel.
+void gap_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y);
+void gap_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx);
+
+// Residual Add: Y = A + B (same shape and pitch); fan-out gradient: acc = acc + g.
+void add_forward(ProgramBuilder& pb, const VMat& a, const VMat& b, const VMat& y);
+void grad_accumulate(ProgramBuilder& pb, const VMat& acc, const VMat& g);
+
+// Flatten: the Dense input over an image activation (h*w pixels, channel blocks), without a
+// copy: rows = batch, cols = blocks*N*h*w, feature (cb*h*w + p)*N + j = channel cb*N + j of
+// pixel p. Needs a.pitch == h*w*batch. flatten_feature gives the row of the Dense weight
+// matrix for ONNX's NCHW flatten index c*h*w + p.
+VMat flatten_view(const VMat& a, uint32_t hw, uint32_t batch, uint32_t n);
+uint32_t flatten_feature(uint32_t c, uint32_t p, uint32_t hw, uint32_t n);
+
 // The fp32 bit pattern of f (an immediate).
 uint32_t imm(float f);
 

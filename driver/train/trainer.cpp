@@ -59,21 +59,15 @@ namespace {
 
 constexpr uint64_t kMaxStepCycles = uint64_t{1} << 40;  // a step program cannot hang: no limit
 
-// values (rows x cols of ONNX's [cols, rows]) transposed.
-std::vector<float> transposed(const std::vector<float>& v, uint32_t rows, uint32_t cols) {
-  std::vector<float> t(v.size());
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t c = 0; c < cols; ++c) t[size_t{c} * rows + r] = v[size_t{r} * cols + c];
-  return t;
-}
-
 }  // namespace
 
 void TrainerImpl::put_batch(Device& dev, const float* images, uint32_t count) const {
-  const Tensor& x = g.tensors[static_cast<size_t>(g.input)];
-  std::vector<float> v(size_t{x.rows} * x.cols, 0.0f);
-  std::memcpy(v.data(), images, size_t{count} * x.cols * 4);  // NCHW per image = the row
-  write_matrix(dev, g.input, v);
+  const size_t pixels = size_t{g.input_c} * g.input_h * g.input_w;
+  std::vector<float> nchw(pixels * g.batch, 0.0f);  // a short batch is padded with zeros
+  std::memcpy(nchw.data(), images, size_t{count} * pixels * 4);
+  // The first Conv's input with its zero border (image layout), else [batch, C*H*W]: each
+  // image's NCHW values are its row.
+  write_matrix(dev, g.input, g.input_conv ? conv_input_values(*g.input_conv, chip.N, nchw) : nchw);
 }
 
 Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipParams& chip)
@@ -83,7 +77,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   t.opt = opt;
   t.chip = chip;
   chip.validate();
-  t.g = import_onnx(model, opt.batch);
+  t.g = import_onnx(model, opt.batch, chip.N);
   append_backward(t.g);
   append_update(t.g, opt);
   t.place = place(t.g, chip);
@@ -128,8 +122,7 @@ void Trainer::init(Device& dev) {
   }
   const uint32_t n = t.chip.N;
   for (const Param& p : t.g.params) {
-    const Tensor& w = t.g.tensors[static_cast<size_t>(p.tensor)];
-    t.write_matrix(dev, p.tensor, p.transposed ? transposed(p.initial, w.cols, w.rows) : p.initial);
+    t.write_matrix(dev, p.tensor, kernel_values(t.g, p, p.initial));
     for (int s : p.state) dev.fill(t.addr(s), size_t{t.home(s).rows} * 4 * n, 0);
   }
   const std::vector<float> pad = pad_row_lanes(t.g.classes, n);
@@ -183,9 +176,7 @@ std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
   const TrainerImpl& t = *impl_;
   std::map<std::string, std::vector<float>> w;
   for (const Param& p : t.g.params) {
-    const Tensor& tt = t.g.tensors[static_cast<size_t>(p.tensor)];
-    const std::vector<float> v = t.read_matrix(dev, p.tensor);
-    w[p.initializer] = p.transposed ? transposed(v, tt.rows, tt.cols) : v;
+    w[p.initializer] = onnx_values(t.g, p, t.read_matrix(dev, p.tensor));
   }
   return w;
 }

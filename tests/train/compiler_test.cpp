@@ -34,7 +34,7 @@ std::string error_of(F f) {
 }
 
 Graph full(const MlpSpec& s, uint32_t batch, const TrainOptions& o) {
-  Graph g = import_onnx(mlp_onnx(s), batch);
+  Graph g = import_onnx(mlp_onnx(s), batch, 4);
   append_backward(g);
   append_update(g, o);
   return g;
@@ -44,7 +44,7 @@ Graph full(const MlpSpec& s, uint32_t batch, const TrainOptions& o) {
 
 TEST(TrainImport, MlpThroughTheConverterTable) {
   MlpSpec s;
-  const Graph g = import_onnx(mlp_onnx(s), 10);
+  const Graph g = import_onnx(mlp_onnx(s), 10, 4);
   EXPECT_EQ(g.dump(),
             "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
             "fwd Relu relu1 [Relu] z1(10x7) -> h1(10x7)\n"
@@ -61,7 +61,7 @@ TEST(TrainImport, MlpThroughTheConverterTable) {
 TEST(TrainImport, ResidualAdd) {
   MlpSpec s;
   s.residual = true;
-  const Graph g = import_onnx(mlp_onnx(s), 4);
+  const Graph g = import_onnx(mlp_onnx(s), 4, 4);
   EXPECT_NE(g.dump().find("fwd Add residual [Add] h1(4x7), h2(4x7) -> r(4x7)\n"), std::string::npos)
       << g.dump();
   EXPECT_EQ(g.params.size(), 6u);
@@ -78,25 +78,26 @@ std::string with_node(const std::string& op, const std::string& name) {
 }
 
 TEST(TrainImport, UnsupportedOpsNameNodeAndOp) {
-  const std::string bn = error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2); });
+  const std::string bn = error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2, 4); });
   EXPECT_NE(bn.find("node 'bn1' (BatchNormalization): not supported for training; supported: "),
             std::string::npos) << bn;
   EXPECT_NE(bn.find("Gemm"), std::string::npos) << bn;
-  const std::string sig = error_of([] { import_onnx(with_node("Sigmoid", "act"), 2); });
+  const std::string sig = error_of([] { import_onnx(with_node("Sigmoid", "act"), 2, 4); });
   EXPECT_NE(sig.find("node 'act' (Sigmoid)"), std::string::npos) << sig;
   onnx::ModelProto m;
   ASSERT_TRUE(m.ParseFromString(with_node("Tanh", "t")));
   m.mutable_graph()->mutable_node(1)->clear_name();
-  const std::string unnamed = error_of([&] { import_onnx(m, 2); });
+  const std::string unnamed = error_of([&] { import_onnx(m, 2, 4); });
   EXPECT_NE(unnamed.find("node '#1 (output 'z')' (Tanh)"), std::string::npos) << unnamed;
 }
 
 TEST(TrainImport, ModelWithoutTrainableWeightIsAnError) {
   cnn::OnnxGraph g("noweights");
   g.input("x", {1, 4});
-  g.node("Relu", {"x"}, {"y"}, {}, "relu");
+  g.node("Flatten", {"x"}, {"f"}, {}, "flatten");
+  g.node("Relu", {"f"}, {"y"}, {}, "relu");
   g.output("y", {1, 4});
-  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("no trainable weight"),
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("no trainable weight"),
             std::string::npos);
 }
 
@@ -106,23 +107,23 @@ TEST(TrainImport, GemmOptionsAndInitializersChecked) {
   g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
   g.node("Gemm", {"x", "W"}, {"y"}, {OnnxAttr::Int("transA", 1)}, "g");
   g.output("y", {1, 3});
-  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("node 'g' (Gemm): transA"),
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("node 'g' (Gemm): transA"),
             std::string::npos);
   cnn::OnnxGraph h("int");
   h.input("x", {1, 4});
   h.init_int8("W", {4, 3}, std::vector<int8_t>(12, 1));
   h.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
   h.output("y", {1, 3});
-  EXPECT_NE(error_of([&] { import_onnx(h.serialize(), 2); }).find("'W' is not float32"),
+  EXPECT_NE(error_of([&] { import_onnx(h.serialize(), 2, 4); }).find("'W' is not float32"),
             std::string::npos);
   cnn::OnnxGraph k("shape");
   k.input("x", {1, 5});
   k.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
   k.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
   k.output("y", {1, 3});
-  EXPECT_NE(error_of([&] { import_onnx(k.serialize(), 2); }).find("4 inputs, the data 5"),
+  EXPECT_NE(error_of([&] { import_onnx(k.serialize(), 2, 4); }).find("4 inputs, the data 5"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_onnx(std::string("/nonexistent/model.onnx"), 2); }).find("cannot open"),
+  EXPECT_NE(error_of([] { import_onnx(std::string("/nonexistent/model.onnx"), 2, 4); }).find("cannot open"),
             std::string::npos);
 }
 
@@ -132,14 +133,14 @@ TEST(TrainImport, ImageMustBeFlattenedBeforeGemm) {
   g.init_float("W", {4, 3}, std::vector<float>(12, 0.1f));
   g.node("MatMul", {"x", "W"}, {"y"}, {}, "mm");
   g.output("y", {1, 3});
-  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2); }).find("Flatten it first"),
+  EXPECT_NE(error_of([&] { import_onnx(g.serialize(), 2, 4); }).find("Flatten it first"),
             std::string::npos);
 }
 
 // ---- autodiff
 
 TEST(TrainAutodiff, BackwardOfTheMlp) {
-  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 10);
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 10, 4);
   append_backward(g);
   EXPECT_EQ(g.dump(),
             "fwd Dense fc1 [Gemm] x(10x9), fc1.W(9x7), fc1.b(1x7) -> z1(10x7)\n"
@@ -159,7 +160,7 @@ TEST(TrainAutodiff, BackwardOfTheMlp) {
 TEST(TrainAutodiff, FanOutGradientsAreSummed) {
   MlpSpec s;
   s.residual = true;
-  Graph g = import_onnx(mlp_onnx(s), 4);
+  Graph g = import_onnx(mlp_onnx(s), 4, 4);
   append_backward(g);
   const std::string d = g.dump();
   // h1 is read by fc2 and the residual Add: d(r) (the Add passes dY on) + fc2's dX, in that order.
@@ -178,7 +179,7 @@ TEST(TrainAutodiff, DeadBranchIsAnError) {
   g.node("MatMul", {"x", "W"}, {"y"}, {}, "used");
   g.node("MatMul", {"x", "V"}, {"unused"}, {}, "dead");
   g.output("y", {1, 3});
-  Graph t = import_onnx(g.serialize(), 2);
+  Graph t = import_onnx(g.serialize(), 2, 4);
   EXPECT_NE(error_of([&] { append_backward(t); }).find("node 'dead' (MatMul): its output does not reach the loss"),
             std::string::npos);
 }
@@ -212,7 +213,7 @@ TEST(TrainOptimizer, SgdWithAndWithoutMomentum) {
 }
 
 TEST(TrainOptimizer, BadHyperParameters) {
-  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 4);
+  Graph g = import_onnx(mlp_onnx(MlpSpec{}), 4, 4);
   append_backward(g);
   TrainOptions o;
   o.lr = 0.0f;
@@ -220,7 +221,7 @@ TEST(TrainOptimizer, BadHyperParameters) {
   o = TrainOptions{};
   o.beta2 = 1.0f;
   EXPECT_NE(error_of([&] { append_update(g, o); }).find("betas"), std::string::npos);
-  Graph fwd = import_onnx(mlp_onnx(MlpSpec{}), 4);
+  Graph fwd = import_onnx(mlp_onnx(MlpSpec{}), 4, 4);
   EXPECT_NE(error_of([&] { append_update(fwd, TrainOptions{}); }).find("no loss"), std::string::npos);
 }
 
@@ -259,7 +260,7 @@ TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
   m.node("Flatten", {"x"}, {"f"}, {}, "flatten");
   m.node("Gemm", {"f", "W", "b"}, {"y"}, {}, "dense");
   m.output("y", {-1, 10});
-  Graph g = import_onnx(m.serialize(), 32);
+  Graph g = import_onnx(m.serialize(), 32, 16);
   append_backward(g);
   append_update(g, TrainOptions{});
   const ChipParams chip = ChipParams::training(16);
@@ -356,6 +357,64 @@ TEST(TrainEmit, LayerCyclesAddUpToTheTotal) {
   EXPECT_GT(l[0].update, 0u);
   EXPECT_GT(l[2].backward, 0u);
   EXPECT_EQ(l[1].update, 0u);  // a ReLU has no weights
+}
+
+}  // namespace
+}  // namespace tpu::train::test
+
+namespace tpu::train::test {
+namespace {
+
+std::string conv_model(const std::vector<OnnxAttr>& attrs, int64_t cin = 1, int64_t pad = 0) {
+  cnn::OnnxGraph g("conv");
+  const int64_t features = 2 * (4 + 2 * pad) * (4 + 2 * pad);
+  g.input("x", {1, cin, 6, 6});
+  g.init_float("W", {2, cin, 3, 3}, std::vector<float>(size_t(18 * cin), 0.1f));
+  g.init_float("D", {features, 3}, std::vector<float>(size_t(features * 3), 0.1f));
+  g.node("Conv", {"x", "W"}, {"c"}, attrs, "conv");
+  g.node("Flatten", {"c"}, {"f"}, {}, "flatten");
+  g.node("MatMul", {"f", "D"}, {"y"}, {}, "fc");
+  g.output("y", {1, 3});
+  return g.serialize();
+}
+
+TEST(TrainImport, ConvAndPoolAttributesChecked) {
+  const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Int("group", 2)}), 4, 4); })
+                .find("node 'conv' (Conv): group must be 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Ints("dilations", {2, 2})}), 4, 4); })
+                .find("dilations"),
+            std::string::npos);
+  const Graph g = import_onnx(conv_model({k3}), 4, 4);
+  ASSERT_TRUE(g.input_conv.has_value());
+  EXPECT_EQ(g.dump(),
+            "fwd Conv conv [Conv] x(" + std::to_string(g.input_conv->input_rows(4)) +
+                "x4), W(9x2) -> c(64x2)\n"  // cin = 1: taps in the lanes; 4x4 outputs x batch 4
+                "fwd Dense fc [MatMul] f(4x64), D(64x3) -> y(4x3)\n");  // the flatten view
+  // batch x H x W of the flattened image must be a multiple of N.
+  const OnnxAttr pad1 = OnnxAttr::Ints("pads", {1, 1, 1, 1});
+  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, pad1}, 1, 1), 2, 16); })
+                .find("node 'flatten' (Flatten): batch x H x W = 72 must be a multiple of N = 16"),
+            std::string::npos);
+  // The conv's weight gradient needs a batch that is a multiple of N.
+  Graph odd = import_onnx(conv_model({k3}), 2, 4);
+  append_backward(odd);
+  append_update(odd, TrainOptions{});
+  EXPECT_NE(error_of([&] { place(odd, ChipParams::training(4)); })
+                .find("node 'conv' (ConvGradW): the batch (2) must be a multiple of N = 4"),
+            std::string::npos);
+}
+
+TEST(TrainAutodiff, ConvNetBackward) {
+  const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
+  Graph g = import_onnx(conv_model({k3, OnnxAttr::Ints("pads", {1, 1, 1, 1})}, 2, 1), 4, 4);
+  append_backward(g);
+  const std::string d = g.dump();
+  // cin = 2 on the graph input: placed with its border, no ConvPad, no dX of the input.
+  EXPECT_EQ(d.find("ConvPad"), std::string::npos) << d;
+  EXPECT_EQ(d.find("ConvGradX"), std::string::npos) << d;
+  EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"), std::string::npos) << d;
 }
 
 }  // namespace

@@ -244,4 +244,192 @@ void adam_update(const Adam& h, Bits step_size, Bits rsqrt_bc2, std::vector<Bits
   }
 }
 
+Tensor tensor(uint32_t b, uint32_t c, uint32_t h, uint32_t w) {
+  return Tensor{b, c, h, w, std::vector<Bits>(std::size_t{b} * c * h * w, 0u)};
+}
+
+namespace {
+
+// The input pixel of output (oy, ox) at tap (ky, kx), or false if it is in the padding.
+bool tap_pixel(const Window& k, uint32_t h, uint32_t w, uint32_t oy, uint32_t ox, uint32_t ky,
+               uint32_t kx, uint32_t& iy, uint32_t& ix) {
+  const int64_t y = int64_t{oy} * k.sh + ky - k.pt, x = int64_t{ox} * k.sw + kx - k.pl;
+  if (y < 0 || x < 0 || y >= h || x >= w) return false;
+  iy = static_cast<uint32_t>(y);
+  ix = static_cast<uint32_t>(x);
+  return true;
+}
+
+// Rows: output positions (oy, ox, b); cols: (tap, channel) with cin_stride channels per tap.
+Mat patches(const Tensor& x, const Window& k, uint32_t cs) {
+  const uint32_t ho = k.ho(x.h), wo = k.wo(x.w);
+  Mat p = zeros(ho * wo * x.b, k.kh * k.kw * cs);
+  for (uint32_t oy = 0; oy < ho; ++oy)
+    for (uint32_t ox = 0; ox < wo; ++ox)
+      for (uint32_t b = 0; b < x.b; ++b)
+        for (uint32_t t = 0; t < k.kh * k.kw; ++t) {
+          uint32_t iy, ix;
+          if (!tap_pixel(k, x.h, x.w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
+          for (uint32_t c = 0; c < x.c; ++c)
+            p.at((oy * wo + ox) * x.b + b, t * cs + c) = x.at(b, c, iy, ix);
+        }
+  return p;
+}
+
+Mat weight_matrix(const Tensor& w, uint32_t cs) {  // rows (tap, channel), cols cout
+  Mat m = zeros(w.h * w.w * cs, w.b);
+  for (uint32_t o = 0; o < w.b; ++o)
+    for (uint32_t c = 0; c < w.c; ++c)
+      for (uint32_t t = 0; t < w.h * w.w; ++t) m.at(t * cs + c, o) = w.at(o, c, t / w.w, t % w.w);
+  return m;
+}
+
+Mat positions(const Tensor& y) {  // rows (y, x, b), cols channels
+  Mat m = zeros(y.h * y.w * y.b, y.c);
+  for (uint32_t b = 0; b < y.b; ++b)
+    for (uint32_t c = 0; c < y.c; ++c)
+      for (uint32_t i = 0; i < y.h; ++i)
+        for (uint32_t j = 0; j < y.w; ++j) m.at((i * y.w + j) * y.b + b, c) = y.at(b, c, i, j);
+  return m;
+}
+
+Tensor from_positions(const Mat& m, uint32_t b, uint32_t h, uint32_t w) {
+  Tensor t = tensor(b, m.cols, h, w);
+  for (uint32_t i = 0; i < b; ++i)
+    for (uint32_t c = 0; c < m.cols; ++c)
+      for (uint32_t y = 0; y < h; ++y)
+        for (uint32_t x = 0; x < w; ++x) t.at(i, c, y, x) = m.at((y * w + x) * b + i, c);
+  return t;
+}
+
+bool le(Bits a, Bits b) {  // fp compare a <= b: DAZ, -0 = +0, NaN false
+  return !fr::rnan(a) && !fr::rnan(b) && fr::rval(a) <= fr::rval(b);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const std::vector<Bits>& bias, const Window& k,
+              uint32_t cs, uint32_t n) {
+  Mat y = matmul_tiled(patches(x, k, cs), weight_matrix(w, cs), n);
+  if (!bias.empty()) y = add_row(y, bias);
+  return from_positions(y, x.b, k.ho(x.h), k.wo(x.w));
+}
+
+Tensor conv2d_dw(const Tensor& x, const Tensor& dy, const Window& k, uint32_t cs, uint32_t n) {
+  const Mat dwm = matmul_tiled(transposed(patches(x, k, cs)), positions(dy), n);
+  Tensor dw = tensor(dy.c, x.c, k.kh, k.kw);
+  for (uint32_t o = 0; o < dy.c; ++o)
+    for (uint32_t c = 0; c < x.c; ++c)
+      for (uint32_t t = 0; t < k.kh * k.kw; ++t)
+        dw.at(o, c, t / k.kw, t % k.kw) = dwm.at(t * cs + c, o);
+  return dw;
+}
+
+Tensor conv2d_dx(const Tensor& dy, const Tensor& w, const Window& k, uint32_t h, uint32_t wd,
+                 uint32_t n) {
+  const Mat d = positions(dy);
+  Tensor dx = tensor(dy.b, w.c, h, wd);  // +0
+  for (uint32_t t = 0; t < k.kh * k.kw; ++t) {
+    Mat wt = zeros(w.b, w.c);  // W_tap^T: cout x cin
+    for (uint32_t o = 0; o < w.b; ++o)
+      for (uint32_t c = 0; c < w.c; ++c) wt.at(o, c) = w.at(o, c, t / k.kw, t % k.kw);
+    const Mat part = matmul_tiled(d, wt, n);  // positions x cin, over cout in tiles of n
+    for (uint32_t oy = 0; oy < dy.h; ++oy)
+      for (uint32_t ox = 0; ox < dy.w; ++ox) {
+        uint32_t iy, ix;
+        if (!tap_pixel(k, h, wd, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
+        for (uint32_t b = 0; b < dy.b; ++b)
+          for (uint32_t c = 0; c < w.c; ++c)
+            dx.at(b, c, iy, ix) = add(dx.at(b, c, iy, ix), part.at((oy * dy.w + ox) * dy.b + b, c));
+      }
+  }
+  return dx;
+}
+
+MaxPoolResult maxpool(const Tensor& x, const Window& k) {
+  const uint32_t ho = k.ho(x.h), wo = k.wo(x.w);
+  MaxPoolResult r{tensor(x.b, x.c, ho, wo), tensor(x.b, x.c, ho, wo)};
+  for (Bits& v : r.y.v) v = 0xFF800000u;       // -inf
+  for (Bits& v : r.argmax.v) v = 0xFFFFFFFFu;  // -1
+  for (uint32_t t = 0; t < k.kh * k.kw; ++t)
+    for (uint32_t b = 0; b < x.b; ++b)
+      for (uint32_t c = 0; c < x.c; ++c)
+        for (uint32_t oy = 0; oy < ho; ++oy)
+          for (uint32_t ox = 0; ox < wo; ++ox) {
+            uint32_t iy, ix;
+            if (!tap_pixel(k, x.h, x.w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
+            const Bits v = x.at(b, c, iy, ix);
+            Bits& y = r.y.at(b, c, oy, ox);
+            if (!le(v, y)) r.argmax.at(b, c, oy, ox) = t;  // greater, or NaN on either side
+            y = fmax(v, y);
+          }
+  return r;
+}
+
+Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint32_t h, uint32_t w) {
+  Tensor dx = tensor(dy.b, dy.c, h, w);
+  for (uint32_t t = 0; t < k.kh * k.kw; ++t)
+    for (uint32_t b = 0; b < dy.b; ++b)
+      for (uint32_t c = 0; c < dy.c; ++c)
+        for (uint32_t oy = 0; oy < dy.h; ++oy)
+          for (uint32_t ox = 0; ox < dy.w; ++ox) {
+            uint32_t iy, ix;
+            if (!tap_pixel(k, h, w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
+            const Bits g = argmax.at(b, c, oy, ox) == t ? dy.at(b, c, oy, ox) : 0u;
+            dx.at(b, c, iy, ix) = add(dx.at(b, c, iy, ix), g);
+          }
+  return dx;
+}
+
+Tensor avgpool(const Tensor& x, const Window& k) {
+  const uint32_t ho = k.ho(x.h), wo = k.wo(x.w);
+  const Bits inv = bits(1.0f / static_cast<float>(k.kh * k.kw));
+  Tensor y = tensor(x.b, x.c, ho, wo);
+  for (uint32_t b = 0; b < x.b; ++b)
+    for (uint32_t c = 0; c < x.c; ++c)
+      for (uint32_t oy = 0; oy < ho; ++oy)
+        for (uint32_t ox = 0; ox < wo; ++ox) {
+          Bits s = x.at(b, c, oy * k.sh, ox * k.sw);  // tap 0
+          for (uint32_t t = 1; t < k.kh * k.kw; ++t)
+            s = add(s, x.at(b, c, oy * k.sh + t / k.kw, ox * k.sw + t % k.kw));
+          y.at(b, c, oy, ox) = mul(s, inv);
+        }
+  return y;
+}
+
+Tensor avgpool_dx(const Tensor& dy, const Window& k, uint32_t h, uint32_t w) {
+  const Bits inv = bits(1.0f / static_cast<float>(k.kh * k.kw));
+  Tensor dx = tensor(dy.b, dy.c, h, w);
+  for (uint32_t t = 0; t < k.kh * k.kw; ++t)
+    for (uint32_t b = 0; b < dy.b; ++b)
+      for (uint32_t c = 0; c < dy.c; ++c)
+        for (uint32_t oy = 0; oy < dy.h; ++oy)
+          for (uint32_t ox = 0; ox < dy.w; ++ox) {
+            Bits& d = dx.at(b, c, oy * k.sh + t / k.kw, ox * k.sw + t % k.kw);
+            d = add(d, mul(dy.at(b, c, oy, ox), inv));
+          }
+  return dx;
+}
+
+Tensor gap(const Tensor& x) {
+  const Bits inv = bits(1.0f / static_cast<float>(x.h * x.w));
+  Tensor y = tensor(x.b, x.c, 1, 1);
+  for (uint32_t b = 0; b < x.b; ++b)
+    for (uint32_t c = 0; c < x.c; ++c) {
+      Bits s = kNegZero;
+      for (uint32_t p = 0; p < x.h * x.w; ++p) s = add(s, x.at(b, c, p / x.w, p % x.w));
+      y.at(b, c, 0, 0) = mul(s, inv);
+    }
+  return y;
+}
+
+Tensor gap_dx(const Tensor& dy, uint32_t h, uint32_t w) {
+  const Bits inv = bits(1.0f / static_cast<float>(h * w));
+  Tensor dx = tensor(dy.b, dy.c, h, w);
+  for (uint32_t b = 0; b < dy.b; ++b)
+    for (uint32_t c = 0; c < dy.c; ++c)
+      for (uint32_t p = 0; p < h * w; ++p) dx.at(b, c, p / w, p % w) = mul(dy.at(b, c, 0, 0), inv);
+  return dx;
+}
+
 }  // namespace tpu::train::ref

@@ -71,6 +71,43 @@ void adam_begin_step(Adam& h, Bits& step_size, Bits& rsqrt_bc2);
 void adam_update(const Adam& h, Bits step_size, Bits rsqrt_bc2, std::vector<Bits>& p,
                  const std::vector<Bits>& g, std::vector<Bits>& m, std::vector<Bits>& v);
 
+// ---- Convolution and pooling (docs/training.md "Convolution", "Pooling"). Tensors are NCHW;
+// output positions are taken in the order (oy, ox, b) (the image layout's row order), which is
+// the order the chip sums over positions (dW) in tiles of n.
+struct Tensor {
+  uint32_t b = 0, c = 0, h = 0, w = 0;
+  std::vector<Bits> v;  // NCHW
+  Bits at(uint32_t i, uint32_t ch, uint32_t y, uint32_t x) const {
+    return v[((std::size_t{i} * c + ch) * h + y) * w + x];
+  }
+  Bits& at(uint32_t i, uint32_t ch, uint32_t y, uint32_t x) {
+    return v[((std::size_t{i} * c + ch) * h + y) * w + x];
+  }
+};
+Tensor tensor(uint32_t b, uint32_t c, uint32_t h, uint32_t w);
+struct Window {
+  uint32_t kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
+  uint32_t ho(uint32_t h) const { return (h + pt + pb - kh) / sh + 1; }
+  uint32_t wo(uint32_t w) const { return (w + pl + pr - kw) / sw + 1; }
+};
+// Conv with K-tiles of n: the contraction index is (tap, channel) with `cin_stride` channels
+// per tap (1 for cin = 1: taps in the lanes; round_up(cin, n) otherwise, zero channels between).
+Tensor conv2d(const Tensor& x, const Tensor& w_oihw, const std::vector<Bits>& bias, const Window& k,
+              uint32_t cin_stride, uint32_t n);
+Tensor conv2d_dw(const Tensor& x, const Tensor& dy, const Window& k, uint32_t cin_stride,
+                 uint32_t n);  // OIHW
+Tensor conv2d_dx(const Tensor& dy, const Tensor& w_oihw, const Window& k, uint32_t h, uint32_t w,
+                 uint32_t n);
+struct MaxPoolResult {
+  Tensor y, argmax;  // argmax: int32 tap index ky*kw + kx, -1 if none
+};
+MaxPoolResult maxpool(const Tensor& x, const Window& k);
+Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint32_t h, uint32_t w);
+Tensor avgpool(const Tensor& x, const Window& k);
+Tensor avgpool_dx(const Tensor& dy, const Window& k, uint32_t h, uint32_t w);
+Tensor gap(const Tensor& x);
+Tensor gap_dx(const Tensor& dy, uint32_t h, uint32_t w);
+
 Bits bits(float f);
 float value(Bits b);
 

@@ -208,7 +208,7 @@ TEST_P(TrainerMlp, LossesAndWeightsMatchReferenceAndLossDecreases) {
   Trainer t(mlp_onnx(c.spec), o, chip);
   EXPECT_EQ(t.classes(), c.spec.classes);
   if (c.vmem_rows != 0) {  // the case is there to chunk: check that it does
-    compiler::Graph g = compiler::import_onnx(mlp_onnx(c.spec), c.batch);
+    compiler::Graph g = compiler::import_onnx(mlp_onnx(c.spec), c.batch, c.n);
     compiler::append_backward(g);
     compiler::append_update(g, o);
     const compiler::Placement p = compiler::place(g, chip);

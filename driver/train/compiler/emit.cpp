@@ -2,6 +2,8 @@
 #include "compiler/emit.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "kernels.h"
 
@@ -44,6 +46,16 @@ class Emitter {
   void flat(const Node& nd, const NodeLayout& L, uint32_t chunk);
   void flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc);
   void softmax_ce(const Node& nd, const NodeLayout& L);
+  // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
+  void image_node(const Node& nd, const NodeLayout& L);
+  // The same in bands of output lines (placement.h).
+  void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
+  // `rows` image rows from image row `row` of each column block of t <-> VMat m's blocks.
+  void in_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
+  void out_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
+  void bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t rows);
+  // One channel block of a max-pool's (or its gradient's) band.
+  void pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines, uint32_t cb);
 
   const Graph& g_;
   const Placement& p_;
@@ -177,6 +189,147 @@ void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
   for (size_t i = 0; i < 2; ++i) out(nd.out[i], L.out[i], home(nd.out[i]).rows);
 }
 
+void Emitter::image_node(const Node& nd, const NodeLayout& L) {
+  for (size_t i = 0; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  auto I = [&](size_t i) { return at(nd.in[i], L.in[i]); };
+  auto O = [&](size_t i) { return at(nd.out[i], L.out[i]); };
+  switch (nd.op) {
+    case Op::Conv: {
+      const VMat bias = nd.in.size() > 2 ? I(2) : VMat{};
+      conv2d_forward(pb_, nd.conv, I(0), I(1), nd.in.size() > 2 ? &bias : nullptr, O(0), L.scratch, 0);
+      break;
+    }
+    case Op::ConvPad: conv_pad_input(pb_, nd.conv, I(0), O(0)); break;
+    case Op::ConvGradW: conv2d_backward_weights(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::ConvGradX: conv2d_backward_input(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
+    case Op::MaxPool: maxpool_forward(pb_, nd.pool, I(0), O(0), O(1), L.scratch); break;
+    case Op::MaxPoolGrad: maxpool_backward(pb_, nd.pool, I(0), I(1), O(0), L.scratch); break;
+    case Op::AvgPool: avgpool_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::AvgPoolGrad: avgpool_backward(pb_, nd.pool, I(0), O(0), L.scratch); break;
+    case Op::GlobalAvgPool: gap_forward(pb_, nd.pool, I(0), O(0)); break;
+    case Op::GlobalAvgPoolGrad: gap_backward(pb_, nd.pool, I(0), O(0)); break;
+    default: break;
+  }
+  for (size_t i = 0; i < nd.out.size(); ++i) {
+    clear_padding_rows(pb_, O(i));
+    out(nd.out[i], L.out[i], home(nd.out[i]).rows);
+  }
+}
+
+void Emitter::in_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) in(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+}
+
+void Emitter::out_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) out(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+}
+
+// A band's VMat of `rows` rows of tensor t's columns at `base`.
+VMat band(const VMat& home, uint32_t base, uint32_t rows, uint32_t n) {
+  return VMat{base, rows, home.cols, round_up(rows, n)};
+}
+
+void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  const bool conv = nd.op == Op::Conv || nd.op == Op::ConvGradW;
+  const uint32_t total = band_lines_total(nd);
+  if (nd.op == Op::Conv) {
+    for (size_t i = 1; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  }
+  for (uint32_t oy0 = 0; oy0 < total; oy0 += lines_per_band) {
+    const uint32_t lines = std::min(lines_per_band, total - oy0);
+    if (conv) {
+      const ConvGeom b = conv_band(nd.conv, oy0, lines);
+      const int x = nd.in[0];
+      const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
+      VMat xb;
+      if (b.packed()) {  // the flat image: N values per row
+        xb = VMat{L.in[0], b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
+        in(x, xb.base, xb.rows, line0 / n_);
+      } else {
+        xb = band(home(x).geom, L.in[0], b.h * b.w * b.batch, n_);
+        in_rows(x, xb, line0, xb.rows);
+      }
+      const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
+      if (nd.op == Op::Conv) {
+        const VMat yb = band(home(nd.out[0]).geom, L.out[0], rows, n_);
+        const VMat bias = nd.in.size() > 2 ? at(nd.in[2], L.in[2]) : VMat{};
+        conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb, L.scratch, 0);
+        out_rows(nd.out[0], yb, out0, rows);
+      } else {  // dW summed over the bands in order
+        const VMat dyb = band(home(nd.in[1]).geom, L.in[1], rows, n_);
+        in_rows(nd.in[1], dyb, out0, rows);
+        const VMat sum = at(nd.out[0], L.out[1]);
+        const VMat part = oy0 == 0 ? sum : at(nd.out[0], L.out[0]);
+        conv2d_backward_weights(pb_, b, xb, dyb, part, L.scratch, 0);
+        if (oy0 != 0) pb_.vop(VecFunc::FAdd, sum.base, sum.base, part.base, home(nd.out[0]).rows);
+      }
+    } else {
+      for (uint32_t cb = 0; cb * n_ < nd.pool.c; ++cb) pool_band_block(nd, L, oy0, lines, cb);
+    }
+  }
+  if (nd.op == Op::ConvGradW) {
+    const VMat sum = at(nd.out[0], L.out[1]);
+    clear_padding_rows(pb_, sum);
+    out(nd.out[0], sum.base, home(nd.out[0]).rows);
+  }
+}
+
+void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines,
+                              uint32_t cb) {
+  PoolGeom b = pool_band(nd.pool, oy0, lines);
+  b.c = std::min(n_, nd.pool.c - cb * n_);
+  const bool fwd = nd.op == Op::MaxPool;
+  const int x = fwd ? nd.in[0] : nd.out[0];
+  const int t0 = fwd ? nd.out[0] : nd.in[0], t1 = fwd ? nd.out[1] : nd.in[1];
+  const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;
+  const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
+  const uint32_t x_rows = b.h * b.w * b.batch;
+  const VMat xb{fwd ? L.in[0] : L.out[0], x_rows, b.c, round_up(x_rows, n_)};
+  const VMat y0{fwd ? L.out[0] : L.in[0], rows, b.c, round_up(rows, n_)};
+  const VMat y1{fwd ? L.out[1] : L.in[1], rows, b.c, round_up(rows, n_)};
+  auto row = [&](int t, uint32_t r) { return cb * home(t).geom.pitch + r; };
+  if (fwd) {
+    in(x, xb.base, x_rows, row(x, line0));
+    maxpool_forward(pb_, b, xb, y0, y1, L.scratch);
+    out(t0, y0.base, rows, row(t0, out0));
+    out(t1, y1.base, rows, row(t1, out0));
+  } else {  // in: argmax, dY; out: dX over the band's input lines
+    in(t0, y0.base, rows, row(t0, out0));
+    in(t1, y1.base, rows, row(t1, out0));
+    maxpool_backward(pb_, b, y0, y1, xb, L.scratch);
+    out(x, xb.base, x_rows, row(x, line0));
+  }
+}
+
+// db = column sums of dY, rows in order from -0.0, over chunks of `rows` rows of every column
+// block: each chunk's row sums continue from db (bmode dst), as detail::row_sum chains them.
+void Emitter::bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t rows) {
+  constexpr uint32_t kMaxInner = 255;
+  const VMat dy = home(nd.in[0]).geom;
+  const uint32_t db = L.out[0];
+  for (uint32_t r0 = 0; r0 < dy.rows; r0 += rows) {
+    const uint32_t rc = std::min(rows, dy.rows - r0);
+    const VMat c{L.in[0], rc, dy.cols, rc};
+    in_rows(nd.in[0], c, r0, rc);
+    for (uint32_t first = 0; first < rc; first += kMaxInner) {
+      const bool seed = r0 == 0 && first == 0;
+      Vector v;
+      v.func = static_cast<uint8_t>(VecFunc::RSum);
+      v.bmode = seed ? BMode::Imm : BMode::RowDst;
+      v.dst = static_cast<uint16_t>(db);
+      v.a = static_cast<uint16_t>(c.base + first);
+      v.inner = static_cast<uint8_t>(std::min(kMaxInner, rc - first));
+      v.outer = static_cast<uint16_t>(c.blocks(n_));
+      v.a_inner_stride = 1;
+      v.a_outer_stride = static_cast<uint16_t>(rc);
+      v.dst_outer_stride = 1;
+      v.b = seed ? 0x80000000u : db;  // -0.0, the identity of an fp sum
+      pb_.vector(v);
+    }
+  }
+  out(nd.out[0], db, home(nd.out[0]).rows);
+}
+
 void Emitter::node(int id) {
   const Node& nd = g_.nodes[static_cast<size_t>(id)];
   const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
@@ -187,6 +340,10 @@ void Emitter::node(int id) {
     case Op::DenseGradX: dense_grad_x(nd, L, chunk); break;
     case Op::DenseGradW: dense_grad_w(nd, L, chunk); break;
     case Op::BiasGrad:
+      if (chunk != 0) {
+        bias_grad_chunks(nd, L, chunk);
+        break;
+      }
       in(nd.in[0], L.in[0], home(nd.in[0]).rows);
       bias_grad(pb_, at(nd.in[0], L.in[0]), at(nd.out[0], L.out[0]));
       out(nd.out[0], L.out[0], home(nd.out[0]).rows);
@@ -205,6 +362,22 @@ void Emitter::node(int id) {
     case Op::AddGrad:
     case Op::SgdUpdate:
     case Op::AdamUpdate: flat(nd, L, chunk); break;
+    case Op::Conv:
+    case Op::ConvPad:
+    case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad:
+      if (chunk != 0) {
+        band_node(nd, L, chunk);
+      } else {
+        image_node(nd, L);
+      }
+      break;
   }
   out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
 }
@@ -214,7 +387,14 @@ void Emitter::node(int id) {
 Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
              const TrainOptions& opt, const ChipParams& chip, uint32_t device_base) {
   Emitter e(g, p, opt, chip, device_base);
-  for (int id : order) e.node(id);
+  for (int id : order) {
+    try {
+      e.node(id);
+    } catch (const std::invalid_argument& err) {  // a kernel's shape check: name the node
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      throw std::invalid_argument("emit: node '" + n.name + "' (" + op_name(n.op) + "): " + err.what());
+    }
+  }
   return e.finish();
 }
 

@@ -5,6 +5,19 @@
 
 namespace tpu::train::compiler {
 
+Node make_node(Op op, std::string name, std::string onnx_op, Phase phase, int layer,
+               std::vector<int> in, std::vector<int> out) {
+  Node n;
+  n.op = op;
+  n.name = std::move(name);
+  n.onnx_op = std::move(onnx_op);
+  n.phase = phase;
+  n.layer = layer;
+  n.in = std::move(in);
+  n.out = std::move(out);
+  return n;
+}
+
 int Graph::add_tensor(Tensor t) {
   tensors.push_back(std::move(t));
   return static_cast<int>(tensors.size()) - 1;
@@ -28,11 +41,58 @@ std::vector<int> Graph::readers(int t) const {
   return r;
 }
 
+namespace {
+
+// Visits every (ONNX index, kernel index) pair of parameter p.
+template <typename F>
+void for_each_value(const Graph& g, const Param& p, F f) {
+  const Tensor& t = g.tensors[static_cast<size_t>(p.tensor)];
+  if (t.row_vector || p.dims.size() != 2) {  // a bias: the same order
+    for (size_t i = 0; i < p.initial.size(); ++i) f(i, i);
+    return;
+  }
+  const auto in = static_cast<uint32_t>(p.dims[p.transposed ? 1 : 0]);
+  const auto out = static_cast<uint32_t>(p.dims[p.transposed ? 0 : 1]);
+  for (uint32_t i = 0; i < in; ++i) {
+    const uint32_t row = p.row_map.empty() ? i : p.row_map[i];
+    for (uint32_t o = 0; o < out; ++o) {
+      f(p.transposed ? size_t{o} * in + i : size_t{i} * out + o, size_t{row} * t.cols + o);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> kernel_values(const Graph& g, const Param& p, const std::vector<float>& onnx) {
+  if (p.conv) return conv_weight_values(*p.conv, g.chip_n, onnx);
+  const Tensor& t = g.tensors[static_cast<size_t>(p.tensor)];
+  std::vector<float> k(size_t{t.rows} * t.cols, 0.0f);
+  for_each_value(g, p, [&](size_t o, size_t kk) { k[kk] = onnx[o]; });
+  return k;
+}
+
+std::vector<float> onnx_values(const Graph& g, const Param& p, const std::vector<float>& kernel) {
+  if (p.conv) return conv_weight_oihw(*p.conv, g.chip_n, kernel);
+  std::vector<float> o(p.initial.size(), 0.0f);
+  for_each_value(g, p, [&](size_t oi, size_t kk) { o[oi] = kernel[kk]; });
+  return o;
+}
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::Dense: return "Dense";
     case Op::Relu: return "Relu";
     case Op::Add: return "Add";
+    case Op::Conv: return "Conv";
+    case Op::ConvPad: return "ConvPad";
+    case Op::MaxPool: return "MaxPool";
+    case Op::AvgPool: return "AvgPool";
+    case Op::GlobalAvgPool: return "GlobalAvgPool";
+    case Op::ConvGradW: return "ConvGradW";
+    case Op::ConvGradX: return "ConvGradX";
+    case Op::MaxPoolGrad: return "MaxPoolGrad";
+    case Op::AvgPoolGrad: return "AvgPoolGrad";
+    case Op::GlobalAvgPoolGrad: return "GlobalAvgPoolGrad";
     case Op::SoftmaxCe: return "SoftmaxCe";
     case Op::DenseGradX: return "DenseGradX";
     case Op::DenseGradW: return "DenseGradW";

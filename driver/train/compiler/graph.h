@@ -8,12 +8,17 @@
 //   schedule      (schedule.h)   the order the nodes run in, per program (step, forward)
 //   emit          (emit.h)       the programs, through the kernels (kernels.h) and ProgramBuilder
 // Every tensor is a matrix in the kernels' layout (layout.h): activations have the batch as
-// rows (batch x features), a weight is inputs x outputs, a bias is one row.
+// rows (batch x features), or are images in the image layout (kernels.h: rows (y, x, b),
+// channels in lanes); a weight is inputs x outputs (a Conv's weight_rows x cout), a bias one
+// row. The IR is built for one chip's N (image and conv-input shapes depend on it).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "kernels.h"
 
 namespace tpu::train::compiler {
 
@@ -34,6 +39,11 @@ enum class Op {
   Dense,          // in: X, W[, b]  out: Y = X.W + b
   Relu,           // in: X          out: Y
   Add,            // in: A, B       out: A + B (same shape; a residual join)
+  Conv,           // in: X (conv input), W[, b]  out: Y (image)
+  ConvPad,        // in: image      out: the conv input with its zero border (cin > 1)
+  MaxPool,        // in: X          out: Y, argmax (int32 tap per output)
+  AvgPool,        // in: X          out: Y
+  GlobalAvgPool,  // in: X          out: Y (batch x channels)
   // loss
   SoftmaxCe,      // in: logits, labels, pad row  out: dlogits, loss
   // backward
@@ -42,6 +52,11 @@ enum class Op {
   BiasGrad,       // in: dY         out: db (column sums)
   ReluGrad,       // in: X, dY      out: dX
   AddGrad,        // in: g1, g2     out: g1 + g2 (gradients of a tensor read more than once)
+  ConvGradW,      // in: X (conv input), dY  out: dW
+  ConvGradX,      // in: dY, W      out: dX (the image the ConvPad read)
+  MaxPoolGrad,    // in: argmax, dY out: dX
+  AvgPoolGrad,    // in: dY         out: dX
+  GlobalAvgPoolGrad,  // in: dY     out: dX
   // update
   SgdUpdate,      // in/out: W; in: dW[, velocity in/out]
   AdamBegin,      // in/out: Adam state rows
@@ -55,6 +70,9 @@ struct Tensor {
   TensorKind kind = TensorKind::Activation;
   uint32_t rows = 0, cols = 0;  // the matrix; a bias / a row is rows = 1
   bool row_vector = false;      // one VMEM row per column block (pitch 1): biases
+  // A view of another tensor's memory (a flattened image: rows = batch, pitch = batch): it has
+  // no home of its own.
+  int view_of = -1;
 };
 
 struct Node {
@@ -64,7 +82,12 @@ struct Node {
   Phase phase = Phase::Forward;
   int layer = -1;  // the forward node it belongs to (LayerCycles), -1: none (loss)
   std::vector<int> in, out;  // tensor ids
+  ConvGeom conv;   // Conv, ConvPad, ConvGradW, ConvGradX
+  PoolGeom pool;   // the pools and their gradients (GlobalAvgPool: kh = h, kw = w)
 };
+
+Node make_node(Op op, std::string name, std::string onnx_op, Phase phase, int layer,
+               std::vector<int> in, std::vector<int> out);
 
 // A trainable parameter: the ONNX initializer it was read from and how its values map onto
 // the tensor.
@@ -72,6 +95,10 @@ struct Param {
   std::string initializer;
   std::vector<int64_t> dims;  // the initializer's ONNX shape
   bool transposed = false;    // ONNX holds W^T (Gemm transB = 1: [outputs, inputs])
+  // A Dense weight's row (input) for each ONNX input index, when the Dense reads a flattened
+  // image whose features are not in ONNX's order; empty: the same order.
+  std::vector<uint32_t> row_map;
+  std::optional<ConvGeom> conv;  // a Conv's weight: OIHW <-> conv_weight_values
   int tensor = -1, grad = -1;
   std::vector<int> state;  // optimizer state tensors (velocity; or m, v)
   std::vector<float> initial;  // the initializer's values, in ONNX order
@@ -84,6 +111,8 @@ struct Graph {
   uint32_t batch = 0;
   uint32_t input_c = 0, input_h = 0, input_w = 0;
   uint32_t classes = 0;
+  uint32_t chip_n = 0;                       // the chip's N the graph is built for
+  std::optional<ConvGeom> input_conv;        // the input is this Conv's input (with its border)
   int input = -1, logits = -1;               // set by import_onnx
   int labels = -1, loss = -1, pad_row = -1;  // set by append_backward
   int adam_state = -1;                       // set by append_update (Adam)
@@ -96,6 +125,11 @@ struct Graph {
   // what the pass tests compare.
   std::string dump() const;
 };
+
+// A parameter's values in its tensor's layout (rows x cols, row-major, as layout.h's pack
+// takes them) from ONNX's, and back.
+std::vector<float> kernel_values(const Graph& g, const Param& p, const std::vector<float>& onnx);
+std::vector<float> onnx_values(const Graph& g, const Param& p, const std::vector<float>& kernel);
 
 const char* op_name(Op op);
 const char* phase_name(Phase p);

@@ -21,9 +21,10 @@ namespace tpu::train::compiler {
 // not supported for training; supported: ..."), for a model without a trainable weight, for
 // a graph output that is not [batch, classes] logits, and for non-float or non-finite
 // initializers.
-Graph import_onnx(const onnx::ModelProto& model, uint32_t batch);
+// `n`: the chip's N (image and conv-input layouts depend on it).
+Graph import_onnx(const onnx::ModelProto& model, uint32_t batch, uint32_t n);
 // The same from a file path or the serialized model.
-Graph import_onnx(const std::string& path_or_bytes, uint32_t batch);
+Graph import_onnx(const std::string& path_or_bytes, uint32_t batch, uint32_t n);
 
 // "Add, Flatten, Gemm, ..." in table order.
 std::string supported_train_ops();

@@ -40,7 +40,7 @@ void append_update(Graph& g, const TrainOptions& o) {
   const bool adam = o.optimizer == Optimizer::Adam;
   if (adam) {
     g.adam_state = g.add_tensor(Tensor{"adam state", TensorKind::AdamState, 4, 1, false});
-    g.add_node(Node{Op::AdamBegin, "adam", "", Phase::Update, -1, {g.adam_state}, {g.adam_state}});
+    g.add_node(make_node(Op::AdamBegin, "adam", "", Phase::Update, -1, {g.adam_state}, {g.adam_state}));
   }
   for (size_t i = 0; i < g.params.size(); ++i) {
     Param& p = g.params[i];
@@ -58,13 +58,13 @@ void append_update(Graph& g, const TrainOptions& o) {
     const std::string op = g.nodes[static_cast<size_t>(layer)].onnx_op;
     if (adam) {
       const int m = state("m"), v = state("v");
-      g.add_node(Node{Op::AdamUpdate, name, op, Phase::Update, layer,
-                      {p.tensor, p.grad, m, v, g.adam_state}, {p.tensor, m, v}});
+      g.add_node(make_node(Op::AdamUpdate, name, op, Phase::Update, layer,
+                      {p.tensor, p.grad, m, v, g.adam_state}, {p.tensor, m, v}));
     } else if (o.momentum != 0.0f) {
       const int vel = state("velocity");
-      g.add_node(Node{Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad, vel}, {p.tensor, vel}});
+      g.add_node(make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad, vel}, {p.tensor, vel}));
     } else {
-      g.add_node(Node{Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad}, {p.tensor}});
+      g.add_node(make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad}, {p.tensor}));
     }
   }
 }

@@ -76,7 +76,84 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd, co
   }
 }
 
+// VMEM rows of `rows` image rows in each of t's column blocks (the pitch rounded to N).
+uint32_t band_rows(const Placement& p, int t, uint32_t rows) {
+  return p.homes[static_cast<size_t>(t)].geom.blocks(p.n) * round_up(rows, p.n);
+}
+
 }  // namespace
+
+void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
+                 const ChipParams& chip, VmemArena& a, NodeLayout& L) {
+  (void)g;
+  const uint32_t n = p.n;
+  if (nd.op == Op::Conv || nd.op == Op::ConvGradW) {
+    const ConvGeom b = conv_band(nd.conv, 0, lines);
+    const uint32_t x_rows = b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
+    const uint32_t y_rows = band_rows(p, nd.op == Op::Conv ? nd.out[0] : nd.in[1], lines * b.wo() * b.batch);
+    L.in.push_back(a.rows(x_rows));
+    if (nd.op == Op::Conv) {
+      for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
+      L.out = {a.rows(y_rows)};
+    } else {
+      L.in.push_back(a.rows(y_rows));
+      const uint32_t dw = p.homes[static_cast<size_t>(nd.out[0])].rows;
+      L.out = {a.rows(dw), a.rows(dw)};  // the band's dW, the sum of the bands so far
+    }
+    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
+    return;
+  }
+  // A pool's band runs one channel block at a time (channels are independent).
+  const PoolGeom b = pool_band(nd.pool, 0, lines);
+  const uint32_t x_rows = round_up(b.h * b.w * b.batch, n);
+  const uint32_t y_rows = round_up(lines * b.wo() * b.batch, n);
+  if (nd.op == Op::MaxPool) {
+    L.in = {a.rows(x_rows)};
+    L.out = {a.rows(y_rows), a.rows(y_rows)};
+  } else {
+    L.in = {a.rows(y_rows), a.rows(y_rows)};
+    L.out = {a.rows(x_rows)};
+  }
+  PoolGeom one = b;
+  one.c = std::min(n, b.c);
+  L.scratch = a.rows(pool_scratch_rows(one, n));
+}
+
+bool bandable(const Graph& g, const Node& n) {
+  const uint32_t nn = g.chip_n;
+  switch (n.op) {
+    case Op::Conv:
+    case Op::ConvGradW:
+      // A band's input starts at a whole row of the flat (cin = 1) or blocked image.
+      return !n.conv.packed() || (n.conv.wp() * n.conv.batch) % nn == 0;
+    case Op::MaxPool:
+      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0;
+    case Op::MaxPoolGrad:  // bands must write disjoint input lines
+      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0 &&
+             n.pool.sh >= n.pool.kh;
+    default: return false;
+  }
+}
+
+ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines) {
+  (void)oy0;
+  ConvGeom b = g;
+  b.h = (lines - 1) * g.sh + g.kh;
+  b.w = g.wp();
+  b.pad_top = b.pad_left = b.pad_bottom = b.pad_right = 0;
+  return b;
+}
+
+PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines) {
+  (void)oy0;
+  PoolGeom b = g;
+  b.h = (lines - 1) * g.sh + g.kh;
+  return b;
+}
+
+uint32_t band_lines_total(const Node& n) {
+  return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
+}
 
 uint32_t k_of(const Graph& g, const Node& n) {
   switch (n.op) {
@@ -126,8 +203,13 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
     case Op::BiasGrad:
-      L.in = {whole(nd.in[0])};
-      L.out = {whole(nd.out[0])};
+      if (chunk == 0) {
+        L.in = {whole(nd.in[0])};
+        L.out = {whole(nd.out[0])};
+      } else {  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
+        L.out = {whole(nd.out[0])};
+        L.in = {a.rows(geom(nd.in[0]).blocks(n) * chunk)};
+      }
       break;
     case Op::Relu:
     case Op::Add:
@@ -154,6 +236,29 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.out = {L.in[0]};
       L.scratch = a.rows(4);
       break;
+    case Op::Conv:
+    case Op::ConvGradW:
+    case Op::MaxPool:
+    case Op::MaxPoolGrad:
+      if (chunk != 0) {
+        band_layout(g, p, nd, chunk, chip, a, L);
+        break;
+      }
+      [[fallthrough]];
+    case Op::ConvGradX:
+    case Op::ConvPad:
+    case Op::AvgPool:
+    case Op::AvgPoolGrad:
+    case Op::GlobalAvgPool:
+    case Op::GlobalAvgPoolGrad:
+      for (int t : nd.in) L.in.push_back(whole(t));
+      for (int t : nd.out) L.out.push_back(whole(t));
+      if (nd.op == Op::Conv || nd.op == Op::ConvGradW || nd.op == Op::ConvGradX) {
+        L.scratch = a.rows(std::max(1u, conv_scratch_rows(nd.conv, chip, 0)));
+      } else if (nd.op == Op::MaxPool || nd.op == Op::MaxPoolGrad || nd.op == Op::AvgPoolGrad) {
+        L.scratch = a.rows(pool_scratch_rows(nd.pool, n));
+      }
+      break;
     case Op::SoftmaxCe:
       L.in = {whole(nd.in[0]), whole(nd.in[1]), whole(nd.in[2])};
       L.out = {whole(nd.out[0]), whole(nd.out[1])};
@@ -176,6 +281,13 @@ Placement place(const Graph& g, const ChipParams& chip) {
     Home h;
     h.geom = geometry(g, t, p.n);
     h.rows = h.geom.span(p.n);
+    if (t.view_of >= 0) {  // a flattened image: the image's memory, pitch = batch
+      h.geom.pitch = t.rows;
+      h.rows = h.geom.span(p.n);
+      h.addr = p.homes[static_cast<size_t>(t.view_of)].addr;
+      p.homes.push_back(h);
+      continue;
+    }
     h.addr = p.device_bytes;
     const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
     if (end > 0x40000000u) throw std::invalid_argument("place: device memory beyond 1 GiB for '" + t.name + "'");
@@ -186,10 +298,21 @@ Placement place(const Graph& g, const ChipParams& chip) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& nd = g.nodes[i];
     const int ni = static_cast<int>(i);
+    if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
+      fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
+                   std::to_string(p.n) + " for a convolution's weight gradient");
+    }
     uint32_t most = acc_limit_blocks(g, p, nd, chip);
     if (most == 0) most = flat_rows_of(g, p, nd);
+    if (most == 0 && nd.op == Op::BiasGrad && !fits(g, p, ni, 0, chip)) {
+      most = p.homes[static_cast<size_t>(nd.in[0])].geom.rows;  // rows of dY per block
+    }
+    if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
     if (most == 0) {
-      if (!fits(g, p, ni, 0, chip)) fail(nd, "its operands do not fit VMEM");
+      if (!fits(g, p, ni, 0, chip)) {
+        fail(nd, "its operands do not fit VMEM (" + std::to_string(chip.vmem_rows) + " rows" +
+                     (bandable(g, nd) ? ")" : "; this node does not run in bands)"));
+      }
       continue;
     }
     p.chunk[i] = largest_fit(g, p, ni, most, chip);

@@ -29,7 +29,9 @@ struct Home {
 struct Placement {
   uint32_t n = 0;
   std::vector<Home> homes;      // per tensor
-  std::vector<uint32_t> chunk;  // per node: K blocks (Dense ops) or VMEM rows per chunk
+  // per node: K blocks (Dense ops), VMEM rows (element-wise, updates), rows per column block
+  // (BiasGrad) or output lines (banded Conv / pool nodes) per chunk; 0: whole
+  std::vector<uint32_t> chunk;
   uint32_t device_bytes = 0;
 };
 
@@ -40,10 +42,26 @@ struct NodeLayout {
   uint32_t end = 0;  // one past the last row used
 };
 
+// Bands (convolutions and pools whose tensors do not fit VMEM whole): a band is `lines`
+// output lines from line oy0, computed from the input lines it reads as a convolution / pool of
+// its own (the sub-geometry: the band's padded input lines, no padding of its own).
+// Whether node n can run in bands (else 0 = whole only), and its band geometry.
+bool bandable(const Graph& g, const Node& n);
+ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines);
+PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines);
+// The first input line (padded coordinates) of the band from output line oy0.
+inline uint32_t band_input_line(uint32_t oy0, uint32_t stride) { return oy0 * stride; }
+// The output lines a band node computes (its ho).
+uint32_t band_lines_total(const Node& n);
+
 // The K dimension a Dense-type node chunks over (0: the node chunks over rows or not at all).
 uint32_t k_of(const Graph& g, const Node& n);
 // The VMEM rows an element-wise / update node walks (0 for the other nodes).
 uint32_t flat_rows_of(const Graph& g, const Placement& p, const Node& n);
+
+// The VMEM of one band of `lines` output lines of a banded node (node_layout with chunk != 0).
+void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
+                 const ChipParams& chip, VmemArena& a, NodeLayout& L);
 
 // Throws std::invalid_argument naming the node when even its smallest chunk does not fit VMEM
 // or ACC, or the logits have more classes than N.

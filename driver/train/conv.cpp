@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conv2D forward / backward on the MXU (docs/training.md "Convolution"). Activations are in
+// the image layout (rows (y, x, b), channel blocks in lanes). cin == 1: the taps are put into
+// the lanes on the chip (im2col: one `align` per tap builds tap-major rows, the transpose unit
+// turns them into rows = positions, lanes = taps); cin > 1: each (tap, channel block) is a
+// K-tile whose rows the matmul reads straight from the input with its 2-D row pattern.
+#include <algorithm>
+#include <string>
+
+#include "detail.h"
+#include "kernels.h"
+#include "vec2d.h"
+
+namespace tpu::train {
+
+namespace {
+
+using detail::Pattern;
+using detail::require;
+
+constexpr uint32_t kMaxMatmulRows = 4095;  // matmul_bf16 inner / outer counts (12 bits)
+
+std::string str(uint32_t v) { return std::to_string(v); }
+uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+uint32_t ktiles(const ConvGeom& g, uint32_t n) {
+  return g.packed() ? ceil_div(g.taps(), n) : g.taps() * ceil_div(g.cin, n);
+}
+// Rows of K-tile kt (the weight rows it loads).
+uint32_t ktile_rows(const ConvGeom& g, uint32_t n, uint32_t kt) {
+  if (g.packed()) return std::min(n, g.taps() - kt * n);
+  const uint32_t cb = kt % ceil_div(g.cin, n);
+  return std::min(n, g.cin - cb * n);
+}
+uint32_t tap_offset(const ConvGeom& g, uint32_t tap) {  // input rows from tap 0 to `tap`
+  return ((tap / g.kw) * g.wp() + tap % g.kw) * g.batch;
+}
+// Index (rows of the flat image / of one input block) of output position (oy, 0, 0) at tap 0.
+uint32_t line_start(const ConvGeom& g, uint32_t oy) { return oy * g.sh * g.wp() * g.batch; }
+
+uint32_t acc_room(const ChipParams& p, uint32_t acc) {
+  return acc < p.acc_rows ? std::min(kMaxMatmulRows, p.acc_rows - acc) : 0;
+}
+// Output lines per band: a band's positions fit the ACC rows and one matmul.
+uint32_t band_lines(const ConvGeom& g, const ChipParams& p, uint32_t acc, const char* k) {
+  const uint32_t line = g.wo() * g.batch;
+  require(line <= acc_room(p, acc), k,
+          "an output line of " + str(line) + " positions does not fit ACC rows from " + str(acc));
+  return std::min(g.ho(), acc_room(p, acc) / line);
+}
+
+struct FlatRange {
+  uint32_t r0, rows;  // flat image rows [r0, r0 + rows) a band of output lines reads at tap 0
+};
+FlatRange flat_range(const ConvGeom& g, uint32_t n, uint32_t oy0, uint32_t oy1) {
+  const uint32_t q0 = line_start(g, oy0);
+  const uint32_t q1 = line_start(g, oy1 - 1) + ((g.wo() - 1) * g.sw + 1) * g.batch;
+  return {q0 / n, ceil_div(q1, n) - q0 / n};
+}
+uint32_t max_band_rows(const ConvGeom& g, uint32_t n, uint32_t lines) {
+  uint32_t most = 0;
+  for (uint32_t oy = 0; oy < g.ho(); oy += lines) {
+    most = std::max(most, flat_range(g, n, oy, std::min(g.ho(), oy + lines)).rows);
+  }
+  return most;
+}
+
+void load_tile(ProgramBuilder& pb, uint32_t row, uint32_t rows, bool transpose) {
+  LoadWeights lw;
+  lw.transpose = transpose;
+  lw.vmem_addr = static_cast<uint16_t>(row);
+  lw.row_stride = 1;
+  lw.tiles = 1;
+  lw.rows = static_cast<uint16_t>(rows);
+  pb.load_weights(lw);
+}
+
+void matmul(ProgramBuilder& pb, uint32_t vmem, uint32_t acc, uint32_t inner, uint32_t istride,
+            uint32_t outer, uint32_t ostride, bool accumulate, bool switch_weights) {
+  MatmulBf16 mm;
+  mm.accumulate = accumulate;
+  mm.switch_weights = switch_weights;
+  mm.vmem_addr = static_cast<uint16_t>(vmem);
+  mm.acc_addr = static_cast<uint16_t>(acc);
+  mm.inner = static_cast<uint16_t>(inner);
+  mm.inner_stride = static_cast<uint8_t>(istride);
+  mm.outer = static_cast<uint16_t>(outer);
+  require(istride <= 255 && ostride <= 65535, "conv2d",
+          "matmul_bf16 row strides " + str(istride) + " / " + str(ostride) +
+              " exceed the fields (255 / 65535)");
+  mm.outer_stride = static_cast<uint16_t>(ostride);
+  pb.matmul_bf16(mm);
+}
+
+// ACC rows [acc, acc + lines*wo*batch) (+)= the band's positions read from `src` (the row of
+// position (0, 0, 0) at this K-tile; position (oy, ox, b) at src + line_start(oy) +
+// ox*sw*batch + b) through the active tile (switch on the first matmul).
+void band_matmuls(ProgramBuilder& pb, const ConvGeom& g, uint32_t src, uint32_t oy0, uint32_t lines,
+                  uint32_t acc, bool accumulate) {
+  const uint32_t line = g.wo() * g.batch;
+  if (g.sw == 1) {  // a line's positions are consecutive rows: one matmul for the band
+    matmul(pb, src + line_start(g, oy0), acc, line, 1, lines, g.sh * g.wp() * g.batch, accumulate,
+           true);
+    return;
+  }
+  for (uint32_t l = 0; l < lines; ++l) {
+    matmul(pb, src + line_start(g, oy0 + l), acc + l * line, g.batch, 1, g.wo(), g.sw * g.batch,
+           accumulate, l == 0);
+  }
+}
+
+}  // namespace
+
+uint32_t ConvGeom::input_rows(uint32_t n) const {
+  if (!packed()) return hp() * wp() * batch;
+  const uint32_t dmax = ((kh - 1) * wp() + kw - 1) * batch;
+  return ceil_div(hp() * wp() * batch, n) + dmax / n + 1;
+}
+
+void check_conv_geom(const ConvGeom& g, const char* k) {
+  require(g.batch >= 1 && g.cin >= 1 && g.cout >= 1 && g.h >= 1 && g.w >= 1 && g.kh >= 1 &&
+              g.kw >= 1 && g.sh >= 1 && g.sw >= 1,
+          k, "every count and stride of the convolution must be >= 1");
+  require(g.kh <= g.hp() && g.kw <= g.wp(), k,
+          "kernel " + str(g.kh) + "x" + str(g.kw) + " larger than the padded input " + str(g.hp()) +
+              "x" + str(g.wp()));
+}
+
+VMat conv_input_matrix(VmemArena& arena, const ConvGeom& g) {
+  return arena.matrix(g.input_rows(arena.n()), g.packed() ? arena.n() : g.cin);
+}
+
+std::vector<float> conv_input_values(const ConvGeom& g, uint32_t n,
+                                     const std::vector<float>& nchw) {
+  require(nchw.size() == size_t{g.batch} * g.cin * g.h * g.w, "conv_input_values",
+          "expected " + str(g.batch * g.cin * g.h * g.w) + " NCHW values");
+  const uint32_t cols = g.packed() ? n : g.cin;
+  std::vector<float> v(size_t{g.input_rows(n)} * cols, 0.0f);
+  for (uint32_t b = 0; b < g.batch; ++b) {
+    for (uint32_t c = 0; c < g.cin; ++c) {
+      for (uint32_t y = 0; y < g.h; ++y) {
+        for (uint32_t x = 0; x < g.w; ++x) {
+          const size_t pos =
+              (size_t{y + g.pad_top} * g.wp() + x + g.pad_left) * g.batch + b;  // (y, x, b)
+          const float f = nchw[((size_t{b} * g.cin + c) * g.h + y) * g.w + x];
+          v[g.packed() ? pos : pos * cols + c] = f;  // packed: flat, N values per row
+        }
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<float> conv_weight_values(const ConvGeom& g, uint32_t n,
+                                      const std::vector<float>& oihw) {
+  require(oihw.size() == size_t{g.cout} * g.cin * g.taps(), "conv_weight_values",
+          "expected " + str(g.cout * g.cin * g.taps()) + " OIHW values");
+  std::vector<float> v(size_t{g.weight_rows(n)} * g.cout, 0.0f);
+  for (uint32_t o = 0; o < g.cout; ++o) {
+    for (uint32_t c = 0; c < g.cin; ++c) {
+      for (uint32_t t = 0; t < g.taps(); ++t) {
+        v[(size_t{t} * g.cin_stride(n) + c) * g.cout + o] =
+            oihw[(size_t{o} * g.cin + c) * g.taps() + t];
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<float> conv_weight_oihw(const ConvGeom& g, uint32_t n,
+                                    const std::vector<float>& values) {
+  require(values.size() == size_t{g.weight_rows(n)} * g.cout, "conv_weight_oihw",
+          "expected " + str(g.weight_rows(n) * g.cout) + " values");
+  std::vector<float> w(size_t{g.cout} * g.cin * g.taps());
+  for (uint32_t o = 0; o < g.cout; ++o) {
+    for (uint32_t c = 0; c < g.cin; ++c) {
+      for (uint32_t t = 0; t < g.taps(); ++t) {
+        w[(size_t{o} * g.cin + c) * g.taps() + t] =
+            values[(size_t{t} * g.cin_stride(n) + c) * g.cout + o];
+      }
+    }
+  }
+  return w;
+}
+
+namespace {
+
+uint32_t padded_input_span(const ConvGeom& g, uint32_t n) {
+  return round_up(g.hp() * g.wp() * g.batch, n) * ceil_div(g.cin, n);
+}
+
+// Tap-major rows of a band (cin == 1): row sa + kt*rb*N + r*N + i, lane j = flat value
+// (r0 + r)*N + j + offset(tap kt*N + i), by one `align` per tap.
+void build_tap_rows(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, uint32_t sa, uint32_t rb,
+                    const FlatRange& fr, const char* k) {
+  const uint32_t n = pb.params().N;
+  for (uint32_t t = 0; t < g.taps(); ++t) {
+    const uint32_t d = tap_offset(g, t);
+    detail::vec2d(pb, k, VecFunc::Align, Pattern{sa + (t / n) * rb * n + t % n, 1, n},
+                  Pattern{x.base + fr.r0 + d / n, 1, 1}, BMode::Imm, d % n, 1, fr.rows);
+  }
+}
+
+void check_forward(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
+                   const VMat& y) {
+  const char* k = "conv2d_forward";
+  const uint32_t n = pb.params().N;
+  check_conv_geom(g, k);
+  require(x.rows == g.input_rows(n) && x.cols == (g.packed() ? n : g.cin), k,
+          "X " + str(x.rows) + "x" + str(x.cols) + " is not the input of this convolution (" +
+              str(g.input_rows(n)) + "x" + str(g.packed() ? n : g.cin) + ")");
+  require(w.rows == g.weight_rows(n) && w.cols == g.cout, k,
+          "W " + str(w.rows) + "x" + str(w.cols) + ", expected " + str(g.weight_rows(n)) + "x" +
+              str(g.cout));
+  require(y.rows == g.ho() * g.wo() * g.batch && y.cols == g.cout, k,
+          "Y " + str(y.rows) + "x" + str(y.cols) + ", expected " + str(g.ho() * g.wo() * g.batch) +
+              "x" + str(g.cout));
+}
+
+}  // namespace
+
+uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc) {
+  const uint32_t n = p.N;
+  const uint32_t lines = band_lines(g, p, acc, "conv_scratch_rows");
+  if (g.packed()) return 2 * ceil_div(g.taps(), n) * max_band_rows(g, n, lines) * n;
+  const uint32_t pad = g.hp() != g.h || g.wp() != g.w ? padded_input_span(g, n) : 0;
+  return std::max(padded_input_span(g, n), lines * g.wo() * g.batch + pad);
+}
+
+void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
+                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc) {
+  const char* k = "conv2d_forward";
+  const uint32_t n = pb.params().N;
+  check_forward(pb, g, x, w, y);
+  require(bias == nullptr || (bias->cols == g.cout && bias->pitch == 1), k,
+          "bias must be a row_vector of " + str(g.cout) + " columns");
+  const uint32_t lines = band_lines(g, pb.params(), acc, k);
+  const uint32_t kts = ktiles(g, n), line = g.wo() * g.batch;
+  const uint32_t rb = g.packed() ? max_band_rows(g, n, lines) : 0;
+  const uint32_t sa = scratch, sb = scratch + kts * rb * n;
+  if (g.packed() && g.taps() % n != 0) {  // lanes of the missing taps: +0 once
+    const uint32_t i0 = g.taps() % n;
+    const Pattern p{sa + (kts - 1) * rb * n + i0, 1, n};
+    detail::vec2d(pb, k, VecFunc::And, p, p, BMode::Imm, 0, n - i0, rb);
+  }
+  for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
+    const uint32_t l = std::min(lines, g.ho() - oy0);
+    const FlatRange fr = flat_range(g, n, oy0, oy0 + l);
+    if (g.packed()) {
+      build_tap_rows(pb, g, x, sa, rb, fr, k);
+      for (uint32_t kt = 0; kt < kts; ++kt)
+        pb.transpose(sa + kt * rb * n, sb + kt * rb * n, fr.rows);
+    }
+    for (uint32_t cob = 0; cob < y.blocks(n); ++cob) {
+      for (uint32_t kt = 0; kt < kts; ++kt) {
+        load_tile(pb, w.block(cob) + kt * n, ktile_rows(g, n, kt), false);
+        const uint32_t src =
+            g.packed() ? sb + kt * rb * n - fr.r0 * n
+                       : x.block(kt % ceil_div(g.cin, n)) + tap_offset(g, kt / ceil_div(g.cin, n));
+        band_matmuls(pb, g, src, oy0, l, acc, kt > 0);
+      }
+      pb.acc_to_vmem(acc, y.block(cob) + oy0 * line, l * line);
+    }
+  }
+  if (bias != nullptr) {
+    for (uint32_t cob = 0; cob < y.blocks(n); ++cob) {
+      pb.vop_row(VecFunc::FAdd, y.block(cob), y.block(cob), bias->block(cob), y.rows);
+    }
+  }
+  clear_padding_rows(pb, y);
+}
+
+namespace {
+
+// One N-position chunk of dY (rows c*N ..): its position (oy, ox, first b) as the index of
+// the flat image / input block at tap 0.
+uint32_t chunk_index(const ConvGeom& g, uint32_t n, uint32_t c) {
+  const uint32_t row = c * n, b = row % g.batch, p = row / g.batch;
+  return line_start(g, p / g.wo()) + (p % g.wo()) * g.sw * g.batch + b;
+}
+
+void check_backward_weights(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x,
+                            const VMat& dy, const VMat& dw, uint32_t acc) {
+  const char* k = "conv2d_backward_weights";
+  const uint32_t n = pb.params().N;
+  check_conv_geom(g, k);
+  require(g.batch % n == 0, k, "batch " + str(g.batch) + " must be a multiple of N = " + str(n));
+  require(x.rows == g.input_rows(n) && x.cols == (g.packed() ? n : g.cin), k,
+          "X is not the input of this convolution");
+  require(dy.rows == g.ho() * g.wo() * g.batch && dy.cols == g.cout, k,
+          "dY " + str(dy.rows) + "x" + str(dy.cols) + ", expected " +
+              str(g.ho() * g.wo() * g.batch) + "x" + str(g.cout));
+  require(dw.rows == g.weight_rows(n) && dw.cols == g.cout, k,
+          "dW " + str(dw.rows) + "x" + str(dw.cols) + ", expected " + str(g.weight_rows(n)) + "x" +
+              str(g.cout));
+  const uint32_t need = g.packed() ? dy.blocks(n) * ceil_div(g.taps(), n) * n : ktiles(g, n) * n;
+  require(need <= acc_room(pb.params(), acc), k,
+          str(need) + " ACC rows from " + str(acc) + " do not fit AccRows");
+}
+
+}  // namespace
+
+void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
+                             const VMat& dw, uint32_t scratch, uint32_t acc) {
+  const char* k = "conv2d_backward_weights";
+  const uint32_t n = pb.params().N;
+  check_backward_weights(pb, g, x, dy, dw, acc);
+  const uint32_t kts = ktiles(g, n), chunks_per_line = g.wo() * g.batch / n;
+  if (g.packed()) {
+    // ACC rows acc + (cob*KT + kt)*N + i = dW row kt*N + i of column block cob.
+    const uint32_t lines = band_lines(g, pb.params(), acc, k);
+    const uint32_t rb = max_band_rows(g, n, lines);
+    for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
+      const uint32_t l = std::min(lines, g.ho() - oy0);
+      const FlatRange fr = flat_range(g, n, oy0, oy0 + l);
+      build_tap_rows(pb, g, x, scratch, rb, fr, k);
+      for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
+        for (uint32_t c = oy0 * chunks_per_line; c < (oy0 + l) * chunks_per_line; ++c) {
+          load_tile(pb, dy.block(cob) + c * n, n, false);
+          for (uint32_t kt = 0; kt < kts; ++kt) {
+            matmul(pb, scratch + kt * rb * n + chunk_index(g, n, c) - fr.r0 * n,
+                   acc + (cob * kts + kt) * n, ktile_rows(g, n, kt), 1, 1, 0, c > 0, kt == 0);
+          }
+        }
+      }
+    }
+    for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
+      pb.acc_to_vmem(acc + cob * kts * n, dw.block(cob), dw.rows);
+    }
+  } else {
+    // X^T: block (cb, row block) -> scratch + cb*pitch + rows: rows = channels, lanes = rows.
+    pb.transpose(x.base, scratch, x.span(n) / n);
+    const uint32_t cbs = ceil_div(g.cin, n);
+    for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
+      for (uint32_t c = 0; c < dy.rows / n; ++c) {
+        load_tile(pb, dy.block(cob) + c * n, n, false);
+        for (uint32_t kt = 0; kt < kts; ++kt) {  // all N channel rows: padding lanes give +0
+          const uint32_t src =
+              scratch + (kt % cbs) * x.pitch + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
+          matmul(pb, src, acc + kt * n, n, 1, 1, 0, c > 0, kt == 0);
+        }
+      }
+      pb.acc_to_vmem(acc, dw.block(cob), dw.rows);
+    }
+  }
+  clear_padding_rows(pb, dw);
+}
+
+void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy, const VMat& w,
+                           const VMat& dx, uint32_t scratch, uint32_t acc) {
+  const char* k = "conv2d_backward_input";
+  const uint32_t n = pb.params().N;
+  check_conv_geom(g, k);
+  require(!g.packed(), k, "cin = 1: the input comes from the host (a first layer), no dX");
+  require(dy.rows == g.ho() * g.wo() * g.batch && dy.cols == g.cout, k,
+          "dY " + str(dy.rows) + "x" + str(dy.cols) + " is not this convolution's output");
+  require(w.rows == g.weight_rows(n) && w.cols == g.cout, k, "W is not this convolution's");
+  require(dx.rows == g.h * g.w * g.batch && dx.cols == g.cin, k,
+          "dX " + str(dx.rows) + "x" + str(dx.cols) + ", expected " + str(g.h * g.w * g.batch) +
+              "x" + str(g.cin));
+  const uint32_t lines = band_lines(g, pb.params(), acc, k), line = g.wo() * g.batch;
+  const bool padded = g.hp() != g.h || g.wp() != g.w;
+  const uint32_t part = scratch, cbs = ceil_div(g.cin, n);
+  // dXp: the gradient of the padded input, zeroed, taps added in order.
+  const uint32_t pitch = padded ? round_up(g.hp() * g.wp() * g.batch, n) : dx.pitch;
+  const uint32_t dxp = padded ? scratch + lines * line : dx.base;
+  pb.vop_imm(VecFunc::And, dxp, dxp, 0, pitch * cbs);
+  for (uint32_t t = 0; t < g.taps(); ++t) {
+    for (uint32_t cb = 0; cb < cbs; ++cb) {
+      for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
+        const uint32_t l = std::min(lines, g.ho() - oy0);
+        for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
+          load_tile(pb, w.block(cob) + (t * cbs + cb) * n, std::min(n, g.cin - cb * n), true);
+          matmul(pb, dy.block(cob) + oy0 * line, acc, l * line, 1, 1, 0, cob > 0, true);
+        }
+        pb.acc_to_vmem(acc, part, l * line);
+        for (uint32_t y = 0; y < l; ++y) {  // col2im: add the line to the tap's input rows
+          const uint32_t d = dxp + cb * pitch + line_start(g, oy0 + y) + tap_offset(g, t);
+          detail::vec2d(pb, k, VecFunc::FAdd, Pattern{d, 1, g.sw * g.batch},
+                        Pattern{part + y * line, 1, g.batch}, BMode::RowDst, d, g.batch, g.wo());
+        }
+      }
+    }
+  }
+  if (padded) {
+    for (uint32_t cb = 0; cb < cbs; ++cb) {
+      for (uint32_t iy = 0; iy < g.h; ++iy) {
+        pb.vop_imm(VecFunc::Or, dx.block(cb) + iy * g.w * g.batch,
+                   dxp + cb * pitch + ((iy + g.pad_top) * g.wp() + g.pad_left) * g.batch, 0,
+                   g.w * g.batch);
+      }
+    }
+  }
+  clear_padding_rows(pb, dx);
+}
+
+void conv_pad_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& src, const VMat& x) {
+  const char* k = "conv_pad_input";
+  const uint32_t n = pb.params().N;
+  require(!g.packed() && x.rows == g.input_rows(n) && x.cols == g.cin, k,
+          "X is not the input of this convolution (cin > 1)");
+  require(src.rows == g.h * g.w * g.batch && src.cols == g.cin, k,
+          "source " + str(src.rows) + "x" + str(src.cols) + ", expected " +
+              str(g.h * g.w * g.batch) + "x" + str(g.cin));
+  pb.vop_imm(VecFunc::And, x.base, x.base, 0, x.span(n));
+  for (uint32_t cb = 0; cb < x.blocks(n); ++cb) {
+    for (uint32_t iy = 0; iy < g.h; ++iy) {
+      pb.vop_imm(VecFunc::Or, x.block(cb) + ((iy + g.pad_top) * g.wp() + g.pad_left) * g.batch,
+                 src.block(cb) + iy * g.w * g.batch, 0, g.w * g.batch);
+    }
+  }
+}
+
+}  // namespace tpu::train
