@@ -198,4 +198,74 @@ TEST(TrainEndToEnd, DivergenceStopsAndWritesNoOutput) {
   std::cerr << why << "\n";
 }
 
+// fit() with a golden device: the same programs on two golden models agree bit for bit; a
+// golden Trainer built with another learning rate (different programs) is caught at the first
+// step whose loss differs, or in the final weights.
+TEST(TrainEndToEnd, GoldenLockstepComparesEveryLossAndTheWeights) {
+  const Fixture f = setup("golden");
+  const TrainSet train = load_fashion_mnist_set(f.dir + "/data", true);
+  TrainOptions o;
+  o.lr = 0.01f;
+  o.batch = 8;
+  FitOptions fo;
+  fo.epochs = 2;
+  fo.steps_per_epoch = 2;
+  fo.shuffle_seed = 3;
+  const tpu::ChipParams chip = tpu::ChipParams::training(kN);
+  {
+    Trainer t(f.model, o, chip), g(f.model, o, chip);
+    tpu::ModelDevice a(chip), b(chip);
+    const FitResult r = fit(t, a, train, nullptr, fo, 8, {}, &g, &b);
+    ASSERT_TRUE(r.matches_golden.has_value());
+    EXPECT_TRUE(*r.matches_golden);
+    EXPECT_FALSE(r.golden_mismatch.has_value());
+    EXPECT_EQ(r.losses.size(), 4u);
+  }
+  {
+    TrainOptions other = o;
+    other.lr = 0.02f;
+    Trainer t(f.model, o, chip), g(f.model, other, chip);
+    tpu::ModelDevice a(chip), b(chip);
+    const FitResult r = fit(t, a, train, nullptr, fo, 8, {}, &g, &b);
+    ASSERT_TRUE(r.matches_golden.has_value());
+    EXPECT_FALSE(*r.matches_golden);
+    ASSERT_TRUE(r.golden_mismatch.has_value());
+    EXPECT_EQ(r.golden_mismatch->step, 2u);  // step 1's loss comes before any update
+    EXPECT_NE(r.golden_mismatch->what.find("vs the golden model's"), std::string::npos);
+  }
+  {  // one step: the losses agree, the weights after the update do not
+    FitOptions one = fo;
+    one.epochs = 1;
+    one.steps_per_epoch = 1;
+    TrainOptions other = o;
+    other.lr = 0.02f;
+    Trainer t(f.model, o, chip), g(f.model, other, chip);
+    tpu::ModelDevice a(chip), b(chip);
+    const FitResult r = fit(t, a, train, nullptr, one, 8, {}, &g, &b);
+    ASSERT_TRUE(r.golden_mismatch.has_value());
+    EXPECT_EQ(r.golden_mismatch->step, 0u);
+    EXPECT_EQ(r.golden_mismatch->what.rfind("final weight ", 0), 0u) << r.golden_mismatch->what;
+  }
+}
+
+// The default model (the Keras example) for a few steps on Fashion-MNIST: the loss falls, the
+// accuracy rises above chance, and --output runs in run-cnn. Minutes: label slow.
+TEST(TrainSlow, KerasExampleFewStepsAndRunCnn) {
+  const std::string d = test_support::temp_dir() + "keras";
+  fs::create_directories(d);
+  const Result r = tpusim("train --backend model --epochs 2 --steps-per-epoch 15 --test-images 500 "
+                          "--json --quiet --output " + d + "/trained.onnx");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& losses = j.at("losses");
+  ASSERT_EQ(losses.size(), 30u);
+  EXPECT_LT(j.at("epochs")[1].at("loss").get<double>(), 0.8 * losses[0].get<double>());
+  EXPECT_GT(j.at("test_accuracy").get<double>(), 0.5);
+  EXPECT_LT(j.at("initial_test_accuracy").get<double>(), 0.3);
+  const Result c = tpusim("run-cnn --backend model --model " + d +
+                          "/trained.onnx --images 200 --batch 50 --quiet --json");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_GT(nlohmann::json::parse(c.out).at("accuracy").get<double>(), 0.5);
+}
+
 }  // namespace
