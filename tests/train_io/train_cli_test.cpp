@@ -200,6 +200,26 @@ TEST(TrainCli, OutputsNeverOverwriteInputs) {
   EXPECT_NE(r.err.find("is also written by"), std::string::npos) << r.err;
 }
 
+// --dataset DIR: an ImageFolder trains (its own images are the test set unless --test-dataset),
+// and --save-initial writes the model it started from.
+TEST(TrainCli, ImageFolderTrains) {
+  const std::string folder = image_folder("folder_ok", 10, 2);
+  const std::string d = dir("folder_out");
+  std::ofstream(d + "/mlp.onnx", std::ios::binary) << tpu::train::mlp_example_onnx(16, 1);
+  const Result r = tpusim("train --backend model --n 16 --model " + d + "/mlp.onnx --dataset " +
+                          folder + " --batch 4 --epochs 2 --steps-per-epoch 3 --shuffle 1 --json "
+                          "--quiet --save-initial " + d + "/init.onnx --output " + d +
+                          "/trained.onnx");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("dataset"), folder);
+  EXPECT_EQ(j.at("test_images"), 20);
+  EXPECT_EQ(j.at("steps"), 6);
+  EXPECT_TRUE(j.at("test_accuracy").is_number());
+  EXPECT_EQ(tpu::train::read_model_file(d + "/init.onnx"), tpu::train::mlp_example_onnx(16, 1));
+  EXPECT_NE(tpu::train::read_model_file(d + "/trained.onnx"), tpu::train::mlp_example_onnx(16, 1));
+}
+
 // A model written by export_trained_onnx (the default model with changed weights) is a float
 // ONNX model that run-cnn and run-onnx take.
 TEST(TrainCli, ExportedModelRunsInRunCnnAndRunOnnx) {
