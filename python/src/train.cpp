@@ -27,8 +27,7 @@ tt::TrainSet train_set(const py::array& x, const py::array& y, const std::array<
       size_t(x.shape(3)) != chw[2])
     throw std::invalid_argument(what + ": expected images of shape (n, " + std::to_string(chw[0]) +
                                 ", " + std::to_string(chw[1]) + ", " + std::to_string(chw[2]) +
-                                ") for the model, got " + std::to_string(x.ndim()) +
-                                " dimensions");
+                                ") for the model, got " + std::to_string(x.ndim()) + " dimensions");
   s.count = uint32_t(x.shape(0));
   if (py::isinstance<py::array_t<uint8_t>>(x)) {
     s.pixels8 = array_bytes(x, what.c_str());

@@ -123,16 +123,19 @@ TEST(TrainCli, JsonReportsTheFailure) {
 // Bad data: named errors with exit 1 (2 for --batch, an option), nothing written.
 TEST(TrainCli, DataErrorsAreNamed) {
   const std::string eleven = image_folder("eleven", 11, 1);  // label 10: outside 10 classes
-  Result r = tpusim("train --backend model --dataset " + eleven + " --output " + eleven + "_out.onnx");
+  Result r =
+      tpusim("train --backend model --dataset " + eleven + " --output " + eleven + "_out.onnx");
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("has label 10, outside the model's 10 classes 0..9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has label 10, outside the model's 10 classes 0..9"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("c10/0.png"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(eleven + "_out.onnx"));
 
   const std::string three = image_folder("three", 3, 1);
   r = tpusim("train --backend model --dataset " + three + " --batch 4");
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("--batch 4 is larger than the 3 images of " + three), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--batch 4 is larger than the 3 images of " + three), std::string::npos)
+      << r.err;
 
   const std::string empty = dir("empty_folder");
   fs::create_directories(empty + "/a");
@@ -206,10 +209,11 @@ TEST(TrainCli, ImageFolderTrains) {
   const std::string folder = image_folder("folder_ok", 10, 2);
   const std::string d = dir("folder_out");
   std::ofstream(d + "/mlp.onnx", std::ios::binary) << tpu::train::mlp_example_onnx(16, 1);
-  const Result r = tpusim("train --backend model --n 16 --model " + d + "/mlp.onnx --dataset " +
-                          folder + " --batch 4 --epochs 2 --steps-per-epoch 3 --shuffle 1 --json "
-                          "--quiet --save-initial " + d + "/init.onnx --output " + d +
-                          "/trained.onnx");
+  const Result r =
+      tpusim("train --backend model --n 16 --model " + d + "/mlp.onnx --dataset " + folder +
+             " --batch 4 --epochs 2 --steps-per-epoch 3 --shuffle 1 --json "
+             "--quiet --save-initial " +
+             d + "/init.onnx --output " + d + "/trained.onnx");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("dataset"), folder);

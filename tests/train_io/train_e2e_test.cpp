@@ -122,9 +122,9 @@ TEST(TrainEndToEnd, JsonKeysAndLossesEqualTheTrainers) {
                           f.dir + "/trained.onnx --report " + f.dir + "/report");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"steps", "losses", "epochs", "test_accuracy", "initial_test_accuracy",
-                          "matches_golden", "cycles_total", "cycles_per_step", "mxu_utilization",
-                          "layers", "wall_seconds"})
+  for (const char* key :
+       {"steps", "losses", "epochs", "test_accuracy", "initial_test_accuracy", "matches_golden",
+        "cycles_total", "cycles_per_step", "mxu_utilization", "layers", "wall_seconds"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j.at("status"), "ok");
   EXPECT_EQ(j.at("steps"), 6);
@@ -152,7 +152,8 @@ TEST(TrainEndToEnd, JsonKeysAndLossesEqualTheTrainers) {
     order.next(8, idx.data());
     train.gather(idx.data(), 8, x.data(), y.data());
     losses.push_back(t.step(dev, x.data(), y.data()).loss);
-    EXPECT_EQ(bits(j.at("losses")[size_t(s)].get<float>()), bits(losses.back())) << "step " << s + 1;
+    EXPECT_EQ(bits(j.at("losses")[size_t(s)].get<float>()), bits(losses.back()))
+        << "step " << s + 1;
   }
   for (int e = 0; e < 2; ++e) {
     const double mean = (double(losses[3 * e]) + losses[3 * e + 1] + losses[3 * e + 2]) / 3;
@@ -182,7 +183,8 @@ TEST(TrainEndToEnd, DivergenceStopsAndWritesNoOutput) {
   const Fixture f = setup("diverge");
   const Result r = tpusim("train --backend model --n 16 --model " + f.model + " --data " + f.dir +
                           "/data --epochs 3 --steps-per-epoch 5 --batch 8 --test-images 0 "
-                          "--optimizer sgd --lr 1e30 --json --output " + f.dir + "/out.onnx");
+                          "--optimizer sgd --lr 1e30 --json --output " +
+                          f.dir + "/out.onnx");
   EXPECT_EQ(r.code, 1) << r.err << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("status"), "diverged");
@@ -253,8 +255,10 @@ TEST(TrainEndToEnd, GoldenLockstepComparesEveryLossAndTheWeights) {
 TEST(TrainSlow, KerasExampleFewStepsAndRunCnn) {
   const std::string d = test_support::temp_dir() + "keras";
   fs::create_directories(d);
-  const Result r = tpusim("train --backend model --epochs 2 --steps-per-epoch 15 --test-images 500 "
-                          "--json --quiet --output " + d + "/trained.onnx");
+  const Result r = tpusim(
+      "train --backend model --epochs 2 --steps-per-epoch 15 --test-images 500 "
+      "--json --quiet --output " +
+      d + "/trained.onnx");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& losses = j.at("losses");

@@ -78,7 +78,8 @@ TEST(TrainData, IdxReaderPlainAndGzip) {
 TEST(TrainData, FashionMnistLayout) {
   const std::string d = test_support::temp_dir() + "fm";
   std::filesystem::create_directories(d);
-  write_idx(d + "/train-images-idx3-ubyte.gz", d + "/train-labels-idx1-ubyte.gz", 6, 28, 28, 10, true);
+  write_idx(d + "/train-images-idx3-ubyte.gz", d + "/train-labels-idx1-ubyte.gz", 6, 28, 28, 10,
+            true);
   write_idx(d + "/t10k-images-idx3-ubyte", d + "/t10k-labels-idx1-ubyte", 2, 28, 28, 10, false);
   EXPECT_EQ(load_fashion_mnist_set(d, true).count, 6u);
   const TrainSet t = load_fashion_mnist_set(d, false);  // plain files are read too
@@ -108,8 +109,9 @@ TEST(TrainData, ChecksNameTheProblem) {
     check_set(s, 10, {1, 2, 2}, "--dataset");
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("image 10 has label 10, outside the model's 10 classes 0..9"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("image 10 has label 10, outside the model's 10 classes 0..9"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_THROW(check_set(s, 12, {1, 28, 28}, "--dataset"), std::invalid_argument);

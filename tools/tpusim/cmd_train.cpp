@@ -61,8 +61,8 @@ float float_option(const tpusim::po::variables_map& vm, const std::string& name,
     throw tpusim::UsageError("--" + name + " " + text + " is not a finite number");
   if ((lo_open ? !(v > lo) : !(v >= lo)) || !(v <= hi) || !std::isfinite(float(v)))
     throw tpusim::UsageError("--" + name + " " + text + " is out of range (expected " +
-                             (lo_open ? "> " : ">= ") + tpu::json_number(lo) + " and <= " +
-                             tpu::json_number(hi) + ")");
+                             (lo_open ? "> " : ">= ") + tpu::json_number(lo) +
+                             " and <= " + tpu::json_number(hi) + ")");
   return float(v);
 }
 
@@ -85,12 +85,12 @@ void read_hyperparameters(const tpusim::po::variables_map& vm, TrainArgs& a) {
       throw tpusim::UsageError("--momentum " + vm["momentum"].as<std::string>() +
                                " is out of range (expected >= 0 and < 1)");
   }
-  if (vm.count("weight-decay")) a.topt.weight_decay =
+  if (vm.count("weight-decay"))
+    a.topt.weight_decay =
         float_option(vm, "weight-decay", 0, std::numeric_limits<float>::max(), false);
   for (const char* b : {"beta1", "beta2"}) {
     if (!vm.count(b)) continue;
-    if (opt != "adam")
-      throw tpusim::UsageError(std::string("--") + b + " is for --optimizer adam");
+    if (opt != "adam") throw tpusim::UsageError(std::string("--") + b + " is for --optimizer adam");
     const float v = float_option(vm, b, 0, 1, false);
     if (!(v < 1))
       throw tpusim::UsageError(std::string("--") + b + " " + vm[b].as<std::string>() +
@@ -119,9 +119,9 @@ void read_counts(const tpusim::po::variables_map& vm, TrainArgs& a) {
   }
   const std::string shuffle = vm["shuffle"].as<std::string>();
   if (shuffle != "off") {
-    const bool digits = !shuffle.empty() && shuffle.size() <= 18 &&
-                        std::all_of(shuffle.begin(), shuffle.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !shuffle.empty() && shuffle.size() <= 18 &&
+        std::all_of(shuffle.begin(), shuffle.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits)
       throw tpusim::UsageError("--shuffle " + shuffle +
                                " is neither off nor a seed (expected off or an integer 0..10^18)");
@@ -164,8 +164,9 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "optimizer", po::value<std::string>()->default_value("adam"), "sgd or adam")(
       "lr", po::value<std::string>(), "learning rate (default: adam 0.001, sgd 0.01)")(
       "momentum", po::value<std::string>(), "SGD momentum in [0, 1) (default 0)")(
-      "weight-decay", po::value<std::string>(), "L2 weight decay added to the gradient (default 0)")(
-      "beta1", po::value<std::string>(), "Adam beta1 (default 0.9)")(
+      "weight-decay", po::value<std::string>(),
+      "L2 weight decay added to the gradient (default 0)")("beta1", po::value<std::string>(),
+                                                           "Adam beta1 (default 0.9)")(
       "beta2", po::value<std::string>(), "Adam beta2 (default 0.999)")(
       "epsilon", po::value<std::string>(), "Adam epsilon (default 1e-7, as Keras)")(
       "shuffle", po::value<std::string>()->default_value("off"),
@@ -179,7 +180,8 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "backend", po::value<std::string>(&a.backend)->default_value("rtl"),
       "rtl (the Verilated chip; every step also rerun on the golden model and compared) or model "
       "(the golden model)")("n", po::value<std::string>(),
-                            "--backend model: the chip ChipParams::training(N) (default: the built chip's memories and N, with the training VMEM)")(
+                            "--backend model: the chip ChipParams::training(N) (default: the built "
+                            "chip's memories and N, with the training VMEM)")(
       "no-golden-check", po::bool_switch(&a.no_golden),
       "rtl backend: do not rerun the steps on the golden model (matches_golden is null)")(
       "json", po::bool_switch(&a.json), "print one JSON object, also on failure")(
@@ -204,18 +206,22 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
           o, {}, vm))
     return false;
   if (a.backend != "rtl" && a.backend != "model")
-    throw tpusim::UsageError("--backend " + a.backend + " is not a backend (expected rtl or model)");
+    throw tpusim::UsageError("--backend " + a.backend +
+                             " is not a backend (expected rtl or model)");
   read_hyperparameters(vm, a);
   read_counts(vm, a);
   if (!a.fashion() && !a.data.empty())
-    throw tpusim::UsageError("--data " + a.data + " is Fashion-MNIST's directory: drop it with "
-                             "--dataset " + a.dataset);
+    throw tpusim::UsageError("--data " + a.data +
+                             " is Fashion-MNIST's directory: drop it with "
+                             "--dataset " +
+                             a.dataset);
   if (!a.timeline.empty() && a.backend != "rtl")
     throw tpusim::UsageError("--timeline needs --backend rtl: the " + a.backend +
                              " backend has no timing, so it has no instruction timeline");
   if (a.no_golden && a.backend != "rtl")
-    throw tpusim::UsageError("--no-golden-check is for --backend rtl (the model backend is the "
-                             "golden model)");
+    throw tpusim::UsageError(
+        "--no-golden-check is for --backend rtl (the model backend is the "
+        "golden model)");
   if (a.fashion() && a.data.empty()) a.data = tpu::cnn::fashion_mnist_dir();
   return true;
 }
@@ -235,10 +241,10 @@ void check_paths(const TrainArgs& a) {
   auto need_dir = [](const std::string& opt, const std::string& path, const char* expected) {
     std::error_code ec;
     if (path.empty() || std::filesystem::is_directory(path, ec)) return;
-    throw std::runtime_error(opt + " " + path + ": " +
-                             (std::filesystem::exists(path, ec) ? "is not a directory"
-                                                                : "no such directory") +
-                             " (expected " + expected + ")");
+    throw std::runtime_error(
+        opt + " " + path + ": " +
+        (std::filesystem::exists(path, ec) ? "is not a directory" : "no such directory") +
+        " (expected " + expected + ")");
   };
   const char* folder = "an ImageFolder: one subfolder of PNG/JPEG images per class";
   if (!a.fashion()) need_dir("--dataset", a.dataset, folder);
@@ -262,8 +268,7 @@ std::unique_ptr<tpu::Device> open_train_device(const TrainArgs& a,
   }
   tpusim::DeviceOptions d;
   d.backend = "model";
-  tpu::ChipParams p =
-      a.n ? tpu::ChipParams::training(a.n) : tpusim::open_device(d, vm)->params();
+  tpu::ChipParams p = a.n ? tpu::ChipParams::training(a.n) : tpusim::open_device(d, vm)->params();
   if (!p.has_vmem()) p.vmem_rows = tpu::ChipParams::kTrainingVmemRows;
   return std::make_unique<tpu::ModelDevice>(p);
 }
@@ -277,8 +282,8 @@ uint64_t step_macs(const std::string& model_bytes, uint32_t batch) {
     uint64_t macs = 0;
     for (const auto& l : net.layers) {
       if (!l.has_weights()) continue;
-      const bool reads_input = std::find(l.inputs.begin(), l.inputs.end(),
-                                         tpu::cnn::kNetworkInput) != l.inputs.end();
+      const bool reads_input =
+          std::find(l.inputs.begin(), l.inputs.end(), tpu::cnn::kNetworkInput) != l.inputs.end();
       macs += uint64_t(l.model_macs()) * batch * (reads_input ? 2 : 3);
     }
     return macs;
@@ -317,8 +322,8 @@ void load_data(const TrainArgs& a, const tpu::train::ModelShape& shape, Inputs& 
   tpu::train::check_set(in.test, classes, chw, "test set");
   if (a.test_images != kAllImages && a.test_images > in.test.count)
     throw tpusim::UsageError("--test-images " + std::to_string(a.test_images) +
-                             " is more than the " + std::to_string(in.test.count) +
-                             " images of " + in.test.name);
+                             " is more than the " + std::to_string(in.test.count) + " images of " +
+                             in.test.name);
   in.has_test = true;
 }
 
@@ -346,7 +351,8 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
   j["status"] = r.diverged ? "diverged" : exit_code ? "mismatch" : "ok";
   j["exit_code"] = exit_code;
   if (r.diverged) {
-    j["error"] = J{{"code", nullptr}, {"name", nullptr}, {"pc", nullptr}, {"message", r.divergence}};
+    j["error"] =
+        J{{"code", nullptr}, {"name", nullptr}, {"pc", nullptr}, {"message", r.divergence}};
     j["diverged_step"] = r.diverged_step;
   }
   j["model"] = a.model_name();
@@ -373,7 +379,8 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
     j["golden_mismatch"] = J{{"step", r.golden_mismatch->step}, {"what", r.golden_mismatch->what}};
   j["cycles_total"] = r.cycles_total;
   j["cycles_estimated"] = o.cycles_estimated;
-  j["cycles_per_step"] = r.losses.empty() ? J(nullptr) : J(double(r.cycles_total) / double(r.losses.size()));
+  j["cycles_per_step"] =
+      r.losses.empty() ? J(nullptr) : J(double(r.cycles_total) / double(r.losses.size()));
   const double denom = double(r.cycles_total) * o.n * o.n;
   j["mxu_utilization"] = o.macs_per_step && denom > 0
                              ? J(double(o.macs_per_step) * double(r.losses.size()) / denom)
@@ -381,13 +388,17 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
   j["macs_per_step"] = o.macs_per_step;
   J layers = J::array();
   for (const auto& l : o.layers)
-    layers.push_back(J{{"name", l.name}, {"op", l.op}, {"forward", l.forward},
-                       {"backward", l.backward}, {"update", l.update}});
+    layers.push_back(J{{"name", l.name},
+                       {"op", l.op},
+                       {"forward", l.forward},
+                       {"backward", l.backward},
+                       {"update", l.update}});
   j["layers"] = layers;
   j["step_instructions"] = o.step_instructions;
   j["compile_seconds"] = o.compile_seconds;
-  j["images_per_second"] =
-      r.train_seconds > 0 ? J(double(r.losses.size()) * a.topt.batch / r.train_seconds) : J(nullptr);
+  j["images_per_second"] = r.train_seconds > 0
+                               ? J(double(r.losses.size()) * a.topt.batch / r.train_seconds)
+                               : J(nullptr);
   j["wall_seconds"] = r.wall_seconds;
   j["output"] = !a.output.empty() && !r.diverged ? J(a.output) : J(nullptr);
   return j;
@@ -472,7 +483,8 @@ void print_summary(const TrainArgs& a, const Inputs& in, const Outcome& o) {
                 o.test_images);
   for (size_t e = 0; e < r.epochs.size(); ++e) {
     std::printf("epoch %zu: mean loss %.6f", e + 1, r.epochs[e].loss);
-    if (r.epochs[e].test_accuracy) std::printf(", test accuracy %.2f %%", 100 * *r.epochs[e].test_accuracy);
+    if (r.epochs[e].test_accuracy)
+      std::printf(", test accuracy %.2f %%", 100 * *r.epochs[e].test_accuracy);
     std::printf("\n");
   }
   std::printf("steps: %zu, cycles: %llu%s (%.0f per step)\n", r.losses.size(),
@@ -480,13 +492,14 @@ void print_summary(const TrainArgs& a, const Inputs& in, const Outcome& o) {
               o.cycles_estimated ? " (estimated by the model backend)" : "",
               r.losses.empty() ? 0.0 : double(r.cycles_total) / double(r.losses.size()));
   if (o.macs_per_step && r.cycles_total)
-    std::printf("MXU utilization: %.2f %%\n",
-                100.0 * double(o.macs_per_step) * double(r.losses.size()) /
-                    (double(r.cycles_total) * o.n * o.n));
+    std::printf("MXU utilization: %.2f %%\n", 100.0 * double(o.macs_per_step) *
+                                                  double(r.losses.size()) /
+                                                  (double(r.cycles_total) * o.n * o.n));
   if (r.matches_golden)
     std::printf("matches golden model: %s%s\n", *r.matches_golden ? "yes" : "NO",
                 r.golden_mismatch ? (" (step " + std::to_string(r.golden_mismatch->step) + ": " +
-                                     r.golden_mismatch->what + ")").c_str()
+                                     r.golden_mismatch->what + ")")
+                                        .c_str()
                                   : "");
   std::printf("wall time: %.1f s (%.1f images/s)\n", r.wall_seconds,
               r.train_seconds > 0 ? double(r.losses.size()) * a.topt.batch / r.train_seconds : 0.0);
@@ -606,7 +619,8 @@ int run_train(const tpusim::Args& args) {
 
 }  // namespace
 
-TPUSIM_SUBCOMMAND("train", "train a float ONNX model (default: the Keras Fashion-MNIST CNN) on the chip",
+TPUSIM_SUBCOMMAND("train",
+                  "train a float ONNX model (default: the Keras Fashion-MNIST CNN) on the chip",
                   run_train);
 
 #endif  // __has_include("fit.h")

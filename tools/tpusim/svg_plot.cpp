@@ -85,7 +85,9 @@ std::string line_chart_svg(const PlotSpec& spec) {
       for (size_t i = 0; i < s.x.size(); ++i) {
         if (spec.x_linear ? !std::isfinite(s.x[i]) : !(s.x[i] > 0))
           throw std::invalid_argument("line_chart_svg: x = " + std::to_string(s.x[i]) + " in '" +
-                                      s.label + (spec.x_linear ? "' (expected a finite value)" : "' (expected > 0: the x axis is log2)"));
+                                      s.label +
+                                      (spec.x_linear ? "' (expected a finite value)"
+                                                     : "' (expected > 0: the x axis is log2)"));
         if (!std::isfinite(s.y[i]) || (spec.y_log && !(s.y[i] > 0))) continue;
         ymin_pos = std::min(ymin_pos, s.y[i]);
         xmin = std::min(xmin, s.x[i]);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Line charts as standalone SVG for tpusim sweep and train: one or more panels side by side, each
 // with a log2 x axis (N, bandwidth) or a linear one (training steps), and a linear y axis from 0
-// (or log10), one polyline per series (with markers up to 100 points), a legend. No dependencies; the text is deterministic for the same data.
+// (or log10), one polyline per series (with markers up to 100 points), a legend. No dependencies;
+// the text is deterministic for the same data.
 #pragma once
 
 #include <string>

@@ -41,11 +41,12 @@ std::string non_finite_weight(const std::map<std::string, std::vector<float>>& w
 
 // "" if a and b hold the same tensors with the same bits, else the first difference.
 std::string first_weight_difference(const std::map<std::string, std::vector<float>>& a,
-                                     const std::map<std::string, std::vector<float>>& b) {
+                                    const std::map<std::string, std::vector<float>>& b) {
   if (a.size() != b.size()) return "the two devices report different weight tensors";
   for (const auto& [name, va] : a) {
     const auto it = b.find(name);
-    if (it == b.end() || it->second.size() != va.size()) return "weight " + name + " differs in shape";
+    if (it == b.end() || it->second.size() != va.size())
+      return "weight " + name + " differs in shape";
     for (size_t i = 0; i < va.size(); ++i)
       if (float_bits(va[i]) != float_bits(it->second[i]))
         return "weight " + name + "[" + std::to_string(i) + "]: " + float_text(va[i]) +
@@ -121,11 +122,12 @@ FitResult fit(Trainer& t, Device& dev, const TrainSet& train, const TrainSet* te
       if (with_golden && !r.golden_mismatch) {
         const StepResult g = golden->step(*golden_dev, images.data(), labels.data());
         if (float_bits(g.loss) != float_bits(sr.loss))
-          r.golden_mismatch = GoldenMismatch{step, "loss " + float_text(sr.loss) +
-                                                       " vs the golden model's " + float_text(g.loss)};
+          r.golden_mismatch = GoldenMismatch{
+              step, "loss " + float_text(sr.loss) + " vs the golden model's " + float_text(g.loss)};
       }
       std::string bad;
-      if (!std::isfinite(sr.loss)) bad = std::string("the loss is ") + (std::isnan(sr.loss) ? "nan" : "inf");
+      if (!std::isfinite(sr.loss))
+        bad = std::string("the loss is ") + (std::isnan(sr.loss) ? "nan" : "inf");
       if (bad.empty() && opt.check_weights) bad = non_finite_weight(t.weights(dev));
       if (cb.on_step) {
         StepInfo info{step, steps, epoch, opt.epochs, sr.loss, sr.cycles, 0};

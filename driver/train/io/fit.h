@@ -21,48 +21,48 @@ namespace tpu::train {
 
 struct FitOptions {
   uint32_t epochs = 5;
-  uint32_t steps_per_epoch = 0;         // 0: the whole set / batch (at least 1)
+  uint32_t steps_per_epoch = 0;          // 0: the whole set / batch (at least 1)
   std::optional<uint64_t> shuffle_seed;  // none: file order
-  uint32_t test_images = 0;             // first images of the test set (0: no accuracy)
-  bool check_weights = true;            // read the weights after every step (divergence)
-  bool timeline = false;                // record the first step's instruction timeline
+  uint32_t test_images = 0;              // first images of the test set (0: no accuracy)
+  bool check_weights = true;             // read the weights after every step (divergence)
+  bool timeline = false;                 // record the first step's instruction timeline
 };
 
 struct EpochResult {
-  double loss = 0;                       // mean of the epoch's step losses
-  std::optional<double> test_accuracy;   // after the epoch
+  double loss = 0;                      // mean of the epoch's step losses
+  std::optional<double> test_accuracy;  // after the epoch
 };
 
 // Where the golden model first disagreed with the device.
 struct GoldenMismatch {
-  uint64_t step = 0;     // 1-based; 0 = the final weights
-  std::string what;      // "loss 0.5 (0x3f000000) vs 0.5000001 (...)" or "dense.weight[12] ..."
+  uint64_t step = 0;  // 1-based; 0 = the final weights
+  std::string what;   // "loss 0.5 (0x3f000000) vs 0.5000001 (...)" or "dense.weight[12] ..."
 };
 
 struct FitResult {
-  std::vector<float> losses;           // every step's loss as the chip computed it
-  std::vector<uint64_t> step_cycles;   // every step's cycles
-  std::vector<EpochResult> epochs;     // completed epochs
+  std::vector<float> losses;          // every step's loss as the chip computed it
+  std::vector<uint64_t> step_cycles;  // every step's cycles
+  std::vector<EpochResult> epochs;    // completed epochs
   std::optional<double> initial_test_accuracy, test_accuracy;
   uint64_t cycles_total = 0;
-  uint32_t steps_per_epoch = 0;        // as used
+  uint32_t steps_per_epoch = 0;  // as used
   // Divergence: the step (1-based) whose loss or updated weights were not finite.
   bool diverged = false;
   uint64_t diverged_step = 0;
-  std::string divergence;              // "step 7 (epoch 1): the loss is nan"
+  std::string divergence;  // "step 7 (epoch 1): the loss is nan"
   // With a golden device: whether every loss and the final weights were bit-identical.
   std::optional<bool> matches_golden;
   std::optional<GoldenMismatch> golden_mismatch;
-  std::vector<InstrEvent> timeline;    // the first step's last program, when recorded
+  std::vector<InstrEvent> timeline;            // the first step's last program, when recorded
   double wall_seconds = 0, train_seconds = 0;  // all, and the steps alone
 };
 
 struct StepInfo {
-  uint64_t step = 0, steps = 0;   // 1-based, of all epochs
-  uint32_t epoch = 0, epochs = 0; // 1-based
+  uint64_t step = 0, steps = 0;    // 1-based, of all epochs
+  uint32_t epoch = 0, epochs = 0;  // 1-based
   float loss = 0;
   uint64_t cycles = 0;
-  double images_per_second = 0;   // over the steps so far
+  double images_per_second = 0;  // over the steps so far
 };
 
 struct FitCallbacks {

@@ -30,8 +30,8 @@ std::string keras_example_onnx(uint64_t seed) {
   constexpr int64_t kFilters = 64, kK = 3, kClasses = 10, kPooled = 13;
   constexpr int64_t kFlat = kFilters * kPooled * kPooled;  // 10816
   uint64_t state = seed;
-  const std::vector<float> conv_w = glorot_uniform(size_t(kFilters * kK * kK), 1 * kK * kK,
-                                                   uint64_t(kFilters * kK * kK), state);
+  const std::vector<float> conv_w =
+      glorot_uniform(size_t(kFilters * kK * kK), 1 * kK * kK, uint64_t(kFilters * kK * kK), state);
   const std::vector<float> dense_w =
       glorot_uniform(size_t(kClasses * kFlat), uint64_t(kFlat), uint64_t(kClasses), state);
   using cnn::OnnxAttr;
@@ -113,7 +113,8 @@ std::vector<std::string> trainable_initializers(const std::string& model_bytes) 
   }
   std::vector<std::string> names;
   for (const auto& t : m.graph().initializer())
-    if (t.data_type() == onnx::TensorProto::FLOAT && read.count(t.name())) names.push_back(t.name());
+    if (t.data_type() == onnx::TensorProto::FLOAT && read.count(t.name()))
+      names.push_back(t.name());
   return names;
 }
 

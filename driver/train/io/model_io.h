@@ -16,8 +16,7 @@ namespace tpu::train {
 // Glorot (Xavier) uniform values, as Keras' GlorotUniform: limit = sqrt(6 / (fan_in + fan_out)),
 // value k = float((2 u_k - 1) * limit) computed in double, with u_k = (splitmix64(state) >> 40)
 // * 2^-24 (24 random bits, u in [0, 1)); `state` advances by `count` draws.
-std::vector<float> glorot_uniform(size_t count, uint64_t fan_in, uint64_t fan_out,
-                                  uint64_t& state);
+std::vector<float> glorot_uniform(size_t count, uint64_t fan_in, uint64_t fan_out, uint64_t& state);
 
 // The Keras example of issue 30 as a float ONNX model (opset 13, serialized ModelProto):
 //   input "input" [N, 1, 28, 28] -> Conv "conv" (64 filters 3x3, valid, stride 1) -> MaxPool

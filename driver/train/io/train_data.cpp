@@ -16,7 +16,8 @@ void TrainSet::gather(const uint32_t* idx, uint32_t n, float* out, int32_t* labe
   const size_t size = image_size();
   for (uint32_t k = 0; k < n; ++k) {
     const size_t i = idx[k];
-    if (i >= count) throw std::out_of_range(name + ": image index " + std::to_string(i) + " past the set");
+    if (i >= count)
+      throw std::out_of_range(name + ": image index " + std::to_string(i) + " past the set");
     float* dst = out + k * size;
     if (!pixels8.empty()) {
       const uint8_t* src = pixels8.data() + i * size;
@@ -120,10 +121,10 @@ void check_set(const TrainSet& set, uint32_t classes, const std::array<uint32_t,
   const std::string what = option.empty() ? set.name : option + " " + set.name;
   if (set.count == 0) throw std::invalid_argument(what + ": the data set is empty (no images)");
   if (set.chw != chw)
-    throw std::invalid_argument(
-        what + ": images are " + std::to_string(set.chw[0]) + "x" + std::to_string(set.chw[1]) +
-        "x" + std::to_string(set.chw[2]) + " (CxHxW), the model's input is " +
-        std::to_string(chw[0]) + "x" + std::to_string(chw[1]) + "x" + std::to_string(chw[2]));
+    throw std::invalid_argument(what + ": images are " + std::to_string(set.chw[0]) + "x" +
+                                std::to_string(set.chw[1]) + "x" + std::to_string(set.chw[2]) +
+                                " (CxHxW), the model's input is " + std::to_string(chw[0]) + "x" +
+                                std::to_string(chw[1]) + "x" + std::to_string(chw[2]));
   for (uint32_t i = 0; i < set.count; ++i) {
     const int32_t l = set.labels[i];
     if (l < 0 || uint32_t(l) >= classes)

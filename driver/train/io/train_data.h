@@ -16,14 +16,14 @@ namespace tpu::train {
 
 // A labelled image set, NCHW float per image.
 struct TrainSet {
-  std::string name;                 // "Fashion-MNIST train (DIR)", or the folder
-  std::array<uint32_t, 3> chw{};    // channels, height, width of one image
-  uint32_t count = 0;               // images
-  std::vector<uint8_t> pixels8;     // idx sets: count * C*H*W bytes (image = byte / 255)
-  std::vector<float> pixels;        // folder sets: count * C*H*W floats
-  std::vector<int32_t> labels;      // count
-  std::vector<std::string> files;   // folder sets: the image file of each index
-  std::vector<std::string> classes; // class names (folder names, or Fashion-MNIST's)
+  std::string name;                  // "Fashion-MNIST train (DIR)", or the folder
+  std::array<uint32_t, 3> chw{};     // channels, height, width of one image
+  uint32_t count = 0;                // images
+  std::vector<uint8_t> pixels8;      // idx sets: count * C*H*W bytes (image = byte / 255)
+  std::vector<float> pixels;         // folder sets: count * C*H*W floats
+  std::vector<int32_t> labels;       // count
+  std::vector<std::string> files;    // folder sets: the image file of each index
+  std::vector<std::string> classes;  // class names (folder names, or Fashion-MNIST's)
 
   size_t image_size() const { return size_t(chw[0]) * chw[1] * chw[2]; }
   // Copies the images idx[0..n) into out (n * image_size() floats, NCHW) and their labels.
