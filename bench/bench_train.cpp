@@ -2,7 +2,8 @@
 // The training compiler's figures (docs/training.md "The training compiler"): compile time,
 // instructions per step, the golden model's cycle estimate per step and the wall time per step
 // on the model backend, per layer cycles.
-//   bench_train [--n N] [--steps S] [--batch B] [--sgd] [MODEL.onnx]
+//   bench_train [--n N] [--steps S] [--batch B] [--sgd] [--dense] [--same-batch] [MODEL.onnx]
+// (--same-batch: every step on the first batch, whose loss must then fall)
 // Without a model: the Keras example of issue 30 (Conv 3x3x1x64 valid -> MaxPool 2 -> Relu ->
 // Flatten -> Dense 10 (Gemm transB = 1) -> Softmax on 28 x 28 x 1), Glorot-uniform weights,
 // zero biases; --dense: its Dense half alone (Flatten of 64 x 13 x 13 -> Dense 10).
@@ -57,7 +58,7 @@ std::string keras(bool dense_only) {
 int main(int argc, char** argv) {
   uint32_t n = 16, steps = 3;
   std::string model;
-  bool dense_only = false;
+  bool dense_only = false, same_batch = false;
   tpu::train::TrainOptions o;  // Adam 1e-3, batch 32
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
       steps = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else if (a == "--batch" && i + 1 < argc) {
       o.batch = static_cast<uint32_t>(std::atoi(argv[++i]));
+    } else if (a == "--same-batch") {
+      same_batch = true;
     } else if (a == "--dense") {
       dense_only = true;
     } else if (a == "--sgd") {
@@ -88,8 +91,10 @@ int main(int argc, char** argv) {
   std::vector<float> x(pixels * o.batch);
   std::vector<int32_t> labels(o.batch);
   for (uint32_t s = 0; s < steps; ++s) {
-    for (float& v : x) v = px(rng);
-    for (int32_t& l : labels) l = static_cast<int32_t>(rng() % t.classes());
+    if (s == 0 || !same_batch) {
+      for (float& v : x) v = px(rng);
+      for (int32_t& l : labels) l = static_cast<int32_t>(rng() % t.classes());
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const tpu::train::StepResult r = t.step(dev, x.data(), labels.data());
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

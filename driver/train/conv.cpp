@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conv2D forward / backward on the MXU (docs/training.md "Convolution"). Activations are in
-// the image layout (rows (y, x, b), channel blocks in lanes). cin == 1: the taps are put into
-// the lanes on the chip (im2col: one `align` per tap builds tap-major rows, the transpose unit
-// turns them into rows = positions, lanes = taps); cin > 1: each (tap, channel block) is a
-// K-tile whose rows the matmul reads straight from the input with its 2-D row pattern.
+// Conv2D forward / backward on the MXU (docs/training.md "Convolution, pooling and Flatten").
+// Activations are in the image layout (rows (y, x, b), channel blocks in lanes). cin == 1: the
+// taps are put into the lanes on the chip (im2col: one `align` per tap builds tap-major rows,
+// the transpose unit turns them into rows = positions, lanes = taps); cin > 1: each (tap,
+// channel block) is a K-tile whose rows the matmul reads straight from the input with its 2-D
+// row pattern.
 #include <algorithm>
 #include <string>
 
@@ -222,7 +223,11 @@ void check_forward(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x, c
 uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc) {
   const uint32_t n = p.N;
   const uint32_t lines = band_lines(g, p, acc, "conv_scratch_rows");
-  if (g.packed()) return 2 * ceil_div(g.taps(), n) * max_band_rows(g, n, lines) * n;
+  if (g.packed()) {  // forward: tap rows + im2col rows per band; dW: tap rows, bands from ACC 0
+    const uint32_t dw_lines = band_lines(g, p, 0, "conv_scratch_rows");
+    return ceil_div(g.taps(), n) * n *
+           std::max(2 * max_band_rows(g, n, lines), max_band_rows(g, n, dw_lines));
+  }
   const uint32_t pad = g.hp() != g.h || g.wp() != g.w ? padded_input_span(g, n) : 0;
   return std::max(padded_input_span(g, n), lines * g.wo() * g.batch + pad);
 }
@@ -262,12 +267,8 @@ void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const 
       pb.acc_to_vmem(acc, y.block(cob) + oy0 * line, l * line);
     }
   }
-  if (bias != nullptr) {
-    for (uint32_t cob = 0; cob < y.blocks(n); ++cob) {
-      pb.vop_row(VecFunc::FAdd, y.block(cob), y.block(cob), bias->block(cob), y.rows);
-    }
-  }
-  clear_padding_rows(pb, y);
+  if (bias != nullptr) bias_add(pb, y, *bias);
+  detail::clear_own_padding(pb, y);
 }
 
 namespace {
@@ -293,22 +294,26 @@ void check_backward_weights(const ProgramBuilder& pb, const ConvGeom& g, const V
   require(dw.rows == g.weight_rows(n) && dw.cols == g.cout, k,
           "dW " + str(dw.rows) + "x" + str(dw.cols) + ", expected " + str(g.weight_rows(n)) + "x" +
               str(g.cout));
-  const uint32_t need = g.packed() ? dy.blocks(n) * ceil_div(g.taps(), n) * n : ktiles(g, n) * n;
+  const uint32_t need = conv_dw_acc_rows(g, n);
   require(need <= acc_room(pb.params(), acc), k,
           str(need) + " ACC rows from " + str(acc) + " do not fit AccRows");
 }
 
 }  // namespace
 
+uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n) {
+  return g.packed() ? ceil_div(g.cout, n) * ceil_div(g.taps(), n) * n : ktiles(g, n) * n;
+}
+
 void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
-                             const VMat& dw, uint32_t scratch, uint32_t acc) {
+                             const VMat& dw, uint32_t scratch, uint32_t acc, bool accumulate) {
   const char* k = "conv2d_backward_weights";
   const uint32_t n = pb.params().N;
   check_backward_weights(pb, g, x, dy, dw, acc);
   const uint32_t kts = ktiles(g, n), chunks_per_line = g.wo() * g.batch / n;
   if (g.packed()) {
     // ACC rows acc + (cob*KT + kt)*N + i = dW row kt*N + i of column block cob.
-    const uint32_t lines = band_lines(g, pb.params(), acc, k);
+    const uint32_t lines = band_lines(g, pb.params(), 0, k);  // bands of the tap rows only
     const uint32_t rb = max_band_rows(g, n, lines);
     for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
       const uint32_t l = std::min(lines, g.ho() - oy0);
@@ -319,7 +324,8 @@ void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& 
           load_tile(pb, dy.block(cob) + c * n, n, false);
           for (uint32_t kt = 0; kt < kts; ++kt) {
             matmul(pb, scratch + kt * rb * n + chunk_index(g, n, c) - fr.r0 * n,
-                   acc + (cob * kts + kt) * n, ktile_rows(g, n, kt), 1, 1, 0, c > 0, kt == 0);
+                   acc + (cob * kts + kt) * n, ktile_rows(g, n, kt), 1, 1, 0, accumulate || c > 0,
+                   kt == 0);
           }
         }
       }
@@ -328,22 +334,25 @@ void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& 
       pb.acc_to_vmem(acc + cob * kts * n, dw.block(cob), dw.rows);
     }
   } else {
-    // X^T: block (cb, row block) -> scratch + cb*pitch + rows: rows = channels, lanes = rows.
-    pb.transpose(x.base, scratch, x.span(n) / n);
+    // X^T: block (cb, row block) -> scratch + cb*xp + rows: rows = channels, lanes = rows.
+    const uint32_t xp = round_up(x.rows, n);
+    for (uint32_t cb = 0; cb < ceil_div(g.cin, n); ++cb) {
+      pb.transpose(x.block(cb), scratch + cb * xp, xp / n);
+    }
     const uint32_t cbs = ceil_div(g.cin, n);
     for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
       for (uint32_t c = 0; c < dy.rows / n; ++c) {
         load_tile(pb, dy.block(cob) + c * n, n, false);
         for (uint32_t kt = 0; kt < kts; ++kt) {  // all N channel rows: padding lanes give +0
           const uint32_t src =
-              scratch + (kt % cbs) * x.pitch + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
-          matmul(pb, src, acc + kt * n, n, 1, 1, 0, c > 0, kt == 0);
+              scratch + (kt % cbs) * xp + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
+          matmul(pb, src, acc + kt * n, n, 1, 1, 0, accumulate || c > 0, kt == 0);
         }
       }
       pb.acc_to_vmem(acc, dw.block(cob), dw.rows);
     }
   }
-  clear_padding_rows(pb, dw);
+  detail::clear_own_padding(pb, dw);
 }
 
 void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy, const VMat& w,
@@ -364,7 +373,9 @@ void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy
   // dXp: the gradient of the padded input, zeroed, taps added in order.
   const uint32_t pitch = padded ? round_up(g.hp() * g.wp() * g.batch, n) : dx.pitch;
   const uint32_t dxp = padded ? scratch + lines * line : dx.base;
-  pb.vop_imm(VecFunc::And, dxp, dxp, 0, pitch * cbs);
+  for (uint32_t cb = 0; cb < cbs; ++cb) {
+    pb.vop_imm(VecFunc::And, dxp + cb * pitch, dxp + cb * pitch, 0, g.hp() * g.wp() * g.batch);
+  }
   for (uint32_t t = 0; t < g.taps(); ++t) {
     for (uint32_t cb = 0; cb < cbs; ++cb) {
       for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
@@ -391,7 +402,7 @@ void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy
       }
     }
   }
-  clear_padding_rows(pb, dx);
+  detail::clear_own_padding(pb, dx);
 }
 
 void conv_pad_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& src, const VMat& x) {
@@ -402,12 +413,26 @@ void conv_pad_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& src, cons
   require(src.rows == g.h * g.w * g.batch && src.cols == g.cin, k,
           "source " + str(src.rows) + "x" + str(src.cols) + ", expected " +
               str(g.h * g.w * g.batch) + "x" + str(g.cin));
-  pb.vop_imm(VecFunc::And, x.base, x.base, 0, x.span(n));
+  for (uint32_t cb = 0; cb < x.blocks(n); ++cb) {
+    pb.vop_imm(VecFunc::And, x.block(cb), x.block(cb), 0, x.rows);
+  }
   for (uint32_t cb = 0; cb < x.blocks(n); ++cb) {
     for (uint32_t iy = 0; iy < g.h; ++iy) {
       pb.vop_imm(VecFunc::Or, x.block(cb) + ((iy + g.pad_top) * g.wp() + g.pad_left) * g.batch,
                  src.block(cb) + iy * g.w * g.batch, 0, g.w * g.batch);
     }
+  }
+}
+
+}  // namespace tpu::train
+
+namespace tpu::train {
+
+void bias_add(ProgramBuilder& pb, const VMat& y, const VMat& bias) {
+  detail::require(bias.cols == y.cols && bias.pitch == 1, "bias_add",
+                  "bias must be a row_vector of " + std::to_string(y.cols) + " columns");
+  for (uint32_t b = 0; b < y.blocks(pb.params().N); ++b) {
+    pb.vop_row(VecFunc::FAdd, y.block(b), y.block(b), bias.block(b), y.rows);
   }
 }
 

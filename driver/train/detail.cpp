@@ -26,6 +26,10 @@ void detail::require(bool ok, const char* kernel, const std::string& what) {
   if (!ok) throw std::invalid_argument(std::string(kernel) + ": " + what);
 }
 
+void detail::clear_own_padding(ProgramBuilder& pb, const VMat& m) {
+  if (m.pitch - m.rows < pb.params().N) clear_padding_rows(pb, m);
+}
+
 void detail::row_sum(ProgramBuilder& pb, uint32_t dst, uint32_t a, uint32_t rows, uint32_t outer,
                      uint32_t a_outer_stride) {
   for (uint32_t first = 0; first < rows; first += kMaxVecInner) {

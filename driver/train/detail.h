@@ -20,4 +20,8 @@ void require(bool ok, const char* kernel, const std::string& what);
 void row_sum(ProgramBuilder& pb, uint32_t dst, uint32_t a, uint32_t rows, uint32_t outer,
              uint32_t a_outer_stride);
 
+// clear_padding_rows(m) unless m is a view into a larger tensor (pitch - rows >= N: a band of
+// lines; the rows past `rows` belong to the rest of the tensor).
+void clear_own_padding(ProgramBuilder& pb, const VMat& m);
+
 }  // namespace tpu::train::detail

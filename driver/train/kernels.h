@@ -94,8 +94,8 @@ void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, ui
                  uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch);
 
 // ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
-// [batch, C, H, W] is a VMat (layout.h "image layout"): rows = (y, x, b), pixel-major with the
-// batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).
+// [batch, C, H, W] is a VMat (docs/training.md "Image layout"): rows = (y, x, b), pixel-major with
+// the batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).
 struct ConvGeom {
   uint32_t batch = 1, cin = 1, cout = 1;
   uint32_t h = 1, w = 1;    // input height / width (without padding)
@@ -138,8 +138,15 @@ uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc)
 void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
                     const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc);
 // dW = patches^T . dY (batch a multiple of N). The bias gradient is bias_grad(dY).
+// `accumulate`: add to the partial dW this kernel left in ACC rows [acc, ..) (a layer done in
+// bands of output lines, each band a call; nothing else may use those ACC rows between the
+// calls): bit-identical to the whole layer in one call.
+// ACC rows conv2d_backward_weights uses from `acc`: cin == 1: cout blocks * ceil(taps/N) * N;
+// cin > 1: weight_rows.
+uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n);
 void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
-                             const VMat& dw, uint32_t scratch, uint32_t acc);
+                             const VMat& dw, uint32_t scratch, uint32_t acc,
+                             bool accumulate = false);
 // dX (h*w*batch x cin, without the border) = col2im(dY . W_tap^T), cin > 1 only.
 void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy, const VMat& w,
                            const VMat& dx, uint32_t scratch, uint32_t acc);
@@ -155,13 +162,16 @@ struct PoolGeom {
   uint32_t wo() const { return (w + pad_left + pad_right - kw) / sw + 1; }
 };
 // Y = max over the window (padding taps skipped, as ONNX MaxPool); `argmax`: a tensor of Y's
-// shape holding the first maximal tap (ky*kw + kx) as int32, -1 if no tap is > -inf.
+// shape holding the first maximal tap (ky*kw + kx) as fp32 (docs/training.md, `maxpool_forward`).
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch);
 // dX (x's shape) = dY scattered to each window's argmax tap (added, taps in order).
 void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax, const VMat& dy,
                       const VMat& dx, uint32_t scratch);
-// Scratch rows of maxpool_forward / maxpool_backward: y.span(N).
+// Y (an image activation) += bias (a row_vector): a conv's bias added after a later step
+// (e.g. after max pooling, on 1/4 of the rows; see docs/training.md).
+void bias_add(ProgramBuilder& pb, const VMat& y, const VMat& bias);
+// Scratch rows of maxpool_* and avgpool_backward: one row per output element, + kh*kw.
 uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n);
 // AveragePool without padding (count = kh*kw): Y = (x_tap0 + x_tap1 + ...) * (1/(kh*kw)).
 void avgpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y);

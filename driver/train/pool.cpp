@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // MaxPool, AveragePool, GlobalAveragePool, residual Add and Flatten on the vector unit
-// (docs/training.md "Pooling"). Activations in the image layout: row (y*W + x)*batch + b, so
-// one output line of a pooling tap is a 2-D `vector` pattern (inner: the batch, stride 1;
-// outer: the pixels of the line, stride sw*batch on the input).
+// (docs/training.md "Convolution, pooling and Flatten"). Activations in the image layout: row
+// (y*W + x)*batch + b, so one output line of a pooling tap is a 2-D `vector` pattern (inner:
+// the batch, stride 1; outer: the pixels of the line, stride sw*batch on the input).
 #include <algorithm>
 #include <string>
 
@@ -60,6 +60,19 @@ void check_pool(const PoolGeom& g, const VMat& x, const VMat& y, const char* k) 
               "x" + str(g.c));
 }
 
+// Whole-tensor steps go block by block over `rows`, so a VMat that is a band of a larger
+// tensor (pitch > rows) is safe: rows past `rows` are not touched.
+void zero_rows(ProgramBuilder& pb, const VMat& m) {
+  for (uint32_t cb = 0; cb < m.blocks(pb.params().N); ++cb) {
+    pb.vop_imm(VecFunc::And, m.block(cb), m.block(cb), 0, m.rows);
+  }
+}
+void scale_rows(ProgramBuilder& pb, const VMat& dst, const VMat& src, uint32_t factor) {
+  for (uint32_t cb = 0; cb < src.blocks(pb.params().N); ++cb) {
+    pb.vop_imm(VecFunc::FMul, dst.block(cb), src.block(cb), factor, src.rows);
+  }
+}
+
 // Input rows of a segment in block `xb` (stride sw*batch) and output rows in block `yb`.
 Pattern in_rows(const PoolGeom& g, uint32_t xb, const Segment& s) {
   return Pattern{xb + (s.iy * g.w + s.ix) * g.batch, 1, g.sw * g.batch};
@@ -82,41 +95,63 @@ void for_each_segment(const PoolGeom& g, F f) {
 }  // namespace
 
 uint32_t pool_scratch_rows(const PoolGeom& g, uint32_t n) {
-  return (g.c + n - 1) / n * round_up(g.ho() * g.wo() * g.batch, n);
+  return (g.c + n - 1) / n * round_up(g.ho() * g.wo() * g.batch, n) + g.kh * g.kw;
 }
+
+bool padded(const PoolGeom& g) {
+  return g.pad_top != 0 || g.pad_left != 0 || g.pad_bottom != 0 || g.pad_right != 0;
+}
+
+// Windows that tile the input (window = stride, no padding): each input pixel is in at most
+// one window.
+bool tiled(const PoolGeom& g) { return g.kh == g.sh && g.kw == g.sw && !padded(g); }
 
 void maxpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMat& y,
                      const VMat& argmax, uint32_t scratch) {
   const char* k = "maxpool_forward";
-  const uint32_t n = pb.params().N;
+  const uint32_t n = pb.params().N, taps = g.kh * g.kw;
   check_pool(g, x, y, k);
   require(argmax.rows == y.rows && argmax.cols == y.cols && argmax.pitch == y.pitch, k,
           "argmax must have Y's shape and pitch");
-  const uint32_t span = y.span(n);
-  pb.vop_imm(VecFunc::And, y.base, y.base, 0, span);  // Y = -inf, argmax = -1
-  pb.vop_imm(VecFunc::Or, y.base, y.base, kNegInf, span);
-  pb.vop_imm(VecFunc::Or, argmax.base, argmax.base, kAllOnes, span);
-  for (uint32_t t = 0; t < g.kh * g.kw; ++t) {
-    // M = all ones (keep), then per segment M = x_t <= Y, Y = max(x_t, Y).
-    pb.vop_imm(VecFunc::Or, scratch, scratch, kAllOnes, span);
-    for (uint32_t oy = 0; oy < g.ho(); ++oy) {
-      const Segment s = segment(g, oy, t / g.kw, t % g.kw);
-      if (!s.valid) continue;
-      for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
-        const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
-        const Pattern ms = out_rows(g, scratch + cb * y.pitch, oy, s);
+  const uint32_t ms_pitch = round_up(y.rows, n);  // scratch: M per block, then the tap rows
+  const uint32_t tap_rows = scratch + y.blocks(n) * ms_pitch;
+  for (uint32_t t = 0; t < taps; ++t) {  // row t: fp32 t in every lane
+    pb.vop_imm(VecFunc::And, tap_rows + t, tap_rows + t, 0, 1);
+    pb.vop_imm(VecFunc::Or, tap_rows + t, tap_rows + t, imm(static_cast<float>(t)), 1);
+  }
+  if (padded(g) || taps == 1) {  // Y = -inf, argmax = +0 before the first tap
+    for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+      pb.vop_imm(VecFunc::And, y.block(cb), y.block(cb), 0, y.rows);
+      pb.vop_imm(VecFunc::Or, y.block(cb), y.block(cb), kNegInf, y.rows);
+      pb.vop_imm(VecFunc::And, argmax.block(cb), argmax.block(cb), 0, y.rows);
+    }
+  }
+  for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
+    for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+      const Pattern xs = in_rows(g, x.block(cb), s), ys = out_rows(g, y.block(cb), oy, s);
+      const Pattern as = out_rows(g, argmax.block(cb), oy, s);
+      const Pattern ms = out_rows(g, scratch + cb * ms_pitch, oy, s);
+      const bool first = !padded(g) && taps > 1;  // tap 0 reaches every output, tap 1 too
+      if (t > 0 || !first) {
+        // M = x_t <= Y; T = t & ~M (t where x_t is a new strict maximum, else +0);
+        // argmax = max(argmax, T) (tap 1 without padding: argmax = T).
         detail::vec2d(pb, k, VecFunc::FLe, ms, xs, BMode::RowDst, ys.base, g.batch, s.count);
+        const Pattern tap{tap_rows + t, 0, 0};
+        const Pattern dst = first && t == 1 ? as : ms;
+        detail::vec2d(pb, k, VecFunc::AndN, dst, tap, BMode::RowDst, ms.base, g.batch, s.count);
+        if (!(first && t == 1)) {
+          detail::vec2d(pb, k, VecFunc::FMax, as, as, BMode::RowA, ms.base, g.batch, s.count);
+        }
+      }
+      if (t == 0 && first) {  // Y = max(x_0, -inf)
+        detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::Imm, kNegInf, g.batch, s.count);
+      } else {
         detail::vec2d(pb, k, VecFunc::FMax, ys, xs, BMode::RowDst, ys.base, g.batch, s.count);
       }
     }
-    // argmax = M ? argmax : t
-    pb.vop(VecFunc::And, argmax.base, argmax.base, scratch, span);
-    pb.vop_imm(VecFunc::Xor, scratch, scratch, kAllOnes, span);
-    pb.vop_imm(VecFunc::And, scratch, scratch, t, span);
-    pb.vop(VecFunc::Or, argmax.base, argmax.base, scratch, span);
-  }
-  clear_padding_rows(pb, y);
-  clear_padding_rows(pb, argmax);
+  });
+  detail::clear_own_padding(pb, y);
+  detail::clear_own_padding(pb, argmax);
 }
 
 void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax, const VMat& dy,
@@ -126,21 +161,30 @@ void maxpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& argmax,
   check_pool(g, dx, dy, k);
   require(argmax.rows == dy.rows && argmax.cols == dy.cols && argmax.pitch == dy.pitch, k,
           "argmax must have dY's shape and pitch");
-  const uint32_t span = dy.span(n);
-  pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
-  for (uint32_t t = 0; t < g.kh * g.kw; ++t) {
-    pb.vop_imm(VecFunc::IEq, scratch, argmax.base, t, span);  // the windows whose max is tap t
-    pb.vop(VecFunc::And, scratch, dy.base, scratch, span);
-    for (uint32_t oy = 0; oy < g.ho(); ++oy) {
-      const Segment s = segment(g, oy, t / g.kw, t % g.kw);
-      if (!s.valid) continue;
-      for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
-        const Pattern xs = in_rows(g, dx.block(cb), s);
-        detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, scratch + cb * dy.pitch, oy, s),
-                      BMode::RowDst, xs.base, g.batch, s.count);
+  const uint32_t ms_pitch = round_up(dy.rows, n);  // scratch: M per block
+  const bool covered = tiled(g) && g.ho() * g.sh == g.h && g.wo() * g.sw == g.w;
+  if (!covered) zero_rows(pb, dx);
+  uint32_t last_tap = ~0u;
+  for_each_segment(g, [&](uint32_t t, uint32_t oy, const Segment& s) {
+    for (uint32_t cb = 0; cb < dy.blocks(n) && t != last_tap; ++cb) {
+      // M = the windows whose max is tap t (and dY there, if windows overlap)
+      const uint32_t m = scratch + cb * ms_pitch;
+      pb.vop_imm(VecFunc::FEq, m, argmax.block(cb), imm(static_cast<float>(t)), dy.rows);
+      if (!tiled(g)) pb.vop(VecFunc::And, m, dy.block(cb), m, dy.rows);
+    }
+    last_tap = t;
+    for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
+      const Pattern xs = in_rows(g, dx.block(cb), s);
+      const Pattern ms = out_rows(g, scratch + cb * ms_pitch, oy, s);
+      if (tiled(g)) {  // each input pixel once: dX = dY & M
+        detail::vec2d(pb, k, VecFunc::And, xs, out_rows(g, dy.block(cb), oy, s), BMode::RowA,
+                      ms.base, g.batch, s.count);
+      } else {  // overlapping windows: dX += dY & M, taps in order
+        detail::vec2d(pb, k, VecFunc::FAdd, xs, ms, BMode::RowDst, xs.base, g.batch, s.count);
       }
     }
-  }
+  });
+  detail::clear_own_padding(pb, dx);
 }
 
 namespace {
@@ -167,8 +211,8 @@ void avgpool_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const
       }
     }
   });
-  pb.vop_imm(VecFunc::FMul, y.base, y.base, imm(1.0f / static_cast<float>(g.kh * g.kw)), y.span(n));
-  clear_padding_rows(pb, y);
+  scale_rows(pb, y, y, imm(1.0f / static_cast<float>(g.kh * g.kw)));
+  detail::clear_own_padding(pb, y);
 }
 
 void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx,
@@ -177,16 +221,18 @@ void avgpool_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, con
   const uint32_t n = pb.params().N;
   check_pool(g, dx, dy, k);
   require_no_pads(g, k);
-  pb.vop_imm(VecFunc::FMul, scratch, dy.base, imm(1.0f / static_cast<float>(g.kh * g.kw)),
-             dy.span(n));
-  pb.vop_imm(VecFunc::And, dx.base, dx.base, 0, dx.span(n));
+  const uint32_t gp = round_up(dy.rows, n);
+  const VMat grad{scratch, dy.rows, dy.cols, gp};  // dY * (1/(kh*kw))
+  scale_rows(pb, grad, dy, imm(1.0f / static_cast<float>(g.kh * g.kw)));
+  zero_rows(pb, dx);
   for_each_segment(g, [&](uint32_t, uint32_t oy, const Segment& s) {
     for (uint32_t cb = 0; cb < dy.blocks(n); ++cb) {
       const Pattern xs = in_rows(g, dx.block(cb), s);
-      detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, scratch + cb * dy.pitch, oy, s),
-                    BMode::RowDst, xs.base, g.batch, s.count);
+      detail::vec2d(pb, k, VecFunc::FAdd, xs, out_rows(g, grad.block(cb), oy, s), BMode::RowDst,
+                    xs.base, g.batch, s.count);
     }
   });
+  detail::clear_own_padding(pb, dx);
 }
 
 namespace {
@@ -205,16 +251,18 @@ void gap_forward(ProgramBuilder& pb, const PoolGeom& g, const VMat& x, const VMa
   const char* k = "gap_forward";
   const uint32_t n = pb.params().N;
   check_gap(g, x, y, k);
-  pb.vop_imm(VecFunc::And, y.base, y.base, 0, y.span(n));
-  pb.vop_imm(VecFunc::Or, y.base, y.base, detail::kNegZero, y.span(n));
+  zero_rows(pb, y);
+  for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
+    pb.vop_imm(VecFunc::Or, y.block(cb), y.block(cb), detail::kNegZero, y.rows);
+  }
   for (uint32_t cb = 0; cb < y.blocks(n); ++cb) {
     // Y += x_p for every pixel p in order: the destination line stride 0 revisits Y's rows.
     const Pattern ys{y.block(cb), 1, 0};
     detail::vec2d(pb, k, VecFunc::FAdd, ys, Pattern{x.block(cb), 1, g.batch}, BMode::RowDst,
                   ys.base, g.batch, g.h * g.w);
   }
-  pb.vop_imm(VecFunc::FMul, y.base, y.base, imm(1.0f / static_cast<float>(g.h * g.w)), y.span(n));
-  clear_padding_rows(pb, y);
+  scale_rows(pb, y, y, imm(1.0f / static_cast<float>(g.h * g.w)));
+  detail::clear_own_padding(pb, y);
 }
 
 void gap_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const VMat& dx) {
@@ -229,20 +277,24 @@ void gap_backward(ProgramBuilder& pb, const PoolGeom& g, const VMat& dy, const V
                     Pattern{dx.block(cb), 1, 0}, BMode::Imm, 0, g.batch, g.h * g.w - 1);
     }
   }
-  clear_padding_rows(pb, dx);
+  detail::clear_own_padding(pb, dx);
 }
 
 void add_forward(ProgramBuilder& pb, const VMat& a, const VMat& b, const VMat& y) {
   require(a.rows == b.rows && a.cols == b.cols && a.pitch == b.pitch && y.rows == a.rows &&
               y.cols == a.cols && y.pitch == a.pitch,
           "add_forward", "A, B and Y must have the same shape and pitch");
-  pb.vop(VecFunc::FAdd, y.base, a.base, b.base, a.span(pb.params().N));
+  for (uint32_t cb = 0; cb < a.blocks(pb.params().N); ++cb) {
+    pb.vop(VecFunc::FAdd, y.block(cb), a.block(cb), b.block(cb), a.rows);
+  }
 }
 
 void grad_accumulate(ProgramBuilder& pb, const VMat& acc, const VMat& g) {
   require(acc.rows == g.rows && acc.cols == g.cols && acc.pitch == g.pitch, "grad_accumulate",
           "the gradients must have the same shape and pitch");
-  pb.vop(VecFunc::FAdd, acc.base, acc.base, g.base, acc.span(pb.params().N));
+  for (uint32_t cb = 0; cb < acc.blocks(pb.params().N); ++cb) {
+    pb.vop(VecFunc::FAdd, acc.block(cb), acc.block(cb), g.block(cb), acc.rows);
+  }
 }
 
 VMat flatten_view(const VMat& a, uint32_t hw, uint32_t batch, uint32_t n) {

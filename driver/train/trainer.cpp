@@ -32,6 +32,7 @@ class TrainerImpl {
   double compile_seconds = 0;
   RunStats last;
   bool stepped = false;
+  const Device* device = nullptr;  // the one init() placed the weights on
 
   void emit_programs() {
     step = emit(g, place, sched.step, opt, chip, base);
@@ -51,6 +52,12 @@ class TrainerImpl {
   void check_device(const Device& dev) const {
     if (!(dev.params() == chip))
       throw std::invalid_argument("Trainer: the device's chip parameters differ from the compiled ones");
+  }
+  void check_initialized(const Device& dev, const char* what) const {
+    if (device != &dev) {
+      throw std::logic_error(std::string("Trainer::") + what +
+                             ": call init() on this device first (it holds the weights)");
+    }
   }
   void put_batch(Device& dev, const float* images, uint32_t count) const;
 };
@@ -133,11 +140,12 @@ void Trainer::init(Device& dev) {
     dev.write(t.addr(t.g.adam_state), rows.data(), rows.size() * 4);
   }
   t.stepped = false;
+  t.device = &dev;
 }
 
 StepResult Trainer::step(Device& dev, const float* images, const int32_t* labels) {
   TrainerImpl& t = *impl_;
-  t.check_device(dev);
+  t.check_initialized(dev, "step");
   const uint32_t n = t.chip.N, b = t.g.batch;
   std::vector<int32_t> lanes(size_t{t.home(t.g.labels).rows} * n, 0);
   for (uint32_t i = 0; i < b; ++i) {
@@ -158,7 +166,7 @@ StepResult Trainer::step(Device& dev, const float* images, const int32_t* labels
 
 std::vector<float> Trainer::logits(Device& dev, const float* images, uint32_t count) {
   TrainerImpl& t = *impl_;
-  t.check_device(dev);
+  t.check_initialized(dev, "logits");
   const uint32_t b = t.g.batch, c = t.g.classes;
   const size_t pixels = size_t{t.g.input_c} * t.g.input_h * t.g.input_w;
   std::vector<float> result;
@@ -174,6 +182,7 @@ std::vector<float> Trainer::logits(Device& dev, const float* images, uint32_t co
 
 std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
   const TrainerImpl& t = *impl_;
+  t.check_initialized(dev, "weights");
   std::map<std::string, std::vector<float>> w;
   for (const Param& p : t.g.params) {
     w[p.initializer] = onnx_values(t.g, p, t.read_matrix(dev, p.tensor));

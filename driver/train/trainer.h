@@ -66,7 +66,8 @@ class Trainer {
   std::array<uint32_t, 3> input_chw() const;
 
   // Weights (the model's initializers) and optimizer state (zeros; Adam's powers of beta 1.0)
-  // -> device memory. `dev` must have the chip parameters given to the constructor.
+  // -> device memory. `dev` must have the chip parameters given to the constructor. step(),
+  // logits() and weights() then work on that device (std::logic_error on another, or before).
   void init(Device& dev);
   // One step on `batch` images (batch * C*H*W floats, NCHW) and their labels (each in
   // [0, classes), else std::invalid_argument): the chip computes; returns the chip's loss.
@@ -92,7 +93,8 @@ class Trainer {
 };
 
 // Writes `weights` into a copy of the original model's initializers: float ONNX that run-cnn /
-// run-onnx take. (Implemented by tpusim train's side, tools/tpusim.)
+// run-onnx take. (Declared here as agreed in issue 30's Trainer API; defined with `tpusim
+// train`'s model I/O, not in tpu_trainer.)
 void export_trained_onnx(const std::string& original_model,
                          const std::map<std::string, std::vector<float>>& weights,
                          const std::string& out_path);

@@ -13,6 +13,7 @@
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
 #include "compiler/schedule.h"
+#include "device_model.h"
 #include "kernels.h"
 #include "train_models.h"
 
@@ -415,6 +416,80 @@ TEST(TrainAutodiff, ConvNetBackward) {
   EXPECT_EQ(d.find("ConvPad"), std::string::npos) << d;
   EXPECT_EQ(d.find("ConvGradX"), std::string::npos) << d;
   EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace tpu::train::test
+
+namespace tpu::train::test {
+namespace {
+
+// A BiasGrad that does not fit VMEM sums dY's rows in chunks, each chunk's sums continuing from
+// db: the result equals the whole kernel's bit for bit (chunks of 3 rows and of 255 + 2 rows,
+// across the 255-row steps of one rsum); a dY of more than 2,047 rows per block (rsum's 11-bit
+// block step) is always chunked.
+TEST(TrainEmit, BiasGradInRowChunksEqualsWhole) {
+  cnn::OnnxGraph m("bias");
+  m.input("x", {-1, 4});
+  m.init_float("W", {4, 9}, uniform(36, 1.0f, 7));
+  m.init_float("b", {9}, std::vector<float>(9, 0.0f));
+  m.node("Gemm", {"x", "W", "b"}, {"y"}, {}, "fc");
+  m.output("y", {-1, 9});
+  // The bias gradient of a conv with 4 x 4 outputs and batch 132: 2,112 rows per block.
+  cnn::OnnxGraph cm("conv_bias");
+  cm.input("x", {-1, 1, 6, 6});
+  cm.init_float("W", {2, 1, 3, 3}, uniform(18, 1.0f, 8));
+  cm.init_float("b", {2}, std::vector<float>(2, 0.0f));
+  cm.init_float("D", {32, 4}, uniform(128, 1.0f, 9));
+  cm.node("Conv", {"x", "W", "b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
+  cm.node("Flatten", {"c"}, {"f"}, {}, "flatten");
+  cm.node("MatMul", {"f", "D"}, {"y"}, {}, "fc");
+  cm.output("y", {-1, 4});
+  for (uint32_t batch : {11u, 300u, 132u}) {
+    Graph g = import_onnx(batch == 132 ? cm.serialize() : m.serialize(), batch, 4);
+    g.classes = 4;  // 9 outputs exceed N = 4 for a loss, which this test does not emit
+    append_backward(g);
+    const ChipParams chip = ChipParams::training(4);
+    Placement p = place(g, chip);
+    int node = -1;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].op == Op::BiasGrad) node = static_cast<int>(i);
+    ASSERT_GE(node, 0);
+    const Node& nd = g.nodes[static_cast<size_t>(node)];
+    const Home& dy = p.homes[static_cast<size_t>(nd.in[0])];
+    const Home& db = p.homes[static_cast<size_t>(nd.out[0])];
+    std::vector<float> values = uniform(size_t{dy.geom.rows} * dy.geom.cols, 1.0f, batch);
+    values[5] = -0.0f;
+    std::vector<std::vector<uint32_t>> results;
+    std::vector<uint32_t> chunks = {0u, 3u, 257u};
+    if (dy.geom.rows > 2047) {
+      EXPECT_GT(p.chunk[static_cast<size_t>(node)], 0u);
+      EXPECT_LE(p.chunk[static_cast<size_t>(node)], 2047u);
+      chunks = {p.chunk[static_cast<size_t>(node)], 1000u};
+    }
+    for (uint32_t chunk : chunks) {
+      if (chunk >= dy.geom.rows) continue;
+      p.chunk[static_cast<size_t>(node)] = chunk;
+      ModelDevice dev(chip);
+      const HostBuffer buf = dev.alloc(p.device_bytes, "device memory", 4096);
+      const std::vector<float> img = pack(dy.geom, 4, values);
+      dev.write(buf.addr + dy.addr, img.data(), img.size() * 4);
+      dev.run(emit(g, p, {node}, TrainOptions{}, chip, buf.addr).program);
+      std::vector<uint32_t> got(size_t{db.rows} * 4);
+      dev.read(buf.addr + db.addr, got.data(), got.size() * 4);
+      results.push_back(got);
+    }
+    ASSERT_GE(results.size(), 2u) << batch;  // at least two ways compared
+    for (size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]) << batch << " " << i;
+    // And the reference's column sums (from -0.0, rows in order).
+    std::vector<uint32_t> want = ref::column_sums(ref::Mat{dy.geom.rows, dy.geom.cols, [&] {
+      std::vector<uint32_t> b;
+      for (float f : values) b.push_back(ref::bits(f));
+      return b;
+    }()});
+    want.resize(results[0].size(), 0);
+    EXPECT_EQ(results[0], want) << batch;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // reference.h), bit for bit; the image layout conversion here is the test's own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rig.h"
@@ -183,6 +184,181 @@ TEST_P(Conv, ManyChannelsPaddedStridedMatchesReference) {
   check_conv(n, {geom(n, 2 * n, n, 7, 7, 1, 2, 0), 0}, 73);
 }
 
+// ONNX's asymmetric pads (SAME_UPPER at stride 2: bottom / right only) and non-square kernels
+// and strides.
+TEST_P(Conv, AsymmetricPadsAndRectangularKernels) {
+  const uint32_t n = GetParam();
+  ConvGeom g = geom(n, 3, 5, 6, 7, 3, 2, 0);
+  g.pad_bottom = g.pad_right = 1;
+  check_conv(n, {g, 0}, 141);
+  ConvGeom r = geom(n, 1, 3, 5, 8, 1, 1, 0);
+  r.kw = 3;
+  r.sw = 2;
+  r.pad_left = 2;
+  check_conv(n, {r, 0}, 142);
+  ConvGeom d = geom(n, n + 1, 2, 6, 5, 2, 1, 0);
+  d.kw = 3;
+  d.sh = 2;
+  d.pad_top = 1;
+  check_conv(n, {d, 0}, 143);
+}
+
+// A layer done in bands of output lines (views of X, Y and dY; dW accumulated in ACC across
+// the calls) equals the whole layer bit for bit: how a layer too big for VMEM is streamed.
+void check_bands(uint32_t n, const ConvGeom& g, uint32_t split, uint32_t seed) {
+  Rig rig(n, 32768);
+  const uint32_t cstride = g.packed() ? 1 : round_up(g.cin, n);
+  const ref::Tensor x = random_tensor(g.batch, g.cin, g.h, g.w, 1.0f, seed);
+  const ref::Tensor w = random_tensor(g.cout, g.cin, g.kh, g.kw, 0.5f, seed + 1);
+  const std::vector<uint32_t> bias = random_values(g.cout, 0.5f, seed + 2);
+  const ref::Tensor dy = random_tensor(g.batch, g.cout, g.ho(), g.wo(), 1.0f, seed + 3);
+  VMat vx = conv_input_matrix(rig.arena(), g);
+  VMat vw = rig.arena().matrix(g.weight_rows(n), g.cout), vb = rig.arena().row_vector(g.cout);
+  VMat vy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+  VMat vdy = rig.arena().matrix(vy.rows, g.cout), vdw = rig.arena().matrix(vw.rows, g.cout);
+  const uint32_t scratch = rig.arena().rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  rig.put(vx, as_bits(conv_input_values(g, n, as_floats(x.v))));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  rig.put(vb, bias);
+  rig.put(vdy, to_image(dy));
+  const uint32_t line = g.wo() * g.batch;
+  for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += split) {
+    const uint32_t l = std::min(split, g.ho() - oy0);
+    ConvGeom band = g;  // a valid conv over the stored (padded) input lines of the band
+    band.h = (l - 1) * g.sh + g.kh;
+    band.w = g.wp();
+    band.pad_top = band.pad_left = band.pad_bottom = band.pad_right = 0;
+    const uint32_t first = oy0 * g.sh * g.wp() * g.batch;  // first input row of the band
+    ASSERT_EQ(first % n, 0u);
+    const VMat bx{vx.base + (g.packed() ? first / n : first), band.input_rows(n), vx.cols,
+                  vx.pitch};
+    const VMat by{vy.base + oy0 * line, l * line, g.cout, vy.pitch};
+    const VMat bdy{vdy.base + oy0 * line, l * line, g.cout, vdy.pitch};
+    conv2d_forward(rig.pb(), band, bx, vw, &vb, by, scratch, 0);
+    conv2d_backward_weights(rig.pb(), band, bx, bdy, vdw, scratch, 2048 - conv_dw_acc_rows(g, n),
+                            oy0 > 0);
+  }
+  clear_padding_rows(rig.pb(), vy);
+  rig.want(vy);
+  rig.want(vdw);
+  rig.run();
+  const ref::Window k = window(g);
+  expect_bits(from_image(rig.got(vy), g.batch, g.cout, g.ho(), g.wo()).v,
+              ref::conv2d(x, w, bias, k, cstride, n).v, "Y");
+  expect_bits(as_bits(conv_weight_oihw(g, n, as_floats(rig.got(vdw)))),
+              ref::conv2d_dw(x, dy, k, cstride, n).v, "dW");
+}
+
+TEST_P(Conv, LayerInBandsOfLinesMatchesWholeLayer) {
+  const uint32_t n = GetParam();
+  check_bands(n, geom(n, 1, n + 1, 9, 6, 3, 1, 0), 3, 131);  // Keras-like, taps in lanes
+  check_bands(n, geom(n, n + 2, 3, 8, 5, 3, 1, 1), 4, 132);  // cin > 1, padded
+  check_bands(n, geom(2 * n, 1, 4, 9, 9, 3, 2, 1), 2, 133);  // strided, padded
+}
+
+// A layer's output (image layout, no border) padded on the chip by conv_pad_input over stale
+// NaN, then convolved: equals the reference's padded convolution.
+TEST_P(Conv, PadInputOnTheChip) {
+  const uint32_t n = GetParam();
+  Rig rig(n, 32768);
+  ConvGeom g = geom(n, n + 3, 4, 5, 6, 3, 1, 1);
+  g.pad_bottom = 2;
+  const ref::Tensor x = random_tensor(g.batch, g.cin, g.h, g.w, 1.0f, 151);
+  const ref::Tensor w = random_tensor(g.cout, g.cin, 3, 3, 0.5f, 152);
+  VMat src = rig.arena().matrix(g.h * g.w * g.batch, g.cin);
+  VMat vx = conv_input_matrix(rig.arena(), g), vw = rig.arena().matrix(g.weight_rows(n), g.cout);
+  VMat vy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+  const uint32_t scratch = rig.arena().rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  rig.put_rows(vx.base, std::vector<uint32_t>(size_t{vx.span(n)} * n, 0x7FC00000u));
+  rig.put(src, to_image(x));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  conv_pad_input(rig.pb(), g, src, vx);
+  conv2d_forward(rig.pb(), g, vx, vw, nullptr, vy, scratch, 0);
+  rig.want(vy);
+  rig.run();
+  expect_bits(from_image(rig.got(vy), g.batch, g.cout, g.ho(), g.wo()).v,
+              ref::conv2d(x, w, {}, window(g), round_up(g.cin, n), n).v, "Y");
+}
+
+// The Keras front (conv 3x3 cin 1 -> maxpool 2) scheduled band by band with only a band of the
+// conv output in VMEM: per band of 2 conv lines, conv into a band buffer, pool it into the
+// pooled tensor's band (views); the bias added after pooling (bias_add); backward per band:
+// maxpool_backward into the band buffer, conv dW accumulated in ACC. Equals the reference of
+// conv (no bias) -> maxpool -> + bias on the whole tensors; db = column sums of dPooled.
+TEST_P(Conv, ConvPoolBandsWithoutTheWholeConvOutput) {
+  const uint32_t n = GetParam();
+  Rig rig(n, 32768);
+  const ConvGeom g = geom(n, 1, n + 1, 10, 9, 3, 1, 0);  // 8 x 7 conv output
+  PoolGeom pg;
+  pg.batch = n;
+  pg.c = g.cout;
+  pg.h = g.ho();
+  pg.w = g.wo();  // 4 x 3 pooled (the last conv column unused)
+  const uint32_t pline = pg.wo() * n, cline = g.wo() * n;
+  const ref::Tensor x = random_tensor(n, 1, g.h, g.w, 1.0f, 161);
+  const ref::Tensor w = random_tensor(g.cout, 1, 3, 3, 0.5f, 162);
+  const std::vector<uint32_t> bias = random_values(g.cout, 0.5f, 163);
+  const ref::Tensor dp = random_tensor(n, g.cout, pg.ho(), pg.wo(), 1.0f, 164);
+  VmemArena& ar = rig.arena();
+  VMat vx = conv_input_matrix(ar, g), vw = ar.matrix(g.weight_rows(n), g.cout);
+  VMat vb = ar.row_vector(g.cout), vdb = ar.row_vector(g.cout);
+  VMat pooled = ar.matrix(pg.ho() * pline, g.cout), am = ar.matrix(pooled.rows, g.cout);
+  VMat dpooled = ar.matrix(pooled.rows, g.cout), vdw = ar.matrix(vw.rows, g.cout);
+  VMat buf = ar.matrix(2 * cline, g.cout);  // one band of the conv output (or its gradient)
+  const uint32_t scratch = ar.rows(conv_scratch_rows(g, rig.dev().params(), 0));
+  const uint32_t pscratch = ar.rows(pool_scratch_rows(pg, n));
+  rig.put(vx, as_bits(conv_input_values(g, n, as_floats(x.v))));
+  rig.put(vw, as_bits(conv_weight_values(g, n, as_floats(w.v))));
+  rig.put(vb, bias);
+  rig.put(dpooled, to_image(dp));
+  const uint32_t dw_acc = 2048 - conv_dw_acc_rows(g, n);
+  for (int pass = 0; pass < 2; ++pass) {  // forward over all bands, then backward
+    for (uint32_t py = 0; py < pg.ho(); ++py) {
+      ConvGeom band = g;
+      band.h = 2 + g.kh - 1;  // input lines of conv lines 2py, 2py + 1
+      const VMat bx{vx.base + 2 * py * g.wp() * n / n, band.input_rows(n), n, vx.pitch};
+      PoolGeom pb = pg;
+      pb.h = 2;
+      const VMat pv{pooled.base + py * pline, pline, g.cout, pooled.pitch};
+      const VMat av{am.base + py * pline, pline, g.cout, am.pitch};
+      const VMat dv{dpooled.base + py * pline, pline, g.cout, dpooled.pitch};
+      if (pass == 0) {
+        conv2d_forward(rig.pb(), band, bx, vw, nullptr, buf, scratch, 0);
+        maxpool_forward(rig.pb(), pb, buf, pv, av, pscratch);
+      } else {
+        maxpool_backward(rig.pb(), pb, av, dv, buf, pscratch);
+        conv2d_backward_weights(rig.pb(), band, bx, buf, vdw, scratch, dw_acc, py > 0);
+      }
+    }
+    if (pass == 0) bias_add(rig.pb(), pooled, vb);
+  }
+  bias_grad(rig.pb(), dpooled, vdb);
+  rig.want(pooled);
+  rig.want(vdw);
+  rig.want(vdb);
+  rig.run();
+  const ref::Window ck = window(g), pk{2, 2, 2, 2, 0, 0, 0, 0};
+  const ref::Tensor y1 = ref::conv2d(x, w, {}, ck, 1, n);
+  const ref::MaxPoolResult p = ref::maxpool(y1, pk);
+  ref::Tensor want = p.y;
+  for (uint32_t b = 0; b < n; ++b)
+    for (uint32_t c = 0; c < g.cout; ++c)
+      for (uint32_t i = 0; i < pg.ho() * pg.wo(); ++i) {
+        uint32_t& v = want.at(b, c, i / pg.wo(), i % pg.wo());
+        v = ref::add(v, bias[c]);
+      }
+  expect_bits(rig.got(pooled), to_image(want), "pooled + bias");
+  const ref::Tensor dy1 = ref::maxpool_dx(p.argmax, dp, pk, g.ho(), g.wo());
+  expect_bits(as_bits(conv_weight_oihw(g, n, as_floats(rig.got(vdw)))),
+              ref::conv2d_dw(x, dy1, ck, 1, n).v, "dW");
+  std::vector<uint32_t> db(g.cout, 0x80000000u);
+  for (uint32_t i = 0; i < pg.ho() * pg.wo(); ++i)
+    for (uint32_t b = 0; b < n; ++b)
+      for (uint32_t c = 0; c < g.cout; ++c)
+        db[c] = ref::add(db[c], dp.at(b, c, i / pg.wo(), i % pg.wo()));
+  expect_bits(rig.got(vdb), db, "db");
+}
+
 TEST_P(Conv, ShapeErrorsAreNamed) {
   const uint32_t n = GetParam();
   Rig rig(n, 32768);
@@ -237,6 +413,43 @@ TEST_P(Conv, ReferenceIsCloseToExactConvolution) {
               }
           EXPECT_LE(std::fabs(ref::value(y.at(b, o, oy, ox)) - exact), std::ldexp(mag, -20));
         }
+}
+
+// dW and dX of the reference against double: within 2^-20 * sum |products| of the exact sums of
+// the bf16-rounded products (dX: the taps' partial sums are fp32 adds of such sums).
+TEST_P(Conv, ReferenceGradientsAreCloseToExact) {
+  const uint32_t n = GetParam();
+  const ref::Window k{3, 3, 2, 2, 1, 1, 1, 1};
+  const ref::Tensor x = random_tensor(3, 5, 7, 6, 1.0f, 171),
+                    w = random_tensor(4, 5, 3, 3, 0.5f, 172);
+  const uint32_t ho = k.ho(7), wo = k.wo(6);
+  const ref::Tensor dy = random_tensor(3, 4, ho, wo, 1.0f, 173);
+  const ref::Tensor dw = ref::conv2d_dw(x, dy, k, round_up(5, n), n);
+  const ref::Tensor dx = ref::conv2d_dx(dy, w, k, 7, 6, n);
+  auto bf = [](uint32_t b) { return double{ref::value(ref::to_bf16(b))}; };
+  std::vector<double> ex(dx.v.size(), 0.0), mag(dx.v.size(), 0.0);
+  for (uint32_t o = 0; o < 4; ++o)
+    for (uint32_t c = 0; c < 5; ++c)
+      for (uint32_t t = 0; t < 9; ++t) {
+        double e = 0, m = 0;
+        for (uint32_t b = 0; b < 3; ++b)
+          for (uint32_t oy = 0; oy < ho; ++oy)
+            for (uint32_t ox = 0; ox < wo; ++ox) {
+              const int iy = int(oy * 2 + t / 3) - 1, ix = int(ox * 2 + t % 3) - 1;
+              if (iy < 0 || ix < 0 || iy >= 7 || ix >= 6) continue;
+              const double p = bf(x.at(b, c, iy, ix)) * bf(dy.at(b, o, oy, ox));
+              e += p;
+              m += std::fabs(p);
+              const double q = bf(dy.at(b, o, oy, ox)) * bf(w.at(o, c, t / 3, t % 3));
+              const size_t i = ((size_t{b} * 5 + c) * 7 + iy) * 6 + ix;
+              ex[i] += q;
+              mag[i] += std::fabs(q);
+            }
+        EXPECT_LE(std::fabs(ref::value(dw.at(o, c, t / 3, t % 3)) - e), std::ldexp(m, -20));
+      }
+  for (size_t i = 0; i < dx.v.size(); ++i) {
+    EXPECT_LE(std::fabs(ref::value(dx.v[i]) - ex[i]), std::ldexp(mag[i], -20)) << i;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // against the host reference (NCHW, reference.h), bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "rig.h"
 
 namespace tpu::train::test {
@@ -94,6 +96,16 @@ void check_maxpool(uint32_t n, const PoolGeom& g, uint32_t seed) {
   expect_bits(rig.got(m.y), to_image(want.y), "Y");
   expect_bits(rig.got(am), to_image(want.argmax), "argmax");
   expect_bits(rig.got(vdx), to_image(ref::maxpool_dx(want.argmax, dy, window(g), g.h, g.w)), "dX");
+  // Padding rows and lanes +0 over the stale NaN (argmax's padding lanes hold the tap of the
+  // zeros there: an internal tensor, only dY's zero lanes meet it).
+  for (const VMat& v : {m.y, vdx}) {
+    const std::vector<uint32_t> image = rig.got_image(v);
+    for (uint32_t r = 0; r < v.span(n); ++r)
+      for (uint32_t j = 0; j < n; ++j)
+        if (r % v.pitch >= v.rows || r / v.pitch * n + j >= v.cols) {
+          EXPECT_EQ(image[size_t{r} * n + j], 0u) << r;
+        }
+  }
 }
 
 // The Keras example's MaxPooling2D(2, 2), on an odd input (the last line / column unused).
@@ -235,6 +247,33 @@ TEST_P(Pool, ShapeErrorsAreNamed) {
   EXPECT_THROW(maxpool_forward(rig.pb(), too_big, m.x, m.y, m.y, 0), std::invalid_argument);
   EXPECT_THROW(gap_forward(rig.pb(), g, m.x, m.y), std::invalid_argument);
   EXPECT_THROW(add_forward(rig.pb(), m.x, m.y, m.x), std::invalid_argument);
+}
+
+// AveragePool and GlobalAveragePool of the reference against double: within 2^-22 * (sum |x|)
+// / count of the exact mean (count - 1 fp32 adds and one multiply by the rounded 1/count).
+TEST(PoolReference, AveragesAreCloseToExact) {
+  const ref::Tensor x = random_tensor(2, 3, 6, 4, 1.0f, 181);
+  const ref::Window k{2, 2, 2, 2, 0, 0, 0, 0};
+  const ref::Tensor a = ref::avgpool(x, k), g = ref::gap(x);
+  for (uint32_t b = 0; b < 2; ++b)
+    for (uint32_t c = 0; c < 3; ++c) {
+      double e = 0, m = 0;
+      for (uint32_t p = 0; p < 24; ++p) {
+        e += ref::value(x.at(b, c, p / 4, p % 4));
+        m += std::fabs(ref::value(x.at(b, c, p / 4, p % 4)));
+      }
+      EXPECT_LE(std::fabs(ref::value(g.at(b, c, 0, 0)) - e / 24), std::ldexp(m / 24, -19));
+      for (uint32_t oy = 0; oy < 3; ++oy)
+        for (uint32_t ox = 0; ox < 2; ++ox) {
+          double s = 0, sm = 0;
+          for (uint32_t t = 0; t < 4; ++t) {
+            const double v = ref::value(x.at(b, c, oy * 2 + t / 2, ox * 2 + t % 2));
+            s += v;
+            sm += std::fabs(v);
+          }
+          EXPECT_LE(std::fabs(ref::value(a.at(b, c, oy, ox)) - s / 4), std::ldexp(sm / 4, -21));
+        }
+    }
 }
 
 }  // namespace

@@ -349,8 +349,8 @@ Tensor conv2d_dx(const Tensor& dy, const Tensor& w, const Window& k, uint32_t h,
 MaxPoolResult maxpool(const Tensor& x, const Window& k) {
   const uint32_t ho = k.ho(x.h), wo = k.wo(x.w);
   MaxPoolResult r{tensor(x.b, x.c, ho, wo), tensor(x.b, x.c, ho, wo)};
-  for (Bits& v : r.y.v) v = 0xFF800000u;       // -inf
-  for (Bits& v : r.argmax.v) v = 0xFFFFFFFFu;  // -1
+  for (Bits& v : r.y.v) v = 0xFF800000u;  // -inf
+  // argmax: +0 (tap 0), then max(argmax, t) at every tap t that is a new strict maximum.
   for (uint32_t t = 0; t < k.kh * k.kw; ++t)
     for (uint32_t b = 0; b < x.b; ++b)
       for (uint32_t c = 0; c < x.c; ++c)
@@ -360,13 +360,15 @@ MaxPoolResult maxpool(const Tensor& x, const Window& k) {
             if (!tap_pixel(k, x.h, x.w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
             const Bits v = x.at(b, c, iy, ix);
             Bits& y = r.y.at(b, c, oy, ox);
-            if (!le(v, y)) r.argmax.at(b, c, oy, ox) = t;  // greater, or NaN on either side
+            Bits& a = r.argmax.at(b, c, oy, ox);
+            a = fmax(a, le(v, y) ? 0u : bits(static_cast<float>(t)));  // not <=: greater or NaN
             y = fmax(v, y);
           }
   return r;
 }
 
 Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint32_t h, uint32_t w) {
+  const bool tiles = k.kh == k.sh && k.kw == k.sw && k.pt + k.pl + k.pb + k.pr == 0;
   Tensor dx = tensor(dy.b, dy.c, h, w);
   for (uint32_t t = 0; t < k.kh * k.kw; ++t)
     for (uint32_t b = 0; b < dy.b; ++b)
@@ -375,8 +377,11 @@ Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint3
           for (uint32_t ox = 0; ox < dy.w; ++ox) {
             uint32_t iy, ix;
             if (!tap_pixel(k, h, w, oy, ox, t / k.kw, t % k.kw, iy, ix)) continue;
-            const Bits g = argmax.at(b, c, oy, ox) == t ? dy.at(b, c, oy, ox) : 0u;
-            dx.at(b, c, iy, ix) = add(dx.at(b, c, iy, ix), g);
+            const Bits g =
+                argmax.at(b, c, oy, ox) == bits(static_cast<float>(t)) ? dy.at(b, c, oy, ox) : 0u;
+            // Windows that tile the input (window = stride, no padding) write each input
+            // pixel once; overlapping ones add to it, taps in order.
+            dx.at(b, c, iy, ix) = tiles ? g : add(dx.at(b, c, iy, ix), g);
           }
   return dx;
 }

@@ -99,7 +99,7 @@ Tensor conv2d_dw(const Tensor& x, const Tensor& dy, const Window& k, uint32_t ci
 Tensor conv2d_dx(const Tensor& dy, const Tensor& w_oihw, const Window& k, uint32_t h, uint32_t w,
                  uint32_t n);
 struct MaxPoolResult {
-  Tensor y, argmax;  // argmax: int32 tap index ky*kw + kx, -1 if none
+  Tensor y, argmax;  // argmax: the tap ky*kw + kx as fp32 (docs/training.md)
 };
 MaxPoolResult maxpool(const Tensor& x, const Window& k);
 Tensor maxpool_dx(const Tensor& argmax, const Tensor& dy, const Window& k, uint32_t h, uint32_t w);

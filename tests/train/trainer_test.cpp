@@ -319,6 +319,9 @@ TEST(Trainer, BadLabelsAndModels) {
   }
   ModelDevice other(ChipParams::training(16));
   EXPECT_THROW(t.init(other), std::invalid_argument);
+  ModelDevice fresh(chip);  // not initialized: no weights there
+  EXPECT_THROW(t.step(fresh, x.data(), labels.data()), std::logic_error);
+  EXPECT_THROW(t.weights(fresh), std::logic_error);
 }
 
 TEST(Trainer, ModelFromAFile) {

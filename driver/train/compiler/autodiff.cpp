@@ -87,7 +87,8 @@ void Autodiff::conv_backward(const Node& n, int dy) {
       return;
     }
   }
-  throw std::logic_error("internal: append_backward: conv '" + n.name + "' reads no ConvPad");
+  // No ConvPad: an unpadded conv reads the image itself.
+  g_.nodes[static_cast<size_t>(add(Op::ConvGradX, n, {dy, w}, {contribution(x)}))].conv = n.conv;
 }
 
 void Autodiff::backward(const Node& n) {

@@ -37,7 +37,7 @@ std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const
   std::vector<int> row_of_layer(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (n.phase != Phase::Forward) continue;
+    if (n.phase != Phase::Forward || n.layer != static_cast<int>(i)) continue;  // (a ConvPad: its Conv's)
     row_of_layer[static_cast<size_t>(n.layer)] = static_cast<int>(r.size());
     r.push_back(LayerCycles{n.name, n.onnx_op, 0, 0, 0});
   }

@@ -50,6 +50,8 @@ class Emitter {
   void image_node(const Node& nd, const NodeLayout& L);
   // The same in bands of output lines (placement.h).
   void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
+  void conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
+  void conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
   // `rows` image rows from image row `row` of each column block of t <-> VMat m's blocks.
   void in_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
   void out_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
@@ -229,7 +231,56 @@ VMat band(const VMat& home, uint32_t base, uint32_t rows, uint32_t n) {
   return VMat{base, rows, home.cols, round_up(rows, n)};
 }
 
+void Emitter::conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  // The padded input's border is never written: +0 from the device buffer's allocation.
+  const ConvGeom& g = nd.conv;
+  const int src = nd.in[0], x = nd.out[0];
+  const uint32_t line = g.w * g.batch;
+  for (uint32_t cb = 0; cb * n_ < g.cin; ++cb) {
+    for (uint32_t iy0 = 0; iy0 < g.h; iy0 += lines_per_band) {
+      const uint32_t lines = std::min(lines_per_band, g.h - iy0);
+      in(src, L.in[0], lines * line, cb * home(src).geom.pitch + iy0 * line);
+      for (uint32_t l = 0; l < lines; ++l) {
+        const uint32_t row = ((iy0 + l + g.pad_top) * g.wp() + g.pad_left) * g.batch;
+        out(x, L.in[0] + l * line, line, cb * home(x).geom.pitch + row);
+      }
+    }
+  }
+}
+
+// dX in bands of input lines, one input-channel block at a time (the columns of dX are
+// independent: the block's rows of W, tap by tap, make the block's own convolution).
+void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  const ConvGeom& g = nd.conv;
+  const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
+  const VMat wh = home(w).geom;
+  const uint32_t line = g.w * g.batch, out_line = g.wo() * g.batch;
+  for (uint32_t ci = 0; ci * n_ < g.cin; ++ci) {
+    const uint32_t cin = std::min(n_, g.cin - ci * n_);
+    const VMat wb{L.in[1], g.taps() * n_, g.cout, g.taps() * n_};  // rows tap*N + c
+    for (uint32_t co = 0; co < wh.blocks(n_); ++co) {
+      for (uint32_t t = 0; t < g.taps(); ++t) {
+        in(w, wb.block(co) + t * n_, n_, co * wh.pitch + t * g.cin_stride(n_) + ci * n_);
+      }
+    }
+    for (uint32_t iy0 = 0; iy0 < g.h; iy0 += lines_per_band) {
+      const uint32_t iy1 = std::min(g.h, iy0 + lines_per_band);
+      DxBand d = dx_band(g, iy0, iy1);
+      if (d.oy_count == 0 || d.sub.h == 0) continue;  // lines no output reaches stay +0
+      d.sub.cin = cin;
+      const VMat dyb = band(home(dy).geom, L.in[0], d.oy_count * out_line, n_);
+      in_rows(dy, dyb, d.oy0 * out_line, dyb.rows);
+      const VMat dxb{L.out[0], d.sub.h * line, cin, round_up(d.sub.h * line, n_)};
+      conv2d_backward_input(pb_, d.sub, dyb, wb, dxb, L.scratch, 0);
+      const uint32_t lo = std::max(iy0, d.r0), hi = std::min(iy1, d.r0 + d.sub.h);
+      out(dx, dxb.base + (lo - d.r0) * line, (hi - lo) * line, ci * home(dx).geom.pitch + lo * line);
+    }
+  }
+}
+
 void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
+  if (nd.op == Op::ConvPad) return conv_pad_bands(nd, L, lines_per_band);
+  if (nd.op == Op::ConvGradX) return conv_dx_bands(nd, L, lines_per_band);
   const bool conv = nd.op == Op::Conv || nd.op == Op::ConvGradW;
   const uint32_t total = band_lines_total(nd);
   if (nd.op == Op::Conv) {
@@ -255,13 +306,17 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         const VMat bias = nd.in.size() > 2 ? at(nd.in[2], L.in[2]) : VMat{};
         conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb, L.scratch, 0);
         out_rows(nd.out[0], yb, out0, rows);
-      } else {  // dW summed over the bands in order
-        const VMat dyb = band(home(nd.in[1]).geom, L.in[1], rows, n_);
-        in_rows(nd.in[1], dyb, out0, rows);
-        const VMat sum = at(nd.out[0], L.out[1]);
-        const VMat part = oy0 == 0 ? sum : at(nd.out[0], L.out[0]);
-        conv2d_backward_weights(pb_, b, xb, dyb, part, L.scratch, 0);
-        if (oy0 != 0) pb_.vop(VecFunc::FAdd, sum.base, sum.base, part.base, home(nd.out[0]).rows);
+      } else {  // dW per output-channel block, each block's partial dW kept in its own ACC
+        // rows across the bands (accumulate): bit-identical to the whole layer
+        const VMat dw = home(nd.out[0]).geom;
+        for (uint32_t cb = 0; cb < dw.blocks(n_); ++cb) {
+          ConvGeom bb = b;
+          bb.cout = std::min(n_, b.cout - cb * n_);
+          const VMat dyb{L.in[1], rows, bb.cout, round_up(rows, n_)};
+          in(nd.in[1], dyb.base, rows, cb * home(nd.in[1]).geom.pitch + out0);
+          const VMat sum{L.out[1] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
+          conv2d_backward_weights(pb_, bb, xb, dyb, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_), oy0 != 0);
+        }
       }
     } else {
       for (uint32_t cb = 0; cb * n_ < nd.pool.c; ++cb) pool_band_block(nd, L, oy0, lines, cb);
@@ -276,14 +331,18 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
 
 void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines,
                               uint32_t cb) {
-  PoolGeom b = pool_band(nd.pool, oy0, lines);
-  b.c = std::min(n_, nd.pool.c - cb * n_);
+  // Forward: output lines [l0, l0 + lines); gradient: input lines [l0, l0 + lines).
   const bool fwd = nd.op == Op::MaxPool;
+  const uint32_t l0 = oy0;
+  const LineBand lb = fwd ? out_band(nd.pool, l0, lines) : in_band(nd.pool, l0, l0 + lines);
+  if (lb.oy_count == 0 || lb.h == 0) return;  // input lines no window reaches: dX stays +0
+  PoolGeom b = pool_sub(nd.pool, lb);
+  b.c = std::min(n_, nd.pool.c - cb * n_);
   const int x = fwd ? nd.in[0] : nd.out[0];
   const int t0 = fwd ? nd.out[0] : nd.in[0], t1 = fwd ? nd.out[1] : nd.in[1];
-  const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;
-  const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
-  const uint32_t x_rows = b.h * b.w * b.batch;
+  const uint32_t line = b.w * b.batch, line0 = lb.r0 * line;
+  const uint32_t out0 = lb.oy0 * b.wo() * b.batch, rows = lb.oy_count * b.wo() * b.batch;
+  const uint32_t x_rows = lb.h * line;
   const VMat xb{fwd ? L.in[0] : L.out[0], x_rows, b.c, round_up(x_rows, n_)};
   const VMat y0{fwd ? L.out[0] : L.in[0], rows, b.c, round_up(rows, n_)};
   const VMat y1{fwd ? L.out[1] : L.in[1], rows, b.c, round_up(rows, n_)};
@@ -297,7 +356,8 @@ void Emitter::pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0,
     in(t0, y0.base, rows, row(t0, out0));
     in(t1, y1.base, rows, row(t1, out0));
     maxpool_backward(pb_, b, y0, y1, xb, L.scratch);
-    out(x, xb.base, x_rows, row(x, line0));
+    const uint32_t lo = std::max(l0, lb.r0), hi = std::min(l0 + lines, lb.r0 + lb.h);
+    out(x, xb.base + (lo - lb.r0) * line, (hi - lo) * line, row(x, lo * line));
   }
 }
 

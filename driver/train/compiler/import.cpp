@@ -406,10 +406,12 @@ void Importer::conv(const onnx::NodeProto& n) {
     t.rows = g.input_rows(nn);
     t.cols = in_cols;
     graph_.input_conv = g;
-  } else {
-    if (g.packed()) fail(n, "a Conv with one input channel must read the graph input");
+  } else if (g.packed()) {
+    fail(n, "a Conv with one input channel must read the graph input");
+  } else if (g.hp() != g.h || g.wp() != g.w) {  // an unpadded conv reads the image itself
     xin = graph_.add_tensor(Tensor{n.output(0) + ":padded input", TensorKind::Activation, g.input_rows(nn), in_cols, false});
-    Node pad = make_node(Op::ConvPad, node_name(n), n.op_type(), Phase::Forward, static_cast<int>(graph_.nodes.size()), {x.tensor}, {xin});
+    // Part of the Conv's layer (the Conv is the next node).
+    Node pad = make_node(Op::ConvPad, node_name(n), n.op_type(), Phase::Forward, static_cast<int>(graph_.nodes.size()) + 1, {x.tensor}, {xin});
     pad.conv = g;
     graph_.add_node(std::move(pad));
   }

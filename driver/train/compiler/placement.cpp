@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint32_t kAlign = 64;             // bytes between homes
 constexpr uint32_t kMaxMatmulRows = 4095;   // matmul_bf16 inner count
+constexpr uint32_t kMaxVecOuterStride = 2047;  // vector a_outer_stride (11 bits)
 
 VMat geometry(const Graph& g, const Tensor& t, uint32_t n) {
   switch (t.kind) {
@@ -87,26 +88,64 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
   (void)g;
   const uint32_t n = p.n;
+  if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
+    L.in = {a.rows(round_up(lines * nd.conv.w * nd.conv.batch, n))};
+    return;
+  }
+  if (nd.op == Op::ConvGradX) {  // one input-channel block: the largest band's dY, W, dX
+    uint32_t dy = 1, dx = 1, scratch = 1;
+    const ConvGeom& cg = nd.conv;
+    for (uint32_t iy0 = 0; iy0 < cg.h; iy0 += lines) {
+      DxBand d = dx_band(cg, iy0, std::min(cg.h, iy0 + lines));
+      if (d.oy_count == 0 || d.sub.h == 0) continue;
+      d.sub.cin = std::min(n, cg.cin);
+      dy = std::max(dy, round_up(d.oy_count * cg.wo() * cg.batch, n));
+      dx = std::max(dx, round_up(d.sub.h * cg.w * cg.batch, n));
+      scratch = std::max(scratch, conv_scratch_rows(d.sub, chip, 0));
+    }
+    const uint32_t cout_blocks = p.homes[static_cast<size_t>(nd.in[1])].geom.blocks(n);
+    L.in = {a.rows(p.homes[static_cast<size_t>(nd.in[0])].geom.blocks(n) * dy),
+            a.rows(cout_blocks * cg.taps() * n)};
+    L.out = {a.rows(dx)};
+    L.scratch = a.rows(scratch);
+    return;
+  }
   if (nd.op == Op::Conv || nd.op == Op::ConvGradW) {
-    const ConvGeom b = conv_band(nd.conv, 0, lines);
+    ConvGeom b = conv_band(nd.conv, 0, lines);
     const uint32_t x_rows = b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
-    const uint32_t y_rows = band_rows(p, nd.op == Op::Conv ? nd.out[0] : nd.in[1], lines * b.wo() * b.batch);
     L.in.push_back(a.rows(x_rows));
     if (nd.op == Op::Conv) {
       for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
-      L.out = {a.rows(y_rows)};
-    } else {
-      L.in.push_back(a.rows(y_rows));
-      const uint32_t dw = p.homes[static_cast<size_t>(nd.out[0])].rows;
-      L.out = {a.rows(dw), a.rows(dw)};  // the band's dW, the sum of the bands so far
+      L.out = {a.rows(band_rows(p, nd.out[0], lines * b.wo() * b.batch))};
+    } else {  // dW one output-channel block at a time: dY's block; dW (each block's partial in
+      // its own ACC rows across the bands)
+      const uint32_t blocks = p.homes[static_cast<size_t>(nd.out[0])].geom.blocks(n);
+      b.cout = std::min(n, b.cout);
+      if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+        throw std::invalid_argument("band_layout: the partial dW of every output block does not fit ACC");
+      }
+      L.in.push_back(a.rows(round_up(lines * b.wo() * b.batch, n)));
+      L.out = {0, a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
     }
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
     return;
   }
-  // A pool's band runs one channel block at a time (channels are independent).
-  const PoolGeom b = pool_band(nd.pool, 0, lines);
-  const uint32_t x_rows = round_up(b.h * b.w * b.batch, n);
-  const uint32_t y_rows = round_up(lines * b.wo() * b.batch, n);
+  // A pool's band runs one channel block at a time (channels are independent); the gradient's
+  // bands are of input lines, the forward pass's of output lines.
+  uint32_t x_rows = 1, y_rows = 1;
+  PoolGeom one = nd.pool;
+  one.c = std::min(n, one.c);
+  uint32_t scratch = 1;
+  const uint32_t total = band_lines_total(nd);
+  for (uint32_t l0 = 0; l0 < total; l0 += lines) {
+    const uint32_t l1 = std::min(total, l0 + lines);
+    const LineBand lb = nd.op == Op::MaxPool ? out_band(nd.pool, l0, l1 - l0) : in_band(nd.pool, l0, l1);
+    if (lb.oy_count == 0 || lb.h == 0) continue;
+    const PoolGeom sb = pool_sub(one, lb);
+    x_rows = std::max(x_rows, round_up(lb.h * sb.w * sb.batch, n));
+    y_rows = std::max(y_rows, round_up(lb.oy_count * sb.wo() * sb.batch, n));
+    scratch = std::max(scratch, pool_scratch_rows(sb, n));
+  }
   if (nd.op == Op::MaxPool) {
     L.in = {a.rows(x_rows)};
     L.out = {a.rows(y_rows), a.rows(y_rows)};
@@ -114,9 +153,7 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
     L.in = {a.rows(y_rows), a.rows(y_rows)};
     L.out = {a.rows(x_rows)};
   }
-  PoolGeom one = b;
-  one.c = std::min(n, b.c);
-  L.scratch = a.rows(pool_scratch_rows(one, n));
+  L.scratch = a.rows(scratch);
 }
 
 bool bandable(const Graph& g, const Node& n) {
@@ -126,11 +163,13 @@ bool bandable(const Graph& g, const Node& n) {
     case Op::ConvGradW:
       // A band's input starts at a whole row of the flat (cin = 1) or blocked image.
       return !n.conv.packed() || (n.conv.wp() * n.conv.batch) % nn == 0;
-    case Op::MaxPool:
-      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0;
-    case Op::MaxPoolGrad:  // bands must write disjoint input lines
-      return n.pool.pad_top + n.pool.pad_left + n.pool.pad_bottom + n.pool.pad_right == 0 &&
-             n.pool.sh >= n.pool.kh;
+    case Op::MaxPool:      // bands of output lines
+    case Op::MaxPoolGrad:  // bands of input lines
+      return true;
+    case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
+      return n.conv.cin % nn != 1;
+    case Op::ConvPad:    // bands of source lines, copied by DMA
+      return true;
     default: return false;
   }
 }
@@ -144,15 +183,32 @@ ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines) {
   return b;
 }
 
-PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines) {
-  (void)oy0;
-  PoolGeom b = g;
-  b.h = (lines - 1) * g.sh + g.kh;
-  return b;
+PoolGeom pool_sub(const PoolGeom& g, const LineBand& b) {
+  PoolGeom s = g;
+  s.h = b.h;
+  s.pad_top = b.pad_top;
+  s.pad_bottom = b.pad_bottom;
+  return s;
 }
 
 uint32_t band_lines_total(const Node& n) {
+  if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
+  if (n.op == Op::MaxPoolGrad) return n.pool.h;
   return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
+}
+
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1) {
+  const LineBand b = in_band(g, iy0, iy1);
+  DxBand d;
+  if (b.oy_count == 0) return d;  // no output line reaches these lines: their dX is +0
+  d.oy0 = b.oy0;
+  d.oy_count = b.oy_count;
+  d.r0 = b.r0;
+  d.sub = g;
+  d.sub.h = b.h;
+  d.sub.pad_top = b.pad_top;
+  d.sub.pad_bottom = b.pad_bottom;
+  return d;
 }
 
 uint32_t k_of(const Graph& g, const Node& n) {
@@ -202,14 +258,9 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.out = {w_chunk(nd.out[0])};
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
-    case Op::BiasGrad:
-      if (chunk == 0) {
-        L.in = {whole(nd.in[0])};
-        L.out = {whole(nd.out[0])};
-      } else {  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
-        L.out = {whole(nd.out[0])};
-        L.in = {a.rows(geom(nd.in[0]).blocks(n) * chunk)};
-      }
+    case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
+      L.out = {whole(nd.out[0])};
+      L.in = {chunk == 0 ? whole(nd.in[0]) : a.rows(geom(nd.in[0]).blocks(n) * chunk)};
       break;
     case Op::Relu:
     case Op::Add:
@@ -238,6 +289,8 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       break;
     case Op::Conv:
     case Op::ConvGradW:
+    case Op::ConvGradX:
+    case Op::ConvPad:
     case Op::MaxPool:
     case Op::MaxPoolGrad:
       if (chunk != 0) {
@@ -245,8 +298,6 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
         break;
       }
       [[fallthrough]];
-    case Op::ConvGradX:
-    case Op::ConvPad:
     case Op::AvgPool:
     case Op::AvgPoolGrad:
     case Op::GlobalAvgPool:
@@ -304,8 +355,11 @@ Placement place(const Graph& g, const ChipParams& chip) {
     }
     uint32_t most = acc_limit_blocks(g, p, nd, chip);
     if (most == 0) most = flat_rows_of(g, p, nd);
-    if (most == 0 && nd.op == Op::BiasGrad && !fits(g, p, ni, 0, chip)) {
-      most = p.homes[static_cast<size_t>(nd.in[0])].geom.rows;  // rows of dY per block
+    if (nd.op == Op::BiasGrad) {
+      // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
+      // chunks, the chunk's rows are the step.
+      const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
+      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip)) most = std::min(dy.rows, kMaxVecOuterStride);
     }
     if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
     if (most == 0) {

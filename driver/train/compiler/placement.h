@@ -11,6 +11,7 @@
 // chunk sits in VMEM (the emitter uses it, place() tries it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -48,7 +49,47 @@ struct NodeLayout {
 // Whether node n can run in bands (else 0 = whole only), and its band geometry.
 bool bandable(const Graph& g, const Node& n);
 ConvGeom conv_band(const ConvGeom& g, uint32_t oy0, uint32_t lines);
-PoolGeom pool_band(const PoolGeom& g, uint32_t oy0, uint32_t lines);
+struct LineBand;
+PoolGeom pool_sub(const PoolGeom& g, const LineBand& b);  // the band's own pool
+// The input lines a band of output lines [oy0, oy0 + count) of a convolution or pool reads:
+// real lines [r0, r0 + h) and the padding lines above and below them (the band's own sub-
+// geometry: h, pad_top, pad_bottom).
+struct LineBand {
+  uint32_t oy0 = 0, oy_count = 0, r0 = 0, h = 0, pad_top = 0, pad_bottom = 0;
+};
+template <typename G>
+LineBand out_band(const G& g, uint32_t oy0, uint32_t count) {
+  LineBand b;
+  b.oy0 = oy0;
+  b.oy_count = count;
+  const int64_t pt = g.pad_top, p0 = int64_t{oy0} * g.sh, p1 = int64_t{oy0 + count - 1} * g.sh + g.kh;
+  const int64_t real0 = std::max<int64_t>(p0, pt), real1 = std::min<int64_t>(p1, pt + g.h);
+  b.r0 = static_cast<uint32_t>(real0 - pt);
+  b.h = static_cast<uint32_t>(std::max<int64_t>(0, real1 - real0));
+  b.pad_top = static_cast<uint32_t>(real0 - p0);
+  b.pad_bottom = static_cast<uint32_t>(p1 - std::max(real1, real0));
+  return b;
+}
+// The output lines that reach input lines [iy0, iy1) (oy_count 0: none) and what they read.
+template <typename G>
+LineBand in_band(const G& g, uint32_t iy0, uint32_t iy1) {
+  const int64_t pt = g.pad_top, kh = g.kh, sh = g.sh;
+  const int64_t lo = std::max<int64_t>(0, iy0 + pt - kh + 1);
+  const int64_t oy_lo = (lo + sh - 1) / sh;
+  const int64_t oy_hi = std::min<int64_t>(int64_t{g.ho()} - 1, (iy1 - 1 + pt) / sh);
+  if (oy_lo > oy_hi) return LineBand{};
+  return out_band(g, static_cast<uint32_t>(oy_lo), static_cast<uint32_t>(oy_hi - oy_lo + 1));
+}
+
+// A conv dX (ConvGradX) runs in bands of its input lines [iy0, iy1): the output lines that
+// reach them (oy0, count) and the sub-convolution over the padded lines those read, whose real
+// lines start at input line r0 (its dX holds every contribution to lines [iy0, iy1)).
+struct DxBand {
+  uint32_t oy0 = 0, oy_count = 0, r0 = 0;
+  ConvGeom sub;
+};
+DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1);
+
 // The first input line (padded coordinates) of the band from output line oy0.
 inline uint32_t band_input_line(uint32_t oy0, uint32_t stride) { return oy0 * stride; }
 // The output lines a band node computes (its ho).
