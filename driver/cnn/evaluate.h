@@ -51,7 +51,8 @@ struct RunTimeline {
   std::vector<std::string> layer_names;
   uint64_t cycles = 0;  // the run's CYCLES
   uint32_t images = 0;  // images in the run
-  bool empty() const { return program.empty(); }
+  // Nothing recorded (the program may be unknown: timeline_json then shows opcodes only).
+  bool empty() const { return events.empty(); }
 };
 
 struct Evaluation {

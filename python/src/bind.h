@@ -25,6 +25,7 @@ namespace py = pybind11;
 void register_errors(py::module_& m);
 void bind_device(py::module_& m);
 void bind_model(py::module_& m);
+void bind_train(py::module_& m);  // train.cpp, when tpu_train_io is built (TPU_PY_TRAIN)
 
 // RunStats as a dict: cycles, cycles_estimated, instructions, wall_seconds, counters {name: n}
 // (the keys of `tpusim run --json`).

@@ -11,4 +11,7 @@ PYBIND11_MODULE(TPU_PY_MODULE, m) {
   tpu_py::register_errors(m);
   tpu_py::bind_device(m);
   tpu_py::bind_model(m);
+#ifdef TPU_PY_TRAIN
+  tpu_py::bind_train(m);
+#endif
 }

@@ -31,7 +31,7 @@ from ._errors import ChipError, DeviceError, ModelError, TimeoutError  # noqa: F
 
 __all__ = ["Device", "Model", "MatmulStats", "RunResult", "ModelResult", "LayerStats",
            "assemble", "disassemble", "DeviceError", "ChipError", "TimeoutError",
-           "ModelError", "CHIP_SIZES", "DEFAULT_N", "DEFAULT_MAX_CYCLES"]
+           "ModelError", "CHIP_SIZES", "DEFAULT_N", "DEFAULT_MAX_CYCLES", "fit", "History", "keras_example", "mlp_example"]
 
 #: The MXU sizes N this build has an "rtl" chip for (the first is the default).
 CHIP_SIZES = tuple(_config.CHIP_SIZES)
@@ -466,3 +466,85 @@ class Model:
                            mxu_utilization=report["mxu_utilization"],
                            accuracy=report["accuracy"] if labels is not None else None,
                            report=report)
+
+
+@dataclasses.dataclass
+class History:
+    """What fit() returns, as Keras' History: ``history["loss"]`` (mean loss per epoch) and
+    ``history["test_accuracy"]`` (after each epoch, None without validation_data); ``losses``
+    every step's loss as the chip computed it; ``model`` the trained model (ONNX bytes, the
+    initial model with the trained weights: tpu_rtl.Model takes it)."""
+    history: Dict[str, List[Any]]
+    losses: List[float]
+    initial_test_accuracy: Optional[float]
+    steps_per_epoch: int
+    cycles_total: int
+    wall_seconds: float
+    model: bytes
+
+
+def keras_example(seed: int = 1) -> bytes:
+    """The default model of ``tpusim train``: the Keras Fashion-MNIST CNN as float ONNX bytes,
+    Glorot-uniform weights from ``seed`` (docs/training.md)."""
+    return _ext(DEFAULT_N).keras_example(_int(seed, "seed"))
+
+
+def mlp_example(hidden: int = 128, seed: int = 1) -> bytes:
+    """A float MLP for Fashion-MNIST (Flatten, Dense ``hidden`` + ReLU, Dense 10) as ONNX bytes,
+    Glorot-uniform weights from ``seed``: trains with what the training compiler has today."""
+    return _ext(DEFAULT_N).mlp_example(_int(hidden, "hidden", 1, 65536), _int(seed, "seed"))
+
+
+def fit(model, x: np.ndarray, y, epochs: int = 5, steps_per_epoch: Optional[int] = None,
+        batch_size: int = 32, optimizer: str = "adam", lr: Optional[float] = None,
+        momentum: float = 0.0, weight_decay: float = 0.0, shuffle: Optional[int] = None,
+        validation_data=None, test_images: Optional[int] = None, n: Optional[int] = None,
+        backend: str = "model") -> History:
+    """Trains a float ONNX model on the chip, as ``tpusim train`` does (driver/train/io/fit.h).
+
+    model: a path or ONNX bytes (e.g. keras_example()). x: images (n, C, H, W), float32 or uint8
+    pixels (divided by 255); y: integer labels. steps_per_epoch: default len(x) // batch_size;
+    each epoch continues where the last stopped. shuffle: None (file order) or a seed.
+    validation_data: (x, y) for the test accuracy after each epoch (its first ``test_images``).
+    lr: default 0.001 (adam) or 0.01 (sgd). backend: "model" (the golden model of
+    ChipParams::training(n)); the rtl chip of this build has no training configuration yet.
+    Raises ValueError for bad arguments and data, RuntimeError if training diverges (a loss or
+    weight not finite: the message names the step).
+    """
+    if backend != "model":
+        raise ValueError(f"backend={backend!r}: fit runs on backend=\"model\" (the golden model "
+                         "with the training configuration); the rtl chip of this build has no "
+                         "training configuration yet")
+    if isinstance(model, (str, os.PathLike)):
+        with open(model, "rb") as f:
+            model = f.read()
+    elif isinstance(model, (bytearray, memoryview)):
+        model = bytes(model)
+    if not isinstance(model, bytes):
+        raise ValueError(f"model: expected a path or the ONNX bytes, got {type(model).__name__}")
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer: {optimizer!r} is not 'sgd' or 'adam'")
+    if lr is None:
+        lr = 0.01 if optimizer == "sgd" else 0.001
+    for name, v in (("lr", lr), ("momentum", momentum), ("weight_decay", weight_decay)):
+        if not np.isfinite(v):
+            raise ValueError(f"{name}: {v} is not a finite number")
+    x = Model._images(x, "x")
+    y = np.asarray(y)
+    tx = ty = None
+    if validation_data is not None:
+        tx, ty = validation_data
+        tx, ty = Model._images(tx, "validation_data"), np.asarray(ty)
+    n = DEFAULT_N if n is None else _int(n, "n", 4, 256)
+    h = _ext(DEFAULT_N).fit(
+        model, x, y, tx, ty, n, _int(epochs, "epochs", 1, 1 << 31),
+        0 if steps_per_epoch is None else _int(steps_per_epoch, "steps_per_epoch", 1, 1 << 31),
+        _int(batch_size, "batch_size", 1, 4095), optimizer, float(lr), float(momentum),
+        float(weight_decay), None if shuffle is None else _int(shuffle, "shuffle"),
+        (1 << 32) - 1 if test_images is None else _int(test_images, "test_images", 0, (1 << 32) - 1))
+    if h["diverged"]:
+        raise RuntimeError(h["divergence"])
+    return History(history={"loss": h["loss"], "test_accuracy": h["test_accuracy"]},
+                   losses=h["losses"], initial_test_accuracy=h["initial_test_accuracy"],
+                   steps_per_epoch=h["steps_per_epoch"], cycles_total=h["cycles_total"],
+                   wall_seconds=h["wall_seconds"], model=h["model"])

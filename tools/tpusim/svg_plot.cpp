@@ -65,13 +65,14 @@ const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 
 // Shared axes over all panels, so panels compare at a glance; the legend's labels.
 struct Axes {
-  double xmin = std::numeric_limits<double>::infinity(), xmax = 0, ymax = 0;
+  double xmin = std::numeric_limits<double>::infinity(), ymax = 0;
+  double xmax = -std::numeric_limits<double>::infinity();
   double ymin_pos = std::numeric_limits<double>::infinity();
   std::set<double> xs;
   std::vector<std::string> labels;  // legend: series labels in first-seen order
   double step = 1;                  // linear y: the tick step
   double d0 = 0, d1 = 1;            // log y: whole decades [10^d0, 10^d1]
-  double lx0 = 0, lx1 = 1;          // x: log2, a little margin so the end points sit inside
+  double lx0 = 0, lx1 = 1;          // x: log2 (or linear), a little margin so the end points sit inside
 };
 
 Axes scan_axes(const PlotSpec& spec) {
@@ -85,9 +86,11 @@ Axes scan_axes(const PlotSpec& spec) {
       if (std::find(a.labels.begin(), a.labels.end(), s.label) == a.labels.end())
         a.labels.push_back(s.label);
       for (size_t i = 0; i < s.x.size(); ++i) {
-        if (!(s.x[i] > 0))
+        if (spec.x_linear ? !std::isfinite(s.x[i]) : !(s.x[i] > 0))
           throw std::invalid_argument("line_chart_svg: x = " + std::to_string(s.x[i]) + " in '" +
-                                      s.label + "' (expected > 0: the x axis is log2)");
+                                      s.label +
+                                      (spec.x_linear ? "' (expected a finite value)"
+                                                     : "' (expected > 0: the x axis is log2)"));
         if (!std::isfinite(s.y[i]) || (spec.y_log && !(s.y[i] > 0))) continue;
         a.ymin_pos = std::min(a.ymin_pos, s.y[i]);
         a.xmin = std::min(a.xmin, s.x[i]);
@@ -104,9 +107,16 @@ Axes scan_axes(const PlotSpec& spec) {
   a.d0 = std::isfinite(a.ymin_pos) ? std::floor(std::log10(a.ymin_pos)) : 0;
   a.d1 = std::isfinite(a.ymin_pos) ? std::ceil(std::log10(a.ymax)) : 1;
   if (a.d1 <= a.d0) a.d1 = a.d0 + 1;
-  const double span = std::max(1.0, std::log2(a.xmax) - std::log2(a.xmin));
-  a.lx0 = std::log2(a.xmin) - 0.06 * span;
-  a.lx1 = std::log2(a.xmin) + 1.06 * span;
+  auto fx = [&](double x) { return spec.x_linear ? x : std::log2(x); };
+  const double span = std::max(1.0, fx(a.xmax) - fx(a.xmin));
+  a.lx0 = fx(a.xmin) - 0.06 * span;
+  a.lx1 = fx(a.xmin) + 1.06 * span;
+  if (spec.x_linear) {  // ticks at a nice step instead of at every x
+    const double xstep = std::max(1.0, nice_step(span, 6));  // steps and epochs: whole numbers
+    a.xs.clear();
+    for (double x = std::ceil(a.xmin / xstep) * xstep; x <= a.xmax + 1e-9 * span; x += xstep)
+      a.xs.insert(x);
+  }
   return a;
 }
 
@@ -132,7 +142,8 @@ std::string line_chart_svg(const PlotSpec& spec) {
     << escape(spec.title) << "</text>\n";
   for (int pi = 0; pi < panels; ++pi) {
     const int x0 = left + pi * (panel_w + gap), y0 = top;
-    auto px = [&](double x) { return x0 + (std::log2(x) - lx0) / (lx1 - lx0) * panel_w; };
+    auto fx = [&](double x) { return spec.x_linear ? x : std::log2(x); };
+    auto px = [&](double x) { return x0 + (fx(x) - lx0) / (lx1 - lx0) * panel_w; };
     auto py = [&](double y) {
       const double f = spec.y_log ? (std::log10(y) - d0) / (d1 - d0) : y / ymax;
       return y0 + panel_h - f * panel_h;
@@ -172,10 +183,12 @@ std::string line_chart_svg(const PlotSpec& spec) {
       for (size_t i = 0; i < pts.size(); ++i)
         o << (i ? " " : "") << num(px(pts[i].first)) << "," << num(py(pts[i].second));
       o << "\"/>\n";
-      for (const auto& p : pts)
+      for (const auto& p : pts) {
+        if (pts.size() > 100) break;  // a long curve (training steps): the line alone
         o << "<circle cx=\"" << num(px(p.first)) << "\" cy=\"" << num(py(p.second))
           << "\" r=\"2.5\" fill=\"" << color << "\"><title>" << escape(s.label) << ": "
           << tick_label(p.first, false) << " -> " << p.second << "</title></circle>\n";
+      }
     }
   }
   o << "<text transform=\"translate(14," << top + panel_h / 2

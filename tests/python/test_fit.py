@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tpu_rtl.fit (docs/python.md "Training"): the same training as `tpusim train` on the same
+data gives the same losses bit for bit, the same test accuracies and the same trained ONNX
+bytes; bad arguments are ValueError, a divergence RuntimeError naming the step."""
+
+import struct
+import numpy as np
+import pytest
+
+import tpu_rtl
+from conftest import tool, run_json
+
+
+# ---- a small float ONNX MLP written with the protobuf wire format (no onnx package needed)
+
+def _varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(num, payload):
+    """A length-delimited field (bytes, str, or an embedded message)."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _int_field(num, v):
+    return _varint(num << 3) + _varint(v)
+
+
+def _value_info(name, dims):
+    shape = b"".join(_field(1, _field(2, "N") if d < 0 else _int_field(1, d)) for d in dims)
+    tensor_type = _int_field(1, 1) + _field(2, shape)  # elem_type FLOAT
+    return _field(1, name) + _field(2, _field(1, tensor_type))
+
+
+def _tensor(name, array):
+    a = np.ascontiguousarray(array, dtype="<f4")
+    return (b"".join(_int_field(1, d) for d in a.shape) + _int_field(2, 1) + _field(8, name)
+            + _field(9, a.tobytes()))
+
+
+def _node(op, inputs, outputs, name, trans_b=False):
+    n = b"".join(_field(1, i) for i in inputs) + b"".join(_field(2, o) for o in outputs)
+    n += _field(3, name) + _field(4, op)
+    if trans_b:  # AttributeProto transB: name, i, type INT (2)
+        n += _field(5, _field(1, "transB") + _int_field(3, 1) + _int_field(20, 2))
+    return n
+
+
+def mlp_onnx(hidden=12, seed=3, act="Relu"):
+    rng = np.random.default_rng(seed)
+    w1 = rng.uniform(-0.08, 0.08, (hidden, 784)).astype(np.float32)
+    w2 = rng.uniform(-0.3, 0.3, (10, hidden)).astype(np.float32)
+    g = b"".join(_field(1, n) for n in (
+        _node("Flatten", ["input"], ["flat"], "flatten"),
+        _node("Gemm", ["flat", "fc1.weight", "fc1.bias"], ["h"], "fc1", trans_b=True),
+        _node(act, ["h"], ["hr"], "act"),
+        _node("Gemm", ["hr", "fc2.weight", "fc2.bias"], ["logits"], "fc2", trans_b=True)))
+    g += _field(2, "mlp")
+    for name, a in (("fc1.weight", w1), ("fc1.bias", np.zeros(hidden)), ("fc2.weight", w2),
+                    ("fc2.bias", np.zeros(10))):
+        g += _field(5, _tensor(name, a))
+    g += _field(11, _value_info("input", [-1, 1, 28, 28]))
+    g += _field(12, _value_info("logits", [-1, 10]))
+    opset = _field(1, "") + _int_field(2, 13)
+    return _int_field(1, 7) + _field(8, opset) + _field(7, g)
+
+
+def data(count, seed):
+    """Images whose label shows as a bright band (learnable), uint8, and labels."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, count)
+    x = rng.integers(0, 80, (count, 1, 28, 28)).astype(np.uint8)
+    for i, label in enumerate(y):
+        x[i, 0, :, 2 * label:2 * label + 4] += 170
+    return x, y
+
+
+def write_idx(path_stem, x, y):
+    with open(f"{path_stem}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, len(x), 28, 28) + x.tobytes())
+    with open(f"{path_stem}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">II", 0x801, len(y)) + y.astype(np.uint8).tobytes())
+
+
+def test_fit_equals_tpusim_train(tmp_path):
+    tpusim = tool("TPU_TPUSIM")
+    x, y = data(40, 1)
+    tx, ty = data(20, 2)
+    (tmp_path / "data").mkdir()
+    write_idx(tmp_path / "data" / "train", x, y)
+    write_idx(tmp_path / "data" / "t10k", tx, ty)
+    model = mlp_onnx()
+    (tmp_path / "mlp.onnx").write_bytes(model)
+    cli = run_json([tpusim, "train", "--backend", "model", "--n", "16", "--model",
+                    str(tmp_path / "mlp.onnx"), "--data", str(tmp_path / "data"), "--epochs", "2",
+                    "--steps-per-epoch", "3", "--batch", "8", "--test-images", "16",
+                    "--shuffle", "5", "--lr", "0.01", "--json", "--quiet", "--output",
+                    str(tmp_path / "trained.onnx")])
+    h = tpu_rtl.fit(model, x, y, epochs=2, steps_per_epoch=3, batch_size=8, shuffle=5, lr=0.01,
+                    validation_data=(tx, ty), test_images=16, n=16)
+    assert len(h.losses) == 6
+    assert np.array_equal(np.float32(h.losses), np.float32(cli["losses"]))  # bit for bit
+    assert h.history["loss"] == pytest.approx([e["loss"] for e in cli["epochs"]], rel=1e-8)
+    assert h.history["test_accuracy"] == [e["test_accuracy"] for e in cli["epochs"]]
+    assert h.initial_test_accuracy == cli["initial_test_accuracy"]
+    assert h.cycles_total == cli["cycles_total"]
+    assert h.model == (tmp_path / "trained.onnx").read_bytes()
+    # The trained model runs through tpu_rtl.Model (int8) like any float model.
+    m = tpu_rtl.Model(h.model, calibration=x[:10])
+    assert m.classes == 10
+
+
+def test_fit_errors():
+    x, y = data(16, 3)
+    model = mlp_onnx()
+    with pytest.raises(ValueError, match="optimizer"):
+        tpu_rtl.fit(model, x, y, optimizer="rmsprop")
+    with pytest.raises(ValueError, match="has label 10, outside the model's 10 classes"):
+        tpu_rtl.fit(model, x, np.where(y == 0, 10, y), epochs=1, steps_per_epoch=1, batch_size=4)
+    with pytest.raises(ValueError, match="batch 32 is larger than the 16 images"):
+        tpu_rtl.fit(model, x, y, epochs=1)
+    with pytest.raises(ValueError, match=r"'act' \(Sigmoid\)"):  # the compiler names node and op
+        tpu_rtl.fit(mlp_onnx(act="Sigmoid"), x, y, epochs=1, steps_per_epoch=1, batch_size=4)
+    with pytest.raises(ValueError, match="backend"):
+        tpu_rtl.fit(model, x, y, backend="rtl")
+    with pytest.raises(RuntimeError, match=r"step \d+ \(epoch 1\): .*(nan|inf)"):
+        tpu_rtl.fit(model, x, y, epochs=1, steps_per_epoch=8, batch_size=4, optimizer="sgd",
+                    lr=1e30)
+
+
+def test_keras_example_is_deterministic():
+    a, b, c = tpu_rtl.keras_example(1), tpu_rtl.keras_example(1), tpu_rtl.keras_example(2)
+    assert a == b and a != c
+    m = tpu_rtl.Model(a, calibration=np.zeros((2, 1, 28, 28), np.uint8))
+    assert m.classes == 10 and m.input_shape == (1, 28, 28)
