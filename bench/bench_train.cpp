@@ -42,12 +42,15 @@ std::string keras(bool dense_only) {
     g.input("input", {-1, 1, 28, 28});
     g.init_float("conv.weight", {64, 1, 3, 3}, glorot(576, 9, 576, 2));
     g.init_float("conv.bias", {64}, std::vector<float>(64, 0.0f));
-    g.node("Conv", {"input", "conv.weight", "conv.bias"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
-    g.node("MaxPool", {"c"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g.node("Conv", {"input", "conv.weight", "conv.bias"}, {"c"},
+           {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
+    g.node("MaxPool", {"c"}, {"p"},
+           {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
     g.node("Relu", {"p"}, {"r"}, {}, "relu");
     g.node("Flatten", {"r"}, {"f"}, {OnnxAttr::Int("axis", 1)}, "flatten");
   }
-  g.node("Gemm", {"f", "dense.weight", "dense.bias"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "dense");
+  g.node("Gemm", {"f", "dense.weight", "dense.bias"}, {"logits"}, {OnnxAttr::Int("transB", 1)},
+         "dense");
   g.node("Softmax", {"logits"}, {"probs"}, {}, "softmax");
   g.output("probs", {-1, c});
   return g.serialize();
@@ -81,7 +84,8 @@ int main(int argc, char** argv) {
   }
   const tpu::ChipParams chip = tpu::ChipParams::training(n);
   tpu::train::Trainer t(model.empty() ? keras(dense_only) : model, o, chip);
-  std::printf("compile: %.3f s, %zu instructions per step\n", t.compile_seconds(), t.step_instructions());
+  std::printf("compile: %.3f s, %zu instructions per step\n", t.compile_seconds(),
+              t.step_instructions());
   tpu::ModelDevice dev(chip);
   t.init(dev);
   const auto chw = t.input_chw();
@@ -97,13 +101,15 @@ int main(int argc, char** argv) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     const tpu::train::StepResult r = t.step(dev, x.data(), labels.data());
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("step %u: loss %.6f, %llu cycles (model estimate), %.3f s wall\n", s, r.loss,
                 static_cast<unsigned long long>(r.cycles), wall);
   }
   for (const auto& l : t.layer_cycles()) {
-    std::printf("  %-10s %-20s forward %9llu backward %9llu update %9llu\n", l.name.c_str(), l.op.c_str(),
-                static_cast<unsigned long long>(l.forward), static_cast<unsigned long long>(l.backward),
+    std::printf("  %-10s %-20s forward %9llu backward %9llu update %9llu\n", l.name.c_str(),
+                l.op.c_str(), static_cast<unsigned long long>(l.forward),
+                static_cast<unsigned long long>(l.backward),
                 static_cast<unsigned long long>(l.update));
   }
   return 0;

@@ -73,9 +73,10 @@ void check_buffer(const PodTopology& topo, const ChipParams& p, uint32_t chip, u
     throw std::invalid_argument(format("collective: chip %u (the pod has %u)", chip, topo.chips()));
   }
   if (rows == 0 || uint64_t{base} + rows > p.vmem_rows) {
-    throw std::invalid_argument(format("collective: buffer of %u rows at VMEM row %u does not fit "
-                                       "(expected 1..VmemRows = %u rows ending below %u)",
-                                       rows, base, p.vmem_rows, p.vmem_rows));
+    throw std::invalid_argument(
+        format("collective: buffer of %u rows at VMEM row %u does not fit "
+               "(expected 1..VmemRows = %u rows ending below %u)",
+               rows, base, p.vmem_rows, p.vmem_rows));
   }
 }
 

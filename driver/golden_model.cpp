@@ -383,15 +383,15 @@ void GoldenModel::set_quant(uint32_t slot, uint32_t col, int32_t bias_value, int
 }
 
 GoldenModel::Fault GoldenModel::exec(const IciSend& in) {
-  return {ErrorCode::ERR_ICI_LINK,
-          format("ici_send: link %u is not connected (a chip alone: run it in a pod, pod.h)",
-                 in.link)};
+  return {
+      ErrorCode::ERR_ICI_LINK,
+      format("ici_send: link %u is not connected (a chip alone: run it in a pod, pod.h)", in.link)};
 }
 
 GoldenModel::Fault GoldenModel::exec(const IciRecv& in) {
-  return {ErrorCode::ERR_ICI_LINK,
-          format("ici_recv: link %u is not connected (a chip alone: run it in a pod, pod.h)",
-                 in.link)};
+  return {
+      ErrorCode::ERR_ICI_LINK,
+      format("ici_recv: link %u is not connected (a chip alone: run it in a pod, pod.h)", in.link)};
 }
 
 }  // namespace tpu

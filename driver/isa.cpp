@@ -45,10 +45,9 @@ constexpr ErrorInfo kErrorInfo[kNumErrorCodes] = {
 };
 
 constexpr std::string_view kMnemonics[kNumOpcodes] = {
-    "nop",          "read_host",   "read_weights", "matmul",    "activate",
-    "write_host",   "sync",        "halt",         "read_vmem", "write_vmem",
-    "load_weights", "matmul_bf16", "acc_to_vmem",  "transpose", "vector",
-    "ici_send",     "ici_recv"};
+    "nop",         "read_host", "read_weights", "matmul",     "activate",     "write_host",
+    "sync",        "halt",      "read_vmem",    "write_vmem", "load_weights", "matmul_bf16",
+    "acc_to_vmem", "transpose", "vector",       "ici_send",   "ici_recv"};
 
 struct VecFuncInfo {
   VecFunc func;
@@ -427,8 +426,9 @@ Fault check_one(const IciSend& in, const ChipParams& p, const DmaWindows&) {
 
 Fault check_one(const IciRecv& in, const ChipParams& p, const DmaWindows&) {
   if (in.reduce > static_cast<uint8_t>(IciReduce::IAdd)) {
-    return fault(ErrorCode::ERR_FIELD,
-                 format("ici_recv: reduce = %u (expected 0 = none, 1 = fadd, 2 = iadd)", in.reduce));
+    return fault(
+        ErrorCode::ERR_FIELD,
+        format("ici_recv: reduce = %u (expected 0 = none, 1 = fadd, 2 = iadd)", in.reduce));
   }
   return check_ici("ici_recv", in.link, in.rows, in.last_row(), p);
 }
@@ -538,8 +538,7 @@ std::string_view error_description(ErrorCode code) {
 
 bool is_static_error(ErrorCode code) {
   auto v = static_cast<unsigned>(code);
-  return (v >= 1 && v <= 8) || code == ErrorCode::ERR_VMEM_RANGE ||
-         code == ErrorCode::ERR_ICI_LINK;
+  return (v >= 1 && v <= 8) || code == ErrorCode::ERR_VMEM_RANGE || code == ErrorCode::ERR_ICI_LINK;
 }
 
 std::string_view act_func_name(ActFunc f) {
@@ -602,10 +601,9 @@ void ChipParams::validate() const {
 }
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
-  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width,
-                  a.vmem_rows, a.ici_links) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles,
-                                                        b.qp_slots, b.axi_width, b.vmem_rows,
-                                                        b.ici_links);
+  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
+                  a.ici_links) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots,
+                                           b.axi_width, b.vmem_rows, b.ici_links);
 }
 
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
@@ -675,10 +673,8 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
                                                  {"b", kVecB}};
   static const std::vector<FieldInfo> kIciSend = {
       {"link", kIciLink}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
-  static const std::vector<FieldInfo> kIciRecv = {{"link", kIciLink},
-                                                  {"reduce", kIciReduce},
-                                                  {"vmem_addr", kIciVmemAddr},
-                                                  {"rows", kIciRows}};
+  static const std::vector<FieldInfo> kIciRecv = {
+      {"link", kIciLink}, {"reduce", kIciReduce}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
   switch (op) {
     case Opcode::IciSend:
       return kIciSend;
@@ -1156,13 +1152,14 @@ DecodeResult decode(const InstrBytes& w) {
       r.instr = decode_training(op, w);
       break;
     case Opcode::IciSend:
-      r.instr = IciSend{static_cast<uint8_t>(get(kIciLink)), static_cast<uint16_t>(get(kIciVmemAddr)),
-                        static_cast<uint32_t>(get(kIciRows))};
+      r.instr =
+          IciSend{static_cast<uint8_t>(get(kIciLink)), static_cast<uint16_t>(get(kIciVmemAddr)),
+                  static_cast<uint32_t>(get(kIciRows))};
       break;
     case Opcode::IciRecv:
-      r.instr = IciRecv{static_cast<uint8_t>(get(kIciLink)), static_cast<uint8_t>(get(kIciReduce)),
-                        static_cast<uint16_t>(get(kIciVmemAddr)),
-                        static_cast<uint32_t>(get(kIciRows))};
+      r.instr =
+          IciRecv{static_cast<uint8_t>(get(kIciLink)), static_cast<uint8_t>(get(kIciReduce)),
+                  static_cast<uint16_t>(get(kIciVmemAddr)), static_cast<uint32_t>(get(kIciRows))};
       break;
     case Opcode::Activate: {
       Activate in;

@@ -515,10 +515,9 @@ struct RawInstruction {
 };
 
 // Alternatives 0..16 are in opcode order (opcode_byte relies on it).
-using Instruction =
-    std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync, Halt, ReadVmem,
-                 WriteVmem, LoadWeights, MatmulBf16, AccToVmem, Transpose, Vector, IciSend,
-                 IciRecv, RawInstruction>;
+using Instruction = std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync,
+                                 Halt, ReadVmem, WriteVmem, LoadWeights, MatmulBf16, AccToVmem,
+                                 Transpose, Vector, IciSend, IciRecv, RawInstruction>;
 
 // Field-by-field equality (so Instruction, a std::variant, compares with ==).
 bool operator==(const Nop&, const Nop&);

@@ -39,9 +39,10 @@ PodTopology PodTopology::parse(std::string_view text, uint32_t chips) {
                                 "' is not valid (expected ring or torus:XxY, e.g. torus:2x4)");
   }
   if (uint64_t{x} * y != chips) {
-    throw std::invalid_argument(format("topology %s has %u chips, but --chips is %u (expected "
-                                       "X*Y = chips)",
-                                       t.c_str(), x * y, chips));
+    throw std::invalid_argument(
+        format("topology %s has %u chips, but --chips is %u (expected "
+               "X*Y = chips)",
+               t.c_str(), x * y, chips));
   }
   return torus(x, y);
 }
@@ -129,8 +130,10 @@ uint64_t unit_cycles(const Instruction& in, const ChipParams& p) {
   if (const auto* rh = std::get_if<ReadHost>(&in)) return dma(uint64_t{rh->rows} * p.N);
   if (const auto* wh = std::get_if<WriteHost>(&in)) return dma(uint64_t{wh->rows} * p.N);
   if (const auto* rw = std::get_if<ReadWeights>(&in)) return dma(uint64_t{rw->tiles} * p.N * p.N);
-  if (const auto* rv = std::get_if<ReadVmem>(&in)) return dma(rv->rows * uint64_t{rv->row_bytes(p.N)});
-  if (const auto* wv = std::get_if<WriteVmem>(&in)) return dma(wv->rows * uint64_t{wv->row_bytes(p.N)});
+  if (const auto* rv = std::get_if<ReadVmem>(&in))
+    return dma(rv->rows * uint64_t{rv->row_bytes(p.N)});
+  if (const auto* wv = std::get_if<WriteVmem>(&in))
+    return dma(wv->rows * uint64_t{wv->row_bytes(p.N)});
   if (const auto* mm = std::get_if<Matmul>(&in)) return uint64_t{mm->inner} * mm->outer;
   if (const auto* mb = std::get_if<MatmulBf16>(&in)) return uint64_t{mb->inner} * mb->outer;
   if (const auto* a = std::get_if<Activate>(&in)) return a->unit_cycles();
@@ -211,10 +214,10 @@ PodModel::PodModel(const PodTopology& topology, const ChipParams& params, const 
   params_.validate();
   if (topology_.chips() == 0) throw std::invalid_argument("pod: 0 chips (expected >= 1)");
   if (params_.ici_links < topology_.links_needed()) {
-    throw std::invalid_argument(format("pod: topology %s needs %u links per chip, but the chip "
-                                       "has IciLinks = %u",
-                                       topology_.name().c_str(), topology_.links_needed(),
-                                       params_.ici_links));
+    throw std::invalid_argument(
+        format("pod: topology %s needs %u links per chip, but the chip "
+               "has IciLinks = %u",
+               topology_.name().c_str(), topology_.links_needed(), params_.ici_links));
   }
   if (timing_.bytes_per_cycle == 0) {
     throw std::invalid_argument("pod: link bandwidth 0 bytes per cycle (expected >= 1)");
@@ -302,8 +305,8 @@ class PodRun {
   uint64_t start_time(Chip& c, const Footprint& f, bool all, int engine_link, bool engine_send) {
     uint64_t t = c.t;
     for (const FinishedOp& o : c.finished) {
-      const bool same_engine = engine_link >= 0 && o.link == static_cast<uint32_t>(engine_link) &&
-                               o.send == engine_send;
+      const bool same_engine =
+          engine_link >= 0 && o.link == static_cast<uint32_t>(engine_link) && o.send == engine_send;
       if (all || same_engine || conflicts(f, o.fp)) t = std::max(t, o.done);
     }
     // Finished instructions at or before t can no longer delay anything.
@@ -427,7 +430,7 @@ class PodRun {
       const std::vector<uint32_t> local = models_[q]->vmem_rows(v.vmem, v.rows);
       for (size_t i = 0; i < data.size(); ++i) {
         data[i] = v.reduce == static_cast<uint8_t>(IciReduce::FAdd) ? fp::add(local[i], data[i])
-                                                                     : local[i] + data[i];
+                                                                    : local[i] + data[i];
       }
     }
     models_[q]->set_vmem_rows(v.vmem, data);
@@ -455,7 +458,8 @@ class PodRun {
       case ChipState::Done:
         return format("chip %u has halted", r);
       case ChipState::Error:
-        return format("chip %u stopped with %s", r, std::string(error_name(c.result.error)).c_str());
+        return format("chip %u stopped with %s", r,
+                      std::string(error_name(c.result.error)).c_str());
       case ChipState::Running:
         break;
     }
@@ -477,8 +481,9 @@ class PodRun {
           if (!o.active || o.pc > pc) continue;
           const PodTopology::End e = *topo_.peer(r, l);
           pc = o.pc;
-          what = format("%s on link %u (to chip %u link %u), and %s", dir == 0 ? "ici_send" : "ici_recv",
-                        l, e.chip, e.link, describe(e.chip).c_str());
+          what = format("%s on link %u (to chip %u link %u), and %s",
+                        dir == 0 ? "ici_send" : "ici_recv", l, e.chip, e.link,
+                        describe(e.chip).c_str());
         }
       }
       faults.emplace_back(pc, format("pod deadlock: no chip can move; waiting on %s with no "
@@ -509,8 +514,8 @@ class PodRun {
 
 PodResult PodModel::run(const std::vector<std::vector<Instruction>>& programs) {
   if (programs.size() != chips()) {
-    throw std::invalid_argument(format("pod: %zu programs for %u chips (expected one per chip)",
-                                       programs.size(), chips()));
+    throw std::invalid_argument(
+        format("pod: %zu programs for %u chips (expected one per chip)", programs.size(), chips()));
   }
   PodRun run(topology_, params_, timing_, impl_->models, programs);
   return run.run();

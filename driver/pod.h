@@ -70,7 +70,7 @@ struct LinkTiming {
 };
 
 struct PodResult {
-  std::vector<RunResult> chips;      // one per chip, as GoldenModel::run reports
+  std::vector<RunResult> chips;       // one per chip, as GoldenModel::run reports
   std::vector<uint64_t> chip_cycles;  // estimated cycle at which each chip stopped
   uint64_t cycles = 0;                // estimate: the last chip's
   uint64_t transfers = 0;             // messages moved

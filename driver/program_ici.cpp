@@ -24,7 +24,8 @@ void ProgramBuilder::check_ici(const char* m, uint32_t link, uint64_t vmem_row,
                 link, params_.ici_links - 1, params_.ici_links));
   }
   if (rows == 0 || rows > params_.vmem_rows) {
-    fail(m, "rows", format("rows = %" PRIu64 " (allowed 1..%u: VmemRows)", rows, params_.vmem_rows));
+    fail(m, "rows",
+         format("rows = %" PRIu64 " (allowed 1..%u: VmemRows)", rows, params_.vmem_rows));
   }
   if (vmem_row + rows - 1 >= params_.vmem_rows) {
     fail(m, "vmem_row",
@@ -55,8 +56,9 @@ ProgramBuilder& ProgramBuilder::ici_recv(const IciRecv& in) {
   const char* m = "ici_recv";
   check_ici(m, in.link, in.vmem_addr, in.rows);
   if (ici_reduce_name(in.reduce).empty()) {
-    fail(m, "reduce",
-         format("reduce = %u is not a reduction (allowed 0 = none, 1 = fadd, 2 = iadd)", in.reduce));
+    fail(
+        m, "reduce",
+        format("reduce = %u is not a reduction (allowed 0 = none, 1 = fadd, 2 = iadd)", in.reduce));
   }
   push(in, m);
   return *this;

@@ -51,7 +51,8 @@ class TrainerImpl {
   }
   void check_device(const Device& dev) const {
     if (!(dev.params() == chip))
-      throw std::invalid_argument("Trainer: the device's chip parameters differ from the compiled ones");
+      throw std::invalid_argument(
+          "Trainer: the device's chip parameters differ from the compiled ones");
   }
   void check_initialized(const Device& dev, const char* what) const {
     if (device != &dev) {
@@ -150,8 +151,9 @@ StepResult Trainer::step(Device& dev, const float* images, const int32_t* labels
   std::vector<int32_t> lanes(size_t{t.home(t.g.labels).rows} * n, 0);
   for (uint32_t i = 0; i < b; ++i) {
     if (labels[i] < 0 || static_cast<uint32_t>(labels[i]) >= t.g.classes) {
-      throw std::invalid_argument("Trainer::step: label " + std::to_string(labels[i]) + " of example " +
-                                  std::to_string(i) + " is outside [0, " + std::to_string(t.g.classes) + ")");
+      throw std::invalid_argument("Trainer::step: label " + std::to_string(labels[i]) +
+                                  " of example " + std::to_string(i) + " is outside [0, " +
+                                  std::to_string(t.g.classes) + ")");
     }
     lanes[i] = labels[i];
   }

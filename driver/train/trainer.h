@@ -25,7 +25,7 @@ enum class Optimizer { Sgd, Adam };
 struct TrainOptions {
   Optimizer optimizer = Optimizer::Adam;
   float lr = 1e-3f, momentum = 0.0f, weight_decay = 0.0f;  // momentum: SGD only
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;          // Keras' Adam defaults
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;         // Keras' Adam defaults
   uint32_t batch = 32;
 };
 

@@ -161,7 +161,8 @@ TEST(Assembler, ErrorsGiveFileLineColumnAndWhatWasExpected) {
   expect_error("nop\n  matmull ub=0\n", 2, 3,
                "unknown mnemonic 'matmull' (expected one of: nop, read_host, read_weights, "
                "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
-               "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, fsubr, fmul, fmax, fmin, "
+               "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, "
+               "fsubr, fmul, fmax, fmin, "
                "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
                "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
   expect_error("matmul ub=16777216", 1, 11,
@@ -230,14 +231,14 @@ TEST(Assembler, DefaultFileNameInErrors) {
     assemble("bogus");
     FAIL();
   } catch (const AsmError& e) {
-    EXPECT_STREQ(
-        e.what(),
-        "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
-        "read_weights, "
-        "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
-        "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, fsubr, fmul, fmax, fmin, "
-        "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
-        "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
+    EXPECT_STREQ(e.what(),
+                 "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
+                 "read_weights, "
+                 "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
+                 "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, "
+                 "fsubr, fmul, fmax, fmin, "
+                 "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
+                 "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
     EXPECT_EQ(e.file(), "<input>");
   }
 }
@@ -370,7 +371,8 @@ TEST(Assembler, BytesThatAreNotText) {
       1, 1,
       "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
       "write_host, sync, halt, read_vmem, write_vmem, load_weights, matmul_bf16, acc_to_vmem, "
-      "transpose, vector, ici_send, ici_recv, fadd, fsub, fsubr, fmul, fmax, fmin, flt, fle, feq, iadd, isub, isubr, "
+      "transpose, vector, ici_send, ici_recv, fadd, fsub, fsubr, fmul, fmax, fmin, flt, fle, feq, "
+      "iadd, isub, isubr, "
       "and, or, xor, andn, shl, shr, sra, ilt, ieq, f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, "
       "rmin, align, .inst)");
   expect_error("nop\n\xEF\xBB\xBFhalt\n", 2, 1,

@@ -3,12 +3,13 @@
 // all-reduce P = 2..8, the 2-D torus algorithm, fp32 (bit-exact, the documented chain) and
 // int32, reduce-scatter, all-gather, sizes that are not multiples of N*P (and smaller than P
 // rows), and the error paths.
+#include "collectives.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
-#include "collectives.h"
 #include "fp.h"
 
 namespace tpu {
@@ -19,8 +20,8 @@ constexpr uint32_t kBase = 32;  // buffers do not start at row 0
 
 // Chip r's input: `elements` values then zero padding to whole rows. fp32 values of mixed
 // magnitude and sign (so that the order of the sum matters), a few specials.
-std::vector<std::vector<uint32_t>> make_inputs(uint32_t chips, uint64_t elements,
-                                               CollectiveDtype t, uint32_t seed) {
+std::vector<std::vector<uint32_t>> make_inputs(uint32_t chips, uint64_t elements, CollectiveDtype t,
+                                               uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
   std::uniform_int_distribution<int> ex(-20, 20);
@@ -28,7 +29,8 @@ std::vector<std::vector<uint32_t>> make_inputs(uint32_t chips, uint64_t elements
   std::vector<std::vector<uint32_t>> in(chips, std::vector<uint32_t>(rows * kN, 0));
   for (auto& v : in) {
     for (uint64_t e = 0; e < elements; ++e) {
-      v[e] = t == CollectiveDtype::Int32 ? static_cast<uint32_t>(rng()) : fp::bits_of(std::ldexp(mant(rng), ex(rng)));
+      v[e] = t == CollectiveDtype::Int32 ? static_cast<uint32_t>(rng())
+                                         : fp::bits_of(std::ldexp(mant(rng), ex(rng)));
     }
     if (t == CollectiveDtype::Fp32 && elements > 3) {
       v[0] = 0x80000000;  // -0 everywhere: the sum stays -0
@@ -66,11 +68,13 @@ struct Case {
 std::vector<Case> all_reduce_cases() {
   std::vector<Case> c;
   for (uint32_t p = 2; p <= 8; ++p) {
-    for (uint64_t e : {uint64_t{1}, uint64_t{kN} * p - 3, uint64_t{1000}, uint64_t{kN} * p * 7 + 5}) {
+    for (uint64_t e :
+         {uint64_t{1}, uint64_t{kN} * p - 3, uint64_t{1000}, uint64_t{kN} * p * 7 + 5}) {
       c.push_back({PodTopology::ring(p), e});
     }
   }
-  for (auto [x, y] : {std::pair{2u, 2u}, {2u, 3u}, {3u, 2u}, {2u, 4u}, {4u, 2u}, {1u, 4u}, {3u, 1u}}) {
+  for (auto [x, y] :
+       {std::pair{2u, 2u}, {2u, 3u}, {3u, 2u}, {2u, 4u}, {4u, 2u}, {1u, 4u}, {3u, 1u}}) {
     for (uint64_t e : {uint64_t{5}, uint64_t{777}, uint64_t{kN} * x * y * 9 + 1}) {
       c.push_back({PodTopology::torus(x, y), e});
     }
@@ -87,8 +91,9 @@ TEST(Collectives, AllReduceMatchesTheHostChainBitExactOnEveryChip) {
       PodModel pod(c.topo, ChipParams::pod(kN, c.topo.links_needed()), LinkTiming{16, 8});
       const auto in = make_inputs(p, c.elements, t, ++seed);
       const PodResult r = run_collective(pod, CollectiveKind::AllReduce, rows, t, in);
-      const std::string what = c.topo.name() + " P=" + std::to_string(p) + " elements=" +
-                               std::to_string(c.elements) + " " + std::string(dtype_name(t));
+      const std::string what = c.topo.name() + " P=" + std::to_string(p) +
+                               " elements=" + std::to_string(c.elements) + " " +
+                               std::string(dtype_name(t));
       ASSERT_TRUE(r.ok()) << what << ": " << r.message;
       const auto want = reference_all_reduce(c.topo, kN, in, t);
       for (uint32_t chip = 0; chip < p; ++chip) {
@@ -148,8 +153,8 @@ TEST(Collectives, ReduceScatterAndAllGatherOnRings) {
       }
       PodModel pod(ring, ChipParams::pod(kN, 2));
       const auto in = make_inputs(p, e, CollectiveDtype::Int32, ++seed);
-      ASSERT_TRUE(run_collective(pod, CollectiveKind::AllGather, rows, CollectiveDtype::Int32, in)
-                      .ok());
+      ASSERT_TRUE(
+          run_collective(pod, CollectiveKind::AllGather, rows, CollectiveDtype::Int32, in).ok());
       const auto want = reference_all_gather(kN, in);
       for (uint32_t r = 0; r < p; ++r) EXPECT_EQ(pod.chip(r).vmem_rows(kBase, rows), want);
     }
@@ -179,10 +184,12 @@ TEST(Collectives, LargeMessagesApproachTheLinkPeak) {
   const uint32_t rows = 4096, p = 4;
   PodModel pod(PodTopology::ring(p), ChipParams::pod(kN, 2), LinkTiming{16, 64});
   const auto in = make_inputs(p, uint64_t{rows} * kN, CollectiveDtype::Int32, 7);
-  const PodResult r = run_collective(pod, CollectiveKind::AllReduce, rows, CollectiveDtype::Int32, in);
+  const PodResult r =
+      run_collective(pod, CollectiveKind::AllReduce, rows, CollectiveDtype::Int32, in);
   ASSERT_TRUE(r.ok()) << r.message;
   const double bytes = rows * kN * 4.0;
-  const double busbw = bytes / static_cast<double>(r.cycles) * busbw_factor(CollectiveKind::AllReduce, p);
+  const double busbw =
+      bytes / static_cast<double>(r.cycles) * busbw_factor(CollectiveKind::AllReduce, p);
   EXPECT_GT(busbw, 0.9 * 16) << r.cycles;
   EXPECT_LE(busbw, 16.0) << r.cycles;
   // The estimate: 2(P-1) steps of (chunk bytes / 16 + latency) and a few issue cycles.
@@ -194,7 +201,8 @@ TEST(Collectives, LargeMessagesApproachTheLinkPeak) {
 TEST(Collectives, Errors) {
   const ChipParams pp = ChipParams::pod(kN, 4);
   const PodTopology t = PodTopology::torus(2, 2);
-  EXPECT_THROW(reduce_scatter_program(t, pp, 0, 0, 8, CollectiveDtype::Fp32), std::invalid_argument);
+  EXPECT_THROW(reduce_scatter_program(t, pp, 0, 0, 8, CollectiveDtype::Fp32),
+               std::invalid_argument);
   EXPECT_THROW(all_gather_program(t, pp, 0, 0, 8), std::invalid_argument);
   EXPECT_THROW(all_reduce_program(t, pp, 4, 0, 8, CollectiveDtype::Fp32), std::invalid_argument);
   EXPECT_THROW(all_reduce_program(t, pp, 0, 8190, 3, CollectiveDtype::Fp32), std::invalid_argument);

@@ -105,10 +105,10 @@ TEST_F(Fixture, CopyIsBitExactAndTheEstimateFollowsTheFormula) {
 TEST_F(Fixture, ReduceAddsLocalThenReceivedBitExact) {
   std::vector<uint32_t> a = random_lanes(4, 2), b = random_lanes(4, 3);
   // Corner cases in the first row: signed zeros, subnormal (DAZ), inf - inf, NaN, overflow.
-  const uint32_t ca[] = {0x80000000, 0x80000000, 0x00000001, 0x7F800000, 0xFF800000, 0x7FC00001,
-                         0x7F7FFFFF, 0x3F800000};
-  const uint32_t cb[] = {0x80000000, 0x00000000, 0x3F800000, 0xFF800000, 0x3F800000, 0x3F800000,
-                         0x7F7FFFFF, 0x33800000};
+  const uint32_t ca[] = {0x80000000, 0x80000000, 0x00000001, 0x7F800000,
+                         0xFF800000, 0x7FC00001, 0x7F7FFFFF, 0x3F800000};
+  const uint32_t cb[] = {0x80000000, 0x00000000, 0x3F800000, 0xFF800000,
+                         0x3F800000, 0x3F800000, 0x7F7FFFFF, 0x33800000};
   for (int j = 0; j < 8; ++j) {
     a[j] = ca[j];
     b[j] = cb[j];
@@ -199,7 +199,7 @@ TEST_F(Fixture, SendNobodyReceivesIsADeadlock) {
   b0.ici_send(kLinkXPlus, 0, 1).nop().nop();
   const PodResult r = run();
   EXPECT_EQ(r.chips[0].error, ErrorCode::ERR_ICI_DEADLOCK);
-  EXPECT_EQ(r.chips[0].err_pc, 0u);  // the oldest unmatched link instruction
+  EXPECT_EQ(r.chips[0].err_pc, 0u);   // the oldest unmatched link instruction
   EXPECT_EQ(r.chips[0].retired, 2u);  // the nops ran; halt waits for the send
 }
 

@@ -2,7 +2,6 @@
 // The training compiler's passes one at a time (driver/train/compiler/): import, autodiff,
 // optimizer, placement, schedule, emission, on small graphs.
 #include <gtest/gtest.h>
-
 #include <onnx/onnx_pb.h>
 
 #include <stdexcept>
@@ -79,9 +78,11 @@ std::string with_node(const std::string& op, const std::string& name) {
 }
 
 TEST(TrainImport, UnsupportedOpsNameNodeAndOp) {
-  const std::string bn = error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2, 4); });
+  const std::string bn =
+      error_of([] { import_onnx(with_node("BatchNormalization", "bn1"), 2, 4); });
   EXPECT_NE(bn.find("node 'bn1' (BatchNormalization): not supported for training; supported: "),
-            std::string::npos) << bn;
+            std::string::npos)
+      << bn;
   EXPECT_NE(bn.find("Gemm"), std::string::npos) << bn;
   const std::string sig = error_of([] { import_onnx(with_node("Sigmoid", "act"), 2, 4); });
   EXPECT_NE(sig.find("node 'act' (Sigmoid)"), std::string::npos) << sig;
@@ -124,7 +125,9 @@ TEST(TrainImport, GemmOptionsAndInitializersChecked) {
   k.output("y", {1, 3});
   EXPECT_NE(error_of([&] { import_onnx(k.serialize(), 2, 4); }).find("4 inputs, the data 5"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_onnx(std::string("/nonexistent/model.onnx"), 2, 4); }).find("cannot open"),
+  EXPECT_NE(error_of([] {
+              import_onnx(std::string("/nonexistent/model.onnx"), 2, 4);
+            }).find("cannot open"),
             std::string::npos);
 }
 
@@ -168,8 +171,11 @@ TEST(TrainAutodiff, FanOutGradientsAreSummed) {
   EXPECT_NE(d.find("bwd DenseGradX fc2 [Gemm] d(z2)(4x7), fc2.W(7x7) -> d(h1)#2(4x7)\n"
                    "bwd AddGrad sum d(h1) d(r)(4x7), d(h1)#2(4x7) -> d(h1)+2(4x7)\n"
                    "bwd ReluGrad relu1 [Relu] z1(4x7), d(h1)+2(4x7) -> d(z1)(4x7)\n"),
-            std::string::npos) << d;
-  EXPECT_NE(d.find("bwd ReluGrad relu2 [Relu] z2(4x7), d(r)(4x7) -> d(z2)(4x7)\n"), std::string::npos) << d;
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("bwd ReluGrad relu2 [Relu] z2(4x7), d(r)(4x7) -> d(z2)(4x7)\n"),
+            std::string::npos)
+      << d;
 }
 
 TEST(TrainAutodiff, DeadBranchIsAnError) {
@@ -181,7 +187,9 @@ TEST(TrainAutodiff, DeadBranchIsAnError) {
   g.node("MatMul", {"x", "V"}, {"unused"}, {}, "dead");
   g.output("y", {1, 3});
   Graph t = import_onnx(g.serialize(), 2, 4);
-  EXPECT_NE(error_of([&] { append_backward(t); }).find("node 'dead' (MatMul): its output does not reach the loss"),
+  EXPECT_NE(error_of([&] {
+              append_backward(t);
+            }).find("node 'dead' (MatMul): its output does not reach the loss"),
             std::string::npos);
 }
 
@@ -190,10 +198,12 @@ TEST(TrainAutodiff, DeadBranchIsAnError) {
 TEST(TrainOptimizer, AdamStateAndUpdates) {
   const Graph g = full(MlpSpec{}, 10, TrainOptions{});
   const std::string d = g.dump();
-  EXPECT_NE(d.find("upd AdamBegin adam adam state(4x1) -> adam state(4x1)\n"
-                   "upd AdamUpdate fc1 [Gemm] fc1.W(9x7), d(fc1.W)(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7), "
-                   "adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
-            std::string::npos) << d;
+  EXPECT_NE(
+      d.find("upd AdamBegin adam adam state(4x1) -> adam state(4x1)\n"
+             "upd AdamUpdate fc1 [Gemm] fc1.W(9x7), d(fc1.W)(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7), "
+             "adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
+      std::string::npos)
+      << d;
   int updates = 0;
   for (const Node& n : g.nodes) updates += n.op == Op::AdamUpdate;
   EXPECT_EQ(updates, 4);
@@ -204,13 +214,15 @@ TEST(TrainOptimizer, SgdWithAndWithoutMomentum) {
   o.optimizer = Optimizer::Sgd;
   o.lr = 0.1f;
   Graph plain = full(MlpSpec{}, 4, o);
-  EXPECT_NE(plain.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3) -> fc3.b(1x3)\n"),
-            std::string::npos);
+  EXPECT_NE(
+      plain.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3) -> fc3.b(1x3)\n"),
+      std::string::npos);
   o.momentum = 0.9f;
   Graph mom = full(MlpSpec{}, 4, o);
   EXPECT_NE(mom.dump().find("upd SgdUpdate fc3 [MatMul+Add] fc3.b(1x3), d(fc3.b)(1x3), "
                             "velocity(fc3.b)(1x3) -> fc3.b(1x3), velocity(fc3.b)(1x3)\n"),
-            std::string::npos) << mom.dump();
+            std::string::npos)
+      << mom.dump();
 }
 
 TEST(TrainOptimizer, BadHyperParameters) {
@@ -223,7 +235,8 @@ TEST(TrainOptimizer, BadHyperParameters) {
   o.beta2 = 1.0f;
   EXPECT_NE(error_of([&] { append_update(g, o); }).find("betas"), std::string::npos);
   Graph fwd = import_onnx(mlp_onnx(MlpSpec{}), 4, 4);
-  EXPECT_NE(error_of([&] { append_update(fwd, TrainOptions{}); }).find("no loss"), std::string::npos);
+  EXPECT_NE(error_of([&] { append_update(fwd, TrainOptions{}); }).find("no loss"),
+            std::string::npos);
 }
 
 // ---- placement
@@ -275,7 +288,8 @@ TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
       EXPECT_LE(node_layout(g, p, id, p.chunk[i], chip).end, chip.vmem_rows);
       EXPECT_THROW(node_layout(g, p, id, p.chunk[i] + 1, chip), std::invalid_argument);
     }
-    if (n.op == Op::AdamUpdate && n.name == "dense" && g.tensors[static_cast<size_t>(n.in[0])].rows > 1) {
+    if (n.op == Op::AdamUpdate && n.name == "dense" &&
+        g.tensors[static_cast<size_t>(n.in[0])].rows > 1) {
       EXPECT_LT(p.chunk[i], 10816u);  // the weight's 10,816 rows in chunks
     }
   }
@@ -308,7 +322,8 @@ TEST(TrainSchedule, StepAndForwardOrder) {
     FAIL() << "no error";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'relu1' (Relu) reads 'z1' before it is written"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -332,7 +347,8 @@ TEST(TrainEmit, DenseIsLoadKernelStore) {
   const Node& n = g.nodes[0];
   pb.read_vmem(L.in[0], p.homes[static_cast<size_t>(n.in[0])].rows, addr(n.in[0]));
   const VMat w = at(n.in[1], L.in[1]);
-  for (uint32_t nt = 0; nt < w.blocks(4); ++nt) pb.read_vmem(w.block(nt), w.pitch, addr(n.in[1]) + nt * w.pitch * 16);
+  for (uint32_t nt = 0; nt < w.blocks(4); ++nt)
+    pb.read_vmem(w.block(nt), w.pitch, addr(n.in[1]) + nt * w.pitch * 16);
   dense_forward_partial(pb, at(n.in[0], L.in[0]), w, 0, false);
   pb.read_vmem(L.in[2], p.homes[static_cast<size_t>(n.in[2])].rows, addr(n.in[2]));
   const VMat b = at(n.in[2], L.in[2]);
@@ -381,11 +397,13 @@ std::string conv_model(const std::vector<OnnxAttr>& attrs, int64_t cin = 1, int6
 
 TEST(TrainImport, ConvAndPoolAttributesChecked) {
   const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
-  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Int("group", 2)}), 4, 4); })
-                .find("node 'conv' (Conv): group must be 1"),
+  EXPECT_NE(error_of([&] {
+              import_onnx(conv_model({k3, OnnxAttr::Int("group", 2)}), 4, 4);
+            }).find("node 'conv' (Conv): group must be 1"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, OnnxAttr::Ints("dilations", {2, 2})}), 4, 4); })
-                .find("dilations"),
+  EXPECT_NE(error_of([&] {
+              import_onnx(conv_model({k3, OnnxAttr::Ints("dilations", {2, 2})}), 4, 4);
+            }).find("dilations"),
             std::string::npos);
   const Graph g = import_onnx(conv_model({k3}), 4, 4);
   ASSERT_TRUE(g.input_conv.has_value());
@@ -395,15 +413,17 @@ TEST(TrainImport, ConvAndPoolAttributesChecked) {
                 "fwd Dense fc [MatMul] f(4x64), D(64x3) -> y(4x3)\n");  // the flatten view
   // batch x H x W of the flattened image must be a multiple of N.
   const OnnxAttr pad1 = OnnxAttr::Ints("pads", {1, 1, 1, 1});
-  EXPECT_NE(error_of([&] { import_onnx(conv_model({k3, pad1}, 1, 1), 2, 16); })
-                .find("node 'flatten' (Flatten): batch x H x W = 72 must be a multiple of N = 16"),
+  EXPECT_NE(error_of([&] {
+              import_onnx(conv_model({k3, pad1}, 1, 1), 2, 16);
+            }).find("node 'flatten' (Flatten): batch x H x W = 72 must be a multiple of N = 16"),
             std::string::npos);
   // The conv's weight gradient needs a batch that is a multiple of N.
   Graph odd = import_onnx(conv_model({k3}), 2, 4);
   append_backward(odd);
   append_update(odd, TrainOptions{});
-  EXPECT_NE(error_of([&] { place(odd, ChipParams::training(4)); })
-                .find("node 'conv' (ConvGradW): the batch (2) must be a multiple of N = 4"),
+  EXPECT_NE(error_of([&] {
+              place(odd, ChipParams::training(4));
+            }).find("node 'conv' (ConvGradW): the batch (2) must be a multiple of N = 4"),
             std::string::npos);
 }
 
@@ -415,7 +435,9 @@ TEST(TrainAutodiff, ConvNetBackward) {
   // cin = 2 on the graph input: placed with its border, no ConvPad, no dX of the input.
   EXPECT_EQ(d.find("ConvPad"), std::string::npos) << d;
   EXPECT_EQ(d.find("ConvGradX"), std::string::npos) << d;
-  EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"),
+            std::string::npos)
+      << d;
 }
 
 }  // namespace
@@ -480,13 +502,15 @@ TEST(TrainEmit, BiasGradInRowChunksEqualsWhole) {
       results.push_back(got);
     }
     ASSERT_GE(results.size(), 2u) << batch;  // at least two ways compared
-    for (size_t i = 1; i < results.size(); ++i) EXPECT_EQ(results[i], results[0]) << batch << " " << i;
+    for (size_t i = 1; i < results.size(); ++i)
+      EXPECT_EQ(results[i], results[0]) << batch << " " << i;
     // And the reference's column sums (from -0.0, rows in order).
     std::vector<uint32_t> want = ref::column_sums(ref::Mat{dy.geom.rows, dy.geom.cols, [&] {
-      std::vector<uint32_t> b;
-      for (float f : values) b.push_back(ref::bits(f));
-      return b;
-    }()});
+                                                             std::vector<uint32_t> b;
+                                                             for (float f : values)
+                                                               b.push_back(ref::bits(f));
+                                                             return b;
+                                                           }()});
     want.resize(results[0].size(), 0);
     EXPECT_EQ(results[0], want) << batch;
   }

@@ -12,8 +12,8 @@
 #include "device_model.h"
 #include "onnx_export.h"
 #include "reference.h"
-#include "trainer.h"
 #include "train_models.h"
+#include "trainer.h"
 
 namespace tpu::train::test {
 namespace {
@@ -63,7 +63,7 @@ struct Weight {
 
 struct RefCnn {
   uint32_t n, batch;
-  bool keras;  // model A (Keras in miniature) or B (two convs)
+  bool keras;                // model A (Keras in miniature) or B (two convs)
   bool padded_pool = false;  // model C: conv -> relu -> max-pool 3x3 stride 2 pads 1 -> dense
   // The compiler's band sizes of the (first) conv's dW and of model B's second conv's (0: whole);
   // banded or not, dW equals the whole layer's (the kernel keeps the partial dW in ACC).
@@ -107,7 +107,8 @@ Bits RefCnn::step_c(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   auto feature = [&](uint32_t c, uint32_t q) { return (c / n * hw + q) * n + c % n; };
   for (uint32_t c = 0; c < r.c; ++c)
     for (uint32_t q = 0; q < hw; ++q) {
-      for (uint32_t o = 0; o < 3; ++o) wc.at(feature(c, q), o) = p("dense.W")[o * r.c * hw + c * hw + q];
+      for (uint32_t o = 0; o < 3; ++o)
+        wc.at(feature(c, q), o) = p("dense.W")[o * r.c * hw + c * hw + q];
       for (uint32_t b = 0; b < batch; ++b) xc.at(b, feature(c, q)) = r.at(b, c, q / r.w, q % r.w);
     }
   const Mat logits = ref::add_row(ref::matmul_tiled(xc, wc, n), p("dense.b"));
@@ -148,7 +149,8 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   auto feature = [&](uint32_t c, uint32_t q) { return (c / n * hw + q) * n + c % n; };
   for (uint32_t c = 0; c < r.c; ++c)
     for (uint32_t q = 0; q < hw; ++q) {
-      for (uint32_t o = 0; o < 3; ++o) wc.at(feature(c, q), o) = p("dense.W")[o * r.c * hw + c * hw + q];
+      for (uint32_t o = 0; o < 3; ++o)
+        wc.at(feature(c, q), o) = p("dense.W")[o * r.c * hw + c * hw + q];
       for (uint32_t b = 0; b < batch; ++b) xc.at(b, feature(c, q)) = r.at(b, c, q / r.w, q % r.w);
     }
   const Mat logits = ref::add_row(ref::matmul_tiled(xc, wc, n), p("dense.b"));
@@ -176,7 +178,8 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   return ce.loss;
 }
 
-// Model B: conv1 6x2x3x3 pad 1 + b -> relu -> conv2 5x6x3x3 pad 1 stride 2 -> avgpool 2 stride 1 -> relu
+// Model B: conv1 6x2x3x3 pad 1 + b -> relu -> conv2 5x6x3x3 pad 1 stride 2 -> avgpool 2 stride 1 ->
+// relu
 // -> global average pool -> flatten -> MatMul [5, 3] + Add b.
 Bits RefCnn::step_b(const Tensor& x, const std::vector<int32_t>& labels, Mat* logits_out) {
   const ref::Window k3{3, 3, 1, 1, 1, 1, 1, 1}, k2{2, 2, 1, 1, 0, 0, 0, 0};
@@ -232,9 +235,13 @@ std::string cnn_onnx(bool keras, RefCnn& r) {
     init("dense.W", {3, 64}, 0.5f, 43);
     init("dense.b", {3}, 0.1f, 44);
     init("conv2.W", {4, 4, 1, 1}, 0.5f, 45);
-    g.node("Conv", {"input", "conv.W", "conv.b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv");
+    g.node("Conv", {"input", "conv.W", "conv.b"}, {"c"},
+           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv");
     g.node("Relu", {"c"}, {"r"}, {}, "relu");
-    g.node("MaxPool", {"r"}, {"p"}, {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("strides", {2, 2}), OnnxAttr::Ints("pads", pad1)}, "pool");
+    g.node("MaxPool", {"r"}, {"p"},
+           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("strides", {2, 2}),
+            OnnxAttr::Ints("pads", pad1)},
+           "pool");
     g.node("Conv", {"p", "conv2.W"}, {"c2"}, {OnnxAttr::Ints("kernel_shape", {1, 1})}, "conv2");
     g.node("Flatten", {"c2"}, {"f"}, {}, "flatten");
     g.node("Gemm", {"f", "dense.W", "dense.b"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "dense");
@@ -245,8 +252,10 @@ std::string cnn_onnx(bool keras, RefCnn& r) {
     init("conv.b", {5}, 0.1f, 12);
     init("dense.W", {3, 20}, 0.5f, 13);
     init("dense.b", {3}, 0.1f, 14);
-    g.node("Conv", {"input", "conv.W", "conv.b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", k3)}, "conv");
-    g.node("MaxPool", {"c"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g.node("Conv", {"input", "conv.W", "conv.b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", k3)},
+           "conv");
+    g.node("MaxPool", {"c"}, {"p"},
+           {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
     g.node("Relu", {"p"}, {"r"}, {}, "relu");
     g.node("Flatten", {"r"}, {"f"}, {}, "flatten");
     g.node("Gemm", {"f", "dense.W", "dense.b"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "dense");
@@ -259,10 +268,13 @@ std::string cnn_onnx(bool keras, RefCnn& r) {
     init("c2.W", {5, 6, 3, 3}, 0.3f, 23);
     init("fc.W", {5, 3}, 0.5f, 24);
     init("fc.b", {3}, 0.1f, 25);
-    g.node("Conv", {"input", "c1.W", "c1.b"}, {"c1"}, {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv1");
+    g.node("Conv", {"input", "c1.W", "c1.b"}, {"c1"},
+           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1)}, "conv1");
     g.node("Relu", {"c1"}, {"r1"}, {}, "relu1");
     g.node("Conv", {"r1", "c2.W"}, {"c2"},
-           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1), OnnxAttr::Ints("strides", {2, 2})}, "conv2");
+           {OnnxAttr::Ints("kernel_shape", k3), OnnxAttr::Ints("pads", pad1),
+            OnnxAttr::Ints("strides", {2, 2})},
+           "conv2");
     g.node("AveragePool", {"c2"}, {"a"}, {OnnxAttr::Ints("kernel_shape", {2, 2})}, "avg");
     g.node("Relu", {"a"}, {"r2"}, {}, "relu2");
     g.node("GlobalAveragePool", {"r2"}, {"gp"}, {}, "gap");
@@ -300,7 +312,9 @@ const CnnCase kCnnCases[] = {
     {"PaddedPool_N4_Bands", 4, 8, false, 600, true},
 };
 INSTANTIATE_TEST_SUITE_P(Steps, TrainerCnn, ::testing::ValuesIn(kCnnCases),
-                         [](const ::testing::TestParamInfo<CnnCase>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<CnnCase>& i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
   const CnnCase& c = GetParam();
@@ -323,12 +337,14 @@ TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
       if (c.padded_pool) {
         EXPECT_NE(nd.op, compiler::Op::ConvPad) << "conv2 (1x1, no pads) reads the pooled image";
       }
-      if (nd.op == compiler::Op::ConvGradW) (nd.name == "conv2" ? r.conv2_band : r.conv_band) = p.chunk[i];
+      if (nd.op == compiler::Op::ConvGradW)
+        (nd.name == "conv2" ? r.conv2_band : r.conv_band) = p.chunk[i];
       const bool bands = nd.op == compiler::Op::Conv || nd.op == compiler::Op::ConvGradW ||
                          nd.op == compiler::Op::MaxPool || nd.op == compiler::Op::MaxPoolGrad ||
                          nd.op == compiler::Op::ConvPad || nd.op == compiler::Op::ConvGradX;
-      const bool optional = (nd.op == compiler::Op::Conv && nd.name == "conv1") ||
-                            (c.padded_pool && nd.op != compiler::Op::MaxPool && nd.op != compiler::Op::MaxPoolGrad);
+      const bool optional =
+          (nd.op == compiler::Op::Conv && nd.name == "conv1") ||
+          (c.padded_pool && nd.op != compiler::Op::MaxPool && nd.op != compiler::Op::MaxPoolGrad);
       if (c.vmem_rows != 0 && bands && !optional) {
         EXPECT_GT(p.chunk[i], 0u) << nd.name << " " << compiler::op_name(nd.op);
       }
@@ -350,8 +366,8 @@ TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
   for (int step = 0; step < 6; ++step) {
     const StepResult s = t.step(dev, x.data(), labels.data());
     const Bits want = r.step(xt, labels);
-    ASSERT_EQ(ref::bits(s.loss), want) << "step " << step << ": chip " << s.loss << ", reference "
-                                       << ref::value(want);
+    ASSERT_EQ(ref::bits(s.loss), want)
+        << "step " << step << ": chip " << s.loss << ", reference " << ref::value(want);
     for (const auto& [name, v] : t.weights(dev)) {
       ASSERT_EQ(to_bits(v), r.w.at(name).v) << name << " after step " << step;
     }

@@ -28,7 +28,9 @@ Mat mat(uint32_t rows, uint32_t cols, const std::vector<float>& v) {
   return m;
 }
 
-std::vector<Bits> bits(const std::vector<float>& v) { return mat(1, static_cast<uint32_t>(v.size()), v).v; }
+std::vector<Bits> bits(const std::vector<float>& v) {
+  return mat(1, static_cast<uint32_t>(v.size()), v).v;
+}
 
 Mat add(const Mat& a, const Mat& b) {
   Mat r = a;
@@ -112,14 +114,15 @@ struct RefTrainer {
         ref::adam_update(adam, step_size, rsqrt_bc2, *p[i], g[i], m[i], v[i]);
       } else {
         std::vector<Bits> none;
-        ref::sgd(ref::Sgd{o.lr, o.momentum, o.weight_decay}, *p[i], g[i], o.momentum != 0.0f ? v[i] : none);
+        ref::sgd(ref::Sgd{o.lr, o.momentum, o.weight_decay}, *p[i], g[i],
+                 o.momentum != 0.0f ? v[i] : none);
       }
     }
   }
   // Weights in ONNX order, as Trainer::weights gives them.
   std::map<std::string, std::vector<Bits>> onnx_weights() const {
-    std::map<std::string, std::vector<Bits>> r{{"fc1.W", ref::transposed(w1).v}, {"fc1.b", b1},
-                                               {"fc3.W", w3.v}, {"fc3.b", b3}};
+    std::map<std::string, std::vector<Bits>> r{
+        {"fc1.W", ref::transposed(w1).v}, {"fc1.b", b1}, {"fc3.W", w3.v}, {"fc3.b", b3}};
     if (s.residual) {
       r["fc2.W"] = w2.v;
       r["fc2.b"] = b2;
@@ -137,7 +140,8 @@ std::vector<int32_t> teacher_labels(const std::vector<float>& x, uint32_t rows, 
     double best = -1e30;
     for (uint32_t c = 0; c < classes; ++c) {
       double sum = 0;
-      for (uint32_t k = 0; k < cols; ++k) sum += double{x[size_t{r} * cols + k]} * t[size_t{k} * classes + c];
+      for (uint32_t k = 0; k < cols; ++k)
+        sum += double{x[size_t{r} * cols + k]} * t[size_t{k} * classes + c];
       if (sum > best) {
         best = sum;
         labels[r] = static_cast<int32_t>(c);
@@ -147,7 +151,8 @@ std::vector<int32_t> teacher_labels(const std::vector<float>& x, uint32_t rows, 
   return labels;
 }
 
-std::map<std::string, std::vector<Bits>> as_bits(const std::map<std::string, std::vector<float>>& w) {
+std::map<std::string, std::vector<Bits>> as_bits(
+    const std::map<std::string, std::vector<float>>& w) {
   std::map<std::string, std::vector<Bits>> r;
   for (const auto& [k, v] : w) r[k] = bits(v);
   return r;
@@ -192,12 +197,15 @@ const Case kCases[] = {
     {"N4_Sgd", 4, 10, spec(1, 3, 3, 7, 3, false), sgd(0.5f)},
     {"N4_ResidualAdam", 4, 10, spec(1, 3, 3, 7, 3, true), adam(0.05f)},
     {"N16_Adam_WeightDecay", 16, 34, spec(2, 3, 5, 21, 10, false), adam(0.05f, 0.01f)},
-    {"N16_ResidualMomentum_WeightDecay", 16, 34, spec(2, 3, 5, 21, 10, true), sgd(0.1f, 0.9f, 0.01f)},
+    {"N16_ResidualMomentum_WeightDecay", 16, 34, spec(2, 3, 5, 21, 10, true),
+     sgd(0.1f, 0.9f, 0.01f)},
     // 64 inputs in 256 VMEM rows: every Dense and update node runs in chunks.
     {"N4_Chunked_Adam", 4, 10, spec(1, 8, 8, 9, 3, true), adam(0.05f), 256},
 };
 INSTANTIATE_TEST_SUITE_P(Steps, TrainerMlp, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST_P(TrainerMlp, LossesAndWeightsMatchReferenceAndLossDecreases) {
   const Case& c = GetParam();
@@ -233,8 +241,8 @@ TEST_P(TrainerMlp, LossesAndWeightsMatchReferenceAndLossDecreases) {
   for (int step = 0; step < 8; ++step) {
     const StepResult s = t.step(dev, x.data(), labels.data());
     const Bits want = r.step(xm, labels);
-    ASSERT_EQ(ref::bits(s.loss), want) << "step " << step << ": chip " << s.loss << ", reference "
-                                       << ref::value(want);
+    ASSERT_EQ(ref::bits(s.loss), want)
+        << "step " << step << ": chip " << s.loss << ", reference " << ref::value(want);
     ASSERT_EQ(as_bits(t.weights(dev)), r.onnx_weights()) << "step " << step;
     EXPECT_GT(s.cycles, 0u);
     losses.push_back(s.loss);
@@ -301,7 +309,8 @@ TEST(Trainer, BadLabelsAndModels) {
     t.step(dev, x.data(), labels.data());
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("label 3 of example 2 is outside [0, 3)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("label 3 of example 2 is outside [0, 3)"),
+              std::string::npos)
         << e.what();
   }
   cnn::OnnxGraph g("bn");
@@ -315,7 +324,8 @@ TEST(Trainer, BadLabelsAndModels) {
     Trainer bad(g.serialize(), o, chip);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'bn' (BatchNormalization)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'bn' (BatchNormalization)"), std::string::npos)
+        << e.what();
   }
   ModelDevice other(ChipParams::training(16));
   EXPECT_THROW(t.init(other), std::invalid_argument);

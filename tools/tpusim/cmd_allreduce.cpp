@@ -47,8 +47,10 @@ std::vector<uint64_t> parse_sizes(const std::string& text, uint64_t max_bytes) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
     if (item.empty() || *end != 0 || item[0] == '-' || v == 0 || v % 4 != 0 || v > max_bytes) {
-      throw tpusim::UsageError("--bytes: '" + item + "' is not a size (expected a multiple of 4 in "
-                               "4.." + std::to_string(max_bytes) +
+      throw tpusim::UsageError("--bytes: '" + item +
+                               "' is not a size (expected a multiple of 4 in "
+                               "4.." +
+                               std::to_string(max_bytes) +
                                ": the 32-bit elements per chip must fit VMEM; a comma-separated "
                                "list for several sizes)");
     }
@@ -118,7 +120,7 @@ Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t by
   for (uint32_t r = 0; r < o.chips; ++r) {
     for (uint64_t e = 0; e < elements; ++e) {
       in[r][e] = o.dtype == tpu::CollectiveDtype::Fp32 ? tpu::fp::bits_of(value(rng))
-                                                        : static_cast<uint32_t>(rng());
+                                                       : static_cast<uint32_t>(rng());
     }
     pod.chip(r).set_vmem_rows(0, in[r]);
     programs.push_back(program(o, params, r, rows));
@@ -132,9 +134,9 @@ Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t by
     const std::vector<uint32_t> want =
         o.kind == tpu::CollectiveKind::AllReduce
             ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
-            : o.kind == tpu::CollectiveKind::ReduceScatter
-                  ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
-                  : tpu::reference_all_gather(params.N, in);
+        : o.kind == tpu::CollectiveKind::ReduceScatter
+            ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
+            : tpu::reference_all_gather(params.N, in);
     m.correct = true;
     for (uint32_t r = 0; r < o.chips; ++r) {
       m.correct = m.correct && chip_matches(o, params, pod, r, rows, elements, want);
@@ -158,8 +160,8 @@ nlohmann::ordered_json row(const Measurement& m, const Options& o) {
 }
 
 void print_text(const Options& o, const std::vector<Measurement>& ms) {
-  std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips << " chips ("
-            << o.topology.name() << "), links " << o.timing.bytes_per_cycle
+  std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips
+            << " chips (" << o.topology.name() << "), links " << o.timing.bytes_per_cycle
             << " bytes/cycle, latency " << o.timing.latency
             << " cycles; cycles are the pod model's estimate\n";
   std::printf("%12s %12s %12s %12s %8s %s\n", "bytes", "cycles", "algbw", "busbw", "of peak",
@@ -181,7 +183,9 @@ void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep
   j["dtype"] = std::string(tpu::dtype_name(o.dtype));
   j["backend"] = "model";
   j["cycles_estimated"] = true;
-  j["cycles_note"] = "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be cycle-accurate";
+  j["cycles_note"] =
+      "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be "
+      "cycle-accurate";
   j["bw_unit"] = "bytes/cycle";
   j["ici_bandwidth"] = o.timing.bytes_per_cycle;
   j["ici_latency"] = o.timing.latency;
@@ -210,7 +214,8 @@ int run_allreduce(const tpusim::Args& args) {
       "bytes", po::value<std::string>(),
       "bytes per chip (fp32/int32 elements x 4), a multiple of 4 up to the VMEM (524288 at "
       "N = 16); a comma-separated list for several sizes")(
-      "sweep", po::bool_switch(&sweep), "sizes 1 KiB, 2 KiB, ... up to the VMEM (instead of --bytes)")(
+      "sweep", po::bool_switch(&sweep),
+      "sizes 1 KiB, 2 KiB, ... up to the VMEM (instead of --bytes)")(
       "topology", po::value<std::string>(&topology)->default_value("ring"),
       "ring, or torus:XxY (X*Y = chips; the 2-D algorithm)")(
       "ici-bandwidth", po::value<std::string>()->default_value("16"),
@@ -252,7 +257,8 @@ int run_allreduce(const tpusim::Args& args) {
     throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
   }
   o.chips = static_cast<uint32_t>(tpusim::int_option(vm, "chips", 1, kMaxChips));
-  o.timing.bytes_per_cycle = static_cast<uint32_t>(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
+  o.timing.bytes_per_cycle =
+      static_cast<uint32_t>(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
   o.timing.latency = static_cast<uint32_t>(tpusim::int_option(vm, "ici-latency", 0, 1000000));
   o.seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
   if (dtype != "fp32" && dtype != "int32") {

@@ -72,7 +72,7 @@ struct Axes {
   std::vector<std::string> labels;  // legend: series labels in first-seen order
   double step = 1;                  // linear y: the tick step
   double d0 = 0, d1 = 1;            // log y: whole decades [10^d0, 10^d1]
-  double lx0 = 0, lx1 = 1;          // x: log2 (or linear), a little margin so the end points sit inside
+  double lx0 = 0, lx1 = 1;  // x: log2 (or linear), a little margin so the end points sit inside
 };
 
 Axes scan_axes(const PlotSpec& spec) {

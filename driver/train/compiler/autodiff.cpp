@@ -39,8 +39,10 @@ int Autodiff::contribution(int x) {
     return g_.add_tensor(v);
   }
   std::vector<int>& c = grads_[x];
-  const std::string name = "d(" + t(x).name + ")" + (c.empty() ? "" : "#" + std::to_string(c.size() + 1));
-  const int id = g_.add_tensor(Tensor{name, TensorKind::Gradient, t(x).rows, t(x).cols, t(x).row_vector});
+  const std::string name =
+      "d(" + t(x).name + ")" + (c.empty() ? "" : "#" + std::to_string(c.size() + 1));
+  const int id =
+      g_.add_tensor(Tensor{name, TensorKind::Gradient, t(x).rows, t(x).cols, t(x).row_vector});
   c.push_back(id);
   return id;
 }
@@ -53,14 +55,16 @@ int Autodiff::total(int x, int layer) {
   for (size_t i = 1; i < c.size(); ++i) {
     const std::string name = "d(" + t(x).name + ")+" + std::to_string(i + 1);
     const int s = g_.add_tensor(Tensor{name, TensorKind::Gradient, t(x).rows, t(x).cols, false});
-    g_.add_node(make_node(Op::AddGrad, "sum d(" + t(x).name + ")", "", Phase::Backward, layer, {sum, c[i]}, {s}));
+    g_.add_node(make_node(Op::AddGrad, "sum d(" + t(x).name + ")", "", Phase::Backward, layer,
+                          {sum, c[i]}, {s}));
     sum = s;
   }
   return sum;
 }
 
 int Autodiff::add(Op op, const Node& fwd, std::vector<int> in, std::vector<int> out) {
-  return g_.add_node(make_node(op, fwd.name, fwd.onnx_op, Phase::Backward, fwd.layer, std::move(in), std::move(out)));
+  return g_.add_node(make_node(op, fwd.name, fwd.onnx_op, Phase::Backward, fwd.layer, std::move(in),
+                               std::move(out)));
 }
 
 int Autodiff::param_grad(int tensor) {
@@ -72,7 +76,8 @@ int Autodiff::param_grad(int tensor) {
     }
     return p.grad;
   }
-  throw std::logic_error("internal: append_backward: tensor '" + t(tensor).name + "' is not a parameter");
+  throw std::logic_error("internal: append_backward: tensor '" + t(tensor).name +
+                         "' is not a parameter");
 }
 
 void Autodiff::conv_backward(const Node& n, int dy) {
@@ -115,14 +120,18 @@ void Autodiff::backward(const Node& n) {
     case Op::Relu:
       if (dx_needed) add(Op::ReluGrad, n, {x, dy}, {contribution(x)});
       break;
-    case Op::Conv: conv_backward(n, dy); break;
+    case Op::Conv:
+      conv_backward(n, dy);
+      break;
     case Op::MaxPool:
     case Op::AvgPool:
     case Op::GlobalAvgPool: {
       if (!dx_needed) break;
-      const Op op = n.op == Op::MaxPool ? Op::MaxPoolGrad
-                    : n.op == Op::AvgPool ? Op::AvgPoolGrad : Op::GlobalAvgPoolGrad;
-      std::vector<int> in = n.op == Op::MaxPool ? std::vector<int>{n.out[1], dy} : std::vector<int>{dy};
+      const Op op = n.op == Op::MaxPool   ? Op::MaxPoolGrad
+                    : n.op == Op::AvgPool ? Op::AvgPoolGrad
+                                          : Op::GlobalAvgPoolGrad;
+      std::vector<int> in =
+          n.op == Op::MaxPool ? std::vector<int>{n.out[1], dy} : std::vector<int>{dy};
       const int id = add(op, n, std::move(in), {contribution(x)});
       g_.nodes[static_cast<size_t>(id)].pool = n.pool;
       break;
@@ -141,8 +150,8 @@ void Autodiff::run() {
   g_.loss = g_.add_tensor(Tensor{"loss", TensorKind::Loss, 1, 1, true});
   const size_t forward = g_.nodes.size();
   const int dlogits = contribution(g_.logits);
-  g_.add_node(make_node(Op::SoftmaxCe, "loss", "", Phase::Loss, -1, {g_.logits, g_.labels, g_.pad_row},
-                   {dlogits, g_.loss}));
+  g_.add_node(make_node(Op::SoftmaxCe, "loss", "", Phase::Loss, -1,
+                        {g_.logits, g_.labels, g_.pad_row}, {dlogits, g_.loss}));
   for (size_t i = forward; i-- > 0;) backward(Node(g_.nodes[i]));
 }
 

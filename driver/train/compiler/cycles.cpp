@@ -13,7 +13,8 @@ uint64_t instruction_work(const Instruction& instr, const ChipParams& chip) {
       [&](const auto& in) -> uint64_t {
         using T = std::decay_t<decltype(in)>;
         if constexpr (std::is_same_v<T, ReadVmem> || std::is_same_v<T, WriteVmem>) {
-          return (uint64_t{in.rows} * in.row_bytes(chip.N) + dma_bytes_per_cycle - 1) / dma_bytes_per_cycle;
+          return (uint64_t{in.rows} * in.row_bytes(chip.N) + dma_bytes_per_cycle - 1) /
+                 dma_bytes_per_cycle;
         } else if constexpr (std::is_same_v<T, MatmulBf16>) {
           return uint64_t{in.inner} * in.outer;
         } else if constexpr (std::is_same_v<T, LoadWeights>) {
@@ -37,7 +38,8 @@ std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const
   std::vector<int> row_of_layer(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (n.phase != Phase::Forward || n.layer != static_cast<int>(i)) continue;  // (a ConvPad: its Conv's)
+    if (n.phase != Phase::Forward || n.layer != static_cast<int>(i))
+      continue;  // (a ConvPad: its Conv's)
     row_of_layer[static_cast<size_t>(n.layer)] = static_cast<int>(r.size());
     r.push_back(LayerCycles{n.name, n.onnx_op, 0, 0, 0});
   }
@@ -58,15 +60,18 @@ std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const
     // The last range takes the rounding (and the final halt), so the parts add up to total.
     const uint64_t c = i + 1 == step.ranges.size()
                            ? total - given
-                           : (sum == 0 ? 0 : static_cast<uint64_t>(static_cast<double>(total) * static_cast<double>(work[i]) / static_cast<double>(sum)));
+                           : (sum == 0 ? 0
+                                       : static_cast<uint64_t>(static_cast<double>(total) *
+                                                               static_cast<double>(work[i]) /
+                                                               static_cast<double>(sum)));
     given += c;
-    const int row = n.op == Op::SoftmaxCe ? loss_row
+    const int row = n.op == Op::SoftmaxCe   ? loss_row
                     : n.op == Op::AdamBegin ? adam_row
                                             : row_of_layer[static_cast<size_t>(n.layer)];
     LayerCycles& l = r[static_cast<size_t>(row)];
     (n.phase == Phase::Forward || n.phase == Phase::Loss ? l.forward
-     : n.phase == Phase::Backward                          ? l.backward
-                                                           : l.update) += c;
+     : n.phase == Phase::Backward                        ? l.backward
+                                                         : l.update) += c;
   }
   return r;
 }

@@ -30,8 +30,12 @@ class Emitter {
   const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t, uint32_t row) const { return base_ + home(t).addr + row * 4 * n_; }
   // `rows` VMEM rows at `vmem` <-> tensor t's image from image row `row`.
-  void in(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) { pb_.read_vmem(vmem, rows, addr(t, row)); }
-  void out(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) { pb_.write_vmem(vmem, rows, addr(t, row)); }
+  void in(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) {
+    pb_.read_vmem(vmem, rows, addr(t, row));
+  }
+  void out(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) {
+    pb_.write_vmem(vmem, rows, addr(t, row));
+  }
   VMat at(int t, uint32_t base) const {
     VMat m = home(t).geom;
     m.base = base;
@@ -57,7 +61,8 @@ class Emitter {
   void out_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
   void bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t rows);
   // One channel block of a max-pool's (or its gradient's) band.
-  void pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines, uint32_t cb);
+  void pool_band_block(const Node& nd, const NodeLayout& L, uint32_t oy0, uint32_t lines,
+                       uint32_t cb);
 
   const Graph& g_;
   const Placement& p_;
@@ -152,12 +157,16 @@ void Emitter::flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint3
   }
   const VMat a{L.in[0], rc, n_, rc};
   switch (nd.op) {
-    case Op::Relu: relu_forward(pb_, a, VMat{L.out[0], rc, n_, rc}); break;
+    case Op::Relu:
+      relu_forward(pb_, a, VMat{L.out[0], rc, n_, rc});
+      break;
     case Op::ReluGrad:
       relu_backward(pb_, a, VMat{L.in[1], rc, n_, rc}, VMat{L.out[0], rc, n_, rc}, L.scratch);
       break;
     case Op::Add:
-    case Op::AddGrad: pb_.vop(VecFunc::FAdd, L.out[0], L.in[0], L.in[1], rc); break;
+    case Op::AddGrad:
+      pb_.vop(VecFunc::FAdd, L.out[0], L.in[0], L.in[1], rc);
+      break;
     case Op::SgdUpdate:
       sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, L.in[0], L.in[1],
                  nd.in.size() > 2 ? L.in[2] : 0, rc, L.scratch);
@@ -167,7 +176,8 @@ void Emitter::flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint3
       adam_update(pb_, h, AdamState{L.in[4]}, L.in[0], L.in[1], L.in[2], L.in[3], rc, L.scratch);
       break;
     }
-    default: break;
+    default:
+      break;
   }
   for (size_t i = 0; i < nd.out.size(); ++i) out(nd.out[i], L.out[i], rc, r0);
 }
@@ -198,19 +208,39 @@ void Emitter::image_node(const Node& nd, const NodeLayout& L) {
   switch (nd.op) {
     case Op::Conv: {
       const VMat bias = nd.in.size() > 2 ? I(2) : VMat{};
-      conv2d_forward(pb_, nd.conv, I(0), I(1), nd.in.size() > 2 ? &bias : nullptr, O(0), L.scratch, 0);
+      conv2d_forward(pb_, nd.conv, I(0), I(1), nd.in.size() > 2 ? &bias : nullptr, O(0), L.scratch,
+                     0);
       break;
     }
-    case Op::ConvPad: conv_pad_input(pb_, nd.conv, I(0), O(0)); break;
-    case Op::ConvGradW: conv2d_backward_weights(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
-    case Op::ConvGradX: conv2d_backward_input(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0); break;
-    case Op::MaxPool: maxpool_forward(pb_, nd.pool, I(0), O(0), O(1), L.scratch); break;
-    case Op::MaxPoolGrad: maxpool_backward(pb_, nd.pool, I(0), I(1), O(0), L.scratch); break;
-    case Op::AvgPool: avgpool_forward(pb_, nd.pool, I(0), O(0)); break;
-    case Op::AvgPoolGrad: avgpool_backward(pb_, nd.pool, I(0), O(0), L.scratch); break;
-    case Op::GlobalAvgPool: gap_forward(pb_, nd.pool, I(0), O(0)); break;
-    case Op::GlobalAvgPoolGrad: gap_backward(pb_, nd.pool, I(0), O(0)); break;
-    default: break;
+    case Op::ConvPad:
+      conv_pad_input(pb_, nd.conv, I(0), O(0));
+      break;
+    case Op::ConvGradW:
+      conv2d_backward_weights(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0);
+      break;
+    case Op::ConvGradX:
+      conv2d_backward_input(pb_, nd.conv, I(0), I(1), O(0), L.scratch, 0);
+      break;
+    case Op::MaxPool:
+      maxpool_forward(pb_, nd.pool, I(0), O(0), O(1), L.scratch);
+      break;
+    case Op::MaxPoolGrad:
+      maxpool_backward(pb_, nd.pool, I(0), I(1), O(0), L.scratch);
+      break;
+    case Op::AvgPool:
+      avgpool_forward(pb_, nd.pool, I(0), O(0));
+      break;
+    case Op::AvgPoolGrad:
+      avgpool_backward(pb_, nd.pool, I(0), O(0), L.scratch);
+      break;
+    case Op::GlobalAvgPool:
+      gap_forward(pb_, nd.pool, I(0), O(0));
+      break;
+    case Op::GlobalAvgPoolGrad:
+      gap_backward(pb_, nd.pool, I(0), O(0));
+      break;
+    default:
+      break;
   }
   for (size_t i = 0; i < nd.out.size(); ++i) {
     clear_padding_rows(pb_, O(i));
@@ -219,11 +249,13 @@ void Emitter::image_node(const Node& nd, const NodeLayout& L) {
 }
 
 void Emitter::in_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
-  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) in(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb)
+    in(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
 }
 
 void Emitter::out_rows(int t, const VMat& m, uint32_t row, uint32_t rows) {
-  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) out(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb)
+    out(t, m.block(cb), rows, cb * home(t).geom.pitch + row);
 }
 
 // A band's VMat of `rows` rows of tensor t's columns at `base`.
@@ -273,7 +305,8 @@ void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_
       const VMat dxb{L.out[0], d.sub.h * line, cin, round_up(d.sub.h * line, n_)};
       conv2d_backward_input(pb_, d.sub, dyb, wb, dxb, L.scratch, 0);
       const uint32_t lo = std::max(iy0, d.r0), hi = std::min(iy1, d.r0 + d.sub.h);
-      out(dx, dxb.base + (lo - d.r0) * line, (hi - lo) * line, ci * home(dx).geom.pitch + lo * line);
+      out(dx, dxb.base + (lo - d.r0) * line, (hi - lo) * line,
+          ci * home(dx).geom.pitch + lo * line);
     }
   }
 }
@@ -304,7 +337,8 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       if (nd.op == Op::Conv) {
         const VMat yb = band(home(nd.out[0]).geom, L.out[0], rows, n_);
         const VMat bias = nd.in.size() > 2 ? at(nd.in[2], L.in[2]) : VMat{};
-        conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb, L.scratch, 0);
+        conv2d_forward(pb_, b, xb, at(nd.in[1], L.in[1]), nd.in.size() > 2 ? &bias : nullptr, yb,
+                       L.scratch, 0);
         out_rows(nd.out[0], yb, out0, rows);
       } else {  // dW per output-channel block, each block's partial dW kept in its own ACC
         // rows across the bands (accumulate): bit-identical to the whole layer
@@ -315,7 +349,8 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
           const VMat dyb{L.in[1], rows, bb.cout, round_up(rows, n_)};
           in(nd.in[1], dyb.base, rows, cb * home(nd.in[1]).geom.pitch + out0);
           const VMat sum{L.out[1] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
-          conv2d_backward_weights(pb_, bb, xb, dyb, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_), oy0 != 0);
+          conv2d_backward_weights(pb_, bb, xb, dyb, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_),
+                                  oy0 != 0);
         }
       }
     } else {
@@ -396,9 +431,15 @@ void Emitter::node(int id) {
   const NodeLayout L = node_layout(g_, p_, id, chunk, chip_);
   const size_t begin = pb_.size();
   switch (nd.op) {
-    case Op::Dense: dense(nd, L, chunk); break;
-    case Op::DenseGradX: dense_grad_x(nd, L, chunk); break;
-    case Op::DenseGradW: dense_grad_w(nd, L, chunk); break;
+    case Op::Dense:
+      dense(nd, L, chunk);
+      break;
+    case Op::DenseGradX:
+      dense_grad_x(nd, L, chunk);
+      break;
+    case Op::DenseGradW:
+      dense_grad_w(nd, L, chunk);
+      break;
     case Op::BiasGrad:
       if (chunk != 0) {
         bias_grad_chunks(nd, L, chunk);
@@ -408,7 +449,9 @@ void Emitter::node(int id) {
       bias_grad(pb_, at(nd.in[0], L.in[0]), at(nd.out[0], L.out[0]));
       out(nd.out[0], L.out[0], home(nd.out[0]).rows);
       break;
-    case Op::SoftmaxCe: softmax_ce(nd, L); break;
+    case Op::SoftmaxCe:
+      softmax_ce(nd, L);
+      break;
     case Op::AdamBegin: {
       const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
       in(nd.in[0], L.in[0], AdamState::kRows);
@@ -421,7 +464,9 @@ void Emitter::node(int id) {
     case Op::ReluGrad:
     case Op::AddGrad:
     case Op::SgdUpdate:
-    case Op::AdamUpdate: flat(nd, L, chunk); break;
+    case Op::AdamUpdate:
+      flat(nd, L, chunk);
+      break;
     case Op::Conv:
     case Op::ConvPad:
     case Op::ConvGradW:
@@ -452,7 +497,8 @@ Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
       e.node(id);
     } catch (const std::invalid_argument& err) {  // a kernel's shape check: name the node
       const Node& n = g.nodes[static_cast<size_t>(id)];
-      throw std::invalid_argument("emit: node '" + n.name + "' (" + op_name(n.op) + "): " + err.what());
+      throw std::invalid_argument("emit: node '" + n.name + "' (" + op_name(n.op) +
+                                  "): " + err.what());
     }
   }
   return e.finish();

@@ -80,38 +80,64 @@ std::vector<float> onnx_values(const Graph& g, const Param& p, const std::vector
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::Dense: return "Dense";
-    case Op::Relu: return "Relu";
-    case Op::Add: return "Add";
-    case Op::Conv: return "Conv";
-    case Op::ConvPad: return "ConvPad";
-    case Op::MaxPool: return "MaxPool";
-    case Op::AvgPool: return "AvgPool";
-    case Op::GlobalAvgPool: return "GlobalAvgPool";
-    case Op::ConvGradW: return "ConvGradW";
-    case Op::ConvGradX: return "ConvGradX";
-    case Op::MaxPoolGrad: return "MaxPoolGrad";
-    case Op::AvgPoolGrad: return "AvgPoolGrad";
-    case Op::GlobalAvgPoolGrad: return "GlobalAvgPoolGrad";
-    case Op::SoftmaxCe: return "SoftmaxCe";
-    case Op::DenseGradX: return "DenseGradX";
-    case Op::DenseGradW: return "DenseGradW";
-    case Op::BiasGrad: return "BiasGrad";
-    case Op::ReluGrad: return "ReluGrad";
-    case Op::AddGrad: return "AddGrad";
-    case Op::SgdUpdate: return "SgdUpdate";
-    case Op::AdamBegin: return "AdamBegin";
-    case Op::AdamUpdate: return "AdamUpdate";
+    case Op::Dense:
+      return "Dense";
+    case Op::Relu:
+      return "Relu";
+    case Op::Add:
+      return "Add";
+    case Op::Conv:
+      return "Conv";
+    case Op::ConvPad:
+      return "ConvPad";
+    case Op::MaxPool:
+      return "MaxPool";
+    case Op::AvgPool:
+      return "AvgPool";
+    case Op::GlobalAvgPool:
+      return "GlobalAvgPool";
+    case Op::ConvGradW:
+      return "ConvGradW";
+    case Op::ConvGradX:
+      return "ConvGradX";
+    case Op::MaxPoolGrad:
+      return "MaxPoolGrad";
+    case Op::AvgPoolGrad:
+      return "AvgPoolGrad";
+    case Op::GlobalAvgPoolGrad:
+      return "GlobalAvgPoolGrad";
+    case Op::SoftmaxCe:
+      return "SoftmaxCe";
+    case Op::DenseGradX:
+      return "DenseGradX";
+    case Op::DenseGradW:
+      return "DenseGradW";
+    case Op::BiasGrad:
+      return "BiasGrad";
+    case Op::ReluGrad:
+      return "ReluGrad";
+    case Op::AddGrad:
+      return "AddGrad";
+    case Op::SgdUpdate:
+      return "SgdUpdate";
+    case Op::AdamBegin:
+      return "AdamBegin";
+    case Op::AdamUpdate:
+      return "AdamUpdate";
   }
   return "?";
 }
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::Forward: return "fwd";
-    case Phase::Loss: return "loss";
-    case Phase::Backward: return "bwd";
-    case Phase::Update: return "upd";
+    case Phase::Forward:
+      return "fwd";
+    case Phase::Loss:
+      return "loss";
+    case Phase::Backward:
+      return "bwd";
+    case Phase::Update:
+      return "upd";
   }
   return "?";
 }

@@ -23,15 +23,15 @@
 namespace tpu::train::compiler {
 
 enum class TensorKind {
-  Input,      // the batch (placed by the host every step)
-  Labels,     // int32 labels, N per row (placed by the host every step)
-  Activation, // computed by a forward node
-  Weight,     // a trainable parameter (an ONNX initializer), fp32 master copy
-  Gradient,   // d(loss)/d(tensor)
-  OptState,   // momentum / Adam moments of one parameter (zeros at init)
-  AdamState,  // Adam's four rows (beta1^t, beta2^t, the step's two factors)
-  Constant,   // written once at init (the softmax pad row)
-  Loss,       // one row: the batch's mean loss in every lane
+  Input,       // the batch (placed by the host every step)
+  Labels,      // int32 labels, N per row (placed by the host every step)
+  Activation,  // computed by a forward node
+  Weight,      // a trainable parameter (an ONNX initializer), fp32 master copy
+  Gradient,    // d(loss)/d(tensor)
+  OptState,    // momentum / Adam moments of one parameter (zeros at init)
+  AdamState,   // Adam's four rows (beta1^t, beta2^t, the step's two factors)
+  Constant,    // written once at init (the softmax pad row)
+  Loss,        // one row: the batch's mean loss in every lane
 };
 
 enum class Op {
@@ -45,22 +45,22 @@ enum class Op {
   AvgPool,        // in: X          out: Y
   GlobalAvgPool,  // in: X          out: Y (batch x channels)
   // loss
-  SoftmaxCe,      // in: logits, labels, pad row  out: dlogits, loss
+  SoftmaxCe,  // in: logits, labels, pad row  out: dlogits, loss
   // backward
-  DenseGradX,     // in: dY, W      out: dX = dY.W^T
-  DenseGradW,     // in: X, dY      out: dW = X^T.dY
-  BiasGrad,       // in: dY         out: db (column sums)
-  ReluGrad,       // in: X, dY      out: dX
-  AddGrad,        // in: g1, g2     out: g1 + g2 (gradients of a tensor read more than once)
-  ConvGradW,      // in: X (conv input), dY  out: dW
-  ConvGradX,      // in: dY, W      out: dX (the image the ConvPad read)
-  MaxPoolGrad,    // in: argmax, dY out: dX
-  AvgPoolGrad,    // in: dY         out: dX
+  DenseGradX,         // in: dY, W      out: dX = dY.W^T
+  DenseGradW,         // in: X, dY      out: dW = X^T.dY
+  BiasGrad,           // in: dY         out: db (column sums)
+  ReluGrad,           // in: X, dY      out: dX
+  AddGrad,            // in: g1, g2     out: g1 + g2 (gradients of a tensor read more than once)
+  ConvGradW,          // in: X (conv input), dY  out: dW
+  ConvGradX,          // in: dY, W      out: dX (the image the ConvPad read)
+  MaxPoolGrad,        // in: argmax, dY out: dX
+  AvgPoolGrad,        // in: dY         out: dX
   GlobalAvgPoolGrad,  // in: dY     out: dX
   // update
-  SgdUpdate,      // in/out: W; in: dW[, velocity in/out]
-  AdamBegin,      // in/out: Adam state rows
-  AdamUpdate,     // in/out: W, m, v; in: dW, Adam state
+  SgdUpdate,   // in/out: W; in: dW[, velocity in/out]
+  AdamBegin,   // in/out: Adam state rows
+  AdamUpdate,  // in/out: W, m, v; in: dW, Adam state
 };
 
 enum class Phase { Forward, Loss, Backward, Update };
@@ -80,10 +80,10 @@ struct Node {
   std::string name;     // the ONNX node it comes from (or what it is: "loss", "adam")
   std::string onnx_op;  // "Gemm", "MatMul", "Relu", ... ("" for compiler-made nodes)
   Phase phase = Phase::Forward;
-  int layer = -1;  // the forward node it belongs to (LayerCycles), -1: none (loss)
+  int layer = -1;            // the forward node it belongs to (LayerCycles), -1: none (loss)
   std::vector<int> in, out;  // tensor ids
-  ConvGeom conv;   // Conv, ConvPad, ConvGradW, ConvGradX
-  PoolGeom pool;   // the pools and their gradients (GlobalAvgPool: kh = h, kw = w)
+  ConvGeom conv;             // Conv, ConvPad, ConvGradW, ConvGradX
+  PoolGeom pool;             // the pools and their gradients (GlobalAvgPool: kh = h, kw = w)
 };
 
 Node make_node(Op op, std::string name, std::string onnx_op, Phase phase, int layer,
@@ -100,7 +100,7 @@ struct Param {
   std::vector<uint32_t> row_map;
   std::optional<ConvGeom> conv;  // a Conv's weight: OIHW <-> conv_weight_values
   int tensor = -1, grad = -1;
-  std::vector<int> state;  // optimizer state tensors (velocity; or m, v)
+  std::vector<int> state;      // optimizer state tensors (velocity; or m, v)
   std::vector<float> initial;  // the initializer's values, in ONNX order
 };
 

@@ -21,8 +21,8 @@ namespace {
 // (the graph input before a Flatten) rather than a [B, features] matrix.
 struct Value {
   int tensor = -1;
-  bool image = false;            // [B, C, H, W]: the graph input, or an image-layout tensor
-  uint32_t c = 0, h = 1, w = 1;  // its channels and size (image)
+  bool image = false;             // [B, C, H, W]: the graph input, or an image-layout tensor
+  uint32_t c = 0, h = 1, w = 1;   // its channels and size (image)
   std::vector<uint32_t> row_map;  // a flattened image: the tensor column of ONNX feature i
   uint32_t features = 0;          // a flattened image: ONNX's feature count C*H*W
 };
@@ -165,7 +165,8 @@ Param Importer::take_param(const onnx::NodeProto& n, int i) {
   const std::string& name = n.input(i);
   if (!taken_.insert(name).second) fail(n, "initializer '" + name + "' is trained in two places");
   const onnx::TensorProto& t = *inits_.at(name);
-  if (t.data_type() != onnx::TensorProto::FLOAT) fail(n, "initializer '" + name + "' is not float32");
+  if (t.data_type() != onnx::TensorProto::FLOAT)
+    fail(n, "initializer '" + name + "' is not float32");
   Param p;
   p.initializer = name;
   size_t count = 1;
@@ -197,12 +198,14 @@ int Importer::dense(const onnx::NodeProto& n, const Value& x, Param w) {
     fail(n, "weight '" + w.initializer + "' has " + std::to_string(in) + " inputs, the data " +
                 std::to_string(k));
   }
-  w.tensor = graph_.add_tensor(Tensor{w.initializer, TensorKind::Weight, tensor(x.tensor).cols, out, false});
+  w.tensor = graph_.add_tensor(
+      Tensor{w.initializer, TensorKind::Weight, tensor(x.tensor).cols, out, false});
   graph_.params.push_back(std::move(w));
   const std::string y = n.output(0);
   const int yt = graph_.add_tensor(Tensor{y, TensorKind::Activation, graph_.batch, out, false});
   Node d = make_node(Op::Dense, node_name(n), n.op_type(), Phase::Forward,
-         static_cast<int>(graph_.nodes.size()), {x.tensor, graph_.params.back().tensor}, {yt});
+                     static_cast<int>(graph_.nodes.size()), {x.tensor, graph_.params.back().tensor},
+                     {yt});
   const int id = graph_.add_node(std::move(d));
   values_[y] = Value{yt, false, 0, 1, 1, {}, 0};
   return id;
@@ -225,7 +228,8 @@ void Importer::gemm(const onnx::NodeProto& n) {
   if (n.input_size() > 2 && !n.input(2).empty()) {
     Param b = take_param(n, 2);
     const Tensor& y = graph_.tensors[static_cast<size_t>(graph_.nodes[id].out[0])];
-    if (bias_dim(b) != static_cast<int>(y.cols)) fail(n, "bias must be [" + std::to_string(y.cols) + "]");
+    if (bias_dim(b) != static_cast<int>(y.cols))
+      fail(n, "bias must be [" + std::to_string(y.cols) + "]");
     b.tensor = graph_.add_tensor(Tensor{b.initializer, TensorKind::Weight, 1, y.cols, true});
     graph_.nodes[static_cast<size_t>(id)].in.push_back(b.tensor);
     graph_.params.push_back(std::move(b));
@@ -254,7 +258,8 @@ void Importer::add(const onnx::NodeProto& n) {
   Node& d = graph_.nodes[static_cast<size_t>(it->second)];
   Param b = take_param(n, ci);
   Tensor& y = graph_.tensors[static_cast<size_t>(x.tensor)];
-  if (bias_dim(b) != static_cast<int>(y.cols)) fail(n, "bias must be [" + std::to_string(y.cols) + "]");
+  if (bias_dim(b) != static_cast<int>(y.cols))
+    fail(n, "bias must be [" + std::to_string(y.cols) + "]");
   b.tensor = graph_.add_tensor(Tensor{b.initializer, TensorKind::Weight, 1, y.cols, true});
   d.in.push_back(b.tensor);
   d.onnx_op += "+Add";
@@ -271,9 +276,10 @@ void Importer::add_tensors(const onnx::NodeProto& n) {
   const Tensor& bt = graph_.tensors[static_cast<size_t>(b.tensor)];
   if (a.image != b.image || at.rows != bt.rows || at.cols != bt.cols)
     fail(n, "the two inputs must have the same shape (no broadcasting)");
-  const int yt = graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, at.rows, at.cols, false});
+  const int yt =
+      graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, at.rows, at.cols, false});
   graph_.add_node(make_node(Op::Add, node_name(n), n.op_type(), Phase::Forward,
-                       static_cast<int>(graph_.nodes.size()), {a.tensor, b.tensor}, {yt}));
+                            static_cast<int>(graph_.nodes.size()), {a.tensor, b.tensor}, {yt}));
   Value y = a;
   y.tensor = yt;
   define(n, y);
@@ -282,9 +288,10 @@ void Importer::add_tensors(const onnx::NodeProto& n) {
 void Importer::relu(const onnx::NodeProto& n) {
   const Value x = data(n, 0);
   const Tensor& xt = graph_.tensors[static_cast<size_t>(x.tensor)];
-  const int yt = graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, xt.rows, xt.cols, false});
+  const int yt =
+      graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, xt.rows, xt.cols, false});
   graph_.add_node(make_node(Op::Relu, node_name(n), n.op_type(), Phase::Forward,
-                       static_cast<int>(graph_.nodes.size()), {x.tensor}, {yt}));
+                            static_cast<int>(graph_.nodes.size()), {x.tensor}, {yt}));
   Value y = x;
   y.tensor = yt;
   define(n, y);
@@ -292,7 +299,8 @@ void Importer::relu(const onnx::NodeProto& n) {
 
 void Importer::flatten(const onnx::NodeProto& n) {
   const Value x = data(n, 0);
-  if (n.op_type() == "Flatten" && attr_int(n, "axis", 1) != 1) fail(n, "only axis = 1 is supported");
+  if (n.op_type() == "Flatten" && attr_int(n, "axis", 1) != 1)
+    fail(n, "only axis = 1 is supported");
   if (n.op_type() == "Reshape") {
     // The shape must be [B or -1 or 0, features or -1]: what Flatten does.
     if (n.input_size() < 2 || !is_init(n.input(1))) fail(n, "the shape must be an initializer");
@@ -304,7 +312,8 @@ void Importer::flatten(const onnx::NodeProto& n) {
     }
     const int64_t f = graph_.tensors[static_cast<size_t>(x.tensor)].cols;
     const bool ok = v.size() == 2 && (v[1] == f || (v[1] == -1 && v[0] != -1));
-    if (!ok) fail(n, "only a reshape to [batch, " + std::to_string(f) + "] (a Flatten) is supported");
+    if (!ok)
+      fail(n, "only a reshape to [batch, " + std::to_string(f) + "] (a Flatten) is supported");
     taken_.insert(n.input(1));
   }
   if (!x.image || x.tensor == graph_.input) {
@@ -316,8 +325,8 @@ void Importer::flatten(const onnx::NodeProto& n) {
   // (channel block, pixel, lane); the Dense weight's rows follow (row_map).
   const uint32_t hw = x.h * x.w, b = graph_.batch, nn = graph_.chip_n;
   if ((hw * b) % nn != 0) {
-    fail(n, "batch x H x W = " + std::to_string(hw * b) + " must be a multiple of N = " +
-                std::to_string(nn) + " to flatten an image");
+    fail(n, "batch x H x W = " + std::to_string(hw * b) +
+                " must be a multiple of N = " + std::to_string(nn) + " to flatten an image");
   }
   Value v{-1, false, 0, 1, 1, {}, x.c * hw};
   for (uint32_t c = 0; c < x.c; ++c)
@@ -333,7 +342,8 @@ void Importer::identity(const onnx::NodeProto& n) { define(n, data(n, 0)); }
 void Importer::softmax(const onnx::NodeProto& n) {
   const Value x = flat(n, 0);
   const int64_t axis = attr_int(n, "axis", -1);
-  if (axis != -1 && axis != 1) fail(n, "only a Softmax over the classes (axis -1 or 1) is supported");
+  if (axis != -1 && axis != 1)
+    fail(n, "only a Softmax over the classes (axis -1 or 1) is supported");
   if (g_.output_size() != 1 || g_.output(0).name() != n.output(0))
     fail(n, "a Softmax must compute the graph output (it becomes part of the loss)");
   softmax_in_ = n.input(0);
@@ -350,7 +360,8 @@ std::vector<int64_t> Importer::attr_ints(const onnx::NodeProto& n, const char* n
 void Importer::window(const onnx::NodeProto& n, uint32_t& kh, uint32_t& kw, uint32_t& sh,
                       uint32_t& sw, uint32_t pads[4]) const {
   for (const auto& a : n.attribute()) {
-    if (a.name() == "auto_pad" && a.s() != "NOTSET") fail(n, "auto_pad is not supported (give pads)");
+    if (a.name() == "auto_pad" && a.s() != "NOTSET")
+      fail(n, "auto_pad is not supported (give pads)");
     if (a.name() == "ceil_mode" && a.i() != 0) fail(n, "ceil_mode = 1 is not supported");
     if (a.name() == "storage_order" && a.i() != 0) fail(n, "storage_order = 1 is not supported");
     if (a.name() == "dilations")
@@ -360,7 +371,8 @@ void Importer::window(const onnx::NodeProto& n, uint32_t& kh, uint32_t& kw, uint
   const std::vector<int64_t> k = attr_ints(n, "kernel_shape"), s = attr_ints(n, "strides"),
                              p = attr_ints(n, "pads");
   if (k.size() != 2 || k[0] < 1 || k[1] < 1) fail(n, "kernel_shape must be 2 values >= 1");
-  if (!s.empty() && (s.size() != 2 || s[0] < 1 || s[1] < 1)) fail(n, "strides must be 2 values >= 1");
+  if (!s.empty() && (s.size() != 2 || s[0] < 1 || s[1] < 1))
+    fail(n, "strides must be 2 values >= 1");
   if (!p.empty() && (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0))
     fail(n, "pads must be 4 values >= 0");
   kh = static_cast<uint32_t>(k[0]);
@@ -368,11 +380,13 @@ void Importer::window(const onnx::NodeProto& n, uint32_t& kh, uint32_t& kw, uint
   sh = s.empty() ? 1 : static_cast<uint32_t>(s[0]);
   sw = s.empty() ? 1 : static_cast<uint32_t>(s[1]);
   // ONNX: [top, left, bottom, right]
-  for (int i = 0; i < 4; ++i) pads[i] = p.empty() ? 0 : static_cast<uint32_t>(p[static_cast<size_t>(i)]);
+  for (int i = 0; i < 4; ++i)
+    pads[i] = p.empty() ? 0 : static_cast<uint32_t>(p[static_cast<size_t>(i)]);
 }
 
 Value Importer::image(const std::string& name, uint32_t c, uint32_t h, uint32_t w) {
-  const int t = graph_.add_tensor(Tensor{name, TensorKind::Activation, h * w * graph_.batch, c, false});
+  const int t =
+      graph_.add_tensor(Tensor{name, TensorKind::Activation, h * w * graph_.batch, c, false});
   return Value{t, true, c, h, w, {}, 0};
 }
 
@@ -409,21 +423,26 @@ void Importer::conv(const onnx::NodeProto& n) {
   } else if (g.packed()) {
     fail(n, "a Conv with one input channel must read the graph input");
   } else if (g.hp() != g.h || g.wp() != g.w) {  // an unpadded conv reads the image itself
-    xin = graph_.add_tensor(Tensor{n.output(0) + ":padded input", TensorKind::Activation, g.input_rows(nn), in_cols, false});
+    xin = graph_.add_tensor(Tensor{n.output(0) + ":padded input", TensorKind::Activation,
+                                   g.input_rows(nn), in_cols, false});
     // Part of the Conv's layer (the Conv is the next node).
-    Node pad = make_node(Op::ConvPad, node_name(n), n.op_type(), Phase::Forward, static_cast<int>(graph_.nodes.size()) + 1, {x.tensor}, {xin});
+    Node pad = make_node(Op::ConvPad, node_name(n), n.op_type(), Phase::Forward,
+                         static_cast<int>(graph_.nodes.size()) + 1, {x.tensor}, {xin});
     pad.conv = g;
     graph_.add_node(std::move(pad));
   }
   w.conv = g;
-  w.tensor = graph_.add_tensor(Tensor{w.initializer, TensorKind::Weight, g.weight_rows(nn), g.cout, false});
+  w.tensor = graph_.add_tensor(
+      Tensor{w.initializer, TensorKind::Weight, g.weight_rows(nn), g.cout, false});
   const Value y = image(n.output(0), g.cout, g.ho(), g.wo());
-  Node c = make_node(Op::Conv, node_name(n), n.op_type(), Phase::Forward, static_cast<int>(graph_.nodes.size()), {xin, w.tensor}, {y.tensor});
+  Node c = make_node(Op::Conv, node_name(n), n.op_type(), Phase::Forward,
+                     static_cast<int>(graph_.nodes.size()), {xin, w.tensor}, {y.tensor});
   c.conv = g;
   graph_.params.push_back(std::move(w));
   if (n.input_size() > 2 && !n.input(2).empty()) {
     Param b = take_param(n, 2);
-    if (bias_dim(b) != static_cast<int>(g.cout)) fail(n, "bias must be [" + std::to_string(g.cout) + "]");
+    if (bias_dim(b) != static_cast<int>(g.cout))
+      fail(n, "bias must be [" + std::to_string(g.cout) + "]");
     b.tensor = graph_.add_tensor(Tensor{b.initializer, TensorKind::Weight, 1, g.cout, true});
     c.in.push_back(b.tensor);
     graph_.params.push_back(std::move(b));
@@ -443,15 +462,18 @@ void Importer::pool(const onnx::NodeProto& n) {
   const bool max = n.op_type() == "MaxPool";
   if (g.kh > g.h + g.pad_top + g.pad_bottom || g.kw > g.w + g.pad_left + g.pad_right)
     fail(n, "the window is larger than the padded input");
-  if (max && (g.pad_top >= g.kh || g.pad_bottom >= g.kh || g.pad_left >= g.kw || g.pad_right >= g.kw))
+  if (max &&
+      (g.pad_top >= g.kh || g.pad_bottom >= g.kh || g.pad_left >= g.kw || g.pad_right >= g.kw))
     fail(n, "pads must be smaller than the window");
-  if (!max && (pads[0] || pads[1] || pads[2] || pads[3])) fail(n, "AveragePool with pads is not supported");
+  if (!max && (pads[0] || pads[1] || pads[2] || pads[3]))
+    fail(n, "AveragePool with pads is not supported");
   const Value y = image(n.output(0), g.c, g.ho(), g.wo());
   Node p = make_node(max ? Op::MaxPool : Op::AvgPool, node_name(n), n.op_type(), Phase::Forward,
-         static_cast<int>(graph_.nodes.size()), {x.tensor}, {y.tensor});
+                     static_cast<int>(graph_.nodes.size()), {x.tensor}, {y.tensor});
   if (max) {
     const Tensor& yt = tensor(y.tensor);
-    p.out.push_back(graph_.add_tensor(Tensor{"argmax(" + n.output(0) + ")", TensorKind::Activation, yt.rows, yt.cols, false}));
+    p.out.push_back(graph_.add_tensor(
+        Tensor{"argmax(" + n.output(0) + ")", TensorKind::Activation, yt.rows, yt.cols, false}));
   }
   p.pool = g;
   graph_.add_node(std::move(p));
@@ -465,8 +487,10 @@ void Importer::global_pool(const onnx::NodeProto& n) {
   g.batch = graph_.batch, g.c = x.c, g.h = x.h, g.w = x.w;
   g.kh = x.h, g.kw = x.w, g.sh = 1, g.sw = 1;
   // [B, C, 1, 1]: a [batch, C] matrix, features in ONNX's order already.
-  const int yt = graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, graph_.batch, x.c, false});
-  Node p = make_node(Op::GlobalAvgPool, node_name(n), n.op_type(), Phase::Forward, static_cast<int>(graph_.nodes.size()), {x.tensor}, {yt});
+  const int yt =
+      graph_.add_tensor(Tensor{n.output(0), TensorKind::Activation, graph_.batch, x.c, false});
+  Node p = make_node(Op::GlobalAvgPool, node_name(n), n.op_type(), Phase::Forward,
+                     static_cast<int>(graph_.nodes.size()), {x.tensor}, {yt});
   p.pool = g;
   graph_.add_node(std::move(p));
   define(n, Value{yt, false, 0, 1, 1, {}, 0});
@@ -474,18 +498,22 @@ void Importer::global_pool(const onnx::NodeProto& n) {
 
 void Importer::finish() {
   if (g_.output_size() != 1) {
-    throw std::invalid_argument("import_onnx: the graph must have one output (the logits), it has " +
-                                std::to_string(g_.output_size()));
+    throw std::invalid_argument(
+        "import_onnx: the graph must have one output (the logits), it has " +
+        std::to_string(g_.output_size()));
   }
   const std::string& out = g_.output(0).name();
   auto it = values_.find(out);
-  if (it == values_.end()) throw std::invalid_argument("import_onnx: output '" + out + "' is not computed");
+  if (it == values_.end())
+    throw std::invalid_argument("import_onnx: output '" + out + "' is not computed");
   if (it->second.image || it->second.tensor == graph_.input) {
-    throw std::invalid_argument("import_onnx: output '" + out + "' must be [batch, classes] logits");
+    throw std::invalid_argument("import_onnx: output '" + out +
+                                "' must be [batch, classes] logits");
   }
   if (graph_.params.empty()) {
-    throw std::invalid_argument("import_onnx: the model has no trainable weight (no Gemm or MatMul "
-                                "with an initializer)");
+    throw std::invalid_argument(
+        "import_onnx: the model has no trainable weight (no Gemm or MatMul "
+        "with an initializer)");
   }
   graph_.logits = it->second.tensor;
   graph_.classes = graph_.tensors[static_cast<size_t>(graph_.logits)].cols;
@@ -503,7 +531,8 @@ Graph Importer::run() {
   for (const auto& n : g_.node()) {
     for (const auto& in : n.input()) {
       if (in != tensor(graph_.input).name) continue;
-      static const std::set<std::string> kReaders = {"Conv", "Flatten", "Reshape", "Gemm", "MatMul"};
+      static const std::set<std::string> kReaders = {"Conv", "Flatten", "Reshape", "Gemm",
+                                                     "MatMul"};
       conv_reads_input |= n.op_type() == "Conv";
       if (kReaders.count(n.op_type()) == 0 || (++input_reads > 1 && conv_reads_input)) {
         fail(n, "the graph input must be read by one Conv, or by Flatten, Reshape, Gemm or MatMul");
@@ -550,7 +579,8 @@ std::string supported_train_ops() {
 }
 
 Graph import_onnx(const onnx::ModelProto& model, uint32_t batch, uint32_t n) {
-  if (n < 4 || (n & (n - 1)) != 0) throw std::invalid_argument("import_onnx: N must be a power of two >= 4");
+  if (n < 4 || (n & (n - 1)) != 0)
+    throw std::invalid_argument("import_onnx: N must be a power of two >= 4");
   return Importer(model, batch, n).run();
 }
 

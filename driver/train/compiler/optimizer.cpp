@@ -14,7 +14,8 @@ void check_options(const TrainOptions& o) {
   };
   req(std::isfinite(o.lr) && o.lr > 0.0f, "the learning rate must be > 0 and finite");
   req(o.momentum >= 0.0f && o.momentum < 1.0f, "momentum must be in [0, 1)");
-  req(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f, "weight decay must be >= 0 and finite");
+  req(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0f,
+      "weight decay must be >= 0 and finite");
   if (o.optimizer == Optimizer::Adam) {
     req(o.beta1 >= 0.0f && o.beta1 < 1.0f && o.beta2 >= 0.0f && o.beta2 < 1.0f,
         "Adam's betas must be in [0, 1)");
@@ -36,16 +37,19 @@ int layer_of(const Graph& g, int p) {
 
 void append_update(Graph& g, const TrainOptions& o) {
   check_options(o);
-  if (g.loss < 0) throw std::invalid_argument("append_update: the graph has no loss (run append_backward)");
+  if (g.loss < 0)
+    throw std::invalid_argument("append_update: the graph has no loss (run append_backward)");
   const bool adam = o.optimizer == Optimizer::Adam;
   if (adam) {
     g.adam_state = g.add_tensor(Tensor{"adam state", TensorKind::AdamState, 4, 1, false});
-    g.add_node(make_node(Op::AdamBegin, "adam", "", Phase::Update, -1, {g.adam_state}, {g.adam_state}));
+    g.add_node(
+        make_node(Op::AdamBegin, "adam", "", Phase::Update, -1, {g.adam_state}, {g.adam_state}));
   }
   for (size_t i = 0; i < g.params.size(); ++i) {
     Param& p = g.params[i];
     if (p.grad < 0)
-      throw std::invalid_argument("append_update: parameter '" + p.initializer + "' has no gradient");
+      throw std::invalid_argument("append_update: parameter '" + p.initializer +
+                                  "' has no gradient");
     const Tensor pt = g.tensors[static_cast<size_t>(p.tensor)];
     auto state = [&](const char* what) {
       const int id = g.add_tensor(Tensor{std::string(what) + "(" + p.initializer + ")",
@@ -59,12 +63,14 @@ void append_update(Graph& g, const TrainOptions& o) {
     if (adam) {
       const int m = state("m"), v = state("v");
       g.add_node(make_node(Op::AdamUpdate, name, op, Phase::Update, layer,
-                      {p.tensor, p.grad, m, v, g.adam_state}, {p.tensor, m, v}));
+                           {p.tensor, p.grad, m, v, g.adam_state}, {p.tensor, m, v}));
     } else if (o.momentum != 0.0f) {
       const int vel = state("velocity");
-      g.add_node(make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad, vel}, {p.tensor, vel}));
+      g.add_node(make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad, vel},
+                           {p.tensor, vel}));
     } else {
-      g.add_node(make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad}, {p.tensor}));
+      g.add_node(
+          make_node(Op::SgdUpdate, name, op, Phase::Update, layer, {p.tensor, p.grad}, {p.tensor}));
     }
   }
 }

@@ -11,8 +11,8 @@ namespace tpu::train::compiler {
 
 namespace {
 
-constexpr uint32_t kAlign = 64;             // bytes between homes
-constexpr uint32_t kMaxMatmulRows = 4095;   // matmul_bf16 inner count
+constexpr uint32_t kAlign = 64;                // bytes between homes
+constexpr uint32_t kMaxMatmulRows = 4095;      // matmul_bf16 inner count
 constexpr uint32_t kMaxVecOuterStride = 2047;  // vector a_outer_stride (11 bits)
 
 VMat geometry(const Graph& g, const Tensor& t, uint32_t n) {
@@ -21,8 +21,10 @@ VMat geometry(const Graph& g, const Tensor& t, uint32_t n) {
       const uint32_t r = (g.batch + n - 1) / n;  // N int32 labels per row
       return VMat{0, r, n, r};
     }
-    case TensorKind::AdamState: return VMat{0, AdamState::kRows, 1, AdamState::kRows};
-    default: break;
+    case TensorKind::AdamState:
+      return VMat{0, AdamState::kRows, 1, AdamState::kRows};
+    default:
+      break;
   }
   if (t.row_vector) return VMat{0, 1, t.cols, 1};
   return VMat{0, t.rows, t.cols, round_up(t.rows, n)};
@@ -54,7 +56,8 @@ uint32_t largest_fit(const Graph& g, const Placement& p, int node, uint32_t most
 }
 
 // ACC rows a Dense-type node needs whatever the chunk; the most K blocks a chunk may have.
-uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd, const ChipParams& chip) {
+uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd,
+                          const ChipParams& chip) {
   const uint32_t n = p.n;
   const uint32_t m = g.batch;
   const auto& out = p.homes[static_cast<size_t>(nd.out[0])].geom;
@@ -73,7 +76,8 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd, co
     case Op::DenseGradW:
       need(chip.acc_rows >= n, "not one block of K fits ACC");
       return std::min({kb, chip.acc_rows / n, kMaxMatmulRows / n});
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -112,17 +116,20 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
   }
   if (nd.op == Op::Conv || nd.op == Op::ConvGradW) {
     ConvGeom b = conv_band(nd.conv, 0, lines);
-    const uint32_t x_rows = b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
+    const uint32_t x_rows =
+        b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
     L.in.push_back(a.rows(x_rows));
     if (nd.op == Op::Conv) {
-      for (size_t i = 1; i < nd.in.size(); ++i) L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
+      for (size_t i = 1; i < nd.in.size(); ++i)
+        L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
       L.out = {a.rows(band_rows(p, nd.out[0], lines * b.wo() * b.batch))};
     } else {  // dW one output-channel block at a time: dY's block; dW (each block's partial in
       // its own ACC rows across the bands)
       const uint32_t blocks = p.homes[static_cast<size_t>(nd.out[0])].geom.blocks(n);
       b.cout = std::min(n, b.cout);
       if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
-        throw std::invalid_argument("band_layout: the partial dW of every output block does not fit ACC");
+        throw std::invalid_argument(
+            "band_layout: the partial dW of every output block does not fit ACC");
       }
       L.in.push_back(a.rows(round_up(lines * b.wo() * b.batch, n)));
       L.out = {0, a.rows(p.homes[static_cast<size_t>(nd.out[0])].rows)};
@@ -139,7 +146,8 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
   const uint32_t total = band_lines_total(nd);
   for (uint32_t l0 = 0; l0 < total; l0 += lines) {
     const uint32_t l1 = std::min(total, l0 + lines);
-    const LineBand lb = nd.op == Op::MaxPool ? out_band(nd.pool, l0, l1 - l0) : in_band(nd.pool, l0, l1);
+    const LineBand lb =
+        nd.op == Op::MaxPool ? out_band(nd.pool, l0, l1 - l0) : in_band(nd.pool, l0, l1);
     if (lb.oy_count == 0 || lb.h == 0) continue;
     const PoolGeom sb = pool_sub(one, lb);
     x_rows = std::max(x_rows, round_up(lb.h * sb.w * sb.batch, n));
@@ -168,9 +176,10 @@ bool bandable(const Graph& g, const Node& n) {
       return true;
     case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
       return n.conv.cin % nn != 1;
-    case Op::ConvPad:    // bands of source lines, copied by DMA
+    case Op::ConvPad:  // bands of source lines, copied by DMA
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -214,9 +223,12 @@ DxBand dx_band(const ConvGeom& g, uint32_t iy0, uint32_t iy1) {
 uint32_t k_of(const Graph& g, const Node& n) {
   switch (n.op) {
     case Op::Dense:
-    case Op::DenseGradW: return g.tensors[static_cast<size_t>(n.in[0])].cols;  // X's features
-    case Op::DenseGradX: return g.tensors[static_cast<size_t>(n.out[0])].cols;
-    default: return 0;
+    case Op::DenseGradW:
+      return g.tensors[static_cast<size_t>(n.in[0])].cols;  // X's features
+    case Op::DenseGradX:
+      return g.tensors[static_cast<size_t>(n.out[0])].cols;
+    default:
+      return 0;
   }
 }
 
@@ -228,8 +240,10 @@ uint32_t flat_rows_of(const Graph& g, const Placement& p, const Node& n) {
     case Op::ReluGrad:
     case Op::AddGrad:
     case Op::SgdUpdate:
-    case Op::AdamUpdate: return p.homes[static_cast<size_t>(n.in[0])].rows;
-    default: return 0;
+    case Op::AdamUpdate:
+      return p.homes[static_cast<size_t>(n.in[0])].rows;
+    default:
+      return 0;
   }
 }
 
@@ -241,7 +255,9 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
   auto geom = [&](int t) { return p.homes[static_cast<size_t>(t)].geom; };
   auto whole = [&](int t) { return a.rows(p.homes[static_cast<size_t>(t)].rows); };
   auto act_chunk = [&](int t) { return a.rows(geom(t).pitch * chunk); };  // kb blocks of K
-  auto w_chunk = [&](int t) { return a.rows(geom(t).blocks(n) * chunk * n); };  // kb*N rows per block
+  auto w_chunk = [&](int t) {
+    return a.rows(geom(t).blocks(n) * chunk * n);
+  };  // kb*N rows per block
   NodeLayout L;
   switch (nd.op) {
     case Op::Dense:
@@ -321,12 +337,14 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
 }
 
 Placement place(const Graph& g, const ChipParams& chip) {
-  if (!chip.has_vmem()) throw std::invalid_argument("place: the chip has no VMEM (use ChipParams::training)");
+  if (!chip.has_vmem())
+    throw std::invalid_argument("place: the chip has no VMEM (use ChipParams::training)");
   Placement p;
   p.n = chip.N;
   if (g.classes > chip.N) {
-    throw std::invalid_argument("place: " + std::to_string(g.classes) + " classes exceed N = " +
-                                std::to_string(chip.N) + " (softmax cross-entropy takes one column block)");
+    throw std::invalid_argument("place: " + std::to_string(g.classes) +
+                                " classes exceed N = " + std::to_string(chip.N) +
+                                " (softmax cross-entropy takes one column block)");
   }
   for (const Tensor& t : g.tensors) {
     Home h;
@@ -341,7 +359,8 @@ Placement place(const Graph& g, const ChipParams& chip) {
     }
     h.addr = p.device_bytes;
     const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
-    if (end > 0x40000000u) throw std::invalid_argument("place: device memory beyond 1 GiB for '" + t.name + "'");
+    if (end > 0x40000000u)
+      throw std::invalid_argument("place: device memory beyond 1 GiB for '" + t.name + "'");
     p.device_bytes = static_cast<uint32_t>((end + kAlign - 1) / kAlign * kAlign);
     p.homes.push_back(h);
   }
@@ -359,7 +378,8 @@ Placement place(const Graph& g, const ChipParams& chip) {
       // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
       // chunks, the chunk's rows are the step.
       const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
-      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip)) most = std::min(dy.rows, kMaxVecOuterStride);
+      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip))
+        most = std::min(dy.rows, kMaxVecOuterStride);
     }
     if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
     if (most == 0) {

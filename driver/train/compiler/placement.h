@@ -29,7 +29,7 @@ struct Home {
 
 struct Placement {
   uint32_t n = 0;
-  std::vector<Home> homes;      // per tensor
+  std::vector<Home> homes;  // per tensor
   // per node: K blocks (Dense ops), VMEM rows (element-wise, updates), rows per column block
   // (BiasGrad) or output lines (banded Conv / pool nodes) per chunk; 0: whole
   std::vector<uint32_t> chunk;
@@ -62,7 +62,8 @@ LineBand out_band(const G& g, uint32_t oy0, uint32_t count) {
   LineBand b;
   b.oy0 = oy0;
   b.oy_count = count;
-  const int64_t pt = g.pad_top, p0 = int64_t{oy0} * g.sh, p1 = int64_t{oy0 + count - 1} * g.sh + g.kh;
+  const int64_t pt = g.pad_top, p0 = int64_t{oy0} * g.sh,
+                p1 = int64_t{oy0 + count - 1} * g.sh + g.kh;
   const int64_t real0 = std::max<int64_t>(p0, pt), real1 = std::min<int64_t>(p1, pt + g.h);
   b.r0 = static_cast<uint32_t>(real0 - pt);
   b.h = static_cast<uint32_t>(std::max<int64_t>(0, real1 - real0));

@@ -16,7 +16,8 @@ void check_order(const Graph& g, const std::vector<int>& order, const char* prog
   std::vector<bool> written(g.tensors.size(), false);
   for (size_t t = 0; t < g.tensors.size(); ++t) written[t] = placed_by_host(g.tensors[t].kind);
   auto memory = [&](int t) {  // a view is written when its image is
-    while (g.tensors[static_cast<size_t>(t)].view_of >= 0) t = g.tensors[static_cast<size_t>(t)].view_of;
+    while (g.tensors[static_cast<size_t>(t)].view_of >= 0)
+      t = g.tensors[static_cast<size_t>(t)].view_of;
     return static_cast<size_t>(t);
   };
   for (int id : order) {
