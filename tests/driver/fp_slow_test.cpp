@@ -3,7 +3,10 @@
 // native-float reference, and the function sequences' error over their whole domains.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "fp.h"
 #include "fp_error.h"
@@ -23,22 +26,37 @@ TEST(FpSlow, Fp32ToBf16AndInt32AllValues) {
   EXPECT_EQ(bad, 0u);
 }
 
-// TPU_FP_SWEEP_STEP=k measures every k-th input instead (docs/isa.md quotes k = 17).
-uint64_t sweep_step() {
-  const char* env = std::getenv("TPU_FP_SWEEP_STEP");
-  const uint64_t k = env != nullptr ? std::strtoull(env, nullptr, 10) : 1;
-  return k == 0 ? 1 : k;
+// TPU_FP_SWEEP_STEP=k measures every k-th input instead (docs/isa.md quotes k = 17);
+// TPU_FP_SWEEP_THREADS=t threads (default 2, the machine's cores).
+uint64_t env_number(const char* name, uint64_t fallback) {
+  const char* env = std::getenv(name);
+  const uint64_t k = env != nullptr ? std::strtoull(env, nullptr, 10) : fallback;
+  return k == 0 ? fallback : k;
 }
 
-TEST(FpSlow, FunctionErrorEveryInput) {
-  for (const fp_error::FunctionSpec& s : fp_error::specs()) {
-    const fp_error::Worst w = fp_error::measure(s, sweep_step());
-    EXPECT_LE(w.ulp, s.bound_ulp) << fp_sequence(s.f).name;
-    std::printf("%s: max %.3f ulp over %llu inputs (at 0x%08x)\n",
-                std::string(fp_sequence(s.f).name).c_str(), w.ulp,
-                static_cast<unsigned long long>(w.points), w.x);
-  }
+void sweep(FpFunction f) {
+  const fp_error::FunctionSpec& s = fp_error::spec(f);
+  const uint64_t step = env_number("TPU_FP_SWEEP_STEP", 1);
+  const auto threads = static_cast<unsigned>(env_number("TPU_FP_SWEEP_THREADS", 2));
+  const auto t0 = std::chrono::steady_clock::now();
+  const fp_error::Worst w = fp_error::measure(s, step, threads);
+  const double sec =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LE(w.ulp, s.bound_ulp) << fp_sequence(f).name << " at 0x" << std::hex << w.x;
+  uint64_t domain = 0;
+  for (const fp_error::Domain& d : s.domains) domain += uint64_t{d.hi} - d.lo + 1;
+  EXPECT_EQ(w.points, step == 1 ? domain : w.points) << "every pattern of the domain";
+  std::printf("%s: max %.4f ulp at 0x%08x (%.9g) over %llu inputs, step %llu, %u threads, %.1f s\n",
+              std::string(fp_sequence(f).name).c_str(), w.ulp, w.x,
+              static_cast<double>(fp::float_of(w.x)), static_cast<unsigned long long>(w.points),
+              static_cast<unsigned long long>(step), threads, sec);
 }
+
+TEST(FpSlow, ExpErrorEveryInput) { sweep(FpFunction::Exp); }
+TEST(FpSlow, LogErrorEveryInput) { sweep(FpFunction::Log); }
+TEST(FpSlow, RcpErrorEveryInput) { sweep(FpFunction::Rcp); }
+TEST(FpSlow, RsqrtErrorEveryInput) { sweep(FpFunction::Rsqrt); }
+TEST(FpSlow, SqrtErrorEveryInput) { sweep(FpFunction::Sqrt); }
 
 }  // namespace
 }  // namespace tpu
