@@ -517,3 +517,4 @@ endpackage
 // The floating-point functions (package tpu_fp_pkg), here so that they are declared wherever
 // tpu_pkg is, before any module that calls them.
 `include "tpu_fp_pkg.svh"
+`include "tpu_vpu_pkg.svh"
