@@ -142,6 +142,8 @@ module tpu_core #(
   tpu_pkg::dma_wr_cmd_t dmaout_cmd;
   logic                 move_cmd_valid, move_cmd_ready, move_busy;
   tpu_pkg::move_cmd_t   move_cmd;
+  logic                 vec_cmd_valid, vec_cmd_ready, vec_busy;
+  tpu_vpu_pkg::vpu_cmd_t vec_cmd;
   logic dmain_busy, dmain_err;
   logic wdma_busy, wdma_err, wdma_err_prev, wdma_push;
   logic unused_fetch_err_prev, unused_dmain_err_prev;
@@ -190,6 +192,8 @@ module tpu_core #(
     .dmaout_cmd_o(dmaout_cmd), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
     .move_cmd_valid_o(move_cmd_valid), .move_cmd_ready_i(move_cmd_ready),
     .move_cmd_o(move_cmd), .move_busy_i(move_busy),
+    .vec_cmd_valid_o(vec_cmd_valid), .vec_cmd_ready_i(vec_cmd_ready),
+    .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
     .input_stall_o(input_stall), .retire_o(retire),
     .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
@@ -389,21 +393,21 @@ module tpu_core #(
   // ---------------- training chip: VMEM and its units ----------------
   if (VmemRows != 0) begin : g_train
     // VMEM clients. Read: 0 DMA out (write_vmem; port 0, first: never refused), 1 the move
-    // unit (transpose; port 1). Write: 0 DMA in (read_vmem; first: never refused), 1 the move
-    // unit.
-    localparam int unsigned RdClients = 2;
-    localparam int unsigned WrClients = 2;
+    // unit (transpose; port 1), 2 and 3 the vector unit's A (port 0) and B (port 1). Write: 0
+    // DMA in (read_vmem; first: never refused), 1 the move unit, 2 the vector unit.
+    localparam int unsigned RdClients = 4;
+    localparam int unsigned WrClients = 3;
     logic [RdClients-1:0]        vm_re, vm_rgnt;
     logic [16*RdClients-1:0]     vm_raddr;
     logic [32*N*RdClients-1:0]   vm_rdata;
     logic [WrClients-1:0]        vm_we, vm_wgnt;
     logic [16*WrClients-1:0]     vm_waddr;
     logic [32*N*WrClients-1:0]   vm_wdata;
-    logic                        dmain_vm_busy, move_acc_re;
+    logic                        dmain_vm_busy, move_acc_re, vec_idle;
     logic [AccW-1:0]             move_acc_raddr;
 
     tpu_vmem #(.N(N), .VmemRows(VmemRows), .RdClients(RdClients), .WrClients(WrClients),
-               .RdPort(2'b10)) u_vmem (
+               .RdPort(4'b1010)) u_vmem (
       .clk_i, .rst_ni,
       .re_i(vm_re), .raddr_i(vm_raddr), .rgnt_o(vm_rgnt), .rdata_o(vm_rdata),
       .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt)
@@ -443,6 +447,21 @@ module tpu_core #(
       .vm_w_wgnt_i(vm_wgnt[1]),
       .busy_o(move_busy)
     );
+    tpu_vpu #(.N(N)) u_vpu (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(vec_cmd_valid), .cmd_ready_o(vec_cmd_ready), .cmd_i(vec_cmd),
+      .busy_o(vec_busy), .idle_o(vec_idle),
+      .vm_a_re_o(vm_re[2]), .vm_a_raddr_o(vm_raddr[32 +: 16]), .vm_a_rgnt_i(vm_rgnt[2]),
+      .vm_a_rdata_i(vm_rdata[64*N +: 32*N]),
+      .vm_b_re_o(vm_re[3]), .vm_b_raddr_o(vm_raddr[48 +: 16]), .vm_b_rgnt_i(vm_rgnt[3]),
+      .vm_b_rdata_i(vm_rdata[96*N +: 32*N]),
+      .vm_w_we_o(vm_we[2]), .vm_w_waddr_o(vm_waddr[32 +: 16]), .vm_w_wdata_o(vm_wdata[64*N +: 32*N]),
+      .vm_w_wgnt_i(vm_wgnt[2])
+    );
+    logic unused_vec_idle;
+    assign unused_vec_idle = vec_idle;
+    `TPU_ASSERT_IMPLIES(CoreVecIdle, !vec_busy, vec_idle)
+
     assign acc_re    = act_acc_re || move_acc_re;
     assign acc_raddr = move_busy ? move_acc_raddr : act_acc_raddr;
     `TPU_ASSERT_NEVER(CoreAccPortShared, act_acc_re && move_acc_re)
@@ -461,13 +480,15 @@ module tpu_core #(
     assign wr_rdata         = dmaout_ub_rdata;
     assign move_cmd_ready   = 1'b0;
     assign move_busy        = 1'b0;
+    assign vec_cmd_ready    = 1'b0;
+    assign vec_busy         = 1'b0;
     assign acc_re           = act_acc_re;
     assign acc_raddr        = act_acc_raddr;
     // The int8 chip's commands never carry the training fields.
     logic unused_train;
     assign unused_train = ^{dmain_cmd.vmem, dmain_cmd.bf16, dmain_cmd.stride,
                             dmaout_cmd.vmem, dmaout_cmd.bf16, dmaout_cmd.stride, move_cmd,
-                            move_cmd_valid};
+                            move_cmd_valid, vec_cmd, vec_cmd_valid};
   end
 
   // ---------------- performance counters (docs/architecture.md) ----------------

@@ -85,6 +85,12 @@ module tpu_decoder #(
     vmem_out = last + 64'd1 > 64'(VmemRows);
   endfunction
 
+  // A `vector` func of docs/isa.md's table.
+  function automatic logic vec_func_ok(logic [5:0] f);
+    vec_func_ok = f <= 6'h08 || (f >= 6'h10 && f <= 6'h1B) || (f >= 6'h20 && f <= 6'h22) ||
+                  (f >= 6'h28 && f <= 6'h2A) || (f >= 6'h30 && f <= 6'h32) || f == 6'h38;
+  endfunction
+
   // The training opcodes this chip executes (the others fault ERR_OPCODE).
   function automatic logic train_op_ok(logic [7:0] op);
     train_op_ok = VmemRows != 0 && op >= tpu_pkg::OpReadVmem && op <= tpu_pkg::OpVector &&
@@ -384,6 +390,46 @@ module tpu_decoder #(
           movec.dst_stride     = instr_i.transpose.dst_stride;
           movec.src_row_stride = instr_i.transpose.src_row_stride;
         end
+        tpu_pkg::OpVector: begin
+          dec.unit  = tpu_pkg::UnitVector;
+          inner     = 64'(instr_i.vec.inner);
+          outer     = 64'(instr_i.vec.outer);
+          field_bad = inner == '0 || outer == '0 || !vec_func_ok(instr_i.vec.func) ||
+                      (tpu_vpu_pkg::vpu_is_unary(instr_i.vec.func) &&
+                       (instr_i.vec.bmode != '0 || instr_i.vec.b != '0)) ||
+                      (tpu_vpu_pkg::vpu_is_align(instr_i.vec.func) &&
+                       (instr_i.vec.bmode != tpu_vpu_pkg::BModeImm || instr_i.vec.b >= 32'(N)));
+          if (!field_bad) begin
+            // The last destination row, the last A row (+1 for align with s > 0), the B rows.
+            vlast2 = 64'(instr_i.vec.dst) + (outer - 1) * 64'(instr_i.vec.dst_outer_stride) +
+                     (inner - 1) * 64'(instr_i.vec.dst_inner_stride);
+            vlast  = 64'(instr_i.vec.a) + (outer - 1) * 64'(instr_i.vec.a_outer_stride) +
+                     (inner - 1) * 64'(instr_i.vec.a_inner_stride) +
+                     ((tpu_vpu_pkg::vpu_is_align(instr_i.vec.func) && instr_i.vec.b != '0) ?
+                      64'd1 : 64'd0);
+            vlo    = 64'(instr_i.vec.a);
+            if (!tpu_vpu_pkg::vpu_is_unary(instr_i.vec.func) &&
+                instr_i.vec.bmode != tpu_vpu_pkg::BModeImm) begin
+              vrows = 64'(instr_i.vec.b);
+              unique case (instr_i.vec.bmode)
+                tpu_vpu_pkg::BModeRowA:
+                  vrows = vrows + (outer - 1) * 64'(instr_i.vec.a_outer_stride) +
+                          (inner - 1) * 64'(instr_i.vec.a_inner_stride);
+                tpu_vpu_pkg::BModeRowDst:
+                  vrows = vrows + (outer - 1) * 64'(instr_i.vec.dst_outer_stride) +
+                          (inner - 1) * 64'(instr_i.vec.dst_inner_stride);
+                default: ;
+              endcase
+              vmem_bad = vmem_out(vrows);
+              // The rows read: A's and B's bounding interval.
+              if (64'(instr_i.vec.b) < vlo) vlo = 64'(instr_i.vec.b);
+              if (vrows > vlast && !vmem_bad) vlast = vrows;
+            end
+            vmem_bad = vmem_bad || vmem_out(vlast2) || vmem_out(vlast);
+          end
+          dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          dec.fp.vmem_wr = tpu_pkg::make_range(33'(instr_i.vec.dst), 33'(vlast2));
+        end
         default: ;
       endcase
 
@@ -423,6 +469,7 @@ module tpu_decoder #(
         tpu_pkg::UnitActivate:    dec.cmd.act.cmd     = actc;
         tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
         tpu_pkg::UnitMove:        dec.cmd.move.cmd    = movec;
+        tpu_pkg::UnitVector:      dec.cmd.vec.cmd     = instr_i[127:8];
         default: ;
       endcase
     end
@@ -449,7 +496,8 @@ module tpu_decoder #(
                             $bits(tpu_pkg::mm_cmd_t) == tpu_pkg::MmCmdW &&
                             $bits(tpu_pkg::act_cmd_t) == tpu_pkg::ActCmdW &&
                             $bits(tpu_pkg::move_cmd_t) == tpu_pkg::MoveW &&
-                            tpu_pkg::ActCmdW == tpu_pkg::CmdW &&
+                            $bits(tpu_vpu_pkg::vpu_cmd_t) == tpu_pkg::VecCmdW &&
+                            tpu_pkg::VecCmdW == tpu_pkg::CmdW &&
                             $bits(tpu_pkg::cmd_u) == tpu_pkg::CmdW)
   `TPU_ASSERT_INIT(PkgDecW, $bits(tpu_pkg::range_t) == tpu_pkg::RangeW &&
                             $bits(tpu_pkg::footprint_t) == tpu_pkg::FpW &&

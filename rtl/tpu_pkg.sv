@@ -45,9 +45,9 @@ package tpu_pkg;
   // The training opcodes the RTL executes (bit k: opcode 0x08 + k) in a chip built with
   // VmemRows > 0; the others fault ERR_OPCODE there as on the int8 chip, and
   // driver/device_rtl.cpp tells the golden model the same (ChipParams::training_ops).
-  // read_vmem, write_vmem, acc_to_vmem, transpose; load_weights, matmul_bf16 and vector not
+  // read_vmem, write_vmem, acc_to_vmem, transpose, vector; load_weights and matmul_bf16 not
   // yet (docs/isa.md "Status").
-  localparam logic [6:0] TrainOpsRtl = 7'b011_0011;
+  localparam logic [6:0] TrainOpsRtl = 7'b111_0011;
 
   // read_host destinations
   localparam logic [1:0] DestUb    = 2'd0;
@@ -244,7 +244,8 @@ package tpu_pkg;
     UnitActivate    = 3'd3,
     UnitWriteHost   = 3'd4,
     UnitControl     = 3'd5,  // nop, sync, halt: the controller itself
-    UnitMove        = 3'd6   // acc_to_vmem, transpose: the VMEM move unit (training chip)
+    UnitMove        = 3'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
+    UnitVector      = 3'd7   // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
   } unit_e;
 
   // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
@@ -333,17 +334,20 @@ package tpu_pkg;
   localparam int unsigned MoveW    = 105;   // move_cmd_t
   localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
   localparam int unsigned ActCmdW  = 116;   // act_cmd_t
-  localparam int unsigned CmdW     = 116;   // cmd_u: the widest command
+  localparam int unsigned VecCmdW  = 120;   // tpu_vpu_pkg::vpu_cmd_t (instruction bits 127:8)
+  localparam int unsigned CmdW     = 120;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
   // padded to CmdW at the top).
   typedef union packed {
-    struct packed { act_cmd_t cmd; }                                   act;
+    struct packed { logic [CmdW-ActCmdW-1:0] pad; act_cmd_t cmd; }     act;
     struct packed { logic [CmdW-MmCmdW-1:0] pad; mm_cmd_t cmd; }       mm;
-    struct packed { dma_in_cmd_t cmd; }                                dma_in;
+    struct packed { logic [CmdW-DmaInW-1:0] pad; dma_in_cmd_t cmd; }   dma_in;
     struct packed { logic [CmdW-WdmaW-1:0]  pad; wdma_cmd_t cmd; }     wdma;
     struct packed { logic [CmdW-DmaWrW-1:0] pad; dma_wr_cmd_t cmd; }   dma_out;
     struct packed { logic [CmdW-MoveW-1:0]  pad; move_cmd_t cmd; }     move;
+    // vector: a tpu_vpu_pkg::vpu_cmd_t (declared after this package).
+    struct packed { logic [VecCmdW-1:0] cmd; }                         vec;
   } cmd_u;
 
   // A closed interval of row (or byte) addresses an in-flight instruction touches.

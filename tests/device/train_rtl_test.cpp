@@ -2,14 +2,16 @@
 // The training chip's RTL (tpu_core with VmemRows = 8192, tpu_device_rtl_train_n<N>) against
 // the golden model run with the parameters the chip reports (ChipParams::training_ops: the
 // training opcodes this RTL executes, docs/isa.md "Status"): directed and random programs of
-// read_vmem / write_vmem (fp32 and bf16, contiguous and strided host rows), acc_to_vmem and
-// transpose, with float corner-case data (NaN, infinities, subnormals, values that round up
-// in the bf16 conversion), and every static fault of those instructions. Host memory and the
+// read_vmem / write_vmem (fp32 and bf16, contiguous and strided host rows), acc_to_vmem,
+// transpose and vector (rtl/tpu_vpu.sv: every func and bmode), with float corner-case data
+// (NaN, infinities, subnormals, values that round up in the bf16 conversion), and every static
+// fault of those instructions. Host memory and the
 // fault (code, index) must be identical, byte for byte.
 //
 // One chip per process: every test case runs in its own process (gtest_discover_tests).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -97,8 +99,44 @@ VmemDma random_vmem_dma(std::mt19937& rng, uint32_t host_base, uint32_t host_byt
   return d;
 }
 
+// A `vector` whose rows all lie in [0, kVmemSpan + 8): every func, every bmode it allows.
+Vector random_vector(std::mt19937& rng) {
+  static const uint8_t kFuncs[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10,
+                                   0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A,
+                                   0x1B, 0x20, 0x21, 0x22, 0x28, 0x29, 0x2A, 0x30, 0x31, 0x32,
+                                   0x38};
+  for (;;) {
+    Vector v;
+    v.func = kFuncs[rnd(rng, sizeof kFuncs)];
+    v.inner = static_cast<uint8_t>(1 + rnd(rng, 6));
+    v.outer = static_cast<uint16_t>(1 + rnd(rng, 4));
+    v.a_inner_stride = static_cast<uint8_t>(rnd(rng, 3));
+    v.a_outer_stride = static_cast<uint16_t>(rnd(rng, 10));
+    v.dst_inner_stride = static_cast<uint8_t>(rnd(rng, 3));
+    v.dst_outer_stride = static_cast<uint16_t>(rnd(rng, 10));
+    v.dst = static_cast<uint16_t>(rnd(rng, kVmemSpan));
+    v.a = static_cast<uint16_t>(rnd(rng, kVmemSpan));
+    const bool unary = v.func >= 0x20 && v.func <= 0x2A;
+    if (v.func == 0x38) {
+      v.bmode = BMode::Imm;
+      v.b = rnd(rng, N);
+    } else if (!unary) {
+      v.bmode = static_cast<BMode>(rnd(rng, 4));
+      v.b = v.bmode == BMode::Imm ? corner_pattern(rng) : rnd(rng, kVmemSpan);
+      if (v.bmode == BMode::Imm && v.func >= 0x17 && v.func <= 0x19) v.b = rnd(rng, 40);
+    }
+    const uint32_t o = v.outer - 1u, i = v.inner - 1u;
+    uint64_t last = std::max(v.dst_row(o, i), v.a_row(o, i) + (v.func == 0x38 && v.b > 0));
+    if (!unary && v.bmode != BMode::Imm) last = std::max(last, v.b_row(o, i));
+    if (last < kVmemSpan + 8) return v;
+  }
+}
+
 Instruction random_op(std::mt19937& rng, const Layout& l) {
-  switch (rnd(rng, 5)) {
+  switch (rnd(rng, 7)) {
+    case 5:
+    case 6:
+      return random_vector(rng);
     case 0:
     case 1: {
       ReadVmem r;
@@ -269,7 +307,7 @@ TEST(TrainRtl, AccToVmemAndTransposeDirected) {
 TEST(TrainRtl, RandomProgramsMatchTheGoldenModel) {
   std::mt19937 rng(1000 + N);
   const Layout& l = backends().rl;
-  for (int prog = 0; prog < 25; ++prog) {
+  for (int prog = 0; prog < 150; ++prog) {
     const std::vector<uint8_t> in = random_bytes(rng, kInBytes);
     std::vector<Instruction> p = fill_acc(l);
     const int ops = 3 + static_cast<int>(rnd(rng, 14));
@@ -353,7 +391,28 @@ TEST(TrainRtl, FaultsMatchTheGoldenModel) {
     MatmulBf16 mb;
     bad.push_back({"matmul_bf16 (not in this RTL)", mb});
     Vector v;
-    bad.push_back({"vector (not in this RTL)", v});
+    v.inner = 0;
+    bad.push_back({"vector inner 0", v});
+    v.inner = 2;
+    v.func = 0x09;
+    bad.push_back({"vector func 0x09", v});
+    v.func = 0x20;
+    v.bmode = BMode::Imm;
+    bad.push_back({"vector unary with bmode 3", v});
+    v.func = 0x38;
+    v.b = N;
+    bad.push_back({"vector align shift N", v});
+    v.b = 1;
+    v.a = static_cast<uint16_t>(vrows - 2);
+    bad.push_back({"vector align reads A + 1 past the end", v});
+    v.a = 0;
+    v.func = 0x00;
+    v.bmode = BMode::RowDst;
+    v.b = vrows - 1;
+    bad.push_back({"vector B range", v});
+    v.b = 0;
+    v.dst = static_cast<uint16_t>(vrows - 1);
+    bad.push_back({"vector destination range", v});
     RawInstruction raw;
     raw.bytes.fill(0);
     raw.bytes[0] = 0x08;
