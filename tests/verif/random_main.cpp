@@ -10,9 +10,11 @@
 // Options shared by all commands: --min-length L, --max-length L, --fault-probability P,
 // --no-timing (fixed memory timing, no backpressure). Changing them changes the cases a seed
 // gives; scripts/regress.sh and the test suite use the defaults.
-// Training configuration (issue 30): --vmem-rows R generates for a chip with R VMEM rows
-// (GenOptions::vmem_rows; the chip must be built with the same), --train-ops LIST restricts
-// the training opcodes emitted to LIST (comma-separated mnemonics, e.g. read_vmem,vector).
+// Training configuration (issue 30): tpu_random_train_n<N> (the training chip,
+// tpu_sim_train_n<N>) generates for its VMEM rows and the training opcodes its RTL executes
+// (RtlDevice::kRtlTrainingOps) by default; --vmem-rows R (GenOptions::vmem_rows, the chip
+// must have the same) and --train-ops LIST (comma-separated mnemonics, e.g. read_vmem,vector;
+// the others are then ERR_OPCODE faults on both sides) override them.
 //
 // Exit status: 0 when every case matched, 1 on a mismatch, 2 on a usage error. The last line
 // of `run` is "N passed, M failed".
@@ -24,6 +26,7 @@
 #include <string>
 
 #include "chip_backend.h"
+#include "device_rtl.h"  // RtlDevice::kRtlTrainingOps
 #include "random_program.h"
 #include "shard.h"
 
@@ -98,6 +101,11 @@ int main(int argc, char** argv) {
   bool quiet = false, stop = false, bisect = true, have_seed = false;
   GenOptions opt;
   opt.n = TPU_SIM_N;
+#if defined(TPU_SIM_VMEM_ROWS) && TPU_SIM_VMEM_ROWS > 0
+  // The training chip (tpu_random_train_n<N>): its VMEM and the opcodes its RTL executes.
+  opt.vmem_rows = TPU_SIM_VMEM_ROWS;
+  opt.train_ops = tpu::RtlDevice::kRtlTrainingOps;
+#endif
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {

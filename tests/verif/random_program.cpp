@@ -125,6 +125,8 @@ class Generator {
       if (opt.vmem_rows > 65000) throw std::invalid_argument("GenOptions::vmem_rows > 65000");
       tc_.params = ChipParams::training(opt.n);
       tc_.params.vmem_rows = opt.vmem_rows;
+      // The golden model executes the emitted opcodes only, as an RTL that implements those.
+      tc_.params.training_ops = uint8_t(opt.train_ops & ChipParams::kAllTrainingOps);
       train_ = true;
     }
   }
@@ -1892,6 +1894,15 @@ class Generator {
       }
       case 10:
       case 11: {  // a reserved bit of a training instruction (vector has none)
+        const uint8_t off = uint8_t(~opt_.train_ops & ChipParams::kAllTrainingOps);
+        if (off != 0 && rng_.chance(0.3)) {  // an opcode this chip does not execute
+          unsigned k;
+          do k = unsigned(rng_.pick(0, 6)); while (((off >> k) & 1u) == 0);
+          bad = RawInstruction{encode(any_train_instr(Opcode(0x08 + k)))};
+          code = ErrorCode::ERR_OPCODE;
+          what = "training opcode not in train_ops";
+          break;
+        }
         Opcode op;
         if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem, Opcode::LoadWeights, Opcode::MatmulBf16,
                       Opcode::AccToVmem, Opcode::Transpose},
