@@ -34,8 +34,10 @@ uint64_t env_number(const char* name, uint64_t fallback) {
   return k == 0 ? fallback : k;
 }
 
-void sweep(FpFunction f) {
-  const fp_error::FunctionSpec& s = fp_error::spec(f);
+// `domains` empty: the function's whole domain (fp_error.h).
+void sweep(FpFunction f, const std::vector<fp_error::Domain>& domains = {}) {
+  fp_error::FunctionSpec s = fp_error::spec(f);
+  if (!domains.empty()) s.domains = domains;
   const uint64_t step = env_number("TPU_FP_SWEEP_STEP", 1);
   const auto threads = static_cast<unsigned>(env_number("TPU_FP_SWEEP_THREADS", 2));
   const auto t0 = std::chrono::steady_clock::now();
@@ -57,6 +59,37 @@ TEST(FpSlow, LogErrorEveryInput) { sweep(FpFunction::Log); }
 TEST(FpSlow, RcpErrorEveryInput) { sweep(FpFunction::Rcp); }
 TEST(FpSlow, RsqrtErrorEveryInput) { sweep(FpFunction::Rsqrt); }
 TEST(FpSlow, SqrtErrorEveryInput) { sweep(FpFunction::Sqrt); }
+
+// rsqrt and sqrt scale exactly: x * 4 gives y / 2 (rsqrt) or y * 2 (sqrt) in every step, as
+// long as no intermediate leaves the normal range, so [1, 4) and the two binade pairs at the
+// ends of the domain (where an intermediate could) hold every error there is. Every input of
+// those (3 * 2^24 each; seconds, where the whole domain takes an hour of CPU).
+const std::vector<fp_error::Domain> kEdgeAndUnitBinades = {
+    {0x00800000, 0x017FFFFF}, {0x3F800000, 0x407FFFFF}, {0x7E800000, 0x7F7FFFFF}};
+// The scaling itself, on every 257th input of [1, 4) times every 4^k between the edge binades:
+// the result's pattern moves by -k (rsqrt) or +k (sqrt) binades and nothing else changes.
+void expect_exact_scaling(FpFunction f, int sign) {
+  const FpSequence& seq = fp_sequence(f);
+  uint64_t checked = 0, bad = 0;
+  for (uint32_t x = 0x3F800000; x < 0x40800000; x += 257) {
+    const uint32_t y = eval_sequence(seq, x);
+    for (int k = -62; k <= 62; ++k) {  // x * 4^k in [2^-124, 2^126)
+      const auto xk = static_cast<uint32_t>(int64_t{x} + int64_t{k} * (2 << 23));
+      const auto yk = static_cast<uint32_t>(int64_t{y} + int64_t{sign} * k * (1 << 23));
+      ++checked;
+      if (eval_sequence(seq, xk) != yk) ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << fp_sequence(f).name << ": of " << checked;
+}
+TEST(FpSlow, RsqrtErrorEveryInputOfTheUnitAndEdgeBinades) {
+  expect_exact_scaling(FpFunction::Rsqrt, -1);
+  sweep(FpFunction::Rsqrt, kEdgeAndUnitBinades);
+}
+TEST(FpSlow, SqrtErrorEveryInputOfTheUnitAndEdgeBinades) {
+  expect_exact_scaling(FpFunction::Sqrt, 1);
+  sweep(FpFunction::Sqrt, kEdgeAndUnitBinades);
+}
 
 }  // namespace
 }  // namespace tpu
