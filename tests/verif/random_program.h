@@ -68,7 +68,7 @@ struct RunConfig {
 
 enum class CaseKind {
   kValid,        // must run to its halt
-  kStaticFault,  // one instruction that fails a static check (codes 1-8, 12, 13)
+  kStaticFault,  // one instruction that fails a static check (codes 1-8, 12-15)
   kAxiFault,     // host memory answers an error (SLVERR/DECERR) for some access
   kNoHalt,       // the command buffer ends without halt (ERR_CMD_OVERRUN)
 };
