@@ -89,6 +89,8 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
   cp.wfifo_tiles = p.wfifo_tiles;
   cp.qp_slots = p.qp_slots;
   cp.axi_width = p.axi_width;
+  cp.vmem_rows = p.vmem_rows;
+  if (cp.vmem_rows != 0) cp.training_ops = kRtlTrainingOps;
   try {
     cp.validate();
   } catch (const std::exception& e) {
@@ -100,6 +102,20 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
 RtlDevice::~RtlDevice() = default;
 
 unsigned RtlDevice::compiled_n() { return sim::Chip::compiled_n(); }
+unsigned RtlDevice::compiled_vmem_rows() { return sim::Chip::compiled_vmem_rows(); }
+
+ChipParams RtlDevice::compiled_params() {
+  ChipParams p = ChipParams::with_n(compiled_n());
+#ifdef TPU_SIM_UB_ROWS
+  p.ub_rows = TPU_SIM_UB_ROWS;
+#endif
+#ifdef TPU_SIM_ACC_ROWS
+  p.acc_rows = TPU_SIM_ACC_ROWS;
+#endif
+  p.vmem_rows = compiled_vmem_rows();
+  if (p.vmem_rows != 0) p.training_ops = kRtlTrainingOps;
+  return p;
+}
 bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }
 
 uint64_t RtlDevice::simulated_cycles() const { return impl_->chip->cycle(); }
@@ -204,14 +220,7 @@ std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& 
   if (backend == "rtl") return std::make_unique<RtlDevice>(rtl);
   if (backend == "model") {
     // The chip this build Verilates (its memory sizes too: TPU_SIM_UB_ROWS, TPU_SIM_ACC_ROWS).
-    ChipParams p = ChipParams::with_n(RtlDevice::compiled_n());
-#ifdef TPU_SIM_UB_ROWS
-    p.ub_rows = TPU_SIM_UB_ROWS;
-#endif
-#ifdef TPU_SIM_ACC_ROWS
-    p.acc_rows = TPU_SIM_ACC_ROWS;
-#endif
-    return std::make_unique<ModelDevice>(p);
+    return std::make_unique<ModelDevice>(RtlDevice::compiled_params());
   }
   throw DeviceError("unknown backend '" + std::string(backend) + "' (expected rtl or model)");
 }

@@ -45,6 +45,16 @@ class RtlDevice : public Device {
   std::string_view backend() const override { return "rtl"; }
   // The MXU size this library was Verilated for.
   static unsigned compiled_n();
+  // VmemRows of that chip: 0 for the int8 chip (tpu_device_rtl_n<N>), else the training chip's
+  // (tpu_device_rtl_train_n<N>).
+  static unsigned compiled_vmem_rows();
+  // The parameters of the chip this library was Verilated for, as RtlDevice::params() reports
+  // them (with the memory sizes of the build and, for a training chip, the training opcodes
+  // its RTL executes: kRtlTrainingOps).
+  static ChipParams compiled_params();
+  // The training opcodes the RTL executes (ChipParams::training_ops; rtl/tpu_pkg.sv
+  // TrainOpsRtl): read_vmem, write_vmem, acc_to_vmem, transpose, vector.
+  static constexpr uint8_t kRtlTrainingOps = 0x73;
   // False when the chip was built without VCD tracing (-DTPU_SIM_TRACE=OFF).
   static bool compiled_with_vcd();
   // Cycles simulated since the process started (for simulation-speed figures).
@@ -66,8 +76,8 @@ class RtlDevice : public Device {
 };
 
 // Opens a device by backend name: "rtl" (an RtlDevice with `rtl` options) or "model" (a
-// ModelDevice with the default parameters of the chip this library was built for,
-// ChipParams::with_n(RtlDevice::compiled_n())). Throws DeviceError for another name.
+// ModelDevice with the parameters of the chip this library was built for,
+// RtlDevice::compiled_params()). Throws DeviceError for another name.
 std::unique_ptr<Device> open_device(std::string_view backend, const RtlOptions& rtl = {});
 
 }  // namespace tpu

@@ -567,6 +567,12 @@ ChipParams ChipParams::pod(uint32_t n, uint32_t links) {
   return p;
 }
 
+bool ChipParams::executes_training_op(uint8_t opcode) const {
+  return has_vmem() && opcode >= kFirstTrainingOpcode &&
+         opcode <= static_cast<uint8_t>(Opcode::Vector) &&
+         ((training_ops >> (opcode - kFirstTrainingOpcode)) & 1u) != 0;
+}
+
 ChipParams ChipParams::with_n(uint32_t n) {
   ChipParams p;
   p.N = n;
@@ -602,8 +608,9 @@ void ChipParams::validate() const {
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
   return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
+                  a.training_ops,
                   a.ici_links) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots,
-                                           b.axi_width, b.vmem_rows, b.ici_links);
+                                           b.axi_width, b.vmem_rows, b.training_ops, b.ici_links);
 }
 
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
@@ -1067,6 +1074,16 @@ DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
     r.instr = RawInstruction{w};
     return r;
   }
+  if (is_training_opcode(w[0]) && !params.executes_training_op(w[0])) {
+    DecodeResult r;
+    r.error = ErrorCode::ERR_OPCODE;
+    r.why = format(
+        "opcode 0x%02x (%s) is not implemented by this chip (ChipParams::training_ops "
+        "= 0x%02x)",
+        w[0], std::string(mnemonic(static_cast<Opcode>(w[0]))).c_str(), params.training_ops);
+    r.instr = RawInstruction{w};
+    return r;
+  }
   return decode(w);
 }
 
@@ -1338,12 +1355,17 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWin
                 const CommandBuffer& cmd, std::string* why) {
   Fault f;
   const uint8_t opbyte = opcode_byte(instr);
-  if (is_training_opcode(opbyte) && !params.has_vmem() &&
+  if (is_training_opcode(opbyte) && !params.executes_training_op(opbyte) &&
       !std::holds_alternative<RawInstruction>(instr)) {
     f = fault(ErrorCode::ERR_OPCODE,
-              format("%s (opcode 0x%02x) needs the training configuration, but this chip has no "
-                     "VMEM (VmemRows = 0)",
-                     std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
+              params.has_vmem()
+                  ? format("%s (opcode 0x%02x) is not implemented by this chip "
+                           "(ChipParams::training_ops = 0x%02x)",
+                           std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte,
+                           params.training_ops)
+                  : format("%s (opcode 0x%02x) needs the training configuration, but this chip "
+                           "has no VMEM (VmemRows = 0)",
+                           std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
   } else {
     f = std::visit([&](const auto& x) { return check_one(x, params, windows); }, instr);
   }

@@ -105,6 +105,14 @@ struct ChipParams {
   // ERR_OPCODE). Links need VMEM.
   uint32_t ici_links = 0;
   static constexpr uint32_t kMaxIciLinks = 16;
+  // The training opcodes a chip with VMEM executes, bit k for opcode 0x08 + k; the others fault
+  // ERR_OPCODE as on the int8 chip. The golden model executes all of them; an RTL build that
+  // implements only some reports that set (driver/device_rtl.cpp, docs/isa.md "Status"), so
+  // the golden model run with its parameters matches it.
+  static constexpr uint8_t kAllTrainingOps = 0x7F;
+  uint8_t training_ops = kAllTrainingOps;
+  // True when `opcode` (0x08..0x0E) runs on this chip (VMEM present and its bit set).
+  bool executes_training_op(uint8_t opcode) const;
 
   // The defaults for MXU size n (AxiDataWidth = min(8n, 128)).
   static ChipParams with_n(uint32_t n);

@@ -10,7 +10,10 @@ module tpu_core #(
   parameter int unsigned WFifoTiles   = 4,
   parameter int unsigned QpSlots      = 16,
   parameter int unsigned AxiDataWidth = (8 * N < 128) ? 8 * N : 128,
-  parameter int unsigned AxiMaxBurst  = 256   // beats per INCR burst (1..256)
+  parameter int unsigned AxiMaxBurst  = 256,  // beats per INCR burst (1..256)
+  // The training configuration (docs/isa.md "Training configuration"): VMEM rows, a power of
+  // two up to 2^16. 0 = the int8 chip: no float hardware, opcodes 0x08-0x0E fault ERR_OPCODE.
+  parameter int unsigned VmemRows     = 0
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -89,7 +92,7 @@ module tpu_core #(
 
   tpu_regs #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .AxiDataWidth(AxiDataWidth), .Counters(Counters), .Windows(Windows)
+    .AxiDataWidth(AxiDataWidth), .VmemRows(VmemRows), .Counters(Counters), .Windows(Windows)
   ) u_regs (
     .clk_i, .rst_ni,
     .awaddr_i(s_axil_awaddr_i), .awvalid_i(s_axil_awvalid_i), .awready_o(s_axil_awready_o),
@@ -137,6 +140,10 @@ module tpu_core #(
   tpu_pkg::act_cmd_t    act_cmd;
   logic                 dmaout_cmd_valid, dmaout_cmd_ready;
   tpu_pkg::dma_wr_cmd_t dmaout_cmd;
+  logic                 move_cmd_valid, move_cmd_ready, move_busy;
+  tpu_pkg::move_cmd_t   move_cmd;
+  logic                 vec_cmd_valid, vec_cmd_ready, vec_busy;
+  tpu_vpu_pkg::vpu_cmd_t vec_cmd;
   logic dmain_busy, dmain_err;
   logic wdma_busy, wdma_err, wdma_err_prev, wdma_push;
   logic unused_fetch_err_prev, unused_dmain_err_prev;
@@ -159,7 +166,8 @@ module tpu_core #(
   );
 
   tpu_ctrl #(
-    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots)
+    .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
+    .VmemRows(VmemRows)
   ) u_ctrl (
     .clk_i, .rst_ni,
     .start_i(start), .soft_reset_i(soft_reset), .cmd_addr_i(cmd_addr), .cmd_count_i(cmd_count),
@@ -182,6 +190,10 @@ module tpu_core #(
     .act_busy_i(act_busy),
     .dmaout_cmd_valid_o(dmaout_cmd_valid), .dmaout_cmd_ready_i(dmaout_cmd_ready),
     .dmaout_cmd_o(dmaout_cmd), .dmaout_busy_i(dmaout_busy), .dmaout_err_i(dmaout_err),
+    .move_cmd_valid_o(move_cmd_valid), .move_cmd_ready_i(move_cmd_ready),
+    .move_cmd_o(move_cmd), .move_busy_i(move_busy),
+    .vec_cmd_valid_o(vec_cmd_valid), .vec_cmd_ready_i(vec_cmd_ready),
+    .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
     .input_stall_o(input_stall), .retire_o(retire),
     .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
@@ -210,15 +222,23 @@ module tpu_core #(
     dmain_local_q <= dmain_local_d;
   end
 
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_in (
+  // The reader's commands: the controller's (int8 chip), or those of the training chip's
+  // DMA-in front (tpu_vmem_dma_in, below), which also runs read_vmem.
+  logic                 rd_in_cmd_valid, rd_in_cmd_ready, rd_in_busy;
+  tpu_pkg::dma_rd_cmd_t rd_in_cmd;
+
+  // Training chip: consecutive transfers of one strided read_vmem overlap (read_host still
+  // waits for the reader to be idle, as on the int8 chip).
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst),
+                   .Overlap(VmemRows != 0)) u_dma_in (
     .clk_i, .rst_ni, .clear_i(clear),
-    .cmd_valid_i(dmain_cmd_valid), .cmd_ready_o(dmain_cmd_ready), .cmd_i(dmain_cmd.dma),
+    .cmd_valid_i(rd_in_cmd_valid), .cmd_ready_o(rd_in_cmd_ready), .cmd_i(rd_in_cmd),
     .space_rows_i(24'hFF_FFFF),
     .ar_valid_o(c_ar_valid[2]), .ar_addr_o(c_ar_addr[95:64]), .ar_len_o(c_ar_len[23:16]),
     .ar_ready_i(c_ar_ready[2]), .r_valid_i(c_r_valid[2]), .r_data_i(m_axi_rdata_i),
     .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
     .row_valid_o(dmain_row_valid), .row_data_o(dmain_row), .row_idx_o(dmain_row_idx),
-    .row_err_o(dmain_row_err), .row_err_prev_o(unused_dmain_err_prev), .busy_o(dmain_busy),
+    .row_err_o(dmain_row_err), .row_err_prev_o(unused_dmain_err_prev), .busy_o(rd_in_busy),
     .active_o(dmain_active)
   );
   assign dmain_err = dmain_row_valid && dmain_row_err;
@@ -306,12 +326,16 @@ module tpu_core #(
   logic               act_acc_re;
   logic [AccW-1:0]    act_acc_raddr;
   logic [32*N-1:0]    act_acc_rdata;
+  // The activation unit's read port, shared with the training chip's move unit (acc_to_vmem;
+  // the controller never runs both at once).
+  logic               acc_re;
+  logic [AccW-1:0]    acc_raddr;
 
   tpu_accumulators #(.N(N), .AccRows(AccRows)) u_acc (
     .clk_i, .rst_ni,
     .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
     .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
-    .wdata_i(out_sum), .re_i(act_acc_re), .raddr_i(act_acc_raddr), .rdata_o(act_acc_rdata)
+    .wdata_i(out_sum), .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata)
   );
 
   // ---------------- activation unit ----------------
@@ -335,15 +359,22 @@ module tpu_core #(
   logic [UbW-1:0] dmaout_ub_raddr;
   logic [8*N-1:0] dmaout_ub_rdata;
 
+  // The writer's commands and reads: the controller's and the UB (int8 chip), or through the
+  // training chip's DMA-out front (tpu_vmem_dma_out, below), which also runs write_vmem.
+  logic                 wr_cmd_valid, wr_cmd_ready, wr_busy, wr_err, wr_re;
+  tpu_pkg::dma_wr_cmd_t wr_cmd;
+  logic [UbW-1:0]       wr_raddr;
+  logic [8*N-1:0]       wr_rdata;
+
   tpu_dma_writer #(.N(N), .UbRows(UbRows), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_out (
     .clk_i, .rst_ni, .clear_i(clear),
-    .cmd_valid_i(dmaout_cmd_valid), .cmd_ready_o(dmaout_cmd_ready), .cmd_i(dmaout_cmd),
-    .ub_re_o(dmaout_ub_re), .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
+    .cmd_valid_i(wr_cmd_valid), .cmd_ready_o(wr_cmd_ready), .cmd_i(wr_cmd),
+    .ub_re_o(wr_re), .ub_raddr_o(wr_raddr), .ub_rdata_i(wr_rdata),
     .aw_addr_o(m_axi_awaddr_o), .aw_len_o(m_axi_awlen_o), .aw_valid_o(m_axi_awvalid_o),
     .aw_ready_i(m_axi_awready_i), .w_data_o(m_axi_wdata_o), .w_last_o(m_axi_wlast_o),
     .w_valid_o(m_axi_wvalid_o), .w_ready_i(m_axi_wready_i), .b_resp_i(m_axi_bresp_i),
     .b_valid_i(m_axi_bvalid_i), .b_ready_o(m_axi_bready_o),
-    .busy_o(dmaout_busy), .active_o(dmaout_active), .err_o(dmaout_err)
+    .busy_o(wr_busy), .active_o(dmaout_active), .err_o(wr_err)
   );
   assign m_axi_awsize_o  = 3'($clog2(BeatBytes));
   assign m_axi_awburst_o = 2'b01;  // INCR
@@ -358,6 +389,107 @@ module tpu_core #(
     .re0_i(dmaout_ub_re), .raddr0_i(dmaout_ub_raddr), .rdata0_o(dmaout_ub_rdata),
     .re1_i(mm_ub_re), .raddr1_i(mm_ub_raddr), .rgnt1_o(mm_ub_rgnt), .rdata1_o(mm_ub_rdata)
   );
+
+  // ---------------- training chip: VMEM and its units ----------------
+  if (VmemRows != 0) begin : g_train
+    // VMEM clients. Read: 0 DMA out (write_vmem; port 0, first: never refused), 1 the move
+    // unit (transpose; port 1), 2 and 3 the vector unit's A (port 0) and B (port 1). Write: 0
+    // DMA in (read_vmem; first: never refused), 1 the move unit, 2 the vector unit.
+    localparam int unsigned RdClients = 4;
+    localparam int unsigned WrClients = 3;
+    logic [RdClients-1:0]        vm_re, vm_rgnt;
+    logic [16*RdClients-1:0]     vm_raddr;
+    logic [32*N*RdClients-1:0]   vm_rdata;
+    logic [WrClients-1:0]        vm_we, vm_wgnt;
+    logic [16*WrClients-1:0]     vm_waddr;
+    logic [32*N*WrClients-1:0]   vm_wdata;
+    logic                        dmain_vm_busy, move_acc_re, vec_idle;
+    logic [AccW-1:0]             move_acc_raddr;
+
+    tpu_vmem #(.N(N), .VmemRows(VmemRows), .RdClients(RdClients), .WrClients(WrClients),
+               .RdPort(4'b1010)) u_vmem (
+      .clk_i, .rst_ni,
+      .re_i(vm_re), .raddr_i(vm_raddr), .rgnt_o(vm_rgnt), .rdata_o(vm_rdata),
+      .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt)
+    );
+
+    tpu_vmem_dma_in #(.N(N)) u_vmem_dma_in (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(dmain_cmd_valid), .cmd_ready_o(dmain_cmd_ready), .cmd_i(dmain_cmd),
+      .rd_cmd_valid_o(rd_in_cmd_valid), .rd_cmd_ready_i(rd_in_cmd_ready), .rd_cmd_o(rd_in_cmd),
+      .rd_busy_i(rd_in_busy),
+      .row_valid_i(dmain_row_valid), .row_err_i(dmain_row_err), .row_data_i(dmain_row),
+      .vm_w_we_o(vm_we[0]), .vm_w_waddr_o(vm_waddr[0 +: 16]), .vm_w_wdata_o(vm_wdata[0 +: 32*N]),
+      .vm_w_wgnt_i(vm_wgnt[0]),
+      .busy_o(dmain_vm_busy)
+    );
+    assign dmain_busy = rd_in_busy || dmain_vm_busy;
+
+    tpu_vmem_dma_out #(.N(N), .UbRows(UbRows)) u_vmem_dma_out (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(dmaout_cmd_valid), .cmd_ready_o(dmaout_cmd_ready), .cmd_i(dmaout_cmd),
+      .wr_cmd_valid_o(wr_cmd_valid), .wr_cmd_ready_i(wr_cmd_ready), .wr_cmd_o(wr_cmd),
+      .wr_busy_i(wr_busy), .wr_err_i(wr_err),
+      .wr_re_i(wr_re), .wr_raddr_i(wr_raddr), .wr_rdata_o(wr_rdata),
+      .ub_re_o(dmaout_ub_re), .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
+      .vm_re_o(vm_re[0]), .vm_raddr_o(vm_raddr[0 +: 16]), .vm_rgnt_i(vm_rgnt[0]),
+      .vm_rdata_i(vm_rdata[0 +: 32*N]),
+      .busy_o(dmaout_busy), .err_o(dmaout_err)
+    );
+
+    tpu_vmem_move #(.N(N), .AccRows(AccRows)) u_move (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(move_cmd_valid), .cmd_ready_o(move_cmd_ready), .cmd_i(move_cmd),
+      .acc_re_o(move_acc_re), .acc_raddr_o(move_acc_raddr), .acc_rdata_i(act_acc_rdata),
+      .vm_re_o(vm_re[1]), .vm_raddr_o(vm_raddr[16 +: 16]), .vm_rgnt_i(vm_rgnt[1]),
+      .vm_rdata_i(vm_rdata[32*N +: 32*N]),
+      .vm_w_we_o(vm_we[1]), .vm_w_waddr_o(vm_waddr[16 +: 16]), .vm_w_wdata_o(vm_wdata[32*N +: 32*N]),
+      .vm_w_wgnt_i(vm_wgnt[1]),
+      .busy_o(move_busy)
+    );
+    tpu_vpu #(.N(N)) u_vpu (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(vec_cmd_valid), .cmd_ready_o(vec_cmd_ready), .cmd_i(vec_cmd),
+      .busy_o(vec_busy), .idle_o(vec_idle),
+      .vm_a_re_o(vm_re[2]), .vm_a_raddr_o(vm_raddr[32 +: 16]), .vm_a_rgnt_i(vm_rgnt[2]),
+      .vm_a_rdata_i(vm_rdata[64*N +: 32*N]),
+      .vm_b_re_o(vm_re[3]), .vm_b_raddr_o(vm_raddr[48 +: 16]), .vm_b_rgnt_i(vm_rgnt[3]),
+      .vm_b_rdata_i(vm_rdata[96*N +: 32*N]),
+      .vm_w_we_o(vm_we[2]), .vm_w_waddr_o(vm_waddr[32 +: 16]), .vm_w_wdata_o(vm_wdata[64*N +: 32*N]),
+      .vm_w_wgnt_i(vm_wgnt[2])
+    );
+    logic unused_vec_idle;
+    assign unused_vec_idle = vec_idle;
+    `TPU_ASSERT_IMPLIES(CoreVecIdle, !vec_busy, vec_idle)
+
+    assign acc_re    = act_acc_re || move_acc_re;
+    assign acc_raddr = move_busy ? move_acc_raddr : act_acc_raddr;
+    `TPU_ASSERT_NEVER(CoreAccPortShared, act_acc_re && move_acc_re)
+  end else begin : g_int8
+    assign rd_in_cmd_valid  = dmain_cmd_valid;
+    assign dmain_cmd_ready  = rd_in_cmd_ready;
+    assign rd_in_cmd        = dmain_cmd.dma;
+    assign dmain_busy       = rd_in_busy;
+    assign wr_cmd_valid     = dmaout_cmd_valid;
+    assign dmaout_cmd_ready = wr_cmd_ready;
+    assign wr_cmd           = dmaout_cmd;
+    assign dmaout_busy      = wr_busy;
+    assign dmaout_err       = wr_err;
+    assign dmaout_ub_re     = wr_re;
+    assign dmaout_ub_raddr  = wr_raddr;
+    assign wr_rdata         = dmaout_ub_rdata;
+    assign move_cmd_ready   = 1'b0;
+    assign move_busy        = 1'b0;
+    assign vec_cmd_ready    = 1'b0;
+    assign vec_busy         = 1'b0;
+    assign acc_re           = act_acc_re;
+    assign acc_raddr        = act_acc_raddr;
+    // The int8 chip's commands never carry the training fields.
+    logic unused_train;
+    assign unused_train = ^{dmain_cmd.vmem, dmain_cmd.bf16, dmain_cmd.stride,
+                            dmaout_cmd.vmem, dmaout_cmd.bf16, dmaout_cmd.stride, move_cmd,
+                            move_cmd_valid, vec_cmd, vec_cmd_valid};
+  end
 
   // ---------------- performance counters (docs/architecture.md) ----------------
   assign count_inc[0 +: 32] = 32'd1;
@@ -386,6 +518,8 @@ module tpu_core #(
                                  (AccRows & (AccRows - 1)) == 0)
   `TPU_ASSERT_INIT(ParamQpSlots, QpSlots >= 1 && QpSlots <= 16)
   `TPU_ASSERT_INIT(ParamWFifoTiles, WFifoTiles >= 1)
+  `TPU_ASSERT_INIT(ParamVmemRows, VmemRows == 0 || (VmemRows >= 2 && VmemRows <= (1 << 16) &&
+                                                    (VmemRows & (VmemRows - 1)) == 0))
 
   // ---------------- AXI master: valid held and payload stable until ready ----------------
   `TPU_ASSERT_HOLD(AxiArHold, m_axi_arvalid_o, m_axi_arready_i, {m_axi_araddr_o, m_axi_arlen_o})

@@ -36,6 +36,7 @@ module tpu_ctrl #(
   parameter int unsigned AccRows    = 2048,
   parameter int unsigned WFifoTiles = 4,
   parameter int unsigned QpSlots    = 16,
+  parameter int unsigned VmemRows   = 0,   // 0: the int8 chip (no move unit)
   parameter int unsigned IqDepth    = 8,
   parameter int unsigned MmDepth    = 4
 ) (
@@ -98,6 +99,17 @@ module tpu_ctrl #(
   output tpu_pkg::dma_wr_cmd_t  dmaout_cmd_o,
   input  logic         dmaout_busy_i,
   input  logic         dmaout_err_i,   // with !dmaout_busy_i: the write_host failed
+  // acc_to_vmem, transpose: the VMEM move unit (training chip; tied off when VmemRows = 0).
+  // It reads the accumulators through the activation unit's port: the two never run together.
+  output logic                  move_cmd_valid_o,
+  input  logic                  move_cmd_ready_i,
+  output tpu_pkg::move_cmd_t    move_cmd_o,
+  input  logic         move_busy_i,
+  // vector: the vector unit (training chip; tied off when VmemRows = 0).
+  output logic                  vec_cmd_valid_o,
+  input  logic                  vec_cmd_ready_i,
+  output tpu_vpu_pkg::vpu_cmd_t vec_cmd_o,
+  input  logic         vec_busy_i,
   input  logic         dma_active_i,   // any DMA burst outstanding (drain before stopping)
   output logic         input_stall_o,
   output logic         retire_o,
@@ -144,7 +156,8 @@ module tpu_ctrl #(
   logic [IqDepth-1:0]           unused_iq_slot_valid;
   logic                         head_valid;
 
-  tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots)) u_decoder (
+  tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots),
+                .VmemRows(VmemRows)) u_decoder (
     .valid_i(fetch_valid_i), .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
     .cmd_hi_i(cmd_hi_q), .dec_o(dec)
   );
@@ -181,7 +194,7 @@ module tpu_ctrl #(
   // ---------------- in-flight footprints ----------------
   tpu_pkg::footprint_t fp_dmain_q, fp_dmain_d, fp_wdma_q, fp_wdma_d;
   tpu_pkg::footprint_t fp_wdma_prev_q, fp_wdma_prev_d, fp_act_q, fp_act_d;
-  tpu_pkg::footprint_t fp_dmaout_q, fp_dmaout_d;
+  tpu_pkg::footprint_t fp_dmaout_q, fp_dmaout_d, fp_move_q, fp_move_d, fp_vec_q, fp_vec_d;
   logic [31:0] pc_dmain_q, pc_dmain_d, pc_wdma_q, pc_wdma_d, pc_wdma_prev_q, pc_wdma_prev_d;
   logic [31:0] pc_dmaout_q, pc_dmaout_d;
 
@@ -204,7 +217,7 @@ module tpu_ctrl #(
 
   // ---------------- issue ----------------
   logic can_decide, head_go, unit_ready, issue, all_idle, hazard;
-  logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire;
+  logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire, move_fire, vec_fire;
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
 
@@ -215,7 +228,8 @@ module tpu_ctrl #(
   // table is only rewritten by an issue. (Wide compares once per instruction instead of every
   // cycle: simulation speed. Whether the unit in flight is still busy is applied every cycle.)
   logic               head_new_q, head_new_d;
-  logic [4:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout
+  logic [6:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout, move,
+                                                 // vector
   logic [MmDepth-1:0] conf_mm_q, conf_mm_d;      // per slot of the matmul table
   always_comb begin
     conf_unit_d = conf_unit_q;
@@ -226,6 +240,8 @@ module tpu_ctrl #(
       conf_unit_d[2] = tpu_pkg::footprints_conflict(head.fp, fp_wdma_prev_q);
       conf_unit_d[3] = tpu_pkg::footprints_conflict(head.fp, fp_act_q);
       conf_unit_d[4] = tpu_pkg::footprints_conflict(head.fp, fp_dmaout_q);
+      conf_unit_d[5] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_move_q);
+      conf_unit_d[6] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_vec_q);
       for (int i = 0; i < 32'(MmDepth); i++) begin
         conf_mm_d[i] = tpu_pkg::footprints_conflict(head.fp, mm_slots[FpW*i +: FpW]);
       end
@@ -238,13 +254,15 @@ module tpu_ctrl #(
     if (can_decide) begin
       hazard = (dmain_busy_i && conf_unit_d[0]) || (wdma_busy_i && conf_unit_d[1]) ||
                (wdma_busy_i && conf_unit_d[2]) || (act_busy_i && conf_unit_d[3]) ||
-               (dmaout_busy_i && conf_unit_d[4]);
+               (dmaout_busy_i && conf_unit_d[4]) || (move_busy_i && conf_unit_d[5]) ||
+               (vec_busy_i && conf_unit_d[6]);
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
       if (head.unit != tpu_pkg::UnitMatmul && (mm_slot_valid & conf_mm_d) != '0) hazard = 1'b1;
     end
   end
 
-  assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i &&
+  assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i && !move_busy_i &&
+                    !vec_busy_i &&
                     mm_cmd_ready_i && (mm_cnt == '0) && !dma_active_i;
 
   // The head may go to its unit: no fault, not the halt, no hazard.
@@ -254,18 +272,25 @@ module tpu_ctrl #(
   assign dmain_cmd_valid_o  = head_go && head.unit == tpu_pkg::UnitReadHost;
   assign wdma_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitReadWeights;
   assign mm_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitMatmul && !mm_full;
-  assign act_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitActivate;
+  // The activation unit and the move unit share the accumulators' read port.
+  assign act_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitActivate && !move_busy_i;
   assign dmaout_cmd_valid_o = head_go && head.unit == tpu_pkg::UnitWriteHost;
+  assign move_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitMove && !act_busy_i;
+  assign vec_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitVector;
   assign dmain_cmd_o  = head.cmd.dma_in.cmd;
   assign wdma_cmd_o   = head.cmd.wdma.cmd;
   assign mm_cmd_o     = head.cmd.mm.cmd;
   assign act_cmd_o    = head.cmd.act.cmd;
   assign dmaout_cmd_o = head.cmd.dma_out.cmd;
+  assign move_cmd_o   = head.cmd.move.cmd;
+  assign vec_cmd_o    = tpu_vpu_pkg::vpu_cmd_t'(head.cmd.vec.cmd);
   assign dmain_fire  = dmain_cmd_valid_o && dmain_cmd_ready_i;
   assign wdma_fire   = wdma_cmd_valid_o && wdma_cmd_ready_i;
   assign mm_fire     = mm_cmd_valid_o && mm_cmd_ready_i;
   assign act_fire    = act_cmd_valid_o && act_cmd_ready_i;
   assign dmaout_fire = dmaout_cmd_valid_o && dmaout_cmd_ready_i;
+  assign move_fire   = move_cmd_valid_o && move_cmd_ready_i;
+  assign vec_fire    = vec_cmd_valid_o && vec_cmd_ready_i;
 
   // Whether the head's unit can take it now (nop: always; sync: once everything is idle).
   always_comb begin
@@ -273,8 +298,10 @@ module tpu_ctrl #(
       tpu_pkg::UnitReadHost:    unit_ready = dmain_cmd_ready_i;
       tpu_pkg::UnitReadWeights: unit_ready = wdma_cmd_ready_i;
       tpu_pkg::UnitMatmul:      unit_ready = mm_cmd_ready_i && !mm_full;
-      tpu_pkg::UnitActivate:    unit_ready = act_cmd_ready_i;
+      tpu_pkg::UnitActivate:    unit_ready = act_cmd_ready_i && !move_busy_i;
       tpu_pkg::UnitWriteHost:   unit_ready = dmaout_cmd_ready_i;
+      tpu_pkg::UnitMove:        unit_ready = move_cmd_ready_i && !act_busy_i;
+      tpu_pkg::UnitVector:      unit_ready = vec_cmd_ready_i;
       default:                  unit_ready = !head.is_sync || all_idle;
     endcase
   end
@@ -315,7 +342,10 @@ module tpu_ctrl #(
   logic [TrRowsW-1:0] tr_wrows0_q, tr_wrows1_q, tr_wrows0_d, tr_wrows1_d;
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
-  assign trace_unit_o  = head.unit;
+  // The move unit and the vector unit have no trace code of their own yet: traced as control
+  // (no duration).
+  assign trace_unit_o  = (head.unit == tpu_pkg::UnitMove || head.unit == tpu_pkg::UnitVector) ?
+                         tpu_pkg::UnitControl : head.unit;
   assign trace_issue_o = issue;
   assign trace_pc_o    = pc_q;
 
@@ -418,6 +448,8 @@ module tpu_ctrl #(
     pc_wdma_prev_d    = pc_wdma_prev_q;
     fp_act_d          = fp_act_q;
     fp_dmaout_d       = fp_dmaout_q;
+    fp_move_d         = fp_move_q;
+    fp_vec_d          = fp_vec_q;
     pc_dmaout_d       = pc_dmaout_q;
     done_d            = 1'b0;
     error_d           = 1'b0;
@@ -476,6 +508,8 @@ module tpu_ctrl #(
         pc_wdma_d      = pc_q;
       end
       if (act_fire) fp_act_d = head.fp;
+      if (move_fire) fp_move_d = head.fp;
+      if (vec_fire) fp_vec_d = head.fp;
       if (dmaout_fire) begin
         fp_dmaout_d = head.fp;
         pc_dmaout_d = pc_q;
@@ -583,6 +617,8 @@ module tpu_ctrl #(
     pc_wdma_prev_q <= pc_wdma_prev_d;
     fp_act_q       <= fp_act_d;
     fp_dmaout_q    <= fp_dmaout_d;
+    fp_move_q      <= fp_move_d;
+    fp_vec_q       <= fp_vec_d;
     pc_dmaout_q    <= pc_dmaout_d;
   end
 
@@ -599,7 +635,16 @@ module tpu_ctrl #(
   `TPU_ASSERT_IMPLIES(CtrlDmaOutReady, dmaout_fire, !dmaout_busy_i)
   `TPU_ASSERT_IMPLIES(CtrlFetchReady, fetch_cmd_valid_o, fetch_cmd_ready_i)
   `TPU_ASSERT(CtrlOneValid, $onehot0({dmain_cmd_valid_o, wdma_cmd_valid_o, mm_cmd_valid_o,
-                                       act_cmd_valid_o, dmaout_cmd_valid_o}))
+                                       act_cmd_valid_o, dmaout_cmd_valid_o, move_cmd_valid_o,
+                                       vec_cmd_valid_o}))
+  `TPU_ASSERT_HOLD_IF(CtrlVecHold, vec_cmd_valid_o, vec_cmd_ready_i,
+                      vec_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlMoveHold, move_cmd_valid_o, move_cmd_ready_i,
+                      move_cmd_o, run_q && !stop_q)
+  // The accumulators' read port: never the activation unit and the move unit at once.
+  `TPU_ASSERT_NEVER(CtrlAccPortShared, act_busy_i && move_busy_i)
+  `TPU_ASSERT_IMPLIES(CtrlNoMoveInt8, VmemRows == 0, !move_busy_i && !move_cmd_valid_o &&
+                                                     !vec_busy_i && !vec_cmd_valid_o)
   // The handshakes: once a command is offered and not taken, it stays offered and unchanged in
   // the next cycle, unless the run stops there (error latched, soft reset).
   `TPU_ASSERT_HOLD_IF(CtrlDmaInHold, dmain_cmd_valid_o, dmain_cmd_ready_i,

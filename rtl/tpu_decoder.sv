@@ -17,7 +17,9 @@ module tpu_decoder #(
   parameter int unsigned N       = 16,
   parameter int unsigned UbRows  = 8192,
   parameter int unsigned AccRows = 2048,
-  parameter int unsigned QpSlots = 16
+  parameter int unsigned QpSlots = 16,
+  // 0: the int8 chip (opcodes 0x08-0x0E fault ERR_OPCODE); else the training chip's VMEM rows.
+  parameter int unsigned VmemRows = 0
 ) (
   input  logic                                  valid_i,  // instr_i is a fetched word
   input  tpu_pkg::instr_t                        instr_i,
@@ -75,6 +77,25 @@ module tpu_decoder #(
   tpu_pkg::dma_wr_cmd_t  dma_out;
   tpu_pkg::mm_cmd_t      mmc;
   tpu_pkg::act_cmd_t     actc;
+  tpu_pkg::move_cmd_t    movec;
+
+  // A VMEM row out of range (ERR_VMEM_RANGE): last >= VmemRows (written so that it is no
+  // constant comparison when VmemRows = 0; last < 2^60).
+  function automatic logic vmem_out(logic [63:0] last);
+    vmem_out = last + 64'd1 > 64'(VmemRows);
+  endfunction
+
+  // A `vector` func of docs/isa.md's table.
+  function automatic logic vec_func_ok(logic [5:0] f);
+    vec_func_ok = f <= 6'h08 || (f >= 6'h10 && f <= 6'h1B) || (f >= 6'h20 && f <= 6'h22) ||
+                  (f >= 6'h28 && f <= 6'h2A) || (f >= 6'h30 && f <= 6'h32) || f == 6'h38;
+  endfunction
+
+  // The training opcodes this chip executes (the others fault ERR_OPCODE).
+  function automatic logic train_op_ok(logic [7:0] op);
+    train_op_ok = VmemRows != 0 && op >= tpu_pkg::OpReadVmem && op <= tpu_pkg::OpVector &&
+                  tpu_pkg::TrainOpsRtl[3'(op - tpu_pkg::OpReadVmem)];
+  endfunction
 
   always_comb begin : decode
     logic [63:0] rows, hst, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo, hp, wp;
@@ -83,6 +104,8 @@ module tpu_decoder #(
     logic [1:0]  dest;
     logic        host_op;
     logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
+    logic        vmem_bad, opcode_bad;
+    logic [63:0] vlo, vlast, vlast2, vrows;
 
     dec          = '0;
     dma_in       = '0;
@@ -97,7 +120,11 @@ module tpu_decoder #(
     prm_bad      = 1'b0;
     align_bad    = 1'b0;
     host_bad     = 1'b0;
+    vmem_bad     = 1'b0;
+    opcode_bad   = 1'b0;
     host_op      = 1'b0;
+    movec        = '0;
+    vlo = '0; vlast = '0; vlast2 = '0; vrows = '0;
     dest         = instr_i.host.dest;
     rows  = '0;
     hst   = '0;
@@ -250,24 +277,179 @@ module tpu_decoder #(
           actc.pad_right    = instr_i.activate.pad_right;
           actc.raw          = instr_i.activate.raw;
         end
+        tpu_pkg::OpReadVmem, tpu_pkg::OpWriteVmem: begin
+          // Rows of R = 4N bytes (2N with bf16) at host_addr + i * S, S = host_stride or R.
+          host_op      = 1'b1;
+          reserved_bad = instr_i.vmem_dma.reserved_lo != '0 || instr_i.vmem_dma.reserved_hi != '0;
+          rows         = u64({8'd0, instr_i.vmem_dma.rows});
+          hst          = u64(instr_i.vmem_dma.host_addr);
+          field_bad    = (rows == '0);
+          w            = instr_i.vmem_dma.bf16 ? 64'(2 * N) : 64'(4 * N);      // R
+          h            = (instr_i.vmem_dma.host_stride == '0) ? w :
+                         u64(instr_i.vmem_dma.host_stride);                      // S
+          bytes        = field_bad ? 64'd0 : (rows - 1) * h + w;
+          align_bad    = instr_i.vmem_dma.host_stride[3:0] != '0;
+          vlo          = u64({16'd0, instr_i.vmem_dma.vmem_addr});
+          vlast        = vlo + rows - 1;
+          vmem_bad     = vmem_out(vlast);
+          if (opc == tpu_pkg::OpReadVmem) begin
+            dec.unit       = tpu_pkg::UnitReadHost;
+            dec.fp.host_rd = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
+            dec.fp.vmem_wr = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+            dma_in.vmem       = 1'b1;
+            dma_in.bf16       = instr_i.vmem_dma.bf16;
+            dma_in.stride     = instr_i.vmem_dma.host_stride;
+            dma_in.dest       = tpu_pkg::DestNone;
+            dma_in.local_addr = {8'd0, instr_i.vmem_dma.vmem_addr};
+            dma_in.dma.addr   = instr_i.vmem_dma.host_addr;
+            dma_in.dma.rows   = instr_i.vmem_dma.rows;
+          end else begin
+            dec.unit       = tpu_pkg::UnitWriteHost;
+            dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+            dec.fp.host_wr = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
+            dma_out.vmem      = 1'b1;
+            dma_out.bf16      = instr_i.vmem_dma.bf16;
+            dma_out.stride    = instr_i.vmem_dma.host_stride;
+            dma_out.host_addr = instr_i.vmem_dma.host_addr;
+            dma_out.ub_addr   = {8'd0, instr_i.vmem_dma.vmem_addr};
+            dma_out.rows      = instr_i.vmem_dma.rows;
+          end
+        end
+        tpu_pkg::OpLoadWeights: begin
+          reserved_bad = instr_i.load_weights.reserved_lo != '0 ||
+                         instr_i.load_weights.reserved_hi != '0;
+          rows      = 64'(instr_i.load_weights.rows);
+          field_bad = instr_i.load_weights.tiles == '0 || rows == '0 || rows > 64'(N);
+          vlo       = u64({16'd0, instr_i.load_weights.vmem_addr});
+          if (!field_bad) begin
+            vlast = vlo + u64({16'd0, instr_i.load_weights.tiles - 16'd1}) *
+                          u64({16'd0, instr_i.load_weights.tile_stride}) +
+                    (rows - 1) * u64({16'd0, instr_i.load_weights.row_stride});
+          end
+          vmem_bad       = vmem_out(vlast);
+          dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+        end
+        tpu_pkg::OpMatmulBf16: begin
+          reserved_bad = instr_i.matmul_bf16.reserved_lo != '0 ||
+                         instr_i.matmul_bf16.reserved_mid != '0 ||
+                         instr_i.matmul_bf16.reserved_hi != '0;
+          inner     = u64({20'd0, instr_i.matmul_bf16.inner});
+          outer     = u64({20'd0, instr_i.matmul_bf16.outer});
+          field_bad = (inner == '0) || (outer == '0);
+          vlo       = u64({16'd0, instr_i.matmul_bf16.vmem_addr});
+          if (!field_bad) begin
+            vlast = vlo + (outer - 1) * u64({16'd0, instr_i.matmul_bf16.outer_stride}) +
+                    (inner - 1) * u64({24'd0, instr_i.matmul_bf16.inner_stride});
+          end
+          last_acc = u64({16'd0, instr_i.matmul_bf16.acc_addr}) + inner * outer - 1;
+          acc_bad  = !field_bad && last_acc >= 64'(AccRows);
+          vmem_bad = vmem_out(vlast);
+          dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          dec.fp.acc_wr  = tpu_pkg::make_range(33'(instr_i.matmul_bf16.acc_addr), 33'(last_acc));
+          if (instr_i.matmul_bf16.acc) dec.fp.acc_rd = dec.fp.acc_wr;
+        end
+        tpu_pkg::OpAccToVmem: begin
+          dec.unit     = tpu_pkg::UnitMove;
+          reserved_bad = instr_i.acc_to_vmem.reserved_lo != '0 ||
+                         instr_i.acc_to_vmem.reserved_hi != '0;
+          rows      = u64({8'd0, instr_i.acc_to_vmem.rows});
+          field_bad = (rows == '0);
+          last_acc  = u64({16'd0, instr_i.acc_to_vmem.acc_addr}) + rows - 1;
+          acc_bad   = !field_bad && last_acc >= 64'(AccRows);
+          vlo       = u64({16'd0, instr_i.acc_to_vmem.vmem_addr});
+          vlast     = vlo + rows - 1;
+          vmem_bad  = vmem_out(vlast);
+          dec.fp.acc_rd  = tpu_pkg::make_range(33'(instr_i.acc_to_vmem.acc_addr), 33'(last_acc));
+          dec.fp.vmem_wr = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          movec.transpose = 1'b0;
+          movec.src       = instr_i.acc_to_vmem.acc_addr;
+          movec.dst       = instr_i.acc_to_vmem.vmem_addr;
+          movec.count     = instr_i.acc_to_vmem.rows;
+        end
+        tpu_pkg::OpTranspose: begin
+          dec.unit     = tpu_pkg::UnitMove;
+          reserved_bad = instr_i.transpose.reserved_lo != '0 ||
+                         instr_i.transpose.reserved_hi != '0;
+          rows      = 64'(instr_i.transpose.blocks);
+          field_bad = (rows == '0);
+          vlo       = u64({16'd0, instr_i.transpose.src});
+          vrows     = u64({16'd0, instr_i.transpose.dst});
+          if (!field_bad) begin
+            vlast  = vlo + (rows - 1) * u64({16'd0, instr_i.transpose.src_stride}) +
+                     (64'(N) - 64'd1) * u64({16'd0, instr_i.transpose.src_row_stride});
+            vlast2 = vrows + (rows - 1) * u64({16'd0, instr_i.transpose.dst_stride}) + 64'(N) - 64'd1;
+          end
+          vmem_bad = vmem_out(vlast) || vmem_out(vlast2);
+          dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          dec.fp.vmem_wr = tpu_pkg::make_range(33'(vrows), 33'(vlast2));
+          movec.transpose      = 1'b1;
+          movec.src            = instr_i.transpose.src;
+          movec.dst            = instr_i.transpose.dst;
+          movec.count          = {8'd0, instr_i.transpose.blocks};
+          movec.src_stride     = instr_i.transpose.src_stride;
+          movec.dst_stride     = instr_i.transpose.dst_stride;
+          movec.src_row_stride = instr_i.transpose.src_row_stride;
+        end
+        tpu_pkg::OpVector: begin
+          dec.unit  = tpu_pkg::UnitVector;
+          inner     = 64'(instr_i.vec.inner);
+          outer     = 64'(instr_i.vec.outer);
+          field_bad = inner == '0 || outer == '0 || !vec_func_ok(instr_i.vec.func) ||
+                      (tpu_vpu_pkg::vpu_is_unary(instr_i.vec.func) &&
+                       (instr_i.vec.bmode != '0 || instr_i.vec.b != '0)) ||
+                      (tpu_vpu_pkg::vpu_is_align(instr_i.vec.func) &&
+                       (instr_i.vec.bmode != tpu_vpu_pkg::BModeImm || instr_i.vec.b >= 32'(N)));
+          if (!field_bad) begin
+            // The last destination row, the last A row (+1 for align with s > 0), the B rows.
+            vlast2 = 64'(instr_i.vec.dst) + (outer - 1) * 64'(instr_i.vec.dst_outer_stride) +
+                     (inner - 1) * 64'(instr_i.vec.dst_inner_stride);
+            vlast  = 64'(instr_i.vec.a) + (outer - 1) * 64'(instr_i.vec.a_outer_stride) +
+                     (inner - 1) * 64'(instr_i.vec.a_inner_stride) +
+                     ((tpu_vpu_pkg::vpu_is_align(instr_i.vec.func) && instr_i.vec.b != '0) ?
+                      64'd1 : 64'd0);
+            vlo    = 64'(instr_i.vec.a);
+            if (!tpu_vpu_pkg::vpu_is_unary(instr_i.vec.func) &&
+                instr_i.vec.bmode != tpu_vpu_pkg::BModeImm) begin
+              vrows = 64'(instr_i.vec.b);
+              unique case (instr_i.vec.bmode)
+                tpu_vpu_pkg::BModeRowA:
+                  vrows = vrows + (outer - 1) * 64'(instr_i.vec.a_outer_stride) +
+                          (inner - 1) * 64'(instr_i.vec.a_inner_stride);
+                tpu_vpu_pkg::BModeRowDst:
+                  vrows = vrows + (outer - 1) * 64'(instr_i.vec.dst_outer_stride) +
+                          (inner - 1) * 64'(instr_i.vec.dst_inner_stride);
+                default: ;
+              endcase
+              vmem_bad = vmem_out(vrows);
+              // The rows read: A's and B's bounding interval.
+              if (64'(instr_i.vec.b) < vlo) vlo = 64'(instr_i.vec.b);
+              if (vrows > vlast && !vmem_bad) vlast = vrows;
+            end
+            vmem_bad = vmem_bad || vmem_out(vlast2) || vmem_out(vlast);
+          end
+          dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          dec.fp.vmem_wr = tpu_pkg::make_range(33'(instr_i.vec.dst), 33'(vlast2));
+        end
         default: ;
       endcase
 
       if (host_op) begin
-        align_bad = hst[3:0] != '0;
+        align_bad = align_bad || hst[3:0] != '0;  // (read_vmem / write_vmem: host_stride too)
         host_bad  = (hst + bytes > 64'h1_0000_0000) ||
                     !tpu_pkg::in_windows(hst, bytes, win_base_i, win_size_i);
         // A write_host may not write into its own command buffer (docs/isa.md): the chip
         // prefetches instructions, so whether such a write would change a fetched instruction
         // would depend on timing.
-        if (opc == tpu_pkg::OpWriteHost && hst < cmd_hi_i && cmd_lo_i < hst + bytes) begin
+        if ((opc == tpu_pkg::OpWriteHost || opc == tpu_pkg::OpWriteVmem) && hst < cmd_hi_i &&
+            cmd_lo_i < hst + bytes) begin
           host_bad = 1'b1;
         end
       end
 
-      // The first failing check in code order wins.
+      // The first failing check in code order wins (docs/isa.md "Errors": codes 1-8, then 14).
+      opcode_bad = opc > tpu_pkg::OpHalt && !train_op_ok(opc);
       dec.err = tpu_pkg::ErrNone;
-      if (opc > tpu_pkg::OpHalt)  dec.err = tpu_pkg::ErrOpcode;
+      if (opcode_bad)             dec.err = tpu_pkg::ErrOpcode;
       else if (reserved_bad)      dec.err = tpu_pkg::ErrReserved;
       else if (field_bad)         dec.err = tpu_pkg::ErrField;
       else if (ub_bad)            dec.err = tpu_pkg::ErrUbRange;
@@ -275,6 +457,9 @@ module tpu_decoder #(
       else if (prm_bad)           dec.err = tpu_pkg::ErrParamRange;
       else if (align_bad)         dec.err = tpu_pkg::ErrAlign;
       else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;
+      else if (vmem_bad)          dec.err = tpu_pkg::ErrVmemRange;
+      // An opcode this chip does not execute has no unit.
+      if (opcode_bad) dec.unit = tpu_pkg::UnitControl;
 
       // The unit's command (the other union members are not used by that unit).
       unique case (dec.unit)
@@ -283,6 +468,8 @@ module tpu_decoder #(
         tpu_pkg::UnitMatmul:      dec.cmd.mm.cmd      = mmc;
         tpu_pkg::UnitActivate:    dec.cmd.act.cmd     = actc;
         tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
+        tpu_pkg::UnitMove:        dec.cmd.move.cmd    = movec;
+        tpu_pkg::UnitVector:      dec.cmd.vec.cmd     = instr_i[127:8];
         default: ;
       endcase
     end
@@ -295,14 +482,22 @@ module tpu_decoder #(
                               $bits(tpu_pkg::instr_host_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_weights_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_matmul_t) == tpu_pkg::InstrW &&
-                              $bits(tpu_pkg::instr_activate_t) == tpu_pkg::InstrW)
+                              $bits(tpu_pkg::instr_activate_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_vmem_dma_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_load_weights_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_matmul_bf16_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_acc_to_vmem_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_transpose_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_vector_t) == tpu_pkg::InstrW)
   `TPU_ASSERT_INIT(PkgCmdW, $bits(tpu_pkg::dma_rd_cmd_t) == tpu_pkg::DmaRdW &&
                             $bits(tpu_pkg::dma_in_cmd_t) == tpu_pkg::DmaInW &&
                             $bits(tpu_pkg::wdma_cmd_t) == tpu_pkg::WdmaW &&
                             $bits(tpu_pkg::dma_wr_cmd_t) == tpu_pkg::DmaWrW &&
                             $bits(tpu_pkg::mm_cmd_t) == tpu_pkg::MmCmdW &&
                             $bits(tpu_pkg::act_cmd_t) == tpu_pkg::ActCmdW &&
-                            tpu_pkg::ActCmdW == tpu_pkg::CmdW &&
+                            $bits(tpu_pkg::move_cmd_t) == tpu_pkg::MoveW &&
+                            $bits(tpu_vpu_pkg::vpu_cmd_t) == tpu_pkg::VecCmdW &&
+                            tpu_pkg::VecCmdW == tpu_pkg::CmdW &&
                             $bits(tpu_pkg::cmd_u) == tpu_pkg::CmdW)
   `TPU_ASSERT_INIT(PkgDecW, $bits(tpu_pkg::range_t) == tpu_pkg::RangeW &&
                             $bits(tpu_pkg::footprint_t) == tpu_pkg::FpW &&

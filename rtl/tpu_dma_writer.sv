@@ -159,7 +159,8 @@ module tpu_dma_writer #(
   // A legal write_host's UB rows are below UbRows (checked by the decoder): the high bits of
   // the UB address are zero.
   logic unused_cmd;
-  assign unused_cmd = ^(cmd_i.ub_addr >> UbW);
+  assign unused_cmd = ^{cmd_i.ub_addr >> UbW, cmd_i.vmem, cmd_i.bf16, cmd_i.stride};  // (the
+  // write_vmem fields: tpu_vmem_dma_out cuts a write_vmem into plain transfers)
 
   `TPU_ASSERT_IMPLIES(DmaWrStartIdle, start, state_q == WIdle)
   `TPU_ASSERT_IMPLIES(DmaWrBurstLen, aw_valid_o, burst_beats != '0 && 32'(burst_beats) <= MaxBurst)

@@ -12,7 +12,15 @@ package tpu_pkg;
     OpActivate    = 8'h04,
     OpWriteHost   = 8'h05,
     OpSync        = 8'h06,
-    OpHalt        = 8'h07
+    OpHalt        = 8'h07,
+    // Training configuration (docs/isa.md "Training configuration"; VmemRows > 0 only).
+    OpReadVmem    = 8'h08,
+    OpWriteVmem   = 8'h09,
+    OpLoadWeights = 8'h0A,
+    OpMatmulBf16  = 8'h0B,
+    OpAccToVmem   = 8'h0C,
+    OpTranspose   = 8'h0D,
+    OpVector      = 8'h0E
   } opcode_e;
 
   typedef enum logic [3:0] {
@@ -29,13 +37,23 @@ package tpu_pkg;
     ErrAxiWrite       = 4'd10,
     ErrCmdOverrun     = 4'd11,
     ErrNoWeights      = 4'd12,
-    ErrWeightOverflow = 4'd13
+    ErrWeightOverflow = 4'd13,
+    ErrVmemRange      = 4'd14,
+    ErrWeightType     = 4'd15
   } err_e;
+
+  // The training opcodes the RTL executes (bit k: opcode 0x08 + k) in a chip built with
+  // VmemRows > 0; the others fault ERR_OPCODE there as on the int8 chip, and
+  // driver/device_rtl.cpp tells the golden model the same (ChipParams::training_ops).
+  // read_vmem, write_vmem, acc_to_vmem, transpose, vector; load_weights and matmul_bf16 not
+  // yet (docs/isa.md "Status").
+  localparam logic [6:0] TrainOpsRtl = 7'b111_0011;
 
   // read_host destinations
   localparam logic [1:0] DestUb    = 2'd0;
   localparam logic [1:0] DestParam = 2'd1;
   localparam logic [1:0] DestLut   = 2'd2;
+  localparam logic [1:0] DestNone  = 2'd3;   // read_vmem: the rows go to VMEM, not to dest
 
   // activate functions
   localparam logic [1:0] FuncIdentity = 2'd0;
@@ -118,13 +136,99 @@ package tpu_pkg;
     logic [7:0]  opcode;
   } instr_activate_t;
 
+  // read_vmem (0x08) and write_vmem (0x09)
+  typedef struct packed {
+    logic [31:0] host_stride;    // 127:96
+    logic [31:0] host_addr;      // 95:64
+    logic [7:0]  reserved_hi;    // 63:56
+    logic [23:0] rows;           // 55:32
+    logic [15:0] vmem_addr;      // 31:16
+    logic [6:0]  reserved_lo;    // 15:9
+    logic        bf16;           // 8
+    logic [7:0]  opcode;
+  } instr_vmem_dma_t;
+
+  // load_weights (0x0A)
+  typedef struct packed {
+    logic [38:0] reserved_hi;    // 127:89
+    logic [8:0]  rows;           // 88:80
+    logic [15:0] tile_stride;    // 79:64
+    logic [15:0] tiles;          // 63:48
+    logic [15:0] row_stride;     // 47:32
+    logic [15:0] vmem_addr;      // 31:16
+    logic [6:0]  reserved_lo;    // 15:9
+    logic        transpose;      // 8
+    logic [7:0]  opcode;
+  } instr_load_weights_t;
+
+  // matmul_bf16 (0x0B)
+  typedef struct packed {
+    logic [31:0] reserved_hi;    // 127:96
+    logic [15:0] outer_stride;   // 95:80
+    logic [7:0]  inner_stride;   // 79:72
+    logic [11:0] outer;          // 71:60
+    logic [11:0] inner;          // 59:48
+    logic [15:0] acc_addr;       // 47:32
+    logic [15:0] vmem_addr;      // 31:16
+    logic [3:0]  reserved_mid;   // 15:12
+    logic        switch_tile;    // 11
+    logic [1:0]  reserved_lo;    // 10:9
+    logic        acc;            // 8
+    logic [7:0]  opcode;
+  } instr_matmul_bf16_t;
+
+  // acc_to_vmem (0x0C)
+  typedef struct packed {
+    logic [55:0] reserved_hi;    // 127:72
+    logic [23:0] rows;           // 71:48
+    logic [15:0] vmem_addr;      // 47:32
+    logic [15:0] acc_addr;       // 31:16
+    logic [7:0]  reserved_lo;    // 15:8
+    logic [7:0]  opcode;
+  } instr_acc_to_vmem_t;
+
+  // transpose (0x0D)
+  typedef struct packed {
+    logic [15:0] reserved_hi;    // 127:112
+    logic [15:0] src_row_stride; // 111:96
+    logic [15:0] dst_stride;     // 95:80
+    logic [15:0] src_stride;     // 79:64
+    logic [15:0] blocks;         // 63:48
+    logic [15:0] dst;            // 47:32
+    logic [15:0] src;            // 31:16
+    logic [7:0]  reserved_lo;    // 15:8
+    logic [7:0]  opcode;
+  } instr_transpose_t;
+
+  // vector (0x0E)
+  typedef struct packed {
+    logic [31:0] b;                 // 127:96: B row (bmode 0-2) or the immediate (bmode 3)
+    logic [10:0] dst_outer_stride;  // 95:85
+    logic [3:0]  dst_inner_stride;  // 84:81
+    logic [10:0] a_outer_stride;    // 80:70
+    logic [3:0]  a_inner_stride;    // 69:66
+    logic [9:0]  outer;             // 65:56
+    logic [7:0]  inner;             // 55:48
+    logic [15:0] a;                 // 47:32
+    logic [15:0] dst;               // 31:16
+    logic [1:0]  bmode;             // 15:14
+    logic [5:0]  func;              // 13:8
+    logic [7:0]  opcode;
+  } instr_vector_t;
+
   // One 128-bit instruction word, seen through its format.
   typedef union packed {
-    instr_plain_t    plain;
-    instr_host_t     host;
-    instr_weights_t  weights;
-    instr_matmul_t   matmul;
-    instr_activate_t activate;
+    instr_plain_t        plain;
+    instr_host_t         host;
+    instr_weights_t      weights;
+    instr_matmul_t       matmul;
+    instr_activate_t     activate;
+    instr_vmem_dma_t     vmem_dma;
+    instr_load_weights_t load_weights;
+    instr_matmul_bf16_t  matmul_bf16;
+    instr_acc_to_vmem_t  acc_to_vmem;
+    instr_transpose_t    transpose;
+    instr_vector_t       vec;
   } instr_t;
 
   // ---------------- decoded instructions and unit commands ----------------
@@ -139,7 +243,9 @@ package tpu_pkg;
     UnitMatmul      = 3'd2,
     UnitActivate    = 3'd3,
     UnitWriteHost   = 3'd4,
-    UnitControl     = 3'd5   // nop, sync, halt: the controller itself
+    UnitControl     = 3'd5,  // nop, sync, halt: the controller itself
+    UnitMove        = 3'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
+    UnitVector      = 3'd7   // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
   } unit_e;
 
   // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
@@ -148,11 +254,14 @@ package tpu_pkg;
     logic [23:0] rows;
   } dma_rd_cmd_t;
 
-  // read_host: the DMA-in transfer and where its rows go.
+  // read_host and read_vmem: the DMA-in transfer and where its rows go.
   typedef struct packed {
-    logic [1:0]  dest;         // DestUb, DestParam, DestLut
-    logic [23:0] local_addr;   // first destination row
-    dma_rd_cmd_t dma;          // rows of N bytes
+    logic        vmem;         // read_vmem: rows of 4N (2N with bf16) bytes into VMEM
+    logic        bf16;         // read_vmem: host rows are bf16, widened to fp32
+    logic [31:0] stride;       // read_vmem: host_stride (0 = contiguous)
+    logic [1:0]  dest;         // DestUb, DestParam, DestLut (DestNone for read_vmem)
+    logic [23:0] local_addr;   // first destination row (UB, PARAM, LUT or VMEM)
+    dma_rd_cmd_t dma;          // read_host: rows of N bytes; read_vmem: the VMEM rows
   } dma_in_cmd_t;
 
   // read_weights: the weight-DMA transfer (rows = tiles * N) and its tile count.
@@ -161,12 +270,26 @@ package tpu_pkg;
     dma_rd_cmd_t dma;
   } wdma_cmd_t;
 
-  // write_host
+  // write_host and write_vmem
   typedef struct packed {
+    logic        vmem;         // write_vmem: VMEM rows of 4N (2N with bf16) bytes
+    logic        bf16;         // write_vmem: each lane rounded to bf16
+    logic [31:0] stride;       // write_vmem: host_stride (0 = contiguous)
     logic [31:0] host_addr;
-    logic [23:0] ub_addr;
+    logic [23:0] ub_addr;      // write_host: first UB row; write_vmem: first VMEM row
     logic [23:0] rows;
   } dma_wr_cmd_t;
+
+  // acc_to_vmem and transpose: the VMEM move unit.
+  typedef struct packed {
+    logic        transpose;       // 0: acc_to_vmem, 1: transpose
+    logic [15:0] src;             // acc_to_vmem: acc_addr; transpose: src
+    logic [15:0] dst;             // vmem_addr / dst
+    logic [23:0] count;           // acc_to_vmem: rows; transpose: blocks
+    logic [15:0] src_stride;      // transpose only
+    logic [15:0] dst_stride;
+    logic [15:0] src_row_stride;
+  } move_cmd_t;
 
   // matmul (docs/isa.md for the meaning of each field)
   typedef struct packed {
@@ -205,21 +328,26 @@ package tpu_pkg;
   // tpu_decoder checks every one against $bits() at time 0 (TPU_ASSERT_INIT).
   localparam int unsigned InstrW   = 128;
   localparam int unsigned DmaRdW   = 56;    // dma_rd_cmd_t
-  localparam int unsigned DmaInW   = 82;    // dma_in_cmd_t
+  localparam int unsigned DmaInW   = 116;   // dma_in_cmd_t
   localparam int unsigned WdmaW    = 80;    // wdma_cmd_t
-  localparam int unsigned DmaWrW   = 80;    // dma_wr_cmd_t
+  localparam int unsigned DmaWrW   = 114;   // dma_wr_cmd_t
+  localparam int unsigned MoveW    = 105;   // move_cmd_t
   localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
   localparam int unsigned ActCmdW  = 116;   // act_cmd_t
-  localparam int unsigned CmdW     = 116;   // cmd_u: the widest command
+  localparam int unsigned VecCmdW  = 120;   // tpu_vpu_pkg::vpu_cmd_t (instruction bits 127:8)
+  localparam int unsigned CmdW     = 120;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
   // padded to CmdW at the top).
   typedef union packed {
-    struct packed { act_cmd_t cmd; }                                   act;
+    struct packed { logic [CmdW-ActCmdW-1:0] pad; act_cmd_t cmd; }     act;
     struct packed { logic [CmdW-MmCmdW-1:0] pad; mm_cmd_t cmd; }       mm;
     struct packed { logic [CmdW-DmaInW-1:0] pad; dma_in_cmd_t cmd; }   dma_in;
     struct packed { logic [CmdW-WdmaW-1:0]  pad; wdma_cmd_t cmd; }     wdma;
     struct packed { logic [CmdW-DmaWrW-1:0] pad; dma_wr_cmd_t cmd; }   dma_out;
+    struct packed { logic [CmdW-MoveW-1:0]  pad; move_cmd_t cmd; }     move;
+    // vector: a tpu_vpu_pkg::vpu_cmd_t (declared after this package).
+    struct packed { logic [VecCmdW-1:0] cmd; }                         vec;
   } cmd_u;
 
   // A closed interval of row (or byte) addresses an in-flight instruction touches.
@@ -237,6 +365,8 @@ package tpu_pkg;
     range_t acc_wr;
     range_t host_rd;
     range_t host_wr;
+    range_t vmem_rd;   // training chip: VMEM rows read / written
+    range_t vmem_wr;
     logic   param_rd;
     logic   param_wr;
   } footprint_t;
@@ -255,15 +385,17 @@ package tpu_pkg;
   // The functions below take the structs as bit vectors and slice them by hand: Yosys 0.23
   // mis-elaborates struct-typed function arguments (member selects come out undefined).
   localparam int unsigned RangeW = 67;               // $bits(range_t)
-  localparam int unsigned FpW    = 6 * RangeW + 2;   // $bits(footprint_t)
+  localparam int unsigned FpW    = 8 * RangeW + 2;   // $bits(footprint_t)
   localparam int unsigned DecW   = 3 + 2 + 4 + FpW + CmdW;  // $bits(decoded_t)
   // Bit offsets of the footprint_t members.
-  localparam int unsigned FpUbRd   = 5 * RangeW + 2;
-  localparam int unsigned FpUbWr   = 4 * RangeW + 2;
-  localparam int unsigned FpAccRd  = 3 * RangeW + 2;
-  localparam int unsigned FpAccWr  = 2 * RangeW + 2;
-  localparam int unsigned FpHostRd = 1 * RangeW + 2;
-  localparam int unsigned FpHostWr = 2;
+  localparam int unsigned FpUbRd   = 7 * RangeW + 2;
+  localparam int unsigned FpUbWr   = 6 * RangeW + 2;
+  localparam int unsigned FpAccRd  = 5 * RangeW + 2;
+  localparam int unsigned FpAccWr  = 4 * RangeW + 2;
+  localparam int unsigned FpHostRd = 3 * RangeW + 2;
+  localparam int unsigned FpHostWr = 2 * RangeW + 2;
+  localparam int unsigned FpVmemRd = 1 * RangeW + 2;
+  localparam int unsigned FpVmemWr = 2;
 
   // range_t as bits: {valid, lo[32:0], hi[32:0]}.
   function automatic logic ranges_overlap(logic [RangeW-1:0] a, logic [RangeW-1:0] b);
@@ -274,12 +406,15 @@ package tpu_pkg;
   function automatic logic footprints_conflict(logic [FpW-1:0] a, logic [FpW-1:0] b);
     logic [RangeW-1:0] a_ub_rd, a_ub_wr, a_acc_rd, a_acc_wr, a_host_rd, a_host_wr;
     logic [RangeW-1:0] b_ub_rd, b_ub_wr, b_acc_rd, b_acc_wr, b_host_rd, b_host_wr;
+    logic [RangeW-1:0] a_vm_rd, a_vm_wr, b_vm_rd, b_vm_wr;
     a_ub_rd   = a[FpUbRd +: RangeW];   b_ub_rd   = b[FpUbRd +: RangeW];
     a_ub_wr   = a[FpUbWr +: RangeW];   b_ub_wr   = b[FpUbWr +: RangeW];
     a_acc_rd  = a[FpAccRd +: RangeW];  b_acc_rd  = b[FpAccRd +: RangeW];
     a_acc_wr  = a[FpAccWr +: RangeW];  b_acc_wr  = b[FpAccWr +: RangeW];
     a_host_rd = a[FpHostRd +: RangeW]; b_host_rd = b[FpHostRd +: RangeW];
     a_host_wr = a[FpHostWr +: RangeW]; b_host_wr = b[FpHostWr +: RangeW];
+    a_vm_rd   = a[FpVmemRd +: RangeW]; b_vm_rd   = b[FpVmemRd +: RangeW];
+    a_vm_wr   = a[FpVmemWr +: RangeW]; b_vm_wr   = b[FpVmemWr +: RangeW];
     // bit 1: param_rd, bit 0: param_wr
     footprints_conflict =
         ranges_overlap(a_ub_wr, b_ub_rd) || ranges_overlap(a_ub_wr, b_ub_wr) ||
@@ -288,6 +423,8 @@ package tpu_pkg;
         ranges_overlap(a_acc_rd, b_acc_wr) ||
         ranges_overlap(a_host_wr, b_host_rd) || ranges_overlap(a_host_wr, b_host_wr) ||
         ranges_overlap(a_host_rd, b_host_wr) ||
+        ranges_overlap(a_vm_wr, b_vm_rd) || ranges_overlap(a_vm_wr, b_vm_wr) ||
+        ranges_overlap(a_vm_rd, b_vm_wr) ||
         (a[0] && (b[1] || b[0])) || (a[1] && b[0]);
   endfunction
 
@@ -384,3 +521,4 @@ endpackage
 // The floating-point functions (package tpu_fp_pkg), here so that they are declared wherever
 // tpu_pkg is, before any module that calls them.
 `include "tpu_fp_pkg.svh"
+`include "tpu_vpu_pkg.svh"

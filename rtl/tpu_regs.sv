@@ -11,6 +11,7 @@ module tpu_regs #(
   parameter int unsigned WFifoTiles   = 4,
   parameter int unsigned QpSlots      = 16,
   parameter int unsigned AxiDataWidth = 128,
+  parameter int unsigned VmemRows     = 0,
   parameter int unsigned Counters     = 10,
   parameter int unsigned Windows      = 8
 ) (
@@ -59,6 +60,7 @@ module tpu_regs #(
   localparam logic [11:0] RegParamWfifoTiles = 12'h010;
   localparam logic [11:0] RegParamQpSlots = 12'h014;
   localparam logic [11:0] RegParamAxiWidth = 12'h018;
+  localparam logic [11:0] RegParamVmemRows = 12'h01C;
   localparam logic [11:0] RegCtrl = 12'h020;
   localparam logic [11:0] RegStatus = 12'h024;
   localparam logic [11:0] RegErrCode = 12'h028;
@@ -108,6 +110,7 @@ module tpu_regs #(
   logic [31:0]  param_wfifo_tiles_hw;
   logic [31:0]  param_qp_slots_hw;
   logic [31:0]  param_axi_width_hw;
+  logic [31:0]  param_vmem_rows_hw;
   logic         ctrl_we;
   logic [31:0]  status_hw;
   logic [31:0]  err_code_hw;
@@ -203,6 +206,7 @@ module tpu_regs #(
         RegParamWfifoTiles: rd_value = param_wfifo_tiles_hw;
         RegParamQpSlots:    rd_value = param_qp_slots_hw;
         RegParamAxiWidth:   rd_value = param_axi_width_hw;
+        RegParamVmemRows:   rd_value = param_vmem_rows_hw;
         RegCtrl:            rd_value = '0;
         RegStatus:          rd_value = status_hw;
         RegErrCode:         rd_value = err_code_hw;
@@ -284,6 +288,7 @@ module tpu_regs #(
   assign param_wfifo_tiles_hw = 32'(WFifoTiles);
   assign param_qp_slots_hw    = 32'(QpSlots);
   assign param_axi_width_hw   = 32'(AxiDataWidth);
+  assign param_vmem_rows_hw   = 32'(VmemRows);
   assign err_code_hw          = {28'd0, err_code_q};
   assign err_pc_hw            = err_pc_q;
   assign pc_hw                = pc_i;

@@ -571,6 +571,7 @@ Chip::~Chip() {
 bool Chip::constructed() { return g_chip_constructed; }
 unsigned Chip::compiled_n() { return TPU_SIM_N; }
 unsigned Chip::compiled_axi_width() { return kAxiWidth; }
+unsigned Chip::compiled_vmem_rows() { return TPU_SIM_VMEM_ROWS; }
 #ifdef TPU_SIM_NO_TRACE
 bool Chip::compiled_with_vcd() { return false; }
 #else
@@ -721,6 +722,7 @@ Params Chip::params() {
   p.wfifo_tiles = read_reg(reg::kParamWfifoTiles);
   p.qp_slots = read_reg(reg::kParamQpSlots);
   p.axi_width = read_reg(reg::kParamAxiWidth);
+  p.vmem_rows = read_reg(reg::kParamVmemRows);
   return p;
 }
 

@@ -80,6 +80,7 @@ struct Counters {
 // The read-only identification/parameter registers.
 struct Params {
   uint32_t id = 0, n = 0, ub_rows = 0, acc_rows = 0, wfifo_tiles = 0, qp_slots = 0, axi_width = 0;
+  uint32_t vmem_rows = 0;  // 0 = int8 chip (no float hardware)
 };
 
 struct Status {
@@ -122,6 +123,9 @@ class Chip {
   // The N and AXI data width this library was Verilated for.
   static unsigned compiled_n();
   static unsigned compiled_axi_width();
+  // VmemRows of the Verilated core: 0 for the int8 chip (tpu_sim_n<N>), else the training
+  // chip's (tpu_sim_train_n<N>).
+  static unsigned compiled_vmem_rows();
   // False when the model was Verilated without --trace (-DTPU_SIM_TRACE=OFF): no VCD then.
   static bool compiled_with_vcd();
 

@@ -15,6 +15,7 @@ constexpr uint32_t kParamAccRows = 0x00C;  // RO
 constexpr uint32_t kParamWfifoTiles = 0x010;  // RO
 constexpr uint32_t kParamQpSlots = 0x014;  // RO
 constexpr uint32_t kParamAxiWidth = 0x018;  // RO
+constexpr uint32_t kParamVmemRows = 0x01C;  // RO
 constexpr uint32_t kCtrl = 0x020;  // W
 constexpr uint32_t kStatus = 0x024;  // RO
 constexpr uint32_t kErrCode = 0x028;  // RO
@@ -97,6 +98,7 @@ inline constexpr Register kRegisters[] = {
   {"PARAM_WFIFO_TILES", 0x010, Access::ReadOnly, 32, 0x0},
   {"PARAM_QP_SLOTS", 0x014, Access::ReadOnly, 32, 0x0},
   {"PARAM_AXI_WIDTH", 0x018, Access::ReadOnly, 32, 0x0},
+  {"PARAM_VMEM_ROWS", 0x01C, Access::ReadOnly, 32, 0x0},
   {"CTRL", 0x020, Access::WriteOnly, 32, 0x0},
   {"STATUS", 0x024, Access::ReadOnly, 32, 0x0},
   {"ERR_CODE", 0x028, Access::ReadOnly, 32, 0x0},

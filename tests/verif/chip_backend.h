@@ -21,6 +21,7 @@ class ChipBackend : public Backend {
     chip_.add_region(kOutBase, kOutSize, "out");
     chip_.add_region(kSpareBase, kSpareSize, "spare");
     chip_.add_region(kDumpBase, kDumpSize, "dump");
+    chip_.add_region(kDumpVmemBase, kDumpVmemSize, "dump_vmem");
     chip_.reset();
   }
   const char* name() const override { return "chip"; }
@@ -37,6 +38,7 @@ class ChipBackend : public Backend {
     zero(kOutBase, kOutSize);
     zero(kSpareBase, kSpareSize);
     zero(kDumpBase, kDumpSize);
+    if (config.vmem_dump) zero(kDumpVmemBase, kDumpVmemSize);
     for (const auto& [addr, bytes] : memory) chip_.write_mem(addr, bytes);
     chip_.write_mem(kCmdBase, encode_program(program));
     chip_.set_memory_timing(config.mem_latency, config.mem_bytes_per_cycle);
@@ -74,6 +76,7 @@ class ChipBackend : public Backend {
     o.data = chip_.read_mem(kDataBase, kDataSize);
     o.out = chip_.read_mem(kOutBase, kOutSize);
     o.dump = chip_.read_mem(kDumpBase, kDumpSize);
+    if (config.vmem_dump) o.vmem = chip_.read_mem(kDumpVmemBase, kDumpVmemSize);
     return o;
   }
 

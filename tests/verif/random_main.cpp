@@ -10,6 +10,11 @@
 // Options shared by all commands: --min-length L, --max-length L, --fault-probability P,
 // --no-timing (fixed memory timing, no backpressure). Changing them changes the cases a seed
 // gives; scripts/regress.sh and the test suite use the defaults.
+// Training configuration (issue 30): tpu_random_train_n<N> (the training chip,
+// tpu_sim_train_n<N>) generates for its VMEM rows and the training opcodes its RTL executes
+// (RtlDevice::kRtlTrainingOps) by default; --vmem-rows R (GenOptions::vmem_rows, the chip
+// must have the same) and --train-ops LIST (comma-separated mnemonics, e.g. read_vmem,vector;
+// the others are then ERR_OPCODE faults on both sides) override them.
 //
 // Exit status: 0 when every case matched, 1 on a mismatch, 2 on a usage error. The last line
 // of `run` is "N passed, M failed".
@@ -21,6 +26,7 @@
 #include <string>
 
 #include "chip_backend.h"
+#include "device_rtl.h"  // RtlDevice::kRtlTrainingOps
 #include "random_program.h"
 #include "shard.h"
 
@@ -38,7 +44,9 @@ int usage() {
          "       tpu_random_n"
       << TPU_SIM_N
       << " show --seed S\n"
-         "options: --min-length L --max-length L --fault-probability P --no-timing --axi-pairs\n";
+         "options: --min-length L --max-length L --fault-probability P --no-timing --axi-pairs\n"
+         "         --vmem-rows R --train-ops read_vmem,write_vmem,load_weights,matmul_bf16,"
+         "acc_to_vmem,transpose,vector\n";
   return 2;
 }
 
@@ -60,6 +68,29 @@ void report_failure(std::ostream& os, ChipBackend& chip, tpu::verif::GoldenBacke
   os << "  replay: scripts/replay.sh --n " << TPU_SIM_N << " " << tc.seed << "\n";
 }
 
+// "read_vmem,vector" -> train_ops bits; false for an unknown name.
+bool parse_train_ops(const std::string& list, uint32_t& bits) {
+  bits = 0;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    bool found = false;
+    for (unsigned op = 0x08; op <= 0x0E; ++op) {
+      if (tpu::mnemonic(tpu::Opcode(op)) == name) {
+        bits |= train_op_bit(tpu::Opcode(op));
+        found = true;
+      }
+    }
+    if (!found) {
+      std::cerr << "--train-ops: unknown training opcode '" << name << "'\n";
+      return false;
+    }
+    at = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +101,11 @@ int main(int argc, char** argv) {
   bool quiet = false, stop = false, bisect = true, have_seed = false;
   GenOptions opt;
   opt.n = TPU_SIM_N;
+#if defined(TPU_SIM_VMEM_ROWS) && TPU_SIM_VMEM_ROWS > 0
+  // The training chip (tpu_random_train_n<N>): its VMEM and the opcodes its RTL executes.
+  opt.vmem_rows = TPU_SIM_VMEM_ROWS;
+  opt.train_ops = tpu::RtlDevice::kRtlTrainingOps;
+#endif
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -109,10 +145,15 @@ int main(int argc, char** argv) {
       opt.random_timing = false;
     else if (a == "--axi-pairs")
       opt.axi_pairs = true;
+    else if (a == "--vmem-rows")
+      opt.vmem_rows = uint32_t(std::strtoul(value(), nullptr, 0));
+    else if (a == "--train-ops") {
+      if (!parse_train_ops(value(), opt.train_ops)) return 2;
+    }
     else
       return usage();
   }
-  if (opt.min_length > opt.max_length) return usage();
+  if (opt.min_length > opt.max_length || opt.vmem_rows > 65000) return usage();
 
   if (cmd == "show") {
     if (!have_seed) return usage();
@@ -121,7 +162,7 @@ int main(int argc, char** argv) {
   }
 
   ChipBackend chip;
-  GoldenBackend golden(tpu::ChipParams::with_n(TPU_SIM_N));
+  GoldenBackend golden(generate_program(0, opt).params);
 
   if (cmd == "replay") {
     if (!have_seed) return usage();

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <variant>
 
+#include "fp.h"
+
 namespace tpu::verif {
 
 namespace {
@@ -119,6 +121,14 @@ class Generator {
     tc_.seed = seed;
     tc_.params = ChipParams::with_n(opt.n);
     n_ = opt.n;
+    if (opt.vmem_rows > 0) {
+      if (opt.vmem_rows > 65000) throw std::invalid_argument("GenOptions::vmem_rows > 65000");
+      tc_.params = ChipParams::training(opt.n);
+      tc_.params.vmem_rows = opt.vmem_rows;
+      // The golden model executes the emitted opcodes only, as an RTL that implements those.
+      tc_.params.training_ops = uint8_t(opt.train_ops & ChipParams::kAllTrainingOps);
+      train_ = true;
+    }
   }
 
   TestCase make() {
@@ -147,6 +157,7 @@ class Generator {
     tc_.ub_base = place(p.ub_rows, tc_.ub_rows);
     tc_.acc_base = place(p.acc_rows, tc_.acc_rows);
     nslots_ = uint32_t(rng_.pick(1, p.qp_slots));
+    if (train_) place_vmem_window();
 
     // ---- run configuration
     RunConfig& cfg = tc_.config;
@@ -176,6 +187,7 @@ class Generator {
       auto slot = random_slot(rng_, n_);
       std::copy(slot.begin(), slot.end(), data.begin() + long(quant_off_ + s * 12 * n_));
     }
+    if (train_) fill_float_data(data);
     tc_.memory.push_back({kDataBase, data});
     if (rng_.chance(0.5)) tc_.memory.push_back({kOutBase, rng_.bytes(kOutSize)});
 
@@ -194,6 +206,7 @@ class Generator {
     init.inner = uint16_t(tc_.acc_rows);
     prog.push_back(init);
     active_ = true;
+    if (train_) prog.push_back(prologue_read_vmem());
     tc_.prologue_length = prog.size();
 
     // ---- body
@@ -208,7 +221,7 @@ class Generator {
       if (i == fault_at && tc_.kind == CaseKind::kAxiFault) {
         emit_axi_fault();
         pair = pair_.chance(kErrorPairChance) || opt_.axi_pairs;
-        pair = pair && !axi_fetch_fault_;
+        pair = pair && !axi_fetch_fault_ && !no_pair_;
         if (pair) emit_error_pair();
         if (!axi_fetch_fault_ && rng_.chance(0.3)) second_at = i + uint32_t(rng_.pick(0, 3));
       }
@@ -308,6 +321,7 @@ class Generator {
   bool make_matmul(Matmul& mm) {
     mm.switch_weights = credit_ > 0 && (!active_ || rng_.chance(0.5));
     if (!mm.switch_weights && !active_) return false;
+    if (train_ && !tile_fits(mm.switch_weights, false)) return false;  // a bf16 tile
     mm.accumulate = rng_.chance(0.5);
     mm.a_unsigned = rng_.chance(0.5);
     mm.w_unsigned = rng_.chance(0.5);
@@ -462,7 +476,7 @@ class Generator {
         while (credit_ < cap) prog.push_back(make_read_weights_of(1));
         Matmul mm;
         if (!make_matmul(mm)) return;
-        if (!mm.switch_weights && credit_ > 0) {
+        if (!mm.switch_weights && credit_ > 0 && (!train_ || tile_fits(true, false))) {
           mm.switch_weights = true;
           --credit_;
           active_ = true;
@@ -493,6 +507,7 @@ class Generator {
 
   void emit_valid() {
     auto& prog = tc_.program;
+    if (train_ && rng_.chance(0.6) && emit_train()) return;
     if (rng_.chance(0.04)) {
       emit_burst();
       return;
@@ -543,12 +558,13 @@ class Generator {
   void emit_static_fault() {
     const ChipParams& p = tc_.params;
     auto& prog = tc_.program;
+    if (train_ && rng_.chance(0.75) && emit_train_fault()) return;
     const uint64_t k = rng_.pick(0, 16);
     Instruction bad;
     switch (k) {
       case 0: {  // unknown opcode
         RawInstruction raw;
-        raw.bytes[0] = uint8_t(rng_.pick(8, 255));
+        raw.bytes[0] = uint8_t(rng_.pick(train_ ? 0x0F : 8, 255));  // (0x08-0x0E: training)
         if (rng_.chance(0.5))
           for (size_t b = 1; b < 16; ++b) raw.bytes[b] = uint8_t(rng_.pick(0, 255));
         bad = raw;
@@ -836,6 +852,7 @@ class Generator {
         mm.acc_addr = uint16_t(tc_.acc_base);
         mm.switch_weights = true;
         // Drain the pushed tiles first, so the faulting switch finds none.
+        if (train_) drain_tiles();
         while (credit_ > 0) {
           Matmul drain = mm;
           drain.inner = uint16_t(rng_.pick(1, 4));
@@ -877,10 +894,36 @@ class Generator {
     prog.push_back(bad);
   }
 
+  // An AXI error on a read_vmem / write_vmem: DECERR from unmapped memory, or SLVERR on one
+  // of its rows. No younger error pair follows (emit_error_pair() shortens int8 DMAs only).
+  bool emit_train_axi_fault() {
+    Opcode op;
+    if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem}, op)) return false;
+    auto& prog = tc_.program;
+    const bool write = op == Opcode::WriteVmem;
+    VmemDma d = make_vdma(write);
+    const size_t at = prog.size();
+    if (rng_.chance(0.4)) {
+      if (windows_on_) tc_.config.windows[7] = {kUnmapped, 0x1'0000};
+      d.host_stride = 0;
+      d.host_addr = kUnmapped + 16 * uint32_t(rng_.pick(0, 64));
+      tc_.fault = write ? "DECERR on write_vmem" : "DECERR on read_vmem";
+    } else {
+      const uint64_t off = d.step(n_) * rng_.pick(0, d.rows - 1) + (d.row_bytes(n_) - 1) * rng_.pick(0, 1);
+      tc_.config.slverr.push_back({uint32_t(d.host_addr + off) & ~15u, uint32_t(16 * rng_.pick(1, 4))});
+      tc_.fault = write ? "SLVERR on write_vmem" : "SLVERR on read_vmem";
+    }
+    prog.push_back(write ? Instruction(WriteVmem{d}) : Instruction(ReadVmem{d}));
+    no_pair_ = true;
+    tc_.fault += " at index " + std::to_string(at) + ": " + disassemble(prog[at]);
+    return true;
+  }
+
   // A DMA that host memory answers with SLVERR or DECERR, or a failing instruction fetch.
   void emit_axi_fault() {
     auto& prog = tc_.program;
     RunConfig& cfg = tc_.config;
+    if (train_ && rng_.chance(0.35) && emit_train_axi_fault()) return;
     uint64_t k = rng_.pick(0, 5);
     if (opt_.axi_pairs) k %= 5;  // no fetch fault: a pair follows
     const size_t at = prog.size();
@@ -1127,6 +1170,788 @@ class Generator {
                 std::to_string(prog.size() - 1) + ": " + disassemble(prog.back());
   }
 
+  // ==== training configuration (GenOptions::vmem_rows > 0; never called for the int8 chip,
+  // so the int8 seeds draw exactly what they always drew)
+
+  // Float corner-case data in kData from this offset (the quantization slots are below).
+  static constexpr uint32_t kFloatOff = 0x2000;
+  static constexpr uint32_t kFloatBase = kDataBase + kFloatOff, kFloatSize = kDataSize - kFloatOff;
+
+  bool op_on(Opcode op) const { return (opt_.train_ops & train_op_bit(op)) != 0; }
+
+  // The weight tiles as the program so far leaves them (types of the pending tiles, oldest
+  // first, and of the active one), worked out from the program itself.
+  struct TileState {
+    std::vector<bool> pending_bf16;
+    bool active = false, active_bf16 = false;
+  };
+  TileState tile_state() const {
+    TileState t;
+    auto pop = [&t]() {
+      if (t.pending_bf16.empty()) return;
+      t.active = true;
+      t.active_bf16 = t.pending_bf16.front();
+      t.pending_bf16.erase(t.pending_bf16.begin());
+    };
+    for (const Instruction& in : tc_.program) {
+      if (const auto* rw = std::get_if<ReadWeights>(&in)) t.pending_bf16.insert(t.pending_bf16.end(), rw->tiles, false);
+      if (const auto* lw = std::get_if<LoadWeights>(&in)) t.pending_bf16.insert(t.pending_bf16.end(), lw->tiles, true);
+      if (const auto* mm = std::get_if<Matmul>(&in); mm && mm->switch_weights) pop();
+      if (const auto* mb = std::get_if<MatmulBf16>(&in); mb && mb->switch_weights) pop();
+    }
+    return t;
+  }
+  // Whether an int8 matmul (bf16 = false) or a matmul_bf16 with this switch finds its type.
+  bool tile_fits(bool switch_weights, bool bf16) const {
+    const TileState t = tile_state();
+    if (switch_weights) return !t.pending_bf16.empty() && t.pending_bf16.front() == bf16;
+    return t.active && t.active_bf16 == bf16;
+  }
+
+  // One fp32 lane: corner cases (NaN with any payload, infinities, signed zeros, subnormals,
+  // values next to 2^128 and 2^31, bf16 rounding ties), any pattern, small integers, or an
+  // ordinary magnitude.
+  uint32_t corner_value() {
+    static const std::vector<uint32_t> kCorners = {
+        0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00400000, 0x00800000, 0x80800000,
+        0x00800001, 0x3F800000, 0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F7F8000, 0xFF7F8000,
+        0x7F7F7FFF, 0x7F7FC000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,
+        0xFF800001, 0x7FBFFFFF, 0xFFFFFFFF, 0x7FC00001, 0x4F000000, 0x4EFFFFFF, 0xCF000000,
+        0xCF000001, 0x4B000001, 0x4B800001, 0x3F808000, 0x3F818000, 0x00FF8000, 0x007F8000,
+        0x0080FFFF, 0x33800000, 0x1F800000, 0x5F800000, 0x3F7FFFFF, 0xBF800001};
+    const uint32_t sign = rng_.chance(0.5) ? fp::kSignBit : 0u;
+    switch (rng_.pick(0, 9)) {
+      case 0:
+      case 1:
+        return rng_.one_of(kCorners);
+      case 2:
+        return rng_.u32();
+      case 3:  // subnormal or a signed zero
+        return sign | (rng_.chance(0.25) ? 0u : uint32_t(rng_.pick(1, 0x7FFFFF)));
+      case 4:  // just below 2^128 (bf16 rounding and sums overflow) or just above 2^-126
+        return sign | (rng_.chance(0.5) ? 0x7F000000u | uint32_t(rng_.pick(0x7E0000, 0x7FFFFF))
+                                        : 0x00800000u | uint32_t(rng_.pick(0, 0x1FFFF)));
+      case 5:  // small integers, as int32 patterns or as floats
+        return rng_.chance(0.5) ? uint32_t(int32_t(rng_.pick(0, 80)) - 40)
+                                : fp::bits_of(float(int32_t(rng_.pick(0, 80)) - 40));
+      default:
+        return moderate_value();
+    }
+  }
+  uint32_t moderate_value() {
+    const uint32_t sign = rng_.chance(0.5) ? fp::kSignBit : 0u;
+    return sign | uint32_t(rng_.pick(0x70, 0x8F)) << 23 | uint32_t(rng_.pick(0, 0x7FFFFF));
+  }
+  // -x, a few ulp off (a near-cancelling partner of x).
+  uint32_t partner(uint32_t x) {
+    return uint32_t(int64_t(x ^ fp::kSignBit) + int64_t(rng_.pick(0, 4)) - 2);
+  }
+
+  // The float area of the host image, in blocks of 4 rows of N fp32 lanes: ordinary values
+  // (a few corners), corner cases, or near-cancelling pairs (lane j + N/2 against lane j, odd
+  // rows against the row before) for sums, lane trees and row reductions.
+  void fill_float_data(std::vector<uint8_t>& data) {
+    const uint32_t words = kFloatSize / 4, block = 4 * n_;
+    std::vector<uint32_t> w(words);
+    for (uint32_t b0 = 0; b0 < words; b0 += block) {
+      const uint64_t regime = rng_.pick(0, 9);
+      for (uint32_t i = b0; i < std::min(words, b0 + block); ++i) {
+        const uint32_t lane = (i - b0) % n_, row = (i - b0) / n_;
+        if (regime < 5) {
+          w[i] = rng_.chance(0.05) ? corner_value() : moderate_value();
+        } else if (regime < 8) {
+          w[i] = corner_value();
+        } else if (lane >= n_ / 2) {
+          w[i] = partner(w[i - n_ / 2]);
+        } else {
+          w[i] = row % 2 == 1 ? partner(w[i - n_]) : moderate_value();
+        }
+      }
+    }
+    for (uint32_t i = 0; i < words; ++i) put32(data, kFloatOff / 4 + i, w[i]);
+  }
+
+  // The VMEM window and its prologue: a read_vmem of the whole window from the float data.
+  void place_vmem_window() {
+    const uint32_t total = tc_.params.vmem_rows;
+    tc_.vmem_rows = std::min(total, rng_.one_of<uint32_t>({32, 48, 64, 128, 256}));
+    tc_.vmem_rows = std::max(tc_.vmem_rows, std::min(total, 2 * n_));
+    switch (rng_.pick(0, 5)) {
+      case 0:
+        tc_.vmem_base = 0;
+        break;
+      case 1:
+        tc_.vmem_base = total - tc_.vmem_rows;  // the top rows: every address bit set
+        break;
+      default:
+        tc_.vmem_base = uint32_t(rng_.pick(0, total - tc_.vmem_rows));
+    }
+    vb_ = tc_.vmem_base;
+    vr_ = tc_.vmem_rows;
+    tc_.config.vmem_dump = true;
+  }
+  Instruction prologue_read_vmem() {
+    ReadVmem rv;
+    rv.vmem_addr = uint16_t(vb_);
+    rv.rows = vr_;
+    rv.host_addr = kFloatBase + 16 * uint32_t(rng_.pick(0, (kFloatSize - vr_ * 4 * n_) / 16));
+    return rv;
+  }
+  // A VMEM base row for an access spanning `span` rows past it, inside the window.
+  uint16_t vrow(uint64_t span) { return uint16_t(vb_ + rng_.pick(0, vr_ - 1 - span)); }
+  // A row near `row` (overlapping operands) that keeps `span` rows inside the window.
+  uint16_t vnear(uint32_t row, uint64_t span) {
+    const int64_t lo = vb_, hi = int64_t(vb_) + vr_ - 1 - int64_t(span);
+    return uint16_t(std::clamp<int64_t>(int64_t(row) + int64_t(rng_.pick(0, 4)) - 2, lo, hi));
+  }
+
+  // read_vmem / write_vmem of the window, fp32 or bf16, any stride (0, below, at or above the
+  // row size), from the float data (or the results) / to the results (or the float data).
+  VmemDma make_vdma(bool write) {
+    VmemDma d;
+    d.bf16 = rng_.chance(0.4);
+    const uint32_t r = d.row_bytes(n_);
+    const bool other = rng_.chance(write ? 0.1 : 0.15);
+    const uint32_t lo = (write != other) ? kOutBase : kFloatBase;
+    const uint32_t size = (write != other) ? kOutSize : kFloatSize;
+    d.rows = rows_upto(std::min(vr_, size / 2 / r));
+    if (d.rows == 1) {
+      d.host_stride = rng_.u32() & ~15u;  // does not matter
+    } else if (rng_.chance(0.5)) {
+      d.host_stride = 16 * uint32_t(rng_.pick(1, (2 * r) / 16 + 2));
+    }
+    if (d.host_span(n_) > size) d.host_stride = 0;
+    d.host_addr = lo + 16 * uint32_t(rng_.pick(0, (size - d.host_span(n_)) / 16));
+    d.vmem_addr = vrow(d.rows - 1);
+    return d;
+  }
+  LoadWeights make_load_weights(uint32_t tiles) {
+    LoadWeights lw;
+    lw.transpose = rng_.chance(0.5);
+    lw.rows = uint16_t(rng_.chance(0.5) ? n_ : rng_.pick(1, n_));
+    lw.tiles = uint16_t(tiles);
+    lw.row_stride = uint16_t(lw.rows == 1 ? rng_.pick(0, 0xFFFF) : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3}));
+    lw.tile_stride = uint16_t(tiles == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 2 * n_));
+    auto span = [&lw]() { return lw.last_row() - lw.vmem_addr; };
+    lw.vmem_addr = 0;
+    if (span() >= vr_) lw.tile_stride = 0;
+    if (span() >= vr_) lw.row_stride = 1;
+    lw.vmem_addr = vrow(span());
+    credit_ += tiles;
+    return lw;
+  }
+  // A valid matmul_bf16 (false when no bf16 tile can be used).
+  bool make_matmul_bf16(MatmulBf16& mb) {
+    const bool can_switch = credit_ > 0 && tile_fits(true, true);
+    const bool can_stay = tile_fits(false, true);
+    if (!can_switch && !can_stay) return false;
+    mb.switch_weights = can_switch && (!can_stay || rng_.chance(0.5));
+    mb.accumulate = rng_.chance(0.5);
+    const uint32_t acc = tc_.acc_rows;
+    if (rng_.chance(0.25)) {
+      mb.inner = uint16_t(rng_.pick(1, acc));
+      mb.outer = 1;
+    } else {
+      mb.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(acc, 12)));
+      mb.outer = uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mb.inner))));
+    }
+    mb.inner_stride = uint8_t(mb.inner == 1 ? rng_.pick(0, 255) : rng_.pick(0, 3));
+    mb.outer_stride = uint16_t(mb.outer == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 16));
+    mb.vmem_addr = 0;
+    if (mb.last_vmem_row() >= vr_) mb.inner_stride = uint8_t(mb.inner == 1 ? 0 : 1);
+    if (mb.last_vmem_row() >= vr_) mb.outer_stride = mb.inner;
+    if (mb.last_vmem_row() >= vr_) return false;
+    mb.vmem_addr = vrow(mb.last_vmem_row());
+    mb.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, acc - uint32_t(mb.inner) * mb.outer));
+    if (mb.switch_weights) {
+      --credit_;
+      active_ = true;
+    }
+    return true;
+  }
+  AccToVmem make_acc_to_vmem() {
+    AccToVmem av;
+    av.rows = rows_upto(std::min(tc_.acc_rows, vr_));
+    av.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, tc_.acc_rows - av.rows));
+    av.vmem_addr = vrow(av.rows - 1);
+    return av;
+  }
+  Transpose make_transpose() {
+    Transpose t;
+    t.blocks = uint16_t(rng_.chance(0.6) ? 1 : rng_.pick(2, 4));
+    t.src_row_stride = uint16_t(rng_.one_of<uint32_t>({1, 1, 1, 0, 2, 3}));
+    t.src_stride = uint16_t(t.blocks == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 2 * n_));
+    t.dst_stride = uint16_t(t.blocks == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 2 * n_));
+    if (t.last_src_row(n_) >= vr_) t.src_row_stride = 1;
+    if (t.last_src_row(n_) >= vr_ || t.last_dst_row(n_) >= vr_) t.blocks = 1;
+    if (rng_.chance(0.3) && t.src_row_stride == 1) {  // in place
+      t.dst_stride = t.src_stride;
+      t.src = t.dst = vrow(t.last_src_row(n_));
+      return t;
+    }
+    const uint64_t dspan = t.last_dst_row(n_);
+    t.src = vrow(t.last_src_row(n_));
+    t.dst = rng_.chance(0.3) ? vnear(t.src, dspan) : vrow(dspan);
+    return t;
+  }
+  // The immediate of a binary vector func: shift counts, small or any integers, fp corners.
+  uint32_t vector_imm(VecFunc f) {
+    if (f == VecFunc::Shl || f == VecFunc::Shr || f == VecFunc::Sra) return uint32_t(rng_.pick(0, 40));
+    if (uint8_t(f) >= 0x10 && uint8_t(f) < 0x20)
+      return rng_.chance(0.5) ? uint32_t(int32_t(rng_.pick(0, 2000)) - 1000) : rng_.u32();
+    return corner_value();
+  }
+  Vector make_vector() {
+    Vector v;
+    const VecFunc f = rng_.one_of(all_vec_funcs());
+    v.func = uint8_t(f);
+    if (is_unary_vec_func(v.func)) {
+      v.bmode = BMode::RowA;
+    } else if (f == VecFunc::Align) {
+      v.bmode = BMode::Imm;
+      v.b = rng_.chance(0.3) ? 0 : uint32_t(rng_.pick(1, n_ - 1));
+    } else {
+      v.bmode = BMode(rng_.pick(0, 3));
+      if (v.bmode == BMode::Imm) v.b = vector_imm(f);
+    }
+    const uint64_t shape = rng_.pick(0, 9);
+    v.inner = uint8_t(shape < 7 ? rng_.pick(1, 4) : shape < 9 ? rng_.pick(5, 16) : rng_.pick(17, 255));
+    v.outer = uint16_t(rng_.chance(0.6) ? 1 : rng_.chance(0.9) ? rng_.pick(2, 4) : rng_.pick(5, 1023));
+    auto inner_stride = [&]() {
+      return uint8_t(v.inner == 1 ? rng_.pick(0, 15) : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3, uint32_t(rng_.pick(0, 15))}));
+    };
+    auto outer_stride = [&]() {
+      return uint16_t(v.outer == 1 ? rng_.pick(0, 2047) : rng_.pick(0, 2 * uint32_t(v.inner) + 2));
+    };
+    v.a_inner_stride = inner_stride();
+    v.dst_inner_stride = inner_stride();
+    v.a_outer_stride = outer_stride();
+    v.dst_outer_stride = outer_stride();
+    fit_vector(v);
+    return v;
+  }
+  // Bounding rows past the base of a vector's destination, A and B patterns.
+  struct VectorSpans {
+    uint64_t dst, a, b;
+  };
+  VectorSpans vector_spans(const Vector& v) const {
+    Vector z = v;
+    z.dst = z.a = 0;
+    VectorSpans s{z.dst_row(v.outer - 1u, v.inner - 1u), z.a_row(v.outer - 1u, v.inner - 1u), 0};
+    if (v.vec_func() == VecFunc::Align && v.b > 0) ++s.a;
+    if (v.bmode == BMode::RowA) s.b = z.a_row(v.outer - 1u, v.inner - 1u);
+    if (v.bmode == BMode::RowDst) s.b = z.dst_row(v.outer - 1u, v.inner - 1u);
+    return s;
+  }
+  // Shrinks the strides until the patterns fit the window, then places the operands
+  // (destination over or next to A or B in a share of cases).
+  void fit_vector(Vector& v) {
+    auto fits = [&]() {
+      const VectorSpans s = vector_spans(v);
+      return s.dst < vr_ && s.a < vr_ && s.b < vr_;
+    };
+    if (!fits()) {
+      v.a_inner_stride = v.dst_inner_stride = uint8_t(v.inner * v.outer < vr_ / 2 ? 1 : 0);
+      v.a_outer_stride = v.dst_outer_stride = uint16_t(v.a_inner_stride * v.inner);
+    }
+    if (!fits()) v.a_outer_stride = v.dst_outer_stride = 0;
+    const VectorSpans s = vector_spans(v);
+    v.a = vrow(s.a);
+    v.dst = rng_.chance(0.3) ? vnear(v.a, s.dst) : vrow(s.dst);
+    if (v.bmode == BMode::Imm || is_unary_vec_func(v.func)) return;
+    const uint32_t near = v.bmode == BMode::RowDst ? v.dst : v.a + (v.bmode == BMode::RowA);
+    v.b = rng_.chance(0.35) ? vnear(near, s.b) : vrow(s.b);
+  }
+
+  // One training instruction (weights: vector, the DMAs, weights and matmuls, the rest);
+  // false when none of the enabled ones fits the current state.
+  bool emit_train() {
+    auto& prog = tc_.program;
+    for (int tries = 0; tries < 8; ++tries) {
+      const uint64_t k = rng_.pick(0, 99);
+      const Opcode op = k < 34 ? Opcode::Vector : k < 46 ? Opcode::ReadVmem : k < 56 ? Opcode::WriteVmem
+                      : k < 68 ? Opcode::LoadWeights : k < 84 ? Opcode::MatmulBf16
+                      : k < 92 ? Opcode::Transpose : Opcode::AccToVmem;
+      if (!op_on(op)) continue;
+      switch (op) {
+        case Opcode::Vector:
+          prog.push_back(make_vector());
+          return true;
+        case Opcode::ReadVmem:
+          prog.push_back(ReadVmem{make_vdma(false)});
+          return true;
+        case Opcode::WriteVmem:
+          prog.push_back(WriteVmem{make_vdma(true)});
+          return true;
+        case Opcode::LoadWeights: {
+          const uint32_t room =
+              tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
+          if (room == 0) continue;
+          prog.push_back(make_load_weights(uint32_t(rng_.pick(1, std::min(room, 3u)))));
+          return true;
+        }
+        case Opcode::MatmulBf16: {
+          MatmulBf16 mb;
+          if (!make_matmul_bf16(mb)) continue;
+          prog.push_back(mb);
+          return true;
+        }
+        case Opcode::Transpose:
+          prog.push_back(make_transpose());
+          return true;
+        default:
+          prog.push_back(make_acc_to_vmem());
+          return true;
+      }
+    }
+    return false;
+  }
+
+  // ---- static faults of the training instructions (each sets expect_error / expect_pc)
+
+  // Matmuls (of each tile's type) that make every pending tile active, so the weight state is
+  // known: nothing pending, the last one active.
+  void drain_tiles() {
+    auto& prog = tc_.program;
+    const TileState t = tile_state();
+    for (const bool bf16 : t.pending_bf16) {
+      const uint16_t rows = uint16_t(rng_.pick(1, 4));
+      if (bf16) {
+        MatmulBf16 mb;
+        mb.switch_weights = true;
+        mb.vmem_addr = uint16_t(vb_);
+        mb.acc_addr = uint16_t(tc_.acc_base);
+        mb.inner = rows;
+        prog.push_back(mb);
+      } else {
+        Matmul mm;
+        mm.switch_weights = true;
+        mm.ub_addr = tc_.ub_base;
+        mm.acc_addr = uint16_t(tc_.acc_base);
+        mm.inner = rows;
+        prog.push_back(mm);
+      }
+    }
+    credit_ = 0;
+    active_ = active_ || !t.pending_bf16.empty();
+  }
+  // A training instruction whose last VMEM row is `over` rows past the end of VMEM (through
+  // whichever of its patterns `which` picks); ERR_VMEM_RANGE.
+  Instruction vmem_range_fault(Opcode op, uint32_t over) {
+    const uint32_t end = tc_.params.vmem_rows + over;  // the last row touched
+    auto base = [end](uint64_t span) { return uint16_t(std::min<uint64_t>(0xFFFF, end - std::min<uint64_t>(span, end))); };
+    switch (op) {
+      case Opcode::ReadVmem:
+      case Opcode::WriteVmem: {
+        VmemDma d = make_vdma(op == Opcode::WriteVmem);
+        d.vmem_addr = base(d.rows - 1);
+        if (op == Opcode::ReadVmem) return ReadVmem{d};
+        return WriteVmem{d};
+      }
+      case Opcode::LoadWeights: {
+        LoadWeights lw = make_load_weights(1);
+        --credit_;  // faults: pushes nothing
+        lw.vmem_addr = 0;
+        lw.vmem_addr = base(lw.last_row());
+        return lw;
+      }
+      case Opcode::MatmulBf16: {
+        MatmulBf16 mb;
+        mb.acc_addr = uint16_t(tc_.acc_base);
+        mb.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(8, tc_.acc_rows)));
+        mb.inner_stride = uint8_t(rng_.pick(0, 255));
+        mb.outer = 1;
+        mb.outer_stride = uint16_t(rng_.pick(0, 0xFFFF));
+        mb.vmem_addr = 0;
+        mb.vmem_addr = base(mb.last_vmem_row());
+        return mb;
+      }
+      case Opcode::AccToVmem: {
+        AccToVmem av = make_acc_to_vmem();
+        av.vmem_addr = base(av.rows - 1);
+        return av;
+      }
+      case Opcode::Transpose: {
+        Transpose t = make_transpose();
+        const uint64_t ls = t.last_src_row(n_) - t.src, ld = t.last_dst_row(n_) - t.dst;
+        if (rng_.chance(0.5)) {
+          t.src = base(ls);
+        } else {
+          t.dst = base(ld);
+        }
+        return t;
+      }
+      default: {
+        Vector v = make_vector();
+        const VectorSpans s = vector_spans(v);
+        const bool has_b = v.bmode != BMode::Imm && !is_unary_vec_func(v.func);
+        switch (rng_.pick(0, has_b ? 2 : 1)) {
+          case 0:
+            v.dst = base(s.dst);
+            break;
+          case 1:
+            v.a = base(s.a);
+            break;
+          default:  // B: bmode 0-2, up to the whole 32-bit field
+            v.b = rng_.chance(0.2) ? uint32_t(rng_.pick(0x10000, 0xFFFFFFFF)) : uint32_t(end - std::min<uint64_t>(s.b, end));
+        }
+        return v;
+      }
+    }
+  }
+  // An enabled training opcode from `ops` (train_ops bits); false if none.
+  bool pick_op(std::vector<Opcode> ops, Opcode& op) {
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [this](Opcode o) { return !op_on(o); }), ops.end());
+    if (ops.empty()) return false;
+    op = rng_.one_of(ops);
+    return true;
+  }
+  // A zero count, a rows field past N, a func that is not in the table, B on a unary func,
+  // align without an immediate or with one >= N: ERR_FIELD.
+  bool field_fault(Instruction& bad) {
+    Opcode op;
+    if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem, Opcode::LoadWeights, Opcode::MatmulBf16,
+                  Opcode::AccToVmem, Opcode::Transpose, Opcode::Vector, Opcode::Vector},
+                 op))
+      return false;
+    switch (op) {
+      case Opcode::ReadVmem:
+      case Opcode::WriteVmem: {
+        VmemDma d = make_vdma(op == Opcode::WriteVmem);
+        d.rows = 0;
+        bad = op == Opcode::ReadVmem ? Instruction(ReadVmem{d}) : Instruction(WriteVmem{d});
+        return true;
+      }
+      case Opcode::LoadWeights: {
+        LoadWeights lw = make_load_weights(1);
+        --credit_;
+        switch (rng_.pick(0, 2)) {
+          case 0:
+            lw.tiles = 0;
+            break;
+          case 1:
+            lw.rows = 0;
+            break;
+          default:
+            lw.rows = uint16_t(rng_.pick(n_ + 1, 511));
+        }
+        bad = lw;
+        return true;
+      }
+      case Opcode::MatmulBf16: {
+        MatmulBf16 mb;
+        mb.vmem_addr = uint16_t(vb_);
+        mb.acc_addr = uint16_t(tc_.acc_base);
+        mb.switch_weights = rng_.chance(0.5);
+        (rng_.chance(0.5) ? mb.inner : mb.outer) = 0;
+        bad = mb;
+        return true;
+      }
+      case Opcode::AccToVmem: {
+        AccToVmem av = make_acc_to_vmem();
+        av.rows = 0;
+        bad = av;
+        return true;
+      }
+      case Opcode::Transpose: {
+        Transpose t = make_transpose();
+        t.blocks = 0;
+        bad = t;
+        return true;
+      }
+      default: {
+        Vector v = make_vector();
+        switch (rng_.pick(0, 5)) {
+          case 0:
+            if (rng_.chance(0.5)) {
+              v.inner = 0;
+            } else {
+              v.outer = 0;
+            }
+            break;
+          case 1: {  // not a func
+            uint8_t f;
+            do f = uint8_t(rng_.pick(0, 63)); while (is_vec_func(f));
+            v.func = f;
+            break;
+          }
+          case 2:  // a unary func with bmode != 0 or b != 0
+          case 3:
+            v.func = uint8_t(rng_.one_of<VecFunc>({VecFunc::F2I, VecFunc::I2F, VecFunc::Bf16, VecFunc::LSum, VecFunc::LMax, VecFunc::LMin}));
+            if (rng_.chance(0.5)) v.bmode = BMode(rng_.pick(1, 3));
+            v.b = rng_.chance(0.5) || v.bmode == BMode::RowA ? uint32_t(rng_.pick(1, 0xFFFFFFFF)) : 0;
+            break;
+          case 4:  // align on rows
+            v.func = uint8_t(VecFunc::Align);
+            v.bmode = BMode(rng_.pick(0, 2));
+            v.b = vrow(0);
+            break;
+          default:  // align by N or more
+            v.func = uint8_t(VecFunc::Align);
+            v.bmode = BMode::Imm;
+            v.b = rng_.chance(0.7) ? uint32_t(rng_.pick(n_, 2 * n_)) : rng_.u32() | 0x80000000u;
+        }
+        bad = v;
+        return true;
+      }
+    }
+  }
+  // read_vmem / write_vmem with a host address or stride that is not a multiple of 16
+  // (ERR_ALIGN), or a host range that wraps past 2^32, leaves the DMA windows or (write_vmem)
+  // reaches into the command buffer (ERR_HOST_RANGE).
+  bool host_fault(bool align, Instruction& bad, ErrorCode& code) {
+    Opcode op;
+    if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem}, op)) return false;
+    const bool write = op == Opcode::WriteVmem;
+    VmemDma d = make_vdma(write);
+    code = align ? ErrorCode::ERR_ALIGN : ErrorCode::ERR_HOST_RANGE;
+    if (align) {
+      if (rng_.chance(0.6) || d.rows == 1) {
+        d.host_addr += uint32_t(rng_.pick(1, 15));
+      } else {
+        d.host_stride = d.host_stride + uint32_t(rng_.pick(1, 15));
+      }
+    } else {
+      const uint64_t k = rng_.pick(0, 2);
+      if (k == 0 && windows_on_) {  // past the end of the results window, or the spare memory
+        d.host_addr = rng_.chance(0.5) ? kSpareBase : kOutBase + kOutSize - 16;
+        d.host_stride = 0;
+        d.rows = std::max<uint32_t>(d.rows, 2);
+      } else if (k == 1 && write) {  // over this program's command buffer (up to its halt)
+        d.host_addr = kCmdBase + 16 * uint32_t(rng_.pick(0, tc_.program.size() + 1));
+      } else if (rng_.chance(0.5)) {  // wraps past 2^32: more than 64 bytes from 2^32 - 64
+        d.host_addr = 0xFFFF'FFF0u - 16 * uint32_t(rng_.pick(0, 3));
+        d.host_stride = 0;
+        d.rows = std::max<uint32_t>(d.rows, 9);
+      } else {
+        d.host_addr = 0xFFFF'FFF0u - 16 * uint32_t(rng_.pick(0, 3));
+        d.host_stride = 16 * uint32_t(rng_.pick(4, 8));
+        d.rows = std::max<uint32_t>(d.rows, 2);
+      }
+      d.rows = std::min(d.rows, vr_);
+      d.vmem_addr = uint16_t(std::min<uint32_t>(d.vmem_addr, vb_ + vr_ - d.rows));
+    }
+    bad = write ? Instruction(WriteVmem{d}) : Instruction(ReadVmem{d});
+    return true;
+  }
+  // matmul_bf16 or acc_to_vmem past the accumulators (ERR_ACC_RANGE).
+  bool acc_fault(Instruction& bad) {
+    Opcode op;
+    if (!pick_op({Opcode::MatmulBf16, Opcode::AccToVmem}, op)) return false;
+    const uint32_t acc_rows = tc_.params.acc_rows;
+    if (op == Opcode::AccToVmem) {
+      AccToVmem av = make_acc_to_vmem();
+      av.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(acc_rows - av.rows + 1, acc_rows + 2)));
+      if (rng_.chance(0.2)) av.acc_addr = uint16_t(rng_.pick(acc_rows, 0xFFFF));
+      bad = av;
+      return true;
+    }
+    MatmulBf16 mb;
+    mb.vmem_addr = uint16_t(vb_);
+    mb.inner = uint16_t(rng_.pick(1, 64));
+    mb.outer = uint16_t(rng_.pick(1, 64));
+    mb.inner_stride = 0;
+    mb.outer_stride = 0;
+    const uint32_t rows = uint32_t(mb.inner) * mb.outer;
+    mb.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(rows > acc_rows ? 0 : acc_rows - rows + 1, acc_rows + 3)));
+    if (rng_.chance(0.2)) mb.acc_addr = uint16_t(rng_.pick(acc_rows, 0xFFFF));
+    mb.switch_weights = rng_.chance(0.5);
+    bad = mb;
+    return true;
+  }
+  // A matmul of one type whose tile is of the other (ERR_WEIGHT_TYPE): a tile of the wrong
+  // type pushed behind the drained FIFO, then a switch; or, when the active tile already is
+  // of the other type, a matmul without switch.
+  bool weight_type_fault(Instruction& bad) {
+    const bool bf16_mm = op_on(Opcode::MatmulBf16) && (!op_on(Opcode::LoadWeights) || rng_.chance(0.5));
+    if (!bf16_mm && !op_on(Opcode::LoadWeights)) return false;
+    drain_tiles();
+    const TileState t = tile_state();
+    const bool stay = t.active && t.active_bf16 != bf16_mm && rng_.chance(0.5);
+    if (!stay) {
+      if (bf16_mm) {
+        tc_.program.push_back(make_read_weights_of(1));
+      } else {
+        tc_.program.push_back(make_load_weights(1));
+      }
+    }
+    if (bf16_mm) {
+      MatmulBf16 mb;
+      if (!make_matmul_shape(mb)) return false;
+      mb.switch_weights = !stay;
+      bad = mb;
+    } else {
+      Matmul mm;
+      mm.ub_addr = tc_.ub_base;
+      mm.acc_addr = uint16_t(tc_.acc_base);
+      mm.inner = uint16_t(rng_.pick(1, 4));
+      mm.switch_weights = !stay;
+      bad = mm;
+    }
+    return true;
+  }
+  // The fields of a valid matmul_bf16 apart from the weights (for weight faults).
+  bool make_matmul_shape(MatmulBf16& mb) {
+    mb.accumulate = rng_.chance(0.5);
+    mb.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(tc_.acc_rows, 8)));
+    mb.inner_stride = uint8_t(rng_.pick(0, 2));
+    mb.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, tc_.acc_rows - mb.inner));
+    mb.vmem_addr = vrow(mb.last_vmem_row() - mb.vmem_addr);
+    return true;
+  }
+  // The fields of a valid instruction of opcode `op` (the weight state aside; nothing counted).
+  Instruction any_train_instr(Opcode op) {
+    switch (op) {
+      case Opcode::ReadVmem:
+        return ReadVmem{make_vdma(false)};
+      case Opcode::WriteVmem:
+        return WriteVmem{make_vdma(true)};
+      case Opcode::LoadWeights: {
+        LoadWeights lw = make_load_weights(1);
+        --credit_;
+        return lw;
+      }
+      case Opcode::MatmulBf16: {
+        MatmulBf16 mb;
+        make_matmul_shape(mb);
+        mb.switch_weights = rng_.chance(0.5);
+        return mb;
+      }
+      case Opcode::AccToVmem:
+        return make_acc_to_vmem();
+      case Opcode::Transpose:
+        return make_transpose();
+      default:
+        return make_vector();
+    }
+  }
+  // One static fault of a training instruction; false when the enabled opcodes have none of
+  // the kind drawn (the int8 faults are used then).
+  bool emit_train_fault() {
+    auto& prog = tc_.program;
+    Instruction bad;
+    ErrorCode code = ErrorCode::ERR_NONE;
+    std::string what;
+    switch (rng_.pick(0, 12)) {
+      case 0:
+      case 1:
+        if (!field_fault(bad)) return false;
+        code = ErrorCode::ERR_FIELD;
+        what = "bad field";
+        break;
+      case 2:
+        if (!host_fault(true, bad, code)) return false;
+        what = "misaligned host address or stride";
+        break;
+      case 3:
+        if (!host_fault(false, bad, code)) return false;
+        what = "host range";
+        break;
+      case 4:
+        if (!acc_fault(bad)) return false;
+        code = ErrorCode::ERR_ACC_RANGE;
+        what = "ACC range";
+        break;
+      case 5:
+      case 6: {
+        Opcode op;
+        if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem, Opcode::LoadWeights, Opcode::MatmulBf16,
+                      Opcode::AccToVmem, Opcode::Transpose, Opcode::Vector, Opcode::Vector},
+                     op))
+          return false;
+        bad = vmem_range_fault(op, uint32_t(rng_.chance(0.8) ? rng_.pick(0, 2) : rng_.pick(3, 40000)));
+        code = ErrorCode::ERR_VMEM_RANGE;
+        what = "VMEM range";
+        break;
+      }
+      case 7:
+        if (!weight_type_fault(bad)) return false;
+        code = ErrorCode::ERR_WEIGHT_TYPE;
+        what = "weight type";
+        break;
+      case 8: {  // load_weights past the FIFO's room
+        if (!op_on(Opcode::LoadWeights)) return false;
+        const uint32_t room = tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
+        LoadWeights lw = make_load_weights(1);
+        --credit_;
+        lw.tiles = uint16_t(rng_.chance(0.8) ? room + rng_.pick(1, 3) : rng_.pick(room + 1, 0xFFFF));
+        lw.tile_stride = 0;  // (the VMEM range check comes first)
+        bad = lw;
+        code = ErrorCode::ERR_WEIGHT_OVERFLOW;
+        what = "weight overflow";
+        break;
+      }
+      case 9: {  // matmul_bf16 switch with every pushed tile used
+        if (!op_on(Opcode::MatmulBf16)) return false;
+        drain_tiles();
+        MatmulBf16 mb;
+        make_matmul_shape(mb);
+        mb.switch_weights = true;
+        bad = mb;
+        code = ErrorCode::ERR_NO_WEIGHTS;
+        what = "no weights";
+        break;
+      }
+      case 10:
+      case 11: {  // a reserved bit of a training instruction (vector has none)
+        const uint8_t off = uint8_t(~opt_.train_ops & ChipParams::kAllTrainingOps);
+        if (off != 0 && rng_.chance(0.3)) {  // an opcode this chip does not execute
+          unsigned k;
+          do k = unsigned(rng_.pick(0, 6)); while (((off >> k) & 1u) == 0);
+          bad = RawInstruction{encode(any_train_instr(Opcode(0x08 + k)))};
+          code = ErrorCode::ERR_OPCODE;
+          what = "training opcode not in train_ops";
+          break;
+        }
+        Opcode op;
+        if (!pick_op({Opcode::ReadVmem, Opcode::WriteVmem, Opcode::LoadWeights, Opcode::MatmulBf16,
+                      Opcode::AccToVmem, Opcode::Transpose},
+                     op))
+          return false;
+        RawInstruction raw{encode(any_train_instr(op))};
+        const auto bits = reserved_bits(op);
+        const unsigned bit = rng_.one_of(bits);
+        raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
+        if (rng_.chance(0.3)) {  // and another one
+          const unsigned b2 = rng_.one_of(bits);
+          raw.bytes[b2 / 8] |= uint8_t(1u << (b2 % 8));
+        }
+        bad = raw;
+        code = ErrorCode::ERR_RESERVED;
+        what = "reserved bit " + std::to_string(bit) + " set";
+        break;
+      }
+      default: {  // several faults in one word: the lowest code wins
+        if (!op_on(Opcode::ReadVmem)) return false;
+        VmemDma d = make_vdma(false);
+        d.host_addr = kFloatBase;
+        d.host_stride = 0;
+        d.vmem_addr = uint16_t(tc_.params.vmem_rows - 1);
+        d.rows = std::max<uint32_t>(d.rows, 9);  // ERR_VMEM_RANGE
+        code = ErrorCode::ERR_VMEM_RANGE;
+        if (rng_.chance(0.5)) {
+          d.host_addr = 0xFFFF'FFF0u;  // ERR_HOST_RANGE (9 rows of 8 bytes or more wrap)
+          code = ErrorCode::ERR_HOST_RANGE;
+        }
+        if (rng_.chance(0.5)) {
+          d.host_addr += uint32_t(rng_.pick(1, 15));  // ERR_ALIGN
+          code = ErrorCode::ERR_ALIGN;
+        }
+        if (rng_.chance(0.3)) {
+          d.rows = 0;  // ERR_FIELD
+          code = ErrorCode::ERR_FIELD;
+        }
+        bad = ReadVmem{d};
+        what = "several faults";
+      }
+    }
+    tc_.expect_error = code;
+    tc_.expect_pc = prog.size();
+    tc_.fault = what + " at index " + std::to_string(prog.size()) + ": " + disassemble(bad);
+    prog.push_back(bad);
+    return true;
+  }
+
   Rng rng_;
   Rng side_;  // emit_younger_read_fault()
   Rng pair_;  // emit_error_pair()
@@ -1138,6 +1963,11 @@ class Generator {
   bool active_ = false;
   bool windows_on_ = false;
   bool axi_fetch_fault_ = false;
+  // Training configuration (GenOptions::vmem_rows > 0): the VMEM window, and an AXI fault of
+  // read_vmem / write_vmem (no younger error pair follows it).
+  bool train_ = false;
+  uint32_t vb_ = 0, vr_ = 0;
+  bool no_pair_ = false;
   static constexpr uint32_t quant_off_ = 0;  // slots at the start of kData (<= 16 * 12 * 16 B)
 };
 
@@ -1219,6 +2049,13 @@ std::string describe(const TestCase& tc) {
   s << "  UB window rows " << tc.ub_base << ".." << tc.ub_base + tc.ub_rows - 1
     << ", ACC window rows " << tc.acc_base << ".." << tc.acc_base + tc.acc_rows - 1
     << ", prologue = instructions 0.." << tc.prologue_length - 1 << "\n";
+  if (tc.vmem_rows > 0) {
+    s << "  training configuration: VMEM " << tc.params.vmem_rows << " rows, window rows "
+      << tc.vmem_base << ".." << tc.vmem_base + tc.vmem_rows - 1;
+    if (tc.expect_error != ErrorCode::ERR_NONE)
+      s << ", planted " << error_name(tc.expect_error) << " at index " << tc.expect_pc;
+    s << "\n";
+  }
   for (int i = 0; i < kNumDmaWindows; ++i) {
     if (tc.config.windows[size_t(i)].size) {
       s << "  DMA window " << i << ": " << hex(tc.config.windows[size_t(i)].base) << " + "
@@ -1244,6 +2081,7 @@ GoldenBackend::GoldenBackend(const ChipParams& params) : impl_(std::make_unique<
   impl_->mem.add_region(kOutBase, kOutSize);
   impl_->mem.add_region(kSpareBase, kSpareSize);
   impl_->mem.add_region(kDumpBase, kDumpSize);
+  impl_->mem.add_region(kDumpVmemBase, kDumpVmemSize);
   impl_->model = std::make_unique<GoldenModel>(impl_->mem, params);
 }
 GoldenBackend::~GoldenBackend() = default;
@@ -1258,6 +2096,7 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   mem.load(kOutBase, std::vector<uint8_t>(kOutSize, 0));
   mem.load(kSpareBase, std::vector<uint8_t>(kSpareSize, 0));
   mem.load(kDumpBase, std::vector<uint8_t>(kDumpSize, 0));
+  if (config.vmem_dump) mem.load(kDumpVmemBase, std::vector<uint8_t>(kDumpVmemSize, 0));
   for (const auto& [addr, bytes] : memory) mem.load(addr, bytes);
   mem.load(kCmdBase, encode_program(program));
   mem.bad = config.slverr;
@@ -1275,6 +2114,7 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   o.data = mem.dump(kDataBase, kDataSize);
   o.out = mem.dump(kOutBase, kOutSize);
   o.dump = mem.dump(kDumpBase, kDumpSize);
+  if (config.vmem_dump) o.vmem = mem.dump(kDumpVmemBase, kDumpVmemSize);
   return o;
 }
 
@@ -1295,6 +2135,12 @@ ProgramCounters program_counters(const std::vector<Instruction>& program, uint64
       c.dma_wr_bytes += uint64_t{wh->rows} * n;
     } else if (const auto* mm = std::get_if<Matmul>(&in)) {
       c.mxu_busy += uint64_t{mm->inner} * mm->outer;
+    } else if (const auto* rv = std::get_if<ReadVmem>(&in)) {  // training configuration
+      c.dma_rd_bytes += uint64_t{rv->rows} * rv->row_bytes(n);
+    } else if (const auto* wv = std::get_if<WriteVmem>(&in)) {
+      c.dma_wr_bytes += uint64_t{wv->rows} * wv->row_bytes(n);
+    } else if (const auto* mb = std::get_if<MatmulBf16>(&in)) {
+      c.mxu_busy += uint64_t{mb->inner} * mb->outer;
     } else if (const auto* a = std::get_if<Activate>(&in)) {
       if (a->raw) {
         c.act_busy += uint64_t{a->width} * a->height * 4;
@@ -1344,6 +2190,13 @@ DumpProgram build_dump_program(const TestCase& tc, const GoldenModel& golden) {
     d.program.push_back(a);
   }
   d.program.push_back(WriteHost{scratch, tc.acc_rows, kDumpAcc});
+  if (tc.vmem_rows > 0) {  // the VMEM window, fp32 lanes bit for bit
+    WriteVmem wv;
+    wv.vmem_addr = uint16_t(tc.vmem_base);
+    wv.rows = tc.vmem_rows;
+    wv.host_addr = kDumpVmemBase;
+    d.program.push_back(wv);
+  }
   d.program.push_back(Halt{});
   d.memory.push_back({kDumpParams, params});
   return d;
@@ -1466,6 +2319,18 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
       return fail(s.str());
     }
   }
+  for (size_t i = 0; i < c2.vmem.size() && i < g2.vmem.size(); i += 4) {
+    uint32_t cv = 0, gv = 0;
+    std::memcpy(&cv, &c2.vmem[i], 4);  // (little-endian host, as the lanes)
+    std::memcpy(&gv, &g2.vmem[i], 4);
+    if (cv != gv) {
+      std::ostringstream s;
+      s << "VMEM[" << tc.vmem_base + i / (4 * n) << "][" << i / 4 % n << "]: chip " << hex(cv)
+        << ", golden " << hex(gv);
+      return fail(s.str());
+    }
+  }
+  if (c2.vmem.size() != g2.vmem.size()) return fail("dump run: VMEM dump sizes differ");
   const size_t acc_off = kDumpAcc - kDumpBase;
   for (uint32_t i = 0; i < tc.acc_rows * n; ++i) {
     if (g2.dump[acc_off + i] != 0xFF)

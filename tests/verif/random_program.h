@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +44,7 @@ constexpr uint32_t kDataBase = 0x0010'0000, kDataSize = 0x1'0000;  // random inp
 constexpr uint32_t kOutBase = 0x0040'0000, kOutSize = 0x4000;      // program results
 constexpr uint32_t kSpareBase = 0x0060'0000, kSpareSize = 0x1000;  // mapped, never in a window
 constexpr uint32_t kDumpBase = 0x0070'0000, kDumpSize = 0x8000;    // run 2 (dump) only
+constexpr uint32_t kDumpVmemBase = 0x0074'0000, kDumpVmemSize = 0x1'0000;  // run 2: VMEM
 constexpr uint32_t kUnmapped = 0x0800'0000;                        // DECERR
 // Inside kDump: the UB window, the ACC check rows, then the ACC check parameters.
 constexpr uint32_t kDumpUb = kDumpBase, kDumpAcc = kDumpBase + 0x1000,
@@ -61,11 +63,12 @@ struct RunConfig {
   uint64_t backpressure_seed = 1;
   DmaWindows windows{};           // all disabled = any address allowed
   std::vector<ByteRange> slverr;  // host memory that answers SLVERR (bus accesses only)
+  bool vmem_dump = false;         // zero kDumpVmem before the run and return it (training)
 };
 
 enum class CaseKind {
   kValid,        // must run to its halt
-  kStaticFault,  // one instruction that fails a static check (codes 1-8, 12, 13)
+  kStaticFault,  // one instruction that fails a static check (codes 1-8, 12-15)
   kAxiFault,     // host memory answers an error (SLVERR/DECERR) for some access
   kNoHalt,       // the command buffer ends without halt (ERR_CMD_OVERRUN)
 };
@@ -80,7 +83,19 @@ struct GenOptions {
   // Every case an AXI fault with a younger AXI error right behind it (emit_error_pair(): two
   // errors in one cycle, issue 34); the same program as the seed's AXI-pair case would be.
   bool axi_pairs = false;
+  // The training configuration (docs/isa.md "Training configuration"): 0 = the int8 chip (the
+  // seeds give the programs they always gave); R > 0 = a chip with R VMEM rows
+  // (ChipParams::training with vmem_rows = R, R <= 65000): the body then also emits the
+  // training instructions of train_ops on a VMEM window filled with float corner cases, the
+  // static faults of those instructions, and the dump reads the VMEM window back.
+  uint32_t vmem_rows = 0;
+  // The training opcodes the generator may emit, bit (opcode - 0x08): 0x7F = all seven
+  // (read_vmem, write_vmem, load_weights, matmul_bf16, acc_to_vmem, transpose, vector), for a
+  // chip that implements only some of them.
+  uint32_t train_ops = 0x7F;
 };
+// The train_ops bit of a training opcode.
+constexpr uint32_t train_op_bit(Opcode op) { return 1u << (static_cast<unsigned>(op) - 0x08u); }
 
 struct TestCase {
   uint64_t seed = 0;
@@ -93,6 +108,12 @@ struct TestCase {
   RunConfig config;
   // The part of the chip the program uses (every UB/ACC access lies inside these windows).
   uint32_t ub_base = 0, ub_rows = 0, acc_base = 0, acc_rows = 0;
+  // Training configuration: the VMEM window (every VMEM access of a valid instruction lies in
+  // it; 0 rows for the int8 chip), and for the static faults of the training instructions the
+  // code the generator aimed at (ERR_NONE for the others) and its index.
+  uint32_t vmem_base = 0, vmem_rows = 0;
+  ErrorCode expect_error = ErrorCode::ERR_NONE;
+  size_t expect_pc = 0;
 };
 
 TestCase generate_program(uint64_t seed, const GenOptions& options);
@@ -125,6 +146,7 @@ struct Outcome {
   std::vector<uint8_t> data;  // kData region after the run
   std::vector<uint8_t> out;   // kOut region after the run
   std::vector<uint8_t> dump;  // kDump region after the run
+  std::vector<uint8_t> vmem;  // kDumpVmem region after the run (RunConfig::vmem_dump only)
 };
 
 // One implementation of the ISA. Regions are mapped once at construction; state (UB, ACC,
@@ -191,5 +213,24 @@ bool same_fetch_fault(const Outcome& chip, const Outcome& golden,
                       const std::string& golden_message);
 
 FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc);
+
+// ---- coverage of the training generator (random_coverage.cpp)
+//
+// Named counters of what a set of cases exercised, worked out by replaying each case's
+// program on a fresh golden model one instruction at a time (GoldenModel::execute) and
+// looking at the operands before and the results after each training instruction:
+//   op.<mnemonic>, <mnemonic>.<field feature> (bf16, strides, transpose, rows < N, acc, switch,
+//   in place, bmode, ...), vector.<func>, vector.<func>.<bmode>, val.<func>.<class> (an
+//   operand lane of that class reached an fp func: nan, inf, sub, negzero, big),
+//   event.<name> (cancel, exact_cancel, overflow, ftz, invalid, bf16_overflow, f2i_saturate,
+//   i2f_round, ...), fault.<ERR_NAME>.<mnemonic> (a planted training fault, as the golden
+//   model reported it), axi.<mnemonic>, mixed (int8 and training instructions in one case).
+using Coverage = std::map<std::string, uint64_t>;
+// Adds `tc`'s counts; `golden` is run 1's outcome on the golden backend.
+void cover_case(const TestCase& tc, const Outcome& golden, Coverage& cov);
+// The counters the training generator must hit (its coverage contract) at N lanes: the
+// instruction, field and float counters, and with `faults` also the planted faults of every
+// training instruction and the AXI errors of read_vmem / write_vmem.
+std::vector<std::string> required_coverage(uint32_t n, bool faults);
 
 }  // namespace tpu::verif

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: Apache-2.0
+// Block test of tpu_vpu (the vector unit, issue 30) against the golden model's `vector`
+// execution (driver/golden_vector.cpp through GoldenModel::execute): random instructions of
+// every func and bmode, inner and outer strides including 0, destinations overlapping later
+// operand rows, float corner values (NaN, infinities, signed zeros, subnormals, values near
+// overflow and near the conversions' limits, cancelling pairs), run on a VMEM model that
+// denies each port's grants at random, read data only in the cycle after a granted read
+// (garbage otherwise) and writes first (a read granted with a write of its row returns the new
+// row). After every instruction the whole VMEM must equal the golden model's, bit for bit.
+// TPU_VPU_RANDOM sets the number of random instructions (the `slow.` copies run more).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "Vtpu_vpu.h"
+#include "golden_model.h"
+#include "host_memory.h"
+#include "isa.h"
+#include "port_fields.h"
+#include "verilated.h"
+
+namespace {
+
+constexpr uint32_t N = TPU_TEST_N;
+constexpr uint32_t kRows = 64;          // VMEM rows of the test: small, so ranges overlap
+constexpr int64_t kCycleLimit = 200000;  // per instruction: a hang is a failure
+
+using tpu::BMode;
+
+uint32_t r32(std::mt19937& rng) { return static_cast<uint32_t>(rng()); }
+using tpu::VecFunc;
+
+// Grant probabilities of the three ports (1 = always granted).
+struct Grants {
+  double a = 1, b = 1, w = 1;
+};
+
+class Harness {
+ public:
+  explicit Harness(uint32_t seed)
+      : rng(seed), ctx_(std::make_unique<VerilatedContext>()),
+        m(std::make_unique<Vtpu_vpu>(ctx_.get())), mem(size_t{kRows} * N, 0) {
+    m->clk_i = 0;
+    m->rst_ni = 0;
+    m->clear_i = 0;
+    m->cmd_valid_i = 0;
+    m->vm_a_rgnt_i = 0;
+    m->vm_b_rgnt_i = 0;
+    m->vm_w_wgnt_i = 0;
+    m->eval();
+    tick();
+    tick();
+    m->rst_ni = 1;
+    tick();
+  }
+
+  // One clock cycle: random grants, the memory's reaction to the requests, the clock edge,
+  // then this cycle's read data (or garbage) on the data inputs.
+  void tick() {
+    std::uniform_real_distribution<double> u(0, 1);
+    m->vm_a_rgnt_i = u(rng) < grants.a;
+    m->vm_b_rgnt_i = u(rng) < grants.b;
+    m->vm_w_wgnt_i = u(rng) < grants.w;
+    m->eval();
+    if (m->rst_ni) check_requests();
+    const bool a_rd = m->vm_a_re_o && m->vm_a_rgnt_i;
+    const bool b_rd = m->vm_b_re_o && m->vm_b_rgnt_i;
+    if (m->vm_w_we_o && m->vm_w_wgnt_i) {  // write first
+      for (uint32_t j = 0; j < N; ++j) {
+        mem[size_t{m->vm_w_waddr_o} * N + j] = get_field(m->vm_w_wdata_o, 32 * j, 32);
+      }
+      ++writes;
+    }
+    std::vector<uint32_t> a_row = read_row(a_rd, m->vm_a_raddr_o);
+    std::vector<uint32_t> b_row = read_row(b_rd, m->vm_b_raddr_o);
+    cmd_taken = m->cmd_valid_i && m->cmd_ready_o;
+    m->clk_i = 1;
+    m->eval();
+    m->clk_i = 0;
+    for (uint32_t j = 0; j < N; ++j) {
+      set_field(m->vm_a_rdata_i, 32 * j, 32, a_row[j]);
+      set_field(m->vm_b_rdata_i, 32 * j, 32, b_row[j]);
+    }
+    m->eval();
+    ++cycle;
+  }
+
+  // Runs one instruction: valid after a random delay, held until taken, then until idle.
+  // Returns the cycles from the command's acceptance to idle.
+  int64_t run(const tpu::Vector& v) {
+    set_command(v);
+    for (int d = std::uniform_int_distribution<int>(0, 2)(rng); d > 0; --d) tick();
+    m->cmd_valid_i = 1;
+    const int64_t start = cycle;
+    while (true) {
+      tick();
+      if (cmd_taken) break;
+      if (cycle - start > kCycleLimit) ADD_FAILURE() << "command never taken";
+      if (cycle - start > kCycleLimit) return -1;
+    }
+    m->cmd_valid_i = 0;
+    const int64_t taken = cycle;
+    while (m->busy_o) {
+      tick();
+      if (cycle - taken > kCycleLimit) {
+        ADD_FAILURE() << "the unit hangs";
+        return -1;
+      }
+    }
+    EXPECT_TRUE(m->idle_o && m->cmd_ready_o);
+    return cycle - taken;
+  }
+
+  // The command port: bits 127:8 of the encoded instruction.
+  void set_command(const tpu::Vector& v) {
+    const tpu::InstrBytes w = tpu::encode(tpu::Instruction{v});
+    for (unsigned byte = 1; byte < tpu::kInstrBytes; ++byte) {
+      set_field(m->cmd_i, 8 * (byte - 1), 8, w[byte]);
+    }
+  }
+
+ private:
+  void check_requests() {
+    EXPECT_TRUE(!m->vm_a_re_o || m->vm_a_raddr_o < kRows) << "port A reads outside the VMEM";
+    EXPECT_TRUE(!m->vm_b_re_o || m->vm_b_raddr_o < kRows) << "port B reads outside the VMEM";
+    EXPECT_TRUE(!m->vm_w_we_o || m->vm_w_waddr_o < kRows) << "write outside the VMEM";
+    if (!m->busy_o) {
+      EXPECT_FALSE(m->vm_a_re_o || m->vm_b_re_o || m->vm_w_we_o) << "a request while idle";
+    }
+  }
+  std::vector<uint32_t> read_row(bool granted, uint32_t row) {
+    std::vector<uint32_t> r(N);
+    for (uint32_t j = 0; j < N; ++j) {
+      r[j] = granted && row < kRows ? mem[size_t{row} * N + j] : r32(rng);
+    }
+    return r;
+  }
+
+ public:
+  std::mt19937 rng;
+  Grants grants;
+
+ private:
+  std::unique_ptr<VerilatedContext> ctx_;
+
+ public:
+  std::unique_ptr<Vtpu_vpu> m;
+  std::vector<uint32_t> mem;  // kRows x N
+  int64_t cycle = 0;
+  int64_t writes = 0;
+  bool cmd_taken = false;
+};
+
+// ---- operand values
+
+// Float corner values and values that stress the conversions.
+const std::vector<uint32_t>& corner_values() {
+  static const std::vector<uint32_t> v = {
+      0x00000000, 0x80000000,              // signed zeros
+      0x7F800000, 0xFF800000,              // infinities
+      0x7FC00000, 0xFFC00000, 0x7F800001,  // NaNs (canonical, negative, signalling)
+      0x00000001, 0x807FFFFF, 0x00400000,  // subnormals
+      0x00800000, 0x80800000, 0x00800001,  // the smallest normals
+      0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000,  // near overflow
+      0x3F800000, 0xBF800000, 0x40000000,  // 1, -1, 2
+      0x3F808000, 0x3F818000, 0x3F80C000,  // bf16 ties and above
+      0x4B800000, 0x4B800001, 0x4EFFFFFF,  // 2^24, 2^31 - 128 (f2i limits)
+      0x4F000000, 0xCF000000, 0xCF000001,  // +-2^31 and below
+      0x3F000000, 0xBF000000, 0x3FC00000,  // +-0.5, 1.5 (f2i ties)
+      0x01000000, 0x80FFFFFF,              // products that flush
+      0xFFFFFFFF, 0x7FFFFFFF, 0x00FFFFFF,  // integers / masks
+      0x0000001F, 0x00000020, 0x80000001,
+  };
+  return v;
+}
+
+uint32_t random_value(std::mt19937& rng) {
+  const uint32_t pick = r32(rng) % 8;
+  if (pick < 2) return corner_values()[r32(rng) % corner_values().size()];
+  if (pick < 3) return r32(rng);  // any pattern
+  if (pick < 4) return static_cast<uint32_t>(r32(rng) % 64) - 32;  // small integers
+  // A normal float of moderate magnitude, either sign.
+  const uint32_t exp = 127 - 12 + r32(rng) % 24;
+  return (r32(rng) & 0x80000000u) | exp << 23 | (r32(rng) & 0x007FFFFFu);
+}
+
+// Fresh VMEM contents: random values, and rows that cancel or nearly cancel earlier rows.
+std::vector<uint32_t> random_vmem(std::mt19937& rng) {
+  std::vector<uint32_t> mem(size_t{kRows} * N);
+  for (uint32_t r = 0; r < kRows; ++r) {
+    const uint32_t kind = r32(rng) % 6;
+    for (uint32_t j = 0; j < N; ++j) {
+      uint32_t& x = mem[size_t{r} * N + j];
+      if (r > 0 && kind == 0) {
+        x = mem[size_t{r32(rng) % r} * N + j] ^ 0x80000000u;  // -y
+      } else if (r > 0 && kind == 1) {
+        x = (mem[size_t{r32(rng) % r} * N + j] ^ 0x80000000u) + (r32(rng) % 3) - 1;  // -y +- 1 ulp
+      } else {
+        x = random_value(rng);
+      }
+    }
+  }
+  return mem;
+}
+
+// ---- random instructions
+
+uint32_t pick(std::mt19937& rng, uint32_t lo, uint32_t hi) {  // uniform in [lo, hi]
+  return lo + static_cast<uint32_t>(r32(rng) % (hi - lo + 1));
+}
+
+uint32_t inner_stride(std::mt19937& rng) {
+  const uint32_t k = r32(rng) % 5;
+  return k == 0 ? 0 : k <= 2 ? 1 : pick(rng, 0, 15);
+}
+
+uint32_t outer_stride(std::mt19937& rng, uint32_t inner, uint32_t istride) {
+  const uint32_t k = r32(rng) % 6;
+  if (k == 0) return 0;
+  if (k <= 2) return inner * istride;  // contiguous lines
+  return pick(rng, 0, kRows / 2);
+}
+
+// A base row near `near` (overlapping ranges) or anywhere, so that base + extent < kRows.
+uint32_t base_row(std::mt19937& rng, uint32_t extent, uint32_t near) {
+  const uint32_t top = kRows - 1 - extent;
+  if (r32(rng) % 2 == 0) return pick(rng, 0, top);
+  const int64_t r = int64_t{near} + static_cast<int64_t>(pick(rng, 0, 4)) - 2;
+  return static_cast<uint32_t>(std::clamp<int64_t>(r, 0, top));
+}
+
+// A random `vector` instruction that passes the decoder's checks on a kRows-row VMEM.
+tpu::Vector random_vector(std::mt19937& rng) {
+  const auto& funcs = tpu::all_vec_funcs();
+  while (true) {
+    tpu::Vector v;
+    v.func = static_cast<uint8_t>(funcs[r32(rng) % funcs.size()]);
+    const VecFunc f = v.vec_func();
+    v.inner = static_cast<uint8_t>(r32(rng) % 4 == 0 ? pick(rng, 1, 40) : pick(rng, 1, 6));
+    v.outer = static_cast<uint16_t>(r32(rng) % 4 == 0 ? pick(rng, 1, 16) : pick(rng, 1, 4));
+    v.a_inner_stride = static_cast<uint8_t>(inner_stride(rng));
+    v.dst_inner_stride = static_cast<uint8_t>(inner_stride(rng));
+    v.a_outer_stride = static_cast<uint16_t>(outer_stride(rng, v.inner, v.a_inner_stride));
+    v.dst_outer_stride = static_cast<uint16_t>(outer_stride(rng, v.inner, v.dst_inner_stride));
+    const uint32_t a_ext = (v.outer - 1u) * v.a_outer_stride + (v.inner - 1u) * v.a_inner_stride;
+    const uint32_t d_ext =
+        (v.outer - 1u) * v.dst_outer_stride + (v.inner - 1u) * v.dst_inner_stride;
+    bool align_next = false;
+    if (tpu::is_unary_vec_func(v.func)) {
+      v.bmode = BMode::RowA;
+      v.b = 0;
+    } else if (f == VecFunc::Align) {
+      v.bmode = BMode::Imm;
+      const uint32_t k = r32(rng) % 4;
+      v.b = k == 0 ? 0 : k == 1 ? N - 1 : pick(rng, 0, N - 1);
+      align_next = v.b > 0;
+    } else {
+      v.bmode = static_cast<BMode>(r32(rng) % 4);
+      v.b = random_value(rng);
+    }
+    if (a_ext + (align_next ? 1 : 0) >= kRows || d_ext >= kRows) continue;
+    v.a = static_cast<uint16_t>(base_row(rng, a_ext + (align_next ? 1 : 0), r32(rng) % kRows));
+    v.dst = static_cast<uint16_t>(base_row(rng, d_ext, v.a));
+    if (tpu::is_unary_vec_func(v.func)) {
+      // b stays 0
+    } else if (v.bmode == BMode::RowA) {
+      v.b = base_row(rng, a_ext, r32(rng) % 2 ? v.a + 1 : v.dst);
+    } else if (v.bmode == BMode::RowDst) {
+      v.b = base_row(rng, d_ext, r32(rng) % 2 ? v.dst : v.a);
+    } else if (v.bmode == BMode::Fixed) {
+      v.b = base_row(rng, 0, r32(rng) % 2 ? v.dst : v.a);
+    }
+    return v;
+  }
+}
+
+std::string describe(const tpu::Vector& v) {
+  std::ostringstream s;
+  s << tpu::vec_func_name(v.func) << " bmode=" << static_cast<int>(v.bmode) << " dst=" << v.dst
+    << " a=" << v.a << " inner=" << int{v.inner} << " outer=" << v.outer
+    << " a_strides=" << int{v.a_inner_stride} << "/" << v.a_outer_stride
+    << " dst_strides=" << int{v.dst_inner_stride} << "/" << v.dst_outer_stride << " b=0x"
+    << std::hex << v.b;
+  return s.str();
+}
+
+// The golden model of a kRows-row VMEM.
+struct Golden {
+  Golden() : gm(host, params()) {}
+  static tpu::ChipParams params() {
+    tpu::ChipParams p = tpu::ChipParams::training(N);
+    p.vmem_rows = kRows;
+    return p;
+  }
+  tpu::RegionMemory host;
+  tpu::GoldenModel gm;
+};
+
+// Runs v on both; false (with a failure naming the first differing lane) on a mismatch.
+bool run_and_compare(Harness& h, Golden& g, const tpu::Vector& v, int64_t* cycles = nullptr) {
+  std::string why;
+  const tpu::ErrorCode e = g.gm.execute(tpu::Instruction{v}, &why);
+  if (e != tpu::ErrorCode::ERR_NONE) {
+    ADD_FAILURE() << "the generator made a faulting instruction: " << describe(v) << ": " << why;
+    return false;
+  }
+  const int64_t c = h.run(v);
+  if (cycles) *cycles = c;
+  if (c < 0) return false;
+  const std::vector<uint32_t> want = g.gm.vmem_rows(0, kRows);
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (want[k] != h.mem[k]) {
+      ADD_FAILURE() << describe(v) << ": VMEM[" << k / N << "][" << k % N << "] = 0x" << std::hex
+                    << h.mem[k] << ", golden 0x" << want[k];
+      return false;
+    }
+  }
+  return true;
+}
+
+const Grants kGrantPatterns[] = {
+    {1, 1, 1}, {0.9, 0.9, 0.9}, {0.5, 0.5, 0.5}, {0.3, 0.8, 0.6},
+    {1, 0.2, 1}, {1, 1, 0.2}, {0.2, 1, 1}, {0.7, 0.4, 0.9},
+};
+
+int random_count(int dflt) {
+  const char* e = std::getenv("TPU_VPU_RANDOM");
+  return e ? std::atoi(e) : dflt;
+}
+
+// `count` random instructions in batches of 50, each batch on fresh VMEM contents and with a
+// grant pattern of its own.
+void run_random(uint32_t seed, int count) {
+  Harness h(seed);
+  Golden g;
+  std::mt19937 rng(seed * 7919u + 1);
+  int done = 0;
+  int64_t rows = 0, cycles = 0;
+  while (done < count) {
+    h.mem = random_vmem(rng);
+    g.gm.set_vmem_rows(0, h.mem);
+    h.grants = kGrantPatterns[r32(rng) % std::size(kGrantPatterns)];
+    for (int k = 0; k < 50 && done < count; ++k, ++done) {
+      const tpu::Vector v = random_vector(rng);
+      int64_t c = 0;
+      ASSERT_TRUE(run_and_compare(h, g, v, &c)) << "instruction " << done << ", seed " << seed;
+      rows += int64_t{v.inner} * v.outer;
+      cycles += c;
+    }
+  }
+  std::printf("N=%u seed %u: %d instructions, %lld element rows, %lld cycles\n", N, seed, count,
+              static_cast<long long>(rows), static_cast<long long>(cycles));
+}
+
+TEST(Vpu, RandomInstructions) {
+  const int count = random_count(6000);
+  for (uint32_t seed = 1; seed <= 2; ++seed) run_random(seed, count / 2);
+}
+
+// One row per cycle with full grants when no row waits for an earlier write: every func
+// class, A and B from rows the instruction does not write.
+TEST(Vpu, ThroughputFullGrants) {
+  Harness h(7);
+  Golden g;
+  std::mt19937 rng(11);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  const VecFunc funcs[] = {VecFunc::FAdd, VecFunc::FMul, VecFunc::LSum, VecFunc::RSum,
+                           VecFunc::Align, VecFunc::I2F};
+  for (VecFunc f : funcs) {
+    tpu::Vector v;
+    v.func = static_cast<uint8_t>(f);
+    v.inner = 200;
+    v.outer = 5;
+    v.a = 0;  // A rows 0..9 (align: and 10), B rows 20..24, destination rows 40..44
+    v.a_inner_stride = 0;
+    v.a_outer_stride = 2;
+    v.dst = 40;
+    v.dst_inner_stride = 0;
+    v.dst_outer_stride = 1;
+    if (tpu::is_unary_vec_func(v.func)) {
+      v.bmode = BMode::RowA;
+    } else if (f == VecFunc::Align) {
+      v.bmode = BMode::Imm;
+      v.b = N / 2;
+    } else {
+      v.bmode = BMode::Fixed;
+      v.b = 20;
+    }
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    std::printf("%s: %lld rows in %lld cycles (%.3f rows/cycle)\n",
+                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
+                static_cast<long long>(cycles), double(rows) / double(cycles));
+    EXPECT_LE(cycles, rows + 3) << describe(v);  // the pipeline's fill and drain only
+  }
+}
+
+// clear_i drops an instruction in flight: no request after it, and the next one runs right.
+TEST(Vpu, ClearMidInstruction) {
+  Harness h(5);
+  Golden g;
+  std::mt19937 rng(5);
+  h.mem = random_vmem(rng);
+  h.grants = {0.7, 0.7, 0.5};
+  for (int trial = 0; trial < 20; ++trial) {
+    tpu::Vector v = random_vector(rng);
+    v.inner = 40;
+    v.a_inner_stride = 0;
+    v.dst_inner_stride = 0;
+    h.set_command(v);
+    h.m->cmd_valid_i = 1;
+    do h.tick(); while (!h.cmd_taken);
+    h.m->cmd_valid_i = 0;
+    for (int k = static_cast<int>(r32(rng) % 30); k > 0; --k) h.tick();
+    h.m->clear_i = 1;
+    h.tick();
+    h.m->clear_i = 0;
+    h.m->eval();
+    ASSERT_FALSE(h.m->busy_o) << "busy after clear";
+    const int64_t writes = h.writes;
+    for (int k = 0; k < 5; ++k) {
+      h.tick();
+      ASSERT_FALSE(h.m->vm_a_re_o || h.m->vm_b_re_o || h.m->vm_w_we_o);
+    }
+    ASSERT_EQ(h.writes, writes);
+    g.gm.set_vmem_rows(0, h.mem);
+    ASSERT_TRUE(run_and_compare(h, g, random_vector(rng)));
+  }
+}
+
+}  // namespace

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// The training chip (tpu_sim_train_n<N>, VmemRows = TPU_SIM_VMEM_ROWS) against the golden model
+// on random programs of the training generator (random_program.h, GenOptions::vmem_rows):
+// only the training opcodes the RTL executes (RtlDevice::kRtlTrainingOps) are emitted, the
+// others appear as ERR_OPCODE faults on both sides; int8 instructions mixed in. Every byte of
+// host memory, UB, ACC and the VMEM window is compared (run_case). Labels rtl;verif;random.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "chip_backend.h"
+#include "device_rtl.h"
+#include "random_program.h"
+
+namespace {
+
+using namespace tpu::verif;
+
+GenOptions options() {
+  GenOptions opt;
+  opt.n = TPU_SIM_N;
+  opt.vmem_rows = TPU_SIM_VMEM_ROWS;
+  opt.train_ops = tpu::RtlDevice::kRtlTrainingOps;
+  return opt;
+}
+
+struct Backends {
+  ChipBackend chip;
+  GoldenBackend golden{generate_program(0, options()).params};
+};
+Backends& backends() {
+  static Backends* b = new Backends;  // one Chip per process, never destroyed
+  return *b;
+}
+
+void run_batch(uint64_t first, uint64_t count, double fault_probability = 0.3) {
+  auto& b = backends();
+  GenOptions opt = options();
+  opt.fault_probability = fault_probability;
+  for (uint64_t seed = first; seed < first + count; ++seed) {
+    const TestCase tc = generate_program(seed, opt);
+    const CaseResult r = run_case(b.chip, b.golden, tc);
+    if (!r.ok) {
+      std::ostringstream s;
+      s << "seed " << seed << ": " << r.mismatch << "\n";
+      const FirstDifference fd = find_first_difference(b.chip, b.golden, tc);
+      if (fd.index >= 0) {
+        s << "first differing instruction: " << fd.index << ": "
+          << tpu::disassemble(tc.program[size_t(fd.index)]) << " (" << fd.mismatch << ")\n";
+      }
+      s << "replay: build/tests/verif/tpu_random_train_n" << TPU_SIM_N << " replay --seed " << seed
+        << "\n"
+        << describe(tc);
+      FAIL() << s.str();
+    }
+  }
+}
+
+TEST(RandomTrainChip, ChipReportsTheGeneratorsVmem) {
+  EXPECT_EQ(tpu::sim::Chip::compiled_vmem_rows(), unsigned(TPU_SIM_VMEM_ROWS));
+}
+// Known RTL bug (docs/verification.md "Results"): an AXI error while a vector instruction
+// waits for the vector unit fires tpu_vpu's VpuCmdHold assertion, which stops the process;
+// seeds 27, 155 (faults only), 310 (faults only) and 386 (faults only) at N = 4 do that. The
+// batches below avoid them until the RTL is fixed; tests/verif/CMakeLists.txt runs those seeds
+// as WILL_FAIL tests, which turn red when it is.
+TEST(RandomTrainChip, Seeds200To299) { run_batch(200, 100); }
+TEST(RandomTrainChip, Seeds300To399) { run_batch(300, 100); }
+TEST(RandomTrainChip, FaultsSeeds200To299) { run_batch(200, 100, 1.0); }
+
+}  // namespace
