@@ -546,10 +546,9 @@ void ChipParams::validate() const {
 }
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
-  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width,
-                  a.vmem_rows, a.training_ops) ==
-         std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows,
-                  b.training_ops);
+  return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
+                  a.training_ops) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots,
+                                              b.axi_width, b.vmem_rows, b.training_ops);
 }
 
 const std::vector<FieldInfo>& instruction_fields(Opcode op) {
@@ -975,10 +974,10 @@ DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
   if (is_training_opcode(w[0]) && !params.executes_training_op(w[0])) {
     DecodeResult r;
     r.error = ErrorCode::ERR_OPCODE;
-    r.why = format("opcode 0x%02x (%s) is not implemented by this chip (ChipParams::training_ops "
-                   "= 0x%02x)",
-                   w[0], std::string(mnemonic(static_cast<Opcode>(w[0]))).c_str(),
-                   params.training_ops);
+    r.why = format(
+        "opcode 0x%02x (%s) is not implemented by this chip (ChipParams::training_ops "
+        "= 0x%02x)",
+        w[0], std::string(mnemonic(static_cast<Opcode>(w[0]))).c_str(), params.training_ops);
     r.instr = RawInstruction{w};
     return r;
   }

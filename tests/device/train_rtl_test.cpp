@@ -90,10 +90,18 @@ VmemDma random_vmem_dma(std::mt19937& rng, uint32_t host_base, uint32_t host_byt
   d.rows = 1 + rnd(rng, 12);
   d.vmem_addr = static_cast<uint16_t>(rnd(rng, kVmemSpan - d.rows));
   switch (rnd(rng, 4)) {
-    case 0: d.host_stride = 0; break;
-    case 1: d.host_stride = d.row_bytes(N) % 16 == 0 ? d.row_bytes(N) : 0; break;
-    case 2: d.host_stride = 16 * (1 + rnd(rng, 3)); break;  // may overlap the rows
-    default: d.host_stride = 16 * (1 + rnd(rng, 40)); break;
+    case 0:
+      d.host_stride = 0;
+      break;
+    case 1:
+      d.host_stride = d.row_bytes(N) % 16 == 0 ? d.row_bytes(N) : 0;
+      break;
+    case 2:
+      d.host_stride = 16 * (1 + rnd(rng, 3));
+      break;  // may overlap the rows
+    default:
+      d.host_stride = 16 * (1 + rnd(rng, 40));
+      break;
   }
   const uint64_t span = d.host_span(N);
   d.host_addr = host_base + 16 * static_cast<uint32_t>(rnd(rng, (host_bytes - span) / 16));
@@ -102,10 +110,9 @@ VmemDma random_vmem_dma(std::mt19937& rng, uint32_t host_base, uint32_t host_byt
 
 // A `vector` whose rows all lie in [0, kVmemSpan + 8): every func, every bmode it allows.
 Vector random_vector(std::mt19937& rng) {
-  static const uint8_t kFuncs[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10,
-                                   0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A,
-                                   0x1B, 0x20, 0x21, 0x22, 0x28, 0x29, 0x2A, 0x30, 0x31, 0x32,
-                                   0x38};
+  static const uint8_t kFuncs[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10, 0x11,
+                                   0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x20,
+                                   0x21, 0x22, 0x28, 0x29, 0x2A, 0x30, 0x31, 0x32, 0x38};
   for (;;) {
     Vector v;
     v.func = kFuncs[rnd(rng, sizeof kFuncs)];
@@ -228,8 +235,8 @@ Backends& backends() {
 // Runs `program` (+ halt) on both backends from the same host memory; expects the same
 // outcome and the same host memory.
 // Returns the outcome's status.
-RunOutcome::Status expect_same(const std::vector<Instruction>& body,
-                               const std::vector<uint8_t>& in, const std::string& what) {
+RunOutcome::Status expect_same(const std::vector<Instruction>& body, const std::vector<uint8_t>& in,
+                               const std::string& what) {
   Backends& b = backends();
   EXPECT_EQ(b.rl.in.addr, b.ml.in.addr);
   EXPECT_EQ(b.rl.out.addr, b.ml.out.addr);
