@@ -53,8 +53,8 @@ class RtlDevice : public Device {
   // its RTL executes: kRtlTrainingOps).
   static ChipParams compiled_params();
   // The training opcodes the RTL executes (ChipParams::training_ops; rtl/tpu_pkg.sv
-  // TrainOpsRtl): read_vmem, write_vmem, acc_to_vmem, transpose, vector.
-  static constexpr uint8_t kRtlTrainingOps = 0x73;
+  // TrainOpsRtl): all seven.
+  static constexpr uint8_t kRtlTrainingOps = 0x7F;
   // False when the chip was built without VCD tracing (-DTPU_SIM_TRACE=OFF).
   static bool compiled_with_vcd();
   // Cycles simulated since the process started (for simulation-speed figures).

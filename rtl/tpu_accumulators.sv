@@ -13,11 +13,17 @@
 // cycle and overlap (a layer's matmuls accumulate while the previous batch is activated).
 // Sharing one read port, the activation unit lost every cycle an accumulating row came out
 // (the bundled CNN took 10 % more cycles per image); two 1R1W copies are the 2R1W memory.
+//
+// Float (the training configuration, issue 30): a row from the bf16 array (fp_i) holds fp32
+// sums; accumulating it adds lane by lane with tpu_fp_pkg::fp32_add, ACC = add(ACC, s) as
+// docs/isa.md (matmul_bf16) prescribes, and overwriting stores s exactly. Int8 rows add as
+// before. Without Float fp_i is ignored.
 `include "tpu_assert.svh"
 
 module tpu_accumulators #(
   parameter int unsigned N       = 16,
-  parameter int unsigned AccRows = 2048
+  parameter int unsigned AccRows = 2048,
+  parameter bit          Float   = 1'b0    // fp32 accumulation (training configuration)
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -28,6 +34,7 @@ module tpu_accumulators #(
   // MXU result port.
   input  logic                       we_i,
   input  logic                       accumulate_i,
+  input  logic                       fp_i,      // the row is fp32 (from tpu_mxu_fp; Float only)
   input  logic [$clog2(AccRows)-1:0] waddr_i,
   input  logic [32*N-1:0]            wdata_i,   // column c in bits [32c +: 32]
   // Activation unit read port.
@@ -42,10 +49,25 @@ module tpu_accumulators #(
 
   assign rmw_re = pre_valid_i && pre_accumulate_i;
 
+  logic fp;
+  if (Float) begin : g_float
+    assign fp = fp_i;
+  end else begin : g_int8
+    logic unused_fp;
+    assign unused_fp = fp_i;
+    assign fp        = 1'b0;
+  end
+
   always_comb begin
     row = wdata_i;
     if (we_i && accumulate_i) begin  // the adds only for an accumulating row (simulation cost)
-      for (int c = 0; c < 32'(N); c++) row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];
+      if (fp) begin
+        for (int c = 0; c < 32'(N); c++) begin
+          row[32*c +: 32] = tpu_fp_pkg::fp32_add(old[32*c +: 32], wdata_i[32*c +: 32]);
+        end
+      end else begin
+        for (int c = 0; c < 32'(N); c++) row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];
+      end
     end
   end
 

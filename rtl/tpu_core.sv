@@ -144,6 +144,8 @@ module tpu_core #(
   tpu_pkg::move_cmd_t   move_cmd;
   logic                 vec_cmd_valid, vec_cmd_ready, vec_busy;
   tpu_vpu_pkg::vpu_cmd_t vec_cmd;
+  logic                 lw_cmd_valid, lw_cmd_ready;
+  tpu_fp_pkg::lw_cmd_t  lw_cmd;
   logic dmain_busy, dmain_err;
   logic wdma_busy, wdma_err, wdma_err_prev, wdma_push;
   logic unused_fetch_err_prev, unused_dmain_err_prev;
@@ -185,6 +187,7 @@ module tpu_core #(
     .wdma_cmd_o(wdma_cmd), .wdma_busy_i(wdma_busy), .wdma_err_i(wdma_err),
     .wdma_err_prev_i(wdma_err_prev), .wdma_row_i(wdma_push),
     .mm_cmd_valid_o(mm_cmd_valid), .mm_cmd_ready_i(mm_cmd_ready), .mm_cmd_o(mm_cmd),
+    .mm_cmd_bf16_o(mm_cmd_bf16),
     .mxu_retire_i(mxu_retire), .mxu_starved_i(mxu_starved), .mxu_abort_o(mxu_abort),
     .act_cmd_valid_o(act_cmd_valid), .act_cmd_ready_i(act_cmd_ready), .act_cmd_o(act_cmd),
     .act_busy_i(act_busy),
@@ -194,6 +197,8 @@ module tpu_core #(
     .move_cmd_o(move_cmd), .move_busy_i(move_busy),
     .vec_cmd_valid_o(vec_cmd_valid), .vec_cmd_ready_i(vec_cmd_ready),
     .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
+    .lw_cmd_valid_o(lw_cmd_valid), .lw_cmd_ready_i(lw_cmd_ready), .lw_cmd_o(lw_cmd),
+    .lw_busy_i(lw_busy),
     .dma_active_i(dmain_active || wdma_active || dmaout_active),
     .input_stall_o(input_stall), .retire_o(retire),
     .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
@@ -278,13 +283,20 @@ module tpu_core #(
   assign wdma_push = wdma_row_valid && !wdma_row_err;
 
   logic mxu_valid, mxu_wbuf, mxu_wuns;
+  // The training chip's bf16 matrix path (driven in g_train below; 0 on the int8 chip):
+  // load_weights' tile rows into the weight FIFO, the bf16 tiles out of it, the bf16 rows fed.
+  logic            lw_push, lw_busy, wf_shift, wf_commit, active_bf16, next_bf16, mxf_valid;
+  logic [16*N-1:0] lw_row, wf_row, mxf_data;
 
-  tpu_weight_loader #(.N(N), .WFifoTiles(WFifoTiles)) u_weights (
+  tpu_weight_loader #(.N(N), .WFifoTiles(WFifoTiles), .Float(VmemRows != 0)) u_weights (
     .clk_i, .rst_ni, .clear_i(clear),
     .push_i(wdma_push), .push_row_i(wdma_row), .free_rows_o(wfifo_free),
+    .fpush_i(lw_push), .fpush_row_i(lw_row),
     .w_shift_o(w_shift), .w_row_o(w_row), .w_commit_o(w_commit), .w_buf_o(w_buf),
+    .wf_shift_o(wf_shift), .wf_row_o(wf_row), .wf_commit_o(wf_commit),
     .active_buf_o(active_buf), .next_valid_o(next_valid),
-    .next_buf_o(next_buf), .switch_i(mm_switch), .use_i(mxu_valid), .use_buf_i(mxu_wbuf),
+    .next_buf_o(next_buf), .switch_i(mm_switch), .use_i(mxu_valid || mxf_valid),
+    .use_buf_i(mxu_wbuf), .active_bf16_o(active_bf16), .next_bf16_o(next_bf16),
     .idle_o(wl_idle), .tile_pending_o(wl_tile_pending)
   );
 
@@ -297,15 +309,30 @@ module tpu_core #(
   logic               out_valid, pre_valid, mm_weight_stall;
   logic [TagW-1:0]    pre_tag;
   logic [32*N-1:0]    out_sum;
+  logic               mm_cmd_bf16;
+  // The feeder's VMEM read client (matmul_bf16; g_train).
+  logic               mm_vm_re, mm_vm_rgnt;
+  logic [15:0]        mm_vm_raddr;
+  logic [32*N-1:0]    mm_vm_rdata;
+  // The two arrays' results: the int8 array's, and the bf16 array's (g_train; 0 on the int8
+  // chip). One feeder and the same latency: never both in one cycle.
+  logic               i_out_valid, i_pre_valid, f_out_valid, f_pre_valid;
+  logic [TagW-1:0]    i_out_tag, i_pre_tag, f_out_tag, f_pre_tag;
+  logic [32*N-1:0]    i_out_sum, f_out_sum;
 
-  tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW)) u_matmul (
+  tpu_matmul_unit #(.N(N), .UbRows(UbRows), .TagW(TagW), .Float(VmemRows != 0)) u_matmul (
     .clk_i, .rst_ni, .clear_i(clear || mxu_abort),
     .cmd_valid_i(mm_cmd_valid), .cmd_ready_o(mm_cmd_ready), .cmd_i(mm_cmd),
+    .cmd_bf16_i(mm_cmd_bf16),
     .ub_re_o(mm_ub_re), .ub_raddr_o(mm_ub_raddr), .ub_rgnt_i(mm_ub_rgnt),
     .ub_rdata_i(mm_ub_rdata),
+    .vm_re_o(mm_vm_re), .vm_raddr_o(mm_vm_raddr), .vm_rgnt_i(mm_vm_rgnt),
+    .vm_rdata_i(mm_vm_rdata),
     .active_buf_i(active_buf), .next_valid_i(next_valid), .next_buf_i(next_buf),
-    .switch_o(mm_switch), .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
+    .switch_o(mm_switch), .active_bf16_i(active_bf16), .next_bf16_i(next_bf16),
+    .mxu_valid_o(mxu_valid), .mxu_data_o(mxu_data),
     .mxu_wbuf_o(mxu_wbuf), .mxu_wuns_o(mxu_wuns), .mxu_tag_o(mxu_tag),
+    .mxf_valid_o(mxf_valid), .mxf_data_o(mxf_data),
     .weight_stall_o(mm_weight_stall)
   );
 
@@ -314,13 +341,18 @@ module tpu_core #(
     .in_valid_i(mxu_valid), .in_data_i(mxu_data), .in_wbuf_i(mxu_wbuf), .in_wuns_i(mxu_wuns),
     .in_tag_i(mxu_tag),
     .w_shift_i(w_shift), .w_row_i(w_row), .w_commit_i(w_commit), .w_buf_i(w_buf),
-    .out_valid_o(out_valid), .out_sum_o(out_sum), .out_tag_o(out_tag),
-    .pre_valid_o(pre_valid), .pre_tag_o(pre_tag)
+    .out_valid_o(i_out_valid), .out_sum_o(i_out_sum), .out_tag_o(i_out_tag),
+    .pre_valid_o(i_pre_valid), .pre_tag_o(i_pre_tag)
   );
+  assign out_valid = i_out_valid || f_out_valid;
+  assign out_tag   = f_out_valid ? f_out_tag : i_out_tag;
+  assign out_sum   = f_out_valid ? f_out_sum : i_out_sum;
+  assign pre_valid = i_pre_valid || f_pre_valid;
+  assign pre_tag   = f_pre_valid ? f_pre_tag : i_pre_tag;
   assign mxu_retire = out_valid && out_tag[17];
   // The feeder waits for a tile while the weight DMA is idle and no complete tile is on its
   // way: only possible after a read_weights failed (see tpu_ctrl mxu_abort_o).
-  assign mxu_starved = mm_weight_stall && !wdma_busy && !wl_tile_pending;
+  assign mxu_starved = mm_weight_stall && !wdma_busy && !lw_busy && !wl_tile_pending;
 
   // ---------------- accumulators ----------------
   logic               act_acc_re;
@@ -331,10 +363,11 @@ module tpu_core #(
   logic               acc_re;
   logic [AccW-1:0]    acc_raddr;
 
-  tpu_accumulators #(.N(N), .AccRows(AccRows)) u_acc (
+  tpu_accumulators #(.N(N), .AccRows(AccRows), .Float(VmemRows != 0)) u_acc (
     .clk_i, .rst_ni,
     .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
-    .we_i(out_valid), .accumulate_i(out_tag[16]), .waddr_i(AccW'(out_tag[15:0])),
+    .we_i(out_valid), .accumulate_i(out_tag[16]), .fp_i(f_out_valid),
+    .waddr_i(AccW'(out_tag[15:0])),
     .wdata_i(out_sum), .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata)
   );
 
@@ -393,9 +426,10 @@ module tpu_core #(
   // ---------------- training chip: VMEM and its units ----------------
   if (VmemRows != 0) begin : g_train
     // VMEM clients. Read: 0 DMA out (write_vmem; port 0, first: never refused), 1 the move
-    // unit (transpose; port 1), 2 and 3 the vector unit's A (port 0) and B (port 1). Write: 0
-    // DMA in (read_vmem; first: never refused), 1 the move unit, 2 the vector unit.
-    localparam int unsigned RdClients = 4;
+    // unit (transpose; port 1), 2 the matmul feeder (matmul_bf16; port 1), 3 load_weights
+    // (port 0), 4 and 5 the vector unit's A (port 0) and B (port 1). Write: 0 DMA in
+    // (read_vmem; first: never refused), 1 the move unit, 2 the vector unit.
+    localparam int unsigned RdClients = 6;
     localparam int unsigned WrClients = 3;
     logic [RdClients-1:0]        vm_re, vm_rgnt;
     logic [16*RdClients-1:0]     vm_raddr;
@@ -407,7 +441,7 @@ module tpu_core #(
     logic [AccW-1:0]             move_acc_raddr;
 
     tpu_vmem #(.N(N), .VmemRows(VmemRows), .RdClients(RdClients), .WrClients(WrClients),
-               .RdPort(4'b1010)) u_vmem (
+               .RdPort(6'b100110)) u_vmem (
       .clk_i, .rst_ni,
       .re_i(vm_re), .raddr_i(vm_raddr), .rgnt_o(vm_rgnt), .rdata_o(vm_rdata),
       .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt)
@@ -451,15 +485,43 @@ module tpu_core #(
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(vec_cmd_valid), .cmd_ready_o(vec_cmd_ready), .cmd_i(vec_cmd),
       .busy_o(vec_busy), .idle_o(vec_idle),
-      .vm_a_re_o(vm_re[2]), .vm_a_raddr_o(vm_raddr[32 +: 16]), .vm_a_rgnt_i(vm_rgnt[2]),
-      .vm_a_rdata_i(vm_rdata[64*N +: 32*N]),
-      .vm_b_re_o(vm_re[3]), .vm_b_raddr_o(vm_raddr[48 +: 16]), .vm_b_rgnt_i(vm_rgnt[3]),
-      .vm_b_rdata_i(vm_rdata[96*N +: 32*N]),
+      .vm_a_re_o(vm_re[4]), .vm_a_raddr_o(vm_raddr[64 +: 16]), .vm_a_rgnt_i(vm_rgnt[4]),
+      .vm_a_rdata_i(vm_rdata[128*N +: 32*N]),
+      .vm_b_re_o(vm_re[5]), .vm_b_raddr_o(vm_raddr[80 +: 16]), .vm_b_rgnt_i(vm_rgnt[5]),
+      .vm_b_rdata_i(vm_rdata[160*N +: 32*N]),
       .vm_w_we_o(vm_we[2]), .vm_w_waddr_o(vm_waddr[32 +: 16]), .vm_w_wdata_o(vm_wdata[64*N +: 32*N]),
       .vm_w_wgnt_i(vm_wgnt[2])
     );
     logic unused_vec_idle;
     assign unused_vec_idle = vec_idle;
+
+    // The bf16 matrix path: matmul_bf16's VMEM reads, load_weights, the bf16 array.
+    assign vm_re[2]              = mm_vm_re;
+    assign vm_raddr[32 +: 16]    = mm_vm_raddr;
+    assign mm_vm_rgnt            = vm_rgnt[2];
+    assign mm_vm_rdata           = vm_rdata[64*N +: 32*N];
+
+    logic lw_done, lw_idle;
+    tpu_load_weights #(.N(N)) u_load_weights (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(lw_cmd_valid), .cmd_ready_o(lw_cmd_ready), .cmd_i(lw_cmd),
+      .vm_re_o(vm_re[3]), .vm_raddr_o(vm_raddr[48 +: 16]), .vm_rgnt_i(vm_rgnt[3]),
+      .vm_rdata_i(vm_rdata[96*N +: 32*N]),
+      .push_o(lw_push), .push_row_o(lw_row), .space_i(wfifo_free != '0),
+      .done_o(lw_done), .busy_o(lw_busy), .idle_o(lw_idle)
+    );
+    logic unused_lw;
+    assign unused_lw = ^{lw_done, lw_idle};
+
+    tpu_mxu_fp #(.N(N), .TagW(TagW)) u_mxu_fp (
+      .clk_i, .rst_ni,
+      .in_valid_i(mxf_valid), .in_data_i(mxf_data), .in_wbuf_i(mxu_wbuf), .in_tag_i(mxu_tag),
+      .w_shift_i(wf_shift), .w_row_i(wf_row), .w_commit_i(wf_commit), .w_buf_i(w_buf),
+      .out_valid_o(f_out_valid), .out_sum_o(f_out_sum), .out_tag_o(f_out_tag),
+      .pre_valid_o(f_pre_valid), .pre_tag_o(f_pre_tag)
+    );
+    `TPU_ASSERT_NEVER(CoreOneResult, i_out_valid && f_out_valid)
+    `TPU_ASSERT_NEVER(CoreOneWeightPush, wdma_push && lw_push)
     `TPU_ASSERT_IMPLIES(CoreVecIdle, !vec_busy, vec_idle)
 
     assign acc_re    = act_acc_re || move_acc_re;
@@ -482,19 +544,32 @@ module tpu_core #(
     assign move_busy        = 1'b0;
     assign vec_cmd_ready    = 1'b0;
     assign vec_busy         = 1'b0;
+    assign lw_cmd_ready     = 1'b0;
+    assign lw_busy          = 1'b0;
+    assign lw_push          = 1'b0;
+    assign lw_row           = '0;
+    assign mm_vm_rgnt       = 1'b0;
+    assign mm_vm_rdata      = '0;
+    assign f_out_valid      = 1'b0;
+    assign f_out_tag        = '0;
+    assign f_out_sum        = '0;
+    assign f_pre_valid      = 1'b0;
+    assign f_pre_tag        = '0;
     assign acc_re           = act_acc_re;
     assign acc_raddr        = act_acc_raddr;
     // The int8 chip's commands never carry the training fields.
     logic unused_train;
     assign unused_train = ^{dmain_cmd.vmem, dmain_cmd.bf16, dmain_cmd.stride,
                             dmaout_cmd.vmem, dmaout_cmd.bf16, dmaout_cmd.stride, move_cmd,
-                            move_cmd_valid, vec_cmd, vec_cmd_valid};
+                            move_cmd_valid, vec_cmd, vec_cmd_valid, lw_cmd, lw_cmd_valid,
+                            mm_cmd_bf16, mm_vm_re, mm_vm_raddr, wf_shift, wf_commit, wf_row,
+                            active_bf16, next_bf16, mxf_valid, mxf_data};
   end
 
   // ---------------- performance counters (docs/architecture.md) ----------------
   assign count_inc[0 +: 32] = 32'd1;
-  assign count_inc[32 +: 32] = 32'(mxu_valid);
-  assign count_inc[64 +: 32] = mxu_valid ? 32'(N * N) : 32'd0;
+  assign count_inc[32 +: 32] = 32'(mxu_valid || mxf_valid);
+  assign count_inc[64 +: 32] = (mxu_valid || mxf_valid) ? 32'(N * N) : 32'd0;
   assign count_inc[96 +: 32] = 32'(mm_weight_stall);
   assign count_inc[128 +: 32] = 32'(input_stall);
   assign count_inc[160 +: 32] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);

@@ -85,6 +85,7 @@ module tpu_ctrl #(
   output logic                  mm_cmd_valid_o,
   input  logic                  mm_cmd_ready_i,
   output tpu_pkg::mm_cmd_t      mm_cmd_o,
+  output logic                  mm_cmd_bf16_o,  // it is a matmul_bf16 (training chip)
   input  logic         mxu_retire_i,   // last row of the oldest matmul reached the ACC
   input  logic         mxu_starved_i,  // the feeder waits for a tile that can no longer come
   output logic         mxu_abort_o,    // drop that matmul (only once an error is latched)
@@ -110,6 +111,12 @@ module tpu_ctrl #(
   input  logic                  vec_cmd_ready_i,
   output tpu_vpu_pkg::vpu_cmd_t vec_cmd_o,
   input  logic         vec_busy_i,
+  // load_weights: VMEM -> bf16 weight tiles (training chip; tied off when VmemRows = 0). One at
+  // a time, never while the weight DMA still pushes rows, nor a read_weights while it runs.
+  output logic                  lw_cmd_valid_o,
+  input  logic                  lw_cmd_ready_i,
+  output tpu_fp_pkg::lw_cmd_t   lw_cmd_o,
+  input  logic         lw_busy_i,
   input  logic         dma_active_i,   // any DMA burst outstanding (drain before stopping)
   output logic         input_stall_o,
   output logic         retire_o,
@@ -178,23 +185,47 @@ module tpu_ctrl #(
 
   // The checks of the head that depend on the instructions issued before it.
   tpu_pkg::err_e head_err;
+  tpu_fp_pkg::lw_cmd_t lw_head;
+  logic weight_type_err;   // training chip: the matmul at the head would use a tile of the
+                           // other type (tpu_weight_types, below)
+  assign lw_head = tpu_fp_pkg::lw_cmd_t'(head.cmd.lw.cmd);
   always_comb begin
     head_err = head.err;
     if (head_err == tpu_pkg::ErrNone) begin
       if (head.unit == tpu_pkg::UnitReadWeights &&
           64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd2) begin
         head_err = tpu_pkg::ErrWeightOverflow;
+      end else if (head.unit == tpu_pkg::UnitLoadWeights &&
+                   64'(credit_q) + 64'(lw_head.tiles) > 64'(WFifoTiles) + 64'd2) begin
+        head_err = tpu_pkg::ErrWeightOverflow;
       end else if (head.unit == tpu_pkg::UnitMatmul &&
                    (head.cmd.mm.cmd.switch_tile ? (credit_q == '0) : !switched_q)) begin
         head_err = tpu_pkg::ErrNoWeights;
+      end else if (head.unit == tpu_pkg::UnitMatmul && weight_type_err) begin
+        head_err = tpu_pkg::ErrWeightType;
       end
     end
+  end
+
+  // ERR_WEIGHT_TYPE (training chip): the types of the waiting tiles in program order.
+  if (VmemRows != 0) begin : g_types
+    tpu_weight_types #(.WFifoTiles(WFifoTiles)) u_types (
+      .clk_i, .rst_ni, .clear_i(iq_flush),
+      .push_i(run_q && (wdma_fire || lw_fire)), .push_bf16_i(lw_fire),
+      .push_tiles_i(lw_fire ? 24'(lw_head.tiles) : head.cmd.wdma.cmd.tiles),
+      .pop_i(run_q && mm_fire && head.cmd.mm.cmd.switch_tile),
+      .mm_bf16_i(head.cmd.mm.bf16), .mm_switch_i(head.cmd.mm.cmd.switch_tile),
+      .type_err_o(weight_type_err)
+    );
+  end else begin : g_no_types
+    assign weight_type_err = 1'b0;
   end
 
   // ---------------- in-flight footprints ----------------
   tpu_pkg::footprint_t fp_dmain_q, fp_dmain_d, fp_wdma_q, fp_wdma_d;
   tpu_pkg::footprint_t fp_wdma_prev_q, fp_wdma_prev_d, fp_act_q, fp_act_d;
   tpu_pkg::footprint_t fp_dmaout_q, fp_dmaout_d, fp_move_q, fp_move_d, fp_vec_q, fp_vec_d;
+  tpu_pkg::footprint_t fp_lw_q, fp_lw_d;
   logic [31:0] pc_dmain_q, pc_dmain_d, pc_wdma_q, pc_wdma_d, pc_wdma_prev_q, pc_wdma_prev_d;
   logic [31:0] pc_dmaout_q, pc_dmaout_d;
 
@@ -217,7 +248,7 @@ module tpu_ctrl #(
 
   // ---------------- issue ----------------
   logic can_decide, head_go, unit_ready, issue, all_idle, hazard;
-  logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire, move_fire, vec_fire;
+  logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire, move_fire, vec_fire, lw_fire;
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
 
@@ -228,8 +259,8 @@ module tpu_ctrl #(
   // table is only rewritten by an issue. (Wide compares once per instruction instead of every
   // cycle: simulation speed. Whether the unit in flight is still busy is applied every cycle.)
   logic               head_new_q, head_new_d;
-  logic [6:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout, move,
-                                                 // vector
+  logic [7:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout, move,
+                                                 // vector, load_weights
   logic [MmDepth-1:0] conf_mm_q, conf_mm_d;      // per slot of the matmul table
   always_comb begin
     conf_unit_d = conf_unit_q;
@@ -242,6 +273,7 @@ module tpu_ctrl #(
       conf_unit_d[4] = tpu_pkg::footprints_conflict(head.fp, fp_dmaout_q);
       conf_unit_d[5] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_move_q);
       conf_unit_d[6] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_vec_q);
+      conf_unit_d[7] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_lw_q);
       for (int i = 0; i < 32'(MmDepth); i++) begin
         conf_mm_d[i] = tpu_pkg::footprints_conflict(head.fp, mm_slots[FpW*i +: FpW]);
       end
@@ -255,14 +287,14 @@ module tpu_ctrl #(
       hazard = (dmain_busy_i && conf_unit_d[0]) || (wdma_busy_i && conf_unit_d[1]) ||
                (wdma_busy_i && conf_unit_d[2]) || (act_busy_i && conf_unit_d[3]) ||
                (dmaout_busy_i && conf_unit_d[4]) || (move_busy_i && conf_unit_d[5]) ||
-               (vec_busy_i && conf_unit_d[6]);
+               (vec_busy_i && conf_unit_d[6]) || (lw_busy_i && conf_unit_d[7]);
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
       if (head.unit != tpu_pkg::UnitMatmul && (mm_slot_valid & conf_mm_d) != '0) hazard = 1'b1;
     end
   end
 
   assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i && !move_busy_i &&
-                    !vec_busy_i &&
+                    !vec_busy_i && !lw_busy_i &&
                     mm_cmd_ready_i && (mm_cnt == '0) && !dma_active_i;
 
   // The head may go to its unit: no fault, not the halt, no hazard.
@@ -270,13 +302,16 @@ module tpu_ctrl #(
 
   // One handshake per unit; the matmul also needs room in the in-flight table.
   assign dmain_cmd_valid_o  = head_go && head.unit == tpu_pkg::UnitReadHost;
-  assign wdma_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitReadWeights;
+  // The weight FIFO takes the rows of one of read_weights / load_weights at a time.
+  assign wdma_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitReadWeights && !lw_busy_i;
   assign mm_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitMatmul && !mm_full;
   // The activation unit and the move unit share the accumulators' read port.
   assign act_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitActivate && !move_busy_i;
   assign dmaout_cmd_valid_o = head_go && head.unit == tpu_pkg::UnitWriteHost;
   assign move_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitMove && !act_busy_i;
   assign vec_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitVector;
+  assign lw_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitLoadWeights && !lw_busy_i &&
+                              !wdma_busy_i;
   assign dmain_cmd_o  = head.cmd.dma_in.cmd;
   assign wdma_cmd_o   = head.cmd.wdma.cmd;
   assign mm_cmd_o     = head.cmd.mm.cmd;
@@ -284,6 +319,8 @@ module tpu_ctrl #(
   assign dmaout_cmd_o = head.cmd.dma_out.cmd;
   assign move_cmd_o   = head.cmd.move.cmd;
   assign vec_cmd_o    = tpu_vpu_pkg::vpu_cmd_t'(head.cmd.vec.cmd);
+  assign lw_cmd_o     = lw_head;
+  assign mm_cmd_bf16_o = head.cmd.mm.bf16;
   assign dmain_fire  = dmain_cmd_valid_o && dmain_cmd_ready_i;
   assign wdma_fire   = wdma_cmd_valid_o && wdma_cmd_ready_i;
   assign mm_fire     = mm_cmd_valid_o && mm_cmd_ready_i;
@@ -291,17 +328,19 @@ module tpu_ctrl #(
   assign dmaout_fire = dmaout_cmd_valid_o && dmaout_cmd_ready_i;
   assign move_fire   = move_cmd_valid_o && move_cmd_ready_i;
   assign vec_fire    = vec_cmd_valid_o && vec_cmd_ready_i;
+  assign lw_fire     = lw_cmd_valid_o && lw_cmd_ready_i;
 
   // Whether the head's unit can take it now (nop: always; sync: once everything is idle).
   always_comb begin
     unique case (head.unit)
       tpu_pkg::UnitReadHost:    unit_ready = dmain_cmd_ready_i;
-      tpu_pkg::UnitReadWeights: unit_ready = wdma_cmd_ready_i;
+      tpu_pkg::UnitReadWeights: unit_ready = wdma_cmd_ready_i && !lw_busy_i;
       tpu_pkg::UnitMatmul:      unit_ready = mm_cmd_ready_i && !mm_full;
       tpu_pkg::UnitActivate:    unit_ready = act_cmd_ready_i && !move_busy_i;
       tpu_pkg::UnitWriteHost:   unit_ready = dmaout_cmd_ready_i;
       tpu_pkg::UnitMove:        unit_ready = move_cmd_ready_i && !act_busy_i;
       tpu_pkg::UnitVector:      unit_ready = vec_cmd_ready_i;
+      tpu_pkg::UnitLoadWeights: unit_ready = lw_cmd_ready_i && !lw_busy_i && !wdma_busy_i;
       default:                  unit_ready = !head.is_sync || all_idle;
     endcase
   end
@@ -342,10 +381,10 @@ module tpu_ctrl #(
   logic [TrRowsW-1:0] tr_wrows0_q, tr_wrows1_q, tr_wrows0_d, tr_wrows1_d;
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
-  // The move unit and the vector unit have no trace code of their own yet: traced as control
-  // (no duration).
-  assign trace_unit_o  = (head.unit == tpu_pkg::UnitMove || head.unit == tpu_pkg::UnitVector) ?
-                         tpu_pkg::UnitControl : head.unit;
+  // The move unit, the vector unit and load_weights have no trace code of their own yet:
+  // traced as control (no duration).
+  assign trace_unit_o  = (head.unit > tpu_pkg::UnitControl) ? 3'(tpu_pkg::UnitControl) :
+                                                               3'(head.unit);
   assign trace_issue_o = issue;
   assign trace_pc_o    = pc_q;
 
@@ -378,11 +417,11 @@ module tpu_ctrl #(
     tr_mm_done_d    = mxu_retire_i && mm_cnt != '0;
   end
 
-  assign trace_done_o[tpu_pkg::UnitReadHost]    = tr_dmain_busy_q && !dmain_busy_i;
-  assign trace_done_o[tpu_pkg::UnitReadWeights] = tr_wdma_done_q;
-  assign trace_done_o[tpu_pkg::UnitMatmul]      = tr_mm_done_q;
-  assign trace_done_o[tpu_pkg::UnitActivate]    = tr_act_busy_q && !act_busy_i;
-  assign trace_done_o[tpu_pkg::UnitWriteHost]   = dmaout_was_busy_q && !dmaout_busy_i;
+  assign trace_done_o[3'(tpu_pkg::UnitReadHost)]    = tr_dmain_busy_q && !dmain_busy_i;
+  assign trace_done_o[3'(tpu_pkg::UnitReadWeights)] = tr_wdma_done_q;
+  assign trace_done_o[3'(tpu_pkg::UnitMatmul)]      = tr_mm_done_q;
+  assign trace_done_o[3'(tpu_pkg::UnitActivate)]    = tr_act_busy_q && !act_busy_i;
+  assign trace_done_o[3'(tpu_pkg::UnitWriteHost)]   = dmaout_was_busy_q && !dmaout_busy_i;
 
   // ---------------- errors and the end of a run ----------------
   logic [3:0]  new_err;
@@ -450,6 +489,7 @@ module tpu_ctrl #(
     fp_dmaout_d       = fp_dmaout_q;
     fp_move_d         = fp_move_q;
     fp_vec_d          = fp_vec_q;
+    fp_lw_d           = fp_lw_q;
     pc_dmaout_d       = pc_dmaout_q;
     done_d            = 1'b0;
     error_d           = 1'b0;
@@ -510,6 +550,7 @@ module tpu_ctrl #(
       if (act_fire) fp_act_d = head.fp;
       if (move_fire) fp_move_d = head.fp;
       if (vec_fire) fp_vec_d = head.fp;
+      if (lw_fire) fp_lw_d = head.fp;
       if (dmaout_fire) begin
         fp_dmaout_d = head.fp;
         pc_dmaout_d = pc_q;
@@ -517,6 +558,7 @@ module tpu_ctrl #(
 
       // Weight tile accounting (see the checks of the head).
       if (wdma_fire) credit_d = credit_q + 32'(head.cmd.wdma.cmd.tiles);
+      if (lw_fire)   credit_d = credit_q + 32'(lw_head.tiles);
       if (mm_fire && head.cmd.mm.cmd.switch_tile) begin
         credit_d   = credit_q - 1'b1;
         switched_d = 1'b1;
@@ -619,6 +661,7 @@ module tpu_ctrl #(
     fp_dmaout_q    <= fp_dmaout_d;
     fp_move_q      <= fp_move_d;
     fp_vec_q       <= fp_vec_d;
+    fp_lw_q        <= fp_lw_d;
     pc_dmaout_q    <= pc_dmaout_d;
   end
 
@@ -636,7 +679,10 @@ module tpu_ctrl #(
   `TPU_ASSERT_IMPLIES(CtrlFetchReady, fetch_cmd_valid_o, fetch_cmd_ready_i)
   `TPU_ASSERT(CtrlOneValid, $onehot0({dmain_cmd_valid_o, wdma_cmd_valid_o, mm_cmd_valid_o,
                                        act_cmd_valid_o, dmaout_cmd_valid_o, move_cmd_valid_o,
-                                       vec_cmd_valid_o}))
+                                       vec_cmd_valid_o, lw_cmd_valid_o}))
+  `TPU_ASSERT_HOLD_IF(CtrlLwHold, lw_cmd_valid_o, lw_cmd_ready_i,
+                      lw_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_NEVER(CtrlLwAndWdma, lw_busy_i && wdma_busy_i)
   `TPU_ASSERT_HOLD_IF(CtrlVecHold, vec_cmd_valid_o, vec_cmd_ready_i,
                       vec_cmd_o, run_q && !stop_q)
   `TPU_ASSERT_HOLD_IF(CtrlMoveHold, move_cmd_valid_o, move_cmd_ready_i,
@@ -644,7 +690,8 @@ module tpu_ctrl #(
   // The accumulators' read port: never the activation unit and the move unit at once.
   `TPU_ASSERT_NEVER(CtrlAccPortShared, act_busy_i && move_busy_i)
   `TPU_ASSERT_IMPLIES(CtrlNoMoveInt8, VmemRows == 0, !move_busy_i && !move_cmd_valid_o &&
-                                                     !vec_busy_i && !vec_cmd_valid_o)
+                                                     !vec_busy_i && !vec_cmd_valid_o &&
+                                                     !lw_busy_i && !lw_cmd_valid_o)
   // The handshakes: once a command is offered and not taken, it stays offered and unchanged in
   // the next cycle, unless the run stops there (error latched, soft reset).
   `TPU_ASSERT_HOLD_IF(CtrlDmaInHold, dmain_cmd_valid_o, dmain_cmd_ready_i,

@@ -78,6 +78,8 @@ module tpu_decoder #(
   tpu_pkg::mm_cmd_t      mmc;
   tpu_pkg::act_cmd_t     actc;
   tpu_pkg::move_cmd_t    movec;
+  tpu_fp_pkg::lw_cmd_t   lwc;
+  logic                  mm_bf16;
 
   // A VMEM row out of range (ERR_VMEM_RANGE): last >= VmemRows (written so that it is no
   // constant comparison when VmemRows = 0; last < 2^60).
@@ -124,6 +126,8 @@ module tpu_decoder #(
     opcode_bad   = 1'b0;
     host_op      = 1'b0;
     movec        = '0;
+    lwc          = '0;
+    mm_bf16      = 1'b0;
     vlo = '0; vlast = '0; vlast2 = '0; vrows = '0;
     dest         = instr_i.host.dest;
     rows  = '0;
@@ -316,6 +320,13 @@ module tpu_decoder #(
           end
         end
         tpu_pkg::OpLoadWeights: begin
+          dec.unit     = tpu_pkg::UnitLoadWeights;
+          lwc          = '{transpose: instr_i.load_weights.transpose,
+                           vmem_addr: instr_i.load_weights.vmem_addr,
+                           row_stride: instr_i.load_weights.row_stride,
+                           tiles: instr_i.load_weights.tiles,
+                           tile_stride: instr_i.load_weights.tile_stride,
+                           rows: instr_i.load_weights.rows};
           reserved_bad = instr_i.load_weights.reserved_lo != '0 ||
                          instr_i.load_weights.reserved_hi != '0;
           rows      = 64'(instr_i.load_weights.rows);
@@ -330,6 +341,16 @@ module tpu_decoder #(
           dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
         end
         tpu_pkg::OpMatmulBf16: begin
+          dec.unit         = tpu_pkg::UnitMatmul;
+          mm_bf16          = 1'b1;
+          mmc.acc          = instr_i.matmul_bf16.acc;
+          mmc.switch_tile  = instr_i.matmul_bf16.switch_tile;
+          mmc.ub_addr      = {8'd0, instr_i.matmul_bf16.vmem_addr};
+          mmc.acc_addr     = instr_i.matmul_bf16.acc_addr;
+          mmc.inner        = instr_i.matmul_bf16.inner;
+          mmc.outer        = instr_i.matmul_bf16.outer;
+          mmc.inner_stride = instr_i.matmul_bf16.inner_stride;
+          mmc.outer_stride = {8'd0, instr_i.matmul_bf16.outer_stride};
           reserved_bad = instr_i.matmul_bf16.reserved_lo != '0 ||
                          instr_i.matmul_bf16.reserved_mid != '0 ||
                          instr_i.matmul_bf16.reserved_hi != '0;
@@ -465,7 +486,11 @@ module tpu_decoder #(
       unique case (dec.unit)
         tpu_pkg::UnitReadHost:    dec.cmd.dma_in.cmd  = dma_in;
         tpu_pkg::UnitReadWeights: dec.cmd.wdma.cmd    = wdma;
-        tpu_pkg::UnitMatmul:      dec.cmd.mm.cmd      = mmc;
+        tpu_pkg::UnitMatmul: begin
+          dec.cmd.mm.cmd  = mmc;
+          dec.cmd.mm.bf16 = mm_bf16;
+        end
+        tpu_pkg::UnitLoadWeights: dec.cmd.lw.cmd      = lwc;
         tpu_pkg::UnitActivate:    dec.cmd.act.cmd     = actc;
         tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
         tpu_pkg::UnitMove:        dec.cmd.move.cmd    = movec;
@@ -497,6 +522,7 @@ module tpu_decoder #(
                             $bits(tpu_pkg::act_cmd_t) == tpu_pkg::ActCmdW &&
                             $bits(tpu_pkg::move_cmd_t) == tpu_pkg::MoveW &&
                             $bits(tpu_vpu_pkg::vpu_cmd_t) == tpu_pkg::VecCmdW &&
+                            $bits(tpu_fp_pkg::lw_cmd_t) == tpu_pkg::LwCmdW &&
                             tpu_pkg::VecCmdW == tpu_pkg::CmdW &&
                             $bits(tpu_pkg::cmd_u) == tpu_pkg::CmdW)
   `TPU_ASSERT_INIT(PkgDecW, $bits(tpu_pkg::range_t) == tpu_pkg::RangeW &&

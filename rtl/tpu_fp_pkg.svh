@@ -281,4 +281,21 @@ package tpu_fp_pkg;
     else                                              fp32_min = zb;
   endfunction
 
+  // ---- Commands of the matrix path's training instructions (issue 30; docs/isa.md).
+  // load_weights (0x0A) to tpu_load_weights: isa.md's fields, range-checked by the decoder
+  // (1 <= rows <= N, tiles >= 1, every row read < VmemRows).
+  typedef struct packed {
+    logic        transpose;    // push the transposed block
+    logic [15:0] vmem_addr;    // first row of tile 0
+    logic [15:0] row_stride;   // VMEM rows between the rows of one tile
+    logic [15:0] tiles;        // tiles, >= 1
+    logic [15:0] tile_stride;  // VMEM rows between the first rows of consecutive tiles
+    logic [8:0]  rows;         // rows read per tile, 1 .. N (the others are +0)
+  } lw_cmd_t;
+
+  // matmul_bf16 (0x0B) travels to tpu_matmul_unit as a tpu_pkg::mm_cmd_t with the feeder's
+  // cmd_bf16_i set: ub_addr = {8'd0, vmem_addr}, outer_stride = {8'd0, outer_stride},
+  // a_unsigned = w_unsigned = 0; acc, switch_tile, acc_addr, inner, outer and inner_stride as
+  // isa.md's fields (no struct of its own: the feeder walks the same row pattern).
+
 endpackage

@@ -45,9 +45,8 @@ package tpu_pkg;
   // The training opcodes the RTL executes (bit k: opcode 0x08 + k) in a chip built with
   // VmemRows > 0; the others fault ERR_OPCODE there as on the int8 chip, and
   // driver/device_rtl.cpp tells the golden model the same (ChipParams::training_ops).
-  // read_vmem, write_vmem, acc_to_vmem, transpose, vector; load_weights and matmul_bf16 not
-  // yet (docs/isa.md "Status").
-  localparam logic [6:0] TrainOpsRtl = 7'b111_0011;
+  // All seven (docs/isa.md "Status").
+  localparam logic [6:0] TrainOpsRtl = 7'b111_1111;
 
   // read_host destinations
   localparam logic [1:0] DestUb    = 2'd0;
@@ -237,15 +236,16 @@ package tpu_pkg;
   // the same for every unit. Units never see instruction bits.
 
   // Which unit runs an instruction; also the trace port's unit code (docs/architecture.md).
-  typedef enum logic [2:0] {
-    UnitReadHost    = 3'd0,
-    UnitReadWeights = 3'd1,
-    UnitMatmul      = 3'd2,
-    UnitActivate    = 3'd3,
-    UnitWriteHost   = 3'd4,
-    UnitControl     = 3'd5,  // nop, sync, halt: the controller itself
-    UnitMove        = 3'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
-    UnitVector      = 3'd7   // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
+  typedef enum logic [3:0] {
+    UnitReadHost    = 4'd0,  // also read_vmem (training chip)
+    UnitReadWeights = 4'd1,
+    UnitMatmul      = 4'd2,  // also matmul_bf16 (training chip)
+    UnitActivate    = 4'd3,
+    UnitWriteHost   = 4'd4,  // also write_vmem (training chip)
+    UnitControl     = 4'd5,  // nop, sync, halt: the controller itself
+    UnitMove        = 4'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
+    UnitVector      = 4'd7,  // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
+    UnitLoadWeights = 4'd8   // load_weights (training chip, rtl/tpu_load_weights.sv)
   } unit_e;
 
   // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
@@ -335,13 +335,17 @@ package tpu_pkg;
   localparam int unsigned MmCmdW   = 100;   // mm_cmd_t
   localparam int unsigned ActCmdW  = 116;   // act_cmd_t
   localparam int unsigned VecCmdW  = 120;   // tpu_vpu_pkg::vpu_cmd_t (instruction bits 127:8)
+  localparam int unsigned LwCmdW   = 74;    // tpu_fp_pkg::lw_cmd_t
   localparam int unsigned CmdW     = 120;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
   // padded to CmdW at the top).
   typedef union packed {
     struct packed { logic [CmdW-ActCmdW-1:0] pad; act_cmd_t cmd; }     act;
-    struct packed { logic [CmdW-MmCmdW-1:0] pad; mm_cmd_t cmd; }       mm;
+    // bf16: a matmul_bf16 (training chip; the fields as tpu_fp_pkg describes).
+    struct packed { logic [CmdW-MmCmdW-2:0] pad; logic bf16; mm_cmd_t cmd; } mm;
+    // load_weights: a tpu_fp_pkg::lw_cmd_t (declared after this package).
+    struct packed { logic [CmdW-LwCmdW-1:0] pad; logic [LwCmdW-1:0] cmd; } lw;
     struct packed { logic [CmdW-DmaInW-1:0] pad; dma_in_cmd_t cmd; }   dma_in;
     struct packed { logic [CmdW-WdmaW-1:0]  pad; wdma_cmd_t cmd; }     wdma;
     struct packed { logic [CmdW-DmaWrW-1:0] pad; dma_wr_cmd_t cmd; }   dma_out;
@@ -386,7 +390,7 @@ package tpu_pkg;
   // mis-elaborates struct-typed function arguments (member selects come out undefined).
   localparam int unsigned RangeW = 67;               // $bits(range_t)
   localparam int unsigned FpW    = 8 * RangeW + 2;   // $bits(footprint_t)
-  localparam int unsigned DecW   = 3 + 2 + 4 + FpW + CmdW;  // $bits(decoded_t)
+  localparam int unsigned DecW   = 4 + 2 + 4 + FpW + CmdW;  // $bits(decoded_t)
   // Bit offsets of the footprint_t members.
   localparam int unsigned FpUbRd   = 7 * RangeW + 2;
   localparam int unsigned FpUbWr   = 6 * RangeW + 2;

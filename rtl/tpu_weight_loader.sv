@@ -9,11 +9,21 @@
 // The FIFO is a tpu_sram (synchronous, write-first read): every cycle it reads the row the
 // shifter will send in the next one, so the MXU sees the same rows in the same cycles as with
 // a combinational read (a tile may start shifting the cycle after its last row was pushed).
+//
+// Float (the training configuration, issue 30): bf16 tiles from tpu_load_weights enter the
+// same FIFO through fpush_i, in program order with the int8 rows of push_i (the controller
+// never lets both push in one cycle). A FIFO row is then 16*N + 1 bits, {bf16, 16N data bits}
+// (an int8 row in the low 8N bits), and every tile keeps its type through the shift registers
+// and the buffers: an int8 tile shifts and commits into tpu_mxu (w_shift_o, w_commit_o), a
+// bf16 tile into tpu_mxu_fp (wf_shift_o, wf_commit_o). Both arrays share the buffer states,
+// the commit rule and w_buf_o. Without Float the FIFO is 8N bits wide and every output is as
+// it always was (fpush_i is ignored, the wf_* outputs and the types are 0).
 `include "tpu_assert.svh"
 
 module tpu_weight_loader #(
   parameter int unsigned N          = 16,
-  parameter int unsigned WFifoTiles = 4
+  parameter int unsigned WFifoTiles = 4,
+  parameter bit          Float      = 1'b0   // bf16 tiles (training configuration)
 ) (
   input  logic       clk_i,
   input  logic       rst_ni,
@@ -22,11 +32,18 @@ module tpu_weight_loader #(
   input  logic       push_i,
   input  logic [8*N-1:0] push_row_i,
   output logic [$clog2(WFifoTiles*N+1)-1:0] free_rows_o,
+  // bf16 row push from tpu_load_weights (Float only).
+  input  logic       fpush_i,
+  input  logic [16*N-1:0] fpush_row_i,
   // To the MXU.
   output logic       w_shift_o,
   output logic [8*N-1:0] w_row_o,
   output logic       w_commit_o,
   output logic       w_buf_o,
+  // To the bf16 MXU (Float only; w_buf_o is shared).
+  output logic       wf_shift_o,
+  output logic [16*N-1:0] wf_row_o,
+  output logic       wf_commit_o,
   // To the matmul feeder.
   output logic       active_buf_o,
   output logic       next_valid_o,
@@ -34,6 +51,8 @@ module tpu_weight_loader #(
   input  logic       switch_i,         // a row tagged next_buf_o is fed this cycle
   input  logic       use_i,            // a row is fed this cycle ...
   input  logic       use_buf_i,        // ... tagged with this buffer
+  output logic       active_bf16_o,    // the active buffer holds a bf16 tile (Float only)
+  output logic       next_bf16_o,      // the next_buf_o tile is a bf16 tile (Float only)
   output logic       idle_o,           // nothing in the FIFO, shifter or pending commit
   output logic       tile_pending_o    // a complete tile is in the FIFO, shifter or commit
 );
@@ -41,6 +60,7 @@ module tpu_weight_loader #(
   localparam int unsigned RowIdxW  = $clog2(FifoRows);
   localparam int unsigned CntW     = $clog2(FifoRows + 1);
   localparam int unsigned ShW      = $clog2(N);
+  localparam int unsigned RowW     = Float ? 16 * N + 1 : 8 * N;  // FIFO row
 
   typedef enum logic [1:0] {BufEmpty, BufLoaded, BufActive} buf_state_e;
 
@@ -92,9 +112,14 @@ module tpu_weight_loader #(
   assign sh_row      = start_shift ? '0 : sh_cnt_q;
   assign shift_done  = (start_shift || sh_active_q) && (sh_row == ShW'(N - 1));
 
-  assign w_shift_o  = start_shift || sh_active_q;
-  assign w_commit_o = commit_ok;
-  assign w_buf_o    = commit_buf;
+  // The type of the tile being shifted (its rows' bit) and of the one in the shift registers.
+  logic shifting, row_bf16, wsh_bf16;
+  assign shifting    = start_shift || sh_active_q;
+  assign w_shift_o   = shifting && !row_bf16;
+  assign w_commit_o  = commit_ok && !wsh_bf16;
+  assign wf_shift_o  = shifting && row_bf16;
+  assign wf_commit_o = commit_ok && wsh_bf16;
+  assign w_buf_o     = commit_buf;
 
   // The tile base (rd_base_q's next state) and the shift step of the next cycle.
   always_comb begin
@@ -110,11 +135,54 @@ module tpu_weight_loader #(
   end
   assign rd_row_next = wrap_add(rd_base_d, N - 1 - 32'(sh_row_next));
 
-  tpu_sram #(.Depth(FifoRows), .Width(8 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_fifo (
+  logic            push;
+  logic [RowW-1:0] fifo_wdata, fifo_rdata;
+  tpu_sram #(.Depth(FifoRows), .Width(RowW), .ByteEn(1'b0), .WriteFirst(1'b1)) u_fifo (
     .clk_i,
-    .we_i(push_i), .waddr_i(wr_row_q), .wdata_i(push_row_i), .wbe_i('1),
-    .re_i(1'b1), .raddr_i(rd_row_next), .rdata_o(w_row_o)
+    .we_i(push), .waddr_i(wr_row_q), .wdata_i(fifo_wdata), .wbe_i('1),
+    .re_i(1'b1), .raddr_i(rd_row_next), .rdata_o(fifo_rdata)
   );
+
+  if (Float) begin : g_float
+    // Tile types: of the tile in the shift registers and of each buffer's tile.
+    logic wsh_bf16_q, wsh_bf16_d;
+    logic [1:0] buf_bf16_q, buf_bf16_d;
+    assign push       = push_i || fpush_i;
+    assign fifo_wdata = fpush_i ? {1'b1, fpush_row_i} : {1'b0, {(8 * N){1'b0}}, push_row_i};
+    assign row_bf16   = fifo_rdata[16*N];
+    assign w_row_o    = fifo_rdata[8*N-1:0];
+    assign wf_row_o   = fifo_rdata[16*N-1:0];
+    assign wsh_bf16   = wsh_bf16_q;
+    always_comb begin
+      wsh_bf16_d = shifting ? row_bf16 : wsh_bf16_q;
+      buf_bf16_d = buf_bf16_q;
+      if (commit_ok) buf_bf16_d[commit_buf] = wsh_bf16_q;
+    end
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        wsh_bf16_q <= 1'b0;
+        buf_bf16_q <= '0;
+      end else begin
+        wsh_bf16_q <= wsh_bf16_d;
+        buf_bf16_q <= buf_bf16_d;
+      end
+    end
+    assign active_bf16_o = buf_bf16_q[active_buf_o];
+    assign next_bf16_o   = buf_bf16_q[next_buf_o];
+    // One push port at a time (the controller orders read_weights and load_weights).
+    `TPU_ASSERT_NEVER(WPushBoth, push_i && fpush_i)
+  end else begin : g_int8
+    logic unused_fpush;
+    assign unused_fpush  = ^{fpush_i, fpush_row_i};
+    assign push          = push_i;
+    assign fifo_wdata    = push_row_i;
+    assign row_bf16      = 1'b0;
+    assign w_row_o       = fifo_rdata;
+    assign wf_row_o      = '0;
+    assign wsh_bf16      = 1'b0;
+    assign active_bf16_o = 1'b0;
+    assign next_bf16_o   = 1'b0;
+  end
 
   always_comb begin
     next_valid_o = 1'b0;
@@ -167,11 +235,11 @@ module tpu_weight_loader #(
       drain_d     = '0;
     end else begin
       // FIFO write side: count rows; a tile becomes available when its last row lands.
-      if (push_i) begin
+      if (push) begin
         wr_row_d    = wrap_add(wr_row_q, 1);
         used_rows_d = used_rows_d + 1'b1;
       end
-      if (push_i && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin
+      if (push && wrap_add(wr_row_q, 1) % RowIdxW'(N) == '0) begin
         full_rows_d = full_rows_d + CntW'(N);
       end
 
@@ -237,7 +305,7 @@ module tpu_weight_loader #(
   end
 
   // FIFO bounds: never pushed when full, counts within the FIFO, buffer states legal.
-  `TPU_ASSERT_NEVER(WFifoOverflow, push_i && used_rows_q == CntW'(FifoRows))
+  `TPU_ASSERT_NEVER(WFifoOverflow, push && used_rows_q == CntW'(FifoRows))
   `TPU_ASSERT(WFifoUsedBound, used_rows_q <= CntW'(FifoRows) && full_rows_q <= used_rows_q)
 `ifndef SYNTHESIS
   // The row read in the previous cycle is the row shifted in this one (bottom tile row first:

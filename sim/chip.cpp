@@ -722,7 +722,9 @@ Params Chip::params() {
   p.wfifo_tiles = read_reg(reg::kParamWfifoTiles);
   p.qp_slots = read_reg(reg::kParamQpSlots);
   p.axi_width = read_reg(reg::kParamAxiWidth);
-  p.vmem_rows = read_reg(reg::kParamVmemRows);
+  // PARAM_VMEM_ROWS reads 0 on the int8 chip: read only on the training chip, so the int8
+  // chip's simulation keeps its timeline (start cycles of runs, VCD windows) exactly.
+  p.vmem_rows = compiled_vmem_rows() != 0 ? read_reg(reg::kParamVmemRows) : 0;
   return p;
 }
 

@@ -80,7 +80,7 @@ struct Counters {
 // The read-only identification/parameter registers.
 struct Params {
   uint32_t id = 0, n = 0, ub_rows = 0, acc_rows = 0, wfifo_tiles = 0, qp_slots = 0, axi_width = 0;
-  uint32_t vmem_rows = 0;  // 0 = int8 chip (no float hardware)
+  uint32_t vmem_rows = 0;  // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
 };
 
 struct Status {

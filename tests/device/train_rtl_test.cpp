@@ -3,7 +3,8 @@
 // the golden model run with the parameters the chip reports (ChipParams::training_ops: the
 // training opcodes this RTL executes, docs/isa.md "Status"): directed and random programs of
 // read_vmem / write_vmem (fp32 and bf16, contiguous and strided host rows), acc_to_vmem,
-// transpose and vector (rtl/tpu_vpu.sv: every func and bmode), with float corner-case data
+// transpose, vector (rtl/tpu_vpu.sv: every func and bmode), load_weights and matmul_bf16 (the
+// bf16 matrix path), with float corner-case data
 // (NaN, infinities, subnormals, values that round up in the bf16 conversion), and every static
 // fault of those instructions. Host memory and the
 // fault (code, index) must be identical, byte for byte.
@@ -89,10 +90,18 @@ VmemDma random_vmem_dma(std::mt19937& rng, uint32_t host_base, uint32_t host_byt
   d.rows = 1 + rnd(rng, 12);
   d.vmem_addr = static_cast<uint16_t>(rnd(rng, kVmemSpan - d.rows));
   switch (rnd(rng, 4)) {
-    case 0: d.host_stride = 0; break;
-    case 1: d.host_stride = d.row_bytes(N) % 16 == 0 ? d.row_bytes(N) : 0; break;
-    case 2: d.host_stride = 16 * (1 + rnd(rng, 3)); break;  // may overlap the rows
-    default: d.host_stride = 16 * (1 + rnd(rng, 40)); break;
+    case 0:
+      d.host_stride = 0;
+      break;
+    case 1:
+      d.host_stride = d.row_bytes(N) % 16 == 0 ? d.row_bytes(N) : 0;
+      break;
+    case 2:
+      d.host_stride = 16 * (1 + rnd(rng, 3));
+      break;  // may overlap the rows
+    default:
+      d.host_stride = 16 * (1 + rnd(rng, 40));
+      break;
   }
   const uint64_t span = d.host_span(N);
   d.host_addr = host_base + 16 * static_cast<uint32_t>(rnd(rng, (host_bytes - span) / 16));
@@ -101,10 +110,9 @@ VmemDma random_vmem_dma(std::mt19937& rng, uint32_t host_base, uint32_t host_byt
 
 // A `vector` whose rows all lie in [0, kVmemSpan + 8): every func, every bmode it allows.
 Vector random_vector(std::mt19937& rng) {
-  static const uint8_t kFuncs[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10,
-                                   0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A,
-                                   0x1B, 0x20, 0x21, 0x22, 0x28, 0x29, 0x2A, 0x30, 0x31, 0x32,
-                                   0x38};
+  static const uint8_t kFuncs[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10, 0x11,
+                                   0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x20,
+                                   0x21, 0x22, 0x28, 0x29, 0x2A, 0x30, 0x31, 0x32, 0x38};
   for (;;) {
     Vector v;
     v.func = kFuncs[rnd(rng, sizeof kFuncs)];
@@ -130,6 +138,33 @@ Vector random_vector(std::mt19937& rng) {
     if (!unary && v.bmode != BMode::Imm) last = std::max(last, v.b_row(o, i));
     if (last < kVmemSpan + 8) return v;
   }
+}
+
+// load_weights of one bf16 tile (random transpose, rows, strides) and matmul_bf16s over it
+// into ACC rows 0 .. 2N-1 (the first with switch; overwrite or accumulate).
+std::vector<Instruction> random_bf16_matmul(std::mt19937& rng) {
+  std::vector<Instruction> out;
+  LoadWeights lw;
+  lw.transpose = rnd(rng, 2) == 0;
+  lw.rows = static_cast<uint16_t>(1 + rnd(rng, N));
+  lw.row_stride = static_cast<uint16_t>(rnd(rng, 3));
+  lw.vmem_addr = static_cast<uint16_t>(rnd(rng, kVmemSpan + 8 - (lw.rows - 1u) * lw.row_stride));
+  out.push_back(lw);
+  const int mms = 1 + static_cast<int>(rnd(rng, 2));
+  for (int m = 0; m < mms; ++m) {
+    MatmulBf16 mb;
+    mb.switch_weights = m == 0;
+    mb.accumulate = rnd(rng, 2) == 0;
+    mb.inner = static_cast<uint16_t>(1 + rnd(rng, N));
+    mb.outer = static_cast<uint16_t>(1 + rnd(rng, 2));
+    mb.inner_stride = static_cast<uint8_t>(rnd(rng, 3));
+    mb.outer_stride = static_cast<uint16_t>(rnd(rng, 8));
+    mb.acc_addr = static_cast<uint16_t>(rnd(rng, 2 * N - uint32_t{mb.inner} * mb.outer + 1));
+    const uint64_t span = mb.last_vmem_row() - mb.vmem_addr + 1;
+    mb.vmem_addr = static_cast<uint16_t>(rnd(rng, kVmemSpan + 8 - span));
+    out.push_back(mb);
+  }
+  return out;
 }
 
 Instruction random_op(std::mt19937& rng, const Layout& l) {
@@ -200,8 +235,8 @@ Backends& backends() {
 // Runs `program` (+ halt) on both backends from the same host memory; expects the same
 // outcome and the same host memory.
 // Returns the outcome's status.
-RunOutcome::Status expect_same(const std::vector<Instruction>& body,
-                               const std::vector<uint8_t>& in, const std::string& what) {
+RunOutcome::Status expect_same(const std::vector<Instruction>& body, const std::vector<uint8_t>& in,
+                               const std::string& what) {
   Backends& b = backends();
   EXPECT_EQ(b.rl.in.addr, b.ml.in.addr);
   EXPECT_EQ(b.rl.out.addr, b.ml.out.addr);
@@ -311,7 +346,13 @@ TEST(TrainRtl, RandomProgramsMatchTheGoldenModel) {
     const std::vector<uint8_t> in = random_bytes(rng, kInBytes);
     std::vector<Instruction> p = fill_acc(l);
     const int ops = 3 + static_cast<int>(rnd(rng, 14));
-    for (int i = 0; i < ops; ++i) p.push_back(random_op(rng, l));
+    for (int i = 0; i < ops; ++i) {
+      if (rnd(rng, 5) == 0) {
+        for (const Instruction& x : random_bf16_matmul(rng)) p.push_back(x);
+      } else {
+        p.push_back(random_op(rng, l));
+      }
+    }
     p.push_back(dump_vmem(l));
     EXPECT_EQ(expect_same(p, in, "program " + std::to_string(prog)), RunOutcome::Status::Done);
     if (HasFailure()) return;
@@ -386,10 +427,31 @@ TEST(TrainRtl, FaultsMatchTheGoldenModel) {
   }
   {
     LoadWeights lw;
+    lw.rows = 0;
+    bad.push_back({"load_weights rows 0", lw});
+    lw.rows = static_cast<uint16_t>(N + 1);
+    bad.push_back({"load_weights rows N + 1", lw});
     lw.rows = static_cast<uint16_t>(N);
-    bad.push_back({"load_weights (not in this RTL)", lw});
+    lw.tiles = 2;
+    lw.tile_stride = static_cast<uint16_t>(vrows - N + 1);
+    bad.push_back({"load_weights VMEM range", lw});
+    lw.tile_stride = 0;
+    lw.tiles = static_cast<uint16_t>(backends().rtl->params().wfifo_tiles + 3);
+    bad.push_back({"load_weights overflow", lw});
     MatmulBf16 mb;
-    bad.push_back({"matmul_bf16 (not in this RTL)", mb});
+    mb.inner = 0;
+    bad.push_back({"matmul_bf16 inner 0", mb});
+    mb.inner = 2;
+    mb.acc_addr = static_cast<uint16_t>(backends().rtl->params().acc_rows - 1);
+    mb.vmem_addr = static_cast<uint16_t>(vrows - 1);
+    bad.push_back({"matmul_bf16 ACC range before VMEM range", mb});
+    mb.acc_addr = 0;
+    bad.push_back({"matmul_bf16 VMEM range", mb});
+    mb.vmem_addr = 0;
+    mb.switch_weights = true;
+    bad.push_back({"matmul_bf16 switch without a tile", mb});
+    mb.switch_weights = false;
+    bad.push_back({"matmul_bf16 on the int8 tile (ERR_WEIGHT_TYPE)", mb});
     Vector v;
     v.inner = 0;
     bad.push_back({"vector inner 0", v});
@@ -421,12 +483,24 @@ TEST(TrainRtl, FaultsMatchTheGoldenModel) {
     raw.bytes[0] = 0x0F;
     bad.push_back({"opcode 0x0F", raw});
   }
+  {
+    // An int8 matmul on a bf16 tile.
+    LoadWeights lw;
+    lw.rows = static_cast<uint16_t>(N);
+    MatmulBf16 mb;
+    mb.switch_weights = true;
+    Matmul mm;
+    std::vector<Instruction> p = fill_acc(l);
+    p.insert(p.end(), {lw, mb, mm});
+    EXPECT_EQ(expect_same(p, in, "matmul on a bf16 tile"), RunOutcome::Status::Error);
+  }
   for (const auto& [name, instr] : bad) {
     ReadVmem before;
     before.rows = 4;
     before.host_addr = l.in.addr;
-    EXPECT_EQ(expect_same({before, dump_vmem(l), instr, dump_vmem(l)}, in, name),
-              RunOutcome::Status::Error);
+    std::vector<Instruction> p = fill_acc(l);
+    p.insert(p.end(), {before, dump_vmem(l), instr, dump_vmem(l)});
+    EXPECT_EQ(expect_same(p, in, name), RunOutcome::Status::Error);
   }
 }
 
