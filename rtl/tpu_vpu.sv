@@ -55,8 +55,6 @@ module tpu_vpu #(
   input  logic                      vm_w_wgnt_i
 );
 
-  import tpu_vpu_pkg::*;
-
   localparam int unsigned LW     = $clog2(N);  // tree levels; bits of the align shift
   localparam int unsigned RowW   = 32 * N;
   localparam int unsigned WDepth = 3;          // write queue entries
@@ -87,10 +85,10 @@ module tpu_vpu #(
   logic [15:0] addr_b, row_dst;
   logic [10:0] b_inner_step, b_outer_step;
 
-  assign is_rowred = vpu_is_row_red(cmd_q.func);
-  assign is_unary  = vpu_is_unary(cmd_q.func);
-  assign is_align  = vpu_is_align(cmd_q.func);
-  assign b_imm     = vpu_b_imm(cmd_q.bmode);
+  assign is_rowred = tpu_vpu_pkg::vpu_is_row_red(cmd_q.func);
+  assign is_unary  = tpu_vpu_pkg::vpu_is_unary(cmd_q.func);
+  assign is_align  = tpu_vpu_pkg::vpu_is_align(cmd_q.func);
+  assign b_imm     = tpu_vpu_pkg::vpu_b_imm(cmd_q.bmode);
   assign last_i    = i_q == cmd_q.inner - 8'd1;
   assign last_o    = o_q == cmd_q.outer - 10'd1;
   // Port B: the B row, or A's next row for align with s > 0 (align has bmode 3).
@@ -103,10 +101,10 @@ module tpu_vpu #(
   always_comb begin
     b_inner_step = '0;
     b_outer_step = '0;
-    if (vpu_b_steps_with_a(cmd_q.bmode)) begin
+    if (tpu_vpu_pkg::vpu_b_steps_with_a(cmd_q.bmode)) begin
       b_inner_step = 11'(cmd_q.a_inner_stride);
       b_outer_step = cmd_q.a_outer_stride;
-    end else if (vpu_b_steps_with_d(cmd_q.bmode)) begin
+    end else if (tpu_vpu_pkg::vpu_b_steps_with_d(cmd_q.bmode)) begin
       b_inner_step = 11'(cmd_q.dst_inner_stride);
       b_outer_step = cmd_q.dst_outer_stride;
     end
@@ -114,8 +112,8 @@ module tpu_vpu #(
 
   // ---------------- write queue (W) and the rows in flight ----------------
   logic [WDepth-1:0]            w_vld_q;
-  logic [WDepth-1:0][15:0]      w_dst_q;
-  logic [WDepth-1:0][RowW-1:0]  w_data_q;
+  logic [16*WDepth-1:0]         w_dst_q;   // slot k in [16k +: 16] (flat: Yosys 0.23)
+  logic [RowW*WDepth-1:0]       w_data_q;  // slot k in [RowW*k +: RowW]
   logic [PtrW-1:0]              w_rd_q, w_wr_q;
   logic [1:0]                   w_cnt;
 
@@ -130,10 +128,10 @@ module tpu_vpu #(
   // A read must wait for the writes of the earlier rows to the same VMEM row.
   function automatic logic pending_write(logic [15:0] row, logic x_valid, logic x_wr,
                                          logic [15:0] x_dst, logic [WDepth-1:0] vld,
-                                         logic [WDepth-1:0][15:0] dst);
+                                         logic [16*WDepth-1:0] dst);
     pending_write = x_valid && x_wr && x_dst == row;
     for (int unsigned k = 0; k < WDepth; k++) begin
-      if (vld[k] && dst[k] == row) pending_write = 1'b1;
+      if (vld[k] && dst[16*k +: 16] == row) pending_write = 1'b1;
     end
   endfunction
 
@@ -294,29 +292,31 @@ module tpu_vpu #(
 
   // Lane reductions: for h = N/2 .. 1, x[j] = op(x[j], x[j + h]) for j < h; x[0] to every lane.
   function automatic logic [31:0] red_op(logic [5:0] f, logic [31:0] x, logic [31:0] y);
-    if (f == VLSum)      red_op = tpu_fp_pkg::fp32_add(x, y);
-    else if (f == VLMax) red_op = tpu_fp_pkg::fp32_max(x, y);
+    if (f == tpu_vpu_pkg::VLSum)      red_op = tpu_fp_pkg::fp32_add(x, y);
+    else if (f == tpu_vpu_pkg::VLMax) red_op = tpu_fp_pkg::fp32_max(x, y);
     else                 red_op = tpu_fp_pkg::fp32_min(x, y);
   endfunction
 
   always_comb begin
-    logic [N-1:0][31:0] x;
+    logic [RowW-1:0] x;
     x = op_a;
     for (int unsigned l = 0; l < LW; l++) begin
       for (int unsigned j = 0; j < N / 2; j++) begin
         // level l: h = N >> (l + 1); x[j + h] is not updated in the level, so the order of j
         // does not matter
-        if (j < (N >> (l + 1))) x[j] = red_op(cmd_q.func, x[j], x[j + (N >> (l + 1))]);
+        if (j < (N >> (l + 1))) begin
+          x[32*j +: 32] = red_op(cmd_q.func, x[32*j +: 32], x[32*(j + (N >> (l + 1))) +: 32]);
+        end
       end
     end
-    tree_y = {N{x[0]}};
+    tree_y = {N{x[31:0]}};
   end
 
   // align: D[j] = A[j + s] for j + s < N, else (A + 1)[j + s - N].
   assign align_y = RowW'({port_b, op_a} >> {cmd_q.b[LW-1:0], 5'd0});
 
   always_comb begin
-    if (vpu_is_lane_red(cmd_q.func)) x_y = tree_y;
+    if (tpu_vpu_pkg::vpu_is_lane_red(cmd_q.func)) x_y = tree_y;
     else if (is_align)               x_y = align_y;
     else                             x_y = lane_y;
   end
@@ -351,29 +351,31 @@ module tpu_vpu #(
       end
       if (w_push) begin
         w_vld_q[w_wr_q] <= 1'b1;
-        w_dst_q[w_wr_q] <= x_dst_q;
+        w_dst_q[16*w_wr_q +: 16] <= x_dst_q;
         w_wr_q          <= ptr_next(w_wr_q);
       end
     end
   end
 
   always_ff @(posedge clk_i) begin
-    if (w_push) w_data_q[w_wr_q] <= x_y;
+    if (w_push) w_data_q[RowW*w_wr_q +: RowW] <= x_y;
   end
 
   assign vm_w_we_o    = w_vld_q[w_rd_q];
-  assign vm_w_waddr_o = w_dst_q[w_rd_q];
-  assign vm_w_wdata_o = w_data_q[w_rd_q];
+  assign vm_w_waddr_o = w_dst_q[16*w_rd_q +: 16];
+  assign vm_w_wdata_o = w_data_q[RowW*w_rd_q +: RowW];
 
   // ---------------- assertions ----------------
   `TPU_ASSERT_INIT(VpuParams, N >= 2 && (N & (N - 1)) == 0)
   // The decoder's range checks (docs/isa.md `vector` faults) hold for every command taken.
   `TPU_ASSERT_IMPLIES(VpuCmdCounts, cmd_valid_i && cmd_ready_o,
                       cmd_i.inner != '0 && cmd_i.outer != '0)
-  `TPU_ASSERT_IMPLIES(VpuCmdUnary, cmd_valid_i && cmd_ready_o && vpu_is_unary(cmd_i.func),
+  `TPU_ASSERT_IMPLIES(VpuCmdUnary,
+                      cmd_valid_i && cmd_ready_o && tpu_vpu_pkg::vpu_is_unary(cmd_i.func),
                       cmd_i.bmode == 2'd0 && cmd_i.b == '0)
-  `TPU_ASSERT_IMPLIES(VpuCmdAlign, cmd_valid_i && cmd_ready_o && vpu_is_align(cmd_i.func),
-                      vpu_b_imm(cmd_i.bmode) && cmd_i.b < 32'(N))
+  `TPU_ASSERT_IMPLIES(VpuCmdAlign,
+                      cmd_valid_i && cmd_ready_o && tpu_vpu_pkg::vpu_is_align(cmd_i.func),
+                      tpu_vpu_pkg::vpu_b_imm(cmd_i.bmode) && cmd_i.b < 32'(N))
   `TPU_ASSERT_IMPLIES(VpuFuncOk, x_valid_q, &func_ok)
   `TPU_ASSERT_HOLD_IF(VpuCmdHold, cmd_valid_i && !clear_i, cmd_ready_o, cmd_i, !clear_i)
   // VMEM requests only for an instruction in flight; a denied write holds its request (until

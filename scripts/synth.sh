@@ -53,13 +53,11 @@ mkdir -p "$out"
 rm -f "$out/ltp.txt"  # written again by the generic target only
 log="$out/yosys.log"
 
+# Every file of rtl/ (the package first): with -defer Yosys elaborates only the top's hierarchy,
+# so a block alone (--top, rtl/<MODULE>.sv) brings the blocks it instantiates and nothing else.
+[[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
 sources=("$root/rtl/tpu_pkg.sv")
-if [[ "$top" == tpu_core ]]; then
-  for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
-else  # a block alone: the package and the block's own file (rtl/<MODULE>.sv)
-  [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
-  sources+=("$root/rtl/$top.sv")
-fi
+for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
 
 chparams=""
 if [[ "$top" == tpu_core || "$n_given" == 1 ]]; then chparams="-chparam N $n"; fi
