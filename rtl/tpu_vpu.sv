@@ -429,7 +429,8 @@ module tpu_vpu #(
                       cmd_valid_i && cmd_ready_o && tpu_vpu_pkg::vpu_is_align(cmd_i.func),
                       tpu_vpu_pkg::vpu_b_imm(cmd_i.bmode) && cmd_i.b < 32'(N))
   `TPU_ASSERT_IMPLIES(VpuFuncOk, x_valid_q, &func_ok)
-  `TPU_ASSERT_HOLD_IF(VpuCmdHold, cmd_valid_i && !clear_i, cmd_ready_o, cmd_i, !clear_i)
+  // (Whether an offered command is held is the controller's property: it withdraws it when a
+  // run stops, and the unit acts only on cmd_valid_i && cmd_ready_o.)
   // VMEM requests only for an instruction in flight; a denied write holds its request (until
   // a clear drops it).
   `TPU_ASSERT_IMPLIES(VpuReqBusy, vm_a_re_o || vm_b_re_o || vm_w_we_o, busy_o)

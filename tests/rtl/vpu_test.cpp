@@ -436,6 +436,36 @@ TEST(Vpu, DependentRowsFullGrants) {
   }
 }
 
+// A command offered while the unit is busy and withdrawn before it is taken (the controller
+// does that when a run stops) has no effect.
+TEST(Vpu, WithdrawnCommandIsNotTaken) {
+  Harness h(3);
+  Golden g;
+  std::mt19937 rng(3);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  h.grants = {0.8, 0.8, 0.8};
+  for (int trial = 0; trial < 20; ++trial) {
+    tpu::Vector v = random_vector(rng);
+    v.inner = 20;
+    v.a_inner_stride = 0;
+    v.dst_inner_stride = 0;
+    ASSERT_EQ(g.gm.execute(tpu::Instruction{v}), tpu::ErrorCode::ERR_NONE);
+    h.set_command(v);
+    h.m->cmd_valid_i = 1;
+    do h.tick(); while (!h.cmd_taken);
+    h.set_command(random_vector(rng));  // offered while busy, then withdrawn
+    for (int k = 0; k < 5; ++k) {
+      h.tick();
+      ASSERT_FALSE(h.cmd_taken) << "a command taken while busy";
+    }
+    h.m->cmd_valid_i = 0;
+    while (h.m->busy_o) h.tick();
+    for (int k = 0; k < 3; ++k) h.tick();
+    ASSERT_EQ(h.mem, g.gm.vmem_rows(0, kRows)) << describe(v);
+  }
+}
+
 // clear_i drops an instruction in flight: no request after it, and the next one runs right.
 TEST(Vpu, ClearMidInstruction) {
   Harness h(5);
