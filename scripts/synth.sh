@@ -9,7 +9,7 @@
 #   scripts/synth.sh [--n N] [--target generic|xilinx|ice40|ecp5] [--param NAME=VALUE]...
 #                    [--top MODULE] [--out DIR] [--jobs J]
 #
-# --top synthesizes one module of rtl/ alone (e.g. a floating-point block, docs/synthesis.md);
+# --top synthesizes one module of rtl/ (and the blocks it instantiates) alone (docs/synthesis.md);
 # N is then set only when --n is given (default out dir build-synth/<MODULE>-<target>/).
 #
 # Fails (exit 1) when the design has latches, combinational loops, multiple drivers, or when
@@ -53,11 +53,26 @@ mkdir -p "$out"
 rm -f "$out/ltp.txt"  # written again by the generic target only
 log="$out/yosys.log"
 
-# Every file of rtl/ (the package first): with -defer Yosys elaborates only the top's hierarchy,
-# so a block alone (--top, rtl/<MODULE>.sv) brings the blocks it instantiates and nothing else.
-[[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
 sources=("$root/rtl/tpu_pkg.sv")
-for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
+if [[ "$top" == tpu_core ]]; then
+  for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
+else  # a block alone: the package, rtl/<MODULE>.sv and the rtl/ blocks it instantiates
+  [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
+  todo=("$top")
+  seen=" $top "
+  while ((${#todo[@]})); do
+    m="${todo[0]}"
+    todo=("${todo[@]:1}")
+    sources+=("$root/rtl/$m.sv")
+    for f in "$root"/rtl/tpu_*.sv; do  # a line starting with a module name instantiates it
+      sub="$(basename "$f" .sv)"
+      if [[ "$seen" != *" $sub "* ]] && grep -qE "^[[:space:]]*$sub([[:space:]]|$)" "$root/rtl/$m.sv"; then
+        todo+=("$sub")
+        seen+="$sub "
+      fi
+    done
+  done
+fi
 
 chparams=""
 if [[ "$top" == tpu_core || "$n_given" == 1 ]]; then chparams="-chparam N $n"; fi
