@@ -56,17 +56,24 @@ log="$out/yosys.log"
 sources=("$root/rtl/tpu_pkg.sv")
 if [[ "$top" == tpu_core ]]; then
   for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
-else  # a block alone: the package, rtl/<MODULE>.sv and the rtl/ blocks it instantiates
+else  # a block alone: the package, the block's own file (rtl/<MODULE>.sv) and the tpu_sram
+  # memory wrapper (the weight FIFO and the accumulators instantiate it)
   [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
+  sources+=("$root/rtl/$top.sv")
+  [[ "$top" == tpu_sram ]] || sources+=("$root/rtl/tpu_sram.sv")
+fi
+# ... and the other rtl/ blocks it instantiates, recursively (tpu_vpu: tpu_vpu_lane); a line
+# that starts with a module's name instantiates it.
+if [[ "$top" != tpu_core ]]; then
   todo=("$top")
-  seen=" $top "
+  seen=" tpu_sram $top "
   while ((${#todo[@]})); do
     m="${todo[0]}"
     todo=("${todo[@]:1}")
-    sources+=("$root/rtl/$m.sv")
-    for f in "$root"/rtl/tpu_*.sv; do  # a line starting with a module name instantiates it
+    for f in "$root"/rtl/tpu_*.sv; do
       sub="$(basename "$f" .sv)"
       if [[ "$seen" != *" $sub "* ]] && grep -qE "^[[:space:]]*$sub([[:space:]]|$)" "$root/rtl/$m.sv"; then
+        sources+=("$f")
         todo+=("$sub")
         seen+="$sub "
       fi
