@@ -62,8 +62,16 @@ else  # a block alone: the package, the block's own file (rtl/<MODULE>.sv) and t
   sources+=("$root/rtl/$top.sv")
   [[ "$top" == tpu_sram ]] || sources+=("$root/rtl/tpu_sram.sv")
 fi
-# ... and the other rtl/ blocks it instantiates, recursively (tpu_vpu: tpu_vpu_lane); a line
-# that starts with a module's name instantiates it.
+
+chparams=""
+if [[ "$top" == tpu_core || "$n_given" == 1 ]]; then chparams="-chparam N $n"; fi
+for p in "${params[@]}"; do
+  [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
+  chparams+=" -chparam ${p%%=*} ${p#*=}"
+done
+
+# A block alone also brings the other rtl/ blocks it instantiates, recursively (tpu_vpu:
+# tpu_vpu_lane); a line that starts with a module's name instantiates it.
 if [[ "$top" != tpu_core ]]; then
   todo=("$top")
   seen=" tpu_sram $top "
@@ -80,13 +88,6 @@ if [[ "$top" != tpu_core ]]; then
     done
   done
 fi
-
-chparams=""
-if [[ "$top" == tpu_core || "$n_given" == 1 ]]; then chparams="-chparam N $n"; fi
-for p in "${params[@]}"; do
-  [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
-  chparams+=" -chparam ${p%%=*} ${p#*=}"
-done
 
 # Front end common to all targets: elaborate, check the structure, then map.
 script="$out/synth.ys"
