@@ -129,6 +129,7 @@ if [ "$full" = 1 ]; then
 else
   # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
   targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
+           vpu_test_n4
            tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
            chip_e2e_test_n4 eval_modes_test_n4 raw_matmul decoder_div_test counters_test_n4)

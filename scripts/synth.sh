@@ -9,7 +9,7 @@
 #   scripts/synth.sh [--n N] [--target generic|xilinx|ice40|ecp5] [--param NAME=VALUE]...
 #                    [--top MODULE] [--out DIR] [--jobs J]
 #
-# --top synthesizes one module of rtl/ alone (e.g. a floating-point block, docs/synthesis.md);
+# --top synthesizes one module of rtl/ (and the blocks it instantiates) alone (docs/synthesis.md);
 # N is then set only when --n is given (default out dir build-synth/<MODULE>-<target>/).
 #
 # Fails (exit 1) when the design has latches, combinational loops, multiple drivers, or when
@@ -69,6 +69,25 @@ for p in "${params[@]}"; do
   [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
   chparams+=" -chparam ${p%%=*} ${p#*=}"
 done
+
+# A block alone also brings the other rtl/ blocks it instantiates, recursively (tpu_vpu:
+# tpu_vpu_lane); a line that starts with a module's name instantiates it.
+if [[ "$top" != tpu_core ]]; then
+  todo=("$top")
+  seen=" tpu_sram $top "
+  while ((${#todo[@]})); do
+    m="${todo[0]}"
+    todo=("${todo[@]:1}")
+    for f in "$root"/rtl/tpu_*.sv; do
+      sub="$(basename "$f" .sv)"
+      if [[ "$seen" != *" $sub "* ]] && grep -qE "^[[:space:]]*$sub([[:space:]]|$)" "$root/rtl/$m.sv"; then
+        sources+=("$f")
+        todo+=("$sub")
+        seen+="$sub "
+      fi
+    done
+  done
+fi
 
 # Front end common to all targets: elaborate, check the structure, then map.
 script="$out/synth.ys"

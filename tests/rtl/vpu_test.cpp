@@ -31,6 +31,8 @@ namespace {
 constexpr uint32_t N = TPU_TEST_N;
 constexpr uint32_t kRows = 64;          // VMEM rows of the test: small, so ranges overlap
 constexpr int64_t kCycleLimit = 200000;  // per instruction: a hang is a failure
+// Pipeline stages of the lane reductions' tree after X (tpu_vpu.sv: TS = log2(N) - 1).
+constexpr int64_t kTreeStages = N == 4 ? 1 : N == 16 ? 3 : N == 64 ? 5 : N == 256 ? 7 : -1;
 
 using tpu::BMode;
 
@@ -400,7 +402,67 @@ TEST(Vpu, ThroughputFullGrants) {
     std::printf("%s: %lld rows in %lld cycles (%.3f rows/cycle)\n",
                 std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
                 static_cast<long long>(cycles), double(rows) / double(cycles));
-    EXPECT_LE(cycles, rows + 3) << describe(v);  // the pipeline's fill and drain only
+    // The pipeline's fill and drain only (the lane reductions' tree: log2(N) - 1 stages more).
+    EXPECT_LE(cycles, rows + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0))
+        << describe(v);
+  }
+}
+
+// A row that reads the previous row's destination waits for its write: three cycles per row
+// for element-wise functions (read, X, write), 2 + log2(N) for the lane reductions.
+TEST(Vpu, DependentRowsFullGrants) {
+  Harness h(9);
+  Golden g;
+  std::mt19937 rng(13);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  for (VecFunc f : {VecFunc::FAdd, VecFunc::LMax}) {
+    tpu::Vector v;
+    v.func = static_cast<uint8_t>(f);
+    v.inner = 100;
+    v.a = 30;  // every row reads and writes row 30
+    v.a_inner_stride = 0;
+    v.dst = 30;
+    v.dst_inner_stride = 0;
+    v.bmode = f == VecFunc::FAdd ? BMode::Imm : BMode::RowA;
+    v.b = f == VecFunc::FAdd ? 0x3F800000u : 0;
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t per_row = 3 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0);
+    std::printf("%s, each row reading the last one's result: %lld rows in %lld cycles\n",
+                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(v.inner),
+                static_cast<long long>(cycles));
+    EXPECT_LE(cycles, int64_t{v.inner} * per_row) << describe(v);
+  }
+}
+
+// A command offered while the unit is busy and withdrawn before it is taken (the controller
+// does that when a run stops) has no effect.
+TEST(Vpu, WithdrawnCommandIsNotTaken) {
+  Harness h(3);
+  Golden g;
+  std::mt19937 rng(3);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  h.grants = {0.8, 0.8, 0.8};
+  for (int trial = 0; trial < 20; ++trial) {
+    tpu::Vector v = random_vector(rng);
+    v.inner = 20;
+    v.a_inner_stride = 0;
+    v.dst_inner_stride = 0;
+    ASSERT_EQ(g.gm.execute(tpu::Instruction{v}), tpu::ErrorCode::ERR_NONE);
+    h.set_command(v);
+    h.m->cmd_valid_i = 1;
+    do h.tick(); while (!h.cmd_taken);
+    h.set_command(random_vector(rng));  // offered while busy, then withdrawn
+    for (int k = 0; k < 5; ++k) {
+      h.tick();
+      ASSERT_FALSE(h.cmd_taken) << "a command taken while busy";
+    }
+    h.m->cmd_valid_i = 0;
+    while (h.m->busy_o) h.tick();
+    for (int k = 0; k < 3; ++k) h.tick();
+    ASSERT_EQ(h.mem, g.gm.vmem_rows(0, kRows)) << describe(v);
   }
 }
 
