@@ -56,11 +56,12 @@ log="$out/yosys.log"
 sources=("$root/rtl/tpu_pkg.sv")
 if [[ "$top" == tpu_core ]]; then
   for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
-else  # a block alone: the package, the block's own file (rtl/<MODULE>.sv) and the tpu_sram
-  # memory wrapper (the weight FIFO and the accumulators instantiate it)
+else  # a block alone: the package, the tpu_sram memory wrapper (the weight FIFO and the
+  # accumulators instantiate it; read before its user, else Yosys 0.23 fails an internal
+  # assertion re-processing the user) and the block's own file (rtl/<MODULE>.sv)
   [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
-  sources+=("$root/rtl/$top.sv")
   [[ "$top" == tpu_sram ]] || sources+=("$root/rtl/tpu_sram.sv")
+  sources+=("$root/rtl/$top.sv")
 fi
 
 chparams=""

@@ -257,56 +257,40 @@ void put_vmem_row(T& port, const std::vector<uint32_t>& vm, std::optional<uint32
 struct RunConfig {
   int deny_percent = 20;
   int wdma_gap_percent = 30;
+  // > 0: first run another random program on the same path, pulse clear_i in this cycle of
+  // it (START / soft reset / abort mid-flight), let the arrays drain, then run the program.
+  uint64_t clear_at = 0;
 };
 
-// Runs `p` on the RTL and on the golden model (prepared with the same memories); compares
-// the type check and every written ACC row.
-void run_program(std::mt19937& rng, const Program& p, Values values, const RunConfig& cfg) {
-  // Memories.
-  std::vector<uint32_t> vm(size_t{kVmemRows} * N);
-  for (auto& v : vm) v = vmem_value(rng, values);
-  std::vector<uint8_t> ub(size_t{kUbRows} * N);
-  for (auto& b : ub) b = uint8_t(rng());
+// The memories of a program and the test's side of the path: plays the controller, the
+// memories and the weight DMA for `p` (its first `runs` instructions, then the faulting one if
+// p ends with one) until everything issued has finished, or until the first cycle from
+// stop_cycle on in which tpu_load_weights is busy (then *stopped is set).
+int g_clears_mid_load = 0;  // ClearMidProgram: clears that hit a busy load_weights
+
+struct Memories {
+  std::vector<uint32_t> vm;
+  std::vector<uint8_t> ub;
   tpu::RegionMemory host;
-  host.add_region(kHostBase, kHostSize);
-  std::vector<uint8_t> host_bytes(kHostSize);
-  for (auto& b : host_bytes) b = uint8_t(rng());
-  host.load(kHostBase, host_bytes);
+};
 
-  // The golden model: the same instructions in order, up to the first fault.
-  tpu::GoldenModel g(host, params());
-  g.set_dma_window(0, kHostBase, kHostSize);
-  g.set_vmem_rows(0, vm);
-  g.set_ub_rows(0, ub);
-  std::vector<bool> written(kAccRows, false);
-  size_t runs = p.instrs.size();
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    std::string why;
-    const tpu::ErrorCode e = g.execute(p.instrs[i], &why);
-    if (e != tpu::ErrorCode::ERR_NONE) {
-      ASSERT_TRUE(p.ends_with_type_fault && i + 1 == p.instrs.size() &&
-                  e == tpu::ErrorCode::ERR_WEIGHT_TYPE)
-          << "golden model fault at " << i << ": " << why;
-      runs = i;
-      break;
-    }
-    auto mark = [&](uint16_t acc_addr, uint32_t rows) {
-      for (uint32_t r = 0; r < rows; ++r) written[acc_addr + r] = true;
-    };
-    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i])) mark(mm->acc_addr, mm->inner * mm->outer);
-    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i])) mark(mb->acc_addr, mb->inner * mb->outer);
-  }
-  ASSERT_EQ(runs == p.instrs.size(), !p.ends_with_type_fault) << "the last matmul did not fault";
-
-  // The RTL.
-  Path h;
+void drive(Path& h, const Program& p, size_t runs, Memories& mem, const RunConfig& cfg,
+           std::mt19937& rng, uint64_t stop_cycle, bool* finished, bool* stopped) {
   auto& m = *h.m;
+  const auto& vm = mem.vm;
+  const auto& ub = mem.ub;
+  auto& host = mem.host;
   ReadPort lw_port{cfg.deny_percent, {}}, mv_port{cfg.deny_percent, {}}, ub_port{cfg.deny_percent, {}};
   std::deque<std::vector<uint8_t>> wdma_rows;  // rows of issued read_weights not yet pushed
   size_t pc = 0, matmuls_issued = 0, retired = 0, lw_issued = 0, lw_done = 0;
   bool type_fault_seen = false;
-  const uint64_t limit = 200000;
+  const uint64_t limit = h.cycle + 200000;
+  *stopped = false;
   while (h.cycle < limit) {
+    if (h.cycle >= stop_cycle && m.lw_busy_o) {
+      *stopped = true;
+      return;
+    }
     h.clear_inputs();
     // Memory read data of the previous cycle's granted reads; new grants.
     put_vmem_row(m.lw_rdata_i, vm, lw_port.granted, rng);
@@ -412,8 +396,77 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
         retired == matmuls_issued && lw_done == lw_issued)
       break;
   }
+  *finished = h.cycle < limit;
   ASSERT_LT(h.cycle, limit) << "the path hung: pc " << pc << " of " << runs << ", retired "
                             << retired << " of " << matmuls_issued;
+}
+
+// Runs `p` on the RTL and on the golden model (prepared with the same memories); compares
+// the type check and every written ACC row.
+void run_program(std::mt19937& rng, const Program& p, Values values, const RunConfig& cfg) {
+  // Memories.
+  Memories mem;
+  auto& vm = mem.vm;
+  auto& ub = mem.ub;
+  auto& host = mem.host;
+  vm.resize(size_t{kVmemRows} * N);
+  for (auto& v : vm) v = vmem_value(rng, values);
+  ub.resize(size_t{kUbRows} * N);
+  for (auto& b : ub) b = uint8_t(rng());
+  host.add_region(kHostBase, kHostSize);
+  std::vector<uint8_t> host_bytes(kHostSize);
+  for (auto& b : host_bytes) b = uint8_t(rng());
+  host.load(kHostBase, host_bytes);
+
+  // The golden model: the same instructions in order, up to the first fault.
+  tpu::GoldenModel g(host, params());
+  g.set_dma_window(0, kHostBase, kHostSize);
+  g.set_vmem_rows(0, vm);
+  g.set_ub_rows(0, ub);
+  std::vector<bool> written(kAccRows, false);
+  size_t runs = p.instrs.size();
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    std::string why;
+    const tpu::ErrorCode e = g.execute(p.instrs[i], &why);
+    if (e != tpu::ErrorCode::ERR_NONE) {
+      ASSERT_TRUE(p.ends_with_type_fault && i + 1 == p.instrs.size() &&
+                  e == tpu::ErrorCode::ERR_WEIGHT_TYPE)
+          << "golden model fault at " << i << ": " << why;
+      runs = i;
+      break;
+    }
+    auto mark = [&](uint16_t acc_addr, uint32_t rows) {
+      for (uint32_t r = 0; r < rows; ++r) written[acc_addr + r] = true;
+    };
+    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i])) mark(mm->acc_addr, mm->inner * mm->outer);
+    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i])) mark(mb->acc_addr, mb->inner * mb->outer);
+  }
+  ASSERT_EQ(runs == p.instrs.size(), !p.ends_with_type_fault) << "the last matmul did not fault";
+
+  // The RTL (after a cleared prelude, if asked).
+  Path h;
+  auto& m = *h.m;
+  bool finished = false;
+  if (cfg.clear_at > 0) {
+    const Program pre = gen_program(rng, p.instrs.size(), 50);
+    const size_t pre_runs = pre.instrs.size() - (pre.ends_with_type_fault ? 1 : 0);
+    bool stopped = false;
+    drive(h, pre, pre_runs, mem, cfg, rng, h.cycle + cfg.clear_at, &finished, &stopped);
+    if (stopped) ++g_clears_mid_load;
+    if (testing::Test::HasFatalFailure()) return;
+    h.clear_inputs();
+    m.clear_i = 1;
+    h.tick();
+    m.clear_i = 0;
+    for (uint32_t i = 0; i < 3 * N; ++i) h.tick();  // rows in the arrays still land
+    ASSERT_FALSE(m.lw_busy_o) << "tpu_load_weights busy after clear";
+    ASSERT_TRUE(m.wl_idle_o) << "tpu_weight_loader not idle after clear";
+    ASSERT_TRUE(m.mm_ready_o) << "tpu_matmul_unit busy after clear";
+  }
+  bool stopped = false;
+  drive(h, p, runs, mem, cfg, rng, UINT64_MAX, &finished, &stopped);
+  if (testing::Test::HasFatalFailure()) return;
+  ASSERT_TRUE(finished);
   // ACC rows, through the activation unit's read port.
   for (uint32_t r = 0; r < kAccRows; ++r) {
     if (!written[r]) continue;
@@ -439,7 +492,9 @@ void run_many(uint32_t seed, int programs, size_t length, int bf16_percent, Valu
   for (int i = 0; i < programs; ++i) {
     SCOPED_TRACE("program " + std::to_string(i) + " seed " + std::to_string(seed));
     const Program p = gen_program(rng, length, bf16_percent);
-    run_program(rng, p, values, cfg);
+    RunConfig c = cfg;
+    if (cfg.clear_at > 0) c.clear_at = 1 + rng() % cfg.clear_at;  // anywhere in the prelude
+    run_program(rng, p, values, c);
     if (testing::Test::HasFatalFailure()) return;
   }
 }
@@ -452,6 +507,14 @@ TEST(MxuPath, MixedInt8AndBf16) { run_many(5, 30, 50, 50, Values::Corners, {}); 
 TEST(MxuPath, Int8Only) { run_many(6, 10, 40, 0, Values::Moderate, {}); }
 TEST(MxuPath, HeavyGrantDenials) { run_many(7, 15, 40, 70, Values::Corners, {70, 60}); }
 TEST(MxuPath, AlwaysGranted) { run_many(8, 15, 40, 70, Values::Corners, {0, 0}); }
+// clear_i (START, soft reset, an abort) in a random cycle of another program in which
+// load_weights is busy: the units drop what they hold and the next program runs as on a fresh
+// path.
+TEST(MxuPath, ClearMidProgram) {
+  g_clears_mid_load = 0;
+  run_many(10, 20, 40, 60, Values::Corners, {20, 30, 300});
+  EXPECT_GE(g_clears_mid_load, 10) << "too few clears hit a busy load_weights";
+}
 
 // A stream of transposed bf16 tiles with every read granted and room in the FIFO: the unit
 // fills tile t+1 while tile t drains, so kCapacity tiles take about kCapacity * N cycles from
