@@ -38,9 +38,9 @@
 namespace {
 
 constexpr uint32_t N = TPU_TEST_N;
-constexpr uint32_t kUbRows = 256;     // tpu_mxu_path's defaults
+constexpr uint32_t kUbRows = 256;  // tpu_mxu_path's defaults
 constexpr uint32_t kAccRows = 128;
-constexpr uint32_t kVmemRows = 512;   // rows the test's VMEM model holds
+constexpr uint32_t kVmemRows = 512;  // rows the test's VMEM model holds
 constexpr uint32_t kWFifoTiles = 4;
 constexpr uint32_t kCapacity = kWFifoTiles + 2;  // tiles that may wait (isa.md)
 constexpr uint32_t kHostBase = 0x10000;
@@ -73,9 +73,9 @@ uint32_t vmem_value(std::mt19937& rng, Values v) {
       0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,  // infinities, NaNs
       0xFFFFFFFF, 0x5F800000, 0xDF800000, 0x1F800000,  // 2^64 (products overflow), 2^-64 (flush)
       0x20000000, 0x3F800000, 0xBF800000, 0x00FFFFFF};
-  static const uint32_t small[] = {0x3F800000, 0xBF800000, 0x40000000, 0xC0000000, 0x3F000000,
-                                   0xBF000000, 0x40400000, 0xC0400000, 0x3FC00000, 0xBFC00000,
-                                   0x00000000, 0x80000000};
+  static const uint32_t small[] = {0x3F800000, 0xBF800000, 0x40000000, 0xC0000000,
+                                   0x3F000000, 0xBF000000, 0x40400000, 0xC0400000,
+                                   0x3FC00000, 0xBFC00000, 0x00000000, 0x80000000};
   const uint32_t r = uint32_t(rng() % 100);
   switch (v) {
     case Values::Moderate:
@@ -99,10 +99,10 @@ struct Program {
 };
 
 struct GenState {
-  std::deque<bool> pending;         // types of waiting tiles (true = bf16), oldest first
-  std::optional<bool> active;       // type of the active tile
-  std::vector<bool> written;        // ACC rows written so far
-  uint32_t host_next = kHostBase;   // next unused host tile
+  std::deque<bool> pending;        // types of waiting tiles (true = bf16), oldest first
+  std::optional<bool> active;      // type of the active tile
+  std::vector<bool> written;       // ACC rows written so far
+  uint32_t host_next = kHostBase;  // next unused host tile
 };
 
 tpu::LoadWeights gen_load_weights(std::mt19937& rng, uint32_t tiles) {
@@ -113,7 +113,8 @@ tpu::LoadWeights gen_load_weights(std::mt19937& rng, uint32_t tiles) {
   lw.row_stride = uint16_t(rng() % 4);
   lw.tiles = uint16_t(tiles);
   lw.tile_stride = uint16_t(rng() % (2 * N + 1));
-  const uint64_t span = uint64_t(tiles - 1) * lw.tile_stride + uint64_t(lw.rows - 1) * lw.row_stride;
+  const uint64_t span =
+      uint64_t(tiles - 1) * lw.tile_stride + uint64_t(lw.rows - 1) * lw.row_stride;
   lw.vmem_addr = uint16_t(rng() % (kVmemRows - span));
   return lw;
 }
@@ -125,7 +126,8 @@ void gen_pattern(std::mt19937& rng, M& m, uint32_t mem_rows, GenState& st) {
   m.outer = uint16_t(1 + rng() % 3);
   m.inner_stride = uint8_t(rng() % 4);
   m.outer_stride = uint16_t(rng() % 24);
-  const uint64_t span = uint64_t(m.outer - 1) * m.outer_stride + uint64_t(m.inner - 1) * m.inner_stride;
+  const uint64_t span =
+      uint64_t(m.outer - 1) * m.outer_stride + uint64_t(m.inner - 1) * m.inner_stride;
   const uint32_t base = uint32_t(rng() % (mem_rows - span));
   const uint32_t rows = uint32_t(m.inner) * m.outer;
   m.acc_addr = uint16_t(rng() % (kAccRows - rows + 1));
@@ -204,7 +206,8 @@ Program gen_program(std::mt19937& rng, size_t length, int bf16_percent) {
 // ---------------------------------------------------------------- the harness
 class Path {
  public:
-  Path() : ctx_(std::make_unique<VerilatedContext>()), m(std::make_unique<Vtpu_mxu_path>(ctx_.get())) {
+  Path()
+      : ctx_(std::make_unique<VerilatedContext>()), m(std::make_unique<Vtpu_mxu_path>(ctx_.get())) {
     m->clk_i = 0;
     m->rst_ni = 0;
     m->clear_i = 0;
@@ -280,7 +283,8 @@ void drive(Path& h, const Program& p, size_t runs, Memories& mem, const RunConfi
   const auto& vm = mem.vm;
   const auto& ub = mem.ub;
   auto& host = mem.host;
-  ReadPort lw_port{cfg.deny_percent, {}}, mv_port{cfg.deny_percent, {}}, ub_port{cfg.deny_percent, {}};
+  ReadPort lw_port{cfg.deny_percent, {}}, mv_port{cfg.deny_percent, {}},
+      ub_port{cfg.deny_percent, {}};
   std::deque<std::vector<uint8_t>> wdma_rows;  // rows of issued read_weights not yet pushed
   size_t pc = 0, matmuls_issued = 0, retired = 0, lw_issued = 0, lw_done = 0;
   bool type_fault_seen = false;
@@ -296,7 +300,8 @@ void drive(Path& h, const Program& p, size_t runs, Memories& mem, const RunConfi
     put_vmem_row(m.lw_rdata_i, vm, lw_port.granted, rng);
     put_vmem_row(m.mv_rdata_i, vm, mv_port.granted, rng);
     for (uint32_t j = 0; j < N; ++j)
-      set_field(m.ub_rdata_i, 8 * j, 8, ub_port.granted ? ub[*ub_port.granted * N + j] : uint8_t(rng()));
+      set_field(m.ub_rdata_i, 8 * j, 8,
+                ub_port.granted ? ub[*ub_port.granted * N + j] : uint8_t(rng()));
     m.lw_rgnt_i = int(rng() % 100) >= lw_port.deny_percent;
     m.mv_rgnt_i = int(rng() % 100) >= mv_port.deny_percent;
     m.ub_rgnt_i = int(rng() % 100) >= ub_port.deny_percent;
@@ -379,9 +384,12 @@ void drive(Path& h, const Program& p, size_t runs, Memories& mem, const RunConfi
     }
     if (issued) ++pc;
     m.eval();
-    lw_port.granted = m.lw_re_o && m.lw_rgnt_i ? std::optional<uint32_t>(m.lw_raddr_o) : std::nullopt;
-    mv_port.granted = m.mv_re_o && m.mv_rgnt_i ? std::optional<uint32_t>(m.mv_raddr_o) : std::nullopt;
-    ub_port.granted = m.ub_re_o && m.ub_rgnt_i ? std::optional<uint32_t>(m.ub_raddr_o) : std::nullopt;
+    lw_port.granted =
+        m.lw_re_o && m.lw_rgnt_i ? std::optional<uint32_t>(m.lw_raddr_o) : std::nullopt;
+    mv_port.granted =
+        m.mv_re_o && m.mv_rgnt_i ? std::optional<uint32_t>(m.mv_raddr_o) : std::nullopt;
+    ub_port.granted =
+        m.ub_re_o && m.ub_rgnt_i ? std::optional<uint32_t>(m.ub_raddr_o) : std::nullopt;
     if (lw_port.granted) {
       ASSERT_LT(*lw_port.granted, kVmemRows);
     }
@@ -438,8 +446,10 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
     auto mark = [&](uint16_t acc_addr, uint32_t rows) {
       for (uint32_t r = 0; r < rows; ++r) written[acc_addr + r] = true;
     };
-    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i])) mark(mm->acc_addr, mm->inner * mm->outer);
-    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i])) mark(mb->acc_addr, mb->inner * mb->outer);
+    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i]))
+      mark(mm->acc_addr, mm->inner * mm->outer);
+    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i]))
+      mark(mb->acc_addr, mb->inner * mb->outer);
   }
   ASSERT_EQ(runs == p.instrs.size(), !p.ends_with_type_fault) << "the last matmul did not fault";
 
@@ -479,9 +489,9 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
     const auto want = g.acc_row(r);
     for (uint32_t c = 0; c < N; ++c) {
       const uint32_t got = get_field(m.acc_rdata_o, 32 * c, 32);
-      ASSERT_EQ(got, uint32_t(want[c])) << std::hex << "ACC row " << std::dec << r << " column "
-                                        << c << ": got 0x" << std::hex << got << " want 0x"
-                                        << uint32_t(want[c]);
+      ASSERT_EQ(got, uint32_t(want[c]))
+          << std::hex << "ACC row " << std::dec << r << " column " << c << ": got 0x" << std::hex
+          << got << " want 0x" << uint32_t(want[c]);
     }
   }
 }
