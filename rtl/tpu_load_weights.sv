@@ -76,7 +76,7 @@ module tpu_load_weights #(
 
   // The tile buffer: element (i, j) in [16*(N*i + j) +: 16]; line k along rows is (k, *),
   // along columns (*, k).
-  logic [16*N*N-1:0] tb_q, tb_d;
+  logic [16*N*N-1:0] tb_q;
   logic [16*N-1:0]   line;               // the row written by s1 (rounded, or +0)
 
   logic slot_free, slot_is_read, issue, issue_last, tile_end, start, d_last;
@@ -101,32 +101,44 @@ module tpu_load_weights #(
   assign idle_o = !busy_o;
 
   always_comb begin
-    for (int j = 0; j < 32'(N); j++) begin
-      line[16*j +: 16] = s1_read_q ? tpu_fp_pkg::fp32_to_bf16(vm_rdata_i[32*j +: 32]) : 16'h0000;
+    line = '0;
+    if (s1_valid_q && s1_read_q) begin  // (only then: the read bus changes every cycle)
+      for (int j = 0; j < 32'(N); j++) begin
+        line[16*j +: 16] = tpu_fp_pkg::fp32_to_bf16(vm_rdata_i[32*j +: 32]);
+      end
     end
   end
 
-  // Tile row d_cnt_q: line d_cnt_q of the buffer (with this cycle's write) in the read
-  // direction.
+  // Tile row d_cnt_q: line d_cnt_q of the buffer in the read direction, as it is after this
+  // cycle's write (an element s1 writes now comes from `line`: only the draining tile's own
+  // last line, when transposed, crosses the line read). Element j of the line is (ie, je).
+  // Evaluated only while a tile drains (a simulation-speed measure: it is idle most cycles).
   always_comb begin
+    logic [KW-1:0] ie, je;
+    ie         = '0;
+    je         = '0;
     push_row_o = '0;
-    for (int i = 0; i < 32'(N); i++) begin
-      if (KW'(i) == d_cnt_q) begin
-        for (int j = 0; j < 32'(N); j++) begin
-          push_row_o[16*j +: 16] = d_rdir_q ? tb_d[16*(32'(N)*j + i) +: 16]
-                                            : tb_d[16*(32'(N)*i + j) +: 16];
+    if (d_valid_q) begin
+      for (int j = 0; j < 32'(N); j++) begin
+        ie = d_rdir_q ? KW'(j) : d_cnt_q;
+        je = d_rdir_q ? d_cnt_q : KW'(j);
+        if (s1_valid_q && (s1_dir_q ? je == s1_k_q : ie == s1_k_q)) begin
+          push_row_o[16*j +: 16] = line[16*(s1_dir_q ? 32'(ie) : 32'(je)) +: 16];
+        end else begin
+          push_row_o[16*j +: 16] = tb_q[16*(32'(N)*32'(ie) + 32'(je)) +: 16];
         end
       end
     end
   end
 
-  always_comb begin
-    tb_d = tb_q;
+  // The write of s1: line s1_k_q along rows (element (k, j) = lane j) or columns ((i, k) =
+  // lane i). Only in the cycles s1 holds a slot.
+  always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
       for (int i = 0; i < 32'(N); i++) begin
         for (int j = 0; j < 32'(N); j++) begin
-          if (!s1_dir_q && KW'(i) == s1_k_q) tb_d[16*(32'(N)*i + j) +: 16] = line[16*j +: 16];
-          if (s1_dir_q && KW'(j) == s1_k_q)  tb_d[16*(32'(N)*i + j) +: 16] = line[16*i +: 16];
+          if (!s1_dir_q && KW'(i) == s1_k_q) tb_q[16*(32'(N)*i + j) +: 16] <= line[16*j +: 16];
+          if (s1_dir_q && KW'(j) == s1_k_q)  tb_q[16*(32'(N)*i + j) +: 16] <= line[16*i +: 16];
         end
       end
     end
@@ -226,7 +238,6 @@ module tpu_load_weights #(
     s1_k_q      <= s1_k_d;
     d_rdir_q    <= d_rdir_d;
     d_end_q     <= d_end_d;
-    tb_q        <= tb_d;
   end
 
   `TPU_ASSERT_INIT(LwParams, N >= 2 && N <= 256)

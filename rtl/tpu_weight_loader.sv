@@ -16,7 +16,9 @@
 // (an int8 row in the low 8N bits), and every tile keeps its type through the shift registers
 // and the buffers: an int8 tile shifts and commits into tpu_mxu (w_shift_o, w_commit_o), a
 // bf16 tile into tpu_mxu_fp (wf_shift_o, wf_commit_o). Both arrays share the buffer states,
-// the commit rule and w_buf_o. Without Float the FIFO is 8N bits wide and every output is as
+// the commit rule and w_buf_o. (The results would not change if both arrays took every tile:
+// an array's buffer is read only by rows of its type, which always follow a commit of that
+// type into it; the gating keeps the idle array still, for power and simulation speed.) Without Float the FIFO is 8N bits wide and every output is as
 // it always was (fpush_i is ignored, the wf_* outputs and the types are 0).
 `include "tpu_assert.svh"
 

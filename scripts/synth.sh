@@ -56,11 +56,14 @@ log="$out/yosys.log"
 sources=("$root/rtl/tpu_pkg.sv")
 if [[ "$top" == tpu_core ]]; then
   for f in "$root"/rtl/*.sv; do [[ "$f" == */tpu_pkg.sv ]] || sources+=("$f"); done
-else  # a block alone: the package, the block's own file (rtl/<MODULE>.sv) and the tpu_sram
-  # memory wrapper (the weight FIFO and the accumulators instantiate it)
+else  # a block alone: the package, the tpu_sram memory wrapper (the weight FIFO and the
+  # accumulators instantiate it) and the block's own file (rtl/<MODULE>.sv). With --n or
+  # --param, Yosys 0.23 fails an internal assertion on a block that instantiates tpu_sram
+  # (`hierarchy -chparam` on a deferred top with a submodule): docs/synthesis.md synthesizes
+  # those through a one-instance wrapper.
   [[ -f "$root/rtl/$top.sv" ]] || { echo "synth.sh: --top $top: no file rtl/$top.sv" >&2; exit 2; }
-  sources+=("$root/rtl/$top.sv")
   [[ "$top" == tpu_sram ]] || sources+=("$root/rtl/tpu_sram.sv")
+  sources+=("$root/rtl/$top.sv")
 fi
 
 chparams=""

@@ -38,9 +38,9 @@
 namespace {
 
 constexpr uint32_t N = TPU_TEST_N;
-constexpr uint32_t kUbRows = 256;     // tpu_mxu_path's defaults
+constexpr uint32_t kUbRows = 256;  // tpu_mxu_path's defaults
 constexpr uint32_t kAccRows = 128;
-constexpr uint32_t kVmemRows = 512;   // rows the test's VMEM model holds
+constexpr uint32_t kVmemRows = 512;  // rows the test's VMEM model holds
 constexpr uint32_t kWFifoTiles = 4;
 constexpr uint32_t kCapacity = kWFifoTiles + 2;  // tiles that may wait (isa.md)
 constexpr uint32_t kHostBase = 0x10000;
@@ -73,9 +73,9 @@ uint32_t vmem_value(std::mt19937& rng, Values v) {
       0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,  // infinities, NaNs
       0xFFFFFFFF, 0x5F800000, 0xDF800000, 0x1F800000,  // 2^64 (products overflow), 2^-64 (flush)
       0x20000000, 0x3F800000, 0xBF800000, 0x00FFFFFF};
-  static const uint32_t small[] = {0x3F800000, 0xBF800000, 0x40000000, 0xC0000000, 0x3F000000,
-                                   0xBF000000, 0x40400000, 0xC0400000, 0x3FC00000, 0xBFC00000,
-                                   0x00000000, 0x80000000};
+  static const uint32_t small[] = {0x3F800000, 0xBF800000, 0x40000000, 0xC0000000,
+                                   0x3F000000, 0xBF000000, 0x40400000, 0xC0400000,
+                                   0x3FC00000, 0xBFC00000, 0x00000000, 0x80000000};
   const uint32_t r = uint32_t(rng() % 100);
   switch (v) {
     case Values::Moderate:
@@ -99,10 +99,10 @@ struct Program {
 };
 
 struct GenState {
-  std::deque<bool> pending;         // types of waiting tiles (true = bf16), oldest first
-  std::optional<bool> active;       // type of the active tile
-  std::vector<bool> written;        // ACC rows written so far
-  uint32_t host_next = kHostBase;   // next unused host tile
+  std::deque<bool> pending;        // types of waiting tiles (true = bf16), oldest first
+  std::optional<bool> active;      // type of the active tile
+  std::vector<bool> written;       // ACC rows written so far
+  uint32_t host_next = kHostBase;  // next unused host tile
 };
 
 tpu::LoadWeights gen_load_weights(std::mt19937& rng, uint32_t tiles) {
@@ -113,7 +113,8 @@ tpu::LoadWeights gen_load_weights(std::mt19937& rng, uint32_t tiles) {
   lw.row_stride = uint16_t(rng() % 4);
   lw.tiles = uint16_t(tiles);
   lw.tile_stride = uint16_t(rng() % (2 * N + 1));
-  const uint64_t span = uint64_t(tiles - 1) * lw.tile_stride + uint64_t(lw.rows - 1) * lw.row_stride;
+  const uint64_t span =
+      uint64_t(tiles - 1) * lw.tile_stride + uint64_t(lw.rows - 1) * lw.row_stride;
   lw.vmem_addr = uint16_t(rng() % (kVmemRows - span));
   return lw;
 }
@@ -125,7 +126,8 @@ void gen_pattern(std::mt19937& rng, M& m, uint32_t mem_rows, GenState& st) {
   m.outer = uint16_t(1 + rng() % 3);
   m.inner_stride = uint8_t(rng() % 4);
   m.outer_stride = uint16_t(rng() % 24);
-  const uint64_t span = uint64_t(m.outer - 1) * m.outer_stride + uint64_t(m.inner - 1) * m.inner_stride;
+  const uint64_t span =
+      uint64_t(m.outer - 1) * m.outer_stride + uint64_t(m.inner - 1) * m.inner_stride;
   const uint32_t base = uint32_t(rng() % (mem_rows - span));
   const uint32_t rows = uint32_t(m.inner) * m.outer;
   m.acc_addr = uint16_t(rng() % (kAccRows - rows + 1));
@@ -204,7 +206,8 @@ Program gen_program(std::mt19937& rng, size_t length, int bf16_percent) {
 // ---------------------------------------------------------------- the harness
 class Path {
  public:
-  Path() : ctx_(std::make_unique<VerilatedContext>()), m(std::make_unique<Vtpu_mxu_path>(ctx_.get())) {
+  Path()
+      : ctx_(std::make_unique<VerilatedContext>()), m(std::make_unique<Vtpu_mxu_path>(ctx_.get())) {
     m->clk_i = 0;
     m->rst_ni = 0;
     m->clear_i = 0;
@@ -257,62 +260,48 @@ void put_vmem_row(T& port, const std::vector<uint32_t>& vm, std::optional<uint32
 struct RunConfig {
   int deny_percent = 20;
   int wdma_gap_percent = 30;
+  // > 0: first run another random program on the same path, pulse clear_i in this cycle of
+  // it (START / soft reset / abort mid-flight), let the arrays drain, then run the program.
+  uint64_t clear_at = 0;
 };
 
-// Runs `p` on the RTL and on the golden model (prepared with the same memories); compares
-// the type check and every written ACC row.
-void run_program(std::mt19937& rng, const Program& p, Values values, const RunConfig& cfg) {
-  // Memories.
-  std::vector<uint32_t> vm(size_t{kVmemRows} * N);
-  for (auto& v : vm) v = vmem_value(rng, values);
-  std::vector<uint8_t> ub(size_t{kUbRows} * N);
-  for (auto& b : ub) b = uint8_t(rng());
+// The memories of a program and the test's side of the path: plays the controller, the
+// memories and the weight DMA for `p` (its first `runs` instructions, then the faulting one if
+// p ends with one) until everything issued has finished, or until the first cycle from
+// stop_cycle on in which tpu_load_weights is busy (then *stopped is set).
+int g_clears_mid_load = 0;  // ClearMidProgram: clears that hit a busy load_weights
+
+struct Memories {
+  std::vector<uint32_t> vm;
+  std::vector<uint8_t> ub;
   tpu::RegionMemory host;
-  host.add_region(kHostBase, kHostSize);
-  std::vector<uint8_t> host_bytes(kHostSize);
-  for (auto& b : host_bytes) b = uint8_t(rng());
-  host.load(kHostBase, host_bytes);
+};
 
-  // The golden model: the same instructions in order, up to the first fault.
-  tpu::GoldenModel g(host, params());
-  g.set_dma_window(0, kHostBase, kHostSize);
-  g.set_vmem_rows(0, vm);
-  g.set_ub_rows(0, ub);
-  std::vector<bool> written(kAccRows, false);
-  size_t runs = p.instrs.size();
-  for (size_t i = 0; i < p.instrs.size(); ++i) {
-    std::string why;
-    const tpu::ErrorCode e = g.execute(p.instrs[i], &why);
-    if (e != tpu::ErrorCode::ERR_NONE) {
-      ASSERT_TRUE(p.ends_with_type_fault && i + 1 == p.instrs.size() &&
-                  e == tpu::ErrorCode::ERR_WEIGHT_TYPE)
-          << "golden model fault at " << i << ": " << why;
-      runs = i;
-      break;
-    }
-    auto mark = [&](uint16_t acc_addr, uint32_t rows) {
-      for (uint32_t r = 0; r < rows; ++r) written[acc_addr + r] = true;
-    };
-    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i])) mark(mm->acc_addr, mm->inner * mm->outer);
-    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i])) mark(mb->acc_addr, mb->inner * mb->outer);
-  }
-  ASSERT_EQ(runs == p.instrs.size(), !p.ends_with_type_fault) << "the last matmul did not fault";
-
-  // The RTL.
-  Path h;
+void drive(Path& h, const Program& p, size_t runs, Memories& mem, const RunConfig& cfg,
+           std::mt19937& rng, uint64_t stop_cycle, bool* finished, bool* stopped) {
   auto& m = *h.m;
-  ReadPort lw_port{cfg.deny_percent, {}}, mv_port{cfg.deny_percent, {}}, ub_port{cfg.deny_percent, {}};
+  const auto& vm = mem.vm;
+  const auto& ub = mem.ub;
+  auto& host = mem.host;
+  ReadPort lw_port{cfg.deny_percent, {}}, mv_port{cfg.deny_percent, {}},
+      ub_port{cfg.deny_percent, {}};
   std::deque<std::vector<uint8_t>> wdma_rows;  // rows of issued read_weights not yet pushed
   size_t pc = 0, matmuls_issued = 0, retired = 0, lw_issued = 0, lw_done = 0;
   bool type_fault_seen = false;
-  const uint64_t limit = 200000;
+  const uint64_t limit = h.cycle + 200000;
+  *stopped = false;
   while (h.cycle < limit) {
+    if (h.cycle >= stop_cycle && m.lw_busy_o) {
+      *stopped = true;
+      return;
+    }
     h.clear_inputs();
     // Memory read data of the previous cycle's granted reads; new grants.
     put_vmem_row(m.lw_rdata_i, vm, lw_port.granted, rng);
     put_vmem_row(m.mv_rdata_i, vm, mv_port.granted, rng);
     for (uint32_t j = 0; j < N; ++j)
-      set_field(m.ub_rdata_i, 8 * j, 8, ub_port.granted ? ub[*ub_port.granted * N + j] : uint8_t(rng()));
+      set_field(m.ub_rdata_i, 8 * j, 8,
+                ub_port.granted ? ub[*ub_port.granted * N + j] : uint8_t(rng()));
     m.lw_rgnt_i = int(rng() % 100) >= lw_port.deny_percent;
     m.mv_rgnt_i = int(rng() % 100) >= mv_port.deny_percent;
     m.ub_rgnt_i = int(rng() % 100) >= ub_port.deny_percent;
@@ -395,9 +384,12 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
     }
     if (issued) ++pc;
     m.eval();
-    lw_port.granted = m.lw_re_o && m.lw_rgnt_i ? std::optional<uint32_t>(m.lw_raddr_o) : std::nullopt;
-    mv_port.granted = m.mv_re_o && m.mv_rgnt_i ? std::optional<uint32_t>(m.mv_raddr_o) : std::nullopt;
-    ub_port.granted = m.ub_re_o && m.ub_rgnt_i ? std::optional<uint32_t>(m.ub_raddr_o) : std::nullopt;
+    lw_port.granted =
+        m.lw_re_o && m.lw_rgnt_i ? std::optional<uint32_t>(m.lw_raddr_o) : std::nullopt;
+    mv_port.granted =
+        m.mv_re_o && m.mv_rgnt_i ? std::optional<uint32_t>(m.mv_raddr_o) : std::nullopt;
+    ub_port.granted =
+        m.ub_re_o && m.ub_rgnt_i ? std::optional<uint32_t>(m.ub_raddr_o) : std::nullopt;
     if (lw_port.granted) {
       ASSERT_LT(*lw_port.granted, kVmemRows);
     }
@@ -412,8 +404,79 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
         retired == matmuls_issued && lw_done == lw_issued)
       break;
   }
+  *finished = h.cycle < limit;
   ASSERT_LT(h.cycle, limit) << "the path hung: pc " << pc << " of " << runs << ", retired "
                             << retired << " of " << matmuls_issued;
+}
+
+// Runs `p` on the RTL and on the golden model (prepared with the same memories); compares
+// the type check and every written ACC row.
+void run_program(std::mt19937& rng, const Program& p, Values values, const RunConfig& cfg) {
+  // Memories.
+  Memories mem;
+  auto& vm = mem.vm;
+  auto& ub = mem.ub;
+  auto& host = mem.host;
+  vm.resize(size_t{kVmemRows} * N);
+  for (auto& v : vm) v = vmem_value(rng, values);
+  ub.resize(size_t{kUbRows} * N);
+  for (auto& b : ub) b = uint8_t(rng());
+  host.add_region(kHostBase, kHostSize);
+  std::vector<uint8_t> host_bytes(kHostSize);
+  for (auto& b : host_bytes) b = uint8_t(rng());
+  host.load(kHostBase, host_bytes);
+
+  // The golden model: the same instructions in order, up to the first fault.
+  tpu::GoldenModel g(host, params());
+  g.set_dma_window(0, kHostBase, kHostSize);
+  g.set_vmem_rows(0, vm);
+  g.set_ub_rows(0, ub);
+  std::vector<bool> written(kAccRows, false);
+  size_t runs = p.instrs.size();
+  for (size_t i = 0; i < p.instrs.size(); ++i) {
+    std::string why;
+    const tpu::ErrorCode e = g.execute(p.instrs[i], &why);
+    if (e != tpu::ErrorCode::ERR_NONE) {
+      ASSERT_TRUE(p.ends_with_type_fault && i + 1 == p.instrs.size() &&
+                  e == tpu::ErrorCode::ERR_WEIGHT_TYPE)
+          << "golden model fault at " << i << ": " << why;
+      runs = i;
+      break;
+    }
+    auto mark = [&](uint16_t acc_addr, uint32_t rows) {
+      for (uint32_t r = 0; r < rows; ++r) written[acc_addr + r] = true;
+    };
+    if (const auto* mm = std::get_if<tpu::Matmul>(&p.instrs[i]))
+      mark(mm->acc_addr, mm->inner * mm->outer);
+    if (const auto* mb = std::get_if<tpu::MatmulBf16>(&p.instrs[i]))
+      mark(mb->acc_addr, mb->inner * mb->outer);
+  }
+  ASSERT_EQ(runs == p.instrs.size(), !p.ends_with_type_fault) << "the last matmul did not fault";
+
+  // The RTL (after a cleared prelude, if asked).
+  Path h;
+  auto& m = *h.m;
+  bool finished = false;
+  if (cfg.clear_at > 0) {
+    const Program pre = gen_program(rng, p.instrs.size(), 50);
+    const size_t pre_runs = pre.instrs.size() - (pre.ends_with_type_fault ? 1 : 0);
+    bool stopped = false;
+    drive(h, pre, pre_runs, mem, cfg, rng, h.cycle + cfg.clear_at, &finished, &stopped);
+    if (stopped) ++g_clears_mid_load;
+    if (testing::Test::HasFatalFailure()) return;
+    h.clear_inputs();
+    m.clear_i = 1;
+    h.tick();
+    m.clear_i = 0;
+    for (uint32_t i = 0; i < 3 * N; ++i) h.tick();  // rows in the arrays still land
+    ASSERT_FALSE(m.lw_busy_o) << "tpu_load_weights busy after clear";
+    ASSERT_TRUE(m.wl_idle_o) << "tpu_weight_loader not idle after clear";
+    ASSERT_TRUE(m.mm_ready_o) << "tpu_matmul_unit busy after clear";
+  }
+  bool stopped = false;
+  drive(h, p, runs, mem, cfg, rng, UINT64_MAX, &finished, &stopped);
+  if (testing::Test::HasFatalFailure()) return;
+  ASSERT_TRUE(finished);
   // ACC rows, through the activation unit's read port.
   for (uint32_t r = 0; r < kAccRows; ++r) {
     if (!written[r]) continue;
@@ -426,9 +489,9 @@ void run_program(std::mt19937& rng, const Program& p, Values values, const RunCo
     const auto want = g.acc_row(r);
     for (uint32_t c = 0; c < N; ++c) {
       const uint32_t got = get_field(m.acc_rdata_o, 32 * c, 32);
-      ASSERT_EQ(got, uint32_t(want[c])) << std::hex << "ACC row " << std::dec << r << " column "
-                                        << c << ": got 0x" << std::hex << got << " want 0x"
-                                        << uint32_t(want[c]);
+      ASSERT_EQ(got, uint32_t(want[c]))
+          << std::hex << "ACC row " << std::dec << r << " column " << c << ": got 0x" << std::hex
+          << got << " want 0x" << uint32_t(want[c]);
     }
   }
 }
@@ -439,7 +502,9 @@ void run_many(uint32_t seed, int programs, size_t length, int bf16_percent, Valu
   for (int i = 0; i < programs; ++i) {
     SCOPED_TRACE("program " + std::to_string(i) + " seed " + std::to_string(seed));
     const Program p = gen_program(rng, length, bf16_percent);
-    run_program(rng, p, values, cfg);
+    RunConfig c = cfg;
+    if (cfg.clear_at > 0) c.clear_at = 1 + rng() % cfg.clear_at;  // anywhere in the prelude
+    run_program(rng, p, values, c);
     if (testing::Test::HasFatalFailure()) return;
   }
 }
@@ -452,6 +517,14 @@ TEST(MxuPath, MixedInt8AndBf16) { run_many(5, 30, 50, 50, Values::Corners, {}); 
 TEST(MxuPath, Int8Only) { run_many(6, 10, 40, 0, Values::Moderate, {}); }
 TEST(MxuPath, HeavyGrantDenials) { run_many(7, 15, 40, 70, Values::Corners, {70, 60}); }
 TEST(MxuPath, AlwaysGranted) { run_many(8, 15, 40, 70, Values::Corners, {0, 0}); }
+// clear_i (START, soft reset, an abort) in a random cycle of another program in which
+// load_weights is busy: the units drop what they hold and the next program runs as on a fresh
+// path.
+TEST(MxuPath, ClearMidProgram) {
+  g_clears_mid_load = 0;
+  run_many(10, 20, 40, 60, Values::Corners, {20, 30, 300});
+  EXPECT_GE(g_clears_mid_load, 10) << "too few clears hit a busy load_weights";
+}
 
 // A stream of transposed bf16 tiles with every read granted and room in the FIFO: the unit
 // fills tile t+1 while tile t drains, so kCapacity tiles take about kCapacity * N cycles from
