@@ -262,8 +262,10 @@ std::unique_ptr<tpu::Device> open_train_device(const TrainArgs& a,
     auto dev = tpusim::open_device(d, vm);
     if (!dev->params().has_vmem())
       throw std::runtime_error(
-          "--backend rtl: this tpusim's chip is built without the training configuration (no "
-          "VMEM: opcodes 0x08..0x0E fault); use --backend model");
+          "--backend rtl: this tpusim's chip is the int8 chip, built without the training "
+          "configuration (no VMEM: opcodes 0x08..0x0E fault); run tpusim_train_n16 (the same "
+          "tpusim on the training chip, next to tpusim in the build's tools/tpusim) or use "
+          "--backend model");
     return dev;
   }
   tpusim::DeviceOptions d;
