@@ -29,13 +29,21 @@ struct FunctionSpec {
 // The exact functions in long double (x86: 64 significant bits; the libm functions are
 // within an ulp of that, 2^-40 of an fp32 ulp), rounded once to double: for an fp32 error
 // measurement that is exact to far below the printed 0.001 ulp.
-inline double exact_exp(double x) { return static_cast<double>(std::exp(static_cast<long double>(x))); }
-inline double exact_log(double x) { return static_cast<double>(std::log(static_cast<long double>(x))); }
-inline double exact_rcp(double x) { return static_cast<double>(1.0L / static_cast<long double>(x)); }
+inline double exact_exp(double x) {
+  return static_cast<double>(std::exp(static_cast<long double>(x)));
+}
+inline double exact_log(double x) {
+  return static_cast<double>(std::log(static_cast<long double>(x)));
+}
+inline double exact_rcp(double x) {
+  return static_cast<double>(1.0L / static_cast<long double>(x));
+}
 inline double exact_rsqrt(double x) {
   return static_cast<double>(1.0L / std::sqrt(static_cast<long double>(x)));
 }
-inline double exact_sqrt(double x) { return static_cast<double>(std::sqrt(static_cast<long double>(x))); }
+inline double exact_sqrt(double x) {
+  return static_cast<double>(std::sqrt(static_cast<long double>(x)));
+}
 
 // docs/isa.md "Function sequences: definitions and error".
 inline const std::vector<FunctionSpec>& specs() {

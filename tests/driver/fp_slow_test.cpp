@@ -42,8 +42,7 @@ void sweep(FpFunction f, const std::vector<fp_error::Domain>& domains = {}) {
   const auto threads = static_cast<unsigned>(env_number("TPU_FP_SWEEP_THREADS", 2));
   const auto t0 = std::chrono::steady_clock::now();
   const fp_error::Worst w = fp_error::measure(s, step, threads);
-  const double sec =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LE(w.ulp, s.bound_ulp) << fp_sequence(f).name << " at 0x" << std::hex << w.x;
   uint64_t domain = 0;
   for (const fp_error::Domain& d : s.domains) domain += uint64_t{d.hi} - d.lo + 1;

@@ -94,8 +94,8 @@ class TrainErrors : public ::testing::TestWithParam<uint32_t> {
     add(ub.data(), ub.size());
     const std::vector<uint8_t> h = r.mem.dump(kHost, kHostSize);
     add(h.data(), h.size());
-    s += std::to_string(r.model->pending_weight_tiles()) + (r.model->has_active_tile() ? "A" : "-") +
-         (r.model->active_tile_is_bf16() ? "B" : "I");
+    s += std::to_string(r.model->pending_weight_tiles()) +
+         (r.model->has_active_tile() ? "A" : "-") + (r.model->active_tile_is_bf16() ? "B" : "I");
     return s;
   }
 
@@ -161,30 +161,43 @@ TEST_P(TrainErrors, ReadVmemAndWriteVmem) {
         {m + "host_addr + 8", s, as(write, dma(0, 1, kHost + 8)), E::ERR_ALIGN},
         {m + "host_addr + 1", s, as(write, dma(0, 2, kHost + 1, 0, true)), E::ERR_ALIGN},
         {m + "host_stride 8", s, as(write, dma(0, 2, kHost, 8)), E::ERR_ALIGN},
-        {m + "host_stride 24 (rows 1: still checked)", s, as(write, dma(0, 1, kHost, 24)), E::ERR_ALIGN},
+        {m + "host_stride 24 (rows 1: still checked)", s, as(write, dma(0, 1, kHost, 24)),
+         E::ERR_ALIGN},
         {m + "host_stride 16 (overlapping rows)", s, as(write, dma(0, 3, kHost, 16)), E::ERR_NONE},
         {m + "wraps past 2^32", s, as(write, dma(0, 2, 0xFFFFFFF0u)), E::ERR_HOST_RANGE},
-        {m + "wraps past 2^32 through the stride", s, as(write, dma(0, 2, 0xFFFF0000u, 0x10000)), E::ERR_HOST_RANGE},
+        {m + "wraps past 2^32 through the stride", s, as(write, dma(0, 2, 0xFFFF0000u, 0x10000)),
+         E::ERR_HOST_RANGE},
         {m + "ends at 2^32 exactly (bf16 N/8 rows of 2N bytes)", s,
-         as(write, dma(0, 1, 0xFFFFFFF0u, 0, true)), n() <= 8 ? E::ERR_AXI_READ : E::ERR_HOST_RANGE},
-        {m + "outside the DMA windows", s, as(write, dma(0, 1, kHost + kHostSize)), E::ERR_HOST_RANGE, win},
-        {m + "across the end of a window", s, as(write, dma(0, 2, kHost + kHostSize - r32)), E::ERR_HOST_RANGE, win},
-        {m + "the last row of a window", s, as(write, dma(0, 1, kHost + kHostSize - r32)), E::ERR_NONE, win},
+         as(write, dma(0, 1, 0xFFFFFFF0u, 0, true)),
+         n() <= 8 ? E::ERR_AXI_READ : E::ERR_HOST_RANGE},
+        {m + "outside the DMA windows", s, as(write, dma(0, 1, kHost + kHostSize)),
+         E::ERR_HOST_RANGE, win},
+        {m + "across the end of a window", s, as(write, dma(0, 2, kHost + kHostSize - r32)),
+         E::ERR_HOST_RANGE, win},
+        {m + "the last row of a window", s, as(write, dma(0, 1, kHost + kHostSize - r32)),
+         E::ERR_NONE, win},
         {m + "last VMEM row", s, as(write, dma(uint16_t(kVmemRows - 3), 3, kHost)), E::ERR_NONE},
-        {m + "one VMEM row past the end", s, as(write, dma(uint16_t(kVmemRows - 2), 3, kHost)), E::ERR_VMEM_RANGE},
+        {m + "one VMEM row past the end", s, as(write, dma(uint16_t(kVmemRows - 2), 3, kHost)),
+         E::ERR_VMEM_RANGE},
         {m + "vmem_addr 0xFFFF", s, as(write, dma(0xFFFF, 1, kHost)), E::ERR_VMEM_RANGE},
         {m + "rows 2^24 - 1", s, as(write, dma(0, (1u << 24) - 1, kHost, 16)), E::ERR_VMEM_RANGE},
-        {m + "rows 0 and misaligned: FIELD first", s, as(write, dma(0, 0, kHost + 4)), E::ERR_FIELD},
-        {m + "misaligned and wrapping: ALIGN first", s, as(write, dma(0, 4, 0xFFFFFFF4u)), E::ERR_ALIGN},
-        {m + "wrapping and VMEM range: HOST_RANGE first", s, as(write, dma(0xFFFF, 4, 0xFFFFFFF0u)), E::ERR_HOST_RANGE},
-        {m + "unmapped host memory", s, as(write, dma(0, 2, kUnmapped)), write ? E::ERR_AXI_WRITE : E::ERR_AXI_READ},
+        {m + "rows 0 and misaligned: FIELD first", s, as(write, dma(0, 0, kHost + 4)),
+         E::ERR_FIELD},
+        {m + "misaligned and wrapping: ALIGN first", s, as(write, dma(0, 4, 0xFFFFFFF4u)),
+         E::ERR_ALIGN},
+        {m + "wrapping and VMEM range: HOST_RANGE first", s, as(write, dma(0xFFFF, 4, 0xFFFFFFF0u)),
+         E::ERR_HOST_RANGE},
+        {m + "unmapped host memory", s, as(write, dma(0, 2, kUnmapped)),
+         write ? E::ERR_AXI_WRITE : E::ERR_AXI_READ},
     };
     if (!write) c[8].code = n() <= 8 ? E::ERR_AXI_READ : E::ERR_HOST_RANGE;
     if (write) c[8].code = n() <= 8 ? E::ERR_AXI_WRITE : E::ERR_HOST_RANGE;
     if (write) {
-      c.push_back({m + "into its own command buffer", s, as(write, dma(0, 1, kCmd + 16)), E::ERR_HOST_RANGE});
+      c.push_back({m + "into its own command buffer", s, as(write, dma(0, 1, kCmd + 16)),
+                   E::ERR_HOST_RANGE});
       c.push_back({m + "into the halt", s, as(write, dma(0, 1, kCmd + 32)), E::ERR_HOST_RANGE});
-      c.push_back({m + "just past the command buffer", s, as(write, dma(0, 1, kCmd + 48)), E::ERR_NONE});
+      c.push_back(
+          {m + "just past the command buffer", s, as(write, dma(0, 1, kCmd + 48)), E::ERR_NONE});
     }
     check_all(c);
   }
@@ -227,15 +240,17 @@ TEST_P(TrainErrors, LoadWeights) {
       {"WFifoTiles + 2 tiles", s, lw(0, cap, nn), E::ERR_NONE},
       {"one tile more than can wait", s, lw(0, uint16_t(cap + 1), nn), E::ERR_WEIGHT_OVERFLOW},
       {"behind two int8 tiles: room - 2 fits", s2, lw(0, uint16_t(cap - 2), nn), E::ERR_NONE},
-      {"behind two int8 tiles: one more overflows", s2, lw(0, uint16_t(cap - 1), nn), E::ERR_WEIGHT_OVERFLOW},
+      {"behind two int8 tiles: one more overflows", s2, lw(0, uint16_t(cap - 1), nn),
+       E::ERR_WEIGHT_OVERFLOW},
       {"tiles 0xFFFF", s, lw(0, 0xFFFF, nn), E::ERR_WEIGHT_OVERFLOW},
       {"tiles = 0 and VMEM range: FIELD first", s, lw(0xFFFF, 0, nn), E::ERR_FIELD},
-      {"VMEM range and overflow: VMEM_RANGE first", s, lw(0xFFFF, uint16_t(cap + 1), nn), E::ERR_VMEM_RANGE},
+      {"VMEM range and overflow: VMEM_RANGE first", s, lw(0xFFFF, uint16_t(cap + 1), nn),
+       E::ERR_VMEM_RANGE},
   });
 }
 
-MatmulBf16 mb(uint16_t vmem, uint16_t acc, uint16_t inner, uint16_t outer = 1, uint8_t inner_stride = 1,
-              uint16_t outer_stride = 0, bool sw = true) {
+MatmulBf16 mb(uint16_t vmem, uint16_t acc, uint16_t inner, uint16_t outer = 1,
+              uint8_t inner_stride = 1, uint16_t outer_stride = 0, bool sw = true) {
   MatmulBf16 m;
   m.vmem_addr = vmem;
   m.acc_addr = acc;
@@ -260,12 +275,16 @@ TEST_P(TrainErrors, MatmulBf16) {
       {"inner * outer > AccRows", s, mb(0, 0, 4095, 4095, 0, 0), E::ERR_ACC_RANGE},
       {"last VMEM row through inner_stride", s, mb(0, 0, 2, 1, uint8_t(255)), E::ERR_NONE},
       {"one past through vmem_addr", s, mb(uint16_t(kVmemRows - 2), 0, 3), E::ERR_VMEM_RANGE},
-      {"one past through outer_stride", s, mb(0, 0, 1, 2, 1, uint16_t(kVmemRows)), E::ERR_VMEM_RANGE},
+      {"one past through outer_stride", s, mb(0, 0, 1, 2, 1, uint16_t(kVmemRows)),
+       E::ERR_VMEM_RANGE},
       {"last row through outer_stride", s, mb(0, 0, 1, 2, 1, uint16_t(kVmemRows - 1)), E::ERR_NONE},
       {"ACC and VMEM range: ACC_RANGE first", s, mb(0xFFFF, 0xFFFF, 2), E::ERR_ACC_RANGE},
       {"no tile was pushed", {touch()}, mb(0, 0, 1), E::ERR_NO_WEIGHTS},
       {"no tile active, no switch", {touch()}, mb(0, 0, 1, 1, 1, 0, false), E::ERR_NO_WEIGHTS},
-      {"every pushed tile used", {touch(), lw(0, 1, nn), mb(0, 0, 1)}, mb(0, 0, 1), E::ERR_NO_WEIGHTS},
+      {"every pushed tile used",
+       {touch(), lw(0, 1, nn), mb(0, 0, 1)},
+       mb(0, 0, 1),
+       E::ERR_NO_WEIGHTS},
       {"VMEM range before no weights", {touch()}, mb(0xFFFF, 0, 2), E::ERR_VMEM_RANGE},
   });
 }
@@ -280,9 +299,15 @@ TEST_P(TrainErrors, WeightTypes) {
   mm_stay.switch_weights = false;
   check_all({
       {"matmul_bf16 switch onto an int8 tile", {touch(), rw}, mb(0, 0, 1), E::ERR_WEIGHT_TYPE},
-      {"matmul_bf16 on the active int8 tile", {touch(), rw, mm}, mb(0, 0, 1, 1, 1, 0, false), E::ERR_WEIGHT_TYPE},
+      {"matmul_bf16 on the active int8 tile",
+       {touch(), rw, mm},
+       mb(0, 0, 1, 1, 1, 0, false),
+       E::ERR_WEIGHT_TYPE},
       {"matmul switch onto a bf16 tile", {touch(), lw(0, 1, nn)}, mm, E::ERR_WEIGHT_TYPE},
-      {"matmul on the active bf16 tile", {touch(), lw(0, 1, nn), mb(0, 0, 1)}, mm_stay, E::ERR_WEIGHT_TYPE},
+      {"matmul on the active bf16 tile",
+       {touch(), lw(0, 1, nn), mb(0, 0, 1)},
+       mm_stay,
+       E::ERR_WEIGHT_TYPE},
       {"int8 then bf16 in push order", {touch(), rw, lw(0, 1, nn), mm}, mb(0, 0, 1), E::ERR_NONE},
       {"ACC range before the type", {touch(), rw}, mb(0, 0xFFFF, 1), E::ERR_ACC_RANGE},
   });
@@ -300,7 +325,8 @@ TEST_P(TrainErrors, AccToVmem) {
   const std::vector<Instruction> s = {touch()};
   check_all({
       {"rows = 0", s, atv(0, 0, 0), E::ERR_FIELD},
-      {"last ACC and VMEM rows", s, atv(uint16_t(kAccRows - 4), uint16_t(kVmemRows - 4), 4), E::ERR_NONE},
+      {"last ACC and VMEM rows", s, atv(uint16_t(kAccRows - 4), uint16_t(kVmemRows - 4), 4),
+       E::ERR_NONE},
       {"one ACC row past the end", s, atv(uint16_t(kAccRows - 3), 0, 4), E::ERR_ACC_RANGE},
       {"one VMEM row past the end", s, atv(0, uint16_t(kVmemRows - 3), 4), E::ERR_VMEM_RANGE},
       {"rows 2^24 - 1", s, atv(0, 0, (1u << 24) - 1), E::ERR_ACC_RANGE},
@@ -333,8 +359,10 @@ TEST_P(TrainErrors, Transpose) {
       {"src through src_stride", s, tr(0, 0, 2, uint16_t(top + 1), 0), E::ERR_VMEM_RANGE},
       {"src last through src_stride", s, tr(0, 0, 2, top, 0), E::ERR_NONE},
       {"dst through dst_stride", s, tr(0, 0, 2, 0, uint16_t(top + 1)), E::ERR_VMEM_RANGE},
-      {"src through src_row_stride", s, tr(0, 0, 1, 0, 0, uint16_t((kVmemRows + nn - 2) / (nn - 1))), E::ERR_VMEM_RANGE},
-      {"src_row_stride 0 (one row N times)", s, tr(uint16_t(kVmemRows - 1), 0, 1, 0, 0, 0), E::ERR_NONE},
+      {"src through src_row_stride", s,
+       tr(0, 0, 1, 0, 0, uint16_t((kVmemRows + nn - 2) / (nn - 1))), E::ERR_VMEM_RANGE},
+      {"src_row_stride 0 (one row N times)", s, tr(uint16_t(kVmemRows - 1), 0, 1, 0, 0, 0),
+       E::ERR_NONE},
       {"blocks 0 and src range: FIELD first", s, tr(0xFFFF, 0, 0), E::ERR_FIELD},
   });
 }
@@ -367,9 +395,11 @@ TEST_P(TrainErrors, VectorFields) {
       {"align by N - 1", s, vec(VecFunc::Align, 2, 3, n() - 1, BMode::Imm), E::ERR_NONE},
   };
   for (uint8_t f = 0; f < 64; ++f) {  // every value that is not a func
-    if (!is_vec_func(f)) c.push_back({"func " + std::to_string(f), s, vec(VecFunc(f), 2, 3, 4), E::ERR_FIELD});
+    if (!is_vec_func(f))
+      c.push_back({"func " + std::to_string(f), s, vec(VecFunc(f), 2, 3, 4), E::ERR_FIELD});
   }
-  for (VecFunc f : {VecFunc::F2I, VecFunc::I2F, VecFunc::Bf16, VecFunc::LSum, VecFunc::LMax, VecFunc::LMin}) {
+  for (VecFunc f :
+       {VecFunc::F2I, VecFunc::I2F, VecFunc::Bf16, VecFunc::LSum, VecFunc::LMax, VecFunc::LMin}) {
     const std::string name(vec_func_name(uint8_t(f)));
     c.push_back({name + " with b = 1", s, vec(f, 2, 3, 1), E::ERR_FIELD});
     c.push_back({name + " with bmode dst", s, vec(f, 2, 3, 0, BMode::RowDst), E::ERR_FIELD});
@@ -392,7 +422,8 @@ TEST_P(TrainErrors, VectorRanges) {
   };
   // 3 x 2 element rows: last = base + 1 * outer_stride + 2 * inner_stride.
   const Vector base = vec(VecFunc::FMul, 0, 0, 0, BMode::RowA, 3, 2);
-  auto with = [&](uint16_t dst, uint16_t a, uint32_t b, BMode m, uint8_t ai, uint16_t ao, uint8_t di, uint16_t dso) {
+  auto with = [&](uint16_t dst, uint16_t a, uint32_t b, BMode m, uint8_t ai, uint16_t ao,
+                  uint8_t di, uint16_t dso) {
     Vector v = strided(base, ai, ao, di, dso);
     v.dst = dst;
     v.a = a;
@@ -404,20 +435,30 @@ TEST_P(TrainErrors, VectorRanges) {
   check_all({
       {"dst last row", s, with(top, 0, 0, BMode::Imm, 1, 3, 0, 0), E::ERR_NONE},
       {"dst one past", s, with(uint16_t(top - 1), 0, 0, BMode::Imm, 1, 3, 1, 0), E::ERR_VMEM_RANGE},
-      {"dst through dst_outer_stride", s, with(0, 0, 0, BMode::Imm, 1, 3, 15, uint16_t(k + 1)), E::ERR_VMEM_RANGE},
+      {"dst through dst_outer_stride", s, with(0, 0, 0, BMode::Imm, 1, 3, 15, uint16_t(k + 1)),
+       E::ERR_VMEM_RANGE},
       {"dst last through dst_outer_stride", s, with(0, 0, 0, BMode::Imm, 1, 3, 15, k), E::ERR_NONE},
-      {"a through a_inner_stride", s, with(0, uint16_t(top - 29), 0, BMode::Imm, 15, 0, 1, 3), E::ERR_VMEM_RANGE},
-      {"a last through a_inner_stride", s, with(0, uint16_t(top - 30), 0, BMode::Imm, 15, 0, 1, 3), E::ERR_NONE},
+      {"a through a_inner_stride", s, with(0, uint16_t(top - 29), 0, BMode::Imm, 15, 0, 1, 3),
+       E::ERR_VMEM_RANGE},
+      {"a last through a_inner_stride", s, with(0, uint16_t(top - 30), 0, BMode::Imm, 15, 0, 1, 3),
+       E::ERR_NONE},
       {"a through a_outer_stride", s, with(0, 0, 0, BMode::Imm, 0, 2047, 1, 3), E::ERR_VMEM_RANGE},
-      {"b (bmode a) on A's pattern", s, with(0, 0, uint32_t(top - 6), BMode::RowA, 3, 1, 1, 3), E::ERR_VMEM_RANGE},
-      {"b (bmode a) last row", s, with(0, 0, uint32_t(top - 7), BMode::RowA, 3, 1, 1, 3), E::ERR_NONE},
-      {"b (bmode dst) on the destination's pattern", s, with(0, 0, uint32_t(top - 9), BMode::RowDst, 1, 3, 4, 2), E::ERR_VMEM_RANGE},
-      {"b (bmode dst) last row", s, with(0, 0, uint32_t(top - 10), BMode::RowDst, 1, 3, 4, 2), E::ERR_NONE},
-      {"b (bmode fixed) = VmemRows", s, with(0, 0, kVmemRows, BMode::Fixed, 1, 3, 1, 3), E::ERR_VMEM_RANGE},
+      {"b (bmode a) on A's pattern", s, with(0, 0, uint32_t(top - 6), BMode::RowA, 3, 1, 1, 3),
+       E::ERR_VMEM_RANGE},
+      {"b (bmode a) last row", s, with(0, 0, uint32_t(top - 7), BMode::RowA, 3, 1, 1, 3),
+       E::ERR_NONE},
+      {"b (bmode dst) on the destination's pattern", s,
+       with(0, 0, uint32_t(top - 9), BMode::RowDst, 1, 3, 4, 2), E::ERR_VMEM_RANGE},
+      {"b (bmode dst) last row", s, with(0, 0, uint32_t(top - 10), BMode::RowDst, 1, 3, 4, 2),
+       E::ERR_NONE},
+      {"b (bmode fixed) = VmemRows", s, with(0, 0, kVmemRows, BMode::Fixed, 1, 3, 1, 3),
+       E::ERR_VMEM_RANGE},
       {"b (bmode fixed) last row", s, with(0, 0, top, BMode::Fixed, 1, 3, 1, 3), E::ERR_NONE},
-      {"b = 2^16 (the 32-bit field)", s, with(0, 0, 0x10000, BMode::Fixed, 1, 3, 1, 3), E::ERR_VMEM_RANGE},
+      {"b = 2^16 (the 32-bit field)", s, with(0, 0, 0x10000, BMode::Fixed, 1, 3, 1, 3),
+       E::ERR_VMEM_RANGE},
       {"b = 2^32 - 1", s, with(0, 0, 0xFFFFFFFFu, BMode::RowA, 1, 3, 1, 3), E::ERR_VMEM_RANGE},
-      {"immediate 2^32 - 1 is no row", s, with(0, 0, 0xFFFFFFFFu, BMode::Imm, 1, 3, 1, 3), E::ERR_NONE},
+      {"immediate 2^32 - 1 is no row", s, with(0, 0, 0xFFFFFFFFu, BMode::Imm, 1, 3, 1, 3),
+       E::ERR_NONE},
       {"align reads A + 1", s, vec(VecFunc::Align, 0, top, 1, BMode::Imm), E::ERR_VMEM_RANGE},
       {"align by 0 reads A only", s, vec(VecFunc::Align, 0, top, 0, BMode::Imm), E::ERR_NONE},
       {"row reduction: the bounding row of every element row", s,
@@ -425,26 +466,35 @@ TEST_P(TrainErrors, VectorRanges) {
   });
   Vector rs = with(uint16_t(top - 1), 0, 0, BMode::Imm, 1, 3, 1, 0);
   rs.func = uint8_t(VecFunc::RSum);
-  check({"rsum: its destination rows are D(o,0), the check uses the bounding row", s, rs, E::ERR_VMEM_RANGE});
+  check({"rsum: its destination rows are D(o,0), the check uses the bounding row", s, rs,
+         E::ERR_VMEM_RANGE});
 }
 
 // Every reserved bit of every training opcode, in a program: ERR_RESERVED at its index,
 // nothing written (isa_train_test.cpp checks decode() of the same words).
 TEST_P(TrainErrors, EveryReservedBitInAProgram) {
   const auto nn = uint16_t(n());
-  const std::vector<Instruction> valid = {ReadVmem{dma(0, 1, kHost)}, WriteVmem{dma(0, 1, kHost)},
-                                          lw(0, 1, nn), mb(0, 0, 1), atv(0, 0, 1), tr(0, 0, 1),
+  const std::vector<Instruction> valid = {ReadVmem{dma(0, 1, kHost)},
+                                          WriteVmem{dma(0, 1, kHost)},
+                                          lw(0, 1, nn),
+                                          mb(0, 0, 1),
+                                          atv(0, 0, 1),
+                                          tr(0, 0, 1),
                                           vec(VecFunc::FAdd, 0, 1, 2)};
   std::vector<Case> c;
   for (const Instruction& in : valid) {
     const auto op = Opcode(opcode_byte(in));
     for (unsigned bit = 8; bit < 128; ++bit) {
       bool field = false;
-      for (const FieldInfo& f : instruction_fields(op)) field = field || (bit >= f.bits.lo && bit <= f.bits.hi());
+      for (const FieldInfo& f : instruction_fields(op))
+        field = field || (bit >= f.bits.lo && bit <= f.bits.hi());
       if (field) continue;
       RawInstruction raw{encode(in)};
       raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
-      c.push_back({std::string(mnemonic(op)) + " bit " + std::to_string(bit), {touch()}, raw, E::ERR_RESERVED});
+      c.push_back({std::string(mnemonic(op)) + " bit " + std::to_string(bit),
+                   {touch()},
+                   raw,
+                   E::ERR_RESERVED});
     }
   }
   EXPECT_GT(c.size(), 200u);

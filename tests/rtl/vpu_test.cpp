@@ -29,7 +29,7 @@
 namespace {
 
 constexpr uint32_t N = TPU_TEST_N;
-constexpr uint32_t kRows = 64;          // VMEM rows of the test: small, so ranges overlap
+constexpr uint32_t kRows = 64;           // VMEM rows of the test: small, so ranges overlap
 constexpr int64_t kCycleLimit = 200000;  // per instruction: a hang is a failure
 // Pipeline stages of the lane reductions' tree after X (tpu_vpu.sv: TS = log2(N) - 1).
 constexpr int64_t kTreeStages = N == 4 ? 1 : N == 16 ? 3 : N == 64 ? 5 : N == 256 ? 7 : -1;
@@ -47,8 +47,10 @@ struct Grants {
 class Harness {
  public:
   explicit Harness(uint32_t seed)
-      : rng(seed), ctx_(std::make_unique<VerilatedContext>()),
-        m(std::make_unique<Vtpu_vpu>(ctx_.get())), mem(size_t{kRows} * N, 0) {
+      : rng(seed),
+        ctx_(std::make_unique<VerilatedContext>()),
+        m(std::make_unique<Vtpu_vpu>(ctx_.get())),
+        mem(size_t{kRows} * N, 0) {
     m->clk_i = 0;
     m->rst_ni = 0;
     m->clear_i = 0;
@@ -186,7 +188,7 @@ const std::vector<uint32_t>& corner_values() {
 uint32_t random_value(std::mt19937& rng) {
   const uint32_t pick = r32(rng) % 8;
   if (pick < 2) return corner_values()[r32(rng) % corner_values().size()];
-  if (pick < 3) return r32(rng);  // any pattern
+  if (pick < 3) return r32(rng);                                   // any pattern
   if (pick < 4) return static_cast<uint32_t>(r32(rng) % 64) - 32;  // small integers
   // A normal float of moderate magnitude, either sign.
   const uint32_t exp = 127 - 12 + r32(rng) % 24;
@@ -328,8 +330,8 @@ bool run_and_compare(Harness& h, Golden& g, const tpu::Vector& v, int64_t* cycle
 }
 
 const Grants kGrantPatterns[] = {
-    {1, 1, 1}, {0.9, 0.9, 0.9}, {0.5, 0.5, 0.5}, {0.3, 0.8, 0.6},
-    {1, 0.2, 1}, {1, 1, 0.2}, {0.2, 1, 1}, {0.7, 0.4, 0.9},
+    {1, 1, 1},   {0.9, 0.9, 0.9}, {0.5, 0.5, 0.5}, {0.3, 0.8, 0.6},
+    {1, 0.2, 1}, {1, 1, 0.2},     {0.2, 1, 1},     {0.7, 0.4, 0.9},
 };
 
 int random_count(int dflt) {
@@ -374,8 +376,8 @@ TEST(Vpu, ThroughputFullGrants) {
   std::mt19937 rng(11);
   h.mem = random_vmem(rng);
   g.gm.set_vmem_rows(0, h.mem);
-  const VecFunc funcs[] = {VecFunc::FAdd, VecFunc::FMul, VecFunc::LSum, VecFunc::RSum,
-                           VecFunc::Align, VecFunc::I2F};
+  const VecFunc funcs[] = {VecFunc::FAdd, VecFunc::FMul,  VecFunc::LSum,
+                           VecFunc::RSum, VecFunc::Align, VecFunc::I2F};
   for (VecFunc f : funcs) {
     tpu::Vector v;
     v.func = static_cast<uint8_t>(f);
@@ -403,8 +405,7 @@ TEST(Vpu, ThroughputFullGrants) {
                 std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
                 static_cast<long long>(cycles), double(rows) / double(cycles));
     // The pipeline's fill and drain only (the lane reductions' tree: log2(N) - 1 stages more).
-    EXPECT_LE(cycles, rows + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0))
-        << describe(v);
+    EXPECT_LE(cycles, rows + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0)) << describe(v);
   }
 }
 
@@ -453,7 +454,8 @@ TEST(Vpu, WithdrawnCommandIsNotTaken) {
     ASSERT_EQ(g.gm.execute(tpu::Instruction{v}), tpu::ErrorCode::ERR_NONE);
     h.set_command(v);
     h.m->cmd_valid_i = 1;
-    do h.tick(); while (!h.cmd_taken);
+    do h.tick();
+    while (!h.cmd_taken);
     h.set_command(random_vector(rng));  // offered while busy, then withdrawn
     for (int k = 0; k < 5; ++k) {
       h.tick();
@@ -480,7 +482,8 @@ TEST(Vpu, ClearMidInstruction) {
     v.dst_inner_stride = 0;
     h.set_command(v);
     h.m->cmd_valid_i = 1;
-    do h.tick(); while (!h.cmd_taken);
+    do h.tick();
+    while (!h.cmd_taken);
     h.m->cmd_valid_i = 0;
     for (int k = static_cast<int>(r32(rng) % 30); k > 0; --k) h.tick();
     h.m->clear_i = 1;

@@ -29,7 +29,9 @@ const char* lane_class(uint32_t x) {
 }
 
 bool is_fp_func(uint8_t f) { return f < 0x10 || f == 0x20 || f == 0x22 || f >= 0x28; }
-bool normal_nonzero(uint32_t x) { return !fp::is_nan(x) && !fp::is_inf(x) && !fp::is_zero(fp::daz(x)); }
+bool normal_nonzero(uint32_t x) {
+  return !fp::is_nan(x) && !fp::is_inf(x) && !fp::is_zero(fp::daz(x));
+}
 int exponent(uint32_t x) { return int((x >> 23) & 0xFF); }
 
 class Replay {
@@ -57,7 +59,8 @@ class Replay {
  private:
   void hit(const std::string& key) { ++cov_[key]; }
   std::vector<uint32_t> row(uint64_t r) const {
-    return r < tc_.params.vmem_rows ? model_->vmem_rows(uint32_t(r), 1) : std::vector<uint32_t>(n_, 0);
+    return r < tc_.params.vmem_rows ? model_->vmem_rows(uint32_t(r), 1)
+                                    : std::vector<uint32_t>(n_, 0);
   }
   void classes(const std::string& prefix, const std::vector<uint32_t>& lanes) {
     for (uint32_t x : lanes) {
@@ -77,7 +80,10 @@ class Replay {
     hit(p + (d.bf16 ? ".bf16" : ".fp32"));
     if (d.rows > 1) {
       const uint32_t r = d.row_bytes(n_);
-      hit(p + (d.host_stride == 0 ? ".stride0" : d.host_stride < r ? ".stride<row" : d.host_stride == r ? ".stride=row" : ".stride>row"));
+      hit(p + (d.host_stride == 0   ? ".stride0"
+               : d.host_stride < r  ? ".stride<row"
+               : d.host_stride == r ? ".stride=row"
+                                    : ".stride>row"));
     }
   }
   void before(const ReadVmem& d) {
@@ -87,7 +93,8 @@ class Replay {
       if (!mem_.read(d.host_addr + i * d.step(n_), b.size(), b.data())) return;
       for (uint32_t j = 0; j < n_; ++j) {
         const uint32_t x = d.bf16 ? uint32_t(b[2 * j] | b[2 * j + 1] << 8) << 16
-                                  : uint32_t(b[4 * j] | b[4 * j + 1] << 8 | b[4 * j + 2] << 16 | uint32_t(b[4 * j + 3]) << 24);
+                                  : uint32_t(b[4 * j] | b[4 * j + 1] << 8 | b[4 * j + 2] << 16 |
+                                             uint32_t(b[4 * j + 3]) << 24);
         const char* c = lane_class(x);
         if (*c != 0) hit(std::string("read_vmem.") + (d.bf16 ? "bf16." : "fp32.") + c);
       }
@@ -113,10 +120,12 @@ class Replay {
     if (lw.tiles > 1) hit("load_weights.tiles>1");
     for (uint32_t t = 0; t < lw.tiles; ++t) {
       for (uint32_t k = 0; k < lw.rows; ++k) {
-        const std::vector<uint32_t> r = row(uint64_t{lw.vmem_addr} + uint64_t{t} * lw.tile_stride + uint64_t{k} * lw.row_stride);
+        const std::vector<uint32_t> r = row(uint64_t{lw.vmem_addr} + uint64_t{t} * lw.tile_stride +
+                                            uint64_t{k} * lw.row_stride);
         classes("val.load_weights.", r);
         for (uint32_t x : r) {
-          if (!fp::is_inf(x) && !fp::is_nan(x) && (fp::to_bf16(x) & 0x7FFF) == 0x7F80) hit("event.bf16_overflow");
+          if (!fp::is_inf(x) && !fp::is_nan(x) && (fp::to_bf16(x) & 0x7FFF) == 0x7F80)
+            hit("event.bf16_overflow");
         }
       }
     }
@@ -129,7 +138,8 @@ class Replay {
     if (mb.outer > 1) hit("matmul_bf16.outer>1");
     for (uint32_t o = 0; o < mb.outer; ++o) {
       for (uint32_t i = 0; i < mb.inner; ++i) {
-        classes("val.matmul_bf16.", row(uint64_t{mb.vmem_addr} + uint64_t{o} * mb.outer_stride + uint64_t{i} * mb.inner_stride));
+        classes("val.matmul_bf16.", row(uint64_t{mb.vmem_addr} + uint64_t{o} * mb.outer_stride +
+                                        uint64_t{i} * mb.inner_stride));
       }
     }
   }
@@ -183,10 +193,12 @@ void Replay::before(const Vector& v) {
   if (v.inner > 16) hit("vector.inner>16");
   if (v.outer > 4) hit("vector.outer>4");
   if (v.vec_func() == VecFunc::Align && v.b > 0) hit("vector.align.shift>0");
-  if (is_row_reduction(v.func) && v.bmode == BMode::RowDst && v.b == v.dst) hit("vector.row_reduction.accumulate");
+  if (is_row_reduction(v.func) && v.bmode == BMode::RowDst && v.b == v.dst)
+    hit("vector.row_reduction.accumulate");
   // Bounding intervals: the destination against A and B.
   const uint64_t d0 = v.dst, d1 = v.dst_row(v.outer - 1u, v.inner - 1u);
-  const uint64_t a0 = v.a, a1 = v.a_row(v.outer - 1u, v.inner - 1u) + (v.vec_func() == VecFunc::Align && v.b > 0);
+  const uint64_t a0 = v.a, a1 = v.a_row(v.outer - 1u, v.inner - 1u) +
+                                (v.vec_func() == VecFunc::Align && v.b > 0);
   bool overlap = d0 <= a1 && a0 <= d1;
   if (!unary && v.bmode != BMode::Imm) {
     const uint64_t b0 = v.b_row(0, 0), b1 = v.b_row(v.outer - 1u, v.inner - 1u);
@@ -207,7 +219,8 @@ void Replay::before(const Vector& v) {
         classes("val." + name + ".", a);
         if (!unary) classes("val." + name + ".", b);
       }
-      if (is_lane_reduction(v.func) || is_row_reduction(v.func) || v.vec_func() == VecFunc::Align) continue;
+      if (is_lane_reduction(v.func) || is_row_reduction(v.func) || v.vec_func() == VecFunc::Align)
+        continue;
       for (uint32_t j = 0; j < n_; ++j) vector_events(v, a[j], b[j]);
     }
   }
@@ -217,7 +230,8 @@ void Replay::vector_events(const Vector& v, uint32_t a, uint32_t b) {
   const VecFunc f = v.vec_func();
   const uint32_t r = vector_lane(f, a, b);
   const bool finite_in = !fp::is_nan(a) && !fp::is_inf(a) && !fp::is_nan(b) && !fp::is_inf(b);
-  const bool arith = f == VecFunc::FAdd || f == VecFunc::FSub || f == VecFunc::FSubR || f == VecFunc::FMul;
+  const bool arith =
+      f == VecFunc::FAdd || f == VecFunc::FSub || f == VecFunc::FSubR || f == VecFunc::FMul;
   if (arith && finite_in && fp::is_inf(r)) hit("event.overflow");
   if (arith && !fp::is_nan(a) && !fp::is_nan(b) && fp::is_nan(r)) hit("event.invalid");
   if (arith && normal_nonzero(a) && normal_nonzero(b) && fp::is_zero(r)) {
@@ -227,8 +241,10 @@ void Replay::vector_events(const Vector& v, uint32_t a, uint32_t b) {
   if (f != VecFunc::FMul && arith && normal_nonzero(a) && normal_nonzero(b) && normal_nonzero(r) &&
       exponent(r) + 8 <= std::max(exponent(a), exponent(b)))
     hit("event.cancel");
-  if (f == VecFunc::Bf16 && !fp::is_inf(a) && !fp::is_nan(a) && fp::is_inf(r)) hit("event.bf16_overflow");
-  if (f == VecFunc::F2I && !fp::is_nan(a) && (fp::is_inf(a) || exponent(a) >= 127 + 31)) hit("event.f2i_saturate");
+  if (f == VecFunc::Bf16 && !fp::is_inf(a) && !fp::is_nan(a) && fp::is_inf(r))
+    hit("event.bf16_overflow");
+  if (f == VecFunc::F2I && !fp::is_nan(a) && (fp::is_inf(a) || exponent(a) >= 127 + 31))
+    hit("event.f2i_saturate");
   if (f == VecFunc::I2F) {
     const auto iv = int32_t(a);
     if (iv > (1 << 24) || iv < -(1 << 24)) {
@@ -243,7 +259,8 @@ void cover_case(const TestCase& tc, const Outcome& golden, Coverage& cov) {
   Replay r(tc, cov);
   r.run(golden.done ? tc.program.size() : std::min<size_t>(golden.err_pc, tc.program.size()));
   bool training = false;
-  for (const Instruction& in : tc.program) training = training || is_training_opcode(opcode_byte(in));
+  for (const Instruction& in : tc.program)
+    training = training || is_training_opcode(opcode_byte(in));
   if (training && r.int8_) ++cov["mixed"];
   if (golden.done || golden.err_pc >= tc.program.size()) return;
   const uint8_t op = opcode_byte(tc.program[golden.err_pc]);
@@ -259,25 +276,54 @@ void cover_case(const TestCase& tc, const Outcome& golden, Coverage& cov) {
 std::vector<std::string> required_coverage(uint32_t n, bool faults) {
   std::vector<std::string> k = {"mixed"};
   for (const char* m : {"read_vmem", "write_vmem"}) {
-    for (const char* f : {".bf16", ".fp32", ".stride0", ".stride>row"}) k.push_back(std::string(m) + f);
+    for (const char* f : {".bf16", ".fp32", ".stride0", ".stride>row"})
+      k.push_back(std::string(m) + f);
     // (a stride is a multiple of 16: below the row size only for rows of 32 bytes or more)
     if (n >= 8) k.push_back(std::string(m) + ".stride<row");
   }
-  for (const char* c : {"nan", "inf", "sub", "negzero", "max", "big"}) k.push_back(std::string("read_vmem.fp32.") + c);
-  for (const char* c : {"nan", "inf", "sub", "negzero", "max"}) k.push_back(std::string("read_vmem.bf16.") + c);
-  for (const char* s : {"load_weights.transpose", "load_weights.plain", "load_weights.rows<N",
-                        "load_weights.rows=N", "load_weights.row_stride0", "load_weights.tiles>1",
-                        "matmul_bf16.acc", "matmul_bf16.overwrite", "matmul_bf16.switch",
-                        "matmul_bf16.noswitch", "matmul_bf16.inner_stride0", "matmul_bf16.outer>1",
-                        "matmul_bf16.out.nan", "matmul_bf16.out.inf", "matmul_bf16.out.zero",
-                        "op.acc_to_vmem", "acc_to_vmem.rows>1", "transpose.in_place",
-                        "transpose.blocks>1", "transpose.src_row_stride0", "transpose.src_row_stride>1",
-                        "write_vmem.bf16.nan_payload", "write_vmem.bf16.sub",
-                        "vector.a_inner_stride0", "vector.dst_inner_stride0", "vector.inner>16",
-                        "vector.outer>4", "vector.align.shift>0", "vector.row_reduction.accumulate",
-                        "vector.overlap", "vector.dst=a", "event.cancel", "event.exact_cancel",
-                        "event.overflow", "event.ftz", "event.invalid", "event.bf16_overflow",
-                        "event.f2i_saturate", "event.i2f_round"}) {
+  for (const char* c : {"nan", "inf", "sub", "negzero", "max", "big"})
+    k.push_back(std::string("read_vmem.fp32.") + c);
+  for (const char* c : {"nan", "inf", "sub", "negzero", "max"})
+    k.push_back(std::string("read_vmem.bf16.") + c);
+  for (const char* s : {"load_weights.transpose",
+                        "load_weights.plain",
+                        "load_weights.rows<N",
+                        "load_weights.rows=N",
+                        "load_weights.row_stride0",
+                        "load_weights.tiles>1",
+                        "matmul_bf16.acc",
+                        "matmul_bf16.overwrite",
+                        "matmul_bf16.switch",
+                        "matmul_bf16.noswitch",
+                        "matmul_bf16.inner_stride0",
+                        "matmul_bf16.outer>1",
+                        "matmul_bf16.out.nan",
+                        "matmul_bf16.out.inf",
+                        "matmul_bf16.out.zero",
+                        "op.acc_to_vmem",
+                        "acc_to_vmem.rows>1",
+                        "transpose.in_place",
+                        "transpose.blocks>1",
+                        "transpose.src_row_stride0",
+                        "transpose.src_row_stride>1",
+                        "write_vmem.bf16.nan_payload",
+                        "write_vmem.bf16.sub",
+                        "vector.a_inner_stride0",
+                        "vector.dst_inner_stride0",
+                        "vector.inner>16",
+                        "vector.outer>4",
+                        "vector.align.shift>0",
+                        "vector.row_reduction.accumulate",
+                        "vector.overlap",
+                        "vector.dst=a",
+                        "event.cancel",
+                        "event.exact_cancel",
+                        "event.overflow",
+                        "event.ftz",
+                        "event.invalid",
+                        "event.bf16_overflow",
+                        "event.f2i_saturate",
+                        "event.i2f_round"}) {
     k.push_back(s);
   }
   for (const char* c : {"nan", "inf", "sub", "max"}) {
@@ -288,7 +334,8 @@ std::vector<std::string> required_coverage(uint32_t n, bool faults) {
     const std::string name(vec_func_name(uint8_t(f)));
     k.push_back("vector." + name);
     if (!is_unary_vec_func(uint8_t(f)) && f != VecFunc::Align) {
-      for (BMode b : {BMode::RowA, BMode::RowDst, BMode::Fixed, BMode::Imm}) k.push_back("vector." + name + "." + std::string(bmode_name(b)));
+      for (BMode b : {BMode::RowA, BMode::RowDst, BMode::Fixed, BMode::Imm})
+        k.push_back("vector." + name + "." + std::string(bmode_name(b)));
     }
     if (is_fp_func(uint8_t(f)) && f != VecFunc::Align) {
       for (const char* c : {"nan", "inf", "sub", "negzero"}) k.push_back("val." + name + "." + c);
@@ -299,12 +346,17 @@ std::vector<std::string> required_coverage(uint32_t n, bool faults) {
   k.push_back("axi.write_vmem");
   const std::vector<std::pair<ErrorCode, std::vector<const char*>>> codes = {
       // (vector has no reserved bit)
-      {ErrorCode::ERR_RESERVED, {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose"}},
-      {ErrorCode::ERR_FIELD, {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose", "vector"}},
+      {ErrorCode::ERR_RESERVED,
+       {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose"}},
+      {ErrorCode::ERR_FIELD,
+       {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose",
+        "vector"}},
       {ErrorCode::ERR_ALIGN, {"read_vmem", "write_vmem"}},
       {ErrorCode::ERR_HOST_RANGE, {"read_vmem", "write_vmem"}},
       {ErrorCode::ERR_ACC_RANGE, {"matmul_bf16", "acc_to_vmem"}},
-      {ErrorCode::ERR_VMEM_RANGE, {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose", "vector"}},
+      {ErrorCode::ERR_VMEM_RANGE,
+       {"read_vmem", "write_vmem", "load_weights", "matmul_bf16", "acc_to_vmem", "transpose",
+        "vector"}},
       {ErrorCode::ERR_WEIGHT_TYPE, {"int8", "matmul_bf16"}},
       {ErrorCode::ERR_WEIGHT_OVERFLOW, {"load_weights"}},
       {ErrorCode::ERR_NO_WEIGHTS, {"matmul_bf16"}},

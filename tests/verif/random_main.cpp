@@ -149,8 +149,7 @@ int main(int argc, char** argv) {
       opt.vmem_rows = uint32_t(std::strtoul(value(), nullptr, 0));
     else if (a == "--train-ops") {
       if (!parse_train_ops(value(), opt.train_ops)) return 2;
-    }
-    else
+    } else
       return usage();
   }
   if (opt.min_length > opt.max_length || opt.vmem_rows > 65000) return usage();

@@ -909,8 +909,10 @@ class Generator {
       d.host_addr = kUnmapped + 16 * uint32_t(rng_.pick(0, 64));
       tc_.fault = write ? "DECERR on write_vmem" : "DECERR on read_vmem";
     } else {
-      const uint64_t off = d.step(n_) * rng_.pick(0, d.rows - 1) + (d.row_bytes(n_) - 1) * rng_.pick(0, 1);
-      tc_.config.slverr.push_back({uint32_t(d.host_addr + off) & ~15u, uint32_t(16 * rng_.pick(1, 4))});
+      const uint64_t off =
+          d.step(n_) * rng_.pick(0, d.rows - 1) + (d.row_bytes(n_) - 1) * rng_.pick(0, 1);
+      tc_.config.slverr.push_back(
+          {uint32_t(d.host_addr + off) & ~15u, uint32_t(16 * rng_.pick(1, 4))});
       tc_.fault = write ? "SLVERR on write_vmem" : "SLVERR on read_vmem";
     }
     prog.push_back(write ? Instruction(WriteVmem{d}) : Instruction(ReadVmem{d}));
@@ -1194,8 +1196,10 @@ class Generator {
       t.pending_bf16.erase(t.pending_bf16.begin());
     };
     for (const Instruction& in : tc_.program) {
-      if (const auto* rw = std::get_if<ReadWeights>(&in)) t.pending_bf16.insert(t.pending_bf16.end(), rw->tiles, false);
-      if (const auto* lw = std::get_if<LoadWeights>(&in)) t.pending_bf16.insert(t.pending_bf16.end(), lw->tiles, true);
+      if (const auto* rw = std::get_if<ReadWeights>(&in))
+        t.pending_bf16.insert(t.pending_bf16.end(), rw->tiles, false);
+      if (const auto* lw = std::get_if<LoadWeights>(&in))
+        t.pending_bf16.insert(t.pending_bf16.end(), lw->tiles, true);
       if (const auto* mm = std::get_if<Matmul>(&in); mm && mm->switch_weights) pop();
       if (const auto* mb = std::get_if<MatmulBf16>(&in); mb && mb->switch_weights) pop();
     }
@@ -1330,7 +1334,8 @@ class Generator {
     lw.transpose = rng_.chance(0.5);
     lw.rows = uint16_t(rng_.chance(0.5) ? n_ : rng_.pick(1, n_));
     lw.tiles = uint16_t(tiles);
-    lw.row_stride = uint16_t(lw.rows == 1 ? rng_.pick(0, 0xFFFF) : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3}));
+    lw.row_stride =
+        uint16_t(lw.rows == 1 ? rng_.pick(0, 0xFFFF) : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3}));
     lw.tile_stride = uint16_t(tiles == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 2 * n_));
     auto span = [&lw]() { return lw.last_row() - lw.vmem_addr; };
     lw.vmem_addr = 0;
@@ -1353,7 +1358,8 @@ class Generator {
       mb.outer = 1;
     } else {
       mb.inner = uint16_t(rng_.pick(1, std::min<uint32_t>(acc, 12)));
-      mb.outer = uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mb.inner))));
+      mb.outer =
+          uint16_t(rng_.pick(1, std::max<uint32_t>(1, std::min<uint32_t>(4, acc / mb.inner))));
     }
     mb.inner_stride = uint8_t(mb.inner == 1 ? rng_.pick(0, 255) : rng_.pick(0, 3));
     mb.outer_stride = uint16_t(mb.outer == 1 ? rng_.pick(0, 0xFFFF) : rng_.pick(0, 16));
@@ -1396,7 +1402,8 @@ class Generator {
   }
   // The immediate of a binary vector func: shift counts, small or any integers, fp corners.
   uint32_t vector_imm(VecFunc f) {
-    if (f == VecFunc::Shl || f == VecFunc::Shr || f == VecFunc::Sra) return uint32_t(rng_.pick(0, 40));
+    if (f == VecFunc::Shl || f == VecFunc::Shr || f == VecFunc::Sra)
+      return uint32_t(rng_.pick(0, 40));
     if (uint8_t(f) >= 0x10 && uint8_t(f) < 0x20)
       return rng_.chance(0.5) ? uint32_t(int32_t(rng_.pick(0, 2000)) - 1000) : rng_.u32();
     return corner_value();
@@ -1415,10 +1422,16 @@ class Generator {
       if (v.bmode == BMode::Imm) v.b = vector_imm(f);
     }
     const uint64_t shape = rng_.pick(0, 9);
-    v.inner = uint8_t(shape < 7 ? rng_.pick(1, 4) : shape < 9 ? rng_.pick(5, 16) : rng_.pick(17, 255));
-    v.outer = uint16_t(rng_.chance(0.6) ? 1 : rng_.chance(0.9) ? rng_.pick(2, 4) : rng_.pick(5, 1023));
+    v.inner = uint8_t(shape < 7   ? rng_.pick(1, 4)
+                      : shape < 9 ? rng_.pick(5, 16)
+                                  : rng_.pick(17, 255));
+    v.outer = uint16_t(rng_.chance(0.6)   ? 1
+                       : rng_.chance(0.9) ? rng_.pick(2, 4)
+                                          : rng_.pick(5, 1023));
     auto inner_stride = [&]() {
-      return uint8_t(v.inner == 1 ? rng_.pick(0, 15) : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3, uint32_t(rng_.pick(0, 15))}));
+      return uint8_t(v.inner == 1
+                         ? rng_.pick(0, 15)
+                         : rng_.one_of<uint32_t>({0, 1, 1, 1, 2, 3, uint32_t(rng_.pick(0, 15))}));
     };
     auto outer_stride = [&]() {
       return uint16_t(v.outer == 1 ? rng_.pick(0, 2047) : rng_.pick(0, 2 * uint32_t(v.inner) + 2));
@@ -1469,9 +1482,13 @@ class Generator {
     auto& prog = tc_.program;
     for (int tries = 0; tries < 8; ++tries) {
       const uint64_t k = rng_.pick(0, 99);
-      const Opcode op = k < 34 ? Opcode::Vector : k < 46 ? Opcode::ReadVmem : k < 56 ? Opcode::WriteVmem
-                      : k < 68 ? Opcode::LoadWeights : k < 84 ? Opcode::MatmulBf16
-                      : k < 92 ? Opcode::Transpose : Opcode::AccToVmem;
+      const Opcode op = k < 34   ? Opcode::Vector
+                        : k < 46 ? Opcode::ReadVmem
+                        : k < 56 ? Opcode::WriteVmem
+                        : k < 68 ? Opcode::LoadWeights
+                        : k < 84 ? Opcode::MatmulBf16
+                        : k < 92 ? Opcode::Transpose
+                                 : Opcode::AccToVmem;
       if (!op_on(op)) continue;
       switch (op) {
         case Opcode::Vector:
@@ -1539,7 +1556,9 @@ class Generator {
   // whichever of its patterns `which` picks); ERR_VMEM_RANGE.
   Instruction vmem_range_fault(Opcode op, uint32_t over) {
     const uint32_t end = tc_.params.vmem_rows + over;  // the last row touched
-    auto base = [end](uint64_t span) { return uint16_t(std::min<uint64_t>(0xFFFF, end - std::min<uint64_t>(span, end))); };
+    auto base = [end](uint64_t span) {
+      return uint16_t(std::min<uint64_t>(0xFFFF, end - std::min<uint64_t>(span, end)));
+    };
     switch (op) {
       case Opcode::ReadVmem:
       case Opcode::WriteVmem: {
@@ -1593,7 +1612,8 @@ class Generator {
             v.a = base(s.a);
             break;
           default:  // B: bmode 0-2, up to the whole 32-bit field
-            v.b = rng_.chance(0.2) ? uint32_t(rng_.pick(0x10000, 0xFFFFFFFF)) : uint32_t(end - std::min<uint64_t>(s.b, end));
+            v.b = rng_.chance(0.2) ? uint32_t(rng_.pick(0x10000, 0xFFFFFFFF))
+                                   : uint32_t(end - std::min<uint64_t>(s.b, end));
         }
         return v;
       }
@@ -1601,7 +1621,8 @@ class Generator {
   }
   // An enabled training opcode from `ops` (train_ops bits); false if none.
   bool pick_op(std::vector<Opcode> ops, Opcode& op) {
-    ops.erase(std::remove_if(ops.begin(), ops.end(), [this](Opcode o) { return !op_on(o); }), ops.end());
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [this](Opcode o) { return !op_on(o); }),
+              ops.end());
     if (ops.empty()) return false;
     op = rng_.one_of(ops);
     return true;
@@ -1671,15 +1692,18 @@ class Generator {
             break;
           case 1: {  // not a func
             uint8_t f;
-            do f = uint8_t(rng_.pick(0, 63)); while (is_vec_func(f));
+            do f = uint8_t(rng_.pick(0, 63));
+            while (is_vec_func(f));
             v.func = f;
             break;
           }
           case 2:  // a unary func with bmode != 0 or b != 0
           case 3:
-            v.func = uint8_t(rng_.one_of<VecFunc>({VecFunc::F2I, VecFunc::I2F, VecFunc::Bf16, VecFunc::LSum, VecFunc::LMax, VecFunc::LMin}));
+            v.func = uint8_t(rng_.one_of<VecFunc>({VecFunc::F2I, VecFunc::I2F, VecFunc::Bf16,
+                                                   VecFunc::LSum, VecFunc::LMax, VecFunc::LMin}));
             if (rng_.chance(0.5)) v.bmode = BMode(rng_.pick(1, 3));
-            v.b = rng_.chance(0.5) || v.bmode == BMode::RowA ? uint32_t(rng_.pick(1, 0xFFFFFFFF)) : 0;
+            v.b =
+                rng_.chance(0.5) || v.bmode == BMode::RowA ? uint32_t(rng_.pick(1, 0xFFFFFFFF)) : 0;
             break;
           case 4:  // align on rows
             v.func = uint8_t(VecFunc::Align);
@@ -1741,7 +1765,8 @@ class Generator {
     const uint32_t acc_rows = tc_.params.acc_rows;
     if (op == Opcode::AccToVmem) {
       AccToVmem av = make_acc_to_vmem();
-      av.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(acc_rows - av.rows + 1, acc_rows + 2)));
+      av.acc_addr =
+          uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(acc_rows - av.rows + 1, acc_rows + 2)));
       if (rng_.chance(0.2)) av.acc_addr = uint16_t(rng_.pick(acc_rows, 0xFFFF));
       bad = av;
       return true;
@@ -1753,7 +1778,8 @@ class Generator {
     mb.inner_stride = 0;
     mb.outer_stride = 0;
     const uint32_t rows = uint32_t(mb.inner) * mb.outer;
-    mb.acc_addr = uint16_t(std::min<uint64_t>(0xFFFF, rng_.pick(rows > acc_rows ? 0 : acc_rows - rows + 1, acc_rows + 3)));
+    mb.acc_addr = uint16_t(std::min<uint64_t>(
+        0xFFFF, rng_.pick(rows > acc_rows ? 0 : acc_rows - rows + 1, acc_rows + 3)));
     if (rng_.chance(0.2)) mb.acc_addr = uint16_t(rng_.pick(acc_rows, 0xFFFF));
     mb.switch_weights = rng_.chance(0.5);
     bad = mb;
@@ -1763,7 +1789,8 @@ class Generator {
   // type pushed behind the drained FIFO, then a switch; or, when the active tile already is
   // of the other type, a matmul without switch.
   bool weight_type_fault(Instruction& bad) {
-    const bool bf16_mm = op_on(Opcode::MatmulBf16) && (!op_on(Opcode::LoadWeights) || rng_.chance(0.5));
+    const bool bf16_mm =
+        op_on(Opcode::MatmulBf16) && (!op_on(Opcode::LoadWeights) || rng_.chance(0.5));
     if (!bf16_mm && !op_on(Opcode::LoadWeights)) return false;
     drain_tiles();
     const TileState t = tile_state();
@@ -1859,7 +1886,8 @@ class Generator {
                       Opcode::AccToVmem, Opcode::Transpose, Opcode::Vector, Opcode::Vector},
                      op))
           return false;
-        bad = vmem_range_fault(op, uint32_t(rng_.chance(0.8) ? rng_.pick(0, 2) : rng_.pick(3, 40000)));
+        bad = vmem_range_fault(op,
+                               uint32_t(rng_.chance(0.8) ? rng_.pick(0, 2) : rng_.pick(3, 40000)));
         code = ErrorCode::ERR_VMEM_RANGE;
         what = "VMEM range";
         break;
@@ -1871,10 +1899,12 @@ class Generator {
         break;
       case 8: {  // load_weights past the FIFO's room
         if (!op_on(Opcode::LoadWeights)) return false;
-        const uint32_t room = tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
+        const uint32_t room =
+            tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
         LoadWeights lw = make_load_weights(1);
         --credit_;
-        lw.tiles = uint16_t(rng_.chance(0.8) ? room + rng_.pick(1, 3) : rng_.pick(room + 1, 0xFFFF));
+        lw.tiles =
+            uint16_t(rng_.chance(0.8) ? room + rng_.pick(1, 3) : rng_.pick(room + 1, 0xFFFF));
         lw.tile_stride = 0;  // (the VMEM range check comes first)
         bad = lw;
         code = ErrorCode::ERR_WEIGHT_OVERFLOW;
@@ -1897,7 +1927,8 @@ class Generator {
         const uint8_t off = uint8_t(~opt_.train_ops & ChipParams::kAllTrainingOps);
         if (off != 0 && rng_.chance(0.3)) {  // an opcode this chip does not execute
           unsigned k;
-          do k = unsigned(rng_.pick(0, 6)); while (((off >> k) & 1u) == 0);
+          do k = unsigned(rng_.pick(0, 6));
+          while (((off >> k) & 1u) == 0);
           bad = RawInstruction{encode(any_train_instr(Opcode(0x08 + k)))};
           code = ErrorCode::ERR_OPCODE;
           what = "training opcode not in train_ops";

@@ -45,7 +45,7 @@ constexpr uint32_t kOutBase = 0x0040'0000, kOutSize = 0x4000;      // program re
 constexpr uint32_t kSpareBase = 0x0060'0000, kSpareSize = 0x1000;  // mapped, never in a window
 constexpr uint32_t kDumpBase = 0x0070'0000, kDumpSize = 0x8000;    // run 2 (dump) only
 constexpr uint32_t kDumpVmemBase = 0x0074'0000, kDumpVmemSize = 0x1'0000;  // run 2: VMEM
-constexpr uint32_t kUnmapped = 0x0800'0000;                        // DECERR
+constexpr uint32_t kUnmapped = 0x0800'0000;                                // DECERR
 // Inside kDump: the UB window, the ACC check rows, then the ACC check parameters.
 constexpr uint32_t kDumpUb = kDumpBase, kDumpAcc = kDumpBase + 0x1000,
                    kDumpParams = kDumpBase + 0x2000;

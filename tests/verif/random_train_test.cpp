@@ -72,12 +72,14 @@ void run_batch(uint32_t n, uint64_t first, uint64_t count, Batch& b, uint32_t tr
     ++b.kinds[int(tc.kind)];
     const Outcome g = golden.run(tc.memory, tc.config, tc.program);
     if (tc.kind == CaseKind::kValid) {
-      ASSERT_TRUE(g.done) << "seed " << seed << ": " << golden.last_message() << "\n" << describe(tc);
+      ASSERT_TRUE(g.done) << "seed " << seed << ": " << golden.last_message() << "\n"
+                          << describe(tc);
     }
     if (tc.kind == CaseKind::kStaticFault && tc.expect_error != ErrorCode::ERR_NONE) {
       ++b.planted;
       ASSERT_EQ(error_name(ErrorCode(g.err_code)), error_name(tc.expect_error))
-          << "seed " << seed << " (" << tc.fault << "): " << golden.last_message() << "\n" << describe(tc);
+          << "seed " << seed << " (" << tc.fault << "): " << golden.last_message() << "\n"
+          << describe(tc);
       ASSERT_EQ(g.err_pc, tc.expect_pc) << "seed " << seed << ": " << golden.last_message();
     }
     cover_case(tc, g, b.cov);
@@ -142,7 +144,8 @@ TEST(RandomTrain, TrainOpsRestrictTheOpcodes) {
     for (size_t i = 0; i < tc.program.size(); ++i) {
       const uint8_t op = opcode_byte(tc.program[i]);
       // (raw words: planted faults and junk after the halt, never executed)
-      if (!is_training_opcode(op) || std::holds_alternative<RawInstruction>(tc.program[i])) continue;
+      if (!is_training_opcode(op) || std::holds_alternative<RawInstruction>(tc.program[i]))
+        continue;
       EXPECT_TRUE((opt.train_ops & train_op_bit(Opcode(op))) != 0)
           << "seed " << seed << " index " << i << ": " << disassemble(tc.program[i]);
     }
@@ -170,7 +173,8 @@ TEST(RandomTrain, PrintCoverage) {
   if (env == nullptr) GTEST_SKIP() << "set TPU_TRAIN_COVERAGE_SEEDS to print the counters";
   Batch b;
   run_batch(16, 0, std::strtoull(env, nullptr, 10), b);
-  for (const auto& [k, v] : b.cov) std::printf("%-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
+  for (const auto& [k, v] : b.cov)
+    std::printf("%-40s %llu\n", k.c_str(), static_cast<unsigned long long>(v));
 }
 
 }  // namespace
