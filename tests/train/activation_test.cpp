@@ -13,20 +13,6 @@ namespace {
 class Activation : public ::testing::TestWithParam<uint32_t> {};
 INSTANTIATE_TEST_SUITE_P(N, Activation, ::testing::Values(4u, 16u));
 
-void expect_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want,
-                 const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i] && bad++ < 5) {
-      ADD_FAILURE() << what << "[" << i << "]: chip 0x" << std::hex << got[i] << " ("
-                    << ref::value(got[i]) << "), reference 0x" << want[i] << " ("
-                    << ref::value(want[i]) << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what;
-}
-
 TEST_P(Activation, ReluForwardAndBackward) {
   Rig rig(GetParam());
   const uint32_t m = 2 * rig.n() + 1, c = rig.n() + 3;

@@ -19,20 +19,6 @@ struct Shapes {
 };
 Shapes shapes(uint32_t n) { return {3 * n + 1, 2 * n + 3, n + 2}; }
 
-void expect_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want,
-                 const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i] && bad++ < 5) {
-      ADD_FAILURE() << what << "[" << i << "]: chip 0x" << std::hex << got[i] << " ("
-                    << ref::value(got[i]) << "), reference 0x" << want[i] << " ("
-                    << ref::value(want[i]) << ")";
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what;
-}
-
 TEST_P(Dense, ForwardMatchesReferenceBitForBit) {
   Rig rig(GetParam());
   const Shapes s = shapes(rig.n());

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rig.h"
 
+#include <gtest/gtest.h>
+
 #include <stdexcept>
 
 namespace tpu::train::test {
@@ -84,6 +86,38 @@ std::vector<uint32_t> random_values(size_t count, float scale, uint32_t seed) {
 
 ref::Mat random_mat(uint32_t rows, uint32_t cols, float scale, uint32_t seed) {
   return ref::Mat{rows, cols, random_values(size_t{rows} * cols, scale, seed)};
+}
+
+void expect_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want,
+                 const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i] && bad++ < 5) {
+      ADD_FAILURE() << what << "[" << i << "]: chip 0x" << std::hex << got[i] << " ("
+                    << ref::value(got[i]) << "), reference 0x" << want[i] << " ("
+                    << ref::value(want[i]) << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+ref::Tensor random_tensor(uint32_t b, uint32_t c, uint32_t h, uint32_t w, float scale,
+                          uint32_t seed) {
+  ref::Tensor t = ref::tensor(b, c, h, w);
+  t.v = random_values(t.v.size(), scale, seed);
+  return t;
+}
+
+// Image layout (docs/training.md): row (y*w + x)*b + i, column = channel.
+std::vector<uint32_t> to_image(const ref::Tensor& t) {
+  std::vector<uint32_t> v(t.v.size());
+  for (uint32_t i = 0; i < t.b; ++i)
+    for (uint32_t c = 0; c < t.c; ++c)
+      for (uint32_t y = 0; y < t.h; ++y)
+        for (uint32_t x = 0; x < t.w; ++x)
+          v[((y * t.w + x) * t.b + i) * t.c + c] = t.at(i, c, y, x);
+  return v;
 }
 
 }  // namespace tpu::train::test

@@ -58,5 +58,13 @@ class Rig {
 // Random fp32 values in [-scale, scale] (deterministic per seed), as bit patterns.
 std::vector<uint32_t> random_values(size_t count, float scale, uint32_t seed);
 ref::Mat random_mat(uint32_t rows, uint32_t cols, float scale, uint32_t seed);
+// A random NCHW tensor of values in [-scale, scale].
+ref::Tensor random_tensor(uint32_t b, uint32_t c, uint32_t h, uint32_t w, float scale,
+                          uint32_t seed);
+// The tensor in the image layout of docs/training.md: row (y*w + x)*b + i, column = channel.
+std::vector<uint32_t> to_image(const ref::Tensor& t);
+// Fails the test (naming `what`, the first 5 differing elements) unless got == want bit for bit.
+void expect_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want,
+                 const char* what);
 
 }  // namespace tpu::train::test
