@@ -179,6 +179,29 @@ TEST(TrainEndToEnd, JsonKeysAndLossesEqualTheTrainers) {
     EXPECT_TRUE(fs::file_size(f.dir + "/report/" + file) > 100) << file;
 }
 
+// `tpusim train --backend rtl` in the int8 tpusim runs tpusim_train_n16 (the training chip):
+// the losses are the RTL's, checked against the golden model step by step (matches_golden), and
+// equal the model backend's bit for bit.
+TEST(TrainEndToEnd, RtlBackendRunsOnTheTrainingChipBitExact) {
+  const Fixture f = setup("rtl");
+  const std::string common = " --model " + f.model + " --data " + f.dir +
+                             "/data --epochs 1 --steps-per-epoch 2 --batch 16 --test-images 16 "
+                             "--json";
+  const Result rtl = tpusim("train --backend rtl" + common);
+  if (rtl.err.find("there is no") != std::string::npos)
+    GTEST_SKIP() << "no training chip built: " << rtl.err;
+  ASSERT_EQ(rtl.code, 0) << rtl.err << rtl.out;
+  const auto j = nlohmann::json::parse(rtl.out);
+  EXPECT_EQ(j.at("matches_golden"), true);
+  EXPECT_GT(j.at("cycles_per_step").get<double>(), 0);
+  const Result model = tpusim("train --backend model --n 16" + common);
+  ASSERT_EQ(model.code, 0) << model.err << model.out;
+  const auto m = nlohmann::json::parse(model.out);
+  ASSERT_EQ(j.at("losses").size(), 2u);
+  for (size_t s = 0; s < 2; ++s)
+    EXPECT_EQ(bits(j.at("losses")[s].get<float>()), bits(m.at("losses")[s].get<float>())) << s;
+}
+
 TEST(TrainEndToEnd, DivergenceStopsAndWritesNoOutput) {
   const Fixture f = setup("diverge");
   const Result r = tpusim("train --backend model --n 16 --model " + f.model + " --data " + f.dir +

@@ -5,6 +5,8 @@
 // chip's forward pass; the trained model out as a float ONNX file. Built when tpu_train_io is.
 #if __has_include("fit.h")
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -19,6 +21,7 @@
 
 #include "dataset.h"
 #include "device_model.h"
+#include "device_rtl.h"
 #include "fit.h"
 #include "interrupt.h"
 #include "json_text.h"
@@ -26,6 +29,7 @@
 #include "onnx_import.h"
 #include "output_file.h"
 #include "report.h"
+#include "sharding.h"
 #include "svg_plot.h"
 #include "tpusim.h"
 #include "train_data.h"
@@ -531,9 +535,37 @@ tpu::train::FitCallbacks progress(const TrainArgs& a) {
   return cb;
 }
 
+// --backend rtl in a tpusim built on the int8 chip (no VMEM): the same command runs in
+// tpusim_train_n<N>, the tpusim built on the training chip, next to this executable (it
+// replaces this process: same output, same exit code). Throws if there is none.
+void exec_training_tpusim(const tpusim::Args& args) {
+  namespace fs = std::filesystem;
+  const std::string name = "tpusim_train_n" + std::to_string(tpu::RtlDevice::compiled_n());
+  const fs::path other = fs::path(tpusim::self_executable()).parent_path() / name;
+  std::error_code ec;
+  if (!fs::exists(other, ec))
+    throw std::runtime_error(
+        "--backend rtl: this tpusim's chip is the int8 chip, built without the training "
+        "configuration (no VMEM: opcodes 0x08..0x0E fault), and there is no " +
+        other.string() +
+        " (the tpusim on the training chip, built with TPU_SIM_TRAIN_N_LIST); use --backend "
+        "model");
+  std::vector<std::string> words = {other.string(), "train"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execv(argv[0], argv.data());
+  throw std::runtime_error("--backend rtl: cannot start " + other.string() + ": " +
+                           std::strerror(errno));
+}
+
 int run_train(const tpusim::Args& args) {
   TrainArgs a;
   if (!parse_train_args(args, a)) return 0;
+  if (a.backend == "rtl" && !tpu::RtlDevice::compiled_params().has_vmem())
+    exec_training_tpusim(args);
   check_paths(a);
   tpusim::set_activity("reading the model");
   Inputs in;
