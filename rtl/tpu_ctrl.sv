@@ -188,7 +188,7 @@ module tpu_ctrl #(
   tpu_fp_pkg::lw_cmd_t lw_head;
   logic weight_type_err;   // training chip: the matmul at the head would use a tile of the
                            // other type (tpu_weight_types, below)
-  assign lw_head = tpu_fp_pkg::lw_cmd_t'(head.cmd.lw.cmd);
+  assign lw_head = head.cmd.lw.cmd;
   always_comb begin
     head_err = head.err;
     if (head_err == tpu_pkg::ErrNone) begin
@@ -318,7 +318,7 @@ module tpu_ctrl #(
   assign act_cmd_o    = head.cmd.act.cmd;
   assign dmaout_cmd_o = head.cmd.dma_out.cmd;
   assign move_cmd_o   = head.cmd.move.cmd;
-  assign vec_cmd_o    = tpu_vpu_pkg::vpu_cmd_t'(head.cmd.vec.cmd);
+  assign vec_cmd_o    = head.cmd.vec.cmd;
   assign lw_cmd_o     = lw_head;
   assign mm_cmd_bf16_o = head.cmd.mm.bf16;
   assign dmain_fire  = dmain_cmd_valid_o && dmain_cmd_ready_i;

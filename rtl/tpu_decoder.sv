@@ -321,12 +321,13 @@ module tpu_decoder #(
         end
         tpu_pkg::OpLoadWeights: begin
           dec.unit     = tpu_pkg::UnitLoadWeights;
-          lwc          = '{transpose: instr_i.load_weights.transpose,
-                           vmem_addr: instr_i.load_weights.vmem_addr,
-                           row_stride: instr_i.load_weights.row_stride,
-                           tiles: instr_i.load_weights.tiles,
-                           tile_stride: instr_i.load_weights.tile_stride,
-                           rows: instr_i.load_weights.rows};
+          // Field by field: Yosys 0.23 reads no assignment patterns.
+          lwc.transpose   = instr_i.load_weights.transpose;
+          lwc.vmem_addr   = instr_i.load_weights.vmem_addr;
+          lwc.row_stride  = instr_i.load_weights.row_stride;
+          lwc.tiles       = instr_i.load_weights.tiles;
+          lwc.tile_stride = instr_i.load_weights.tile_stride;
+          lwc.rows        = instr_i.load_weights.rows;
           reserved_bad = instr_i.load_weights.reserved_lo != '0 ||
                          instr_i.load_weights.reserved_hi != '0;
           rows      = 64'(instr_i.load_weights.rows);
