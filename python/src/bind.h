@@ -34,11 +34,26 @@ py::dict stats_dict(const tpu::RunStats& s);
 // The bytes of a contiguous 1-byte array (uint8 or int8), any shape.
 std::vector<uint8_t> array_bytes(const py::array& a, const char* what);
 
+// A float32 matmul on the bf16 matrix unit (float_matmul.cpp): out = a . w, a m x k and w
+// k x n row-major fp32. Throws DeviceError on a chip without VMEM / the bf16 unit.
+struct FloatMatmulRun {
+  std::vector<float> out;  // m x n row-major
+  tpu::RunStats stats;
+  std::string plan;
+  size_t instructions = 0;
+  uint64_t useful_macs = 0;    // m*k*n
+  double mxu_utilization = 0;  // useful_macs / (cycles * N^2)
+};
+FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
+                                uint32_t k, uint32_t n, uint64_t max_cycles);
+
 // A Python Device: a ModelDevice of its own, or a lease of the process's one RtlDevice
 // (device.cpp). Calls from several Python threads take turns on its lock.
 class PyDevice {
  public:
-  PyDevice(const std::string& backend, uint32_t n, const tpu::RtlOptions& o);
+  // training: the training configuration (model: ChipParams::training(n); rtl: this module
+  // must be a training chip, tpu_rtl._chip_train_n<N>).
+  PyDevice(const std::string& backend, uint32_t n, bool training, const tpu::RtlOptions& o);
   ~PyDevice() { close(); }
   PyDevice(const PyDevice&) = delete;
   PyDevice& operator=(const PyDevice&) = delete;

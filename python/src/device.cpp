@@ -86,9 +86,10 @@ void return_chip() {
 
 }  // namespace
 
-PyDevice::PyDevice(const std::string& backend, uint32_t n, const tpu::RtlOptions& o) {
+PyDevice::PyDevice(const std::string& backend, uint32_t n, bool training,
+                   const tpu::RtlOptions& o) {
   if (backend == "model") {
-    tpu::ChipParams p = tpu::ChipParams::with_n(n);
+    tpu::ChipParams p = training ? tpu::ChipParams::training(n) : tpu::ChipParams::with_n(n);
     p.validate();
     model_ = std::make_unique<tpu::ModelDevice>(p);
     dev_ = model_.get();
@@ -97,6 +98,10 @@ PyDevice::PyDevice(const std::string& backend, uint32_t n, const tpu::RtlOptions
       throw std::invalid_argument(
           "rtl: this module is the chip with N = " + std::to_string(tpu::RtlDevice::compiled_n()) +
           ", not " + std::to_string(n));
+    if (training != (tpu::RtlDevice::compiled_vmem_rows() > 0))
+      throw std::invalid_argument(std::string("rtl: this module is the ") +
+                                  (training ? "int8 chip, not the training chip"
+                                            : "training chip, not the int8 chip"));
     dev_ = &lease_chip(o);
     rtl_ = true;
   } else {
@@ -173,6 +178,31 @@ py::tuple matmul(PyDevice& self, const py::array& a, const py::array& w, bool a_
   return py::make_tuple(out, st);
 }
 
+// a: m x k, w: k x n float32 (C-contiguous; shapes checked by the caller).
+py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_style>& a,
+                       const py::array_t<float, py::array::c_style>& w, uint64_t max_cycles) {
+  if (a.ndim() != 2 || w.ndim() != 2 || a.shape(1) != w.shape(0))
+    throw std::invalid_argument("matmul: a and w must be 2-D with a.shape[1] == w.shape[0]");
+  const auto m = static_cast<uint32_t>(a.shape(0)), k = static_cast<uint32_t>(a.shape(1)),
+             n = static_cast<uint32_t>(w.shape(1));
+  const std::vector<float> av(a.data(), a.data() + a.size()), wv(w.data(), w.data() + w.size());
+  FloatMatmulRun r;
+  {
+    py::gil_scoped_release nogil;
+    std::unique_lock<std::mutex> lock;
+    tpu::Device& dev = self.device(lock);
+    r = run_float_matmul(dev, av.data(), wv.data(), m, k, n, max_cycles);
+  }
+  py::array_t<float> out({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(n)});
+  std::copy(r.out.begin(), r.out.end(), out.mutable_data());
+  py::dict st = stats_dict(r.stats);
+  st["useful_macs"] = r.useful_macs;
+  st["utilization"] = r.mxu_utilization;
+  st["program_instructions"] = r.instructions;
+  st["plan"] = r.plan;
+  return py::make_tuple(out, st);
+}
+
 // Runs `program` with each (addr, bytes) block of host memory registered and written; returns
 // (status, error code name or None, pc, message, stats, [blocks after the run]). With `check`,
 // a fault raises ChipError and a timeout TimeoutError instead (as Device::run).
@@ -232,6 +262,7 @@ py::dict params_dict(PyDevice& self) {
   d["wfifo_tiles"] = p.wfifo_tiles;
   d["qp_slots"] = p.qp_slots;
   d["axi_width"] = p.axi_width;
+  d["vmem_rows"] = p.vmem_rows;
   return d;
 }
 
@@ -240,7 +271,7 @@ py::dict params_dict(PyDevice& self) {
 void bind_device(py::module_& m) {
   // module_local: every _chip_n<N> module has its own Device and Model types.
   py::class_<PyDevice>(m, "Device", py::module_local())
-      .def(py::init([](const std::string& backend, uint32_t n, const std::string& vcd,
+      .def(py::init([](const std::string& backend, uint32_t n, bool training, const std::string& vcd,
                        uint64_t vcd_from, uint64_t vcd_to, uint32_t mem_latency,
                        uint32_t mem_bandwidth, double backpressure, uint64_t seed) {
              tpu::RtlOptions o;
@@ -251,9 +282,9 @@ void bind_device(py::module_& m) {
              o.mem_bytes_per_cycle = mem_bandwidth;
              o.backpressure = backpressure;
              o.seed = seed;
-             return std::make_unique<PyDevice>(backend, n, o);
+             return std::make_unique<PyDevice>(backend, n, training, o);
            }),
-           py::arg("backend"), py::arg("n"), py::arg("vcd"), py::arg("vcd_from"), py::arg("vcd_to"),
+           py::arg("backend"), py::arg("n"), py::arg("training"), py::arg("vcd"), py::arg("vcd_from"), py::arg("vcd_to"),
            py::arg("mem_latency"), py::arg("mem_bandwidth"), py::arg("backpressure"),
            py::arg("seed"))
       .def("close", &PyDevice::close)
@@ -265,6 +296,7 @@ void bind_device(py::module_& m) {
              return std::string(d.device(lock).backend());
            })
       .def("matmul", &matmul)
+      .def("matmul_float", &matmul_float)
       .def("run", &run_program);
   m.def("assemble", [](const std::string& text) {
     const auto bytes = tpu::encode_program(tpu::assemble(text, "<text>"));
@@ -276,6 +308,7 @@ void bind_device(py::module_& m) {
   });
   m.def("compiled_n", &tpu::RtlDevice::compiled_n);
   m.def("compiled_with_vcd", &tpu::RtlDevice::compiled_with_vcd);
+  m.def("compiled_vmem_rows", &tpu::RtlDevice::compiled_vmem_rows);
 }
 
 }  // namespace tpu_py

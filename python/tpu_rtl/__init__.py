@@ -5,7 +5,8 @@
     with tpu_rtl.Device("rtl") as dev:
         out, stats = dev.matmul(a, w, shift=7, func="relu")
 
-``Device`` runs tiled matmuls and raw programs on the cycle-accurate chip ("rtl", the Verilated
+``Device`` runs tiled matmuls (int8/uint8, and float32 on the bf16 matrix unit of the training
+chip, ``Device(..., training=True)``) and raw programs on the cycle-accurate chip ("rtl", the Verilated
 RTL in SystemC) or the golden ISA model ("model"); ``Model`` imports and quantizes an ONNX model
 once and runs it image by image with the figures of ``tpusim run-cnn --json``. Errors are
 ``ValueError`` (bad arguments), ``ModelError``, ``DeviceError``, ``ChipError`` (``.code``,
@@ -31,17 +32,19 @@ from ._errors import ChipError, DeviceError, ModelError, TimeoutError  # noqa: F
 
 __all__ = ["Device", "Model", "MatmulStats", "RunResult", "ModelResult", "LayerStats",
            "assemble", "disassemble", "DeviceError", "ChipError", "TimeoutError",
-           "ModelError", "CHIP_SIZES", "DEFAULT_N", "DEFAULT_MAX_CYCLES", "fit", "History", "keras_example", "mlp_example"]
+           "ModelError", "CHIP_SIZES", "TRAIN_CHIP_SIZES", "DEFAULT_N", "DEFAULT_MAX_CYCLES", "fit", "History", "keras_example", "mlp_example"]
 
 #: The MXU sizes N this build has an "rtl" chip for (the first is the default).
 CHIP_SIZES = tuple(_config.CHIP_SIZES)
 DEFAULT_N = _config.DEFAULT_N
+#: The MXU sizes N this build has an "rtl" training chip for (VMEM, bf16 matrix unit).
+TRAIN_CHIP_SIZES = tuple(getattr(_config, "TRAIN_CHIP_SIZES", ()))
 #: The cycle limit of a run unless max_cycles is given (tpu::Device::kDefaultMaxCycles).
 DEFAULT_MAX_CYCLES = 10_000_000
 _U64_MAX = 2**64 - 1
 
 _lock = threading.Lock()
-_rtl_n = None  # the N of this process's rtl chip, once one was built
+_rtl_chip = None  # (N, training) of this process's rtl chip, once one was built
 _open_rtl = weakref.WeakSet()  # closed at exit, so that a VCD file is complete
 
 
@@ -51,16 +54,25 @@ def _close_rtl_devices():
         dev.close()
 
 
-def _ext(n):
-    return importlib.import_module(f"tpu_rtl._chip_n{n}")
+def _ext(n, training=False):
+    return importlib.import_module(f"tpu_rtl._chip_{'train_' if training else ''}n{n}")
 
 
-def _module_for(backend, n):
+def _chip_name(n, training):
+    return f"the {'training' if training else 'int8'} chip with N = {n}"
+
+
+def _module_for(backend, n, training=False):
     if backend == "rtl":
-        if n not in CHIP_SIZES:
-            raise ValueError(f"n={n}: this build has rtl chips for N in {CHIP_SIZES} "
+        sizes = TRAIN_CHIP_SIZES if training else CHIP_SIZES
+        if n not in sizes:
+            if training:
+                raise ValueError(f"n={n}: this build has rtl training chips for N in {sizes} "
+                                 "(configure with -DTPU_SIM_TRAIN_N_LIST=...) or use "
+                                 "backend=\"model\"")
+            raise ValueError(f"n={n}: this build has rtl chips for N in {sizes} "
                              "(configure with -DTPU_SIM_N_LIST=...) or use backend=\"model\"")
-        return _ext(n)
+        return _ext(n, training)
     # The model backend takes any N; its code is the same in every module.
     return _ext(n if n in CHIP_SIZES else DEFAULT_N)
 
@@ -178,13 +190,16 @@ class Device:
     mem_latency, mem_bandwidth: host memory timing of the rtl chip (cycles, bytes per cycle).
     backpressure, seed: random AXI backpressure probability of the rtl chip.
     max_cycles: the default cycle limit of runs.
+    training: the training configuration (VMEM, the bf16 matrix unit, the vector unit;
+    docs/isa.md "Training configuration"), which float32 matmuls need. rtl: the training chip
+    (N in TRAIN_CHIP_SIZES); model: ChipParams::training(n). It runs int8 programs as well.
     """
 
     def __init__(self, backend: str = "rtl", n: Optional[int] = None, vcd=None,
                  vcd_window=None, mem_latency: int = 10, mem_bandwidth: int = 16,
                  backpressure: float = 0.0, seed: int = 1,
-                 max_cycles: int = DEFAULT_MAX_CYCLES):
-        global _rtl_n
+                 max_cycles: int = DEFAULT_MAX_CYCLES, training: bool = False):
+        global _rtl_chip
         if backend not in ("rtl", "model"):
             raise ValueError(f"backend {backend!r} is not a backend (expected 'rtl' or 'model')")
         n = DEFAULT_N if n is None else _int(n, "n", 1, 256)
@@ -202,21 +217,31 @@ class Device:
             vcd_from, vcd_to = _int(vcd_from, "vcd_window[0]"), _int(vcd_to, "vcd_window[1]")
             if vcd_from > vcd_to:
                 raise ValueError(f"vcd_window: {vcd_from} is after {vcd_to}")
+        if not isinstance(training, (bool, np.bool_)):
+            raise ValueError(f"training: expected True or False, got {training!r}")
+        training = bool(training)
         self.backend = backend
         self.n = n
+        self.training = training
         self.max_cycles = _int(max_cycles, "max_cycles", 1)
         self.mem_latency = _int(mem_latency, "mem_latency", 0, 2**32 - 1)
         self.mem_bandwidth = _int(mem_bandwidth, "mem_bandwidth", 1, 2**32 - 1)
-        module = _module_for(backend, n)
+        module = _module_for(backend, n, training)
         with _lock:
-            if backend == "rtl" and _rtl_n is not None and _rtl_n != n:
-                raise DeviceError(f"rtl: this process's chip has N = {_rtl_n}; SystemC builds "
-                                  f"one chip per process: use another process for N = {n}")
-            self._dev = module.Device(backend, n, os.fspath(vcd) if vcd is not None else "",
+            if backend == "rtl" and _rtl_chip is not None and _rtl_chip != (n, training):
+                if _rtl_chip[1] == training:  # the message tests of other N rely on
+                    raise DeviceError(f"rtl: this process's chip has N = {_rtl_chip[0]}; SystemC "
+                                      f"builds one chip per process: use another process for "
+                                      f"N = {n}")
+                raise DeviceError(f"rtl: this process's chip is {_chip_name(*_rtl_chip)}; "
+                                  f"SystemC builds one chip per process: use another process "
+                                  f"for {_chip_name(n, training)}")
+            self._dev = module.Device(backend, n, training,
+                                      os.fspath(vcd) if vcd is not None else "",
                                       vcd_from, vcd_to, self.mem_latency, self.mem_bandwidth,
                                       float(backpressure), _int(seed, "seed"))
             if backend == "rtl":
-                _rtl_n = n
+                _rtl_chip = (n, training)
                 _open_rtl.add(self)
         self._module = module
 
@@ -238,24 +263,42 @@ class Device:
 
     def __repr__(self):
         state = "closed" if self.closed else "open"
-        return f"<tpu_rtl.Device backend={self.backend!r} n={self.n} {state}>"
+        training = " training" if self.training else ""
+        return f"<tpu_rtl.Device backend={self.backend!r} n={self.n}{training} {state}>"
 
     @property
     def params(self) -> Dict[str, int]:
-        """The chip's parameters: n, ub_rows, acc_rows, wfifo_tiles, qp_slots, axi_width."""
+        """The chip's parameters: n, ub_rows, acc_rows, wfifo_tiles, qp_slots, axi_width,
+        vmem_rows (0: the int8 chip, no float hardware). rtl: read from the PARAM registers."""
         return self._dev.params()
 
     # ---- operations
     def matmul(self, a: np.ndarray, w: np.ndarray, bias=None, shift=0, mult=None,
                zero_point: int = 0, func: str = "identity", clamp=(-128, 127), lut=None,
-               out_dtype=np.int8, max_cycles: Optional[int] = None):
-        """``func(sat(round((a @ w + bias) * mult / 2**shift) + zero_point))`` on the chip.
+               out_dtype=None, max_cycles: Optional[int] = None, nan_policy: str = "propagate"):
+        """``func(sat(round((a @ w + bias) * mult / 2**shift) + zero_point))`` on the chip,
+        or for float32 operands ``a @ w`` on the bf16 matrix unit.
 
-        a: (m, k) int8 or uint8; w: (k, n) int8 or uint8. bias and mult (int32), shift
+        int8: a (m, k) int8 or uint8; w (k, n) int8 or uint8. bias and mult (int32), shift
         (0..63): one value or one per output column. func: "identity", "relu", "clamp"
         (clamp=(lo, hi) in the output type) or "lut" (lut: 256 bytes). Exactly docs/isa.md's
-        activate. Returns (out, MatmulStats), out an (m, n) array of out_dtype.
+        activate. out_dtype: int8 (default) or uint8.
+
+        float32 (a and w both float32; needs ``training=True``): the chip rounds both to bf16
+        (round to nearest even, subnormals read as zero, NaN -> canonical NaN), multiplies
+        exactly and sums in fp32 in docs/isa.md's order: per N-wide K tile (K padded with +0)
+        a column sum from +0, tile sums added to the fp32 accumulator in K order; results
+        below 2^-126 flush to zero, NaN is 0x7FC00000. The int8 options do not apply.
+        nan_policy: "propagate" (NaN in, canonical NaN out) or "raise" (ValueError if a or w
+        holds a NaN). out_dtype: float32 (default).
+
+        Returns (out, MatmulStats), out an (m, n) array of out_dtype.
         """
+        floats = [isinstance(x, np.ndarray) and x.dtype.kind == "f" for x in (a, w)]
+        if any(floats):
+            return self._matmul_float(a, w, locals(), max_cycles, nan_policy)
+        if nan_policy != "propagate":
+            raise ValueError("nan_policy applies to float32 matmuls only")
         a = _byte_array(a, "a", 2)
         w = _byte_array(w, "w", 2)
         if a.shape[1] != w.shape[0]:
@@ -287,7 +330,7 @@ class Device:
             lo, hi = clamp
         except (TypeError, ValueError):
             raise ValueError(f"clamp: expected (lo, hi), got {clamp!r}") from None
-        unsigned = _out_unsigned(out_dtype)
+        unsigned = _out_unsigned(np.int8 if out_dtype is None else out_dtype)
         limit = self.max_cycles if max_cycles is None else _int(max_cycles, "max_cycles", 1)
         out, st = self._dev.matmul(a, w, a.dtype == np.uint8, w.dtype == np.uint8,
                                    lists["bias"], lists["mult"], lists["shift"],
@@ -295,6 +338,57 @@ class Device:
                                    _int(lo, "clamp[0]", -2**31, 2**31 - 1),
                                    _int(hi, "clamp[1]", -2**31, 2**31 - 1), lut, unsigned, limit)
         out = out.view(np.uint8 if unsigned else np.int8)
+        return out, MatmulStats(cycles=st["cycles"], cycles_estimated=st["cycles_estimated"],
+                                utilization=st["utilization"], useful_macs=st["useful_macs"],
+                                instructions=st["program_instructions"],
+                                wall_seconds=st["wall_seconds"], counters=st["counters"],
+                                plan=st["plan"])
+
+    _FLOAT_DEFAULTS = {"bias": None, "shift": 0, "mult": None, "zero_point": 0,
+                       "func": "identity", "clamp": (-128, 127), "lut": None}
+
+    def _matmul_float(self, a, w, args, max_cycles, nan_policy):
+        for name, x in (("a", a), ("w", w)):
+            if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+                what = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
+                other = "w" if name == "a" else "a"
+                raise ValueError(f"{name}: expected float32 like {other} (a float matmul takes "
+                                 f"float32 a and w; convert with .astype(np.float32), which "
+                                 f"rounds once more before the chip's bf16 rounding), got {what}")
+            if x.ndim != 2:
+                raise ValueError(f"{name}: expected a 2-D array, got shape {x.shape}")
+            if x.size == 0:
+                raise ValueError(f"{name}: the array is empty (shape {x.shape})")
+        if a.shape[1] != w.shape[0]:
+            raise ValueError(f"matmul: a is {a.shape[0]} x {a.shape[1]} but w is "
+                             f"{w.shape[0]} x {w.shape[1]} (expected {a.shape[1]} rows)")
+        for name, default in self._FLOAT_DEFAULTS.items():
+            value = args[name]
+            same = value is None if default is None else (
+                value is not None and np.array_equal(np.asarray(value, dtype=object),
+                                                     np.asarray(default, dtype=object)))
+            if not same:
+                raise ValueError(f"{name}={value!r} applies to int8 matmuls only (a float32 "
+                                 "matmul returns a @ w in fp32)")
+        out_dtype = args["out_dtype"]
+        if out_dtype is not None and np.dtype(out_dtype) != np.float32:
+            raise ValueError(f"out_dtype: a float32 matmul returns float32, not "
+                             f"{np.dtype(out_dtype)}")
+        if nan_policy not in ("propagate", "raise"):
+            raise ValueError(f"nan_policy: {nan_policy!r} is not 'propagate' or 'raise'")
+        if nan_policy == "raise":
+            for name, x in (("a", a), ("w", w)):
+                bad = np.argwhere(np.isnan(x))
+                if len(bad):
+                    raise ValueError(f"{name}[{bad[0][0]}, {bad[0][1]}] is NaN "
+                                     f"({len(bad)} NaN values; nan_policy='raise')")
+        if not self.params["vmem_rows"]:
+            raise DeviceError(f"matmul: float32 operands need the training chip (VMEM and the "
+                              f"bf16 matrix unit); this Device is {_chip_name(self.n, False)}: "
+                              f"open tpu_rtl.Device({self.backend!r}, n={self.n}, "
+                              f"training=True)")
+        limit = self.max_cycles if max_cycles is None else _int(max_cycles, "max_cycles", 1)
+        out, st = self._dev.matmul_float(np.ascontiguousarray(a), np.ascontiguousarray(w), limit)
         return out, MatmulStats(cycles=st["cycles"], cycles_estimated=st["cycles_estimated"],
                                 utilization=st["utilization"], useful_macs=st["useful_macs"],
                                 instructions=st["program_instructions"],

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device.matmul for float32 operands (docs/python.md "Float matmul"): out = a . w on the bf16
+// matrix unit of a chip with VMEM (docs/isa.md "Training configuration"), any m x k x n.
+//
+// The operands travel as fp32 (read_vmem, 4N bytes per VMEM row); the chip rounds them to
+// bf16 itself (load_weights for w, matmul_bf16 for a: RNE, DAZ, canonical NaN), multiplies
+// exactly and adds in fp32 in the documented order. K is padded with +0 to kt = ceil(k/N)
+// tiles; for each output element, K tile 0's column sum overwrites the accumulator and every
+// later tile's sum is added to it in fp32 (matmul_bf16 acc), tiles in order 0 .. kt-1. The
+// accumulators go to VMEM (acc_to_vmem) and back to the host as fp32 (write_vmem).
+//
+// Tiling, from the chip's parameters (PARAM registers on rtl): W stays in VMEM for the whole
+// run when it fits in half of it, else it is streamed as panels of g K tiles x one column
+// block (two buffers). A is cut into chunks of rows (two buffers), each chunk's output block
+// goes through one of two ACC regions and one of two VMEM output regions. The chip orders
+// everything by its hazard rules (isa.md "Ordering"): the program needs no sync.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "bind.h"
+#include "program.h"
+
+namespace tpu_py {
+
+namespace {
+
+constexpr uint32_t kMaxMatmulRows = 4095;  // matmul_bf16 contiguous form (12-bit counts)
+constexpr uint64_t kMaxHostBytes = uint64_t{1} << 30;
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+struct FloatPlan {
+  uint32_t tile = 0, kt = 0, nt = 0;
+  uint32_t group = 0, groups = 0;  // K tiles per A / W piece, pieces per column block
+  bool w_resident = false;         // all of W in VMEM for the whole run
+  std::vector<uint32_t> chunk_sizes;
+  uint32_t chunk_rows = 0;
+  uint32_t w_base = 0, w_rows = 0;  // W region (resident: all panels; else two buffers)
+  uint32_t a_base[2] = {0, 0}, out_base[2] = {0, 0}, acc_base[2] = {0, 0};
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "bf16 tile " << tile << ": " << kt << " K tiles x " << nt << " column blocks, "
+      << chunk_sizes.size() << " row chunks of <= " << chunk_rows << ", W "
+      << (w_resident ? "resident in VMEM" : "streamed") << " (" << group << " K tiles per piece)";
+    return s.str();
+  }
+};
+
+FloatPlan plan_float(const tpu::ChipParams& p, uint32_t m, uint32_t k, uint32_t n) {
+  FloatPlan pl;
+  const uint32_t T = p.N, V = p.vmem_rows;
+  pl.tile = T;
+  pl.kt = ceil_div(k, T);
+  pl.nt = ceil_div(n, T);
+  const uint64_t w_all = uint64_t{pl.kt} * pl.nt * T;
+  if (w_all <= V / 2) {
+    pl.w_resident = true;
+    pl.group = pl.kt;
+    pl.w_rows = static_cast<uint32_t>(w_all);
+  } else {
+    pl.group = std::min(pl.kt, std::max(1u, V / 4 / T));
+    pl.w_rows = 2 * pl.group * T;
+  }
+  pl.groups = ceil_div(pl.kt, pl.group);
+  const uint64_t rest = V > pl.w_rows ? V - pl.w_rows : 0;
+  const uint64_t rows = std::min<uint64_t>({uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2,
+                                            rest / (2 * uint64_t{pl.group} + 2)});
+  if (rows == 0)
+    throw std::invalid_argument(
+        "matmul (float): the chip is too small for one row: VmemRows = " + std::to_string(V) +
+        ", AccRows = " + std::to_string(p.acc_rows) + " (need W pieces of " +
+        std::to_string(pl.w_rows) + " rows plus 2 * (" + std::to_string(pl.group) +
+        " + 1) rows of A and output, and 2 ACC rows)");
+  const uint32_t chunks = ceil_div(m, rows);
+  for (uint32_t c = 0; c < chunks; ++c) pl.chunk_sizes.push_back(m / chunks + (c < m % chunks));
+  pl.chunk_rows = pl.chunk_sizes.front();
+  const uint32_t a_rows = pl.chunk_rows * pl.group;
+  pl.w_base = 0;
+  pl.a_base[0] = pl.w_rows;
+  pl.a_base[1] = pl.a_base[0] + a_rows;
+  pl.out_base[0] = pl.a_base[1] + a_rows;
+  pl.out_base[1] = pl.out_base[0] + pl.chunk_rows;
+  pl.acc_base[1] = pl.chunk_rows;
+  return pl;
+}
+
+// Pushes bf16 weight tiles into the weight FIFO as far ahead as it holds, merging runs of
+// tiles N rows apart into one load_weights.
+class TileFeeder {
+ public:
+  explicit TileFeeder(tpu::ProgramBuilder& b) : b_(b) {}
+  void add(uint32_t vmem_row) { ready_.push_back(vmem_row); }
+  void feed() {
+    const uint32_t T = b_.params().N;
+    while (!ready_.empty() && b_.pending_weight_tiles() < b_.weight_capacity()) {
+      const uint32_t room = b_.weight_capacity() - b_.pending_weight_tiles();
+      uint32_t count = 1;
+      while (count < room && count < ready_.size() && count < 0xFFFF &&
+             ready_[count] == ready_[0] + count * T)
+        ++count;
+      tpu::LoadWeights lw;
+      lw.vmem_addr = static_cast<uint16_t>(ready_[0]);
+      lw.row_stride = 1;
+      lw.tiles = static_cast<uint16_t>(count);
+      lw.tile_stride = static_cast<uint16_t>(T);
+      lw.rows = static_cast<uint16_t>(T);
+      b_.load_weights(lw);
+      ready_.erase(ready_.begin(), ready_.begin() + count);
+    }
+  }
+
+ private:
+  tpu::ProgramBuilder& b_;
+  std::deque<uint32_t> ready_;
+};
+
+struct HostAddrs {
+  uint32_t a = 0, w = 0, out = 0;
+};
+
+// Host layouts (T = N, fp32): A chunk-major (chunk c: kt tiles of its rows, tile-major),
+// W panel-major (column block j: kt*T rows of T lanes), OUT block-major (block j: m rows).
+void emit_float(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h) {
+  const uint32_t T = pl.tile, row_bytes = 4 * T;
+  TileFeeder feeder(b);
+  if (pl.w_resident) {
+    b.read_vmem(pl.w_base, pl.kt * pl.nt * T, h.w);
+    for (uint32_t c = 0; c < pl.chunk_sizes.size(); ++c)
+      for (uint32_t j = 0; j < pl.nt; ++j)
+        for (uint32_t t = 0; t < pl.kt; ++t) feeder.add(pl.w_base + (j * pl.kt + t) * T);
+  }
+  uint32_t m0 = 0, a_loads = 0, w_loads = 0, blocks = 0;
+  for (uint32_t c = 0; c < pl.chunk_sizes.size(); ++c) {
+    const uint32_t mc = pl.chunk_sizes[c];
+    const uint32_t a_host = h.a + m0 * pl.kt * row_bytes;  // chunk c's rows start here
+    uint32_t a_buf = 0;
+    for (uint32_t j = 0; j < pl.nt; ++j, ++blocks) {
+      const uint32_t acc = pl.acc_base[blocks % 2];
+      for (uint32_t g = 0; g < pl.groups; ++g) {
+        const uint32_t t0 = g * pl.group, gt = std::min(pl.group, pl.kt - t0);
+        if (pl.groups > 1 || j == 0) {  // A rows of tiles t0 .. t0+gt-1 of this chunk
+          a_buf = pl.a_base[a_loads++ % 2];
+          b.read_vmem(a_buf, gt * mc, a_host + t0 * mc * row_bytes);
+        }
+        if (!pl.w_resident) {  // the panel piece: column block j, tiles t0 .. t0+gt-1
+          const uint32_t w_buf = pl.w_base + (w_loads++ % 2) * pl.group * T;
+          b.read_vmem(w_buf, gt * T, h.w + (j * pl.kt + t0) * T * row_bytes);
+          for (uint32_t t = 0; t < gt; ++t) feeder.add(w_buf + t * T);
+        }
+        for (uint32_t t = 0; t < gt; ++t) {
+          feeder.feed();
+          const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
+          b.matmul_bf16(a_buf + t * mc, acc, mc, flags);
+        }
+      }
+      const uint32_t out = pl.out_base[blocks % 2];
+      b.acc_to_vmem(acc, out, mc);
+      b.write_vmem(out, mc, h.out + (j * m + m0) * row_bytes);
+    }
+    m0 += mc;
+  }
+}
+
+// The host images of A and W in the layouts above (+0 padding).
+std::vector<float> pack_a(const float* a, uint32_t m, uint32_t k, const FloatPlan& pl) {
+  const uint32_t T = pl.tile;
+  std::vector<float> out(size_t{m} * pl.kt * T, 0.0f);
+  size_t at = 0;
+  uint32_t m0 = 0;
+  for (uint32_t mc : pl.chunk_sizes) {
+    for (uint32_t t = 0; t < pl.kt; ++t)
+      for (uint32_t r = 0; r < mc; ++r, at += T)
+        for (uint32_t l = 0; l < T && t * T + l < k; ++l)
+          out[at + l] = a[size_t{m0 + r} * k + t * T + l];
+    m0 += mc;
+  }
+  return out;
+}
+
+std::vector<float> pack_w(const float* w, uint32_t k, uint32_t n, const FloatPlan& pl) {
+  const uint32_t T = pl.tile;
+  std::vector<float> out(size_t{pl.nt} * pl.kt * T * T, 0.0f);
+  for (uint32_t j = 0; j < pl.nt; ++j)
+    for (uint32_t kk = 0; kk < k; ++kk)
+      for (uint32_t l = 0; l < T && j * T + l < n; ++l)
+        out[(size_t{j} * pl.kt * T + kk) * T + l] = w[size_t{kk} * n + j * T + l];
+  return out;
+}
+
+void check_float_chip(const tpu::ChipParams& p, std::string_view backend) {
+  bool ok = p.has_vmem();
+  for (uint8_t op = 0x08; op <= 0x0C; ++op) ok = ok && p.executes_training_op(op);
+  if (!ok)
+    throw tpu::DeviceError(
+        "matmul (float32): this " + std::string(backend) + " Device is the int8 chip (VmemRows = " +
+        std::to_string(p.vmem_rows) +
+        ": no VMEM and no bf16 matrix unit); open the training chip with "
+        "tpu_rtl.Device(backend, n, training=True)");
+}
+
+}  // namespace
+
+FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
+                                uint32_t k, uint32_t n, uint64_t max_cycles) {
+  const tpu::ChipParams& p = dev.params();
+  check_float_chip(p, dev.backend());
+  const FloatPlan pl = plan_float(p, m, k, n);
+  const uint32_t T = pl.tile;
+  const uint64_t a_bytes = uint64_t{m} * pl.kt * T * 4, w_bytes = uint64_t{pl.nt} * pl.kt * T * T * 4,
+                 out_bytes = uint64_t{pl.nt} * m * T * 4;
+  if (a_bytes + w_bytes + out_bytes > kMaxHostBytes)
+    throw std::invalid_argument("matmul (float32): the operands need " +
+                                std::to_string(a_bytes + w_bytes + out_bytes) +
+                                " bytes of host buffers (at most 1 GiB)");
+  dev.release_all();
+  struct Release {
+    tpu::Device& d;
+    ~Release() {
+      try {
+        d.release_all();
+      } catch (...) {
+      }
+    }
+  } release{dev};
+  HostAddrs h;
+  h.a = dev.alloc(static_cast<uint32_t>(a_bytes), "matmul.a").addr;
+  h.w = dev.alloc(static_cast<uint32_t>(w_bytes), "matmul.w").addr;
+  h.out = dev.alloc(static_cast<uint32_t>(out_bytes), "matmul.out").addr;
+  const std::vector<float> ap = pack_a(a, m, k, pl), wp = pack_w(w, k, n, pl);
+  dev.write(h.a, ap.data(), a_bytes);
+  dev.write(h.w, wp.data(), w_bytes);
+
+  tpu::ProgramBuilder b(p);
+  std::vector<tpu::HostRange> ranges;
+  for (const tpu::HostBuffer& hb : dev.buffers()) ranges.push_back({hb.addr, hb.size, hb.name});
+  b.set_host_ranges(ranges);
+  emit_float(b, pl, m, h);
+  const std::vector<tpu::Instruction> program = b.finish();
+
+  FloatMatmulRun r;
+  r.plan = pl.describe();
+  r.instructions = program.size();
+  r.stats = dev.run(program, max_cycles);
+  std::vector<float> packed(size_t{pl.nt} * m * T);
+  dev.read(h.out, packed.data(), out_bytes);
+  r.out.resize(size_t{m} * n);
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t c = 0; c < n; ++c)
+      r.out[size_t{i} * n + c] = packed[(size_t{c / T} * m + i) * T + c % T];
+  r.useful_macs = uint64_t{m} * k * n;
+  r.mxu_utilization =
+      r.stats.cycles ? double(r.useful_macs) / (double(r.stats.cycles) * T * T) : 0.0;
+  return r;
+}
+
+}  // namespace tpu_py
