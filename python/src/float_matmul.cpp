@@ -125,46 +125,93 @@ struct HostAddrs {
 
 // Host layouts (T = N, fp32): A chunk-major (chunk c: kt tiles of its rows, tile-major),
 // W panel-major (column block j: kt*T rows of T lanes), OUT block-major (block j: m rows).
-void emit_float(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h) {
-  const uint32_t T = pl.tile, row_bytes = 4 * T;
-  TileFeeder feeder(b);
-  if (pl.w_resident) {
-    b.read_vmem(pl.w_base, pl.kt * pl.nt * T, h.w);
-    for (uint32_t c = 0; c < pl.chunk_sizes.size(); ++c)
-      for (uint32_t j = 0; j < pl.nt; ++j)
-        for (uint32_t t = 0; t < pl.kt; ++t) feeder.add(pl.w_base + (j * pl.kt + t) * T);
-  }
-  uint32_t m0 = 0, a_loads = 0, w_loads = 0, blocks = 0;
-  for (uint32_t c = 0; c < pl.chunk_sizes.size(); ++c) {
-    const uint32_t mc = pl.chunk_sizes[c];
-    const uint32_t a_host = h.a + m0 * pl.kt * row_bytes;  // chunk c's rows start here
-    uint32_t a_buf = 0;
-    for (uint32_t j = 0; j < pl.nt; ++j, ++blocks) {
-      const uint32_t acc = pl.acc_base[blocks % 2];
-      for (uint32_t g = 0; g < pl.groups; ++g) {
-        const uint32_t t0 = g * pl.group, gt = std::min(pl.group, pl.kt - t0);
-        if (pl.groups > 1 || j == 0) {  // A rows of tiles t0 .. t0+gt-1 of this chunk
-          a_buf = pl.a_base[a_loads++ % 2];
-          b.read_vmem(a_buf, gt * mc, a_host + t0 * mc * row_bytes);
-        }
-        if (!pl.w_resident) {  // the panel piece: column block j, tiles t0 .. t0+gt-1
-          const uint32_t w_buf = pl.w_base + (w_loads++ % 2) * pl.group * T;
-          b.read_vmem(w_buf, gt * T, h.w + (j * pl.kt + t0) * T * row_bytes);
-          for (uint32_t t = 0; t < gt; ++t) feeder.add(w_buf + t * T);
-        }
-        for (uint32_t t = 0; t < gt; ++t) {
-          feeder.feed();
-          const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
-          b.matmul_bf16(a_buf + t * mc, acc, mc, flags);
-        }
-      }
-      const uint32_t out = pl.out_base[blocks % 2];
-      b.acc_to_vmem(acc, out, mc);
-      b.write_vmem(out, mc, h.out + (j * m + m0) * row_bytes);
+// Every DMA is one tile of A or one panel (piece) of W, so the MXU starts on the first while
+// the others arrive; a resident W panel and the next chunk's A are read one step ahead.
+class FloatEmitter {
+ public:
+  FloatEmitter(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h)
+      : b_(b), pl_(pl), m_(m), h_(h), feeder_(b), row_bytes_(4 * pl.tile) {
+    uint32_t m0 = 0;
+    for (uint32_t mc : pl.chunk_sizes) {
+      chunk_m0_.push_back(m0);
+      m0 += mc;
     }
-    m0 += mc;
   }
-}
+
+  void emit() {
+    const uint32_t chunks = static_cast<uint32_t>(pl_.chunk_sizes.size());
+    uint32_t next_a = 0;  // chunk c+1's A buffer, read ahead (one K piece only)
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint32_t mc = pl_.chunk_sizes[c];
+      uint32_t a_buf = next_a;
+      for (uint32_t j = 0; j < pl_.nt; ++j) {
+        const uint64_t block = uint64_t{c} * pl_.nt + j;
+        if (pl_.w_resident) {
+          read_panel(j);
+          read_panel(j + 1);
+          enqueue_resident(block + 2);
+        }
+        for (uint32_t g = 0; g < pl_.groups; ++g) {
+          const uint32_t t0 = g * pl_.group, gt = std::min(pl_.group, pl_.kt - t0);
+          if (pl_.groups > 1 || (c == 0 && j == 0)) a_buf = read_a(c, t0, gt);
+          if (pl_.groups == 1 && j + 1 == pl_.nt && c + 1 < chunks) next_a = read_a(c + 1, 0, gt);
+          if (!pl_.w_resident) read_piece(j, t0, gt);
+          for (uint32_t t = 0; t < gt; ++t) {
+            feeder_.feed();
+            const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
+            b_.matmul_bf16(a_buf + t * mc, pl_.acc_base[block % 2], mc, flags);
+          }
+        }
+        const uint32_t out = pl_.out_base[block % 2];
+        b_.acc_to_vmem(pl_.acc_base[block % 2], out, mc);
+        b_.write_vmem(out, mc, h_.out + (j * m_ + chunk_m0_[c]) * row_bytes_);
+      }
+    }
+  }
+
+ private:
+  // Tiles t0 .. t0+gt-1 of chunk c's A into the next A buffer, one read per tile.
+  uint32_t read_a(uint32_t c, uint32_t t0, uint32_t gt) {
+    const uint32_t buf = pl_.a_base[a_loads_++ % 2], mc = pl_.chunk_sizes[c];
+    const uint32_t host = h_.a + chunk_m0_[c] * pl_.kt * row_bytes_;
+    for (uint32_t t = 0; t < gt; ++t)
+      b_.read_vmem(buf + t * mc, mc, host + (t0 + t) * mc * row_bytes_);
+    return buf;
+  }
+  // Resident W: panel j (all K tiles of column block j), read once.
+  void read_panel(uint32_t j) {
+    if (j != panels_read_ || j >= pl_.nt) return;
+    const uint32_t rows = pl_.kt * pl_.tile;
+    b_.read_vmem(pl_.w_base + j * rows, rows, h_.w + j * rows * row_bytes_);
+    ++panels_read_;
+  }
+  // Resident W: the tiles of blocks (c, j) before `upto` (c * nt + j) whose panel is read.
+  void enqueue_resident(uint64_t upto) {
+    const uint64_t total = uint64_t{pl_.nt} * pl_.chunk_sizes.size();
+    while (enqueued_ < std::min(upto, total) && enqueued_ % pl_.nt < panels_read_) {
+      const uint32_t j = static_cast<uint32_t>(enqueued_ % pl_.nt);
+      for (uint32_t t = 0; t < pl_.kt; ++t)
+        feeder_.add(pl_.w_base + (j * pl_.kt + t) * pl_.tile);
+      ++enqueued_;
+    }
+  }
+  // Streamed W: column block j, tiles t0 .. t0+gt-1, into the next W buffer.
+  void read_piece(uint32_t j, uint32_t t0, uint32_t gt) {
+    const uint32_t T = pl_.tile, buf = pl_.w_base + (w_loads_++ % 2) * pl_.group * T;
+    b_.read_vmem(buf, gt * T, h_.w + (j * pl_.kt + t0) * T * row_bytes_);
+    for (uint32_t t = 0; t < gt; ++t) feeder_.add(buf + t * T);
+  }
+
+  tpu::ProgramBuilder& b_;
+  const FloatPlan& pl_;
+  uint32_t m_;
+  HostAddrs h_;
+  TileFeeder feeder_;
+  uint32_t row_bytes_;
+  std::vector<uint32_t> chunk_m0_;
+  uint32_t a_loads_ = 0, w_loads_ = 0, panels_read_ = 0;
+  uint64_t enqueued_ = 0;
+};
 
 // The host images of A and W in the layouts above (+0 padding).
 std::vector<float> pack_a(const float* a, uint32_t m, uint32_t k, const FloatPlan& pl) {
@@ -239,7 +286,7 @@ FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w
   std::vector<tpu::HostRange> ranges;
   for (const tpu::HostBuffer& hb : dev.buffers()) ranges.push_back({hb.addr, hb.size, hb.name});
   b.set_host_ranges(ranges);
-  emit_float(b, pl, m, h);
+  FloatEmitter(b, pl, m, h).emit();
   const std::vector<tpu::Instruction> program = b.finish();
 
   FloatMatmulRun r;

@@ -601,14 +601,14 @@ def fit(model, x: np.ndarray, y, epochs: int = 5, steps_per_epoch: Optional[int]
     each epoch continues where the last stopped. shuffle: None (file order) or a seed.
     validation_data: (x, y) for the test accuracy after each epoch (its first ``test_images``).
     lr: default 0.001 (adam) or 0.01 (sgd). backend: "model" (the golden model of
-    ChipParams::training(n)); the rtl chip of this build has no training configuration yet.
+    ChipParams::training(n)) only; ``tpusim train --backend rtl`` runs it on the training chip.
     Raises ValueError for bad arguments and data, RuntimeError if training diverges (a loss or
     weight not finite: the message names the step).
     """
     if backend != "model":
         raise ValueError(f"backend={backend!r}: fit runs on backend=\"model\" (the golden model "
-                         "with the training configuration); the rtl chip of this build has no "
-                         "training configuration yet")
+                         "with the training configuration) only; `tpusim train --backend rtl` "
+                         "runs the same loop on the rtl training chip")
     if isinstance(model, (str, os.PathLike)):
         with open(model, "rb") as f:
             model = f.read()
