@@ -90,7 +90,9 @@ def _byte_array(x, what, ndim=None):
     if not isinstance(x, np.ndarray):
         raise ValueError(f"{what}: expected a NumPy int8 or uint8 array, got {type(x).__name__}")
     if x.dtype not in (np.int8, np.uint8):
-        raise ValueError(f"{what}: expected dtype int8 or uint8, got {x.dtype}")
+        hint = (" (a float matmul takes float32 for both a and w)"
+                if x.dtype.kind == "f" and what in ("a", "w") else "")
+        raise ValueError(f"{what}: expected dtype int8 or uint8, got {x.dtype}{hint}")
     if ndim is not None and x.ndim != ndim:
         raise ValueError(f"{what}: expected a {ndim}-D array, got shape {x.shape}")
     if x.size == 0:
@@ -295,7 +297,7 @@ class Device:
         Returns (out, MatmulStats), out an (m, n) array of out_dtype.
         """
         floats = [isinstance(x, np.ndarray) and x.dtype.kind == "f" for x in (a, w)]
-        if any(floats):
+        if all(floats):
             return self._matmul_float(a, w, locals(), max_cycles, nan_policy)
         if nan_policy != "propagate":
             raise ValueError("nan_policy applies to float32 matmuls only")
@@ -349,12 +351,10 @@ class Device:
 
     def _matmul_float(self, a, w, args, max_cycles, nan_policy):
         for name, x in (("a", a), ("w", w)):
-            if not isinstance(x, np.ndarray) or x.dtype != np.float32:
-                what = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
-                other = "w" if name == "a" else "a"
-                raise ValueError(f"{name}: expected float32 like {other} (a float matmul takes "
-                                 f"float32 a and w; convert with .astype(np.float32), which "
-                                 f"rounds once more before the chip's bf16 rounding), got {what}")
+            if x.dtype != np.float32:
+                raise ValueError(f"{name}: expected float32 (a float matmul takes float32 a and "
+                                 f"w; convert with .astype(np.float32), which rounds once more "
+                                 f"before the chip's bf16 rounding), got {x.dtype}")
             if x.ndim != 2:
                 raise ValueError(f"{name}: expected a 2-D array, got shape {x.shape}")
             if x.size == 0:

@@ -225,12 +225,15 @@ def test_random_specials_model():
 
 def test_errors(model):
     a, w = wide_range((4, 5)), wide_range((5, 3))
-    with pytest.raises(ValueError, match="w: expected float32 like a"):
+    with pytest.raises(ValueError, match="a: expected dtype int8 or uint8, got float32 .*float32 "
+                                         "for both"):
         model.matmul(a, w.astype(np.int8))
-    with pytest.raises(ValueError, match="a: expected float32 like w"):
+    with pytest.raises(ValueError, match="w: expected dtype int8 or uint8, got float32"):
         model.matmul(a.astype(np.int8), w)
     with pytest.raises(ValueError, match="a: expected float32 .*astype.*got float64"):
         model.matmul(a.astype(np.float64), w)
+    with pytest.raises(ValueError, match="w: expected float32 .*got float16"):
+        model.matmul(a, w.astype(np.float16))
     with pytest.raises(ValueError, match="expected 5 rows"):
         model.matmul(a, wide_range((4, 3)))
     with pytest.raises(ValueError, match="2-D"):

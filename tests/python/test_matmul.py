@@ -273,3 +273,13 @@ def test_no_leak_over_10k_calls():
     print(f"RSS over 10^4 matmul calls (+10^3 of each rtl call and error): "
           f"{before} KiB -> {after} KiB ({after - before:+d} KiB)")
     assert after - before < 2048  # a leak of 200 bytes per call would show
+
+
+def test_float_matmul_needs_the_training_chip():
+    """This process's chip is the int8 chip: no VMEM, no bf16 unit; a float32 matmul says so."""
+    with tpu_rtl.Device("rtl") as dev:
+        assert dev.params["vmem_rows"] == 0
+        with pytest.raises(tpu_rtl.DeviceError, match=r"the int8 chip .*training=True"):
+            dev.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
+        out, _ = dev.matmul(np.ones((2, 3), np.int8), np.ones((3, 2), np.int8))  # still usable
+        assert (out == 3).all()
