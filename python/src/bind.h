@@ -44,8 +44,10 @@ struct FloatMatmulRun {
   uint64_t useful_macs = 0;    // m*k*n
   double mxu_utilization = 0;  // useful_macs / (cycles * N^2)
 };
+// bf16_transfer: the host rounds a and w to bf16 (tpu::fp::to_bf16, the chip's rounding) and
+// sends half the bytes; the result is the same bits.
 FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
-                                uint32_t k, uint32_t n, uint64_t max_cycles);
+                                uint32_t k, uint32_t n, bool bf16_transfer, uint64_t max_cycles);
 
 // A Python Device: a ModelDevice of its own, or a lease of the process's one RtlDevice
 // (device.cpp). Calls from several Python threads take turns on its lock.

@@ -180,7 +180,8 @@ py::tuple matmul(PyDevice& self, const py::array& a, const py::array& w, bool a_
 
 // a: m x k, w: k x n float32 (C-contiguous; shapes checked by the caller).
 py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_style>& a,
-                       const py::array_t<float, py::array::c_style>& w, uint64_t max_cycles) {
+                       const py::array_t<float, py::array::c_style>& w, bool bf16_transfer,
+                       uint64_t max_cycles) {
   if (a.ndim() != 2 || w.ndim() != 2 || a.shape(1) != w.shape(0))
     throw std::invalid_argument("matmul: a and w must be 2-D with a.shape[1] == w.shape[0]");
   const auto m = static_cast<uint32_t>(a.shape(0)), k = static_cast<uint32_t>(a.shape(1)),
@@ -191,7 +192,7 @@ py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_sty
     py::gil_scoped_release nogil;
     std::unique_lock<std::mutex> lock;
     tpu::Device& dev = self.device(lock);
-    r = run_float_matmul(dev, av.data(), wv.data(), m, k, n, max_cycles);
+    r = run_float_matmul(dev, av.data(), wv.data(), m, k, n, bf16_transfer, max_cycles);
   }
   py::array_t<float> out({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(n)});
   std::copy(r.out.begin(), r.out.end(), out.mutable_data());

@@ -2,9 +2,12 @@
 // Device.matmul for float32 operands (docs/python.md "Float matmul"): out = a . w on the bf16
 // matrix unit of a chip with VMEM (docs/isa.md "Training configuration"), any m x k x n.
 //
-// The operands travel as fp32 (read_vmem, 4N bytes per VMEM row); the chip rounds them to
-// bf16 itself (load_weights for w, matmul_bf16 for a: RNE, DAZ, canonical NaN), multiplies
-// exactly and adds in fp32 in the documented order. K is padded with +0 to kt = ceil(k/N)
+// The operands travel as fp32 (read_vmem, 4N bytes per VMEM row) and the chip rounds them to
+// bf16 itself (load_weights for w, matmul_bf16 for a: RNE, DAZ, canonical NaN), or with
+// `bf16_transfer` the host rounds them with the same function (tpu::fp::to_bf16) and they travel
+// as bf16 (read_vmem bf16, 2N bytes per row: half the input DMA), widened exactly on the chip,
+// where rounding a bf16 value again changes nothing: the same bits either way. The chip
+// multiplies exactly and adds in fp32 in the documented order. K is padded with +0 to kt = ceil(k/N)
 // tiles; for each output element, K tile 0's column sum overwrites the accumulator and every
 // later tile's sum is added to it in fp32 (matmul_bf16 acc), tiles in order 0 .. kt-1. The
 // accumulators go to VMEM (acc_to_vmem) and back to the host as fp32 (write_vmem).
@@ -22,6 +25,7 @@
 #include <string_view>
 
 #include "bind.h"
+#include "fp.h"
 #include "program.h"
 
 namespace tpu_py {
@@ -37,6 +41,7 @@ struct FloatPlan {
   uint32_t tile = 0, kt = 0, nt = 0;
   uint32_t group = 0, groups = 0;  // K tiles per A / W piece, pieces per column block
   bool w_resident = false;         // all of W in VMEM for the whole run
+  bool bf16_in = false;            // A and W travel as bf16
   std::vector<uint32_t> chunk_sizes;
   uint32_t chunk_rows = 0;
   uint32_t w_base = 0, w_rows = 0;  // W region (resident: all panels; else two buffers)
@@ -46,7 +51,8 @@ struct FloatPlan {
     std::ostringstream s;
     s << "bf16 tile " << tile << ": " << kt << " K tiles x " << nt << " column blocks, "
       << chunk_sizes.size() << " row chunks of <= " << chunk_rows << ", W "
-      << (w_resident ? "resident in VMEM" : "streamed") << " (" << group << " K tiles per piece)";
+      << (w_resident ? "resident in VMEM" : "streamed") << " (" << group << " K tiles per piece)"
+      << (bf16_in ? ", bf16 transfer" : "");
     return s.str();
   }
 };
@@ -121,6 +127,7 @@ class TileFeeder {
 
 struct HostAddrs {
   uint32_t a = 0, w = 0, out = 0;
+  bool bf16 = false;  // A and W are bf16 on the host (2N bytes per VMEM row)
 };
 
 // Host layouts (T = N, fp32): A chunk-major (chunk c: kt tiles of its rows, tile-major),
@@ -130,7 +137,8 @@ struct HostAddrs {
 class FloatEmitter {
  public:
   FloatEmitter(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h)
-      : b_(b), pl_(pl), m_(m), h_(h), feeder_(b), row_bytes_(4 * pl.tile) {
+      : b_(b), pl_(pl), m_(m), h_(h), feeder_(b), row_bytes_(4 * pl.tile),
+        in_bytes_((h.bf16 ? 2 : 4) * pl.tile) {
     uint32_t m0 = 0;
     for (uint32_t mc : pl.chunk_sizes) {
       chunk_m0_.push_back(m0);
@@ -173,16 +181,16 @@ class FloatEmitter {
   // Tiles t0 .. t0+gt-1 of chunk c's A into the next A buffer, one read per tile.
   uint32_t read_a(uint32_t c, uint32_t t0, uint32_t gt) {
     const uint32_t buf = pl_.a_base[a_loads_++ % 2], mc = pl_.chunk_sizes[c];
-    const uint32_t host = h_.a + chunk_m0_[c] * pl_.kt * row_bytes_;
+    const uint32_t host = h_.a + chunk_m0_[c] * pl_.kt * in_bytes_;
     for (uint32_t t = 0; t < gt; ++t)
-      b_.read_vmem(buf + t * mc, mc, host + (t0 + t) * mc * row_bytes_);
+      b_.read_vmem(buf + t * mc, mc, host + (t0 + t) * mc * in_bytes_, h_.bf16);
     return buf;
   }
   // Resident W: panel j (all K tiles of column block j), read once.
   void read_panel(uint32_t j) {
     if (j != panels_read_ || j >= pl_.nt) return;
     const uint32_t rows = pl_.kt * pl_.tile;
-    b_.read_vmem(pl_.w_base + j * rows, rows, h_.w + j * rows * row_bytes_);
+    b_.read_vmem(pl_.w_base + j * rows, rows, h_.w + j * rows * in_bytes_, h_.bf16);
     ++panels_read_;
   }
   // Resident W: the tiles of blocks (c, j) before `upto` (c * nt + j) whose panel is read.
@@ -198,7 +206,7 @@ class FloatEmitter {
   // Streamed W: column block j, tiles t0 .. t0+gt-1, into the next W buffer.
   void read_piece(uint32_t j, uint32_t t0, uint32_t gt) {
     const uint32_t T = pl_.tile, buf = pl_.w_base + (w_loads_++ % 2) * pl_.group * T;
-    b_.read_vmem(buf, gt * T, h_.w + (j * pl_.kt + t0) * T * row_bytes_);
+    b_.read_vmem(buf, gt * T, h_.w + (j * pl_.kt + t0) * T * in_bytes_, h_.bf16);
     for (uint32_t t = 0; t < gt; ++t) feeder_.add(buf + t * T);
   }
 
@@ -207,7 +215,8 @@ class FloatEmitter {
   uint32_t m_;
   HostAddrs h_;
   TileFeeder feeder_;
-  uint32_t row_bytes_;
+  uint32_t row_bytes_;  // an fp32 VMEM row on the host (the output)
+  uint32_t in_bytes_;   // an input VMEM row on the host (fp32 or bf16)
   std::vector<uint32_t> chunk_m0_;
   uint32_t a_loads_ = 0, w_loads_ = 0, panels_read_ = 0;
   uint64_t enqueued_ = 0;
@@ -252,13 +261,35 @@ void check_float_chip(const tpu::ChipParams& p, std::string_view backend) {
 
 }  // namespace
 
+// The host image of packed fp32 values: as they are, or rounded to bf16 (2 bytes each).
+std::vector<uint8_t> host_image(const std::vector<float>& v, bool bf16) {
+  std::vector<uint8_t> out(v.size() * (bf16 ? 2 : 4));
+  if (!bf16) {
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = tpu::fp::to_bf16(tpu::fp::bits_of(v[i]));
+    out[2 * i] = static_cast<uint8_t>(h & 0xFF);
+    out[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+  }
+  return out;
+}
+
 FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
-                                uint32_t k, uint32_t n, uint64_t max_cycles) {
+                                uint32_t k, uint32_t n, bool bf16_transfer, uint64_t max_cycles) {
   const tpu::ChipParams& p = dev.params();
   check_float_chip(p, dev.backend());
-  const FloatPlan pl = plan_float(p, m, k, n);
-  const uint32_t T = pl.tile;
-  const uint64_t a_bytes = uint64_t{m} * pl.kt * T * 4, w_bytes = uint64_t{pl.nt} * pl.kt * T * T * 4,
+  if (bf16_transfer && (2 * p.N) % 16 != 0)
+    throw std::invalid_argument("matmul (float32): transfer='bfloat16' needs N >= 8 (a bf16 "
+                                "VMEM row of 2N bytes must be a multiple of the 16-byte DMA "
+                                "alignment); N = " + std::to_string(p.N) +
+                                ": use transfer='float32'");
+  FloatPlan pl = plan_float(p, m, k, n);
+  pl.bf16_in = bf16_transfer;
+  const uint32_t T = pl.tile, in_size = bf16_transfer ? 2 : 4;
+  const uint64_t a_bytes = uint64_t{m} * pl.kt * T * in_size,
+                 w_bytes = uint64_t{pl.nt} * pl.kt * T * T * in_size,
                  out_bytes = uint64_t{pl.nt} * m * T * 4;
   if (a_bytes + w_bytes + out_bytes > kMaxHostBytes)
     throw std::invalid_argument("matmul (float32): the operands need " +
@@ -278,9 +309,9 @@ FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w
   h.a = dev.alloc(static_cast<uint32_t>(a_bytes), "matmul.a").addr;
   h.w = dev.alloc(static_cast<uint32_t>(w_bytes), "matmul.w").addr;
   h.out = dev.alloc(static_cast<uint32_t>(out_bytes), "matmul.out").addr;
-  const std::vector<float> ap = pack_a(a, m, k, pl), wp = pack_w(w, k, n, pl);
-  dev.write(h.a, ap.data(), a_bytes);
-  dev.write(h.w, wp.data(), w_bytes);
+  h.bf16 = bf16_transfer;
+  dev.write(h.a, host_image(pack_a(a, m, k, pl), bf16_transfer));
+  dev.write(h.w, host_image(pack_w(w, k, n, pl), bf16_transfer));
 
   tpu::ProgramBuilder b(p);
   std::vector<tpu::HostRange> ranges;

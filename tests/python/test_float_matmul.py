@@ -61,8 +61,9 @@ def check_stats(st, dev, m, k, n, rtl_backend):
         assert c["mxu_macs"] == kt * nt * m * tile * tile  # every row of every tile, N x N
         assert c["instr_retired"] == st.instructions
         assert c["dma_wr_bytes"] == nt * m * tile * 4  # the fp32 output blocks
-        if "resident" in st.plan:  # A and W read once, plus the program
-            assert c["dma_rd_bytes"] == (m * kt + kt * nt * tile) * tile * 4 + 16 * st.instructions
+        if "resident" in st.plan:  # A and W read once (fp32 or bf16), plus the program
+            size = 2 if "bf16 transfer" in st.plan else 4
+            assert c["dma_rd_bytes"] == (m * kt + kt * nt * tile) * tile * size + 16 * st.instructions
 
 
 SHAPES = [(1, 1, 1), (37, 50, 23), (16, 16, 16), (5, 100, 40), (64, 33, 70)]
@@ -254,6 +255,13 @@ def test_errors(model):
     assert np.isnan(model.matmul(a, w)[0][2]).all()  # propagate: the whole row is NaN
     with pytest.raises(ValueError, match="nan_policy"):
         model.matmul(a, w, nan_policy="omit")
+    with pytest.raises(ValueError, match="transfer: 'bf16' is not"):
+        model.matmul(a, w, transfer="bf16")
+    with pytest.raises(ValueError, match="transfer applies to float32"):
+        model.matmul(np.ones((4, 5), np.int8), np.ones((5, 3), np.int8), transfer="bfloat16")
+    with tpu_rtl.Device("model", n=4, training=True) as small:
+        with pytest.raises(ValueError, match="transfer='bfloat16' needs N >= 8"):
+            small.matmul(a, w, transfer="bfloat16")
     with pytest.raises(ValueError, match="nan_policy applies to float32"):
         model.matmul(np.ones((4, 5), np.int8), np.ones((5, 3), np.int8), nan_policy="raise")
     with pytest.raises(ValueError, match="training: expected True or False"):
@@ -360,3 +368,25 @@ def test_memory_over_many_float_calls(model):
     grew = rss_kib() - before
     print(f"RSS grew {grew} KiB over 3000 float matmuls and 3000 errors")
     assert grew < 2048
+
+
+@pytest.mark.parametrize("backend", ["model", pytest.param("rtl", marks=needs_rtl)])
+def test_bf16_transfer_gives_the_same_bits(backend, request):
+    """transfer="bfloat16": the host rounds (the chip's rounding: ties, subnormals, NaN,
+    overflow to infinity) and sends half the input bytes; the bits are those of the fp32
+    transfer, in fewer cycles on rtl."""
+    dev = request.getfixturevalue(backend)
+    specials = np.array([1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8, 1e-40, -1e-40, np.nan, np.inf,
+                         f32(0x7F7FFFFF), f32(0xFFC12345), -0.0, 2.0 ** -126], np.float32)
+    for m, k, n in [(37, 50, 23), (70, 130, 33)]:
+        a, w = wide_range((m, k)), wide_range((k, n))
+        a.flat[RNG.choice(a.size, len(specials), replace=False)] = specials
+        w.flat[RNG.choice(w.size, len(specials), replace=False)] = specials
+        out, st = dev.matmul(a, w)
+        out2, st2 = dev.matmul(a, w, transfer="bfloat16")
+        np.testing.assert_array_equal(bits(out2), bits(out))
+        np.testing.assert_array_equal(bits(out2), bits(float_matmul(a, w, dev.params["n"])))
+        assert "bf16 transfer" in st2.plan and "bf16 transfer" not in st.plan
+        check_stats(st2, dev, m, k, n, backend == "rtl")
+        if backend == "rtl":
+            assert st2.cycles < st.cycles
