@@ -99,9 +99,9 @@ PyDevice::PyDevice(const std::string& backend, uint32_t n, bool training,
           "rtl: this module is the chip with N = " + std::to_string(tpu::RtlDevice::compiled_n()) +
           ", not " + std::to_string(n));
     if (training != (tpu::RtlDevice::compiled_vmem_rows() > 0))
-      throw std::invalid_argument(std::string("rtl: this module is the ") +
-                                  (training ? "int8 chip, not the training chip"
-                                            : "training chip, not the int8 chip"));
+      throw std::invalid_argument(
+          std::string("rtl: this module is the ") +
+          (training ? "int8 chip, not the training chip" : "training chip, not the int8 chip"));
     dev_ = &lease_chip(o);
     rtl_ = true;
   } else {
@@ -272,22 +272,23 @@ py::dict params_dict(PyDevice& self) {
 void bind_device(py::module_& m) {
   // module_local: every _chip_n<N> module has its own Device and Model types.
   py::class_<PyDevice>(m, "Device", py::module_local())
-      .def(py::init([](const std::string& backend, uint32_t n, bool training, const std::string& vcd,
-                       uint64_t vcd_from, uint64_t vcd_to, uint32_t mem_latency,
-                       uint32_t mem_bandwidth, double backpressure, uint64_t seed) {
-             tpu::RtlOptions o;
-             o.vcd_file = vcd;
-             o.vcd_from = vcd_from;
-             o.vcd_to = vcd_to;
-             o.mem_latency_cycles = mem_latency;
-             o.mem_bytes_per_cycle = mem_bandwidth;
-             o.backpressure = backpressure;
-             o.seed = seed;
-             return std::make_unique<PyDevice>(backend, n, training, o);
-           }),
-           py::arg("backend"), py::arg("n"), py::arg("training"), py::arg("vcd"), py::arg("vcd_from"), py::arg("vcd_to"),
-           py::arg("mem_latency"), py::arg("mem_bandwidth"), py::arg("backpressure"),
-           py::arg("seed"))
+      .def(
+          py::init([](const std::string& backend, uint32_t n, bool training, const std::string& vcd,
+                      uint64_t vcd_from, uint64_t vcd_to, uint32_t mem_latency,
+                      uint32_t mem_bandwidth, double backpressure, uint64_t seed) {
+            tpu::RtlOptions o;
+            o.vcd_file = vcd;
+            o.vcd_from = vcd_from;
+            o.vcd_to = vcd_to;
+            o.mem_latency_cycles = mem_latency;
+            o.mem_bytes_per_cycle = mem_bandwidth;
+            o.backpressure = backpressure;
+            o.seed = seed;
+            return std::make_unique<PyDevice>(backend, n, training, o);
+          }),
+          py::arg("backend"), py::arg("n"), py::arg("training"), py::arg("vcd"),
+          py::arg("vcd_from"), py::arg("vcd_to"), py::arg("mem_latency"), py::arg("mem_bandwidth"),
+          py::arg("backpressure"), py::arg("seed"))
       .def("close", &PyDevice::close)
       .def_property_readonly("closed", &PyDevice::closed)
       .def("params", &params_dict)

@@ -7,9 +7,9 @@
 // `bf16_transfer` the host rounds them with the same function (tpu::fp::to_bf16) and they travel
 // as bf16 (read_vmem bf16, 2N bytes per row: half the input DMA), widened exactly on the chip,
 // where rounding a bf16 value again changes nothing: the same bits either way. The chip
-// multiplies exactly and adds in fp32 in the documented order. K is padded with +0 to kt = ceil(k/N)
-// tiles; for each output element, K tile 0's column sum overwrites the accumulator and every
-// later tile's sum is added to it in fp32 (matmul_bf16 acc), tiles in order 0 .. kt-1. The
+// multiplies exactly and adds in fp32 in the documented order. K is padded with +0 to kt =
+// ceil(k/N) tiles; for each output element, K tile 0's column sum overwrites the accumulator and
+// every later tile's sum is added to it in fp32 (matmul_bf16 acc), tiles in order 0 .. kt-1. The
 // accumulators go to VMEM (acc_to_vmem) and back to the host as fp32 (write_vmem).
 //
 // Tiling, from the chip's parameters (PARAM registers on rtl): W stays in VMEM for the whole
@@ -74,8 +74,8 @@ FloatPlan plan_float(const tpu::ChipParams& p, uint32_t m, uint32_t k, uint32_t 
   }
   pl.groups = ceil_div(pl.kt, pl.group);
   const uint64_t rest = V > pl.w_rows ? V - pl.w_rows : 0;
-  const uint64_t rows = std::min<uint64_t>({uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2,
-                                            rest / (2 * uint64_t{pl.group} + 2)});
+  const uint64_t rows = std::min<uint64_t>(
+      {uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2, rest / (2 * uint64_t{pl.group} + 2)});
   if (rows == 0)
     throw std::invalid_argument(
         "matmul (float): the chip is too small for one row: VmemRows = " + std::to_string(V) +
@@ -137,7 +137,12 @@ struct HostAddrs {
 class FloatEmitter {
  public:
   FloatEmitter(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h)
-      : b_(b), pl_(pl), m_(m), h_(h), feeder_(b), row_bytes_(4 * pl.tile),
+      : b_(b),
+        pl_(pl),
+        m_(m),
+        h_(h),
+        feeder_(b),
+        row_bytes_(4 * pl.tile),
         in_bytes_((h.bf16 ? 2 : 4) * pl.tile) {
     uint32_t m0 = 0;
     for (uint32_t mc : pl.chunk_sizes) {
@@ -198,8 +203,7 @@ class FloatEmitter {
     const uint64_t total = uint64_t{pl_.nt} * pl_.chunk_sizes.size();
     while (enqueued_ < std::min(upto, total) && enqueued_ % pl_.nt < panels_read_) {
       const uint32_t j = static_cast<uint32_t>(enqueued_ % pl_.nt);
-      for (uint32_t t = 0; t < pl_.kt; ++t)
-        feeder_.add(pl_.w_base + (j * pl_.kt + t) * pl_.tile);
+      for (uint32_t t = 0; t < pl_.kt; ++t) feeder_.add(pl_.w_base + (j * pl_.kt + t) * pl_.tile);
       ++enqueued_;
     }
   }
@@ -252,11 +256,10 @@ void check_float_chip(const tpu::ChipParams& p, std::string_view backend) {
   bool ok = p.has_vmem();
   for (uint8_t op = 0x08; op <= 0x0C; ++op) ok = ok && p.executes_training_op(op);
   if (!ok)
-    throw tpu::DeviceError(
-        "matmul (float32): this " + std::string(backend) + " Device is the int8 chip (VmemRows = " +
-        std::to_string(p.vmem_rows) +
-        ": no VMEM and no bf16 matrix unit); open the training chip with "
-        "tpu_rtl.Device(backend, n, training=True)");
+    throw tpu::DeviceError("matmul (float32): this " + std::string(backend) +
+                           " Device is the int8 chip (VmemRows = " + std::to_string(p.vmem_rows) +
+                           ": no VMEM and no bf16 matrix unit); open the training chip with "
+                           "tpu_rtl.Device(backend, n, training=True)");
 }
 
 }  // namespace
@@ -281,10 +284,11 @@ FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w
   const tpu::ChipParams& p = dev.params();
   check_float_chip(p, dev.backend());
   if (bf16_transfer && (2 * p.N) % 16 != 0)
-    throw std::invalid_argument("matmul (float32): transfer='bfloat16' needs N >= 8 (a bf16 "
-                                "VMEM row of 2N bytes must be a multiple of the 16-byte DMA "
-                                "alignment); N = " + std::to_string(p.N) +
-                                ": use transfer='float32'");
+    throw std::invalid_argument(
+        "matmul (float32): transfer='bfloat16' needs N >= 8 (a bf16 "
+        "VMEM row of 2N bytes must be a multiple of the 16-byte DMA "
+        "alignment); N = " +
+        std::to_string(p.N) + ": use transfer='float32'");
   FloatPlan pl = plan_float(p, m, k, n);
   pl.bf16_in = bf16_transfer;
   const uint32_t T = pl.tile, in_size = bf16_transfer ? 2 : 4;

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import tpu_rtl
+
 from conftest import SOURCE_DIR
 
 EXAMPLES = SOURCE_DIR / "examples" / "python"
@@ -24,6 +26,16 @@ def run(script, *args, cwd):
 def test_matmul_example(backend, tmp_path):
     out = run("matmul.py", "--backend", backend, "64", "50", "30", cwd=tmp_path)
     assert f"64 x 50 x 30 on {backend} (N = 16): matches NumPy" in out
+
+
+@pytest.mark.parametrize("backend,transfer", [("rtl", "float32"), ("model", "bfloat16")])
+def test_float_matmul_example(backend, transfer, tmp_path):
+    if backend == "rtl" and tpu_rtl.DEFAULT_N not in tpu_rtl.TRAIN_CHIP_SIZES:
+        pytest.skip("this build has no training chip (TPU_SIM_TRAIN_N_LIST)")
+    out = run("float_matmul.py", "--backend", backend, "--transfer", transfer, "64", "50", "30",
+              cwd=tmp_path)
+    assert (f"64 x 50 x 30 float32 on {backend} (N = 16, {transfer} transfer): matches the "
+            "bf16 product") in out
 
 
 def test_fashion_example(fashion, tmp_path):
