@@ -152,6 +152,32 @@ class FloatEmitter {
   }
 
   void emit() {
+    emit_blocks();
+    emit_deferred(true);
+  }
+
+ private:
+  struct Deferred {
+    bool moved = false;  // acc_to_vmem emitted; write_vmem next
+    uint32_t acc = 0, out = 0, rows = 0, host = 0;
+    uint64_t after = 0;  // emit the next step once this many matmuls are emitted
+  };
+  void emit_deferred(bool all) {
+    while (!deferred_.empty() && (all || matmuls_ >= deferred_.front().after)) {
+      Deferred& d = deferred_.front();
+      if (!d.moved) {
+        b_.acc_to_vmem(d.acc, d.out, d.rows);
+        d.moved = true;
+        d.after = matmuls_ + 1;
+        if (!all) return;  // one step per matmul
+      } else {
+        b_.write_vmem(d.out, d.rows, d.host);
+        deferred_.pop_front();
+      }
+    }
+  }
+
+  void emit_blocks() {
     const uint32_t chunks = static_cast<uint32_t>(pl_.chunk_sizes.size());
     uint32_t next_a = 0;  // chunk c+1's A buffer, read ahead (one K piece only)
     for (uint32_t c = 0; c < chunks; ++c) {
@@ -173,16 +199,25 @@ class FloatEmitter {
             feeder_.feed();
             const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
             b_.matmul_bf16(a_buf + t * mc, pl_.acc_base[block % 2], mc, flags);
+            ++matmuls_;
+            emit_deferred(false);
           }
         }
-        const uint32_t out = pl_.out_base[block % 2];
-        b_.acc_to_vmem(pl_.acc_base[block % 2], out, mc);
-        b_.write_vmem(out, mc, h_.out + (j * m_ + chunk_m0_[c]) * row_bytes_);
+        // The block's move to VMEM waits for its last matmul, the write-back for the move:
+        // emitted one and two matmuls later, they never hold up the in-order issue of the next
+        // block's matmuls (both still come before the next use of their ACC / VMEM region,
+        // two blocks on).
+        Deferred d;
+        d.acc = pl_.acc_base[block % 2];
+        d.out = pl_.out_base[block % 2];
+        d.rows = mc;
+        d.host = h_.out + (j * m_ + chunk_m0_[c]) * row_bytes_;
+        d.after = matmuls_ + 1;
+        deferred_.push_back(d);
       }
     }
   }
 
- private:
   // Tiles t0 .. t0+gt-1 of chunk c's A into the next A buffer, one read per tile.
   uint32_t read_a(uint32_t c, uint32_t t0, uint32_t gt) {
     const uint32_t buf = pl_.a_base[a_loads_++ % 2], mc = pl_.chunk_sizes[c];
@@ -224,6 +259,8 @@ class FloatEmitter {
   std::vector<uint32_t> chunk_m0_;
   uint32_t a_loads_ = 0, w_loads_ = 0, panels_read_ = 0;
   uint64_t enqueued_ = 0;
+  uint64_t matmuls_ = 0;
+  std::deque<Deferred> deferred_;
 };
 
 // The host images of A and W in the layouts above (+0 padding).
