@@ -399,3 +399,17 @@ def test_bf16_transfer_gives_the_same_bits(backend, request):
         check_stats(st2, dev, m, k, n, backend == "rtl")
         if backend == "rtl":
             assert st2.cycles < st.cycles
+
+
+@pytest.mark.parametrize("tile", [4, 8])
+def test_random_shapes_model(tile):
+    """Random shapes (edges of tiles, one row or column, W resident or streamed) at small N."""
+    shapes = [(1, 1, 1), (1, tile, tile), (tile + 1, tile - 1, 1)]
+    shapes += [tuple(int(v) for v in RNG.integers(1, hi, 3)) for hi in (40, 120, 300) * 3]
+    shapes.append((3, 260, 70 * tile))  # W larger than half of VMEM at N = 4 and 8: streamed
+    with tpu_rtl.Device("model", n=tile, training=True) as dev:
+        for m, k, n in shapes:
+            a, w = wide_range((m, k)), wide_range((k, n))
+            out, st = dev.matmul(a, w, transfer="bfloat16" if tile >= 8 else "float32")
+            np.testing.assert_array_equal(bits(out), bits(float_matmul(a, w, tile)),
+                                          err_msg=f"{m} x {k} x {n}: {st.plan}")
