@@ -194,7 +194,7 @@ class FloatEmitter {
           const uint32_t t0 = g * pl_.group, gt = std::min(pl_.group, pl_.kt - t0);
           if (pl_.groups > 1 || (c == 0 && j == 0)) a_buf = read_a(c, t0, gt);
           if (pl_.groups == 1 && j + 1 == pl_.nt && c + 1 < chunks) next_a = read_a(c + 1, 0, gt);
-          if (!pl_.w_resident) read_piece(j, t0, gt);
+          if (!pl_.w_resident) read_pieces_to((block * pl_.groups + g) + 2);
           for (uint32_t t = 0; t < gt; ++t) {
             feeder_.feed();
             const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
@@ -242,6 +242,18 @@ class FloatEmitter {
       ++enqueued_;
     }
   }
+  // Streamed W: the pieces before `upto` in the order of use ((c * nt + j) * groups + g), so
+  // that the next piece arrives while the MXU works on this one. Its buffer held the piece
+  // before this one, whose tiles are all in the weight FIFO by now.
+  void read_pieces_to(uint64_t upto) {
+    const uint64_t total = uint64_t{pl_.nt} * pl_.groups * pl_.chunk_sizes.size();
+    for (; pieces_read_ < std::min(upto, total); ++pieces_read_) {
+      const uint32_t g = static_cast<uint32_t>(pieces_read_ % pl_.groups);
+      const uint32_t j = static_cast<uint32_t>(pieces_read_ / pl_.groups % pl_.nt);
+      const uint32_t t0 = g * pl_.group;
+      read_piece(j, t0, std::min(pl_.group, pl_.kt - t0));
+    }
+  }
   // Streamed W: column block j, tiles t0 .. t0+gt-1, into the next W buffer.
   void read_piece(uint32_t j, uint32_t t0, uint32_t gt) {
     const uint32_t T = pl_.tile, buf = pl_.w_base + (w_loads_++ % 2) * pl_.group * T;
@@ -258,7 +270,7 @@ class FloatEmitter {
   uint32_t in_bytes_;   // an input VMEM row on the host (fp32 or bf16)
   std::vector<uint32_t> chunk_m0_;
   uint32_t a_loads_ = 0, w_loads_ = 0, panels_read_ = 0;
-  uint64_t enqueued_ = 0;
+  uint64_t enqueued_ = 0, pieces_read_ = 0;
   uint64_t matmuls_ = 0;
   std::deque<Deferred> deferred_;
 };
