@@ -78,7 +78,7 @@ FloatPlan plan_float(const tpu::ChipParams& p, uint32_t m, uint32_t k, uint32_t 
       {uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2, rest / (2 * uint64_t{pl.group} + 2)});
   if (rows == 0)
     throw std::invalid_argument(
-        "matmul (float): the chip is too small for one row: VmemRows = " + std::to_string(V) +
+        "matmul (float32): the chip is too small for one row: VmemRows = " + std::to_string(V) +
         ", AccRows = " + std::to_string(p.acc_rows) + " (need W pieces of " +
         std::to_string(pl.w_rows) + " rows plus 2 * (" + std::to_string(pl.group) +
         " + 1) rows of A and output, and 2 ACC rows)");
@@ -130,10 +130,10 @@ struct HostAddrs {
   bool bf16 = false;  // A and W are bf16 on the host (2N bytes per VMEM row)
 };
 
-// Host layouts (T = N, fp32): A chunk-major (chunk c: kt tiles of its rows, tile-major),
-// W panel-major (column block j: kt*T rows of T lanes), OUT block-major (block j: m rows).
-// Every DMA is one tile of A or one panel (piece) of W, so the MXU starts on the first while
-// the others arrive; a resident W panel and the next chunk's A are read one step ahead.
+// Host layouts (T = N; A and W fp32 or bf16, OUT fp32): A chunk-major (chunk c: kt tiles of its
+// rows, tile-major), W panel-major (column block j: kt*T rows of T lanes), OUT block-major (block
+// j: m rows). Every DMA is one tile of A or one panel (piece) of W, so the MXU starts on the first
+// while the others arrive; a resident W panel and the next chunk's A are read one step ahead.
 class FloatEmitter {
  public:
   FloatEmitter(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h)
