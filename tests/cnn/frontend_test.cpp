@@ -179,6 +179,22 @@ TEST(ConstantFolding, ErrorsNameTheNode) {
           supported_ops());
 }
 
+// Errors in node order: an earlier node's conversion error comes before a later node's folding
+// error.
+TEST(ConstantFolding, ErrorsInNodeOrder) {
+  OnnxGraph g("t");
+  g.input("x", {1, 1, 4, 4});
+  g.init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  g.node("Pad", {"x", "pads"}, {"p"}, {OnnxAttr::String("mode", "reflect")}, "pad");
+  g.init_int64("d", {3}, {1, 2, 3});
+  g.init_int64("i", {1}, {5});
+  g.node("Gather", {"d", "i"}, {"s"}, {}, "gather");
+  g.node("Reshape", {"p", "s"}, {"y"}, {}, "reshape");
+  g.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
+            "t.onnx: node 'pad' (Pad): mode 'reflect': only constant padding");
+}
+
 // A node reading a constant that only a later node computes: undefined where it is read (the
 // graph is not in topological order), though the later node folds.
 TEST(ConstantFolding, ConstantsOfLaterNodesAreUndefinedBefore) {

@@ -211,10 +211,11 @@ void Importer::node(const onnx::NodeProto& n) {
   }
   if (!any_data) {
     // Every input a constant (or a Constant), and the folding pass left it: an earlier node reads
-    // its output, as an input its converter ignores. Folded here, where it is.
+    // its output (as an input its converter ignores), or its folder refuses it. Folded here, where
+    // it stands, or refused in node order.
     if ((all_const && n.input_size() > 0) || (plain && plain->source)) {
-      Graph one{graph_.name, {&n}, std::move(graph_.consts)};
-      graph_.consts = passes::fold_constants(std::move(one)).consts;
+      Const r = passes::fold_node(graph_, n);
+      graph_.consts[n.output(0)] = std::move(r);
       return;
     }
     const std::string undefined =

@@ -36,6 +36,15 @@ bool known_domain(const onnx::NodeProto& n) {
 
 }  // namespace
 
+Const fold_node(const Graph& g, const onnx::NodeProto& n) {
+  // Folding ignores the domain: the folded ops are the default domain's.
+  const frontend::OpConverter* c = frontend::find_converter("", n.op_type());
+  if (!c || !c->fold)
+    frontend::fail_node(g.name, n,
+                        "is not supported (on constants). Supported ops: " + supported_ops());
+  return c->fold(g, n);
+}
+
 Graph fold_constants(Graph g) {
   std::vector<const onnx::NodeProto*> left;
   std::set<std::string> read;  // by the nodes before
@@ -43,7 +52,6 @@ Graph fold_constants(Graph g) {
     const onnx::NodeProto& n = *np;
     const bool read_before = n.output_size() > 0 && read.count(n.output(0)) > 0;
     read.insert(n.input().begin(), n.input().end());
-    // Folding ignores the domain: the folded ops are the default domain's.
     const frontend::OpConverter* c = frontend::find_converter("", n.op_type());
     bool all_const = true;
     for (const auto& in : n.input()) all_const &= in.empty() || g.consts.count(in) > 0;
@@ -53,10 +61,12 @@ Graph fold_constants(Graph g) {
       left.push_back(np);
       continue;
     }
-    if (!c || !c->fold)
-      frontend::fail_node(g.name, n,
-                          "is not supported (on constants). Supported ops: " + supported_ops());
-    g.consts[n.output(0)] = c->fold(g, n);
+    try {
+      Const r = fold_node(g, n);
+      g.consts[n.output(0)] = std::move(r);
+    } catch (const Error&) {
+      left.push_back(np);  // refused: the importer reports it where it stands (fold_node)
+    }
   }
   g.nodes = std::move(left);
   return g;

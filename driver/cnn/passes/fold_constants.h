@@ -12,13 +12,16 @@ namespace tpu::cnn::passes {
 
 // Folds, in node order, every node of the default (or com.microsoft) domain with an output whose
 // inputs are all constants (a Constant node has none). Leaves alone the nodes that read a data
-// tensor, or a tensor no earlier node defines, those of other domains (the importer reports
-// them), and those whose output an earlier node reads (the importer folds them where they are,
-// so that the earlier node finds it undefined, as the file says). Throws Error naming the node when
-// an op cannot be folded (not in the table, or no `fold` entry) or its folder refuses the
-// constants. The frontend runs it before converting, and again on the nodes left when a converter
-// has made a constant (Shape of a data tensor).
+// tensor, or a tensor no earlier node defines, those of other domains, those whose output an
+// earlier node reads (so that node finds it undefined, as the file says) and those fold_node
+// refuses (and so what reads their outputs): the importer reports or folds each where it stands,
+// in node order, as it converts. The frontend runs it before converting, and again on the nodes
+// left when a converter has made a constant (Shape of a data tensor).
 frontend::Graph fold_constants(frontend::Graph g);
+// Node n (every input a constant in g.consts) evaluated by its `fold` entry; throws Error naming
+// the node when its op has none ("is not supported (on constants)") or the folder refuses the
+// constants.
+frontend::Const fold_node(const frontend::Graph& g, const onnx::NodeProto& n);
 
 // The folders: the converter table's `fold` entries. Each reads node n's inputs from g.consts
 // (all present) and returns its output.
