@@ -613,9 +613,11 @@ bool operator==(const ChipParams& a, const ChipParams& b) {
                                            b.axi_width, b.vmem_rows, b.training_ops, b.ici_links);
 }
 
-const std::vector<FieldInfo>& instruction_fields(Opcode op) {
+namespace {
+
+// The fields of the int8 core's formats; nullptr for the other opcodes.
+const std::vector<FieldInfo>* int8_fields(Opcode op) {
   using namespace field;
-  static const std::vector<FieldInfo> kNone;
   static const std::vector<FieldInfo> kReadHost = {{"dest", kHostDest},
                                                    {"local_addr", kHostLocalAddr},
                                                    {"rows", kHostRows},
@@ -643,6 +645,26 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
       {"slot", kActSlot},         {"pad_top", kActPadTop},
       {"pad_left", kActPadLeft},  {"pad_bottom", kActPadBottom},
       {"pad_right", kActPadRight}};
+  switch (op) {
+    case Opcode::ReadHost:
+      return &kReadHost;
+    case Opcode::WriteHost:
+      return &kWriteHost;
+    case Opcode::ReadWeights:
+      return &kReadWeights;
+    case Opcode::Matmul:
+      return &kMatmul;
+    case Opcode::Activate:
+      return &kActivate;
+    default:
+      return nullptr;
+  }
+}
+
+// The fields of the training (VMEM, bf16, vector unit) and inter-chip link formats; nullptr for
+// the other opcodes.
+const std::vector<FieldInfo>* training_fields(Opcode op) {
+  using namespace field;
   static const std::vector<FieldInfo> kVmemDma = {{"bf16", kVdmaBf16},
                                                   {"vmem_addr", kVdmaVmemAddr},
                                                   {"rows", kVdmaRows},
@@ -684,37 +706,33 @@ const std::vector<FieldInfo>& instruction_fields(Opcode op) {
       {"link", kIciLink}, {"reduce", kIciReduce}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
   switch (op) {
     case Opcode::IciSend:
-      return kIciSend;
+      return &kIciSend;
     case Opcode::IciRecv:
-      return kIciRecv;
+      return &kIciRecv;
     case Opcode::ReadVmem:
     case Opcode::WriteVmem:
-      return kVmemDma;
+      return &kVmemDma;
     case Opcode::LoadWeights:
-      return kLoadWeights;
+      return &kLoadWeights;
     case Opcode::MatmulBf16:
-      return kMatmulBf16;
+      return &kMatmulBf16;
     case Opcode::AccToVmem:
-      return kAccToVmem;
+      return &kAccToVmem;
     case Opcode::Transpose:
-      return kTranspose;
+      return &kTranspose;
     case Opcode::Vector:
-      return kVector;
-    case Opcode::ReadHost:
-      return kReadHost;
-    case Opcode::WriteHost:
-      return kWriteHost;
-    case Opcode::ReadWeights:
-      return kReadWeights;
-    case Opcode::Matmul:
-      return kMatmul;
-    case Opcode::Activate:
-      return kActivate;
-    case Opcode::Nop:
-    case Opcode::Sync:
-    case Opcode::Halt:
-      return kNone;
+      return &kVector;
+    default:
+      return nullptr;
   }
+}
+
+}  // namespace
+
+const std::vector<FieldInfo>& instruction_fields(Opcode op) {
+  static const std::vector<FieldInfo> kNone;  // Nop, Sync, Halt
+  if (const auto* f = int8_fields(op)) return *f;
+  if (const auto* f = training_fields(op)) return *f;
   return kNone;
 }
 
@@ -1049,6 +1067,86 @@ Instruction decode_training(Opcode op, const InstrBytes& w) {
   }
 }
 
+// The int8 core's data-movement, matmul and activate formats (reserved bits already checked).
+Instruction decode_int8(Opcode op, const InstrBytes& w) {
+  using namespace field;
+  auto get = [&](BitField f) { return get_field(w, f); };
+  switch (op) {
+    case Opcode::ReadHost: {
+      ReadHost in;
+      in.dest = static_cast<HostDest>(get(kHostDest));
+      in.local_addr = static_cast<uint32_t>(get(kHostLocalAddr));
+      in.rows = static_cast<uint32_t>(get(kHostRows));
+      in.host_addr = static_cast<uint32_t>(get(kHostAddr));
+      return in;
+    }
+    case Opcode::WriteHost: {
+      WriteHost in;
+      in.ub_addr = static_cast<uint32_t>(get(kHostLocalAddr));
+      in.rows = static_cast<uint32_t>(get(kHostRows));
+      in.host_addr = static_cast<uint32_t>(get(kHostAddr));
+      return in;
+    }
+    case Opcode::ReadWeights: {
+      ReadWeights in;
+      in.tiles = static_cast<uint32_t>(get(kWeightsTiles));
+      in.host_addr = static_cast<uint32_t>(get(kWeightsHostAddr));
+      return in;
+    }
+    case Opcode::Matmul: {
+      Matmul in;
+      in.accumulate = get(kMatmulAcc);
+      in.a_unsigned = get(kMatmulAUnsigned);
+      in.w_unsigned = get(kMatmulWUnsigned);
+      in.switch_weights = get(kMatmulSwitch);
+      in.ub_addr = static_cast<uint32_t>(get(kMatmulUbAddr));
+      in.acc_addr = static_cast<uint16_t>(get(kMatmulAccAddr));
+      in.inner = static_cast<uint16_t>(get(kMatmulInner));
+      in.outer = static_cast<uint16_t>(get(kMatmulOuter));
+      in.inner_stride = static_cast<uint8_t>(get(kMatmulInnerStride));
+      in.outer_stride = static_cast<uint32_t>(get(kMatmulOuterStride));
+      return in;
+    }
+    case Opcode::Activate: {
+      Activate in;
+      in.func = static_cast<ActFunc>(get(kActFunc));
+      in.out_unsigned = get(kActOutUnsigned);
+      in.raw = get(kActRaw);
+      in.acc_addr = static_cast<uint16_t>(get(kActAccAddr));
+      in.ub_addr = static_cast<uint32_t>(get(kActUbAddr));
+      in.width = static_cast<uint16_t>(get(kActWidth));
+      in.height = static_cast<uint16_t>(get(kActHeight));
+      in.pool_k = static_cast<uint8_t>(get(kActPoolK));
+      in.pool_s = static_cast<uint8_t>(get(kActPoolS));
+      in.ub_stride = static_cast<uint32_t>(get(kActUbStride));
+      in.slot = static_cast<uint8_t>(get(kActSlot));
+      in.pad_top = static_cast<uint8_t>(get(kActPadTop));
+      in.pad_left = static_cast<uint8_t>(get(kActPadLeft));
+      in.pad_bottom = static_cast<uint8_t>(get(kActPadBottom));
+      in.pad_right = static_cast<uint8_t>(get(kActPadRight));
+      return in;
+    }
+    default:
+      break;
+  }
+  return RawInstruction{w};  // not an int8 data format (decode() dispatches only those)
+}
+
+// The inter-chip link formats (reserved bits already checked).
+Instruction decode_ici(Opcode op, const InstrBytes& w) {
+  using namespace field;
+  auto get = [&](BitField f) { return get_field(w, f); };
+  switch (op) {
+    case Opcode::IciSend:
+      return IciSend{static_cast<uint8_t>(get(kIciLink)), static_cast<uint16_t>(get(kIciVmemAddr)),
+                     static_cast<uint32_t>(get(kIciRows))};
+    default:  // Opcode::IciRecv
+      return IciRecv{static_cast<uint8_t>(get(kIciLink)), static_cast<uint8_t>(get(kIciReduce)),
+                     static_cast<uint16_t>(get(kIciVmemAddr)),
+                     static_cast<uint32_t>(get(kIciRows))};
+  }
+}
+
 }  // namespace
 
 DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
@@ -1108,8 +1206,6 @@ DecodeResult decode(const InstrBytes& w) {
     r.instr = RawInstruction{w};
     return r;
   }
-  using namespace field;
-  auto get = [&](BitField f) { return get_field(w, f); };
   switch (op) {
     case Opcode::Nop:
       r.instr = Nop{};
@@ -1120,45 +1216,13 @@ DecodeResult decode(const InstrBytes& w) {
     case Opcode::Halt:
       r.instr = Halt{};
       break;
-    case Opcode::ReadHost: {
-      ReadHost in;
-      in.dest = static_cast<HostDest>(get(kHostDest));
-      in.local_addr = static_cast<uint32_t>(get(kHostLocalAddr));
-      in.rows = static_cast<uint32_t>(get(kHostRows));
-      in.host_addr = static_cast<uint32_t>(get(kHostAddr));
-      r.instr = in;
+    case Opcode::ReadHost:
+    case Opcode::WriteHost:
+    case Opcode::ReadWeights:
+    case Opcode::Matmul:
+    case Opcode::Activate:
+      r.instr = decode_int8(op, w);
       break;
-    }
-    case Opcode::WriteHost: {
-      WriteHost in;
-      in.ub_addr = static_cast<uint32_t>(get(kHostLocalAddr));
-      in.rows = static_cast<uint32_t>(get(kHostRows));
-      in.host_addr = static_cast<uint32_t>(get(kHostAddr));
-      r.instr = in;
-      break;
-    }
-    case Opcode::ReadWeights: {
-      ReadWeights in;
-      in.tiles = static_cast<uint32_t>(get(kWeightsTiles));
-      in.host_addr = static_cast<uint32_t>(get(kWeightsHostAddr));
-      r.instr = in;
-      break;
-    }
-    case Opcode::Matmul: {
-      Matmul in;
-      in.accumulate = get(kMatmulAcc);
-      in.a_unsigned = get(kMatmulAUnsigned);
-      in.w_unsigned = get(kMatmulWUnsigned);
-      in.switch_weights = get(kMatmulSwitch);
-      in.ub_addr = static_cast<uint32_t>(get(kMatmulUbAddr));
-      in.acc_addr = static_cast<uint16_t>(get(kMatmulAccAddr));
-      in.inner = static_cast<uint16_t>(get(kMatmulInner));
-      in.outer = static_cast<uint16_t>(get(kMatmulOuter));
-      in.inner_stride = static_cast<uint8_t>(get(kMatmulInnerStride));
-      in.outer_stride = static_cast<uint32_t>(get(kMatmulOuterStride));
-      r.instr = in;
-      break;
-    }
     case Opcode::ReadVmem:
     case Opcode::WriteVmem:
     case Opcode::LoadWeights:
@@ -1169,35 +1233,9 @@ DecodeResult decode(const InstrBytes& w) {
       r.instr = decode_training(op, w);
       break;
     case Opcode::IciSend:
-      r.instr =
-          IciSend{static_cast<uint8_t>(get(kIciLink)), static_cast<uint16_t>(get(kIciVmemAddr)),
-                  static_cast<uint32_t>(get(kIciRows))};
-      break;
     case Opcode::IciRecv:
-      r.instr =
-          IciRecv{static_cast<uint8_t>(get(kIciLink)), static_cast<uint8_t>(get(kIciReduce)),
-                  static_cast<uint16_t>(get(kIciVmemAddr)), static_cast<uint32_t>(get(kIciRows))};
+      r.instr = decode_ici(op, w);
       break;
-    case Opcode::Activate: {
-      Activate in;
-      in.func = static_cast<ActFunc>(get(kActFunc));
-      in.out_unsigned = get(kActOutUnsigned);
-      in.raw = get(kActRaw);
-      in.acc_addr = static_cast<uint16_t>(get(kActAccAddr));
-      in.ub_addr = static_cast<uint32_t>(get(kActUbAddr));
-      in.width = static_cast<uint16_t>(get(kActWidth));
-      in.height = static_cast<uint16_t>(get(kActHeight));
-      in.pool_k = static_cast<uint8_t>(get(kActPoolK));
-      in.pool_s = static_cast<uint8_t>(get(kActPoolS));
-      in.ub_stride = static_cast<uint32_t>(get(kActUbStride));
-      in.slot = static_cast<uint8_t>(get(kActSlot));
-      in.pad_top = static_cast<uint8_t>(get(kActPadTop));
-      in.pad_left = static_cast<uint8_t>(get(kActPadLeft));
-      in.pad_bottom = static_cast<uint8_t>(get(kActPadBottom));
-      in.pad_right = static_cast<uint8_t>(get(kActPadRight));
-      r.instr = in;
-      break;
-    }
   }
   return r;
 }

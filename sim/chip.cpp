@@ -163,6 +163,52 @@ struct Testbench : sc_core::sc_module {
                HostMemoryTiming{cfg.mem_latency_cycles, cfg.mem_bytes_per_cycle}),
         bridge("axi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
         host("axil_host") {
+    bind_core();
+    bind_host();
+    bind_bridge();
+
+    bridge.set_backpressure(cfg.backpressure, cfg.seed);
+    // A different stream for the register port, so both ports do not stall in lockstep.
+    host.set_backpressure(cfg.backpressure, cfg.seed ^ 0x9E3779B97F4A7C15ull);
+
+    SC_METHOD(on_irq_change);
+    sensitive << irq;
+    dont_initialize();
+
+    SC_METHOD(on_trace_clock);
+    sensitive << clk.posedge_event();
+    dont_initialize();
+
+    // Run-ahead (core_model.h): at an edge that changed no output of the core, the model may
+    // evaluate the next edges at once, up to the end of the current sc_start (run_ahead_to),
+    // while nothing else acts on the edges or watches the pins: the bridge and the register
+    // host asleep (each wakes only when an output of the core changes, or from the host side
+    // between sc_starts), the bridge since an earlier edge (so the inputs the model has just
+    // read are final), no instruction trace, no VCD (then the model evaluates on every change
+    // anyway).
+    core.set_run_ahead(
+        [this]() -> uint64_t {
+          const sc_core::sc_time now = sc_core::sc_time_stamp();
+          if (!run_ahead_on || !pulse_clock || trace_on || !bridge.asleep_before(now) ||
+              !host.asleep())
+            return 0;
+          const uint64_t edge = edges_at(now);
+          return run_ahead_to > edge ? run_ahead_to - edge : 0;
+        },
+        kPeriod);
+
+    // The clock (see clock_gen). The falling edge follows the rising one a delta later, except
+    // while a VCD file is open (Chip::Impl::update_vcd_window): then it falls half a period
+    // later, as on a real 50 % clock.
+    pulse_clock = true;
+    SC_METHOD(clock_gen);
+    sensitive << clock_ev << clk.posedge_event();
+    dont_initialize();
+  }
+
+  // The Verilated core's ports: the register port (s_axil_*), the memory port (m_axi_*), the
+  // interrupt and the trace outputs.
+  void bind_core() {
     core.clk_i(clk);
     core.rst_ni(rst_n);
     core.s_axil_awaddr_i(s_awaddr);
@@ -213,7 +259,10 @@ struct Testbench : sc_core::sc_module {
     core.trace_unit_o(trace_unit);
     core.trace_pc_o(trace_pc);
     core.trace_done_o(trace_done);
+  }
 
+  // The register host (AxiLiteMaster) on the core's s_axil_* port.
+  void bind_host() {
     host.clk(clk);
     host.rst_n(rst_n);
     host.awaddr(s_awaddr);
@@ -234,7 +283,10 @@ struct Testbench : sc_core::sc_module {
     host.rvalid(s_rvalid);
     host.rready(s_rready);
     host.on_complete = [this] { request_pause(); };
+  }
 
+  // The AXI4 -> TLM bridge on the core's m_axi_* port, and its socket on the host memory.
+  void bind_bridge() {
     bridge.clk(clk);
     bridge.rst_n(rst_n);
     bridge.araddr(m_araddr);
@@ -263,44 +315,6 @@ struct Testbench : sc_core::sc_module {
     bridge.bvalid(m_bvalid);
     bridge.bready(m_bready);
     bridge.socket.bind(memory.socket);
-
-    bridge.set_backpressure(cfg.backpressure, cfg.seed);
-    // A different stream for the register port, so both ports do not stall in lockstep.
-    host.set_backpressure(cfg.backpressure, cfg.seed ^ 0x9E3779B97F4A7C15ull);
-
-    SC_METHOD(on_irq_change);
-    sensitive << irq;
-    dont_initialize();
-
-    SC_METHOD(on_trace_clock);
-    sensitive << clk.posedge_event();
-    dont_initialize();
-
-    // Run-ahead (core_model.h): at an edge that changed no output of the core, the model may
-    // evaluate the next edges at once, up to the end of the current sc_start (run_ahead_to),
-    // while nothing else acts on the edges or watches the pins: the bridge and the register
-    // host asleep (each wakes only when an output of the core changes, or from the host side
-    // between sc_starts), the bridge since an earlier edge (so the inputs the model has just
-    // read are final), no instruction trace, no VCD (then the model evaluates on every change
-    // anyway).
-    core.set_run_ahead(
-        [this]() -> uint64_t {
-          const sc_core::sc_time now = sc_core::sc_time_stamp();
-          if (!run_ahead_on || !pulse_clock || trace_on || !bridge.asleep_before(now) ||
-              !host.asleep())
-            return 0;
-          const uint64_t edge = edges_at(now);
-          return run_ahead_to > edge ? run_ahead_to - edge : 0;
-        },
-        kPeriod);
-
-    // The clock (see clock_gen). The falling edge follows the rising one a delta later, except
-    // while a VCD file is open (Chip::Impl::update_vcd_window): then it falls half a period
-    // later, as on a real 50 % clock.
-    pulse_clock = true;
-    SC_METHOD(clock_gen);
-    sensitive << clock_ev << clk.posedge_event();
-    dont_initialize();
   }
 
   void start_of_simulation() override { clock_ev.notify(kFirstEdge); }

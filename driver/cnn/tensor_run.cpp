@@ -462,6 +462,40 @@ std::string TensorModel::quantize(const std::vector<std::vector<float>>& calibra
   return "post-training int8, calibrated on " + std::to_string(calibration.size()) + " images";
 }
 
+namespace {
+
+// The output tensor's shape: the graph's with the batch (`images`) in front, or [B, C, H, W]
+// ([B, C] after a dense layer) when the graph does not declare it; throws Error when the
+// declared shape holds another number of values than the network's output layer `last`.
+std::vector<int64_t> output_shape(const std::string& path, const TensorSpec& os, const QLayer& last,
+                                  size_t images) {
+  const int64_t per = last.out.size();
+  std::vector<int64_t> shape{int64_t(images)};
+  bool declared = os.has_shape && !os.dims.empty();
+  int64_t declared_per = 1;
+  for (size_t i = 1; declared && i < os.dims.size(); ++i) {
+    if (os.dims[i] < 0)
+      declared = false;
+    else
+      declared_per *= os.dims[i];
+  }
+  if (declared && declared_per != per)
+    throw Error(path + ": output '" + os.name + "' is declared " + os.shape_str() + " (" +
+                std::to_string(declared_per) + " values per image) but the network computes " +
+                last.out.str());
+  if (declared) {
+    shape.insert(shape.end(), os.dims.begin() + 1, os.dims.end());
+  } else if (last.kind == LayerKind::Dense) {
+    shape.push_back(per);
+  } else {
+    const Shape3& o = last.out;
+    shape.insert(shape.end(), {o.c, o.h, o.w});
+  }
+  return shape;
+}
+
+}  // namespace
+
 TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<float>>& images,
                                   uint32_t batch, double tolerance_steps,
                                   uint64_t max_cycles) const {
@@ -488,30 +522,7 @@ TensorModel::Run TensorModel::run(Device& device, const std::vector<std::vector<
       (out_type == DType::UInt8) != oq.is_unsigned)
     throw Error(path_ + ": output '" + os.name + "' is " + os.type_str() +
                 " but the network's output is quantized as " + oq.str());
-  const int64_t per = q_.layers.back().out.size();
-  // The output shape: the graph's with the batch in front, or [B, C, H, W] ([B, C] after a dense
-  // layer).
-  std::vector<int64_t> shape{int64_t(images.size())};
-  bool declared = os.has_shape && !os.dims.empty();
-  int64_t declared_per = 1;
-  for (size_t i = 1; declared && i < os.dims.size(); ++i) {
-    if (os.dims[i] < 0)
-      declared = false;
-    else
-      declared_per *= os.dims[i];
-  }
-  if (declared && declared_per != per)
-    throw Error(path_ + ": output '" + os.name + "' is declared " + os.shape_str() + " (" +
-                std::to_string(declared_per) + " values per image) but the network computes " +
-                q_.layers.back().out.str());
-  if (declared) {
-    shape.insert(shape.end(), os.dims.begin() + 1, os.dims.end());
-  } else if (q_.layers.back().kind == LayerKind::Dense) {
-    shape.push_back(per);
-  } else {
-    const Shape3& o = q_.layers.back().out;
-    shape.insert(shape.end(), {o.c, o.h, o.w});
-  }
+  const std::vector<int64_t> shape = output_shape(path_, os, q_.layers.back(), images.size());
 
   Run r;
   r.images = int(images.size());

@@ -58,8 +58,12 @@ TEST(PlanTensors, BordersFromTheConsumers) {
     const auto& t = cn.tensors[l];
     EXPECT_EQ(t.blocks, (q.layers[l].out.c + 15) / 16) << l;
     EXPECT_EQ(std::max(t.pt, cn.has_shadow(int(l)) ? cn.shadows[l].pt : 0), want_pad) << l;
-    if (conv && !pool) EXPECT_EQ(t.fill, q.layers[l].out_q.zero_point) << l;
-    if (pool && !conv && !cn.has_shadow(int(l))) EXPECT_EQ(t.fill, q.layers[l].out_q.qmin()) << l;
+    if (conv && !pool) {
+      EXPECT_EQ(t.fill, q.layers[l].out_q.zero_point) << l;
+    }
+    if (pool && !conv && !cn.has_shadow(int(l))) {
+      EXPECT_EQ(t.fill, q.layers[l].out_q.qmin()) << l;
+    }
   }
   EXPECT_EQ(cn.output_rows, cn.tensors.back().image_rows());
 }
@@ -145,10 +149,11 @@ TEST(PlaceFirstFit, LiveTensorsDisjointDeadOnesReused) {
   const uint64_t peak = be::place_first_fit(items);
   for (size_t i = 0; i < items.size(); ++i)
     for (size_t j = i + 1; j < items.size(); ++j)
-      if (items[i].birth <= items[j].death && items[j].birth <= items[i].death)
+      if (items[i].birth <= items[j].death && items[j].birth <= items[i].death) {
         EXPECT_TRUE(items[i].base + items[i].rows <= items[j].base ||
                     items[j].base + items[j].rows <= items[i].base)
             << i << " and " << j;
+      }
   EXPECT_EQ(items[0].base, 0u);    // the largest first, at 0
   EXPECT_EQ(items[2].base, 0u);    // born after item 0 died: its rows again
   EXPECT_EQ(items[1].base, 100u);  // lives with both

@@ -115,7 +115,7 @@ TEST(OpTable, PadOnlyBeforeTheOpsThatTakeIt) {
             std::string::npos);
 }
 
-// ---- constant folding (frontend/fold_constants.cpp) -------------------------------------------
+// ---- constant folding through the importer (passes/fold_constants.cpp) ------------------------
 
 // PyTorch's flatten: Shape -> Gather(0) -> Unsqueeze -> Concat(-1) -> Reshape, all on constants
 // but the Shape.
@@ -177,6 +177,46 @@ TEST(ConstantFolding, ErrorsNameTheNode) {
       error_of([&] { import_onnx_bytes(h.serialize(), "t.onnx"); }),
       "t.onnx: node 'relu_of_constant' (Relu): is not supported (on constants). Supported ops: " +
           supported_ops());
+}
+
+// Errors in node order: an earlier node's conversion error comes before a later node's folding
+// error.
+TEST(ConstantFolding, ErrorsInNodeOrder) {
+  OnnxGraph g("t");
+  g.input("x", {1, 1, 4, 4});
+  g.init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  g.node("Pad", {"x", "pads"}, {"p"}, {OnnxAttr::String("mode", "reflect")}, "pad");
+  g.init_int64("d", {3}, {1, 2, 3});
+  g.init_int64("i", {1}, {5});
+  g.node("Gather", {"d", "i"}, {"s"}, {}, "gather");
+  g.node("Reshape", {"p", "s"}, {"y"}, {}, "reshape");
+  g.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
+            "t.onnx: node 'pad' (Pad): mode 'reflect': only constant padding");
+}
+
+// A node reading a constant that only a later node computes: undefined where it is read (the
+// graph is not in topological order), though the later node folds.
+TEST(ConstantFolding, ConstantsOfLaterNodesAreUndefinedBefore) {
+  OnnxGraph g("t");
+  g.input("x", {1, 1, 4, 4});
+  g.init_float("a", {1}, {2.0f});
+  g.node("Identity", {"later"}, {"s"}, {}, "early");
+  g.node("Identity", {"a"}, {"later"}, {}, "late");
+  g.node("Add", {"x", "s"}, {"y"}, {}, "add");
+  g.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
+            "t.onnx: node 'early' (Identity): reads tensor 'later', which is not defined (no "
+            "initializer, graph input or earlier node produces it)");
+  OnnxGraph h("t");  // a Dropout ignores its ratio input: the Constant after it still folds
+  h.input("x", {1, 1, 4, 4});
+  h.node("Dropout", {"x", "ratio"}, {"d"}, {}, "dropout");
+  h.node("Constant", {}, {"ratio"}, {OnnxAttr::Float("value_float", 0.5f)}, "ratio");
+  h.node("Relu", {"d"}, {"y"}, {}, "relu");
+  h.output("y");
+  const Network net = import_onnx_bytes(h.serialize(), "t.onnx");
+  ASSERT_EQ(net.layers.size(), 1u);
+  EXPECT_EQ(net.layers[0].act, Activation::Relu);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The IR -> IR passes over the float network (driver/cnn/passes/), on hand-built networks.
+// The passes (driver/cnn/passes/) on hand-built inputs: constant folding on the frontend's
+// graph, the IR -> IR passes and fusion rules on float networks.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include "cnn_test_util.h"
+#include "onnx_import.h"
+#include "passes/fold_constants.h"
 #include "passes/fusion.h"
 #include "passes/network_passes.h"
 
@@ -81,6 +85,168 @@ TEST(CheckRawOutputs, OnlyTheOutputLayerMayBeRaw) {
   net.layers[1].act = Activation::None;
   net.layers[0].raw_out = true;  // read by b
   EXPECT_NE(error_of([&] { passes::check_raw_outputs(net); }).find("layer 'a'"), std::string::npos);
+}
+
+// ---- constant folding (passes/fold_constants.h) ---------------------------------------------
+
+// A hand-built frontend graph: the nodes live in `proto`.
+struct FoldCase {
+  onnx::GraphProto proto;
+  frontend::Graph g;
+  FoldCase() { g.name = "t.onnx"; }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> in,
+                        std::vector<std::string> out, const std::string& domain = "") {
+    onnx::NodeProto* n = proto.add_node();
+    n->set_op_type(op);
+    n->set_name(op + "_" + std::to_string(proto.node_size()));
+    n->set_domain(domain);
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    return n;
+  }
+  void constant(const std::string& name, std::vector<int64_t> dims, std::vector<double> v,
+                int type = onnx::TensorProto::INT64) {
+    frontend::Const c;
+    c.dims = std::move(dims);
+    c.v = std::move(v);
+    c.elem_type = type;
+    g.consts[name] = c;
+  }
+  frontend::Graph fold() {
+    g.nodes.clear();
+    for (const auto& n : proto.node()) g.nodes.push_back(&n);
+    return passes::fold_constants(g);
+  }
+};
+
+std::vector<std::string> ops_of(const frontend::Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto* n : g.nodes) ops.push_back(n->op_type());
+  return ops;
+}
+
+// A Constant node giving a Reshape its shape: the Constant leaves the graph as a constant, the
+// Reshape (of a data tensor) stays for the converters.
+TEST(FoldConstants, ConstantBeforeReshapeFolds) {
+  FoldCase t;
+  onnx::NodeProto* c = t.node("Constant", {}, {"shape"});
+  onnx::AttributeProto* a = c->add_attribute();
+  a->set_name("value_ints");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(1);
+  a->add_ints(-1);
+  t.node("Reshape", {"x", "shape"}, {"y"});
+  const frontend::Graph out = t.fold();
+  EXPECT_EQ(ops_of(out), (std::vector<std::string>{"Reshape"}));
+  ASSERT_TRUE(out.consts.count("shape"));
+  EXPECT_EQ(out.consts.at("shape").v, (std::vector<double>{1, -1}));
+  EXPECT_EQ(out.consts.at("shape").dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(out.consts.at("shape").elem_type, onnx::TensorProto::INT64);
+}
+
+// Gather -> Unsqueeze -> Concat -> Cast on constants: one after the other, in node order.
+TEST(FoldConstants, ChainsFoldInNodeOrder) {
+  FoldCase t;
+  t.constant("d", {3}, {7, 8, 9});
+  t.constant("i", {}, {-1});
+  t.constant("axes", {1}, {0});
+  t.constant("m1", {1}, {-1});
+  t.node("Gather", {"d", "i"}, {"b"});
+  t.node("Unsqueeze", {"b", "axes"}, {"b1"});
+  t.node("Concat", {"b1", "m1"}, {"s"});
+  t.node("Cast", {"s"}, {"s2"});
+  t.node("Reshape", {"x", "s2"}, {"y"});
+  const frontend::Graph out = t.fold();
+  EXPECT_EQ(ops_of(out), (std::vector<std::string>{"Reshape"}));
+  EXPECT_EQ(out.consts.at("b").v, (std::vector<double>{9}));
+  EXPECT_EQ(out.consts.at("b1").dims, (std::vector<int64_t>{1}));
+  EXPECT_EQ(out.consts.at("s2").v, (std::vector<double>{9, -1}));
+  EXPECT_EQ(out.consts.at("s2").dims, (std::vector<int64_t>{2}));
+}
+
+// DequantizeLinear of int8 weights (per output channel): a quantized constant that keeps the
+// integers, scales and zero points (the Conv reading it gets them as given quantization).
+TEST(FoldConstants, DequantizeLinearKeepsTheIntegers) {
+  FoldCase t;
+  t.constant("wq", {2, 1, 1, 1}, {5, -7}, onnx::TensorProto::INT8);
+  t.constant("ws", {2}, {0.5, 0.25}, onnx::TensorProto::FLOAT);
+  t.constant("wz", {2}, {1, -1}, onnx::TensorProto::INT8);
+  onnx::NodeProto* dq = t.node("DequantizeLinear", {"wq", "ws", "wz"}, {"w"});
+  onnx::AttributeProto* a = dq->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(0);
+  t.node("Conv", {"x", "w"}, {"y"});
+  const frontend::Graph out = t.fold();
+  EXPECT_EQ(ops_of(out), (std::vector<std::string>{"Conv"}));
+  const frontend::Const& w = out.consts.at("w");
+  EXPECT_TRUE(w.quantized);
+  EXPECT_EQ(w.q, (std::vector<int64_t>{5, -7}));
+  EXPECT_EQ(w.zp, (std::vector<int64_t>{1, -1}));
+  EXPECT_EQ(w.scale, (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(w.v, (std::vector<double>{2.0, -1.5}));  // (5-1)*0.5, (-7+1)*0.25
+  EXPECT_EQ(w.elem_type, onnx::TensorProto::FLOAT);
+}
+
+// What the pass must leave to the converters: nodes reading a data tensor (alone or with a
+// constant), a node reading a constant only a later node computes and that later node (its output
+// is read before it is defined), ops of other domains, and a node without output. com.microsoft
+// nodes on constants fold as the default domain's op.
+TEST(FoldConstants, LeavesDataNodesLaterConstantsAndOtherDomains) {
+  FoldCase t;
+  t.constant("c", {1}, {2}, onnx::TensorProto::FLOAT);
+  t.node("Relu", {"x"}, {"r"});
+  t.node("Add", {"r", "c"}, {"a"});
+  t.node("Identity", {"later"}, {"early"});
+  t.node("Identity", {"c"}, {"later"});
+  t.node("Identity", {"c"}, {"ml"}, "ai.onnx.ml");
+  t.node("Identity", {"c"}, {});
+  t.node("Identity", {"c"}, {"ms"}, "com.microsoft");
+  t.node("Identity", {"ms"}, {"ms2"});
+  const frontend::Graph out = t.fold();
+  EXPECT_EQ(ops_of(out), (std::vector<std::string>{"Relu", "Add", "Identity", "Identity",
+                                                   "Identity", "Identity"}));
+  EXPECT_EQ(out.nodes[2]->output(0), "early");
+  EXPECT_EQ(out.nodes[3]->output(0), "later");
+  EXPECT_EQ(out.nodes[4]->domain(), "ai.onnx.ml");
+  EXPECT_EQ(out.nodes[5]->output_size(), 0);
+  EXPECT_FALSE(out.consts.count("later"));
+  EXPECT_TRUE(out.consts.count("ms"));
+  EXPECT_TRUE(out.consts.count("ms2"));
+  EXPECT_FALSE(out.consts.count("r"));
+  EXPECT_FALSE(out.consts.count("a"));
+  EXPECT_EQ(out.consts.size(), 3u);
+}
+
+// A node the folders refuse stays in the graph, with what reads it (the importer reports it in
+// node order); fold_node names it.
+TEST(FoldConstants, RefusedNodesStayAndFoldNodeNamesThem) {
+  FoldCase t;
+  t.constant("c", {1}, {1}, onnx::TensorProto::FLOAT);
+  t.node("Relu", {"c"}, {"r"});
+  t.node("Identity", {"r"}, {"r2"});
+  t.node("Identity", {"c"}, {"c2"});
+  const frontend::Graph out = t.fold();
+  EXPECT_EQ(ops_of(out), (std::vector<std::string>{"Relu", "Identity"}));
+  EXPECT_TRUE(out.consts.count("c2"));
+  EXPECT_EQ(error_of([&] { passes::fold_node(out, *out.nodes[0]); }),
+            "t.onnx: node 'Relu_1' (Relu): is not supported (on constants). Supported ops: " +
+                supported_ops());
+  FoldCase u;
+  u.constant("d", {3}, {1, 2, 3});
+  u.constant("i", {1}, {5});
+  u.node("Gather", {"d", "i"}, {"s"});
+  const frontend::Graph gathered = u.fold();
+  ASSERT_EQ(ops_of(gathered), (std::vector<std::string>{"Gather"}));
+  EXPECT_EQ(error_of([&] { passes::fold_node(gathered, *gathered.nodes[0]); }),
+            "t.onnx: node 'Gather_1' (Gather): index out of range");
+  FoldCase v;
+  v.node("Constant", {}, {"k"});  // no value attribute
+  const frontend::Graph constant = v.fold();
+  ASSERT_EQ(ops_of(constant), (std::vector<std::string>{"Constant"}));
+  EXPECT_EQ(error_of([&] { passes::fold_node(constant, *constant.nodes[0]); }),
+            "t.onnx: node 'Constant_1' (Constant): only tensor, float(s) and int(s) constants are "
+            "supported");
 }
 
 // ---- fusion rules (passes/fusion.h) ---------------------------------------------------------

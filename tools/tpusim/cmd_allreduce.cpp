@@ -203,6 +203,38 @@ void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep
   std::cout << tpu::json_document(j) << "\n";
 }
 
+// The pod, link timing, data and collective options into o (throws UsageError naming the bad
+// option).
+void read_pod_options(const tpusim::po::variables_map& vm, const std::string& topology,
+                      const std::string& dtype, const std::string& collective, Options* o) {
+  o->chips = static_cast<uint32_t>(tpusim::int_option(vm, "chips", 1, kMaxChips));
+  o->timing.bytes_per_cycle =
+      static_cast<uint32_t>(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
+  o->timing.latency = static_cast<uint32_t>(tpusim::int_option(vm, "ici-latency", 0, 1000000));
+  o->seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
+  if (dtype != "fp32" && dtype != "int32") {
+    throw tpusim::UsageError("--dtype '" + dtype + "' (expected fp32 or int32)");
+  }
+  o->dtype = dtype == "fp32" ? tpu::CollectiveDtype::Fp32 : tpu::CollectiveDtype::Int32;
+  if (collective == "reduce-scatter") {
+    o->kind = tpu::CollectiveKind::ReduceScatter;
+  } else if (collective == "all-gather") {
+    o->kind = tpu::CollectiveKind::AllGather;
+  } else if (collective != "all-reduce") {
+    throw tpusim::UsageError("--collective '" + collective +
+                             "' (expected all-reduce, reduce-scatter or all-gather)");
+  }
+  try {
+    o->topology = tpu::PodTopology::parse(topology, o->chips);
+  } catch (const std::invalid_argument& e) {
+    throw tpusim::UsageError(std::string("--topology: ") + e.what());
+  }
+  if (o->kind != tpu::CollectiveKind::AllReduce && o->topology.y != 1) {
+    throw tpusim::UsageError("--collective " + collective + " runs on a ring only (--topology " +
+                             topology + " is a 2-D torus; its 2-D algorithm is all-reduce's)");
+  }
+}
+
 int run_allreduce(const tpusim::Args& args) {
   namespace po = tpusim::po;
   const auto t_start = std::chrono::steady_clock::now();
@@ -256,32 +288,7 @@ int run_allreduce(const tpusim::Args& args) {
   if (backend != "model") {
     throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
   }
-  o.chips = static_cast<uint32_t>(tpusim::int_option(vm, "chips", 1, kMaxChips));
-  o.timing.bytes_per_cycle =
-      static_cast<uint32_t>(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
-  o.timing.latency = static_cast<uint32_t>(tpusim::int_option(vm, "ici-latency", 0, 1000000));
-  o.seed = static_cast<uint64_t>(tpusim::int_option(vm, "seed", 0, INT64_MAX));
-  if (dtype != "fp32" && dtype != "int32") {
-    throw tpusim::UsageError("--dtype '" + dtype + "' (expected fp32 or int32)");
-  }
-  o.dtype = dtype == "fp32" ? tpu::CollectiveDtype::Fp32 : tpu::CollectiveDtype::Int32;
-  if (collective == "reduce-scatter") {
-    o.kind = tpu::CollectiveKind::ReduceScatter;
-  } else if (collective == "all-gather") {
-    o.kind = tpu::CollectiveKind::AllGather;
-  } else if (collective != "all-reduce") {
-    throw tpusim::UsageError("--collective '" + collective +
-                             "' (expected all-reduce, reduce-scatter or all-gather)");
-  }
-  try {
-    o.topology = tpu::PodTopology::parse(topology, o.chips);
-  } catch (const std::invalid_argument& e) {
-    throw tpusim::UsageError(std::string("--topology: ") + e.what());
-  }
-  if (o.kind != tpu::CollectiveKind::AllReduce && o.topology.y != 1) {
-    throw tpusim::UsageError("--collective " + collective + " runs on a ring only (--topology " +
-                             topology + " is a 2-D torus; its 2-D algorithm is all-reduce's)");
-  }
+  read_pod_options(vm, topology, dtype, collective, &o);
   const tpu::ChipParams params =
       tpu::ChipParams::pod(tpu::RtlDevice::compiled_n(), o.topology.links_needed());
   if (sweep == (vm.count("bytes") != 0)) {

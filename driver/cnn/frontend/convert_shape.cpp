@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Converters of the ops that make no layer: Pad, Squeeze / Unsqueeze, Softmax, Identity /
-// Dropout, Constant, Shape, Flatten / Reshape.
+// Dropout, Shape, Flatten / Reshape.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -92,28 +92,6 @@ void Importer::alias(const onnx::NodeProto& n) {
   define(n, data(n, 0), n.input(0));
 }
 
-void Importer::constant(const onnx::NodeProto& n) {
-  Const c;
-  if (const auto* a = find_attr(n, "value")) {
-    c = read_tensor(a->t(), "Constant '" + node_name(n) + "'");
-  } else if (const auto* f = find_attr(n, "value_float")) {
-    c.v = {double(f->f())};
-  } else if (const auto* fs = find_attr(n, "value_floats")) {
-    c.v.assign(fs->floats().begin(), fs->floats().end());
-    c.dims = {int64_t(c.v.size())};
-  } else if (const auto* i = find_attr(n, "value_int")) {
-    c.v = {double(i->i())};
-    c.elem_type = onnx::TensorProto::INT64;
-  } else if (const auto* is = find_attr(n, "value_ints")) {
-    for (int64_t x : is->ints()) c.v.push_back(double(x));
-    c.dims = {int64_t(c.v.size())};
-    c.elem_type = onnx::TensorProto::INT64;
-  } else {
-    fail(n, "only tensor, float(s) and int(s) constants are supported");
-  }
-  consts_[n.output(0)] = std::move(c);
-}
-
 void Importer::shape_of(const onnx::NodeProto& n) {
   const Value& v = data(n, 0);
   Const r;
@@ -124,7 +102,7 @@ void Importer::shape_of(const onnx::NodeProto& n) {
   else
     r.v = {b, double(v.shape.c), double(v.shape.h), double(v.shape.w)};
   r.dims = {int64_t(r.v.size())};
-  consts_[n.output(0)] = std::move(r);
+  graph_.consts[n.output(0)] = std::move(r);
 }
 
 void Importer::flatten(const onnx::NodeProto& n) {

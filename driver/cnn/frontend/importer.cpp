@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The importer's driver: the graph input, the walk over the nodes (each through its entry of
-// the converter table, op_table.cpp), and the values that tie nodes to layers and fusion tails.
+// The importer's driver: the graph input, the walk over the nodes left by constant folding (each
+// through its entry of the converter table, op_table.cpp), and the values that tie nodes to
+// layers and fusion tails.
 #include "frontend/importer.h"
 
 #include <onnx/onnx_pb.h>
@@ -15,12 +16,24 @@
 
 #include "frontend/op_table.h"
 #include "onnx_import.h"
+#include "passes/fold_constants.h"
 #include "passes/network_passes.h"
 
 namespace tpu::cnn::frontend {
 
 Importer::Importer(const onnx::ModelProto& model, std::string name) : model_(model) {
   net_.name = std::move(name);
+  graph_.name = net_.name;
+}
+
+[[noreturn]] void fail_node(const std::string& graph, const onnx::NodeProto& n,
+                            const std::string& msg) {
+  throw Error(graph + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + msg);
+}
+
+std::string node_name(const onnx::NodeProto& n) {
+  if (!n.name().empty()) return n.name();
+  return n.output_size() ? n.output(0) : std::string("?");
 }
 
 Network Importer::run() {
@@ -30,7 +43,7 @@ Network Importer::run() {
   for (const auto& opset : model_.opset_import())
     if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
   for (const auto& t : g.initializer())
-    consts_[t.name()] = read_tensor(t, "initializer '" + t.name() + "'");
+    graph_.consts[t.name()] = read_tensor(t, "initializer '" + t.name() + "'");
   find_input(g);
   if (g.output_size() != 1)
     fail_model("the graph has " + std::to_string(g.output_size()) +
@@ -40,12 +53,23 @@ Network Importer::run() {
     for (const auto& in : n.input())
       if (!in.empty()) ++uses_[in];
   ++uses_[out];
-  for (int i = 0; i < g.node_size(); ++i) node(g.node(i));
+  for (const auto& n : g.node()) graph_.nodes.push_back(&n);
+  graph_ = passes::fold_constants(std::move(graph_));
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const size_t consts = graph_.consts.size();
+    node(*graph_.nodes[i]);
+    // A converter made a constant (Shape): fold what reads it in the nodes left.
+    if (graph_.consts.size() != consts) {
+      graph_.nodes.erase(graph_.nodes.begin(), graph_.nodes.begin() + ptrdiff_t(i) + 1);
+      graph_ = passes::fold_constants(std::move(graph_));
+      i = size_t(-1);
+    }
+  }
   // (An integer input that no QLinear op or DequantizeLinear declared: the integers.)
   if (int_input_) passes::quantize_integer_input(net_, int_input_unsigned_);
   auto it = values_.find(out);
   if (it == values_.end()) {
-    if (consts_.count(out)) fail_model("the graph output '" + out + "' is a constant");
+    if (graph_.consts.count(out)) fail_model("the graph output '" + out + "' is a constant");
     fail_model("the graph output '" + out + "' is not produced by any node");
   }
   Value v = it->second;
@@ -62,18 +86,15 @@ Network Importer::run() {
 void Importer::fail_model(const std::string& msg) const { throw Error(net_.name + ": " + msg); }
 
 void Importer::fail(const onnx::NodeProto& n, const std::string& msg) const {
-  throw Error(net_.name + ": node '" + node_name(n) + "' (" + n.op_type() + "): " + msg);
+  fail_node(net_.name, n, msg);
 }
 
-std::string Importer::node_name(const onnx::NodeProto& n) {
-  if (!n.name().empty()) return n.name();
-  return n.output_size() ? n.output(0) : std::string("?");
-}
+std::string Importer::node_name(const onnx::NodeProto& n) { return frontend::node_name(n); }
 
 void Importer::find_input(const onnx::GraphProto& g) {
   const onnx::ValueInfoProto* in = nullptr;
   for (const auto& vi : g.input()) {
-    if (consts_.count(vi.name())) continue;  // old IR: initializers are listed as inputs
+    if (graph_.consts.count(vi.name())) continue;  // old IR: initializers are listed as inputs
     if (in)
       fail_model("the graph has more than one input ('" + in->name() + "', '" + vi.name() +
                  "'); one image input is supported");
@@ -138,15 +159,15 @@ void Importer::find_input(const onnx::GraphProto& g) {
   input_tail_ = in->name();
 }
 
-bool Importer::is_const(const std::string& name) const { return consts_.count(name) > 0; }
+bool Importer::is_const(const std::string& name) const { return graph_.consts.count(name) > 0; }
 
 const Const& Importer::konst(const onnx::NodeProto& n, int i, const char* what) const {
   if (i >= n.input_size() || n.input(i).empty()) fail(n, std::string("missing input ") + what);
-  auto it = consts_.find(n.input(i));
-  if (it == consts_.end() && !values_.count(n.input(i)))
+  auto it = graph_.consts.find(n.input(i));
+  if (it == graph_.consts.end() && !values_.count(n.input(i)))
     fail(n, std::string(what) + ": tensor '" + n.input(i) +
                 "' is not defined (no initializer, graph input or earlier node produces it)");
-  if (it == consts_.end())
+  if (it == graph_.consts.end())
     fail(n, std::string(what) + " '" + n.input(i) + "' must be a constant (initializer)");
   return it->second;
 }
@@ -180,7 +201,6 @@ void Importer::node(const onnx::NodeProto& n) {
                 "' is not supported. Supported ops: " + supported_ops());
   if (n.output_size() == 0 || n.output(0).empty()) fail(n, "has no output");
   const OpConverter* plain = find_converter("", op);
-  if (plain && plain->source) return plain->convert(*this, n);
   bool any_data = false, all_const = true;
   for (const auto& in : n.input()) {
     if (in.empty()) continue;
@@ -190,12 +210,18 @@ void Importer::node(const onnx::NodeProto& n) {
       all_const = false;
   }
   if (!any_data) {
-    if (all_const && n.input_size() > 0) return fold(n);
+    // Every input a constant (or a Constant), and the folding pass left it: an earlier node reads
+    // its output (as an input its converter ignores), or its folder refuses it. Folded here, where
+    // it stands, or refused in node order.
+    if ((all_const && n.input_size() > 0) || (plain && plain->source)) {
+      Const r = passes::fold_node(graph_, n);
+      graph_.consts[n.output(0)] = std::move(r);
+      return;
+    }
+    const std::string undefined =
+        "', which is not defined (no initializer, graph input or earlier node produces it)";
     for (const auto& in : n.input())
-      if (!in.empty() && !is_const(in))
-        fail(n, "reads tensor '" + in +
-                    "', which is not defined (no initializer, graph input or earlier node "
-                    "produces it)");
+      if (!in.empty() && !is_const(in)) fail(n, "reads tensor '" + in + undefined);
     fail(n, "has no input");
   }
   for (const auto& in : n.input()) {

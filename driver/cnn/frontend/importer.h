@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The ONNX importer (frontend/): one pass over the graph's nodes in order, each converted by its
-// entry of the converter table (op_table.h) into layers of the IR (network.h). Internal to
+// The ONNX importer (frontend/): the graph's nodes in order, each converted by its entry of the
+// converter table (op_table.h) into layers of the IR (network.h), after the constant folding
+// pass (passes/fold_constants.h) has evaluated the nodes that read only constants. Internal to
 // driver/cnn: the public interface is onnx_import.h.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/graph.h"
 #include "frontend/onnx_tensor.h"
 #include "network.h"
 #include "passes/fusion.h"
@@ -38,7 +40,7 @@ class Importer {
   // A Softmax of the logits that produces the graph output runs on the host (docs/cnn.md).
   void softmax(const onnx::NodeProto& n);
   void alias(const onnx::NodeProto& n);
-  void constant(const onnx::NodeProto& n);
+  // Shape of a data tensor: a constant (the folding pass then evaluates what reads it).
   void shape_of(const onnx::NodeProto& n);
   void quantize_linear(const onnx::NodeProto& n);
   void dequantize_linear(const onnx::NodeProto& n);
@@ -71,13 +73,6 @@ class Importer {
   // group per channel (weights 1 / pixels; the QLinear form too, as average_pool).
   void global_pool(const onnx::NodeProto& n, bool ql);
   void flatten(const onnx::NodeProto& n);
-
-  // ---- folders: the converter table's `fold` entries (fold_constants.cpp)
-  Const fold_copy(const onnx::NodeProto& n) const;        // Identity, Cast
-  Const fold_dequantize(const onnx::NodeProto& n) const;  // DequantizeLinear
-  Const fold_gather(const onnx::NodeProto& n) const;      // Gather (1-D)
-  Const fold_squeeze(const onnx::NodeProto& n) const;     // Squeeze, Unsqueeze
-  Const fold_concat(const onnx::NodeProto& n) const;      // Concat
 
  private:
   // A data tensor of the graph: the outputs of some layers (or the network input) concatenated
@@ -132,9 +127,6 @@ class Importer {
   // A Copy of v's parts into one tensor, quantized as v.quant (a requantization when its parts
   // are quantized otherwise).
   int copy_layer(const Value& v, const std::string& name, const std::string& op);
-
-  // A node that reads only constants: evaluated through its table entry's folder.
-  void fold(const onnx::NodeProto& n);
 
   // ---- quantization annotations -----------------------------------------------------------
   TensorQuant tensor_quant(const onnx::NodeProto& n, const Const& s, const Const* z) const;
@@ -214,7 +206,8 @@ class Importer {
 
   const onnx::ModelProto& model_;
   Network net_;
-  std::map<std::string, Const> consts_;
+  // The nodes still to convert and the constants (initializers, folded values).
+  Graph graph_;
   std::map<std::string, Value> values_;
   std::map<std::string, int> uses_;     // node inputs (and the graph output) reading each name
   std::map<std::string, int> tail_of_;  // names that are a layer's latest output

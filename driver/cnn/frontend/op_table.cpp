@@ -3,6 +3,7 @@
 
 #include "frontend/importer.h"
 #include "onnx_import.h"
+#include "passes/fold_constants.h"
 
 namespace tpu::cnn::frontend {
 
@@ -33,15 +34,15 @@ void softmax(Importer& im, const Node& n) { im.softmax(n); }
 void alias(Importer& im, const Node& n) { im.alias(n); }
 void quantize_linear(Importer& im, const Node& n) { im.quantize_linear(n); }
 void dequantize_linear(Importer& im, const Node& n) { im.dequantize_linear(n); }
-void constant(Importer& im, const Node& n) { im.constant(n); }
 void shape_of(Importer& im, const Node& n) { im.shape_of(n); }
 
-// The folders (frontend/fold_constants.cpp).
-Const fold_copy(const Importer& im, const Node& n) { return im.fold_copy(n); }
-Const fold_dequantize(const Importer& im, const Node& n) { return im.fold_dequantize(n); }
-Const fold_gather(const Importer& im, const Node& n) { return im.fold_gather(n); }
-Const fold_squeeze(const Importer& im, const Node& n) { return im.fold_squeeze(n); }
-Const fold_concat(const Importer& im, const Node& n) { return im.fold_concat(n); }
+// The folders (passes/fold_constants.h).
+using passes::fold_concat;
+using passes::fold_constant;
+using passes::fold_copy;
+using passes::fold_dequantize;
+using passes::fold_gather;
+using passes::fold_squeeze;
 
 constexpr std::string_view kByConstants =
     "Sub/Mul/Div by constants (folded into the layer before, or input preprocessing)";
@@ -95,7 +96,7 @@ const std::vector<OpConverter>& op_converters() {
       {"", "Dropout", alias, nullptr, "Dropout"},
       {"", "QuantizeLinear", quantize_linear, nullptr, "QuantizeLinear"},
       {"", "DequantizeLinear", dequantize_linear, fold_dequantize, "DequantizeLinear"},
-      {"", "Constant", constant, nullptr, "Constant", true},
+      {"", "Constant", nullptr, fold_constant, "Constant", true},
       {"", "Shape", shape_of, nullptr, kOnConstants},
       {"", "Gather", nullptr, fold_gather, kOnConstants},
       {"", "Cast", nullptr, fold_copy, kOnConstants},

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frontend/onnx_tensor.h"
+#include "frontend/graph.h"
 
 namespace tpu::cnn::frontend {
 
@@ -24,11 +24,12 @@ struct OpConverter {
   std::string_view op;
   // The node on data tensors (nullptr: only on constants).
   void (*convert)(Importer& im, const onnx::NodeProto& n) = nullptr;
-  // The node's output when every input is a constant (nullptr: not folded).
-  Const (*fold)(const Importer& im, const onnx::NodeProto& n) = nullptr;
+  // The node's output when every input is a constant (nullptr: not folded): the constant
+  // folding pass (passes/fold_constants.h) evaluates it.
+  Const (*fold)(const Graph& g, const onnx::NodeProto& n) = nullptr;
   // Its item in supported_ops(); consecutive entries with the same item are listed once.
   std::string_view listed_as;
-  // Reads no tensor (Constant): converted before the inputs are looked at, in any domain.
+  // Reads no tensor (Constant): folded whatever its inputs.
   bool source = false;
   // Takes the zero padding of a Pad it reads as its own (Conv, AveragePool; Pad adds up).
   bool takes_pad = false;
