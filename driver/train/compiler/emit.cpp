@@ -55,6 +55,14 @@ class Emitter {
   // The same in bands of output lines (placement.h).
   void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
   void conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
+  // ConvPool / ConvPoolGrad (fuse.h) in bands of `lines` pooled lines, `group` blocks per pass.
+  void conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group);
+  void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group);
+  // The conv input rows band b (from output line oy0) reads, streamed to `base`.
+  VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
+  // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
+  // m (rows in order, chained 255 at a time), or seeded with -0.0 (`seed`).
+  void rsum_rows(uint32_t db, const VMat& m, uint32_t rows, bool seed);
   void conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
   // `rows` image rows from image row `row` of each column block of t <-> VMat m's blocks.
   void in_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
@@ -311,6 +319,122 @@ void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_
   }
 }
 
+VMat Emitter::x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0) {
+  const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
+  if (b.packed()) {  // the flat image: N values per row
+    const VMat xb{base, b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
+    in(x, xb.base, xb.rows, line0 / n_);
+    return xb;
+  }
+  const VMat xb = band(home(x).geom, base, b.h * b.w * b.batch, n_);
+  in_rows(x, xb, line0, xb.rows);
+  return xb;
+}
+
+void Emitter::rsum_rows(uint32_t db, const VMat& m, uint32_t rows, bool seed) {
+  constexpr uint32_t kMaxInner = 255;
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) {
+    for (uint32_t first = 0; first < rows; first += kMaxInner) {
+      const bool s = seed && first == 0;
+      Vector v;
+      v.func = static_cast<uint8_t>(VecFunc::RSum);
+      v.bmode = s ? BMode::Imm : BMode::RowDst;
+      v.dst = static_cast<uint16_t>(db + cb);
+      v.a = static_cast<uint16_t>(m.block(cb) + first);
+      v.inner = static_cast<uint8_t>(std::min(kMaxInner, rows - first));
+      v.outer = 1;
+      v.a_inner_stride = 1;
+      v.dst_outer_stride = 1;
+      v.b = s ? 0x80000000u : db + cb;  // -0.0, the identity of an fp sum
+      pb_.vector(v);
+    }
+  }
+}
+
+// Per band of pooled lines and group of output-channel blocks: the conv without bias into the
+// band buffer, the max pool into the pooled band, + bias, ReLU in place; Y and argmax out.
+void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
+                        uint32_t group) {
+  for (size_t i = 1; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  const int y = nd.out[0], am = nd.out[1];
+  const VMat w = at(nd.in[1], L.in[1]);
+  const uint32_t blocks = w.blocks(n_), kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
+  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band) {
+    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
+    const ConvGeom b = conv_band(nd.conv, py0 * kh, lines * kh);
+    const VMat xb = x_band(nd.in[0], L.in[0], b, py0 * kh);
+    for (uint32_t g0 = 0; g0 < blocks; g0 += group) {
+      ConvGeom bg = b;
+      bg.cout = std::min(group * n_, b.cout - g0 * n_);
+      const VMat wv{w.block(g0), w.rows, bg.cout, w.pitch};
+      const VMat buf{L.out[2], lines * kh * cline, bg.cout, round_up(lines * kh * cline, n_)};
+      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0);
+      PoolGeom pg = nd.pool;
+      pg.h = lines * kh;
+      pg.c = bg.cout;
+      const uint32_t rows = lines * pline;
+      const VMat yb{L.out[0], rows, bg.cout, round_up(rows, n_)};
+      const VMat ab{L.out[1], rows, bg.cout, round_up(rows, n_)};
+      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch);
+      if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + g0, 1, bg.cout, 1});
+      if (nd.relu) relu_forward(pb_, yb, yb);
+      for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
+        out(y, yb.block(k), rows, (g0 + k) * home(y).geom.pitch + py0 * pline);
+        out(am, ab.block(k), rows, (g0 + k) * home(am).geom.pitch + py0 * pline);
+      }
+    }
+  }
+}
+
+// Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input
+// was) in place, db += its column sums, the pool's gradient into the band buffer, dW += the
+// band's (per block, in ACC across the bands).
+void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
+                             uint32_t group) {
+  const int am = nd.in[1], y = nd.in[2], dy = nd.in[3];
+  const VMat dw = home(nd.out[0]).geom;
+  const uint32_t blocks = dw.blocks(n_), kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
+  const bool bias = nd.out.size() > 1;
+  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band) {
+    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
+    const ConvGeom b = conv_band(nd.conv, py0 * kh, lines * kh);
+    const VMat xb = x_band(nd.in[0], L.in[0], b, py0 * kh);
+    for (uint32_t g0 = 0; g0 < blocks; g0 += group) {
+      const uint32_t cols = std::min(group * n_, b.cout - g0 * n_), rows = lines * pline;
+      const VMat ab{L.in[1], rows, cols, round_up(rows, n_)};
+      const VMat yb{L.in[2], rows, cols, ab.pitch}, dyb{L.in[3], rows, cols, ab.pitch};
+      for (uint32_t k = 0; k < ab.blocks(n_); ++k) {
+        in(am, ab.block(k), rows, (g0 + k) * home(am).geom.pitch + py0 * pline);
+        if (nd.relu) in(y, yb.block(k), rows, (g0 + k) * home(y).geom.pitch + py0 * pline);
+        in(dy, dyb.block(k), rows, (g0 + k) * home(dy).geom.pitch + py0 * pline);
+      }
+      if (nd.relu) relu_backward(pb_, yb, dyb, dyb, L.scratch);  // dY of the pool, in place
+      if (bias) rsum_rows(L.out[1] + g0, dyb, rows, py0 == 0);
+      PoolGeom pg = nd.pool;
+      pg.h = lines * kh;
+      pg.c = cols;
+      const uint32_t crows = lines * kh * cline;
+      const VMat buf{L.out.back(), crows, cols, round_up(crows, n_)};
+      maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
+      for (uint32_t k = 0; k < buf.blocks(n_); ++k) {
+        const uint32_t cb = g0 + k;
+        ConvGeom bb = b;
+        bb.cout = std::min(n_, b.cout - cb * n_);
+        const VMat dyc{buf.block(k), crows, bb.cout, buf.pitch};
+        const VMat sum{L.out[0] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
+        conv2d_backward_weights(pb_, bb, xb, dyc, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_),
+                                py0 != 0);
+      }
+    }
+  }
+  const VMat sum = at(nd.out[0], L.out[0]);
+  clear_padding_rows(pb_, sum);
+  out(nd.out[0], sum.base, home(nd.out[0]).rows);
+  if (bias) out(nd.out[1], L.out[1], home(nd.out[1]).rows);
+}
+
 void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
   if (nd.op == Op::ConvPad) return conv_pad_bands(nd, L, lines_per_band);
   if (nd.op == Op::ConvGradX) return conv_dx_bands(nd, L, lines_per_band);
@@ -323,16 +447,7 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     const uint32_t lines = std::min(lines_per_band, total - oy0);
     if (conv) {
       const ConvGeom b = conv_band(nd.conv, oy0, lines);
-      const int x = nd.in[0];
-      const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
-      VMat xb;
-      if (b.packed()) {  // the flat image: N values per row
-        xb = VMat{L.in[0], b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
-        in(x, xb.base, xb.rows, line0 / n_);
-      } else {
-        xb = band(home(x).geom, L.in[0], b.h * b.w * b.batch, n_);
-        in_rows(x, xb, line0, xb.rows);
-      }
+      const VMat xb = x_band(nd.in[0], L.in[0], b, oy0);
       const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
       if (nd.op == Op::Conv) {
         const VMat yb = band(home(nd.out[0]).geom, L.out[0], rows, n_);
@@ -467,6 +582,18 @@ void Emitter::node(int id) {
     case Op::AdamUpdate:
       flat(nd, L, chunk);
       break;
+    case Op::ConvPool:
+    case Op::ConvPoolGrad: {
+      const uint32_t lines = chunk != 0 ? chunk : band_lines_total(nd);
+      const uint32_t group = p_.group.empty() ? 0 : p_.group[static_cast<size_t>(id)];
+      const uint32_t gb = group != 0 ? group : (nd.conv.cout + n_ - 1) / n_;
+      if (nd.op == Op::ConvPool) {
+        conv_pool(nd, L, lines, gb);
+      } else {
+        conv_pool_grad(nd, L, lines, gb);
+      }
+      break;
+    }
     case Op::Conv:
     case Op::ConvPad:
     case Op::ConvGradW:

@@ -88,6 +88,10 @@ const char* op_name(Op op) {
       return "Add";
     case Op::Conv:
       return "Conv";
+    case Op::ConvPool:
+      return "ConvPool";
+    case Op::ConvPoolGrad:
+      return "ConvPoolGrad";
     case Op::ConvPad:
       return "ConvPad";
     case Op::MaxPool:

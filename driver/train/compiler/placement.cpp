@@ -88,10 +88,54 @@ uint32_t band_rows(const Placement& p, int t, uint32_t rows) {
 
 }  // namespace
 
+namespace {
+
+// ConvPool / ConvPoolGrad: a band of `lines` pooled lines, `group` output-channel blocks.
+void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t group,
+                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
+  const uint32_t n = p.n;
+  ConvGeom b = conv_band(nd.conv, 0, lines * nd.pool.kh);
+  const uint32_t blocks = (b.cout + n - 1) / n;
+  const uint32_t gb = group == 0 ? blocks : std::min(group, blocks);
+  const uint32_t x_rows =
+      b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
+  const uint32_t prows = round_up(lines * nd.pool.wo() * b.batch, n);
+  const uint32_t crows = round_up(lines * nd.pool.kh * b.wo() * b.batch, n);
+  PoolGeom pg = nd.pool;
+  pg.h = lines * nd.pool.kh;
+  pg.c = std::min(gb * n, b.cout);
+  L.in = {a.rows(x_rows)};
+  uint32_t scratch = pool_scratch_rows(pg, n);
+  if (nd.op == Op::ConvPool) {
+    for (size_t i = 1; i < nd.in.size(); ++i)
+      L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
+    L.out = {a.rows(gb * prows), a.rows(gb * prows)};
+    b.cout = pg.c;
+  } else {
+    for (int i = 0; i < 3; ++i) L.in.push_back(a.rows(gb * prows));  // argmax, Y, dY
+    for (int t : nd.out) L.out.push_back(a.rows(p.homes[static_cast<size_t>(t)].rows));
+    b.cout = std::min(n, b.cout);  // dW one block at a time, each block's partial in ACC
+    if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+      throw std::invalid_argument(
+          "band_layout: the partial dW of every output block does not fit ACC");
+    }
+    scratch = std::max(scratch, gb * prows);  // relu_backward's mask
+  }
+  L.out.push_back(a.rows(gb * crows));  // the conv output's (or its gradient's) band
+  L.scratch = a.rows(std::max({1u, scratch, conv_scratch_rows(b, chip, 0)}));
+}
+
+}  // namespace
+
 void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
   (void)g;
   const uint32_t n = p.n;
+  if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
+    const size_t id = static_cast<size_t>(&nd - g.nodes.data());
+    fused_layout(p, nd, lines, id < p.group.size() ? p.group[id] : 0, chip, a, L);
+    return;
+  }
   if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
     L.in = {a.rows(round_up(lines * nd.conv.w * nd.conv.batch, n))};
     return;
@@ -176,7 +220,9 @@ bool bandable(const Graph& g, const Node& n) {
       return true;
     case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
       return n.conv.cin % nn != 1;
-    case Op::ConvPad:  // bands of source lines, copied by DMA
+    case Op::ConvPad:   // bands of source lines, copied by DMA
+    case Op::ConvPool:  // bands of pooled lines (fuse.h checked the conv)
+    case Op::ConvPoolGrad:
       return true;
     default:
       return false;
@@ -201,6 +247,7 @@ PoolGeom pool_sub(const PoolGeom& g, const LineBand& b) {
 }
 
 uint32_t band_lines_total(const Node& n) {
+  if (n.op == Op::ConvPool || n.op == Op::ConvPoolGrad) return n.pool.ho();
   if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
   if (n.op == Op::MaxPoolGrad) return n.pool.h;
   return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
@@ -298,6 +345,10 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.out = {L.in[0], L.in[2], L.in[3]};
       L.scratch = a.rows(6 * chunk);
       break;
+    case Op::ConvPool:
+    case Op::ConvPoolGrad:
+      band_layout(g, p, nd, chunk != 0 ? chunk : band_lines_total(nd), chip, a, L);
+      break;
     case Op::AdamBegin:
       L.in = {whole(nd.in[0])};
       L.out = {L.in[0]};
@@ -336,6 +387,24 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
   return L;
 }
 
+namespace {
+
+// The most output-channel blocks per pass (all if they fit), then the most pooled lines per
+// band with that many blocks.
+void place_fused(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
+  const Node& nd = g.nodes[static_cast<size_t>(ni)];
+  const size_t i = static_cast<size_t>(ni);
+  for (uint32_t gb = (nd.conv.cout + p.n - 1) / p.n; gb >= 1; --gb) {
+    p.group[i] = gb;
+    p.chunk[i] = largest_fit(g, p, ni, band_lines_total(nd), chip);
+    if (p.chunk[i] != 0) return;
+  }
+  fail(nd, "not even one pooled line of one channel block fits VMEM (" +
+               std::to_string(chip.vmem_rows) + " rows)");
+}
+
+}  // namespace
+
 Placement place(const Graph& g, const ChipParams& chip) {
   if (!chip.has_vmem())
     throw std::invalid_argument("place: the chip has no VMEM (use ChipParams::training)");
@@ -346,7 +415,19 @@ Placement place(const Graph& g, const ChipParams& chip) {
                                 " classes exceed N = " + std::to_string(chip.N) +
                                 " (softmax cross-entropy takes one column block)");
   }
-  for (const Tensor& t : g.tensors) {
+  // Tensors no node reads or writes (the conv output and pooled tensor of a fused ConvPool,
+  // their gradients) get no device memory.
+  std::vector<bool> used(g.tensors.size(), false);
+  for (const Node& nd : g.nodes) {
+    for (int t : nd.in) used[static_cast<size_t>(t)] = true;
+    for (int t : nd.out) used[static_cast<size_t>(t)] = true;
+  }
+  for (size_t i = g.tensors.size(); i-- > 0;) {
+    const int base = g.tensors[i].view_of;
+    if (used[i] && base >= 0) used[static_cast<size_t>(base)] = true;
+  }
+  for (size_t ti = 0; ti < g.tensors.size(); ++ti) {
+    const Tensor& t = g.tensors[ti];
     Home h;
     h.geom = geometry(g, t, p.n);
     h.rows = h.geom.span(p.n);
@@ -357,6 +438,10 @@ Placement place(const Graph& g, const ChipParams& chip) {
       p.homes.push_back(h);
       continue;
     }
+    if (!used[ti] && ti != static_cast<size_t>(g.input)) {
+      p.homes.push_back(h);  // addr 0: never read or written
+      continue;
+    }
     h.addr = p.device_bytes;
     const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
     if (end > 0x40000000u)
@@ -365,9 +450,14 @@ Placement place(const Graph& g, const ChipParams& chip) {
     p.homes.push_back(h);
   }
   p.chunk.assign(g.nodes.size(), 0);
+  p.group.assign(g.nodes.size(), 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& nd = g.nodes[i];
     const int ni = static_cast<int>(i);
+    if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
+      place_fused(g, p, ni, chip);
+      continue;
+    }
     if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
       fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
                    std::to_string(p.n) + " for a convolution's weight gradient");
