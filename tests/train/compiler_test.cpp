@@ -504,7 +504,9 @@ TEST(TrainFuse, ConvPoolReluBecomeTwoNodes) {
   EXPECT_EQ(g.nodes.size(), before.nodes.size() - 5);
   expect_layers_valid(g);
   for (const Node& n : g.nodes)
-    if (n.op == Op::ConvPool || n.op == Op::ConvPoolGrad) EXPECT_TRUE(n.relu);
+    if (n.op == Op::ConvPool || n.op == Op::ConvPoolGrad) {
+      EXPECT_TRUE(n.relu);
+    }
   // The conv output, the pooled tensor and their gradients get no device memory.
   const ChipParams chip = ChipParams::training(4);
   const Placement pf = place(g, chip), pu = place(before, chip);
@@ -537,6 +539,53 @@ TEST(TrainFuse, WithoutReluAndWhatDoesNotFuse) {
   Graph c = import_onnx(conv_model({k3}), 4, 4);
   append_backward(c);
   EXPECT_EQ(fuse_conv_pool(c), 0);
+}
+
+// Double-buffered fused bands (depth 2): the next band's reads and the previous band's writes
+// are spread over this band's compute (the chip issues in order: DMA back to back would stall
+// the compute behind it); the same instructions as without double buffering, in another order.
+TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
+  Graph g = conv_pool_graph(true);
+  ASSERT_EQ(fuse_conv_pool(g), 1);
+  const ChipParams chip = ChipParams::training(4);
+  Placement p = place(g, chip);
+  const Schedule s = schedule(g);
+  size_t fwd = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op == Op::ConvPool) fwd = i;
+    if (g.nodes[i].op == Op::ConvPool || g.nodes[i].op == Op::ConvPoolGrad) {
+      EXPECT_EQ(p.depth[i], 2u) << op_name(g.nodes[i].op);
+    }
+  }
+  p.chunk[fwd] = 1;  // one pooled line per band: two bands
+  const Emitted e2 = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  p.depth[fwd] = 1;
+  const Emitted e1 = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  auto range = [&](const Emitted& e) {
+    for (const Emitted::Range& r : e.ranges)
+      if (r.node == static_cast<int>(fwd)) return r;
+    return Emitted::Range{};
+  };
+  const Emitted::Range r2 = range(e2), r1 = range(e1);
+  EXPECT_EQ(r2.end - r2.begin, r1.end - r1.begin);
+  // Depth 2: band 1's input is read before band 0's first matmul, and some write_vmem is
+  // followed directly by compute (depth 1: every write is followed by DMA or ends the node).
+  auto is_mm = [](const Instruction& i) { return std::holds_alternative<MatmulBf16>(i); };
+  auto is_dma = [](const Instruction& i) {
+    return std::holds_alternative<ReadVmem>(i) || std::holds_alternative<WriteVmem>(i);
+  };
+  auto spread = [&](const Emitted& e, const Emitted::Range& r) {
+    size_t n = 0;
+    for (size_t k = r.begin; k + 1 < r.end; ++k)
+      n += std::holds_alternative<WriteVmem>(e.program[k]) && !is_dma(e.program[k + 1]) ? 1 : 0;
+    return n;
+  };
+  EXPECT_GE(spread(e2, r2), 1u);
+  EXPECT_EQ(spread(e1, r1), 0u);
+  size_t reads = 0;
+  for (size_t k = r2.begin; k < r2.end && !is_mm(e2.program[k]); ++k)
+    reads += std::holds_alternative<ReadVmem>(e2.program[k]) ? 1 : 0;
+  EXPECT_GE(reads, 4u);  // W, b, band 0's and band 1's input lines
 }
 
 // A VMEM too small for one fused band (two conv lines) keeps the layers apart, in bands of one

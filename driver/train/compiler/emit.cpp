@@ -56,8 +56,19 @@ class Emitter {
   void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
   void conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
   // ConvPool / ConvPoolGrad (fuse.h) in bands of `lines` pooled lines, `group` blocks per pass.
-  void conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group);
-  void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group);
+  void conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
+                 uint32_t depth);
+  void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
+                      uint32_t depth);
+  // The instructions f emits, not appended to the program (checked by a builder of their own).
+  template <typename F>
+  std::vector<Instruction> capture(F f);
+  // Appends `compute` with the DMA instructions of `dma` (a later chunk's reads, an earlier
+  // chunk's writes: no data in common with `compute`) spread over it, each one when the
+  // estimated work of the compute before it has covered the previous DMA of its direction (the
+  // chip issues in order and holds an instruction while its unit is busy: a DMA issued back
+  // to back with another stalls everything behind it). What remains is appended after.
+  void interleave(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -319,6 +330,44 @@ void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_
   }
 }
 
+template <typename F>
+std::vector<Instruction> Emitter::capture(F f) {
+  ProgramBuilder side(chip_);
+  side.set_host_ranges(pb_.host_ranges());
+  std::swap(pb_, side);
+  f();
+  std::swap(pb_, side);
+  return side.instructions();
+}
+
+void Emitter::interleave(const std::vector<Instruction>& compute,
+                         const std::vector<Instruction>& dma) {
+  size_t next_in = 0, next_out = 0;
+  uint64_t t = 0, free_in = 0, free_out = 0;
+  auto is_read = [](const Instruction& i) { return std::holds_alternative<ReadVmem>(i); };
+  // The next DMA of one direction (reads or writes, each in program order), if its unit is free.
+  auto issue = [&](bool reads, size_t& next, uint64_t& free_at, bool force) {
+    while (next < dma.size() && is_read(dma[next]) != reads) ++next;
+    if (next == dma.size() || (!force && free_at > t)) return false;
+    pb_.append(dma[next]);
+    free_at = std::max(free_at, t) + instruction_work(dma[next], chip_);
+    ++next;
+    return true;
+  };
+  for (const Instruction& c : compute) {
+    while (issue(true, next_in, free_in, false)) {
+    }
+    while (issue(false, next_out, free_out, false)) {
+    }
+    pb_.append(c);
+    t += instruction_work(c, chip_);
+  }
+  while (issue(true, next_in, free_in, true)) {
+  }
+  while (issue(false, next_out, free_out, true)) {
+  }
+}
+
 VMat Emitter::x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0) {
   const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
   if (b.packed()) {  // the flat image: N values per row
@@ -351,82 +400,162 @@ void Emitter::rsum_rows(uint32_t db, const VMat& m, uint32_t rows, bool seed) {
   }
 }
 
+// A ConvPool / ConvPoolGrad job: one band of pooled lines, one group of output-channel blocks.
+struct FusedJob {
+  uint32_t band, py0, lines, g0, cols;
+  bool first_of_band;
+};
+std::vector<FusedJob> fused_jobs(const Node& nd, uint32_t lines_per_band, uint32_t group,
+                                 uint32_t n) {
+  std::vector<FusedJob> jobs;
+  const uint32_t blocks = (nd.conv.cout + n - 1) / n;
+  uint32_t band = 0;
+  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band, ++band) {
+    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
+    for (uint32_t g0 = 0; g0 < blocks; g0 += group)
+      jobs.push_back(
+          FusedJob{band, py0, lines, g0, std::min(group * n, nd.conv.cout - g0 * n), g0 == 0});
+  }
+  return jobs;
+}
+
+// Set s of operand i (NodeLayout's in_step / out_step).
+uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
+                uint32_t s) {
+  return base[i] + (i < step.size() ? step[i] : 0) * s;
+}
+
 // Per band of pooled lines and group of output-channel blocks: the conv without bias into the
 // band buffer, the max pool into the pooled band, + bias, ReLU in place; Y and argmax out.
+// Double-buffered (depth 2): the next band's input rows are read before this band's compute,
+// and Y / argmax alternate between two sets, so DMA overlaps the conv and the pool.
 void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
-                        uint32_t group) {
+                        uint32_t group, uint32_t depth) {
   for (size_t i = 1; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
   const int y = nd.out[0], am = nd.out[1];
   const VMat w = at(nd.in[1], L.in[1]);
-  const uint32_t blocks = w.blocks(n_), kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t kh = nd.pool.kh, B = nd.conv.batch;
   const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
-  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band) {
-    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
-    const ConvGeom b = conv_band(nd.conv, py0 * kh, lines * kh);
-    const VMat xb = x_band(nd.in[0], L.in[0], b, py0 * kh);
-    for (uint32_t g0 = 0; g0 < blocks; g0 += group) {
-      ConvGeom bg = b;
-      bg.cout = std::min(group * n_, b.cout - g0 * n_);
-      const VMat wv{w.block(g0), w.rows, bg.cout, w.pitch};
-      const VMat buf{L.out[2], lines * kh * cline, bg.cout, round_up(lines * kh * cline, n_)};
-      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0);
-      PoolGeom pg = nd.pool;
-      pg.h = lines * kh;
-      pg.c = bg.cout;
-      const uint32_t rows = lines * pline;
-      const VMat yb{L.out[0], rows, bg.cout, round_up(rows, n_)};
-      const VMat ab{L.out[1], rows, bg.cout, round_up(rows, n_)};
-      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch);
-      if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + g0, 1, bg.cout, 1});
-      if (nd.relu) relu_forward(pb_, yb, yb);
-      for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
-        out(y, yb.block(k), rows, (g0 + k) * home(y).geom.pitch + py0 * pline);
-        out(am, ab.block(k), rows, (g0 + k) * home(am).geom.pitch + py0 * pline);
+  const std::vector<FusedJob> jobs = fused_jobs(nd, lines_per_band, group, n_);
+  auto read_x = [&](const FusedJob& j) {
+    const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    return x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
+  };
+  std::vector<VMat> xbs(jobs.back().band + 1);
+  xbs[0] = read_x(jobs[0]);
+  std::vector<Instruction> writes;  // the previous job's (depth 2: spread over this job)
+  for (size_t ji = 0; ji < jobs.size(); ++ji) {
+    const FusedJob& j = jobs[ji];
+    if (j.first_of_band && depth == 1 && ji != 0) xbs[j.band] = read_x(j);
+    std::vector<Instruction> dma;
+    if (j.first_of_band && depth > 1) {  // prefetch the next band's input lines
+      for (size_t k = ji + 1; k < jobs.size(); ++k) {
+        if (jobs[k].first_of_band) {
+          dma = capture([&] { xbs[jobs[k].band] = read_x(jobs[k]); });
+          break;
+        }
       }
     }
+    dma.insert(dma.end(), writes.begin(), writes.end());
+    const VMat& xb = xbs[j.band];
+    ConvGeom bg = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    bg.cout = j.cols;
+    const uint32_t crows = j.lines * kh * cline, rows = j.lines * pline;
+    const uint32_t s = static_cast<uint32_t>(ji % depth);
+    const VMat yb{set_of(L.out, L.out_step, 0, s), rows, bg.cout, round_up(rows, n_)};
+    const VMat ab{set_of(L.out, L.out_step, 1, s), rows, bg.cout, round_up(rows, n_)};
+    auto compute = [&] {
+      const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
+      const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
+      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0);
+      PoolGeom pg = nd.pool;
+      pg.h = j.lines * kh;
+      pg.c = bg.cout;
+      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch);
+      if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
+      if (nd.relu) relu_forward(pb_, yb, yb);
+    };
+    auto write = [&] {
+      for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
+        out(y, yb.block(k), rows, (j.g0 + k) * home(y).geom.pitch + j.py0 * pline);
+        out(am, ab.block(k), rows, (j.g0 + k) * home(am).geom.pitch + j.py0 * pline);
+      }
+    };
+    if (depth > 1) {
+      interleave(capture(compute), dma);
+      writes = capture(write);
+    } else {
+      compute();
+      write();
+    }
   }
+  for (const Instruction& i : writes) pb_.append(i);
 }
 
 // Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input
 // was) in place, db += its column sums, the pool's gradient into the band buffer, dW += the
-// band's (per block, in ACC across the bands).
+// band's (per block, in ACC across the bands). Double-buffered (depth 2): the next job's
+// operands are read before this job's compute.
 void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
-                             uint32_t group) {
+                             uint32_t group, uint32_t depth) {
   const int am = nd.in[1], y = nd.in[2], dy = nd.in[3];
   const VMat dw = home(nd.out[0]).geom;
-  const uint32_t blocks = dw.blocks(n_), kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t kh = nd.pool.kh, B = nd.conv.batch;
   const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
   const bool bias = nd.out.size() > 1;
-  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band) {
-    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
-    const ConvGeom b = conv_band(nd.conv, py0 * kh, lines * kh);
-    const VMat xb = x_band(nd.in[0], L.in[0], b, py0 * kh);
-    for (uint32_t g0 = 0; g0 < blocks; g0 += group) {
-      const uint32_t cols = std::min(group * n_, b.cout - g0 * n_), rows = lines * pline;
-      const VMat ab{L.in[1], rows, cols, round_up(rows, n_)};
-      const VMat yb{L.in[2], rows, cols, ab.pitch}, dyb{L.in[3], rows, cols, ab.pitch};
-      for (uint32_t k = 0; k < ab.blocks(n_); ++k) {
-        in(am, ab.block(k), rows, (g0 + k) * home(am).geom.pitch + py0 * pline);
-        if (nd.relu) in(y, yb.block(k), rows, (g0 + k) * home(y).geom.pitch + py0 * pline);
-        in(dy, dyb.block(k), rows, (g0 + k) * home(dy).geom.pitch + py0 * pline);
-      }
+  const std::vector<FusedJob> jobs = fused_jobs(nd, lines_per_band, group, n_);
+  std::vector<VMat> xbs(jobs.back().band + 1);
+  // Reads job ji's operands into their sets (the X band with the band's first job).
+  auto read = [&](size_t ji) {
+    const FusedJob& j = jobs[ji];
+    const uint32_t s = static_cast<uint32_t>(ji % depth), rows = j.lines * pline;
+    if (j.first_of_band) {
+      const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+      xbs[j.band] = x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
+    }
+    const uint32_t pitch = round_up(rows, n_);
+    for (uint32_t k = 0; k * n_ < j.cols; ++k) {
+      auto row = [&](int t) { return (j.g0 + k) * home(t).geom.pitch + j.py0 * pline; };
+      in(am, set_of(L.in, L.in_step, 1, s) + k * pitch, rows, row(am));
+      if (nd.relu) in(y, set_of(L.in, L.in_step, 2, s) + k * pitch, rows, row(y));
+      in(dy, set_of(L.in, L.in_step, 3, s) + k * pitch, rows, row(dy));
+    }
+  };
+  read(0);
+  for (size_t ji = 0; ji < jobs.size(); ++ji) {
+    const FusedJob& j = jobs[ji];
+    std::vector<Instruction> dma;
+    if (depth > 1 && ji + 1 < jobs.size()) dma = capture([&] { read(ji + 1); });
+    if (depth == 1 && ji != 0) read(ji);
+    const VMat& xb = xbs[j.band];
+    const uint32_t s = static_cast<uint32_t>(ji % depth), rows = j.lines * pline;
+    const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    auto compute = [&] {
+      const VMat ab{set_of(L.in, L.in_step, 1, s), rows, j.cols, round_up(rows, n_)};
+      const VMat yb{set_of(L.in, L.in_step, 2, s), rows, j.cols, ab.pitch};
+      const VMat dyb{set_of(L.in, L.in_step, 3, s), rows, j.cols, ab.pitch};
       if (nd.relu) relu_backward(pb_, yb, dyb, dyb, L.scratch);  // dY of the pool, in place
-      if (bias) rsum_rows(L.out[1] + g0, dyb, rows, py0 == 0);
+      if (bias) rsum_rows(L.out[1] + j.g0, dyb, rows, j.py0 == 0);
       PoolGeom pg = nd.pool;
-      pg.h = lines * kh;
-      pg.c = cols;
-      const uint32_t crows = lines * kh * cline;
-      const VMat buf{L.out.back(), crows, cols, round_up(crows, n_)};
+      pg.h = j.lines * kh;
+      pg.c = j.cols;
+      const uint32_t crows = j.lines * kh * cline;
+      const VMat buf{L.out.back(), crows, j.cols, round_up(crows, n_)};
       maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
       for (uint32_t k = 0; k < buf.blocks(n_); ++k) {
-        const uint32_t cb = g0 + k;
+        const uint32_t cb = j.g0 + k;
         ConvGeom bb = b;
         bb.cout = std::min(n_, b.cout - cb * n_);
         const VMat dyc{buf.block(k), crows, bb.cout, buf.pitch};
         const VMat sum{L.out[0] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
         conv2d_backward_weights(pb_, bb, xb, dyc, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_),
-                                py0 != 0);
+                                j.py0 != 0);
       }
+    };
+    if (depth > 1) {
+      interleave(capture(compute), dma);
+    } else {
+      compute();
     }
   }
   const VMat sum = at(nd.out[0], L.out[0]);
@@ -587,10 +716,11 @@ void Emitter::node(int id) {
       const uint32_t lines = chunk != 0 ? chunk : band_lines_total(nd);
       const uint32_t group = p_.group.empty() ? 0 : p_.group[static_cast<size_t>(id)];
       const uint32_t gb = group != 0 ? group : (nd.conv.cout + n_ - 1) / n_;
+      const uint32_t depth = p_.depth.empty() ? 1 : p_.depth[static_cast<size_t>(id)];
       if (nd.op == Op::ConvPool) {
-        conv_pool(nd, L, lines, gb);
+        conv_pool(nd, L, lines, gb, depth);
       } else {
-        conv_pool_grad(nd, L, lines, gb);
+        conv_pool_grad(nd, L, lines, gb, depth);
       }
       break;
     }

@@ -91,8 +91,15 @@ uint32_t band_rows(const Placement& p, int t, uint32_t rows) {
 namespace {
 
 // ConvPool / ConvPoolGrad: a band of `lines` pooled lines, `group` output-channel blocks.
+// `depth` sets of VMEM rows for a streamed operand of `rows` rows: the first set's base, the
+// step recorded in `steps`.
+uint32_t sets(VmemArena& a, uint32_t rows, uint32_t depth, std::vector<uint32_t>& steps) {
+  steps.push_back(depth > 1 ? rows : 0);
+  return a.rows(rows * std::max(1u, depth));
+}
+
 void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t group,
-                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
+                  uint32_t depth, const ChipParams& chip, VmemArena& a, NodeLayout& L) {
   const uint32_t n = p.n;
   ConvGeom b = conv_band(nd.conv, 0, lines * nd.pool.kh);
   const uint32_t blocks = (b.cout + n - 1) / n;
@@ -104,16 +111,17 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
   PoolGeom pg = nd.pool;
   pg.h = lines * nd.pool.kh;
   pg.c = std::min(gb * n, b.cout);
-  L.in = {a.rows(x_rows)};
+  L.in = {sets(a, x_rows, depth, L.in_step)};
   uint32_t scratch = pool_scratch_rows(pg, n);
   if (nd.op == Op::ConvPool) {
     for (size_t i = 1; i < nd.in.size(); ++i)
-      L.in.push_back(a.rows(p.homes[static_cast<size_t>(nd.in[i])].rows));
-    L.out = {a.rows(gb * prows), a.rows(gb * prows)};
+      L.in.push_back(sets(a, p.homes[static_cast<size_t>(nd.in[i])].rows, 1, L.in_step));
+    L.out = {sets(a, gb * prows, depth, L.out_step), sets(a, gb * prows, depth, L.out_step)};
     b.cout = pg.c;
   } else {
-    for (int i = 0; i < 3; ++i) L.in.push_back(a.rows(gb * prows));  // argmax, Y, dY
-    for (int t : nd.out) L.out.push_back(a.rows(p.homes[static_cast<size_t>(t)].rows));
+    for (int i = 0; i < 3; ++i) L.in.push_back(sets(a, gb * prows, depth, L.in_step));
+    for (int t : nd.out)
+      L.out.push_back(sets(a, p.homes[static_cast<size_t>(t)].rows, 1, L.out_step));
     b.cout = std::min(n, b.cout);  // dW one block at a time, each block's partial in ACC
     if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
       throw std::invalid_argument(
@@ -121,7 +129,7 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
     }
     scratch = std::max(scratch, gb * prows);  // relu_backward's mask
   }
-  L.out.push_back(a.rows(gb * crows));  // the conv output's (or its gradient's) band
+  L.out.push_back(sets(a, gb * crows, 1, L.out_step));  // the conv output's (gradient's) band
   L.scratch = a.rows(std::max({1u, scratch, conv_scratch_rows(b, chip, 0)}));
 }
 
@@ -133,7 +141,8 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
   const uint32_t n = p.n;
   if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
     const size_t id = static_cast<size_t>(&nd - g.nodes.data());
-    fused_layout(p, nd, lines, id < p.group.size() ? p.group[id] : 0, chip, a, L);
+    fused_layout(p, nd, lines, id < p.group.size() ? p.group[id] : 0,
+                 id < p.depth.size() ? p.depth[id] : 1, chip, a, L);
     return;
   }
   if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
@@ -389,15 +398,18 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
 
 namespace {
 
-// The most output-channel blocks per pass (all if they fit), then the most pooled lines per
-// band with that many blocks.
+// The most output-channel blocks per pass (all if they fit), double-buffered if that fits,
+// then the most pooled lines per band.
 void place_fused(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
   const Node& nd = g.nodes[static_cast<size_t>(ni)];
   const size_t i = static_cast<size_t>(ni);
   for (uint32_t gb = (nd.conv.cout + p.n - 1) / p.n; gb >= 1; --gb) {
     p.group[i] = gb;
-    p.chunk[i] = largest_fit(g, p, ni, band_lines_total(nd), chip);
-    if (p.chunk[i] != 0) return;
+    for (uint32_t depth : {2u, 1u}) {
+      p.depth[i] = depth;
+      p.chunk[i] = largest_fit(g, p, ni, band_lines_total(nd), chip);
+      if (p.chunk[i] != 0) return;
+    }
   }
   fail(nd, "not even one pooled line of one channel block fits VMEM (" +
                std::to_string(chip.vmem_rows) + " rows)");
@@ -451,6 +463,7 @@ Placement place(const Graph& g, const ChipParams& chip) {
   }
   p.chunk.assign(g.nodes.size(), 0);
   p.group.assign(g.nodes.size(), 0);
+  p.depth.assign(g.nodes.size(), 1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& nd = g.nodes[i];
     const int ni = static_cast<int>(i);

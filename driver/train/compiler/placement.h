@@ -35,6 +35,9 @@ struct Placement {
   std::vector<uint32_t> chunk;
   // per node: ConvPool / ConvPoolGrad: output-channel blocks per pass over a band (0: all)
   std::vector<uint32_t> group;
+  // per node: buffer sets of the streamed operands (emit.h: the next chunk's read_vmem goes
+  // out before the current chunk's compute, into the other set; 1: no double buffering)
+  std::vector<uint32_t> depth;
   uint32_t device_bytes = 0;
 };
 
@@ -44,6 +47,9 @@ struct Placement {
 // channel blocks).
 struct NodeLayout {
   std::vector<uint32_t> in, out;  // first VMEM row of each operand (outputs of updates = inputs)
+  // Rows from one buffer set of a streamed operand to the next (0: one set): set s of in[i]
+  // is at in[i] + s * in_step[i] (depth sets, Placement::depth).
+  std::vector<uint32_t> in_step, out_step;
   uint32_t scratch = 0;
   uint32_t end = 0;  // one past the last row used
 };
