@@ -285,7 +285,8 @@ TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
     const int id = static_cast<int>(i);
     if (n.op == Op::Dense || n.op == Op::DenseGradW) {
       EXPECT_LT(p.chunk[i], 676u) << op_name(n.op);  // 676 blocks of K
-      EXPECT_GE(p.chunk[i], 64u) << op_name(n.op);
+      EXPECT_GE(p.chunk[i], 48u) << op_name(n.op);
+      EXPECT_EQ(p.depth[i], 2u) << op_name(n.op);  // double-buffered chunks
       EXPECT_LE(node_layout(g, p, id, p.chunk[i], chip).end, chip.vmem_rows);
       EXPECT_THROW(node_layout(g, p, id, p.chunk[i] + 1, chip), std::invalid_argument);
     }

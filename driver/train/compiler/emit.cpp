@@ -2,6 +2,7 @@
 #include "compiler/emit.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,12 @@
 namespace tpu::train::compiler {
 
 namespace {
+
+// Set s of operand i (NodeLayout's in_step / out_step).
+uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
+                size_t s) {
+  return base[i] + (i < step.size() ? step[i] : 0) * static_cast<uint32_t>(s);
+}
 
 class Emitter {
  public:
@@ -44,11 +51,17 @@ class Emitter {
   // Rows kc (from K row k0) of weight-like tensor t, all its column blocks: VMat at `base`.
   VMat w_chunk(int t, uint32_t base, uint32_t k0, uint32_t kc, bool load);
   void store_w_chunk(int t, const VMat& c, uint32_t k0);
-  void dense(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void flat(const Node& nd, const NodeLayout& L, uint32_t chunk);
-  void flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc);
+  // The K-chunks and row chunks below are double-buffered with depth > 1 (pipeline()).
+  void dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth);
+  void flat_compute(const Node& nd, const NodeLayout& L, uint32_t set, uint32_t rows);
+  // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
+  // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
+  void pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
+                const std::function<void(size_t)>& compute,
+                const std::function<void(size_t)>& write);
   void softmax_ce(const Node& nd, const NodeLayout& L);
   // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
   void image_node(const Node& nd, const NodeLayout& L);
@@ -119,17 +132,45 @@ std::vector<KChunk> k_chunks(uint32_t k, uint32_t kb, uint32_t n) {
   return r;
 }
 
-void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
+                       const std::function<void(size_t)>& compute,
+                       const std::function<void(size_t)>& write) {
+  if (chunks == 0) return;
+  read(0);
+  std::vector<Instruction> writes;
+  for (size_t c = 0; c < chunks; ++c) {
+    if (depth == 1) {
+      if (c != 0) read(c);
+      compute(c);
+      write(c);
+      continue;
+    }
+    std::vector<Instruction> dma;
+    if (c + 1 < chunks) dma = capture([&] { read(c + 1); });
+    dma.insert(dma.end(), writes.begin(), writes.end());
+    interleave(capture([&] { compute(c); }), dma);
+    writes = capture([&] { write(c); });
+  }
+  for (const Instruction& i : writes) pb_.append(i);
+}
+
+void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int x = nd.in[0], w = nd.in[1], y = nd.out[0];
   const uint32_t pitch = home(x).geom.pitch;
-  bool first = true;
-  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
-    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
-    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
-    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
-    dense_forward_partial(pb_, xc, wc, 0, !first);
-    first = false;
-  }
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto set = [&](size_t i, size_t c) { return set_of(L.in, L.in_step, i, c % depth); };
+  auto xc = [&](size_t c) { return VMat{set(0, c), home(x).geom.rows, ch[c].cols, pitch}; };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) {
+        in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
+        w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, true);
+      },
+      [&](size_t c) {
+        const VMat wc = w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, false);
+        dense_forward_partial(pb_, xc(c), wc, 0, c != 0);
+      },
+      [](size_t) {});
   VMat bias;
   if (nd.in.size() > 2) {
     bias = at(nd.in[2], L.in[2]);
@@ -139,71 +180,95 @@ void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb) {
   out(y, L.out[0], home(y).rows);
 }
 
-void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
   in(dy, L.in[0], home(dy).rows);
   const uint32_t pitch = home(dx).geom.pitch;
-  for (const KChunk& c : k_chunks(home(dx).geom.cols, kb, n_)) {
-    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
-    const VMat dxc{L.out[0], home(dx).geom.rows, c.cols, pitch};
-    dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc, 0);
-    clear_padding_rows(pb_, dxc);
-    out(dx, dxc.base, pitch * c.blocks, pitch * c.b0);
-  }
+  const std::vector<KChunk> ch = k_chunks(home(dx).geom.cols, kb, n_);
+  auto dxc = [&](size_t c) {
+    return VMat{set_of(L.out, L.out_step, 0, c % depth), home(dx).geom.rows, ch[c].cols, pitch};
+  };
+  auto wbase = [&](size_t c) { return set_of(L.in, L.in_step, 1, c % depth); };
+  pipeline(
+      ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
+      [&](size_t c) {
+        const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0);
+        clear_padding_rows(pb_, dxc(c));
+      },
+      [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });
 }
 
-void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int x = nd.in[0], dy = nd.in[1], dw = nd.out[0];
   in(dy, L.in[1], home(dy).rows);
   const uint32_t pitch = home(x).geom.pitch;
-  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
-    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
-    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
-    const VMat dwc = w_chunk(dw, L.out[0], c.k0, c.cols, false);
-    dense_backward_weights(pb_, xc, at(dy, L.in[1]), dwc, L.scratch, 0);
-    store_w_chunk(dw, dwc, c.k0);
-  }
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto xc = [&](size_t c) {
+    return VMat{set_of(L.in, L.in_step, 0, c % depth), home(x).geom.rows, ch[c].cols, pitch};
+  };
+  auto dwc = [&](size_t c) {
+    return w_chunk(dw, set_of(L.out, L.out_step, 0, c % depth), ch[c].k0, ch[c].cols, false);
+  };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) { in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); },
+      [&](size_t c) { dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dwc(c), L.scratch, 0); },
+      [&](size_t c) { store_w_chunk(dw, dwc(c), ch[c].k0); });
 }
 
-void Emitter::flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc) {
-  const bool adam = nd.op == Op::AdamUpdate;
-  for (size_t i = 0; i < nd.in.size(); ++i) {
-    if (adam && i == 4) {
-      in(nd.in[i], L.in[i], AdamState::kRows);
-    } else {
-      in(nd.in[i], L.in[i], rc, r0);
-    }
-  }
-  const VMat a{L.in[0], rc, n_, rc};
+void Emitter::flat_compute(const Node& nd, const NodeLayout& L, uint32_t s, uint32_t rc) {
+  auto I = [&](size_t i) { return set_of(L.in, L.in_step, i, s); };
+  const uint32_t o = set_of(L.out, L.out_step, 0, s);
+  const VMat a{I(0), rc, n_, rc};
   switch (nd.op) {
     case Op::Relu:
-      relu_forward(pb_, a, VMat{L.out[0], rc, n_, rc});
+      relu_forward(pb_, a, VMat{o, rc, n_, rc});
       break;
     case Op::ReluGrad:
-      relu_backward(pb_, a, VMat{L.in[1], rc, n_, rc}, VMat{L.out[0], rc, n_, rc}, L.scratch);
+      relu_backward(pb_, a, VMat{I(1), rc, n_, rc}, VMat{o, rc, n_, rc}, L.scratch);
       break;
     case Op::Add:
     case Op::AddGrad:
-      pb_.vop(VecFunc::FAdd, L.out[0], L.in[0], L.in[1], rc);
+      pb_.vop(VecFunc::FAdd, o, I(0), I(1), rc);
       break;
     case Op::SgdUpdate:
-      sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, L.in[0], L.in[1],
-                 nd.in.size() > 2 ? L.in[2] : 0, rc, L.scratch);
+      sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, I(0), I(1),
+                 nd.in.size() > 2 ? I(2) : 0, rc, L.scratch);
       break;
     case Op::AdamUpdate: {
       const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
-      adam_update(pb_, h, AdamState{L.in[4]}, L.in[0], L.in[1], L.in[2], L.in[3], rc, L.scratch);
+      adam_update(pb_, h, AdamState{L.in[4]}, I(0), I(1), I(2), I(3), rc, L.scratch);
       break;
     }
     default:
       break;
   }
-  for (size_t i = 0; i < nd.out.size(); ++i) out(nd.out[i], L.out[i], rc, r0);
 }
 
-void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk) {
+// Chunks of rows of every operand (one packing: a row range is the same elements of each);
+// Adam's state rows once.
+void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth) {
   const uint32_t total = home(nd.in[0]).rows;
-  for (uint32_t r0 = 0; r0 < total; r0 += chunk) flat_chunk(nd, L, r0, std::min(chunk, total - r0));
+  const bool adam = nd.op == Op::AdamUpdate;
+  if (adam) in(nd.in[4], L.in[4], AdamState::kRows);
+  const size_t chunks = (total + chunk - 1) / chunk;
+  auto rows = [&](size_t c) { return std::min(chunk, total - static_cast<uint32_t>(c) * chunk); };
+  auto s = [&](size_t c) { return static_cast<uint32_t>(c % depth); };
+  pipeline(
+      chunks, depth,
+      [&](size_t c) {
+        for (size_t i = 0; i < nd.in.size(); ++i)
+          if (!(adam && i == 4))
+            in(nd.in[i], set_of(L.in, L.in_step, i, s(c)), rows(c),
+               static_cast<uint32_t>(c) * chunk);
+      },
+      [&](size_t c) { flat_compute(nd, L, s(c), rows(c)); },
+      [&](size_t c) {
+        for (size_t i = 0; i < nd.out.size(); ++i)
+          out(nd.out[i], set_of(L.out, L.out_step, i, s(c)), rows(c),
+              static_cast<uint32_t>(c) * chunk);
+      });
 }
 
 void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
@@ -417,12 +482,6 @@ std::vector<FusedJob> fused_jobs(const Node& nd, uint32_t lines_per_band, uint32
           FusedJob{band, py0, lines, g0, std::min(group * n, nd.conv.cout - g0 * n), g0 == 0});
   }
   return jobs;
-}
-
-// Set s of operand i (NodeLayout's in_step / out_step).
-uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
-                uint32_t s) {
-  return base[i] + (i < step.size() ? step[i] : 0) * s;
 }
 
 // Per band of pooled lines and group of output-channel blocks: the conv without bias into the
@@ -673,16 +732,17 @@ void Emitter::node(int id) {
   const Node& nd = g_.nodes[static_cast<size_t>(id)];
   const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
   const NodeLayout L = node_layout(g_, p_, id, chunk, chip_);
+  const uint32_t depth = p_.depth.empty() ? 1 : std::max(1u, p_.depth[static_cast<size_t>(id)]);
   const size_t begin = pb_.size();
   switch (nd.op) {
     case Op::Dense:
-      dense(nd, L, chunk);
+      dense(nd, L, chunk, depth);
       break;
     case Op::DenseGradX:
-      dense_grad_x(nd, L, chunk);
+      dense_grad_x(nd, L, chunk, depth);
       break;
     case Op::DenseGradW:
-      dense_grad_w(nd, L, chunk);
+      dense_grad_w(nd, L, chunk, depth);
       break;
     case Op::BiasGrad:
       if (chunk != 0) {
@@ -709,14 +769,13 @@ void Emitter::node(int id) {
     case Op::AddGrad:
     case Op::SgdUpdate:
     case Op::AdamUpdate:
-      flat(nd, L, chunk);
+      flat(nd, L, chunk, depth);
       break;
     case Op::ConvPool:
     case Op::ConvPoolGrad: {
       const uint32_t lines = chunk != 0 ? chunk : band_lines_total(nd);
       const uint32_t group = p_.group.empty() ? 0 : p_.group[static_cast<size_t>(id)];
       const uint32_t gb = group != 0 ? group : (nd.conv.cout + n_ - 1) / n_;
-      const uint32_t depth = p_.depth.empty() ? 1 : p_.depth[static_cast<size_t>(id)];
       if (nd.op == Op::ConvPool) {
         conv_pool(nd, L, lines, gb, depth);
       } else {

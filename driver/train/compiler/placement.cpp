@@ -310,48 +310,59 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
   const Node& nd = g.nodes[static_cast<size_t>(node)];
   auto geom = [&](int t) { return p.homes[static_cast<size_t>(t)].geom; };
   auto whole = [&](int t) { return a.rows(p.homes[static_cast<size_t>(t)].rows); };
-  auto act_chunk = [&](int t) { return a.rows(geom(t).pitch * chunk); };  // kb blocks of K
-  auto w_chunk = [&](int t) {
-    return a.rows(geom(t).blocks(n) * chunk * n);
-  };  // kb*N rows per block
+  // Streamed operands get `depth` buffer sets (Placement::depth), whole ones one.
+  const uint32_t depth = static_cast<size_t>(node) < p.depth.size() ? p.depth[node] : 1;
   NodeLayout L;
+  auto in = [&](uint32_t rows, uint32_t d) { L.in.push_back(sets(a, rows, d, L.in_step)); };
+  auto out = [&](uint32_t rows, uint32_t d) { L.out.push_back(sets(a, rows, d, L.out_step)); };
+  auto rows_of = [&](int t) { return p.homes[static_cast<size_t>(t)].rows; };
+  const auto act_chunk = [&](int t) { return geom(t).pitch * chunk; };        // kb blocks of K
+  const auto w_chunk = [&](int t) { return geom(t).blocks(n) * chunk * n; };  // kb*N per block
   switch (nd.op) {
     case Op::Dense:
-      L.in = {act_chunk(nd.in[0]), w_chunk(nd.in[1])};
-      if (nd.in.size() > 2) L.in.push_back(whole(nd.in[2]));
-      L.out = {whole(nd.out[0])};
+      in(act_chunk(nd.in[0]), depth);
+      in(w_chunk(nd.in[1]), depth);
+      if (nd.in.size() > 2) in(rows_of(nd.in[2]), 1);
+      out(rows_of(nd.out[0]), 1);
       break;
     case Op::DenseGradX:
-      L.in = {whole(nd.in[0]), w_chunk(nd.in[1])};
-      L.out = {act_chunk(nd.out[0])};
+      in(rows_of(nd.in[0]), 1);
+      in(w_chunk(nd.in[1]), depth);
+      out(act_chunk(nd.out[0]), depth);
       break;
     case Op::DenseGradW:
-      L.in = {act_chunk(nd.in[0]), whole(nd.in[1])};
-      L.out = {w_chunk(nd.out[0])};
+      in(act_chunk(nd.in[0]), depth);
+      in(rows_of(nd.in[1]), 1);
+      out(w_chunk(nd.out[0]), depth);
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
     case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
-      L.out = {whole(nd.out[0])};
-      L.in = {chunk == 0 ? whole(nd.in[0]) : a.rows(geom(nd.in[0]).blocks(n) * chunk)};
+      out(rows_of(nd.out[0]), 1);
+      in(chunk == 0 ? rows_of(nd.in[0]) : geom(nd.in[0]).blocks(n) * chunk, 1);
       break;
     case Op::Relu:
     case Op::Add:
     case Op::AddGrad:
     case Op::ReluGrad:
-      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
-      L.out = {a.rows(chunk)};
+      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
+      out(chunk, depth);
       if (nd.op == Op::ReluGrad) L.scratch = a.rows(chunk);
       break;
-    case Op::SgdUpdate:
-      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
+    case Op::SgdUpdate:  // in place: the outputs are the inputs' sets
+      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
       L.out = {L.in[0]};
-      if (nd.in.size() > 2) L.out.push_back(L.in[2]);
+      L.out_step = {L.in_step[0]};
+      if (nd.in.size() > 2) {
+        L.out.push_back(L.in[2]);
+        L.out_step.push_back(L.in_step[2]);
+      }
       L.scratch = a.rows(2 * chunk);
       break;
     case Op::AdamUpdate:
-      for (size_t i = 0; i < 4; ++i) L.in.push_back(a.rows(chunk));
-      L.in.push_back(whole(nd.in[4]));
+      for (size_t i = 0; i < 4; ++i) in(chunk, depth);
+      in(rows_of(nd.in[4]), 1);
       L.out = {L.in[0], L.in[2], L.in[3]};
+      L.out_step = {L.in_step[0], L.in_step[2], L.in_step[3]};
       L.scratch = a.rows(6 * chunk);
       break;
     case Op::ConvPool:
@@ -397,6 +408,25 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
 }
 
 namespace {
+
+// Nodes whose chunks the emitter double-buffers (Placement::depth); those updating in place.
+bool streams(const Node& nd) {
+  switch (nd.op) {
+    case Op::Dense:
+    case Op::DenseGradX:
+    case Op::DenseGradW:
+    case Op::Relu:
+    case Op::Add:
+    case Op::AddGrad:
+    case Op::ReluGrad:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate:
+      return true;
+    default:
+      return false;
+  }
+}
+bool in_place(const Node& nd) { return nd.op == Op::SgdUpdate || nd.op == Op::AdamUpdate; }
 
 // The most output-channel blocks per pass (all if they fit), double-buffered if that fits,
 // then the most pooled lines per band.
@@ -494,6 +524,15 @@ Placement place(const Graph& g, const ChipParams& chip) {
     }
     p.chunk[i] = largest_fit(g, p, ni, most, chip);
     if (p.chunk[i] == 0) fail(nd, "not even one chunk of its operands fits VMEM");
+    if (p.chunk[i] < most && streams(nd)) {  // several chunks: double-buffer them if that fits
+      p.depth[i] = in_place(nd) ? 3 : 2;     // in place: a set is free again two chunks later
+      const uint32_t c = largest_fit(g, p, ni, most, chip);
+      if (c != 0) {
+        p.chunk[i] = c;
+      } else {
+        p.depth[i] = 1;
+      }
+    }
   }
   return p;
 }
