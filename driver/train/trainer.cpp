@@ -90,6 +90,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   append_backward(t.g);
   append_update(t.g, opt);
   fuse_conv_pool(t.g, chip);
+  fuse_dense_update(t.g);
   t.place = place(t.g, chip);
   t.sched = schedule(t.g);
   t.emit_programs();

@@ -589,6 +589,36 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
   EXPECT_GE(reads, 4u);  // W, b, band 0's and band 1's input lines
 }
 
+// Each Dense weight's DenseGradW and its update become one DenseUpdate in the update's place
+// (after AdamBegin): dW gets no device memory.
+TEST(TrainFuse, DenseGradientAndUpdateBecomeOneNode) {
+  TrainOptions o;
+  Graph g = full(MlpSpec{}, 10, o);
+  const Graph before = g;
+  EXPECT_EQ(fuse_dense_update(g), 2);  // fc1 (Gemm), fc3 (MatMul); the biases stay
+  const std::string d = g.dump();
+  EXPECT_EQ(d.find("DenseGradW"), std::string::npos) << d;
+  EXPECT_NE(d.find("upd DenseUpdate fc1 [Gemm] x(10x9), d(z1)(10x7), fc1.W(9x7), m(fc1.W)(9x7), "
+                   "v(fc1.W)(9x7), adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
+            std::string::npos)
+      << d;
+  EXPECT_LT(d.find("upd AdamBegin"), d.find("upd DenseUpdate"));
+  EXPECT_EQ(g.nodes.size(), before.nodes.size() - 2);
+  expect_layers_valid(g);
+  const ChipParams chip = ChipParams::training(4);
+  EXPECT_LT(place(g, chip).device_bytes, place(before, chip).device_bytes);
+  EXPECT_EQ(fuse_dense_update(g), 0);
+  // SGD with momentum: W and its velocity.
+  o.optimizer = Optimizer::Sgd;
+  o.momentum = 0.9f;
+  Graph s = full(MlpSpec{}, 10, o);
+  EXPECT_EQ(fuse_dense_update(s), 2);
+  EXPECT_NE(s.dump().find("upd DenseUpdate fc3 [MatMul+Add] h1(10x7), d(logits)(10x3), "
+                          "fc3.W(7x3), velocity(fc3.W)(7x3) -> fc3.W(7x3), velocity(fc3.W)(7x3)\n"),
+            std::string::npos)
+      << s.dump();
+}
+
 // A VMEM too small for one fused band (two conv lines) keeps the layers apart, in bands of one
 // line; at the smallest VMEM that fuses, one channel block per pass.
 TEST(TrainFuse, SmallVmemFallsBackOrGroupsChannels) {

@@ -56,6 +56,8 @@ class Emitter {
   void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
   void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
   void flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth);
+  // DenseUpdate (fuse.h): per K-chunk dW into VMEM, then the optimizer on the chunk.
+  void dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
   void flat_compute(const Node& nd, const NodeLayout& L, uint32_t set, uint32_t rows);
   // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
   // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
@@ -215,6 +217,46 @@ void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       [&](size_t c) { in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); },
       [&](size_t c) { dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dwc(c), L.scratch, 0); },
       [&](size_t c) { store_w_chunk(dw, dwc(c), ch[c].k0); });
+}
+
+void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
+  const bool adam = nd.in.size() == 6;
+  const int x = nd.in[0], dy = nd.in[1];
+  in(dy, L.in[1], home(dy).rows);
+  if (adam) in(nd.in[5], L.in[5], AdamState::kRows);
+  const uint32_t pitch = home(x).geom.pitch;
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto xc = [&](size_t c) {
+    return VMat{set_of(L.in, L.in_step, 0, c % depth), home(x).geom.rows, ch[c].cols, pitch};
+  };
+  const size_t states = adam ? 3 : nd.in.size() - 2;  // W, m, v | W[, velocity]
+  auto wc = [&](size_t i, size_t c, bool load) {
+    return w_chunk(nd.in[2 + i], set_of(L.in, L.in_step, 2 + i, c % depth), ch[c].k0, ch[c].cols,
+                   load);
+  };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) {
+        in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
+        for (size_t i = 0; i < states; ++i) wc(i, c, true);
+      },
+      [&](size_t c) {
+        const VMat w = wc(0, c, false);
+        const VMat dw{L.scratch, w.rows, w.cols, w.pitch};
+        const uint32_t scratch = L.scratch + w.span(n_), rows = w.span(n_);
+        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
+        if (adam) {
+          const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+          adam_update(pb_, h, AdamState{L.in[5]}, w.base, dw.base, wc(1, c, false).base,
+                      wc(2, c, false).base, rows, scratch);
+        } else {
+          sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, w.base, dw.base,
+                     states > 1 ? wc(1, c, false).base : 0, rows, scratch);
+        }
+      },
+      [&](size_t c) {
+        for (size_t i = 0; i < states; ++i) store_w_chunk(nd.in[2 + i], wc(i, c, false), ch[c].k0);
+      });
 }
 
 void Emitter::flat_compute(const Node& nd, const NodeLayout& L, uint32_t s, uint32_t rc) {
@@ -743,6 +785,9 @@ void Emitter::node(int id) {
       break;
     case Op::DenseGradW:
       dense_grad_w(nd, L, chunk, depth);
+      break;
+    case Op::DenseUpdate:
+      dense_update(nd, L, chunk, depth);
       break;
     case Op::BiasGrad:
       if (chunk != 0) {

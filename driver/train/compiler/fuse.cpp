@@ -61,6 +61,25 @@ Group match(const Graph& g, int ci) {
   return grp;
 }
 
+// Drops the nodes marked in `drop`, renumbering layers (a dropped layer becomes `fused`'s, by
+// its old index).
+void drop_nodes(Graph& g, const std::vector<bool>& drop, int fused_old) {
+  std::vector<int> index(g.nodes.size(), -1);
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (drop[i]) continue;
+    index[i] = static_cast<int>(kept.size());
+    kept.push_back(g.nodes[i]);
+  }
+  const int fused = fused_old >= 0 ? index[static_cast<size_t>(fused_old)] : -1;
+  for (Node& n : kept) {
+    if (n.layer < 0) continue;
+    const int l = index[static_cast<size_t>(n.layer)];
+    n.layer = l >= 0 ? l : fused;  // the dropped pool / relu layers are the fused node's
+  }
+  g.nodes = std::move(kept);
+}
+
 // Rewrites one group: the conv node becomes ConvPool, the first of its backward nodes
 // ConvPoolGrad; the others are dropped (layer indices renumbered).
 void rewrite(Graph& g, const Group& grp) {
@@ -92,23 +111,39 @@ void rewrite(Graph& g, const Group& grp) {
     if (i >= 0 && i != first_bwd) drop[static_cast<size_t>(i)] = true;
   g.nodes[static_cast<size_t>(grp.conv)] = f;
   g.nodes[static_cast<size_t>(first_bwd)] = b;
-  std::vector<int> index(g.nodes.size(), -1);
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (drop[i]) continue;
-    index[i] = static_cast<int>(kept.size());
-    kept.push_back(g.nodes[i]);
-  }
-  const int fused = index[static_cast<size_t>(grp.conv)];
-  for (Node& n : kept) {
-    if (n.layer < 0) continue;
-    const int l = index[static_cast<size_t>(n.layer)];
-    n.layer = l >= 0 ? l : fused;  // the dropped pool / relu layers are the fused node's
-  }
-  g.nodes = std::move(kept);
+  drop_nodes(g, drop, grp.conv);
 }
 
 }  // namespace
+
+int fuse_dense_update(Graph& g) {
+  int fused = 0;
+  for (size_t ui = 0; ui < g.nodes.size(); ++ui) {
+    const Node u = g.nodes[ui];
+    if (u.op != Op::AdamUpdate && u.op != Op::SgdUpdate) continue;
+    const int grad = u.in[1];
+    const std::vector<int> readers = g.readers(grad);
+    if (readers.size() != 1) continue;
+    int producer = -1;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (int t : g.nodes[i].out)
+        if (t == grad) producer = static_cast<int>(i);
+    if (producer < 0 || g.nodes[static_cast<size_t>(producer)].op != Op::DenseGradW) continue;
+    const Node& d = g.nodes[static_cast<size_t>(producer)];
+    Node f = u;
+    f.op = Op::DenseUpdate;
+    f.in = {d.in[0], d.in[1]};
+    for (size_t i = 0; i < u.in.size(); ++i)
+      if (i != 1) f.in.push_back(u.in[i]);
+    g.nodes[ui] = f;
+    std::vector<bool> drop(g.nodes.size(), false);
+    drop[static_cast<size_t>(producer)] = true;
+    drop_nodes(g, drop, -1);
+    ui = 0;  // indices moved: scan again (fused nodes are not updates any more)
+    ++fused;
+  }
+  return fused;
+}
 
 int fuse_conv_pool(Graph& g) {
   int fused = 0;

@@ -27,4 +27,11 @@ int fuse_conv_pool(Graph& g);
 // the layers apart, in bands of single lines) while the unfused one does.
 int fuse_conv_pool(Graph& g, const ChipParams& chip);
 
+// A weight's DenseGradW whose dW only its update reads, and that update (AdamUpdate or
+// SgdUpdate), become one DenseUpdate node in the update's place (after AdamBegin): per chunk of
+// K, dW = X^T.dY of the chunk into VMEM and the optimizer on the chunk of W (and its state) at
+// once, so dW is never written to device memory and read back. The same kernels in the same
+// order on the same values: bit-identical. Returns the number of nodes fused.
+int fuse_dense_update(Graph& g);
+
 }  // namespace tpu::train::compiler

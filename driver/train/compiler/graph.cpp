@@ -128,6 +128,8 @@ const char* op_name(Op op) {
       return "AdamBegin";
     case Op::AdamUpdate:
       return "AdamUpdate";
+    case Op::DenseUpdate:
+      return "DenseUpdate";
   }
   return "?";
 }

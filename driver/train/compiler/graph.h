@@ -5,6 +5,7 @@
 //   append_backward (autodiff.h) + the loss (Phase::Loss) and the gradients (Phase::Backward)
 //   append_update (optimizer.h)  + the optimizer's state and update nodes (Phase::Update)
 //   fuse_conv_pool (fuse.h)      Conv -> MaxPool [-> Relu] and their gradients as two nodes
+//   fuse_dense_update (fuse.h)   a Dense's DenseGradW and the update of its weight as one node
 //   place         (placement.h)  every tensor's home in device memory, each node's VMEM chunks
 //   schedule      (schedule.h)   the order the nodes run in, per program (step, forward)
 //   emit          (emit.h)       the programs, through the kernels (kernels.h) and ProgramBuilder
@@ -66,6 +67,9 @@ enum class Op {
   SgdUpdate,   // in/out: W; in: dW[, velocity in/out]
   AdamBegin,   // in/out: Adam state rows
   AdamUpdate,  // in/out: W, m, v; in: dW, Adam state
+  // made by fuse_dense_update (fuse.h): a Dense weight's gradient and its update, chunk by
+  // chunk of K (dW never leaves VMEM)
+  DenseUpdate,  // in: X, dY, then the update's inputs but dW (W, m, v, state | W[, velocity])
 };
 
 enum class Phase { Forward, Loss, Backward, Update };

@@ -74,6 +74,7 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd,
       need(m <= kMaxMatmulRows && m <= chip.acc_rows, "the batch does not fit ACC");
       return kb;
     case Op::DenseGradW:
+    case Op::DenseUpdate:
       need(chip.acc_rows >= n, "not one block of K fits ACC");
       return std::min({kb, chip.acc_rows / n, kMaxMatmulRows / n});
     default:
@@ -280,6 +281,7 @@ uint32_t k_of(const Graph& g, const Node& n) {
   switch (n.op) {
     case Op::Dense:
     case Op::DenseGradW:
+    case Op::DenseUpdate:
       return g.tensors[static_cast<size_t>(n.in[0])].cols;  // X's features
     case Op::DenseGradX:
       return g.tensors[static_cast<size_t>(n.out[0])].cols;
@@ -369,6 +371,21 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
     case Op::ConvPoolGrad:
       band_layout(g, p, nd, chunk != 0 ? chunk : band_lines_total(nd), chip, a, L);
       break;
+    case Op::DenseUpdate: {  // X chunk, dY; W, m, v (or velocity) chunks in place; state
+      const bool adam = nd.in.size() == 6;
+      in(act_chunk(nd.in[0]), depth);
+      in(rows_of(nd.in[1]), 1);
+      const uint32_t wrows = w_chunk(nd.in[2]);
+      for (size_t i = 2; i < nd.in.size(); ++i)
+        in(adam && i == 5 ? rows_of(nd.in[i]) : wrows, adam && i == 5 ? 1 : depth);
+      for (size_t i = 0; i < nd.out.size(); ++i) {
+        L.out.push_back(L.in[2 + i]);
+        L.out_step.push_back(L.in_step[2 + i]);
+      }
+      // scratch: the chunk's dW, then X^T (dense_backward_weights) or the update's rows
+      L.scratch = a.rows(wrows + std::max(geom(nd.in[0]).pitch * chunk, (adam ? 6 : 2) * wrows));
+      break;
+    }
     case Op::AdamBegin:
       L.in = {whole(nd.in[0])};
       L.out = {L.in[0]};
@@ -421,12 +438,15 @@ bool streams(const Node& nd) {
     case Op::ReluGrad:
     case Op::SgdUpdate:
     case Op::AdamUpdate:
+    case Op::DenseUpdate:
       return true;
     default:
       return false;
   }
 }
-bool in_place(const Node& nd) { return nd.op == Op::SgdUpdate || nd.op == Op::AdamUpdate; }
+bool in_place(const Node& nd) {
+  return nd.op == Op::SgdUpdate || nd.op == Op::AdamUpdate || nd.op == Op::DenseUpdate;
+}
 
 // The most output-channel blocks per pass (all if they fit), double-buffered if that fits,
 // then the most pooled lines per band.
