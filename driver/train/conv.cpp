@@ -232,6 +232,13 @@ uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc)
   return std::max(padded_input_span(g, n), lines * g.wo() * g.batch + pad);
 }
 
+uint32_t conv_dw_scratch_rows(const ConvGeom& g, const ChipParams& p) {
+  if (!g.packed()) return conv_scratch_rows(g, p, 0);
+  const uint32_t n = p.N;
+  return ceil_div(g.taps(), n) * n *
+         max_band_rows(g, n, band_lines(g, p, 0, "conv_dw_scratch_rows"));
+}
+
 void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
                     const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc,
                     bool im2col_ready) {

@@ -134,8 +134,8 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
   if (nd.op == Op::ConvPool) {  // the conv's im2col stays for the band's other groups: the
     // pool's scratch after it
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)) + scratch);
-  } else {
-    L.scratch = a.rows(std::max({1u, scratch, conv_scratch_rows(b, chip, 0)}));
+  } else {  // relu mask, pool scratch, then the dW's tap rows: one at a time
+    L.scratch = a.rows(std::max({1u, scratch, conv_dw_scratch_rows(b, chip)}));
   }
 }
 
@@ -453,14 +453,14 @@ bool in_place(const Node& nd) {
   return nd.op == Op::SgdUpdate || nd.op == Op::AdamUpdate || nd.op == Op::DenseUpdate;
 }
 
-// The most output-channel blocks per pass (all if they fit), double-buffered if that fits,
-// then the most pooled lines per band.
+// Double-buffered if that fits (a band's DMA then overlaps the previous band's compute), with
+// the most output-channel blocks per pass (all if they fit), then the most pooled lines.
 void place_fused(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
   const Node& nd = g.nodes[static_cast<size_t>(ni)];
   const size_t i = static_cast<size_t>(ni);
-  for (uint32_t gb = (nd.conv.cout + p.n - 1) / p.n; gb >= 1; --gb) {
-    p.group[i] = gb;
-    for (uint32_t depth : {2u, 1u}) {
+  for (uint32_t depth : {2u, 1u}) {
+    for (uint32_t gb = (nd.conv.cout + p.n - 1) / p.n; gb >= 1; --gb) {
+      p.group[i] = gb;
       p.depth[i] = depth;
       p.chunk[i] = largest_fit(g, p, ni, band_lines_total(nd), chip);
       if (p.chunk[i] != 0) return;
