@@ -11,8 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "device_model.h"
 #include "onnx_export.h"
@@ -56,10 +59,66 @@ std::string keras(bool dense_only) {
   return g.serialize();
 }
 
+// Per layer and phase, the work of each unit (rows: VMEM rows moved by DMA, rows fed to the
+// MXU, rows the vector unit walks with N per loaded tile or transposed block and acc_to_vmem's),
+// and the step's MACs: what bounds the step.
+void print_units(const tpu::train::Trainer& t, const tpu::ChipParams& chip) {
+  struct Work {
+    uint64_t dma = 0, mxu = 0, vpu = 0;
+  };
+  std::map<std::string, Work> per;
+  std::vector<std::string> order;
+  Work total;
+  const auto& prog = t.step_program();
+  for (const tpu::train::ProgramSpan& sp : t.step_program_spans()) {
+    const std::string key = sp.layer + " " + sp.phase;
+    if (per.find(key) == per.end()) order.push_back(key);
+    Work& w = per[key];
+    for (size_t i = sp.begin; i < sp.end; ++i) {
+      std::visit(
+          [&](const auto& in) {
+            using T = std::decay_t<decltype(in)>;
+            uint64_t d = 0, m = 0, v = 0;
+            if constexpr (std::is_same_v<T, tpu::ReadVmem> || std::is_same_v<T, tpu::WriteVmem>) {
+              d = in.rows;
+            } else if constexpr (std::is_same_v<T, tpu::MatmulBf16>) {
+              m = uint64_t{in.inner} * in.outer;
+            } else if constexpr (std::is_same_v<T, tpu::LoadWeights>) {
+              v = uint64_t{chip.N} * in.tiles;
+            } else if constexpr (std::is_same_v<T, tpu::Transpose>) {
+              v = uint64_t{chip.N} * in.blocks;
+            } else if constexpr (std::is_same_v<T, tpu::AccToVmem>) {
+              v = in.rows;
+            } else if constexpr (std::is_same_v<T, tpu::Vector>) {
+              v = uint64_t{in.inner} * in.outer;
+            }
+            w.dma += d;
+            w.mxu += m;
+            w.vpu += v;
+            total.dma += d;
+            total.mxu += m;
+            total.vpu += v;
+          },
+          prog[i]);
+    }
+  }
+  std::printf("units (rows): %-24s %10s %10s %10s\n", "layer phase", "dma", "mxu", "vector");
+  for (const std::string& k : order) {
+    const Work& w = per[k];
+    std::printf("              %-24s %10llu %10llu %10llu\n", k.c_str(),
+                static_cast<unsigned long long>(w.dma), static_cast<unsigned long long>(w.mxu),
+                static_cast<unsigned long long>(w.vpu));
+  }
+  std::printf("              %-24s %10llu %10llu %10llu\n", "total",
+              static_cast<unsigned long long>(total.dma),
+              static_cast<unsigned long long>(total.mxu),
+              static_cast<unsigned long long>(total.vpu));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint32_t n = 16, steps = 3;
+  uint32_t n = 16, steps = 3, vmem_rows = 0;
   std::string model;
   bool dense_only = false, same_batch = false;
   tpu::train::TrainOptions o;  // Adam 1e-3, batch 32
@@ -71,6 +130,8 @@ int main(int argc, char** argv) {
       steps = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else if (a == "--batch" && i + 1 < argc) {
       o.batch = static_cast<uint32_t>(std::atoi(argv[++i]));
+    } else if (a == "--vmem-rows" && i + 1 < argc) {
+      vmem_rows = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else if (a == "--same-batch") {
       same_batch = true;
     } else if (a == "--dense") {
@@ -82,7 +143,8 @@ int main(int argc, char** argv) {
       model = a;
     }
   }
-  const tpu::ChipParams chip = tpu::ChipParams::training(n);
+  tpu::ChipParams chip = tpu::ChipParams::training(n);
+  if (vmem_rows != 0) chip.vmem_rows = vmem_rows;
   tpu::train::Trainer t(model.empty() ? keras(dense_only) : model, o, chip);
   std::printf("compile: %.3f s, %zu instructions per step\n", t.compile_seconds(),
               t.step_instructions());
@@ -112,5 +174,6 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(l.backward),
                 static_cast<unsigned long long>(l.update));
   }
+  print_units(t, chip);
   return 0;
 }

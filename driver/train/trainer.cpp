@@ -10,6 +10,7 @@
 
 #include "compiler/autodiff.h"
 #include "compiler/emit.h"
+#include "compiler/fuse.h"
 #include "compiler/import.h"
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
@@ -88,6 +89,8 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   t.g = import_onnx(model, opt.batch, chip.N);
   append_backward(t.g);
   append_update(t.g, opt);
+  fuse_conv_pool(t.g, chip);
+  fuse_dense_update(t.g);
   t.place = place(t.g, chip);
   t.sched = schedule(t.g);
   t.emit_programs();

@@ -8,6 +8,7 @@
 
 #include "compiler/autodiff.h"
 #include "compiler/emit.h"
+#include "compiler/fuse.h"
 #include "compiler/import.h"
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
@@ -277,14 +278,16 @@ TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
   Graph g = import_onnx(m.serialize(), 32, 16);
   append_backward(g);
   append_update(g, TrainOptions{});
-  const ChipParams chip = ChipParams::training(16);
+  ChipParams chip = ChipParams::training(16);
+  chip.vmem_rows = 8192;  // whatever the training chip's default: a chip where X does not fit
   const Placement p = place(g, chip);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const int id = static_cast<int>(i);
     if (n.op == Op::Dense || n.op == Op::DenseGradW) {
       EXPECT_LT(p.chunk[i], 676u) << op_name(n.op);  // 676 blocks of K
-      EXPECT_GE(p.chunk[i], 64u) << op_name(n.op);
+      EXPECT_GE(p.chunk[i], 48u) << op_name(n.op);
+      EXPECT_EQ(p.depth[i], 2u) << op_name(n.op);  // double-buffered chunks
       EXPECT_LE(node_layout(g, p, id, p.chunk[i], chip).end, chip.vmem_rows);
       EXPECT_THROW(node_layout(g, p, id, p.chunk[i] + 1, chip), std::invalid_argument);
     }
@@ -438,6 +441,212 @@ TEST(TrainAutodiff, ConvNetBackward) {
   EXPECT_NE(d.find("bwd ConvGradW conv [Conv] x(256x2), d(c)(144x2) -> d(W)(36x2)\n"),
             std::string::npos)
       << d;
+}
+
+// conv (1 -> 5 channels, 3x3 on 6x6, bias) -> MaxPool (2x2 stride 2, or 3x3 stride 1 pads 1)
+// [-> Relu] -> Flatten -> Gemm.
+std::string conv_pool_model(bool relu, bool tiling_pool = true) {
+  cnn::OnnxGraph g("convpool");
+  g.input("x", {-1, 1, 6, 6});
+  g.init_float("W", {5, 1, 3, 3}, std::vector<float>(45, 0.1f));
+  g.init_float("b", {5}, std::vector<float>(5, 0.1f));
+  const int64_t features = tiling_pool ? 5 * 2 * 2 : 5 * 4 * 4;
+  g.init_float("D", {3, features}, std::vector<float>(size_t(3 * features), 0.1f));
+  g.node("Conv", {"x", "W", "b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
+  if (tiling_pool) {
+    g.node("MaxPool", {"c"}, {"p"},
+           {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  } else {
+    g.node("MaxPool", {"c"}, {"p"},
+           {OnnxAttr::Ints("kernel_shape", {3, 3}), OnnxAttr::Ints("pads", {1, 1, 1, 1})}, "pool");
+  }
+  if (relu) g.node("Relu", {"p"}, {"r"}, {}, "relu");
+  g.node("Flatten", {relu ? "r" : "p"}, {"f"}, {}, "flatten");
+  g.node("Gemm", {"f", "D"}, {"y"}, {OnnxAttr::Int("transB", 1)}, "fc");
+  g.output("y", {-1, 3});
+  return g.serialize();
+}
+
+Graph conv_pool_graph(bool relu, bool tiling_pool = true) {
+  Graph g = import_onnx(conv_pool_model(relu, tiling_pool), 8, 4);
+  append_backward(g);
+  append_update(g, TrainOptions{});
+  return g;
+}
+
+// Every node's layer is a forward node that is its own layer.
+void expect_layers_valid(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    if (n.layer < 0) continue;
+    ASSERT_LT(static_cast<size_t>(n.layer), g.nodes.size()) << n.name;
+    const Node& l = g.nodes[static_cast<size_t>(n.layer)];
+    EXPECT_EQ(l.phase, Phase::Forward) << n.name;
+    EXPECT_EQ(l.layer, n.layer) << n.name;
+  }
+}
+
+TEST(TrainFuse, ConvPoolReluBecomeTwoNodes) {
+  Graph g = conv_pool_graph(true);
+  const Graph before = g;
+  EXPECT_EQ(fuse_conv_pool(g), 1);
+  const std::string d = g.dump();
+  // The conv output (4x4 x batch 8 x 5 channels) appears nowhere: the fused node writes the
+  // relu's output and the argmax; its gradient reads the input, argmax, Y and dY.
+  EXPECT_NE(d.find("fwd ConvPool conv [Conv+MaxPool+Relu] x(101x4), W(9x5), b(1x5) -> r(32x5), "
+                   "argmax(p)(32x5)\n"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("bwd ConvPoolGrad conv [Conv+MaxPool+Relu] x(101x4), argmax(p)(32x5), r(32x5), "
+                   "d(r)(32x5) -> d(W)(9x5), d(b)(1x5)\n"),
+            std::string::npos)
+      << d;
+  for (const char* gone : {"fwd MaxPool", "fwd Relu", "ReluGrad", "MaxPoolGrad", "ConvGradW",
+                           "BiasGrad conv", "fwd Conv conv"})
+    EXPECT_EQ(d.find(gone), std::string::npos) << gone << "\n" << d;
+  EXPECT_EQ(g.nodes.size(), before.nodes.size() - 5);
+  expect_layers_valid(g);
+  for (const Node& n : g.nodes)
+    if (n.op == Op::ConvPool || n.op == Op::ConvPoolGrad) {
+      EXPECT_TRUE(n.relu);
+    }
+  // The conv output, the pooled tensor and their gradients get no device memory.
+  const ChipParams chip = ChipParams::training(4);
+  const Placement pf = place(g, chip), pu = place(before, chip);
+  EXPECT_LT(pf.device_bytes, pu.device_bytes);
+  const Schedule s = schedule(g);
+  const Emitted e = emit(g, pf, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  EXPECT_GT(e.program.size(), 50u);
+  const std::vector<LayerCycles> l = layer_cycles(g, e, chip, 1000);
+  ASSERT_EQ(l.size(), 4u);  // conv (+ pool + relu), fc, loss, adam
+  EXPECT_EQ(l[0].op, "Conv+MaxPool+Relu");
+  EXPECT_GT(l[0].forward, 0u);
+  EXPECT_GT(l[0].backward, 0u);
+}
+
+TEST(TrainFuse, WithoutReluAndWhatDoesNotFuse) {
+  Graph g = conv_pool_graph(false);
+  EXPECT_EQ(fuse_conv_pool(g), 1);
+  EXPECT_NE(g.dump().find("fwd ConvPool conv [Conv+MaxPool] x(101x4), W(9x5), b(1x5) -> p(32x5), "
+                          "argmax(p)(32x5)\n"),
+            std::string::npos)
+      << g.dump();
+  expect_layers_valid(g);
+  // Overlapping windows (3x3 stride 1 pads 1): the pool does not tile the conv output.
+  Graph o = conv_pool_graph(true, false);
+  const std::string od = o.dump();
+  EXPECT_EQ(fuse_conv_pool(o), 0);
+  EXPECT_EQ(o.dump(), od);
+  // A conv without a pool after it stays.
+  const OnnxAttr k3 = OnnxAttr::Ints("kernel_shape", {3, 3});
+  Graph c = import_onnx(conv_model({k3}), 4, 4);
+  append_backward(c);
+  EXPECT_EQ(fuse_conv_pool(c), 0);
+}
+
+// Double-buffered fused bands (depth 2): the next band's reads and the previous band's writes
+// are spread over this band's compute (the chip issues in order: DMA back to back would stall
+// the compute behind it); the same instructions as without double buffering, in another order.
+TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
+  Graph g = conv_pool_graph(true);
+  ASSERT_EQ(fuse_conv_pool(g), 1);
+  const ChipParams chip = ChipParams::training(4);
+  Placement p = place(g, chip);
+  const Schedule s = schedule(g);
+  size_t fwd = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op == Op::ConvPool) fwd = i;
+    if (g.nodes[i].op == Op::ConvPool || g.nodes[i].op == Op::ConvPoolGrad) {
+      EXPECT_EQ(p.depth[i], 2u) << op_name(g.nodes[i].op);
+    }
+  }
+  p.chunk[fwd] = 1;  // one pooled line per band: two bands
+  const Emitted e2 = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  p.depth[fwd] = 1;
+  const Emitted e1 = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  auto range = [&](const Emitted& e) {
+    for (const Emitted::Range& r : e.ranges)
+      if (r.node == static_cast<int>(fwd)) return r;
+    return Emitted::Range{};
+  };
+  const Emitted::Range r2 = range(e2), r1 = range(e1);
+  EXPECT_EQ(r2.end - r2.begin, r1.end - r1.begin);
+  // Depth 2: band 1's input is read before band 0's first matmul, and some write_vmem is
+  // followed directly by compute (depth 1: every write is followed by DMA or ends the node).
+  auto is_mm = [](const Instruction& i) { return std::holds_alternative<MatmulBf16>(i); };
+  auto is_dma = [](const Instruction& i) {
+    return std::holds_alternative<ReadVmem>(i) || std::holds_alternative<WriteVmem>(i);
+  };
+  auto spread = [&](const Emitted& e, const Emitted::Range& r) {
+    size_t n = 0;
+    for (size_t k = r.begin; k + 1 < r.end; ++k)
+      n += std::holds_alternative<WriteVmem>(e.program[k]) && !is_dma(e.program[k + 1]) ? 1 : 0;
+    return n;
+  };
+  EXPECT_GE(spread(e2, r2), 1u);
+  EXPECT_EQ(spread(e1, r1), 0u);
+  size_t reads = 0;
+  for (size_t k = r2.begin; k < r2.end && !is_mm(e2.program[k]); ++k)
+    reads += std::holds_alternative<ReadVmem>(e2.program[k]) ? 1 : 0;
+  EXPECT_GE(reads, 4u);  // W, b, band 0's and band 1's input lines
+}
+
+// Each Dense weight's DenseGradW and its update become one DenseUpdate in the update's place
+// (after AdamBegin): dW gets no device memory.
+TEST(TrainFuse, DenseGradientAndUpdateBecomeOneNode) {
+  TrainOptions o;
+  Graph g = full(MlpSpec{}, 10, o);
+  const Graph before = g;
+  EXPECT_EQ(fuse_dense_update(g), 2);  // fc1 (Gemm), fc3 (MatMul); the biases stay
+  const std::string d = g.dump();
+  EXPECT_EQ(d.find("DenseGradW"), std::string::npos) << d;
+  EXPECT_NE(d.find("upd DenseUpdate fc1 [Gemm] x(10x9), d(z1)(10x7), fc1.W(9x7), m(fc1.W)(9x7), "
+                   "v(fc1.W)(9x7), adam state(4x1) -> fc1.W(9x7), m(fc1.W)(9x7), v(fc1.W)(9x7)\n"),
+            std::string::npos)
+      << d;
+  EXPECT_LT(d.find("upd AdamBegin"), d.find("upd DenseUpdate"));
+  EXPECT_EQ(g.nodes.size(), before.nodes.size() - 2);
+  expect_layers_valid(g);
+  const ChipParams chip = ChipParams::training(4);
+  EXPECT_LT(place(g, chip).device_bytes, place(before, chip).device_bytes);
+  EXPECT_EQ(fuse_dense_update(g), 0);
+  // SGD with momentum: W and its velocity.
+  o.optimizer = Optimizer::Sgd;
+  o.momentum = 0.9f;
+  Graph s = full(MlpSpec{}, 10, o);
+  EXPECT_EQ(fuse_dense_update(s), 2);
+  EXPECT_NE(s.dump().find("upd DenseUpdate fc3 [MatMul+Add] h1(10x7), d(logits)(10x3), "
+                          "fc3.W(7x3), velocity(fc3.W)(7x3) -> fc3.W(7x3), velocity(fc3.W)(7x3)\n"),
+            std::string::npos)
+      << s.dump();
+}
+
+// A VMEM too small for one fused band (two conv lines) keeps the layers apart, in bands of one
+// line; at the smallest VMEM that fuses, one channel block per pass.
+TEST(TrainFuse, SmallVmemFallsBackOrGroupsChannels) {
+  ChipParams chip = ChipParams::training(4);
+  chip.vmem_rows = 400;
+  Graph g = conv_pool_graph(true);
+  EXPECT_EQ(fuse_conv_pool(g, chip), 0);
+  EXPECT_EQ(g.dump(), conv_pool_graph(true).dump());
+  uint32_t rows = 400;
+  Graph f;
+  for (; rows < 4000; rows += 8) {
+    chip.vmem_rows = rows;
+    f = conv_pool_graph(true);
+    if (fuse_conv_pool(f, chip) > 0) break;
+  }
+  ASSERT_LT(rows, 4000u);
+  const Placement p = place(f, chip);
+  bool grouped = false;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    if (f.nodes[i].op != Op::ConvPool && f.nodes[i].op != Op::ConvPoolGrad) continue;
+    EXPECT_GE(p.chunk[i], 1u);
+    EXPECT_LE(node_layout(f, p, static_cast<int>(i), p.chunk[i], chip).end, chip.vmem_rows);
+    grouped = grouped || p.group[i] == 1;
+  }
+  EXPECT_TRUE(grouped) << "VMEM rows " << rows;
+  const Emitted e = emit(f, p, schedule(f).step, TrainOptions{}, chip, Device::kArenaBase);
+  EXPECT_GT(e.program.size(), 50u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/autodiff.h"
+#include "compiler/fuse.h"
 #include "compiler/import.h"
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
@@ -69,6 +70,8 @@ struct RefCnn {
   // banded or not, dW equals the whole layer's (the kernel keeps the partial dW in ACC).
   uint32_t conv_band = 0;
   uint32_t conv2_band = 0;
+  bool fused = true;     // model A's conv, pool and relu run as one ConvPool (fuse.h)
+  bool has_relu = true;  // model A has its relu after the pool
   std::map<std::string, Weight> w;
   ref::Adam adam;
 
@@ -137,12 +140,22 @@ Bits RefCnn::step_c(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
   return ce.loss;
 }
 
-// Model A: conv 5x1x3x3 + b -> maxpool 2 -> relu -> flatten (20) -> dense [3, 20] (transB) + b.
+// Model A: conv 5x1x3x3 + b -> maxpool 2 -> relu -> flatten (20) -> dense [3, 20] (transB) + b,
+// in the order of the fused ConvPool (fuse.h): conv, max pool, + b, relu.
 Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* logits_out) {
   const ref::Window k3{3, 3, 1, 1, 0, 0, 0, 0}, k2{2, 2, 2, 2, 0, 0, 0, 0};
-  const Tensor y1 = ref::conv2d(x, wt("conv.W", 5, 1, 3, 3), p("conv.b"), k3, 1, n);
+  // Fused (ConvPool): the bias is added after pooling; else to the conv output.
+  const Tensor y1 =
+      ref::conv2d(x, wt("conv.W", 5, 1, 3, 3), fused ? std::vector<Bits>{} : p("conv.b"), k3, 1, n);
   const ref::MaxPoolResult mp = ref::maxpool(y1, k2);
-  const Tensor r = relu(mp.y);
+  Tensor pooled = mp.y;
+  for (uint32_t b = 0; b < pooled.b && fused; ++b)
+    for (uint32_t c = 0; c < pooled.c; ++c)
+      for (uint32_t i = 0; i < pooled.h * pooled.w; ++i) {
+        Bits& v = pooled.at(b, c, i / pooled.w, i % pooled.w);
+        v = ref::add(v, p("conv.b")[c]);
+      }
+  const Tensor r = has_relu ? relu(pooled) : pooled;
   // The Dense in the chip's feature order (flatten_feature), zero features for padding channels.
   const uint32_t hw = r.h * r.w, kk = (r.c + n - 1) / n * n * hw;
   Mat xc = ref::zeros(batch, kk), wc = ref::zeros(kk, 3);
@@ -168,11 +181,11 @@ Bits RefCnn::step_a(const Tensor& x, const std::vector<int32_t>& labels, Mat* lo
       for (uint32_t o = 0; o < 3; ++o) dw2[o * r.c * hw + c * hw + q] = dwc.at(feature(c, q), o);
       for (uint32_t b = 0; b < batch; ++b) dr.at(b, c, q / r.w, q % r.w) = dxc.at(b, feature(c, q));
     }
-  const Tensor dp = relu_backward(mp.y, dr);
+  const Tensor dp = has_relu ? relu_backward(pooled, dr) : dr;
   const Tensor dy1 = ref::maxpool_dx(mp.argmax, dp, k2, y1.h, y1.w);
   const std::vector<Bits> dw1 = ref::conv2d_dw(x, dy1, k3, 1, n).v;
   update({{"conv.W", dw1},
-          {"conv.b", ref::column_sums(positions(dy1))},
+          {"conv.b", ref::column_sums(positions(fused ? dp : dy1))},
           {"dense.W", dw2},
           {"dense.b", ref::column_sums(ce.dlogits)}});
   return ce.loss;
@@ -256,8 +269,8 @@ std::string cnn_onnx(bool keras, RefCnn& r) {
            "conv");
     g.node("MaxPool", {"c"}, {"p"},
            {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
-    g.node("Relu", {"p"}, {"r"}, {}, "relu");
-    g.node("Flatten", {"r"}, {"f"}, {}, "flatten");
+    if (r.has_relu) g.node("Relu", {"p"}, {"r"}, {}, "relu");
+    g.node("Flatten", {r.has_relu ? "r" : "p"}, {"f"}, {}, "flatten");
     g.node("Gemm", {"f", "dense.W", "dense.b"}, {"logits"}, {OnnxAttr::Int("transB", 1)}, "dense");
     g.node("Softmax", {"logits"}, {"probs"}, {}, "softmax");
     g.output("probs", {-1, 3});
@@ -292,15 +305,23 @@ struct CnnCase {
   bool keras;
   uint32_t vmem_rows = 0;  // 0: ChipParams::training's
   bool padded_pool = false;
+  bool fused = false;  // the compiler fuses conv, pool (and relu) into ConvPool
+  bool relu = true;
 };
 
 class TrainerCnn : public ::testing::TestWithParam<CnnCase> {};
 const CnnCase kCnnCases[] = {
-    {"KerasMini_N4", 4, 8, true},
-    {"KerasMini_N16", 16, 16, true},
+    {"KerasMini_N4", 4, 8, true, 0, false, true},
+    {"KerasMini_N16", 16, 16, true, 0, false, true},
+    // Fused without a relu after the pool; and on 704 VMEM rows, the smallest VMEM where the
+    // fused band (one pooled line) fits: one output-channel block per pass.
+    {"KerasMiniNoRelu_N4", 4, 8, true, 0, false, true, false},
+    {"KerasMini_N4_FusedGroups", 4, 8, true, 704, false, true},
+    // 1000 VMEM rows: two fused bands of one pooled line, double-buffered (forward and backward).
+    {"KerasMini_N4_FusedDoubleBuffered", 4, 8, true, 1000, false, true},
     {"TwoConvs_N4", 4, 8, false},
     // 400 VMEM rows: the conv, its dW, the max-pool and its gradient run in bands of output
-    // lines (one line each).
+    // lines (one line each), not fused (a fused band needs two conv lines).
     {"KerasMini_N4_Bands", 4, 8, true, 400},
     // 1000 VMEM rows: both convs, their dW, conv2's padded input (ConvPad) and dX (ConvGradX,
     // per input-channel block) run in bands.
@@ -318,7 +339,7 @@ INSTANTIATE_TEST_SUITE_P(Steps, TrainerCnn, ::testing::ValuesIn(kCnnCases),
 
 TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
   const CnnCase& c = GetParam();
-  RefCnn r{c.n, c.batch, c.keras, c.padded_pool, 0, 0, {}, {}};
+  RefCnn r{c.n, c.batch, c.keras, c.padded_pool, 0, 0, c.fused, c.relu, {}, {}};
   TrainOptions o;
   o.lr = c.padded_pool ? 0.005f : 0.02f;
   o.batch = c.batch;
@@ -331,6 +352,20 @@ TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
     compiler::Graph g = compiler::import_onnx(model, c.batch, c.n);
     compiler::append_backward(g);
     compiler::append_update(g, o);
+    compiler::Graph fused = g;
+    EXPECT_EQ(compiler::fuse_conv_pool(fused, chip) > 0, c.fused);
+    if (c.fused) {
+      const compiler::Placement pf = compiler::place(fused, chip);
+      for (size_t i = 0; i < fused.nodes.size(); ++i) {
+        if (fused.nodes[i].op != compiler::Op::ConvPool) continue;
+        EXPECT_EQ(fused.nodes[i].relu, c.relu);
+        EXPECT_EQ(pf.group[i], c.vmem_rows == 704 ? 1u : (5 + c.n - 1) / c.n) << "blocks per pass";
+        if (c.vmem_rows == 1000) {  // two bands, double-buffered (DMA spread over compute)
+          EXPECT_EQ(pf.depth[i], 2u);
+          EXPECT_EQ(pf.chunk[i], 1u);
+        }
+      }
+    }
     const compiler::Placement p = compiler::place(g, chip);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const compiler::Node& nd = g.nodes[i];
@@ -345,11 +380,11 @@ TEST_P(TrainerCnn, LossesAndWeightsMatchReferenceAndLossDecreases) {
       const bool optional =
           (nd.op == compiler::Op::Conv && nd.name == "conv1") ||
           (c.padded_pool && nd.op != compiler::Op::MaxPool && nd.op != compiler::Op::MaxPoolGrad);
-      if (c.vmem_rows != 0 && bands && !optional) {
+      if (c.vmem_rows != 0 && !c.fused && bands && !optional) {
         EXPECT_GT(p.chunk[i], 0u) << nd.name << " " << compiler::op_name(nd.op);
       }
     }
-    if (c.vmem_rows != 0 && !c.padded_pool) {
+    if (c.vmem_rows != 0 && !c.padded_pool && !c.fused) {
       EXPECT_GT(r.conv_band, 0u);
       EXPECT_LT(r.conv_band, c.keras ? 4u : 5u);  // fewer than the conv's output lines
     }

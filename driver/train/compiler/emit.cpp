@@ -2,6 +2,7 @@
 #include "compiler/emit.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,12 @@
 namespace tpu::train::compiler {
 
 namespace {
+
+// Set s of operand i (NodeLayout's in_step / out_step).
+uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
+                size_t s) {
+  return base[i] + (i < step.size() ? step[i] : 0) * static_cast<uint32_t>(s);
+}
 
 class Emitter {
  public:
@@ -44,17 +51,44 @@ class Emitter {
   // Rows kc (from K row k0) of weight-like tensor t, all its column blocks: VMat at `base`.
   VMat w_chunk(int t, uint32_t base, uint32_t k0, uint32_t kc, bool load);
   void store_w_chunk(int t, const VMat& c, uint32_t k0);
-  void dense(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb);
-  void flat(const Node& nd, const NodeLayout& L, uint32_t chunk);
-  void flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc);
+  // The K-chunks and row chunks below are double-buffered with depth > 1 (pipeline()).
+  void dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth);
+  // DenseUpdate (fuse.h): per K-chunk dW into VMEM, then the optimizer on the chunk.
+  void dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
+  void flat_compute(const Node& nd, const NodeLayout& L, uint32_t set, uint32_t rows);
+  // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
+  // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
+  void pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
+                const std::function<void(size_t)>& compute,
+                const std::function<void(size_t)>& write);
   void softmax_ce(const Node& nd, const NodeLayout& L);
   // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
   void image_node(const Node& nd, const NodeLayout& L);
   // The same in bands of output lines (placement.h).
   void band_node(const Node& nd, const NodeLayout& L, uint32_t lines);
   void conv_pad_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
+  // ConvPool / ConvPoolGrad (fuse.h) in bands of `lines` pooled lines, `group` blocks per pass.
+  void conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
+                 uint32_t depth);
+  void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
+                      uint32_t depth);
+  // The instructions f emits, not appended to the program (checked by a builder of their own).
+  template <typename F>
+  std::vector<Instruction> capture(F f);
+  // Appends `compute` with the DMA instructions of `dma` (a later chunk's reads, an earlier
+  // chunk's writes: no data in common with `compute`) spread over it, each one when the
+  // estimated work of the compute before it has covered the previous DMA of its direction (the
+  // chip issues in order and holds an instruction while its unit is busy: a DMA issued back
+  // to back with another stalls everything behind it). What remains is appended after.
+  void interleave(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma);
+  // The conv input rows band b (from output line oy0) reads, streamed to `base`.
+  VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
+  // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
+  // m (rows in order, chained 255 at a time), or seeded with -0.0 (`seed`).
+  void rsum_rows(uint32_t db, const VMat& m, uint32_t rows, bool seed);
   void conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines);
   // `rows` image rows from image row `row` of each column block of t <-> VMat m's blocks.
   void in_rows(int t, const VMat& m, uint32_t row, uint32_t rows);
@@ -100,17 +134,45 @@ std::vector<KChunk> k_chunks(uint32_t k, uint32_t kb, uint32_t n) {
   return r;
 }
 
-void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
+                       const std::function<void(size_t)>& compute,
+                       const std::function<void(size_t)>& write) {
+  if (chunks == 0) return;
+  read(0);
+  std::vector<Instruction> writes;
+  for (size_t c = 0; c < chunks; ++c) {
+    if (depth == 1) {
+      if (c != 0) read(c);
+      compute(c);
+      write(c);
+      continue;
+    }
+    std::vector<Instruction> dma;
+    if (c + 1 < chunks) dma = capture([&] { read(c + 1); });
+    dma.insert(dma.end(), writes.begin(), writes.end());
+    interleave(capture([&] { compute(c); }), dma);
+    writes = capture([&] { write(c); });
+  }
+  for (const Instruction& i : writes) pb_.append(i);
+}
+
+void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int x = nd.in[0], w = nd.in[1], y = nd.out[0];
   const uint32_t pitch = home(x).geom.pitch;
-  bool first = true;
-  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
-    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
-    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
-    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
-    dense_forward_partial(pb_, xc, wc, 0, !first);
-    first = false;
-  }
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto set = [&](size_t i, size_t c) { return set_of(L.in, L.in_step, i, c % depth); };
+  auto xc = [&](size_t c) { return VMat{set(0, c), home(x).geom.rows, ch[c].cols, pitch}; };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) {
+        in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
+        w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, true);
+      },
+      [&](size_t c) {
+        const VMat wc = w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, false);
+        dense_forward_partial(pb_, xc(c), wc, 0, c != 0);
+      },
+      [](size_t) {});
   VMat bias;
   if (nd.in.size() > 2) {
     bias = at(nd.in[2], L.in[2]);
@@ -120,71 +182,135 @@ void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb) {
   out(y, L.out[0], home(y).rows);
 }
 
-void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
   in(dy, L.in[0], home(dy).rows);
   const uint32_t pitch = home(dx).geom.pitch;
-  for (const KChunk& c : k_chunks(home(dx).geom.cols, kb, n_)) {
-    const VMat wc = w_chunk(w, L.in[1], c.k0, c.cols, true);
-    const VMat dxc{L.out[0], home(dx).geom.rows, c.cols, pitch};
-    dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc, 0);
-    clear_padding_rows(pb_, dxc);
-    out(dx, dxc.base, pitch * c.blocks, pitch * c.b0);
-  }
+  const std::vector<KChunk> ch = k_chunks(home(dx).geom.cols, kb, n_);
+  auto dxc = [&](size_t c) {
+    return VMat{set_of(L.out, L.out_step, 0, c % depth), home(dx).geom.rows, ch[c].cols, pitch};
+  };
+  auto wbase = [&](size_t c) { return set_of(L.in, L.in_step, 1, c % depth); };
+  pipeline(
+      ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
+      [&](size_t c) {
+        const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0);
+        clear_padding_rows(pb_, dxc(c));
+      },
+      [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });
 }
 
-void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb) {
+void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int x = nd.in[0], dy = nd.in[1], dw = nd.out[0];
   in(dy, L.in[1], home(dy).rows);
   const uint32_t pitch = home(x).geom.pitch;
-  for (const KChunk& c : k_chunks(home(x).geom.cols, kb, n_)) {
-    const VMat xc{L.in[0], home(x).geom.rows, c.cols, pitch};
-    in(x, xc.base, pitch * c.blocks, pitch * c.b0);
-    const VMat dwc = w_chunk(dw, L.out[0], c.k0, c.cols, false);
-    dense_backward_weights(pb_, xc, at(dy, L.in[1]), dwc, L.scratch, 0);
-    store_w_chunk(dw, dwc, c.k0);
-  }
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto xc = [&](size_t c) {
+    return VMat{set_of(L.in, L.in_step, 0, c % depth), home(x).geom.rows, ch[c].cols, pitch};
+  };
+  auto dwc = [&](size_t c) {
+    return w_chunk(dw, set_of(L.out, L.out_step, 0, c % depth), ch[c].k0, ch[c].cols, false);
+  };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) { in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); },
+      [&](size_t c) { dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dwc(c), L.scratch, 0); },
+      [&](size_t c) { store_w_chunk(dw, dwc(c), ch[c].k0); });
 }
 
-void Emitter::flat_chunk(const Node& nd, const NodeLayout& L, uint32_t r0, uint32_t rc) {
-  const bool adam = nd.op == Op::AdamUpdate;
-  for (size_t i = 0; i < nd.in.size(); ++i) {
-    if (adam && i == 4) {
-      in(nd.in[i], L.in[i], AdamState::kRows);
-    } else {
-      in(nd.in[i], L.in[i], rc, r0);
-    }
-  }
-  const VMat a{L.in[0], rc, n_, rc};
+void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
+  const bool adam = nd.in.size() == 6;
+  const int x = nd.in[0], dy = nd.in[1];
+  in(dy, L.in[1], home(dy).rows);
+  if (adam) in(nd.in[5], L.in[5], AdamState::kRows);
+  const uint32_t pitch = home(x).geom.pitch;
+  const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  auto xc = [&](size_t c) {
+    return VMat{set_of(L.in, L.in_step, 0, c % depth), home(x).geom.rows, ch[c].cols, pitch};
+  };
+  const size_t states = adam ? 3 : nd.in.size() - 2;  // W, m, v | W[, velocity]
+  auto wc = [&](size_t i, size_t c, bool load) {
+    return w_chunk(nd.in[2 + i], set_of(L.in, L.in_step, 2 + i, c % depth), ch[c].k0, ch[c].cols,
+                   load);
+  };
+  pipeline(
+      ch.size(), depth,
+      [&](size_t c) {
+        in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
+        for (size_t i = 0; i < states; ++i) wc(i, c, true);
+      },
+      [&](size_t c) {
+        const VMat w = wc(0, c, false);
+        const VMat dw{L.scratch, w.rows, w.cols, w.pitch};
+        const uint32_t scratch = L.scratch + w.span(n_), rows = w.span(n_);
+        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
+        if (adam) {
+          const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+          adam_update(pb_, h, AdamState{L.in[5]}, w.base, dw.base, wc(1, c, false).base,
+                      wc(2, c, false).base, rows, scratch);
+        } else {
+          sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, w.base, dw.base,
+                     states > 1 ? wc(1, c, false).base : 0, rows, scratch);
+        }
+      },
+      [&](size_t c) {
+        for (size_t i = 0; i < states; ++i) store_w_chunk(nd.in[2 + i], wc(i, c, false), ch[c].k0);
+      });
+}
+
+void Emitter::flat_compute(const Node& nd, const NodeLayout& L, uint32_t s, uint32_t rc) {
+  auto I = [&](size_t i) { return set_of(L.in, L.in_step, i, s); };
+  const uint32_t o = set_of(L.out, L.out_step, 0, s);
+  const VMat a{I(0), rc, n_, rc};
   switch (nd.op) {
     case Op::Relu:
-      relu_forward(pb_, a, VMat{L.out[0], rc, n_, rc});
+      relu_forward(pb_, a, VMat{o, rc, n_, rc});
       break;
     case Op::ReluGrad:
-      relu_backward(pb_, a, VMat{L.in[1], rc, n_, rc}, VMat{L.out[0], rc, n_, rc}, L.scratch);
+      relu_backward(pb_, a, VMat{I(1), rc, n_, rc}, VMat{o, rc, n_, rc}, L.scratch);
       break;
     case Op::Add:
     case Op::AddGrad:
-      pb_.vop(VecFunc::FAdd, L.out[0], L.in[0], L.in[1], rc);
+      pb_.vop(VecFunc::FAdd, o, I(0), I(1), rc);
       break;
     case Op::SgdUpdate:
-      sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, L.in[0], L.in[1],
-                 nd.in.size() > 2 ? L.in[2] : 0, rc, L.scratch);
+      sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, I(0), I(1),
+                 nd.in.size() > 2 ? I(2) : 0, rc, L.scratch);
       break;
     case Op::AdamUpdate: {
       const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
-      adam_update(pb_, h, AdamState{L.in[4]}, L.in[0], L.in[1], L.in[2], L.in[3], rc, L.scratch);
+      adam_update(pb_, h, AdamState{L.in[4]}, I(0), I(1), I(2), I(3), rc, L.scratch);
       break;
     }
     default:
       break;
   }
-  for (size_t i = 0; i < nd.out.size(); ++i) out(nd.out[i], L.out[i], rc, r0);
 }
 
-void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk) {
+// Chunks of rows of every operand (one packing: a row range is the same elements of each);
+// Adam's state rows once.
+void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth) {
   const uint32_t total = home(nd.in[0]).rows;
-  for (uint32_t r0 = 0; r0 < total; r0 += chunk) flat_chunk(nd, L, r0, std::min(chunk, total - r0));
+  const bool adam = nd.op == Op::AdamUpdate;
+  if (adam) in(nd.in[4], L.in[4], AdamState::kRows);
+  const size_t chunks = (total + chunk - 1) / chunk;
+  auto rows = [&](size_t c) { return std::min(chunk, total - static_cast<uint32_t>(c) * chunk); };
+  auto s = [&](size_t c) { return static_cast<uint32_t>(c % depth); };
+  pipeline(
+      chunks, depth,
+      [&](size_t c) {
+        for (size_t i = 0; i < nd.in.size(); ++i)
+          if (!(adam && i == 4))
+            in(nd.in[i], set_of(L.in, L.in_step, i, s(c)), rows(c),
+               static_cast<uint32_t>(c) * chunk);
+      },
+      [&](size_t c) { flat_compute(nd, L, s(c), rows(c)); },
+      [&](size_t c) {
+        for (size_t i = 0; i < nd.out.size(); ++i)
+          out(nd.out[i], set_of(L.out, L.out_step, i, s(c)), rows(c),
+              static_cast<uint32_t>(c) * chunk);
+      });
 }
 
 void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
@@ -311,6 +437,238 @@ void Emitter::conv_dx_bands(const Node& nd, const NodeLayout& L, uint32_t lines_
   }
 }
 
+template <typename F>
+std::vector<Instruction> Emitter::capture(F f) {
+  ProgramBuilder side(chip_);
+  side.set_host_ranges(pb_.host_ranges());
+  std::swap(pb_, side);
+  f();
+  std::swap(pb_, side);
+  return side.instructions();
+}
+
+void Emitter::interleave(const std::vector<Instruction>& compute,
+                         const std::vector<Instruction>& dma) {
+  size_t next_in = 0, next_out = 0;
+  uint64_t t = 0, free_in = 0, free_out = 0;
+  auto is_read = [](const Instruction& i) { return std::holds_alternative<ReadVmem>(i); };
+  // The next DMA of one direction (reads or writes, each in program order), if its unit is free.
+  auto issue = [&](bool reads, size_t& next, uint64_t& free_at, bool force) {
+    while (next < dma.size() && is_read(dma[next]) != reads) ++next;
+    if (next == dma.size() || (!force && free_at > t)) return false;
+    pb_.append(dma[next]);
+    free_at = std::max(free_at, t) + instruction_work(dma[next], chip_);
+    ++next;
+    return true;
+  };
+  for (const Instruction& c : compute) {
+    while (issue(true, next_in, free_in, false)) {
+    }
+    while (issue(false, next_out, free_out, false)) {
+    }
+    pb_.append(c);
+    t += instruction_work(c, chip_);
+  }
+  while (issue(true, next_in, free_in, true)) {
+  }
+  while (issue(false, next_out, free_out, true)) {
+  }
+}
+
+VMat Emitter::x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0) {
+  const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
+  if (b.packed()) {  // the flat image: N values per row
+    const VMat xb{base, b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
+    in(x, xb.base, xb.rows, line0 / n_);
+    return xb;
+  }
+  const VMat xb = band(home(x).geom, base, b.h * b.w * b.batch, n_);
+  in_rows(x, xb, line0, xb.rows);
+  return xb;
+}
+
+void Emitter::rsum_rows(uint32_t db, const VMat& m, uint32_t rows, bool seed) {
+  constexpr uint32_t kMaxInner = 255;
+  for (uint32_t cb = 0; cb < m.blocks(n_); ++cb) {
+    for (uint32_t first = 0; first < rows; first += kMaxInner) {
+      const bool s = seed && first == 0;
+      Vector v;
+      v.func = static_cast<uint8_t>(VecFunc::RSum);
+      v.bmode = s ? BMode::Imm : BMode::RowDst;
+      v.dst = static_cast<uint16_t>(db + cb);
+      v.a = static_cast<uint16_t>(m.block(cb) + first);
+      v.inner = static_cast<uint8_t>(std::min(kMaxInner, rows - first));
+      v.outer = 1;
+      v.a_inner_stride = 1;
+      v.dst_outer_stride = 1;
+      v.b = s ? 0x80000000u : db + cb;  // -0.0, the identity of an fp sum
+      pb_.vector(v);
+    }
+  }
+}
+
+// A ConvPool / ConvPoolGrad job: one band of pooled lines, one group of output-channel blocks.
+struct FusedJob {
+  uint32_t band, py0, lines, g0, cols;
+  bool first_of_band;
+};
+std::vector<FusedJob> fused_jobs(const Node& nd, uint32_t lines_per_band, uint32_t group,
+                                 uint32_t n) {
+  std::vector<FusedJob> jobs;
+  const uint32_t blocks = (nd.conv.cout + n - 1) / n;
+  uint32_t band = 0;
+  for (uint32_t py0 = 0; py0 < nd.pool.ho(); py0 += lines_per_band, ++band) {
+    const uint32_t lines = std::min(lines_per_band, nd.pool.ho() - py0);
+    for (uint32_t g0 = 0; g0 < blocks; g0 += group)
+      jobs.push_back(
+          FusedJob{band, py0, lines, g0, std::min(group * n, nd.conv.cout - g0 * n), g0 == 0});
+  }
+  return jobs;
+}
+
+// Per band of pooled lines and group of output-channel blocks: the conv without bias into the
+// band buffer, the max pool into the pooled band, + bias, ReLU in place; Y and argmax out.
+// Double-buffered (depth 2): the next band's input rows are read before this band's compute,
+// and Y / argmax alternate between two sets, so DMA overlaps the conv and the pool.
+void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
+                        uint32_t group, uint32_t depth) {
+  for (size_t i = 1; i < nd.in.size(); ++i) in(nd.in[i], L.in[i], home(nd.in[i]).rows);
+  const int y = nd.out[0], am = nd.out[1];
+  const VMat w = at(nd.in[1], L.in[1]);
+  const uint32_t kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
+  const std::vector<FusedJob> jobs = fused_jobs(nd, lines_per_band, group, n_);
+  auto read_x = [&](const FusedJob& j) {
+    const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    return x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
+  };
+  std::vector<VMat> xbs(jobs.back().band + 1);
+  xbs[0] = read_x(jobs[0]);
+  std::vector<Instruction> writes;  // the previous job's (depth 2: spread over this job)
+  for (size_t ji = 0; ji < jobs.size(); ++ji) {
+    const FusedJob& j = jobs[ji];
+    if (j.first_of_band && depth == 1 && ji != 0) xbs[j.band] = read_x(j);
+    std::vector<Instruction> dma;
+    if (j.first_of_band && depth > 1) {  // prefetch the next band's input lines
+      for (size_t k = ji + 1; k < jobs.size(); ++k) {
+        if (jobs[k].first_of_band) {
+          dma = capture([&] { xbs[jobs[k].band] = read_x(jobs[k]); });
+          break;
+        }
+      }
+    }
+    dma.insert(dma.end(), writes.begin(), writes.end());
+    const VMat& xb = xbs[j.band];
+    ConvGeom bg = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    bg.cout = j.cols;
+    const uint32_t crows = j.lines * kh * cline, rows = j.lines * pline;
+    const uint32_t s = static_cast<uint32_t>(ji % depth);
+    const VMat yb{set_of(L.out, L.out_step, 0, s), rows, bg.cout, round_up(rows, n_)};
+    const VMat ab{set_of(L.out, L.out_step, 1, s), rows, bg.cout, round_up(rows, n_)};
+    auto compute = [&] {
+      const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
+      const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
+      // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
+      const bool reuse =
+          !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
+      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
+      PoolGeom pg = nd.pool;
+      pg.h = j.lines * kh;
+      pg.c = bg.cout;
+      maxpool_forward(pb_, pg, buf, yb, ab,
+                      L.scratch + std::max(1u, conv_scratch_rows(bg, chip_, 0)));
+      if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
+      if (nd.relu) relu_forward(pb_, yb, yb);
+    };
+    auto write = [&] {
+      for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
+        out(y, yb.block(k), rows, (j.g0 + k) * home(y).geom.pitch + j.py0 * pline);
+        out(am, ab.block(k), rows, (j.g0 + k) * home(am).geom.pitch + j.py0 * pline);
+      }
+    };
+    if (depth > 1) {
+      interleave(capture(compute), dma);
+      writes = capture(write);
+    } else {
+      compute();
+      write();
+    }
+  }
+  for (const Instruction& i : writes) pb_.append(i);
+}
+
+// Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input
+// was) in place, db += its column sums, the pool's gradient into the band buffer, dW += the
+// band's (per block, in ACC across the bands). Double-buffered (depth 2): the next job's
+// operands are read before this job's compute.
+void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines_per_band,
+                             uint32_t group, uint32_t depth) {
+  const int am = nd.in[1], y = nd.in[2], dy = nd.in[3];
+  const VMat dw = home(nd.out[0]).geom;
+  const uint32_t kh = nd.pool.kh, B = nd.conv.batch;
+  const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
+  const bool bias = nd.out.size() > 1;
+  const std::vector<FusedJob> jobs = fused_jobs(nd, lines_per_band, group, n_);
+  std::vector<VMat> xbs(jobs.back().band + 1);
+  // Reads job ji's operands into their sets (the X band with the band's first job).
+  auto read = [&](size_t ji) {
+    const FusedJob& j = jobs[ji];
+    const uint32_t s = static_cast<uint32_t>(ji % depth), rows = j.lines * pline;
+    if (j.first_of_band) {
+      const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+      xbs[j.band] = x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
+    }
+    const uint32_t pitch = round_up(rows, n_);
+    for (uint32_t k = 0; k * n_ < j.cols; ++k) {
+      auto row = [&](int t) { return (j.g0 + k) * home(t).geom.pitch + j.py0 * pline; };
+      in(am, set_of(L.in, L.in_step, 1, s) + k * pitch, rows, row(am));
+      if (nd.relu) in(y, set_of(L.in, L.in_step, 2, s) + k * pitch, rows, row(y));
+      in(dy, set_of(L.in, L.in_step, 3, s) + k * pitch, rows, row(dy));
+    }
+  };
+  read(0);
+  for (size_t ji = 0; ji < jobs.size(); ++ji) {
+    const FusedJob& j = jobs[ji];
+    std::vector<Instruction> dma;
+    if (depth > 1 && ji + 1 < jobs.size()) dma = capture([&] { read(ji + 1); });
+    if (depth == 1 && ji != 0) read(ji);
+    const VMat& xb = xbs[j.band];
+    const uint32_t s = static_cast<uint32_t>(ji % depth), rows = j.lines * pline;
+    const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    auto compute = [&] {
+      const VMat ab{set_of(L.in, L.in_step, 1, s), rows, j.cols, round_up(rows, n_)};
+      const VMat yb{set_of(L.in, L.in_step, 2, s), rows, j.cols, ab.pitch};
+      const VMat dyb{set_of(L.in, L.in_step, 3, s), rows, j.cols, ab.pitch};
+      if (nd.relu) relu_backward(pb_, yb, dyb, dyb, L.scratch);  // dY of the pool, in place
+      if (bias) rsum_rows(L.out[1] + j.g0, dyb, rows, j.py0 == 0);
+      PoolGeom pg = nd.pool;
+      pg.h = j.lines * kh;
+      pg.c = j.cols;
+      const uint32_t crows = j.lines * kh * cline;
+      const VMat buf{L.out.back(), crows, j.cols, round_up(crows, n_)};
+      maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
+      for (uint32_t k = 0; k < buf.blocks(n_); ++k) {
+        const uint32_t cb = j.g0 + k;
+        ConvGeom bb = b;
+        bb.cout = std::min(n_, b.cout - cb * n_);
+        const VMat dyc{buf.block(k), crows, bb.cout, buf.pitch};
+        const VMat sum{L.out[0] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
+        conv2d_backward_weights(pb_, bb, xb, dyc, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_),
+                                j.py0 != 0);
+      }
+    };
+    if (depth > 1) {
+      interleave(capture(compute), dma);
+    } else {
+      compute();
+    }
+  }
+  const VMat sum = at(nd.out[0], L.out[0]);
+  clear_padding_rows(pb_, sum);
+  out(nd.out[0], sum.base, home(nd.out[0]).rows);
+  if (bias) out(nd.out[1], L.out[1], home(nd.out[1]).rows);
+}
+
 void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
   if (nd.op == Op::ConvPad) return conv_pad_bands(nd, L, lines_per_band);
   if (nd.op == Op::ConvGradX) return conv_dx_bands(nd, L, lines_per_band);
@@ -323,16 +681,7 @@ void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     const uint32_t lines = std::min(lines_per_band, total - oy0);
     if (conv) {
       const ConvGeom b = conv_band(nd.conv, oy0, lines);
-      const int x = nd.in[0];
-      const uint32_t line0 = band_input_line(oy0, b.sh) * b.w * b.batch;  // image row of the band
-      VMat xb;
-      if (b.packed()) {  // the flat image: N values per row
-        xb = VMat{L.in[0], b.input_rows(n_), n_, round_up(b.input_rows(n_), n_)};
-        in(x, xb.base, xb.rows, line0 / n_);
-      } else {
-        xb = band(home(x).geom, L.in[0], b.h * b.w * b.batch, n_);
-        in_rows(x, xb, line0, xb.rows);
-      }
+      const VMat xb = x_band(nd.in[0], L.in[0], b, oy0);
       const uint32_t out0 = oy0 * b.wo() * b.batch, rows = lines * b.wo() * b.batch;
       if (nd.op == Op::Conv) {
         const VMat yb = band(home(nd.out[0]).geom, L.out[0], rows, n_);
@@ -429,16 +778,20 @@ void Emitter::node(int id) {
   const Node& nd = g_.nodes[static_cast<size_t>(id)];
   const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
   const NodeLayout L = node_layout(g_, p_, id, chunk, chip_);
+  const uint32_t depth = p_.depth.empty() ? 1 : std::max(1u, p_.depth[static_cast<size_t>(id)]);
   const size_t begin = pb_.size();
   switch (nd.op) {
     case Op::Dense:
-      dense(nd, L, chunk);
+      dense(nd, L, chunk, depth);
       break;
     case Op::DenseGradX:
-      dense_grad_x(nd, L, chunk);
+      dense_grad_x(nd, L, chunk, depth);
       break;
     case Op::DenseGradW:
-      dense_grad_w(nd, L, chunk);
+      dense_grad_w(nd, L, chunk, depth);
+      break;
+    case Op::DenseUpdate:
+      dense_update(nd, L, chunk, depth);
       break;
     case Op::BiasGrad:
       if (chunk != 0) {
@@ -465,8 +818,20 @@ void Emitter::node(int id) {
     case Op::AddGrad:
     case Op::SgdUpdate:
     case Op::AdamUpdate:
-      flat(nd, L, chunk);
+      flat(nd, L, chunk, depth);
       break;
+    case Op::ConvPool:
+    case Op::ConvPoolGrad: {
+      const uint32_t lines = chunk != 0 ? chunk : band_lines_total(nd);
+      const uint32_t group = p_.group.empty() ? 0 : p_.group[static_cast<size_t>(id)];
+      const uint32_t gb = group != 0 ? group : (nd.conv.cout + n_ - 1) / n_;
+      if (nd.op == Op::ConvPool) {
+        conv_pool(nd, L, lines, gb, depth);
+      } else {
+        conv_pool_grad(nd, L, lines, gb, depth);
+      }
+      break;
+    }
     case Op::Conv:
     case Op::ConvPad:
     case Op::ConvGradW:

@@ -88,6 +88,10 @@ const char* op_name(Op op) {
       return "Add";
     case Op::Conv:
       return "Conv";
+    case Op::ConvPool:
+      return "ConvPool";
+    case Op::ConvPoolGrad:
+      return "ConvPoolGrad";
     case Op::ConvPad:
       return "ConvPad";
     case Op::MaxPool:
@@ -124,6 +128,8 @@ const char* op_name(Op op) {
       return "AdamBegin";
     case Op::AdamUpdate:
       return "AdamUpdate";
+    case Op::DenseUpdate:
+      return "DenseUpdate";
   }
   return "?";
 }

@@ -4,6 +4,8 @@
 //   import_onnx   (import.h)     ONNX -> forward nodes (Phase::Forward)
 //   append_backward (autodiff.h) + the loss (Phase::Loss) and the gradients (Phase::Backward)
 //   append_update (optimizer.h)  + the optimizer's state and update nodes (Phase::Update)
+//   fuse_conv_pool (fuse.h)      Conv -> MaxPool [-> Relu] and their gradients as two nodes
+//   fuse_dense_update (fuse.h)   a Dense's DenseGradW and the update of its weight as one node
 //   place         (placement.h)  every tensor's home in device memory, each node's VMEM chunks
 //   schedule      (schedule.h)   the order the nodes run in, per program (step, forward)
 //   emit          (emit.h)       the programs, through the kernels (kernels.h) and ProgramBuilder
@@ -44,6 +46,9 @@ enum class Op {
   MaxPool,        // in: X          out: Y, argmax (int32 tap per output)
   AvgPool,        // in: X          out: Y
   GlobalAvgPool,  // in: X          out: Y (batch x channels)
+  // made by fuse_conv_pool (fuse.h): a Conv, the MaxPool after it and an optional ReLU after
+  // that, band by band: the conv output never exists whole; the bias is added after pooling
+  ConvPool,  // in: X (conv input), W[, b]  out: Y (pooled [+ relu]), argmax
   // loss
   SoftmaxCe,  // in: logits, labels, pad row  out: dlogits, loss
   // backward
@@ -57,10 +62,14 @@ enum class Op {
   MaxPoolGrad,        // in: argmax, dY out: dX
   AvgPoolGrad,        // in: dY         out: dX
   GlobalAvgPoolGrad,  // in: dY     out: dX
+  ConvPoolGrad,       // in: X, argmax, Y, dY  out: dW[, db] (ConvPool's weights, band by band)
   // update
   SgdUpdate,   // in/out: W; in: dW[, velocity in/out]
   AdamBegin,   // in/out: Adam state rows
   AdamUpdate,  // in/out: W, m, v; in: dW, Adam state
+  // made by fuse_dense_update (fuse.h): a Dense weight's gradient and its update, chunk by
+  // chunk of K (dW never leaves VMEM)
+  DenseUpdate,  // in: X, dY, then the update's inputs but dW (W, m, v, state | W[, velocity])
 };
 
 enum class Phase { Forward, Loss, Backward, Update };
@@ -84,6 +93,7 @@ struct Node {
   std::vector<int> in, out;  // tensor ids
   ConvGeom conv;             // Conv, ConvPad, ConvGradW, ConvGradX
   PoolGeom pool;             // the pools and their gradients (GlobalAvgPool: kh = h, kw = w)
+  bool relu = false;         // ConvPool, ConvPoolGrad: a ReLU after the pool is part of the node
 };
 
 Node make_node(Op op, std::string name, std::string onnx_op, Phase phase, int layer,

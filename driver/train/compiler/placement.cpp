@@ -74,6 +74,7 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd,
       need(m <= kMaxMatmulRows && m <= chip.acc_rows, "the batch does not fit ACC");
       return kb;
     case Op::DenseGradW:
+    case Op::DenseUpdate:
       need(chip.acc_rows >= n, "not one block of K fits ACC");
       return std::min({kb, chip.acc_rows / n, kMaxMatmulRows / n});
     default:
@@ -88,10 +89,68 @@ uint32_t band_rows(const Placement& p, int t, uint32_t rows) {
 
 }  // namespace
 
+namespace {
+
+// ConvPool / ConvPoolGrad: a band of `lines` pooled lines, `group` output-channel blocks.
+// `depth` sets of VMEM rows for a streamed operand of `rows` rows: the first set's base, the
+// step recorded in `steps`.
+uint32_t sets(VmemArena& a, uint32_t rows, uint32_t depth, std::vector<uint32_t>& steps) {
+  steps.push_back(depth > 1 ? rows : 0);
+  return a.rows(rows * std::max(1u, depth));
+}
+
+void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t group,
+                  uint32_t depth, const ChipParams& chip, VmemArena& a, NodeLayout& L) {
+  const uint32_t n = p.n;
+  ConvGeom b = conv_band(nd.conv, 0, lines * nd.pool.kh);
+  const uint32_t blocks = (b.cout + n - 1) / n;
+  const uint32_t gb = group == 0 ? blocks : std::min(group, blocks);
+  const uint32_t x_rows =
+      b.packed() ? b.input_rows(n) : band_rows(p, nd.in[0], b.h * b.w * b.batch);
+  const uint32_t prows = round_up(lines * nd.pool.wo() * b.batch, n);
+  const uint32_t crows = round_up(lines * nd.pool.kh * b.wo() * b.batch, n);
+  PoolGeom pg = nd.pool;
+  pg.h = lines * nd.pool.kh;
+  pg.c = std::min(gb * n, b.cout);
+  L.in = {sets(a, x_rows, depth, L.in_step)};
+  uint32_t scratch = pool_scratch_rows(pg, n);
+  if (nd.op == Op::ConvPool) {
+    for (size_t i = 1; i < nd.in.size(); ++i)
+      L.in.push_back(sets(a, p.homes[static_cast<size_t>(nd.in[i])].rows, 1, L.in_step));
+    L.out = {sets(a, gb * prows, depth, L.out_step), sets(a, gb * prows, depth, L.out_step)};
+    b.cout = pg.c;
+  } else {
+    for (int i = 0; i < 3; ++i) L.in.push_back(sets(a, gb * prows, depth, L.in_step));
+    for (int t : nd.out)
+      L.out.push_back(sets(a, p.homes[static_cast<size_t>(t)].rows, 1, L.out_step));
+    b.cout = std::min(n, b.cout);  // dW one block at a time, each block's partial in ACC
+    if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+      throw std::invalid_argument(
+          "band_layout: the partial dW of every output block does not fit ACC");
+    }
+    scratch = std::max(scratch, gb * prows);  // relu_backward's mask
+  }
+  L.out.push_back(sets(a, gb * crows, 1, L.out_step));  // the conv output's (gradient's) band
+  if (nd.op == Op::ConvPool) {  // the conv's im2col stays for the band's other groups: the
+    // pool's scratch after it
+    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)) + scratch);
+  } else {  // relu mask, pool scratch, then the dW's tap rows: one at a time
+    L.scratch = a.rows(std::max({1u, scratch, conv_dw_scratch_rows(b, chip)}));
+  }
+}
+
+}  // namespace
+
 void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t lines,
                  const ChipParams& chip, VmemArena& a, NodeLayout& L) {
   (void)g;
   const uint32_t n = p.n;
+  if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
+    const size_t id = static_cast<size_t>(&nd - g.nodes.data());
+    fused_layout(p, nd, lines, id < p.group.size() ? p.group[id] : 0,
+                 id < p.depth.size() ? p.depth[id] : 1, chip, a, L);
+    return;
+  }
   if (nd.op == Op::ConvPad) {  // one channel block of `lines` source lines at a time
     L.in = {a.rows(round_up(lines * nd.conv.w * nd.conv.batch, n))};
     return;
@@ -176,7 +235,9 @@ bool bandable(const Graph& g, const Node& n) {
       return true;
     case Op::ConvGradX:  // bands of input lines, one channel block at a time (not of 1 channel)
       return n.conv.cin % nn != 1;
-    case Op::ConvPad:  // bands of source lines, copied by DMA
+    case Op::ConvPad:   // bands of source lines, copied by DMA
+    case Op::ConvPool:  // bands of pooled lines (fuse.h checked the conv)
+    case Op::ConvPoolGrad:
       return true;
     default:
       return false;
@@ -201,6 +262,7 @@ PoolGeom pool_sub(const PoolGeom& g, const LineBand& b) {
 }
 
 uint32_t band_lines_total(const Node& n) {
+  if (n.op == Op::ConvPool || n.op == Op::ConvPoolGrad) return n.pool.ho();
   if (n.op == Op::ConvGradX || n.op == Op::ConvPad) return n.conv.h;
   if (n.op == Op::MaxPoolGrad) return n.pool.h;
   return n.op == Op::Conv || n.op == Op::ConvGradW ? n.conv.ho() : n.pool.ho();
@@ -224,6 +286,7 @@ uint32_t k_of(const Graph& g, const Node& n) {
   switch (n.op) {
     case Op::Dense:
     case Op::DenseGradW:
+    case Op::DenseUpdate:
       return g.tensors[static_cast<size_t>(n.in[0])].cols;  // X's features
     case Op::DenseGradX:
       return g.tensors[static_cast<size_t>(n.out[0])].cols;
@@ -254,50 +317,80 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
   const Node& nd = g.nodes[static_cast<size_t>(node)];
   auto geom = [&](int t) { return p.homes[static_cast<size_t>(t)].geom; };
   auto whole = [&](int t) { return a.rows(p.homes[static_cast<size_t>(t)].rows); };
-  auto act_chunk = [&](int t) { return a.rows(geom(t).pitch * chunk); };  // kb blocks of K
-  auto w_chunk = [&](int t) {
-    return a.rows(geom(t).blocks(n) * chunk * n);
-  };  // kb*N rows per block
+  // Streamed operands get `depth` buffer sets (Placement::depth), whole ones one.
+  const uint32_t depth = static_cast<size_t>(node) < p.depth.size() ? p.depth[node] : 1;
   NodeLayout L;
+  auto in = [&](uint32_t rows, uint32_t d) { L.in.push_back(sets(a, rows, d, L.in_step)); };
+  auto out = [&](uint32_t rows, uint32_t d) { L.out.push_back(sets(a, rows, d, L.out_step)); };
+  auto rows_of = [&](int t) { return p.homes[static_cast<size_t>(t)].rows; };
+  const auto act_chunk = [&](int t) { return geom(t).pitch * chunk; };        // kb blocks of K
+  const auto w_chunk = [&](int t) { return geom(t).blocks(n) * chunk * n; };  // kb*N per block
   switch (nd.op) {
     case Op::Dense:
-      L.in = {act_chunk(nd.in[0]), w_chunk(nd.in[1])};
-      if (nd.in.size() > 2) L.in.push_back(whole(nd.in[2]));
-      L.out = {whole(nd.out[0])};
+      in(act_chunk(nd.in[0]), depth);
+      in(w_chunk(nd.in[1]), depth);
+      if (nd.in.size() > 2) in(rows_of(nd.in[2]), 1);
+      out(rows_of(nd.out[0]), 1);
       break;
     case Op::DenseGradX:
-      L.in = {whole(nd.in[0]), w_chunk(nd.in[1])};
-      L.out = {act_chunk(nd.out[0])};
+      in(rows_of(nd.in[0]), 1);
+      in(w_chunk(nd.in[1]), depth);
+      out(act_chunk(nd.out[0]), depth);
       break;
     case Op::DenseGradW:
-      L.in = {act_chunk(nd.in[0]), whole(nd.in[1])};
-      L.out = {w_chunk(nd.out[0])};
+      in(act_chunk(nd.in[0]), depth);
+      in(rows_of(nd.in[1]), 1);
+      out(w_chunk(nd.out[0]), depth);
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
     case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
-      L.out = {whole(nd.out[0])};
-      L.in = {chunk == 0 ? whole(nd.in[0]) : a.rows(geom(nd.in[0]).blocks(n) * chunk)};
+      out(rows_of(nd.out[0]), 1);
+      in(chunk == 0 ? rows_of(nd.in[0]) : geom(nd.in[0]).blocks(n) * chunk, 1);
       break;
     case Op::Relu:
     case Op::Add:
     case Op::AddGrad:
     case Op::ReluGrad:
-      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
-      L.out = {a.rows(chunk)};
+      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
+      out(chunk, depth);
       if (nd.op == Op::ReluGrad) L.scratch = a.rows(chunk);
       break;
-    case Op::SgdUpdate:
-      for (size_t i = 0; i < nd.in.size(); ++i) L.in.push_back(a.rows(chunk));
+    case Op::SgdUpdate:  // in place: the outputs are the inputs' sets
+      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
       L.out = {L.in[0]};
-      if (nd.in.size() > 2) L.out.push_back(L.in[2]);
+      L.out_step = {L.in_step[0]};
+      if (nd.in.size() > 2) {
+        L.out.push_back(L.in[2]);
+        L.out_step.push_back(L.in_step[2]);
+      }
       L.scratch = a.rows(2 * chunk);
       break;
     case Op::AdamUpdate:
-      for (size_t i = 0; i < 4; ++i) L.in.push_back(a.rows(chunk));
-      L.in.push_back(whole(nd.in[4]));
+      for (size_t i = 0; i < 4; ++i) in(chunk, depth);
+      in(rows_of(nd.in[4]), 1);
       L.out = {L.in[0], L.in[2], L.in[3]};
+      L.out_step = {L.in_step[0], L.in_step[2], L.in_step[3]};
       L.scratch = a.rows(6 * chunk);
       break;
+    case Op::ConvPool:
+    case Op::ConvPoolGrad:
+      band_layout(g, p, nd, chunk != 0 ? chunk : band_lines_total(nd), chip, a, L);
+      break;
+    case Op::DenseUpdate: {  // X chunk, dY; W, m, v (or velocity) chunks in place; state
+      const bool adam = nd.in.size() == 6;
+      in(act_chunk(nd.in[0]), depth);
+      in(rows_of(nd.in[1]), 1);
+      const uint32_t wrows = w_chunk(nd.in[2]);
+      for (size_t i = 2; i < nd.in.size(); ++i)
+        in(adam && i == 5 ? rows_of(nd.in[i]) : wrows, adam && i == 5 ? 1 : depth);
+      for (size_t i = 0; i < nd.out.size(); ++i) {
+        L.out.push_back(L.in[2 + i]);
+        L.out_step.push_back(L.in_step[2 + i]);
+      }
+      // scratch: the chunk's dW, then X^T (dense_backward_weights) or the update's rows
+      L.scratch = a.rows(wrows + std::max(geom(nd.in[0]).pitch * chunk, (adam ? 6 : 2) * wrows));
+      break;
+    }
     case Op::AdamBegin:
       L.in = {whole(nd.in[0])};
       L.out = {L.in[0]};
@@ -336,6 +429,49 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
   return L;
 }
 
+namespace {
+
+// Nodes whose chunks the emitter double-buffers (Placement::depth); those updating in place.
+bool streams(const Node& nd) {
+  switch (nd.op) {
+    case Op::Dense:
+    case Op::DenseGradX:
+    case Op::DenseGradW:
+    case Op::Relu:
+    case Op::Add:
+    case Op::AddGrad:
+    case Op::ReluGrad:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate:
+    case Op::DenseUpdate:
+      return true;
+    default:
+      return false;
+  }
+}
+bool in_place(const Node& nd) {
+  return nd.op == Op::SgdUpdate || nd.op == Op::AdamUpdate || nd.op == Op::DenseUpdate;
+}
+
+// Double-buffered if that fits (a band's DMA then overlaps the previous band's compute), with
+// the most output-channel blocks per pass (all if they fit), then the most pooled lines.
+void place_fused(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
+  const Node& nd = g.nodes[static_cast<size_t>(ni)];
+  const size_t i = static_cast<size_t>(ni);
+  for (uint32_t depth : {2u, 1u}) {
+    for (uint32_t gb = (nd.conv.cout + p.n - 1) / p.n; gb >= 1; --gb) {
+      p.group[i] = gb;
+      p.depth[i] = depth;
+      p.chunk[i] = largest_fit(g, p, ni, band_lines_total(nd), chip);
+      if (p.chunk[i] != 0) return;
+    }
+  }
+  fail(nd, "not even one pooled line of one channel block fits VMEM (" +
+               std::to_string(chip.vmem_rows) + " rows)");
+}
+
+}  // namespace
+
 Placement place(const Graph& g, const ChipParams& chip) {
   if (!chip.has_vmem())
     throw std::invalid_argument("place: the chip has no VMEM (use ChipParams::training)");
@@ -346,7 +482,19 @@ Placement place(const Graph& g, const ChipParams& chip) {
                                 " classes exceed N = " + std::to_string(chip.N) +
                                 " (softmax cross-entropy takes one column block)");
   }
-  for (const Tensor& t : g.tensors) {
+  // Tensors no node reads or writes (the conv output and pooled tensor of a fused ConvPool,
+  // their gradients) get no device memory.
+  std::vector<bool> used(g.tensors.size(), false);
+  for (const Node& nd : g.nodes) {
+    for (int t : nd.in) used[static_cast<size_t>(t)] = true;
+    for (int t : nd.out) used[static_cast<size_t>(t)] = true;
+  }
+  for (size_t i = g.tensors.size(); i-- > 0;) {
+    const int base = g.tensors[i].view_of;
+    if (used[i] && base >= 0) used[static_cast<size_t>(base)] = true;
+  }
+  for (size_t ti = 0; ti < g.tensors.size(); ++ti) {
+    const Tensor& t = g.tensors[ti];
     Home h;
     h.geom = geometry(g, t, p.n);
     h.rows = h.geom.span(p.n);
@@ -357,6 +505,10 @@ Placement place(const Graph& g, const ChipParams& chip) {
       p.homes.push_back(h);
       continue;
     }
+    if (!used[ti] && ti != static_cast<size_t>(g.input)) {
+      p.homes.push_back(h);  // addr 0: never read or written
+      continue;
+    }
     h.addr = p.device_bytes;
     const uint64_t end = uint64_t{h.addr} + uint64_t{h.rows} * 4 * p.n;
     if (end > 0x40000000u)
@@ -365,9 +517,15 @@ Placement place(const Graph& g, const ChipParams& chip) {
     p.homes.push_back(h);
   }
   p.chunk.assign(g.nodes.size(), 0);
+  p.group.assign(g.nodes.size(), 0);
+  p.depth.assign(g.nodes.size(), 1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& nd = g.nodes[i];
     const int ni = static_cast<int>(i);
+    if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
+      place_fused(g, p, ni, chip);
+      continue;
+    }
     if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
       fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
                    std::to_string(p.n) + " for a convolution's weight gradient");
@@ -391,6 +549,15 @@ Placement place(const Graph& g, const ChipParams& chip) {
     }
     p.chunk[i] = largest_fit(g, p, ni, most, chip);
     if (p.chunk[i] == 0) fail(nd, "not even one chunk of its operands fits VMEM");
+    if (p.chunk[i] < most && streams(nd)) {  // several chunks: double-buffer them if that fits
+      p.depth[i] = in_place(nd) ? 3 : 2;     // in place: a set is free again two chunks later
+      const uint32_t c = largest_fit(g, p, ni, most, chip);
+      if (c != 0) {
+        p.chunk[i] = c;
+      } else {
+        p.depth[i] = 1;
+      }
+    }
   }
   return p;
 }

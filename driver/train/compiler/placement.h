@@ -33,12 +33,23 @@ struct Placement {
   // per node: K blocks (Dense ops), VMEM rows (element-wise, updates), rows per column block
   // (BiasGrad) or output lines (banded Conv / pool nodes) per chunk; 0: whole
   std::vector<uint32_t> chunk;
+  // per node: ConvPool / ConvPoolGrad: output-channel blocks per pass over a band (0: all)
+  std::vector<uint32_t> group;
+  // per node: buffer sets of the streamed operands (emit.h: the next chunk's read_vmem goes
+  // out before the current chunk's compute, into the other set; 1: no double buffering)
+  std::vector<uint32_t> depth;
   uint32_t device_bytes = 0;
 };
 
 // Where the operands of one chunk of a node sit in VMEM (the largest chunk's extent).
+// ConvPool: in X band, W, [b]; out Y band, argmax band, conv band buffer. ConvPoolGrad: in X
+// band, argmax band, Y band, dY band; out dW, [db], conv-gradient band buffer (bands of `group`
+// channel blocks).
 struct NodeLayout {
   std::vector<uint32_t> in, out;  // first VMEM row of each operand (outputs of updates = inputs)
+  // Rows from one buffer set of a streamed operand to the next (0: one set): set s of in[i]
+  // is at in[i] + s * in_step[i] (depth sets, Placement::depth).
+  std::vector<uint32_t> in_step, out_step;
   uint32_t scratch = 0;
   uint32_t end = 0;  // one past the last row used
 };
