@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "pod.h"
 
 namespace tpu::train::compiler {
 
@@ -70,6 +71,9 @@ enum class Op {
   // made by fuse_dense_update (fuse.h): a Dense weight's gradient and its update, chunk by
   // chunk of K (dW never leaves VMEM)
   DenseUpdate,  // in: X, dY, then the update's inputs but dW (W, m, v, state | W[, velocity])
+  // made by insert_gradient_allreduce (allreduce.h, data-parallel training on a pod): the sum
+  // of a tensor over the pod's chips, in place, through the inter-chip links
+  AllReduce,  // in/out: the tensor (a parameter's gradient, the loss)
 };
 
 enum class Phase { Forward, Loss, Backward, Update };
@@ -126,6 +130,12 @@ struct Graph {
   int input = -1, logits = -1;               // set by import_onnx
   int labels = -1, loss = -1, pad_row = -1;  // set by append_backward
   int adam_state = -1;                       // set by append_update (Adam)
+  // Data-parallel training (allreduce.h): the loss is the mean over loss_batch examples (the
+  // pod's global batch; 0: batch); the pod the AllReduce nodes run on, and the chip emit()
+  // emits them for.
+  uint32_t loss_batch = 0;
+  PodTopology pod = PodTopology::ring(1);
+  uint32_t pod_chip = 0;
 
   int add_tensor(Tensor t);
   int add_node(Node n);
