@@ -28,7 +28,7 @@ constexpr uint32_t kBase = Device::kArenaBase;  // each chip's device memory sta
 constexpr uint32_t kRegionAlign = 4096;
 
 ChipParams with_links(ChipParams c, const PodTopology& pod) {
-  if (pod.chips() > 1 && c.ici_links < pod.links_needed()) c.ici_links = pod.links_needed();
+  if (c.ici_links < pod.links_needed()) c.ici_links = pod.links_needed();
   return c;
 }
 
@@ -97,7 +97,15 @@ class PodTrainerImpl {
 };
 
 void PodTrainerImpl::compile(const std::string& model) {
-  g = import_onnx(model, check_batch(opt, topo), chip.N);
+  const uint32_t local = check_batch(opt, topo);
+  try {
+    g = import_onnx(model, local, chip.N);
+  } catch (const std::invalid_argument& e) {  // the shape checks see the chip's batch
+    throw std::invalid_argument(std::string(e.what()) + " (each of the " +
+                                std::to_string(topo.chips()) + " chips trains on batch " +
+                                std::to_string(local) + " of the global " +
+                                std::to_string(opt.batch) + ")");
+  }
   append_backward(g);
   insert_gradient_allreduce(g, topo, opt.batch);
   append_update(g, opt);
@@ -188,7 +196,7 @@ PodStepResult PodTrainer::step(const float* images, const int32_t* labels) {
   for (const Emitted& e : t.allreduce) sums.push_back(e.program);
   const PodResult a = t.run(std::vector<std::vector<Instruction>>(chips, t.backward.program),
                             "forward/backward");
-  const PodResult s = t.run(sums, "all-reduce");
+  const PodResult s = chips > 1 ? t.run(sums, "all-reduce") : PodResult{};  // 1 chip: none
   const PodResult u = t.run(std::vector<std::vector<Instruction>>(chips, t.update.program),
                             "update");
   PodStepResult res;
