@@ -233,7 +233,8 @@ uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc)
 }
 
 void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
-                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc) {
+                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc,
+                    bool im2col_ready) {
   const char* k = "conv2d_forward";
   const uint32_t n = pb.params().N;
   check_forward(pb, g, x, w, y);
@@ -243,7 +244,9 @@ void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const 
   const uint32_t kts = ktiles(g, n), line = g.wo() * g.batch;
   const uint32_t rb = g.packed() ? max_band_rows(g, n, lines) : 0;
   const uint32_t sa = scratch, sb = scratch + kts * rb * n;
-  if (g.packed() && g.taps() % n != 0) {  // lanes of the missing taps: +0 once
+  require(!im2col_ready || (g.packed() && lines >= g.ho()), k,
+          "im2col_ready needs cin = 1 and the layer in one band of ACC rows");
+  if (g.packed() && g.taps() % n != 0 && !im2col_ready) {  // lanes of the missing taps: +0
     const uint32_t i0 = g.taps() % n;
     const Pattern p{sa + (kts - 1) * rb * n + i0, 1, n};
     detail::vec2d(pb, k, VecFunc::And, p, p, BMode::Imm, 0, n - i0, rb);
@@ -251,7 +254,7 @@ void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const 
   for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
     const uint32_t l = std::min(lines, g.ho() - oy0);
     const FlatRange fr = flat_range(g, n, oy0, oy0 + l);
-    if (g.packed()) {
+    if (g.packed() && !im2col_ready) {
       build_tap_rows(pb, g, x, sa, rb, fr, k);
       for (uint32_t kt = 0; kt < kts; ++kt)
         pb.transpose(sa + kt * rb * n, sb + kt * rb * n, fr.rows);

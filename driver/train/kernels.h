@@ -138,8 +138,12 @@ std::vector<float> conv_weight_oihw(const ConvGeom& g, uint32_t n,
 uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc);
 // Y = conv(X, W) + bias: X conv_input_matrix, W weight_rows x cout, bias a row_vector or
 // nullptr, Y ho*wo*batch x cout. Uses ACC rows [acc, AccRows) and `scratch` rows.
+// `im2col_ready` (cin = 1, the layer one band of ACC rows): the im2col rows a previous call
+// with the same g, X and scratch left in scratch are reused (the same layer's other output
+// channels), not built again.
 void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
-                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc);
+                    const VMat* bias, const VMat& y, uint32_t scratch, uint32_t acc,
+                    bool im2col_ready = false);
 // dW = patches^T . dY (batch a multiple of N). The bias gradient is bias_grad(dY).
 // `accumulate`: add to the partial dW this kernel left in ACC rows [acc, ..) (a layer done in
 // bands of output lines, each band a call; nothing else may use those ACC rows between the

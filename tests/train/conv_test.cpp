@@ -344,6 +344,18 @@ TEST_P(Conv, ShapeErrorsAreNamed) {
   ConvGeom big = g;
   big.kh = 9;
   EXPECT_THROW(conv2d_forward(rig.pb(), big, vx, vw, nullptr, bad_y, 0, 0), std::invalid_argument);
+  // Reusing the im2col needs cin = 1 and the layer in one band of ACC rows (here ACC room for
+  // one output line of the four).
+  VMat vy = rig.arena().matrix(g.ho() * g.wo() * g.batch, 4);
+  const uint32_t one_line = rig.dev().params().acc_rows - g.wo() * g.batch;
+  try {
+    conv2d_forward(rig.pb(), g, vx, vw, nullptr, vy, 0, one_line, true);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("im2col_ready needs cin = 1 and the layer in one band"),
+              std::string::npos)
+        << e.what();
+  }
   ConvGeom odd = g;
   odd.batch = n + 1;  // dW needs the batch in multiples of N
   EXPECT_THROW(conv2d_backward_weights(rig.pb(), odd, vx, bad_y, vw, 0, 0), std::invalid_argument);

@@ -570,11 +570,15 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     auto compute = [&] {
       const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
       const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
-      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0);
+      // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
+      const bool reuse =
+          !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
+      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
       PoolGeom pg = nd.pool;
       pg.h = j.lines * kh;
       pg.c = bg.cout;
-      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch);
+      maxpool_forward(pb_, pg, buf, yb, ab,
+                      L.scratch + std::max(1u, conv_scratch_rows(bg, chip_, 0)));
       if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
       if (nd.relu) relu_forward(pb_, yb, yb);
     };

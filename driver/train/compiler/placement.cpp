@@ -131,7 +131,12 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
     scratch = std::max(scratch, gb * prows);  // relu_backward's mask
   }
   L.out.push_back(sets(a, gb * crows, 1, L.out_step));  // the conv output's (gradient's) band
-  L.scratch = a.rows(std::max({1u, scratch, conv_scratch_rows(b, chip, 0)}));
+  if (nd.op == Op::ConvPool) {  // the conv's im2col stays for the band's other groups: the
+    // pool's scratch after it
+    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)) + scratch);
+  } else {
+    L.scratch = a.rows(std::max({1u, scratch, conv_scratch_rows(b, chip, 0)}));
+  }
 }
 
 }  // namespace
