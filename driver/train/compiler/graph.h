@@ -3,6 +3,7 @@
 // and nodes that the passes extend in pipeline order:
 //   import_onnx   (import.h)     ONNX -> forward nodes (Phase::Forward)
 //   append_backward (autodiff.h) + the loss (Phase::Loss) and the gradients (Phase::Backward)
+//   insert_gradient_allreduce (allreduce.h)  on a pod only: + the AllReduce of every gradient
 //   append_update (optimizer.h)  + the optimizer's state and update nodes (Phase::Update)
 //   fuse_conv_pool (fuse.h)      Conv -> MaxPool [-> Relu] and their gradients as two nodes
 //   fuse_dense_update (fuse.h)   a Dense's DenseGradW and the update of its weight as one node
