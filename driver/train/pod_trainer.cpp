@@ -51,9 +51,9 @@ class PodTrainerImpl {
   LinkTiming timing;
   Graph g;
   Placement place;
-  Emitted backward, update, forward;    // the same on every chip
-  std::vector<Emitted> allreduce;       // per chip
-  std::unique_ptr<PodModel> pod;        // made by init()
+  Emitted backward, update, forward;  // the same on every chip
+  std::vector<Emitted> allreduce;     // per chip
+  std::unique_ptr<PodModel> pod;      // made by init()
 
   const Home& home(int t) const { return place.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t) const { return kBase + home(t).addr; }
@@ -79,8 +79,7 @@ class PodTrainerImpl {
     const size_t pixels = size_t{g.input_c} * g.input_h * g.input_w;
     std::vector<float> nchw(pixels * g.batch, 0.0f);
     std::memcpy(nchw.data(), images, size_t{count} * pixels * 4);
-    write_matrix(r, g.input,
-                 g.input_conv ? conv_input_values(*g.input_conv, chip.N, nchw) : nchw);
+    write_matrix(r, g.input, g.input_conv ? conv_input_values(*g.input_conv, chip.N, nchw) : nchw);
   }
   PodResult run(const std::vector<std::vector<Instruction>>& programs, const char* what) const {
     PodResult res = pod->run(programs);
@@ -194,21 +193,22 @@ PodStepResult PodTrainer::step(const float* images, const int32_t* labels) {
   }
   std::vector<std::vector<Instruction>> sums;
   for (const Emitted& e : t.allreduce) sums.push_back(e.program);
-  const PodResult a = t.run(std::vector<std::vector<Instruction>>(chips, t.backward.program),
-                            "forward/backward");
+  const PodResult a =
+      t.run(std::vector<std::vector<Instruction>>(chips, t.backward.program), "forward/backward");
   const PodResult s = chips > 1 ? t.run(sums, "all-reduce") : PodResult{};  // 1 chip: none
-  const PodResult u = t.run(std::vector<std::vector<Instruction>>(chips, t.update.program),
-                            "update");
+  const PodResult u =
+      t.run(std::vector<std::vector<Instruction>>(chips, t.update.program), "update");
   PodStepResult res;
-  for (uint32_t r = 0; r < chips; ++r) res.chip_losses.push_back(t.read_floats(r, t.addr(t.g.loss), 1)[0]);
+  for (uint32_t r = 0; r < chips; ++r)
+    res.chip_losses.push_back(t.read_floats(r, t.addr(t.g.loss), 1)[0]);
   res.loss = res.chip_losses[0];
   res.cycles = a.cycles + s.cycles + u.cycles;
   res.allreduce_cycles = s.cycles;
   res.link_bytes = s.link_bytes;
   res.link_busy_cycles = s.link_busy_cycles;
   if (s.cycles != 0) {
-    res.link_utilization = static_cast<double>(s.link_busy_cycles) /
-                           (static_cast<double>(s.cycles) * chips);
+    res.link_utilization =
+        static_cast<double>(s.link_busy_cycles) / (static_cast<double>(s.cycles) * chips);
   }
   return res;
 }
@@ -221,7 +221,8 @@ std::map<std::string, std::vector<float>> PodTrainer::weights(uint32_t chip) con
                             std::to_string(t.topo.chips()) + ")");
   }
   std::map<std::string, std::vector<float>> w;
-  for (const Param& p : t.g.params) w[p.initializer] = onnx_values(t.g, p, t.read_matrix(chip, p.tensor));
+  for (const Param& p : t.g.params)
+    w[p.initializer] = onnx_values(t.g, p, t.read_matrix(chip, p.tensor));
   return w;
 }
 

@@ -43,8 +43,8 @@ class PodTrainer {
   // opt.batch is the GLOBAL batch; it must be a multiple of pod.chips() (std::invalid_argument
   // otherwise). chip.ici_links is raised to pod.links_needed() when it is lower
   // (a pod of one chip too: PodModel wants the links wired).
-  PodTrainer(const std::string& onnx_path_or_bytes, const TrainOptions& opt,
-             const ChipParams& chip, const PodTopology& pod, const LinkTiming& timing = {});
+  PodTrainer(const std::string& onnx_path_or_bytes, const TrainOptions& opt, const ChipParams& chip,
+             const PodTopology& pod, const LinkTiming& timing = {});
   ~PodTrainer();
   PodTrainer(PodTrainer&&) noexcept;
   PodTrainer& operator=(PodTrainer&&) noexcept;

@@ -32,7 +32,7 @@ MlpSpec model(uint32_t side = 4) {
   s.h = side;
   s.w = side;
   s.hidden = 9;
-  s.classes = 4;  // <= N
+  s.classes = 4;      // <= N
   s.residual = true;  // a fan-out: AddGrad before the sums
   return s;
 }
@@ -53,7 +53,8 @@ struct Data {
 Data data(uint32_t batch, uint32_t step, uint32_t side = 4) {
   const MlpSpec s = model(side);
   Data d{uniform(size_t{batch} * s.inputs(), 1.0f, 100 + step), {}};
-  for (uint32_t i = 0; i < batch; ++i) d.labels.push_back(static_cast<int32_t>((i * 7 + step) % s.classes));
+  for (uint32_t i = 0; i < batch; ++i)
+    d.labels.push_back(static_cast<int32_t>((i * 7 + step) % s.classes));
   return d;
 }
 
@@ -171,8 +172,8 @@ TEST_P(PodTraining, LossCurveMatchesOneChipUpToReassociation) {
     const float l1 = one.step(dev, d.x.data(), d.labels.data()).loss;
     ASSERT_TRUE(std::isfinite(l1) && l1 > 0);
     const double rel = std::fabs(static_cast<double>(lp) - l1) / l1;
-    EXPECT_LE(rel, (step + 1) * bound) << "step " << step + 1 << ": one chip " << l1 << ", pod "
-                                       << lp << " (" << rel / u << " u)";
+    EXPECT_LE(rel, (step + 1) * bound)
+        << "step " << step + 1 << ": one chip " << l1 << ", pod " << lp << " (" << rel / u << " u)";
   }
 }
 

@@ -158,8 +158,7 @@ void read_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
   }
   a.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
   if (a.backend != "model")
-    throw tpusim::UsageError("--chips " + std::to_string(a.chips) + " with --backend " +
-                             a.backend +
+    throw tpusim::UsageError("--chips " + std::to_string(a.chips) + " with --backend " + a.backend +
                              ": data-parallel training runs on the pod of golden models only "
                              "(--backend model); the RTL pod does not exist yet");
   try {
@@ -237,8 +236,7 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "topology", po::value<std::string>(), "with --chips: ring (default) or torus:XxY")(
       "ici-bandwidth", po::value<std::string>(),
       "with --chips: link bytes per cycle and direction (default 16)")(
-      "ici-latency", po::value<std::string>(),
-      "with --chips: link latency in cycles (default 64)");
+      "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -681,11 +679,11 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
     return code;
   }
   print_summary(a, in, o);
-  std::printf("pod: %u chips (%s), all-reduce %.1f %% of the cycles, link utilization %.1f %%, "
-              "chips' weights identical: %s\n",
-              a.chips, a.topology.name().c_str(),
-              100 * j["allreduce_share"].get<double>(),
-              100 * j["link_utilization"].get<double>(), p.chips_identical ? "yes" : "NO");
+  std::printf(
+      "pod: %u chips (%s), all-reduce %.1f %% of the cycles, link utilization %.1f %%, "
+      "chips' weights identical: %s\n",
+      a.chips, a.topology.name().c_str(), 100 * j["allreduce_share"].get<double>(),
+      100 * j["link_utilization"].get<double>(), p.chips_identical ? "yes" : "NO");
   return code;
 }
 

@@ -67,8 +67,8 @@ int insert_gradient_allreduce(Graph& g, const PodTopology& pod, uint32_t global_
     }
     const int layer = layer_of_param(g, p.tensor);
     const Node& l = g.nodes[static_cast<size_t>(layer)];
-    g.add_node(make_node(Op::AllReduce, l.name, l.onnx_op, Phase::Backward, layer, {p.grad},
-                         {p.grad}));
+    g.add_node(
+        make_node(Op::AllReduce, l.name, l.onnx_op, Phase::Backward, layer, {p.grad}, {p.grad}));
     ++added;
   }
   g.add_node(make_node(Op::AllReduce, "loss", "", Phase::Loss, -1, {g.loss}, {g.loss}));
