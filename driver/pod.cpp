@@ -239,6 +239,11 @@ GoldenModel& PodModel::chip(uint32_t r) {
   return *impl_->models[r];
 }
 
+RegionMemory& PodModel::memory(uint32_t r) {
+  chip(r);  // the range check
+  return *impl_->memory[r];
+}
+
 namespace {
 
 // The scheduler of one run (PodModel::run).

@@ -95,6 +95,9 @@ class PodModel {
   const LinkTiming& timing() const { return timing_; }
   // Chip r's golden model (VMEM and the other state persist across runs).
   GoldenModel& chip(uint32_t r);
+  // Chip r's host memory (nothing mapped at construction: map the regions its DMA uses, and
+  // open them with the chip's set_dma_window).
+  RegionMemory& memory(uint32_t r);
 
   // Runs programs[r] on chip r (programs.size() == chips(); instructions as ProgramBuilder
   // or the assembler make them, RawInstruction words are decoded first). Each ends at its

@@ -75,7 +75,7 @@ void softmax_cross_entropy(ProgramBuilder& pb, const SoftmaxCe& k) {
           "dlogits must have the logits' shape");
   auto slot = [&](uint32_t s) { return k.scratch + s * m; };
   const uint32_t oht = slot(kSlots), oh = oht + label_rows(m, n) * n;
-  const uint32_t inv_m = imm(1.0f / static_cast<float>(m));
+  const uint32_t inv_m = imm(1.0f / static_cast<float>(k.mean_over != 0 ? k.mean_over : m));
   const uint32_t s = slot(kS), e = slot(kExp), sum = slot(kSum), lg = slot(kLog);
   pb.vop_row(VecFunc::FAdd, s, k.logits.base, k.pad_row, m);  // padding lanes -> -inf
   pb.vop_unary(VecFunc::LMax, slot(kMax), s, m);

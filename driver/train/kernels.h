@@ -48,9 +48,12 @@ struct SoftmaxCe {
   VMat logits;           // rows = batch M, cols = classes C <= N
   uint32_t labels = 0;   // ceil(M / N) rows of int32 labels, N per row (label m: row m/N, lane m%N)
   uint32_t pad_row = 0;  // constant row: +0.0 in lanes < C, -inf in the others (pad_row_lanes)
-  VMat dlogits;          // M x C: (softmax - onehot) / M
+  VMat dlogits;          // M x C: (softmax - onehot) / M (mean_over)
   uint32_t loss = 0;     // one row: the mean loss in every lane
   uint32_t scratch = 0;  // softmax_ce_scratch_rows(M, N) rows
+  // The mean's divisor (0: M): a pod's global batch, so that the chips' losses and gradients
+  // sum to the global batch's (compiler/allreduce.h).
+  uint32_t mean_over = 0;
 };
 uint32_t softmax_ce_scratch_rows(uint32_t m, uint32_t n);
 std::vector<float> pad_row_lanes(uint32_t classes, uint32_t n);

@@ -23,11 +23,14 @@
 #include "device_model.h"
 #include "device_rtl.h"
 #include "fit.h"
+#include "fit_pod.h"
 #include "interrupt.h"
 #include "json_text.h"
 #include "model_io.h"
 #include "onnx_import.h"
 #include "output_file.h"
+#include "pod.h"
+#include "pod_trainer.h"
 #include "report.h"
 #include "sharding.h"
 #include "svg_plot.h"
@@ -50,6 +53,10 @@ struct TrainArgs {
   tpu::train::TrainOptions topt;
   std::optional<uint64_t> shuffle;
   bool json = false, quiet = false, no_golden = false;
+  // Data-parallel training on a pod of golden models (--chips; 0: one chip, no pod).
+  uint32_t chips = 0;
+  tpu::PodTopology topology;
+  tpu::LinkTiming timing;
   bool fashion() const { return dataset == kFashion; }
   std::string model_name() const { return model.empty() ? "the Keras example" : model; }
 };
@@ -142,6 +149,34 @@ void read_counts(const tpusim::po::variables_map& vm, TrainArgs& a) {
   }
 }
 
+// --chips P [--topology] [--ici-bandwidth] [--ici-latency]: data-parallel training on a pod.
+void read_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
+  if (!vm.count("chips")) {
+    for (const char* o : {"topology", "ici-bandwidth", "ici-latency"})
+      if (vm.count(o)) throw tpusim::UsageError(std::string("--") + o + " is for --chips P");
+    return;
+  }
+  a.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
+  if (a.backend != "model")
+    throw tpusim::UsageError("--chips " + std::to_string(a.chips) + " with --backend " + a.backend +
+                             ": data-parallel training runs on the pod of golden models only "
+                             "(--backend model); the RTL pod does not exist yet");
+  try {
+    a.topology = tpu::PodTopology::parse(
+        vm.count("topology") ? vm["topology"].as<std::string>() : "ring", a.chips);
+  } catch (const std::invalid_argument& e) {
+    throw tpusim::UsageError(std::string("--topology: ") + e.what());
+  }
+  if (vm.count("ici-bandwidth"))
+    a.timing.bytes_per_cycle = uint32_t(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
+  if (vm.count("ici-latency"))
+    a.timing.latency = uint32_t(tpusim::int_option(vm, "ici-latency", 0, 1000000));
+  if (a.topt.batch % a.chips != 0)
+    throw tpusim::UsageError("--batch " + std::to_string(a.topt.batch) +
+                             " is not divisible by --chips " + std::to_string(a.chips) +
+                             " (each chip trains on batch / chips images of every step)");
+}
+
 // Parses and checks the options; false for --help.
 bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
   namespace po = tpusim::po;
@@ -193,14 +228,23 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "write DIR/loss.svg, DIR/accuracy.svg and DIR/train.json (created if missing)")(
       "timeline", po::value<std::string>(&a.timeline),
       "write the first step's instruction timeline as Chrome trace-event JSON (rtl backend)")(
-      "quiet", po::bool_switch(&a.quiet), "no progress lines on stderr");
+      "quiet", po::bool_switch(&a.quiet), "no progress lines on stderr")(
+      "chips", po::value<std::string>(),
+      "data-parallel training on a pod of P chips (--backend model: the pod of golden models): "
+      "each chip trains on --batch / P images of every step, the gradients are all-reduced over "
+      "the inter-chip links (docs/training.md \"Data-parallel training on a pod\")")(
+      "topology", po::value<std::string>(), "with --chips: ring (default) or torus:XxY")(
+      "ici-bandwidth", po::value<std::string>(),
+      "with --chips: link bytes per cycle and direction (default 16)")(
+      "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim train [--model INIT.onnx] [--dataset fashion-mnist|DIR] [--epochs E] "
           "[--steps-per-epoch S] [--batch B] [--optimizer sgd|adam] [--lr LR] [--shuffle off|SEED] "
           "[--test-images K] [--output TRAINED.onnx] [--backend rtl|model] [--json] [--report DIR] "
-          "[--timeline F.json]",
+          "[--timeline F.json] [--chips P [--topology ring|torus:XxY] [--ici-bandwidth B] "
+          "[--ici-latency L]]",
           "Trains a float ONNX model on the chip: forward pass in bf16, softmax cross-entropy, "
           "backward pass and the optimizer update all run on the chip (docs/training.md); the host "
           "only places each batch and its labels in device memory and reads the step's loss. "
@@ -214,6 +258,7 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
                              " is not a backend (expected rtl or model)");
   read_hyperparameters(vm, a);
   read_counts(vm, a);
+  read_pod_options(vm, a);
   if (!a.fashion() && !a.data.empty())
     throw tpusim::UsageError("--data " + a.data +
                              " is Fashion-MNIST's directory: drop it with "
@@ -561,6 +606,87 @@ void exec_training_tpusim(const tpusim::Args& args) {
                            std::strerror(errno));
 }
 
+// The pod's keys of the JSON (docs/training.md "Data-parallel training on a pod").
+void add_pod_json(nlohmann::ordered_json& j, const TrainArgs& a,
+                  const tpu::train::PodFitResult& p) {
+  using J = nlohmann::ordered_json;
+  uint64_t sum = 0;
+  double util = 0;
+  J per_step = J::array();
+  for (uint64_t c : p.allreduce_cycles) {
+    per_step.push_back(c);
+    sum += c;
+  }
+  for (double u : p.link_utilization) util += u;
+  const size_t steps = p.allreduce_cycles.size();
+  j["chips"] = a.chips;
+  j["topology"] = a.topology.name();
+  j["batch_per_chip"] = a.topt.batch / a.chips;
+  j["ici_bandwidth"] = a.timing.bytes_per_cycle;
+  j["ici_latency"] = a.timing.latency;
+  j["allreduce_cycles"] = per_step;
+  j["allreduce_share"] =
+      p.fit.cycles_total ? J(double(sum) / double(p.fit.cycles_total)) : J(nullptr);
+  j["link_utilization"] = steps ? J(util / double(steps)) : J(nullptr);
+  j["link_bytes_per_step"] = steps ? J(double(p.link_bytes) / double(steps)) : J(nullptr);
+  j["chips_identical"] = p.chips_identical;
+}
+
+// --chips P: data-parallel training on the pod of golden models (fit_pod.h).
+int run_pod_train(const TrainArgs& a, const Inputs& in) {
+  tpusim::po::variables_map none;
+  const tpu::ChipParams chip = open_train_device(a, none)->params();
+  tpusim::set_activity("compiling " + a.model_name() + " into a pod's training step");
+  std::optional<tpu::train::PodTrainer> t;
+  try {
+    t.emplace(in.model_bytes, a.topt, chip, a.topology, a.timing);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(a.model.empty() ? std::string(e.what())
+                                             : "--model " + a.model + ": " + e.what());
+  }
+  if (!a.save_initial.empty())
+    tpu::write_file_atomically(a.save_initial, in.model_bytes, "--save-initial");
+  tpu::train::FitOptions fo;
+  fo.epochs = a.epochs;
+  fo.steps_per_epoch = a.steps_per_epoch;
+  fo.shuffle_seed = a.shuffle;
+  fo.test_images = in.has_test ? std::min(a.test_images, in.test.count) : 0;
+  Outcome o;
+  o.n = chip.N;
+  o.test_images = fo.test_images;
+  o.cycles_estimated = true;
+  o.macs_per_step = step_macs(in.model_bytes, a.topt.batch) / a.chips;  // per chip
+  if (!a.quiet)
+    std::fprintf(stderr, "train: pod of %u chips (%s), %u images per chip of each step's %u\n",
+                 a.chips, a.topology.name().c_str(), a.topt.batch / a.chips, a.topt.batch);
+  tpusim::set_activity("training " + a.model_name() + " on a pod of " + std::to_string(a.chips) +
+                       " golden models");
+  const tpu::train::PodFitResult p = tpu::train::fit_pod(
+      *t, in.train, in.has_test ? &in.test : nullptr, fo, a.topt.batch, progress(a));
+  o.r = p.fit;
+  const int code = o.r.diverged || !p.chips_identical ? 1 : 0;
+  nlohmann::ordered_json j = result_json(a, in, o, code);
+  add_pod_json(j, a, p);
+  tpusim::set_activity("writing the outputs");
+  if (!a.output.empty() && !o.r.diverged)
+    tpu::train::export_trained_onnx(in.model_bytes, t->weights(0), a.output);
+  if (!a.report_dir.empty()) write_report(a, j, o);
+  if (o.r.diverged) std::fprintf(stderr, "tpusim train: error: %s\n", o.r.divergence.c_str());
+  if (!p.chips_identical)
+    std::fprintf(stderr, "tpusim train: error: the chips' weights differ after training\n");
+  if (a.json) {
+    std::printf("%s\n", tpu::json_document(j, 9).c_str());
+    return code;
+  }
+  print_summary(a, in, o);
+  std::printf(
+      "pod: %u chips (%s), all-reduce %.1f %% of the cycles, link utilization %.1f %%, "
+      "chips' weights identical: %s\n",
+      a.chips, a.topology.name().c_str(), 100 * j["allreduce_share"].get<double>(),
+      100 * j["link_utilization"].get<double>(), p.chips_identical ? "yes" : "NO");
+  return code;
+}
+
 int run_train(const tpusim::Args& args) {
   TrainArgs a;
   if (!parse_train_args(args, a)) return 0;
@@ -591,6 +717,7 @@ int run_train(const tpusim::Args& args) {
     throw std::runtime_error("--model " + a.model_name() +
                              ": the output is not [B, classes] with a fixed number of classes");
   load_data(a, shape, in);
+  if (a.chips != 0) return run_pod_train(a, in);
   tpusim::po::variables_map none;
   auto dev = open_train_device(a, none);
   std::unique_ptr<tpu::Device> golden_dev;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "compiler/allreduce.h"
 #include "kernels.h"
 
 namespace tpu::train::compiler {
@@ -322,6 +323,7 @@ void Emitter::softmax_ce(const Node& nd, const NodeLayout& L) {
   k.dlogits = at(nd.out[0], L.out[0]);
   k.loss = L.out[1];
   k.scratch = L.scratch;
+  k.mean_over = g_.loss_batch;
   softmax_cross_entropy(pb_, k);
   clear_padding_rows(pb_, k.dlogits);
   for (size_t i = 0; i < 2; ++i) out(nd.out[i], L.out[i], home(nd.out[i]).rows);
@@ -804,6 +806,9 @@ void Emitter::node(int id) {
       break;
     case Op::SoftmaxCe:
       softmax_ce(nd, L);
+      break;
+    case Op::AllReduce:  // allreduce.h
+      emit_all_reduce(pb_, g_.pod, g_.pod_chip, addr(nd.in[0], 0), home(nd.in[0]).rows);
       break;
     case Op::AdamBegin: {
       const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};

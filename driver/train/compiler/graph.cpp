@@ -130,6 +130,8 @@ const char* op_name(Op op) {
       return "AdamUpdate";
     case Op::DenseUpdate:
       return "DenseUpdate";
+    case Op::AllReduce:
+      return "AllReduce";
   }
   return "?";
 }

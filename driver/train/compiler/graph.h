@@ -3,6 +3,7 @@
 // and nodes that the passes extend in pipeline order:
 //   import_onnx   (import.h)     ONNX -> forward nodes (Phase::Forward)
 //   append_backward (autodiff.h) + the loss (Phase::Loss) and the gradients (Phase::Backward)
+//   insert_gradient_allreduce (allreduce.h)  on a pod only: + the AllReduce of every gradient
 //   append_update (optimizer.h)  + the optimizer's state and update nodes (Phase::Update)
 //   fuse_conv_pool (fuse.h)      Conv -> MaxPool [-> Relu] and their gradients as two nodes
 //   fuse_dense_update (fuse.h)   a Dense's DenseGradW and the update of its weight as one node
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "pod.h"
 
 namespace tpu::train::compiler {
 
@@ -70,6 +72,9 @@ enum class Op {
   // made by fuse_dense_update (fuse.h): a Dense weight's gradient and its update, chunk by
   // chunk of K (dW never leaves VMEM)
   DenseUpdate,  // in: X, dY, then the update's inputs but dW (W, m, v, state | W[, velocity])
+  // made by insert_gradient_allreduce (allreduce.h, data-parallel training on a pod): the sum
+  // of a tensor over the pod's chips, in place, through the inter-chip links
+  AllReduce,  // in/out: the tensor (a parameter's gradient, the loss)
 };
 
 enum class Phase { Forward, Loss, Backward, Update };
@@ -126,6 +131,12 @@ struct Graph {
   int input = -1, logits = -1;               // set by import_onnx
   int labels = -1, loss = -1, pad_row = -1;  // set by append_backward
   int adam_state = -1;                       // set by append_update (Adam)
+  // Data-parallel training (allreduce.h): the loss is the mean over loss_batch examples (the
+  // pod's global batch; 0: batch); the pod the AllReduce nodes run on, and the chip emit()
+  // emits them for.
+  uint32_t loss_batch = 0;
+  PodTopology pod = PodTopology::ring(1);
+  uint32_t pod_chip = 0;
 
   int add_tensor(Tensor t);
   int add_node(Node n);

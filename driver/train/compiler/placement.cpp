@@ -391,6 +391,8 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.scratch = a.rows(wrows + std::max(geom(nd.in[0]).pitch * chunk, (adam ? 6 : 2) * wrows));
       break;
     }
+    case Op::AllReduce:  // VMEM is all its own (allreduce.h): no layout
+      break;
     case Op::AdamBegin:
       L.in = {whole(nd.in[0])};
       L.out = {L.in[0]};
