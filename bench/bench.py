@@ -774,6 +774,20 @@ def ok_mark(cond):
     return "—" if cond is None else ("yes" if cond else "**no**")
 
 
+KEEP_MARK = "<!-- measured by bench/compare.py, kept by bench.py: -->"
+
+
+def with_kept_tail(path, text):
+    """`text`, then what the file at `path` holds from KEEP_MARK on (sections bench.py does not
+    generate: bench/compare.py's before/after runs)."""
+    try:
+        old = open(path).read()
+    except OSError:
+        return text
+    i = old.find(KEEP_MARK)
+    return text if i < 0 else text.rstrip("\n") + "\n\n" + old[i:]
+
+
 def render(args, res):
     L = []
     w = L.append
@@ -834,7 +848,8 @@ def render(args, res):
     w("")
     w("All Verilated models use the simulator's flags (sim/CMakeLists.txt): `-O3` (and "
       "`--unroll-stmts 3000` for N ≤ 16: `tpu_sim_verilator_opt`), generated per-cycle code "
-      "compiled with `-O2` (OPT_FAST), the rest `-O3`; g++ Release. The RTL's assertions are "
+      "compiled with `-O3 -march=native` (OPT_FAST: `TPU_SIM_OPT_FAST`, `TPU_SIM_ARCH`; `-O2` "
+      "before issue 33), the rest `-O3`; g++ Release. The RTL's assertions are "
       "on (`--assert`, CMake's default `TPU_SIM_ASSERT=ON`, as the tests build it) except where "
       "the speed-up table says otherwise.\n")
 
@@ -1423,7 +1438,7 @@ def main():
                 b["lib"]["verilate_s"] = verilate_seconds(b["dir"], int(key))
         args.profile_cycles = res.get("args", {}).get("profile_cycles", args.profile_cycles)
         res["targets"] = targets(res)
-        open(args.out, "w").write(render(args, res))
+        open(args.out, "w").write(with_kept_tail(args.out, render(args, res)))
         log("wrote", args.out)
         return 0
 
@@ -1489,7 +1504,7 @@ def main():
     res["targets"] = targets(res)
     save()
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    open(args.out, "w").write(render(args, res))
+    open(args.out, "w").write(with_kept_tail(args.out, render(args, res)))
     log("wrote", args.out, "and", rfile)
     return 0
 

@@ -16,8 +16,23 @@
 //   * rows tagged b may be fed from cycle t+1 on.
 //
 // The whole array is one always_ff over 2-D arrays, updated in place with blocking assignments
-// in reverse loop order so every PE reads its neighbours' pre-edge values. Verilator keeps
-// these loops as loops, so N = 256 builds in seconds instead of N^2 instances.
+// in an order that lets every PE read its neighbours' pre-edge values. Verilator keeps these
+// loops as loops, so N = 256 builds in seconds instead of N^2 instances. Written for the
+// simulator's speed (docs/performance.md, "N = 256"): each row of PEs is one loop over 16-bit
+// input registers and weight words with no variable shift, which the C++ compiler turns into
+// vector code; the skew and de-skew delay lines are rings of slots (one slot written per
+// cycle) rather than N^2 / 2 registers shifting; loop indices are written before any branch
+// so that Verilator keeps them in locals.
+//
+// The product of a PE, 32 bits: lane `l` ({9-bit operand, buffer, unsigned}) times the
+// weight in the PE's buffer word `w` ({buffer 1, buffer 0}, a byte each) that the lane
+// selects, its top bit a sign unless the lane says unsigned. Written with selects rather than
+// a variable shift so that a compiler can evaluate a row of PEs as vector code.
+`define TPU_MXU_PRODUCT(l, w) \
+  (32'($signed(l[10:2])) * (!l[0] && (l[1] ? w[15] : w[7]) \
+                            ? {24'hffffff, (l[1] ? w[15:8] : w[7:0])} \
+                            : {24'h000000, (l[1] ? w[15:8] : w[7:0])}))
+
 module tpu_mxu #(
   parameter int unsigned N    = 16,
   parameter int unsigned TagW = 18
@@ -44,30 +59,35 @@ module tpu_mxu #(
   output logic [TagW-1:0]        pre_tag_o
 );
   localparam int unsigned Latency = 2 * N - 1;
-  // One activation lane: {9-bit operand, weight buffer, weights unsigned}; the two low bits
-  // (the lane's weight select) pick the PE's weight wx_q[r][c][*].
+  // One activation lane: {9-bit operand, weight buffer, weights unsigned}.
   localparam int unsigned LaneW = 11;
+  // Delay-line slots: N (a power of two, tpu_core's ParamN), so slot arithmetic wraps by
+  // truncation to PtrW bits.
+  localparam int unsigned PtrW = $clog2(N);
 
-  // Activation register of PE(r,c), moving right: the lane's operand in lane_q, its weight
-  // select in lsel_q (kept apart so a PE reads each without masking or shifting). The 9-bit
-  // operand is held sign-extended to the partial sums' 32 bits: extended once where it enters
-  // a row instead of in every PE (a simulator's cost); synthesis merges the copies of the sign
-  // bit, which all have the same input, and narrows the multipliers back to 9 bits.
-  logic signed [31:0] lane_q   [N][N];
-  logic [1:0]         lsel_q   [N][N];
+  // Input register of PE(r,c): the lane it multiplies at the next edge, moving right (after
+  // the edge it is PE(r,c+1)'s). The whole lane in one 16-bit word (the operand in [10:2], its
+  // weight select in [1:0]), so a cycle moves N^2 short words. PE(0,0) takes its lane from
+  // the input port, so lane_q[0][0] is not used.
+  logic [LaneW-1:0]   lane_q   [N][N];
   logic signed [31:0] psum_q   [N][N];  // partial-sum register of PE(r,c), moving down
-  // Weight buffers, kept pre-extended in both interpretations so a PE needs one field select:
-  // wx_q[r][c][16*{buffer, unsigned} +: 9] is weight (r,c) of `buffer` read as int8 or as uint8
-  // (16-bit fields: the select is a shift by {sel, 4'b0}, always within the 64-bit word).
-  // One word per PE, not [N][N][4]: Yosys would make the latter, read with a variable index,
-  // one memory with N^2 read and 2N^2 write ports (its memory passes do not finish at N = 16).
-  logic [63:0]        wx_q     [N][N];
+  // Weight buffers: wx_q[r][c][8*b +: 8] is weight (r,c) of buffer b; the lane's `unsigned`
+  // bit says whether its top bit is a sign. One 16-bit word per PE, not [N][N][2]: Yosys would
+  // make the latter, read with a variable index, one memory with N^2 read and 2N^2 write
+  // ports (its memory passes do not finish at N = 16).
+  logic [15:0]        wx_q     [N][N];
   logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
-  // Input skew and output de-skew, indexed [stage][row or column] so that one stage of all
-  // rows (columns) is contiguous and a shift moves whole stages.
-  logic [LaneW-1:0]   skew_q   [N][N];  // input skew: row k delays by k, stages 0 .. k-1
-  logic signed [31:0] deskew_q [N][N];  // output de-skew: column c by N-1-c, stages 0 .. N-2-c
-  logic [7:0]         wskew_q  [N][N];  // [stage][c]: weight column skew, column c delays by c
+  // Input skew, output de-skew and weight column skew as delay lines of N slots written in
+  // turn (ptr_q / wptr_q: the slot written at the next edge that moves them), indexed
+  // [slot][row or column]: element k of a line is read at its own distance behind the slot
+  // written, so a cycle writes one slot and reads N elements instead of shifting N^2 / 2
+  // registers. Row k of the input skew is delayed by k, column c of the de-skew by N-1-c,
+  // column c of the weights by c.
+  logic [LaneW-1:0]   skew_q   [N][N];
+  logic signed [31:0] deskew_q [N][N];
+  logic [7:0]         wskew_q  [N][N];
+  logic [PtrW-1:0]    ptr_q, wptr_q;
+  logic [LaneW-1:0]   lane_in;          // row 0's lane, straight from the input port
   // Packed shift registers (one whole-vector shift per cycle): Verilator 5.006 cannot keep a
   // non-blocking assignment to an unpacked array inside a loop it does not unroll (> 64).
   logic [3*N-1:0]     wctl_q;           // [3c +: 3]: {shift, commit, buf} as seen by column c+1
@@ -80,12 +100,17 @@ module tpu_mxu #(
   logic [$clog2(N+1)-1:0]       wctl_live_q;
   logic [TagW*Latency-1:0] side_tag_q;  // [TagW*i +: TagW]: the tag of the row i+1 cycles in
 
-  // Reset clears only the control side band; datapath registers need no reset because
-  // nothing reads them until a valid row or a commit has written them.
+  // Reset clears only the control side band and the delay lines' slots; datapath registers
+  // need no reset because nothing reads them until a valid row or a commit has written them.
+  logic                         rows_move, w_move;  // the array / the weight path move
   logic [Latency-1:0]           side_valid_d;
   logic [3*N-1:0]               wctl_d;
   logic [$clog2(Latency+1)-1:0] rows_live_d;
   logic [$clog2(N+1)-1:0]       wctl_live_d;
+  logic [PtrW-1:0]              ptr_d, wptr_d;
+  assign rows_move = in_valid_i || rows_live_q != '0;
+  assign lane_in   = {in_data_i[8:0], in_wbuf_i, in_wuns_i};
+  assign w_move    = w_shift_i || w_commit_i || wctl_live_q != '0;
   always_comb begin
     rows_live_d = rows_live_q;
     if (in_valid_i)              rows_live_d = ($clog2(Latency+1))'(Latency);
@@ -94,9 +119,12 @@ module tpu_mxu #(
     if (w_shift_i || w_commit_i) wctl_live_d = ($clog2(N+1))'(N);
     else if (wctl_live_q != '0)  wctl_live_d = wctl_live_q - 1'b1;
     side_valid_d = side_valid_q;
-    if (in_valid_i || rows_live_q != '0) begin  // all zero otherwise
+    ptr_d        = ptr_q;
+    if (rows_move) begin  // side_valid_q is all zero otherwise
       side_valid_d = {side_valid_q[Latency-2:0], in_valid_i};
+      ptr_d        = ptr_q + 1'b1;
     end
+    wptr_d = w_move ? wptr_q + 1'b1 : wptr_q;
     wctl_d = {wctl_q[3*(N-1)-1:0], {w_shift_i, w_commit_i, w_buf_i}};
   end
 
@@ -106,16 +134,20 @@ module tpu_mxu #(
       wctl_q       <= '0;
       rows_live_q  <= '0;
       wctl_live_q  <= '0;
+      ptr_q        <= '0;
+      wptr_q       <= '0;
     end else begin
       side_valid_q <= side_valid_d;
       wctl_q       <= wctl_d;
       rows_live_q  <= rows_live_d;
       wctl_live_q  <= wctl_live_d;
+      ptr_q        <= ptr_d;
+      wptr_q       <= wptr_d;
     end
   end
 
   always_ff @(posedge clk_i) begin
-    if (in_valid_i || rows_live_q != '0) begin
+    if (rows_move) begin
       side_tag_q <= {side_tag_q[TagW*(Latency-1)-1:0], in_tag_i};
     end
   end
@@ -123,98 +155,85 @@ module tpu_mxu #(
   // The array. Blocking assignments, reverse order: see the header comment (BLKSEQ is
   // waived for this file in lint_waivers.vlt).
   always_ff @(posedge clk_i) begin
-    if (in_valid_i || rows_live_q != '0) begin
+    // Loop indices and per-column temporaries, written here before any branch: Verilator
+    // then keeps them in the generated function's locals (registers) instead of the model's
+    // members, which every store into the arrays would force back to memory.
+    int unsigned r, c;
+    logic [2:0]  ctl;   // {shift, commit, buffer} of column c
+    logic [7:0]  wtop;  // the tile row entering column c
+    r    = 0;
+    c    = 0;
+    ctl  = '0;
+    wtop = '0;
+    if (rows_move) begin
       // Output de-skew first: it must see the bottom row's pre-edge partial sums.
-      // Column c waits N-1-c cycles so all columns leave together.
-      for (int unsigned j = N - 2; j >= 1; j--) begin
-        for (int unsigned c = 0; c + j <= N - 2; c++) begin
-          deskew_q[j][c] = deskew_q[j-1][c];
-        end
+      for (c = 0; c < N - 1; c++) begin
+        deskew_q[ptr_q][c] = psum_q[N-1][c];
       end
-      for (int unsigned c = 0; c < N - 1; c++) begin
-        deskew_q[0][c] = psum_q[N-1][c];
+
+      // Input skew: row k enters its delay line now (slot ptr_q); row k >= 1 takes it into
+      // its first input register k-1 edges later, so PE(k,0) multiplies it k edges later.
+      for (c = 1; c < N; c++) begin
+        skew_q[ptr_q][c] = {in_data_i[9*c +: 9], in_wbuf_i, in_wuns_i};
       end
 
       // Processing elements, bottom row first (each row reads the pre-edge partial sums of the
-      // row above), right to left within a row (each PE reads its left neighbour's pre-edge
-      // activation). PE(r,c) latches its input lane into lane_q/lsel_q[r][c] and
-      // psum_q[r][c] <= above + a * w: a = the lane's operand, w = weight (r,c) of the lane's
-      // buffer in the lane's interpretation.
-      for (int unsigned r = N - 1; r >= 1; r--) begin
-        for (int unsigned c = N - 1; c >= 1; c--) begin
-          psum_q[r][c] = psum_q[r-1][c]
-                       + lane_q[r][c-1] * $signed(wx_q[r][c][{lsel_q[r][c-1], 4'b0000} +: 9]);
+      // row above). Within a row every PE first multiplies its pre-edge input register (a loop
+      // a compiler can turn into vector code), then the row's lanes move one PE right:
+      // psum_q[r][c] <= above + a * w, a = the lane's operand, w = weight (r,c) of the lane's
+      // buffer, its top bit a sign unless the lane's weights are unsigned.
+      for (r = N - 1; r >= 1; r--) begin
+        for (c = 0; c < N; c++) begin
+          psum_q[r][c] = psum_q[r-1][c] + `TPU_MXU_PRODUCT(lane_q[r][c], wx_q[r][c]);
+        end
+        for (c = N - 1; c >= 1; c--) begin
           lane_q[r][c] = lane_q[r][c-1];
-          lsel_q[r][c] = lsel_q[r][c-1];
         end
-        lane_q[r][0] = 32'($signed(skew_q[r-1][r][LaneW-1:2]));
-        lsel_q[r][0] = skew_q[r-1][r][1:0];
-        psum_q[r][0] = psum_q[r-1][0]
-                     + lane_q[r][0] * $signed(wx_q[r][0][{lsel_q[r][0], 4'b0000} +: 9]);
+        lane_q[r][0] = skew_q[PtrW'(32'(ptr_q) - (r - 1))][r];
       end
-      for (int unsigned c = N - 1; c >= 1; c--) begin
-        psum_q[0][c] = lane_q[0][c-1] * 32'($signed(wx_q[0][c][{lsel_q[0][c-1], 4'b0000} +: 9]));
-        lane_q[0][c] = lane_q[0][c-1];
-        lsel_q[0][c] = lsel_q[0][c-1];
+      for (c = N - 1; c >= 1; c--) begin
+        psum_q[0][c] = `TPU_MXU_PRODUCT(lane_q[0][c], wx_q[0][c]);
+        lane_q[0][c] = (c == 1) ? lane_in : lane_q[0][c-1];
       end
-      lane_q[0][0] = 32'($signed(in_data_i[8:0]));
-      lsel_q[0][0] = {in_wbuf_i, in_wuns_i};
-      psum_q[0][0] = lane_q[0][0] * 32'($signed(wx_q[0][0][{lsel_q[0][0], 4'b0000} +: 9]));
-
-      // Input skew: row k is delayed by k cycles (k registers, the last feeds PE(k,0)).
-      for (int unsigned j = N - 2; j >= 1; j--) begin
-        for (int unsigned k = j + 1; k < N; k++) begin
-          skew_q[j][k] = skew_q[j-1][k];
-        end
-      end
-      for (int unsigned k = 1; k < N; k++) begin
-        skew_q[0][k] = {in_data_i[9*k +: 9], in_wbuf_i, in_wuns_i};
-      end
+      psum_q[0][0] = `TPU_MXU_PRODUCT(lane_in, wx_q[0][0]);
     end
 
-    if (w_shift_i || w_commit_i || wctl_live_q != '0) begin
+    if (w_move) begin
       // Weight loading, column c at its skewed time: commit first, then shift, so a tile can
       // be committed in the same cycle the next one starts to shift in.
-      for (int unsigned c = 0; c < N; c++) begin
-        logic [2:0] ctl;  // {shift, commit, buffer} of column c
-        logic [7:0] wtop; // the tile row entering column c
+      for (c = 0; c < N; c++) begin
         if (c == 0) begin
           ctl  = {w_shift_i, w_commit_i, w_buf_i};
           wtop = w_row_i[7:0];
         end else begin
           ctl  = wctl_q[3*(c-1) +: 3];
-          wtop = wskew_q[c-1][c];
+          wtop = wskew_q[PtrW'(32'(wptr_q) - c)][c];  // entered c edges ago
         end
         if (ctl[1]) begin
-          for (int unsigned r = 0; r < N; r++) begin
-            if (ctl[0]) wx_q[r][c][63:32] = {8'b0, wsh_q[c][r], {8{wsh_q[c][r][7]}}, wsh_q[c][r]};
-            else        wx_q[r][c][31:0]  = {8'b0, wsh_q[c][r], {8{wsh_q[c][r][7]}}, wsh_q[c][r]};
+          for (r = 0; r < N; r++) begin
+            if (ctl[0]) wx_q[r][c][15:8] = wsh_q[c][r];
+            else        wx_q[r][c][7:0]  = wsh_q[c][r];
           end
         end
         if (ctl[2]) begin
-          for (int unsigned r = N - 1; r >= 1; r--) begin
+          for (r = N - 1; r >= 1; r--) begin
             wsh_q[c][r] = wsh_q[c][r-1];
           end
           wsh_q[c][0] = wtop;
         end
       end
-      // Weight column skew: column c is delayed by c cycles (c registers, the last feeds
-      // column c's shift register).
-      for (int unsigned j = N - 2; j >= 1; j--) begin
-        for (int unsigned c = j + 1; c < N; c++) begin
-          wskew_q[j][c] = wskew_q[j-1][c];
-        end
-      end
-      for (int unsigned c = 1; c < N; c++) begin
-        wskew_q[0][c] = w_row_i[8*c +: 8];
+      // Weight column skew: column c enters its delay line now.
+      for (c = 1; c < N; c++) begin
+        wskew_q[wptr_q][c] = w_row_i[8*c +: 8];
       end
     end
   end
 
   always_comb begin
     for (int c = 0; c < 32'(N); c++) begin
+      // Column c < N-1 entered its de-skew line N-1-c edges ago: slot ptr_q - (N-1-c).
       if (c == 32'(N) - 1) out_sum_o[32*c +: 32] = psum_q[N-1][c];
-      else                 out_sum_o[32*c +: 32] = deskew_q[N-2-c][c];
+      else                 out_sum_o[32*c +: 32] = deskew_q[PtrW'(32'(ptr_q) + c + 1)][c];
     end
   end
   assign out_valid_o = side_valid_q[Latency-1];
@@ -223,3 +242,5 @@ module tpu_mxu #(
   assign pre_tag_o   = side_tag_q[TagW*(Latency-2) +: TagW];
 
 endmodule
+
+`undef TPU_MXU_PRODUCT

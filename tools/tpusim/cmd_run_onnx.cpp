@@ -13,9 +13,11 @@
 #include <map>
 
 #include "cnn_shard.h"
+#include "energy.h"
 #include "evaluate.h"
 #include "interrupt.h"
 #include "json_text.h"
+#include "runner.h"
 #include "sharding.h"
 #include "tensor_io.h"
 #include "tensor_run.h"
@@ -177,9 +179,20 @@ tpu::RunPaths input_paths(const std::string& model, const std::string& test_dir,
   return paths;
 }
 
+// The energy of a data set's run (docs/energy.md): the actions of every program it ran, in
+// total, per layer of the quantized network and of instructions of no layer.
+struct SetEnergy {
+  tpu::ActionCounts actions, other;
+  std::vector<tpu::ActionCounts> layers;
+  std::vector<std::string> layer_names;
+  tpu::MemorySizes memories;
+  const tpu::EnergyTable* table = nullptr;
+};
+
 struct SetResult {
   std::string name;  // data set directory name, or "" for --input
   TensorModel::Run run;
+  SetEnergy energy;
   std::vector<tpu::cnn::OutputCheck> checks;
   std::vector<std::string> written;
   bool pass() const {
@@ -209,6 +222,54 @@ nlohmann::ordered_json output_json(const SetResult& r, size_t k) {
   return j;
 }
 
+// The actions of the programs TensorModel::run ran for `images` images, `batch` per program
+// (the same programs: compiled again here, addresses aside they are the run's).
+SetEnergy count_set_energy(tpu::Device& dev, const TensorModel& m, int images, uint32_t batch,
+                           const tpu::EnergyTable& table) {
+  const auto& q = m.quantized();
+  SetEnergy e;
+  e.table = &table;
+  e.memories = tpu::memory_sizes(dev.params());
+  e.layers.resize(q.layers.size());
+  for (const auto& l : q.layers) e.layer_names.push_back(l.name);
+  tpu::cnn::ChipRunner runner(dev, q, batch);
+  for (int i0 = 0; i0 < images; i0 += int(batch)) {
+    const auto& p = runner.program(uint32_t(std::min<int>(int(batch), images - i0)));
+    for (size_t i = 0; i < p.instructions.size(); ++i) {
+      const tpu::ActionCounts c = tpu::count_actions(p.instructions[i], dev.params());
+      e.actions += c;
+      const int layer = i < p.instr_layer.size() ? p.instr_layer[i] : -1;
+      (layer >= 0 && size_t(layer) < e.layers.size() ? e.layers[size_t(layer)] : e.other) += c;
+    }
+  }
+  return e;
+}
+
+// A data set's "energy" (the keys of run-cnn's, docs/energy.md).
+nlohmann::ordered_json set_energy_json(const SetResult& r) {
+  const SetEnergy& e = r.energy;
+  const double n = std::max(1, r.run.images);
+  nlohmann::ordered_json j =
+      tpu::energy_json(e.actions, e.memories, *e.table, n, double(r.run.macs_per_image) * n,
+                       r.run.cycles, r.run.cycles_estimated);
+  auto components = [&](const tpu::Energy& en) {
+    nlohmann::ordered_json c = nlohmann::ordered_json::object();
+    for (const auto& [name, pj] : en.components) c[name] = pj / n;
+    return c;
+  };
+  j["layers"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < e.layers.size(); ++i) {
+    const tpu::Energy le = tpu::energy_of(e.layers[i], e.memories, *e.table);
+    j["layers"].push_back({{"name", e.layer_names[i]},
+                           {"pj_per_image", le.total_pj() / n},
+                           {"components_pj_per_image", components(le)},
+                           {"actions", tpu::actions_json(e.layers[i])}});
+  }
+  j["other_pj_per_image"] = tpu::energy_of(e.other, e.memories, *e.table).total_pj() / n;
+  j["other_actions"] = tpu::actions_json(e.other);
+  return j;
+}
+
 // A data set's lines of the --json object (each `indent` "key": value; floats with 9 digits).
 std::string set_json(const SetResult& r, const std::string& indent) {
   const auto& run = r.run;
@@ -225,6 +286,7 @@ std::string set_json(const SetResult& r, const std::string& indent) {
   j["runs"] = run.runs;
   j["outputs"] = nlohmann::ordered_json::array();
   for (size_t k = 0; k < run.outputs.size(); ++k) j["outputs"].push_back(output_json(r, k));
+  j["energy"] = set_energy_json(r);
   return tpu::json_members(j, indent, kDigits);
 }
 
@@ -394,6 +456,8 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
 // run-onnx's options, read and checked.
 struct OnnxOptions {
   std::string model, output_dir, expect_dir, calibration, test_dir, format = "npy", rule = "steps";
+  std::string energy_table_file;  // --energy-table (empty: the built-in table)
+  tpu::EnergyTable energy_table;
   std::vector<std::string> input_specs;
   bool json = false;
   uint32_t batch = 8;
@@ -436,7 +500,10 @@ bool parse_onnx_options(const tpusim::Args& args, OnnxOptions& o, tpusim::po::va
       "test-dir", po::value<std::string>(&o.test_dir),
       "a directory in ONNX's test layout (model.onnx, test_data_set_N/input_K.pb and output_K.pb): "
       "runs and "
-      "checks every data set")("json", po::bool_switch(&o.json), "print one JSON object");
+      "checks every data set")("json", po::bool_switch(&o.json), "print one JSON object")(
+      "energy-table", po::value<std::string>(&o.energy_table_file),
+      "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
+      "energy/horowitz_45nm.json)");
   tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
   if (!tpusim::parse_options(
@@ -480,6 +547,7 @@ bool parse_onnx_options(const tpusim::Args& args, OnnxOptions& o, tpusim::po::va
     throw tpusim::UsageError("--tolerance-rule " + o.rule + ": expected steps or propagated");
   if (o.format != "npy" && o.format != "pb")
     throw tpusim::UsageError("--output-format " + o.format + ": expected npy or pb");
+  o.energy_table = tpusim::energy_table_option(o.energy_table_file);
   if (!o.test_dir.empty()) {
     if (!o.model.empty() || !o.input_specs.empty() || !o.expect_dir.empty())
       throw tpusim::UsageError(
@@ -550,6 +618,7 @@ void check_paths(const OnnxOptions& o, const tpu::cnn::GraphSignature& sig,
                  const std::vector<Set>& sets) {
   tpu::RunPaths paths =
       input_paths(o.model, o.test_dir, o.input_specs, o.expect_dir, o.calibration);
+  paths.input("--energy-table", o.energy_table_file);
   paths.output("--vcd", o.dev.vcd);
   if (!o.output_dir.empty())
     for (const auto& s : sets)
@@ -635,6 +704,8 @@ SetResult run_set(tpu::Device& dev, const TensorModel& m, const Set& s, const On
   SetResult r;
   r.name = s.name;
   r.run = m.run(dev, s.images, o.batch, steps, o.dev.max_cycles_given ? o.dev.max_cycles : 0);
+  dev.release_all();
+  r.energy = count_set_energy(dev, m, r.run.images, r.run.batch, o.energy_table);
   if (o.rule == "propagated")
     for (auto& t : r.run.tolerances)
       if (t > 0)

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cnn_shard.h"
 #include "interrupt.h"
 #include "output_file.h"
 #include "sharding.h"
@@ -90,6 +91,7 @@ struct Outcome {
   uint64_t cycles_total = 0;
   double cycles_per_image = 0, utilization = 0, busy = 0, dma_in = 0, dma_out = 0, scalesim = 0,
          accuracy = 0, wall = 0;
+  double energy_pj = 0, tops_per_watt = 0;  // per image; run-cnn's "energy" (docs/energy.md)
   bool matches = false;
 };
 
@@ -117,6 +119,8 @@ Outcome parse_outcome(const tpusim::ChildResult& r, const Config& c) {
     o.scalesim = v.at("scalesim_ws_cycles").number();
     o.accuracy = v.at("accuracy").number();
     o.wall = v.at("wall_seconds").number();
+    o.energy_pj = v.at("energy").at("per_image_pj").number();
+    o.tops_per_watt = v.at("energy").at("tops_per_watt").number();
     o.matches = v.at("matches_golden").flag();
     o.ok = true;
     if (uint64_t(v.at("chip_n").u64()) != uint64_t(c.n)) {
@@ -140,6 +144,7 @@ std::string csv_number(double v) {
 // sweep's options, read and checked.
 struct SweepOptions {
   std::string model, n_text, bw_text = "16", lat_text = "10", batch_text = "8", out_dir = ".";
+  std::string energy_table;  // --energy-table, given to every run-cnn (absolute)
   std::vector<int64_t> ns, bws, lats, batches;
   int64_t images = 32, calibration = 50;
   int jobs = 1;
@@ -166,19 +171,23 @@ bool parse_sweep_options(const tpusim::Args& args, SweepOptions& o) {
       "jobs", po::value<std::string>(),
       "configurations run at once (default: the number of cores)")(
       "out", po::value<std::string>(&o.out_dir)->default_value("."),
-      "directory for sweep.csv and the charts (created if missing)");
+      "directory for sweep.csv and the charts (created if missing)")(
+      "energy-table", po::value<std::string>(&o.energy_table),
+      "energy per action for every run's energy figures (docs/energy.md; default: the built-in "
+      "energy/horowitz_45nm.json)");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim sweep [--model M] [--n 8,16,32,64] [--bandwidth 8,16,32,64] [--latency 10,100] "
-          "[--batch 1,16] [--images I] [--jobs J] [--out DIR]",
+          "[--batch 1,16] [--images I] [--jobs J] [--out DIR] [--energy-table FILE]",
           "Runs the model (tpusim run-cnn on Fashion-MNIST, rtl backend) on every configuration "
           "of the grid N x bandwidth x latency x batch, each configuration in its own process "
           "(tpusim_n<N>, the chip of that N), --jobs at a time, and writes DIR/sweep.csv (one row "
           "per configuration: cycles per image, MXU utilization, DMA bytes, SCALE-Sim's WS "
           "estimate, bit-exactness) and the charts DIR/sweep_cycles.svg, "
           "DIR/sweep_utilization.svg (against N), DIR/sweep_cycles_bandwidth.svg, "
-          "DIR/sweep_utilization_bandwidth.svg (against bandwidth) and DIR/sweep_dma.svg. "
+          "DIR/sweep_utilization_bandwidth.svg (against bandwidth), DIR/sweep_dma.svg and "
+          "DIR/sweep_energy.svg (energy per image against N). "
           "Exit code 1 if a configuration fails or differs from the integer reference.",
           opts, {}, vm)) {
     return false;
@@ -198,6 +207,11 @@ bool parse_sweep_options(const tpusim::Args& args, SweepOptions& o) {
       throw std::runtime_error("--model " + o.model +
                                ": not a readable file (expected an ONNX model for run-cnn)");
     o.model = fs::absolute(o.model, ec).string();
+  }
+  if (!o.energy_table.empty()) {
+    tpusim::energy_table_option(o.energy_table);  // a bad table fails here, not in every run
+    std::error_code ec;
+    o.energy_table = fs::absolute(o.energy_table, ec).string();
   }
   return true;
 }
@@ -250,6 +264,7 @@ void grid(const SweepOptions& o, const std::vector<std::pair<int64_t, std::strin
                                         "--mem-latency",
                                         std::to_string(lat)};
           if (!o.model.empty()) a.insert(a.end(), {"--model", o.model});
+          if (!o.energy_table.empty()) a.insert(a.end(), {"--energy-table", o.energy_table});
           argvs.push_back(std::move(a));
         }
 }
@@ -308,7 +323,8 @@ std::string sweep_csv(const std::vector<Config>& configs, const std::vector<Outc
   std::ostringstream csv;
   csv << "n,bandwidth_bytes_per_cycle,latency_cycles,batch,images,cycles_total,cycles_per_image,"
          "mxu_utilization,mxu_busy_fraction,dma_in_bytes_per_image,dma_out_bytes_per_image,"
-         "scalesim_ws_cycles_per_image,matches_reference,accuracy,wall_seconds,error\n";
+         "scalesim_ws_cycles_per_image,matches_reference,accuracy,energy_pj_per_image,"
+         "tops_per_watt,wall_seconds,error\n";
   for (size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];
     const Outcome& o = outcomes[i];
@@ -318,12 +334,13 @@ std::string sweep_csv(const std::vector<Config>& configs, const std::vector<Outc
           << csv_number(o.utilization) << "," << csv_number(o.busy) << "," << csv_number(o.dma_in)
           << "," << csv_number(o.dma_out) << "," << csv_number(o.scalesim) << ","
           << (o.matches ? "true" : "false") << "," << csv_number(o.accuracy) << ","
+          << csv_number(o.energy_pj) << "," << csv_number(o.tops_per_watt) << ","
           << csv_number(o.wall) << ",\n";
     else {
       std::string e = o.error;  // one quoted CSV field
       std::replace(e.begin(), e.end(), '"', '\'');
       std::replace(e.begin(), e.end(), '\n', ' ');
-      csv << ",,,,,,,,,,,\"" << e << "\"\n";
+      csv << ",,,,,,,,,,,,,\"" << e << "\"\n";
     }
   }
   return csv.str();
@@ -390,6 +407,31 @@ std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
   return tpusim::line_chart_svg(spec);
 }
 
+// Energy per image against N (a line per batch): it depends on N and the batch (the actions),
+// not on the memory's timing.
+std::string energy_chart(const SweepOptions& o, const std::vector<Config>& configs,
+                         const std::vector<Outcome>& outcomes) {
+  tpusim::PlotSpec spec;
+  spec.title = "Energy per image (docs/energy.md; counted from the instructions run)";
+  spec.x_label = "array size N";
+  spec.y_label = "\u00b5J per image";
+  tpusim::PlotPanel panel;
+  panel.title = "bandwidth " + std::to_string(o.bws[0]) + ", latency " + std::to_string(o.lats[0]);
+  for (int64_t b : o.batches) {
+    tpusim::PlotSeries series;
+    series.label = "batch " + std::to_string(b);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      if (c.bandwidth != o.bws[0] || c.latency != o.lats[0] || c.batch != b) continue;
+      series.x.push_back(double(c.n));
+      series.y.push_back(outcomes[i].ok ? outcomes[i].energy_pj / 1e6 : std::nan(""));
+    }
+    panel.series.push_back(std::move(series));
+  }
+  spec.panels.push_back(std::move(panel));
+  return tpusim::line_chart_svg(spec);
+}
+
 // The table on stdout.
 void print_table(const std::vector<Config>& configs, const std::vector<Outcome>& outcomes) {
   std::printf("%5s %9s %7s %5s %14s %11s %14s %10s %s\n", "N", "bandwidth", "latency", "batch",
@@ -414,7 +456,8 @@ const char* const kSweepFiles[] = {"sweep.csv",
                                    "sweep_utilization.svg",
                                    "sweep_cycles_bandwidth.svg",
                                    "sweep_utilization_bandwidth.svg",
-                                   "sweep_dma.svg"};
+                                   "sweep_dma.svg",
+                                   "sweep_energy.svg"};
 
 int run_sweep(const tpusim::Args& args) {
   SweepOptions o;
@@ -422,7 +465,7 @@ int run_sweep(const tpusim::Args& args) {
   const auto exes = executables(o.ns);
   {  // no output may be an input: checked before anything runs
     tpu::RunPaths paths;
-    paths.input("--model", o.model);
+    paths.input("--model", o.model).input("--energy-table", o.energy_table);
     for (const char* name : kSweepFiles) paths.output_in("--out", o.out_dir, name);
     paths.check();
   }
@@ -457,6 +500,7 @@ int run_sweep(const tpusim::Args& args) {
   write_svg("sweep_cycles_bandwidth.svg", timing_chart(o, configs, outcomes, false, false));
   write_svg("sweep_utilization_bandwidth.svg", timing_chart(o, configs, outcomes, true, false));
   write_svg("sweep_dma.svg", dma_chart(o, configs, outcomes));
+  write_svg("sweep_energy.svg", energy_chart(o, configs, outcomes));
   print_table(configs, outcomes);
   std::printf("configurations: %zu, failed or not bit-exact: %d; wall time %.1f s (%d at a time)\n",
               configs.size(), failed, wall, o.jobs);

@@ -19,9 +19,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cnn_shard.h"
 #include "dataset.h"
 #include "device_model.h"
 #include "device_rtl.h"
+#include "energy.h"
 #include "fit.h"
 #include "fit_pod.h"
 #include "interrupt.h"
@@ -48,6 +50,8 @@ constexpr const char* kFashion = "fashion-mnist";
 struct TrainArgs {
   std::string model, save_initial, dataset = kFashion, data, test_dataset, output;
   std::string report_dir, timeline, backend = "rtl";
+  std::string energy_table_file;  // --energy-table (empty: the built-in table)
+  tpu::EnergyTable energy_table;
   uint64_t seed = 1;
   uint32_t epochs = 5, steps_per_epoch = 0, test_images = kAllImages, n = 0;
   tpu::train::TrainOptions topt;
@@ -225,9 +229,13 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "rtl backend: do not rerun the steps on the golden model (matches_golden is null)")(
       "json", po::bool_switch(&a.json), "print one JSON object, also on failure")(
       "report", po::value<std::string>(&a.report_dir),
-      "write DIR/loss.svg, DIR/accuracy.svg and DIR/train.json (created if missing)")(
+      "write DIR/loss.svg, DIR/accuracy.svg, DIR/energy.svg and DIR/train.json (created if "
+      "missing)")(
       "timeline", po::value<std::string>(&a.timeline),
       "write the first step's instruction timeline as Chrome trace-event JSON (rtl backend)")(
+      "energy-table", po::value<std::string>(&a.energy_table_file),
+      "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
+      "energy/horowitz_45nm.json)")(
       "quiet", po::bool_switch(&a.quiet), "no progress lines on stderr")(
       "chips", po::value<std::string>(),
       "data-parallel training on a pod of P chips (--backend model: the pod of golden models): "
@@ -272,15 +280,17 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
         "--no-golden-check is for --backend rtl (the model backend is the "
         "golden model)");
   if (a.fashion() && a.data.empty()) a.data = tpu::cnn::fashion_mnist_dir();
+  a.energy_table = tpusim::energy_table_option(a.energy_table_file);
   return true;
 }
 
-const char* kReportFiles[] = {"loss.svg", "accuracy.svg", "train.json"};
+const char* kReportFiles[] = {"loss.svg", "accuracy.svg", "energy.svg", "train.json"};
 
 // No output may be an input: checked before anything runs.
 void check_paths(const TrainArgs& a) {
   tpu::RunPaths paths;
   paths.input("--model", a.model).input("--data", a.data).input("--test-dataset", a.test_dataset);
+  paths.input("--energy-table", a.energy_table_file);
   if (!a.fashion()) paths.input("--dataset", a.dataset);
   paths.output("--output", a.output).output("--save-initial", a.save_initial);
   paths.output("--timeline", a.timeline);
@@ -391,7 +401,73 @@ struct Outcome {
   bool cycles_estimated = false;
   size_t step_instructions = 0;
   double compile_seconds = 0;
+  // Energy (docs/energy.md): the actions of one step's program, per layer and phase of the
+  // Trainer's program spans ("<layer> <phase>", in program order) and of no span.
+  tpu::ActionCounts step_actions, other_actions;
+  std::vector<tpu::ActionCounts> part_actions;
+  std::vector<std::string> part_names;
+  tpu::MemorySizes memories;
 };
+
+// The step program's actions, split by the Trainer's program spans.
+void count_step_energy(const tpu::train::Trainer& t, const tpu::ChipParams& chip, Outcome& o) {
+  const auto& program = t.step_program();
+  std::vector<int> part(program.size(), -1);
+  for (const auto& span : t.step_program_spans()) {
+    const std::string name = span.layer + " " + span.phase;
+    auto it = std::find(o.part_names.begin(), o.part_names.end(), name);
+    if (it == o.part_names.end()) it = o.part_names.insert(o.part_names.end(), name);
+    for (size_t i = span.begin; i < span.end && i < part.size(); ++i)
+      part[i] = int(it - o.part_names.begin());
+  }
+  o.part_actions.assign(o.part_names.size(), tpu::ActionCounts{});
+  for (size_t i = 0; i < program.size(); ++i) {
+    const tpu::ActionCounts c = tpu::count_actions(program[i], chip);
+    o.step_actions += c;
+    (part[i] >= 0 ? o.part_actions[size_t(part[i])] : o.other_actions) += c;
+  }
+  o.memories = tpu::memory_sizes(chip);
+}
+
+// `a` times `k` (the actions of k steps).
+tpu::ActionCounts times(const tpu::ActionCounts& a, uint64_t k) {
+  auto items = a.items();
+  for (auto& kv : items) kv.second *= k;
+  return tpu::ActionCounts::from_items(items);
+}
+
+// train's "energy": run-cnn's keys over every step run (images = steps x batch), the step's
+// figures, and per "<layer> <phase>" part of the step program (per image of a step).
+nlohmann::ordered_json train_energy_json(const TrainArgs& a, const Outcome& o) {
+  using J = nlohmann::ordered_json;
+  const uint64_t steps = o.r.losses.size();
+  const double batch = a.topt.batch;
+  if (steps == 0) return J(nullptr);
+  J j = tpu::energy_json(times(o.step_actions, steps), o.memories, a.energy_table,
+                         double(steps) * batch, double(o.macs_per_step) * double(steps),
+                         o.r.cycles_total, o.cycles_estimated);
+  const tpu::Energy step = tpu::energy_of(o.step_actions, o.memories, a.energy_table);
+  j["steps"] = steps;
+  j["per_step_pj"] = step.total_pj();
+  j["step_actions"] = tpu::actions_json(o.step_actions);
+  j["left_out"] = "test-accuracy forward passes, weight upload (init) and read-back";
+  auto part_json = [&](const std::string& name, const tpu::ActionCounts& c) {
+    const tpu::Energy e = tpu::energy_of(c, o.memories, a.energy_table);
+    J comp = J::object();
+    for (const auto& [k, pj] : e.components) comp[k] = pj / batch;
+    return J{{"name", name},
+             {"pj_per_image", e.total_pj() / batch},
+             {"components_pj_per_image", comp},
+             {"actions", tpu::actions_json(c)}};
+  };
+  j["layers"] = J::array();
+  for (size_t i = 0; i < o.part_actions.size(); ++i)
+    j["layers"].push_back(part_json(o.part_names[i], o.part_actions[i]));
+  j["other_pj_per_image"] =
+      tpu::energy_of(o.other_actions, o.memories, a.energy_table).total_pj() / batch;
+  j["other_actions"] = tpu::actions_json(o.other_actions);
+  return j;
+}
 
 nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const Outcome& o,
                                    int exit_code) {
@@ -446,6 +522,7 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
                        {"update", l.update}});
   j["layers"] = layers;
   j["step_instructions"] = o.step_instructions;
+  j["energy"] = train_energy_json(a, o);
   j["compile_seconds"] = o.compile_seconds;
   j["images_per_second"] = r.train_seconds > 0
                                ? J(double(r.losses.size()) * a.topt.batch / r.train_seconds)
@@ -459,6 +536,22 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
 
 // The rest of the command: progress, outputs and the summary.
 namespace {
+
+// The figures energy.svg draws (run-cnn's chart), per image of one step.
+tpu::cnn::Evaluation energy_eval(const TrainArgs& a, const Outcome& o) {
+  tpu::cnn::Evaluation e;
+  e.model = a.model.empty() ? "Keras example (training step)" : a.model + " (training step)";
+  e.chip_n = o.n;
+  e.batch = a.topt.batch;
+  e.images = a.topt.batch;
+  e.energy_table = a.energy_table;
+  e.memories = o.memories;
+  e.actions = o.step_actions;
+  e.layer_actions = o.part_actions;
+  e.layer_names = o.part_names;
+  e.other_actions = o.other_actions;
+  return e;
+}
 
 void write_report(const TrainArgs& a, const nlohmann::ordered_json& j, const Outcome& o) {
   std::filesystem::create_directories(a.report_dir);
@@ -499,6 +592,9 @@ void write_report(const TrainArgs& a, const nlohmann::ordered_json& j, const Out
   tpu::write_file_atomically((dir / "loss.svg").string(), tpusim::line_chart_svg(loss), "--report");
   tpu::write_file_atomically((dir / "accuracy.svg").string(), tpusim::line_chart_svg(acc),
                              "--report");
+  if (!o.r.losses.empty())
+    tpu::write_file_atomically((dir / "energy.svg").string(),
+                               tpu::cnn::energy_svg(energy_eval(a, o)), "--report");
   tpu::write_file_atomically((dir / "train.json").string(), tpu::json_document(j, 9) + "\n",
                              "--report");
 }
@@ -760,6 +856,7 @@ int run_train(const tpusim::Args& args) {
   o.r = tpu::train::fit(t, *dev, in.train, in.has_test ? &in.test : nullptr, fo, a.topt.batch,
                         progress(a), golden ? &*golden : nullptr, golden_dev.get());
   o.layers = t.layer_cycles();
+  count_step_energy(t, dev->params(), o);
 
   const int code = o.r.diverged || (o.r.matches_golden && !*o.r.matches_golden) ? 1 : 0;
   const nlohmann::ordered_json j = result_json(a, in, o, code);
