@@ -10,6 +10,9 @@
 // * Bandwidth: one beat of IciWidth bits per cycle; credit flow control with `capacity` beats
 //   of buffering at the receiving end, a credit returning `latency` cycles after the receiver
 //   took the beat (capacity >= 2 * latency + 1 keeps a ready receiver at one beat per cycle).
+// * A receive dropped before its message's first beat arrived (its chip stopped: the want
+//   falls to 0 without a first beat taken) withdraws its posted want, so no message starts
+//   against it.
 // * Sizes: the sender's first beat is checked against the posted want by the sender itself
 //   (ERR_ICI_SIZE); the channel delivers that beat all the same, so the receiver checks it too.
 //
@@ -56,8 +59,10 @@ class IciChannel {
   // (tx_valid && tx_ready, with the beat), whether the receiver took its beat (rx_valid &&
   // rx_ready), and the receiver's want output in this cycle.
   void step(bool tx_fire, const IciBeat& tx_beat, bool rx_fire, uint32_t rx_want) {
+    fwd_first_ = false;
     if (rx_fire) {
       if (!rx_valid()) throw std::logic_error("IciChannel: receiver took a beat that is not there");
+      fwd_first_ = fwd_.front().beat.first;
       fwd_.pop_front();
       returns_.push_back(now_ + latency_);
       ++delivered_;
@@ -79,7 +84,15 @@ class IciChannel {
       fwd_.push_back({tx_beat, now_ + latency_});
       ++sent_;
     }
-    if (rx_want != 0 && last_want_ == 0) tokens_.push_back({rx_want, now_ + latency_});
+    if (rx_fire && fwd_first_) first_taken_ = true;
+    if (rx_want != 0 && last_want_ == 0) {
+      tokens_.push_back({rx_want, now_ + latency_});
+      first_taken_ = false;
+    } else if (rx_want == 0 && last_want_ != 0 && !first_taken_) {
+      // The receive was dropped before its message came (its chip stopped): the posted want
+      // is withdrawn (the only one in flight: earlier receives have taken their messages).
+      tokens_.clear();
+    }
     last_want_ = rx_want;
     ++now_;
     while (!returns_.empty() && returns_.front() <= now_) {
@@ -119,6 +132,8 @@ class IciChannel {
   std::deque<uint64_t> returns_;
   std::deque<Token> tokens_;
   uint32_t last_want_ = 0;
+  bool fwd_first_ = false;    // the beat the receiver took in this cycle was a first beat
+  bool first_taken_ = false;  // the posted receive has taken its message's first beat
   bool in_msg_ = false;
   uint64_t left_ = 0;
   uint64_t sent_ = 0;

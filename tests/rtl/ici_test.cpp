@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -26,6 +27,7 @@
 #include "Vtpu_ici.h"
 #include "collectives.h"
 #include "ici_channel.h"
+#include "ici_fabric.h"
 #include "isa.h"
 #include "pod.h"
 #include "port_fields.h"
@@ -45,6 +47,7 @@ using tpu::IciSend;
 using tpu::Instruction;
 using tpu::sim::IciBeat;
 using tpu::sim::IciChannel;
+using tpu::sim::IciFabric;
 
 // One link instruction as the harness issues it.
 struct LinkOp {
@@ -75,19 +78,32 @@ struct Chip {
   uint32_t err_code = 0, err_pc = 0;
 };
 
+std::vector<std::optional<IciFabric::End>> wiring(const tpu::PodTopology& topo) {
+  std::vector<std::optional<IciFabric::End>> peers;
+  for (uint32_t c = 0; c < topo.chips(); ++c) {
+    for (uint32_t l = 0; l < kLinks; ++l) {
+      const auto p = topo.peer(c, l);
+      peers.push_back(p ? std::optional<IciFabric::End>(IciFabric::End{p->chip, p->link})
+                        : std::nullopt);
+    }
+  }
+  return peers;
+}
+
+// The pod around the units: VMEM models, in-order issue under the row-range rule (the
+// controller's part), sim/ici_fabric.h links and its deadlock rule. A chip that faults is
+// cleared in the next cycle (the controller stops the run and abandons its link instructions).
 class Pod {
  public:
   Pod(const tpu::PodTopology& topo, uint32_t latency, uint32_t seed, double grant,
       uint32_t vmem_rows = kRows)
-      : topo_(topo), rng_(seed), grant_(grant), rows_(vmem_rows), chips_(topo.chips()) {
+      : topo_(topo),
+        rng_(seed),
+        grant_(grant),
+        rows_(vmem_rows),
+        chips_(topo.chips()),
+        fabric_(topo.chips(), kLinks, wiring(topo), latency, kBpr) {
     for (Chip& c : chips_) c.mem.assign(size_t{rows_} * N, 0);
-    for (uint32_t c = 0; c < chips_.size(); ++c) {
-      for (uint32_t l = 0; l < kLinks; ++l) {
-        ch_.emplace_back(latency, kBpr);
-        const auto peer = topo_.peer(c, l);
-        up_.push_back(peer.has_value());
-      }
-    }
     for (Chip& c : chips_) {
       c.m->clk_i = 0;
       c.m->rst_ni = 0;
@@ -102,76 +118,88 @@ class Pod {
   }
 
   Chip& chip(uint32_t r) { return chips_[r]; }
-  IciChannel& channel(uint32_t c, uint32_t l) { return ch_[c * kLinks + l]; }
+  IciFabric& fabric() { return fabric_; }
   uint64_t cycle() const { return cycle_; }
 
-  // Channel delivering into (c, l): the one leaving its peer.
-  IciChannel* inbound(uint32_t c, uint32_t l) {
-    const auto peer = topo_.peer(c, l);
-    return peer ? &channel(peer->chip, peer->link) : nullptr;
+  void drive_links(uint32_t r) {
+    Vtpu_ici& m = *chips_[r].m;
+    for (uint32_t l = 0; l < kLinks; ++l) {
+      IciChannel* out = fabric_.up(r, l) ? &fabric_.out(r, l) : nullptr;
+      IciChannel* in = fabric_.up(r, l) ? &fabric_.in(r, l) : nullptr;
+      set_field(m.tx_ready_i, l, 1, out && out->tx_ready());
+      set_field(m.tx_want_i, 24 * l, 24, out ? out->tx_want() : 0);
+      const bool v = in && in->rx_valid();
+      set_field(m.rx_valid_i, l, 1, v);
+      set_field(m.rx_first_i, l, 1, v && in->rx_beat().first);
+      set_field(m.rx_rows_i, 24 * l, 24, v ? in->rx_beat().rows : 0xABCDEFu);
+      for (uint32_t k = 0; k < kWidth / 32; ++k) {
+        set_field(m.rx_data_i, kWidth * l + 32 * k, 32, v ? in->rx_beat().data[k] : 0xDEADBEEFu);
+      }
+    }
+  }
+
+  void observe_links(uint32_t r) {
+    Vtpu_ici& m = *chips_[r].m;
+    for (uint32_t l = 0; l < kLinks; ++l) {
+      if (!fabric_.up(r, l)) {
+        EXPECT_FALSE(get_field(m.tx_valid_o, l, 1)) << "send on a link that is down";
+        continue;
+      }
+      IciFabric::Pins& p = fabric_.pins(r, l);
+      p.tx_fire = get_field(m.tx_valid_o, l, 1) && get_field(m.tx_ready_i, l, 1);
+      p.rx_fire = get_field(m.rx_valid_i, l, 1) && get_field(m.rx_ready_o, l, 1);
+      p.rx_want = get_field(m.rx_want_o, 24 * l, 24);
+      if (p.tx_fire) {
+        p.beat.first = get_field(m.tx_first_o, l, 1);
+        p.beat.rows = get_field(m.tx_rows_o, 24 * l, 24);
+        for (uint32_t k = 0; k < kWidth / 32; ++k) {
+          p.beat.data.push_back(get_field(m.tx_data_o, kWidth * l + 32 * k, 32));
+        }
+        ++beats_;
+      }
+    }
+  }
+
+  void memory(uint32_t r) {
+    Chip& c = chips_[r];
+    Vtpu_ici& m = *c.m;
+    if (m.vm_w_we_o && m.vm_w_wgnt_i) {
+      EXPECT_LT(m.vm_w_waddr_o, rows_);
+      for (uint32_t j = 0; j < N; ++j) {
+        c.mem[size_t{m.vm_w_waddr_o % rows_} * N + j] = get_field(m.vm_w_wdata_o, 32 * j, 32);
+      }
+    }
+    rdata_[r].assign(N, 0x5A5A5A5Au ^ static_cast<uint32_t>(cycle_));
+    if (m.vm_r_re_o && m.vm_r_rgnt_i) {
+      EXPECT_LT(m.vm_r_raddr_o, rows_);
+      for (uint32_t j = 0; j < N; ++j) {
+        rdata_[r][j] = c.mem[size_t{m.vm_r_raddr_o % rows_} * N + j];
+      }
+    }
   }
 
   void tick() {
     std::uniform_real_distribution<double> u(0, 1);
-    // Inputs: links, grants, commands.
+    const bool deadlock = fabric_.deadlock();
+    if (deadlock) fabric_.clear_deadlock();
+    std::vector<IciFabric::ChipState> states(chips_.size());
     for (uint32_t r = 0; r < chips_.size(); ++r) {
       Chip& c = chips_[r];
       Vtpu_ici& m = *c.m;
-      for (uint32_t l = 0; l < kLinks; ++l) {
-        IciChannel* out = up_[r * kLinks + l] ? &channel(r, l) : nullptr;
-        IciChannel* in = inbound(r, l);
-        set_field(m.tx_ready_i, l, 1, out && out->tx_ready());
-        set_field(m.tx_want_i, 24 * l, 24, out ? out->tx_want() : 0);
-        const bool v = in && in->rx_valid();
-        set_field(m.rx_valid_i, l, 1, v);
-        set_field(m.rx_first_i, l, 1, v && in->rx_beat().first);
-        set_field(m.rx_rows_i, 24 * l, 24, v ? in->rx_beat().rows : 0xABCDEFu);
-        for (uint32_t k = 0; k < kWidth / 32; ++k) {
-          set_field(m.rx_data_i, kWidth * l + 32 * k, 32, v ? in->rx_beat().data[k] : 0xDEADBEEFu);
-        }
-      }
+      drive_links(r);
       m.vm_r_rgnt_i = u(rng_) < grant_;
       m.vm_w_wgnt_i = u(rng_) < grant_;
+      m.clear_i = c.err && m.busy_o;
       offer_command(r);
+      states[r] = state(r);
+      m.deadlock_i = deadlock && states[r] == IciFabric::ChipState::Waiting;
       m.eval();
     }
-    // Memories, link handshakes, the clock edge.
-    std::vector<IciBeat> beats(chips_.size() * kLinks);
-    std::vector<uint8_t> tx_fire(chips_.size() * kLinks), rx_fire(chips_.size() * kLinks);
-    std::vector<uint32_t> want(chips_.size() * kLinks);
     for (uint32_t r = 0; r < chips_.size(); ++r) {
       Chip& c = chips_[r];
       Vtpu_ici& m = *c.m;
-      for (uint32_t l = 0; l < kLinks; ++l) {
-        const size_t i = r * kLinks + l;
-        tx_fire[i] = get_field(m.tx_valid_o, l, 1) && get_field(m.tx_ready_i, l, 1);
-        rx_fire[i] = get_field(m.rx_valid_i, l, 1) && get_field(m.rx_ready_o, l, 1);
-        want[i] = get_field(m.rx_want_o, 24 * l, 24);
-        if (tx_fire[i]) {
-          beats[i].first = get_field(m.tx_first_o, l, 1);
-          beats[i].rows = get_field(m.tx_rows_o, 24 * l, 24);
-          for (uint32_t k = 0; k < kWidth / 32; ++k) {
-            beats[i].data.push_back(get_field(m.tx_data_o, kWidth * l + 32 * k, 32));
-          }
-          ++beats_;
-        }
-        if (!up_[i]) {
-          EXPECT_FALSE(get_field(m.tx_valid_o, l, 1)) << "send on a link that is down";
-        }
-      }
-      if (m.vm_w_we_o && m.vm_w_wgnt_i) {
-        EXPECT_LT(m.vm_w_waddr_o, rows_);
-        for (uint32_t j = 0; j < N; ++j) {
-          c.mem[size_t{m.vm_w_waddr_o} * N + j] = get_field(m.vm_w_wdata_o, 32 * j, 32);
-        }
-      }
-      rdata_[r].assign(N, 0x5A5A5A5Au ^ static_cast<uint32_t>(cycle_));
-      if (m.vm_r_re_o && m.vm_r_rgnt_i) {
-        EXPECT_LT(m.vm_r_raddr_o, rows_);
-        for (uint32_t j = 0; j < N; ++j) {
-          rdata_[r][j] = c.mem[size_t{m.vm_r_raddr_o % rows_} * N + j];
-        }
-      }
+      observe_links(r);
+      memory(r);
       c.cmd_taken = m.cmd_valid_i && m.cmd_ready_o;
       if (c.cmd_taken) {
         const LinkOp& op = c.prog[c.next];
@@ -187,47 +215,56 @@ class Pod {
       }
       m.clk_i = 0;
       m.cmd_valid_i = 0;
+      m.deadlock_i = 0;
       for (uint32_t j = 0; j < N; ++j) set_field(m.vm_r_rdata_i, 32 * j, 32, rdata_[r][j]);
       m.eval();
     }
-    for (uint32_t r = 0; r < chips_.size(); ++r) {
-      for (uint32_t l = 0; l < kLinks; ++l) {
-        const size_t i = r * kLinks + l;
-        if (!up_[i]) continue;
-        const auto peer = topo_.peer(r, l);
-        const size_t j = peer->chip * kLinks + peer->link;  // the receiving end
-        channel(r, l).step(tx_fire[i], beats[i], rx_fire[j], want[j]);
-      }
-    }
+    fabric_.step(states);
     ++cycle_;
   }
 
-  // The next instruction of chip r goes to the unit unless a busy engine's rows conflict
+  // Whether chip r's next instruction may go to the unit: no busy engine's rows conflict
   // (the controller's rule: a send reads, a receive writes).
+  bool issuable(uint32_t r) {
+    Chip& c = chips_[r];
+    Vtpu_ici& m = *c.m;
+    if (c.err || c.next >= c.prog.size()) return false;
+    const LinkOp& op = c.prog[c.next];
+    for (uint32_t l = 0; l < kLinks; ++l) {
+      if (get_field(m.tx_busy_o, l, 1) && op.recv && overlap(op, c.tx_op[l])) return false;
+      if (get_field(m.rx_busy_o, l, 1) && overlap(op, c.rx_op[l])) return false;
+    }
+    return true;
+  }
+
   void offer_command(uint32_t r) {
     Chip& c = chips_[r];
     Vtpu_ici& m = *c.m;
     m.cmd_valid_i = 0;
-    if (c.err || c.next >= c.prog.size()) return;
+    if (!issuable(r)) return;
     const LinkOp& op = c.prog[c.next];
-    for (uint32_t l = 0; l < kLinks; ++l) {
-      if (get_field(m.tx_busy_o, l, 1) && op.recv && overlap(op, c.tx_op[l])) return;
-      if (get_field(m.rx_busy_o, l, 1) && overlap(op, c.rx_op[l])) return;
-    }
     m.cmd_valid_i = 1;
     m.cmd_i = pack_cmd(op);
     m.cmd_pc_i = op.pc;
   }
 
+  // Stopped: faulted, or all issued and idle (halted). Waiting: link engines busy and the next
+  // instruction (if any) held back. Running: it can issue.
+  IciFabric::ChipState state(uint32_t r) {
+    Chip& c = chips_[r];
+    if (c.err || (c.next >= c.prog.size() && !c.m->busy_o)) return IciFabric::ChipState::Stopped;
+    const bool can_issue = c.m->cmd_valid_i && c.m->cmd_ready_o;
+    return can_issue ? IciFabric::ChipState::Running : IciFabric::ChipState::Waiting;
+  }
+
   bool all_done() const {
     for (const Chip& c : chips_) {
-      if (c.err) continue;
-      if (c.next < c.prog.size() || c.m->busy_o) return false;
+      if (c.err ? c.m->busy_o : (c.next < c.prog.size() || c.m->busy_o)) return false;
     }
     return true;
   }
 
-  // Runs until every chip has issued and finished its program (or faulted).
+  // Runs until every chip has halted or faulted (never hangs: the deadlock rule).
   int64_t run() {
     const uint64_t start = cycle_;
     while (!all_done()) {
@@ -249,8 +286,7 @@ class Pod {
   double grant_;
   uint32_t rows_;
   std::vector<Chip> chips_;
-  std::vector<IciChannel> ch_;
-  std::vector<bool> up_;
+  IciFabric fabric_;
   std::vector<std::vector<uint32_t>> rdata_ = std::vector<std::vector<uint32_t>>(16);
   uint64_t cycle_ = 0;
   uint64_t beats_ = 0;
@@ -418,31 +454,109 @@ TEST(Ici, SizeMismatchFaultsBothEnds) {
   EXPECT_EQ(res.chips[1].error, tpu::ErrorCode::ERR_ICI_SIZE);
 }
 
-// The pod's deadlock input faults every busy engine; err_pc is the oldest instruction's.
-TEST(Ici, DeadlockInputFaultsOldestWaiting) {
+// Runs the programs on the RTL pod and on the pod of golden models: every chip ends the same
+// way (halted, or the same error at the same instruction) with the same VMEM.
+void expect_same_outcome(Pod& pod, const tpu::PodTopology& topo, std::mt19937& rng,
+                         const std::string& what) {
+  tpu::PodModel gold(topo, params(pod.rows()));
+  fill(pod, gold, rng);
+  const tpu::PodResult res = gold.run(golden_programs(pod, topo.chips()));
+  ASSERT_GE(pod.run(), 0) << what;
+  if (std::getenv("TPU_ICI_VERBOSE")) {
+    for (uint32_t r = 0; r < topo.chips(); ++r) {
+      std::printf("%s chip %u: RTL err %u pc %u; model %s\n", what.c_str(), r,
+                  pod.chip(r).err ? pod.chip(r).err_code : 0u, pod.chip(r).err_pc,
+                  res.chips[r].message.c_str());
+      for (const LinkOp& op : pod.chip(r).prog) {
+        std::printf("   %u: %s link %u vmem %u rows %u reduce %u\n", op.pc,
+                    op.recv ? "recv" : "send", op.link, op.vmem, op.rows, op.reduce);
+      }
+    }
+  }
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    const tpu::RunResult& g = res.chips[r];
+    const Chip& c = pod.chip(r);
+    const uint32_t want_code = g.done() ? 0u : static_cast<uint32_t>(g.error);
+    EXPECT_EQ(c.err ? c.err_code : 0u, want_code) << what << ": chip " << r << ": " << g.message;
+    if (c.err && !g.done()) {
+      EXPECT_EQ(c.err_pc, g.err_pc) << what << ": chip " << r;
+    }
+    EXPECT_FALSE(c.m->busy_o) << what << ": chip " << r << " left busy";
+  }
+  expect_vmem_equal(pod, gold, what);
+}
+
+// The pod's deadlock rule: a send nobody receives and a receive nobody sends to; the chip
+// faults ERR_ICI_DEADLOCK at the older one within the rule's window, and is left idle.
+TEST(Ici, DeadlockFaultsOldestWaiting) {
   const auto topo = tpu::PodTopology::ring(2);
   Pod pod(topo, 3, 9, 1.0);
   add_op(pod.chip(0), LinkOp{false, 0, 0, 2, 0, 0});  // a send nobody receives
   add_op(pod.chip(0), LinkOp{true, 1, 10, 1, 2, 0});  // a receive nobody sends to
-  for (int i = 0; i < 200; ++i) pod.tick();
-  Chip& c = pod.chip(0);
-  EXPECT_EQ(c.next, 2u);
-  EXPECT_TRUE(c.m->busy_o);
-  EXPECT_FALSE(c.err);
-  c.m->deadlock_i = 1;
-  pod.tick();
-  c.m->deadlock_i = 0;
-  pod.tick();
+  const int64_t cycles = pod.run();
+  const Chip& c = pod.chip(0);
   EXPECT_TRUE(c.err);
   EXPECT_EQ(c.err_code, 18u);
   EXPECT_EQ(c.err_pc, 0u);
-  // The controller clears the unit when the run stops: every engine idle.
-  c.m->clear_i = 1;
-  pod.tick();
-  c.m->clear_i = 0;
-  pod.tick();
   EXPECT_FALSE(c.m->busy_o);
   EXPECT_FALSE(pod.chip(1).err);
+  EXPECT_LE(cycles, static_cast<int64_t>(pod.fabric().window()) + 16);
+}
+
+// Hand-made faults against the pod model: a receive with nothing sent, a cycle of chips each
+// waiting for the next, a size mismatch whose chips stop and leave a third waiting, a send
+// nobody receives behind a transfer that completes.
+TEST(Ici, FaultsMatchPodModel) {
+  std::mt19937 rng(5);
+  {
+    Pod pod(tpu::PodTopology::ring(2), 4, 1, 1.0);
+    add_op(pod.chip(1), LinkOp{true, 1, 3, 2, 1, 0});
+    expect_same_outcome(pod, tpu::PodTopology::ring(2), rng, "receive, nothing sent");
+  }
+  {
+    Pod pod(tpu::PodTopology::ring(4), 6, 2, 0.7);
+    for (uint32_t r = 0; r < 4; ++r) {
+      add_op(pod.chip(r), LinkOp{true, 1, 0, 4, 2, 0});
+      add_op(pod.chip(r), LinkOp{false, 0, 8, 4, 0, 0});
+    }
+    expect_same_outcome(pod, tpu::PodTopology::ring(4), rng, "a cycle of receives");
+  }
+  {
+    Pod pod(tpu::PodTopology::ring(4), 5, 3, 1.0);
+    add_op(pod.chip(0), LinkOp{false, 0, 0, 3, 0, 0});
+    add_op(pod.chip(1), LinkOp{true, 1, 0, 2, 0, 0});   // 2 rows where 3 come
+    add_op(pod.chip(1), LinkOp{false, 0, 1, 1, 0, 0});  // its rows: waits for the receive
+    add_op(pod.chip(2), LinkOp{true, 1, 20, 1, 1, 0});
+    expect_same_outcome(pod, tpu::PodTopology::ring(4), rng, "size mismatch, then waiting");
+  }
+  {
+    Pod pod(tpu::PodTopology::torus(2, 2), 7, 4, 0.8);
+    add_op(pod.chip(0), LinkOp{false, 2, 0, 5, 0, 0});  // to chip 2, never received
+    add_op(pod.chip(0), LinkOp{true, 1, 8, 3, 1, 0});   // from chip 1: completes
+    add_op(pod.chip(1), LinkOp{false, 0, 30, 3, 0, 0});
+    expect_same_outcome(pod, tpu::PodTopology::torus(2, 2), rng, "send nobody receives");
+  }
+}
+
+// Fault injection, a chip that stops: random link programs where one chip's program ends
+// early (its later instructions never come). The chips left waiting fault ERR_ICI_DEADLOCK
+// exactly where the pod model says, with the same VMEM (everything that could still move
+// has moved). Size faults are left out: what a faulting chip's other link instructions had
+// done by then depends on timing, in the RTL as in any pod.
+TEST(Ici, RandomStoppedChipMatchesPodModel) {
+  const tpu::PodTopology topos[] = {tpu::PodTopology::ring(2), tpu::PodTopology::ring(4),
+                                    tpu::PodTopology::torus(2, 2)};
+  for (uint32_t s = 0; s < random_count() / 2; ++s) {
+    const auto& topo = topos[s % 3];
+    std::mt19937 rng(3000 + s);
+    Pod pod(topo, 1 + s % 11, 3000 + s, s % 2 ? 0.6 : 1.0);
+    random_programs(pod, topo, rng, 6 + rnd(rng) % 10, 1 + rnd(rng) % 6);
+    uint32_t victim = rnd(rng) % topo.chips();
+    while (pod.chip(victim).prog.empty()) victim = (victim + 1) % topo.chips();
+    auto& prog = pod.chip(victim).prog;
+    prog.resize(rnd(rng) % prog.size());
+    expect_same_outcome(pod, topo, rng, topo.name() + " seed " + std::to_string(3000 + s));
+  }
 }
 
 // One beat per cycle once a message flows: R rows take R * BPR cycles plus the round trip
