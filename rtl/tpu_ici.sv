@@ -6,15 +6,18 @@
 // command handshake (cmd_ready_o: the addressed engine is idle) and tracks each engine's VMEM
 // rows through tx_busy_o / rx_busy_o (docs/isa.md "Ordering of the link instructions").
 //
-// VMEM: one read client (vm_r_) and one write client (vm_w_), the convention of every VMEM
-// client. The read client serves the shared writer's reduce reads first, then the send engines
-// round robin. The shared writer takes complete received rows from the receive engines (round
-// robin): a copy goes straight to the write register; a reduce reads the local row (D, the
-// first operand) and writes add(D, m) lane by lane (fp32 add of tpu_fp_pkg, or wrapping int32)
-// in the cycle after. One row per cycle is written at most, so one reducer serves every link.
+// VMEM: two read clients and one write client, the convention of every VMEM client: vm_r_
+// for the send engines (round robin), vm_q_ for the reduces' local rows, vm_w_ for the shared
+// writer (so a chip sending and reducing at one row per cycle each has the read bandwidth;
+// put the two read clients on different VMEM read ports). The shared writer takes complete received rows from the receive engines (round
+// robin) through a two-entry write queue: a copy goes straight in; a reduce reads the local
+// row (D, the first operand) and puts add(D, m) in, lane by lane (fp32 add of tpu_fp_pkg, or
+// wrapping int32), in the cycle after. One row per cycle, reduced or not, while the write port
+// grants: one writer serves every link.
 //
 // Errors (registered, one cycle after the cause): ERR_ICI_SIZE when a first beat meets a
-// receive of another size (both ends fault in that handshake), ERR_ICI_DEADLOCK on every busy
+// posted receive of another size (the sender) or a header differs from the receive's rows
+// (the receiver), ERR_ICI_DEADLOCK on every busy
 // engine when the pod says so (deadlock_i). err_pc_o is the program index of the oldest (lowest
 // index) faulting instruction. The faulting engines stop; the others run on until clear_i (the
 // controller clears the unit when the run stops: a faulting chip abandons its link
@@ -45,6 +48,11 @@ module tpu_ici #(
   output logic [15:0]                  vm_r_raddr_o,
   input  logic                         vm_r_rgnt_i,
   input  logic [32*N-1:0]              vm_r_rdata_i,
+  // VMEM read client of the reduces (the local rows).
+  output logic                         vm_q_re_o,
+  output logic [15:0]                  vm_q_raddr_o,
+  input  logic                         vm_q_rgnt_i,
+  input  logic [32*N-1:0]              vm_q_rdata_i,
   // VMEM write client.
   output logic                         vm_w_we_o,
   output logic [15:0]                  vm_w_waddr_o,
@@ -121,92 +129,135 @@ module tpu_ici #(
   end
 
   // ---------------- shared writer ----------------
-  logic            w_valid_q, w_valid_d;      // a row waits for the write port
-  logic [15:0]     w_addr_q, w_addr_d;
-  logic [32*N-1:0] w_data_q, w_data_d;
-  logic [LW-1:0]   w_eng_q, w_eng_d;          // ... of this receive engine
-  logic            red_pend_q, red_pend_d;    // a reduce read's local row arrives this cycle
-  logic [LW-1:0]   red_eng_q, red_eng_d;
-  logic [LW-1:0]   wrr_q, wrr_d;              // round-robin start among the receive engines
-  logic            w_free, w_sel_any, red_req, red_gnt;
-  logic [LW-1:0]   w_sel;
-  logic [32*N-1:0] red_row, red_sum;
-  logic [1:0]      red_op;
+  // A two-entry write queue (head = entry 0) in front of the write client. A row is taken
+  // from its receive engine when it enters the writer: a copy straight into the queue; a
+  // reduce when its local-row read is granted (the received row moves into red_row_q), its
+  // sum entering the queue in the next cycle. A row enters only if the queue will have room
+  // for it (the reduce result one cycle later): one row per cycle with the write port granted.
+  localparam int unsigned WqDepth = 2;
+  logic [WqDepth-1:0]          wq_valid_q, wq_valid_d;
+  logic [16*WqDepth-1:0]       wq_addr_q, wq_addr_d;
+  logic [32*N*WqDepth-1:0]     wq_data_q, wq_data_d;
+  logic [LW*WqDepth-1:0]       wq_eng_q, wq_eng_d;
+  logic                        red_pend_q, red_pend_d;  // a reduce read's local row arrives now
+  logic [LW-1:0]               red_eng_q, red_eng_d;
+  logic [15:0]                 red_addr_q, red_addr_d;
+  logic [1:0]                  red_op_q, red_op_d;
+  logic [32*N-1:0]             red_row_q, red_row_d;    // the received row being reduced
+  logic [LW-1:0]               wrr_q, wrr_d;            // round-robin start (receive engines)
+  logic                        w_pop, w_room, w_sel_any, red_req, red_gnt, copy_push;
+  logic [LW-1:0]               w_sel;
+  logic [1:0]                  w_used;
+  logic [32*N-1:0]             red_sum;
 
-  assign w_free = !w_valid_q || vm_w_wgnt_i;
+  // Entries after this cycle's pop, counting the reduce result landing now.
+  assign w_pop  = wq_valid_q[0] && vm_w_wgnt_i;
+  assign w_used = 2'(wq_valid_q[0]) + 2'(wq_valid_q[1]) - 2'(w_pop) + 2'(red_pend_q);
+  assign w_room = 32'(w_used) < WqDepth && !clear_i;
 
-  // The next receive engine with a complete row, from wrr_q on (not the one being reduced).
+  // The next receive engine with a complete row, from wrr_q on.
   always_comb begin
     logic [LW-1:0] e;
     w_sel_any = 1'b0;
     w_sel     = '0;
     for (int k = 0; k < 32'(L); k++) begin
       e = LW'((32'(wrr_q) + 32'(k)) % L);
-      if (!w_sel_any && rx_wreq[e] && !(red_pend_q && red_eng_q == e)) begin
+      if (!w_sel_any && rx_wreq[e]) begin
         w_sel_any = 1'b1;
-        w_sel     = LW'(e);
+        w_sel     = e;
       end
     end
   end
 
-  // A reduce reads the local row only when the write register is free in the cycle the row
-  // arrives: free now and nothing loaded into it in this cycle.
-  assign red_req = !red_pend_q && w_free && w_sel_any &&
-                   rx_reduce[2*w_sel +: 2] != tpu_ici_pkg::ReduceCopy && !clear_i;
-  assign red_gnt = red_req && vm_r_rgnt_i;
+  assign red_req   = w_room && w_sel_any && rx_reduce[2*w_sel +: 2] != tpu_ici_pkg::ReduceCopy;
+  assign red_gnt   = red_req && vm_q_rgnt_i;
+  assign vm_q_re_o    = red_req;
+  assign vm_q_raddr_o = rx_waddr[16*w_sel +: 16];
+  assign copy_push = w_room && w_sel_any && rx_reduce[2*w_sel +: 2] == tpu_ici_pkg::ReduceCopy;
 
-  assign red_row = rx_wrow[32*N*red_eng_q +: 32*N];
-  assign red_op  = rx_reduce[2*red_eng_q +: 2];
+  // D = add(D, m): the local row (read) is the first operand.
   always_comb begin
     for (int j = 0; j < 32'(N); j++) begin
-      if (red_op == tpu_ici_pkg::ReduceFadd) begin
-        red_sum[32*j +: 32] = tpu_fp_pkg::fp32_add(vm_r_rdata_i[32*j +: 32], red_row[32*j +: 32]);
+      if (red_op_q == tpu_ici_pkg::ReduceFadd) begin
+        red_sum[32*j +: 32] = tpu_fp_pkg::fp32_add(vm_q_rdata_i[32*j +: 32],
+                                                   red_row_q[32*j +: 32]);
       end else begin
-        red_sum[32*j +: 32] = vm_r_rdata_i[32*j +: 32] + red_row[32*j +: 32];
+        red_sum[32*j +: 32] = vm_q_rdata_i[32*j +: 32] + red_row_q[32*j +: 32];
       end
     end
   end
 
   always_comb begin
-    w_valid_d  = w_valid_q && !vm_w_wgnt_i;
-    w_addr_d   = w_addr_q;
-    w_data_d   = w_data_q;
-    w_eng_d    = w_eng_q;
+    logic            push;
+    logic [15:0]     push_addr;
+    logic [32*N-1:0] push_data;
+    logic [LW-1:0]   push_eng;
+    logic            slot;     // the queue entry a row enters
+    wq_valid_d = wq_valid_q;
+    wq_addr_d  = wq_addr_q;
+    wq_data_d  = wq_data_q;
+    wq_eng_d   = wq_eng_q;
     red_pend_d = 1'b0;
     red_eng_d  = red_eng_q;
+    red_addr_d = red_addr_q;
+    red_op_d   = red_op_q;
+    red_row_d  = red_row_q;
     wrr_d      = wrr_q;
     rx_wtake   = '0;
     rx_wdone   = '0;
-    if (vm_w_we_o && vm_w_wgnt_i) rx_wdone[w_eng_q] = 1'b1;
-    if (clear_i) begin
-      w_valid_d = 1'b0;
-      rx_wdone  = '0;
-    end else if (red_pend_q) begin
-      w_valid_d           = 1'b1;
-      w_addr_d            = rx_waddr[16*red_eng_q +: 16];
-      w_data_d            = red_sum;
-      w_eng_d             = red_eng_q;
-      rx_wtake[red_eng_q] = 1'b1;
-    end else if (red_gnt) begin
-      red_pend_d = 1'b1;
-      red_eng_d  = w_sel;
-      wrr_d      = LW'((32'(w_sel) + 1) % L);
-    end else if (w_free && w_sel_any && rx_reduce[2*w_sel +: 2] == tpu_ici_pkg::ReduceCopy) begin
-      w_valid_d       = 1'b1;
-      w_addr_d        = rx_waddr[16*w_sel +: 16];
-      w_data_d        = rx_wrow[32*N*w_sel +: 32*N];
-      w_eng_d         = w_sel;
+    push       = 1'b0;
+    slot       = 1'b0;
+    push_addr  = red_addr_q;
+    push_data  = red_sum;
+    push_eng   = red_eng_q;
+    if (w_pop) begin
+      rx_wdone[wq_eng_q[0 +: LW]] = 1'b1;
+      wq_valid_d = {1'b0, wq_valid_q[1]};
+      wq_addr_d  = {16'd0, wq_addr_q[16 +: 16]};
+      wq_data_d  = {{(32*N){1'b0}}, wq_data_q[32*N +: 32*N]};
+      wq_eng_d   = {{LW{1'b0}}, wq_eng_q[LW +: LW]};
+    end
+    // At most one row enters per cycle: the reduce result, else a copy.
+    if (red_pend_q) begin
+      push = 1'b1;
+    end else if (copy_push) begin
+      push      = 1'b1;
+      push_addr = rx_waddr[16*w_sel +: 16];
+      push_data = rx_wrow[32*N*w_sel +: 32*N];
+      push_eng  = w_sel;
+      rx_wtake[w_sel] = 1'b1;
+      wrr_d     = LW'((32'(w_sel) + 1) % L);
+    end
+    if (red_gnt) begin
+      red_pend_d      = 1'b1;
+      red_eng_d       = w_sel;
+      red_addr_d      = rx_waddr[16*w_sel +: 16];
+      red_op_d        = rx_reduce[2*w_sel +: 2];
+      red_row_d       = rx_wrow[32*N*w_sel +: 32*N];
       rx_wtake[w_sel] = 1'b1;
       wrr_d           = LW'((32'(w_sel) + 1) % L);
     end
+    if (push) begin
+      slot = wq_valid_d[0];
+      wq_valid_d[slot]             = 1'b1;
+      wq_addr_d[16*32'(slot) +: 16]     = push_addr;
+      wq_data_d[32*N*32'(slot) +: 32*N] = push_data;
+      wq_eng_d[LW*32'(slot) +: LW]      = push_eng;
+    end
+    if (clear_i) begin
+      wq_valid_d = '0;
+      red_pend_d = 1'b0;
+      rx_wdone   = '0;
+      rx_wtake   = '0;
+    end
   end
 
-  assign vm_w_we_o    = w_valid_q;
-  assign vm_w_waddr_o = w_addr_q;
-  assign vm_w_wdata_o = w_data_q;
+  assign vm_w_we_o    = wq_valid_q[0];
+  assign vm_w_waddr_o = wq_addr_q[0 +: 16];
+  assign vm_w_wdata_o = wq_data_q[0 +: 32*N];
 
-  // ---------------- read client ----------------
-  // The reducer first, then the send engines from trr_q on.
+  // ---------------- send engines' read client ----------------
+  // Round robin from trr_q on.
   logic [LW-1:0] trr_q, trr_d;
   logic          tx_sel_any;
   logic [LW-1:0] tx_sel;
@@ -223,11 +274,11 @@ module tpu_ici #(
     end
   end
   always_comb begin
-    vm_r_re_o    = red_req || tx_sel_any;
-    vm_r_raddr_o = red_req ? rx_waddr[16*w_sel +: 16] : tx_rd_addr[16*tx_sel +: 16];
+    vm_r_re_o    = tx_sel_any;
+    vm_r_raddr_o = tx_rd_addr[16*tx_sel +: 16];
     tx_rd_gnt    = '0;
     trr_d        = trr_q;
-    if (!red_req && tx_sel_any && vm_r_rgnt_i) begin
+    if (tx_sel_any && vm_r_rgnt_i) begin
       tx_rd_gnt[tx_sel] = 1'b1;
       trr_d             = LW'((32'(tx_sel) + 1) % L);
     end
@@ -261,13 +312,13 @@ module tpu_ici #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      w_valid_q  <= 1'b0;
+      wq_valid_q <= '0;
       red_pend_q <= 1'b0;
       err_q      <= 1'b0;
       wrr_q      <= '0;
       trr_q      <= '0;
     end else begin
-      w_valid_q  <= w_valid_d;
+      wq_valid_q <= wq_valid_d;
       red_pend_q <= red_pend_d;
       err_q      <= err_d;
       wrr_q      <= wrr_d;
@@ -275,10 +326,13 @@ module tpu_ici #(
     end
   end
   always_ff @(posedge clk_i) begin
-    w_addr_q   <= w_addr_d;
-    w_data_q   <= w_data_d;
-    w_eng_q    <= w_eng_d;
+    wq_addr_q  <= wq_addr_d;
+    wq_data_q  <= wq_data_d;
+    wq_eng_q   <= wq_eng_d;
     red_eng_q  <= red_eng_d;
+    red_addr_q <= red_addr_d;
+    red_op_q   <= red_op_d;
+    red_row_q  <= red_row_d;
     err_code_q <= err_code_d;
     err_pc_q   <= err_pc_d;
   end
@@ -289,8 +343,9 @@ module tpu_ici #(
   `TPU_ASSERT_INIT(IciLinksRange, IciLinks >= 1 && IciLinks <= 16)
   `TPU_ASSERT_IMPLIES(IciCmdLink, cmd_valid_i, 32'(cmd_link) < L)
   `TPU_ASSERT_IMPLIES(IciCmdSend, cmd_valid_i && !cmd_i.recv, cmd_i.reduce == 2'd0)
-  // The reduce result always finds the write register free.
-  `TPU_ASSERT_IMPLIES(IciReduceSlot, red_pend_q && !clear_i, w_free)
+  // The reduce result always finds room in the write queue.
+  `TPU_ASSERT_IMPLIES(IciReduceSlot, red_pend_q && !clear_i, !wq_valid_q[1] || w_pop)
+  `TPU_ASSERT_NEVER(IciQueueOrder, wq_valid_q[1] && !wq_valid_q[0])
   `TPU_ASSERT(IciOneTake, $onehot0(rx_wtake))
   `TPU_ASSERT_HOLD_IF(IciWriteHold, vm_w_we_o && !clear_i, vm_w_wgnt_i,
                       {vm_w_waddr_o, vm_w_wdata_o}, !clear_i)
