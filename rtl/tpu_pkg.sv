@@ -526,3 +526,4 @@ endpackage
 // tpu_pkg is, before any module that calls them.
 `include "tpu_fp_pkg.svh"
 `include "tpu_vpu_pkg.svh"
+`include "tpu_ici_pkg.svh"
