@@ -25,7 +25,9 @@
 //     and activate the cycle after their last row was written, for write_host the second
 //     cycle after its last write response);
 //   read_weights: the cycle after its last row entered the weight FIFO (two may be in flight);
-//   matmul: the cycle after its last row was written to the accumulators (several in flight).
+//   matmul: the cycle after its last row was written to the accumulators (several in flight);
+//   move (acc_to_vmem, transpose), vector, load_weights (training chip): the unit reports idle
+//   again (one instruction at a time each).
 // nop and sync (unit UnitControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
 `include "tpu_assert.svh"
@@ -122,9 +124,9 @@ module tpu_ctrl #(
   output logic         retire_o,
   // Trace side band (see above).
   output logic         trace_issue_o,
-  output logic [2:0]   trace_unit_o,
+  output logic [3:0]   trace_unit_o,
   output logic [31:0]  trace_pc_o,
-  output logic [4:0]   trace_done_o
+  output logic [8:0]   trace_done_o
 );
 
   localparam int unsigned MmW     = $clog2(MmDepth + 1);
@@ -417,6 +419,10 @@ module tpu_ctrl #(
 
   // ---------------- trace side band ----------------
   logic        tr_dmain_busy_q, tr_dmain_busy_d, tr_act_busy_q, tr_act_busy_d;
+  // Training chip: the move unit, the vector unit and load_weights (one instruction at a time
+  // each: offered only while idle) finish when they report idle again.
+  logic        tr_move_busy_q, tr_move_busy_d, tr_vec_busy_q, tr_vec_busy_d;
+  logic        tr_lw_busy_q, tr_lw_busy_d;
   logic        tr_mm_done_q, tr_mm_done_d, tr_wdma_done_q, tr_wdma_done_d, tr_wdma_last;
   // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
   // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
@@ -424,10 +430,9 @@ module tpu_ctrl #(
   logic [TrRowsW-1:0] tr_wrows0_q, tr_wrows1_q, tr_wrows0_d, tr_wrows1_d;
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
-  // The move unit, the vector unit and load_weights have no trace code of their own yet:
-  // traced as control (no duration).
-  assign trace_unit_o  = (head.unit > tpu_pkg::UnitControl) ? 3'(tpu_pkg::UnitControl) :
-                                                               3'(head.unit);
+  // The unit code is tpu_pkg::unit_e (the training chip's move unit, vector unit and
+  // load_weights included).
+  assign trace_unit_o  = head.unit;
   assign trace_issue_o = issue;
   assign trace_pc_o    = pc_q;
 
@@ -457,14 +462,21 @@ module tpu_ctrl #(
     tr_wdma_done_d  = tr_wdma_last && !clear_o;
     tr_dmain_busy_d = dmain_busy_i;
     tr_act_busy_d   = act_busy_i;
+    tr_move_busy_d  = move_busy_i;
+    tr_vec_busy_d   = vec_busy_i;
+    tr_lw_busy_d    = lw_busy_i;
     tr_mm_done_d    = mxu_retire_i && mm_cnt != '0;
   end
 
-  assign trace_done_o[3'(tpu_pkg::UnitReadHost)]    = tr_dmain_busy_q && !dmain_busy_i;
-  assign trace_done_o[3'(tpu_pkg::UnitReadWeights)] = tr_wdma_done_q;
-  assign trace_done_o[3'(tpu_pkg::UnitMatmul)]      = tr_mm_done_q;
-  assign trace_done_o[3'(tpu_pkg::UnitActivate)]    = tr_act_busy_q && !act_busy_i;
-  assign trace_done_o[3'(tpu_pkg::UnitWriteHost)]   = dmaout_was_busy_q && !dmaout_busy_i;
+  assign trace_done_o[tpu_pkg::UnitReadHost]    = tr_dmain_busy_q && !dmain_busy_i;
+  assign trace_done_o[tpu_pkg::UnitReadWeights] = tr_wdma_done_q;
+  assign trace_done_o[tpu_pkg::UnitMatmul]      = tr_mm_done_q;
+  assign trace_done_o[tpu_pkg::UnitActivate]    = tr_act_busy_q && !act_busy_i;
+  assign trace_done_o[tpu_pkg::UnitWriteHost]   = dmaout_was_busy_q && !dmaout_busy_i;
+  assign trace_done_o[tpu_pkg::UnitControl]     = 1'b0;  // nop, sync: no duration
+  assign trace_done_o[tpu_pkg::UnitMove]        = tr_move_busy_q && !move_busy_i;
+  assign trace_done_o[tpu_pkg::UnitVector]      = tr_vec_busy_q && !vec_busy_i;
+  assign trace_done_o[tpu_pkg::UnitLoadWeights] = tr_lw_busy_q && !lw_busy_i;
 
   // ---------------- errors and the end of a run ----------------
   logic [3:0]  new_err;
@@ -652,6 +664,9 @@ module tpu_ctrl #(
       dmaout_was_busy_q <= 1'b0;
       tr_dmain_busy_q   <= 1'b0;
       tr_act_busy_q     <= 1'b0;
+      tr_move_busy_q    <= 1'b0;
+      tr_vec_busy_q     <= 1'b0;
+      tr_lw_busy_q      <= 1'b0;
       tr_mm_done_q      <= 1'b0;
       tr_wdma_done_q    <= 1'b0;
       tr_wrows0_q       <= '0;
@@ -680,6 +695,9 @@ module tpu_ctrl #(
       dmaout_was_busy_q <= dmaout_was_busy_d;
       tr_dmain_busy_q   <= tr_dmain_busy_d;
       tr_act_busy_q     <= tr_act_busy_d;
+      tr_move_busy_q    <= tr_move_busy_d;
+      tr_vec_busy_q     <= tr_vec_busy_d;
+      tr_lw_busy_q      <= tr_lw_busy_d;
       tr_mm_done_q      <= tr_mm_done_d;
       tr_wdma_done_q    <= tr_wdma_done_d;
       tr_wrows0_q       <= tr_wrows0_d;
