@@ -332,6 +332,12 @@ std::string_view unit_name(ExecUnit u) {
       return "write_host";
     case ExecUnit::Control:
       return "control";
+    case ExecUnit::Move:
+      return "move";
+    case ExecUnit::Vector:
+      return "vector";
+    case ExecUnit::LoadWeights:
+      return "load_weights";
   }
   return "?";
 }

@@ -77,9 +77,22 @@ struct RunStats {
 
 // The unit an instruction occupies (numbered as the chip's trace port, docs/architecture.md
 // "Trace port"). nop and sync run on no unit: Control, with no duration.
-enum class ExecUnit : uint8_t { ReadHost, ReadWeights, Matmul, Activate, WriteHost, Control };
-constexpr int kNumExecUnits = 6;
-std::string_view unit_name(ExecUnit u);  // "read_host", ..., "write_host", "control"
+// Move (acc_to_vmem, transpose), Vector and LoadWeights: the training chip's units. read_vmem
+// runs on ReadHost, write_vmem on WriteHost, matmul_bf16 on Matmul.
+enum class ExecUnit : uint8_t {
+  ReadHost,
+  ReadWeights,
+  Matmul,
+  Activate,
+  WriteHost,
+  Control,
+  Move,
+  Vector,
+  LoadWeights
+};
+constexpr int kNumExecUnits = 9;
+// "read_host", ..., "write_host", "control", "move", "vector", "load_weights"
+std::string_view unit_name(ExecUnit u);
 
 // One issued instruction of a run's timeline (Device::timeline). It occupied its unit during
 // cycles [start, end), counted from the run's first cycle (the first the CYCLES counter counts):

@@ -20,6 +20,9 @@ static_assert(int(ExecUnit::ReadHost) == int(sim::TraceUnit::kReadHost) &&
                   int(ExecUnit::Activate) == int(sim::TraceUnit::kActivate) &&
                   int(ExecUnit::WriteHost) == int(sim::TraceUnit::kWriteHost) &&
                   int(ExecUnit::Control) == int(sim::TraceUnit::kControl) &&
+                  int(ExecUnit::Move) == int(sim::TraceUnit::kMove) &&
+                  int(ExecUnit::Vector) == int(sim::TraceUnit::kVector) &&
+                  int(ExecUnit::LoadWeights) == int(sim::TraceUnit::kLoadWeights) &&
                   kNumExecUnits == sim::kTraceUnits,
               "ExecUnit must number the units as the chip's trace port does");
 

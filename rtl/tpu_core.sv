@@ -66,10 +66,11 @@ module tpu_core #(
   // Trace side band, observation only (docs/architecture.md "Trace port"; tpu_ctrl):
   output logic                      trace_run_o,    // STATUS.BUSY: the cycles CYCLES counts
   output logic                      trace_issue_o,  // an instruction is issued this cycle,
-  output logic [2:0]                trace_unit_o,   //   to this unit (0 read_host, 1 read_weights,
-                                                    //   2 matmul, 3 activate, 4 write_host, 5 nop/sync)
+  output logic [3:0]                trace_unit_o,   //   to this unit (0 read_host, 1 read_weights,
+                                                    //   2 matmul, 3 activate, 4 write_host,
+                                                    //   5 nop/sync, 6 move, 7 vector, 8 load_weights)
   output logic [31:0]               trace_pc_o,     //   and this is its index in the program
-  output logic [4:0]                trace_done_o    // per unit 0-4: its oldest instruction finished
+  output logic [8:0]                trace_done_o    // per unit: its oldest instruction finished
 );
 
 

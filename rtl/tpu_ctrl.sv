@@ -25,7 +25,9 @@
 //     and activate the cycle after their last row was written, for write_host the second
 //     cycle after its last write response);
 //   read_weights: the cycle after its last row entered the weight FIFO (two may be in flight);
-//   matmul: the cycle after its last row was written to the accumulators (several in flight).
+//   matmul: the cycle after its last row was written to the accumulators (several in flight);
+//   move (acc_to_vmem, transpose), vector, load_weights (training chip): the unit reports idle
+//   again (one instruction at a time each).
 // nop and sync (unit UnitControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
 `include "tpu_assert.svh"
@@ -122,14 +124,24 @@ module tpu_ctrl #(
   output logic         retire_o,
   // Trace side band (see above).
   output logic         trace_issue_o,
-  output logic [2:0]   trace_unit_o,
+  output logic [3:0]   trace_unit_o,
   output logic [31:0]  trace_pc_o,
-  output logic [4:0]   trace_done_o
+  output logic [8:0]   trace_done_o
 );
 
   localparam int unsigned MmW     = $clog2(MmDepth + 1);
   localparam int unsigned FpW     = tpu_pkg::FpW;
   localparam int unsigned DecW    = tpu_pkg::DecW;
+  localparam int unsigned CmdW    = tpu_pkg::CmdW;
+  // The training chip. The int8 chip keeps no training payload: its instruction queue and
+  // matmul table store a decoded_t without the VMEM ranges of the footprint and without the
+  // command bits only `vector` uses (above the widest int8 command), and no training unit is
+  // ever offered a command (the decoder never names one there).
+  localparam bit          Train   = VmemRows != 0;
+  localparam int unsigned VmW     = 2 * tpu_pkg::RangeW;           // fp.vmem_rd, fp.vmem_wr
+  localparam int unsigned IqFpW   = Train ? FpW : FpW - VmW;       // a footprint as stored
+  localparam int unsigned IqCmdW  = Train ? CmdW : tpu_pkg::ActCmdW;  // a command as stored
+  localparam int unsigned IqW     = DecW - FpW - CmdW + IqFpW + IqCmdW;
 
   // ---------------- run state ----------------
   logic        run_q, run_d;            // between START and done/error
@@ -159,7 +171,7 @@ module tpu_ctrl #(
   tpu_pkg::decoded_t dec, iq_in, head;
   logic              iq_flush, iq_push, iq_pop, iq_full, iq_empty;
   logic [$clog2(IqDepth+1)-1:0] iq_usage;
-  logic [IqDepth*DecW-1:0]      unused_iq_slots;
+  logic [IqDepth*IqW-1:0]       unused_iq_slots;
   logic [IqDepth-1:0]           unused_iq_slot_valid;
   logic                         head_valid;
 
@@ -176,11 +188,28 @@ module tpu_ctrl #(
   assign iq_flush = soft_reset_i || start_go;
   assign iq_push  = run_q && fetch_valid_i && !stop_q;
 
-  tpu_fifo #(.Width(DecW), .Depth(IqDepth)) u_iq (
+  logic [IqW-1:0] iq_in_w, head_w;
+  tpu_fifo #(.Width(IqW), .Depth(IqDepth)) u_iq (
     .clk_i, .rst_ni, .flush_i(iq_flush), .full_o(iq_full), .empty_o(iq_empty),
-    .usage_o(iq_usage), .push_i(iq_push), .data_i(iq_in), .pop_i(iq_pop), .data_o(head),
+    .usage_o(iq_usage), .push_i(iq_push), .data_i(iq_in_w), .pop_i(iq_pop), .data_o(head_w),
     .slots_o(unused_iq_slots), .slot_valid_o(unused_iq_slot_valid)
   );
+  if (Train) begin : g_iq_train
+    assign iq_in_w = iq_in;
+    assign head    = head_w;
+  end else begin : g_iq_int8
+    // decoded_t as bits: {unit, is_sync, is_halt, err, fp, cmd}; fp ends {vmem_rd, vmem_wr,
+    // param_rd, param_wr}. Stored without the VMEM ranges and the top of cmd (zero here).
+    logic [DecW-1:0] in_bits;
+    logic [VmW-1:0]  unused_vm;
+    logic [CmdW-IqCmdW-1:0] unused_cmd;
+    assign in_bits = iq_in;
+    assign iq_in_w = {in_bits[DecW-1:CmdW+VmW+2], in_bits[CmdW+1:CmdW], in_bits[IqCmdW-1:0]};
+    assign head    = {head_w[IqW-1:IqCmdW+2], {VmW{1'b0}}, head_w[IqCmdW+1:IqCmdW],
+                      {(CmdW-IqCmdW){1'b0}}, head_w[IqCmdW-1:0]};
+    assign unused_vm  = in_bits[CmdW+2 +: VmW];
+    assign unused_cmd = in_bits[CmdW-1:IqCmdW];
+  end
   assign head_valid = !iq_empty;
 
   // The checks of the head that depend on the instructions issued before it.
@@ -195,7 +224,7 @@ module tpu_ctrl #(
       if (head.unit == tpu_pkg::UnitReadWeights &&
           64'(credit_q) + {40'd0, head.cmd.wdma.cmd.tiles} > 64'(WFifoTiles) + 64'd2) begin
         head_err = tpu_pkg::ErrWeightOverflow;
-      end else if (head.unit == tpu_pkg::UnitLoadWeights &&
+      end else if (Train && head.unit == tpu_pkg::UnitLoadWeights &&
                    64'(credit_q) + 64'(lw_head.tiles) > 64'(WFifoTiles) + 64'd2) begin
         head_err = tpu_pkg::ErrWeightOverflow;
       end else if (head.unit == tpu_pkg::UnitMatmul &&
@@ -234,16 +263,32 @@ module tpu_ctrl #(
   // the table, counted out by mm_aborted_q, until the next START.
   logic                  mm_flush, mm_push, mm_pop, mm_full, mm_empty;
   logic [MmW-1:0]        mm_usage, mm_cnt;
-  logic [FpW-1:0]        unused_mm_head;
+  logic [IqFpW-1:0]      mm_in, unused_mm_head;
+  logic [MmDepth*IqFpW-1:0] mm_slots_w;
   logic [MmDepth*FpW-1:0] mm_slots;
   logic [MmDepth-1:0]    mm_slot_valid;
   logic                  mm_aborted_q, mm_aborted_d;
 
-  tpu_fifo #(.Width(FpW), .Depth(MmDepth), .Peek(1'b1)) u_mm_table (
+  tpu_fifo #(.Width(IqFpW), .Depth(MmDepth), .Peek(1'b1)) u_mm_table (
     .clk_i, .rst_ni, .flush_i(mm_flush), .full_o(mm_full), .empty_o(mm_empty),
-    .usage_o(mm_usage), .push_i(mm_push), .data_i(head.fp), .pop_i(mm_pop),
-    .data_o(unused_mm_head), .slots_o(mm_slots), .slot_valid_o(mm_slot_valid)
+    .usage_o(mm_usage), .push_i(mm_push), .data_i(mm_in), .pop_i(mm_pop),
+    .data_o(unused_mm_head), .slots_o(mm_slots_w), .slot_valid_o(mm_slot_valid)
   );
+  // The int8 chip's footprints are stored without their (zero) VMEM ranges, as in the queue.
+  if (Train) begin : g_mm_train
+    assign mm_in    = head.fp;
+    assign mm_slots = mm_slots_w;
+  end else begin : g_mm_int8
+    logic [FpW-1:0] head_fp;
+    logic [VmW-1:0] unused_vm;
+    assign head_fp   = head.fp;
+    assign mm_in     = {head_fp[FpW-1:VmW+2], head_fp[1:0]};
+    assign unused_vm = head_fp[VmW+1:2];
+    for (genvar i = 0; i < MmDepth; i++) begin : g_slot
+      assign mm_slots[FpW*i +: FpW] = {mm_slots_w[IqFpW*i+2 +: IqFpW-2], {VmW{1'b0}},
+                                       mm_slots_w[IqFpW*i +: 2]};
+    end
+  end
   assign mm_cnt = mm_usage - MmW'(mm_aborted_q);
 
   // ---------------- issue ----------------
@@ -308,10 +353,10 @@ module tpu_ctrl #(
   // The activation unit and the move unit share the accumulators' read port.
   assign act_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitActivate && !move_busy_i;
   assign dmaout_cmd_valid_o = head_go && head.unit == tpu_pkg::UnitWriteHost;
-  assign move_cmd_valid_o   = head_go && head.unit == tpu_pkg::UnitMove && !act_busy_i;
-  assign vec_cmd_valid_o    = head_go && head.unit == tpu_pkg::UnitVector;
-  assign lw_cmd_valid_o     = head_go && head.unit == tpu_pkg::UnitLoadWeights && !lw_busy_i &&
-                              !wdma_busy_i;
+  assign move_cmd_valid_o   = Train && head_go && head.unit == tpu_pkg::UnitMove && !act_busy_i;
+  assign vec_cmd_valid_o    = Train && head_go && head.unit == tpu_pkg::UnitVector;
+  assign lw_cmd_valid_o     = Train && head_go && head.unit == tpu_pkg::UnitLoadWeights &&
+                              !lw_busy_i && !wdma_busy_i;
   assign dmain_cmd_o  = head.cmd.dma_in.cmd;
   assign wdma_cmd_o   = head.cmd.wdma.cmd;
   assign mm_cmd_o     = head.cmd.mm.cmd;
@@ -374,6 +419,10 @@ module tpu_ctrl #(
 
   // ---------------- trace side band ----------------
   logic        tr_dmain_busy_q, tr_dmain_busy_d, tr_act_busy_q, tr_act_busy_d;
+  // Training chip: the move unit, the vector unit and load_weights (one instruction at a time
+  // each: offered only while idle) finish when they report idle again.
+  logic        tr_move_busy_q, tr_move_busy_d, tr_vec_busy_q, tr_vec_busy_d;
+  logic        tr_lw_busy_q, tr_lw_busy_d;
   logic        tr_mm_done_q, tr_mm_done_d, tr_wdma_done_q, tr_wdma_done_d, tr_wdma_last;
   // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
   // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
@@ -381,10 +430,9 @@ module tpu_ctrl #(
   logic [TrRowsW-1:0] tr_wrows0_q, tr_wrows1_q, tr_wrows0_d, tr_wrows1_d;
   logic [1:0]  tr_wcnt_q, tr_wcnt_d;
 
-  // The move unit, the vector unit and load_weights have no trace code of their own yet:
-  // traced as control (no duration).
-  assign trace_unit_o  = (head.unit > tpu_pkg::UnitControl) ? 3'(tpu_pkg::UnitControl) :
-                                                               3'(head.unit);
+  // The unit code is tpu_pkg::unit_e (the training chip's move unit, vector unit and
+  // load_weights included).
+  assign trace_unit_o  = head.unit;
   assign trace_issue_o = issue;
   assign trace_pc_o    = pc_q;
 
@@ -414,14 +462,21 @@ module tpu_ctrl #(
     tr_wdma_done_d  = tr_wdma_last && !clear_o;
     tr_dmain_busy_d = dmain_busy_i;
     tr_act_busy_d   = act_busy_i;
+    tr_move_busy_d  = move_busy_i;
+    tr_vec_busy_d   = vec_busy_i;
+    tr_lw_busy_d    = lw_busy_i;
     tr_mm_done_d    = mxu_retire_i && mm_cnt != '0;
   end
 
-  assign trace_done_o[3'(tpu_pkg::UnitReadHost)]    = tr_dmain_busy_q && !dmain_busy_i;
-  assign trace_done_o[3'(tpu_pkg::UnitReadWeights)] = tr_wdma_done_q;
-  assign trace_done_o[3'(tpu_pkg::UnitMatmul)]      = tr_mm_done_q;
-  assign trace_done_o[3'(tpu_pkg::UnitActivate)]    = tr_act_busy_q && !act_busy_i;
-  assign trace_done_o[3'(tpu_pkg::UnitWriteHost)]   = dmaout_was_busy_q && !dmaout_busy_i;
+  assign trace_done_o[tpu_pkg::UnitReadHost]    = tr_dmain_busy_q && !dmain_busy_i;
+  assign trace_done_o[tpu_pkg::UnitReadWeights] = tr_wdma_done_q;
+  assign trace_done_o[tpu_pkg::UnitMatmul]      = tr_mm_done_q;
+  assign trace_done_o[tpu_pkg::UnitActivate]    = tr_act_busy_q && !act_busy_i;
+  assign trace_done_o[tpu_pkg::UnitWriteHost]   = dmaout_was_busy_q && !dmaout_busy_i;
+  assign trace_done_o[tpu_pkg::UnitControl]     = 1'b0;  // nop, sync: no duration
+  assign trace_done_o[tpu_pkg::UnitMove]        = tr_move_busy_q && !move_busy_i;
+  assign trace_done_o[tpu_pkg::UnitVector]      = tr_vec_busy_q && !vec_busy_i;
+  assign trace_done_o[tpu_pkg::UnitLoadWeights] = tr_lw_busy_q && !lw_busy_i;
 
   // ---------------- errors and the end of a run ----------------
   logic [3:0]  new_err;
@@ -609,6 +664,9 @@ module tpu_ctrl #(
       dmaout_was_busy_q <= 1'b0;
       tr_dmain_busy_q   <= 1'b0;
       tr_act_busy_q     <= 1'b0;
+      tr_move_busy_q    <= 1'b0;
+      tr_vec_busy_q     <= 1'b0;
+      tr_lw_busy_q      <= 1'b0;
       tr_mm_done_q      <= 1'b0;
       tr_wdma_done_q    <= 1'b0;
       tr_wrows0_q       <= '0;
@@ -637,6 +695,9 @@ module tpu_ctrl #(
       dmaout_was_busy_q <= dmaout_was_busy_d;
       tr_dmain_busy_q   <= tr_dmain_busy_d;
       tr_act_busy_q     <= tr_act_busy_d;
+      tr_move_busy_q    <= tr_move_busy_d;
+      tr_vec_busy_q     <= tr_vec_busy_d;
+      tr_lw_busy_q      <= tr_lw_busy_d;
       tr_mm_done_q      <= tr_mm_done_d;
       tr_wdma_done_q    <= tr_wdma_done_d;
       tr_wrows0_q       <= tr_wrows0_d;

@@ -7,7 +7,10 @@
 // cycle matters for simulation speed). Without valid_i the decode logic is left still (a
 // simulator evaluates it only for fetched words) and the output is zero but for its unit
 // (UnitControl); the controller queues only fetched words. The weight-tile checks (codes 12,
-// 13) depend on the instructions issued before and stay in the controller.
+// 13) depend on the instructions issued before and stay in the controller. On the int8 chip
+// (VmemRows = 0) the training opcodes decode to their ERR_OPCODE only: their footprints and
+// commands are constant zero, so neither the decoder nor the controller's instruction queue
+// pays for them (docs/synthesis.md).
 //
 // Every instruction field is read through the formats of tpu_pkg::instr_t; nothing else in
 // the RTL knows the bit positions of the ISA.
@@ -33,6 +36,9 @@ module tpu_decoder #(
 );
 
   localparam int unsigned LutRows = 256 / N;
+  // The training chip. On the int8 chip the training opcodes decode to nothing but their
+  // ERR_OPCODE (constant-zero footprints and commands: no hardware for their payload).
+  localparam bit Train = VmemRows != 0;
 
   // Unsigned widening for range arithmetic (all in 64 bits, no wrap).
   function automatic logic [63:0] u64(logic [31:0] v);
@@ -281,7 +287,7 @@ module tpu_decoder #(
           actc.pad_right    = instr_i.activate.pad_right;
           actc.raw          = instr_i.activate.raw;
         end
-        tpu_pkg::OpReadVmem, tpu_pkg::OpWriteVmem: begin
+        tpu_pkg::OpReadVmem, tpu_pkg::OpWriteVmem: if (Train) begin
           // Rows of R = 4N bytes (2N with bf16) at host_addr + i * S, S = host_stride or R.
           host_op      = 1'b1;
           reserved_bad = instr_i.vmem_dma.reserved_lo != '0 || instr_i.vmem_dma.reserved_hi != '0;
@@ -319,7 +325,7 @@ module tpu_decoder #(
             dma_out.rows      = instr_i.vmem_dma.rows;
           end
         end
-        tpu_pkg::OpLoadWeights: begin
+        tpu_pkg::OpLoadWeights: if (Train) begin
           dec.unit     = tpu_pkg::UnitLoadWeights;
           // Field by field: Yosys 0.23 reads no assignment patterns.
           lwc.transpose   = instr_i.load_weights.transpose;
@@ -341,7 +347,7 @@ module tpu_decoder #(
           vmem_bad       = vmem_out(vlast);
           dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
         end
-        tpu_pkg::OpMatmulBf16: begin
+        tpu_pkg::OpMatmulBf16: if (Train) begin
           dec.unit         = tpu_pkg::UnitMatmul;
           mm_bf16          = 1'b1;
           mmc.acc          = instr_i.matmul_bf16.acc;
@@ -370,7 +376,7 @@ module tpu_decoder #(
           dec.fp.acc_wr  = tpu_pkg::make_range(33'(instr_i.matmul_bf16.acc_addr), 33'(last_acc));
           if (instr_i.matmul_bf16.acc) dec.fp.acc_rd = dec.fp.acc_wr;
         end
-        tpu_pkg::OpAccToVmem: begin
+        tpu_pkg::OpAccToVmem: if (Train) begin
           dec.unit     = tpu_pkg::UnitMove;
           reserved_bad = instr_i.acc_to_vmem.reserved_lo != '0 ||
                          instr_i.acc_to_vmem.reserved_hi != '0;
@@ -388,7 +394,7 @@ module tpu_decoder #(
           movec.dst       = instr_i.acc_to_vmem.vmem_addr;
           movec.count     = instr_i.acc_to_vmem.rows;
         end
-        tpu_pkg::OpTranspose: begin
+        tpu_pkg::OpTranspose: if (Train) begin
           dec.unit     = tpu_pkg::UnitMove;
           reserved_bad = instr_i.transpose.reserved_lo != '0 ||
                          instr_i.transpose.reserved_hi != '0;
@@ -412,7 +418,7 @@ module tpu_decoder #(
           movec.dst_stride     = instr_i.transpose.dst_stride;
           movec.src_row_stride = instr_i.transpose.src_row_stride;
         end
-        tpu_pkg::OpVector: begin
+        tpu_pkg::OpVector: if (Train) begin
           dec.unit  = tpu_pkg::UnitVector;
           inner     = 64'(instr_i.vec.inner);
           outer     = 64'(instr_i.vec.outer);

@@ -81,7 +81,7 @@ class TraceRecorder {
   uint64_t run_cycles() const { return run_cycles_; }
 
  private:
-  static constexpr unsigned kUnitsWithDone = 5;  // trace_done_o bits
+  static constexpr unsigned kUnitsWithDone = kTraceUnits;  // trace_done_o bits
   std::vector<TraceEvent> events_;
   std::deque<size_t> open_[kUnitsWithDone];  // per unit: unfinished events, oldest first
   uint64_t origin_ = 0;
@@ -782,6 +782,12 @@ const char* to_string(TraceUnit unit) {
       return "write_host";
     case TraceUnit::kControl:
       return "control";
+    case TraceUnit::kMove:
+      return "move";
+    case TraceUnit::kVector:
+      return "vector";
+    case TraceUnit::kLoadWeights:
+      return "load_weights";
   }
   return "?";
 }

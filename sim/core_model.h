@@ -114,9 +114,9 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
 #define TPU_CORE_TRACE_OUTPUTS(X) \
   X(trace_run_o, 1)               \
   X(trace_issue_o, 1)             \
-  X(trace_unit_o, 3)              \
+  X(trace_unit_o, 4)              \
   X(trace_pc_o, 32)               \
-  X(trace_done_o, 5)
+  X(trace_done_o, 9)
 
 class CoreModel : public sc_core::sc_module {
  public:

@@ -16,8 +16,12 @@ enum class TraceUnit : uint8_t {
   kActivate = 3,     // activation unit
   kWriteHost = 4,    // DMA out
   kControl = 5,      // nop, sync: no unit, no duration
+  // The training chip's units (tpu_core with VmemRows > 0):
+  kMove = 6,         // acc_to_vmem, transpose: the VMEM move unit
+  kVector = 7,       // vector: the vector unit
+  kLoadWeights = 8,  // load_weights: VMEM -> bf16 weight tiles
 };
-constexpr int kTraceUnits = 6;
+constexpr int kTraceUnits = 9;
 const char* to_string(TraceUnit unit);  // "read_host", "read_weights", ..., "control"
 
 // One issued instruction. Cycles count from the run's first cycle (the first cycle STATUS.BUSY

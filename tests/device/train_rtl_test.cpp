@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The training chip's RTL (tpu_core with VmemRows = 8192, tpu_device_rtl_train_n<N>) against
+// The training chip's RTL (tpu_core with VmemRows = 32768, tpu_device_rtl_train_n<N>) against
 // the golden model run with the parameters the chip reports (ChipParams::training_ops: the
 // training opcodes this RTL executes, docs/isa.md "Status"): directed and random programs of
 // read_vmem / write_vmem (fp32 and bf16, contiguous and strided host rows), acc_to_vmem,
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -335,6 +336,94 @@ TEST(TrainRtl, AccToVmemAndTransposeDirected) {
   p.push_back(t2);
   p.push_back(dump_vmem(l));
   EXPECT_EQ(expect_same(p, in, "acc_to_vmem + transpose"), RunOutcome::Status::Done);
+}
+
+// The training units on the trace port (Device::timeline): acc_to_vmem and transpose on the
+// move unit, vector, load_weights, each with its own unit code and a duration; read_vmem on
+// read_host, write_vmem on write_host, matmul_bf16 on matmul. An instruction that reads what
+// another one writes issues in the very cycle that one is finished (the controller's hazard
+// check clears then): a done pulse a cycle early or late fails the equalities.
+TEST(TrainRtl, TimelineHasTheTrainingUnits) {
+  RtlDevice& dev = *backends().rtl;
+  const Layout& l = backends().rl;
+  std::mt19937 rng(9);
+  dev.write(l.in.addr, random_bytes(rng, kInBytes));
+  std::vector<Instruction> p = fill_acc(l);  // 0-2: read_host, read_weights, matmul
+  ReadVmem r;                                // 3: VMEM rows 0 .. 2N-1
+  r.rows = 2 * N;
+  r.host_addr = l.in.addr;
+  p.push_back(r);
+  Vector big;  // 4: rows 40 .. 40+2N-1 = rows 0.. + rows 0..
+  big.inner = static_cast<uint8_t>(2 * N);
+  big.dst = 40;
+  p.push_back(big);
+  Vector small = big;  // 5: one row, reads row 40 (written by 4)
+  small.inner = 1;
+  small.a = 40;
+  small.dst = 39;
+  p.push_back(small);
+  AccToVmem a;  // 6: after the matmul (ACC rows 0 .. 2N-1)
+  a.rows = 2 * N;
+  a.vmem_addr = static_cast<uint16_t>(40 + 2 * N);
+  p.push_back(a);
+  Transpose t;  // 7: reads what 6 wrote
+  t.src = a.vmem_addr;
+  t.dst = static_cast<uint16_t>(a.vmem_addr + 2 * N);
+  p.push_back(t);
+  LoadWeights lw;  // 8: reads rows 40 .. 40+N-1 (written by 4)
+  lw.vmem_addr = 40;
+  lw.rows = static_cast<uint16_t>(N);
+  p.push_back(lw);
+  MatmulBf16 mb;  // 9
+  mb.switch_weights = true;
+  mb.vmem_addr = 0;
+  mb.inner = static_cast<uint16_t>(N);
+  p.push_back(mb);
+  WriteVmem w;  // 10: reads what 7 wrote
+  w.vmem_addr = t.dst;
+  w.rows = N;
+  w.host_addr = l.out.addr;
+  p.push_back(w);
+  p.push_back(Halt{});
+
+  dev.record_timeline(true);
+  const RunOutcome o = dev.try_run(p, 2'000'000);
+  const std::vector<InstrEvent> tl = dev.timeline();
+  dev.record_timeline(false);
+  SCOPED_TRACE(listing(p));
+  ASSERT_TRUE(o.done()) << o.message;
+  ASSERT_EQ(tl.size(), p.size() - 1);
+  const ExecUnit want[] = {ExecUnit::ReadHost,  ExecUnit::ReadWeights, ExecUnit::Matmul,
+                           ExecUnit::ReadHost,  ExecUnit::Vector,      ExecUnit::Vector,
+                           ExecUnit::Move,      ExecUnit::Move,        ExecUnit::LoadWeights,
+                           ExecUnit::Matmul,    ExecUnit::WriteHost};
+  std::map<ExecUnit, uint64_t> last_end;
+  for (size_t i = 0; i < tl.size(); ++i) {
+    const InstrEvent& e = tl[i];
+    SCOPED_TRACE("pc " + std::to_string(e.pc) + " [" + std::to_string(e.start) + ", " +
+                 std::to_string(e.end) + ")");
+    EXPECT_EQ(e.pc, i);
+    EXPECT_TRUE(e.complete);
+    EXPECT_EQ(unit_name(e.unit), unit_name(want[i]));
+    EXPECT_LT(e.start, e.end);
+    EXPECT_LE(e.end, o.stats.cycles);
+    if (e.unit != ExecUnit::Matmul && e.unit != ExecUnit::ReadWeights) {
+      EXPECT_GE(e.start, last_end[e.unit]);  // one instruction at a time
+    }
+    last_end[e.unit] = e.end;
+  }
+  // Dependencies (VMEM and ACC rows) issue exactly when their producer is finished.
+  EXPECT_EQ(tl[4].start, tl[3].end);  // vector after read_vmem
+  EXPECT_EQ(tl[5].start, tl[4].end);  // vector after vector
+  EXPECT_EQ(tl[7].start, tl[6].end);  // transpose after acc_to_vmem
+  EXPECT_EQ(tl[10].start, tl[7].end); // write_vmem after transpose
+  EXPECT_GE(tl[6].start, tl[2].end);  // acc_to_vmem after the matmul
+  EXPECT_GE(tl[8].start, tl[4].end);  // load_weights after the vector
+  EXPECT_GT(tl[9].end, tl[8].end);    // matmul_bf16 uses the tile load_weights made
+  // acc_to_vmem moves its 2N rows one per cycle. (No such bound for the vector unit: its
+  // rows per cycle are its own, and its VMEM writes yield to the move unit's, so a one-row
+  // vector running next to acc_to_vmem can take longer than a 2N-row one alone.)
+  EXPECT_GE(tl[6].end - tl[6].start, uint64_t{2 * N});
 }
 
 // Random programs of the four instructions (their hazards on VMEM rows and host bytes
