@@ -15,8 +15,10 @@ module tpu_core #(
   // two up to 2^16. 0 = the int8 chip: no float hardware, opcodes 0x08-0x0E fault ERR_OPCODE.
   parameter int unsigned VmemRows     = 0,
   // Element rows the vector unit moves per cycle (VMEM banks; 1, 2, 4 or 8; docs/isa.md
-  // "Bandwidth and what the design assumes"). Only with VmemRows != 0.
-  parameter int unsigned VpuRows      = 1
+  // "Bandwidth and what the design assumes": 8 x 16 lanes at N = 16 keeps the vector unit
+  // below the MXU's rows in a training step, 4 x 4 at N = 4; 1 above N = 16, where no training
+  // build exists). Only with VmemRows != 0.
+  parameter int unsigned VpuRows      = N <= 4 ? 4 : N <= 16 ? 8 : 1
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,

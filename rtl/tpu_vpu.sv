@@ -242,11 +242,15 @@ module tpu_vpu #(
 
   logic [S-1:0] hit_a, hit_b;
   always_comb begin
+    hit_a = '0;
+    hit_b = '0;
     for (int unsigned k = 0; k < S; k++) begin
-      hit_a[k] = pending_write(sa[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
-                               w_dst_q, t_valid_q, t_wr_q, t_dst_q);
-      hit_b[k] = pending_write(sb[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
-                               w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+      if (active_q) begin  // (else nothing to compare: a simulator skips the compares)
+        hit_a[k] = pending_write(sa[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
+                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+        hit_b[k] = pending_write(sb[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
+                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+      end
     end
   end
 
@@ -257,16 +261,18 @@ module tpu_vpu #(
     slot_ok    = '0;
     slot_ok[0] = 1'b1;
     for (int unsigned k = 1; k < S; k++) begin
-      slot_ok[k] = s_valid[k] && !hit_a[k] && !(s_needb[k] && hit_b[k]);
-      for (int unsigned j = 0; j < k; j++) begin
-        if (bank_of(sa[16*k +: 16]) == bank_of(sa[16*j +: 16]) &&
-            sa[16*k +: 16] != sa[16*j +: 16]) slot_ok[k] = 1'b0;
-        if (s_needb[k] && s_needb[j] && bank_of(sb[16*k +: 16]) == bank_of(sb[16*j +: 16]) &&
-            sb[16*k +: 16] != sb[16*j +: 16]) slot_ok[k] = 1'b0;
-        if (s_wr[k] && s_wr[j] && bank_of(sd[16*k +: 16]) == bank_of(sd[16*j +: 16]))
-          slot_ok[k] = 1'b0;
-        if (s_wr[j] && (sa[16*k +: 16] == sd[16*j +: 16] ||
-                        (s_needb[k] && sb[16*k +: 16] == sd[16*j +: 16]))) slot_ok[k] = 1'b0;
+      if (active_q) begin
+        slot_ok[k] = s_valid[k] && !hit_a[k] && !(s_needb[k] && hit_b[k]);
+        for (int unsigned j = 0; j < k; j++) begin
+          if (bank_of(sa[16*k +: 16]) == bank_of(sa[16*j +: 16]) &&
+              sa[16*k +: 16] != sa[16*j +: 16]) slot_ok[k] = 1'b0;
+          if (s_needb[k] && s_needb[j] && bank_of(sb[16*k +: 16]) == bank_of(sb[16*j +: 16]) &&
+              sb[16*k +: 16] != sb[16*j +: 16]) slot_ok[k] = 1'b0;
+          if (s_wr[k] && s_wr[j] && bank_of(sd[16*k +: 16]) == bank_of(sd[16*j +: 16]))
+            slot_ok[k] = 1'b0;
+          if (s_wr[j] && (sa[16*k +: 16] == sd[16*j +: 16] ||
+                          (s_needb[k] && sb[16*k +: 16] == sd[16*j +: 16]))) slot_ok[k] = 1'b0;
+        end
       end
     end
     grp_now = '0;
@@ -505,9 +511,13 @@ module tpu_vpu #(
                                               : op_b[RowW*k +: RowW];
     end
     assign lane_r[RowW*k +: RowW] = lane_y[RowW*k +: RowW];
+    // A slot without a row this cycle gives its lanes align (y = a: no arithmetic), so that
+    // a simulator does not evaluate idle fp units; its result is not used.
+    logic [5:0] lane_func;
+    assign lane_func = x_valid_q && x_mask_q[k] ? cmd_q.func : tpu_vpu_pkg::VAlign;
     for (genvar j = 0; j < N; j++) begin : g_lane
       tpu_vpu_lane u_lane (
-        .func_i   (cmd_q.func),
+        .func_i   (lane_func),
         .a_i      (op_a[RowW*k + 32*j +: 32]),
         .b_i      (lane_b[RowW*k + 32*j +: 32]),
         .y_o      (lane_y[RowW*k + 32*j +: 32]),
@@ -542,25 +552,31 @@ module tpu_vpu #(
 
   logic [TW*S-1:0]   t_data_q, t_data_d;
   logic [RowW*S-1:0] tree_y;
+  // (Computed only for a lane reduction's rows in flight: a simulator skips the trees
+  // otherwise; the registers then hold values nobody reads.)
   always_comb begin
-    t_data_d = '0;
+    t_data_d = t_data_q;
     tree_y   = '0;
     for (int unsigned k = 0; k < S; k++) begin
       for (int unsigned j = 0; j < N / 2; j++) begin
-        t_data_d[TW*k + 32*j +: 32] = red_op(cmd_q.func, op_a[RowW*k + 32*j +: 32],
-                                             op_a[RowW*k + 32*(j + N/2) +: 32]);
+        if (x_valid_q && is_lanered) begin
+          t_data_d[TW*k + 32*j +: 32] = red_op(cmd_q.func, op_a[RowW*k + 32*j +: 32],
+                                               op_a[RowW*k + 32*(j + N/2) +: 32]);
+        end
       end
       for (int unsigned s = 2; s <= TS; s++) begin
         for (int unsigned j = 0; j < N / 4; j++) begin
-          if (j < (N >> s)) begin
+          if (t_valid_q[s - 2] && j < (N >> s)) begin
             t_data_d[TW*k + 32*(t_off(s) + j) +: 32] =
                 red_op(cmd_q.func, t_data_q[TW*k + 32*(t_off(s - 1) + j) +: 32],
                        t_data_q[TW*k + 32*(t_off(s - 1) + j + (N >> s)) +: 32]);
           end
         end
       end
-      tree_y[RowW*k +: RowW] = {N{red_op(cmd_q.func, t_data_q[TW*k + 32*t_off(TS) +: 32],
-                                         t_data_q[TW*k + 32*(t_off(TS) + 1) +: 32])}};
+      if (t_valid_q[TS-1]) begin
+        tree_y[RowW*k +: RowW] = {N{red_op(cmd_q.func, t_data_q[TW*k + 32*t_off(TS) +: 32],
+                                           t_data_q[TW*k + 32*(t_off(TS) + 1) +: 32])}};
+      end
     end
   end
 
@@ -677,7 +693,7 @@ module tpu_vpu #(
   `TPU_ASSERT_IMPLIES(VpuCmdAlign,
                       cmd_valid_i && cmd_ready_o && tpu_vpu_pkg::vpu_is_align(cmd_i.func),
                       tpu_vpu_pkg::vpu_b_imm(cmd_i.bmode) && cmd_i.b < 32'(N))
-  `TPU_ASSERT_IMPLIES(VpuFuncOk, x_valid_q, &func_ok)
+  `TPU_ASSERT(VpuFuncOk, &func_ok)
   // (Whether an offered command is held is the controller's property: it withdraws it when a
   // run stops, and the unit acts only on cmd_valid_i && cmd_ready_o.)
   // VMEM requests only for an instruction in flight; a denied write holds its request (until

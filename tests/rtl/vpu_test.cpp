@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "Vtpu_vpu.h"
@@ -41,6 +42,25 @@ constexpr int64_t kTreeStages = N == 4 ? 1 : N == 16 ? 3 : N == 64 ? 5 : N == 25
 using tpu::BMode;
 
 uint32_t r32(std::mt19937& rng) { return static_cast<uint32_t>(rng()); }
+
+// 32-bit word x of a wide (VlWide) or narrow port, as set_field / get_field but a word at once
+// (the S x N-lane data ports are thousands of bits).
+template <typename T>
+void set_word(T& port, uint32_t x, uint32_t value) {
+  if constexpr (std::is_integral_v<T>) {
+    set_field(port, 32 * x, 32, value);
+  } else {
+    port[x] = value;
+  }
+}
+template <typename T>
+uint32_t get_word(const T& port, uint32_t x) {
+  if constexpr (std::is_integral_v<T>) {
+    return get_field(port, 32 * x, 32);
+  } else {
+    return port[x];
+  }
+}
 using tpu::VecFunc;
 
 // Grant probabilities of the three ports (1 = always granted).
@@ -83,7 +103,7 @@ class Harness {
         if (!bit(m->vm_w_we_o, k)) continue;
         const uint32_t row = get_field(m->vm_w_waddr_o, 16 * k, 16);
         for (uint32_t j = 0; j < N; ++j) {
-          mem[size_t{row} * N + j] = get_field(m->vm_w_wdata_o, 32 * (N * k + j), 32);
+          mem[size_t{row} * N + j] = get_word(m->vm_w_wdata_o, N * k + j);
         }
         ++writes;
       }
@@ -96,8 +116,8 @@ class Harness {
     m->eval();
     m->clk_i = 0;
     for (uint32_t x = 0; x < N * S; ++x) {
-      set_field(m->vm_a_rdata_i, 32 * x, 32, a_rows[x]);
-      set_field(m->vm_b_rdata_i, 32 * x, 32, b_rows[x]);
+      set_word(m->vm_a_rdata_i, x, a_rows[x]);
+      set_word(m->vm_b_rdata_i, x, b_rows[x]);
     }
     m->eval();
     ++cycle;
