@@ -56,6 +56,10 @@ class SparseMemory : public HostMemory {
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
 };
 
+// Element rows the training chip's vector unit moves per cycle on contiguous tensors:
+// rtl/tpu_core.sv's VpuRows default (4 at N = 4, 8 at N = 16, 1 above).
+uint64_t vector_rows_per_cycle(uint32_t n) { return n <= 4 ? 4 : n <= 16 ? 8 : 1; }
+
 }  // namespace
 
 struct ModelDevice::Impl {
@@ -119,7 +123,8 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
     } else if (const auto* mb = std::get_if<MatmulBf16>(&d.instr)) {
       c.mxu_busy += uint64_t{mb->inner} * mb->outer;
     } else if (const auto* v = std::get_if<Vector>(&d.instr)) {
-      vpu_rows += uint64_t{v->inner} * v->outer;
+      const uint64_t per_cycle = vector_rows_per_cycle(p.N);
+      vpu_rows += (uint64_t{v->inner} * v->outer + per_cycle - 1) / per_cycle;
     } else if (const auto* t = std::get_if<Transpose>(&d.instr)) {
       vpu_rows += uint64_t{t->blocks} * p.N;
     } else if (const auto* lw = std::get_if<LoadWeights>(&d.instr)) {

@@ -9,8 +9,9 @@
 //     dma = (bytes read, 16 per fetched instruction included, + bytes written) / (AXI bytes / 2)
 //     mxu = matmul rows fed,   act = accumulator rows read by activate
 //     vpu = VMEM rows the training instructions walk (isa.md "Training configuration": one
-//           per cycle): vector element rows, N per transposed block and per loaded bf16 tile,
-//           acc_to_vmem rows (0 for int8 programs)
+//           per cycle): vector element rows / VpuRows (the vector unit's rows per cycle, 4 at
+//           N = 4, 8 at N = 16: isa.md "Bandwidth and what the design assumes"), N per
+//           transposed block and per loaded bf16 tile, acc_to_vmem rows (0 for int8 programs)
 //
 // i.e. the busiest unit plus the pipeline fill. DMA moves about half an AXI beat per cycle on
 // the simulated chip (one burst in flight, memory latency 10), hence AXI bytes / 2. It ignores

@@ -13,7 +13,12 @@ module tpu_core #(
   parameter int unsigned AxiMaxBurst  = 256,  // beats per INCR burst (1..256)
   // The training configuration (docs/isa.md "Training configuration"): VMEM rows, a power of
   // two up to 2^16. 0 = the int8 chip: no float hardware, opcodes 0x08-0x0E fault ERR_OPCODE.
-  parameter int unsigned VmemRows     = 0
+  parameter int unsigned VmemRows     = 0,
+  // Element rows the vector unit moves per cycle (VMEM banks; 1, 2, 4 or 8; docs/isa.md
+  // "Bandwidth and what the design assumes": 8 x 16 lanes at N = 16 keeps the vector unit
+  // below the MXU's rows in a training step, 4 x 4 at N = 4; 1 above N = 16, where no training
+  // build exists). Only with VmemRows != 0.
+  parameter int unsigned VpuRows      = N <= 4 ? 4 : N <= 16 ? 8 : 1
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -428,24 +433,34 @@ module tpu_core #(
   if (VmemRows != 0) begin : g_train
     // VMEM clients. Read: 0 DMA out (write_vmem; port 0, first: never refused), 1 the move
     // unit (transpose; port 1), 2 the matmul feeder (matmul_bf16; port 1), 3 load_weights
-    // (port 0), 4 and 5 the vector unit's A (port 0) and B (port 1). Write: 0 DMA in
-    // (read_vmem; first: never refused), 1 the move unit, 2 the vector unit.
-    localparam int unsigned RdClients = 6;
-    localparam int unsigned WrClients = 3;
+    // (port 0), then the vector unit's wide A (port 0) and B (port 1). Write: 0 DMA in
+    // (read_vmem; first: never refused), 1 the move unit, then the vector unit's wide write.
+    localparam int unsigned RdClients = 4;
+    localparam int unsigned WrClients = 2;
     logic [RdClients-1:0]        vm_re, vm_rgnt;
     logic [16*RdClients-1:0]     vm_raddr;
     logic [32*N*RdClients-1:0]   vm_rdata;
     logic [WrClients-1:0]        vm_we, vm_wgnt;
     logic [16*WrClients-1:0]     vm_waddr;
     logic [32*N*WrClients-1:0]   vm_wdata;
+    // The vector unit's wide ports, bank-indexed (rtl/tpu_vmem.sv).
+    logic [VpuRows-1:0]          vpu_a_re, vpu_b_re, vpu_we;
+    logic [16*VpuRows-1:0]       vpu_a_raddr, vpu_b_raddr, vpu_waddr;
+    logic [32*N*VpuRows-1:0]     vpu_a_rdata, vpu_b_rdata, vpu_wdata;
+    logic                        vpu_a_rgnt, vpu_b_rgnt, vpu_wgnt;
     logic                        dmain_vm_busy, move_acc_re, vec_idle;
     logic [AccW-1:0]             move_acc_raddr;
 
-    tpu_vmem #(.N(N), .VmemRows(VmemRows), .RdClients(RdClients), .WrClients(WrClients),
-               .RdPort(6'b100110)) u_vmem (
+    tpu_vmem #(.N(N), .VmemRows(VmemRows), .VpuRows(VpuRows), .RdClients(RdClients),
+               .WrClients(WrClients), .RdPort(4'b0110)) u_vmem (
       .clk_i, .rst_ni,
       .re_i(vm_re), .raddr_i(vm_raddr), .rgnt_o(vm_rgnt), .rdata_o(vm_rdata),
-      .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt)
+      .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt),
+      .va_re_i(vpu_a_re), .va_raddr_i(vpu_a_raddr), .va_rgnt_o(vpu_a_rgnt),
+      .va_rdata_o(vpu_a_rdata),
+      .vb_re_i(vpu_b_re), .vb_raddr_i(vpu_b_raddr), .vb_rgnt_o(vpu_b_rgnt),
+      .vb_rdata_o(vpu_b_rdata),
+      .vw_we_i(vpu_we), .vw_waddr_i(vpu_waddr), .vw_wdata_i(vpu_wdata), .vw_wgnt_o(vpu_wgnt)
     );
 
     tpu_vmem_dma_in #(.N(N)) u_vmem_dma_in (
@@ -482,16 +497,16 @@ module tpu_core #(
       .vm_w_wgnt_i(vm_wgnt[1]),
       .busy_o(move_busy)
     );
-    tpu_vpu #(.N(N)) u_vpu (
+    tpu_vpu #(.N(N), .VpuRows(VpuRows)) u_vpu (
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(vec_cmd_valid), .cmd_ready_o(vec_cmd_ready), .cmd_i(vec_cmd),
       .busy_o(vec_busy), .idle_o(vec_idle),
-      .vm_a_re_o(vm_re[4]), .vm_a_raddr_o(vm_raddr[64 +: 16]), .vm_a_rgnt_i(vm_rgnt[4]),
-      .vm_a_rdata_i(vm_rdata[128*N +: 32*N]),
-      .vm_b_re_o(vm_re[5]), .vm_b_raddr_o(vm_raddr[80 +: 16]), .vm_b_rgnt_i(vm_rgnt[5]),
-      .vm_b_rdata_i(vm_rdata[160*N +: 32*N]),
-      .vm_w_we_o(vm_we[2]), .vm_w_waddr_o(vm_waddr[32 +: 16]), .vm_w_wdata_o(vm_wdata[64*N +: 32*N]),
-      .vm_w_wgnt_i(vm_wgnt[2])
+      .vm_a_re_o(vpu_a_re), .vm_a_raddr_o(vpu_a_raddr), .vm_a_rgnt_i(vpu_a_rgnt),
+      .vm_a_rdata_i(vpu_a_rdata),
+      .vm_b_re_o(vpu_b_re), .vm_b_raddr_o(vpu_b_raddr), .vm_b_rgnt_i(vpu_b_rgnt),
+      .vm_b_rdata_i(vpu_b_rdata),
+      .vm_w_we_o(vpu_we), .vm_w_waddr_o(vpu_waddr), .vm_w_wdata_o(vpu_wdata),
+      .vm_w_wgnt_i(vpu_wgnt)
     );
     logic unused_vec_idle;
     assign unused_vec_idle = vec_idle;

@@ -1,104 +1,223 @@
 // SPDX-License-Identifier: Apache-2.0
 // Vector memory (training chip, docs/isa.md "Vector memory (VMEM)"): VmemRows rows of N 32-bit
-// lanes, two read ports and one write port, built from two tpu_sram copies written together
-// (as tpu_accumulators), and the arbiter that serves the units' client ports.
+// lanes, two read ports and one write port, and the arbiter that serves the units' client
+// ports.
 //
-// Client ports (the convention of every VMEM client, docs/architecture.md): a read client i
-// raises re, presents raddr and is granted (rgnt) in the same cycle; the row is on its rdata in
-// the cycle after a granted read (only then). A write client raises we with waddr / wdata and
-// the row is written at the clock edge when it is granted; a denied client holds its request.
-// Read client i uses read port RdPort[i] (0: copy 0, 1: copy 1); on each port, and on the
-// write port, the lowest-numbered requesting client wins (fixed priority: client 0 of a port
-// is never denied, which the DMA units rely on). A read granted in the cycle a write of the
-// same row is granted returns the new row (write-first, both copies).
+// Organisation: VpuRows banks interleaved by row (row r lives in bank r mod VpuRows at index
+// r / VpuRows), each bank built from two tpu_sram copies written together (as
+// tpu_accumulators), copy p serving read port p. Any VpuRows consecutive rows are in distinct
+// banks, so the vector unit reads VpuRows rows on each read port and writes VpuRows rows in one
+// cycle (docs/isa.md "Bandwidth and what the design assumes"); the other clients move one row
+// per cycle through the same banks. With VpuRows = 1 this is the plain two-copy memory.
+//
+// Narrow client ports (the convention of every VMEM client, docs/architecture.md): a read
+// client i raises re, presents raddr and is granted (rgnt) in the same cycle; the row is on its
+// rdata in the cycle after a granted read (only then). A write client raises we with waddr /
+// wdata and the row is written at the clock edge when it is granted; a denied client holds its
+// request. Read client i uses read port RdPort[i]; on each port, and on the write port, the
+// lowest-numbered requesting client wins (fixed priority: client 0 of a port is never denied,
+// which the DMA units rely on).
+//
+// The vector unit's wide ports (rtl/tpu_vpu.sv) come last on each port: one wide read client
+// per read port (va_ port 0, vb_ port 1) and one wide write client, each granted (all banks at
+// once) only when no narrow client uses the port. They are bank-indexed: bank k's request in
+// bit k, its row address (a row of bank k: low bits = k) in [16k +: 16], its data in
+// [32Nk +: 32N]. A read granted in the cycle a write of the same row is granted returns the
+// new row (write-first, every bank and copy).
 `include "tpu_assert.svh"
 
 module tpu_vmem #(
   parameter int unsigned N         = 16,
   parameter int unsigned VmemRows  = 8192,
+  parameter int unsigned VpuRows   = 1,    // banks: rows the vector unit moves per cycle
   parameter int unsigned RdClients = 2,
-  parameter int unsigned WrClients = 2,
+  parameter int unsigned WrClients = 1,
   parameter logic [RdClients-1:0] RdPort = '0   // bit i: the read port of read client i
 ) (
   input  logic                          clk_i,
   input  logic                          rst_ni,
-  // Read clients: client i in bit i / [16i +: 16].
+  // Narrow read clients: client i in bit i / [16i +: 16].
   input  logic [RdClients-1:0]          re_i,
   input  logic [16*RdClients-1:0]       raddr_i,
   output logic [RdClients-1:0]          rgnt_o,
   output logic [32*N*RdClients-1:0]     rdata_o,   // client i in [32Ni +: 32N]
-  // Write clients.
+  // Narrow write clients.
   input  logic [WrClients-1:0]          we_i,
   input  logic [16*WrClients-1:0]       waddr_i,
   input  logic [32*N*WrClients-1:0]     wdata_i,
-  output logic [WrClients-1:0]          wgnt_o
+  output logic [WrClients-1:0]          wgnt_o,
+  // The vector unit's wide read clients: port 0 (va) and port 1 (vb), bank-indexed.
+  input  logic [VpuRows-1:0]            va_re_i,
+  input  logic [16*VpuRows-1:0]         va_raddr_i,
+  output logic                          va_rgnt_o,
+  output logic [32*N*VpuRows-1:0]       va_rdata_o,
+  input  logic [VpuRows-1:0]            vb_re_i,
+  input  logic [16*VpuRows-1:0]         vb_raddr_i,
+  output logic                          vb_rgnt_o,
+  output logic [32*N*VpuRows-1:0]       vb_rdata_o,
+  // The vector unit's wide write client, bank-indexed.
+  input  logic [VpuRows-1:0]            vw_we_i,
+  input  logic [16*VpuRows-1:0]         vw_waddr_i,
+  input  logic [32*N*VpuRows-1:0]       vw_wdata_i,
+  output logic                          vw_wgnt_o
 );
-  localparam int unsigned VmW = $clog2(VmemRows);
+  localparam int unsigned VmW   = $clog2(VmemRows);
+  localparam int unsigned BankW = VpuRows > 1 ? $clog2(VpuRows) : 1;  // bank number bits
+  localparam int unsigned SelW  = $clog2(VpuRows);                     // row bits naming a bank
+  localparam int unsigned IdxW  = VmW - SelW;                          // row index in a bank
+  localparam int unsigned RowW  = 32 * N;
 
-  logic [1:0]      port_re;
-  logic [2*VmW-1:0] port_raddr;
-  logic [64*N-1:0] port_rdata;
-  logic            we;
-  logic [VmW-1:0]  waddr;
-  logic [32*N-1:0] wdata;
+  // Bank of a row, and its index inside the bank.
+  function automatic logic [BankW-1:0] bank_of(logic [15:0] row);
+    bank_of = VpuRows > 1 ? BankW'(row & 16'(VpuRows - 1)) : '0;
+  endfunction
+  function automatic logic [IdxW-1:0] idx_of(logic [15:0] row);
+    idx_of = IdxW'(row >> SelW);
+  endfunction
 
-  // Read ports: fixed priority among the clients of each port.
+  // Per port p and bank k (bit / slot VpuRows * p + k): the bank copies' read requests.
+  logic [2*VpuRows-1:0]      bank_re;
+  logic [2*IdxW*VpuRows-1:0] bank_raddr;
+  logic [2*RowW*VpuRows-1:0] bank_rdata;
+  logic [VpuRows-1:0]        bank_we;
+  logic [IdxW*VpuRows-1:0]   bank_waddr;
+  logic [RowW*VpuRows-1:0]   bank_wdata;
+
+  // Read ports: fixed priority among the narrow clients of each port, then the wide client.
+  logic [1:0]         narrow_re;            // a narrow client reads on port p
+  logic [2*BankW-1:0] narrow_bank;          // ... from this bank
+  logic [2*BankW-1:0] narrow_bank_q;        // the bank of port p's last narrow read
   always_comb begin
-    port_re    = '0;
-    port_raddr = '0;
-    rgnt_o     = '0;
+    narrow_re   = '0;
+    narrow_bank = '0;
+    bank_re     = '0;
+    bank_raddr  = '0;
+    rgnt_o      = '0;
     for (int i = 0; i < 32'(RdClients); i++) begin
-      if (re_i[i] && !port_re[RdPort[i]]) begin
-        port_re[RdPort[i]]               = 1'b1;
-        port_raddr[VmW*RdPort[i] +: VmW] = raddr_i[16*i +: VmW];
-        rgnt_o[i]                        = 1'b1;
+      if (re_i[i] && !narrow_re[RdPort[i]]) begin
+        narrow_re[RdPort[i]]                = 1'b1;
+        narrow_bank[BankW*RdPort[i] +: BankW] = bank_of(raddr_i[16*i +: 16]);
+        bank_re[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] = 1'b1;
+        bank_raddr[IdxW*(VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))) +: IdxW] =
+            idx_of(raddr_i[16*i +: 16]);
+        rgnt_o[i] = 1'b1;
+      end
+    end
+    va_rgnt_o = !narrow_re[0] && va_re_i != '0;
+    vb_rgnt_o = !narrow_re[1] && vb_re_i != '0;
+    for (int k = 0; k < 32'(VpuRows); k++) begin
+      if (va_rgnt_o && va_re_i[k]) begin
+        bank_re[k]                   = 1'b1;
+        bank_raddr[IdxW*k +: IdxW]   = idx_of(va_raddr_i[16*k +: 16]);
+      end
+      if (vb_rgnt_o && vb_re_i[k]) begin
+        bank_re[VpuRows + k]                     = 1'b1;
+        bank_raddr[IdxW*(VpuRows + k) +: IdxW]   = idx_of(vb_raddr_i[16*k +: 16]);
       end
     end
   end
-  always_comb begin
-    for (int i = 0; i < 32'(RdClients); i++) begin
-      rdata_o[32*N*i +: 32*N] = port_rdata[32*N*RdPort[i] +: 32*N];
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      narrow_bank_q <= '0;
+    end else begin
+      for (int p = 0; p < 2; p++) begin
+        if (narrow_re[p]) narrow_bank_q[BankW*p +: BankW] <= narrow_bank[BankW*p +: BankW];
+      end
     end
   end
 
-  // Write port: fixed priority.
   always_comb begin
-    we     = 1'b0;
-    waddr  = '0;
-    wdata  = '0;
-    wgnt_o = '0;
+    for (int i = 0; i < 32'(RdClients); i++) begin
+      rdata_o[RowW*i +: RowW] =
+          bank_rdata[RowW*(VpuRows*32'(RdPort[i]) +
+                           32'(narrow_bank_q[BankW*RdPort[i] +: BankW])) +: RowW];
+    end
+  end
+  assign va_rdata_o = bank_rdata[0 +: RowW*VpuRows];
+  assign vb_rdata_o = bank_rdata[RowW*VpuRows +: RowW*VpuRows];
+
+  // Write port: fixed priority among the narrow clients, then the wide client.
+  logic narrow_we;
+  always_comb begin
+    narrow_we  = 1'b0;
+    wgnt_o     = '0;
+    bank_we    = '0;
+    bank_waddr = '0;
+    bank_wdata = '0;
     for (int i = 0; i < 32'(WrClients); i++) begin
-      if (we_i[i] && !we) begin
-        we        = 1'b1;
-        waddr     = waddr_i[16*i +: VmW];
-        wdata     = wdata_i[32*N*i +: 32*N];
+      if (we_i[i] && !narrow_we) begin
+        narrow_we = 1'b1;
+        bank_we[bank_of(waddr_i[16*i +: 16])]                      = 1'b1;
+        bank_waddr[IdxW*32'(bank_of(waddr_i[16*i +: 16])) +: IdxW] = idx_of(waddr_i[16*i +: 16]);
+        bank_wdata[RowW*32'(bank_of(waddr_i[16*i +: 16])) +: RowW] = wdata_i[RowW*i +: RowW];
         wgnt_o[i] = 1'b1;
+      end
+    end
+    vw_wgnt_o = !narrow_we && vw_we_i != '0;
+    if (vw_wgnt_o) begin
+      bank_we    = vw_we_i;
+      bank_wdata = vw_wdata_i;
+      for (int k = 0; k < 32'(VpuRows); k++) begin
+        bank_waddr[IdxW*k +: IdxW] = idx_of(vw_waddr_i[16*k +: 16]);
       end
     end
   end
 
   for (genvar p = 0; p < 2; p++) begin : g_copy
-    tpu_sram #(.Depth(VmemRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem (
-      .clk_i,
-      .we_i(we), .waddr_i(waddr), .wdata_i(wdata), .wbe_i('1),
-      .re_i(port_re[p]), .raddr_i(port_raddr[VmW*p +: VmW]), .rdata_o(port_rdata[32*N*p +: 32*N])
-    );
+    for (genvar k = 0; k < VpuRows; k++) begin : g_bank
+      tpu_sram #(.Depth(VmemRows / VpuRows), .Width(RowW), .ByteEn(1'b0), .WriteFirst(1'b1))
+          u_mem (
+        .clk_i,
+        .we_i(bank_we[k]), .waddr_i(bank_waddr[IdxW*k +: IdxW]),
+        .wdata_i(bank_wdata[RowW*k +: RowW]), .wbe_i('1),
+        .re_i(bank_re[VpuRows*p + k]), .raddr_i(bank_raddr[IdxW*(VpuRows*p + k) +: IdxW]),
+        .rdata_o(bank_rdata[RowW*(VpuRows*p + k) +: RowW])
+      );
+    end
   end
 
-  // Legal addresses are below VmemRows (the decoder's ERR_VMEM_RANGE), a power of two.
+  // Legal addresses are below VmemRows (the decoder's ERR_VMEM_RANGE), a power of two; the
+  // wide clients' low row bits name the bank (checked below).
   logic unused_addr;
   always_comb begin
     unused_addr = 1'b0;
     for (int i = 0; i < 32'(RdClients); i++) unused_addr ^= ^(raddr_i[16*i +: 16] >> VmW);
     for (int i = 0; i < 32'(WrClients); i++) unused_addr ^= ^(waddr_i[16*i +: 16] >> VmW);
+    for (int k = 0; k < 32'(VpuRows); k++) begin
+      unused_addr ^= ^{va_raddr_i[16*k +: 16] >> VmW, vb_raddr_i[16*k +: 16] >> VmW,
+                       vw_waddr_i[16*k +: 16] >> VmW};
+    end
+  end
+
+  // A granted narrow write is in range; a wide client's bank k carries a row of bank k, in
+  // range.
+  logic wide_ok, write_ok;
+  always_comb begin
+    write_ok = 1'b1;
+    for (int i = 0; i < 32'(WrClients); i++) begin
+      if (wgnt_o[i] && 32'(waddr_i[16*i +: 16]) >= VmemRows) write_ok = 1'b0;
+    end
+    wide_ok = 1'b1;
+    for (int k = 0; k < 32'(VpuRows); k++) begin
+      if (va_re_i[k] && (32'(bank_of(va_raddr_i[16*k +: 16])) != k ||
+                         32'(va_raddr_i[16*k +: 16]) >= VmemRows)) wide_ok = 1'b0;
+      if (vb_re_i[k] && (32'(bank_of(vb_raddr_i[16*k +: 16])) != k ||
+                         32'(vb_raddr_i[16*k +: 16]) >= VmemRows)) wide_ok = 1'b0;
+      if (vw_we_i[k] && (32'(bank_of(vw_waddr_i[16*k +: 16])) != k ||
+                         32'(vw_waddr_i[16*k +: 16]) >= VmemRows)) wide_ok = 1'b0;
+    end
   end
 
   `TPU_ASSERT_INIT(VmemRowsPow2, VmemRows >= 2 && VmemRows <= (1 << 16) &&
                                  (VmemRows & (VmemRows - 1)) == 0)
-  `TPU_ASSERT(VmemOneWrite, $onehot0(wgnt_o))
+  `TPU_ASSERT_INIT(VmemBanks, VpuRows >= 1 && VpuRows <= 8 && (VpuRows & (VpuRows - 1)) == 0 &&
+                              VmemRows >= 2 * VpuRows)
+  `TPU_ASSERT(VmemOneWrite, $onehot0({wgnt_o, vw_wgnt_o}))
   // Only requesting clients are granted; a granted read or write is in range.
   `TPU_ASSERT(VmemGrantRead, (rgnt_o & ~re_i) == '0)
   `TPU_ASSERT(VmemGrantWrite, (wgnt_o & ~we_i) == '0)
-  `TPU_ASSERT_IMPLIES(VmemWriteRange, we, 32'(waddr) < VmemRows)
+  `TPU_ASSERT(VmemWideBanks, wide_ok)
+  `TPU_ASSERT(VmemWriteRange, write_ok)
 
 endmodule

@@ -1,37 +1,54 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vector unit (issue 30): executes one decoded `vector` (0x0E) instruction, docs/isa.md
-// "vector (0x0E) — vector unit", over VMEM through two read ports (A, B) and one write port in
-// the VMEM client convention (grants may be denied in any cycle, read data the cycle after a
-// granted read, write-first memory).
+// "vector (0x0E) — vector unit", over VMEM through two wide read ports (A, B) and one wide
+// write port (rtl/tpu_vmem.sv: VpuRows banks interleaved by row, bank-indexed requests; grants
+// may be denied in any cycle, all banks of a port at once; read data the cycle after a granted
+// read; write-first memory).
 //
-// Pipeline, one element row (o, i) per cycle when the ports are granted:
-//   R  the row walker: requests the row's operand reads (A(o,i) on port A; on port B the row
-//      B(o,i) for bmode 0-2, or A(o,i) + 1 for align with s > 0; the row reductions read B only
-//      at i = 0). The two ports may be granted in different cycles: a port granted early has
-//      its row captured (cap*_q) when the data arrives. The row leaves R in the cycle its last
-//      read is granted.
+// It moves a group of up to VpuRows element rows per cycle: the element rows (o, i) that follow
+// the walker's position in (o, i) order, as many as
+//   * the instruction has left (a group may span lines; a row reduction's stays in its line);
+//   * hit distinct banks on each port: two rows of a group read on one port are in different
+//     banks or are the same row (read once, e.g. bmode 2's fixed row); the rows a group writes
+//     are in different banks;
+//   * do not read a row an earlier row of the group writes, and do not read a row an earlier
+//     group has yet to write (below).
+// The group is the longest prefix of the VpuRows rows that qualifies (at least the first row):
+// contiguous tensors (inner strides 1, lines one after the other) go VpuRows rows per cycle.
+//
+// Pipeline, one group per cycle when the ports are granted:
+//   R  the row walker: requests the group's operand reads (the A rows on port A; on port B the
+//      B rows for bmode 0-2, or the A rows + 1 for align with s > 0; the row reductions read B
+//      only at i = 0). The two ports may be granted in different cycles: a port granted early
+//      has its rows captured (cap*_q) when the data arrives, and the group is fixed from the
+//      first grant. The group leaves R in the cycle its last read is granted.
 //   X  the cycle after: the data of the reads granted in R's last cycle come straight from the
-//      ports, the others from the capture registers; N lanes (rtl/tpu_vpu_lane.sv) compute
-//      f(A, B), a lane shift align; the row reductions fold the row into the running value s_q
-//      (seeded with B at i = 0) and only the line's last row is written (to D(o,0)); the lane
-//      reductions compute the first level of their fixed tree.
+//      ports, the others from the capture registers; VpuRows x N lanes (rtl/tpu_vpu_lane.sv)
+//      compute f(A, B), a lane shift align; the row reductions fold the group's rows into the
+//      running value s_q in (o, i) order, one after the other (s = B at i = 0, then
+//      s = op(s, A(o,i)): VpuRows fp32 operations in series, the documented order), and only
+//      the line's last row is written (to D(o,0)); the lane reductions compute the first level
+//      of their fixed tree, one tree per row of the group.
 //   T  lane reductions only: log2(N) - 1 tree stages, one level each (so no path has more than
 //      one fp32 adder); the last one's value goes to every lane.
-//   W  a queue of log2(N) + 2 entries of {destination row, data} writing in order through the
-//      write port.
+//   W  a queue of log2(N) + 2 groups {rows by bank, data} writing in order through the write
+//      port.
 // "As if one row at a time in (o, i) order": R does not request a row that is the destination
-// of a row still in X, T or W (compared with every one of them), so a later read sees every
-// earlier write; a write can only follow its own row's reads, so later writes never overtake
-// earlier reads. R requests reads only when the queue will have room for the row's result
-// even if nothing is written meanwhile, so X and T never stall; with log2(N) + 2 entries that
-// still allows one row per cycle. A row that reads an earlier row's destination waits for that
-// write: 3 cycles per row for a chain of such rows (2 + log2(N) for lane reductions).
+// of a row still in X, T or W (compared with every one of them), nor groups a row with an
+// earlier row of the group that writes what it reads, so a later read sees every earlier write;
+// the reads of a group precede its writes, and a write can only follow its own group's reads,
+// so later writes never overtake earlier reads. R requests reads only when the queue will have
+// room for the group's result even if nothing is written meanwhile, so X and T never stall;
+// with log2(N) + 2 entries that still allows one group per cycle. A row that reads an earlier
+// row's destination waits for that write: 3 cycles per row for a chain of such rows
+// (2 + log2(N) for lane reductions).
 // A new command is taken when the unit is idle (busy_o low): the controller orders
 // instructions by their VMEM row ranges (docs/isa.md "Ordering").
 `include "tpu_assert.svh"
 
 module tpu_vpu #(
-  parameter int unsigned N = 16  // lanes; a power of two >= 4
+  parameter int unsigned N       = 16,  // lanes; a power of two >= 4
+  parameter int unsigned VpuRows = 1    // element rows per cycle (VMEM banks): 1, 2, 4 or 8
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -43,29 +60,36 @@ module tpu_vpu #(
   output logic                      busy_o,       // an instruction is in flight
   output logic                      idle_o,
 
-  // VMEM read port A
-  output logic                      vm_a_re_o,
-  output logic [15:0]               vm_a_raddr_o,
+  // VMEM read port A, bank-indexed: bank k's request in bit k, its row in [16k +: 16]
+  output logic [VpuRows-1:0]        vm_a_re_o,
+  output logic [16*VpuRows-1:0]     vm_a_raddr_o,
   input  logic                      vm_a_rgnt_i,
-  input  logic [32*N-1:0]           vm_a_rdata_i,
+  input  logic [32*N*VpuRows-1:0]   vm_a_rdata_i,
   // VMEM read port B
-  output logic                      vm_b_re_o,
-  output logic [15:0]               vm_b_raddr_o,
+  output logic [VpuRows-1:0]        vm_b_re_o,
+  output logic [16*VpuRows-1:0]     vm_b_raddr_o,
   input  logic                      vm_b_rgnt_i,
-  input  logic [32*N-1:0]           vm_b_rdata_i,
+  input  logic [32*N*VpuRows-1:0]   vm_b_rdata_i,
   // VMEM write port
-  output logic                      vm_w_we_o,
-  output logic [15:0]               vm_w_waddr_o,
-  output logic [32*N-1:0]           vm_w_wdata_o,
+  output logic [VpuRows-1:0]        vm_w_we_o,
+  output logic [16*VpuRows-1:0]     vm_w_waddr_o,
+  output logic [32*N*VpuRows-1:0]   vm_w_wdata_o,
   input  logic                      vm_w_wgnt_i
 );
 
+  localparam int unsigned S      = VpuRows;
   localparam int unsigned LW     = $clog2(N);  // tree levels; bits of the align shift
   localparam int unsigned RowW   = 32 * N;
   localparam int unsigned TS     = LW - 1;     // tree stages after X (lane reductions)
-  localparam int unsigned WDepth = LW + 2;     // write queue entries: one row per cycle
+  localparam int unsigned WDepth = LW + 2;     // write queue entries: one group per cycle
   localparam int unsigned PtrW   = $clog2(WDepth);
   localparam int unsigned CntW   = $clog2(WDepth + 1);
+  localparam int unsigned BankW  = S > 1 ? $clog2(S) : 1;
+  localparam int unsigned GW     = $clog2(S + 1);  // a group's row count
+
+  function automatic logic [BankW-1:0] bank_of(logic [15:0] row);
+    bank_of = S > 1 ? BankW'(row & 16'(S - 1)) : '0;
+  endfunction
 
   // ---------------- command and row walker (R) ----------------
   // The command less its base rows (those start the walker's row registers).
@@ -85,26 +109,20 @@ module tpu_vpu #(
   logic [9:0]  o_q;
   logic [7:0]  i_q;
   logic [15:0] a_line_q, a_cur_q, b_line_q, b_cur_q, d_line_q, d_cur_q;
-  logic        a_got_q, b_got_q;               // the row's read on that port was granted
+  logic        a_got_q, b_got_q;               // the group's read on that port was granted
+  logic [S-1:0] grp_q;                         // the group, fixed from its first grant
 
-  logic        is_rowred, is_unary, is_align, is_lanered, b_imm;
-  logic        need_b, row_wr, last_i, last_o;
-  logic [15:0] addr_b, row_dst;
+  logic        is_rowred, is_unary, is_align, is_lanered, b_imm, need_b_ew;
   logic [10:0] b_inner_step, b_outer_step;
 
-  assign is_rowred = tpu_vpu_pkg::vpu_is_row_red(cmd_q.func);
-  assign is_unary  = tpu_vpu_pkg::vpu_is_unary(cmd_q.func);
-  assign is_align  = tpu_vpu_pkg::vpu_is_align(cmd_q.func);
+  assign is_rowred  = tpu_vpu_pkg::vpu_is_row_red(cmd_q.func);
+  assign is_unary   = tpu_vpu_pkg::vpu_is_unary(cmd_q.func);
+  assign is_align   = tpu_vpu_pkg::vpu_is_align(cmd_q.func);
   assign is_lanered = tpu_vpu_pkg::vpu_is_lane_red(cmd_q.func);
-  assign b_imm     = tpu_vpu_pkg::vpu_b_imm(cmd_q.bmode);
-  assign last_i    = i_q == cmd_q.inner - 8'd1;
-  assign last_o    = o_q == cmd_q.outer - 10'd1;
-  // Port B: the B row, or A's next row for align with s > 0 (align has bmode 3).
-  assign need_b    = is_align ? cmd_q.b[LW-1:0] != '0
-                              : !b_imm && !is_unary && (!is_rowred || i_q == 8'd0);
-  assign addr_b    = is_align ? a_cur_q + 16'd1 : b_cur_q;
-  assign row_wr    = !is_rowred || last_i;     // the row reductions write once per line
-  assign row_dst   = is_rowred ? d_line_q : d_cur_q;
+  assign b_imm      = tpu_vpu_pkg::vpu_b_imm(cmd_q.bmode);
+  // Port B: the B row, or A's next row for align with s > 0 (align has bmode 3); the row
+  // reductions only at i = 0.
+  assign need_b_ew  = is_align ? cmd_q.b[LW-1:0] != '0 : !b_imm && !is_unary;
 
   always_comb begin
     b_inner_step = '0;
@@ -118,63 +136,230 @@ module tpu_vpu #(
     end
   end
 
+  // The walker's position and the S that follow it (k = 0 .. S; slot k in [W*k +: W]).
+  logic [11*(S+1)-1:0] st_o;
+  logic [8*(S+1)-1:0]  st_i;
+  logic [16*(S+1)-1:0] st_al, st_ac, st_bl, st_bc, st_dl, st_dc;
+  always_comb begin
+    st_o  = '0;
+    st_i  = '0;
+    st_al = '0;
+    st_ac = '0;
+    st_bl = '0;
+    st_bc = '0;
+    st_dl = '0;
+    st_dc = '0;
+    st_o[10:0]  = 11'(o_q);
+    st_i[7:0]   = i_q;
+    st_al[15:0] = a_line_q;
+    st_ac[15:0] = a_cur_q;
+    st_bl[15:0] = b_line_q;
+    st_bc[15:0] = b_cur_q;
+    st_dl[15:0] = d_line_q;
+    st_dc[15:0] = d_cur_q;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (st_i[8*k +: 8] != cmd_q.inner - 8'd1) begin
+        st_o[11*(k+1) +: 11] = st_o[11*k +: 11];
+        st_i[8*(k+1) +: 8]   = st_i[8*k +: 8] + 8'd1;
+        st_al[16*(k+1) +: 16] = st_al[16*k +: 16];
+        st_bl[16*(k+1) +: 16] = st_bl[16*k +: 16];
+        st_dl[16*(k+1) +: 16] = st_dl[16*k +: 16];
+        st_ac[16*(k+1) +: 16] = st_ac[16*k +: 16] + 16'(cmd_q.a_inner_stride);
+        st_bc[16*(k+1) +: 16] = st_bc[16*k +: 16] + 16'(b_inner_step);
+        st_dc[16*(k+1) +: 16] = st_dc[16*k +: 16] + 16'(cmd_q.dst_inner_stride);
+      end else begin
+        st_o[11*(k+1) +: 11] = st_o[11*k +: 11] + 11'd1;
+        st_i[8*(k+1) +: 8]   = '0;
+        st_al[16*(k+1) +: 16] = st_al[16*k +: 16] + 16'(cmd_q.a_outer_stride);
+        st_bl[16*(k+1) +: 16] = st_bl[16*k +: 16] + 16'(b_outer_step);
+        st_dl[16*(k+1) +: 16] = st_dl[16*k +: 16] + 16'(cmd_q.dst_outer_stride);
+        st_ac[16*(k+1) +: 16] = st_al[16*k +: 16] + 16'(cmd_q.a_outer_stride);
+        st_bc[16*(k+1) +: 16] = st_bl[16*k +: 16] + 16'(b_outer_step);
+        st_dc[16*(k+1) +: 16] = st_dl[16*k +: 16] + 16'(cmd_q.dst_outer_stride);
+      end
+    end
+  end
+
+  // Slot k's rows and needs.
+  logic [16*S-1:0] sa, sb, sd;
+  logic [S-1:0]    s_valid, s_needb, s_wr, s_first;
+  always_comb begin
+    for (int unsigned k = 0; k < S; k++) begin
+      sa[16*k +: 16] = st_ac[16*k +: 16];
+      sb[16*k +: 16] = is_align ? st_ac[16*k +: 16] + 16'd1 : st_bc[16*k +: 16];
+      sd[16*k +: 16] = is_rowred ? st_dl[16*k +: 16] : st_dc[16*k +: 16];
+      s_first[k]     = st_i[8*k +: 8] == 8'd0;
+      // A row reduction's group stays in the line of its first row.
+      s_valid[k]     = is_rowred ? st_o[11*k +: 11] == st_o[10:0]
+                                 : st_o[11*k +: 11] < 11'(cmd_q.outer);
+      s_needb[k]     = is_rowred ? !b_imm && s_first[k] : need_b_ew;
+      s_wr[k]        = !is_rowred || st_i[8*k +: 8] == cmd_q.inner - 8'd1;
+    end
+  end
+
   // ---------------- write queue (W) and the rows in flight ----------------
   logic [WDepth-1:0]            w_vld_q;
-  logic [16*WDepth-1:0]         w_dst_q;   // slot k in [16k +: 16] (flat: Yosys 0.23)
-  logic [RowW*WDepth-1:0]       w_data_q;  // slot k in [RowW*k +: RowW]
+  logic [S*WDepth-1:0]          w_we_q;    // entry e, bank k: bit S*e + k
+  logic [16*S*WDepth-1:0]       w_dst_q;   // entry e, bank k: [16(S*e + k) +: 16]
+  logic [RowW*S*WDepth-1:0]     w_data_q;  // entry e, bank k: [RowW(S*e + k) +: RowW]
   logic [PtrW-1:0]              w_rd_q, w_wr_q;
   logic [CntW-1:0]              w_cnt;
 
-  logic        x_valid_q, x_wr_q, x_first_q;   // X: the row whose reads completed last cycle
-  logic [15:0] x_dst_q;
-  logic [TS-1:0]      t_valid_q;               // lane-reduction rows in the tree stages
-  logic [16*TS-1:0]   t_dst_q;                 // stage s - 1 in [16(s-1) +: 16]
+  logic            x_valid_q, x_first_q, x_red_q, x_any_wr_q;  // X: the group read last cycle
+  logic [S-1:0]    x_mask_q, x_wr_q;                           // its rows; those that write
+  logic [16*S-1:0] x_dst_q;
+  logic [TS-1:0]      t_valid_q;               // lane-reduction groups in the tree stages
+  logic [S*TS-1:0]    t_wr_q;                  // stage s - 1, slot k: bit S(s-1) + k
+  logic [16*S*TS-1:0] t_dst_q;
 
   always_comb begin
     w_cnt = '0;
     for (int unsigned k = 0; k < WDepth; k++) w_cnt = w_cnt + CntW'(w_vld_q[k]);
   end
 
-  // A read must wait for the writes of the earlier rows to the same VMEM row.
-  function automatic logic pending_write(logic [15:0] row, logic x_valid, logic x_wr,
-                                         logic [15:0] x_dst, logic [WDepth-1:0] vld,
-                                         logic [16*WDepth-1:0] dst, logic [TS-1:0] t_vld,
-                                         logic [16*TS-1:0] t_dst);
-    pending_write = x_valid && x_wr && x_dst == row;
-    for (int unsigned k = 0; k < TS; k++) begin
-      if (t_vld[k] && t_dst[16*k +: 16] == row) pending_write = 1'b1;
+  // A read must wait for the writes of the earlier groups to the same VMEM row (the queue holds
+  // a row in its bank's place: one compare per entry).
+  function automatic logic pending_write(logic [15:0] row, logic x_valid, logic [S-1:0] x_wr,
+                                         logic [16*S-1:0] x_dst, logic [WDepth-1:0] vld,
+                                         logic [S*WDepth-1:0] we, logic [16*S*WDepth-1:0] dst,
+                                         logic [TS-1:0] t_vld, logic [S*TS-1:0] t_wr,
+                                         logic [16*S*TS-1:0] t_dst);
+    logic [BankW-1:0] bk;
+    bk = bank_of(row);
+    pending_write = 1'b0;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (x_valid && x_wr[k] && x_dst[16*k +: 16] == row) pending_write = 1'b1;
+      for (int unsigned s = 0; s < TS; s++) begin
+        if (t_vld[s] && t_wr[S*s + k] && t_dst[16*(S*s + k) +: 16] == row) pending_write = 1'b1;
+      end
     end
-    for (int unsigned k = 0; k < WDepth; k++) begin
-      if (vld[k] && dst[16*k +: 16] == row) pending_write = 1'b1;
+    for (int unsigned e = 0; e < WDepth; e++) begin
+      if (vld[e] && we[S*e + 32'(bk)] && dst[16*(S*e + 32'(bk)) +: 16] == row) begin
+        pending_write = 1'b1;
+      end
     end
   endfunction
 
-  logic hit_a, hit_b, room, a_done, b_done, row_go;
-  assign hit_a  = pending_write(a_cur_q, x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_dst_q,
-                                t_valid_q, t_dst_q);
-  assign hit_b  = pending_write(addr_b, x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_dst_q,
-                                t_valid_q, t_dst_q);
-  // The row's result enters the queue two cycles after its last grant (a lane reduction's TS
-  // cycles later): room for it even if no queued row is written meanwhile.
-  logic [CntW:0] in_flight;
+  logic [S-1:0] hit_a, hit_b;
   always_comb begin
-    in_flight = (CntW+1)'(w_cnt) + (CntW+1)'(x_valid_q && x_wr_q);
+    hit_a = '0;
+    hit_b = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (active_q) begin  // (else nothing to compare: a simulator skips the compares)
+        hit_a[k] = pending_write(sa[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
+                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+        hit_b[k] = pending_write(sb[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
+                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+      end
+    end
+  end
+
+  // The group: the longest prefix of rows that qualify (the first row always; its hits only
+  // hold back its port's request).
+  logic [S-1:0] grp_now, grp, slot_ok;
+  always_comb begin
+    slot_ok    = '0;
+    slot_ok[0] = 1'b1;
+    for (int unsigned k = 1; k < S; k++) begin
+      if (active_q) begin
+        slot_ok[k] = s_valid[k] && !hit_a[k] && !(s_needb[k] && hit_b[k]);
+        for (int unsigned j = 0; j < k; j++) begin
+          if (bank_of(sa[16*k +: 16]) == bank_of(sa[16*j +: 16]) &&
+              sa[16*k +: 16] != sa[16*j +: 16]) slot_ok[k] = 1'b0;
+          if (s_needb[k] && s_needb[j] && bank_of(sb[16*k +: 16]) == bank_of(sb[16*j +: 16]) &&
+              sb[16*k +: 16] != sb[16*j +: 16]) slot_ok[k] = 1'b0;
+          if (s_wr[k] && s_wr[j] && bank_of(sd[16*k +: 16]) == bank_of(sd[16*j +: 16]))
+            slot_ok[k] = 1'b0;
+          if (s_wr[j] && (sa[16*k +: 16] == sd[16*j +: 16] ||
+                          (s_needb[k] && sb[16*k +: 16] == sd[16*j +: 16]))) slot_ok[k] = 1'b0;
+        end
+      end
+    end
+    grp_now = '0;
+    grp_now[0] = 1'b1;
+    for (int unsigned k = 1; k < S; k++) grp_now[k] = grp_now[k-1] && slot_ok[k];
+  end
+  assign grp = (a_got_q || b_got_q) ? grp_q : grp_now;
+
+  logic [GW-1:0] grp_n;   // rows in the group
+  logic          grp_wr, grp_needb;
+  always_comb begin
+    grp_n     = '0;
+    grp_wr    = 1'b0;
+    grp_needb = 1'b0;
+    for (int unsigned k = 0; k < S; k++) begin
+      grp_n     = grp_n + GW'(grp[k]);
+      grp_wr    = grp_wr || (grp[k] && s_wr[k]);
+      grp_needb = grp_needb || (grp[k] && s_needb[k]);
+    end
+  end
+
+  // The group's result enters the queue two cycles after its last grant (a lane reduction's TS
+  // cycles later): room for it even if no queued group is written meanwhile.
+  logic [CntW:0] in_flight;
+  logic          room, a_req, b_req, a_done, b_done, row_go;
+  always_comb begin
+    in_flight = (CntW+1)'(w_cnt) + (CntW+1)'(x_valid_q && x_any_wr_q);
     for (int unsigned k = 0; k < TS; k++) in_flight = in_flight + (CntW+1)'(t_valid_q[k]);
   end
-  assign room   = !row_wr || 32'(in_flight) < WDepth;
+  assign room  = !grp_wr || 32'(in_flight) < WDepth;
+  assign a_req = active_q && !a_got_q && !hit_a[0] && room;
+  assign b_req = active_q && grp_needb && !b_got_q && !hit_b[0] && room;
 
-  assign vm_a_re_o    = active_q && !a_got_q && !hit_a && room;
-  assign vm_a_raddr_o = a_cur_q;
-  assign vm_b_re_o    = active_q && need_b && !b_got_q && !hit_b && room;
-  assign vm_b_raddr_o = addr_b;
+  always_comb begin
+    vm_a_re_o    = '0;
+    vm_a_raddr_o = '0;
+    vm_b_re_o    = '0;
+    vm_b_raddr_o = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (a_req && grp[k]) begin
+        vm_a_re_o[bank_of(sa[16*k +: 16])]                    = 1'b1;
+        vm_a_raddr_o[16*32'(bank_of(sa[16*k +: 16])) +: 16]  = sa[16*k +: 16];
+      end
+      if (b_req && grp[k] && s_needb[k]) begin
+        vm_b_re_o[bank_of(sb[16*k +: 16])]                    = 1'b1;
+        vm_b_raddr_o[16*32'(bank_of(sb[16*k +: 16])) +: 16]  = sb[16*k +: 16];
+      end
+    end
+  end
 
-  assign a_done = a_got_q || (vm_a_re_o && vm_a_rgnt_i);
-  assign b_done = !need_b || b_got_q || (vm_b_re_o && vm_b_rgnt_i);
+  assign a_done = a_got_q || (a_req && vm_a_rgnt_i);
+  assign b_done = !grp_needb || b_got_q || (b_req && vm_b_rgnt_i);
   assign row_go = active_q && a_done && b_done;
 
   assign busy_o      = active_q || x_valid_q || t_valid_q != '0 || w_vld_q != '0;
   assign idle_o      = !busy_o;
   assign cmd_ready_o = !busy_o;
+
+  // The walker's next position: the row after the group.
+  logic [9:0]  nx_o;
+  logic [7:0]  nx_i;
+  logic [15:0] nx_al, nx_ac, nx_bl, nx_bc, nx_dl, nx_dc;
+  logic        nx_end;
+  always_comb begin
+    nx_o   = '0;
+    nx_i   = '0;
+    nx_al  = '0;
+    nx_ac  = '0;
+    nx_bl  = '0;
+    nx_bc  = '0;
+    nx_dl  = '0;
+    nx_dc  = '0;
+    nx_end = 1'b0;
+    for (int unsigned k = 1; k <= S; k++) begin
+      if (32'(grp_n) == k) begin
+        nx_o   = st_o[11*k +: 10];
+        nx_i   = st_i[8*k +: 8];
+        nx_al  = st_al[16*k +: 16];
+        nx_ac  = st_ac[16*k +: 16];
+        nx_bl  = st_bl[16*k +: 16];
+        nx_bc  = st_bc[16*k +: 16];
+        nx_dl  = st_dl[16*k +: 16];
+        nx_dc  = st_dc[16*k +: 16];
+        nx_end = st_o[11*k +: 11] == 11'(cmd_q.outer);
+      end
+    end
+  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -190,6 +375,7 @@ module tpu_vpu #(
       d_cur_q  <= '0;
       a_got_q  <= 1'b0;
       b_got_q  <= 1'b0;
+      grp_q    <= '0;
     end else if (clear_i) begin
       active_q <= 1'b0;
       a_got_q  <= 1'b0;
@@ -214,34 +400,28 @@ module tpu_vpu #(
       d_line_q <= cmd_i.dst;
       d_cur_q  <= cmd_i.dst;
     end else if (row_go) begin
-      a_got_q <= 1'b0;
-      b_got_q <= 1'b0;
-      if (!last_i) begin
-        i_q     <= i_q + 8'd1;
-        a_cur_q <= a_cur_q + 16'(cmd_q.a_inner_stride);
-        b_cur_q <= b_cur_q + 16'(b_inner_step);
-        d_cur_q <= d_cur_q + 16'(cmd_q.dst_inner_stride);
-      end else begin
-        i_q      <= '0;
-        o_q      <= o_q + 10'd1;
-        a_line_q <= a_line_q + 16'(cmd_q.a_outer_stride);
-        a_cur_q  <= a_line_q + 16'(cmd_q.a_outer_stride);
-        b_line_q <= b_line_q + 16'(b_outer_step);
-        b_cur_q  <= b_line_q + 16'(b_outer_step);
-        d_line_q <= d_line_q + 16'(cmd_q.dst_outer_stride);
-        d_cur_q  <= d_line_q + 16'(cmd_q.dst_outer_stride);
-        if (last_o) active_q <= 1'b0;
-      end
+      a_got_q  <= 1'b0;
+      b_got_q  <= 1'b0;
+      o_q      <= nx_o;
+      i_q      <= nx_i;
+      a_line_q <= nx_al;
+      a_cur_q  <= nx_ac;
+      b_line_q <= nx_bl;
+      b_cur_q  <= nx_bc;
+      d_line_q <= nx_dl;
+      d_cur_q  <= nx_dc;
+      if (nx_end) active_q <= 1'b0;
     end else begin
-      if (vm_a_re_o && vm_a_rgnt_i) a_got_q <= 1'b1;
-      if (vm_b_re_o && vm_b_rgnt_i) b_got_q <= 1'b1;
+      if (a_req && vm_a_rgnt_i) a_got_q <= 1'b1;
+      if (b_req && vm_b_rgnt_i) b_got_q <= 1'b1;
+      if (!a_got_q && !b_got_q) grp_q <= grp_now;
     end
   end
 
   // ---------------- operands: the ports' data, or captured ----------------
-  logic            a_rv_q, b_rv_q;        // the port's data is valid this cycle
-  logic            a_cv_q, b_cv_q;        // the capture register holds the X row's operand
-  logic [RowW-1:0] cap_a_q, cap_b_q;
+  logic                a_rv_q, b_rv_q;        // the port's data is valid this cycle
+  logic                a_cv_q, b_cv_q;        // the capture register holds the X group's data
+  logic [RowW*S-1:0]   cap_a_q, cap_b_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -255,9 +435,9 @@ module tpu_vpu #(
       a_cv_q <= 1'b0;
       b_cv_q <= 1'b0;
     end else begin
-      a_rv_q <= vm_a_re_o && vm_a_rgnt_i;
-      b_rv_q <= vm_b_re_o && vm_b_rgnt_i;
-      // Data of a row still waiting for its other port: captured until X consumes it.
+      a_rv_q <= a_req && vm_a_rgnt_i;
+      b_rv_q <= b_req && vm_b_rgnt_i;
+      // Data of a group still waiting for its other port: captured until X consumes it.
       if (a_rv_q && !x_valid_q) a_cv_q <= 1'b1;
       else if (x_valid_q)       a_cv_q <= 1'b0;
       if (b_rv_q && !x_valid_q) b_cv_q <= 1'b1;
@@ -271,44 +451,87 @@ module tpu_vpu #(
   end
 
   // ---------------- X: compute ----------------
-  logic            x_red_q;                // the X row belongs to a row reduction
-  logic [RowW-1:0] op_a, port_b, op_b, lane_b, lane_y, tree_y, align_y, x_y, s_q;
-  logic [N-1:0]    func_ok;
+  logic [BankW*S-1:0] x_asel_q, x_bsel_q;     // slot k's operand banks
+  logic [RowW*S-1:0]  bank_a, bank_b, op_a, port_b, op_b, x_y;
+  // The lanes' operand B and result, split per slot for the row reductions' chain; lane_r is
+  // the result again, read by variable slot.
+  logic [RowW*S-1:0]  lane_b /* verilator split_var */, lane_y /* verilator split_var */;
+  logic [RowW*S-1:0]  lane_r;
+  logic [RowW-1:0]    s_q, fold;
+  logic [N*S-1:0]     func_ok;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      x_valid_q <= 1'b0;
-      x_wr_q    <= 1'b0;
-      x_first_q <= 1'b0;
-      x_red_q   <= 1'b0;
-      x_dst_q   <= '0;
+      x_valid_q  <= 1'b0;
+      x_first_q  <= 1'b0;
+      x_red_q    <= 1'b0;
+      x_any_wr_q <= 1'b0;
+      x_mask_q   <= '0;
+      x_wr_q     <= '0;
+      x_dst_q    <= '0;
+      x_asel_q   <= '0;
+      x_bsel_q   <= '0;
     end else if (clear_i) begin
       x_valid_q <= 1'b0;
     end else begin
       x_valid_q <= row_go;
       if (row_go) begin
-        x_wr_q    <= row_wr;
-        x_first_q <= i_q == 8'd0;
-        x_red_q   <= is_rowred;
-        x_dst_q   <= row_dst;
+        x_first_q  <= s_first[0];
+        x_red_q    <= is_rowred;
+        x_any_wr_q <= grp_wr;
+        x_mask_q   <= grp;
+        // A row reduction writes its fold once, in slot 0's place, to D(o,0).
+        x_wr_q     <= is_rowred ? S'(grp_wr) : grp;
+        x_dst_q    <= sd;
+        for (int unsigned k = 0; k < S; k++) begin
+          x_asel_q[BankW*k +: BankW] <= bank_of(sa[16*k +: 16]);
+          x_bsel_q[BankW*k +: BankW] <= bank_of(sb[16*k +: 16]);
+        end
       end
     end
   end
 
-  assign op_a   = a_rv_q ? vm_a_rdata_i : cap_a_q;
-  assign port_b = b_rv_q ? vm_b_rdata_i : cap_b_q;
-  assign op_b   = (b_imm && !is_align) ? {N{cmd_q.b}} : port_b;
-  // Row reductions: s = op(s, A(o,i)), s = B at the line's first row.
-  assign lane_b = (x_red_q && !x_first_q) ? s_q : op_b;
+  assign bank_a = a_rv_q ? vm_a_rdata_i : cap_a_q;
+  assign bank_b = b_rv_q ? vm_b_rdata_i : cap_b_q;
+  always_comb begin
+    for (int unsigned k = 0; k < S; k++) begin
+      op_a[RowW*k +: RowW]   = bank_a[RowW*32'(x_asel_q[BankW*k +: BankW]) +: RowW];
+      port_b[RowW*k +: RowW] = bank_b[RowW*32'(x_bsel_q[BankW*k +: BankW]) +: RowW];
+      op_b[RowW*k +: RowW]   = (b_imm && !is_align) ? {N{cmd_q.b}} : port_b[RowW*k +: RowW];
+    end
+  end
 
-  for (genvar j = 0; j < N; j++) begin : g_lane
-    tpu_vpu_lane u_lane (
-      .func_i   (cmd_q.func),
-      .a_i      (op_a[32*j +: 32]),
-      .b_i      (lane_b[32*j +: 32]),
-      .y_o      (lane_y[32*j +: 32]),
-      .func_ok_o(func_ok[j])
-    );
+  // Operand B of the lanes; the row reductions chain the group's rows: slot 0 folds into s
+  // (B at the line's first row), slot k into slot k - 1's result.
+  for (genvar k = 0; k < S; k++) begin : g_slot
+    if (k == 0) begin : g_first
+      assign lane_b[0 +: RowW] = (x_red_q && !x_first_q) ? s_q : op_b[0 +: RowW];
+    end else begin : g_chain
+      assign lane_b[RowW*k +: RowW] = x_red_q ? lane_y[RowW*(k-1) +: RowW]
+                                              : op_b[RowW*k +: RowW];
+    end
+    assign lane_r[RowW*k +: RowW] = lane_y[RowW*k +: RowW];
+    // A slot without a row this cycle gives its lanes align (y = a: no arithmetic), so that
+    // a simulator does not evaluate idle fp units; its result is not used.
+    logic [5:0] lane_func;
+    assign lane_func = x_valid_q && x_mask_q[k] ? cmd_q.func : tpu_vpu_pkg::VAlign;
+    for (genvar j = 0; j < N; j++) begin : g_lane
+      tpu_vpu_lane u_lane (
+        .func_i   (lane_func),
+        .a_i      (op_a[RowW*k + 32*j +: 32]),
+        .b_i      (lane_b[RowW*k + 32*j +: 32]),
+        .y_o      (lane_y[RowW*k + 32*j +: 32]),
+        .func_ok_o(func_ok[N*k + j])
+      );
+    end
+  end
+
+  // The fold: the result of the group's last row.
+  always_comb begin
+    fold = lane_r[0 +: RowW];
+    for (int unsigned k = 1; k < S; k++) begin
+      if (x_mask_q[k]) fold = lane_r[RowW*k +: RowW];
+    end
   end
 
   // Lane reductions: for h = N/2 .. 1, x[j] = op(x[j], x[j + h]) for j < h; x[0] to every lane.
@@ -318,33 +541,44 @@ module tpu_vpu #(
     else                 red_op = tpu_fp_pkg::fp32_min(x, y);
   endfunction
 
-  // The lane reductions' tree, one level per cycle: X computes level 1 (N/2 values) from A,
-  // tree stage s (1 .. TS) holds level s (N >> s values, lanes N - 2(N >> s) on of t_data_q)
-  // and computes level s + 1; the last stage's result (level LW) goes to every lane.
+  // The lane reductions' trees (one per slot), one level per cycle: X computes level 1 (N/2
+  // values) from A, tree stage s (1 .. TS) holds level s (N >> s values, lanes N - 2(N >> s)
+  // on of the slot's part of t_data_q) and computes level s + 1; the last stage's result
+  // (level LW) goes to every lane.
   function automatic int unsigned t_off(int unsigned s);
     t_off = N - 2 * (N >> s);
   endfunction
+  localparam int unsigned TW = 32 * (N - 2);  // one slot's tree registers
 
-  logic [32*(N-2)-1:0] t_data_q, t_data_d;
-  logic [31:0]         tree_res;
+  logic [TW*S-1:0]   t_data_q, t_data_d;
+  logic [RowW*S-1:0] tree_y;
+  // (Computed only for a lane reduction's rows in flight: a simulator skips the trees
+  // otherwise; the registers then hold values nobody reads.)
   always_comb begin
-    t_data_d = '0;
-    for (int unsigned j = 0; j < N / 2; j++) begin
-      t_data_d[32*j +: 32] = red_op(cmd_q.func, op_a[32*j +: 32], op_a[32*(j + N/2) +: 32]);
-    end
-    for (int unsigned s = 2; s <= TS; s++) begin
-      for (int unsigned j = 0; j < N / 4; j++) begin
-        if (j < (N >> s)) begin
-          t_data_d[32*(t_off(s) + j) +: 32] =
-              red_op(cmd_q.func, t_data_q[32*(t_off(s - 1) + j) +: 32],
-                     t_data_q[32*(t_off(s - 1) + j + (N >> s)) +: 32]);
+    t_data_d = t_data_q;
+    tree_y   = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      for (int unsigned j = 0; j < N / 2; j++) begin
+        if (x_valid_q && is_lanered) begin
+          t_data_d[TW*k + 32*j +: 32] = red_op(cmd_q.func, op_a[RowW*k + 32*j +: 32],
+                                               op_a[RowW*k + 32*(j + N/2) +: 32]);
         end
       end
+      for (int unsigned s = 2; s <= TS; s++) begin
+        for (int unsigned j = 0; j < N / 4; j++) begin
+          if (t_valid_q[s - 2] && j < (N >> s)) begin
+            t_data_d[TW*k + 32*(t_off(s) + j) +: 32] =
+                red_op(cmd_q.func, t_data_q[TW*k + 32*(t_off(s - 1) + j) +: 32],
+                       t_data_q[TW*k + 32*(t_off(s - 1) + j + (N >> s)) +: 32]);
+          end
+        end
+      end
+      if (t_valid_q[TS-1]) begin
+        tree_y[RowW*k +: RowW] = {N{red_op(cmd_q.func, t_data_q[TW*k + 32*t_off(TS) +: 32],
+                                           t_data_q[TW*k + 32*(t_off(TS) + 1) +: 32])}};
+      end
     end
-    tree_res = red_op(cmd_q.func, t_data_q[32*t_off(TS) +: 32],
-                      t_data_q[32*(t_off(TS) + 1) +: 32]);
   end
-  assign tree_y = {N{tree_res}};
 
   always_ff @(posedge clk_i) begin
     t_data_q <= t_data_d;
@@ -353,34 +587,62 @@ module tpu_vpu #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       t_valid_q <= '0;
+      t_wr_q    <= '0;
       t_dst_q   <= '0;
     end else if (clear_i) begin
       t_valid_q <= '0;
     end else begin
       t_valid_q <= TS'({t_valid_q, x_valid_q && is_lanered});
-      t_dst_q   <= (16*TS)'({t_dst_q, x_dst_q});
+      t_wr_q    <= (S*TS)'({t_wr_q, x_wr_q});
+      t_dst_q   <= (16*S*TS)'({t_dst_q, x_dst_q});
     end
   end
 
   // align: D[j] = A[j + s] for j + s < N, else (A + 1)[j + s - N].
-  assign align_y = RowW'({port_b, op_a} >> {cmd_q.b[LW-1:0], 5'd0});
-
   always_comb begin
-    if (is_lanered)                  x_y = tree_y;
-    else if (is_align)               x_y = align_y;
-    else                             x_y = lane_y;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (is_lanered) begin
+        x_y[RowW*k +: RowW] = tree_y[RowW*k +: RowW];
+      end else if (is_align) begin
+        x_y[RowW*k +: RowW] = RowW'({port_b[RowW*k +: RowW], op_a[RowW*k +: RowW]} >>
+                                    {cmd_q.b[LW-1:0], 5'd0});
+      end else if (k == 0 && x_red_q) begin
+        x_y[RowW*k +: RowW] = fold;
+      end else begin
+        x_y[RowW*k +: RowW] = lane_r[RowW*k +: RowW];
+      end
+    end
   end
 
   always_ff @(posedge clk_i) begin
-    if (x_valid_q && x_red_q) s_q <= lane_y;
+    if (x_valid_q && x_red_q) s_q <= fold;
   end
 
   // ---------------- W: the write queue ----------------
-  logic w_push, w_pop;
-  logic [15:0] w_push_dst;
-  assign w_push     = is_lanered ? t_valid_q[TS-1] : x_valid_q && x_wr_q;
-  assign w_push_dst = is_lanered ? t_dst_q[16*(TS-1) +: 16] : x_dst_q;
-  assign w_pop  = vm_w_we_o && vm_w_wgnt_i;
+  logic              w_push, w_pop;
+  logic [S-1:0]      w_push_wr;    // by slot
+  logic [16*S-1:0]   w_push_dst;   // by slot
+  logic [S-1:0]      push_we;      // by bank
+  logic [16*S-1:0]   push_dst;
+  logic [RowW*S-1:0] push_data;
+  assign w_push     = is_lanered ? t_valid_q[TS-1] : x_valid_q && x_any_wr_q;
+  assign w_push_wr  = is_lanered ? t_wr_q[S*(TS-1) +: S] : x_wr_q;
+  assign w_push_dst = is_lanered ? t_dst_q[16*S*(TS-1) +: 16*S] : x_dst_q;
+  assign w_pop      = vm_w_we_o != '0 && vm_w_wgnt_i;
+
+  // The group's rows into their banks' places.
+  always_comb begin
+    push_we   = '0;
+    push_dst  = '0;
+    push_data = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (w_push_wr[k]) begin
+        push_we[bank_of(w_push_dst[16*k +: 16])] = 1'b1;
+        push_dst[16*32'(bank_of(w_push_dst[16*k +: 16])) +: 16]     = w_push_dst[16*k +: 16];
+        push_data[RowW*32'(bank_of(w_push_dst[16*k +: 16])) +: RowW] = x_y[RowW*k +: RowW];
+      end
+    end
+  end
 
   function automatic logic [PtrW-1:0] ptr_next(logic [PtrW-1:0] p);
     ptr_next = (p == PtrW'(WDepth - 1)) ? '0 : p + PtrW'(1);
@@ -391,6 +653,7 @@ module tpu_vpu #(
       w_vld_q <= '0;
       w_rd_q  <= '0;
       w_wr_q  <= '0;
+      w_we_q  <= '0;
       w_dst_q <= '0;
     end else if (clear_i) begin
       w_vld_q <= '0;
@@ -403,22 +666,24 @@ module tpu_vpu #(
       end
       if (w_push) begin
         w_vld_q[w_wr_q] <= 1'b1;
-        w_dst_q[16*w_wr_q +: 16] <= w_push_dst;
+        w_we_q[S*w_wr_q +: S]            <= push_we;
+        w_dst_q[16*S*w_wr_q +: 16*S]     <= push_dst;
         w_wr_q          <= ptr_next(w_wr_q);
       end
     end
   end
 
   always_ff @(posedge clk_i) begin
-    if (w_push) w_data_q[RowW*w_wr_q +: RowW] <= x_y;
+    if (w_push) w_data_q[RowW*S*w_wr_q +: RowW*S] <= push_data;
   end
 
-  assign vm_w_we_o    = w_vld_q[w_rd_q];
-  assign vm_w_waddr_o = w_dst_q[16*w_rd_q +: 16];
-  assign vm_w_wdata_o = w_data_q[RowW*w_rd_q +: RowW];
+  assign vm_w_we_o    = w_vld_q[w_rd_q] ? w_we_q[S*w_rd_q +: S] : '0;
+  assign vm_w_waddr_o = w_dst_q[16*S*w_rd_q +: 16*S];
+  assign vm_w_wdata_o = w_data_q[RowW*S*w_rd_q +: RowW*S];
 
   // ---------------- assertions ----------------
-  `TPU_ASSERT_INIT(VpuParams, N >= 4 && (N & (N - 1)) == 0)
+  `TPU_ASSERT_INIT(VpuParams, N >= 4 && (N & (N - 1)) == 0 &&
+                              S >= 1 && S <= 8 && (S & (S - 1)) == 0)
   // The decoder's range checks (docs/isa.md `vector` faults) hold for every command taken.
   `TPU_ASSERT_IMPLIES(VpuCmdCounts, cmd_valid_i && cmd_ready_o,
                       cmd_i.inner != '0 && cmd_i.outer != '0)
@@ -428,20 +693,25 @@ module tpu_vpu #(
   `TPU_ASSERT_IMPLIES(VpuCmdAlign,
                       cmd_valid_i && cmd_ready_o && tpu_vpu_pkg::vpu_is_align(cmd_i.func),
                       tpu_vpu_pkg::vpu_b_imm(cmd_i.bmode) && cmd_i.b < 32'(N))
-  `TPU_ASSERT_IMPLIES(VpuFuncOk, x_valid_q, &func_ok)
+  `TPU_ASSERT(VpuFuncOk, &func_ok)
   // (Whether an offered command is held is the controller's property: it withdraws it when a
   // run stops, and the unit acts only on cmd_valid_i && cmd_ready_o.)
   // VMEM requests only for an instruction in flight; a denied write holds its request (until
   // a clear drops it).
-  `TPU_ASSERT_IMPLIES(VpuReqBusy, vm_a_re_o || vm_b_re_o || vm_w_we_o, busy_o)
-  `TPU_ASSERT_HOLD_IF(VpuWriteHold, vm_w_we_o && !clear_i, vm_w_wgnt_i,
-                     {vm_w_waddr_o, vm_w_wdata_o}, !clear_i)
+  `TPU_ASSERT_IMPLIES(VpuReqBusy, vm_a_re_o != '0 || vm_b_re_o != '0 || vm_w_we_o != '0, busy_o)
+  `TPU_ASSERT_HOLD_IF(VpuWriteHold, vm_w_we_o != '0 && !clear_i, vm_w_wgnt_i,
+                     {vm_w_we_o, vm_w_waddr_o, vm_w_wdata_o}, !clear_i)
   // X has every operand it reads: from a port this cycle or captured earlier.
   `TPU_ASSERT_IMPLIES(VpuOperandA, x_valid_q, a_rv_q != a_cv_q)
   `TPU_ASSERT_IMPLIES(VpuOperandB, x_valid_q && !a_rv_q, b_rv_q)
   `TPU_ASSERT_NEVER(VpuCaptureLost, (a_rv_q && a_cv_q) || (b_rv_q && b_cv_q))
   `TPU_ASSERT_NEVER(VpuQueueOverflow, w_push && w_vld_q[w_wr_q] && !(w_pop && w_rd_q == w_wr_q))
-  // No request reads a row an earlier row of the instruction has yet to write.
-  `TPU_ASSERT_NEVER(VpuReadAfterWrite, (vm_a_re_o && hit_a) || (vm_b_re_o && hit_b))
+  // A group is a prefix of the rows after the walker's position, at least one row, and no
+  // group row reads a row an earlier group has yet to write.
+  `TPU_ASSERT_IMPLIES(VpuGroupPrefix, active_q, grp[0] && (grp & (grp + S'(1))) == '0)
+  `TPU_ASSERT_NEVER(VpuReadAfterWrite, (a_req && (grp & hit_a) != '0) ||
+                                       (b_req && (grp & s_needb & hit_b) != '0))
+  // A queued group writes at least one row.
+  `TPU_ASSERT_NEVER(VpuEmptyPush, w_push && w_push_wr == '0)
 
 endmodule

@@ -51,14 +51,20 @@ module tpu_vpu_lane (
       add_y = {~a_i[31], a_i[30:0]};
     end
   end
-  assign sum = tpu_fp_pkg::fp32_add(add_x, add_y);
 
+  // (The adder is evaluated in its case only: one adder all the same, and a simulator computes
+  // it only for the functions that use it.)
   always_comb begin
     y_o       = 32'd0;
+    sum       = 32'd0;
     func_ok_o = 1'b1;
     fp_result = 1'b0;
     unique case (func_i)
-      FAdd, FSub, FSubr, LSum, RSum: begin y_o = sum; fp_result = 1'b1; end
+      FAdd, FSub, FSubr, LSum, RSum: begin
+        sum = tpu_fp_pkg::fp32_add(add_x, add_y);
+        y_o = sum;
+        fp_result = 1'b1;
+      end
       FMul:  begin y_o = tpu_fp_pkg::fp32_mul(a_i, b_i); fp_result = 1'b1; end
       FMax, LMax, RMax: begin y_o = tpu_fp_pkg::fp32_max(a_i, b_i); fp_result = 1'b1; end
       FMin, LMin, RMin: begin y_o = tpu_fp_pkg::fp32_min(a_i, b_i); fp_result = 1'b1; end

@@ -8,6 +8,9 @@
 // (garbage otherwise) and writes first (a read granted with a write of its row returns the new
 // row). After every instruction the whole VMEM must equal the golden model's, bit for bit.
 // TPU_VPU_RANDOM sets the number of random instructions (the `slow.` copies run more).
+// Built for each VpuRows S (TPU_TEST_S): the ports are bank-indexed (bank k = rows r with
+// r mod S = k, rtl/tpu_vmem.sv), all banks of a port granted together; the VMEM model checks
+// that every bank request names a row of its bank.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "Vtpu_vpu.h"
@@ -29,6 +33,7 @@
 namespace {
 
 constexpr uint32_t N = TPU_TEST_N;
+constexpr uint32_t S = TPU_TEST_S;       // VpuRows: element rows per cycle, VMEM banks
 constexpr uint32_t kRows = 64;           // VMEM rows of the test: small, so ranges overlap
 constexpr int64_t kCycleLimit = 200000;  // per instruction: a hang is a failure
 // Pipeline stages of the lane reductions' tree after X (tpu_vpu.sv: TS = log2(N) - 1).
@@ -37,6 +42,25 @@ constexpr int64_t kTreeStages = N == 4 ? 1 : N == 16 ? 3 : N == 64 ? 5 : N == 25
 using tpu::BMode;
 
 uint32_t r32(std::mt19937& rng) { return static_cast<uint32_t>(rng()); }
+
+// 32-bit word x of a wide (VlWide) or narrow port, as set_field / get_field but a word at once
+// (the S x N-lane data ports are thousands of bits).
+template <typename T>
+void set_word(T& port, uint32_t x, uint32_t value) {
+  if constexpr (std::is_integral_v<T>) {
+    set_field(port, 32 * x, 32, value);
+  } else {
+    port[x] = value;
+  }
+}
+template <typename T>
+uint32_t get_word(const T& port, uint32_t x) {
+  if constexpr (std::is_integral_v<T>) {
+    return get_field(port, 32 * x, 32);
+  } else {
+    return port[x];
+  }
+}
 using tpu::VecFunc;
 
 // Grant probabilities of the three ports (1 = always granted).
@@ -74,23 +98,26 @@ class Harness {
     m->vm_w_wgnt_i = u(rng) < grants.w;
     m->eval();
     if (m->rst_ni) check_requests();
-    const bool a_rd = m->vm_a_re_o && m->vm_a_rgnt_i;
-    const bool b_rd = m->vm_b_re_o && m->vm_b_rgnt_i;
-    if (m->vm_w_we_o && m->vm_w_wgnt_i) {  // write first
-      for (uint32_t j = 0; j < N; ++j) {
-        mem[size_t{m->vm_w_waddr_o} * N + j] = get_field(m->vm_w_wdata_o, 32 * j, 32);
+    if (m->vm_w_we_o != 0 && m->vm_w_wgnt_i) {  // write first
+      for (uint32_t k = 0; k < S; ++k) {
+        if (!bit(m->vm_w_we_o, k)) continue;
+        const uint32_t row = get_field(m->vm_w_waddr_o, 16 * k, 16);
+        for (uint32_t j = 0; j < N; ++j) {
+          mem[size_t{row} * N + j] = get_word(m->vm_w_wdata_o, N * k + j);
+        }
+        ++writes;
       }
-      ++writes;
+      ++write_cycles;
     }
-    std::vector<uint32_t> a_row = read_row(a_rd, m->vm_a_raddr_o);
-    std::vector<uint32_t> b_row = read_row(b_rd, m->vm_b_raddr_o);
+    std::vector<uint32_t> a_rows = read_rows(m->vm_a_rgnt_i, m->vm_a_re_o, m->vm_a_raddr_o);
+    std::vector<uint32_t> b_rows = read_rows(m->vm_b_rgnt_i, m->vm_b_re_o, m->vm_b_raddr_o);
     cmd_taken = m->cmd_valid_i && m->cmd_ready_o;
     m->clk_i = 1;
     m->eval();
     m->clk_i = 0;
-    for (uint32_t j = 0; j < N; ++j) {
-      set_field(m->vm_a_rdata_i, 32 * j, 32, a_row[j]);
-      set_field(m->vm_b_rdata_i, 32 * j, 32, b_row[j]);
+    for (uint32_t x = 0; x < N * S; ++x) {
+      set_word(m->vm_a_rdata_i, x, a_rows[x]);
+      set_word(m->vm_b_rdata_i, x, b_rows[x]);
     }
     m->eval();
     ++cycle;
@@ -131,18 +158,38 @@ class Harness {
   }
 
  private:
+  template <typename T>
+  static bool bit(const T& port, uint32_t k) {
+    return get_field(port, k, 1) != 0;
+  }
+  // Every bank request names an in-range row of its bank.
+  template <typename R, typename A>
+  void check_port(const R& re, const A& addr, const char* what) {
+    for (uint32_t k = 0; k < S; ++k) {
+      if (!bit(re, k)) continue;
+      const uint32_t row = get_field(addr, 16 * k, 16);
+      EXPECT_LT(row, kRows) << what << " outside the VMEM";
+      EXPECT_EQ(row % S, k) << what << ": bank " << k << " asked for row " << row;
+    }
+  }
   void check_requests() {
-    EXPECT_TRUE(!m->vm_a_re_o || m->vm_a_raddr_o < kRows) << "port A reads outside the VMEM";
-    EXPECT_TRUE(!m->vm_b_re_o || m->vm_b_raddr_o < kRows) << "port B reads outside the VMEM";
-    EXPECT_TRUE(!m->vm_w_we_o || m->vm_w_waddr_o < kRows) << "write outside the VMEM";
+    check_port(m->vm_a_re_o, m->vm_a_raddr_o, "port A read");
+    check_port(m->vm_b_re_o, m->vm_b_raddr_o, "port B read");
+    check_port(m->vm_w_we_o, m->vm_w_waddr_o, "write");
     if (!m->busy_o) {
       EXPECT_FALSE(m->vm_a_re_o || m->vm_b_re_o || m->vm_w_we_o) << "a request while idle";
     }
   }
-  std::vector<uint32_t> read_row(bool granted, uint32_t row) {
-    std::vector<uint32_t> r(N);
-    for (uint32_t j = 0; j < N; ++j) {
-      r[j] = granted && row < kRows ? mem[size_t{row} * N + j] : r32(rng);
+  // The banks' data: bank k's row if it was read (granted), garbage otherwise.
+  template <typename R, typename A>
+  std::vector<uint32_t> read_rows(bool granted, const R& re, const A& addr) {
+    std::vector<uint32_t> r(N * S);
+    for (uint32_t k = 0; k < S; ++k) {
+      const bool rd = granted && bit(re, k);
+      const uint32_t row = get_field(addr, 16 * k, 16);
+      for (uint32_t j = 0; j < N; ++j) {
+        r[N * k + j] = rd && row < kRows ? mem[size_t{row} * N + j] : r32(rng);
+      }
     }
     return r;
   }
@@ -158,7 +205,8 @@ class Harness {
   std::unique_ptr<Vtpu_vpu> m;
   std::vector<uint32_t> mem;  // kRows x N
   int64_t cycle = 0;
-  int64_t writes = 0;
+  int64_t writes = 0;        // rows written
+  int64_t write_cycles = 0;  // cycles with a granted write
   bool cmd_taken = false;
 };
 
@@ -500,6 +548,150 @@ TEST(Vpu, ClearMidInstruction) {
     g.gm.set_vmem_rows(0, h.mem);
     ASSERT_TRUE(run_and_compare(h, g, random_vector(rng)));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A contiguous tensor (inner strides 1, each line right after the last) of `rows` rows.
+tpu::Vector contiguous(VecFunc f, uint32_t a, uint32_t dst, uint8_t inner, uint16_t outer) {
+  tpu::Vector v;
+  v.func = static_cast<uint8_t>(f);
+  v.inner = inner;
+  v.outer = outer;
+  v.a = static_cast<uint16_t>(a);
+  v.a_inner_stride = 1;
+  v.a_outer_stride = inner;
+  v.dst = static_cast<uint16_t>(dst);
+  v.dst_inner_stride = 1;
+  v.dst_outer_stride = inner;
+  return v;
+}
+
+// S rows per cycle with full grants on contiguous tensors, whatever B is (a row on A's or the
+// destination's pattern, the accumulating update b = dst, one fixed row read once for the
+// group, the immediate, align's next row), the lane reductions (one tree per row), and the row
+// reductions (S rows folded per cycle, each line's rows in their groups). Also in place
+// (dst = a): a group's rows write what only they read.
+TEST(Vpu, WideThroughputContiguous) {
+  Harness h(17);
+  Golden g;
+  std::mt19937 rng(19);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  constexpr uint8_t kInner = 6;
+  constexpr uint16_t kOuter = 3;  // 18 rows: A at 0.., B at 20.., destination at 40..
+  struct Case {
+    VecFunc f;
+    BMode bmode;
+    uint32_t b, dst;
+  };
+  const Case cases[] = {
+      {VecFunc::FAdd, BMode::RowA, 20, 40},    {VecFunc::FMul, BMode::RowDst, 20, 40},
+      {VecFunc::FAdd, BMode::RowDst, 40, 40},  {VecFunc::FSub, BMode::Fixed, 20, 40},
+      {VecFunc::FMax, BMode::Imm, 0x3F800000u, 40}, {VecFunc::I2F, BMode::RowA, 0, 40},
+      {VecFunc::LSum, BMode::RowA, 0, 40},     {VecFunc::Align, BMode::Imm, N - 1, 40},
+      {VecFunc::FAdd, BMode::Imm, 0x3F800000u, 0},  // in place
+      {VecFunc::RSum, BMode::Imm, 0x80000000u, 40}, {VecFunc::RMax, BMode::Fixed, 20, 40},
+  };
+  for (const Case& c : cases) {
+    tpu::Vector v = contiguous(c.f, 0, c.dst, kInner, kOuter);
+    v.bmode = c.bmode;
+    v.b = c.b;
+    const bool rowred = c.f == VecFunc::RSum || c.f == VecFunc::RMax;
+    if (rowred) v.dst_outer_stride = 1;
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    // Groups: S rows (a row reduction's stay in their line), then the fill and drain.
+    const int64_t groups = rowred ? int64_t{v.outer} * ((v.inner + S - 1) / S) : (rows + S - 1) / S;
+    std::printf("S=%u %s bmode %d: %lld rows in %lld cycles (%.2f rows/cycle)\n", S,
+                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<int>(v.bmode),
+                static_cast<long long>(rows), static_cast<long long>(cycles),
+                double(rows) / double(cycles));
+    EXPECT_LE(cycles, groups + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0))
+        << describe(v);
+  }
+}
+
+// Throughput on a long instruction: 200 lines of 16 contiguous rows, element-wise and a row
+// reduction.
+TEST(Vpu, WideThroughputLong) {
+  Harness h(23);
+  Golden g;
+  h.mem.assign(size_t{kRows} * N, 0x3F800000u);  // 1.0
+  g.gm.set_vmem_rows(0, h.mem);
+  // A 64-row VMEM: lines of 16 rows, A rows 0..15 read over and over (outer stride 0),
+  // destination rows 32..47.
+  for (VecFunc f : {VecFunc::FMul, VecFunc::RSum}) {
+    tpu::Vector v = contiguous(f, 0, 32, 16, 200);
+    v.a_outer_stride = 0;
+    v.dst_outer_stride = 0;
+    v.bmode = BMode::Imm;
+    v.b = f == VecFunc::RSum ? 0x80000000u : 0x3F800000u;
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    std::printf("S=%u %s: %lld rows in %lld cycles (%.3f rows/cycle)\n", S,
+                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
+                static_cast<long long>(cycles), double(rows) / double(cycles));
+    EXPECT_LE(cycles, rows / S + 2) << describe(v);
+  }
+}
+
+// Hazards inside a group: every row reads the row the one before it writes (dst = a + 1), a
+// row B reads ahead of the destination (bmode 1, b = dst + 1), and strides that put two rows
+// of a group in one bank (inner stride 2, S; outer stride 0 with inner stride 0), all against
+// the golden model, with the cycle bounds of the serial cases.
+TEST(Vpu, WideHazardsAndConflicts) {
+  Harness h(29);
+  Golden g;
+  std::mt19937 rng(31);
+  h.mem = random_vmem(rng);
+  g.gm.set_vmem_rows(0, h.mem);
+  // A chain through the group: row i reads row 10 + i, which row i - 1 wrote.
+  tpu::Vector chain = contiguous(VecFunc::FAdd, 10, 11, 30, 1);
+  chain.bmode = BMode::Imm;
+  chain.b = 0x3F800000u;
+  int64_t cycles = 0;
+  ASSERT_TRUE(run_and_compare(h, g, chain, &cycles)) << describe(chain);
+  EXPECT_LE(cycles, 3 * 30) << describe(chain);
+  EXPECT_GE(cycles, 2 * 30) << "rows of a chain went in one group: " << describe(chain);
+  // B reads the next destination row (written by the next element, so read before it).
+  tpu::Vector ahead = contiguous(VecFunc::FSub, 0, 20, 20, 1);
+  ahead.bmode = BMode::RowDst;
+  ahead.b = 21;
+  ASSERT_TRUE(run_and_compare(h, g, ahead, &cycles)) << describe(ahead);
+  EXPECT_LE(cycles, (20 + S - 1) / S + 2) << describe(ahead);
+  // B reads the previous destination row (bmode 1, b = dst - 1): a chain again.
+  tpu::Vector behind = contiguous(VecFunc::FAdd, 0, 21, 20, 1);
+  behind.bmode = BMode::RowDst;
+  behind.b = 20;
+  ASSERT_TRUE(run_and_compare(h, g, behind, &cycles)) << describe(behind);
+  EXPECT_GE(cycles, 2 * 20) << describe(behind);
+  // Bank conflicts: inner stride S puts every row of a line in one bank.
+  tpu::Vector same_bank = contiguous(VecFunc::FMul, 0, 40, 6, 2);
+  same_bank.a_inner_stride = static_cast<uint8_t>(S);
+  same_bank.a_outer_stride = 1;
+  same_bank.bmode = BMode::Imm;
+  same_bank.b = 0x40000000u;
+  ASSERT_TRUE(run_and_compare(h, g, same_bank, &cycles)) << describe(same_bank);
+  EXPECT_LE(cycles, 12 + 2) << describe(same_bank);
+  // Inner stride 2: S / 2 rows per cycle.
+  tpu::Vector stride2 = contiguous(VecFunc::FMax, 0, 40, 16, 1);
+  stride2.a_inner_stride = 2;
+  stride2.bmode = BMode::RowDst;
+  stride2.b = 20;
+  ASSERT_TRUE(run_and_compare(h, g, stride2, &cycles)) << describe(stride2);
+  EXPECT_LE(cycles, 16 / std::max<int64_t>(1, S / 2) + 2) << describe(stride2);
+  // Destination stride 0 inside a line: every row writes one row (one per group).
+  tpu::Vector same_dst = contiguous(VecFunc::FAdd, 0, 40, 8, 3);
+  same_dst.dst_inner_stride = 0;
+  same_dst.dst_outer_stride = 1;
+  same_dst.bmode = BMode::RowA;
+  same_dst.b = 20;
+  ASSERT_TRUE(run_and_compare(h, g, same_dst, &cycles)) << describe(same_dst);
 }
 
 }  // namespace
