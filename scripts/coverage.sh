@@ -5,8 +5,11 @@
 #   scripts/coverage.sh [--programs P] [--no-build] [--no-run]
 #
 # Builds the chip with --coverage-line --coverage-toggle into build-cov/ ($TPU_COV_BUILD_DIR),
-# runs the rtl test suite there (everything labelled rtl except slow) plus P random programs
-# per array size (default 3000), merges every process's coverage with verilator_coverage and
+# the int8 chips of TPU_COV_N_LIST (default '16;4') and the training chips of
+# TPU_COV_TRAIN_N_LIST (default the same; VMEM, the float units, the vector unit), runs the rtl
+# test suite there (everything labelled rtl except slow) plus P random programs per array size
+# on each chip (default 3000; on the training chip P of the default mix and P/4 with a fault in
+# every case), merges every process's coverage with verilator_coverage and
 # prints line and toggle coverage per module and the uncovered lines (report.txt in the
 # coverage directory, points merged over the parametrizations of a module; annotated sources in
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
     --programs) programs="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-run) do_run=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -29,7 +32,9 @@ if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_COVERAGE=ON \
-        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" "${launcher[@]}" >/dev/null
+        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" \
+        -DTPU_SIM_TRAIN_N_LIST="${TPU_COV_TRAIN_N_LIST-${TPU_COV_N_LIST:-16;4}}" \
+        "${launcher[@]}" >/dev/null
   cmake --build "$build" -j "$jobs" >/dev/null
 fi
 cov="$build/coverage"
@@ -47,6 +52,17 @@ if [ "$do_run" = 1 ]; then
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || echo "coverage.sh: random programs failed, see $cov" >&2; done
+  pids=()
+  for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
+    ( "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count "$programs" --quiet \
+        > "$cov/random_train_n$n.log" 2>&1 &&
+      "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count $(( programs / 4 )) \
+        --fault-probability 1 --quiet > "$cov/random_train_faults_n$n.log" 2>&1 ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p" || echo "coverage.sh: random training programs failed, see $cov" >&2
+  done
 fi
 verilator_coverage -write "$cov/merged.dat" "$cov"/*_*.dat >/dev/null
 rm -rf "$cov/annotated"
