@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Verilator line + toggle coverage of rtl/ (docs/verification.md).
 #
-#   scripts/coverage.sh [--programs P] [--no-build] [--no-run]
+#   scripts/coverage.sh [--programs P] [--no-build] [--no-run] [--train-only]
 #
 # Builds the chip with --coverage-line --coverage-toggle into build-cov/ ($TPU_COV_BUILD_DIR),
 # the int8 chips of TPU_COV_N_LIST (default '16;4') and the training chips of
@@ -14,17 +14,21 @@
 # coverage directory, points merged over the parametrizations of a module; annotated sources in
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
 # Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
+# --train-only: only the training chips, built with only their test programs (the random
+# training programs, `ctest -L train`: random_train_chip_test, train_rtl_tests); the int8
+# chip's units are then measured only as far as the training chip uses them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_COV_BUILD_DIR:-$root/build-cov}"
 jobs="${TPU_JOBS:-$(nproc)}"
-programs=3000 do_build=1 do_run=1
+programs=3000 do_build=1 do_run=1 train_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --programs) programs="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-run) do_run=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --train-only) train_only=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -35,16 +39,27 @@ if [ "$do_build" = 1 ]; then
         -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" \
         -DTPU_SIM_TRAIN_N_LIST="${TPU_COV_TRAIN_N_LIST-${TPU_COV_N_LIST:-16;4}}" \
         "${launcher[@]}" >/dev/null
-  cmake --build "$build" -j "$jobs" >/dev/null
+  if [ "$train_only" = 1 ]; then
+    targets=()
+    for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
+      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n")
+    done
+    cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
+  else
+    cmake --build "$build" -j "$jobs" >/dev/null
+  fi
 fi
 cov="$build/coverage"
 if [ "$do_run" = 1 ]; then
   rm -rf "$cov"
   mkdir -p "$cov"
   export TPU_COVERAGE_DIR="$cov"
-  (cd "$build" && ctest -L rtl -LE slow -j "$jobs" --output-on-failure) || {
+  labels=(-L rtl)
+  [ "$train_only" = 1 ] && labels=(-L train)
+  (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
   ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ')"
+  [ "$train_only" = 1 ] && ns=""
   pids=()
   for n in $ns; do
     "$build/tests/verif/tpu_random_n$n" run --first 5000000 --count "$programs" --quiet \

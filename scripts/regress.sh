@@ -12,7 +12,8 @@
 # With --mpirun LAUNCHER, every rank of `LAUNCHER` (mpirun, or srun inside an allocation) runs
 # shard rank/size of the seeds; the logs (in the build directory: it must be shared) are summed
 # here as for --jobs (docs/scaling.md).
-# Prints every mismatch (seed, first differing instruction, replay command) and a summary;
+# Prints every mismatch (seed, first differing instruction, replay command) and a summary (each
+# shard's log has a progress line every 1000 programs);
 # exits 1 if any program mismatched. Logs: $build/regress/. Build dir: $TPU_BUILD_DIR or build/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,7 +48,7 @@ start=$(date +%s)
 pids=()
 run_shard() {  # n shard: shard i/jobs of the seeds (tpu::shard_range, driver/shard.h)
   "$build/tests/verif/$tool$1" run --first "$first" --count "$programs" \
-    --shard "$2/$jobs" --quiet "${extra[@]}" >"$logs/n$1_shard$2.log" 2>&1
+    --shard "$2/$jobs" "${extra[@]}" >"$logs/n$1_shard$2.log" 2>&1
 }
 status=0
 if [ -n "$mpirun" ]; then
