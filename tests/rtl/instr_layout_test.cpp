@@ -593,6 +593,7 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
     }
   };
   std::map<unsigned, unsigned> legal, faults;
+  std::map<unsigned, std::set<tpu::ErrorCode>> codes;  // per opcode, the codes isa.h gave
   for (int i = 0; i < 28000; ++i) {
     const Opcode op = training_opcodes()[size_t(i) % training_opcodes().size()];
     InstrBytes bytes{};
@@ -605,6 +606,7 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
     const std::string what = tpu::disassemble(tpu::decode(bytes).instr);
     EXPECT_EQ(m->t_err_o, unsigned(want)) << what << " (isa.h: " << why << ")";
     (want == tpu::ErrorCode::ERR_NONE ? legal : faults)[unsigned(op)]++;
+    codes[unsigned(op)].insert(want);
     EXPECT_EQ(m->t_unit_o, unit_of(op)) << what;
     if (op == Opcode::Vector) {
       Word cmd = to_word(bytes);  // bits 127:8, shifted down by 8
@@ -634,6 +636,23 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
   for (Opcode op : training_opcodes()) {
     EXPECT_GT(legal[unsigned(op)], 500u) << "too few legal instructions of opcode " << int(op);
     EXPECT_GT(faults[unsigned(op)], 500u) << "too few faulting instructions of opcode " << int(op);
+  }
+  // Every static fault isa.md gives each training instruction was compared at least once.
+  using E = tpu::ErrorCode;
+  const std::map<Opcode, std::set<E>> want = {
+      {Opcode::ReadVmem, {E::ERR_FIELD, E::ERR_ALIGN, E::ERR_HOST_RANGE, E::ERR_VMEM_RANGE}},
+      {Opcode::WriteVmem, {E::ERR_FIELD, E::ERR_ALIGN, E::ERR_HOST_RANGE, E::ERR_VMEM_RANGE}},
+      {Opcode::LoadWeights, {E::ERR_FIELD, E::ERR_VMEM_RANGE}},
+      {Opcode::MatmulBf16, {E::ERR_FIELD, E::ERR_ACC_RANGE, E::ERR_VMEM_RANGE}},
+      {Opcode::AccToVmem, {E::ERR_FIELD, E::ERR_ACC_RANGE, E::ERR_VMEM_RANGE}},
+      {Opcode::Transpose, {E::ERR_FIELD, E::ERR_VMEM_RANGE}},
+      {Opcode::Vector, {E::ERR_FIELD, E::ERR_VMEM_RANGE}},
+  };
+  for (const auto& [op, set] : want) {
+    for (E e : set) {
+      EXPECT_EQ(codes[unsigned(op)].count(e), 1u)
+          << "no random instruction of opcode " << int(op) << " gave " << tpu::error_name(e);
+    }
   }
 }
 
