@@ -658,4 +658,92 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
   }
 }
 
+// Every VMEM / ACC row field of a set of training instructions (each shape: strides, counts,
+// align with and without its shift, every B mode) swept across the top of VMEM (8192 rows) and
+// the ACC (2048 rows): the training decoder's code must be isa.h's at every value.
+TEST(InstrLayout, TrainingDecoderRangeBoundaries) {
+  Layout m;
+  const tpu::ChipParams params = tpu::ChipParams::training(16);
+  std::vector<tpu::Instruction> shapes;
+  tpu::ReadVmem rv;
+  rv.rows = 5;
+  shapes.push_back(rv);
+  tpu::WriteVmem wv;
+  wv.rows = 3;
+  wv.bf16 = true;
+  shapes.push_back(wv);
+  tpu::LoadWeights lw;
+  lw.rows = 16;
+  lw.tiles = 3;
+  lw.row_stride = 2;
+  lw.tile_stride = 5;
+  shapes.push_back(lw);
+  tpu::MatmulBf16 mb;
+  mb.inner = 3;
+  mb.outer = 2;
+  mb.inner_stride = 2;
+  mb.outer_stride = 7;
+  shapes.push_back(mb);
+  tpu::AccToVmem av;
+  av.rows = 9;
+  shapes.push_back(av);
+  tpu::Transpose tr;
+  tr.blocks = 2;
+  tr.src_stride = 20;
+  tr.dst_stride = 17;
+  tr.src_row_stride = 2;
+  shapes.push_back(tr);
+  for (uint32_t shift : {0u, 1u, 15u}) {  // align: A + 1 is read when the shift is not 0
+    tpu::Vector v;
+    v.func = 0x38;
+    v.bmode = tpu::BMode::Imm;
+    v.b = shift;
+    v.inner = 2;
+    v.outer = 3;
+    v.a_outer_stride = 4;
+    shapes.push_back(v);
+  }
+  for (tpu::BMode mode : {tpu::BMode::RowA, tpu::BMode::RowDst, tpu::BMode::Fixed}) {
+    tpu::Vector v;
+    v.func = 0x01;  // a binary func
+    v.bmode = mode;
+    v.inner = 3;
+    v.outer = 2;
+    v.a_inner_stride = 2;
+    v.a_outer_stride = 9;
+    v.dst_inner_stride = 1;
+    v.dst_outer_stride = 5;
+    shapes.push_back(v);
+  }
+  unsigned checked = 0, faults = 0;
+  for (const tpu::Instruction& shape : shapes) {
+    const InstrBytes base = tpu::encode(shape);
+    const Opcode op = Opcode(base[0]);
+    const auto* vec = std::get_if<tpu::Vector>(&shape);
+    const bool b_is_row = vec != nullptr && vec->bmode != tpu::BMode::Imm;  // else a shift
+    for (const tpu::FieldInfo& f : tpu::instruction_fields(op)) {
+      const std::string name(f.name);
+      const bool acc = name == "acc_addr";
+      const bool row = (name.find("addr") != std::string::npos && name != "host_addr") ||
+                       name == "src" || name == "dst" || name == "a" || (name == "b" && b_is_row);
+      if (!row) continue;
+      const uint64_t top = acc ? 2048 : 8192;
+      for (uint64_t v = top - 48; v <= top + 1 && v <= f.bits.max(); ++v) {
+        InstrBytes bytes = base;
+        tpu::set_field(bytes, f.bits, v);
+        m.eval(to_word(bytes));
+        std::string why;
+        const tpu::ErrorCode want = isa_error(bytes, params, &why);
+        EXPECT_EQ(m->t_err_o, unsigned(want))
+            << tpu::disassemble(tpu::decode(bytes).instr) << " (isa.h: " << why << ")";
+        ++checked;
+        faults += want != tpu::ErrorCode::ERR_NONE;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(faults, 200u);
+  EXPECT_GT(checked - faults, 500u);
+}
+
 }  // namespace
