@@ -17,8 +17,8 @@
 # the CNN and CLI tests (`-LE 'slow|lint|synth'`, everything built) in src/build-full/,
 # configured with the project's default N list (TPU_MUT_FULL_N_LIST, default '16;4'): those
 # tests run on the default chip (the first N) and several need N >= 16. --train runs only the
-# block tests and the training chip's tests (`ctest -L 'block|train'`: random_train_chip_test,
-# train_rtl_tests) in src/build-train/ (N = 4, the int8 chip not built, results in
+# block tests and the training chip's tests (`ctest -L block`, then `ctest -R '^train_n4[.]'`:
+# random_train_chip_test, train_rtl_tests) in src/build-train/ (N = 4, the int8 chip not built, results in
 # train-results.tsv): for the mutants of the training units (issue 30), whose rebuild is then
 # one chip instead of two. A mutant is `killed`
 # when a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed`
@@ -133,6 +133,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTPU_SIM_N_LIST=$n_list" \
   "-DTPU_SIM_TRAIN_N_LIST=$train_n_list" "${launcher[@]}" >/dev/null
 
+labels2=()  # a second selection of tests (run after the first), or none
 block_targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
                vpu_test_n4 mxu_path_test_n4 decoder_div_test regs_test)
 train_targets=(random_train_chip_test_n4 train_rtl_tests_n4)
@@ -141,7 +142,8 @@ if [ "$full" = 1 ]; then
   labels=(-L rtl -LE 'slow|lint|synth')
 elif [ "$train" = 1 ]; then
   targets=("${block_targets[@]}" "${train_targets[@]}")
-  labels=(-L 'block|train' -LE 'slow|lint|synth')
+  labels=(-L block -LE 'slow|lint|synth')
+  labels2=(-R '^train_n4[.]' -LE slow)  # the training chip's tests (TEST_PREFIX train_n4.)
 else
   # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
   targets=("${block_targets[@]}" "${train_targets[@]}"
@@ -157,12 +159,18 @@ build_targets() {  # $1 = log
   done
 }
 run_tests() {  # $1 = log; prints the failing tests, one per line
-  rm -f "$build/Testing/Temporary/LastTestsFailed.log"
-  (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
-     "${labels[@]}" > "$1" 2>&1) || true
-  if [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
-    cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log"
-  fi
+  : > "$1"
+  local sel
+  for sel in labels labels2; do
+    [ "$sel" = labels2 ] && [ "${#labels2[@]}" = 0 ] && continue
+    local -n args="$sel"
+    rm -f "$build/Testing/Temporary/LastTestsFailed.log"
+    (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
+       "${args[@]}" >> "$1" 2>&1) || true
+    if [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
+      cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log"
+    fi
+  done
 }
 
 limit="${TPU_MUT_TIMEOUT:-7200}"
