@@ -15,7 +15,7 @@
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
 # Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
 # --train-only: only the training chips, built with only their test programs (the random
-# training programs, `ctest -L train`: random_train_chip_test, train_rtl_tests); the int8
+# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests); the int8
 # chip's units are then measured only as far as the training chip uses them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -55,7 +55,7 @@ if [ "$do_run" = 1 ]; then
   mkdir -p "$cov"
   export TPU_COVERAGE_DIR="$cov"
   labels=(-L rtl)
-  [ "$train_only" = 1 ] && labels=(-L train)
+  [ "$train_only" = 1 ] && labels=(-R '^train_n[0-9]+[.]')  # the training chips' tests
   (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
   ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ')"
