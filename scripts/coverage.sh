@@ -2,26 +2,33 @@
 # SPDX-License-Identifier: Apache-2.0
 # Verilator line + toggle coverage of rtl/ (docs/verification.md).
 #
-#   scripts/coverage.sh [--programs P] [--no-build] [--no-run]
+#   scripts/coverage.sh [--programs P] [--no-build] [--no-run] [--train-only]
 #
 # Builds the chip with --coverage-line --coverage-toggle into build-cov/ ($TPU_COV_BUILD_DIR),
-# runs the rtl test suite there (everything labelled rtl except slow) plus P random programs
-# per array size (default 3000), merges every process's coverage with verilator_coverage and
+# the int8 chips of TPU_COV_N_LIST (default '16;4') and the training chips of
+# TPU_COV_TRAIN_N_LIST (default the same; VMEM, the float units, the vector unit), runs the rtl
+# test suite there (everything labelled rtl except slow) plus P random programs per array size
+# on each chip (default 3000; on the training chip P of the default mix and P/4 with a fault in
+# every case), merges every process's coverage with verilator_coverage and
 # prints line and toggle coverage per module and the uncovered lines (report.txt in the
 # coverage directory, points merged over the parametrizations of a module; annotated sources in
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
 # Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
+# --train-only: only the training chips, built with only their test programs (the random
+# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests); the int8
+# chip's units are then measured only as far as the training chip uses them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_COV_BUILD_DIR:-$root/build-cov}"
 jobs="${TPU_JOBS:-$(nproc)}"
-programs=3000 do_build=1 do_run=1
+programs=3000 do_build=1 do_run=1 train_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --programs) programs="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-run) do_run=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --train-only) train_only=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -29,17 +36,30 @@ if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_COVERAGE=ON \
-        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" "${launcher[@]}" >/dev/null
-  cmake --build "$build" -j "$jobs" >/dev/null
+        -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" \
+        -DTPU_SIM_TRAIN_N_LIST="${TPU_COV_TRAIN_N_LIST-${TPU_COV_N_LIST:-16;4}}" \
+        "${launcher[@]}" >/dev/null
+  if [ "$train_only" = 1 ]; then
+    targets=()
+    for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
+      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n")
+    done
+    cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
+  else
+    cmake --build "$build" -j "$jobs" >/dev/null
+  fi
 fi
 cov="$build/coverage"
 if [ "$do_run" = 1 ]; then
   rm -rf "$cov"
   mkdir -p "$cov"
   export TPU_COVERAGE_DIR="$cov"
-  (cd "$build" && ctest -L rtl -LE slow -j "$jobs" --output-on-failure) || {
+  labels=(-L rtl)
+  [ "$train_only" = 1 ] && labels=(-R '^train_n[0-9]+[.]')  # the training chips' tests
+  (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
   ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ')"
+  [ "$train_only" = 1 ] && ns=""
   pids=()
   for n in $ns; do
     "$build/tests/verif/tpu_random_n$n" run --first 5000000 --count "$programs" --quiet \
@@ -47,6 +67,17 @@ if [ "$do_run" = 1 ]; then
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || echo "coverage.sh: random programs failed, see $cov" >&2; done
+  pids=()
+  for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
+    ( "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count "$programs" --quiet \
+        > "$cov/random_train_n$n.log" 2>&1 &&
+      "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count $(( programs / 4 )) \
+        --fault-probability 1 --quiet > "$cov/random_train_faults_n$n.log" 2>&1 ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p" || echo "coverage.sh: random training programs failed, see $cov" >&2
+  done
 fi
 verilator_coverage -write "$cov/merged.dat" "$cov"/*_*.dat >/dev/null
 rm -rf "$cov/annotated"

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Mutation testing of rtl/ (docs/verification.md "Mutation testing").
 #
-#   scripts/mutate.sh [--only ID[,ID...]] [--list] [--check] [--report] [--full] [--no-baseline]
-#                     [--dir DIR]
+#   scripts/mutate.sh [--only ID[,ID...]] [--list] [--check] [--report] [--full | --train]
+#                     [--no-baseline] [--dir DIR]
 #
 # The mutants are in scripts/mutants.py: (file, exact original text that must occur exactly once,
 # replacement, description). First every selected mutant is checked to still apply to rtl/; if
@@ -16,7 +16,11 @@
 # mutant: applies it, rebuilds, runs the same tests and records which fail. --full also runs
 # the CNN and CLI tests (`-LE 'slow|lint|synth'`, everything built) in src/build-full/,
 # configured with the project's default N list (TPU_MUT_FULL_N_LIST, default '16;4'): those
-# tests run on the default chip (the first N) and several need N >= 16. A mutant is `killed`
+# tests run on the default chip (the first N) and several need N >= 16. --train runs only the
+# block tests and the training chip's tests (`ctest -L block`, then `ctest -R '^train_n4[.]'`:
+# random_train_chip_test, train_rtl_tests) in src/build-train/ (N = 4, the int8 chip not built, results in
+# train-results.tsv): for the mutants of the training units (issue 30), whose rebuild is then
+# one chip instead of two. A mutant is `killed`
 # when a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed`
 # when it does not build, `timeout` when the tests take longer than TPU_MUT_TIMEOUT seconds
 # (default: 4 x the baseline, at least 300). Each test also has a limit of
@@ -30,7 +34,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${TPU_MUT_DIR:-$root/build-mut}"
 jobs="${TPU_JOBS:-$(nproc)}"
-only="" baseline=1 full=0 check_only=0 report_only=0
+only="" baseline=1 full=0 train=0 check_only=0 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) only="$2"; shift 2 ;;
@@ -38,15 +42,18 @@ while [ $# -gt 0 ]; do
     --check) check_only=1; shift ;;
     --report) report_only=1; shift ;;
     --full) full=1; shift ;;
+    --train) train=1; shift ;;
     --no-baseline) baseline=0; shift ;;
     --dir) dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
-    *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --report, --full, --no-baseline, --dir)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) echo "mutate.sh: unknown argument '$1' (expected --only, --list, --check, --report, --full, --train, --no-baseline, --dir)" >&2; exit 2 ;;
   esac
 done
 # The default and the --full run keep their results, baselines and logs apart.
 mode=""
 [ "$full" = 1 ] && mode="full-"
+[ "$train" = 1 ] && mode="train-"
+if [ "$full" = 1 ] && [ "$train" = 1 ]; then echo "mutate.sh: --full and --train exclude each other" >&2; exit 2; fi
 results="$dir/${mode}results.tsv"
 report() {  # the score table of results.tsv; status 0 if no mutant survived
   echo
@@ -79,11 +86,13 @@ echo "mutate.sh: ${#ids[@]} mutants apply to $root/rtl"
 [ "$check_only" = 1 ] && exit 0
 
 src="$dir/src" build="$dir/src/build"
-n_list=4
+n_list=4 train_n_list=4
 if [ "$full" = 1 ]; then
   # The CNN and CLI tests run on the default chip (the first N), and some need N >= 16: the
   # full run uses the project's default N list, in a build directory of its own.
-  build="$dir/src/build-full" n_list="${TPU_MUT_FULL_N_LIST:-16;4}"
+  build="$dir/src/build-full" n_list="${TPU_MUT_FULL_N_LIST:-16;4}" train_n_list="$n_list"
+elif [ "$train" = 1 ]; then
+  build="$dir/src/build-train"
 fi
 mkdir -p "$src"
 # The working tree as it is (tracked and new files, not ignored ones). Only files whose
@@ -121,18 +130,26 @@ restore_rtl() {
 restore_rtl
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTPU_SIM_N_LIST=$n_list" "${launcher[@]}" >/dev/null
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTPU_SIM_N_LIST=$n_list" \
+  "-DTPU_SIM_TRAIN_N_LIST=$train_n_list" "${launcher[@]}" >/dev/null
 
+labels2=()  # a second selection of tests (run after the first), or none
+block_targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
+               vpu_test_n4 mxu_path_test_n4 decoder_div_test regs_test)
+train_targets=(random_train_chip_test_n4 train_rtl_tests_n4)
 if [ "$full" = 1 ]; then
   targets=(all)
   labels=(-L rtl -LE 'slow|lint|synth')
+elif [ "$train" = 1 ]; then
+  targets=("${block_targets[@]}" "${train_targets[@]}")
+  labels=(-L block -LE 'slow|lint|synth')
+  labels2=(-R '^train_n4[.]' -LE slow)  # the training chip's tests (TEST_PREFIX train_n4.)
 else
   # The programs of the tests selected below (ctest -N -L rtl -LE 'slow|lint|synth|cnn|cli').
-  targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
-           vpu_test_n4
+  targets=("${block_targets[@]}" "${train_targets[@]}"
            tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
-           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul decoder_div_test counters_test_n4)
+           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul counters_test_n4)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log
@@ -142,12 +159,18 @@ build_targets() {  # $1 = log
   done
 }
 run_tests() {  # $1 = log; prints the failing tests, one per line
-  rm -f "$build/Testing/Temporary/LastTestsFailed.log"
-  (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
-     "${labels[@]}" > "$1" 2>&1) || true
-  if [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
-    cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log"
-  fi
+  : > "$1"
+  local sel
+  for sel in labels labels2; do
+    [ "$sel" = labels2 ] && [ "${#labels2[@]}" = 0 ] && continue
+    local -n args="$sel"
+    rm -f "$build/Testing/Temporary/LastTestsFailed.log"
+    (cd "$build" && timeout "$limit" ctest -j "$jobs" --timeout "${TPU_MUT_TEST_TIMEOUT:-300}" \
+       "${args[@]}" >> "$1" 2>&1) || true
+    if [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
+      cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log"
+    fi
+  done
 }
 
 limit="${TPU_MUT_TIMEOUT:-7200}"

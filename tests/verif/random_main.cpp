@@ -6,6 +6,10 @@
 //                                                                     (driver/shard.h)
 //   tpu_random_n16 replay --seed 1234 [--no-bisect]                 one case, with listing
 //   tpu_random_n16 show --seed 1234                                 the case only, nothing run
+//   tpu_random_train_n16 coverage --first 0 --count 1000 [--shard I/K]
+//                      the generator's coverage counters of those seeds (random_coverage.cpp:
+//                      each case on the golden model only, no chip), then the counters of
+//                      required_coverage() that none of them hit ("missing: ..." lines)
 //
 // Options shared by all commands: --min-length L, --max-length L, --fault-probability P,
 // --no-timing (fixed memory timing, no backpressure). Changing them changes the cases a seed
@@ -44,6 +48,9 @@ int usage() {
          "       tpu_random_n"
       << TPU_SIM_N
       << " show --seed S\n"
+         "       tpu_random_n"
+      << TPU_SIM_N
+      << " coverage --first S --count C [--shard I/K]\n"
          "options: --min-length L --max-length L --fault-probability P --no-timing --axi-pairs\n"
          "         --vmem-rows R --train-ops read_vmem,write_vmem,load_weights,matmul_bf16,"
          "acc_to_vmem,transpose,vector\n";
@@ -92,6 +99,40 @@ bool parse_train_ops(const std::string& list, uint32_t& bits) {
 }
 
 }  // namespace
+
+// `coverage`: the counters of seeds [first, first + count) (this shard's part), golden model only.
+int print_coverage(const GenOptions& opt, uint64_t first, uint64_t count,
+                   const tpu::ShardSpec& shard) {
+  const tpu::ShardRange r = tpu::shard_range(count, shard);
+  first += r.begin;
+  count = r.size();
+  const auto t0 = std::chrono::steady_clock::now();
+  GoldenBackend golden(generate_program(first, opt).params);
+  Coverage cov;
+  uint64_t by_kind[4] = {0, 0, 0, 0};
+  for (uint64_t s = first; s < first + count; ++s) {
+    const TestCase tc = generate_program(s, opt);
+    ++by_kind[int(tc.kind)];
+    const Outcome g = golden.run(tc.memory, tc.config, tc.program);
+    cover_case(tc, g, cov);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& [name, hits] : cov) std::cout << name << " " << hits << "\n";
+  unsigned missing = 0;
+  if (opt.vmem_rows != 0) {
+    for (const std::string& name : required_coverage(opt.n, opt.fault_probability > 0)) {
+      if (cov.count(name) == 0 || cov.at(name) == 0) {
+        std::cout << "missing: " << name << "\n";
+        ++missing;
+      }
+    }
+  }
+  std::cout << "N = " << opt.n << ", seeds " << first << ".." << first + count - 1 << ": "
+            << by_kind[0] << " valid, " << by_kind[1] << " static-fault, " << by_kind[2]
+            << " axi-fault, " << by_kind[3] << " no-halt programs; " << cov.size()
+            << " counters, " << missing << " required ones missing; " << secs << " s\n";
+  return missing ? 1 : 0;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
@@ -159,6 +200,8 @@ int main(int argc, char** argv) {
     std::cout << describe(generate_program(seed, opt));
     return 0;
   }
+
+  if (cmd == "coverage") return print_coverage(opt, first, count, shard);
 
   ChipBackend chip;
   GoldenBackend golden(generate_program(0, opt).params);

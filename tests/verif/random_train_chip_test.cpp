@@ -6,6 +6,7 @@
 // host memory, UB, ACC and the VMEM window is compared (run_case). Labels rtl;verif;random.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <sstream>
 
 #include "chip_backend.h"
@@ -65,5 +66,65 @@ TEST(RandomTrainChip, ChipReportsTheGeneratorsVmem) {
 TEST(RandomTrainChip, Seeds0To199) { run_batch(0, 200); }
 TEST(RandomTrainChip, Seeds200To399) { run_batch(200, 200); }
 TEST(RandomTrainChip, FaultsSeeds0To399) { run_batch(0, 400, 1.0); }
+
+// write_vmem hands the host writer chunks of UbRows / 4 VMEM rows (tpu_vmem_dma_out); the
+// random windows (at most 256 rows) never reach a second chunk. Here read_vmem and write_vmem
+// of 2060 rows (fp32, then back one row further on over the same host bytes, and as bf16 next
+// to them) cross the chunk boundary at row 2048; then strided bf16 / fp32 transfers. The host
+// memory must match the golden model's byte for byte. The rows fit the data region at N = 4
+// only.
+TEST(TrainChipCorners, VmemDmaAcrossWriterChunks) {
+  constexpr uint32_t kRows = 2060, kChunk = 8192 / 4;
+  const uint32_t row_bytes = 4 * TPU_SIM_N, bf16_bytes = 2 * TPU_SIM_N;
+  const uint32_t bf16_at = kDataBase + kRows * row_bytes;
+  if (uint64_t{kRows} * (row_bytes + bf16_bytes) > kDataSize || TPU_SIM_VMEM_ROWS < 2 * kRows) {
+    GTEST_SKIP() << "2060 rows of " << row_bytes << " + " << bf16_bytes
+                 << " bytes do not fit the data region at this N";
+  }
+  static_assert(kRows > kChunk, "the transfer must cross a chunk");
+  std::vector<uint8_t> data(kDataSize);
+  std::mt19937_64 rng(2060);
+  for (auto& b : data) b = uint8_t(rng());
+  tpu::ReadVmem in;
+  in.vmem_addr = 100;
+  in.rows = kRows;
+  in.host_addr = kDataBase;
+  tpu::WriteVmem back;  // rows 101.. back over the same bytes,
+  back.vmem_addr = 101;  // (one row further on: every host row changes)
+  back.rows = kRows - 1;
+  back.host_addr = kDataBase;
+  tpu::WriteVmem half;  // bf16, right behind
+  half.bf16 = true;
+  half.vmem_addr = 100;
+  half.rows = kRows;
+  half.host_addr = bf16_at;
+  tpu::ReadVmem strided;  // bf16 rows 48 bytes apart (a host stride, one transfer per row)
+  strided.bf16 = true;
+  strided.vmem_addr = 4000;
+  strided.rows = 257;
+  strided.host_addr = kDataBase;
+  strided.host_stride = 48;
+  tpu::WriteVmem strided_out;  // and back as fp32 rows 32 bytes apart, over the bf16 copy
+  strided_out.vmem_addr = 4000;
+  strided_out.rows = 257;
+  strided_out.host_addr = bf16_at;
+  strided_out.host_stride = row_bytes + 16;
+  const std::vector<tpu::Instruction> program = {in, back, tpu::Sync{}, half, tpu::Sync{},
+                                                 strided, strided_out, tpu::Halt{}};
+  auto& b = backends();
+  RunConfig cfg;
+  cfg.mem_bytes_per_cycle = 0;
+  const std::vector<std::pair<uint32_t, std::vector<uint8_t>>> mem = {{kDataBase, data}};
+  const Outcome g = b.golden.run(mem, cfg, program);
+  const Outcome c = b.chip.run(mem, cfg, program);
+  ASSERT_TRUE(g.done) << b.golden.last_message();
+  ASSERT_TRUE(c.done) << (c.hung ? "hung" : tpu::error_name(tpu::ErrorCode(c.err_code)));
+  ASSERT_EQ(c.data.size(), g.data.size());
+  size_t first = 0;
+  while (first < g.data.size() && c.data[first] == g.data[first]) ++first;
+  EXPECT_EQ(first, g.data.size()) << "first differing host byte: data + " << first << " (row "
+                                  << first / row_bytes << " of the fp32 rows)";
+  EXPECT_NE(g.data, data) << "the program changed no host byte";
+}
 
 }  // namespace
