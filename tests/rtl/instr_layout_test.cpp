@@ -147,7 +147,9 @@ std::vector<Format> formats(Vtpu_instr_layout& m) {
         {"outer_stride", &m.mmb_outer_stride_o}},
        [](Vtpu_instr_layout& v) { return Layout::wide(v.mmb_rsvd_o); }},
       {Opcode::AccToVmem,
-       {{"acc_addr", &m.atv_acc_addr_o}, {"vmem_addr", &m.atv_vmem_addr_o}, {"rows", &m.atv_rows_o}},
+       {{"acc_addr", &m.atv_acc_addr_o},
+        {"vmem_addr", &m.atv_vmem_addr_o},
+        {"rows", &m.atv_rows_o}},
        [](Vtpu_instr_layout& v) { return Layout::wide(v.atv_rsvd_o); }},
       {Opcode::Transpose,
        {{"src", &m.tr_src_o},
@@ -434,9 +436,9 @@ TEST(InstrLayout, DecoderCommandsAndChecksMatchIsaH) {
 // ---------------- the training chip's decoder (issue 30) ----------------
 
 const std::vector<Opcode>& training_opcodes() {
-  static const std::vector<Opcode> ops = {Opcode::ReadVmem,  Opcode::WriteVmem,  Opcode::LoadWeights,
-                                          Opcode::MatmulBf16, Opcode::AccToVmem, Opcode::Transpose,
-                                          Opcode::Vector};
+  static const std::vector<Opcode> ops = {
+      Opcode::ReadVmem,  Opcode::WriteVmem, Opcode::LoadWeights, Opcode::MatmulBf16,
+      Opcode::AccToVmem, Opcode::Transpose, Opcode::Vector};
   return ops;
 }
 
@@ -456,9 +458,9 @@ TEST(InstrLayout, TrainingDecoderFaultsEveryReservedBit) {
   const tpu::ChipParams params = tpu::ChipParams::training(16);
   tpu::LoadWeights lw;
   lw.rows = 16;
-  const std::vector<tpu::Instruction> legal = {tpu::ReadVmem{},   tpu::WriteVmem{}, lw,
-                                               tpu::MatmulBf16{}, tpu::AccToVmem{}, tpu::Transpose{},
-                                               tpu::Vector{}};
+  const std::vector<tpu::Instruction> legal = {
+      tpu::ReadVmem{},  tpu::WriteVmem{}, lw,           tpu::MatmulBf16{},
+      tpu::AccToVmem{}, tpu::Transpose{}, tpu::Vector{}};
   for (const tpu::Instruction& instr : legal) {
     const InstrBytes bytes = tpu::encode(instr);
     const Opcode op = Opcode(bytes[0]);
@@ -507,7 +509,8 @@ TEST(InstrLayout, TrainingDecoderKnowsExactlyTheTestedOpcodes) {
 }
 
 // A random value for a field: one time in six any value of its width, else a small one (so
-// that legal instructions are frequent), VMEM and ACC rows often just below the top, host addresses mostly 16-byte aligned.
+// that legal instructions are frequent), VMEM and ACC rows often just below the top, host addresses
+// mostly 16-byte aligned.
 uint64_t random_field(std::mt19937_64& rng, const tpu::FieldInfo& f) {
   const uint64_t any = rng() & f.bits.max();
   if (f.bits.width <= 2 || rng() % 6 == 0) return any;
@@ -519,7 +522,8 @@ uint64_t random_field(std::mt19937_64& rng, const tpu::FieldInfo& f) {
     // Near the top of VMEM (8192 rows) or the ACC (2048 rows): the range checks' boundaries.
     if (rng() % 4 == 0) v = (name == "acc_addr" ? 2048u : 8192u) - 1 - rng() % 24;
   }
-  if (name == "host_addr" || name == "host_stride") v = (rng() % 4096) & ~uint64_t{rng() % 4 ? 15u : 0u};
+  if (name == "host_addr" || name == "host_stride")
+    v = (rng() % 4096) & ~uint64_t{rng() % 4 ? 15u : 0u};
   if (name == "func" && rng() % 2) v = 0x20 + rng() % 0x19;  // conversions, reductions, align
   return v & f.bits.max();
 }
@@ -565,7 +569,8 @@ uint32_t command_field(Vtpu_instr_layout& m, Opcode op, const std::string& name)
       {Opcode::Transpose, "blocks", [](V& v) { return uint32_t(v.t_move_count_o); }},
       {Opcode::Transpose, "src_stride", [](V& v) { return uint32_t(v.t_move_src_stride_o); }},
       {Opcode::Transpose, "dst_stride", [](V& v) { return uint32_t(v.t_move_dst_stride_o); }},
-      {Opcode::Transpose, "src_row_stride", [](V& v) { return uint32_t(v.t_move_src_row_stride_o); }},
+      {Opcode::Transpose, "src_row_stride",
+       [](V& v) { return uint32_t(v.t_move_src_row_stride_o); }},
   };
   for (const Map& e : kMap) {
     if (e.op == op && name == e.field) return e.out(m);
@@ -585,13 +590,19 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
   // 6 the move unit, 7 the vector unit, 8 load_weights.
   auto unit_of = [](Opcode op) -> unsigned {
     switch (op) {
-      case Opcode::ReadVmem: return 0;
-      case Opcode::WriteVmem: return 4;
-      case Opcode::MatmulBf16: return 2;
+      case Opcode::ReadVmem:
+        return 0;
+      case Opcode::WriteVmem:
+        return 4;
+      case Opcode::MatmulBf16:
+        return 2;
       case Opcode::AccToVmem:
-      case Opcode::Transpose: return 6;
-      case Opcode::Vector: return 7;
-      default: return 8;  // load_weights
+      case Opcode::Transpose:
+        return 6;
+      case Opcode::Vector:
+        return 7;
+      default:
+        return 8;  // load_weights
     }
   };
   std::map<unsigned, unsigned> legal, faults;

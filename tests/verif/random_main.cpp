@@ -129,8 +129,8 @@ int print_coverage(const GenOptions& opt, uint64_t first, uint64_t count,
   }
   std::cout << "N = " << opt.n << ", seeds " << first << ".." << first + count - 1 << ": "
             << by_kind[0] << " valid, " << by_kind[1] << " static-fault, " << by_kind[2]
-            << " axi-fault, " << by_kind[3] << " no-halt programs; " << cov.size()
-            << " counters, " << missing << " required ones missing; " << secs << " s\n";
+            << " axi-fault, " << by_kind[3] << " no-halt programs; " << cov.size() << " counters, "
+            << missing << " required ones missing; " << secs << " s\n";
   return missing ? 1 : 0;
 }
 

@@ -89,7 +89,7 @@ TEST(TrainChipCorners, VmemDmaAcrossWriterChunks) {
   in.vmem_addr = 100;
   in.rows = kRows;
   in.host_addr = kDataBase;
-  tpu::WriteVmem back;  // rows 101.. back over the same bytes,
+  tpu::WriteVmem back;   // rows 101.. back over the same bytes,
   back.vmem_addr = 101;  // (one row further on: every host row changes)
   back.rows = kRows - 1;
   back.host_addr = kDataBase;
@@ -109,8 +109,8 @@ TEST(TrainChipCorners, VmemDmaAcrossWriterChunks) {
   strided_out.rows = 257;
   strided_out.host_addr = bf16_at;
   strided_out.host_stride = row_bytes + 16;
-  const std::vector<tpu::Instruction> program = {in, back, tpu::Sync{}, half, tpu::Sync{},
-                                                 strided, strided_out, tpu::Halt{}};
+  const std::vector<tpu::Instruction> program = {in,          back,    tpu::Sync{}, half,
+                                                 tpu::Sync{}, strided, strided_out, tpu::Halt{}};
   auto& b = backends();
   RunConfig cfg;
   cfg.mem_bytes_per_cycle = 0;
