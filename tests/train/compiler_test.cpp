@@ -265,7 +265,8 @@ TEST(TrainPlacement, HomesAreDisjointAndWholeNodesFit) {
 }
 
 // The Keras example's Dense: 64 x 13 x 13 = 10816 inputs, 10 classes, batch 32, N = 16: its
-// input alone is 21,632 VMEM rows of the 8,192: the Dense and its gradients run in K-chunks.
+// input alone is 21,632 VMEM rows: on a chip of 8,192 (the training chip's VMEM before it grew
+// to ChipParams::kTrainingVmemRows = 32,768) the Dense and its gradients run in K-chunks.
 TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
   cnn::OnnxGraph m("keras_dense");
   m.input("x", {-1, 64, 13, 13});
@@ -277,7 +278,8 @@ TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
   Graph g = import_onnx(m.serialize(), 32, 16);
   append_backward(g);
   append_update(g, TrainOptions{});
-  const ChipParams chip = ChipParams::training(16);
+  ChipParams chip = ChipParams::training(16);
+  chip.vmem_rows = 8192;
   const Placement p = place(g, chip);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
