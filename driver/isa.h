@@ -100,7 +100,9 @@ struct ChipParams {
   // VMEM rows (isa.md "Training configuration"); 0 = the int8 configuration without the float
   // hardware (opcodes 0x08..0x0E fault ERR_OPCODE), which is what with_n() gives.
   uint32_t vmem_rows = 0;
-  static constexpr uint32_t kTrainingVmemRows = 8192;
+  // 32768 rows (2 MiB at N = 16): the Keras example's pooled activation at batch 32 (21,632
+  // rows) fits whole (docs/training.md). CMake TPU_SIM_TRAIN_VMEM_ROWS builds the RTL so.
+  static constexpr uint32_t kTrainingVmemRows = 32768;
   // Inter-chip links (isa.md "Inter-chip links"); 0 = a chip alone (opcodes 0x0F..0x10 fault
   // ERR_OPCODE). Links need VMEM.
   uint32_t ici_links = 0;

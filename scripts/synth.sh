@@ -72,6 +72,25 @@ for p in "${params[@]}"; do
   [[ "$p" =~ ^[A-Za-z][A-Za-z0-9_]*=[0-9]+$ ]] || { echo "synth.sh: --param wants NAME=NUMBER (got '$p')" >&2; exit 2; }
   chparams+=" -chparam ${p%%=*} ${p#*=}"
 done
+# tpu_core with --param (the training chip: --param VmemRows=32768): Yosys 0.23 fails an
+# internal assertion (`modules_.count(module->name) == 0`) when `hierarchy -chparam` sets them
+# on the deferred tpu_core (it elaborates the parameterized core twice once its float blocks
+# appear). So the parameters, N included, become the defaults of a copy of rtl/tpu_core.sv in
+# the output directory, elaborated without -chparam: the same design.
+if [[ "$top" == tpu_core && ${#params[@]} -gt 0 ]]; then
+  core_copy="$out/tpu_core.sv"
+  cp "$root/rtl/tpu_core.sv" "$core_copy"
+  for p in "N=$n" "${params[@]}"; do
+    name="${p%%=*}" value="${p#*=}"
+    grep -qE "^[[:space:]]*parameter int unsigned $name[[:space:]]*=" "$core_copy" ||
+      { echo "synth.sh: --param $name: tpu_core has no parameter $name" >&2; exit 2; }
+    sed -i -E "s/^([[:space:]]*parameter int unsigned $name[[:space:]]*=[[:space:]]*)[^,]*(,.*)?\$/\1$value\2/" "$core_copy"
+  done
+  for i in "${!sources[@]}"; do
+    [[ "${sources[$i]}" == */rtl/tpu_core.sv ]] && sources[$i]="$core_copy"
+  done
+  chparams=""
+fi
 
 # A block alone also brings the other rtl/ blocks it instantiates, recursively (tpu_vpu:
 # tpu_vpu_lane); a line that starts with a module's name instantiates it.
@@ -146,6 +165,6 @@ if ((rc != 0)); then
   exit 1
 fi
 
-[[ -n "$chparams" ]] || n=0  # no N: a block without the parameter
+[[ -n "$chparams" || -n "${core_copy:-}" ]] || n=0  # no N: a block without the parameter
 python3 "$root/scripts/synth_report.py" --n "$n" --top "$top" --target "$target" --dir "$out" \
   --seconds "$seconds" --params "${params[*]:-}"

@@ -393,10 +393,10 @@ TEST(TrainRtl, TimelineHasTheTrainingUnits) {
   SCOPED_TRACE(listing(p));
   ASSERT_TRUE(o.done()) << o.message;
   ASSERT_EQ(tl.size(), p.size() - 1);
-  const ExecUnit want[] = {ExecUnit::ReadHost,  ExecUnit::ReadWeights, ExecUnit::Matmul,
-                           ExecUnit::ReadHost,  ExecUnit::Vector,      ExecUnit::Vector,
-                           ExecUnit::Move,      ExecUnit::Move,        ExecUnit::LoadWeights,
-                           ExecUnit::Matmul,    ExecUnit::WriteHost};
+  const ExecUnit want[] = {ExecUnit::ReadHost, ExecUnit::ReadWeights, ExecUnit::Matmul,
+                           ExecUnit::ReadHost, ExecUnit::Vector,      ExecUnit::Vector,
+                           ExecUnit::Move,     ExecUnit::Move,        ExecUnit::LoadWeights,
+                           ExecUnit::Matmul,   ExecUnit::WriteHost};
   std::map<ExecUnit, uint64_t> last_end;
   for (size_t i = 0; i < tl.size(); ++i) {
     const InstrEvent& e = tl[i];
@@ -413,13 +413,13 @@ TEST(TrainRtl, TimelineHasTheTrainingUnits) {
     last_end[e.unit] = e.end;
   }
   // Dependencies (VMEM and ACC rows) issue exactly when their producer is finished.
-  EXPECT_EQ(tl[4].start, tl[3].end);  // vector after read_vmem
-  EXPECT_EQ(tl[5].start, tl[4].end);  // vector after vector
-  EXPECT_EQ(tl[7].start, tl[6].end);  // transpose after acc_to_vmem
-  EXPECT_EQ(tl[10].start, tl[7].end); // write_vmem after transpose
-  EXPECT_GE(tl[6].start, tl[2].end);  // acc_to_vmem after the matmul
-  EXPECT_GE(tl[8].start, tl[4].end);  // load_weights after the vector
-  EXPECT_GT(tl[9].end, tl[8].end);    // matmul_bf16 uses the tile load_weights made
+  EXPECT_EQ(tl[4].start, tl[3].end);   // vector after read_vmem
+  EXPECT_EQ(tl[5].start, tl[4].end);   // vector after vector
+  EXPECT_EQ(tl[7].start, tl[6].end);   // transpose after acc_to_vmem
+  EXPECT_EQ(tl[10].start, tl[7].end);  // write_vmem after transpose
+  EXPECT_GE(tl[6].start, tl[2].end);   // acc_to_vmem after the matmul
+  EXPECT_GE(tl[8].start, tl[4].end);   // load_weights after the vector
+  EXPECT_GT(tl[9].end, tl[8].end);     // matmul_bf16 uses the tile load_weights made
   // acc_to_vmem moves its 2N rows one per cycle. (No such bound for the vector unit: its
   // rows per cycle are its own, and its VMEM writes yield to the move unit's, so a one-row
   // vector running next to acc_to_vmem can take longer than a 2N-row one alone.)

@@ -181,7 +181,7 @@ TEST(Energy, ComponentsAreCountsTimesTheTable) {
   const Energy e = energy_of(a, chip, t);
   const MemorySizes m = memory_sizes(chip);
   EXPECT_EQ(m.ub, 8192.0 * 16);
-  EXPECT_EQ(m.vmem, 8192.0 * 64);
+  EXPECT_EQ(m.vmem, double{ChipParams::kTrainingVmemRows} * 64);
   double want = 1000 * 0.3 + 10 * 2.0 + 7 * 3.3 + 3 * 3.7 + 5 * 0.9 + 11 * 0.1 +
                 96 * t.sram_pj_per_byte(m.ub) + 384 * t.sram_pj_per_byte(m.acc) +
                 1536 * t.sram_pj_per_byte(m.vmem) + 48 * t.sram_pj_per_byte(m.weight_fifo) +

@@ -205,7 +205,9 @@ TEST(Collectives, Errors) {
                std::invalid_argument);
   EXPECT_THROW(all_gather_program(t, pp, 0, 0, 8), std::invalid_argument);
   EXPECT_THROW(all_reduce_program(t, pp, 4, 0, 8, CollectiveDtype::Fp32), std::invalid_argument);
-  EXPECT_THROW(all_reduce_program(t, pp, 0, 8190, 3, CollectiveDtype::Fp32), std::invalid_argument);
+  // Rows VmemRows - 2 .. VmemRows: one past the end.
+  EXPECT_THROW(all_reduce_program(t, pp, 0, pp.vmem_rows - 2, 3, CollectiveDtype::Fp32),
+               std::invalid_argument);
   EXPECT_THROW(all_reduce_program(t, pp, 0, 0, 0, CollectiveDtype::Fp32), std::invalid_argument);
   // The builder refuses links the chip does not have.
   EXPECT_THROW(all_reduce_program(t, ChipParams::pod(kN, 2), 0, 0, 8, CollectiveDtype::Fp32),

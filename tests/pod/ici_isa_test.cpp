@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "assembler.h"
 #include "isa.h"
@@ -14,6 +15,9 @@ namespace tpu {
 namespace {
 
 const ChipParams kPod = ChipParams::pod(16, 4);
+// Its VMEM rows (ChipParams::kTrainingVmemRows) as the 16-bit row fields take them.
+const uint16_t kLastRow = static_cast<uint16_t>(kPod.vmem_rows - 1);
+const std::string kRowsText = std::to_string(kPod.vmem_rows);
 
 // The bit pattern with only field f set to all ones.
 InstrBytes only_field(Opcode op, BitField f) {
@@ -135,9 +139,9 @@ TEST(IciIsa, StaticChecksInIsaOrder) {
   EXPECT_EQ(check(IciRecv{15, 3, 0xFFFF, 5}, kPod, &why), ErrorCode::ERR_FIELD);
   EXPECT_NE(why.find("reduce = 3"), std::string::npos) << why;
   // The VMEM range before the link.
-  EXPECT_EQ(check(IciSend{15, 8190, 3}, kPod, &why), ErrorCode::ERR_VMEM_RANGE);
-  EXPECT_EQ(check(IciRecv{0, 0, 8191, 1}, kPod), ErrorCode::ERR_NONE);
-  EXPECT_EQ(check(IciRecv{0, 0, 8191, 2}, kPod), ErrorCode::ERR_VMEM_RANGE);
+  EXPECT_EQ(check(IciSend{15, uint16_t(kLastRow - 1), 3}, kPod, &why), ErrorCode::ERR_VMEM_RANGE);
+  EXPECT_EQ(check(IciRecv{0, 0, kLastRow, 1}, kPod), ErrorCode::ERR_NONE);
+  EXPECT_EQ(check(IciRecv{0, 0, kLastRow, 2}, kPod), ErrorCode::ERR_VMEM_RANGE);
   // A link the chip does not have.
   EXPECT_EQ(check(IciSend{4, 0, 1}, kPod, &why), ErrorCode::ERR_ICI_LINK);
   EXPECT_EQ(why, "ici_send: link = 4, but the chip has IciLinks = 4 (expected 0..3)");
@@ -220,10 +224,11 @@ TEST(IciBuilder, EveryFault) {
   expect_error([&] { b.ici_send(4, 0, 1); }, "link", "IciLinks = 4");
   expect_error([&] { b.ici_recv(7, 0, 1); }, "link", "ERR_ICI_LINK");
   expect_error([&] { b.ici_send(0, 0, 0); }, "rows", "rows = 0");
-  expect_error([&] { b.ici_send(0, 0, 8193); }, "rows", "1..8192");
-  expect_error([&] { b.ici_recv(0, 8000, 193); }, "vmem_row", "vmem_row + rows - 1 = 8192");
+  expect_error([&] { b.ici_send(0, 0, kPod.vmem_rows + 1); }, "rows", "1.." + kRowsText);
+  expect_error([&] { b.ici_recv(0, uint16_t(kLastRow - 191), 193); }, "vmem_row",
+               "vmem_row + rows - 1 = " + kRowsText);
   expect_error([&] { b.ici_recv(IciRecv{0, 3, 0, 1}); }, "reduce", "reduce = 3");
-  expect_error([&] { b.ici_send(IciSend{0, 8191, 2}); }, "vmem_row", "8192");
+  expect_error([&] { b.ici_send(IciSend{0, kLastRow, 2}); }, "vmem_row", kRowsText);
   ProgramBuilder alone(ChipParams::training(16));
   expect_error([&] { alone.ici_send(0, 0, 1); }, "", "IciLinks = 0");
   expect_error([&] { alone.append(IciRecv{}); }, "", "ERR_OPCODE");

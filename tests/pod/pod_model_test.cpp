@@ -222,7 +222,9 @@ TEST_F(Fixture, ACycleOfWaitingChipsIsADeadlock) {
 
 TEST_F(Fixture, ANeighbourThatStopsEndsTheOthersWithANamedError) {
   b0.ici_recv(kLinkXMinus, 0, 1);
-  std::vector<Instruction> bad = {Vector{0, BMode::Imm, 9000, 0}, Halt{}};  // VMEM row 9000
+  // A destination row past VmemRows (ChipParams::kTrainingVmemRows).
+  const auto past = static_cast<uint16_t>(ChipParams::kTrainingVmemRows + 808);
+  std::vector<Instruction> bad = {Vector{0, BMode::Imm, past, 0}, Halt{}};
   const PodResult r = pod.run({b0.finish(), bad});
   EXPECT_EQ(r.chips[1].error, ErrorCode::ERR_VMEM_RANGE);
   EXPECT_EQ(r.chips[0].error, ErrorCode::ERR_ICI_DEADLOCK);

@@ -266,7 +266,8 @@ TEST(TrainPlacement, HomesAreDisjointAndWholeNodesFit) {
 }
 
 // The Keras example's Dense: 64 x 13 x 13 = 10816 inputs, 10 classes, batch 32, N = 16: its
-// input alone is 21,632 VMEM rows of the 8,192: the Dense and its gradients run in K-chunks.
+// input alone is 21,632 VMEM rows: on a chip of 8,192 (the training chip's VMEM before it grew
+// to ChipParams::kTrainingVmemRows = 32,768) the Dense and its gradients run in K-chunks.
 TEST(TrainPlacement, KerasDenseStreamsInKChunks) {
   cnn::OnnxGraph m("keras_dense");
   m.input("x", {-1, 64, 13, 13});
