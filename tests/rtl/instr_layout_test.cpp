@@ -9,7 +9,7 @@
 //     static check agrees with tpu::check().
 // The training formats (issue 30: read_vmem / write_vmem, load_weights, matmul_bf16,
 // acc_to_vmem, transpose, vector) likewise, through the training chip's decoder (VmemRows =
-// 8192) against isa.h with ChipParams::training(16).
+// 8192) against isa.h with ChipParams::training(16) at that VMEM size (training_decoder_params).
 // The wrapper tests/rtl/tpu_instr_layout.sv exposes the formats and the decoder's output.
 #include <gtest/gtest.h>
 
@@ -442,6 +442,14 @@ const std::vector<Opcode>& training_opcodes() {
   return ops;
 }
 
+// The training decoder of tests/rtl/tpu_instr_layout.sv is built with VmemRows = 8192; isa.h's
+// checks are for the training chip's parameters at that VMEM size.
+tpu::ChipParams training_decoder_params() {
+  tpu::ChipParams p = tpu::ChipParams::training(16);
+  p.vmem_rows = 8192;
+  return p;
+}
+
 // What isa.h says the training chip's decoder must report for `bytes`: decode()'s opcode and
 // reserved-bit faults, then check()'s static checks.
 tpu::ErrorCode isa_error(const InstrBytes& bytes, const tpu::ChipParams& params, std::string* why) {
@@ -455,7 +463,7 @@ tpu::ErrorCode isa_error(const InstrBytes& bytes, const tpu::ChipParams& params,
 
 TEST(InstrLayout, TrainingDecoderFaultsEveryReservedBit) {
   Layout m;
-  const tpu::ChipParams params = tpu::ChipParams::training(16);
+  const tpu::ChipParams params = training_decoder_params();
   tpu::LoadWeights lw;
   lw.rows = 16;
   const std::vector<tpu::Instruction> legal = {
@@ -491,7 +499,7 @@ TEST(InstrLayout, TrainingDecoderFaultsEveryReservedBit) {
 // without inter-chip links. (An opcode the RTL learns fails here until its format is added.)
 TEST(InstrLayout, TrainingDecoderKnowsExactlyTheTestedOpcodes) {
   Layout m;
-  const tpu::ChipParams params = tpu::ChipParams::training(16);
+  const tpu::ChipParams params = training_decoder_params();
   std::set<unsigned> tested;
   for (const Format& f : formats(*m)) tested.insert(unsigned(f.op));
   for (Opcode op : {Opcode::WriteHost, Opcode::Sync, Opcode::Halt, Opcode::WriteVmem})
@@ -585,7 +593,7 @@ uint32_t command_field(Vtpu_instr_layout& m, Opcode op, const std::string& name)
 TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
   Layout m;
   std::mt19937_64 rng(30);
-  const tpu::ChipParams params = tpu::ChipParams::training(16);
+  const tpu::ChipParams params = training_decoder_params();
   // Unit codes (tpu_pkg::unit_e): 0 read_host / read_vmem, 2 matmul, 4 write_host / write_vmem,
   // 6 the move unit, 7 the vector unit, 8 load_weights.
   auto unit_of = [](Opcode op) -> unsigned {
@@ -674,7 +682,7 @@ TEST(InstrLayout, TrainingDecoderCommandsAndChecksMatchIsaH) {
 // the ACC (2048 rows): the training decoder's code must be isa.h's at every value.
 TEST(InstrLayout, TrainingDecoderRangeBoundaries) {
   Layout m;
-  const tpu::ChipParams params = tpu::ChipParams::training(16);
+  const tpu::ChipParams params = training_decoder_params();
   std::vector<tpu::Instruction> shapes;
   tpu::ReadVmem rv;
   rv.rows = 5;

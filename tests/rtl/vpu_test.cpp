@@ -588,10 +588,10 @@ TEST(Vpu, WideThroughputContiguous) {
     uint32_t b, dst;
   };
   const Case cases[] = {
-      {VecFunc::FAdd, BMode::RowA, 20, 40},    {VecFunc::FMul, BMode::RowDst, 20, 40},
-      {VecFunc::FAdd, BMode::RowDst, 40, 40},  {VecFunc::FSub, BMode::Fixed, 20, 40},
+      {VecFunc::FAdd, BMode::RowA, 20, 40},         {VecFunc::FMul, BMode::RowDst, 20, 40},
+      {VecFunc::FAdd, BMode::RowDst, 40, 40},       {VecFunc::FSub, BMode::Fixed, 20, 40},
       {VecFunc::FMax, BMode::Imm, 0x3F800000u, 40}, {VecFunc::I2F, BMode::RowA, 0, 40},
-      {VecFunc::LSum, BMode::RowA, 0, 40},     {VecFunc::Align, BMode::Imm, N - 1, 40},
+      {VecFunc::LSum, BMode::RowA, 0, 40},          {VecFunc::Align, BMode::Imm, N - 1, 40},
       {VecFunc::FAdd, BMode::Imm, 0x3F800000u, 0},  // in place
       {VecFunc::RSum, BMode::Imm, 0x80000000u, 40}, {VecFunc::RMax, BMode::Fixed, 20, 40},
   };

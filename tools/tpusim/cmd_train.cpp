@@ -235,8 +235,8 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "write the first step's instruction timeline as Chrome trace-event JSON (rtl backend)")(
       "energy-table", po::value<std::string>(&a.energy_table_file),
       "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
-      "energy/horowitz_45nm.json)")(
-      "quiet", po::bool_switch(&a.quiet), "no progress lines on stderr")(
+      "energy/horowitz_45nm.json)")("quiet", po::bool_switch(&a.quiet),
+                                    "no progress lines on stderr")(
       "chips", po::value<std::string>(),
       "data-parallel training on a pod of P chips (--backend model: the pod of golden models): "
       "each chip trains on --batch / P images of every step, the gradients are all-reduced over "
