@@ -383,13 +383,15 @@ std::string timing_chart(const SweepOptions& o, const std::vector<Config>& confi
   return tpusim::line_chart_svg(spec);
 }
 
-// DMA bytes per image: they depend on N and the batch, not on the memory's timing.
-std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
-                      const std::vector<Outcome>& outcomes) {
+// A chart of one figure per image against N, a line per batch, at the first bandwidth and
+// latency: figures that depend on N and the batch, not on the memory's timing.
+std::string per_image_chart(const SweepOptions& o, const std::vector<Config>& configs,
+                            const std::vector<Outcome>& outcomes, const std::string& title,
+                            const std::string& y_label, double (*value)(const Outcome&)) {
   tpusim::PlotSpec spec;
-  spec.title = "DMA bytes per image (host to chip: weights, parameters, instructions, input)";
+  spec.title = title;
   spec.x_label = "array size N";
-  spec.y_label = "bytes per image";
+  spec.y_label = y_label;
   tpusim::PlotPanel panel;
   panel.title = "bandwidth " + std::to_string(o.bws[0]) + ", latency " + std::to_string(o.lats[0]);
   for (int64_t b : o.batches) {
@@ -399,7 +401,7 @@ std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
       const Config& c = configs[i];
       if (c.bandwidth != o.bws[0] || c.latency != o.lats[0] || c.batch != b) continue;
       series.x.push_back(double(c.n));
-      series.y.push_back(outcomes[i].ok ? outcomes[i].dma_in : std::nan(""));
+      series.y.push_back(outcomes[i].ok ? value(outcomes[i]) : std::nan(""));
     }
     panel.series.push_back(std::move(series));
   }
@@ -407,29 +409,21 @@ std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
   return tpusim::line_chart_svg(spec);
 }
 
-// Energy per image against N (a line per batch): it depends on N and the batch (the actions),
-// not on the memory's timing.
+// DMA bytes per image.
+std::string dma_chart(const SweepOptions& o, const std::vector<Config>& configs,
+                      const std::vector<Outcome>& outcomes) {
+  return per_image_chart(
+      o, configs, outcomes,
+      "DMA bytes per image (host to chip: weights, parameters, instructions, input)",
+      "bytes per image", [](const Outcome& r) { return r.dma_in; });
+}
+
+// Energy per image (the actions).
 std::string energy_chart(const SweepOptions& o, const std::vector<Config>& configs,
                          const std::vector<Outcome>& outcomes) {
-  tpusim::PlotSpec spec;
-  spec.title = "Energy per image (docs/energy.md; counted from the instructions run)";
-  spec.x_label = "array size N";
-  spec.y_label = "\u00b5J per image";
-  tpusim::PlotPanel panel;
-  panel.title = "bandwidth " + std::to_string(o.bws[0]) + ", latency " + std::to_string(o.lats[0]);
-  for (int64_t b : o.batches) {
-    tpusim::PlotSeries series;
-    series.label = "batch " + std::to_string(b);
-    for (size_t i = 0; i < configs.size(); ++i) {
-      const Config& c = configs[i];
-      if (c.bandwidth != o.bws[0] || c.latency != o.lats[0] || c.batch != b) continue;
-      series.x.push_back(double(c.n));
-      series.y.push_back(outcomes[i].ok ? outcomes[i].energy_pj / 1e6 : std::nan(""));
-    }
-    panel.series.push_back(std::move(series));
-  }
-  spec.panels.push_back(std::move(panel));
-  return tpusim::line_chart_svg(spec);
+  return per_image_chart(o, configs, outcomes,
+                         "Energy per image (docs/energy.md; counted from the instructions run)",
+                         "\u00b5J per image", [](const Outcome& r) { return r.energy_pj / 1e6; });
 }
 
 // The table on stdout.
