@@ -271,16 +271,16 @@ const EnergyTable& EnergyTable::horowitz_45nm() {
 
 double EnergyTable::sram_pj_per_byte(double bytes) const {
   const auto& p = sram_pj_per_64bit;
-  double pj = p.front().second;
+  double word_pj = p.front().second;
   if (bytes >= p.back().first) {
-    pj = p.back().second;
+    word_pj = p.back().second;
   } else if (bytes > p.front().first) {
     size_t i = 1;
     while (p[i].first < bytes) ++i;
     const double t = std::log(bytes / p[i - 1].first) / std::log(p[i].first / p[i - 1].first);
-    pj = p[i - 1].second * std::pow(p[i].second / p[i - 1].second, t);
+    word_pj = p[i - 1].second * std::pow(p[i].second / p[i - 1].second, t);
   }
-  return pj / 8.0;
+  return word_pj / 8.0;
 }
 
 MemorySizes memory_sizes(const ChipParams& chip) {
