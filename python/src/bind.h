@@ -34,21 +34,6 @@ py::dict stats_dict(const tpu::RunStats& s);
 // The bytes of a contiguous 1-byte array (uint8 or int8), any shape.
 std::vector<uint8_t> array_bytes(const py::array& a, const char* what);
 
-// A float32 matmul on the bf16 matrix unit (float_matmul.cpp): out = a . w, a m x k and w
-// k x n row-major fp32. Throws DeviceError on a chip without VMEM / the bf16 unit.
-struct FloatMatmulRun {
-  std::vector<float> out;  // m x n row-major
-  tpu::RunStats stats;
-  std::string plan;
-  size_t instructions = 0;
-  uint64_t useful_macs = 0;    // m*k*n
-  double mxu_utilization = 0;  // useful_macs / (cycles * N^2)
-};
-// bf16_transfer: the host rounds a and w to bf16 (tpu::fp::to_bf16, the chip's rounding) and
-// sends half the bytes; the result is the same bits.
-FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
-                                uint32_t k, uint32_t n, bool bf16_transfer, uint64_t max_cycles);
-
 // A Python Device: a ModelDevice of its own, or a lease of the process's one RtlDevice
 // (device.cpp). Calls from several Python threads take turns on its lock.
 class PyDevice {

@@ -15,6 +15,7 @@
 #include "bind.h"
 #include "device_model.h"
 #include "device_rtl.h"
+#include "float_matmul.h"
 #include "tiled_ops.h"
 
 namespace tpu_py {
@@ -178,7 +179,8 @@ py::tuple matmul(PyDevice& self, const py::array& a, const py::array& w, bool a_
   return py::make_tuple(out, st);
 }
 
-// a: m x k, w: k x n float32 (C-contiguous; shapes checked by the caller).
+// a: m x k, w: k x n float32 (C-contiguous; shapes checked by the caller): the driver's
+// run_float_matmul (driver/float_matmul.h), the same code as the C++ API.
 py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_style>& a,
                        const py::array_t<float, py::array::c_style>& w, bool bf16_transfer,
                        uint64_t max_cycles) {
@@ -187,12 +189,14 @@ py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_sty
   const auto m = static_cast<uint32_t>(a.shape(0)), k = static_cast<uint32_t>(a.shape(1)),
              n = static_cast<uint32_t>(w.shape(1));
   const std::vector<float> av(a.data(), a.data() + a.size()), wv(w.data(), w.data() + w.size());
-  FloatMatmulRun r;
+  tpu::FloatMatmulRun r;
   {
     py::gil_scoped_release nogil;
     std::unique_lock<std::mutex> lock;
     tpu::Device& dev = self.device(lock);
-    r = run_float_matmul(dev, av.data(), wv.data(), m, k, n, bf16_transfer, max_cycles);
+    r = tpu::run_float_matmul(
+        dev, av, wv, m, k, n,
+        bf16_transfer ? tpu::FloatTransfer::Bfloat16 : tpu::FloatTransfer::Float32, max_cycles);
   }
   py::array_t<float> out({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(n)});
   std::copy(r.out.begin(), r.out.end(), out.mutable_data());
@@ -200,7 +204,7 @@ py::tuple matmul_float(PyDevice& self, const py::array_t<float, py::array::c_sty
   st["useful_macs"] = r.useful_macs;
   st["utilization"] = r.mxu_utilization;
   st["program_instructions"] = r.instructions;
-  st["plan"] = r.plan;
+  st["plan"] = r.plan.describe();
   return py::make_tuple(out, st);
 }
 

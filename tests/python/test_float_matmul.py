@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tpu_rtl
+from conftest import run_json, tool
 from float_ref import bf16, bits, float_matmul
 
 RNG = np.random.default_rng(30)
@@ -84,6 +85,32 @@ def test_rtl_equals_model_and_reference(rtl, model, m, k, n):
         assert st.instructions == mst.instructions and st.plan == mst.plan
     # The model's estimate is an estimate, but of the same program: same order of magnitude.
     assert st.cycles / 3 < mst.cycles < st.cycles * 3
+
+
+def cpp_float_matmul(backend, a, w, transfer):
+    """What the C++ API (driver/float_matmul.h run_float_matmul) returns for the same operands:
+    tests/python/float_matmul_ref.cpp, a separate process (its own chip)."""
+    m, k = a.shape
+    head = f"{backend} {m} {k} {w.shape[1]} {transfer}"
+    words = " ".join(map(str, np.concatenate([bits(a).ravel(), bits(w).ravel()])))
+    return run_json([tool("TPU_PY_FLOAT_MATMUL_REF")], head + "\n" + words + "\n")
+
+
+@pytest.mark.parametrize("backend", ["rtl", "model"])
+@pytest.mark.parametrize("transfer", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,k,n", [(37, 50, 23), (64, 33, 70)])
+def test_equals_cpp_api(request, backend, transfer, m, k, n):
+    """Python and C++ are the same code: the same bits, cycles, counters and program."""
+    a, w = wide_range((m, k)), wide_range((k, n))
+    a[0, 0], w[1, 2] = np.nan, np.inf
+    dev = request.getfixturevalue(backend)
+    out, st = dev.matmul(a, w, transfer=transfer)
+    j = cpp_float_matmul(backend, a, w, transfer)
+    np.testing.assert_array_equal(bits(out).ravel(), np.array(j["out"], np.uint32))
+    assert st.cycles == j["cycles"] and st.cycles_estimated == j["cycles_estimated"]
+    assert st.counters == j["counters"]
+    assert st.instructions == j["instructions"] and st.plan == j["plan"]
+    assert st.utilization == j["utilization"]
 
 
 @needs_rtl

@@ -1,105 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device.matmul for float32 operands (docs/python.md "Float matmul"): out = a . w on the bf16
-// matrix unit of a chip with VMEM (docs/isa.md "Training configuration"), any m x k x n.
-//
-// The operands travel as fp32 (read_vmem, 4N bytes per VMEM row) and the chip rounds them to
-// bf16 itself (load_weights for w, matmul_bf16 for a: RNE, DAZ, canonical NaN), or with
-// `bf16_transfer` the host rounds them with the same function (tpu::fp::to_bf16) and they travel
-// as bf16 (read_vmem bf16, 2N bytes per row: half the input DMA), widened exactly on the chip,
-// where rounding a bf16 value again changes nothing: the same bits either way. The chip
-// multiplies exactly and adds in fp32 in the documented order. K is padded with +0 to kt =
-// ceil(k/N) tiles; for each output element, K tile 0's column sum overwrites the accumulator and
-// every later tile's sum is added to it in fp32 (matmul_bf16 acc), tiles in order 0 .. kt-1. The
-// accumulators go to VMEM (acc_to_vmem) and back to the host as fp32 (write_vmem).
-//
-// Tiling, from the chip's parameters (PARAM registers on rtl): W stays in VMEM for the whole
-// run when it fits in half of it, else it is streamed as panels of g K tiles x one column
-// block (two buffers). A is cut into chunks of rows (two buffers), each chunk's output block
-// goes through one of two ACC regions and one of two VMEM output regions. The chip orders
-// everything by its hazard rules (isa.md "Ordering"): the program needs no sync.
+// The float32 matmul on the bf16 matrix unit (float_matmul.h).
+#include "float_matmul.h"
+
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 #include <deque>
 #include <sstream>
-#include <string>
-#include <string_view>
+#include <stdexcept>
 
-#include "bind.h"
 #include "fp.h"
-#include "program.h"
+#include "text.h"
 
-namespace tpu_py {
+namespace tpu {
 
 namespace {
 
+using detail::format;
+
 constexpr uint32_t kMaxMatmulRows = 4095;  // matmul_bf16 contiguous form (12-bit counts)
 constexpr uint64_t kMaxHostBytes = uint64_t{1} << 30;
+constexpr uint8_t kFirstBf16Op = 0x08, kLastBf16Op = 0x0C;  // read_vmem .. acc_to_vmem
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
-
-struct FloatPlan {
-  uint32_t tile = 0, kt = 0, nt = 0;
-  uint32_t group = 0, groups = 0;  // K tiles per A / W piece, pieces per column block
-  bool w_resident = false;         // all of W in VMEM for the whole run
-  bool bf16_in = false;            // A and W travel as bf16
-  std::vector<uint32_t> chunk_sizes;
-  uint32_t chunk_rows = 0;
-  uint32_t w_base = 0, w_rows = 0;  // W region (resident: all panels; else two buffers)
-  uint32_t a_base[2] = {0, 0}, out_base[2] = {0, 0}, acc_base[2] = {0, 0};
-
-  std::string describe() const {
-    std::ostringstream s;
-    s << "bf16 tile " << tile << ": " << kt << " K tiles x " << nt << " column blocks, "
-      << chunk_sizes.size() << " row chunks of <= " << chunk_rows << ", W "
-      << (w_resident ? "resident in VMEM" : "streamed") << " (" << group << " K tiles per piece)"
-      << (bf16_in ? ", bf16 transfer" : "");
-    return s.str();
-  }
-};
-
-FloatPlan plan_float(const tpu::ChipParams& p, uint32_t m, uint32_t k, uint32_t n) {
-  FloatPlan pl;
-  const uint32_t T = p.N, V = p.vmem_rows;
-  pl.tile = T;
-  pl.kt = ceil_div(k, T);
-  pl.nt = ceil_div(n, T);
-  const uint64_t w_all = uint64_t{pl.kt} * pl.nt * T;
-  if (w_all <= V / 2) {
-    pl.w_resident = true;
-    pl.group = pl.kt;
-    pl.w_rows = static_cast<uint32_t>(w_all);
-  } else {
-    pl.group = std::min(pl.kt, std::max(1u, V / 4 / T));
-    pl.w_rows = 2 * pl.group * T;
-  }
-  pl.groups = ceil_div(pl.kt, pl.group);
-  const uint64_t rest = V > pl.w_rows ? V - pl.w_rows : 0;
-  const uint64_t rows = std::min<uint64_t>(
-      {uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2, rest / (2 * uint64_t{pl.group} + 2)});
-  if (rows == 0)
-    throw std::invalid_argument(
-        "matmul (float32): the chip is too small for one row: VmemRows = " + std::to_string(V) +
-        ", AccRows = " + std::to_string(p.acc_rows) + " (need W pieces of " +
-        std::to_string(pl.w_rows) + " rows plus 2 * (" + std::to_string(pl.group) +
-        " + 1) rows of A and output, and 2 ACC rows)");
-  const uint32_t chunks = ceil_div(m, rows);
-  for (uint32_t c = 0; c < chunks; ++c) pl.chunk_sizes.push_back(m / chunks + (c < m % chunks));
-  pl.chunk_rows = pl.chunk_sizes.front();
-  const uint32_t a_rows = pl.chunk_rows * pl.group;
-  pl.w_base = 0;
-  pl.a_base[0] = pl.w_rows;
-  pl.a_base[1] = pl.a_base[0] + a_rows;
-  pl.out_base[0] = pl.a_base[1] + a_rows;
-  pl.out_base[1] = pl.out_base[0] + pl.chunk_rows;
-  pl.acc_base[1] = pl.chunk_rows;
-  return pl;
-}
 
 // Pushes bf16 weight tiles into the weight FIFO as far ahead as it holds, merging runs of
 // tiles N rows apart into one load_weights.
 class TileFeeder {
  public:
-  explicit TileFeeder(tpu::ProgramBuilder& b) : b_(b) {}
+  explicit TileFeeder(ProgramBuilder& b) : b_(b) {}
   void add(uint32_t vmem_row) { ready_.push_back(vmem_row); }
   void feed() {
     const uint32_t T = b_.params().N;
@@ -109,7 +38,7 @@ class TileFeeder {
       while (count < room && count < ready_.size() && count < 0xFFFF &&
              ready_[count] == ready_[0] + count * T)
         ++count;
-      tpu::LoadWeights lw;
+      LoadWeights lw;
       lw.vmem_addr = static_cast<uint16_t>(ready_[0]);
       lw.row_stride = 1;
       lw.tiles = static_cast<uint16_t>(count);
@@ -121,29 +50,25 @@ class TileFeeder {
   }
 
  private:
-  tpu::ProgramBuilder& b_;
+  ProgramBuilder& b_;
   std::deque<uint32_t> ready_;
 };
 
-struct HostAddrs {
-  uint32_t a = 0, w = 0, out = 0;
-  bool bf16 = false;  // A and W are bf16 on the host (2N bytes per VMEM row)
-};
-
-// Host layouts (T = N; A and W fp32 or bf16, OUT fp32): A chunk-major (chunk c: kt tiles of its
-// rows, tile-major), W panel-major (column block j: kt*T rows of T lanes), OUT block-major (block
-// j: m rows). Every DMA is one tile of A or one panel (piece) of W, so the MXU starts on the first
-// while the others arrive; a resident W panel and the next chunk's A are read one step ahead.
+// Emits the program in the host layouts of float_matmul.h: every DMA is one tile of A or one
+// piece of W, so the MXU starts on the first while the others arrive; a resident W panel and
+// the next chunk's A are read one step ahead.
 class FloatEmitter {
  public:
-  FloatEmitter(tpu::ProgramBuilder& b, const FloatPlan& pl, uint32_t m, const HostAddrs& h)
+  FloatEmitter(ProgramBuilder& b, const FloatMatmulPlan& pl, uint32_t m,
+               const FloatMatmulHostAddrs& h)
       : b_(b),
         pl_(pl),
         m_(m),
         h_(h),
         feeder_(b),
         row_bytes_(4 * pl.tile),
-        in_bytes_((h.bf16 ? 2 : 4) * pl.tile) {
+        in_bytes_(pl.in_bytes() * pl.tile),
+        bf16_(pl.transfer == FloatTransfer::Bfloat16) {
     uint32_t m0 = 0;
     for (uint32_t mc : pl.chunk_sizes) {
       chunk_m0_.push_back(m0);
@@ -197,7 +122,7 @@ class FloatEmitter {
           if (!pl_.w_resident) read_pieces_to((block * pl_.groups + g) + 2);
           for (uint32_t t = 0; t < gt; ++t) {
             feeder_.feed();
-            const unsigned flags = tpu::kSwitchWeights | (t0 + t > 0 ? tpu::kAccumulate : 0u);
+            const unsigned flags = kSwitchWeights | (t0 + t > 0 ? kAccumulate : 0u);
             b_.matmul_bf16(a_buf + t * mc, pl_.acc_base[block % 2], mc, flags);
             ++matmuls_;
             emit_deferred(false);
@@ -223,14 +148,14 @@ class FloatEmitter {
     const uint32_t buf = pl_.a_base[a_loads_++ % 2], mc = pl_.chunk_sizes[c];
     const uint32_t host = h_.a + chunk_m0_[c] * pl_.kt * in_bytes_;
     for (uint32_t t = 0; t < gt; ++t)
-      b_.read_vmem(buf + t * mc, mc, host + (t0 + t) * mc * in_bytes_, h_.bf16);
+      b_.read_vmem(buf + t * mc, mc, host + (t0 + t) * mc * in_bytes_, bf16_);
     return buf;
   }
   // Resident W: panel j (all K tiles of column block j), read once.
   void read_panel(uint32_t j) {
     if (j != panels_read_ || j >= pl_.nt) return;
     const uint32_t rows = pl_.kt * pl_.tile;
-    b_.read_vmem(pl_.w_base + j * rows, rows, h_.w + j * rows * in_bytes_, h_.bf16);
+    b_.read_vmem(pl_.w_base + j * rows, rows, h_.w + j * rows * in_bytes_, bf16_);
     ++panels_read_;
   }
   // Resident W: the tiles of blocks (c, j) before `upto` (c * nt + j) whose panel is read.
@@ -257,17 +182,18 @@ class FloatEmitter {
   // Streamed W: column block j, tiles t0 .. t0+gt-1, into the next W buffer.
   void read_piece(uint32_t j, uint32_t t0, uint32_t gt) {
     const uint32_t T = pl_.tile, buf = pl_.w_base + (w_loads_++ % 2) * pl_.group * T;
-    b_.read_vmem(buf, gt * T, h_.w + (j * pl_.kt + t0) * T * in_bytes_, h_.bf16);
+    b_.read_vmem(buf, gt * T, h_.w + (j * pl_.kt + t0) * T * in_bytes_, bf16_);
     for (uint32_t t = 0; t < gt; ++t) feeder_.add(buf + t * T);
   }
 
-  tpu::ProgramBuilder& b_;
-  const FloatPlan& pl_;
+  ProgramBuilder& b_;
+  const FloatMatmulPlan& pl_;
   uint32_t m_;
-  HostAddrs h_;
+  FloatMatmulHostAddrs h_;
   TileFeeder feeder_;
   uint32_t row_bytes_;  // an fp32 VMEM row on the host (the output)
   uint32_t in_bytes_;   // an input VMEM row on the host (fp32 or bf16)
+  bool bf16_;           // A and W travel as bf16
   std::vector<uint32_t> chunk_m0_;
   uint32_t a_loads_ = 0, w_loads_ = 0, panels_read_ = 0;
   uint64_t enqueued_ = 0, pieces_read_ = 0;
@@ -275,8 +201,78 @@ class FloatEmitter {
   std::deque<Deferred> deferred_;
 };
 
-// The host images of A and W in the layouts above (+0 padding).
-std::vector<float> pack_a(const float* a, uint32_t m, uint32_t k, const FloatPlan& pl) {
+}  // namespace
+
+std::string FloatMatmulPlan::describe() const {
+  std::ostringstream s;
+  s << "bf16 tile " << tile << ": " << kt << " K tiles x " << nt << " column blocks, "
+    << chunk_sizes.size() << " row chunks of <= " << chunk_rows << ", W "
+    << (w_resident ? "resident in VMEM" : "streamed") << " (" << group << " K tiles per piece)"
+    << (transfer == FloatTransfer::Bfloat16 ? ", bf16 transfer" : "");
+  return s.str();
+}
+
+void check_float_chip(const ChipParams& p, const std::string& backend) {
+  bool ok = p.has_vmem();
+  for (uint8_t op = kFirstBf16Op; op <= kLastBf16Op; ++op) ok = ok && p.executes_training_op(op);
+  if (!ok)
+    throw DeviceError("matmul (float32): this " + backend +
+                      " Device is the int8 chip (VmemRows = " + std::to_string(p.vmem_rows) +
+                      ": no VMEM and no bf16 matrix unit); open the training chip "
+                      "(ChipParams::training(n), the rtl training chip; in Python "
+                      "tpu_rtl.Device(backend, n, training=True))");
+}
+
+FloatMatmulPlan plan_float_matmul(const ChipParams& p, uint32_t m, uint32_t k, uint32_t n,
+                                  FloatTransfer transfer) {
+  if (m == 0 || k == 0 || n == 0)
+    throw std::invalid_argument(
+        format("matmul (float32): m, k, n = %u, %u, %u (each must be >= 1)", m, k, n));
+  if (transfer == FloatTransfer::Bfloat16 && (2 * p.N) % 16 != 0)
+    throw std::invalid_argument(
+        "matmul (float32): transfer='bfloat16' needs N >= 8 (a bf16 VMEM row of 2N bytes must "
+        "be a multiple of the 16-byte DMA alignment); N = " +
+        std::to_string(p.N) + ": use transfer='float32'");
+  FloatMatmulPlan pl;
+  pl.transfer = transfer;
+  const uint32_t T = p.N, V = p.vmem_rows;
+  pl.tile = T;
+  pl.kt = ceil_div(k, T);
+  pl.nt = ceil_div(n, T);
+  const uint64_t w_all = uint64_t{pl.kt} * pl.nt * T;
+  if (w_all <= V / 2) {
+    pl.w_resident = true;
+    pl.group = pl.kt;
+    pl.w_rows = static_cast<uint32_t>(w_all);
+  } else {
+    pl.group = std::min(pl.kt, std::max(1u, V / 4 / T));
+    pl.w_rows = 2 * pl.group * T;
+  }
+  pl.groups = ceil_div(pl.kt, pl.group);
+  const uint64_t rest = V > pl.w_rows ? V - pl.w_rows : 0;
+  const uint64_t rows = std::min<uint64_t>(
+      {uint64_t{m}, kMaxMatmulRows, p.acc_rows / 2, rest / (2 * uint64_t{pl.group} + 2)});
+  if (rows == 0)
+    throw std::invalid_argument(
+        "matmul (float32): the chip is too small for one row: VmemRows = " + std::to_string(V) +
+        ", AccRows = " + std::to_string(p.acc_rows) + " (need W pieces of " +
+        std::to_string(pl.w_rows) + " rows plus 2 * (" + std::to_string(pl.group) +
+        " + 1) rows of A and output, and 2 ACC rows)");
+  const uint32_t chunks = ceil_div(m, rows);
+  for (uint32_t c = 0; c < chunks; ++c) pl.chunk_sizes.push_back(m / chunks + (c < m % chunks));
+  pl.chunk_rows = pl.chunk_sizes.front();
+  const uint32_t a_rows = pl.chunk_rows * pl.group;
+  pl.w_base = 0;
+  pl.a_base[0] = pl.w_rows;
+  pl.a_base[1] = pl.a_base[0] + a_rows;
+  pl.out_base[0] = pl.a_base[1] + a_rows;
+  pl.out_base[1] = pl.out_base[0] + pl.chunk_rows;
+  pl.acc_base[1] = pl.chunk_rows;
+  return pl;
+}
+
+std::vector<float> pack_float_a(const std::vector<float>& a, uint32_t m, uint32_t k,
+                                const FloatMatmulPlan& pl) {
   const uint32_t T = pl.tile;
   std::vector<float> out(size_t{m} * pl.kt * T, 0.0f);
   size_t at = 0;
@@ -291,7 +287,8 @@ std::vector<float> pack_a(const float* a, uint32_t m, uint32_t k, const FloatPla
   return out;
 }
 
-std::vector<float> pack_w(const float* w, uint32_t k, uint32_t n, const FloatPlan& pl) {
+std::vector<float> pack_float_w(const std::vector<float>& w, uint32_t k, uint32_t n,
+                                const FloatMatmulPlan& pl) {
   const uint32_t T = pl.tile;
   std::vector<float> out(size_t{pl.nt} * pl.kt * T * T, 0.0f);
   for (uint32_t j = 0; j < pl.nt; ++j)
@@ -301,80 +298,79 @@ std::vector<float> pack_w(const float* w, uint32_t k, uint32_t n, const FloatPla
   return out;
 }
 
-void check_float_chip(const tpu::ChipParams& p, std::string_view backend) {
-  bool ok = p.has_vmem();
-  for (uint8_t op = 0x08; op <= 0x0C; ++op) ok = ok && p.executes_training_op(op);
-  if (!ok)
-    throw tpu::DeviceError("matmul (float32): this " + std::string(backend) +
-                           " Device is the int8 chip (VmemRows = " + std::to_string(p.vmem_rows) +
-                           ": no VMEM and no bf16 matrix unit); open the training chip with "
-                           "tpu_rtl.Device(backend, n, training=True)");
-}
-
-}  // namespace
-
-// The host image of packed fp32 values: as they are, or rounded to bf16 (2 bytes each).
-std::vector<uint8_t> host_image(const std::vector<float>& v, bool bf16) {
-  std::vector<uint8_t> out(v.size() * (bf16 ? 2 : 4));
+std::vector<uint8_t> float_host_image(const std::vector<float>& v, const FloatMatmulPlan& plan) {
+  const bool bf16 = plan.transfer == FloatTransfer::Bfloat16;
+  std::vector<uint8_t> out(v.size() * plan.in_bytes());
   if (!bf16) {
     std::memcpy(out.data(), v.data(), out.size());
     return out;
   }
   for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = tpu::fp::to_bf16(tpu::fp::bits_of(v[i]));
+    const uint16_t h = fp::to_bf16(fp::bits_of(v[i]));
     out[2 * i] = static_cast<uint8_t>(h & 0xFF);
     out[2 * i + 1] = static_cast<uint8_t>(h >> 8);
   }
   return out;
 }
 
-FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w, uint32_t m,
-                                uint32_t k, uint32_t n, bool bf16_transfer, uint64_t max_cycles) {
-  const tpu::ChipParams& p = dev.params();
-  check_float_chip(p, dev.backend());
-  if (bf16_transfer && (2 * p.N) % 16 != 0)
+void emit_float_matmul(ProgramBuilder& b, const FloatMatmulPlan& plan, uint32_t m,
+                       const FloatMatmulHostAddrs& addrs) {
+  FloatEmitter(b, plan, m, addrs).emit();
+}
+
+FloatMatmulRun run_float_matmul(Device& dev, const std::vector<float>& a,
+                                const std::vector<float>& w, uint32_t m, uint32_t k, uint32_t n,
+                                FloatTransfer transfer, uint64_t max_cycles) {
+  const ChipParams& p = dev.params();
+  check_float_chip(p, std::string(dev.backend()));
+  const FloatMatmulPlan pl = plan_float_matmul(p, m, k, n, transfer);
+  if (a.size() != size_t{m} * k)
     throw std::invalid_argument(
-        "matmul (float32): transfer='bfloat16' needs N >= 8 (a bf16 "
-        "VMEM row of 2N bytes must be a multiple of the 16-byte DMA "
-        "alignment); N = " +
-        std::to_string(p.N) + ": use transfer='float32'");
-  FloatPlan pl = plan_float(p, m, k, n);
-  pl.bf16_in = bf16_transfer;
-  const uint32_t T = pl.tile, in_size = bf16_transfer ? 2 : 4;
-  const uint64_t a_bytes = uint64_t{m} * pl.kt * T * in_size,
-                 w_bytes = uint64_t{pl.nt} * pl.kt * T * T * in_size,
+        format("run_float_matmul: A has %zu values (expected m*k = %zu)", a.size(), size_t{m} * k));
+  if (w.size() != size_t{k} * n)
+    throw std::invalid_argument(
+        format("run_float_matmul: W has %zu values (expected k*n = %zu)", w.size(), size_t{k} * n));
+  const uint32_t T = pl.tile;
+  const uint64_t a_bytes = uint64_t{m} * pl.kt * T * pl.in_bytes(),
+                 w_bytes = uint64_t{pl.nt} * pl.kt * T * T * pl.in_bytes(),
                  out_bytes = uint64_t{pl.nt} * m * T * 4;
   if (a_bytes + w_bytes + out_bytes > kMaxHostBytes)
-    throw std::invalid_argument("matmul (float32): the operands need " +
-                                std::to_string(a_bytes + w_bytes + out_bytes) +
-                                " bytes of host buffers (at most 1 GiB)");
-  dev.release_all();
-  struct Release {
-    tpu::Device& d;
-    ~Release() {
-      try {
-        d.release_all();
-      } catch (...) {
+    throw std::invalid_argument(format("matmul (float32): the operands need %" PRIu64
+                                       " bytes of host buffers (at most 1 GiB)",
+                                       a_bytes + w_bytes + out_bytes));
+  // Buffers, released whatever happens.
+  struct Buffers {
+    Device& d;
+    std::vector<HostBuffer> list;
+    ~Buffers() {
+      for (const HostBuffer& hb : list) {
+        try {
+          d.release(hb);
+        } catch (...) {
+        }
       }
     }
-  } release{dev};
-  HostAddrs h;
-  h.a = dev.alloc(static_cast<uint32_t>(a_bytes), "matmul.a").addr;
-  h.w = dev.alloc(static_cast<uint32_t>(w_bytes), "matmul.w").addr;
-  h.out = dev.alloc(static_cast<uint32_t>(out_bytes), "matmul.out").addr;
-  h.bf16 = bf16_transfer;
-  dev.write(h.a, host_image(pack_a(a, m, k, pl), bf16_transfer));
-  dev.write(h.w, host_image(pack_w(w, k, n, pl), bf16_transfer));
+    uint32_t add(uint64_t size, const char* name) {
+      list.push_back(d.alloc(static_cast<uint32_t>(size), name));
+      return list.back().addr;
+    }
+  } bufs{dev, {}};
+  FloatMatmulHostAddrs h;
+  h.a = bufs.add(a_bytes, "matmul.a");
+  h.w = bufs.add(w_bytes, "matmul.w");
+  h.out = bufs.add(out_bytes, "matmul.out");
+  dev.write(h.a, float_host_image(pack_float_a(a, m, k, pl), pl));
+  dev.write(h.w, float_host_image(pack_float_w(w, k, n, pl), pl));
 
-  tpu::ProgramBuilder b(p);
-  std::vector<tpu::HostRange> ranges;
-  for (const tpu::HostBuffer& hb : dev.buffers()) ranges.push_back({hb.addr, hb.size, hb.name});
+  ProgramBuilder b(p);
+  std::vector<HostRange> ranges;
+  for (const HostBuffer& hb : bufs.list) ranges.push_back({hb.addr, hb.size, hb.name});
   b.set_host_ranges(ranges);
-  FloatEmitter(b, pl, m, h).emit();
-  const std::vector<tpu::Instruction> program = b.finish();
+  emit_float_matmul(b, pl, m, h);
+  const std::vector<Instruction> program = b.finish();
 
   FloatMatmulRun r;
-  r.plan = pl.describe();
+  r.plan = pl;
   r.instructions = program.size();
   r.stats = dev.run(program, max_cycles);
   std::vector<float> packed(size_t{pl.nt} * m * T);
@@ -389,4 +385,4 @@ FloatMatmulRun run_float_matmul(tpu::Device& dev, const float* a, const float* w
   return r;
 }
 
-}  // namespace tpu_py
+}  // namespace tpu
