@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // tpu_rtl._chip_n<N>.fit / keras_example: training through driver/train/io/fit.h, the loop of
-// `tpusim train` (docs/training.md), on the golden model with the training configuration. The
+// `tpusim train` (docs/training.md), on the golden model with the training configuration or on
+// a training Device (the rtl training chip tpu_rtl._chip_train_n<N>, whose steps can also be
+// rerun on the golden model and compared bit for bit, as `tpusim train --backend rtl` does). The
 // NumPy images and labels become a TrainSet; the result is the history and the trained ONNX.
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "bind.h"
 #include "device_model.h"
@@ -52,7 +56,7 @@ tt::TrainSet train_set(const py::array& x, const py::array& y, const std::array<
   return s;
 }
 
-py::dict history(const tt::FitResult& r, const std::string& trained) {
+py::dict history(const tt::FitResult& r, const std::string& trained, bool estimated) {
   py::dict h;
   h["losses"] = r.losses;
   py::list loss, acc;
@@ -65,18 +69,46 @@ py::dict history(const tt::FitResult& r, const std::string& trained) {
   h["initial_test_accuracy"] =
       r.initial_test_accuracy ? py::cast(*r.initial_test_accuracy) : py::none();
   h["steps_per_epoch"] = r.steps_per_epoch;
+  h["step_cycles"] = r.step_cycles;
   h["cycles_total"] = r.cycles_total;
+  h["cycles_estimated"] = estimated;
   h["diverged"] = r.diverged;
   h["divergence"] = r.divergence;
+  h["matches_golden"] = r.matches_golden ? py::cast(*r.matches_golden) : py::none();
+  h["golden_mismatch"] = r.golden_mismatch
+                             ? py::cast("step " + std::to_string(r.golden_mismatch->step) + ": " +
+                                        r.golden_mismatch->what)
+                             : py::none();
   h["wall_seconds"] = r.wall_seconds;
   h["model"] = py::bytes(trained);
   return h;
 }
 
+// The compiled step for `dev`, and with `golden_check` the same on a golden model of its
+// parameters, run in lockstep and compared bit for bit (as `tpusim train --backend rtl`).
+struct Compiled {
+  std::unique_ptr<tt::Trainer> t, golden;
+  std::unique_ptr<tpu::ModelDevice> golden_dev;
+};
+
+Compiled compile(const std::string& bytes, const tt::TrainOptions& o, const tpu::ChipParams& p,
+                 bool golden_check) {
+  Compiled c;
+  c.t = std::make_unique<tt::Trainer>(bytes, o, p);
+  if (golden_check) {
+    c.golden_dev = std::make_unique<tpu::ModelDevice>(p);
+    c.golden = std::make_unique<tt::Trainer>(bytes, o, p);
+  }
+  return c;
+}
+
+// device: None (the golden model of ChipParams::training(n)) or an open training Device of
+// this module (the rtl training chip, or a model Device), locked for the whole fit.
 py::dict fit(const py::bytes& model, const py::array& x, const py::array& y,
              const py::object& test_x, const py::object& test_y, uint32_t n, uint32_t epochs,
              uint32_t steps_per_epoch, uint32_t batch, const std::string& optimizer, float lr,
-             float momentum, float weight_decay, const py::object& shuffle, uint32_t test_images) {
+             float momentum, float weight_decay, const py::object& shuffle, uint32_t test_images,
+             const py::object& device, bool golden_check) {
   const std::string bytes = model;
   tt::TrainOptions o;
   if (optimizer != "sgd" && optimizer != "adam")
@@ -86,8 +118,28 @@ py::dict fit(const py::bytes& model, const py::array& x, const py::array& y,
   o.momentum = momentum;
   o.weight_decay = weight_decay;
   o.batch = batch;
-  const tpu::ChipParams chip = tpu::ChipParams::training(n);
-  tt::Trainer t(bytes, o, chip);
+  PyDevice* pd = device.is_none() ? nullptr : &device.cast<PyDevice&>();
+  std::unique_ptr<tpu::ModelDevice> own;
+  std::unique_lock<std::mutex> lock;
+  tpu::Device* dev = nullptr;
+  if (pd) {
+    dev = &pd->device(lock);
+    golden_check = golden_check && dev->backend() == "rtl";
+  } else {
+    own = std::make_unique<tpu::ModelDevice>(tpu::ChipParams::training(n));
+    dev = own.get();
+    golden_check = false;  // the model backend is the golden model
+  }
+  if (!dev->params().has_vmem())
+    throw tpu::DeviceError("fit: this " + std::string(dev->backend()) +
+                           " Device is the int8 chip (no VMEM); training needs the training chip "
+                           "(tpu_rtl.Device(backend, n, training=True))");
+  Compiled c;
+  {
+    py::gil_scoped_release nogil;
+    c = compile(bytes, o, dev->params(), golden_check);
+  }
+  tt::Trainer& t = *c.t;
   const tt::TrainSet train = train_set(x, y, t.input_chw(), "x");
   tt::check_set(train, t.classes(), t.input_chw(), "");
   tt::TrainSet test;
@@ -106,11 +158,11 @@ py::dict fit(const py::bytes& model, const py::array& x, const py::array& y,
   std::string trained;
   {
     py::gil_scoped_release nogil;
-    tpu::ModelDevice dev(chip);
-    r = tt::fit(t, dev, train, testing ? &test : nullptr, fo, batch);
-    if (!r.diverged) trained = tt::trained_onnx(bytes, t.weights(dev));
+    r = tt::fit(t, *dev, train, testing ? &test : nullptr, fo, batch, {}, c.golden.get(),
+                c.golden_dev.get());
+    if (!r.diverged) trained = tt::trained_onnx(bytes, t.weights(*dev));
   }
-  return history(r, trained);
+  return history(r, trained, dev->backend() == "model");
 }
 
 }  // namespace

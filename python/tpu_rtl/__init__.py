@@ -575,7 +575,10 @@ class History:
     """What fit() returns, as Keras' History: ``history["loss"]`` (mean loss per epoch) and
     ``history["test_accuracy"]`` (after each epoch, None without validation_data); ``losses``
     every step's loss as the chip computed it; ``model`` the trained model (ONNX bytes, the
-    initial model with the trained weights: tpu_rtl.Model takes it)."""
+    initial model with the trained weights: tpu_rtl.Model takes it); ``step_cycles`` every
+    step's cycles (exact on rtl, ``cycles_estimated`` on model); ``matches_golden`` whether the
+    rtl chip gave the golden model's losses and weights bit for bit (None without
+    golden_check)."""
     history: Dict[str, List[Any]]
     losses: List[float]
     initial_test_accuracy: Optional[float]
@@ -583,6 +586,9 @@ class History:
     cycles_total: int
     wall_seconds: float
     model: bytes
+    step_cycles: List[int] = dataclasses.field(default_factory=list)
+    cycles_estimated: bool = True
+    matches_golden: Optional[bool] = None
 
 
 def keras_example(seed: int = 1) -> bytes:
@@ -601,22 +607,44 @@ def fit(model, x: np.ndarray, y, epochs: int = 5, steps_per_epoch: Optional[int]
         batch_size: int = 32, optimizer: str = "adam", lr: Optional[float] = None,
         momentum: float = 0.0, weight_decay: float = 0.0, shuffle: Optional[int] = None,
         validation_data=None, test_images: Optional[int] = None, n: Optional[int] = None,
-        backend: str = "model") -> History:
+        backend: str = "model", device: Optional["Device"] = None,
+        golden_check: bool = False) -> History:
     """Trains a float ONNX model on the chip, as ``tpusim train`` does (driver/train/io/fit.h).
 
     model: a path or ONNX bytes (e.g. keras_example()). x: images (n, C, H, W), float32 or uint8
     pixels (divided by 255); y: integer labels. steps_per_epoch: default len(x) // batch_size;
     each epoch continues where the last stopped. shuffle: None (file order) or a seed.
     validation_data: (x, y) for the test accuracy after each epoch (its first ``test_images``).
-    lr: default 0.001 (adam) or 0.01 (sgd). backend: "model" (the golden model of
-    ChipParams::training(n)) only; ``tpusim train --backend rtl`` runs it on the training chip.
+    lr: default 0.001 (adam) or 0.01 (sgd).
+
+    backend: "model" (the golden model of ChipParams::training(n)) or "rtl" (the rtl training
+    chip with N = n, tpu_rtl._chip_train_n<N>: this process's one rtl chip, leased for the fit as
+    by ``Device("rtl", n, training=True)``). Both give the same losses and weights bit for bit;
+    rtl cycles are exact, model cycles estimated. device: an open ``Device(..., training=True)``
+    to train on instead (then backend and n are its own). golden_check (rtl): rerun every step
+    on the golden model in lockstep and compare losses and final weights bit for bit, as
+    ``tpusim train --backend rtl`` does (History.matches_golden; a difference raises
+    RuntimeError). The simulation runs without the GIL.
+
     Raises ValueError for bad arguments and data, RuntimeError if training diverges (a loss or
-    weight not finite: the message names the step).
+    weight not finite: the message names the step), ChipError / TimeoutError if the chip faults
+    or does not halt, DeviceError if the rtl chip is in use by an open Device (pass it as
+    ``device``).
     """
-    if backend != "model":
-        raise ValueError(f"backend={backend!r}: fit runs on backend=\"model\" (the golden model "
-                         "with the training configuration) only; `tpusim train --backend rtl` "
-                         "runs the same loop on the rtl training chip")
+    if device is not None:
+        if not isinstance(device, Device):
+            raise ValueError(f"device: expected a tpu_rtl.Device, got {type(device).__name__}")
+        if not device.training:
+            raise ValueError(f"device: {device!r} is not a training Device (open it with "
+                             "training=True)")
+        backend, n = device.backend, device.n
+    if backend not in ("rtl", "model"):
+        raise ValueError(f"backend={backend!r} is not a backend (expected 'rtl' or 'model')")
+    if not isinstance(golden_check, (bool, np.bool_)):
+        raise ValueError(f"golden_check: expected True or False, got {golden_check!r}")
+    if golden_check and backend != "rtl":
+        raise ValueError("golden_check applies to backend='rtl' (the model backend is the "
+                         "golden model)")
     if isinstance(model, (str, os.PathLike)):
         with open(model, "rb") as f:
             model = f.read()
@@ -638,15 +666,27 @@ def fit(model, x: np.ndarray, y, epochs: int = 5, steps_per_epoch: Optional[int]
         tx, ty = validation_data
         tx, ty = Model._images(tx, "validation_data"), np.asarray(ty)
     n = DEFAULT_N if n is None else _int(n, "n", 4, 256)
-    h = _ext(DEFAULT_N).fit(
-        model, x, y, tx, ty, n, _int(epochs, "epochs", 1, 1 << 31),
-        0 if steps_per_epoch is None else _int(steps_per_epoch, "steps_per_epoch", 1, 1 << 31),
-        _int(batch_size, "batch_size", 1, 4095), optimizer, float(lr), float(momentum),
-        float(weight_decay), None if shuffle is None else _int(shuffle, "shuffle"),
-        (1 << 32) - 1 if test_images is None else _int(test_images, "test_images", 0, (1 << 32) - 1))
+    args = (model, x, y, tx, ty, n, _int(epochs, "epochs", 1, 1 << 31),
+            0 if steps_per_epoch is None else _int(steps_per_epoch, "steps_per_epoch", 1, 1 << 31),
+            _int(batch_size, "batch_size", 1, 4095), optimizer, float(lr), float(momentum),
+            float(weight_decay), None if shuffle is None else _int(shuffle, "shuffle"),
+            (1 << 32) - 1 if test_images is None else _int(test_images, "test_images", 0,
+                                                            (1 << 32) - 1))
+    if device is not None:
+        h = device._module.fit(*args, device._dev, bool(golden_check))
+    elif backend == "rtl":
+        with Device("rtl", n=n, training=True) as dev:
+            h = dev._module.fit(*args, dev._dev, bool(golden_check))
+    else:
+        h = _ext(DEFAULT_N).fit(*args, None, False)
     if h["diverged"]:
         raise RuntimeError(h["divergence"])
+    if h["matches_golden"] is False:
+        raise RuntimeError(f"fit: the rtl chip differs from the golden model at "
+                           f"{h['golden_mismatch']}")
     return History(history={"loss": h["loss"], "test_accuracy": h["test_accuracy"]},
                    losses=h["losses"], initial_test_accuracy=h["initial_test_accuracy"],
                    steps_per_epoch=h["steps_per_epoch"], cycles_total=h["cycles_total"],
-                   wall_seconds=h["wall_seconds"], model=h["model"])
+                   wall_seconds=h["wall_seconds"], model=h["model"],
+                   step_cycles=h["step_cycles"], cycles_estimated=h["cycles_estimated"],
+                   matches_golden=h["matches_golden"])

@@ -50,3 +50,14 @@ def test_fashion_example(fashion, tmp_path):
         assert "matplotlib is not installed" in out
     else:
         assert chart.stat().st_size > 1000 and chart.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("backend", ["rtl", "model"])
+def test_fit_example(backend, tmp_path):
+    if tpu_rtl.DEFAULT_N not in tpu_rtl.TRAIN_CHIP_SIZES:
+        pytest.skip("this build has no training chip (TPU_SIM_TRAIN_N_LIST)")
+    out = run("fit.py", "--backend", backend, "--steps", "2", "--batch", "4", "--hidden", "8",
+              cwd=tmp_path)
+    assert f"4 steps of 4 images on {backend} (N = 16): losses" in out
+    other = "model" if backend == "rtl" else "rtl"
+    assert f"{other} gives the same losses and weights bit for bit" in out

@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """tpu_rtl.fit (docs/python.md "Training"): the same training as `tpusim train` on the same
 data gives the same losses bit for bit, the same test accuracies and the same trained ONNX
-bytes; bad arguments are ValueError, a divergence RuntimeError naming the step."""
+bytes; backend="rtl" (the training chip) gives the model's losses and weights bit for bit with
+exact cycles, without holding the GIL; bad arguments are ValueError, a divergence RuntimeError
+naming the step."""
 
+import os
 import struct
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -129,8 +135,19 @@ def test_fit_errors():
         tpu_rtl.fit(model, x, y, epochs=1)
     with pytest.raises(ValueError, match=r"'act' \(Sigmoid\)"):  # the compiler names node and op
         tpu_rtl.fit(mlp_onnx(act="Sigmoid"), x, y, epochs=1, steps_per_epoch=1, batch_size=4)
-    with pytest.raises(ValueError, match="backend"):
-        tpu_rtl.fit(model, x, y, backend="rtl")
+    with pytest.raises(ValueError, match="backend='tpu' is not a backend"):
+        tpu_rtl.fit(model, x, y, backend="tpu")
+    with pytest.raises(ValueError, match="golden_check applies to backend='rtl'"):
+        tpu_rtl.fit(model, x, y, golden_check=True)
+    with pytest.raises(ValueError, match="rtl training chips for N in"):
+        tpu_rtl.fit(model, x, y, backend="rtl",
+                    n=next(v for v in (8, 32, 64) if v not in tpu_rtl.TRAIN_CHIP_SIZES),
+                    epochs=1, steps_per_epoch=1, batch_size=4)
+    with tpu_rtl.Device("model") as int8:
+        with pytest.raises(ValueError, match="not a training Device"):
+            tpu_rtl.fit(model, x, y, device=int8)
+    with pytest.raises(ValueError, match="device: expected a tpu_rtl.Device"):
+        tpu_rtl.fit(model, x, y, device="rtl")
     with pytest.raises(RuntimeError, match=r"step \d+ \(epoch 1\): .*(nan|inf)"):
         tpu_rtl.fit(model, x, y, epochs=1, steps_per_epoch=8, batch_size=4, optimizer="sgd",
                     lr=1e30)
@@ -141,3 +158,104 @@ def test_keras_example_is_deterministic():
     assert a == b and a != c
     m = tpu_rtl.Model(a, calibration=np.zeros((2, 1, 28, 28), np.uint8))
     assert m.classes == 10 and m.input_shape == (1, 28, 28)
+
+
+needs_train_rtl = pytest.mark.skipif(
+    tpu_rtl.DEFAULT_N not in tpu_rtl.TRAIN_CHIP_SIZES,
+    reason="this build has no rtl training chip (TPU_SIM_TRAIN_N_LIST)")
+
+# A small fit (a few seconds on the rtl chip): 2 steps of batch 4, the accuracy on 8 images.
+SMALL = dict(epochs=2, steps_per_epoch=1, batch_size=4, shuffle=3, lr=0.01, test_images=8)
+
+
+@needs_train_rtl
+def test_fit_rtl_equals_model():
+    x, y = data(8, 4)
+    tx, ty = data(8, 5)
+    model = mlp_onnx(hidden=8)
+    m = tpu_rtl.fit(model, x, y, validation_data=(tx, ty), **SMALL)
+    r = tpu_rtl.fit(model, x, y, validation_data=(tx, ty), backend="rtl", golden_check=True,
+                    **SMALL)
+    assert len(r.losses) == 2 and np.isfinite(r.losses).all()
+    assert np.array_equal(np.float32(r.losses), np.float32(m.losses))  # bit for bit
+    assert r.model == m.model  # the trained weights, bit for bit
+    assert r.history == m.history and r.initial_test_accuracy == m.initial_test_accuracy
+    assert r.matches_golden is True and m.matches_golden is None
+    assert not r.cycles_estimated and m.cycles_estimated
+    assert len(r.step_cycles) == 2 and all(c > 0 for c in r.step_cycles)
+    assert r.cycles_total >= sum(r.step_cycles)  # plus the accuracy's forward passes
+    # The losses change from step to step (the test can fail): training happened.
+    assert r.losses[0] != r.losses[1]
+
+
+@needs_train_rtl
+def test_fit_rtl_equals_tpusim_train_rtl(tmp_path):
+    """`tpusim train --backend rtl` (tpusim_train_n<N>, with its golden check) on the same data
+    and arguments: the same losses bit for bit, the same exact cycles, the same trained ONNX."""
+    tpusim = tool("TPU_TPUSIM")
+    if not os.path.exists(os.path.join(os.path.dirname(tpusim),
+                                       f"tpusim_train_n{tpu_rtl.DEFAULT_N}")):
+        pytest.skip(f"tpusim_train_n{tpu_rtl.DEFAULT_N} is not built next to {tpusim}")
+    x, y = data(8, 8)
+    tx, ty = data(8, 9)
+    (tmp_path / "data").mkdir()
+    write_idx(tmp_path / "data" / "train", x, y)
+    write_idx(tmp_path / "data" / "t10k", tx, ty)
+    model = mlp_onnx(hidden=8)
+    (tmp_path / "mlp.onnx").write_bytes(model)
+    cli = run_json([tpusim, "train", "--backend", "rtl", "--model", str(tmp_path / "mlp.onnx"),
+                    "--data", str(tmp_path / "data"), "--epochs", "2", "--steps-per-epoch", "1",
+                    "--batch", "4", "--test-images", "8", "--shuffle", "3", "--lr", "0.01",
+                    "--optimizer", "sgd", "--json", "--quiet",
+                    "--output", str(tmp_path / "trained.onnx")])
+    h = tpu_rtl.fit(model, x, y, validation_data=(tx, ty), backend="rtl", optimizer="sgd",
+                    **SMALL)
+    assert cli["matches_golden"] is True
+    assert np.array_equal(np.float32(h.losses), np.float32(cli["losses"]))  # bit for bit
+    assert h.cycles_total == cli["cycles_total"] and not h.cycles_estimated
+    assert h.history["test_accuracy"] == [e["test_accuracy"] for e in cli["epochs"]]
+    assert h.model == (tmp_path / "trained.onnx").read_bytes()
+
+
+@needs_train_rtl
+def test_fit_rtl_device_and_lease():
+    """fit(backend="rtl") leases this process's chip: an open rtl Device is a clear DeviceError
+    (pass it as device=), and fit on it gives the same result."""
+    x, y = data(8, 6)
+    model = mlp_onnx(hidden=8)
+    want = tpu_rtl.fit(model, x, y, backend="rtl", **SMALL)
+    with tpu_rtl.Device("rtl", training=True) as dev:
+        with pytest.raises(tpu_rtl.DeviceError, match="in use by another open Device"):
+            tpu_rtl.fit(model, x, y, backend="rtl", **SMALL)
+        got = tpu_rtl.fit(model, x, y, device=dev, **SMALL)
+        # The Device still works after the fit.
+        out, _ = dev.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
+        assert (out == 3).all()
+    assert got.losses == want.losses and got.model == want.model
+    assert got.step_cycles == want.step_cycles  # the chip's timing is the same
+
+
+@needs_train_rtl
+def test_fit_rtl_releases_the_gil():
+    x, y = data(8, 7)
+    model = mlp_onnx(hidden=8)
+    ticks, done = [0], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        start = time.monotonic()
+        h = tpu_rtl.fit(model, x, y, backend="rtl", epochs=1, steps_per_epoch=2, batch_size=4)
+        seconds = time.monotonic() - start
+    finally:
+        done.set()
+        t.join()
+    assert len(h.losses) == 2
+    # A thread that sleeps 1 ms per tick ticks about once per ms while fit runs; with the GIL
+    # held it would not tick at all (a generous bound: a tenth of that).
+    assert ticks[0] > seconds * 100, (ticks[0], seconds)
