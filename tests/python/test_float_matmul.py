@@ -10,14 +10,12 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 
 import numpy as np
 import pytest
 
 import tpu_rtl
-from conftest import run_json, tool
+from conftest import rss_growth_kib, run_json, ticks_while, tool
 from float_ref import bf16, bits, float_matmul
 
 RNG = np.random.default_rng(30)
@@ -364,44 +362,22 @@ def test_other_training_chip_in_a_second_process():
 @needs_rtl
 def test_gil_released_during_float_simulation(rtl):
     a, w = wide_range((300, 160)), wide_range((160, 96))
-    done, took = threading.Event(), []
-
-    def work():
-        t = time.perf_counter()
-        rtl.matmul(a, w)
-        took.append(time.perf_counter() - t)
-        done.set()
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    ticks = 0
-    while not done.is_set():  # this thread keeps running while the chip simulates
-        ticks += 1
-        time.sleep(0.001)
-    worker.join()
-    print(f"float matmul 300x160x96 on rtl: {took[0]:.2f} s; other thread ran {ticks} iterations")
-    assert took[0] > 0.1, "the run is too short to show anything"
+    _, took, ticks = ticks_while(lambda: rtl.matmul(a, w))
+    print(f"float matmul 300x160x96 on rtl: {took:.2f} s; other thread ran {ticks} iterations")
+    assert took > 0.1, "the run is too short to show anything"
     assert ticks >= 10
-
-
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_memory_over_many_float_calls(model):
     a, w = wide_range((5, 20)), wide_range((20, 7))
-    for _ in range(200):  # warm up allocators
-        model.matmul(a, w)
-    before = rss_kib()
-    for _ in range(3000):
-        model.matmul(a, w)
-        with pytest.raises(ValueError):
-            model.matmul(a, w, shift=1)
-    grew = rss_kib() - before
+
+    def calls(count):
+        for _ in range(count):
+            model.matmul(a, w)
+            with pytest.raises(ValueError):
+                model.matmul(a, w, shift=1)
+
+    grew = rss_growth_kib(calls, 200, 3000)
     print(f"RSS grew {grew} KiB over 3000 float matmuls and 3000 errors")
     assert grew < 2048
 

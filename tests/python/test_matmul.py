@@ -3,14 +3,12 @@
 run_matmul, same bytes, cycles and counters), the driver's C++ reference and NumPy; the
 argument checks; chip errors; the one-chip-per-process rule; the GIL; memory over 10^4 calls."""
 
-import threading
-import time
 
 import numpy as np
 import pytest
 
 import tpu_rtl
-from conftest import run_json, tool
+from conftest import rss_growth_kib, run_json, ticks_while, tool
 
 RNG = np.random.default_rng(2026)
 
@@ -215,38 +213,12 @@ def test_one_rtl_chip_per_process():
 
 def test_gil_released_during_simulation():
     a, w = rand((1200, 256), np.int8), rand((256, 256), np.int8)
-    inside = threading.Event()
-    done = threading.Event()
-    took = []
-
-    def work():
-        with tpu_rtl.Device("rtl") as dev:
-            inside.set()
-            t = time.perf_counter()
-            dev.matmul(a, w, shift=10)
-            took.append(time.perf_counter() - t)
-        done.set()
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    assert inside.wait(60)
-    ticks = 0
-    while not done.is_set():  # this thread keeps running while the chip simulates
-        ticks += 1
-        time.sleep(0.001)
-    worker.join()
-    print(f"matmul 1200x256x256 on rtl: {took[0]:.2f} s; other thread ran {ticks} iterations")
-    assert took[0] > 0.1, "the run is too short to show anything"
+    with tpu_rtl.Device("rtl") as dev:
+        _, took, ticks = ticks_while(lambda: dev.matmul(a, w, shift=10))
+    print(f"matmul 1200x256x256 on rtl: {took:.2f} s; other thread ran {ticks} iterations")
+    assert took > 0.1, "the run is too short to show anything"
     # Holding the GIL for the whole call would leave this thread 0 or 1 iterations.
     assert ticks >= 10
-
-
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_no_leak_over_10k_calls():
@@ -266,13 +238,9 @@ def test_no_leak_over_10k_calls():
                     r = rtl.run("read_host ub=0 rows=9 host=0x1000\nhalt\n",
                                 np.zeros(16, np.uint8), base=0x1000)
                     assert r.error == "ERR_HOST_RANGE"
-        calls(1000)  # warm-up: allocator pools, the chip's memory pages
-        before = rss_kib()
-        calls(10_000)
-        after = rss_kib()
-    print(f"RSS over 10^4 matmul calls (+10^3 of each rtl call and error): "
-          f"{before} KiB -> {after} KiB ({after - before:+d} KiB)")
-    assert after - before < 2048  # a leak of 200 bytes per call would show
+        grew = rss_growth_kib(calls, 1000, 10_000)
+    print(f"RSS over 10^4 matmul calls (+10^3 of each rtl call and error): {grew:+d} KiB")
+    assert grew < 2048  # a leak of 200 bytes per call would show
 
 
 def test_float_matmul_needs_the_training_chip():
