@@ -6,7 +6,6 @@
 // NumPy images and labels become a TrainSet; the result is the history and the trained ONNX.
 #include <cstring>
 #include <memory>
-#include <optional>
 
 #include "bind.h"
 #include "device_model.h"
