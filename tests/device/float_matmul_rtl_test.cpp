@@ -55,11 +55,11 @@ void check_case(RtlDevice& rtl, ModelDevice& model, const Case& c, FloatTransfer
   EXPECT_EQ(counter(r.stats, "mxu_macs"), uint64_t{p.kt} * p.nt * c.m * N * N) << what;
   EXPECT_EQ(counter(r.stats, "instr_retired"), r.instructions) << what;
   EXPECT_EQ(counter(r.stats, "dma_wr_bytes"), uint64_t{p.nt} * c.m * N * 4) << what;
-  if (p.w_resident)  // A and W read once, plus the program (16 bytes per instruction)
-    EXPECT_EQ(
-        counter(r.stats, "dma_rd_bytes"),
-        (uint64_t{c.m} * p.kt + uint64_t{p.kt} * p.nt * N) * N * p.in_bytes() + 16 * r.instructions)
+  if (p.w_resident) {  // A and W read once, plus the program (16 bytes per instruction)
+    const uint64_t rows = uint64_t{c.m} * p.kt + uint64_t{p.kt} * p.nt * N;
+    EXPECT_EQ(counter(r.stats, "dma_rd_bytes"), rows * N * p.in_bytes() + 16 * r.instructions)
         << what;
+  }
   EXPECT_TRUE(rtl.buffers().empty());
 }
 
