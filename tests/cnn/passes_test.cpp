@@ -306,7 +306,7 @@ TEST(Fusion, OneLutAtMostAndOnlyMonotonicAfterPooling) {
 
 TEST(Fusion, MaxPoolOfTheRightSize) {
   Layer l = conv_layer();  // 8x8 out
-  passes::MaxPoolWindow w;
+  MaxPoolWindow w;
   w.k = w.s = 2;
   w.oh = w.ow = 4;
   EXPECT_TRUE(passes::can_fuse_max_pool(l, w));

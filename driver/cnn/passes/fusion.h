@@ -5,7 +5,6 @@
 // reads, frontend/importer.h) and calls these; they know nothing of ONNX.
 #pragma once
 
-#include <array>
 #include <vector>
 
 #include "network.h"
@@ -21,13 +20,6 @@ bool can_fuse_activation(const Layer& l, Activation a, LutFunc f);
 // given output quantization (pre_quant).
 void fuse_activation(Layer& l, Activation a, LutFunc f, float p0, float p1);
 
-// A MaxPool window and its output size; the padding as the chip pools with it (ceil_mode as
-// extra bottom/right padding) and whether activate's pad fields hold it.
-struct MaxPoolWindow {
-  int k = 1, s = 1, oh = 0, ow = 0;
-  std::array<int, 4> pads{};  // top, left, bottom, right
-  bool padded = false, chip_pads = false;
-};
 // Whether max-pool w can be layer l's fused pooling: l pools nothing yet, is not Dense, has no
 // per-pixel divisors, no non-monotonic LUT, the pool's padding fits activate's fields, and the
 // pooled size comes out as w's.
