@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "cnn_test_util.h"
+#include "onnx_export.h"
+#include "onnx_import.h"
 #include "passes/fuse_layers.h"
 #include "passes/fusion.h"
 
@@ -303,6 +305,139 @@ TEST(FuseLayers, APooledLayerThatDoesNotFitNamesTheMaxPool) {
                     0),
             0u)
       << e;
+}
+
+// ---- through the importer: converted 1:1, then fused ------------------------------------------
+
+// A 1x1 Conv `name` (2 -> 2 channels) reading `in`, its weights `name`_w.
+void conv_node(OnnxGraph& g, const std::string& name, const std::string& in,
+               const std::string& out) {
+  g.init_float(name + "_w", {2, 2, 1, 1}, {1.0f, 0.5f, -0.5f, 1.0f});
+  g.node("Conv", {in, name + "_w"}, {out}, {}, name);
+}
+
+void quant(OnnxGraph& g, const std::string& name, float scale) {
+  g.init_float(name + "_s", {}, {scale});
+  g.init_uint8(name + "_z", {}, {128});
+}
+
+TEST(FuseLayersImport, ConvReluMaxPoolIsOneLayer) {
+  OnnxGraph g("t");
+  g.input("x", {1, 2, 4, 4});
+  conv_node(g, "conv", "x", "c");
+  g.node("Relu", {"c"}, {"r"}, {}, "relu");
+  g.node("MaxPool", {"r"}, {"y"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
+                                   OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  g.output("y");
+  const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
+  ASSERT_EQ(net.layers.size(), 1u);
+  EXPECT_EQ(net.layers[0].act, Activation::Relu);
+  EXPECT_EQ(net.layers[0].out, (Shape3{2, 2, 2}));
+  EXPECT_EQ(net.layers[0].fused, (std::vector<std::string>{"Relu relu", "MaxPool pool"}));
+  EXPECT_EQ(net.layers[0].step.kind, StepKind::None);
+}
+
+TEST(FuseLayersImport, AnOutputOthersReadIsNotFusedInto) {
+  OnnxGraph g("t");
+  g.input("x", {1, 2, 4, 4});
+  conv_node(g, "conv", "x", "c");
+  g.node("Relu", {"c"}, {"r"}, {}, "relu");
+  g.node("Add", {"c", "r"}, {"y"}, {}, "add");
+  g.output("y");
+  const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
+  ASSERT_EQ(net.layers.size(), 3u);
+  EXPECT_EQ(net.layers[0].act, Activation::None);
+  EXPECT_EQ(net.layers[1].kind, LayerKind::Copy);
+  EXPECT_EQ(net.layers[1].act, Activation::Relu);
+  EXPECT_EQ(net.layers[2].inputs, (std::vector<int>{0, 1}));
+}
+
+// Folds after an activation are refused, with the message of the layer the activation joined
+// (or of the Copy it stays).
+TEST(FuseLayersImport, FoldsAfterAnActivationAreRefused) {
+  OnnxGraph g("t");
+  g.input("x", {1, 2, 4, 4});
+  conv_node(g, "conv", "x", "c");
+  g.node("Relu", {"c"}, {"r"}, {}, "relu");
+  for (const char* p : {"scale", "bias", "mean", "var"}) g.init_float(p, {2}, {1.0f, 1.0f});
+  g.node("BatchNormalization", {"r", "scale", "bias", "mean", "var"}, {"y"}, {}, "bn");
+  g.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
+            "t.onnx: node 'bn' (BatchNormalization): BatchNormalization after an activation or "
+            "pooling is not supported");
+
+  OnnxGraph h("t");
+  h.input("x", {1, 2, 4, 4});
+  conv_node(h, "conv", "x", "c");
+  h.node("Relu", {"c"}, {"r"}, {}, "relu");
+  h.init_float("k", {}, {2.0f});
+  h.node("Mul", {"r", "k"}, {"m"}, {}, "mul");
+  h.node("Add", {"c", "m"}, {"y"}, {}, "add");  // conv read twice: the Relu stays a Copy
+  h.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(h.serialize(), "t.onnx"); }),
+            "t.onnx: node 'mul' (Mul): Mul by a constant after Relu 'relu' is not supported");
+}
+
+// QDQ around a max-pool that joins the conv: a QuantizeLinear with new parameters after it is
+// a requantizing Copy (the conv's output keeps the first); around a standalone max-pool (an
+// exact copy) it requantizes that copy in place.
+TEST(FuseLayersImport, RequantizationAfterAPoolAsFused) {
+  auto graph = [](bool conv_first) {
+    auto g = std::make_unique<OnnxGraph>("t");
+    g->input("x", {1, 2, 4, 4});
+    quant(*g, "q1", 0.5f);
+    quant(*g, "q2", 0.25f);
+    g->node(conv_first ? "Relu" : "Identity", {"x"}, {"a"}, {}, "first");
+    if (conv_first) conv_node(*g, "conv", "a", "c");
+    g->node("QuantizeLinear", {conv_first ? "c" : "x", "q1_s", "q1_z"}, {"cq"}, {}, "q1");
+    g->node("DequantizeLinear", {"cq", "q1_s", "q1_z"}, {"cd"}, {}, "dq1");
+    g->node("MaxPool", {"cd"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
+                                       OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g->node("QuantizeLinear", {"p", "q2_s", "q2_z"}, {"pq"}, {}, "q2");
+    g->node("DequantizeLinear", {"pq", "q2_s", "q2_z"}, {"y"}, {}, "dq2");
+    g->output("y");
+    return import_onnx_bytes(g->serialize(), "t.onnx");
+  };
+  const Network fused = graph(true);  // Relu (a Copy of the input), Conv + pool, requantize
+  ASSERT_EQ(fused.layers.size(), 3u);
+  EXPECT_EQ(fused.layers[1].name, "conv");
+  EXPECT_EQ(fused.layers[1].pool_k, 2);
+  ASSERT_TRUE(fused.layers[1].out_quant);
+  EXPECT_EQ(fused.layers[1].out_quant->scale, 0.5f);
+  EXPECT_EQ(fused.layers[2].kind, LayerKind::Copy);
+  EXPECT_EQ(fused.layers[2].op, "QuantizeLinear");
+  EXPECT_EQ(fused.layers[2].inputs, std::vector<int>{1});
+  EXPECT_EQ(fused.layers[2].out_quant->scale, 0.25f);
+
+  const Network copy = graph(false);  // the input quantized, pooled by a Copy, requantized
+  ASSERT_EQ(copy.layers.size(), 1u);
+  EXPECT_EQ(copy.layers[0].op, "MaxPool");
+  ASSERT_TRUE(copy.input_quant && copy.layers[0].out_quant);
+  EXPECT_EQ(copy.input_quant->scale, 0.5f);
+  EXPECT_EQ(copy.layers[0].out_quant->scale, 0.25f);
+}
+
+// A max-pool of a concatenation only it reads joins both convolutions; an Add reading it reads
+// a Copy of the pooled parts.
+TEST(FuseLayersImport, PooledConcatenationJoinsItsParts) {
+  OnnxGraph g("t");
+  g.input("x", {1, 2, 4, 4});
+  conv_node(g, "a", "x", "ca");
+  conv_node(g, "b", "x", "cb");
+  g.node("Concat", {"ca", "cb"}, {"cat"}, {OnnxAttr::Int("axis", 1)}, "concat");
+  g.node("MaxPool", {"cat"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
+                                     OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  g.node("Add", {"p", "p"}, {"y"}, {}, "add");
+  g.output("y");
+  const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
+  ASSERT_EQ(net.layers.size(), 5u);
+  for (int i : {0, 1}) EXPECT_EQ(net.layers[size_t(i)].fused, std::vector<std::string>{"MaxPool pool"});
+  for (int i : {2, 3}) {
+    EXPECT_EQ(net.layers[size_t(i)].op, "Concat");
+    EXPECT_EQ(net.layers[size_t(i)].inputs, (std::vector<int>{0, 1}));
+    EXPECT_EQ(net.layers[size_t(i)].out, (Shape3{4, 2, 2}));
+  }
+  EXPECT_EQ(net.layers[4].inputs, (std::vector<int>{2, 3}));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fusion rules on the IR: what it takes for an elementwise step (an activation, a max-pool, a
 // BatchNormalization, a per-channel scale) to join the layer that computes its input, and the
-// layer that results. The frontend decides where they apply (a layer output that nothing else
-// reads, frontend/importer.h) and calls these; they know nothing of ONNX.
+// layer that results. The fusion pass (passes/fuse_layers.h) applies the activation and max-pool
+// rules; the frontend folds a BatchNormalization or a per-channel scale into the Conv/Gemm whose
+// output only it reads as it converts (frontend/importer.h). They know nothing of ONNX.
 #pragma once
 
 #include <vector>
