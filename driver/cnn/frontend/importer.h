@@ -146,10 +146,6 @@ class Importer {
 
   std::optional<TensorQuant>& quant_ref(int p);
   const std::optional<TensorQuant>& quant_ref(int p) const;
-  // Whether layer li of net copies its inputs exactly (e.g. a standalone max-pool keeping its
-  // input's quantization): requantizing its output is the same as requantizing its inputs.
-  static bool exact_copy(const Network& net, int li);
-
   // Value v (tensor `name`, read by node n) gets quantization q: its producing layers' outputs
   // (or the input). Where they are quantized otherwise already (a Q/DQ pair, then another Q),
   // a Copy requantizes them (an exact copy that nothing else reads is requantized in place,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/requantize.h"
 
 namespace tpu::cnn::frontend {
 
@@ -37,45 +38,33 @@ const std::optional<TensorQuant>& Importer::quant_ref(int p) const {
   return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
 }
 
-bool Importer::exact_copy(const Network& net, int li) {
-  const Layer& l = net.layers[size_t(li)];
-  if (l.kind != LayerKind::Copy || l.act != Activation::None || !l.out_quant) return false;
-  for (int p : l.inputs) {
-    const std::optional<TensorQuant>& q =
-        p == kNetworkInput ? net.input_quant : net.layers[size_t(p)].out_quant;
-    if (!q || !(*q == *l.out_quant)) return false;
-  }
-  return true;
-}
-
 int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
                        const std::string& name) {
   // The layers computing v as fused (a pending max-pool is the layers it joins).
   const FusedView view = fused_view(v.parts);
   const Network& fused = view.net(net_);
-  bool differs = false;
-  for (int p : view.parts) {
-    const std::optional<TensorQuant>& have =
-        p == kNetworkInput ? fused.input_quant : fused.layers[size_t(p)].out_quant;
+  const auto& have = fused.input_quant;
+  for (int p : view.parts)
     if (p == kNetworkInput && have && !(*have == q))
       fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() +
                   ")");
-    differs |= have && !(*have == q);
-  }
-  if (differs) {
-    if (v.parts.size() == 1 && view.parts.size() == 1 && fusable(name) == v.parts[0] &&
-        exact_copy(fused, view.parts[0])) {
+  const bool sole_reader = v.parts.size() == 1 && fusable(name) == v.parts[0];
+  switch (passes::requantization(fused, view.parts, sole_reader, q)) {
+    case passes::Requantization::InPlace:
       net_.layers[size_t(v.parts[0])].out_quant = q;  // (a max-pool passes it to its layer)
       v.quant = q;
       return -1;
+    case passes::Requantization::Copy: {
+      // One Copy requantizes them (concatenated tensors together).
+      Value c = v;
+      c.quant = q;
+      const int l = copy_layer(c, name, n.op_type());
+      v.parts = {l};
+      v.quant = q;
+      return l;
     }
-    // One Copy requantizes them (concatenated tensors together).
-    Value c = v;
-    c.quant = q;
-    const int l = copy_layer(c, name, n.op_type());
-    v.parts = {l};
-    v.quant = q;
-    return l;
+    case passes::Requantization::Annotate:
+      break;
   }
   for (int p : v.parts) quant_ref(p) = q;
   v.quant = q;
