@@ -63,7 +63,7 @@ void Importer::arith(const onnx::NodeProto& n) {
   int li = fusable(name);
   if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
     // After an activation or max-pool (as fused: the layer it joins): refused.
-    const FusedView view = fused_view({li}, true);
+    const FusedView view = fused_view({li}, ViewOf::AnyStep);
     if (view.parts.size() == 1) {
       const Layer& l = view.net(net_).layers[size_t(view.parts[0])];
       if (!l.has_weights())
@@ -210,7 +210,7 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
   int li = fusable(n.input(0));
   if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
     // After an activation or max-pool (as fused: the layer it joins): refused.
-    const FusedView view = fused_view({li}, true);
+    const FusedView view = fused_view({li}, ViewOf::AnyStep);
     if (view.parts.size() == 1 && view.net(net_).layers[size_t(view.parts[0])].has_weights())
       fail(n, "BatchNormalization after an activation or pooling is not supported");
     li = -1;

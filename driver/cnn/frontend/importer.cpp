@@ -76,16 +76,7 @@ Network Importer::run() {
     fail_model("the graph output '" + out + "' is not produced by any node");
   }
   Value v = it->second;
-  std::vector<int> parts;
-  for (int p : v.parts) {
-    if (p == kNetworkInput) {
-      parts.push_back(p);
-      continue;
-    }
-    const std::vector<int>& to = fused.parts_of[size_t(p)];
-    parts.insert(parts.end(), to.begin(), to.end());
-  }
-  v.parts = parts;
+  v.parts = parts_in(fused, v.parts);
   const int last = materialize(v, out);
   if (last != int(net_.layers.size()) - 1)
     fail_model("the graph output '" + out + "' is computed by layer '" +
@@ -307,27 +298,35 @@ int Importer::materialize(const Value& v, const std::string& name) {
   return copy_layer(v, name, "Concat");
 }
 
-Importer::FusedView Importer::fused_view(const std::vector<int>& parts, bool any_step) const {
+Importer::FusedView Importer::fused_view(const std::vector<int>& parts, ViewOf of) const {
   FusedView view;
   const bool pending = std::any_of(parts.begin(), parts.end(), [&](int p) {
     if (p == kNetworkInput) return false;
-    const StepKind k = net_.layers[size_t(p)].step.kind;
-    return k == StepKind::MaxPool || (any_step && k != StepKind::None);
+    const PendingStep& step = net_.layers[size_t(p)].step;
+    if (step.kind == StepKind::MaxPool)
+      return of != ViewOf::PooledConcat || step.sources.size() > 1;
+    return of == ViewOf::AnyStep && step.kind != StepKind::None;
   });
   if (!pending) {
     view.parts = parts;
     return view;
   }
   view.fused = passes::fuse_steps(net_);
+  view.parts = parts_in(*view.fused, parts);
+  return view;
+}
+
+std::vector<int> Importer::parts_in(const passes::FusedNetwork& f, const std::vector<int>& parts) {
+  std::vector<int> out;
   for (int p : parts) {
     if (p == kNetworkInput) {
-      view.parts.push_back(p);
+      out.push_back(p);
       continue;
     }
-    const std::vector<int>& to = view.fused->parts_of[size_t(p)];
-    view.parts.insert(view.parts.end(), to.begin(), to.end());
+    const std::vector<int>& to = f.parts_of[size_t(p)];
+    out.insert(out.end(), to.begin(), to.end());
   }
-  return view;
+  return out;
 }
 
 int Importer::copy_layer(const Value& v, const std::string& name, const std::string& op) {

@@ -97,8 +97,8 @@ class Importer {
   MaxPoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
 
   // Layers `parts` of net_ as the fusion pass (passes/fuse_layers.h) will leave them: `parts`
-  // in net_ itself, or in the fused network when one of them is a pending max-pool (or, with
-  // `any_step`, any pending step): the layers it joins. The converters whose outcome depends on
+  // in net_ itself, or in the fused network (the pass run on the layers so far) when one of them
+  // is a pending step of the kind `of` names: the layers it joins. The converters whose outcome depends on
   // what is fused (requantization, a Copy of a pooled concatenation, the errors of a fold after
   // an activation) look there, so that importing 1:1 and fusing after gives what fusing in node
   // order gave.
@@ -107,7 +107,14 @@ class Importer {
     std::vector<int> parts;
     const Network& net(const Network& unfused) const { return fused ? fused->net : unfused; }
   };
-  FusedView fused_view(const std::vector<int>& parts, bool any_step = false) const;
+  enum class ViewOf {
+    PooledConcat,  // a max-pool of a concatenation (the one step whose parts change)
+    MaxPool,       // any max-pool (the one step whose joining changes what is an exact copy)
+    AnyStep,
+  };
+  FusedView fused_view(const std::vector<int>& parts, ViewOf of = ViewOf::PooledConcat) const;
+  // Layers `parts` of net_ (or the input) as the layers of f.net computing them.
+  static std::vector<int> parts_in(const passes::FusedNetwork& f, const std::vector<int>& parts);
 
   [[noreturn]] void fail_model(const std::string& msg) const;
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;

@@ -40,16 +40,22 @@ const std::optional<TensorQuant>& Importer::quant_ref(int p) const {
 
 int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
                        const std::string& name) {
-  // The layers computing v as fused (a pending max-pool is the layers it joins).
-  const FusedView view = fused_view(v.parts);
-  const Network& fused = view.net(net_);
-  const auto& have = fused.input_quant;
-  for (int p : view.parts)
+  const auto& have = net_.input_quant;
+  for (int p : v.parts)
     if (p == kNetworkInput && have && !(*have == q))
       fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() +
                   ")");
+  // The layers computing v as fused: a max-pool of a concatenation is its parts; a max-pool
+  // that joins its layer is that layer (the same quantization, but maybe no exact copy).
   const bool sole_reader = v.parts.size() == 1 && fusable(name) == v.parts[0];
-  switch (passes::requantization(fused, view.parts, sole_reader, q)) {
+  FusedView view = fused_view(v.parts);
+  passes::Requantization r =
+      passes::requantization(view.net(net_), view.parts, sole_reader, q);
+  if (r != passes::Requantization::Annotate && !view.fused) {
+    view = fused_view(v.parts, ViewOf::MaxPool);
+    r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
+  }
+  switch (r) {
     case passes::Requantization::InPlace:
       net_.layers[size_t(v.parts[0])].out_quant = q;  // (a max-pool passes it to its layer)
       v.quant = q;
