@@ -2,12 +2,13 @@
 // The layer fusion pass (driver/cnn/passes/fuse_layers.h) on hand-built networks: the steps a
 // converter leaves (an activation or a max-pool in a Copy layer of its own) join the layers
 // computing their inputs, or stay Copy layers when they may not; readers follow.
+#include "passes/fuse_layers.h"
+
 #include <gtest/gtest.h>
 
 #include "cnn_test_util.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
-#include "passes/fuse_layers.h"
 #include "passes/fusion.h"
 
 namespace {
@@ -301,9 +302,9 @@ TEST(FuseLayers, APooledLayerThatDoesNotFitNamesTheMaxPool) {
   p.step.pool.oh = p.step.pool.ow = 1;
   net.layers.push_back(p);
   const std::string e = error_of([&] { passes::fuse_layers(net); });
-  EXPECT_EQ(e.rfind("net: node 'pool' (MaxPool): layer 'conv' (Conv): max-pool window 2 is larger",
-                    0),
-            0u)
+  EXPECT_EQ(
+      e.rfind("net: node 'pool' (MaxPool): layer 'conv' (Conv): max-pool window 2 is larger", 0),
+      0u)
       << e;
 }
 
@@ -326,8 +327,8 @@ TEST(FuseLayersImport, ConvReluMaxPoolIsOneLayer) {
   g.input("x", {1, 2, 4, 4});
   conv_node(g, "conv", "x", "c");
   g.node("Relu", {"c"}, {"r"}, {}, "relu");
-  g.node("MaxPool", {"r"}, {"y"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
-                                   OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  g.node("MaxPool", {"r"}, {"y"},
+         {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
   g.output("y");
   const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
   ASSERT_EQ(net.layers.size(), 1u);
@@ -391,8 +392,8 @@ TEST(FuseLayersImport, RequantizationAfterAPoolAsFused) {
     if (conv_first) conv_node(*g, "conv", "a", "c");
     g->node("QuantizeLinear", {conv_first ? "c" : "x", "q1_s", "q1_z"}, {"cq"}, {}, "q1");
     g->node("DequantizeLinear", {"cq", "q1_s", "q1_z"}, {"cd"}, {}, "dq1");
-    g->node("MaxPool", {"cd"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
-                                       OnnxAttr::Ints("strides", {2, 2})}, "pool");
+    g->node("MaxPool", {"cd"}, {"p"},
+            {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
     g->node("QuantizeLinear", {"p", "q2_s", "q2_z"}, {"pq"}, {}, "q2");
     g->node("DequantizeLinear", {"pq", "q2_s", "q2_z"}, {"y"}, {}, "dq2");
     g->output("y");
@@ -425,13 +426,14 @@ TEST(FuseLayersImport, PooledConcatenationJoinsItsParts) {
   conv_node(g, "a", "x", "ca");
   conv_node(g, "b", "x", "cb");
   g.node("Concat", {"ca", "cb"}, {"cat"}, {OnnxAttr::Int("axis", 1)}, "concat");
-  g.node("MaxPool", {"cat"}, {"p"}, {OnnxAttr::Ints("kernel_shape", {2, 2}),
-                                     OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  g.node("MaxPool", {"cat"}, {"p"},
+         {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
   g.node("Add", {"p", "p"}, {"y"}, {}, "add");
   g.output("y");
   const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
   ASSERT_EQ(net.layers.size(), 5u);
-  for (int i : {0, 1}) EXPECT_EQ(net.layers[size_t(i)].fused, std::vector<std::string>{"MaxPool pool"});
+  for (int i : {0, 1})
+    EXPECT_EQ(net.layers[size_t(i)].fused, std::vector<std::string>{"MaxPool pool"});
   for (int i : {2, 3}) {
     EXPECT_EQ(net.layers[size_t(i)].op, "Concat");
     EXPECT_EQ(net.layers[size_t(i)].inputs, (std::vector<int>{0, 1}));

@@ -352,12 +352,12 @@ TEST(Requantization, AnnotateInPlaceOrCopy) {
   EXPECT_EQ(passes::requantization(net, {0}, true, q), Requantization::Annotate);
   net.layers[0].out_quant = q;
   EXPECT_EQ(passes::requantization(net, {0}, true, q), Requantization::Annotate);  // the same
-  EXPECT_EQ(passes::requantization(net, {0}, true, q2), Requantization::Copy);  // not a copy
+  EXPECT_EQ(passes::requantization(net, {0}, true, q2), Requantization::Copy);     // not a copy
   net.layers.push_back(layer("pool", LayerKind::Copy, {0}));
   net.layers[1].out_quant = q;  // an exact copy of the conv
   EXPECT_TRUE(passes::exact_copy(net, 1));
   EXPECT_EQ(passes::requantization(net, {1}, true, q2), Requantization::InPlace);
-  EXPECT_EQ(passes::requantization(net, {1}, false, q2), Requantization::Copy);  // read by more
+  EXPECT_EQ(passes::requantization(net, {1}, false, q2), Requantization::Copy);    // read by more
   EXPECT_EQ(passes::requantization(net, {0, 1}, true, q2), Requantization::Copy);  // two parts
   net.layers[1].act = Activation::Relu;
   EXPECT_FALSE(passes::exact_copy(net, 1));

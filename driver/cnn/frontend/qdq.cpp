@@ -49,8 +49,7 @@ int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
   // that joins its layer is that layer (the same quantization, but maybe no exact copy).
   const bool sole_reader = v.parts.size() == 1 && fusable(name) == v.parts[0];
   FusedView view = fused_view(v.parts);
-  passes::Requantization r =
-      passes::requantization(view.net(net_), view.parts, sole_reader, q);
+  passes::Requantization r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
   if (r != passes::Requantization::Annotate && !view.fused) {
     view = fused_view(v.parts, ViewOf::MaxPool);
     r = passes::requantization(view.net(net_), view.parts, sole_reader, q);

@@ -53,9 +53,8 @@ bool can_join(const Layer& c, const std::vector<int>& targets, const Network& ne
   if (step.kind == StepKind::Activation)
     return targets.size() == 1 &&
            can_fuse_activation(net.layers[size_t(targets[0])], step.act, step.lut);
-  return std::all_of(targets.begin(), targets.end(), [&](int t) {
-    return can_fuse_max_pool(net.layers[size_t(t)], step.pool);
-  });
+  return std::all_of(targets.begin(), targets.end(),
+                     [&](int t) { return can_fuse_max_pool(net.layers[size_t(t)], step.pool); });
 }
 
 // Step c merged into the layers `targets` of net.
