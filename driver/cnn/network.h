@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -154,6 +155,33 @@ struct LayerGeometry {
   void infer_shapes();
 };
 
+// A MaxPool window and its output size; the padding as the chip pools with it (ceil_mode as
+// extra bottom/right padding) and whether activate's pad fields hold it.
+struct MaxPoolWindow {
+  int k = 1, s = 1, oh = 0, ow = 0;
+  std::array<int, 4> pads{};  // top, left, bottom, right
+  bool padded = false, chip_pads = false;
+};
+
+// An elementwise step the importer converted 1:1 into a Copy layer of its own, which the fusion
+// pass (passes/fuse_layers.h) merges into the layers computing its input when the fusion rules
+// (passes/fusion.h) allow. Only between conversion and that pass; kind None after it.
+enum class StepKind { None, Activation, MaxPool };
+struct PendingStep {
+  StepKind kind = StepKind::None;
+  // Per part of the step's input: the layer whose output it is when no other op reads that
+  // tensor (nor any tensor between, such as a Flatten or a QuantizeLinear of it), from the
+  // graph's tensor uses; -1 when another op reads it too, or it is the network input. A max-pool
+  // of a concatenation that only it reads has one source per part (it joins each of them).
+  std::vector<int> sources;
+  // Activation: the op's activation and its parameters (Clip's bounds, or the LUT function's
+  // alpha and beta), as passes::fuse_activation takes them.
+  Activation act = Activation::None;
+  LutFunc lut = LutFunc::Sigmoid;
+  float p0 = 0.0f, p1 = 0.0f;
+  MaxPoolWindow pool;  // MaxPool
+};
+
 // A float layer: weights [cout][cin/group][kh][kw] (conv) or [cout][fan_in] (dense), bias
 // [cout] (Conv and Dense; Add and Copy have neither).
 struct Layer : LayerGeometry {
@@ -172,6 +200,7 @@ struct Layer : LayerGeometry {
   // MatMulInteger / ConvInteger: the output is the exact int32 saturate(acc + bias), not
   // requantized (the chip's raw activate); only the network's output layer.
   bool raw_out = false;
+  PendingStep step;  // the importer's output only (see PendingStep)
 };
 
 // The float network as imported.

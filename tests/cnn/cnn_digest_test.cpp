@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The compiled programs of the bundled models (models/*.onnx) and of the zoo networks (at a
-// small image size), against the digests stored in tests/cnn/compiled_programs.txt: the
-// compiler's refactors must not change a single instruction word, constant byte or host-memory
-// layout. Each line of the file is one compilation:
+// small image size), and of their QDQ, QLinear (and the zoo's float) ONNX exports imported again,
+// against the digests stored in tests/cnn/compiled_programs.txt: the compiler's refactors must
+// not change a single instruction word, constant byte or host-memory layout. Each line of the
+// file is one compilation:
 //
 //   <model> <config> instructions=<count> digest=<64-bit FNV-1a, hex>
 //
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "compiler.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 #include "quantize.h"
 #include "zoo.h"
@@ -135,10 +137,11 @@ std::vector<Config> configs() {
 constexpr uint32_t kConstantsAddr = 0x1000, kInputAddr = 0x4000000, kOutputAddr = 0x6000000,
                    kScratchAddr = 0x8000000;
 
-// One line per configuration for network `name`.
+// One line per configuration for network `name` (or only N16-b16).
 void compile_all(const std::string& name, const QuantNetwork& q,
-                 std::map<std::string, std::string>* lines) {
+                 std::map<std::string, std::string>* lines, bool every_config = true) {
   for (const Config& c : configs()) {
+    if (!every_config && c.name != "N16-b16") continue;
     const std::string key = name + " " + c.name;
     Digest d;
     try {
@@ -170,16 +173,38 @@ std::vector<std::string> bundled_models() {
   return names;
 }
 
+// Through the importer in every form it reads: the quantized network exported as a QDQ and as
+// a QLinear model and imported again (its fusion and quantize/dequantize pairing), and the zoo
+// networks (built in C++) exported as float ONNX and imported (ResNet's and MobileNetV2's
+// fusion). One chip configuration each (the configurations above cover the compiler).
+void imported_forms(const std::string& name, const Network& net, const QuantNetwork& q,
+                    std::map<std::string, std::string>* lines) {
+  const auto images = zoo_images(net.input, 1, 7);
+  compile_all("qdq-" + name, quantize_model(import_onnx_bytes(export_qdq_onnx(q), name), images),
+              lines, false);
+  compile_all("qlinear-" + name,
+              quantize_model(import_onnx_bytes(export_qlinear_onnx(q), name), images), lines,
+              false);
+}
+
 std::map<std::string, std::string> compute_digests() {
   std::map<std::string, std::string> lines;
   const std::string dir = std::string(TPU_CNN_SOURCE_DIR) + "/models/";
   for (const std::string& f : bundled_models()) {
     const Network net = load_onnx(dir + f);
-    compile_all(f, quantize_model(net, zoo_images(net.input, 4, 7)), &lines);
+    const QuantNetwork q = quantize_model(net, zoo_images(net.input, 4, 7));
+    compile_all(f, q, &lines);
+    imported_forms(f, net, q, &lines);
   }
   for (const std::string& z : zoo_names()) {
     const Network net = zoo_network(z, 1, 32);
-    compile_all("zoo-" + z + "-32", quantize_model(net, zoo_images(net.input, 1, 7)), &lines);
+    const QuantNetwork q = quantize_model(net, zoo_images(net.input, 1, 7));
+    compile_all("zoo-" + z + "-32", q, &lines);
+    const std::string name = "zoo-" + z + "-32.onnx";
+    const Network imported = import_onnx_bytes(export_float_onnx(net), name);
+    compile_all("float-" + name, quantize_model(imported, zoo_images(net.input, 1, 7)), &lines,
+                false);
+    imported_forms(name, net, q, &lines);
   }
   return lines;
 }

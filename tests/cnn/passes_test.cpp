@@ -9,6 +9,7 @@
 #include "passes/fold_constants.h"
 #include "passes/fusion.h"
 #include "passes/network_passes.h"
+#include "passes/requantize.h"
 
 namespace {
 
@@ -306,7 +307,7 @@ TEST(Fusion, OneLutAtMostAndOnlyMonotonicAfterPooling) {
 
 TEST(Fusion, MaxPoolOfTheRightSize) {
   Layer l = conv_layer();  // 8x8 out
-  passes::MaxPoolWindow w;
+  MaxPoolWindow w;
   w.k = w.s = 2;
   w.oh = w.ow = 4;
   EXPECT_TRUE(passes::can_fuse_max_pool(l, w));
@@ -335,6 +336,56 @@ TEST(Fusion, BatchNormAndScalesFoldIntoWeightsAndBias) {
   EXPECT_EQ(l.weight[9], -0.5f);
   EXPECT_EQ(l.weight[8], 1.0f);  // channel 0 untouched
   EXPECT_EQ(l.bias[1], -0.0f);
+}
+
+// ---- QDQ rules (passes/requantize.h) ------------------------------------------------------------
+
+TEST(Requantization, AnnotateInPlaceOrCopy) {
+  Network net;
+  net.name = "n";
+  net.input = {4, 8, 8};
+  TensorQuant q, q2;
+  q.scale = 0.5f;
+  q2.scale = 0.25f;
+  net.layers.push_back(layer("conv", LayerKind::Conv, {kNetworkInput}));
+  using passes::Requantization;
+  EXPECT_EQ(passes::requantization(net, {0}, true, q), Requantization::Annotate);
+  net.layers[0].out_quant = q;
+  EXPECT_EQ(passes::requantization(net, {0}, true, q), Requantization::Annotate);  // the same
+  EXPECT_EQ(passes::requantization(net, {0}, true, q2), Requantization::Copy);     // not a copy
+  net.layers.push_back(layer("pool", LayerKind::Copy, {0}));
+  net.layers[1].out_quant = q;  // an exact copy of the conv
+  EXPECT_TRUE(passes::exact_copy(net, 1));
+  EXPECT_EQ(passes::requantization(net, {1}, true, q2), Requantization::InPlace);
+  EXPECT_EQ(passes::requantization(net, {1}, false, q2), Requantization::Copy);    // read by more
+  EXPECT_EQ(passes::requantization(net, {0, 1}, true, q2), Requantization::Copy);  // two parts
+  net.layers[1].act = Activation::Relu;
+  EXPECT_FALSE(passes::exact_copy(net, 1));
+  EXPECT_EQ(passes::requantization(net, {1}, true, q2), Requantization::Copy);
+  net.input_quant = q;
+  EXPECT_EQ(passes::requantization(net, {kNetworkInput}, true, q2), Requantization::Copy);
+  EXPECT_EQ(passes::requantization(net, {kNetworkInput, 0}, true, q), Requantization::Annotate);
+}
+
+TEST(Requantization, ExactCopyNeedsEveryInputQuantizedAlike) {
+  Network net;
+  net.name = "n";
+  net.input = {4, 8, 8};
+  TensorQuant q, q2;
+  q.scale = 0.5f;
+  q2.scale = 0.25f;
+  net.layers.push_back(layer("a", LayerKind::Conv, {kNetworkInput}));
+  net.layers.push_back(layer("b", LayerKind::Conv, {kNetworkInput}));
+  net.layers.push_back(layer("cat", LayerKind::Copy, {0, 1}));
+  EXPECT_FALSE(passes::exact_copy(net, 2));  // no quantization of its own
+  net.layers[2].out_quant = q;
+  net.layers[0].out_quant = q;
+  EXPECT_FALSE(passes::exact_copy(net, 2));  // b has none
+  net.layers[1].out_quant = q2;
+  EXPECT_FALSE(passes::exact_copy(net, 2));  // b has another
+  net.layers[1].out_quant = q;
+  EXPECT_TRUE(passes::exact_copy(net, 2));
+  EXPECT_FALSE(passes::exact_copy(net, 0));  // a Conv is no copy
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Converters of the activations: fused into the layer before, or a Copy layer.
+// Converters of the activations: each a Copy layer holding the step, which the fusion pass
+// (passes/fuse_layers.h) merges into the layer before when it can.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -99,15 +100,18 @@ void Importer::prelu_per_channel(const onnx::NodeProto& n, const std::vector<dou
 void Importer::fused_activation(const onnx::NodeProto& n, const std::string& in, Activation a,
                                 LutFunc f, float p0, float p1, bool ql) {
   const Value v = values_.at(in);
-  int li = fusable(in);
-  if (li >= 0 && !passes::can_fuse_activation(net_.layers[size_t(li)], a, f)) li = -1;
-  if (li < 0) {
-    Layer c = start_layer(n, LayerKind::Copy, v);
-    c.op = n.op_type();
-    // Of a (de)quantized tensor: the copy is exact, and a LUT maps from there.
-    if (v.quant) c.out_quant = v.quant;
-    li = push_layer(n, std::move(c));
-  }
+  // A Copy layer holding the step, 1:1: the fusion pass (passes/fuse_layers.h) merges it into
+  // the layer computing `in` when nothing else reads it and the rules allow.
+  Layer c = start_layer(n, LayerKind::Copy, v);
+  // Of a (de)quantized tensor: the copy is exact, and a LUT maps from there.
+  if (v.quant) c.out_quant = v.quant;
+  c.step.kind = StepKind::Activation;
+  c.step.sources = {fusable(in)};
+  c.step.act = a;
+  c.step.lut = f;
+  c.step.p0 = p0;
+  c.step.p1 = p1;
+  const int li = push_layer(n, std::move(c));
   Layer& l = net_.layers[size_t(li)];
   passes::fuse_activation(l, a, f, p0, p1);
   if (a == Activation::Lut && ql)

@@ -60,7 +60,18 @@ void Importer::arith(const onnx::NodeProto& n) {
   if (v.is_int) fail(n, "operates on a quantized tensor (DequantizeLinear first)");
   const std::vector<double> per = per_channel(n, c, v);
   const std::string& name = n.input(data_first ? 0 : 1);
-  const int li = fusable(name);
+  int li = fusable(name);
+  if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
+    // After an activation or max-pool (as fused: the layer it joins): refused.
+    const FusedView view = fused_view({li}, ViewOf::AnyStep);
+    if (view.parts.size() == 1) {
+      const Layer& l = view.net(net_).layers[size_t(view.parts[0])];
+      if (!l.has_weights())
+        fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
+      fail(n, op + " by a constant after an activation or pooling is not supported");
+    }
+    li = -1;  // the parts of a pooled concatenation
+  }
   if (li >= 0) {
     Layer& l = net_.layers[size_t(li)];
     if (!l.has_weights())
@@ -170,8 +181,10 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
   if (ql) {
     const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
     bool same = true;
-    for (int p : v.parts) {
-      const auto& have = p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
+    const FusedView view = fused_view(v.parts);  // (a pooled concatenation: its parts)
+    const Network& fused = view.net(net_);
+    for (int p : view.parts) {
+      const auto& have = p == kNetworkInput ? fused.input_quant : fused.layers[size_t(p)].out_quant;
       same &= have && *have == q;
     }
     int copy = -1;
@@ -194,7 +207,14 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
 
 void Importer::batch_norm(const onnx::NodeProto& n) {
   const Value v = float_input(n, 0, "a QDQ Conv");
-  const int li = fusable(n.input(0));
+  int li = fusable(n.input(0));
+  if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
+    // After an activation or max-pool (as fused: the layer it joins): refused.
+    const FusedView view = fused_view({li}, ViewOf::AnyStep);
+    if (view.parts.size() == 1 && view.net(net_).layers[size_t(view.parts[0])].has_weights())
+      fail(n, "BatchNormalization after an activation or pooling is not supported");
+    li = -1;
+  }
   if (li < 0 || !net_.layers[size_t(li)].has_weights())
     fail(n,
          "BatchNormalization is supported right after a Conv or Gemm whose output nothing else "

@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "frontend/importer.h"
-#include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
 
-passes::MaxPoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const Value& v) const {
+MaxPoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const Value& v) const {
   if (v.flat) fail(n, "its input is flattened");
   const auto ks = attr_ints(n, "kernel_shape");
   if (ks.size() != 2 || ks[0] != ks[1])
@@ -46,7 +45,7 @@ passes::MaxPoolWindow Importer::maxpool_window(const onnx::NodeProto& n, const V
     if (ceil && (o - 1) * s >= in + lo) --o;
     return o;
   };
-  passes::MaxPoolWindow w;
+  MaxPoolWindow w;
   w.k = k;
   w.s = s;
   w.oh = out_size(v.shape.h, g.pad_t, g.pad_b);
@@ -65,63 +64,41 @@ void Importer::maxpool(const onnx::NodeProto& n) {
   for (int i = 1; i < n.output_size(); ++i)
     if (!n.output(i).empty()) fail(n, "the Indices output is not supported");
   const Value v = data(n, 0);
-  const passes::MaxPoolWindow w = maxpool_window(n, v);
-  const int k = w.k, s = w.s, oh = w.oh, ow = w.ow;
-  const bool chip_pads = w.chip_pads;
-  const auto& pads = w.pads;
-  // The layers the pool fuses into: the one computing its input, or every part of a concat
-  // that only this pool reads (pooling works channel by channel).
-  auto fuses = [&](int li) {
-    return li >= 0 && passes::can_fuse_max_pool(net_.layers[size_t(li)], w);
-  };
-  std::vector<int> targets;
+  const MaxPoolWindow w = maxpool_window(n, v);
+  // A Copy layer holding the step, 1:1: pooled with activate's padding when it fits its fields,
+  // else over a padded copy of the image (a border of pixels the maximum skips). The fusion pass
+  // (passes/fuse_layers.h) merges it into the layer computing its input, or into every part of
+  // a concatenation that only this pool reads (pooling works channel by channel).
+  Layer c = start_layer(n, LayerKind::Copy, v);
+  if (w.chip_pads) {
+    c.pool_pad_t = w.pads[0];
+    c.pool_pad_l = w.pads[1];
+    c.pool_pad_b = w.pads[2];
+    c.pool_pad_r = w.pads[3];
+  } else {
+    c.pad_t = w.pads[0];
+    c.pad_l = w.pads[1];
+    c.pad_b = w.pads[2];
+    c.pad_r = w.pads[3];
+  }
+  c.pool_k = w.k;
+  c.pool_s = w.s;
+  if (v.quant) c.out_quant = v.quant;  // of a (de)quantized tensor: an exact copy
+  c.step.kind = StepKind::MaxPool;
+  c.step.pool = w;
   const auto parts = concat_inputs_.find(n.input(0));
   if (parts != concat_inputs_.end() && uses_[n.input(0)] == 1) {
-    for (const std::string& part : parts->second) targets.push_back(fusable(part));
-    if (!std::all_of(targets.begin(), targets.end(), fuses)) targets.clear();
-  } else if (fuses(fusable(n.input(0)))) {
-    targets = {fusable(n.input(0))};
+    for (const std::string& part : parts->second) c.step.sources.push_back(fusable(part));
+  } else {
+    c.step.sources = {fusable(n.input(0))};
   }
-  for (int t : targets) {
-    Layer& l = net_.layers[size_t(t)];
-    try {
-      passes::fuse_max_pool(l, w);
-    } catch (const Error& e) {
-      fail(n, e.what());
-    }
-    l.fused.push_back("MaxPool " + node_name(n));
-  }
-  if (targets.size() > 1) {  // the pooled parts, concatenated where they are
-    Value out = v;
-    out.shape = {v.shape.c, oh, ow};
-    values_[n.output(0)] = out;
-    return;
-  }
-  int li = targets.empty() ? -1 : targets[0];
-  if (li < 0) {
-    // A Copy layer: pooled with activate's padding when it fits its fields, else over a
-    // padded copy of the image (a border of pixels the maximum skips).
-    Layer c = start_layer(n, LayerKind::Copy, v);
-    if (chip_pads) {
-      c.pool_pad_t = pads[0];
-      c.pool_pad_l = pads[1];
-      c.pool_pad_b = pads[2];
-      c.pool_pad_r = pads[3];
-    } else {
-      c.pad_t = pads[0];
-      c.pad_l = pads[1];
-      c.pad_b = pads[2];
-      c.pad_r = pads[3];
-    }
-    c.pool_k = k;
-    c.pool_s = s;
-    if (v.quant) c.out_quant = v.quant;  // of a (de)quantized tensor: an exact copy
-    li = push_layer(n, std::move(c));
-  }
+  const int li = push_layer(n, std::move(c));
   new_layer_output(n, li, false);
-  if (v.is_int) {
-    values_[n.output(0)].is_int = true;
-    values_[n.output(0)].quant = v.quant;
+  Value& out = values_[n.output(0)];
+  // The parts of a concatenation, pooled where they are, stay its value's (quantization too).
+  if (v.is_int || (v.quant && fused_view({li}).parts.size() > 1)) {
+    out.is_int = v.is_int;
+    out.quant = v.quant;
   }
 }
 

@@ -15,7 +15,7 @@
 #include "frontend/graph.h"
 #include "frontend/onnx_tensor.h"
 #include "network.h"
-#include "passes/fusion.h"
+#include "passes/fuse_layers.h"
 
 namespace onnx {
 class GraphProto;
@@ -93,8 +93,28 @@ class Importer {
   // the concatenation fuses into those layers).
   std::map<std::string, std::vector<std::string>> concat_inputs_;
 
-  // A MaxPool's window, output size and padding (passes/fusion.h).
-  passes::MaxPoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
+  // A MaxPool's window, output size and padding (network.h).
+  MaxPoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
+
+  // Layers `parts` of net_ as the fusion pass (passes/fuse_layers.h) will leave them: `parts`
+  // in net_ itself, or in the fused network (the pass run on the layers so far) when one of them
+  // is a pending step of the kind `of` names: the layers it joins. The converters whose outcome
+  // depends on what is fused (requantization, a Copy of a pooled concatenation, the errors of a
+  // fold after an activation) look there, so that importing 1:1 and fusing after gives what fusing
+  // in node order gave.
+  struct FusedView {
+    std::optional<passes::FusedNetwork> fused;
+    std::vector<int> parts;
+    const Network& net(const Network& unfused) const { return fused ? fused->net : unfused; }
+  };
+  enum class ViewOf {
+    PooledConcat,  // a max-pool of a concatenation (the one step whose parts change)
+    MaxPool,       // any max-pool (the one step whose joining changes what is an exact copy)
+    AnyStep,
+  };
+  FusedView fused_view(const std::vector<int>& parts, ViewOf of = ViewOf::PooledConcat) const;
+  // Layers `parts` of net_ (or the input) as the layers of f.net computing them.
+  static std::vector<int> parts_in(const passes::FusedNetwork& f, const std::vector<int>& parts);
 
   [[noreturn]] void fail_model(const std::string& msg) const;
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;
@@ -133,10 +153,6 @@ class Importer {
 
   std::optional<TensorQuant>& quant_ref(int p);
   const std::optional<TensorQuant>& quant_ref(int p) const;
-  // Whether layer li copies its inputs exactly (e.g. a standalone max-pool keeping its input's
-  // quantization): requantizing its output is the same as requantizing its inputs.
-  bool exact_copy(int li) const;
-
   // Value v (tensor `name`, read by node n) gets quantization q: its producing layers' outputs
   // (or the input). Where they are quantized otherwise already (a Q/DQ pair, then another Q),
   // a Copy requantizes them (an exact copy that nothing else reads is requantized in place,
@@ -200,7 +216,8 @@ class Importer {
   // Copy layers with ReLU (the second negates) and an Add with per-channel operand weights.
   void prelu_per_channel(const onnx::NodeProto& n, const std::vector<double>& slope);
 
-  // An activation on tensor `in`: fused into the layer computing it, or a Copy layer.
+  // An activation on tensor `in`: a Copy layer holding the step, which the fusion pass merges
+  // into the layer computing `in` when it can.
   void fused_activation(const onnx::NodeProto& n, const std::string& in, Activation a, LutFunc f,
                         float p0, float p1, bool ql = false);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/requantize.h"
 
 namespace tpu::cnn::frontend {
 
@@ -37,37 +38,38 @@ const std::optional<TensorQuant>& Importer::quant_ref(int p) const {
   return p == kNetworkInput ? net_.input_quant : net_.layers[size_t(p)].out_quant;
 }
 
-bool Importer::exact_copy(int li) const {
-  const Layer& l = net_.layers[size_t(li)];
-  if (l.kind != LayerKind::Copy || l.act != Activation::None || !l.out_quant) return false;
-  for (int p : l.inputs)
-    if (!quant_ref(p) || !(*quant_ref(p) == *l.out_quant)) return false;
-  return true;
-}
-
 int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
                        const std::string& name) {
-  bool differs = false;
-  for (int p : v.parts) {
-    const std::optional<TensorQuant>& have = quant_ref(p);
+  const auto& have = net_.input_quant;
+  for (int p : v.parts)
     if (p == kNetworkInput && have && !(*have == q))
       fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() +
                   ")");
-    differs |= have && !(*have == q);
+  // The layers computing v as fused: a max-pool of a concatenation is its parts; a max-pool
+  // that joins its layer is that layer (the same quantization, but maybe no exact copy).
+  const bool sole_reader = v.parts.size() == 1 && fusable(name) == v.parts[0];
+  FusedView view = fused_view(v.parts);
+  passes::Requantization r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
+  if (r != passes::Requantization::Annotate && !view.fused) {
+    view = fused_view(v.parts, ViewOf::MaxPool);
+    r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
   }
-  if (differs) {
-    if (v.parts.size() == 1 && fusable(name) == v.parts[0] && exact_copy(v.parts[0])) {
-      net_.layers[size_t(v.parts[0])].out_quant = q;
+  switch (r) {
+    case passes::Requantization::InPlace:
+      net_.layers[size_t(v.parts[0])].out_quant = q;  // (a max-pool passes it to its layer)
       v.quant = q;
       return -1;
+    case passes::Requantization::Copy: {
+      // One Copy requantizes them (concatenated tensors together).
+      Value c = v;
+      c.quant = q;
+      const int l = copy_layer(c, name, n.op_type());
+      v.parts = {l};
+      v.quant = q;
+      return l;
     }
-    // One Copy requantizes them (concatenated tensors together).
-    Value c = v;
-    c.quant = q;
-    const int l = copy_layer(c, name, n.op_type());
-    v.parts = {l};
-    v.quant = q;
-    return l;
+    case passes::Requantization::Annotate:
+      break;
   }
   for (int p : v.parts) quant_ref(p) = q;
   v.quant = q;

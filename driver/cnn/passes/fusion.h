@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fusion rules on the IR: what it takes for an elementwise step (an activation, a max-pool, a
 // BatchNormalization, a per-channel scale) to join the layer that computes its input, and the
-// layer that results. The frontend decides where they apply (a layer output that nothing else
-// reads, frontend/importer.h) and calls these; they know nothing of ONNX.
+// layer that results. The fusion pass (passes/fuse_layers.h) applies the activation and max-pool
+// rules; the frontend folds a BatchNormalization or a per-channel scale into the Conv/Gemm whose
+// output only it reads as it converts (frontend/importer.h). They know nothing of ONNX.
 #pragma once
 
-#include <array>
 #include <vector>
 
 #include "network.h"
@@ -21,13 +21,6 @@ bool can_fuse_activation(const Layer& l, Activation a, LutFunc f);
 // given output quantization (pre_quant).
 void fuse_activation(Layer& l, Activation a, LutFunc f, float p0, float p1);
 
-// A MaxPool window and its output size; the padding as the chip pools with it (ceil_mode as
-// extra bottom/right padding) and whether activate's pad fields hold it.
-struct MaxPoolWindow {
-  int k = 1, s = 1, oh = 0, ow = 0;
-  std::array<int, 4> pads{};  // top, left, bottom, right
-  bool padded = false, chip_pads = false;
-};
 // Whether max-pool w can be layer l's fused pooling: l pools nothing yet, is not Dense, has no
 // per-pixel divisors, no non-monotonic LUT, the pool's padding fits activate's fields, and the
 // pooled size comes out as w's.

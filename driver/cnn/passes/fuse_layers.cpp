@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "passes/fuse_layers.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "passes/fusion.h"
+
+namespace tpu::cnn::passes {
+namespace {
+
+// Layer l's inputs (layers of the network given) as layers of r.net: a part that became several
+// (a pooled concatenation) is read as those, each with its channels.
+void remap_inputs(Layer& l, const FusedNetwork& r) {
+  std::vector<int> inputs, channels;
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const int p = l.inputs[k];
+    const int ch = k < l.input_channels.size() ? l.input_channels[k] : 0;
+    if (p == kNetworkInput) {
+      inputs.push_back(p);
+      channels.push_back(ch);
+      continue;
+    }
+    const std::vector<int>& parts = r.parts_of.at(size_t(p));
+    if (parts.size() == 1) {
+      inputs.push_back(parts[0]);
+      channels.push_back(ch);
+      continue;
+    }
+    for (int q : parts) {
+      inputs.push_back(q);
+      channels.push_back(r.net.layers[size_t(q)].out.c);
+    }
+  }
+  l.inputs = std::move(inputs);
+  if (!l.input_channels.empty()) l.input_channels = std::move(channels);
+}
+
+// The layers of r.net a step joins: each source's one layer; empty when a source is -1 or
+// became several parts.
+std::vector<int> targets_of(const PendingStep& step, const FusedNetwork& r) {
+  std::vector<int> targets;
+  for (int s : step.sources) {
+    if (s < 0 || r.parts_of.at(size_t(s)).size() != 1) return {};
+    targets.push_back(r.parts_of[size_t(s)][0]);
+  }
+  return targets;
+}
+
+bool can_join(const Layer& c, const std::vector<int>& targets, const Network& net) {
+  if (targets.empty()) return false;
+  const PendingStep& step = c.step;
+  if (step.kind == StepKind::Activation)
+    return targets.size() == 1 &&
+           can_fuse_activation(net.layers[size_t(targets[0])], step.act, step.lut);
+  return std::all_of(targets.begin(), targets.end(),
+                     [&](int t) { return can_fuse_max_pool(net.layers[size_t(t)], step.pool); });
+}
+
+// Step c merged into the layers `targets` of net.
+void join(const Layer& c, const std::vector<int>& targets, Network& net) {
+  const PendingStep& step = c.step;
+  for (int t : targets) {
+    Layer& l = net.layers[size_t(t)];
+    if (step.kind == StepKind::Activation) {
+      fuse_activation(l, step.act, step.lut, step.p0, step.p1);
+      // Requantized after the activation: as the step's output (a QuantizeLinear after it, a
+      // QLinear op's Y_scale), or not at all.
+      l.out_quant = c.out_quant;
+      l.fused.insert(l.fused.end(), c.fused.begin(), c.fused.end());
+      continue;
+    }
+    try {
+      fuse_max_pool(l, step.pool);
+    } catch (const Error& e) {
+      throw Error(net.name + ": node '" + c.name + "' (" + c.op + "): " + e.what());
+    }
+    if (c.out_quant) l.out_quant = c.out_quant;  // a copy: its quantization is its input's
+    l.fused.push_back("MaxPool " + c.name);
+  }
+}
+
+}  // namespace
+
+FusedNetwork fuse_steps(Network net) {
+  std::vector<Layer> layers = std::move(net.layers);
+  FusedNetwork r;
+  r.net = std::move(net);
+  r.net.layers.clear();
+  r.parts_of.resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    Layer& l = layers[i];
+    remap_inputs(l, r);
+    if (l.step.kind != StepKind::None) {
+      const std::vector<int> targets = targets_of(l.step, r);
+      if (can_join(l, targets, r.net)) {
+        join(l, targets, r.net);
+        r.parts_of[i] = targets;
+        continue;
+      }
+    }
+    l.step = PendingStep();
+    r.net.layers.push_back(std::move(l));
+    r.parts_of[i] = {int(r.net.layers.size()) - 1};
+  }
+  return r;
+}
+
+Network fuse_layers(Network net) { return fuse_steps(std::move(net)).net; }
+
+}  // namespace tpu::cnn::passes

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Layer fusion, the pass after conversion: Network -> Network. The converters make every
+// activation (Relu, Clip, the LUT functions) and every MaxPool a Copy layer of its own, 1:1,
+// holding the step (Layer::step, network.h) and the layers it may join: those whose outputs it
+// reads with nothing else reading them. In layer order (the graph's node order), each step joins
+// them when the fusion rules (passes/fusion.h) allow, and leaves the network; the layers reading
+// it read the layer it joined. Otherwise it stays, a Copy layer (an activation after a layer that
+// has a LUT already, a max-pool whose padding activate's fields cannot hold, ...). Tested on
+// hand-built networks (tests/cnn/fuse_layers_test.cpp).
+#pragma once
+
+#include <vector>
+
+#include "network.h"
+
+namespace tpu::cnn::passes {
+
+// The fused network and where each layer of the network given went.
+struct FusedNetwork {
+  Network net;  // no layer has a pending step left
+  // Layer i of the network given -> the layers of `net` computing its output: itself, the layer
+  // it joined, or (a max-pool of a concatenation joining each part) the parts.
+  std::vector<std::vector<int>> parts_of;
+};
+
+// Fuses every pending step of `net`, in layer order. An activation joins its one source when
+// can_fuse_activation allows (the step's output quantization becomes the layer's: it was
+// requantized after the activation); a max-pool joins every source when each allows
+// can_fuse_max_pool (a quantization given to its output becomes theirs). A step whose source is
+// -1 or a layer that became several parts stays. Throws Error naming the max-pool's node when
+// the pooled layer's shapes do not fit ("<net>: node '<name>' (MaxPool): ...").
+FusedNetwork fuse_steps(Network net);
+// fuse_steps(net).net.
+Network fuse_layers(Network net);
+
+}  // namespace tpu::cnn::passes
