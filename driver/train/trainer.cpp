@@ -14,6 +14,7 @@
 #include "compiler/import.h"
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
+#include "compiler/residency.h"
 #include "compiler/schedule.h"
 #include "kernels.h"
 
@@ -29,6 +30,9 @@ class TrainerImpl {
   Placement place;
   Schedule sched;
   Emitted step, forward;
+  // The resident tensors (residency.h) into VMEM after init, back to device memory before the
+  // host reads them (empty when nothing is resident).
+  std::vector<Instruction> load, store;
   uint32_t base = Device::kArenaBase;
   double compile_seconds = 0;
   RunStats last;
@@ -38,6 +42,12 @@ class TrainerImpl {
   void emit_programs() {
     step = emit(g, place, sched.step, opt, chip, base);
     forward = emit(g, place, sched.forward, opt, chip, base);
+    load.clear();
+    store.clear();
+    if (place.resident_rows != 0) {
+      load = emit_residency(g, place, chip, base, false);
+      store = emit_residency(g, place, chip, base, true);
+    }
   }
   uint32_t addr(int t) const { return base + place.homes[static_cast<size_t>(t)].addr; }
   const Home& home(int t) const { return place.homes[static_cast<size_t>(t)]; }
@@ -92,6 +102,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   fuse_conv_pool(t.g, chip);
   fuse_dense_update(t.g);
   t.place = place(t.g, chip);
+  if (opt.resident) place_resident(t.g, t.place, chip);
   t.sched = schedule(t.g);
   t.emit_programs();
   t.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -143,6 +154,7 @@ void Trainer::init(Device& dev) {
     std::fill(rows.begin(), rows.begin() + 2 * n, 1.0f);
     dev.write(t.addr(t.g.adam_state), rows.data(), rows.size() * 4);
   }
+  if (!t.load.empty()) dev.run(t.load, kMaxStepCycles);
   t.stepped = false;
   t.device = &dev;
 }
@@ -188,6 +200,7 @@ std::vector<float> Trainer::logits(Device& dev, const float* images, uint32_t co
 std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
   const TrainerImpl& t = *impl_;
   t.check_initialized(dev, "weights");
+  if (!t.store.empty()) dev.run(t.store, kMaxStepCycles);  // the resident weights' values
   std::map<std::string, std::vector<float>> w;
   for (const Param& p : t.g.params) {
     w[p.initializer] = onnx_values(t.g, p, t.read_matrix(dev, p.tensor));

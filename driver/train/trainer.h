@@ -27,6 +27,9 @@ struct TrainOptions {
   float lr = 1e-3f, momentum = 0.0f, weight_decay = 0.0f;  // momentum: SGD only
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;         // Keras' Adam defaults
   uint32_t batch = 32;
+  // Weights and optimizer state that fit stay in VMEM across steps (compiler/residency.h);
+  // false: everything streams from device memory every step (the same bits, more cycles).
+  bool resident = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

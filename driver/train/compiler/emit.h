@@ -28,6 +28,11 @@ struct Emitted {
 Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
              const TrainOptions& opt, const ChipParams& chip, uint32_t device_base);
 
+// The resident tensors (residency.h) from their homes into VMEM (load: after init), or back
+// to their homes (store: before the host reads them). Ends with halt.
+std::vector<Instruction> emit_residency(const Graph& g, const Placement& p, const ChipParams& chip,
+                                        uint32_t device_base, bool store);
+
 }  // namespace tpu::train::compiler
 
 namespace tpu::train::compiler {
