@@ -4,6 +4,7 @@
 // reading back what the chip computed.
 #include "trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -36,6 +37,7 @@ class TrainerImpl {
   uint32_t base = Device::kArenaBase;
   double compile_seconds = 0;
   RunStats last;
+  std::vector<InstrEvent> timeline;  // of the last step run while the device recorded one
   bool stepped = false;
   const Device* device = nullptr;  // the one init() placed the weights on
 
@@ -156,6 +158,7 @@ void Trainer::init(Device& dev) {
   }
   if (!t.load.empty()) dev.run(t.load, kMaxStepCycles);
   t.stepped = false;
+  t.timeline.clear();
   t.device = &dev;
 }
 
@@ -175,6 +178,7 @@ StepResult Trainer::step(Device& dev, const float* images, const int32_t* labels
   t.put_batch(dev, images, b);
   dev.write(t.addr(t.g.labels), lanes.data(), lanes.size() * 4);
   t.last = dev.run(t.step.program, kMaxStepCycles);
+  if (dev.recording_timeline()) t.timeline = dev.timeline();
   t.stepped = true;
   float loss;
   dev.read(t.addr(t.g.loss), &loss, 4);
@@ -211,7 +215,19 @@ std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
 std::vector<LayerCycles> Trainer::layer_cycles() const {
   const TrainerImpl& t = *impl_;
   if (!t.stepped) return {};
+  if (!t.timeline.empty()) return compiler::layer_cycles(t.g, t.step, t.chip, t.timeline);
   return compiler::layer_cycles(t.g, t.step, t.chip, t.last.cycles);
+}
+
+LayerCycles Trainer::step_bound() const {
+  const TrainerImpl& t = *impl_;
+  LayerCycles s{"step", "", 0, 0, 0};
+  for (const LayerCycles& l : compiler::layer_cycles(t.g, t.step, t.chip, 0)) {
+    s.bound_mxu += l.bound_mxu;
+    s.bound_dma += l.bound_dma;
+  }
+  s.bound = std::max(s.bound_mxu, s.bound_dma);
+  return s;
 }
 
 }  // namespace tpu::train

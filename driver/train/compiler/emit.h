@@ -46,5 +46,27 @@ uint64_t instruction_work(const Instruction& in, const ChipParams& chip);
 // estimate per layer (the units overlap on the chip).
 std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const ChipParams& chip,
                                       uint64_t total);
+// The same measured from the step's instruction timeline (Device::timeline of a run of
+// step.program): a node's cycles run from the issue of its first instruction to the issue of
+// the next node's first (the last node's to the timeline's end); `measured` set.
+std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const ChipParams& chip,
+                                      const std::vector<InstrEvent>& timeline);
+
+// The analytical bound. SCALE-Sim's weight-stationary cycles of an M x K by K x C matmul on
+// the N x N array: ceil(K / N) * ceil(C / N) folds of (2N + N + M - 2) cycles each (load the
+// weights, stream M rows, fill and drain).
+uint64_t scale_sim_ws_cycles(uint64_t m, uint64_t k, uint64_t c, uint32_t n);
+// The matmuls a node computes, as (M, K, C): Dense X.W; dX = dY.W^T; dW = X^T.dY; a Conv's
+// im2col (M = outputs x batch, K = taps x cin); its dW and dX likewise.
+struct MatmulShape {
+  uint64_t m, k, c;
+};
+std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd);
+// The device-memory port's peak bytes per cycle (the AXI data width).
+uint32_t port_bytes_per_cycle(const ChipParams& chip);
+// Fills bound_mxu, bound_dma and bound of each layer of `layers` (as layer_cycles made them)
+// from the graph's matmuls and the step program's DMA bytes per node.
+void add_bounds(const Graph& g, const Emitted& step, const ChipParams& chip,
+                std::vector<LayerCycles>& layers);
 
 }  // namespace tpu::train::compiler
