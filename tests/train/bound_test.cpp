@@ -23,7 +23,7 @@ TEST(TrainBound, ScaleSimWeightStationary) {
   EXPECT_EQ(scale_sim_ws_cycles(9, 21632, 64, 16), 1352u * 4 * (48 + 9 - 2));
   EXPECT_EQ(scale_sim_ws_cycles(0, 5, 5, 4), 0u);
   ChipParams chip = ChipParams::training(16);
-  EXPECT_EQ(port_bytes_per_cycle(chip), chip.axi_width / 8);
+  EXPECT_EQ(port_bytes_per_cycle(chip), chip.vmem_dma_bytes_per_cycle());
 }
 
 struct Compiled {

@@ -10,7 +10,10 @@ namespace tpu::train::compiler {
 
 uint64_t instruction_work(const Instruction& instr, const ChipParams& chip) {
   const uint64_t n = chip.N;
-  const uint64_t dma_bytes_per_cycle = std::max<uint64_t>(1, chip.axi_width / 16);
+  // The VMEM port moves a row per cycle; without one, read_vmem / write_vmem share the AXI
+  // port at about half a beat per cycle.
+  const uint64_t dma_bytes_per_cycle =
+      std::max<uint64_t>(1, chip.vmem_port_bytes != 0 ? chip.vmem_port_bytes : chip.axi_width / 16);
   return std::visit(
       [&](const auto& in) -> uint64_t {
         using T = std::decay_t<decltype(in)>;
@@ -163,7 +166,9 @@ std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd) {
   }
 }
 
-uint32_t port_bytes_per_cycle(const ChipParams& chip) { return std::max(1u, chip.axi_width / 8); }
+uint32_t port_bytes_per_cycle(const ChipParams& chip) {
+  return std::max(1u, chip.vmem_dma_bytes_per_cycle());
+}
 
 void add_bounds(const Graph& g, const Emitted& step, const ChipParams& chip,
                 std::vector<LayerCycles>& layers) {

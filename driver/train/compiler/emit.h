@@ -38,8 +38,9 @@ std::vector<Instruction> emit_residency(const Graph& g, const Placement& p, cons
 namespace tpu::train::compiler {
 
 // The work of one instruction in cycles of its unit, as ModelDevice estimates a run (a DMA's
-// bytes at half an AXI beat per cycle, one cycle per VMEM or ACC row an MXU or vector
-// instruction walks, N per loaded tile or transposed block; 1 for the others).
+// bytes at the VMEM port's width per cycle, or half an AXI beat per cycle without one, one cycle
+// per VMEM or ACC row an MXU or vector instruction walks, N per loaded tile or transposed block; 1
+// for the others).
 uint64_t instruction_work(const Instruction& in, const ChipParams& chip);
 // The step's `total` cycles split over the layers (forward nodes, in order; then "loss" and,
 // with Adam, "adam") by the work of the instructions each node emitted: exact in sum, an
@@ -62,7 +63,8 @@ struct MatmulShape {
   uint64_t m, k, c;
 };
 std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd);
-// The device-memory port's peak bytes per cycle (the AXI data width).
+// The device-memory port's peak bytes per cycle for read_vmem / write_vmem (the VMEM port's
+// width, or the AXI data width without one: ChipParams::vmem_dma_bytes_per_cycle).
 uint32_t port_bytes_per_cycle(const ChipParams& chip);
 // Fills bound_mxu, bound_dma and bound of each layer of `layers` (as layer_cycles made them)
 // from the graph's matmuls and the step program's DMA bytes per node.
