@@ -38,9 +38,9 @@ std::vector<Instruction> emit_residency(const Graph& g, const Placement& p, cons
 namespace tpu::train::compiler {
 
 // The work of one instruction in cycles of its unit, as ModelDevice estimates a run (a DMA's
-// bytes at the VMEM port's width per cycle, or half an AXI beat per cycle without one, one cycle
-// per VMEM or ACC row an MXU or vector instruction walks, N per loaded tile or transposed block; 1
-// for the others).
+// bytes at half an AXI beat per cycle, with or without the VMEM port (cycles.cpp says why), one
+// cycle per VMEM or ACC row an MXU or vector instruction walks, N per loaded tile or transposed
+// block; 1 for the others).
 uint64_t instruction_work(const Instruction& in, const ChipParams& chip);
 // The step's `total` cycles split over the layers (forward nodes, in order; then "loss" and,
 // with Adam, "adam") by the work of the instructions each node emitted: exact in sum, an
