@@ -101,6 +101,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   c.instr_retired = r.retired;
   uint64_t act_rows = 0;
   uint64_t vpu_rows = 0;  // VMEM rows walked by the training instructions
+  uint64_t vmem_dma_bytes = 0;  // read_vmem / write_vmem bytes (the VMEM port's)
   for (uint64_t i = 0; i < r.retired; ++i) {
     InstrBytes word;
     impl_->memory.read(uint64_t{cmd_addr} + i * kInstrBytes, kInstrBytes, word.data());
@@ -118,8 +119,10 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
       act_rows += a->unit_cycles();
     } else if (const auto* rv = std::get_if<ReadVmem>(&d.instr)) {
       c.dma_rd_bytes += uint64_t{rv->rows} * rv->row_bytes(p.N);
+      vmem_dma_bytes += uint64_t{rv->rows} * rv->row_bytes(p.N);
     } else if (const auto* wv = std::get_if<WriteVmem>(&d.instr)) {
       c.dma_wr_bytes += uint64_t{wv->rows} * wv->row_bytes(p.N);
+      vmem_dma_bytes += uint64_t{wv->rows} * wv->row_bytes(p.N);
     } else if (const auto* mb = std::get_if<MatmulBf16>(&d.instr)) {
       c.mxu_busy += uint64_t{mb->inner} * mb->outer;
     } else if (const auto* v = std::get_if<Vector>(&d.instr)) {
@@ -136,7 +139,11 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   c.mxu_macs = c.mxu_busy * p.N * p.N;
   c.act_busy = act_rows;
   const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);  // bytes per cycle, see header
-  const uint64_t dma = (c.dma_rd_bytes + c.dma_wr_bytes + rate - 1) / rate;
+  const bool vmem_port = p.vmem_port_bytes != 0;
+  const uint64_t port_bytes = c.dma_rd_bytes + c.dma_wr_bytes - (vmem_port ? vmem_dma_bytes : 0);
+  const uint64_t vmem_dma =
+      vmem_port ? (vmem_dma_bytes + p.vmem_port_bytes - 1) / p.vmem_port_bytes : 0;
+  const uint64_t dma = std::max((port_bytes + rate - 1) / rate, vmem_dma);
   c.cycles = std::max({dma, c.mxu_busy, act_rows, vpu_rows}) + 2 * p.N + 16;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = true;

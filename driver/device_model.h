@@ -6,7 +6,10 @@
 // The model has no timing. RunStats::cycles_estimated is true and `cycles` is this estimate:
 //
 //     cycles = max(dma, mxu, act, vpu) + 2*N + 16
-//     dma = (bytes read, 16 per fetched instruction included, + bytes written) / (AXI bytes / 2)
+//     dma = max((bytes read, 16 per fetched instruction included, + bytes written) / (AXI bytes
+//               / 2), read_vmem + write_vmem bytes / ChipParams::vmem_port_bytes)
+//           (with a VMEM port, read_vmem / write_vmem bytes count only there: one beat of 4N
+//           bytes per cycle, docs/architecture.md "The VMEM port")
 //     mxu = matmul rows fed,   act = accumulator rows read by activate
 //     vpu = VMEM rows the training instructions walk (isa.md "Training configuration": one
 //           per cycle): vector element rows / VpuRows (the vector unit's rows per cycle, 4 at

@@ -93,7 +93,10 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
   cp.qp_slots = p.qp_slots;
   cp.axi_width = p.axi_width;
   cp.vmem_rows = p.vmem_rows;
-  if (cp.vmem_rows != 0) cp.training_ops = kRtlTrainingOps;
+  if (cp.vmem_rows != 0) {
+    cp.training_ops = kRtlTrainingOps;
+    cp.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;  // one beat per cycle
+  }
   try {
     cp.validate();
   } catch (const std::exception& e) {
@@ -116,7 +119,10 @@ ChipParams RtlDevice::compiled_params() {
   p.acc_rows = TPU_SIM_ACC_ROWS;
 #endif
   p.vmem_rows = compiled_vmem_rows();
-  if (p.vmem_rows != 0) p.training_ops = kRtlTrainingOps;
+  if (p.vmem_rows != 0) {
+    p.training_ops = kRtlTrainingOps;
+    p.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;
+  }
   return p;
 }
 bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }

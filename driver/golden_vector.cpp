@@ -114,13 +114,30 @@ uint32_t lane_reduce(VecFunc f, uint32_t* x, unsigned n) {
 
 // ---- DMA
 
+namespace {
+
+// read_vmem / write_vmem move whole aligned blocks of `block` bytes (the VMEM port's beat,
+// docs/isa.md "The VMEM port"): host memory must answer every block that holds bytes of a row
+// (an error anywhere in it faults the instruction). Reading the block checks that.
+bool block_answers(HostMemory& host, uint64_t addr, uint32_t len, uint32_t block) {
+  if (block <= 1) return true;
+  const uint64_t lo = addr / block * block;
+  const uint64_t hi = (addr + len + block - 1) / block * block;
+  std::vector<uint8_t> scratch(hi - lo);
+  return host.read(lo, hi - lo, scratch.data());
+}
+
+}  // namespace
+
 GoldenModel::Fault GoldenModel::exec(const ReadVmem& in) {
   const uint32_t n = params_.N;
   const uint32_t row_bytes = in.row_bytes(n);
+  const uint32_t block = params_.vmem_dma_bytes_per_cycle();
   std::vector<uint8_t> data(size_t{in.rows} * row_bytes);
   for (uint32_t i = 0; i < in.rows; ++i) {
     const uint64_t addr = uint64_t{in.host_addr} + uint64_t{i} * in.step(n);
-    if (!host_.read(addr, row_bytes, &data[size_t{i} * row_bytes])) {
+    if (!host_.read(addr, row_bytes, &data[size_t{i} * row_bytes]) ||
+        !block_answers(host_, addr, row_bytes, block)) {
       return {ErrorCode::ERR_AXI_READ,
               format("read_vmem: host memory rejected the read of row %u at 0x%08" PRIx64
                      " (nothing written)",
@@ -141,6 +158,7 @@ GoldenModel::Fault GoldenModel::exec(const ReadVmem& in) {
 GoldenModel::Fault GoldenModel::exec(const WriteVmem& in) {
   const uint32_t n = params_.N;
   const uint32_t row_bytes = in.row_bytes(n);
+  const uint32_t block = params_.vmem_dma_bytes_per_cycle();
   std::vector<uint8_t> row(row_bytes);
   for (uint32_t i = 0; i < in.rows; ++i) {
     const uint32_t* src = vmem_row_ptr(uint64_t{in.vmem_addr} + i);
@@ -154,7 +172,8 @@ GoldenModel::Fault GoldenModel::exec(const WriteVmem& in) {
       }
     }
     const uint64_t addr = uint64_t{in.host_addr} + uint64_t{i} * in.step(n);
-    if (!host_.write(addr, row_bytes, row.data())) {
+    if (!block_answers(host_, addr, row_bytes, block) ||
+        !host_.write(addr, row_bytes, row.data())) {
       return {
           ErrorCode::ERR_AXI_WRITE,
           format("write_vmem: host memory rejected the write of row %u at 0x%08" PRIx64, i, addr)};

@@ -558,6 +558,7 @@ std::string_view act_func_name(ActFunc f) {
 ChipParams ChipParams::training(uint32_t n) {
   ChipParams p = with_n(n);
   p.vmem_rows = kTrainingVmemRows;
+  p.vmem_port_bytes = 4 * n;
   return p;
 }
 
@@ -608,9 +609,9 @@ void ChipParams::validate() const {
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
   return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
-                  a.training_ops,
-                  a.ici_links) == std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots,
-                                           b.axi_width, b.vmem_rows, b.training_ops, b.ici_links);
+                  a.vmem_port_bytes, a.training_ops, a.ici_links) ==
+         std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows,
+                  b.vmem_port_bytes, b.training_ops, b.ici_links);
 }
 
 namespace {

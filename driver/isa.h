@@ -103,6 +103,17 @@ struct ChipParams {
   // 32768 rows (2 MiB at N = 16): the Keras example's pooled activation at batch 32 (21,632
   // rows) fits whole (docs/training.md). CMake TPU_SIM_TRAIN_VMEM_ROWS builds the RTL so.
   static constexpr uint32_t kTrainingVmemRows = 32768;
+  // Bytes per cycle of the VMEM port, the training chip's second AXI4 master that carries
+  // read_vmem / write_vmem (docs/architecture.md "The VMEM port"): one fp32 VMEM row, 4N, as
+  // training() gives; 0 = no VMEM port (read_vmem / write_vmem would share the device-memory
+  // port of axi_width bits). Timing only (the timing estimate, the training compiler's cost
+  // model): results never depend on it.
+  uint32_t vmem_port_bytes = 0;
+  // The bytes per cycle read_vmem / write_vmem move: vmem_port_bytes, or without a VMEM port
+  // the device-memory port's axi_width / 8.
+  uint32_t vmem_dma_bytes_per_cycle() const {
+    return vmem_port_bytes != 0 ? vmem_port_bytes : axi_width / 8;
+  }
   // Inter-chip links (isa.md "Inter-chip links"); 0 = a chip alone (opcodes 0x0F..0x10 fault
   // ERR_OPCODE). Links need VMEM.
   uint32_t ici_links = 0;

@@ -18,7 +18,10 @@ module tpu_core #(
   // "Bandwidth and what the design assumes": 8 x 16 lanes at N = 16 keeps the vector unit
   // below the MXU's rows in a training step, 4 x 4 at N = 4; 1 above N = 16, where no training
   // build exists). Only with VmemRows != 0.
-  parameter int unsigned VpuRows      = N <= 4 ? 4 : N <= 16 ? 8 : 1
+  parameter int unsigned VpuRows      = N <= 4 ? 4 : N <= 16 ? 8 : 1,
+  // The VMEM port's data width (docs/architecture.md "The VMEM port"): one fp32 VMEM row per
+  // beat on the training chip; the int8 chip ties the port off (32 bits, never driven).
+  parameter int unsigned VaxiDataWidth = (VmemRows != 0) ? 32 * N : 32
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -66,6 +69,33 @@ module tpu_core #(
   input  logic [1:0]                m_axi_bresp_i,
   input  logic                      m_axi_bvalid_i,
   output logic                      m_axi_bready_o,
+  // AXI4 master: the VMEM port (read_vmem / write_vmem only; INCR bursts, no IDs, beat-aligned
+  // addresses, write strobes for rows that start inside a beat). Idle on the int8 chip.
+  output logic [31:0]                m_vaxi_araddr_o,
+  output logic [7:0]                 m_vaxi_arlen_o,
+  output logic [2:0]                 m_vaxi_arsize_o,
+  output logic [1:0]                 m_vaxi_arburst_o,
+  output logic                       m_vaxi_arvalid_o,
+  input  logic                       m_vaxi_arready_i,
+  input  logic [VaxiDataWidth-1:0]   m_vaxi_rdata_i,
+  input  logic [1:0]                 m_vaxi_rresp_i,
+  input  logic                       m_vaxi_rlast_i,
+  input  logic                       m_vaxi_rvalid_i,
+  output logic                       m_vaxi_rready_o,
+  output logic [31:0]                m_vaxi_awaddr_o,
+  output logic [7:0]                 m_vaxi_awlen_o,
+  output logic [2:0]                 m_vaxi_awsize_o,
+  output logic [1:0]                 m_vaxi_awburst_o,
+  output logic                       m_vaxi_awvalid_o,
+  input  logic                       m_vaxi_awready_i,
+  output logic [VaxiDataWidth-1:0]   m_vaxi_wdata_o,
+  output logic [VaxiDataWidth/8-1:0] m_vaxi_wstrb_o,
+  output logic                       m_vaxi_wlast_o,
+  output logic                       m_vaxi_wvalid_o,
+  input  logic                       m_vaxi_wready_i,
+  input  logic [1:0]                 m_vaxi_bresp_i,
+  input  logic                       m_vaxi_bvalid_i,
+  output logic                       m_vaxi_bready_o,
   // Interrupt: OR of IRQ_STATUS & IRQ_ENABLE
   output logic                      irq_o,
   // Trace side band, observation only (docs/architecture.md "Trace port"; tpu_ctrl):
@@ -80,6 +110,7 @@ module tpu_core #(
 
 
   localparam int unsigned BeatBytes = AxiDataWidth / 8;
+  localparam int unsigned VBeatBytes = VaxiDataWidth / 8;
   localparam int unsigned TagW      = 18;
   localparam int unsigned Windows   = tpu_pkg::DmaWindows;
   localparam int unsigned Counters  = 10;
@@ -153,6 +184,9 @@ module tpu_core #(
   logic                 lw_cmd_valid, lw_cmd_ready;
   tpu_fp_pkg::lw_cmd_t  lw_cmd;
   logic dmain_busy, dmain_err;
+  // The VMEM port's units (g_train): read_vmem's failing beat, traffic for the counters.
+  logic vdma_rd_err, vdma_rd_active, vdma_wr_active;
+  logic [31:0] vdma_rd_bytes, vdma_wr_bytes;
   logic wdma_busy, wdma_err, wdma_err_prev, wdma_push;
   logic unused_fetch_err_prev, unused_dmain_err_prev;
   logic mxu_retire, mxu_starved, mxu_abort;
@@ -205,7 +239,8 @@ module tpu_core #(
     .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .lw_cmd_valid_o(lw_cmd_valid), .lw_cmd_ready_i(lw_cmd_ready), .lw_cmd_o(lw_cmd),
     .lw_busy_i(lw_busy),
-    .dma_active_i(dmain_active || wdma_active || dmaout_active),
+    .dma_active_i(dmain_active || wdma_active || dmaout_active || vdma_rd_active ||
+                  vdma_wr_active),
     .input_stall_o(input_stall), .retire_o(retire),
     .trace_issue_o, .trace_unit_o, .trace_pc_o, .trace_done_o
   );
@@ -238,10 +273,7 @@ module tpu_core #(
   logic                 rd_in_cmd_valid, rd_in_cmd_ready, rd_in_busy;
   tpu_pkg::dma_rd_cmd_t rd_in_cmd;
 
-  // Training chip: consecutive transfers of one strided read_vmem overlap (read_host still
-  // waits for the reader to be idle, as on the int8 chip).
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst),
-                   .Overlap(VmemRows != 0)) u_dma_in (
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst)) u_dma_in (
     .clk_i, .rst_ni, .clear_i(clear),
     .cmd_valid_i(rd_in_cmd_valid), .cmd_ready_o(rd_in_cmd_ready), .cmd_i(rd_in_cmd),
     .space_rows_i(24'hFF_FFFF),
@@ -252,7 +284,7 @@ module tpu_core #(
     .row_err_o(dmain_row_err), .row_err_prev_o(unused_dmain_err_prev), .busy_o(rd_in_busy),
     .active_o(dmain_active)
   );
-  assign dmain_err = dmain_row_valid && dmain_row_err;
+  assign dmain_err = (dmain_row_valid && dmain_row_err) || vdma_rd_err;
   assign dmain_dst = dmain_local_q + dmain_row_idx;
 
   logic dmain_ub_we, prm_we, lut_we;
@@ -463,29 +495,44 @@ module tpu_core #(
       .vw_we_i(vpu_we), .vw_waddr_i(vpu_waddr), .vw_wdata_i(vpu_wdata), .vw_wgnt_o(vpu_wgnt)
     );
 
-    tpu_vmem_dma_in #(.N(N)) u_vmem_dma_in (
+    // read_vmem / write_vmem on the VMEM port m_vaxi_*; read_host / write_host as on the int8
+    // chip (the writer reads the UB directly).
+    tpu_vmem_dma_in #(.N(N), .MaxBurst(AxiMaxBurst)) u_vmem_dma_in (
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(dmain_cmd_valid), .cmd_ready_o(dmain_cmd_ready), .cmd_i(dmain_cmd),
       .rd_cmd_valid_o(rd_in_cmd_valid), .rd_cmd_ready_i(rd_in_cmd_ready), .rd_cmd_o(rd_in_cmd),
       .rd_busy_i(rd_in_busy),
-      .row_valid_i(dmain_row_valid), .row_err_i(dmain_row_err), .row_data_i(dmain_row),
+      .ar_addr_o(m_vaxi_araddr_o), .ar_len_o(m_vaxi_arlen_o), .ar_valid_o(m_vaxi_arvalid_o),
+      .ar_ready_i(m_vaxi_arready_i), .r_data_i(m_vaxi_rdata_i), .r_resp_i(m_vaxi_rresp_i),
+      .r_last_i(m_vaxi_rlast_i), .r_valid_i(m_vaxi_rvalid_i), .r_ready_o(m_vaxi_rready_o),
       .vm_w_we_o(vm_we[0]), .vm_w_waddr_o(vm_waddr[0 +: 16]), .vm_w_wdata_o(vm_wdata[0 +: 32*N]),
       .vm_w_wgnt_i(vm_wgnt[0]),
-      .busy_o(dmain_vm_busy)
+      .busy_o(dmain_vm_busy), .active_o(vdma_rd_active), .err_o(vdma_rd_err),
+      .bytes_o(vdma_rd_bytes)
     );
     assign dmain_busy = rd_in_busy || dmain_vm_busy;
 
-    tpu_vmem_dma_out #(.N(N), .UbRows(UbRows)) u_vmem_dma_out (
+    tpu_vmem_dma_out #(.N(N), .MaxBurst(AxiMaxBurst)) u_vmem_dma_out (
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(dmaout_cmd_valid), .cmd_ready_o(dmaout_cmd_ready), .cmd_i(dmaout_cmd),
       .wr_cmd_valid_o(wr_cmd_valid), .wr_cmd_ready_i(wr_cmd_ready), .wr_cmd_o(wr_cmd),
       .wr_busy_i(wr_busy), .wr_err_i(wr_err),
-      .wr_re_i(wr_re), .wr_raddr_i(wr_raddr), .wr_rdata_o(wr_rdata),
-      .ub_re_o(dmaout_ub_re), .ub_raddr_o(dmaout_ub_raddr), .ub_rdata_i(dmaout_ub_rdata),
+      .aw_addr_o(m_vaxi_awaddr_o), .aw_len_o(m_vaxi_awlen_o), .aw_valid_o(m_vaxi_awvalid_o),
+      .aw_ready_i(m_vaxi_awready_i), .w_data_o(m_vaxi_wdata_o), .w_strb_o(m_vaxi_wstrb_o),
+      .w_last_o(m_vaxi_wlast_o), .w_valid_o(m_vaxi_wvalid_o), .w_ready_i(m_vaxi_wready_i),
+      .b_resp_i(m_vaxi_bresp_i), .b_valid_i(m_vaxi_bvalid_i), .b_ready_o(m_vaxi_bready_o),
       .vm_re_o(vm_re[0]), .vm_raddr_o(vm_raddr[0 +: 16]), .vm_rgnt_i(vm_rgnt[0]),
       .vm_rdata_i(vm_rdata[0 +: 32*N]),
-      .busy_o(dmaout_busy), .err_o(dmaout_err)
+      .busy_o(dmaout_busy), .active_o(vdma_wr_active), .err_o(dmaout_err),
+      .bytes_o(vdma_wr_bytes)
     );
+    assign dmaout_ub_re     = wr_re;
+    assign dmaout_ub_raddr  = wr_raddr;
+    assign wr_rdata         = dmaout_ub_rdata;
+    assign m_vaxi_arsize_o  = 3'($clog2(VBeatBytes));
+    assign m_vaxi_arburst_o = 2'b01;  // INCR
+    assign m_vaxi_awsize_o  = 3'($clog2(VBeatBytes));
+    assign m_vaxi_awburst_o = 2'b01;  // INCR
 
     tpu_vmem_move #(.N(N), .AccRows(AccRows)) u_move (
       .clk_i, .rst_ni, .clear_i(clear),
@@ -573,6 +620,32 @@ module tpu_core #(
     assign f_pre_tag        = '0;
     assign acc_re           = act_acc_re;
     assign acc_raddr        = act_acc_raddr;
+    // No VMEM port: its outputs are tied off, its inputs unused.
+    assign vdma_rd_err      = 1'b0;
+    assign vdma_rd_active   = 1'b0;
+    assign vdma_wr_active   = 1'b0;
+    assign vdma_rd_bytes    = '0;
+    assign vdma_wr_bytes    = '0;
+    assign m_vaxi_araddr_o  = '0;
+    assign m_vaxi_arlen_o   = '0;
+    assign m_vaxi_arsize_o  = '0;
+    assign m_vaxi_arburst_o = '0;
+    assign m_vaxi_arvalid_o = 1'b0;
+    assign m_vaxi_rready_o  = 1'b0;
+    assign m_vaxi_awaddr_o  = '0;
+    assign m_vaxi_awlen_o   = '0;
+    assign m_vaxi_awsize_o  = '0;
+    assign m_vaxi_awburst_o = '0;
+    assign m_vaxi_awvalid_o = 1'b0;
+    assign m_vaxi_wdata_o   = '0;
+    assign m_vaxi_wstrb_o   = '0;
+    assign m_vaxi_wlast_o   = 1'b0;
+    assign m_vaxi_wvalid_o  = 1'b0;
+    assign m_vaxi_bready_o  = 1'b0;
+    logic unused_vaxi;
+    assign unused_vaxi = ^{m_vaxi_arready_i, m_vaxi_rdata_i, m_vaxi_rresp_i, m_vaxi_rlast_i,
+                           m_vaxi_rvalid_i, m_vaxi_awready_i, m_vaxi_wready_i, m_vaxi_bresp_i,
+                           m_vaxi_bvalid_i};
     // The int8 chip's commands never carry the training fields.
     logic unused_train;
     assign unused_train = ^{dmain_cmd.vmem, dmain_cmd.bf16, dmain_cmd.stride,
@@ -588,9 +661,14 @@ module tpu_core #(
   assign count_inc[64 +: 32] = (mxu_valid || mxf_valid) ? 32'(N * N) : 32'd0;
   assign count_inc[96 +: 32] = 32'(mm_weight_stall);
   assign count_inc[128 +: 32] = 32'(input_stall);
-  assign count_inc[160 +: 32] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active);
-  assign count_inc[192 +: 32] = (m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0;
-  assign count_inc[224 +: 32] = (m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0;
+  assign count_inc[160 +: 32] = 32'(fetch_active || dmain_active || wdma_active || dmaout_active ||
+                                   vdma_rd_active || vdma_wr_active);
+  // Bytes of every beat on m_axi_*, and the bytes of read_vmem / write_vmem rows a beat of the
+  // VMEM port carries (its other bytes are dropped or not strobed).
+  assign count_inc[192 +: 32] = ((m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0) +
+                                vdma_rd_bytes;
+  assign count_inc[224 +: 32] = ((m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0) +
+                                vdma_wr_bytes;
   assign count_inc[256 +: 32] = 32'(retire);
   assign count_inc[288 +: 32] = 32'(act_reading);
 
@@ -604,6 +682,7 @@ module tpu_core #(
   `TPU_ASSERT_INIT(ParamAxiWidth, (AxiDataWidth == 32 || AxiDataWidth == 64 ||
                                    AxiDataWidth == 128) && (8 * N) % AxiDataWidth == 0)
   `TPU_ASSERT_INIT(ParamAxiBurst, AxiMaxBurst >= 1 && AxiMaxBurst <= 256)
+  `TPU_ASSERT_INIT(ParamVaxiWidth, VaxiDataWidth == ((VmemRows != 0) ? 32 * N : 32))
   `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 4 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
   `TPU_ASSERT_INIT(ParamAccRows, AccRows >= 2 && AccRows <= (1 << 16) &&
                                  (AccRows & (AccRows - 1)) == 0)
@@ -616,6 +695,10 @@ module tpu_core #(
   `TPU_ASSERT_HOLD(AxiArHold, m_axi_arvalid_o, m_axi_arready_i, {m_axi_araddr_o, m_axi_arlen_o})
   `TPU_ASSERT_HOLD(AxiAwHold, m_axi_awvalid_o, m_axi_awready_i, {m_axi_awaddr_o, m_axi_awlen_o})
   `TPU_ASSERT_HOLD(AxiWHold, m_axi_wvalid_o, m_axi_wready_i, {m_axi_wdata_o, m_axi_wlast_o})
+  `TPU_ASSERT_HOLD(VaxiArHold, m_vaxi_arvalid_o, m_vaxi_arready_i, {m_vaxi_araddr_o, m_vaxi_arlen_o})
+  `TPU_ASSERT_HOLD(VaxiAwHold, m_vaxi_awvalid_o, m_vaxi_awready_i, {m_vaxi_awaddr_o, m_vaxi_awlen_o})
+  `TPU_ASSERT_HOLD(VaxiWHold, m_vaxi_wvalid_o, m_vaxi_wready_i,
+                   {m_vaxi_wdata_o, m_vaxi_wstrb_o, m_vaxi_wlast_o})
   // AXI4-Lite slave responses likewise.
   `TPU_ASSERT_HOLD(AxilBHold, s_axil_bvalid_o, s_axil_bready_i, s_axil_bresp_o)
   `TPU_ASSERT_HOLD(AxilRHold, s_axil_rvalid_o, s_axil_rready_i, {s_axil_rdata_o, s_axil_rresp_o})
@@ -624,5 +707,12 @@ module tpu_core #(
                       {20'd0, m_axi_araddr_o[11:0]} + (32'(m_axi_arlen_o) + 1) * BeatBytes <= 4096)
   `TPU_ASSERT_IMPLIES(AxiAw4k, m_axi_awvalid_o,
                       {20'd0, m_axi_awaddr_o[11:0]} + (32'(m_axi_awlen_o) + 1) * BeatBytes <= 4096)
+  `TPU_ASSERT_IMPLIES(VaxiAr4k, m_vaxi_arvalid_o,
+                      {20'd0, m_vaxi_araddr_o[11:0]} + (32'(m_vaxi_arlen_o) + 1) * VBeatBytes <= 4096)
+  `TPU_ASSERT_IMPLIES(VaxiAw4k, m_vaxi_awvalid_o,
+                      {20'd0, m_vaxi_awaddr_o[11:0]} + (32'(m_vaxi_awlen_o) + 1) * VBeatBytes <= 4096)
+  // The VMEM port's bursts start on a beat.
+  `TPU_ASSERT_IMPLIES(VaxiArAlign, m_vaxi_arvalid_o, 32'(m_vaxi_araddr_o) % VBeatBytes == 0)
+  `TPU_ASSERT_IMPLIES(VaxiAwAlign, m_vaxi_awvalid_o, 32'(m_vaxi_awaddr_o) % VBeatBytes == 0)
 
 endmodule

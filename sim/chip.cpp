@@ -30,6 +30,17 @@ constexpr uint64_t kEdgeOffsetPs = kPeriodPs / 4;
 
 bool g_chip_constructed = false;
 
+// The VMEM port's backpressure stream differs from the device-memory port's.
+constexpr uint64_t kVaxiSeed = 0xD1B54A32D192ED03ull;
+
+// The VMEM port's timing: bytes_per_cycle 0 means its full width, one beat per cycle.
+HostMemoryTiming vmem_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
+  return {latency_cycles, bytes_per_cycle != 0 ? bytes_per_cycle : kVaxiWidth / 8};
+}
+HostMemoryTiming vmem_port_timing(const ChipConfig& cfg) {
+  return vmem_port_timing(cfg.vmem_port_latency_cycles, cfg.vmem_port_bytes_per_cycle);
+}
+
 // Rising edges since simulation start at time t (the edge at t included).
 uint64_t edges_at(const sc_core::sc_time& t) {
   const uint64_t v = t.value();
@@ -112,6 +123,8 @@ const char* resp_name(uint32_t resp) {
 struct Testbench : sc_core::sc_module {
   using AxiData = PinType_t<kAxiWidth>;
   using AxiStrb = PinType_t<kAxiWidth / 8>;
+  using VaxiData = PinType_t<kVaxiWidth>;
+  using VaxiStrb = PinType_t<kVaxiWidth / 8>;
 
   // Every signal has exactly one writer (a port of the core, the bridge or the host, or the
   // Chip itself for rst_n), fixed by the bindings below. SC_UNCHECKED_WRITERS drops SystemC's
@@ -133,6 +146,13 @@ struct Testbench : sc_core::sc_module {
   Signal<bool> m_awvalid, m_awready, m_wlast, m_wvalid, m_wready, m_bvalid, m_bready;
   Signal<AxiData> m_rdata, m_wdata;
   Signal<AxiStrb> m_wstrb;
+  // m_vaxi_* (the VMEM port -> host memory)
+  Signal<uint32_t> v_araddr, v_arlen, v_arsize, v_arburst, v_rresp;
+  Signal<uint32_t> v_awaddr, v_awlen, v_awsize, v_awburst, v_bresp;
+  Signal<bool> v_arvalid, v_arready, v_rlast, v_rvalid, v_rready;
+  Signal<bool> v_awvalid, v_awready, v_wlast, v_wvalid, v_wready, v_bvalid, v_bready;
+  Signal<VaxiData> v_rdata, v_wdata;
+  Signal<VaxiStrb> v_wstrb;
   Signal<bool> irq;
   // trace_* (observation only)
   Signal<bool> trace_run, trace_issue;
@@ -141,6 +161,8 @@ struct Testbench : sc_core::sc_module {
   CoreModel core;
   HostMemoryModel memory;
   Axi4ToTlmBridge<kAxiWidth> bridge;
+  HostMemoryPort vmem_port;  // the VMEM port's own timing on the same host memory
+  Axi4ToTlmBridge<kVaxiWidth> vbridge;
   AxiLiteMaster host;
 
   // Set by the processes that call sc_pause(), read by the host side.
@@ -162,12 +184,18 @@ struct Testbench : sc_core::sc_module {
         memory("host_memory", sc_core::sc_time::from_value(kPeriodPs),
                HostMemoryTiming{cfg.mem_latency_cycles, cfg.mem_bytes_per_cycle}),
         bridge("axi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
+        vmem_port("vmem_port", memory, vmem_port_timing(cfg)),
+        vbridge("vaxi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
         host("axil_host") {
     bind_core();
     bind_host();
     bind_bridge();
+    bind_vbridge();
 
     bridge.set_backpressure(cfg.backpressure, cfg.seed);
+    vbridge.set_backpressure(cfg.backpressure, cfg.seed ^ kVaxiSeed);
+    // The VMEM port keeps up to 16 bursts in flight (tpu_vdma_rd / tpu_vdma_wr MaxOut).
+    vbridge.set_max_outstanding(16, 16);
     // A different stream for the register port, so both ports do not stall in lockstep.
     host.set_backpressure(cfg.backpressure, cfg.seed ^ 0x9E3779B97F4A7C15ull);
 
@@ -190,7 +218,7 @@ struct Testbench : sc_core::sc_module {
         [this]() -> uint64_t {
           const sc_core::sc_time now = sc_core::sc_time_stamp();
           if (!run_ahead_on || !pulse_clock || trace_on || !bridge.asleep_before(now) ||
-              !host.asleep())
+              !vbridge.asleep_before(now) || !host.asleep())
             return 0;
           const uint64_t edge = edges_at(now);
           return run_ahead_to > edge ? run_ahead_to - edge : 0;
@@ -253,6 +281,31 @@ struct Testbench : sc_core::sc_module {
     core.m_axi_bresp_i(m_bresp);
     core.m_axi_bvalid_i(m_bvalid);
     core.m_axi_bready_o(m_bready);
+    core.m_vaxi_araddr_o(v_araddr);
+    core.m_vaxi_arlen_o(v_arlen);
+    core.m_vaxi_arsize_o(v_arsize);
+    core.m_vaxi_arburst_o(v_arburst);
+    core.m_vaxi_arvalid_o(v_arvalid);
+    core.m_vaxi_arready_i(v_arready);
+    core.m_vaxi_rdata_i(v_rdata);
+    core.m_vaxi_rresp_i(v_rresp);
+    core.m_vaxi_rlast_i(v_rlast);
+    core.m_vaxi_rvalid_i(v_rvalid);
+    core.m_vaxi_rready_o(v_rready);
+    core.m_vaxi_awaddr_o(v_awaddr);
+    core.m_vaxi_awlen_o(v_awlen);
+    core.m_vaxi_awsize_o(v_awsize);
+    core.m_vaxi_awburst_o(v_awburst);
+    core.m_vaxi_awvalid_o(v_awvalid);
+    core.m_vaxi_awready_i(v_awready);
+    core.m_vaxi_wdata_o(v_wdata);
+    core.m_vaxi_wstrb_o(v_wstrb);
+    core.m_vaxi_wlast_o(v_wlast);
+    core.m_vaxi_wvalid_o(v_wvalid);
+    core.m_vaxi_wready_i(v_wready);
+    core.m_vaxi_bresp_i(v_bresp);
+    core.m_vaxi_bvalid_i(v_bvalid);
+    core.m_vaxi_bready_o(v_bready);
     core.irq_o(irq);
     core.trace_run_o(trace_run);
     core.trace_issue_o(trace_issue);
@@ -315,6 +368,38 @@ struct Testbench : sc_core::sc_module {
     bridge.bvalid(m_bvalid);
     bridge.bready(m_bready);
     bridge.socket.bind(memory.socket);
+  }
+
+  // The VMEM port's bridge on m_vaxi_*, into its own port of the host memory.
+  void bind_vbridge() {
+    vbridge.clk(clk);
+    vbridge.rst_n(rst_n);
+    vbridge.araddr(v_araddr);
+    vbridge.arlen(v_arlen);
+    vbridge.arsize(v_arsize);
+    vbridge.arburst(v_arburst);
+    vbridge.arvalid(v_arvalid);
+    vbridge.arready(v_arready);
+    vbridge.rdata(v_rdata);
+    vbridge.rresp(v_rresp);
+    vbridge.rlast(v_rlast);
+    vbridge.rvalid(v_rvalid);
+    vbridge.rready(v_rready);
+    vbridge.awaddr(v_awaddr);
+    vbridge.awlen(v_awlen);
+    vbridge.awsize(v_awsize);
+    vbridge.awburst(v_awburst);
+    vbridge.awvalid(v_awvalid);
+    vbridge.awready(v_awready);
+    vbridge.wdata(v_wdata);
+    vbridge.wstrb(v_wstrb);
+    vbridge.wlast(v_wlast);
+    vbridge.wvalid(v_wvalid);
+    vbridge.wready(v_wready);
+    vbridge.bresp(v_bresp);
+    vbridge.bvalid(v_bvalid);
+    vbridge.bready(v_bready);
+    vbridge.socket.bind(vmem_port.socket);
   }
 
   void start_of_simulation() override { clock_ev.notify(kFirstEdge); }
@@ -465,10 +550,20 @@ struct Chip::Impl {
 
   void check_protocol() {
     const auto& violations = tb->bridge.protocol_violations();
-    if (violations.empty()) return;
-    std::string msg = "tpu_core broke the AXI4 protocol on m_axi_*:";
-    for (const auto& v : violations) msg += "\n  " + v;
+    const auto& vmem_violations = tb->vbridge.protocol_violations();
+    if (violations.empty() && vmem_violations.empty()) return;
+    std::string msg;
+    if (!violations.empty()) {
+      msg = "tpu_core broke the AXI4 protocol on m_axi_*:";
+      for (const auto& v : violations) msg += "\n  " + v;
+    }
+    if (!vmem_violations.empty()) {
+      msg += std::string(msg.empty() ? "" : "\n") +
+             "tpu_core broke the AXI4 protocol on m_vaxi_* (the VMEM port):";
+      for (const auto& v : vmem_violations) msg += "\n  " + v;
+    }
     tb->bridge.clear_protocol_violations();
+    tb->vbridge.clear_protocol_violations();
     throw ProtocolError(msg);
   }
 
@@ -585,6 +680,7 @@ Chip::~Chip() {
 bool Chip::constructed() { return g_chip_constructed; }
 unsigned Chip::compiled_n() { return TPU_SIM_N; }
 unsigned Chip::compiled_axi_width() { return kAxiWidth; }
+unsigned Chip::compiled_vmem_axi_width() { return kVaxiWidth; }
 unsigned Chip::compiled_vmem_rows() { return TPU_SIM_VMEM_ROWS; }
 #ifdef TPU_SIM_NO_TRACE
 bool Chip::compiled_with_vcd() { return false; }
@@ -602,6 +698,7 @@ void Chip::reset(unsigned cycles) {
   tb.rst_n.write(true);
   impl_->advance_until(impl_->cycle() + 2);
   tb.bridge.clear_protocol_violations();
+  tb.vbridge.clear_protocol_violations();
   impl_->irq_enable = reg::kIrqEnableResetValue;
 }
 
@@ -630,11 +727,16 @@ void Chip::clear_injected_errors() { memory().clear_injected_errors(); }
 
 void Chip::set_backpressure(double probability, uint64_t seed) {
   impl_->tb->bridge.set_backpressure(probability, seed);
+  impl_->tb->vbridge.set_backpressure(probability, seed ^ kVaxiSeed);
   impl_->tb->host.set_backpressure(probability, seed ^ 0x9E3779B97F4A7C15ull);
 }
 
 void Chip::set_memory_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
   memory().set_timing({latency_cycles, bytes_per_cycle});
+}
+
+void Chip::set_vmem_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
+  impl_->tb->vmem_port.set_timing(vmem_port_timing(latency_cycles, bytes_per_cycle));
 }
 
 void Chip::start(uint32_t cmd_addr, uint32_t count) {
@@ -756,6 +858,7 @@ Status Chip::status() {
 
 bool Chip::irq() const { return impl_->tb->irq.read(); }
 const AxiBridgeStats& Chip::axi_stats() const { return impl_->tb->bridge.stats(); }
+const AxiBridgeStats& Chip::vmem_axi_stats() const { return impl_->tb->vbridge.stats(); }
 uint64_t Chip::edges_run_ahead() const { return impl_->tb->core.edges_run_ahead(); }
 uint64_t Chip::cycle() const { return impl_->cycle(); }
 

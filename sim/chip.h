@@ -4,6 +4,8 @@
 // Everything above the pins (driver, tests, CLI) goes through this class:
 //   host CPU  --read_reg/write_reg-->  AxiLiteMaster  --s_axil_*-->  tpu_core
 //   tpu_core  --m_axi_*-->  Axi4ToTlmBridge  --TLM b_transport-->  HostMemoryModel (regions)
+//   tpu_core  --m_vaxi_*-->  Axi4ToTlmBridge  -->  HostMemoryPort (own timing)  -->  the same
+//             (the VMEM port, docs/architecture.md; idle on the int8 chip)
 //
 // SystemC elaborates once per process, so a process may construct exactly one Chip; a second
 // construction (even after the first was destroyed) throws std::logic_error. Use reset() to
@@ -32,7 +34,11 @@ struct ChipConfig {
   // Host memory timing (see host_memory_model.h).
   uint32_t mem_latency_cycles = 10;
   uint32_t mem_bytes_per_cycle = 16;  // 0 = unlimited
-  // Random AXI backpressure on both ports, probability per cycle and channel, in [0, 1).
+  // The VMEM port's own timing on the same memory (HBM's role): 0 bytes per cycle = its full
+  // width, one beat (4N bytes) per cycle.
+  uint32_t vmem_port_latency_cycles = 10;
+  uint32_t vmem_port_bytes_per_cycle = 0;
+  // Random AXI backpressure on every port, probability per cycle and channel, in [0, 1).
   double backpressure = 0.0;
   uint64_t seed = 1;
   // Waveform: empty = off (no tracing cost at all). Dumps while from <= cycle() < to.
@@ -123,6 +129,8 @@ class Chip {
   // The N and AXI data width this library was Verilated for.
   static unsigned compiled_n();
   static unsigned compiled_axi_width();
+  // The VMEM port's data width: 32N on the training chip, 32 (tied off) on the int8 chip.
+  static unsigned compiled_vmem_axi_width();
   // VmemRows of the Verilated core: 0 for the int8 chip (tpu_sim_n<N>), else the training
   // chip's (tpu_sim_train_n<N>).
   static unsigned compiled_vmem_rows();
@@ -155,6 +163,8 @@ class Chip {
   // Change testbench behaviour between runs.
   void set_backpressure(double probability, uint64_t seed);
   void set_memory_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle);
+  // The VMEM port's (bytes_per_cycle 0: one beat per cycle).
+  void set_vmem_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle);
 
   // Acknowledge stale interrupts (IRQ_STATUS <- 0b11), then CMD_ADDR, CMD_COUNT, CTRL.START.
   void start(uint32_t cmd_addr, uint32_t count);
@@ -173,6 +183,7 @@ class Chip {
   Status status();
   bool irq() const;                         // current level of irq_o
   const AxiBridgeStats& axi_stats() const;  // traffic on m_axi_* since construction
+  const AxiBridgeStats& vmem_axi_stats() const;  // ... on m_vaxi_* (the VMEM port)
   uint64_t cycle() const;                   // rising clock edges since simulation start
   uint64_t edges_run_ahead() const;         // of those, the ones the core model evaluated ahead
 

@@ -9,7 +9,7 @@
 //   - Every output is a function of the flops only, except s_axil_awready_o, s_axil_wready_o
 //     and s_axil_arready_o, which also depend on s_axil_*valid_i (tpu_regs accepts a request in
 //     the cycle it arrives). So between edges only a change of an s_axil_* input needs an
-//     evaluation; the m_axi_* inputs the bridge drives after an edge are sampled at the next
+//     evaluation; the m_axi_* / m_vaxi_* inputs the bridges drive after an edge are sampled at the next
 //     edge, where the model first settles with them (clock low) and then takes the edge. Every
 //     value a clocked process samples on a rising edge is the same as with Verilator's wrapper.
 //   - An output port is written only when its value changed.
@@ -72,7 +72,23 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
   X(s_axil_araddr_i, 12)        \
   X(s_axil_arvalid_i, 1)        \
   X(s_axil_rready_i, 1)
+// The VMEM port's data width (tpu_core VaxiDataWidth): one fp32 VMEM row (32N bits) on the
+// training chip, 32 (tied off) on the int8 chip.
+#ifndef TPU_SIM_VMEM_ROWS
+#error "TPU_SIM_VMEM_ROWS must be defined (the tpu_sim_n<N> CMake target does it)"
+#endif
+constexpr unsigned kVaxiWidth = TPU_SIM_VMEM_ROWS != 0 ? 32 * TPU_SIM_N : 32;
+
 #define TPU_CORE_AXI_INPUTS(X) \
+  X(m_vaxi_arready_i, 1)       \
+  X(m_vaxi_rdata_i, kVaxiWidth) \
+  X(m_vaxi_rresp_i, 2)         \
+  X(m_vaxi_rlast_i, 1)         \
+  X(m_vaxi_rvalid_i, 1)        \
+  X(m_vaxi_awready_i, 1)       \
+  X(m_vaxi_wready_i, 1)        \
+  X(m_vaxi_bresp_i, 2)         \
+  X(m_vaxi_bvalid_i, 1)        \
   X(m_axi_arready_i, 1)        \
   X(m_axi_rdata_i, kAxiWidth)  \
   X(m_axi_rresp_i, 2)          \
@@ -109,6 +125,22 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
   X(m_axi_wlast_o, 1)             \
   X(m_axi_wvalid_o, 1)            \
   X(m_axi_bready_o, 1)            \
+  X(m_vaxi_araddr_o, 32)          \
+  X(m_vaxi_arlen_o, 8)            \
+  X(m_vaxi_arsize_o, 3)           \
+  X(m_vaxi_arburst_o, 2)          \
+  X(m_vaxi_arvalid_o, 1)          \
+  X(m_vaxi_rready_o, 1)           \
+  X(m_vaxi_awaddr_o, 32)          \
+  X(m_vaxi_awlen_o, 8)            \
+  X(m_vaxi_awsize_o, 3)           \
+  X(m_vaxi_awburst_o, 2)          \
+  X(m_vaxi_awvalid_o, 1)          \
+  X(m_vaxi_wdata_o, kVaxiWidth)   \
+  X(m_vaxi_wstrb_o, kVaxiWidth / 8) \
+  X(m_vaxi_wlast_o, 1)            \
+  X(m_vaxi_wvalid_o, 1)           \
+  X(m_vaxi_bready_o, 1)           \
   X(irq_o, 1)
 // The trace port (observation only: the instruction trace, a VCD).
 #define TPU_CORE_TRACE_OUTPUTS(X) \

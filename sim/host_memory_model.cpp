@@ -24,7 +24,7 @@ std::string range_text(uint64_t addr, uint64_t len) {
 
 HostMemoryModel::HostMemoryModel(sc_core::sc_module_name name, sc_core::sc_time clock_period,
                                  HostMemoryTiming timing)
-    : sc_core::sc_module(name), socket("socket"), clock_period_(clock_period), timing_(timing) {
+    : sc_core::sc_module(name), socket("socket"), clock_period_(clock_period), port_{timing} {
   socket.register_b_transport(this, &HostMemoryModel::b_transport);
 }
 
@@ -55,7 +55,7 @@ void HostMemoryModel::clear() {
   errors_.clear();
   pages_.clear();
   stats_ = {};
-  port_free_at_ = sc_core::SC_ZERO_TIME;
+  port_.free_at = sc_core::SC_ZERO_TIME;
 }
 
 bool HostMemoryModel::inside_regions(uint64_t addr, uint64_t len) const {
@@ -152,12 +152,14 @@ void HostMemoryModel::write(uint64_t addr, const void* src, size_t len) {
   copy_in(addr, static_cast<const uint8_t*>(src), len, nullptr, 0);
 }
 
-void HostMemoryModel::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+void HostMemoryModel::transport(Port& port, tlm::tlm_generic_payload& trans,
+                                sc_core::sc_time& delay) {
+  const HostMemoryTiming& timing = port.timing;
   const uint64_t addr = trans.get_address();
   const size_t len = trans.get_data_length();
   const bool is_write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
   // Even a failing transaction takes the fixed latency (the error comes back from DRAM).
-  const sc_core::sc_time latency = clock_period_ * static_cast<double>(timing_.latency_cycles);
+  const sc_core::sc_time latency = clock_period_ * static_cast<double>(timing.latency_cycles);
 
   if (trans.get_command() == tlm::TLM_IGNORE_COMMAND) {
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -195,12 +197,12 @@ void HostMemoryModel::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_t
   }
 
   const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
-  const sc_core::sc_time start = std::max(arrival, port_free_at_);
+  const sc_core::sc_time start = std::max(arrival, port.free_at);
   const uint64_t transfer_cycles =
-      timing_.bytes_per_cycle == 0 ? 0
-                                   : (len + timing_.bytes_per_cycle - 1) / timing_.bytes_per_cycle;
+      timing.bytes_per_cycle == 0 ? 0
+                                   : (len + timing.bytes_per_cycle - 1) / timing.bytes_per_cycle;
   const sc_core::sc_time transfer = clock_period_ * static_cast<double>(transfer_cycles);
-  port_free_at_ = start + transfer;
+  port.free_at = start + transfer;
   delay = start + transfer + latency - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -8,10 +8,13 @@
 // allocated on first write, unwritten bytes read as 0), so a region may be far larger than
 // what a test actually touches.
 //
-// Timing: one shared port. A transaction starts when the port is free, occupies it for
+// Timing: one port per socket. `socket` is the chip's device-memory port (m_axi_*); a
+// HostMemoryPort (below) is a further port on the same storage with its own timing (the
+// training chip's VMEM port m_vaxi_*, docs/architecture.md "The VMEM port": HBM's role). On
+// each port a transaction starts when that port is free, occupies it for
 // ceil(bytes / bytes_per_cycle) cycles, and completes latency_cycles after that; the
-// completion is returned as the b_transport delay annotation. b_transport never calls
-// wait(), so it may be called from SC_METHODs (the AXI bridge does).
+// completion is returned as the b_transport delay annotation. b_transport never calls wait(),
+// so it may be called from SC_METHODs (the AXI bridges do).
 //
 // The host side (driver, tests) uses read()/write(), which take no simulated time and
 // ignore injected errors.
@@ -48,6 +51,12 @@ class HostMemoryModel : public sc_core::sc_module {
     uint64_t decode_errors = 0, slave_errors = 0;  // transactions answered with an error
   };
 
+  // A port's timing and the time it is free again.
+  struct Port {
+    HostMemoryTiming timing;
+    sc_core::sc_time free_at = sc_core::SC_ZERO_TIME;
+  };
+
   tlm_utils::simple_target_socket<HostMemoryModel> socket;
 
   HostMemoryModel(sc_core::sc_module_name name, sc_core::sc_time clock_period,
@@ -71,12 +80,16 @@ class HostMemoryModel : public sc_core::sc_module {
     write(addr, bytes.data(), bytes.size());
   }
 
-  void set_timing(HostMemoryTiming timing) { timing_ = timing; }
-  HostMemoryTiming timing() const { return timing_; }
+  void set_timing(HostMemoryTiming timing) { port_.timing = timing; }
+  HostMemoryTiming timing() const { return port_.timing; }
   const Stats& stats() const { return stats_; }
 
   // The TLM-2.0 blocking transport (public so unit tests can call it without a bus).
-  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    transport(port_, trans, delay);
+  }
+  // The same through another port (HostMemoryPort): its timing, its busy time.
+  void transport(Port& port, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
 
  private:
   static constexpr uint64_t kPageBytes = 4096;
@@ -90,12 +103,32 @@ class HostMemoryModel : public sc_core::sc_module {
   uint8_t* page_for_write(uint64_t page_index);
 
   sc_core::sc_time clock_period_;
-  HostMemoryTiming timing_;
+  Port port_;
   std::vector<Region> regions_;  // sorted by base
   std::vector<Region> errors_;
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
-  sc_core::sc_time port_free_at_ = sc_core::SC_ZERO_TIME;
   Stats stats_;
+};
+
+// A further port on a HostMemoryModel's storage (regions, bytes, injected errors, statistics
+// shared) with its own timing.
+class HostMemoryPort : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<HostMemoryPort> socket;
+
+  HostMemoryPort(sc_core::sc_module_name name, HostMemoryModel& memory, HostMemoryTiming timing)
+      : sc_core::sc_module(name), socket("socket"), memory_(memory), port_{timing} {
+    socket.register_b_transport(this, &HostMemoryPort::b_transport);
+  }
+  void set_timing(HostMemoryTiming timing) { port_.timing = timing; }
+  HostMemoryTiming timing() const { return port_.timing; }
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    memory_.transport(port_, trans, delay);
+  }
+
+ private:
+  HostMemoryModel& memory_;
+  HostMemoryModel::Port port_;
 };
 
 }  // namespace tpu::sim

@@ -4,6 +4,7 @@
 // reading back what the chip computed.
 #include "trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "compiler/import.h"
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
+#include "compiler/residency.h"
 #include "compiler/schedule.h"
 #include "kernels.h"
 
@@ -29,15 +31,25 @@ class TrainerImpl {
   Placement place;
   Schedule sched;
   Emitted step, forward;
+  // The resident tensors (residency.h) into VMEM after init, back to device memory before the
+  // host reads them (empty when nothing is resident).
+  std::vector<Instruction> load, store;
   uint32_t base = Device::kArenaBase;
   double compile_seconds = 0;
   RunStats last;
+  std::vector<InstrEvent> timeline;  // of the last step run while the device recorded one
   bool stepped = false;
   const Device* device = nullptr;  // the one init() placed the weights on
 
   void emit_programs() {
     step = emit(g, place, sched.step, opt, chip, base);
     forward = emit(g, place, sched.forward, opt, chip, base);
+    load.clear();
+    store.clear();
+    if (place.resident_rows != 0) {
+      load = emit_residency(g, place, chip, base, false);
+      store = emit_residency(g, place, chip, base, true);
+    }
   }
   uint32_t addr(int t) const { return base + place.homes[static_cast<size_t>(t)].addr; }
   const Home& home(int t) const { return place.homes[static_cast<size_t>(t)]; }
@@ -92,6 +104,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   fuse_conv_pool(t.g, chip);
   fuse_dense_update(t.g);
   t.place = place(t.g, chip);
+  if (opt.resident) place_resident(t.g, t.place, chip);
   t.sched = schedule(t.g);
   t.emit_programs();
   t.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -143,7 +156,9 @@ void Trainer::init(Device& dev) {
     std::fill(rows.begin(), rows.begin() + 2 * n, 1.0f);
     dev.write(t.addr(t.g.adam_state), rows.data(), rows.size() * 4);
   }
+  if (!t.load.empty()) dev.run(t.load, kMaxStepCycles);
   t.stepped = false;
+  t.timeline.clear();
   t.device = &dev;
 }
 
@@ -163,6 +178,7 @@ StepResult Trainer::step(Device& dev, const float* images, const int32_t* labels
   t.put_batch(dev, images, b);
   dev.write(t.addr(t.g.labels), lanes.data(), lanes.size() * 4);
   t.last = dev.run(t.step.program, kMaxStepCycles);
+  if (dev.recording_timeline()) t.timeline = dev.timeline();
   t.stepped = true;
   float loss;
   dev.read(t.addr(t.g.loss), &loss, 4);
@@ -188,6 +204,7 @@ std::vector<float> Trainer::logits(Device& dev, const float* images, uint32_t co
 std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
   const TrainerImpl& t = *impl_;
   t.check_initialized(dev, "weights");
+  if (!t.store.empty()) dev.run(t.store, kMaxStepCycles);  // the resident weights' values
   std::map<std::string, std::vector<float>> w;
   for (const Param& p : t.g.params) {
     w[p.initializer] = onnx_values(t.g, p, t.read_matrix(dev, p.tensor));
@@ -198,7 +215,19 @@ std::map<std::string, std::vector<float>> Trainer::weights(Device& dev) const {
 std::vector<LayerCycles> Trainer::layer_cycles() const {
   const TrainerImpl& t = *impl_;
   if (!t.stepped) return {};
+  if (!t.timeline.empty()) return compiler::layer_cycles(t.g, t.step, t.chip, t.timeline);
   return compiler::layer_cycles(t.g, t.step, t.chip, t.last.cycles);
+}
+
+LayerCycles Trainer::step_bound() const {
+  const TrainerImpl& t = *impl_;
+  LayerCycles s{"step", "", 0, 0, 0};
+  for (const LayerCycles& l : compiler::layer_cycles(t.g, t.step, t.chip, 0)) {
+    s.bound_mxu += l.bound_mxu;
+    s.bound_dma += l.bound_dma;
+  }
+  s.bound = std::max(s.bound_mxu, s.bound_dma);
+  return s;
 }
 
 }  // namespace tpu::train

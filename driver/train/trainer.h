@@ -27,6 +27,9 @@ struct TrainOptions {
   float lr = 1e-3f, momentum = 0.0f, weight_decay = 0.0f;  // momentum: SGD only
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;         // Keras' Adam defaults
   uint32_t batch = 32;
+  // Weights and optimizer state that fit stay in VMEM across steps (compiler/residency.h);
+  // false: everything streams from device memory every step (the same bits, more cycles).
+  bool resident = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the
@@ -34,6 +37,14 @@ struct TrainOptions {
 struct LayerCycles {
   std::string name, op;
   uint64_t forward = 0, backward = 0, update = 0;
+  // true: forward / backward / update measured on the chip (the instruction timeline of the
+  // recorded step: from the issue of a node's first instruction to the next node's); false:
+  // the step's cycles split by the work model (compiler/emit.h instruction_work).
+  bool measured = false;
+  // The analytical bound (compiler/emit.h step_bound): the SCALE-Sim weight-stationary cycles
+  // of the layer's matmuls, the cycles of its DMA bytes at the device-memory port's peak, and
+  // the larger of the two (the units overlap).
+  uint64_t bound_mxu = 0, bound_dma = 0, bound = 0;
 };
 
 struct StepResult {
@@ -79,6 +90,8 @@ class Trainer {
   std::map<std::string, std::vector<float>> weights(Device& dev) const;
   // Per layer of the last step (empty before the first).
   std::vector<LayerCycles> layer_cycles() const;
+  // The step's analytical bound: the layers' MXU and DMA bounds summed, and the larger.
+  LayerCycles step_bound() const;
 
   // The compiled step program's instruction count and the compile time (for reports).
   size_t step_instructions() const;

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -194,12 +195,41 @@ TEST(TrainEndToEnd, RtlBackendRunsOnTheTrainingChipBitExact) {
   const auto j = nlohmann::json::parse(rtl.out);
   EXPECT_EQ(j.at("matches_golden"), true);
   EXPECT_GT(j.at("cycles_per_step").get<double>(), 0);
+  // The layers measured on the chip (the first step's timeline): they add up to at most the
+  // step's cycles (the span from the first issue to the last instruction's end), each with its
+  // analytical bound; the DMA bound (the program's bytes at the port's peak) is below the step.
+  EXPECT_EQ(j.at("layers_measured"), true);
+  uint64_t sum = 0;
+  for (const auto& l : j.at("layers")) {
+    EXPECT_EQ(l.at("measured"), true);
+    sum += l.at("forward").get<uint64_t>() + l.at("backward").get<uint64_t>() +
+           l.at("update").get<uint64_t>();
+    EXPECT_EQ(l.at("bound_cycles").get<uint64_t>(),
+              std::max(l.at("bound_mxu_cycles").get<uint64_t>(),
+                       l.at("bound_dma_cycles").get<uint64_t>()));
+  }
+  const double step = j.at("cycles_per_step").get<double>();
+  EXPECT_LE(double(sum), step);
+  EXPECT_GT(double(sum), 0.9 * step);
+  EXPECT_GT(j.at("bound_mxu_cycles").get<uint64_t>(), 0u);
+  EXPECT_GT(j.at("bound_dma_cycles").get<uint64_t>(), 0u);
+  EXPECT_LE(double(j.at("bound_dma_cycles").get<uint64_t>()), step);
   const Result model = tpusim("train --backend model --n 16" + common);
   ASSERT_EQ(model.code, 0) << model.err << model.out;
   const auto m = nlohmann::json::parse(model.out);
+  EXPECT_EQ(m.at("layers_measured"), false);  // the model backend has no timeline
+  // Without residency: more cycles' worth of DMA, the same bits.
+  const Result streamed = tpusim("train --backend rtl --residency off" + common);
+  ASSERT_EQ(streamed.code, 0) << streamed.err << streamed.out;
+  const auto st = nlohmann::json::parse(streamed.out);
+  EXPECT_EQ(st.at("residency"), false);
+  EXPECT_EQ(st.at("matches_golden"), true);
+  EXPECT_GT(st.at("bound_dma_cycles").get<uint64_t>(), j.at("bound_dma_cycles").get<uint64_t>());
   ASSERT_EQ(j.at("losses").size(), 2u);
-  for (size_t s = 0; s < 2; ++s)
+  for (size_t s = 0; s < 2; ++s) {
     EXPECT_EQ(bits(j.at("losses")[s].get<float>()), bits(m.at("losses")[s].get<float>())) << s;
+    EXPECT_EQ(bits(j.at("losses")[s].get<float>()), bits(st.at("losses")[s].get<float>())) << s;
+  }
 }
 
 TEST(TrainEndToEnd, DivergenceStopsAndWritesNoOutput) {

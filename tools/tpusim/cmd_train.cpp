@@ -49,7 +49,7 @@ constexpr const char* kFashion = "fashion-mnist";
 
 struct TrainArgs {
   std::string model, save_initial, dataset = kFashion, data, test_dataset, output;
-  std::string report_dir, timeline, backend = "rtl";
+  std::string report_dir, timeline, backend = "rtl", residency = "on";
   std::string energy_table_file;  // --energy-table (empty: the built-in table)
   tpu::EnergyTable energy_table;
   uint64_t seed = 1;
@@ -181,8 +181,8 @@ void read_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
                              " (each chip trains on batch / chips images of every step)");
 }
 
-// Parses and checks the options; false for --help.
-bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
+// The options of tpusim train, read into `a`.
+tpusim::po::options_description train_options(TrainArgs& a) {
   namespace po = tpusim::po;
   po::options_description o("options");
   o.add_options()("model", po::value<std::string>(&a.model),
@@ -244,8 +244,36 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
       "topology", po::value<std::string>(), "with --chips: ring (default) or torus:XxY")(
       "ici-bandwidth", po::value<std::string>(),
       "with --chips: link bytes per cycle and direction (default 16)")(
-      "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
-  po::variables_map vm;
+      "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)")(
+      "residency", po::value<std::string>(&a.residency)->default_value("on"),
+      "on: weights and optimizer state that fit stay in VMEM across steps (docs/training.md "
+      "\"Residency\"); off: they stream from device memory every step (the same bits)");
+  return o;
+}
+
+// Checks the option values against each other (after parsing).
+void check_train_args(TrainArgs& a) {
+  if (a.residency != "on" && a.residency != "off")
+    throw tpusim::UsageError("--residency " + a.residency + " (expected on or off)");
+  a.topt.resident = a.residency == "on";
+  if (!a.fashion() && !a.data.empty())
+    throw tpusim::UsageError("--data " + a.data +
+                             " is Fashion-MNIST's directory: drop it with "
+                             "--dataset " +
+                             a.dataset);
+  if (!a.timeline.empty() && a.backend != "rtl")
+    throw tpusim::UsageError("--timeline needs --backend rtl: the " + a.backend +
+                             " backend has no timing, so it has no instruction timeline");
+  if (a.no_golden && a.backend != "rtl")
+    throw tpusim::UsageError(
+        "--no-golden-check is for --backend rtl (the model backend is the "
+        "golden model)");
+}
+
+// Parses and checks the options; false for --help.
+bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
+  tpusim::po::options_description o = train_options(a);
+  tpusim::po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim train [--model INIT.onnx] [--dataset fashion-mnist|DIR] [--epochs E] "
@@ -267,18 +295,7 @@ bool parse_train_args(const tpusim::Args& args, TrainArgs& a) {
   read_hyperparameters(vm, a);
   read_counts(vm, a);
   read_pod_options(vm, a);
-  if (!a.fashion() && !a.data.empty())
-    throw tpusim::UsageError("--data " + a.data +
-                             " is Fashion-MNIST's directory: drop it with "
-                             "--dataset " +
-                             a.dataset);
-  if (!a.timeline.empty() && a.backend != "rtl")
-    throw tpusim::UsageError("--timeline needs --backend rtl: the " + a.backend +
-                             " backend has no timing, so it has no instruction timeline");
-  if (a.no_golden && a.backend != "rtl")
-    throw tpusim::UsageError(
-        "--no-golden-check is for --backend rtl (the model backend is the "
-        "golden model)");
+  check_train_args(a);
   if (a.fashion() && a.data.empty()) a.data = tpu::cnn::fashion_mnist_dir();
   a.energy_table = tpusim::energy_table_option(a.energy_table_file);
   return true;
@@ -397,6 +414,7 @@ struct Outcome {
   uint64_t macs_per_step = 0;
   uint32_t n = 0;
   std::vector<tpu::train::LayerCycles> layers;
+  tpu::train::LayerCycles bound;  // the step's analytical bound
   uint32_t test_images = 0;
   bool cycles_estimated = false;
   size_t step_instructions = 0;
@@ -519,8 +537,17 @@ nlohmann::ordered_json result_json(const TrainArgs& a, const Inputs& in, const O
                        {"op", l.op},
                        {"forward", l.forward},
                        {"backward", l.backward},
-                       {"update", l.update}});
+                       {"update", l.update},
+                       {"measured", l.measured},
+                       {"bound_cycles", l.bound},
+                       {"bound_mxu_cycles", l.bound_mxu},
+                       {"bound_dma_cycles", l.bound_dma}});
   j["layers"] = layers;
+  j["layers_measured"] = !o.layers.empty() && o.layers.front().measured;
+  j["bound_cycles"] = o.bound.bound;
+  j["bound_mxu_cycles"] = o.bound.bound_mxu;
+  j["bound_dma_cycles"] = o.bound.bound_dma;
+  j["residency"] = a.topt.resident;
   j["step_instructions"] = o.step_instructions;
   j["energy"] = train_energy_json(a, o);
   j["compile_seconds"] = o.compile_seconds;
@@ -844,7 +871,8 @@ int run_train(const tpusim::Args& args) {
   fo.steps_per_epoch = a.steps_per_epoch;
   fo.shuffle_seed = a.shuffle;
   fo.test_images = in.has_test ? std::min(a.test_images, in.test.count) : 0;
-  fo.timeline = !a.timeline.empty();
+  // The rtl backend records the first step's timeline: the per-layer cycles are measured.
+  fo.timeline = !a.timeline.empty() || a.backend == "rtl";
   Outcome o;
   o.n = dev->params().N;
   o.test_images = fo.test_images;
@@ -856,6 +884,7 @@ int run_train(const tpusim::Args& args) {
   o.r = tpu::train::fit(t, *dev, in.train, in.has_test ? &in.test : nullptr, fo, a.topt.batch,
                         progress(a), golden ? &*golden : nullptr, golden_dev.get());
   o.layers = t.layer_cycles();
+  o.bound = t.step_bound();
   count_step_energy(t, dev->params(), o);
 
   const int code = o.r.diverged || (o.r.matches_golden && !*o.r.matches_golden) ? 1 : 0;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-layer cycles of a step (emit.h: instruction_work, layer_cycles).
+#include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "compiler/emit.h"
@@ -8,6 +10,11 @@ namespace tpu::train::compiler {
 
 uint64_t instruction_work(const Instruction& instr, const ChipParams& chip) {
   const uint64_t n = chip.N;
+  // The VMEM port moves a row per cycle; without one, read_vmem / write_vmem share the AXI
+  // port at about half a beat per cycle.
+  // DMA bytes at half an AXI beat per cycle, also with the VMEM port (one row per cycle): the
+  // emitter's interleave spreads the DMAs further apart with it, and the Keras step on the RTL
+  // was faster so (962,052 cycles against 1,028,073 at the port's row per cycle).
   const uint64_t dma_bytes_per_cycle = std::max<uint64_t>(1, chip.axi_width / 16);
   return std::visit(
       [&](const auto& in) -> uint64_t {
@@ -32,21 +39,49 @@ uint64_t instruction_work(const Instruction& instr, const ChipParams& chip) {
       instr);
 }
 
-std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const ChipParams& chip,
-                                      uint64_t total) {
-  std::vector<LayerCycles> r;
+namespace {
+
+// The layers' rows (forward nodes in order, then "loss" and, with Adam, "adam") and, per node,
+// the row its cycles go to.
+struct LayerRows {
+  std::vector<LayerCycles> rows;
+  std::vector<int> of_node;
+};
+
+LayerRows layer_rows(const Graph& g) {
+  LayerRows r;
   std::vector<int> row_of_layer(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.phase != Phase::Forward || n.layer != static_cast<int>(i))
       continue;  // (a ConvPad: its Conv's)
-    row_of_layer[static_cast<size_t>(n.layer)] = static_cast<int>(r.size());
-    r.push_back(LayerCycles{n.name, n.onnx_op, 0, 0, 0});
+    row_of_layer[static_cast<size_t>(n.layer)] = static_cast<int>(r.rows.size());
+    r.rows.push_back(LayerCycles{n.name, n.onnx_op, 0, 0, 0});
   }
-  const int loss_row = static_cast<int>(r.size());
-  r.push_back(LayerCycles{"loss", "SoftmaxCrossEntropy", 0, 0, 0});
-  const int adam_row = static_cast<int>(r.size());
-  if (g.adam_state >= 0) r.push_back(LayerCycles{"adam", "Adam", 0, 0, 0});
+  const int loss_row = static_cast<int>(r.rows.size());
+  r.rows.push_back(LayerCycles{"loss", "SoftmaxCrossEntropy", 0, 0, 0});
+  const int adam_row = static_cast<int>(r.rows.size());
+  if (g.adam_state >= 0) r.rows.push_back(LayerCycles{"adam", "Adam", 0, 0, 0});
+  for (const Node& n : g.nodes) {
+    r.of_node.push_back(n.op == Op::SoftmaxCe   ? loss_row
+                        : n.op == Op::AdamBegin ? adam_row
+                        : n.layer >= 0          ? row_of_layer[static_cast<size_t>(n.layer)]
+                                                : -1);
+  }
+  return r;
+}
+
+uint64_t& phase_of(LayerCycles& l, const Node& n) {
+  return n.phase == Phase::Forward || n.phase == Phase::Loss ? l.forward
+         : n.phase == Phase::Backward                        ? l.backward
+                                                             : l.update;
+}
+
+}  // namespace
+
+std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const ChipParams& chip,
+                                      uint64_t total) {
+  LayerRows r = layer_rows(g);
   std::vector<uint64_t> work(step.ranges.size(), 0);
   uint64_t sum = 0;
   for (size_t i = 0; i < step.ranges.size(); ++i) {
@@ -65,15 +100,103 @@ std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const
                                                                static_cast<double>(work[i]) /
                                                                static_cast<double>(sum)));
     given += c;
-    const int row = n.op == Op::SoftmaxCe   ? loss_row
-                    : n.op == Op::AdamBegin ? adam_row
-                                            : row_of_layer[static_cast<size_t>(n.layer)];
-    LayerCycles& l = r[static_cast<size_t>(row)];
-    (n.phase == Phase::Forward || n.phase == Phase::Loss ? l.forward
-     : n.phase == Phase::Backward                        ? l.backward
-                                                         : l.update) += c;
+    const int row = r.of_node[static_cast<size_t>(step.ranges[i].node)];
+    if (row >= 0) phase_of(r.rows[static_cast<size_t>(row)], n) += c;
   }
-  return r;
+  add_bounds(g, step, chip, r.rows);
+  return r.rows;
+}
+
+std::vector<LayerCycles> layer_cycles(const Graph& g, const Emitted& step, const ChipParams& chip,
+                                      const std::vector<InstrEvent>& timeline) {
+  LayerRows r = layer_rows(g);
+  // The issue cycle of each instruction (the timeline has one event per issued instruction).
+  std::vector<uint64_t> issue(step.program.size() + 1, UINT64_MAX);
+  uint64_t last = 0;
+  for (const InstrEvent& e : timeline) {
+    if (e.pc < issue.size()) issue[e.pc] = std::min(issue[e.pc], e.start);
+    last = std::max(last, e.end);
+  }
+  // A node's start: the issue of its first instruction (or of a later one if that has none).
+  auto start_of = [&](size_t pc) {
+    for (; pc < step.program.size(); ++pc)
+      if (issue[pc] != UINT64_MAX) return issue[pc];
+    return last;
+  };
+  for (size_t i = 0; i < step.ranges.size(); ++i) {
+    const uint64_t s = start_of(step.ranges[i].begin);
+    const uint64_t e = i + 1 < step.ranges.size() ? start_of(step.ranges[i + 1].begin) : last;
+    const int row = r.of_node[static_cast<size_t>(step.ranges[i].node)];
+    if (row >= 0)
+      phase_of(r.rows[static_cast<size_t>(row)],
+               g.nodes[static_cast<size_t>(step.ranges[i].node)]) += e > s ? e - s : 0;
+  }
+  for (LayerCycles& l : r.rows) l.measured = true;
+  add_bounds(g, step, chip, r.rows);
+  return r.rows;
+}
+
+uint64_t scale_sim_ws_cycles(uint64_t m, uint64_t k, uint64_t c, uint32_t n) {
+  if (m == 0 || k == 0 || c == 0) return 0;
+  const uint64_t folds = ((k + n - 1) / n) * ((c + n - 1) / n);
+  return folds * (2 * uint64_t{n} + n + m - 2);
+}
+
+std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd) {
+  auto cols = [&](int t) { return uint64_t{g.tensors[static_cast<size_t>(t)].cols}; };
+  const uint64_t b = g.batch;
+  const ConvGeom& cv = nd.conv;
+  const uint64_t outs = uint64_t{cv.ho()} * cv.wo() * cv.batch, taps = uint64_t{cv.taps()} * cv.cin;
+  switch (nd.op) {
+    case Op::Dense:
+      return {{b, cols(nd.in[0]), cols(nd.out[0])}};
+    case Op::DenseGradX:
+      return {{b, cols(nd.in[0]), cols(nd.out[0])}};
+    case Op::DenseGradW:
+    case Op::DenseUpdate:
+      return {{cols(nd.in[0]), b, cols(nd.in[1])}};
+    case Op::Conv:
+    case Op::ConvPool:
+      return {{outs, taps, cv.cout}};
+    case Op::ConvGradW:
+    case Op::ConvPoolGrad:
+      return {{taps, outs, cv.cout}};
+    case Op::ConvGradX:
+      return {{uint64_t{cv.h} * cv.w * cv.batch, uint64_t{cv.taps()} * cv.cout, cv.cin}};
+    default:
+      return {};
+  }
+}
+
+uint32_t port_bytes_per_cycle(const ChipParams& chip) {
+  return std::max(1u, chip.vmem_dma_bytes_per_cycle());
+}
+
+void add_bounds(const Graph& g, const Emitted& step, const ChipParams& chip,
+                std::vector<LayerCycles>& layers) {
+  const LayerRows r = layer_rows(g);
+  std::vector<uint64_t> dma_bytes(layers.size(), 0);
+  for (const Emitted::Range& range : step.ranges) {
+    const int row = r.of_node[static_cast<size_t>(range.node)];
+    if (row < 0) continue;
+    LayerCycles& l = layers[static_cast<size_t>(row)];
+    for (const MatmulShape& m : node_matmuls(g, g.nodes[static_cast<size_t>(range.node)]))
+      l.bound_mxu += scale_sim_ws_cycles(m.m, m.k, m.c, chip.N);
+    for (size_t k = range.begin; k < range.end; ++k) {
+      std::visit(
+          [&](const auto& in) {
+            using T = std::decay_t<decltype(in)>;
+            if constexpr (std::is_same_v<T, ReadVmem> || std::is_same_v<T, WriteVmem>)
+              dma_bytes[static_cast<size_t>(row)] += uint64_t{in.rows} * in.row_bytes(chip.N);
+          },
+          step.program[k]);
+    }
+  }
+  const uint64_t port = port_bytes_per_cycle(chip);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    layers[i].bound_dma = (dma_bytes[i] + port - 1) / port;
+    layers[i].bound = std::max(layers[i].bound_mxu, layers[i].bound_dma);
+  }
 }
 
 }  // namespace tpu::train::compiler

@@ -37,12 +37,23 @@ class Emitter {
  private:
   const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t, uint32_t row) const { return base_ + home(t).addr + row * 4 * n_; }
-  // `rows` VMEM rows at `vmem` <-> tensor t's image from image row `row`.
+  int32_t res(int t) const { return p_.resident(t); }
+  // `rows` VMEM rows at `vmem` <-> tensor t's image from image row `row`. A resident tensor
+  // (residency.h) is its VMEM copy: nothing to move when `vmem` is that copy's row, else a
+  // vector copy (bitwise or with 0: every bit kept).
   void in(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) {
-    pb_.read_vmem(vmem, rows, addr(t, row));
+    if (res(t) < 0) {
+      pb_.read_vmem(vmem, rows, addr(t, row));
+    } else if (vmem != static_cast<uint32_t>(res(t)) + row) {
+      pb_.vop_imm(VecFunc::Or, vmem, static_cast<uint32_t>(res(t)) + row, 0, rows);
+    }
   }
   void out(int t, uint32_t vmem, uint32_t rows, uint32_t row = 0) {
-    pb_.write_vmem(vmem, rows, addr(t, row));
+    if (res(t) < 0) {
+      pb_.write_vmem(vmem, rows, addr(t, row));
+    } else if (vmem != static_cast<uint32_t>(res(t)) + row) {
+      pb_.vop_imm(VecFunc::Or, static_cast<uint32_t>(res(t)) + row, vmem, 0, rows);
+    }
   }
   VMat at(int t, uint32_t base) const {
     VMat m = home(t).geom;
@@ -59,7 +70,9 @@ class Emitter {
   void flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t depth);
   // DenseUpdate (fuse.h): per K-chunk dW into VMEM, then the optimizer on the chunk.
   void dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth);
-  void flat_compute(const Node& nd, const NodeLayout& L, uint32_t set, uint32_t rows);
+  // The element-wise kernel of a flat node on `rows` rows of each operand (at in[i] / out[i]).
+  void flat_compute(const Node& nd, const NodeLayout& L, const std::vector<uint32_t>& in,
+                    const std::vector<uint32_t>& out, uint32_t rows);
   // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
   // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
   void pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
@@ -109,6 +122,7 @@ class Emitter {
 
 VMat Emitter::w_chunk(int t, uint32_t base, uint32_t k0, uint32_t kc, bool load) {
   const VMat w = home(t).geom;
+  if (res(t) >= 0) return VMat{static_cast<uint32_t>(res(t)) + k0, kc, w.cols, w.pitch};
   const VMat c{base, kc, w.cols, round_up(kc, n_)};
   if (load) {
     for (uint32_t nt = 0; nt < w.blocks(n_); ++nt) in(t, c.block(nt), c.pitch, nt * w.pitch + k0);
@@ -243,16 +257,26 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       },
       [&](size_t c) {
         const VMat w = wc(0, c, false);
-        const VMat dw{L.scratch, w.rows, w.cols, w.pitch};
-        const uint32_t scratch = L.scratch + w.span(n_), rows = w.span(n_);
+        const VMat dw{L.scratch, w.rows, w.cols, round_up(w.rows, n_)};
+        const uint32_t scratch = L.scratch + dw.span(n_);
         dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
-        if (adam) {
-          const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
-          adam_update(pb_, h, AdamState{L.in[5]}, w.base, dw.base, wc(1, c, false).base,
-                      wc(2, c, false).base, rows, scratch);
-        } else {
-          sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, w.base, dw.base,
-                     states > 1 ? wc(1, c, false).base : 0, rows, scratch);
+        // The update element by element: over the chunk's rows at once when every operand
+        // has dW's pitch, else block by block (a resident operand has its whole tensor's).
+        std::vector<VMat> st;
+        for (size_t i = 1; i < states; ++i) st.push_back(wc(i, c, false));
+        bool same = w.pitch == dw.pitch;
+        for (const VMat& m : st) same = same && m.pitch == dw.pitch;
+        const uint32_t parts = same ? 1 : dw.blocks(n_), rows = same ? dw.span(n_) : dw.pitch;
+        for (uint32_t b = 0; b < parts; ++b) {
+          auto at_b = [&](const VMat& m) { return m.block(b); };
+          if (adam) {
+            const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+            adam_update(pb_, h, AdamState{L.in[5]}, at_b(w), at_b(dw), at_b(st[0]), at_b(st[1]),
+                        rows, scratch);
+          } else {
+            sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, at_b(w), at_b(dw),
+                       states > 1 ? at_b(st[0]) : 0, rows, scratch);
+          }
         }
       },
       [&](size_t c) {
@@ -260,9 +284,10 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       });
 }
 
-void Emitter::flat_compute(const Node& nd, const NodeLayout& L, uint32_t s, uint32_t rc) {
-  auto I = [&](size_t i) { return set_of(L.in, L.in_step, i, s); };
-  const uint32_t o = set_of(L.out, L.out_step, 0, s);
+void Emitter::flat_compute(const Node& nd, const NodeLayout& L, const std::vector<uint32_t>& in,
+                           const std::vector<uint32_t>& out, uint32_t rc) {
+  auto I = [&](size_t i) { return in[i]; };
+  const uint32_t o = out[0];
   const VMat a{I(0), rc, n_, rc};
   switch (nd.op) {
     case Op::Relu:
@@ -297,20 +322,37 @@ void Emitter::flat(const Node& nd, const NodeLayout& L, uint32_t chunk, uint32_t
   if (adam) in(nd.in[4], L.in[4], AdamState::kRows);
   const size_t chunks = (total + chunk - 1) / chunk;
   auto rows = [&](size_t c) { return std::min(chunk, total - static_cast<uint32_t>(c) * chunk); };
-  auto s = [&](size_t c) { return static_cast<uint32_t>(c % depth); };
+  // Chunk c of operand t: at its buffer set, or in place in its resident copy.
+  auto at_c = [&](int t, const std::vector<uint32_t>& base, const std::vector<uint32_t>& step,
+                  size_t i, size_t c) {
+    const uint32_t row = static_cast<uint32_t>(c) * chunk;
+    return res(t) >= 0 ? static_cast<uint32_t>(res(t)) + row
+                       : set_of(base, step, i, static_cast<uint32_t>(c % depth));
+  };
+  auto ins = [&](size_t c) {
+    std::vector<uint32_t> r;
+    for (size_t i = 0; i < nd.in.size(); ++i)
+      r.push_back(adam && i == 4 ? L.in[4] : at_c(nd.in[i], L.in, L.in_step, i, c));
+    return r;
+  };
+  auto outs = [&](size_t c) {
+    std::vector<uint32_t> r;
+    for (size_t i = 0; i < nd.out.size(); ++i)
+      r.push_back(at_c(nd.out[i], L.out, L.out_step, i, c));
+    return r;
+  };
   pipeline(
       chunks, depth,
       [&](size_t c) {
+        const std::vector<uint32_t> v = ins(c);
         for (size_t i = 0; i < nd.in.size(); ++i)
-          if (!(adam && i == 4))
-            in(nd.in[i], set_of(L.in, L.in_step, i, s(c)), rows(c),
-               static_cast<uint32_t>(c) * chunk);
+          if (!(adam && i == 4)) in(nd.in[i], v[i], rows(c), static_cast<uint32_t>(c) * chunk);
       },
-      [&](size_t c) { flat_compute(nd, L, s(c), rows(c)); },
+      [&](size_t c) { flat_compute(nd, L, ins(c), outs(c), rows(c)); },
       [&](size_t c) {
+        const std::vector<uint32_t> v = outs(c);
         for (size_t i = 0; i < nd.out.size(); ++i)
-          out(nd.out[i], set_of(L.out, L.out_step, i, s(c)), rows(c),
-              static_cast<uint32_t>(c) * chunk);
+          out(nd.out[i], v[i], rows(c), static_cast<uint32_t>(c) * chunk);
       });
 }
 
@@ -872,6 +914,23 @@ Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
     }
   }
   return e.finish();
+}
+
+std::vector<Instruction> emit_residency(const Graph& g, const Placement& p, const ChipParams& chip,
+                                        uint32_t device_base, bool store) {
+  ProgramBuilder pb(chip);
+  pb.set_host_ranges({HostRange{device_base, p.device_bytes, "training device memory"}});
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const int32_t v = p.resident(static_cast<int>(t));
+    if (v < 0) continue;
+    const uint32_t addr = device_base + p.homes[t].addr, rows = p.homes[t].rows;
+    if (store) {
+      pb.write_vmem(static_cast<uint32_t>(v), rows, addr);
+    } else {
+      pb.read_vmem(static_cast<uint32_t>(v), rows, addr);
+    }
+  }
+  return pb.finish();
 }
 
 }  // namespace tpu::train::compiler

@@ -115,8 +115,15 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
   L.in = {sets(a, x_rows, depth, L.in_step)};
   uint32_t scratch = pool_scratch_rows(pg, n);
   if (nd.op == Op::ConvPool) {
-    for (size_t i = 1; i < nd.in.size(); ++i)
-      L.in.push_back(sets(a, p.homes[static_cast<size_t>(nd.in[i])].rows, 1, L.in_step));
+    for (size_t i = 1; i < nd.in.size(); ++i) {  // W[, b]: resident, or read once
+      const int t = nd.in[i];
+      if (p.resident(t) >= 0) {
+        L.in.push_back(static_cast<uint32_t>(p.resident(t)));
+        L.in_step.push_back(0);
+      } else {
+        L.in.push_back(sets(a, p.homes[static_cast<size_t>(t)].rows, 1, L.in_step));
+      }
+    }
     L.out = {sets(a, gb * prows, depth, L.out_step), sets(a, gb * prows, depth, L.out_step)};
     b.cout = pg.c;
   } else {
@@ -310,53 +317,93 @@ uint32_t flat_rows_of(const Graph& g, const Placement& p, const Node& n) {
   }
 }
 
-NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
-                       const ChipParams& chip) {
-  const uint32_t n = p.n;
-  VmemArena a(n, 0, chip.vmem_rows);
-  const Node& nd = g.nodes[static_cast<size_t>(node)];
-  auto geom = [&](int t) { return p.homes[static_cast<size_t>(t)].geom; };
-  auto whole = [&](int t) { return a.rows(p.homes[static_cast<size_t>(t)].rows); };
-  // Streamed operands get `depth` buffer sets (Placement::depth), whole ones one.
-  const uint32_t depth = static_cast<size_t>(node) < p.depth.size() ? p.depth[node] : 1;
+namespace {
+
+// Places the operands of one node in a VMEM arena: a resident operand (Placement::vmem) takes
+// no rows of the arena, its operand row is its resident copy's (step 0).
+class LayoutBuilder {
+ public:
+  LayoutBuilder(const Graph& graph, const Placement& placement, int node, const ChipParams& chip)
+      : g(graph),
+        p(placement),
+        nd(graph.nodes[static_cast<size_t>(node)]),
+        a(placement.n, 0, placement.work_rows(chip)) {
+    const size_t i = static_cast<size_t>(node);
+    depth = i < placement.depth.size() ? placement.depth[i] : 1;
+  }
+  VMat geom(int t) const { return p.homes[static_cast<size_t>(t)].geom; }
+  uint32_t rows_of(int t) const { return p.homes[static_cast<size_t>(t)].rows; }
+  // Tensor t's operand rows: its resident copy, else `rows` rows in `d` buffer sets.
+  uint32_t place(int t, uint32_t rows, uint32_t d, std::vector<uint32_t>& steps) {
+    if (p.resident(t) >= 0) {
+      steps.push_back(0);
+      return static_cast<uint32_t>(p.resident(t));
+    }
+    return sets(a, rows, d, steps);
+  }
+  void in(int t, uint32_t rows, uint32_t d) { L.in.push_back(place(t, rows, d, L.in_step)); }
+  void out(int t, uint32_t rows, uint32_t d) { L.out.push_back(place(t, rows, d, L.out_step)); }
+  uint32_t whole(int t) {
+    std::vector<uint32_t> steps;
+    return place(t, rows_of(t), 1, steps);
+  }
+  void dense(uint32_t chunk);  // Dense, DenseGradX, DenseGradW, DenseUpdate
+  void flat(uint32_t chunk);   // Relu, Add, AddGrad, ReluGrad, SgdUpdate, AdamUpdate
+
+  const Graph& g;
+  const Placement& p;
+  const Node& nd;
+  VmemArena a;
+  uint32_t depth = 1;
   NodeLayout L;
-  auto in = [&](uint32_t rows, uint32_t d) { L.in.push_back(sets(a, rows, d, L.in_step)); };
-  auto out = [&](uint32_t rows, uint32_t d) { L.out.push_back(sets(a, rows, d, L.out_step)); };
-  auto rows_of = [&](int t) { return p.homes[static_cast<size_t>(t)].rows; };
+};
+
+void LayoutBuilder::dense(uint32_t chunk) {
+  const uint32_t n = p.n;
   const auto act_chunk = [&](int t) { return geom(t).pitch * chunk; };        // kb blocks of K
   const auto w_chunk = [&](int t) { return geom(t).blocks(n) * chunk * n; };  // kb*N per block
   switch (nd.op) {
     case Op::Dense:
-      in(act_chunk(nd.in[0]), depth);
-      in(w_chunk(nd.in[1]), depth);
-      if (nd.in.size() > 2) in(rows_of(nd.in[2]), 1);
-      out(rows_of(nd.out[0]), 1);
+      in(nd.in[0], act_chunk(nd.in[0]), depth);
+      in(nd.in[1], w_chunk(nd.in[1]), depth);
+      if (nd.in.size() > 2) in(nd.in[2], rows_of(nd.in[2]), 1);
+      out(nd.out[0], rows_of(nd.out[0]), 1);
       break;
     case Op::DenseGradX:
-      in(rows_of(nd.in[0]), 1);
-      in(w_chunk(nd.in[1]), depth);
-      out(act_chunk(nd.out[0]), depth);
+      in(nd.in[0], rows_of(nd.in[0]), 1);
+      in(nd.in[1], w_chunk(nd.in[1]), depth);
+      out(nd.out[0], act_chunk(nd.out[0]), depth);
       break;
     case Op::DenseGradW:
-      in(act_chunk(nd.in[0]), depth);
-      in(rows_of(nd.in[1]), 1);
-      out(w_chunk(nd.out[0]), depth);
+      in(nd.in[0], act_chunk(nd.in[0]), depth);
+      in(nd.in[1], rows_of(nd.in[1]), 1);
+      out(nd.out[0], w_chunk(nd.out[0]), depth);
       L.scratch = a.rows(geom(nd.in[0]).pitch * chunk);
       break;
-    case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
-      out(rows_of(nd.out[0]), 1);
-      in(chunk == 0 ? rows_of(nd.in[0]) : geom(nd.in[0]).blocks(n) * chunk, 1);
+    default: {  // DenseUpdate: X chunk, dY; W, m, v (or velocity) chunks in place; state
+      const bool adam = nd.in.size() == 6;
+      in(nd.in[0], act_chunk(nd.in[0]), depth);
+      in(nd.in[1], rows_of(nd.in[1]), 1);
+      const uint32_t wrows = w_chunk(nd.in[2]);
+      for (size_t i = 2; i < nd.in.size(); ++i) {
+        const bool state = adam && i == 5;
+        in(nd.in[i], state ? rows_of(nd.in[i]) : wrows, state ? 1 : depth);
+      }
+      for (size_t i = 0; i < nd.out.size(); ++i) {
+        L.out.push_back(L.in[2 + i]);
+        L.out_step.push_back(L.in_step[2 + i]);
+      }
+      // scratch: the chunk's dW, then X^T (dense_backward_weights) or the update's rows
+      L.scratch = a.rows(wrows + std::max(geom(nd.in[0]).pitch * chunk, (adam ? 6 : 2) * wrows));
       break;
-    case Op::Relu:
-    case Op::Add:
-    case Op::AddGrad:
-    case Op::ReluGrad:
-      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
-      out(chunk, depth);
-      if (nd.op == Op::ReluGrad) L.scratch = a.rows(chunk);
-      break;
+    }
+  }
+}
+
+void LayoutBuilder::flat(uint32_t chunk) {
+  switch (nd.op) {
     case Op::SgdUpdate:  // in place: the outputs are the inputs' sets
-      for (size_t i = 0; i < nd.in.size(); ++i) in(chunk, depth);
+      for (int t : nd.in) in(t, chunk, depth);
       L.out = {L.in[0]};
       L.out_step = {L.in_step[0]};
       if (nd.in.size() > 2) {
@@ -366,37 +413,67 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
       L.scratch = a.rows(2 * chunk);
       break;
     case Op::AdamUpdate:
-      for (size_t i = 0; i < 4; ++i) in(chunk, depth);
-      in(rows_of(nd.in[4]), 1);
+      for (size_t i = 0; i < 4; ++i) in(nd.in[i], chunk, depth);
+      in(nd.in[4], rows_of(nd.in[4]), 1);
       L.out = {L.in[0], L.in[2], L.in[3]};
       L.out_step = {L.in_step[0], L.in_step[2], L.in_step[3]};
       L.scratch = a.rows(6 * chunk);
       break;
+    default:  // Relu, Add, AddGrad, ReluGrad
+      for (int t : nd.in) in(t, chunk, depth);
+      out(nd.out[0], chunk, depth);
+      if (nd.op == Op::ReluGrad) L.scratch = a.rows(chunk);
+      break;
+  }
+}
+
+void whole_layout(const Placement& p, LayoutBuilder& b, const ChipParams& chip) {
+  const Node& nd = b.nd;
+  for (int t : nd.in) b.L.in.push_back(b.whole(t));
+  for (int t : nd.out) b.L.out.push_back(b.whole(t));
+  if (nd.op == Op::Conv || nd.op == Op::ConvGradW || nd.op == Op::ConvGradX) {
+    b.L.scratch = b.a.rows(std::max(1u, conv_scratch_rows(nd.conv, chip, 0)));
+  } else if (nd.op == Op::MaxPool || nd.op == Op::MaxPoolGrad || nd.op == Op::AvgPoolGrad) {
+    b.L.scratch = b.a.rows(pool_scratch_rows(nd.pool, p.n));
+  }
+}
+
+}  // namespace
+
+NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
+                       const ChipParams& chip) {
+  LayoutBuilder b(g, p, node, chip);
+  const Node& nd = b.nd;
+  NodeLayout& L = b.L;
+  switch (nd.op) {
+    case Op::Dense:
+    case Op::DenseGradX:
+    case Op::DenseGradW:
+    case Op::DenseUpdate:
+      b.dense(chunk);
+      break;
+    case Op::BiasGrad:  // db first: rsum's checked extent (dst + inner - 1) stays inside VMEM
+      b.out(nd.out[0], b.rows_of(nd.out[0]), 1);
+      b.in(nd.in[0], chunk == 0 ? b.rows_of(nd.in[0]) : b.geom(nd.in[0]).blocks(p.n) * chunk, 1);
+      break;
+    case Op::Relu:
+    case Op::Add:
+    case Op::AddGrad:
+    case Op::ReluGrad:
+    case Op::SgdUpdate:
+    case Op::AdamUpdate:
+      b.flat(chunk);
+      break;
     case Op::ConvPool:
     case Op::ConvPoolGrad:
-      band_layout(g, p, nd, chunk != 0 ? chunk : band_lines_total(nd), chip, a, L);
+      band_layout(g, p, nd, chunk != 0 ? chunk : band_lines_total(nd), chip, b.a, L);
       break;
-    case Op::DenseUpdate: {  // X chunk, dY; W, m, v (or velocity) chunks in place; state
-      const bool adam = nd.in.size() == 6;
-      in(act_chunk(nd.in[0]), depth);
-      in(rows_of(nd.in[1]), 1);
-      const uint32_t wrows = w_chunk(nd.in[2]);
-      for (size_t i = 2; i < nd.in.size(); ++i)
-        in(adam && i == 5 ? rows_of(nd.in[i]) : wrows, adam && i == 5 ? 1 : depth);
-      for (size_t i = 0; i < nd.out.size(); ++i) {
-        L.out.push_back(L.in[2 + i]);
-        L.out_step.push_back(L.in_step[2 + i]);
-      }
-      // scratch: the chunk's dW, then X^T (dense_backward_weights) or the update's rows
-      L.scratch = a.rows(wrows + std::max(geom(nd.in[0]).pitch * chunk, (adam ? 6 : 2) * wrows));
-      break;
-    }
     case Op::AllReduce:  // VMEM is all its own (allreduce.h): no layout
       break;
     case Op::AdamBegin:
-      L.in = {whole(nd.in[0])};
+      L.in = {b.whole(nd.in[0])};
       L.out = {L.in[0]};
-      L.scratch = a.rows(4);
+      L.scratch = b.a.rows(4);
       break;
     case Op::Conv:
     case Op::ConvGradW:
@@ -405,7 +482,7 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
     case Op::MaxPool:
     case Op::MaxPoolGrad:
       if (chunk != 0) {
-        band_layout(g, p, nd, chunk, chip, a, L);
+        band_layout(g, p, nd, chunk, chip, b.a, L);
         break;
       }
       [[fallthrough]];
@@ -413,21 +490,15 @@ NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t ch
     case Op::AvgPoolGrad:
     case Op::GlobalAvgPool:
     case Op::GlobalAvgPoolGrad:
-      for (int t : nd.in) L.in.push_back(whole(t));
-      for (int t : nd.out) L.out.push_back(whole(t));
-      if (nd.op == Op::Conv || nd.op == Op::ConvGradW || nd.op == Op::ConvGradX) {
-        L.scratch = a.rows(std::max(1u, conv_scratch_rows(nd.conv, chip, 0)));
-      } else if (nd.op == Op::MaxPool || nd.op == Op::MaxPoolGrad || nd.op == Op::AvgPoolGrad) {
-        L.scratch = a.rows(pool_scratch_rows(nd.pool, n));
-      }
+      whole_layout(p, b, chip);
       break;
     case Op::SoftmaxCe:
-      L.in = {whole(nd.in[0]), whole(nd.in[1]), whole(nd.in[2])};
-      L.out = {whole(nd.out[0]), whole(nd.out[1])};
-      L.scratch = a.rows(softmax_ce_scratch_rows(g.batch, n));
+      L.in = {b.whole(nd.in[0]), b.whole(nd.in[1]), b.whole(nd.in[2])};
+      L.out = {b.whole(nd.out[0]), b.whole(nd.out[1])};
+      L.scratch = b.a.rows(softmax_ce_scratch_rows(g.batch, p.n));
       break;
   }
-  L.end = a.used_end();
+  L.end = b.a.used_end();
   return L;
 }
 
@@ -469,7 +540,7 @@ void place_fused(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
     }
   }
   fail(nd, "not even one pooled line of one channel block fits VMEM (" +
-               std::to_string(chip.vmem_rows) + " rows)");
+               std::to_string(p.work_rows(chip)) + " rows)");
 }
 
 }  // namespace
@@ -518,6 +589,12 @@ Placement place(const Graph& g, const ChipParams& chip) {
     p.device_bytes = static_cast<uint32_t>((end + kAlign - 1) / kAlign * kAlign);
     p.homes.push_back(h);
   }
+  p.vmem.assign(g.tensors.size(), -1);
+  choose_chunks(g, p, chip);
+  return p;
+}
+
+void choose_chunks(const Graph& g, Placement& p, const ChipParams& chip) {
   p.chunk.assign(g.nodes.size(), 0);
   p.group.assign(g.nodes.size(), 0);
   p.depth.assign(g.nodes.size(), 1);
@@ -544,7 +621,7 @@ Placement place(const Graph& g, const ChipParams& chip) {
     if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
     if (most == 0) {
       if (!fits(g, p, ni, 0, chip)) {
-        fail(nd, "its operands do not fit VMEM (" + std::to_string(chip.vmem_rows) + " rows" +
+        fail(nd, "its operands do not fit VMEM (" + std::to_string(p.work_rows(chip)) + " rows" +
                      (bandable(g, nd) ? ")" : "; this node does not run in bands)"));
       }
       continue;
@@ -561,7 +638,6 @@ Placement place(const Graph& g, const ChipParams& chip) {
       }
     }
   }
-  return p;
 }
 
 }  // namespace tpu::train::compiler

@@ -39,6 +39,16 @@ struct Placement {
   // out before the current chunk's compute, into the other set; 1: no double buffering)
   std::vector<uint32_t> depth;
   uint32_t device_bytes = 0;
+  // Residency (residency.h): per tensor, the first VMEM row of the copy that stays in VMEM
+  // across nodes and steps (-1: it streams from its home); the rows at the top of VMEM those
+  // copies hold (node layouts use the rows below).
+  std::vector<int32_t> vmem;
+  uint32_t resident_rows = 0;
+  int32_t resident(int t) const {
+    return static_cast<size_t>(t) < vmem.size() ? vmem[static_cast<size_t>(t)] : -1;
+  }
+  // VMEM rows a node's layout may use.
+  uint32_t work_rows(const ChipParams& chip) const { return chip.vmem_rows - resident_rows; }
 };
 
 // Where the operands of one chunk of a node sit in VMEM (the largest chunk's extent).
@@ -117,8 +127,11 @@ void band_layout(const Graph& g, const Placement& p, const Node& nd, uint32_t li
                  const ChipParams& chip, VmemArena& a, NodeLayout& L);
 
 // Throws std::invalid_argument naming the node when even its smallest chunk does not fit VMEM
-// or ACC, or the logits have more classes than N.
+// or ACC, or the logits have more classes than N. Nothing is resident (residency.h adds that).
 Placement place(const Graph& g, const ChipParams& chip);
+// Each node's chunk, group and depth (place()'s second half) for the VMEM rows below the
+// resident ones; throws as place().
+void choose_chunks(const Graph& g, Placement& p, const ChipParams& chip);
 // Throws std::invalid_argument (VmemArena) when the chunk does not fit.
 NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
                        const ChipParams& chip);
