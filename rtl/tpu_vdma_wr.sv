@@ -5,7 +5,7 @@
 // VMEM rows are read one per cycle through this unit's read client (first priority on its
 // read port: never refused; the data arrives the cycle after), turned into host rows (4N bytes,
 // or 2N with bf16: each lane rounded with tpu_fp_pkg::fp32_to_bf16) and appended to a FIFO of
-// 8-byte granules three beats deep. tpu_vdma_walk cuts the transfer into beat-aligned bursts
+// 8-byte granules four beats deep. tpu_vdma_walk cuts the transfer into beat-aligned bursts
 // twice: for AW (up to MaxOut bursts whose response is still due) and for W, which sends a
 // burst only after its AW was latched. Each W beat carries the transfer's bytes of that beat
 // with their strobes (a row may start at any 16-byte boundary; the other bytes are not
@@ -55,7 +55,10 @@ module tpu_vdma_wr #(
 );
   localparam int unsigned Beat  = 4 * N;
   localparam int unsigned BeatG = N / 2;
-  localparam int unsigned CapG  = 3 * BeatG;
+  // Four beats: a row is read while the FIFO has room for it next to the row still arriving
+  // (no look at this cycle's W beat), and a row starting inside a beat leaves up to a beat
+  // less 16 bytes behind each W beat; three beats stall every other row then.
+  localparam int unsigned CapG  = 4 * BeatG;
   localparam int unsigned CntW  = $clog2(CapG + 1);
   localparam int unsigned OutW  = $clog2(MaxOut + 1);
 

@@ -127,4 +127,77 @@ TEST(TrainChipCorners, VmemDmaAcrossWriterChunks) {
   EXPECT_NE(g.data, data) << "the program changed no host byte";
 }
 
+// The VMEM port (docs/architecture.md "The VMEM port") faults with the named AXI codes at the
+// instruction's index: SLVERR on a row of a read_vmem (ERR_AXI_READ) or write_vmem
+// (ERR_AXI_WRITE), SLVERR on bytes outside every row but inside a beat-aligned block that
+// holds row bytes (the port reads / writes those blocks: docs/isa.md "The VMEM port"), and
+// DECERR from unmapped memory; a failing instruction after valid ones, then the same chip runs
+// a valid program (no state left from the drained bursts). Chip and golden model agree on the
+// code and index in every case.
+TEST(TrainChipCorners, VmemPortErrorsFaultAtTheInstruction) {
+  const uint32_t beat = 4 * TPU_SIM_N, row = 4 * TPU_SIM_N;
+  struct Case {
+    const char* what;
+    bool write;
+    uint32_t host_addr, stride, err_at;
+    uint32_t code;
+    bool outside;  // the SLVERR bytes lie outside every row
+  };
+  const uint32_t base = kDataBase + 0x2000 + 16;  // rows straddle beats (at N >= 8)
+  const uint32_t out = kOutBase + 0x1000 + 16;
+  const std::vector<Case> cases = {
+      {"SLVERR on a read_vmem row", false, base, 0, base + 5 * row, 9, false},
+      {"SLVERR on a write_vmem row", true, out, 0, out + 3 * row + 16, 10, false},
+      // Strided rows 2 beats apart: the byte block just before row 2 is in its first beat.
+      {"SLVERR in a read_vmem beat outside the rows", false, base, 2 * beat + 16,
+       base + 2 * (2 * beat + 16) - 16, 9, true},
+      {"SLVERR in a write_vmem beat outside the rows", true, out, 2 * beat + 16,
+       out + 2 * (2 * beat + 16) + row, 10, true},
+      {"DECERR on read_vmem", false, kUnmapped + 16, 0, 0, 9, false},
+      {"DECERR on write_vmem", true, kUnmapped + 32, 0, 0, 10, false},
+  };
+  auto& b = backends();
+  std::vector<uint8_t> data(kDataSize);
+  std::mt19937_64 rng(33);
+  for (auto& x : data) x = uint8_t(rng());
+  const std::vector<std::pair<uint32_t, std::vector<uint8_t>>> mem = {{kDataBase, data}};
+  for (const Case& k : cases) {
+    if (k.outside && beat <= 16) continue;  // N = 4: a beat is one 16-byte block
+    tpu::ReadVmem warm;  // a valid transfer first
+    warm.vmem_addr = 0;
+    warm.rows = 40;
+    warm.host_addr = kDataBase + 16;
+    tpu::VmemDma d;
+    d.vmem_addr = 64;
+    d.rows = 8;
+    d.host_addr = k.host_addr;
+    d.host_stride = k.stride;
+    std::vector<tpu::Instruction> program = {warm};
+    if (k.write) program.push_back(tpu::WriteVmem{d});
+    else program.push_back(tpu::ReadVmem{d});
+    program.push_back(tpu::Halt{});
+    RunConfig cfg;
+    if (k.err_at != 0) cfg.slverr.push_back({k.err_at, 16});
+    const Outcome g = b.golden.run(mem, cfg, program);
+    const Outcome c = b.chip.run(mem, cfg, program);
+    EXPECT_FALSE(g.done) << k.what;
+    EXPECT_EQ(g.err_code, k.code) << k.what << ": " << b.golden.last_message();
+    EXPECT_EQ(g.err_pc, 1u) << k.what;
+    EXPECT_FALSE(c.hung) << k.what;
+    EXPECT_EQ(c.err_code, g.err_code) << k.what;
+    EXPECT_EQ(c.err_pc, g.err_pc) << k.what;
+    // The chip works normally afterwards.
+    tpu::WriteVmem w;
+    w.vmem_addr = 0;
+    w.rows = 40;
+    w.host_addr = kOutBase + 48;
+    const std::vector<tpu::Instruction> ok = {warm, w, tpu::Halt{}};
+    const Outcome g2 = b.golden.run(mem, RunConfig{}, ok);
+    const Outcome c2 = b.chip.run(mem, RunConfig{}, ok);
+    ASSERT_TRUE(g2.done) << b.golden.last_message();
+    EXPECT_TRUE(c2.done) << k.what << ": then " << tpu::error_name(tpu::ErrorCode(c2.err_code));
+    EXPECT_EQ(c2.out, g2.out) << k.what;
+  }
+}
+
 }  // namespace
