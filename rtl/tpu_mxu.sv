@@ -26,15 +26,15 @@
 // plain shift registers (no rings of slots, which cost twice the registers plus a read
 // multiplexer per element and which Yosys turns into multi-port memories; docs/synthesis.md).
 //
-// The product of a PE, 32 bits: lane `l` ({9-bit operand, buffer, unsigned}) times the
-// weight in the PE's buffer word `w` ({buffer 1, buffer 0}, a byte each) that the lane
-// selects, read as a 9-bit signed value (its top bit a sign unless the lane says unsigned).
-// Written with selects rather than a variable shift so that a compiler can evaluate a row of
-// PEs as vector code, and as the product of two sign-extended 9-bit values so that Yosys
-// narrows it to a 9 x 9 multiplier (a 32-bit operand would make it 9 x 32).
-`define TPU_MXU_PRODUCT(l, w) \
-  (32'($signed(l[10:2])) \
-   * 32'($signed({!l[0] && (l[1] ? w[15] : w[7]), (l[1] ? w[15:8] : w[7:0])})))
+// The product of a PE: rtl/tpu_mxu_product.svh, written with selects rather than a variable
+// shift so that a compiler can evaluate a row of PEs as vector code; synthesis reads a
+// spelling of the same arithmetic that Yosys narrows to a 9 x 9 multiplier.
+`include "tpu_mxu_product.svh"
+`ifdef SYNTHESIS
+`define TPU_MXU_PRODUCT(l, w) `TPU_MXU_PRODUCT_SYN(l, w)
+`else
+`define TPU_MXU_PRODUCT(l, w) `TPU_MXU_PRODUCT_SIM(l, w)
+`endif
 
 module tpu_mxu #(
   parameter int unsigned N    = 16,
@@ -99,7 +99,8 @@ module tpu_mxu #(
   logic [$clog2(N+1)-1:0]       wctl_live_q;
   logic [TagW*Latency-1:0] side_tag_q;  // [TagW*i +: TagW]: the tag of the row i+1 cycles in
 
-  // Reset clears only the control side band; datapath registers need no reset because nothing reads them until a valid row or a commit has written them.
+  // Reset clears only the control side band; datapath registers need no reset because
+  // nothing reads them until a valid row or a commit has written them.
   logic                         rows_move, w_move;  // the array / the weight path move
   logic [Latency-1:0]           side_valid_d;
   logic [3*N-1:0]               wctl_d;
