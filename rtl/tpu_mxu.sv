@@ -20,18 +20,21 @@
 // loops as loops, so N = 256 builds in seconds instead of N^2 instances. Written for the
 // simulator's speed (docs/performance.md, "N = 256"): each row of PEs is one loop over 16-bit
 // input registers and weight words with no variable shift, which the C++ compiler turns into
-// vector code; the skew and de-skew delay lines are rings of slots (one slot written per
-// cycle) rather than N^2 / 2 registers shifting; loop indices are written before any branch
-// so that Verilator keeps them in locals.
+// vector code; the skew, de-skew and weight-skew delay lines shift whole stages (each stage a
+// contiguous run of one array row, copied as a block); loop indices are written before any
+// branch so that Verilator keeps them in locals. The same code is the synthesized hardware:
+// plain shift registers (no rings of slots, which cost twice the registers plus a read
+// multiplexer per element and which Yosys turns into multi-port memories; docs/synthesis.md).
 //
-// The product of a PE, 32 bits: lane `l` ({9-bit operand, buffer, unsigned}) times the
-// weight in the PE's buffer word `w` ({buffer 1, buffer 0}, a byte each) that the lane
-// selects, its top bit a sign unless the lane says unsigned. Written with selects rather than
-// a variable shift so that a compiler can evaluate a row of PEs as vector code.
-`define TPU_MXU_PRODUCT(l, w) \
-  (32'($signed(l[10:2])) * (!l[0] && (l[1] ? w[15] : w[7]) \
-                            ? {24'hffffff, (l[1] ? w[15:8] : w[7:0])} \
-                            : {24'h000000, (l[1] ? w[15:8] : w[7:0])}))
+// The product of a PE: rtl/tpu_mxu_product.svh, written with selects rather than a variable
+// shift so that a compiler can evaluate a row of PEs as vector code; synthesis reads a
+// spelling of the same arithmetic that Yosys narrows to a 9 x 9 multiplier.
+`include "tpu_mxu_product.svh"
+`ifdef SYNTHESIS
+`define TPU_MXU_PRODUCT(l, w) `TPU_MXU_PRODUCT_SYN(l, w)
+`else
+`define TPU_MXU_PRODUCT(l, w) `TPU_MXU_PRODUCT_SIM(l, w)
+`endif
 
 module tpu_mxu #(
   parameter int unsigned N    = 16,
@@ -61,9 +64,6 @@ module tpu_mxu #(
   localparam int unsigned Latency = 2 * N - 1;
   // One activation lane: {9-bit operand, weight buffer, weights unsigned}.
   localparam int unsigned LaneW = 11;
-  // Delay-line slots: N (a power of two, tpu_core's ParamN), so slot arithmetic wraps by
-  // truncation to PtrW bits.
-  localparam int unsigned PtrW = $clog2(N);
 
   // Input register of PE(r,c): the lane it multiplies at the next edge, moving right (after
   // the edge it is PE(r,c+1)'s). The whole lane in one 16-bit word (the operand in [10:2], its
@@ -77,16 +77,15 @@ module tpu_mxu #(
   // ports (its memory passes do not finish at N = 16).
   logic [15:0]        wx_q     [N][N];
   logic [7:0]         wsh_q    [N][N];  // [c][r]: weight shift register of PE(r,c), moving down
-  // Input skew, output de-skew and weight column skew as delay lines of N slots written in
-  // turn (ptr_q / wptr_q: the slot written at the next edge that moves them), indexed
-  // [slot][row or column]: element k of a line is read at its own distance behind the slot
-  // written, so a cycle writes one slot and reads N elements instead of shifting N^2 / 2
-  // registers. Row k of the input skew is delayed by k, column c of the de-skew by N-1-c,
-  // column c of the weights by c.
+  // Input skew, output de-skew and weight column skew: shift registers indexed
+  // [stage][row or column], so that one stage of all rows (columns) is contiguous and a shift
+  // moves whole stages. Row k >= 2 of the input skew has stages 0 .. k-2 (its input register
+  // lane_q[k][0] is the last of its k delays: PE(k,0) multiplies element k k edges after it
+  // entered), column c of the de-skew stages 0 .. N-2-c, column c of the weights stages
+  // 0 .. c-1; the other elements of the arrays are never written nor read.
   logic [LaneW-1:0]   skew_q   [N][N];
   logic signed [31:0] deskew_q [N][N];
   logic [7:0]         wskew_q  [N][N];
-  logic [PtrW-1:0]    ptr_q, wptr_q;
   logic [LaneW-1:0]   lane_in;          // row 0's lane, straight from the input port
   // Packed shift registers (one whole-vector shift per cycle): Verilator 5.006 cannot keep a
   // non-blocking assignment to an unpacked array inside a loop it does not unroll (> 64).
@@ -100,14 +99,13 @@ module tpu_mxu #(
   logic [$clog2(N+1)-1:0]       wctl_live_q;
   logic [TagW*Latency-1:0] side_tag_q;  // [TagW*i +: TagW]: the tag of the row i+1 cycles in
 
-  // Reset clears only the control side band and the delay lines' slots; datapath registers
-  // need no reset because nothing reads them until a valid row or a commit has written them.
+  // Reset clears only the control side band; datapath registers need no reset because
+  // nothing reads them until a valid row or a commit has written them.
   logic                         rows_move, w_move;  // the array / the weight path move
   logic [Latency-1:0]           side_valid_d;
   logic [3*N-1:0]               wctl_d;
   logic [$clog2(Latency+1)-1:0] rows_live_d;
   logic [$clog2(N+1)-1:0]       wctl_live_d;
-  logic [PtrW-1:0]              ptr_d, wptr_d;
   assign rows_move = in_valid_i || rows_live_q != '0;
   assign lane_in   = {in_data_i[8:0], in_wbuf_i, in_wuns_i};
   assign w_move    = w_shift_i || w_commit_i || wctl_live_q != '0;
@@ -119,12 +117,9 @@ module tpu_mxu #(
     if (w_shift_i || w_commit_i) wctl_live_d = ($clog2(N+1))'(N);
     else if (wctl_live_q != '0)  wctl_live_d = wctl_live_q - 1'b1;
     side_valid_d = side_valid_q;
-    ptr_d        = ptr_q;
     if (rows_move) begin  // side_valid_q is all zero otherwise
       side_valid_d = {side_valid_q[Latency-2:0], in_valid_i};
-      ptr_d        = ptr_q + 1'b1;
     end
-    wptr_d = w_move ? wptr_q + 1'b1 : wptr_q;
     wctl_d = {wctl_q[3*(N-1)-1:0], {w_shift_i, w_commit_i, w_buf_i}};
   end
 
@@ -134,15 +129,11 @@ module tpu_mxu #(
       wctl_q       <= '0;
       rows_live_q  <= '0;
       wctl_live_q  <= '0;
-      ptr_q        <= '0;
-      wptr_q       <= '0;
     end else begin
       side_valid_q <= side_valid_d;
       wctl_q       <= wctl_d;
       rows_live_q  <= rows_live_d;
       wctl_live_q  <= wctl_live_d;
-      ptr_q        <= ptr_d;
-      wptr_q       <= wptr_d;
     end
   end
 
@@ -158,23 +149,24 @@ module tpu_mxu #(
     // Loop indices and per-column temporaries, written here before any branch: Verilator
     // then keeps them in the generated function's locals (registers) instead of the model's
     // members, which every store into the arrays would force back to memory.
-    int unsigned r, c;
+    int unsigned r, c, j;
     logic [2:0]  ctl;   // {shift, commit, buffer} of column c
     logic [7:0]  wtop;  // the tile row entering column c
     r    = 0;
     c    = 0;
+    j    = 0;
     ctl  = '0;
     wtop = '0;
     if (rows_move) begin
-      // Output de-skew first: it must see the bottom row's pre-edge partial sums.
-      for (c = 0; c < N - 1; c++) begin
-        deskew_q[ptr_q][c] = psum_q[N-1][c];
+      // Output de-skew first: it must see the bottom row's pre-edge partial sums. Column c
+      // waits N-1-c cycles so all columns leave together.
+      for (j = N - 2; j >= 1; j--) begin
+        for (c = 0; c + j <= N - 2; c++) begin
+          deskew_q[j][c] = deskew_q[j-1][c];
+        end
       end
-
-      // Input skew: row k enters its delay line now (slot ptr_q); row k >= 1 takes it into
-      // its first input register k-1 edges later, so PE(k,0) multiplies it k edges later.
-      for (c = 1; c < N; c++) begin
-        skew_q[ptr_q][c] = {in_data_i[9*c +: 9], in_wbuf_i, in_wuns_i};
+      for (c = 0; c < N - 1; c++) begin
+        deskew_q[0][c] = psum_q[N-1][c];
       end
 
       // Processing elements, bottom row first (each row reads the pre-edge partial sums of the
@@ -189,13 +181,25 @@ module tpu_mxu #(
         for (c = N - 1; c >= 1; c--) begin
           lane_q[r][c] = lane_q[r][c-1];
         end
-        lane_q[r][0] = skew_q[PtrW'(32'(ptr_q) - (r - 1))][r];
+        // Row r's element, entered r-1 edges ago: the last input skew stage (row 1: none).
+        lane_q[r][0] = (r == 1) ? {in_data_i[17:9], in_wbuf_i, in_wuns_i}
+                                : skew_q[(r >= 2) ? r - 2 : 0][r];
       end
       for (c = N - 1; c >= 1; c--) begin
         psum_q[0][c] = `TPU_MXU_PRODUCT(lane_q[0][c], wx_q[0][c]);
         lane_q[0][c] = (c == 1) ? lane_in : lane_q[0][c-1];
       end
       psum_q[0][0] = `TPU_MXU_PRODUCT(lane_in, wx_q[0][0]);
+
+      // Input skew, after the PEs read its pre-edge last stages: row k >= 2 enters stage 0.
+      for (j = N - 3; j >= 1; j--) begin
+        for (c = j + 2; c < N; c++) begin
+          skew_q[j][c] = skew_q[j-1][c];
+        end
+      end
+      for (c = 2; c < N; c++) begin
+        skew_q[0][c] = {in_data_i[9*c +: 9], in_wbuf_i, in_wuns_i};
+      end
     end
 
     if (w_move) begin
@@ -207,7 +211,7 @@ module tpu_mxu #(
           wtop = w_row_i[7:0];
         end else begin
           ctl  = wctl_q[3*(c-1) +: 3];
-          wtop = wskew_q[PtrW'(32'(wptr_q) - c)][c];  // entered c edges ago
+          wtop = wskew_q[c-1][c];  // entered c edges ago: the last stage
         end
         if (ctl[1]) begin
           for (r = 0; r < N; r++) begin
@@ -222,18 +226,23 @@ module tpu_mxu #(
           wsh_q[c][0] = wtop;
         end
       end
-      // Weight column skew: column c enters its delay line now.
+      // Weight column skew, after the columns read its pre-edge last stages: column c is
+      // delayed by c cycles (c registers, the last feeds column c's shift register).
+      for (j = N - 2; j >= 1; j--) begin
+        for (c = j + 1; c < N; c++) begin
+          wskew_q[j][c] = wskew_q[j-1][c];
+        end
+      end
       for (c = 1; c < N; c++) begin
-        wskew_q[wptr_q][c] = w_row_i[8*c +: 8];
+        wskew_q[0][c] = w_row_i[8*c +: 8];
       end
     end
   end
 
   always_comb begin
     for (int c = 0; c < 32'(N); c++) begin
-      // Column c < N-1 entered its de-skew line N-1-c edges ago: slot ptr_q - (N-1-c).
       if (c == 32'(N) - 1) out_sum_o[32*c +: 32] = psum_q[N-1][c];
-      else                 out_sum_o[32*c +: 32] = deskew_q[PtrW'(32'(ptr_q) + c + 1)][c];
+      else                 out_sum_o[32*c +: 32] = deskew_q[N-2-c][c];
     end
   end
   assign out_valid_o = side_valid_q[Latency-1];
