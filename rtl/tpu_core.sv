@@ -109,7 +109,8 @@ module tpu_core #(
     .rvalid_o(s_axil_rvalid_o), .rready_i(s_axil_rready_i),
     .start_o(start), .soft_reset_o(soft_reset), .cmd_addr_o(cmd_addr), .cmd_count_o(cmd_count),
     .win_base_o(win_base), .win_size_o(win_size), .irq_o,
-    .busy_i(busy), .done_i(done), .error_i(error), .err_code_i(err_code), .err_pc_i(err_pc),
+    .busy_i(busy), .done_i(done), .error_i(error), .err_code_i({1'b0, err_code}),
+    .err_pc_i(err_pc), .ici_link_up_i(16'd0),
     .pc_i(pc), .count_inc_i(count_inc)
   );
 
