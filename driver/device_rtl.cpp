@@ -94,6 +94,7 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
   cp.axi_width = p.axi_width;
   cp.vmem_rows = p.vmem_rows;
   if (cp.vmem_rows != 0) cp.training_ops = kRtlTrainingOps;
+  cp.ici_links = p.ici_links;  // the pod chip (alone: its links are down, ERR_ICI_LINK)
   try {
     cp.validate();
   } catch (const std::exception& e) {
@@ -117,6 +118,7 @@ ChipParams RtlDevice::compiled_params() {
 #endif
   p.vmem_rows = compiled_vmem_rows();
   if (p.vmem_rows != 0) p.training_ops = kRtlTrainingOps;
+  p.ici_links = sim::Chip::compiled_ici_links();
   return p;
 }
 bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }
