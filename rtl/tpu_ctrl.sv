@@ -177,7 +177,7 @@ module tpu_ctrl #(
   logic [15:0] flush_cnt_q, flush_cnt_d;
   logic        stop_q, stop_d;          // an error is latched; waiting for units to finish
   logic        fetch_stop_q, fetch_stop_d;  // halt reached: stop prefetching
-  logic [ErrW-1:0] err_code_q, err_code_d;
+  logic [IqErrW-1:0] err_code_q, err_code_d;  // (4 bits without links: codes <= 15)
   logic [31:0] err_pc_q, err_pc_d;
   logic [31:0] pc_q, pc_d;              // index of the instruction at the queue head
   logic [31:0] credit_q, credit_d;      // weight tiles pushed by issued read_weights, not yet
@@ -488,9 +488,10 @@ module tpu_ctrl #(
       tpu_pkg::UnitMove:        unit_ready = move_cmd_ready_i && !act_busy_i;
       tpu_pkg::UnitVector:      unit_ready = vec_cmd_ready_i;
       tpu_pkg::UnitLoadWeights: unit_ready = lw_cmd_ready_i && !lw_busy_i && !wdma_busy_i;
-      tpu_pkg::UnitIci:         unit_ready = Ici && ici_cmd_ready_i;
       default:                  unit_ready = !head.is_sync || all_idle;
     endcase
+    // (Outside the case: without links the chip's issue logic stays what it was.)
+    if (Ici && head.unit == tpu_pkg::UnitIci) unit_ready = ici_cmd_ready_i;
   end
 
   assign issue  = head_go && unit_ready;
@@ -508,7 +509,7 @@ module tpu_ctrl #(
   assign busy_o       = run_q || flush_q;
   assign done_o       = done_q;
   assign error_o      = error_q;
-  assign err_code_o   = err_code_q;
+  assign err_code_o   = ErrW'(err_code_q);
   assign err_pc_o     = err_pc_q;
   assign pc_o         = pc_q;
   assign clear_o      = start_i || soft_reset_i || flush_q;
@@ -611,9 +612,7 @@ module tpu_ctrl #(
     new_err    = tpu_pkg::ErrNone;
     new_err_pc = '0;
     // Unit errors first: they belong to instructions older than the head.
-    if (ici_err_older) begin
-      new_err = ErrW'(ici_err_code_i); new_err_pc = ici_err_pc_i;
-    end else if (unit_err_dmaout_older) begin
+    if (unit_err_dmaout_older) begin
       new_err = tpu_pkg::ErrAxiWrite; new_err_pc = pc_dmaout_q;
     end else if (unit_err_wdma_older) begin
       new_err = tpu_pkg::ErrAxiRead; new_err_pc = wdma_err_pc;
@@ -624,6 +623,11 @@ module tpu_ctrl #(
     end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
                  !fetch_start_q) begin
       new_err = tpu_pkg::ErrCmdOverrun; new_err_pc = pc_q;
+    end
+    // The link unit's fault when it is the oldest (older than the AXI errors, and any unit
+    // error comes before the head's).
+    if (ici_err_older) begin
+      new_err = ErrW'(ici_err_code_i); new_err_pc = ici_err_pc_i;
     end
   end
 
@@ -699,7 +703,7 @@ module tpu_ctrl #(
       end else begin
         // The command buffer itself is outside the DMA windows: nothing is fetched.
         error_d    = 1'b1;
-        err_code_d = tpu_pkg::ErrHostRange;
+        err_code_d = IqErrW'(tpu_pkg::ErrHostRange);
         err_pc_d   = '0;
       end
     end else if (run_q) begin
@@ -743,7 +747,7 @@ module tpu_ctrl #(
       if ((!stop_q && new_err != tpu_pkg::ErrNone) ||
           (stop_q && unit_err && new_err_pc < err_pc_q)) begin
         stop_d     = 1'b1;
-        err_code_d = new_err;
+        err_code_d = IqErrW'(new_err);
         err_pc_d   = new_err_pc;
       end
       // Halt: stop prefetching, wait for everything, done.

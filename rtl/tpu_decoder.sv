@@ -477,7 +477,9 @@ module tpu_decoder #(
           dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
           dec.fp.vmem_wr = tpu_pkg::make_range(33'(instr_i.vec.dst), 33'(vlast2));
         end
-        tpu_pkg::OpIciSend, tpu_pkg::OpIciRecv: if (Ici) begin
+        // The link instructions, in the default arm: without links (Ici = 0) the case is the
+        // one the chip always had, so that chip's decode does not change (docs/synthesis.md).
+        default: if (ici_op_ok(opc)) begin
           // One message of `rows` VMEM rows over `link` (docs/isa.md "Inter-chip links").
           dec.unit     = tpu_pkg::UnitIci;
           icic.recv    = (opc == tpu_pkg::OpIciRecv);
@@ -501,7 +503,6 @@ module tpu_decoder #(
             dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
           end
         end
-        default: ;
       endcase
 
       if (host_op) begin
@@ -546,9 +547,9 @@ module tpu_decoder #(
         tpu_pkg::UnitWriteHost:   dec.cmd.dma_out.cmd = dma_out;
         tpu_pkg::UnitMove:        dec.cmd.move.cmd    = movec;
         tpu_pkg::UnitVector:      dec.cmd.vec.cmd     = instr_i[127:8];
-        tpu_pkg::UnitIci:         dec.cmd.ici.cmd     = icic;
         default: ;
       endcase
+      if (Ici && dec.unit == tpu_pkg::UnitIci) dec.cmd.ici.cmd = icic;
     end
   end
   assign dec_o = dec;

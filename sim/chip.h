@@ -80,8 +80,8 @@ struct Counters {
 // The read-only identification/parameter registers.
 struct Params {
   uint32_t id = 0, n = 0, ub_rows = 0, acc_rows = 0, wfifo_tiles = 0, qp_slots = 0, axi_width = 0;
-  uint32_t vmem_rows = 0;  // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
-  uint32_t ici_links = 0;  // 0 = no links (PARAM_ICI_LINKS not read then)
+  uint32_t vmem_rows = 0;    // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
+  uint32_t ici_links = 0;    // 0 = no links (PARAM_ICI_LINKS not read then)
   uint32_t ici_link_up = 0;  // ICI_LINK_UP (bit l: link l connected; 0 for a chip alone)
 };
 

@@ -35,13 +35,13 @@ namespace {
 
 constexpr uint32_t N = 4;
 constexpr uint32_t kLinks = 2;
-constexpr uint32_t kWidth = 64;              // IciWidth of the build
-constexpr uint32_t kBpr = 32 * N / kWidth;   // beats per row
+constexpr uint32_t kWidth = 64;             // IciWidth of the build
+constexpr uint32_t kBpr = 32 * N / kWidth;  // beats per row
 constexpr uint32_t kVmemRows = 256;
-constexpr uint32_t kBeat = 4;                // AXI data bytes (min(8N, 128) bits at N = 4)
-constexpr uint32_t kMemSize = 64 * 1024;     // host memory of each chip, from address 0
-constexpr uint32_t kData = 0x1000;           // input rows
-constexpr uint32_t kOut = 0x6000;            // rows written back
+constexpr uint32_t kBeat = 4;             // AXI data bytes (min(8N, 128) bits at N = 4)
+constexpr uint32_t kMemSize = 64 * 1024;  // host memory of each chip, from address 0
+constexpr uint32_t kData = 0x1000;        // input rows
+constexpr uint32_t kOut = 0x6000;         // rows written back
 constexpr uint32_t kOutSize = 0x4000;
 constexpr uint64_t kCycleLimit = 200000;
 
@@ -73,13 +73,14 @@ struct Chip {
   };
   std::deque<Burst> rd, wr;  // accepted AR / AW
   uint32_t rd_beat = 0, wr_beat = 0, bresp_pending = 0;
-  bool axi_error = false;    // an access outside the memory (reported by the test)
+  bool axi_error = false;  // an access outside the memory (reported by the test)
 };
 
 class CorePod {
  public:
   CorePod(uint32_t chips, uint32_t latency)
-      : topo_(tpu::PodTopology::ring(chips)), chips_(chips),
+      : topo_(tpu::PodTopology::ring(chips)),
+        chips_(chips),
         fabric_(chips, kLinks, wiring(), latency, kBpr) {
     for (uint32_t r = 0; r < chips; ++r) {
       Vtpu_core& m = *chips_[r].m;
@@ -353,8 +354,10 @@ std::vector<uint8_t> random_rows(std::mt19937& rng, uint32_t rows) {
   std::vector<uint8_t> bytes(size_t{rows} * 4 * N);
   for (size_t i = 0; i < bytes.size(); i += 4) {
     uint32_t v = rng();
-    if (rng() % 8 == 0) v = kCorners[rng() % 8];
-    else if (rng() % 2 == 0) v = (v & 0x807FFFFFu) | (uint32_t(120 + rng() % 16) << 23);
+    if (rng() % 8 == 0)
+      v = kCorners[rng() % 8];
+    else if (rng() % 2 == 0)
+      v = (v & 0x807FFFFFu) | (uint32_t(120 + rng() % 16) << 23);
     std::memcpy(&bytes[i], &v, 4);
   }
   return bytes;
@@ -394,11 +397,10 @@ void run_both(uint32_t chips, uint32_t latency,
     EXPECT_FALSE(rtl.chip(r).axi_error) << what << ": chip " << r;
     EXPECT_EQ(o.done, g.done()) << what << ": chip " << r << ": golden " << g.message
                                 << "; chip STATUS " << st << " ERR_CODE " << o.err_code
-                                << " ERR_PC " << o.err_pc << " after " << rtl.cycles()
-                                << " cycles";
+                                << " ERR_PC " << o.err_pc << " after " << rtl.cycles() << " cycles";
     if (!g.done()) {
-      EXPECT_EQ(o.err_code, static_cast<uint32_t>(g.error)) << what << ": chip " << r << ": "
-                                                            << g.message;
+      EXPECT_EQ(o.err_code, static_cast<uint32_t>(g.error))
+          << what << ": chip " << r << ": " << g.message;
       EXPECT_EQ(o.err_pc, g.err_pc) << what << ": chip " << r;
     }
     const std::vector<uint8_t> want = model.memory(r).dump(kOut, kOutSize);

@@ -1866,8 +1866,8 @@ class Generator {
     auto& prog = tc_.program;
     const ChipParams& p = tc_.params;
     const bool recv = rng_.chance(0.5);
-    const uint32_t link = uint32_t(rng_.chance(0.8) ? rng_.pick(0, p.ici_links - 1)
-                                                    : rng_.pick(p.ici_links, 15));
+    const uint32_t link =
+        uint32_t(rng_.chance(0.8) ? rng_.pick(0, p.ici_links - 1) : rng_.pick(p.ici_links, 15));
     uint32_t rows = uint32_t(rng_.pick(1, vr_));
     uint32_t vmem = vb_ + uint32_t(rng_.pick(0, vr_ - rows));
     uint8_t reduce = recv ? uint8_t(rng_.pick(0, 2)) : 0;

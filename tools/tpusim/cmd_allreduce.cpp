@@ -282,9 +282,8 @@ int run_allreduce(const tpusim::Args& args) {
   }
   if (backend == "rtl") {
     throw std::runtime_error(
-        "--backend rtl: no simulator backend runs a pod of RTL chips yet (issue 31: the chip's "
-        "links are in the RTL, but the Verilated pod is not a tpusim backend); use --backend "
-        "model");
+        "--backend rtl: the RTL inter-chip links do not exist yet (issue 31: the chip's link "
+        "ports and the Verilated pod come in a later stage); use --backend model");
   }
   if (backend != "model") {
     throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
