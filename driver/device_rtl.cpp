@@ -97,6 +97,7 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
     cp.training_ops = kRtlTrainingOps;
     cp.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;  // one beat per cycle
   }
+  cp.ici_links = p.ici_links;  // the pod chip (alone: its links are down, ERR_ICI_LINK)
   try {
     cp.validate();
   } catch (const std::exception& e) {
@@ -123,6 +124,7 @@ ChipParams RtlDevice::compiled_params() {
     p.training_ops = kRtlTrainingOps;
     p.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;
   }
+  p.ici_links = sim::Chip::compiled_ici_links();
   return p;
 }
 bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }

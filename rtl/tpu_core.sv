@@ -21,7 +21,12 @@ module tpu_core #(
   parameter int unsigned VpuRows      = N <= 4 ? 4 : N <= 16 ? 8 : 1,
   // The VMEM port's data width (docs/architecture.md "The VMEM port"): one fp32 VMEM row per
   // beat on the training chip; the int8 chip ties the port off (32 bits, never driven).
-  parameter int unsigned VaxiDataWidth = (VmemRows != 0) ? 32 * N : 32
+  parameter int unsigned VaxiDataWidth = (VmemRows != 0) ? 32 * N : 32,
+  // The pod configuration (docs/isa.md "Inter-chip links"): links (0 = none: opcodes 0x0F-0x10
+  // fault ERR_OPCODE, nothing of the link unit is built; > 0 needs VmemRows > 0) and the bits
+  // per beat of each link stream (a divisor of 32N, a multiple of 8).
+  parameter int unsigned IciLinks     = 0,
+  parameter int unsigned IciWidth     = 128
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -105,7 +110,24 @@ module tpu_core #(
                                                     //   2 matmul, 3 activate, 4 write_host,
                                                     //   5 nop/sync, 6 move, 7 vector, 8 load_weights)
   output logic [31:0]               trace_pc_o,     //   and this is its index in the program
-  output logic [8:0]                trace_done_o    // per unit: its oldest instruction finished
+  output logic [8:0]                trace_done_o,   // per unit: its oldest instruction finished
+  // Inter-chip links (IciLinks > 0; one unused pin of each when IciLinks = 0, tie inputs to 0):
+  // link l in bit l / [24l +: 24] / [IciWidth*l +: IciWidth] (docs/architecture.md).
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_link_up_i,  // fixed by the pod
+  input  logic                                               ici_deadlock_i, // the pod's rule
+  output logic                                               ici_wait_o,     // waiting on a link
+  output logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_tx_valid_o,
+  output logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_tx_first_o,
+  output logic [24*(IciLinks > 0 ? IciLinks : 1)-1:0]         ici_tx_rows_o,
+  output logic [IciWidth*(IciLinks > 0 ? IciLinks : 1)-1:0]   ici_tx_data_o,
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_tx_ready_i,
+  input  logic [24*(IciLinks > 0 ? IciLinks : 1)-1:0]         ici_tx_want_i,
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_rx_valid_i,
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_rx_first_i,
+  input  logic [24*(IciLinks > 0 ? IciLinks : 1)-1:0]         ici_rx_rows_i,
+  input  logic [IciWidth*(IciLinks > 0 ? IciLinks : 1)-1:0]   ici_rx_data_i,
+  output logic [(IciLinks > 0 ? IciLinks : 1)-1:0]            ici_rx_ready_o,
+  output logic [24*(IciLinks > 0 ? IciLinks : 1)-1:0]         ici_rx_want_o
 );
 
 
@@ -123,13 +145,27 @@ module tpu_core #(
   logic [31:0] cmd_addr, cmd_count, pc;
   logic [32*Windows-1:0] win_base, win_size;
   logic        busy, done, error;
-  logic [3:0]  err_code;
+  logic [4:0]  err_code;
   logic [31:0] err_pc;
   logic [32*Counters-1:0] count_inc;
+  // The link unit (the ICI block below): the links up (bit l), the controller's command and
+  // the unit's VMEM clients (served in g_train).
+  localparam int unsigned IciL = IciLinks > 0 ? IciLinks : 1;
+  logic [15:0]            ici_link_up;
+  logic                   ici_cmd_valid, ici_cmd_ready, ici_clear, ici_err;
+  tpu_ici_pkg::ici_cmd_t  ici_cmd;
+  logic [31:0]            ici_cmd_pc, ici_err_pc;
+  logic [4:0]             ici_err_code;
+  logic [IciL-1:0]        ici_tx_busy, ici_rx_busy;
+  logic                   ici_vm_r_re, ici_vm_r_rgnt, ici_vm_q_re, ici_vm_q_rgnt;
+  logic                   ici_vm_w_we, ici_vm_w_wgnt;
+  logic [15:0]            ici_vm_r_raddr, ici_vm_q_raddr, ici_vm_w_waddr;
+  logic [32*N-1:0]        ici_vm_r_rdata, ici_vm_q_rdata, ici_vm_w_wdata;
 
   tpu_regs #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .AxiDataWidth(AxiDataWidth), .VmemRows(VmemRows), .Counters(Counters), .Windows(Windows)
+    .AxiDataWidth(AxiDataWidth), .VmemRows(VmemRows), .IciLinks(IciLinks), .Counters(Counters),
+    .Windows(Windows)
   ) u_regs (
     .clk_i, .rst_ni,
     .awaddr_i(s_axil_awaddr_i), .awvalid_i(s_axil_awvalid_i), .awready_o(s_axil_awready_o),
@@ -140,7 +176,8 @@ module tpu_core #(
     .rvalid_o(s_axil_rvalid_o), .rready_i(s_axil_rready_i),
     .start_o(start), .soft_reset_o(soft_reset), .cmd_addr_o(cmd_addr), .cmd_count_o(cmd_count),
     .win_base_o(win_base), .win_size_o(win_size), .irq_o,
-    .busy_i(busy), .done_i(done), .error_i(error), .err_code_i(err_code), .err_pc_i(err_pc),
+    .busy_i(busy), .done_i(done), .error_i(error), .err_code_i(err_code),
+    .err_pc_i(err_pc), .ici_link_up_i(ici_link_up),
     .pc_i(pc), .count_inc_i(count_inc)
   );
 
@@ -209,7 +246,7 @@ module tpu_core #(
 
   tpu_ctrl #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .VmemRows(VmemRows)
+    .VmemRows(VmemRows), .IciLinks(IciLinks)
   ) u_ctrl (
     .clk_i, .rst_ni,
     .start_i(start), .soft_reset_i(soft_reset), .cmd_addr_i(cmd_addr), .cmd_count_i(cmd_count),
@@ -239,6 +276,10 @@ module tpu_core #(
     .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .lw_cmd_valid_o(lw_cmd_valid), .lw_cmd_ready_i(lw_cmd_ready), .lw_cmd_o(lw_cmd),
     .lw_busy_i(lw_busy),
+    .ici_link_up_i(ici_link_up), .ici_cmd_valid_o(ici_cmd_valid), .ici_cmd_ready_i(ici_cmd_ready),
+    .ici_cmd_o(ici_cmd), .ici_cmd_pc_o(ici_cmd_pc), .ici_tx_busy_i(ici_tx_busy),
+    .ici_rx_busy_i(ici_rx_busy), .ici_err_i(ici_err), .ici_err_code_i(ici_err_code),
+    .ici_err_pc_i(ici_err_pc), .ici_clear_o(ici_clear), .ici_wait_o,
     .dma_active_i(dmain_active || wdma_active || dmaout_active || vdma_rd_active ||
                   vdma_wr_active),
     .input_stall_o(input_stall), .retire_o(retire),
@@ -467,8 +508,11 @@ module tpu_core #(
     // unit (transpose; port 1), 2 the matmul feeder (matmul_bf16; port 1), 3 load_weights
     // (port 0), then the vector unit's wide A (port 0) and B (port 1). Write: 0 DMA in
     // (read_vmem; first: never refused), 1 the move unit, then the vector unit's wide write.
-    localparam int unsigned RdClients = 4;
-    localparam int unsigned WrClients = 2;
+    // With links (the ICI block): read client 4 the send engines (port 0), 5 the reduces'
+    // local rows (port 1); write client 2 the link unit's writer.
+    localparam int unsigned RdClients = IciLinks > 0 ? 6 : 4;
+    localparam int unsigned WrClients = IciLinks > 0 ? 3 : 2;
+    localparam logic [RdClients-1:0] RdPorts = RdClients'(6'b10_0110);
     logic [RdClients-1:0]        vm_re, vm_rgnt;
     logic [16*RdClients-1:0]     vm_raddr;
     logic [32*N*RdClients-1:0]   vm_rdata;
@@ -484,7 +528,7 @@ module tpu_core #(
     logic [AccW-1:0]             move_acc_raddr;
 
     tpu_vmem #(.N(N), .VmemRows(VmemRows), .VpuRows(VpuRows), .RdClients(RdClients),
-               .WrClients(WrClients), .RdPort(4'b0110)) u_vmem (
+               .WrClients(WrClients), .RdPort(RdPorts)) u_vmem (
       .clk_i, .rst_ni,
       .re_i(vm_re), .raddr_i(vm_raddr), .rgnt_o(vm_rgnt), .rdata_o(vm_rdata),
       .we_i(vm_we), .waddr_i(vm_waddr), .wdata_i(vm_wdata), .wgnt_o(vm_wgnt),
@@ -590,7 +634,33 @@ module tpu_core #(
     assign acc_re    = act_acc_re || move_acc_re;
     assign acc_raddr = move_busy ? move_acc_raddr : act_acc_raddr;
     `TPU_ASSERT_NEVER(CoreAccPortShared, act_acc_re && move_acc_re)
+
+    if (IciLinks > 0) begin : g_ici_vm
+      assign vm_re[4]                = ici_vm_r_re;
+      assign vm_raddr[64 +: 16]      = ici_vm_r_raddr;
+      assign ici_vm_r_rgnt           = vm_rgnt[4];
+      assign ici_vm_r_rdata          = vm_rdata[128*N +: 32*N];
+      assign vm_re[5]                = ici_vm_q_re;
+      assign vm_raddr[80 +: 16]      = ici_vm_q_raddr;
+      assign ici_vm_q_rgnt           = vm_rgnt[5];
+      assign ici_vm_q_rdata          = vm_rdata[160*N +: 32*N];
+      assign vm_we[2]                = ici_vm_w_we;
+      assign vm_waddr[32 +: 16]      = ici_vm_w_waddr;
+      assign vm_wdata[64*N +: 32*N]  = ici_vm_w_wdata;
+      assign ici_vm_w_wgnt           = vm_wgnt[2];
+    end else begin : g_no_ici_vm
+      assign ici_vm_r_rgnt  = 1'b0;
+      assign ici_vm_r_rdata = '0;
+      assign ici_vm_q_rgnt  = 1'b0;
+      assign ici_vm_q_rdata = '0;
+      assign ici_vm_w_wgnt  = 1'b0;
+    end
   end else begin : g_int8
+    assign ici_vm_r_rgnt    = 1'b0;
+    assign ici_vm_r_rdata   = '0;
+    assign ici_vm_q_rgnt    = 1'b0;
+    assign ici_vm_q_rdata   = '0;
+    assign ici_vm_w_wgnt    = 1'b0;
     assign rd_in_cmd_valid  = dmain_cmd_valid;
     assign dmain_cmd_ready  = rd_in_cmd_ready;
     assign rd_in_cmd        = dmain_cmd.dma;
@@ -655,6 +725,60 @@ module tpu_core #(
                             active_bf16, next_bf16, mxf_valid, mxf_data};
   end
 
+  // ---------------- inter-chip links (pod configuration, rtl/tpu_ici.sv) ----------------
+  if (IciLinks > 0) begin : g_ici
+    logic ici_busy;  // (the controller looks at each engine)
+    logic unused_ici_busy;
+    assign unused_ici_busy = ici_busy;
+    assign ici_link_up = 16'(ici_link_up_i);
+    tpu_ici #(.N(N), .IciLinks(IciLinks), .IciWidth(IciWidth)) u_ici (
+      .clk_i, .rst_ni, .clear_i(ici_clear),
+      .cmd_valid_i(ici_cmd_valid), .cmd_ready_o(ici_cmd_ready), .cmd_i(ici_cmd),
+      .cmd_pc_i(ici_cmd_pc), .tx_busy_o(ici_tx_busy), .rx_busy_o(ici_rx_busy), .busy_o(ici_busy),
+      .deadlock_i(ici_deadlock_i),
+      .err_o(ici_err), .err_code_o(ici_err_code), .err_pc_o(ici_err_pc),
+      .vm_r_re_o(ici_vm_r_re), .vm_r_raddr_o(ici_vm_r_raddr), .vm_r_rgnt_i(ici_vm_r_rgnt),
+      .vm_r_rdata_i(ici_vm_r_rdata),
+      .vm_q_re_o(ici_vm_q_re), .vm_q_raddr_o(ici_vm_q_raddr), .vm_q_rgnt_i(ici_vm_q_rgnt),
+      .vm_q_rdata_i(ici_vm_q_rdata),
+      .vm_w_we_o(ici_vm_w_we), .vm_w_waddr_o(ici_vm_w_waddr), .vm_w_wdata_o(ici_vm_w_wdata),
+      .vm_w_wgnt_i(ici_vm_w_wgnt),
+      .tx_valid_o(ici_tx_valid_o), .tx_first_o(ici_tx_first_o), .tx_rows_o(ici_tx_rows_o),
+      .tx_data_o(ici_tx_data_o), .tx_ready_i(ici_tx_ready_i), .tx_want_i(ici_tx_want_i),
+      .rx_valid_i(ici_rx_valid_i), .rx_first_i(ici_rx_first_i), .rx_rows_i(ici_rx_rows_i),
+      .rx_data_i(ici_rx_data_i), .rx_ready_o(ici_rx_ready_o), .rx_want_o(ici_rx_want_o)
+    );
+  end else begin : g_no_ici
+    // No link unit: the links are never up, no link instruction issues (ERR_OPCODE).
+    assign ici_link_up    = '0;
+    assign ici_cmd_ready  = 1'b0;
+    assign ici_tx_busy    = '0;
+    assign ici_rx_busy    = '0;
+    assign ici_err        = 1'b0;
+    assign ici_err_code   = '0;
+    assign ici_err_pc     = '0;
+    assign ici_vm_r_re    = 1'b0;
+    assign ici_vm_r_raddr = '0;
+    assign ici_vm_q_re    = 1'b0;
+    assign ici_vm_q_raddr = '0;
+    assign ici_vm_w_we    = 1'b0;
+    assign ici_vm_w_waddr = '0;
+    assign ici_vm_w_wdata = '0;
+    assign ici_tx_valid_o = '0;
+    assign ici_tx_first_o = '0;
+    assign ici_tx_rows_o  = '0;
+    assign ici_tx_data_o  = '0;
+    assign ici_rx_ready_o = '0;
+    assign ici_rx_want_o  = '0;
+    logic unused_ici;
+    assign unused_ici = ^{ici_link_up_i, ici_deadlock_i, ici_tx_ready_i, ici_tx_want_i,
+                          ici_rx_valid_i, ici_rx_first_i, ici_rx_rows_i, ici_rx_data_i,
+                          ici_cmd_valid, ici_cmd, ici_cmd_pc, ici_clear, ici_vm_r_rgnt,
+                          ici_vm_r_rdata, ici_vm_q_rgnt, ici_vm_q_rdata, ici_vm_w_wgnt,
+                          ici_vm_r_re, ici_vm_r_raddr, ici_vm_q_re, ici_vm_q_raddr, ici_vm_w_we,
+                          ici_vm_w_waddr, ici_vm_w_wdata};
+  end
+
   // ---------------- performance counters (docs/architecture.md) ----------------
   assign count_inc[0 +: 32] = 32'd1;
   assign count_inc[32 +: 32] = 32'(mxu_valid || mxf_valid);
@@ -690,6 +814,8 @@ module tpu_core #(
   `TPU_ASSERT_INIT(ParamWFifoTiles, WFifoTiles >= 1)
   `TPU_ASSERT_INIT(ParamVmemRows, VmemRows == 0 || (VmemRows >= 2 && VmemRows <= (1 << 16) &&
                                                     (VmemRows & (VmemRows - 1)) == 0))
+  `TPU_ASSERT_INIT(ParamIciLinks, IciLinks == 0 || (IciLinks <= 16 && VmemRows != 0 &&
+                                  IciWidth % 8 == 0 && (32 * N) % IciWidth == 0))
 
   // ---------------- AXI master: valid held and payload stable until ready ----------------
   `TPU_ASSERT_HOLD(AxiArHold, m_axi_arvalid_o, m_axi_arready_i, {m_axi_araddr_o, m_axi_arlen_o})

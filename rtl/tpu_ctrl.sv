@@ -30,6 +30,14 @@
 //   again (one instruction at a time each).
 // nop and sync (unit UnitControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
+//
+// Pod configuration (IciLinks > 0): ici_send / ici_recv go to the link unit (rtl/tpu_ici.sv)
+// when the addressed engine is idle (ici_cmd_ready_i); each engine's VMEM rows (a send reads
+// them, a receive writes them) take part in the hazards like a unit in flight, `sync` and
+// `halt` wait for the engines, the unit's errors (ERR_ICI_SIZE / ERR_ICI_DEADLOCK, with the
+// instruction's index) join the oldest-first choice of the AXI errors, and once the run stops
+// the unit is cleared (a faulting chip abandons its link instructions, docs/isa.md). Link
+// instructions have no trace_done_o bit (trace_unit_o is UnitIci at their issue).
 `include "tpu_assert.svh"
 
 module tpu_ctrl #(
@@ -39,6 +47,7 @@ module tpu_ctrl #(
   parameter int unsigned WFifoTiles = 4,
   parameter int unsigned QpSlots    = 16,
   parameter int unsigned VmemRows   = 0,   // 0: the int8 chip (no move unit)
+  parameter int unsigned IciLinks   = 0,   // 0: no link unit (the pod configuration's links)
   parameter int unsigned IqDepth    = 8,
   parameter int unsigned MmDepth    = 4
 ) (
@@ -54,7 +63,7 @@ module tpu_ctrl #(
   output logic         busy_o,
   output logic         done_o,
   output logic         error_o,
-  output logic [3:0]   err_code_o,
+  output logic [4:0]   err_code_o,
   output logic [31:0]  err_pc_o,
   output logic [31:0]  pc_o,
   output logic         clear_o,        // START or soft reset: units drop their state
@@ -119,6 +128,19 @@ module tpu_ctrl #(
   input  logic                  lw_cmd_ready_i,
   output tpu_fp_pkg::lw_cmd_t   lw_cmd_o,
   input  logic         lw_busy_i,
+  // ici_send, ici_recv: the link unit (pod configuration; tied off when IciLinks = 0).
+  input  logic [15:0]           ici_link_up_i,   // bit l: link l is connected
+  output logic                  ici_cmd_valid_o,
+  input  logic                  ici_cmd_ready_i,
+  output tpu_ici_pkg::ici_cmd_t ici_cmd_o,
+  output logic [31:0]           ici_cmd_pc_o,    // the instruction's index
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0] ici_tx_busy_i,
+  input  logic [(IciLinks > 0 ? IciLinks : 1)-1:0] ici_rx_busy_i,
+  input  logic                  ici_err_i,       // a link instruction faulted
+  input  logic [4:0]            ici_err_code_i,
+  input  logic [31:0]           ici_err_pc_i,
+  output logic                  ici_clear_o,     // drop every link instruction
+  output logic                  ici_wait_o,      // only link engines busy, nothing issues
   input  logic         dma_active_i,   // any DMA burst outstanding (drain before stopping)
   output logic         input_stall_o,
   output logic         retire_o,
@@ -141,7 +163,13 @@ module tpu_ctrl #(
   localparam int unsigned VmW     = 2 * tpu_pkg::RangeW;           // fp.vmem_rd, fp.vmem_wr
   localparam int unsigned IqFpW   = Train ? FpW : FpW - VmW;       // a footprint as stored
   localparam int unsigned IqCmdW  = Train ? CmdW : tpu_pkg::ActCmdW;  // a command as stored
-  localparam int unsigned IqW     = DecW - FpW - CmdW + IqFpW + IqCmdW;
+  // The pod configuration. Without links no error code above 15 arises: 4 bits are stored.
+  localparam bit          Ici     = IciLinks != 0;
+  localparam int unsigned IL      = Ici ? IciLinks : 1;
+  localparam int unsigned ErrW    = tpu_pkg::ErrW;
+  localparam int unsigned IqErrW  = Ici ? ErrW : ErrW - 1;
+  localparam int unsigned FpHiW   = FpW - VmW - 2;                 // fp above the VMEM ranges
+  localparam int unsigned IqW     = 6 + IqErrW + IqFpW + IqCmdW;
 
   // ---------------- run state ----------------
   logic        run_q, run_d;            // between START and done/error
@@ -149,7 +177,7 @@ module tpu_ctrl #(
   logic [15:0] flush_cnt_q, flush_cnt_d;
   logic        stop_q, stop_d;          // an error is latched; waiting for units to finish
   logic        fetch_stop_q, fetch_stop_d;  // halt reached: stop prefetching
-  logic [3:0]  err_code_q, err_code_d;
+  logic [IqErrW-1:0] err_code_q, err_code_d;  // (4 bits without links: codes <= 15)
   logic [31:0] err_pc_q, err_pc_d;
   logic [31:0] pc_q, pc_d;              // index of the instruction at the queue head
   logic [31:0] credit_q, credit_d;      // weight tiles pushed by issued read_weights, not yet
@@ -176,9 +204,9 @@ module tpu_ctrl #(
   logic                         head_valid;
 
   tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots),
-                .VmemRows(VmemRows)) u_decoder (
+                .VmemRows(VmemRows), .IciLinks(IciLinks)) u_decoder (
     .valid_i(fetch_valid_i), .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
-    .cmd_hi_i(cmd_hi_q), .dec_o(dec)
+    .cmd_hi_i(cmd_hi_q), .ici_link_up_i, .dec_o(dec)
   );
 
   always_comb begin
@@ -194,22 +222,31 @@ module tpu_ctrl #(
     .usage_o(iq_usage), .push_i(iq_push), .data_i(iq_in_w), .pop_i(iq_pop), .data_o(head_w),
     .slots_o(unused_iq_slots), .slot_valid_o(unused_iq_slot_valid)
   );
+  // decoded_t as bits: {unit, is_sync, is_halt, err, fp, cmd}; fp ends {vmem_rd, vmem_wr,
+  // param_rd, param_wr}. The int8 chip stores it without the VMEM ranges and the top of cmd
+  // (zero there), a chip without links without the top bit of err (zero there).
+  logic [DecW-1:0]     in_bits;
+  logic [5:0]          in_ush, head_ush;
+  logic [ErrW-1:0]     in_err;
+  logic [IqErrW-1:0]   head_err_w;
+  logic [FpHiW-1:0]    in_fph, head_fph;
+  logic [VmW-1:0]      in_vm, head_vm;
+  logic [1:0]          in_prm, head_prm;
+  logic [CmdW-1:0]     in_cmd;
+  logic [IqCmdW-1:0]   head_cmd;
+  logic                unused_iq_in;
+  assign in_bits = iq_in;
+  assign {in_ush, in_err, in_fph, in_vm, in_prm, in_cmd} = in_bits;
   if (Train) begin : g_iq_train
-    assign iq_in_w = iq_in;
-    assign head    = head_w;
+    assign iq_in_w = {in_ush, in_err[IqErrW-1:0], in_fph, in_vm, in_prm, in_cmd[IqCmdW-1:0]};
+    assign {head_ush, head_err_w, head_fph, head_vm, head_prm, head_cmd} = head_w;
   end else begin : g_iq_int8
-    // decoded_t as bits: {unit, is_sync, is_halt, err, fp, cmd}; fp ends {vmem_rd, vmem_wr,
-    // param_rd, param_wr}. Stored without the VMEM ranges and the top of cmd (zero here).
-    logic [DecW-1:0] in_bits;
-    logic [VmW-1:0]  unused_vm;
-    logic [CmdW-IqCmdW-1:0] unused_cmd;
-    assign in_bits = iq_in;
-    assign iq_in_w = {in_bits[DecW-1:CmdW+VmW+2], in_bits[CmdW+1:CmdW], in_bits[IqCmdW-1:0]};
-    assign head    = {head_w[IqW-1:IqCmdW+2], {VmW{1'b0}}, head_w[IqCmdW+1:IqCmdW],
-                      {(CmdW-IqCmdW){1'b0}}, head_w[IqCmdW-1:0]};
-    assign unused_vm  = in_bits[CmdW+2 +: VmW];
-    assign unused_cmd = in_bits[CmdW-1:IqCmdW];
+    assign iq_in_w = {in_ush, in_err[IqErrW-1:0], in_fph, in_prm, in_cmd[IqCmdW-1:0]};
+    assign {head_ush, head_err_w, head_fph, head_prm, head_cmd} = head_w;
+    assign head_vm = '0;
   end
+  assign head = {head_ush, ErrW'(head_err_w), head_fph, head_vm, head_prm, CmdW'(head_cmd)};
+  assign unused_iq_in = ^{in_err, in_vm, in_cmd};
   assign head_valid = !iq_empty;
 
   // The checks of the head that depend on the instructions issued before it.
@@ -294,6 +331,7 @@ module tpu_ctrl #(
   // ---------------- issue ----------------
   logic can_decide, head_go, unit_ready, issue, all_idle, hazard;
   logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire, move_fire, vec_fire, lw_fire;
+  logic ici_fire, ici_busy, ici_hazard, ici_err;
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
 
@@ -326,24 +364,84 @@ module tpu_ctrl #(
   end
   assign head_new_d = iq_pop || iq_flush || (iq_push && iq_empty);
 
+  // The link engines in flight (pod configuration): the VMEM rows of each engine's
+  // instruction, a send's as rows read, a receive's as rows written (a reduce's reads are the
+  // same rows); their conflicts with the head worked out once per head like the others.
+  assign ici_busy = Ici && (ici_tx_busy_i != '0 || ici_rx_busy_i != '0);
+  if (Ici) begin : g_ici
+    logic [tpu_pkg::RangeW*IL-1:0] tx_rng_q, tx_rng_d, rx_rng_q, rx_rng_d;
+    logic [IL-1:0]                 conf_tx_q, conf_tx_d, conf_rx_q, conf_rx_d;
+    tpu_ici_pkg::ici_cmd_t         hc;
+    logic                          unused_hc;
+    assign hc        = head.cmd.ici.cmd;
+    assign unused_hc = ^{hc.reduce, hc.vmem, hc.rows};
+    always_comb begin
+      logic [FpW-1:0] f;
+      f         = '0;
+      conf_tx_d = conf_tx_q;
+      conf_rx_d = conf_rx_q;
+      if (head_new_q) begin
+        for (int l = 0; l < 32'(IL); l++) begin
+          f = '0;
+          f[tpu_pkg::FpVmemRd +: tpu_pkg::RangeW] = tx_rng_q[tpu_pkg::RangeW*l +: tpu_pkg::RangeW];
+          conf_tx_d[l] = tpu_pkg::footprints_conflict(head.fp, f);
+          f = '0;
+          f[tpu_pkg::FpVmemWr +: tpu_pkg::RangeW] = rx_rng_q[tpu_pkg::RangeW*l +: tpu_pkg::RangeW];
+          conf_rx_d[l] = tpu_pkg::footprints_conflict(head.fp, f);
+        end
+      end
+    end
+    always_comb begin
+      tx_rng_d = tx_rng_q;
+      rx_rng_d = rx_rng_q;
+      for (int l = 0; l < 32'(IL); l++) begin
+        if (ici_fire && 32'(hc.link) == l) begin
+          if (hc.recv) rx_rng_d[tpu_pkg::RangeW*l +: tpu_pkg::RangeW] = head.fp.vmem_wr;
+          else         tx_rng_d[tpu_pkg::RangeW*l +: tpu_pkg::RangeW] = head.fp.vmem_rd;
+        end
+      end
+    end
+    assign ici_hazard = ((ici_tx_busy_i & conf_tx_d) | (ici_rx_busy_i & conf_rx_d)) != '0;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        conf_tx_q <= '0;
+        conf_rx_q <= '0;
+      end else begin
+        conf_tx_q <= conf_tx_d;
+        conf_rx_q <= conf_rx_d;
+      end
+    end
+    always_ff @(posedge clk_i) begin
+      tx_rng_q <= tx_rng_d;
+      rx_rng_q <= rx_rng_d;
+    end
+  end else begin : g_no_ici
+    assign ici_hazard = 1'b0;
+  end
+
   always_comb begin
     hazard = 1'b0;
     if (can_decide) begin
       hazard = (dmain_busy_i && conf_unit_d[0]) || (wdma_busy_i && conf_unit_d[1]) ||
                (wdma_busy_i && conf_unit_d[2]) || (act_busy_i && conf_unit_d[3]) ||
                (dmaout_busy_i && conf_unit_d[4]) || (move_busy_i && conf_unit_d[5]) ||
-               (vec_busy_i && conf_unit_d[6]) || (lw_busy_i && conf_unit_d[7]);
+               (vec_busy_i && conf_unit_d[6]) || (lw_busy_i && conf_unit_d[7]) || ici_hazard;
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
       if (head.unit != tpu_pkg::UnitMatmul && (mm_slot_valid & conf_mm_d) != '0) hazard = 1'b1;
     end
   end
 
-  assign all_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i && !move_busy_i &&
-                    !vec_busy_i && !lw_busy_i &&
-                    mm_cmd_ready_i && (mm_cnt == '0) && !dma_active_i;
+  logic others_idle;  // every unit but the link unit
+  assign others_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i &&
+                       !move_busy_i && !vec_busy_i && !lw_busy_i &&
+                       mm_cmd_ready_i && (mm_cnt == '0) && !dma_active_i;
+  assign all_idle = others_idle && !ici_busy;
 
-  // The head may go to its unit: no fault, not the halt, no hazard.
-  assign head_go = can_decide && head_err == tpu_pkg::ErrNone && !head.is_halt && !hazard;
+  // The head may go to its unit: no fault, not the halt, no hazard. Nor in the cycle the link
+  // unit reports a fault: its faulting engine is idle from that cycle on, and an instruction
+  // held back by that engine's rows must not slip out before the run stops.
+  assign head_go = can_decide && head_err == tpu_pkg::ErrNone && !head.is_halt && !hazard &&
+                   !ici_err;
 
   // One handshake per unit; the matmul also needs room in the in-flight table.
   assign dmain_cmd_valid_o  = head_go && head.unit == tpu_pkg::UnitReadHost;
@@ -357,6 +455,9 @@ module tpu_ctrl #(
   assign vec_cmd_valid_o    = Train && head_go && head.unit == tpu_pkg::UnitVector;
   assign lw_cmd_valid_o     = Train && head_go && head.unit == tpu_pkg::UnitLoadWeights &&
                               !lw_busy_i && !wdma_busy_i;
+  assign ici_cmd_valid_o    = Ici && head_go && head.unit == tpu_pkg::UnitIci;
+  assign ici_cmd_o          = head.cmd.ici.cmd;
+  assign ici_cmd_pc_o       = pc_q;
   assign dmain_cmd_o  = head.cmd.dma_in.cmd;
   assign wdma_cmd_o   = head.cmd.wdma.cmd;
   assign mm_cmd_o     = head.cmd.mm.cmd;
@@ -374,6 +475,7 @@ module tpu_ctrl #(
   assign move_fire   = move_cmd_valid_o && move_cmd_ready_i;
   assign vec_fire    = vec_cmd_valid_o && vec_cmd_ready_i;
   assign lw_fire     = lw_cmd_valid_o && lw_cmd_ready_i;
+  assign ici_fire    = ici_cmd_valid_o && ici_cmd_ready_i;
 
   // Whether the head's unit can take it now (nop: always; sync: once everything is idle).
   always_comb begin
@@ -388,6 +490,8 @@ module tpu_ctrl #(
       tpu_pkg::UnitLoadWeights: unit_ready = lw_cmd_ready_i && !lw_busy_i && !wdma_busy_i;
       default:                  unit_ready = !head.is_sync || all_idle;
     endcase
+    // (Outside the case: without links the chip's issue logic stays what it was.)
+    if (Ici && head.unit == tpu_pkg::UnitIci) unit_ready = ici_cmd_ready_i;
   end
 
   assign issue  = head_go && unit_ready;
@@ -405,11 +509,15 @@ module tpu_ctrl #(
   assign busy_o       = run_q || flush_q;
   assign done_o       = done_q;
   assign error_o      = error_q;
-  assign err_code_o   = err_code_q;
+  assign err_code_o   = ErrW'(err_code_q);
   assign err_pc_o     = err_pc_q;
   assign pc_o         = pc_q;
   assign clear_o      = start_i || soft_reset_i || flush_q;
-
+  // A stopping run abandons its link instructions (a partner may never come).
+  assign ici_clear_o  = clear_o || stop_q;
+  // Waiting on a link: only link engines busy and nothing issued (sim/ici_fabric.h).
+  assign ici_wait_o   = run_q && !stop_q && ici_busy && others_idle && !issue &&
+                        !fetch_active_i;
   // Fetch.
   assign fetch_cmd_valid_o = fetch_start_q;
   assign fetch_cmd_o.addr  = cmd_addr_i;
@@ -479,12 +587,15 @@ module tpu_ctrl #(
   assign trace_done_o[tpu_pkg::UnitLoadWeights] = tr_lw_busy_q && !lw_busy_i;
 
   // ---------------- errors and the end of a run ----------------
-  logic [3:0]  new_err;
+  logic [ErrW-1:0] new_err;
   logic [31:0] new_err_pc;
   logic        unit_err, dmaout_err, unit_err_wdma_older, unit_err_dmaout_older;
+  logic        axi_err, ici_err_older;
   logic [31:0] wdma_err_pc;
   assign dmaout_err  = dmaout_was_busy_q && !dmaout_busy_i && dmaout_err_i;
-  assign unit_err    = dmain_err_i || wdma_err_i || dmaout_err;
+  assign axi_err     = dmain_err_i || wdma_err_i || dmaout_err;
+  assign ici_err     = Ici && ici_err_i;
+  assign unit_err    = axi_err || ici_err;
   assign wdma_err_pc = wdma_err_prev_i ? pc_wdma_prev_q : pc_wdma_q;
   // Several units may report an AXI error in the same cycle (e.g. an older write_host's write
   // response and a younger read_host's or read_weights' read response): the oldest one in
@@ -493,6 +604,10 @@ module tpu_ctrl #(
   assign unit_err_dmaout_older = dmaout_err &&
                                  (!dmain_err_i || pc_dmaout_q < pc_dmain_q) &&
                                  (!wdma_err_i || pc_dmaout_q < wdma_err_pc);
+  // The link unit's error (its oldest faulting instruction) against the AXI errors.
+  assign ici_err_older = ici_err && (!dmain_err_i || ici_err_pc_i < pc_dmain_q) &&
+                         (!wdma_err_i || ici_err_pc_i < wdma_err_pc) &&
+                         (!dmaout_err || ici_err_pc_i < pc_dmaout_q);
   always_comb begin
     new_err    = tpu_pkg::ErrNone;
     new_err_pc = '0;
@@ -508,6 +623,11 @@ module tpu_ctrl #(
     end else if (run_q && !stop_q && !fetch_stop_q && !head_valid && !fetch_busy_i &&
                  !fetch_start_q) begin
       new_err = tpu_pkg::ErrCmdOverrun; new_err_pc = pc_q;
+    end
+    // The link unit's fault when it is the oldest (older than the AXI errors, and any unit
+    // error comes before the head's).
+    if (ici_err_older) begin
+      new_err = ErrW'(ici_err_code_i); new_err_pc = ici_err_pc_i;
     end
   end
 
@@ -583,7 +703,7 @@ module tpu_ctrl #(
       end else begin
         // The command buffer itself is outside the DMA windows: nothing is fetched.
         error_d    = 1'b1;
-        err_code_d = tpu_pkg::ErrHostRange;
+        err_code_d = IqErrW'(tpu_pkg::ErrHostRange);
         err_pc_d   = '0;
       end
     end else if (run_q) begin
@@ -627,7 +747,7 @@ module tpu_ctrl #(
       if ((!stop_q && new_err != tpu_pkg::ErrNone) ||
           (stop_q && unit_err && new_err_pc < err_pc_q)) begin
         stop_d     = 1'b1;
-        err_code_d = new_err;
+        err_code_d = IqErrW'(new_err);
         err_pc_d   = new_err_pc;
       end
       // Halt: stop prefetching, wait for everything, done.
@@ -730,7 +850,7 @@ module tpu_ctrl #(
   // there is room for (fetch_space_o), and only the head is issued.
   logic unused_ctrl;
   assign unused_ctrl = ^{iq_full, unused_iq_slots, unused_iq_slot_valid, unused_mm_head,
-                         mm_empty};
+                         mm_empty, ici_link_up_i, ici_err_code_i, ici_fire};
 
   // ---------------- assertions ----------------
   // A command goes to a unit only when it can take it, one unit per cycle; DMA in and out
@@ -740,7 +860,7 @@ module tpu_ctrl #(
   `TPU_ASSERT_IMPLIES(CtrlFetchReady, fetch_cmd_valid_o, fetch_cmd_ready_i)
   `TPU_ASSERT(CtrlOneValid, $onehot0({dmain_cmd_valid_o, wdma_cmd_valid_o, mm_cmd_valid_o,
                                        act_cmd_valid_o, dmaout_cmd_valid_o, move_cmd_valid_o,
-                                       vec_cmd_valid_o, lw_cmd_valid_o}))
+                                       vec_cmd_valid_o, lw_cmd_valid_o, ici_cmd_valid_o}))
   `TPU_ASSERT_HOLD_IF(CtrlLwHold, lw_cmd_valid_o, lw_cmd_ready_i,
                       lw_cmd_o, run_q && !stop_q)
   `TPU_ASSERT_NEVER(CtrlLwAndWdma, lw_busy_i && wdma_busy_i)
@@ -775,7 +895,11 @@ module tpu_ctrl #(
   `TPU_ASSERT_IMPLIES(CtrlUnitErrOldest, unit_err,
                       (!dmain_err_i || new_err_pc <= pc_dmain_q) &&
                       (!wdma_err_i || new_err_pc <= wdma_err_pc) &&
-                      (!dmaout_err || new_err_pc <= pc_dmaout_q))
+                      (!dmaout_err || new_err_pc <= pc_dmaout_q) &&
+                      (!ici_err || new_err_pc <= ici_err_pc_i))
+  // Link instructions only on a chip with links; a link command is held like the others.
+  `TPU_ASSERT_IMPLIES(CtrlNoIci, IciLinks == 0, !ici_cmd_valid_o && !ici_busy && !ici_err)
+  `TPU_ASSERT_HOLD_IF(CtrlIciHold, ici_cmd_valid_o, ici_cmd_ready_i, ici_cmd_o, run_q && !stop_q)
   // Run states: a flush is not a run; nothing is issued outside a run or after an error.
   `TPU_ASSERT_NEVER(CtrlRunAndFlush, run_q && flush_q)
   `TPU_ASSERT_IMPLIES(CtrlIssueInRun, issue, run_q && !stop_q && !fetch_stop_q)

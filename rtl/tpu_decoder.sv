@@ -10,7 +10,8 @@
 // 13) depend on the instructions issued before and stay in the controller. On the int8 chip
 // (VmemRows = 0) the training opcodes decode to their ERR_OPCODE only: their footprints and
 // commands are constant zero, so neither the decoder nor the controller's instruction queue
-// pays for them (docs/synthesis.md).
+// pays for them (docs/synthesis.md). Likewise the link instructions (0x0F-0x10) exist only
+// with IciLinks > 0: without links they are ERR_OPCODE and nothing of their decode is built.
 //
 // Every instruction field is read through the formats of tpu_pkg::instr_t; nothing else in
 // the RTL knows the bit positions of the ISA.
@@ -22,7 +23,9 @@ module tpu_decoder #(
   parameter int unsigned AccRows = 2048,
   parameter int unsigned QpSlots = 16,
   // 0: the int8 chip (opcodes 0x08-0x0E fault ERR_OPCODE); else the training chip's VMEM rows.
-  parameter int unsigned VmemRows = 0
+  parameter int unsigned VmemRows = 0,
+  // 0: a chip without links (opcodes 0x0F-0x10 fault ERR_OPCODE); else the pod's link count.
+  parameter int unsigned IciLinks = 0
 ) (
   input  logic                                  valid_i,  // instr_i is a fetched word
   input  tpu_pkg::instr_t                        instr_i,
@@ -32,6 +35,8 @@ module tpu_decoder #(
   // The run's command buffer, host bytes [lo, hi): write_host may not write into it.
   input  logic [63:0]                            cmd_lo_i,
   input  logic [63:0]                            cmd_hi_i,
+  // Bit l: link l is connected (ERR_ICI_LINK otherwise; unused without links).
+  input  logic [15:0]                            ici_link_up_i,
   output tpu_pkg::decoded_t                      dec_o
 );
 
@@ -39,6 +44,7 @@ module tpu_decoder #(
   // The training chip. On the int8 chip the training opcodes decode to nothing but their
   // ERR_OPCODE (constant-zero footprints and commands: no hardware for their payload).
   localparam bit Train = VmemRows != 0;
+  localparam bit Ici   = IciLinks != 0;
 
   // Unsigned widening for range arithmetic (all in 64 bits, no wrap).
   function automatic logic [63:0] u64(logic [31:0] v);
@@ -85,6 +91,7 @@ module tpu_decoder #(
   tpu_pkg::act_cmd_t     actc;
   tpu_pkg::move_cmd_t    movec;
   tpu_fp_pkg::lw_cmd_t   lwc;
+  tpu_ici_pkg::ici_cmd_t icic;
   logic                  mm_bf16;
 
   // A VMEM row out of range (ERR_VMEM_RANGE): last >= VmemRows (written so that it is no
@@ -105,6 +112,16 @@ module tpu_decoder #(
                   tpu_pkg::TrainOpsRtl[3'(op - tpu_pkg::OpReadVmem)];
   endfunction
 
+  // A link instruction on a chip with links.
+  function automatic logic ici_op_ok(logic [7:0] op);
+    ici_op_ok = Ici && (op == tpu_pkg::OpIciSend || op == tpu_pkg::OpIciRecv);
+  endfunction
+
+  // ERR_ICI_LINK: the link is not below IciLinks, or it is not connected.
+  function automatic logic ici_link_bad(logic [3:0] link, logic [15:0] up);
+    ici_link_bad = {28'd0, link} + 32'd1 > 32'(IciLinks) || !up[link];
+  endfunction
+
   always_comb begin : decode
     logic [63:0] rows, hst, bytes, last_ub, last_acc, inner, outer, h, w, pk, ps, ho, wo, hp, wp;
     logic [63:0] pt, pl, pb, pr;
@@ -112,7 +129,7 @@ module tpu_decoder #(
     logic [1:0]  dest;
     logic        host_op;
     logic        reserved_bad, field_bad, ub_bad, acc_bad, prm_bad, align_bad, host_bad;
-    logic        vmem_bad, opcode_bad;
+    logic        vmem_bad, opcode_bad, ici_bad;
     logic [63:0] vlo, vlast, vlast2, vrows;
 
     dec          = '0;
@@ -130,6 +147,8 @@ module tpu_decoder #(
     host_bad     = 1'b0;
     vmem_bad     = 1'b0;
     opcode_bad   = 1'b0;
+    ici_bad      = 1'b0;
+    icic         = '0;
     host_op      = 1'b0;
     movec        = '0;
     lwc          = '0;
@@ -458,7 +477,32 @@ module tpu_decoder #(
           dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
           dec.fp.vmem_wr = tpu_pkg::make_range(33'(instr_i.vec.dst), 33'(vlast2));
         end
-        default: ;
+        // The link instructions, in the default arm: without links (Ici = 0) the case is the
+        // one the chip always had, so that chip's decode does not change (docs/synthesis.md).
+        default: if (ici_op_ok(opc)) begin
+          // One message of `rows` VMEM rows over `link` (docs/isa.md "Inter-chip links").
+          dec.unit     = tpu_pkg::UnitIci;
+          icic.recv    = (opc == tpu_pkg::OpIciRecv);
+          icic.reduce  = icic.recv ? instr_i.ici.reduce : 2'd0;
+          icic.link    = instr_i.ici.link;
+          icic.vmem    = instr_i.ici.vmem_addr;
+          icic.rows    = instr_i.ici.rows;
+          reserved_bad = instr_i.ici.reserved_lo != '0 || instr_i.ici.reserved_hi != '0 ||
+                         (!icic.recv && instr_i.ici.reduce != '0);
+          rows      = u64({8'd0, instr_i.ici.rows});
+          field_bad = rows == '0 || (icic.recv && instr_i.ici.reduce > tpu_ici_pkg::ReduceIadd);
+          vlo       = u64({16'd0, instr_i.ici.vmem_addr});
+          vlast     = vlo + rows - 1;
+          vmem_bad  = !field_bad && vmem_out(vlast);
+          ici_bad   = ici_link_bad(instr_i.ici.link, ici_link_up_i);
+          // A send reads its rows; a receive writes them (and reads them with reduce).
+          if (icic.recv) begin
+            dec.fp.vmem_wr = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+            if (icic.reduce != tpu_ici_pkg::ReduceCopy) dec.fp.vmem_rd = dec.fp.vmem_wr;
+          end else begin
+            dec.fp.vmem_rd = tpu_pkg::make_range(33'(vlo), 33'(vlast));
+          end
+        end
       endcase
 
       if (host_op) begin
@@ -475,7 +519,7 @@ module tpu_decoder #(
       end
 
       // The first failing check in code order wins (docs/isa.md "Errors": codes 1-8, then 14).
-      opcode_bad = opc > tpu_pkg::OpHalt && !train_op_ok(opc);
+      opcode_bad = opc > tpu_pkg::OpHalt && !train_op_ok(opc) && !ici_op_ok(opc);
       dec.err = tpu_pkg::ErrNone;
       if (opcode_bad)             dec.err = tpu_pkg::ErrOpcode;
       else if (reserved_bad)      dec.err = tpu_pkg::ErrReserved;
@@ -486,6 +530,7 @@ module tpu_decoder #(
       else if (align_bad)         dec.err = tpu_pkg::ErrAlign;
       else if (host_bad)          dec.err = tpu_pkg::ErrHostRange;
       else if (vmem_bad)          dec.err = tpu_pkg::ErrVmemRange;
+      else if (ici_bad)           dec.err = tpu_pkg::ErrIciLink;
       // An opcode this chip does not execute has no unit.
       if (opcode_bad) dec.unit = tpu_pkg::UnitControl;
 
@@ -504,6 +549,7 @@ module tpu_decoder #(
         tpu_pkg::UnitVector:      dec.cmd.vec.cmd     = instr_i[127:8];
         default: ;
       endcase
+      if (Ici && dec.unit == tpu_pkg::UnitIci) dec.cmd.ici.cmd = icic;
     end
   end
   assign dec_o = dec;
@@ -520,7 +566,8 @@ module tpu_decoder #(
                               $bits(tpu_pkg::instr_matmul_bf16_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_acc_to_vmem_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_transpose_t) == tpu_pkg::InstrW &&
-                              $bits(tpu_pkg::instr_vector_t) == tpu_pkg::InstrW)
+                              $bits(tpu_pkg::instr_vector_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_ici_t) == tpu_pkg::InstrW)
   `TPU_ASSERT_INIT(PkgCmdW, $bits(tpu_pkg::dma_rd_cmd_t) == tpu_pkg::DmaRdW &&
                             $bits(tpu_pkg::dma_in_cmd_t) == tpu_pkg::DmaInW &&
                             $bits(tpu_pkg::wdma_cmd_t) == tpu_pkg::WdmaW &&
@@ -530,9 +577,12 @@ module tpu_decoder #(
                             $bits(tpu_pkg::move_cmd_t) == tpu_pkg::MoveW &&
                             $bits(tpu_vpu_pkg::vpu_cmd_t) == tpu_pkg::VecCmdW &&
                             $bits(tpu_fp_pkg::lw_cmd_t) == tpu_pkg::LwCmdW &&
+                            $bits(tpu_ici_pkg::ici_cmd_t) == tpu_pkg::IciCmdW &&
                             tpu_pkg::VecCmdW == tpu_pkg::CmdW &&
                             $bits(tpu_pkg::cmd_u) == tpu_pkg::CmdW)
-  `TPU_ASSERT_INIT(PkgDecW, $bits(tpu_pkg::range_t) == tpu_pkg::RangeW &&
+  `TPU_ASSERT_INIT(DecIciNeedsVmem, IciLinks == 0 || (VmemRows != 0 && IciLinks <= 16))
+  `TPU_ASSERT_INIT(PkgDecW, $bits(tpu_pkg::err_e) == tpu_pkg::ErrW &&
+                            $bits(tpu_pkg::range_t) == tpu_pkg::RangeW &&
                             $bits(tpu_pkg::footprint_t) == tpu_pkg::FpW &&
                             $bits(tpu_pkg::decoded_t) == tpu_pkg::DecW)
 

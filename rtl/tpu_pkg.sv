@@ -20,26 +20,34 @@ package tpu_pkg;
     OpMatmulBf16  = 8'h0B,
     OpAccToVmem   = 8'h0C,
     OpTranspose   = 8'h0D,
-    OpVector      = 8'h0E
+    OpVector      = 8'h0E,
+    // The pod configuration (IciLinks > 0; docs/isa.md "Inter-chip links").
+    OpIciSend     = 8'h0F,
+    OpIciRecv     = 8'h10
   } opcode_e;
 
-  typedef enum logic [3:0] {
-    ErrNone           = 4'd0,
-    ErrOpcode         = 4'd1,
-    ErrReserved       = 4'd2,
-    ErrField          = 4'd3,
-    ErrUbRange        = 4'd4,
-    ErrAccRange       = 4'd5,
-    ErrParamRange     = 4'd6,
-    ErrAlign          = 4'd7,
-    ErrHostRange      = 4'd8,
-    ErrAxiRead        = 4'd9,
-    ErrAxiWrite       = 4'd10,
-    ErrCmdOverrun     = 4'd11,
-    ErrNoWeights      = 4'd12,
-    ErrWeightOverflow = 4'd13,
-    ErrVmemRange      = 4'd14,
-    ErrWeightType     = 4'd15
+  // 5 bits: codes 16-18 are the link instructions' (a chip without links never raises them;
+  // its controller stores 4 bits, tpu_ctrl).
+  typedef enum logic [4:0] {
+    ErrNone           = 5'd0,
+    ErrOpcode         = 5'd1,
+    ErrReserved       = 5'd2,
+    ErrField          = 5'd3,
+    ErrUbRange        = 5'd4,
+    ErrAccRange       = 5'd5,
+    ErrParamRange     = 5'd6,
+    ErrAlign          = 5'd7,
+    ErrHostRange      = 5'd8,
+    ErrAxiRead        = 5'd9,
+    ErrAxiWrite       = 5'd10,
+    ErrCmdOverrun     = 5'd11,
+    ErrNoWeights      = 5'd12,
+    ErrWeightOverflow = 5'd13,
+    ErrVmemRange      = 5'd14,
+    ErrWeightType     = 5'd15,
+    ErrIciLink        = 5'd16,
+    ErrIciSize        = 5'd17,
+    ErrIciDeadlock    = 5'd18
   } err_e;
 
   // The training opcodes the RTL executes (bit k: opcode 0x08 + k) in a chip built with
@@ -215,6 +223,17 @@ package tpu_pkg;
     logic [7:0]  opcode;
   } instr_vector_t;
 
+  // ici_send (0x0F) and ici_recv (0x10; reduce is reserved in an ici_send)
+  typedef struct packed {
+    logic [71:0] reserved_hi;    // 127:56
+    logic [23:0] rows;           // 55:32
+    logic [15:0] vmem_addr;      // 31:16
+    logic [1:0]  reserved_lo;    // 15:14
+    logic [1:0]  reduce;         // 13:12
+    logic [3:0]  link;           // 11:8
+    logic [7:0]  opcode;
+  } instr_ici_t;
+
   // One 128-bit instruction word, seen through its format.
   typedef union packed {
     instr_plain_t        plain;
@@ -228,6 +247,7 @@ package tpu_pkg;
     instr_acc_to_vmem_t  acc_to_vmem;
     instr_transpose_t    transpose;
     instr_vector_t       vec;
+    instr_ici_t          ici;
   } instr_t;
 
   // ---------------- decoded instructions and unit commands ----------------
@@ -245,7 +265,8 @@ package tpu_pkg;
     UnitControl     = 4'd5,  // nop, sync, halt: the controller itself
     UnitMove        = 4'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
     UnitVector      = 4'd7,  // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
-    UnitLoadWeights = 4'd8   // load_weights (training chip, rtl/tpu_load_weights.sv)
+    UnitLoadWeights = 4'd8,  // load_weights (training chip, rtl/tpu_load_weights.sv)
+    UnitIci         = 4'd9   // ici_send, ici_recv (pod configuration, rtl/tpu_ici.sv)
   } unit_e;
 
   // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
@@ -336,6 +357,7 @@ package tpu_pkg;
   localparam int unsigned ActCmdW  = 116;   // act_cmd_t
   localparam int unsigned VecCmdW  = 120;   // tpu_vpu_pkg::vpu_cmd_t (instruction bits 127:8)
   localparam int unsigned LwCmdW   = 74;    // tpu_fp_pkg::lw_cmd_t
+  localparam int unsigned IciCmdW  = 47;    // tpu_ici_pkg::ici_cmd_t
   localparam int unsigned CmdW     = 120;   // cmd_u: the widest command
 
   // The command of any unit (the members of a packed union must be equally wide: each is
@@ -352,6 +374,8 @@ package tpu_pkg;
     struct packed { logic [CmdW-MoveW-1:0]  pad; move_cmd_t cmd; }     move;
     // vector: a tpu_vpu_pkg::vpu_cmd_t (declared after this package).
     struct packed { logic [VecCmdW-1:0] cmd; }                         vec;
+    // ici_send / ici_recv: a tpu_ici_pkg::ici_cmd_t (declared after this package).
+    struct packed { logic [CmdW-IciCmdW-1:0] pad; logic [IciCmdW-1:0] cmd; } ici;
   } cmd_u;
 
   // A closed interval of row (or byte) addresses an in-flight instruction touches.
@@ -390,7 +414,8 @@ package tpu_pkg;
   // mis-elaborates struct-typed function arguments (member selects come out undefined).
   localparam int unsigned RangeW = 67;               // $bits(range_t)
   localparam int unsigned FpW    = 8 * RangeW + 2;   // $bits(footprint_t)
-  localparam int unsigned DecW   = 4 + 2 + 4 + FpW + CmdW;  // $bits(decoded_t)
+  localparam int unsigned ErrW   = 5;                // $bits(err_e)
+  localparam int unsigned DecW   = 4 + 2 + ErrW + FpW + CmdW;  // $bits(decoded_t)
   // Bit offsets of the footprint_t members.
   localparam int unsigned FpUbRd   = 7 * RangeW + 2;
   localparam int unsigned FpUbWr   = 6 * RangeW + 2;

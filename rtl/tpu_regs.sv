@@ -12,6 +12,7 @@ module tpu_regs #(
   parameter int unsigned QpSlots      = 16,
   parameter int unsigned AxiDataWidth = 128,
   parameter int unsigned VmemRows     = 0,
+  parameter int unsigned IciLinks     = 0,   // the pod configuration's links (0: none)
   parameter int unsigned Counters     = 10,
   parameter int unsigned Windows      = 8
 ) (
@@ -47,7 +48,8 @@ module tpu_regs #(
   input  logic        busy_i,
   input  logic        done_i,         // pulse: halt retired
   input  logic        error_i,        // pulse: run stopped on an error
-  input  logic [3:0]  err_code_i,
+  input  logic [4:0]  err_code_i,     // 5 bits: codes 16-18 of the link instructions
+  input  logic [15:0] ici_link_up_i,  // bit l: link l is connected (0 above IciLinks)
   input  logic [31:0] err_pc_i,
   input  logic [31:0] pc_i,
   input  logic [32*Counters-1:0] count_inc_i  // counter i in [32i +: 32]
@@ -67,6 +69,8 @@ module tpu_regs #(
   localparam logic [11:0] RegErrPc = 12'h02C;
   localparam logic [11:0] RegIrqStatus = 12'h030;
   localparam logic [11:0] RegIrqEnable = 12'h034;
+  localparam logic [11:0] RegParamIciLinks = 12'h038;
+  localparam logic [11:0] RegIciLinkUp = 12'h03C;
   localparam logic [11:0] RegCmdAddr = 12'h040;
   localparam logic [11:0] RegCmdCount = 12'h044;
   localparam logic [11:0] RegPc = 12'h048;
@@ -117,6 +121,8 @@ module tpu_regs #(
   logic [31:0]  err_pc_hw;
   logic [1:0]   irq_status_q, irq_status_d, irq_status_set;
   logic [1:0]   irq_enable_q, irq_enable_d;
+  logic [31:0]  param_ici_links_hw;
+  logic [31:0]  ici_link_up_hw;
   logic [31:0]  cmd_addr_q, cmd_addr_d;
   logic [31:0]  cmd_count_q, cmd_count_d;
   logic [31:0]  pc_hw;
@@ -213,6 +219,8 @@ module tpu_regs #(
         RegErrPc:           rd_value = err_pc_hw;
         RegIrqStatus:       rd_value = {30'd0, irq_status_q};
         RegIrqEnable:       rd_value = {30'd0, irq_enable_q};
+        RegParamIciLinks:   rd_value = param_ici_links_hw;
+        RegIciLinkUp:       rd_value = ici_link_up_hw;
         RegCmdAddr:         rd_value = cmd_addr_q;
         RegCmdCount:        rd_value = cmd_count_q;
         RegPc:              rd_value = pc_hw;
@@ -275,7 +283,7 @@ module tpu_regs #(
   // The hardware side of the registers: the values the RO registers read, the events that set
   // IRQ_STATUS, the CTRL commands, status and error capture, and the performance counters.
   logic        st_done_q, st_done_d, st_error_q, st_error_d;
-  logic [3:0]  err_code_q, err_code_d;
+  logic [4:0]  err_code_q, err_code_d;
   logic [31:0] err_pc_q, err_pc_d;
   logic [63:0] counter_q [Counters];
   logic [64*Counters-1:0] counter_d;  // counter i in [64i +: 64]
@@ -289,7 +297,9 @@ module tpu_regs #(
   assign param_qp_slots_hw    = 32'(QpSlots);
   assign param_axi_width_hw   = 32'(AxiDataWidth);
   assign param_vmem_rows_hw   = 32'(VmemRows);
-  assign err_code_hw          = {28'd0, err_code_q};
+  assign param_ici_links_hw   = 32'(IciLinks);
+  assign ici_link_up_hw       = {16'd0, ici_link_up_i};
+  assign err_code_hw          = {27'd0, err_code_q};
   assign err_pc_hw            = err_pc_q;
   assign pc_hw                = pc_i;
   always_comb begin

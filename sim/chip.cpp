@@ -682,6 +682,7 @@ unsigned Chip::compiled_n() { return TPU_SIM_N; }
 unsigned Chip::compiled_axi_width() { return kAxiWidth; }
 unsigned Chip::compiled_vmem_axi_width() { return kVaxiWidth; }
 unsigned Chip::compiled_vmem_rows() { return TPU_SIM_VMEM_ROWS; }
+unsigned Chip::compiled_ici_links() { return TPU_SIM_ICI_LINKS; }
 #ifdef TPU_SIM_NO_TRACE
 bool Chip::compiled_with_vcd() { return false; }
 #else
@@ -841,6 +842,11 @@ Params Chip::params() {
   // PARAM_VMEM_ROWS reads 0 on the int8 chip: read only on the training chip, so the int8
   // chip's simulation keeps its timeline (start cycles of runs, VCD windows) exactly.
   p.vmem_rows = compiled_vmem_rows() != 0 ? read_reg(reg::kParamVmemRows) : 0;
+  // Likewise the link registers, only on the pod chip.
+  if (compiled_ici_links() != 0) {
+    p.ici_links = read_reg(reg::kParamIciLinks);
+    p.ici_link_up = read_reg(reg::kIciLinkUp);
+  }
   return p;
 }
 

@@ -86,7 +86,9 @@ struct Counters {
 // The read-only identification/parameter registers.
 struct Params {
   uint32_t id = 0, n = 0, ub_rows = 0, acc_rows = 0, wfifo_tiles = 0, qp_slots = 0, axi_width = 0;
-  uint32_t vmem_rows = 0;  // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
+  uint32_t vmem_rows = 0;    // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
+  uint32_t ici_links = 0;    // 0 = no links (PARAM_ICI_LINKS not read then)
+  uint32_t ici_link_up = 0;  // ICI_LINK_UP (bit l: link l connected; 0 for a chip alone)
 };
 
 struct Status {
@@ -134,6 +136,8 @@ class Chip {
   // VmemRows of the Verilated core: 0 for the int8 chip (tpu_sim_n<N>), else the training
   // chip's (tpu_sim_train_n<N>).
   static unsigned compiled_vmem_rows();
+  // IciLinks of the Verilated tpu_core (tpu_sim_pod_n<N>; 0 for the other chips).
+  static unsigned compiled_ici_links();
   // False when the model was Verilated without --trace (-DTPU_SIM_TRACE=OFF): no VCD then.
   static bool compiled_with_vcd();
 

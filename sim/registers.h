@@ -22,6 +22,8 @@ constexpr uint32_t kErrCode = 0x028;  // RO
 constexpr uint32_t kErrPc = 0x02C;  // RO
 constexpr uint32_t kIrqStatus = 0x030;  // RW1C
 constexpr uint32_t kIrqEnable = 0x034;  // RW
+constexpr uint32_t kParamIciLinks = 0x038;  // RO
+constexpr uint32_t kIciLinkUp = 0x03C;  // RO
 constexpr uint32_t kCmdAddr = 0x040;  // RW
 constexpr uint32_t kCmdCount = 0x044;  // RW
 constexpr uint32_t kPc = 0x048;  // RO
@@ -105,6 +107,8 @@ inline constexpr Register kRegisters[] = {
   {"ERR_PC", 0x02C, Access::ReadOnly, 32, 0x0},
   {"IRQ_STATUS", 0x030, Access::WriteOneToClear, 2, 0x0},
   {"IRQ_ENABLE", 0x034, Access::ReadWrite, 2, 0x3},
+  {"PARAM_ICI_LINKS", 0x038, Access::ReadOnly, 32, 0x0},
+  {"ICI_LINK_UP", 0x03C, Access::ReadOnly, 32, 0x0},
   {"CMD_ADDR", 0x040, Access::ReadWrite, 32, 0x0},
   {"CMD_COUNT", 0x044, Access::ReadWrite, 32, 0x0},
   {"PC", 0x048, Access::ReadOnly, 32, 0x0},

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Block test of tpu_regs' interrupt status (RW1C): the host clears bits by writing 1s, the
 // core sets them with its done / error pulses, and a pulse in the very cycle of a clearing
-// write is not lost (docs/registers.csv, IRQ_STATUS).
+// write is not lost (docs/registers.csv, IRQ_STATUS); the 5-bit ERR_CODE capture and the
+// pod registers PARAM_ICI_LINKS / ICI_LINK_UP (the block is built with IciLinks = 4).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,6 +15,9 @@ namespace {
 
 constexpr uint32_t kIrqStatus = 0x030;
 constexpr uint32_t kIrqEnable = 0x034;
+constexpr uint32_t kErrCode = 0x028;
+constexpr uint32_t kParamIciLinks = 0x038;
+constexpr uint32_t kIciLinkUp = 0x03C;
 
 class Regs {
  public:
@@ -48,6 +52,13 @@ class Regs {
     m_->done_i = 0;
     m_->error_i = 0;
     tick();  // the write response
+  }
+  void set_link_up(uint32_t mask) { m_->ici_link_up_i = mask; }
+  // An error pulse with its code.
+  void fail(uint32_t code) {
+    m_->err_code_i = code;
+    pulse(false, true);
+    m_->err_code_i = 0;
   }
   void pulse(bool done, bool error) {
     m_->done_i = done;
@@ -114,6 +125,27 @@ TEST(RegsIrq, EnableMasksTheLineNotTheStatus) {
   EXPECT_FALSE(r.irq());
   r.pulse(false, true);
   EXPECT_TRUE(r.irq());
+}
+
+// Codes 16-18 (the link instructions) need the fifth bit.
+TEST(RegsErr, ErrCodeKeepsFiveBits) {
+  Regs r;
+  r.fail(18);
+  EXPECT_EQ(r.read(kErrCode), 18u);
+  r.fail(16);
+  EXPECT_EQ(r.read(kErrCode), 16u);
+  r.fail(15);
+  EXPECT_EQ(r.read(kErrCode), 15u);
+}
+
+TEST(RegsIci, LinkCountAndLinkUpReadTheHardware) {
+  Regs r;
+  EXPECT_EQ(r.read(kParamIciLinks), 4u);
+  EXPECT_EQ(r.read(kIciLinkUp), 0u);
+  r.set_link_up(0x5);
+  EXPECT_EQ(r.read(kIciLinkUp), 0x5u);
+  r.set_link_up(0xF);
+  EXPECT_EQ(r.read(kIciLinkUp), 0xFu);
 }
 
 }  // namespace

@@ -127,6 +127,7 @@ class Generator {
       tc_.params.vmem_rows = opt.vmem_rows;
       // The golden model executes the emitted opcodes only, as an RTL that implements those.
       tc_.params.training_ops = uint8_t(opt.train_ops & ChipParams::kAllTrainingOps);
+      tc_.params.ici_links = opt.ici_links;
       train_ = true;
     }
   }
@@ -558,6 +559,10 @@ class Generator {
   void emit_static_fault() {
     const ChipParams& p = tc_.params;
     auto& prog = tc_.program;
+    if (train_ && tc_.params.ici_links > 0 && rng_.chance(0.25)) {
+      emit_ici_fault();
+      return;
+    }
     if (train_ && rng_.chance(0.75) && emit_train_fault()) return;
     const uint64_t k = rng_.pick(0, 16);
     Instruction bad;
@@ -1854,6 +1859,51 @@ class Generator {
   }
   // One static fault of a training instruction; false when the enabled opcodes have none of
   // the kind drawn (the int8 faults are used then).
+  // A link instruction on a chip alone (every link down): its static checks in isa.md's order,
+  // ERR_RESERVED, ERR_FIELD, ERR_VMEM_RANGE, then ERR_ICI_LINK (a link below IciLinks that is
+  // not connected, or one past IciLinks).
+  void emit_ici_fault() {
+    auto& prog = tc_.program;
+    const ChipParams& p = tc_.params;
+    const bool recv = rng_.chance(0.5);
+    const uint32_t link =
+        uint32_t(rng_.chance(0.8) ? rng_.pick(0, p.ici_links - 1) : rng_.pick(p.ici_links, 15));
+    uint32_t rows = uint32_t(rng_.pick(1, vr_));
+    uint32_t vmem = vb_ + uint32_t(rng_.pick(0, vr_ - rows));
+    uint8_t reduce = recv ? uint8_t(rng_.pick(0, 2)) : 0;
+    ErrorCode code = ErrorCode::ERR_ICI_LINK;
+    std::string what = "link not connected";
+    const uint64_t k = rng_.pick(0, 5);
+    if (k == 0 || (k == 1 && !recv)) {
+      rows = 0;
+      code = ErrorCode::ERR_FIELD;
+      what = "zero rows";
+    } else if (k == 1) {
+      reduce = 3;
+      code = ErrorCode::ERR_FIELD;
+      what = "reduce = 3";
+    } else if (k == 2) {
+      vmem = p.vmem_rows - uint32_t(rng_.pick(1, 2));
+      rows = std::max<uint32_t>(rows, 3);
+      code = ErrorCode::ERR_VMEM_RANGE;
+      what = "VMEM range";
+    }
+    Instruction in = recv ? Instruction{IciRecv{uint8_t(link), reduce, uint16_t(vmem), rows}}
+                          : Instruction{IciSend{uint8_t(link), uint16_t(vmem), rows}};
+    RawInstruction raw{encode(in)};
+    if (k == 3) {  // a reserved bit (and perhaps a bad field as well: reserved comes first)
+      const auto bits = reserved_bits(recv ? Opcode::IciRecv : Opcode::IciSend);
+      const unsigned bit = rng_.one_of(bits);
+      raw.bytes[bit / 8] |= uint8_t(1u << (bit % 8));
+      code = ErrorCode::ERR_RESERVED;
+      what = "reserved bit " + std::to_string(bit) + " set";
+    }
+    tc_.expect_error = code;
+    tc_.expect_pc = prog.size();
+    tc_.fault = what + " at index " + std::to_string(prog.size()) + ": " + disassemble(in);
+    prog.push_back(raw);
+  }
+
   bool emit_train_fault() {
     auto& prog = tc_.program;
     Instruction bad;

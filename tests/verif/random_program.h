@@ -93,6 +93,10 @@ struct GenOptions {
   // (read_vmem, write_vmem, load_weights, matmul_bf16, acc_to_vmem, transpose, vector), for a
   // chip that implements only some of them.
   uint32_t train_ops = 0x7F;
+  // The pod configuration (docs/isa.md "Inter-chip links"; needs vmem_rows > 0): the chip's
+  // IciLinks. A chip alone has every link down, so the generator emits link instructions only
+  // as static faults: ERR_ICI_LINK, and ERR_RESERVED / ERR_FIELD / ERR_VMEM_RANGE first.
+  uint32_t ici_links = 0;
 };
 // The train_ops bit of a training opcode.
 constexpr uint32_t train_op_bit(Opcode op) { return 1u << (static_cast<unsigned>(op) - 0x08u); }
