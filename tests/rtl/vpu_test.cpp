@@ -377,6 +377,36 @@ bool run_and_compare(Harness& h, Golden& g, const tpu::Vector& v, int64_t* cycle
   return true;
 }
 
+// A harness, the golden model and the test's random numbers, both memories holding the same
+// random contents (refill()).
+struct Rig {
+  Rig(uint32_t harness_seed, uint32_t rng_seed) : h(harness_seed), rng(rng_seed) { refill(); }
+  void refill() {
+    h.mem = random_vmem(rng);
+    g.gm.set_vmem_rows(0, h.mem);
+  }
+  Harness h;
+  Golden g;
+  std::mt19937 rng;
+};
+
+// Offers v until the unit takes it (the command stays offered: the caller withdraws it).
+void offer_until_taken(Harness& h, const tpu::Vector& v) {
+  h.set_command(v);
+  h.m->cmd_valid_i = 1;
+  do h.tick();
+  while (!h.cmd_taken);
+}
+
+// One line of the throughput tests' output.
+void print_rate(const std::string& what, int64_t rows, int64_t cycles) {
+  std::printf("%s: %lld rows in %lld cycles (%.3f rows/cycle)\n", what.c_str(),
+              static_cast<long long>(rows), static_cast<long long>(cycles),
+              double(rows) / double(cycles));
+}
+
+std::string func_name(const tpu::Vector& v) { return std::string(tpu::vec_func_name(v.func)); }
+
 const Grants kGrantPatterns[] = {
     {1, 1, 1},   {0.9, 0.9, 0.9}, {0.5, 0.5, 0.5}, {0.3, 0.8, 0.6},
     {1, 0.2, 1}, {1, 1, 0.2},     {0.2, 1, 1},     {0.7, 0.4, 0.9},
@@ -390,19 +420,16 @@ int random_count(int dflt) {
 // `count` random instructions in batches of 50, each batch on fresh VMEM contents and with a
 // grant pattern of its own.
 void run_random(uint32_t seed, int count) {
-  Harness h(seed);
-  Golden g;
-  std::mt19937 rng(seed * 7919u + 1);
+  Rig r(seed, seed * 7919u + 1);  // the first batch's VMEM contents
   int done = 0;
   int64_t rows = 0, cycles = 0;
   while (done < count) {
-    h.mem = random_vmem(rng);
-    g.gm.set_vmem_rows(0, h.mem);
-    h.grants = kGrantPatterns[r32(rng) % std::size(kGrantPatterns)];
+    if (done > 0) r.refill();
+    r.h.grants = kGrantPatterns[r32(r.rng) % std::size(kGrantPatterns)];
     for (int k = 0; k < 50 && done < count; ++k, ++done) {
-      const tpu::Vector v = random_vector(rng);
+      const tpu::Vector v = random_vector(r.rng);
       int64_t c = 0;
-      ASSERT_TRUE(run_and_compare(h, g, v, &c)) << "instruction " << done << ", seed " << seed;
+      ASSERT_TRUE(run_and_compare(r.h, r.g, v, &c)) << "instruction " << done << ", seed " << seed;
       rows += int64_t{v.inner} * v.outer;
       cycles += c;
     }
@@ -419,11 +446,7 @@ TEST(Vpu, RandomInstructions) {
 // One row per cycle with full grants when no row waits for an earlier write: every func
 // class, A and B from rows the instruction does not write.
 TEST(Vpu, ThroughputFullGrants) {
-  Harness h(7);
-  Golden g;
-  std::mt19937 rng(11);
-  h.mem = random_vmem(rng);
-  g.gm.set_vmem_rows(0, h.mem);
+  Rig r(7, 11);
   const VecFunc funcs[] = {VecFunc::FAdd, VecFunc::FMul,  VecFunc::LSum,
                            VecFunc::RSum, VecFunc::Align, VecFunc::I2F};
   for (VecFunc f : funcs) {
@@ -447,11 +470,9 @@ TEST(Vpu, ThroughputFullGrants) {
       v.b = 20;
     }
     int64_t cycles = 0;
-    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    ASSERT_TRUE(run_and_compare(r.h, r.g, v, &cycles)) << describe(v);
     const int64_t rows = int64_t{v.inner} * v.outer;
-    std::printf("%s: %lld rows in %lld cycles (%.3f rows/cycle)\n",
-                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
-                static_cast<long long>(cycles), double(rows) / double(cycles));
+    print_rate(func_name(v), rows, cycles);
     // The pipeline's fill and drain only (the lane reductions' tree: log2(N) - 1 stages more).
     EXPECT_LE(cycles, rows + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0)) << describe(v);
   }
@@ -460,11 +481,7 @@ TEST(Vpu, ThroughputFullGrants) {
 // A row that reads the previous row's destination waits for its write: three cycles per row
 // for element-wise functions (read, X, write), 2 + log2(N) for the lane reductions.
 TEST(Vpu, DependentRowsFullGrants) {
-  Harness h(9);
-  Golden g;
-  std::mt19937 rng(13);
-  h.mem = random_vmem(rng);
-  g.gm.set_vmem_rows(0, h.mem);
+  Rig r(9, 13);
   for (VecFunc f : {VecFunc::FAdd, VecFunc::LMax}) {
     tpu::Vector v;
     v.func = static_cast<uint8_t>(f);
@@ -476,11 +493,9 @@ TEST(Vpu, DependentRowsFullGrants) {
     v.bmode = f == VecFunc::FAdd ? BMode::Imm : BMode::RowA;
     v.b = f == VecFunc::FAdd ? 0x3F800000u : 0;
     int64_t cycles = 0;
-    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    ASSERT_TRUE(run_and_compare(r.h, r.g, v, &cycles)) << describe(v);
     const int64_t per_row = 3 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0);
-    std::printf("%s, each row reading the last one's result: %lld rows in %lld cycles\n",
-                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(v.inner),
-                static_cast<long long>(cycles));
+    print_rate(func_name(v) + ", each row reading the last one's result", v.inner, cycles);
     EXPECT_LE(cycles, int64_t{v.inner} * per_row) << describe(v);
   }
 }
@@ -488,23 +503,17 @@ TEST(Vpu, DependentRowsFullGrants) {
 // A command offered while the unit is busy and withdrawn before it is taken (the controller
 // does that when a run stops) has no effect.
 TEST(Vpu, WithdrawnCommandIsNotTaken) {
-  Harness h(3);
-  Golden g;
-  std::mt19937 rng(3);
-  h.mem = random_vmem(rng);
-  g.gm.set_vmem_rows(0, h.mem);
+  Rig r(3, 3);
+  Harness& h = r.h;
   h.grants = {0.8, 0.8, 0.8};
   for (int trial = 0; trial < 20; ++trial) {
-    tpu::Vector v = random_vector(rng);
+    tpu::Vector v = random_vector(r.rng);
     v.inner = 20;
     v.a_inner_stride = 0;
     v.dst_inner_stride = 0;
-    ASSERT_EQ(g.gm.execute(tpu::Instruction{v}), tpu::ErrorCode::ERR_NONE);
-    h.set_command(v);
-    h.m->cmd_valid_i = 1;
-    do h.tick();
-    while (!h.cmd_taken);
-    h.set_command(random_vector(rng));  // offered while busy, then withdrawn
+    ASSERT_EQ(r.g.gm.execute(tpu::Instruction{v}), tpu::ErrorCode::ERR_NONE);
+    offer_until_taken(h, v);
+    h.set_command(random_vector(r.rng));  // offered while busy, then withdrawn
     for (int k = 0; k < 5; ++k) {
       h.tick();
       ASSERT_FALSE(h.cmd_taken) << "a command taken while busy";
@@ -512,26 +521,22 @@ TEST(Vpu, WithdrawnCommandIsNotTaken) {
     h.m->cmd_valid_i = 0;
     while (h.m->busy_o) h.tick();
     for (int k = 0; k < 3; ++k) h.tick();
-    ASSERT_EQ(h.mem, g.gm.vmem_rows(0, kRows)) << describe(v);
+    ASSERT_EQ(h.mem, r.g.gm.vmem_rows(0, kRows)) << describe(v);
   }
 }
 
 // clear_i drops an instruction in flight: no request after it, and the next one runs right.
 TEST(Vpu, ClearMidInstruction) {
-  Harness h(5);
-  Golden g;
-  std::mt19937 rng(5);
-  h.mem = random_vmem(rng);
+  Rig r(5, 5);
+  Harness& h = r.h;
+  std::mt19937& rng = r.rng;
   h.grants = {0.7, 0.7, 0.5};
   for (int trial = 0; trial < 20; ++trial) {
     tpu::Vector v = random_vector(rng);
     v.inner = 40;
     v.a_inner_stride = 0;
     v.dst_inner_stride = 0;
-    h.set_command(v);
-    h.m->cmd_valid_i = 1;
-    do h.tick();
-    while (!h.cmd_taken);
+    offer_until_taken(h, v);
     h.m->cmd_valid_i = 0;
     for (int k = static_cast<int>(r32(rng) % 30); k > 0; --k) h.tick();
     h.m->clear_i = 1;
@@ -545,8 +550,8 @@ TEST(Vpu, ClearMidInstruction) {
       ASSERT_FALSE(h.m->vm_a_re_o || h.m->vm_b_re_o || h.m->vm_w_we_o);
     }
     ASSERT_EQ(h.writes, writes);
-    g.gm.set_vmem_rows(0, h.mem);
-    ASSERT_TRUE(run_and_compare(h, g, random_vector(rng)));
+    r.g.gm.set_vmem_rows(0, h.mem);
+    ASSERT_TRUE(run_and_compare(h, r.g, random_vector(rng)));
   }
 }
 
@@ -575,11 +580,9 @@ tpu::Vector contiguous(VecFunc f, uint32_t a, uint32_t dst, uint8_t inner, uint1
 // reductions (S rows folded per cycle, each line's rows in their groups). Also in place
 // (dst = a): a group's rows write what only they read.
 TEST(Vpu, WideThroughputContiguous) {
-  Harness h(17);
-  Golden g;
-  std::mt19937 rng(19);
-  h.mem = random_vmem(rng);
-  g.gm.set_vmem_rows(0, h.mem);
+  Rig r(17, 19);
+  Harness& h = r.h;
+  Golden& g = r.g;
   constexpr uint8_t kInner = 6;
   constexpr uint16_t kOuter = 3;  // 18 rows: A at 0.., B at 20.., destination at 40..
   struct Case {
@@ -606,10 +609,9 @@ TEST(Vpu, WideThroughputContiguous) {
     const int64_t rows = int64_t{v.inner} * v.outer;
     // Groups: S rows (a row reduction's stay in their line), then the fill and drain.
     const int64_t groups = rowred ? int64_t{v.outer} * ((v.inner + S - 1) / S) : (rows + S - 1) / S;
-    std::printf("S=%u %s bmode %d: %lld rows in %lld cycles (%.2f rows/cycle)\n", S,
-                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<int>(v.bmode),
-                static_cast<long long>(rows), static_cast<long long>(cycles),
-                double(rows) / double(cycles));
+    print_rate("S=" + std::to_string(S) + " " + func_name(v) + " bmode " +
+                   std::to_string(static_cast<int>(v.bmode)),
+               rows, cycles);
     EXPECT_LE(cycles, groups + 2 + (tpu::is_lane_reduction(v.func) ? kTreeStages : 0))
         << describe(v);
   }
@@ -633,9 +635,7 @@ TEST(Vpu, WideThroughputLong) {
     int64_t cycles = 0;
     ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
     const int64_t rows = int64_t{v.inner} * v.outer;
-    std::printf("S=%u %s: %lld rows in %lld cycles (%.3f rows/cycle)\n", S,
-                std::string(tpu::vec_func_name(v.func)).c_str(), static_cast<long long>(rows),
-                static_cast<long long>(cycles), double(rows) / double(cycles));
+    print_rate("S=" + std::to_string(S) + " " + func_name(v), rows, cycles);
     EXPECT_LE(cycles, rows / S + 2) << describe(v);
   }
 }
@@ -645,11 +645,9 @@ TEST(Vpu, WideThroughputLong) {
 // of a group in one bank (inner stride 2, S; outer stride 0 with inner stride 0), all against
 // the golden model, with the cycle bounds of the serial cases.
 TEST(Vpu, WideHazardsAndConflicts) {
-  Harness h(29);
-  Golden g;
-  std::mt19937 rng(31);
-  h.mem = random_vmem(rng);
-  g.gm.set_vmem_rows(0, h.mem);
+  Rig r(29, 31);
+  Harness& h = r.h;
+  Golden& g = r.g;
   // A chain through the group: row i reads row 10 + i, which row i - 1 wrote.
   tpu::Vector chain = contiguous(VecFunc::FAdd, 10, 11, 30, 1);
   chain.bmode = BMode::Imm;
