@@ -259,4 +259,30 @@ class Device {
 // Writes a program's instructions one per line ("  3: matmul ub=0 ..."), for messages.
 std::string listing(const std::vector<Instruction>& program);
 
+// Host buffers allocated for one operation and released whatever happens (also when the
+// operation throws); release errors in the destructor are ignored.
+class ScopedBuffers {
+ public:
+  explicit ScopedBuffers(Device& dev) : dev_(dev) {}
+  ScopedBuffers(const ScopedBuffers&) = delete;
+  ScopedBuffers& operator=(const ScopedBuffers&) = delete;
+  ~ScopedBuffers() {
+    for (const HostBuffer& hb : list_) {
+      try {
+        dev_.release(hb);
+      } catch (...) {
+      }
+    }
+  }
+  const HostBuffer& add(uint64_t size, const char* name) {
+    list_.push_back(dev_.alloc(static_cast<uint32_t>(size), name));
+    return list_.back();
+  }
+  const std::vector<HostBuffer>& list() const { return list_; }
+
+ private:
+  Device& dev_;
+  std::vector<HostBuffer> list_;
+};
+
 }  // namespace tpu

@@ -338,33 +338,17 @@ FloatMatmulRun run_float_matmul(Device& dev, const std::vector<float>& a,
     throw std::invalid_argument(format("matmul (float32): the operands need %" PRIu64
                                        " bytes of host buffers (at most 1 GiB)",
                                        a_bytes + w_bytes + out_bytes));
-  // Buffers, released whatever happens.
-  struct Buffers {
-    Device& d;
-    std::vector<HostBuffer> list;
-    ~Buffers() {
-      for (const HostBuffer& hb : list) {
-        try {
-          d.release(hb);
-        } catch (...) {
-        }
-      }
-    }
-    uint32_t add(uint64_t size, const char* name) {
-      list.push_back(d.alloc(static_cast<uint32_t>(size), name));
-      return list.back().addr;
-    }
-  } bufs{dev, {}};
+  ScopedBuffers bufs(dev);  // released whatever happens
   FloatMatmulHostAddrs h;
-  h.a = bufs.add(a_bytes, "matmul.a");
-  h.w = bufs.add(w_bytes, "matmul.w");
-  h.out = bufs.add(out_bytes, "matmul.out");
+  h.a = bufs.add(a_bytes, "matmul.a").addr;
+  h.w = bufs.add(w_bytes, "matmul.w").addr;
+  h.out = bufs.add(out_bytes, "matmul.out").addr;
   dev.write(h.a, float_host_image(pack_float_a(a, m, k, pl), pl));
   dev.write(h.w, float_host_image(pack_float_w(w, k, n, pl), pl));
 
   ProgramBuilder b(p);
   std::vector<HostRange> ranges;
-  for (const HostBuffer& hb : bufs.list) ranges.push_back({hb.addr, hb.size, hb.name});
+  for (const HostBuffer& hb : bufs.list()) ranges.push_back({hb.addr, hb.size, hb.name});
   b.set_host_ranges(ranges);
   emit_float_matmul(b, pl, m, h);
   const std::vector<Instruction> program = b.finish();

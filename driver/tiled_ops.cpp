@@ -636,23 +636,7 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
                                        " bytes of host buffers (at most 1 GiB)",
                                        a_bytes + w_bytes + out_bytes));
   }
-  // Buffers, released whatever happens.
-  struct Buffers {
-    Device& d;
-    std::vector<HostBuffer> list;
-    ~Buffers() {
-      for (const HostBuffer& hb : list) {
-        try {
-          d.release(hb);
-        } catch (...) {
-        }
-      }
-    }
-    HostBuffer add(uint64_t size, const char* name) {
-      list.push_back(d.alloc(static_cast<uint32_t>(size), name));
-      return list.back();
-    }
-  } bufs{dev, {}};
+  ScopedBuffers bufs(dev);  // released whatever happens
   const std::vector<uint8_t> a_packed = pack_rows(a, spec.m, spec.k, N);
   const std::vector<uint8_t> w_packed = pack_weights(w, spec.k, spec.n, N);
   const std::vector<uint8_t> q_packed = pack_quant(spec, N);
@@ -669,7 +653,7 @@ MatmulRun run_matmul(Device& dev, const MatmulSpec& spec, const std::vector<uint
 
   ProgramBuilder b(prm);
   std::vector<HostRange> ranges;
-  for (const HostBuffer& hb : bufs.list) ranges.push_back({hb.addr, hb.size, hb.name});
+  for (const HostBuffer& hb : bufs.list()) ranges.push_back({hb.addr, hb.size, hb.name});
   b.set_host_ranges(ranges);
   emit_matmul(b, spec, plan, addrs);
   const std::vector<Instruction> program = b.finish();
