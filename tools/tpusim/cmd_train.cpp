@@ -347,7 +347,10 @@ std::unique_ptr<tpu::Device> open_train_device(const TrainArgs& a,
   tpusim::DeviceOptions d;
   d.backend = "model";
   tpu::ChipParams p = a.n ? tpu::ChipParams::training(a.n) : tpusim::open_device(d, vm)->params();
-  if (!p.has_vmem()) p.vmem_rows = tpu::ChipParams::kTrainingVmemRows;
+  if (!p.has_vmem()) {  // the int8 tpusim's model: give it the training chip's VMEM and port
+    p.vmem_rows = tpu::ChipParams::kTrainingVmemRows;
+    p.vmem_port_bytes = tpu::ChipParams::training(p.N).vmem_port_bytes;
+  }
   return std::make_unique<tpu::ModelDevice>(p);
 }
 
