@@ -282,8 +282,9 @@ int run_allreduce(const tpusim::Args& args) {
   }
   if (backend == "rtl") {
     throw std::runtime_error(
-        "--backend rtl: the RTL inter-chip links do not exist yet (issue 31: the chip's link "
-        "ports and the Verilated pod come in a later stage); use --backend model");
+        "--backend rtl: no simulator of a pod of RTL chips is built yet (issue 31: the chip's "
+        "link ports exist and tests/pod/core_pod_test joins Verilated chips, but tpusim runs "
+        "one chip per process); use --backend model");
   }
   if (backend != "model") {
     throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
