@@ -136,7 +136,8 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release "-DTPU_SIM_N_LIST=$n_list
 labels2=()  # a second selection of tests (run after the first), or none
 block_targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
                vpu_test_n4 vpu_test_n4_s2 vpu_test_n4_s4 mxu_path_test_n4 decoder_div_test regs_test
-               ici_test_n4_w32 ici_test_n4_w128)
+               ici_test_n4_w32 ici_test_n4_w128 vmem_test_s1 vmem_test_s4
+               mxu_product_test vdma_rd_test_n4 vdma_wr_test_n4)
 train_targets=(random_train_chip_test_n4 train_rtl_tests_n4)
 if [ "$full" = 1 ]; then
   targets=(all)
