@@ -100,7 +100,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   PerfCounters& c = out.stats.counters;
   c.instr_retired = r.retired;
   uint64_t act_rows = 0;
-  uint64_t vpu_rows = 0;  // VMEM rows walked by the training instructions
+  uint64_t vpu_rows = 0;        // VMEM rows walked by the training instructions
   uint64_t vmem_dma_bytes = 0;  // read_vmem / write_vmem bytes (the VMEM port's)
   for (uint64_t i = 0; i < r.retired; ++i) {
     InstrBytes word;

@@ -185,11 +185,11 @@ class Chip {
   uint64_t counter(unsigned index);
   Params params();
   Status status();
-  bool irq() const;                         // current level of irq_o
-  const AxiBridgeStats& axi_stats() const;  // traffic on m_axi_* since construction
+  bool irq() const;                              // current level of irq_o
+  const AxiBridgeStats& axi_stats() const;       // traffic on m_axi_* since construction
   const AxiBridgeStats& vmem_axi_stats() const;  // ... on m_vaxi_* (the VMEM port)
-  uint64_t cycle() const;                   // rising clock edges since simulation start
-  uint64_t edges_run_ahead() const;         // of those, the ones the core model evaluated ahead
+  uint64_t cycle() const;                        // rising clock edges since simulation start
+  uint64_t edges_run_ahead() const;  // of those, the ones the core model evaluated ahead
 
   // Instruction trace (sim/trace.h) from tpu_core's trace port: off by default, and then it
   // costs nothing. While on, each run's issued instructions are recorded with the cycles they

@@ -9,8 +9,8 @@
 //   - Every output is a function of the flops only, except s_axil_awready_o, s_axil_wready_o
 //     and s_axil_arready_o, which also depend on s_axil_*valid_i (tpu_regs accepts a request in
 //     the cycle it arrives). So between edges only a change of an s_axil_* input needs an
-//     evaluation; the m_axi_* / m_vaxi_* inputs the bridges drive after an edge are sampled at the next
-//     edge, where the model first settles with them (clock low) and then takes the edge. Every
+//     evaluation; the m_axi_* / m_vaxi_* inputs the bridges drive after an edge are sampled at the
+//     next edge, where the model first settles with them (clock low) and then takes the edge. Every
 //     value a clocked process samples on a rising edge is the same as with Verilator's wrapper.
 //   - An output port is written only when its value changed.
 // While a VCD file is being written (set_every_change(true)), it evaluates on every change of
@@ -79,68 +79,68 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
 #endif
 constexpr unsigned kVaxiWidth = TPU_SIM_VMEM_ROWS != 0 ? 32 * TPU_SIM_N : 32;
 
-#define TPU_CORE_AXI_INPUTS(X) \
-  X(m_vaxi_arready_i, 1)       \
+#define TPU_CORE_AXI_INPUTS(X)  \
+  X(m_vaxi_arready_i, 1)        \
   X(m_vaxi_rdata_i, kVaxiWidth) \
-  X(m_vaxi_rresp_i, 2)         \
-  X(m_vaxi_rlast_i, 1)         \
-  X(m_vaxi_rvalid_i, 1)        \
-  X(m_vaxi_awready_i, 1)       \
-  X(m_vaxi_wready_i, 1)        \
-  X(m_vaxi_bresp_i, 2)         \
-  X(m_vaxi_bvalid_i, 1)        \
-  X(m_axi_arready_i, 1)        \
-  X(m_axi_rdata_i, kAxiWidth)  \
-  X(m_axi_rresp_i, 2)          \
-  X(m_axi_rlast_i, 1)          \
-  X(m_axi_rvalid_i, 1)         \
-  X(m_axi_awready_i, 1)        \
-  X(m_axi_wready_i, 1)         \
-  X(m_axi_bresp_i, 2)          \
+  X(m_vaxi_rresp_i, 2)          \
+  X(m_vaxi_rlast_i, 1)          \
+  X(m_vaxi_rvalid_i, 1)         \
+  X(m_vaxi_awready_i, 1)        \
+  X(m_vaxi_wready_i, 1)         \
+  X(m_vaxi_bresp_i, 2)          \
+  X(m_vaxi_bvalid_i, 1)         \
+  X(m_axi_arready_i, 1)         \
+  X(m_axi_rdata_i, kAxiWidth)   \
+  X(m_axi_rresp_i, 2)           \
+  X(m_axi_rlast_i, 1)           \
+  X(m_axi_rvalid_i, 1)          \
+  X(m_axi_awready_i, 1)         \
+  X(m_axi_wready_i, 1)          \
+  X(m_axi_bresp_i, 2)           \
   X(m_axi_bvalid_i, 1)
 #define TPU_CORE_OUTPUTS(X) TPU_CORE_PIN_OUTPUTS(X) TPU_CORE_TRACE_OUTPUTS(X)
 // The outputs but the trace port.
-#define TPU_CORE_PIN_OUTPUTS(X)   \
-  X(s_axil_awready_o, 1)          \
-  X(s_axil_wready_o, 1)           \
-  X(s_axil_bresp_o, 2)            \
-  X(s_axil_bvalid_o, 1)           \
-  X(s_axil_arready_o, 1)          \
-  X(s_axil_rdata_o, 32)           \
-  X(s_axil_rresp_o, 2)            \
-  X(s_axil_rvalid_o, 1)           \
-  X(m_axi_araddr_o, 32)           \
-  X(m_axi_arlen_o, 8)             \
-  X(m_axi_arsize_o, 3)            \
-  X(m_axi_arburst_o, 2)           \
-  X(m_axi_arvalid_o, 1)           \
-  X(m_axi_rready_o, 1)            \
-  X(m_axi_awaddr_o, 32)           \
-  X(m_axi_awlen_o, 8)             \
-  X(m_axi_awsize_o, 3)            \
-  X(m_axi_awburst_o, 2)           \
-  X(m_axi_awvalid_o, 1)           \
-  X(m_axi_wdata_o, kAxiWidth)     \
-  X(m_axi_wstrb_o, kAxiWidth / 8) \
-  X(m_axi_wlast_o, 1)             \
-  X(m_axi_wvalid_o, 1)            \
-  X(m_axi_bready_o, 1)            \
-  X(m_vaxi_araddr_o, 32)          \
-  X(m_vaxi_arlen_o, 8)            \
-  X(m_vaxi_arsize_o, 3)           \
-  X(m_vaxi_arburst_o, 2)          \
-  X(m_vaxi_arvalid_o, 1)          \
-  X(m_vaxi_rready_o, 1)           \
-  X(m_vaxi_awaddr_o, 32)          \
-  X(m_vaxi_awlen_o, 8)            \
-  X(m_vaxi_awsize_o, 3)           \
-  X(m_vaxi_awburst_o, 2)          \
-  X(m_vaxi_awvalid_o, 1)          \
-  X(m_vaxi_wdata_o, kVaxiWidth)   \
+#define TPU_CORE_PIN_OUTPUTS(X)     \
+  X(s_axil_awready_o, 1)            \
+  X(s_axil_wready_o, 1)             \
+  X(s_axil_bresp_o, 2)              \
+  X(s_axil_bvalid_o, 1)             \
+  X(s_axil_arready_o, 1)            \
+  X(s_axil_rdata_o, 32)             \
+  X(s_axil_rresp_o, 2)              \
+  X(s_axil_rvalid_o, 1)             \
+  X(m_axi_araddr_o, 32)             \
+  X(m_axi_arlen_o, 8)               \
+  X(m_axi_arsize_o, 3)              \
+  X(m_axi_arburst_o, 2)             \
+  X(m_axi_arvalid_o, 1)             \
+  X(m_axi_rready_o, 1)              \
+  X(m_axi_awaddr_o, 32)             \
+  X(m_axi_awlen_o, 8)               \
+  X(m_axi_awsize_o, 3)              \
+  X(m_axi_awburst_o, 2)             \
+  X(m_axi_awvalid_o, 1)             \
+  X(m_axi_wdata_o, kAxiWidth)       \
+  X(m_axi_wstrb_o, kAxiWidth / 8)   \
+  X(m_axi_wlast_o, 1)               \
+  X(m_axi_wvalid_o, 1)              \
+  X(m_axi_bready_o, 1)              \
+  X(m_vaxi_araddr_o, 32)            \
+  X(m_vaxi_arlen_o, 8)              \
+  X(m_vaxi_arsize_o, 3)             \
+  X(m_vaxi_arburst_o, 2)            \
+  X(m_vaxi_arvalid_o, 1)            \
+  X(m_vaxi_rready_o, 1)             \
+  X(m_vaxi_awaddr_o, 32)            \
+  X(m_vaxi_awlen_o, 8)              \
+  X(m_vaxi_awsize_o, 3)             \
+  X(m_vaxi_awburst_o, 2)            \
+  X(m_vaxi_awvalid_o, 1)            \
+  X(m_vaxi_wdata_o, kVaxiWidth)     \
   X(m_vaxi_wstrb_o, kVaxiWidth / 8) \
-  X(m_vaxi_wlast_o, 1)            \
-  X(m_vaxi_wvalid_o, 1)           \
-  X(m_vaxi_bready_o, 1)           \
+  X(m_vaxi_wlast_o, 1)              \
+  X(m_vaxi_wvalid_o, 1)             \
+  X(m_vaxi_bready_o, 1)             \
   X(irq_o, 1)
 // The trace port (observation only: the instruction trace, a VCD).
 #define TPU_CORE_TRACE_OUTPUTS(X) \

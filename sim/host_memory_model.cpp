@@ -199,8 +199,7 @@ void HostMemoryModel::transport(Port& port, tlm::tlm_generic_payload& trans,
   const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
   const sc_core::sc_time start = std::max(arrival, port.free_at);
   const uint64_t transfer_cycles =
-      timing.bytes_per_cycle == 0 ? 0
-                                   : (len + timing.bytes_per_cycle - 1) / timing.bytes_per_cycle;
+      timing.bytes_per_cycle == 0 ? 0 : (len + timing.bytes_per_cycle - 1) / timing.bytes_per_cycle;
   const sc_core::sc_time transfer = clock_period_ * static_cast<double>(transfer_cycles);
   port.free_at = start + transfer;
   delay = start + transfer + latency - sc_core::sc_time_stamp();

@@ -79,7 +79,9 @@ TEST(FloatMatmulRtl, SpecialValuesEqualModelAndReference) {
   check_case(rtl, model, {3, 2 * N + 1, 5, 32}, FloatTransfer::Float32, 8);
 }
 
-TEST(FloatMatmulRtl, BfloatTransferSameBitsFewerCycles) {
+// bf16 moves half the bytes into VMEM; on the VMEM port (one VMEM row per beat, issue 30) a
+// bf16 row costs a beat as an fp32 row does, so cycles are no more (fewer on a narrow port).
+TEST(FloatMatmulRtl, BfloatTransferSameBitsFewerBytes) {
   if ((2 * N) % 16 != 0)
     GTEST_SKIP() << "a bf16 VMEM row of N = " << N << " is not 16-byte aligned";
   RtlDevice rtl;
@@ -90,7 +92,8 @@ TEST(FloatMatmulRtl, BfloatTransferSameBitsFewerCycles) {
   const auto f = run_float_matmul(rtl, a, w, 48, 64, 40, FloatTransfer::Float32);
   const auto h = run_float_matmul(rtl, a, w, 48, 64, 40, FloatTransfer::Bfloat16);
   EXPECT_EQ(bits(f.out), bits(h.out));
-  EXPECT_LT(h.stats.cycles, f.stats.cycles);
+  EXPECT_LT(h.stats.counters.dma_rd_bytes, f.stats.counters.dma_rd_bytes);
+  EXPECT_LE(h.stats.cycles, f.stats.cycles);
   // The same run twice: the same cycles (the chip's timing is deterministic).
   EXPECT_EQ(run_float_matmul(rtl, a, w, 48, 64, 40, FloatTransfer::Float32).stats.cycles,
             f.stats.cycles);

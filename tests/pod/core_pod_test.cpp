@@ -39,6 +39,7 @@ constexpr uint32_t kWidth = 64;             // IciWidth of the build
 constexpr uint32_t kBpr = 32 * N / kWidth;  // beats per row
 constexpr uint32_t kVmemRows = 256;
 constexpr uint32_t kBeat = 4;             // AXI data bytes (min(8N, 128) bits at N = 4)
+constexpr uint32_t kVBeat = 4 * N;        // the VMEM port's data bytes (one fp32 VMEM row)
 constexpr uint32_t kMemSize = 64 * 1024;  // host memory of each chip, from address 0
 constexpr uint32_t kData = 0x1000;        // input rows
 constexpr uint32_t kOut = 0x6000;         // rows written back
@@ -64,17 +65,83 @@ tpu::ChipParams chip_params() {
 }
 
 // One Verilated chip with its host memory and AXI slave.
-struct Chip {
-  std::unique_ptr<VerilatedContext> ctx = std::make_unique<VerilatedContext>();
-  std::unique_ptr<Vtpu_core> m = std::make_unique<Vtpu_core>(ctx.get());
-  std::vector<uint8_t> mem = std::vector<uint8_t>(kMemSize, 0);
+// One AXI4 slave port's state: accepted bursts and the beat counts (always ready, one read
+// beat per cycle, responses OKAY).
+struct AxiSlave {
   struct Burst {
     uint32_t addr, beats;
   };
   std::deque<Burst> rd, wr;  // accepted AR / AW
   uint32_t rd_beat = 0, wr_beat = 0, bresp_pending = 0;
+};
+
+struct Chip {
+  std::unique_ptr<VerilatedContext> ctx = std::make_unique<VerilatedContext>();
+  std::unique_ptr<Vtpu_core> m = std::make_unique<Vtpu_core>(ctx.get());
+  std::vector<uint8_t> mem = std::vector<uint8_t>(kMemSize, 0);
+  AxiSlave axi, vaxi;      // m_axi_* (host port) and m_vaxi_* (the VMEM port), one memory
   bool axi_error = false;  // an access outside the memory (reported by the test)
 };
+
+// The slave's outputs of a port whose beats are `beat` bytes (data as a field of `rdata`).
+template <typename Bit, typename Data>
+void drive_slave(AxiSlave& s, const std::vector<uint8_t>& mem, bool& error, uint32_t beat,
+                 Bit& arready, Bit& awready, Bit& wready, Bit& rvalid, Bit& rresp, Data& rdata,
+                 Bit& rlast, Bit& bvalid, Bit& bresp) {
+  arready = 1;
+  awready = 1;
+  wready = !s.wr.empty();
+  rvalid = !s.rd.empty();
+  rresp = 0;
+  rlast = 0;
+  for (uint32_t w = 0; w < beat / 4; ++w) set_field(rdata, 32 * w, 32, 0);
+  if (!s.rd.empty()) {
+    const uint32_t a = s.rd.front().addr + beat * s.rd_beat;
+    if (a + beat <= kMemSize) {
+      for (uint32_t w = 0; w < beat / 4; ++w) {
+        uint32_t v = 0;
+        std::memcpy(&v, &mem[a + 4 * w], 4);
+        set_field(rdata, 32 * w, 32, v);
+      }
+    } else {
+      error = true;
+    }
+    rlast = s.rd_beat + 1 == s.rd.front().beats;
+  }
+  bvalid = s.bresp_pending != 0;
+  bresp = 0;
+}
+
+// The handshakes of the cycle on one port (after eval, before the edge).
+template <typename Bit, typename Addr, typename Len, typename Data, typename Strb>
+void observe_slave(AxiSlave& s, std::vector<uint8_t>& mem, bool& error, uint32_t beat, Bit rvalid,
+                   Bit rready, Bit arvalid, Bit arready, Addr araddr, Len arlen, Bit wvalid,
+                   Bit wready, const Data& wdata, Strb wstrb, Bit awvalid, Bit awready, Addr awaddr,
+                   Len awlen, Bit bvalid, Bit bready) {
+  if (rvalid && rready && ++s.rd_beat == s.rd.front().beats) {
+    s.rd.pop_front();
+    s.rd_beat = 0;
+  }
+  if (arvalid && arready) s.rd.push_back({araddr, uint32_t{arlen} + 1});
+  if (wvalid && wready) {
+    const uint32_t a = s.wr.front().addr + beat * s.wr_beat;
+    for (uint32_t b = 0; b < beat; ++b) {
+      if (((wstrb >> b) & 1u) == 0) continue;
+      if (a + b < kMemSize) {
+        mem[a + b] = static_cast<uint8_t>(get_field(wdata, 8 * b, 8));
+      } else {
+        error = true;
+      }
+    }
+    if (++s.wr_beat == s.wr.front().beats) {
+      s.wr.pop_front();
+      s.wr_beat = 0;
+      ++s.bresp_pending;
+    }
+  }
+  if (awvalid && awready) s.wr.push_back({awaddr, uint32_t{awlen} + 1});
+  if (bvalid && bready) --s.bresp_pending;
+}
 
 class CorePod {
  public:
@@ -194,65 +261,32 @@ class CorePod {
     return false;
   }
 
-  // The AXI slave's outputs for this cycle (always ready; one read beat per cycle).
+  // The AXI slaves' outputs for this cycle (always ready; one read beat per cycle).
   void drive(uint32_t r) {
     Chip& c = chips_[r];
     Vtpu_core& m = *c.m;
-    m.m_axi_arready_i = 1;
-    m.m_axi_awready_i = 1;
-    m.m_axi_wready_i = !c.wr.empty();
-    m.m_axi_rvalid_i = !c.rd.empty();
-    m.m_axi_rresp_i = 0;
-    m.m_axi_rdata_i = 0;
-    m.m_axi_rlast_i = 0;
-    if (!c.rd.empty()) {
-      const uint32_t a = c.rd.front().addr + kBeat * c.rd_beat;
-      uint32_t v = 0;
-      if (a + kBeat <= kMemSize) {
-        std::memcpy(&v, &c.mem[a], kBeat);
-      } else {
-        c.axi_error = true;
-      }
-      m.m_axi_rdata_i = v;
-      m.m_axi_rlast_i = c.rd_beat + 1 == c.rd.front().beats;
-    }
-    m.m_axi_bvalid_i = c.bresp_pending != 0;
-    m.m_axi_bresp_i = 0;
+    drive_slave(c.axi, c.mem, c.axi_error, kBeat, m.m_axi_arready_i, m.m_axi_awready_i,
+                m.m_axi_wready_i, m.m_axi_rvalid_i, m.m_axi_rresp_i, m.m_axi_rdata_i,
+                m.m_axi_rlast_i, m.m_axi_bvalid_i, m.m_axi_bresp_i);
+    drive_slave(c.vaxi, c.mem, c.axi_error, kVBeat, m.m_vaxi_arready_i, m.m_vaxi_awready_i,
+                m.m_vaxi_wready_i, m.m_vaxi_rvalid_i, m.m_vaxi_rresp_i, m.m_vaxi_rdata_i,
+                m.m_vaxi_rlast_i, m.m_vaxi_bvalid_i, m.m_vaxi_bresp_i);
   }
 
   // The AXI handshakes of the cycle (after eval, before the edge).
   void axi_observe(uint32_t r) {
     Chip& c = chips_[r];
     Vtpu_core& m = *c.m;
-    if (m.m_axi_rvalid_i && m.m_axi_rready_o) {
-      if (++c.rd_beat == c.rd.front().beats) {
-        c.rd.pop_front();
-        c.rd_beat = 0;
-      }
-    }
-    if (m.m_axi_arvalid_o && m.m_axi_arready_i) {
-      c.rd.push_back({m.m_axi_araddr_o, uint32_t{m.m_axi_arlen_o} + 1});
-    }
-    if (m.m_axi_wvalid_o && m.m_axi_wready_i) {
-      const uint32_t a = c.wr.front().addr + kBeat * c.wr_beat;
-      for (uint32_t b = 0; b < kBeat; ++b) {
-        if (((m.m_axi_wstrb_o >> b) & 1u) == 0) continue;
-        if (a + b < kMemSize) {
-          c.mem[a + b] = static_cast<uint8_t>(m.m_axi_wdata_o >> (8 * b));
-        } else {
-          c.axi_error = true;
-        }
-      }
-      if (++c.wr_beat == c.wr.front().beats) {
-        c.wr.pop_front();
-        c.wr_beat = 0;
-        ++c.bresp_pending;
-      }
-    }
-    if (m.m_axi_awvalid_o && m.m_axi_awready_i) {
-      c.wr.push_back({m.m_axi_awaddr_o, uint32_t{m.m_axi_awlen_o} + 1});
-    }
-    if (m.m_axi_bvalid_i && m.m_axi_bready_o) --c.bresp_pending;
+    observe_slave(c.axi, c.mem, c.axi_error, kBeat, m.m_axi_rvalid_i, m.m_axi_rready_o,
+                  m.m_axi_arvalid_o, m.m_axi_arready_i, m.m_axi_araddr_o, m.m_axi_arlen_o,
+                  m.m_axi_wvalid_o, m.m_axi_wready_i, m.m_axi_wdata_o, m.m_axi_wstrb_o,
+                  m.m_axi_awvalid_o, m.m_axi_awready_i, m.m_axi_awaddr_o, m.m_axi_awlen_o,
+                  m.m_axi_bvalid_i, m.m_axi_bready_o);
+    observe_slave(c.vaxi, c.mem, c.axi_error, kVBeat, m.m_vaxi_rvalid_i, m.m_vaxi_rready_o,
+                  m.m_vaxi_arvalid_o, m.m_vaxi_arready_i, m.m_vaxi_araddr_o, m.m_vaxi_arlen_o,
+                  m.m_vaxi_wvalid_o, m.m_vaxi_wready_i, m.m_vaxi_wdata_o, m.m_vaxi_wstrb_o,
+                  m.m_vaxi_awvalid_o, m.m_vaxi_awready_i, m.m_vaxi_awaddr_o, m.m_vaxi_awlen_o,
+                  m.m_vaxi_bvalid_i, m.m_vaxi_bready_o);
   }
 
   void clock_edge(uint32_t r) {

@@ -50,7 +50,7 @@ struct Cmd {
 
 // Timing and backpressure of the slave.
 struct SlaveConfig {
-  double stall = 0.0;          // probability a ready / valid is held back in a cycle
+  double stall = 0.0;  // probability a ready / valid is held back in a cycle
   uint32_t min_latency = 1, max_latency = 8;
   uint32_t err_lo = 0, err_hi = 0;  // SLVERR for bursts overlapping [err_lo, err_hi)
 };
@@ -176,8 +176,8 @@ class Bench {
     if (ar_fire) {
       check_burst("AR", ar_prev_addr_, ar_prev_len_);
       const uint32_t beats = ar_prev_len_ + 1;
-      reads_.push_back({ar_prev_addr_, beats, 0, cycles + latency(),
-                        error_at(ar_prev_addr_, beats * kBeat)});
+      reads_.push_back(
+          {ar_prev_addr_, beats, 0, cycles + latency(), error_at(ar_prev_addr_, beats * kBeat)});
     }
     if (r_fire) {
       Burst& b = reads_.front();
@@ -219,7 +219,8 @@ class Bench {
     std::vector<uint8_t> wdata(kBeat);
     get_bytes(t.w_data_o, wdata.data(), kBeat);
     std::vector<uint8_t> strb(kBeat);
-    for (uint32_t i = 0; i < kBeat; ++i) strb[i] = static_cast<uint8_t>(get_field(t.w_strb_o, i, 1));
+    for (uint32_t i = 0; i < kBeat; ++i)
+      strb[i] = static_cast<uint8_t>(get_field(t.w_strb_o, i, 1));
     if (w_hold_ && (!t.w_valid_o || wdata != w_prev_ || strb != w_prev_strb_))
       violations.push_back("W changed before WREADY");
     w_hold_ = t.w_valid_o && !w_fire;
@@ -302,9 +303,15 @@ Cmd random_cmd(std::mt19937_64& rng, uint32_t max_rows) {
   c.bf16 = rng() % 3 == 0;
   c.rows = 1 + static_cast<uint32_t>(rng() % max_rows);
   switch (rng() % 4) {
-    case 0: c.stride = 0; break;
-    case 1: c.stride = c.row_bytes(); break;
-    default: c.stride = 16 * (1 + static_cast<uint32_t>(rng() % (c.row_bytes() / 4 + 8))); break;
+    case 0:
+      c.stride = 0;
+      break;
+    case 1:
+      c.stride = c.row_bytes();
+      break;
+    default:
+      c.stride = 16 * (1 + static_cast<uint32_t>(rng() % (c.row_bytes() / 4 + 8)));
+      break;
   }
   const uint32_t span = (c.rows - 1) * c.step() + c.row_bytes();
   if (span + 64 >= kMem) c.rows = 1;
@@ -356,7 +363,8 @@ std::vector<std::pair<uint32_t, std::vector<uint32_t>>> expected_rows(
     std::vector<uint32_t> row(N);
     for (uint32_t l = 0; l < N; ++l) {
       if (c.bf16) {
-        row[l] = tpu::fp::from_bf16(static_cast<uint16_t>(mem[a + 2 * l] | mem[a + 2 * l + 1] << 8));
+        row[l] =
+            tpu::fp::from_bf16(static_cast<uint16_t>(mem[a + 2 * l] | mem[a + 2 * l + 1] << 8));
       } else {
         uint32_t v = 0;
         for (int b = 0; b < 4; ++b) v |= uint32_t{mem[a + 4 * l + b]} << (8 * b);

@@ -163,7 +163,7 @@ TEST(TrainChipCorners, VmemPortErrorsFaultAtTheInstruction) {
   const std::vector<std::pair<uint32_t, std::vector<uint8_t>>> mem = {{kDataBase, data}};
   for (const Case& k : cases) {
     if (k.outside && beat <= 16) continue;  // N = 4: a beat is one 16-byte block
-    tpu::ReadVmem warm;  // a valid transfer first
+    tpu::ReadVmem warm;                     // a valid transfer first
     warm.vmem_addr = 0;
     warm.rows = 40;
     warm.host_addr = kDataBase + 16;
@@ -173,8 +173,10 @@ TEST(TrainChipCorners, VmemPortErrorsFaultAtTheInstruction) {
     d.host_addr = k.host_addr;
     d.host_stride = k.stride;
     std::vector<tpu::Instruction> program = {warm};
-    if (k.write) program.push_back(tpu::WriteVmem{d});
-    else program.push_back(tpu::ReadVmem{d});
+    if (k.write)
+      program.push_back(tpu::WriteVmem{d});
+    else
+      program.push_back(tpu::ReadVmem{d});
     program.push_back(tpu::Halt{});
     RunConfig cfg;
     if (k.err_at != 0) cfg.slverr.push_back({k.err_at, 16});
