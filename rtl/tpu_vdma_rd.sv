@@ -66,7 +66,7 @@ module tpu_vdma_rd #(
   logic [8:0]       bidx_q, bidx_d;      // beat of the oldest burst received next
   logic [23:0]      rows_left_q, rows_left_d;
   logic [15:0]      vaddr_q, vaddr_d;
-  logic [CapG-1:0][63:0] fifo_q, fifo_d, fifo_s;
+  logic [64*CapG-1:0] fifo_q, fifo_d, fifo_s;  // CapG groups of 64 bits
   logic [CntW-1:0]  cnt_q, cnt_d, cnt_s;
 
   logic        start, a_valid, a_next, d_valid, d_next;
@@ -117,10 +117,10 @@ module tpu_vdma_rd #(
   always_comb begin
     src = '0;
     for (int p = 0; p < 32'(CapG); p++) begin
-      fifo_s[p] = fifo_q[p];
+      fifo_s[64*(p) +: 64] = fifo_q[64*(p) +: 64];
       if (pop) begin
-        if (bf16_q) fifo_s[p] = (p + N / 4 < CapG) ? fifo_q[(p + N / 4) % CapG] : 64'd0;
-        else        fifo_s[p] = (p + BeatG < CapG) ? fifo_q[(p + BeatG) % CapG] : 64'd0;
+        if (bf16_q) fifo_s[64*(p) +: 64] = (p + N / 4 < CapG) ? fifo_q[64*((p + N / 4) % CapG) +: 64] : 64'd0;
+        else        fifo_s[64*(p) +: 64] = (p + BeatG < CapG) ? fifo_q[64*((p + BeatG) % CapG) +: 64] : 64'd0;
       end
     end
     fifo_d = fifo_s;
@@ -129,7 +129,7 @@ module tpu_vdma_rd #(
       // Granules [lo_b/8, hi_b/8) of the beat go to positions cnt_s on.
       for (int p = 0; p < 32'(CapG); p++) begin
         src = 32'(p) - 32'(cnt_s) + (lo_b >> 3);
-        if (32'(p) >= 32'(cnt_s) && src < (hi_b >> 3)) fifo_d[p] = r_data_i[64*(src % BeatG) +: 64];
+        if (32'(p) >= 32'(cnt_s) && src < (hi_b >> 3)) fifo_d[64*(p) +: 64] = r_data_i[64*(src % BeatG) +: 64];
       end
       cnt_d = cnt_s + CntW'((hi_b - lo_b) >> 3);
     end
@@ -177,10 +177,10 @@ module tpu_vdma_rd #(
 
   // The row leaving the FIFO: fp32 as it is, bf16 widened.
   always_comb begin
-    vm_w_wdata_o = fifo_q[BeatG-1:0];
+    vm_w_wdata_o = fifo_q[64*BeatG-1:0];
     if (bf16_q) begin
       for (int l = 0; l < 32'(N); l++) begin
-        vm_w_wdata_o[32*l +: 32] = tpu_fp_pkg::bf16_to_fp32(fifo_q[l / 4][16*(l % 4) +: 16]);
+        vm_w_wdata_o[32*l +: 32] = tpu_fp_pkg::bf16_to_fp32(fifo_q[64*(l / 4) + 16*(l % 4) +: 16]);
       end
     end
   end

@@ -71,7 +71,7 @@ module tpu_vdma_wr #(
   logic [8:0]       bidx_q, bidx_d;     // beat of the current W burst
   logic [23:0]      rd_left_q, rd_left_d;
   logic [15:0]      vaddr_q, vaddr_d;
-  logic [CapG-1:0][63:0] fifo_q, fifo_d, fifo_s;
+  logic [64*CapG-1:0] fifo_q, fifo_d, fifo_s;  // CapG groups of 64 bits
   logic [CntW-1:0]  cnt_q, cnt_d, cnt_s;
 
   logic        start, a_valid, a_next, d_valid, d_next;
@@ -121,7 +121,7 @@ module tpu_vdma_wr #(
     w_strb_o = '0;
     for (int q = 0; q < 32'(BeatG); q++) begin
       if (32'(q) >= 32'(lo_g) && 32'(q) < 32'(lo_g) + 32'(need_g)) begin
-        w_data_o[64*q +: 64] = fifo_q[(32'(q) - 32'(lo_g)) % CapG];
+        w_data_o[64*q +: 64] = fifo_q[64*((32'(q) - 32'(lo_g)) % CapG) +: 64];
         w_strb_o[8*q +: 8]   = 8'hFF;
       end
     end
@@ -143,9 +143,9 @@ module tpu_vdma_wr #(
   always_comb begin
     src = '0;
     for (int p = 0; p < 32'(CapG); p++) begin
-      fifo_s[p] = fifo_q[p];
+      fifo_s[64*(p) +: 64] = fifo_q[64*(p) +: 64];
       if (w_fire) begin
-        fifo_s[p] = (32'(p) + 32'(need_g) < CapG) ? fifo_q[(32'(p) + 32'(need_g)) % CapG] : 64'd0;
+        fifo_s[64*(p) +: 64] = (32'(p) + 32'(need_g) < CapG) ? fifo_q[64*((32'(p) + 32'(need_g)) % CapG) +: 64] : 64'd0;
       end
     end
     cnt_s  = w_fire ? cnt_q - need_g : cnt_q;
@@ -155,7 +155,7 @@ module tpu_vdma_wr #(
       for (int p = 0; p < 32'(CapG); p++) begin
         src = 32'(p) - 32'(cnt_s);
         if (32'(p) >= 32'(cnt_s) && src < 32'(row_g)) begin
-          fifo_d[p] = bf16_q ? row_bf16[64*(src % (N / 4)) +: 64]
+          fifo_d[64*(p) +: 64] = bf16_q ? row_bf16[64*(src % (N / 4)) +: 64]
                              : vm_rdata_i[64*(src % BeatG) +: 64];
         end
       end

@@ -411,8 +411,8 @@ MUTANTS = [
      "read_vmem bf16 with host_stride = 4N reads the rows contiguously (2N apart): both of "
      "tpu_vdma_rd's walkers take a 4N stride as the (fp32) row size"),
     ("vdi_bf16_no_daz", "tpu_vdma_rd.sv",
-     "vm_w_wdata_o[32*l +: 32] = tpu_fp_pkg::bf16_to_fp32(fifo_q[l / 4][16*(l % 4) +: 16]);",
-     "vm_w_wdata_o[32*l +: 32] = {fifo_q[l / 4][16*(l % 4) +: 16], 16'd0};",
+     "vm_w_wdata_o[32*l +: 32] = tpu_fp_pkg::bf16_to_fp32(fifo_q[64*(l / 4) + 16*(l % 4) +: 16]);",
+     "vm_w_wdata_o[32*l +: 32] = {fifo_q[64*(l / 4) + 16*(l % 4) +: 16], 16'd0};",
      "read_vmem bf16 widens each lane without flushing subnormals or canonicalizing NaN"),
     ("vdi_row_count", "tpu_vdma_rd.sv",
      "if ((pop && rows_left_q == 24'd1) ||",
