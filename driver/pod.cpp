@@ -125,15 +125,19 @@ Footprint vmem_footprint(const Instruction& in, uint32_t n) {
 
 // The model's estimate of a unit's busy cycles for an instruction (pod.h).
 uint64_t unit_cycles(const Instruction& in, const ChipParams& p) {
-  const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);  // DMA bytes per cycle
-  auto dma = [&](uint64_t bytes) { return (bytes + rate - 1) / rate; };
-  if (const auto* rh = std::get_if<ReadHost>(&in)) return dma(uint64_t{rh->rows} * p.N);
-  if (const auto* wh = std::get_if<WriteHost>(&in)) return dma(uint64_t{wh->rows} * p.N);
-  if (const auto* rw = std::get_if<ReadWeights>(&in)) return dma(uint64_t{rw->tiles} * p.N * p.N);
+  // DMA bytes per cycle: the device-memory port as in device_model.cpp (half a beat), and
+  // read_vmem / write_vmem on the VMEM port when the chip has one (ChipParams::vmem_port_bytes).
+  const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);
+  const uint64_t vrate = p.vmem_port_bytes != 0 ? p.vmem_port_bytes : rate;
+  auto dma = [](uint64_t bytes, uint64_t r) { return (bytes + r - 1) / r; };
+  if (const auto* rh = std::get_if<ReadHost>(&in)) return dma(uint64_t{rh->rows} * p.N, rate);
+  if (const auto* wh = std::get_if<WriteHost>(&in)) return dma(uint64_t{wh->rows} * p.N, rate);
+  if (const auto* rw = std::get_if<ReadWeights>(&in))
+    return dma(uint64_t{rw->tiles} * p.N * p.N, rate);
   if (const auto* rv = std::get_if<ReadVmem>(&in))
-    return dma(rv->rows * uint64_t{rv->row_bytes(p.N)});
+    return dma(rv->rows * uint64_t{rv->row_bytes(p.N)}, vrate);
   if (const auto* wv = std::get_if<WriteVmem>(&in))
-    return dma(wv->rows * uint64_t{wv->row_bytes(p.N)});
+    return dma(wv->rows * uint64_t{wv->row_bytes(p.N)}, vrate);
   if (const auto* mm = std::get_if<Matmul>(&in)) return uint64_t{mm->inner} * mm->outer;
   if (const auto* mb = std::get_if<MatmulBf16>(&in)) return uint64_t{mb->inner} * mb->outer;
   if (const auto* a = std::get_if<Activate>(&in)) return a->unit_cycles();

@@ -17,7 +17,9 @@
 // link for ceil(B / bytes_per_cycle) cycles and completes at the receiver `latency` cycles
 // after that; every instruction takes one issue cycle, and an instruction other than a link
 // instruction also the busy time of its unit (vector / transpose / VMEM rows walked, DMA bytes
-// at AXI bytes / 2 per cycle, matmul rows), one after another (no overlap between units).
+// at AXI bytes / 2 per cycle, read_vmem / write_vmem at the VMEM port's bytes per cycle when
+// the chip has one (ChipParams::vmem_port_bytes), matmul rows), one after another (no overlap
+// between units).
 #pragma once
 
 #include <cstdint>
