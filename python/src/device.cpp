@@ -268,6 +268,9 @@ py::dict params_dict(PyDevice& self) {
   d["qp_slots"] = p.qp_slots;
   d["axi_width"] = p.axi_width;
   d["vmem_rows"] = p.vmem_rows;
+  d["vmem_port_bytes"] = p.vmem_port_bytes;  // 0: read_vmem / write_vmem share the AXI port
+  d["training_ops"] = p.training_ops;
+  d["ici_links"] = p.ici_links;
   return d;
 }
 

@@ -117,6 +117,9 @@ def test_same_params(rtl, model):
     same chip (docs/isa.md "Status"), so both backends run the same float matmul program."""
     assert rtl.params == model.params
     assert rtl.params["vmem_rows"] > 0
+    # The VMEM port carries one fp32 VMEM row per cycle (docs/architecture.md "The VMEM port").
+    assert rtl.params["vmem_port_bytes"] == 4 * rtl.params["n"]
+    assert rtl.params["ici_links"] == 0 and rtl.params["training_ops"] == 0x7F
 
 
 def test_reference_sees_the_order():

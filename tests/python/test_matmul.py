@@ -246,7 +246,7 @@ def test_no_leak_over_10k_calls():
 def test_float_matmul_needs_the_training_chip():
     """This process's chip is the int8 chip: no VMEM, no bf16 unit; a float32 matmul says so."""
     with tpu_rtl.Device("rtl") as dev:
-        assert dev.params["vmem_rows"] == 0
+        assert dev.params["vmem_rows"] == 0 and dev.params["vmem_port_bytes"] == 0
         with pytest.raises(tpu_rtl.DeviceError, match=r"the int8 chip .*training=True"):
             dev.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
         out, _ = dev.matmul(np.ones((2, 3), np.int8), np.ones((3, 2), np.int8))  # still usable
