@@ -862,29 +862,31 @@ module tpu_ctrl #(
                                        act_cmd_valid_o, dmaout_cmd_valid_o, move_cmd_valid_o,
                                        vec_cmd_valid_o, lw_cmd_valid_o, ici_cmd_valid_o}))
   `TPU_ASSERT_HOLD_IF(CtrlLwHold, lw_cmd_valid_o, lw_cmd_ready_i,
-                      lw_cmd_o, run_q && !stop_q)
+                      lw_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_NEVER(CtrlLwAndWdma, lw_busy_i && wdma_busy_i)
   `TPU_ASSERT_HOLD_IF(CtrlVecHold, vec_cmd_valid_o, vec_cmd_ready_i,
-                      vec_cmd_o, run_q && !stop_q)
+                      vec_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlMoveHold, move_cmd_valid_o, move_cmd_ready_i,
-                      move_cmd_o, run_q && !stop_q)
+                      move_cmd_o, run_q && !stop_q && !ici_err)
   // The accumulators' read port: never the activation unit and the move unit at once.
   `TPU_ASSERT_NEVER(CtrlAccPortShared, act_busy_i && move_busy_i)
   `TPU_ASSERT_IMPLIES(CtrlNoMoveInt8, VmemRows == 0, !move_busy_i && !move_cmd_valid_o &&
                                                      !vec_busy_i && !vec_cmd_valid_o &&
                                                      !lw_busy_i && !lw_cmd_valid_o)
   // The handshakes: once a command is offered and not taken, it stays offered and unchanged in
-  // the next cycle, unless the run stops there (error latched, soft reset).
+  // the next cycle, unless the run stops there (error latched, soft reset) or the link unit
+  // reports a fault in that cycle (head_go withdraws every offer then; the error is latched at
+  // its end, so the run stops there too).
   `TPU_ASSERT_HOLD_IF(CtrlDmaInHold, dmain_cmd_valid_o, dmain_cmd_ready_i,
-                      dmain_cmd_o, run_q && !stop_q)
+                      dmain_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlWdmaHold, wdma_cmd_valid_o, wdma_cmd_ready_i,
-                      wdma_cmd_o, run_q && !stop_q)
+                      wdma_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlMmHold, mm_cmd_valid_o, mm_cmd_ready_i,
-                      mm_cmd_o, run_q && !stop_q)
+                      mm_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlActHold, act_cmd_valid_o, act_cmd_ready_i,
-                      act_cmd_o, run_q && !stop_q)
+                      act_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlDmaOutHold, dmaout_cmd_valid_o, dmaout_cmd_ready_i,
-                      dmaout_cmd_o, run_q && !stop_q)
+                      dmaout_cmd_o, run_q && !stop_q && !ici_err)
   // The in-flight matmul table never overflows or underflows: a matmul is offered only while
   // the table has room (issue 15's mutant: without that, this and FifoOverflow fire).
   `TPU_ASSERT_NEVER(CtrlMmOverflow, mm_push && mm_full)
@@ -899,7 +901,8 @@ module tpu_ctrl #(
                       (!ici_err || new_err_pc <= ici_err_pc_i))
   // Link instructions only on a chip with links; a link command is held like the others.
   `TPU_ASSERT_IMPLIES(CtrlNoIci, IciLinks == 0, !ici_cmd_valid_o && !ici_busy && !ici_err)
-  `TPU_ASSERT_HOLD_IF(CtrlIciHold, ici_cmd_valid_o, ici_cmd_ready_i, ici_cmd_o, run_q && !stop_q)
+  `TPU_ASSERT_HOLD_IF(CtrlIciHold, ici_cmd_valid_o, ici_cmd_ready_i,
+                      ici_cmd_o, run_q && !stop_q && !ici_err)
   // Run states: a flush is not a run; nothing is issued outside a run or after an error.
   `TPU_ASSERT_NEVER(CtrlRunAndFlush, run_q && flush_q)
   `TPU_ASSERT_IMPLIES(CtrlIssueInRun, issue, run_q && !stop_q && !fetch_stop_q)
