@@ -27,9 +27,12 @@ void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat*
 void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
                            bool accumulate);
 void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, const VMat& y);
-// dX = dY . W^T (W through load_weights transpose).
+// dX = dY . W^T (W through load_weights transpose). With `acc_end` > acc + dY's rows the ACC
+// rows [acc, acc_end) are used in two halves of dY.rows-row slots, one K-block per slot: the
+// matmuls of one half run while the other half moves to VMEM (one `acc_to_vmem` per half
+// when dX's blocks are contiguous), bit-identical to acc_end = 0 (one slot at acc).
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,
-                          uint32_t acc);
+                          uint32_t acc, uint32_t acc_end = 0);
 // dW = X^T . dY (X^T by the transpose unit into `xt`: x.span(N) scratch rows).
 void dense_backward_weights(ProgramBuilder& pb, const VMat& x, const VMat& dy, const VMat& dw,
                             uint32_t xt, uint32_t acc);

@@ -89,6 +89,10 @@ class Emitter {
                  uint32_t depth);
   void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
                       uint32_t depth);
+  // A fused band's conv (cin = 1, no bias) one output line and column block per call, the calls
+  // alternating between two ACC regions; false (nothing emitted) where that does not apply.
+  bool conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
+                     uint32_t scratch, uint32_t scratch_rows, bool im2col_kept);
   // The instructions f emits, not appended to the program (checked by a builder of their own).
   template <typename F>
   std::vector<Instruction> capture(F f);
@@ -210,7 +214,7 @@ void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
       [&](size_t c) {
         const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
-        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, chip_.acc_rows);
         clear_padding_rows(pb_, dxc(c));
       },
       [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });
@@ -615,12 +619,13 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
       const bool reuse =
           !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
-      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
+      const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
+      if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band))
+        conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
       PoolGeom pg = nd.pool;
       pg.h = j.lines * kh;
       pg.c = bg.cout;
-      maxpool_forward(pb_, pg, buf, yb, ab,
-                      L.scratch + std::max(1u, conv_scratch_rows(bg, chip_, 0)));
+      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch + conv_scratch);
       if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
       if (nd.relu) relu_forward(pb_, yb, yb);
     };
@@ -639,6 +644,37 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     }
   }
   for (const Instruction& i : writes) pb_.append(i);
+}
+
+// One ACC region for the whole band serializes the MXU and the move unit (a block's matmuls
+// wait for the previous block's acc_to_vmem to read ACC out); with two regions of one output
+// line each, the matmuls of one call run while the previous call's acc_to_vmem moves its
+// region to VMEM. Each line's im2col (built by its first block's call, in one of two scratch
+// sets when both fit) serves the line's other blocks, and the band's later groups when every
+// line kept its own set. The same matmuls on the same rows: bit-identical to one call.
+bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
+                            uint32_t scratch, uint32_t scratch_rows, bool im2col_kept) {
+  const ConvGeom g1 = conv_band(bg, 0, 1);
+  const uint32_t cline = g1.ho() * g1.wo() * g1.batch, line_in = bg.sh * bg.w * bg.batch;
+  if (!bg.packed() || bg.ho() < 2 || 2 * cline > chip_.acc_rows || line_in % n_ != 0) return false;
+  const uint32_t s1 = conv_scratch_rows(g1, chip_, cline);
+  if (s1 > scratch_rows) return false;
+  const uint32_t sets = 2 * s1 <= scratch_rows ? 2 : 1;
+  const uint32_t in_rows = g1.input_rows(n_);
+  uint32_t calls = 0;
+  for (uint32_t l = 0; l < bg.ho(); ++l) {
+    const VMat x1{xb.base + l * line_in / n_, in_rows, n_, round_up(in_rows, n_)};
+    for (uint32_t cob = 0; cob < y.blocks(n_); ++cob, ++calls) {
+      ConvGeom gc = g1;
+      gc.cout = std::min(n_, bg.cout - cob * n_);
+      const VMat wv{w.block(cob), w.rows, gc.cout, w.pitch};
+      const VMat yv{y.block(cob) + l * cline, cline, gc.cout, y.pitch};
+      const bool ready = cob > 0 || (im2col_kept && bg.ho() <= sets);
+      conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + (l % sets) * s1, (calls % 2) * cline,
+                     ready);
+    }
+  }
+  return true;
 }
 
 // Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input
