@@ -102,6 +102,10 @@ class Emitter {
   // chip issues in order and holds an instruction while its unit is busy: a DMA issued back
   // to back with another stalls everything behind it). What remains is appended after.
   void interleave(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma);
+  // A fused conv band's compute with its DMA: each load_weights ahead of the acc_to_vmem before
+  // it, the reads after the first matmul_bf16 and the writes after the last (interleave() when
+  // the compute has no matmul).
+  void place_around_matmuls(std::vector<Instruction> compute, const std::vector<Instruction>& dma);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -636,7 +640,7 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       }
     };
     if (depth > 1) {
-      interleave(capture(compute), dma);
+      place_around_matmuls(capture(compute), dma);
       writes = capture(write);
     } else {
       compute();
@@ -644,6 +648,43 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     }
   }
   for (const Instruction& i : writes) pb_.append(i);
+}
+
+// The DMA units and the MXU's weight loads share VMEM read port 0 (the DMA first): a
+// write_vmem issued next to a load_weights holds the load, and the matmul waiting for its
+// tile, for the whole transfer; a read_vmem holds the vector unit's and the move unit's
+// writes. While a band's matmuls stream (read port 1) and their acc_to_vmem moves ACC out,
+// port 0 is free and, before the move, so is the write port: the reads go right after the
+// first matmul, the writes right after the last (by then every load has been served). A load
+// moved ahead of an acc_to_vmem touches other VMEM rows (checked) and keeps its place in the
+// weight FIFO's order, so every result is the same.
+void Emitter::place_around_matmuls(std::vector<Instruction> compute,
+                                   const std::vector<Instruction>& dma) {
+  for (size_t i = 1; i < compute.size(); ++i) {
+    const auto* lw = std::get_if<LoadWeights>(&compute[i]);
+    for (size_t k = i; lw != nullptr && k > 0; --k) {
+      const auto* mv = std::get_if<AccToVmem>(&compute[k - 1]);
+      if (mv == nullptr ||
+          (lw->last_row() >= mv->vmem_addr && lw->vmem_addr < uint64_t{mv->vmem_addr} + mv->rows)) {
+        break;
+      }
+      std::swap(compute[k - 1], compute[k]);
+    }
+  }
+  size_t first = compute.size(), last = compute.size();
+  for (size_t i = 0; i < compute.size(); ++i) {
+    if (!std::holds_alternative<MatmulBf16>(compute[i])) continue;
+    if (first == compute.size()) first = i;
+    last = i;
+  }
+  if (first == compute.size()) return interleave(compute, dma);
+  for (size_t i = 0; i < compute.size(); ++i) {
+    pb_.append(compute[i]);
+    for (const Instruction& d : dma) {
+      const bool read = std::holds_alternative<ReadVmem>(d);
+      if ((read && i == first) || (!read && i == last)) pb_.append(d);
+    }
+  }
 }
 
 // One ACC region for the whole band serializes the MXU and the move unit (a block's matmuls
@@ -661,6 +702,11 @@ bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, c
   if (s1 > scratch_rows) return false;
   const uint32_t sets = 2 * s1 <= scratch_rows ? 2 : 1;
   const uint32_t in_rows = g1.input_rows(n_);
+  // Per line: its im2col build (the instructions before the first load_weights: vector and
+  // transpose on its scratch set) and its matmuls. With two sets, line l's build goes ahead of
+  // line l - 1's matmuls (line l - 2, which read the same set, is done by then), so the move
+  // unit's transpose runs beside the MXU.
+  std::vector<std::vector<Instruction>> prep(bg.ho()), mm(bg.ho());
   uint32_t calls = 0;
   for (uint32_t l = 0; l < bg.ho(); ++l) {
     const VMat x1{xb.base + l * line_in / n_, in_rows, n_, round_up(in_rows, n_)};
@@ -670,9 +716,24 @@ bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, c
       const VMat wv{w.block(cob), w.rows, gc.cout, w.pitch};
       const VMat yv{y.block(cob) + l * cline, cline, gc.cout, y.pitch};
       const bool ready = cob > 0 || (im2col_kept && bg.ho() <= sets);
-      conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + (l % sets) * s1, (calls % 2) * cline,
-                     ready);
+      const std::vector<Instruction> c = capture([&] {
+        conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + (l % sets) * s1, (calls % 2) * cline,
+                       ready);
+      });
+      size_t k = 0;
+      while (k < c.size() && !std::holds_alternative<LoadWeights>(c[k])) ++k;
+      auto& to = mm[l].empty() ? prep[l] : mm[l];
+      to.insert(to.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k));
+      mm[l].insert(mm[l].end(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end());
     }
+  }
+  auto emit_all = [&](const std::vector<Instruction>& v) {
+    for (const Instruction& i : v) pb_.append(i);
+  };
+  for (uint32_t l = 0; l < bg.ho(); ++l) {
+    if (sets == 1 || l == 0) emit_all(prep[l]);
+    if (sets == 2 && l + 1 < bg.ho()) emit_all(prep[l + 1]);
+    emit_all(mm[l]);
   }
   return true;
 }
