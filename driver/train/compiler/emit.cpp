@@ -13,6 +13,14 @@ namespace tpu::train::compiler {
 
 namespace {
 
+// The index of the first instruction of type T (compute.size() if none).
+template <typename T>
+size_t first_of(const std::vector<Instruction>& compute) {
+  size_t i = 0;
+  while (i < compute.size() && !std::holds_alternative<T>(compute[i])) ++i;
+  return i;
+}
+
 // Set s of operand i (NodeLayout's in_step / out_step).
 uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
                 size_t s) {
@@ -75,9 +83,11 @@ class Emitter {
                     const std::vector<uint32_t>& out, uint32_t rows);
   // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
   // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
+  // `dense_dw`: a DenseUpdate's chunks (dW by transpose and matmuls first): their DMA goes
+  // by place_dma() instead of interleave().
   void pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
                 const std::function<void(size_t)>& compute,
-                const std::function<void(size_t)>& write);
+                const std::function<void(size_t)>& write, bool dense_dw = false);
   void softmax_ce(const Node& nd, const NodeLayout& L);
   // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
   void image_node(const Node& nd, const NodeLayout& L);
@@ -106,6 +116,10 @@ class Emitter {
   // it, the reads after the first matmul_bf16 and the writes after the last (interleave() when
   // the compute has no matmul).
   void place_around_matmuls(std::vector<Instruction> compute, const std::vector<Instruction>& dma);
+  // compute with the DMA reads right after instruction reads_after and the writes right after
+  // writes_after (in their order; interleave() when either is past the end).
+  void place_dma(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
+                 size_t reads_after, size_t writes_after);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -159,7 +173,7 @@ std::vector<KChunk> k_chunks(uint32_t k, uint32_t kb, uint32_t n) {
 
 void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
                        const std::function<void(size_t)>& compute,
-                       const std::function<void(size_t)>& write) {
+                       const std::function<void(size_t)>& write, bool dense_dw) {
   if (chunks == 0) return;
   read(0);
   std::vector<Instruction> writes;
@@ -173,7 +187,15 @@ void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(s
     std::vector<Instruction> dma;
     if (c + 1 < chunks) dma = capture([&] { read(c + 1); });
     dma.insert(dma.end(), writes.begin(), writes.end());
-    interleave(capture([&] { compute(c); }), dma);
+    const std::vector<Instruction> work = capture([&] { compute(c); });
+    if (dense_dw) {
+      // Writes (VMEM read port 0) beside X^T's transpose (port 1 and the write port), reads
+      // (the write port) beside the matmuls (port 1): neither holds the vector unit.
+      const size_t t = first_of<Transpose>(work), m = first_of<MatmulBf16>(work);
+      place_dma(work, dma, m, t < work.size() ? t : m);
+    } else {
+      interleave(work, dma);
+    }
     writes = capture([&] { write(c); });
   }
   for (const Instruction& i : writes) pb_.append(i);
@@ -289,7 +311,8 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       },
       [&](size_t c) {
         for (size_t i = 0; i < states; ++i) store_w_chunk(nd.in[2 + i], wc(i, c, false), ch[c].k0);
-      });
+      },
+      true);
 }
 
 void Emitter::flat_compute(const Node& nd, const NodeLayout& L, const std::vector<uint32_t>& in,
@@ -671,19 +694,38 @@ void Emitter::place_around_matmuls(std::vector<Instruction> compute,
       std::swap(compute[k - 1], compute[k]);
     }
   }
-  size_t first = compute.size(), last = compute.size();
+  size_t last = compute.size();
   for (size_t i = 0; i < compute.size(); ++i) {
-    if (!std::holds_alternative<MatmulBf16>(compute[i])) continue;
-    if (first == compute.size()) first = i;
-    last = i;
+    if (std::holds_alternative<MatmulBf16>(compute[i])) last = i;
   }
-  if (first == compute.size()) return interleave(compute, dma);
+  place_dma(compute, dma, first_of<MatmulBf16>(compute), last);
+}
+
+void Emitter::place_dma(const std::vector<Instruction>& compute,
+                        const std::vector<Instruction>& dma, size_t reads_after,
+                        size_t writes_after) {
+  if (reads_after >= compute.size() || writes_after >= compute.size()) {
+    return interleave(compute, dma);
+  }
+  // One read per matmul from reads_after on (a read_vmem waits for the one before it: issued
+  // back to back, the second would hold the next matmul's issue), the rest after the last.
+  std::vector<size_t> anchors;
+  for (size_t i = reads_after; i < compute.size(); ++i) {
+    if (i == reads_after || std::holds_alternative<MatmulBf16>(compute[i])) anchors.push_back(i);
+  }
+  std::vector<std::vector<Instruction>> after(compute.size());
+  size_t reads = 0;
+  for (const Instruction& d : dma) {
+    if (std::holds_alternative<ReadVmem>(d)) {
+      after[anchors[std::min(reads++, anchors.size() - 1)]].push_back(d);
+    }
+  }
+  for (const Instruction& d : dma) {
+    if (!std::holds_alternative<ReadVmem>(d)) after[writes_after].push_back(d);
+  }
   for (size_t i = 0; i < compute.size(); ++i) {
     pb_.append(compute[i]);
-    for (const Instruction& d : dma) {
-      const bool read = std::holds_alternative<ReadVmem>(d);
-      if ((read && i == first) || (!read && i == last)) pb_.append(d);
-    }
+    for (const Instruction& d : after[i]) pb_.append(d);
   }
 }
 
