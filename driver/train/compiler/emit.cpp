@@ -841,7 +841,11 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       }
     };
     if (depth > 1) {
-      interleave(capture(compute), dma);
+      // The next job's reads (the write port) once the dW matmuls stream, not beside the
+      // ReLU and pool gradients' vector passes at the job's start.
+      const std::vector<Instruction> work = capture(compute);
+      const size_t m = first_of<MatmulBf16>(work);
+      place_dma(work, dma, m, m);
     } else {
       compute();
     }
