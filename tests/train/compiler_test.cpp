@@ -593,6 +593,16 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
   // while it streams), before any acc_to_vmem.
   ASSERT_LT(k + 1, r2.end);
   EXPECT_TRUE(std::holds_alternative<ReadVmem>(e2.program[k + 1]));
+  // The conv (cin = 1) one line per call, alternating two ACC regions (one line apart): the
+  // first matmul of each call (not accumulating) writes the other region than the previous
+  // call's, so one call's matmuls run while the other's acc_to_vmem moves its rows.
+  std::vector<uint32_t> firsts;
+  for (size_t q = r2.begin; q < r2.end; ++q) {
+    const auto* mm = std::get_if<MatmulBf16>(&e2.program[q]);
+    if (mm != nullptr && !mm->accumulate) firsts.push_back(mm->acc_addr);
+  }
+  ASSERT_GE(firsts.size(), 4u);  // two bands of two conv lines
+  for (size_t q = 1; q < firsts.size(); ++q) EXPECT_NE(firsts[q], firsts[q - 1]) << q;
 }
 
 // Each Dense weight's DenseGradW and its update become one DenseUpdate in the update's place
