@@ -96,8 +96,14 @@ struct AdamState {
 void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t scratch);
 // m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
 // p -= step_size * m * rcp(sqrt(v) * rsqrt_bc2 + eps). `scratch`: 6 * rows rows.
+// `decayed`: adam_decay_moments already did m = b1*m and v = b2*v on these rows (it needs no
+// gradient, so it can run earlier, beside other units' work): the same operations, the same bits.
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
-                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch);
+                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch,
+                 bool decayed = false);
+// m = b1*m, v = b2*v: adam_update's first two passes (then called with `decayed`).
+void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
+                        uint32_t rows);
 
 // ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
 // [batch, C, H, W] is a VMat (docs/training.md "Image layout"): rows = (y, x, b), pixel-major with

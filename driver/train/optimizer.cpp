@@ -149,14 +149,21 @@ void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s
   pb.vrsqrt(s.rsqrt_bc2(), s.rsqrt_bc2(), 1, scratch);
 }
 
+void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
+                        uint32_t rows) {
+  pass_imm(pb, VecFunc::FMul, m, m, imm(h.beta1), rows);
+  pass_imm(pb, VecFunc::FMul, v, v, imm(h.beta2), rows);
+}
+
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
-                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch) {
+                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch,
+                 bool decayed) {
   const uint32_t t = scratch + rows, fn = scratch + 2 * rows;
   const uint32_t g = decayed_grad(pb, h.weight_decay, param, grad, rows, scratch);
-  pass_imm(pb, VecFunc::FMul, m, m, imm(h.beta1), rows);
+  if (!decayed) pass_imm(pb, VecFunc::FMul, m, m, imm(h.beta1), rows);
   pass_imm(pb, VecFunc::FMul, t, g, imm(1.0f - h.beta1), rows);
   pass_rows(pb, VecFunc::FAdd, m, m, t, rows);
-  pass_imm(pb, VecFunc::FMul, v, v, imm(h.beta2), rows);
+  if (!decayed) pass_imm(pb, VecFunc::FMul, v, v, imm(h.beta2), rows);
   pass_rows(pb, VecFunc::FMul, t, g, g, rows);
   pass_imm(pb, VecFunc::FMul, t, t, imm(1.0f - h.beta2), rows);
   pass_rows(pb, VecFunc::FAdd, v, v, t, rows);

@@ -65,7 +65,9 @@ TEST_P(Optimizer, SgdMomentumWeightDecay) { sgd_steps(GetParam(), SgdParams{0.05
 
 // `rows` rows per tensor; `special` puts +-inf and NaN gradients in a few lanes (v, and so
 // adam_update's rcp input, then +inf / NaN: the rcp steps without sign handling must agree).
-void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool special = false) {
+// `split`: the moment decays by adam_decay_moments first, then adam_update(..., decayed).
+void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool special = false,
+                bool split = false) {
   Rig rig(n);
   const size_t count = size_t{rows} * n;
   std::vector<uint32_t> p = random_values(count, 1.0f, 51), m(count, 0), v(count, 0);
@@ -92,7 +94,8 @@ void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool spe
     for (const Flat* f : {&fp, &fm, &fv, &fg}) load(rig.pb(), f->m, f->addr);
     load(rig.pb(), sm, state_addr);
     adam_begin_step(rig.pb(), h, s, scratch);
-    adam_update(rig.pb(), h, s, fp.m.base, fg.m.base, fm.m.base, fv.m.base, rows, scratch);
+    if (split) adam_decay_moments(rig.pb(), h, fm.m.base, fv.m.base, rows);
+    adam_update(rig.pb(), h, s, fp.m.base, fg.m.base, fm.m.base, fv.m.base, rows, scratch, split);
     for (const Flat* f : {&fp, &fm, &fv}) store(rig.pb(), f->m, f->addr);
     store(rig.pb(), sm, state_addr);
     rig.run();
@@ -114,6 +117,9 @@ TEST_P(Optimizer, AdamWithBiasCorrection) { adam_steps(GetParam(), AdamParams{})
 // 288 rows (2 lines of 144: one instruction per pass) with infinite and NaN gradients.
 TEST_P(Optimizer, AdamEvenLinesAndSpecialGradients) {
   adam_steps(GetParam(), AdamParams{}, 288, true);
+}
+TEST_P(Optimizer, AdamMomentDecaysAhead) {
+  adam_steps(GetParam(), AdamParams{1e-2f, 0.8f, 0.99f, 1e-6f, 1e-2f}, kRows, false, true);
 }
 TEST_P(Optimizer, AdamWeightDecay) {
   adam_steps(GetParam(), AdamParams{1e-2f, 0.8f, 0.99f, 1e-6f, 1e-2f});

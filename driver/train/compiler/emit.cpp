@@ -289,7 +289,6 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
         const VMat w = wc(0, c, false);
         const VMat dw{L.scratch, w.rows, w.cols, round_up(w.rows, n_)};
         const uint32_t scratch = L.scratch + dw.span(n_);
-        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
         // The update element by element: over the chunk's rows at once when every operand
         // has dW's pitch, else block by block (a resident operand has its whole tensor's).
         std::vector<VMat> st;
@@ -297,12 +296,16 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
         bool same = w.pitch == dw.pitch;
         for (const VMat& m : st) same = same && m.pitch == dw.pitch;
         const uint32_t parts = same ? 1 : dw.blocks(n_), rows = same ? dw.span(n_) : dw.pitch;
+        const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+        // Adam's moment decays need no dW: ahead of it, beside X^T's transpose.
+        for (uint32_t b = 0; adam && b < parts; ++b)
+          adam_decay_moments(pb_, h, st[0].block(b), st[1].block(b), rows);
+        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
         for (uint32_t b = 0; b < parts; ++b) {
           auto at_b = [&](const VMat& m) { return m.block(b); };
           if (adam) {
-            const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
             adam_update(pb_, h, AdamState{L.in[5]}, at_b(w), at_b(dw), at_b(st[0]), at_b(st[1]),
-                        rows, scratch);
+                        rows, scratch, true);
           } else {
             sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, at_b(w), at_b(dw),
                        states > 1 ? at_b(st[0]) : 0, rows, scratch);
