@@ -94,18 +94,31 @@ void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat*
 }
 
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,
-                          uint32_t acc) {
+                          uint32_t acc, uint32_t acc_end) {
   const char* k = "dense_backward_input";
   const uint32_t n = pb.params().N;
   require(dy.cols == w.cols && dx.rows == dy.rows && dx.cols == w.rows, k,
           "dY " + shape(dy) + " . W^T (W " + shape(w) + ") -> dX " + shape(dx) + " do not match");
   require_acc(pb, k, acc, dy.rows);
-  for (uint32_t kt = 0; kt < dx.blocks(n); ++kt) {
-    for (uint32_t nt = 0; nt < dy.blocks(n); ++nt) {
-      load_tile(pb, w.block(nt) + kt * n, tile_rows(w.rows, kt, n), true);
-      matmul(pb, dy.block(nt), acc, dy.rows, 1, 0, nt > 0);
+  require(acc_end == 0 || (acc_end > acc && acc_end <= pb.params().acc_rows), k,
+          "acc_end = " + std::to_string(acc_end) + " (allowed 0 or acc+1..AccRows)");
+  // Slots of dY.rows ACC rows in two halves; one slot (the old schedule) if only one fits.
+  const uint32_t slots = (acc_end > acc ? acc_end - acc : dy.rows) / dy.rows;
+  const uint32_t per_half = slots >= 2 ? slots / 2 : 1;
+  const bool contiguous = dx.pitch == dx.rows;  // block kt + 1 right after block kt
+  const uint32_t kts = dx.blocks(n);
+  uint32_t half = 0;
+  for (uint32_t k0 = 0; k0 < kts; k0 += per_half, half ^= 1u) {
+    const uint32_t run = std::min(per_half, kts - k0);
+    const uint32_t base = slots >= 2 ? acc + half * per_half * dy.rows : acc;
+    for (uint32_t i = 0; i < run; ++i) {
+      for (uint32_t nt = 0; nt < dy.blocks(n); ++nt) {
+        load_tile(pb, w.block(nt) + (k0 + i) * n, tile_rows(w.rows, k0 + i, n), true);
+        matmul(pb, dy.block(nt), base + i * dy.rows, dy.rows, 1, 0, nt > 0);
+      }
+      if (!contiguous) pb.acc_to_vmem(base + i * dy.rows, dx.block(k0 + i), dx.rows);
     }
-    pb.acc_to_vmem(acc, dx.block(kt), dx.rows);
+    if (contiguous) pb.acc_to_vmem(base, dx.block(k0), run * dx.rows);
   }
 }
 

@@ -27,9 +27,12 @@ void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat*
 void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
                            bool accumulate);
 void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, const VMat& y);
-// dX = dY . W^T (W through load_weights transpose).
+// dX = dY . W^T (W through load_weights transpose). With `acc_end` > acc + dY's rows the ACC
+// rows [acc, acc_end) are used in two halves of dY.rows-row slots, one K-block per slot: the
+// matmuls of one half run while the other half moves to VMEM (one `acc_to_vmem` per half
+// when dX's blocks are contiguous), bit-identical to acc_end = 0 (one slot at acc).
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,
-                          uint32_t acc);
+                          uint32_t acc, uint32_t acc_end = 0);
 // dW = X^T . dY (X^T by the transpose unit into `xt`: x.span(N) scratch rows).
 void dense_backward_weights(ProgramBuilder& pb, const VMat& x, const VMat& dy, const VMat& dw,
                             uint32_t xt, uint32_t acc);
@@ -93,8 +96,14 @@ struct AdamState {
 void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t scratch);
 // m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
 // p -= step_size * m * rcp(sqrt(v) * rsqrt_bc2 + eps). `scratch`: 6 * rows rows.
+// `decayed`: adam_decay_moments already did m = b1*m and v = b2*v on these rows (it needs no
+// gradient, so it can run earlier, beside other units' work): the same operations, the same bits.
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
-                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch);
+                 uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch,
+                 bool decayed = false);
+// m = b1*m, v = b2*v: adam_update's first two passes (then called with `decayed`).
+void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
+                        uint32_t rows);
 
 // ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
 // [batch, C, H, W] is a VMat (docs/training.md "Image layout"): rows = (y, x, b), pixel-major with

@@ -571,7 +571,7 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
   };
   const Emitted::Range r2 = range(e2), r1 = range(e1);
   EXPECT_EQ(r2.end - r2.begin, r1.end - r1.begin);
-  // Depth 2: band 1's input is read before band 0's first matmul, and some write_vmem is
+  // Depth 2: band 1's input is read while band 0's matmuls stream, and some write_vmem is
   // followed directly by compute (depth 1: every write is followed by DMA or ends the node).
   auto is_mm = [](const Instruction& i) { return std::holds_alternative<MatmulBf16>(i); };
   auto is_dma = [](const Instruction& i) {
@@ -585,10 +585,24 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
   };
   EXPECT_GE(spread(e2, r2), 1u);
   EXPECT_EQ(spread(e1, r1), 0u);
-  size_t reads = 0;
-  for (size_t k = r2.begin; k < r2.end && !is_mm(e2.program[k]); ++k)
+  size_t reads = 0, k = r2.begin;
+  for (; k < r2.end && !is_mm(e2.program[k]); ++k)
     reads += std::holds_alternative<ReadVmem>(e2.program[k]) ? 1 : 0;
-  EXPECT_GE(reads, 4u);  // W, b, band 0's and band 1's input lines
+  EXPECT_GE(reads, 3u);  // W, b, band 0's input lines
+  // Band 1's input lines right after band 0's first matmul (port 0 and the write port are free
+  // while it streams), before any acc_to_vmem.
+  ASSERT_LT(k + 1, r2.end);
+  EXPECT_TRUE(std::holds_alternative<ReadVmem>(e2.program[k + 1]));
+  // The conv (cin = 1) one line per call, alternating two ACC regions (one line apart): the
+  // first matmul of each call (not accumulating) writes the other region than the previous
+  // call's, so one call's matmuls run while the other's acc_to_vmem moves its rows.
+  std::vector<uint32_t> firsts;
+  for (size_t q = r2.begin; q < r2.end; ++q) {
+    const auto* mm = std::get_if<MatmulBf16>(&e2.program[q]);
+    if (mm != nullptr && !mm->accumulate) firsts.push_back(mm->acc_addr);
+  }
+  ASSERT_GE(firsts.size(), 4u);  // two bands of two conv lines
+  for (size_t q = 1; q < firsts.size(); ++q) EXPECT_NE(firsts[q], firsts[q - 1]) << q;
 }
 
 // Each Dense weight's DenseGradW and its update become one DenseUpdate in the update's place

@@ -83,6 +83,31 @@ TEST_P(Dense, BackwardMatchesReferenceBitForBit) {
   }
 }
 
+// dX with K-blocks rotating through ACC slots (acc_end): two halves of two slots, so four runs
+// alternate between the halves; dX contiguous (M a multiple of N: one acc_to_vmem per run) and
+// with padding rows (one per block), over stale NaN. Same bits as the reference.
+TEST_P(Dense, BackwardInputThroughAccSlotsMatchesReference) {
+  const uint32_t n = GetParam();
+  for (const uint32_t m : {2 * n, 3 * n + 1}) {
+    Rig rig(n);
+    const uint32_t k = 7 * n + 3, out = n + 2, acc = 5;
+    const ref::Mat w = random_mat(k, out, 0.5f, 21), dy = random_mat(m, out, 1.0f, 22);
+    VMat vw = rig.arena().matrix(k, out), vdy = rig.arena().matrix(m, out);
+    VMat vdx = rig.arena().matrix(m, k);
+    rig.put(vw, w.v);
+    rig.put(vdy, dy.v);
+    rig.put_rows(vdx.base, std::vector<uint32_t>(size_t{vdx.span(n)} * n, 0x7FC00000u));
+    dense_backward_input(rig.pb(), vdy, vw, vdx, acc, acc + 4 * m + 1);
+    size_t moves = 0;
+    for (const Instruction& i : rig.pb().instructions())
+      moves += std::holds_alternative<AccToVmem>(i);
+    EXPECT_EQ(moves, vdx.pitch == m ? 4u : 8u) << "m = " << m;
+    rig.want(vdx);
+    rig.run();
+    expect_bits(rig.got(vdx), ref::matmul_tiled(dy, ref::transposed(w), n).v, "dX");
+  }
+}
+
 // A layer streamed through VMEM in two K-chunks (N columns, then the rest) gives the same bits
 // as the whole layer: the tile sums are added to ACC in the same order.
 TEST_P(Dense, ForwardInKChunksMatchesWholeLayer) {

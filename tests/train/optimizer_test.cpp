@@ -23,15 +23,15 @@ struct Flat {
   uint32_t addr = 0;
 };
 
-Flat flat(Rig& rig, const std::vector<uint32_t>& values) {
+Flat flat(Rig& rig, const std::vector<uint32_t>& values, uint32_t rows = kRows) {
   Flat f;
-  f.m = VMat{rig.arena().rows(kRows), kRows, rig.n(), kRows};
+  f.m = VMat{rig.arena().rows(rows), rows, rig.n(), rows};
   f.addr = rig.host(f.m, values);
   return f;
 }
 
 std::vector<uint32_t> read(Rig& rig, const Flat& f) {
-  std::vector<uint32_t> v(size_t{kRows} * rig.n());
+  std::vector<uint32_t> v(size_t{f.m.rows} * rig.n());
   rig.dev().read(f.addr, v.data(), v.size() * 4);
   return v;
 }
@@ -63,29 +63,39 @@ void sgd_steps(uint32_t n, const SgdParams& h) {
 TEST_P(Optimizer, Sgd) { sgd_steps(GetParam(), SgdParams{0.05f, 0.0f, 0.0f}); }
 TEST_P(Optimizer, SgdMomentumWeightDecay) { sgd_steps(GetParam(), SgdParams{0.05f, 0.9f, 1e-2f}); }
 
-void adam_steps(uint32_t n, const AdamParams& h) {
+// `rows` rows per tensor; `special` puts +-inf and NaN gradients in a few lanes (v, and so
+// adam_update's rcp input, then +inf / NaN: the rcp steps without sign handling must agree).
+// `split`: the moment decays by adam_decay_moments first, then adam_update(..., decayed).
+void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool special = false,
+                bool split = false) {
   Rig rig(n);
-  const size_t count = size_t{kRows} * n;
+  const size_t count = size_t{rows} * n;
   std::vector<uint32_t> p = random_values(count, 1.0f, 51), m(count, 0), v(count, 0);
-  Flat fp = flat(rig, p), fm = flat(rig, m), fv = flat(rig, v);
-  Flat fg = flat(rig, std::vector<uint32_t>(count, 0));
+  Flat fp = flat(rig, p, rows), fm = flat(rig, m, rows), fv = flat(rig, v, rows);
+  Flat fg = flat(rig, std::vector<uint32_t>(count, 0), rows);
   // beta1^0 = beta2^0 = 1.0 in every lane (set once, before training).
   const AdamState s{rig.arena().rows(AdamState::kRows)};
   std::vector<uint32_t> state(AdamState::kRows * n, 0);
   for (uint32_t j = 0; j < 2 * n; ++j) state[j] = ref::bits(1.0f);
   const VMat sm{s.first, AdamState::kRows, n, AdamState::kRows};
   const uint32_t state_addr = rig.host(sm, state);
-  const uint32_t scratch = rig.arena().rows(6 * kRows);
+  const uint32_t scratch = rig.arena().rows(6 * rows);
   ref::Adam rh{h.lr, h.beta1, h.beta2, h.eps, h.weight_decay};
   for (int step = 0; step < kSteps; ++step) {
     std::vector<uint32_t> g = random_values(count, 0.5f, 60 + step);
     g[step] = 0;  // a zero gradient: v stays 0 at first, sqrt(0) = +0
+    if (special) {
+      g[count - 1] = 0x7F800000u;  // +inf
+      g[count - 2] = 0xFF800000u;  // -inf
+      g[count - 3] = 0x7FC00000u;  // NaN
+    }
     rig.dev().write(fg.addr, g.data(), g.size() * 4);
     rig.new_program();
     for (const Flat* f : {&fp, &fm, &fv, &fg}) load(rig.pb(), f->m, f->addr);
     load(rig.pb(), sm, state_addr);
     adam_begin_step(rig.pb(), h, s, scratch);
-    adam_update(rig.pb(), h, s, fp.m.base, fg.m.base, fm.m.base, fv.m.base, kRows, scratch);
+    if (split) adam_decay_moments(rig.pb(), h, fm.m.base, fv.m.base, rows);
+    adam_update(rig.pb(), h, s, fp.m.base, fg.m.base, fm.m.base, fv.m.base, rows, scratch, split);
     for (const Flat* f : {&fp, &fm, &fv}) store(rig.pb(), f->m, f->addr);
     store(rig.pb(), sm, state_addr);
     rig.run();
@@ -104,6 +114,13 @@ void adam_steps(uint32_t n, const AdamParams& h) {
 }
 
 TEST_P(Optimizer, AdamWithBiasCorrection) { adam_steps(GetParam(), AdamParams{}); }
+// 288 rows (2 lines of 144: one instruction per pass) with infinite and NaN gradients.
+TEST_P(Optimizer, AdamEvenLinesAndSpecialGradients) {
+  adam_steps(GetParam(), AdamParams{}, 288, true);
+}
+TEST_P(Optimizer, AdamMomentDecaysAhead) {
+  adam_steps(GetParam(), AdamParams{1e-2f, 0.8f, 0.99f, 1e-6f, 1e-2f}, kRows, false, true);
+}
 TEST_P(Optimizer, AdamWeightDecay) {
   adam_steps(GetParam(), AdamParams{1e-2f, 0.8f, 0.99f, 1e-6f, 1e-2f});
 }

@@ -13,6 +13,14 @@ namespace tpu::train::compiler {
 
 namespace {
 
+// The index of the first instruction of type T (compute.size() if none).
+template <typename T>
+size_t first_of(const std::vector<Instruction>& compute) {
+  size_t i = 0;
+  while (i < compute.size() && !std::holds_alternative<T>(compute[i])) ++i;
+  return i;
+}
+
 // Set s of operand i (NodeLayout's in_step / out_step).
 uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
                 size_t s) {
@@ -75,9 +83,11 @@ class Emitter {
                     const std::vector<uint32_t>& out, uint32_t rows);
   // Chunks 0 .. chunks-1: read(0); then per chunk c compute(c) with read(c + 1) and write(c - 1)
   // spread over it (depth > 1: their buffer sets differ from c's), else read, compute, write.
+  // `dense_dw`: a DenseUpdate's chunks (dW by transpose and matmuls first): their DMA goes
+  // by place_dma() instead of interleave().
   void pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
                 const std::function<void(size_t)>& compute,
-                const std::function<void(size_t)>& write);
+                const std::function<void(size_t)>& write, bool dense_dw = false);
   void softmax_ce(const Node& nd, const NodeLayout& L);
   // Conv, pools and their gradients: whole tensors in, the kernel, whole tensors out.
   void image_node(const Node& nd, const NodeLayout& L);
@@ -89,6 +99,10 @@ class Emitter {
                  uint32_t depth);
   void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
                       uint32_t depth);
+  // A fused band's conv (cin = 1, no bias) one output line and column block per call, the calls
+  // alternating between two ACC regions; false (nothing emitted) where that does not apply.
+  bool conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
+                     uint32_t scratch, uint32_t scratch_rows, bool im2col_kept);
   // The instructions f emits, not appended to the program (checked by a builder of their own).
   template <typename F>
   std::vector<Instruction> capture(F f);
@@ -98,6 +112,14 @@ class Emitter {
   // chip issues in order and holds an instruction while its unit is busy: a DMA issued back
   // to back with another stalls everything behind it). What remains is appended after.
   void interleave(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma);
+  // A fused conv band's compute with its DMA: each load_weights ahead of the acc_to_vmem before
+  // it, the reads after the first matmul_bf16 and the writes after the last (interleave() when
+  // the compute has no matmul).
+  void place_around_matmuls(std::vector<Instruction> compute, const std::vector<Instruction>& dma);
+  // compute with the DMA reads right after instruction reads_after and the writes right after
+  // writes_after (in their order; interleave() when either is past the end).
+  void place_dma(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
+                 size_t reads_after, size_t writes_after);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -151,7 +173,7 @@ std::vector<KChunk> k_chunks(uint32_t k, uint32_t kb, uint32_t n) {
 
 void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(size_t)>& read,
                        const std::function<void(size_t)>& compute,
-                       const std::function<void(size_t)>& write) {
+                       const std::function<void(size_t)>& write, bool dense_dw) {
   if (chunks == 0) return;
   read(0);
   std::vector<Instruction> writes;
@@ -165,7 +187,15 @@ void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(s
     std::vector<Instruction> dma;
     if (c + 1 < chunks) dma = capture([&] { read(c + 1); });
     dma.insert(dma.end(), writes.begin(), writes.end());
-    interleave(capture([&] { compute(c); }), dma);
+    const std::vector<Instruction> work = capture([&] { compute(c); });
+    if (dense_dw) {
+      // Writes (VMEM read port 0) beside X^T's transpose (port 1 and the write port), reads
+      // (the write port) beside the matmuls (port 1): neither holds the vector unit.
+      const size_t t = first_of<Transpose>(work), m = first_of<MatmulBf16>(work);
+      place_dma(work, dma, m, t < work.size() ? t : m);
+    } else {
+      interleave(work, dma);
+    }
     writes = capture([&] { write(c); });
   }
   for (const Instruction& i : writes) pb_.append(i);
@@ -210,7 +240,7 @@ void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
       [&](size_t c) {
         const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
-        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, chip_.acc_rows);
         clear_padding_rows(pb_, dxc(c));
       },
       [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });
@@ -259,7 +289,6 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
         const VMat w = wc(0, c, false);
         const VMat dw{L.scratch, w.rows, w.cols, round_up(w.rows, n_)};
         const uint32_t scratch = L.scratch + dw.span(n_);
-        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
         // The update element by element: over the chunk's rows at once when every operand
         // has dW's pitch, else block by block (a resident operand has its whole tensor's).
         std::vector<VMat> st;
@@ -267,12 +296,16 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
         bool same = w.pitch == dw.pitch;
         for (const VMat& m : st) same = same && m.pitch == dw.pitch;
         const uint32_t parts = same ? 1 : dw.blocks(n_), rows = same ? dw.span(n_) : dw.pitch;
+        const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
+        // Adam's moment decays need no dW: ahead of it, beside X^T's transpose.
+        for (uint32_t b = 0; adam && b < parts; ++b)
+          adam_decay_moments(pb_, h, st[0].block(b), st[1].block(b), rows);
+        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
         for (uint32_t b = 0; b < parts; ++b) {
           auto at_b = [&](const VMat& m) { return m.block(b); };
           if (adam) {
-            const AdamParams h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay};
             adam_update(pb_, h, AdamState{L.in[5]}, at_b(w), at_b(dw), at_b(st[0]), at_b(st[1]),
-                        rows, scratch);
+                        rows, scratch, true);
           } else {
             sgd_update(pb_, SgdParams{o_.lr, o_.momentum, o_.weight_decay}, at_b(w), at_b(dw),
                        states > 1 ? at_b(st[0]) : 0, rows, scratch);
@@ -281,7 +314,8 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       },
       [&](size_t c) {
         for (size_t i = 0; i < states; ++i) store_w_chunk(nd.in[2 + i], wc(i, c, false), ch[c].k0);
-      });
+      },
+      true);
 }
 
 void Emitter::flat_compute(const Node& nd, const NodeLayout& L, const std::vector<uint32_t>& in,
@@ -615,12 +649,13 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
       const bool reuse =
           !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
-      conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
+      const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
+      if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band))
+        conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
       PoolGeom pg = nd.pool;
       pg.h = j.lines * kh;
       pg.c = bg.cout;
-      maxpool_forward(pb_, pg, buf, yb, ab,
-                      L.scratch + std::max(1u, conv_scratch_rows(bg, chip_, 0)));
+      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch + conv_scratch);
       if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
       if (nd.relu) relu_forward(pb_, yb, yb);
     };
@@ -631,7 +666,7 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       }
     };
     if (depth > 1) {
-      interleave(capture(compute), dma);
+      place_around_matmuls(capture(compute), dma);
       writes = capture(write);
     } else {
       compute();
@@ -639,6 +674,113 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     }
   }
   for (const Instruction& i : writes) pb_.append(i);
+}
+
+// The DMA units and the MXU's weight loads share VMEM read port 0 (the DMA first): a
+// write_vmem issued next to a load_weights holds the load, and the matmul waiting for its
+// tile, for the whole transfer; a read_vmem holds the vector unit's and the move unit's
+// writes. While a band's matmuls stream (read port 1) and their acc_to_vmem moves ACC out,
+// port 0 is free and, before the move, so is the write port: the reads go right after the
+// first matmul, the writes right after the last (by then every load has been served). A load
+// moved ahead of an acc_to_vmem touches other VMEM rows (checked) and keeps its place in the
+// weight FIFO's order, so every result is the same.
+void Emitter::place_around_matmuls(std::vector<Instruction> compute,
+                                   const std::vector<Instruction>& dma) {
+  for (size_t i = 1; i < compute.size(); ++i) {
+    const auto* lw = std::get_if<LoadWeights>(&compute[i]);
+    for (size_t k = i; lw != nullptr && k > 0; --k) {
+      const auto* mv = std::get_if<AccToVmem>(&compute[k - 1]);
+      if (mv == nullptr ||
+          (lw->last_row() >= mv->vmem_addr && lw->vmem_addr < uint64_t{mv->vmem_addr} + mv->rows)) {
+        break;
+      }
+      std::swap(compute[k - 1], compute[k]);
+    }
+  }
+  size_t last = compute.size();
+  for (size_t i = 0; i < compute.size(); ++i) {
+    if (std::holds_alternative<MatmulBf16>(compute[i])) last = i;
+  }
+  place_dma(compute, dma, first_of<MatmulBf16>(compute), last);
+}
+
+void Emitter::place_dma(const std::vector<Instruction>& compute,
+                        const std::vector<Instruction>& dma, size_t reads_after,
+                        size_t writes_after) {
+  if (reads_after >= compute.size() || writes_after >= compute.size()) {
+    return interleave(compute, dma);
+  }
+  // One read per matmul from reads_after on (a read_vmem waits for the one before it: issued
+  // back to back, the second would hold the next matmul's issue), the rest after the last.
+  std::vector<size_t> anchors;
+  for (size_t i = reads_after; i < compute.size(); ++i) {
+    if (i == reads_after || std::holds_alternative<MatmulBf16>(compute[i])) anchors.push_back(i);
+  }
+  std::vector<std::vector<Instruction>> after(compute.size());
+  size_t reads = 0;
+  for (const Instruction& d : dma) {
+    if (std::holds_alternative<ReadVmem>(d)) {
+      after[anchors[std::min(reads++, anchors.size() - 1)]].push_back(d);
+    }
+  }
+  for (const Instruction& d : dma) {
+    if (!std::holds_alternative<ReadVmem>(d)) after[writes_after].push_back(d);
+  }
+  for (size_t i = 0; i < compute.size(); ++i) {
+    pb_.append(compute[i]);
+    for (const Instruction& d : after[i]) pb_.append(d);
+  }
+}
+
+// One ACC region for the whole band serializes the MXU and the move unit (a block's matmuls
+// wait for the previous block's acc_to_vmem to read ACC out); with two regions of one output
+// line each, the matmuls of one call run while the previous call's acc_to_vmem moves its
+// region to VMEM. Each line's im2col (built by its first block's call, in one of two scratch
+// sets when both fit) serves the line's other blocks, and the band's later groups when every
+// line kept its own set. The same matmuls on the same rows: bit-identical to one call.
+bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
+                            uint32_t scratch, uint32_t scratch_rows, bool im2col_kept) {
+  const ConvGeom g1 = conv_band(bg, 0, 1);
+  const uint32_t cline = g1.ho() * g1.wo() * g1.batch, line_in = bg.sh * bg.w * bg.batch;
+  if (!bg.packed() || bg.ho() < 2 || 2 * cline > chip_.acc_rows || line_in % n_ != 0) return false;
+  const uint32_t s1 = conv_scratch_rows(g1, chip_, cline);
+  if (s1 > scratch_rows) return false;
+  const uint32_t sets = 2 * s1 <= scratch_rows ? 2 : 1;
+  const uint32_t in_rows = g1.input_rows(n_);
+  // Per line: its im2col build (the instructions before the first load_weights: vector and
+  // transpose on its scratch set) and its matmuls. With two sets, line l's build goes ahead of
+  // line l - 1's matmuls (line l - 2, which read the same set, is done by then), so the move
+  // unit's transpose runs beside the MXU.
+  std::vector<std::vector<Instruction>> prep(bg.ho()), mm(bg.ho());
+  uint32_t calls = 0;
+  for (uint32_t l = 0; l < bg.ho(); ++l) {
+    const VMat x1{xb.base + l * line_in / n_, in_rows, n_, round_up(in_rows, n_)};
+    for (uint32_t cob = 0; cob < y.blocks(n_); ++cob, ++calls) {
+      ConvGeom gc = g1;
+      gc.cout = std::min(n_, bg.cout - cob * n_);
+      const VMat wv{w.block(cob), w.rows, gc.cout, w.pitch};
+      const VMat yv{y.block(cob) + l * cline, cline, gc.cout, y.pitch};
+      const bool ready = cob > 0 || (im2col_kept && bg.ho() <= sets);
+      const std::vector<Instruction> c = capture([&] {
+        conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + (l % sets) * s1, (calls % 2) * cline,
+                       ready);
+      });
+      size_t k = 0;
+      while (k < c.size() && !std::holds_alternative<LoadWeights>(c[k])) ++k;
+      auto& to = mm[l].empty() ? prep[l] : mm[l];
+      to.insert(to.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k));
+      mm[l].insert(mm[l].end(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end());
+    }
+  }
+  auto emit_all = [&](const std::vector<Instruction>& v) {
+    for (const Instruction& i : v) pb_.append(i);
+  };
+  for (uint32_t l = 0; l < bg.ho(); ++l) {
+    if (sets == 1 || l == 0) emit_all(prep[l]);
+    if (sets == 2 && l + 1 < bg.ho()) emit_all(prep[l + 1]);
+    emit_all(mm[l]);
+  }
+  return true;
 }
 
 // Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input
@@ -702,7 +844,11 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       }
     };
     if (depth > 1) {
-      interleave(capture(compute), dma);
+      // The next job's reads (the write port) once the dW matmuls stream, not beside the
+      // ReLU and pool gradients' vector passes at the job's start.
+      const std::vector<Instruction> work = capture(compute);
+      const size_t m = first_of<MatmulBf16>(work);
+      place_dma(work, dma, m, m);
     } else {
       compute();
     }
