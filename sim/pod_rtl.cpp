@@ -11,6 +11,7 @@
 #include "Vtpu_pod_core.h"
 #include "assembler.h"
 #include "ici_fabric.h"
+#include "program.h"
 #include "verilated.h"
 
 #ifndef TPU_POD_N
@@ -204,7 +205,7 @@ struct PodRtl::Impl {
       m.rst_ni = 0;
       uint32_t up = 0;
       for (uint32_t l = 0; l < kLinks; ++l) up |= fabric.up(r, l) ? 1u << l : 0u;
-      m.ici_link_up_i = up;
+      m.ici_link_up_i = static_cast<decltype(m.ici_link_up_i)>(up);
       m.eval();
       for (int i = 0; i < 3; ++i) clock(r);
       m.rst_ni = 1;
@@ -463,6 +464,60 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs,
   res.link_beats = p.beats - beats0;
   res.deadlocks = p.deadlocks - deadlocks0;
   return res;
+}
+
+namespace {
+void expect_halted(const PodRtlResult& res, const char* what) {
+  if (res.status != PodRtlStatus::Stopped) {
+    throw std::runtime_error(std::string("PodRtl::") + what + ": " + res.message);
+  }
+  for (size_t r = 0; r < res.chips.size(); ++r) {
+    if (!res.chips[r].done) {
+      throw std::runtime_error(std::string("PodRtl::") + what + ": chip " + std::to_string(r) +
+                               " faulted with ERR_CODE " + std::to_string(res.chips[r].err_code));
+    }
+  }
+}
+}  // namespace
+
+void PodRtl::load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& lanes,
+                       uint32_t host_addr) {
+  std::vector<std::vector<Instruction>> programs;
+  for (uint32_t r = 0; r < chips(); ++r) {
+    const std::vector<uint32_t>& v = lanes.at(r);
+    const auto rows = static_cast<uint32_t>(v.size() / N);
+    std::vector<uint8_t>& mem = memory(r);
+    if (v.size() % N != 0 || uint64_t{host_addr} + 4 * v.size() > mem.size()) {
+      throw std::invalid_argument("PodRtl::load_vmem: chip " + std::to_string(r) +
+                                  ": not whole rows or beyond the host memory");
+    }
+    std::memcpy(mem.data() + host_addr, v.data(), 4 * v.size());
+    ProgramBuilder b(params());
+    if (rows > 0) b.read_vmem(row, rows, host_addr);
+    programs.push_back(b.finish());
+  }
+  expect_halted(run(programs), "load_vmem");
+}
+
+std::vector<std::vector<uint32_t>> PodRtl::dump_vmem(uint32_t row, uint32_t rows,
+                                                     uint32_t host_addr) {
+  std::vector<std::vector<Instruction>> programs;
+  for (uint32_t r = 0; r < chips(); ++r) {
+    if (uint64_t{host_addr} + uint64_t{rows} * 4 * N > memory(r).size()) {
+      throw std::invalid_argument("PodRtl::dump_vmem: beyond the host memory");
+    }
+    ProgramBuilder b(params());
+    if (rows > 0) b.write_vmem(row, rows, host_addr);
+    programs.push_back(b.finish());
+  }
+  expect_halted(run(programs), "dump_vmem");
+  std::vector<std::vector<uint32_t>> out;
+  for (uint32_t r = 0; r < chips(); ++r) {
+    std::vector<uint32_t> v(size_t{rows} * N);
+    std::memcpy(v.data(), memory(r).data() + host_addr, 4 * v.size());
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 }  // namespace tpu::sim

@@ -87,6 +87,14 @@ class PodRtl {
 
   uint64_t cycles() const;  // pod cycles since construction (reset included)
 
+  // VMEM through the chips' own VMEM port (read_vmem / write_vmem programs run on every chip
+  // at once, staged in host memory from `host_addr`): lanes[r] (a multiple of N 32-bit lanes)
+  // into chip r's rows from `row`; and chip r's `rows` rows from `row` out. Throw
+  // std::runtime_error naming the chip if a program does not halt.
+  void load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& lanes,
+                 uint32_t host_addr);
+  std::vector<std::vector<uint32_t>> dump_vmem(uint32_t row, uint32_t rows, uint32_t host_addr);
+
  private:
   struct Impl;
   PodTopology topology_;

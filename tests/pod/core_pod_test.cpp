@@ -44,7 +44,7 @@ std::vector<uint8_t> random_rows(std::mt19937& rng, uint32_t rows) {
                                       0x7FC00001u, 0x00000001u, 0x7F7FFFFFu, 0x3F800000u};
   std::vector<uint8_t> bytes(size_t{rows} * 4 * N);
   for (size_t i = 0; i < bytes.size(); i += 4) {
-    uint32_t v = rng();
+    uint32_t v = static_cast<uint32_t>(rng());
     if (rng() % 8 == 0)
       v = kCorners[rng() % 8];
     else if (rng() % 2 == 0)
