@@ -11,103 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
-#include <string>
 #include <vector>
 
-#include "pod.h"
-#include "pod_rtl.h"
-#include "program.h"
+#include "collectives.h"
+#include "pod_rtl_harness.h"
 
 namespace {
 
-constexpr uint32_t kMemSize = 64 * 1024;  // host memory of each chip, from address 0
-constexpr uint32_t kData = 0x1000;        // input rows
-constexpr uint32_t kOut = 0x6000;         // rows written back
-constexpr uint32_t kOutSize = 0x4000;
-constexpr uint64_t kCycleLimit = 200000;
-
-// Register offsets (docs/registers.csv).
-constexpr uint32_t kParamIciLinks = 0x038, kIciLinkUp = 0x03C;
-
-using tpu::sim::PodRtl;
-
-tpu::ChipParams chip_params() { return PodRtl::params(); }
-const uint32_t N = chip_params().N;
-
-// Random fp32 bit patterns with corner values mixed in.
-std::vector<uint8_t> random_rows(std::mt19937& rng, uint32_t rows) {
-  static const uint32_t kCorners[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
-                                      0x7FC00001u, 0x00000001u, 0x7F7FFFFFu, 0x3F800000u};
-  std::vector<uint8_t> bytes(size_t{rows} * 4 * N);
-  for (size_t i = 0; i < bytes.size(); i += 4) {
-    uint32_t v = static_cast<uint32_t>(rng());
-    if (rng() % 8 == 0)
-      v = kCorners[rng() % 8];
-    else if (rng() % 2 == 0)
-      v = (v & 0x807FFFFFu) | (uint32_t(120 + rng() % 16) << 23);
-    std::memcpy(&bytes[i], &v, 4);
-  }
-  return bytes;
-}
-
-// Runs the programs on the Verilated pod and on the pod of golden models (same host images)
-// and compares the outcome of every chip and its output bytes. Returns the RTL's result.
-tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t latency,
-                                const std::vector<std::vector<tpu::Instruction>>& programs,
-                                const std::vector<std::vector<uint8_t>>& data,
-                                const std::string& what) {
-  const uint32_t chips = topo.chips();
-  PodRtl rtl(topo, latency, kMemSize);
-  tpu::LinkTiming timing;
-  timing.bytes_per_cycle = PodRtl::ici_width_bits() / 8;
-  timing.latency = latency;
-  tpu::PodModel model(topo, chip_params(), timing);
-  for (uint32_t r = 0; r < chips; ++r) {
-    uint32_t up = 0;
-    for (uint32_t l = 0; l < chip_params().ici_links; ++l) up |= topo.peer(r, l) ? 1u << l : 0u;
-    EXPECT_EQ(rtl.read_reg(r, kParamIciLinks), chip_params().ici_links);
-    EXPECT_EQ(rtl.read_reg(r, kIciLinkUp), up);
-    std::memcpy(&rtl.memory(r)[kData], data[r].data(), data[r].size());
-    model.memory(r).add_region(0, kMemSize);
-    model.memory(r).load(kData, data[r]);
-    model.chip(r).set_dma_window(0, 0, kMemSize);
-  }
-  const tpu::sim::PodRtlResult res = rtl.run(programs, kCycleLimit);
-  EXPECT_EQ(res.status, tpu::sim::PodRtlStatus::Stopped) << what << ": " << res.message;
-  const tpu::PodResult gold = model.run(programs);
-  for (uint32_t r = 0; r < chips; ++r) {
-    const tpu::sim::PodRtlChipOutcome& o = res.chips[r];
-    const tpu::RunResult& g = gold.chips[r];
-    EXPECT_EQ(o.done, g.done()) << what << ": chip " << r << ": golden " << g.message
-                                << "; chip ERR_CODE " << o.err_code << " ERR_PC " << o.err_pc
-                                << " after " << o.cycles << " cycles";
-    if (!g.done()) {
-      EXPECT_EQ(o.err_code, static_cast<uint32_t>(g.error))
-          << what << ": chip " << r << ": " << g.message;
-      EXPECT_EQ(o.err_pc, g.err_pc) << what << ": chip " << r;
-    }
-    const std::vector<uint8_t> want = model.memory(r).dump(kOut, kOutSize);
-    const std::vector<uint8_t> got(rtl.memory(r).begin() + kOut,
-                                   rtl.memory(r).begin() + kOut + kOutSize);
-    size_t first = 0;
-    while (first < want.size() && want[first] == got[first]) ++first;
-    EXPECT_TRUE(want == got) << what << ": chip " << r << ": output bytes differ from byte "
-                             << first << " (model " << int(first < want.size() ? want[first] : 0)
-                             << ", chip " << int(first < got.size() ? got[first] : 0) << ")";
-  }
-  return res;
-}
-
-tpu::sim::PodRtlResult run_both(uint32_t chips, uint32_t latency,
-                                const std::vector<std::vector<tpu::Instruction>>& programs,
-                                const std::vector<std::vector<uint8_t>>& data,
-                                const std::string& what) {
-  return run_both(tpu::PodTopology::ring(chips), latency, programs, data, what);
-}
+using namespace pod_rtl_test;  // NOLINT(build/namespaces)
 
 // One step of a ring all-reduce on every chip: send my rows to +x, receive -x's rows and
 // reduce them into a copy of mine (or copy), then write the result back.
@@ -159,6 +71,87 @@ TEST(CorePod, ReceiveWithNothingSentIsADeadlock) {
   a.read_vmem(0, 4, kData).ici_recv(1, 0, 4).write_vmem(0, 4, kOut);
   b.read_vmem(0, 4, kData).ici_recv(1, 8, 2).write_vmem(0, 4, kOut);
   run_both(2, 4, {a.finish(), b.finish()}, data, "deadlock");
+}
+
+// The 2-D all-reduce (driver/collectives.h) on a torus 2x2 of whole chips (4 links each): the
+// rows come in over the VMEM port, the reduced rows go back; every chip's VMEM equals the
+// golden pod's and the host reference's chains bit for bit.
+TEST(CorePod, TorusAllReduceMatchesGoldenAndReference) {
+  const tpu::PodTopology topo = tpu::PodTopology::torus(2, 2);
+  constexpr uint32_t kRows = 13;  // uneven chunks
+  std::mt19937 rng(5);
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<std::vector<uint32_t>> lanes;
+  std::vector<std::vector<tpu::Instruction>> programs;
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    data.push_back(random_rows(rng, kRows));
+    lanes.emplace_back(size_t{kRows} * N);
+    std::memcpy(lanes.back().data(), data.back().data(), data.back().size());
+    tpu::ProgramBuilder b(chip_params());
+    b.read_vmem(0, kRows, kData);
+    const std::vector<tpu::Instruction> ar =
+        tpu::all_reduce_program(topo, chip_params(), r, 0, kRows, tpu::CollectiveDtype::Fp32);
+    for (size_t i = 0; i + 1 < ar.size(); ++i) b.append(ar[i]);  // without its halt
+    b.write_vmem(0, kRows, kOut);
+    programs.push_back(b.finish());
+  }
+  const tpu::sim::PodRtlResult res = run_both(topo, 11, programs, data, "torus 2x2", kRows);
+  EXPECT_TRUE(res.ok()) << res.message;
+  EXPECT_GT(res.link_beats, 0u);
+  const std::vector<uint32_t> want =
+      tpu::reference_all_reduce(topo, N, lanes, tpu::CollectiveDtype::Fp32);
+  PodRtl rtl(topo, 11, kMemSize);
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    std::memcpy(&rtl.memory(r)[kData], data[r].data(), data[r].size());
+  }
+  ASSERT_TRUE(rtl.run(programs, kCycleLimit).ok());
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    std::vector<uint32_t> got(want.size());
+    std::memcpy(got.data(), &rtl.memory(r)[kOut], 4 * got.size());
+    EXPECT_EQ(got, want) << "chip " << r;
+  }
+}
+
+// A chip that faults stops its neighbours waiting on it: they fault ERR_ICI_DEADLOCK (a named
+// error, never a hang) within the fabric's deadlock window (2 latency + 2 beats per row + 16
+// quiet cycles) plus the few cycles a fault takes to reach ERR_CODE; the golden pod agrees.
+TEST(CorePod, FaultStopsTheOthersWithinBoundedCycles) {
+  constexpr uint32_t kLatency = 40;
+  std::mt19937 rng(6);
+  std::vector<std::vector<uint8_t>> data;
+  for (int r = 0; r < 3; ++r) data.push_back(random_rows(rng, 4));
+  tpu::ProgramBuilder a(chip_params()), b(chip_params()), c(chip_params());
+  a.read_vmem(0, 4, kData).read_vmem(0, 1, 4 * kMemSize).ici_send(0, 0, 4);  // DMA fault
+  b.read_vmem(0, 4, kData).ici_recv(1, 0, 4).write_vmem(0, 4, kOut);  // waits on chip 0
+  c.read_vmem(0, 4, kData).ici_recv(0, 8, 4).write_vmem(0, 4, kOut);  // waits on chip 0 too
+  const tpu::sim::PodRtlResult res =
+      run_both(3, kLatency, {a.finish(), b.finish(), c.finish()}, data, "fault", 16);
+  ASSERT_EQ(res.status, tpu::sim::PodRtlStatus::Stopped);
+  ASSERT_FALSE(res.chips[0].done);
+  EXPECT_GE(res.deadlocks, 1u);
+  const uint64_t window = 2 * kLatency + 2 * 1 + 16;
+  for (uint32_t r : {1u, 2u}) {
+    EXPECT_FALSE(res.chips[r].done);
+    EXPECT_EQ(res.chips[r].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_DEADLOCK));
+    EXPECT_LE(res.chips[r].cycles, res.chips[0].cycles + window + 8)
+        << "chip " << r << " stopped at " << res.chips[r].cycles << ", chip 0 at "
+        << res.chips[0].cycles;
+  }
+}
+
+// A run that has not ended after max_cycles returns PodRtlStatus::CycleLimit naming the chips
+// still running (a run always ends: the limit is the last resort; here smaller than the run).
+TEST(CorePod, CycleLimitIsANamedResult) {
+  PodRtl rtl(tpu::PodTopology::ring(2), 5, kMemSize);
+  std::vector<std::vector<tpu::Instruction>> programs;
+  for (int r = 0; r < 2; ++r) {
+    tpu::ProgramBuilder b(chip_params());
+    b.read_vmem(0, 512, 0x2000).write_vmem(0, 512, 0x4000);
+    programs.push_back(b.finish());
+  }
+  const tpu::sim::PodRtlResult res = rtl.run(programs, 50);
+  EXPECT_EQ(res.status, tpu::sim::PodRtlStatus::CycleLimit);
+  EXPECT_NE(res.message.find("still running: chip 0 chip 1"), std::string::npos) << res.message;
 }
 
 }  // namespace
