@@ -205,7 +205,7 @@ struct PodRtl::Impl {
       m.rst_ni = 0;
       uint32_t up = 0;
       for (uint32_t l = 0; l < kLinks; ++l) up |= fabric.up(r, l) ? 1u << l : 0u;
-      m.ici_link_up_i = static_cast<decltype(m.ici_link_up_i)>(up);
+      m.ici_link_up_i = static_cast<std::remove_reference_t<decltype(m.ici_link_up_i)>>(up);
       m.eval();
       for (int i = 0; i < 3; ++i) clock(r);
       m.rst_ni = 1;
@@ -352,6 +352,10 @@ PodRtl::~PodRtl() = default;
 uint32_t PodRtl::chips() const { return static_cast<uint32_t>(impl_->chips.size()); }
 std::vector<uint8_t>& PodRtl::memory(uint32_t r) { return impl_->chips.at(r).mem; }
 uint64_t PodRtl::cycles() const { return impl_->cycles; }
+
+void PodRtl::set_assertions(bool on) {
+  for (Chip& c : impl_->chips) c.ctx->assertOn(on);
+}
 
 void PodRtl::write_reg(uint32_t r, uint32_t addr, uint32_t value) {
   Vtpu_pod_core& m = *impl_->chips.at(r).m;
