@@ -23,10 +23,10 @@ namespace {
 
 constexpr uint32_t N = TPU_POD_N;
 constexpr uint32_t kLinks = TPU_POD_LINKS;
-constexpr uint32_t kWidth = TPU_POD_WIDTH;  // IciWidth (bits)
-constexpr uint32_t kBpr = 32 * N / kWidth;  // beats per VMEM row
+constexpr uint32_t kWidth = TPU_POD_WIDTH;                   // IciWidth (bits)
+constexpr uint32_t kBpr = 32 * N / kWidth;                   // beats per VMEM row
 constexpr uint32_t kBeat = (8 * N < 128 ? 8 * N : 128) / 8;  // m_axi data bytes
-constexpr uint32_t kVBeat = 4 * N;                            // m_vaxi data bytes (a VMEM row)
+constexpr uint32_t kVBeat = 4 * N;                           // m_vaxi data bytes (a VMEM row)
 static_assert(kLinks >= 2 && kWidth % 32 == 0 && (32 * N) % kWidth == 0, "pod chip build");
 
 // Register offsets (docs/registers.csv).
@@ -172,10 +172,9 @@ std::vector<std::optional<IciFabric::End>> wiring(const PodTopology& topo) {
 const PodTopology& checked(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes) {
   if (topo.chips() == 0) throw std::invalid_argument("PodRtl: a pod needs at least one chip");
   if (topo.links_needed() > kLinks && topo.chips() > 1) {
-    throw std::invalid_argument("PodRtl: topology " + topo.name() + " needs " +
-                                std::to_string(topo.links_needed()) +
-                                " links per chip; the Verilated chip has " +
-                                std::to_string(kLinks));
+    throw std::invalid_argument(
+        "PodRtl: topology " + topo.name() + " needs " + std::to_string(topo.links_needed()) +
+        " links per chip; the Verilated chip has " + std::to_string(kLinks));
   }
   if (latency == 0) throw std::invalid_argument("PodRtl: the link latency must be >= 1 cycle");
   if (mem_bytes % 4096 != 0 || mem_bytes < 65536 || mem_bytes > (uint64_t{1} << 30)) {
@@ -399,8 +398,8 @@ uint32_t PodRtl::read_reg(uint32_t r, uint32_t addr) {
                            std::to_string(addr) + " never answered");
 }
 
-PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs,
-                         uint64_t max_cycles, uint32_t code_addr) {
+PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, uint64_t max_cycles,
+                         uint32_t code_addr) {
   Impl& p = *impl_;
   if (programs.size() != p.chips.size()) {
     throw std::invalid_argument("PodRtl::run: " + std::to_string(programs.size()) +
@@ -435,8 +434,8 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs,
   while (running > 0) {
     if (p.cycles - start >= max_cycles) {
       res.status = PodRtlStatus::CycleLimit;
-      res.message = "the pod did not stop within " + std::to_string(max_cycles) +
-                    " cycles; still running:";
+      res.message =
+          "the pod did not stop within " + std::to_string(max_cycles) + " cycles; still running:";
       for (uint32_t r = 0; r < p.chips.size(); ++r) {
         if (!stopped[r]) res.message += " chip " + std::to_string(r);
       }

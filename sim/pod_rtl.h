@@ -48,11 +48,11 @@ struct PodRtlChipOutcome {
 struct PodRtlResult {
   PodRtlStatus status = PodRtlStatus::Stopped;
   std::vector<PodRtlChipOutcome> chips;
-  uint64_t cycles = 0;       // from START to the last chip stopping
-  uint64_t link_beats = 0;   // beats handed over on all link directions
-  uint64_t deadlocks = 0;    // times the fabric's deadlock rule fired
-  std::string message;       // when status != Stopped: what happened, naming the chips
-  bool ok() const;           // Stopped and every chip done
+  uint64_t cycles = 0;      // from START to the last chip stopping
+  uint64_t link_beats = 0;  // beats handed over on all link directions
+  uint64_t deadlocks = 0;   // times the fabric's deadlock rule fired
+  std::string message;      // when status != Stopped: what happened, naming the chips
+  bool ok() const;          // Stopped and every chip done
 };
 
 class PodRtl {
@@ -95,8 +95,7 @@ class PodRtl {
   // at once, staged in host memory from `host_addr`): lanes[r] (a multiple of N 32-bit lanes)
   // into chip r's rows from `row`; and chip r's `rows` rows from `row` out. Throw
   // std::runtime_error naming the chip if a program does not halt.
-  void load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& lanes,
-                 uint32_t host_addr);
+  void load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& lanes, uint32_t host_addr);
   std::vector<std::vector<uint32_t>> dump_vmem(uint32_t row, uint32_t rows, uint32_t host_addr);
 
  private:

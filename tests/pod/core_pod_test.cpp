@@ -122,8 +122,8 @@ TEST(CorePod, FaultStopsTheOthersWithinBoundedCycles) {
   for (int r = 0; r < 3; ++r) data.push_back(random_rows(rng, 4));
   tpu::ProgramBuilder a(chip_params()), b(chip_params()), c(chip_params());
   a.read_vmem(0, 4, kData).read_vmem(0, 1, 4 * kMemSize).ici_send(0, 0, 4);  // DMA fault
-  b.read_vmem(0, 4, kData).ici_recv(1, 0, 4).write_vmem(0, 4, kOut);  // waits on chip 0
-  c.read_vmem(0, 4, kData).ici_recv(0, 8, 4).write_vmem(0, 4, kOut);  // waits on chip 0 too
+  b.read_vmem(0, 4, kData).ici_recv(1, 0, 4).write_vmem(0, 4, kOut);         // waits on chip 0
+  c.read_vmem(0, 4, kData).ici_recv(0, 8, 4).write_vmem(0, 4, kOut);         // waits on chip 0 too
   const tpu::sim::PodRtlResult res =
       run_both(3, kLatency, {a.finish(), b.finish(), c.finish()}, data, "fault", 16);
   ASSERT_EQ(res.status, tpu::sim::PodRtlStatus::Stopped);

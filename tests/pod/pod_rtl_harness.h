@@ -19,7 +19,6 @@
 
 namespace pod_rtl_test {
 
-
 inline constexpr uint32_t kMemSize = 64 * 1024;  // host memory of each chip, from address 0
 inline constexpr uint32_t kData = 0x1000;        // input rows
 inline constexpr uint32_t kOut = 0x6000;         // rows written back

@@ -4,12 +4,13 @@
 // of Verilated RTL chips (sim/pod_rtl.h through cmd_allreduce.h's backend, checked bit for bit
 // against the golden pod as well), checked against the host reference, reported the way
 // nccl-tests reports collectives (algbw, busbw).
+#include "cmd_allreduce.h"
+
 #include <chrono>
 #include <iostream>
 #include <random>
 #include <sstream>
 
-#include "cmd_allreduce.h"
 #include "collectives.h"
 #include "fp.h"
 #include "json_text.h"
@@ -206,9 +207,9 @@ nlohmann::ordered_json row(const Measurement& m, const Options& o) {
   j["correct"] = m.correct;
   if (o.rtl) {
     j["model_cycles"] = m.model_cycles;
-    j["rtl_over_model"] = m.model_cycles == 0 ? 0.0
-                                              : static_cast<double>(m.cycles) /
-                                                    static_cast<double>(m.model_cycles);
+    j["rtl_over_model"] = m.model_cycles == 0
+                              ? 0.0
+                              : static_cast<double>(m.cycles) / static_cast<double>(m.model_cycles);
     j["matches_golden"] = m.matches_golden;
     j["sim_cycles_per_second"] = m.cycles_per_second;
   }
@@ -232,9 +233,9 @@ void print_text(const Options& o, const std::vector<Measurement>& ms) {
                 100.0 * m.busbw / o.timing.bytes_per_cycle);
     if (o.rtl) {
       std::printf(" %12llu %7.3f %7s", static_cast<unsigned long long>(m.model_cycles),
-                  m.model_cycles == 0 ? 0.0
-                                      : static_cast<double>(m.cycles) /
-                                            static_cast<double>(m.model_cycles),
+                  m.model_cycles == 0
+                      ? 0.0
+                      : static_cast<double>(m.cycles) / static_cast<double>(m.model_cycles),
                   m.matches_golden ? "same" : "DIFFER");
     }
     std::printf(" %s\n", m.correct ? "ok" : ("FAILED " + m.error).c_str());
@@ -356,8 +357,8 @@ int run_allreduce(const tpusim::Args& args) {
       "seed", po::value<std::string>()->default_value("1"), "random seed of the data")(
       "backend", po::value<std::string>(&backend)->default_value("model"),
       "model (the pod of golden models) or rtl (the pod of Verilated chips, N = 4, checked "
-      "against the golden pod; in tpusim only)")(
-      "json", po::bool_switch(&o.json), "print one JSON object");
+      "against the golden pod; in tpusim only)")("json", po::bool_switch(&o.json),
+                                                 "print one JSON object");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
@@ -380,7 +381,8 @@ int run_allreduce(const tpusim::Args& args) {
     return 0;
   }
   if (backend != "model" && backend != "rtl") {
-    throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model or rtl)");
+    throw tpusim::UsageError("--backend '" + backend +
+                             "' is not a backend (expected model or rtl)");
   }
   o.rtl = backend == "rtl";
   const tpusim::PodRtlBackend* pod_rtl = tpusim::pod_rtl_backend();
