@@ -154,6 +154,25 @@ TEST(CorePod, CycleLimitIsANamedResult) {
   EXPECT_NE(res.message.find("still running: chip 0 chip 1"), std::string::npos) << res.message;
 }
 
+// A vector instruction reads one bounding interval of rows, A's and B's together (isa.md
+// "Ordering"): with A = rows 0..2 and B = rows 27..29 it waits for a receive writing rows 15..16.
+// Chip 0 faults before sending, so chip 1's receive never completes: the vector instruction
+// must not run before the deadlock (the golden pod once let it, with separate A and B ranges).
+TEST(CorePod, VectorWaitsForAReceiveBetweenItsOperands) {
+  std::mt19937 rng(8);
+  std::vector<std::vector<uint8_t>> data = {random_rows(rng, 64), random_rows(rng, 64)};
+  tpu::ProgramBuilder a(chip_params()), b(chip_params());
+  a.read_vmem(0, 64, kData).read_vmem(0, 1, 4 * kMemSize).ici_send(0, 0, 2);
+  b.read_vmem(0, 64, kData)
+      .ici_recv(1, 15, 2)
+      .vop(tpu::VecFunc::FAdd, 40, 0, 27, 3)
+      .write_vmem(0, 64, kOut);
+  const tpu::sim::PodRtlResult res =
+      run_both(2, 9, {a.finish(), b.finish()}, data, "vector between", 64);
+  EXPECT_EQ(res.chips[1].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_DEADLOCK));
+  EXPECT_EQ(res.chips[1].err_pc, 1u);
+}
+
 // The deadlock rule faults a chip whose next link instruction waits for its busy engine (chip 1
 // sends twice on link 0; chip 0 faults before receiving anything): the outcome and memories
 // match the golden pod, but only with the RTL's assertions off, because rtl/tpu_ctrl.sv's

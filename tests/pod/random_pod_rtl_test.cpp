@@ -4,8 +4,9 @@
 // Each program is a random global order of transfers on connected links (each chip's program
 // is its part of that order, so the pod never deadlocks by itself: the oldest unfinished
 // transfer can always start), each transfer 1..8 rows from random VMEM rows, copied or reduced
-// (fp32 / int32 add) into random rows, with VMEM-port DMA (read_vmem / write_vmem of random rows)
-// and sync mixed in, so the link instructions meet the chip's row hazards. A quarter of the
+// (fp32 / int32 add) into random rows, with VMEM-port DMA (read_vmem / write_vmem of random rows),
+// vector instructions, transposes and sync mixed in, so the link instructions meet the chip's
+// row hazards against every VMEM client. A quarter of the
 // programs inject a fault: one chip syncs (its link instructions done) and then faults (a DMA
 // outside its host window), and its neighbours end with ERR_ICI_DEADLOCK. Compared bit for bit:
 // every chip's outcome (done, or ERR_CODE and ERR_PC), the host bytes it wrote and its final VMEM.
@@ -40,17 +41,38 @@ uint32_t env_count(const char* name, uint32_t fallback) {
 
 uint32_t rnd(std::mt19937& rng, uint32_t n) { return static_cast<uint32_t>(rng() % n); }
 
-// Now and then a local instruction on chip c: VMEM-port DMA of random rows or a sync.
+// Now and then a local instruction on a chip: VMEM-port DMA of random rows, a sync, an
+// element-wise vector instruction (fp32 / int32 / bitwise; in place or into rows apart from its
+// operands) or an N x N transpose.
 void local_op(tpu::ProgramBuilder& b, std::mt19937& rng) {
   const uint32_t rows = 1 + rnd(rng, 16);
   const uint32_t row = rnd(rng, kRows - rows + 1);
-  switch (rnd(rng, 3)) {
+  static const tpu::VecFunc kFuncs[] = {tpu::VecFunc::FAdd, tpu::VecFunc::FMul, tpu::VecFunc::FMax,
+                                        tpu::VecFunc::IAdd, tpu::VecFunc::Xor,  tpu::VecFunc::FLt};
+  const uint32_t n = chip_params().N;
+  switch (rnd(rng, 5)) {
     case 0:
       b.read_vmem(row, rows, kData + kRowBytes * rnd(rng, kRows - rows + 1));
       break;
     case 1:
       b.write_vmem(row, rows, kOut + kRowBytes * (kRows + rnd(rng, 2 * kRows)));
       break;
+    case 2: {  // a in [0, 20), b in [22, 42), dst = a or in [44, 64)
+      const uint32_t r = 1 + rnd(rng, 8);
+      const uint32_t a = rnd(rng, 20 - r + 1), bb = 22 + rnd(rng, 20 - r + 1);
+      const uint32_t dst = rnd(rng, 2) == 0 ? a : 44 + rnd(rng, 20 - r + 1);
+      b.vop(kFuncs[rnd(rng, 6)], dst, a, bb, r);
+      break;
+    }
+    case 3: {  // one N x N block from the lower half to the upper half, or back
+      const uint32_t lo = n * rnd(rng, kRows / 2 / n), hi = kRows / 2 + n * rnd(rng, kRows / 2 / n);
+      if (rnd(rng, 2) == 0) {
+        b.transpose(lo, hi, 1);
+      } else {
+        b.transpose(hi, lo, 1);
+      }
+      break;
+    }
     default:
       b.sync();
       break;
