@@ -24,7 +24,7 @@ endfunction()
 # tpu_pod_rtl_n4: N = 4, VmemRows = 32768 (512 KiB per chip, as the training chip), 4 links
 # (ring or 2-D torus), IciWidth = 128 (16 bytes per cycle and direction: one beat per VMEM
 # row). tpusim links it (`tpusim allreduce --backend rtl`), tests/pod use it.
-set(TPU_POD_RTL_LINKS 4 CACHE STRING "Links of the RTL pod's chip tpu_pod_rtl_n4 (0: not built)")
-if(TPU_POD_RTL_LINKS GREATER 0)
-  tpu_add_pod_rtl(tpu_pod_rtl_n4 4 32768 ${TPU_POD_RTL_LINKS} 128)
+option(TPU_POD_RTL "Build the RTL pod's library tpu_pod_rtl_n4 (tpusim allreduce --backend rtl)" ON)
+if(TPU_POD_RTL)
+  tpu_add_pod_rtl(tpu_pod_rtl_n4 4 32768 4 128)
 endif()
