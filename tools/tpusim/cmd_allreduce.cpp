@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // tpusim allreduce: an all-reduce over a pod of chips joined by inter-chip links (issue 31,
-// docs/pod.md), run on the pod of golden models (driver/pod.h), checked against the host
-// reference, reported the way nccl-tests reports collectives (algbw, busbw).
+// docs/pod.md), run on the pod of golden models (driver/pod.h) or, with --backend rtl, on the pod
+// of Verilated RTL chips (sim/pod_rtl.h through cmd_allreduce.h's backend, checked bit for bit
+// against the golden pod as well), checked against the host reference, reported the way
+// nccl-tests reports collectives (algbw, busbw).
+#include "cmd_allreduce.h"
+
 #include <chrono>
 #include <iostream>
 #include <random>
@@ -26,6 +30,7 @@ struct Options {
   std::vector<uint64_t> sizes;  // bytes per chip
   uint64_t seed = 1;
   bool json = false;
+  bool rtl = false;  // --backend rtl
 };
 
 struct Measurement {
@@ -34,7 +39,23 @@ struct Measurement {
   double algbw = 0, busbw = 0;
   bool correct = false;
   std::string error;  // the pod's fault, if any
+  // --backend rtl: the golden pod's estimate, whether every chip's VMEM rows equal the golden
+  // pod's bit for bit, and the RTL pod's simulated cycles per second.
+  uint64_t model_cycles = 0;
+  bool matches_golden = false;
+  double cycles_per_second = 0;
 };
+
+}  // namespace
+
+namespace tpusim {
+const PodRtlBackend*& pod_rtl_backend() {
+  static const PodRtlBackend* backend = nullptr;
+  return backend;
+}
+}  // namespace tpusim
+
+namespace {
 
 // Bytes per chip a buffer may have: the whole VMEM.
 uint64_t capacity(const tpu::ChipParams& p) { return uint64_t{p.vmem_rows} * 4 * p.N; }
@@ -94,19 +115,53 @@ std::vector<tpu::Instruction> program(const Options& o, const tpu::ChipParams& p
 
 // Does chip r hold what the reference says (the first `elements` lanes; reduce-scatter: only
 // chip r's chunk r)?
-bool chip_matches(const Options& o, const tpu::ChipParams& params, tpu::PodModel& pod, uint32_t r,
-                  uint32_t rows, uint64_t elements, const std::vector<uint32_t>& want) {
+bool chip_matches(const Options& o, const tpu::ChipParams& params, const std::vector<uint32_t>& got,
+                  uint32_t r, uint32_t rows, uint64_t elements, const std::vector<uint32_t>& want) {
   uint64_t lo = 0, hi = elements;
   if (o.kind == tpu::CollectiveKind::ReduceScatter) {
     const tpu::Chunk c = tpu::chunk_of(rows, o.chips, r);
     lo = uint64_t{c.first} * params.N;
     hi = std::min<uint64_t>(elements, uint64_t{c.first + c.count} * params.N);
   }
-  const std::vector<uint32_t> got = pod.chip(r).vmem_rows(0, rows);
   for (uint64_t e = lo; e < hi; ++e) {
     if (got[e] != want[e]) return false;
   }
   return true;
+}
+
+// Is every chip's result what the host reference says?
+bool all_correct(const Options& o, const tpu::ChipParams& params,
+                 const std::vector<std::vector<uint32_t>>& in,
+                 const std::vector<std::vector<uint32_t>>& got, uint32_t rows, uint64_t elements) {
+  const std::vector<uint32_t> want =
+      o.kind == tpu::CollectiveKind::AllReduce
+          ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
+      : o.kind == tpu::CollectiveKind::ReduceScatter
+          ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
+          : tpu::reference_all_gather(params.N, in);
+  bool ok = true;
+  for (uint32_t r = 0; r < o.chips; ++r) {
+    ok = ok && chip_matches(o, params, got[r], r, rows, elements, want);
+  }
+  return ok;
+}
+
+// The RTL pod's run of the same programs on the same data (the golden pod's result `gold`).
+void measure_rtl(const Options& o, const tpu::PodResult& gold,
+                 const std::vector<std::vector<uint32_t>>& gold_vmem,
+                 const std::vector<std::vector<uint32_t>>& in,
+                 const std::vector<std::vector<tpu::Instruction>>& programs, uint32_t rows,
+                 uint64_t elements, Measurement* m) {
+  const tpusim::PodRtlBackend& backend = *tpusim::pod_rtl_backend();
+  const tpusim::PodRtlRun run = backend.run(o.topology, o.timing.latency, in, programs, rows);
+  m->model_cycles = gold.cycles;
+  m->cycles = run.cycles;
+  m->error = run.error;
+  m->cycles_per_second =
+      run.sim_seconds > 0 ? static_cast<double>(run.cycles) / run.sim_seconds : 0.0;
+  if (!run.error.empty()) return;
+  m->matches_golden = gold.ok() && run.vmem == gold_vmem;
+  m->correct = all_correct(o, backend.params(), in, run.vmem, rows, elements);
 }
 
 Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t bytes) {
@@ -126,21 +181,16 @@ Measurement measure(const Options& o, const tpu::ChipParams& params, uint64_t by
     programs.push_back(program(o, params, r, rows));
   }
   const tpu::PodResult res = pod.run(programs);
+  std::vector<std::vector<uint32_t>> got;
+  for (uint32_t r = 0; r < o.chips; ++r) got.push_back(pod.chip(r).vmem_rows(0, rows));
   Measurement m;
   m.bytes = bytes;
-  m.cycles = res.cycles;
-  m.error = res.message;
-  if (res.ok()) {
-    const std::vector<uint32_t> want =
-        o.kind == tpu::CollectiveKind::AllReduce
-            ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
-        : o.kind == tpu::CollectiveKind::ReduceScatter
-            ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
-            : tpu::reference_all_gather(params.N, in);
-    m.correct = true;
-    for (uint32_t r = 0; r < o.chips; ++r) {
-      m.correct = m.correct && chip_matches(o, params, pod, r, rows, elements, want);
-    }
+  if (o.rtl) {
+    measure_rtl(o, res, got, in, programs, rows, elements, &m);
+  } else {
+    m.cycles = res.cycles;
+    m.error = res.message;
+    m.correct = res.ok() && all_correct(o, params, in, got, rows, elements);
   }
   m.algbw = m.cycles == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(m.cycles);
   m.busbw = m.algbw * tpu::busbw_factor(o.kind, o.chips);
@@ -155,6 +205,14 @@ nlohmann::ordered_json row(const Measurement& m, const Options& o) {
   j["busbw"] = m.busbw;
   j["busbw_of_peak"] = m.busbw / o.timing.bytes_per_cycle;
   j["correct"] = m.correct;
+  if (o.rtl) {
+    j["model_cycles"] = m.model_cycles;
+    j["rtl_over_model"] = m.model_cycles == 0
+                              ? 0.0
+                              : static_cast<double>(m.cycles) / static_cast<double>(m.model_cycles);
+    j["matches_golden"] = m.matches_golden;
+    j["sim_cycles_per_second"] = m.cycles_per_second;
+  }
   if (!m.error.empty()) j["error"] = m.error;
   return j;
 }
@@ -163,14 +221,24 @@ void print_text(const Options& o, const std::vector<Measurement>& ms) {
   std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips
             << " chips (" << o.topology.name() << "), links " << o.timing.bytes_per_cycle
             << " bytes/cycle, latency " << o.timing.latency
-            << " cycles; cycles are the pod model's estimate\n";
-  std::printf("%12s %12s %12s %12s %8s %s\n", "bytes", "cycles", "algbw", "busbw", "of peak",
-              "check");
+            << (o.rtl ? " cycles; cycles are the RTL pod's (cycle-accurate), model = the golden "
+                        "pod's estimate\n"
+                      : " cycles; cycles are the pod model's estimate\n");
+  std::printf("%12s %12s %12s %12s %8s", "bytes", "cycles", "algbw", "busbw", "of peak");
+  if (o.rtl) std::printf(" %12s %7s %7s", "model", "ratio", "golden");
+  std::printf(" %s\n", "check");
   for (const Measurement& m : ms) {
-    std::printf("%12llu %12llu %12.3f %12.3f %7.1f%% %s\n",
-                static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.cycles),
-                m.algbw, m.busbw, 100.0 * m.busbw / o.timing.bytes_per_cycle,
-                m.correct ? "ok" : ("FAILED " + m.error).c_str());
+    std::printf("%12llu %12llu %12.3f %12.3f %7.1f%%", static_cast<unsigned long long>(m.bytes),
+                static_cast<unsigned long long>(m.cycles), m.algbw, m.busbw,
+                100.0 * m.busbw / o.timing.bytes_per_cycle);
+    if (o.rtl) {
+      std::printf(" %12llu %7.3f %7s", static_cast<unsigned long long>(m.model_cycles),
+                  m.model_cycles == 0
+                      ? 0.0
+                      : static_cast<double>(m.cycles) / static_cast<double>(m.model_cycles),
+                  m.matches_golden ? "same" : "DIFFER");
+    }
+    std::printf(" %s\n", m.correct ? "ok" : ("FAILED " + m.error).c_str());
   }
 }
 
@@ -181,11 +249,13 @@ void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep
   j["chips"] = o.chips;
   j["topology"] = o.topology.name();
   j["dtype"] = std::string(tpu::dtype_name(o.dtype));
-  j["backend"] = "model";
-  j["cycles_estimated"] = true;
+  j["backend"] = o.rtl ? "rtl" : "model";
+  j["cycles_estimated"] = !o.rtl;
   j["cycles_note"] =
-      "the pod model's estimate (latency + bytes / bandwidth per transfer); the RTL pod will be "
-      "cycle-accurate";
+      o.rtl ? "the RTL pod's cycles (Verilated chips, cycle-accurate links), START to the last "
+              "chip's halt; model_cycles = the golden pod's estimate of the same programs"
+            : "the pod model's estimate (latency + bytes / bandwidth per transfer); --backend rtl "
+              "runs the cycle-accurate RTL pod";
   j["bw_unit"] = "bytes/cycle";
   j["ici_bandwidth"] = o.timing.bytes_per_cycle;
   j["ici_latency"] = o.timing.latency;
@@ -199,6 +269,11 @@ void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep
     for (const Measurement& m : ms) j["results"].push_back(row(m, o));
   }
   j["correct"] = all_ok;
+  if (o.rtl) {
+    bool same = true;
+    for (const Measurement& m : ms) same = same && m.matches_golden;
+    j["matches_golden"] = same;
+  }
   j["wall_seconds"] = wall;
   std::cout << tpu::json_document(j) << "\n";
 }
@@ -235,6 +310,28 @@ void read_pod_options(const tpusim::po::variables_map& vm, const std::string& to
   }
 }
 
+// --backend rtl: the links are the Verilated chip's (IciWidth / 8 bytes per cycle); latency >= 1.
+void check_rtl_options(const tpusim::po::variables_map& vm, const tpusim::PodRtlBackend& b,
+                       Options* o) {
+  if (vm["ici-bandwidth"].defaulted()) {
+    o->timing.bytes_per_cycle = b.bytes_per_cycle;
+  } else if (o->timing.bytes_per_cycle != b.bytes_per_cycle) {
+    throw tpusim::UsageError("--ici-bandwidth " + std::to_string(o->timing.bytes_per_cycle) +
+                             " with --backend rtl: the RTL pod's links are " +
+                             std::to_string(b.bytes_per_cycle) +
+                             " bytes per cycle (IciWidth of tpu_pod_rtl_n4)");
+  }
+  if (o->timing.latency == 0) {
+    throw tpusim::UsageError("--ici-latency 0 with --backend rtl: the RTL pod's links need >= 1");
+  }
+  if (o->topology.links_needed() > b.params().ici_links) {
+    throw tpusim::UsageError("--topology " + o->topology.name() + " needs " +
+                             std::to_string(o->topology.links_needed()) +
+                             " links; the RTL pod's chip has " +
+                             std::to_string(b.params().ici_links));
+  }
+}
+
 int run_allreduce(const tpusim::Args& args) {
   namespace po = tpusim::po;
   const auto t_start = std::chrono::steady_clock::now();
@@ -259,39 +356,46 @@ int run_allreduce(const tpusim::Args& args) {
       "all-reduce, or reduce-scatter / all-gather (ring only)")(
       "seed", po::value<std::string>()->default_value("1"), "random seed of the data")(
       "backend", po::value<std::string>(&backend)->default_value("model"),
-      "model (the pod of golden models); rtl is not available yet")(
-      "json", po::bool_switch(&o.json), "print one JSON object");
+      "model (the pod of golden models) or rtl (the pod of Verilated chips, N = 4, checked "
+      "against the golden pod; in tpusim only)")("json", po::bool_switch(&o.json),
+                                                 "print one JSON object");
   po::variables_map vm;
   if (!tpusim::parse_options(
           args,
           "tpusim allreduce --chips P (--bytes S[,S2...] | --sweep) [--topology ring|torus:XxY] "
           "[--ici-bandwidth B] [--ici-latency C] [--dtype fp32|int32] "
-          "[--collective all-reduce|reduce-scatter|all-gather] [--backend model] [--json]",
+          "[--collective all-reduce|reduce-scatter|all-gather] [--backend model|rtl] [--json]",
           "All-reduces (sum; or --collective reduce-scatter / all-gather) a random vector of S "
           "bytes per chip over a pod of P chips joined by "
           "inter-chip links (ring, or a 2-D torus with the 2-D algorithm), as chip programs of "
           "ici_send / ici_recv on the pod of golden models, and checks every chip's result bit "
           "for bit against the host reference (docs/pod.md). cycles are the pod model's "
           "ESTIMATE (latency + bytes / bandwidth per transfer), not a cycle-accurate "
-          "simulation. algbw = S / cycles and busbw = algbw * 2(P-1)/P (reduce-scatter, "
+          "simulation; --backend rtl runs the same programs on the pod of Verilated RTL chips "
+          "(cycle-accurate; its final VMEM is compared bit for bit with the golden pod's: "
+          "matches_golden). algbw = S / cycles and busbw = algbw * 2(P-1)/P (reduce-scatter, "
           "all-gather: (P-1)/P) in bytes per cycle "
           "(nccl-tests' definitions); busbw_of_peak = busbw / --ici-bandwidth. Exit code 1 on a "
           "mismatch or a fault.",
           opts, {}, vm)) {
     return 0;
   }
-  if (backend == "rtl") {
-    throw std::runtime_error(
-        "--backend rtl: no simulator of a pod of RTL chips is built yet (issue 31: the chip's "
-        "link ports exist and tests/pod/core_pod_test joins Verilated chips, but tpusim runs "
-        "one chip per process); use --backend model");
+  if (backend != "model" && backend != "rtl") {
+    throw tpusim::UsageError("--backend '" + backend +
+                             "' is not a backend (expected model or rtl)");
   }
-  if (backend != "model") {
-    throw tpusim::UsageError("--backend '" + backend + "' is not a backend (expected model)");
+  o.rtl = backend == "rtl";
+  const tpusim::PodRtlBackend* pod_rtl = tpusim::pod_rtl_backend();
+  if (o.rtl && pod_rtl == nullptr) {
+    throw std::runtime_error(
+        "--backend rtl: the pod of RTL chips is not built into this binary (it is in `tpusim`, "
+        "which links tpu_pod_rtl_n4; docs/pod.md); use tpusim or --backend model");
   }
   read_pod_options(vm, topology, dtype, collective, &o);
+  if (o.rtl) check_rtl_options(vm, *pod_rtl, &o);
   const tpu::ChipParams params =
-      tpu::ChipParams::pod(tpu::RtlDevice::compiled_n(), o.topology.links_needed());
+      o.rtl ? pod_rtl->params()
+            : tpu::ChipParams::pod(tpu::RtlDevice::compiled_n(), o.topology.links_needed());
   if (sweep == (vm.count("bytes") != 0)) {
     throw tpusim::UsageError("give exactly one of --bytes and --sweep");
   }
@@ -302,7 +406,7 @@ int run_allreduce(const tpusim::Args& args) {
   bool all_ok = true;
   for (uint64_t s : o.sizes) {
     ms.push_back(measure(o, params, s));
-    all_ok = all_ok && ms.back().correct;
+    all_ok = all_ok && ms.back().correct && (!o.rtl || ms.back().matches_golden);
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -316,5 +420,5 @@ int run_allreduce(const tpusim::Args& args) {
 
 }  // namespace
 
-TPUSIM_SUBCOMMAND("allreduce", "all-reduce over a pod of chips (model of the inter-chip links)",
+TPUSIM_SUBCOMMAND("allreduce", "all-reduce over a pod of chips (golden pod or RTL pod)",
                   run_allreduce);
