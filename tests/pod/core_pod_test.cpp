@@ -175,10 +175,9 @@ TEST(CorePod, VectorWaitsForAReceiveBetweenItsOperands) {
 
 // The deadlock rule faults a chip whose next link instruction waits for its busy engine (chip 1
 // sends twice on link 0; chip 0 faults before receiving anything): the outcome and memories
-// match the golden pod, but only with the RTL's assertions off, because rtl/tpu_ctrl.sv's
-// CtrlIciHold fires (the controller withdraws the held command in the ici_err cycle on purpose,
-// tpu_ctrl.sv head_go; the assertion's guard `run_q && !stop_q` lacks `!ici_err`). The DISABLED_
-// twin with assertions on is the reproducer (it stops the process at tpu_ctrl.sv CtrlIciHold).
+// match the golden pod. The controller withdraws the held command in the ici_err cycle on
+// purpose (tpu_ctrl.sv head_go); its handshake-hold assertions exempt that cycle (before they
+// did not, and CtrlIciHold stopped the process here): the test runs with assertions on.
 std::vector<std::vector<tpu::Instruction>> held_at_deadlock() {
   tpu::ProgramBuilder a(chip_params()), b(chip_params());
   a.read_vmem(0, 16, kData).read_vmem(0, 1, 4 * kMemSize).ici_recv(1, 0, 7);
@@ -190,14 +189,8 @@ TEST(CorePod, LinkInstructionHeldAtDeadlockMatchesGolden) {
   std::mt19937 rng(7);
   std::vector<std::vector<uint8_t>> data = {random_rows(rng, 16), random_rows(rng, 16)};
   const tpu::sim::PodRtlResult res = run_both(tpu::PodTopology::ring(2), 20, held_at_deadlock(),
-                                              data, "held at deadlock", 16, false);
+                                              data, "held at deadlock", 16);
   EXPECT_EQ(res.chips[1].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_DEADLOCK));
-}
-
-TEST(CorePod, DISABLED_LinkInstructionHeldAtDeadlockWithAssertions) {
-  std::mt19937 rng(7);
-  std::vector<std::vector<uint8_t>> data = {random_rows(rng, 16), random_rows(rng, 16)};
-  run_both(tpu::PodTopology::ring(2), 20, held_at_deadlock(), data, "held, assertions on", 16);
 }
 
 }  // namespace

@@ -53,9 +53,7 @@ inline std::vector<uint8_t> random_rows(std::mt19937& rng, uint32_t rows) {
 // Runs the programs on the Verilated pod and on the pod of golden models (same host images)
 // and compares the outcome of every chip and its output bytes [kOut, kOut + kOutSize), and
 // with vmem_rows > 0 its VMEM rows [0, vmem_rows) afterwards. Returns the RTL's result.
-// assertions = false switches the RTL's assertions off (see random_pod_rtl_test.cpp: the
-// controller's CtrlIciHold fires falsely when the deadlock rule faults a chip whose next link
-// instruction waits for its busy engine).
+// assertions = false switches the RTL's assertions off.
 inline tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t latency,
                                        const std::vector<std::vector<tpu::Instruction>>& programs,
                                        const std::vector<std::vector<uint8_t>>& data,
