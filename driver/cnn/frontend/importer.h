@@ -155,8 +155,9 @@ class Importer {
   const std::optional<TensorQuant>& quant_ref(int p) const;
   // Value v (tensor `name`, read by node n) gets quantization q: its producing layers' outputs
   // (or the input). Where they are quantized otherwise already (a Q/DQ pair, then another Q),
-  // a Copy requantizes them (an exact copy that nothing else reads is requantized in place,
-  // which is the same) and its index is returned; -1 otherwise.
+  // v becomes a Copy layer holding a Quantize step and its index is returned (the QDQ pairing
+  // step, passes/pair_qdq.h, decides in the fusion walk whether it requantizes them, requantizes
+  // an exact copy in place or annotates); -1 otherwise.
   int annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q, const std::string& name);
 
   // The input of a QLinear op: declared quantization must match what produced it.
