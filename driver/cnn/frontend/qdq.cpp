@@ -52,8 +52,8 @@ int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
     const PendingStep& step = net_.layers[size_t(p)].step;
     return step.kind == StepKind::MaxPool && step.sources.size() > 1;
   });
-  if (!pooled_concat && passes::requantization(net_, v.parts, sole_reader, q) ==
-                            passes::Requantization::Annotate) {
+  if (!pooled_concat &&
+      passes::requantization(net_, v.parts, sole_reader, q) == passes::Requantization::Annotate) {
     for (int p : v.parts) quant_ref(p) = q;
     v.quant = q;
     return -1;

@@ -16,7 +16,8 @@ QdqPairing pair_qdq(Network& net, const Layer& c) {
   r.how = requantization(net, c.inputs, c.step.sole_reader, q);
   if (r.how == Requantization::Copy) return r;
   r.parts = c.inputs;
-  for (int p : c.inputs) (p == kNetworkInput ? net.input_quant : net.layers[size_t(p)].out_quant) = q;
+  for (int p : c.inputs)
+    (p == kNetworkInput ? net.input_quant : net.layers[size_t(p)].out_quant) = q;
   return r;
 }
 
