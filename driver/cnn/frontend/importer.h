@@ -98,10 +98,10 @@ class Importer {
 
   // Layers `parts` of net_ as the fusion pass (passes/fuse_layers.h) will leave them: `parts`
   // in net_ itself, or in the fused network (the pass run on the layers so far) when one of them
-  // is a pending step of the kind `of` names: the layers it joins. The converters whose outcome
-  // depends on what is fused (requantization, a Copy of a pooled concatenation, the errors of a
-  // fold after an activation) look there, so that importing 1:1 and fusing after gives what fusing
-  // in node order gave.
+  // is a pending step of the kind `of` names (or a Quantize step): the layers it joins. The
+  // converters whose outcome depends on what is fused (QLinearConcat's requantization, a pooled
+  // concatenation's quantization and its Copy, the errors of a fold after an activation) look
+  // there, so that importing 1:1 and fusing after gives what fusing in node order gave.
   struct FusedView {
     std::optional<passes::FusedNetwork> fused;
     std::vector<int> parts;
