@@ -165,8 +165,9 @@ struct MaxPoolWindow {
 
 // An elementwise step the importer converted 1:1 into a Copy layer of its own, which the fusion
 // pass (passes/fuse_layers.h) merges into the layers computing its input when the fusion rules
-// (passes/fusion.h) allow. Only between conversion and that pass; kind None after it.
-enum class StepKind { None, Activation, MaxPool };
+// (passes/fusion.h) allow, or (Quantize) the QDQ pairing step (passes/pair_qdq.h) resolves.
+// Only between conversion and that pass; kind None after it.
+enum class StepKind { None, Activation, MaxPool, Quantize };
 struct PendingStep {
   StepKind kind = StepKind::None;
   // Per part of the step's input: the layer whose output it is when no other op reads that
@@ -180,6 +181,12 @@ struct PendingStep {
   LutFunc lut = LutFunc::Sigmoid;
   float p0 = 0.0f, p1 = 0.0f;
   MaxPoolWindow pool;  // MaxPool
+  // Quantize: a QuantizeLinear (or a QLinear op's declared input quantization) giving the
+  // tensor the layer's inputs compute quantization `quant` where they are quantized otherwise
+  // already; `sole_reader` when nothing else reads that tensor (sources: as an activation's,
+  // the one layer later steps reading this one may join, -1 for none).
+  TensorQuant quant;
+  bool sole_reader = false;
 };
 
 // A float layer: weights [cout][cin/group][kh][kw] (conv) or [cout][fan_in] (dense), bias

@@ -303,6 +303,7 @@ Importer::FusedView Importer::fused_view(const std::vector<int>& parts, ViewOf o
   const bool pending = std::any_of(parts.begin(), parts.end(), [&](int p) {
     if (p == kNetworkInput) return false;
     const PendingStep& step = net_.layers[size_t(p)].step;
+    if (step.kind == StepKind::Quantize) return true;  // (the pairing step decides in the walk)
     if (step.kind == StepKind::MaxPool)
       return of != ViewOf::PooledConcat || step.sources.size() > 1;
     return of == ViewOf::AnyStep && step.kind != StepKind::None;

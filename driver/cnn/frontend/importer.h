@@ -98,10 +98,10 @@ class Importer {
 
   // Layers `parts` of net_ as the fusion pass (passes/fuse_layers.h) will leave them: `parts`
   // in net_ itself, or in the fused network (the pass run on the layers so far) when one of them
-  // is a pending step of the kind `of` names: the layers it joins. The converters whose outcome
-  // depends on what is fused (requantization, a Copy of a pooled concatenation, the errors of a
-  // fold after an activation) look there, so that importing 1:1 and fusing after gives what fusing
-  // in node order gave.
+  // is a pending step of the kind `of` names (or a Quantize step): the layers it joins. The
+  // converters whose outcome depends on what is fused (QLinearConcat's requantization, a pooled
+  // concatenation's quantization and its Copy, the errors of a fold after an activation) look
+  // there, so that importing 1:1 and fusing after gives what fusing in node order gave.
   struct FusedView {
     std::optional<passes::FusedNetwork> fused;
     std::vector<int> parts;
@@ -155,8 +155,9 @@ class Importer {
   const std::optional<TensorQuant>& quant_ref(int p) const;
   // Value v (tensor `name`, read by node n) gets quantization q: its producing layers' outputs
   // (or the input). Where they are quantized otherwise already (a Q/DQ pair, then another Q),
-  // a Copy requantizes them (an exact copy that nothing else reads is requantized in place,
-  // which is the same) and its index is returned; -1 otherwise.
+  // v becomes a Copy layer holding a Quantize step and its index is returned (the QDQ pairing
+  // step, passes/pair_qdq.h, decides in the fusion walk whether it requantizes them, requantizes
+  // an exact copy in place or annotates); -1 otherwise.
   int annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q, const std::string& name);
 
   // The input of a QLinear op: declared quantization must match what produced it.

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
-#include "passes/requantize.h"
+#include "passes/pair_qdq.h"
 
 namespace tpu::cnn::frontend {
 
@@ -45,35 +45,38 @@ int Importer::annotate(const onnx::NodeProto& n, Value& v, const TensorQuant& q,
     if (p == kNetworkInput && have && !(*have == q))
       fail(n, "requantizes the input with different parameters (" + q.str() + " vs " + have->str() +
                   ")");
-  // The layers computing v as fused: a max-pool of a concatenation is its parts; a max-pool
-  // that joins its layer is that layer (the same quantization, but maybe no exact copy).
   const bool sole_reader = v.parts.size() == 1 && fusable(name) == v.parts[0];
-  FusedView view = fused_view(v.parts);
-  passes::Requantization r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
-  if (r != passes::Requantization::Annotate && !view.fused) {
-    view = fused_view(v.parts, ViewOf::MaxPool);
-    r = passes::requantization(view.net(net_), view.parts, sole_reader, q);
+  // (A max-pool of a concatenation is, as fused, its parts: the pairing step decides there.)
+  const bool pooled_concat = std::any_of(v.parts.begin(), v.parts.end(), [&](int p) {
+    if (p == kNetworkInput) return false;
+    const PendingStep& step = net_.layers[size_t(p)].step;
+    return step.kind == StepKind::MaxPool && step.sources.size() > 1;
+  });
+  if (!pooled_concat &&
+      passes::requantization(net_, v.parts, sole_reader, q) == passes::Requantization::Annotate) {
+    for (int p : v.parts) quant_ref(p) = q;
+    v.quant = q;
+    return -1;
   }
-  switch (r) {
-    case passes::Requantization::InPlace:
-      net_.layers[size_t(v.parts[0])].out_quant = q;  // (a max-pool passes it to its layer)
-      v.quant = q;
-      return -1;
-    case passes::Requantization::Copy: {
-      // One Copy requantizes them (concatenated tensors together).
-      Value c = v;
-      c.quant = q;
-      const int l = copy_layer(c, name, n.op_type());
-      v.parts = {l};
-      v.quant = q;
-      return l;
-    }
-    case passes::Requantization::Annotate:
-      break;
-  }
-  for (int p : v.parts) quant_ref(p) = q;
+  // Quantized otherwise already: a Copy layer holding the Quantize step, which the QDQ pairing
+  // step (passes/pair_qdq.h) resolves in the fusion walk, on the network as fused by then.
+  Layer c;
+  c.kind = LayerKind::Copy;
+  c.name = name;
+  c.op = n.op_type();
+  c.inputs = v.parts;
+  for (int p : v.parts) c.input_channels.push_back(channels_of(p));
+  c.in = v.shape;
+  c.out_quant = q;
+  c.step.kind = StepKind::Quantize;
+  c.step.quant = q;
+  c.step.sole_reader = sole_reader;
+  c.step.sources = {fusable(name)};
+  c.infer_shapes();
+  net_.layers.push_back(std::move(c));
+  v.parts = {int(net_.layers.size()) - 1};
   v.quant = q;
-  return -1;
+  return v.parts[0];
 }
 
 void Importer::quantize_linear(const onnx::NodeProto& n) {

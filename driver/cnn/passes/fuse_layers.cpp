@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "passes/fusion.h"
+#include "passes/pair_qdq.h"
 
 namespace tpu::cnn::passes {
 namespace {
@@ -29,19 +30,21 @@ void remap_inputs(Layer& l, const FusedNetwork& r) {
     }
     for (int q : parts) {
       inputs.push_back(q);
-      channels.push_back(r.net.layers[size_t(q)].out.c);
+      channels.push_back(q == kNetworkInput ? r.net.input.c : r.net.layers[size_t(q)].out.c);
     }
   }
   l.inputs = std::move(inputs);
   if (!l.input_channels.empty()) l.input_channels = std::move(channels);
 }
 
-// The layers of r.net a step joins: each source's one layer; empty when a source is -1 or
-// became several parts.
+// The layers of r.net a step joins: each source's one layer; empty when a source is -1, became
+// several parts or the network input, or is a QuantizeLinear of a tensor others read.
 std::vector<int> targets_of(const PendingStep& step, const FusedNetwork& r) {
   std::vector<int> targets;
   for (int s : step.sources) {
-    if (s < 0 || r.parts_of.at(size_t(s)).size() != 1) return {};
+    if (s < 0 || r.parts_of.at(size_t(s)).size() != 1 || r.parts_of[size_t(s)][0] < 0 ||
+        r.closed.at(size_t(s)))
+      return {};
     targets.push_back(r.parts_of[size_t(s)][0]);
   }
   return targets;
@@ -88,10 +91,18 @@ FusedNetwork fuse_steps(Network net) {
   r.net = std::move(net);
   r.net.layers.clear();
   r.parts_of.resize(layers.size());
+  r.closed.assign(layers.size(), false);
   for (size_t i = 0; i < layers.size(); ++i) {
     Layer& l = layers[i];
     remap_inputs(l, r);
-    if (l.step.kind != StepKind::None) {
+    if (l.step.kind == StepKind::Quantize) {
+      QdqPairing p = pair_qdq(r.net, l);
+      if (p.how != Requantization::Copy) {
+        r.closed[i] = l.step.sources.empty() || l.step.sources[0] < 0;
+        r.parts_of[i] = std::move(p.parts);
+        continue;
+      }
+    } else if (l.step.kind != StepKind::None) {
       const std::vector<int> targets = targets_of(l.step, r);
       if (can_join(l, targets, r.net)) {
         join(l, targets, r.net);

@@ -5,8 +5,11 @@
 // reads with nothing else reading them. In layer order (the graph's node order), each step joins
 // them when the fusion rules (passes/fusion.h) allow, and leaves the network; the layers reading
 // it read the layer it joined. Otherwise it stays, a Copy layer (an activation after a layer that
-// has a LUT already, a max-pool whose padding activate's fields cannot hold, ...). Tested on
-// hand-built networks (tests/cnn/fuse_layers_test.cpp).
+// has a LUT already, a max-pool whose padding activate's fields cannot hold, ...). A Quantize
+// step (a QuantizeLinear of a tensor quantized otherwise already) is resolved in the same walk by
+// the QDQ pairing step (passes/pair_qdq.h): it annotates or requantizes its inputs and leaves,
+// or stays a requantizing Copy that later steps may join. Tested on hand-built networks
+// (tests/cnn/fuse_layers_test.cpp, pair_qdq_test.cpp).
 #pragma once
 
 #include <vector>
@@ -21,14 +24,18 @@ struct FusedNetwork {
   // Layer i of the network given -> the layers of `net` computing its output: itself, the layer
   // it joined, or (a max-pool of a concatenation joining each part) the parts.
   std::vector<std::vector<int>> parts_of;
+  // Layer i of the network given left it as parts that steps reading it may not join (a
+  // Quantize step of a tensor others read, annotating its inputs).
+  std::vector<bool> closed;
 };
 
 // Fuses every pending step of `net`, in layer order. An activation joins its one source when
 // can_fuse_activation allows (the step's output quantization becomes the layer's: it was
 // requantized after the activation); a max-pool joins every source when each allows
 // can_fuse_max_pool (a quantization given to its output becomes theirs). A step whose source is
-// -1 or a layer that became several parts stays. Throws Error naming the max-pool's node when
-// the pooled layer's shapes do not fit ("<net>: node '<name>' (MaxPool): ...").
+// -1 or a layer that became several parts stays. A Quantize step is resolved by pair_qdq.
+// Throws Error naming the max-pool's node when the pooled layer's shapes do not fit
+// ("<net>: node '<name>' (MaxPool): ...").
 FusedNetwork fuse_steps(Network net);
 // fuse_steps(net).net.
 Network fuse_layers(Network net);

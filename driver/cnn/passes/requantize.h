@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // QDQ rules on the IR: what giving a tensor a quantization (a QuantizeLinear, a QLinear op's or
 // a DequantizeLinear's declared input quantization) does to the layers computing it. The
-// frontend pairs QuantizeLinear/DequantizeLinear nodes as it converts (frontend/qdq.cpp) and
-// asks these on the network as the fusion pass will leave it; they know nothing of ONNX.
+// frontend asks it on the network as converted so far (an annotation where nothing is
+// quantized otherwise), QDQ pairing (passes/pair_qdq.h) on the network as fused so far; it
+// knows nothing of ONNX.
 #pragma once
 
 #include <vector>
