@@ -304,8 +304,7 @@ Importer::FusedView Importer::fused_view(const std::vector<int>& parts, ViewOf o
     if (p == kNetworkInput) return false;
     const PendingStep& step = net_.layers[size_t(p)].step;
     if (step.kind == StepKind::Quantize) return true;  // (the pairing step decides in the walk)
-    if (step.kind == StepKind::MaxPool)
-      return of != ViewOf::PooledConcat || step.sources.size() > 1;
+    if (step.kind == StepKind::MaxPool) return of == ViewOf::AnyStep || step.sources.size() > 1;
     return of == ViewOf::AnyStep && step.kind != StepKind::None;
   });
   if (!pending) {

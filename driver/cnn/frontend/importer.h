@@ -109,7 +109,6 @@ class Importer {
   };
   enum class ViewOf {
     PooledConcat,  // a max-pool of a concatenation (the one step whose parts change)
-    MaxPool,       // any max-pool (the one step whose joining changes what is an exact copy)
     AnyStep,
   };
   FusedView fused_view(const std::vector<int>& parts, ViewOf of = ViewOf::PooledConcat) const;
