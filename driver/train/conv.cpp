@@ -220,23 +220,50 @@ void check_forward(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x, c
 
 }  // namespace
 
+ConvDwOrient conv_dw_orientation(const ConvGeom& g, uint32_t n) {
+  const uint64_t fold = 3 * uint64_t{n} - 2, cobs = ceil_div(g.cout, n), kts = ktiles(g, n);
+  const uint64_t k_rows = g.packed() ? g.taps() : uint64_t{g.taps()} * round_up(g.cin, n);
+  const uint64_t dy_stationary = cobs * (fold + k_rows);
+  const uint64_t x_stationary = std::max(kts * (fold + cobs * n), cobs * 2 * n);
+  return x_stationary < dy_stationary ? ConvDwOrient::XStationary : ConvDwOrient::DyStationary;
+}
+
+namespace {
+
+ConvDwOrient resolve(const ConvGeom& g, uint32_t n, ConvDwOrient o) {
+  return o == ConvDwOrient::Auto ? conv_dw_orientation(g, n) : o;
+}
+// XStationary: dY^T of kDyRing chunks (cout_blocks * N rows each) in scratch, the transposes
+// kDyAhead chunks ahead of the matmuls; then dW^T (ktiles * cout_blocks * N rows, from ACC).
+constexpr uint32_t kDyAhead = 2, kDyRing = kDyAhead + 2;
+uint32_t dyt_rows(const ConvGeom& g, uint32_t n) {  // the ring or dW^T, then dW (pitch KT*N)
+  return (std::max(kDyRing, ktiles(g, n)) + ktiles(g, n)) * round_up(g.cout, n);
+}
+// Tap rows of the dW's bands (cin = 1; bands from ACC 0).
+uint32_t dw_tap_rows(const ConvGeom& g, const ChipParams& p) {
+  const uint32_t n = p.N;
+  return ceil_div(g.taps(), n) * n * max_band_rows(g, n, band_lines(g, p, 0, "conv_dw_scratch"));
+}
+
+}  // namespace
+
 uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc) {
   const uint32_t n = p.N;
   const uint32_t lines = band_lines(g, p, acc, "conv_scratch_rows");
+  const bool xs = conv_dw_orientation(g, n) == ConvDwOrient::XStationary;
   if (g.packed()) {  // forward: tap rows + im2col rows per band; dW: tap rows, bands from ACC 0
-    const uint32_t dw_lines = band_lines(g, p, 0, "conv_scratch_rows");
-    return ceil_div(g.taps(), n) * n *
-           std::max(2 * max_band_rows(g, n, lines), max_band_rows(g, n, dw_lines));
+    return std::max(ceil_div(g.taps(), n) * n * 2 * max_band_rows(g, n, lines),
+                    dw_tap_rows(g, p) + (xs ? dyt_rows(g, n) : 0));
   }
   const uint32_t pad = g.hp() != g.h || g.wp() != g.w ? padded_input_span(g, n) : 0;
-  return std::max(padded_input_span(g, n), lines * g.wo() * g.batch + pad);
+  return std::max(xs ? dyt_rows(g, n) : padded_input_span(g, n), lines * g.wo() * g.batch + pad);
 }
 
-uint32_t conv_dw_scratch_rows(const ConvGeom& g, const ChipParams& p) {
-  if (!g.packed()) return conv_scratch_rows(g, p, 0);
+uint32_t conv_dw_scratch_rows(const ConvGeom& g, const ChipParams& p, ConvDwOrient orient) {
   const uint32_t n = p.N;
-  return ceil_div(g.taps(), n) * n *
-         max_band_rows(g, n, band_lines(g, p, 0, "conv_dw_scratch_rows"));
+  const bool xs = resolve(g, n, orient) == ConvDwOrient::XStationary;
+  if (!g.packed()) return xs ? dyt_rows(g, n) : padded_input_span(g, n);  // dY^T or X^T
+  return dw_tap_rows(g, p) + (xs ? dyt_rows(g, n) : 0);
 }
 
 void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& w,
@@ -291,7 +318,8 @@ uint32_t chunk_index(const ConvGeom& g, uint32_t n, uint32_t c) {
 }
 
 void check_backward_weights(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x,
-                            const VMat& dy, const VMat& dw, uint32_t acc) {
+                            const VMat& dy, const VMat& dw, uint32_t acc, bool accumulate,
+                            ConvDwOrient o) {
   const char* k = "conv2d_backward_weights";
   const uint32_t n = pb.params().N;
   check_conv_geom(g, k);
@@ -304,22 +332,19 @@ void check_backward_weights(const ProgramBuilder& pb, const ConvGeom& g, const V
   require(dw.rows == g.weight_rows(n) && dw.cols == g.cout, k,
           "dW " + str(dw.rows) + "x" + str(dw.cols) + ", expected " + str(g.weight_rows(n)) + "x" +
               str(g.cout));
-  const uint32_t need = conv_dw_acc_rows(g, n);
+  require(!accumulate || o == ConvDwOrient::XStationary || g.packed() || dy.blocks(n) == 1, k,
+          "accumulate with cin > 1 and dY stationary needs one output block per call");
+  const uint32_t need = conv_dw_acc_rows(g, n, o);
   require(need <= acc_room(pb.params(), acc), k,
           str(need) + " ACC rows from " + str(acc) + " do not fit AccRows");
 }
 
-}  // namespace
-
-uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n) {
-  return g.packed() ? ceil_div(g.cout, n) * ceil_div(g.taps(), n) * n : ktiles(g, n) * n;
-}
-
-void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
-                             const VMat& dw, uint32_t scratch, uint32_t acc, bool accumulate) {
+// DyStationary (docs/training.md "Conv dW reoriented"): per chunk of N positions and output
+// block, the dY chunk as the tile and the patch rows streamed; ACC rows = dW rows.
+void dw_dy_stationary(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
+                      const VMat& dw, uint32_t scratch, uint32_t acc, bool accumulate) {
   const char* k = "conv2d_backward_weights";
   const uint32_t n = pb.params().N;
-  check_backward_weights(pb, g, x, dy, dw, acc);
   const uint32_t kts = ktiles(g, n), chunks_per_line = g.wo() * g.batch / n;
   if (g.packed()) {
     // ACC rows acc + (cob*KT + kt)*N + i = dW row kt*N + i of column block cob.
@@ -343,24 +368,114 @@ void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& 
     for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
       pb.acc_to_vmem(acc + cob * kts * n, dw.block(cob), dw.rows);
     }
-  } else {
-    // X^T: block (cb, row block) -> scratch + cb*xp + rows: rows = channels, lanes = rows.
-    const uint32_t xp = round_up(x.rows, n);
-    for (uint32_t cb = 0; cb < ceil_div(g.cin, n); ++cb) {
-      pb.transpose(x.block(cb), scratch + cb * xp, xp / n);
-    }
-    const uint32_t cbs = ceil_div(g.cin, n);
-    for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
-      for (uint32_t c = 0; c < dy.rows / n; ++c) {
-        load_tile(pb, dy.block(cob) + c * n, n, false);
-        for (uint32_t kt = 0; kt < kts; ++kt) {  // all N channel rows: padding lanes give +0
-          const uint32_t src =
-              scratch + (kt % cbs) * xp + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
-          matmul(pb, src, acc + kt * n, n, 1, 1, 0, accumulate || c > 0, kt == 0);
-        }
+    return;
+  }
+  // X^T: block (cb, row block) -> scratch + cb*xp + rows: rows = channels, lanes = rows.
+  const uint32_t xp = round_up(x.rows, n);
+  for (uint32_t cb = 0; cb < ceil_div(g.cin, n); ++cb) {
+    pb.transpose(x.block(cb), scratch + cb * xp, xp / n);
+  }
+  const uint32_t cbs = ceil_div(g.cin, n);
+  for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {  // ACC rows acc + kt*N + i, per block
+    for (uint32_t c = 0; c < dy.rows / n; ++c) {
+      load_tile(pb, dy.block(cob) + c * n, n, false);
+      for (uint32_t kt = 0; kt < kts; ++kt) {  // all N channel rows: padding lanes give +0
+        const uint32_t src =
+            scratch + (kt % cbs) * xp + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
+        matmul(pb, src, acc + kt * n, n, 1, 1, 0, accumulate || c > 0, kt == 0);
       }
-      pb.acc_to_vmem(acc, dw.block(cob), dw.rows);
     }
+    pb.acc_to_vmem(acc, dw.block(cob), dw.rows);
+  }
+}
+
+// dY^T of chunk c (all output blocks, one transpose): row slot*CR + co, lane j = dY row c*N + j.
+void transpose_dy_chunk(ProgramBuilder& pb, const VMat& dy, uint32_t c, uint32_t ring) {
+  const uint32_t n = pb.params().N, cr = round_up(dy.cols, n);
+  Transpose t;
+  t.src = static_cast<uint16_t>(dy.block(0) + c * n);
+  t.dst = static_cast<uint16_t>(ring + (c % kDyRing) * cr);
+  t.blocks = static_cast<uint16_t>(dy.blocks(n));
+  t.src_stride = static_cast<uint16_t>(dy.pitch);
+  t.dst_stride = static_cast<uint16_t>(n);
+  pb.transpose(t);
+}
+
+// XStationary: per chunk c (in order) and K-tile kt, the patch rows of the chunk's N positions
+// as the tile (k = position, n = tap (cin = 1) or channel) and the chunk's dY^T rows (one per
+// output channel) streamed: ACC rows acc + kt*CR + co = dW^T. The chunk's transpose is issued
+// kDyAhead chunks before its matmuls, so the transpose unit works under the MXU.
+void dw_x_stationary(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
+                     const VMat& dw, uint32_t scratch, uint32_t acc, bool accumulate) {
+  const char* k = "conv2d_backward_weights";
+  const uint32_t n = pb.params().N;
+  const uint32_t kts = ktiles(g, n), cr = round_up(g.cout, n), chunks = dy.rows / n;
+  const uint32_t chunks_per_line = g.wo() * g.batch / n, cbs = ceil_div(g.cin, n);
+  const uint32_t lines = g.packed() ? band_lines(g, pb.params(), 0, k) : g.ho();
+  const uint32_t rb = g.packed() ? max_band_rows(g, n, lines) : 0;
+  const uint32_t ring = scratch + (g.packed() ? kts * rb * n : 0);
+  for (uint32_t c = 0; c < std::min(kDyAhead, chunks); ++c) transpose_dy_chunk(pb, dy, c, ring);
+  for (uint32_t oy0 = 0; oy0 < g.ho(); oy0 += lines) {
+    const uint32_t l = std::min(lines, g.ho() - oy0);
+    const FlatRange fr = flat_range(g, n, oy0, oy0 + l);
+    if (g.packed()) build_tap_rows(pb, g, x, scratch, rb, fr, k);
+    for (uint32_t c = oy0 * chunks_per_line; c < (oy0 + l) * chunks_per_line; ++c) {
+      if (c + kDyAhead < chunks) transpose_dy_chunk(pb, dy, c + kDyAhead, ring);
+      for (uint32_t kt = 0; kt < kts; ++kt) {
+        if (g.packed()) {  // the tap-major rows, transposed: W[k][n] = tap n at position k
+          load_tile(pb, scratch + kt * rb * n + chunk_index(g, n, c) - fr.r0 * n,
+                    ktile_rows(g, n, kt), true);
+        } else {  // the input rows of the tap: W[k][n] = channel n at position k
+          load_tile(pb, x.block(kt % cbs) + chunk_index(g, n, c) + tap_offset(g, kt / cbs), n,
+                    false);
+        }
+        matmul(pb, ring + (c % kDyRing) * cr, acc + kt * cr, cr, 1, 1, 0, accumulate || c > 0,
+               true);
+      }
+    }
+  }
+  // dW^T (ACC) -> scratch -> dW: block (kt, cob) of dW^T to dW block cob rows kt*N ... (N
+  // rows each: straight into dW when its pitch holds them, else into scratch at pitch KT*N
+  // and the weight rows copied from there, bit for bit).
+  pb.acc_to_vmem(acc, ring, kts * cr);
+  const bool direct = dw.pitch >= kts * n;
+  const uint32_t staged = ring + std::max(kDyRing, kts) * cr;
+  for (uint32_t cob = 0; cob < dw.blocks(n); ++cob) {
+    Transpose t;
+    t.src = static_cast<uint16_t>(ring + cob * n);
+    t.dst = static_cast<uint16_t>(direct ? dw.block(cob) : staged + cob * kts * n);
+    t.blocks = static_cast<uint16_t>(kts);
+    t.src_stride = static_cast<uint16_t>(cr);
+    t.dst_stride = static_cast<uint16_t>(n);
+    pb.transpose(t);
+  }
+  for (uint32_t cob = 0; !direct && cob < dw.blocks(n); ++cob) {
+    pb.vop_imm(VecFunc::Or, dw.block(cob), staged + cob * kts * n, 0, dw.rows);
+  }
+}
+
+}  // namespace
+
+uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n, ConvDwOrient orient) {
+  if (resolve(g, n, orient) == ConvDwOrient::XStationary || g.packed())
+    return ceil_div(g.cout, n) * ktiles(g, n) * n;
+  return ktiles(g, n) * n;  // cin > 1, dY stationary: one output block at a time
+}
+
+bool conv_dw_group(const ConvGeom& g, uint32_t n) {
+  return g.packed() || g.cout <= n || conv_dw_orientation(g, n) == ConvDwOrient::XStationary;
+}
+
+void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
+                             const VMat& dw, uint32_t scratch, uint32_t acc, bool accumulate,
+                             ConvDwOrient orient) {
+  const uint32_t n = pb.params().N;
+  const ConvDwOrient o = resolve(g, n, orient);
+  check_backward_weights(pb, g, x, dy, dw, acc, accumulate, o);
+  if (o == ConvDwOrient::XStationary) {
+    dw_x_stationary(pb, g, x, dy, dw, scratch, acc, accumulate);
+  } else {
+    dw_dy_stationary(pb, g, x, dy, dw, scratch, acc, accumulate);
   }
   detail::clear_own_padding(pb, dw);
 }

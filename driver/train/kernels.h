@@ -145,9 +145,27 @@ std::vector<float> conv_weight_oihw(const ConvGeom& g, uint32_t n,
 // Scratch rows conv2d_forward / conv2d_backward_weights / conv2d_backward_input need with
 // ACC rows [acc, AccRows).
 uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc);
-// The scratch rows conv2d_backward_weights alone needs (cin = 1: the tap rows only; fewer than
-// conv_scratch_rows, which covers the forward pass's im2col too).
-uint32_t conv_dw_scratch_rows(const ConvGeom& g, const ChipParams& p);
+// How conv2d_backward_weights puts dW = patches^T . dY on the MXU, per chunk of N positions
+// (docs/training.md "Conv dW reoriented"):
+// DyStationary: the dY chunk is the weight tile (one per output block), the patch rows stream
+// through it (taps rows for cin = 1, N channel rows per K-tile for cin > 1);
+// XStationary: the patch rows are the weight tile (one per K-tile), the dY^T rows (one per
+// output channel, N positions each, made by the transpose unit) stream through it, giving dW^T
+// in ACC, transposed into dW at the end. The same products summed in the same order: the
+// two give the same bits. Auto: conv_dw_orientation.
+enum class ConvDwOrient { Auto, DyStationary, XStationary };
+// The orientation Auto takes: XStationary iff its cost per chunk is lower, with (SCALE-Sim
+// weight stationary, a fold = 3N - 2 + streamed rows; the transpose unit 2N per dY block,
+// concurrent with the MXU) DyStationary = cout_blocks * (3N - 2 + K rows) and XStationary =
+// max(ktiles * (3N - 2 + cout_blocks * N), cout_blocks * 2N), K rows = taps (cin = 1) or
+// taps * round_up(cin, N), ktiles = ceil(taps / N) (cin = 1) or taps * ceil(cin / N).
+// A function of (taps, cin, cout, N) only, so every band of a layer takes the same one.
+ConvDwOrient conv_dw_orientation(const ConvGeom& g, uint32_t n);
+// The scratch rows conv2d_backward_weights alone needs (cin = 1: the tap rows, and with
+// XStationary the dY^T ring; fewer than conv_scratch_rows, which covers the forward pass's
+// im2col too).
+uint32_t conv_dw_scratch_rows(const ConvGeom& g, const ChipParams& p,
+                              ConvDwOrient orient = ConvDwOrient::Auto);
 // Y = conv(X, W) + bias: X conv_input_matrix, W weight_rows x cout, bias a row_vector or
 // nullptr, Y ho*wo*batch x cout. Uses ACC rows [acc, AccRows) and `scratch` rows.
 // `im2col_ready` (cin = 1, the layer one band of ACC rows): the im2col rows a previous call
@@ -158,14 +176,23 @@ void conv2d_forward(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const 
                     bool im2col_ready = false);
 // dW = patches^T . dY (batch a multiple of N). The bias gradient is bias_grad(dY).
 // `accumulate`: add to the partial dW this kernel left in ACC rows [acc, ..) (a layer done in
-// bands of output lines, each band a call; nothing else may use those ACC rows between the
-// calls): bit-identical to the whole layer in one call.
-// ACC rows conv2d_backward_weights uses from `acc`: cin == 1: cout blocks * ceil(taps/N) * N;
-// cin > 1: weight_rows.
-uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n);
+// bands of output lines, each band a call with the same orientation; nothing else may use
+// those ACC rows between the calls): bit-identical to the whole layer in one call.
+// ACC rows conv2d_backward_weights uses from `acc`: cout blocks * ktiles * N (ktiles =
+// ceil(taps/N) for cin == 1, taps * ceil(cin/N) otherwise), except with cin > 1 and
+// DyStationary ktiles * N (one output block after the other, so `accumulate` there needs one
+// output block per call).
+// XStationary writes dW's rows up to round_up(weight_rows, N) - 1 of each block when its pitch
+// holds them (else only the weight rows, through scratch).
+uint32_t conv_dw_acc_rows(const ConvGeom& g, uint32_t n, ConvDwOrient orient = ConvDwOrient::Auto);
+// Whether a caller doing a layer in bands should give conv2d_backward_weights all of g's output
+// blocks in one call (Auto): it can accumulate them (cin = 1, XStationary, or one block), in
+// conv_dw_acc_rows(g, n) rows = the blocks' one-block rows side by side. With XStationary
+// that is what makes the tiles long (per chunk one tile for all the output channels).
+bool conv_dw_group(const ConvGeom& g, uint32_t n);
 void conv2d_backward_weights(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
                              const VMat& dw, uint32_t scratch, uint32_t acc,
-                             bool accumulate = false);
+                             bool accumulate = false, ConvDwOrient orient = ConvDwOrient::Auto);
 // dX (h*w*batch x cin, without the border) = col2im(dY . W_tap^T), cin > 1 only.
 void conv2d_backward_input(ProgramBuilder& pb, const ConvGeom& g, const VMat& dy, const VMat& w,
                            const VMat& dx, uint32_t scratch, uint32_t acc);

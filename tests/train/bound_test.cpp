@@ -26,6 +26,38 @@ TEST(TrainBound, ScaleSimWeightStationary) {
   EXPECT_EQ(port_bytes_per_cycle(chip), chip.vmem_dma_bytes_per_cycle());
 }
 
+// Conv dW counted as the kernel orients it (kernels.h conv_dw_orientation): the Keras conv
+// (9 taps, cin 1, 64 outputs, batch 32, N = 16) fused with its pool takes all four output
+// blocks per call, X stationary: 1352 folds of 64 dY^T rows (148,720 cycles) instead of
+// 4 x 1352 folds of 9 patch rows (297,440); an unfused ConvGradW runs one block per call, dY
+// stationary.
+TEST(TrainBound, ConvDwAsTheKernelOrientsIt) {
+  Graph g;
+  g.chip_n = 16;
+  Node nd;
+  nd.conv.batch = 32;
+  nd.conv.cout = 64;
+  nd.conv.h = nd.conv.w = 28;
+  nd.conv.kh = nd.conv.kw = 3;
+  nd.op = Op::ConvPoolGrad;
+  std::vector<MatmulShape> m = node_matmuls(g, nd);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].m, 64u);
+  EXPECT_EQ(m[0].k, 26u * 26 * 32);
+  EXPECT_EQ(m[0].c, 9u);
+  EXPECT_EQ(scale_sim_ws_cycles(m[0].m, m[0].k, m[0].c, 16), 1352u * (48 + 64 - 2));
+  nd.op = Op::ConvGradW;
+  m = node_matmuls(g, nd);
+  ASSERT_EQ(m.size(), 4u);
+  uint64_t cycles = 0;
+  for (const MatmulShape& s : m) {
+    EXPECT_EQ(s.m, 9u);
+    EXPECT_EQ(s.c, 16u);
+    cycles += scale_sim_ws_cycles(s.m, s.k, s.c, 16);
+  }
+  EXPECT_EQ(cycles, 4u * 1352 * (48 + 9 - 2));
+}
+
 struct Compiled {
   Graph g;
   ChipParams chip = ChipParams::training(4);

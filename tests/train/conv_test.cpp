@@ -225,6 +225,139 @@ TEST_P(Conv, LayerInBandsOfLinesMatchesWholeLayer) {
   check_bands(n, geom(2 * n, 1, 4, 9, 9, 3, 2, 1), 2, 133);  // strided, padded
 }
 
+// dW alone in a given orientation (docs/training.md "Conv dW reoriented"), whole (over stale
+// NaN in dW and scratch; into a dW with padding rows and one at pitch = rows) and in bands of
+// `split` output lines (dW accumulated in ACC across the calls), against the reference; dW's
+// padding rows and lanes +0.
+void check_dw(uint32_t n, const ConvGeom& g, uint32_t split, ConvDwOrient o, uint32_t seed) {
+  Rig rig(n, 32768);
+  const uint32_t cstride = g.packed() ? 1 : round_up(g.cin, n);
+  const ref::Tensor x = random_tensor(g.batch, g.cin, g.h, g.w, 1.0f, seed);
+  const ref::Tensor dy = random_tensor(g.batch, g.cout, g.ho(), g.wo(), 1.0f, seed + 1);
+  VMat vx = conv_input_matrix(rig.arena(), g);
+  VMat vdy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+  VMat whole = rig.arena().matrix(g.weight_rows(n), g.cout);
+  VMat banded = rig.arena().matrix(g.weight_rows(n), g.cout);
+  const uint32_t wr = g.weight_rows(n);  // and a dW packed at pitch = rows (as in device memory)
+  VMat tight{rig.arena().rows(wr * banded.blocks(n)), wr, g.cout, wr};
+  const uint32_t scratch = rig.arena().rows(conv_dw_scratch_rows(g, rig.dev().params(), o));
+  rig.put_rows(whole.base,
+               std::vector<uint32_t>(size_t{rig.arena().used_end() - whole.base} * n, 0x7FC00000u));
+  rig.put(vx, as_bits(conv_input_values(g, n, as_floats(x.v))));
+  rig.put(vdy, to_image(dy));
+  conv2d_backward_weights(rig.pb(), g, vx, vdy, whole, scratch, 0, false, o);
+  conv2d_backward_weights(rig.pb(), g, vx, vdy, tight, scratch, 0, false, o);
+  const uint32_t line = g.wo() * g.batch, acc = 2048 - conv_dw_acc_rows(g, n, o);
+  // (cin > 1 with dY stationary accumulates one output block per call: whole layer only)
+  const bool bands = g.packed() || o == ConvDwOrient::XStationary || g.cout <= n;
+  for (uint32_t oy0 = 0; bands && oy0 < g.ho(); oy0 += split) {
+    const uint32_t l = std::min(split, g.ho() - oy0);
+    ConvGeom band = g;
+    band.h = (l - 1) * g.sh + g.kh;
+    band.w = g.wp();
+    band.pad_top = band.pad_left = band.pad_bottom = band.pad_right = 0;
+    const uint32_t first = oy0 * g.sh * g.wp() * g.batch;
+    const VMat bx{vx.base + (g.packed() ? first / n : first), band.input_rows(n), vx.cols,
+                  vx.pitch};
+    const VMat bdy{vdy.base + oy0 * line, l * line, g.cout, vdy.pitch};
+    conv2d_backward_weights(rig.pb(), band, bx, bdy, banded, scratch, acc, oy0 > 0, o);
+  }
+  rig.want(whole);
+  rig.want(tight);
+  if (bands) rig.want(banded);
+  rig.run();
+  const ref::Tensor want = ref::conv2d_dw(x, dy, window(g), cstride, n);
+  for (const VMat* m : {&whole, &tight, &banded}) {
+    if (m == &banded && !bands) continue;
+    expect_bits(as_bits(conv_weight_oihw(g, n, as_floats(rig.got(*m)))), want.v, "dW");
+    const std::vector<uint32_t> image = rig.got_image(*m);
+    for (uint32_t r = 0; r < m->span(n); ++r)
+      for (uint32_t j = 0; j < n; ++j)
+        if (r % m->pitch >= m->rows || r / m->pitch * n + j >= m->cols) {
+          EXPECT_EQ(image[size_t{r} * n + j], 0u) << r;
+        }
+  }
+}
+
+// Both orientations on odd geometries: taps in lanes (valid, stride 2 with padding, 5x5 with
+// more taps than N at N = 4), cin > N (padded, strided, 1x1), a batch of 2N, couts that are not
+// a multiple of N; each whole and in bands.
+TEST_P(Conv, DwBothOrientationsMatchReference) {
+  const uint32_t n = GetParam();
+  ConvGeom asym = geom(n, n + 1, 2 * n + 1, 6, 7, 3, 2, 0);
+  asym.pad_bottom = asym.pad_right = 1;
+  asym.kw = 2;
+  const ConvGeom cases[] = {
+      geom(n, 1, 2 * n + 3, 7, 6, 3, 1, 0),          // the Keras layer's class, cout 2N + 3
+      geom(2 * n, 1, n + 2, 9, 8, 3, 2, 1),          // stride 2, padding, batch 2N
+      geom(n, 1, 3 * n, 8, 7, 5, 1, 1),              // 25 taps: two K-tiles at N = 4 and 16
+      geom(n, n + 2, 2 * n + 1, 6, 5, 3, 1, 1),      // cin > N, padded
+      geom(n, 2 * n + 1, 3 * n + 1, 7, 7, 1, 2, 0),  // cin > N, 1x1 stride 2
+      asym,                                          // cin > N, 3x2 kernel, stride 2, pads
+  };
+  uint32_t seed = 181;
+  for (const ConvGeom& g : cases) {
+    for (ConvDwOrient o : {ConvDwOrient::DyStationary, ConvDwOrient::XStationary}) {
+      SCOPED_TRACE("cin " + std::to_string(g.cin) + " cout " + std::to_string(g.cout) + " k " +
+                   std::to_string(g.kh) + "x" + std::to_string(g.kw) + " orientation " +
+                   std::to_string(static_cast<int>(o)));
+      check_dw(n, g, 2, o, seed);
+      seed += 2;
+    }
+  }
+}
+
+// The orientation Auto takes, from the geometry alone: the Keras conv (9 taps, cin 1, 64
+// outputs) streams dY^T (1 fold of 64 rows per chunk instead of 4 of 9); one output block, or
+// many K-tiles (3x3 over 16 channels), keep dY stationary; a 1x1 conv with cin <= N and many
+// outputs takes X stationary.
+TEST(ConvDw, OrientationFromTheGeometry) {
+  ConvGeom keras = geom(32, 1, 64, 28, 28, 3, 1, 0);
+  EXPECT_EQ(conv_dw_orientation(keras, 16), ConvDwOrient::XStationary);
+  keras.cout = 16;
+  EXPECT_EQ(conv_dw_orientation(keras, 16), ConvDwOrient::DyStationary);
+  EXPECT_EQ(conv_dw_orientation(geom(32, 16, 64, 14, 14, 3, 1, 1), 16), ConvDwOrient::DyStationary);
+  EXPECT_EQ(conv_dw_orientation(geom(32, 16, 64, 14, 14, 1, 1, 0), 16), ConvDwOrient::XStationary);
+  // ACC rows: cout blocks x K-tiles x N (cin > 1 with dY stationary: one block's).
+  keras.cout = 64;
+  EXPECT_EQ(conv_dw_acc_rows(keras, 16, ConvDwOrient::XStationary), 64u);
+  EXPECT_EQ(conv_dw_acc_rows(keras, 16, ConvDwOrient::DyStationary), 64u);
+  const ConvGeom many = geom(32, 17, 20, 8, 8, 3, 1, 0);
+  EXPECT_EQ(conv_dw_acc_rows(many, 16, ConvDwOrient::XStationary), 2u * 18 * 16);
+  EXPECT_EQ(conv_dw_acc_rows(many, 16, ConvDwOrient::DyStationary), 18u * 16);
+}
+
+// Instructions: X stationary is one load_weights, one matmul_bf16 (cout rows) and one
+// transpose per chunk of N positions; dY stationary one load_weights and one matmul_bf16 per
+// chunk and output block.
+TEST(ConvDw, KerasLayerInstructionCounts) {
+  const uint32_t n = 16;
+  const ConvGeom g = geom(32, 1, 64, 6, 28, 3, 1, 0);  // 4 output lines of the Keras layer
+  const uint32_t chunks = g.ho() * g.wo() * g.batch / n;
+  for (ConvDwOrient o : {ConvDwOrient::DyStationary, ConvDwOrient::XStationary}) {
+    Rig rig(n, 32768);
+    VMat vx = conv_input_matrix(rig.arena(), g);
+    VMat vdy = rig.arena().matrix(g.ho() * g.wo() * g.batch, g.cout);
+    VMat vdw = rig.arena().matrix(g.weight_rows(n), g.cout);
+    const uint32_t scratch = rig.arena().rows(conv_dw_scratch_rows(g, rig.dev().params(), o));
+    conv2d_backward_weights(rig.pb(), g, vx, vdy, vdw, scratch, 0, false, o);
+    uint64_t lw = 0, mm = 0, rows = 0, tr = 0;
+    for (const Instruction& in : rig.pb().instructions()) {
+      if (const auto* l = std::get_if<LoadWeights>(&in)) lw += l->tiles;
+      if (const auto* m = std::get_if<MatmulBf16>(&in)) {
+        ++mm;
+        rows += uint64_t{m->inner} * m->outer;
+      }
+      if (std::get_if<Transpose>(&in) != nullptr) ++tr;
+    }
+    const bool xs = o == ConvDwOrient::XStationary;
+    EXPECT_EQ(lw, xs ? chunks : 4u * chunks);
+    EXPECT_EQ(mm, xs ? chunks : 4u * chunks);
+    EXPECT_EQ(rows, xs ? 64u * chunks : 4u * 9 * chunks);
+    EXPECT_EQ(tr, xs ? chunks + 4 : 0u);  // dY^T per chunk, dW^T -> dW per output block
+  }
+}
+
 // A layer's output (image layout, no border) padded on the chip by conv_pad_input over stale
 // NaN, then convolved: equals the reference's padded convolution.
 TEST_P(Conv, PadInputOnTheChip) {

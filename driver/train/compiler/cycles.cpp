@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "compiler/emit.h"
+#include "kernels.h"
 
 namespace tpu::train::compiler {
 
@@ -142,6 +143,21 @@ uint64_t scale_sim_ws_cycles(uint64_t m, uint64_t k, uint64_t c, uint32_t n) {
   return folds * (2 * uint64_t{n} + n + m - 2);
 }
 
+namespace {
+
+// Conv dW as conv2d_backward_weights orients it for the layer's geometry (kernels.h
+// conv_dw_orientation): dY stationary, M = the patch rows (taps x cin) streamed per tile of N
+// positions x N output channels; X stationary, M = the output channels (dY^T rows, whole
+// blocks) streamed per tile of N positions x N taps (cin = 1) or channels of a tap.
+std::vector<MatmulShape> conv_dw_matmuls(const ConvGeom& cv, uint32_t n) {
+  const uint64_t outs = uint64_t{cv.ho()} * cv.wo() * cv.batch;
+  if (n != 0 && conv_dw_orientation(cv, n) == ConvDwOrient::XStationary)
+    return {{round_up(cv.cout, n), outs, uint64_t{cv.taps()} * cv.cin_stride(n)}};
+  return {{uint64_t{cv.taps()} * cv.cin, outs, cv.cout}};
+}
+
+}  // namespace
+
 std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd) {
   auto cols = [&](int t) { return uint64_t{g.tensors[static_cast<size_t>(t)].cols}; };
   const uint64_t b = g.batch;
@@ -158,15 +174,43 @@ std::vector<MatmulShape> node_matmuls(const Graph& g, const Node& nd) {
     case Op::Conv:
     case Op::ConvPool:
       return {{outs, taps, cv.cout}};
-    case Op::ConvGradW:
-    case Op::ConvPoolGrad:
-      return {{taps, outs, cv.cout}};
+    case Op::ConvGradW: {  // emitted one output block per call (dY stationary wins there)
+      if (g.chip_n == 0) return conv_dw_matmuls(cv, 0);
+      std::vector<MatmulShape> m;
+      for (uint32_t c0 = 0; c0 < cv.cout; c0 += g.chip_n) {
+        ConvGeom block = cv;
+        block.cout = std::min(g.chip_n, cv.cout - c0);
+        m.push_back(conv_dw_matmuls(block, g.chip_n)[0]);
+      }
+      return m;
+    }
+    case Op::ConvPoolGrad:  // emitted with all the output blocks of a group per call
+      return conv_dw_matmuls(cv, g.chip_n);
     case Op::ConvGradX:
       return {{uint64_t{cv.h} * cv.w * cv.batch, uint64_t{cv.taps()} * cv.cout, cv.cin}};
     default:
       return {};
   }
 }
+
+namespace {
+
+// SCALE-Sim's weight-stationary cycles of the folds a range of the program runs: a fold is a
+// matmul_bf16 with `switch` (a new tile) and the ones after it up to the next switch, 3N - 2
+// cycles plus its streamed rows. Conv dW's orientation (kernels.h conv_dw_orientation) and the
+// output blocks per call are the emitter's; this counts them as emitted.
+uint64_t emitted_fold_cycles(const Emitted& step, const Emitted::Range& range, uint32_t n) {
+  uint64_t cycles = 0;
+  for (size_t k = range.begin; k < range.end; ++k) {
+    if (const auto* mm = std::get_if<MatmulBf16>(&step.program[k])) {
+      if (mm->switch_weights) cycles += 3 * uint64_t{n} - 2;
+      cycles += uint64_t{mm->inner} * mm->outer;
+    }
+  }
+  return cycles;
+}
+
+}  // namespace
 
 uint32_t port_bytes_per_cycle(const ChipParams& chip) {
   return std::max(1u, chip.vmem_dma_bytes_per_cycle());
@@ -180,8 +224,13 @@ void add_bounds(const Graph& g, const Emitted& step, const ChipParams& chip,
     const int row = r.of_node[static_cast<size_t>(range.node)];
     if (row < 0) continue;
     LayerCycles& l = layers[static_cast<size_t>(row)];
-    for (const MatmulShape& m : node_matmuls(g, g.nodes[static_cast<size_t>(range.node)]))
-      l.bound_mxu += scale_sim_ws_cycles(m.m, m.k, m.c, chip.N);
+    const Node& nd = g.nodes[static_cast<size_t>(range.node)];
+    if (nd.op == Op::ConvGradW || nd.op == Op::ConvPoolGrad) {
+      l.bound_mxu += emitted_fold_cycles(step, range, chip.N);  // as the compiler oriented it
+    } else {
+      for (const MatmulShape& m : node_matmuls(g, nd))
+        l.bound_mxu += scale_sim_ws_cycles(m.m, m.k, m.c, chip.N);
+    }
     for (size_t k = range.begin; k < range.end; ++k) {
       std::visit(
           [&](const auto& in) {
