@@ -188,8 +188,8 @@ std::vector<std::vector<tpu::Instruction>> held_at_deadlock() {
 TEST(CorePod, LinkInstructionHeldAtDeadlockMatchesGolden) {
   std::mt19937 rng(7);
   std::vector<std::vector<uint8_t>> data = {random_rows(rng, 16), random_rows(rng, 16)};
-  const tpu::sim::PodRtlResult res = run_both(tpu::PodTopology::ring(2), 20, held_at_deadlock(),
-                                              data, "held at deadlock", 16);
+  const tpu::sim::PodRtlResult res =
+      run_both(tpu::PodTopology::ring(2), 20, held_at_deadlock(), data, "held at deadlock", 16);
   EXPECT_EQ(res.chips[1].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_DEADLOCK));
 }
 
