@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/allreduce.h"
+#include "compiler/interleave.h"
 #include "kernels.h"
 
 namespace tpu::train::compiler {
@@ -117,9 +118,10 @@ class Emitter {
   // the compute has no matmul).
   void place_around_matmuls(std::vector<Instruction> compute, const std::vector<Instruction>& dma);
   // compute with the DMA reads right after instruction reads_after and the writes right after
-  // writes_after (in their order; interleave() when either is past the end).
+  // writes_after (in their order; interleave() when either is past the end). The reads one
+  // per matmul from there, or with `spread` evenly over the matmuls (spread_reads).
   void place_dma(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
-                 size_t reads_after, size_t writes_after);
+                 size_t reads_after, size_t writes_after, bool spread = false);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -706,7 +708,7 @@ void Emitter::place_around_matmuls(std::vector<Instruction> compute,
 
 void Emitter::place_dma(const std::vector<Instruction>& compute,
                         const std::vector<Instruction>& dma, size_t reads_after,
-                        size_t writes_after) {
+                        size_t writes_after, bool spread) {
   if (reads_after >= compute.size() || writes_after >= compute.size()) {
     return interleave(compute, dma);
   }
@@ -716,6 +718,9 @@ void Emitter::place_dma(const std::vector<Instruction>& compute,
   for (size_t i = reads_after; i < compute.size(); ++i) {
     if (i == reads_after || std::holds_alternative<MatmulBf16>(compute[i])) anchors.push_back(i);
   }
+  const size_t count = static_cast<size_t>(std::count_if(
+      dma.begin(), dma.end(), [](const auto& d) { return std::holds_alternative<ReadVmem>(d); }));
+  if (spread) anchors = spread_reads(compute, reads_after, count);
   std::vector<std::vector<Instruction>> after(compute.size());
   size_t reads = 0;
   for (const Instruction& d : dma) {
@@ -833,7 +838,19 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       const uint32_t crows = j.lines * kh * cline;
       const VMat buf{L.out.back(), crows, j.cols, round_up(crows, n_)};
       maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
-      for (uint32_t k = 0; k < buf.blocks(n_); ++k) {
+      // dW of the job's output blocks in one call where the kernel can accumulate them all
+      // (conv_dw_group: the band's tap rows built once for all of them), each block's
+      // partial in ACC rows of its own across the bands, as one block per call would.
+      ConvGeom all = b;
+      all.cout = j.cols;
+      if (conv_dw_group(all, n_)) {
+        ConvGeom one = b;
+        one.cout = n_;
+        const VMat sum{L.out[0] + j.g0 * dw.pitch, dw.rows, j.cols, dw.pitch};
+        conv2d_backward_weights(pb_, all, xb, buf, sum, L.scratch, j.g0 * conv_dw_acc_rows(one, n_),
+                                j.py0 != 0);
+      }
+      for (uint32_t k = 0; !conv_dw_group(all, n_) && k < buf.blocks(n_); ++k) {
         const uint32_t cb = j.g0 + k;
         ConvGeom bb = b;
         bb.cout = std::min(n_, b.cout - cb * n_);
@@ -848,7 +865,7 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       // ReLU and pool gradients' vector passes at the job's start.
       const std::vector<Instruction> work = capture(compute);
       const size_t m = first_of<MatmulBf16>(work);
-      place_dma(work, dma, m, m);
+      place_dma(work, dma, m, m, true);
     } else {
       compute();
     }
