@@ -22,4 +22,14 @@ namespace tpu::train::compiler {
 std::vector<size_t> spread_reads(const std::vector<Instruction>& compute, size_t from,
                                  size_t count);
 
+// The instructions in a new order: each run of load_weights / matmul_bf16 (with at least one
+// matmul) that comes right after a run of vector instructions goes ahead of that run when no
+// vector instruction of it writes a VMEM row the loads or matmuls read (bounding intervals;
+// matmuls write only ACC, which vector instructions do not touch, and the loads' order among
+// themselves and the matmuls' switches is kept): the same results. In a fused conv + pool
+// (ConvPool) that starts the next job's first matmul, which waits for nothing of the pool,
+// while the last acc_to_vmem moves ACC out ahead of the pool's vector passes (they wait for
+// it: it holds the VMEM write port), where in order it would wait for them.
+std::vector<Instruction> hoist_matmuls(const std::vector<Instruction>& in);
+
 }  // namespace tpu::train::compiler
