@@ -221,10 +221,14 @@ void check_forward(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x, c
 }  // namespace
 
 ConvDwOrient conv_dw_orientation(const ConvGeom& g, uint32_t n) {
-  const uint64_t fold = 3 * uint64_t{n} - 2, cobs = ceil_div(g.cout, n), kts = ktiles(g, n);
+  // Cycles per chunk of N positions at the training chip's unit rates, the busiest unit: a
+  // load_weights tile N (tiles streamed), a transpose block 2N + 1, a fold max(rows, N) (the
+  // MXU overlaps consecutive folds' fill and drain).
+  const uint64_t cobs = ceil_div(g.cout, n), kts = ktiles(g, n);
   const uint64_t k_rows = g.packed() ? g.taps() : uint64_t{g.taps()} * round_up(g.cin, n);
-  const uint64_t dy_stationary = cobs * (fold + k_rows);
-  const uint64_t x_stationary = std::max(kts * (fold + cobs * n), cobs * 2 * n);
+  const uint64_t dy_stationary = cobs * std::max<uint64_t>(k_rows, n);
+  const uint64_t x_stationary =
+      std::max({kts * n, cobs * (2 * uint64_t{n} + 1), kts * std::max<uint64_t>(cobs * n, n)});
   return x_stationary < dy_stationary ? ConvDwOrient::XStationary : ConvDwOrient::DyStationary;
 }
 
@@ -339,6 +343,37 @@ void check_backward_weights(const ProgramBuilder& pb, const ConvGeom& g, const V
           str(need) + " ACC rows from " + str(acc) + " do not fit AccRows");
 }
 
+// DyStationary's tiles: chunk c's dY rows of block cob, for the chunks [c0, c1) in order.
+// One load_weights brings kLwTiles consecutive chunks' tiles (tile_stride N: the unit fills a
+// tile while the previous one drains, where separate commands each wait for the last one's
+// drain): the first group's before chunk c0, each next group's after the matmuls of the second
+// chunk of the group before it (then 2 + kLwTiles tiles wait: WFifoTiles + 2 with
+// WFifoTiles = 4; else after the group's last chunk), so the unit loads while the MXU works.
+// Called with `first` before the loop and after each chunk's matmuls.
+constexpr uint32_t kLwTiles = 4;
+void lw_group(ProgramBuilder& pb, const VMat& dy, uint32_t cob, uint32_t g0, uint32_t c1) {
+  const uint32_t n = pb.params().N;
+  LoadWeights lw;
+  lw.vmem_addr = static_cast<uint16_t>(dy.block(cob) + g0 * n);
+  lw.row_stride = 1;
+  lw.tiles = static_cast<uint16_t>(std::min(kLwTiles, c1 - g0));
+  lw.tile_stride = static_cast<uint16_t>(n);
+  lw.rows = static_cast<uint16_t>(n);
+  pb.load_weights(lw);
+}
+void load_chunk_tiles(ProgramBuilder& pb, const VMat& dy, uint32_t cob, uint32_t c, uint32_t c0,
+                      uint32_t c1, bool first) {
+  const uint32_t ahead = std::min(2u, kLwTiles);
+  const bool lookahead = pb.params().wfifo_tiles + 2 >= kLwTiles + ahead;
+  if (first) {
+    lw_group(pb, dy, cob, c0, c1);
+  } else if (lookahead && (c - c0) % kLwTiles == ahead - 1 && c + 1 - ahead + kLwTiles < c1) {
+    lw_group(pb, dy, cob, c + 1 - ahead + kLwTiles, c1);
+  } else if (!lookahead && (c + 1 - c0) % kLwTiles == 0 && c + 1 < c1) {
+    lw_group(pb, dy, cob, c + 1, c1);
+  }
+}
+
 // DyStationary (docs/training.md "Conv dW reoriented"): per chunk of N positions and output
 // block, the dY chunk as the tile and the patch rows streamed; ACC rows = dW rows.
 void dw_dy_stationary(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, const VMat& dy,
@@ -355,13 +390,15 @@ void dw_dy_stationary(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, cons
       const FlatRange fr = flat_range(g, n, oy0, oy0 + l);
       build_tap_rows(pb, g, x, scratch, rb, fr, k);
       for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {
-        for (uint32_t c = oy0 * chunks_per_line; c < (oy0 + l) * chunks_per_line; ++c) {
-          load_tile(pb, dy.block(cob) + c * n, n, false);
+        const uint32_t c0 = oy0 * chunks_per_line, c1 = (oy0 + l) * chunks_per_line;
+        load_chunk_tiles(pb, dy, cob, c0, c0, c1, true);
+        for (uint32_t c = c0; c < c1; ++c) {
           for (uint32_t kt = 0; kt < kts; ++kt) {
             matmul(pb, scratch + kt * rb * n + chunk_index(g, n, c) - fr.r0 * n,
                    acc + (cob * kts + kt) * n, ktile_rows(g, n, kt), 1, 1, 0, accumulate || c > 0,
                    kt == 0);
           }
+          load_chunk_tiles(pb, dy, cob, c, c0, c1, false);
         }
       }
     }
@@ -377,13 +414,14 @@ void dw_dy_stationary(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, cons
   }
   const uint32_t cbs = ceil_div(g.cin, n);
   for (uint32_t cob = 0; cob < dy.blocks(n); ++cob) {  // ACC rows acc + kt*N + i, per block
+    load_chunk_tiles(pb, dy, cob, 0, 0, dy.rows / n, true);
     for (uint32_t c = 0; c < dy.rows / n; ++c) {
-      load_tile(pb, dy.block(cob) + c * n, n, false);
       for (uint32_t kt = 0; kt < kts; ++kt) {  // all N channel rows: padding lanes give +0
         const uint32_t src =
             scratch + (kt % cbs) * xp + chunk_index(g, n, c) + tap_offset(g, kt / cbs);
         matmul(pb, src, acc + kt * n, n, 1, 1, 0, accumulate || c > 0, kt == 0);
       }
+      load_chunk_tiles(pb, dy, cob, c, 0, dy.rows / n, false);
     }
     pb.acc_to_vmem(acc, dw.block(cob), dw.rows);
   }

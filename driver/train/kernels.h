@@ -154,12 +154,14 @@ uint32_t conv_scratch_rows(const ConvGeom& g, const ChipParams& p, uint32_t acc)
 // in ACC, transposed into dW at the end. The same products summed in the same order: the
 // two give the same bits. Auto: conv_dw_orientation.
 enum class ConvDwOrient { Auto, DyStationary, XStationary };
-// The orientation Auto takes: XStationary iff its cost per chunk is lower, with (SCALE-Sim
-// weight stationary, a fold = 3N - 2 + streamed rows; the transpose unit 2N per dY block,
-// concurrent with the MXU) DyStationary = cout_blocks * (3N - 2 + K rows) and XStationary =
-// max(ktiles * (3N - 2 + cout_blocks * N), cout_blocks * 2N), K rows = taps (cin = 1) or
-// taps * round_up(cin, N), ktiles = ceil(taps / N) (cin = 1) or taps * ceil(cin / N).
-// A function of (taps, cin, cout, N) only, so every band of a layer takes the same one.
+// The orientation Auto takes: XStationary iff its busiest unit takes fewer cycles per chunk of
+// N positions, at the training chip's rates (a load_weights tile N cycles, a transpose block
+// 2N + 1, an MXU fold max(streamed rows, N)): DyStationary = cout_blocks * max(K rows, N);
+// XStationary = max(ktiles * N, cout_blocks * (2N + 1), ktiles * cout_blocks * N), K rows =
+// taps (cin = 1) or taps * round_up(cin, N), ktiles = ceil(taps / N) (cin = 1) or taps *
+// ceil(cin / N). A function of (taps, cin, cout, N) only, so every band of a layer takes the
+// same one. On this chip the transposes make XStationary the slower one for every geometry
+// tried (docs/training.md "Conv dW reoriented"); it stays for explicit use.
 ConvDwOrient conv_dw_orientation(const ConvGeom& g, uint32_t n);
 // The scratch rows conv2d_backward_weights alone needs (cin = 1: the tap rows, and with
 // XStationary the dY^T ring; fewer than conv_scratch_rows, which covers the forward pass's

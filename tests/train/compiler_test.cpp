@@ -605,6 +605,49 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
   for (size_t q = 1; q < firsts.size(); ++q) EXPECT_NE(firsts[q], firsts[q - 1]) << q;
 }
 
+// The fused gradient (5 output channels at N = 4: two blocks, one group): dW of both blocks in
+// one call (conv_dw_group), so each band's tap rows (one align per tap, 9) are built once, not
+// once per block; and the next job's reads spread over the job's matmuls (spread_reads), never
+// two of them with fewer than two matmuls between them once the matmuls run.
+TEST(TrainFuse, ConvPoolGradBuildsTapRowsOnceAndSpreadsItsReads) {
+  Graph g = conv_pool_graph(true);
+  ASSERT_EQ(fuse_conv_pool(g), 1);
+  const ChipParams chip = ChipParams::training(4);
+  Placement p = place(g, chip);
+  const Schedule s = schedule(g);
+  size_t bwd = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op == Op::ConvPoolGrad) bwd = i;
+  }
+  ASSERT_EQ(p.depth[bwd], 2u);
+  p.chunk[bwd] = 1;  // one pooled line per band: two bands
+  const Emitted e = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
+  Emitted::Range r{};
+  for (const Emitted::Range& q : e.ranges)
+    if (q.node == static_cast<int>(bwd)) r = q;
+  size_t aligns = 0, matmuls = 0, since = 0, reads_after_mm = 0;
+  bool read_seen = false;
+  for (size_t k = r.begin; k < r.end; ++k) {
+    const Instruction& in = e.program[k];
+    if (const auto* v = std::get_if<Vector>(&in))
+      aligns += v->func == static_cast<uint8_t>(VecFunc::Align) ? 1 : 0;
+    if (std::holds_alternative<MatmulBf16>(in)) {
+      ++matmuls;
+      ++since;
+    }
+    if (std::holds_alternative<ReadVmem>(in) && matmuls > 0) {
+      if (read_seen && since > 0) {
+        EXPECT_GE(since, 2u) << k;
+      }
+      read_seen = true;
+      since = 0;
+      ++reads_after_mm;
+    }
+  }
+  EXPECT_EQ(aligns, 2u * 9);  // two bands, 9 taps each
+  EXPECT_GE(reads_after_mm, 3u);
+}
+
 // Each Dense weight's DenseGradW and its update become one DenseUpdate in the update's place
 // (after AdamBegin): dW gets no device memory.
 TEST(TrainFuse, DenseGradientAndUpdateBecomeOneNode) {

@@ -307,17 +307,17 @@ TEST_P(Conv, DwBothOrientationsMatchReference) {
   }
 }
 
-// The orientation Auto takes, from the geometry alone: the Keras conv (9 taps, cin 1, 64
-// outputs) streams dY^T (1 fold of 64 rows per chunk instead of 4 of 9); one output block, or
-// many K-tiles (3x3 over 16 channels), keep dY stationary; a 1x1 conv with cin <= N and many
-// outputs takes X stationary.
+// The orientation Auto takes, from the geometry alone, at the chip's unit rates: the Keras conv
+// (9 taps, cin 1, 64 outputs) keeps dY stationary (per chunk 4 tiles of N cycles each against
+// 4 transposes of 2N + 1 for X stationary), and so do the other classes.
 TEST(ConvDw, OrientationFromTheGeometry) {
   ConvGeom keras = geom(32, 1, 64, 28, 28, 3, 1, 0);
-  EXPECT_EQ(conv_dw_orientation(keras, 16), ConvDwOrient::XStationary);
+  EXPECT_EQ(conv_dw_orientation(keras, 16), ConvDwOrient::DyStationary);
   keras.cout = 16;
   EXPECT_EQ(conv_dw_orientation(keras, 16), ConvDwOrient::DyStationary);
   EXPECT_EQ(conv_dw_orientation(geom(32, 16, 64, 14, 14, 3, 1, 1), 16), ConvDwOrient::DyStationary);
-  EXPECT_EQ(conv_dw_orientation(geom(32, 16, 64, 14, 14, 1, 1, 0), 16), ConvDwOrient::XStationary);
+  EXPECT_EQ(conv_dw_orientation(geom(32, 16, 64, 14, 14, 1, 1, 0), 16), ConvDwOrient::DyStationary);
+  EXPECT_EQ(conv_dw_orientation(geom(32, 1, 64, 28, 28, 7, 1, 0), 16), ConvDwOrient::DyStationary);
   // ACC rows: cout blocks x K-tiles x N (cin > 1 with dY stationary: one block's).
   keras.cout = 64;
   EXPECT_EQ(conv_dw_acc_rows(keras, 16, ConvDwOrient::XStationary), 64u);
@@ -328,8 +328,8 @@ TEST(ConvDw, OrientationFromTheGeometry) {
 }
 
 // Instructions: X stationary is one load_weights, one matmul_bf16 (cout rows) and one
-// transpose per chunk of N positions; dY stationary one load_weights and one matmul_bf16 per
-// chunk and output block.
+// transpose per chunk of N positions; dY stationary one tile (4 per load_weights) and one
+// matmul_bf16 per chunk and output block.
 TEST(ConvDw, KerasLayerInstructionCounts) {
   const uint32_t n = 16;
   const ConvGeom g = geom(32, 1, 64, 6, 28, 3, 1, 0);  // 4 output lines of the Keras layer
@@ -341,9 +341,12 @@ TEST(ConvDw, KerasLayerInstructionCounts) {
     VMat vdw = rig.arena().matrix(g.weight_rows(n), g.cout);
     const uint32_t scratch = rig.arena().rows(conv_dw_scratch_rows(g, rig.dev().params(), o));
     conv2d_backward_weights(rig.pb(), g, vx, vdy, vdw, scratch, 0, false, o);
-    uint64_t lw = 0, mm = 0, rows = 0, tr = 0;
+    uint64_t lw = 0, lwi = 0, mm = 0, rows = 0, tr = 0;
     for (const Instruction& in : rig.pb().instructions()) {
-      if (const auto* l = std::get_if<LoadWeights>(&in)) lw += l->tiles;
+      if (const auto* l = std::get_if<LoadWeights>(&in)) {
+        lw += l->tiles;
+        ++lwi;
+      }
       if (const auto* m = std::get_if<MatmulBf16>(&in)) {
         ++mm;
         rows += uint64_t{m->inner} * m->outer;
@@ -352,6 +355,7 @@ TEST(ConvDw, KerasLayerInstructionCounts) {
     }
     const bool xs = o == ConvDwOrient::XStationary;
     EXPECT_EQ(lw, xs ? chunks : 4u * chunks);
+    EXPECT_EQ(lwi, xs ? chunks : 4u * (chunks / 4));  // 4 tiles each (104 chunks per band)
     EXPECT_EQ(mm, xs ? chunks : 4u * chunks);
     EXPECT_EQ(rows, xs ? 64u * chunks : 4u * 9 * chunks);
     EXPECT_EQ(tr, xs ? chunks + 4 : 0u);  // dY^T per chunk, dW^T -> dW per output block

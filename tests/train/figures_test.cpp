@@ -112,10 +112,10 @@ TEST(TrainFigures, KerasConvLayer) {
   print("conv 3x3x1x64 dW", dw);
   // One K-tile (9 taps <= 16) per output column block: 26*26*32 rows x 4 blocks.
   EXPECT_EQ(fwd.mxu_rows, 26u * 26 * 32 * 4);
-  // Each half (32 channels) takes X stationary (docs/training.md "Conv dW reoriented"): per
-  // 16-position chunk one tile, its 32 dY^T rows streamed: 1352 chunks x 32 x 2 halves.
-  EXPECT_EQ(conv_dw_orientation(keras_conv(32), kN), ConvDwOrient::XStationary);
-  EXPECT_EQ(dw.mxu_rows, 26u * 26 * 32 / 16 * 32 * 2);
+  // Per 16-position chunk and column block, 9 rows (the taps): 1352 chunks x 4 x 9 (dY
+  // stationary, docs/training.md "Conv dW reoriented").
+  EXPECT_EQ(conv_dw_orientation(keras_conv(32), kN), ConvDwOrient::DyStationary);
+  EXPECT_EQ(dw.mxu_rows, 26u * 26 * 32 / 16 * 4 * 9);
 }
 
 // The conv and the pool fused band by band (docs/training.md "Layers that do not fit VMEM"):
@@ -167,8 +167,7 @@ TEST(TrainFigures, KerasConvPoolFused) {
   print("conv+pool fused forward", fwd);
   print("conv+pool fused backward", bwd);
   EXPECT_EQ(fwd.mxu_rows, 26u * 26 * 32 * 4);
-  // dW with all 64 channels per call: X stationary, 1352 chunks x 64 dY^T rows.
-  EXPECT_EQ(bwd.mxu_rows, 26u * 26 * 32 / 16 * 64);
+  EXPECT_EQ(bwd.mxu_rows, 26u * 26 * 32 / 16 * 4 * 9);
 }
 
 TEST(TrainFigures, KerasPoolAndDense) {

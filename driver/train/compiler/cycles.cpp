@@ -145,10 +145,11 @@ uint64_t scale_sim_ws_cycles(uint64_t m, uint64_t k, uint64_t c, uint32_t n) {
 
 namespace {
 
-// Conv dW as conv2d_backward_weights orients it for the layer's geometry (kernels.h
+// Conv dW as conv2d_backward_weights orients it for a call with geometry cv (kernels.h
 // conv_dw_orientation): dY stationary, M = the patch rows (taps x cin) streamed per tile of N
 // positions x N output channels; X stationary, M = the output channels (dY^T rows, whole
-// blocks) streamed per tile of N positions x N taps (cin = 1) or channels of a tap.
+// blocks) streamed per tile of N positions x N taps (cin = 1) or channels of a tap. (The
+// step's bound counts conv dW's folds as emitted: emitted_fold_cycles.)
 std::vector<MatmulShape> conv_dw_matmuls(const ConvGeom& cv, uint32_t n) {
   const uint64_t outs = uint64_t{cv.ho()} * cv.wo() * cv.batch;
   if (n != 0 && conv_dw_orientation(cv, n) == ConvDwOrient::XStationary)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/allreduce.h"
+#include "compiler/interleave.h"
 #include "kernels.h"
 
 namespace tpu::train::compiler {
@@ -117,9 +118,10 @@ class Emitter {
   // the compute has no matmul).
   void place_around_matmuls(std::vector<Instruction> compute, const std::vector<Instruction>& dma);
   // compute with the DMA reads right after instruction reads_after and the writes right after
-  // writes_after (in their order; interleave() when either is past the end).
+  // writes_after (in their order; interleave() when either is past the end). The reads one
+  // per matmul from there, or with `spread` evenly over the matmuls (spread_reads).
   void place_dma(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
-                 size_t reads_after, size_t writes_after);
+                 size_t reads_after, size_t writes_after, bool spread = false);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -621,59 +623,64 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     return x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
   };
   std::vector<VMat> xbs(jobs.back().band + 1);
-  xbs[0] = read_x(jobs[0]);
-  std::vector<Instruction> writes;  // the previous job's (depth 2: spread over this job)
-  for (size_t ji = 0; ji < jobs.size(); ++ji) {
-    const FusedJob& j = jobs[ji];
-    if (j.first_of_band && depth == 1 && ji != 0) xbs[j.band] = read_x(j);
-    std::vector<Instruction> dma;
-    if (j.first_of_band && depth > 1) {  // prefetch the next band's input lines
-      for (size_t k = ji + 1; k < jobs.size(); ++k) {
-        if (jobs[k].first_of_band) {
-          dma = capture([&] { xbs[jobs[k].band] = read_x(jobs[k]); });
-          break;
+  // The jobs' instructions, then the next job's first matmuls ahead of each job's pool
+  // (hoist_matmuls).
+  const std::vector<Instruction> all = capture([&] {
+    xbs[0] = read_x(jobs[0]);
+    std::vector<Instruction> writes;  // the previous job's (depth 2: spread over this job)
+    for (size_t ji = 0; ji < jobs.size(); ++ji) {
+      const FusedJob& j = jobs[ji];
+      if (j.first_of_band && depth == 1 && ji != 0) xbs[j.band] = read_x(j);
+      std::vector<Instruction> dma;
+      if (j.first_of_band && depth > 1) {  // prefetch the next band's input lines
+        for (size_t k = ji + 1; k < jobs.size(); ++k) {
+          if (jobs[k].first_of_band) {
+            dma = capture([&] { xbs[jobs[k].band] = read_x(jobs[k]); });
+            break;
+          }
         }
       }
-    }
-    dma.insert(dma.end(), writes.begin(), writes.end());
-    const VMat& xb = xbs[j.band];
-    ConvGeom bg = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
-    bg.cout = j.cols;
-    const uint32_t crows = j.lines * kh * cline, rows = j.lines * pline;
-    const uint32_t s = static_cast<uint32_t>(ji % depth);
-    const VMat yb{set_of(L.out, L.out_step, 0, s), rows, bg.cout, round_up(rows, n_)};
-    const VMat ab{set_of(L.out, L.out_step, 1, s), rows, bg.cout, round_up(rows, n_)};
-    auto compute = [&] {
-      const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
-      const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
-      // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
-      const bool reuse =
-          !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
-      const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
-      if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band))
-        conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
-      PoolGeom pg = nd.pool;
-      pg.h = j.lines * kh;
-      pg.c = bg.cout;
-      maxpool_forward(pb_, pg, buf, yb, ab, L.scratch + conv_scratch);
-      if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
-      if (nd.relu) relu_forward(pb_, yb, yb);
-    };
-    auto write = [&] {
-      for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
-        out(y, yb.block(k), rows, (j.g0 + k) * home(y).geom.pitch + j.py0 * pline);
-        out(am, ab.block(k), rows, (j.g0 + k) * home(am).geom.pitch + j.py0 * pline);
+      dma.insert(dma.end(), writes.begin(), writes.end());
+      const VMat& xb = xbs[j.band];
+      ConvGeom bg = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+      bg.cout = j.cols;
+      const uint32_t crows = j.lines * kh * cline, rows = j.lines * pline;
+      const uint32_t s = static_cast<uint32_t>(ji % depth);
+      const VMat yb{set_of(L.out, L.out_step, 0, s), rows, bg.cout, round_up(rows, n_)};
+      const VMat ab{set_of(L.out, L.out_step, 1, s), rows, bg.cout, round_up(rows, n_)};
+      auto compute = [&] {
+        const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
+        const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
+        // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
+        const bool reuse =
+            !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
+        const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
+        if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band))
+          conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
+        PoolGeom pg = nd.pool;
+        pg.h = j.lines * kh;
+        pg.c = bg.cout;
+        maxpool_forward(pb_, pg, buf, yb, ab, L.scratch + conv_scratch);
+        if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
+        if (nd.relu) relu_forward(pb_, yb, yb);
+      };
+      auto write = [&] {
+        for (uint32_t k = 0; k < yb.blocks(n_); ++k) {
+          out(y, yb.block(k), rows, (j.g0 + k) * home(y).geom.pitch + j.py0 * pline);
+          out(am, ab.block(k), rows, (j.g0 + k) * home(am).geom.pitch + j.py0 * pline);
+        }
+      };
+      if (depth > 1) {
+        place_around_matmuls(capture(compute), dma);
+        writes = capture(write);
+      } else {
+        compute();
+        write();
       }
-    };
-    if (depth > 1) {
-      place_around_matmuls(capture(compute), dma);
-      writes = capture(write);
-    } else {
-      compute();
-      write();
     }
-  }
-  for (const Instruction& i : writes) pb_.append(i);
+    for (const Instruction& i : writes) pb_.append(i);
+  });
+  for (const Instruction& i : hoist_matmuls(all)) pb_.append(i);
 }
 
 // The DMA units and the MXU's weight loads share VMEM read port 0 (the DMA first): a
@@ -706,7 +713,7 @@ void Emitter::place_around_matmuls(std::vector<Instruction> compute,
 
 void Emitter::place_dma(const std::vector<Instruction>& compute,
                         const std::vector<Instruction>& dma, size_t reads_after,
-                        size_t writes_after) {
+                        size_t writes_after, bool spread) {
   if (reads_after >= compute.size() || writes_after >= compute.size()) {
     return interleave(compute, dma);
   }
@@ -716,6 +723,9 @@ void Emitter::place_dma(const std::vector<Instruction>& compute,
   for (size_t i = reads_after; i < compute.size(); ++i) {
     if (i == reads_after || std::holds_alternative<MatmulBf16>(compute[i])) anchors.push_back(i);
   }
+  const size_t count = static_cast<size_t>(std::count_if(
+      dma.begin(), dma.end(), [](const auto& d) { return std::holds_alternative<ReadVmem>(d); }));
+  if (spread) anchors = spread_reads(compute, reads_after, count);
   std::vector<std::vector<Instruction>> after(compute.size());
   size_t reads = 0;
   for (const Instruction& d : dma) {
@@ -833,7 +843,19 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       const uint32_t crows = j.lines * kh * cline;
       const VMat buf{L.out.back(), crows, j.cols, round_up(crows, n_)};
       maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
-      for (uint32_t k = 0; k < buf.blocks(n_); ++k) {
+      // dW of the job's output blocks in one call where the kernel can accumulate them all
+      // (conv_dw_group: the band's tap rows built once for all of them), each block's
+      // partial in ACC rows of its own across the bands, as one block per call would.
+      ConvGeom all = b;
+      all.cout = j.cols;
+      if (conv_dw_group(all, n_)) {
+        ConvGeom one = b;
+        one.cout = n_;
+        const VMat sum{L.out[0] + j.g0 * dw.pitch, dw.rows, j.cols, dw.pitch};
+        conv2d_backward_weights(pb_, all, xb, buf, sum, L.scratch, j.g0 * conv_dw_acc_rows(one, n_),
+                                j.py0 != 0);
+      }
+      for (uint32_t k = 0; !conv_dw_group(all, n_) && k < buf.blocks(n_); ++k) {
         const uint32_t cb = j.g0 + k;
         ConvGeom bb = b;
         bb.cout = std::min(n_, b.cout - cb * n_);
@@ -848,7 +870,7 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       // ReLU and pool gradients' vector passes at the job's start.
       const std::vector<Instruction> work = capture(compute);
       const size_t m = first_of<MatmulBf16>(work);
-      place_dma(work, dma, m, m);
+      place_dma(work, dma, m, m, true);
     } else {
       compute();
     }

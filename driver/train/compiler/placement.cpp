@@ -130,8 +130,11 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
     for (int i = 0; i < 3; ++i) L.in.push_back(sets(a, gb * prows, depth, L.in_step));
     for (int t : nd.out)
       L.out.push_back(sets(a, p.homes[static_cast<size_t>(t)].rows, 1, L.out_step));
-    b.cout = std::min(n, b.cout);  // dW one block at a time, each block's partial in ACC
-    if (uint64_t{blocks} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
+    // dW a group per call (conv_dw_group) or one block at a time; each block's partial in
+    // ACC rows of its own across the bands
+    b.cout = std::min(gb * n, b.cout);
+    if (!conv_dw_group(b, n)) b.cout = std::min(n, b.cout);
+    if (uint64_t{(blocks * n + b.cout - 1) / b.cout} * conv_dw_acc_rows(b, n) > chip.acc_rows) {
       throw std::invalid_argument(
           "band_layout: the partial dW of every output block does not fit ACC");
     }

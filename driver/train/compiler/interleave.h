@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Instruction placement inside one emitted job (emit.cpp): where a job's DMA goes among its
+// compute instructions. Pure functions over instruction lists, so each can be tested alone.
+// The chip issues in program order and holds an instruction while its unit is busy, so where
+// an instruction sits decides what runs beside what; no placement here changes a result (the
+// chip orders every access to the same VMEM rows or host bytes in program order).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "isa.h"
+
+namespace tpu::train::compiler {
+
+// For each of `count` DMA reads, the index of the instruction of `compute` it goes right
+// after: the first at `from`, the others spread evenly over the matmul_bf16 instructions after
+// it (read i after the matmul that starts the i-th of `count` equal shares of them), so each
+// read has the matmuls of a share to finish under before the next one is issued (a read issued
+// while the one before it still runs holds every instruction behind it). Nondecreasing; all
+// `from` when no matmul follows it. `from` < compute.size().
+std::vector<size_t> spread_reads(const std::vector<Instruction>& compute, size_t from,
+                                 size_t count);
+
+// The instructions in a new order: each run of load_weights / matmul_bf16 (with at least one
+// matmul) that comes right after a run of vector instructions goes ahead of that run when no
+// vector instruction of it writes a VMEM row the loads or matmuls read (bounding intervals;
+// matmuls write only ACC, which vector instructions do not touch, and the loads' order among
+// themselves and the matmuls' switches is kept): the same results. In a fused conv + pool
+// (ConvPool) that starts the next job's first matmul, which waits for nothing of the pool,
+// while the last acc_to_vmem moves ACC out ahead of the pool's vector passes (they wait for
+// it: it holds the VMEM write port), where in order it would wait for them.
+std::vector<Instruction> hoist_matmuls(const std::vector<Instruction>& in);
+
+}  // namespace tpu::train::compiler
