@@ -138,6 +138,16 @@ void RtlDevice::set_backpressure(double probability, uint64_t seed) {
   impl_->chip->set_backpressure(probability, seed);
 }
 
+void RtlDevice::inject_bus_error(uint64_t base, uint64_t size) {
+  if (size == 0 || base + size > (uint64_t{1} << 32) || base + size < base)
+    throw DeviceError(
+        "rtl: inject_bus_error: the range must be non-empty and within the 32-bit "
+        "host address space");
+  impl_->chip->inject_error(base, size);
+}
+
+void RtlDevice::clear_bus_errors() { impl_->chip->clear_injected_errors(); }
+
 void RtlDevice::mem_write(uint32_t addr, const void* src, size_t len) {
   impl_->chip->write_mem(addr, src, len);
 }

@@ -60,6 +60,13 @@ class RtlDevice : public Device {
   // Cycles simulated since the process started (for simulation-speed figures).
   uint64_t simulated_cycles() const;
   void set_backpressure(double probability, uint64_t seed);
+  // Fault injection (tests of the error paths above the chip: a training fit, the Python
+  // API): host memory answers the chip's AXI accesses that touch [base, base + size) with
+  // SLVERR from the next run on, so the instruction faults with ERR_AXI_READ / ERR_AXI_WRITE
+  // (docs/isa.md "Errors"); the host's own reads and writes are unaffected. Throws DeviceError
+  // if size is 0 or the range passes 2^32.
+  void inject_bus_error(uint64_t base, uint64_t size);
+  void clear_bus_errors();  // every injected range
   // The instruction timeline comes from the chip's trace port (sim/trace.h), cycle-accurate.
   bool has_timeline() const override { return true; }
 

@@ -112,6 +112,7 @@ module tpu_act_unit #(
       .re_i(prm_re), .raddr_i(slot_d), .rdata_o(prm_rdata[k])
     );
   end
+  // The LUT: written by the host before use, no reset (like any RAM).
   always_ff @(posedge clk_i) begin
     if (lut_we_i) lut_q[8*N*lut_row_i +: 8*N] <= wdata_i;
   end

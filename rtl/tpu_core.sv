@@ -304,6 +304,8 @@ module tpu_core #(
       dmain_local_d = dmain_cmd.local_addr;
     end
   end
+  // Data only, no reset: where the rows go, latched with the command, read only with the
+  // reader's rows.
   always_ff @(posedge clk_i) begin
     dmain_dest_q  <= dmain_dest_d;
     dmain_local_q <= dmain_local_d;

@@ -411,6 +411,8 @@ module tpu_ctrl #(
         conf_rx_q <= conf_rx_d;
       end
     end
+    // Data only, no reset: the VMEM ranges of the link instructions in flight, latched as each
+    // issues; a conflict with one counts only while its link is busy (ici_hazard).
     always_ff @(posedge clk_i) begin
       tx_rng_q <= tx_rng_d;
       rx_rng_q <= rx_rng_d;

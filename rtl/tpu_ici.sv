@@ -91,6 +91,8 @@ module tpu_ici #(
       rx_start[l] = cmd_valid_i && cmd_ready_o && cmd_i.recv && 32'(cmd_link) == l && !clear_i;
     end
   end
+  // Data only, no reset: each engine's instruction index, latched as it starts, read only while
+  // that engine is busy (its errors).
   always_ff @(posedge clk_i) begin
     for (int l = 0; l < 32'(L); l++) begin
       if (tx_start[l]) tx_pc_q[32*l +: 32] <= cmd_pc_i;
@@ -325,6 +327,8 @@ module tpu_ici #(
       trr_q      <= trr_d;
     end
   end
+  // Data only, no reset: the queued write (read only with wq_valid_q), the pending reduction
+  // (with red_pend_q) and the error's code and index (with err_q).
   always_ff @(posedge clk_i) begin
     wq_addr_q  <= wq_addr_d;
     wq_data_q  <= wq_data_d;

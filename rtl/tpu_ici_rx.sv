@@ -139,6 +139,8 @@ module tpu_ici_rx #(
       wfull_q <= wfull_d;
     end
   end
+  // Data only, no reset: the receive's fields, counts and row being assembled, read only while
+  // busy_q (the assembled row with wfull_q).
   always_ff @(posedge clk_i) begin
     vmem_q     <= vmem_d;
     rows_q     <= rows_d;

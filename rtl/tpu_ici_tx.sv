@@ -130,6 +130,8 @@ module tpu_ici_tx #(
       pend_q <= pend_d;
     end
   end
+  // Data only, no reset: the send's fields, counts and row buffer, read only while busy_q (the
+  // buffer's rows as cnt_q and pend_q count them).
   always_ff @(posedge clk_i) begin
     addr_q    <= addr_d;
     rd_left_q <= rd_left_d;

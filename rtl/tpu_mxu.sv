@@ -137,6 +137,7 @@ module tpu_mxu #(
     end
   end
 
+  // Data only, no reset: the rows' tags, read only with side_valid_q.
   always_ff @(posedge clk_i) begin
     if (rows_move) begin
       side_tag_q <= {side_tag_q[TagW*(Latency-1)-1:0], in_tag_i};

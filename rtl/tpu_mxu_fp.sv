@@ -59,6 +59,26 @@ module tpu_mxu_fp #(
   logic [$clog2(N+1)-1:0]       wctl_live_q;
   logic [TagW*Latency-1:0] side_tag_q;  // [TagW*i +: TagW]: the tag of the row i+1 cycles in
 
+  // Reset clears only the control side band (as tpu_mxu); the datapath registers need no reset
+  // because nothing reads them until a valid row or a commit has written them.
+  logic [Latency-1:0]           side_valid_d;
+  logic [3*N-1:0]               wctl_d;
+  logic [$clog2(Latency+1)-1:0] rows_live_d;
+  logic [$clog2(N+1)-1:0]       wctl_live_d;
+  always_comb begin
+    rows_live_d = rows_live_q;
+    if (in_valid_i)              rows_live_d = ($clog2(Latency+1))'(Latency);
+    else if (rows_live_q != '0)  rows_live_d = rows_live_q - 1'b1;
+    wctl_live_d = wctl_live_q;
+    if (w_shift_i || w_commit_i) wctl_live_d = ($clog2(N+1))'(N);
+    else if (wctl_live_q != '0)  wctl_live_d = wctl_live_q - 1'b1;
+    side_valid_d = side_valid_q;
+    if (in_valid_i || rows_live_q != '0) begin
+      side_valid_d = {side_valid_q[Latency-2:0], in_valid_i};
+    end
+    wctl_d = {wctl_q[3*(N-1)-1:0], {w_shift_i, w_commit_i, w_buf_i}};
+  end
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       side_valid_q <= '0;
@@ -66,17 +86,14 @@ module tpu_mxu_fp #(
       rows_live_q  <= '0;
       wctl_live_q  <= '0;
     end else begin
-      if (in_valid_i)              rows_live_q <= ($clog2(Latency+1))'(Latency);
-      else if (rows_live_q != '0)  rows_live_q <= rows_live_q - 1'b1;
-      if (w_shift_i || w_commit_i) wctl_live_q <= ($clog2(N+1))'(N);
-      else if (wctl_live_q != '0)  wctl_live_q <= wctl_live_q - 1'b1;
-      if (in_valid_i || rows_live_q != '0) begin
-        side_valid_q <= {side_valid_q[Latency-2:0], in_valid_i};
-      end
-      wctl_q <= {wctl_q[3*(N-1)-1:0], {w_shift_i, w_commit_i, w_buf_i}};
+      side_valid_q <= side_valid_d;
+      wctl_q       <= wctl_d;
+      rows_live_q  <= rows_live_d;
+      wctl_live_q  <= wctl_live_d;
     end
   end
 
+  // Data only, no reset: the rows' tags, read only with side_valid_q.
   always_ff @(posedge clk_i) begin
     if (in_valid_i || rows_live_q != '0) begin
       side_tag_q <= {side_tag_q[TagW*(Latency-1)-1:0], in_tag_i};

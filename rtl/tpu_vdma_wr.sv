@@ -237,6 +237,8 @@ module tpu_vdma_wr #(
       cnt_q  <= cnt_d;
     end
   end
+  // Data only, no reset: the transfer's fields and position, read only while busy_q; the burst's
+  // address and length only with aw_q, the FIFO's beats only as cnt_q and wq_q count them.
   always_ff @(posedge clk_i) begin
     bf16_q    <= bf16_d;
     aw_addr_q <= aw_addr_d;

@@ -12,36 +12,13 @@
 #include "isa.h"
 #include "json_text.h"
 #include "output_file.h"
+#include "xml_text.h"
 
 namespace tpu::cnn {
 
 namespace {
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        o += "&amp;";
-        break;
-      case '<':
-        o += "&lt;";
-        break;
-      case '>':
-        o += "&gt;";
-        break;
-      case '"':
-        o += "&quot;";
-        break;
-      case '\'':
-        o += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') o += c;
-    }
-  }
-  return o;
-}
+using tpu::xml_escape;
 
 std::string fmt(const char* f, double v) {
   char b[64];

@@ -49,6 +49,9 @@ class PyDevice {
   bool closed() const { return dev_ == nullptr; }
   // The device, locked by `lock` (call without the GIL when the work is long).
   tpu::Device& device(std::unique_lock<std::mutex>& lock);
+  // The same for the rtl backend's own calls (fault injection); ValueError naming `what` on
+  // the model backend.
+  tpu::RtlDevice& rtl_device(std::unique_lock<std::mutex>& lock, const char* what);
 
  private:
   std::mutex mu_;

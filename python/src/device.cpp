@@ -69,6 +69,7 @@ tpu::RtlDevice& lease_chip(const tpu::RtlOptions& o) {
     s.chip->record_timeline(false);
   }
   s.chip->set_backpressure(o.backpressure, o.seed);
+  s.chip->clear_bus_errors();
   s.leased = true;
   return *s.chip;
 }
@@ -82,6 +83,7 @@ void return_chip() {
   } else if (s.chip) {
     s.chip->release_all();
     s.chip->record_timeline(false);
+    s.chip->clear_bus_errors();
   }
 }
 
@@ -116,6 +118,16 @@ void PyDevice::close() {
   if (rtl_ && dev_) return_chip();
   dev_ = nullptr;
   model_.reset();
+}
+
+tpu::RtlDevice& PyDevice::rtl_device(std::unique_lock<std::mutex>& lock, const char* what) {
+  tpu::Device& d = device(lock);
+  if (!rtl_)
+    throw std::invalid_argument(std::string(what) +
+                                " needs backend='rtl' (the chip's host "
+                                "memory model), not '" +
+                                std::string(d.backend()) + "'");
+  return static_cast<tpu::RtlDevice&>(d);
 }
 
 tpu::Device& PyDevice::device(std::unique_lock<std::mutex>& lock) {
@@ -306,7 +318,16 @@ void bind_device(py::module_& m) {
            })
       .def("matmul", &matmul)
       .def("matmul_float", &matmul_float)
-      .def("run", &run_program);
+      .def("run", &run_program)
+      .def("inject_bus_error",
+           [](PyDevice& d, uint64_t base, uint64_t size) {
+             std::unique_lock<std::mutex> lock;
+             d.rtl_device(lock, "inject_bus_error").inject_bus_error(base, size);
+           })
+      .def("clear_bus_errors", [](PyDevice& d) {
+        std::unique_lock<std::mutex> lock;
+        d.rtl_device(lock, "clear_bus_errors").clear_bus_errors();
+      });
   m.def("assemble", [](const std::string& text) {
     const auto bytes = tpu::encode_program(tpu::assemble(text, "<text>"));
     return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());

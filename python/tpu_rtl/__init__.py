@@ -274,6 +274,24 @@ class Device:
         vmem_rows (0: the int8 chip, no float hardware). rtl: read from the PARAM registers."""
         return self._dev.params()
 
+    # ---- fault injection (rtl)
+    #: The host addresses the driver places its buffers at (tpu::Device::kArenaBase ..
+    #: kArenaEnd): data, weights and results of matmul, Model and fit, not the program.
+    ARENA = (0x8000_0000, 0xF000_0000)
+
+    def inject_bus_error(self, base: int = ARENA[0], size: int = ARENA[1] - ARENA[0]):
+        """Testing the error paths: from the next run on, host memory answers the chip's
+        accesses that touch [base, base + size) with an AXI error (SLVERR), so the instruction
+        faults with ERR_AXI_READ / ERR_AXI_WRITE and the call raises ChipError (``.code``,
+        ``.pc``). The host's own reads and writes are unaffected. Until clear_bus_errors() or
+        close(). rtl only (ValueError on the model backend)."""
+        base = _int(base, "base", 0, 2**32 - 1)
+        self._dev.inject_bus_error(base, _int(size, "size", 1, 2**32 - base))
+
+    def clear_bus_errors(self):
+        """Host memory answers every access again (see inject_bus_error)."""
+        self._dev.clear_bus_errors()
+
     # ---- operations
     def matmul(self, a: np.ndarray, w: np.ndarray, bias=None, shift=0, mult=None,
                zero_point: int = 0, func: str = "identity", clamp=(-128, 127), lut=None,

@@ -25,6 +25,7 @@
 #include "reference.h"
 #include "report.h"
 #include "temp_dir.h"
+#include "xml_text.h"
 
 namespace {
 
@@ -706,6 +707,15 @@ TEST(Report, EnergySvgHasEveryComponentAndLayerWithTheirValues) {
   for (const auto& l : e.layer_names)
     EXPECT_NE(svg.find("data-layer=\"" + l + "\""), std::string::npos) << l;
   EXPECT_NE(svg.find("table horowitz_45nm"), std::string::npos);
+}
+
+// The one XML escaper (driver/xml_text.h) of the reports and tpusim's SVG plots: the five
+// entities, control characters XML forbids dropped, UTF-8 kept; the result parses as XML.
+TEST(Report, XmlEscapeGivesWellFormedText) {
+  const std::string raw = "a<b & c>\"d\" 'e'\x01\x1f\tf\n\xc3\xa9";
+  const std::string e = tpu::xml_escape(raw);
+  EXPECT_EQ(e, "a&lt;b &amp; c&gt;&quot;d&quot; &apos;e&apos;\tf\n\xc3\xa9");
+  EXPECT_EQ(mini::check_xml("<t a=\"" + e + "\">" + e + "</t>").at("t"), 1);
 }
 
 TEST(Report, UtilizationSvgIsWellFormedWithOneBarGroupPerLayer) {

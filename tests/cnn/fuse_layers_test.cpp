@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cnn_test_util.h"
+#include "ir_builders.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
 #include "passes/fusion.h"
@@ -14,49 +15,11 @@
 namespace {
 
 using namespace tpu::cnn;
-using cnn_test::error_of;
+using namespace cnn_test;
 
 // A 3x3 Conv with padding 1 (8x8 -> 8x8) reading `inputs` (4 channels each).
 Layer conv(const std::string& name, std::vector<int> inputs, int cout = 2) {
-  Layer l;
-  l.kind = LayerKind::Conv;
-  l.name = name;
-  l.op = "Conv";
-  l.inputs = std::move(inputs);
-  l.input_channels.assign(l.inputs.size(), 4);
-  l.in = {4 * int(l.inputs.size()), 8, 8};
-  l.kh = l.kw = 3;
-  l.pad_t = l.pad_l = l.pad_b = l.pad_r = 1;
-  l.conv_out.c = cout;
-  l.weight.assign(size_t(cout) * size_t(l.in.c) * 9, 1.0f);
-  l.bias.assign(size_t(cout), 0.0f);
-  l.infer_shapes();
-  return l;
-}
-
-// The Copy layer a converter makes of an activation reading layer `in` of `net` (`source`: the
-// layer it may join, -1 when another op reads its input too), as fuse_activation leaves it.
-Layer activation(const Network& net, const std::string& name, int in, int source, Activation a,
-                 LutFunc f = LutFunc::Sigmoid, float p0 = 0.0f, float p1 = 0.0f) {
-  const Layer& from = net.layers[size_t(in)];
-  Layer c;
-  c.kind = LayerKind::Copy;
-  c.name = name;
-  c.op = a == Activation::Lut ? lut_func_name(f) : a == Activation::Clip ? "Clip" : "Relu";
-  c.inputs = {in};
-  c.input_channels = {from.out.c};
-  c.in = from.out;
-  c.out_quant = from.out_quant;
-  c.step.kind = StepKind::Activation;
-  c.step.sources = {source};
-  c.step.act = a;
-  c.step.lut = f;
-  c.step.p0 = p0;
-  c.step.p1 = p1;
-  passes::fuse_activation(c, a, f, p0, p1);
-  c.fused.push_back(c.op + " " + name);
-  c.infer_shapes();
-  return c;
+  return conv_layer(name, std::move(inputs), cout, 3);
 }
 
 // The Copy layer of a 2x2/2 max-pool reading `inputs` (their outputs concatenated), joining
@@ -82,13 +45,6 @@ Layer max_pool(const Network& net, const std::string& name, std::vector<int> inp
   c.step.pool.oh = c.out.h;
   c.step.pool.ow = c.out.w;
   return c;
-}
-
-Network input_net() {
-  Network net;
-  net.name = "net";
-  net.input = {4, 8, 8};
-  return net;
 }
 
 TEST(FuseLayers, ReluJoinsTheConvAndItsReadersFollow) {
@@ -265,18 +221,7 @@ TEST(FuseLayers, RefusesPaddingActivateCannotHoldASecondPoolAndDense) {
   d.layers.push_back(fc);
   d.layers.push_back(activation(d, "relu", 0, 0, Activation::Relu));
   EXPECT_EQ(passes::fuse_layers(d).layers.size(), 1u);  // an activation joins a Dense
-  Layer pool;
-  pool.kind = LayerKind::Copy;
-  pool.name = "pool";
-  pool.op = "MaxPool";
-  pool.inputs = {0};
-  pool.input_channels = {2};
-  pool.in = {2, 1, 1};
-  pool.infer_shapes();
-  pool.step.kind = StepKind::MaxPool;
-  pool.step.sources = {0};
-  pool.step.pool.oh = pool.step.pool.ow = 1;
-  d.layers[1] = pool;
+  d.layers[1] = max_pool_of_1x1("pool", 0, 1);
   EXPECT_EQ(passes::fuse_layers(d).layers.size(), 2u);  // a max-pool does not
 }
 
@@ -287,20 +232,8 @@ TEST(FuseLayers, APooledLayerThatDoesNotFitNamesTheMaxPool) {
   c.in = {4, 1, 1};
   c.infer_shapes();  // 1x1 output
   net.layers.push_back(c);
-  Layer p;
-  p.kind = LayerKind::Copy;
-  p.name = "pool";
-  p.op = "MaxPool";
-  p.inputs = {0};
-  p.input_channels = {2};
-  p.in = {2, 1, 1};
-  p.infer_shapes();
-  p.step.kind = StepKind::MaxPool;
-  p.step.sources = {0};
   // (1 - 2) / 2 + 1 == 1 in C++: the size check passes, the window does not fit.
-  p.step.pool.k = p.step.pool.s = 2;
-  p.step.pool.oh = p.step.pool.ow = 1;
-  net.layers.push_back(p);
+  net.layers.push_back(max_pool_of_1x1("pool", 0, 2));
   const std::string e = error_of([&] { passes::fuse_layers(net); });
   EXPECT_EQ(
       e.rfind("net: node 'pool' (MaxPool): layer 'conv' (Conv): max-pool window 2 is larger", 0),
@@ -308,19 +241,65 @@ TEST(FuseLayers, APooledLayerThatDoesNotFitNamesTheMaxPool) {
       << e;
 }
 
+// ---- view_as_fused, the query the frontend asks while it converts --------------------------
+
+// Without a pending step of the kind asked about, the view is the network as it is.
+TEST(ViewAsFused, PartsWithoutSuchAStepAreThemselves) {
+  Network net = input_net();
+  net.layers.push_back(conv("conv", {kNetworkInput}));
+  net.layers.push_back(activation(net, "relu", 0, 0, Activation::Relu));
+  const passes::FusedView v = passes::view_as_fused(net, {1, kNetworkInput});
+  EXPECT_FALSE(v.fused);
+  EXPECT_EQ(v.parts, (std::vector<int>{1, kNetworkInput}));
+  EXPECT_EQ(&v.net(net), &net);
+  ASSERT_EQ(passes::view_as_fused(net, {1}).single(net), &net.layers[1]);
+  EXPECT_EQ(passes::view_as_fused(net, {kNetworkInput}).single(net), nullptr);
+}
+
+// Any step: the Relu as fused is the conv it joins (a bias after it is refused by its name); a
+// Relu that may not join stays the Copy it is.
+TEST(ViewAsFused, AnyStepViewsTheLayerItJoins) {
+  for (const int source : {0, -1}) {
+    Network net = input_net();
+    net.layers.push_back(conv("conv", {kNetworkInput}));
+    net.layers.push_back(activation(net, "relu", 0, source, Activation::Relu));
+    const passes::FusedView v = passes::view_as_fused(net, {1}, passes::FuseWhen::AnyStep);
+    ASSERT_TRUE(v.fused);
+    const Layer* l = v.single(net);
+    ASSERT_NE(l, nullptr);
+    EXPECT_EQ(l->name, source == 0 ? "conv" : "relu");
+    EXPECT_EQ(l->act, Activation::Relu);
+    EXPECT_EQ(l->has_weights(), source == 0);
+    EXPECT_EQ(net.layers.size(), 2u);  // the network asked about is left as it is
+    EXPECT_EQ(net.layers[1].step.kind, StepKind::Activation);
+  }
+}
+
+// A max-pool of a concatenation that joins each part is those parts, with the quantization the
+// pool gives them; one that cannot join stays one layer.
+TEST(ViewAsFused, APooledConcatenationIsItsParts) {
+  for (const bool joins : {true, false}) {
+    Network net = input_net();
+    net.layers.push_back(conv("a", {kNetworkInput}, 2));
+    net.layers.push_back(conv("b", {kNetworkInput}, 2));
+    net.layers.push_back(max_pool(net, "pool", {0, 1}, {0, joins ? 1 : -1}));
+    net.layers[2].out_quant = uint8_quant(0.5f);
+    const passes::FusedView v = passes::view_as_fused(net, {2, kNetworkInput});
+    ASSERT_TRUE(v.fused);
+    if (!joins) {
+      EXPECT_EQ(v.parts, (std::vector<int>{2, kNetworkInput}));
+      continue;
+    }
+    EXPECT_EQ(v.parts, (std::vector<int>{0, 1, kNetworkInput}));
+    EXPECT_EQ(v.single(net), nullptr);
+    for (int p : {0, 1}) EXPECT_EQ(v.net(net).layers[size_t(p)].out_quant, uint8_quant(0.5f));
+    EXPECT_FALSE(net.layers[0].out_quant);  // only in the view
+    EXPECT_EQ(passes::parts_in(*v.fused, {kNetworkInput, 2, 0}),
+              (std::vector<int>{kNetworkInput, 0, 1, 0}));
+  }
+}
+
 // ---- through the importer: converted 1:1, then fused ------------------------------------------
-
-// A 1x1 Conv `name` (2 -> 2 channels) reading `in`, its weights `name`_w.
-void conv_node(OnnxGraph& g, const std::string& name, const std::string& in,
-               const std::string& out) {
-  g.init_float(name + "_w", {2, 2, 1, 1}, {1.0f, 0.5f, -0.5f, 1.0f});
-  g.node("Conv", {in, name + "_w"}, {out}, {}, name);
-}
-
-void quant(OnnxGraph& g, const std::string& name, float scale) {
-  g.init_float(name + "_s", {}, {scale});
-  g.init_uint8(name + "_z", {}, {128});
-}
 
 TEST(FuseLayersImport, ConvReluMaxPoolIsOneLayer) {
   OnnxGraph g("t");
@@ -390,12 +369,10 @@ TEST(FuseLayersImport, RequantizationAfterAPoolAsFused) {
     quant(*g, "q2", 0.25f);
     g->node(conv_first ? "Relu" : "Identity", {"x"}, {"a"}, {}, "first");
     if (conv_first) conv_node(*g, "conv", "a", "c");
-    g->node("QuantizeLinear", {conv_first ? "c" : "x", "q1_s", "q1_z"}, {"cq"}, {}, "q1");
-    g->node("DequantizeLinear", {"cq", "q1_s", "q1_z"}, {"cd"}, {}, "dq1");
+    pair(*g, "q1", conv_first ? "c" : "x", "cd");
     g->node("MaxPool", {"cd"}, {"p"},
             {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
-    g->node("QuantizeLinear", {"p", "q2_s", "q2_z"}, {"pq"}, {}, "q2");
-    g->node("DequantizeLinear", {"pq", "q2_s", "q2_z"}, {"y"}, {}, "dq2");
+    pair(*g, "q2", "p", "y");
     g->output("y");
     return import_onnx_bytes(g->serialize(), "t.onnx");
   };

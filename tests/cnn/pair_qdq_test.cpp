@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cnn_test_util.h"
+#include "ir_builders.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
 #include "passes/fuse_layers.h"
@@ -20,56 +21,19 @@
 namespace {
 
 using namespace tpu::cnn;
-using cnn_test::error_of;
+using namespace cnn_test;
 
-std::optional<TensorQuant> quant_of(float scale) {
-  TensorQuant q;
-  q.scale = scale;
-  q.zero_point = 128;
-  q.is_unsigned = true;
-  return q;
-}
-
-Network input_net() {
-  Network net;
-  net.name = "net";
-  net.input = {4, 8, 8};
-  return net;
-}
+std::optional<TensorQuant> quant_of(float scale) { return uint8_quant(scale); }
 
 // A 1x1 Conv (4 -> 4 channels) reading layer `in`.
-Layer conv(const std::string& name, int in) {
-  Layer l;
-  l.kind = LayerKind::Conv;
-  l.name = name;
-  l.op = "Conv";
-  l.inputs = {in};
-  l.input_channels = {4};
-  l.in = {4, 8, 8};
-  l.kh = l.kw = 1;
-  l.conv_out.c = 4;
-  l.weight.assign(16, 1.0f);
-  l.bias.assign(4, 0.0f);
-  l.infer_shapes();
-  return l;
-}
+Layer conv(const std::string& name, int in) { return conv_layer(name, {in}, 4, 1); }
 
-// The Copy layer a converter makes of a Relu reading layer `in` (joining `source`), its output
-// quantized `q` (by a pair after it) or not.
-Layer relu(const std::string& name, int in, int source, std::optional<TensorQuant> q) {
-  Layer c;
-  c.kind = LayerKind::Copy;
-  c.name = name;
-  c.op = "Relu";
-  c.inputs = {in};
-  c.input_channels = {4};
-  c.in = {4, 8, 8};
-  c.step.kind = StepKind::Activation;
-  c.step.sources = {source};
-  c.step.act = Activation::Relu;
-  passes::fuse_activation(c, Activation::Relu, LutFunc::Sigmoid, 0.0f, 0.0f);
+// The Copy layer a converter makes of a Relu reading layer `in` of `net` (joining `source`), its
+// output quantized `q` (by a pair after it) or not.
+Layer relu(const Network& net, const std::string& name, int in, int source,
+           std::optional<TensorQuant> q) {
+  Layer c = activation(net, name, in, source, Activation::Relu);
   c.out_quant = q;
-  c.infer_shapes();
   return c;
 }
 
@@ -130,9 +94,9 @@ TEST(PairQdq, AroundAFusedConvReluAsFused) {
   for (const bool same : {true, false}) {
     Network net = input_net();
     net.layers.push_back(conv("conv", kNetworkInput));
-    net.layers.push_back(relu("relu", 0, 0, quant_of(0.5f)));
+    net.layers.push_back(relu(net, "relu", 0, 0, quant_of(0.5f)));
     net.layers.push_back(quantize("r", {1}, *quant_of(same ? 0.5f : 0.25f), true, 1));
-    net.layers.push_back(relu("relu2", 2, 2, std::nullopt));
+    net.layers.push_back(relu(net, "relu2", 2, 2, std::nullopt));
     const passes::FusedNetwork f = passes::fuse_steps(net);
     EXPECT_EQ(f.net.layers[0].act, Activation::Relu);
     EXPECT_EQ(f.parts_of[1], std::vector<int>{0});
@@ -190,7 +154,7 @@ TEST(PairQdq, AnAnnotationOfASharedTensorIsNotJoinedThrough) {
   net.layers.push_back(conv("conv", kNetworkInput));
   // (a QuantizeLinear of the conv's output, which another op reads too)
   net.layers.push_back(quantize("c", {0}, *quant_of(0.5f), false, -1));
-  net.layers.push_back(relu("relu", 1, 1, quant_of(0.5f)));
+  net.layers.push_back(relu(net, "relu", 1, 1, quant_of(0.5f)));
   const passes::FusedNetwork f = passes::fuse_steps(net);
   ASSERT_EQ(f.net.layers.size(), 2u);
   EXPECT_EQ(f.net.layers[0].out_quant, quant_of(0.5f));
@@ -223,20 +187,13 @@ TEST(PairQdq, RequantizingTheInputNamesTheLayer) {
 
 // ---- through the importer ------------------------------------------------------------------
 
-void conv_node(OnnxGraph& g, const std::string& name, const std::string& in,
-               const std::string& out) {
-  g.init_float(name + "_w", {2, 2, 1, 1}, {1.0f, 0.5f, -0.5f, 1.0f});
-  g.node("Conv", {in, name + "_w"}, {out}, {}, name);
-}
-
-void quant(OnnxGraph& g, const std::string& name, float scale) {
-  g.init_float(name + "_s", {}, {scale});
-  g.init_uint8(name + "_z", {}, {128});
-}
-
-void pair(OnnxGraph& g, const std::string& q, const std::string& in, const std::string& out) {
-  g.node("QuantizeLinear", {in, q + "_s", q + "_z"}, {in + "_q"}, {}, q + "_q");
-  g.node("DequantizeLinear", {in + "_q", q + "_s", q + "_z"}, {out}, {}, q + "_dq");
+// Convs `a` and `b` reading `in`, their sum the graph output y: the network imported.
+Network two_convs_added(OnnxGraph& g, const std::string& in) {
+  conv_node(g, "a", in, "ya");
+  conv_node(g, "b", in, "yb");
+  g.node("Add", {"ya", "yb"}, {"y"}, {}, "add");
+  g.output("y");
+  return import_onnx_bytes(g.serialize(), "t.onnx");
 }
 
 // Conv, Relu, a pair, a second pair of other parameters, a DequantizeLinear read by two Convs:
@@ -251,11 +208,7 @@ TEST(PairQdqImport, PairsAroundAFusedConvReluAndADequantizeReadTwice) {
   g.node("Relu", {"c"}, {"r"}, {}, "relu");
   pair(g, "q1", "r", "d1");
   pair(g, "q2", "d1", "d2");
-  conv_node(g, "a", "d2", "ya");
-  conv_node(g, "b", "d2", "yb");
-  g.node("Add", {"ya", "yb"}, {"y"}, {}, "add");
-  g.output("y");
-  const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
+  const Network net = two_convs_added(g, "d2");
   ASSERT_EQ(net.layers.size(), 5u);
   EXPECT_EQ(net.layers[0].name, "conv");
   EXPECT_EQ(net.layers[0].act, Activation::Relu);
@@ -273,11 +226,7 @@ TEST(PairQdqImport, ADequantizeReadTwiceAnnotatesOnce) {
   quant(g, "q1", 0.5f);
   conv_node(g, "conv", "x", "c");
   pair(g, "q1", "c", "d");
-  conv_node(g, "a", "d", "ya");
-  conv_node(g, "b", "d", "yb");
-  g.node("Add", {"ya", "yb"}, {"y"}, {}, "add");
-  g.output("y");
-  const Network net = import_onnx_bytes(g.serialize(), "t.onnx");
+  const Network net = two_convs_added(g, "d");
   ASSERT_EQ(net.layers.size(), 4u);
   EXPECT_EQ(net.layers[0].out_quant, quant_of(0.5f));
   EXPECT_EQ(net.layers[1].inputs, std::vector<int>{0});

@@ -236,6 +236,44 @@ TEST(RunOnnxCli, TestDirWithCalibration) {
   EXPECT_FALSE(res.at(2).at("pass").get<bool>());
   EXPECT_TRUE(res.at(2).at("matches_reference").get<bool>());
   EXPECT_EQ(res.at(2).at("outputs").at(0).at("mismatches").get<double>(), 1);
+  // The document's schema: its keys in order, one member per line, each data set an object of
+  // one member per line.
+  auto keys = [](const nlohmann::ordered_json& o) {
+    std::vector<std::string> k;
+    for (const auto& m : o.items()) k.push_back(m.key());
+    return k;
+  };
+  const auto doc = nlohmann::ordered_json::parse(r.out);
+  EXPECT_EQ(keys(doc),
+            (std::vector<std::string>{"model", "backend", "chip_n", "batch", "quantization",
+                                      "tolerance_steps", "pass", "data_sets", "data_sets_passed",
+                                      "cycles", "results", "wall_seconds"}));
+  const std::vector<std::string> set_keys = {"name",
+                                             "images",
+                                             "pass",
+                                             "matches_reference",
+                                             "mismatched_images",
+                                             "cycles",
+                                             "cycles_per_image",
+                                             "cycles_estimated",
+                                             "mxu_utilization",
+                                             "runs",
+                                             "outputs",
+                                             "energy"};
+  for (const auto& set : doc.at("results")) EXPECT_EQ(keys(set), set_keys);
+  EXPECT_EQ(keys(doc.at("results").at(0).at("outputs").at(0)),
+            (std::vector<std::string>{"name", "shape", "dtype", "compared", "max_abs_error",
+                                      "tolerance", "pass", "mismatches"}));
+  EXPECT_EQ(r.out.rfind("{\n  \"model\": ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(",\n  \"results\": [\n    {\n      \"name\": \"test_data_set_0\",\n      "
+                       "\"images\": "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n    },\n    {\n      \"name\": \"test_data_set_1\",\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("}\n    }\n  ],\n  \"wall_seconds\": "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), "\n}\n");
 }
 
 // --calibration DIR reads every tensor file of the directory: the same images split over two

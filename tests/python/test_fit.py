@@ -6,6 +6,7 @@ exact cycles, without holding the GIL; bad arguments are ValueError, a divergenc
 naming the step."""
 
 import os
+import re
 import struct
 
 import numpy as np
@@ -184,6 +185,41 @@ def test_fit_rtl_equals_model():
     assert r.cycles_total >= sum(r.step_cycles)  # plus the accuracy's forward passes
     # The losses change from step to step (the test can fail): training happened.
     assert r.losses[0] != r.losses[1]
+
+
+@needs_train_rtl
+def test_fit_chip_fault_raises_chip_error():
+    """A fault of the chip in a training step (host memory answers the DMA of the step's data
+    with an AXI error: Device.inject_bus_error over the driver's buffers) raises ChipError with
+    the isa.md code and the faulting instruction, named as the message names it; once the errors
+    are cleared the same Device trains as the model backend does, bit for bit."""
+    x, y = data(8, 4)
+    model = mlp_onnx(hidden=8)
+    small = dict(epochs=1, steps_per_epoch=1, batch_size=4, lr=0.01)
+    with tpu_rtl.Device("rtl", training=True) as dev:
+        dev.inject_bus_error()  # the arena: data, weights, results (not the program)
+        with pytest.raises(tpu_rtl.ChipError) as info:
+            tpu_rtl.fit(model, x, y, device=dev, **small)
+        e = info.value
+        assert isinstance(e, tpu_rtl.DeviceError)
+        assert e.code == "ERR_AXI_READ" and e.code_value == 9
+        assert isinstance(e.pc, int)
+        m = re.match(r"ERR_AXI_READ at instruction (\d+) \((\w+) ", str(e))
+        assert m, str(e)
+        assert int(m.group(1)) == e.pc
+        # The instruction that faulted reads host memory (it is no data-independent one).
+        assert m.group(2) in ("read_host", "read_weights", "read_vmem"), str(e)
+        assert e.stats is not None and e.stats["cycles"] > 0
+        dev.clear_bus_errors()
+        r = tpu_rtl.fit(model, x, y, device=dev, **small)
+    ref = tpu_rtl.fit(model, x, y, **small)
+    assert np.array_equal(np.float32(r.losses), np.float32(ref.losses))
+    with tpu_rtl.Device("model", training=True) as md:
+        with pytest.raises(ValueError, match="inject_bus_error needs backend='rtl'"):
+            md.inject_bus_error()
+    with tpu_rtl.Device("rtl", training=True) as dev:
+        with pytest.raises(ValueError, match="size"):
+            dev.inject_bus_error(0xFFFF_FF00, 0x200)
 
 
 @needs_train_rtl

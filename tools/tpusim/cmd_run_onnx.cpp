@@ -270,8 +270,9 @@ nlohmann::ordered_json set_energy_json(const SetResult& r) {
   return j;
 }
 
-// A data set's lines of the --json object (each `indent` "key": value; floats with 9 digits).
-std::string set_json(const SetResult& r, const std::string& indent) {
+// A data set's object of the --json document (its members at the top level, or one element of
+// "results" with --test-dir).
+nlohmann::ordered_json set_json(const SetResult& r) {
   const auto& run = r.run;
   nlohmann::ordered_json j;
   if (!r.name.empty()) j["name"] = r.name;
@@ -287,7 +288,7 @@ std::string set_json(const SetResult& r, const std::string& indent) {
   j["outputs"] = nlohmann::ordered_json::array();
   for (size_t k = 0; k < run.outputs.size(); ++k) j["outputs"].push_back(output_json(r, k));
   j["energy"] = set_energy_json(r);
-  return tpu::json_members(j, indent, kDigits);
+  return j;
 }
 
 void print_set(std::FILE* out, const SetResult& r) {
@@ -339,7 +340,8 @@ struct OnnxOutput {
   uint32_t chip_n = 0, batch = 0;
   bool test_dir = false, outputs_written = false;
   struct SetOut {
-    std::string text, json;  // print_set's lines; set_json
+    std::string text;             // print_set's lines
+    nlohmann::ordered_json json;  // set_json
     uint64_t cycles = 0;
     bool pass = false;
   };
@@ -366,7 +368,9 @@ std::string onnx_shard_json(const OnnxOutput& o, const tpu::ShardSpec& shard, si
       {"sets", nlohmann::ordered_json::array()}};
   for (const auto& so : o.sets)
     j["sets"].push_back(
-        {{"cycles", so.cycles}, {"pass", so.pass}, {"text", so.text}, {"json", so.json}});
+        // (the set's object as one line of JSON text: its doubles as nlohmann-json writes
+        // them, shortest to read back exactly)
+        {{"cycles", so.cycles}, {"pass", so.pass}, {"text", so.text}, {"json", so.json.dump()}});
   return tpu::json_document(j, 17, tpu::JsonRows::Compact) + "\n";  // 17 digits: read back
 }
 
@@ -391,7 +395,7 @@ OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
       so.cycles = sj.at("cycles").u64();
       so.pass = sj.at("pass").flag();
       so.text = sj.at("text").str();
-      so.json = sj.at("json").str();
+      so.json = tpu::parse_json_text(sj.at("json").str(), sj.at("json").where, "a data set");
       o.sets.push_back(std::move(so));
     }
   }
@@ -400,6 +404,55 @@ OnnxOutput merge_onnx_shards(const std::vector<std::string>& texts,
     throw std::runtime_error("merge: the shards hold " + std::to_string(o.sets.size()) +
                              " data sets, expected the run's " + std::to_string(total));
   return o;
+}
+
+// The --json document: the run, then the one data set's members, or with --test-dir the totals
+// and "results", one object per data set; wall_seconds last.
+nlohmann::ordered_json onnx_json(const OnnxOutput& o, bool all_pass, double wall) {
+  nlohmann::ordered_json j = {
+      {"model", o.model},
+      {"backend", o.backend},
+      {"chip_n", o.chip_n},
+      {"batch", o.batch},
+      {"quantization", o.quantization},
+      {"tolerance_steps", tpu::parse_json_text(o.tolerance_steps, "tolerance_steps")},
+      {"pass", all_pass}};
+  if (!o.test_dir) {
+    j.update(o.sets.at(0).json);
+  } else {
+    uint64_t cycles = 0;
+    int passed = 0;
+    for (const auto& so : o.sets) {
+      cycles += so.cycles;
+      passed += so.pass;
+    }
+    j["data_sets"] = o.sets.size();
+    j["data_sets_passed"] = passed;
+    j["cycles"] = cycles;
+    j["results"] = nlohmann::ordered_json::array();
+    for (const auto& so : o.sets) j["results"].push_back(so.json);
+  }
+  j["wall_seconds"] = wall;
+  return j;
+}
+
+// The --json document as printed: one member per line, each element of "results" an object of
+// one member per line; every other value on one line, floats with 9 digits.
+std::string onnx_json_document(const nlohmann::ordered_json& j) {
+  std::string out;
+  for (const auto& m : j.items()) {
+    out += out.empty() ? "{\n" : ",\n";
+    if (m.key() != "results") {
+      out += tpu::json_members({{m.key(), m.value()}}, "  ", kDigits);
+      continue;
+    }
+    std::string rows;
+    for (const auto& set : m.value())
+      rows += (rows.empty() ? "\n    {\n" : ",\n    {\n") +
+              tpu::json_members(set, "      ", kDigits) + "\n    }";
+    out += "  \"results\": [" + rows + "\n  ]";
+  }
+  return out + "\n}";
 }
 
 // The output after the data sets (and, `merged`, the model lines and data sets first).
@@ -414,33 +467,7 @@ int print_onnx_output(const OnnxOutput& o, bool json, double wall, bool merged) 
     std::fflush(info);
   }
   if (json) {
-    // The data sets' lines come rendered (set_json; through the shard files when merged).
-    const nlohmann::ordered_json head = {
-        {"model", o.model},
-        {"backend", o.backend},
-        {"chip_n", o.chip_n},
-        {"batch", o.batch},
-        {"quantization", o.quantization},
-        {"tolerance_steps", tpu::parse_json_text(o.tolerance_steps, "tolerance_steps")},
-        {"pass", all_pass}};
-    std::string j = "{\n" + tpu::json_members(head, "  ", kDigits) + ",\n";
-    if (!o.test_dir) {
-      j += o.sets.at(0).json + ",\n";
-    } else {
-      uint64_t cycles = 0;
-      int passed = 0;
-      for (const auto& so : o.sets) {
-        cycles += so.cycles;
-        passed += so.pass;
-      }
-      const nlohmann::ordered_json totals = {
-          {"data_sets", o.sets.size()}, {"data_sets_passed", passed}, {"cycles", cycles}};
-      j += tpu::json_members(totals, "  ") + ",\n  \"results\": [";
-      for (size_t i = 0; i < o.sets.size(); ++i)
-        j += (i ? ",\n    {\n" : "\n    {\n") + o.sets[i].json + "\n    }";
-      j += "\n  ],\n";
-    }
-    std::cout << j << tpu::json_members({{"wall_seconds", wall}}, "  ", kDigits) << "\n}\n";
+    std::cout << onnx_json_document(onnx_json(o, all_pass, wall)) << "\n";
   } else {
     if (o.test_dir) {
       int passed = 0;
@@ -831,7 +858,7 @@ int run_run_onnx(const tpusim::Args& args) {
     OnnxOutput::SetOut so;
     so.cycles = r.run.cycles;
     so.pass = r.pass();
-    so.json = set_json(r, o.test_dir.empty() ? "  " : "      ");
+    so.json = set_json(r);
     if (!captured.file()) {
       if (!o.json) print_set(info, r);
     } else {

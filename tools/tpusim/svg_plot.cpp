@@ -9,26 +9,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "xml_text.h"
+
 namespace tpusim {
 
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&')
-      o += "&amp;";
-    else if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
 
 std::string num(double v) {
   char b[32];
@@ -139,7 +124,7 @@ std::string line_chart_svg(const PlotSpec& spec) {
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << width / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">"
-    << escape(spec.title) << "</text>\n";
+    << tpu::xml_escape(spec.title) << "</text>\n";
   for (int pi = 0; pi < panels; ++pi) {
     const int x0 = left + pi * (panel_w + gap), y0 = top;
     auto fx = [&](double x) { return spec.x_linear ? x : std::log2(x); };
@@ -150,7 +135,7 @@ std::string line_chart_svg(const PlotSpec& spec) {
     };
     if (pi < int(spec.panels.size()))
       o << "<text x=\"" << x0 + panel_w / 2 << "\" y=\"" << y0 - 10 << "\" text-anchor=\"middle\">"
-        << escape(spec.panels[size_t(pi)].title) << "</text>\n";
+        << tpu::xml_escape(spec.panels[size_t(pi)].title) << "</text>\n";
     o << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << panel_w << "\" height=\""
       << panel_h << "\" fill=\"none\" stroke=\"#888\"/>\n";
     std::vector<double> ticks;
@@ -170,7 +155,7 @@ std::string line_chart_svg(const PlotSpec& spec) {
       o << "<text x=\"" << num(px(x)) << "\" y=\"" << y0 + panel_h + 14
         << "\" text-anchor=\"middle\">" << tick_label(x, false) << "</text>\n";
     o << "<text x=\"" << x0 + panel_w / 2 << "\" y=\"" << y0 + panel_h + 32
-      << "\" text-anchor=\"middle\">" << escape(spec.x_label) << "</text>\n";
+      << "\" text-anchor=\"middle\">" << tpu::xml_escape(spec.x_label) << "</text>\n";
     if (pi >= int(spec.panels.size())) continue;
     for (const auto& s : spec.panels[size_t(pi)].series) {
       const size_t ci = size_t(std::find(labels.begin(), labels.end(), s.label) - labels.begin());
@@ -186,19 +171,20 @@ std::string line_chart_svg(const PlotSpec& spec) {
       for (const auto& p : pts) {
         if (pts.size() > 100) break;  // a long curve (training steps): the line alone
         o << "<circle cx=\"" << num(px(p.first)) << "\" cy=\"" << num(py(p.second))
-          << "\" r=\"2.5\" fill=\"" << color << "\"><title>" << escape(s.label) << ": "
+          << "\" r=\"2.5\" fill=\"" << color << "\"><title>" << tpu::xml_escape(s.label) << ": "
           << tick_label(p.first, false) << " -> " << p.second << "</title></circle>\n";
       }
     }
   }
   o << "<text transform=\"translate(14," << top + panel_h / 2
-    << ") rotate(-90)\" text-anchor=\"middle\">" << escape(spec.y_label) << "</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\">" << tpu::xml_escape(spec.y_label) << "</text>\n";
   for (size_t i = 0; i < labels.size(); ++i) {
     const int lx = left + int(i % 4) * 170, ly = top + panel_h + bottom - 10 + 20 * int(i / 4);
     const char* color = kColors[i % (sizeof kColors / sizeof kColors[0])];
     o << "<line x1=\"" << lx << "\" x2=\"" << lx + 20 << "\" y1=\"" << ly - 4 << "\" y2=\""
       << ly - 4 << "\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n";
-    o << "<text x=\"" << lx + 26 << "\" y=\"" << ly << "\">" << escape(labels[i]) << "</text>\n";
+    o << "<text x=\"" << lx + 26 << "\" y=\"" << ly << "\">" << tpu::xml_escape(labels[i])
+      << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/fuse_layers.h"
 #include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
@@ -63,11 +64,10 @@ void Importer::arith(const onnx::NodeProto& n) {
   int li = fusable(name);
   if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
     // After an activation or max-pool (as fused: the layer it joins): refused.
-    const FusedView view = fused_view({li}, ViewOf::AnyStep);
-    if (view.parts.size() == 1) {
-      const Layer& l = view.net(net_).layers[size_t(view.parts[0])];
-      if (!l.has_weights())
-        fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
+    const passes::FusedView view = passes::view_as_fused(net_, {li}, passes::FuseWhen::AnyStep);
+    if (const Layer* l = view.single(net_)) {
+      if (!l->has_weights())
+        fail(n, op + " by a constant after " + l->op + " '" + l->name + "' is not supported");
       fail(n, op + " by a constant after an activation or pooling is not supported");
     }
     li = -1;  // the parts of a pooled concatenation
@@ -181,7 +181,8 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
   if (ql) {
     const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
     bool same = true;
-    const FusedView view = fused_view(v.parts);  // (a pooled concatenation: its parts)
+    // (a pooled concatenation: its parts)
+    const passes::FusedView view = passes::view_as_fused(net_, v.parts);
     const Network& fused = view.net(net_);
     for (int p : view.parts) {
       const auto& have = p == kNetworkInput ? fused.input_quant : fused.layers[size_t(p)].out_quant;
@@ -210,8 +211,8 @@ void Importer::batch_norm(const onnx::NodeProto& n) {
   int li = fusable(n.input(0));
   if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
     // After an activation or max-pool (as fused: the layer it joins): refused.
-    const FusedView view = fused_view({li}, ViewOf::AnyStep);
-    if (view.parts.size() == 1 && view.net(net_).layers[size_t(view.parts[0])].has_weights())
+    const passes::FusedView view = passes::view_as_fused(net_, {li}, passes::FuseWhen::AnyStep);
+    if (const Layer* l = view.single(net_); l && l->has_weights())
       fail(n, "BatchNormalization after an activation or pooling is not supported");
     li = -1;
   }

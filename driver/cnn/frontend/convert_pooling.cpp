@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/importer.h"
+#include "passes/fuse_layers.h"
 
 namespace tpu::cnn::frontend {
 
@@ -96,7 +97,7 @@ void Importer::maxpool(const onnx::NodeProto& n) {
   new_layer_output(n, li, false);
   Value& out = values_[n.output(0)];
   // The parts of a concatenation, pooled where they are, stay its value's (quantization too).
-  if (v.is_int || (v.quant && fused_view({li}).parts.size() > 1)) {
+  if (v.is_int || (v.quant && passes::view_as_fused(net_, {li}).parts.size() > 1)) {
     out.is_int = v.is_int;
     out.quant = v.quant;
   }

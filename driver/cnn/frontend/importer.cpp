@@ -17,6 +17,7 @@
 #include "frontend/op_table.h"
 #include "onnx_import.h"
 #include "passes/fold_constants.h"
+#include "passes/fuse_layers.h"
 #include "passes/network_passes.h"
 
 namespace tpu::cnn::frontend {
@@ -76,7 +77,7 @@ Network Importer::run() {
     fail_model("the graph output '" + out + "' is not produced by any node");
   }
   Value v = it->second;
-  v.parts = parts_in(fused, v.parts);
+  v.parts = passes::parts_in(fused, v.parts);
   const int last = materialize(v, out);
   if (last != int(net_.layers.size()) - 1)
     fail_model("the graph output '" + out + "' is computed by layer '" +
@@ -293,40 +294,9 @@ int Importer::materialize(const Value& v, const std::string& name) {
     // The input itself (a graph of Identity, Dropout, Flatten ...): one Copy layer carries it.
     if (v.parts[0] == kNetworkInput) return copy_layer(v, name, "Identity");
     // (A max-pool that will join each part of a concatenation is that concatenation.)
-    if (fused_view(v.parts).parts.size() == 1) return v.parts[0];
+    if (passes::view_as_fused(net_, v.parts).parts.size() == 1) return v.parts[0];
   }
   return copy_layer(v, name, "Concat");
-}
-
-Importer::FusedView Importer::fused_view(const std::vector<int>& parts, ViewOf of) const {
-  FusedView view;
-  const bool pending = std::any_of(parts.begin(), parts.end(), [&](int p) {
-    if (p == kNetworkInput) return false;
-    const PendingStep& step = net_.layers[size_t(p)].step;
-    if (step.kind == StepKind::Quantize) return true;  // (the pairing step decides in the walk)
-    if (step.kind == StepKind::MaxPool) return of == ViewOf::AnyStep || step.sources.size() > 1;
-    return of == ViewOf::AnyStep && step.kind != StepKind::None;
-  });
-  if (!pending) {
-    view.parts = parts;
-    return view;
-  }
-  view.fused = passes::fuse_steps(net_);
-  view.parts = parts_in(*view.fused, parts);
-  return view;
-}
-
-std::vector<int> Importer::parts_in(const passes::FusedNetwork& f, const std::vector<int>& parts) {
-  std::vector<int> out;
-  for (int p : parts) {
-    if (p == kNetworkInput) {
-      out.push_back(p);
-      continue;
-    }
-    const std::vector<int>& to = f.parts_of[size_t(p)];
-    out.insert(out.end(), to.begin(), to.end());
-  }
-  return out;
 }
 
 int Importer::copy_layer(const Value& v, const std::string& name, const std::string& op) {

@@ -15,7 +15,6 @@
 #include "frontend/graph.h"
 #include "frontend/onnx_tensor.h"
 #include "network.h"
-#include "passes/fuse_layers.h"
 
 namespace onnx {
 class GraphProto;
@@ -95,25 +94,6 @@ class Importer {
 
   // A MaxPool's window, output size and padding (network.h).
   MaxPoolWindow maxpool_window(const onnx::NodeProto& n, const Value& v) const;
-
-  // Layers `parts` of net_ as the fusion pass (passes/fuse_layers.h) will leave them: `parts`
-  // in net_ itself, or in the fused network (the pass run on the layers so far) when one of them
-  // is a pending step of the kind `of` names (or a Quantize step): the layers it joins. The
-  // converters whose outcome depends on what is fused (QLinearConcat's requantization, a pooled
-  // concatenation's quantization and its Copy, the errors of a fold after an activation) look
-  // there, so that importing 1:1 and fusing after gives what fusing in node order gave.
-  struct FusedView {
-    std::optional<passes::FusedNetwork> fused;
-    std::vector<int> parts;
-    const Network& net(const Network& unfused) const { return fused ? fused->net : unfused; }
-  };
-  enum class ViewOf {
-    PooledConcat,  // a max-pool of a concatenation (the one step whose parts change)
-    AnyStep,
-  };
-  FusedView fused_view(const std::vector<int>& parts, ViewOf of = ViewOf::PooledConcat) const;
-  // Layers `parts` of net_ (or the input) as the layers of f.net computing them.
-  static std::vector<int> parts_in(const passes::FusedNetwork& f, const std::vector<int>& parts);
 
   [[noreturn]] void fail_model(const std::string& msg) const;
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;

@@ -119,4 +119,40 @@ FusedNetwork fuse_steps(Network net) {
 
 Network fuse_layers(Network net) { return fuse_steps(std::move(net)).net; }
 
+std::vector<int> parts_in(const FusedNetwork& f, const std::vector<int>& parts) {
+  std::vector<int> out;
+  for (int p : parts) {
+    if (p == kNetworkInput) {
+      out.push_back(p);
+      continue;
+    }
+    const std::vector<int>& to = f.parts_of.at(size_t(p));
+    out.insert(out.end(), to.begin(), to.end());
+  }
+  return out;
+}
+
+const Layer* FusedView::single(const Network& unfused) const {
+  if (parts.size() != 1 || parts[0] == kNetworkInput) return nullptr;
+  return &net(unfused).layers.at(size_t(parts[0]));
+}
+
+FusedView view_as_fused(const Network& net, const std::vector<int>& parts, FuseWhen when) {
+  FusedView view;
+  const bool pending = std::any_of(parts.begin(), parts.end(), [&](int p) {
+    if (p == kNetworkInput) return false;
+    const PendingStep& step = net.layers.at(size_t(p)).step;
+    if (step.kind == StepKind::Quantize) return true;  // (the pairing step decides in the walk)
+    if (step.kind == StepKind::MaxPool) return when == FuseWhen::AnyStep || step.sources.size() > 1;
+    return when == FuseWhen::AnyStep && step.kind != StepKind::None;
+  });
+  if (!pending) {
+    view.parts = parts;
+    return view;
+  }
+  view.fused = fuse_steps(net);
+  view.parts = parts_in(*view.fused, parts);
+  return view;
+}
+
 }  // namespace tpu::cnn::passes

@@ -12,6 +12,7 @@
 // (tests/cnn/fuse_layers_test.cpp, pair_qdq_test.cpp).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "network.h"
@@ -39,5 +40,38 @@ struct FusedNetwork {
 FusedNetwork fuse_steps(Network net);
 // fuse_steps(net).net.
 Network fuse_layers(Network net);
+
+// Layers `parts` of f's input network (or kNetworkInput) as the layers of f.net computing them.
+std::vector<int> parts_in(const FusedNetwork& f, const std::vector<int>& parts);
+
+// ---- The query the frontend asks while it converts (before this pass runs) ----------------
+// Some converters' outcome depends on what the pass will fuse: QLinearConcat requantizes unless
+// its parts (as fused) have its quantization, a max-pool of a concatenation pooled in its parts
+// keeps the concatenation, a bias or BatchNormalization after an activation is refused with a
+// message naming what it follows. They ask view_as_fused on the network converted so far, so that
+// importing 1:1 and fusing after gives what fusing in node order gave.
+
+// Which pending steps among `parts` make view_as_fused run the pass; with none of them the view
+// is `parts` of the network as it is.
+enum class FuseWhen {
+  PooledConcat,  // a max-pool of a concatenation (the one step whose parts change) or a Quantize
+  AnyStep,       // any pending step
+};
+
+struct FusedView {
+  std::optional<FusedNetwork> fused;  // the pass run on the network so far, when it was needed
+  std::vector<int> parts;             // the layers of net(...) computing the parts asked about
+  // The network `parts` index: the fused one, or the network asked about (`unfused`).
+  const Network& net(const Network& unfused) const { return fused ? fused->net : unfused; }
+  // The one layer computing the parts asked about; nullptr when they are several (or the
+  // network input).
+  const Layer* single(const Network& unfused) const;
+};
+
+// Layers `parts` of `net` (or kNetworkInput) as fuse_steps will leave them: `parts` of `net`
+// itself when none of them holds a pending step of the kind `when` names, else the layers of
+// fuse_steps(net) computing them.
+FusedView view_as_fused(const Network& net, const std::vector<int>& parts,
+                        FuseWhen when = FuseWhen::PooledConcat);
 
 }  // namespace tpu::cnn::passes
