@@ -70,6 +70,11 @@ class RtlPod : public train::PodBackend {
     if (golden_) {
       g = golden_->run(programs);
       check_->golden_cycles += g->cycles;
+      if (check_->step > 0 && std::string(what) != "forward") {
+        if (check_->golden_step_cycles.size() < check_->step)
+          check_->golden_step_cycles.resize(check_->step, 0);
+        check_->golden_step_cycles[check_->step - 1] += g->cycles;
+      }
     }
     const uint64_t limit =
         g ? std::max(kMinCycleLimit, kCycleLimitFactor * g->cycles) : kNoGoldenCycleLimit;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pod_trainer.h"
 
@@ -29,7 +30,10 @@ struct PodTrainRtlCheck {
   uint64_t runs = 0;           // pod runs
   uint64_t rtl_cycles = 0;     // summed over the runs (the RTL pod's)
   uint64_t golden_cycles = 0;  // the golden pod's estimate of the same runs
-  double sim_seconds = 0;      // wall time of the RTL runs
+  // The golden pod's estimate of each step's runs (index step - 1; the forward passes of the
+  // test accuracy, `what` = "forward", are not a step's).
+  std::vector<uint64_t> golden_step_cycles;
+  double sim_seconds = 0;  // wall time of the RTL runs
 };
 
 // Throws std::invalid_argument naming what does not fit when `chip` is not the Verilated

@@ -123,6 +123,8 @@ TEST_P(PodTrainRtl, EveryChipMatchesTheGoldenPodAfterEveryStep) {
   EXPECT_EQ(check->runs, c.steps * (c.chips > 1 ? 3u : 2u));
   EXPECT_GT(check->rtl_cycles, 0u);
   EXPECT_GT(check->golden_cycles, 0u);
+  ASSERT_EQ(check->golden_step_cycles.size(), c.steps);
+  for (uint64_t g : check->golden_step_cycles) EXPECT_GT(g, 0u);
 }
 
 TEST(PodTrainRtlFit, NamesWhatDoesNotFitTheBuiltPod) {

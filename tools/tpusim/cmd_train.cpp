@@ -772,11 +772,10 @@ void exec_training_tpusim(const tpusim::Args& args) {
 }
 
 // The RTL pod's keys of the JSON: the lockstep check against the golden pod, its estimate.
-void add_rtl_pod_json(nlohmann::ordered_json& j, const tpusim::PodTrainRtlReport& r,
-                      const std::vector<uint64_t>& golden_step_cycles) {
+void add_rtl_pod_json(nlohmann::ordered_json& j, const tpusim::PodTrainRtlReport& r) {
   using J = nlohmann::ordered_json;
   J est = J::array();
-  for (uint64_t c : golden_step_cycles) est.push_back(c);
+  for (uint64_t c : r.golden_step_cycles) est.push_back(c);
   j["golden_step_cycles"] = r.golden ? est : J(nullptr);
   j["sim_seconds"] = r.sim_seconds;
   j["sim_cycles_per_second"] =
@@ -862,15 +861,9 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
   tpusim::set_activity("training " + a.model_name() + " on a pod of " + std::to_string(a.chips) +
                        (rtl ? " Verilated chips" : " golden models"));
   tpu::train::FitCallbacks cb = progress(a);
-  std::vector<uint64_t> golden_step_cycles;
-  if (pod_rtl) {  // the step being run (for a mismatch), the golden estimate of each step
-    auto last = std::make_shared<uint64_t>(0);
+  if (pod_rtl) {  // the step being run: a mismatch's step, the golden estimate's step
     pod_rtl->set_step(1);
-    cb.on_step = [inner = cb.on_step, &pod_rtl, &golden_step_cycles,
-                  last](const tpu::train::StepInfo& s) {
-      const uint64_t g = pod_rtl->report().golden_cycles;
-      golden_step_cycles.push_back(g - *last);
-      *last = g;
+    cb.on_step = [inner = cb.on_step, &pod_rtl](const tpu::train::StepInfo& s) {
       pod_rtl->set_step(s.step + 1);
       if (inner) inner(s);
     };
@@ -887,7 +880,7 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
   const int code = o.r.diverged || !p.chips_identical || mismatch ? 1 : 0;
   nlohmann::ordered_json j = result_json(a, in, o, code);
   add_pod_json(j, a, p);
-  if (report) add_rtl_pod_json(j, *report, golden_step_cycles);
+  if (report) add_rtl_pod_json(j, *report);
   tpusim::set_activity("writing the outputs");
   if (!a.output.empty() && !o.r.diverged)
     tpu::train::export_trained_onnx(in.model_bytes, t->weights(0), a.output);

@@ -21,6 +21,7 @@ tpusim::PodTrainRtl::Made make(bool golden) {
     r.mismatch = check->mismatch;
     r.rtl_cycles = check->rtl_cycles;
     r.golden_cycles = check->golden_cycles;
+    r.golden_step_cycles = check->golden_step_cycles;
     r.sim_seconds = check->sim_seconds;
     return r;
   };

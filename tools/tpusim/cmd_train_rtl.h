@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pod_trainer.h"
 
@@ -20,7 +21,8 @@ struct PodTrainRtlReport {
   std::string mismatch;        // what differed first
   uint64_t rtl_cycles = 0;     // the RTL pod's cycles, every run (test passes included)
   uint64_t golden_cycles = 0;  // the golden pod's estimate of the same runs
-  double sim_seconds = 0;      // wall time of the RTL runs
+  std::vector<uint64_t> golden_step_cycles;  // its estimate of each step (test passes left out)
+  double sim_seconds = 0;                    // wall time of the RTL runs
 };
 
 struct PodTrainRtl {
