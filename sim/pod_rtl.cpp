@@ -90,7 +90,8 @@ struct AxiSlave {
 struct Chip {
   std::unique_ptr<VerilatedContext> ctx = std::make_unique<VerilatedContext>();
   std::unique_ptr<Vtpu_pod_core> m = std::make_unique<Vtpu_pod_core>(ctx.get());
-  std::vector<uint8_t> mem;
+  std::vector<uint8_t> mem;  // host memory from address `base`
+  uint64_t base = 0;
   AxiSlave axi, vaxi;  // m_axi_* and m_vaxi_*, one memory
   std::string axi_error;
 };
@@ -112,10 +113,10 @@ void drive_slave(AxiSlave& s, Chip& c, uint32_t beat, Bit& arready, Bit& awready
     return;
   }
   const uint64_t a = s.rd.front().addr + uint64_t{beat} * s.rd_beat;
-  if (a + beat <= c.mem.size()) {
+  if (a >= c.base && a - c.base + beat <= c.mem.size()) {
     for (uint32_t w = 0; w < beat / 4; ++w) {
       uint32_t v = 0;
-      std::memcpy(&v, &c.mem[a + 4 * w], 4);
+      std::memcpy(&v, &c.mem[a - c.base + 4 * w], 4);
       set_bits(rdata, 32 * w, 32, v);
     }
   } else if (c.axi_error.empty()) {
@@ -141,8 +142,8 @@ void observe_slave(AxiSlave& s, Chip& c, uint32_t beat, Bit rvalid, Bit rready, 
     const uint64_t a = s.wr.front().addr + uint64_t{beat} * s.wr_beat;
     for (uint32_t b = 0; b < beat; ++b) {
       if (((static_cast<uint64_t>(wstrb) >> b) & 1u) == 0) continue;
-      if (a + b < c.mem.size()) {
-        c.mem[a + b] = static_cast<uint8_t>(get_bits(wdata, 8 * b, 8));
+      if (a + b >= c.base && a + b - c.base < c.mem.size()) {
+        c.mem[a + b - c.base] = static_cast<uint8_t>(get_bits(wdata, 8 * b, 8));
       } else if (c.axi_error.empty()) {
         c.axi_error = "write of address " + std::to_string(a + b) + " outside the host memory";
       }
@@ -169,7 +170,8 @@ std::vector<std::optional<IciFabric::End>> wiring(const PodTopology& topo) {
   return peers;
 }
 
-const PodTopology& checked(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes) {
+const PodTopology& checked(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes,
+                           uint64_t mem_base) {
   if (topo.chips() == 0) throw std::invalid_argument("PodRtl: a pod needs at least one chip");
   if (topo.links_needed() > kLinks && topo.chips() > 1) {
     throw std::invalid_argument(
@@ -180,6 +182,10 @@ const PodTopology& checked(const PodTopology& topo, uint32_t latency, uint64_t m
   if (mem_bytes % 4096 != 0 || mem_bytes < 65536 || mem_bytes > (uint64_t{1} << 30)) {
     throw std::invalid_argument("PodRtl: host memory of " + std::to_string(mem_bytes) +
                                 " bytes (expected a multiple of 4096 in 65536..2^30)");
+  }
+  if (mem_base % 4096 != 0 || mem_base + mem_bytes > (uint64_t{1} << 32)) {
+    throw std::invalid_argument("PodRtl: host memory at " + std::to_string(mem_base) +
+                                " (expected a multiple of 4096, ending within 2^32)");
   }
   return topo;
 }
@@ -195,10 +201,11 @@ bool PodRtlResult::ok() const {
 }
 
 struct PodRtl::Impl {
-  Impl(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes)
+  Impl(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes, uint64_t mem_base)
       : chips(topo.chips()), fabric(topo.chips(), kLinks, wiring(topo), latency, kBpr) {
     for (uint32_t r = 0; r < chips.size(); ++r) {
       chips[r].mem.assign(mem_bytes, 0);
+      chips[r].base = mem_base;
       Vtpu_pod_core& m = *chips[r].m;
       m.clk_i = 0;
       m.rst_ni = 0;
@@ -342,15 +349,16 @@ ChipParams PodRtl::params() {
 
 uint32_t PodRtl::ici_width_bits() { return kWidth; }
 
-PodRtl::PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes)
-    : topology_(checked(topology, latency, mem_bytes)),
-      impl_(std::make_unique<Impl>(topology, latency, mem_bytes)) {}
+PodRtl::PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes, uint64_t mem_base)
+    : topology_(checked(topology, latency, mem_bytes, mem_base)),
+      impl_(std::make_unique<Impl>(topology, latency, mem_bytes, mem_base)) {}
 
 PodRtl::~PodRtl() = default;
 
 uint32_t PodRtl::chips() const { return static_cast<uint32_t>(impl_->chips.size()); }
 std::vector<uint8_t>& PodRtl::memory(uint32_t r) { return impl_->chips.at(r).mem; }
 uint64_t PodRtl::cycles() const { return impl_->cycles; }
+uint64_t PodRtl::memory_base() const { return impl_->chips.front().base; }
 
 void PodRtl::set_assertions(bool on) {
   for (Chip& c : impl_->chips) c.ctx->assertOn(on);
@@ -408,12 +416,14 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, 
   for (uint32_t r = 0; r < p.chips.size(); ++r) {
     const std::vector<uint8_t> code = encode_program(programs[r]);
     std::vector<uint8_t>& mem = p.chips[r].mem;
-    if (uint64_t{code_addr} + code.size() > mem.size()) {
-      throw std::invalid_argument("PodRtl::run: chip " + std::to_string(r) +
-                                  "'s program does not fit its host memory");
+    const uint64_t base = p.chips[r].base;
+    if (code_addr < base || uint64_t{code_addr} - base + code.size() > mem.size()) {
+      throw std::invalid_argument("PodRtl::run: chip " + std::to_string(r) + "'s program (" +
+                                  std::to_string(code.size()) + " bytes at " +
+                                  std::to_string(code_addr) + ") does not fit its host memory");
     }
-    std::memcpy(mem.data() + code_addr, code.data(), code.size());
-    write_reg(r, kWinBase, 0);
+    std::memcpy(mem.data() + (code_addr - base), code.data(), code.size());
+    write_reg(r, kWinBase, static_cast<uint32_t>(base));
     write_reg(r, kWinSize, static_cast<uint32_t>(mem.size()));
     write_reg(r, kCmdAddr, code_addr);
     write_reg(r, kCmdCount, static_cast<uint32_t>(programs[r].size()));
@@ -490,11 +500,12 @@ void PodRtl::load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& l
     const std::vector<uint32_t>& v = lanes.at(r);
     const auto rows = static_cast<uint32_t>(v.size() / N);
     std::vector<uint8_t>& mem = memory(r);
-    if (v.size() % N != 0 || uint64_t{host_addr} + 4 * v.size() > mem.size()) {
+    const uint64_t base = memory_base();
+    if (v.size() % N != 0 || host_addr < base || host_addr - base + 4 * v.size() > mem.size()) {
       throw std::invalid_argument("PodRtl::load_vmem: chip " + std::to_string(r) +
                                   ": not whole rows or beyond the host memory");
     }
-    std::memcpy(mem.data() + host_addr, v.data(), 4 * v.size());
+    std::memcpy(mem.data() + (host_addr - base), v.data(), 4 * v.size());
     ProgramBuilder b(params());
     if (rows > 0) b.read_vmem(row, rows, host_addr);
     programs.push_back(b.finish());
@@ -506,7 +517,8 @@ std::vector<std::vector<uint32_t>> PodRtl::dump_vmem(uint32_t row, uint32_t rows
                                                      uint32_t host_addr) {
   std::vector<std::vector<Instruction>> programs;
   for (uint32_t r = 0; r < chips(); ++r) {
-    if (uint64_t{host_addr} + uint64_t{rows} * 4 * N > memory(r).size()) {
+    if (host_addr < memory_base() ||
+        host_addr - memory_base() + uint64_t{rows} * 4 * N > memory(r).size()) {
       throw std::invalid_argument("PodRtl::dump_vmem: beyond the host memory");
     }
     ProgramBuilder b(params());
@@ -517,7 +529,7 @@ std::vector<std::vector<uint32_t>> PodRtl::dump_vmem(uint32_t row, uint32_t rows
   std::vector<std::vector<uint32_t>> out;
   for (uint32_t r = 0; r < chips(); ++r) {
     std::vector<uint32_t> v(size_t{rows} * N);
-    std::memcpy(v.data(), memory(r).data() + host_addr, 4 * v.size());
+    std::memcpy(v.data(), memory(r).data() + (host_addr - memory_base()), 4 * v.size());
     out.push_back(std::move(v));
   }
   return out;

@@ -62,24 +62,28 @@ class PodRtl {
   static ChipParams params();
   static uint32_t ici_width_bits();
 
-  // Throws std::invalid_argument when the topology needs more links than the chip has, the
-  // latency is 0 or the memory is not a multiple of 4 KiB in 64 KiB .. 1 GiB.
-  PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes = 1u << 20);
+  // Each chip's host memory is `mem_bytes` from address `mem_base`. Throws
+  // std::invalid_argument when the topology needs more links than the chip has, the latency is
+  // 0, the memory is not a multiple of 4 KiB in 64 KiB .. 1 GiB or the base not a multiple of
+  // 4 KiB with the memory ending within 2^32 (the AXI addresses are 32 bits).
+  PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes = 1u << 20,
+         uint64_t mem_base = 0);
   ~PodRtl();
   PodRtl(const PodRtl&) = delete;
   PodRtl& operator=(const PodRtl&) = delete;
 
   uint32_t chips() const;
   const PodTopology& topology() const { return topology_; }
-  // Chip r's host memory (address 0 .. mem_bytes - 1).
+  // Chip r's host memory (index i is address memory_base() + i).
   std::vector<uint8_t>& memory(uint32_t r);
+  uint64_t memory_base() const;
 
   // AXI4-Lite register access of chip r alone (between runs).
   void write_reg(uint32_t r, uint32_t addr, uint32_t value);
   uint32_t read_reg(uint32_t r, uint32_t addr);
 
-  // Places each chip's program at `code_addr` of its memory (it must fit below the data the
-  // program uses), opens the DMA window on the whole memory, starts every chip in the same
+  // Places each chip's program at address `code_addr` of its memory (it must not overlap the
+  // data the program uses), opens the DMA window on the whole memory, starts every chip in the same
   // cycle and runs the pod until every chip has stopped (or max_cycles). VMEM and the other
   // chip state persist across runs.
   PodRtlResult run(const std::vector<std::vector<Instruction>>& programs,
@@ -92,8 +96,8 @@ class PodRtl {
   void set_assertions(bool on);
 
   // VMEM through the chips' own VMEM port (read_vmem / write_vmem programs run on every chip
-  // at once, staged in host memory from `host_addr`): lanes[r] (a multiple of N 32-bit lanes)
-  // into chip r's rows from `row`; and chip r's `rows` rows from `row` out. Throw
+  // at once, staged in host memory from address `host_addr`): lanes[r] (a multiple of N 32-bit
+  // lanes) into chip r's rows from `row`; and chip r's `rows` rows from `row` out. Throw
   // std::runtime_error naming the chip if a program does not halt.
   void load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& lanes, uint32_t host_addr);
   std::vector<std::vector<uint32_t>> dump_vmem(uint32_t row, uint32_t rows, uint32_t host_addr);

@@ -41,6 +41,37 @@ uint32_t check_batch(const TrainOptions& opt, const PodTopology& pod) {
   return opt.batch / pod.chips();
 }
 
+// The pod of golden models.
+class GoldenPod : public PodBackend {
+ public:
+  GoldenPod(const ChipParams& chip, const PodTopology& topo, const LinkTiming& timing)
+      : pod_(topo, chip, timing) {}
+  void map(uint32_t base, uint32_t bytes) override {
+    for (uint32_t r = 0; r < pod_.chips(); ++r) {
+      pod_.memory(r).add_region(base, bytes);
+      pod_.chip(r).set_dma_window(0, base, bytes);
+    }
+  }
+  void load(uint32_t chip, uint32_t addr, const std::vector<uint8_t>& bytes) override {
+    pod_.memory(chip).load(addr, bytes);
+  }
+  std::vector<uint8_t> dump(uint32_t chip, uint32_t addr, size_t bytes) override {
+    return pod_.memory(chip).dump(addr, bytes);
+  }
+  PodRunFigures run(const std::vector<std::vector<Instruction>>& programs,
+                    const char* what) override {
+    const PodResult res = pod_.run(programs);
+    if (!res.ok()) {
+      throw std::runtime_error(std::string("PodTrainer: the pod faulted in the ") + what +
+                               " program: " + res.message);
+    }
+    return {res.cycles, res.link_bytes, res.link_busy_cycles};
+  }
+
+ private:
+  PodModel pod_;
+};
+
 }  // namespace
 
 class PodTrainerImpl {
@@ -53,21 +84,22 @@ class PodTrainerImpl {
   Placement place;
   Emitted backward, update, forward;  // the same on every chip
   std::vector<Emitted> allreduce;     // per chip
-  std::unique_ptr<PodModel> pod;      // made by init()
+  PodBackendMaker maker;              // empty: GoldenPod
+  std::unique_ptr<PodBackend> pod;    // made by init()
 
   const Home& home(int t) const { return place.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t) const { return kBase + home(t).addr; }
   void write_words(uint32_t r, uint32_t at, const void* src, size_t bytes) const {
     std::vector<uint8_t> b(bytes);
     std::memcpy(b.data(), src, bytes);
-    pod->memory(r).load(at, b);
+    pod->load(r, at, b);
   }
   void write_matrix(uint32_t r, int t, const std::vector<float>& values) const {
     const std::vector<float> img = pack(home(t).geom, chip.N, values);
     write_words(r, addr(t), img.data(), img.size() * 4);
   }
   std::vector<float> read_floats(uint32_t r, uint32_t at, size_t count) const {
-    const std::vector<uint8_t> b = pod->memory(r).dump(at, count * 4);
+    const std::vector<uint8_t> b = pod->dump(r, at, count * 4);
     std::vector<float> f(count);
     std::memcpy(f.data(), b.data(), b.size());
     return f;
@@ -81,13 +113,8 @@ class PodTrainerImpl {
     std::memcpy(nchw.data(), images, size_t{count} * pixels * 4);
     write_matrix(r, g.input, g.input_conv ? conv_input_values(*g.input_conv, chip.N, nchw) : nchw);
   }
-  PodResult run(const std::vector<std::vector<Instruction>>& programs, const char* what) const {
-    PodResult res = pod->run(programs);
-    if (!res.ok()) {
-      throw std::runtime_error(std::string("PodTrainer: the pod faulted in the ") + what +
-                               " program: " + res.message);
-    }
-    return res;
+  PodRunFigures run(const std::vector<std::vector<Instruction>>& programs, const char* what) const {
+    return pod->run(programs, what);
   }
   void check_initialized(const char* what) const {
     if (!pod) throw std::logic_error(std::string("PodTrainer::") + what + ": call init() first");
@@ -152,14 +179,17 @@ std::array<uint32_t, 3> PodTrainer::input_chw() const {
 }
 const ChipParams& PodTrainer::chip_params() const { return impl_->chip; }
 
+void PodTrainer::set_backend(PodBackendMaker maker) { impl_->maker = std::move(maker); }
+
 void PodTrainer::init() {
   PodTrainerImpl& t = *impl_;
-  t.pod = std::make_unique<PodModel>(t.topo, t.chip, t.timing);
+  t.pod.reset();  // one pod at a time (an RTL pod is large)
+  t.pod = t.maker ? t.maker(t.chip, t.topo, t.timing)
+                  : std::make_unique<GoldenPod>(t.chip, t.topo, t.timing);
   const uint32_t bytes = (t.place.device_bytes + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
   const uint32_t n = t.chip.N;
+  t.pod->map(kBase, bytes);
   for (uint32_t r = 0; r < t.topo.chips(); ++r) {
-    t.pod->memory(r).add_region(kBase, bytes);
-    t.pod->chip(r).set_dma_window(0, kBase, bytes);
     for (const Param& p : t.g.params) {
       t.write_matrix(r, p.tensor, kernel_values(t.g, p, p.initial));  // state: zero already
     }
@@ -193,10 +223,10 @@ PodStepResult PodTrainer::step(const float* images, const int32_t* labels) {
   }
   std::vector<std::vector<Instruction>> sums;
   for (const Emitted& e : t.allreduce) sums.push_back(e.program);
-  const PodResult a =
+  const PodRunFigures a =
       t.run(std::vector<std::vector<Instruction>>(chips, t.backward.program), "forward/backward");
-  const PodResult s = chips > 1 ? t.run(sums, "all-reduce") : PodResult{};  // 1 chip: none
-  const PodResult u =
+  const PodRunFigures s = chips > 1 ? t.run(sums, "all-reduce") : PodRunFigures{};  // 1: none
+  const PodRunFigures u =
       t.run(std::vector<std::vector<Instruction>>(chips, t.update.program), "update");
   PodStepResult res;
   for (uint32_t r = 0; r < chips; ++r)

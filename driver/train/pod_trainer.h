@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,31 @@ struct PodStepResult {
   double link_utilization = 0;
 };
 
+// One pod run's figures.
+struct PodRunFigures {
+  uint64_t cycles = 0;            // the pod's (START to the last chip stopping)
+  uint64_t link_bytes = 0;        // bytes moved over all links
+  uint64_t link_busy_cycles = 0;  // sum over link directions of cycles transmitting
+};
+
+// The pod a PodTrainer's programs run on: by default the pod of golden models (PodModel);
+// sim/pod_train_rtl.h's is the RTL pod checked against the golden pod.
+class PodBackend {
+ public:
+  virtual ~PodBackend() = default;
+  // Maps device memory [base, base + bytes) on every chip and opens the DMA window on it.
+  virtual void map(uint32_t base, uint32_t bytes) = 0;
+  virtual void load(uint32_t chip, uint32_t addr, const std::vector<uint8_t>& bytes) = 0;
+  virtual std::vector<uint8_t> dump(uint32_t chip, uint32_t addr, size_t bytes) = 0;
+  // Runs programs[r] on chip r; std::runtime_error naming the chip and `what` if a chip faults.
+  virtual PodRunFigures run(const std::vector<std::vector<Instruction>>& programs,
+                            const char* what) = 0;
+};
+
+// Makes the pod of init(): each chip's parameters (with its links), the wiring, the timing.
+using PodBackendMaker = std::function<std::unique_ptr<PodBackend>(
+    const ChipParams&, const PodTopology&, const LinkTiming&)>;
+
 class PodTrainerImpl;
 
 class PodTrainer {
@@ -54,6 +80,8 @@ class PodTrainer {
   std::array<uint32_t, 3> input_chw() const;
   const ChipParams& chip_params() const;  // each chip's (with its links)
 
+  // The pod init() makes (default, or an empty maker: the pod of golden models).
+  void set_backend(PodBackendMaker maker);
   // Weights and optimizer state -> every chip's device memory (a new pod of chips).
   void init();
   // One step on the global batch (opt.batch images, NCHW, and their labels); chip r trains on

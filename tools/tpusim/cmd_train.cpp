@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cmd_train_rtl.h"
 #include "cnn_shard.h"
 #include "dataset.h"
 #include "device_model.h"
@@ -40,6 +41,13 @@
 #include "train_data.h"
 #include "trainer.h"
 
+namespace tpusim {
+const PodTrainRtl*& pod_train_rtl() {
+  static const PodTrainRtl* pod = nullptr;
+  return pod;
+}
+}  // namespace tpusim
+
 namespace {
 
 using tpu::train::Optimizer;
@@ -57,7 +65,8 @@ struct TrainArgs {
   tpu::train::TrainOptions topt;
   std::optional<uint64_t> shuffle;
   bool json = false, quiet = false, no_golden = false;
-  // Data-parallel training on a pod of golden models (--chips; 0: one chip, no pod).
+  // Data-parallel training on a pod (--chips; 0: one chip, no pod): of golden models
+  // (--backend model) or of Verilated chips checked against the golden pod (--backend rtl).
   uint32_t chips = 0;
   tpu::PodTopology topology;
   tpu::LinkTiming timing;
@@ -143,7 +152,7 @@ void read_counts(const tpusim::po::variables_map& vm, TrainArgs& a) {
     a.shuffle = std::stoull(shuffle);
   }
   if (vm.count("n")) {
-    if (a.backend != "model")
+    if (a.backend != "model" && !vm.count("chips"))
       throw tpusim::UsageError("--n " + vm["n"].as<std::string>() +
                                " is for --backend model (the rtl chip's N is built in)");
     a.n = uint32_t(tpusim::int_option(vm, "n", 4, 256));
@@ -151,6 +160,38 @@ void read_counts(const tpusim::po::variables_map& vm, TrainArgs& a) {
       throw tpusim::UsageError("--n " + vm["n"].as<std::string>() +
                                " is not a power of two (expected 4, 8, ..., 256)");
   }
+}
+
+// --chips P --backend rtl: what the pod built into this binary (tpu_pod_rtl_n4) can run.
+void check_rtl_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
+  const tpusim::PodTrainRtl* pod = tpusim::pod_train_rtl();
+  const std::string chips = "--chips " + std::to_string(a.chips) + " --backend rtl";
+  if (!pod) {
+    if (!tpu::RtlDevice::compiled_params().has_vmem())
+      return;  // run_train starts tpusim_train_n<N>
+    throw std::runtime_error(chips + ": this binary has no RTL pod (tpu_pod_rtl_n" +
+                             std::to_string(tpu::RtlDevice::compiled_n()) +
+                             " was not built); use --backend model");
+  }
+  const tpu::ChipParams p = pod->params();
+  if (a.n != 0 && a.n != p.N)
+    throw tpusim::UsageError("--n " + std::to_string(a.n) + " with " + chips +
+                             ": the RTL pod's chips are N = " + std::to_string(p.N) +
+                             " (built in: tpu_pod_rtl_n" + std::to_string(p.N) +
+                             "); use --backend model for N = " + std::to_string(a.n));
+  if (vm.count("ici-bandwidth") &&
+      tpusim::int_option(vm, "ici-bandwidth", 1, 4096) != pod->bytes_per_cycle)
+    throw tpusim::UsageError("--ici-bandwidth " + vm["ici-bandwidth"].as<std::string>() + " with " +
+                             chips + ": the RTL pod's links are " +
+                             std::to_string(pod->bytes_per_cycle) +
+                             " bytes per cycle (IciWidth, built in); other bandwidths need "
+                             "--backend model");
+  if (vm.count("ici-latency") && tpusim::int_option(vm, "ici-latency", 0, 1000000) == 0)
+    throw tpusim::UsageError("--ici-latency 0 with " + chips +
+                             ": the RTL pod's links need >= 1 cycle of latency");
+  if (!a.timeline.empty())
+    throw tpusim::UsageError("--timeline with " + chips +
+                             ": the instruction timeline is of one chip (drop --chips)");
 }
 
 // --chips P [--topology] [--ici-bandwidth] [--ici-latency]: data-parallel training on a pod.
@@ -161,10 +202,7 @@ void read_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
     return;
   }
   a.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
-  if (a.backend != "model")
-    throw tpusim::UsageError("--chips " + std::to_string(a.chips) + " with --backend " + a.backend +
-                             ": data-parallel training runs on the pod of golden models only "
-                             "(--backend model); the RTL pod does not exist yet");
+  if (a.backend == "rtl") check_rtl_pod_options(vm, a);
   try {
     a.topology = tpu::PodTopology::parse(
         vm.count("topology") ? vm["topology"].as<std::string>() : "ring", a.chips);
@@ -238,7 +276,8 @@ tpusim::po::options_description train_options(TrainArgs& a) {
       "energy/horowitz_45nm.json)")("quiet", po::bool_switch(&a.quiet),
                                     "no progress lines on stderr")(
       "chips", po::value<std::string>(),
-      "data-parallel training on a pod of P chips (--backend model: the pod of golden models): "
+      "data-parallel training on a pod of P chips (--backend model: the pod of golden models; "
+      "rtl: the pod of Verilated training chips, N = 16, checked against the golden pod): "
       "each chip trains on --batch / P images of every step, the gradients are all-reduced over "
       "the inter-chip links (docs/training.md \"Data-parallel training on a pod\")")(
       "topology", po::value<std::string>(), "with --chips: ring (default) or torus:XxY")(
@@ -732,6 +771,17 @@ void exec_training_tpusim(const tpusim::Args& args) {
                            std::strerror(errno));
 }
 
+// The RTL pod's keys of the JSON: the lockstep check against the golden pod, its estimate.
+void add_rtl_pod_json(nlohmann::ordered_json& j, const tpusim::PodTrainRtlReport& r) {
+  using J = nlohmann::ordered_json;
+  J est = J::array();
+  for (uint64_t c : r.golden_step_cycles) est.push_back(c);
+  j["golden_step_cycles"] = r.golden ? est : J(nullptr);
+  j["sim_seconds"] = r.sim_seconds;
+  j["sim_cycles_per_second"] =
+      r.sim_seconds > 0 ? J(double(r.rtl_cycles) / r.sim_seconds) : J(nullptr);
+}
+
 // The pod's keys of the JSON (docs/training.md "Data-parallel training on a pod").
 void add_pod_json(nlohmann::ordered_json& j, const TrainArgs& a,
                   const tpu::train::PodFitResult& p) {
@@ -756,19 +806,42 @@ void add_pod_json(nlohmann::ordered_json& j, const TrainArgs& a,
   j["link_utilization"] = steps ? J(util / double(steps)) : J(nullptr);
   j["link_bytes_per_step"] = steps ? J(double(p.link_bytes) / double(steps)) : J(nullptr);
   j["chips_identical"] = p.chips_identical;
+  J shares = J::array();
+  for (size_t i = 0; i < steps && i < p.fit.step_cycles.size(); ++i)
+    shares.push_back(p.fit.step_cycles[i]
+                         ? J(double(p.allreduce_cycles[i]) / double(p.fit.step_cycles[i]))
+                         : J(nullptr));
+  j["allreduce_share_per_step"] = shares;
+  J link_util = J::array();
+  for (double u : p.link_utilization) link_util.push_back(u);
+  j["link_utilization_per_step"] = link_util;
 }
 
-// --chips P: data-parallel training on the pod of golden models (fit_pod.h).
+// --chips P: data-parallel training on the pod of golden models or the RTL pod (fit_pod.h).
 int run_pod_train(const TrainArgs& a, const Inputs& in) {
   tpusim::po::variables_map none;
-  const tpu::ChipParams chip = open_train_device(a, none)->params();
+  const bool rtl = a.backend == "rtl";
+  const tpu::ChipParams chip =
+      rtl ? tpusim::pod_train_rtl()->params() : open_train_device(a, none)->params();
   tpusim::set_activity("compiling " + a.model_name() + " into a pod's training step");
   std::optional<tpu::train::PodTrainer> t;
   try {
     t.emplace(in.model_bytes, a.topt, chip, a.topology, a.timing);
   } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(a.model.empty() ? std::string(e.what())
-                                             : "--model " + a.model + ": " + e.what());
+    throw std::runtime_error(
+        (a.model.empty() ? std::string() : "--model " + a.model + ": ") + e.what() +
+        (rtl ? " (on the RTL pod's chip, N = " + std::to_string(chip.N) + ")" : std::string()));
+  }
+  std::optional<tpusim::PodTrainRtl::Made> pod_rtl;
+  if (rtl) {
+    try {
+      tpusim::pod_train_rtl()->check(t->chip_params(), a.topology, a.timing);
+    } catch (const std::invalid_argument& e) {
+      throw tpusim::UsageError("--chips " + std::to_string(a.chips) +
+                               " --backend rtl: " + e.what());
+    }
+    pod_rtl = tpusim::pod_train_rtl()->make(!a.no_golden);
+    t->set_backend(pod_rtl->maker);
   }
   if (!a.save_initial.empty())
     tpu::write_file_atomically(a.save_initial, in.model_bytes, "--save-initial");
@@ -780,26 +853,47 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
   Outcome o;
   o.n = chip.N;
   o.test_images = fo.test_images;
-  o.cycles_estimated = true;
+  o.cycles_estimated = !rtl;
   o.macs_per_step = step_macs(in.model_bytes, a.topt.batch) / a.chips;  // per chip
   if (!a.quiet)
     std::fprintf(stderr, "train: pod of %u chips (%s), %u images per chip of each step's %u\n",
                  a.chips, a.topology.name().c_str(), a.topt.batch / a.chips, a.topt.batch);
   tpusim::set_activity("training " + a.model_name() + " on a pod of " + std::to_string(a.chips) +
-                       " golden models");
-  const tpu::train::PodFitResult p = tpu::train::fit_pod(
-      *t, in.train, in.has_test ? &in.test : nullptr, fo, a.topt.batch, progress(a));
+                       (rtl ? " Verilated chips" : " golden models"));
+  tpu::train::FitCallbacks cb = progress(a);
+  if (pod_rtl) {  // the step being run: a mismatch's step, the golden estimate's step
+    pod_rtl->set_step(1);
+    cb.on_step = [inner = cb.on_step, &pod_rtl](const tpu::train::StepInfo& s) {
+      pod_rtl->set_step(s.step + 1);
+      if (inner) inner(s);
+    };
+  }
+  const tpu::train::PodFitResult p =
+      tpu::train::fit_pod(*t, in.train, in.has_test ? &in.test : nullptr, fo, a.topt.batch, cb);
   o.r = p.fit;
-  const int code = o.r.diverged || !p.chips_identical ? 1 : 0;
+  std::optional<tpusim::PodTrainRtlReport> report;
+  if (pod_rtl) report = pod_rtl->report();
+  const bool mismatch = report && report->golden && !report->matches;
+  if (report && report->golden) o.r.matches_golden = report->matches;
+  if (mismatch)
+    o.r.golden_mismatch = tpu::train::GoldenMismatch{report->mismatch_step, report->mismatch};
+  const int code = o.r.diverged || !p.chips_identical || mismatch ? 1 : 0;
   nlohmann::ordered_json j = result_json(a, in, o, code);
   add_pod_json(j, a, p);
+  if (report) add_rtl_pod_json(j, *report);
   tpusim::set_activity("writing the outputs");
   if (!a.output.empty() && !o.r.diverged)
     tpu::train::export_trained_onnx(in.model_bytes, t->weights(0), a.output);
   if (!a.report_dir.empty()) write_report(a, j, o);
   if (o.r.diverged) std::fprintf(stderr, "tpusim train: error: %s\n", o.r.divergence.c_str());
   if (!p.chips_identical)
-    std::fprintf(stderr, "tpusim train: error: the chips' weights differ after training\n");
+    std::fprintf(stderr,
+                 "tpusim train: error: the chips' weights or losses differ after step %llu\n",
+                 static_cast<unsigned long long>(p.chips_differ_step));
+  if (mismatch)
+    std::fprintf(stderr,
+                 "tpusim train: error: the RTL pod differs from the golden pod (step %llu: %s)\n",
+                 static_cast<unsigned long long>(report->mismatch_step), report->mismatch.c_str());
   if (a.json) {
     std::printf("%s\n", tpu::json_document(j, 9).c_str());
     return code;
@@ -816,8 +910,9 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
 int run_train(const tpusim::Args& args) {
   TrainArgs a;
   if (!parse_train_args(args, a)) return 0;
-  if (a.backend == "rtl" && !tpu::RtlDevice::compiled_params().has_vmem())
-    exec_training_tpusim(args);
+  if (a.backend == "rtl" && !tpu::RtlDevice::compiled_params().has_vmem() &&
+      (a.chips == 0 || !tpusim::pod_train_rtl()))
+    exec_training_tpusim(args);  // the training chip, and its RTL pod for --chips
   check_paths(a);
   tpusim::set_activity("reading the model");
   Inputs in;

@@ -54,6 +54,16 @@ std::string non_finite(const std::map<std::string, std::vector<float>>& w) {
   return "";
 }
 
+// Every chip's loss and weights equal chip 0's (w0), bit for bit.
+bool chips_agree(PodTrainer& t, const PodStepResult& sr,
+                 const std::map<std::string, std::vector<float>>& w0) {
+  for (float l : sr.chip_losses)
+    if (std::memcmp(&l, &sr.chip_losses[0], sizeof l) != 0) return false;
+  for (uint32_t c = 1; c < t.chips(); ++c)
+    if (!same_bits(w0, t.weights(c))) return false;
+  return true;
+}
+
 }  // namespace
 
 PodFitResult fit_pod(PodTrainer& t, const TrainSet& train, const TrainSet* test,
@@ -90,8 +100,10 @@ PodFitResult fit_pod(PodTrainer& t, const TrainSet& train, const TrainSet* test,
       p.link_utilization.push_back(sr.link_utilization);
       p.link_bytes += sr.link_bytes;
       sum += double(sr.loss);
+      const auto w0 = t.weights(0);
+      if (p.chips_differ_step == 0 && !chips_agree(t, sr, w0)) p.chips_differ_step = step;
       std::string bad = std::isfinite(sr.loss) ? "" : "the loss is not finite";
-      if (bad.empty() && opt.check_weights) bad = non_finite(t.weights(0));
+      if (bad.empty() && opt.check_weights) bad = non_finite(w0);
       if (cb.on_step) {
         StepInfo info{step, steps, epoch, opt.epochs, sr.loss, sr.cycles, 0};
         info.images_per_second = r.train_seconds > 0 ? double(step) * batch / r.train_seconds : 0;
@@ -115,8 +127,9 @@ PodFitResult fit_pod(PodTrainer& t, const TrainSet& train, const TrainSet* test,
   if (testing && !r.epochs.empty()) r.test_accuracy = r.epochs.back().test_accuracy;
   if (testing && r.epochs.empty() && !r.diverged) r.test_accuracy = r.initial_test_accuracy;
   const auto w0 = t.weights(0);
-  p.chips_identical = true;
-  for (uint32_t c = 1; c < t.chips(); ++c) p.chips_identical &= same_bits(w0, t.weights(c));
+  for (uint32_t c = 1; c < t.chips() && p.chips_differ_step == 0; ++c)
+    if (!same_bits(w0, t.weights(c))) p.chips_differ_step = step;
+  p.chips_identical = p.chips_differ_step == 0;
   r.wall_seconds = seconds_since(t0);
   return p;
 }

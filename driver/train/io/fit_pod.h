@@ -18,7 +18,10 @@ struct PodFitResult {
   std::vector<uint64_t> allreduce_cycles;  // per step
   std::vector<double> link_utilization;    // per step (PodStepResult::link_utilization)
   uint64_t link_bytes = 0;                 // over all steps
-  bool chips_identical = false;            // every chip's final weights equal chip 0's, bit for bit
+  // After every step every chip's weights and loss equal chip 0's, bit for bit (checked after
+  // each step); otherwise the first step after which they differ.
+  bool chips_identical = false;
+  uint64_t chips_differ_step = 0;
 };
 
 // Trains: t.init() first, then the epochs (FitOptions::timeline is not supported: false).
