@@ -102,6 +102,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   uint64_t act_rows = 0;
   uint64_t vpu_rows = 0;        // VMEM rows walked by the training instructions
   uint64_t vmem_dma_bytes = 0;  // read_vmem / write_vmem bytes (the VMEM port's)
+  uint64_t weight_bytes = 0;    // read_weights bytes (the weight port's, if the chip has one)
   for (uint64_t i = 0; i < r.retired; ++i) {
     InstrBytes word;
     impl_->memory.read(uint64_t{cmd_addr} + i * kInstrBytes, kInstrBytes, word.data());
@@ -111,6 +112,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
       c.dma_rd_bytes += uint64_t{rh->rows} * p.N;
     } else if (const auto* rw = std::get_if<ReadWeights>(&d.instr)) {
       c.dma_rd_bytes += uint64_t{rw->tiles} * p.tile_bytes();
+      weight_bytes += uint64_t{rw->tiles} * p.tile_bytes();
     } else if (const auto* wh = std::get_if<WriteHost>(&d.instr)) {
       c.dma_wr_bytes += uint64_t{wh->rows} * p.N;
     } else if (const auto* mm = std::get_if<Matmul>(&d.instr)) {
@@ -140,10 +142,14 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   c.act_busy = act_rows;
   const uint64_t rate = std::max<uint64_t>(1, p.axi_width / 16);  // bytes per cycle, see header
   const bool vmem_port = p.vmem_port_bytes != 0;
-  const uint64_t port_bytes = c.dma_rd_bytes + c.dma_wr_bytes - (vmem_port ? vmem_dma_bytes : 0);
+  const bool weight_port = p.weight_port_bytes != 0;
+  const uint64_t port_bytes = c.dma_rd_bytes + c.dma_wr_bytes - (vmem_port ? vmem_dma_bytes : 0) -
+                              (weight_port ? weight_bytes : 0);
   const uint64_t vmem_dma =
       vmem_port ? (vmem_dma_bytes + p.vmem_port_bytes - 1) / p.vmem_port_bytes : 0;
-  const uint64_t dma = std::max((port_bytes + rate - 1) / rate, vmem_dma);
+  const uint64_t weight_dma =
+      weight_port ? (weight_bytes + p.weight_port_bytes - 1) / p.weight_port_bytes : 0;
+  const uint64_t dma = std::max({(port_bytes + rate - 1) / rate, vmem_dma, weight_dma});
   c.cycles = std::max({dma, c.mxu_busy, act_rows, vpu_rows}) + 2 * p.N + 16;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = true;

@@ -7,9 +7,11 @@
 //
 //     cycles = max(dma, mxu, act, vpu) + 2*N + 16
 //     dma = max((bytes read, 16 per fetched instruction included, + bytes written) / (AXI bytes
-//               / 2), read_vmem + write_vmem bytes / ChipParams::vmem_port_bytes)
+//               / 2), read_vmem + write_vmem bytes / ChipParams::vmem_port_bytes,
+//               read_weights bytes / ChipParams::weight_port_bytes)
 //           (with a VMEM port, read_vmem / write_vmem bytes count only there: one beat of 4N
-//           bytes per cycle, docs/architecture.md "The VMEM port")
+//           bytes per cycle, docs/architecture.md "The VMEM port"; with a weight port,
+//           read_weights bytes likewise: one beat per cycle, isa.md "The weight port")
 //     mxu = matmul rows fed,   act = accumulator rows read by activate
 //     vpu = VMEM rows the training instructions walk (isa.md "Training configuration": one
 //           per cycle): vector element rows / VpuRows (the vector unit's rows per cycle, 4 at

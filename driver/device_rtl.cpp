@@ -65,6 +65,8 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
   sim::ChipConfig cfg;
   cfg.mem_latency_cycles = o.mem_latency_cycles;
   cfg.mem_bytes_per_cycle = o.mem_bytes_per_cycle;
+  cfg.weight_port_latency_cycles = o.weight_port_latency_cycles;
+  cfg.weight_port_bytes_per_cycle = o.weight_port_bytes_per_cycle;
   cfg.backpressure = o.backpressure;
   cfg.seed = o.seed;
   cfg.vcd_file = o.vcd_file;
@@ -97,6 +99,7 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
     cp.training_ops = kRtlTrainingOps;
     cp.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;  // one beat per cycle
   }
+  cp.weight_port_bytes = sim::Chip::compiled_weight_axi_width() / 8;  // 0: no weight port
   cp.ici_links = p.ici_links;  // the pod chip (alone: its links are down, ERR_ICI_LINK)
   try {
     cp.validate();
@@ -124,6 +127,7 @@ ChipParams RtlDevice::compiled_params() {
     p.training_ops = kRtlTrainingOps;
     p.vmem_port_bytes = sim::Chip::compiled_vmem_axi_width() / 8;
   }
+  p.weight_port_bytes = sim::Chip::compiled_weight_axi_width() / 8;
   p.ici_links = sim::Chip::compiled_ici_links();
   return p;
 }

@@ -31,6 +31,10 @@ struct RtlOptions {
   // Host memory timing and random AXI backpressure (sim/chip.h ChipConfig).
   uint32_t mem_latency_cycles = 10;
   uint32_t mem_bytes_per_cycle = 16;
+  // The weight port's own timing (a chip built with one, docs/isa.md "The weight port"):
+  // 0 bytes per cycle = one beat per cycle.
+  uint32_t weight_port_latency_cycles = 10;
+  uint32_t weight_port_bytes_per_cycle = 0;
   double backpressure = 0.0;
   uint64_t seed = 1;
 };

@@ -140,11 +140,20 @@ struct Fault {
 Fault fault(ErrorCode c, std::string why) { return Fault{c, std::move(why)}; }
 
 // ERR_ALIGN / ERR_HOST_RANGE for a host transfer of `bytes` bytes at `addr`.
-Fault check_host_range(const char* op, uint32_t addr, uint64_t bytes, const DmaWindows& windows) {
+// `align`: the alignment host_addr needs (16, or read_weights' on a chip with a weight port).
+Fault check_host_range(const char* op, uint32_t addr, uint64_t bytes, const DmaWindows& windows,
+                       uint32_t align = 16) {
   if (addr % 16 != 0) {
     return fault(ErrorCode::ERR_ALIGN, format("%s: host_addr 0x%08" PRIx32
                                               " is not 16-byte aligned (expected low 4 bits 0)",
                                               op, addr));
+  }
+  if (addr % align != 0) {
+    return fault(ErrorCode::ERR_ALIGN,
+                 format("%s: host_addr 0x%08" PRIx32
+                        " is not a multiple of the weight port's %u-byte beat (isa.md \"The "
+                        "weight port\")",
+                        op, addr, align));
   }
   uint64_t end = uint64_t{addr} + bytes;  // one past the last byte
   if (end > (uint64_t{1} << 32)) {
@@ -211,7 +220,8 @@ Fault check_one(const WriteHost& in, const ChipParams& p, const DmaWindows& win)
 
 Fault check_one(const ReadWeights& in, const ChipParams& p, const DmaWindows& win) {
   if (in.tiles == 0) return fault(ErrorCode::ERR_FIELD, "read_weights: tiles = 0 (expected >= 1)");
-  return check_host_range("read_weights", in.host_addr, uint64_t{in.tiles} * p.tile_bytes(), win);
+  return check_host_range("read_weights", in.host_addr, uint64_t{in.tiles} * p.tile_bytes(), win,
+                          p.weight_align());
 }
 
 Fault check_one(const Matmul& in, const ChipParams& p, const DmaWindows&) {
@@ -598,6 +608,13 @@ void ChipParams::validate() const {
   if ((axi_width != 32 && axi_width != 64 && axi_width != 128) || (8 * N) % axi_width != 0) {
     bad(format("axi_width = %u (expected 32, 64 or 128 dividing 8*N = %u)", axi_width, 8 * N));
   }
+  if (weight_port_bytes != 0 && (weight_port_bytes < 16 || weight_port_bytes > N ||
+                                 (weight_port_bytes & (weight_port_bytes - 1)) != 0)) {
+    bad(
+        format("weight_port_bytes = %u (expected 0 = no weight port, or a power of two in 16..N "
+               "= %u)",
+               weight_port_bytes, N));
+  }
   if (ici_links > kMaxIciLinks) {
     bad(format("ici_links = %u (expected 0..%u)", ici_links, kMaxIciLinks));
   }
@@ -609,9 +626,9 @@ void ChipParams::validate() const {
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
   return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
-                  a.vmem_port_bytes, a.training_ops, a.ici_links) ==
+                  a.vmem_port_bytes, a.weight_port_bytes, a.training_ops, a.ici_links) ==
          std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows,
-                  b.vmem_port_bytes, b.training_ops, b.ici_links);
+                  b.vmem_port_bytes, b.weight_port_bytes, b.training_ops, b.ici_links);
 }
 
 namespace {

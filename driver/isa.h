@@ -114,6 +114,17 @@ struct ChipParams {
   uint32_t vmem_dma_bytes_per_cycle() const {
     return vmem_port_bytes != 0 ? vmem_port_bytes : axi_width / 8;
   }
+  // Bytes per cycle (one beat) of the weight port, read_weights' own AXI4 read master
+  // (isa.md "The weight port", tpu_core WaxiDataWidth / 8): 16..N, a power of two; 0 = none
+  // (read_weights shares the device-memory port of axi_width bits). With a port,
+  // read_weights' host_addr must be a multiple of it (ERR_ALIGN). Results never depend on it.
+  uint32_t weight_port_bytes = 0;
+  // The alignment read_weights' host_addr needs: 16, or the weight port's beat.
+  uint32_t weight_align() const { return weight_port_bytes > 16 ? weight_port_bytes : 16; }
+  // The bytes per cycle read_weights moves: weight_port_bytes, or axi_width / 8.
+  uint32_t weight_dma_bytes_per_cycle() const {
+    return weight_port_bytes != 0 ? weight_port_bytes : axi_width / 8;
+  }
   // Inter-chip links (isa.md "Inter-chip links"); 0 = a chip alone (opcodes 0x0F..0x10 fault
   // ERR_OPCODE). Links need VMEM.
   uint32_t ici_links = 0;
@@ -143,7 +154,8 @@ struct ChipParams {
   // Throws std::invalid_argument naming the bad parameter unless: N is a power of two in
   // 4..256, 1 <= ub_rows <= 2^24, 1 <= acc_rows <= 2^16, 1 <= qp_slots <= 16,
   // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N, vmem_rows <= 2^16,
-  // ici_links <= 16 and ici_links > 0 only with vmem_rows > 0.
+  // ici_links <= 16 and ici_links > 0 only with vmem_rows > 0, weight_port_bytes 0 or a power
+  // of two in 16..N.
   void validate() const;
 };
 bool operator==(const ChipParams& a, const ChipParams& b);

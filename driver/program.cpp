@@ -143,6 +143,12 @@ ProgramBuilder& ProgramBuilder::read_weights(uint32_t tiles, uint32_t host_addr)
   check_not_halted(m);
   TPU_CHECK_RANGE(m, "tiles", "tiles", tiles, 1, k24, "24-bit field");
   check_host(m, "host_addr", host_addr, uint64_t{tiles} * params_.tile_bytes());
+  if (host_addr % params_.weight_align() != 0) {
+    fail(m, "host_addr",
+         format("host_addr = 0x%08" PRIx32 " is not a multiple of the weight port's %u-byte beat "
+                "(isa.md \"The weight port\")",
+                host_addr, params_.weight_align()));
+  }
   check_tile_room(m, tiles);
   push(ReadWeights{tiles, host_addr}, m);
   for (uint32_t t = 0; t < tiles; ++t) pending_bf16_.push_back(false);

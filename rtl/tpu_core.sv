@@ -22,6 +22,10 @@ module tpu_core #(
   // The VMEM port's data width (docs/architecture.md "The VMEM port"): one fp32 VMEM row per
   // beat on the training chip; the int8 chip ties the port off (32 bits, never driven).
   parameter int unsigned VaxiDataWidth = (VmemRows != 0) ? 32 * N : 32,
+  // The weight port (docs/isa.md "The weight port", issue 33): read_weights' own AXI4 read
+  // master m_waxi_* with beats of WaxiDataWidth bits (a power of two, 128 .. 8N). 0 = none:
+  // read_weights shares m_axi_* as it always did, m_waxi_* are 32-bit pins tied off.
+  parameter int unsigned WaxiDataWidth = 0,
   // The pod configuration (docs/isa.md "Inter-chip links"): links (0 = none: opcodes 0x0F-0x10
   // fault ERR_OPCODE, nothing of the link unit is built; > 0 needs VmemRows > 0) and the bits
   // per beat of each link stream (a divisor of 32N, a multiple of 8).
@@ -101,6 +105,19 @@ module tpu_core #(
   input  logic [1:0]                 m_vaxi_bresp_i,
   input  logic                       m_vaxi_bvalid_i,
   output logic                       m_vaxi_bready_o,
+  // AXI4 master, read only: the weight port (read_weights only; INCR bursts, no IDs,
+  // beat-aligned addresses). Tied off when WaxiDataWidth = 0.
+  output logic [31:0]                m_waxi_araddr_o,
+  output logic [7:0]                 m_waxi_arlen_o,
+  output logic [2:0]                 m_waxi_arsize_o,
+  output logic [1:0]                 m_waxi_arburst_o,
+  output logic                       m_waxi_arvalid_o,
+  input  logic                       m_waxi_arready_i,
+  input  logic [(WaxiDataWidth != 0 ? WaxiDataWidth : 32)-1:0] m_waxi_rdata_i,
+  input  logic [1:0]                 m_waxi_rresp_i,
+  input  logic                       m_waxi_rlast_i,
+  input  logic                       m_waxi_rvalid_i,
+  output logic                       m_waxi_rready_o,
   // Interrupt: OR of IRQ_STATUS & IRQ_ENABLE
   output logic                      irq_o,
   // Trace side band, observation only (docs/architecture.md "Trace port"; tpu_ctrl):
@@ -133,6 +150,7 @@ module tpu_core #(
 
   localparam int unsigned BeatBytes = AxiDataWidth / 8;
   localparam int unsigned VBeatBytes = VaxiDataWidth / 8;
+  localparam int unsigned WBeatBytes = WaxiDataWidth != 0 ? WaxiDataWidth / 8 : 4;
   localparam int unsigned TagW      = 18;
   localparam int unsigned Windows   = tpu_pkg::DmaWindows;
   localparam int unsigned Counters  = 10;
@@ -246,7 +264,8 @@ module tpu_core #(
 
   tpu_ctrl #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .VmemRows(VmemRows), .IciLinks(IciLinks)
+    .VmemRows(VmemRows), .IciLinks(IciLinks),
+    .WeightAlign(WaxiDataWidth > 128 ? WaxiDataWidth / 8 : 16)
   ) u_ctrl (
     .clk_i, .rst_ni,
     .start_i(start), .soft_reset_i(soft_reset), .cmd_addr_i(cmd_addr), .cmd_count_i(cmd_count),
@@ -347,19 +366,68 @@ module tpu_core #(
   // The weight DMA overlaps consecutive read_weights: the next one starts requesting while the
   // previous one's last beats are still arriving (the FIFO only appends).
   // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
-  tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst), .Overlap(1'b1),
-                   .MaxRows((WFifoTiles + 2) * N))
-      u_dma_weights (
-    .clk_i, .rst_ni, .clear_i(clear),
-    .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
-    .space_rows_i(24'(wfifo_free)),
-    .ar_valid_o(c_ar_valid[1]), .ar_addr_o(c_ar_addr[63:32]), .ar_len_o(c_ar_len[15:8]),
-    .ar_ready_i(c_ar_ready[1]), .r_valid_i(c_r_valid[1]), .r_data_i(m_axi_rdata_i),
-    .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
-    .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
-    .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
-    .active_o(wdma_active)
-  );
+  // Its AXI read client: client 1 of the device-memory port, or the weight port of its own.
+  logic        wdma_ar_valid, wdma_ar_ready, wdma_r_valid;
+  logic [31:0] wdma_ar_addr;
+  logic [7:0]  wdma_ar_len;
+  logic [31:0] wport_rd_bytes;  // weight-port bytes received this cycle (DMA_RD_BYTES)
+  if (WaxiDataWidth == 0) begin : g_wdma_shared
+    assign c_ar_valid[1]       = wdma_ar_valid;
+    assign c_ar_addr[63:32]    = wdma_ar_addr;
+    assign c_ar_len[15:8]      = wdma_ar_len;
+    assign wdma_ar_ready       = c_ar_ready[1];
+    assign wdma_r_valid        = c_r_valid[1];
+    tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst),
+                     .Overlap(1'b1), .MaxRows((WFifoTiles + 2) * N)) u_dma_weights (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
+      .space_rows_i(24'(wfifo_free)),
+      .ar_valid_o(wdma_ar_valid), .ar_addr_o(wdma_ar_addr), .ar_len_o(wdma_ar_len),
+      .ar_ready_i(wdma_ar_ready), .r_valid_i(wdma_r_valid), .r_data_i(m_axi_rdata_i),
+      .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
+      .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
+      .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
+      .active_o(wdma_active)
+    );
+    assign m_waxi_araddr_o  = '0;
+    assign m_waxi_arlen_o   = '0;
+    assign m_waxi_arsize_o  = '0;
+    assign m_waxi_arburst_o = '0;
+    assign m_waxi_arvalid_o = 1'b0;
+    assign m_waxi_rready_o  = 1'b0;
+    assign wport_rd_bytes   = '0;
+    logic unused_waxi;
+    assign unused_waxi = ^{m_waxi_arready_i, m_waxi_rdata_i, m_waxi_rresp_i, m_waxi_rlast_i,
+                           m_waxi_rvalid_i};
+  end else begin : g_wdma_port
+    // The device-memory port's client 1 never requests; the weight port has one client.
+    assign c_ar_valid[1]    = 1'b0;
+    assign c_ar_addr[63:32] = '0;
+    assign c_ar_len[15:8]   = '0;
+    logic unused_c_r_valid;
+    assign unused_c_r_valid = ^{c_ar_ready[1], c_r_valid[1]};
+    assign m_waxi_arvalid_o = wdma_ar_valid;
+    assign m_waxi_araddr_o  = wdma_ar_addr;
+    assign m_waxi_arlen_o   = wdma_ar_len;
+    assign m_waxi_arsize_o  = 3'($clog2(WBeatBytes));
+    assign m_waxi_arburst_o = 2'b01;  // INCR
+    assign wdma_ar_ready    = m_waxi_arready_i;
+    assign wdma_r_valid     = m_waxi_rvalid_i;
+    assign m_waxi_rready_o  = 1'b1;   // the reader only requests bursts the FIFO has room for
+    assign wport_rd_bytes   = m_waxi_rvalid_i ? 32'(WBeatBytes) : 32'd0;
+    tpu_dma_reader #(.RowBytes(N), .BeatBytes(WBeatBytes), .MaxBurst(AxiMaxBurst),
+                     .Overlap(1'b1), .MaxRows((WFifoTiles + 2) * N)) u_dma_weights (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
+      .space_rows_i(24'(wfifo_free)),
+      .ar_valid_o(wdma_ar_valid), .ar_addr_o(wdma_ar_addr), .ar_len_o(wdma_ar_len),
+      .ar_ready_i(wdma_ar_ready), .r_valid_i(wdma_r_valid), .r_data_i(m_waxi_rdata_i),
+      .r_resp_i(m_waxi_rresp_i), .r_last_i(m_waxi_rlast_i),
+      .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
+      .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
+      .active_o(wdma_active)
+    );
+  end
   assign wdma_err  = wdma_row_valid && wdma_row_err;
   assign wdma_push = wdma_row_valid && !wdma_row_err;
 
@@ -792,7 +860,7 @@ module tpu_core #(
   // Bytes of every beat on m_axi_*, and the bytes of read_vmem / write_vmem rows a beat of the
   // VMEM port carries (its other bytes are dropped or not strobed).
   assign count_inc[192 +: 32] = ((m_axi_rvalid_i && m_axi_rready_o) ? 32'(BeatBytes) : 32'd0) +
-                                vdma_rd_bytes;
+                                vdma_rd_bytes + wport_rd_bytes;
   assign count_inc[224 +: 32] = ((m_axi_wvalid_o && m_axi_wready_i) ? 32'(BeatBytes) : 32'd0) +
                                 vdma_wr_bytes;
   assign count_inc[256 +: 32] = 32'(retire);
@@ -809,6 +877,9 @@ module tpu_core #(
                                    AxiDataWidth == 128) && (8 * N) % AxiDataWidth == 0)
   `TPU_ASSERT_INIT(ParamAxiBurst, AxiMaxBurst >= 1 && AxiMaxBurst <= 256)
   `TPU_ASSERT_INIT(ParamVaxiWidth, VaxiDataWidth == ((VmemRows != 0) ? 32 * N : 32))
+  `TPU_ASSERT_INIT(ParamWaxiWidth, WaxiDataWidth == 0 ||
+                   (WaxiDataWidth >= 128 && WaxiDataWidth <= 8 * N &&
+                    (WaxiDataWidth & (WaxiDataWidth - 1)) == 0))
   `TPU_ASSERT_INIT(ParamUbRows, UbRows >= 4 && UbRows <= (1 << 24) && (UbRows & (UbRows - 1)) == 0)
   `TPU_ASSERT_INIT(ParamAccRows, AccRows >= 2 && AccRows <= (1 << 16) &&
                                  (AccRows & (AccRows - 1)) == 0)
@@ -827,6 +898,8 @@ module tpu_core #(
   `TPU_ASSERT_HOLD(VaxiAwHold, m_vaxi_awvalid_o, m_vaxi_awready_i, {m_vaxi_awaddr_o, m_vaxi_awlen_o})
   `TPU_ASSERT_HOLD(VaxiWHold, m_vaxi_wvalid_o, m_vaxi_wready_i,
                    {m_vaxi_wdata_o, m_vaxi_wstrb_o, m_vaxi_wlast_o})
+  `TPU_ASSERT_HOLD(WaxiArHold, m_waxi_arvalid_o, m_waxi_arready_i,
+                   {m_waxi_araddr_o, m_waxi_arlen_o})
   // AXI4-Lite slave responses likewise.
   `TPU_ASSERT_HOLD(AxilBHold, s_axil_bvalid_o, s_axil_bready_i, s_axil_bresp_o)
   `TPU_ASSERT_HOLD(AxilRHold, s_axil_rvalid_o, s_axil_rready_i, {s_axil_rdata_o, s_axil_rresp_o})
@@ -839,6 +912,10 @@ module tpu_core #(
                       {20'd0, m_vaxi_araddr_o[11:0]} + (32'(m_vaxi_arlen_o) + 1) * VBeatBytes <= 4096)
   `TPU_ASSERT_IMPLIES(VaxiAw4k, m_vaxi_awvalid_o,
                       {20'd0, m_vaxi_awaddr_o[11:0]} + (32'(m_vaxi_awlen_o) + 1) * VBeatBytes <= 4096)
+  `TPU_ASSERT_IMPLIES(WaxiAr4k, m_waxi_arvalid_o,
+                      {20'd0, m_waxi_araddr_o[11:0]} + (32'(m_waxi_arlen_o) + 1) * WBeatBytes <= 4096)
+  // The weight port's bursts start on a beat (read_weights' host_addr is beat-aligned there).
+  `TPU_ASSERT_IMPLIES(WaxiArAlign, m_waxi_arvalid_o, 32'(m_waxi_araddr_o) % WBeatBytes == 0)
   // The VMEM port's bursts start on a beat.
   `TPU_ASSERT_IMPLIES(VaxiArAlign, m_vaxi_arvalid_o, 32'(m_vaxi_araddr_o) % VBeatBytes == 0)
   `TPU_ASSERT_IMPLIES(VaxiAwAlign, m_vaxi_awvalid_o, 32'(m_vaxi_awaddr_o) % VBeatBytes == 0)

@@ -48,6 +48,7 @@ module tpu_ctrl #(
   parameter int unsigned QpSlots    = 16,
   parameter int unsigned VmemRows   = 0,   // 0: the int8 chip (no move unit)
   parameter int unsigned IciLinks   = 0,   // 0: no link unit (the pod configuration's links)
+  parameter int unsigned WeightAlign = 16,  // read_weights' host_addr alignment (tpu_decoder)
   parameter int unsigned IqDepth    = 8,
   parameter int unsigned MmDepth    = 4
 ) (
@@ -204,7 +205,7 @@ module tpu_ctrl #(
   logic                         head_valid;
 
   tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots),
-                .VmemRows(VmemRows), .IciLinks(IciLinks)) u_decoder (
+                .VmemRows(VmemRows), .IciLinks(IciLinks), .WeightAlign(WeightAlign)) u_decoder (
     .valid_i(fetch_valid_i), .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
     .cmd_hi_i(cmd_hi_q), .ici_link_up_i, .dec_o(dec)
   );

@@ -25,7 +25,10 @@ module tpu_decoder #(
   // 0: the int8 chip (opcodes 0x08-0x0E fault ERR_OPCODE); else the training chip's VMEM rows.
   parameter int unsigned VmemRows = 0,
   // 0: a chip without links (opcodes 0x0F-0x10 fault ERR_OPCODE); else the pod's link count.
-  parameter int unsigned IciLinks = 0
+  parameter int unsigned IciLinks = 0,
+  // read_weights' host_addr alignment in bytes: 16, or the weight port's beat (docs/isa.md
+  // "The weight port"; a power of two).
+  parameter int unsigned WeightAlign = 16
 ) (
   input  logic                                  valid_i,  // instr_i is a fetched word
   input  tpu_pkg::instr_t                        instr_i,
@@ -39,6 +42,7 @@ module tpu_decoder #(
   input  logic [15:0]                            ici_link_up_i,
   output tpu_pkg::decoded_t                      dec_o
 );
+  localparam logic [63:0] WAlignMask = 64'(WeightAlign) - 64'd1;
 
   localparam int unsigned LutRows = 256 / N;
   // The training chip. On the int8 chip the training opcodes decode to nothing but their
@@ -221,6 +225,7 @@ module tpu_decoder #(
           hst          = u64(instr_i.weights.host_addr);
           reserved_bad = instr_i.weights.reserved_lo != '0 || instr_i.weights.reserved_hi != '0;
           field_bad    = (rows == '0);
+          align_bad    = (hst & WAlignMask) != '0;
           bytes        = rows * N * N;
           dec.fp.host_rd = tpu_pkg::make_range(33'(hst), 33'(hst + bytes - 1));
           wdma.tiles    = instr_i.weights.tiles;

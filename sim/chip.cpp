@@ -41,6 +41,12 @@ HostMemoryTiming vmem_port_timing(const ChipConfig& cfg) {
   return vmem_port_timing(cfg.vmem_port_latency_cycles, cfg.vmem_port_bytes_per_cycle);
 }
 
+// The weight port's backpressure stream, and its timing (0 bytes per cycle: one beat per cycle).
+constexpr uint64_t kWaxiSeed = 0x94D049BB133111EBull;
+HostMemoryTiming weight_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
+  return {latency_cycles, bytes_per_cycle != 0 ? bytes_per_cycle : kWaxiWidth / 8};
+}
+
 // Rising edges since simulation start at time t (the edge at t included).
 uint64_t edges_at(const sc_core::sc_time& t) {
   const uint64_t v = t.value();
@@ -125,6 +131,8 @@ struct Testbench : sc_core::sc_module {
   using AxiStrb = PinType_t<kAxiWidth / 8>;
   using VaxiData = PinType_t<kVaxiWidth>;
   using VaxiStrb = PinType_t<kVaxiWidth / 8>;
+  using WaxiData = PinType_t<kWaxiWidth>;
+  using WaxiStrb = PinType_t<kWaxiWidth / 8>;
 
   // Every signal has exactly one writer (a port of the core, the bridge or the host, or the
   // Chip itself for rst_n), fixed by the bindings below. SC_UNCHECKED_WRITERS drops SystemC's
@@ -153,6 +161,14 @@ struct Testbench : sc_core::sc_module {
   Signal<bool> v_awvalid, v_awready, v_wlast, v_wvalid, v_wready, v_bvalid, v_bready;
   Signal<VaxiData> v_rdata, v_wdata;
   Signal<VaxiStrb> v_wstrb;
+  // m_waxi_* (the weight port -> host memory; read only: the bridge's write channels idle)
+  Signal<uint32_t> w_araddr, w_arlen, w_arsize, w_arburst, w_rresp;
+  Signal<bool> w_arvalid, w_arready, w_rlast, w_rvalid, w_rready;
+  Signal<WaxiData> w_rdata;
+  Signal<uint32_t> w_awaddr, w_awlen, w_awsize, w_awburst, w_bresp;  // never driven
+  Signal<bool> w_awvalid, w_awready, w_wlast, w_wvalid, w_wready, w_bvalid, w_bready;
+  Signal<WaxiData> w_wdata;
+  Signal<WaxiStrb> w_wstrb;
   Signal<bool> irq;
   // trace_* (observation only)
   Signal<bool> trace_run, trace_issue;
@@ -163,6 +179,8 @@ struct Testbench : sc_core::sc_module {
   Axi4ToTlmBridge<kAxiWidth> bridge;
   HostMemoryPort vmem_port;  // the VMEM port's own timing on the same host memory
   Axi4ToTlmBridge<kVaxiWidth> vbridge;
+  HostMemoryPort weight_port;  // the weight port's own timing on the same host memory
+  Axi4ToTlmBridge<kWaxiWidth> wbridge;
   AxiLiteMaster host;
 
   // Set by the processes that call sc_pause(), read by the host side.
@@ -186,16 +204,22 @@ struct Testbench : sc_core::sc_module {
         bridge("axi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
         vmem_port("vmem_port", memory, vmem_port_timing(cfg)),
         vbridge("vaxi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
+        weight_port(
+            "weight_port", memory,
+            weight_port_timing(cfg.weight_port_latency_cycles, cfg.weight_port_bytes_per_cycle)),
+        wbridge("waxi_bridge", sc_core::sc_time::from_value(kPeriodPs)),
         host("axil_host") {
     bind_core();
     bind_host();
     bind_bridge();
     bind_vbridge();
+    bind_wbridge();
 
     bridge.set_backpressure(cfg.backpressure, cfg.seed);
     vbridge.set_backpressure(cfg.backpressure, cfg.seed ^ kVaxiSeed);
     // The VMEM port keeps up to 16 bursts in flight (tpu_vdma_rd / tpu_vdma_wr MaxOut).
     vbridge.set_max_outstanding(16, 16);
+    wbridge.set_backpressure(cfg.backpressure, cfg.seed ^ kWaxiSeed);
     // A different stream for the register port, so both ports do not stall in lockstep.
     host.set_backpressure(cfg.backpressure, cfg.seed ^ 0x9E3779B97F4A7C15ull);
 
@@ -218,7 +242,7 @@ struct Testbench : sc_core::sc_module {
         [this]() -> uint64_t {
           const sc_core::sc_time now = sc_core::sc_time_stamp();
           if (!run_ahead_on || !pulse_clock || trace_on || !bridge.asleep_before(now) ||
-              !vbridge.asleep_before(now) || !host.asleep())
+              !vbridge.asleep_before(now) || !wbridge.asleep_before(now) || !host.asleep())
             return 0;
           const uint64_t edge = edges_at(now);
           return run_ahead_to > edge ? run_ahead_to - edge : 0;
@@ -306,6 +330,17 @@ struct Testbench : sc_core::sc_module {
     core.m_vaxi_bresp_i(v_bresp);
     core.m_vaxi_bvalid_i(v_bvalid);
     core.m_vaxi_bready_o(v_bready);
+    core.m_waxi_araddr_o(w_araddr);
+    core.m_waxi_arlen_o(w_arlen);
+    core.m_waxi_arsize_o(w_arsize);
+    core.m_waxi_arburst_o(w_arburst);
+    core.m_waxi_arvalid_o(w_arvalid);
+    core.m_waxi_arready_i(w_arready);
+    core.m_waxi_rdata_i(w_rdata);
+    core.m_waxi_rresp_i(w_rresp);
+    core.m_waxi_rlast_i(w_rlast);
+    core.m_waxi_rvalid_i(w_rvalid);
+    core.m_waxi_rready_o(w_rready);
     core.irq_o(irq);
     core.trace_run_o(trace_run);
     core.trace_issue_o(trace_issue);
@@ -400,6 +435,39 @@ struct Testbench : sc_core::sc_module {
     vbridge.bvalid(v_bvalid);
     vbridge.bready(v_bready);
     vbridge.socket.bind(vmem_port.socket);
+  }
+
+  // The weight port's bridge on m_waxi_* (read channels; its write channels see no request),
+  // into its own port of the host memory.
+  void bind_wbridge() {
+    wbridge.clk(clk);
+    wbridge.rst_n(rst_n);
+    wbridge.araddr(w_araddr);
+    wbridge.arlen(w_arlen);
+    wbridge.arsize(w_arsize);
+    wbridge.arburst(w_arburst);
+    wbridge.arvalid(w_arvalid);
+    wbridge.arready(w_arready);
+    wbridge.rdata(w_rdata);
+    wbridge.rresp(w_rresp);
+    wbridge.rlast(w_rlast);
+    wbridge.rvalid(w_rvalid);
+    wbridge.rready(w_rready);
+    wbridge.awaddr(w_awaddr);
+    wbridge.awlen(w_awlen);
+    wbridge.awsize(w_awsize);
+    wbridge.awburst(w_awburst);
+    wbridge.awvalid(w_awvalid);
+    wbridge.awready(w_awready);
+    wbridge.wdata(w_wdata);
+    wbridge.wstrb(w_wstrb);
+    wbridge.wlast(w_wlast);
+    wbridge.wvalid(w_wvalid);
+    wbridge.wready(w_wready);
+    wbridge.bresp(w_bresp);
+    wbridge.bvalid(w_bvalid);
+    wbridge.bready(w_bready);
+    wbridge.socket.bind(weight_port.socket);
   }
 
   void start_of_simulation() override { clock_ev.notify(kFirstEdge); }
@@ -551,7 +619,8 @@ struct Chip::Impl {
   void check_protocol() {
     const auto& violations = tb->bridge.protocol_violations();
     const auto& vmem_violations = tb->vbridge.protocol_violations();
-    if (violations.empty() && vmem_violations.empty()) return;
+    const auto& weight_violations = tb->wbridge.protocol_violations();
+    if (violations.empty() && vmem_violations.empty() && weight_violations.empty()) return;
     std::string msg;
     if (!violations.empty()) {
       msg = "tpu_core broke the AXI4 protocol on m_axi_*:";
@@ -562,8 +631,14 @@ struct Chip::Impl {
              "tpu_core broke the AXI4 protocol on m_vaxi_* (the VMEM port):";
       for (const auto& v : vmem_violations) msg += "\n  " + v;
     }
+    if (!weight_violations.empty()) {
+      msg += std::string(msg.empty() ? "" : "\n") +
+             "tpu_core broke the AXI4 protocol on m_waxi_* (the weight port):";
+      for (const auto& v : weight_violations) msg += "\n  " + v;
+    }
     tb->bridge.clear_protocol_violations();
     tb->vbridge.clear_protocol_violations();
+    tb->wbridge.clear_protocol_violations();
     throw ProtocolError(msg);
   }
 
@@ -681,6 +756,7 @@ bool Chip::constructed() { return g_chip_constructed; }
 unsigned Chip::compiled_n() { return TPU_SIM_N; }
 unsigned Chip::compiled_axi_width() { return kAxiWidth; }
 unsigned Chip::compiled_vmem_axi_width() { return kVaxiWidth; }
+unsigned Chip::compiled_weight_axi_width() { return TPU_SIM_WAXI_WIDTH; }
 unsigned Chip::compiled_vmem_rows() { return TPU_SIM_VMEM_ROWS; }
 unsigned Chip::compiled_ici_links() { return TPU_SIM_ICI_LINKS; }
 #ifdef TPU_SIM_NO_TRACE
@@ -700,6 +776,7 @@ void Chip::reset(unsigned cycles) {
   impl_->advance_until(impl_->cycle() + 2);
   tb.bridge.clear_protocol_violations();
   tb.vbridge.clear_protocol_violations();
+  tb.wbridge.clear_protocol_violations();
   impl_->irq_enable = reg::kIrqEnableResetValue;
 }
 
@@ -729,6 +806,7 @@ void Chip::clear_injected_errors() { memory().clear_injected_errors(); }
 void Chip::set_backpressure(double probability, uint64_t seed) {
   impl_->tb->bridge.set_backpressure(probability, seed);
   impl_->tb->vbridge.set_backpressure(probability, seed ^ kVaxiSeed);
+  impl_->tb->wbridge.set_backpressure(probability, seed ^ kWaxiSeed);
   impl_->tb->host.set_backpressure(probability, seed ^ 0x9E3779B97F4A7C15ull);
 }
 
@@ -738,6 +816,10 @@ void Chip::set_memory_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) 
 
 void Chip::set_vmem_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
   impl_->tb->vmem_port.set_timing(vmem_port_timing(latency_cycles, bytes_per_cycle));
+}
+
+void Chip::set_weight_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle) {
+  impl_->tb->weight_port.set_timing(weight_port_timing(latency_cycles, bytes_per_cycle));
 }
 
 void Chip::start(uint32_t cmd_addr, uint32_t count) {
@@ -865,6 +947,7 @@ Status Chip::status() {
 bool Chip::irq() const { return impl_->tb->irq.read(); }
 const AxiBridgeStats& Chip::axi_stats() const { return impl_->tb->bridge.stats(); }
 const AxiBridgeStats& Chip::vmem_axi_stats() const { return impl_->tb->vbridge.stats(); }
+const AxiBridgeStats& Chip::weight_axi_stats() const { return impl_->tb->wbridge.stats(); }
 uint64_t Chip::edges_run_ahead() const { return impl_->tb->core.edges_run_ahead(); }
 uint64_t Chip::cycle() const { return impl_->cycle(); }
 

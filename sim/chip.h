@@ -38,6 +38,10 @@ struct ChipConfig {
   // width, one beat (4N bytes) per cycle.
   uint32_t vmem_port_latency_cycles = 10;
   uint32_t vmem_port_bytes_per_cycle = 0;
+  // The weight port's own timing on the same memory (device DRAM's role, docs/isa.md "The
+  // weight port"; only on a chip built with one): 0 bytes per cycle = one beat per cycle.
+  uint32_t weight_port_latency_cycles = 10;
+  uint32_t weight_port_bytes_per_cycle = 0;
   // Random AXI backpressure on every port, probability per cycle and channel, in [0, 1).
   double backpressure = 0.0;
   uint64_t seed = 1;
@@ -133,6 +137,8 @@ class Chip {
   static unsigned compiled_axi_width();
   // The VMEM port's data width: 32N on the training chip, 32 (tied off) on the int8 chip.
   static unsigned compiled_vmem_axi_width();
+  // The weight port's data width (tpu_core WaxiDataWidth): 0 when the chip has none.
+  static unsigned compiled_weight_axi_width();
   // VmemRows of the Verilated core: 0 for the int8 chip (tpu_sim_n<N>), else the training
   // chip's (tpu_sim_train_n<N>).
   static unsigned compiled_vmem_rows();
@@ -169,6 +175,8 @@ class Chip {
   void set_memory_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle);
   // The VMEM port's (bytes_per_cycle 0: one beat per cycle).
   void set_vmem_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle);
+  // The weight port's (bytes_per_cycle 0: one beat per cycle).
+  void set_weight_port_timing(uint32_t latency_cycles, uint32_t bytes_per_cycle);
 
   // Acknowledge stale interrupts (IRQ_STATUS <- 0b11), then CMD_ADDR, CMD_COUNT, CTRL.START.
   void start(uint32_t cmd_addr, uint32_t count);
@@ -185,10 +193,11 @@ class Chip {
   uint64_t counter(unsigned index);
   Params params();
   Status status();
-  bool irq() const;                              // current level of irq_o
-  const AxiBridgeStats& axi_stats() const;       // traffic on m_axi_* since construction
-  const AxiBridgeStats& vmem_axi_stats() const;  // ... on m_vaxi_* (the VMEM port)
-  uint64_t cycle() const;                        // rising clock edges since simulation start
+  bool irq() const;                                // current level of irq_o
+  const AxiBridgeStats& axi_stats() const;         // traffic on m_axi_* since construction
+  const AxiBridgeStats& vmem_axi_stats() const;    // ... on m_vaxi_* (the VMEM port)
+  const AxiBridgeStats& weight_axi_stats() const;  // ... on m_waxi_* (the weight port)
+  uint64_t cycle() const;                          // rising clock edges since simulation start
   uint64_t edges_run_ahead() const;  // of those, the ones the core model evaluated ahead
 
   // Instruction trace (sim/trace.h) from tpu_core's trace port: off by default, and then it

@@ -9,9 +9,10 @@
 //   - Every output is a function of the flops only, except s_axil_awready_o, s_axil_wready_o
 //     and s_axil_arready_o, which also depend on s_axil_*valid_i (tpu_regs accepts a request in
 //     the cycle it arrives). So between edges only a change of an s_axil_* input needs an
-//     evaluation; the m_axi_* / m_vaxi_* inputs the bridges drive after an edge are sampled at the
-//     next edge, where the model first settles with them (clock low) and then takes the edge. Every
-//     value a clocked process samples on a rising edge is the same as with Verilator's wrapper.
+//     evaluation; the m_axi_* / m_vaxi_* / m_waxi_* inputs the bridges drive after an edge are
+//     sampled at the next edge, where the model first settles with them (clock low) and then
+//     takes the edge. Every value a clocked process samples on a rising edge is the same as
+//     with Verilator's wrapper.
 //   - An output port is written only when its value changed.
 // While a VCD file is being written (set_every_change(true)), it evaluates on every change of
 // the clock or an input, exactly as Verilator's wrapper does, so the dump shows the same values
@@ -78,8 +79,19 @@ constexpr unsigned kAxiWidth = (8 * TPU_SIM_N < 128) ? 8 * TPU_SIM_N : 128;
 #error "TPU_SIM_VMEM_ROWS must be defined (the tpu_sim_n<N> CMake target does it)"
 #endif
 constexpr unsigned kVaxiWidth = TPU_SIM_VMEM_ROWS != 0 ? 32 * TPU_SIM_N : 32;
+// The weight port's data width (tpu_core WaxiDataWidth, docs/isa.md "The weight port"): the
+// build's TPU_SIM_WAXI_WIDTH, 0 = no weight port (32-bit pins, tied off).
+#ifndef TPU_SIM_WAXI_WIDTH
+#define TPU_SIM_WAXI_WIDTH 0
+#endif
+constexpr unsigned kWaxiWidth = TPU_SIM_WAXI_WIDTH != 0 ? TPU_SIM_WAXI_WIDTH : 32;
 
 #define TPU_CORE_AXI_INPUTS(X)  \
+  X(m_waxi_arready_i, 1)        \
+  X(m_waxi_rdata_i, kWaxiWidth) \
+  X(m_waxi_rresp_i, 2)          \
+  X(m_waxi_rlast_i, 1)          \
+  X(m_waxi_rvalid_i, 1)         \
   X(m_vaxi_arready_i, 1)        \
   X(m_vaxi_rdata_i, kVaxiWidth) \
   X(m_vaxi_rresp_i, 2)          \
@@ -141,6 +153,12 @@ constexpr unsigned kVaxiWidth = TPU_SIM_VMEM_ROWS != 0 ? 32 * TPU_SIM_N : 32;
   X(m_vaxi_wlast_o, 1)              \
   X(m_vaxi_wvalid_o, 1)             \
   X(m_vaxi_bready_o, 1)             \
+  X(m_waxi_araddr_o, 32)            \
+  X(m_waxi_arlen_o, 8)              \
+  X(m_waxi_arsize_o, 3)             \
+  X(m_waxi_arburst_o, 2)            \
+  X(m_waxi_arvalid_o, 1)            \
+  X(m_waxi_rready_o, 1)             \
   X(irq_o, 1)
 // The trace port (observation only: the instruction trace, a VCD).
 #define TPU_CORE_TRACE_OUTPUTS(X) \

@@ -205,4 +205,31 @@ TEST(DeviceModelTraining, VectorProgramThroughHostMemory) {
   EXPECT_EQ(s.counters.dma_wr_bytes, 64u);
 }
 
+// The estimate with a weight port (isa.md "The weight port"): read_weights' bytes leave the
+// device-memory port's sum and count on the port, one beat per cycle.
+TEST(DeviceRun, WeightPortEstimate) {
+  ChipParams p = ChipParams::with_n(64);
+  auto weights_only = [](const ChipParams& params, uint32_t addr) {
+    ProgramBuilder b(params);
+    b.read_weights(6, addr);
+    for (int i = 0; i < 6; ++i) b.matmul(0, 0, 1, kSwitchWeights);
+    return b.finish();
+  };
+  ModelDevice shared(p);
+  const HostBuffer w1 = shared.alloc(6 * 64 * 64, "w");
+  const RunStats s1 = shared.run(weights_only(p, w1.addr));
+  p.weight_port_bytes = 64;
+  ModelDevice ported(p);
+  const HostBuffer w2 = ported.alloc(6 * 64 * 64, "w");
+  const RunStats s2 = ported.run(weights_only(p, w2.addr));
+  // 24 KiB of tiles: at 128 bits / 2 per cycle (8 bytes) with the instructions without the
+  // port; 64 bytes per cycle with it, the instructions alone on the device-memory port.
+  const uint64_t instr_bytes = 16 * s1.counters.instr_retired;
+  EXPECT_EQ(s1.cycles, (6u * 64 * 64 + instr_bytes) / 8 + 2 * 64 + 16);
+  EXPECT_EQ(s2.cycles, 6u * 64 * 64 / 64 + 2 * 64 + 16);
+  EXPECT_EQ(s1.counters.dma_rd_bytes, s2.counters.dma_rd_bytes);
+  // The checked builder refuses a host address off the port's beat.
+  EXPECT_THROW(weights_only(p, w2.addr + 16), std::exception);
+}
+
 }  // namespace

@@ -874,5 +874,37 @@ TEST(IsaCheck, PoolingDivisionByReciprocalIsExact) {
   }
 }
 
+// The weight port (isa.md "The weight port"): its beat is a power of two in 16..N, and
+// read_weights' host_addr must be a multiple of it (ERR_ALIGN), the 16-byte rule first.
+TEST(Isa, WeightPortParamsAndAlignment) {
+  ChipParams p = ChipParams::with_n(256);
+  EXPECT_EQ(p.weight_port_bytes, 0u);
+  EXPECT_EQ(p.weight_align(), 16u);
+  EXPECT_EQ(p.weight_dma_bytes_per_cycle(), 16u);
+  p.weight_port_bytes = 64;
+  EXPECT_NO_THROW(p.validate());
+  EXPECT_EQ(p.weight_align(), 64u);
+  EXPECT_EQ(p.weight_dma_bytes_per_cycle(), 64u);
+  EXPECT_FALSE(p == ChipParams::with_n(256));
+  for (uint32_t bad : {8u, 48u, 512u}) {
+    ChipParams q = p;
+    q.weight_port_bytes = bad;
+    EXPECT_THROW(q.validate(), std::invalid_argument) << bad;
+  }
+  std::string why;
+  EXPECT_EQ(check(ReadWeights{1, 0x10000}, p, &why), ErrorCode::ERR_NONE) << why;
+  EXPECT_EQ(check(ReadWeights{1, 0x10000 + 32}, p, &why), ErrorCode::ERR_ALIGN);
+  EXPECT_NE(why.find("64-byte beat"), std::string::npos) << why;
+  EXPECT_EQ(check(ReadWeights{1, 0x10000 + 8}, p, &why), ErrorCode::ERR_ALIGN);
+  EXPECT_NE(why.find("16-byte"), std::string::npos) << why;
+  // Only read_weights: read_host keeps the 16-byte rule.
+  ReadHost rh;
+  rh.host_addr = 0x10000 + 32;
+  EXPECT_EQ(check(rh, p, &why), ErrorCode::ERR_NONE) << why;
+  // Without a port the 16-byte rule alone.
+  EXPECT_EQ(check(ReadWeights{1, 0x10000 + 32}, ChipParams::with_n(256), &why), ErrorCode::ERR_NONE)
+      << why;
+}
+
 }  // namespace
 }  // namespace tpu
