@@ -593,7 +593,7 @@ module tpu_core #(
     logic [VpuRows-1:0]          vpu_a_re, vpu_b_re, vpu_we;
     logic [16*VpuRows-1:0]       vpu_a_raddr, vpu_b_raddr, vpu_waddr;
     logic [32*N*VpuRows-1:0]     vpu_a_rdata, vpu_b_rdata, vpu_wdata;
-    logic                        vpu_a_rgnt, vpu_b_rgnt, vpu_wgnt;
+    logic [VpuRows-1:0]          vpu_a_rgnt, vpu_b_rgnt, vpu_wgnt;  // per bank
     logic                        dmain_vm_busy, move_acc_re, vec_idle;
     logic [AccW-1:0]             move_acc_raddr;
 

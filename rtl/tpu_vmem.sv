@@ -19,11 +19,14 @@
 // which the DMA units rely on).
 //
 // The vector unit's wide ports (rtl/tpu_vpu.sv) come last on each port: one wide read client
-// per read port (va_ port 0, vb_ port 1) and one wide write client, each granted (all banks at
-// once) only when no narrow client uses the port. They are bank-indexed: bank k's request in
-// bit k, its row address (a row of bank k: low bits = k) in [16k +: 16], its data in
-// [32Nk +: 32N]. A read granted in the cycle a write of the same row is granted returns the
-// new row (write-first, every bank and copy).
+// per read port (va_ port 0, vb_ port 1) and one wide write client. They are bank-indexed:
+// bank k's request in bit k, its row address (a row of bank k: low bits = k) in [16k +: 16],
+// its data in [32Nk +: 32N], its grant in bit k. A wide client is granted bank by bank: every
+// bank it requests that no narrow client of the port uses in this cycle (a narrow client uses
+// one bank, the bank of its row), so the vector unit keeps moving VpuRows - 1 rows per cycle
+// while a narrow client streams (docs/isa.md "Bandwidth and what the design assumes"). A read
+// granted in the cycle a write of the same row is granted returns the new row (write-first,
+// every bank and copy).
 `include "tpu_assert.svh"
 
 module tpu_vmem #(
@@ -49,17 +52,17 @@ module tpu_vmem #(
   // The vector unit's wide read clients: port 0 (va) and port 1 (vb), bank-indexed.
   input  logic [VpuRows-1:0]            va_re_i,
   input  logic [16*VpuRows-1:0]         va_raddr_i,
-  output logic                          va_rgnt_o,
+  output logic [VpuRows-1:0]            va_rgnt_o,
   output logic [32*N*VpuRows-1:0]       va_rdata_o,
   input  logic [VpuRows-1:0]            vb_re_i,
   input  logic [16*VpuRows-1:0]         vb_raddr_i,
-  output logic                          vb_rgnt_o,
+  output logic [VpuRows-1:0]            vb_rgnt_o,
   output logic [32*N*VpuRows-1:0]       vb_rdata_o,
   // The vector unit's wide write client, bank-indexed.
   input  logic [VpuRows-1:0]            vw_we_i,
   input  logic [16*VpuRows-1:0]         vw_waddr_i,
   input  logic [32*N*VpuRows-1:0]       vw_wdata_i,
-  output logic                          vw_wgnt_o
+  output logic [VpuRows-1:0]            vw_wgnt_o
 );
   localparam int unsigned VmW   = $clog2(VmemRows);
   localparam int unsigned BankW = VpuRows > 1 ? $clog2(VpuRows) : 1;  // bank number bits
@@ -103,14 +106,15 @@ module tpu_vmem #(
         rgnt_o[i] = 1'b1;
       end
     end
-    va_rgnt_o = !narrow_re[0] && va_re_i != '0;
-    vb_rgnt_o = !narrow_re[1] && vb_re_i != '0;
+    // The wide clients: every requested bank the port's narrow client leaves free.
     for (int k = 0; k < 32'(VpuRows); k++) begin
-      if (va_rgnt_o && va_re_i[k]) begin
+      va_rgnt_o[k] = va_re_i[k] && !(narrow_re[0] && 32'(narrow_bank[0 +: BankW]) == k);
+      vb_rgnt_o[k] = vb_re_i[k] && !(narrow_re[1] && 32'(narrow_bank[BankW +: BankW]) == k);
+      if (va_rgnt_o[k]) begin
         bank_re[k]                   = 1'b1;
         bank_raddr[IdxW*k +: IdxW]   = idx_of(va_raddr_i[16*k +: 16]);
       end
-      if (vb_rgnt_o && vb_re_i[k]) begin
+      if (vb_rgnt_o[k]) begin
         bank_re[VpuRows + k]                     = 1'b1;
         bank_raddr[IdxW*(VpuRows + k) +: IdxW]   = idx_of(vb_raddr_i[16*k +: 16]);
       end
@@ -137,29 +141,33 @@ module tpu_vmem #(
   assign va_rdata_o = bank_rdata[0 +: RowW*VpuRows];
   assign vb_rdata_o = bank_rdata[RowW*VpuRows +: RowW*VpuRows];
 
-  // Write port: fixed priority among the narrow clients, then the wide client.
-  logic narrow_we;
+  // Write port: fixed priority among the narrow clients, then the wide client in every bank
+  // the narrow write leaves free.
+  logic             narrow_we;
+  logic [BankW-1:0] narrow_wbank;
   always_comb begin
-    narrow_we  = 1'b0;
-    wgnt_o     = '0;
-    bank_we    = '0;
-    bank_waddr = '0;
-    bank_wdata = '0;
+    narrow_we    = 1'b0;
+    narrow_wbank = '0;
+    wgnt_o       = '0;
+    bank_we      = '0;
+    bank_waddr   = '0;
+    bank_wdata   = '0;
     for (int i = 0; i < 32'(WrClients); i++) begin
       if (we_i[i] && !narrow_we) begin
-        narrow_we = 1'b1;
+        narrow_we    = 1'b1;
+        narrow_wbank = bank_of(waddr_i[16*i +: 16]);
         bank_we[bank_of(waddr_i[16*i +: 16])]                      = 1'b1;
         bank_waddr[IdxW*32'(bank_of(waddr_i[16*i +: 16])) +: IdxW] = idx_of(waddr_i[16*i +: 16]);
         bank_wdata[RowW*32'(bank_of(waddr_i[16*i +: 16])) +: RowW] = wdata_i[RowW*i +: RowW];
         wgnt_o[i] = 1'b1;
       end
     end
-    vw_wgnt_o = !narrow_we && vw_we_i != '0;
-    if (vw_wgnt_o) begin
-      bank_we    = vw_we_i;
-      bank_wdata = vw_wdata_i;
-      for (int k = 0; k < 32'(VpuRows); k++) begin
+    for (int k = 0; k < 32'(VpuRows); k++) begin
+      vw_wgnt_o[k] = vw_we_i[k] && !(narrow_we && 32'(narrow_wbank) == k);
+      if (vw_wgnt_o[k]) begin
+        bank_we[k]                 = 1'b1;
         bank_waddr[IdxW*k +: IdxW] = idx_of(vw_waddr_i[16*k +: 16]);
+        bank_wdata[RowW*k +: RowW] = vw_wdata_i[RowW*k +: RowW];
       end
     end
   end
@@ -209,11 +217,45 @@ module tpu_vmem #(
     end
   end
 
+  // The bank copies each client is granted (port p, bank k: bit VpuRows * p + k), counted
+  // from the grants alone.
+  logic [2*VpuRows-1:0] rd_narrow, rd_clash;
+  logic [VpuRows-1:0]   wr_narrow, wr_clash;
+  always_comb begin
+    rd_narrow = '0;
+    rd_clash  = '0;
+    wr_narrow = '0;
+    wr_clash  = '0;
+    for (int i = 0; i < 32'(RdClients); i++) begin
+      if (rgnt_o[i]) begin
+        rd_clash[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] |=
+            rd_narrow[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))];
+        rd_narrow[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] = 1'b1;
+      end
+    end
+    for (int i = 0; i < 32'(WrClients); i++) begin
+      if (wgnt_o[i]) begin
+        wr_clash[bank_of(waddr_i[16*i +: 16])] |= wr_narrow[bank_of(waddr_i[16*i +: 16])];
+        wr_narrow[bank_of(waddr_i[16*i +: 16])] = 1'b1;
+      end
+    end
+    rd_clash = rd_clash | (rd_narrow & {vb_rgnt_o, va_rgnt_o});
+    wr_clash = wr_clash | (wr_narrow & vw_wgnt_o);
+  end
+
   `TPU_ASSERT_INIT(VmemRowsPow2, VmemRows >= 2 && VmemRows <= (1 << 16) &&
                                  (VmemRows & (VmemRows - 1)) == 0)
   `TPU_ASSERT_INIT(VmemBanks, VpuRows >= 1 && VpuRows <= 8 && (VpuRows & (VpuRows - 1)) == 0 &&
                               VmemRows >= 2 * VpuRows)
-  `TPU_ASSERT(VmemOneWrite, $onehot0({wgnt_o, vw_wgnt_o}))
+  `TPU_ASSERT(VmemOneWrite, $onehot0(wgnt_o))
+  // Grant exclusivity per bank: at most one client reads each bank copy and at most one writes
+  // each bank in a cycle; a wide request is denied only in a bank that a narrow client of its
+  // port uses in that cycle (the narrow clients keep their priority, and the wide clients get
+  // every other bank: no bank sits idle while the vector unit waits for it).
+  `TPU_ASSERT(VmemBankExclusive, rd_clash == '0 && wr_clash == '0)
+  `TPU_ASSERT(VmemWideDenied, (va_re_i & ~va_rgnt_o & ~rd_narrow[0 +: VpuRows]) == '0 &&
+                              (vb_re_i & ~vb_rgnt_o & ~rd_narrow[VpuRows +: VpuRows]) == '0 &&
+                              (vw_we_i & ~vw_wgnt_o & ~wr_narrow) == '0)
   // Only requesting clients are granted; a granted read or write is in range.
   `TPU_ASSERT(VmemGrantRead, (rgnt_o & ~re_i) == '0)
   `TPU_ASSERT(VmemGrantWrite, (wgnt_o & ~we_i) == '0)

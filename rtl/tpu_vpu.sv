@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vector unit (issue 30): executes one decoded `vector` (0x0E) instruction, docs/isa.md
 // "vector (0x0E) — vector unit", over VMEM through two wide read ports (A, B) and one wide
-// write port (rtl/tpu_vmem.sv: VpuRows banks interleaved by row, bank-indexed requests; grants
-// may be denied in any cycle, all banks of a port at once; read data the cycle after a granted
-// read; write-first memory).
+// write port (rtl/tpu_vmem.sv: VpuRows banks interleaved by row, bank-indexed requests and
+// grants; any of a port's requested banks may be denied in any cycle; read data the cycle after
+// a granted read; write-first memory).
 //
 // It moves a group of up to VpuRows element rows per cycle: the element rows (o, i) that follow
 // the walker's position in (o, i) order, as many as
@@ -19,9 +19,10 @@
 // Pipeline, one group per cycle when the ports are granted:
 //   R  the row walker: requests the group's operand reads (the A rows on port A; on port B the
 //      B rows for bmode 0-2, or the A rows + 1 for align with s > 0; the row reductions read B
-//      only at i = 0). The two ports may be granted in different cycles: a port granted early
-//      has its rows captured (cap*_q) when the data arrives, and the group is fixed from the
-//      first grant. The group leaves R in the cycle its last read is granted.
+//      only at i = 0). The two ports, and the banks of a port, may be granted in different
+//      cycles: a bank granted early has its row captured (cap*_q, bank by bank) when the data
+//      arrives, only the banks still missing are requested again, and the group is fixed from
+//      its first grant. The group leaves R in the cycle its last read is granted.
 //   X  the cycle after: the data of the reads granted in R's last cycle come straight from the
 //      ports, the others from the capture registers; VpuRows x N lanes (rtl/tpu_vpu_lane.sv)
 //      compute f(A, B), a lane shift align; the row reductions fold the group's rows into the
@@ -32,7 +33,8 @@
 //   T  lane reductions only: log2(N) - 1 tree stages, one level each (so no path has more than
 //      one fp32 adder); the last one's value goes to every lane.
 //   W  a queue of log2(N) + 2 groups {rows by bank, data} writing in order through the write
-//      port.
+//      port; the head group's rows are written bank by bank as granted (a granted bank leaves
+//      it), and the group leaves the queue when its last row is written.
 // "As if one row at a time in (o, i) order": R does not request a row that is the destination
 // of a row still in X, T or W (compared with every one of them), nor groups a row with an
 // earlier row of the group that writes what it reads, so a later read sees every earlier write;
@@ -63,18 +65,18 @@ module tpu_vpu #(
   // VMEM read port A, bank-indexed: bank k's request in bit k, its row in [16k +: 16]
   output logic [VpuRows-1:0]        vm_a_re_o,
   output logic [16*VpuRows-1:0]     vm_a_raddr_o,
-  input  logic                      vm_a_rgnt_i,
+  input  logic [VpuRows-1:0]        vm_a_rgnt_i,  // by bank
   input  logic [32*N*VpuRows-1:0]   vm_a_rdata_i,
   // VMEM read port B
   output logic [VpuRows-1:0]        vm_b_re_o,
   output logic [16*VpuRows-1:0]     vm_b_raddr_o,
-  input  logic                      vm_b_rgnt_i,
+  input  logic [VpuRows-1:0]        vm_b_rgnt_i,
   input  logic [32*N*VpuRows-1:0]   vm_b_rdata_i,
   // VMEM write port
   output logic [VpuRows-1:0]        vm_w_we_o,
   output logic [16*VpuRows-1:0]     vm_w_waddr_o,
   output logic [32*N*VpuRows-1:0]   vm_w_wdata_o,
-  input  logic                      vm_w_wgnt_i
+  input  logic [VpuRows-1:0]        vm_w_wgnt_i
 );
 
   localparam int unsigned S      = VpuRows;
@@ -109,7 +111,7 @@ module tpu_vpu #(
   logic [9:0]  o_q;
   logic [7:0]  i_q;
   logic [15:0] a_line_q, a_cur_q, b_line_q, b_cur_q, d_line_q, d_cur_q;
-  logic        a_got_q, b_got_q;               // the group's read on that port was granted
+  logic [S-1:0] a_got_q, b_got_q;              // the group's banks granted so far, by port
   logic [S-1:0] grp_q;                         // the group, fixed from its first grant
 
   logic        is_rowred, is_unary, is_align, is_lanered, b_imm, need_b_ew;
@@ -279,7 +281,7 @@ module tpu_vpu #(
     grp_now[0] = 1'b1;
     for (int unsigned k = 1; k < S; k++) grp_now[k] = grp_now[k-1] && slot_ok[k];
   end
-  assign grp = (a_got_q || b_got_q) ? grp_q : grp_now;
+  assign grp = (a_got_q != '0 || b_got_q != '0) ? grp_q : grp_now;
 
   logic [GW-1:0] grp_n;   // rows in the group
   logic          grp_wr, grp_needb;
@@ -303,28 +305,35 @@ module tpu_vpu #(
     for (int unsigned k = 0; k < TS; k++) in_flight = in_flight + (CntW+1)'(t_valid_q[k]);
   end
   assign room  = !grp_wr || 32'(in_flight) < WDepth;
-  assign a_req = active_q && !a_got_q && !hit_a[0] && room;
-  assign b_req = active_q && grp_needb && !b_got_q && !hit_b[0] && room;
+  assign a_req = active_q && !hit_a[0] && room;
+  assign b_req = active_q && grp_needb && !hit_b[0] && room;
 
+  // The group's reads by bank on each port (a row several slots read is one request); only the
+  // banks not granted yet are requested.
+  logic [S-1:0] a_need, b_need, a_gnt, b_gnt;
   always_comb begin
-    vm_a_re_o    = '0;
+    a_need       = '0;
+    b_need       = '0;
     vm_a_raddr_o = '0;
-    vm_b_re_o    = '0;
     vm_b_raddr_o = '0;
     for (int unsigned k = 0; k < S; k++) begin
-      if (a_req && grp[k]) begin
-        vm_a_re_o[bank_of(sa[16*k +: 16])]                    = 1'b1;
-        vm_a_raddr_o[16*32'(bank_of(sa[16*k +: 16])) +: 16]  = sa[16*k +: 16];
+      if (grp[k]) begin
+        a_need[bank_of(sa[16*k +: 16])] = 1'b1;
+        if (a_req) vm_a_raddr_o[16*32'(bank_of(sa[16*k +: 16])) +: 16] = sa[16*k +: 16];
       end
-      if (b_req && grp[k] && s_needb[k]) begin
-        vm_b_re_o[bank_of(sb[16*k +: 16])]                    = 1'b1;
-        vm_b_raddr_o[16*32'(bank_of(sb[16*k +: 16])) +: 16]  = sb[16*k +: 16];
+      if (grp[k] && s_needb[k]) begin
+        b_need[bank_of(sb[16*k +: 16])] = 1'b1;
+        if (b_req) vm_b_raddr_o[16*32'(bank_of(sb[16*k +: 16])) +: 16] = sb[16*k +: 16];
       end
     end
   end
+  assign vm_a_re_o = a_req ? a_need & ~a_got_q : '0;
+  assign vm_b_re_o = b_req ? b_need & ~b_got_q : '0;
+  assign a_gnt     = vm_a_re_o & vm_a_rgnt_i;
+  assign b_gnt     = vm_b_re_o & vm_b_rgnt_i;
 
-  assign a_done = a_got_q || (a_req && vm_a_rgnt_i);
-  assign b_done = !grp_needb || b_got_q || (b_req && vm_b_rgnt_i);
+  assign a_done = (a_need & ~(a_got_q | a_gnt)) == '0;
+  assign b_done = (b_need & ~(b_got_q | b_gnt)) == '0;
   assign row_go = active_q && a_done && b_done;
 
   assign busy_o      = active_q || x_valid_q || t_valid_q != '0 || w_vld_q != '0;
@@ -361,6 +370,69 @@ module tpu_vpu #(
     end
   end
 
+  // The walker's registers: a new command, the next group, or the grants of a group in R.
+  cfg_t         cmd_d;
+  logic         active_d;
+  logic [9:0]   o_d;
+  logic [7:0]   i_d;
+  logic [15:0]  a_line_d, a_cur_d, b_line_d, b_cur_d, d_line_d, d_cur_d;
+  logic [S-1:0] a_got_d, b_got_d, grp_d;
+  always_comb begin
+    cmd_d    = cmd_q;
+    active_d = active_q;
+    o_d      = o_q;
+    i_d      = i_q;
+    a_line_d = a_line_q;
+    a_cur_d  = a_cur_q;
+    b_line_d = b_line_q;
+    b_cur_d  = b_cur_q;
+    d_line_d = d_line_q;
+    d_cur_d  = d_cur_q;
+    a_got_d  = a_got_q;
+    b_got_d  = b_got_q;
+    grp_d    = grp_q;
+    if (clear_i) begin
+      active_d = 1'b0;
+      a_got_d  = '0;
+      b_got_d  = '0;
+    end else if (cmd_valid_i && cmd_ready_o) begin
+      cmd_d.b                = cmd_i.b;
+      cmd_d.dst_outer_stride = cmd_i.dst_outer_stride;
+      cmd_d.dst_inner_stride = cmd_i.dst_inner_stride;
+      cmd_d.a_outer_stride   = cmd_i.a_outer_stride;
+      cmd_d.a_inner_stride   = cmd_i.a_inner_stride;
+      cmd_d.outer            = cmd_i.outer;
+      cmd_d.inner            = cmd_i.inner;
+      cmd_d.bmode            = cmd_i.bmode;
+      cmd_d.func             = cmd_i.func;
+      active_d = 1'b1;
+      o_d      = '0;
+      i_d      = '0;
+      a_line_d = cmd_i.a;
+      a_cur_d  = cmd_i.a;
+      b_line_d = cmd_i.b[15:0];
+      b_cur_d  = cmd_i.b[15:0];
+      d_line_d = cmd_i.dst;
+      d_cur_d  = cmd_i.dst;
+    end else if (row_go) begin
+      a_got_d  = '0;
+      b_got_d  = '0;
+      o_d      = nx_o;
+      i_d      = nx_i;
+      a_line_d = nx_al;
+      a_cur_d  = nx_ac;
+      b_line_d = nx_bl;
+      b_cur_d  = nx_bc;
+      d_line_d = nx_dl;
+      d_cur_d  = nx_dc;
+      if (nx_end) active_d = 1'b0;
+    end else begin
+      a_got_d = a_got_q | a_gnt;
+      b_got_d = b_got_q | b_gnt;
+      if (a_got_q == '0 && b_got_q == '0) grp_d = grp_now;
+    end
+  end
+
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       cmd_q    <= '0;
@@ -373,85 +445,63 @@ module tpu_vpu #(
       b_cur_q  <= '0;
       d_line_q <= '0;
       d_cur_q  <= '0;
-      a_got_q  <= 1'b0;
-      b_got_q  <= 1'b0;
+      a_got_q  <= '0;
+      b_got_q  <= '0;
       grp_q    <= '0;
-    end else if (clear_i) begin
-      active_q <= 1'b0;
-      a_got_q  <= 1'b0;
-      b_got_q  <= 1'b0;
-    end else if (cmd_valid_i && cmd_ready_o) begin
-      cmd_q.b                <= cmd_i.b;
-      cmd_q.dst_outer_stride <= cmd_i.dst_outer_stride;
-      cmd_q.dst_inner_stride <= cmd_i.dst_inner_stride;
-      cmd_q.a_outer_stride   <= cmd_i.a_outer_stride;
-      cmd_q.a_inner_stride   <= cmd_i.a_inner_stride;
-      cmd_q.outer            <= cmd_i.outer;
-      cmd_q.inner            <= cmd_i.inner;
-      cmd_q.bmode            <= cmd_i.bmode;
-      cmd_q.func             <= cmd_i.func;
-      active_q <= 1'b1;
-      o_q      <= '0;
-      i_q      <= '0;
-      a_line_q <= cmd_i.a;
-      a_cur_q  <= cmd_i.a;
-      b_line_q <= cmd_i.b[15:0];
-      b_cur_q  <= cmd_i.b[15:0];
-      d_line_q <= cmd_i.dst;
-      d_cur_q  <= cmd_i.dst;
-    end else if (row_go) begin
-      a_got_q  <= 1'b0;
-      b_got_q  <= 1'b0;
-      o_q      <= nx_o;
-      i_q      <= nx_i;
-      a_line_q <= nx_al;
-      a_cur_q  <= nx_ac;
-      b_line_q <= nx_bl;
-      b_cur_q  <= nx_bc;
-      d_line_q <= nx_dl;
-      d_cur_q  <= nx_dc;
-      if (nx_end) active_q <= 1'b0;
     end else begin
-      if (a_req && vm_a_rgnt_i) a_got_q <= 1'b1;
-      if (b_req && vm_b_rgnt_i) b_got_q <= 1'b1;
-      if (!a_got_q && !b_got_q) grp_q <= grp_now;
+      cmd_q    <= cmd_d;
+      active_q <= active_d;
+      o_q      <= o_d;
+      i_q      <= i_d;
+      a_line_q <= a_line_d;
+      a_cur_q  <= a_cur_d;
+      b_line_q <= b_line_d;
+      b_cur_q  <= b_cur_d;
+      d_line_q <= d_line_d;
+      d_cur_q  <= d_cur_d;
+      a_got_q  <= a_got_d;
+      b_got_q  <= b_got_d;
+      grp_q    <= grp_d;
     end
   end
 
   // ---------------- operands: the ports' data, or captured ----------------
-  logic                a_rv_q, b_rv_q;        // the port's data is valid this cycle
-  logic                a_cv_q, b_cv_q;        // the capture register holds the X group's data
+  logic [S-1:0]        a_rv_q, b_rv_q;        // the bank's data is on the port this cycle
+  logic [S-1:0]        a_cv_q, b_cv_q;        // the bank's capture register holds X's row
   logic [RowW*S-1:0]   cap_a_q, cap_b_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      a_rv_q <= 1'b0;
-      b_rv_q <= 1'b0;
-      a_cv_q <= 1'b0;
-      b_cv_q <= 1'b0;
+      a_rv_q <= '0;
+      b_rv_q <= '0;
+      a_cv_q <= '0;
+      b_cv_q <= '0;
     end else if (clear_i) begin
-      a_rv_q <= 1'b0;
-      b_rv_q <= 1'b0;
-      a_cv_q <= 1'b0;
-      b_cv_q <= 1'b0;
+      a_rv_q <= '0;
+      b_rv_q <= '0;
+      a_cv_q <= '0;
+      b_cv_q <= '0;
     end else begin
-      a_rv_q <= a_req && vm_a_rgnt_i;
-      b_rv_q <= b_req && vm_b_rgnt_i;
-      // Data of a group still waiting for its other port: captured until X consumes it.
-      if (a_rv_q && !x_valid_q) a_cv_q <= 1'b1;
-      else if (x_valid_q)       a_cv_q <= 1'b0;
-      if (b_rv_q && !x_valid_q) b_cv_q <= 1'b1;
-      else if (x_valid_q)       b_cv_q <= 1'b0;
+      a_rv_q <= a_gnt;
+      b_rv_q <= b_gnt;
+      // Rows of a group still waiting for other banks or the other port: captured until X
+      // consumes them.
+      a_cv_q <= x_valid_q ? '0 : a_cv_q | a_rv_q;
+      b_cv_q <= x_valid_q ? '0 : b_cv_q | b_rv_q;
     end
   end
 
+  // Data only, no reset needed (read only where a_cv_q / b_cv_q says it was captured).
   always_ff @(posedge clk_i) begin
-    if (a_rv_q) cap_a_q <= vm_a_rdata_i;
-    if (b_rv_q) cap_b_q <= vm_b_rdata_i;
+    for (int unsigned k = 0; k < S; k++) begin
+      if (a_rv_q[k]) cap_a_q[RowW*k +: RowW] <= vm_a_rdata_i[RowW*k +: RowW];
+      if (b_rv_q[k]) cap_b_q[RowW*k +: RowW] <= vm_b_rdata_i[RowW*k +: RowW];
+    end
   end
 
   // ---------------- X: compute ----------------
   logic [BankW*S-1:0] x_asel_q, x_bsel_q;     // slot k's operand banks
+  logic [S-1:0]       x_aneed_q, x_bneed_q;   // the banks X reads (assertions)
   logic [RowW*S-1:0]  bank_a, bank_b, op_a, port_b, op_b, x_y;
   // The lanes' operand B and result, split per slot for the row reductions' chain; lane_r is
   // the result again, read by variable slot.
@@ -471,6 +521,8 @@ module tpu_vpu #(
       x_dst_q    <= '0;
       x_asel_q   <= '0;
       x_bsel_q   <= '0;
+      x_aneed_q  <= '0;
+      x_bneed_q  <= '0;
     end else if (clear_i) begin
       x_valid_q <= 1'b0;
     end else begin
@@ -483,6 +535,8 @@ module tpu_vpu #(
         // A row reduction writes its fold once, in slot 0's place, to D(o,0).
         x_wr_q     <= is_rowred ? S'(grp_wr) : grp;
         x_dst_q    <= sd;
+        x_aneed_q  <= a_need;
+        x_bneed_q  <= grp_needb ? b_need : '0;
         for (int unsigned k = 0; k < S; k++) begin
           x_asel_q[BankW*k +: BankW] <= bank_of(sa[16*k +: 16]);
           x_bsel_q[BankW*k +: BankW] <= bank_of(sb[16*k +: 16]);
@@ -491,9 +545,11 @@ module tpu_vpu #(
     end
   end
 
-  assign bank_a = a_rv_q ? vm_a_rdata_i : cap_a_q;
-  assign bank_b = b_rv_q ? vm_b_rdata_i : cap_b_q;
   always_comb begin
+    for (int unsigned k = 0; k < S; k++) begin
+      bank_a[RowW*k +: RowW] = a_rv_q[k] ? vm_a_rdata_i[RowW*k +: RowW] : cap_a_q[RowW*k +: RowW];
+      bank_b[RowW*k +: RowW] = b_rv_q[k] ? vm_b_rdata_i[RowW*k +: RowW] : cap_b_q[RowW*k +: RowW];
+    end
     for (int unsigned k = 0; k < S; k++) begin
       op_a[RowW*k +: RowW]   = bank_a[RowW*32'(x_asel_q[BankW*k +: BankW]) +: RowW];
       port_b[RowW*k +: RowW] = bank_b[RowW*32'(x_bsel_q[BankW*k +: BankW]) +: RowW];
@@ -580,6 +636,7 @@ module tpu_vpu #(
     end
   end
 
+  // Data only, no reset needed (read only in the stages t_valid_q marks).
   always_ff @(posedge clk_i) begin
     t_data_q <= t_data_d;
   end
@@ -614,12 +671,14 @@ module tpu_vpu #(
     end
   end
 
+  // Data only, no reset needed (read only after a row reduction's first group wrote it).
   always_ff @(posedge clk_i) begin
     if (x_valid_q && x_red_q) s_q <= fold;
   end
 
   // ---------------- W: the write queue ----------------
   logic              w_push, w_pop;
+  logic [S-1:0]      w_gnt;        // the head group's banks written this cycle
   logic [S-1:0]      w_push_wr;    // by slot
   logic [16*S-1:0]   w_push_dst;   // by slot
   logic [S-1:0]      push_we;      // by bank
@@ -628,7 +687,8 @@ module tpu_vpu #(
   assign w_push     = is_lanered ? t_valid_q[TS-1] : x_valid_q && x_any_wr_q;
   assign w_push_wr  = is_lanered ? t_wr_q[S*(TS-1) +: S] : x_wr_q;
   assign w_push_dst = is_lanered ? t_dst_q[16*S*(TS-1) +: 16*S] : x_dst_q;
-  assign w_pop      = vm_w_we_o != '0 && vm_w_wgnt_i;
+  assign w_gnt      = vm_w_we_o & vm_w_wgnt_i;
+  assign w_pop      = vm_w_we_o != '0 && w_gnt == vm_w_we_o;
 
   // The group's rows into their banks' places.
   always_comb begin
@@ -663,6 +723,8 @@ module tpu_vpu #(
       if (w_pop) begin
         w_vld_q[w_rd_q] <= 1'b0;
         w_rd_q          <= ptr_next(w_rd_q);
+      end else if (w_gnt != '0) begin
+        w_we_q[S*w_rd_q +: S] <= w_we_q[S*w_rd_q +: S] & ~w_gnt;  // the rows still to write
       end
       if (w_push) begin
         w_vld_q[w_wr_q] <= 1'b1;
@@ -673,6 +735,7 @@ module tpu_vpu #(
     end
   end
 
+  // Data only, no reset needed (read only for the banks w_we_q marks).
   always_ff @(posedge clk_i) begin
     if (w_push) w_data_q[RowW*S*w_wr_q +: RowW*S] <= push_data;
   end
@@ -696,15 +759,22 @@ module tpu_vpu #(
   `TPU_ASSERT(VpuFuncOk, &func_ok)
   // (Whether an offered command is held is the controller's property: it withdraws it when a
   // run stops, and the unit acts only on cmd_valid_i && cmd_ready_o.)
-  // VMEM requests only for an instruction in flight; a denied write holds its request (until
-  // a clear drops it).
+  // VMEM requests only for an instruction in flight; a denied write holds its request bank by
+  // bank (a denied bank's row and data stay until that bank is granted or a clear drops it).
   `TPU_ASSERT_IMPLIES(VpuReqBusy, vm_a_re_o != '0 || vm_b_re_o != '0 || vm_w_we_o != '0, busy_o)
-  `TPU_ASSERT_HOLD_IF(VpuWriteHold, vm_w_we_o != '0 && !clear_i, vm_w_wgnt_i,
-                     {vm_w_we_o, vm_w_waddr_o, vm_w_wdata_o}, !clear_i)
-  // X has every operand it reads: from a port this cycle or captured earlier.
-  `TPU_ASSERT_IMPLIES(VpuOperandA, x_valid_q, a_rv_q != a_cv_q)
-  `TPU_ASSERT_IMPLIES(VpuOperandB, x_valid_q && !a_rv_q, b_rv_q)
-  `TPU_ASSERT_NEVER(VpuCaptureLost, (a_rv_q && a_cv_q) || (b_rv_q && b_cv_q))
+  for (genvar k = 0; k < S; k++) begin : g_whold
+    `TPU_ASSERT_HOLD_IF(VpuWriteHold, vm_w_we_o[k] && !clear_i, vm_w_wgnt_i[k],
+                       {vm_w_waddr_o[16*k +: 16], vm_w_wdata_o[RowW*k +: RowW]}, !clear_i)
+  end
+  // A read request asks only for banks of the group not granted yet, and the group does not
+  // change once a bank of it is granted.
+  `TPU_ASSERT_NEVER(VpuRegrant, (vm_a_re_o & a_got_q) != '0 || (vm_b_re_o & b_got_q) != '0)
+  `TPU_ASSERT_IMPLIES(VpuGroupFixed, a_got_q != '0 || b_got_q != '0, grp == grp_q)
+  // X has every operand row it reads, each exactly once: from a port this cycle or captured
+  // earlier.
+  `TPU_ASSERT_IMPLIES(VpuOperandA, x_valid_q, (a_rv_q | a_cv_q) == x_aneed_q)
+  `TPU_ASSERT_IMPLIES(VpuOperandB, x_valid_q, (b_rv_q | b_cv_q) == x_bneed_q)
+  `TPU_ASSERT_NEVER(VpuCaptureLost, (a_rv_q & a_cv_q) != '0 || (b_rv_q & b_cv_q) != '0)
   `TPU_ASSERT_NEVER(VpuQueueOverflow, w_push && w_vld_q[w_wr_q] && !(w_pop && w_rd_q == w_wr_q))
   // A group is a prefix of the rows after the walker's position, at least one row, and no
   // group row reads a row an earlier group has yet to write.

@@ -3,11 +3,12 @@
 // its contract (rtl/tpu_vmem.sv's header): two narrow read clients (client 0 on read port 0,
 // client 1 on read port 1), two narrow write clients, the vector unit's wide clients va / vb /
 // vw (bank-indexed: bank k carries a row r with r mod S = k). Every cycle random requests; the
-// model decides the grants (fixed priority: the lowest narrow client of a port first, the wide
-// client only when no narrow client uses the port) and the data: a granted read returns its
-// row in the next cycle, and a read granted in the cycle its row is written returns the new
-// row (write-first). The test compares grants every cycle and the read data of every granted
-// read, and reads rows in the cycle they are written on purpose (the write-first rule).
+// model decides the grants (fixed priority: the lowest narrow client of a port first; the wide
+// client bank by bank, every requested bank that no granted narrow client of its port uses)
+// and the data: a granted read returns its row in the next cycle, and a read granted in the
+// cycle its row is written returns the new row (write-first). The test compares grants every
+// cycle (the wide clients' bank by bank) and the read data of every granted read, and reads
+// rows in the cycle they are written on purpose (the write-first rule).
 // Built for N = 4 at VpuRows (TPU_TEST_S) 1 and 4.
 #include <gtest/gtest.h>
 
@@ -47,21 +48,25 @@ struct Requests {
 struct Grants {
   bool rgnt[kReaders] = {};
   bool wgnt[kWriters] = {};
-  bool va = false, vb = false, vw = false;
+  uint32_t va = 0, vb = 0, vw = 0;  // the wide clients' granted banks
 };
+
+uint32_t bank_bit(uint32_t row) { return 1u << (row % S); }
 
 // The contract: who is granted.
 Grants model_grants(const Requests& q) {
   Grants g;
   for (uint32_t i = 0; i < kReaders; ++i) g.rgnt[i] = q.re[i];  // alone on its port
   bool narrow_write = false;
+  uint32_t written_bank = 0;  // the bank the narrow write uses
   for (uint32_t i = 0; i < kWriters; ++i) {
     g.wgnt[i] = q.we[i] && !narrow_write;
+    if (g.wgnt[i]) written_bank = bank_bit(q.waddr[i]);
     narrow_write = narrow_write || q.we[i];
   }
-  g.va = !q.re[0] && q.va_re != 0;
-  g.vb = !q.re[1] && q.vb_re != 0;
-  g.vw = !narrow_write && q.vw_we != 0;
+  g.va = q.va_re & ~(q.re[0] ? bank_bit(q.raddr[0]) : 0u);
+  g.vb = q.vb_re & ~(q.re[1] ? bank_bit(q.raddr[1]) : 0u);
+  g.vw = q.vw_we & ~written_bank;
   return g;
 }
 
@@ -150,9 +155,9 @@ class Harness {
       ASSERT_EQ(get_field(m_->rgnt_o, i, 1), g.rgnt[i]) << "cycle " << t << " read client " << i;
     for (uint32_t i = 0; i < kWriters; ++i)
       ASSERT_EQ(get_field(m_->wgnt_o, i, 1), g.wgnt[i]) << "cycle " << t << " write client " << i;
-    ASSERT_EQ(m_->va_rgnt_o, g.va) << "cycle " << t;
-    ASSERT_EQ(m_->vb_rgnt_o, g.vb) << "cycle " << t;
-    ASSERT_EQ(m_->vw_wgnt_o, g.vw) << "cycle " << t;
+    ASSERT_EQ(uint32_t{m_->va_rgnt_o}, g.va) << "cycle " << t;
+    ASSERT_EQ(uint32_t{m_->vb_rgnt_o}, g.vb) << "cycle " << t;
+    ASSERT_EQ(uint32_t{m_->vw_wgnt_o}, g.vw) << "cycle " << t;
     m_->clk_i = 1;
     m_->eval();
     m_->clk_i = 0;
@@ -160,8 +165,8 @@ class Harness {
     // Write first: the model writes, then the reads of this cycle see the new rows.
     for (uint32_t i = 0; i < kWriters; ++i)
       if (g.wgnt[i]) mem_[q.waddr[i]] = q.wdata[i];
-    for (uint32_t k = 0; k < S && g.vw; ++k)
-      if (q.vw_we >> k & 1u) mem_[q.vw_row[k]] = q.vw_data[k];
+    for (uint32_t k = 0; k < S; ++k)
+      if (g.vw >> k & 1u) mem_[q.vw_row[k]] = q.vw_data[k];
     for (uint32_t i = 0; i < kReaders; ++i) {
       if (!g.rgnt[i]) continue;
       for (uint32_t l = 0; l < N; ++l)
@@ -170,12 +175,14 @@ class Harness {
     }
     for (uint32_t k = 0; k < S; ++k) {
       for (uint32_t l = 0; l < N; ++l) {
-        if (g.va && (q.va_re >> k & 1u))
+        if (g.va >> k & 1u) {
           ASSERT_EQ(get_field(m_->va_rdata_o, kRowBits * k + 32 * l, 32), mem_[q.va_row[k]][l])
               << "cycle " << t << " va bank " << k << " row " << q.va_row[k];
-        if (g.vb && (q.vb_re >> k & 1u))
+        }
+        if (g.vb >> k & 1u) {
           ASSERT_EQ(get_field(m_->vb_rdata_o, kRowBits * k + 32 * l, 32), mem_[q.vb_row[k]][l])
               << "cycle " << t << " vb bank " << k << " row " << q.vb_row[k];
+        }
       }
     }
   }
@@ -228,6 +235,33 @@ TEST(Vmem, WideReadInTheCycleOfAWideWriteReturnsTheNewRows) {
       q.vw_row[k] = q.va_row[k] = q.vb_row[k] = h.row_of_bank(k);
       q.vw_data[k] = h.random_row();
     }
+    h.cycle(q, t);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// A narrow client takes one bank and the wide clients get the others in the same cycle; reads
+// in that cycle of rows written in it (a narrow read of a row of the wide write, a wide read of
+// the narrow write's row) return the new rows.
+TEST(Vmem, WideClientsGetTheBanksTheNarrowClientsLeave) {
+  Harness h(4);
+  for (uint64_t t = 0; t < 64; ++t) {
+    Requests q;
+    q.vw_we = q.va_re = q.vb_re = (1u << S) - 1;
+    for (uint32_t k = 0; k < S; ++k) {
+      q.va_row[k] = q.vb_row[k] = h.row_of_bank(k);
+      q.vw_row[k] = h.row_of_bank(k);
+      q.vw_data[k] = h.random_row();
+    }
+    // Narrow read client 0 / 1 on a rotating bank, narrow write client 1 on another one.
+    const uint32_t nb = static_cast<uint32_t>(t % S);
+    q.re[0] = q.re[1] = true;
+    q.raddr[0] = q.vw_row[(nb + 1) % S];  // the row the wide write writes now
+    q.raddr[1] = h.row_of_bank(nb);
+    q.we[1] = t % 2 == 0;
+    q.waddr[1] = h.row_of_bank((nb + S - 1) % S);
+    q.wdata[1] = h.random_row();
+    if (q.we[1]) q.va_row[(nb + S - 1) % S] = q.waddr[1];
     h.cycle(q, t);
     if (::testing::Test::HasFatalFailure()) return;
   }

@@ -9,8 +9,9 @@
 // row). After every instruction the whole VMEM must equal the golden model's, bit for bit.
 // TPU_VPU_RANDOM sets the number of random instructions (the `slow.` copies run more).
 // Built for each VpuRows S (TPU_TEST_S): the ports are bank-indexed (bank k = rows r with
-// r mod S = k, rtl/tpu_vmem.sv), all banks of a port granted together; the VMEM model checks
-// that every bank request names a row of its bank.
+// r mod S = k, rtl/tpu_vmem.sv), granted bank by bank: the grant patterns deny whole ports or
+// single banks at random, or one bank per cycle in turn as a narrow client streaming rows does
+// (rtl/tpu_vmem.sv); the VMEM model checks that every bank request names a row of its bank.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -63,9 +64,13 @@ uint32_t get_word(const T& port, uint32_t x) {
 }
 using tpu::VecFunc;
 
-// Grant probabilities of the three ports (1 = always granted).
+// Grant probabilities of the three ports (1 = always granted), for the whole port or for each
+// bank on its own; or `stream`: full grants but for bank (cycle mod S) on every port, the bank
+// a narrow client streaming contiguous rows takes (rtl/tpu_vmem.sv).
 struct Grants {
   double a = 1, b = 1, w = 1;
+  bool per_bank = false;
+  bool stream = false;
 };
 
 class Harness {
@@ -92,15 +97,14 @@ class Harness {
   // One clock cycle: random grants, the memory's reaction to the requests, the clock edge,
   // then this cycle's read data (or garbage) on the data inputs.
   void tick() {
-    std::uniform_real_distribution<double> u(0, 1);
-    m->vm_a_rgnt_i = u(rng) < grants.a;
-    m->vm_b_rgnt_i = u(rng) < grants.b;
-    m->vm_w_wgnt_i = u(rng) < grants.w;
+    m->vm_a_rgnt_i = static_cast<CData>(grant_mask(grants.a));
+    m->vm_b_rgnt_i = static_cast<CData>(grant_mask(grants.b));
+    m->vm_w_wgnt_i = static_cast<CData>(grant_mask(grants.w));
     m->eval();
     if (m->rst_ni) check_requests();
-    if (m->vm_w_we_o != 0 && m->vm_w_wgnt_i) {  // write first
+    if ((m->vm_w_we_o & m->vm_w_wgnt_i) != 0) {  // write first
       for (uint32_t k = 0; k < S; ++k) {
-        if (!bit(m->vm_w_we_o, k)) continue;
+        if (!bit(m->vm_w_we_o, k) || !bit(m->vm_w_wgnt_i, k)) continue;
         const uint32_t row = get_field(m->vm_w_waddr_o, 16 * k, 16);
         for (uint32_t j = 0; j < N; ++j) {
           mem[size_t{row} * N + j] = get_word(m->vm_w_wdata_o, N * k + j);
@@ -121,6 +125,17 @@ class Harness {
     }
     m->eval();
     ++cycle;
+  }
+
+  // This cycle's granted banks of a port granted with probability p.
+  uint32_t grant_mask(double p) {
+    constexpr uint32_t kAll = (1u << S) - 1;
+    if (grants.stream) return kAll & ~(1u << static_cast<uint32_t>(cycle % S));
+    std::uniform_real_distribution<double> u(0, 1);
+    if (!grants.per_bank) return u(rng) < p ? kAll : 0;
+    uint32_t mask = 0;
+    for (uint32_t k = 0; k < S; ++k) mask |= (u(rng) < p ? 1u : 0u) << k;
+    return mask;
   }
 
   // Runs one instruction: valid after a random delay, held until taken, then until idle.
@@ -182,10 +197,10 @@ class Harness {
   }
   // The banks' data: bank k's row if it was read (granted), garbage otherwise.
   template <typename R, typename A>
-  std::vector<uint32_t> read_rows(bool granted, const R& re, const A& addr) {
+  std::vector<uint32_t> read_rows(uint32_t granted, const R& re, const A& addr) {
     std::vector<uint32_t> r(N * S);
     for (uint32_t k = 0; k < S; ++k) {
-      const bool rd = granted && bit(re, k);
+      const bool rd = (granted >> k & 1u) && bit(re, k);
       const uint32_t row = get_field(addr, 16 * k, 16);
       for (uint32_t j = 0; j < N; ++j) {
         r[N * k + j] = rd && row < kRows ? mem[size_t{row} * N + j] : r32(rng);
@@ -206,7 +221,7 @@ class Harness {
   std::vector<uint32_t> mem;  // kRows x N
   int64_t cycle = 0;
   int64_t writes = 0;        // rows written
-  int64_t write_cycles = 0;  // cycles with a granted write
+  int64_t write_cycles = 0;  // cycles with a granted write (of any bank)
   bool cmd_taken = false;
 };
 
@@ -408,8 +423,18 @@ void print_rate(const std::string& what, int64_t rows, int64_t cycles) {
 std::string func_name(const tpu::Vector& v) { return std::string(tpu::vec_func_name(v.func)); }
 
 const Grants kGrantPatterns[] = {
-    {1, 1, 1},   {0.9, 0.9, 0.9}, {0.5, 0.5, 0.5}, {0.3, 0.8, 0.6},
-    {1, 0.2, 1}, {1, 1, 0.2},     {0.2, 1, 1},     {0.7, 0.4, 0.9},
+    {1, 1, 1},
+    {0.9, 0.9, 0.9},
+    {0.5, 0.5, 0.5},
+    {0.3, 0.8, 0.6},
+    {1, 0.2, 1},
+    {1, 1, 0.2},
+    {0.2, 1, 1},
+    {0.7, 0.4, 0.9},
+    {0.9, 0.9, 0.9, true},
+    {0.5, 0.5, 0.5, true},
+    {0.8, 0.3, 0.6, true},
+    {1, 1, 1, false, S > 1},  // a narrow client streaming (S = 1: full grants)
 };
 
 int random_count(int dflt) {
@@ -637,6 +662,29 @@ TEST(Vpu, WideThroughputLong) {
     const int64_t rows = int64_t{v.inner} * v.outer;
     print_rate("S=" + std::to_string(S) + " " + func_name(v), rows, cycles);
     EXPECT_LE(cycles, rows / S + 2) << describe(v);
+  }
+}
+
+// A narrow client streaming contiguous rows takes bank (cycle mod S) of every port each cycle
+// (rtl/tpu_vmem.sv grants the vector unit the other banks): a group gets all but one of its
+// banks in its first cycle and the last one in the next, and the queue writes a group in two
+// cycles, so contiguous tensors still go S / 2 rows per cycle (S > 1; at S = 1 the narrow
+// client takes the whole port, as before).
+TEST(Vpu, WideThroughputNarrowStream) {
+  if (S == 1) GTEST_SKIP() << "one bank: a narrow client takes the whole port";
+  Rig r(37, 41);
+  Harness& h = r.h;
+  Golden& g = r.g;
+  h.grants.stream = true;
+  for (BMode bm : {BMode::RowA, BMode::Imm}) {
+    tpu::Vector v = contiguous(VecFunc::FAdd, 0, 40, 6, 3);
+    v.bmode = bm;
+    v.b = bm == BMode::Imm ? 0x3F800000u : 20;
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    print_rate("S=" + std::to_string(S) + " narrow stream " + func_name(v), rows, cycles);
+    EXPECT_LE(cycles, 2 * ((rows + S - 1) / S) + 4) << describe(v);
   }
 }
 
