@@ -371,24 +371,21 @@ module tpu_core #(
   logic [31:0] wdma_ar_addr;
   logic [7:0]  wdma_ar_len;
   logic [31:0] wport_rd_bytes;  // weight-port bytes received this cycle (DMA_RD_BYTES)
+  // The weight DMA reads through the device-memory port's client 1 (WaxiDataWidth = 0) or
+  // through the weight port m_waxi_* (docs/isa.md "The weight port"); one reader either way.
+  localparam int unsigned WDmaBeatBytes = WaxiDataWidth == 0 ? BeatBytes : WBeatBytes;
+  logic [8*WDmaBeatBytes-1:0] wdma_r_data;
+  logic [1:0]                 wdma_r_resp;
+  logic                       wdma_r_last;
   if (WaxiDataWidth == 0) begin : g_wdma_shared
     assign c_ar_valid[1]       = wdma_ar_valid;
     assign c_ar_addr[63:32]    = wdma_ar_addr;
     assign c_ar_len[15:8]      = wdma_ar_len;
     assign wdma_ar_ready       = c_ar_ready[1];
     assign wdma_r_valid        = c_r_valid[1];
-    tpu_dma_reader #(.RowBytes(N), .BeatBytes(BeatBytes), .MaxBurst(AxiMaxBurst),
-                     .Overlap(1'b1), .MaxRows((WFifoTiles + 2) * N)) u_dma_weights (
-      .clk_i, .rst_ni, .clear_i(clear),
-      .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
-      .space_rows_i(24'(wfifo_free)),
-      .ar_valid_o(wdma_ar_valid), .ar_addr_o(wdma_ar_addr), .ar_len_o(wdma_ar_len),
-      .ar_ready_i(wdma_ar_ready), .r_valid_i(wdma_r_valid), .r_data_i(m_axi_rdata_i),
-      .r_resp_i(m_axi_rresp_i), .r_last_i(m_axi_rlast_i),
-      .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
-      .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
-      .active_o(wdma_active)
-    );
+    assign wdma_r_data         = m_axi_rdata_i;
+    assign wdma_r_resp         = m_axi_rresp_i;
+    assign wdma_r_last         = m_axi_rlast_i;
     assign m_waxi_araddr_o  = '0;
     assign m_waxi_arlen_o   = '0;
     assign m_waxi_arsize_o  = '0;
@@ -413,21 +410,24 @@ module tpu_core #(
     assign m_waxi_arburst_o = 2'b01;  // INCR
     assign wdma_ar_ready    = m_waxi_arready_i;
     assign wdma_r_valid     = m_waxi_rvalid_i;
+    assign wdma_r_data      = m_waxi_rdata_i;
+    assign wdma_r_resp      = m_waxi_rresp_i;
+    assign wdma_r_last      = m_waxi_rlast_i;
     assign m_waxi_rready_o  = 1'b1;   // the reader only requests bursts the FIFO has room for
     assign wport_rd_bytes   = m_waxi_rvalid_i ? 32'(WBeatBytes) : 32'd0;
-    tpu_dma_reader #(.RowBytes(N), .BeatBytes(WBeatBytes), .MaxBurst(AxiMaxBurst),
-                     .Overlap(1'b1), .MaxRows((WFifoTiles + 2) * N)) u_dma_weights (
-      .clk_i, .rst_ni, .clear_i(clear),
-      .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
-      .space_rows_i(24'(wfifo_free)),
-      .ar_valid_o(wdma_ar_valid), .ar_addr_o(wdma_ar_addr), .ar_len_o(wdma_ar_len),
-      .ar_ready_i(wdma_ar_ready), .r_valid_i(wdma_r_valid), .r_data_i(m_waxi_rdata_i),
-      .r_resp_i(m_waxi_rresp_i), .r_last_i(m_waxi_rlast_i),
-      .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
-      .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
-      .active_o(wdma_active)
-    );
   end
+  tpu_dma_reader #(.RowBytes(N), .BeatBytes(WDmaBeatBytes), .MaxBurst(AxiMaxBurst),
+                   .Overlap(1'b1), .MaxRows((WFifoTiles + 2) * N)) u_dma_weights (
+    .clk_i, .rst_ni, .clear_i(clear),
+    .cmd_valid_i(wdma_cmd_valid), .cmd_ready_o(wdma_cmd_ready), .cmd_i(wdma_cmd.dma),
+    .space_rows_i(24'(wfifo_free)),
+    .ar_valid_o(wdma_ar_valid), .ar_addr_o(wdma_ar_addr), .ar_len_o(wdma_ar_len),
+    .ar_ready_i(wdma_ar_ready), .r_valid_i(wdma_r_valid), .r_data_i(wdma_r_data),
+    .r_resp_i(wdma_r_resp), .r_last_i(wdma_r_last),
+    .row_valid_o(wdma_row_valid), .row_data_o(wdma_row), .row_idx_o(wdma_row_idx),
+    .row_err_o(wdma_row_err), .row_err_prev_o(wdma_err_prev), .busy_o(wdma_busy),
+    .active_o(wdma_active)
+  );
   assign wdma_err  = wdma_row_valid && wdma_row_err;
   assign wdma_push = wdma_row_valid && !wdma_row_err;
 
