@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "float_bits.h"
 #include "pod_rtl.h"
 #include "program.h"
 #include "train_models.h"
@@ -40,19 +41,8 @@ train::TrainOptions options(Optimizer opt, uint32_t batch) {
   return o;
 }
 
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-std::map<std::string, std::vector<uint32_t>> as_bits(
-    const std::map<std::string, std::vector<float>>& w) {
-  std::map<std::string, std::vector<uint32_t>> r;
-  for (const auto& [k, v] : w)
-    for (float f : v) r[k].push_back(bits(f));
-  return r;
-}
+using tpu::test::as_bits;
+using tpu::test::bits;
 
 struct Case {
   const char* name;

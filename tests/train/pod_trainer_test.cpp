@@ -19,6 +19,7 @@
 #include "compiler/optimizer.h"
 #include "compiler/placement.h"
 #include "device_model.h"
+#include "float_bits.h"
 #include "train_models.h"
 
 namespace tpu::train::test {
@@ -58,19 +59,8 @@ Data data(uint32_t batch, uint32_t step, uint32_t side = 4) {
   return d;
 }
 
-uint32_t bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-std::map<std::string, std::vector<uint32_t>> as_bits(
-    const std::map<std::string, std::vector<float>>& w) {
-  std::map<std::string, std::vector<uint32_t>> r;
-  for (const auto& [k, v] : w)
-    for (float f : v) r[k].push_back(bits(f));
-  return r;
-}
+using tpu::test::as_bits;
+using tpu::test::bits;
 
 struct PodCase {
   const char* name;
