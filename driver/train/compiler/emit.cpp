@@ -822,57 +822,76 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
       in(dy, set_of(L.in, L.in_step, 3, s) + k * pitch, rows, row(dy));
     }
   };
-  read(0);
-  for (size_t ji = 0; ji < jobs.size(); ++ji) {
+  // Job ji's compute: its vector passes, then dW (tap rows in dW scratch set ji % depth).
+  auto compute = [&](size_t ji) {
     const FusedJob& j = jobs[ji];
-    std::vector<Instruction> dma;
-    if (depth > 1 && ji + 1 < jobs.size()) dma = capture([&] { read(ji + 1); });
-    if (depth == 1 && ji != 0) read(ji);
     const VMat& xb = xbs[j.band];
     const uint32_t s = static_cast<uint32_t>(ji % depth), rows = j.lines * pline;
     const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
-    auto compute = [&] {
-      const VMat ab{set_of(L.in, L.in_step, 1, s), rows, j.cols, round_up(rows, n_)};
-      const VMat yb{set_of(L.in, L.in_step, 2, s), rows, j.cols, ab.pitch};
-      const VMat dyb{set_of(L.in, L.in_step, 3, s), rows, j.cols, ab.pitch};
-      if (nd.relu) relu_backward(pb_, yb, dyb, dyb, L.scratch);  // dY of the pool, in place
-      if (bias) rsum_rows(L.out[1] + j.g0, dyb, rows, j.py0 == 0);
-      PoolGeom pg = nd.pool;
-      pg.h = j.lines * kh;
-      pg.c = j.cols;
-      const uint32_t crows = j.lines * kh * cline;
-      const VMat buf{L.out.back(), crows, j.cols, round_up(crows, n_)};
-      maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
-      // dW of the job's output blocks in one call where the kernel can accumulate them all
-      // (conv_dw_group: the band's tap rows built once for all of them), each block's
-      // partial in ACC rows of its own across the bands, as one block per call would.
-      ConvGeom all = b;
-      all.cout = j.cols;
-      if (conv_dw_group(all, n_)) {
-        ConvGeom one = b;
-        one.cout = n_;
-        const VMat sum{L.out[0] + j.g0 * dw.pitch, dw.rows, j.cols, dw.pitch};
-        conv2d_backward_weights(pb_, all, xb, buf, sum, L.scratch, j.g0 * conv_dw_acc_rows(one, n_),
-                                j.py0 != 0);
-      }
-      for (uint32_t k = 0; !conv_dw_group(all, n_) && k < buf.blocks(n_); ++k) {
-        const uint32_t cb = j.g0 + k;
-        ConvGeom bb = b;
-        bb.cout = std::min(n_, b.cout - cb * n_);
-        const VMat dyc{buf.block(k), crows, bb.cout, buf.pitch};
-        const VMat sum{L.out[0] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
-        conv2d_backward_weights(pb_, bb, xb, dyc, sum, L.scratch, cb * conv_dw_acc_rows(bb, n_),
-                                j.py0 != 0);
-      }
+    const VMat ab{set_of(L.in, L.in_step, 1, s), rows, j.cols, round_up(rows, n_)};
+    const VMat yb{set_of(L.in, L.in_step, 2, s), rows, j.cols, ab.pitch};
+    const VMat dyb{set_of(L.in, L.in_step, 3, s), rows, j.cols, ab.pitch};
+    if (nd.relu) relu_backward(pb_, yb, dyb, dyb, L.scratch);  // dY of the pool, in place
+    if (bias) rsum_rows(L.out[1] + j.g0, dyb, rows, j.py0 == 0);
+    PoolGeom pg = nd.pool;
+    pg.h = j.lines * kh;
+    pg.c = j.cols;
+    const uint32_t crows = j.lines * kh * cline;
+    const VMat buf{set_of(L.out, L.out_step, L.out.size() - 1, s), crows, j.cols,
+                   round_up(crows, n_)};
+    maxpool_backward(pb_, pg, ab, dyb, buf, L.scratch);
+    // dW of the job's output blocks in one call where the kernel can accumulate them all
+    // (conv_dw_group: the band's tap rows built once for all of them), each block's partial
+    // in ACC rows of its own across the bands, as one block per call would.
+    const uint32_t taps = L.dw_scratch + s * L.dw_scratch_step;
+    ConvGeom all = b;
+    all.cout = j.cols;
+    if (conv_dw_group(all, n_)) {
+      ConvGeom one = b;
+      one.cout = n_;
+      const VMat sum{L.out[0] + j.g0 * dw.pitch, dw.rows, j.cols, dw.pitch};
+      conv2d_backward_weights(pb_, all, xb, buf, sum, taps, j.g0 * conv_dw_acc_rows(one, n_),
+                              j.py0 != 0);
+    }
+    for (uint32_t k = 0; !conv_dw_group(all, n_) && k < buf.blocks(n_); ++k) {
+      const uint32_t cb = j.g0 + k;
+      ConvGeom bb = b;
+      bb.cout = std::min(n_, b.cout - cb * n_);
+      const VMat dyc{buf.block(k), crows, bb.cout, buf.pitch};
+      const VMat sum{L.out[0] + cb * dw.pitch, dw.rows, bb.cout, dw.pitch};
+      conv2d_backward_weights(pb_, bb, xb, dyc, sum, taps, cb * conv_dw_acc_rows(bb, n_),
+                              j.py0 != 0);
+    }
+  };
+  read(0);
+  if (depth == 1) {
+    for (size_t ji = 0; ji < jobs.size(); ++ji) {
+      if (ji != 0) read(ji);
+      compute(ji);
+    }
+  } else {
+    // Software-pipelined: job ji + 1's vector passes (ReLU and pool gradients, the tap rows:
+    // the instructions before its first load_weights, into its own sets of the band buffer
+    // and the tap rows) spread over job ji's load_weights and matmuls (overlay), job ji + 2's
+    // reads over them too (spread_reads); job 0's passes alone, job 1's reads before them.
+    auto split = [&](size_t ji) {
+      std::vector<Instruction> c = capture([&] { compute(ji); });
+      const auto k = static_cast<std::ptrdiff_t>(first_of<LoadWeights>(c));
+      return std::make_pair(std::vector<Instruction>(c.begin(), c.begin() + k),
+                            std::vector<Instruction>(c.begin() + k, c.end()));
     };
-    if (depth > 1) {
-      // The next job's reads (the write port) once the dW matmuls stream, not beside the
-      // ReLU and pool gradients' vector passes at the job's start.
-      const std::vector<Instruction> work = capture(compute);
+    if (jobs.size() > 1) read(1);
+    auto cur = split(0);
+    for (const Instruction& i : cur.first) pb_.append(i);
+    for (size_t ji = 0; ji < jobs.size(); ++ji) {
+      std::vector<Instruction> dma;
+      if (ji + 2 < jobs.size()) dma = capture([&] { read(ji + 2); });
+      std::pair<std::vector<Instruction>, std::vector<Instruction>> next;
+      if (ji + 1 < jobs.size()) next = split(ji + 1);
+      const std::vector<Instruction> work = overlay(cur.second, next.first, chip_);
       const size_t m = first_of<MatmulBf16>(work);
       place_dma(work, dma, m, m, true);
-    } else {
-      compute();
+      cur = std::move(next);
     }
   }
   const VMat sum = at(nd.out[0], L.out[0]);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "compiler/interleave.h"
 
+#include <algorithm>
 #include <variant>
+
+#include "compiler/emit.h"
 
 namespace tpu::train::compiler {
 
@@ -96,6 +99,35 @@ std::vector<Instruction> hoist_matmuls(const std::vector<Instruction>& in) {
     copy(from, j_end);
     i = m_end;
   }
+  return out;
+}
+
+std::vector<Instruction> overlay(const std::vector<Instruction>& main,
+                                 const std::vector<Instruction>& side, const ChipParams& chip) {
+  std::vector<Instruction> out;
+  out.reserve(main.size() + side.size());
+  uint64_t lw = 0, mm = 0, other = 0, free_at = 0;
+  size_t next = 0;
+  for (const Instruction& m : main) {
+    out.push_back(m);
+    const uint64_t w = instruction_work(m, chip);
+    if (std::holds_alternative<LoadWeights>(m)) {
+      lw += w;
+    } else if (std::holds_alternative<MatmulBf16>(m)) {
+      mm += w;
+    } else {
+      other += w;
+    }
+    const uint64_t t = std::max(lw, mm) + other;
+    for (; next < side.size() && t >= free_at; ++next) {
+      out.push_back(side[next]);
+      const uint64_t sw = instruction_work(side[next], chip);
+      free_at = t + (std::holds_alternative<Vector>(side[next])
+                         ? (sw + kOverlayVectorRows - 1) / kOverlayVectorRows
+                         : sw);
+    }
+  }
+  out.insert(out.end(), side.begin() + static_cast<std::ptrdiff_t>(next), side.end());
   return out;
 }
 

@@ -31,5 +31,20 @@ std::vector<size_t> spread_reads(const std::vector<Instruction>& compute, size_t
 // while the last acc_to_vmem moves ACC out ahead of the pool's vector passes (they wait for
 // it: it holds the VMEM write port), where in order it would wait for them.
 std::vector<Instruction> hoist_matmuls(const std::vector<Instruction>& in);
+// `side` (a later job's vector passes, no VMEM rows in common with `main`'s) spread over
+// `main` (a job's load_weights and matmuls), both in their own order: side instruction i right
+// after the main instruction at which main's estimated progress reaches the estimated end of
+// side instruction i - 1 (the first after main's first instruction), the rest after main.
+// Estimates (instruction_work): main's progress max(load_weights work, matmul work) + the
+// others' work (the weight loads and the matmuls overlap); a vector instruction its rows /
+// kOverlayVectorRows. The vector unit then works while the MXU does, where in program order
+// it would wait for the job's last load_weights to issue. With the VMEM arbiter that grants
+// the vector unit only when no narrow client (DMA, move, load_weights, matmul feeder) uses a
+// read port, a side instruction runs in the gaps and, when it is slower than estimated, the
+// next one holds the issue until it ends (the MXU's queue drains, the ports free up): no worse
+// than one after the other by more than that drain; with grants per bank it runs beside them.
+constexpr uint64_t kOverlayVectorRows = 4;
+std::vector<Instruction> overlay(const std::vector<Instruction>& main,
+                                 const std::vector<Instruction>& side, const ChipParams& chip);
 
 }  // namespace tpu::train::compiler

@@ -140,12 +140,19 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
     }
     scratch = std::max(scratch, gb * prows);  // relu_backward's mask
   }
-  L.out.push_back(sets(a, gb * crows, 1, L.out_step));  // the conv output's (gradient's) band
-  if (nd.op == Op::ConvPool) {  // the conv's im2col stays for the band's other groups: the
-    // pool's scratch after it
+  // The conv output's (gradient's) band: the gradient's a set per job in flight
+  const bool grad = nd.op == Op::ConvPoolGrad;
+  L.out.push_back(sets(a, gb * crows, grad ? depth : 1, L.out_step));
+  if (!grad) {  // the conv's im2col stays for the band's other groups: the pool's scratch
+    // after it
     L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)) + scratch);
+  } else if (depth > 1) {  // relu mask and pool scratch; the dW's tap rows, a set per job
+    L.scratch = a.rows(std::max(1u, scratch));
+    L.dw_scratch_step = std::max(1u, conv_dw_scratch_rows(b, chip));
+    L.dw_scratch = a.rows(depth * L.dw_scratch_step);
   } else {  // relu mask, pool scratch, then the dW's tap rows: one at a time
     L.scratch = a.rows(std::max({1u, scratch, conv_dw_scratch_rows(b, chip)}));
+    L.dw_scratch = L.scratch;
   }
 }
 

@@ -61,6 +61,10 @@ struct NodeLayout {
   // is at in[i] + s * in_step[i] (depth sets, Placement::depth).
   std::vector<uint32_t> in_step, out_step;
   uint32_t scratch = 0;
+  // ConvPoolGrad double-buffered: the dW kernel's scratch (its tap rows), one set per job in
+  // flight (set s at dw_scratch + s * dw_scratch_step), apart from `scratch` (the ReLU mask
+  // and the pool gradient's), so the next job's vector passes run beside this job's matmuls.
+  uint32_t dw_scratch = 0, dw_scratch_step = 0;
   uint32_t end = 0;  // one past the last row used
 };
 
