@@ -163,11 +163,13 @@ struct MaxPoolWindow {
   bool padded = false, chip_pads = false;
 };
 
-// An elementwise step the importer converted 1:1 into a Copy layer of its own, which the fusion
-// pass (passes/fuse_layers.h) merges into the layers computing its input when the fusion rules
-// (passes/fusion.h) allow, or (Quantize) the QDQ pairing step (passes/pair_qdq.h) resolves.
-// Only between conversion and that pass; kind None after it.
-enum class StepKind { None, Activation, MaxPool, Quantize };
+// An elementwise step the importer converted 1:1 into a Copy layer of its own: a bias, scale or
+// BatchNormalization (Fold) that the fold pass (passes/fold_affine.h) folds into the Conv/Dense
+// computing its input, or an activation or max-pool that the fusion pass (passes/fuse_layers.h)
+// merges into the layers computing its input when the fusion rules (passes/fusion.h) allow, or
+// (Quantize) the QDQ pairing step (passes/pair_qdq.h) resolves. Only between conversion and
+// those passes; kind None after them.
+enum class StepKind { None, Activation, MaxPool, Quantize, Fold };
 struct PendingStep {
   StepKind kind = StepKind::None;
   // Per part of the step's input: the layer whose output it is when no other op reads that
@@ -187,6 +189,16 @@ struct PendingStep {
   // the one layer later steps reading this one may join, -1 for none).
   TensorQuant quant;
   bool sole_reader = false;
+  // Fold (the layer's op says which): Add / Sub (a bias) or Mul / Div (a per-channel scale) by
+  // `values`, one per channel, the constant the first operand when `constant_first`;
+  // BatchNormalization: its scale, B, input_mean and input_var per channel (`batch_norm`, in that
+  // order, with their shapes in the file for messages) and epsilon. sources: the one layer whose
+  // output only this step reads (the converter refuses a fold of anything else).
+  std::vector<double> values;
+  bool constant_first = false;
+  std::array<std::vector<double>, 4> batch_norm;
+  std::array<std::string, 4> batch_norm_shapes;
+  double epsilon = 0.0;
 };
 
 // A float layer: weights [cout][cin/group][kh][kw] (conv) or [cout][fan_in] (dense), bias

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Builders shared by the tests of the IR passes (fuse_layers_test.cpp, pair_qdq_test.cpp): the
-// hand-built networks and layers the converters would leave (a Conv, the Copy layer holding an
-// activation's or a max-pool's pending step, a uint8 quantization), and the ONNX nodes the
-// importer tests put around them (a Conv, a QuantizeLinear / DequantizeLinear pair).
+// Builders shared by the tests of the IR passes (fuse_layers_test.cpp, pair_qdq_test.cpp,
+// fold_affine_test.cpp): the hand-built networks and layers the converters would leave (a Conv,
+// the Copy layer holding an activation's or a max-pool's pending step, a uint8 quantization),
+// and the ONNX nodes the importer tests put around them (a Conv, a QuantizeLinear /
+// DequantizeLinear pair).
 #pragma once
 
 #include <optional>

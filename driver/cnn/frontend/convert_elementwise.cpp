@@ -13,7 +13,6 @@
 
 #include "frontend/importer.h"
 #include "passes/fuse_layers.h"
-#include "passes/fusion.h"
 
 namespace tpu::cnn::frontend {
 
@@ -61,42 +60,12 @@ void Importer::arith(const onnx::NodeProto& n) {
   if (v.is_int) fail(n, "operates on a quantized tensor (DequantizeLinear first)");
   const std::vector<double> per = per_channel(n, c, v);
   const std::string& name = n.input(data_first ? 0 : 1);
-  int li = fusable(name);
-  if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
-    // After an activation or max-pool (as fused: the layer it joins): refused.
-    const passes::FusedView view = passes::view_as_fused(net_, {li}, passes::FuseWhen::AnyStep);
-    if (const Layer* l = view.single(net_)) {
-      if (!l->has_weights())
-        fail(n, op + " by a constant after " + l->op + " '" + l->name + "' is not supported");
-      fail(n, op + " by a constant after an activation or pooling is not supported");
-    }
-    li = -1;  // the parts of a pooled concatenation
-  }
-  if (li >= 0) {
-    Layer& l = net_.layers[size_t(li)];
-    if (!l.has_weights())
-      fail(n, op + " by a constant after " + l.op + " '" + l.name + "' is not supported");
-    if (l.act != Activation::None || l.pool_k > 1)
-      fail(n, op + " by a constant after an activation or pooling is not supported");
-    if (l.given && !l.given->bias.empty() && (op == "Add" || op == "Sub"))
-      fail(n, "adds a second bias to a layer with a quantized bias");
-    if (l.given && (op == "Mul" || op == "Div")) fail(n, "scales a layer with quantized weights");
-    for (int ch = 0; ch < l.cout(); ++ch) {
-      const double x = per[size_t(ch)];
-      if (op == "Add")
-        l.bias[size_t(ch)] += float(x);
-      else if (op == "Sub" && data_first)
-        l.bias[size_t(ch)] -= float(x);
-      else if (op == "Mul" || (op == "Div" && data_first)) {
-        if (op == "Div" && x == 0) fail(n, "division by zero");
-        passes::scale_output_channel(l, ch, op == "Mul" ? x : 1.0 / x);
-      } else {
-        fail(n, op + " with the constant first is not supported after a layer");
-      }
-    }
-    l.fused.push_back(op + " " + node_name(n));
-    define(n, v, name);
-    return;
+  if (const int li = fusable(name); li >= 0) {
+    // A bias or scale of the layer before: the fold pass folds it, or refuses.
+    PendingStep step;
+    step.values = per;
+    step.constant_first = !data_first;
+    return fold_step(n, v, li, std::move(step));
   }
   // Preprocessing on the input: x' = a*x + b per channel.
   if (name != input_tail_ || v.parts != std::vector<int>{kNetworkInput})
@@ -208,35 +177,40 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
 
 void Importer::batch_norm(const onnx::NodeProto& n) {
   const Value v = float_input(n, 0, "a QDQ Conv");
-  int li = fusable(n.input(0));
-  if (li >= 0 && net_.layers[size_t(li)].step.kind != StepKind::None) {
-    // After an activation or max-pool (as fused: the layer it joins): refused.
-    const passes::FusedView view = passes::view_as_fused(net_, {li}, passes::FuseWhen::AnyStep);
-    if (const Layer* l = view.single(net_); l && l->has_weights())
-      fail(n, "BatchNormalization after an activation or pooling is not supported");
-    li = -1;
-  }
-  if (li < 0 || !net_.layers[size_t(li)].has_weights())
+  const int li = fusable(n.input(0));
+  if (li < 0)
     fail(n,
          "BatchNormalization is supported right after a Conv or Gemm whose output nothing else "
          "reads (it is folded into it)");
-  Layer& l = net_.layers[size_t(li)];
-  if (l.act != Activation::None || l.pool_k > 1)
-    fail(n, "BatchNormalization after an activation or pooling is not supported");
-  if (l.given) fail(n, "BatchNormalization after a layer with quantized weights is not supported");
-  const Const& scale = konst(n, 1, "scale");
-  const Const& bias = konst(n, 2, "B");
-  const Const& mean = konst(n, 3, "input_mean");
-  const Const& var = konst(n, 4, "input_var");
-  const double eps = attr_float(n, "epsilon", 1e-5f);
-  const int cout = l.cout();
-  for (const Const* c : {&scale, &bias, &mean, &var})
-    if (c->numel() != cout)
-      fail(n, "parameter of shape " + dims_str(c->dims) + " for " + std::to_string(cout) +
-                  " channels");
-  passes::fold_batch_norm(l, scale.v, bias.v, mean.v, var.v, eps);
-  l.fused.push_back("BatchNormalization " + node_name(n));
-  define(n, v, n.input(0));
+  PendingStep step;
+  const char* what[] = {"scale", "B", "input_mean", "input_var"};
+  for (int i = 0; i < 4; ++i) {
+    const Const& c = konst(n, i + 1, what[i]);
+    step.batch_norm[size_t(i)] = c.v;
+    step.batch_norm_shapes[size_t(i)] = dims_str(c.dims);
+  }
+  step.epsilon = attr_float(n, "epsilon", 1e-5f);
+  fold_step(n, v, li, std::move(step));
+}
+
+void Importer::fold_step(const onnx::NodeProto& n, const Value& v, int li, PendingStep step) {
+  const Layer& s = net_.layers[size_t(li)];
+  Layer c;
+  c.kind = LayerKind::Copy;
+  c.name = node_name(n);
+  c.op = n.op_type();
+  c.inputs = {li};
+  c.input_channels = {s.out.c};
+  c.in = s.out;
+  c.out_quant = s.out_quant;  // (what a QuantizeLinear after it gives: the layer's, once folded)
+  c.step = std::move(step);
+  c.step.kind = StepKind::Fold;
+  c.step.sources = {li};
+  const int id = push_layer(n, std::move(c));
+  Value out = v;
+  out.parts = {id};
+  values_[n.output(0)] = out;
+  tail_of_[n.output(0)] = id;  // activations and pooling after it join the layer it folds into
 }
 
 }  // namespace tpu::cnn::frontend

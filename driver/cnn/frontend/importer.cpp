@@ -66,8 +66,10 @@ Network Importer::run() {
       i = size_t(-1);
     }
   }
-  // Layer fusion: the activation and max-pool steps join the layers computing their inputs.
-  passes::FusedNetwork fused = passes::fuse_steps(std::move(net_));
+  // The pending steps: the folds join the layers they follow (passes/fold_affine.h), then the
+  // activation and max-pool steps the layers computing their inputs and the Quantize steps are
+  // paired (passes/fuse_layers.h).
+  passes::FusedNetwork fused = passes::resolve_steps(std::move(net_));
   net_ = std::move(fused.net);
   // (An integer input that no QLinear op or DequantizeLinear declared: the integers.)
   if (int_input_) passes::quantize_integer_input(net_, int_input_unsigned_);

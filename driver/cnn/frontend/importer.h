@@ -46,14 +46,15 @@ class Importer {
   void conv(const onnx::NodeProto& n);
   void dense(const onnx::NodeProto& n);
   // Add/Sub/Mul/Div: of two tensors (Add), x * HardSigmoid(x), or with a constant (a bias or
-  // scale folded into the layer before, or input preprocessing).
+  // scale: a Fold step the fold pass folds into the layer before; or input preprocessing).
   void arith(const onnx::NodeProto& n);
   // Add of two tensors (QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp).
   void add(const onnx::NodeProto& n, bool ql);
   // Concat on channels: the parts are read where they are (a virtual tensor); QLinearConcat
   // (Y_scale, Y_zp, then X, X_scale, X_zp per input) requantizes when the scales differ.
   void concat(const onnx::NodeProto& n, bool ql);
-  // BatchNormalization after a Conv/Gemm read by nothing else: folded into its weights and bias.
+  // BatchNormalization after a Conv/Gemm read by nothing else: a Fold step the fold pass folds
+  // into its weights and bias.
   void batch_norm(const onnx::NodeProto& n);
   // Relu, Clip, Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish, PRelu (one slope), and
   // com.microsoft QLinearSigmoid / QLinearLeakyRelu (X, X_scale, X_zp, Y_scale, Y_zp).
@@ -195,6 +196,11 @@ class Importer {
   // PRelu with a slope per channel (one LUT cannot): relu(x) + (-slope) * relu(-x), two
   // Copy layers with ReLU (the second negates) and an Add with per-channel operand weights.
   void prelu_per_channel(const onnx::NodeProto& n, const std::vector<double>& slope);
+
+  // A bias, scale or BatchNormalization (node n, reading value v, the output of layer `li` that
+  // nothing else reads): a Copy layer holding Fold step `step`, which the fold pass
+  // (passes/fold_affine.h) folds into layer li, or refuses.
+  void fold_step(const onnx::NodeProto& n, const Value& v, int li, PendingStep step);
 
   // An activation on tensor `in`: a Copy layer holding the step, which the fusion pass merges
   // into the layer computing `in` when it can.

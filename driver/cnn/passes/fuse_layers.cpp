@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "passes/fold_affine.h"
 #include "passes/fusion.h"
 #include "passes/pair_qdq.h"
 
@@ -95,6 +96,9 @@ FusedNetwork fuse_steps(Network net) {
   for (size_t i = 0; i < layers.size(); ++i) {
     Layer& l = layers[i];
     remap_inputs(l, r);
+    if (l.step.kind == StepKind::Fold)
+      throw Error(r.net.name + ": internal: layer '" + l.name + "' (" + l.op +
+                  "): a fold step left for the fusion pass (passes/fold_affine.h first)");
     if (l.step.kind == StepKind::Quantize) {
       QdqPairing p = pair_qdq(r.net, l);
       if (p.how != Requantization::Copy) {
@@ -132,6 +136,19 @@ std::vector<int> parts_in(const FusedNetwork& f, const std::vector<int>& parts) 
   return out;
 }
 
+FusedNetwork resolve_steps(Network net) {
+  FusedNetwork folded = fold_affine(std::move(net));
+  FusedNetwork r = fuse_steps(std::move(folded.net));
+  std::vector<bool> closed(folded.parts_of.size(), false);
+  for (size_t i = 0; i < folded.parts_of.size(); ++i) {
+    closed[i] = r.closed.at(size_t(folded.parts_of[i].at(0)));
+    folded.parts_of[i] = parts_in(r, folded.parts_of[i]);
+  }
+  r.parts_of = std::move(folded.parts_of);
+  r.closed = std::move(closed);
+  return r;
+}
+
 const Layer* FusedView::single(const Network& unfused) const {
   if (parts.size() != 1 || parts[0] == kNetworkInput) return nullptr;
   return &net(unfused).layers.at(size_t(parts[0]));
@@ -150,7 +167,7 @@ FusedView view_as_fused(const Network& net, const std::vector<int>& parts, FuseW
     view.parts = parts;
     return view;
   }
-  view.fused = fuse_steps(net);
+  view.fused = resolve_steps(net);
   view.parts = parts_in(*view.fused, parts);
   return view;
 }

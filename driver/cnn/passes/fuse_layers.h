@@ -30,7 +30,8 @@ struct FusedNetwork {
   std::vector<bool> closed;
 };
 
-// Fuses every pending step of `net`, in layer order. An activation joins its one source when
+// Fuses every pending step of `net`, in layer order (the fold pass, passes/fold_affine.h, has
+// folded the Fold steps; one left is an internal error). An activation joins its one source when
 // can_fuse_activation allows (the step's output quantization becomes the layer's: it was
 // requantized after the activation); a max-pool joins every source when each allows
 // can_fuse_max_pool (a quantization given to its output becomes theirs). A step whose source is
@@ -44,12 +45,16 @@ Network fuse_layers(Network net);
 // Layers `parts` of f's input network (or kNetworkInput) as the layers of f.net computing them.
 std::vector<int> parts_in(const FusedNetwork& f, const std::vector<int>& parts);
 
+// The passes of the pending steps in order: fold_affine (passes/fold_affine.h), then fuse_steps;
+// parts_of maps each layer of `net` to the layers of the result computing it.
+FusedNetwork resolve_steps(Network net);
+
 // ---- The query the frontend asks while it converts (before this pass runs) ----------------
 // Some converters' outcome depends on what the pass will fuse: QLinearConcat requantizes unless
 // its parts (as fused) have its quantization, a max-pool of a concatenation pooled in its parts
-// keeps the concatenation, a bias or BatchNormalization after an activation is refused with a
-// message naming what it follows. They ask view_as_fused on the network converted so far, so that
-// importing 1:1 and fusing after gives what fusing in node order gave.
+// keeps the concatenation. They ask view_as_fused on the network converted so far, so that
+// importing 1:1 and fusing after gives what fusing in node order gave. (The fold pass asks it
+// too, for the message refusing a bias or BatchNormalization after an activation.)
 
 // Which pending steps among `parts` make view_as_fused run the pass; with none of them the view
 // is `parts` of the network as it is.
@@ -70,7 +75,7 @@ struct FusedView {
 
 // Layers `parts` of `net` (or kNetworkInput) as fuse_steps will leave them: `parts` of `net`
 // itself when none of them holds a pending step of the kind `when` names, else the layers of
-// fuse_steps(net) computing them.
+// resolve_steps(net) computing them.
 FusedView view_as_fused(const Network& net, const std::vector<int>& parts,
                         FuseWhen when = FuseWhen::PooledConcat);
 

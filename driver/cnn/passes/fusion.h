@@ -2,8 +2,8 @@
 // Fusion rules on the IR: what it takes for an elementwise step (an activation, a max-pool, a
 // BatchNormalization, a per-channel scale) to join the layer that computes its input, and the
 // layer that results. The fusion pass (passes/fuse_layers.h) applies the activation and max-pool
-// rules; the frontend folds a BatchNormalization or a per-channel scale into the Conv/Gemm whose
-// output only it reads as it converts (frontend/importer.h). They know nothing of ONNX.
+// rules; the fold pass (passes/fold_affine.h) folds a BatchNormalization or a per-channel scale
+// into the Conv/Gemm whose output only it reads. They know nothing of ONNX.
 #pragma once
 
 #include <vector>
