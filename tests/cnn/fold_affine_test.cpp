@@ -247,8 +247,8 @@ TEST(FoldAffineImport, FoldsInNodeOrderThenTheActivationJoins) {
   EXPECT_EQ(l.weight[2], float(float(-0.5f * 2.0) * s1));
 }
 
-// A bias after a Relu that another reader keeps a Copy: refused after conversion, naming the
-// Relu (errors of the fold pass; the conversion of every node came first).
+// A bias after a Relu that another reader keeps a Copy: refused by the fold pass after
+// conversion, naming the Relu.
 TEST(FoldAffineImport, ABiasAfterAReluCopyIsRefused) {
   OnnxGraph g("t");
   g.input("x", {1, 2, 4, 4});
@@ -260,6 +260,23 @@ TEST(FoldAffineImport, ABiasAfterAReluCopyIsRefused) {
   g.output("y");
   EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
             "t.onnx: node 'bias' (Add): Add by a constant after Relu 'relu' is not supported");
+}
+
+// Errors in node order: a refused fold comes before a later node's conversion error (the fold
+// pass runs on the nodes before it first).
+TEST(FoldAffineImport, ErrorsInNodeOrder) {
+  OnnxGraph g("t");
+  g.input("x", {1, 2, 4, 4});
+  conv_node(g, "conv", "x", "c");
+  g.node("Relu", {"c"}, {"r"}, {}, "relu");
+  for (const char* p : {"scale", "bias", "mean", "var"}) g.init_float(p, {2}, {1.0f, 1.0f});
+  g.node("BatchNormalization", {"r", "scale", "bias", "mean", "var"}, {"n"}, {}, "bn");
+  g.init_int64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  g.node("Pad", {"n", "pads"}, {"y"}, {OnnxAttr::String("mode", "reflect")}, "pad");
+  g.output("y");
+  EXPECT_EQ(error_of([&] { import_onnx_bytes(g.serialize(), "t.onnx"); }),
+            "t.onnx: node 'bn' (BatchNormalization): BatchNormalization after an activation or "
+            "pooling is not supported");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "frontend/op_table.h"
 #include "onnx_import.h"
+#include "passes/fold_affine.h"
 #include "passes/fold_constants.h"
 #include "passes/fuse_layers.h"
 #include "passes/network_passes.h"
@@ -58,7 +59,13 @@ Network Importer::run() {
   graph_ = passes::fold_constants(std::move(graph_));
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const size_t consts = graph_.consts.size();
-    node(*graph_.nodes[i]);
+    try {
+      node(*graph_.nodes[i]);
+    } catch (const Error&) {
+      // Errors in node order: a fold of an earlier node that the fold pass refuses comes first.
+      passes::fold_affine(net_);
+      throw;
+    }
     // A converter made a constant (Shape): fold what reads it in the nodes left.
     if (graph_.consts.size() != consts) {
       graph_.nodes.erase(graph_.nodes.begin(), graph_.nodes.begin() + ptrdiff_t(i) + 1);
