@@ -309,7 +309,7 @@ std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
       allowed = allowed && after[x] <= i;
     }
     allowed = allowed && (!fifo || mq[i]);
-    if (i < main.size() && (!allowed || model.start(side[j]) >= model.start(main[i]))) {
+    if (i < main.size() && (!allowed || model.start(side[j]) > model.start(main[i]))) {
       model.run(main[i]);
       out.push_back(Merged{false, i++});
       continue;
