@@ -101,7 +101,9 @@ std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
     --mi;
     const int main = s.step[mi];
     const Node& mn = g.nodes[static_cast<size_t>(main)];
-    if (p.beside_of(main) >= 0 || main_acc_rows(mn, p.n) > chip.acc_rows / 2) continue;
+    const bool taken =
+        std::any_of(pairs.begin(), pairs.end(), [&](const Overlap& o) { return o.main == main; });
+    if (taken || main_acc_rows(mn, p.n) > chip.acc_rows / 2) continue;  // one side per main
     std::vector<int> order = reorder(g, s.step, mi, si);
     if (order.empty()) continue;
     const uint32_t alone = p.chunk[static_cast<size_t>(side)];
