@@ -30,6 +30,9 @@ struct TrainOptions {
   // Weights and optimizer state that fit stay in VMEM across steps (compiler/residency.h);
   // false: everything streams from device memory every step (the same bits, more cycles).
   bool resident = true;
+  // Run a Dense layer's fused dW and optimizer update beside the conv layer's backward pass
+  // (compiler/overlap.h); false: one after the other. The same bits either way.
+  bool overlap = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

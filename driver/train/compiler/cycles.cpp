@@ -221,14 +221,17 @@ void add_bounds(const Graph& g, const Emitted& step, const ChipParams& chip,
                 std::vector<LayerCycles>& layers) {
   const LayerRows r = layer_rows(g);
   std::vector<uint64_t> dma_bytes(layers.size(), 0);
+  std::vector<bool> counted(g.nodes.size(), false);  // a node's matmuls once (overlap.h: runs)
   for (const Emitted::Range& range : step.ranges) {
     const int row = r.of_node[static_cast<size_t>(range.node)];
     if (row < 0) continue;
     LayerCycles& l = layers[static_cast<size_t>(row)];
     const Node& nd = g.nodes[static_cast<size_t>(range.node)];
+    const bool first = !counted[static_cast<size_t>(range.node)];
+    counted[static_cast<size_t>(range.node)] = true;
     if (nd.op == Op::ConvGradW || nd.op == Op::ConvPoolGrad) {
       l.bound_mxu += emitted_fold_cycles(step, range, chip.N);  // as the compiler oriented it
-    } else {
+    } else if (first) {
       for (const MatmulShape& m : node_matmuls(g, nd))
         l.bound_mxu += scale_sim_ws_cycles(m.m, m.k, m.c, chip.N);
     }

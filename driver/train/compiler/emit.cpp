@@ -35,6 +35,7 @@ class Emitter {
       : g_(g), p_(p), o_(o), chip_(chip), base_(base), n_(chip.N), pb_(chip) {
     pb_.set_host_ranges({HostRange{base, p.device_bytes, "training device memory"}});
   }
+  // Node id's instructions (with the node beside it merged in, overlap.h) and its ranges.
   void node(int id);
   Emitted finish() {
     out_.program = pb_.finish();
@@ -44,6 +45,7 @@ class Emitter {
   Emitted out_;
 
  private:
+  void body(int id);  // node id's instructions
   const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t, uint32_t row) const { return base_ + home(t).addr + row * 4 * n_; }
   int32_t res(int t) const { return p_.resident(t); }
@@ -269,6 +271,7 @@ void Emitter::dense_grad_w(const Node& nd, const NodeLayout& L, uint32_t kb, uin
 void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const bool adam = nd.in.size() == 6;
   const int x = nd.in[0], dy = nd.in[1];
+  const uint32_t acc = p_.acc_lo_of(static_cast<int>(&nd - g_.nodes.data()));  // overlap.h
   in(dy, L.in[1], home(dy).rows);
   if (adam) in(nd.in[5], L.in[5], AdamState::kRows);
   const uint32_t pitch = home(x).geom.pitch;
@@ -302,7 +305,7 @@ void Emitter::dense_update(const Node& nd, const NodeLayout& L, uint32_t kb, uin
         // Adam's moment decays need no dW: ahead of it, beside X^T's transpose.
         for (uint32_t b = 0; adam && b < parts; ++b)
           adam_decay_moments(pb_, h, st[0].block(b), st[1].block(b), rows);
-        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, 0);
+        dense_backward_weights(pb_, xc(c), at(dy, L.in[1]), dw, scratch, acc);
         for (uint32_t b = 0; b < parts; ++b) {
           auto at_b = [&](const VMat& m) { return m.block(b); };
           if (adam) {
@@ -1006,11 +1009,34 @@ void Emitter::bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t row
 }
 
 void Emitter::node(int id) {
+  if (p_.beside_of(id) >= 0) return;  // merged into its main node's instructions
+  int side = -1;
+  for (size_t k = 0; k < g_.nodes.size(); ++k)
+    if (p_.beside_of(static_cast<int>(k)) == id) side = static_cast<int>(k);
+  if (side < 0) {
+    const size_t begin = pb_.size();
+    body(id);
+    out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
+    return;
+  }
+  // overlap.h: the two nodes' instructions merged, a range per run of one node's
+  const std::vector<Instruction> m = capture([&] { body(id); });
+  const std::vector<Instruction> s = capture([&] { body(side); });
+  for (const Merged& x : merge_beside(m, s, chip_)) {
+    const int owner = x.side ? side : id;
+    if (out_.ranges.empty() || out_.ranges.back().node != owner ||
+        out_.ranges.back().end != pb_.size())
+      out_.ranges.push_back(Emitted::Range{owner, pb_.size(), pb_.size()});
+    pb_.append(x.side ? s[x.index] : m[x.index]);
+    out_.ranges.back().end = pb_.size();
+  }
+}
+
+void Emitter::body(int id) {
   const Node& nd = g_.nodes[static_cast<size_t>(id)];
   const uint32_t chunk = p_.chunk[static_cast<size_t>(id)];
   const NodeLayout L = node_layout(g_, p_, id, chunk, chip_);
   const uint32_t depth = p_.depth.empty() ? 1 : std::max(1u, p_.depth[static_cast<size_t>(id)]);
-  const size_t begin = pb_.size();
   switch (nd.op) {
     case Op::Dense:
       dense(nd, L, chunk, depth);
@@ -1083,7 +1109,6 @@ void Emitter::node(int id) {
       }
       break;
   }
-  out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
 }
 
 }  // namespace

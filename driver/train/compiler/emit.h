@@ -21,7 +21,9 @@ struct Emitted {
     int node;
     size_t begin, end;  // instructions [begin, end) of the program
   };
-  std::vector<Range> ranges;  // per scheduled node, in order
+  // per scheduled node, in order; two nodes run beside each other (overlap.h) give a range
+  // per run of one node's instructions, alternating
+  std::vector<Range> ranges;
 };
 
 // `device_base`: the byte address of the device buffer holding every home.

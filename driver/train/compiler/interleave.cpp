@@ -132,3 +132,195 @@ std::vector<Instruction> overlay(const std::vector<Instruction>& main,
 }
 
 }  // namespace tpu::train::compiler
+
+namespace tpu::train::compiler {
+
+namespace {
+
+// Bounding intervals of what an instruction reads and writes (isa.md "Ordering").
+struct Span {
+  uint64_t lo = 1, hi = 0;  // empty when lo > hi
+};
+bool meet(const Span& a, const Span& b) {
+  return a.lo <= a.hi && b.lo <= b.hi && a.lo <= b.hi && b.lo <= a.hi;
+}
+Span span_of(uint64_t first, uint64_t count) { return Span{first, first + count - 1}; }
+struct Access {
+  Span vr, vw, ar, aw, hr, hw;  // VMEM, ACC, host bytes; read and written
+  bool fifo = false;            // pushes or pops the weight FIFO
+  bool known = true;            // a training instruction whose ranges are listed here
+};
+
+Access access_of(const Instruction& in, uint32_t n) {
+  Access a;
+  if (const auto* rv = std::get_if<ReadVmem>(&in)) {
+    a.vw = span_of(rv->vmem_addr, rv->rows);
+    a.hr = span_of(rv->host_addr, rv->host_span(n));
+  } else if (const auto* wv = std::get_if<WriteVmem>(&in)) {
+    a.vr = span_of(wv->vmem_addr, wv->rows);
+    a.hw = span_of(wv->host_addr, wv->host_span(n));
+  } else if (const auto* lw = std::get_if<LoadWeights>(&in)) {
+    a.vr = Span{lw->vmem_addr, lw->last_row()};
+    a.fifo = true;
+  } else if (const auto* mm = std::get_if<MatmulBf16>(&in)) {
+    a.vr = Span{mm->vmem_addr, mm->last_vmem_row()};
+    a.aw = span_of(mm->acc_addr, uint64_t{mm->inner} * mm->outer);
+    if (mm->accumulate) a.ar = a.aw;
+    a.fifo = true;
+  } else if (const auto* av = std::get_if<AccToVmem>(&in)) {
+    a.ar = span_of(av->acc_addr, av->rows);
+    a.vw = span_of(av->vmem_addr, av->rows);
+  } else if (const auto* tr = std::get_if<Transpose>(&in)) {
+    a.vr = Span{tr->src, tr->last_src_row(n)};
+    a.vw = Span{tr->dst, tr->last_dst_row(n)};
+  } else if (const auto* v = std::get_if<Vector>(&in)) {
+    const uint32_t o = v->outer - 1u, i = v->inner - 1u;
+    a.vw = Span{v->dst, v->dst_row(o, i)};
+    const bool align_next = v->vec_func() == VecFunc::Align && v->b > 0;
+    a.vr = Span{v->a, v->a_row(o, i) + (align_next ? 1 : 0)};
+    if (v->bmode != BMode::Imm && !is_unary_vec_func(v->func)) {
+      a.vr.lo = std::min<uint64_t>(a.vr.lo, v->b);
+      a.vr.hi = std::max<uint64_t>(a.vr.hi, v->b_row(o, i));
+    }
+  } else {
+    a.known = false;
+  }
+  return a;
+}
+
+// No row one writes and the other reads or writes (the weight FIFO aside).
+bool disjoint(const Access& x, const Access& y) {
+  if (!x.known || !y.known) return false;
+  auto rw = [](const Span& r1, const Span& w1, const Span& r2, const Span& w2) {
+    return meet(w1, r2) || meet(w1, w2) || meet(r1, w2);
+  };
+  return !rw(x.vr, x.vw, y.vr, y.vw) && !rw(x.ar, x.aw, y.ar, y.aw) && !rw(x.hr, x.hw, y.hr, y.hw);
+}
+
+// Per gap g (before instruction g; g = size: the end) of a stream, whether the weight FIFO is
+// between uses there: no tile pushed and not yet made active, and the stream's next matmul
+// (if any) makes a new tile active.
+std::vector<bool> fifo_quiet(const std::vector<Instruction>& s) {
+  std::vector<bool> q(s.size() + 1, false);
+  bool next_switches = true;  // of the next matmul at or after the gap
+  std::vector<bool> sw(s.size() + 1, true);
+  for (size_t g = s.size(); g-- > 0;) {
+    if (const auto* mm = std::get_if<MatmulBf16>(&s[g])) next_switches = mm->switch_weights;
+    sw[g] = next_switches;
+  }
+  uint64_t pending = 0;
+  for (size_t g = 0; g <= s.size(); ++g) {
+    q[g] = pending == 0 && sw[g];
+    if (g == s.size()) break;
+    if (const auto* lw = std::get_if<LoadWeights>(&s[g])) pending += lw->tiles;
+    if (const auto* mm = std::get_if<MatmulBf16>(&s[g]); mm != nullptr && mm->switch_weights)
+      pending -= std::min<uint64_t>(pending, 1);
+  }
+  return q;
+}
+
+enum Unit { kRead, kWrite, kLoad, kMatmul, kMove, kVector, kOther, kUnits };
+Unit unit_of(const Instruction& in) {
+  if (std::holds_alternative<ReadVmem>(in)) return kRead;
+  if (std::holds_alternative<WriteVmem>(in)) return kWrite;
+  if (std::holds_alternative<LoadWeights>(in)) return kLoad;
+  if (std::holds_alternative<MatmulBf16>(in)) return kMatmul;
+  if (std::holds_alternative<AccToVmem>(in) || std::holds_alternative<Transpose>(in)) return kMove;
+  if (std::holds_alternative<Vector>(in)) return kVector;
+  return kOther;
+}
+
+// The in-order issue estimate of merge_beside.
+struct IssueModel {
+  explicit IssueModel(const ChipParams& c) : chip(c) {}
+  const ChipParams& chip;
+  uint64_t issue = 0, free[kUnits] = {};
+  std::vector<uint64_t> tiles;  // when each pushed tile is loaded, oldest first
+  size_t next_tile = 0;
+  uint64_t start(const Instruction& in) const {
+    uint64_t t = std::max(issue, free[unit_of(in)]);
+    const auto* mm = std::get_if<MatmulBf16>(&in);
+    if (mm != nullptr && mm->switch_weights && next_tile < tiles.size())
+      t = std::max(t, tiles[next_tile]);
+    return t;
+  }
+  // Cycles of a unit as the training chip's timeline shows them at N = 16 (a VMEM-port DMA
+  // about two cycles per row, the vector unit about kOverlayVectorRows rows per cycle, a
+  // weight tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1).
+  uint64_t work(const Instruction& in) const {
+    const uint64_t n = chip.N;
+    if (const auto* rv = std::get_if<ReadVmem>(&in)) return 2 * uint64_t{rv->rows} + 16;
+    if (const auto* wv = std::get_if<WriteVmem>(&in)) return 2 * uint64_t{wv->rows} + 16;
+    if (const auto* v = std::get_if<Vector>(&in))
+      return (uint64_t{v->inner} * v->outer + kOverlayVectorRows - 1) / kOverlayVectorRows + 4;
+    if (const auto* lw = std::get_if<LoadWeights>(&in)) return uint64_t{lw->tiles} * (n + 4);
+    if (const auto* mm = std::get_if<MatmulBf16>(&in))
+      return uint64_t{mm->inner} * mm->outer + 2 * n;
+    if (const auto* t = std::get_if<Transpose>(&in)) return uint64_t{t->blocks} * (2 * n + 1);
+    if (const auto* av = std::get_if<AccToVmem>(&in)) return av->rows + 2;
+    return 1;
+  }
+  void run(const Instruction& in) {
+    const uint64_t t = start(in), w = work(in);
+    issue = t + 1;
+    free[unit_of(in)] = t + w;
+    if (const auto* lw = std::get_if<LoadWeights>(&in)) {
+      for (uint64_t k = 1; k <= lw->tiles; ++k) tiles.push_back(t + k * chip.N);
+    }
+    const auto* mm = std::get_if<MatmulBf16>(&in);
+    if (mm != nullptr && mm->switch_weights && next_tile < tiles.size()) ++next_tile;
+  }
+};
+
+}  // namespace
+
+bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n) {
+  return disjoint(access_of(a, n), access_of(b, n));
+}
+
+std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
+                                 const std::vector<Instruction>& side, const ChipParams& chip) {
+  const uint32_t n = chip.N;
+  std::vector<Access> ma, sa;
+  for (const Instruction& i : main) ma.push_back(access_of(i, n));
+  for (const Instruction& i : side) sa.push_back(access_of(i, n));
+  // after[j]: the first main gap side[j] may go to (past every main instruction it depends on).
+  std::vector<size_t> after(side.size(), 0);
+  for (size_t j = 0; j < side.size(); ++j) {
+    for (size_t i = main.size(); i-- > 0;) {
+      if (!disjoint(ma[i], sa[j])) {  // (the FIFO rule below orders the weight loads)
+        after[j] = i + 1;
+        break;
+      }
+    }
+  }
+  const std::vector<bool> mq = fifo_quiet(main), sq = fifo_quiet(side);
+  std::vector<Merged> out;
+  out.reserve(main.size() + side.size());
+  IssueModel model(chip);
+  size_t i = 0, j = 0;
+  while (j < side.size()) {
+    // side's next unit: one instruction, or a whole weight-FIFO use (quiet gap to quiet gap)
+    size_t k = j + 1;
+    while (k < side.size() && !sq[k]) ++k;
+    bool fifo = false, allowed = true;
+    for (size_t x = j; x < k; ++x) {
+      fifo = fifo || sa[x].fifo;
+      allowed = allowed && after[x] <= i;
+    }
+    allowed = allowed && (!fifo || mq[i]);
+    if (i < main.size() && (!allowed || model.start(side[j]) > model.start(main[i]))) {
+      model.run(main[i]);
+      out.push_back(Merged{false, i++});
+      continue;
+    }
+    for (; j < k; ++j) {
+      model.run(side[j]);
+      out.push_back(Merged{true, j});
+    }
+  }
+  for (; i < main.size(); ++i) out.push_back(Merged{false, i});
+  return out;
+}
+
+}  // namespace tpu::train::compiler

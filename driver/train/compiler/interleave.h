@@ -48,3 +48,35 @@ std::vector<Instruction> overlay(const std::vector<Instruction>& main,
                                  const std::vector<Instruction>& side, const ChipParams& chip);
 
 }  // namespace tpu::train::compiler
+
+namespace tpu::train::compiler {
+
+// Two nodes' instructions merged into one stream (overlap.h): `side` spread over `main`,
+// each in its own order. An entry is (true, i): side[i], or (false, i): main[i].
+struct Merged {
+  bool side = false;
+  size_t index = 0;
+};
+// Where the chip's units would start each instruction, estimated in program order: one unit
+// per kind (read_vmem, write_vmem, load_weights, matmul_bf16, the move unit's acc_to_vmem and
+// transpose, vector), each busy for the cycles the training chip's timeline shows at N = 16
+// (a VMEM-port DMA two per row, the vector unit kOverlayVectorRows rows per cycle, a weight
+// tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1), an instruction issued when its
+// unit is free and not before the one ahead of it, a matmul with switch not before the tile
+// it makes active is loaded. The merge takes side's next instruction ahead of main's when it
+// would start no later (a unit main leaves idle; ties to the side: 574,173 against 575,743
+// cycles for the Keras step), and only where that keeps every result:
+// * never ahead of a main instruction it shares a row with (VMEM, ACC or host bytes, bounding
+//   intervals as isa.md "Ordering"; one of the two writing it);
+// * the weight FIFO: side's loads and matmuls only as a whole, from a load to the matmul that
+//   makes its last tile active, at a point of main with no tile of its own pending and whose
+//   next matmul switches (so no main matmul ever takes a side tile or the other way round).
+// Unknown instructions (none in a node's stream) are never jumped.
+std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
+                                 const std::vector<Instruction>& side, const ChipParams& chip);
+// Whether instructions a and b touch no common row: no VMEM, ACC or host range that one
+// writes and the other reads or writes (bounding intervals; false for an instruction whose
+// ranges are not listed). The weight FIFO is not a row: merge_beside orders it apart.
+bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n);
+
+}  // namespace tpu::train::compiler

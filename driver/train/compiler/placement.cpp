@@ -74,9 +74,12 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd,
       need(m <= kMaxMatmulRows && m <= chip.acc_rows, "the batch does not fit ACC");
       return kb;
     case Op::DenseGradW:
-    case Op::DenseUpdate:
-      need(chip.acc_rows >= n, "not one block of K fits ACC");
-      return std::min({kb, chip.acc_rows / n, kMaxMatmulRows / n});
+    case Op::DenseUpdate: {
+      // ACC from the node's first row (overlap.h: a node beside another uses the upper rows)
+      const uint32_t acc = chip.acc_rows - p.acc_lo_of(static_cast<int>(&nd - g.nodes.data()));
+      need(acc >= n, "not one block of K fits ACC");
+      return std::min({kb, acc / n, kMaxMatmulRows / n});
+    }
     default:
       return 0;
   }
@@ -337,7 +340,7 @@ class LayoutBuilder {
       : g(graph),
         p(placement),
         nd(graph.nodes[static_cast<size_t>(node)]),
-        a(placement.n, 0, placement.work_rows(chip)) {
+        a(placement.n, placement.vmem_lo_of(node), placement.work_rows(chip)) {
     const size_t i = static_cast<size_t>(node);
     depth = i < placement.depth.size() ? placement.depth[i] : 1;
   }
@@ -608,44 +611,49 @@ void choose_chunks(const Graph& g, Placement& p, const ChipParams& chip) {
   p.chunk.assign(g.nodes.size(), 0);
   p.group.assign(g.nodes.size(), 0);
   p.depth.assign(g.nodes.size(), 1);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& nd = g.nodes[i];
-    const int ni = static_cast<int>(i);
-    if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
-      place_fused(g, p, ni, chip);
-      continue;
+  for (size_t i = 0; i < g.nodes.size(); ++i) choose_node_chunks(g, p, static_cast<int>(i), chip);
+}
+
+void choose_node_chunks(const Graph& g, Placement& p, int ni, const ChipParams& chip) {
+  const size_t i = static_cast<size_t>(ni);
+  p.chunk[i] = 0;
+  p.group[i] = 0;
+  p.depth[i] = 1;
+  const Node& nd = g.nodes[i];
+  if (nd.op == Op::ConvPool || nd.op == Op::ConvPoolGrad) {
+    place_fused(g, p, ni, chip);
+    return;
+  }
+  if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
+    fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
+                 std::to_string(p.n) + " for a convolution's weight gradient");
+  }
+  uint32_t most = acc_limit_blocks(g, p, nd, chip);
+  if (most == 0) most = flat_rows_of(g, p, nd);
+  if (nd.op == Op::BiasGrad) {
+    // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
+    // chunks, the chunk's rows are the step.
+    const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
+    if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip))
+      most = std::min(dy.rows, kMaxVecOuterStride);
+  }
+  if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
+  if (most == 0) {
+    if (!fits(g, p, ni, 0, chip)) {
+      fail(nd, "its operands do not fit VMEM (" + std::to_string(p.work_rows(chip)) + " rows" +
+                   (bandable(g, nd) ? ")" : "; this node does not run in bands)"));
     }
-    if (nd.op == Op::ConvGradW && g.batch % p.n != 0) {
-      fail(nd, "the batch (" + std::to_string(g.batch) + ") must be a multiple of N = " +
-                   std::to_string(p.n) + " for a convolution's weight gradient");
-    }
-    uint32_t most = acc_limit_blocks(g, p, nd, chip);
-    if (most == 0) most = flat_rows_of(g, p, nd);
-    if (nd.op == Op::BiasGrad) {
-      // Whole, bias_grad's rsum steps over dY's blocks with its pitch (an 11-bit field); in
-      // chunks, the chunk's rows are the step.
-      const VMat& dy = p.homes[static_cast<size_t>(nd.in[0])].geom;
-      if (dy.pitch > kMaxVecOuterStride || !fits(g, p, ni, 0, chip))
-        most = std::min(dy.rows, kMaxVecOuterStride);
-    }
-    if (most == 0 && bandable(g, nd) && !fits(g, p, ni, 0, chip)) most = band_lines_total(nd);
-    if (most == 0) {
-      if (!fits(g, p, ni, 0, chip)) {
-        fail(nd, "its operands do not fit VMEM (" + std::to_string(p.work_rows(chip)) + " rows" +
-                     (bandable(g, nd) ? ")" : "; this node does not run in bands)"));
-      }
-      continue;
-    }
-    p.chunk[i] = largest_fit(g, p, ni, most, chip);
-    if (p.chunk[i] == 0) fail(nd, "not even one chunk of its operands fits VMEM");
-    if (p.chunk[i] < most && streams(nd)) {  // several chunks: double-buffer them if that fits
-      p.depth[i] = in_place(nd) ? 3 : 2;     // in place: a set is free again two chunks later
-      const uint32_t c = largest_fit(g, p, ni, most, chip);
-      if (c != 0) {
-        p.chunk[i] = c;
-      } else {
-        p.depth[i] = 1;
-      }
+    return;
+  }
+  p.chunk[i] = largest_fit(g, p, ni, most, chip);
+  if (p.chunk[i] == 0) fail(nd, "not even one chunk of its operands fits VMEM");
+  if (p.chunk[i] < most && streams(nd)) {  // several chunks: double-buffer them if that fits
+    p.depth[i] = in_place(nd) ? 3 : 2;     // in place: a set is free again two chunks later
+    const uint32_t c = largest_fit(g, p, ni, most, chip);
+    if (c != 0) {
+      p.chunk[i] = c;
+    } else {
+      p.depth[i] = 1;
     }
   }
 }

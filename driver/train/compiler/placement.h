@@ -49,6 +49,21 @@ struct Placement {
   }
   // VMEM rows a node's layout may use.
   uint32_t work_rows(const ChipParams& chip) const { return chip.vmem_rows - resident_rows; }
+  // Overlap (overlap.h): per node, the first VMEM row and the first ACC row its layout and its
+  // kernels may use (empty or 0: from row 0), and the node whose instructions its own run
+  // beside (-1: none; emit merges the two nodes' instructions, interleave.h merge_beside).
+  std::vector<uint32_t> vmem_lo, acc_lo;
+  std::vector<int> beside;
+  uint32_t vmem_lo_of(int node) const { return at_or_0(vmem_lo, node); }
+  uint32_t acc_lo_of(int node) const { return at_or_0(acc_lo, node); }
+  int beside_of(int node) const {
+    return static_cast<size_t>(node) < beside.size() ? beside[static_cast<size_t>(node)] : -1;
+  }
+
+ private:
+  static uint32_t at_or_0(const std::vector<uint32_t>& v, int i) {
+    return static_cast<size_t>(i) < v.size() ? v[static_cast<size_t>(i)] : 0;
+  }
 };
 
 // Where the operands of one chunk of a node sit in VMEM (the largest chunk's extent).
@@ -136,6 +151,8 @@ Placement place(const Graph& g, const ChipParams& chip);
 // Each node's chunk, group and depth (place()'s second half) for the VMEM rows below the
 // resident ones; throws as place().
 void choose_chunks(const Graph& g, Placement& p, const ChipParams& chip);
+// The same for one node (its VMEM rows from Placement::vmem_lo, its ACC rows from acc_lo).
+void choose_node_chunks(const Graph& g, Placement& p, int node, const ChipParams& chip);
 // Throws std::invalid_argument (VmemArena) when the chunk does not fit.
 NodeLayout node_layout(const Graph& g, const Placement& p, int node, uint32_t chunk,
                        const ChipParams& chip);

@@ -31,12 +31,18 @@ std::vector<int> residency_candidates(const Graph& g, const Placement& p) {
 }
 
 void place_resident(const Graph& g, Placement& p, const ChipParams& chip) {
+  place_resident(g, p, chip, {});
+}
+
+void place_resident(const Graph& g, Placement& p, const ChipParams& chip,
+                    const std::vector<int>& streamed_only) {
   p.vmem.assign(g.tensors.size(), -1);
   p.resident_rows = 0;
   if (g.pod.chips() > 1) return;  // the all-reduce needs all of VMEM
   const uint32_t budget = static_cast<uint32_t>(chip.vmem_rows * kResidentShare);
   const Placement streamed = p;
   for (int t : residency_candidates(g, p)) {
+    if (std::find(streamed_only.begin(), streamed_only.end(), t) != streamed_only.end()) continue;
     const uint32_t rows = p.homes[static_cast<size_t>(t)].rows;
     if (p.resident_rows + rows > budget) continue;
     Placement q = p;

@@ -12,6 +12,8 @@
 // all-reduce uses all of VMEM (allreduce.h).
 #pragma once
 
+#include <vector>
+
 #include "compiler/graph.h"
 #include "compiler/placement.h"
 #include "isa.h"
@@ -25,6 +27,9 @@ constexpr double kResidentShare = 0.7;
 
 // Sets p.vmem / p.resident_rows and re-chooses every node's chunks (choose_chunks).
 void place_resident(const Graph& g, Placement& p, const ChipParams& chip);
+// The same with the tensors of `streamed_only` left out (overlap.h makes room that way).
+void place_resident(const Graph& g, Placement& p, const ChipParams& chip,
+                    const std::vector<int>& streamed_only);
 
 // The tensors that may stay resident, best first (reuse, then size): what place_resident tries.
 std::vector<int> residency_candidates(const Graph& g, const Placement& p);

@@ -12,6 +12,8 @@ bool placed_by_host(TensorKind k) {
          k == TensorKind::OptState || k == TensorKind::AdamState || k == TensorKind::Constant;
 }
 
+}  // namespace
+
 void check_order(const Graph& g, const std::vector<int>& order, const char* program) {
   std::vector<bool> written(g.tensors.size(), false);
   for (size_t t = 0; t < g.tensors.size(); ++t) written[t] = placed_by_host(g.tensors[t].kind);
@@ -32,8 +34,6 @@ void check_order(const Graph& g, const std::vector<int>& order, const char* prog
     for (int out : n.out) written[memory(out)] = true;
   }
 }
-
-}  // namespace
 
 Schedule schedule(const Graph& g) {
   Schedule s;

@@ -21,5 +21,7 @@ struct Schedule {
 
 // Throws std::logic_error ("internal: ...") naming the node that would read an unwritten tensor.
 Schedule schedule(const Graph& g);
+// The check schedule() makes, for an order another pass changed (`program` names it).
+void check_order(const Graph& g, const std::vector<int>& order, const char* program);
 
 }  // namespace tpu::train::compiler

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pass 5b of the training compiler (after schedule): an optimizer update beside a backward
+// node. A DenseUpdate (fuse.h: a Dense weight's dW and its optimizer, chunk by chunk) needs
+// only X from the forward pass, dY from the loss, its weight and its state; the conv layer's
+// fused backward pass before it (ConvPoolGrad) keeps the MXU's weight loads and VMEM read
+// port 0 busy, the update the vector unit and the VMEM write port. Run one after the other,
+// each leaves the other's units idle; overlap_updates() pairs them: the update runs beside
+// the backward node (emit merges the two nodes' instructions, interleave.h merge_beside), its
+// layout in VMEM rows above the backward node's (Placement::vmem_lo) and its dW in the upper
+// half of ACC (acc_lo), so no instruction of one touches a row of the other. Every result
+// is the same bits (the merge keeps each node's order and never moves an instruction past
+// one it shares a VMEM, ACC or host row with).
+#pragma once
+
+#include <vector>
+
+#include "compiler/graph.h"
+#include "compiler/placement.h"
+#include "compiler/schedule.h"
+#include "isa.h"
+
+namespace tpu::train::compiler {
+
+struct Overlap {
+  int main = -1, side = -1;  // node ids: side's instructions merged into main's
+};
+
+// Whether two nodes touch a common tensor (a view counts as its image) where one of them
+// writes it: then their order matters.
+bool nodes_conflict(const Graph& g, const Node& a, const Node& b);
+
+// Pairs each DenseUpdate with the ConvPoolGrad before it in the step when the update depends
+// on neither it nor the nodes between them that do (those that do not, e.g. AdamBegin, move
+// ahead of the backward node), and when the update still runs in chunks of at least half its
+// blocks in the VMEM rows above the backward node's layout (where it does not, its own
+// optimizer state stops being resident to make room: `resident` as place_resident ran) and
+// the backward node's dW partial sums fit the lower half of ACC. Reorders `s.step` (the side
+// right after its main), sets p.vmem_lo / acc_lo / beside and the side's chunks.
+// Not on a pod (the all-reduce between the gradients and the updates).
+std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
+                                     const ChipParams& chip, bool resident);
+
+}  // namespace tpu::train::compiler

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+// An optimizer update beside a backward node (driver/train/compiler/overlap.h) and the merge
+// of their instructions (interleave.h merge_beside): dependent pairs never reordered, weight-
+// FIFO uses kept whole, the Keras example's DenseUpdate paired with its ConvPoolGrad in rows
+// of its own, and training with the overlap the same bits as without.
+#include "compiler/overlap.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <variant>
+
+#include "compiler/autodiff.h"
+#include "compiler/emit.h"
+#include "compiler/fuse.h"
+#include "compiler/import.h"
+#include "compiler/interleave.h"
+#include "compiler/optimizer.h"
+#include "compiler/residency.h"
+#include "device_model.h"
+#include "train_models.h"
+#include "trainer.h"
+
+namespace tpu::train::test {
+namespace {
+
+using namespace compiler;
+using cnn::OnnxAttr;
+
+Vector vec(uint16_t dst, uint16_t a, uint8_t rows) {
+  Vector v;
+  v.dst = dst;
+  v.a = a;
+  v.bmode = BMode::Imm;
+  v.inner = rows;
+  v.a_inner_stride = 1;
+  v.dst_inner_stride = 1;
+  return v;
+}
+LoadWeights load(uint16_t row, uint16_t tiles) {
+  LoadWeights lw;
+  lw.vmem_addr = row;
+  lw.tiles = tiles;
+  lw.tile_stride = 16;
+  lw.rows = 16;
+  return lw;
+}
+MatmulBf16 matmul(uint16_t row, uint16_t acc, bool sw) {
+  MatmulBf16 mm;
+  mm.vmem_addr = row;
+  mm.acc_addr = acc;
+  mm.inner = 64;
+  mm.switch_weights = sw;
+  return mm;
+}
+
+// Main: two weight loads with their matmuls (the MXU busy, the vector unit idle), then a
+// vector pass writing rows 100..109. Side: a vector pass reading rows 100..109 (it depends on
+// main's pass) and one on rows 500.. (independent).
+std::vector<Instruction> main_stream() {
+  return {load(0, 4),          matmul(64, 0, true), matmul(64, 0, true), matmul(64, 0, true),
+          matmul(64, 0, true), load(0, 4),          matmul(64, 0, true), matmul(64, 0, true),
+          matmul(64, 0, true), matmul(64, 0, true), vec(100, 200, 10)};
+}
+size_t position(const std::vector<Merged>& m, bool side, size_t index) {
+  for (size_t k = 0; k < m.size(); ++k)
+    if (m[k].side == side && m[k].index == index) return k;
+  return m.size();
+}
+
+TEST(TrainOverlap, MergeKeepsEachOrderAndEveryInstruction) {
+  const ChipParams chip = ChipParams::training(16);
+  const std::vector<Instruction> main = main_stream();
+  const std::vector<Instruction> side = {vec(500, 600, 20), vec(520, 620, 20), vec(540, 640, 20)};
+  const std::vector<Merged> m = merge_beside(main, side, chip);
+  ASSERT_EQ(m.size(), main.size() + side.size());
+  size_t next[2] = {0, 0};
+  for (const Merged& x : m) EXPECT_EQ(x.index, next[x.side]++);
+  EXPECT_EQ(next[0], main.size());
+  EXPECT_EQ(next[1], side.size());
+  // the independent passes run beside the matmuls, not after main's last instruction
+  EXPECT_LT(position(m, true, 0), position(m, false, main.size() - 1));
+}
+
+// The side's pass reading rows main's last pass writes stays after it, where an independent
+// pass in its place goes ahead (the test fails if the merge reorders the dependent pair).
+TEST(TrainOverlap, DependentPairNeverReordered) {
+  const ChipParams chip = ChipParams::training(16);
+  const std::vector<Instruction> main = main_stream();
+  const std::vector<Merged> free = merge_beside(main, {vec(700, 500, 10)}, chip);
+  EXPECT_LT(position(free, true, 0), position(free, false, main.size() - 1));
+  const std::vector<Merged> dep = merge_beside(main, {vec(700, 100, 10)}, chip);
+  EXPECT_GT(position(dep, true, 0), position(dep, false, main.size() - 1));
+  // write after read: side writing rows main's pass reads (200..209)
+  const std::vector<Merged> war = merge_beside(main, {vec(205, 900, 1)}, chip);
+  EXPECT_GT(position(war, true, 0), position(war, false, main.size() - 1));
+  // ACC: a side acc_to_vmem reading ACC rows main's matmuls write
+  AccToVmem mv;
+  mv.acc_addr = 10;
+  mv.vmem_addr = 800;
+  mv.rows = 4;
+  const std::vector<Merged> acc = merge_beside(main, {mv}, chip);
+  EXPECT_GT(position(acc, true, 0), position(acc, false, 9));
+  EXPECT_FALSE(rows_disjoint(main[9], mv, 16));
+  EXPECT_TRUE(rows_disjoint(main[10], vec(700, 500, 10), 16));
+}
+
+// A side weight load and the matmuls that take its tiles go in as a whole, never between a
+// main load and the matmuls taking its tiles.
+TEST(TrainOverlap, WeightFifoUsesStayWhole) {
+  const ChipParams chip = ChipParams::training(16);
+  const std::vector<Instruction> main = main_stream();
+  const std::vector<Instruction> side = {load(1000, 2), matmul(1100, 1024, true),
+                                         matmul(1100, 1040, true)};
+  const std::vector<Merged> m = merge_beside(main, side, chip);
+  const size_t s0 = position(m, true, 0);
+  EXPECT_EQ(position(m, true, 1), s0 + 1);
+  EXPECT_EQ(position(m, true, 2), s0 + 2);
+  int pending = 0;  // main tiles pushed and not yet made active, where the side use starts
+  for (size_t k = 0; k < s0; ++k) {
+    if (m[k].side) continue;
+    if (const auto* lw = std::get_if<LoadWeights>(&main[m[k].index])) pending += lw->tiles;
+    if (std::holds_alternative<MatmulBf16>(main[m[k].index])) --pending;
+  }
+  EXPECT_EQ(pending, 0);
+}
+
+TEST(TrainOverlap, NodesConflictOnSharedWrittenTensors) {
+  Graph g;
+  for (int t = 0; t < 4; ++t) g.tensors.push_back(Tensor{});
+  const Node a = make_node(Op::Relu, "a", "", Phase::Forward, -1, {0}, {1});
+  const Node b = make_node(Op::Relu, "b", "", Phase::Forward, -1, {1}, {2});
+  const Node c = make_node(Op::Relu, "c", "", Phase::Forward, -1, {0}, {3});
+  const Node d = make_node(Op::Relu, "d", "", Phase::Forward, -1, {3}, {0});
+  EXPECT_TRUE(nodes_conflict(g, a, b));  // b reads what a writes
+  EXPECT_TRUE(nodes_conflict(g, b, a));
+  EXPECT_FALSE(nodes_conflict(g, a, c));  // both only read tensor 0
+  EXPECT_TRUE(nodes_conflict(g, a, d));   // d writes what a reads
+}
+
+// The Keras example's shape (Conv 1 -> channels 3x3, MaxPool 2, Relu, Flatten, Dense classes),
+// with `hidden` > 0 a Dense hidden -> Relu before the last Dense (two DenseUpdates).
+std::string keras_like(int64_t hw, int64_t channels, int64_t classes, int64_t hidden = 0) {
+  cnn::OnnxGraph g("keras_like");
+  const int64_t pooled = (hw - 2) / 2, features = channels * pooled * pooled;
+  g.input("input", {-1, 1, hw, hw});
+  g.init_float("conv.W", {channels, 1, 3, 3}, uniform(static_cast<size_t>(channels * 9), 0.5f, 1));
+  g.init_float("conv.b", {channels}, uniform(static_cast<size_t>(channels), 0.1f, 2));
+  const int64_t in = hidden > 0 ? hidden : features;
+  g.init_float("dense.W", {classes, in}, uniform(static_cast<size_t>(classes * in), 0.05f, 3));
+  g.init_float("dense.b", {classes}, uniform(static_cast<size_t>(classes), 0.1f, 4));
+  g.node("Conv", {"input", "conv.W", "conv.b"}, {"c"}, {OnnxAttr::Ints("kernel_shape", {3, 3})},
+         "conv");
+  g.node("MaxPool", {"c"}, {"p"},
+         {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
+  g.node("Relu", {"p"}, {"r"}, {}, "relu");
+  g.node("Flatten", {"r"}, {"f"}, {}, "flatten");
+  if (hidden > 0) {
+    g.init_float("h.W", {hidden, features},
+                 uniform(static_cast<size_t>(hidden * features), 0.05f, 5));
+    g.init_float("h.b", {hidden}, uniform(static_cast<size_t>(hidden), 0.1f, 6));
+    g.node("Gemm", {"f", "h.W", "h.b"}, {"hy"}, {OnnxAttr::Int("transB", 1)}, "hidden");
+    g.node("Relu", {"hy"}, {"hr"}, {}, "hidden_relu");
+  }
+  g.node("Gemm", {hidden > 0 ? "hr" : "f", "dense.W", "dense.b"}, {"logits"},
+         {OnnxAttr::Int("transB", 1)}, "dense");
+  g.output("logits", {-1, classes});
+  return g.serialize();
+}
+
+// The Keras example at N = 16, batch 32, on the training chip: DenseUpdate beside ConvPoolGrad
+// (AdamBegin ahead of them, the conv's updates after), its layout above the backward node's,
+// its dW in the upper half of ACC, its first moment no longer resident (it would not fit
+// beside them); in the step program every side instruction placed ahead of a main one shares
+// no row with it, and no main weight-FIFO instruction sits inside a side FIFO use.
+TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
+  const ChipParams chip = ChipParams::training(16);
+  TrainOptions o;
+  Graph g = import_onnx(keras_like(28, 64, 10), 32, chip.N);
+  append_backward(g);
+  append_update(g, o);
+  fuse_conv_pool(g, chip);
+  fuse_dense_update(g);
+  Placement p = place(g, chip);
+  place_resident(g, p, chip);
+  Schedule s = schedule(g);
+  const std::vector<int> before = s.step;
+  const std::vector<Overlap> pairs = overlap_updates(g, p, s, chip, true);
+  ASSERT_EQ(pairs.size(), 1u);
+  const Node& mn = g.nodes[static_cast<size_t>(pairs[0].main)];
+  const Node& sn = g.nodes[static_cast<size_t>(pairs[0].side)];
+  EXPECT_EQ(mn.op, Op::ConvPoolGrad);
+  EXPECT_EQ(sn.op, Op::DenseUpdate);
+  EXPECT_EQ(p.beside_of(pairs[0].side), pairs[0].main);
+  ASSERT_EQ(s.step.size(), before.size());
+  size_t mi = 0;
+  while (s.step[mi] != pairs[0].main) ++mi;
+  EXPECT_EQ(s.step[mi + 1], pairs[0].side);
+  for (size_t k = 0; k < s.step.size(); ++k) {
+    const Op op = g.nodes[static_cast<size_t>(s.step[k])].op;
+    if (op == Op::AdamBegin) {
+      EXPECT_LT(k, mi);
+    }
+    if (op == Op::AdamUpdate) {
+      EXPECT_GT(k, mi + 1);
+    }
+  }
+  const NodeLayout lm =
+      node_layout(g, p, pairs[0].main, p.chunk[static_cast<size_t>(pairs[0].main)], chip);
+  const NodeLayout ls =
+      node_layout(g, p, pairs[0].side, p.chunk[static_cast<size_t>(pairs[0].side)], chip);
+  EXPECT_GE(p.vmem_lo_of(pairs[0].side), lm.end);
+  for (size_t i = 0; i < ls.in.size(); ++i) {
+    if (p.resident(sn.in[i]) < 0) {
+      EXPECT_GE(ls.in[i], lm.end) << i;
+    }
+  }
+  EXPECT_EQ(p.acc_lo_of(pairs[0].side), chip.acc_rows / 2);
+  EXPECT_LT(p.resident(sn.in[3]), 0);  // m streams now
+  EXPECT_GE(p.resident(sn.in[2]), 0);  // W stays
+  EXPECT_GE(2 * p.chunk[static_cast<size_t>(pairs[0].side)], 42u);
+
+  const Emitted e = emit(g, p, s.step, o, chip, Device::kArenaBase);
+  std::vector<size_t> mains, sides;  // program positions, in each node's order
+  for (const Emitted::Range& r : e.ranges) {
+    for (size_t k = r.begin; k < r.end; ++k) {
+      if (r.node == pairs[0].main) mains.push_back(k);
+      if (r.node == pairs[0].side) sides.push_back(k);
+    }
+  }
+  ASSERT_FALSE(sides.empty());
+  EXPECT_LT(sides.front(), mains.back());  // they do run beside each other
+  size_t jumped = 0;
+  for (size_t sp : sides) {
+    for (auto it = std::upper_bound(mains.begin(), mains.end(), sp); it != mains.end(); ++it) {
+      ++jumped;
+      ASSERT_TRUE(rows_disjoint(e.program[sp], e.program[*it], chip.N)) << sp << " " << *it;
+    }
+  }
+  EXPECT_GT(jumped, 0u);
+  // weight FIFO: between a side load and the side matmul taking its last tile, no main
+  // load or matmul
+  int pending = 0;
+  for (size_t k = mains.front(); k < e.program.size(); ++k) {
+    const bool is_side = std::binary_search(sides.begin(), sides.end(), k);
+    const bool fifo = std::holds_alternative<LoadWeights>(e.program[k]) ||
+                      std::holds_alternative<MatmulBf16>(e.program[k]);
+    if (is_side) {
+      if (const auto* lw = std::get_if<LoadWeights>(&e.program[k])) pending += lw->tiles;
+      const auto* mm = std::get_if<MatmulBf16>(&e.program[k]);
+      if (mm != nullptr && mm->switch_weights) --pending;
+    } else if (fifo) {
+      ASSERT_EQ(pending, 0) << k;
+    }
+  }
+}
+
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Training with the overlap equals training without it bit for bit (every step's loss, the
+// final weights) on the golden model, in Keras-shaped models small enough to run fast (with a
+// hidden Dense: two DenseUpdates, the one after the ConvPoolGrad beside it).
+void same_bits(const std::string& model) {
+  const ChipParams chip = ChipParams::training(4);
+  std::vector<std::vector<uint32_t>> losses(2);
+  std::vector<std::map<std::string, std::vector<float>>> weights(2);
+  for (int r = 0; r < 2; ++r) {
+    TrainOptions o;
+    o.batch = 8;
+    o.lr = 0.01f;
+    o.overlap = r == 0;
+    Trainer t(model, o, chip);
+    ModelDevice dev(chip);
+    t.init(dev);
+    for (uint32_t step = 0; step < 3; ++step) {
+      const std::vector<float> x = uniform(8 * 144, 1.0f, 200 + step);
+      std::vector<int32_t> y(8);
+      for (uint32_t i = 0; i < 8; ++i) y[i] = static_cast<int32_t>((i * 3 + step) % 4);
+      losses[r].push_back(bits(t.step(dev, x.data(), y.data()).loss));
+    }
+    weights[r] = t.weights(dev);
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  for (const auto& [name, w] : weights[0]) {
+    const std::vector<float>& s = weights[1].at(name);
+    ASSERT_EQ(w.size(), s.size());
+    EXPECT_EQ(std::memcmp(w.data(), s.data(), w.size() * 4), 0) << name;
+  }
+}
+TEST(TrainOverlap, SameBitsWithAndWithout) {
+  same_bits(keras_like(12, 8, 4));
+  same_bits(keras_like(12, 8, 4, 6));
+}
+
+// The small models pair (so the test above compares overlapped and serial programs): one
+// DenseUpdate beside the ConvPoolGrad, also where there are two.
+size_t small_pairs(int64_t hidden) {
+  const ChipParams chip = ChipParams::training(4);
+  TrainOptions o;
+  o.batch = 8;
+  Graph g = import_onnx(keras_like(12, 8, 4, hidden), 8, chip.N);
+  append_backward(g);
+  append_update(g, o);
+  fuse_conv_pool(g, chip);
+  fuse_dense_update(g);
+  Placement p = place(g, chip);
+  place_resident(g, p, chip);
+  Schedule s = schedule(g);
+  return overlap_updates(g, p, s, chip, true).size();
+}
+TEST(TrainOverlap, SmallModelsPairOnce) {
+  EXPECT_EQ(small_pairs(0), 1u);
+  EXPECT_EQ(small_pairs(6), 1u);
+}
+
+}  // namespace
+}  // namespace tpu::train::test
