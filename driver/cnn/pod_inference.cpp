@@ -130,6 +130,8 @@ std::vector<uint32_t> pod_slices(uint32_t batch, uint32_t chips) {
 }
 
 void PodFigures::add_json(nlohmann::ordered_json& j) const {
+  // No per-layer profile on the pod (it is one chip's: run-cnn without --chips).
+  if (!j.contains("layers_from")) j["layers_from"] = nullptr;
   j["chips"] = chips;
   j["topology"] = topology;
   j["ici_bytes_per_cycle"] = link_bytes_per_cycle;

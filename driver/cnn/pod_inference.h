@@ -90,7 +90,8 @@ struct PodFigures {
     const uint64_t all = inference_cycles + gather_cycles;
     return all ? double(gather_cycles) / double(all) : 0.0;
   }
-  // Adds the keys (chips, topology, gather_cycles, gather_share, chip_cycles, ...) to `j`.
+  // Adds the keys (chips, topology, gather_cycles, gather_share, chip_cycles, ...) to `j`, and
+  // layers_from = null when it has none (no per-layer profile on the pod).
   void add_json(nlohmann::ordered_json& j) const;
 };
 
