@@ -4,6 +4,8 @@
 // links, and the bundled CNN on a pod of 2 and 4 chips (rings, the torus 2x2) gives exactly the
 // logits, predictions and accuracies of the one-chip run of the same images (ModelDevice,
 // evaluate()), whatever the split of the batch, with every logit read from chip 0.
+#include "pod_inference.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -13,7 +15,6 @@
 #include "device_model.h"
 #include "evaluate.h"
 #include "onnx_import.h"
-#include "pod_inference.h"
 #include "quantize.h"
 #include "runner.h"
 

@@ -4,6 +4,8 @@
 // reference of the quantized network (driver/cnn). Built when tpu_cnn is (libonnx-dev).
 #if __has_include("onnx_import.h")
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -18,8 +20,6 @@
 #include <optional>
 #include <system_error>
 
-#include <unistd.h>
-
 #include "cmd_run_cnn_pod_rtl.h"
 #include "cnn_shard.h"
 #include "dataset.h"
@@ -27,8 +27,8 @@
 #include "evaluate.h"
 #include "image_dataset.h"
 #include "interrupt.h"
-#include "onnx_import.h"
 #include "json_text.h"
+#include "onnx_import.h"
 #include "output_file.h"
 #include "pod_inference.h"
 #include "quantize.h"
@@ -147,8 +147,8 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
       "split every batch over a pod of P chips (1..64; --backend model: the pod of golden "
       "models; rtl: the RTL pod of tpusim_train_n16): each chip runs the int8 program on its "
       "slice, the logits are gathered to chip 0 over the links and read from chip 0 only "
-      "(docs/pod.md \"Inference across chips\")")(
-      "topology", po::value<std::string>(), "with --chips: ring (default) or torus:XxY")(
+      "(docs/pod.md \"Inference across chips\")")("topology", po::value<std::string>(),
+                                                  "with --chips: ring (default) or torus:XxY")(
       "ici-bandwidth", po::value<std::string>(),
       "with --chips: link bytes per cycle and direction (default 16; rtl: the built pod's)")(
       "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
@@ -163,7 +163,8 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
           "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
           "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] "
           "[--channels rgb|gray]] "
-          "[--labels FILE] [--top-k K] [--jobs J | --shard I/K]",
+          "[--labels FILE] [--top-k K] [--jobs J | --shard I/K]\n"
+          "       [--chips P [--topology ring|torus:XxY] [--ici-bandwidth B] [--ici-latency L]]",
           "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, "
           "activation "
           "scales from --calibration training images; QDQ/QLinear models keep their own), compiles "
@@ -570,8 +571,8 @@ void exec_pod_tpusim(const tpusim::Args& args, const CnnOptions& o) {
   if (!fs::exists(other, ec))
     throw std::runtime_error(chips + ": the RTL pod is built into " + name +
                              " (the tpusim of the training chip, with TPU_SIM_TRAIN_N_LIST and "
-                             "TPU_POD_RTL), and there is no " + other.string() +
-                             "; use --backend model");
+                             "TPU_POD_RTL), and there is no " +
+                             other.string() + "; use --backend model");
   std::vector<std::string> words = {other.string(), "run-cnn"};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -601,13 +602,13 @@ std::unique_ptr<tpu::cnn::InferencePod> open_pod(CnnOptions& o,
                              " is not a backend (expected rtl or model)");
   const tpusim::RunCnnPodRtl* pod = tpusim::run_cnn_pod_rtl();
   if (!pod)
-    throw std::runtime_error(chips + " --backend rtl: this binary has no RTL pod; use "
+    throw std::runtime_error(chips +
+                             " --backend rtl: this binary has no RTL pod; use "
                              "--backend model");
   if (vm.count("ici-bandwidth") && o.timing.bytes_per_cycle != pod->bytes_per_cycle)
     throw tpusim::UsageError("--ici-bandwidth " + std::to_string(o.timing.bytes_per_cycle) +
                              " with " + chips + " --backend rtl: the RTL pod's links are " +
-                             std::to_string(pod->bytes_per_cycle) +
-                             " bytes per cycle (built in)");
+                             std::to_string(pod->bytes_per_cycle) + " bytes per cycle (built in)");
   o.timing.bytes_per_cycle = pod->bytes_per_cycle;
   if (o.timing.latency == 0)
     throw tpusim::UsageError("--ici-latency 0 with " + chips +
@@ -642,8 +643,8 @@ int run_pod(CnnOptions& o, const tpusim::po::variables_map& vm,
   std::fprintf(info,
                "pod: %u chips (%s, %s backend), links %u bytes per cycle, latency %u cycles; "
                "images per chip of a batch: %s; logits gathered to chip 0 over the links\n",
-               o.chips, o.topology.name().c_str(), pod->backend().c_str(),
-               o.timing.bytes_per_cycle, o.timing.latency, split.c_str());
+               o.chips, o.topology.name().c_str(), pod->backend().c_str(), o.timing.bytes_per_cycle,
+               o.timing.latency, split.c_str());
   tpusim::CnnPresentation live = pres;
   live.files = in.files;
   tpu::cnn::PodFigures f;

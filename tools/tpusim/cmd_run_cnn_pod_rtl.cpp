@@ -3,12 +3,13 @@
 // run-cnn's InferencePod, linked into tpusim_train_n<N> (tools/tpusim/CMakeLists.txt). Each
 // chip's device memory is the pod's host memory of that chip; the programs are placed after the
 // mapped data. Cycles are the RTL's (START to the last chip's halt).
+#include "cmd_run_cnn_pod_rtl.h"
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "cmd_run_cnn_pod_rtl.h"
 #include "pod_rtl.h"
 
 namespace {
@@ -22,10 +23,9 @@ class RtlInferencePod : public tpu::cnn::InferencePod {
   RtlInferencePod(const tpu::PodTopology& topo, const tpu::LinkTiming& timing)
       : topo_(topo), timing_(timing), params_(tpu::sim::PodRtl::params()) {
     if (topo.links_needed() > params_.ici_links)
-      throw std::invalid_argument("the topology " + topo.name() + " needs " +
-                                  std::to_string(topo.links_needed()) +
-                                  " links per chip; the RTL pod's chips have " +
-                                  std::to_string(params_.ici_links));
+      throw std::invalid_argument(
+          "the topology " + topo.name() + " needs " + std::to_string(topo.links_needed()) +
+          " links per chip; the RTL pod's chips have " + std::to_string(params_.ici_links));
     if (timing.latency == 0)
       throw std::invalid_argument("the RTL pod's link latency must be >= 1 cycle");
   }
@@ -51,8 +51,8 @@ class RtlInferencePod : public tpu::cnn::InferencePod {
           const std::string& what) override {
     if (!rtl_) throw std::logic_error("the RTL pod: map() before run()");
     const auto t0 = std::chrono::steady_clock::now();
-    const tpu::sim::PodRtlResult res = rtl_->run(
-        programs, max_cycles ? max_cycles : kDefaultCycleLimit, uint32_t(base_ + bytes_));
+    const tpu::sim::PodRtlResult res =
+        rtl_->run(programs, max_cycles ? max_cycles : kDefaultCycleLimit, uint32_t(base_ + bytes_));
     Run r;
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string in = "the RTL pod, in the " + what + " programs: ";
@@ -93,8 +93,8 @@ std::unique_ptr<tpu::cnn::InferencePod> make(const tpu::PodTopology& topo,
   return std::make_unique<RtlInferencePod>(topo, timing);
 }
 
-const tpusim::RunCnnPodRtl kPod{&tpu::sim::PodRtl::params,
-                                tpu::sim::PodRtl::ici_width_bits() / 8, &make};
+const tpusim::RunCnnPodRtl kPod{&tpu::sim::PodRtl::params, tpu::sim::PodRtl::ici_width_bits() / 8,
+                                &make};
 
 [[maybe_unused]] const bool registered = (tpusim::run_cnn_pod_rtl() = &kPod, true);
 

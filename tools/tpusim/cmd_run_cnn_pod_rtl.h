@@ -18,8 +18,7 @@ struct RunCnnPodRtl {
   uint32_t bytes_per_cycle;     // its links' (IciWidth / 8)
   // The RTL pod of this topology and link latency (>= 1). Throws std::invalid_argument naming
   // what the built pod cannot do (too few links, latency 0).
-  std::unique_ptr<tpu::cnn::InferencePod> (*make)(const tpu::PodTopology&,
-                                                  const tpu::LinkTiming&);
+  std::unique_ptr<tpu::cnn::InferencePod> (*make)(const tpu::PodTopology&, const tpu::LinkTiming&);
 };
 
 // The registered RTL pod, or nullptr (the binaries without one).
