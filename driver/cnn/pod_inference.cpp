@@ -383,7 +383,9 @@ Evaluation evaluate_source(InferencePod& pod, const LinkTiming& timing, const Ne
     if (o.on_batch) o.on_batch(results, i0 + b, o.count);
   }
   e.counters.cycles = e.cycles_total;
-  const double n2 = double(e.chip_n) * e.chip_n;
+  // The MXU figures per chip (its average): the chips' MXUs work side by side in those cycles.
+  e.counters.mxu_busy /= pod.chips();
+  const double n2 = double(e.chip_n) * e.chip_n * pod.chips();
   e.mxu_utilization = e.cycles_estimated || !e.cycles_total
                           ? std::numeric_limits<double>::quiet_NaN()
                           : double(e.macs_per_image) * e.images / (double(e.cycles_total) * n2);

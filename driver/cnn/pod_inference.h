@@ -79,8 +79,8 @@ struct PodFigures {
   uint32_t chips = 0;
   std::string topology;
   uint32_t link_bytes_per_cycle = 0, link_latency = 0;
-  uint64_t inference_cycles = 0;  // the inference runs' pod cycles, summed over the batches
-  uint64_t gather_cycles = 0;     // the gather runs'
+  uint64_t inference_cycles = 0;      // the inference runs' pod cycles, summed over the batches
+  uint64_t gather_cycles = 0;         // the gather runs'
   std::vector<uint64_t> chip_cycles;  // per chip: its inference runs' cycles, summed
   std::vector<uint32_t> chip_images;  // per chip: the images it ran
   uint64_t gather_link_bytes = 0;     // bytes the gathers moved over the links
@@ -101,7 +101,9 @@ struct PodFigures {
 // checked against the integer reference. cycles_total is the inference runs' plus the gathers'
 // pod cycles. No per-layer profile and no timeline (o.profile and o.timeline are ignored; the
 // profile is of one chip: run-cnn without --chips). DMA counters are those of the programs
-// that ran (every instruction of a program that halts runs once). `figures` receives the pod's.
+// that ran (every instruction of a program that halts runs once), summed over the chips; the
+// MXU's busy cycles and utilization are the chips' average (per chip, over the pod's cycles).
+// `figures` receives the pod's.
 Evaluation evaluate_pod(InferencePod& pod, const LinkTiming& timing, const Network& float_net,
                         const QuantNetwork& q, const ImageSet& set, const EvalOptions& o,
                         PodFigures& figures);
