@@ -4,6 +4,8 @@
 // reference of the quantized network (driver/cnn). Built when tpu_cnn is (libonnx-dev).
 #if __has_include("onnx_import.h")
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -12,23 +14,37 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <system_error>
 
+#include "cmd_run_cnn_pod_rtl.h"
 #include "cnn_shard.h"
 #include "dataset.h"
+#include "device_rtl.h"
 #include "evaluate.h"
 #include "image_dataset.h"
 #include "interrupt.h"
+#include "json_text.h"
 #include "onnx_import.h"
 #include "output_file.h"
+#include "pod_inference.h"
 #include "quantize.h"
 #include "report.h"
 #include "sharding.h"
 #include "tpusim.h"
 #include "zoo.h"
+
+namespace tpusim {
+
+const RunCnnPodRtl*& run_cnn_pod_rtl() {
+  static const RunCnnPodRtl* pod = nullptr;
+  return pod;
+}
+
+}  // namespace tpusim
 
 namespace {
 
@@ -63,6 +79,10 @@ struct CnnOptions {
   tpusim::DeviceOptions dev;
   int images = 100, offset = 0, top_k = 0, calibration = 200;
   uint32_t batch = 8;
+  // --chips P (0: one chip, no pod): the batch split over a pod, logits gathered to chip 0.
+  uint32_t chips = 0;
+  tpu::PodTopology topology;
+  tpu::LinkTiming timing;
   // The images are floats (an image folder or the zoo's random ones), not Fashion-MNIST bytes.
   bool floats() const { return !dataset.empty() || !zoo.empty(); }
 };
@@ -122,7 +142,16 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
       "JSON for ui.perfetto.dev or chrome://tracing (rtl backend only; replaced only by a complete "
       "one)")("energy-table", po::value<std::string>(&o.energy_table_file),
               "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
-              "energy/horowitz_45nm.json)");
+              "energy/horowitz_45nm.json)")(
+      "chips", po::value<std::string>(),
+      "split every batch over a pod of P chips (1..64; --backend model: the pod of golden "
+      "models; rtl: the RTL pod of tpusim_train_n16): each chip runs the int8 program on its "
+      "slice, the logits are gathered to chip 0 over the links and read from chip 0 only "
+      "(docs/pod.md \"Inference across chips\")")("topology", po::value<std::string>(),
+                                                  "with --chips: ring (default) or torus:XxY")(
+      "ici-bandwidth", po::value<std::string>(),
+      "with --chips: link bytes per cycle and direction (default 16; rtl: the built pod's)")(
+      "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
   tpusim::add_memory_options(opts);
   tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
   tpusim::add_shard_options(opts);
@@ -134,7 +163,8 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
           "[--vcd F] [--vcd-window FROM:TO] [--json] [--report DIR] [--timeline F.json]\n"
           "       [--dataset DIR [--resize S|HxW] [--center-crop S|HxW] [--mean M] [--std S] "
           "[--channels rgb|gray]] "
-          "[--labels FILE] [--top-k K] [--jobs J | --shard I/K]",
+          "[--labels FILE] [--top-k K] [--jobs J | --shard I/K]\n"
+          "       [--chips P [--topology ring|torus:XxY] [--ici-bandwidth B] [--ici-latency L]]",
           "Imports the ONNX model, quantizes it (per-output-channel int8 weights, int32 biases, "
           "activation "
           "scales from --calibration training images; QDQ/QLinear models keep their own), compiles "
@@ -175,8 +205,42 @@ void check_model(const tpusim::po::variables_map& vm, const CnnOptions& o) {
   }
 }
 
+// --chips P [--topology] [--ici-bandwidth] [--ici-latency]: inference across a pod.
+void check_pod_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
+  if (!vm.count("chips")) {
+    for (const char* opt : {"topology", "ici-bandwidth", "ici-latency"})
+      if (vm.count(opt)) throw tpusim::UsageError(std::string("--") + opt + " is for --chips P");
+    return;
+  }
+  o.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
+  const std::string chips = "--chips " + std::to_string(o.chips);
+  try {
+    o.topology = tpu::PodTopology::parse(
+        vm.count("topology") ? vm["topology"].as<std::string>() : "ring", o.chips);
+  } catch (const std::invalid_argument& e) {
+    throw tpusim::UsageError(std::string("--topology: ") + e.what());
+  }
+  if (vm.count("ici-bandwidth"))
+    o.timing.bytes_per_cycle = uint32_t(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
+  if (vm.count("ici-latency"))
+    o.timing.latency = uint32_t(tpusim::int_option(vm, "ici-latency", 0, 1000000));
+  auto refuse = [&](const char* opt, const std::string& why) {
+    if (vm.count(opt))
+      throw tpusim::UsageError(std::string("--") + opt + " with " + chips + ": " + why);
+  };
+  refuse("timeline", "the instruction timeline is of one chip (drop --chips)");
+  refuse("report", "the report charts one chip's per-layer profile (drop --chips)");
+  refuse("vcd", "the waveform is of one chip (drop --chips)");
+  refuse("vcd-window", "the waveform is of one chip (drop --chips)");
+  refuse("mem-latency", "the pod's device memories have no timing options (drop --chips)");
+  refuse("mem-bandwidth", "the pod's device memories have no timing options (drop --chips)");
+  refuse("jobs", "the pod is one process (drop --jobs)");
+  refuse("shard", "the pod is one process (drop --shard)");
+}
+
 void check_cnn_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
   check_model(vm, o);
+  check_pod_options(vm, o);
   const bool folder = !o.dataset.empty();
   o.images = int(tpusim::int_option(vm, "images", 1, folder ? 1000000 : 10000));
   if (!o.zoo.empty() && vm["images"].defaulted()) o.images = 1;
@@ -379,9 +443,16 @@ std::string model_header(const std::string& model, const CnnInputs& in) {
   return h;
 }
 
-// Runs this process's images on the chip: per-image lines on `info` as they finish (when
-// `live_lines`), progress on stderr.
-tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const CnnInputs& in,
+// How this process's images run: evaluate() on the chip, or evaluate_pod() on the pod.
+struct Evaluator {
+  std::function<tpu::cnn::Evaluation(const tpu::cnn::EvalOptions&)> run;
+  std::string backend;
+  uint32_t chip_n = 0;
+};
+
+// Runs this process's images on the chip (or the pod): per-image lines on `info` as they finish
+// (when `live_lines`), progress on stderr.
+tpu::cnn::Evaluation run_images(const Evaluator& ev, const CnnOptions& o, const CnnInputs& in,
                                 const ShardImages& mine, std::FILE* info, bool live_lines,
                                 const tpusim::CnnPresentation& live, tpusim::Clock::time_point t0) {
   const bool first_shard = mine.shard.index == 0;
@@ -401,7 +472,8 @@ tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const Cnn
                                                  std::to_string(mine.first + mine.count - 1) + ")"
                                            : "";
   tpusim::set_activity("running " + std::to_string(mine.count) + " images of " + o.model +
-                       " on the " + o.dev.backend + " backend" + part);
+                       " on the " + o.dev.backend + " backend" + part +
+                       (o.chips ? " (a pod of " + std::to_string(o.chips) + " chips)" : ""));
   tpusim::set_progress(0, uint64_t(mine.count), "images");
   // Image indices relative to the selection (as one process numbers them).
   const int index_shift = o.floats() ? mine.first : 0;
@@ -431,15 +503,14 @@ tpu::cnn::Evaluation run_images(tpu::Device& dev, const CnnOptions& o, const Cnn
   };
   tpu::cnn::Evaluation e;
   if (mine.count > 0) {
-    e = o.floats() ? tpu::cnn::evaluate(dev, in.net, in.q, in.images, eo)
-                   : tpu::cnn::evaluate(dev, in.net, in.q, in.test, eo);
+    e = ev.run(eo);
   } else {  // more shards than batches: nothing to run
-    e.backend = std::string(dev.backend());
-    e.chip_n = dev.params().N;
+    e.backend = ev.backend;
+    e.chip_n = ev.chip_n;
   }
   for (auto& r : e.results) r.index += index_shift;
   e.offset = o.floats() ? o.offset : o.offset + mine.first;
-  if (o.dev.backend == "rtl") {
+  if (o.dev.backend == "rtl" && o.chips == 0) {
     e.mem_latency_cycles = o.dev.mem_latency >= 0 ? o.dev.mem_latency : 10;
     e.mem_bytes_per_cycle = o.dev.mem_bandwidth >= 0 ? o.dev.mem_bandwidth : 16;
   }
@@ -484,13 +555,145 @@ tpusim::ShardedCommand sharded_command(const tpusim::Args& args, const CnnOption
   return c;
 }
 
+// --chips P --backend rtl in a tpusim without an RTL pod whose chip has no VMEM (the int8
+// chip): the same command runs in tpusim_train_n<N> next to this executable, which links the
+// RTL pod of its training chip (it replaces this process: same output, same exit code).
+void exec_pod_tpusim(const tpusim::Args& args, const CnnOptions& o) {
+  namespace fs = std::filesystem;
+  const std::string chips = "--chips " + std::to_string(o.chips) + " --backend rtl";
+  if (tpu::RtlDevice::compiled_params().has_vmem())
+    throw std::runtime_error(chips + ": this binary has no RTL pod (tpu_pod_rtl_n" +
+                             std::to_string(tpu::RtlDevice::compiled_n()) +
+                             " is not linked into it); use --backend model");
+  const std::string name = "tpusim_train_n" + std::to_string(tpu::RtlDevice::compiled_n());
+  const fs::path other = fs::path(tpusim::self_executable()).parent_path() / name;
+  std::error_code ec;
+  if (!fs::exists(other, ec))
+    throw std::runtime_error(chips + ": the RTL pod is built into " + name +
+                             " (the tpusim of the training chip, with TPU_SIM_TRAIN_N_LIST and "
+                             "TPU_POD_RTL), and there is no " +
+                             other.string() + "; use --backend model");
+  std::vector<std::string> words = {other.string(), "run-cnn"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execv(argv[0], argv.data());
+  throw std::runtime_error(chips + ": cannot start " + other.string() + ": " +
+                           std::strerror(errno));
+}
+
+// The pod of --chips: golden models (model) or the registered RTL pod (rtl).
+std::unique_ptr<tpu::cnn::InferencePod> open_pod(CnnOptions& o,
+                                                 const tpusim::po::variables_map& vm) {
+  const std::string chips = "--chips " + std::to_string(o.chips);
+  if (o.dev.backend == "model") {
+    tpu::ChipParams chip = tpu::RtlDevice::compiled_params();  // the one-chip model's, with links
+    if (!chip.has_vmem()) {
+      chip.vmem_rows = tpu::ChipParams::kTrainingVmemRows;
+      chip.vmem_port_bytes = 4 * chip.N;
+    }
+    chip.ici_links = std::max<uint32_t>(chip.ici_links, 4);
+    return tpu::cnn::golden_inference_pod(o.topology, chip, o.timing);
+  }
+  if (o.dev.backend != "rtl")
+    throw tpusim::UsageError("--backend " + o.dev.backend +
+                             " is not a backend (expected rtl or model)");
+  const tpusim::RunCnnPodRtl* pod = tpusim::run_cnn_pod_rtl();
+  if (!pod)
+    throw std::runtime_error(chips +
+                             " --backend rtl: this binary has no RTL pod; use "
+                             "--backend model");
+  if (vm.count("ici-bandwidth") && o.timing.bytes_per_cycle != pod->bytes_per_cycle)
+    throw tpusim::UsageError("--ici-bandwidth " + std::to_string(o.timing.bytes_per_cycle) +
+                             " with " + chips + " --backend rtl: the RTL pod's links are " +
+                             std::to_string(pod->bytes_per_cycle) + " bytes per cycle (built in)");
+  o.timing.bytes_per_cycle = pod->bytes_per_cycle;
+  if (o.timing.latency == 0)
+    throw tpusim::UsageError("--ici-latency 0 with " + chips +
+                             " --backend rtl: the RTL pod's links take at least 1 cycle");
+  try {
+    return pod->make(o.topology, o.timing);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(chips + " --backend rtl: " + e.what());
+  }
+}
+
+// run-cnn --chips P: the batches split over the pod, the logits gathered to chip 0.
+int run_pod(CnnOptions& o, const tpusim::po::variables_map& vm,
+            const std::optional<tpu::cnn::ImageFolder>& folder, tpusim::Clock::time_point t0) {
+  auto pod = open_pod(o, vm);
+  if (vm.count("max-cycles")) {
+    o.dev.max_cycles = uint64_t(tpusim::int_option(vm, "max-cycles", 1, int64_t{1} << 50));
+    o.dev.max_cycles_given = true;
+  }
+  tpusim::set_activity("loading " + o.model + " and the images");
+  ShardImages mine;
+  mine.count = o.images;
+  tpusim::CnnPresentation pres;
+  const CnnInputs in = load_inputs(o, folder, mine, pres);
+  pres.header = model_header(o.model, in);
+  std::FILE* info = o.json ? stderr : stdout;
+  std::fputs(pres.header.c_str(), info);
+  const std::vector<uint32_t> slices =
+      tpu::cnn::pod_slices(std::min<uint32_t>(o.batch, uint32_t(o.images)), o.chips);
+  std::string split;
+  for (uint32_t s : slices) split += (split.empty() ? "" : ", ") + std::to_string(s);
+  std::fprintf(info,
+               "pod: %u chips (%s, %s backend), links %u bytes per cycle, latency %u cycles; "
+               "images per chip of a batch: %s; logits gathered to chip 0 over the links\n",
+               o.chips, o.topology.name().c_str(), pod->backend().c_str(), o.timing.bytes_per_cycle,
+               o.timing.latency, split.c_str());
+  tpusim::CnnPresentation live = pres;
+  live.files = in.files;
+  tpu::cnn::PodFigures f;
+  Evaluator ev;
+  ev.backend = pod->backend();
+  ev.chip_n = pod->params().N;
+  ev.run = [&](const tpu::cnn::EvalOptions& eo) {
+    return o.floats() ? tpu::cnn::evaluate_pod(*pod, o.timing, in.net, in.q, in.images, eo, f)
+                      : tpu::cnn::evaluate_pod(*pod, o.timing, in.net, in.q, in.test, eo, f);
+  };
+  tpu::cnn::Evaluation e = run_images(ev, o, in, mine, info, !o.quiet, live, t0);
+  e.wall_seconds = std::chrono::duration<double>(tpusim::Clock::now() - t0).count();
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(e.to_json());
+    f.add_json(j);
+    std::cout << tpu::json_document(j) << "\n";
+  } else {
+    tpusim::print_cnn_summary(e);
+    std::string per_chip;
+    for (uint32_t r = 0; r < f.chips; ++r)
+      per_chip += (r ? ", " : "") + thousands(f.chip_cycles[r]);
+    std::printf(
+        "pod: %u chips (%s): inference %s cycles, gather %s cycles (%.2f %% of the run, %s "
+        "bytes over the links); per chip %s cycles%s\n",
+        f.chips, f.topology.c_str(), thousands(f.inference_cycles).c_str(),
+        thousands(f.gather_cycles).c_str(), 100 * f.gather_share(),
+        thousands(f.gather_link_bytes).c_str(), per_chip.c_str(),
+        e.cycles_estimated ? " (the golden pod's estimate)" : "");
+  }
+  std::fflush(stdout);
+  return e.matches_reference() ? 0 : 1;
+}
+
 int run_run_cnn(const tpusim::Args& args) {
   CnnOptions o;
   tpusim::po::variables_map vm;
   if (!parse_cnn_options(args, o, vm)) return 0;
+  if (o.chips && o.dev.backend == "rtl" && !tpusim::run_cnn_pod_rtl()) exec_pod_tpusim(args, o);
   check_cnn_paths(o);
   tpusim::ShardPlan plan = tpusim::shard_plan(vm);
   using Mode = tpusim::ShardPlan::Mode;
+  if (o.chips && plan.mode != Mode::Single)
+    throw tpusim::UsageError("--chips " + std::to_string(o.chips) +
+                             " under mpirun / srun: the pod is one process (run it without a "
+                             "launcher)");
+  if (o.chips) {
+    const std::optional<tpu::cnn::ImageFolder> pod_folder = scan_dataset(vm, o);
+    return run_pod(o, vm, pod_folder, tpusim::Clock::now());
+  }
   const std::optional<tpu::cnn::ImageFolder> folder = scan_dataset(vm, o);
   tpusim::cap_jobs(plan, (uint64_t(o.images) + o.batch - 1) / o.batch, "batch", "batches");
   if (plan.mode != Mode::Single && !o.dev.vcd.empty())
@@ -524,8 +727,15 @@ int run_run_cnn(const tpusim::Args& args) {
     std::fputs(pres.header.c_str(), info);
   tpusim::CnnPresentation live = pres;  // for this process's lines: files by selection index
   live.files = in.files;
+  Evaluator ev;
+  ev.backend = std::string(dev->backend());
+  ev.chip_n = dev->params().N;
+  ev.run = [&](const tpu::cnn::EvalOptions& eo) {
+    return o.floats() ? tpu::cnn::evaluate(*dev, in.net, in.q, in.images, eo)
+                      : tpu::cnn::evaluate(*dev, in.net, in.q, in.test, eo);
+  };
   tpu::cnn::Evaluation e =
-      run_images(*dev, o, in, mine, info, !o.quiet && plan.mode != Mode::Mpi, live, t0);
+      run_images(ev, o, in, mine, info, !o.quiet && plan.mode != Mode::Mpi, live, t0);
   e.wall_seconds = std::chrono::duration<double>(tpusim::Clock::now() - t0).count();
 
   // The output files first, complete or not at all; then the one JSON object (or the summary).
