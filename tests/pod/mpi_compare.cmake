@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-# `tpusim allreduce --backend rtl` in one process and under `mpirun -np NP` (the distributed pod,
-# docs/pod.md "The distributed pod"): both must succeed and report the same cycles and link
-# beats for every size, correct and matching the golden pod (tests/pod/CMakeLists.txt, label mpi).
+# `tpusim allreduce --backend rtl` (or `train --chips P --backend rtl`) in one process and under
+# `mpirun -np NP` (the distributed pod, docs/pod.md "The distributed pod"): both must succeed;
+# allreduce: the same cycles and link beats for every size, correct and matching the golden
+# pod; train: every member of the JSON the same but the wall-time ones and `ranks`
+# (tests/pod/CMakeLists.txt, label mpi).
 #   TPUSIM   the tpusim binary;  MPIRUN  mpirun and its options, separated by '|'
-#   NP       ranks;  ARGS  the allreduce options, separated by '|'
+#   NP       ranks;  ARGS  the options, separated by '|';  SUBCOMMAND  allreduce (default) or train
+if(NOT DEFINED SUBCOMMAND)
+  set(SUBCOMMAND allreduce)
+endif()
 string(REPLACE "|" ";" args "${ARGS}")
 string(REPLACE "|" ";" mpirun "${MPIRUN}")
-execute_process(COMMAND ${TPUSIM} allreduce ${args} --json RESULT_VARIABLE rc1 OUTPUT_VARIABLE one
-                ERROR_VARIABLE err1 TIMEOUT 300)
-execute_process(COMMAND ${mpirun} -np ${NP} ${TPUSIM} allreduce ${args} --json RESULT_VARIABLE rc2
-                OUTPUT_VARIABLE dist ERROR_VARIABLE err2 TIMEOUT 300)
+execute_process(COMMAND ${TPUSIM} ${SUBCOMMAND} ${args} --json RESULT_VARIABLE rc1
+                OUTPUT_VARIABLE one ERROR_VARIABLE err1 TIMEOUT 1800)
+execute_process(COMMAND ${mpirun} -np ${NP} ${TPUSIM} ${SUBCOMMAND} ${args} --json
+                RESULT_VARIABLE rc2 OUTPUT_VARIABLE dist ERROR_VARIABLE err2 TIMEOUT 1800)
 message("one process (exit ${rc1}):\n${one}${err1}\nmpirun -np ${NP} (exit ${rc2}):\n${dist}${err2}")
 if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
   message(FATAL_ERROR "expected both runs to exit 0")
@@ -17,6 +22,29 @@ endif()
 string(JSON ranks GET "${dist}" ranks)
 if(NOT ranks EQUAL NP)
   message(FATAL_ERROR "the mpirun run reports ranks = ${ranks}, expected ${NP}")
+endif()
+if(SUBCOMMAND STREQUAL "train")
+  set(timing wall_seconds images_per_second compile_seconds sim_seconds sim_cycles_per_second ranks)
+  string(JSON n LENGTH "${one}")
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON key MEMBER "${one}" ${i})
+    list(FIND timing "${key}" skip)
+    if(NOT skip EQUAL -1)
+      continue()
+    endif()
+    string(JSON a GET "${one}" ${key})
+    string(JSON b GET "${dist}" ${key})
+    if(NOT "${a}" STREQUAL "${b}")
+      message(FATAL_ERROR "${key}: ${a} in one process, ${b} over ${NP} ranks")
+    endif()
+  endforeach()
+  string(JSON ok GET "${dist}" matches_golden)
+  if(NOT ok)
+    message(FATAL_ERROR "train under mpirun: matches_golden = ${ok}")
+  endif()
+  message("identical: ${n} members")
+  return()
 endif()
 foreach(key correct matches_golden)
   string(JSON v GET "${dist}" ${key})
