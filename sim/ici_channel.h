@@ -11,10 +11,18 @@
 //   of buffering at the receiving end, a credit returning `latency` cycles after the receiver
 //   took the beat (capacity >= 2 * latency + 1 keeps a ready receiver at one beat per cycle).
 // * A receive dropped before its message's first beat arrived (its chip stopped: the want
-//   falls to 0 without a first beat taken) withdraws its posted want, so no message starts
-//   against it.
+//   falls to 0 without a first beat taken) withdraws its posted want; the withdrawal reaches
+//   the sender `latency` cycles later, like everything else on the wire, and from then no
+//   message starts against that want (one that started before it arrived goes on).
 // * Sizes: the sender's first beat is checked against the posted want by the sender itself
 //   (ERR_ICI_SIZE); the channel delivers that beat all the same, so the receiver checks it too.
+//
+// Lookahead (docs/pod.md "The distributed pod"): the channel is two halves, IciTx at the sender
+// and IciRx at the receiver, which only talk through IciEvents that take effect `latency`
+// cycles after they were made (beats one way; credits, wants and withdrawals the other). So
+// nothing a chip does reaches its neighbour sooner than `latency` cycles later, and the halves
+// may live in different processes (sim/pod_rtl.h with a PodTransport) as long as each half gets
+// the other's events before its clock reaches their time.
 //
 // The caller evaluates both chips with tx_ready() / tx_want() / rx_valid() / rx_beat() as
 // their inputs, then calls step() with what they did in that cycle (before the next cycle).
@@ -33,40 +41,31 @@ struct IciBeat {
   std::vector<uint32_t> data;  // IciWidth / 32 words, word k = bits [32k +: 32]
 };
 
-class IciChannel {
- public:
-  // beats_per_row = 32 N / IciWidth (the message length is rows * beats_per_row beats).
-  IciChannel(uint32_t latency, uint32_t beats_per_row, uint32_t capacity = 0)
-      : latency_(latency),
-        beats_per_row_(beats_per_row),
-        capacity_(capacity != 0 ? capacity : 2 * latency + 2) {
-    if (latency == 0) throw std::invalid_argument("IciChannel: latency must be >= 1 cycle");
-    if (beats_per_row == 0) throw std::invalid_argument("IciChannel: beats_per_row must be >= 1");
-  }
+// What one half of a channel tells the other; it takes effect at cycle `at` (made at `at` -
+// latency).
+struct IciEvent {
+  enum class Kind : uint8_t { Beat, Credit, Want, Withdraw };
+  Kind kind = Kind::Beat;
+  uint64_t at = 0;
+  uint32_t want = 0;  // Want: the posted receive's rows
+  IciBeat beat;       // Beat
+  bool to_tx() const { return kind != Kind::Beat; }
+};
 
-  // ---- the sender's inputs in the current cycle
+// The sender's half: posted wants that reached it, credits, the message it is sending.
+class IciTx {
+ public:
+  IciTx(uint32_t latency, uint32_t beats_per_row, uint32_t capacity)
+      : latency_(latency), beats_per_row_(beats_per_row), credits_(capacity) {}
+
   uint32_t tx_want() const {
     if (in_msg_ || tokens_.empty() || tokens_.front().at > now_) return 0;
     return tokens_.front().want;
   }
   bool tx_ready() const { return credits_ > 0 && (in_msg_ || tx_want() != 0); }
 
-  // ---- the receiver's inputs in the current cycle
-  bool rx_valid() const { return !fwd_.empty() && fwd_.front().at <= now_; }
-  const IciBeat& rx_beat() const { return fwd_.front().beat; }
-
-  // The clock edge ending the current cycle: whether the sender's beat was handed over
-  // (tx_valid && tx_ready, with the beat), whether the receiver took its beat (rx_valid &&
-  // rx_ready), and the receiver's want output in this cycle.
-  void step(bool tx_fire, const IciBeat& tx_beat, bool rx_fire, uint32_t rx_want) {
-    fwd_first_ = false;
-    if (rx_fire) {
-      if (!rx_valid()) throw std::logic_error("IciChannel: receiver took a beat that is not there");
-      fwd_first_ = fwd_.front().beat.first;
-      fwd_.pop_front();
-      returns_.push_back(now_ + latency_);
-      ++delivered_;
-    }
+  // The clock edge ending the current cycle; a beat handed over goes to `out`.
+  void step(bool tx_fire, const IciBeat& tx_beat, std::vector<IciEvent>& out) {
     if (tx_fire) {
       if (!tx_ready()) throw std::logic_error("IciChannel: sender handed over without ready");
       if (tx_beat.first != !in_msg_) throw std::logic_error("IciChannel: message framing");
@@ -81,63 +80,189 @@ class IciChannel {
         in_msg_ = false;
       }
       --credits_;
-      fwd_.push_back({tx_beat, now_ + latency_});
+      IciEvent e;
+      e.kind = IciEvent::Kind::Beat;
+      e.at = now_ + latency_;
+      e.beat = tx_beat;
+      out.push_back(std::move(e));
       ++sent_;
     }
-    if (rx_fire && fwd_first_) first_taken_ = true;
-    if (rx_want != 0 && last_want_ == 0) {
-      tokens_.push_back({rx_want, now_ + latency_});
-      first_taken_ = false;
-    } else if (rx_want == 0 && last_want_ != 0 && !first_taken_) {
-      // The receive was dropped before its message came (its chip stopped): the posted want
-      // is withdrawn (the only one in flight: earlier receives have taken their messages).
-      tokens_.clear();
-    }
-    last_want_ = rx_want;
     ++now_;
-    while (!returns_.empty() && returns_.front() <= now_) {
-      returns_.pop_front();
-      ++credits_;
-    }
+    settle();
   }
 
-  // The sender's chip dropped its instruction mid-message (a fault): the rest never comes.
+  // An event of the receiver's half (in the order it made them, before its time comes).
+  void deliver(const IciEvent& e) {
+    if (e.at < now_) throw std::logic_error("IciChannel: a link event arrived after its time");
+    switch (e.kind) {
+      case IciEvent::Kind::Credit:
+        returns_.push_back(e.at);
+        break;
+      case IciEvent::Kind::Want:
+        tokens_.push_back({e.want, e.at});
+        break;
+      case IciEvent::Kind::Withdraw:
+        withdraws_.push_back(e.at);
+        break;
+      case IciEvent::Kind::Beat:
+        throw std::logic_error("IciChannel: a beat sent to the sender");
+    }
+    settle();
+  }
+
   void abandon_message() {
     in_msg_ = false;
     left_ = 0;
   }
-  // Nothing on the wire (beats or posted receives still travelling).
-  bool quiet() const {
-    return fwd_.empty() && (tokens_.empty() || tokens_.front().at <= now_) && !in_msg_;
-  }
+  bool quiet() const { return (tokens_.empty() || tokens_.front().at <= now_) && !in_msg_; }
   uint64_t beats_sent() const { return sent_; }
-  uint64_t beats_delivered() const { return delivered_; }
-  uint32_t latency() const { return latency_; }
 
  private:
-  struct InFlight {
-    IciBeat beat;
-    uint64_t at;
-  };
+  // Events whose time has come: credits back, withdrawn wants gone (every want posted before
+  // the withdrawal and not yet taken by a message).
+  void settle() {
+    while (!returns_.empty() && returns_.front() <= now_) {
+      returns_.pop_front();
+      ++credits_;
+    }
+    while (!withdraws_.empty() && withdraws_.front() <= now_) {
+      while (!tokens_.empty() && tokens_.front().at < withdraws_.front()) tokens_.pop_front();
+      withdraws_.pop_front();
+    }
+  }
   struct Token {
     uint32_t want;
     uint64_t at;
   };
   uint32_t latency_;
   uint32_t beats_per_row_;
-  uint32_t capacity_;
   uint64_t now_ = 0;
-  int64_t credits_ = capacity_;
-  std::deque<InFlight> fwd_;
+  int64_t credits_;
   std::deque<uint64_t> returns_;
+  std::deque<uint64_t> withdraws_;
   std::deque<Token> tokens_;
-  uint32_t last_want_ = 0;
-  bool fwd_first_ = false;    // the beat the receiver took in this cycle was a first beat
-  bool first_taken_ = false;  // the posted receive has taken its message's first beat
   bool in_msg_ = false;
   uint64_t left_ = 0;
   uint64_t sent_ = 0;
+};
+
+// The receiver's half: beats on their way and the receive's posted want.
+class IciRx {
+ public:
+  explicit IciRx(uint32_t latency) : latency_(latency) {}
+
+  bool rx_valid() const { return !fwd_.empty() && fwd_.front().at <= now_; }
+  const IciBeat& rx_beat() const { return fwd_.front().beat; }
+
+  // The clock edge ending the current cycle; credits, wants and withdrawals go to `out`.
+  void step(bool rx_fire, uint32_t rx_want, std::vector<IciEvent>& out) {
+    bool first = false;
+    if (rx_fire) {
+      if (!rx_valid()) throw std::logic_error("IciChannel: receiver took a beat that is not there");
+      first = fwd_.front().beat.first;
+      fwd_.pop_front();
+      out.push_back(event(IciEvent::Kind::Credit, 0));
+      ++delivered_;
+    }
+    if (rx_fire && first) first_taken_ = true;
+    if (rx_want != 0 && last_want_ == 0) {
+      out.push_back(event(IciEvent::Kind::Want, rx_want));
+      first_taken_ = false;
+    } else if (rx_want == 0 && last_want_ != 0 && !first_taken_) {
+      // The receive was dropped before its message came (its chip stopped).
+      out.push_back(event(IciEvent::Kind::Withdraw, 0));
+    }
+    last_want_ = rx_want;
+    ++now_;
+  }
+
+  // A beat of the sender's half (in order, before its time comes).
+  void deliver(IciEvent e) {
+    if (e.kind != IciEvent::Kind::Beat || e.at < now_) {
+      throw std::logic_error("IciChannel: a link event for the receiver out of place");
+    }
+    fwd_.push_back({std::move(e.beat), e.at});
+  }
+
+  bool quiet() const { return fwd_.empty(); }
+  uint64_t beats_delivered() const { return delivered_; }
+
+ private:
+  IciEvent event(IciEvent::Kind kind, uint32_t want) const {
+    IciEvent e;
+    e.kind = kind;
+    e.at = now_ + latency_;
+    e.want = want;
+    return e;
+  }
+  struct InFlight {
+    IciBeat beat;
+    uint64_t at;
+  };
+  uint32_t latency_;
+  uint64_t now_ = 0;
+  std::deque<InFlight> fwd_;
+  uint32_t last_want_ = 0;
+  bool first_taken_ = false;  // the posted receive has taken its message's first beat
   uint64_t delivered_ = 0;
+};
+
+// Both halves in one process, the events handed over at once.
+class IciChannel {
+ public:
+  // beats_per_row = 32 N / IciWidth (the message length is rows * beats_per_row beats).
+  IciChannel(uint32_t latency, uint32_t beats_per_row, uint32_t capacity = 0)
+      : latency_(checked(latency, beats_per_row)),
+        tx_(latency, beats_per_row, capacity != 0 ? capacity : 2 * latency + 2),
+        rx_(latency) {}
+
+  // ---- the sender's inputs in the current cycle
+  uint32_t tx_want() const { return tx_.tx_want(); }
+  bool tx_ready() const { return tx_.tx_ready(); }
+
+  // ---- the receiver's inputs in the current cycle
+  bool rx_valid() const { return rx_.rx_valid(); }
+  const IciBeat& rx_beat() const { return rx_.rx_beat(); }
+
+  // The clock edge ending the current cycle: whether the sender's beat was handed over
+  // (tx_valid && tx_ready, with the beat), whether the receiver took its beat (rx_valid &&
+  // rx_ready), and the receiver's want output in this cycle.
+  void step(bool tx_fire, const IciBeat& tx_beat, bool rx_fire, uint32_t rx_want) {
+    events_.clear();
+    rx_.step(rx_fire, rx_want, events_);
+    tx_.step(tx_fire, tx_beat, events_);
+    for (IciEvent& e : events_) {
+      if (e.to_tx()) {
+        tx_.deliver(e);
+      } else {
+        rx_.deliver(std::move(e));
+      }
+    }
+  }
+
+  // The halves alone (sim/ici_fabric.h steps them when the two ends live in different
+  // processes).
+  IciTx& tx() { return tx_; }
+  IciRx& rx() { return rx_; }
+
+  // The sender's chip dropped its instruction mid-message (a fault): the rest never comes.
+  void abandon_message() { tx_.abandon_message(); }
+  // Nothing on the wire (beats or posted receives still travelling).
+  bool quiet() const { return rx_.quiet() && tx_.quiet(); }
+  uint64_t beats_sent() const { return tx_.beats_sent(); }
+  uint64_t beats_delivered() const { return rx_.beats_delivered(); }
+  uint32_t latency() const { return latency_; }
+
+ private:
+  static uint32_t checked(uint32_t latency, uint32_t beats_per_row) {
+    if (latency == 0) throw std::invalid_argument("IciChannel: latency must be >= 1 cycle");
+    if (beats_per_row == 0) throw std::invalid_argument("IciChannel: beats_per_row must be >= 1");
+    return latency;
+  }
+  uint32_t latency_;
+  IciTx tx_;
+  IciRx rx_;
+  std::vector<IciEvent> events_;
 };
 
 }  // namespace tpu::sim

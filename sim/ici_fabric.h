@@ -56,6 +56,7 @@ class IciFabric {
       out_.emplace_back(latency, beats_per_row);
     }
     pins_.resize(peers_.size());
+    local_.assign(chips, true);
   }
 
   bool up(uint32_t c, uint32_t l) const { return peers_[index(c, l)].has_value(); }
@@ -79,6 +80,7 @@ class IciFabric {
 
   // The clock edge: every channel steps, and the deadlock rule looks at this cycle.
   void step(const std::vector<ChipState>& states) {
+    if (!all_local_) throw std::logic_error("IciFabric::step: some chips live elsewhere");
     bool moved = false;
     for (uint32_t c = 0; c < chips_; ++c) {
       for (uint32_t l = 0; l < links_; ++l) {
@@ -91,13 +93,77 @@ class IciFabric {
       }
     }
     for (Pins& p : pins_) p = Pins{};
-    bool waiting = false, running = false;
-    for (ChipState s : states) {
-      waiting = waiting || s == ChipState::Waiting;
-      running = running || s == ChipState::Running;
-    }
-    quiet_ = (!moved && waiting && !running) ? quiet_ + 1 : 0;
+    const CycleBits b = bits(moved, states);
+    quiet_ = (!b.moved && b.waiting && !b.running) ? quiet_ + 1 : 0;
     beats_ += moved ? 1 : 0;
+  }
+
+  // ---- The pod split over processes (docs/pod.md "The distributed pod"): only the chips
+  // marked local are simulated here. A link direction's sender half (IciTx) steps where its
+  // sender lives, its receiver half (IciRx) where its receiver lives; an event for a half that
+  // lives elsewhere goes to outbox() and comes back through deliver() in the other process
+  // (before its time: every event takes effect `latency` cycles after it was made).
+  struct Outgoing {
+    uint32_t chip = 0;  // the direction leaving link `link` of chip `chip`
+    uint32_t link = 0;
+    IciEvent event;
+  };
+  void set_local(std::vector<bool> local) {
+    if (local.size() != chips_) throw std::invalid_argument("IciFabric: one flag per chip");
+    local_ = std::move(local);
+    all_local_ = true;
+    for (bool b : local_) all_local_ = all_local_ && b;
+  }
+  bool local(uint32_t c) const { return local_[c]; }
+  // What this process's chips did on the links in one cycle (OR them over the processes for
+  // the deadlock rule).
+  struct CycleBits {
+    bool moved = false;    // a beat moved on a link end here
+    bool waiting = false;  // a chip here waits on a link
+    bool running = false;  // a chip here runs
+  };
+  // The clock edge of the local halves (`states` of the local chips; the others are ignored).
+  CycleBits step_local(const std::vector<ChipState>& states) {
+    bool moved = false;
+    for (uint32_t c = 0; c < chips_; ++c) {
+      for (uint32_t l = 0; l < links_; ++l) {
+        if (!up(c, l)) continue;
+        const End& e = *peers_[index(c, l)];
+        IciChannel& ch = out_[index(c, l)];
+        events_.clear();
+        if (local_[e.chip]) {
+          const Pins& rx = pins_[index(e.chip, e.link)];
+          ch.rx().step(rx.rx_fire, rx.rx_want, events_);
+          moved = moved || rx.rx_fire;
+        }
+        if (local_[c]) {
+          const Pins& tx = pins_[index(c, l)];
+          ch.tx().step(tx.tx_fire, tx.beat, events_);
+          moved = moved || tx.tx_fire;
+        }
+        for (IciEvent& ev : events_) {
+          const bool here = local_[ev.to_tx() ? c : e.chip];
+          if (here) {
+            deliver_to(ch, std::move(ev));
+          } else {
+            outbox_.push_back({c, l, std::move(ev)});
+          }
+        }
+      }
+    }
+    for (Pins& p : pins_) p = Pins{};
+    std::vector<ChipState> mine(states.size(), ChipState::Stopped);
+    for (uint32_t c = 0; c < chips_ && c < states.size(); ++c) {
+      if (local_[c]) mine[c] = states[c];
+    }
+    const CycleBits b = bits(moved, mine);
+    beats_ += moved ? 1 : 0;
+    return b;
+  }
+  std::vector<Outgoing>& outbox() { return outbox_; }
+  void deliver(Outgoing o) {
+    if (!up(o.chip, o.link)) throw std::invalid_argument("IciFabric: an event on a down link");
+    deliver_to(out_[index(o.chip, o.link)], std::move(o.event));
   }
 
   // Quiet cycles after which the pod is deadlocked.
@@ -108,10 +174,30 @@ class IciFabric {
 
  private:
   size_t index(uint32_t c, uint32_t l) const { return size_t{c} * links_ + l; }
+  static CycleBits bits(bool moved, const std::vector<ChipState>& states) {
+    CycleBits b;
+    b.moved = moved;
+    for (ChipState s : states) {
+      b.waiting = b.waiting || s == ChipState::Waiting;
+      b.running = b.running || s == ChipState::Running;
+    }
+    return b;
+  }
+  static void deliver_to(IciChannel& ch, IciEvent e) {
+    if (e.to_tx()) {
+      ch.tx().deliver(e);
+    } else {
+      ch.rx().deliver(std::move(e));
+    }
+  }
   uint32_t chips_, links_, latency_, bpr_;
   std::vector<std::optional<End>> peers_;
   std::vector<IciChannel> out_;
   std::vector<Pins> pins_;
+  std::vector<bool> local_;
+  bool all_local_ = true;
+  std::vector<IciEvent> events_;
+  std::vector<Outgoing> outbox_;
   uint64_t quiet_ = 0;
   uint64_t beats_ = 0;
 };

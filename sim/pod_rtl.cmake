@@ -48,3 +48,12 @@ foreach(n 4 16)
     target_link_libraries(tpu_pod_train_rtl_n${n} PUBLIC tpu_pod_rtl_n${n} tpu_trainer)
   endif()
 endforeach()
+
+# tpu_pod_mpi: the distributed RTL pod's MPI transport (sim/pod_mpi.h), when MPI is found; tpusim
+# links it for `mpirun -np K tpusim allreduce --backend rtl`, tests/pod's label mpi uses it.
+find_package(MPI COMPONENTS C QUIET)
+if(TARGET tpu_pod_rtl_n4 AND MPI_C_FOUND)
+  add_library(tpu_pod_mpi STATIC ${TPU_SIM_DIR}/pod_mpi.cpp)
+  target_include_directories(tpu_pod_mpi PUBLIC ${TPU_SIM_DIR})
+  target_link_libraries(tpu_pod_mpi PUBLIC MPI::MPI_C)
+endif()

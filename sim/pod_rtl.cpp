@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -88,8 +89,8 @@ struct AxiSlave {
 };
 
 struct Chip {
-  std::unique_ptr<VerilatedContext> ctx = std::make_unique<VerilatedContext>();
-  std::unique_ptr<Vtpu_pod_core> m = std::make_unique<Vtpu_pod_core>(ctx.get());
+  std::unique_ptr<VerilatedContext> ctx;  // only for the chips simulated in this process
+  std::unique_ptr<Vtpu_pod_core> m;
   std::vector<uint8_t> mem;  // host memory from address `base`
   uint64_t base = 0;
   AxiSlave axi, vaxi;  // m_axi_* and m_vaxi_*, one memory
@@ -170,6 +171,81 @@ std::vector<std::optional<IciFabric::End>> wiring(const PodTopology& topo) {
   return peers;
 }
 
+// The byte strings of the distributed pod's exchanges.
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>, "plain values only");
+    const size_t at = s_.size();
+    s_.resize(at + sizeof v);
+    std::memcpy(&s_[at], &v, sizeof v);
+  }
+  void put_string(const std::string& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    s_ += v;
+  }
+  std::string& str() { return s_; }
+
+ private:
+  std::string s_;
+};
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  template <typename T>
+  T get() {
+    T v{};
+    if (pos_ + sizeof v > s_.size()) {
+      throw std::runtime_error("PodRtl: a short message from another rank (different builds?)");
+    }
+    std::memcpy(&v, &s_[pos_], sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string get_string() {
+    const auto n = get<uint32_t>();
+    if (pos_ + n > s_.size()) throw std::runtime_error("PodRtl: a short message from another rank");
+    std::string v = s_.substr(pos_, n);
+    pos_ += n;
+    return v;
+  }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+void put_event(Writer& w, const IciFabric::Outgoing& o) {
+  w.put<uint32_t>(o.chip);
+  w.put<uint32_t>(o.link);
+  w.put<uint8_t>(static_cast<uint8_t>(o.event.kind));
+  w.put<uint64_t>(o.event.at);
+  w.put<uint32_t>(o.event.want);
+  w.put<uint8_t>(o.event.beat.first ? 1 : 0);
+  w.put<uint32_t>(o.event.beat.rows);
+  w.put<uint32_t>(static_cast<uint32_t>(o.event.beat.data.size()));
+  for (uint32_t d : o.event.beat.data) w.put<uint32_t>(d);
+}
+IciFabric::Outgoing get_event(Reader& r) {
+  IciFabric::Outgoing o;
+  o.chip = r.get<uint32_t>();
+  o.link = r.get<uint32_t>();
+  const auto kind = r.get<uint8_t>();
+  if (kind > static_cast<uint8_t>(IciEvent::Kind::Withdraw)) {
+    throw std::runtime_error("PodRtl: a link event of unknown kind from another rank");
+  }
+  o.event.kind = static_cast<IciEvent::Kind>(kind);
+  o.event.at = r.get<uint64_t>();
+  o.event.want = r.get<uint32_t>();
+  o.event.beat.first = r.get<uint8_t>() != 0;
+  o.event.beat.rows = r.get<uint32_t>();
+  const auto words = r.get<uint32_t>();
+  if (words > kWidth / 32) throw std::runtime_error("PodRtl: a beat wider than the link");
+  for (uint32_t k = 0; k < words; ++k) o.event.beat.data.push_back(r.get<uint32_t>());
+  return o;
+}
+
 const PodTopology& checked(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes,
                            uint64_t mem_base) {
   if (topo.chips() == 0) throw std::invalid_argument("PodRtl: a pod needs at least one chip");
@@ -201,11 +277,31 @@ bool PodRtlResult::ok() const {
 }
 
 struct PodRtl::Impl {
-  Impl(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes, uint64_t mem_base)
-      : chips(topo.chips()), fabric(topo.chips(), kLinks, wiring(topo), latency, kBpr) {
+  Impl(const PodTopology& topo, uint32_t latency, uint64_t mem_bytes, uint64_t mem_base,
+       std::shared_ptr<PodTransport> tr)
+      : chips(topo.chips()),
+        fabric(topo.chips(), kLinks, wiring(topo), latency, kBpr),
+        transport(std::move(tr)),
+        look(latency, fabric.window()) {
+    local.assign(chips.size(), true);
+    if (transport) {
+      const uint32_t K = transport->ranks();
+      if (K == 0 || K > chips.size() || transport->rank() >= K) {
+        throw std::invalid_argument("PodRtl: " + std::to_string(K) + " ranks for " +
+                                    std::to_string(chips.size()) +
+                                    " chips (expected 1 .. chips ranks)");
+      }
+      for (uint32_t r = 0; r < chips.size(); ++r) {
+        local[r] = pod_rank_of(r, count(), K) == transport->rank();
+      }
+      fabric.set_local(local);
+    }
     for (uint32_t r = 0; r < chips.size(); ++r) {
-      chips[r].mem.assign(mem_bytes, 0);
       chips[r].base = mem_base;
+      if (!local[r]) continue;
+      chips[r].ctx = std::make_unique<VerilatedContext>();
+      chips[r].m = std::make_unique<Vtpu_pod_core>(chips[r].ctx.get());
+      chips[r].mem.assign(mem_bytes, 0);
       Vtpu_pod_core& m = *chips[r].m;
       m.clk_i = 0;
       m.rst_ni = 0;
@@ -295,16 +391,12 @@ struct PodRtl::Impl {
     }
   }
 
-  // One cycle of the whole pod: every chip evaluated with its links' inputs, the deadlock rule
-  // applied to the waiting chips, then every clock edge and the fabric's step.
-  void step() {
-    const bool deadlock = fabric.deadlock();
-    if (deadlock) {
-      fabric.clear_deadlock();
-      ++deadlocks;
-    }
-    states.assign(chips.size(), IciFabric::ChipState::Running);
+  // One cycle of the local chips: every chip evaluated with its links' inputs, the deadlock
+  // rule's decision applied to the waiting chips, then every clock edge (states: each chip's).
+  void eval_chips(bool deadlock) {
+    states.assign(chips.size(), IciFabric::ChipState::Stopped);
     for (uint32_t r = 0; r < chips.size(); ++r) {
+      if (!local[r]) continue;
       Vtpu_pod_core& m = *chips[r].m;
       drive(r);
       drive_links(r);
@@ -319,6 +411,7 @@ struct PodRtl::Impl {
       }
     }
     for (uint32_t r = 0; r < chips.size(); ++r) {
+      if (!local[r]) continue;
       Vtpu_pod_core& m = *chips[r].m;
       observe_links(r);
       const bool aw = m.s_axil_awvalid_i && m.s_axil_awready_o;
@@ -327,12 +420,90 @@ struct PodRtl::Impl {
       if (aw) m.s_axil_awvalid_i = 0;
       if (w) m.s_axil_wvalid_i = 0;
     }
+  }
+
+  // One cycle of the whole pod in one process (the fabric's deadlock rule decides).
+  void step() {
+    const bool deadlock = fabric.deadlock();
+    if (deadlock) {
+      fabric.clear_deadlock();
+      ++deadlocks;
+    }
+    eval_chips(deadlock);
     fabric.step(states);
     ++cycles;
   }
 
+  // Distributed: one lookahead window of at most `max_w` cycles (>= 1) of the local chips,
+  // `after_step` after each, then the exchange with every rank (link events to the ranks of
+  // their halves, every rank's deadlock bits and its count of chips still running, from
+  // `running_here`). Returns the chips still running pod-wide.
+  uint32_t window(uint64_t max_w, const std::function<void()>& after_step,
+                  const std::function<uint32_t()>& running_here) {
+    const bool fire = look.fire();
+    if (fire) ++deadlocks;
+    const uint64_t w = std::min(max_w, look.next_window());
+    std::vector<uint8_t> bits;
+    for (uint64_t k = 0; k < w; ++k) {
+      eval_chips(fire && k == 0);
+      const IciFabric::CycleBits b = fabric.step_local(states);
+      bits.push_back(
+          static_cast<uint8_t>((b.moved ? 1 : 0) | (b.waiting ? 2 : 0) | (b.running ? 4 : 0)));
+      ++cycles;
+      after_step();
+    }
+    const uint32_t K = transport->ranks();
+    std::vector<Writer> to(K);
+    std::vector<uint32_t> n_events(K, 0);
+    for (const IciFabric::Outgoing& o : fabric.outbox()) {
+      const uint32_t dest = o.event.to_tx() ? o.chip : fabric.peer(o.chip, o.link)->chip;
+      ++n_events[pod_rank_of(dest, count(), K)];
+    }
+    const uint32_t here = running_here();
+    for (uint32_t q = 0; q < K; ++q) {
+      to[q].put<uint32_t>(here);
+      to[q].put<uint64_t>(w);
+      for (uint8_t b : bits) to[q].put<uint8_t>(b);
+      to[q].put<uint32_t>(n_events[q]);
+    }
+    for (const IciFabric::Outgoing& o : fabric.outbox()) {
+      const uint32_t dest = o.event.to_tx() ? o.chip : fabric.peer(o.chip, o.link)->chip;
+      put_event(to[pod_rank_of(dest, count(), K)], o);
+    }
+    fabric.outbox().clear();
+    std::vector<std::string> out;
+    for (Writer& t : to) out.push_back(std::move(t.str()));
+    const std::vector<std::string> from = transport->exchange(out);
+    uint32_t running = 0;
+    for (uint32_t q = 0; q < K; ++q) {
+      Reader rd(from.at(q));
+      running += rd.get<uint32_t>();
+      if (rd.get<uint64_t>() != w) throw std::runtime_error("PodRtl: ranks out of step");
+      for (uint64_t k = 0; k < w; ++k) bits[k] |= rd.get<uint8_t>();
+      const auto n = rd.get<uint32_t>();
+      for (uint32_t i = 0; i < n; ++i) fabric.deliver(get_event(rd));
+    }
+    for (uint8_t b : bits) look.record((b & 1) != 0, (b & 2) != 0, (b & 4) != 0);
+    return running;
+  }
+
+  // Distributed: `n` more cycles (whole windows) with no one watching the chips.
+  void advance(uint64_t n) {
+    while (n > 0) {
+      uint64_t done = 0;
+      window(
+          n, [&done] { ++done; }, [] { return 0u; });
+      n -= done;
+    }
+  }
+
+  uint32_t count() const { return static_cast<uint32_t>(chips.size()); }
+
   std::vector<Chip> chips;
   IciFabric fabric;
+  std::shared_ptr<PodTransport> transport;  // null: every chip here, lock step
+  PodLookahead look;                        // the deadlock rule over windows (distributed)
+  std::vector<bool> local;
   std::vector<IciFabric::ChipState> states;
   uint64_t cycles = 0;
   uint64_t beats = 0;
@@ -351,21 +522,42 @@ uint32_t PodRtl::ici_width_bits() { return kWidth; }
 
 PodRtl::PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes, uint64_t mem_base)
     : topology_(checked(topology, latency, mem_bytes, mem_base)),
-      impl_(std::make_unique<Impl>(topology, latency, mem_bytes, mem_base)) {}
+      impl_(std::make_unique<Impl>(topology, latency, mem_bytes, mem_base, nullptr)) {}
+
+PodRtl::PodRtl(const PodTopology& topology, uint32_t latency,
+               std::shared_ptr<PodTransport> transport, uint64_t mem_bytes, uint64_t mem_base)
+    : topology_(checked(topology, latency, mem_bytes, mem_base)),
+      impl_(std::make_unique<Impl>(
+          topology, latency, mem_bytes, mem_base,
+          transport ? std::move(transport)
+                    : throw std::invalid_argument("PodRtl: a null transport"))) {}
 
 PodRtl::~PodRtl() = default;
 
 uint32_t PodRtl::chips() const { return static_cast<uint32_t>(impl_->chips.size()); }
 std::vector<uint8_t>& PodRtl::memory(uint32_t r) { return impl_->chips.at(r).mem; }
 uint64_t PodRtl::cycles() const { return impl_->cycles; }
+bool PodRtl::local(uint32_t r) const { return impl_->local.at(r); }
 uint64_t PodRtl::memory_base() const { return impl_->chips.front().base; }
 
 void PodRtl::set_assertions(bool on) {
-  for (Chip& c : impl_->chips) c.ctx->assertOn(on);
+  for (Chip& c : impl_->chips) {
+    if (c.ctx) c.ctx->assertOn(on);
+  }
 }
 
+namespace {
+Vtpu_pod_core& local_model(std::vector<Chip>& chips, uint32_t r) {
+  Chip& c = chips.at(r);
+  if (!c.m) {
+    throw std::logic_error("PodRtl: chip " + std::to_string(r) + " is simulated by another rank");
+  }
+  return *c.m;
+}
+}  // namespace
+
 void PodRtl::write_reg(uint32_t r, uint32_t addr, uint32_t value) {
-  Vtpu_pod_core& m = *impl_->chips.at(r).m;
+  Vtpu_pod_core& m = local_model(impl_->chips, r);
   m.s_axil_awaddr_i = static_cast<uint16_t>(addr);
   m.s_axil_wdata_i = value;
   m.s_axil_wstrb_i = 0xF;
@@ -388,7 +580,7 @@ void PodRtl::write_reg(uint32_t r, uint32_t addr, uint32_t value) {
 }
 
 uint32_t PodRtl::read_reg(uint32_t r, uint32_t addr) {
-  Vtpu_pod_core& m = *impl_->chips.at(r).m;
+  Vtpu_pod_core& m = local_model(impl_->chips, r);
   m.s_axil_araddr_i = static_cast<uint16_t>(addr);
   m.s_axil_arvalid_i = 1;
   m.s_axil_rready_i = 1;
@@ -414,6 +606,7 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, 
                                 " programs for " + std::to_string(p.chips.size()) + " chips");
   }
   for (uint32_t r = 0; r < p.chips.size(); ++r) {
+    if (!p.local[r]) continue;
     const std::vector<uint8_t> code = encode_program(programs[r]);
     std::vector<uint8_t>& mem = p.chips[r].mem;
     const uint64_t base = p.chips[r].base;
@@ -429,6 +622,7 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, 
     write_reg(r, kCmdCount, static_cast<uint32_t>(programs[r].size()));
   }
   for (Chip& c : p.chips) {  // START on every chip in the same cycle
+    if (!c.m) continue;
     c.m->s_axil_awaddr_i = kCtrl;
     c.m->s_axil_wdata_i = 1;
     c.m->s_axil_wstrb_i = 0xF;
@@ -440,43 +634,114 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, 
   res.chips.resize(p.chips.size());
   std::vector<bool> seen_run(p.chips.size(), false), stopped(p.chips.size(), false);
   const uint64_t start = p.cycles, beats0 = p.beats, deadlocks0 = p.deadlocks;
-  uint32_t running = static_cast<uint32_t>(p.chips.size());
-  while (running > 0) {
-    if (p.cycles - start >= max_cycles) {
-      res.status = PodRtlStatus::CycleLimit;
-      res.message =
-          "the pod did not stop within " + std::to_string(max_cycles) + " cycles; still running:";
-      for (uint32_t r = 0; r < p.chips.size(); ++r) {
-        if (!stopped[r]) res.message += " chip " + std::to_string(r);
-      }
-      break;
-    }
-    p.step();
+  uint32_t running_here = 0;
+  for (uint32_t r = 0; r < p.chips.size(); ++r) running_here += p.local[r] ? 1 : 0;
+  const auto watch = [&] {
     for (uint32_t r = 0; r < p.chips.size(); ++r) {
+      if (!p.local[r]) continue;
       const bool busy = p.chips[r].m->trace_run_o;
       if (busy) seen_run[r] = true;
       if (seen_run[r] && !busy && !stopped[r]) {
         stopped[r] = true;
         res.chips[r].cycles = p.cycles - start;
-        --running;
+        --running_here;
       }
     }
+  };
+  bool limit = false;
+  if (!p.transport) {
+    while (running_here > 0) {
+      if (p.cycles - start >= max_cycles) {
+        limit = true;
+        break;
+      }
+      p.step();
+      watch();
+    }
+    res.cycles = p.cycles - start;
+    for (int i = 0; i < 2; ++i) p.step();  // STATUS.DONE / ERROR follow BUSY by a cycle
+  } else {
+    // Lookahead windows until no chip runs pod-wide (decided at a window's end, so the local
+    // chips may step a few cycles past the last stop: the cycles come from the stops).
+    uint32_t running = static_cast<uint32_t>(p.chips.size());
+    while (running > 0) {
+      if (p.cycles - start >= max_cycles) {
+        limit = true;
+        break;
+      }
+      running = p.window(max_cycles - (p.cycles - start), watch, [&] { return running_here; });
+    }
+    p.advance(2);
   }
-  res.cycles = p.cycles - start;
-  for (int i = 0; i < 2; ++i) p.step();  // STATUS.DONE / ERROR follow BUSY by a cycle
+  finish_run(res, stopped, limit, max_cycles, beats0, deadlocks0);
+  return res;
+}
+
+// Every chip's outcome after a run (gathered from every rank when distributed).
+void PodRtl::finish_run(PodRtlResult& res, std::vector<bool>& stopped, bool limit,
+                        uint64_t max_cycles, uint64_t beats0, uint64_t deadlocks0) {
+  Impl& p = *impl_;
+  uint64_t beats = p.beats - beats0;
+  std::vector<std::string> axi_error(p.chips.size());
   for (uint32_t r = 0; r < p.chips.size(); ++r) {
+    if (!p.local[r]) continue;
     PodRtlChipOutcome& o = res.chips[r];
     o.done = (read_reg(r, kStatus) & kStatusDone) != 0;
     o.err_code = read_reg(r, kErrCode);
     o.err_pc = read_reg(r, kErrPc);
-    if (!p.chips[r].axi_error.empty() && res.status == PodRtlStatus::Stopped) {
-      res.status = PodRtlStatus::AxiError;
-      res.message = "chip " + std::to_string(r) + ": " + p.chips[r].axi_error;
+    axi_error[r] = p.chips[r].axi_error;
+  }
+  if (p.transport) {
+    Writer w;
+    w.put<uint64_t>(beats);
+    for (uint32_t r = 0; r < p.chips.size(); ++r) {
+      if (!p.local[r]) continue;
+      const PodRtlChipOutcome& o = res.chips[r];
+      w.put<uint8_t>(o.done ? 1 : 0);
+      w.put<uint32_t>(o.err_code);
+      w.put<uint32_t>(o.err_pc);
+      w.put<uint64_t>(o.cycles);
+      w.put<uint8_t>(stopped[r] ? 1 : 0);
+      w.put_string(axi_error[r]);
+    }
+    const std::vector<std::string> from =
+        p.transport->exchange(std::vector<std::string>(p.transport->ranks(), w.str()));
+    beats = 0;
+    for (uint32_t q = 0; q < from.size(); ++q) {
+      Reader rd(from[q]);
+      beats += rd.get<uint64_t>();
+      for (uint32_t r = 0; r < p.chips.size(); ++r) {
+        if (pod_rank_of(r, chips(), p.transport->ranks()) != q) continue;
+        PodRtlChipOutcome& o = res.chips[r];
+        o.done = rd.get<uint8_t>() != 0;
+        o.err_code = rd.get<uint32_t>();
+        o.err_pc = rd.get<uint32_t>();
+        o.cycles = rd.get<uint64_t>();
+        stopped[r] = rd.get<uint8_t>() != 0;
+        axi_error[r] = rd.get_string();
+      }
+    }
+    res.cycles = 0;
+    for (uint32_t r = 0; r < p.chips.size(); ++r) {
+      res.cycles = std::max(res.cycles, stopped[r] ? res.chips[r].cycles : max_cycles);
     }
   }
-  res.link_beats = p.beats - beats0;
+  if (limit) {
+    res.status = PodRtlStatus::CycleLimit;
+    res.message =
+        "the pod did not stop within " + std::to_string(max_cycles) + " cycles; still running:";
+    for (uint32_t r = 0; r < p.chips.size(); ++r) {
+      if (!stopped[r]) res.message += " chip " + std::to_string(r);
+    }
+  }
+  for (uint32_t r = 0; r < p.chips.size(); ++r) {
+    if (!axi_error[r].empty() && res.status == PodRtlStatus::Stopped) {
+      res.status = PodRtlStatus::AxiError;
+      res.message = "chip " + std::to_string(r) + ": " + axi_error[r];
+    }
+  }
+  res.link_beats = beats;
   res.deadlocks = p.deadlocks - deadlocks0;
-  return res;
 }
 
 namespace {
@@ -499,6 +764,10 @@ void PodRtl::load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& l
   for (uint32_t r = 0; r < chips(); ++r) {
     const std::vector<uint32_t>& v = lanes.at(r);
     const auto rows = static_cast<uint32_t>(v.size() / N);
+    ProgramBuilder b(params());
+    if (rows > 0) b.read_vmem(row, rows, host_addr);
+    programs.push_back(b.finish());
+    if (!local(r)) continue;
     std::vector<uint8_t>& mem = memory(r);
     const uint64_t base = memory_base();
     if (v.size() % N != 0 || host_addr < base || host_addr - base + 4 * v.size() > mem.size()) {
@@ -506,9 +775,6 @@ void PodRtl::load_vmem(uint32_t row, const std::vector<std::vector<uint32_t>>& l
                                   ": not whole rows or beyond the host memory");
     }
     std::memcpy(mem.data() + (host_addr - base), v.data(), 4 * v.size());
-    ProgramBuilder b(params());
-    if (rows > 0) b.read_vmem(row, rows, host_addr);
-    programs.push_back(b.finish());
   }
   expect_halted(run(programs), "load_vmem");
 }
@@ -517,8 +783,8 @@ std::vector<std::vector<uint32_t>> PodRtl::dump_vmem(uint32_t row, uint32_t rows
                                                      uint32_t host_addr) {
   std::vector<std::vector<Instruction>> programs;
   for (uint32_t r = 0; r < chips(); ++r) {
-    if (host_addr < memory_base() ||
-        host_addr - memory_base() + uint64_t{rows} * 4 * N > memory(r).size()) {
+    if (host_addr < memory_base() || host_addr - memory_base() + uint64_t{rows} * 4 * N >
+                                         (local(r) ? memory(r).size() : ~0ull)) {
       throw std::invalid_argument("PodRtl::dump_vmem: beyond the host memory");
     }
     ProgramBuilder b(params());
@@ -526,11 +792,31 @@ std::vector<std::vector<uint32_t>> PodRtl::dump_vmem(uint32_t row, uint32_t rows
     programs.push_back(b.finish());
   }
   expect_halted(run(programs), "dump_vmem");
-  std::vector<std::vector<uint32_t>> out;
+  std::vector<std::vector<uint32_t>> out(chips());
   for (uint32_t r = 0; r < chips(); ++r) {
-    std::vector<uint32_t> v(size_t{rows} * N);
-    std::memcpy(v.data(), memory(r).data() + (host_addr - memory_base()), 4 * v.size());
-    out.push_back(std::move(v));
+    if (!local(r)) continue;
+    out[r].resize(size_t{rows} * N);
+    std::memcpy(out[r].data(), memory(r).data() + (host_addr - memory_base()), 4 * out[r].size());
+  }
+  if (impl_->transport) {  // every rank gets every chip's rows
+    Writer w;
+    for (uint32_t r = 0; r < chips(); ++r) {
+      if (!local(r)) continue;
+      for (uint32_t v : out[r]) w.put<uint32_t>(v);
+    }
+    PodTransport& t = *impl_->transport;
+    const std::vector<std::string> from = t.exchange(std::vector<std::string>(t.ranks(), w.str()));
+    for (uint32_t r = 0; r < chips(); ++r) {
+      if (local(r)) continue;
+      Reader rd(from.at(pod_rank_of(r, chips(), t.ranks())));
+      // The rows of the chips before r on its rank come first.
+      for (uint32_t q = 0; q < r; ++q) {
+        if (pod_rank_of(q, chips(), t.ranks()) != pod_rank_of(r, chips(), t.ranks())) continue;
+        for (size_t i = 0; i < size_t{rows} * N; ++i) rd.get<uint32_t>();
+      }
+      out[r].resize(size_t{rows} * N);
+      for (uint32_t& v : out[r]) v = rd.get<uint32_t>();
+    }
   }
   return out;
 }

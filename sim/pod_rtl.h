@@ -17,6 +17,14 @@
 // `max_cycles` (a chip that keeps running), run() returns PodRtlStatus::CycleLimit (never a
 // hang).
 //
+// Distributed (docs/pod.md "The distributed pod"): constructed with a PodTransport
+// (sim/pod_transport.h) of K ranks, each process simulates only its block of chips
+// (pod_rank_of) and the ranks meet once per lookahead window of at most `latency` cycles to
+// trade link events and deadlock bits; outcomes, cycles and link beats are identical to the
+// one-process pod's. Every rank calls run / load_vmem / dump_vmem with the same arguments;
+// results (PodRtlResult, dump_vmem) are the whole pod's on every rank; memory(r), write_reg
+// and read_reg are for the local chips only.
+//
 // The Verilated chip is fixed at build time (CMake tpu_add_pod_rtl(): N, VmemRows, IciLinks,
 // IciWidth, UbRows, AccRows; params() says which). One library per binary: the class names of
 // the Verilated model are the same in every build.
@@ -29,6 +37,7 @@
 
 #include "isa.h"
 #include "pod.h"
+#include "pod_transport.h"
 
 namespace tpu::sim {
 
@@ -68,13 +77,20 @@ class PodRtl {
   // 4 KiB with the memory ending within 2^32 (the AXI addresses are 32 bits).
   PodRtl(const PodTopology& topology, uint32_t latency, uint64_t mem_bytes = 1u << 20,
          uint64_t mem_base = 0);
+  // The pod over the ranks of `transport` (ranks <= chips): this process simulates the chips
+  // of its rank. Throws std::invalid_argument as above, or when there are more ranks than
+  // chips.
+  PodRtl(const PodTopology& topology, uint32_t latency, std::shared_ptr<PodTransport> transport,
+         uint64_t mem_bytes = 1u << 20, uint64_t mem_base = 0);
   ~PodRtl();
   PodRtl(const PodRtl&) = delete;
   PodRtl& operator=(const PodRtl&) = delete;
 
   uint32_t chips() const;
+  // Whether chip r is simulated in this process (always, without a transport).
+  bool local(uint32_t r) const;
   const PodTopology& topology() const { return topology_; }
-  // Chip r's host memory (index i is address memory_base() + i).
+  // Chip r's host memory (index i is address memory_base() + i; empty when r is not local).
   std::vector<uint8_t>& memory(uint32_t r);
   uint64_t memory_base() const;
 
@@ -103,6 +119,8 @@ class PodRtl {
   std::vector<std::vector<uint32_t>> dump_vmem(uint32_t row, uint32_t rows, uint32_t host_addr);
 
  private:
+  void finish_run(PodRtlResult& res, std::vector<bool>& stopped, bool limit, uint64_t max_cycles,
+                  uint64_t beats0, uint64_t deadlocks0);
   struct Impl;
   PodTopology topology_;
   std::unique_ptr<Impl> impl_;

@@ -29,8 +29,8 @@ std::string hex(uint64_t v) {
 class RtlPod : public train::PodBackend {
  public:
   RtlPod(const ChipParams& chip, const PodTopology& topo, const LinkTiming& timing, bool golden,
-         std::shared_ptr<PodTrainRtlCheck> check)
-      : topo_(topo), timing_(timing), check_(std::move(check)) {
+         std::shared_ptr<PodTrainRtlCheck> check, std::shared_ptr<PodTransport> transport)
+      : topo_(topo), timing_(timing), check_(std::move(check)), transport_(std::move(transport)) {
     check_pod_rtl_fits(chip, topo, timing);
     if (golden) golden_ = std::make_unique<PodModel>(topo, chip, timing);
     check_->golden = golden;
@@ -39,7 +39,9 @@ class RtlPod : public train::PodBackend {
   void map(uint32_t base, uint32_t bytes) override {
     base_ = base;
     bytes_ = (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
-    rtl_ = std::make_unique<PodRtl>(topo_, timing_.latency, bytes_ + kCodeBytes, base);
+    rtl_ = transport_ ? std::make_unique<PodRtl>(topo_, timing_.latency, transport_,
+                                                 bytes_ + kCodeBytes, base)
+                      : std::make_unique<PodRtl>(topo_, timing_.latency, bytes_ + kCodeBytes, base);
     if (!golden_) return;
     for (uint32_t r = 0; r < topo_.chips(); ++r) {
       golden_->memory(r).add_region(base, bytes_);
@@ -48,13 +50,22 @@ class RtlPod : public train::PodBackend {
   }
 
   void load(uint32_t chip, uint32_t addr, const std::vector<uint8_t>& bytes) override {
-    std::memcpy(host(chip, addr, bytes.size(), "load"), bytes.data(), bytes.size());
+    uint8_t* p = host(chip, addr, bytes.size(), "load");
+    if (p != nullptr) std::memcpy(p, bytes.data(), bytes.size());
     if (golden_) golden_->memory(chip).load(addr, bytes);
   }
 
   std::vector<uint8_t> dump(uint32_t chip, uint32_t addr, size_t bytes) override {
     const uint8_t* p = host(chip, addr, bytes, "dump");
-    std::vector<uint8_t> out(p, p + bytes);
+    std::vector<uint8_t> out =
+        p != nullptr ? std::vector<uint8_t>(p, p + bytes) : std::vector<uint8_t>();
+    if (transport_) {  // from the rank that simulates the chip, to every rank
+      const std::vector<std::string> from = transport_->exchange(std::vector<std::string>(
+          transport_->ranks(), p != nullptr ? std::string(out.begin(), out.end()) : std::string()));
+      const std::string& theirs = from.at(pod_rank_of(chip, topo_.chips(), transport_->ranks()));
+      if (theirs.size() != bytes) throw std::runtime_error("the RTL pod: a short read from a rank");
+      out.assign(theirs.begin(), theirs.end());
+    }
     if (golden_) {
       compare(chip, addr, out, golden_->memory(chip).dump(addr, bytes),
               "a read of " + std::to_string(bytes) + " bytes");
@@ -86,9 +97,11 @@ class RtlPod : public train::PodBackend {
     check_outcome(res, g ? &*g : nullptr, what);
     if (golden_) {
       for (uint32_t r = 0; r < topo_.chips(); ++r) {
+        if (!rtl_->local(r)) continue;  // its rank compares it
         compare(r, base_, rtl_->memory(r), golden_->memory(r).dump(base_, bytes_),
                 std::string("the device memory after the ") + what + " program");
       }
+      if (transport_) share_mismatch();
     }
     train::PodRunFigures f;
     f.cycles = res.cycles;
@@ -106,6 +119,7 @@ class RtlPod : public train::PodBackend {
       throw std::out_of_range(std::string("the RTL pod: ") + what + " of " + std::to_string(bytes) +
                               " bytes at " + hex(addr) + " outside the mapped device memory");
     }
+    if (!rtl_->local(chip)) return nullptr;  // another rank simulates it
     return rtl_->memory(chip).data() + (addr - base_);
   }
 
@@ -147,6 +161,19 @@ class RtlPod : public train::PodBackend {
              hex(rtl[i]) + " on the RTL pod, " + hex(golden[i]) + " on the golden pod");
   }
 
+  // Distributed: the first rank's difference (if any) becomes every rank's.
+  void share_mismatch() {
+    const std::string mine = check_->matches ? std::string() : check_->mismatch;
+    const std::vector<std::string> from =
+        transport_->exchange(std::vector<std::string>(transport_->ranks(), mine));
+    if (!check_->matches) return;
+    for (const std::string& m : from) {
+      if (m.empty()) continue;
+      mismatch(m);
+      return;
+    }
+  }
+
   void mismatch(const std::string& what) {
     check_->matches = false;
     check_->mismatch_step = check_->step;
@@ -156,6 +183,7 @@ class RtlPod : public train::PodBackend {
   PodTopology topo_;
   LinkTiming timing_;
   std::shared_ptr<PodTrainRtlCheck> check_;
+  std::shared_ptr<PodTransport> transport_;  // null: the whole pod in this process
   std::unique_ptr<PodModel> golden_;
   std::unique_ptr<PodRtl> rtl_;
   uint32_t base_ = 0, bytes_ = 0;
@@ -193,10 +221,16 @@ void check_pod_rtl_fits(const ChipParams& chip, const PodTopology& topo, const L
 }
 
 train::PodBackendMaker pod_rtl_backend(bool golden, std::shared_ptr<PodTrainRtlCheck> check) {
-  return [golden, check](const ChipParams& chip, const PodTopology& topo,
-                         const LinkTiming& timing) -> std::unique_ptr<train::PodBackend> {
-    return std::make_unique<RtlPod>(chip, topo, timing, golden, check);
-  };
+  return pod_rtl_backend(golden, std::move(check), nullptr);
+}
+
+train::PodBackendMaker pod_rtl_backend(bool golden, std::shared_ptr<PodTrainRtlCheck> check,
+                                       std::shared_ptr<PodTransport> transport) {
+  return
+      [golden, check, transport](const ChipParams& chip, const PodTopology& topo,
+                                 const LinkTiming& timing) -> std::unique_ptr<train::PodBackend> {
+        return std::make_unique<RtlPod>(chip, topo, timing, golden, check, transport);
+      };
 }
 
 }  // namespace tpu::sim

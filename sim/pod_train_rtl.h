@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pod_trainer.h"
+#include "pod_transport.h"
 
 namespace tpu::sim {
 
@@ -44,5 +45,11 @@ void check_pod_rtl_fits(const ChipParams& chip, const PodTopology& topo, const L
 // A maker for PodTrainer::set_backend: the RTL pod (tpu_pod_rtl_n4), checked against the golden
 // pod when `golden`; `check` is filled as the pods run.
 train::PodBackendMaker pod_rtl_backend(bool golden, std::shared_ptr<PodTrainRtlCheck> check);
+// The same over the ranks of `transport` (docs/pod.md "The distributed pod"): every rank runs
+// the same trainer; each simulates its block of chips, a read of a chip's memory comes from
+// the rank that simulates it (to every rank), and each rank compares its own chips' memory
+// with the golden pod's after every run (every read on every rank).
+train::PodBackendMaker pod_rtl_backend(bool golden, std::shared_ptr<PodTrainRtlCheck> check,
+                                       std::shared_ptr<PodTransport> transport);
 
 }  // namespace tpu::sim

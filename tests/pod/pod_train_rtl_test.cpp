@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "float_bits.h"
 #include "pod_rtl.h"
 #include "program.h"
+#include "thread_transport.h"
 #include "train_models.h"
 
 namespace tpu::sim {
@@ -115,6 +117,91 @@ TEST_P(PodTrainRtl, EveryChipMatchesTheGoldenPodAfterEveryStep) {
   EXPECT_GT(check->golden_cycles, 0u);
   ASSERT_EQ(check->golden_step_cycles.size(), c.steps);
   for (uint64_t g : check->golden_step_cycles) EXPECT_GT(g, 0u);
+}
+
+// The trainer's RTL pod over ranks (docs/pod.md "The distributed pod"): two ranks as threads,
+// each a PodTrainer on its block of the torus 2x2, against the one-process RTL pod: every
+// step's losses, cycles, all-reduce cycles and link bytes, every chip's weights after every
+// step, the golden check's verdict and cycle sums identical.
+struct DistStep {
+  std::vector<float> losses;
+  uint64_t cycles = 0, allreduce_cycles = 0, link_bytes = 0;
+  std::vector<std::vector<uint32_t>> weights;  // per chip, flattened bit patterns
+};
+
+std::vector<DistStep> train_steps(std::shared_ptr<PodTransport> transport, uint32_t steps,
+                                  PodTrainRtlCheck* out_check) {
+  const PodTopology topo = PodTopology::parse("torus:2x2", 4);
+  LinkTiming timing;
+  timing.latency = 17;
+  train::PodTrainer t(train::test::mlp_onnx(model()), options(Optimizer::Adam, 8), PodRtl::params(),
+                      topo, timing);
+  auto check = std::make_shared<PodTrainRtlCheck>();
+  t.set_backend(pod_rtl_backend(true, check, std::move(transport)));
+  t.init();
+  std::vector<DistStep> out;
+  for (uint32_t step = 0; step < steps; ++step) {
+    check->step = step + 1;
+    std::vector<float> x = train::test::uniform(size_t{8} * model().inputs(), 1.0f, 300 + step);
+    std::vector<int32_t> labels;
+    for (uint32_t i = 0; i < 8; ++i) labels.push_back(int32_t((i * 5 + step) % 4));
+    const train::PodStepResult r = t.step(x.data(), labels.data());
+    DistStep d;
+    d.losses = r.chip_losses;
+    d.cycles = r.cycles;
+    d.allreduce_cycles = r.allreduce_cycles;
+    d.link_bytes = r.link_bytes;
+    for (uint32_t chip = 0; chip < 4; ++chip) {
+      std::vector<uint32_t> flat;
+      for (const auto& [name, v] : as_bits(t.weights(chip)))
+        flat.insert(flat.end(), v.begin(), v.end());
+      d.weights.push_back(std::move(flat));
+    }
+    out.push_back(std::move(d));
+  }
+  *out_check = *check;
+  return out;
+}
+
+TEST(PodTrainRtlDist, TwoRanksMatchOneProcess) {
+  constexpr uint32_t kSteps = 2;
+  PodTrainRtlCheck one_check;
+  const std::vector<DistStep> one = train_steps(nullptr, kSteps, &one_check);
+  auto hub = std::make_shared<pod_thread_transport::Hub>(2);
+  std::vector<std::vector<DistStep>> dist(2);
+  std::vector<PodTrainRtlCheck> checks(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (uint32_t k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      try {
+        dist[k] = train_steps(std::make_shared<pod_thread_transport::ThreadTransport>(hub, k),
+                              kSteps, &checks[k]);
+      } catch (const std::exception& e) {
+        errors[k] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(one_check.matches) << one_check.mismatch;
+  for (uint32_t k = 0; k < 2; ++k) {
+    ASSERT_EQ(errors[k], "") << "rank " << k;
+    ASSERT_EQ(dist[k].size(), kSteps);
+    EXPECT_TRUE(checks[k].matches) << "rank " << k << ": " << checks[k].mismatch;
+    EXPECT_EQ(checks[k].rtl_cycles, one_check.rtl_cycles) << "rank " << k;
+    EXPECT_EQ(checks[k].golden_cycles, one_check.golden_cycles) << "rank " << k;
+    for (uint32_t s = 0; s < kSteps; ++s) {
+      const DistStep& a = one[s];
+      const DistStep& b = dist[k][s];
+      EXPECT_EQ(b.cycles, a.cycles) << "rank " << k << " step " << s;
+      EXPECT_EQ(b.allreduce_cycles, a.allreduce_cycles) << "rank " << k << " step " << s;
+      EXPECT_EQ(b.link_bytes, a.link_bytes) << "rank " << k << " step " << s;
+      ASSERT_EQ(b.losses.size(), a.losses.size());
+      for (size_t c = 0; c < a.losses.size(); ++c)
+        EXPECT_EQ(bits(b.losses[c]), bits(a.losses[c])) << "rank " << k << " chip " << c;
+      EXPECT_TRUE(b.weights == a.weights) << "rank " << k << " step " << s;
+    }
+  }
 }
 
 TEST(PodTrainRtlFit, NamesWhatDoesNotFitTheBuiltPod) {

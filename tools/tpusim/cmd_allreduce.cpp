@@ -30,7 +30,8 @@ struct Options {
   std::vector<uint64_t> sizes;  // bytes per chip
   uint64_t seed = 1;
   bool json = false;
-  bool rtl = false;  // --backend rtl
+  bool rtl = false;    // --backend rtl
+  uint32_t ranks = 1;  // --backend rtl under mpirun: the ranks the pod runs over
 };
 
 struct Measurement {
@@ -44,6 +45,7 @@ struct Measurement {
   uint64_t model_cycles = 0;
   bool matches_golden = false;
   double cycles_per_second = 0;
+  uint64_t link_beats = 0;  // beats on every link direction
 };
 
 }  // namespace
@@ -156,6 +158,7 @@ void measure_rtl(const Options& o, const tpu::PodResult& gold,
   const tpusim::PodRtlRun run = backend.run(o.topology, o.timing.latency, in, programs, rows);
   m->model_cycles = gold.cycles;
   m->cycles = run.cycles;
+  m->link_beats = run.link_beats;
   m->error = run.error;
   m->cycles_per_second =
       run.sim_seconds > 0 ? static_cast<double>(run.cycles) / run.sim_seconds : 0.0;
@@ -211,6 +214,7 @@ nlohmann::ordered_json row(const Measurement& m, const Options& o) {
                               ? 0.0
                               : static_cast<double>(m.cycles) / static_cast<double>(m.model_cycles);
     j["matches_golden"] = m.matches_golden;
+    j["link_beats"] = m.link_beats;
     j["sim_cycles_per_second"] = m.cycles_per_second;
   }
   if (!m.error.empty()) j["error"] = m.error;
@@ -221,6 +225,7 @@ void print_text(const Options& o, const std::vector<Measurement>& ms) {
   std::cout << kind_name(o.kind) << " of " << tpu::dtype_name(o.dtype) << " over " << o.chips
             << " chips (" << o.topology.name() << "), links " << o.timing.bytes_per_cycle
             << " bytes/cycle, latency " << o.timing.latency
+            << (o.ranks > 1 ? " (the RTL pod over " + std::to_string(o.ranks) + " MPI ranks)" : "")
             << (o.rtl ? " cycles; cycles are the RTL pod's (cycle-accurate), model = the golden "
                         "pod's estimate\n"
                       : " cycles; cycles are the pod model's estimate\n");
@@ -250,6 +255,7 @@ void print_json(const Options& o, const std::vector<Measurement>& ms, bool sweep
   j["topology"] = o.topology.name();
   j["dtype"] = std::string(tpu::dtype_name(o.dtype));
   j["backend"] = o.rtl ? "rtl" : "model";
+  if (o.rtl) j["ranks"] = o.ranks;
   j["cycles_estimated"] = !o.rtl;
   j["cycles_note"] =
       o.rtl ? "the RTL pod's cycles (Verilated chips, cycle-accurate links), START to the last "
@@ -402,6 +408,7 @@ int run_allreduce(const tpusim::Args& args) {
   o.sizes = sweep ? sweep_sizes(capacity(params))
                   : parse_sizes(vm["bytes"].as<std::string>(), capacity(params));
 
+  if (o.rtl && pod_rtl->ranks != nullptr) o.ranks = pod_rtl->ranks();
   std::vector<Measurement> ms;
   bool all_ok = true;
   for (uint64_t s : o.sizes) {
@@ -410,6 +417,7 @@ int run_allreduce(const tpusim::Args& args) {
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (o.rtl && pod_rtl->rank != nullptr && pod_rtl->rank() != 0) return all_ok ? 0 : 1;
   if (!o.json) {
     print_text(o, ms);
     return all_ok ? 0 : 1;

@@ -1,12 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
 // `tpusim allreduce --backend rtl`: the collective's chip programs on the pod of Verilated RTL
 // chips (sim/pod_rtl.h, tpu_pod_rtl_n4), linked into `tpusim` only (tools/tpusim/CMakeLists.txt).
+// Under mpirun / srun with the MPI transport built in (tpu_pod_mpi: TPUSIM_POD_MPI), the pod
+// runs over the job's ranks (docs/pod.md "The distributed pod").
 #include <chrono>
+#include <memory>
 
 #include "cmd_allreduce.h"
 #include "pod_rtl.h"
+#include "sharding.h"
+#ifdef TPUSIM_POD_MPI
+#include "pod_mpi.h"
+#endif
 
 namespace {
+
+// The job's transport under mpirun with more than one rank, else null (one process).
+std::shared_ptr<tpu::sim::PodTransport> transport() {
+  static const std::shared_ptr<tpu::sim::PodTransport> t =
+      []() -> std::shared_ptr<tpu::sim::PodTransport> {
+    if (!tpusim::launched_by_mpi()) return nullptr;
+#ifdef TPUSIM_POD_MPI
+    auto mpi = std::make_shared<tpu::sim::PodMpiTransport>();
+    if (mpi->ranks() > 1) return mpi;
+    return nullptr;
+#else
+    throw std::runtime_error(
+        "started by mpirun / srun, but this tpusim has no MPI transport for the RTL pod (built "
+        "without MPI: install libopenmpi-dev and reconfigure)");
+#endif
+  }();
+  return t;
+}
+uint32_t rank() { return transport() ? transport()->rank() : 0; }
+uint32_t ranks() { return transport() ? transport()->ranks() : 1; }
 
 constexpr uint32_t kStage = 1u << 16;  // host staging area of the VMEM loads and dumps
 
@@ -16,13 +43,18 @@ tpusim::PodRtlRun run_pod(const tpu::PodTopology& topology, uint32_t latency,
                           uint32_t rows) {
   const tpu::ChipParams p = tpu::sim::PodRtl::params();
   const uint64_t mem = kStage + uint64_t{p.vmem_rows} * 4 * p.N;
-  tpu::sim::PodRtl pod(topology, latency, mem);
+  const std::shared_ptr<tpu::sim::PodTransport> t = transport();
+  std::unique_ptr<tpu::sim::PodRtl> owner =
+      t ? std::make_unique<tpu::sim::PodRtl>(topology, latency, t, mem)
+        : std::make_unique<tpu::sim::PodRtl>(topology, latency, mem);
+  tpu::sim::PodRtl& pod = *owner;
   pod.load_vmem(0, in, kStage);
   const auto t0 = std::chrono::steady_clock::now();
   const tpu::sim::PodRtlResult res = pod.run(programs);
   tpusim::PodRtlRun out;
   out.sim_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.cycles = res.cycles;
+  out.link_beats = res.link_beats;
   if (!res.ok()) {
     out.error = res.message;
     for (size_t r = 0; r < res.chips.size(); ++r) {
@@ -38,8 +70,8 @@ tpusim::PodRtlRun run_pod(const tpu::PodTopology& topology, uint32_t latency,
   return out;
 }
 
-const tpusim::PodRtlBackend kBackend{&tpu::sim::PodRtl::params,
-                                     tpu::sim::PodRtl::ici_width_bits() / 8, &run_pod};
+const tpusim::PodRtlBackend kBackend{
+    &tpu::sim::PodRtl::params, tpu::sim::PodRtl::ici_width_bits() / 8, &run_pod, &rank, &ranks};
 
 [[maybe_unused]] const bool registered = (tpusim::pod_rtl_backend() = &kBackend, true);
 

@@ -843,7 +843,11 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
     pod_rtl = tpusim::pod_train_rtl()->make(!a.no_golden);
     t->set_backend(pod_rtl->maker);
   }
-  if (!a.save_initial.empty())
+  // Under mpirun the RTL pod runs over the ranks; every rank trains, rank 0 reports.
+  const tpusim::PodTrainRtl* pr = rtl ? tpusim::pod_train_rtl() : nullptr;
+  const uint32_t ranks = pr && pr->ranks ? pr->ranks() : 1;
+  const bool reporter = !pr || !pr->rank || pr->rank() == 0;
+  if (!a.save_initial.empty() && reporter)
     tpu::write_file_atomically(a.save_initial, in.model_bytes, "--save-initial");
   tpu::train::FitOptions fo;
   fo.epochs = a.epochs;
@@ -855,12 +859,13 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
   o.test_images = fo.test_images;
   o.cycles_estimated = !rtl;
   o.macs_per_step = step_macs(in.model_bytes, a.topt.batch) / a.chips;  // per chip
-  if (!a.quiet)
-    std::fprintf(stderr, "train: pod of %u chips (%s), %u images per chip of each step's %u\n",
-                 a.chips, a.topology.name().c_str(), a.topt.batch / a.chips, a.topt.batch);
+  if (!a.quiet && reporter)
+    std::fprintf(stderr, "train: pod of %u chips (%s), %u images per chip of each step's %u%s\n",
+                 a.chips, a.topology.name().c_str(), a.topt.batch / a.chips, a.topt.batch,
+                 ranks > 1 ? (", over " + std::to_string(ranks) + " MPI ranks").c_str() : "");
   tpusim::set_activity("training " + a.model_name() + " on a pod of " + std::to_string(a.chips) +
                        (rtl ? " Verilated chips" : " golden models"));
-  tpu::train::FitCallbacks cb = progress(a);
+  tpu::train::FitCallbacks cb = reporter ? progress(a) : tpu::train::FitCallbacks{};
   if (pod_rtl) {  // the step being run: a mismatch's step, the golden estimate's step
     pod_rtl->set_step(1);
     cb.on_step = [inner = cb.on_step, &pod_rtl](const tpu::train::StepInfo& s) {
@@ -881,9 +886,13 @@ int run_pod_train(const TrainArgs& a, const Inputs& in) {
   nlohmann::ordered_json j = result_json(a, in, o, code);
   add_pod_json(j, a, p);
   if (report) add_rtl_pod_json(j, *report);
+  if (rtl) j["ranks"] = ranks;
   tpusim::set_activity("writing the outputs");
-  if (!a.output.empty() && !o.r.diverged)
-    tpu::train::export_trained_onnx(in.model_bytes, t->weights(0), a.output);
+  if (!a.output.empty() && !o.r.diverged) {
+    const auto w = t->weights(0);  // on every rank: a read of chip 0 comes from its rank
+    if (reporter) tpu::train::export_trained_onnx(in.model_bytes, w, a.output);
+  }
+  if (!reporter) return code;
   if (!a.report_dir.empty()) write_report(a, j, o);
   if (o.r.diverged) std::fprintf(stderr, "tpusim train: error: %s\n", o.r.divergence.c_str());
   if (!p.chips_identical)

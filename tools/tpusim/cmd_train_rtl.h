@@ -38,6 +38,11 @@ struct PodTrainRtl {
     std::function<PodTrainRtlReport()> report;
   };
   Made (*make)(bool golden);
+  // Under mpirun / srun (docs/pod.md "The distributed pod"): this process's rank and the
+  // ranks the pod runs over (1 without mpirun; null in builds without the MPI transport).
+  // Every rank trains the same way; only rank 0 prints and writes files.
+  uint32_t (*rank)() = nullptr;
+  uint32_t (*ranks)() = nullptr;
 };
 
 // The registered RTL pod, or nullptr (the binaries other than tpusim).
