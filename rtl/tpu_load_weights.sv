@@ -132,7 +132,8 @@ module tpu_load_weights #(
   end
 
   // The write of s1: line s1_k_q along rows (element (k, j) = lane j) or columns ((i, k) =
-  // lane i). Only in the cycles s1 holds a slot.
+  // lane i). Only in the cycles s1 holds a slot. Data only, no reset: every tile issues all N
+  // slots (slots >= rows write +0), so each line the drain reads was written for its tile.
   always_ff @(posedge clk_i) begin
     if (s1_valid_q) begin
       for (int i = 0; i < 32'(N); i++) begin
@@ -222,7 +223,8 @@ module tpu_load_weights #(
     end
   end
 
-  // Fields, positions and the buffer: no reset (used only while busy / valid).
+  // Data only, no reset: the command's fields and the fill position (read only while f_busy_q),
+  // s1's slot (only with s1_valid_q) and the drain's tile (only with d_valid_q).
   always_ff @(posedge clk_i) begin
     f_tr_q      <= f_tr_d;
     f_rstride_q <= f_rstride_d;

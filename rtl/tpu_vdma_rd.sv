@@ -208,7 +208,8 @@ module tpu_vdma_rd #(
       err_pulse_q <= err_pulse_d;
     end
   end
-  // The transfer's state: data, read only while busy.
+  // Data only, no reset: the transfer's fields and position, read only while busy_q; the burst's
+  // address and length only with ar_q, the FIFO's granules only as cnt_q counts them.
   always_ff @(posedge clk_i) begin
     bf16_q      <= bf16_d;
     ar_addr_q   <= ar_addr_d;

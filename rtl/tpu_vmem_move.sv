@@ -186,6 +186,11 @@ module tpu_vmem_move #(
       got_q   <= got_d;
     end
   end
+  // Data only, no reset: the instruction's fields and position, written when a command is
+  // taken (MIdle) and read only while busy (state_q != MIdle; the addresses leave on the ports
+  // only with acc_re_o / vm_re_o / vm_w_we_o); got_idx_q only with got_q. buf_q is read only in
+  // MWrite, after all N source rows of the block were written into it as its N columns.
+  // transp_q is not read (the state says which instruction runs).
   always_ff @(posedge clk_i) begin
     transp_q     <= transp_d;
     left_q       <= left_d;

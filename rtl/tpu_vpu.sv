@@ -491,7 +491,10 @@ module tpu_vpu #(
     end
   end
 
-  // Data only, no reset needed (read only where a_cv_q / b_cv_q says it was captured).
+  // Data only, no reset needed: X takes a bank's captured row as an operand only where a_cv_q /
+  // b_cv_q says it was captured (assertions VpuOperandA / VpuOperandB); the other banks' values
+  // reach only slots outside X's group (results never written) or an operand the function
+  // does not use.
   always_ff @(posedge clk_i) begin
     for (int unsigned k = 0; k < S; k++) begin
       if (a_rv_q[k]) cap_a_q[RowW*k +: RowW] <= vm_a_rdata_i[RowW*k +: RowW];
