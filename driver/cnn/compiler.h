@@ -197,6 +197,11 @@ struct LayerDma {
   uint64_t output = 0;     // the network output (write_host to the output buffer)
   uint64_t in() const { return input + spill_in + weights + params; }
   uint64_t out() const { return spill_out + output; }
+  LayerDma& operator+=(const LayerDma& o) {
+    input += o.input, spill_in += o.spill_in, weights += o.weights;
+    params += o.params, spill_out += o.spill_out, output += o.output;
+    return *this;
+  }
 };
 
 // One program for `batch` images. Host addresses: `constants_addr` holds

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 
+#include "eval_source.h"
 #include "json_text.h"
 #include "reference.h"
 
@@ -118,8 +119,6 @@ nlohmann::ordered_json Evaluation::energy_json() const {
   return j;
 }
 
-namespace {
-
 // Adds the actions of `p`'s instructions to the evaluation's totals, per layer and other.
 void add_actions(Evaluation& e, const Program& p, const ChipParams& chip) {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
@@ -133,40 +132,97 @@ void add_actions(Evaluation& e, const Program& p, const ChipParams& chip) {
   }
 }
 
-// The images of a set as the evaluation needs them (uint8 pixels or float images).
-struct ImageSource {
-  int count = 0;
-  std::function<int(int)> label;                       // -1 = none
-  std::function<void(int, int32_t*)> quantize;         // the quantized input
-  std::function<std::vector<float>(int)> float_input;  // the model input
-};
+namespace {
 
 Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q,
                            const ImageSource& set, const EvalOptions& o);
 
 }  // namespace
 
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
-                    const ImageSet& set, const EvalOptions& o) {
+ImageSource image_source(const Network& float_net, const QuantNetwork& q, const ImageSet& set) {
   check_input_shape(q.input, float_net.name, 1, set.rows, set.cols, "the image set");
   ImageSource s;
   s.count = set.count;
-  s.label = [&](int i) { return set.labels.empty() ? -1 : int(set.labels[size_t(i)]); };
-  s.quantize = [&](int i, int32_t* qi) { q.quantize_pixels(set.image(i), qi); };
-  s.float_input = [&](int i) { return pixels_to_float(set.image(i), q.input.size()); };
-  return evaluate_source(device, float_net, q, s, o);
+  s.label = [&set](int i) { return set.labels.empty() ? -1 : int(set.labels[size_t(i)]); };
+  s.quantize = [&set, &q](int i, int32_t* qi) { q.quantize_pixels(set.image(i), qi); };
+  s.float_input = [&set, &q](int i) { return pixels_to_float(set.image(i), q.input.size()); };
+  return s;
 }
 
-Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
-                    const FloatImageSet& set, const EvalOptions& o) {
+ImageSource image_source(const Network& float_net, const QuantNetwork& q,
+                         const FloatImageSet& set) {
   check_input_shape(q.input, float_net.name, set.shape.c, set.shape.h, set.shape.w,
                     "the image set");
   ImageSource s;
   s.count = set.count();
-  s.label = [&](int i) { return set.labels.empty() ? -1 : set.labels[size_t(i)]; };
-  s.quantize = [&](int i, int32_t* qi) { q.quantize_input(set.images[size_t(i)].data(), qi); };
-  s.float_input = [&](int i) { return set.images[size_t(i)]; };
-  return evaluate_source(device, float_net, q, s, o);
+  s.label = [&set](int i) { return set.labels.empty() ? -1 : set.labels[size_t(i)]; };
+  s.quantize = [&set, &q](int i, int32_t* qi) {
+    q.quantize_input(set.images[size_t(i)].data(), qi);
+  };
+  s.float_input = [&set](int i) { return set.images[size_t(i)]; };
+  return s;
+}
+
+Evaluation begin_evaluation(const Network& float_net, const QuantNetwork& q, const ChipParams& chip,
+                            const std::string& backend, const ImageSource& set,
+                            const EvalOptions& o) {
+  if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
+    throw Error("images " + std::to_string(o.offset) + ".." +
+                std::to_string(o.offset + o.count - 1) + " are outside the image set (" +
+                std::to_string(set.count) + " images)");
+  Evaluation e;
+  e.model = float_net.name;
+  e.backend = backend;
+  e.chip_n = chip.N;
+  e.memories = memory_sizes(chip);
+  e.energy_table = o.energy_table ? *o.energy_table : EnergyTable::horowitz_45nm();
+  for (const auto& l : q.layers) e.layer_names.push_back(l.name);
+  e.layer_actions.resize(q.layers.size());
+  e.offset = o.offset;
+  e.images = o.count;
+  e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));
+  return e;
+}
+
+std::vector<ImageResult> check_images(const Network& float_net, const QuantNetwork& q,
+                                      const ImageSource& set, int first,
+                                      const std::vector<const int32_t*>& inputs,
+                                      const std::vector<std::vector<int32_t>>& outputs,
+                                      Evaluation& e) {
+  std::vector<ImageResult> results;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    ImageResult ir;
+    ir.index = first + int(j);
+    ir.label = set.label(ir.index);
+    ir.logits = outputs[j];
+    ir.predicted = argmax(ir.logits);
+    const auto ref = int_forward(q, inputs[j]);
+    ir.matches_reference = ref == ir.logits;
+    const auto x = set.float_input(ir.index);
+    ir.float_predicted = argmax(float_forward(float_net, x.data()));
+    e.mismatches += !ir.matches_reference;
+    e.correct += ir.predicted == ir.label;
+    e.float_correct += ir.float_predicted == ir.label;
+    e.reference_correct += argmax(ref) == ir.label;
+    results.push_back(ir);
+  }
+  return results;
+}
+
+LayerDma program_dma(const Program& p) {
+  LayerDma t = p.other_dma;
+  for (const auto& d : p.layer_dma) t += d;
+  return t;
+}
+
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const ImageSet& set, const EvalOptions& o) {
+  return evaluate_source(device, float_net, q, image_source(float_net, q, set), o);
+}
+
+Evaluation evaluate(Device& device, const Network& float_net, const QuantNetwork& q,
+                    const FloatImageSet& set, const EvalOptions& o) {
+  return evaluate_source(device, float_net, q, image_source(float_net, q, set), o);
 }
 
 namespace {
@@ -180,11 +236,7 @@ void program_figures(const ChipRunner& runner, const Program& full, const QuantN
   e.spill = runner.compiled().spill;
   e.scratch_bytes = runner.compiled().scratch_bytes;
   const uint64_t nb = std::max<uint32_t>(1, e.batch);
-  LayerDma t = full.other_dma;
-  for (const auto& d : full.layer_dma) {
-    t.input += d.input, t.spill_in += d.spill_in, t.weights += d.weights;
-    t.params += d.params, t.spill_out += d.spill_out, t.output += d.output;
-  }
+  const LayerDma t = program_dma(full);
   e.program_dma = {t.input / nb,  t.spill_in / nb,  t.weights / nb,
                    t.params / nb, t.spill_out / nb, t.output / nb};
   e.output_bytes_per_image = runner.compiled().output_bytes();
@@ -201,32 +253,6 @@ void keep_timeline(Device& device, const QuantNetwork& q, const ChipRunner::Resu
   for (const auto& l : q.layers) t.layer_names.push_back(l.name);
   t.cycles = r.stats.cycles;
   t.images = images;
-}
-
-// Images first.. of a batch run `r`: each checked against the integer reference and the float
-// model; counted into `e`.
-std::vector<ImageResult> image_results(const Network& float_net, const QuantNetwork& q,
-                                       const ImageSource& set, int first,
-                                       const std::vector<const int32_t*>& inputs,
-                                       const ChipRunner::Result& r, Evaluation& e) {
-  std::vector<ImageResult> results;
-  for (size_t j = 0; j < inputs.size(); ++j) {
-    ImageResult ir;
-    ir.index = first + int(j);
-    ir.label = set.label(ir.index);
-    ir.logits = r.outputs[j];
-    ir.predicted = argmax(ir.logits);
-    const auto ref = int_forward(q, inputs[j]);
-    ir.matches_reference = ref == ir.logits;
-    const auto x = set.float_input(ir.index);
-    ir.float_predicted = argmax(float_forward(float_net, x.data()));
-    e.mismatches += !ir.matches_reference;
-    e.correct += ir.predicted == ir.label;
-    e.float_correct += ir.float_predicted == ir.label;
-    e.reference_correct += argmax(ref) == ir.label;
-    results.push_back(ir);
-  }
-  return results;
 }
 
 // Runs the batch of images i0..i0+b-1; returns its quantized inputs.
@@ -259,7 +285,7 @@ std::vector<std::vector<int32_t>> run_batch(Device& device, ChipRunner& runner,
   for (int c = 0; c < PerfCounters::kCount; ++c)
     e.counters.set(c, e.counters.get(c) + r.stats.counters.get(c));
   const std::vector<ImageResult> results =
-      image_results(float_net, q, set, o.offset + i0, ptrs, r, e);
+      check_images(float_net, q, set, o.offset + i0, ptrs, r.outputs, e);
   e.results.insert(e.results.end(), results.begin(), results.end());
   if (o.on_batch) o.on_batch(results, i0 + b, o.count);
   return qi;
@@ -268,21 +294,8 @@ std::vector<std::vector<int32_t>> run_batch(Device& device, ChipRunner& runner,
 Evaluation evaluate_source(Device& device, const Network& float_net, const QuantNetwork& q,
                            const ImageSource& set, const EvalOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
-    throw Error("images " + std::to_string(o.offset) + ".." +
-                std::to_string(o.offset + o.count - 1) + " are outside the image set (" +
-                std::to_string(set.count) + " images)");
-  Evaluation e;
-  e.model = float_net.name;
-  e.backend = std::string(device.backend());
-  e.chip_n = device.params().N;
-  e.memories = memory_sizes(device.params());
-  e.energy_table = o.energy_table ? *o.energy_table : EnergyTable::horowitz_45nm();
-  for (const auto& l : q.layers) e.layer_names.push_back(l.name);
-  e.layer_actions.resize(q.layers.size());
-  e.offset = o.offset;
-  e.images = o.count;
-  e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));
+  Evaluation e =
+      begin_evaluation(float_net, q, device.params(), std::string(device.backend()), set, o);
   ChipRunner runner(device, q, e.batch);
   const Program& full = runner.program(e.batch);
   program_figures(runner, full, q, e);

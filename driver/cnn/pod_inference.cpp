@@ -11,6 +11,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "eval_source.h"
 #include "program.h"
 #include "reference.h"
 
@@ -147,14 +148,6 @@ void PodFigures::add_json(nlohmann::ordered_json& j) const {
 
 namespace {
 
-// The images of a set as the evaluation needs them (uint8 pixels or float images).
-struct Source {
-  int count = 0;
-  std::function<int(int)> label;                       // -1 = none
-  std::function<void(int, int32_t*)> quantize;         // the quantized input
-  std::function<std::vector<float>(int)> float_input;  // the model input
-};
-
 // The compiled network on the pod: each chip's buffers at the same addresses on every chip,
 // the programs per slice size.
 class PodRunner {
@@ -276,13 +269,7 @@ void program_figures(PodRunner& runner, const QuantNetwork& q, uint32_t chips, E
     if (s == 0) continue;
     const Program& p = runner.program(s);
     if (!largest) largest = &p;
-    LayerDma d = p.other_dma;
-    for (const auto& l : p.layer_dma) {
-      d.input += l.input, d.spill_in += l.spill_in, d.weights += l.weights;
-      d.params += l.params, d.spill_out += l.spill_out, d.output += l.output;
-    }
-    t.input += d.input, t.spill_in += d.spill_in, t.weights += d.weights;
-    t.params += d.params, t.spill_out += d.spill_out, t.output += d.output;
+    t += program_dma(p);
   }
   const uint64_t nb = std::max<uint32_t>(1, e.batch);
   e.program_dma = {t.input / nb,  t.spill_in / nb,  t.weights / nb,
@@ -306,63 +293,15 @@ void add_program_counts(Evaluation& e, const std::vector<const Program*>& progra
     e.counters.dma_rd_bytes += p->dma_in_bytes;
     e.counters.dma_wr_bytes += p->dma_out_bytes;
     e.counters.mxu_busy += p->mxu_rows;
-    for (size_t i = 0; i < p->instructions.size(); ++i) {
-      const ActionCounts c = count_actions(p->instructions[i], chip);
-      e.actions += c;
-      const int layer = i < p->instr_layer.size() ? p->instr_layer[i] : -1;
-      if (layer >= 0 && size_t(layer) < e.layer_actions.size())
-        e.layer_actions[size_t(layer)] += c;
-      else
-        e.other_actions += c;
-    }
+    add_actions(e, *p, chip);
   }
-}
-
-// The batch's images checked against the integer reference and the float model.
-std::vector<ImageResult> check_images(const Network& float_net, const QuantNetwork& q,
-                                      const Source& set, int first,
-                                      const std::vector<const int32_t*>& inputs,
-                                      const std::vector<std::vector<int32_t>>& outputs,
-                                      Evaluation& e) {
-  std::vector<ImageResult> results;
-  for (size_t j = 0; j < inputs.size(); ++j) {
-    ImageResult ir;
-    ir.index = first + int(j);
-    ir.label = set.label(ir.index);
-    ir.logits = outputs[j];
-    ir.predicted = argmax(ir.logits);
-    const auto ref = int_forward(q, inputs[j]);
-    ir.matches_reference = ref == ir.logits;
-    const auto x = set.float_input(ir.index);
-    ir.float_predicted = argmax(float_forward(float_net, x.data()));
-    e.mismatches += !ir.matches_reference;
-    e.correct += ir.predicted == ir.label;
-    e.float_correct += ir.float_predicted == ir.label;
-    e.reference_correct += argmax(ref) == ir.label;
-    results.push_back(ir);
-  }
-  return results;
 }
 
 Evaluation evaluate_source(InferencePod& pod, const LinkTiming& timing, const Network& float_net,
-                           const QuantNetwork& q, const Source& set, const EvalOptions& o,
+                           const QuantNetwork& q, const ImageSource& set, const EvalOptions& o,
                            PodFigures& figures) {
   const auto start = std::chrono::steady_clock::now();
-  if (o.offset < 0 || o.count < 1 || o.offset + o.count > set.count)
-    throw Error("images " + std::to_string(o.offset) + ".." +
-                std::to_string(o.offset + o.count - 1) + " are outside the image set (" +
-                std::to_string(set.count) + " images)");
-  Evaluation e;
-  e.model = float_net.name;
-  e.backend = pod.backend();
-  e.chip_n = pod.params().N;
-  e.memories = memory_sizes(pod.params());
-  e.energy_table = o.energy_table ? *o.energy_table : EnergyTable::horowitz_45nm();
-  for (const auto& l : q.layers) e.layer_names.push_back(l.name);
-  e.layer_actions.resize(q.layers.size());
-  e.offset = o.offset;
-  e.images = o.count;
-  e.batch = std::min<uint32_t>(o.batch, uint32_t(o.count));
+  Evaluation e = begin_evaluation(float_net, q, pod.params(), pod.backend(), set, o);
   e.cycles_estimated = pod.cycles_estimated();
   PodRunner runner(pod, timing, q, e.batch);
   program_figures(runner, q, pod.chips(), e);
@@ -401,26 +340,13 @@ Evaluation evaluate_source(InferencePod& pod, const LinkTiming& timing, const Ne
 Evaluation evaluate_pod(InferencePod& pod, const LinkTiming& timing, const Network& float_net,
                         const QuantNetwork& q, const ImageSet& set, const EvalOptions& o,
                         PodFigures& figures) {
-  check_input_shape(q.input, float_net.name, 1, set.rows, set.cols, "the image set");
-  Source s;
-  s.count = set.count;
-  s.label = [&](int i) { return set.labels.empty() ? -1 : int(set.labels[size_t(i)]); };
-  s.quantize = [&](int i, int32_t* qi) { q.quantize_pixels(set.image(i), qi); };
-  s.float_input = [&](int i) { return pixels_to_float(set.image(i), q.input.size()); };
-  return evaluate_source(pod, timing, float_net, q, s, o, figures);
+  return evaluate_source(pod, timing, float_net, q, image_source(float_net, q, set), o, figures);
 }
 
 Evaluation evaluate_pod(InferencePod& pod, const LinkTiming& timing, const Network& float_net,
                         const QuantNetwork& q, const FloatImageSet& set, const EvalOptions& o,
                         PodFigures& figures) {
-  check_input_shape(q.input, float_net.name, set.shape.c, set.shape.h, set.shape.w,
-                    "the image set");
-  Source s;
-  s.count = set.count();
-  s.label = [&](int i) { return set.labels.empty() ? -1 : set.labels[size_t(i)]; };
-  s.quantize = [&](int i, int32_t* qi) { q.quantize_input(set.images[size_t(i)].data(), qi); };
-  s.float_input = [&](int i) { return set.images[size_t(i)]; };
-  return evaluate_source(pod, timing, float_net, q, s, o, figures);
+  return evaluate_source(pod, timing, float_net, q, image_source(float_net, q, set), o, figures);
 }
 
 }  // namespace tpu::cnn
