@@ -7,33 +7,11 @@
 #include <memory>
 
 #include "cmd_allreduce.h"
+#include "pod_job.h"
 #include "pod_rtl.h"
 #include "sharding.h"
-#ifdef TPUSIM_POD_MPI
-#include "pod_mpi.h"
-#endif
 
 namespace {
-
-// The job's transport under mpirun with more than one rank, else null (one process).
-std::shared_ptr<tpu::sim::PodTransport> transport() {
-  static const std::shared_ptr<tpu::sim::PodTransport> t =
-      []() -> std::shared_ptr<tpu::sim::PodTransport> {
-    if (!tpusim::launched_by_mpi()) return nullptr;
-#ifdef TPUSIM_POD_MPI
-    auto mpi = std::make_shared<tpu::sim::PodMpiTransport>();
-    if (mpi->ranks() > 1) return mpi;
-    return nullptr;
-#else
-    throw std::runtime_error(
-        "started by mpirun / srun, but this tpusim has no MPI transport for the RTL pod (built "
-        "without MPI: install libopenmpi-dev and reconfigure)");
-#endif
-  }();
-  return t;
-}
-uint32_t rank() { return transport() ? transport()->rank() : 0; }
-uint32_t ranks() { return transport() ? transport()->ranks() : 1; }
 
 constexpr uint32_t kStage = 1u << 16;  // host staging area of the VMEM loads and dumps
 
@@ -43,7 +21,7 @@ tpusim::PodRtlRun run_pod(const tpu::PodTopology& topology, uint32_t latency,
                           uint32_t rows) {
   const tpu::ChipParams p = tpu::sim::PodRtl::params();
   const uint64_t mem = kStage + uint64_t{p.vmem_rows} * 4 * p.N;
-  const std::shared_ptr<tpu::sim::PodTransport> t = transport();
+  const std::shared_ptr<tpu::sim::PodTransport> t = tpusim::pod_job_transport();
   std::unique_ptr<tpu::sim::PodRtl> owner =
       t ? std::make_unique<tpu::sim::PodRtl>(topology, latency, t, mem)
         : std::make_unique<tpu::sim::PodRtl>(topology, latency, mem);
@@ -70,8 +48,9 @@ tpusim::PodRtlRun run_pod(const tpu::PodTopology& topology, uint32_t latency,
   return out;
 }
 
-const tpusim::PodRtlBackend kBackend{
-    &tpu::sim::PodRtl::params, tpu::sim::PodRtl::ici_width_bits() / 8, &run_pod, &rank, &ranks};
+const tpusim::PodRtlBackend kBackend{&tpu::sim::PodRtl::params,
+                                     tpu::sim::PodRtl::ici_width_bits() / 8, &run_pod,
+                                     &tpusim::pod_job_rank, &tpusim::pod_job_ranks};
 
 [[maybe_unused]] const bool registered = (tpusim::pod_rtl_backend() = &kBackend, true);
 

@@ -31,6 +31,7 @@
 #include "onnx_import.h"
 #include "output_file.h"
 #include "pod_inference.h"
+#include "pod_options.h"
 #include "quantize.h"
 #include "report.h"
 #include "sharding.h"
@@ -207,23 +208,8 @@ void check_model(const tpusim::po::variables_map& vm, const CnnOptions& o) {
 
 // --chips P [--topology] [--ici-bandwidth] [--ici-latency]: inference across a pod.
 void check_pod_options(const tpusim::po::variables_map& vm, CnnOptions& o) {
-  if (!vm.count("chips")) {
-    for (const char* opt : {"topology", "ici-bandwidth", "ici-latency"})
-      if (vm.count(opt)) throw tpusim::UsageError(std::string("--") + opt + " is for --chips P");
-    return;
-  }
-  o.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
+  if (!tpusim::read_pod_options(vm, o.chips, o.topology, o.timing)) return;
   const std::string chips = "--chips " + std::to_string(o.chips);
-  try {
-    o.topology = tpu::PodTopology::parse(
-        vm.count("topology") ? vm["topology"].as<std::string>() : "ring", o.chips);
-  } catch (const std::invalid_argument& e) {
-    throw tpusim::UsageError(std::string("--topology: ") + e.what());
-  }
-  if (vm.count("ici-bandwidth"))
-    o.timing.bytes_per_cycle = uint32_t(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
-  if (vm.count("ici-latency"))
-    o.timing.latency = uint32_t(tpusim::int_option(vm, "ici-latency", 0, 1000000));
   auto refuse = [&](const char* opt, const std::string& why) {
     if (vm.count(opt))
       throw tpusim::UsageError(std::string("--") + opt + " with " + chips + ": " + why);

@@ -33,6 +33,7 @@
 #include "onnx_import.h"
 #include "output_file.h"
 #include "pod.h"
+#include "pod_options.h"
 #include "pod_trainer.h"
 #include "report.h"
 #include "sharding.h"
@@ -196,23 +197,8 @@ void check_rtl_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
 
 // --chips P [--topology] [--ici-bandwidth] [--ici-latency]: data-parallel training on a pod.
 void read_pod_options(const tpusim::po::variables_map& vm, TrainArgs& a) {
-  if (!vm.count("chips")) {
-    for (const char* o : {"topology", "ici-bandwidth", "ici-latency"})
-      if (vm.count(o)) throw tpusim::UsageError(std::string("--") + o + " is for --chips P");
-    return;
-  }
-  a.chips = uint32_t(tpusim::int_option(vm, "chips", 1, 64));
+  if (!tpusim::read_pod_options(vm, a.chips, a.topology, a.timing)) return;
   if (a.backend == "rtl") check_rtl_pod_options(vm, a);
-  try {
-    a.topology = tpu::PodTopology::parse(
-        vm.count("topology") ? vm["topology"].as<std::string>() : "ring", a.chips);
-  } catch (const std::invalid_argument& e) {
-    throw tpusim::UsageError(std::string("--topology: ") + e.what());
-  }
-  if (vm.count("ici-bandwidth"))
-    a.timing.bytes_per_cycle = uint32_t(tpusim::int_option(vm, "ici-bandwidth", 1, 4096));
-  if (vm.count("ici-latency"))
-    a.timing.latency = uint32_t(tpusim::int_option(vm, "ici-latency", 0, 1000000));
   if (a.topt.batch % a.chips != 0)
     throw tpusim::UsageError("--batch " + std::to_string(a.topt.batch) +
                              " is not divisible by --chips " + std::to_string(a.chips) +
