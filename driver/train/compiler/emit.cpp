@@ -102,6 +102,11 @@ class Emitter {
                  uint32_t depth);
   void conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines, uint32_t group,
                       uint32_t depth);
+  // ConvPoolGrad's jobs 0..jobs-1 emitted from read(j) (job j's operands in) and compute(j)
+  // (its vector passes, then its load_weights and matmuls), in order at depth 1, else
+  // software-pipelined over depth 2's sets.
+  void pipeline_grad_jobs(size_t jobs, uint32_t depth, const std::function<void(size_t)>& read,
+                          const std::function<void(size_t)>& compute);
   // A fused band's conv (cin = 1, no bias) one output line and column block per call, the calls
   // alternating between two ACC regions; false (nothing emitted) where that does not apply.
   bool conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
@@ -866,41 +871,47 @@ void Emitter::conv_pool_grad(const Node& nd, const NodeLayout& L, uint32_t lines
                               j.py0 != 0);
     }
   };
-  read(0);
-  if (depth == 1) {
-    for (size_t ji = 0; ji < jobs.size(); ++ji) {
-      if (ji != 0) read(ji);
-      compute(ji);
-    }
-  } else {
-    // Software-pipelined: job ji + 1's vector passes (ReLU and pool gradients, the tap rows:
-    // the instructions before its first load_weights, into its own sets of the band buffer
-    // and the tap rows) spread over job ji's load_weights and matmuls (overlay), job ji + 2's
-    // reads over them too (spread_reads); job 0's passes alone, job 1's reads before them.
-    auto split = [&](size_t ji) {
-      std::vector<Instruction> c = capture([&] { compute(ji); });
-      const auto k = static_cast<std::ptrdiff_t>(first_of<LoadWeights>(c));
-      return std::make_pair(std::vector<Instruction>(c.begin(), c.begin() + k),
-                            std::vector<Instruction>(c.begin() + k, c.end()));
-    };
-    if (jobs.size() > 1) read(1);
-    auto cur = split(0);
-    for (const Instruction& i : cur.first) pb_.append(i);
-    for (size_t ji = 0; ji < jobs.size(); ++ji) {
-      std::vector<Instruction> dma;
-      if (ji + 2 < jobs.size()) dma = capture([&] { read(ji + 2); });
-      std::pair<std::vector<Instruction>, std::vector<Instruction>> next;
-      if (ji + 1 < jobs.size()) next = split(ji + 1);
-      const std::vector<Instruction> work = overlay(cur.second, next.first, chip_);
-      const size_t m = first_of<MatmulBf16>(work);
-      place_dma(work, dma, m, m, true);
-      cur = std::move(next);
-    }
-  }
+  pipeline_grad_jobs(jobs.size(), depth, read, compute);
   const VMat sum = at(nd.out[0], L.out[0]);
   clear_padding_rows(pb_, sum);
   out(nd.out[0], sum.base, home(nd.out[0]).rows);
   if (bias) out(nd.out[1], L.out[1], home(nd.out[1]).rows);
+}
+
+void Emitter::pipeline_grad_jobs(size_t jobs, uint32_t depth,
+                                 const std::function<void(size_t)>& read,
+                                 const std::function<void(size_t)>& compute) {
+  read(0);
+  if (depth == 1) {
+    for (size_t ji = 0; ji < jobs; ++ji) {
+      if (ji != 0) read(ji);
+      compute(ji);
+    }
+    return;
+  }
+  // Software-pipelined: job ji + 1's vector passes (ReLU and pool gradients, the tap rows: the
+  // instructions before its first load_weights, into its own sets of the band buffer and the
+  // tap rows) spread over job ji's load_weights and matmuls (overlay), job ji + 2's reads over
+  // them too (spread_reads); job 0's passes alone, job 1's reads before them.
+  auto split = [&](size_t ji) {
+    std::vector<Instruction> c = capture([&] { compute(ji); });
+    const auto k = static_cast<std::ptrdiff_t>(first_of<LoadWeights>(c));
+    return std::make_pair(std::vector<Instruction>(c.begin(), c.begin() + k),
+                          std::vector<Instruction>(c.begin() + k, c.end()));
+  };
+  if (jobs > 1) read(1);
+  auto cur = split(0);
+  for (const Instruction& i : cur.first) pb_.append(i);
+  for (size_t ji = 0; ji < jobs; ++ji) {
+    std::vector<Instruction> dma;
+    if (ji + 2 < jobs) dma = capture([&] { read(ji + 2); });
+    std::pair<std::vector<Instruction>, std::vector<Instruction>> next;
+    if (ji + 1 < jobs) next = split(ji + 1);
+    const std::vector<Instruction> work = overlay(cur.second, next.first, chip_);
+    const size_t m = first_of<MatmulBf16>(work);
+    place_dma(work, dma, m, m, true);
+    cur = std::move(next);
+  }
 }
 
 void Emitter::band_node(const Node& nd, const NodeLayout& L, uint32_t lines_per_band) {
