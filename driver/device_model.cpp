@@ -103,6 +103,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   uint64_t vpu_rows = 0;        // VMEM rows walked by the training instructions
   uint64_t vmem_dma_bytes = 0;  // read_vmem / write_vmem bytes (the VMEM port's)
   uint64_t weight_bytes = 0;    // read_weights bytes (the weight port's, if the chip has one)
+  uint64_t dw_cycles = 0;       // the depthwise unit's busy cycles (isa.md "Cycle cost")
   for (uint64_t i = 0; i < r.retired; ++i) {
     InstrBytes word;
     impl_->memory.read(uint64_t{cmd_addr} + i * kInstrBytes, kInstrBytes, word.data());
@@ -136,6 +137,8 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
       vpu_rows += uint64_t{lw->tiles} * p.N;
     } else if (const auto* av = std::get_if<AccToVmem>(&d.instr)) {
       vpu_rows += av->rows;
+    } else if (const auto* dw = std::get_if<DwConv>(&d.instr)) {
+      dw_cycles += dw->unit_cycles(p.dw_width);
     }
   }
   c.mxu_macs = c.mxu_busy * p.N * p.N;
@@ -150,7 +153,7 @@ Device::RawRun ModelDevice::run_raw(uint32_t cmd_addr, uint32_t count, const Dma
   const uint64_t weight_dma =
       weight_port ? (weight_bytes + p.weight_port_bytes - 1) / p.weight_port_bytes : 0;
   const uint64_t dma = std::max({(port_bytes + rate - 1) / rate, vmem_dma, weight_dma});
-  c.cycles = std::max({dma, c.mxu_busy, act_rows, vpu_rows}) + 2 * p.N + 16;
+  c.cycles = std::max({dma, c.mxu_busy, act_rows, vpu_rows, dw_cycles}) + 2 * p.N + 16;
   out.stats.cycles = c.cycles;
   out.stats.cycles_estimated = true;
   return out;

@@ -5,7 +5,7 @@
 //
 // The model has no timing. RunStats::cycles_estimated is true and `cycles` is this estimate:
 //
-//     cycles = max(dma, mxu, act, vpu) + 2*N + 16
+//     cycles = max(dma, mxu, act, vpu, dw) + 2*N + 16
 //     dma = max((bytes read, 16 per fetched instruction included, + bytes written) / (AXI bytes
 //               / 2), read_vmem + write_vmem bytes / ChipParams::vmem_port_bytes,
 //               read_weights bytes / ChipParams::weight_port_bytes)
@@ -17,6 +17,8 @@
 //           per cycle): vector element rows / VpuRows (the vector unit's rows per cycle, 4 at
 //           N = 4, 8 at N = 16: isa.md "Bandwidth and what the design assumes"), N per
 //           transposed block and per loaded bf16 tile, acc_to_vmem rows (0 for int8 programs)
+//     dw  = the depthwise unit's busy cycles, DwConv::unit_cycles(ChipParams::dw_width) per
+//           dwconv (isa.md "Depthwise configuration", "Cycle cost"; 0 without the unit)
 //
 // i.e. the busiest unit plus the pipeline fill. DMA moves about half an AXI beat per cycle on
 // the simulated chip (one burst in flight, memory latency 10), hence AXI bytes / 2. It ignores

@@ -119,6 +119,12 @@ struct Counter {
     c.vmem_write += uint64_t{t.blocks} * n * n * kLaneBytes;
   }
   void operator()(const Vector& v) const { count_vector(v, n, c); }
+  void operator()(const DwConv& d) const {
+    c.mac_int8 += d.output_pixels() * d.taps() * n;  // padding taps included (multiplies by 0)
+    c.ub_read += d.ub_reads(chip.dw_width) * n;
+    c.acc_write += d.output_pixels() * n * kLaneBytes;
+    if (d.accumulate) c.acc_read += d.output_pixels() * n * kLaneBytes;
+  }
   template <typename T>
   void operator()(const T&) const {}  // nop, sync, halt, raw words: fetched only
 };

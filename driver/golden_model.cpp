@@ -196,6 +196,42 @@ GoldenModel::Fault GoldenModel::exec(const Matmul& in) {
   return {};
 }
 
+GoldenModel::Fault GoldenModel::exec(const DwConv& in) {
+  const uint32_t n = params_.N;
+  const uint32_t s = in.stride();
+  auto value = [](uint8_t byte, bool is_unsigned) {
+    return is_unsigned ? int32_t{byte} : int32_t{static_cast<int8_t>(byte)};
+  };
+  const uint8_t* zp = &ub_[in.zero_point_row() * n];
+  const uint32_t wo = in.output_width();
+  std::vector<int32_t> sum(n);
+  for (uint32_t oy = 0; oy < in.output_height(); ++oy) {
+    for (uint32_t ox = 0; ox < wo; ++ox) {
+      std::fill(sum.begin(), sum.end(), 0);
+      for (uint32_t ky = 0; ky < in.kernel_h; ++ky) {
+        for (uint32_t kx = 0; kx < in.kernel_w; ++kx) {
+          const int64_t y = int64_t{oy} * s - in.pad_top + ky;
+          const int64_t x = int64_t{ox} * s - in.pad_left + kx;
+          if (y < 0 || y >= in.height || x < 0 || x >= in.width) continue;  // padding: a real 0
+          const uint8_t* a =
+              &ub_[(in.ub_addr + static_cast<size_t>(y) * in.ub_stride + static_cast<size_t>(x)) *
+                   n];
+          const uint8_t* w = &ub_[(size_t{in.w_addr} + ky * in.kernel_w + kx) * n];
+          for (uint32_t c = 0; c < n; ++c) {  // |sum| < 2^20: no wrap
+            sum[c] += (value(a[c], in.a_unsigned) - value(zp[c], in.a_unsigned)) *
+                      value(w[c], in.w_unsigned);
+          }
+        }
+      }
+      int32_t* acc = &acc_[(size_t{in.acc_addr} + size_t{oy} * wo + ox) * n];
+      for (uint32_t c = 0; c < n; ++c) {
+        acc[c] = in.accumulate ? wrapping_add_int32(acc[c], sum[c]) : sum[c];
+      }
+    }
+  }
+  return {};
+}
+
 GoldenModel::Fault GoldenModel::exec(const Activate& in) {
   const uint32_t n = params_.N;
   const uint32_t w = in.width;

@@ -130,6 +130,9 @@ class GoldenModel {
   // pod.h, executes them itself).
   Fault exec(const IciSend& in);
   Fault exec(const IciRecv& in);
+  // Depthwise configuration (isa.md "Depthwise configuration"): decode faults ERR_OPCODE on a
+  // chip without the unit (ChipParams::dw_width = 0), so this runs only on one with it.
+  Fault exec(const DwConv& in);
   void vector_elementwise(const Vector& in);
   void vector_row_reduction(const Vector& in);
   // The weight tile a matmul would use (ERR_NO_WEIGHTS / ERR_WEIGHT_TYPE checks), and the

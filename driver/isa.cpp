@@ -47,7 +47,7 @@ constexpr ErrorInfo kErrorInfo[kNumErrorCodes] = {
 constexpr std::string_view kMnemonics[kNumOpcodes] = {
     "nop",         "read_host", "read_weights", "matmul",     "activate",     "write_host",
     "sync",        "halt",      "read_vmem",    "write_vmem", "load_weights", "matmul_bf16",
-    "acc_to_vmem", "transpose", "vector",       "ici_send",   "ici_recv"};
+    "acc_to_vmem", "transpose", "vector",       "ici_send",   "ici_recv",     "dwconv"};
 
 struct VecFuncInfo {
   VecFunc func;
@@ -443,6 +443,51 @@ Fault check_one(const IciRecv& in, const ChipParams& p, const DmaWindows&) {
   return check_ici("ici_recv", in.link, in.rows, in.last_row(), p);
 }
 
+// dwconv (isa.md "Depthwise configuration"): ERR_FIELD, ERR_UB_RANGE, ERR_ACC_RANGE. (ERR_OPCODE
+// on a chip without the unit is check()'s, above every other code.)
+Fault check_dw_fields(const DwConv& in) {
+  if (in.width == 0 || in.height == 0 || in.kernel_h == 0 || in.kernel_w == 0) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("dwconv: width = %u, height = %u, kernel_h = %u, kernel_w = %u (all must "
+                        "be >= 1)",
+                        in.width, in.height, in.kernel_h, in.kernel_w));
+  }
+  if (std::max(in.pad_top, in.pad_bottom) >= in.kernel_h ||
+      std::max(in.pad_left, in.pad_right) >= in.kernel_w) {
+    return fault(
+        ErrorCode::ERR_FIELD,
+        format("dwconv: pad_top = %u, pad_bottom = %u (expected < kernel_h = %u), "
+               "pad_left = %u, pad_right = %u (expected < kernel_w = %u)",
+               in.pad_top, in.pad_bottom, in.kernel_h, in.pad_left, in.pad_right, in.kernel_w));
+  }
+  if (in.padded_height() < in.kernel_h || in.padded_width() < in.kernel_w) {
+    return fault(ErrorCode::ERR_FIELD,
+                 format("dwconv: padded image %u x %u (lines x columns) is smaller than the "
+                        "%u x %u kernel (no output pixel)",
+                        in.padded_height(), in.padded_width(), in.kernel_h, in.kernel_w));
+  }
+  return {};
+}
+
+Fault check_one(const DwConv& in, const ChipParams& p, const DmaWindows&) {
+  Fault f = check_dw_fields(in);
+  if (f.code != ErrorCode::ERR_NONE) return f;
+  if (in.last_input_row() >= p.ub_rows) {
+    return fault(ErrorCode::ERR_UB_RANGE,
+                 format("dwconv: last input row ub + (height-1)*ub_stride + width-1 = %" PRIu64
+                        " (UbRows = %u, must be < %u)",
+                        in.last_input_row(), p.ub_rows, p.ub_rows));
+  }
+  if (in.zero_point_row() >= p.ub_rows) {
+    return fault(ErrorCode::ERR_UB_RANGE,
+                 format("dwconv: weight rows w = %u .. w + kh*kw = %" PRIu64
+                        " (the last is the zero-point row; UbRows = %u, must be < %u)",
+                        in.w_addr, in.zero_point_row(), p.ub_rows, p.ub_rows));
+  }
+  return check_rows("dwconv", "ACC", ErrorCode::ERR_ACC_RANGE, in.acc_addr, in.output_pixels(),
+                    p.acc_rows, "AccRows");
+}
+
 Fault check_one(const Nop&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Sync&, const ChipParams&, const DmaWindows&) { return {}; }
 Fault check_one(const Halt&, const ChipParams&, const DmaWindows&) { return {}; }
@@ -462,7 +507,38 @@ bool is_valid_opcode(uint8_t value) { return value < kNumOpcodes; }
 bool is_training_opcode(uint8_t value) {
   return value >= kFirstTrainingOpcode && value <= kLastTrainingOpcode;
 }
-bool is_ici_opcode(uint8_t value) { return value >= kFirstIciOpcode && value < kNumOpcodes; }
+bool is_ici_opcode(uint8_t value) { return value >= kFirstIciOpcode && value <= kLastIciOpcode; }
+bool is_dw_opcode(uint8_t value) { return value == kDwOpcode; }
+
+uint64_t DwConv::ub_reads(uint32_t dw_width) const {
+  const int64_t p = std::max<uint32_t>(dw_width, 1);
+  const int64_t s = stride();
+  const int64_t ho = output_height();
+  auto overlap = [](int64_t lo, int64_t count, int64_t limit) {  // |[lo, lo+count) ∩ [0, limit)|
+    return std::max<int64_t>(0, std::min(lo + count, limit) - std::max<int64_t>(lo, 0));
+  };
+  const int64_t columns = int64_t{output_width() - 1} * s + kernel_w;  // Wc
+  const int64_t cols_in = overlap(-int64_t{pad_left}, columns, width);
+  uint64_t reads = taps() + 1u;
+  for (int64_t first = 0; first < ho; first += p) {
+    const int64_t rows = (std::min(p, ho - first) - 1) * s + kernel_h;  // R_g
+    reads += static_cast<uint64_t>(overlap(first * s - pad_top, rows, height) * cols_in);
+  }
+  return reads;
+}
+
+uint64_t DwConv::unit_cycles(uint32_t dw_width) const {
+  const uint64_t p = std::max<uint32_t>(dw_width, 1);
+  const uint64_t ho = output_height();
+  const uint64_t columns = uint64_t{output_width() - 1u} * stride() + kernel_w;  // Wc
+  uint64_t cycles = taps() + 1u;
+  for (uint64_t first = 0; first < ho; first += p) {
+    const uint64_t lines = std::min(p, ho - first);            // P_g
+    const uint64_t rows = (lines - 1u) * stride() + kernel_h;  // R_g
+    cycles += rows * columns;
+  }
+  return cycles;
+}
 
 std::string_view ici_reduce_name(uint8_t reduce) {
   switch (reduce) {
@@ -618,6 +694,9 @@ void ChipParams::validate() const {
   if (ici_links > kMaxIciLinks) {
     bad(format("ici_links = %u (expected 0..%u)", ici_links, kMaxIciLinks));
   }
+  if (dw_width > kMaxDwWidth) {
+    bad(format("dw_width = %u (expected 0 = no depthwise unit, or 1..%u)", dw_width, kMaxDwWidth));
+  }
   if (ici_links > 0 && vmem_rows == 0) {
     bad(format("ici_links = %u needs VMEM, but vmem_rows = 0 (the links move VMEM rows)",
                ici_links));
@@ -626,9 +705,10 @@ void ChipParams::validate() const {
 
 bool operator==(const ChipParams& a, const ChipParams& b) {
   return std::tie(a.N, a.ub_rows, a.acc_rows, a.wfifo_tiles, a.qp_slots, a.axi_width, a.vmem_rows,
-                  a.vmem_port_bytes, a.weight_port_bytes, a.training_ops, a.ici_links) ==
+                  a.vmem_port_bytes, a.weight_port_bytes, a.training_ops, a.ici_links,
+                  a.dw_width) ==
          std::tie(b.N, b.ub_rows, b.acc_rows, b.wfifo_tiles, b.qp_slots, b.axi_width, b.vmem_rows,
-                  b.vmem_port_bytes, b.weight_port_bytes, b.training_ops, b.ici_links);
+                  b.vmem_port_bytes, b.weight_port_bytes, b.training_ops, b.ici_links, b.dw_width);
 }
 
 namespace {
@@ -722,7 +802,16 @@ const std::vector<FieldInfo>* training_fields(Opcode op) {
       {"link", kIciLink}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
   static const std::vector<FieldInfo> kIciRecv = {
       {"link", kIciLink}, {"reduce", kIciReduce}, {"vmem_addr", kIciVmemAddr}, {"rows", kIciRows}};
+  static const std::vector<FieldInfo> kDwConv = {
+      {"acc", kDwAcc},           {"a_unsigned", kDwAUnsigned}, {"w_unsigned", kDwWUnsigned},
+      {"stride2", kDwStride2},   {"kernel_h", kDwKernelH},     {"kernel_w", kDwKernelW},
+      {"ub_addr", kDwUbAddr},    {"acc_addr", kDwAccAddr},     {"width", kDwWidth},
+      {"height", kDwHeight},     {"w_addr", kDwWAddr},         {"pad_top", kDwPadTop},
+      {"pad_left", kDwPadLeft},  {"pad_bottom", kDwPadBottom}, {"pad_right", kDwPadRight},
+      {"ub_stride", kDwUbStride}};
   switch (op) {
+    case Opcode::DwConv:
+      return &kDwConv;
     case Opcode::IciSend:
       return &kIciSend;
     case Opcode::IciRecv:
@@ -841,6 +930,14 @@ bool operator==(const IciSend& a, const IciSend& b) {
 bool operator==(const IciRecv& a, const IciRecv& b) {
   return std::tie(a.link, a.reduce, a.vmem_addr, a.rows) ==
          std::tie(b.link, b.reduce, b.vmem_addr, b.rows);
+}
+bool operator==(const DwConv& a, const DwConv& b) {
+  return std::tie(a.accumulate, a.a_unsigned, a.w_unsigned, a.stride2, a.kernel_h, a.kernel_w,
+                  a.ub_addr, a.acc_addr, a.width, a.height, a.w_addr, a.pad_top, a.pad_left,
+                  a.pad_bottom, a.pad_right, a.ub_stride) ==
+         std::tie(b.accumulate, b.a_unsigned, b.w_unsigned, b.stride2, b.kernel_h, b.kernel_w,
+                  b.ub_addr, b.acc_addr, b.width, b.height, b.w_addr, b.pad_top, b.pad_left,
+                  b.pad_bottom, b.pad_right, b.ub_stride);
 }
 
 // ---- encode
@@ -982,6 +1079,26 @@ struct Encoder {
     put(w, field::kIciVmemAddr, in.vmem_addr, "ici_recv.vmem_addr");
     put(w, field::kIciRows, in.rows, "ici_recv.rows");
   }
+  void operator()(const DwConv& in) {
+    using namespace field;
+    op(Opcode::DwConv);
+    put(w, kDwAcc, in.accumulate, "dwconv.acc");
+    put(w, kDwAUnsigned, in.a_unsigned, "dwconv.a_unsigned");
+    put(w, kDwWUnsigned, in.w_unsigned, "dwconv.w_unsigned");
+    put(w, kDwStride2, in.stride2, "dwconv.stride2");
+    put(w, kDwKernelH, in.kernel_h, "dwconv.kernel_h");
+    put(w, kDwKernelW, in.kernel_w, "dwconv.kernel_w");
+    put(w, kDwUbAddr, in.ub_addr, "dwconv.ub_addr");
+    put(w, kDwAccAddr, in.acc_addr, "dwconv.acc_addr");
+    put(w, kDwWidth, in.width, "dwconv.width");
+    put(w, kDwHeight, in.height, "dwconv.height");
+    put(w, kDwWAddr, in.w_addr, "dwconv.w_addr");
+    put(w, kDwPadTop, in.pad_top, "dwconv.pad_top");
+    put(w, kDwPadLeft, in.pad_left, "dwconv.pad_left");
+    put(w, kDwPadBottom, in.pad_bottom, "dwconv.pad_bottom");
+    put(w, kDwPadRight, in.pad_right, "dwconv.pad_right");
+    put(w, kDwUbStride, in.ub_stride, "dwconv.ub_stride");
+  }
   void operator()(const RawInstruction& in) { w = in.bytes; }
 };
 
@@ -1002,7 +1119,8 @@ static_assert(std::is_same_v<std::variant_alternative_t<3, Instruction>, Matmul>
                   std::is_same_v<std::variant_alternative_t<8, Instruction>, ReadVmem> &&
                   std::is_same_v<std::variant_alternative_t<14, Instruction>, Vector> &&
                   std::is_same_v<std::variant_alternative_t<15, Instruction>, IciSend> &&
-                  std::is_same_v<std::variant_alternative_t<16, Instruction>, IciRecv>,
+                  std::is_same_v<std::variant_alternative_t<16, Instruction>, IciRecv> &&
+                  std::is_same_v<std::variant_alternative_t<17, Instruction>, DwConv>,
               "Instruction alternatives must be listed in opcode order (opcode_byte relies on it)");
 
 // ---- decode
@@ -1165,9 +1283,43 @@ Instruction decode_ici(Opcode op, const InstrBytes& w) {
   }
 }
 
+// dwconv (no reserved bits).
+Instruction decode_dw(const InstrBytes& w) {
+  using namespace field;
+  auto get = [&](BitField f) { return get_field(w, f); };
+  DwConv d;
+  d.accumulate = get(kDwAcc) != 0;
+  d.a_unsigned = get(kDwAUnsigned) != 0;
+  d.w_unsigned = get(kDwWUnsigned) != 0;
+  d.stride2 = get(kDwStride2) != 0;
+  d.kernel_h = static_cast<uint8_t>(get(kDwKernelH));
+  d.kernel_w = static_cast<uint8_t>(get(kDwKernelW));
+  d.ub_addr = static_cast<uint32_t>(get(kDwUbAddr));
+  d.acc_addr = static_cast<uint16_t>(get(kDwAccAddr));
+  d.width = static_cast<uint16_t>(get(kDwWidth));
+  d.height = static_cast<uint16_t>(get(kDwHeight));
+  d.w_addr = static_cast<uint32_t>(get(kDwWAddr));
+  d.pad_top = static_cast<uint8_t>(get(kDwPadTop));
+  d.pad_left = static_cast<uint8_t>(get(kDwPadLeft));
+  d.pad_bottom = static_cast<uint8_t>(get(kDwPadBottom));
+  d.pad_right = static_cast<uint8_t>(get(kDwPadRight));
+  d.ub_stride = static_cast<uint16_t>(get(kDwUbStride));
+  return d;
+}
+
 }  // namespace
 
 DecodeResult decode(const InstrBytes& w, const ChipParams& params) {
+  if (is_dw_opcode(w[0])) {
+    if (params.has_dw()) return decode(w);
+    DecodeResult r;
+    r.error = ErrorCode::ERR_OPCODE;
+    r.why = format(
+        "opcode 0x%02x (dwconv) needs the depthwise unit, but this chip has none (DwWidth = 0)",
+        w[0]);
+    r.instr = RawInstruction{w};
+    return r;
+  }
   if (is_ici_opcode(w[0]) && params.has_vmem() && !params.has_ici()) {
     DecodeResult r;
     r.error = ErrorCode::ERR_OPCODE;
@@ -1214,7 +1366,7 @@ DecodeResult decode(const InstrBytes& w) {
   uint8_t opbyte = w[0];
   if (!is_valid_opcode(opbyte)) {
     r.error = ErrorCode::ERR_OPCODE;
-    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x10)", opbyte);
+    r.why = format("opcode 0x%02x is not an instruction (expected 0x00..0x11)", opbyte);
     r.instr = RawInstruction{w};
     return r;
   }
@@ -1253,6 +1405,9 @@ DecodeResult decode(const InstrBytes& w) {
     case Opcode::IciSend:
     case Opcode::IciRecv:
       r.instr = decode_ici(op, w);
+      break;
+    case Opcode::DwConv:
+      r.instr = decode_dw(w);
       break;
   }
   return r;
@@ -1375,6 +1530,20 @@ struct Disassembler {
            format("link=%u vmem=%u rows=%u reduce=", in.link, in.vmem_addr, in.rows) +
            (r.empty() ? format("%u", in.reduce) : std::string(r));
   }
+  std::string operator()(const DwConv& in) const {
+    std::string s =
+        head(Opcode::DwConv) + format(
+                                   "ub=%u acc=%u width=%u height=%u w=%u kh=%u kw=%u ub_stride=%u "
+                                   "pad_top=%u pad_left=%u pad_bottom=%u pad_right=%u",
+                                   in.ub_addr, in.acc_addr, in.width, in.height, in.w_addr,
+                                   in.kernel_h, in.kernel_w, in.ub_stride, in.pad_top, in.pad_left,
+                                   in.pad_bottom, in.pad_right);
+    if (in.accumulate) s += " acc";
+    if (in.a_unsigned) s += " a_unsigned";
+    if (in.w_unsigned) s += " w_unsigned";
+    if (in.stride2) s += " stride2";
+    return s;
+  }
   std::string operator()(const RawInstruction& in) const {
     std::string s = ".inst 0x";
     for (int i = kInstrBytes - 1; i >= 0; --i) s += format("%02x", in.bytes[i]);
@@ -1432,6 +1601,12 @@ ErrorCode check(const Instruction& instr, const ChipParams& params, const DmaWin
               format("%s (opcode 0x%02x) needs the pod configuration, but this chip has no "
                      "inter-chip links (IciLinks = 0)",
                      std::string(mnemonic(static_cast<Opcode>(opbyte))).c_str(), opbyte));
+  }
+  // dwconv on a chip without the depthwise unit: ERR_OPCODE, above every other check.
+  if (is_dw_opcode(opbyte) && !params.has_dw() && !std::holds_alternative<RawInstruction>(instr)) {
+    f = fault(
+        ErrorCode::ERR_OPCODE,
+        "dwconv (opcode 0x11) needs the depthwise unit, but this chip has none (DwWidth = 0)");
   }
   // ERR_HOST_RANGE is the highest of the codes 1-8: it applies only when nothing else did.
   // (ERR_VMEM_RANGE, 14, is above it: write_vmem checks the command buffer first.)

@@ -44,16 +44,22 @@ enum class Opcode : uint8_t {
   // (ChipParams::ici_links > 0); otherwise they fault ERR_OPCODE like any unknown opcode.
   IciSend = 0x0F,
   IciRecv = 0x10,
+  // Depthwise configuration (isa.md "Depthwise configuration"): only on a chip with the
+  // depthwise unit (ChipParams::dw_width > 0); otherwise it faults ERR_OPCODE.
+  DwConv = 0x11,
 };
-constexpr int kNumOpcodes = 17;
+constexpr int kNumOpcodes = 18;
 constexpr uint8_t kFirstTrainingOpcode = 0x08;
 constexpr uint8_t kLastTrainingOpcode = 0x0E;
 constexpr uint8_t kFirstIciOpcode = 0x0F;
+constexpr uint8_t kLastIciOpcode = 0x10;
+constexpr uint8_t kDwOpcode = 0x11;
 
-// An opcode of the instruction set (0x00..0x0E), whatever the chip's configuration.
+// An opcode of the instruction set (0x00..0x11), whatever the chip's configuration.
 bool is_valid_opcode(uint8_t value);
 bool is_training_opcode(uint8_t value);  // 0x08..0x0E
 bool is_ici_opcode(uint8_t value);       // 0x0F..0x10
+bool is_dw_opcode(uint8_t value);        // 0x11
 // Assembly mnemonic ("read_host"); "?" for a value that is not an opcode.
 std::string_view mnemonic(Opcode op);
 
@@ -129,6 +135,11 @@ struct ChipParams {
   // ERR_OPCODE). Links need VMEM.
   uint32_t ici_links = 0;
   static constexpr uint32_t kMaxIciLinks = 16;
+  // The depthwise unit (isa.md "Depthwise configuration", tpu_dw DwWidth): output lines per
+  // pass; 0 = no unit (opcode 0x11 faults ERR_OPCODE), what every other constructor gives.
+  uint32_t dw_width = 0;
+  static constexpr uint32_t kMaxDwWidth = 64;
+  bool has_dw() const { return dw_width != 0; }
   // The training opcodes a chip with VMEM executes, bit k for opcode 0x08 + k; the others fault
   // ERR_OPCODE as on the int8 chip. The golden model executes all of them; an RTL build that
   // implements only some reports that set (driver/device_rtl.cpp, docs/isa.md "Status"), so
@@ -155,7 +166,7 @@ struct ChipParams {
   // 4..256, 1 <= ub_rows <= 2^24, 1 <= acc_rows <= 2^16, 1 <= qp_slots <= 16,
   // wfifo_tiles >= 1, axi_width is 32, 64 or 128 and divides 8*N, vmem_rows <= 2^16,
   // ici_links <= 16 and ici_links > 0 only with vmem_rows > 0, weight_port_bytes 0 or a power
-  // of two in 16..N.
+  // of two in 16..N, dw_width <= kMaxDwWidth.
   void validate() const;
 };
 bool operator==(const ChipParams& a, const ChipParams& b);
@@ -257,6 +268,23 @@ constexpr BitField kIciLink{8, 4};
 constexpr BitField kIciReduce{12, 2};
 constexpr BitField kIciVmemAddr{16, 16};
 constexpr BitField kIciRows{32, 24};
+// dwconv (0x11): every bit is a field (no reserved bits)
+constexpr BitField kDwAcc{8, 1};
+constexpr BitField kDwAUnsigned{9, 1};
+constexpr BitField kDwWUnsigned{10, 1};
+constexpr BitField kDwStride2{11, 1};
+constexpr BitField kDwKernelH{12, 2};
+constexpr BitField kDwKernelW{14, 2};
+constexpr BitField kDwUbAddr{16, 24};
+constexpr BitField kDwAccAddr{40, 16};
+constexpr BitField kDwWidth{56, 12};
+constexpr BitField kDwHeight{68, 12};
+constexpr BitField kDwWAddr{80, 24};
+constexpr BitField kDwPadTop{104, 2};
+constexpr BitField kDwPadLeft{106, 2};
+constexpr BitField kDwPadBottom{108, 2};
+constexpr BitField kDwPadRight{110, 2};
+constexpr BitField kDwUbStride{112, 16};
 }  // namespace field
 
 // A named field of one opcode, named as in the isa.md tables.
@@ -539,6 +567,48 @@ struct IciRecv {
   uint64_t last_row() const { return uint64_t{vmem_addr} + (rows == 0 ? 0u : rows - 1u); }
 };
 
+// ---- depthwise configuration (isa.md "Depthwise configuration")
+
+// dwconv (0x11): per-lane sum over a kh x kw window of (a - z[n]) * w[tap][n] into ACC rows.
+struct DwConv {
+  bool accumulate = false;  // asm flag `acc`
+  bool a_unsigned = false;  // activations and zero points uint8
+  bool w_unsigned = false;
+  bool stride2 = false;
+  uint8_t kernel_h = 1;  // 2 bits, 1..3 (0 faults ERR_FIELD)
+  uint8_t kernel_w = 1;  // 2 bits, 1..3
+  uint32_t ub_addr = 0;  // 24 bits: input pixel (0, 0)
+  uint16_t acc_addr = 0;
+  uint16_t width = 1;   // 12 bits: W, input pixels per line
+  uint16_t height = 1;  // 12 bits: H, input lines
+  uint32_t w_addr = 0;  // 24 bits: kh*kw tap rows, then the zero-point row
+  uint8_t pad_top = 0;  // 2 bits each, < kh (top, bottom) or < kw (left, right)
+  uint8_t pad_left = 0;
+  uint8_t pad_bottom = 0;
+  uint8_t pad_right = 0;
+  uint16_t ub_stride = 0;  // UB row step between input lines
+
+  uint32_t stride() const { return stride2 ? 2u : 1u; }
+  uint32_t taps() const { return uint32_t{kernel_h} * kernel_w; }
+  uint32_t padded_height() const { return uint32_t{height} + pad_top + pad_bottom; }
+  uint32_t padded_width() const { return uint32_t{width} + pad_left + pad_right; }
+  // Ho, Wo of isa.md (the padded sizes must be >= the kernel: check() guarantees it).
+  uint32_t output_height() const { return (padded_height() - kernel_h) / stride() + 1u; }
+  uint32_t output_width() const { return (padded_width() - kernel_w) / stride() + 1u; }
+  uint64_t output_pixels() const { return uint64_t{output_height()} * output_width(); }
+  // The last input row, ub_addr + (H-1)*ub_stride + W-1, and the zero-point row w_addr + kh*kw.
+  uint64_t last_input_row() const {
+    return uint64_t{ub_addr} + uint64_t{height - 1u} * ub_stride + width - 1u;
+  }
+  uint64_t zero_point_row() const { return uint64_t{w_addr} + taps(); }
+  // The unit's busy cycles with DwWidth = `dw_width` (isa.md "Cycle cost"), without the tail of
+  // the last writes: kh*kw + 1 + sum over line groups of R_g * Wc.
+  uint64_t unit_cycles(uint32_t dw_width) const;
+  // The UB rows it reads with DwWidth = `dw_width`: the weight and zero-point rows, then every
+  // window position inside the image (padding positions are idle cycles, no read).
+  uint64_t ub_reads(uint32_t dw_width) const;
+};
+
 // A raw 16-byte word, normally one that does not decode (unknown opcode or reserved bits
 // set): decode() returns these on failure, and the assembler's `.inst` directive creates them
 // so a program can exercise the chip's ERR_OPCODE / ERR_RESERVED paths. encode() returns the
@@ -547,10 +617,10 @@ struct RawInstruction {
   InstrBytes bytes{};
 };
 
-// Alternatives 0..16 are in opcode order (opcode_byte relies on it).
+// Alternatives 0..17 are in opcode order (opcode_byte relies on it).
 using Instruction = std::variant<Nop, ReadHost, ReadWeights, Matmul, Activate, WriteHost, Sync,
                                  Halt, ReadVmem, WriteVmem, LoadWeights, MatmulBf16, AccToVmem,
-                                 Transpose, Vector, IciSend, IciRecv, RawInstruction>;
+                                 Transpose, Vector, IciSend, IciRecv, DwConv, RawInstruction>;
 
 // Field-by-field equality (so Instruction, a std::variant, compares with ==).
 bool operator==(const Nop&, const Nop&);
@@ -570,6 +640,7 @@ bool operator==(const Transpose& a, const Transpose& b);
 bool operator==(const Vector& a, const Vector& b);
 bool operator==(const IciSend& a, const IciSend& b);
 bool operator==(const IciRecv& a, const IciRecv& b);
+bool operator==(const DwConv& a, const DwConv& b);
 
 // The opcode byte of the instruction (for RawInstruction: byte 0, possibly not an Opcode).
 uint8_t opcode_byte(const Instruction& instr);

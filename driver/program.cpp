@@ -331,6 +331,7 @@ ProgramBuilder& ProgramBuilder::append(const Instruction& instr) {
     void operator()(const Vector& in) { b.vector(in); }
     void operator()(const IciSend& in) { b.ici_send(in); }
     void operator()(const IciRecv& in) { b.ici_recv(in); }
+    void operator()(const DwConv& in) { b.dwconv(in); }
     void operator()(const RawInstruction& in) {
       DecodeResult d = decode(in.bytes, b.params_);
       if (!d.ok()) b.fail(".inst", "", "raw word does not decode: " + d.why);

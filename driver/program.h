@@ -166,6 +166,11 @@ class ProgramBuilder {
                            IciReduce reduce = IciReduce::None);
   ProgramBuilder& ici_recv(const IciRecv& in);
 
+  // ---- depthwise configuration (isa.md "Depthwise configuration"; needs dw_width > 0)
+  // dwconv: named errors for a chip without the unit, a kernel or pad out of range, an image
+  // smaller than the kernel, input / weight rows past UbRows, output rows past AccRows.
+  ProgramBuilder& dwconv(const DwConv& in);
+
   // Any decoded instruction, through the same checks. RawInstruction is rejected.
   ProgramBuilder& append(const Instruction& instr);
 

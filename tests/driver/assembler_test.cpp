@@ -158,13 +158,14 @@ TEST(Assembler, InstDirectivePlacesRawWords) {
 }
 
 TEST(Assembler, ErrorsGiveFileLineColumnAndWhatWasExpected) {
-  expect_error("nop\n  matmull ub=0\n", 2, 3,
-               "unknown mnemonic 'matmull' (expected one of: nop, read_host, read_weights, "
-               "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
-               "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, "
-               "fsubr, fmul, fmax, fmin, "
-               "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
-               "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
+  expect_error(
+      "nop\n  matmull ub=0\n", 2, 3,
+      "unknown mnemonic 'matmull' (expected one of: nop, read_host, read_weights, "
+      "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
+      "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, dwconv, fadd, fsub, "
+      "fsubr, fmul, fmax, fmin, "
+      "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
+      "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
   expect_error("matmul ub=16777216", 1, 11,
                "value 16777216 for 'ub' of matmul does not fit in 24 bits (expected 0..16777215)");
   expect_error("matmul inner=4096", 1, 14,
@@ -231,14 +232,15 @@ TEST(Assembler, DefaultFileNameInErrors) {
     assemble("bogus");
     FAIL();
   } catch (const AsmError& e) {
-    EXPECT_STREQ(e.what(),
-                 "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
-                 "read_weights, "
-                 "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
-                 "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, fadd, fsub, "
-                 "fsubr, fmul, fmax, fmin, "
-                 "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
-                 "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
+    EXPECT_STREQ(
+        e.what(),
+        "<input>:1:1: unknown mnemonic 'bogus' (expected one of: nop, read_host, "
+        "read_weights, "
+        "matmul, activate, write_host, sync, halt, read_vmem, write_vmem, load_weights, "
+        "matmul_bf16, acc_to_vmem, transpose, vector, ici_send, ici_recv, dwconv, fadd, fsub, "
+        "fsubr, fmul, fmax, fmin, "
+        "flt, fle, feq, iadd, isub, isubr, and, or, xor, andn, shl, shr, sra, ilt, ieq, "
+        "f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, rmin, align, .inst)");
     EXPECT_EQ(e.file(), "<input>");
   }
 }
@@ -371,7 +373,8 @@ TEST(Assembler, BytesThatAreNotText) {
       1, 1,
       "unknown mnemonic 'bogus' (expected one of: nop, read_host, read_weights, matmul, activate, "
       "write_host, sync, halt, read_vmem, write_vmem, load_weights, matmul_bf16, acc_to_vmem, "
-      "transpose, vector, ici_send, ici_recv, fadd, fsub, fsubr, fmul, fmax, fmin, flt, fle, feq, "
+      "transpose, vector, ici_send, ici_recv, dwconv, fadd, fsub, fsubr, fmul, fmax, fmin, flt, "
+      "fle, feq, "
       "iadd, isub, isubr, "
       "and, or, xor, andn, shl, shr, sra, ilt, ieq, f2i, i2f, bf16, lsum, lmax, lmin, rsum, rmax, "
       "rmin, align, .inst)");

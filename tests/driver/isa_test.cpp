@@ -134,9 +134,10 @@ TEST(Isa, MnemonicsAndOpcodes) {
   EXPECT_EQ(mnemonic(Opcode::Vector), "vector");
   EXPECT_EQ(mnemonic(Opcode::IciSend), "ici_send");
   EXPECT_EQ(mnemonic(Opcode::IciRecv), "ici_recv");
-  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x11)), "?");
+  EXPECT_EQ(mnemonic(Opcode::DwConv), "dwconv");
+  EXPECT_EQ(mnemonic(static_cast<Opcode>(0x12)), "?");
   for (int v = 0; v < 256; ++v) {
-    EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 16);
+    EXPECT_EQ(is_valid_opcode(static_cast<uint8_t>(v)), v <= 17);
     EXPECT_EQ(is_training_opcode(static_cast<uint8_t>(v)), v >= 8 && v <= 14);
     EXPECT_EQ(is_ici_opcode(static_cast<uint8_t>(v)), v == 15 || v == 16);
   }
@@ -364,7 +365,7 @@ TEST(Isa, ReservedMessageNamesTheRange) {
 }
 
 TEST(Isa, UnknownOpcodes) {
-  for (int op = 17; op < 256; ++op) {
+  for (int op = 18; op < 256; ++op) {
     InstrBytes w{};
     w[0] = static_cast<uint8_t>(op);
     DecodeResult d = decode(w);
@@ -372,10 +373,10 @@ TEST(Isa, UnknownOpcodes) {
     EXPECT_EQ(decode(w, ChipParams::training(16)).error, ErrorCode::ERR_OPCODE) << op;
   }
   InstrBytes w{};
-  w[0] = 0x11;
+  w[0] = 0x12;
   w[15] = 0xFF;  // reserved-looking bits too: the opcode is checked first
   EXPECT_EQ(decode(w).error, ErrorCode::ERR_OPCODE);
-  EXPECT_EQ(decode(w).why, "opcode 0x11 is not an instruction (expected 0x00..0x10)");
+  EXPECT_EQ(decode(w).why, "opcode 0x12 is not an instruction (expected 0x00..0x11)");
 }
 
 // On a chip without VMEM (the int8 configuration, ChipParams::with_n) the training opcodes
