@@ -130,6 +130,12 @@ class Generator {
       tc_.params.ici_links = opt.ici_links;
       train_ = true;
     }
+    // The depthwise unit (off by default: no draw is made for it, so the seeds give the
+    // programs they gave before).
+    if (opt.dw_width > 0) {
+      tc_.params.dw_width = opt.dw_width;
+      dw_ = true;
+    }
   }
 
   TestCase make() {
@@ -509,6 +515,10 @@ class Generator {
   void emit_valid() {
     auto& prog = tc_.program;
     if (train_ && rng_.chance(0.6) && emit_train()) return;
+    if (dw_ && rng_.chance(0.2)) {
+      prog.push_back(make_dwconv());
+      return;
+    }
     if (rng_.chance(0.04)) {
       emit_burst();
       return;
@@ -564,12 +574,17 @@ class Generator {
       return;
     }
     if (train_ && rng_.chance(0.75) && emit_train_fault()) return;
+    if (dw_ && rng_.chance(0.5)) {
+      emit_dw_fault();
+      return;
+    }
     const uint64_t k = rng_.pick(0, 16);
     Instruction bad;
     switch (k) {
       case 0: {  // unknown opcode
         RawInstruction raw;
         raw.bytes[0] = uint8_t(rng_.pick(train_ ? 0x0F : 8, 255));  // (0x08-0x0E: training)
+        if (dw_ && raw.bytes[0] == kDwOpcode) raw.bytes[0] = kDwOpcode + 1;  // dwconv exists
         if (rng_.chance(0.5))
           for (size_t b = 1; b < 16; ++b) raw.bytes[b] = uint8_t(rng_.pick(0, 255));
         bad = raw;
@@ -2033,6 +2048,94 @@ class Generator {
     return true;
   }
 
+  // ---- depthwise configuration (GenOptions::dw_width > 0)
+
+  // A valid dwconv inside the UB and ACC windows: kernel 1..3 x 1..3, stride 1 or 2, random
+  // pads, an image of up to 8 x 12 pixels (line stride W..W+3, any 16-bit stride for one line).
+  DwConv make_dwconv() {
+    DwConv d;
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      d.kernel_h = uint8_t(rng_.pick(1, 3));
+      d.kernel_w = uint8_t(rng_.pick(1, 3));
+      d.stride2 = rng_.chance(0.4);
+      d.pad_top = uint8_t(rng_.pick(0, d.kernel_h - 1u));
+      d.pad_bottom = uint8_t(rng_.pick(0, d.kernel_h - 1u));
+      d.pad_left = uint8_t(rng_.pick(0, d.kernel_w - 1u));
+      d.pad_right = uint8_t(rng_.pick(0, d.kernel_w - 1u));
+      d.width = uint16_t(rng_.pick(1, std::min<uint32_t>(12, tc_.ub_rows / 4)));
+      d.height = uint16_t(rng_.pick(1, 8));
+      d.ub_stride = uint16_t(d.height == 1 ? rng_.pick(0, 0xFFFF) : d.width + rng_.pick(0, 3));
+      if (d.padded_height() < d.kernel_h || d.padded_width() < d.kernel_w) continue;
+      const uint64_t span = d.last_input_row() - d.ub_addr + 1;
+      if (span > tc_.ub_rows || d.output_pixels() > tc_.acc_rows) continue;
+      d.ub_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - span));
+      d.w_addr = tc_.ub_base + uint32_t(rng_.pick(0, tc_.ub_rows - d.taps() - 1));
+      d.acc_addr = uint16_t(tc_.acc_base + rng_.pick(0, tc_.acc_rows - d.output_pixels()));
+      d.accumulate = rng_.chance(0.5);
+      d.a_unsigned = rng_.chance(0.5);
+      d.w_unsigned = rng_.chance(0.5);
+      return d;
+    }
+    d = DwConv{};  // 1 x 1 of one pixel
+    d.ub_addr = d.w_addr = tc_.ub_base;
+    d.acc_addr = uint16_t(tc_.acc_base);
+    return d;
+  }
+
+  // One static fault of dwconv: ERR_FIELD (zero size or kernel, pad >= kernel, image smaller
+  // than the kernel), ERR_UB_RANGE (input or weight rows), ERR_ACC_RANGE. (dwconv has no
+  // reserved bits; ERR_OPCODE on a chip without the unit is the unknown-opcode case.)
+  void emit_dw_fault() {
+    auto& prog = tc_.program;
+    const ChipParams& p = tc_.params;
+    DwConv d = make_dwconv();
+    ErrorCode code = ErrorCode::ERR_FIELD;
+    std::string what;
+    switch (rng_.pick(0, 6)) {
+      case 0:
+        (rng_.chance(0.5) ? d.width : d.height) = 0;
+        what = "zero width or height";
+        break;
+      case 1:
+        (rng_.chance(0.5) ? d.kernel_h : d.kernel_w) = 0;
+        what = "zero kernel";
+        break;
+      case 2:
+        d.kernel_h = uint8_t(rng_.pick(1, 2));
+        d.pad_bottom = d.kernel_h;
+        what = "pad_bottom >= kernel_h";
+        break;
+      case 3:
+        d.kernel_w = 3;
+        d.width = 1;
+        d.pad_left = d.pad_right = 0;
+        what = "image narrower than the kernel";
+        break;
+      case 4:
+        d.ub_addr = uint32_t(rng_.pick(p.ub_rows - d.width, p.ub_rows + 100));
+        d.ub_stride = uint16_t(rng_.pick(1, 0xFFFF));
+        d.height = uint16_t(std::max<uint32_t>(d.height, 2));
+        if (d.padded_height() < d.kernel_h) d.height = d.kernel_h;
+        code = ErrorCode::ERR_UB_RANGE;
+        what = "input rows past UbRows";
+        break;
+      case 5:
+        d.w_addr = uint32_t(rng_.pick(p.ub_rows - d.taps(), (1u << 24) - 1));
+        code = ErrorCode::ERR_UB_RANGE;
+        what = "weight rows past UbRows";
+        break;
+      default:
+        d.acc_addr = uint16_t(rng_.pick(p.acc_rows - d.output_pixels() + 1, 0xFFFF));
+        code = ErrorCode::ERR_ACC_RANGE;
+        what = "output rows past AccRows";
+        break;
+    }
+    tc_.expect_error = code;
+    tc_.expect_pc = prog.size();
+    tc_.fault = what + " at index " + std::to_string(prog.size()) + ": " + disassemble(d);
+    prog.push_back(d);
+  }
+
   Rng rng_;
   Rng side_;  // emit_younger_read_fault()
   Rng pair_;  // emit_error_pair()
@@ -2047,6 +2150,7 @@ class Generator {
   // Training configuration (GenOptions::vmem_rows > 0): the VMEM window, and an AXI fault of
   // read_vmem / write_vmem (no younger error pair follows it).
   bool train_ = false;
+  bool dw_ = false;  // GenOptions::dw_width > 0
   uint32_t vb_ = 0, vr_ = 0;
   bool no_pair_ = false;
   static constexpr uint32_t quant_off_ = 0;  // slots at the start of kData (<= 16 * 12 * 16 B)

@@ -97,6 +97,11 @@ struct GenOptions {
   // IciLinks. A chip alone has every link down, so the generator emits link instructions only
   // as static faults: ERR_ICI_LINK, and ERR_RESERVED / ERR_FIELD / ERR_VMEM_RANGE first.
   uint32_t ici_links = 0;
+  // The depthwise unit (docs/isa.md "Depthwise configuration"): 0 = none (the default: the
+  // seeds give the programs they always gave); W > 0 = ChipParams::dw_width W, and the body
+  // also emits valid dwconv instructions in the UB / ACC windows and their static faults
+  // (TestCase::expect_error). No RTL chip has the unit yet: such cases run on the golden model.
+  uint32_t dw_width = 0;
 };
 // The train_ops bit of a training opcode.
 constexpr uint32_t train_op_bit(Opcode op) { return 1u << (static_cast<unsigned>(op) - 0x08u); }
