@@ -234,6 +234,29 @@ package tpu_pkg;
     logic [7:0]  opcode;
   } instr_ici_t;
 
+  // dwconv (0x11; depthwise configuration, isa.md "Depthwise configuration"): no reserved bits.
+  // Executed by tpu_dw; not decoded by tpu_decoder yet (a chip built so far has no unit and
+  // faults 0x11 ERR_OPCODE, as isa.md specifies for DwWidth = 0).
+  typedef struct packed {
+    logic [15:0] ub_stride;      // 127:112
+    logic [1:0]  pad_right;      // 111:110
+    logic [1:0]  pad_bottom;     // 109:108
+    logic [1:0]  pad_left;       // 107:106
+    logic [1:0]  pad_top;        // 105:104
+    logic [23:0] w_addr;         // 103:80
+    logic [11:0] height;         // 79:68
+    logic [11:0] width;          // 67:56
+    logic [15:0] acc_addr;       // 55:40
+    logic [23:0] ub_addr;        // 39:16
+    logic [1:0]  kernel_w;       // 15:14
+    logic [1:0]  kernel_h;       // 13:12
+    logic        stride2;        // 11
+    logic        w_unsigned;     // 10
+    logic        a_unsigned;     // 9
+    logic        acc;            // 8
+    logic [7:0]  opcode;
+  } instr_dwconv_t;
+
   // One 128-bit instruction word, seen through its format.
   typedef union packed {
     instr_plain_t        plain;
