@@ -49,40 +49,41 @@ module tpu_dw #(
   localparam int unsigned Lines = 2 * P + 1;  // window lines: (P-1)*2 + 3
   localparam int unsigned LW    = $clog2(Lines + 1);
   localparam int unsigned PW    = $clog2(P + 1);
-  localparam int unsigned Taps  = 9;
+  localparam int unsigned ColW  = 9 * Lines * N;  // one window column: Lines rows of N lanes
 
   typedef enum logic [1:0] {SIdle, SWeights, SStream, SDrain} state_e;
 
   state_e                 state_q, state_d;
   tpu_pkg::instr_dwconv_t cmd_q, cmd_d;
   logic [12:0]            ho_q, ho_d, wo_q, wo_d, wc_q, wc_d;  // Ho, Wo, Wc
-  logic [3:0]             wt_q, wt_d;                          // weight row requested next
-  logic signed [8:0]      tap_q [Taps][N];
-  logic signed [8:0]      tap_d [Taps][N];
-  logic signed [8:0]      zp_q [N];
-  logic signed [8:0]      zp_d [N];
+  // Weight rows: the next to request and its tap (ky, kx); the zero-point row after the taps.
+  logic [3:0]             wt_q, wt_d;
+  logic [1:0]             wky_q, wky_d, wkx_q, wkx_d;
+  // The taps on a 3 x 3 grid aligned to the window: slot (ky, j), j = 3 - kw + kx, lane n in
+  // bits [9*((3*ky + j)*N + n) +: 9]; slots outside the kernel hold 0. Zero points: 9 bits a lane.
+  logic [81*N-1:0]        tap_q, tap_d;
+  logic [9*N-1:0]         zp_q, zp_d;
   // The walk: first output line of the group, window column, line in the column.
   logic [12:0]            g_q, g_d;
   logic [13:0]            col_q, col_d;
   logic [LW-1:0]          row_q, row_d;
   // The read (or padding position) of the previous cycle, whose row is handled now.
   logic                   rsp_q, rsp_d, rsp_w_q, rsp_w_d, rsp_pad_q, rsp_pad_d;
-  logic                   rsp_last_q, rsp_last_d;
-  logic [3:0]             rsp_idx_q, rsp_idx_d;  // weight row
+  logic                   rsp_last_q, rsp_last_d, rsp_zp_q, rsp_zp_d;
+  logic [3:0]             rsp_slot_q, rsp_slot_d;  // weight row: its grid slot 3*ky + j
   logic [LW-1:0]          rsp_row_q, rsp_row_d;
   logic [13:0]            rsp_col_q, rsp_col_d;
   logic [12:0]            rsp_g_q, rsp_g_d;
   logic [PW-1:0]          rsp_pg_q, rsp_pg_d;
-  // The column being filled; full: complete but not yet shifted (writes held back).
-  logic signed [8:0]      colbuf_q [Lines][N];
-  logic signed [8:0]      colbuf_d [Lines][N];
+  // The column being filled (row r, lane n in [9*(r*N + n) +: 9]); full: complete but not yet
+  // shifted (writes held back), with the meta data of its response.
+  logic [ColW-1:0]        colbuf_q, colbuf_d;
   logic                   full_q, full_d;
   logic [13:0]            fm_col_q, fm_col_d;
   logic [12:0]            fm_g_q, fm_g_d;
   logic [PW-1:0]          fm_pg_q, fm_pg_d;
-  // The window: column 2 is the newest.
-  logic signed [8:0]      win_q [3][Lines][N];
-  logic signed [8:0]      win_d [3][Lines][N];
+  // The window: column j in [j*ColW +: ColW], column 2 the newest.
+  logic [3*ColW-1:0]      win_q, win_d;
   // Writes of the group's pixels of one output column.
   logic                   em_q, em_d;
   logic [PW-1:0]          em_p_q, em_p_d, em_pg_q, em_pg_d;
@@ -111,19 +112,28 @@ module tpu_dw #(
     last_group = 32'(g_q) + P >= 32'(ho_q);
   end
 
-  // ---- one output pixel: lane sums over the window for line em_p_q of the group
-  logic [32*N-1:0] mac;
+  // ---- one output pixel: lane sums over the window lines em_p_q*s .. +2 (taps outside the
+  // kernel are 0 on the grid, so all nine products are added)
+  logic [LW-1:0]     base;
+  logic [81*N-1:0]   sel;  // slot 3*ky + j: window column j, line base + ky (as tap_q)
+  logic [32*N-1:0]   mac;
   always_comb begin
-    for (int n = 0; n < int'(N); n++) begin
+    base = LW'(32'(em_p_q) * 32'(s));
+    for (int unsigned ky = 0; ky < 3; ky++) begin
+      for (int unsigned j = 0; j < 3; j++) begin
+        sel[9*N*(3*ky + j) +: 9*N] = '0;
+        for (int unsigned r = 0; r < Lines; r++) begin
+          if (32'(base) + ky == r) sel[9*N*(3*ky + j) +: 9*N] = win_q[j*ColW + 9*r*N +: 9*N];
+        end
+      end
+    end
+    for (int unsigned n = 0; n < N; n++) begin
       logic signed [21:0] sum;
       sum = '0;
-      for (int ky = 0; ky < 3; ky++) begin
-        for (int kx = 0; kx < 3; kx++) begin
-          if (ky < int'(cmd_q.kernel_h) && kx < int'(cmd_q.kernel_w)) begin
-            sum = sum + 22'(win_q[3 - int'(cmd_q.kernel_w) + kx]
-                               [int'(em_p_q) * int'(s) + ky][n] *
-                           tap_q[ky * int'(cmd_q.kernel_w) + kx][n]);
-          end
+      for (int unsigned ky = 0; ky < 3; ky++) begin
+        for (int unsigned j = 0; j < 3; j++) begin
+          sum = sum + 22'($signed(sel[9*((3*ky + j)*N + n) +: 9]) *
+                          $signed(tap_q[9*((3*ky + j)*N + n) +: 9]));
         end
       end
       mac[32*n +: 32] = 32'(sum);
@@ -138,22 +148,29 @@ module tpu_dw #(
   assign acc_wacc_o  = cmd_q.acc;
   assign acc_wdata_o = mac;
 
-  // The row of this cycle's response (a - z per lane, 0 for padding) and the completed column.
-  logic signed [8:0] val [N];
-  logic signed [8:0] column [Lines][N];
-  logic              em_last, can_shift, stall, shift, yields;
-  logic [13:0]       sh_col;
-  logic [12:0]       sh_g;
-  logic [PW-1:0]     sh_pg;
+  // This cycle's response row (a - z per lane, 0 for padding; or a weight row as 9-bit lanes)
+  // and the completed column.
+  logic [9*N-1:0]  val, wrow, zrow;
+  logic [ColW-1:0] column;
+  logic            em_last, can_shift, stall, shift, yields;
+  logic [13:0]     sh_col;
+  logic [12:0]     sh_g;
+  logic [PW-1:0]   sh_pg;
   always_comb begin
-    for (int n = 0; n < int'(N); n++) begin
+    for (int unsigned n = 0; n < N; n++) begin
       logic signed [9:0] a;
-      a      = cmd_q.a_unsigned ? $signed({2'b00, ub_rdata_i[8*n +: 8]})
-                                : 10'($signed(ub_rdata_i[8*n +: 8]));
-      val[n] = rsp_pad_q ? 9'sd0 : 9'(a - 10'(zp_q[n]));
+      a = cmd_q.a_unsigned ? $signed({2'b00, ub_rdata_i[8*n +: 8]})
+                           : 10'($signed(ub_rdata_i[8*n +: 8]));
+      val[9*n +: 9]  = rsp_pad_q ? 9'd0 : 9'(a - 10'($signed(zp_q[9*n +: 9])));
+      wrow[9*n +: 9] = cmd_q.w_unsigned ? {1'b0, ub_rdata_i[8*n +: 8]}
+                                        : {ub_rdata_i[8*n + 7], ub_rdata_i[8*n +: 8]};
+      zrow[9*n +: 9] = cmd_q.a_unsigned ? {1'b0, ub_rdata_i[8*n +: 8]}
+                                        : {ub_rdata_i[8*n + 7], ub_rdata_i[8*n +: 8]};
     end
     column = colbuf_q;
-    if (rsp_q && !rsp_w_q) column[rsp_row_q] = val;
+    for (int unsigned r = 0; r < Lines; r++) begin
+      if (rsp_q && !rsp_w_q && 32'(rsp_row_q) == r) column[9*r*N +: 9*N] = val;
+    end
     em_last   = em_q && acc_wgnt_i && em_p_q == em_pg_q - 1'b1;
     can_shift = !em_q || em_last;
     stall     = !can_shift && (full_q || (rsp_q && !rsp_w_q && rsp_last_q));
@@ -173,6 +190,8 @@ module tpu_dw #(
     wo_d = wo_q;
     wc_d = wc_q;
     wt_d = wt_q;
+    wky_d = wky_q;
+    wkx_d = wkx_q;
     tap_d = tap_q;
     zp_d = zp_q;
     g_d = g_q;
@@ -182,7 +201,8 @@ module tpu_dw #(
     rsp_w_d = 1'b0;
     rsp_pad_d = 1'b0;
     rsp_last_d = 1'b0;
-    rsp_idx_d = wt_q;
+    rsp_zp_d = wt_q == taps;
+    rsp_slot_d = 4'(3 * 32'(wky_q) + 3 - 32'(cmd_q.kernel_w) + 32'(wkx_q));
     rsp_row_d = row_q;
     rsp_col_d = col_q;
     rsp_g_d = g_q;
@@ -212,6 +232,9 @@ module tpu_dw #(
                        13'(cmd_i.kernel_w)) >> cmd_i.stride2) + 13'd1);
           wc_d = ((wo_d - 13'd1) << cmd_i.stride2) + 13'(cmd_i.kernel_w);
           wt_d = '0;
+          wky_d = '0;
+          wkx_d = '0;
+          tap_d = '0;  // grid slots outside the kernel stay 0
           state_d = SWeights;
         end
       end
@@ -222,6 +245,11 @@ module tpu_dw #(
           rsp_d = 1'b1;
           rsp_w_d = 1'b1;
           wt_d = wt_q + 4'd1;
+          wkx_d = wkx_q + 2'd1;
+          if (wkx_q == cmd_q.kernel_w - 2'd1) begin
+            wkx_d = '0;
+            wky_d = wky_q + 2'd1;
+          end
           if (wt_q == taps) begin
             g_d = '0;
             col_d = '0;
@@ -256,15 +284,11 @@ module tpu_dw #(
 
     // The previous cycle's row.
     if (rsp_q && rsp_w_q) begin
-      for (int n = 0; n < int'(N); n++) begin
-        logic signed [8:0] b;
-        b = cmd_q.w_unsigned ? $signed({1'b0, ub_rdata_i[8*n +: 8]})
-                             : 9'($signed(ub_rdata_i[8*n +: 8]));
-        if (rsp_idx_q == taps) begin
-          zp_d[n] = cmd_q.a_unsigned ? $signed({1'b0, ub_rdata_i[8*n +: 8]})
-                                     : 9'($signed(ub_rdata_i[8*n +: 8]));
-        end else begin
-          tap_d[rsp_idx_q][n] = b;
+      if (rsp_zp_q) begin
+        zp_d = zrow;
+      end else begin
+        for (int unsigned t = 0; t < 9; t++) begin
+          if (32'(rsp_slot_q) == t) tap_d[9*N*t +: 9*N] = wrow;
         end
       end
     end
@@ -285,9 +309,9 @@ module tpu_dw #(
     end
     // A completed column enters the window; a complete kernel starts the group's writes.
     if (shift) begin
-      win_d[0] = win_q[1];
-      win_d[1] = win_q[2];
-      win_d[2] = column;
+      win_d[ColW-1:0] = win_q[2*ColW-1:ColW];
+      win_d[2*ColW-1:ColW] = win_q[3*ColW-1:2*ColW];
+      win_d[3*ColW-1:2*ColW] = column;
       full_d = 1'b0;
       if (yields) begin
         em_d = 1'b1;
@@ -320,6 +344,8 @@ module tpu_dw #(
     wo_q <= wo_d;
     wc_q <= wc_d;
     wt_q <= wt_d;
+    wky_q <= wky_d;
+    wkx_q <= wkx_d;
     tap_q <= tap_d;
     zp_q <= zp_d;
     g_q <= g_d;
@@ -328,7 +354,8 @@ module tpu_dw #(
     rsp_w_q <= rsp_w_d;
     rsp_pad_q <= rsp_pad_d;
     rsp_last_q <= rsp_last_d;
-    rsp_idx_q <= rsp_idx_d;
+    rsp_zp_q <= rsp_zp_d;
+    rsp_slot_q <= rsp_slot_d;
     rsp_row_q <= rsp_row_d;
     rsp_col_q <= rsp_col_d;
     rsp_g_q <= rsp_g_d;
