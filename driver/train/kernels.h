@@ -81,27 +81,45 @@ struct AdamParams {
   float eps = 1e-7f;
   float weight_decay = 0.0f;  // L2 added to the gradient (PyTorch Adam's weight_decay)
 };
+// Adam keeps its moments scaled: m' = m / (1 - beta1) and v' = v / (1 - beta2) of the textbook
+// m, v (so m' = b1*m' + g', v' = b2*v' + g'^2 need no multiply by 1 - beta), and folds every
+// per-step factor into two rows computed once per step (docs/training.md "The Adam update").
 // Four rows of Adam's per-step state: beta1^t, beta2^t (set to 1.0 before the first step),
 // and the rows adam_begin_step derives from them.
 struct AdamState {
   uint32_t first = 0;
   uint32_t beta1_pow() const { return first; }
   uint32_t beta2_pow() const { return first + 1; }
-  uint32_t step_size() const { return first + 2; }  // lr / (1 - beta1^t)
-  uint32_t rsqrt_bc2() const { return first + 3; }  // 1 / sqrt(1 - beta2^t)
+  // C_u * sqrt(1 - beta2^t) / (1 - beta1^t): the update is this times m' / d
+  uint32_t update_scale() const { return first + 2; }
+  // C_e * sqrt(1 - beta2^t): d = 2^13 * sqrt(v') + this
+  uint32_t eps_term() const { return first + 3; }
   static constexpr uint32_t kRows = 4;
 };
-// Once per step, before the adam_update calls: t += 1 and the bias corrections, on the chip.
+// The denominator's exact power-of-two scale: d = 2^13 * (sqrt(v') + eps * sqrt(1 - beta2^t) /
+// sqrt(1 - beta2)), which the Newton steps' constants carry for free.
+constexpr int kAdamSqrtScaleLog2 = 13;
+// The two fp32 immediates of adam_begin_step, each computed in double from the fp32
+// hyper-parameters and rounded once: C_u = 2^13 * lr * (1 - beta1) / sqrt(1 - beta2),
+// C_e = 2^13 * eps / sqrt(1 - beta2). std::invalid_argument unless both are normal and finite.
+struct AdamConstants {
+  float update = 0.0f, eps = 0.0f;
+};
+AdamConstants adam_constants(const AdamParams& h);
+// Once per step, before the adam_update calls: t += 1 and the two per-step rows, on the chip.
 // `scratch`: 4 rows.
 void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t scratch);
-// m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
-// p -= step_size * m * rcp(sqrt(v) * rsqrt_bc2 + eps). `scratch`: 6 * rows rows.
-// `decayed`: adam_decay_moments already did m = b1*m and v = b2*v on these rows (it needs no
-// gradient, so it can run earlier, beside other units' work): the same operations, the same bits.
+// m' = b1*m' + g'; v' = b2*v' + g'^2 (g' = g + wd*p); d = 2^13 sqrt(v') + eps_term;
+// p -= update_scale * m' * rcp(d), the square root and reciprocal by Newton steps of their own
+// (docs/training.md "The Adam update": 33 vector passes, 31 with `decayed`, 2 more with weight
+// decay; the textbook lr * m_hat / (sqrt(v_hat) + eps) up to rounding). `scratch`: 4 * rows.
+// `decayed`: adam_decay_moments already did m' = b1*m' and v' = b2*v' on these rows (it needs
+// no gradient, so it can run earlier, beside other units' work): the same operations, the
+// same bits.
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
                  uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch,
                  bool decayed = false);
-// m = b1*m, v = b2*v: adam_update's first two passes (then called with `decayed`).
+// m' = b1*m', v' = b2*v': adam_update's first two passes (then called with `decayed`).
 void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
                         uint32_t rows);
 

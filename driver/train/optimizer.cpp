@@ -2,11 +2,11 @@
 // Optimizer updates on the vector unit: SGD (momentum, weight decay) and Adam with bias
 // correction computed on the chip.
 #include <algorithm>
-#include <stdexcept>
-#include <vector>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
 
 #include "detail.h"
-#include "fp_sequences.h"
 #include "kernels.h"
 
 namespace tpu::train {
@@ -54,66 +54,6 @@ void pass_rows(ProgramBuilder& pb, VecFunc f, uint32_t dst, uint32_t a, uint32_t
   pass(pb, f, dst, a, BMode::RowA, b, rows);
 }
 
-bool is_step(const SeqStep& s, VecFunc f, SeqTensor dst, SeqTensor a, uint32_t imm_bits) {
-  return s.func == f && s.dst == dst && s.a == a && s.b_is_imm && s.imm == imm_bits;
-}
-
-// isa.md's vsqrt / vrcp steps for adam_update, rewritten where every bit stays the same:
-// xor(a, ~0) then iadd(that, c) is isubr(a, c - 1) (two's complement: ~a + c = (c - 1) - a);
-// rcp's input is positive (sqrt(v) * r2 + eps with eps > 0), +inf or the canonical NaN
-// 0x7FC00000, all with the sign bit clear, so its sign and magnitude masks are dropped (the
-// magnitude is the input, the sign +0, and or-ing it back the identity): 18 steps -> 14,
-// sqrt 23 -> 22.
-std::vector<SeqStep> adam_steps(FpFunction f) {
-  std::vector<SeqStep> in = fp_sequence(f).steps, out;
-  if (f == FpFunction::Rcp) {
-    if (in.size() < 3 || !is_step(in[0], VecFunc::And, SeqTensor::S0, SeqTensor::X, 0x80000000u) ||
-        !is_step(in[1], VecFunc::And, SeqTensor::S1, SeqTensor::X, 0x7FFFFFFFu) ||
-        in.back().func != VecFunc::Or || in.back().b != SeqTensor::S0 ||
-        in[in.size() - 2].dst != in.back().a) {
-      throw std::logic_error("adam_update: the vrcp sequence is not the one isa.md describes");
-    }
-    const SeqTensor y = in.back().dst;
-    in.pop_back();
-    in.back().dst = y;  // y += correction writes the result
-    in.erase(in.begin(), in.begin() + 2);
-    for (SeqStep& s : in) {  // |x| is x
-      if (s.a == SeqTensor::S1) s.a = SeqTensor::X;
-      if (!s.b_is_imm && s.b == SeqTensor::S1) s.b = SeqTensor::X;
-    }
-  }
-  for (size_t i = 0; i < in.size(); ++i) {
-    const SeqStep& s = in[i];
-    if (i + 1 < in.size() && is_step(s, VecFunc::Xor, s.dst, s.a, 0xFFFFFFFFu) &&
-        is_step(in[i + 1], VecFunc::IAdd, s.dst, s.dst, in[i + 1].imm)) {
-      out.push_back(SeqStep{VecFunc::ISubR, s.dst, s.a, true, SeqTensor::X, in[i + 1].imm - 1});
-      ++i;
-    } else {
-      out.push_back(s);
-    }
-  }
-  return out;
-}
-
-// The steps on `rows` rows: X = src, Y = dst, S_k = scratch + k * rows.
-void run_steps(ProgramBuilder& pb, const std::vector<SeqStep>& steps, uint32_t dst, uint32_t src,
-               uint32_t rows, uint32_t scratch) {
-  auto base = [&](SeqTensor t) -> uint32_t {
-    if (t == SeqTensor::X) return src;
-    if (t == SeqTensor::Y) return dst;
-    return scratch + (static_cast<uint32_t>(t) - static_cast<uint32_t>(SeqTensor::S0)) * rows;
-  };
-  for (const SeqStep& s : steps) {
-    if (is_unary_vec_func(static_cast<uint8_t>(s.func))) {
-      pass(pb, s.func, base(s.dst), base(s.a), BMode::RowA, 0, rows);
-    } else if (s.b_is_imm) {
-      pass_imm(pb, s.func, base(s.dst), base(s.a), s.imm, rows);
-    } else {
-      pass_rows(pb, s.func, base(s.dst), base(s.a), base(s.b), rows);
-    }
-  }
-}
-
 // g' = g + wd * p into `out` (or `grad` itself when wd = 0); returns the row of g'.
 uint32_t decayed_grad(ProgramBuilder& pb, float wd, uint32_t param, uint32_t grad, uint32_t rows,
                       uint32_t out) {
@@ -138,15 +78,36 @@ void sgd_update(ProgramBuilder& pb, const SgdParams& h, uint32_t param, uint32_t
   pb.vop(VecFunc::FSub, param, param, t, rows);
 }
 
+AdamConstants adam_constants(const AdamParams& h) {
+  const double c1 = 1.0 - static_cast<double>(h.beta1), c2 = 1.0 - static_cast<double>(h.beta2);
+  const double scale = std::ldexp(1.0, kAdamSqrtScaleLog2);
+  AdamConstants k;
+  k.update = static_cast<float>(scale * h.lr * c1 / std::sqrt(c2));
+  k.eps = static_cast<float>(scale * h.eps / std::sqrt(c2));
+  auto normal = [](float f) { return std::isfinite(f) && f >= FLT_MIN; };
+  if (!normal(k.update) || !normal(k.eps)) {
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "2^13 * lr * (1 - beta1) / sqrt(1 - beta2) = %g and 2^13 * eps / sqrt(1 - "
+                  "beta2) = %g must be normal finite fp32 values (lr, eps or beta2 out of range)",
+                  static_cast<double>(k.update), static_cast<double>(k.eps));
+    detail::require(false, "adam", what);
+  }
+  return k;
+}
+
 void adam_begin_step(ProgramBuilder& pb, const AdamParams& h, const AdamState& s,
                      uint32_t scratch) {
+  const AdamConstants k = adam_constants(h);
   pb.vop_imm(VecFunc::FMul, s.beta1_pow(), s.beta1_pow(), imm(h.beta1), 1);
   pb.vop_imm(VecFunc::FMul, s.beta2_pow(), s.beta2_pow(), imm(h.beta2), 1);
-  pb.vop_imm(VecFunc::FSubR, s.step_size(), s.beta1_pow(), detail::kOne, 1);  // 1 - b1^t
-  pb.vrcp(s.step_size(), s.step_size(), 1, scratch);
-  pb.vop_imm(VecFunc::FMul, s.step_size(), s.step_size(), imm(h.lr), 1);
-  pb.vop_imm(VecFunc::FSubR, s.rsqrt_bc2(), s.beta2_pow(), detail::kOne, 1);  // 1 - b2^t
-  pb.vrsqrt(s.rsqrt_bc2(), s.rsqrt_bc2(), 1, scratch);
+  pb.vop_imm(VecFunc::FSubR, s.update_scale(), s.beta1_pow(), detail::kOne, 1);  // 1 - b1^t
+  pb.vrcp(s.update_scale(), s.update_scale(), 1, scratch);
+  pb.vop_imm(VecFunc::FSubR, s.eps_term(), s.beta2_pow(), detail::kOne, 1);  // 1 - b2^t
+  pb.vsqrt(s.eps_term(), s.eps_term(), 1, scratch);
+  pb.vop(VecFunc::FMul, s.update_scale(), s.update_scale(), s.eps_term(), 1);
+  pb.vop_imm(VecFunc::FMul, s.update_scale(), s.update_scale(), imm(k.update), 1);
+  pb.vop_imm(VecFunc::FMul, s.eps_term(), s.eps_term(), imm(k.eps), 1);
 }
 
 void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
@@ -155,27 +116,56 @@ void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uin
   pass_imm(pb, VecFunc::FMul, v, v, imm(h.beta2), rows);
 }
 
+namespace {
+
+// The fp32 patterns of the Newton steps' constants (docs/training.md "The Adam update").
+constexpr uint32_t kRsqrtMagic = 0x5F3759DFu, kRcpMagic = 0x7EF311C3u;
+constexpr uint32_t kThree = 0x40400000u, kTwelve = 0x41400000u, k768 = 0x44400000u;
+constexpr uint32_t kTwo = 0x40000000u;
+constexpr int kRcpNewtonSteps = 3;
+
+// d = 2^13 * sqrt(v) + eps_term into `d` (Y and E scratch tensors; v is not written):
+// y0 = RSQRT_MAGIC - bits(v)/2, two Newton steps y <- y (3c^2 - v y^2) for y = c / sqrt(v)
+// (c = 1, then 2: the constants 3 and 12 carry the exact powers of two), then the coupled
+// step s = (v y)(768 - v y^2) = 2^13 sqrt(v) for c = 16. v = +0 gives s = +0 (y stays finite).
+void scaled_sqrt_plus_eps(ProgramBuilder& pb, uint32_t d, uint32_t v, uint32_t y, uint32_t e,
+                          uint32_t eps_row, uint32_t rows) {
+  pass_imm(pb, VecFunc::Shr, y, v, 1, rows);
+  pass_imm(pb, VecFunc::ISubR, y, y, kRsqrtMagic, rows);
+  for (uint32_t c3 : {kThree, kTwelve}) {
+    pass_rows(pb, VecFunc::FMul, e, v, y, rows);
+    pass_rows(pb, VecFunc::FMul, e, e, y, rows);
+    pass_imm(pb, VecFunc::FSubR, e, e, c3, rows);
+    pass_rows(pb, VecFunc::FMul, y, y, e, rows);
+  }
+  pass_rows(pb, VecFunc::FMul, d, v, y, rows);
+  pass_rows(pb, VecFunc::FMul, e, d, y, rows);
+  pass_imm(pb, VecFunc::FSubR, e, e, k768, rows);
+  pass_rows(pb, VecFunc::FMul, d, d, e, rows);
+  pass(pb, VecFunc::FAdd, d, d, BMode::Fixed, eps_row, rows);
+}
+
+}  // namespace
+
 void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, uint32_t param,
                  uint32_t grad, uint32_t m, uint32_t v, uint32_t rows, uint32_t scratch,
                  bool decayed) {
-  const uint32_t t = scratch + rows, fn = scratch + 2 * rows;
+  const uint32_t y = scratch + rows, e = scratch + 2 * rows, d = scratch + 3 * rows;
   const uint32_t g = decayed_grad(pb, h.weight_decay, param, grad, rows, scratch);
-  if (!decayed) pass_imm(pb, VecFunc::FMul, m, m, imm(h.beta1), rows);
-  pass_imm(pb, VecFunc::FMul, t, g, imm(1.0f - h.beta1), rows);
-  pass_rows(pb, VecFunc::FAdd, m, m, t, rows);
-  if (!decayed) pass_imm(pb, VecFunc::FMul, v, v, imm(h.beta2), rows);
-  pass_rows(pb, VecFunc::FMul, t, g, g, rows);
-  pass_imm(pb, VecFunc::FMul, t, t, imm(1.0f - h.beta2), rows);
-  pass_rows(pb, VecFunc::FAdd, v, v, t, rows);
-  static const std::vector<SeqStep> kSqrt = adam_steps(FpFunction::Sqrt);
-  static const std::vector<SeqStep> kRcp = adam_steps(FpFunction::Rcp);
-  run_steps(pb, kSqrt, t, v, rows, fn);                              // sqrt(v)
-  pass(pb, VecFunc::FMul, t, t, BMode::Fixed, s.rsqrt_bc2(), rows);  // sqrt(v_hat)
-  pass_imm(pb, VecFunc::FAdd, t, t, imm(h.eps), rows);
-  run_steps(pb, kRcp, t, t, rows, fn);
-  pass_rows(pb, VecFunc::FMul, t, m, t, rows);
-  pass(pb, VecFunc::FMul, t, t, BMode::Fixed, s.step_size(), rows);
-  pass_rows(pb, VecFunc::FSub, param, param, t, rows);
+  if (!decayed) adam_decay_moments(pb, h, m, v, rows);
+  pass_rows(pb, VecFunc::FAdd, m, m, g, rows);  // m' = b1 m' + g
+  pass_rows(pb, VecFunc::FMul, e, g, g, rows);
+  pass_rows(pb, VecFunc::FAdd, v, v, e, rows);  // v' = b2 v' + g^2
+  scaled_sqrt_plus_eps(pb, d, v, y, e, s.eps_term(), rows);
+  pass_imm(pb, VecFunc::ISubR, y, d, kRcpMagic, rows);  // y ~ 1 / d, then Newton
+  for (int i = 0; i < kRcpNewtonSteps; ++i) {
+    pass_rows(pb, VecFunc::FMul, e, d, y, rows);
+    pass_imm(pb, VecFunc::FSubR, e, e, kTwo, rows);
+    pass_rows(pb, VecFunc::FMul, y, y, e, rows);
+  }
+  pass_rows(pb, VecFunc::FMul, e, m, y, rows);
+  pass(pb, VecFunc::FMul, e, e, BMode::Fixed, s.update_scale(), rows);
+  pass_rows(pb, VecFunc::FSub, param, param, e, rows);
 }
 
 }  // namespace tpu::train

@@ -51,11 +51,11 @@ struct RefMlp {
   uint32_t adam_step(const ref::Mat& x, const std::vector<int32_t>& labels, uint32_t n) {
     std::array<std::vector<uint32_t>, 4> g;
     const uint32_t loss = grads(x, labels, n, g);
-    uint32_t step_size = 0, rsqrt_bc2 = 0;
-    ref::adam_begin_step(adam, step_size, rsqrt_bc2);
+    uint32_t update_scale = 0, eps_term = 0;
+    ref::adam_begin_step(adam, update_scale, eps_term);
     for (size_t i = 0; i < 4; ++i) {
       if (m[i].empty()) m[i] = v[i] = std::vector<uint32_t>(g[i].size(), 0);
-      ref::adam_update(adam, step_size, rsqrt_bc2, *params()[i], g[i], m[i], v[i]);
+      ref::adam_update(adam, update_scale, eps_term, *params()[i], g[i], m[i], v[i]);
     }
     return loss;
   }

@@ -4,7 +4,10 @@
 // the reference against the double-precision formulas within a stated tolerance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "rig.h"
 
@@ -63,8 +66,9 @@ void sgd_steps(uint32_t n, const SgdParams& h) {
 TEST_P(Optimizer, Sgd) { sgd_steps(GetParam(), SgdParams{0.05f, 0.0f, 0.0f}); }
 TEST_P(Optimizer, SgdMomentumWeightDecay) { sgd_steps(GetParam(), SgdParams{0.05f, 0.9f, 1e-2f}); }
 
-// `rows` rows per tensor; `special` puts +-inf and NaN gradients in a few lanes (v, and so
-// adam_update's rcp input, then +inf / NaN: the rcp steps without sign handling must agree).
+// `rows` rows per tensor; `special` puts +-inf and NaN gradients in a few lanes (v, and so the
+// denominator's Newton steps, then +inf / NaN: chip and reference must agree bit for bit).
+// The moments are compared as the chip keeps them (scaled: m / (1 - beta1), v / (1 - beta2)).
 // `split`: the moment decays by adam_decay_moments first, then adam_update(..., decayed).
 void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool special = false,
                 bool split = false) {
@@ -99,17 +103,17 @@ void adam_steps(uint32_t n, const AdamParams& h, uint32_t rows = kRows, bool spe
     for (const Flat* f : {&fp, &fm, &fv}) store(rig.pb(), f->m, f->addr);
     store(rig.pb(), sm, state_addr);
     rig.run();
-    uint32_t step_size = 0, rsqrt_bc2 = 0;
-    ref::adam_begin_step(rh, step_size, rsqrt_bc2);
-    ref::adam_update(rh, step_size, rsqrt_bc2, p, g, m, v);
+    uint32_t update_scale = 0, eps_term = 0;
+    ref::adam_begin_step(rh, update_scale, eps_term);
+    ref::adam_update(rh, update_scale, eps_term, p, g, m, v);
     ASSERT_EQ(read(rig, fp), p) << "step " << step;
     ASSERT_EQ(read(rig, fm), m) << "step " << step;
     ASSERT_EQ(read(rig, fv), v) << "step " << step;
     std::vector<uint32_t> got_state(state.size());
     rig.dev().read(state_addr, got_state.data(), got_state.size() * 4);
     EXPECT_EQ(got_state[0], rh.beta1_pow);
-    EXPECT_EQ(got_state[2 * n], step_size);
-    EXPECT_EQ(got_state[3 * n], rsqrt_bc2);
+    EXPECT_EQ(got_state[2 * n], update_scale);
+    EXPECT_EQ(got_state[3 * n], eps_term);
   }
 }
 
@@ -126,8 +130,9 @@ TEST_P(Optimizer, AdamWeightDecay) {
 }
 
 // The reference's Adam against the formula in double precision (PyTorch's Adam: step size
-// lr / (1 - b1^t), denominator sqrt(v) / sqrt(1 - b2^t) + eps): after 5 steps every parameter
-// within 1e-4 * lr * t of the double result (the function sequences' few ulps and fp32 state).
+// lr / (1 - b1^t), denominator sqrt(v) / sqrt(1 - b2^t) + eps; textbook moments, not the
+// chip's scaled ones): after 5 steps every parameter within 1e-4 * lr * t of the double result
+// (the Newton steps' few ulps and fp32 state).
 TEST(OptimizerReference, AdamIsCloseToDoubleFormula) {
   const size_t count = 256;
   std::vector<uint32_t> p = random_values(count, 1.0f, 71), m(count, 0), v(count, 0);
@@ -137,9 +142,9 @@ TEST(OptimizerReference, AdamIsCloseToDoubleFormula) {
   const int steps = 5;
   for (int t = 1; t <= steps; ++t) {
     const std::vector<uint32_t> g = random_values(count, 0.5f, 80 + t);
-    uint32_t step_size = 0, rsqrt_bc2 = 0;
-    ref::adam_begin_step(h, step_size, rsqrt_bc2);
-    ref::adam_update(h, step_size, rsqrt_bc2, p, g, m, v);
+    uint32_t update_scale = 0, eps_term = 0;
+    ref::adam_begin_step(h, update_scale, eps_term);
+    ref::adam_update(h, update_scale, eps_term, p, g, m, v);
     const double b1 = h.beta1, b2 = h.beta2;
     for (size_t i = 0; i < count; ++i) {
       const double gi = ref::value(g[i]);
@@ -152,6 +157,65 @@ TEST(OptimizerReference, AdamIsCloseToDoubleFormula) {
   for (size_t i = 0; i < count; ++i) {
     EXPECT_NEAR(ref::value(p[i]), dp[i], 1e-4 * h.lr * steps) << i;
   }
+}
+
+// One step from zero moments over gradients spanning 2^-60 .. 2^60 (and 0): the update equals
+// the textbook lr * g / (|g| + eps) (m_hat = g, v_hat = g^2 at t = 1) within 14 ulp of fp32
+// (in units of 2^-24 relative, the bounds added up: d = 2^13 sqrt(v) + eps_term 4 (the scaled
+// sqrt 2, eps_term 3.5 from vsqrt 2.5, C_e and its product 1, the add 0.5), its reciprocal 2,
+// m * r * scale 1, the scale 6.5 (vrcp 2.5, vsqrt 2.5, C_u and two products 1.5); the measured
+// maxima are in docs/training.md "The Adam update").
+TEST(OptimizerReference, AdamFirstStepWithinUlpsOfTextbook) {
+  const ref::Adam h0{1e-3f, 0.9f, 0.999f, 1e-7f, 0.0f};
+  std::vector<uint32_t> g;
+  for (int e = -60; e <= 60; ++e)
+    for (float f : {1.0f, 1.37f, -1.9999f, 1.5f}) g.push_back(ref::bits(std::ldexp(f, e)));
+  g.push_back(0);
+  ref::Adam h = h0;
+  std::vector<uint32_t> p(g.size(), 0), m(g.size(), 0), v(g.size(), 0);
+  uint32_t update_scale = 0, eps_term = 0;
+  ref::adam_begin_step(h, update_scale, eps_term);
+  ref::adam_update(h, update_scale, eps_term, p, g, m, v);
+  double worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double gi = ref::value(g[i]);
+    const double want = -double{h0.lr} * gi / (std::fabs(gi) + double{h0.eps});
+    if (want == 0) {
+      EXPECT_EQ(ref::value(p[i]), 0.0f) << i;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(ref::value(p[i]) - want) / std::fabs(want));
+  }
+  EXPECT_LE(worst, 14.0 * std::ldexp(1.0, -24));
+  EXPECT_GT(worst, 0.0);  // not a copy of the formula: the sequences' rounding shows
+}
+
+// 33 vector passes (31 after adam_decay_moments): each one instruction on 288 rows.
+TEST(OptimizerPasses, AdamUpdateIs33Passes) {
+  for (bool decayed : {false, true}) {
+    Rig rig(16);
+    ProgramBuilder& pb = rig.pb();
+    const uint32_t rows = 288;
+    adam_update(pb, AdamParams{}, AdamState{0}, 8, 8 + rows, 8 + 2 * rows, 8 + 3 * rows, rows,
+                8 + 4 * rows, decayed);
+    EXPECT_EQ(pb.size(), decayed ? 31u : 33u);
+  }
+}
+
+// Hyper-parameters whose folded constants leave the normal fp32 range are named errors.
+TEST(OptimizerErrors, AdamConstantsOutOfRange) {
+  Rig rig(4);
+  ProgramBuilder& pb = rig.pb();
+  for (const AdamParams& h : {AdamParams{1e38f, 0.9f, 0.999f, 1e-7f, 0.0f},
+                              AdamParams{1e-3f, 0.9f, 0.999f, 1e-44f, 0.0f}}) {
+    try {
+      adam_begin_step(pb, h, AdamState{0}, 4);
+      FAIL() << "no error for lr " << h.lr << " eps " << h.eps;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("adam: 2^13 * lr"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(pb.size(), 0u);
 }
 
 }  // namespace

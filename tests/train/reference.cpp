@@ -223,24 +223,36 @@ void sgd(const Sgd& h, std::vector<Bits>& p, const std::vector<Bits>& g, std::ve
   }
 }
 
-void adam_begin_step(Adam& h, Bits& step_size, Bits& rsqrt_bc2) {
+// docs/training.md "The Adam update": C_u, C_e in double from the fp32 hyper-parameters, rounded
+// once; the denominator 2^13 sqrt(v) + eps_term by the listed Newton steps, then its
+// reciprocal from RCP_MAGIC by three Newton steps.
+void adam_begin_step(Adam& h, Bits& update_scale, Bits& eps_term) {
+  const double c1 = 1.0 - double{h.beta1}, c2 = 1.0 - double{h.beta2};
+  const Bits cu = bits(static_cast<float>(8192.0 * h.lr * c1 / std::sqrt(c2)));
+  const Bits ce = bits(static_cast<float>(8192.0 * h.eps / std::sqrt(c2)));
   h.beta1_pow = mul(h.beta1_pow, bits(h.beta1));
   h.beta2_pow = mul(h.beta2_pow, bits(h.beta2));
-  step_size = mul(rcp(fsubr(h.beta1_pow, kOne)), bits(h.lr));
-  rsqrt_bc2 = rsqrt(fsubr(h.beta2_pow, kOne));
+  const Bits s2 = sqrt(fsubr(h.beta2_pow, kOne));
+  update_scale = mul(mul(rcp(fsubr(h.beta1_pow, kOne)), s2), cu);
+  eps_term = mul(s2, ce);
 }
 
-void adam_update(const Adam& h, Bits step_size, Bits rsqrt_bc2, std::vector<Bits>& p,
+void adam_update(const Adam& h, Bits update_scale, Bits eps_term, std::vector<Bits>& p,
                  const std::vector<Bits>& g, std::vector<Bits>& m, std::vector<Bits>& v) {
   const Bits b1 = bits(h.beta1), b2 = bits(h.beta2);
-  const Bits c1 = bits(1.0f - h.beta1), c2 = bits(1.0f - h.beta2);
   for (size_t i = 0; i < p.size(); ++i) {
     const Bits d = decayed(h.weight_decay, p[i], g[i]);
-    m[i] = add(mul(m[i], b1), mul(d, c1));
-    v[i] = add(mul(v[i], b2), mul(mul(d, d), c2));
-    Bits t = add(mul(sqrt(v[i]), rsqrt_bc2), bits(h.eps));
-    t = mul(mul(m[i], rcp(t)), step_size);
-    p[i] = sub(p[i], t);
+    m[i] = add(mul(m[i], b1), d);
+    v[i] = add(mul(v[i], b2), mul(d, d));
+    const Bits x = v[i];
+    Bits y = isub(0x5F3759DFu, x >> 1);
+    y = mul(y, fsubr(mul(mul(x, y), y), bits(3.0f)));   // y = 2 / sqrt(x)
+    y = mul(y, fsubr(mul(mul(x, y), y), bits(12.0f)));  // y = 16 / sqrt(x)
+    const Bits xy = mul(x, y);
+    const Bits den = add(mul(xy, fsubr(mul(xy, y), bits(768.0f))), eps_term);  // 2^13 sqrt(x) + e
+    Bits r = isub(0x7EF311C3u, den);
+    for (int k = 0; k < 3; ++k) r = mul(r, fsubr(mul(den, r), bits(2.0f)));
+    p[i] = sub(p[i], mul(mul(m[i], r), update_scale));
   }
 }
 

@@ -66,9 +66,11 @@ struct Adam {
   float lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
   Bits beta1_pow = 0x3F800000u, beta2_pow = 0x3F800000u;  // b^t, 1.0 before the first step
 };
-// begin_step advances the powers; update applies to one tensor.
-void adam_begin_step(Adam& h, Bits& step_size, Bits& rsqrt_bc2);
-void adam_update(const Adam& h, Bits step_size, Bits rsqrt_bc2, std::vector<Bits>& p,
+// begin_step advances the powers and gives the step's two rows (docs/training.md "The Adam
+// update"); update applies to one tensor, whose moments m, v are kept scaled (m / (1 - beta1),
+// v / (1 - beta2)).
+void adam_begin_step(Adam& h, Bits& update_scale, Bits& eps_term);
+void adam_update(const Adam& h, Bits update_scale, Bits eps_term, std::vector<Bits>& p,
                  const std::vector<Bits>& g, std::vector<Bits>& m, std::vector<Bits>& v);
 
 // ---- Convolution and pooling (docs/training.md "Convolution", "Pooling"). Tensors are NCHW;

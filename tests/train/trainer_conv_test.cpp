@@ -82,11 +82,11 @@ struct RefCnn {
     return t;
   }
   void update(const std::map<std::string, std::vector<Bits>>& g) {
-    Bits step = 0, rs = 0;
-    ref::adam_begin_step(adam, step, rs);
+    Bits scale = 0, eps_term = 0;
+    ref::adam_begin_step(adam, scale, eps_term);
     for (auto& [name, x] : w) {
       if (x.m.empty()) x.m = x.vv = std::vector<Bits>(x.v.size(), 0);
-      ref::adam_update(adam, step, rs, x.v, g.at(name), x.m, x.vv);
+      ref::adam_update(adam, scale, eps_term, x.v, g.at(name), x.m, x.vv);
     }
   }
   Bits step(const Tensor& x, const std::vector<int32_t>& labels, Mat* logits_out = nullptr);

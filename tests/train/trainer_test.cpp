@@ -106,12 +106,12 @@ struct RefTrainer {
     const auto p = params();
     m.resize(p.size());
     v.resize(p.size());
-    Bits step_size = 0, rsqrt_bc2 = 0;
-    if (o.optimizer == Optimizer::Adam) ref::adam_begin_step(adam, step_size, rsqrt_bc2);
+    Bits update_scale = 0, eps_term = 0;
+    if (o.optimizer == Optimizer::Adam) ref::adam_begin_step(adam, update_scale, eps_term);
     for (size_t i = 0; i < p.size(); ++i) {
       if (m[i].empty()) m[i] = v[i] = std::vector<Bits>(g[i].size(), 0);
       if (o.optimizer == Optimizer::Adam) {
-        ref::adam_update(adam, step_size, rsqrt_bc2, *p[i], g[i], m[i], v[i]);
+        ref::adam_update(adam, update_scale, eps_term, *p[i], g[i], m[i], v[i]);
       } else {
         std::vector<Bits> none;
         ref::sgd(ref::Sgd{o.lr, o.momentum, o.weight_decay}, *p[i], g[i],
