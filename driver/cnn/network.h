@@ -167,9 +167,11 @@ struct MaxPoolWindow {
 // BatchNormalization (Fold) that the fold pass (passes/fold_affine.h) folds into the Conv/Dense
 // computing its input, or an activation or max-pool that the fusion pass (passes/fuse_layers.h)
 // merges into the layers computing its input when the fusion rules (passes/fusion.h) allow, or
-// (Quantize) the QDQ pairing step (passes/pair_qdq.h) resolves. Only between conversion and
-// those passes; kind None after them.
-enum class StepKind { None, Activation, MaxPool, Quantize, Fold };
+// (Quantize) the QDQ pairing step (passes/pair_qdq.h) resolves, or a QLinearConcat's output
+// quantization (QuantizeConcat) or a value read as one tensor (OneTensor) that the concatenation
+// steps (passes/concat_steps.h) resolve. Only between conversion and those passes; kind None
+// after them.
+enum class StepKind { None, Activation, MaxPool, Quantize, Fold, QuantizeConcat, OneTensor };
 struct PendingStep {
   StepKind kind = StepKind::None;
   // Per part of the step's input: the layer whose output it is when no other op reads that
@@ -187,6 +189,15 @@ struct PendingStep {
   // tensor the layer's inputs compute quantization `quant` where they are quantized otherwise
   // already; `sole_reader` when nothing else reads that tensor (sources: as an activation's,
   // the one layer later steps reading this one may join, -1 for none).
+  // QuantizeConcat: a QLinearConcat of the layer's inputs (its parts) to quantization `quant`,
+  // a Copy layer requantizing them unless every part, as fused, has `quant` already (then it
+  // leaves: its readers read the parts in place). sources: per part, the layer whose output only
+  // the concatenation reads (-1 otherwise): a max-pool reading only the concatenation joins them
+  // when it leaves.
+  // OneTensor: a value an Add or a per-channel PRelu reads as one tensor, its one input a layer
+  // holding a pending step: it leaves when that input, as fused, is one layer, else it stays a
+  // Copy of the parts (a max-pool that joined each part of a concatenation, a QLinearConcat that
+  // left).
   TensorQuant quant;
   bool sole_reader = false;
   // Fold (the layer's op says which): Add / Sub (a bias) or Mul / Div (a per-channel scale) by

@@ -241,29 +241,29 @@ TEST(FuseLayers, APooledLayerThatDoesNotFitNamesTheMaxPool) {
       << e;
 }
 
-// ---- view_as_fused, the query the frontend asks while it converts --------------------------
+// ---- view_as_fused, the fold pass's query --------------------------------------------------
 
-// Without a pending step of the kind asked about, the view is the network as it is.
-TEST(ViewAsFused, PartsWithoutSuchAStepAreThemselves) {
+// Without a pending step the view is the network as it is.
+TEST(ViewAsFused, PartsWithoutAStepAreThemselves) {
   Network net = input_net();
   net.layers.push_back(conv("conv", {kNetworkInput}));
   net.layers.push_back(activation(net, "relu", 0, 0, Activation::Relu));
-  const passes::FusedView v = passes::view_as_fused(net, {1, kNetworkInput});
+  const passes::FusedView v = passes::view_as_fused(net, {0, kNetworkInput});
   EXPECT_FALSE(v.fused);
-  EXPECT_EQ(v.parts, (std::vector<int>{1, kNetworkInput}));
+  EXPECT_EQ(v.parts, (std::vector<int>{0, kNetworkInput}));
   EXPECT_EQ(&v.net(net), &net);
-  ASSERT_EQ(passes::view_as_fused(net, {1}).single(net), &net.layers[1]);
+  ASSERT_EQ(passes::view_as_fused(net, {0}).single(net), &net.layers[0]);
   EXPECT_EQ(passes::view_as_fused(net, {kNetworkInput}).single(net), nullptr);
 }
 
-// Any step: the Relu as fused is the conv it joins (a bias after it is refused by its name); a
+// A step: the Relu as fused is the conv it joins (a bias after it is refused by its name); a
 // Relu that may not join stays the Copy it is.
-TEST(ViewAsFused, AnyStepViewsTheLayerItJoins) {
+TEST(ViewAsFused, AStepViewsTheLayerItJoins) {
   for (const int source : {0, -1}) {
     Network net = input_net();
     net.layers.push_back(conv("conv", {kNetworkInput}));
     net.layers.push_back(activation(net, "relu", 0, source, Activation::Relu));
-    const passes::FusedView v = passes::view_as_fused(net, {1}, passes::FuseWhen::AnyStep);
+    const passes::FusedView v = passes::view_as_fused(net, {1});
     ASSERT_TRUE(v.fused);
     const Layer* l = v.single(net);
     ASSERT_NE(l, nullptr);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "frontend/importer.h"
-#include "passes/fuse_layers.h"
 
 namespace tpu::cnn::frontend {
 
@@ -125,6 +124,7 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
   Value v;
   const int first = ql ? 2 : 0, step = ql ? 3 : 1;
   int64_t axis = attr_int(n, "axis", 1);
+  std::vector<int> sources;  // per input: the layer whose output only this reads, else -1
   for (int i = first; i < n.input_size(); i += step) {
     const Value p = ql ? int_input(n, i, i + 1, i + 2) : float_input(n, i, "QLinearConcat");
     const int rank = p.flat ? 2 : 4;
@@ -143,36 +143,33 @@ void Importer::concat(const onnx::NodeProto& n, bool ql) {
     }
     v.parts.insert(v.parts.end(), p.parts.begin(), p.parts.end());
     if (p.parts.size() == 1) concat_inputs_[n.output(0)].push_back(n.input(i));
+    sources.push_back(p.parts.size() == 1 ? fusable(n.input(i)) : -1);
   }
   if (v.parts.empty()) fail(n, "has no inputs");
   // Pooling fuses into the parts only when each is one layer's output (not itself a concat).
-  if (concat_inputs_[n.output(0)].size() != v.parts.size()) concat_inputs_.erase(n.output(0));
-  if (ql) {
-    const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
-    bool same = true;
-    // (a pooled concatenation: its parts)
-    const passes::FusedView view = passes::view_as_fused(net_, v.parts);
-    const Network& fused = view.net(net_);
-    for (int p : view.parts) {
-      const auto& have = p == kNetworkInput ? fused.input_quant : fused.layers[size_t(p)].out_quant;
-      same &= have && *have == q;
-    }
-    int copy = -1;
-    if (!same) {
-      Value c = v;
-      c.quant = q;
-      v.parts = {copy = materialize(c, n.output(0))};
-    }
-    v.is_int = true;
-    v.quant = q;
+  if (ql || concat_inputs_[n.output(0)].size() != v.parts.size()) concat_inputs_.erase(n.output(0));
+  if (!ql) {
     values_[n.output(0)] = v;
-    if (copy >= 0) {
-      tail_of_[n.output(0)] = copy;  // activations and pooling fuse into it
-      concat_inputs_.erase(n.output(0));
-    }
     return;
   }
+  // QLinearConcat: a Copy layer of the parts holding its output quantization, 1:1. The fusion
+  // walk (passes/concat_steps.h) keeps it, requantizing, unless every part as fused has that
+  // quantization; then the readers read the parts in place (a max-pool that only it reads
+  // joins each part that only it reads).
+  const TensorQuant q = tensor_quant(n, konst(n, 0, "Y_scale"), opt_konst(n, 1, "Y_zero_point"));
+  Layer c = start_layer(n, LayerKind::Copy, v);
+  c.name = n.output(0);
+  c.op = "Concat";
+  c.out_quant = q;
+  c.step.kind = StepKind::QuantizeConcat;
+  c.step.quant = q;
+  c.step.sources = std::move(sources);
+  const int id = push_layer(n, std::move(c));
+  v.parts = {id};
+  v.is_int = true;
+  v.quant = q;
   values_[n.output(0)] = v;
+  tail_of_[n.output(0)] = id;  // activations and pooling fuse into it (or, pooling, its parts)
 }
 
 void Importer::batch_norm(const onnx::NodeProto& n) {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "frontend/importer.h"
-#include "passes/fuse_layers.h"
 
 namespace tpu::cnn::frontend {
 
@@ -96,9 +95,9 @@ void Importer::maxpool(const onnx::NodeProto& n) {
   const int li = push_layer(n, std::move(c));
   new_layer_output(n, li, false);
   Value& out = values_[n.output(0)];
-  // The parts of a concatenation, pooled where they are, stay its value's (quantization too).
-  if (v.is_int || (v.quant && passes::view_as_fused(net_, {li}).parts.size() > 1)) {
-    out.is_int = v.is_int;
+  // Max-pooling integers (a QLinear model's) keeps their quantization.
+  if (v.is_int) {
+    out.is_int = true;
     out.quant = v.quant;
   }
 }

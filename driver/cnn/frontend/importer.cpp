@@ -302,8 +302,13 @@ int Importer::materialize(const Value& v, const std::string& name) {
   if (v.parts.size() == 1) {
     // The input itself (a graph of Identity, Dropout, Flatten ...): one Copy layer carries it.
     if (v.parts[0] == kNetworkInput) return copy_layer(v, name, "Identity");
-    // (A max-pool that will join each part of a concatenation is that concatenation.)
-    if (passes::view_as_fused(net_, v.parts).parts.size() == 1) return v.parts[0];
+    if (net_.layers[size_t(v.parts[0])].step.kind == StepKind::None) return v.parts[0];
+    // A layer holding a pending step may leave as several parts (a max-pool joining each part
+    // of a concatenation, a QLinearConcat whose parts keep their quantization): a Copy holding
+    // a OneTensor step, which the fusion walk (passes/concat_steps.h) keeps only then.
+    const int id = copy_layer(v, name, "Concat");
+    net_.layers[size_t(id)].step.kind = StepKind::OneTensor;
+    return id;
   }
   return copy_layer(v, name, "Concat");
 }

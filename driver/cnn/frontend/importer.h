@@ -51,7 +51,9 @@ class Importer {
   // Add of two tensors (QLinearAdd: A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp).
   void add(const onnx::NodeProto& n, bool ql);
   // Concat on channels: the parts are read where they are (a virtual tensor); QLinearConcat
-  // (Y_scale, Y_zp, then X, X_scale, X_zp per input) requantizes when the scales differ.
+  // (Y_scale, Y_zp, then X, X_scale, X_zp per input): a Copy layer of the parts holding a
+  // QuantizeConcat step (passes/concat_steps.h: it stays, requantizing, unless every part as
+  // fused has Y's quantization).
   void concat(const onnx::NodeProto& n, bool ql);
   // BatchNormalization after a Conv/Gemm read by nothing else: a Fold step the fold pass folds
   // into its weights and bias.
@@ -122,7 +124,9 @@ class Importer {
   // A layer reading value v (its parts concatenated on channels).
   Layer start_layer(const onnx::NodeProto& n, LayerKind kind, const Value& v);
   int push_layer(const onnx::NodeProto& n, Layer&& l);
-  // The single layer computing v: a concatenation of several is copied into one tensor.
+  // The single layer computing v: a concatenation of several is copied into one tensor; a
+  // layer holding a pending step is read through a Copy holding a OneTensor step, which the
+  // fusion walk keeps only when that layer leaves as several parts (passes/concat_steps.h).
   int materialize(const Value& v, const std::string& name);
   // A Copy of v's parts into one tensor, quantized as v.quant (a requantization when its parts
   // are quantized otherwise).

@@ -35,12 +35,13 @@ Layer& fold_target(Network& net, const Layer& c) {
   const Layer* t = nullptr;
   bool after_step = false;
   std::optional<FusedView> view;
-  if (src >= 0) {
+  // (a QLinearConcat, a Copy or its parts, is no layer to fold into)
+  if (src >= 0 && net.layers.at(size_t(src)).step.kind != StepKind::QuantizeConcat) {
     const Layer& s = net.layers.at(size_t(src));
     after_step = s.step.kind != StepKind::None;
     if (after_step) {
       // (a pooled concatenation: its parts, read by no single layer)
-      view = view_as_fused(net, {src}, FuseWhen::AnyStep);
+      view = view_as_fused(net, {src});
       t = view->single(net);
     } else {
       t = &s;

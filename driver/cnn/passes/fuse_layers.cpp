@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "passes/concat_steps.h"
 #include "passes/fold_affine.h"
 #include "passes/fusion.h"
 #include "passes/pair_qdq.h"
@@ -38,17 +39,32 @@ void remap_inputs(Layer& l, const FusedNetwork& r) {
   if (!l.input_channels.empty()) l.input_channels = std::move(channels);
 }
 
-// The layers of r.net a step joins: each source's one layer; empty when a source is -1, became
-// several parts or the network input, or is a QuantizeLinear of a tensor others read.
-std::vector<int> targets_of(const PendingStep& step, const FusedNetwork& r) {
+// The layers of r.net that steps with `sources` may join: each source's one layer; empty when a
+// source is -1, became several parts or the network input, or is closed.
+std::vector<int> joinable(const std::vector<int>& sources, const FusedNetwork& r) {
   std::vector<int> targets;
-  for (int s : step.sources) {
+  for (int s : sources) {
     if (s < 0 || r.parts_of.at(size_t(s)).size() != 1 || r.parts_of[size_t(s)][0] < 0 ||
         r.closed.at(size_t(s)))
       return {};
     targets.push_back(r.parts_of[size_t(s)][0]);
   }
   return targets;
+}
+
+// The layers of r.net a step joins: joinable(step.sources); a max-pool whose one source is a
+// QLinearConcat that left as several parts (not closed: each a layer's output only it reads)
+// joins each of them.
+std::vector<int> targets_of(const PendingStep& step, const FusedNetwork& r) {
+  if (step.kind == StepKind::MaxPool && step.sources.size() == 1 && step.sources[0] >= 0) {
+    const std::vector<int>& parts = r.parts_of.at(size_t(step.sources[0]));
+    if (parts.size() > 1) {
+      const bool joins = !r.closed.at(size_t(step.sources[0])) &&
+                         std::all_of(parts.begin(), parts.end(), [](int p) { return p >= 0; });
+      return joins ? parts : std::vector<int>{};
+    }
+  }
+  return joinable(step.sources, r);
 }
 
 bool can_join(const Layer& c, const std::vector<int>& targets, const Network& net) {
@@ -84,6 +100,50 @@ void join(const Layer& c, const std::vector<int>& targets, Network& net) {
   }
 }
 
+// Resolves layer i's pending step on r, the network fused so far (l's inputs remapped): true
+// when the step left the network (r.parts_of[i] and r.closed[i] set), false when l stays.
+bool step_leaves(Layer& l, size_t i, FusedNetwork& r) {
+  ConcatStep c;
+  switch (l.step.kind) {
+    case StepKind::Quantize: {
+      // In place only when the one layer computing the tensor is no part others read.
+      const int src = l.step.sources.empty() ? -1 : l.step.sources[0];
+      if (src < 0 || r.closed.at(size_t(src))) l.step.sole_reader = false;
+      QdqPairing p = pair_qdq(r.net, l);
+      if (p.how == Requantization::Copy) return false;
+      r.closed[i] = src < 0 || r.closed[size_t(src)];
+      r.parts_of[i] = std::move(p.parts);
+      return true;
+    }
+    case StepKind::QuantizeConcat:
+      c = quantize_concat(r.net, l);
+      // (steps reading it may join the parts when each is a layer's output only it reads)
+      r.closed[i] = !c.stays && joinable(l.step.sources, r) != c.parts;
+      break;
+    case StepKind::OneTensor:
+      c = read_as_one_tensor(l);
+      r.closed[i] = !c.stays;  // (only the Add or PRelu it was made for reads it)
+      break;
+    case StepKind::Activation:
+    case StepKind::MaxPool: {
+      const std::vector<int> targets = targets_of(l.step, r);
+      if (!can_join(l, targets, r.net)) return false;
+      join(l, targets, r.net);
+      r.closed[i] = targets.size() > 1;  // (a pooled concatenation: no one layer)
+      r.parts_of[i] = targets;
+      return true;
+    }
+    case StepKind::Fold:
+      throw Error(r.net.name + ": internal: layer '" + l.name + "' (" + l.op +
+                  "): a fold step left for the fusion pass (passes/fold_affine.h first)");
+    case StepKind::None:
+      return false;
+  }
+  if (c.stays) return false;
+  r.parts_of[i] = std::move(c.parts);
+  return true;
+}
+
 }  // namespace
 
 FusedNetwork fuse_steps(Network net) {
@@ -96,24 +156,7 @@ FusedNetwork fuse_steps(Network net) {
   for (size_t i = 0; i < layers.size(); ++i) {
     Layer& l = layers[i];
     remap_inputs(l, r);
-    if (l.step.kind == StepKind::Fold)
-      throw Error(r.net.name + ": internal: layer '" + l.name + "' (" + l.op +
-                  "): a fold step left for the fusion pass (passes/fold_affine.h first)");
-    if (l.step.kind == StepKind::Quantize) {
-      QdqPairing p = pair_qdq(r.net, l);
-      if (p.how != Requantization::Copy) {
-        r.closed[i] = l.step.sources.empty() || l.step.sources[0] < 0;
-        r.parts_of[i] = std::move(p.parts);
-        continue;
-      }
-    } else if (l.step.kind != StepKind::None) {
-      const std::vector<int> targets = targets_of(l.step, r);
-      if (can_join(l, targets, r.net)) {
-        join(l, targets, r.net);
-        r.parts_of[i] = targets;
-        continue;
-      }
-    }
+    if (step_leaves(l, i, r)) continue;
     l.step = PendingStep();
     r.net.layers.push_back(std::move(l));
     r.parts_of[i] = {int(r.net.layers.size()) - 1};
@@ -154,14 +197,10 @@ const Layer* FusedView::single(const Network& unfused) const {
   return &net(unfused).layers.at(size_t(parts[0]));
 }
 
-FusedView view_as_fused(const Network& net, const std::vector<int>& parts, FuseWhen when) {
+FusedView view_as_fused(const Network& net, const std::vector<int>& parts) {
   FusedView view;
   const bool pending = std::any_of(parts.begin(), parts.end(), [&](int p) {
-    if (p == kNetworkInput) return false;
-    const PendingStep& step = net.layers.at(size_t(p)).step;
-    if (step.kind == StepKind::Quantize) return true;  // (the pairing step decides in the walk)
-    if (step.kind == StepKind::MaxPool) return when == FuseWhen::AnyStep || step.sources.size() > 1;
-    return when == FuseWhen::AnyStep && step.kind != StepKind::None;
+    return p != kNetworkInput && net.layers.at(size_t(p)).step.kind != StepKind::None;
   });
   if (!pending) {
     view.parts = parts;

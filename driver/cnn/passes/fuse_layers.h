@@ -8,8 +8,10 @@
 // has a LUT already, a max-pool whose padding activate's fields cannot hold, ...). A Quantize
 // step (a QuantizeLinear of a tensor quantized otherwise already) is resolved in the same walk by
 // the QDQ pairing step (passes/pair_qdq.h): it annotates or requantizes its inputs and leaves,
-// or stays a requantizing Copy that later steps may join. Tested on hand-built networks
-// (tests/cnn/fuse_layers_test.cpp, pair_qdq_test.cpp).
+// or stays a requantizing Copy that later steps may join; so are a QLinearConcat's output
+// quantization and a value an Add reads as one tensor, by the concatenation steps
+// (passes/concat_steps.h). Tested on hand-built networks (tests/cnn/fuse_layers_test.cpp,
+// pair_qdq_test.cpp, concat_steps_test.cpp).
 #pragma once
 
 #include <optional>
@@ -23,10 +25,12 @@ namespace tpu::cnn::passes {
 struct FusedNetwork {
   Network net;  // no layer has a pending step left
   // Layer i of the network given -> the layers of `net` computing its output: itself, the layer
-  // it joined, or (a max-pool of a concatenation joining each part) the parts.
+  // it joined, or (a max-pool of a concatenation joining each part, a QLinearConcat that left)
+  // the parts.
   std::vector<std::vector<int>> parts_of;
   // Layer i of the network given left it as parts that steps reading it may not join (a
-  // Quantize step of a tensor others read, annotating its inputs).
+  // Quantize step of a tensor others read, annotating its inputs; a QLinearConcat that left,
+  // unless each part is a layer's output only it reads; a pooled concatenation).
   std::vector<bool> closed;
 };
 
@@ -34,8 +38,11 @@ struct FusedNetwork {
 // folded the Fold steps; one left is an internal error). An activation joins its one source when
 // can_fuse_activation allows (the step's output quantization becomes the layer's: it was
 // requantized after the activation); a max-pool joins every source when each allows
-// can_fuse_max_pool (a quantization given to its output becomes theirs). A step whose source is
-// -1 or a layer that became several parts stays. A Quantize step is resolved by pair_qdq.
+// can_fuse_max_pool (a quantization given to its output becomes theirs); a max-pool of a
+// QLinearConcat that left as its parts joins each part the same way, unless closed. A step whose
+// source is -1 or (otherwise) a layer that became several parts stays. A Quantize step is
+// resolved by pair_qdq (in place only when its source is not closed), a QuantizeConcat or
+// OneTensor step by passes/concat_steps.h.
 // Throws Error naming the max-pool's node when the pooled layer's shapes do not fit
 // ("<net>: node '<name>' (MaxPool): ...").
 FusedNetwork fuse_steps(Network net);
@@ -49,19 +56,11 @@ std::vector<int> parts_in(const FusedNetwork& f, const std::vector<int>& parts);
 // parts_of maps each layer of `net` to the layers of the result computing it.
 FusedNetwork resolve_steps(Network net);
 
-// ---- The query the frontend asks while it converts (before this pass runs) ----------------
-// Some converters' outcome depends on what the pass will fuse: QLinearConcat requantizes unless
-// its parts (as fused) have its quantization, a max-pool of a concatenation pooled in its parts
-// keeps the concatenation. They ask view_as_fused on the network converted so far, so that
-// importing 1:1 and fusing after gives what fusing in node order gave. (The fold pass asks it
-// too, for the message refusing a bias or BatchNormalization after an activation.)
-
-// Which pending steps among `parts` make view_as_fused run the pass; with none of them the view
-// is `parts` of the network as it is.
-enum class FuseWhen {
-  PooledConcat,  // a max-pool of a concatenation (the one step whose parts change) or a Quantize
-  AnyStep,       // any pending step
-};
+// ---- The query of the fold pass: what a layer will be once fused -------------------------
+// The fold pass (passes/fold_affine.h) refuses a bias or BatchNormalization after an activation
+// or a max-pool naming what it follows as this pass will leave it. (The frontend asks nothing:
+// what it used to ask, QLinearConcat's requantization and the Copy of a pooled concatenation
+// an Add reads, are steps of the walk, passes/concat_steps.h.)
 
 struct FusedView {
   std::optional<FusedNetwork> fused;  // the pass run on the network so far, when it was needed
@@ -74,9 +73,8 @@ struct FusedView {
 };
 
 // Layers `parts` of `net` (or kNetworkInput) as fuse_steps will leave them: `parts` of `net`
-// itself when none of them holds a pending step of the kind `when` names, else the layers of
-// resolve_steps(net) computing them.
-FusedView view_as_fused(const Network& net, const std::vector<int>& parts,
-                        FuseWhen when = FuseWhen::PooledConcat);
+// itself when none of them holds a pending step, else the layers of resolve_steps(net)
+// computing them.
+FusedView view_as_fused(const Network& net, const std::vector<int>& parts);
 
 }  // namespace tpu::cnn::passes
