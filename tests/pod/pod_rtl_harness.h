@@ -2,7 +2,7 @@
 // The RTL pod against the pod of golden models (tests/pod core_pod_test and
 // random_pod_rtl_test): the same programs and host images on sim/pod_rtl.h's pod of Verilated
 // chips and on driver/pod.h's PodModel, every chip's outcome (done, or ERR_CODE and ERR_PC),
-// the host bytes it wrote and (optionally) its final VMEM compared bit for bit.
+// the host bytes it wrote and (optionally) its final VMEM and accumulators compared bit for bit.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -50,15 +50,52 @@ inline std::vector<uint8_t> random_rows(std::mt19937& rng, uint32_t rows) {
   return bytes;
 }
 
+// Accumulator rows to compare after a run: [first, first + rows).
+struct AccRows {
+  uint32_t first = 0, rows = 0;
+};
+inline constexpr uint32_t kAccScratch = 8192;  // VMEM rows the ACC dump passes through
+
+// The RTL chips' accumulator rows `acc` (a run of acc_to_vmem into VMEM rows from kAccScratch
+// on every chip, then dump_vmem) against the golden chips' (GoldenModel::acc_row).
+inline void compare_acc(PodRtl& rtl, tpu::PodModel& model, const AccRows& acc,
+                        const std::string& what) {
+  const uint32_t chips = rtl.chips();
+  std::vector<std::vector<tpu::Instruction>> dump(chips);
+  for (auto& p : dump) {
+    tpu::ProgramBuilder b(chip_params());
+    b.acc_to_vmem(acc.first, kAccScratch, acc.rows);
+    p = b.finish();
+  }
+  const tpu::sim::PodRtlResult res = rtl.run(dump, kCycleLimit);
+  ASSERT_TRUE(res.ok()) << what << ": the ACC dump did not halt: " << res.message;
+  const std::vector<std::vector<uint32_t>> lanes = rtl.dump_vmem(kAccScratch, acc.rows, kVmemDump);
+  for (uint32_t r = 0; r < chips; ++r) {
+    for (uint32_t i = 0; i < acc.rows; ++i) {
+      const std::vector<int32_t> want = model.chip(r).acc_row(acc.first + i);
+      for (uint32_t j = 0; j < N; ++j) {
+        const uint32_t got = lanes[r][size_t{i} * N + j];
+        if (static_cast<uint32_t>(want[j]) != got) {
+          ADD_FAILURE() << what << ": chip " << r << " ACC row " << acc.first + i << " lane " << j
+                        << ": RTL 0x" << std::hex << got << ", golden 0x"
+                        << static_cast<uint32_t>(want[j]);
+          return;
+        }
+      }
+    }
+  }
+}
+
 // Runs the programs on the Verilated pod and on the pod of golden models (same host images)
 // and compares the outcome of every chip and its output bytes [kOut, kOut + kOutSize), and
-// with vmem_rows > 0 its VMEM rows [0, vmem_rows) afterwards. Returns the RTL's result.
-// assertions = false switches the RTL's assertions off.
+// with vmem_rows > 0 its VMEM rows [0, vmem_rows) afterwards, and with acc.rows > 0 those
+// accumulator rows. Returns the RTL's result. assertions = false switches the RTL's
+// assertions off.
 inline tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t latency,
                                        const std::vector<std::vector<tpu::Instruction>>& programs,
                                        const std::vector<std::vector<uint8_t>>& data,
                                        const std::string& what, uint32_t vmem_rows,
-                                       bool assertions = true) {
+                                       bool assertions = true, AccRows acc = {}) {
   const uint32_t chips = topo.chips();
   PodRtl rtl(topo, latency, kMemSize);
   rtl.set_assertions(assertions);
@@ -99,19 +136,22 @@ inline tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t la
                              << first << " (model " << int(first < want.size() ? want[first] : 0)
                              << ", chip " << int(first < got.size() ? got[first] : 0) << ")";
   }
-  if (vmem_rows == 0 || res.status != tpu::sim::PodRtlStatus::Stopped) return res;
+  if (res.status != tpu::sim::PodRtlStatus::Stopped) return res;
   // The final VMEM (after a fault too: the dump is a new run of every chip).
-  const std::vector<std::vector<uint32_t>> vmem = rtl.dump_vmem(0, vmem_rows, kVmemDump);
-  for (uint32_t r = 0; r < chips; ++r) {
-    const std::vector<uint32_t> want = model.chip(r).vmem_rows(0, vmem_rows);
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (want[i] != vmem[r][i]) {
-        ADD_FAILURE() << what << ": chip " << r << " VMEM row " << i / N << " lane " << i % N
-                      << ": RTL 0x" << std::hex << vmem[r][i] << ", golden 0x" << want[i];
-        break;
+  if (vmem_rows > 0) {
+    const std::vector<std::vector<uint32_t>> vmem = rtl.dump_vmem(0, vmem_rows, kVmemDump);
+    for (uint32_t r = 0; r < chips; ++r) {
+      const std::vector<uint32_t> want = model.chip(r).vmem_rows(0, vmem_rows);
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (want[i] != vmem[r][i]) {
+          ADD_FAILURE() << what << ": chip " << r << " VMEM row " << i / N << " lane " << i % N
+                        << ": RTL 0x" << std::hex << vmem[r][i] << ", golden 0x" << want[i];
+          break;
+        }
       }
     }
   }
+  if (acc.rows > 0) compare_acc(rtl, model, acc, what);
   return res;
 }
 

@@ -12,19 +12,36 @@
 // every chip's outcome (done, or ERR_CODE and ERR_PC), the host bytes it wrote and its final VMEM.
 // The RTL's assertions are on in every program (a firing assertion stops the process).
 //
-// TPU_POD_RANDOM_COUNT (programs per topology, default 75: 300 in all) and
-// TPU_POD_RANDOM_FIRST (first seed) set the run; the `slow` test runs more.
+// The Matrix* tests add the matrix path (Mix::Matrix): between the transfers the chips also run
+// load_weights (plain and transposed, 1..N rows per tile), matmul_bf16 (overwrite and
+// accumulate, with and without switch), acc_to_vmem and the training generator's strided
+// vector instructions and transposes (tests/verif/random_program.h TrainDraw: the single-chip
+// training generator's instructions and float corner values), all in the same 32 VMEM rows as
+// the link instructions, so the link unit's rows meet the MXU's, the weight loader's and the
+// accumulator reader's. Every chip starts by defining its ACC window (a matmul_bf16 over it),
+// and the ACC window is compared too. A fifth of the programs without an injected fault carry
+// a size mismatch drawn so its outcome does not depend on timing: both ends sync (their
+// earlier link instructions done), then the send and the receive of different row counts, then
+// sync again (nothing later issues before the fault): both chips end ERR_ICI_SIZE at them (also
+// checked against the expectation, not only the golden pod), and their later partners
+// ERR_ICI_DEADLOCK.
+//
+// TPU_POD_RANDOM_COUNT (programs per test, default 75 per link-only test and 40 per Matrix
+// test) and TPU_POD_RANDOM_FIRST (first seed) set the run; the `slow` test runs more.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pod_rtl_harness.h"
+#include "random_program.h"
 
 namespace {
 
@@ -84,6 +101,10 @@ struct Case {
   std::vector<std::vector<uint8_t>> data;
   uint32_t latency = 1;
   bool fault = false;
+  // Mix::Matrix: the chips' ACC window (compared after the run), and with a size mismatch the
+  // two chips that end ERR_ICI_SIZE and the index of their link instruction.
+  AccRows acc;
+  std::vector<std::pair<uint32_t, uint32_t>> size_faults;
 };
 
 Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
@@ -126,18 +147,145 @@ Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
   return c;
 }
 
+// ---- Mix::Matrix: the matrix path between the transfers
+
+constexpr uint32_t kMatrixRows = 32;     // VMEM rows of every instruction (links included)
+constexpr uint32_t kMaxVectorRows = 64;  // rows of a drawn vector instruction (run time)
+
+// One chip's local instruction in a Matrix program: mostly the matrix path (load_weights,
+// matmul_bf16, acc_to_vmem), else a strided vector or a transpose as the training generator
+// draws them, VMEM-port DMA or sync.
+void matrix_op(tpu::ProgramBuilder& b, tpu::verif::TrainDraw& draw, std::mt19937& rng) {
+  using tpu::Opcode;
+  static const Opcode kOps[] = {Opcode::LoadWeights, Opcode::MatmulBf16, Opcode::MatmulBf16,
+                                Opcode::AccToVmem,   Opcode::Vector,     Opcode::Transpose};
+  const uint32_t k = rnd(rng, 8);
+  if (k < 6) {
+    for (int tries = 0; tries < 4; ++tries) {
+      const std::optional<tpu::Instruction> in = draw.draw(kOps[k], b.instructions());
+      if (!in) return;  // no room for a tile, or no bf16 tile for a matmul_bf16
+      const auto* v = std::get_if<tpu::Vector>(&*in);
+      if (v != nullptr && uint32_t{v->inner} * v->outer > kMaxVectorRows) continue;
+      b.append(*in);
+      return;
+    }
+    return;
+  }
+  const uint32_t rows = 1 + rnd(rng, 8);
+  const uint32_t row = rnd(rng, kMatrixRows - rows + 1);
+  if (k == 6) {
+    b.write_vmem(row, rows, kOut + kRowBytes * (kRows + rnd(rng, 2 * kRows)));
+  } else if (rnd(rng, 2) == 0) {
+    b.read_vmem(row, rows, kData + kRowBytes * rnd(rng, kMatrixRows - rows + 1));
+  } else {
+    b.sync();
+  }
+}
+
+// A Matrix program's chips: the training generator's float rows in VMEM, weight tiles from
+// them and a matmul_bf16 (overwrite) over the whole ACC window, so that every row the program
+// reads is defined.
+void matrix_prologue(Case& c, std::vector<tpu::ProgramBuilder>& b,
+                     std::vector<std::unique_ptr<tpu::verif::TrainDraw>>& draws, std::mt19937& rng,
+                     uint32_t seed) {
+  static const uint32_t kAccRows[] = {8, 16, 32, 64};
+  c.acc.rows = kAccRows[rnd(rng, 4)];
+  c.acc.first = rnd(rng, 2) == 0 ? 0 : rnd(rng, chip_params().acc_rows - c.acc.rows + 1);
+  for (uint32_t r = 0; r < b.size(); ++r) {
+    draws.push_back(std::make_unique<tpu::verif::TrainDraw>(
+        (uint64_t{seed} << 8) + r, chip_params(), 0, kMatrixRows, c.acc.first, c.acc.rows));
+    c.data.push_back(draws[r]->float_rows(kMatrixRows));
+    b[r].read_vmem(0, kMatrixRows, kData);
+    b[r].append(*draws[r]->draw(tpu::Opcode::LoadWeights, b[r].instructions()));
+    tpu::MatmulBf16 mb;
+    mb.switch_weights = true;
+    mb.vmem_addr =
+        static_cast<uint16_t>(rnd(rng, kMatrixRows - std::min(c.acc.rows, kMatrixRows) + 1));
+    mb.acc_addr = static_cast<uint16_t>(c.acc.first);
+    mb.inner = static_cast<uint16_t>(c.acc.rows);
+    mb.inner_stride = static_cast<uint8_t>(c.acc.rows <= kMatrixRows ? 1 : 0);
+    b[r].append(mb);
+  }
+}
+
+// A size mismatch whose outcome does not depend on timing: both ends sync (their earlier link
+// instructions done), the send and a receive of another row count, then sync (nothing later
+// issues before the fault). Both end ERR_ICI_SIZE at their link instruction.
+void size_mismatch(Case& c, std::vector<tpu::ProgramBuilder>& b, std::mt19937& rng, uint32_t src,
+                   uint32_t link, const tpu::PodTopology::End& dst) {
+  const uint32_t rows = 1 + rnd(rng, kMaxMsg);
+  uint32_t other = 1 + rnd(rng, kMaxMsg - 1);
+  if (other >= rows) ++other;
+  b[src].sync();
+  b[dst.chip].sync();
+  c.size_faults.emplace_back(src, static_cast<uint32_t>(b[src].size()));
+  b[src].ici_send(link, rnd(rng, kMatrixRows - rows + 1), rows);
+  c.size_faults.emplace_back(dst.chip, static_cast<uint32_t>(b[dst.chip].size()));
+  b[dst.chip].ici_recv(dst.link, rnd(rng, kMatrixRows - other + 1), other);
+  b[src].sync();
+  b[dst.chip].sync();
+}
+
+Case matrix_case(const tpu::PodTopology& topo, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c;
+  c.latency = 1 + rnd(rng, 24);
+  const uint32_t chips = topo.chips();
+  std::vector<tpu::ProgramBuilder> b(chips, tpu::ProgramBuilder(chip_params()));
+  std::vector<std::unique_ptr<tpu::verif::TrainDraw>> draws;
+  matrix_prologue(c, b, draws, rng, seed);
+  c.fault = rnd(rng, 4) == 0;
+  const bool mismatch = !c.fault && rnd(rng, 5) == 0;
+  const uint32_t faulty = rnd(rng, chips);
+  const uint32_t transfers = 6 + rnd(rng, 24);
+  const uint32_t fault_at = rnd(rng, transfers);
+  const tpu::IciReduce kReduce[] = {tpu::IciReduce::None, tpu::IciReduce::FAdd,
+                                    tpu::IciReduce::IAdd};
+  for (uint32_t t = 0; t < transfers; ++t) {
+    if (c.fault && t == fault_at) b[faulty].sync().read_vmem(0, 1, 4 * kMemSize);
+    uint32_t src = 0, link = 0;
+    std::optional<tpu::PodTopology::End> dst;
+    do {
+      src = rnd(rng, chips);
+      link = rnd(rng, topo.links_needed());
+      dst = topo.peer(src, link);
+    } while (!dst);
+    if (mismatch && t == fault_at) {
+      size_mismatch(c, b, rng, src, link, *dst);
+    } else {
+      const uint32_t rows = 1 + rnd(rng, kMaxMsg);
+      b[src].ici_send(link, rnd(rng, kMatrixRows - rows + 1), rows);
+      b[dst->chip].ici_recv(dst->link, rnd(rng, kMatrixRows - rows + 1), rows,
+                            kReduce[rnd(rng, 3)]);
+    }
+    for (uint32_t k = rnd(rng, 3); k > 0; --k) {
+      const uint32_t r = rnd(rng, chips);
+      matrix_op(b[r], *draws[r], rng);
+    }
+  }
+  for (uint32_t r = 0; r < chips; ++r) {
+    b[r].write_vmem(0, kMatrixRows, kOut);
+    c.programs.push_back(b[r].finish());
+  }
+  return c;
+}
+
+enum class Mix { Links, Matrix };
+
 // Runs `count` random programs on the topology from seed `first`; reports how many ran clean
-// (every chip halted) and how many with the injected fault.
-void run_random(const tpu::PodTopology& topo, uint32_t first) {
-  const uint32_t count = env_count("TPU_POD_RANDOM_COUNT", 75);
+// (every chip halted), how many with the injected fault and how many with a size mismatch.
+void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Links) {
+  const uint32_t count = env_count("TPU_POD_RANDOM_COUNT", mix == Mix::Links ? 75 : 40);
   first += env_count("TPU_POD_RANDOM_FIRST", 0);
-  uint32_t clean = 0, faulted = 0;
+  const uint32_t vmem_rows = mix == Mix::Links ? kRows : kMatrixRows;
+  uint32_t clean = 0, faulted = 0, mismatched = 0;
   for (uint32_t s = first; s < first + count && !::testing::Test::HasFailure(); ++s) {
-    const Case c = random_case(topo, s);
+    const Case c = mix == Mix::Links ? random_case(topo, s) : matrix_case(topo, s);
     const std::string what = topo.name() + " " + std::to_string(topo.chips()) + " chips, seed " +
                              std::to_string(s) + ", latency " + std::to_string(c.latency);
     if (std::getenv("TPU_POD_VERBOSE") != nullptr) {
-      std::printf("%s%s\n", what.c_str(), c.fault ? ", fault injected" : "");
+      std::printf("%s%s%s\n", what.c_str(), c.fault ? ", fault injected" : "",
+                  c.size_faults.empty() ? "" : ", size mismatch");
       for (uint32_t r = 0; r < topo.chips(); ++r) {
         for (size_t i = 0; i < c.programs[r].size(); ++i) {
           std::printf("  chip %u %3zu: %s\n", r, i, tpu::disassemble(c.programs[r][i]).c_str());
@@ -145,21 +293,36 @@ void run_random(const tpu::PodTopology& topo, uint32_t first) {
       }
     }
     // The RTL's assertions are on in every program, injected faults included.
-    const tpu::sim::PodRtlResult res = run_both(topo, c.latency, c.programs, c.data, what, kRows);
+    const tpu::sim::PodRtlResult res =
+        run_both(topo, c.latency, c.programs, c.data, what, vmem_rows, true, c.acc);
+    for (const auto& [chip, pc] : c.size_faults) {
+      EXPECT_EQ(res.chips[chip].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_SIZE))
+          << what << ": chip " << chip;
+      EXPECT_EQ(res.chips[chip].err_pc, pc) << what << ": chip " << chip;
+    }
     if (res.ok()) {
       ++clean;
+    } else if (!c.size_faults.empty()) {
+      ++mismatched;
     } else {
       ++faulted;
       EXPECT_TRUE(c.fault) << what << ": a chip faulted without an injected fault";
     }
   }
-  std::printf("%s (%u chips): %u programs, %u clean, %u with an injected fault\n",
-              topo.name().c_str(), topo.chips(), clean + faulted, clean, faulted);
+  std::printf(
+      "%s (%u chips)%s: %u programs, %u clean, %u with an injected fault, %u with a size "
+      "mismatch\n",
+      topo.name().c_str(), topo.chips(), mix == Mix::Matrix ? ", matrix path" : "",
+      clean + faulted + mismatched, clean, faulted, mismatched);
 }
 
 TEST(RandomPodRtl, Ring2) { run_random(tpu::PodTopology::ring(2), 1000); }
 TEST(RandomPodRtl, Ring3) { run_random(tpu::PodTopology::ring(3), 2000); }
 TEST(RandomPodRtl, Ring4) { run_random(tpu::PodTopology::ring(4), 3000); }
 TEST(RandomPodRtl, Torus2x2) { run_random(tpu::PodTopology::torus(2, 2), 4000); }
+TEST(RandomPodRtl, MatrixRing2) { run_random(tpu::PodTopology::ring(2), 5000, Mix::Matrix); }
+TEST(RandomPodRtl, MatrixRing3) { run_random(tpu::PodTopology::ring(3), 6000, Mix::Matrix); }
+TEST(RandomPodRtl, MatrixRing4) { run_random(tpu::PodTopology::ring(4), 7000, Mix::Matrix); }
+TEST(RandomPodRtl, MatrixTorus2x2) { run_random(tpu::PodTopology::torus(2, 2), 8000, Mix::Matrix); }
 
 }  // namespace

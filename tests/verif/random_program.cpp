@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -1275,7 +1276,12 @@ class Generator {
   // (a few corners), corner cases, or near-cancelling pairs (lane j + N/2 against lane j, odd
   // rows against the row before) for sums, lane trees and row reductions.
   void fill_float_data(std::vector<uint8_t>& data) {
-    const uint32_t words = kFloatSize / 4, block = 4 * n_;
+    const std::vector<uint32_t> w = float_words(kFloatSize / 4);
+    for (uint32_t i = 0; i < w.size(); ++i) put32(data, kFloatOff / 4 + i, w[i]);
+  }
+  // `words` fp32 lanes of that float data (whole blocks of 4 rows first, then a partial one).
+  std::vector<uint32_t> float_words(uint32_t words) {
+    const uint32_t block = 4 * n_;
     std::vector<uint32_t> w(words);
     for (uint32_t b0 = 0; b0 < words; b0 += block) {
       const uint64_t regime = rng_.pick(0, 9);
@@ -1292,7 +1298,7 @@ class Generator {
         }
       }
     }
-    for (uint32_t i = 0; i < words; ++i) put32(data, kFloatOff / 4 + i, w[i]);
+    return w;
   }
 
   // The VMEM window and its prologue: a read_vmem of the whole window from the float data.
@@ -1499,7 +1505,6 @@ class Generator {
   // One training instruction (weights: vector, the DMAs, weights and matmuls, the rest);
   // false when none of the enabled ones fits the current state.
   bool emit_train() {
-    auto& prog = tc_.program;
     for (int tries = 0; tries < 8; ++tries) {
       const uint64_t k = rng_.pick(0, 99);
       const Opcode op = k < 34   ? Opcode::Vector
@@ -1509,41 +1514,68 @@ class Generator {
                         : k < 84 ? Opcode::MatmulBf16
                         : k < 92 ? Opcode::Transpose
                                  : Opcode::AccToVmem;
-      if (!op_on(op)) continue;
-      switch (op) {
-        case Opcode::Vector:
-          prog.push_back(make_vector());
-          return true;
-        case Opcode::ReadVmem:
-          prog.push_back(ReadVmem{make_vdma(false)});
-          return true;
-        case Opcode::WriteVmem:
-          prog.push_back(WriteVmem{make_vdma(true)});
-          return true;
-        case Opcode::LoadWeights: {
-          const uint32_t room =
-              tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
-          if (room == 0) continue;
-          prog.push_back(make_load_weights(uint32_t(rng_.pick(1, std::min(room, 3u)))));
-          return true;
-        }
-        case Opcode::MatmulBf16: {
-          MatmulBf16 mb;
-          if (!make_matmul_bf16(mb)) continue;
-          prog.push_back(mb);
-          return true;
-        }
-        case Opcode::Transpose:
-          prog.push_back(make_transpose());
-          return true;
-        default:
-          prog.push_back(make_acc_to_vmem());
-          return true;
-      }
+      if (op_on(op) && emit_train_op(op)) return true;
     }
     return false;
   }
+  // One valid training instruction of opcode `op` (one of emit_train's seven); false when none
+  // fits the weight state (no room for a tile, no bf16 tile for a matmul_bf16).
+  bool emit_train_op(Opcode op) {
+    auto& prog = tc_.program;
+    switch (op) {
+      case Opcode::Vector:
+        prog.push_back(make_vector());
+        return true;
+      case Opcode::ReadVmem:
+        prog.push_back(ReadVmem{make_vdma(false)});
+        return true;
+      case Opcode::WriteVmem:
+        prog.push_back(WriteVmem{make_vdma(true)});
+        return true;
+      case Opcode::LoadWeights: {
+        const uint32_t room =
+            tc_.params.wfifo_tiles + 2 - uint32_t(tile_state().pending_bf16.size());
+        if (room == 0) return false;
+        prog.push_back(make_load_weights(uint32_t(rng_.pick(1, std::min(room, 3u)))));
+        return true;
+      }
+      case Opcode::MatmulBf16: {
+        MatmulBf16 mb;
+        if (!make_matmul_bf16(mb)) return false;
+        prog.push_back(mb);
+        return true;
+      }
+      case Opcode::Transpose:
+        prog.push_back(make_transpose());
+        return true;
+      case Opcode::AccToVmem:
+        prog.push_back(make_acc_to_vmem());
+        return true;
+      default:
+        throw std::invalid_argument("emit_train_op: not a training opcode");
+    }
+  }
 
+ public:
+  // ---- TrainDraw (random_program.h): the training drawing for a program built elsewhere
+  void use_windows(const ChipParams& params, uint32_t vmem_base, uint32_t vmem_rows,
+                   uint32_t acc_base, uint32_t acc_rows) {
+    tc_.params = params;
+    n_ = params.N;
+    vb_ = tc_.vmem_base = vmem_base;
+    vr_ = tc_.vmem_rows = vmem_rows;
+    tc_.acc_base = acc_base;
+    tc_.acc_rows = acc_rows;
+  }
+  std::optional<Instruction> draw(Opcode op, const std::vector<Instruction>& program) {
+    tc_.program = program;
+    credit_ = uint32_t(tile_state().pending_bf16.size());
+    if (!emit_train_op(op)) return std::nullopt;
+    return tc_.program.back();
+  }
+  std::vector<uint32_t> draw_float_words(uint32_t words) { return float_words(words); }
+
+ private:
   // ---- static faults of the training instructions (each sets expect_error / expect_pc)
 
   // Matmuls (of each tile's type) that make every pending tile active, so the weight state is
@@ -2212,6 +2244,41 @@ const char* to_string(CaseKind kind) {
 
 TestCase generate_program(uint64_t seed, const GenOptions& options) {
   return Generator(seed, options).make();
+}
+
+struct TrainDraw::Impl {
+  Generator gen;
+  uint32_t n;
+  Impl(uint64_t seed, const GenOptions& opt) : gen(seed, opt), n(opt.n) {}
+};
+
+TrainDraw::TrainDraw(uint64_t seed, const ChipParams& params, uint32_t vmem_base,
+                     uint32_t vmem_rows, uint32_t acc_base, uint32_t acc_rows) {
+  if (params.vmem_rows == 0 || vmem_rows == 0 || acc_rows == 0 ||
+      uint64_t{vmem_base} + vmem_rows > params.vmem_rows ||
+      uint64_t{acc_base} + acc_rows > params.acc_rows || vmem_rows < 2 * params.N) {
+    throw std::invalid_argument(
+        "TrainDraw: the VMEM window (>= 2N rows) and the ACC window "
+        "must lie inside the chip's VMEM and accumulators");
+  }
+  GenOptions opt;
+  opt.n = params.N;
+  opt.vmem_rows = std::min<uint32_t>(params.vmem_rows, 65000);
+  opt.ici_links = params.ici_links;
+  impl_ = std::make_unique<Impl>(seed, opt);
+  impl_->gen.use_windows(params, vmem_base, vmem_rows, acc_base, acc_rows);
+}
+TrainDraw::~TrainDraw() = default;
+
+std::optional<Instruction> TrainDraw::draw(Opcode op, const std::vector<Instruction>& program) {
+  return impl_->gen.draw(op, program);
+}
+
+std::vector<uint8_t> TrainDraw::float_rows(uint32_t rows) {
+  const std::vector<uint32_t> w = impl_->gen.draw_float_words(rows * impl_->n);
+  std::vector<uint8_t> bytes(4 * w.size());
+  for (size_t i = 0; i < w.size(); ++i) put32(bytes, i, w[i]);
+  return bytes;
 }
 
 std::string listing(const std::vector<Instruction>& program) {

@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +127,34 @@ struct TestCase {
 };
 
 TestCase generate_program(uint64_t seed, const GenOptions& options);
+
+// The training generator's drawing of single instructions and float data, for random programs
+// built elsewhere (tests/pod/random_pod_rtl_test.cpp: one per chip of a pod, link
+// instructions in between): the same valid instructions and corner-case values the body of a
+// training case draws, inside a VMEM window (>= 2N rows) and an ACC window of the chip.
+class TrainDraw {
+ public:
+  // Throws std::invalid_argument if the chip has no VMEM or a window does not fit.
+  TrainDraw(uint64_t seed, const ChipParams& params, uint32_t vmem_base, uint32_t vmem_rows,
+            uint32_t acc_base, uint32_t acc_rows);
+  ~TrainDraw();
+  TrainDraw(const TrainDraw&) = delete;
+  TrainDraw& operator=(const TrainDraw&) = delete;
+  // One valid instruction of `op` (vector, read_vmem, write_vmem, load_weights, matmul_bf16,
+  // transpose or acc_to_vmem) for a chip whose program so far is `program` (its weight tiles:
+  // a load_weights only with room in the FIFO, a matmul_bf16 only on a bf16 tile); nullopt
+  // when none fits. read_vmem / write_vmem address generate_program's host layout (kDataBase,
+  // kOutBase).
+  std::optional<Instruction> draw(Opcode op, const std::vector<Instruction>& program);
+  // `rows` rows of N fp32 lanes (little-endian) as the float data of a training case: blocks of
+  // 4 rows of ordinary values, corner cases (NaN payloads, infinities, signed zeros,
+  // subnormals, values next to 2^128, bf16 rounding ties) or near-cancelling pairs.
+  std::vector<uint8_t> float_rows(uint32_t rows);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The assembly listing, one line per instruction with its index.
 std::string listing(const std::vector<Instruction>& program);
