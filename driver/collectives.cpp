@@ -80,13 +80,6 @@ void check_buffer(const PodTopology& topo, const ChipParams& p, uint32_t chip, u
   }
 }
 
-void check_ring_only(const PodTopology& topo, const char* what) {
-  if (topo.y != 1) {
-    throw std::invalid_argument(std::string(what) + ": only on a ring (topology " + topo.name() +
-                                " is a 2-D torus; the 2-D algorithm is all-reduce's)");
-  }
-}
-
 }  // namespace
 
 std::vector<Instruction> all_reduce_program(const PodTopology& topo, const ChipParams& params,
@@ -106,22 +99,40 @@ std::vector<Instruction> all_reduce_program(const PodTopology& topo, const ChipP
   return b.finish();
 }
 
+Chunk scatter_block(const PodTopology& topo, uint32_t rows, uint32_t chip) {
+  if (chip >= topo.chips()) {
+    throw std::invalid_argument(
+        format("scatter_block: chip %u (the pod has %u)", chip, topo.chips()));
+  }
+  const Chunk xc = chunk_of(rows, topo.x, chip % topo.x);
+  const Chunk yc = chunk_of(xc.count, topo.y, chip / topo.x);
+  return Chunk{xc.first + yc.first, yc.count};
+}
+
 std::vector<Instruction> reduce_scatter_program(const PodTopology& topo, const ChipParams& params,
                                                 uint32_t chip, uint32_t base, uint32_t rows,
                                                 CollectiveDtype dtype) {
-  check_ring_only(topo, "reduce-scatter");
   check_buffer(topo, params, chip, base, rows);
   ProgramBuilder b(params);
-  if (topo.x > 1) ring_reduce_scatter(b, x_ring(topo, chip), base, rows, dtype, 0);
+  const RingPosition xr = x_ring(topo, chip);
+  const RingPosition yr = y_ring(topo, chip);
+  if (xr.size > 1) ring_reduce_scatter(b, xr, base, rows, dtype, 0);
+  const Chunk mine = chunk_of(rows, xr.size, xr.index);  // x-chunk x, reduced along x
+  if (yr.size > 1 && mine.count > 0) {
+    ring_reduce_scatter(b, yr, base + mine.first, mine.count, dtype, 0);
+  }
   return b.finish();
 }
 
 std::vector<Instruction> all_gather_program(const PodTopology& topo, const ChipParams& params,
                                             uint32_t chip, uint32_t base, uint32_t rows) {
-  check_ring_only(topo, "all-gather");
   check_buffer(topo, params, chip, base, rows);
   ProgramBuilder b(params);
-  if (topo.x > 1) ring_all_gather(b, x_ring(topo, chip), base, rows, 0);
+  const RingPosition xr = x_ring(topo, chip);
+  const RingPosition yr = y_ring(topo, chip);
+  const Chunk mine = chunk_of(rows, xr.size, xr.index);  // gathered along y first
+  if (yr.size > 1 && mine.count > 0) ring_all_gather(b, yr, base + mine.first, mine.count, 0);
+  if (xr.size > 1) ring_all_gather(b, xr, base, rows, 0);
   return b.finish();
 }
 
@@ -175,32 +186,35 @@ std::vector<uint32_t> reference_all_reduce(const PodTopology& topo, uint32_t n,
   return out;
 }
 
-std::vector<uint32_t> reference_reduce_scatter(uint32_t n,
+std::vector<uint32_t> reference_reduce_scatter(const PodTopology& topo, uint32_t n,
                                                const std::vector<std::vector<uint32_t>>& inputs,
                                                CollectiveDtype dtype) {
-  const auto p = static_cast<uint32_t>(inputs.size());
-  check_inputs(p, n, inputs);
+  check_inputs(topo.chips(), n, inputs);
   const auto rows = static_cast<uint32_t>(inputs[0].size() / n);
   std::vector<uint32_t> out(inputs[0].size());
-  for (uint32_t c = 0; c < p; ++c) {
-    const Chunk ch = chunk_of(rows, p, c);
-    for (size_t e = size_t{ch.first} * n; e < size_t{ch.first + ch.count} * n; ++e) {
-      out[e] = chain(dtype, p, (c + 1) % p, [&](uint32_t r) { return inputs[r][e]; });
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    const uint32_t x = r % topo.x, y = r / topo.x;
+    const Chunk blk = scatter_block(topo, rows, r);
+    for (size_t e = size_t{blk.first} * n; e < size_t{blk.first + blk.count} * n; ++e) {
+      auto partial = [&](uint32_t line) {  // x-chain of line y = line, starting at x + 1
+        return chain(dtype, topo.x, (x + 1) % topo.x,
+                     [&](uint32_t xx) { return inputs[line * topo.x + xx][e]; });
+      };
+      out[e] = chain(dtype, topo.y, (y + 1) % topo.y, partial);
     }
   }
   return out;
 }
 
-std::vector<uint32_t> reference_all_gather(uint32_t n,
+std::vector<uint32_t> reference_all_gather(const PodTopology& topo, uint32_t n,
                                            const std::vector<std::vector<uint32_t>>& inputs) {
-  const auto p = static_cast<uint32_t>(inputs.size());
-  check_inputs(p, n, inputs);
+  check_inputs(topo.chips(), n, inputs);
   const auto rows = static_cast<uint32_t>(inputs[0].size() / n);
   std::vector<uint32_t> out(inputs[0].size());
-  for (uint32_t c = 0; c < p; ++c) {
-    const Chunk ch = chunk_of(rows, p, c);
-    for (size_t e = size_t{ch.first} * n; e < size_t{ch.first + ch.count} * n; ++e) {
-      out[e] = inputs[c][e];
+  for (uint32_t r = 0; r < topo.chips(); ++r) {
+    const Chunk blk = scatter_block(topo, rows, r);
+    for (size_t e = size_t{blk.first} * n; e < size_t{blk.first + blk.count} * n; ++e) {
+      out[e] = inputs[r][e];
     }
   }
   return out;

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Collectives as chip programs over the inter-chip links (docs/pod.md): ring reduce-scatter,
-// ring all-gather, ring all-reduce (reduce-scatter + all-gather) and the two-dimensional
-// all-reduce on a torus, of fp32 or int32 vectors held in VMEM, built with ProgramBuilder's
-// ici_send / ici_recv. The reduction is ici_recv's reduce (isa.md): no scratch rows, no
-// vector pass.
+// Collectives as chip programs over the inter-chip links (docs/pod.md): reduce-scatter,
+// all-gather and all-reduce on a ring, and their two-dimensional algorithms on a torus, of fp32
+// or int32 vectors held in VMEM, built with ProgramBuilder's ici_send / ici_recv. The reduction is
+// ici_recv's reduce (isa.md): no scratch rows, no vector pass.
 //
 // The buffer is `rows` VMEM rows from `base` on every chip (N 32-bit lanes a row; a vector
 // of E elements takes ceil(E / N) rows, the last one padded). A ring of n chips splits it
@@ -13,7 +12,7 @@
 // Summation order (docs/pod.md "Summation order"): ring reduce-scatter chains the chips of a
 // ring starting at the chunk's first chip s: acc = x[s]; acc = add(x[s+1], acc); ...
 // acc = add(x[s+n-1], acc) (indices mod n; add = isa.md fp32 add or wrapping int32). The torus
-// X x Y algorithm does that along x, then along y on the x-partial sums. reference_* compute
+// X x Y algorithms do that along x, then along y on the x-partial sums. reference_* compute
 // the same chains on the host from these formulas (driver/fp.h), independently of the
 // programs.
 #pragma once
@@ -60,6 +59,12 @@ void ring_reduce_scatter(ProgramBuilder& b, const RingPosition& ring, uint32_t b
 void ring_all_gather(ProgramBuilder& b, const RingPosition& ring, uint32_t base, uint32_t rows,
                      uint32_t owned_offset);
 
+// The rows chip `chip` owns in reduce-scatter (its reduced block) and all-gather (the block it
+// contributes): on a torus X x Y (a ring is P x 1), chip r = y*X + x owns block (x, y) = sub-chunk
+// y of x-chunk x: chunk_of(c.count, Y, y) shifted by c.first, with c = chunk_of(rows, X, x). On a
+// ring that is chunk r. In row order the blocks go x-major: chip r's block is the (x*Y + y)-th.
+Chunk scatter_block(const PodTopology& topo, uint32_t rows, uint32_t chip);
+
 // Whole programs for chip `chip` (ending with halt). The builder's params need
 // ici_links >= topo.links_needed().
 // All-reduce: ring (torus P x 1) or the 2-D algorithm (reduce-scatter along x, all-reduce
@@ -67,11 +72,14 @@ void ring_all_gather(ProgramBuilder& b, const RingPosition& ring, uint32_t base,
 std::vector<Instruction> all_reduce_program(const PodTopology& topo, const ChipParams& params,
                                             uint32_t chip, uint32_t base, uint32_t rows,
                                             CollectiveDtype dtype);
-// Reduce-scatter (ring only): chip r ends with chunk r reduced (chain start r + 1).
+// Reduce-scatter: chip r ends with its scatter_block reduced. On a torus: ring reduce-scatter
+// along x (chip x ends with x-chunk x, chain start x + 1), then along y within that x-chunk
+// (chip y ends with sub-chunk y, chain start y + 1). Rows outside the block hold partial sums.
 std::vector<Instruction> reduce_scatter_program(const PodTopology& topo, const ChipParams& params,
                                                 uint32_t chip, uint32_t base, uint32_t rows,
                                                 CollectiveDtype dtype);
-// All-gather (ring only): chip r contributes chunk r; every chip ends with all chunks.
+// All-gather: chip r contributes its scatter_block; every chip ends with all blocks. On a torus
+// the inverse order: all-gather along y within x-chunk x, then along x.
 std::vector<Instruction> all_gather_program(const PodTopology& topo, const ChipParams& params,
                                             uint32_t chip, uint32_t base, uint32_t rows);
 
@@ -80,12 +88,14 @@ std::vector<Instruction> all_gather_program(const PodTopology& topo, const ChipP
 std::vector<uint32_t> reference_all_reduce(const PodTopology& topo, uint32_t n,
                                            const std::vector<std::vector<uint32_t>>& inputs,
                                            CollectiveDtype dtype);
-// The reduce-scatter result: chunk c reduced (what chip c holds in its chunk c).
-std::vector<uint32_t> reference_reduce_scatter(uint32_t n,
+// The reduce-scatter result: every chip's block reduced (what chip r holds in its
+// scatter_block): element e of chip (x, y)'s block is chain_y(start y + 1, p_y) with
+// p_y = chain_x(start x + 1, inputs[y*X + x'][e]).
+std::vector<uint32_t> reference_reduce_scatter(const PodTopology& topo, uint32_t n,
                                                const std::vector<std::vector<uint32_t>>& inputs,
                                                CollectiveDtype dtype);
-// The all-gather result: chunk c taken from chip c.
-std::vector<uint32_t> reference_all_gather(uint32_t n,
+// The all-gather result: chip r's scatter_block taken from chip r.
+std::vector<uint32_t> reference_all_gather(const PodTopology& topo, uint32_t n,
                                            const std::vector<std::vector<uint32_t>>& inputs);
 
 // nccl-tests' bus bandwidth factor (its PERFORMANCE.md): all-reduce 2(n-1)/n, reduce-scatter

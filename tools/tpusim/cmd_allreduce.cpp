@@ -116,12 +116,12 @@ std::vector<tpu::Instruction> program(const Options& o, const tpu::ChipParams& p
 }
 
 // Does chip r hold what the reference says (the first `elements` lanes; reduce-scatter: only
-// chip r's chunk r)?
+// chip r's block, collectives.h scatter_block)?
 bool chip_matches(const Options& o, const tpu::ChipParams& params, const std::vector<uint32_t>& got,
                   uint32_t r, uint32_t rows, uint64_t elements, const std::vector<uint32_t>& want) {
   uint64_t lo = 0, hi = elements;
   if (o.kind == tpu::CollectiveKind::ReduceScatter) {
-    const tpu::Chunk c = tpu::chunk_of(rows, o.chips, r);
+    const tpu::Chunk c = tpu::scatter_block(o.topology, rows, r);
     lo = uint64_t{c.first} * params.N;
     hi = std::min<uint64_t>(elements, uint64_t{c.first + c.count} * params.N);
   }
@@ -139,8 +139,8 @@ bool all_correct(const Options& o, const tpu::ChipParams& params,
       o.kind == tpu::CollectiveKind::AllReduce
           ? tpu::reference_all_reduce(o.topology, params.N, in, o.dtype)
       : o.kind == tpu::CollectiveKind::ReduceScatter
-          ? tpu::reference_reduce_scatter(params.N, in, o.dtype)
-          : tpu::reference_all_gather(params.N, in);
+          ? tpu::reference_reduce_scatter(o.topology, params.N, in, o.dtype)
+          : tpu::reference_all_gather(o.topology, params.N, in);
   bool ok = true;
   for (uint32_t r = 0; r < o.chips; ++r) {
     ok = ok && chip_matches(o, params, got[r], r, rows, elements, want);
@@ -310,10 +310,6 @@ void read_pod_options(const tpusim::po::variables_map& vm, const std::string& to
   } catch (const std::invalid_argument& e) {
     throw tpusim::UsageError(std::string("--topology: ") + e.what());
   }
-  if (o->kind != tpu::CollectiveKind::AllReduce && o->topology.y != 1) {
-    throw tpusim::UsageError("--collective " + collective + " runs on a ring only (--topology " +
-                             topology + " is a 2-D torus; its 2-D algorithm is all-reduce's)");
-  }
 }
 
 // --backend rtl: the links are the Verilated chip's (IciWidth / 8 bytes per cycle); latency >= 1.
@@ -352,14 +348,14 @@ int run_allreduce(const tpusim::Args& args) {
       "sweep", po::bool_switch(&sweep),
       "sizes 1 KiB, 2 KiB, ... up to the VMEM (instead of --bytes)")(
       "topology", po::value<std::string>(&topology)->default_value("ring"),
-      "ring, or torus:XxY (X*Y = chips; the 2-D algorithm)")(
+      "ring, or torus:XxY (X*Y = chips; the 2-D algorithms)")(
       "ici-bandwidth", po::value<std::string>()->default_value("16"),
       "link bandwidth in bytes per cycle and direction, 1..4096")(
       "ici-latency", po::value<std::string>()->default_value("64"),
       "link latency in cycles, 0..1000000")(
       "dtype", po::value<std::string>(&dtype)->default_value("fp32"), "fp32 or int32")(
       "collective", po::value<std::string>(&collective)->default_value("all-reduce"),
-      "all-reduce, or reduce-scatter / all-gather (ring only)")(
+      "all-reduce, reduce-scatter or all-gather")(
       "seed", po::value<std::string>()->default_value("1"), "random seed of the data")(
       "backend", po::value<std::string>(&backend)->default_value("model"),
       "model (the pod of golden models) or rtl (the pod of Verilated chips, N = 4, checked "
@@ -373,7 +369,7 @@ int run_allreduce(const tpusim::Args& args) {
           "[--collective all-reduce|reduce-scatter|all-gather] [--backend model|rtl] [--json]",
           "All-reduces (sum; or --collective reduce-scatter / all-gather) a random vector of S "
           "bytes per chip over a pod of P chips joined by "
-          "inter-chip links (ring, or a 2-D torus with the 2-D algorithm), as chip programs of "
+          "inter-chip links (ring, or a 2-D torus with the 2-D algorithms), as chip programs of "
           "ici_send / ici_recv on the pod of golden models, and checks every chip's result bit "
           "for bit against the host reference (docs/pod.md). cycles are the pod model's "
           "ESTIMATE (latency + bytes / bandwidth per transfer), not a cycle-accurate "
