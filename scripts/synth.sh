@@ -53,7 +53,9 @@ command -v yosys >/dev/null || { echo "synth.sh: yosys not found (scripts/setup.
 
 [[ "$top" =~ ^[a-z][a-z0-9_]*$ ]] || { echo "synth.sh: --top must be a module name (got '$top')" >&2; exit 2; }
 if [[ "$top" == tpu_core ]]; then
-  out="${out:-$root/build-synth/n$n-$target$([[ "$hier" == 1 ]] && echo -hier)}"
+  suffix=""
+  [[ "$hier" == 0 ]] || suffix=-hier
+  out="${out:-$root/build-synth/n$n-$target$suffix}"
 else
   out="${out:-$root/build-synth/$top-$target}"
 fi
