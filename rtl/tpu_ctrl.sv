@@ -368,14 +368,17 @@ module tpu_ctrl #(
   // The link engines in flight (pod configuration): the VMEM rows of each engine's
   // instruction, a send's as rows read, a receive's as rows written (a reduce's reads are the
   // same rows); their conflicts with the head worked out once per head like the others.
+  // The head's link command, zero without links. Declared at module level: Yosys 0.23 does not
+  // find the members of a struct-typed variable declared inside a generate block
+  // (docs/synthesis.md "What Yosys 0.23 reads"). Only link and recv are used (g_ici).
+  tpu_ici_pkg::ici_cmd_t hc;
+  logic                  unused_hc;
+  assign hc        = Ici ? head.cmd.ici.cmd : '0;
+  assign unused_hc = ^hc;
   assign ici_busy = Ici && (ici_tx_busy_i != '0 || ici_rx_busy_i != '0);
   if (Ici) begin : g_ici
     logic [tpu_pkg::RangeW*IL-1:0] tx_rng_q, tx_rng_d, rx_rng_q, rx_rng_d;
     logic [IL-1:0]                 conf_tx_q, conf_tx_d, conf_rx_q, conf_rx_d;
-    tpu_ici_pkg::ici_cmd_t         hc;
-    logic                          unused_hc;
-    assign hc        = head.cmd.ici.cmd;
-    assign unused_hc = ^{hc.reduce, hc.vmem, hc.rows};
     always_comb begin
       logic [FpW-1:0] f;
       f         = '0;

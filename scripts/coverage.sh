@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Verilator line + toggle coverage of rtl/ (docs/verification.md).
 #
-#   scripts/coverage.sh [--programs P] [--no-build] [--no-run] [--train-only]
+#   scripts/coverage.sh [--programs P] [--pod-programs Q] [--no-build] [--no-run] [--train-only]
+#                       [--no-pod]
 #
 # Builds the chip with --coverage-line --coverage-toggle into build-cov/ ($TPU_COV_BUILD_DIR),
 # the int8 chips of TPU_COV_N_LIST (default '16;4') and the training chips of
@@ -17,25 +18,48 @@
 # --train-only: only the training chips, built with only their test programs (the random
 # training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests); the int8
 # chip's units are then measured only as far as the training chip uses them.
+# The pod (when the build has it: N = 4 among the training chips, TPU_SIM_POD_LINKS > 0) is
+# measured as well unless --no-pod: the pod chip alone (pod_n4.*: link instructions as faults)
+# and the RTL pod's chips (tpu_pod_rtl_n4: pod.core.*, pod.dist.*, and pod.random_rtl.* with
+# Q random link programs per topology, default 25; with --train-only these are the pod tests
+# run, without it every pod test labelled rtl runs with the rtl suite as well).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${TPU_COV_BUILD_DIR:-$root/build-cov}"
 jobs="${TPU_JOBS:-$(nproc)}"
-programs=3000 do_build=1 do_run=1 train_only=0
+programs=3000 pod_programs=25 do_build=1 do_run=1 train_only=0 pod=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --programs) programs="$2"; shift 2 ;;
+    --pod-programs) pod_programs="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-run) do_run=0; shift ;;
     --train-only) train_only=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --no-pod) pod=0; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+for v in "$programs" "$pod_programs"; do
+  [[ "$v" =~ ^[0-9]+$ ]] || { echo "coverage.sh: --programs / --pod-programs want a count (got '$v')" >&2; exit 2; }
+done
+# The pod is in the build when N = 4 is among the training chips and TPU_SIM_POD_LINKS > 0.
+has_pod() {
+  local links train
+  links="$(sed -n 's/^TPU_SIM_POD_LINKS:STRING=//p' "$build/CMakeCache.txt")"
+  train=" $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ') "
+  [ "$pod" = 1 ] && [ "${links:-0}" -gt 0 ] && [[ "$train" == *" 4 "* ]]
+}
+pod_targets=(random_pod_chip_test_n4 core_pod_test pod_dist_test random_pod_rtl_test)
+pod_tests='^(pod_n4|pod[.](core|dist|random_rtl))[.]'
 if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # --train-only leaves out the int8 weight port's test chip (configuring Verilates every chip).
+  wport=ON
+  [ "$train_only" = 1 ] && wport=OFF
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_COVERAGE=ON \
+        -DTPU_SIM_WPORT_TEST="$wport" \
         -DTPU_SIM_N_LIST="${TPU_COV_N_LIST:-16;4}" \
         -DTPU_SIM_TRAIN_N_LIST="${TPU_COV_TRAIN_N_LIST-${TPU_COV_N_LIST:-16;4}}" \
         "${launcher[@]}" >/dev/null
@@ -44,6 +68,7 @@ if [ "$do_build" = 1 ]; then
     for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
       targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n")
     done
+    has_pod && targets+=("${pod_targets[@]}")
     cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
   else
     cmake --build "$build" -j "$jobs" >/dev/null
@@ -58,6 +83,13 @@ if [ "$do_run" = 1 ]; then
   [ "$train_only" = 1 ] && labels=(-R '^train_n[0-9]+[.]')  # the training chips' tests
   (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
+  if has_pod; then  # the pod chip alone and the RTL pod (with --train-only not run above)
+    pod_run=(-R '^pod[.]random_rtl[.]')
+    [ "$train_only" = 1 ] && pod_run=(-R "$pod_tests")
+    (cd "$build" && TPU_POD_RANDOM_COUNT="$pod_programs" ctest "${pod_run[@]}" -LE slow \
+       -j "$jobs" --output-on-failure) || {
+      echo "coverage.sh: pod tests failed (coverage still reported)" >&2; }
+  fi
   ns="$(sed -n 's/^TPU_SIM_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ')"
   [ "$train_only" = 1 ] && ns=""
   pids=()

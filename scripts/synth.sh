@@ -7,8 +7,13 @@
 # the figures.
 #
 #   scripts/synth.sh [--n N] [--target generic|xilinx|ice40|ecp5] [--param NAME=VALUE]...
-#                    [--top MODULE] [--out DIR] [--jobs J]
+#                    [--top MODULE] [--out DIR] [--hier]
 #
+# --hier (generic target): keeps the hierarchy instead of flattening: each module is
+# synthesized once per parametrization (identical instances cost one), `stat -top` gives the
+# totals over the instances and `ltp` the longest path inside each module (an instance is one
+# cell there: a path through several modules is not measured). The pod chip: --param
+# VmemRows=32768 --param IciLinks=2 (docs/synthesis.md).
 # --top synthesizes one module of rtl/ (and the blocks it instantiates) alone (docs/synthesis.md);
 # N is then set only when --n is given (default out dir build-synth/<MODULE>-<target>/).
 #
@@ -21,11 +26,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n=4
 n_given=0
+hier=0
 top=tpu_core
 target=generic
 out=""
 params=()
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case "$1" in
     --n) n="$2"; n_given=1; shift 2 ;;
@@ -33,6 +39,7 @@ while (($#)); do
     --target) target="$2"; shift 2 ;;
     --param) params+=("$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --hier) hier=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "synth.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -40,12 +47,15 @@ done
 case "$target" in generic|xilinx|ice40|ecp5) ;; *)
   echo "synth.sh: --target must be generic, xilinx, ice40 or ecp5 (got '$target')" >&2; exit 2 ;;
 esac
+[[ "$hier" == 0 || "$target" == generic ]] || { echo "synth.sh: --hier is for the generic target" >&2; exit 2; }
 [[ "$n" =~ ^[0-9]+$ ]] || { echo "synth.sh: --n must be a number (got '$n')" >&2; exit 2; }
 command -v yosys >/dev/null || { echo "synth.sh: yosys not found (scripts/setup.sh installs it)" >&2; exit 1; }
 
 [[ "$top" =~ ^[a-z][a-z0-9_]*$ ]] || { echo "synth.sh: --top must be a module name (got '$top')" >&2; exit 2; }
 if [[ "$top" == tpu_core ]]; then
-  out="${out:-$root/build-synth/n$n-$target}"
+  suffix=""
+  [[ "$hier" == 0 ]] || suffix=-hier
+  out="${out:-$root/build-synth/n$n-$target$suffix}"
 else
   out="${out:-$root/build-synth/$top-$target}"
 fi
@@ -119,7 +129,7 @@ script="$out/synth.ys"
   echo "read_verilog -defer -sv -DSYNTHESIS -I$root/rtl ${sources[*]}"
   echo "hierarchy -check -top $top $chparams"
   echo "proc"
-  echo "flatten"
+  [[ "$hier" == 1 ]] || echo "flatten"
   echo "opt_clean"
   echo "tee -o $out/latches.txt select -list t:\$dlatch t:\$adlatch t:\$dlatchsr t:\$_DLATCH*"
   echo "check -assert"
@@ -133,38 +143,62 @@ script="$out/synth.ys"
       echo "opt -fast"
       echo "memory -nomap"
       echo "opt -fast"
-      echo "techmap"
-      echo "opt -fast"
-      echo "abc -fast"
-      echo "opt_clean"
+      if [[ "$hier" == 1 ]]; then
+        # One module (all its parametrizations) at a time from the gate mapping on: only one
+        # module's fine-grained netlist, the largest before ABC, is in memory at once.
+        for f in "${sources[@]}"; do
+          for m in $(sed -n -E 's/^[[:space:]]*module[[:space:]]+(tpu_[a-z0-9_]+).*/\1/p' "$f"); do
+            echo "techmap *$m"
+            echo "opt -fast *$m"
+            echo "abc -fast *$m"
+            echo "opt_clean *$m"
+          done
+        done
+      else
+        echo "techmap"
+        echo "opt -fast"
+        echo "abc -fast"
+        echo "opt_clean"
+      fi
       ;;
     xilinx) echo "synth_xilinx -top $top -family xc7" ;;
     ice40)  echo "synth_ice40 -top $top -dsp" ;;
     ecp5)   echo "synth_ecp5 -top $top" ;;
   esac
   echo "check -assert"
-  echo "tee -o $out/stat.txt stat -width"
+  if [[ "$hier" == 1 ]]; then
+    echo "tee -o $out/stat.txt stat -width -top $top"
+  else
+    echo "tee -o $out/stat.txt stat -width"
+  fi
   echo "tee -o $out/memories.txt dump t:\$mem_v2"
   # Logic depth on the generic netlist only: on a vendor-mapped one, ltp takes each carry-chain
   # cell (CARRY4, CCU2C, SB_CARRY) for a node from every input to every output, so a chain
   # whose carry feeds a LUT that drives the same cell looks like a loop (millions of warnings).
   if [[ "$target" == generic ]]; then
+    # Hierarchical: each module's own path; its instances of rtl/ modules are deleted first
+    # (kept, ltp takes each for one cell from every input to every output, and a module that
+    # feeds an instance and reads it back looks like a loop).
+    [[ "$hier" == 1 ]] && echo "delete */t:tpu_* */t:\$paramod*"
     echo "tee -o $out/ltp.txt ltp -noff"
   fi
 } > "$script"
 
 start=$(date +%s)
 set +e
-yosys -l "$log" -q -s "$script" > /dev/null 2>&1
+yosys -l "$log" -q -s "$script" > /dev/null 2> "$out/yosys.stderr"
 rc=$?
 set -e
 seconds=$(( $(date +%s) - start ))
 if ((rc != 0)); then
   echo "synth.sh: yosys failed (exit $rc), see $log:" >&2
   grep -E "ERROR|Error|error" "$log" | head -20 >&2
+  head -c 2000 "$out/yosys.stderr" >&2  # what the log misses (std::bad_alloc at a memory cap)
   exit 1
 fi
 
 [[ -n "$chparams" || -n "${core_copy:-}" ]] || n=0  # no N: a block without the parameter
+hier_arg=()
+[[ "$hier" == 1 ]] && hier_arg=(--hier)
 python3 "$root/scripts/synth_report.py" --n "$n" --top "$top" --target "$target" --dir "$out" \
-  --seconds "$seconds" --params "${params[*]:-}"
+  --seconds "$seconds" --params "${params[*]:-}" "${hier_arg[@]}"

@@ -15,6 +15,8 @@ ap.add_argument("--target", required=True)
 ap.add_argument("--dir", required=True)
 ap.add_argument("--seconds", type=int, default=0)
 ap.add_argument("--params", default="")
+ap.add_argument("--hier", action="store_true",
+                help="hierarchical netlist: totals from stat -top, depth per module")
 a = ap.parse_args()
 d = Path(a.dir)
 log = (d / "yosys.log").read_text(errors="replace")
@@ -37,8 +39,22 @@ for line in log.splitlines():
     if bad.search(line):
         problems.append(line.strip())
 
-# Cells by type, from `stat -width` of the flattened top.
+# Cells by type, from `stat -width` of the flattened top (hierarchical: the `stat -top` totals
+# over the instances, after "design hierarchy"; each module's own cells and flip-flops kept).
 stat = (d / "stat.txt").read_text()
+modules = {}
+if a.hier:
+    for name, body in re.findall(r"=== (\S+) ===\n(.*?)(?=\n===|\Z)", stat, re.S):
+        if name == "design":
+            continue
+        m = re.search(r"Number of cells:\s+(\d+)", body)
+        ffs = sum(int(n) for k, n in re.findall(r"\s+(\$_\S+)\s+(\d+)", body)
+                  if re.match(r"\$_(S?DFF|DFFE|SDFFE|SDFFCE|ALDFF|DFFSR|DFFSRE)", k))
+        modules[name.split("\\")[-1] + ("" if "$paramod" not in name else " (" + name[9:17] + ")")] = {
+            "cells": int(m.group(1)) if m else None, "flip_flops": ffs}
+    if "=== design hierarchy ===" not in stat:
+        problems.append("stat -top printed no design hierarchy")
+    stat = stat.split("=== design hierarchy ===")[-1]
 cells = {}
 totals = {}
 for line in stat.splitlines():
@@ -88,6 +104,15 @@ for line in (d / "memories.txt").read_text().splitlines():
 m = re.search(r"Longest topological path in \S+ \(length=(\d+)\):", ltp_text)
 depth = int(m.group(1)) if m else None
 path = re.findall(r"\s+\d+: (\S+)", ltp_text)
+depth_module = None
+if a.hier:  # one path per module: the deepest, and each module's
+    for name, length in re.findall(r"Longest topological path in (\S+) \(length=(\d+)\):", ltp_text):
+        short = name.split("\\")[-1] + ("" if "$paramod" not in name else " (" + name[9:17] + ")")
+        modules.setdefault(short, {})["logic_depth"] = int(length)
+        if depth is None or int(length) > depth or depth_module is None:
+            if depth_module is None or int(length) > depth:
+                depth, depth_module = int(length), short
+    path = []
 
 res = {
     "top": a.top, "n": a.n, "target": a.target, "params": a.params, "seconds": a.seconds,
@@ -95,7 +120,8 @@ res = {
     "gates": gates, "luts": luts, "dsps": dsps, "brams": brams, "lutram": lutram,
     "memories": mems, "memory_bits": sum(m_.get("WIDTH", 0) * m_.get("SIZE", 0) for m_ in mems),
     "logic_depth": depth, "longest_path_ends": [path[0], path[-1]] if path else [],
-    "problems": problems,
+    "problems": problems, "hierarchical": a.hier, "depth_module": depth_module,
+    "modules": modules,
 }
 (d / "report.json").write_text(json.dumps(res, indent=1) + "\n")
 
@@ -103,7 +129,10 @@ out = [f"# {a.top} synthesis: " + (f"N = {a.n}, " if a.n else "") + f"target {a.
 out.append(f"Yosys 0.23, {a.seconds} s. Cells {totals.get('cells')}, flip-flops {ff}" +
            (f", gates {gates}" if a.target == "generic" else
             f", LUTs {luts}, DSPs {dsps}, block RAMs {brams}, LUT RAMs {lutram}") + ".")
-if a.target == "generic":
+if a.hier:
+    out.append(f"Hierarchical (not flattened): totals over the instances (`stat -top`). Logic "
+               f"depth per module (ltp, an instance one cell): deepest {depth} in {depth_module}.")
+elif a.target == "generic":
     out.append(f"Logic depth (ltp, cells on the longest flop-to-flop path): {depth}"
                + (f", from {path[0]} to {path[-1]}" if path else "") + ".")
 else:
@@ -117,6 +146,12 @@ if mems:
     for m_ in mems:
         out.append(f"| {m_.get('memid', m_['name'])} | {m_.get('SIZE')} | {m_.get('WIDTH')} | "
                    f"{m_.get('RD_PORTS')} | {m_.get('WR_PORTS')} | {m_.get('read', '')} |")
+    out.append("")
+if modules:
+    out.append("| module (parametrization) | own cells | own flip-flops | logic depth |")
+    out.append("|---|---:|---:|---:|")
+    for k, v in sorted(modules.items(), key=lambda kv: -(kv[1].get("cells") or 0)):
+        out.append(f"| {k} | {v.get('cells')} | {v.get('flip_flops')} | {v.get('logic_depth')} |")
     out.append("")
 out.append("| cell type | count |")
 out.append("|---|---:|")

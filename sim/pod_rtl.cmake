@@ -12,12 +12,20 @@ function(tpu_add_pod_rtl target n vmem_rows links width ub_rows acc_rows)
   target_compile_definitions(${target} PRIVATE TPU_POD_N=${n} TPU_POD_VMEM_ROWS=${vmem_rows}
                              TPU_POD_LINKS=${links} TPU_POD_WIDTH=${width}
                              TPU_POD_UB_ROWS=${ub_rows} TPU_POD_ACC_ROWS=${acc_rows})
+  # A coverage build (scripts/coverage.sh) measures the pod's chips too: each chip's points
+  # are summed into one data file per process (pod_rtl.cpp, PodCoverage).
+  set(cov_args "")
+  if(TPU_COVERAGE)
+    set(cov_args --coverage-line --coverage-toggle)
+    target_compile_definitions(${target} PRIVATE TPU_POD_COVERAGE=1)
+  endif()
   tpu_verilate(${target}
     PREFIX Vtpu_pod_core
     TOP_MODULE tpu_core
     SOURCES ${TPU_RTL_WAIVERS} ${TPU_RTL_SOURCES}
     VERILATOR_ARGS -GN=${n} -GUbRows=${ub_rows} -GAccRows=${acc_rows} -GVmemRows=${vmem_rows}
                    -GIciLinks=${links} -GIciWidth=${width} ${TPU_RTL_VERILATOR_ARGS} -Wno-fatal -O3
+                   ${cov_args}
     OPT_FAST ${TPU_SIM_OPT_FAST_FLAGS}  # no PGO profile for this model
   )
 endfunction()

@@ -18,6 +18,18 @@
 #ifndef TPU_POD_N
 #error "TPU_POD_N, TPU_POD_VMEM_ROWS, TPU_POD_LINKS, TPU_POD_WIDTH come from tpu_add_pod_rtl()"
 #endif
+#ifdef TPU_POD_COVERAGE
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "verilated_cov.h"
+#endif
 
 namespace tpu::sim {
 namespace {
@@ -87,6 +99,49 @@ struct AxiSlave {
   std::deque<Burst> rd, wr;  // accepted AR / AW
   uint32_t rd_beat = 0, wr_beat = 0, bresp_pending = 0;
 };
+
+#ifdef TPU_POD_COVERAGE
+// A coverage build (TPU_COVERAGE, sim/pod_rtl.cmake): every chip has its own context, whose
+// coverage counters live in the model and die with it, and a test builds hundreds of pods. So
+// each chip's points are added into one table per process when its pod ends (the context's
+// data file read back, counts summed per point, as verilator_coverage merges), written at exit
+// to $TPU_COVERAGE_DIR/<program>_pod_<pid>.dat for scripts/coverage.sh.
+class PodCoverage {
+ public:
+  static PodCoverage& get() {
+    static PodCoverage c;
+    return c;
+  }
+  void add(VerilatedContext& ctx) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    const std::string tmp = path(".tmp");
+    ctx.coveragep()->write(tmp.c_str());
+    std::ifstream in(tmp);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t sp = line.rfind(' ');
+      if (line.rfind("C '", 0) != 0 || sp == std::string::npos) continue;  // header
+      points_[line.substr(0, sp)] += std::strtoull(line.c_str() + sp + 1, nullptr, 10);
+    }
+    std::remove(tmp.c_str());
+  }
+  ~PodCoverage() {
+    if (points_.empty()) return;
+    std::ofstream out(path(".dat"));
+    out << "# SystemC::Coverage-3\n";
+    for (const auto& [key, count] : points_) out << key << ' ' << count << '\n';
+  }
+
+ private:
+  static std::string path(const char* ext) {
+    const char* dir = std::getenv("TPU_COVERAGE_DIR");
+    return std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "_pod_" +
+           std::to_string(::getpid()) + ext;
+  }
+  std::mutex mu_;
+  std::map<std::string, uint64_t> points_;
+};
+#endif
 
 struct Chip {
   std::unique_ptr<VerilatedContext> ctx;  // only for the chips simulated in this process
@@ -496,6 +551,14 @@ struct PodRtl::Impl {
       n -= done;
     }
   }
+
+#ifdef TPU_POD_COVERAGE
+  ~Impl() {
+    for (Chip& c : chips) {
+      if (c.ctx) PodCoverage::get().add(*c.ctx);
+    }
+  }
+#endif
 
   uint32_t count() const { return static_cast<uint32_t>(chips.size()); }
 
