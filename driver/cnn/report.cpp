@@ -295,6 +295,11 @@ std::string timeline_json(const Evaluation& e) {
                                                       : std::string("(no layer)");
   };
 
+  // Written as text, not as an nlohmann document: ts and dur are exact decimal microseconds
+  // ("12.300", micros()), which a double printed by nlohmann (shortest round trip: "12.3", and
+  // cycles / 1000 is not exact in binary) cannot give, and a trace holds one record per
+  // instruction. Every string goes through nlohmann's serializer (json_quote); the readers
+  // (tests, tools) parse the file with nlohmann.
   std::ostringstream o;
   o << "{\"traceEvents\":[\n";
   o << "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
