@@ -31,23 +31,6 @@ constexpr uint32_t kUbRows = 600;
 constexpr uint32_t kAccRows = 400;
 constexpr int64_t kCycleLimit = 200000;  // per command: a hang is a failure
 
-template <typename T>
-void set_word(T& port, uint32_t x, uint32_t value) {
-  if constexpr (std::is_integral_v<T>) {
-    set_field(port, 32 * x, 32, value);
-  } else {
-    port[x] = value;
-  }
-}
-template <typename T>
-uint32_t get_word(const T& port, uint32_t x) {
-  if constexpr (std::is_integral_v<T>) {
-    return get_field(port, 32 * x, 32);
-  } else {
-    return port[x];
-  }
-}
-
 tpu::ChipParams params() {
   tpu::ChipParams p = tpu::ChipParams::with_n(N);
   p.ub_rows = kUbRows;
@@ -87,8 +70,8 @@ class Harness {
 
   // One clock cycle: random grants, the memories' reaction, the edge, then the read data.
   void tick() {
-    m->ub_rgnt_i = rng() % 1000 < ub_grant * 1000;
-    m->acc_wgnt_i = rng() % 1000 < acc_grant * 1000;
+    m->ub_rgnt_i = static_cast<double>(rng() % 1000) < ub_grant * 1000;
+    m->acc_wgnt_i = static_cast<double>(rng() % 1000) < acc_grant * 1000;
     m->eval();
     int read_row = -1;
     if (m->rst_ni && m->ub_re_o && m->ub_rgnt_i) read_row = static_cast<int>(m->ub_raddr_o);

@@ -35,3 +35,22 @@ uint32_t get_field(const T& port, unsigned lsb, unsigned width) {
   }
   return r;
 }
+
+// 32-bit word x of a wide (VlWide) or narrow port, as set_field / get_field but a word at once
+// (the S x N-lane data ports are thousands of bits).
+template <typename T>
+void set_word(T& port, uint32_t x, uint32_t value) {
+  if constexpr (std::is_integral_v<T>) {
+    set_field(port, 32 * x, 32, value);
+  } else {
+    port[x] = value;
+  }
+}
+template <typename T>
+uint32_t get_word(const T& port, uint32_t x) {
+  if constexpr (std::is_integral_v<T>) {
+    return get_field(port, 32 * x, 32);
+  } else {
+    return port[x];
+  }
+}

@@ -44,24 +44,6 @@ using tpu::BMode;
 
 uint32_t r32(std::mt19937& rng) { return static_cast<uint32_t>(rng()); }
 
-// 32-bit word x of a wide (VlWide) or narrow port, as set_field / get_field but a word at once
-// (the S x N-lane data ports are thousands of bits).
-template <typename T>
-void set_word(T& port, uint32_t x, uint32_t value) {
-  if constexpr (std::is_integral_v<T>) {
-    set_field(port, 32 * x, 32, value);
-  } else {
-    port[x] = value;
-  }
-}
-template <typename T>
-uint32_t get_word(const T& port, uint32_t x) {
-  if constexpr (std::is_integral_v<T>) {
-    return get_field(port, 32 * x, 32);
-  } else {
-    return port[x];
-  }
-}
 using tpu::VecFunc;
 
 // Grant probabilities of the three ports (1 = always granted), for the whole port or for each
