@@ -58,6 +58,19 @@ uint32_t env_count(const char* name, uint32_t fallback) {
 
 uint32_t rnd(std::mt19937& rng, uint32_t n) { return static_cast<uint32_t>(rng() % n); }
 
+// A random chip and one of its connected links, and the chip and link at the other end.
+struct LinkDraw {
+  uint32_t src, link;
+  tpu::PodTopology::End dst;
+};
+LinkDraw draw_link(std::mt19937& rng, const tpu::PodTopology& topo) {
+  for (;;) {
+    const uint32_t src = rnd(rng, topo.chips());
+    const uint32_t link = rnd(rng, topo.links_needed());
+    if (const auto dst = topo.peer(src, link)) return {src, link, *dst};
+  }
+}
+
 // Now and then a local instruction on a chip: VMEM-port DMA of random rows, a sync, an
 // element-wise vector instruction (fp32 / int32 / bitwise; in place or into rows apart from its
 // operands) or an N x N transpose.
@@ -128,16 +141,10 @@ Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
       // sync: the chip's link instructions are done; then a DMA outside the window faults.
       b[faulty].sync().read_vmem(0, 1, 4 * kMemSize);
     }
-    uint32_t src = 0, link = 0;
-    std::optional<tpu::PodTopology::End> dst;
-    do {
-      src = rnd(rng, chips);
-      link = rnd(rng, topo.links_needed());
-      dst = topo.peer(src, link);
-    } while (!dst);
+    const auto [src, link, dst] = draw_link(rng, topo);
     const uint32_t rows = 1 + rnd(rng, kMaxMsg);
     b[src].ici_send(link, rnd(rng, kRows - rows + 1), rows);
-    b[dst->chip].ici_recv(dst->link, rnd(rng, kRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
+    b[dst.chip].ici_recv(dst.link, rnd(rng, kRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
     if (rnd(rng, 4) == 0) local_op(b[rnd(rng, chips)], rng);
   }
   for (uint32_t r = 0; r < chips; ++r) {
@@ -243,20 +250,13 @@ Case matrix_case(const tpu::PodTopology& topo, uint32_t seed) {
                                     tpu::IciReduce::IAdd};
   for (uint32_t t = 0; t < transfers; ++t) {
     if (c.fault && t == fault_at) b[faulty].sync().read_vmem(0, 1, 4 * kMemSize);
-    uint32_t src = 0, link = 0;
-    std::optional<tpu::PodTopology::End> dst;
-    do {
-      src = rnd(rng, chips);
-      link = rnd(rng, topo.links_needed());
-      dst = topo.peer(src, link);
-    } while (!dst);
+    const auto [src, link, dst] = draw_link(rng, topo);
     if (mismatch && t == fault_at) {
-      size_mismatch(c, b, rng, src, link, *dst);
+      size_mismatch(c, b, rng, src, link, dst);
     } else {
       const uint32_t rows = 1 + rnd(rng, kMaxMsg);
       b[src].ici_send(link, rnd(rng, kMatrixRows - rows + 1), rows);
-      b[dst->chip].ici_recv(dst->link, rnd(rng, kMatrixRows - rows + 1), rows,
-                            kReduce[rnd(rng, 3)]);
+      b[dst.chip].ici_recv(dst.link, rnd(rng, kMatrixRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
     }
     for (uint32_t k = rnd(rng, 3); k > 0; --k) {
       const uint32_t r = rnd(rng, chips);
