@@ -16,25 +16,18 @@ namespace {
 using namespace tpu;
 using namespace tpu::verif;
 
-// FNV-1a over the program and the memory image of seeds 0..299 (random_train_test.cpp's).
-uint64_t digest(uint64_t h, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001B3ull;
-  return h;
-}
-
 uint64_t int8_digest(const GenOptions& opt) {
   uint64_t h = 0xCBF29CE484222325ull;
   for (uint64_t seed = 0; seed < 300; ++seed) {
     const TestCase tc = generate_program(seed, opt);
     const std::string d = describe(tc);
-    h = digest(h, d.data(), d.size());
+    h = fnv1a(h, d.data(), d.size());
     for (const auto& [addr, bytes] : tc.memory) {
-      h = digest(h, &addr, sizeof addr);
-      h = digest(h, bytes.data(), bytes.size());
+      h = fnv1a(h, &addr, sizeof addr);
+      h = fnv1a(h, bytes.data(), bytes.size());
     }
     const std::vector<uint8_t> prog = encode_program(tc.program);
-    h = digest(h, prog.data(), prog.size());
+    h = fnv1a(h, prog.data(), prog.size());
   }
   return h;
 }

@@ -23,6 +23,7 @@
 // name the first instruction after which the two backends' state differs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -270,5 +271,13 @@ void cover_case(const TestCase& tc, const Outcome& golden, Coverage& cov);
 // instruction, field and float counters, and with `faults` also the planted faults of every
 // training instruction and the AXI errors of read_vmem / write_vmem.
 std::vector<std::string> required_coverage(uint32_t n, bool faults);
+
+// FNV-1a of n bytes at p continuing from h (start: 0xCBF29CE484222325): the generators'
+// digests that pin a seed's program and memory image.
+inline uint64_t fnv1a(uint64_t h, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001B3ull;
+  return h;
+}
 
 }  // namespace tpu::verif

@@ -19,21 +19,15 @@ namespace {
 using namespace tpu;
 using namespace tpu::verif;
 
-// FNV-1a over everything a case consists of.
-uint64_t digest(uint64_t h, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001B3ull;
-  return h;
-}
 uint64_t case_digest(const TestCase& tc, uint64_t h) {
   const std::string d = describe(tc);
-  h = digest(h, d.data(), d.size());
+  h = fnv1a(h, d.data(), d.size());
   for (const auto& [addr, bytes] : tc.memory) {
-    h = digest(h, &addr, sizeof addr);
-    h = digest(h, bytes.data(), bytes.size());
+    h = fnv1a(h, &addr, sizeof addr);
+    h = fnv1a(h, bytes.data(), bytes.size());
   }
   const std::vector<uint8_t> prog = encode_program(tc.program);
-  return digest(h, prog.data(), prog.size());
+  return fnv1a(h, prog.data(), prog.size());
 }
 
 uint64_t int8_digest(uint32_t n, bool axi_pairs) {
