@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <stdexcept>
+#include <utility>
 #include <variant>
 
 #include "fp.h"
@@ -303,8 +304,9 @@ class PodRun {
     c.result.err_pc = pc;
     c.result.message =
         format("chip %u: pc %u: %s: %s", r, pc, std::string(error_name(code)).c_str(), why.c_str());
-    for (LinkOp& o : c.send) o.active = false;  // abandoned (isa.md)
-    for (LinkOp& o : c.recv) o.active = false;
+    // Its sends are abandoned; its receives stay posted (isa.md "Errors of the link
+    // instructions"): a message that comes for one is taken and discarded (match_all).
+    for (LinkOp& o : c.send) o.active = false;
   }
 
   // Must an instruction with footprint `f` wait for a link instruction in flight on chip c?
@@ -366,10 +368,18 @@ class PodRun {
     if (std::holds_alternative<IciSend>(in) || std::holds_alternative<IciRecv>(in)) {
       return issue_link(r, in);
     }
+    // The static checks happen at decode, before the instruction waits for rows (isa.md
+    // "Errors"): an instruction that faults statically stops the chip at once, also while
+    // link instructions it would wait for are in flight.
+    std::string why;
+    const ErrorCode se = check(in, p_, models_[r]->dma_windows(), &why);
+    if (se != ErrorCode::ERR_NONE) {
+      fault(r, c.pc, se, why);
+      return true;
+    }
     const Footprint f = vmem_footprint(in, p_.N);
     if (blocked(c, f)) return false;
     const uint64_t start = start_time(c, f, false, -1, false);
-    std::string why;
     const ErrorCode e = models_[r]->execute(in, &why);
     if (e != ErrorCode::ERR_NONE) {
       fault(r, c.pc, e, why);
@@ -420,18 +430,57 @@ class PodRun {
         if (chips_[r].state != ChipState::Running || !chips_[r].send[l].active) continue;
         const PodTopology::End e = *topo_.peer(r, l);
         Chip& q = chips_[e.chip];
-        if (q.state != ChipState::Running || !q.recv[e.link].active) continue;
-        transfer(r, l, e.chip, e.link);
+        if (!q.recv[e.link].active) continue;
+        if (q.state == ChipState::Running) {
+          transfer(r, l, e.chip, e.link);
+        } else {
+          discard(r, l, e.chip, e.link);
+        }
         any = true;
       }
     }
     return any;
   }
 
+  // Link time of a message: its start (both ends issued, the link free) and serialization.
+  std::pair<uint64_t, uint64_t> occupy(uint32_t r, uint32_t l, const LinkOp& s, uint64_t ready) {
+    const uint64_t bytes = uint64_t{s.rows} * 4 * p_.N;
+    const uint64_t ser = (bytes + timing_.bytes_per_cycle - 1) / timing_.bytes_per_cycle;
+    uint64_t& free = link_free_[size_t{r} * p_.ici_links + l];
+    const uint64_t start = std::max({s.ready, ready, free});
+    free = start + ser;
+    ++result_.transfers;
+    result_.link_bytes += bytes;
+    result_.link_busy_cycles += ser;
+    return {start, ser};
+  }
+
+  // A send meets a receive its chip q posted before it stopped (isa.md "Errors of the link
+  // instructions"): the message is taken off the link and discarded, q's VMEM is not written,
+  // the send completes (or faults ERR_ICI_SIZE alone: only its header travels).
+  void discard(uint32_t r, uint32_t l, uint32_t q, uint32_t m) {
+    const LinkOp s = chips_[r].send[l];
+    LinkOp& v = chips_[q].recv[m];
+    v.active = false;
+    if (s.rows != v.rows) {
+      fault(r, s.pc, ErrorCode::ERR_ICI_SIZE,
+            format("ici_send of %u rows on link %u met an ici_recv of %u rows that chip %u "
+                   "(link %u, pc %u) posted before it stopped",
+                   s.rows, l, v.rows, q, m, v.pc));
+      return;
+    }
+    const auto [start, ser] = occupy(r, l, s, v.ready);
+    Chip& cs = chips_[r];
+    cs.finished.push_back({cs.footprint(s, true), start + ser, true, l});
+    cs.send[l].active = false;
+    ++cs.result.retired;
+  }
+
   void transfer(uint32_t r, uint32_t l, uint32_t q, uint32_t m) {
     LinkOp s = chips_[r].send[l];
     LinkOp v = chips_[q].recv[m];
     if (s.rows != v.rows) {
+      chips_[q].recv[m].active = false;  // it took the header: not posted any more
       fault(r, s.pc, ErrorCode::ERR_ICI_SIZE,
             format("ici_send of %u rows on link %u met an ici_recv of %u rows (chip %u link %u, "
                    "pc %u)",
@@ -451,11 +500,7 @@ class PodRun {
       }
     }
     models_[q]->set_vmem_rows(v.vmem, data);
-    const uint64_t bytes = uint64_t{s.rows} * 4 * p_.N;
-    const uint64_t ser = (bytes + timing_.bytes_per_cycle - 1) / timing_.bytes_per_cycle;
-    uint64_t& free = link_free_[size_t{r} * p_.ici_links + l];
-    const uint64_t start = std::max({s.ready, v.ready, free});
-    free = start + ser;
+    const auto [start, ser] = occupy(r, l, s, v.ready);
     Chip& cs = chips_[r];
     Chip& cq = chips_[q];
     cs.finished.push_back({cs.footprint(s, true), start + ser, true, l});
@@ -464,9 +509,6 @@ class PodRun {
     cq.recv[m].active = false;
     ++cs.result.retired;
     ++cq.result.retired;
-    ++result_.transfers;
-    result_.link_bytes += bytes;
-    result_.link_busy_cycles += ser;
   }
 
   std::string describe(uint32_t r) const {

@@ -11,15 +11,20 @@
 //   of buffering at the receiving end, a credit returning `latency` cycles after the receiver
 //   took the beat (capacity >= 2 * latency + 1 keeps a ready receiver at one beat per cycle).
 // * A receive dropped before its message's first beat arrived (its chip stopped: the want
-//   falls to 0 without a first beat taken) withdraws its posted want; the withdrawal reaches
-//   the sender `latency` cycles later, like everything else on the wire, and from then no
-//   message starts against that want (one that started before it arrived goes on).
+//   falls to 0 without a first beat taken) stays posted (docs/isa.md "Errors of the link
+//   instructions"): the receiving end takes the message that comes for it off the wire itself
+//   and discards it (one beat per cycle, credits returned as usual), so the sender completes
+//   whenever it starts and however long the message is, as in the golden pod. No event tells
+//   the sender that the receiving chip stopped: the outcome cannot depend on when it learns.
+// * reset() empties both halves (tpu::sim::PodRtl at the start of every run: a message left for
+//   a stopped chip, a receive posted by one, or the rest of a message cut by a fault does not
+//   reach the next run).
 // * Sizes: the sender's first beat is checked against the posted want by the sender itself
 //   (ERR_ICI_SIZE); the channel delivers that beat all the same, so the receiver checks it too.
 //
 // Lookahead (docs/pod.md "The distributed pod"): the channel is two halves, IciTx at the sender
 // and IciRx at the receiver, which only talk through IciEvents that take effect `latency`
-// cycles after they were made (beats one way; credits, wants and withdrawals the other). So
+// cycles after they were made (beats one way; credits and wants the other). So
 // nothing a chip does reaches its neighbour sooner than `latency` cycles later, and the halves
 // may live in different processes (sim/pod_rtl.h with a PodTransport) as long as each half gets
 // the other's events before its clock reaches their time.
@@ -44,7 +49,7 @@ struct IciBeat {
 // What one half of a channel tells the other; it takes effect at cycle `at` (made at `at` -
 // latency).
 struct IciEvent {
-  enum class Kind : uint8_t { Beat, Credit, Want, Withdraw };
+  enum class Kind : uint8_t { Beat, Credit, Want };
   Kind kind = Kind::Beat;
   uint64_t at = 0;
   uint32_t want = 0;  // Want: the posted receive's rows
@@ -56,7 +61,7 @@ struct IciEvent {
 class IciTx {
  public:
   IciTx(uint32_t latency, uint32_t beats_per_row, uint32_t capacity)
-      : latency_(latency), beats_per_row_(beats_per_row), credits_(capacity) {}
+      : latency_(latency), beats_per_row_(beats_per_row), capacity_(capacity), credits_(capacity) {}
 
   uint32_t tx_want() const {
     if (in_msg_ || tokens_.empty() || tokens_.front().at > now_) return 0;
@@ -101,9 +106,6 @@ class IciTx {
       case IciEvent::Kind::Want:
         tokens_.push_back({e.want, e.at});
         break;
-      case IciEvent::Kind::Withdraw:
-        withdraws_.push_back(e.at);
-        break;
       case IciEvent::Kind::Beat:
         throw std::logic_error("IciChannel: a beat sent to the sender");
     }
@@ -114,20 +116,22 @@ class IciTx {
     in_msg_ = false;
     left_ = 0;
   }
+  // Empty: no wants, no credits on their way, no message (the clock and counts stay).
+  void reset() {
+    tokens_.clear();
+    returns_.clear();
+    credits_ = capacity_;
+    abandon_message();
+  }
   bool quiet() const { return (tokens_.empty() || tokens_.front().at <= now_) && !in_msg_; }
   uint64_t beats_sent() const { return sent_; }
 
  private:
-  // Events whose time has come: credits back, withdrawn wants gone (every want posted before
-  // the withdrawal and not yet taken by a message).
+  // Credits whose time has come are back.
   void settle() {
     while (!returns_.empty() && returns_.front() <= now_) {
       returns_.pop_front();
       ++credits_;
-    }
-    while (!withdraws_.empty() && withdraws_.front() <= now_) {
-      while (!tokens_.empty() && tokens_.front().at < withdraws_.front()) tokens_.pop_front();
-      withdraws_.pop_front();
     }
   }
   struct Token {
@@ -136,25 +140,30 @@ class IciTx {
   };
   uint32_t latency_;
   uint32_t beats_per_row_;
+  int64_t capacity_;
   uint64_t now_ = 0;
   int64_t credits_;
   std::deque<uint64_t> returns_;
-  std::deque<uint64_t> withdraws_;
   std::deque<Token> tokens_;
   bool in_msg_ = false;
   uint64_t left_ = 0;
   uint64_t sent_ = 0;
 };
 
-// The receiver's half: beats on their way and the receive's posted want.
+// The receiver's half: beats on their way, the receive's posted want, and the message of a
+// receive its chip dropped (taken off the wire here and discarded).
 class IciRx {
  public:
-  explicit IciRx(uint32_t latency) : latency_(latency) {}
+  IciRx(uint32_t latency, uint32_t beats_per_row)
+      : latency_(latency), beats_per_row_(beats_per_row) {}
 
-  bool rx_valid() const { return !fwd_.empty() && fwd_.front().at <= now_; }
+  // What the chip sees: nothing while a dropped receive's message is being discarded.
+  bool rx_valid() const {
+    return orphan_ == 0 && drain_ == 0 && !fwd_.empty() && fwd_.front().at <= now_;
+  }
   const IciBeat& rx_beat() const { return fwd_.front().beat; }
 
-  // The clock edge ending the current cycle; credits, wants and withdrawals go to `out`.
+  // The clock edge ending the current cycle; credits and wants go to `out`.
   void step(bool rx_fire, uint32_t rx_want, std::vector<IciEvent>& out) {
     bool first = false;
     if (rx_fire) {
@@ -163,14 +172,17 @@ class IciRx {
       fwd_.pop_front();
       out.push_back(event(IciEvent::Kind::Credit, 0));
       ++delivered_;
+    } else {
+      discard(out);
     }
     if (rx_fire && first) first_taken_ = true;
     if (rx_want != 0 && last_want_ == 0) {
       out.push_back(event(IciEvent::Kind::Want, rx_want));
       first_taken_ = false;
     } else if (rx_want == 0 && last_want_ != 0 && !first_taken_) {
-      // The receive was dropped before its message came (its chip stopped).
-      out.push_back(event(IciEvent::Kind::Withdraw, 0));
+      // The receive was dropped before its message came (its chip stopped): it stays posted,
+      // and its message is discarded here when it comes.
+      orphan_ = last_want_;
     }
     last_want_ = rx_want;
     ++now_;
@@ -184,10 +196,35 @@ class IciRx {
     fwd_.push_back({std::move(e.beat), e.at});
   }
 
+  // Empty: no beats, no posted or dropped receive (the clock and counts stay).
+  void reset() {
+    fwd_.clear();
+    last_want_ = 0;
+    first_taken_ = false;
+    orphan_ = 0;
+    drain_ = 0;
+  }
   bool quiet() const { return fwd_.empty(); }
   uint64_t beats_delivered() const { return delivered_; }
+  uint64_t beats_discarded() const { return discarded_; }
 
  private:
+  // A dropped receive's message: its beat of this cycle taken off the wire and discarded (the
+  // header alone when its row count is not the receive's: the sender faults ERR_ICI_SIZE and
+  // sends nothing more).
+  void discard(std::vector<IciEvent>& out) {
+    if ((orphan_ == 0 && drain_ == 0) || fwd_.empty() || fwd_.front().at > now_) return;
+    const IciBeat& b = fwd_.front().beat;
+    if (drain_ == 0) {
+      if (!b.first) throw std::logic_error("IciChannel: message framing at a dropped receive");
+      drain_ = b.rows == orphan_ ? uint64_t{b.rows} * beats_per_row_ : 1;
+      orphan_ = 0;
+    }
+    --drain_;
+    fwd_.pop_front();
+    out.push_back(event(IciEvent::Kind::Credit, 0));
+    ++discarded_;
+  }
   IciEvent event(IciEvent::Kind kind, uint32_t want) const {
     IciEvent e;
     e.kind = kind;
@@ -200,11 +237,15 @@ class IciRx {
     uint64_t at;
   };
   uint32_t latency_;
+  uint32_t beats_per_row_;
   uint64_t now_ = 0;
   std::deque<InFlight> fwd_;
   uint32_t last_want_ = 0;
   bool first_taken_ = false;  // the posted receive has taken its message's first beat
+  uint32_t orphan_ = 0;       // a dropped receive's rows, its message not yet begun
+  uint64_t drain_ = 0;        // beats of a dropped receive's message still to discard
   uint64_t delivered_ = 0;
+  uint64_t discarded_ = 0;
 };
 
 // Both halves in one process, the events handed over at once.
@@ -214,7 +255,7 @@ class IciChannel {
   IciChannel(uint32_t latency, uint32_t beats_per_row, uint32_t capacity = 0)
       : latency_(checked(latency, beats_per_row)),
         tx_(latency, beats_per_row, capacity != 0 ? capacity : 2 * latency + 2),
-        rx_(latency) {}
+        rx_(latency, beats_per_row) {}
 
   // ---- the sender's inputs in the current cycle
   uint32_t tx_want() const { return tx_.tx_want(); }
@@ -247,6 +288,11 @@ class IciChannel {
 
   // The sender's chip dropped its instruction mid-message (a fault): the rest never comes.
   void abandon_message() { tx_.abandon_message(); }
+  // Both halves empty (a new run).
+  void reset() {
+    tx_.reset();
+    rx_.reset();
+  }
   // Nothing on the wire (beats or posted receives still travelling).
   bool quiet() const { return rx_.quiet() && tx_.quiet(); }
   uint64_t beats_sent() const { return tx_.beats_sent(); }

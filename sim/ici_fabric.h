@@ -166,6 +166,13 @@ class IciFabric {
     deliver_to(out_[index(o.chip, o.link)], std::move(o.event));
   }
 
+  // Every link empty and the deadlock rule's count back to 0 (a new run: what an earlier run
+  // left on a link, e.g. a message for a chip that stopped, is dropped).
+  void reset_links() {
+    for (IciChannel& ch : out_) ch.reset();
+    quiet_ = 0;
+  }
+
   // Quiet cycles after which the pod is deadlocked.
   uint64_t window() const { return 2 * uint64_t{latency_} + 2 * uint64_t{bpr_} + 16; }
   bool deadlock() const { return quiet_ > window(); }

@@ -287,7 +287,7 @@ IciFabric::Outgoing get_event(Reader& r) {
   o.chip = r.get<uint32_t>();
   o.link = r.get<uint32_t>();
   const auto kind = r.get<uint8_t>();
-  if (kind > static_cast<uint8_t>(IciEvent::Kind::Withdraw)) {
+  if (kind > static_cast<uint8_t>(IciEvent::Kind::Want)) {
     throw std::runtime_error("PodRtl: a link event of unknown kind from another rank");
   }
   o.event.kind = static_cast<IciEvent::Kind>(kind);
@@ -684,6 +684,8 @@ PodRtlResult PodRtl::run(const std::vector<std::vector<Instruction>>& programs, 
     write_reg(r, kCmdAddr, code_addr);
     write_reg(r, kCmdCount, static_cast<uint32_t>(programs[r].size()));
   }
+  // Every run starts on empty links (on every rank: each resets the halves it steps).
+  p.fabric.reset_links();
   for (Chip& c : p.chips) {  // START on every chip in the same cycle
     if (!c.m) continue;
     c.m->s_axil_awaddr_i = kCtrl;

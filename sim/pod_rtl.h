@@ -11,9 +11,11 @@
 // Deadlock and faults: the fabric's deadlock rule (a cycle is quiet when no beat moves and
 // every chip waits on a link or has stopped; after window() quiet cycles nothing can move)
 // drives the waiting chips' ici_deadlock_i, so they fault ERR_ICI_DEADLOCK at their oldest
-// link instruction, as the pod of golden models does. A chip that faults abandons its link
-// instructions, so a neighbour waiting on it faults ERR_ICI_DEADLOCK within window() + a few
-// cycles after the fault: a pod run always ends. If it still has not ended after
+// link instruction, as the pod of golden models does. A chip that faults abandons its sends,
+// so a neighbour waiting on one faults ERR_ICI_DEADLOCK within window() + a few cycles after
+// the fault: a pod run always ends. Its posted receives stay posted, their messages discarded
+// by the link (sim/ici_channel.h; docs/isa.md "Errors of the link instructions"), and every
+// run starts on empty links. If it still has not ended after
 // `max_cycles` (a chip that keeps running), run() returns PodRtlStatus::CycleLimit (never a
 // hang).
 //

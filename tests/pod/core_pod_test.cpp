@@ -194,3 +194,65 @@ TEST(CorePod, LinkInstructionHeldAtDeadlockMatchesGolden) {
 }
 
 }  // namespace
+
+namespace {
+
+// A receive posted by a chip that then stops (isa.md "Errors of the link instructions": it
+// stays posted; its message is discarded): chip 1 posts an ici_recv of `want` rows on link 1
+// and faults right after (a read_vmem outside its DMA window); chip 0 sends `rows` rows to it
+// after a read_vmem of `delay` rows (its send waits for those rows). Whatever the delay (the
+// send starting before the fault reaches chip 0, `latency` cycles, or long after) and however
+// long the message (up to beyond the receiving end's 2 latency + 2 beats of buffer), chip 0's
+// send completes and it halts; a message of another size faults ERR_ICI_SIZE on chip 0 alone.
+// The golden pod agrees bit for bit (outcomes, output bytes, VMEM: chip 1's rows unwritten).
+std::vector<std::vector<tpu::Instruction>> send_to_stopped(uint32_t delay, uint32_t rows,
+                                                           uint32_t want) {
+  tpu::ProgramBuilder a(chip_params()), b(chip_params());
+  a.read_vmem(0, 64, kData);
+  if (delay > 0) a.read_vmem(64, delay, kData);
+  a.ici_send(0, delay > 0 ? 64 : 0, rows).write_vmem(0, 64, kOut);
+  b.read_vmem(0, 64, kData).ici_recv(1, 0, want).read_vmem(0, 1, 4 * kMemSize);
+  b.write_vmem(0, 64, kOut);
+  return {a.finish(), b.finish()};
+}
+
+void check(const tpu::sim::PodRtlResult& res, uint32_t rows, uint32_t want,
+           const std::string& what) {
+  EXPECT_EQ(res.chips[1].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_HOST_RANGE)) << what;
+  EXPECT_EQ(res.chips[1].err_pc, 2u) << what;
+  if (want == rows) {
+    EXPECT_TRUE(res.chips[0].done) << what << ": " << res.message;
+  } else {
+    EXPECT_EQ(res.chips[0].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_SIZE)) << what;
+  }
+}
+
+TEST(CorePod, SendToAReceiveWhoseChipStoppedCompletes) {
+  constexpr uint32_t kLatency = 20;  // the receiving end holds 2 * 20 + 2 = 42 beats (rows)
+  std::mt19937 rng(9);
+  std::vector<std::vector<uint8_t>> data = {random_rows(rng, 128), random_rows(rng, 64)};
+  for (uint32_t delay : {0u, 1u, 8u, 30u, 120u, 600u}) {
+    for (uint32_t rows : {1u, 7u, 42u, 64u}) {
+      for (uint32_t want : {rows, rows + 1}) {
+        const std::string what = "delay " + std::to_string(delay) + ", rows " +
+                                 std::to_string(rows) + ", want " + std::to_string(want);
+        const tpu::sim::PodRtlResult res =
+            run_both(2, kLatency, send_to_stopped(delay, rows, want), data, what, 128);
+        check(res, rows, want, what);
+      }
+    }
+  }
+  // The shortest latencies: the message cannot reach chip 1 before its fault stops it (the
+  // fault is decoded in the cycles after the receive is posted; the first beat comes at the
+  // earliest 2 latencies after), so its rows stay unwritten here too.
+  for (uint32_t latency : {1u, 2u, 3u}) {
+    for (uint32_t rows : {1u, 9u}) {
+      const std::string what =
+          "latency " + std::to_string(latency) + ", rows " + std::to_string(rows);
+      check(run_both(2, latency, send_to_stopped(0, rows, rows), data, what, 128), rows, rows,
+            what);
+    }
+  }
+}
+
+}  // namespace

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# `tpusim allreduce --backend rtl` (or `train --chips P --backend rtl`) in one process and under
+# `tpusim allreduce --backend rtl` (or `train --chips P --backend rtl`, or `allreduce` on the
+# golden pod: then one JSON report, the same but for wall_seconds) in one process and under
 # `mpirun -np NP` (the distributed pod, docs/pod.md "The distributed pod"): both must succeed;
 # allreduce: the same cycles and link beats for every size, correct and matching the golden
 # pod; train: every member of the JSON the same but the wall-time ones and `ranks`
@@ -18,6 +19,22 @@ execute_process(COMMAND ${mpirun} -np ${NP} ${TPUSIM} ${SUBCOMMAND} ${args} --js
 message("one process (exit ${rc1}):\n${one}${err1}\nmpirun -np ${NP} (exit ${rc2}):\n${dist}${err2}")
 if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
   message(FATAL_ERROR "expected both runs to exit 0")
+endif()
+if(SUBCOMMAND STREQUAL "allreduce" AND NOT "${ARGS}" MATCHES "--backend\\|rtl")
+  # The golden pod (--backend model): every rank computes it, rank 0 alone prints: one JSON
+  # object, equal to the one process's but for wall_seconds.
+  string(REGEX MATCHALL "\"collective\"" objects "${dist}")
+  list(LENGTH objects n_objects)
+  if(NOT n_objects EQUAL 1)
+    message(FATAL_ERROR "mpirun -np ${NP}: ${n_objects} JSON reports on stdout, expected 1")
+  endif()
+  string(JSON a REMOVE "${one}" wall_seconds)
+  string(JSON b REMOVE "${dist}" wall_seconds)
+  if(NOT a STREQUAL b)
+    message(FATAL_ERROR "the JSON under mpirun differs from the one process's")
+  endif()
+  message("identical JSON (one report)")
+  return()
 endif()
 string(JSON ranks GET "${dist}" ranks)
 if(NOT ranks EQUAL NP)

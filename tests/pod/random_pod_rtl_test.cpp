@@ -8,7 +8,10 @@
 // vector instructions, transposes and sync mixed in, so the link instructions meet the chip's
 // row hazards against every VMEM client. A quarter of the
 // programs inject a fault: one chip syncs (its link instructions done) and then faults (a DMA
-// outside its host window), and its neighbours end with ERR_ICI_DEADLOCK. Compared bit for bit:
+// outside its host window), and its neighbours end with ERR_ICI_DEADLOCK; in half of them
+// (FaultPlan) the chip syncs, posts a receive and faults in the next instruction, so the
+// matching send meets a receive whose chip stopped (before, in or after the link latency
+// window of the fault: isa.md "Errors of the link instructions"). Compared bit for bit:
 // every chip's outcome (done, or ERR_CODE and ERR_PC), the host bytes it wrote and its final VMEM.
 // The RTL's assertions are on in every program (a firing assertion stops the process).
 //
@@ -114,11 +117,46 @@ struct Case {
   std::vector<std::vector<uint8_t>> data;
   uint32_t latency = 1;
   bool fault = false;
+  // The injected fault comes right after a receive the faulting chip posted (isa.md "Errors of
+  // the link instructions": it stays posted, its message is discarded, the sender completes).
+  bool posted_fault = false;
   // Mix::Matrix: the chips' ACC window (compared after the run), and with a size mismatch the
   // two chips that end ERR_ICI_SIZE and the index of their link instruction.
   AccRows acc;
   std::vector<std::pair<uint32_t, uint32_t>> size_faults;
 };
+
+// Where an injected fault goes (both generators): by default, at transfer `at`, the faulting
+// chip syncs (its link instructions done) and then faults; with `posted` (drawn from its own
+// generator, so the programs of the other draws stay the same) it syncs before the first
+// transfer from `at` on that it receives, posts that receive and faults in the next
+// instruction, while the sender's message is still to come (or only later, when no such
+// transfer follows).
+struct FaultPlan {
+  uint32_t chip = 0, at = 0;
+  bool posted = false;
+  bool pending = false;  // the posted-receive fault not placed yet
+};
+constexpr uint32_t kFaultHost = 4 * kMemSize;  // a read_vmem from there faults ERR_HOST_RANGE
+
+// Before transfer t to chip `dst`: the fault's instructions due now (after_recv: a fault to
+// place right after the receive of this transfer).
+bool place_fault(FaultPlan& f, Case& c, std::vector<tpu::ProgramBuilder>& b, uint32_t t,
+                 uint32_t dst) {
+  if (!c.fault) return false;
+  if (t == f.at && !f.posted) b[f.chip].sync().read_vmem(0, 1, kFaultHost);
+  if (t == f.at && f.posted) f.pending = true;
+  if (!f.pending || dst != f.chip) return false;
+  f.pending = false;
+  c.posted_fault = true;
+  b[f.chip].sync();
+  return true;
+}
+
+FaultPlan fault_plan(uint32_t seed, uint32_t chip, uint32_t at) {
+  std::mt19937 own(seed ^ 0x5bd1e995u);
+  return FaultPlan{chip, at, own() % 2 == 0, false};
+}
 
 Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -136,17 +174,17 @@ Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
   const uint32_t fault_at = rnd(rng, transfers);
   const tpu::IciReduce kReduce[] = {tpu::IciReduce::None, tpu::IciReduce::FAdd,
                                     tpu::IciReduce::IAdd};
+  FaultPlan plan = fault_plan(seed, faulty, fault_at);
   for (uint32_t t = 0; t < transfers; ++t) {
-    if (c.fault && t == fault_at) {
-      // sync: the chip's link instructions are done; then a DMA outside the window faults.
-      b[faulty].sync().read_vmem(0, 1, 4 * kMemSize);
-    }
     const auto [src, link, dst] = draw_link(rng, topo);
+    const bool after_recv = place_fault(plan, c, b, t, dst.chip);
     const uint32_t rows = 1 + rnd(rng, kMaxMsg);
     b[src].ici_send(link, rnd(rng, kRows - rows + 1), rows);
     b[dst.chip].ici_recv(dst.link, rnd(rng, kRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
+    if (after_recv) b[dst.chip].read_vmem(0, 1, kFaultHost);
     if (rnd(rng, 4) == 0) local_op(b[rnd(rng, chips)], rng);
   }
+  if (plan.pending) b[faulty].sync().read_vmem(0, 1, kFaultHost);
   for (uint32_t r = 0; r < chips; ++r) {
     b[r].write_vmem(0, kRows, kOut);
     c.programs.push_back(b[r].finish());
@@ -248,9 +286,10 @@ Case matrix_case(const tpu::PodTopology& topo, uint32_t seed) {
   const uint32_t fault_at = rnd(rng, transfers);
   const tpu::IciReduce kReduce[] = {tpu::IciReduce::None, tpu::IciReduce::FAdd,
                                     tpu::IciReduce::IAdd};
+  FaultPlan plan = fault_plan(seed, faulty, fault_at);
   for (uint32_t t = 0; t < transfers; ++t) {
-    if (c.fault && t == fault_at) b[faulty].sync().read_vmem(0, 1, 4 * kMemSize);
     const auto [src, link, dst] = draw_link(rng, topo);
+    const bool after_recv = place_fault(plan, c, b, t, dst.chip);
     if (mismatch && t == fault_at) {
       size_mismatch(c, b, rng, src, link, dst);
     } else {
@@ -258,11 +297,13 @@ Case matrix_case(const tpu::PodTopology& topo, uint32_t seed) {
       b[src].ici_send(link, rnd(rng, kMatrixRows - rows + 1), rows);
       b[dst.chip].ici_recv(dst.link, rnd(rng, kMatrixRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
     }
+    if (after_recv) b[dst.chip].read_vmem(0, 1, kFaultHost);
     for (uint32_t k = rnd(rng, 3); k > 0; --k) {
       const uint32_t r = rnd(rng, chips);
       matrix_op(b[r], *draws[r], rng);
     }
   }
+  if (plan.pending) b[faulty].sync().read_vmem(0, 1, kFaultHost);
   for (uint32_t r = 0; r < chips; ++r) {
     b[r].write_vmem(0, kMatrixRows, kOut);
     c.programs.push_back(b[r].finish());
@@ -278,13 +319,14 @@ void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Lin
   const uint32_t count = env_count("TPU_POD_RANDOM_COUNT", mix == Mix::Links ? 75 : 40);
   first += env_count("TPU_POD_RANDOM_FIRST", 0);
   const uint32_t vmem_rows = mix == Mix::Links ? kRows : kMatrixRows;
-  uint32_t clean = 0, faulted = 0, mismatched = 0;
+  uint32_t clean = 0, faulted = 0, mismatched = 0, posted = 0;
   for (uint32_t s = first; s < first + count && !::testing::Test::HasFailure(); ++s) {
     const Case c = mix == Mix::Links ? random_case(topo, s) : matrix_case(topo, s);
     const std::string what = topo.name() + " " + std::to_string(topo.chips()) + " chips, seed " +
                              std::to_string(s) + ", latency " + std::to_string(c.latency);
     if (std::getenv("TPU_POD_VERBOSE") != nullptr) {
-      std::printf("%s%s%s\n", what.c_str(), c.fault ? ", fault injected" : "",
+      std::printf("%s%s%s%s\n", what.c_str(), c.fault ? ", fault injected" : "",
+                  c.posted_fault ? " after a posted receive" : "",
                   c.size_faults.empty() ? "" : ", size mismatch");
       for (uint32_t r = 0; r < topo.chips(); ++r) {
         for (size_t i = 0; i < c.programs[r].size(); ++i) {
@@ -306,14 +348,15 @@ void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Lin
       ++mismatched;
     } else {
       ++faulted;
+      posted += c.posted_fault ? 1 : 0;
       EXPECT_TRUE(c.fault) << what << ": a chip faulted without an injected fault";
     }
   }
   std::printf(
-      "%s (%u chips)%s: %u programs, %u clean, %u with an injected fault, %u with a size "
-      "mismatch\n",
+      "%s (%u chips)%s: %u programs, %u clean, %u with an injected fault (%u of them right "
+      "after a posted receive), %u with a size mismatch\n",
       topo.name().c_str(), topo.chips(), mix == Mix::Matrix ? ", matrix path" : "",
-      clean + faulted + mismatched, clean, faulted, mismatched);
+      clean + faulted + mismatched, clean, faulted, posted, mismatched);
 }
 
 TEST(RandomPodRtl, Ring2) { run_random(tpu::PodTopology::ring(2), 1000); }
