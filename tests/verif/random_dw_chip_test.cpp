@@ -117,6 +117,9 @@ TEST(DwChip, CycleCostMatchesIsaFormula) {
   add(16, 16, 3, true, 1);   // 3x3 stride 2
   add(28, 7, 3, false, 0);   // no padding
   add(12, 9, 1, false, 0);   // 1x1
+  // MobileNetV2's first depthwise layer (112 x 112, 3x3, pad 1): one band of 9 output lines of
+  // one channel block (1,008 ACC rows; the top and bottom padding as for an inner band).
+  add(112, 9, 3, false, 1);
   const std::vector<tpu::Instruction> prologue = {
       tpu::ReadHost{tpu::HostDest::Ub, 0, 1024, kDataBase},
       tpu::ReadHost{tpu::HostDest::Ub, 1024, 10, kDataBase + 1024 * TPU_SIM_N}, tpu::Sync{}};
