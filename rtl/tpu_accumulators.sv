@@ -18,12 +18,21 @@
 // sums; accumulating it adds lane by lane with tpu_fp_pkg::fp32_add, ACC = add(ACC, s) as
 // docs/isa.md (matmul_bf16) prescribes, and overwriting stores s exactly. Int8 rows add as
 // before. Without Float fp_i is ignored.
+//
+// Dw (the depthwise configuration): the depthwise unit's writes (tpu_dw) go beside the MXU's
+// result port, into the cycles the MXU leaves free. A write request (dw_we_i, held until
+// dw_wgnt_o) is granted in a cycle without pre_valid_i, i.e. one whose next cycle brings no
+// MXU row: in the grant cycle its old row is read from copy 0 (when it accumulates, dw_acc_i),
+// in the next cycle it is written (dw_pend_o) with the same wrapping int32 add as an int8 MXU
+// row. So the two never write in one cycle, and the controller's row-range hazards keep them
+// off each other's rows (asserted below). Without Dw the ports are ignored (dw_wgnt_o = 0).
 `include "tpu_assert.svh"
 
 module tpu_accumulators #(
   parameter int unsigned N       = 16,
   parameter int unsigned AccRows = 2048,
-  parameter bit          Float   = 1'b0    // fp32 accumulation (training configuration)
+  parameter bit          Float   = 1'b0,   // fp32 accumulation (training configuration)
+  parameter bit          Dw      = 1'b0    // the depthwise unit's write port
 ) (
   input  logic                       clk_i,
   input  logic                       rst_ni,
@@ -37,6 +46,13 @@ module tpu_accumulators #(
   input  logic                       fp_i,      // the row is fp32 (from tpu_mxu_fp; Float only)
   input  logic [$clog2(AccRows)-1:0] waddr_i,
   input  logic [32*N-1:0]            wdata_i,   // column c in bits [32c +: 32]
+  // The depthwise unit's write port (Dw only): held until granted, written a cycle later.
+  input  logic                       dw_we_i,
+  input  logic                       dw_acc_i,
+  input  logic [$clog2(AccRows)-1:0] dw_waddr_i,
+  input  logic [32*N-1:0]            dw_wdata_i,
+  output logic                       dw_wgnt_o,
+  output logic                       dw_pend_o,  // a granted write not yet in the memory
   // Activation unit read port.
   input  logic                       re_i,
   input  logic [$clog2(AccRows)-1:0] raddr_i,
@@ -44,10 +60,11 @@ module tpu_accumulators #(
 );
   localparam int unsigned AccW = $clog2(AccRows);
 
-  logic            rmw_re;
-  logic [32*N-1:0] row, old;
-
-  assign rmw_re = pre_valid_i && pre_accumulate_i;
+  // The memories' write and accumulate-read ports: the MXU's, or (Dw) the depthwise unit's.
+  logic                 m_we, m_acc, m_fp, m_rre;
+  logic [AccW-1:0]      m_waddr, m_raddr;
+  logic [32*N-1:0]      m_wdata;
+  logic [32*N-1:0]      row, old;
 
   logic fp;
   if (Float) begin : g_float
@@ -58,27 +75,73 @@ module tpu_accumulators #(
     assign fp        = 1'b0;
   end
 
+  if (Dw) begin : g_dw
+    logic            dw_q, dw_d, dw_acc_q;
+    logic [AccW-1:0] dw_addr_q;
+    logic [32*N-1:0] dw_data_q;
+    assign dw_wgnt_o = !pre_valid_i;
+    assign dw_pend_o = dw_q;
+    assign dw_d      = dw_we_i && dw_wgnt_o;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) dw_q <= 1'b0;
+      else         dw_q <= dw_d;
+    end
+    // Data only, no reset: used only with dw_q.
+    always_ff @(posedge clk_i) begin
+      if (dw_d) begin
+        dw_acc_q  <= dw_acc_i;
+        dw_addr_q <= dw_waddr_i;
+        dw_data_q <= dw_wdata_i;
+      end
+    end
+    assign m_we    = we_i || dw_q;
+    assign m_acc   = dw_q ? dw_acc_q : accumulate_i;
+    assign m_fp    = !dw_q && fp;
+    assign m_waddr = dw_q ? dw_addr_q : waddr_i;
+    assign m_wdata = dw_q ? dw_data_q : wdata_i;
+    assign m_rre   = (pre_valid_i && pre_accumulate_i) || (dw_d && dw_acc_i);
+    assign m_raddr = pre_valid_i ? pre_addr_i : dw_waddr_i;
+`ifndef SYNTHESIS
+    // Never both writers in one cycle; a granted depthwise row is not the MXU's row of that
+    // cycle (the row-range hazards: the MXU and the depthwise unit never share ACC rows).
+    `TPU_ASSERT_NEVER(AccDwMxuOneWriter, we_i && dw_q)
+    `TPU_ASSERT_NEVER(AccDwMxuSameRow, dw_d && we_i && waddr_i == dw_waddr_i)
+`endif
+  end else begin : g_no_dw
+    assign dw_wgnt_o = 1'b0;
+    assign dw_pend_o = 1'b0;
+    logic unused_dw;
+    assign unused_dw = ^{dw_we_i, dw_acc_i, dw_waddr_i, dw_wdata_i};
+    assign m_we    = we_i;
+    assign m_acc   = accumulate_i;
+    assign m_fp    = fp;
+    assign m_waddr = waddr_i;
+    assign m_wdata = wdata_i;
+    assign m_rre   = pre_valid_i && pre_accumulate_i;
+    assign m_raddr = pre_addr_i;
+  end
+
   always_comb begin
-    row = wdata_i;
-    if (we_i && accumulate_i) begin  // the adds only for an accumulating row (simulation cost)
-      if (fp) begin
+    row = m_wdata;
+    if (m_we && m_acc) begin  // the adds only for an accumulating row (simulation cost)
+      if (m_fp) begin
         for (int c = 0; c < 32'(N); c++) begin
-          row[32*c +: 32] = tpu_fp_pkg::fp32_add(old[32*c +: 32], wdata_i[32*c +: 32]);
+          row[32*c +: 32] = tpu_fp_pkg::fp32_add(old[32*c +: 32], m_wdata[32*c +: 32]);
         end
       end else begin
-        for (int c = 0; c < 32'(N); c++) row[32*c +: 32] = old[32*c +: 32] + wdata_i[32*c +: 32];
+        for (int c = 0; c < 32'(N); c++) row[32*c +: 32] = old[32*c +: 32] + m_wdata[32*c +: 32];
       end
     end
   end
 
   tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_rmw (
     .clk_i,
-    .we_i, .waddr_i, .wdata_i(row), .wbe_i('1),
-    .re_i(rmw_re), .raddr_i(pre_addr_i), .rdata_o(old)
+    .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
+    .re_i(m_rre), .raddr_i(m_raddr), .rdata_o(old)
   );
   tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_act (
     .clk_i,
-    .we_i, .waddr_i, .wdata_i(row), .wbe_i('1),
+    .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
     .re_i, .raddr_i, .rdata_o
   );
 
@@ -88,10 +151,10 @@ module tpu_accumulators #(
   logic [AccW-1:0] rmw_addr_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) rmw_q <= 1'b0;
-    else         rmw_q <= rmw_re;
+    else         rmw_q <= m_rre;
   end
-  always_ff @(posedge clk_i) rmw_addr_q <= pre_addr_i;
-  `TPU_ASSERT_IMPLIES(AccRmwRead, we_i && accumulate_i, rmw_q && rmw_addr_q == waddr_i)
+  always_ff @(posedge clk_i) rmw_addr_q <= m_raddr;
+  `TPU_ASSERT_IMPLIES(AccRmwRead, m_we && m_acc, rmw_q && rmw_addr_q == m_waddr)
 `endif
 
 endmodule

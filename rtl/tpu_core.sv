@@ -30,7 +30,11 @@ module tpu_core #(
   // fault ERR_OPCODE, nothing of the link unit is built; > 0 needs VmemRows > 0) and the bits
   // per beat of each link stream (a divisor of 32N, a multiple of 8).
   parameter int unsigned IciLinks     = 0,
-  parameter int unsigned IciWidth     = 128
+  parameter int unsigned IciWidth     = 128,
+  // The depthwise configuration (docs/isa.md "Depthwise configuration"): the depthwise unit's
+  // output lines per pass (rtl/tpu_dw.sv). 0 = no unit: opcode 0x11 faults ERR_OPCODE and
+  // nothing of the unit is built.
+  parameter int unsigned DwWidth      = 0
 ) (
   input  logic                      clk_i,
   input  logic                      rst_ni,
@@ -182,8 +186,8 @@ module tpu_core #(
 
   tpu_regs #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .AxiDataWidth(AxiDataWidth), .VmemRows(VmemRows), .IciLinks(IciLinks), .Counters(Counters),
-    .Windows(Windows)
+    .AxiDataWidth(AxiDataWidth), .VmemRows(VmemRows), .IciLinks(IciLinks), .DwWidth(DwWidth),
+    .Counters(Counters), .Windows(Windows)
   ) u_regs (
     .clk_i, .rst_ni,
     .awaddr_i(s_axil_awaddr_i), .awvalid_i(s_axil_awvalid_i), .awready_o(s_axil_awready_o),
@@ -238,6 +242,8 @@ module tpu_core #(
   tpu_vpu_pkg::vpu_cmd_t vec_cmd;
   logic                 lw_cmd_valid, lw_cmd_ready;
   tpu_fp_pkg::lw_cmd_t  lw_cmd;
+  logic                   dw_cmd_valid, dw_cmd_ready, dw_busy;
+  tpu_pkg::instr_dwconv_t dw_cmd;
   logic dmain_busy, dmain_err;
   // The VMEM port's units (g_train): read_vmem's failing beat, traffic for the counters.
   logic vdma_rd_err, vdma_rd_active, vdma_wr_active;
@@ -264,7 +270,7 @@ module tpu_core #(
 
   tpu_ctrl #(
     .N(N), .UbRows(UbRows), .AccRows(AccRows), .WFifoTiles(WFifoTiles), .QpSlots(QpSlots),
-    .VmemRows(VmemRows), .IciLinks(IciLinks),
+    .VmemRows(VmemRows), .IciLinks(IciLinks), .DwWidth(DwWidth),
     .WeightAlign(WaxiDataWidth > 128 ? WaxiDataWidth / 8 : 16)
   ) u_ctrl (
     .clk_i, .rst_ni,
@@ -295,6 +301,8 @@ module tpu_core #(
     .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .lw_cmd_valid_o(lw_cmd_valid), .lw_cmd_ready_i(lw_cmd_ready), .lw_cmd_o(lw_cmd),
     .lw_busy_i(lw_busy),
+    .dw_cmd_valid_o(dw_cmd_valid), .dw_cmd_ready_i(dw_cmd_ready), .dw_cmd_o(dw_cmd),
+    .dw_busy_i(dw_busy),
     .ici_link_up_i(ici_link_up), .ici_cmd_valid_o(ici_cmd_valid), .ici_cmd_ready_i(ici_cmd_ready),
     .ici_cmd_o(ici_cmd), .ici_cmd_pc_o(ici_cmd_pc), .ici_tx_busy_i(ici_tx_busy),
     .ici_rx_busy_i(ici_rx_busy), .ici_err_i(ici_err), .ici_err_code_i(ici_err_code),
@@ -512,12 +520,20 @@ module tpu_core #(
   logic               acc_re;
   logic [AccW-1:0]    acc_raddr;
 
-  tpu_accumulators #(.N(N), .AccRows(AccRows), .Float(VmemRows != 0)) u_acc (
+  // The depthwise unit's ACC writes (g_dw; beside the MXU's, tpu_accumulators).
+  logic               dw_acc_we, dw_acc_acc, dw_acc_wgnt, dw_acc_pend;
+  logic [AccW-1:0]    dw_acc_waddr;
+  logic [32*N-1:0]    dw_acc_wdata;
+
+  tpu_accumulators #(.N(N), .AccRows(AccRows), .Float(VmemRows != 0), .Dw(DwWidth != 0)) u_acc (
     .clk_i, .rst_ni,
     .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
     .we_i(out_valid), .accumulate_i(out_tag[16]), .fp_i(f_out_valid),
     .waddr_i(AccW'(out_tag[15:0])),
-    .wdata_i(out_sum), .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata)
+    .wdata_i(out_sum),
+    .dw_we_i(dw_acc_we), .dw_acc_i(dw_acc_acc), .dw_waddr_i(dw_acc_waddr),
+    .dw_wdata_i(dw_acc_wdata), .dw_wgnt_o(dw_acc_wgnt), .dw_pend_o(dw_acc_pend),
+    .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata)
   );
 
   // ---------------- activation unit ----------------
@@ -564,13 +580,59 @@ module tpu_core #(
 
   // ---------------- unified buffer ----------------
   // Two banks: DMA in writes before the activation unit, DMA out reads before the feeder.
+  // Read port 1: the matmul feeder, and (g_dw) the depthwise unit in the cycles the feeder
+  // does not read.
+  logic           ub_re1, ub_rgnt1;
+  logic [UbW-1:0] ub_raddr1;
   tpu_unified_buffer #(.N(N), .UbRows(UbRows)) u_ub (
     .clk_i,
     .we0_i(dmain_ub_we), .waddr0_i(UbW'(dmain_dst)), .wdata0_i(dmain_row),
     .we1_i(act_ub_we), .waddr1_i(act_ub_waddr), .wdata1_i(act_ub_wdata), .wgnt1_o(act_ub_wgnt),
     .re0_i(dmaout_ub_re), .raddr0_i(dmaout_ub_raddr), .rdata0_o(dmaout_ub_rdata),
-    .re1_i(mm_ub_re), .raddr1_i(mm_ub_raddr), .rgnt1_o(mm_ub_rgnt), .rdata1_o(mm_ub_rdata)
+    .re1_i(ub_re1), .raddr1_i(ub_raddr1), .rgnt1_o(ub_rgnt1), .rdata1_o(mm_ub_rdata)
   );
+
+  // ---------------- depthwise unit (depthwise configuration, rtl/tpu_dw.sv) ----------------
+  if (DwWidth > 0) begin : g_dw
+    // UB reads: the feeder first (the MXU keeps its pace), the unit's request waits, unchanged,
+    // for a cycle without a feeder read and without a bank conflict with DMA out (port 0).
+    // Each granted read's row is on rdata1 in the next cycle, for the reader it was granted to.
+    logic        dw_ub_re, dw_ub_rgnt, dw_unit_busy, dw_acc_wacc;
+    logic [23:0] dw_ub_raddr;
+    logic [15:0] dw_acc_waddr16;
+    assign ub_re1     = mm_ub_re || dw_ub_re;
+    assign ub_raddr1  = mm_ub_re ? mm_ub_raddr : UbW'(dw_ub_raddr);
+    assign mm_ub_rgnt = ub_rgnt1;
+    assign dw_ub_rgnt = !mm_ub_re && ub_rgnt1;
+    tpu_dw #(.N(N), .DwWidth(DwWidth)) u_dw (
+      .clk_i, .rst_ni, .clear_i(clear),
+      .cmd_valid_i(dw_cmd_valid), .cmd_ready_o(dw_cmd_ready), .cmd_i(dw_cmd),
+      .ub_re_o(dw_ub_re), .ub_raddr_o(dw_ub_raddr), .ub_rgnt_i(dw_ub_rgnt),
+      .ub_rdata_i(mm_ub_rdata),
+      .acc_we_o(dw_acc_we), .acc_waddr_o(dw_acc_waddr16), .acc_wacc_o(dw_acc_wacc),
+      .acc_wdata_o(dw_acc_wdata), .acc_wgnt_i(dw_acc_wgnt),
+      .busy_o(dw_unit_busy)
+    );
+    assign dw_acc_acc   = dw_acc_wacc;
+    assign dw_acc_waddr = AccW'(dw_acc_waddr16);
+    // Busy until its last row is in the accumulators (the write a cycle after its grant).
+    assign dw_busy = dw_unit_busy || dw_acc_pend;
+    logic unused_dw_addr;
+    assign unused_dw_addr = ^{dw_ub_raddr, dw_acc_waddr16};
+    `TPU_ASSERT_NEVER(CoreUbPort1OneReader, mm_ub_re && dw_ub_re && dw_ub_rgnt)
+  end else begin : g_no_dw
+    assign ub_re1       = mm_ub_re;
+    assign ub_raddr1    = mm_ub_raddr;
+    assign mm_ub_rgnt   = ub_rgnt1;
+    assign dw_cmd_ready = 1'b0;
+    assign dw_busy      = 1'b0;
+    assign dw_acc_we    = 1'b0;
+    assign dw_acc_acc   = 1'b0;
+    assign dw_acc_waddr = '0;
+    assign dw_acc_wdata = '0;
+    logic unused_no_dw;
+    assign unused_no_dw = ^{dw_cmd_valid, dw_cmd, dw_acc_wgnt, dw_acc_pend};
+  end
 
   // ---------------- training chip: VMEM and its units ----------------
   if (VmemRows != 0) begin : g_train

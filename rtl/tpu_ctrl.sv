@@ -48,6 +48,7 @@ module tpu_ctrl #(
   parameter int unsigned QpSlots    = 16,
   parameter int unsigned VmemRows   = 0,   // 0: the int8 chip (no move unit)
   parameter int unsigned IciLinks   = 0,   // 0: no link unit (the pod configuration's links)
+  parameter int unsigned DwWidth    = 0,   // 0: no depthwise unit (dwconv faults ERR_OPCODE)
   parameter int unsigned WeightAlign = 16,  // read_weights' host_addr alignment (tpu_decoder)
   parameter int unsigned IqDepth    = 8,
   parameter int unsigned MmDepth    = 4
@@ -129,6 +130,12 @@ module tpu_ctrl #(
   input  logic                  lw_cmd_ready_i,
   output tpu_fp_pkg::lw_cmd_t   lw_cmd_o,
   input  logic         lw_busy_i,
+  // dwconv: the depthwise unit (depthwise configuration; tied off when DwWidth = 0). One at a
+  // time: offered only while the unit is idle.
+  output logic                  dw_cmd_valid_o,
+  input  logic                  dw_cmd_ready_i,
+  output tpu_pkg::instr_dwconv_t dw_cmd_o,
+  input  logic         dw_busy_i,
   // ici_send, ici_recv: the link unit (pod configuration; tied off when IciLinks = 0).
   input  logic [15:0]           ici_link_up_i,   // bit l: link l is connected
   output logic                  ici_cmd_valid_o,
@@ -163,7 +170,9 @@ module tpu_ctrl #(
   localparam bit          Train   = VmemRows != 0;
   localparam int unsigned VmW     = 2 * tpu_pkg::RangeW;           // fp.vmem_rd, fp.vmem_wr
   localparam int unsigned IqFpW   = Train ? FpW : FpW - VmW;       // a footprint as stored
-  localparam int unsigned IqCmdW  = Train ? CmdW : tpu_pkg::ActCmdW;  // a command as stored
+  // The depthwise configuration: a dwconv command is all of CmdW (instruction bits 127:8).
+  localparam bit          Dw      = DwWidth != 0;
+  localparam int unsigned IqCmdW  = (Train || Dw) ? CmdW : tpu_pkg::ActCmdW;  // as stored
   // The pod configuration. Without links no error code above 15 arises: 4 bits are stored.
   localparam bit          Ici     = IciLinks != 0;
   localparam int unsigned IL      = Ici ? IciLinks : 1;
@@ -205,7 +214,8 @@ module tpu_ctrl #(
   logic                         head_valid;
 
   tpu_decoder #(.N(N), .UbRows(UbRows), .AccRows(AccRows), .QpSlots(QpSlots),
-                .VmemRows(VmemRows), .IciLinks(IciLinks), .WeightAlign(WeightAlign)) u_decoder (
+                .VmemRows(VmemRows), .IciLinks(IciLinks), .DwWidth(DwWidth),
+                .WeightAlign(WeightAlign)) u_decoder (
     .valid_i(fetch_valid_i), .instr_i(fetch_instr_i), .win_base_i, .win_size_i, .cmd_lo_i(cmd_lo_q),
     .cmd_hi_i(cmd_hi_q), .ici_link_up_i, .dec_o(dec)
   );
@@ -292,7 +302,7 @@ module tpu_ctrl #(
   tpu_pkg::footprint_t fp_dmain_q, fp_dmain_d, fp_wdma_q, fp_wdma_d;
   tpu_pkg::footprint_t fp_wdma_prev_q, fp_wdma_prev_d, fp_act_q, fp_act_d;
   tpu_pkg::footprint_t fp_dmaout_q, fp_dmaout_d, fp_move_q, fp_move_d, fp_vec_q, fp_vec_d;
-  tpu_pkg::footprint_t fp_lw_q, fp_lw_d;
+  tpu_pkg::footprint_t fp_lw_q, fp_lw_d, fp_dw_q, fp_dw_d;
   logic [31:0] pc_dmain_q, pc_dmain_d, pc_wdma_q, pc_wdma_d, pc_wdma_prev_q, pc_wdma_prev_d;
   logic [31:0] pc_dmaout_q, pc_dmaout_d;
 
@@ -332,6 +342,7 @@ module tpu_ctrl #(
   // ---------------- issue ----------------
   logic can_decide, head_go, unit_ready, issue, all_idle, hazard;
   logic dmain_fire, wdma_fire, mm_fire, act_fire, dmaout_fire, move_fire, vec_fire, lw_fire;
+  logic dw_fire;
   logic ici_fire, ici_busy, ici_hazard, ici_err;
 
   assign can_decide = run_q && !stop_q && !fetch_stop_q && head_valid;
@@ -343,8 +354,8 @@ module tpu_ctrl #(
   // table is only rewritten by an issue. (Wide compares once per instruction instead of every
   // cycle: simulation speed. Whether the unit in flight is still busy is applied every cycle.)
   logic               head_new_q, head_new_d;
-  logic [7:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout, move,
-                                                 // vector, load_weights
+  logic [8:0]         conf_unit_q, conf_unit_d;  // dmain, wdma, wdma_prev, act, dmaout, move,
+                                                 // vector, load_weights, dwconv
   logic [MmDepth-1:0] conf_mm_q, conf_mm_d;      // per slot of the matmul table
   always_comb begin
     conf_unit_d = conf_unit_q;
@@ -358,6 +369,7 @@ module tpu_ctrl #(
       conf_unit_d[5] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_move_q);
       conf_unit_d[6] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_vec_q);
       conf_unit_d[7] = VmemRows != 0 && tpu_pkg::footprints_conflict(head.fp, fp_lw_q);
+      conf_unit_d[8] = Dw && tpu_pkg::footprints_conflict(head.fp, fp_dw_q);
       for (int i = 0; i < 32'(MmDepth); i++) begin
         conf_mm_d[i] = tpu_pkg::footprints_conflict(head.fp, mm_slots[FpW*i +: FpW]);
       end
@@ -431,7 +443,8 @@ module tpu_ctrl #(
       hazard = (dmain_busy_i && conf_unit_d[0]) || (wdma_busy_i && conf_unit_d[1]) ||
                (wdma_busy_i && conf_unit_d[2]) || (act_busy_i && conf_unit_d[3]) ||
                (dmaout_busy_i && conf_unit_d[4]) || (move_busy_i && conf_unit_d[5]) ||
-               (vec_busy_i && conf_unit_d[6]) || (lw_busy_i && conf_unit_d[7]) || ici_hazard;
+               (vec_busy_i && conf_unit_d[6]) || (lw_busy_i && conf_unit_d[7]) ||
+               (Dw && dw_busy_i && conf_unit_d[8]) || ici_hazard;
       // Matmuls never wait for matmuls: the MXU pipeline keeps their ACC writes in order.
       if (head.unit != tpu_pkg::UnitMatmul && (mm_slot_valid & conf_mm_d) != '0) hazard = 1'b1;
     end
@@ -439,7 +452,7 @@ module tpu_ctrl #(
 
   logic others_idle;  // every unit but the link unit
   assign others_idle = !dmain_busy_i && !wdma_busy_i && !act_busy_i && !dmaout_busy_i &&
-                       !move_busy_i && !vec_busy_i && !lw_busy_i &&
+                       !move_busy_i && !vec_busy_i && !lw_busy_i && !(Dw && dw_busy_i) &&
                        mm_cmd_ready_i && (mm_cnt == '0) && !dma_active_i;
   assign all_idle = others_idle && !ici_busy;
 
@@ -462,6 +475,8 @@ module tpu_ctrl #(
   assign lw_cmd_valid_o     = Train && head_go && head.unit == tpu_pkg::UnitLoadWeights &&
                               !lw_busy_i && !wdma_busy_i;
   assign ici_cmd_valid_o    = Ici && head_go && head.unit == tpu_pkg::UnitIci;
+  assign dw_cmd_valid_o     = Dw && head_go && head.unit == tpu_pkg::UnitDw;
+  assign dw_cmd_o           = {head.cmd.dw.cmd, tpu_pkg::OpDwconv};
   assign ici_cmd_o          = head.cmd.ici.cmd;
   assign ici_cmd_pc_o       = pc_q;
   assign dmain_cmd_o  = head.cmd.dma_in.cmd;
@@ -482,6 +497,7 @@ module tpu_ctrl #(
   assign vec_fire    = vec_cmd_valid_o && vec_cmd_ready_i;
   assign lw_fire     = lw_cmd_valid_o && lw_cmd_ready_i;
   assign ici_fire    = ici_cmd_valid_o && ici_cmd_ready_i;
+  assign dw_fire     = dw_cmd_valid_o && dw_cmd_ready_i;
 
   // Whether the head's unit can take it now (nop: always; sync: once everything is idle).
   always_comb begin
@@ -498,6 +514,7 @@ module tpu_ctrl #(
     endcase
     // (Outside the case: without links the chip's issue logic stays what it was.)
     if (Ici && head.unit == tpu_pkg::UnitIci) unit_ready = ici_cmd_ready_i;
+    if (Dw && head.unit == tpu_pkg::UnitDw) unit_ready = dw_cmd_ready_i;
   end
 
   assign issue  = head_go && unit_ready;
@@ -671,6 +688,7 @@ module tpu_ctrl #(
     fp_move_d         = fp_move_q;
     fp_vec_d          = fp_vec_q;
     fp_lw_d           = fp_lw_q;
+    fp_dw_d           = fp_dw_q;
     pc_dmaout_d       = pc_dmaout_q;
     done_d            = 1'b0;
     error_d           = 1'b0;
@@ -732,6 +750,7 @@ module tpu_ctrl #(
       if (move_fire) fp_move_d = head.fp;
       if (vec_fire) fp_vec_d = head.fp;
       if (lw_fire) fp_lw_d = head.fp;
+      if (dw_fire) fp_dw_d = head.fp;
       if (dmaout_fire) begin
         fp_dmaout_d = head.fp;
         pc_dmaout_d = pc_q;
@@ -849,6 +868,7 @@ module tpu_ctrl #(
     fp_move_q      <= fp_move_d;
     fp_vec_q       <= fp_vec_d;
     fp_lw_q        <= fp_lw_d;
+    fp_dw_q        <= fp_dw_d;
     pc_dmaout_q    <= pc_dmaout_d;
   end
 
@@ -866,7 +886,8 @@ module tpu_ctrl #(
   `TPU_ASSERT_IMPLIES(CtrlFetchReady, fetch_cmd_valid_o, fetch_cmd_ready_i)
   `TPU_ASSERT(CtrlOneValid, $onehot0({dmain_cmd_valid_o, wdma_cmd_valid_o, mm_cmd_valid_o,
                                        act_cmd_valid_o, dmaout_cmd_valid_o, move_cmd_valid_o,
-                                       vec_cmd_valid_o, lw_cmd_valid_o, ici_cmd_valid_o}))
+                                       vec_cmd_valid_o, lw_cmd_valid_o, ici_cmd_valid_o,
+                                       dw_cmd_valid_o}))
   `TPU_ASSERT_HOLD_IF(CtrlLwHold, lw_cmd_valid_o, lw_cmd_ready_i,
                       lw_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_NEVER(CtrlLwAndWdma, lw_busy_i && wdma_busy_i)
@@ -907,6 +928,11 @@ module tpu_ctrl #(
                       (!ici_err || new_err_pc <= ici_err_pc_i))
   // Link instructions only on a chip with links; a link command is held like the others.
   `TPU_ASSERT_IMPLIES(CtrlNoIci, IciLinks == 0, !ici_cmd_valid_o && !ici_busy && !ici_err)
+  // dwconv only on a chip with the depthwise unit, one at a time, held like the others.
+  `TPU_ASSERT_IMPLIES(CtrlNoDw, DwWidth == 0, !dw_cmd_valid_o && !dw_busy_i)
+  `TPU_ASSERT_IMPLIES(CtrlDwReady, dw_fire, !dw_busy_i)
+  `TPU_ASSERT_HOLD_IF(CtrlDwHold, dw_cmd_valid_o, dw_cmd_ready_i,
+                      dw_cmd_o, run_q && !stop_q && !ici_err)
   `TPU_ASSERT_HOLD_IF(CtrlIciHold, ici_cmd_valid_o, ici_cmd_ready_i,
                       ici_cmd_o, run_q && !stop_q && !ici_err)
   // Run states: a flush is not a run; nothing is issued outside a run or after an error.

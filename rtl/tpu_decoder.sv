@@ -26,6 +26,8 @@ module tpu_decoder #(
   parameter int unsigned VmemRows = 0,
   // 0: a chip without links (opcodes 0x0F-0x10 fault ERR_OPCODE); else the pod's link count.
   parameter int unsigned IciLinks = 0,
+  // 0: a chip without the depthwise unit (opcode 0x11 faults ERR_OPCODE); else its DwWidth.
+  parameter int unsigned DwWidth = 0,
   // read_weights' host_addr alignment in bytes: 16, or the weight port's beat (docs/isa.md
   // "The weight port"; a power of two).
   parameter int unsigned WeightAlign = 16
@@ -49,6 +51,7 @@ module tpu_decoder #(
   // ERR_OPCODE (constant-zero footprints and commands: no hardware for their payload).
   localparam bit Train = VmemRows != 0;
   localparam bit Ici   = IciLinks != 0;
+  localparam bit Dw    = DwWidth != 0;
 
   // Unsigned widening for range arithmetic (all in 64 bits, no wrap).
   function automatic logic [63:0] u64(logic [31:0] v);
@@ -114,6 +117,11 @@ module tpu_decoder #(
   function automatic logic train_op_ok(logic [7:0] op);
     train_op_ok = VmemRows != 0 && op >= tpu_pkg::OpReadVmem && op <= tpu_pkg::OpVector &&
                   tpu_pkg::TrainOpsRtl[3'(op - tpu_pkg::OpReadVmem)];
+  endfunction
+
+  // dwconv on a chip with the depthwise unit.
+  function automatic logic dw_op_ok(logic [7:0] op);
+    dw_op_ok = Dw && op == tpu_pkg::OpDwconv;
   endfunction
 
   // A link instruction on a chip with links.
@@ -484,6 +492,39 @@ module tpu_decoder #(
         end
         // The link instructions, in the default arm: without links (Ici = 0) the case is the
         // one the chip always had, so that chip's decode does not change (docs/synthesis.md).
+        tpu_pkg::OpDwconv: if (Dw) begin
+          // isa.md "dwconv": no reserved bits; ERR_FIELD, ERR_UB_RANGE, ERR_ACC_RANGE.
+          dec.unit = tpu_pkg::UnitDw;
+          w  = u64({20'd0, instr_i.dwconv.width});
+          h  = u64({20'd0, instr_i.dwconv.height});
+          pk = u64({30'd0, instr_i.dwconv.kernel_h});  // kh
+          ps = u64({30'd0, instr_i.dwconv.kernel_w});  // kw
+          pt = u64({30'd0, instr_i.dwconv.pad_top});
+          pl = u64({30'd0, instr_i.dwconv.pad_left});
+          pb = u64({30'd0, instr_i.dwconv.pad_bottom});
+          pr = u64({30'd0, instr_i.dwconv.pad_right});
+          hp = h + pt + pb;
+          wp = w + pl + pr;
+          field_bad = (w == '0) || (h == '0) || (pk == '0) || (ps == '0) || (pt >= pk) ||
+                      (pb >= pk) || (pl >= ps) || (pr >= ps) || (hp < pk) || (wp < ps);
+          if (!field_bad) begin
+            ho = ((hp - pk) >> instr_i.dwconv.stride2) + 64'd1;
+            wo = ((wp - ps) >> instr_i.dwconv.stride2) + 64'd1;
+          end
+          last_ub    = u64({8'd0, instr_i.dwconv.ub_addr}) +
+                       (h - 1) * u64({16'd0, instr_i.dwconv.ub_stride}) + w - 1;
+          local_last = u64({8'd0, instr_i.dwconv.w_addr}) + pk * ps;  // the zero-point row
+          last_acc   = u64({16'd0, instr_i.dwconv.acc_addr}) + ho * wo - 1;
+          ub_bad     = last_ub >= 64'(UbRows) || local_last >= 64'(UbRows);
+          acc_bad    = last_acc >= 64'(AccRows);
+          // The two UB read ranges (input, weights) as one: their hull (conservative).
+          vlo   = u64({8'd0, instr_i.dwconv.ub_addr});
+          vrows = u64({8'd0, instr_i.dwconv.w_addr});
+          dec.fp.ub_rd  = tpu_pkg::make_range(33'(vlo < vrows ? vlo : vrows),
+                                              33'(last_ub > local_last ? last_ub : local_last));
+          dec.fp.acc_wr = tpu_pkg::make_range(33'(instr_i.dwconv.acc_addr), 33'(last_acc));
+          if (instr_i.dwconv.acc) dec.fp.acc_rd = dec.fp.acc_wr;
+        end
         default: if (ici_op_ok(opc)) begin
           // One message of `rows` VMEM rows over `link` (docs/isa.md "Inter-chip links").
           dec.unit     = tpu_pkg::UnitIci;
@@ -524,7 +565,8 @@ module tpu_decoder #(
       end
 
       // The first failing check in code order wins (docs/isa.md "Errors": codes 1-8, then 14).
-      opcode_bad = opc > tpu_pkg::OpHalt && !train_op_ok(opc) && !ici_op_ok(opc);
+      opcode_bad = opc > tpu_pkg::OpHalt && !train_op_ok(opc) && !ici_op_ok(opc) &&
+                   !dw_op_ok(opc);
       dec.err = tpu_pkg::ErrNone;
       if (opcode_bad)             dec.err = tpu_pkg::ErrOpcode;
       else if (reserved_bad)      dec.err = tpu_pkg::ErrReserved;
@@ -555,6 +597,7 @@ module tpu_decoder #(
         default: ;
       endcase
       if (Ici && dec.unit == tpu_pkg::UnitIci) dec.cmd.ici.cmd = icic;
+      if (Dw && dec.unit == tpu_pkg::UnitDw) dec.cmd.dw.cmd = instr_i[127:8];
     end
   end
   assign dec_o = dec;
@@ -572,7 +615,8 @@ module tpu_decoder #(
                               $bits(tpu_pkg::instr_acc_to_vmem_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_transpose_t) == tpu_pkg::InstrW &&
                               $bits(tpu_pkg::instr_vector_t) == tpu_pkg::InstrW &&
-                              $bits(tpu_pkg::instr_ici_t) == tpu_pkg::InstrW)
+                              $bits(tpu_pkg::instr_ici_t) == tpu_pkg::InstrW &&
+                              $bits(tpu_pkg::instr_dwconv_t) == tpu_pkg::InstrW)
   `TPU_ASSERT_INIT(PkgCmdW, $bits(tpu_pkg::dma_rd_cmd_t) == tpu_pkg::DmaRdW &&
                             $bits(tpu_pkg::dma_in_cmd_t) == tpu_pkg::DmaInW &&
                             $bits(tpu_pkg::wdma_cmd_t) == tpu_pkg::WdmaW &&

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Depthwise unit: executes dwconv (docs/isa.md "Depthwise configuration"), one instruction at
-// a time, beside the MXU. Not instantiated in tpu_core yet (a chip built so far has DwWidth = 0
-// and faults opcode 0x11 ERR_OPCODE); tests/rtl/dw_test.cpp drives it alone.
+// a time, beside the MXU: tpu_core builds it when DwWidth > 0 (else 0x11 faults ERR_OPCODE);
+// tests/rtl/dw_test.cpp drives it alone.
 //
 // The command is assumed checked (the decoder's static faults). The unit first reads the
 // kh*kw tap rows and the zero-point row (UB rows w_addr .. w_addr + kh*kw), then walks the
@@ -29,6 +29,7 @@ module tpu_dw #(
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
+  input  logic                   clear_i,   // START or soft reset: drop the instruction
   input  logic                   cmd_valid_i,
   output logic                   cmd_ready_o,
   input  tpu_pkg::instr_dwconv_t cmd_i,
@@ -320,6 +321,12 @@ module tpu_dw #(
         em_g_d = sh_g;
         em_ox_d = 13'((sh_col + 14'd1 - 14'(cmd_q.kernel_w)) >> cmd_q.stride2);
       end
+    end
+    if (clear_i) begin
+      state_d = SIdle;
+      rsp_d   = 1'b0;
+      full_d  = 1'b0;
+      em_d    = 1'b0;
     end
   end
 

@@ -23,7 +23,9 @@ package tpu_pkg;
     OpVector      = 8'h0E,
     // The pod configuration (IciLinks > 0; docs/isa.md "Inter-chip links").
     OpIciSend     = 8'h0F,
-    OpIciRecv     = 8'h10
+    OpIciRecv     = 8'h10,
+    // The depthwise configuration (DwWidth > 0; docs/isa.md "Depthwise configuration").
+    OpDwconv      = 8'h11
   } opcode_e;
 
   // 5 bits: codes 16-18 are the link instructions' (a chip without links never raises them;
@@ -235,8 +237,7 @@ package tpu_pkg;
   } instr_ici_t;
 
   // dwconv (0x11; depthwise configuration, isa.md "Depthwise configuration"): no reserved bits.
-  // Executed by tpu_dw; not decoded by tpu_decoder yet (a chip built so far has no unit and
-  // faults 0x11 ERR_OPCODE, as isa.md specifies for DwWidth = 0).
+  // Decoded by tpu_decoder on a chip with DwWidth > 0 (else ERR_OPCODE), executed by tpu_dw.
   typedef struct packed {
     logic [15:0] ub_stride;      // 127:112
     logic [1:0]  pad_right;      // 111:110
@@ -271,6 +272,7 @@ package tpu_pkg;
     instr_transpose_t    transpose;
     instr_vector_t       vec;
     instr_ici_t          ici;
+    instr_dwconv_t       dwconv;
   } instr_t;
 
   // ---------------- decoded instructions and unit commands ----------------
@@ -289,7 +291,8 @@ package tpu_pkg;
     UnitMove        = 4'd6,  // acc_to_vmem, transpose: the VMEM move unit (training chip)
     UnitVector      = 4'd7,  // vector: the vector unit (training chip, rtl/tpu_vpu.sv)
     UnitLoadWeights = 4'd8,  // load_weights (training chip, rtl/tpu_load_weights.sv)
-    UnitIci         = 4'd9   // ici_send, ici_recv (pod configuration, rtl/tpu_ici.sv)
+    UnitIci         = 4'd9,  // ici_send, ici_recv (pod configuration, rtl/tpu_ici.sv)
+    UnitDw          = 4'd10  // dwconv (depthwise configuration, rtl/tpu_dw.sv)
   } unit_e;
 
   // A tpu_dma_reader transfer: `rows` rows of the reader's row size from host byte `addr`.
@@ -399,6 +402,8 @@ package tpu_pkg;
     struct packed { logic [VecCmdW-1:0] cmd; }                         vec;
     // ici_send / ici_recv: a tpu_ici_pkg::ici_cmd_t (declared after this package).
     struct packed { logic [CmdW-IciCmdW-1:0] pad; logic [IciCmdW-1:0] cmd; } ici;
+    // dwconv: the instruction's bits 127:8 (an instr_dwconv_t without its opcode).
+    struct packed { logic [CmdW-1:0] cmd; }                            dw;
   } cmd_u;
 
   // A closed interval of row (or byte) addresses an in-flight instruction touches.

@@ -13,6 +13,7 @@ module tpu_regs #(
   parameter int unsigned AxiDataWidth = 128,
   parameter int unsigned VmemRows     = 0,
   parameter int unsigned IciLinks     = 0,   // the pod configuration's links (0: none)
+  parameter int unsigned DwWidth      = 0,   // the depthwise unit's DwWidth (0: none)
   parameter int unsigned Counters     = 10,
   parameter int unsigned Windows      = 8
 ) (
@@ -74,6 +75,7 @@ module tpu_regs #(
   localparam logic [11:0] RegCmdAddr = 12'h040;
   localparam logic [11:0] RegCmdCount = 12'h044;
   localparam logic [11:0] RegPc = 12'h048;
+  localparam logic [11:0] RegParamDwWidth = 12'h04C;
   localparam logic [11:0] RegWinBase = 12'h080;  // WIN_BASE_i at + 8i, i < 8
   localparam logic [11:0] RegWinSize = 12'h084;  // WIN_SIZE_i at + 8i, i < 8
   localparam logic [11:0] RegCounterLo = 12'h100;  // COUNTER_LO_i at + 8i, i < 10
@@ -126,6 +128,7 @@ module tpu_regs #(
   logic [31:0]  cmd_addr_q, cmd_addr_d;
   logic [31:0]  cmd_count_q, cmd_count_d;
   logic [31:0]  pc_hw;
+  logic [31:0]  param_dw_width_hw;
   logic [31:0] win_base_q [RegWinBaseCount];
   logic [32*RegWinBaseCount-1:0] win_base_d;  // element i in [32i +: 32]
   logic [31:0] win_size_q [RegWinSizeCount];
@@ -224,6 +227,7 @@ module tpu_regs #(
         RegCmdAddr:         rd_value = cmd_addr_q;
         RegCmdCount:        rd_value = cmd_count_q;
         RegPc:              rd_value = pc_hw;
+        RegParamDwWidth:    rd_value = param_dw_width_hw;
         default: rd_ok = 1'b0;  // unmapped: SLVERR
       endcase
     end
@@ -298,6 +302,7 @@ module tpu_regs #(
   assign param_axi_width_hw   = 32'(AxiDataWidth);
   assign param_vmem_rows_hw   = 32'(VmemRows);
   assign param_ici_links_hw   = 32'(IciLinks);
+  assign param_dw_width_hw    = 32'(DwWidth);
   assign ici_link_up_hw       = {16'd0, ici_link_up_i};
   assign err_code_hw          = {27'd0, err_code_q};
   assign err_pc_hw            = err_pc_q;

@@ -759,6 +759,10 @@ unsigned Chip::compiled_vmem_axi_width() { return kVaxiWidth; }
 unsigned Chip::compiled_weight_axi_width() { return TPU_SIM_WAXI_WIDTH; }
 unsigned Chip::compiled_vmem_rows() { return TPU_SIM_VMEM_ROWS; }
 unsigned Chip::compiled_ici_links() { return TPU_SIM_ICI_LINKS; }
+#ifndef TPU_SIM_DW_WIDTH
+#define TPU_SIM_DW_WIDTH 0
+#endif
+unsigned Chip::compiled_dw_width() { return TPU_SIM_DW_WIDTH; }
 #ifdef TPU_SIM_NO_TRACE
 bool Chip::compiled_with_vcd() { return false; }
 #else
@@ -929,6 +933,8 @@ Params Chip::params() {
     p.ici_links = read_reg(reg::kParamIciLinks);
     p.ici_link_up = read_reg(reg::kIciLinkUp);
   }
+  // Likewise PARAM_DW_WIDTH, only on the depthwise chip.
+  if (compiled_dw_width() != 0) p.dw_width = read_reg(reg::kParamDwWidth);
   return p;
 }
 

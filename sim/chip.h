@@ -93,6 +93,7 @@ struct Params {
   uint32_t vmem_rows = 0;    // 0 = int8 chip (no float hardware; PARAM_VMEM_ROWS not read then)
   uint32_t ici_links = 0;    // 0 = no links (PARAM_ICI_LINKS not read then)
   uint32_t ici_link_up = 0;  // ICI_LINK_UP (bit l: link l connected; 0 for a chip alone)
+  uint32_t dw_width = 0;     // 0 = no depthwise unit (PARAM_DW_WIDTH not read then)
 };
 
 struct Status {
@@ -144,6 +145,8 @@ class Chip {
   static unsigned compiled_vmem_rows();
   // IciLinks of the Verilated tpu_core (tpu_sim_pod_n<N>; 0 for the other chips).
   static unsigned compiled_ici_links();
+  // DwWidth of the Verilated tpu_core (tpu_sim_dw_n<N>; 0 for the other chips: no depthwise unit).
+  static unsigned compiled_dw_width();
   // False when the model was Verilated without --trace (-DTPU_SIM_TRACE=OFF): no VCD then.
   static bool compiled_with_vcd();
 

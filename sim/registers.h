@@ -27,6 +27,7 @@ constexpr uint32_t kIciLinkUp = 0x03C;  // RO
 constexpr uint32_t kCmdAddr = 0x040;  // RW
 constexpr uint32_t kCmdCount = 0x044;  // RW
 constexpr uint32_t kPc = 0x048;  // RO
+constexpr uint32_t kParamDwWidth = 0x04C;  // RO
 
 // WIN_BASE_i, i < 8 (RW): DMA window i: first host byte address
 constexpr uint32_t kWinBase = 0x080;
@@ -112,6 +113,7 @@ inline constexpr Register kRegisters[] = {
   {"CMD_ADDR", 0x040, Access::ReadWrite, 32, 0x0},
   {"CMD_COUNT", 0x044, Access::ReadWrite, 32, 0x0},
   {"PC", 0x048, Access::ReadOnly, 32, 0x0},
+  {"PARAM_DW_WIDTH", 0x04C, Access::ReadOnly, 32, 0x0},
   {"WIN_BASE_0", 0x080, Access::ReadWrite, 32, 0x0},
   {"WIN_SIZE_0", 0x084, Access::ReadWrite, 32, 0x0},
   {"WIN_BASE_1", 0x088, Access::ReadWrite, 32, 0x0},

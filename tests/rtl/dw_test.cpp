@@ -58,6 +58,7 @@ class Harness {
     }
     m->clk_i = 0;
     m->rst_ni = 0;
+    m->clear_i = 0;
     m->cmd_valid_i = 0;
     m->ub_rgnt_i = 0;
     m->acc_wgnt_i = 0;

@@ -19,6 +19,8 @@
 // (RtlDevice::kRtlTrainingOps) by default; --vmem-rows R (GenOptions::vmem_rows, the chip
 // must have the same) and --train-ops LIST (comma-separated mnemonics, e.g. read_vmem,vector;
 // the others are then ERR_OPCODE faults on both sides) override them.
+// Depthwise configuration (issue 33): tpu_random_dw_n<N> (the depthwise chip, tpu_sim_dw_n<N>)
+// generates with the depthwise knob at the chip's DwWidth (GenOptions::dw_width).
 //
 // Exit status: 0 when every case matched, 1 on a mismatch, 2 on a usage error. The last line
 // of `run` is "N passed, M failed".
@@ -146,6 +148,10 @@ int main(int argc, char** argv) {
   // The training chip (tpu_random_train_n<N>): its VMEM and the opcodes its RTL executes.
   opt.vmem_rows = TPU_SIM_VMEM_ROWS;
   opt.train_ops = tpu::RtlDevice::kRtlTrainingOps;
+#endif
+#if defined(TPU_SIM_DW_WIDTH) && TPU_SIM_DW_WIDTH > 0
+  // The depthwise chip (tpu_random_dw_n<N>): the generator's depthwise knob at its DwWidth.
+  opt.dw_width = TPU_SIM_DW_WIDTH;
 #endif
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];

@@ -102,7 +102,7 @@ struct GenOptions {
   // The depthwise unit (docs/isa.md "Depthwise configuration"): 0 = none (the default: the
   // seeds give the programs they always gave); W > 0 = ChipParams::dw_width W, and the body
   // also emits valid dwconv instructions in the UB / ACC windows and their static faults
-  // (TestCase::expect_error). No RTL chip has the unit yet: such cases run on the golden model.
+  // (TestCase::expect_error). The depthwise chip tpu_sim_dw_n16 runs them (random_dw_chip_test).
   uint32_t dw_width = 0;
 };
 // The train_ops bit of a training opcode.
