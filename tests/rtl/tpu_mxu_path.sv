@@ -184,6 +184,8 @@ module tpu_mxu_path #(
     .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
     .we_i(out_valid), .accumulate_i(out_tag[16]), .fp_i(f_out_valid),
     .waddr_i(AccW'(out_tag[15:0])), .wdata_i(out_sum),
+    .dw_we_i(1'b0), .dw_acc_i(1'b0), .dw_waddr_i('0), .dw_wdata_i('0),  // no depthwise unit
+    .dw_wgnt_o(), .dw_pend_o(),
     .re_i(acc_re_i), .raddr_i(acc_raddr_i), .rdata_o(acc_rdata_o)
   );
 
