@@ -2602,6 +2602,18 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   return res;
 }
 
+std::string mismatch_report(Backend& chip, GoldenBackend& golden, const TestCase& tc, uint64_t seed,
+                            const std::string& mismatch) {
+  std::ostringstream s;
+  s << "seed " << seed << ": " << mismatch << "\n";
+  const FirstDifference fd = find_first_difference(chip, golden, tc);
+  if (fd.index >= 0) {
+    s << "first differing instruction: " << fd.index << ": "
+      << disassemble(tc.program[static_cast<size_t>(fd.index)]) << " (" << fd.mismatch << ")\n";
+  }
+  return s.str();
+}
+
 FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   FirstDifference fd;
   for (size_t k = tc.prologue_length; k <= tc.program.size(); ++k) {

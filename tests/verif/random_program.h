@@ -253,6 +253,11 @@ bool same_fetch_fault(const Outcome& chip, const Outcome& golden,
 
 FirstDifference find_first_difference(Backend& chip, GoldenBackend& golden, const TestCase& tc);
 
+// The report of a failed case: "seed S: <mismatch>", then the first differing instruction when
+// find_first_difference() finds one (the tests add their replay command and describe(tc)).
+std::string mismatch_report(Backend& chip, GoldenBackend& golden, const TestCase& tc, uint64_t seed,
+                            const std::string& mismatch);
+
 // ---- coverage of the training generator (random_coverage.cpp)
 //
 // Named counters of what a set of cases exercised, worked out by replaying each case's

@@ -39,12 +39,7 @@ void run_batch(uint64_t first, bool axi_pairs = false) {
     const CaseResult r = run_case(b.chip, b.golden, tc);
     if (!r.ok) {
       std::ostringstream s;
-      s << "seed " << seed << ": " << r.mismatch << "\n";
-      const FirstDifference fd = find_first_difference(b.chip, b.golden, tc);
-      if (fd.index >= 0) {
-        s << "first differing instruction: " << fd.index << ": "
-          << tpu::disassemble(tc.program[size_t(fd.index)]) << " (" << fd.mismatch << ")\n";
-      }
+      s << mismatch_report(b.chip, b.golden, tc, seed, r.mismatch);
       s << "replay: scripts/replay.sh --n " << TPU_SIM_N << " " << seed << "\n" << describe(tc);
       FAIL() << s.str();
     }
