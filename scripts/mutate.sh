@@ -137,7 +137,8 @@ labels2=()  # a second selection of tests (run after the first), or none
 block_targets=(mxu_test_n4 requant_test instr_layout_test assert_test fp_units_test mxu_fp_test_n4
                vpu_test_n4 vpu_test_n4_s2 vpu_test_n4_s4 mxu_path_test_n4 decoder_div_test regs_test
                ici_test_n4_w32 ici_test_n4_w128 vmem_test_s1 vmem_test_s4
-               mxu_product_test vdma_rd_test_n4 vdma_wr_test_n4)
+               mxu_product_test vdma_rd_test_n4 vdma_wr_test_n4
+               dw_test_n4_w1 dw_test_n4_w3 dw_test_n16_w4)
 train_targets=(random_train_chip_test_n4 train_rtl_tests_n4)
 if [ "$full" = 1 ]; then
   targets=(all)
@@ -151,7 +152,8 @@ else
   targets=("${block_targets[@]}" "${train_targets[@]}"
            tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
-           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul counters_test_n4)
+           chip_e2e_test_n4 eval_modes_test_n4 raw_matmul counters_test_n4
+           random_dw_chip_test_n16)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log
