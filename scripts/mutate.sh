@@ -153,7 +153,8 @@ else
            tpu_sim_unit_tests
            tpu_sim_chip_tests_n4 random_test_n4 error_paths_test_n4 device_tests_n4
            chip_e2e_test_n4 eval_modes_test_n4 raw_matmul counters_test_n4
-           random_dw_chip_test_n16)
+           random_dw_chip_test_n16 random_train_test random_dw_test random_pod_chip_test_n4
+           pod_mpi_test weight_port_test_n32)
   labels=(-L rtl -LE 'slow|lint|synth|cnn|cli')
 fi
 build_targets() {  # $1 = log
