@@ -129,6 +129,11 @@ struct CompiledNetwork {
     int divisors = 1;
     std::vector<int32_t> chip_bias;  // bias - sum(zp_in * weights), per output channel
     int lut = -1;                    // index into luts
+    // Depthwise unit (chip.dw_width > 0, a depthwise Conv dwconv takes): per output block the
+    // constants offset of its kh*kw tap rows (lane n: channel ob*N + n) and a zero-point row of
+    // zeros (the chip bias already holds the zero-point correction, as for the matmuls). Empty:
+    // the layer runs as matmuls (diagonal tiles).
+    std::vector<uint32_t> dw_rows;
   };
   Tensor input_tensor;  // the host-written input (packed, or a tensor with borders)
   bool packed_input = false;

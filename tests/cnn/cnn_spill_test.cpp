@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <variant>
 
 #include "cnn_models.h"
 #include "cnn_test_util.h"
@@ -51,6 +52,28 @@ void check_spills(const Network& net, uint32_t seed, uint32_t ub_rows, uint32_t 
   // The default chip holds it: no spilling.
   EXPECT_FALSE(compile_network(q, tpu::ChipParams::with_n(16)).spill) << net.name;
   EXPECT_TRUE(run_bit_exact(q, images, 2, small_chip(ub_rows, acc_rows))) << net.name;
+}
+
+// The depthwise unit (issue 33): a MobileNet compiled for a chip with DwWidth 2 runs its
+// depthwise convolutions as dwconv (tap rows in UB) and matches the integer reference
+// bit-exact on the golden model; for a chip without the unit no dwconv is emitted.
+size_t count_dwconv(const QuantNetwork& q, const tpu::ChipParams& chip) {
+  const auto cn = compile_network(q, chip);
+  const auto prog = emit_program(cn, 2, 0x100000, 0x4000000, 0x5000000);
+  size_t n = 0;
+  for (const auto& ins : prog.instructions) n += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
+  return n;
+}
+
+TEST(DepthwiseUnit, MobileNetBitExactWithDwconv) {
+  const Network net = small_mobilenet(61);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 62));
+  const auto images = quantize_images(q, random_images(net.input, 4, 63));
+  tpu::ChipParams dw = tpu::ChipParams::with_n(16);
+  dw.dw_width = 2;
+  EXPECT_GT(count_dwconv(q, dw), 0u);
+  EXPECT_EQ(count_dwconv(q, tpu::ChipParams::with_n(16)), 0u);
+  EXPECT_FALSE(run_bit_exact(q, images, 2, dw));
 }
 
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }

@@ -155,6 +155,7 @@ bool parse_cnn_options(const tpusim::Args& args, CnnOptions& o, tpusim::po::vari
       "ici-latency", po::value<std::string>(), "with --chips: link latency in cycles (default 64)");
   tpusim::add_memory_options(opts);
   tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
+  tpusim::add_dw_option(opts);
   tpusim::add_shard_options(opts);
   if (!tpusim::parse_options(
           args,

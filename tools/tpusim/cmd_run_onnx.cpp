@@ -532,6 +532,7 @@ bool parse_onnx_options(const tpusim::Args& args, OnnxOptions& o, tpusim::po::va
       "energy per action for the JSON's \"energy\" (docs/energy.md; default: the built-in "
       "energy/horowitz_45nm.json)");
   tpusim::add_device_options(opts, o.dev, /*with_vcd=*/true, tpusim::kDerivedMaxCycles);
+  tpusim::add_dw_option(opts);
   tpusim::add_shard_options(opts);
   if (!tpusim::parse_options(
           args,

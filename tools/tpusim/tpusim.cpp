@@ -13,6 +13,7 @@
 #include <map>
 
 #include "assembler.h"
+#include "device_model.h"
 #include "json_text.h"
 #include "output_file.h"
 #include "text.h"
@@ -112,6 +113,17 @@ void add_memory_options(po::options_description& options) {
       "host memory bandwidth in bytes per cycle, 0 = unlimited, 0..4096 (rtl only; default 16)");
 }
 
+void add_dw_option(po::options_description& options) {
+  options.add_options()(
+      "dw-width", po::value<std::string>(),
+      ("the chip's depthwise unit: P output lines per pass, 0 = none, 0.." +
+       std::to_string(tpu::ChipParams::kMaxDwWidth) +
+       "; the compiler then runs depthwise convolutions on it (dwconv). The model backend "
+       "takes any P; the rtl backend only the DwWidth it was built with (default: the built "
+       "chip's)")
+          .c_str());
+}
+
 std::string max_cycles_hint(const DeviceOptions& d) {
   return d.max_cycles_given ? " (the limit set by --max-cycles; raise it with --max-cycles N)"
                             : " (the default limit; raise it with --max-cycles N)";
@@ -188,6 +200,21 @@ std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_m
     rtl.vcd_file = d.vcd_out->temp_path();
     if (rtl.vcd_file.empty())
       throw UsageError("--vcd - : a VCD cannot go to standard output (expected a file name)");
+  }
+  if (vm.count("dw-width")) {
+    d.dw_width = int_option(vm, "dw-width", 0, tpu::ChipParams::kMaxDwWidth);
+    const uint32_t built = tpu::RtlDevice::compiled_params().dw_width;
+    if (d.backend == "model") {
+      tpu::ChipParams p = tpu::RtlDevice::compiled_params();
+      p.dw_width = uint32_t(d.dw_width);
+      return std::make_unique<tpu::ModelDevice>(p);
+    }
+    if (uint32_t(d.dw_width) != built)
+      throw UsageError("--dw-width " + std::to_string(d.dw_width) +
+                       " with --backend rtl: this binary's chip has DwWidth " +
+                       std::to_string(built) +
+                       " (use --backend model, or the tpusim built "
+                       "with that unit)");
   }
   return tpu::open_device(d.backend, rtl);
 }

@@ -72,6 +72,9 @@ struct DeviceOptions {
   // Host memory timing of the rtl backend (tpu::RtlOptions); < 0 = the default. Commands that
   // offer them register --mem-latency / --mem-bandwidth themselves (add_memory_options).
   int64_t mem_latency = -1, mem_bandwidth = -1;
+  // --dw-width P (commands that register add_dw_option): the chip's depthwise unit
+  // (ChipParams::dw_width); < 0 = the built chip's.
+  int64_t dw_width = -1;
   // The VCD is written to a temporary file and renamed by finish_device() (tpu::OutputFile).
   std::shared_ptr<tpu::OutputFile> vcd_out;
 };
@@ -85,6 +88,9 @@ void add_device_options(po::options_description& options, DeviceOptions& d, bool
                         const std::string& max_cycles_default = "");
 // --mem-latency CYCLES and --mem-bandwidth BYTES_PER_CYCLE (the rtl backend's host memory).
 void add_memory_options(po::options_description& options);
+// --dw-width P: compile for and run on a chip with a depthwise unit of P output lines (0: none).
+// The model backend takes any 0..ChipParams::kMaxDwWidth; the rtl backend only its own DwWidth.
+void add_dw_option(po::options_description& options);
 // Validates the options (UsageError) and opens the device.
 std::unique_ptr<tpu::Device> open_device(DeviceOptions& d, const po::variables_map& vm);
 // Closes the device and puts the finished VCD (if any) in place; prints a note on stderr when

@@ -95,9 +95,46 @@ void Emitter::read_images(uint32_t ub, uint32_t first, uint32_t count) {
                 iaddr_ + (first + j) * cn_.input_bytes()});
 }
 
+uint32_t Emitter::dw_reserved() const {
+  for (const auto& p : cn_.layers)
+    if (!p.dw_rows.empty()) return kDwSlots * kDwSlotRows;
+  return 0;
+}
+
+void Emitter::dw_convs(size_t li, const Unit& u) {
+  const QLayer& l = cn_.net.layers[li];
+  const auto& p = cn_.layers[li];
+  const int in_layer = l.inputs[0];
+  const auto& in = cn_.input_of(int(li), in_layer);
+  const uint32_t in_base = input_base(int(li), in_layer);
+  const uint32_t taps = uint32_t(l.kh * l.kw);
+  for (uint32_t j = 0; j < u.g; ++j) {
+    const uint32_t slot = cn_.chip.ub_rows - dw_reserved() + dw_slot_ * kDwSlotRows;
+    dw_slot_ = (dw_slot_ + 1) % kDwSlots;
+    op(ReadHost{HostDest::Ub, slot, taps + 1, caddr_ + p.dw_rows[size_t(u.ob)]});
+    DwConv d;
+    d.a_unsigned = in.is_unsigned;
+    d.stride2 = l.sh == 2;
+    d.kernel_h = uint8_t(l.kh);
+    d.kernel_w = uint8_t(l.kw);
+    d.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(u.ob) * in.block_rows() +
+                uint32_t(u.y0 * l.sh + in.pt - l.pad_t) * in.wp() + uint32_t(in.pl - l.pad_l);
+    d.acc_addr = uint16_t(u.acc + j * u.rows);
+    d.width = uint16_t((p.cols_used - 1) * l.sw + l.kw);
+    d.height = uint16_t((u.y1 - u.y0 - 1) * l.sh + l.kh);
+    d.w_addr = slot;
+    d.ub_stride = uint16_t(in.wp());
+    op(d);
+  }
+}
+
 void Emitter::matmuls(size_t li, const Unit& u) {
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
+  if (!p.dw_rows.empty()) {
+    dw_convs(li, u);
+    return;
+  }
   for (const auto& t : p.terms[size_t(u.ob)]) {
     const uint32_t tile = caddr_ + t.tile;
     const int in_layer = p.packed ? kNetworkInput : l.inputs[size_t(t.input)];

@@ -129,6 +129,14 @@ class Emitter {
 
   void matmuls(size_t li, const Unit& u);
 
+  // The depthwise unit's form of matmuls (LayerPlan::dw_rows): per image, the block's tap rows
+  // into the next of kDwSlots UB slots at the top of the unified buffer (read_host), then one
+  // dwconv over the unit's output lines reading the tensor with its border (no pad).
+  void dw_convs(size_t li, const Unit& u);
+  static constexpr uint32_t kDwSlots = 4, kDwSlotRows = 3 * 3 + 1;
+  // UB rows reserved for the tap slots: 0 when no layer uses the unit.
+  uint32_t dw_reserved() const;
+
   void activates(size_t li, const Unit& u);
   // `out` holds pooled lines from `out_line0` on (a spill tile's output buffer; 0: the whole
   // tensor).
@@ -220,6 +228,7 @@ class Emitter {
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
+  uint32_t dw_slot_ = 0;  // the next tap slot (dw_convs)
   std::vector<Op> ops_;
 };
 

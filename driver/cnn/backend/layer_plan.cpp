@@ -42,6 +42,39 @@ void add_lut(CompiledNetwork& cn, const QLayer& l, CompiledNetwork::LayerPlan* p
   cn.luts.push_back(at);
 }
 
+// Whether the depthwise unit computes layer l (isa.md "Depthwise configuration"): a Conv whose
+// every output channel reads only its own input channel, one input in UB with borders, kernel
+// and stride the unit takes, no dilation. The unit reads the tensor's stored border (no pad).
+bool dw_eligible(const CompiledNetwork& cn, const QLayer& l, const CompiledNetwork::LayerPlan& p) {
+  constexpr int kMaxDwKernel = 3, kMaxDwField = 4095;
+  if (!cn.chip.has_dw() || p.packed || l.kind != LayerKind::Conv || l.inputs.size() != 1)
+    return false;
+  if (l.group != l.in.c || l.group != l.conv_out.c) return false;
+  if (l.kh < 1 || l.kh > kMaxDwKernel || l.kw < 1 || l.kw > kMaxDwKernel) return false;
+  if (l.dh != 1 || l.dw != 1 || l.sh != l.sw || (l.sh != 1 && l.sh != 2)) return false;
+  const int width = (p.cols_used - 1) * l.sw + l.kw;
+  const int height = (p.lines_used - 1) * l.sh + l.kh;
+  return width <= kMaxDwField && height <= kMaxDwField;
+}
+
+// The tap rows of a depthwise layer: the diagonals of its (tap, block) tiles, a zero row after.
+void add_dw_rows(CompiledNetwork& cn, const QLayer& l, CompiledNetwork::LayerPlan* p) {
+  const uint32_t n = cn.chip.N;
+  const uint32_t taps = uint32_t(l.kh * l.kw);
+  constexpr size_t kDmaAlign = 16;
+  for (const auto& terms : p->terms) {
+    std::vector<uint8_t> rows(size_t(taps + 1) * n, 0);
+    for (const auto& t : terms)
+      for (uint32_t k = 0; k < n; ++k)
+        rows[size_t(t.tap) * n + k] = cn.constants[t.tile + size_t(k) * n + k];
+    const size_t at = (cn.constants.size() + kDmaAlign - 1) / kDmaAlign * kDmaAlign;
+    cn.constants.resize(at, 0);
+    cn.constants.insert(cn.constants.end(), rows.begin(), rows.end());
+    p->dw_rows.push_back(uint32_t(at));
+  }
+  cn.constants.resize((cn.constants.size() + kDmaAlign - 1) / kDmaAlign * kDmaAlign, 0);
+}
+
 }  // namespace
 
 void plan_layers(CompiledNetwork& cn) {
@@ -52,6 +85,7 @@ void plan_layers(CompiledNetwork& cn) {
     plan_geometry(cn, l, &p);
     if (l.act == Activation::Lut) add_lut(cn, l, &p);
     build_terms(cn, li, &p);
+    if (dw_eligible(cn, l, p)) add_dw_rows(cn, l, &p);
     cn.layers.push_back(std::move(p));
   }
 }
