@@ -101,6 +101,7 @@ RtlDevice::RtlDevice(const RtlOptions& o) : impl_(std::make_unique<Impl>()) {
   }
   cp.weight_port_bytes = sim::Chip::compiled_weight_axi_width() / 8;  // 0: no weight port
   cp.ici_links = p.ici_links;  // the pod chip (alone: its links are down, ERR_ICI_LINK)
+  cp.dw_width = p.dw_width;    // the depthwise chip (tpu_sim_dw_n<N>); 0: no unit
   try {
     cp.validate();
   } catch (const std::exception& e) {
@@ -129,6 +130,7 @@ ChipParams RtlDevice::compiled_params() {
   }
   p.weight_port_bytes = sim::Chip::compiled_weight_axi_width() / 8;
   p.ici_links = sim::Chip::compiled_ici_links();
+  p.dw_width = sim::Chip::compiled_dw_width();
   return p;
 }
 bool RtlDevice::compiled_with_vcd() { return sim::Chip::compiled_with_vcd(); }
