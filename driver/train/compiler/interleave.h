@@ -87,7 +87,7 @@ bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n);
 // change their order, so every result is the same (the same operations per element in the
 // same order); an instruction whose ranges are unknown keeps its place.
 constexpr uint64_t kScheduleVectorRows = 4;
-constexpr size_t kScheduleWindow = 64;
+constexpr size_t kScheduleWindow = 128;
 std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
                                        size_t window);
 
