@@ -631,6 +631,9 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     return x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
   };
   std::vector<VMat> xbs(jobs.back().band + 1);
+  const uint32_t blocks = (nd.conv.cout + n_ - 1) / n_;
+  // b copied (the same bits) next to Y: the bias passes then span no band buffer row
+  if (nd.in.size() > 2) pb_.vop_imm(VecFunc::Or, L.pool_scratch, L.in[2], 0, blocks);
   // The jobs' instructions, then the next job's first matmuls ahead of each job's pool
   // (hoist_matmuls).
   const std::vector<Instruction> all = capture([&] {
@@ -658,7 +661,7 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
       const VMat ab{set_of(L.out, L.out_step, 1, s), rows, bg.cout, round_up(rows, n_)};
       auto compute = [&] {
         const VMat wv{w.block(j.g0), w.rows, bg.cout, w.pitch};
-        const VMat buf{L.out[2], crows, bg.cout, round_up(crows, n_)};
+        const VMat buf{set_of(L.out, L.out_step, 2, s), crows, bg.cout, round_up(crows, n_)};
         // The band's later groups reuse its im2col (cin = 1, the band one matmul of ACC rows).
         const bool reuse =
             !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
@@ -668,8 +671,8 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         PoolGeom pg = nd.pool;
         pg.h = j.lines * kh;
         pg.c = bg.cout;
-        maxpool_forward(pb_, pg, buf, yb, ab, L.scratch + conv_scratch);
-        if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.in[2] + j.g0, 1, bg.cout, 1});
+        maxpool_forward(pb_, pg, buf, yb, ab, L.pool_scratch + blocks);
+        if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.pool_scratch + j.g0, 1, bg.cout, 1});
         if (nd.relu) relu_forward(pb_, yb, yb);
       };
       auto write = [&] {
@@ -688,7 +691,12 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
     }
     for (const Instruction& i : writes) pb_.append(i);
   });
-  for (const Instruction& i : hoist_matmuls(all)) pb_.append(i);
+  // Double-buffered (a conv band buffer set per job): list-scheduled, so one job's pool passes
+  // run beside the next job's matmuls and acc_to_vmem (docs/training.md "Conv forward
+  // list-scheduled").
+  const std::vector<Instruction> hoisted = hoist_matmuls(all);
+  for (const Instruction& i : depth > 1 ? list_schedule(hoisted, chip_, kScheduleWindow) : hoisted)
+    pb_.append(i);
 }
 
 // The DMA units and the MXU's weight loads share VMEM read port 0 (the DMA first): a

@@ -2,6 +2,7 @@
 #include "compiler/interleave.h"
 
 #include <algorithm>
+#include <limits>
 #include <variant>
 
 #include "compiler/emit.h"
@@ -320,6 +321,87 @@ std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
     }
   }
   for (; i < main.size(); ++i) out.push_back(Merged{false, i});
+  return out;
+}
+
+}  // namespace tpu::train::compiler
+
+namespace tpu::train::compiler {
+
+namespace {
+
+// The in-order issue estimate of list_schedule: IssueModel's units and rates, the vector unit
+// at kScheduleVectorRows rows per cycle and the VMEM-port DMA at about a row per cycle.
+struct HazardModel {
+  explicit HazardModel(const ChipParams& c) : base(c) {}
+  IssueModel base;
+  uint64_t work(const Instruction& in) const {
+    if (const auto* v = std::get_if<Vector>(&in))
+      return (uint64_t{v->inner} * v->outer + kScheduleVectorRows - 1) / kScheduleVectorRows + 3;
+    if (const auto* rv = std::get_if<ReadVmem>(&in)) return uint64_t{rv->rows} + 16;
+    if (const auto* wv = std::get_if<WriteVmem>(&in)) return uint64_t{wv->rows} * 6 / 5;
+    return base.work(in);
+  }
+};
+
+}  // namespace
+
+std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
+                                       size_t window) {
+  const uint32_t n = chip.N;
+  std::vector<Access> acc;
+  acc.reserve(in.size());
+  for (const Instruction& i : in) acc.push_back(access_of(i, n));
+  auto ordered = [&](size_t a, size_t b) {  // whether a and b must keep their order
+    return !disjoint(acc[a], acc[b]) || (acc[a].fifo && acc[b].fifo);
+  };
+  HazardModel model(chip);
+  std::vector<uint64_t> end(in.size(), 0);
+  std::vector<size_t> pending(in.size()), recent;  // recent: placed, newest last
+  for (size_t i = 0; i < in.size(); ++i) pending[i] = i;
+  constexpr size_t kRecent = 512;
+  std::vector<Instruction> out;
+  out.reserve(in.size());
+  while (!pending.empty()) {
+    size_t best = 0;
+    uint64_t best_t = std::numeric_limits<uint64_t>::max();
+    bool best_vec = false;
+    for (size_t p = 0; p < std::min(window, pending.size()); ++p) {
+      const size_t c = pending[p];
+      bool ready = true;
+      for (size_t q = 0; q < p && ready; ++q) ready = !ordered(pending[q], c);
+      if (!ready) continue;
+      // The chip's scoreboard: held until every earlier instruction on a common row is done.
+      uint64_t t = model.base.start(in[c]);
+      for (size_t e : recent) {
+        if (!disjoint(acc[e], acc[c])) t = std::max(t, end[e]);
+      }
+      // Ties: a vector pass after the others (the matrix and move units' work is the longer
+      // chain; the vector unit's passes fill in beside it).
+      const bool vec = std::holds_alternative<Vector>(in[c]);
+      if (t < best_t || (t == best_t && best_vec && !vec)) {
+        best_t = t;
+        best = p;
+        best_vec = vec;
+      }
+      if (t <= model.base.issue && !vec) break;  // nothing starts earlier
+    }
+    const size_t c = pending[best];
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(best));
+    const uint64_t w = model.work(in[c]);
+    model.base.issue = best_t + 1;
+    model.base.free[unit_of(in[c])] = best_t + w;
+    if (const auto* lw = std::get_if<LoadWeights>(&in[c])) {
+      for (uint64_t k = 1; k <= lw->tiles; ++k) model.base.tiles.push_back(best_t + k * n);
+    }
+    const auto* mm = std::get_if<MatmulBf16>(&in[c]);
+    if (mm != nullptr && mm->switch_weights && model.base.next_tile < model.base.tiles.size())
+      ++model.base.next_tile;
+    end[c] = best_t + w;
+    recent.push_back(c);
+    if (recent.size() > kRecent) recent.erase(recent.begin());
+    out.push_back(in[c]);
+  }
   return out;
 }
 

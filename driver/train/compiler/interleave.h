@@ -79,4 +79,16 @@ std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
 // ranges are not listed). The weight FIFO is not a row: merge_beside orders it apart.
 bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n);
 
+// The instructions reordered by a greedy list scheduler over a sliding window of `window`
+// not yet placed instructions: next comes the one the in-order issue estimate (IssueModel's
+// units, the chip's scoreboard: an instruction waits for every earlier one it shares a row
+// with, a vector pass kScheduleVectorRows rows per cycle) starts first, ties to program order.
+// Only instructions with no common row (rows_disjoint) and not both using the weight FIFO
+// change their order, so every result is the same (the same operations per element in the
+// same order); an instruction whose ranges are unknown keeps its place.
+constexpr uint64_t kScheduleVectorRows = 4;
+constexpr size_t kScheduleWindow = 128;
+std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
+                                       size_t window);
+
 }  // namespace tpu::train::compiler

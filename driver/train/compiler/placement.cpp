@@ -127,7 +127,14 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
         L.in.push_back(sets(a, p.homes[static_cast<size_t>(t)].rows, 1, L.in_step));
       }
     }
+    // The conv band buffer: with depth > 1 a set per job in flight, set 0 below the pool's
+    // scratch and the Y / argmax sets, set 1 above them, so a job's pool passes (bounding
+    // intervals from their band set to Y) span no row the next job's acc_to_vmem writes.
+    const uint32_t band0 = a.rows(gb * crows);
+    L.pool_scratch = a.rows(blocks + std::max(1u, scratch));  // a copy of b, then the pool's
     L.out = {sets(a, gb * prows, depth, L.out_step), sets(a, gb * prows, depth, L.out_step)};
+    L.out.push_back(band0);
+    L.out_step.push_back(depth > 1 ? a.rows(gb * crows) - band0 : 0);
     b.cout = pg.c;
   } else {
     for (int i = 0; i < 3; ++i) L.in.push_back(sets(a, gb * prows, depth, L.in_step));
@@ -145,10 +152,9 @@ void fused_layout(const Placement& p, const Node& nd, uint32_t lines, uint32_t g
   }
   // The conv output's (gradient's) band: the gradient's a set per job in flight
   const bool grad = nd.op == Op::ConvPoolGrad;
-  L.out.push_back(sets(a, gb * crows, grad ? depth : 1, L.out_step));
-  if (!grad) {  // the conv's im2col stays for the band's other groups: the pool's scratch
-    // after it
-    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)) + scratch);
+  if (grad) L.out.push_back(sets(a, gb * crows, depth, L.out_step));
+  if (!grad) {  // the conv's im2col stays for the band's other groups
+    L.scratch = a.rows(std::max(1u, conv_scratch_rows(b, chip, 0)));
   } else if (depth > 1) {  // relu mask and pool scratch; the dW's tap rows, a set per job
     L.scratch = a.rows(std::max(1u, scratch));
     L.dw_scratch_step = std::max(1u, conv_dw_scratch_rows(b, chip));

@@ -80,6 +80,12 @@ struct NodeLayout {
   // flight (set s at dw_scratch + s * dw_scratch_step), apart from `scratch` (the ReLU mask
   // and the pool gradient's), so the next job's vector passes run beside this job's matmuls.
   uint32_t dw_scratch = 0, dw_scratch_step = 0;
+  // ConvPool: a copy of the bias (a row per output block) and the pool's scratch (its mask
+  // and constant rows), right below the Y and argmax sets: a pass that reads the mask with
+  // the argmax, or the bias with Y, spans no conv band row in the chip's ordering (bounding
+  // intervals, isa.md "Ordering"), so it runs beside the next job's acc_to_vmem into the
+  // other band buffer set.
+  uint32_t pool_scratch = 0;
   uint32_t end = 0;  // one past the last row used
 };
 
