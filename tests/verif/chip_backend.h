@@ -22,6 +22,7 @@ class ChipBackend : public Backend {
     chip_.add_region(kSpareBase, kSpareSize, "spare");
     chip_.add_region(kDumpBase, kDumpSize, "dump");
     chip_.add_region(kDumpVmemBase, kDumpVmemSize, "dump_vmem");
+    chip_.add_region(kHighBase, kHighSize, "high");
     chip_.reset();
   }
   const char* name() const override { return "chip"; }
@@ -39,6 +40,7 @@ class ChipBackend : public Backend {
     zero(kSpareBase, kSpareSize);
     zero(kDumpBase, kDumpSize);
     if (config.vmem_dump) zero(kDumpVmemBase, kDumpVmemSize);
+    if (config.high_region) zero(kHighBase, kHighSize);
     for (const auto& [addr, bytes] : memory) chip_.write_mem(addr, bytes);
     chip_.write_mem(kCmdBase, encode_program(program));
     chip_.set_memory_timing(config.mem_latency, config.mem_bytes_per_cycle);
@@ -77,6 +79,7 @@ class ChipBackend : public Backend {
     o.out = chip_.read_mem(kOutBase, kOutSize);
     o.dump = chip_.read_mem(kDumpBase, kDumpSize);
     if (config.vmem_dump) o.vmem = chip_.read_mem(kDumpVmemBase, kDumpVmemSize);
+    if (config.high_region) o.high = chip_.read_mem(kHighBase, kHighSize);
     return o;
   }
 
