@@ -22,7 +22,6 @@ class ChipBackend : public Backend {
     chip_.add_region(kSpareBase, kSpareSize, "spare");
     chip_.add_region(kDumpBase, kDumpSize, "dump");
     chip_.add_region(kDumpVmemBase, kDumpVmemSize, "dump_vmem");
-    chip_.add_region(kHighBase, kHighSize, "high");
     chip_.reset();
   }
   const char* name() const override { return "chip"; }
@@ -40,6 +39,10 @@ class ChipBackend : public Backend {
     zero(kSpareBase, kSpareSize);
     zero(kDumpBase, kDumpSize);
     if (config.vmem_dump) zero(kDumpVmemBase, kDumpVmemSize);
+    if (config.high_region && !high_mapped_) {  // mapped at the first long-mix case only
+      chip_.add_region(kHighBase, kHighSize, "high");
+      high_mapped_ = true;
+    }
     if (config.high_region) zero(kHighBase, kHighSize);
     for (const auto& [addr, bytes] : memory) chip_.write_mem(addr, bytes);
     chip_.write_mem(kCmdBase, encode_program(program));
@@ -90,6 +93,7 @@ class ChipBackend : public Backend {
   }
   sim::Chip chip_;
   DmaWindows windows_{};
+  bool high_mapped_ = false;  // kHigh (RunConfig::high_region)
   std::vector<uint8_t> zeros_;
 };
 

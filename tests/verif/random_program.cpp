@@ -2394,6 +2394,7 @@ std::string describe(const TestCase& tc) {
 
 struct GoldenBackend::Impl {
   FaultyMemory mem;
+  bool high_mapped = false;  // kHigh, mapped at the first RunConfig::high_region run
   std::unique_ptr<GoldenModel> model;
 };
 
@@ -2404,7 +2405,6 @@ GoldenBackend::GoldenBackend(const ChipParams& params) : impl_(std::make_unique<
   impl_->mem.add_region(kSpareBase, kSpareSize);
   impl_->mem.add_region(kDumpBase, kDumpSize);
   impl_->mem.add_region(kDumpVmemBase, kDumpVmemSize);
-  impl_->mem.add_region(kHighBase, kHighSize);
   impl_->model = std::make_unique<GoldenModel>(impl_->mem, params);
 }
 GoldenBackend::~GoldenBackend() = default;
@@ -2420,6 +2420,10 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   mem.load(kSpareBase, std::vector<uint8_t>(kSpareSize, 0));
   mem.load(kDumpBase, std::vector<uint8_t>(kDumpSize, 0));
   if (config.vmem_dump) mem.load(kDumpVmemBase, std::vector<uint8_t>(kDumpVmemSize, 0));
+  if (config.high_region && !impl_->high_mapped) {
+    mem.add_region(kHighBase, kHighSize);
+    impl_->high_mapped = true;
+  }
   if (config.high_region) mem.load(kHighBase, std::vector<uint8_t>(kHighSize, 0));
   for (const auto& [addr, bytes] : memory) mem.load(addr, bytes);
   mem.load(kCmdBase, encode_program(program));

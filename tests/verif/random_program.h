@@ -49,7 +49,8 @@ constexpr uint32_t kDumpBase = 0x0070'0000, kDumpSize = 0x8000;    // run 2 (dum
 constexpr uint32_t kDumpVmemBase = 0x0074'0000, kDumpVmemSize = 0x1'0000;  // run 2: VMEM
 constexpr uint32_t kUnmapped = 0x0800'0000;                                // DECERR
 // The top of the host address space (the long-transfer mix, GenOptions::long_mix): float data
-// read and results written by read_vmem / write_vmem, compared like kOut.
+// read and results written by read_vmem / write_vmem, compared like kOut. The backends map it
+// at their first run with RunConfig::high_region (other tests map memory up there themselves).
 constexpr uint32_t kHighBase = 0xFFFC'0000, kHighSize = 0x4'0000;
 // Inside kDump: the UB window, the ACC check rows, then the ACC check parameters.
 constexpr uint32_t kDumpUb = kDumpBase, kDumpAcc = kDumpBase + 0x1000,
