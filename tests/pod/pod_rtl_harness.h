@@ -88,14 +88,15 @@ inline void compare_acc(PodRtl& rtl, tpu::PodModel& model, const AccRows& acc,
 
 // Runs the programs on the Verilated pod and on the pod of golden models (same host images)
 // and compares the outcome of every chip and its output bytes [kOut, kOut + kOutSize), and
-// with vmem_rows > 0 its VMEM rows [0, vmem_rows) afterwards, and with acc.rows > 0 those
-// accumulator rows. Returns the RTL's result. assertions = false switches the RTL's
-// assertions off.
+// with vmem_rows > 0 its VMEM rows [vmem_base, vmem_base + vmem_rows) afterwards (at most
+// (kMemSize - kVmemDump) / 4N rows), and with acc.rows > 0 those accumulator rows. Returns the
+// RTL's result. assertions = false switches the RTL's assertions off.
 inline tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t latency,
                                        const std::vector<std::vector<tpu::Instruction>>& programs,
                                        const std::vector<std::vector<uint8_t>>& data,
                                        const std::string& what, uint32_t vmem_rows,
-                                       bool assertions = true, AccRows acc = {}) {
+                                       bool assertions = true, AccRows acc = {},
+                                       uint32_t vmem_base = 0) {
   const uint32_t chips = topo.chips();
   PodRtl rtl(topo, latency, kMemSize);
   rtl.set_assertions(assertions);
@@ -139,13 +140,14 @@ inline tpu::sim::PodRtlResult run_both(const tpu::PodTopology& topo, uint32_t la
   if (res.status != tpu::sim::PodRtlStatus::Stopped) return res;
   // The final VMEM (after a fault too: the dump is a new run of every chip).
   if (vmem_rows > 0) {
-    const std::vector<std::vector<uint32_t>> vmem = rtl.dump_vmem(0, vmem_rows, kVmemDump);
+    const std::vector<std::vector<uint32_t>> vmem = rtl.dump_vmem(vmem_base, vmem_rows, kVmemDump);
     for (uint32_t r = 0; r < chips; ++r) {
-      const std::vector<uint32_t> want = model.chip(r).vmem_rows(0, vmem_rows);
+      const std::vector<uint32_t> want = model.chip(r).vmem_rows(vmem_base, vmem_rows);
       for (size_t i = 0; i < want.size(); ++i) {
         if (want[i] != vmem[r][i]) {
-          ADD_FAILURE() << what << ": chip " << r << " VMEM row " << i / N << " lane " << i % N
-                        << ": RTL 0x" << std::hex << vmem[r][i] << ", golden 0x" << want[i];
+          ADD_FAILURE() << what << ": chip " << r << " VMEM row " << vmem_base + i / N << " lane "
+                        << i % N << ": RTL 0x" << std::hex << vmem[r][i] << ", golden 0x"
+                        << want[i];
           break;
         }
       }

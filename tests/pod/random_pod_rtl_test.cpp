@@ -31,6 +31,11 @@
 //
 // TPU_POD_RANDOM_COUNT (programs per test, default 75 per link-only test and 40 per Matrix
 // test) and TPU_POD_RANDOM_FIRST (first seed) set the run; the `slow` test runs more.
+//
+// The Long* tests (Mix::Long, issue 30 toggle coverage) are the link-only programs in 1024 VMEM
+// rows at the top of VMEM or at a random base above row 16384, with messages of up to 1024 rows
+// (half of them 512 or more) and the local instructions moved into those rows; the final VMEM
+// of those rows is compared. TPU_POD_RANDOM_LONG_COUNT programs per topology (default 12).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -74,35 +79,63 @@ LinkDraw draw_link(std::mt19937& rng, const tpu::PodTopology& topo) {
   }
 }
 
+// The VMEM rows a link-only program uses, [base, base + rows), and the rows per message. The
+// default mix: the 64 rows from 0, messages of 1..8 rows; Mix::Long (toggle coverage of the
+// link unit's row counters and VMEM addresses, docs/verification.md "Coverage"): 1024 rows at
+// the top of VMEM or at a random base above row 16384, messages of up to all of them.
+struct Window {
+  uint32_t base = 0, rows = kRows, max_msg = kMaxMsg;
+  bool long_msgs = false;  // half of the messages in the upper half of 1..max_msg
+};
+constexpr uint32_t kLongRows = 1024;  // (kMemSize - kVmemDump) / 16: what the VMEM dump holds
+
+Window long_window(std::mt19937& rng) {
+  const uint32_t top = chip_params().vmem_rows - kLongRows;
+  const uint32_t base = rnd(rng, 2) == 0 ? top : top / 2 + rnd(rng, top / 2);
+  return Window{base, kLongRows, kLongRows, true};
+}
+
+// Rows of one message in window w.
+uint32_t message_rows(std::mt19937& rng, const Window& w) {
+  if (w.long_msgs && rnd(rng, 2) == 0) return w.max_msg / 2 + rnd(rng, w.max_msg / 2 + 1);
+  return 1 + rnd(rng, w.max_msg);
+}
+
 // Now and then a local instruction on a chip: VMEM-port DMA of random rows, a sync, an
 // element-wise vector instruction (fp32 / int32 / bitwise; in place or into rows apart from its
-// operands) or an N x N transpose.
-void local_op(tpu::ProgramBuilder& b, std::mt19937& rng) {
+// operands) or an N x N transpose (rows relative to the window's base; the default window's
+// draws are those of the generator before Mix::Long).
+void local_op(tpu::ProgramBuilder& b, std::mt19937& rng, const Window& w = Window{}) {
+  const uint32_t span = w.rows, o = w.base;
   const uint32_t rows = 1 + rnd(rng, 16);
-  const uint32_t row = rnd(rng, kRows - rows + 1);
+  const uint32_t row = o + rnd(rng, span - rows + 1);
   static const tpu::VecFunc kFuncs[] = {tpu::VecFunc::FAdd, tpu::VecFunc::FMul, tpu::VecFunc::FMax,
                                         tpu::VecFunc::IAdd, tpu::VecFunc::Xor,  tpu::VecFunc::FLt};
   const uint32_t n = chip_params().N;
   switch (rnd(rng, 5)) {
     case 0:
-      b.read_vmem(row, rows, kData + kRowBytes * rnd(rng, kRows - rows + 1));
+      b.read_vmem(row, rows, kData + kRowBytes * rnd(rng, span - rows + 1));
       break;
     case 1:
-      b.write_vmem(row, rows, kOut + kRowBytes * (kRows + rnd(rng, 2 * kRows)));
+      if (w.long_msgs) {  // (the final write_vmem of the window fills kOut)
+        b.write_vmem(row, rows, kOut + kRowBytes * rnd(rng, span - rows + 1));
+      } else {
+        b.write_vmem(row, rows, kOut + kRowBytes * (span + rnd(rng, 2 * span)));
+      }
       break;
     case 2: {  // a in [0, 20), b in [22, 42), dst = a or in [44, 64)
       const uint32_t r = 1 + rnd(rng, 8);
       const uint32_t a = rnd(rng, 20 - r + 1), bb = 22 + rnd(rng, 20 - r + 1);
       const uint32_t dst = rnd(rng, 2) == 0 ? a : 44 + rnd(rng, 20 - r + 1);
-      b.vop(kFuncs[rnd(rng, 6)], dst, a, bb, r);
+      b.vop(kFuncs[rnd(rng, 6)], o + dst, o + a, o + bb, r);
       break;
     }
     case 3: {  // one N x N block from the lower half to the upper half, or back
-      const uint32_t lo = n * rnd(rng, kRows / 2 / n), hi = kRows / 2 + n * rnd(rng, kRows / 2 / n);
+      const uint32_t lo = n * rnd(rng, span / 2 / n), hi = span / 2 + n * rnd(rng, span / 2 / n);
       if (rnd(rng, 2) == 0) {
-        b.transpose(lo, hi, 1);
+        b.transpose(o + lo, o + hi, 1);
       } else {
-        b.transpose(hi, lo, 1);
+        b.transpose(o + hi, o + lo, 1);
       }
       break;
     }
@@ -124,6 +157,7 @@ struct Case {
   // two chips that end ERR_ICI_SIZE and the index of their link instruction.
   AccRows acc;
   std::vector<std::pair<uint32_t, uint32_t>> size_faults;
+  uint32_t window = 0;  // the first VMEM row of the program's rows (Mix::Long)
 };
 
 // Where an injected fault goes (both generators): by default, at transfer `at`, the faulting
@@ -158,15 +192,17 @@ FaultPlan fault_plan(uint32_t seed, uint32_t chip, uint32_t at) {
   return FaultPlan{chip, at, own() % 2 == 0, false};
 }
 
-Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
+Case random_case(const tpu::PodTopology& topo, uint32_t seed, bool long_mix = false) {
   std::mt19937 rng(seed);
   Case c;
   c.latency = 1 + rnd(rng, 24);
   const uint32_t chips = topo.chips();
   std::vector<tpu::ProgramBuilder> b(chips, tpu::ProgramBuilder(chip_params()));
+  const Window w = long_mix ? long_window(rng) : Window{};
+  c.window = w.base;
   for (uint32_t r = 0; r < chips; ++r) {
-    c.data.push_back(random_rows(rng, kRows));
-    b[r].read_vmem(0, kRows, kData);
+    c.data.push_back(random_rows(rng, w.rows));
+    b[r].read_vmem(w.base, w.rows, kData);
   }
   c.fault = rnd(rng, 4) == 0;
   const uint32_t faulty = rnd(rng, chips);
@@ -178,15 +214,16 @@ Case random_case(const tpu::PodTopology& topo, uint32_t seed) {
   for (uint32_t t = 0; t < transfers; ++t) {
     const auto [src, link, dst] = draw_link(rng, topo);
     const bool after_recv = place_fault(plan, c, b, t, dst.chip);
-    const uint32_t rows = 1 + rnd(rng, kMaxMsg);
-    b[src].ici_send(link, rnd(rng, kRows - rows + 1), rows);
-    b[dst.chip].ici_recv(dst.link, rnd(rng, kRows - rows + 1), rows, kReduce[rnd(rng, 3)]);
+    const uint32_t rows = message_rows(rng, w);
+    b[src].ici_send(link, w.base + rnd(rng, w.rows - rows + 1), rows);
+    b[dst.chip].ici_recv(dst.link, w.base + rnd(rng, w.rows - rows + 1), rows,
+                         kReduce[rnd(rng, 3)]);
     if (after_recv) b[dst.chip].read_vmem(0, 1, kFaultHost);
-    if (rnd(rng, 4) == 0) local_op(b[rnd(rng, chips)], rng);
+    if (rnd(rng, 4) == 0) local_op(b[rnd(rng, chips)], rng, w);
   }
   if (plan.pending) b[faulty].sync().read_vmem(0, 1, kFaultHost);
   for (uint32_t r = 0; r < chips; ++r) {
-    b[r].write_vmem(0, kRows, kOut);
+    b[r].write_vmem(w.base, w.rows, kOut);
     c.programs.push_back(b[r].finish());
   }
   return c;
@@ -311,17 +348,24 @@ Case matrix_case(const tpu::PodTopology& topo, uint32_t seed) {
   return c;
 }
 
-enum class Mix { Links, Matrix };
+enum class Mix { Links, Matrix, Long };
 
 // Runs `count` random programs on the topology from seed `first`; reports how many ran clean
 // (every chip halted), how many with the injected fault and how many with a size mismatch.
 void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Links) {
-  const uint32_t count = env_count("TPU_POD_RANDOM_COUNT", mix == Mix::Links ? 75 : 40);
+  // (Mix::Long has a count of its own: its programs take ~10 times as long, and the `slow`
+  // test sets TPU_POD_RANDOM_COUNT to thousands)
+  const uint32_t count = mix == Mix::Long
+                             ? env_count("TPU_POD_RANDOM_LONG_COUNT", 12)
+                             : env_count("TPU_POD_RANDOM_COUNT", mix == Mix::Links ? 75 : 40);
   first += env_count("TPU_POD_RANDOM_FIRST", 0);
-  const uint32_t vmem_rows = mix == Mix::Links ? kRows : kMatrixRows;
+  const uint32_t vmem_rows = mix == Mix::Links    ? kRows
+                             : mix == Mix::Matrix ? kMatrixRows
+                                                  : kLongRows;
   uint32_t clean = 0, faulted = 0, mismatched = 0, posted = 0;
   for (uint32_t s = first; s < first + count && !::testing::Test::HasFailure(); ++s) {
-    const Case c = mix == Mix::Links ? random_case(topo, s) : matrix_case(topo, s);
+    const Case c =
+        mix == Mix::Matrix ? matrix_case(topo, s) : random_case(topo, s, mix == Mix::Long);
     const std::string what = topo.name() + " " + std::to_string(topo.chips()) + " chips, seed " +
                              std::to_string(s) + ", latency " + std::to_string(c.latency);
     if (std::getenv("TPU_POD_VERBOSE") != nullptr) {
@@ -336,7 +380,7 @@ void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Lin
     }
     // The RTL's assertions are on in every program, injected faults included.
     const tpu::sim::PodRtlResult res =
-        run_both(topo, c.latency, c.programs, c.data, what, vmem_rows, true, c.acc);
+        run_both(topo, c.latency, c.programs, c.data, what, vmem_rows, true, c.acc, c.window);
     for (const auto& [chip, pc] : c.size_faults) {
       EXPECT_EQ(res.chips[chip].err_code, static_cast<uint32_t>(tpu::ErrorCode::ERR_ICI_SIZE))
           << what << ": chip " << chip;
@@ -355,7 +399,10 @@ void run_random(const tpu::PodTopology& topo, uint32_t first, Mix mix = Mix::Lin
   std::printf(
       "%s (%u chips)%s: %u programs, %u clean, %u with an injected fault (%u of them right "
       "after a posted receive), %u with a size mismatch\n",
-      topo.name().c_str(), topo.chips(), mix == Mix::Matrix ? ", matrix path" : "",
+      topo.name().c_str(), topo.chips(),
+      mix == Mix::Matrix ? ", matrix path"
+      : mix == Mix::Long ? ", long transfers"
+                         : "",
       clean + faulted + mismatched, clean, faulted, posted, mismatched);
 }
 
@@ -367,5 +414,11 @@ TEST(RandomPodRtl, MatrixRing2) { run_random(tpu::PodTopology::ring(2), 5000, Mi
 TEST(RandomPodRtl, MatrixRing3) { run_random(tpu::PodTopology::ring(3), 6000, Mix::Matrix); }
 TEST(RandomPodRtl, MatrixRing4) { run_random(tpu::PodTopology::ring(4), 7000, Mix::Matrix); }
 TEST(RandomPodRtl, MatrixTorus2x2) { run_random(tpu::PodTopology::torus(2, 2), 8000, Mix::Matrix); }
+// Mix::Long: messages of up to 1024 rows in 1024 VMEM rows at the top of VMEM or above row
+// 16384 (the link unit's row counters, program counters and VMEM addresses;
+// TPU_POD_RANDOM_LONG_COUNT programs per topology, default 12, about 1 s each).
+TEST(RandomPodRtl, LongRing2) { run_random(tpu::PodTopology::ring(2), 9000, Mix::Long); }
+TEST(RandomPodRtl, LongRing4) { run_random(tpu::PodTopology::ring(4), 10000, Mix::Long); }
+TEST(RandomPodRtl, LongTorus2x2) { run_random(tpu::PodTopology::torus(2, 2), 11000, Mix::Long); }
 
 }  // namespace

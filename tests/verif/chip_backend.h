@@ -39,6 +39,11 @@ class ChipBackend : public Backend {
     zero(kSpareBase, kSpareSize);
     zero(kDumpBase, kDumpSize);
     if (config.vmem_dump) zero(kDumpVmemBase, kDumpVmemSize);
+    if (config.high_region && !high_mapped_) {  // mapped at the first long-mix case only
+      chip_.add_region(kHighBase, kHighSize, "high");
+      high_mapped_ = true;
+    }
+    if (config.high_region) zero(kHighBase, kHighSize);
     for (const auto& [addr, bytes] : memory) chip_.write_mem(addr, bytes);
     chip_.write_mem(kCmdBase, encode_program(program));
     chip_.set_memory_timing(config.mem_latency, config.mem_bytes_per_cycle);
@@ -77,6 +82,7 @@ class ChipBackend : public Backend {
     o.out = chip_.read_mem(kOutBase, kOutSize);
     o.dump = chip_.read_mem(kDumpBase, kDumpSize);
     if (config.vmem_dump) o.vmem = chip_.read_mem(kDumpVmemBase, kDumpVmemSize);
+    if (config.high_region) o.high = chip_.read_mem(kHighBase, kHighSize);
     return o;
   }
 
@@ -87,6 +93,7 @@ class ChipBackend : public Backend {
   }
   sim::Chip chip_;
   DmaWindows windows_{};
+  bool high_mapped_ = false;  // kHigh (RunConfig::high_region)
   std::vector<uint8_t> zeros_;
 };
 

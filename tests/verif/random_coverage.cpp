@@ -42,6 +42,7 @@ class Replay {
     mem_.add_region(kOutBase, kOutSize);
     mem_.add_region(kSpareBase, kSpareSize);
     mem_.add_region(kDumpBase, kDumpSize);
+    if (tc.config.high_region) mem_.add_region(kHighBase, kHighSize);
     for (const auto& [addr, bytes] : tc.memory) mem_.load(addr, bytes);
     model_ = std::make_unique<GoldenModel>(mem_, tc.params);
     model_->set_dma_windows(tc.config.windows);

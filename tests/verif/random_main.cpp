@@ -19,6 +19,9 @@
 // (RtlDevice::kRtlTrainingOps) by default; --vmem-rows R (GenOptions::vmem_rows, the chip
 // must have the same) and --train-ops LIST (comma-separated mnemonics, e.g. read_vmem,vector;
 // the others are then ERR_OPCODE faults on both sides) override them.
+// --long-mix (training chips only): the long-transfer mix (GenOptions::long_mix: VMEM windows
+// of hundreds to thousands of rows, high VMEM and host addresses, all eight DMA windows at
+// random bases and sizes), for toggle coverage (docs/verification.md "Coverage").
 // Depthwise configuration (issue 33): tpu_random_dw_n<N> (the depthwise chip, tpu_sim_dw_n<N>)
 // generates with the depthwise knob at the chip's DwWidth (GenOptions::dw_width).
 //
@@ -54,7 +57,8 @@ int usage() {
       << TPU_SIM_N
       << " coverage --first S --count C [--shard I/K]\n"
          "options: --min-length L --max-length L --fault-probability P --no-timing --axi-pairs\n"
-         "         --vmem-rows R --train-ops read_vmem,write_vmem,load_weights,matmul_bf16,"
+         "         --long-mix --vmem-rows R --train-ops "
+         "read_vmem,write_vmem,load_weights,matmul_bf16,"
          "acc_to_vmem,transpose,vector\n";
   return 2;
 }
@@ -192,6 +196,8 @@ int main(int argc, char** argv) {
       opt.random_timing = false;
     else if (a == "--axi-pairs")
       opt.axi_pairs = true;
+    else if (a == "--long-mix")
+      opt.long_mix = true;
     else if (a == "--vmem-rows")
       opt.vmem_rows = uint32_t(std::strtoul(value(), nullptr, 0));
     else if (a == "--train-ops") {
@@ -200,6 +206,10 @@ int main(int argc, char** argv) {
       return usage();
   }
   if (opt.min_length > opt.max_length || opt.vmem_rows > 65000) return usage();
+  if (opt.long_mix && opt.vmem_rows == 0) {
+    std::cerr << "--long-mix needs a training chip (--vmem-rows R > 0)\n";
+    return 2;
+  }
 
   if (cmd == "show") {
     if (!have_seed) return usage();

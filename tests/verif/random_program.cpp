@@ -131,6 +131,9 @@ class Generator {
       tc_.params.ici_links = opt.ici_links;
       train_ = true;
     }
+    if (opt.long_mix && !train_)
+      throw std::invalid_argument("GenOptions::long_mix needs vmem_rows > 0");
+    long_ = opt.long_mix;
     // The depthwise unit (off by default: no draw is made for it, so the seeds give the
     // programs they gave before).
     if (opt.dw_width > 0) {
@@ -175,8 +178,10 @@ class Generator {
       cfg.backpressure = rng_.chance(0.5) ? 0.0 : rng_.one_of<double>({0.1, 0.3, 0.5, 0.7});
       cfg.backpressure_seed = rng_.pick(1, 1u << 30);
     }
-    windows_on_ = rng_.chance(0.3);
-    if (windows_on_) {
+    windows_on_ = rng_.chance(long_ ? 0.7 : 0.3);
+    if (windows_on_ && long_) {
+      place_long_windows();
+    } else if (windows_on_) {
       // The three regions in three random window slots; sometimes one big window instead.
       std::vector<int> slots = {0, 1, 2, 3, 4, 5, 6};  // 7: see emit_axi_fault
       std::shuffle(slots.begin(), slots.end(), std::mt19937(uint32_t(rng_.u32())));
@@ -197,6 +202,13 @@ class Generator {
     }
     if (train_) fill_float_data(data);
     tc_.memory.push_back({kDataBase, data});
+    if (long_) {  // float data at the top of the host address space too
+      std::vector<uint8_t> high(kHighSize);
+      const std::vector<uint32_t> w = float_words(kHighSize / 4);
+      for (uint32_t i = 0; i < w.size(); ++i) put32(high, i, w[i]);
+      tc_.memory.push_back({kHighBase, high});
+      cfg.high_region = true;
+    }
     if (rng_.chance(0.5)) tc_.memory.push_back({kOutBase, rng_.bytes(kOutSize)});
 
     // ---- prologue: defines every bit of state the body can read
@@ -292,6 +304,47 @@ class Generator {
       return kDataBase + lo + 16 * uint32_t(rng_.pick(0, (kDataSize - lo - bytes) / 16));
     }
     return kOutBase + 16 * uint32_t(rng_.pick(0, (kOutSize - bytes) / 16));
+  }
+  // The long-transfer mix's row counts: half of them in the upper half of the limit.
+  uint32_t long_rows(uint32_t limit) {
+    const uint64_t k = rng_.pick(0, 3);
+    if (k < 2) return uint32_t(rng_.pick(std::max<uint32_t>(1, limit / 2), limit));
+    return k == 2 ? uint32_t(rng_.pick(1, limit)) : rows_upto(limit);
+  }
+  // The long-transfer mix's DMA windows (GenOptions::long_mix): all eight enabled. Those the
+  // program needs (cmd, data, out, high; never slot 7, which an AXI fault takes over) start at
+  // a random address below their region; the cmd and data ones end anywhere up to the end of
+  // kOut. The others get a random base and size (any scale) that do not cover kSpareBase or
+  // the byte after kOut, where the planted ERR_HOST_RANGE faults must stay outside every window.
+  void place_long_windows() {
+    DmaWindows& w = tc_.config.windows;
+    std::vector<int> slots = {0, 1, 2, 3, 4, 5, 6};
+    std::shuffle(slots.begin(), slots.end(), std::mt19937(uint32_t(rng_.u32())));
+    const uint32_t out_end = kOutBase + kOutSize;
+    auto cover = [&](uint32_t base, uint32_t end) -> DmaWindow {
+      const uint32_t from = uint32_t(rng_.pick(0, base));
+      const uint32_t to = rng_.chance(0.5) ? end : uint32_t(rng_.pick(end, out_end));
+      return {from, to - from};
+    };
+    w[size_t(slots[0])] = cover(kCmdBase, kCmdBase + kCmdSize);
+    w[size_t(slots[1])] = cover(kDataBase, kDataBase + kDataSize);
+    w[size_t(slots[2])] = cover(kOutBase, out_end);
+    const uint32_t high = uint32_t(rng_.pick(kUnmapped + 0x1'0000, kHighBase));
+    w[size_t(slots[3])] = {high, uint32_t((uint64_t{1} << 32) - high)};
+    auto covers = [](const DmaWindow& x, uint32_t a) {
+      return a >= x.base && a - x.base < uint64_t{x.size};
+    };
+    for (const size_t i : {size_t(slots[4]), size_t(slots[5]), size_t(slots[6]), size_t(7)}) {
+      DmaWindow x{};
+      for (int tries = 0; tries < 16; ++tries) {
+        x.base = rng_.u32();
+        x.size = std::max<uint32_t>(1, rng_.u32() >> rng_.pick(0, 31));
+        x.size = uint32_t(std::min<uint64_t>(x.size, (uint64_t{1} << 32) - x.base));
+        if (!covers(x, kSpareBase) && !covers(x, out_end)) break;
+        x = {uint32_t(rng_.pick(kUnmapped, kHighBase - 16)), 16};
+      }
+      w[i] = x;
+    }
   }
   uint32_t rows_upto(uint32_t limit) {
     // Mostly short transfers, sometimes long ones.
@@ -1304,6 +1357,16 @@ class Generator {
   // The VMEM window and its prologue: a read_vmem of the whole window from the float data.
   void place_vmem_window() {
     const uint32_t total = tc_.params.vmem_rows;
+    if (long_) {  // hundreds to thousands of rows, at the top of VMEM in half the cases
+      const uint32_t most = std::min(total, kDumpVmemSize / (4 * n_));
+      tc_.vmem_rows = std::min(most, rng_.one_of<uint32_t>({256, 512, 1024, most}));
+      tc_.vmem_base =
+          rng_.chance(0.5) ? total - tc_.vmem_rows : uint32_t(rng_.pick(0, total - tc_.vmem_rows));
+      vb_ = tc_.vmem_base;
+      vr_ = tc_.vmem_rows;
+      tc_.config.vmem_dump = true;
+      return;
+    }
     tc_.vmem_rows = std::min(total, rng_.one_of<uint32_t>({32, 48, 64, 128, 256}));
     tc_.vmem_rows = std::max(tc_.vmem_rows, std::min(total, 2 * n_));
     switch (rng_.pick(0, 5)) {
@@ -1324,6 +1387,10 @@ class Generator {
     ReadVmem rv;
     rv.vmem_addr = uint16_t(vb_);
     rv.rows = vr_;
+    if (long_) {
+      rv.host_addr = kHighBase + 16 * uint32_t(rng_.pick(0, (kHighSize - vr_ * 4 * n_) / 16));
+      return rv;
+    }
     rv.host_addr = kFloatBase + 16 * uint32_t(rng_.pick(0, (kFloatSize - vr_ * 4 * n_) / 16));
     return rv;
   }
@@ -1342,9 +1409,11 @@ class Generator {
     d.bf16 = rng_.chance(0.4);
     const uint32_t r = d.row_bytes(n_);
     const bool other = rng_.chance(write ? 0.1 : 0.15);
-    const uint32_t lo = (write != other) ? kOutBase : kFloatBase;
-    const uint32_t size = (write != other) ? kOutSize : kFloatSize;
-    d.rows = rows_upto(std::min(vr_, size / 2 / r));
+    const bool high = long_ && rng_.chance(0.4);  // the top of the host address space
+    const uint32_t lo = high ? kHighBase : (write != other) ? kOutBase : kFloatBase;
+    const uint32_t size = high ? kHighSize : (write != other) ? kOutSize : kFloatSize;
+    const uint32_t limit = std::min(vr_, size / 2 / r);
+    d.rows = long_ ? long_rows(limit) : rows_upto(limit);
     if (d.rows == 1) {
       d.host_stride = rng_.u32() & ~15u;  // does not matter
     } else if (rng_.chance(0.5)) {
@@ -2182,7 +2251,8 @@ class Generator {
   // Training configuration (GenOptions::vmem_rows > 0): the VMEM window, and an AXI fault of
   // read_vmem / write_vmem (no younger error pair follows it).
   bool train_ = false;
-  bool dw_ = false;  // GenOptions::dw_width > 0
+  bool dw_ = false;    // GenOptions::dw_width > 0
+  bool long_ = false;  // GenOptions::long_mix
   uint32_t vb_ = 0, vr_ = 0;
   bool no_pair_ = false;
   static constexpr uint32_t quant_off_ = 0;  // slots at the start of kData (<= 16 * 12 * 16 B)
@@ -2324,6 +2394,7 @@ std::string describe(const TestCase& tc) {
 
 struct GoldenBackend::Impl {
   FaultyMemory mem;
+  bool high_mapped = false;  // kHigh, mapped at the first RunConfig::high_region run
   std::unique_ptr<GoldenModel> model;
 };
 
@@ -2349,6 +2420,11 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   mem.load(kSpareBase, std::vector<uint8_t>(kSpareSize, 0));
   mem.load(kDumpBase, std::vector<uint8_t>(kDumpSize, 0));
   if (config.vmem_dump) mem.load(kDumpVmemBase, std::vector<uint8_t>(kDumpVmemSize, 0));
+  if (config.high_region && !impl_->high_mapped) {
+    mem.add_region(kHighBase, kHighSize);
+    impl_->high_mapped = true;
+  }
+  if (config.high_region) mem.load(kHighBase, std::vector<uint8_t>(kHighSize, 0));
   for (const auto& [addr, bytes] : memory) mem.load(addr, bytes);
   mem.load(kCmdBase, encode_program(program));
   mem.bad = config.slverr;
@@ -2367,6 +2443,7 @@ Outcome GoldenBackend::run(const std::vector<std::pair<uint32_t, std::vector<uin
   o.out = mem.dump(kOutBase, kOutSize);
   o.dump = mem.dump(kDumpBase, kDumpSize);
   if (config.vmem_dump) o.vmem = mem.dump(kDumpVmemBase, kDumpVmemSize);
+  if (config.high_region) o.high = mem.dump(kHighBase, kHighSize);
   return o;
 }
 
@@ -2549,12 +2626,15 @@ CaseResult run_case(Backend& chip, GoldenBackend& golden, const TestCase& tc) {
   if (auto m = first_byte_difference("kOut", kOutBase, n, c.out, g.out); !m.empty()) return fail(m);
   if (auto m = first_byte_difference("kDump", kDumpBase, n, c.dump, g.dump); !m.empty())
     return fail(m);
+  if (auto m = first_byte_difference("kHigh", kHighBase, n, c.high, g.high); !m.empty())
+    return fail(m);
 
   // Run 2: read back the UB window and check every accumulator of the ACC window.
   DumpProgram d = build_dump_program(tc, golden.model());
   RunConfig plain = tc.config;
   plain.windows = DmaWindows{};
   plain.slverr.clear();
+  plain.high_region = false;
   std::vector<std::vector<int32_t>> expect(tc.acc_rows);
   for (uint32_t r = 0; r < tc.acc_rows; ++r) expect[r] = golden.model().acc_row(tc.acc_base + r);
   const Outcome g2 = golden.run(d.memory, plain, d.program);

@@ -48,6 +48,10 @@ constexpr uint32_t kSpareBase = 0x0060'0000, kSpareSize = 0x1000;  // mapped, ne
 constexpr uint32_t kDumpBase = 0x0070'0000, kDumpSize = 0x8000;    // run 2 (dump) only
 constexpr uint32_t kDumpVmemBase = 0x0074'0000, kDumpVmemSize = 0x1'0000;  // run 2: VMEM
 constexpr uint32_t kUnmapped = 0x0800'0000;                                // DECERR
+// The top of the host address space (the long-transfer mix, GenOptions::long_mix): float data
+// read and results written by read_vmem / write_vmem, compared like kOut. The backends map it
+// at their first run with RunConfig::high_region (other tests map memory up there themselves).
+constexpr uint32_t kHighBase = 0xFFFC'0000, kHighSize = 0x4'0000;
 // Inside kDump: the UB window, the ACC check rows, then the ACC check parameters.
 constexpr uint32_t kDumpUb = kDumpBase, kDumpAcc = kDumpBase + 0x1000,
                    kDumpParams = kDumpBase + 0x2000;
@@ -66,6 +70,7 @@ struct RunConfig {
   DmaWindows windows{};           // all disabled = any address allowed
   std::vector<ByteRange> slverr;  // host memory that answers SLVERR (bus accesses only)
   bool vmem_dump = false;         // zero kDumpVmem before the run and return it (training)
+  bool high_region = false;       // zero kHigh before the run and return it (long_mix)
 };
 
 enum class CaseKind {
@@ -104,6 +109,15 @@ struct GenOptions {
   // also emits valid dwconv instructions in the UB / ACC windows and their static faults
   // (TestCase::expect_error). The depthwise chip tpu_sim_dw_n16 runs them (random_dw_chip_test).
   uint32_t dw_width = 0;
+  // The long-transfer mix (issue 30, toggle coverage; needs vmem_rows > 0; off by default: the
+  // seeds give the programs they always gave). A VMEM window of 256 rows up to what kDumpVmem
+  // holds (4096 rows at N = 4, 1024 at N = 16), at the top rows of VMEM in half the cases;
+  // read_vmem / write_vmem of up to the whole window, also from / to the top of the host
+  // address space (kHighBase); and in 70 % of the cases all eight DMA windows enabled with
+  // random bases and sizes across the 32-bit range: the ones the program needs cover its
+  // regions from a random base below them, the others lie anywhere that no planted
+  // ERR_HOST_RANGE fault depends on (never over kSpare or the byte after kOut).
+  bool long_mix = false;
 };
 // The train_ops bit of a training opcode.
 constexpr uint32_t train_op_bit(Opcode op) { return 1u << (static_cast<unsigned>(op) - 0x08u); }
@@ -186,6 +200,7 @@ struct Outcome {
   std::vector<uint8_t> out;   // kOut region after the run
   std::vector<uint8_t> dump;  // kDump region after the run
   std::vector<uint8_t> vmem;  // kDumpVmem region after the run (RunConfig::vmem_dump only)
+  std::vector<uint8_t> high;  // kHigh region after the run (RunConfig::high_region only)
 };
 
 // One implementation of the ISA. Regions are mapped once at construction; state (UB, ACC,

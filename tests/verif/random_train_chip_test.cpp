@@ -34,10 +34,12 @@ Backends& backends() {
   return *b;
 }
 
-void run_batch(uint64_t first, uint64_t count, double fault_probability = 0.3) {
+void run_batch(uint64_t first, uint64_t count, double fault_probability = 0.3,
+               bool long_mix = false) {
   auto& b = backends();
   GenOptions opt = options();
   opt.fault_probability = fault_probability;
+  opt.long_mix = long_mix;
   for (uint64_t seed = first; seed < first + count; ++seed) {
     const TestCase tc = generate_program(seed, opt);
     const CaseResult r = run_case(b.chip, b.golden, tc);
@@ -45,7 +47,7 @@ void run_batch(uint64_t first, uint64_t count, double fault_probability = 0.3) {
       std::ostringstream s;
       s << mismatch_report(b.chip, b.golden, tc, seed, r.mismatch);
       s << "replay: build/tests/verif/tpu_random_train_n" << TPU_SIM_N << " replay --seed " << seed
-        << "\n"
+        << (long_mix ? " --long-mix" : "") << "\n"
         << describe(tc);
       FAIL() << s.str();
     }
@@ -61,6 +63,11 @@ TEST(RandomTrainChip, ChipReportsTheGeneratorsVmem) {
 TEST(RandomTrainChip, Seeds0To199) { run_batch(0, 200); }
 TEST(RandomTrainChip, Seeds200To399) { run_batch(200, 200); }
 TEST(RandomTrainChip, FaultsSeeds0To399) { run_batch(0, 400, 1.0); }
+// The long-transfer mix (GenOptions::long_mix: hundreds to thousands of VMEM rows per
+// transfer, high VMEM and host addresses, all eight DMA windows at random bases and sizes).
+// (Seeds 0..1999 at N = 4 and 0..499 at N = 16 passed with tpu_random_train_n<N> --long-mix.)
+TEST(RandomTrainChip, LongMixSeeds0To59) { run_batch(0, 60, 0.3, true); }
+TEST(RandomTrainChip, LongMixFaultsSeeds0To39) { run_batch(0, 40, 1.0, true); }
 
 // write_vmem hands the host writer chunks of UbRows / 4 VMEM rows (tpu_vmem_dma_out); the
 // random windows (at most 256 rows) never reach a second chunk. Here read_vmem and write_vmem

@@ -54,9 +54,10 @@ struct Batch {
 
 // Runs seeds [first, first + count) of the training generator on the golden model.
 void run_batch(uint32_t n, uint64_t first, uint64_t count, Batch& b, uint32_t train_ops = 0x7F,
-               double fault_probability = 0.3) {
+               double fault_probability = 0.3, bool long_mix = false) {
   GenOptions opt;
   opt.n = n;
+  opt.long_mix = long_mix;
   opt.fault_probability = fault_probability;
   opt.vmem_rows = ChipParams::kTrainingVmemRows;
   opt.train_ops = train_ops;
@@ -89,6 +90,7 @@ void run_batch(uint32_t n, uint64_t first, uint64_t count, Batch& b, uint32_t tr
     RunConfig plain = tc.config;
     plain.windows = DmaWindows{};
     plain.slverr.clear();
+    plain.high_region = false;
     const Outcome g2 = golden.run(d.memory, plain, d.program);
     ASSERT_TRUE(g2.done) << "seed " << seed << ": dump: " << golden.last_message();
     ASSERT_GE(g2.vmem.size(), want.size() * 4);
@@ -124,6 +126,59 @@ TEST(RandomTrain, GoldenSelfCheckAndCoverageN4) {
   expect_covered(b, 4, false);
   run_batch(4, 0, 600, b, 0x7F, 1.0);
   expect_covered(b, 4, true);
+}
+
+// The long-transfer mix (GenOptions::long_mix) on the golden model: valid cases halt, planted
+// faults give their codes (the random DMA windows leave them outside every window), the VMEM
+// window reads back; and the mix does what it is for: windows of >= 256 rows, half of them at
+// the top rows of VMEM, read_vmem / write_vmem of hundreds of rows, host addresses at the top
+// of the address space, all eight DMA windows enabled with bases and sizes that set every bit.
+TEST(RandomTrain, LongMixGoldenSelfCheck) {
+  for (const uint32_t n : {4u, 16u}) {
+    Batch b;
+    run_batch(n, 0, 100, b, 0x7F, 0.3, true);
+    run_batch(n, 0, 60, b, 0x7F, 1.0, true);
+    EXPECT_GT(b.planted, 20) << "N = " << n;
+    GenOptions opt;
+    opt.n = n;
+    opt.vmem_rows = ChipParams::kTrainingVmemRows;
+    opt.long_mix = true;
+    const uint32_t most = kDumpVmemSize / (4 * n);
+    int top = 0, long_dma = 0, high = 0, all_windows = 0;
+    uint32_t base_or = 0, size_or = 0, base_and = ~0u;
+    for (uint64_t seed = 0; seed < 150; ++seed) {
+      const TestCase tc = generate_program(seed, opt);
+      ASSERT_GE(tc.vmem_rows, 256u) << "seed " << seed;
+      ASSERT_LE(tc.vmem_rows, most) << "seed " << seed;
+      top += tc.vmem_base + tc.vmem_rows == opt.vmem_rows;
+      int enabled = 0;
+      for (const DmaWindow& w : tc.config.windows) {
+        if (w.size == 0) continue;
+        ++enabled;
+        base_or |= w.base;
+        base_and &= w.base;
+        size_or |= w.size;
+        ASSERT_FALSE(kSpareBase >= w.base && kSpareBase - w.base < uint64_t{w.size}) << seed;
+        ASSERT_FALSE(kOutBase + kOutSize >= w.base && kOutBase + kOutSize - w.base < w.size)
+            << "seed " << seed;
+      }
+      all_windows += enabled == kNumDmaWindows;
+      for (const Instruction& in : tc.program) {
+        const VmemDma* d = std::get_if<ReadVmem>(&in);
+        if (d == nullptr) d = std::get_if<WriteVmem>(&in);
+        if (d == nullptr) continue;
+        long_dma += d->rows >= 256;
+        high += d->host_addr >= kHighBase;
+      }
+    }
+    EXPECT_GT(top, 50) << "N = " << n;
+    EXPECT_GT(long_dma, 150) << "N = " << n;
+    EXPECT_GT(high, 150) << "N = " << n;
+    EXPECT_GT(all_windows, 80) << "N = " << n;
+    EXPECT_EQ(base_or, ~0u) << std::hex << base_or;
+    EXPECT_EQ(base_and, 0u) << std::hex << base_and;
+    EXPECT_EQ(size_or, ~0u) << std::hex << size_or;
+  }
 }
 
 // Restricted to some opcodes (a chip that implements only those): nothing else is emitted.
