@@ -10,7 +10,8 @@
 # TPU_COV_TRAIN_N_LIST (default the same; VMEM, the float units, the vector unit), runs the rtl
 # test suite there (everything labelled rtl except slow) plus P random programs per array size
 # on each chip (default 3000; on the training chip P of the default mix and P/4 with a fault in
-# every case), merges every process's coverage with verilator_coverage and
+# every case, then P/4 of the long-transfer mix, --long-mix, seeds from 6,000,000), merges
+# every process's coverage with verilator_coverage and
 # prints line and toggle coverage per module and the uncovered lines (report.txt in the
 # coverage directory, points merged over the parametrizations of a module; annotated sources in
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
@@ -104,7 +105,9 @@ if [ "$do_run" = 1 ]; then
     ( "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count "$programs" --quiet \
         > "$cov/random_train_n$n.log" 2>&1 &&
       "$build/tests/verif/tpu_random_train_n$n" run --first 5000000 --count $(( programs / 4 )) \
-        --fault-probability 1 --quiet > "$cov/random_train_faults_n$n.log" 2>&1 ) &
+        --fault-probability 1 --quiet > "$cov/random_train_faults_n$n.log" 2>&1 &&
+      "$build/tests/verif/tpu_random_train_n$n" run --long-mix --first 6000000 \
+        --count $(( programs / 4 )) --quiet > "$cov/random_train_long_n$n.log" 2>&1 ) &
     pids+=($!)
   done
   for p in "${pids[@]}"; do
