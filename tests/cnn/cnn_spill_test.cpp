@@ -59,7 +59,9 @@ void check_spills(const Network& net, uint32_t seed, uint32_t ub_rows, uint32_t 
 // bit-exact on the golden model; for a chip without the unit no dwconv is emitted.
 size_t count_dwconv(const QuantNetwork& q, const tpu::ChipParams& chip) {
   const auto cn = compile_network(q, chip);
-  const auto prog = emit_program(cn, 2, 0x100000, 0x4000000, 0x5000000);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;  // (used only if the network spills)
+  const auto prog = emit_program(cn, 2, 0x100000, 0x4000000, 0x5000000, o);
   size_t n = 0;
   for (const auto& ins : prog.instructions) n += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
   return n;
@@ -74,6 +76,47 @@ TEST(DepthwiseUnit, MobileNetBitExactWithDwconv) {
   EXPECT_GT(count_dwconv(q, dw), 0u);
   EXPECT_EQ(count_dwconv(q, tpu::ChipParams::with_n(16)), 0u);
   EXPECT_FALSE(run_bit_exact(q, images, 2, dw));
+}
+
+// The spill path with the depthwise unit: a MobileNet on a small unified buffer (every tensor
+// in host memory, layers in tiles of lines) runs its depthwise convolutions as one dwconv per
+// tile and output block, reads each block's tap rows once per image (not once per tile: fewer
+// tap reads than dwconvs), counts them as the layer's weights, and matches the integer
+// reference bit-exact on the golden model; without the unit the same chip emits no dwconv.
+TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
+  const auto images = quantize_images(q, random_images(net.input, 3, 5));
+  tpu::ChipParams dw = small_chip(540, 256);
+  dw.dw_width = 2;
+  const CompiledNetwork cn = compile_network(q, dw);
+  ASSERT_TRUE(cn.spill);
+  const uint32_t caddr = 0x100000, batch = 2;
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  const Program prog = emit_program(cn, batch, caddr, 0x2000'0000, 0x3000'0000, o);
+  size_t dwconvs = 0, tap_reads = 0, blocks = 0;
+  uint64_t tap_bytes = 0;
+  for (const auto& ins : prog.instructions) {
+    dwconvs += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
+    const auto* r = std::get_if<tpu::ReadHost>(&ins);
+    if (r && r->dest == tpu::HostDest::Ub && r->host_addr >= caddr &&
+        r->host_addr < caddr + cn.constants.size())
+      ++tap_reads, tap_bytes += uint64_t(r->rows) * dw.N;
+  }
+  uint64_t dw_weights = 0;
+  for (size_t li = 0; li < cn.layers.size(); ++li)
+    if (!cn.layers[li].dw_rows.empty()) {
+      blocks += cn.layers[li].dw_rows.size();
+      dw_weights += prog.layer_dma[li].weights;
+    }
+  ASSERT_GT(blocks, 0u) << "no layer takes the depthwise unit";
+  EXPECT_GT(dwconvs, blocks * batch) << "no depthwise layer ran in several tiles";
+  EXPECT_GE(tap_reads, blocks);
+  EXPECT_LE(tap_reads, blocks * batch);
+  EXPECT_EQ(dw_weights, tap_bytes) << "tap rows are the depthwise layers' only weights";
+  EXPECT_TRUE(run_bit_exact(q, images, batch, dw));
+  EXPECT_EQ(count_dwconv(q, small_chip(540, 256)), 0u);
 }
 
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }

@@ -3,6 +3,7 @@
 // driver/cnn: the public interface is compiler.h (emit_program).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -129,13 +130,21 @@ class Emitter {
 
   void matmuls(size_t li, const Unit& u);
 
-  // The depthwise unit's form of matmuls (LayerPlan::dw_rows): per image, the block's tap rows
-  // into the next of kDwSlots UB slots at the top of the unified buffer (read_host), then one
-  // dwconv over the unit's output lines reading the tensor with its border (no pad).
+  // The depthwise unit's form of matmuls (LayerPlan::dw_rows): the block's tap rows in a UB
+  // slot (dw_tap_slot), then per image one dwconv over the unit's output lines reading the
+  // tensor with its border (no pad).
   void dw_convs(size_t li, const Unit& u);
   static constexpr uint32_t kDwSlots = 4, kDwSlotRows = 3 * 3 + 1;
   // UB rows reserved for the tap slots: 0 when no layer uses the unit.
   uint32_t dw_reserved() const;
+  // The UB row of the slot holding layer li's tap rows of output block ob: a slot that still
+  // holds them, else the next of kDwSlots slots at the top of the unified buffer, filled by a
+  // read_host (so the rows are read once per block while its units follow one another).
+  uint32_t dw_tap_slot(size_t li, int ob);
+  // One dwconv of layer li: conv lines [u.y0, u.y1) of one image's block from the window whose
+  // first line (conv line u.y0's first input line) is at UB row `line0` (stride `wp`), taps in
+  // UB row `slot`, into ACC rows from `acc`.
+  void dw_conv(size_t li, const Unit& u, uint32_t line0, uint32_t slot, uint32_t acc);
 
   void activates(size_t li, const Unit& u);
   // `out` holds pooled lines from `out_line0` on (a spill tile's output buffer; 0: the whole
@@ -228,7 +237,11 @@ class Emitter {
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
-  uint32_t dw_slot_ = 0;  // the next tap slot (dw_convs)
+  uint32_t dw_slot_ = 0;  // the next tap slot (dw_tap_slot)
+  struct DwHeld {
+    int layer = -1, ob = -1;
+  };
+  std::array<DwHeld, kDwSlots> dw_held_{};  // the tap rows each slot holds
   std::vector<Op> ops_;
 };
 

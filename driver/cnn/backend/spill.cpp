@@ -82,7 +82,7 @@ Emitter::SpillPlan Emitter::plan_spill(size_t li, uint32_t img) const {
       r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
     return r;
   };
-  const uint64_t ub = cn_.chip.ub_rows;
+  const uint64_t ub = cn_.chip.ub_rows - dw_reserved();  // the tap slots stay at the top
   const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
   if (one > ub)
     throw Error(where + "one output line of one image needs " + std::to_string(one) +
@@ -163,25 +163,34 @@ std::vector<Emitter::SpillWork> Emitter::spill_work(size_t li,
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
   std::vector<SpillWork> work;
+  auto add = [&](uint32_t k, const CompiledNetwork::LayerPlan::Chunk& c, int ob) {
+    SpillWork w;
+    w.tile = k;
+    w.index = uint32_t(work.size());
+    Unit& u = w.u;
+    u.g0 = 0;
+    u.g = 1;
+    u.ob = ob;
+    u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
+    u.gen = c.generation;
+    u.py0 = tiles[k].py0;
+    u.py1 = tiles[k].py1;
+    u.y0 = tiles[k].y0;
+    u.y1 = tiles[k].y1;
+    u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
+    work.push_back(w);
+  };
+  // A depthwise layer on the unit (a unit reads only its own block) runs block by block, each
+  // block's tiles in a row, so each block's tap rows are read once (dw_tap_slot).
+  if (!p.dw_rows.empty()) {
+    for (const auto& c : p.chunks)
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob)
+        for (uint32_t k = 0; k < tiles.size(); ++k) add(k, c, ob);
+    return work;
+  }
   for (uint32_t k = 0; k < tiles.size(); ++k)
     for (const auto& c : p.chunks)
-      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
-        SpillWork w;
-        w.tile = k;
-        w.index = uint32_t(work.size());
-        Unit& u = w.u;
-        u.g0 = 0;
-        u.g = 1;
-        u.ob = ob;
-        u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
-        u.gen = c.generation;
-        u.py0 = tiles[k].py0;
-        u.py1 = tiles[k].py1;
-        u.y0 = tiles[k].y0;
-        u.y1 = tiles[k].y1;
-        u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
-        work.push_back(w);
-      }
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) add(k, c, ob);
   return work;
 }
 
@@ -268,6 +277,10 @@ void Emitter::spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint3
                             bool blockwise) {
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
+  if (!p.dw_rows.empty() && blockwise) {  // the window of block u.ob from the buffer's start
+    dw_conv(li, u, buf + tl.srcs[0].offset, dw_tap_slot(li, u.ob), u.acc);
+    return;
+  }
   const auto& terms = p.terms[size_t(u.ob)];
   for (const auto& t : terms) {
     const SpillSrc& s = tl.srcs[p.packed ? 0 : size_t(t.input)];
