@@ -175,6 +175,22 @@ TEST(Spill, ALayerWhoseLineDoesNotFitIsOneError) {
   EXPECT_NE(e.find("more than the 120 rows of the chip, by "), std::string::npos) << e;
 }
 
+// With the depthwise unit the tap slots' 40 rows are not the layers': the error says so.
+TEST(DepthwiseUnit, ALayerWhoseLineDoesNotFitBesideTheTapSlotsIsOneError) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 4));
+  tpu::ChipParams dw = small_chip(120, 256);
+  dw.dw_width = 2;
+  const std::string e = error_of([&] {
+    tpu::ModelDevice dev(dw);
+    ChipRunner runner(dev, q, 1);
+  });
+  EXPECT_NE(e.find("more than the 80 rows of the chip left beside the 40 depthwise tap-slot "
+                   "rows, by "),
+            std::string::npos)
+      << e;
+}
+
 TEST(Runner, ReleasesItsHostBuffersSoRunnersCanComeAndGo) {
   const Network net = small_resnet(3);
   const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));

@@ -82,14 +82,19 @@ Emitter::SpillPlan Emitter::plan_spill(size_t li, uint32_t img) const {
       r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
     return r;
   };
-  const uint64_t ub = cn_.chip.ub_rows - dw_reserved();  // the tap slots stay at the top
+  // The depthwise unit's tap slots keep their rows at the top of the unified buffer.
+  const uint64_t taps = dw_reserved();
+  const uint64_t ub = cn_.chip.ub_rows > taps ? cn_.chip.ub_rows - taps : 0;
   const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
   if (one > ub)
     throw Error(where + "one output line of one image needs " + std::to_string(one) +
                 " unified-buffer rows (its input lines with the halo" +
                 (blockwise ? "" : ", all channel blocks") +
                 ", and three one-block output buffers), more than the " + std::to_string(ub) +
-                " rows of the chip, by " + std::to_string(one - ub) + " rows");
+                " rows of the chip" +
+                (taps ? " left beside the " + std::to_string(taps) + " depthwise tap-slot rows"
+                      : std::string()) +
+                ", by " + std::to_string(one - ub) + " rows");
   // The tallest tile with `nb` input buffers.
   auto tallest = [&](uint32_t nb) {
     int per = 1;
