@@ -216,6 +216,27 @@ class Emitter {
 
   void spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint32_t buf, bool blockwise);
 
+  // ---- a 1x1 convolution fused with the depthwise layer after it (spilling, depthwise unit):
+  // the convolution's output never leaves the chip. Per band of the depthwise layer's output
+  // lines and per chunk of the convolution's output blocks (one slot generation): the
+  // convolution's matmuls over the lines the band's windows read (the halo lines again in each
+  // band) and its activates into one window buffer per block (with the border), then per block
+  // the dwconv from its window and the depthwise activates into the output ring.
+  // Whether layer li (the 1x1 convolution) and li + 1 run fused.
+  bool fuses_with_next(size_t li) const;
+  struct FusedPlan {
+    int per = 0;                      // depthwise output lines per band
+    uint32_t x_buf = 0, mid_buf = 0;  // UB rows of one input window, of one block's window
+    uint32_t out_buf = 0, mids = 0;   // of one output buffer; window buffers
+    std::vector<SpillTile> tiles;     // the depthwise layer's bands (windows into its input)
+  };
+  FusedPlan plan_fused(size_t li) const;
+  void spill_fused(size_t li, uint32_t img);
+  // The 1x1 convolution's units of one band (real lines [r0, r1)) and chunk, each activated
+  // into its block's window buffer `mid` (padded lines from `line0`).
+  void fused_expand(size_t li, const CompiledNetwork::LayerPlan::Chunk& c, const SpillTile& xt,
+                    uint32_t x_base, int line0, int lines, uint32_t mid, uint32_t mid_rows);
+
   // Inserts the read_weights: every tile is pushed before the matmul that switches to it, at most
   // WFifoTiles + 2 wait at once, and pushes run ahead (refilling when half the room is free).
   void finish(Program& prog);
@@ -232,6 +253,7 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
+  const bool fuse_dw_;  // ProgramOptions::fuse_depthwise
   bool pair_first_ = false;  // layers 0 and 1 run image-interleaved (pairs_first_layers)
   const uint32_t saddr_;     // scratch (spilling)
   Pending pending_;
