@@ -253,7 +253,7 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
-  const bool fuse_dw_;  // ProgramOptions::fuse_depthwise
+  const bool fuse_dw_;       // ProgramOptions::fuse_depthwise
   bool pair_first_ = false;  // layers 0 and 1 run image-interleaved (pairs_first_layers)
   const uint32_t saddr_;     // scratch (spilling)
   Pending pending_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Spilling (compiler.h): every tensor in host memory, each layer image by image in tiles of output
-// lines, double-buffered DMA of the tiles' input windows and output blocks.
+// lines, double-buffered DMA of the tiles' input windows and output blocks; with the depthwise
+// unit a 1x1 convolution and the depthwise Conv that alone reads it run fused, band by band (the
+// convolution's output stays in the unified buffer).
 #include <algorithm>
 #include <array>
 #include <tuple>
