@@ -271,16 +271,25 @@ TEST(Runner, ABatchLargerThanHostMemoryIsAnErrorNotAWrap) {
 }
 
 // A zoo network at 224x224 on the golden model, 1 image, against the integer reference.
-void check_zoo(const std::string& name) {
+void check_zoo(const std::string& name, uint32_t dw_width = 0) {
   const auto t0 = std::chrono::steady_clock::now();
   const Network net = zoo_network(name, 1);
   ASSERT_EQ(net.input, (Shape3{3, 224, 224}));
   ASSERT_EQ(net.classes(), 1000);
   const QuantNetwork q = quantize_model(net, zoo_images(net.input, 1, 11));
   const auto images = quantize_images(q, zoo_images(net.input, 1, 12));
-  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  tpu::ChipParams chip = tpu::ChipParams::with_n(16);
+  chip.dw_width = dw_width;
+  tpu::ModelDevice dev(chip);
   ChipRunner runner(dev, q, 1);
   EXPECT_TRUE(runner.compiled().spill);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  size_t dwconvs = 0;
+  for (const auto& ins :
+       emit_program(runner.compiled(), 1, 0x1000'0000, 0x2000'0000, 0x3000'0000, o).instructions)
+    dwconvs += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
+  EXPECT_EQ(dwconvs > 0, dw_width > 0) << name;
   const auto r = runner.run(pointers(images));
   const auto want = int_forward(q, images[0].data());
   EXPECT_EQ(r.outputs[0], want) << name;
@@ -294,6 +303,8 @@ void check_zoo(const std::string& name) {
 
 TEST(Zoo, MobileNetV2OnTheGoldenModel) { check_zoo("mobilenetv2"); }
 TEST(Zoo, ResNet18OnTheGoldenModel) { check_zoo("resnet18"); }
+// With the depthwise unit: spilled, the expansions fused with the depthwise layers (issue 33).
+TEST(Zoo, MobileNetV2WithTheDepthwiseUnitOnTheGoldenModel) { check_zoo("mobilenetv2", 2); }
 
 TEST(Zoo, UnknownNameIsAnError) {
   EXPECT_EQ(error_of([] { zoo_onnx("vgg16"); }),
