@@ -188,6 +188,10 @@ struct ProgramOptions {
   // the convolution after it, so the array works on the second while the activation unit pools
   // the first.
   bool pair_first_layers = true;
+  // Spilling with the depthwise unit: a 1x1 convolution whose only reader is a depthwise Conv
+  // on the unit runs fused with it, band by band, so its output never goes to host memory
+  // (Emitter::spill_fused). Off: each runs by itself (its output spilled).
+  bool fuse_depthwise = true;
   // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
   uint32_t scratch_addr = 0;
 };

@@ -239,19 +239,21 @@ TEST(CountDma, SplitsInputsSpillsWeightsAndParameters) {
                        tpu::ReadHost{tpu::HostDest::Ub, 0, 3, scratch + 32},  // spill in, layer 1
                        tpu::WriteHost{0, 5, scratch},                         // spill out, layer 1
                        tpu::WriteHost{0, 1, 0x900},                           // output, none
+                       tpu::ReadHost{tpu::HostDest::Ub, 8, 10, 0x10020},      // taps, layer 1
                        tpu::Halt{}};
-  prog.instr_layer = {0, 0, 1, 1, 1, -1, -1};
-  be::count_dma(cn, scratch, prog);
+  prog.instr_layer = {0, 0, 1, 1, 1, -1, 1, -1};
+  cn.constants.resize(0x40);
+  be::count_dma(cn, 0x10000, scratch, prog);
   EXPECT_EQ(prog.layer_dma[0].input, 64u);
   EXPECT_EQ(prog.layer_dma[0].params, 192u);
-  EXPECT_EQ(prog.layer_dma[1].weights, 512u);
+  EXPECT_EQ(prog.layer_dma[1].weights, 512u + 160u);  // a tile, a depthwise layer's tap rows
   EXPECT_EQ(prog.layer_dma[1].spill_in, 48u);
   EXPECT_EQ(prog.layer_dma[1].spill_out, 80u);
   EXPECT_EQ(prog.other_dma.output, 16u);
   EXPECT_EQ(prog.spill_in_bytes, 48u);
   EXPECT_EQ(prog.spill_out_bytes, 80u);
   EXPECT_EQ(prog.input_data_bytes, 64u + 48u);
-  EXPECT_EQ(prog.dma_in_bytes, 64u + 192u + 512u + 48u + 7 * tpu::kInstrBytes);
+  EXPECT_EQ(prog.dma_in_bytes, 64u + 192u + 512u + 48u + 160u + 8 * tpu::kInstrBytes);
   EXPECT_EQ(prog.dma_out_bytes, 96u);
 }
 

@@ -31,9 +31,10 @@ tpu::ChipParams small_chip(uint32_t ub_rows, uint32_t acc_rows = 2048) {
 // Runs `images` one batch at a time on the model backend with chip `chip`; every output must
 // equal int_forward's. Returns the compiled network's spill flag.
 bool run_bit_exact(const QuantNetwork& q, const std::vector<std::vector<int32_t>>& images,
-                   uint32_t batch, const tpu::ChipParams& chip) {
+                   uint32_t batch, const tpu::ChipParams& chip,
+                   const ProgramOptions& options = {}) {
   tpu::ModelDevice dev(chip);
-  ChipRunner runner(dev, q, batch);
+  ChipRunner runner(dev, q, batch, options);
   for (size_t i0 = 0; i0 < images.size(); i0 += batch) {
     const auto ptrs = pointers(images, i0, batch);
     const auto r = runner.run(ptrs);
@@ -59,7 +60,9 @@ void check_spills(const Network& net, uint32_t seed, uint32_t ub_rows, uint32_t 
 // bit-exact on the golden model; for a chip without the unit no dwconv is emitted.
 size_t count_dwconv(const QuantNetwork& q, const tpu::ChipParams& chip) {
   const auto cn = compile_network(q, chip);
-  const auto prog = emit_program(cn, 2, 0x100000, 0x4000000, 0x5000000);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;  // (used only if the network spills)
+  const auto prog = emit_program(cn, 2, 0x100000, 0x4000000, 0x5000000, o);
   size_t n = 0;
   for (const auto& ins : prog.instructions) n += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
   return n;
@@ -74,6 +77,86 @@ TEST(DepthwiseUnit, MobileNetBitExactWithDwconv) {
   EXPECT_GT(count_dwconv(q, dw), 0u);
   EXPECT_EQ(count_dwconv(q, tpu::ChipParams::with_n(16)), 0u);
   EXPECT_FALSE(run_bit_exact(q, images, 2, dw));
+}
+
+// The spill path with the depthwise unit: a MobileNet on a small unified buffer (every tensor
+// in host memory, layers in tiles of lines) compiled with and without fusing each depthwise
+// layer into the 1x1 convolution before it (ProgramOptions::fuse_depthwise).
+struct DwSpillCounts {
+  size_t blocks = 0, dwconvs = 0, tap_reads = 0, fused = 0;
+  uint64_t tap_bytes = 0, dw_weights = 0, spill_bytes = 0;
+};
+
+DwSpillCounts dw_spill_counts(const CompiledNetwork& cn, uint32_t batch, bool fuse) {
+  const uint32_t caddr = 0x100000;
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  o.fuse_depthwise = fuse;
+  const Program prog = emit_program(cn, batch, caddr, 0x2000'0000, 0x3000'0000, o);
+  DwSpillCounts c;
+  for (const auto& ins : prog.instructions) {
+    c.dwconvs += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
+    const auto* r = std::get_if<tpu::ReadHost>(&ins);
+    if (r && r->dest == tpu::HostDest::Ub && r->host_addr >= caddr &&
+        r->host_addr < caddr + cn.constants.size())
+      ++c.tap_reads, c.tap_bytes += uint64_t(r->rows) * cn.chip.N;
+  }
+  for (size_t li = 0; li < cn.layers.size(); ++li) {
+    if (cn.layers[li].dw_rows.empty()) continue;
+    c.blocks += cn.layers[li].dw_rows.size();
+    c.dw_weights += prog.layer_dma[li].weights;
+    // Fused: the depthwise layer's input never goes through host memory.
+    c.fused += prog.layer_dma[li].spill_in == 0 && prog.layer_dma[li - 1].spill_out == 0;
+  }
+  c.spill_bytes = prog.spill_in_bytes + prog.spill_out_bytes;
+  return c;
+}
+
+// Each depthwise layer by itself: one dwconv per tile and output block, each block's tap rows
+// read once per image (not once per tile), counted as the layer's weights; bit-exact against
+// the integer reference on the golden model. Without the unit the same chip emits no dwconv.
+TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
+  const auto images = quantize_images(q, random_images(net.input, 3, 5));
+  tpu::ChipParams dw = small_chip(540, 256);
+  dw.dw_width = 2;
+  const CompiledNetwork cn = compile_network(q, dw);
+  ASSERT_TRUE(cn.spill);
+  const uint32_t batch = 2;
+  const DwSpillCounts c = dw_spill_counts(cn, batch, false);
+  ASSERT_GT(c.blocks, 0u) << "no layer takes the depthwise unit";
+  EXPECT_EQ(c.fused, 0u);
+  EXPECT_GT(c.dwconvs, c.blocks * batch) << "no depthwise layer ran in several tiles";
+  EXPECT_GE(c.tap_reads, c.blocks);
+  EXPECT_LE(c.tap_reads, c.blocks * batch);
+  EXPECT_EQ(c.dw_weights, c.tap_bytes) << "tap rows are the depthwise layers' only weights";
+  ProgramOptions o;
+  o.fuse_depthwise = false;
+  EXPECT_TRUE(run_bit_exact(q, images, batch, dw, o));
+  EXPECT_EQ(count_dwconv(q, small_chip(540, 256)), 0u);
+}
+
+// Fused (the default): the depthwise layers whose input a 1x1 convolution alone produces take it
+// from window buffers in the unified buffer, band by band: less spill traffic, bit-exact.
+TEST(DepthwiseUnit, SpilledMobileNetFusesTheConvolutionBeforeDepthwise) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
+  const auto images = quantize_images(q, random_images(net.input, 3, 5));
+  tpu::ChipParams dw = small_chip(540, 256);
+  dw.dw_width = 2;
+  const CompiledNetwork cn = compile_network(q, dw);
+  const DwSpillCounts fused = dw_spill_counts(cn, 2, true);
+  const DwSpillCounts alone = dw_spill_counts(cn, 2, false);
+  EXPECT_GT(fused.fused, 0u) << "no depthwise layer fused with the convolution before it";
+  EXPECT_LT(fused.spill_bytes, alone.spill_bytes);
+  EXPECT_EQ(fused.dw_weights, fused.tap_bytes);
+  EXPECT_TRUE(run_bit_exact(q, images, 2, dw));
+  // A smaller unified buffer (shorter bands, one image a program): still bit-exact.
+  tpu::ChipParams tight = dw;
+  tight.ub_rows = 330;
+  EXPECT_GT(dw_spill_counts(compile_network(q, tight), 1, true).fused, 0u);
+  EXPECT_TRUE(run_bit_exact(q, images, 1, tight));
 }
 
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }
@@ -132,6 +215,22 @@ TEST(Spill, ALayerWhoseLineDoesNotFitIsOneError) {
   EXPECT_NE(e.find("more than the 120 rows of the chip, by "), std::string::npos) << e;
 }
 
+// With the depthwise unit the tap slots' 40 rows are not the layers': the error says so.
+TEST(DepthwiseUnit, ALayerWhoseLineDoesNotFitBesideTheTapSlotsIsOneError) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 4));
+  tpu::ChipParams dw = small_chip(120, 256);
+  dw.dw_width = 2;
+  const std::string e = error_of([&] {
+    tpu::ModelDevice dev(dw);
+    ChipRunner runner(dev, q, 1);
+  });
+  EXPECT_NE(e.find("more than the 80 rows of the chip left beside the 40 depthwise tap-slot "
+                   "rows, by "),
+            std::string::npos)
+      << e;
+}
+
 TEST(Runner, ReleasesItsHostBuffersSoRunnersCanComeAndGo) {
   const Network net = small_resnet(3);
   const QuantNetwork q = quantize_model(net, random_images(net.input, 4, 3));
@@ -172,16 +271,25 @@ TEST(Runner, ABatchLargerThanHostMemoryIsAnErrorNotAWrap) {
 }
 
 // A zoo network at 224x224 on the golden model, 1 image, against the integer reference.
-void check_zoo(const std::string& name) {
+void check_zoo(const std::string& name, uint32_t dw_width = 0) {
   const auto t0 = std::chrono::steady_clock::now();
   const Network net = zoo_network(name, 1);
   ASSERT_EQ(net.input, (Shape3{3, 224, 224}));
   ASSERT_EQ(net.classes(), 1000);
   const QuantNetwork q = quantize_model(net, zoo_images(net.input, 1, 11));
   const auto images = quantize_images(q, zoo_images(net.input, 1, 12));
-  tpu::ModelDevice dev(tpu::ChipParams::with_n(16));
+  tpu::ChipParams chip = tpu::ChipParams::with_n(16);
+  chip.dw_width = dw_width;
+  tpu::ModelDevice dev(chip);
   ChipRunner runner(dev, q, 1);
   EXPECT_TRUE(runner.compiled().spill);
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  size_t dwconvs = 0;
+  for (const auto& ins :
+       emit_program(runner.compiled(), 1, 0x1000'0000, 0x2000'0000, 0x3000'0000, o).instructions)
+    dwconvs += std::holds_alternative<tpu::DwConv>(ins) ? 1 : 0;
+  EXPECT_EQ(dwconvs > 0, dw_width > 0) << name;
   const auto r = runner.run(pointers(images));
   const auto want = int_forward(q, images[0].data());
   EXPECT_EQ(r.outputs[0], want) << name;
@@ -195,6 +303,8 @@ void check_zoo(const std::string& name) {
 
 TEST(Zoo, MobileNetV2OnTheGoldenModel) { check_zoo("mobilenetv2"); }
 TEST(Zoo, ResNet18OnTheGoldenModel) { check_zoo("resnet18"); }
+// With the depthwise unit: spilled, the expansions fused with the depthwise layers (issue 33).
+TEST(Zoo, MobileNetV2WithTheDepthwiseUnitOnTheGoldenModel) { check_zoo("mobilenetv2", 2); }
 
 TEST(Zoo, UnknownNameIsAnError) {
   EXPECT_EQ(error_of([] { zoo_onnx("vgg16"); }),

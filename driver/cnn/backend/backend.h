@@ -65,8 +65,11 @@ void insert_weight_loads(const std::vector<Op>& ops, const ChipParams& chip, Pro
 void check_program(const std::vector<Instruction>& program, const ChipParams& chip,
                    std::vector<HostRange> ranges);
 // The program's DMA bytes (instruction fetch included in dma_in_bytes), in total and per layer
-// (Program::layer_dma); reads and writes in [scratch_addr, + scratch_bytes) are spills.
-void count_dma(const CompiledNetwork& cn, uint32_t scratch_addr, Program& prog);
+// (Program::layer_dma); reads and writes in [scratch_addr, + scratch_bytes) are spills, reads
+// into the unified buffer from the constants at `constants_addr` (depthwise tap rows) the
+// layer's weights (not input_data_bytes; weight_bytes stays the read_weights bytes).
+void count_dma(const CompiledNetwork& cn, uint32_t constants_addr, uint32_t scratch_addr,
+               Program& prog);
 
 // ---- helpers
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }

@@ -101,31 +101,49 @@ uint32_t Emitter::dw_reserved() const {
   return 0;
 }
 
-void Emitter::dw_convs(size_t li, const Unit& u) {
+uint32_t Emitter::dw_tap_slot(size_t li, int ob) {
+  const uint32_t top = cn_.chip.ub_rows - dw_reserved();
+  for (uint32_t k = 0; k < kDwSlots; ++k)
+    if (dw_held_[k].layer == int(li) && dw_held_[k].ob == ob) return top + k * kDwSlotRows;
+  const QLayer& l = cn_.net.layers[li];
+  const uint32_t k = dw_slot_;
+  dw_slot_ = (dw_slot_ + 1) % kDwSlots;
+  dw_held_[k] = DwHeld{int(li), ob};
+  const uint32_t slot = top + k * kDwSlotRows;
+  op(ReadHost{HostDest::Ub, slot, uint32_t(l.kh * l.kw) + 1,
+              caddr_ + cn_.layers[li].dw_rows[size_t(ob)]});
+  return slot;
+}
+
+void Emitter::dw_conv(size_t li, const Unit& u, uint32_t line0, uint32_t slot, uint32_t acc) {
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
+  const auto& in = cn_.input_of(int(li), l.inputs[0]);
+  DwConv d;
+  d.a_unsigned = in.is_unsigned;
+  d.stride2 = l.sh == 2;
+  d.kernel_h = uint8_t(l.kh);
+  d.kernel_w = uint8_t(l.kw);
+  d.ub_addr = line0 + uint32_t(in.pl - l.pad_l);
+  d.acc_addr = uint16_t(acc);
+  d.width = uint16_t((p.cols_used - 1) * l.sw + l.kw);
+  d.height = uint16_t((u.y1 - u.y0 - 1) * l.sh + l.kh);
+  d.w_addr = slot;
+  d.ub_stride = uint16_t(in.wp());
+  op(d);
+}
+
+void Emitter::dw_convs(size_t li, const Unit& u) {
+  const QLayer& l = cn_.net.layers[li];
   const int in_layer = l.inputs[0];
   const auto& in = cn_.input_of(int(li), in_layer);
   const uint32_t in_base = input_base(int(li), in_layer);
-  const uint32_t taps = uint32_t(l.kh * l.kw);
-  for (uint32_t j = 0; j < u.g; ++j) {
-    const uint32_t slot = cn_.chip.ub_rows - dw_reserved() + dw_slot_ * kDwSlotRows;
-    dw_slot_ = (dw_slot_ + 1) % kDwSlots;
-    op(ReadHost{HostDest::Ub, slot, taps + 1, caddr_ + p.dw_rows[size_t(u.ob)]});
-    DwConv d;
-    d.a_unsigned = in.is_unsigned;
-    d.stride2 = l.sh == 2;
-    d.kernel_h = uint8_t(l.kh);
-    d.kernel_w = uint8_t(l.kw);
-    d.ub_addr = in_base + (u.g0 + j) * in.image_rows() + uint32_t(u.ob) * in.block_rows() +
-                uint32_t(u.y0 * l.sh + in.pt - l.pad_t) * in.wp() + uint32_t(in.pl - l.pad_l);
-    d.acc_addr = uint16_t(u.acc + j * u.rows);
-    d.width = uint16_t((p.cols_used - 1) * l.sw + l.kw);
-    d.height = uint16_t((u.y1 - u.y0 - 1) * l.sh + l.kh);
-    d.w_addr = slot;
-    d.ub_stride = uint16_t(in.wp());
-    op(d);
-  }
+  const uint32_t slot = dw_tap_slot(li, u.ob);
+  for (uint32_t j = 0; j < u.g; ++j)
+    dw_conv(li, u,
+            in_base + (u.g0 + j) * in.image_rows() + uint32_t(u.ob) * in.block_rows() +
+                uint32_t(u.y0 * l.sh + in.pt - l.pad_t) * in.wp(),
+            slot, u.acc + j * u.rows);
 }
 
 void Emitter::matmuls(size_t li, const Unit& u) {

@@ -3,6 +3,7 @@
 // driver/cnn: the public interface is compiler.h (emit_program).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -129,13 +130,21 @@ class Emitter {
 
   void matmuls(size_t li, const Unit& u);
 
-  // The depthwise unit's form of matmuls (LayerPlan::dw_rows): per image, the block's tap rows
-  // into the next of kDwSlots UB slots at the top of the unified buffer (read_host), then one
-  // dwconv over the unit's output lines reading the tensor with its border (no pad).
+  // The depthwise unit's form of matmuls (LayerPlan::dw_rows): the block's tap rows in a UB
+  // slot (dw_tap_slot), then per image one dwconv over the unit's output lines reading the
+  // tensor with its border (no pad).
   void dw_convs(size_t li, const Unit& u);
   static constexpr uint32_t kDwSlots = 4, kDwSlotRows = 3 * 3 + 1;
   // UB rows reserved for the tap slots: 0 when no layer uses the unit.
   uint32_t dw_reserved() const;
+  // The UB row of the slot holding layer li's tap rows of output block ob: a slot that still
+  // holds them, else the next of kDwSlots slots at the top of the unified buffer, filled by a
+  // read_host (so the rows are read once per block while its units follow one another).
+  uint32_t dw_tap_slot(size_t li, int ob);
+  // One dwconv of layer li: conv lines [u.y0, u.y1) of one image's block from the window whose
+  // first line (conv line u.y0's first input line) is at UB row `line0` (stride `wp`), taps in
+  // UB row `slot`, into ACC rows from `acc`.
+  void dw_conv(size_t li, const Unit& u, uint32_t line0, uint32_t slot, uint32_t acc);
 
   void activates(size_t li, const Unit& u);
   // `out` holds pooled lines from `out_line0` on (a spill tile's output buffer; 0: the whole
@@ -207,6 +216,27 @@ class Emitter {
 
   void spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint32_t buf, bool blockwise);
 
+  // ---- a 1x1 convolution fused with the depthwise layer after it (spilling, depthwise unit):
+  // the convolution's output never leaves the chip. Per band of the depthwise layer's output
+  // lines and per chunk of the convolution's output blocks (one slot generation): the
+  // convolution's matmuls over the lines the band's windows read (the halo lines again in each
+  // band) and its activates into one window buffer per block (with the border), then per block
+  // the dwconv from its window and the depthwise activates into the output ring.
+  // Whether layer li (the 1x1 convolution) and li + 1 run fused.
+  bool fuses_with_next(size_t li) const;
+  struct FusedPlan {
+    int per = 0;                      // depthwise output lines per band
+    uint32_t x_buf = 0, mid_buf = 0;  // UB rows of one input window, of one block's window
+    uint32_t out_buf = 0, mids = 0;   // of one output buffer; window buffers
+    std::vector<SpillTile> tiles;     // the depthwise layer's bands (windows into its input)
+  };
+  FusedPlan plan_fused(size_t li) const;
+  void spill_fused(size_t li, uint32_t img);
+  // The 1x1 convolution's units of one band (real lines [r0, r1)) and chunk, each activated
+  // into its block's window buffer `mid` (padded lines from `line0`).
+  void fused_expand(size_t li, const CompiledNetwork::LayerPlan::Chunk& c, const SpillTile& xt,
+                    uint32_t x_base, int line0, int lines, uint32_t mid, uint32_t mid_rows);
+
   // Inserts the read_weights: every tile is pushed before the matmul that switches to it, at most
   // WFifoTiles + 2 wait at once, and pushes run ahead (refilling when half the room is free).
   void finish(Program& prog);
@@ -223,12 +253,17 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
+  const bool fuse_dw_;       // ProgramOptions::fuse_depthwise
   bool pair_first_ = false;  // layers 0 and 1 run image-interleaved (pairs_first_layers)
   const uint32_t saddr_;     // scratch (spilling)
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
-  uint32_t dw_slot_ = 0;  // the next tap slot (dw_convs)
+  uint32_t dw_slot_ = 0;  // the next tap slot (dw_tap_slot)
+  struct DwHeld {
+    int layer = -1, ob = -1;
+  };
+  std::array<DwHeld, kDwSlots> dw_held_{};  // the tap rows each slot holds
   std::vector<Op> ops_;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Spilling (compiler.h): every tensor in host memory, each layer image by image in tiles of output
-// lines, double-buffered DMA of the tiles' input windows and output blocks.
+// lines, double-buffered DMA of the tiles' input windows and output blocks; with the depthwise
+// unit a 1x1 convolution and the depthwise Conv that alone reads it run fused, band by band (the
+// convolution's output stays in the unified buffer).
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -19,7 +21,13 @@ Program Emitter::run_spill() {
   for (uint32_t i = 0; i < batch_; ++i)
     for (size_t l = 0; l < nl; ++l) {
       cur_layer_ = int(l);
-      spill_layer(l, i);
+      if (fuses_with_next(l)) {
+        spill_fused(l, i);
+        if (i == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
+        ++l;
+      } else {
+        spill_layer(l, i);
+      }
       if (i == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
     }
   cur_layer_ = -1;
@@ -82,14 +90,19 @@ Emitter::SpillPlan Emitter::plan_spill(size_t li, uint32_t img) const {
       r += conv_like(l) ? uint64_t(per + o->pt + o->pb) * o->wp() : o->block_rows();
     return r;
   };
-  const uint64_t ub = cn_.chip.ub_rows;
+  // The depthwise unit's tap slots keep their rows at the top of the unified buffer.
+  const uint64_t taps = dw_reserved();
+  const uint64_t ub = cn_.chip.ub_rows > taps ? cn_.chip.ub_rows - taps : 0;
   const uint64_t one = in_rows(1) + kOutBufs * out_rows(1);
   if (one > ub)
     throw Error(where + "one output line of one image needs " + std::to_string(one) +
                 " unified-buffer rows (its input lines with the halo" +
                 (blockwise ? "" : ", all channel blocks") +
                 ", and three one-block output buffers), more than the " + std::to_string(ub) +
-                " rows of the chip, by " + std::to_string(one - ub) + " rows");
+                " rows of the chip" +
+                (taps ? " left beside the " + std::to_string(taps) + " depthwise tap-slot rows"
+                      : std::string()) +
+                ", by " + std::to_string(one - ub) + " rows");
   // The tallest tile with `nb` input buffers.
   auto tallest = [&](uint32_t nb) {
     int per = 1;
@@ -163,25 +176,34 @@ std::vector<Emitter::SpillWork> Emitter::spill_work(size_t li,
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
   std::vector<SpillWork> work;
+  auto add = [&](uint32_t k, const CompiledNetwork::LayerPlan::Chunk& c, int ob) {
+    SpillWork w;
+    w.tile = k;
+    w.index = uint32_t(work.size());
+    Unit& u = w.u;
+    u.g0 = 0;
+    u.g = 1;
+    u.ob = ob;
+    u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
+    u.gen = c.generation;
+    u.py0 = tiles[k].py0;
+    u.py1 = tiles[k].py1;
+    u.y0 = tiles[k].y0;
+    u.y1 = tiles[k].y1;
+    u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
+    work.push_back(w);
+  };
+  // A depthwise layer on the unit (a unit reads only its own block) runs block by block, each
+  // block's tiles in a row, so each block's tap rows are read once (dw_tap_slot).
+  if (!p.dw_rows.empty()) {
+    for (const auto& c : p.chunks)
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob)
+        for (uint32_t k = 0; k < tiles.size(); ++k) add(k, c, ob);
+    return work;
+  }
   for (uint32_t k = 0; k < tiles.size(); ++k)
     for (const auto& c : p.chunks)
-      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
-        SpillWork w;
-        w.tile = k;
-        w.index = uint32_t(work.size());
-        Unit& u = w.u;
-        u.g0 = 0;
-        u.g = 1;
-        u.ob = ob;
-        u.slot = c.slot_base + (ob - c.ob_begin) * p.divisors;
-        u.gen = c.generation;
-        u.py0 = tiles[k].py0;
-        u.py1 = tiles[k].py1;
-        u.y0 = tiles[k].y0;
-        u.y1 = tiles[k].y1;
-        u.rows = conv_like(l) ? uint32_t(u.y1 - u.y0) * uint32_t(p.cols_used) : 1;
-        work.push_back(w);
-      }
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) add(k, c, ob);
   return work;
 }
 
@@ -268,6 +290,10 @@ void Emitter::spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint3
                             bool blockwise) {
   const QLayer& l = cn_.net.layers[li];
   const auto& p = cn_.layers[li];
+  if (!p.dw_rows.empty() && blockwise) {  // the window of block u.ob from the buffer's start
+    dw_conv(li, u, buf + tl.srcs[0].offset, dw_tap_slot(li, u.ob), u.acc);
+    return;
+  }
   const auto& terms = p.terms[size_t(u.ob)];
   for (const auto& t : terms) {
     const SpillSrc& s = tl.srcs[p.packed ? 0 : size_t(t.input)];
@@ -306,6 +332,160 @@ void Emitter::spill_matmuls(size_t li, const SpillTile& tl, const Unit& u, uint3
     mm.outer = uint16_t(u.y1 - u.y0);
     op(mm, mm.switch_weights ? caddr_ + t.tile : 0);
     mxu_rows_ += uint64_t(mm.inner) * mm.outer;
+  }
+}
+
+bool Emitter::fuses_with_next(size_t li) const {
+  const size_t di = li + 1;
+  if (!fuse_dw_ || li == 0 || di >= cn_.layers.size() || cn_.layers[di].dw_rows.empty())
+    return false;
+  const QLayer& e = cn_.net.layers[li];
+  const QLayer& d = cn_.net.layers[di];
+  if (cn_.layers[li].packed || e.kind != LayerKind::Conv || e.inputs.size() != 1) return false;
+  if (e.kh != 1 || e.kw != 1 || e.sh != 1 || e.sw != 1 || e.pad_t || e.pad_l || e.pad_b ||
+      e.pad_r || e.pool_k != 1 || e.per_pixel_divisor())
+    return false;
+  if (d.inputs.size() != 1 || d.inputs[0] != int(li) || d.pool_k != 1 || d.per_pixel_divisor())
+    return false;
+  if (cn_.last_use[li + 1] != int(di) || cn_.has_shadow(int(li)) ||
+      cn_.reads_shadow(int(di), int(li)))
+    return false;
+  return plan_fused(li).per > 0;
+}
+
+Emitter::FusedPlan Emitter::plan_fused(size_t li) const {
+  const size_t di = li + 1;
+  const QLayer& d = cn_.net.layers[di];
+  const auto& pe = cn_.layers[li];
+  const auto& pd = cn_.layers[di];
+  const auto& t = cn_.tensors[li];
+  const auto& x = cn_.input_of(int(li), cn_.net.layers[li].inputs[0]);
+  std::vector<const CompiledNetwork::Tensor*> outs{&cn_.tensors[di]};
+  if (cn_.has_shadow(int(di))) outs.push_back(&cn_.shadows[di]);
+  FusedPlan plan;
+  for (const auto& c : pe.chunks) plan.mids = std::max(plan.mids, uint32_t(c.ob_end - c.ob_begin));
+  const uint64_t taps = dw_reserved();
+  const uint64_t ub = cn_.chip.ub_rows > taps ? cn_.chip.ub_rows - taps : 0;
+  auto window = [&](int per) { return uint32_t((per - 1) * d.sh + d.kh); };
+  auto out_rows = [&](int per) {
+    uint64_t r = 0;
+    for (const auto* o : outs) r += uint64_t(per + o->pt + o->pb) * o->wp();
+    return r;
+  };
+  auto fits = [&](int per) {
+    const uint64_t lines = std::min<uint64_t>(window(per), uint64_t(t.h));
+    return lines * uint64_t(pe.cols_used) <= half_ &&
+           uint64_t(per) * uint64_t(pd.cols_used) <= half_ &&
+           2 * uint64_t(window(per)) * x.wp() * uint64_t(x.blocks) +
+                   plan.mids * uint64_t(window(per)) * t.wp() + kOutBufs * out_rows(per) <=
+               ub;
+  };
+  if (!fits(1)) return plan;
+  int per = 1;
+  while (per < d.out.h && fits(per + 1)) ++per;
+  plan.per = per;
+  plan.x_buf = window(per) * x.wp() * uint32_t(x.blocks);
+  plan.mid_buf = window(per) * t.wp();
+  plan.out_buf = uint32_t(out_rows(per));
+  plan.tiles = spill_tiles(di, {SpillSrc{&t, 0}}, outs, per, true);
+  return plan;
+}
+
+void Emitter::fused_expand(size_t li, const CompiledNetwork::LayerPlan::Chunk& c,
+                           const SpillTile& xt, uint32_t x_base, int line0, int lines, uint32_t mid,
+                           uint32_t mid_rows) {
+  const auto& pe = cn_.layers[li];
+  const auto& t = cn_.tensors[li];
+  const int r0 = std::max(0, line0 - t.pt), r1 = std::min(t.h, line0 + lines - t.pt);
+  CompiledNetwork::Tensor b = t;  // one block's window: padded lines [line0, line0 + lines)
+  b.blocks = 1;
+  b.h = r1 - r0;
+  b.pt = std::max(0, t.pt - line0);
+  b.pb = std::max(0, line0 + lines - t.pt - t.h);
+  for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
+    Unit u;
+    u.g0 = 0;
+    u.g = 1;
+    u.ob = ob;
+    u.slot = c.slot_base + (ob - c.ob_begin) * pe.divisors;
+    u.gen = c.generation;
+    u.py0 = u.y0 = r0;
+    u.py1 = u.y1 = r1;
+    u.rows = uint32_t(r1 - r0) * uint32_t(pe.cols_used);
+    u.acc = acc_alloc(u.rows);
+    spill_matmuls(li, xt, u, x_base, false);
+    const uint32_t at = mid + uint32_t(ob - c.ob_begin) * mid_rows;
+    fill_borders(b, at, 1);
+    load_generation(u.gen);
+    load_lut(pe.lut);
+    Unit a = u;
+    a.ob = 0;
+    activates(li, a, b, at, r0);
+  }
+}
+
+void Emitter::spill_fused(size_t li, uint32_t img) {
+  const size_t di = li + 1;
+  const FusedPlan plan = plan_fused(li);
+  const int xin = cn_.net.layers[li].inputs[0];
+  const auto& pe = cn_.layers[li];
+  const auto& pd = cn_.layers[di];
+  // The depthwise layer's output, then its shadow (as the band's outs).
+  auto out_of = [&](size_t j) { return j == 0 ? &cn_.tensors[di] : &cn_.shadows[di]; };
+  const uint32_t mid0 = 2 * plan.x_buf, out0 = mid0 + plan.mids * plan.mid_buf;
+  uint32_t ring = 0;  // units written through the output ring
+  for (size_t k = 0; k < plan.tiles.size(); ++k) {
+    const SpillTile& dt = plan.tiles[k];
+    const SpillSrc& w = dt.srcs[0];  // the band's window: padded lines of the fused tensor
+    const int r0 = std::max(0, int(w.line0) - cn_.tensors[li].pt);
+    const int r1 = std::min(cn_.tensors[li].h, int(w.line0 + w.lines) - cn_.tensors[li].pt);
+    SpillTile xt;
+    xt.srcs = {
+        SpillSrc{&cn_.input_of(int(li), xin), host_of(xin, img, cn_.reads_shadow(int(li), xin))}};
+    spill_windows(li, r0, r1, xt.srcs);
+    const SpillSrc& s = xt.srcs[0];
+    const uint32_t xb = uint32_t(k % 2) * plan.x_buf;
+    cur_layer_ = int(li);
+    for (int b = 0; b < s.t->blocks; ++b)
+      op(ReadHost{HostDest::Ub, xb + uint32_t(b) * s.block_rows(), s.block_rows(),
+                  s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
+    for (const auto& c : pe.chunks) {
+      cur_layer_ = int(li);
+      fused_expand(li, c, xt, xb, int(w.line0), int(w.lines), mid0, plan.mid_buf);
+      cur_layer_ = int(di);
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
+        const auto* dc = &pd.chunks.front();
+        for (const auto& c2 : pd.chunks)
+          if (ob >= c2.ob_begin && ob < c2.ob_end) dc = &c2;
+        Unit u;
+        u.g0 = 0;
+        u.g = 1;
+        u.ob = ob;
+        u.slot = dc->slot_base + (ob - dc->ob_begin) * pd.divisors;
+        u.gen = dc->generation;
+        u.py0 = dt.py0;
+        u.py1 = dt.py1;
+        u.y0 = dt.y0;
+        u.y1 = dt.y1;
+        u.rows = uint32_t(u.y1 - u.y0) * uint32_t(pd.cols_used);
+        u.acc = acc_alloc(u.rows);
+        dw_conv(di, u, mid0 + uint32_t(ob - c.ob_begin) * plan.mid_buf, dw_tap_slot(di, ob), u.acc);
+        load_generation(u.gen);
+        load_lut(pd.lut);
+        Unit a = u;
+        a.ob = 0;
+        uint32_t at = out0 + (ring++ % kOutBufs) * plan.out_buf;
+        for (size_t j = 0; j < dt.outs.size(); ++j) {
+          const auto* o = out_of(j);
+          fill_borders(dt.outs[j], at, 1);
+          activates(di, a, dt.outs[j], at, dt.py0);
+          op(WriteHost{at, dt.outs[j].block_rows(),
+                       host_of(int(di), img, j == 1) +
+                           (uint32_t(ob) * o->block_rows() + dt.out_line0[j] * o->wp()) * n_});
+          at += dt.outs[j].block_rows();
+        }
+      }
+    }
   }
 }
 

@@ -71,7 +71,8 @@ void check_program(const std::vector<Instruction>& program, const ChipParams& ch
   }
 }
 
-void count_dma(const CompiledNetwork& cn, uint32_t scratch_addr, Program& prog) {
+void count_dma(const CompiledNetwork& cn, uint32_t constants_addr, uint32_t scratch_addr,
+               Program& prog) {
   const uint64_t n = cn.chip.N, tile_bytes = cn.chip.tile_bytes();
   const auto& out = prog.instructions;
   prog.dma_in_bytes += out.size() * kInstrBytes;  // instruction fetch
@@ -79,6 +80,7 @@ void count_dma(const CompiledNetwork& cn, uint32_t scratch_addr, Program& prog) 
   // Per layer DMA bytes, by what they carry (the host ranges tell inputs from spills).
   const uint64_t s0 = scratch_addr, s1 = uint64_t(scratch_addr) + cn.scratch_bytes;
   auto scratch = [&](uint32_t a) { return cn.spill && a >= s0 && a < s1; };
+  const uint64_t c0 = constants_addr, c1 = c0 + cn.constants.size();
   for (size_t k = 0; k < out.size(); ++k) {
     const int l = prog.instr_layer[k];
     LayerDma& d = l >= 0 ? prog.layer_dma[size_t(l)] : prog.other_dma;
@@ -87,6 +89,10 @@ void count_dma(const CompiledNetwork& cn, uint32_t scratch_addr, Program& prog) 
       prog.dma_in_bytes += b;
       if (r->dest != HostDest::Ub) {
         d.params += b;
+        continue;
+      }
+      if (r->host_addr >= c0 && r->host_addr < c1) {  // a depthwise layer's tap rows
+        d.weights += b;
         continue;
       }
       prog.input_data_bytes += b;  // (every read into the unified buffer, spills included)
@@ -122,7 +128,7 @@ void Emitter::finish(Program& prog) {
   if (cn_.spill) range(saddr_, cn_.scratch_bytes, "scratch");
   check_program(prog.instructions, cn_.chip, std::move(ranges));
   prog.mxu_rows = mxu_rows_;
-  count_dma(cn_, saddr_, prog);
+  count_dma(cn_, caddr_, saddr_, prog);
 }
 
 }  // namespace tpu::cnn::backend
