@@ -7,6 +7,7 @@
 // whose one output line does not fit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <variant>
@@ -157,6 +158,62 @@ TEST(DepthwiseUnit, SpilledMobileNetFusesTheConvolutionBeforeDepthwise) {
   tight.ub_rows = 330;
   EXPECT_GT(dw_spill_counts(compile_network(q, tight), 1, true).fused, 0u);
   EXPECT_TRUE(run_bit_exact(q, images, 1, tight));
+}
+
+// The decoder's hazard range of a dwconv is ONE range, the hull of its input rows and tap rows
+// (rtl/tpu_decoder.sv): an activate writing into it waits for the dwconv. For every dwconv of
+// a program, the activates that read its accumulators (up to the next instruction writing
+// them) write no UB row of that hull; returns how many such activates it checked.
+size_t activates_outside_dwconv_hulls(const Program& prog, const std::string& what) {
+  const auto& ins = prog.instructions;
+  size_t checked = 0;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const auto* d = std::get_if<tpu::DwConv>(&ins[i]);
+    if (!d) continue;
+    const uint64_t in_last = uint64_t{d->ub_addr} + uint64_t{d->height - 1u} * d->ub_stride +
+                             d->width - 1u,
+                   w_last = uint64_t{d->w_addr} + d->taps();
+    const uint64_t lo = std::min<uint64_t>(d->ub_addr, d->w_addr), hi = std::max(in_last, w_last);
+    const uint64_t a0 = d->acc_addr, a1 = a0 + d->output_pixels();
+    auto overlaps = [&](uint64_t b0, uint64_t b1) { return b0 < a1 && a0 < b1; };
+    for (size_t j = i + 1; j < ins.size(); ++j) {
+      if (const auto* m = std::get_if<tpu::Matmul>(&ins[j]))
+        if (overlaps(m->acc_addr, m->acc_addr + uint64_t{m->inner} * m->outer)) break;
+      if (const auto* e = std::get_if<tpu::DwConv>(&ins[j]))
+        if (overlaps(e->acc_addr, e->acc_addr + e->output_pixels())) break;
+      const auto* a = std::get_if<tpu::Activate>(&ins[j]);
+      if (!a || !overlaps(a->acc_addr, a->acc_addr + uint64_t{a->width} * a->height)) continue;
+      ++checked;
+      EXPECT_TRUE(a->last_ub_row() < lo || a->ub_addr > hi)
+          << what << ": activate " << j << " writes UB rows " << a->ub_addr << ".."
+          << a->last_ub_row() << " inside the hazard hull " << lo << ".." << hi << " of dwconv "
+          << i;
+    }
+  }
+  return checked;
+}
+
+// So the compiler puts each dwconv's tap slot on the side of its input away from its output
+// (tap slots at the top and the bottom of the unified buffer, or, spilled, the output buffers
+// below the input): the unit and the activates of the previous dwconv's output overlap.
+TEST(DepthwiseUnit, ActivatesStayOutOfTheDwconvHazardHull) {
+  const Network net = small_mobilenet(4);
+  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
+  tpu::ChipParams fits = tpu::ChipParams::with_n(16), spills = small_chip(540, 256);
+  fits.dw_width = spills.dw_width = 2;
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  for (const bool fuse : {true, false}) {
+    o.fuse_depthwise = fuse;
+    for (const auto* chip : {&fits, &spills}) {
+      const CompiledNetwork cn = compile_network(q, *chip);
+      EXPECT_EQ(cn.spill, chip == &spills);
+      const Program p = emit_program(cn, 2, 0x100000, 0x2000'0000, 0x3000'0000, o);
+      const std::string what =
+          std::string(cn.spill ? "spilled" : "fits") + (fuse ? ", fused" : ", unfused");
+      EXPECT_GT(activates_outside_dwconv_hulls(p, what), 0u) << what;
+    }
+  }
 }
 
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }

@@ -97,19 +97,29 @@ void Emitter::read_images(uint32_t ub, uint32_t first, uint32_t count) {
 
 uint32_t Emitter::dw_reserved() const {
   for (const auto& p : cn_.layers)
+    if (!p.dw_rows.empty()) return kDwSlots * kDwSlotRows + dw_bottom();
+  return 0;
+}
+
+uint32_t Emitter::dw_bottom() const {
+  if (cn_.spill) return 0;
+  for (const auto& p : cn_.layers)
     if (!p.dw_rows.empty()) return kDwSlots * kDwSlotRows;
   return 0;
 }
 
-uint32_t Emitter::dw_tap_slot(size_t li, int ob) {
-  const uint32_t top = cn_.chip.ub_rows - dw_reserved();
+uint32_t Emitter::dw_tap_slot(size_t li, int ob, bool top) {
+  const bool bottom = !top && dw_bottom() > 0;
+  const uint32_t side = bottom ? 1 : 0;
+  const uint32_t first = bottom ? 0 : cn_.chip.ub_rows - kDwSlots * kDwSlotRows;
+  auto& held = dw_held_[side];
   for (uint32_t k = 0; k < kDwSlots; ++k)
-    if (dw_held_[k].layer == int(li) && dw_held_[k].ob == ob) return top + k * kDwSlotRows;
+    if (held[k].layer == int(li) && held[k].ob == ob) return first + k * kDwSlotRows;
   const QLayer& l = cn_.net.layers[li];
-  const uint32_t k = dw_slot_;
-  dw_slot_ = (dw_slot_ + 1) % kDwSlots;
-  dw_held_[k] = DwHeld{int(li), ob};
-  const uint32_t slot = top + k * kDwSlotRows;
+  const uint32_t k = dw_slot_[side];
+  dw_slot_[side] = (k + 1) % kDwSlots;
+  held[k] = DwHeld{int(li), ob};
+  const uint32_t slot = first + k * kDwSlotRows;
   op(ReadHost{HostDest::Ub, slot, uint32_t(l.kh * l.kw) + 1,
               caddr_ + cn_.layers[li].dw_rows[size_t(ob)]});
   return slot;
@@ -138,7 +148,11 @@ void Emitter::dw_convs(size_t li, const Unit& u) {
   const int in_layer = l.inputs[0];
   const auto& in = cn_.input_of(int(li), in_layer);
   const uint32_t in_base = input_base(int(li), in_layer);
-  const uint32_t slot = dw_tap_slot(li, u.ob);
+  // The output (and its shadow) below the input: taps at the top, else at the bottom.
+  uint32_t out_end = tensor_base(int(li)) + mb_ * cn_.tensors[li].image_rows();
+  if (cn_.has_shadow(int(li)))
+    out_end = std::max(out_end, shadow_base(li) + mb_ * cn_.shadows[li].image_rows());
+  const uint32_t slot = dw_tap_slot(li, u.ob, out_end <= in_base);
   for (uint32_t j = 0; j < u.g; ++j)
     dw_conv(li, u,
             in_base + (u.g0 + j) * in.image_rows() + uint32_t(u.ob) * in.block_rows() +

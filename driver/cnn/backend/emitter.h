@@ -135,12 +135,19 @@ class Emitter {
   // tensor with its border (no pad).
   void dw_convs(size_t li, const Unit& u);
   static constexpr uint32_t kDwSlots = 4, kDwSlotRows = 3 * 3 + 1;
-  // UB rows reserved for the tap slots: 0 when no layer uses the unit.
+  // UB rows reserved for the tap slots (both sides): 0 when no layer uses the unit.
   uint32_t dw_reserved() const;
+  // UB rows reserved for the tap slots at the bottom of the unified buffer (rows [0, this));
+  // the memory plan's tensors start above them. Spilled networks keep theirs only at the top.
+  uint32_t dw_bottom() const;
   // The UB row of the slot holding layer li's tap rows of output block ob: a slot that still
-  // holds them, else the next of kDwSlots slots at the top of the unified buffer, filled by a
-  // read_host (so the rows are read once per block while its units follow one another).
-  uint32_t dw_tap_slot(size_t li, int ob);
+  // holds them, else the next of kDwSlots slots, filled by a read_host (so the rows are read
+  // once per block while its units follow one another). `top`: from the slots at the top of
+  // the unified buffer, else those at the bottom. The decoder's hazard range of a dwconv is
+  // the hull of its input and tap rows, so the caller takes the side that keeps the rows its
+  // output activates write out of that hull: top when they lie below the input, bottom when
+  // above (else every activate waits for the dwconv before it, and the next dwconv for it).
+  uint32_t dw_tap_slot(size_t li, int ob, bool top = true);
   // One dwconv of layer li: conv lines [u.y0, u.y1) of one image's block from the window whose
   // first line (conv line u.y0's first input line) is at UB row `line0` (stride `wp`), taps in
   // UB row `slot`, into ACC rows from `acc`.
@@ -259,11 +266,11 @@ class Emitter {
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;
-  uint32_t dw_slot_ = 0;  // the next tap slot (dw_tap_slot)
+  std::array<uint32_t, 2> dw_slot_{};  // the next tap slot per side (dw_tap_slot: 0 top)
   struct DwHeld {
     int layer = -1, ob = -1;
   };
-  std::array<DwHeld, kDwSlots> dw_held_{};  // the tap rows each slot holds
+  std::array<std::array<DwHeld, kDwSlots>, 2> dw_held_{};  // the tap rows each slot holds
   std::vector<Op> ops_;
 };
 

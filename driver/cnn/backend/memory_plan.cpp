@@ -69,7 +69,7 @@ bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint6
   *peak = place_first_fit(items);
   if (*peak + dw_reserved() > cn_.chip.ub_rows) return false;
   bases->clear();
-  for (const auto& it : items) bases->push_back(uint32_t(it.base));
+  for (const auto& it : items) bases->push_back(uint32_t(it.base) + dw_bottom());
   return true;
 }
 

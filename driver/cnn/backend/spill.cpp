@@ -214,8 +214,12 @@ void Emitter::spill_layer(size_t li, uint32_t img) {
   const auto& outs = plan.outs;
   const bool blockwise = plan.blockwise;
   const uint32_t nbuf = plan.nbuf, in_buf = plan.in_buf, out_buf = plan.out_buf;
-  auto in_base = [&](uint32_t k) { return (k % nbuf) * in_buf; };
-  auto out_base = [&](uint32_t k) { return nbuf * in_buf + (k % kOutBufs) * out_buf; };
+  // A depthwise layer on the unit keeps its output buffers below its input buffers: the hull
+  // of a dwconv's input and tap rows (the top slots) then leaves them out (dw_tap_slot).
+  const bool outs_first = !p.dw_rows.empty();
+  const uint32_t in0 = outs_first ? kOutBufs * out_buf : 0, out0 = outs_first ? 0 : nbuf * in_buf;
+  auto in_base = [&](uint32_t k) { return in0 + (k % nbuf) * in_buf; };
+  auto out_base = [&](uint32_t k) { return out0 + (k % kOutBufs) * out_buf; };
   // Input DMA: a tile's every block (into buffer k), or one unit's block ob.
   auto read = [&](const SpillTile& t, uint32_t buf, int ob) {
     for (const auto& s : t.srcs)
@@ -432,7 +436,10 @@ void Emitter::spill_fused(size_t li, uint32_t img) {
   const auto& pd = cn_.layers[di];
   // The depthwise layer's output, then its shadow (as the band's outs).
   auto out_of = [&](size_t j) { return j == 0 ? &cn_.tensors[di] : &cn_.shadows[di]; };
-  const uint32_t mid0 = 2 * plan.x_buf, out0 = mid0 + plan.mids * plan.mid_buf;
+  // From the bottom: the output ring, the two input windows, the window buffers (then the
+  // tap slots at the top), so the hull of a dwconv's window and tap rows (dw_tap_slot) holds
+  // neither the output buffers its activates write nor the input windows the next DMA fills.
+  const uint32_t out0 = 0, x0 = kOutBufs * plan.out_buf, mid0 = x0 + 2 * plan.x_buf;
   uint32_t ring = 0;  // units written through the output ring
   for (size_t k = 0; k < plan.tiles.size(); ++k) {
     const SpillTile& dt = plan.tiles[k];
@@ -444,7 +451,7 @@ void Emitter::spill_fused(size_t li, uint32_t img) {
         SpillSrc{&cn_.input_of(int(li), xin), host_of(xin, img, cn_.reads_shadow(int(li), xin))}};
     spill_windows(li, r0, r1, xt.srcs);
     const SpillSrc& s = xt.srcs[0];
-    const uint32_t xb = uint32_t(k % 2) * plan.x_buf;
+    const uint32_t xb = x0 + uint32_t(k % 2) * plan.x_buf;
     cur_layer_ = int(li);
     for (int b = 0; b < s.t->blocks; ++b)
       op(ReadHost{HostDest::Ub, xb + uint32_t(b) * s.block_rows(), s.block_rows(),
