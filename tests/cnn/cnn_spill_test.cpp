@@ -113,15 +113,27 @@ DwSpillCounts dw_spill_counts(const CompiledNetwork& cn, uint32_t batch, bool fu
   return c;
 }
 
+// The small MobileNet of the spilled depthwise tests, quantized, three images, and a chip whose
+// unified buffer it does not fit, with the depthwise unit.
+struct DwCase {
+  Network net = small_mobilenet(4);
+  QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
+  std::vector<std::vector<int32_t>> images = quantize_images(q, random_images(net.input, 3, 5));
+  tpu::ChipParams dw = [] {
+    tpu::ChipParams c = small_chip(540, 256);
+    c.dw_width = 2;
+    return c;
+  }();
+};
+
 // Each depthwise layer by itself: one dwconv per tile and output block, each block's tap rows
 // read once per image (not once per tile), counted as the layer's weights; bit-exact against
 // the integer reference on the golden model. Without the unit the same chip emits no dwconv.
 TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
-  const Network net = small_mobilenet(4);
-  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
-  const auto images = quantize_images(q, random_images(net.input, 3, 5));
-  tpu::ChipParams dw = small_chip(540, 256);
-  dw.dw_width = 2;
+  const DwCase k;
+  const QuantNetwork& q = k.q;
+  const auto& images = k.images;
+  const tpu::ChipParams& dw = k.dw;
   const CompiledNetwork cn = compile_network(q, dw);
   ASSERT_TRUE(cn.spill);
   const uint32_t batch = 2;
@@ -141,11 +153,10 @@ TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
 // Fused (the default): the depthwise layers whose input a 1x1 convolution alone produces take it
 // from window buffers in the unified buffer, band by band: less spill traffic, bit-exact.
 TEST(DepthwiseUnit, SpilledMobileNetFusesTheConvolutionBeforeDepthwise) {
-  const Network net = small_mobilenet(4);
-  const QuantNetwork q = quantize_model(net, random_images(net.input, 8, 4));
-  const auto images = quantize_images(q, random_images(net.input, 3, 5));
-  tpu::ChipParams dw = small_chip(540, 256);
-  dw.dw_width = 2;
+  const DwCase k;
+  const QuantNetwork& q = k.q;
+  const auto& images = k.images;
+  const tpu::ChipParams& dw = k.dw;
   const CompiledNetwork cn = compile_network(q, dw);
   const DwSpillCounts fused = dw_spill_counts(cn, 2, true);
   const DwSpillCounts alone = dw_spill_counts(cn, 2, false);
