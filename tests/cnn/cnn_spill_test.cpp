@@ -131,10 +131,7 @@ struct DwCase {
 // the integer reference on the golden model. Without the unit the same chip emits no dwconv.
 TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
   const DwCase k;
-  const QuantNetwork& q = k.q;
-  const auto& images = k.images;
-  const tpu::ChipParams& dw = k.dw;
-  const CompiledNetwork cn = compile_network(q, dw);
+  const CompiledNetwork cn = compile_network(k.q, k.dw);
   ASSERT_TRUE(cn.spill);
   const uint32_t batch = 2;
   const DwSpillCounts c = dw_spill_counts(cn, batch, false);
@@ -146,29 +143,26 @@ TEST(DepthwiseUnit, SpilledMobileNetBitExactWithDwconv) {
   EXPECT_EQ(c.dw_weights, c.tap_bytes) << "tap rows are the depthwise layers' only weights";
   ProgramOptions o;
   o.fuse_depthwise = false;
-  EXPECT_TRUE(run_bit_exact(q, images, batch, dw, o));
-  EXPECT_EQ(count_dwconv(q, small_chip(540, 256)), 0u);
+  EXPECT_TRUE(run_bit_exact(k.q, k.images, batch, k.dw, o));
+  EXPECT_EQ(count_dwconv(k.q, small_chip(540, 256)), 0u);
 }
 
 // Fused (the default): the depthwise layers whose input a 1x1 convolution alone produces take it
 // from window buffers in the unified buffer, band by band: less spill traffic, bit-exact.
 TEST(DepthwiseUnit, SpilledMobileNetFusesTheConvolutionBeforeDepthwise) {
   const DwCase k;
-  const QuantNetwork& q = k.q;
-  const auto& images = k.images;
-  const tpu::ChipParams& dw = k.dw;
-  const CompiledNetwork cn = compile_network(q, dw);
+  const CompiledNetwork cn = compile_network(k.q, k.dw);
   const DwSpillCounts fused = dw_spill_counts(cn, 2, true);
   const DwSpillCounts alone = dw_spill_counts(cn, 2, false);
   EXPECT_GT(fused.fused, 0u) << "no depthwise layer fused with the convolution before it";
   EXPECT_LT(fused.spill_bytes, alone.spill_bytes);
   EXPECT_EQ(fused.dw_weights, fused.tap_bytes);
-  EXPECT_TRUE(run_bit_exact(q, images, 2, dw));
+  EXPECT_TRUE(run_bit_exact(k.q, k.images, 2, k.dw));
   // A smaller unified buffer (shorter bands, one image a program): still bit-exact.
-  tpu::ChipParams tight = dw;
+  tpu::ChipParams tight = k.dw;
   tight.ub_rows = 330;
-  EXPECT_GT(dw_spill_counts(compile_network(q, tight), 1, true).fused, 0u);
-  EXPECT_TRUE(run_bit_exact(q, images, 1, tight));
+  EXPECT_GT(dw_spill_counts(compile_network(k.q, tight), 1, true).fused, 0u);
+  EXPECT_TRUE(run_bit_exact(k.q, k.images, 1, tight));
 }
 
 // The decoder's hazard range of a dwconv is ONE range, the hull of its input rows and tap rows
