@@ -2,6 +2,9 @@
 # `cmake --install <build> [--prefix P]`: a working tpu-rtl in P, nothing from the source tree
 # needed (tests/install checks it from the prefix):
 #   bin/tpusim, bin/tpusim_n<N>      the CLI for every N of TPU_SIM_N_LIST (sweep starts them)
+#   bin/tpusim_train_n<N>            the CLI on the training chip, every N of TPU_SIM_TRAIN_N_LIST
+#                                    (tpusim train --backend rtl starts it)
+#   bin/tpusim_dw_n16                the CLI on the depthwise chip (when it is built)
 #   lib/                             tpu_driver, tpu_sim_n<N>, tpu_device_rtl_n<N>, tpu_cnn
 #   include/tpu_rtl/, .../cnn/       the driver's and the CNN library's headers
 #   share/tpu_rtl/models/            the bundled ONNX models (tpusim run-cnn finds them there,
@@ -40,6 +43,17 @@ foreach(n IN LISTS TPU_SIM_N_LIST)
     install(TARGETS ${exe} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
+
+# The training chip's CLI, tpusim_train_n<N> (`tpusim train --backend rtl` and the rtl pods
+# start it next to tpusim), and the depthwise chip's, tpusim_dw_n16 (docs/tpusim.md).
+foreach(n IN LISTS TPU_SIM_TRAIN_N_LIST)
+  if(TARGET tpusim_train_n${n})
+    install(TARGETS tpusim_train_n${n} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
+endforeach()
+if(TARGET tpusim_dw_n16)
+  install(TARGETS tpusim_dw_n16 RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # The CNN library (when it is built: driver/cnn/CMakeLists.txt needs libonnx-dev and others).
 set(TPU_INSTALL_CNN OFF)

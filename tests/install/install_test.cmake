@@ -5,11 +5,17 @@
 #   - firmware/*.s with host memory images: the installed tpusim runs mlp.s on its image and
 #     writes exactly the expected image
 #   - the CNN library (lib/libtpu_cnn.a, include/tpu_rtl/cnn) when HAVE_CNN
+#   - bin/tpusim_train_n<N> for every N of TRAIN_N_LIST; the installed `tpusim train --backend
+#     rtl` starts it and trains one step bit-exact with the golden model (when Fashion-MNIST is
+#     installed); bin/tpusim_dw_n16 when HAVE_DW, and it runs the installed MobileNet bit-exact
 #   - no empty folder (e.g. CMakeFiles) anywhere in the prefix
 #   - share/tpu_rtl/examples/external, configured against the prefix, builds hello_matmul and
 #     cnn_classify, and both run on the rtl chip and match their references.
-# Arguments: BUILD_DIR, WORK_DIR, N_LIST (comma-separated, first = default chip), HAVE_CNN.
+# Arguments: BUILD_DIR, WORK_DIR, N_LIST (comma-separated, first = default chip), HAVE_CNN,
+# TRAIN_N_LIST (comma-separated, may be empty), HAVE_DW.
 string(REPLACE "," ";" N_LIST "${N_LIST}")
+string(REPLACE "," ";" TRAIN_N_LIST "${TRAIN_N_LIST}")
+set(fashion_dir /usr/share/datasets/fashion-mnist)
 set(prefix ${WORK_DIR}/prefix)
 set(ext ${WORK_DIR}/external-build)
 set(run_dir ${WORK_DIR}/run)
@@ -57,6 +63,12 @@ foreach(n IN LISTS N_LIST)
     expect_file(${data}/firmware/${p}.n${n}.expected.mem)
   endforeach()
 endforeach()
+foreach(n IN LISTS TRAIN_N_LIST)
+  expect_file(bin/tpusim_train_n${n})
+endforeach()
+if(HAVE_DW)
+  expect_file(bin/tpusim_dw_n16)
+endif()
 expect_file(${data}/models/fashion_cnn.onnx)
 expect_file(${data}/examples/external/CMakeLists.txt)
 if(HAVE_CNN)
@@ -101,6 +113,21 @@ if(HAVE_CNN)
       expect_match("\n${n}," "${csv}" "sweep --n ${n}: a row for N = ${n} in sweep.csv")
     endif()
   endforeach()
+endif()
+
+# The installed tpusim trains on the rtl training chip: it starts the installed
+# tpusim_train_n<N> next to itself (tools/tpusim/cmd_train.cpp).
+if(default_n IN_LIST TRAIN_N_LIST AND EXISTS ${fashion_dir})
+  run(${prefix}/bin/tpusim train --backend rtl --epochs 1 --steps-per-epoch 1 --batch 16
+      --test-images 0 --json)
+  expect_match("\"matches_golden\": true" "${last_output}"
+               "tpusim train --backend rtl of the installed tpusim")
+endif()
+if(HAVE_CNN AND HAVE_DW)
+  run(${prefix}/bin/tpusim_dw_n16 run-cnn --model ${prefix}/${data}/models/mobilenet.onnx
+      --images 2 --batch 2 --calibration 2 --json --no-profile)
+  expect_match("\"matches_golden\": true" "${last_output}"
+               "tpusim_dw_n16 run-cnn of the installed MobileNet")
 endif()
 
 # An outside project from the installed examples.
