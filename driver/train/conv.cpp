@@ -190,15 +190,28 @@ uint32_t padded_input_span(const ConvGeom& g, uint32_t n) {
   return round_up(g.hp() * g.wp() * g.batch, n) * ceil_div(g.cin, n);
 }
 
+constexpr uint32_t kMaxVecInnerStride = 15;  // a vector instruction's 4-bit inner strides
+
 // Tap-major rows of a band (cin == 1): row sa + kt*rb*N + r*N + i, lane j = flat value
-// (r0 + r)*N + j + offset(tap kt*N + i), by one `align` per tap.
+// (r0 + r)*N + j + offset(tap kt*N + i), by one `align` per run of taps: the taps of one kernel
+// row in one tile share the shift when the batch is a multiple of N (their offsets B rows of
+// the flat image apart, B/N VMEM rows, an inner stride of at most 15), so one instruction
+// writes their rows side by side (consecutive VMEM banks) where one per tap wrote every N-th
+// row, all in one bank: one row per cycle.
 void build_tap_rows(ProgramBuilder& pb, const ConvGeom& g, const VMat& x, uint32_t sa, uint32_t rb,
                     const FlatRange& fr, const char* k) {
   const uint32_t n = pb.params().N;
-  for (uint32_t t = 0; t < g.taps(); ++t) {
+  for (uint32_t t = 0; t < g.taps();) {
+    uint32_t run = 1;
+    while (g.batch % n == 0 && g.batch / n <= kMaxVecInnerStride && t + run < g.taps() &&
+           (t + run) % g.kw != 0 && (t + run) / n == t / n) {
+      ++run;
+    }
     const uint32_t d = tap_offset(g, t);
     detail::vec2d(pb, k, VecFunc::Align, Pattern{sa + (t / n) * rb * n + t % n, 1, n},
-                  Pattern{x.base + fr.r0 + d / n, 1, 1}, BMode::Imm, d % n, 1, fr.rows);
+                  Pattern{x.base + fr.r0 + d / n, run > 1 ? g.batch / n : 1, 1}, BMode::Imm, d % n,
+                  run, fr.rows);
+    t += run;
   }
 }
 

@@ -609,7 +609,7 @@ TEST(TrainFuse, DoubleBufferedBandsSpreadTheirDma) {
 }
 
 // The fused gradient (5 output channels at N = 4: two blocks, one group): dW of both blocks in
-// one call (conv_dw_group), so each band's tap rows (one align per tap, 9) are built once, not
+// one call (conv_dw_group), so each band's tap rows (9, by 5 aligns) are built once, not
 // once per block; and the next job's reads spread over the job's matmuls (spread_reads), never
 // two of them with fewer than two matmuls between them once the matmuls run.
 TEST(TrainFuse, ConvPoolGradBuildsTapRowsOnceAndSpreadsItsReads) {
@@ -628,12 +628,15 @@ TEST(TrainFuse, ConvPoolGradBuildsTapRowsOnceAndSpreadsItsReads) {
   Emitted::Range r{};
   for (const Emitted::Range& q : e.ranges)
     if (q.node == static_cast<int>(bwd)) r = q;
-  size_t aligns = 0, matmuls = 0, since = 0, reads_after_mm = 0;
+  size_t aligns = 0, align_rows = 0, matmuls = 0, since = 0, reads_after_mm = 0;
   bool read_seen = false;
   for (size_t k = r.begin; k < r.end; ++k) {
     const Instruction& in = e.program[k];
     if (const auto* v = std::get_if<Vector>(&in))
-      aligns += v->func == static_cast<uint8_t>(VecFunc::Align) ? 1 : 0;
+      if (v->func == static_cast<uint8_t>(VecFunc::Align)) {
+        ++aligns;
+        align_rows += v->inner;
+      }
     if (std::holds_alternative<MatmulBf16>(in)) {
       ++matmuls;
       ++since;
@@ -647,8 +650,11 @@ TEST(TrainFuse, ConvPoolGradBuildsTapRowsOnceAndSpreadsItsReads) {
       ++reads_after_mm;
     }
   }
-  EXPECT_EQ(aligns, 2u * 9);  // two bands, 9 taps each
-  (void)reads_after_mm;       // two jobs: job 1's reads go ahead of job 0's passes (overlay)
+  // two bands, 9 taps each; at batch 8 one align per run of taps of one kernel row in one
+  // tile of N = 4 taps ({0, 1, 2}, {3}, {4, 5}, {6, 7}, {8}), each writing a row per tap
+  EXPECT_EQ(aligns, 2u * 5);
+  EXPECT_EQ(align_rows, 2u * 9);
+  (void)reads_after_mm;  // two jobs: job 1's reads go ahead of job 0's passes (overlay)
   // Software-pipelined (overlay): job 1's vector passes sit among job 0's loads and matmuls.
   auto mxu = [&](size_t k) {
     return std::holds_alternative<MatmulBf16>(e.program[k]) ||

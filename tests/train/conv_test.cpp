@@ -121,6 +121,10 @@ ConvGeom geom(uint32_t batch, uint32_t cin, uint32_t cout, uint32_t h, uint32_t 
 TEST_P(Conv, OneChannel3x3ValidMatchesReference) {
   const uint32_t n = GetParam();
   check_conv(n, {geom(n, 1, n + 3, 7, 6, 3, 1, 0), 0}, 31);
+  // Batch 2N: a kernel row's taps by one align each run (source rows B/N = 2 apart); batch 16N:
+  // B/N = 16 is above the vector inner-stride field, one align per tap (build_tap_rows).
+  check_conv(n, {geom(2 * n, 1, 3, 5, 4, 3, 1, 0), 0}, 33);
+  check_conv(n, {geom(16 * n, 1, 3, 4, 4, 3, 1, 0), 0}, 34);
 }
 
 // The same in bands of 2 output lines (ACC rows near the end).
