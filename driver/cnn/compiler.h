@@ -192,6 +192,13 @@ struct ProgramOptions {
   // on the unit runs fused with it, band by band, so its output never goes to host memory
   // (Emitter::spill_fused). Off: each runs by itself (its output spilled).
   bool fuse_depthwise = true;
+  // With overlap_layers, the depthwise unit and a network that fits: a 1x1 convolution whose
+  // only reader is a depthwise Conv on the unit runs interleaved with it image by image (the
+  // convolution's units of image k+1 among the dwconvs of image k), so the array could work
+  // while the unit does. Off by default: on the RTL chip the unit shares UB read port 1 with
+  // the matmul feeder, which has priority, so a dwconv waits for every matmul beside it (the
+  // bundled MobileNet: 441 cycles per image slower; docs/cnn.md).
+  bool pair_depthwise = false;
   // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
   uint32_t scratch_addr = 0;
 };

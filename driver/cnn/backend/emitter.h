@@ -84,6 +84,17 @@ class Emitter {
   // by then (each unit's activates go among the next unit's matmuls).
   void first_layers_paired(uint32_t i0, uint32_t m);
 
+  // Whether layer li (a convolution, not packed, no pooling) and li + 1 (a depthwise Conv on the
+  // unit that alone reads it) can run interleaved image by image (ProgramOptions::
+  // pair_depthwise): one image per unit fits half the accumulators for both, one slot
+  // generation, no LUT.
+  bool pairs_with_depthwise(size_t li) const;
+
+  // Layers li and li + 1 interleaved (pairs_with_depthwise): li's units of image 0, then per
+  // image k the dwconv units of image k spread among li's units of image k + 1 (which do not
+  // depend on them), so the MXU and the depthwise unit have work at the same time.
+  void depthwise_paired(size_t li, uint32_t i0, uint32_t m);
+
   // Layer li's units for a micro-batch of m images: per chunk of output blocks, groups of
   // images (at most `images_per_unit`, 0: as many as half the accumulators hold), per output
   // block, per band of output lines.
@@ -260,9 +271,10 @@ class Emitter {
   bool fill_slots_loaded_ = false;
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
-  const bool fuse_dw_;       // ProgramOptions::fuse_depthwise
-  bool pair_first_ = false;  // layers 0 and 1 run image-interleaved (pairs_first_layers)
-  const uint32_t saddr_;     // scratch (spilling)
+  const bool fuse_dw_;         // ProgramOptions::fuse_depthwise
+  bool pair_first_ = false;    // layers 0 and 1 run image-interleaved (pairs_first_layers)
+  std::vector<char> pair_dw_;  // per layer li: li and li + 1 run paired (pairs_with_depthwise)
+  const uint32_t saddr_;       // scratch (spilling)
   Pending pending_;
   uint32_t acc_next_ = 0;
   uint64_t mxu_rows_ = 0;

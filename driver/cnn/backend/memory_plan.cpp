@@ -55,6 +55,14 @@ bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint6
     items[l + 1].death = l + 1 == nl ? int(nl) : std::max(int(l) + 1, cn_.last_use[l + 1]);
     items[l + 1].rows = uint64_t(m) * cn_.tensors[l].image_rows();
   }
+  // Paired with a depthwise layer (depthwise_paired): the inputs of layer l live while l + 1
+  // runs (its units of the next image follow the dwconvs).
+  for (size_t l = 0; l + 1 < nl; ++l)
+    if (pair_dw_[l])
+      for (int in : cn_.net.layers[l].inputs) {
+        LiveRange& it = items[size_t(in + 1)];
+        it.death = std::max(it.death, int(l) + 1);
+      }
   for (size_t l = 0; l < nl; ++l) {  // shadows: live until their last max-pool reads them
     if (!cn_.has_shadow(int(l))) continue;
     LiveRange it;

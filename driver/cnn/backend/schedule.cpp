@@ -32,6 +32,10 @@ Emitter::Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint
     return;
   }
   pair_first_ = overlap_ && opt.pair_first_layers && pairs_first_layers();
+  pair_dw_.assign(cn.layers.size(), 0);
+  if (overlap_ && opt.pair_depthwise)
+    for (size_t li = pair_first_ ? 2 : 0; li + 1 < cn.layers.size(); ++li)
+      if ((li == 0 || !pair_dw_[li - 1]) && pairs_with_depthwise(li)) pair_dw_[li] = 1;
   plan_memory(opt);
 }
 
@@ -56,6 +60,10 @@ Program Emitter::run() {
         first_layers_paired(i0, m);
         if (i0 == 0) ops_.push_back(Op{Nop{}, 0, 0, 0});
         ++l;
+      } else if (pair_dw_[l]) {
+        depthwise_paired(l, i0, m);
+        if (i0 == 0) ops_.push_back(Op{Nop{}, 0, int(l), int(l)});
+        cur_layer_ = int(++l);
       } else {
         layer(l, i0, m);
       }
@@ -115,6 +123,47 @@ void Emitter::first_layers_paired(uint32_t i0, uint32_t m) {
     prev_g = g;
   }
   second_of(prev_g0, prev_g);
+  emit_units(units, i0, m);
+}
+
+bool Emitter::pairs_with_depthwise(size_t li) const {
+  const size_t di = li + 1;
+  if (cn_.spill || di >= cn_.layers.size() || cn_.layers[di].dw_rows.empty()) return false;
+  const QLayer& e = cn_.net.layers[li];
+  const QLayer& d = cn_.net.layers[di];
+  const auto &pe = cn_.layers[li], &pd = cn_.layers[di];
+  if (pe.packed || e.kind != LayerKind::Conv || !pe.dw_rows.empty() || e.pool_k != 1 ||
+      e.per_pixel_divisor() || d.inputs != std::vector<int>{int(li)} || d.pool_k != 1 ||
+      d.per_pixel_divisor())
+    return false;
+  if (cn_.last_use[li + 1] != int(di) || cn_.has_shadow(int(li)) || pe.chunks.size() != 1 ||
+      pd.chunks.size() != 1 || pe.chunks[0].generation != pd.chunks[0].generation || pe.lut >= 0 ||
+      pd.lut >= 0)
+    return false;
+  return uint32_t(pe.lines_used) * uint32_t(pe.cols_used) <= half_ &&
+         uint32_t(pd.lines_used) * uint32_t(pd.cols_used) <= half_;
+}
+
+void Emitter::depthwise_paired(size_t li, uint32_t i0, uint32_t m) {
+  const std::vector<Unit> conv = make_units(li, m, 1), dw = make_units(li + 1, m, 1);
+  auto of_image = [](const std::vector<Unit>& from, uint32_t img) {
+    std::vector<Unit> r;
+    for (const Unit& u : from)
+      if (u.g0 == img) r.push_back(u);
+    return r;
+  };
+  std::vector<Unit> units = of_image(conv, 0);
+  for (uint32_t k = 0; k < m; ++k) {
+    // The dwconvs of image k, the next image's convolution units spread evenly among them.
+    const std::vector<Unit> a = of_image(dw, k), b = of_image(conv, k + 1);
+    size_t next_b = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      units.push_back(a[i]);
+      while (next_b < b.size() && (next_b + 1) * a.size() <= (i + 1) * b.size())
+        units.push_back(b[next_b++]);
+    }
+    while (next_b < b.size()) units.push_back(b[next_b++]);
+  }
   emit_units(units, i0, m);
 }
 
@@ -217,8 +266,9 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     if (!prev && pending_.valid) {
       const Unit& q = pending_.unit;
       const bool acc_free = u.acc >= q.acc + pending_.rows || q.acc >= u.acc + rows;
+      // (A dwconv unit reads only its own block of its input.)
       bool reads = false;
-      for (int in : l.inputs) reads |= in == int(q.li);
+      for (int in : l.inputs) reads |= in == int(q.li) && (p.dw_rows.empty() || q.ob == u.ob);
       const bool images_free = u.g0 + u.g <= q.g0 || q.g0 + q.g <= u.g0;
       carry = acc_free && (!reads || images_free) && !p.packed;
       if (!carry) flush_pending();
