@@ -22,7 +22,8 @@
 # The pod (when the build has it: N = 4 among the training chips, TPU_SIM_POD_LINKS > 0) is
 # measured as well unless --no-pod: the pod chip alone (pod_n4.*: link instructions as faults)
 # and the RTL pod's chips (tpu_pod_rtl_n4: pod.core.*, pod.dist.*, and pod.random_rtl.* with
-# Q random link programs per topology, default 25; with --train-only these are the pod tests
+# Q random link programs per topology, default 25; tpu_pod_rtl_n4_l2, the pod chip's 2 links in
+# rings: pod.random_rtl_l2.*, Q per ring as well; with --train-only these are the pod tests
 # run, without it every pod test labelled rtl runs with the rtl suite as well).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --no-run) do_run=0; shift ;;
     --train-only) train_only=1; shift ;;
     --no-pod) pod=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -51,8 +52,9 @@ has_pod() {
   train=" $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ') "
   [ "$pod" = 1 ] && [ "${links:-0}" -gt 0 ] && [[ "$train" == *" 4 "* ]]
 }
-pod_targets=(random_pod_chip_test_n4 core_pod_test pod_dist_test random_pod_rtl_test)
-pod_tests='^(pod_n4|pod[.](core|dist|random_rtl))[.]'
+pod_targets=(random_pod_chip_test_n4 core_pod_test pod_dist_test random_pod_rtl_test
+             random_pod_rtl_l2_test)
+pod_tests='^(pod_n4|pod[.](core|dist|random_rtl|random_rtl_l2))[.]'
 if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -85,7 +87,7 @@ if [ "$do_run" = 1 ]; then
   (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
   if has_pod; then  # the pod chip alone and the RTL pod (with --train-only not run above)
-    pod_run=(-R '^pod[.]random_rtl[.]')
+    pod_run=(-R '^pod[.]random_rtl(_l2)?[.]')
     [ "$train_only" = 1 ] && pod_run=(-R "$pod_tests")
     (cd "$build" && TPU_POD_RANDOM_COUNT="$pod_programs" ctest "${pod_run[@]}" -LE slow \
        -j "$jobs" --output-on-failure) || {
