@@ -17,7 +17,8 @@
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
 # Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
 # --train-only: only the training chips, built with only their test programs (the random
-# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests); the int8
+# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests,
+# tpu_sim_chip_tests_train_n<N> with the register-map walk); the int8
 # chip's units are then measured only as far as the training chip uses them.
 # The pod (when the build has it: N = 4 among the training chips, TPU_SIM_POD_LINKS > 0) is
 # measured as well unless --no-pod: the pod chip alone (pod_n4.*: link instructions as faults)
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --no-run) do_run=0; shift ;;
     --train-only) train_only=1; shift ;;
     --no-pod) pod=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -69,7 +70,8 @@ if [ "$do_build" = 1 ]; then
   if [ "$train_only" = 1 ]; then
     targets=()
     for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
-      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n")
+      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n"
+                "tpu_sim_chip_tests_train_n$n")
     done
     has_pod && targets+=("${pod_targets[@]}")
     cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
