@@ -17,12 +17,14 @@
 # annotated/), then the totals per parametrization (Verilator's module names, report_per_param.txt).
 # Exits 1 if the merged totals are below TPU_COV_MIN_LINE / TPU_COV_MIN_TOGGLE (default 95 / 90).
 # --train-only: only the training chips, built with only their test programs (the random
-# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests); the int8
+# training programs, the tests named train_n<N>.*: random_train_chip_test, train_rtl_tests,
+# tpu_sim_chip_tests_train_n<N> with the register-map walk); the int8
 # chip's units are then measured only as far as the training chip uses them.
 # The pod (when the build has it: N = 4 among the training chips, TPU_SIM_POD_LINKS > 0) is
 # measured as well unless --no-pod: the pod chip alone (pod_n4.*: link instructions as faults)
 # and the RTL pod's chips (tpu_pod_rtl_n4: pod.core.*, pod.dist.*, and pod.random_rtl.* with
-# Q random link programs per topology, default 25; with --train-only these are the pod tests
+# Q random link programs per topology, default 25; tpu_pod_rtl_n4_l2, the pod chip's 2 links in
+# rings: pod.random_rtl_l2.*, Q per ring as well; with --train-only these are the pod tests
 # run, without it every pod test labelled rtl runs with the rtl suite as well).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
     --no-run) do_run=0; shift ;;
     --train-only) train_only=1; shift ;;
     --no-pod) pod=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "coverage.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -51,8 +53,9 @@ has_pod() {
   train=" $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' ') "
   [ "$pod" = 1 ] && [ "${links:-0}" -gt 0 ] && [[ "$train" == *" 4 "* ]]
 }
-pod_targets=(random_pod_chip_test_n4 core_pod_test pod_dist_test random_pod_rtl_test)
-pod_tests='^(pod_n4|pod[.](core|dist|random_rtl))[.]'
+pod_targets=(random_pod_chip_test_n4 core_pod_test pod_dist_test random_pod_rtl_test
+             random_pod_rtl_l2_test)
+pod_tests='^(pod_n4|pod[.](core|dist|random_rtl|random_rtl_l2))[.]'
 if [ "$do_build" = 1 ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -67,7 +70,8 @@ if [ "$do_build" = 1 ]; then
   if [ "$train_only" = 1 ]; then
     targets=()
     for n in $(sed -n 's/^TPU_SIM_TRAIN_N_LIST:STRING=//p' "$build/CMakeCache.txt" | tr ';' ' '); do
-      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n")
+      targets+=("tpu_random_train_n$n" "random_train_chip_test_n$n" "train_rtl_tests_n$n"
+                "tpu_sim_chip_tests_train_n$n")
     done
     has_pod && targets+=("${pod_targets[@]}")
     cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
@@ -85,7 +89,7 @@ if [ "$do_run" = 1 ]; then
   (cd "$build" && ctest "${labels[@]}" -LE slow -j "$jobs" --output-on-failure) || {
     echo "coverage.sh: tests failed (coverage still reported)" >&2; }
   if has_pod; then  # the pod chip alone and the RTL pod (with --train-only not run above)
-    pod_run=(-R '^pod[.]random_rtl[.]')
+    pod_run=(-R '^pod[.]random_rtl(_l2)?[.]')
     [ "$train_only" = 1 ] && pod_run=(-R "$pod_tests")
     (cd "$build" && TPU_POD_RANDOM_COUNT="$pod_programs" ctest "${pod_run[@]}" -LE slow \
        -j "$jobs" --output-on-failure) || {

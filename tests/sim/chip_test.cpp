@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Top-level tests of the Verilated tpu_core through tpu::sim::Chip: registers over AXI4-Lite,
 // short programs fetched and executed over AXI4, error paths, run() stop conditions and VCD.
-// Built once per N in TPU_SIM_N_LIST; every program test runs with backpressure off and on.
+// Built once per N in TPU_SIM_N_LIST (tpu_sim_chip_tests_n<N>) and per N in
+// TPU_SIM_TRAIN_N_LIST on the training chip (tpu_sim_chip_tests_train_n<N>, tests named
+// train_n<N>.sim.*: the register-map walk on the training chip for scripts/coverage.sh
+// --train-only); every program test runs with backpressure off and on.
 //
 // One Chip per process (SystemC elaborates once): the tests share it and reset it in place.
 // ctest runs each test in its own process; running the binary directly also works.
@@ -180,8 +183,13 @@ TEST_P(ChipTest, InstrRetiredCountsEveryInstructionIncludingHalt) {
   EXPECT_EQ(chip().counter(8), 3u) << "nop, nop, halt";
 }
 
+// An opcode the chip does not have: on the int8 chip the first training opcode (0x08, isa.md
+// "Training configuration"), on the training chip (tpu_sim_chip_tests_train_n<N>) 0x12, the
+// first opcode no configuration has.
+constexpr uint8_t kIllegalOpcode = TPU_SIM_VMEM_ROWS > 0 ? 0x12 : 0x08;
+
 TEST_P(ChipTest, IllegalOpcodeFaultsWithErrOpcodeAtItsIndex) {
-  const RunResult r = run_program({nop(), nop(), simple(0x08), halt()});
+  const RunResult r = run_program({nop(), nop(), simple(kIllegalOpcode), halt()});
   ASSERT_EQ(r.reason, StopReason::kError) << to_string(r.reason);
   EXPECT_TRUE(r.status & reg::kStatusError);
   EXPECT_EQ(r.err_code, kErrOpcode);
