@@ -117,7 +117,8 @@ endif()
 
 # The installed tpusim trains on the rtl training chip: it starts the installed
 # tpusim_train_n<N> next to itself (tools/tpusim/cmd_train.cpp).
-if(default_n IN_LIST TRAIN_N_LIST AND EXISTS ${fashion_dir})
+list(FIND TRAIN_N_LIST ${default_n} default_is_train)  # script mode: no IN_LIST (CMP0057)
+if(NOT default_is_train EQUAL -1 AND EXISTS ${fashion_dir})
   run(${prefix}/bin/tpusim train --backend rtl --epochs 1 --steps-per-epoch 1 --batch 16
       --test-images 0 --json)
   expect_match("\"matches_golden\": true" "${last_output}"
