@@ -9,6 +9,7 @@
 #include <string>
 
 #include "detail.h"
+#include "isa.h"
 #include "kernels.h"
 #include "vec2d.h"
 
@@ -190,7 +191,8 @@ uint32_t padded_input_span(const ConvGeom& g, uint32_t n) {
   return round_up(g.hp() * g.wp() * g.batch, n) * ceil_div(g.cin, n);
 }
 
-constexpr uint32_t kMaxVecInnerStride = 15;  // a vector instruction's 4-bit inner strides
+// A vector instruction's largest operand inner stride (isa.h's 4-bit field).
+constexpr uint32_t kMaxVecInnerStride = static_cast<uint32_t>(field::kVecAInnerStride.max());
 
 // Tap-major rows of a band (cin == 1): row sa + kt*rb*N + r*N + i, lane j = flat value
 // (r0 + r)*N + j + offset(tap kt*N + i), by one `align` per run of taps: the taps of one kernel
