@@ -23,13 +23,15 @@
 # one chip instead of two. A mutant is `killed`
 # when a test fails (an RTL assertion firing counts), `survived` when all pass, `build-failed`
 # when it does not build, `timeout` when the tests take longer than TPU_MUT_TIMEOUT seconds
-# (default: 4 x the baseline, at least 300). Each test also has a limit of
+# (default: 4 x the baseline, at least 300) with no test failed so far: not a kill (on a loaded
+# machine a mutant's run can just be slow), the score counts it apart, and such a mutant is to
+# be rerun with a larger TPU_MUT_TIMEOUT (--only ID). Each test also has a limit of
 # TPU_MUT_TEST_TIMEOUT seconds (default 300); a mutant that hangs the chip is killed by the
 # tests' own cycle limits (the random and eval-modes tests stop at their first
 # hung program) long before that. Results go to <dir>/results.tsv (id, status, tests killing
 # it, seconds, description; --full: full-results.tsv), logs to <dir>/[full-]<id>.{build,test}.log,
 # and a score table is printed (--report [--full]: only print it). TPU_JOBS sets the build and
-# ctest parallelism (default nproc). Exit 0 if no mutant survived.
+# ctest parallelism (default nproc). Exit 0 if no mutant survived or timed out.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${TPU_MUT_DIR:-$root/build-mut}"
@@ -55,7 +57,7 @@ mode=""
 [ "$train" = 1 ] && mode="train-"
 if [ "$full" = 1 ] && [ "$train" = 1 ]; then echo "mutate.sh: --full and --train exclude each other" >&2; exit 2; fi
 results="$dir/${mode}results.tsv"
-report() {  # the score table of results.tsv; status 0 if no mutant survived
+report() {  # the score table of results.tsv; status 0 if no mutant survived or timed out
   echo
   # awk, not `read`: an empty killed_by field must stay a field. Killers are separated by '|'
   # (ctest names of parametrized tests contain spaces).
@@ -64,13 +66,18 @@ report() {  # the score table of results.tsv; status 0 if no mutant survived
     { delete t  # a survivor has no killers: no stale name from the row before
       n = ($3 == "") ? 0 : split($3, t, "|")
       printf "%-24s %-12s %7d %6s  %s\n", $1, $2, n, $4, (n > 0 ? t[1] : "") }'
-  local k t s b
-  k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed" || $2 == "timeout"' | wc -l)
+  local k t s b o
+  k=$(tail -n +2 "$results" | awk -F'\t' '$2 == "killed"' | wc -l)
   t=$(tail -n +2 "$results" | wc -l)
   s=$(tail -n +2 "$results" | awk -F'\t' '$2 == "survived"' | wc -l)
   b=$(tail -n +2 "$results" | awk -F'\t' '$2 == "build-failed"' | wc -l)
-  echo "mutate.sh: score: $k of $t mutants killed, $s survived, $b did not build ($results)"
-  [ "$s" = 0 ]
+  o=$(tail -n +2 "$results" | awk -F'\t' '$2 == "timeout"' | wc -l)
+  echo "mutate.sh: score: $k of $t mutants killed, $s survived, $o timed out, $b did not build ($results)"
+  if [ "$o" != 0 ]; then
+    echo "mutate.sh: a timed-out mutant is not a kill: rerun with a larger TPU_MUT_TIMEOUT" \
+         "(seconds for one mutant's tests) and --only $(tail -n +2 "$results" | awk -F'\t' '$2 == "timeout" { print $1 }' | paste -sd, -)"
+  fi
+  [ "$s" = 0 ] && [ "$o" = 0 ]
 }
 if [ "$report_only" = 1 ]; then report; exit; fi
 if [ -n "$only" ]; then
@@ -237,6 +244,8 @@ fi
 base_secs="$(cat "$dir/${mode}baseline.seconds" 2>/dev/null || echo 300)"
 limit="${TPU_MUT_TIMEOUT:-$(( base_secs * 4 > 300 ? base_secs * 4 : 300 ))}"
 
+selections=1
+[ "${#labels2[@]}" = 0 ] || selections=2
 [ -f "$results" ] || printf 'id\tstatus\tkilled_by\tseconds\tdescription\n' > "$results"
 for id in "${ids[@]}"; do
   restore_rtl
@@ -249,10 +258,12 @@ for id in "${ids[@]}"; do
     status=build-failed killers=""
   else
     killers="$(run_tests "$log.test.log" | sort | paste -sd '|' -)"
-    if ! grep -q "tests passed\|tests failed" "$log.test.log"; then
-      status=timeout  # ctest itself was stopped by `timeout`
-    elif [ -n "$killers" ]; then
+    # One summary line per selection that ran to its end; fewer: ctest was stopped by `timeout`.
+    summaries="$(grep -c "tests passed\|tests failed" "$log.test.log" || true)"
+    if [ -n "$killers" ]; then
       status=killed
+    elif [ "$summaries" -lt "$selections" ]; then
+      status=timeout
     else
       status=survived
     fi
