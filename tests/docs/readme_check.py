@@ -18,6 +18,10 @@ Checks (each failure names the README line and what the command printed):
     how many full batches run: every batch runs the same program).
   * docs/tpusim.md's run-onnx sample: the command runs as written (on the first six
     Fashion-MNIST test images) and prints every line shown, but the wall time.
+  * the training figures (when the build has the training chip tpusim_train_n16): one step of
+    the Keras example on the RTL, `tpusim_train_n16 train --backend rtl --epochs 1
+    --steps-per-epoch 1 --batch 32 --test-images 0 --json`: the cycles and MXU utilization the
+    README's "Training on the chip" quotes, and the golden model agreeing.
 The numbers are those of the default chip N = 16; with another default N the check is skipped
 (exit code 77).
 """
@@ -232,6 +236,34 @@ def check_run_onnx_sample(source, build):
                      % (start + 1, line, cmd, "\n  ".join(printed)))
 
 
+def check_train_numbers(readme, build):
+    # "One step at N = 16, batch 32 takes 480,827 cycles (MXU utilization 28.7 %"
+    train = os.path.join(build, "tools", "tpusim", "tpusim_train_n16")
+    if not os.path.exists(train):
+        print("training figures not checked: %s is not built" % train)
+        return
+    i, m = find_line(readme, r"One step at N = 16, batch 32 takes ([\d,]+) cycles "
+                             r"\(MXU utilization ([\d.]+) %")
+    if not m:
+        return
+    cmd = [train, "train", "--backend", "rtl", "--epochs", "1", "--steps-per-epoch", "1",
+           "--batch", "32", "--test-images", "0", "--json"]
+    with tempfile.TemporaryDirectory(prefix="tpu-rtl-readme-train-") as d:
+        rc, out, err = run(cmd, cwd=d)
+    if rc != 0:
+        return fail("tpusim_train_n16 train (one step) exited %d: %s" % (rc, err.strip()))
+    j = json.loads(out)
+    if j["cycles_per_step"] != number(m.group(1)):
+        fail("README line %d: %s cycles per step, tpusim train --json says %d" %
+             (i, m.group(1), j["cycles_per_step"]))
+    got = 100 * j["mxu_utilization"]
+    if abs(got - number(m.group(2))) > 0.05 + 1e-9:
+        fail("README line %d: %s %% MXU utilization per step, tpusim train --json says %.2f %%" %
+             (i, m.group(2), got))
+    if j.get("matches_golden") is not True:
+        fail("tpusim_train_n16 train (one step): matches_golden is %r" % j.get("matches_golden"))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--source", required=True)
@@ -254,6 +286,7 @@ def main():
     if not a.no_cnn:
         check_cnn_numbers(readme, a.build)
         check_run_onnx_sample(a.source, a.build)
+        check_train_numbers(readme, a.build)
     if failures:
         print("%d README check(s) failed" % len(failures))
         return 1
