@@ -438,6 +438,30 @@ std::vector<Overlap> small_pairs(int64_t hidden) {
   Schedule s = schedule(g);
   return overlap_updates(g, p, s, chip, true);
 }
+// The Keras shape at batch 16 (tests/train_io's RtlConvDenseMergedStreamBitExact runs it on
+// the RTL against the golden model) gets the DenseGradX as its lead too, its chunk made smaller
+// (the whole dX would reach past the update's rows).
+TEST(TrainOverlap, KerasBatch16HasALead) {
+  const ChipParams chip = ChipParams::training(16);
+  TrainOptions o;
+  o.batch = 16;
+  Graph g = import_onnx(keras_like(28, 64, 10), 16, chip.N);
+  append_backward(g);
+  append_update(g, o);
+  fuse_conv_pool(g, chip);
+  fuse_dense_update(g);
+  Placement p = place(g, chip);
+  place_resident(g, p, chip);
+  Schedule s = schedule(g);
+  const std::vector<Overlap> pairs = overlap_updates(g, p, s, chip, true);
+  ASSERT_EQ(pairs.size(), 1u);
+  ASSERT_GE(pairs[0].lead, 0);
+  EXPECT_EQ(g.nodes[static_cast<size_t>(pairs[0].lead)].op, Op::DenseGradX);
+  const uint32_t blocks = (k_of(g, g.nodes[static_cast<size_t>(pairs[0].lead)]) + 15) / 16;
+  EXPECT_LT(p.chunk[static_cast<size_t>(pairs[0].lead)], blocks);
+  EXPECT_LE(node_layout(g, p, pairs[0].lead, p.chunk[static_cast<size_t>(pairs[0].lead)], chip).end,
+            p.vmem_lo_of(pairs[0].side));
+}
 TEST(TrainOverlap, SmallModelsPairOnce) {
   for (int64_t hidden : {0, 6}) {
     const std::vector<Overlap> pairs = small_pairs(hidden);
