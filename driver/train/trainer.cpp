@@ -107,7 +107,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   t.place = place(t.g, chip);
   if (opt.resident) place_resident(t.g, t.place, chip);
   t.sched = schedule(t.g);
-  if (opt.overlap) overlap_updates(t.g, t.place, t.sched, chip, opt.resident);
+  if (opt.overlap) overlap_updates(t.g, t.place, t.sched, chip, opt.resident, opt.overlap_lead);
   t.emit_programs();
   t.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

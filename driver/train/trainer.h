@@ -33,6 +33,9 @@ struct TrainOptions {
   // Run a Dense layer's fused dW and optimizer update beside the conv layer's backward pass
   // (compiler/overlap.h); false: one after the other. The same bits either way.
   bool overlap = true;
+  // With `overlap`: the Dense's dX (DenseGradX) right before the conv's backward pass leads
+  // the merged stream, the update beside both (compiler/overlap.h). The same bits either way.
+  bool overlap_lead = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

@@ -257,6 +257,124 @@ TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
   }
 }
 
+// The Keras example at N = 16, batch 32, compiled through overlap_updates (with or without
+// the DenseGradX leading the merged stream).
+struct Compiled {
+  Graph g;
+  Placement p;
+  Schedule s;
+  std::vector<Overlap> pairs;
+};
+Compiled keras_compiled(bool lead) {
+  const ChipParams chip = ChipParams::training(16);
+  TrainOptions o;
+  Compiled c;
+  c.g = import_onnx(keras_like(28, 64, 10), 32, chip.N);
+  append_backward(c.g);
+  append_update(c.g, o);
+  fuse_conv_pool(c.g, chip);
+  fuse_dense_update(c.g);
+  c.p = place(c.g, chip);
+  place_resident(c.g, c.p, chip);
+  c.s = schedule(c.g);
+  c.pairs = overlap_updates(c.g, c.p, c.s, chip, true, lead);
+  return c;
+}
+size_t step_position(const Schedule& s, int node) {
+  return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
+}
+
+// The Dense's dX (DenseGradX) leads the merged stream: right before the ConvPoolGrad in the
+// step (AdamBegin ahead of it), its ACC below the DenseUpdate's dW, its layout below the
+// update's VMEM rows. In the step program the update starts beside it: its writes of the
+// resident W come after every weight load of the DenseGradX reading those rows (and some
+// before the DenseGradX's last instruction: the order is row by row, not node by node), and
+// every side instruction placed ahead of a lead or main instruction shares no row with it.
+TEST(TrainOverlap, KerasDenseGradXLeadsTheMergedStream) {
+  const ChipParams chip = ChipParams::training(16);
+  const Compiled none = keras_compiled(false);
+  ASSERT_EQ(none.pairs.size(), 1u);
+  EXPECT_EQ(none.pairs[0].lead, -1);
+  EXPECT_EQ(none.p.lead_of(none.pairs[0].main), -1);
+
+  const Compiled c = keras_compiled(true);
+  ASSERT_EQ(c.pairs.size(), 1u);
+  const Overlap o = c.pairs[0];
+  ASSERT_GE(o.lead, 0);
+  const Node& ln = c.g.nodes[static_cast<size_t>(o.lead)];
+  const Node& sn = c.g.nodes[static_cast<size_t>(o.side)];
+  EXPECT_EQ(ln.op, Op::DenseGradX);
+  EXPECT_EQ(c.p.lead_of(o.main), o.lead);
+  const size_t li = step_position(c.s, o.lead);
+  EXPECT_EQ(step_position(c.s, o.main), li + 1);
+  EXPECT_EQ(step_position(c.s, o.side), li + 2);
+  for (size_t k = 0; k < c.s.step.size(); ++k) {
+    if (c.g.nodes[static_cast<size_t>(c.s.step[k])].op == Op::AdamBegin) {
+      EXPECT_LT(k, li);
+    }
+  }
+  const uint32_t acc_hi = c.p.acc_hi_of(o.lead, chip);
+  EXPECT_EQ(acc_hi, c.p.acc_lo_of(o.side));
+  EXPECT_EQ(acc_hi, chip.acc_rows / 2);
+  const NodeLayout ll = node_layout(c.g, c.p, o.lead, c.p.chunk[static_cast<size_t>(o.lead)], chip);
+  EXPECT_LE(ll.end, c.p.vmem_lo_of(o.side));
+  const int w = ln.in[1];  // the Dense weight: resident, read by the lead, updated by the side
+  ASSERT_EQ(sn.in[2], w);
+  ASSERT_GE(c.p.resident(w), 0);
+
+  const Emitted e = emit(c.g, c.p, c.s.step, TrainOptions{}, chip, Device::kArenaBase);
+  std::vector<int> owner(e.program.size(), -1);
+  for (const Emitted::Range& r : e.ranges)
+    for (size_t k = r.begin; k < r.end; ++k) owner[k] = r.node;
+  const uint64_t w0 = static_cast<uint64_t>(c.p.resident(w));
+  const uint64_t w1 = w0 + c.p.homes[static_cast<size_t>(w)].rows;  // one past W's rows
+  size_t lead_last = 0, side_first = e.program.size(), w_writes_early = 0;
+  std::vector<size_t> leads, sides;
+  for (size_t k = 0; k < e.program.size(); ++k) {
+    if (owner[k] == o.lead) {
+      leads.push_back(k);
+      lead_last = k;
+      if (const auto* mm = std::get_if<MatmulBf16>(&e.program[k])) {
+        EXPECT_LE(uint64_t{mm->acc_addr} + uint64_t{mm->inner} * mm->outer, acc_hi) << k;
+      }
+    }
+    if (owner[k] == o.side) {
+      sides.push_back(k);
+      side_first = std::min(side_first, k);
+      if (const auto* mm = std::get_if<MatmulBf16>(&e.program[k])) {
+        EXPECT_GE(mm->acc_addr, acc_hi) << k;
+      }
+    }
+  }
+  ASSERT_FALSE(leads.empty());
+  ASSERT_FALSE(sides.empty());
+  EXPECT_LT(side_first, lead_last);  // the update starts beside the DenseGradX
+  for (size_t sp : sides) {
+    const auto* v = std::get_if<Vector>(&e.program[sp]);
+    if (v == nullptr) continue;
+    const uint64_t d0 = v->dst, d1 = v->dst_row(v->outer - 1u, v->inner - 1u);
+    if (d1 < w0 || d0 >= w1) continue;  // not a write of W
+    if (sp < lead_last) ++w_writes_early;
+    for (size_t lp : leads) {  // every lead load of these rows comes first
+      const auto* lw = std::get_if<LoadWeights>(&e.program[lp]);
+      if (lw != nullptr && lw->vmem_addr <= d1 && d0 <= lw->last_row()) {
+        ASSERT_LT(lp, sp) << "W rows " << d0 << ".." << d1;
+      }
+    }
+  }
+  EXPECT_GT(w_writes_early, 0u);
+  // every side instruction ahead of a lead or main instruction shares no row with it
+  size_t jumped = 0;
+  for (size_t sp : sides) {
+    for (size_t k = sp + 1; k < e.program.size(); ++k) {
+      if (owner[k] != o.lead && owner[k] != o.main) continue;
+      ++jumped;
+      ASSERT_TRUE(rows_disjoint(e.program[sp], e.program[k], chip.N)) << sp << " " << k;
+    }
+  }
+  EXPECT_GT(jumped, 0u);
+}
+
 uint32_t bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
@@ -266,15 +384,18 @@ uint32_t bits(float f) {
 // Training with the overlap equals training without it bit for bit (every step's loss, the
 // final weights) on the golden model, in Keras-shaped models small enough to run fast (with a
 // hidden Dense: two DenseUpdates, the one after the ConvPoolGrad beside it).
+// Three programs: the DenseGradX leading the merged stream, the pair alone, no overlap.
 void same_bits(const std::string& model) {
   const ChipParams chip = ChipParams::training(4);
-  std::vector<std::vector<uint32_t>> losses(2);
-  std::vector<std::map<std::string, std::vector<float>>> weights(2);
-  for (int r = 0; r < 2; ++r) {
+  constexpr int kRuns = 3;
+  std::vector<std::vector<uint32_t>> losses(kRuns);
+  std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
+  for (int r = 0; r < kRuns; ++r) {
     TrainOptions o;
     o.batch = 8;
     o.lr = 0.01f;
-    o.overlap = r == 0;
+    o.overlap = r < 2;
+    o.overlap_lead = r == 0;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);
@@ -286,11 +407,13 @@ void same_bits(const std::string& model) {
     }
     weights[r] = t.weights(dev);
   }
-  EXPECT_EQ(losses[0], losses[1]);
-  for (const auto& [name, w] : weights[0]) {
-    const std::vector<float>& s = weights[1].at(name);
-    ASSERT_EQ(w.size(), s.size());
-    EXPECT_EQ(std::memcmp(w.data(), s.data(), w.size() * 4), 0) << name;
+  for (int r = 1; r < kRuns; ++r) {
+    EXPECT_EQ(losses[0], losses[static_cast<size_t>(r)]) << r;
+    for (const auto& [name, w] : weights[0]) {
+      const std::vector<float>& s = weights[static_cast<size_t>(r)].at(name);
+      ASSERT_EQ(w.size(), s.size());
+      EXPECT_EQ(std::memcmp(w.data(), s.data(), w.size() * 4), 0) << name << " " << r;
+    }
   }
 }
 TEST(TrainOverlap, SameBitsWithAndWithout) {
@@ -299,8 +422,9 @@ TEST(TrainOverlap, SameBitsWithAndWithout) {
 }
 
 // The small models pair (so the test above compares overlapped and serial programs): one
-// DenseUpdate beside the ConvPoolGrad, also where there are two.
-size_t small_pairs(int64_t hidden) {
+// DenseUpdate beside the ConvPoolGrad, also where there are two, with the DenseGradX right
+// before the ConvPoolGrad leading them.
+std::vector<Overlap> small_pairs(int64_t hidden) {
   const ChipParams chip = ChipParams::training(4);
   TrainOptions o;
   o.batch = 8;
@@ -312,11 +436,38 @@ size_t small_pairs(int64_t hidden) {
   Placement p = place(g, chip);
   place_resident(g, p, chip);
   Schedule s = schedule(g);
-  return overlap_updates(g, p, s, chip, true).size();
+  return overlap_updates(g, p, s, chip, true);
+}
+// The Keras shape at batch 16 (tests/train_io's RtlConvDenseMergedStreamBitExact runs it on
+// the RTL against the golden model) gets the DenseGradX as its lead too, its chunk made smaller
+// (the whole dX would reach past the update's rows).
+TEST(TrainOverlap, KerasBatch16HasALead) {
+  const ChipParams chip = ChipParams::training(16);
+  TrainOptions o;
+  o.batch = 16;
+  Graph g = import_onnx(keras_like(28, 64, 10), 16, chip.N);
+  append_backward(g);
+  append_update(g, o);
+  fuse_conv_pool(g, chip);
+  fuse_dense_update(g);
+  Placement p = place(g, chip);
+  place_resident(g, p, chip);
+  Schedule s = schedule(g);
+  const std::vector<Overlap> pairs = overlap_updates(g, p, s, chip, true);
+  ASSERT_EQ(pairs.size(), 1u);
+  ASSERT_GE(pairs[0].lead, 0);
+  EXPECT_EQ(g.nodes[static_cast<size_t>(pairs[0].lead)].op, Op::DenseGradX);
+  const uint32_t blocks = (k_of(g, g.nodes[static_cast<size_t>(pairs[0].lead)]) + 15) / 16;
+  EXPECT_LT(p.chunk[static_cast<size_t>(pairs[0].lead)], blocks);
+  EXPECT_LE(node_layout(g, p, pairs[0].lead, p.chunk[static_cast<size_t>(pairs[0].lead)], chip).end,
+            p.vmem_lo_of(pairs[0].side));
 }
 TEST(TrainOverlap, SmallModelsPairOnce) {
-  EXPECT_EQ(small_pairs(0), 1u);
-  EXPECT_EQ(small_pairs(6), 1u);
+  for (int64_t hidden : {0, 6}) {
+    const std::vector<Overlap> pairs = small_pairs(hidden);
+    ASSERT_EQ(pairs.size(), 1u) << hidden;
+    EXPECT_GE(pairs[0].lead, 0) << hidden;
+  }
 }
 
 }  // namespace

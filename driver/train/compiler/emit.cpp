@@ -238,6 +238,8 @@ void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t d
 
 void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int dy = nd.in[0], w = nd.in[1], dx = nd.out[0];
+  // overlap.h: ahead of a merged pair, below the side's dW in ACC
+  const uint32_t acc_end = p_.acc_hi_of(static_cast<int>(&nd - g_.nodes.data()), chip_);
   in(dy, L.in[0], home(dy).rows);
   const uint32_t pitch = home(dx).geom.pitch;
   const std::vector<KChunk> ch = k_chunks(home(dx).geom.cols, kb, n_);
@@ -249,7 +251,7 @@ void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
       [&](size_t c) {
         const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
-        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, chip_.acc_rows);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, acc_end);
         clear_padding_rows(pb_, dxc(c));
       },
       [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });
@@ -1028,21 +1030,30 @@ void Emitter::bias_grad_chunks(const Node& nd, const NodeLayout& L, uint32_t row
 }
 
 void Emitter::node(int id) {
-  if (p_.beside_of(id) >= 0) return;  // merged into its main node's instructions
   int side = -1;
-  for (size_t k = 0; k < g_.nodes.size(); ++k)
+  bool leads = false;
+  for (size_t k = 0; k < g_.nodes.size(); ++k) {
     if (p_.beside_of(static_cast<int>(k)) == id) side = static_cast<int>(k);
+    leads = leads || p_.lead_of(static_cast<int>(k)) == id;
+  }
+  // merged into its main node's instructions (a lead: emitted ahead of them, right after it)
+  if (p_.beside_of(id) >= 0 || leads) return;
   if (side < 0) {
     const size_t begin = pb_.size();
     body(id);
     out_.ranges.push_back(Emitted::Range{id, begin, pb_.size()});
     return;
   }
-  // overlap.h: the two nodes' instructions merged, a range per run of one node's
-  const std::vector<Instruction> m = capture([&] { body(id); });
+  // overlap.h: the nodes' instructions merged (side beside the lead's and main's, in that
+  // order), a range per run of one node's
+  const int lead = p_.lead_of(id);
+  std::vector<Instruction> m;
+  if (lead >= 0) m = capture([&] { body(lead); });
+  const size_t lead_end = m.size();
+  for (const Instruction& i : capture([&] { body(id); })) m.push_back(i);
   const std::vector<Instruction> s = capture([&] { body(side); });
   for (const Merged& x : merge_beside(m, s, chip_)) {
-    const int owner = x.side ? side : id;
+    const int owner = x.side ? side : (x.index < lead_end ? lead : id);
     if (out_.ranges.empty() || out_.ranges.back().node != owner ||
         out_.ranges.back().end != pb_.size())
       out_.ranges.push_back(Emitted::Range{owner, pb_.size(), pb_.size()});

@@ -238,8 +238,15 @@ struct IssueModel {
   uint64_t issue = 0, free[kUnits] = {};
   std::vector<uint64_t> tiles;  // when each pushed tile is loaded, oldest first
   size_t next_tile = 0;
+  uint64_t vector_rows = kOverlayVectorRows;  // per cycle
+  // write_vmem and load_weights both read through VMEM read port 0: one unit (merge_beside)
+  bool port0 = false;
+  Unit unit(const Instruction& in) const {
+    const Unit u = unit_of(in);
+    return port0 && u == kWrite ? kLoad : u;
+  }
   uint64_t start(const Instruction& in) const {
-    uint64_t t = std::max(issue, free[unit_of(in)]);
+    uint64_t t = std::max(issue, free[unit(in)]);
     const auto* mm = std::get_if<MatmulBf16>(&in);
     if (mm != nullptr && mm->switch_weights && next_tile < tiles.size())
       t = std::max(t, tiles[next_tile]);
@@ -253,7 +260,7 @@ struct IssueModel {
     if (const auto* rv = std::get_if<ReadVmem>(&in)) return 2 * uint64_t{rv->rows} + 16;
     if (const auto* wv = std::get_if<WriteVmem>(&in)) return 2 * uint64_t{wv->rows} + 16;
     if (const auto* v = std::get_if<Vector>(&in))
-      return (uint64_t{v->inner} * v->outer + kOverlayVectorRows - 1) / kOverlayVectorRows + 4;
+      return (uint64_t{v->inner} * v->outer + vector_rows - 1) / vector_rows + 4;
     if (const auto* lw = std::get_if<LoadWeights>(&in)) return uint64_t{lw->tiles} * (n + 4);
     if (const auto* mm = std::get_if<MatmulBf16>(&in))
       return uint64_t{mm->inner} * mm->outer + 2 * n;
@@ -261,15 +268,39 @@ struct IssueModel {
     if (const auto* av = std::get_if<AccToVmem>(&in)) return av->rows + 2;
     return 1;
   }
-  void run(const Instruction& in) {
-    const uint64_t t = start(in), w = work(in);
+  // Runs `in` at its start, not before `ready` (the scoreboard); returns its estimated end.
+  uint64_t run(const Instruction& in, uint64_t ready = 0) {
+    const uint64_t t = std::max(start(in), ready), w = work(in);
     issue = t + 1;
-    free[unit_of(in)] = t + w;
+    free[unit(in)] = t + w;
     if (const auto* lw = std::get_if<LoadWeights>(&in)) {
       for (uint64_t k = 1; k <= lw->tiles; ++k) tiles.push_back(t + k * chip.N);
     }
     const auto* mm = std::get_if<MatmulBf16>(&in);
     if (mm != nullptr && mm->switch_weights && next_tile < tiles.size()) ++next_tile;
+    return t + w;
+  }
+};
+
+// The chip's scoreboard in an estimate: the placed instructions still near (the last kNear),
+// with their estimated ends; an instruction is held until every one it shares a row with ends.
+struct Scoreboard {
+  static constexpr size_t kNear = 256;
+  std::vector<std::pair<Access, uint64_t>> placed;  // a ring of kNear
+  size_t next = 0;
+  uint64_t ready(const Access& a) const {
+    uint64_t t = 0;
+    for (const auto& [b, end] : placed)
+      if (!disjoint(a, b)) t = std::max(t, end);
+    return t;
+  }
+  void add(const Access& a, uint64_t end) {
+    if (placed.size() < kNear) {
+      placed.emplace_back(a, end);
+    } else {
+      placed[next] = {a, end};
+      next = (next + 1) % kNear;
+    }
   }
 };
 
@@ -299,6 +330,15 @@ std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
   std::vector<Merged> out;
   out.reserve(main.size() + side.size());
   IssueModel model(chip);
+  model.vector_rows = kMergeVectorRows;
+  model.port0 = true;
+  Scoreboard board;
+  auto start = [&](const Instruction& in, const Access& a) {
+    return std::max(model.start(in), board.ready(a));
+  };
+  auto run = [&](const Instruction& in, const Access& a) {
+    board.add(a, model.run(in, board.ready(a)));
+  };
   size_t i = 0, j = 0;
   while (j < side.size()) {
     // side's next unit: one instruction, or a whole weight-FIFO use (quiet gap to quiet gap)
@@ -310,13 +350,13 @@ std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
       allowed = allowed && after[x] <= i;
     }
     allowed = allowed && (!fifo || mq[i]);
-    if (i < main.size() && (!allowed || model.start(side[j]) > model.start(main[i]))) {
-      model.run(main[i]);
+    if (i < main.size() && (!allowed || start(side[j], sa[j]) > start(main[i], ma[i]))) {
+      run(main[i], ma[i]);
       out.push_back(Merged{false, i++});
       continue;
     }
     for (; j < k; ++j) {
-      model.run(side[j]);
+      run(side[j], sa[j]);
       out.push_back(Merged{true, j});
     }
   }

@@ -58,20 +58,26 @@ struct Merged {
   size_t index = 0;
 };
 // Where the chip's units would start each instruction, estimated in program order: one unit
-// per kind (read_vmem, write_vmem, load_weights, matmul_bf16, the move unit's acc_to_vmem and
-// transpose, vector), each busy for the cycles the training chip's timeline shows at N = 16
-// (a VMEM-port DMA two per row, the vector unit kOverlayVectorRows rows per cycle, a weight
-// tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1), an instruction issued when its
-// unit is free and not before the one ahead of it, a matmul with switch not before the tile
-// it makes active is loaded. The merge takes side's next instruction ahead of main's when it
-// would start no later (a unit main leaves idle; ties to the side: 574,173 against 575,743
-// cycles for the Keras step), and only where that keeps every result:
+// per kind (read_vmem, load_weights with write_vmem (both read through VMEM read port 0: a
+// write_vmem holds the weight loads until it ends), matmul_bf16, the move unit's acc_to_vmem
+// and transpose, vector), each busy for the cycles the training chip's timeline shows at
+// N = 16 (a VMEM-port DMA two per row, the vector unit kMergeVectorRows rows per cycle, a
+// weight tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1), an instruction issued
+// when its unit is free, not before the one ahead of it and not before the instructions of
+// the last 256 placed that it shares a row with end (the chip's scoreboard), a matmul with
+// switch not before the tile it makes active is loaded. The merge takes side's next
+// instruction ahead of main's when it would start no later (a unit main leaves idle; ties to
+// the side: 574,173 against 575,743 cycles for the Keras step when it was introduced; the
+// shared port 0, the scoreboard and 3 vector rows per cycle took the Keras step with the
+// DenseGradX leading (overlap.h) from 481,901 to 465,007), and only where that keeps every
+// result:
 // * never ahead of a main instruction it shares a row with (VMEM, ACC or host bytes, bounding
 //   intervals as isa.md "Ordering"; one of the two writing it);
 // * the weight FIFO: side's loads and matmuls only as a whole, from a load to the matmul that
 //   makes its last tile active, at a point of main with no tile of its own pending and whose
 //   next matmul switches (so no main matmul ever takes a side tile or the other way round).
 // Unknown instructions (none in a node's stream) are never jumped.
+constexpr uint64_t kMergeVectorRows = 3;
 std::vector<Merged> merge_beside(const std::vector<Instruction>& main,
                                  const std::vector<Instruction>& side, const ChipParams& chip);
 // Whether instructions a and b touch no common row: no VMEM, ACC or host range that one

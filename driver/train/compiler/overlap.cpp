@@ -2,6 +2,7 @@
 #include "compiler/overlap.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "compiler/residency.h"
 #include "kernels.h"
@@ -74,6 +75,65 @@ bool place_beside(const Graph& g, Placement& p, int main, int side, uint32_t alo
   return true;
 }
 
+// The position of the DenseGradX nearest before main (at mi) in `order`, when none of the
+// nodes between them conflicts with it (they go ahead of it); `mi` when there is none.
+size_t lead_position(const Graph& g, const std::vector<int>& order, size_t mi) {
+  size_t li = mi;
+  while (li > 0 && g.nodes[static_cast<size_t>(order[li - 1])].op != Op::DenseGradX) --li;
+  if (li == 0) return mi;
+  --li;
+  const Node& ln = g.nodes[static_cast<size_t>(order[li])];
+  for (size_t k = li + 1; k < mi; ++k) {
+    if (nodes_conflict(g, g.nodes[static_cast<size_t>(order[k])], ln)) return mi;
+  }
+  return li;
+}
+
+// Makes `lead` (a DenseGradX) lead main's merged stream with `side` beside it: its ACC below
+// the side's, its layout below the side's VMEM rows (its chunk the largest that fits there).
+// False (p unchanged) when even one K block does not fit.
+bool place_lead(const Graph& g, Placement& p, int lead, int main, int side,
+                const ChipParams& chip) {
+  const size_t li = static_cast<size_t>(lead);
+  Placement q = p;
+  q.acc_hi.resize(g.nodes.size(), 0);
+  q.lead.resize(g.nodes.size(), -1);
+  q.acc_hi[li] = q.acc_lo_of(side);
+  if (g.batch > q.acc_hi[li]) return false;
+  const uint32_t top = q.vmem_lo_of(side);
+  auto fits = [&](uint32_t chunk) {
+    try {
+      return node_layout(g, q, lead, chunk, chip).end <= top;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+  uint32_t c = q.chunk[li] != 0 ? q.chunk[li] : (k_of(g, g.nodes[li]) + q.n - 1) / q.n;
+  if (!fits(c)) {
+    uint32_t lo = 0, hi = c;  // fits(lo) (or lo = 0), !fits(hi)
+    while (hi - lo > 1) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    if (lo == 0) return false;
+    c = lo;
+  }
+  q.chunk[li] = c;
+  q.lead[static_cast<size_t>(main)] = lead;
+  p = std::move(q);
+  return true;
+}
+
+// `order` with the node at li right before the one at mi: those between them go ahead of it.
+std::vector<int> lead_order(const std::vector<int>& order, size_t li, size_t mi) {
+  std::vector<int> r(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(li));
+  r.insert(r.end(), order.begin() + static_cast<std::ptrdiff_t>(li) + 1,
+           order.begin() + static_cast<std::ptrdiff_t>(mi));
+  r.push_back(order[li]);
+  r.insert(r.end(), order.begin() + static_cast<std::ptrdiff_t>(mi), order.end());
+  return r;
+}
+
 }  // namespace
 
 bool nodes_conflict(const Graph& g, const Node& a, const Node& b) {
@@ -88,7 +148,7 @@ bool nodes_conflict(const Graph& g, const Node& a, const Node& b) {
 }
 
 std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
-                                     const ChipParams& chip, bool resident) {
+                                     const ChipParams& chip, bool resident, bool lead) {
   std::vector<Overlap> pairs;
   if (g.pod.chips() > 1) return pairs;
   for (size_t si = 0; si < s.step.size(); ++si) {
@@ -126,8 +186,16 @@ std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
       if (placed) p = std::move(q);
     }
     if (!placed) continue;
+    Overlap o{main, side};
+    const size_t pm =
+        static_cast<size_t>(std::find(order.begin(), order.end(), main) - order.begin());
+    const size_t li = lead ? lead_position(g, order, pm) : pm;
+    if (li != pm && place_lead(g, p, order[li], main, side, chip)) {
+      o.lead = order[li];
+      order = lead_order(order, li, pm);
+    }
     s.step = std::move(order);
-    pairs.push_back(Overlap{main, side});
+    pairs.push_back(o);
   }
   check_order(g, s.step, "step");
   return pairs;

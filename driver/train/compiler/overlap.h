@@ -23,6 +23,7 @@ namespace tpu::train::compiler {
 
 struct Overlap {
   int main = -1, side = -1;  // node ids: side's instructions merged into main's
+  int lead = -1;             // a DenseGradX whose instructions go ahead of main's (-1: none)
 };
 
 // Whether two nodes touch a common tensor (a view counts as its image) where one of them
@@ -37,7 +38,15 @@ bool nodes_conflict(const Graph& g, const Node& a, const Node& b);
 // the backward node's dW partial sums fit the lower half of ACC. Reorders `s.step` (the side
 // right after its main), sets p.vmem_lo / acc_lo / beside and the side's chunks.
 // Not on a pod (the all-reduce between the gradients and the updates).
+//
+// With `lead`, the DenseGradX nearest before the ConvPoolGrad (the nodes between them that
+// do not conflict with it move ahead of it; none may) leads the merged stream: its
+// instructions, then the ConvPoolGrad's, with the update beside both (Placement::lead). Its
+// dX matmuls use only the MXU and ACC, where the update's first chunks want the DMA, the
+// transpose and the vector unit; its W reads and the update's W writes are ordered row by
+// row by merge_beside. Its ACC stays below the update's dW (Placement::acc_hi) and its layout
+// below the update's (its chunk made smaller where it would reach past Placement::vmem_lo).
 std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
-                                     const ChipParams& chip, bool resident);
+                                     const ChipParams& chip, bool resident, bool lead = true);
 
 }  // namespace tpu::train::compiler

@@ -71,7 +71,9 @@ uint32_t acc_limit_blocks(const Graph& g, const Placement& p, const Node& nd,
            "batch x output blocks = " + std::to_string(out.blocks(n) * m) + " ACC rows do not fit");
       return kb;
     case Op::DenseGradX:
-      need(m <= kMaxMatmulRows && m <= chip.acc_rows, "the batch does not fit ACC");
+      // (overlap.h: a DenseGradX ahead of a merged pair uses the rows below the side's dW)
+      need(m <= kMaxMatmulRows && m <= p.acc_hi_of(static_cast<int>(&nd - g.nodes.data()), chip),
+           "the batch does not fit ACC");
       return kb;
     case Op::DenseGradW:
     case Op::DenseUpdate: {

@@ -54,15 +54,26 @@ struct Placement {
   // beside (-1: none; emit merges the two nodes' instructions, interleave.h merge_beside).
   std::vector<uint32_t> vmem_lo, acc_lo;
   std::vector<int> beside;
+  // Per node: one past the last ACC row its kernels may use (0: AccRows; a DenseGradX that
+  // leads a merged stream stays below the side's dW), and the node whose instructions go
+  // ahead of its own in the merged stream the side runs beside (-1: none; overlap.h).
+  std::vector<uint32_t> acc_hi;
+  std::vector<int> lead;
   uint32_t vmem_lo_of(int node) const { return at_or_0(vmem_lo, node); }
   uint32_t acc_lo_of(int node) const { return at_or_0(acc_lo, node); }
-  int beside_of(int node) const {
-    return static_cast<size_t>(node) < beside.size() ? beside[static_cast<size_t>(node)] : -1;
+  uint32_t acc_hi_of(int node, const ChipParams& chip) const {
+    const uint32_t h = at_or_0(acc_hi, node);
+    return h != 0 ? h : chip.acc_rows;
   }
+  int beside_of(int node) const { return at_or_minus_1(beside, node); }
+  int lead_of(int node) const { return at_or_minus_1(lead, node); }
 
  private:
   static uint32_t at_or_0(const std::vector<uint32_t>& v, int i) {
     return static_cast<size_t>(i) < v.size() ? v[static_cast<size_t>(i)] : 0;
+  }
+  static int at_or_minus_1(const std::vector<int>& v, int i) {
+    return static_cast<size_t>(i) < v.size() ? v[static_cast<size_t>(i)] : -1;
   }
 };
 
