@@ -117,11 +117,34 @@ void plan_fill_slots(CompiledNetwork& cn) {
     throw Error("too many distinct border values for the quantization slots");
 }
 
+namespace {
+
+// Whether layer li is a convolution whose only reader, li + 1, is a depthwise layer on the
+// unit, and the two fit one generation together but not the rest of the current one: then li
+// starts a new generation, so the two can run interleaved (ProgramOptions::pair_depthwise
+// pairs only layers of one generation). Never on a chip without the depthwise unit.
+bool new_generation_for_pair(const CompiledNetwork& cn, size_t li, size_t used) {
+  const size_t di = li + 1;
+  if (di >= cn.net.layers.size() || cn.layers[di].dw_rows.empty() ||
+      !cn.layers[li].dw_rows.empty() || cn.net.layers[di].inputs != std::vector<int>{int(li)})
+    return false;
+  const auto slots_of = [&](size_t l) {
+    return size_t(cn.layers[l].obs) * cn.net.layers[l].divisors().size();
+  };
+  const size_t both = slots_of(li) + slots_of(di), slots = size_t(regular_slots(cn));
+  return used > 0 && both <= slots && used + both > slots;
+}
+
+}  // namespace
+
 void assign_quant_slots(CompiledNetwork& cn) {
   // Generations of (layer, output block, divisor) slots; a layer with per-pixel divisors
   // (compiler.h) has one slot per divisor for each output block.
   std::vector<std::vector<SlotOf>> gens(1);
-  for (size_t li = 0; li < cn.net.layers.size(); ++li) chunk_layer(cn, li, gens, cn.layers[li]);
+  for (size_t li = 0; li < cn.net.layers.size(); ++li) {
+    if (new_generation_for_pair(cn, li, gens.back().size())) gens.emplace_back();
+    chunk_layer(cn, li, gens, cn.layers[li]);
+  }
   const uint32_t n = cn.chip.N;
   for (const auto& g : gens) {
     CompiledNetwork::Generation gen;

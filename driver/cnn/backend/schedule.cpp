@@ -256,10 +256,12 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     const bool disjoint = !prev || u.acc >= prev->acc + prev_rows || prev->acc >= u.acc + rows;
     // (In a paired emission the previous unit may be of the layer this one reads: then its
     // activates must come first if they write images this unit reads.)
+    // (A dwconv unit reads only its own block of its input.)
     bool reads_prev = false;
     if (prev && prev->li != li)
       for (int in : l.inputs)
-        reads_prev |= in == int(prev->li) && u.g0 < prev->g0 + prev->g && prev->g0 < u.g0 + u.g;
+        reads_prev |= in == int(prev->li) && u.g0 < prev->g0 + prev->g && prev->g0 < u.g0 + u.g &&
+                      (p.dw_rows.empty() || prev->ob == u.ob);
     if (prev && (!disjoint || reads_prev)) unit_activates(*prev);
     // The previous layer's last unit: the same, and this unit must not read its images.
     bool carry = false;
@@ -287,11 +289,15 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     // now, starts them right after this unit's first matmul (the array and the activation
     // unit both busy at once; spread later, its results would hold back the next unit of
     // its own layer; first, they would wait for its last matmul and the array with them).
+    // A dwconv unit's activates of the other layer go after its dwconv (and its tap rows'
+    // read_host before it): ahead of it they would hold the dwconv until the activation unit
+    // is free, and the depthwise unit with it (pair_depthwise).
     const bool other_layer = prev && disjoint && !reads_prev && prev->li != li;
     if (other_layer) {
       const size_t act_begin = ops_.size();
       unit_activates(*prev);
-      std::rotate(ops_.begin() + long(mm_begin) + 1, ops_.begin() + long(act_begin), ops_.end());
+      if (p.dw_rows.empty())
+        std::rotate(ops_.begin() + long(mm_begin) + 1, ops_.begin() + long(act_begin), ops_.end());
     }
     if (prev && disjoint && !reads_prev && !other_layer) {
       const size_t act_begin = ops_.size();
