@@ -296,6 +296,37 @@ TEST(DepthwiseUnit, ConvolutionPairedWithTheDepthwiseLayerIsBitExact) {
   EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, fits, o));
 }
 
+// A convolution and its depthwise layer that do not fit one slot generation together (6
+// quantization slots: 3 + 3 output blocks, less the fill slots) run paired chunk by chunk,
+// the same output blocks of both in one generation each (assign_quant_slots), bit-exact.
+TEST(DepthwiseUnit, PairSplitIntoGenerationChunksIsBitExact) {
+  const DwCase c;
+  tpu::ChipParams few = tpu::ChipParams::with_n(16);
+  few.dw_width = 2;
+  few.qp_slots = 6;
+  const CompiledNetwork cn = compile_network(c.q, few);
+  ASSERT_FALSE(cn.spill);
+  size_t split = 0;  // depthwise layers in several chunks, each sharing its input's generation
+  for (size_t li = 1; li < cn.layers.size(); ++li) {
+    const auto &pd = cn.layers[li], &pe = cn.layers[li - 1];
+    if (pd.dw_rows.empty() || pd.chunks.size() < 2 || pe.chunks.size() != pd.chunks.size())
+      continue;
+    for (size_t k = 0; k < pd.chunks.size(); ++k) {
+      EXPECT_EQ(pe.chunks[k].generation, pd.chunks[k].generation);
+      EXPECT_EQ(pe.chunks[k].ob_begin, pd.chunks[k].ob_begin);
+      EXPECT_EQ(pe.chunks[k].ob_end, pd.chunks[k].ob_end);
+    }
+    ++split;
+  }
+  EXPECT_GT(split, 0u);
+  const Program p = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000);
+  EXPECT_GT(paired_depthwise_layers(cn, p), 0u);
+  EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, few));
+  ProgramOptions off;
+  off.pair_depthwise = false;
+  EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, few, off));
+}
+
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }
 
 TEST(Spill, MobileNetInSmallUnifiedBuffer) { check_spills(small_mobilenet(4), 4, 500, 256); }
