@@ -19,13 +19,15 @@
 // docs/isa.md (matmul_bf16) prescribes, and overwriting stores s exactly. Int8 rows add as
 // before. Without Float fp_i is ignored.
 //
-// Dw (the depthwise configuration): the depthwise unit's writes (tpu_dw) go beside the MXU's
-// result port, into the cycles the MXU leaves free. A write request (dw_we_i, held until
-// dw_wgnt_o) is granted in a cycle without pre_valid_i, i.e. one whose next cycle brings no
-// MXU row: in the grant cycle its old row is read from copy 0 (when it accumulates, dw_acc_i),
-// in the next cycle it is written (dw_pend_o) with the same wrapping int32 add as an int8 MXU
-// row. So the two never write in one cycle, and the controller's row-range hazards keep them
-// off each other's rows (asserted below). Without Dw the ports are ignored (dw_wgnt_o = 0).
+// Dw (the depthwise configuration): the depthwise unit (tpu_dw) has a write port of its own,
+// a second write port of both copies (tpu_sram_2w), so it writes in the same cycles as the
+// MXU's result port, on other rows (the controller's row-range hazards keep the MXU and the
+// unit off each other's rows; asserted below). A write request (dw_we_i, held until
+// dw_wgnt_o) is granted at once unless it accumulates (dw_acc_i) in a cycle the MXU reads an
+// accumulating row (pre_valid_i && pre_accumulate_i): copy 0's one read port fetches the old
+// row of one of them. In the grant cycle an accumulating request's old row is read from copy
+// 0, in the next cycle the row is written (dw_pend_o) with the same wrapping int32 add as an
+// int8 MXU row. Without Dw the ports are ignored (dw_wgnt_o = 0) and both copies are tpu_sram.
 `include "tpu_assert.svh"
 
 module tpu_accumulators #(
@@ -78,8 +80,8 @@ module tpu_accumulators #(
   if (Dw) begin : g_dw
     logic            dw_q, dw_d, dw_acc_q;
     logic [AccW-1:0] dw_addr_q;
-    logic [32*N-1:0] dw_data_q;
-    assign dw_wgnt_o = !pre_valid_i;
+    logic [32*N-1:0] dw_data_q, dw_row;
+    assign dw_wgnt_o = !(dw_acc_i && pre_valid_i && pre_accumulate_i);
     assign dw_pend_o = dw_q;
     assign dw_d      = dw_we_i && dw_wgnt_o;
     always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -94,18 +96,40 @@ module tpu_accumulators #(
         dw_data_q <= dw_wdata_i;
       end
     end
-    assign m_we    = we_i || dw_q;
-    assign m_acc   = dw_q ? dw_acc_q : accumulate_i;
-    assign m_fp    = !dw_q && fp;
-    assign m_waddr = dw_q ? dw_addr_q : waddr_i;
-    assign m_wdata = dw_q ? dw_data_q : wdata_i;
+    assign m_we    = we_i;
+    assign m_acc   = accumulate_i;
+    assign m_fp    = fp;
+    assign m_waddr = waddr_i;
+    assign m_wdata = wdata_i;
     assign m_rre   = (pre_valid_i && pre_accumulate_i) || (dw_d && dw_acc_i);
-    assign m_raddr = pre_valid_i ? pre_addr_i : dw_waddr_i;
+    assign m_raddr = (pre_valid_i && pre_accumulate_i) ? pre_addr_i : dw_waddr_i;
+    // The unit's row: old holds its old row when it accumulates (the grant gave it the read).
+    always_comb begin
+      dw_row = dw_data_q;
+      if (dw_q && dw_acc_q) begin
+        for (int c = 0; c < 32'(N); c++) begin
+          dw_row[32*c +: 32] = old[32*c +: 32] + dw_data_q[32*c +: 32];
+        end
+      end
+    end
+    tpu_sram_2w #(.Depth(AccRows), .Width(32 * N), .WriteFirst(1'b1)) u_mem_rmw (
+      .clk_i,
+      .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row),
+      .we2_i(dw_q), .waddr2_i(dw_addr_q), .wdata2_i(dw_row),
+      .re_i(m_rre), .raddr_i(m_raddr), .rdata_o(old)
+    );
+    tpu_sram_2w #(.Depth(AccRows), .Width(32 * N), .WriteFirst(1'b1)) u_mem_act (
+      .clk_i,
+      .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row),
+      .we2_i(dw_q), .waddr2_i(dw_addr_q), .wdata2_i(dw_row),
+      .re_i, .raddr_i, .rdata_o
+    );
 `ifndef SYNTHESIS
-    // Never both writers in one cycle; a granted depthwise row is not the MXU's row of that
-    // cycle (the row-range hazards: the MXU and the depthwise unit never share ACC rows).
-    `TPU_ASSERT_NEVER(AccDwMxuOneWriter, we_i && dw_q)
-    `TPU_ASSERT_NEVER(AccDwMxuSameRow, dw_d && we_i && waddr_i == dw_waddr_i)
+    // The two writers never write one row in a cycle (the row-range hazards: the MXU and the
+    // depthwise unit never share ACC rows), and old serves one of them: never an accumulating
+    // MXU row beside an accumulating depthwise row.
+    `TPU_ASSERT_NEVER(AccDwMxuSameRow, dw_q && we_i && waddr_i == dw_addr_q)
+    `TPU_ASSERT_NEVER(AccDwMxuOneOldRow, dw_q && dw_acc_q && we_i && accumulate_i)
 `endif
   end else begin : g_no_dw
     assign dw_wgnt_o = 1'b0;
@@ -119,6 +143,16 @@ module tpu_accumulators #(
     assign m_wdata = wdata_i;
     assign m_rre   = pre_valid_i && pre_accumulate_i;
     assign m_raddr = pre_addr_i;
+    tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_rmw (
+      .clk_i,
+      .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
+      .re_i(m_rre), .raddr_i(m_raddr), .rdata_o(old)
+    );
+    tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_act (
+      .clk_i,
+      .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
+      .re_i, .raddr_i, .rdata_o
+    );
   end
 
   always_comb begin
@@ -133,17 +167,6 @@ module tpu_accumulators #(
       end
     end
   end
-
-  tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_rmw (
-    .clk_i,
-    .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
-    .re_i(m_rre), .raddr_i(m_raddr), .rdata_o(old)
-  );
-  tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_act (
-    .clk_i,
-    .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
-    .re_i, .raddr_i, .rdata_o
-  );
 
 `ifndef SYNTHESIS
   // An accumulating row finds its old row read in the cycle before.

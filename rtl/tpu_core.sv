@@ -580,35 +580,38 @@ module tpu_core #(
 
   // ---------------- unified buffer ----------------
   // Two banks: DMA in writes before the activation unit, DMA out reads before the feeder.
-  // Read port 1: the matmul feeder, and (g_dw) the depthwise unit in the cycles the feeder
-  // does not read.
-  logic           ub_re1, ub_rgnt1;
-  logic [UbW-1:0] ub_raddr1;
-  tpu_unified_buffer #(.N(N), .UbRows(UbRows)) u_ub (
+  // Read port 1: the matmul feeder. Read port 2 (g_dw only, Rd2): the depthwise unit's own.
+  logic           ub_re1, ub_rgnt1, ub_re2;
+  logic [UbW-1:0] ub_raddr1, ub_raddr2;
+  logic [8*N-1:0] ub_rdata2;
+  tpu_unified_buffer #(.N(N), .UbRows(UbRows), .Rd2(DwWidth != 0)) u_ub (
     .clk_i,
     .we0_i(dmain_ub_we), .waddr0_i(UbW'(dmain_dst)), .wdata0_i(dmain_row),
     .we1_i(act_ub_we), .waddr1_i(act_ub_waddr), .wdata1_i(act_ub_wdata), .wgnt1_o(act_ub_wgnt),
     .re0_i(dmaout_ub_re), .raddr0_i(dmaout_ub_raddr), .rdata0_o(dmaout_ub_rdata),
-    .re1_i(ub_re1), .raddr1_i(ub_raddr1), .rgnt1_o(ub_rgnt1), .rdata1_o(mm_ub_rdata)
+    .re1_i(ub_re1), .raddr1_i(ub_raddr1), .rgnt1_o(ub_rgnt1), .rdata1_o(mm_ub_rdata),
+    .re2_i(ub_re2), .raddr2_i(ub_raddr2), .rdata2_o(ub_rdata2)
   );
 
   // ---------------- depthwise unit (depthwise configuration, rtl/tpu_dw.sv) ----------------
   if (DwWidth > 0) begin : g_dw
-    // UB reads: the feeder first (the MXU keeps its pace), the unit's request waits, unchanged,
-    // for a cycle without a feeder read and without a bank conflict with DMA out (port 0).
-    // Each granted read's row is on rdata1 in the next cycle, for the reader it was granted to.
+    // UB reads: the unit has read port 2 to itself (every request granted at once), so it
+    // reads in the same cycles as the feeder (port 1) and the DMA out (port 0). ACC writes: the
+    // accumulators' second write port (tpu_accumulators, Dw), beside the MXU's result port.
     logic        dw_ub_re, dw_ub_rgnt, dw_unit_busy, dw_acc_wacc;
     logic [23:0] dw_ub_raddr;
     logic [15:0] dw_acc_waddr16;
-    assign ub_re1     = mm_ub_re || dw_ub_re;
-    assign ub_raddr1  = mm_ub_re ? mm_ub_raddr : UbW'(dw_ub_raddr);
+    assign ub_re1     = mm_ub_re;
+    assign ub_raddr1  = mm_ub_raddr;
     assign mm_ub_rgnt = ub_rgnt1;
-    assign dw_ub_rgnt = !mm_ub_re && ub_rgnt1;
+    assign ub_re2     = dw_ub_re;
+    assign ub_raddr2  = UbW'(dw_ub_raddr);
+    assign dw_ub_rgnt = 1'b1;
     tpu_dw #(.N(N), .DwWidth(DwWidth)) u_dw (
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(dw_cmd_valid), .cmd_ready_o(dw_cmd_ready), .cmd_i(dw_cmd),
       .ub_re_o(dw_ub_re), .ub_raddr_o(dw_ub_raddr), .ub_rgnt_i(dw_ub_rgnt),
-      .ub_rdata_i(mm_ub_rdata),
+      .ub_rdata_i(ub_rdata2),
       .acc_we_o(dw_acc_we), .acc_waddr_o(dw_acc_waddr16), .acc_wacc_o(dw_acc_wacc),
       .acc_wdata_o(dw_acc_wdata), .acc_wgnt_i(dw_acc_wgnt),
       .busy_o(dw_unit_busy)
@@ -619,11 +622,12 @@ module tpu_core #(
     assign dw_busy = dw_unit_busy || dw_acc_pend;
     logic unused_dw_addr;
     assign unused_dw_addr = ^{dw_ub_raddr, dw_acc_waddr16};
-    `TPU_ASSERT_NEVER(CoreUbPort1OneReader, mm_ub_re && dw_ub_re && dw_ub_rgnt)
   end else begin : g_no_dw
     assign ub_re1       = mm_ub_re;
     assign ub_raddr1    = mm_ub_raddr;
     assign mm_ub_rgnt   = ub_rgnt1;
+    assign ub_re2       = 1'b0;
+    assign ub_raddr2    = '0;
     assign dw_cmd_ready = 1'b0;
     assign dw_busy      = 1'b0;
     assign dw_acc_we    = 1'b0;
@@ -631,7 +635,7 @@ module tpu_core #(
     assign dw_acc_waddr = '0;
     assign dw_acc_wdata = '0;
     logic unused_no_dw;
-    assign unused_no_dw = ^{dw_cmd_valid, dw_cmd, dw_acc_wgnt, dw_acc_pend};
+    assign unused_no_dw = ^{dw_cmd_valid, dw_cmd, dw_acc_wgnt, dw_acc_pend, ub_rdata2};
   end
 
   // ---------------- training chip: VMEM and its units ----------------

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Synchronous SRAM, the one memory wrapper of the RTL: Depth words of Width bits, one write
-// port and one read port, registered read (the word addressed in cycle t is on rdata_o in
-// cycle t+1 and stays there until the next read), optional byte enables.
+// Synchronous SRAM, the memory wrapper of the RTL (tpu_sram_2w adds a second write port):
+// Depth words of Width bits, one write port and one read port, registered read (the word
+// addressed in cycle t is on rdata_o in cycle t+1 and stays there until the next read),
+// optional byte enables.
 //
 // Read-during-write of the same address: with WriteFirst = 1 the read returns the data being
 // written (the bytes enabled, the others old), as a "write-first" / transparent block RAM;

@@ -533,7 +533,8 @@ MUTANTS = [
     ("dw_read_no_grant", "tpu_dw.sv",
      "if (!stall && (!inimg || ub_rgnt_i)) begin",
      "if (!stall) begin",
-     "the walk moves on without the UB port's grant (a row lost when the feeder holds the port)"),
+     "the walk moves on without the UB port's grant (a row lost when the port refuses; in the "
+     "chip the unit's own port never does: killed by the DwUnit block tests' random grants)"),
     ("dw_last_group", "tpu_dw.sv",
      "last_group = 32'(g_q) + P >= 32'(ho_q);",
      "last_group = 32'(g_q) + P > 32'(ho_q);",
@@ -543,9 +544,10 @@ MUTANTS = [
      "(Dw && 1'b0 && conf_unit_d[8])",
      "no hazard check against the running dwconv"),
     ("acc_dw_grant_always", "tpu_accumulators.sv",
-     "assign dw_wgnt_o = !pre_valid_i;",
+     "assign dw_wgnt_o = !(dw_acc_i && pre_valid_i && pre_accumulate_i);",
      "assign dw_wgnt_o = 1'b1;",
-     "the depthwise unit's ACC write is granted in a cycle the MXU writes as well"),
+     "an accumulating depthwise ACC write is granted in a cycle the MXU reads an accumulating "
+     "row (one of the two adds gets the other's old row)"),
     ("acc_dw_no_old_row", "tpu_accumulators.sv",
      "(dw_d && dw_acc_i);",
      "(dw_d && 1'b0);",

@@ -194,11 +194,12 @@ struct ProgramOptions {
   bool fuse_depthwise = true;
   // With overlap_layers, the depthwise unit and a network that fits: a 1x1 convolution whose
   // only reader is a depthwise Conv on the unit runs interleaved with it image by image (the
-  // convolution's units of image k+1 among the dwconvs of image k), so the array could work
-  // while the unit does. Off by default: on the RTL chip the unit shares UB read port 1 with
-  // the matmul feeder, which has priority, so a dwconv waits for every matmul beside it (the
-  // bundled MobileNet: 441 cycles per image slower; docs/cnn.md).
-  bool pair_depthwise = false;
+  // convolution's units of image k+1 among the dwconvs of image k), so the array works while
+  // the unit does: the unit has its own UB read port and ACC write port (docs/isa.md
+  // "dwconv", Ordering). Only layers on the unit pair, so programs for chips without it do not
+  // change. On by default (the bundled MobileNet on the RTL chip: fewer cycles per image,
+  // docs/cnn.md).
+  bool pair_depthwise = true;
   // Host address of CompiledNetwork::scratch_bytes of scratch (needed when cn.spill).
   uint32_t scratch_addr = 0;
 };

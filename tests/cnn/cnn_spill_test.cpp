@@ -255,17 +255,10 @@ TEST(DepthwiseUnit, TheLastActivatesOfTheLayerBeforeRunAmongTheFirstDwconvs) {
   EXPECT_EQ(dw_layers, 3u);
 }
 
-// ProgramOptions::pair_depthwise (off by default: no gain on the RTL chip, docs/cnn.md): the
-// 1x1 convolution's matmuls of the next image run among a depthwise layer's dwconvs, and the
-// outputs stay bit-exact on the golden model.
-TEST(DepthwiseUnit, ConvolutionPairedWithTheDepthwiseLayerIsBitExact) {
-  const DwCase c;
-  tpu::ChipParams fits = tpu::ChipParams::with_n(16);
-  fits.dw_width = 2;
-  const CompiledNetwork cn = compile_network(c.q, fits);
-  ProgramOptions o;
-  o.pair_depthwise = true;
-  const Program p = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000, o);
+// ProgramOptions::pair_depthwise (on by default since the depthwise unit has its own UB read
+// and ACC write ports, docs/cnn.md): the 1x1 convolution's matmuls of the next image run among
+// a depthwise layer's dwconvs, and the outputs stay bit-exact on the golden model, paired or not.
+size_t paired_depthwise_layers(const CompiledNetwork& cn, const Program& p) {
   size_t paired = 0;  // depthwise layers with a matmul of the layer before among their dwconvs
   for (size_t li = 1; li < cn.layers.size(); ++li) {
     if (cn.layers[li].dw_rows.empty()) continue;
@@ -279,14 +272,59 @@ TEST(DepthwiseUnit, ConvolutionPairedWithTheDepthwiseLayerIsBitExact) {
           p.instr_layer[i] == int(li) - 1 && std::holds_alternative<tpu::Matmul>(p.instructions[i]);
     paired += between;
   }
-  EXPECT_GT(paired, 0u);
-  // Off (the default), no layer is paired: the same program as without the option.
+  return paired;
+}
+
+TEST(DepthwiseUnit, ConvolutionPairedWithTheDepthwiseLayerIsBitExact) {
+  const DwCase c;
+  tpu::ChipParams fits = tpu::ChipParams::with_n(16);
+  fits.dw_width = 2;
+  const CompiledNetwork cn = compile_network(c.q, fits);
+  ProgramOptions o;
+  o.pair_depthwise = true;
+  const Program p = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000, o);
+  EXPECT_GT(paired_depthwise_layers(cn, p), 0u);
+  // On is the default: the same program as without the option.
+  const Program d = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000);
+  EXPECT_EQ(p.instructions, d.instructions);
+  // Off: no layer is paired, and both are bit-exact.
   o.pair_depthwise = false;
   const Program q = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000, o);
-  const Program d = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000);
-  EXPECT_EQ(q.instructions, d.instructions);
+  EXPECT_EQ(paired_depthwise_layers(cn, q), 0u);
+  EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, fits, o));
   o.pair_depthwise = true;
   EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, fits, o));
+}
+
+// A convolution and its depthwise layer that do not fit one slot generation together (6
+// quantization slots: 3 + 3 output blocks, less the fill slots) run paired chunk by chunk,
+// the same output blocks of both in one generation each (assign_quant_slots), bit-exact.
+TEST(DepthwiseUnit, PairSplitIntoGenerationChunksIsBitExact) {
+  const DwCase c;
+  tpu::ChipParams few = tpu::ChipParams::with_n(16);
+  few.dw_width = 2;
+  few.qp_slots = 6;
+  const CompiledNetwork cn = compile_network(c.q, few);
+  ASSERT_FALSE(cn.spill);
+  size_t split = 0;  // depthwise layers in several chunks, each sharing its input's generation
+  for (size_t li = 1; li < cn.layers.size(); ++li) {
+    const auto &pd = cn.layers[li], &pe = cn.layers[li - 1];
+    if (pd.dw_rows.empty() || pd.chunks.size() < 2 || pe.chunks.size() != pd.chunks.size())
+      continue;
+    for (size_t k = 0; k < pd.chunks.size(); ++k) {
+      EXPECT_EQ(pe.chunks[k].generation, pd.chunks[k].generation);
+      EXPECT_EQ(pe.chunks[k].ob_begin, pd.chunks[k].ob_begin);
+      EXPECT_EQ(pe.chunks[k].ob_end, pd.chunks[k].ob_end);
+    }
+    ++split;
+  }
+  EXPECT_GT(split, 0u);
+  const Program p = emit_program(cn, 3, 0x100000, 0x2000'0000, 0x3000'0000);
+  EXPECT_GT(paired_depthwise_layers(cn, p), 0u);
+  EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, few));
+  ProgramOptions off;
+  off.pair_depthwise = false;
+  EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, few, off));
 }
 
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }

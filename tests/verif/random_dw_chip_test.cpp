@@ -21,6 +21,9 @@ namespace {
 using namespace tpu::verif;
 
 constexpr uint64_t kBatch = 100;
+// MatmulAndDwconvTogether: cycles the overlap may fall short of hiding the whole dwconv (its
+// issue behind the matmul and its last writes after it).
+constexpr uint64_t kSyncSlack = 8;
 
 GenOptions options() {
   GenOptions opt;
@@ -139,9 +142,9 @@ TEST(DwChip, CycleCostMatchesIsaFormula) {
 }
 
 // Directed: a long matmul and a dwconv in flight together (UB rows read by both, disjoint ACC
-// rows), then both results through raw activates to host memory: chip = golden byte for byte,
-// and the run without a sync between them is not slower than the one with it.
-Outcome run_overlap(bool serial, uint64_t* cycles) {
+// rows), then both results through raw activates to host memory: chip = golden byte for byte.
+// *dw_cycles: the dwconv's isa.md formula (DwConv::unit_cycles).
+Outcome run_overlap(bool serial, uint64_t* cycles, uint64_t* dw_cycles) {
   auto& b = backends();
   std::vector<uint8_t> data(kDataSize);
   for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 29u + (i >> 7));
@@ -152,6 +155,7 @@ Outcome run_overlap(bool serial, uint64_t* cycles) {
   d.w_addr = 1024;
   d.acc_addr = 1024;
   d.pad_top = d.pad_left = d.pad_bottom = d.pad_right = 1;
+  *dw_cycles = d.unit_cycles(TPU_SIM_DW_WIDTH);
   tpu::Matmul m;
   m.switch_weights = true;
   m.inner = 1024;
@@ -190,14 +194,21 @@ Outcome run_overlap(bool serial, uint64_t* cycles) {
   return chip;
 }
 
+// The unit has its own UB read port and ACC write port (docs/architecture.md "The depthwise
+// unit in `tpu_core`"), so the dwconv (acc = 0) runs in the matmul's cycles: issued together,
+// the two take the matmul's time, at least the dwconv's formula cycles (less the few cycles
+// of a sync's drain) below the run with a sync between them. With the ports shared (the feeder
+// first) the dwconv waited for the matmul's reads: 4,275 cycles together, 4,303 serial.
 TEST(DwChip, MatmulAndDwconvTogether) {
-  uint64_t together = 0, serial = 0;
-  const Outcome a = run_overlap(false, &together);
-  const Outcome b = run_overlap(true, &serial);
+  uint64_t together = 0, serial = 0, dw = 0;
+  const Outcome a = run_overlap(false, &together, &dw);
+  const Outcome b = run_overlap(true, &serial, &dw);
   EXPECT_EQ(a.out, b.out);
-  std::cout << "matmul (1,024 rows) + dwconv 16x16 3x3: " << together << " cycles together, "
-            << serial << " with a sync between them\n";
-  EXPECT_LE(together, serial);
+  std::cout << "matmul (1,024 rows) + dwconv 16x16 3x3 (" << dw
+            << " cycles by isa.md): " << together << " cycles together, " << serial
+            << " with a sync between them\n";
+  EXPECT_LT(together, serial);
+  EXPECT_GE(serial + kSyncSlack, together + dw);
 }
 
 }  // namespace

@@ -117,11 +117,76 @@ void plan_fill_slots(CompiledNetwork& cn) {
     throw Error("too many distinct border values for the quantization slots");
 }
 
+namespace {
+
+// Whether layer li is a convolution whose only reader, li + 1, is a depthwise layer on the unit
+// (so ProgramOptions::pair_depthwise may run them interleaved; it pairs chunks of one
+// generation). Never on a chip without the depthwise unit.
+bool feeds_depthwise(const CompiledNetwork& cn, size_t li) {
+  const size_t di = li + 1;
+  return di < cn.net.layers.size() && !cn.layers[di].dw_rows.empty() &&
+         cn.layers[li].dw_rows.empty() && cn.net.layers[di].inputs == std::vector<int>{int(li)};
+}
+
+size_t slots_of(const CompiledNetwork& cn, size_t li) {
+  return size_t(cn.layers[li].obs) * cn.net.layers[li].divisors().size();
+}
+
+// The two fit one generation together but not the rest of the current one: li starts a new one.
+bool new_generation_for_pair(const CompiledNetwork& cn, size_t li, size_t used) {
+  const size_t both = slots_of(cn, li) + slots_of(cn, li + 1);
+  const size_t slots = size_t(regular_slots(cn));
+  return used > 0 && both <= slots && used + both > slots;
+}
+
+// The two do not fit one generation together but have the same output blocks: chunks of both
+// layers' blocks ob .. ob + k - 1 share a generation each, so each chunk pairs (a depthwise
+// block reads only the same block of its input). False (nothing assigned) if not possible.
+bool chunk_pair(CompiledNetwork& cn, size_t li, std::vector<std::vector<SlotOf>>& gens) {
+  auto& pe = cn.layers[li];
+  auto& pd = cn.layers[li + 1];
+  const int ne = int(cn.net.layers[li].divisors().size());
+  const int nd = int(cn.net.layers[li + 1].divisors().size());
+  const int slots = regular_slots(cn);
+  const int most = slots / (ne + nd);
+  if (pe.obs != pd.obs || most < 1 || (ne + nd) * pe.obs <= slots) return false;
+  const int chunks = (pe.obs + most - 1) / most, k = (pe.obs + chunks - 1) / chunks;  // balanced
+  pe.divisors = ne;
+  pd.divisors = nd;
+  auto add_chunk = [&](size_t l, CompiledNetwork::LayerPlan& p, int ob, int take, int divisors) {
+    CompiledNetwork::LayerPlan::Chunk c;
+    c.ob_begin = ob;
+    c.ob_end = ob + take;
+    c.generation = int(gens.size()) - 1;
+    c.slot_base = int(gens.back().size());
+    for (int o = ob; o < ob + take; ++o)
+      for (int d = 0; d < divisors; ++d) gens.back().push_back({int(l), o, d});
+    p.chunks.push_back(c);
+  };
+  for (int ob = 0; ob < pe.obs; ob += k) {
+    if (!gens.back().empty()) gens.emplace_back();
+    const int take = std::min(k, pe.obs - ob);
+    add_chunk(li, pe, ob, take, ne);
+    add_chunk(li + 1, pd, ob, take, nd);
+  }
+  return true;
+}
+
+}  // namespace
+
 void assign_quant_slots(CompiledNetwork& cn) {
   // Generations of (layer, output block, divisor) slots; a layer with per-pixel divisors
   // (compiler.h) has one slot per divisor for each output block.
   std::vector<std::vector<SlotOf>> gens(1);
-  for (size_t li = 0; li < cn.net.layers.size(); ++li) chunk_layer(cn, li, gens, cn.layers[li]);
+  for (size_t li = 0; li < cn.net.layers.size(); ++li) {
+    if (feeds_depthwise(cn, li) && chunk_pair(cn, li, gens)) {
+      ++li;  // the depthwise layer's chunks too
+      continue;
+    }
+    if (feeds_depthwise(cn, li) && new_generation_for_pair(cn, li, gens.back().size()))
+      gens.emplace_back();
+    chunk_layer(cn, li, gens, cn.layers[li]);
+  }
   const uint32_t n = cn.chip.N;
   for (const auto& g : gens) {
     CompiledNetwork::Generation gen;

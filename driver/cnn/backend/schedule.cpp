@@ -136,10 +136,15 @@ bool Emitter::pairs_with_depthwise(size_t li) const {
       e.per_pixel_divisor() || d.inputs != std::vector<int>{int(li)} || d.pool_k != 1 ||
       d.per_pixel_divisor())
     return false;
-  if (cn_.last_use[li + 1] != int(di) || cn_.has_shadow(int(li)) || pe.chunks.size() != 1 ||
-      pd.chunks.size() != 1 || pe.chunks[0].generation != pd.chunks[0].generation || pe.lut >= 0 ||
-      pd.lut >= 0)
+  // Chunk by chunk in one generation each, the same output blocks (assign_quant_slots).
+  if (cn_.last_use[li + 1] != int(di) || cn_.has_shadow(int(li)) ||
+      pe.chunks.size() != pd.chunks.size() || pe.lut >= 0 || pd.lut >= 0)
     return false;
+  for (size_t c = 0; c < pe.chunks.size(); ++c)
+    if (pe.chunks[c].generation != pd.chunks[c].generation ||
+        pe.chunks[c].ob_begin != pd.chunks[c].ob_begin ||
+        pe.chunks[c].ob_end != pd.chunks[c].ob_end)
+      return false;
   return uint32_t(pe.lines_used) * uint32_t(pe.cols_used) <= half_ &&
          uint32_t(pd.lines_used) * uint32_t(pd.cols_used) <= half_;
 }
@@ -152,17 +157,29 @@ void Emitter::depthwise_paired(size_t li, uint32_t i0, uint32_t m) {
       if (u.g0 == img) r.push_back(u);
     return r;
   };
-  std::vector<Unit> units = of_image(conv, 0);
-  for (uint32_t k = 0; k < m; ++k) {
-    // The dwconvs of image k, the next image's convolution units spread evenly among them.
-    const std::vector<Unit> a = of_image(dw, k), b = of_image(conv, k + 1);
-    size_t next_b = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      units.push_back(a[i]);
-      while (next_b < b.size() && (next_b + 1) * a.size() <= (i + 1) * b.size())
-        units.push_back(b[next_b++]);
+  // Chunk by chunk (each in one slot generation, pairs_with_depthwise): its units of the
+  // convolution's image 0, then per image k its dwconvs of image k with its convolution units
+  // of image k + 1 spread evenly among them.
+  std::vector<Unit> units;
+  for (const auto& c : cn_.layers[li].chunks) {
+    auto in_chunk = [&c](const std::vector<Unit>& from) {
+      std::vector<Unit> r;
+      for (const Unit& u : from)
+        if (u.ob >= c.ob_begin && u.ob < c.ob_end) r.push_back(u);
+      return r;
+    };
+    const std::vector<Unit> cc = in_chunk(conv), cd = in_chunk(dw);
+    for (const Unit& u : of_image(cc, 0)) units.push_back(u);
+    for (uint32_t k = 0; k < m; ++k) {
+      const std::vector<Unit> a = of_image(cd, k), b = of_image(cc, k + 1);
+      size_t next_b = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        units.push_back(a[i]);
+        while (next_b < b.size() && (next_b + 1) * a.size() <= (i + 1) * b.size())
+          units.push_back(b[next_b++]);
+      }
+      while (next_b < b.size()) units.push_back(b[next_b++]);
     }
-    while (next_b < b.size()) units.push_back(b[next_b++]);
   }
   emit_units(units, i0, m);
 }
@@ -256,10 +273,12 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     const bool disjoint = !prev || u.acc >= prev->acc + prev_rows || prev->acc >= u.acc + rows;
     // (In a paired emission the previous unit may be of the layer this one reads: then its
     // activates must come first if they write images this unit reads.)
+    // (A dwconv unit reads only its own block of its input.)
     bool reads_prev = false;
     if (prev && prev->li != li)
       for (int in : l.inputs)
-        reads_prev |= in == int(prev->li) && u.g0 < prev->g0 + prev->g && prev->g0 < u.g0 + u.g;
+        reads_prev |= in == int(prev->li) && u.g0 < prev->g0 + prev->g && prev->g0 < u.g0 + u.g &&
+                      (p.dw_rows.empty() || prev->ob == u.ob);
     if (prev && (!disjoint || reads_prev)) unit_activates(*prev);
     // The previous layer's last unit: the same, and this unit must not read its images.
     bool carry = false;
@@ -287,11 +306,15 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     // now, starts them right after this unit's first matmul (the array and the activation
     // unit both busy at once; spread later, its results would hold back the next unit of
     // its own layer; first, they would wait for its last matmul and the array with them).
+    // A dwconv unit's activates of the other layer go after its dwconv (and its tap rows'
+    // read_host before it): ahead of it they would hold the dwconv until the activation unit
+    // is free, and the depthwise unit with it (pair_depthwise).
     const bool other_layer = prev && disjoint && !reads_prev && prev->li != li;
     if (other_layer) {
       const size_t act_begin = ops_.size();
       unit_activates(*prev);
-      std::rotate(ops_.begin() + long(mm_begin) + 1, ops_.begin() + long(act_begin), ops_.end());
+      if (p.dw_rows.empty())
+        std::rotate(ops_.begin() + long(mm_begin) + 1, ops_.begin() + long(act_begin), ops_.end());
     }
     if (prev && disjoint && !reads_prev && !other_layer) {
       const size_t act_begin = ops_.size();
