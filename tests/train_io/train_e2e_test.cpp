@@ -92,31 +92,6 @@ std::string mlp() {
   return g.serialize();
 }
 
-// The Keras example's layers: Conv conv (64 filters 3x3) -> MaxPool 2 -> Relu -> Flatten ->
-// Gemm dense (10816 -> 10). At batch 16 its step merges the Dense's dX, the conv's backward
-// pass and the Dense's update into one stream (compiler/overlap.h; tests/train/overlap_test.cpp
-// KerasBatch16HasALead checks that this shape gets the DenseGradX as the lead).
-std::string keras_cnn() {
-  using tpu::cnn::OnnxAttr;
-  uint64_t state = 12;
-  tpu::cnn::OnnxGraph g("keras_cnn");
-  g.input("input", {-1, 1, 28, 28});
-  g.init_float("conv.weight", {64, 1, 3, 3}, glorot_uniform(576, 9, 576, state));
-  g.init_float("conv.bias", {64}, std::vector<float>(64, 0.0f));
-  g.init_float("dense.weight", {10, 10816}, glorot_uniform(108160, 10816, 10, state));
-  g.init_float("dense.bias", {10}, std::vector<float>(10, 0.0f));
-  g.node("Conv", {"input", "conv.weight", "conv.bias"}, {"c"},
-         {OnnxAttr::Ints("kernel_shape", {3, 3})}, "conv");
-  g.node("MaxPool", {"c"}, {"p"},
-         {OnnxAttr::Ints("kernel_shape", {2, 2}), OnnxAttr::Ints("strides", {2, 2})}, "pool");
-  g.node("Relu", {"p"}, {"r"}, {}, "relu");
-  g.node("Flatten", {"r"}, {"f"}, {OnnxAttr::Int("axis", 1)}, "flatten");
-  g.node("Gemm", {"f", "dense.weight", "dense.bias"}, {"logits"}, {OnnxAttr::Int("transB", 1)},
-         "dense");
-  g.output("logits", {-1, 10});
-  return g.serialize();
-}
-
 uint32_t bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
@@ -263,8 +238,12 @@ TEST(TrainEndToEnd, RtlBackendRunsOnTheTrainingChipBitExact) {
 // trained weights equal the model backend's bit for bit.
 TEST(TrainEndToEnd, RtlConvDenseMergedStreamBitExact) {
   const Fixture f = setup("rtl_cnn");
+  // The Keras example (model_io.h; the default model): at batch 16 its step merges the Dense's
+  // dX, the conv's backward pass and the Dense's update into one stream (compiler/overlap.h;
+  // tests/train/overlap_test.cpp KerasBatch16HasALead checks that this shape gets the
+  // DenseGradX as the lead).
   const std::string model = f.dir + "/keras_cnn.onnx";
-  std::ofstream(model, std::ios::binary) << keras_cnn();
+  std::ofstream(model, std::ios::binary) << keras_example_onnx(12);
   auto run = [&](const std::string& backend, const std::string& name) {
     return tpusim("train --backend " + backend + " --model " + model + " --data " + f.dir +
                   "/data --epochs 1 --steps-per-epoch 2 --batch 16 --test-images 0 --json "

@@ -19,6 +19,20 @@ int regular_slots(const CompiledNetwork& cn) {
   return int(cn.chip.qp_slots) - int(cn.fill_slots.size());
 }
 
+// Layer li's output blocks ob .. ob + take - 1 (each with its `divisors` slots) as a chunk of p
+// in the last generation.
+void add_chunk(std::vector<std::vector<SlotOf>>& gens, size_t li, CompiledNetwork::LayerPlan& p,
+               int ob, int take, int divisors) {
+  CompiledNetwork::LayerPlan::Chunk c;
+  c.ob_begin = ob;
+  c.ob_end = ob + take;
+  c.generation = int(gens.size()) - 1;
+  c.slot_base = int(gens.back().size());
+  for (int o = ob; o < ob + take; ++o)
+    for (int d = 0; d < divisors; ++d) gens.back().push_back({int(li), o, d});
+  p.chunks.push_back(c);
+}
+
 // Layer li's chunks of output blocks, appended to the generations (a new one when the rest of
 // the layer does not fit the current one).
 void chunk_layer(const CompiledNetwork& cn, size_t li, std::vector<std::vector<SlotOf>>& gens,
@@ -38,14 +52,7 @@ void chunk_layer(const CompiledNetwork& cn, size_t li, std::vector<std::vector<S
       gens.emplace_back();
     const int room = (slots - int(gens.back().size())) / nd;
     const int take = std::min(room, p.obs - ob);
-    CompiledNetwork::LayerPlan::Chunk c;
-    c.ob_begin = ob;
-    c.ob_end = ob + take;
-    c.generation = int(gens.size()) - 1;
-    c.slot_base = int(gens.back().size());
-    for (int o = ob; o < ob + take; ++o)
-      for (int d = 0; d < nd; ++d) gens.back().push_back({int(li), o, d});
-    p.chunks.push_back(c);
+    add_chunk(gens, li, p, ob, take, nd);
     ob += take;
   }
 }
@@ -153,21 +160,11 @@ bool chunk_pair(CompiledNetwork& cn, size_t li, std::vector<std::vector<SlotOf>>
   const int chunks = (pe.obs + most - 1) / most, k = (pe.obs + chunks - 1) / chunks;  // balanced
   pe.divisors = ne;
   pd.divisors = nd;
-  auto add_chunk = [&](size_t l, CompiledNetwork::LayerPlan& p, int ob, int take, int divisors) {
-    CompiledNetwork::LayerPlan::Chunk c;
-    c.ob_begin = ob;
-    c.ob_end = ob + take;
-    c.generation = int(gens.size()) - 1;
-    c.slot_base = int(gens.back().size());
-    for (int o = ob; o < ob + take; ++o)
-      for (int d = 0; d < divisors; ++d) gens.back().push_back({int(l), o, d});
-    p.chunks.push_back(c);
-  };
   for (int ob = 0; ob < pe.obs; ob += k) {
     if (!gens.back().empty()) gens.emplace_back();
     const int take = std::min(k, pe.obs - ob);
-    add_chunk(li, pe, ob, take, ne);
-    add_chunk(li + 1, pd, ob, take, nd);
+    add_chunk(gens, li, pe, ob, take, ne);
+    add_chunk(gens, li + 1, pd, ob, take, nd);
   }
   return true;
 }
