@@ -327,6 +327,42 @@ TEST(DepthwiseUnit, PairSplitIntoGenerationChunksIsBitExact) {
   EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, few, off));
 }
 
+// Micro-batches: the next one's input is read while the current one's last layers run (before
+// its output's write_host, which waits for the classifier), on UB rows that no tensor alive
+// from then on uses (Emitter::prefetch_input), with the unit and without; bit-exact.
+TEST(MicroBatches, TheNextInputIsReadAheadOnRowsOfItsOwn) {
+  const DwCase c;
+  tpu::ChipParams dw = tpu::ChipParams::with_n(16);
+  dw.dw_width = 2;
+  ProgramOptions o;
+  o.max_micro_batch = 1;
+  constexpr uint32_t kIn = 0x2000'0000, kOut = 0x3000'0000;
+  for (const auto& chip : {dw, tpu::ChipParams::with_n(16)}) {
+    const CompiledNetwork cn = compile_network(c.q, chip);
+    ASSERT_FALSE(cn.spill);
+    const Program p = emit_program(cn, 3, 0x100000, kIn, kOut, o);
+    ASSERT_EQ(p.micro_batch, 1u);
+    std::vector<size_t> reads, writes;  // the input's read_hosts, the output's write_hosts
+    for (size_t i = 0; i < p.instructions.size(); ++i) {
+      if (const auto* r = std::get_if<tpu::ReadHost>(&p.instructions[i]))
+        if (r->dest == tpu::HostDest::Ub && r->host_addr >= kIn && r->host_addr < kOut)
+          reads.push_back(i);
+      if (std::holds_alternative<tpu::WriteHost>(p.instructions[i])) writes.push_back(i);
+    }
+    ASSERT_EQ(reads.size(), 3u);
+    ASSERT_EQ(writes.size(), 3u);
+    for (size_t k = 1; k < 3; ++k) {
+      EXPECT_LT(reads[k], writes[k - 1]) << "micro-batch " << k << ", dw_width " << chip.dw_width;
+      const auto& r = std::get<tpu::ReadHost>(p.instructions[reads[k]]);
+      const auto& w = std::get<tpu::WriteHost>(p.instructions[writes[k - 1]]);
+      EXPECT_TRUE(r.local_addr + r.rows <= w.ub_addr || w.ub_addr + w.rows <= r.local_addr)
+          << "micro-batch " << k << ": input rows " << r.local_addr << " + " << r.rows
+          << ", output rows " << w.ub_addr << " + " << w.rows;
+    }
+    EXPECT_FALSE(run_bit_exact(c.q, c.images, 3, chip, o));
+  }
+}
+
 TEST(Spill, ResidualNetworkInSmallUnifiedBuffer) { check_spills(small_resnet(3), 3, 700, 2048); }
 
 TEST(Spill, MobileNetInSmallUnifiedBuffer) { check_spills(small_mobilenet(4), 4, 500, 256); }

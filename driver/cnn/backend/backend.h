@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "compiler.h"
@@ -48,6 +49,9 @@ inline uint32_t half_acc(const CompiledNetwork& cn) {
 struct LiveRange {
   int birth = 0, death = 0;
   uint64_t rows = 0, base = 0;
+  // The item lives again from `again` on (the next micro-batch's copy, read while this one
+  // ends): it also overlaps every item alive then.
+  int again = std::numeric_limits<int>::max();
 };
 // Sets every item's base: largest first, each at the lowest rows free during its whole life.
 // Returns the peak (rows used).

@@ -37,7 +37,16 @@ class Emitter {
   // the micro-batch from its producer to its last consumer, first fit; the packed input is
   // staged in two buffers of g0 images while the first layer runs. The bases (input, layers,
   // shadows) into *bases; false if they need more than the unified buffer.
-  bool place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const;
+  // `ahead` >= 0: the next micro-batch's input is read before layer `ahead` (prefetch_input),
+  // so its rows are also taken from then on.
+  bool place(uint32_t m, uint32_t g0, int ahead, std::vector<uint32_t>* bases,
+             uint64_t* peak) const;
+  // The layers before which the next micro-batch's input may be read: after the last reader
+  // of the input and the last depthwise layer (its tap reads share the DMA), not inside a
+  // pair; earliest first.
+  std::vector<int> input_ahead_candidates() const;
+  // The next micro-batch's input (its first staging group if packed), read ahead.
+  void prefetch_input(uint32_t first, uint32_t m);
 
   void plan_memory(const ProgramOptions& opt);
   // UB base of layer l's output (kNetworkInput: the input), and of its shadow.
@@ -272,6 +281,8 @@ class Emitter {
   int cur_layer_ = -1;  // the layer being emitted (Op::layer)
   const bool overlap_;
   const bool fuse_dw_;         // ProgramOptions::fuse_depthwise
+  int input_ahead_ = -1;       // the layer before which the next input is read (-1: none)
+  bool input_ready_ = false;   // the micro-batch's input was read ahead
   bool pair_first_ = false;    // layers 0 and 1 run image-interleaved (pairs_first_layers)
   std::vector<char> pair_dw_;  // per layer li: li and li + 1 run paired (pairs_with_depthwise)
   const uint32_t saddr_;       // scratch (spilling)

@@ -13,7 +13,7 @@ namespace tpu::cnn::backend {
 
 uint64_t place_first_fit(std::vector<LiveRange>& items) {
   auto overlap = [](const LiveRange& a, const LiveRange& b) {
-    return a.birth <= b.death && b.birth <= a.death;
+    return (a.birth <= b.death && b.birth <= a.death) || a.again <= b.death || b.again <= a.death;
   };
   // Largest first, each at the lowest rows free during its whole life (first fit by
   // decreasing size packs interval lifetimes tighter than placing in program order).
@@ -41,13 +41,16 @@ uint64_t place_first_fit(std::vector<LiveRange>& items) {
   return peak;
 }
 
-bool Emitter::place(uint32_t m, uint32_t g0, std::vector<uint32_t>* bases, uint64_t* peak) const {
+bool Emitter::place(uint32_t m, uint32_t g0, int ahead, std::vector<uint32_t>* bases,
+                    uint64_t* peak) const {
   const size_t nl = cn_.layers.size();
   std::vector<LiveRange> items(nl + 1);
   items[0].birth = cn_.packed_input ? 0 : -1;
   // (Paired first layers: the staged input lives while layer 1 runs too.)
   items[0].death = cn_.packed_input ? (pair_first_ ? 1 : 0) : std::max(0, cn_.last_use[0]);
   items[0].rows = cn_.packed_input ? 2ull * g0 * cn_.input_rows : uint64_t(m) * cn_.input_rows;
+  // The next micro-batch's input, read while this one's layers from `ahead` on still run.
+  if (ahead >= 0) items[0].again = ahead;
   for (size_t l = 0; l < nl; ++l) {
     items[l + 1].birth = int(l);
     // A layer's last activates may still run during the next layer (overlap_layers): its
@@ -92,9 +95,20 @@ void Emitter::plan_memory(const ProgramOptions& opt) {
   uint32_t cap = std::min<uint32_t>(batch_, 4095);
   if (opt.max_micro_batch) cap = std::min(cap, opt.max_micro_batch);
   uint64_t peak = 0;
+  const std::vector<int> ahead = input_ahead_candidates();
   for (uint32_t m = cap; m >= 1; --m) {
     const uint32_t g0 = std::min(m, g0max);
-    if (place(m, g0, &base_, &peak)) {
+    // The earliest read-ahead of the next input that keeps m images, else none.
+    input_ahead_ = -1;
+    bool fits = false;
+    if (m < batch_)
+      for (int e : ahead)
+        if (place(m, g0, e, &base_, &peak)) {
+          input_ahead_ = e;
+          fits = true;
+          break;
+        }
+    if (fits || place(m, g0, -1, &base_, &peak)) {
       mb_ = m;
       g0_ = g0;
       return;
@@ -107,6 +121,17 @@ void Emitter::plan_memory(const ProgramOptions& opt) {
               std::to_string(peak) + " rows at their peak (input " +
               std::to_string(cn_.input_rows) + " rows, largest tensor " + std::to_string(largest) +
               " rows)");
+}
+
+std::vector<int> Emitter::input_ahead_candidates() const {
+  const int nl = int(cn_.layers.size());
+  int e0 = std::max(cn_.packed_input ? (pair_first_ ? 2 : 1) : cn_.last_use[0] + 1, 1);
+  for (int l = 0; l < nl; ++l)
+    if (!cn_.layers[size_t(l)].dw_rows.empty()) e0 = std::max(e0, l + 1);
+  std::vector<int> r;
+  for (int e = e0; e < nl; ++e)
+    if (!pair_dw_[size_t(e - 1)] && !(pair_first_ && e == 1)) r.push_back(e);
+  return r;
 }
 
 uint32_t Emitter::tensor_base(int l) const { return base_[size_t(l + 1)]; }

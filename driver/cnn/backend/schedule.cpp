@@ -50,11 +50,14 @@ Program Emitter::run() {
   const size_t nl = cn_.layers.size();
   for (uint32_t i0 = 0; i0 < batch_; i0 += mb_) {
     const uint32_t m = std::min(mb_, batch_ - i0);
-    if (!cn_.packed_input) {
+    if (!cn_.packed_input && !input_ready_) {
       cur_layer_ = 0;
       read_images(base_[0], i0, m);
     }
+    if (!cn_.packed_input) input_ready_ = false;
     for (size_t l = 0; l < nl; ++l) {
+      if (int(l) == input_ahead_ && i0 + m < batch_)
+        prefetch_input(i0 + m, std::min(mb_, batch_ - i0 - m));
       cur_layer_ = int(l);
       if (pair_first_ && l == 0) {
         first_layers_paired(i0, m);
@@ -81,6 +84,15 @@ Program Emitter::run() {
   }
   finish(prog);
   return prog;
+}
+
+void Emitter::prefetch_input(uint32_t first, uint32_t m) {
+  cur_layer_ = 0;
+  if (cn_.packed_input)
+    stage_input(first, 0, make_units(0, m, 0).front().g, 0);
+  else
+    read_images(base_[0], first, m);
+  input_ready_ = true;
 }
 
 void Emitter::layer(size_t li, uint32_t i0, uint32_t m) {
@@ -294,7 +306,8 @@ void Emitter::emit_units(std::vector<Unit>& units, uint32_t i0, uint32_t m) {
     }
     if (p.packed && u.first_of_group) {
       if (u.group_index == 0) {
-        stage_input(i0, u.g0, u.g, 0);
+        if (!input_ready_) stage_input(i0, u.g0, u.g, 0);
+        input_ready_ = false;
         if (&u == &units.front()) load_generation(u.gen);
       }
     }
