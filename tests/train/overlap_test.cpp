@@ -170,6 +170,35 @@ std::string keras_like(int64_t hw, int64_t channels, int64_t classes, int64_t hi
   return g.serialize();
 }
 
+// A model compiled through overlap_updates on the training chip of size n at `batch` (with or
+// without the DenseGradX leading the merged stream); `before` is the step's order before it.
+struct Compiled {
+  Graph g;
+  Placement p;
+  Schedule s;
+  std::vector<int> before;
+  std::vector<Overlap> pairs;
+};
+Compiled compile_overlap(const std::string& model, uint32_t batch, uint32_t n, bool lead = true) {
+  const ChipParams chip = ChipParams::training(n);
+  TrainOptions o;
+  o.batch = batch;
+  Compiled c;
+  c.g = import_onnx(model, batch, chip.N);
+  append_backward(c.g);
+  append_update(c.g, o);
+  fuse_conv_pool(c.g, chip);
+  fuse_dense_update(c.g);
+  c.p = place(c.g, chip);
+  place_resident(c.g, c.p, chip);
+  c.s = schedule(c.g);
+  c.before = c.s.step;
+  c.pairs = overlap_updates(c.g, c.p, c.s, chip, true, lead);
+  return c;
+}
+// The Keras example at N = 16, batch 32.
+Compiled keras_compiled(bool lead) { return compile_overlap(keras_like(28, 64, 10), 32, 16, lead); }
+
 // The Keras example at N = 16, batch 32, on the training chip: DenseUpdate beside ConvPoolGrad
 // (AdamBegin ahead of them, the conv's updates after), its layout above the backward node's,
 // its dW in the upper half of ACC, its first moment no longer resident (it would not fit
@@ -177,17 +206,12 @@ std::string keras_like(int64_t hw, int64_t channels, int64_t classes, int64_t hi
 // no row with it, and no main weight-FIFO instruction sits inside a side FIFO use.
 TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
   const ChipParams chip = ChipParams::training(16);
-  TrainOptions o;
-  Graph g = import_onnx(keras_like(28, 64, 10), 32, chip.N);
-  append_backward(g);
-  append_update(g, o);
-  fuse_conv_pool(g, chip);
-  fuse_dense_update(g);
-  Placement p = place(g, chip);
-  place_resident(g, p, chip);
-  Schedule s = schedule(g);
-  const std::vector<int> before = s.step;
-  const std::vector<Overlap> pairs = overlap_updates(g, p, s, chip, true);
+  const Compiled c = keras_compiled(true);
+  const Graph& g = c.g;
+  const Placement& p = c.p;
+  const Schedule& s = c.s;
+  const std::vector<int>& before = c.before;
+  const std::vector<Overlap>& pairs = c.pairs;
   ASSERT_EQ(pairs.size(), 1u);
   const Node& mn = g.nodes[static_cast<size_t>(pairs[0].main)];
   const Node& sn = g.nodes[static_cast<size_t>(pairs[0].side)];
@@ -222,7 +246,7 @@ TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
   EXPECT_GE(p.resident(sn.in[2]), 0);  // W stays
   EXPECT_GE(2 * p.chunk[static_cast<size_t>(pairs[0].side)], 42u);
 
-  const Emitted e = emit(g, p, s.step, o, chip, Device::kArenaBase);
+  const Emitted e = emit(g, p, s.step, TrainOptions{}, chip, Device::kArenaBase);
   std::vector<size_t> mains, sides;  // program positions, in each node's order
   for (const Emitted::Range& r : e.ranges) {
     for (size_t k = r.begin; k < r.end; ++k) {
@@ -257,29 +281,6 @@ TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
   }
 }
 
-// The Keras example at N = 16, batch 32, compiled through overlap_updates (with or without
-// the DenseGradX leading the merged stream).
-struct Compiled {
-  Graph g;
-  Placement p;
-  Schedule s;
-  std::vector<Overlap> pairs;
-};
-Compiled keras_compiled(bool lead) {
-  const ChipParams chip = ChipParams::training(16);
-  TrainOptions o;
-  Compiled c;
-  c.g = import_onnx(keras_like(28, 64, 10), 32, chip.N);
-  append_backward(c.g);
-  append_update(c.g, o);
-  fuse_conv_pool(c.g, chip);
-  fuse_dense_update(c.g);
-  c.p = place(c.g, chip);
-  place_resident(c.g, c.p, chip);
-  c.s = schedule(c.g);
-  c.pairs = overlap_updates(c.g, c.p, c.s, chip, true, lead);
-  return c;
-}
 size_t step_position(const Schedule& s, int node) {
   return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
 }
@@ -425,35 +426,17 @@ TEST(TrainOverlap, SameBitsWithAndWithout) {
 // DenseUpdate beside the ConvPoolGrad, also where there are two, with the DenseGradX right
 // before the ConvPoolGrad leading them.
 std::vector<Overlap> small_pairs(int64_t hidden) {
-  const ChipParams chip = ChipParams::training(4);
-  TrainOptions o;
-  o.batch = 8;
-  Graph g = import_onnx(keras_like(12, 8, 4, hidden), 8, chip.N);
-  append_backward(g);
-  append_update(g, o);
-  fuse_conv_pool(g, chip);
-  fuse_dense_update(g);
-  Placement p = place(g, chip);
-  place_resident(g, p, chip);
-  Schedule s = schedule(g);
-  return overlap_updates(g, p, s, chip, true);
+  return compile_overlap(keras_like(12, 8, 4, hidden), 8, 4).pairs;
 }
 // The Keras shape at batch 16 (tests/train_io's RtlConvDenseMergedStreamBitExact runs it on
 // the RTL against the golden model) gets the DenseGradX as its lead too, its chunk made smaller
 // (the whole dX would reach past the update's rows).
 TEST(TrainOverlap, KerasBatch16HasALead) {
   const ChipParams chip = ChipParams::training(16);
-  TrainOptions o;
-  o.batch = 16;
-  Graph g = import_onnx(keras_like(28, 64, 10), 16, chip.N);
-  append_backward(g);
-  append_update(g, o);
-  fuse_conv_pool(g, chip);
-  fuse_dense_update(g);
-  Placement p = place(g, chip);
-  place_resident(g, p, chip);
-  Schedule s = schedule(g);
-  const std::vector<Overlap> pairs = overlap_updates(g, p, s, chip, true);
+  const Compiled c = compile_overlap(keras_like(28, 64, 10), 16, 16);
+  const Graph& g = c.g;
+  const Placement& p = c.p;
+  const std::vector<Overlap>& pairs = c.pairs;
   ASSERT_EQ(pairs.size(), 1u);
   ASSERT_GE(pairs[0].lead, 0);
   EXPECT_EQ(g.nodes[static_cast<size_t>(pairs[0].lead)].op, Op::DenseGradX);
