@@ -22,12 +22,6 @@ size_t first_of(const std::vector<Instruction>& compute) {
   return i;
 }
 
-// TrainOptions::dense_tile_groups: 4 tiles per load (WFifoTiles + 2 = 6 may wait: the next
-// group is loaded after the second matmul of a group). Measured 2026-11-29 for the Keras
-// step (N = 16, batch 32): 2 tiles 463,328 cycles, 3 454,778, 4 454,878, 5 454,760, 6
-// 458,006; one per tile 465,007.
-constexpr uint32_t kDenseTileGroup = 4;
-
 // Set s of operand i (NodeLayout's in_step / out_step).
 uint32_t set_of(const std::vector<uint32_t>& base, const std::vector<uint32_t>& step, size_t i,
                 size_t s) {
