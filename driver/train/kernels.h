@@ -24,15 +24,17 @@ void dense_forward(ProgramBuilder& pb, const VMat& x, const VMat& w, const VMat*
 // but the last): ACC rows acc + nt*rows (+)= X_c . W_c for each chunk c in order
 // (`accumulate` false for the first), then dense_forward_finish moves ACC to Y and adds the
 // bias. The result is bit-identical to dense_forward on the whole X and W.
+// `tile_group` > 1: the weight tiles loaded up to that many per load_weights (the same bits).
 void dense_forward_partial(ProgramBuilder& pb, const VMat& x, const VMat& w, uint32_t acc,
-                           bool accumulate);
+                           bool accumulate, uint32_t tile_group = 1);
 void dense_forward_finish(ProgramBuilder& pb, uint32_t acc, const VMat* bias, const VMat& y);
 // dX = dY . W^T (W through load_weights transpose). With `acc_end` > acc + dY's rows the ACC
 // rows [acc, acc_end) are used in two halves of dY.rows-row slots, one K-block per slot: the
 // matmuls of one half run while the other half moves to VMEM (one `acc_to_vmem` per half
 // when dX's blocks are contiguous), bit-identical to acc_end = 0 (one slot at acc).
+// `tile_group` as for dense_forward_partial.
 void dense_backward_input(ProgramBuilder& pb, const VMat& dy, const VMat& w, const VMat& dx,
-                          uint32_t acc, uint32_t acc_end = 0);
+                          uint32_t acc, uint32_t acc_end = 0, uint32_t tile_group = 1);
 // dW = X^T . dY (X^T by the transpose unit into `xt`: x.span(N) scratch rows).
 void dense_backward_weights(ProgramBuilder& pb, const VMat& x, const VMat& dy, const VMat& dw,
                             uint32_t xt, uint32_t acc);

@@ -36,6 +36,11 @@ struct TrainOptions {
   // With `overlap`: the Dense's dX (DenseGradX) right before the conv's backward pass leads
   // the merged stream, the update beside both (compiler/overlap.h). The same bits either way.
   bool overlap_lead = true;
+  // A Dense's and a DenseGradX's weight tiles (one per 32-row matmul in the Keras step) loaded
+  // 4 per load_weights (kernels.h dense_forward_partial's tile_group): the load unit fills a
+  // tile while the one before it drains, so VMEM read port 0 is held 81 cycles per 4 tiles
+  // instead of 33 per tile. The same bits either way.
+  bool dense_tile_groups = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

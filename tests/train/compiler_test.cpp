@@ -333,7 +333,8 @@ TEST(TrainSchedule, StepAndForwardOrder) {
 
 // ---- emission
 
-// A Dense that fits VMEM: its operands in, the kernel, its result out, nothing else.
+// A Dense that fits VMEM: its operands in, the kernel (its weight tiles kDenseTileGroup per
+// load, TrainOptions::dense_tile_groups), its result out, nothing else.
 TEST(TrainEmit, DenseIsLoadKernelStore) {
   const Graph g = full(MlpSpec{}, 10, TrainOptions{});
   const ChipParams chip = ChipParams::training(4);
@@ -353,7 +354,7 @@ TEST(TrainEmit, DenseIsLoadKernelStore) {
   const VMat w = at(n.in[1], L.in[1]);
   for (uint32_t nt = 0; nt < w.blocks(4); ++nt)
     pb.read_vmem(w.block(nt), w.pitch, addr(n.in[1]) + nt * w.pitch * 16);
-  dense_forward_partial(pb, at(n.in[0], L.in[0]), w, 0, false);
+  dense_forward_partial(pb, at(n.in[0], L.in[0]), w, 0, false, kDenseTileGroup);
   pb.read_vmem(L.in[2], p.homes[static_cast<size_t>(n.in[2])].rows, addr(n.in[2]));
   const VMat b = at(n.in[2], L.in[2]);
   dense_forward_finish(pb, 0, &b, at(n.out[0], L.out[0]));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <variant>
 
 #include "rig.h"
 
@@ -138,6 +139,59 @@ TEST_P(Dense, ForwardInKChunksMatchesWholeLayer) {
   rig.want(vy);
   rig.run();
   expect_bits(rig.got(vy), ref::add_row(ref::matmul_tiled(x, w, n), b).v, "Y");
+}
+
+// Weight tiles loaded `group` per load_weights (dense_forward_partial's and
+// dense_backward_input's tile_group; TrainOptions::dense_tile_groups): the same bits as the
+// reference, every tile a matmul switches to loaded once, fewer loads. K = 9N + 3 (ten
+// K-blocks, the last of 3 rows: a tile of other rows starts a group of its own), two output
+// blocks: Y's tiles run down one output block (stride N): groups 4, 4, 1 (the ninth
+// K-block's), 1 (the partial one) per block with group 4 (2, 2, 2, 2, 1, 1 with group 2);
+// dX's alternate between the two blocks (stride = W's pitch, then back): pairs.
+TEST_P(Dense, WeightTilesInGroupsMatchReference) {
+  const uint32_t n = GetParam();
+  const uint32_t m = 2 * n + 1, k = 9 * n + 3, out = n + 2, acc = 3;
+  const ref::Mat x = random_mat(m, k, 2.0f, 31), w = random_mat(k, out, 0.5f, 32);
+  const ref::Mat dy = random_mat(m, out, 1.0f, 33);
+  for (const uint32_t group : {1u, 2u, 4u}) {
+    Rig rig(n);
+    VMat vx = rig.arena().matrix(m, k), vw = rig.arena().matrix(k, out);
+    VMat vy = rig.arena().matrix(m, out), vdy = rig.arena().matrix(m, out);
+    VMat vdx = rig.arena().matrix(m, k);
+    rig.put(vx, x.v);
+    rig.put(vw, w.v);
+    rig.put(vdy, dy.v);
+    auto count = [&](size_t from, size_t& loads, size_t& tiles, size_t& switches) {
+      const std::vector<Instruction>& p = rig.pb().instructions();
+      loads = tiles = switches = 0;
+      for (size_t i = from; i < p.size(); ++i) {
+        if (const auto* lw = std::get_if<LoadWeights>(&p[i])) {
+          ++loads;
+          tiles += lw->tiles;
+          EXPECT_LE(lw->tiles, group);
+        }
+        if (const auto* mm = std::get_if<MatmulBf16>(&p[i])) switches += mm->switch_weights;
+      }
+    };
+    size_t loads = 0, tiles = 0, switches = 0;
+    dense_forward_partial(rig.pb(), vx, vw, acc, false, group);
+    count(0, loads, tiles, switches);
+    EXPECT_EQ(tiles, 20u);
+    EXPECT_EQ(switches, 20u);
+    EXPECT_EQ(loads, group == 1 ? 20u : group == 2 ? 12u : 8u) << group;
+    dense_forward_finish(rig.pb(), acc, nullptr, vy);
+    const size_t from = rig.pb().instructions().size();
+    dense_backward_input(rig.pb(), vdy, vw, vdx, acc, acc + 4 * m + 1, group);
+    count(from, loads, tiles, switches);
+    EXPECT_EQ(tiles, 20u);
+    EXPECT_EQ(switches, 20u);
+    EXPECT_EQ(loads, group == 1 ? 20u : 10u) << group;
+    rig.want(vy);
+    rig.want(vdx);
+    rig.run();
+    expect_bits(rig.got(vy), ref::matmul_tiled(x, w, n).v, "Y");
+    expect_bits(rig.got(vdx), ref::matmul_tiled(dy, ref::transposed(w), n).v, "dX");
+  }
 }
 
 // The reference itself against double precision: |ref - exact| <= 2^-20 * sum |x_k w_k| on

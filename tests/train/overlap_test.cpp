@@ -281,6 +281,47 @@ TEST(TrainOverlap, KerasDenseUpdateBesideConvBackward) {
   }
 }
 
+// TrainOptions::dense_tile_groups: in the Keras step the Dense's and the DenseGradX's weight
+// tiles (676 each, one per 32-row matmul) come 4 per load_weights (on: ceil(blocks / 4) loads
+// per K-chunk, all of 4 tiles but a chunk's last; off: 676 of one tile), every tile a matmul
+// of the node switches to.
+TEST(TrainOverlap, KerasDenseTilesFourPerLoad) {
+  const ChipParams chip = ChipParams::training(16);
+  const Compiled c = keras_compiled(true);
+  for (const bool groups : {true, false}) {
+    TrainOptions o;
+    o.dense_tile_groups = groups;
+    const Emitted e = emit(c.g, c.p, c.s.step, o, chip, Device::kArenaBase);
+    for (const Op op : {Op::Dense, Op::DenseGradX}) {
+      size_t loads = 0, tiles = 0, switches = 0, fours = 0, chunks = 0, want = 0;
+      for (size_t id = 0; id < c.g.nodes.size(); ++id) {
+        if (c.g.nodes[id].op != op) continue;
+        const uint32_t kb = c.p.chunk[id];  // K-blocks per chunk
+        ASSERT_GT(kb, 0u);
+        for (uint32_t b = 0; b < 676; b += kb, ++chunks) want += (std::min(kb, 676 - b) + 3) / 4;
+      }
+      for (const Emitted::Range& r : e.ranges) {
+        if (c.g.nodes[static_cast<size_t>(r.node)].op != op) continue;
+        for (size_t k = r.begin; k < r.end; ++k) {
+          if (const auto* lw = std::get_if<LoadWeights>(&e.program[k])) {
+            ++loads;
+            tiles += lw->tiles;
+            fours += lw->tiles == 4;
+          }
+          if (const auto* mm = std::get_if<MatmulBf16>(&e.program[k])) {
+            switches += mm->switch_weights;
+          }
+        }
+      }
+      EXPECT_EQ(tiles, 676u) << groups << " " << op_name(op);
+      EXPECT_EQ(switches, 676u) << groups << " " << op_name(op);
+      EXPECT_EQ(loads, groups ? want : 676u) << op_name(op);
+      EXPECT_GE(fours, groups ? loads - chunks : 0u) << op_name(op);
+      EXPECT_LT(want, 676u / 3);
+    }
+  }
+}
+
 size_t step_position(const Schedule& s, int node) {
   return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
 }
@@ -386,17 +427,19 @@ uint32_t bits(float f) {
 // final weights) on the golden model, in Keras-shaped models small enough to run fast (with a
 // hidden Dense: two DenseUpdates, the one after the ConvPoolGrad beside it).
 // Three programs: the DenseGradX leading the merged stream, the pair alone, no overlap.
+// A fourth: the first with one weight tile per load_weights (dense_tile_groups false).
 void same_bits(const std::string& model) {
   const ChipParams chip = ChipParams::training(4);
-  constexpr int kRuns = 3;
+  constexpr int kRuns = 4;
   std::vector<std::vector<uint32_t>> losses(kRuns);
   std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
   for (int r = 0; r < kRuns; ++r) {
     TrainOptions o;
     o.batch = 8;
     o.lr = 0.01f;
-    o.overlap = r < 2;
-    o.overlap_lead = r == 0;
+    o.overlap = r < 2 || r == 3;
+    o.overlap_lead = r == 0 || r == 3;
+    o.dense_tile_groups = r != 3;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);

@@ -46,6 +46,8 @@ class Emitter {
 
  private:
   void body(int id);  // node id's instructions
+  // Weight tiles per load_weights of a Dense's and a DenseGradX's matmuls (kernels.h).
+  uint32_t tile_group() const { return o_.dense_tile_groups ? kDenseTileGroup : 1; }
   const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
   uint32_t addr(int t, uint32_t row) const { return base_ + home(t).addr + row * 4 * n_; }
   int32_t res(int t) const { return p_.resident(t); }
@@ -224,7 +226,7 @@ void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t d
       },
       [&](size_t c) {
         const VMat wc = w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, false);
-        dense_forward_partial(pb_, xc(c), wc, 0, c != 0);
+        dense_forward_partial(pb_, xc(c), wc, 0, c != 0, tile_group());
       },
       [](size_t) {});
   VMat bias;
@@ -251,7 +253,7 @@ void Emitter::dense_grad_x(const Node& nd, const NodeLayout& L, uint32_t kb, uin
       ch.size(), depth, [&](size_t c) { w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, true); },
       [&](size_t c) {
         const VMat wc = w_chunk(w, wbase(c), ch[c].k0, ch[c].cols, false);
-        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, acc_end);
+        dense_backward_input(pb_, at(dy, L.in[0]), wc, dxc(c), 0, acc_end, tile_group());
         clear_padding_rows(pb_, dxc(c));
       },
       [&](size_t c) { out(dx, dxc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0); });

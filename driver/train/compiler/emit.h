@@ -26,6 +26,13 @@ struct Emitted {
   std::vector<Range> ranges;
 };
 
+// Weight tiles per load_weights of a Dense's and a DenseGradX's matmuls with
+// TrainOptions::dense_tile_groups (kernels.h tile_group; without it 1): WFifoTiles + 2 = 6 may
+// wait, so the next group of 4 is loaded after the second matmul of a group. Measured
+// 2026-11-29 for the Keras step (N = 16, batch 32): 2 tiles 463,328 cycles, 3 454,778, 4
+// 454,878, 5 454,760, 6 458,006; one per tile 465,007.
+constexpr uint32_t kDenseTileGroup = 4;
+
 // `device_base`: the byte address of the device buffer holding every home.
 Emitted emit(const Graph& g, const Placement& p, const std::vector<int>& order,
              const TrainOptions& opt, const ChipParams& chip, uint32_t device_base);
