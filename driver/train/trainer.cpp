@@ -108,6 +108,7 @@ Trainer::Trainer(const std::string& model, const TrainOptions& opt, const ChipPa
   if (opt.resident) place_resident(t.g, t.place, chip);
   t.sched = schedule(t.g);
   if (opt.overlap) overlap_updates(t.g, t.place, t.sched, chip, opt.resident, opt.overlap_lead);
+  if (opt.dense_x_in_vmem) place_x_in_vmem(t.g, t.place, t.sched.step, chip);
   t.emit_programs();
   t.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -41,6 +41,11 @@ struct TrainOptions {
   // tile while the one before it drains, so VMEM read port 0 is held 81 cycles per 4 tiles
   // instead of 33 per tile. The same bits either way.
   bool dense_tile_groups = true;
+  // A Dense right after the ConvPool that computes its X: the ConvPool copies the first column
+  // blocks of Y into the Dense's VMEM buffer sets as it computes them, so the Dense reads only
+  // its later K chunks back from device memory (compiler/overlap.h place_x_in_vmem). The same
+  // bits either way.
+  bool dense_x_in_vmem = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

@@ -322,6 +322,55 @@ TEST(TrainOverlap, KerasDenseTilesFourPerLoad) {
   }
 }
 
+// TrainOptions::dense_x_in_vmem (overlap.h place_x_in_vmem): in the Keras step the Dense
+// right after the ConvPool gets K chunks of Y's column blocks (169 blocks of 32 rows) in rows
+// above the ConvPool's layout; the ConvPool copies column blocks 0 and 1 (`or` passes per pooled
+// band and block, 13 x 2, 416 rows each) into the Dense's two X sets, filling each once, and
+// the Dense reads only chunks 2 and 3 back (without: all 4 of its chunks, no copy).
+TEST(TrainOverlap, KerasDenseXInVmem) {
+  const ChipParams chip = ChipParams::training(16);
+  const Compiled c = keras_compiled(true);
+  Placement p = c.p;
+  const std::vector<int> kept = place_x_in_vmem(c.g, p, c.s.step, chip);
+  ASSERT_EQ(kept.size(), 1u);
+  const int d = kept[0], conv = p.x_kept_of(d);
+  ASSERT_GE(conv, 0);
+  EXPECT_EQ(c.g.nodes[static_cast<size_t>(conv)].op, Op::ConvPool);
+  EXPECT_EQ(p.x_kept_of(conv), d);
+  EXPECT_EQ(c.p.x_kept_of(d), -1);
+  EXPECT_EQ(p.chunk[static_cast<size_t>(d)], 169u);
+  EXPECT_GE(p.vmem_lo_of(d),
+            node_layout(c.g, p, conv, p.chunk[static_cast<size_t>(conv)], chip).end);
+  const NodeLayout L = node_layout(c.g, p, d, p.chunk[static_cast<size_t>(d)], chip);
+  ASSERT_EQ(L.in_step.at(0), 5408u);
+  for (const bool on : {true, false}) {
+    const Placement& q = on ? p : c.p;
+    const Emitted e = emit(c.g, q, c.s.step, TrainOptions{}, chip, Device::kArenaBase);
+    size_t reads = 0, copies = 0, copied = 0;
+    for (const Emitted::Range& r : e.ranges) {
+      for (size_t k = r.begin; k < r.end; ++k) {
+        if (r.node == d && std::holds_alternative<ReadVmem>(e.program[k])) ++reads;
+        const auto* v = std::get_if<Vector>(&e.program[k]);
+        if (r.node != conv || v == nullptr || v->dst < L.in[0] || v->dst >= L.in[0] + 2 * 5408)
+          continue;
+        ++copies;
+        EXPECT_EQ(v->func, static_cast<uint8_t>(VecFunc::Or));
+        EXPECT_EQ(v->b, 0u);
+        copied += uint32_t{v->inner} * v->outer;
+      }
+    }
+    const uint32_t kb = c.p.chunk[static_cast<size_t>(d)];
+    EXPECT_EQ(reads, on ? 2u : (676u + kb - 1) / kb) << on;
+    EXPECT_EQ(copies, on ? 2u * 26 : 0u) << on;  // 416 rows: two passes (inner <= 255)
+    EXPECT_EQ(copied, on ? 2u * 5408 : 0u) << on;
+  }
+  // the small models of SameBitsWithAndWithout keep their Dense's X too (so it compares)
+  for (const int64_t hidden : {int64_t{0}, int64_t{6}}) {
+    Compiled m = compile_overlap(keras_like(12, 8, 4, hidden), 8, 4);
+    EXPECT_EQ(place_x_in_vmem(m.g, m.p, m.s.step, ChipParams::training(4)).size(), 1u) << hidden;
+  }
+}
+
 size_t step_position(const Schedule& s, int node) {
   return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
 }
@@ -427,19 +476,21 @@ uint32_t bits(float f) {
 // final weights) on the golden model, in Keras-shaped models small enough to run fast (with a
 // hidden Dense: two DenseUpdates, the one after the ConvPoolGrad beside it).
 // Three programs: the DenseGradX leading the merged stream, the pair alone, no overlap.
-// A fourth: the first with one weight tile per load_weights (dense_tile_groups false).
+// A fourth: the first with one weight tile per load_weights (dense_tile_groups false); a
+// fifth: the first with the Dense's X read back from device memory (dense_x_in_vmem false).
 void same_bits(const std::string& model) {
   const ChipParams chip = ChipParams::training(4);
-  constexpr int kRuns = 4;
+  constexpr int kRuns = 5;
   std::vector<std::vector<uint32_t>> losses(kRuns);
   std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
   for (int r = 0; r < kRuns; ++r) {
     TrainOptions o;
     o.batch = 8;
     o.lr = 0.01f;
-    o.overlap = r < 2 || r == 3;
-    o.overlap_lead = r == 0 || r == 3;
+    o.overlap = r < 2 || r >= 3;
+    o.overlap_lead = r == 0 || r >= 3;
     o.dense_tile_groups = r != 3;
+    o.dense_x_in_vmem = r != 4;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);

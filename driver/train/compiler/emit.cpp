@@ -46,6 +46,12 @@ class Emitter {
 
  private:
   void body(int id);  // node id's instructions
+  // overlap.h place_x_in_vmem: the Dense's X sets a ConvPool copies its first `sets` column
+  // blocks of Y into (block c at base + c * step); sets = 0: none.
+  struct KeptX {
+    uint32_t sets = 0, base = 0, step = 0;
+  };
+  KeptX kept_x(int conv) const;
   // Weight tiles per load_weights of a Dense's and a DenseGradX's matmuls (kernels.h).
   uint32_t tile_group() const { return o_.dense_tile_groups ? kDenseTileGroup : 1; }
   const Home& home(int t) const { return p_.homes[static_cast<size_t>(t)]; }
@@ -212,16 +218,29 @@ void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(s
   for (const Instruction& i : writes) pb_.append(i);
 }
 
+Emitter::KeptX Emitter::kept_x(int conv) const {
+  const int d = p_.x_kept_of(conv);
+  if (d < 0) return KeptX{};
+  const size_t di = static_cast<size_t>(d);
+  const NodeLayout L = node_layout(g_, p_, d, p_.chunk[di], chip_);
+  const uint32_t depth = p_.depth.empty() ? 1 : std::max(1u, p_.depth[di]);
+  const uint32_t chunks =
+      static_cast<uint32_t>(k_chunks(home(g_.nodes[di].in[0]).geom.cols, p_.chunk[di], n_).size());
+  return KeptX{std::min(depth, chunks), L.in[0], L.in_step.empty() ? 0 : L.in_step[0]};
+}
+
 void Emitter::dense(const Node& nd, const NodeLayout& L, uint32_t kb, uint32_t depth) {
   const int x = nd.in[0], w = nd.in[1], y = nd.out[0];
   const uint32_t pitch = home(x).geom.pitch;
   const std::vector<KChunk> ch = k_chunks(home(x).geom.cols, kb, n_);
+  // overlap.h place_x_in_vmem: the ConvPool left chunks 0 .. depth-1 in their sets
+  const size_t kept = p_.x_kept_of(static_cast<int>(&nd - g_.nodes.data())) >= 0 ? depth : 0;
   auto set = [&](size_t i, size_t c) { return set_of(L.in, L.in_step, i, c % depth); };
   auto xc = [&](size_t c) { return VMat{set(0, c), home(x).geom.rows, ch[c].cols, pitch}; };
   pipeline(
       ch.size(), depth,
       [&](size_t c) {
-        in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
+        if (c >= kept) in(x, xc(c).base, pitch * ch[c].blocks, pitch * ch[c].b0);
         w_chunk(w, set(1, c), ch[c].k0, ch[c].cols, true);
       },
       [&](size_t c) {
@@ -630,6 +649,7 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
   const uint32_t kh = nd.pool.kh, B = nd.conv.batch;
   const uint32_t pline = nd.pool.wo() * B, cline = nd.conv.wo() * B;
   const std::vector<FusedJob> jobs = fused_jobs(nd, lines_per_band, group, n_);
+  const KeptX kept = kept_x(static_cast<int>(&nd - g_.nodes.data()));
   auto read_x = [&](const FusedJob& j) {
     const ConvGeom b = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
     return x_band(nd.in[0], set_of(L.in, L.in_step, 0, j.band % depth), b, j.py0 * kh);
@@ -678,6 +698,10 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         maxpool_forward(pb_, pg, buf, yb, ab, L.pool_scratch + blocks);
         if (nd.in.size() > 2) bias_add(pb_, yb, VMat{L.pool_scratch + j.g0, 1, bg.cout, 1});
         if (nd.relu) relu_forward(pb_, yb, yb);
+        for (uint32_t k = 0; k < yb.blocks(n_) && j.g0 + k < kept.sets; ++k) {
+          pb_.vop_imm(VecFunc::Or, kept.base + (j.g0 + k) * kept.step + j.py0 * pline, yb.block(k),
+                      0, rows);  // overlap.h place_x_in_vmem: the same bits
+        }
       };
       auto write = [&] {
         for (uint32_t k = 0; k < yb.blocks(n_); ++k) {

@@ -201,4 +201,42 @@ std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
   return pairs;
 }
 
+std::vector<int> place_x_in_vmem(const Graph& g, Placement& p, const std::vector<int>& step,
+                                 const ChipParams& chip) {
+  std::vector<int> kept;
+  for (size_t k = 1; k < step.size(); ++k) {
+    const int id = step[k], prev = step[k - 1];
+    const Node& nd = g.nodes[static_cast<size_t>(id)];
+    const Node& pn = g.nodes[static_cast<size_t>(prev)];
+    if (nd.op != Op::Dense || pn.op != Op::ConvPool || p.vmem_lo_of(id) != 0 ||
+        p.beside_of(prev) >= 0 || memory_of(g, nd.in[0]) != memory_of(g, pn.out[0])) {
+      continue;
+    }
+    // X (the Flatten view) has Y's image: K chunk c of kb blocks is Y's column block c
+    const Home& x = p.homes[static_cast<size_t>(nd.in[0])];
+    const Home& y = p.homes[static_cast<size_t>(pn.out[0])];
+    if (x.addr != y.addr || y.geom.rows != y.geom.pitch || x.geom.pitch == 0 ||
+        y.geom.pitch % x.geom.pitch != 0 ||
+        x.geom.blocks(p.n) != y.geom.blocks(p.n) * (y.geom.pitch / x.geom.pitch)) {
+      continue;
+    }
+    Placement q = p;
+    q.vmem_lo.resize(g.nodes.size(), 0);
+    q.x_kept.resize(g.nodes.size(), -1);
+    q.chunk[static_cast<size_t>(id)] = y.geom.pitch / x.geom.pitch;
+    try {
+      q.vmem_lo[static_cast<size_t>(id)] =
+          node_layout(g, q, prev, q.chunk[static_cast<size_t>(prev)], chip).end;
+      node_layout(g, q, id, q.chunk[static_cast<size_t>(id)], chip);  // throws if it won't fit
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    q.x_kept[static_cast<size_t>(id)] = prev;
+    q.x_kept[static_cast<size_t>(prev)] = id;
+    p = std::move(q);
+    kept.push_back(id);
+  }
+  return kept;
+}
+
 }  // namespace tpu::train::compiler

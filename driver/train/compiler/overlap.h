@@ -49,4 +49,14 @@ bool nodes_conflict(const Graph& g, const Node& a, const Node& b);
 std::vector<Overlap> overlap_updates(const Graph& g, Placement& p, Schedule& s,
                                      const ChipParams& chip, bool resident, bool lead = true);
 
+// A Dense right after the ConvPool whose Y is its X (the Flatten view, the same image): its K
+// chunks become Y's column blocks (kb = Y's rows per block / X's), its VMEM rows go above the
+// ConvPool's layout (Placement::vmem_lo), and the ConvPool copies each pooled band of column
+// block c < the Dense's buffer sets into set c (one `or` pass, the same bits) besides writing
+// Y out (Placement::x_kept): the Dense reads only its later chunks from device memory
+// (TrainOptions::dense_x_in_vmem). Only where the Dense's layout still fits VMEM. Returns the
+// Dense nodes so placed.
+std::vector<int> place_x_in_vmem(const Graph& g, Placement& p, const std::vector<int>& step,
+                                 const ChipParams& chip);
+
 }  // namespace tpu::train::compiler

@@ -65,6 +65,10 @@ struct Placement {
     const uint32_t h = at_or_0(acc_hi, node);
     return h != 0 ? h : chip.acc_rows;
   }
+  // Per node (overlap.h place_x_in_vmem): a ConvPool's Dense whose first K chunks (one per
+  // buffer set) it copies its Y column blocks into, and that Dense's ConvPool (-1: none).
+  std::vector<int> x_kept;
+  int x_kept_of(int node) const { return at_or_minus_1(x_kept, node); }
   int beside_of(int node) const { return at_or_minus_1(beside, node); }
   int lead_of(int node) const { return at_or_minus_1(lead, node); }
 
