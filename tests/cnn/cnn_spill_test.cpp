@@ -165,6 +165,55 @@ TEST(DepthwiseUnit, SpilledMobileNetFusesTheConvolutionBeforeDepthwise) {
   EXPECT_TRUE(run_bit_exact(k.q, k.images, 1, tight));
 }
 
+// Fused and pipelined (ProgramOptions::pair_depthwise, the default; Emitter::spill_fused): the
+// 1x1 convolution's matmuls of a later block come between one dwconv of the depthwise layer and
+// the next, so the array works while the depthwise unit does. Counts, over the fused depthwise
+// layers of `prog`, their dwconvs (*dwconvs) and those followed by a matmul of the convolution
+// before the next dwconv of any layer (the return value).
+size_t dwconvs_followed_by_matmuls(const Program& prog, size_t* dwconvs) {
+  size_t followed = 0;
+  *dwconvs = 0;
+  const auto& ins = prog.instructions;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const int li = prog.instr_layer[i];
+    if (!std::holds_alternative<tpu::DwConv>(ins[i]) || li < 1 ||
+        prog.layer_dma[size_t(li)].spill_in != 0)  // not fused: reads its input from the host
+      continue;
+    ++*dwconvs;
+    for (size_t j = i + 1; j < ins.size() && !std::holds_alternative<tpu::DwConv>(ins[j]); ++j)
+      if (prog.instr_layer[j] == li - 1 && std::holds_alternative<tpu::Matmul>(ins[j])) {
+        ++followed;
+        break;
+      }
+  }
+  return followed;
+}
+
+TEST(DepthwiseUnit, SpilledFusedPairRunsTheNextMatmulsBesideEachDwconv) {
+  const DwCase k;
+  const CompiledNetwork cn = compile_network(k.q, k.dw);
+  ASSERT_TRUE(cn.spill);
+  const uint32_t batch = 2;
+  ProgramOptions o;
+  o.scratch_addr = 0x4000'0000;
+  const Program on = emit_program(cn, batch, 0x100000, 0x2000'0000, 0x3000'0000, o);
+  o.pair_depthwise = false;
+  const Program off = emit_program(cn, batch, 0x100000, 0x2000'0000, 0x3000'0000, o);
+  const size_t pairs = dw_spill_counts(cn, batch, true).fused;
+  ASSERT_GT(pairs, 0u) << "no depthwise layer fused with the convolution before it";
+  size_t n_on = 0, n_off = 0;
+  const size_t f_on = dwconvs_followed_by_matmuls(on, &n_on);
+  const size_t f_off = dwconvs_followed_by_matmuls(off, &n_off);
+  ASSERT_GT(n_on, 2 * pairs * batch);
+  // Pipelined: every dwconv but the last two of each pair and image.
+  EXPECT_EQ(f_on, n_on - 2 * pairs * batch) << "of " << n_on << " dwconvs";
+  // Not pipelined: only where a band or a chunk of blocks ends.
+  EXPECT_LT(f_off, n_off / 2) << "of " << n_off << " dwconvs";
+  // Both bit-exact against the integer reference (on is the default).
+  EXPECT_TRUE(run_bit_exact(k.q, k.images, batch, k.dw, o));
+  EXPECT_TRUE(run_bit_exact(k.q, k.images, batch, k.dw));
+}
+
 // The decoder's hazard range of a dwconv is ONE range, the hull of its input rows and tap rows
 // (rtl/tpu_decoder.sv): an activate writing into it waits for the dwconv. For every dwconv of
 // a program, the activates that read its accumulators (up to the next instruction writing

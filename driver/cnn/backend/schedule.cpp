@@ -21,6 +21,7 @@ Emitter::Emitter(const CompiledNetwork& cn, uint32_t batch, uint32_t caddr, uint
       oaddr_(oaddr),
       overlap_(opt.overlap_layers),
       fuse_dw_(opt.fuse_depthwise),
+      pipe_fused_(opt.pair_depthwise),
       saddr_(opt.scratch_addr) {
   half_ = (cn.chip.acc_rows - cn.fill_rows) / 2;
   if (cn.spill) {

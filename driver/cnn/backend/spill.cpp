@@ -376,18 +376,28 @@ Emitter::FusedPlan Emitter::plan_fused(size_t li) const {
     for (const auto* o : outs) r += uint64_t(per + o->pt + o->pb) * o->wp();
     return r;
   };
+  // Pipelined (spill_fused), the accumulators hold the matmuls of kFusedAhead + 1 blocks
+  // and the dwconvs of two, each in rows of its own.
+  const uint64_t ring = cn_.chip.acc_rows - cn_.fill_rows;
+  auto e_rows = [&](int per) {
+    return std::min<uint64_t>(window(per), uint64_t(t.h)) * uint64_t(pe.cols_used);
+  };
+  auto d_rows = [&](int per) { return uint64_t(per) * uint64_t(pd.cols_used); };
   auto fits = [&](int per) {
-    const uint64_t lines = std::min<uint64_t>(window(per), uint64_t(t.h));
-    return lines * uint64_t(pe.cols_used) <= half_ &&
-           uint64_t(per) * uint64_t(pd.cols_used) <= half_ &&
+    if (plan.pipelined && (kFusedAhead + 1) * e_rows(per) + 2 * d_rows(per) > ring) return false;
+    return e_rows(per) <= half_ && d_rows(per) <= half_ &&
            2 * uint64_t(window(per)) * x.wp() * uint64_t(x.blocks) +
                    plan.mids * uint64_t(window(per)) * t.wp() + kOutBufs * out_rows(per) <=
                ub;
   };
+  plan.pipelined = pipe_fused_;
+  if (plan.pipelined && !fits(1)) plan.pipelined = false;  // then as before, unpipelined
   if (!fits(1)) return plan;
   int per = 1;
   while (per < d.out.h && fits(per + 1)) ++per;
   plan.per = per;
+  plan.e_rows = uint32_t(e_rows(per));
+  plan.d_rows = uint32_t(d_rows(per));
   plan.x_buf = window(per) * x.wp() * uint32_t(x.blocks);
   plan.mid_buf = window(per) * t.wp();
   plan.out_buf = uint32_t(out_rows(per));
@@ -395,105 +405,184 @@ Emitter::FusedPlan Emitter::plan_fused(size_t li) const {
   return plan;
 }
 
-void Emitter::fused_expand(size_t li, const CompiledNetwork::LayerPlan::Chunk& c,
-                           const SpillTile& xt, uint32_t x_base, int line0, int lines, uint32_t mid,
-                           uint32_t mid_rows) {
+std::vector<Emitter::FusedBlock> Emitter::fused_blocks(size_t li, const FusedPlan& plan) const {
+  const size_t di = li + 1;
   const auto& pe = cn_.layers[li];
+  const auto& pd = cn_.layers[di];
   const auto& t = cn_.tensors[li];
-  const int r0 = std::max(0, line0 - t.pt), r1 = std::min(t.h, line0 + lines - t.pt);
-  CompiledNetwork::Tensor b = t;  // one block's window: padded lines [line0, line0 + lines)
-  b.blocks = 1;
-  b.h = r1 - r0;
-  b.pt = std::max(0, t.pt - line0);
-  b.pb = std::max(0, line0 + lines - t.pt - t.h);
-  for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
-    Unit u;
-    u.g0 = 0;
-    u.g = 1;
-    u.ob = ob;
-    u.slot = c.slot_base + (ob - c.ob_begin) * pe.divisors;
-    u.gen = c.generation;
-    u.py0 = u.y0 = r0;
-    u.py1 = u.y1 = r1;
-    u.rows = uint32_t(r1 - r0) * uint32_t(pe.cols_used);
-    u.acc = acc_alloc(u.rows);
-    spill_matmuls(li, xt, u, x_base, false);
-    const uint32_t at = mid + uint32_t(ob - c.ob_begin) * mid_rows;
-    fill_borders(b, at, 1);
-    load_generation(u.gen);
-    load_lut(pe.lut);
-    Unit a = u;
-    a.ob = 0;
-    activates(li, a, b, at, r0);
+  std::vector<FusedBlock> blocks;
+  for (uint32_t k = 0; k < plan.tiles.size(); ++k) {
+    const SpillTile& dt = plan.tiles[k];
+    const SpillSrc& w = dt.srcs[0];  // the band's window: padded lines of the fused tensor
+    const int r0 = std::max(0, int(w.line0) - t.pt);
+    const int r1 = std::min(t.h, int(w.line0 + w.lines) - t.pt);
+    for (const auto& c : pe.chunks)
+      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
+        FusedBlock b;
+        b.band = k;
+        b.first_of_band = blocks.empty() || blocks.back().band != k;
+        b.first_of_chunk = ob == c.ob_begin;
+        // Pipelined, the window buffers go down from the top, so the buffer the next block's
+        // activates write lies below the hull of this block's dwconv (window up to tap slot).
+        const uint32_t m = uint32_t(ob - c.ob_begin);
+        b.mid = uint32_t(plan.pipelined ? plan.mids - 1 - m : m);
+        Unit& e = b.e;
+        e.g = 1;
+        e.ob = ob;
+        e.slot = c.slot_base + (ob - c.ob_begin) * pe.divisors;
+        e.gen = c.generation;
+        e.py0 = e.y0 = r0;
+        e.py1 = e.y1 = r1;
+        e.rows = uint32_t(r1 - r0) * uint32_t(pe.cols_used);
+        const auto* dc = &pd.chunks.front();
+        for (const auto& c2 : pd.chunks)
+          if (ob >= c2.ob_begin && ob < c2.ob_end) dc = &c2;
+        Unit& d = b.d;
+        d.g = 1;
+        d.ob = ob;
+        d.slot = dc->slot_base + (ob - dc->ob_begin) * pd.divisors;
+        d.gen = dc->generation;
+        d.py0 = dt.py0;
+        d.py1 = dt.py1;
+        d.y0 = dt.y0;
+        d.y1 = dt.y1;
+        d.rows = uint32_t(d.y1 - d.y0) * uint32_t(pd.cols_used);
+        blocks.push_back(b);
+      }
+  }
+  return blocks;
+}
+
+void Emitter::fused_read_x(const FusedRun& r, uint32_t band) {
+  cur_layer_ = int(r.li);
+  const SpillSrc& s = r.xts[band].srcs[0];
+  for (int b = 0; b < s.t->blocks; ++b)
+    op(ReadHost{HostDest::Ub, r.x_base(band) + uint32_t(b) * s.block_rows(), s.block_rows(),
+                s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
+}
+
+void Emitter::fused_expand_mm(FusedRun& r, FusedBlock& b) {
+  cur_layer_ = int(r.li);
+  b.e.acc = r.plan.pipelined ? uint32_t(r.e_count++ % (kFusedAhead + 1)) * r.plan.e_rows
+                             : acc_alloc(b.e.rows);
+  spill_matmuls(r.li, r.xts[b.band], b.e, r.x_base(b.band), false);
+}
+
+void Emitter::fused_expand_act(FusedRun& r, const FusedBlock& b) {
+  cur_layer_ = int(r.li);
+  const auto& t = cn_.tensors[r.li];
+  const SpillSrc& w = r.plan.tiles[b.band].srcs[0];
+  CompiledNetwork::Tensor win = t;  // one block's window: padded lines of the band
+  win.blocks = 1;
+  win.h = b.e.y1 - b.e.y0;
+  win.pt = std::max(0, t.pt - int(w.line0));
+  win.pb = std::max(0, int(w.line0 + w.lines) - t.pt - t.h);
+  const uint32_t at = r.mid0 + b.mid * r.plan.mid_buf;
+  const std::array<int, 3> key{win.pt, win.pb, win.h};
+  if (!r.plan.pipelined || r.mid_filled[b.mid] != key) fill_borders(win, at, 1);
+  r.mid_filled[b.mid] = key;
+  load_generation(b.e.gen);
+  load_lut(cn_.layers[r.li].lut);
+  Unit a = b.e;
+  a.ob = 0;
+  activates(r.li, a, win, at, b.e.y0);
+}
+
+void Emitter::fused_depthwise(FusedRun& r, FusedBlock& b) {
+  const size_t di = r.li + 1;
+  cur_layer_ = int(di);
+  b.d.acc = r.plan.pipelined ? uint32_t(kFusedAhead + 1) * r.plan.e_rows +
+                                   uint32_t(r.d_count++ % 2) * r.plan.d_rows
+                             : acc_alloc(b.d.rows);
+  dw_conv(di, b.d, r.mid0 + b.mid * r.plan.mid_buf, dw_tap_slot(di, b.d.ob), b.d.acc);
+}
+
+void Emitter::fused_depthwise_act(FusedRun& r, const FusedBlock& b) {
+  const size_t di = r.li + 1;
+  cur_layer_ = int(di);
+  const SpillTile& dt = r.plan.tiles[b.band];
+  load_generation(b.d.gen);
+  load_lut(cn_.layers[di].lut);
+  Unit a = b.d;
+  a.ob = 0;
+  const uint32_t k = r.ring++ % kOutBufs;
+  uint32_t at = r.out0 + k * r.plan.out_buf;
+  // The borders depend on whether the band is the first or the last (and on its height).
+  const std::array<int, 3> key{dt.py0 == 0, dt.py1 == cn_.net.layers[di].out.h, dt.py1 - dt.py0};
+  const bool fill = !r.plan.pipelined || r.out_filled[k] != key;
+  r.out_filled[k] = key;
+  for (size_t j = 0; j < dt.outs.size(); ++j) {
+    const auto* o = j == 0 ? &cn_.tensors[di] : &cn_.shadows[di];  // the output, its shadow
+    if (fill) fill_borders(dt.outs[j], at, 1);
+    activates(di, a, dt.outs[j], at, dt.py0);
+    op(WriteHost{at, dt.outs[j].block_rows(),
+                 host_of(int(di), r.img, j == 1) +
+                     (uint32_t(b.d.ob) * o->block_rows() + dt.out_line0[j] * o->wp()) * n_});
+    at += dt.outs[j].block_rows();
   }
 }
 
 void Emitter::spill_fused(size_t li, uint32_t img) {
-  const size_t di = li + 1;
-  const FusedPlan plan = plan_fused(li);
+  FusedRun r;
+  r.li = li;
+  r.img = img;
+  r.plan = plan_fused(li);
   const int xin = cn_.net.layers[li].inputs[0];
-  const auto& pe = cn_.layers[li];
-  const auto& pd = cn_.layers[di];
-  // The depthwise layer's output, then its shadow (as the band's outs).
-  auto out_of = [&](size_t j) { return j == 0 ? &cn_.tensors[di] : &cn_.shadows[di]; };
+  const auto& t = cn_.tensors[li];
   // From the bottom: the output ring, the two input windows, the window buffers (then the
   // tap slots at the top), so the hull of a dwconv's window and tap rows (dw_tap_slot) holds
   // neither the output buffers its activates write nor the input windows the next DMA fills.
-  const uint32_t out0 = 0, x0 = kOutBufs * plan.out_buf, mid0 = x0 + 2 * plan.x_buf;
-  uint32_t ring = 0;  // units written through the output ring
-  for (size_t k = 0; k < plan.tiles.size(); ++k) {
-    const SpillTile& dt = plan.tiles[k];
-    const SpillSrc& w = dt.srcs[0];  // the band's window: padded lines of the fused tensor
-    const int r0 = std::max(0, int(w.line0) - cn_.tensors[li].pt);
-    const int r1 = std::min(cn_.tensors[li].h, int(w.line0 + w.lines) - cn_.tensors[li].pt);
-    SpillTile xt;
-    xt.srcs = {
+  r.out0 = 0;
+  r.x0 = kOutBufs * r.plan.out_buf;
+  r.mid0 = r.x0 + 2 * r.plan.x_buf;
+  r.mid_filled.assign(r.plan.mids, {-1, -1, -1});
+  for (auto& f : r.out_filled) f = {-1, -1, -1};
+  std::vector<FusedBlock> blocks = fused_blocks(li, r.plan);
+  // The band's input window (every block of the convolution's input) into buffer band % 2.
+  r.xts.resize(r.plan.tiles.size());
+  for (size_t k = 0; k < r.xts.size(); ++k) {
+    const SpillSrc& w = r.plan.tiles[k].srcs[0];
+    r.xts[k].srcs = {
         SpillSrc{&cn_.input_of(int(li), xin), host_of(xin, img, cn_.reads_shadow(int(li), xin))}};
-    spill_windows(li, r0, r1, xt.srcs);
-    const SpillSrc& s = xt.srcs[0];
-    const uint32_t xb = x0 + uint32_t(k % 2) * plan.x_buf;
-    cur_layer_ = int(li);
-    for (int b = 0; b < s.t->blocks; ++b)
-      op(ReadHost{HostDest::Ub, xb + uint32_t(b) * s.block_rows(), s.block_rows(),
-                  s.host + (uint32_t(b) * s.t->block_rows() + s.line0 * s.t->wp()) * n_});
-    for (const auto& c : pe.chunks) {
-      cur_layer_ = int(li);
-      fused_expand(li, c, xt, xb, int(w.line0), int(w.lines), mid0, plan.mid_buf);
-      cur_layer_ = int(di);
-      for (int ob = c.ob_begin; ob < c.ob_end; ++ob) {
-        const auto* dc = &pd.chunks.front();
-        for (const auto& c2 : pd.chunks)
-          if (ob >= c2.ob_begin && ob < c2.ob_end) dc = &c2;
-        Unit u;
-        u.g0 = 0;
-        u.g = 1;
-        u.ob = ob;
-        u.slot = dc->slot_base + (ob - dc->ob_begin) * pd.divisors;
-        u.gen = dc->generation;
-        u.py0 = dt.py0;
-        u.py1 = dt.py1;
-        u.y0 = dt.y0;
-        u.y1 = dt.y1;
-        u.rows = uint32_t(u.y1 - u.y0) * uint32_t(pd.cols_used);
-        u.acc = acc_alloc(u.rows);
-        dw_conv(di, u, mid0 + uint32_t(ob - c.ob_begin) * plan.mid_buf, dw_tap_slot(di, ob), u.acc);
-        load_generation(u.gen);
-        load_lut(pd.lut);
-        Unit a = u;
-        a.ob = 0;
-        uint32_t at = out0 + (ring++ % kOutBufs) * plan.out_buf;
-        for (size_t j = 0; j < dt.outs.size(); ++j) {
-          const auto* o = out_of(j);
-          fill_borders(dt.outs[j], at, 1);
-          activates(di, a, dt.outs[j], at, dt.py0);
-          op(WriteHost{at, dt.outs[j].block_rows(),
-                       host_of(int(di), img, j == 1) +
-                           (uint32_t(ob) * o->block_rows() + dt.out_line0[j] * o->wp()) * n_});
-          at += dt.outs[j].block_rows();
-        }
-      }
-    }
+    spill_windows(li, std::max(0, int(w.line0) - t.pt),
+                  std::min(t.h, int(w.line0 + w.lines) - t.pt), r.xts[k].srcs);
   }
+  if (!r.plan.pipelined) {  // per band and chunk: all the convolution's blocks, then the dwconvs
+    for (size_t i = 0; i < blocks.size();) {
+      if (blocks[i].first_of_band) fused_read_x(r, blocks[i].band);
+      size_t e = i + 1;
+      while (e < blocks.size() && !blocks[e].first_of_chunk) ++e;
+      for (size_t j = i; j < e; ++j) {
+        fused_expand_mm(r, blocks[j]);
+        fused_expand_act(r, blocks[j]);
+      }
+      for (size_t j = i; j < e; ++j) {
+        fused_depthwise(r, blocks[j]);
+        fused_depthwise_act(r, blocks[j]);
+      }
+      i = e;
+    }
+    return;
+  }
+  // Software-pipelined: block j's convolution activates and dwconv follow block j + 1's
+  // matmuls, and block j - 1's depthwise activates follow block j's dwconv, so the array, the
+  // activation unit and the depthwise unit work on three blocks at once (the chip runs each
+  // unit concurrently; the window buffers and accumulator rows of the blocks in flight differ).
+  // The next band's input is read after this band's first matmuls.
+  size_t mm = 0;  // blocks whose matmuls are emitted
+  for (size_t j = 0; j < blocks.size(); ++j) {
+    for (; mm <= j + kFusedAhead && mm < blocks.size(); ++mm) {
+      if (mm == 0) fused_read_x(r, 0);
+      fused_expand_mm(r, blocks[mm]);
+      if (blocks[mm].first_of_band && blocks[mm].band + 1 < r.plan.tiles.size())
+        fused_read_x(r, blocks[mm].band + 1);
+    }
+    fused_expand_act(r, blocks[j]);
+    fused_depthwise(r, blocks[j]);
+    if (j > 0) fused_depthwise_act(r, blocks[j - 1]);
+  }
+  fused_depthwise_act(r, blocks.back());
+  acc_next_ = uint32_t(kFusedAhead + 1) * r.plan.e_rows + 2 * r.plan.d_rows;
 }
 
 }  // namespace tpu::cnn::backend
