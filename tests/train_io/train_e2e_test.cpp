@@ -133,6 +133,12 @@ TEST(TrainEndToEnd, JsonKeysAndLossesEqualTheTrainers) {
   EXPECT_GT(j.at("cycles_total").get<uint64_t>(), 0u);
   EXPECT_FALSE(j.at("layers").empty());
   EXPECT_NE(r.err.find("train: step 6/6 (epoch 2/2) loss"), std::string::npos) << r.err;
+  // Each test-accuracy pass is announced before it runs (minutes on the rtl backend).
+  EXPECT_LT(r.err.find("train: test accuracy before training, 16 images"),
+            r.err.find("train: step 1/6"))
+      << r.err;
+  EXPECT_NE(r.err.find("train: test accuracy after epoch 2/2, 16 images"), std::string::npos)
+      << r.err;
 
   // The same training driven here: Trainer + golden model + the documented data order.
   TrainOptions o;

@@ -728,6 +728,15 @@ tpu::train::FitCallbacks progress(const TrainArgs& a) {
     if (e.test_accuracy) std::fprintf(stderr, ", test accuracy %.2f %%", 100 * *e.test_accuracy);
     std::fprintf(stderr, "\n");
   };
+  cb.on_test = [&a](uint32_t epoch, uint32_t images) {
+    if (a.quiet) return;
+    if (epoch == 0)
+      std::fprintf(stderr, "train: test accuracy before training, %u images (forward pass)\n",
+                   images);
+    else
+      std::fprintf(stderr, "train: test accuracy after epoch %u/%u, %u images (forward pass)\n",
+                   epoch, a.epochs, images);
+  };
   return cb;
 }
 

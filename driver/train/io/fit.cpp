@@ -91,6 +91,7 @@ FitResult fit(Trainer& t, Device& dev, const TrainSet& train, const TrainSet* te
   t.init(dev);
   if (with_golden) golden->init(*golden_dev);
   const bool testing = test && opt.test_images > 0;
+  if (testing && cb.on_test) cb.on_test(0, std::min(opt.test_images, test->count));
   if (testing) r.initial_test_accuracy = test_accuracy(t, dev, *test, opt.test_images);
 
   BatchOrder order(train.count, opt.shuffle_seed);
@@ -145,6 +146,7 @@ FitResult fit(Trainer& t, Device& dev, const TrainSet& train, const TrainSet* te
     if (r.diverged) break;
     EpochResult e;
     e.loss = sum / r.steps_per_epoch;
+    if (testing && cb.on_test) cb.on_test(epoch, std::min(opt.test_images, test->count));
     if (testing) e.test_accuracy = test_accuracy(t, dev, *test, opt.test_images);
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(epoch, e);

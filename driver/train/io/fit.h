@@ -68,6 +68,9 @@ struct StepInfo {
 struct FitCallbacks {
   std::function<void(const StepInfo&)> on_step;
   std::function<void(uint32_t epoch, const EpochResult&)> on_epoch;
+  // Before each test-accuracy pass (epoch 0: before the first step), with its image count: the
+  // forward pass over the test images can take minutes on the rtl backend.
+  std::function<void(uint32_t epoch, uint32_t images)> on_test;
 };
 
 // Fraction of the first `count` images of `set` whose largest logit (the first one on ties) is

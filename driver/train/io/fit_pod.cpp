@@ -77,6 +77,7 @@ PodFitResult fit_pod(PodTrainer& t, const TrainSet& train, const TrainSet* test,
   r.steps_per_epoch = opt.steps_per_epoch ? opt.steps_per_epoch : train.count / batch;
   t.init();
   const bool testing = test && opt.test_images > 0;
+  if (testing && cb.on_test) cb.on_test(0, std::min(opt.test_images, test->count));
   if (testing) r.initial_test_accuracy = pod_accuracy(t, *test, opt.test_images);
   BatchOrder order(train.count, opt.shuffle_seed);
   std::vector<uint32_t> idx(batch);
@@ -120,6 +121,7 @@ PodFitResult fit_pod(PodTrainer& t, const TrainSet& train, const TrainSet* test,
     if (r.diverged) break;
     EpochResult e;
     e.loss = sum / r.steps_per_epoch;
+    if (testing && cb.on_test) cb.on_test(epoch, std::min(opt.test_images, test->count));
     if (testing) e.test_accuracy = pod_accuracy(t, *test, opt.test_images);
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(epoch, e);
