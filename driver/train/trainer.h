@@ -46,6 +46,11 @@ struct TrainOptions {
   // its later K chunks back from device memory (compiler/overlap.h place_x_in_vmem). The same
   // bits either way.
   bool dense_x_in_vmem = true;
+  // A DenseUpdate chunk's reads of the next chunk's weights and optimizer state spread over
+  // its Adam passes (after its dW acc_to_vmem) instead of right after its dW matmuls, where
+  // they held the VMEM write port the acc_to_vmem needs (compiler/interleave.h
+  // update_read_anchors). The same bits either way.
+  bool update_reads_in_adam = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

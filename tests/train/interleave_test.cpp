@@ -54,6 +54,30 @@ TEST(TrainInterleave, SpreadReadsEdgeCases) {
   EXPECT_TRUE(spread_reads(c, 2, 0).empty());
 }
 
+// A DenseUpdate chunk: decay passes, transpose, two dW matmuls, the dW acc_to_vmem, 31 Adam
+// passes. 4 reads: the first after the first matmul, the others after passes 7, 15 and 23
+// of the 31 (k * 31 / 4); without an acc_to_vmem after a matmul or passes after it: none.
+TEST(TrainInterleave, UpdateReadsBesideTheAdamPasses) {
+  std::vector<Instruction> c{Vector{},     Vector{},     Transpose{},
+                             MatmulBf16{}, MatmulBf16{}, AccToVmem{}};
+  const size_t first_pass = c.size();
+  for (int k = 0; k < 31; ++k) c.push_back(Vector{});
+  const std::vector<size_t> at = update_read_anchors(c, 4);
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_EQ(at[0], 3u);
+  EXPECT_EQ(at[1], first_pass + 7);
+  EXPECT_EQ(at[2], first_pass + 15);
+  EXPECT_EQ(at[3], first_pass + 23);
+  EXPECT_EQ(update_read_anchors(c, 1), (std::vector<size_t>{3}));
+  EXPECT_TRUE(update_read_anchors(c, 0).empty());
+  const std::vector<Instruction> no_move{Transpose{}, MatmulBf16{}, Vector{}};
+  EXPECT_TRUE(update_read_anchors(no_move, 3).empty());
+  const std::vector<Instruction> no_pass{MatmulBf16{}, AccToVmem{}};
+  EXPECT_TRUE(update_read_anchors(no_pass, 3).empty());
+  const std::vector<Instruction> move_first{AccToVmem{}, MatmulBf16{}, Vector{}};
+  EXPECT_TRUE(update_read_anchors(move_first, 3).empty());
+}
+
 Vector vec(uint16_t dst, uint8_t rows) {
   Vector v;
   v.dst = dst;

@@ -371,6 +371,52 @@ TEST(TrainOverlap, KerasDenseXInVmem) {
   }
 }
 
+// TrainOptions::update_reads_in_adam (interleave.h update_read_anchors): in the Keras step
+// each DenseUpdate chunk but the last reads the next chunk's m and v (W is resident) after its
+// dW acc_to_vmem, beside its Adam passes (after at least one of the chunk's passes);
+// without the option every read of the chunk comes before that acc_to_vmem (right after the
+// dW matmuls).
+TEST(TrainOverlap, KerasUpdateReadsBesideAdam) {
+  const ChipParams chip = ChipParams::training(16);
+  const Compiled c = keras_compiled(true);
+  for (const bool on : {true, false}) {
+    TrainOptions o;
+    o.update_reads_in_adam = on;
+    const Emitted e = emit(c.g, c.p, c.s.step, o, chip, Device::kArenaBase);
+    // the DenseUpdate's instructions in program order (it runs beside the ConvPoolGrad)
+    std::vector<Instruction> u;
+    for (const Emitted::Range& r : e.ranges) {
+      if (c.g.nodes[static_cast<size_t>(r.node)].op != Op::DenseUpdate) continue;
+      for (size_t k = r.begin; k < r.end; ++k) u.push_back(e.program[k]);
+    }
+    ASSERT_FALSE(u.empty());
+    size_t chunks = 0, late = 0, early = 0, passes_since_move = 0;
+    bool moved = false;
+    for (const Instruction& i : u) {
+      if (std::holds_alternative<AccToVmem>(i)) {
+        ++chunks;
+        moved = true;
+        passes_since_move = 0;
+      } else if (std::holds_alternative<Transpose>(i)) {
+        moved = false;
+      } else if (std::holds_alternative<Vector>(i)) {
+        ++passes_since_move;
+      } else if (std::holds_alternative<ReadVmem>(i) && chunks > 0) {
+        if (moved && passes_since_move > 0) {
+          ++late;
+        } else {
+          ++early;
+        }
+      }
+    }
+    ASSERT_GT(chunks, 2u);
+    // chunk c < last reads chunk c + 1's X, m and v (W is resident); chunk 0's reads before
+    // the first acc_to_vmem are not counted, its state reads with the option are
+    EXPECT_EQ(late, on ? 2 * (chunks - 1) : 0u) << on;
+    EXPECT_EQ(early, on ? chunks - 2 : 3 * (chunks - 2)) << on;
+  }
+}
+
 size_t step_position(const Schedule& s, int node) {
   return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
 }
@@ -477,10 +523,12 @@ uint32_t bits(float f) {
 // hidden Dense: two DenseUpdates, the one after the ConvPoolGrad beside it).
 // Three programs: the DenseGradX leading the merged stream, the pair alone, no overlap.
 // A fourth: the first with one weight tile per load_weights (dense_tile_groups false); a
-// fifth: the first with the Dense's X read back from device memory (dense_x_in_vmem false).
+// fifth: the first with the Dense's X read back from device memory (dense_x_in_vmem false); a
+// sixth: the first with the update's reads right after its dW matmuls (update_reads_in_adam
+// false).
 void same_bits(const std::string& model) {
   const ChipParams chip = ChipParams::training(4);
-  constexpr int kRuns = 5;
+  constexpr int kRuns = 6;
   std::vector<std::vector<uint32_t>> losses(kRuns);
   std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
   for (int r = 0; r < kRuns; ++r) {
@@ -491,6 +539,7 @@ void same_bits(const std::string& model) {
     o.overlap_lead = r == 0 || r >= 3;
     o.dense_tile_groups = r != 3;
     o.dense_x_in_vmem = r != 4;
+    o.update_reads_in_adam = r != 5;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);

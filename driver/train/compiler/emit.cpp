@@ -137,6 +137,10 @@ class Emitter {
   // per matmul from there, or with `spread` evenly over the matmuls (spread_reads).
   void place_dma(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
                  size_t reads_after, size_t writes_after, bool spread = false);
+  // compute with read k of dma right after instruction read_at[k] (the last of read_at for any
+  // further read), the other DMA right after writes_after.
+  void place_dma_at(const std::vector<Instruction>& compute, const std::vector<Instruction>& dma,
+                    const std::vector<size_t>& read_at, size_t writes_after);
   // The conv input rows band b (from output line oy0) reads, streamed to `base`.
   VMat x_band(int x, uint32_t base, const ConvGeom& b, uint32_t oy0);
   // db (row vector at `db`, `blocks` blocks) = db + column sums of `rows` rows of each block of
@@ -208,8 +212,20 @@ void Emitter::pipeline(size_t chunks, uint32_t depth, const std::function<void(s
     if (dense_dw) {
       // Writes (VMEM read port 0) beside X^T's transpose (port 1 and the write port), reads
       // (the write port) beside the matmuls (port 1): neither holds the vector unit.
+      // With TrainOptions::update_reads_in_adam the next chunk's state reads go beside this
+      // chunk's Adam passes instead (interleave.h update_read_anchors).
       const size_t t = first_of<Transpose>(work), m = first_of<MatmulBf16>(work);
-      place_dma(work, dma, m, t < work.size() ? t : m);
+      const size_t reads =
+          static_cast<size_t>(std::count_if(dma.begin(), dma.end(), [](const auto& d) {
+            return std::holds_alternative<ReadVmem>(d);
+          }));
+      const std::vector<size_t> at =
+          o_.update_reads_in_adam ? update_read_anchors(work, reads) : std::vector<size_t>{};
+      if (!at.empty() && t < work.size()) {
+        place_dma_at(work, dma, at, t);
+      } else {
+        place_dma(work, dma, m, t < work.size() ? t : m);
+      }
     } else {
       interleave(work, dma);
     }
@@ -770,11 +786,17 @@ void Emitter::place_dma(const std::vector<Instruction>& compute,
   const size_t count = static_cast<size_t>(std::count_if(
       dma.begin(), dma.end(), [](const auto& d) { return std::holds_alternative<ReadVmem>(d); }));
   if (spread) anchors = spread_reads(compute, reads_after, count);
+  place_dma_at(compute, dma, anchors, writes_after);
+}
+
+void Emitter::place_dma_at(const std::vector<Instruction>& compute,
+                           const std::vector<Instruction>& dma, const std::vector<size_t>& read_at,
+                           size_t writes_after) {
   std::vector<std::vector<Instruction>> after(compute.size());
   size_t reads = 0;
   for (const Instruction& d : dma) {
     if (std::holds_alternative<ReadVmem>(d)) {
-      after[anchors[std::min(reads++, anchors.size() - 1)]].push_back(d);
+      after[read_at[std::min(reads++, read_at.size() - 1)]].push_back(d);
     }
   }
   for (const Instruction& d : dma) {

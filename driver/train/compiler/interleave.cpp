@@ -22,6 +22,25 @@ std::vector<size_t> spread_reads(const std::vector<Instruction>& compute, size_t
   return at;
 }
 
+std::vector<size_t> update_read_anchors(const std::vector<Instruction>& compute, size_t count) {
+  size_t first_mm = compute.size(), last_move = compute.size();
+  for (size_t i = 0; i < compute.size(); ++i) {
+    if (first_mm == compute.size() && std::holds_alternative<MatmulBf16>(compute[i])) first_mm = i;
+    if (std::holds_alternative<AccToVmem>(compute[i])) last_move = i;
+  }
+  if (count == 0 || first_mm == compute.size() || last_move == compute.size() ||
+      last_move < first_mm)
+    return {};
+  std::vector<size_t> passes;
+  for (size_t i = last_move + 1; i < compute.size(); ++i) {
+    if (std::holds_alternative<Vector>(compute[i])) passes.push_back(i);
+  }
+  if (passes.empty()) return {};
+  std::vector<size_t> at{first_mm};
+  for (size_t k = 1; k < count; ++k) at.push_back(passes[k * passes.size() / count]);
+  return at;
+}
+
 namespace {
 
 struct Rows {

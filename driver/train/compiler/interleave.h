@@ -21,6 +21,16 @@ namespace tpu::train::compiler {
 // `from` when no matmul follows it. `from` < compute.size().
 std::vector<size_t> spread_reads(const std::vector<Instruction>& compute, size_t from,
                                  size_t count);
+// For a DenseUpdate chunk's `count` DMA reads (the next chunk's X, then its W and optimizer
+// state), the index of the instruction of `compute` each goes right after: the first after
+// the first matmul_bf16 (the next chunk's transpose needs X), read k >= 1 after vector pass
+// floor(k * P / count) of the P vector passes after the last acc_to_vmem (the update's, on
+// dW): the state reads run beside the update's dependent chain of passes instead of holding
+// the VMEM write port when the dW acc_to_vmem needs it (a read_vmem writes VMEM through that
+// port and goes first; the acc_to_vmem and every pass behind it wait, and in the merged stream
+// every instruction behind them). Empty when compute has no matmul, no acc_to_vmem after it
+// or no vector pass after that (then the caller places them as before).
+std::vector<size_t> update_read_anchors(const std::vector<Instruction>& compute, size_t count);
 
 // The instructions in a new order: each run of load_weights / matmul_bf16 (with at least one
 // matmul) that comes right after a run of vector instructions goes ahead of that run when no
