@@ -14,17 +14,19 @@
 // client i raises re, presents raddr and is granted (rgnt) in the same cycle; the row is on its
 // rdata in the cycle after a granted read (only then). A write client raises we with waddr /
 // wdata and the row is written at the clock edge when it is granted; a denied client holds its
-// request. Read client i uses read port RdPort[i]; on each port, and on the write port, the
-// lowest-numbered requesting client wins (fixed priority: client 0 of a port is never denied,
-// which the DMA units rely on).
+// request. Read client i uses read port RdPort[i]. Grants are per bank: a narrow client uses
+// one bank (the bank of its row) and is granted unless a lower-numbered narrow client of its
+// port (or, for writes, of the write port) uses that bank in this cycle (fixed priority per
+// bank: client 0 of a port is never denied, which the DMA units rely on). So two narrow clients
+// of a port streaming through different banks both move a row per cycle (docs/isa.md
+// "Bandwidth and what the design assumes"); with VpuRows = 1 the one bank is the whole port.
 //
 // The vector unit's wide ports (rtl/tpu_vpu.sv) come last on each port: one wide read client
 // per read port (va_ port 0, vb_ port 1) and one wide write client. They are bank-indexed:
 // bank k's request in bit k, its row address (a row of bank k: low bits = k) in [16k +: 16],
 // its data in [32Nk +: 32N], its grant in bit k. A wide client is granted bank by bank: every
-// bank it requests that no narrow client of the port uses in this cycle (a narrow client uses
-// one bank, the bank of its row), so the vector unit keeps moving VpuRows - 1 rows per cycle
-// while a narrow client streams (docs/isa.md "Bandwidth and what the design assumes"). A read
+// bank it requests that no narrow client of the port uses in this cycle, so the vector unit
+// keeps moving the other rows of its group while narrow clients stream. A read
 // granted in the cycle a write of the same row is granted returns the new row (write-first,
 // every bank and copy).
 `include "tpu_assert.svh"
@@ -86,30 +88,28 @@ module tpu_vmem #(
   logic [IdxW*VpuRows-1:0]   bank_waddr;
   logic [RowW*VpuRows-1:0]   bank_wdata;
 
-  // Read ports: fixed priority among the narrow clients of each port, then the wide client.
-  logic [1:0]         narrow_re;            // a narrow client reads on port p
-  logic [2*BankW-1:0] narrow_bank;          // ... from this bank
-  logic [2*BankW-1:0] narrow_bank_q;        // the bank of port p's last narrow read
+  // Read ports: per bank, fixed priority among the narrow clients of the port, then the wide
+  // client. rd_used: port p's bank k (bit VpuRows * p + k) is read by a narrow client.
+  logic [2*VpuRows-1:0]     rd_used;
+  logic [BankW*RdClients-1:0] rbank_q;  // the bank of client i's last granted read
   always_comb begin
-    narrow_re   = '0;
-    narrow_bank = '0;
-    bank_re     = '0;
-    bank_raddr  = '0;
-    rgnt_o      = '0;
+    rd_used    = '0;
+    bank_re    = '0;
+    bank_raddr = '0;
+    rgnt_o     = '0;
     for (int i = 0; i < 32'(RdClients); i++) begin
-      if (re_i[i] && !narrow_re[RdPort[i]]) begin
-        narrow_re[RdPort[i]]                = 1'b1;
-        narrow_bank[BankW*RdPort[i] +: BankW] = bank_of(raddr_i[16*i +: 16]);
+      if (re_i[i] && !rd_used[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))]) begin
+        rd_used[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] = 1'b1;
         bank_re[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] = 1'b1;
         bank_raddr[IdxW*(VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))) +: IdxW] =
             idx_of(raddr_i[16*i +: 16]);
         rgnt_o[i] = 1'b1;
       end
     end
-    // The wide clients: every requested bank the port's narrow client leaves free.
+    // The wide clients: every requested bank the port's narrow clients leave free.
     for (int k = 0; k < 32'(VpuRows); k++) begin
-      va_rgnt_o[k] = va_re_i[k] && !(narrow_re[0] && 32'(narrow_bank[0 +: BankW]) == k);
-      vb_rgnt_o[k] = vb_re_i[k] && !(narrow_re[1] && 32'(narrow_bank[BankW +: BankW]) == k);
+      va_rgnt_o[k] = va_re_i[k] && !rd_used[k];
+      vb_rgnt_o[k] = vb_re_i[k] && !rd_used[VpuRows + k];
       if (va_rgnt_o[k]) begin
         bank_re[k]                   = 1'b1;
         bank_raddr[IdxW*k +: IdxW]   = idx_of(va_raddr_i[16*k +: 16]);
@@ -123,10 +123,10 @@ module tpu_vmem #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      narrow_bank_q <= '0;
+      rbank_q <= '0;
     end else begin
-      for (int p = 0; p < 2; p++) begin
-        if (narrow_re[p]) narrow_bank_q[BankW*p +: BankW] <= narrow_bank[BankW*p +: BankW];
+      for (int i = 0; i < 32'(RdClients); i++) begin
+        if (rgnt_o[i]) rbank_q[BankW*i +: BankW] <= bank_of(raddr_i[16*i +: 16]);
       end
     end
   end
@@ -134,28 +134,24 @@ module tpu_vmem #(
   always_comb begin
     for (int i = 0; i < 32'(RdClients); i++) begin
       rdata_o[RowW*i +: RowW] =
-          bank_rdata[RowW*(VpuRows*32'(RdPort[i]) +
-                           32'(narrow_bank_q[BankW*RdPort[i] +: BankW])) +: RowW];
+          bank_rdata[RowW*(VpuRows*32'(RdPort[i]) + 32'(rbank_q[BankW*i +: BankW])) +: RowW];
     end
   end
   assign va_rdata_o = bank_rdata[0 +: RowW*VpuRows];
   assign vb_rdata_o = bank_rdata[RowW*VpuRows +: RowW*VpuRows];
 
-  // Write port: fixed priority among the narrow clients, then the wide client in every bank
-  // the narrow write leaves free.
-  logic             narrow_we;
-  logic [BankW-1:0] narrow_wbank;
+  // Write port: per bank, fixed priority among the narrow clients, then the wide client in
+  // every bank the narrow writes leave free.
+  logic [VpuRows-1:0] wr_used;  // bank k is written by a narrow client
   always_comb begin
-    narrow_we    = 1'b0;
-    narrow_wbank = '0;
-    wgnt_o       = '0;
-    bank_we      = '0;
-    bank_waddr   = '0;
-    bank_wdata   = '0;
+    wr_used    = '0;
+    wgnt_o     = '0;
+    bank_we    = '0;
+    bank_waddr = '0;
+    bank_wdata = '0;
     for (int i = 0; i < 32'(WrClients); i++) begin
-      if (we_i[i] && !narrow_we) begin
-        narrow_we    = 1'b1;
-        narrow_wbank = bank_of(waddr_i[16*i +: 16]);
+      if (we_i[i] && !wr_used[bank_of(waddr_i[16*i +: 16])]) begin
+        wr_used[bank_of(waddr_i[16*i +: 16])]                      = 1'b1;
         bank_we[bank_of(waddr_i[16*i +: 16])]                      = 1'b1;
         bank_waddr[IdxW*32'(bank_of(waddr_i[16*i +: 16])) +: IdxW] = idx_of(waddr_i[16*i +: 16]);
         bank_wdata[RowW*32'(bank_of(waddr_i[16*i +: 16])) +: RowW] = wdata_i[RowW*i +: RowW];
@@ -163,7 +159,7 @@ module tpu_vmem #(
       end
     end
     for (int k = 0; k < 32'(VpuRows); k++) begin
-      vw_wgnt_o[k] = vw_we_i[k] && !(narrow_we && 32'(narrow_wbank) == k);
+      vw_wgnt_o[k] = vw_we_i[k] && !wr_used[k];
       if (vw_wgnt_o[k]) begin
         bank_we[k]                 = 1'b1;
         bank_waddr[IdxW*k +: IdxW] = idx_of(vw_waddr_i[16*k +: 16]);
@@ -242,12 +238,33 @@ module tpu_vmem #(
     rd_clash = rd_clash | (rd_narrow & {vb_rgnt_o, va_rgnt_o});
     wr_clash = wr_clash | (wr_narrow & vw_wgnt_o);
   end
+  // Replays the grants in priority order: a denied narrow client's bank must already be taken.
+  logic                 narrow_ok;
+  logic [2*VpuRows-1:0] rd_seen;
+  logic [VpuRows-1:0]   wr_seen;
+  always_comb begin
+    narrow_ok = 1'b1;
+    rd_seen   = '0;
+    wr_seen   = '0;
+    for (int i = 0; i < 32'(RdClients); i++) begin
+      if (re_i[i] && !rgnt_o[i] &&
+          !rd_seen[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))]) narrow_ok = 1'b0;
+      if (rgnt_o[i]) rd_seen[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))] = 1'b1;
+    end
+    for (int i = 0; i < 32'(WrClients); i++) begin
+      if (we_i[i] && !wgnt_o[i] && !wr_seen[bank_of(waddr_i[16*i +: 16])]) narrow_ok = 1'b0;
+      if (wgnt_o[i]) wr_seen[bank_of(waddr_i[16*i +: 16])] = 1'b1;
+    end
+  end
 
   `TPU_ASSERT_INIT(VmemRowsPow2, VmemRows >= 2 && VmemRows <= (1 << 16) &&
                                  (VmemRows & (VmemRows - 1)) == 0)
   `TPU_ASSERT_INIT(VmemBanks, VpuRows >= 1 && VpuRows <= 8 && (VpuRows & (VpuRows - 1)) == 0 &&
                               VmemRows >= 2 * VpuRows)
-  `TPU_ASSERT(VmemOneWrite, $onehot0(wgnt_o))
+  // A narrow client is denied only in a bank a lower-numbered narrow client of its port (or of
+  // the write port) is granted in this cycle (per-bank priority: no bank idles while a narrow
+  // client waits for it).
+  `TPU_ASSERT(VmemNarrowDenied, narrow_ok)
   // Grant exclusivity per bank: at most one client reads each bank copy and at most one writes
   // each bank in a cycle; a wide request is denied only in a bank that a narrow client of its
   // port uses in that cycle (the narrow clients keep their priority, and the wide clients get

@@ -397,11 +397,15 @@ MUTANTS = [
     # random and device tests (random_train_chip_test_n4, train_rtl_tests_n4) unless noted in
     # docs/verification.md. `mutate.sh --train` runs them on the training chip's tests only.
     ("vmem_rd_all_granted", "tpu_vmem.sv",
-     "if (re_i[i] && !narrow_re[RdPort[i]]) begin",
+     "if (re_i[i] && !rd_used[VpuRows*RdPort[i] + 32'(bank_of(raddr_i[16*i +: 16]))]) begin",
      "if (re_i[i]) begin",
-     "every requesting read client of a VMEM port is granted; the last one's address is read"),
+     "every requesting read client of a VMEM port is granted, also in a bank another reads"),
+    ("vmem_wr_all_granted", "tpu_vmem.sv",
+     "if (we_i[i] && !wr_used[bank_of(waddr_i[16*i +: 16])]) begin",
+     "if (we_i[i]) begin",
+     "every requesting narrow VMEM writer is granted, also in a bank another one writes"),
     ("vmem_wide_bank_shared", "tpu_vmem.sv",
-     "va_rgnt_o[k] = va_re_i[k] && !(narrow_re[0] && 32'(narrow_bank[0 +: BankW]) == k);",
+     "va_rgnt_o[k] = va_re_i[k] && !rd_used[k];",
      "va_rgnt_o[k] = va_re_i[k];",
      "the vector unit's port A read is granted in the bank a narrow client of port 0 reads"),
     ("vmem_read_first", "tpu_vmem.sv",

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Block test of tpu_vmem (the training chip's vector memory, issue 30) against a C++ model of
-// its contract (rtl/tpu_vmem.sv's header): two narrow read clients (client 0 on read port 0,
-// client 1 on read port 1), two narrow write clients, the vector unit's wide clients va / vb /
-// vw (bank-indexed: bank k carries a row r with r mod S = k). Every cycle random requests; the
-// model decides the grants (fixed priority: the lowest narrow client of a port first; the wide
+// its contract (rtl/tpu_vmem.sv's header): three narrow read clients (clients 0 and 1 on read
+// port 0, client 2 on read port 1), two narrow write clients, the vector unit's wide clients
+// va / vb / vw (bank-indexed: bank k carries a row r with r mod S = k). Every cycle random
+// requests; the model decides the grants (per bank, fixed priority: a narrow client is granted
+// unless a lower-numbered narrow client of its port uses its bank in that cycle; the wide
 // client bank by bank, every requested bank that no granted narrow client of its port uses)
 // and the data: a granted read returns its row in the next cycle, and a read granted in the
 // cycle its row is written returns the new row (write-first). The test compares grants every
@@ -27,7 +28,8 @@ constexpr uint32_t N = TPU_TEST_N;
 constexpr uint32_t S = TPU_TEST_S;  // VpuRows: banks
 constexpr uint32_t kRows = 64;      // the build's VmemRows
 constexpr uint32_t kRowBits = 32 * N;
-constexpr uint32_t kReaders = 2;  // narrow read clients (client i on read port i)
+constexpr uint32_t kReaders = 3;  // narrow read clients (ports: kReadPort)
+constexpr uint32_t kReadPort[kReaders] = {0, 0, 1};  // the build's RdPort = 3'b100
 constexpr uint32_t kWriters = 2;  // narrow write clients
 
 using Row = std::vector<uint32_t>;  // N lanes (empty: an unused request, zeros)
@@ -56,17 +58,20 @@ uint32_t bank_bit(uint32_t row) { return 1u << (row % S); }
 // The contract: who is granted.
 Grants model_grants(const Requests& q) {
   Grants g;
-  for (uint32_t i = 0; i < kReaders; ++i) g.rgnt[i] = q.re[i];  // alone on its port
-  bool narrow_write = false;
-  uint32_t written_bank = 0;  // the bank the narrow write uses
-  for (uint32_t i = 0; i < kWriters; ++i) {
-    g.wgnt[i] = q.we[i] && !narrow_write;
-    if (g.wgnt[i]) written_bank = bank_bit(q.waddr[i]);
-    narrow_write = narrow_write || q.we[i];
+  uint32_t read_banks[2] = {0, 0};  // per read port: the banks narrow clients read
+  for (uint32_t i = 0; i < kReaders; ++i) {
+    uint32_t& used = read_banks[kReadPort[i]];
+    g.rgnt[i] = q.re[i] && (used & bank_bit(q.raddr[i])) == 0;
+    if (g.rgnt[i]) used |= bank_bit(q.raddr[i]);
   }
-  g.va = q.va_re & ~(q.re[0] ? bank_bit(q.raddr[0]) : 0u);
-  g.vb = q.vb_re & ~(q.re[1] ? bank_bit(q.raddr[1]) : 0u);
-  g.vw = q.vw_we & ~written_bank;
+  uint32_t written_banks = 0;  // the banks narrow writes use
+  for (uint32_t i = 0; i < kWriters; ++i) {
+    g.wgnt[i] = q.we[i] && (written_banks & bank_bit(q.waddr[i])) == 0;
+    if (g.wgnt[i]) written_banks |= bank_bit(q.waddr[i]);
+  }
+  g.va = q.va_re & ~read_banks[0];
+  g.vb = q.vb_re & ~read_banks[1];
+  g.vw = q.vw_we & ~written_banks;
   return g;
 }
 
@@ -253,17 +258,44 @@ TEST(Vmem, WideClientsGetTheBanksTheNarrowClientsLeave) {
       q.vw_row[k] = h.row_of_bank(k);
       q.vw_data[k] = h.random_row();
     }
-    // Narrow read client 0 / 1 on a rotating bank, narrow write client 1 on another one.
+    // Narrow read clients 0 (port 0) and 2 (port 1) on a rotating bank, narrow write client 1
+    // on another one.
     const uint32_t nb = static_cast<uint32_t>(t % S);
-    q.re[0] = q.re[1] = true;
+    q.re[0] = q.re[2] = true;
     q.raddr[0] = q.vw_row[(nb + 1) % S];  // the row the wide write writes now
-    q.raddr[1] = h.row_of_bank(nb);
+    q.raddr[2] = h.row_of_bank(nb);
     q.we[1] = t % 2 == 0;
     q.waddr[1] = h.row_of_bank((nb + S - 1) % S);
     q.wdata[1] = h.random_row();
     if (q.we[1]) q.va_row[(nb + S - 1) % S] = q.waddr[1];
     h.cycle(q, t);
     if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// Two narrow clients of one port, or both narrow writers, in different banks are granted in
+// the same cycle (per-bank priority); in the same bank only the lower-numbered one is. With one
+// bank (S = 1) the port is the bank: only client 0 (reads) / writer 0 is granted.
+TEST(Vmem, NarrowClientsOfAPortShareItByBank) {
+  Harness h(5);
+  for (uint64_t t = 0; t < 64; ++t) {
+    Requests q;
+    const uint32_t b0 = static_cast<uint32_t>(t % S);
+    const uint32_t b1 = t % 4 < 2 ? b0 : (b0 + 1) % S;  // same bank in half the cycles
+    q.re[0] = q.re[1] = true;
+    q.raddr[0] = h.row_of_bank(b0);
+    q.raddr[1] = h.row_of_bank(b1);
+    q.we[0] = q.we[1] = true;
+    q.waddr[0] = h.row_of_bank(b1);
+    q.waddr[1] = h.row_of_bank(b0);
+    q.wdata[0] = h.random_row();
+    q.wdata[1] = h.random_row();
+    h.cycle(q, t);
+    if (::testing::Test::HasFatalFailure()) return;
+    const Grants g = model_grants(q);
+    EXPECT_TRUE(g.rgnt[0] && g.wgnt[0]);
+    EXPECT_EQ(g.rgnt[1], b0 != b1) << "cycle " << t;
+    EXPECT_EQ(g.wgnt[1], b0 != b1) << "cycle " << t;
   }
 }
 
