@@ -8,10 +8,18 @@
 // VMEM write port grants); a denied write holds, and so does the ACC read data (no other read
 // of that port meanwhile).
 // transpose: block b reads its N source rows S[i] = VMEM[src + b * src_stride + i *
-// src_row_stride] (this unit's VMEM read client, which may be denied), storing row i as column
-// i of an N x N buffer, and only once all N have arrived writes the buffer's rows j = 0 .. N-1
-// to VMEM[dst + b * dst_stride + j] (so a block may be transposed in place), then goes on to
-// the next block.
+// src_row_stride] (this unit's VMEM read client, which may be denied) into an N x N buffer and,
+// once all N have arrived, writes the transposed rows j = 0 .. N-1 to VMEM[dst + b * dst_stride
+// + j]. The blocks are pipelined through the one buffer: while block b writes its rows, block
+// b + 1 reads its own into the buffer slots block b has already written out, so a block takes
+// about N + 3 cycles instead of 2N + 1. The slots alternate: a block stored by columns (source
+// row i in column i, as block 0) is written out by rows, and the next one is stored by rows
+// (source row i in row i, which is free once transposed row i of the block before was
+// written) and written out by columns. Source row i of block b + 1 is requested only after
+// transposed row i of block b was written, and not at all while block b writes when its source
+// rows [first, last] meet block b's destination rows (then it waits for them, as if the blocks
+// ran one after the other): the result is that of the blocks in order, and a block may still be
+// transposed in place.
 `include "tpu_assert.svh"
 
 module tpu_vmem_move #(
@@ -43,22 +51,35 @@ module tpu_vmem_move #(
   localparam int unsigned AccW = $clog2(AccRows);
   localparam int unsigned IW   = $clog2(N);
 
-  typedef enum logic [1:0] {MIdle, MAcc, MRead, MWrite} state_e;
+  typedef enum logic [1:0] {MIdle, MAcc, MXpose} state_e;
   state_e          state_q, state_d;
   logic            transp_q, transp_d;
   logic [23:0]     left_q, left_d;         // acc_to_vmem: rows to read; transpose: blocks
-  logic [15:0]     src_q, src_d;           // next ACC row / this block's first source row
-  logic [15:0]     dst_q, dst_d;           // next VMEM row written / this block's first
+                                           // after the one being read
+  logic [15:0]     src_q, src_d;           // next ACC row / the block being read: first source row
+  logic [15:0]     dst_q, dst_d;           // next VMEM row written / the block being read: first
+                                           // destination row
   logic [15:0]     src_stride_q, src_stride_d, dst_stride_q, dst_stride_d;
   logic [15:0]     row_stride_q, row_stride_d;
   logic            pend_q, pend_d;         // acc_to_vmem: a row is on acc_rdata_i to be written
-  logic [IW:0]     rd_cnt_q, rd_cnt_d;     // transpose: source rows requested
+  // transpose, read side: the block being read
+  logic            rd_busy_q, rd_busy_d;   // a block is being read
+  logic            rd_rows_q, rd_rows_d;   // ... stored by rows (else by columns)
+  logic            ovl_q, ovl_d;           // ... its source rows meet the writing block's rows
+  logic [IW:0]     rd_cnt_q, rd_cnt_d;     // source rows requested
   logic [IW:0]     got_cnt_q, got_cnt_d;   // ... arrived
   logic            got_q, got_d;           // a granted read's row arrives this cycle
   logic [IW-1:0]   got_idx_q, got_idx_d;   // ... it is source row got_idx_q
-  logic [IW:0]     wr_cnt_q, wr_cnt_d;     // transpose: rows of the block written
   logic [15:0]     rd_addr_q, rd_addr_d;   // next source row
-  logic [32*N*N-1:0] buf_q, buf_d;         // row j of the transposed block in [32Nj +: 32N]
+  // transpose, write side: the block being written
+  logic            wr_busy_q, wr_busy_d;   // a block is being written
+  logic            wr_cols_q, wr_cols_d;   // ... its rows are the buffer's columns
+  logic [IW:0]     wr_cnt_q, wr_cnt_d;     // rows of the block written
+  logic [15:0]     wr_dst_q, wr_dst_d;     // its first destination row
+  logic [32*N*N-1:0] buf_q, buf_d;         // element (r, c) in [32(Nr + c) +: 32]
+  logic [32*N-1:0] wr_row;                 // transposed row wr_cnt_q of the writing block
+  logic            may_read;               // the next source row's slot is free
+  logic [31:0]     next_src, next_last;    // the next block's first / last source row
 
   logic start, acc_read, acc_write;
   assign start       = cmd_valid_i && cmd_ready_o;
@@ -71,8 +92,21 @@ module tpu_vmem_move #(
   assign acc_re_o    = acc_read;
   assign acc_raddr_o = AccW'(src_q);
 
-  assign vm_re_o    = state_q == MRead && !rd_cnt_q[IW] && !clear_i;
+  // Source row rd_cnt_q may be read when no block is being written, or when the writing
+  // block has written its row rd_cnt_q already (the slot it goes to) and its rows do not meet
+  // this block's source rows.
+  assign may_read   = !wr_busy_q || (!ovl_q && rd_cnt_q < wr_cnt_q);
+  assign vm_re_o    = state_q == MXpose && rd_busy_q && !rd_cnt_q[IW] && may_read && !clear_i;
   assign vm_raddr_o = rd_addr_q;
+
+  always_comb begin
+    wr_row = buf_q[32*N*wr_cnt_q[IW-1:0] +: 32*N];
+    if (wr_cols_q) begin
+      for (int i = 0; i < 32'(N); i++) wr_row[32*i +: 32] = buf_q[32*(N*i + 32'(wr_cnt_q[IW-1:0])) +: 32];
+    end
+  end
+  assign next_src  = 32'(src_q) + 32'(src_stride_q);
+  assign next_last = next_src + (N - 1) * 32'(row_stride_q);
 
   always_comb begin
     vm_w_we_o    = 1'b0;
@@ -80,10 +114,10 @@ module tpu_vmem_move #(
     vm_w_wdata_o = acc_rdata_i;
     if (acc_write) begin
       vm_w_we_o = 1'b1;
-    end else if (state_q == MWrite) begin
+    end else if (state_q == MXpose && wr_busy_q) begin
       vm_w_we_o    = 1'b1;
-      vm_w_waddr_o = dst_q + 16'(wr_cnt_q);
-      vm_w_wdata_o = buf_q[32*N*wr_cnt_q[IW-1:0] +: 32*N];
+      vm_w_waddr_o = wr_dst_q + 16'(wr_cnt_q);
+      vm_w_wdata_o = wr_row;
     end
   end
 
@@ -97,32 +131,43 @@ module tpu_vmem_move #(
     dst_stride_d = dst_stride_q;
     row_stride_d = row_stride_q;
     pend_d       = pend_q;
+    rd_busy_d    = rd_busy_q;
+    rd_rows_d    = rd_rows_q;
+    ovl_d        = ovl_q;
     rd_cnt_d     = rd_cnt_q;
     got_cnt_d    = got_cnt_q;
     got_d        = 1'b0;
     got_idx_d    = got_idx_q;
-    wr_cnt_d     = wr_cnt_q;
     rd_addr_d    = rd_addr_q;
+    wr_busy_d    = wr_busy_q;
+    wr_cols_d    = wr_cols_q;
+    wr_cnt_d     = wr_cnt_q;
+    wr_dst_d     = wr_dst_q;
     buf_d        = buf_q;
     if (clear_i) begin
-      state_d = MIdle;
-      pend_d  = 1'b0;
+      state_d   = MIdle;
+      pend_d    = 1'b0;
+      rd_busy_d = 1'b0;
+      wr_busy_d = 1'b0;
     end else begin
       unique case (state_q)
         MIdle: if (start) begin
           transp_d     = cmd_i.transpose;
-          left_d       = cmd_i.count;
+          left_d       = cmd_i.transpose ? cmd_i.count - 24'd1 : cmd_i.count;
           src_d        = cmd_i.src;
           dst_d        = cmd_i.dst;
           src_stride_d = cmd_i.src_stride;
           dst_stride_d = cmd_i.dst_stride;
           row_stride_d = cmd_i.src_row_stride;
           pend_d       = 1'b0;
+          rd_busy_d    = cmd_i.transpose;
+          rd_rows_d    = 1'b0;               // block 0 by columns
+          ovl_d        = 1'b0;
           rd_cnt_d     = '0;
           got_cnt_d    = '0;
-          wr_cnt_d     = '0;
+          wr_busy_d    = 1'b0;
           rd_addr_d    = cmd_i.src;
-          state_d      = cmd_i.transpose ? MRead : MAcc;
+          state_d      = cmd_i.transpose ? MXpose : MAcc;
         end
         MAcc: begin
           if (acc_write && vm_w_wgnt_i) begin
@@ -136,7 +181,8 @@ module tpu_vmem_move #(
           end
           if (left_q == '0 && (!pend_q || vm_w_wgnt_i)) state_d = MIdle;
         end
-        MRead: begin
+        MXpose: begin
+          // Read side: request, then store the arriving row in its slot.
           if (vm_re_o && vm_rgnt_i) begin
             got_d     = 1'b1;
             got_idx_d = rd_cnt_q[IW-1:0];
@@ -144,31 +190,40 @@ module tpu_vmem_move #(
             rd_addr_d = rd_addr_q + row_stride_q;
           end
           if (got_q) begin
-            // Source row i is column i of the transposed block.
-            for (int j = 0; j < 32'(N); j++) begin
-              buf_d[32*N*j + 32*got_idx_q +: 32] = vm_rdata_i[32*j +: 32];
+            for (int r = 0; r < 32'(N); r++) begin
+              for (int c = 0; c < 32'(N); c++) begin
+                if (rd_rows_q && 32'(got_idx_q) == r) begin
+                  buf_d[32*(N*r + c) +: 32] = vm_rdata_i[32*c +: 32];
+                end else if (!rd_rows_q && 32'(got_idx_q) == c) begin
+                  buf_d[32*(N*r + c) +: 32] = vm_rdata_i[32*r +: 32];
+                end
+              end
             end
             got_cnt_d = got_cnt_q + 1'b1;
-            if (got_cnt_q == (IW+1)'(N - 1)) begin
-              state_d  = MWrite;
-              wr_cnt_d = '0;
-            end
           end
-        end
-        MWrite: begin
-          if (vm_w_wgnt_i) begin
+          // Write side.
+          if (wr_busy_q && vm_w_wgnt_i) begin
             wr_cnt_d = wr_cnt_q + 1'b1;
-            if (wr_cnt_q == (IW+1)'(N - 1)) begin
-              // The next block.
-              left_d    = left_q - 24'd1;
-              src_d     = src_q + src_stride_q;
-              dst_d     = dst_q + dst_stride_q;
-              rd_addr_d = src_q + src_stride_q;
-              rd_cnt_d  = '0;
-              got_cnt_d = '0;
-              state_d   = (left_q == 24'd1) ? MIdle : MRead;
-            end
+            if (wr_cnt_q == (IW+1)'(N - 1)) wr_busy_d = 1'b0;
           end
+          // A block whose N rows are stored goes to the write side once it is free; the next
+          // block starts reading, in the other orientation.
+          if (rd_busy_q && got_cnt_q == (IW+1)'(N) && !wr_busy_q) begin
+            wr_busy_d = 1'b1;
+            wr_cnt_d  = '0;
+            wr_cols_d = rd_rows_q;
+            wr_dst_d  = dst_q;
+            rd_busy_d = left_q != '0;
+            rd_rows_d = !rd_rows_q;
+            rd_cnt_d  = '0;
+            got_cnt_d = '0;
+            left_d    = left_q - 24'd1;
+            src_d     = src_q + src_stride_q;
+            dst_d     = dst_q + dst_stride_q;
+            rd_addr_d = src_q + src_stride_q;
+            ovl_d     = next_src <= 32'(dst_q) + (N - 1) && next_last >= 32'(dst_q);
+          end
+          if (!rd_busy_q && !wr_busy_q) state_d = MIdle;
         end
         default: state_d = MIdle;
       endcase
@@ -177,19 +232,24 @@ module tpu_vmem_move #(
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      state_q <= MIdle;
-      pend_q  <= 1'b0;
-      got_q   <= 1'b0;
+      state_q   <= MIdle;
+      pend_q    <= 1'b0;
+      got_q     <= 1'b0;
+      rd_busy_q <= 1'b0;
+      wr_busy_q <= 1'b0;
     end else begin
-      state_q <= state_d;
-      pend_q  <= pend_d;
-      got_q   <= got_d;
+      state_q   <= state_d;
+      pend_q    <= pend_d;
+      got_q     <= got_d;
+      rd_busy_q <= rd_busy_d;
+      wr_busy_q <= wr_busy_d;
     end
   end
   // Data only, no reset: the instruction's fields and position, written when a command is
   // taken (MIdle) and read only while busy (state_q != MIdle; the addresses leave on the ports
-  // only with acc_re_o / vm_re_o / vm_w_we_o); got_idx_q only with got_q. buf_q is read only in
-  // MWrite, after all N source rows of the block were written into it as its N columns.
+  // only with acc_re_o / vm_re_o / vm_w_we_o); got_idx_q only with got_q; the read side's
+  // fields only with rd_busy_q, the write side's only with wr_busy_q. A buffer slot is read
+  // (wr_row) only after the row of the block being written was stored into it.
   // transp_q is not read (the state says which instruction runs).
   always_ff @(posedge clk_i) begin
     transp_q     <= transp_d;
@@ -199,11 +259,15 @@ module tpu_vmem_move #(
     src_stride_q <= src_stride_d;
     dst_stride_q <= dst_stride_d;
     row_stride_q <= row_stride_d;
+    rd_rows_q    <= rd_rows_d;
+    ovl_q        <= ovl_d;
     rd_cnt_q     <= rd_cnt_d;
     got_cnt_q    <= got_cnt_d;
     got_idx_q    <= got_idx_d;
-    wr_cnt_q     <= wr_cnt_d;
     rd_addr_q    <= rd_addr_d;
+    wr_cols_q    <= wr_cols_d;
+    wr_cnt_q     <= wr_cnt_d;
+    wr_dst_q     <= wr_dst_d;
     buf_q        <= buf_d;
   end
 
@@ -212,8 +276,10 @@ module tpu_vmem_move #(
 
   `TPU_ASSERT_IMPLIES(MoveAccOneRow, acc_read, !pend_q || vm_w_wgnt_i)
   `TPU_ASSERT_IMPLIES(MoveReadBound, vm_re_o, 32'(rd_cnt_q) < N)
-  `TPU_ASSERT_IMPLIES(MoveWriteBound, state_q == MWrite, 32'(wr_cnt_q) < N)
-  `TPU_ASSERT_NEVER(MoveRowsWhileWriting, state_q == MWrite && got_q)
+  `TPU_ASSERT_IMPLIES(MoveWriteBound, state_q == MXpose && wr_busy_q, 32'(wr_cnt_q) < N)
+  // A source row arriving while a block is written goes to a slot that block has written out
+  // (never one it has yet to write), and never while the two blocks' rows meet.
+  `TPU_ASSERT_IMPLIES(MoveSlotFree, got_q && wr_busy_q, !ovl_q && 32'(got_idx_q) < 32'(wr_cnt_q))
   `TPU_ASSERT_INIT(MoveN, N >= 4 && (N & (N - 1)) == 0)
 
 endmodule
