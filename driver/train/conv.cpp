@@ -237,13 +237,13 @@ void check_forward(const ProgramBuilder& pb, const ConvGeom& g, const VMat& x, c
 
 ConvDwOrient conv_dw_orientation(const ConvGeom& g, uint32_t n) {
   // Cycles per chunk of N positions at the training chip's unit rates, the busiest unit: a
-  // load_weights tile N (tiles streamed), a transpose block 2N + 1, a fold max(rows, N) (the
-  // MXU overlaps consecutive folds' fill and drain).
+  // load_weights tile N (tiles streamed), a transpose block transpose_block_cycles(N), a fold
+  // max(rows, N) (the MXU overlaps consecutive folds' fill and drain).
   const uint64_t cobs = ceil_div(g.cout, n), kts = ktiles(g, n);
   const uint64_t k_rows = g.packed() ? g.taps() : uint64_t{g.taps()} * round_up(g.cin, n);
   const uint64_t dy_stationary = cobs * std::max<uint64_t>(k_rows, n);
   const uint64_t x_stationary =
-      std::max({kts * n, cobs * (2 * uint64_t{n} + 1), kts * std::max<uint64_t>(cobs * n, n)});
+      std::max({kts * n, cobs * transpose_block_cycles(n), kts * std::max<uint64_t>(cobs * n, n)});
   return x_stationary < dy_stationary ? ConvDwOrient::XStationary : ConvDwOrient::DyStationary;
 }
 

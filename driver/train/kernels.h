@@ -125,6 +125,11 @@ void adam_update(ProgramBuilder& pb, const AdamParams& h, const AdamState& s, ui
 void adam_decay_moments(ProgramBuilder& pb, const AdamParams& h, uint32_t m, uint32_t v,
                         uint32_t rows);
 
+// Cycles of one N x N block of a `transpose` on the training chip's move unit when the VMEM
+// ports grant (rtl/tpu_vmem_move.sv: blocks pipelined, the next one reading while this one
+// writes; docs/isa.md "transpose"): the compiler's cost models use it.
+constexpr uint64_t transpose_block_cycles(uint64_t n) { return n + 3; }
+
 // ---- Convolution, pooling, residual Add (conv.cpp, pool.cpp). An image activation
 // [batch, C, H, W] is a VMat (docs/training.md "Image layout"): rows = (y, x, b), pixel-major with
 // the batch innermost, row (y*W + x)*batch + b; cols = C (channel blocks of N lanes).

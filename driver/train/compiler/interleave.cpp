@@ -273,7 +273,7 @@ struct IssueModel {
   }
   // Cycles of a unit as the training chip's timeline shows them at N = 16 (a VMEM-port DMA
   // about two cycles per row, the vector unit about kOverlayVectorRows rows per cycle, a
-  // weight tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1).
+  // weight tile N + 4, a matmul its rows + 2N, a transposed block transpose_block_cycles(N)).
   uint64_t work(const Instruction& in) const {
     const uint64_t n = chip.N;
     if (const auto* rv = std::get_if<ReadVmem>(&in)) return 2 * uint64_t{rv->rows} + 16;
@@ -283,7 +283,8 @@ struct IssueModel {
     if (const auto* lw = std::get_if<LoadWeights>(&in)) return uint64_t{lw->tiles} * (n + 4);
     if (const auto* mm = std::get_if<MatmulBf16>(&in))
       return uint64_t{mm->inner} * mm->outer + 2 * n;
-    if (const auto* t = std::get_if<Transpose>(&in)) return uint64_t{t->blocks} * (2 * n + 1);
+    if (const auto* t = std::get_if<Transpose>(&in))
+      return uint64_t{t->blocks} * transpose_block_cycles(n);
     if (const auto* av = std::get_if<AccToVmem>(&in)) return av->rows + 2;
     return 1;
   }

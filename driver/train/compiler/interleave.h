@@ -72,7 +72,7 @@ struct Merged {
 // write_vmem holds the weight loads until it ends), matmul_bf16, the move unit's acc_to_vmem
 // and transpose, vector), each busy for the cycles the training chip's timeline shows at
 // N = 16 (a VMEM-port DMA two per row, the vector unit kMergeVectorRows rows per cycle, a
-// weight tile N + 4, a matmul its rows + 2N, a transposed block 2N + 1), an instruction issued
+// weight tile N + 4, a matmul its rows + 2N, a transposed block N + 3), an instruction issued
 // when its unit is free, not before the one ahead of it and not before the instructions of
 // the last 256 placed that it shares a row with end (the chip's scoreboard), a matmul with
 // switch not before the tile it makes active is loaded. The merge takes side's next
