@@ -572,11 +572,13 @@ uint32_t bits(float f) {
 // fifth: the first with the Dense's X read back from device memory (dense_x_in_vmem false); a
 // sixth: the first with the update's reads right after its dW matmuls (update_reads_in_adam
 // false); a seventh: the first with one im2col per conv output line (conv_line_pairs false;
-// at N = 4 the 3x3 kernel's taps span K-tiles and no lines pair: see the N = 16 test below).
+// at N = 4 the 3x3 kernel's taps span K-tiles and no lines pair: see the N = 16 test below);
+// an eighth: the first with the ConvPool's list schedule in its former tie order
+// (im2col_build_first false).
 void same_bits(const std::string& model, uint32_t n = 4, uint32_t pixels = 144,
                uint32_t batch = 8) {
   const ChipParams chip = ChipParams::training(n);
-  constexpr int kRuns = 7;
+  constexpr int kRuns = 8;
   std::vector<std::vector<uint32_t>> losses(kRuns);
   std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
   for (int r = 0; r < kRuns; ++r) {
@@ -589,6 +591,7 @@ void same_bits(const std::string& model, uint32_t n = 4, uint32_t pixels = 144,
     o.dense_x_in_vmem = r != 4;
     o.update_reads_in_adam = r != 5;
     o.conv_line_pairs = r != 6;
+    o.im2col_build_first = r != 7;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);

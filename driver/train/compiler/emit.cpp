@@ -767,7 +767,8 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
   // run beside the next job's matmuls and acc_to_vmem (docs/training.md "Conv forward
   // list-scheduled").
   const std::vector<Instruction> hoisted = hoist_matmuls(all);
-  for (const Instruction& i : depth > 1 ? list_schedule(hoisted, chip_, kScheduleWindow) : hoisted)
+  for (const Instruction& i :
+       depth > 1 ? list_schedule(hoisted, chip_, kScheduleWindow, o_.im2col_build_first) : hoisted)
     pb_.append(i);
 }
 
