@@ -848,7 +848,8 @@ void Emitter::place_dma_at(const std::vector<Instruction>& compute,
 // 2p + 1's is W below kw rows of +0 (lanes of row 2p times +0). Each lane's product with +0
 // is a zero; the partial sum enters as +0, so zeros ahead of the taps leave it +0, and a zero
 // after them changes only a zero sum's sign, which the lanes of +0 after them (kh + 1) * kw < N
-// set to +0 as before: the same sums bit for bit, half the transposes.
+// set to +0 as before: the same sums bit for bit, half the transposes. (For finite inputs: an
+// infinite or NaN pixel times +0 is NaN, so it then also reaches the pair's other line.)
 bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
                             uint32_t scratch, uint32_t scratch_rows, bool im2col_kept,
                             const PairW* pair, uint32_t set0) {
