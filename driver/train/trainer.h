@@ -51,6 +51,16 @@ struct TrainOptions {
   // they held the VMEM write port the acc_to_vmem needs (compiler/interleave.h
   // update_read_anchors). The same bits either way.
   bool update_reads_in_adam = true;
+  // A ConvPool's conv (cin = 1, one K-tile) builds one im2col for two consecutive output lines
+  // (kernel rows + 1 taps in the lanes) where it built one per line: the second line's matmuls
+  // take a copy of W shifted down by kw rows (compiler emit.cpp conv_by_lines), so the move
+  // unit's transposes, which it shares with acc_to_vmem, halve. The same bits either way.
+  bool conv_line_pairs = true;
+  // A ConvPool's list schedule (compiler/interleave.h list_schedule) takes a band's tap-row
+  // passes, which its im2col transpose reads, ahead of the previous band's pool passes that
+  // would start at the same estimated cycle, so the move unit finds the transpose ready. The
+  // same bits either way.
+  bool im2col_build_first = true;
 };
 
 // Cycles of one layer in the last step (RunStats of the step's program, split by the

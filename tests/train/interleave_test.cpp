@@ -177,6 +177,40 @@ TEST(TrainInterleave, ListScheduleMovesAheadOfIndependentPasses) {
   EXPECT_EQ(kinds(list_schedule(in, chip, 1)), kinds(in));
 }
 
+// TrainOptions::im2col_build_first: a pool pass (rows 300-331 from row 100) and a tap-row pass
+// (rows 600-615) that a transpose reads, both free to start at once on the vector unit: in
+// program order the pool pass goes first; with feed_transposes the tap-row pass goes first and
+// the transpose right after it (the move unit then starts it when the pass ends, not after
+// both passes).
+TEST(TrainInterleave, ListScheduleFeedsTransposesFirst) {
+  ChipParams chip;
+  chip.N = 16;
+  Vector pool = vec(300, 32), taps = vec(600, 16);
+  pool.a = 100;
+  taps.a = 400;
+  pool.bmode = taps.bmode = BMode::Imm;  // no B rows (they would span the other's rows)
+  Transpose t;
+  t.src = 600;
+  t.dst = 700;
+  t.src_stride = t.dst_stride = 16;
+  const std::vector<Instruction> in{pool, taps, t};
+  auto order = [&](bool feed) {
+    std::string s;
+    for (const Instruction& i : list_schedule(in, chip, 64, feed)) {
+      s += std::holds_alternative<Transpose>(i) ? 't' : std::get<Vector>(i).dst == 300 ? 'p' : 'b';
+    }
+    return s;
+  };
+  EXPECT_EQ(order(false), "pbt");
+  EXPECT_EQ(order(true), "btp");
+  // A transpose further back than the window: the tap-row pass feeds none.
+  std::vector<Instruction> far{pool, taps};
+  for (int k = 0; k < 4; ++k) far.push_back(vec(static_cast<uint16_t>(800 + 16 * k), 16));
+  far.push_back(t);
+  EXPECT_EQ(std::get<Vector>(list_schedule(far, chip, 4, true).front()).dst, 300);
+  EXPECT_EQ(std::get<Vector>(list_schedule(far, chip, 8, true).front()).dst, 600);
+}
+
 // Random streams of vector passes, moves, weight loads and matmuls over a few rows: the
 // scheduled list is a permutation of the input in which every pair that shares a row
 // (rows_disjoint false) or both use the weight FIFO keeps its order.

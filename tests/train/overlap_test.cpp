@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <variant>
 
 #include "compiler/autodiff.h"
@@ -417,6 +418,51 @@ TEST(TrainOverlap, KerasUpdateReadsBesideAdam) {
   }
 }
 
+// TrainOptions::conv_line_pairs (emit.cpp conv_by_lines): the ConvPool's conv builds one
+// im2col per two output lines, so in the Keras step (13 bands of two conv lines, 4 column
+// blocks) it transposes 13 times instead of 26, and every one of its 104 matmuls takes a
+// 12-row tile (W with 3 rows of +0 under it, or below them) where it took W's 9 rows; the
+// second line's tiles come from the copy of W shifted down 3 rows.
+size_t conv_pool_count(const Compiled& c, const Emitted& e,
+                       bool (*what)(const Instruction&, uint32_t), uint32_t arg) {
+  size_t count = 0;
+  for (const Emitted::Range& r : e.ranges) {
+    if (c.g.nodes[static_cast<size_t>(r.node)].op != Op::ConvPool) continue;
+    for (size_t k = r.begin; k < r.end; ++k) count += what(e.program[k], arg);
+  }
+  return count;
+}
+bool is_transpose(const Instruction& i, uint32_t) { return std::holds_alternative<Transpose>(i); }
+bool loads_rows(const Instruction& i, uint32_t rows) {
+  const auto* lw = std::get_if<LoadWeights>(&i);
+  return lw != nullptr && lw->rows == rows;
+}
+TEST(TrainOverlap, KerasConvLinePairs) {
+  const ChipParams chip = ChipParams::training(16);
+  const Compiled c = keras_compiled(true);
+  for (const bool on : {true, false}) {
+    TrainOptions o;
+    o.conv_line_pairs = on;
+    const Emitted e = emit(c.g, c.p, c.s.step, o, chip, Device::kArenaBase);
+    EXPECT_EQ(conv_pool_count(c, e, is_transpose, 0), on ? 13u : 26u) << on;
+    EXPECT_EQ(conv_pool_count(c, e, loads_rows, 12), on ? 104u : 0u) << on;
+    EXPECT_EQ(conv_pool_count(c, e, loads_rows, 9), on ? 0u : 104u) << on;
+  }
+  // the N = 16 models of SameBitsWithAndWithoutLinePairs pair their lines too (so it compares)
+  for (const auto& [hw, channels] : {std::pair<int64_t, int64_t>{12, 8}, {16, 20}}) {
+    const Compiled m = compile_overlap(keras_like(hw, channels, 4), 16, 16);
+    const Emitted on = emit(m.g, m.p, m.s.step, TrainOptions{}, chip, Device::kArenaBase);
+    TrainOptions o;
+    o.conv_line_pairs = false;
+    const Emitted off = emit(m.g, m.p, m.s.step, o, chip, Device::kArenaBase);
+    EXPECT_GT(conv_pool_count(m, on, loads_rows, 12), 0u) << hw;
+    EXPECT_EQ(conv_pool_count(m, on, loads_rows, 9), 0u) << hw;
+    EXPECT_EQ(2 * conv_pool_count(m, on, is_transpose, 0),
+              conv_pool_count(m, off, is_transpose, 0))
+        << hw;
+  }
+}
+
 size_t step_position(const Schedule& s, int node) {
   return static_cast<size_t>(std::find(s.step.begin(), s.step.end(), node) - s.step.begin());
 }
@@ -525,28 +571,34 @@ uint32_t bits(float f) {
 // A fourth: the first with one weight tile per load_weights (dense_tile_groups false); a
 // fifth: the first with the Dense's X read back from device memory (dense_x_in_vmem false); a
 // sixth: the first with the update's reads right after its dW matmuls (update_reads_in_adam
-// false).
-void same_bits(const std::string& model) {
-  const ChipParams chip = ChipParams::training(4);
-  constexpr int kRuns = 6;
+// false); a seventh: the first with one im2col per conv output line (conv_line_pairs false;
+// at N = 4 the 3x3 kernel's taps span K-tiles and no lines pair: see the N = 16 test below);
+// an eighth: the first with the ConvPool's list schedule in its former tie order
+// (im2col_build_first false).
+void same_bits(const std::string& model, uint32_t n = 4, uint32_t pixels = 144,
+               uint32_t batch = 8) {
+  const ChipParams chip = ChipParams::training(n);
+  constexpr int kRuns = 8;
   std::vector<std::vector<uint32_t>> losses(kRuns);
   std::vector<std::map<std::string, std::vector<float>>> weights(kRuns);
   for (int r = 0; r < kRuns; ++r) {
     TrainOptions o;
-    o.batch = 8;
+    o.batch = batch;
     o.lr = 0.01f;
     o.overlap = r < 2 || r >= 3;
     o.overlap_lead = r == 0 || r >= 3;
     o.dense_tile_groups = r != 3;
     o.dense_x_in_vmem = r != 4;
     o.update_reads_in_adam = r != 5;
+    o.conv_line_pairs = r != 6;
+    o.im2col_build_first = r != 7;
     Trainer t(model, o, chip);
     ModelDevice dev(chip);
     t.init(dev);
     for (uint32_t step = 0; step < 3; ++step) {
-      const std::vector<float> x = uniform(8 * 144, 1.0f, 200 + step);
-      std::vector<int32_t> y(8);
-      for (uint32_t i = 0; i < 8; ++i) y[i] = static_cast<int32_t>((i * 3 + step) % 4);
+      const std::vector<float> x = uniform(batch * pixels, 1.0f, 200 + step);
+      std::vector<int32_t> y(batch);
+      for (uint32_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>((i * 3 + step) % 4);
       losses[r].push_back(bits(t.step(dev, x.data(), y.data()).loss));
     }
     weights[r] = t.weights(dev);
@@ -563,6 +615,13 @@ void same_bits(const std::string& model) {
 TEST(TrainOverlap, SameBitsWithAndWithout) {
   same_bits(keras_like(12, 8, 4));
   same_bits(keras_like(12, 8, 4, 6));
+}
+// At N = 16 the 3x3 conv's lines pair (KerasConvLinePairs checks that this model's do): the
+// same losses and weights with one im2col per two lines as with one per line (inputs of both
+// signs, so the lanes multiplied by +0 give zeros of both signs).
+TEST(TrainOverlap, SameBitsWithAndWithoutLinePairs) {
+  same_bits(keras_like(12, 8, 4), 16, 144, 16);
+  same_bits(keras_like(16, 20, 4), 16, 256, 16);
 }
 
 // The small models pair (so the test above compares overlapped and serial programs): one

@@ -117,8 +117,21 @@ class Emitter {
                           const std::function<void(size_t)>& compute);
   // A fused band's conv (cin = 1, no bias) one output line and column block per call, the calls
   // alternating between two ACC regions; false (nothing emitted) where that does not apply.
+  // With `pair` (line_pairs): one im2col per two lines, in scratch set (set0 + pair) % 2, the
+  // first line's matmuls through pair->lo, the second's through pair->hi.
+  struct PairW {
+    VMat lo, hi;  // the group's W copies, taps + kw rows per block (line_pairs)
+  };
   bool conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
-                     uint32_t scratch, uint32_t scratch_rows, bool im2col_kept);
+                     uint32_t scratch, uint32_t scratch_rows, bool im2col_kept,
+                     const PairW* pair = nullptr, uint32_t set0 = 0);
+  // TrainOptions::conv_line_pairs for a ConvPool: whether every job's band takes one im2col per
+  // two output lines (cin = 1, stride 1, an even number of lines, (kh + 1) * kw < N: a lane of
+  // +0 after the second line's taps; two such im2col sets and 2 * blocks * N rows more fit the
+  // conv scratch); if so the W copies (W then kw rows of +0; kw rows of +0 then W) are emitted
+  // into the scratch above the two sets and their base returned (else -1).
+  int64_t line_pairs(const Node& nd, const NodeLayout& L, const VMat& w, uint32_t lines,
+                     uint32_t group);
   // The instructions f emits, not appended to the program (checked by a builder of their own).
   template <typename F>
   std::vector<Instruction> capture(F f);
@@ -653,6 +666,15 @@ std::vector<FusedJob> fused_jobs(const Node& nd, uint32_t lines_per_band, uint32
   return jobs;
 }
 
+// One output line of a stride-1 band (conv_band(.., 1)) with a kernel row more: the im2col of
+// two consecutive lines (TrainOptions::conv_line_pairs).
+ConvGeom pair_geom(const ConvGeom& g1) {
+  ConvGeom g = g1;
+  g.kh += 1;
+  g.h += 1;
+  return g;
+}
+
 // Per band of pooled lines and group of output-channel blocks: the conv without bias into the
 // band buffer, the max pool into the pooled band, + bias, ReLU in place; Y and argmax out.
 // Double-buffered (depth 2): the next band's input rows are read before this band's compute,
@@ -674,6 +696,7 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
   const uint32_t blocks = (nd.conv.cout + n_ - 1) / n_;
   // b copied (the same bits) next to Y: the bias passes then span no band buffer row
   if (nd.in.size() > 2) pb_.vop_imm(VecFunc::Or, L.pool_scratch, L.in[2], 0, blocks);
+  const int64_t pairs = line_pairs(nd, L, w, lines_per_band, group);  // the W copies' base
   // The jobs' instructions, then the next job's first matmuls ahead of each job's pool
   // (hoist_matmuls).
   const std::vector<Instruction> all = capture([&] {
@@ -706,7 +729,12 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         const bool reuse =
             !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
         const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
-        if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band))
+        const PairW pw{VMat{static_cast<uint32_t>(pairs) + j.g0 * n_, w.rows + nd.conv.kw,
+                            bg.cout, n_},
+                       VMat{static_cast<uint32_t>(pairs) + (blocks + j.g0) * n_,
+                            w.rows + nd.conv.kw, bg.cout, n_}};
+        if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band,
+                           pairs >= 0 ? &pw : nullptr, j.band))
           conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
         PoolGeom pg = nd.pool;
         pg.h = j.lines * kh;
@@ -739,7 +767,8 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
   // run beside the next job's matmuls and acc_to_vmem (docs/training.md "Conv forward
   // list-scheduled").
   const std::vector<Instruction> hoisted = hoist_matmuls(all);
-  for (const Instruction& i : depth > 1 ? list_schedule(hoisted, chip_, kScheduleWindow) : hoisted)
+  for (const Instruction& i :
+       depth > 1 ? list_schedule(hoisted, chip_, kScheduleWindow, o_.im2col_build_first) : hoisted)
     pb_.append(i);
 }
 
@@ -814,49 +843,92 @@ void Emitter::place_dma_at(const std::vector<Instruction>& compute,
 // region to VMEM. Each line's im2col (built by its first block's call, in one of two scratch
 // sets when both fit) serves the line's other blocks, and the band's later groups when every
 // line kept its own set. The same matmuls on the same rows: bit-identical to one call.
+// With `pair` (TrainOptions::conv_line_pairs) an im2col of kh + 1 kernel rows serves two
+// lines: line 2p's tile is W with +0 rows under it (lanes of row 2p + kh times +0), line
+// 2p + 1's is W below kw rows of +0 (lanes of row 2p times +0). Each lane's product with +0
+// is a zero; the partial sum enters as +0, so zeros ahead of the taps leave it +0, and a zero
+// after them changes only a zero sum's sign, which the lanes of +0 after them (kh + 1) * kw < N
+// set to +0 as before: the same sums bit for bit, half the transposes. (For finite inputs: an
+// infinite or NaN pixel times +0 is NaN, so it then also reaches the pair's other line.)
 bool Emitter::conv_by_lines(const ConvGeom& bg, const VMat& xb, const VMat& w, const VMat& y,
-                            uint32_t scratch, uint32_t scratch_rows, bool im2col_kept) {
+                            uint32_t scratch, uint32_t scratch_rows, bool im2col_kept,
+                            const PairW* pair, uint32_t set0) {
   const ConvGeom g1 = conv_band(bg, 0, 1);
   const uint32_t cline = g1.ho() * g1.wo() * g1.batch, line_in = bg.sh * bg.w * bg.batch;
   if (!bg.packed() || bg.ho() < 2 || 2 * cline > chip_.acc_rows || line_in % n_ != 0) return false;
-  const uint32_t s1 = conv_scratch_rows(g1, chip_, cline);
-  if (s1 > scratch_rows) return false;
-  const uint32_t sets = 2 * s1 <= scratch_rows ? 2 : 1;
-  const uint32_t in_rows = g1.input_rows(n_);
-  // Per line: its im2col build (the instructions before the first load_weights: vector and
-  // transpose on its scratch set) and its matmuls. With two sets, line l's build goes ahead of
-  // line l - 1's matmuls (line l - 2, which read the same set, is done by then), so the move
-  // unit's transpose runs beside the MXU.
-  std::vector<std::vector<Instruction>> prep(bg.ho()), mm(bg.ho());
+  const uint32_t per = pair != nullptr ? 2 : 1;  // output lines per im2col
+  const ConvGeom gi = pair != nullptr ? pair_geom(g1) : g1;
+  const uint32_t s1 = conv_scratch_rows(gi, chip_, cline);
+  if (s1 > scratch_rows || bg.ho() % per != 0) return false;
+  const uint32_t sets = 2 * s1 <= scratch_rows ? 2 : 1, units = bg.ho() / per;
+  const uint32_t in_rows = gi.input_rows(n_);
+  // Per im2col: its build (the instructions before the first load_weights: vector and
+  // transpose on its scratch set) and its matmuls. With two sets, im2col u's build goes ahead
+  // of u - 1's matmuls (u - 2, which read the same set, is done by then), so the move unit's
+  // transpose runs beside the MXU.
+  std::vector<std::vector<Instruction>> prep(units), mm(units);
   uint32_t calls = 0;
-  for (uint32_t l = 0; l < bg.ho(); ++l) {
-    const VMat x1{xb.base + l * line_in / n_, in_rows, n_, round_up(in_rows, n_)};
-    for (uint32_t cob = 0; cob < y.blocks(n_); ++cob, ++calls) {
-      ConvGeom gc = g1;
-      gc.cout = std::min(n_, bg.cout - cob * n_);
-      const VMat wv{w.block(cob), w.rows, gc.cout, w.pitch};
-      const VMat yv{y.block(cob) + l * cline, cline, gc.cout, y.pitch};
-      const bool ready = cob > 0 || (im2col_kept && bg.ho() <= sets);
-      const std::vector<Instruction> c = capture([&] {
-        conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + (l % sets) * s1, (calls % 2) * cline,
-                       ready);
-      });
-      size_t k = 0;
-      while (k < c.size() && !std::holds_alternative<LoadWeights>(c[k])) ++k;
-      auto& to = mm[l].empty() ? prep[l] : mm[l];
-      to.insert(to.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k));
-      mm[l].insert(mm[l].end(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end());
+  for (uint32_t u = 0; u < units; ++u) {
+    const VMat x1{xb.base + u * per * line_in / n_, in_rows, n_, round_up(in_rows, n_)};
+    const uint32_t set = (pair != nullptr ? set0 + u : u) % sets;
+    for (uint32_t k = 0; k < per; ++k) {
+      const uint32_t l = u * per + k;
+      for (uint32_t cob = 0; cob < y.blocks(n_); ++cob, ++calls) {
+        ConvGeom gc = gi;
+        gc.cout = std::min(n_, bg.cout - cob * n_);
+        const VMat& wk = pair == nullptr ? w : k == 0 ? pair->lo : pair->hi;
+        const VMat wv{wk.block(cob), wk.rows, gc.cout, wk.pitch};
+        const VMat yv{y.block(cob) + l * cline, cline, gc.cout, y.pitch};
+        const bool ready = cob > 0 || k > 0 || (im2col_kept && units <= sets);
+        const std::vector<Instruction> c = capture([&] {
+          conv2d_forward(pb_, gc, x1, wv, nullptr, yv, scratch + set * s1, (calls % 2) * cline,
+                         ready);
+        });
+        size_t i = 0;
+        while (i < c.size() && !std::holds_alternative<LoadWeights>(c[i])) ++i;
+        auto& to = mm[u].empty() ? prep[u] : mm[u];
+        to.insert(to.end(), c.begin(), c.begin() + static_cast<std::ptrdiff_t>(i));
+        mm[u].insert(mm[u].end(), c.begin() + static_cast<std::ptrdiff_t>(i), c.end());
+      }
     }
   }
   auto emit_all = [&](const std::vector<Instruction>& v) {
     for (const Instruction& i : v) pb_.append(i);
   };
-  for (uint32_t l = 0; l < bg.ho(); ++l) {
-    if (sets == 1 || l == 0) emit_all(prep[l]);
-    if (sets == 2 && l + 1 < bg.ho()) emit_all(prep[l + 1]);
-    emit_all(mm[l]);
+  for (uint32_t u = 0; u < units; ++u) {
+    if (sets == 1 || u == 0) emit_all(prep[u]);
+    if (sets == 2 && u + 1 < units) emit_all(prep[u + 1]);
+    emit_all(mm[u]);
   }
   return true;
+}
+
+int64_t Emitter::line_pairs(const Node& nd, const NodeLayout& L, const VMat& w, uint32_t lines,
+                            uint32_t group) {
+  if (!o_.conv_line_pairs) return -1;
+  const uint32_t kh = nd.pool.kh, blocks = w.blocks(n_);
+  uint32_t s2 = 0;
+  for (const FusedJob& j : fused_jobs(nd, lines, group, n_)) {
+    ConvGeom bg = conv_band(nd.conv, j.py0 * kh, j.lines * kh);
+    bg.cout = j.cols;
+    const ConvGeom g1 = conv_band(bg, 0, 1);
+    const uint32_t cline = g1.wo() * g1.batch;
+    if (!bg.packed() || bg.sh != 1 || bg.ho() % 2 != 0 || (bg.kh + 1) * bg.kw >= n_ ||
+        2 * cline > chip_.acc_rows || (bg.w * bg.batch) % n_ != 0) {
+      return -1;
+    }
+    s2 = conv_scratch_rows(pair_geom(g1), chip_, cline);
+    if (2 * s2 + 2 * blocks * n_ > std::max(1u, conv_scratch_rows(bg, chip_, 0))) return -1;
+  }
+  const uint32_t taps = nd.conv.taps(), kw = nd.conv.kw, base = L.scratch + 2 * s2;
+  for (uint32_t cb = 0; cb < blocks; ++cb) {
+    const uint32_t lo = base + cb * n_, hi = base + (blocks + cb) * n_;
+    pb_.vop_imm(VecFunc::Or, lo, w.block(cb), 0, taps);  // the same bits
+    pb_.vop_imm(VecFunc::And, lo + taps, lo + taps, 0, kw);  // +0
+    pb_.vop_imm(VecFunc::And, hi, hi, 0, kw);
+    pb_.vop_imm(VecFunc::Or, hi + kw, w.block(cb), 0, taps);
+  }
+  return base;
 }
 
 // Per band and group: argmax, Y, dY in; the ReLU's gradient (mask from Y: Y > 0 iff its input

@@ -407,7 +407,7 @@ struct HazardModel {
 }  // namespace
 
 std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
-                                       size_t window) {
+                                       size_t window, bool feed_transposes) {
   const uint32_t n = chip.N;
   std::vector<Access> acc;
   acc.reserve(in.size());
@@ -416,6 +416,14 @@ std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const
     return !disjoint(acc[a], acc[b]) || (acc[a].fifo && acc[b].fifo);
   };
   HazardModel model(chip);
+  // feeds[i]: vector pass i writes rows a transpose among the next `window` instructions reads
+  std::vector<bool> feeds(in.size(), false);
+  for (size_t j = 0; feed_transposes && j < in.size(); ++j) {
+    if (!std::holds_alternative<Transpose>(in[j])) continue;
+    for (size_t i = j; i-- > 0 && j - i <= window;) {
+      if (std::holds_alternative<Vector>(in[i]) && meet(acc[i].vw, acc[j].vr)) feeds[i] = true;
+    }
+  }
   std::vector<uint64_t> end(in.size(), 0);
   std::vector<size_t> pending(in.size()), recent;  // recent: placed, newest last
   for (size_t i = 0; i < in.size(); ++i) pending[i] = i;
@@ -437,8 +445,8 @@ std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const
         if (!disjoint(acc[e], acc[c])) t = std::max(t, end[e]);
       }
       // Ties: a vector pass after the others (the matrix and move units' work is the longer
-      // chain; the vector unit's passes fill in beside it).
-      const bool vec = std::holds_alternative<Vector>(in[c]);
+      // chain; the vector unit's passes fill in beside it), except one that feeds a transpose.
+      const bool vec = std::holds_alternative<Vector>(in[c]) && !feeds[c];
       if (t < best_t || (t == best_t && best_vec && !vec)) {
         best_t = t;
         best = p;

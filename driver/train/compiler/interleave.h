@@ -102,9 +102,15 @@ bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n);
 // Only instructions with no common row (rows_disjoint) and not both using the weight FIFO
 // change their order, so every result is the same (the same operations per element in the
 // same order); an instruction whose ranges are unknown keeps its place.
+// With `feed_transposes` (TrainOptions::im2col_build_first) a vector pass that writes rows a
+// transpose among the next `window` instructions reads (a ConvPool band's tap rows, which its
+// im2col transpose reads) ties like the other units' instructions, so it goes ahead of vector
+// passes that would start at the same estimated cycle (the previous band's pool passes, ahead
+// of it in program order): the move unit, which runs acc_to_vmem and transpose and binds the
+// conv forward, then finds the transpose ready when its moves before it end.
 constexpr uint64_t kScheduleVectorRows = 4;
 constexpr size_t kScheduleWindow = 128;
 std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
-                                       size_t window);
+                                       size_t window, bool feed_transposes = false);
 
 }  // namespace tpu::train::compiler
