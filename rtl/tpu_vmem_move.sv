@@ -102,7 +102,9 @@ module tpu_vmem_move #(
   always_comb begin
     wr_row = buf_q[32*N*wr_cnt_q[IW-1:0] +: 32*N];
     if (wr_cols_q) begin
-      for (int i = 0; i < 32'(N); i++) wr_row[32*i +: 32] = buf_q[32*(N*i + 32'(wr_cnt_q[IW-1:0])) +: 32];
+      for (int i = 0; i < 32'(N); i++) begin
+        wr_row[32*i +: 32] = buf_q[32*(N*i + 32'(wr_cnt_q[IW-1:0])) +: 32];
+      end
     end
   end
   assign next_src  = 32'(src_q) + 32'(src_stride_q);

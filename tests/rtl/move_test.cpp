@@ -48,7 +48,8 @@ void reference(const Move& m, Mem& vmem, const Mem& acc) {
 class Harness {
  public:
   explicit Harness(uint32_t seed)
-      : rng_(seed), ctx_(std::make_unique<VerilatedContext>()),
+      : rng_(seed),
+        ctx_(std::make_unique<VerilatedContext>()),
         m_(std::make_unique<Vtpu_vmem_move>(ctx_.get())) {
     vmem_ = random_mem(kRows);
     acc_ = random_mem(kAccRows);
@@ -150,7 +151,9 @@ Move random_transpose(std::mt19937& rng) {
   m.src = rng() % (kRows - src_span);
   // kind 1: in place (each block's destination its own first rows); 2: the next block's source
   // right after this block's destination; else anywhere.
-  m.dst = kind == 1 ? m.src : kind == 2 ? (m.src + N) % (kRows - dst_span) : rng() % (kRows - dst_span);
+  m.dst = kind == 1   ? m.src
+          : kind == 2 ? (m.src + N) % (kRows - dst_span)
+                      : rng() % (kRows - dst_span);
   return m;
 }
 

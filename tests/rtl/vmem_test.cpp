@@ -28,9 +28,9 @@ constexpr uint32_t N = TPU_TEST_N;
 constexpr uint32_t S = TPU_TEST_S;  // VpuRows: banks
 constexpr uint32_t kRows = 64;      // the build's VmemRows
 constexpr uint32_t kRowBits = 32 * N;
-constexpr uint32_t kReaders = 3;  // narrow read clients (ports: kReadPort)
+constexpr uint32_t kReaders = 3;                     // narrow read clients (ports: kReadPort)
 constexpr uint32_t kReadPort[kReaders] = {0, 0, 1};  // the build's RdPort = 3'b100
-constexpr uint32_t kWriters = 2;  // narrow write clients
+constexpr uint32_t kWriters = 2;                     // narrow write clients
 
 using Row = std::vector<uint32_t>;  // N lanes (empty: an unused request, zeros)
 

@@ -457,8 +457,7 @@ TEST(TrainOverlap, KerasConvLinePairs) {
     const Emitted off = emit(m.g, m.p, m.s.step, o, chip, Device::kArenaBase);
     EXPECT_GT(conv_pool_count(m, on, loads_rows, 12), 0u) << hw;
     EXPECT_EQ(conv_pool_count(m, on, loads_rows, 9), 0u) << hw;
-    EXPECT_EQ(2 * conv_pool_count(m, on, is_transpose, 0),
-              conv_pool_count(m, off, is_transpose, 0))
+    EXPECT_EQ(2 * conv_pool_count(m, on, is_transpose, 0), conv_pool_count(m, off, is_transpose, 0))
         << hw;
   }
 }

@@ -729,10 +729,10 @@ void Emitter::conv_pool(const Node& nd, const NodeLayout& L, uint32_t lines_per_
         const bool reuse =
             !j.first_of_band && bg.packed() && bg.ho() * bg.wo() * bg.batch <= chip_.acc_rows;
         const uint32_t conv_scratch = std::max(1u, conv_scratch_rows(bg, chip_, 0));
-        const PairW pw{VMat{static_cast<uint32_t>(pairs) + j.g0 * n_, w.rows + nd.conv.kw,
-                            bg.cout, n_},
-                       VMat{static_cast<uint32_t>(pairs) + (blocks + j.g0) * n_,
-                            w.rows + nd.conv.kw, bg.cout, n_}};
+        const PairW pw{
+            VMat{static_cast<uint32_t>(pairs) + j.g0 * n_, w.rows + nd.conv.kw, bg.cout, n_},
+            VMat{static_cast<uint32_t>(pairs) + (blocks + j.g0) * n_, w.rows + nd.conv.kw, bg.cout,
+                 n_}};
         if (!conv_by_lines(bg, xb, wv, buf, L.scratch, conv_scratch, !j.first_of_band,
                            pairs >= 0 ? &pw : nullptr, j.band))
           conv2d_forward(pb_, bg, xb, wv, nullptr, buf, L.scratch, 0, reuse);
@@ -923,7 +923,7 @@ int64_t Emitter::line_pairs(const Node& nd, const NodeLayout& L, const VMat& w, 
   const uint32_t taps = nd.conv.taps(), kw = nd.conv.kw, base = L.scratch + 2 * s2;
   for (uint32_t cb = 0; cb < blocks; ++cb) {
     const uint32_t lo = base + cb * n_, hi = base + (blocks + cb) * n_;
-    pb_.vop_imm(VecFunc::Or, lo, w.block(cb), 0, taps);  // the same bits
+    pb_.vop_imm(VecFunc::Or, lo, w.block(cb), 0, taps);      // the same bits
     pb_.vop_imm(VecFunc::And, lo + taps, lo + taps, 0, kw);  // +0
     pb_.vop_imm(VecFunc::And, hi, hi, 0, kw);
     pb_.vop_imm(VecFunc::Or, hi + kw, w.block(cb), 0, taps);
