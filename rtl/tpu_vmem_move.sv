@@ -192,13 +192,11 @@ module tpu_vmem_move #(
             rd_addr_d = rd_addr_q + row_stride_q;
           end
           if (got_q) begin
-            for (int r = 0; r < 32'(N); r++) begin
-              for (int c = 0; c < 32'(N); c++) begin
-                if (rd_rows_q && 32'(got_idx_q) == r) begin
-                  buf_d[32*(N*r + c) +: 32] = vm_rdata_i[32*c +: 32];
-                end else if (!rd_rows_q && 32'(got_idx_q) == c) begin
-                  buf_d[32*(N*r + c) +: 32] = vm_rdata_i[32*r +: 32];
-                end
+            if (rd_rows_q) begin  // source row i is buffer row i
+              buf_d[32*N*got_idx_q +: 32*N] = vm_rdata_i;
+            end else begin        // source row i is buffer column i
+              for (int r = 0; r < 32'(N); r++) begin
+                buf_d[32*(N*r + 32'(got_idx_q)) +: 32] = vm_rdata_i[32*r +: 32];
               end
             end
             got_cnt_d = got_cnt_q + 1'b1;
