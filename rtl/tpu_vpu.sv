@@ -17,33 +17,40 @@
 // contiguous tensors (inner strides 1, lines one after the other) go VpuRows rows per cycle.
 //
 // Pipeline, one group per cycle when the ports are granted:
-//   R  the row walker: requests the group's operand reads (the A rows on port A; on port B the
-//      B rows for bmode 0-2, or the A rows + 1 for align with s > 0; the row reductions read B
-//      only at i = 0). The two ports, and the banks of a port, may be granted in different
-//      cycles: a bank granted early has its row captured (cap*_q, bank by bank) when the data
-//      arrives, only the banks still missing are requested again, and the group is fixed from
-//      its first grant. The group leaves R in the cycle its last read is granted.
+//   R  the row walker forms the group C at its position and requests its operand reads (the A
+//      rows on port A; on port B the B rows for bmode 0-2, or the A rows + 1 for align with
+//      s > 0; the row reductions read B only at i = 0). The two ports, and the banks of a port,
+//      may be granted in different cycles: C is fixed with its first grant; when it has all
+//      its reads in that cycle and no older group waits, it goes to X, else it goes to one of
+//      two slots (the walker moves on either way) and asks again, cycle by cycle, for the banks
+//      still missing only. Two groups at most wait in the slots; in a bank of a port the older
+//      group's request goes first, then the younger's (or C's, beside one older group), so the
+//      next group reads the banks another client leaves while the older one waits for its last
+//      banks. Each slot captures its rows bank by bank (cap*_q) when the data arrives. X takes
+//      the older group in the cycle after its last read is granted.
 //   X  the cycle after: the data of the reads granted in R's last cycle come straight from the
-//      ports, the others from the capture registers; VpuRows x N lanes (rtl/tpu_vpu_lane.sv)
-//      compute f(A, B), a lane shift align; the row reductions fold the group's rows into the
-//      running value s_q in (o, i) order, one after the other (s = B at i = 0, then
-//      s = op(s, A(o,i)): VpuRows fp32 operations in series, the documented order), and only
-//      the line's last row is written (to D(o,0)); the lane reductions compute the first level
-//      of their fixed tree, one tree per row of the group.
+//      ports, the others from the group's capture registers; VpuRows x N lanes
+//      (rtl/tpu_vpu_lane.sv) compute f(A, B), a lane shift align; the row reductions fold the
+//      group's rows into the running value s_q in (o, i) order, one after the other (s = B at
+//      i = 0, then s = op(s, A(o,i)): VpuRows fp32 operations in series, the documented order),
+//      and only the line's last row is written (to D(o,0)); the lane reductions compute the
+//      first level of their fixed tree, one tree per row of the group.
 //   T  lane reductions only: log2(N) - 1 tree stages, one level each (so no path has more than
 //      one fp32 adder); the last one's value goes to every lane.
-//   W  a queue of log2(N) + 2 groups {rows by bank, data} writing in order through the write
-//      port; the head group's rows are written bank by bank as granted (a granted bank leaves
-//      it), and the group leaves the queue when its last row is written.
+//   W  a queue of log2(N) + 3 groups {rows by bank, data} entered in order; each bank writes
+//      the oldest queued row it holds when granted (two writes of one VMEM row are in one bank,
+//      so they stay in order), and the head group leaves the queue once its last row is
+//      written.
 // "As if one row at a time in (o, i) order": R does not request a row that is the destination
-// of a row still in X, T or W (compared with every one of them), nor groups a row with an
-// earlier row of the group that writes what it reads, so a later read sees every earlier write;
-// the reads of a group precede its writes, and a write can only follow its own group's reads,
-// so later writes never overtake earlier reads. R requests reads only when the queue will have
-// room for the group's result even if nothing is written meanwhile, so X and T never stall;
-// with log2(N) + 2 entries that still allows one group per cycle. A row that reads an earlier
-// row's destination waits for that write: 3 cycles per row for a chain of such rows
-// (2 + log2(N) for lane reductions).
+// of a row still in the slots, X, T or W (compared with every one of them), nor groups a row
+// with an earlier row of the group that writes what it reads, so a later read sees every
+// earlier write; the reads of a group precede its writes, and a write can only follow its own
+// group's reads (groups enter X in order), so later writes never overtake earlier reads. C
+// requests reads only when the queue will have room for its result and that of every group in
+// the slots, X and T even if nothing is written meanwhile, so X and T never stall; with
+// log2(N) + 3 entries that still allows one group per cycle. A row that reads an earlier row's
+// destination waits for that write (C asks for nothing while its first row does): 3 cycles per
+// row for a chain of such rows (2 + log2(N) for lane reductions).
 // A new command is taken when the unit is idle (busy_o low): the controller orders
 // instructions by their VMEM row ranges (docs/isa.md "Ordering").
 `include "tpu_assert.svh"
@@ -83,7 +90,7 @@ module tpu_vpu #(
   localparam int unsigned LW     = $clog2(N);  // tree levels; bits of the align shift
   localparam int unsigned RowW   = 32 * N;
   localparam int unsigned TS     = LW - 1;     // tree stages after X (lane reductions)
-  localparam int unsigned WDepth = LW + 2;     // write queue entries: one group per cycle
+  localparam int unsigned WDepth = LW + 3;     // write queue entries: one group per cycle
   localparam int unsigned PtrW   = $clog2(WDepth);
   localparam int unsigned CntW   = $clog2(WDepth + 1);
   localparam int unsigned BankW  = S > 1 ? $clog2(S) : 1;
@@ -111,8 +118,6 @@ module tpu_vpu #(
   logic [9:0]  o_q;
   logic [7:0]  i_q;
   logic [15:0] a_line_q, a_cur_q, b_line_q, b_cur_q, d_line_q, d_cur_q;
-  logic [S-1:0] a_got_q, b_got_q;              // the group's banks granted so far, by port
-  logic [S-1:0] grp_q;                         // the group, fixed from its first grant
 
   logic        is_rowred, is_unary, is_align, is_lanered, b_imm, need_b_ew;
   logic [10:0] b_inner_step, b_outer_step;
@@ -199,7 +204,7 @@ module tpu_vpu #(
     end
   end
 
-  // ---------------- write queue (W) and the rows in flight ----------------
+  // ---------------- write queue (W), the groups in R, and the rows in flight ----------------
   logic [WDepth-1:0]            w_vld_q;
   logic [S*WDepth-1:0]          w_we_q;    // entry e, bank k: bit S*e + k
   logic [16*S*WDepth-1:0]       w_dst_q;   // entry e, bank k: [16(S*e + k) +: 16]
@@ -208,20 +213,37 @@ module tpu_vpu #(
   logic [CntW-1:0]              w_cnt;
 
   logic            x_valid_q, x_first_q, x_red_q, x_any_wr_q;  // X: the group read last cycle
+  logic            x_slot_q;                                   // its capture slot
   logic [S-1:0]    x_mask_q, x_wr_q;                           // its rows; those that write
   logic [16*S-1:0] x_dst_q;
   logic [TS-1:0]      t_valid_q;               // lane-reduction groups in the tree stages
   logic [S*TS-1:0]    t_wr_q;                  // stage s - 1, slot k: bit S(s-1) + k
   logic [16*S*TS-1:0] t_dst_q;
 
+  // The groups fixed in R (a grant taken, reads still missing, or complete and waiting for an
+  // older group to leave R), in two slots (slot p's fields at [W*p +: W]); old_q is the older
+  // one (the only one when one is valid). Each slot has its own capture registers.
+  logic [1:0]                 sl_vld_q;
+  logic                       old_q;
+  logic [2*S-1:0]             sl_aneed_q, sl_bneed_q;    // banks read, by bank
+  logic [2*S-1:0]             sl_agot_q, sl_bgot_q;      // banks granted so far
+  logic [2*16*S-1:0]          sl_arow_q, sl_brow_q;      // the row of each bank read
+  logic [1:0]                 sl_first_q, sl_any_wr_q;
+  logic [2*S-1:0]             sl_mask_q, sl_wr_q;        // by slot of the group, as x_*
+  logic [2*16*S-1:0]          sl_dst_q;
+  logic [2*BankW*S-1:0]       sl_asel_q, sl_bsel_q;
+
   always_comb begin
     w_cnt = '0;
     for (int unsigned k = 0; k < WDepth; k++) w_cnt = w_cnt + CntW'(w_vld_q[k]);
   end
 
-  // A read must wait for the writes of the earlier groups to the same VMEM row (the queue holds
-  // a row in its bank's place: one compare per entry).
-  function automatic logic pending_write(logic [15:0] row, logic x_valid, logic [S-1:0] x_wr,
+  // A read must wait for the writes of the earlier groups to the same VMEM row: the groups in
+  // R, X and T (by slot of the group) and the queue (a row in its bank's place: one compare per
+  // entry).
+  function automatic logic pending_write(logic [15:0] row, logic [1:0] sl_vld,
+                                         logic [2*S-1:0] sl_wr, logic [2*16*S-1:0] sl_dst,
+                                         logic x_valid, logic [S-1:0] x_wr,
                                          logic [16*S-1:0] x_dst, logic [WDepth-1:0] vld,
                                          logic [S*WDepth-1:0] we, logic [16*S*WDepth-1:0] dst,
                                          logic [TS-1:0] t_vld, logic [S*TS-1:0] t_wr,
@@ -230,6 +252,11 @@ module tpu_vpu #(
     bk = bank_of(row);
     pending_write = 1'b0;
     for (int unsigned k = 0; k < S; k++) begin
+      for (int unsigned p = 0; p < 2; p++) begin
+        if (sl_vld[p] && sl_wr[S*p + k] && sl_dst[16*(S*p + k) +: 16] == row) begin
+          pending_write = 1'b1;
+        end
+      end
       if (x_valid && x_wr[k] && x_dst[16*k +: 16] == row) pending_write = 1'b1;
       for (int unsigned s = 0; s < TS; s++) begin
         if (t_vld[s] && t_wr[S*s + k] && t_dst[16*(S*s + k) +: 16] == row) pending_write = 1'b1;
@@ -248,17 +275,17 @@ module tpu_vpu #(
     hit_b = '0;
     for (int unsigned k = 0; k < S; k++) begin
       if (active_q) begin  // (else nothing to compare: a simulator skips the compares)
-        hit_a[k] = pending_write(sa[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
-                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
-        hit_b[k] = pending_write(sb[16*k +: 16], x_valid_q, x_wr_q, x_dst_q, w_vld_q, w_we_q,
-                                 w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+        hit_a[k] = pending_write(sa[16*k +: 16], sl_vld_q, sl_wr_q, sl_dst_q, x_valid_q, x_wr_q,
+                                 x_dst_q, w_vld_q, w_we_q, w_dst_q, t_valid_q, t_wr_q, t_dst_q);
+        hit_b[k] = pending_write(sb[16*k +: 16], sl_vld_q, sl_wr_q, sl_dst_q, x_valid_q, x_wr_q,
+                                 x_dst_q, w_vld_q, w_we_q, w_dst_q, t_valid_q, t_wr_q, t_dst_q);
       end
     end
   end
 
-  // The group: the longest prefix of rows that qualify (the first row always; its hits only
-  // hold back its port's request).
-  logic [S-1:0] grp_now, grp, slot_ok;
+  // The walker's group C: the longest prefix of rows that qualify (the first row always; its
+  // hits hold back the group's requests).
+  logic [S-1:0] grp, slot_ok;
   always_comb begin
     slot_ok    = '0;
     slot_ok[0] = 1'b1;
@@ -277,11 +304,10 @@ module tpu_vpu #(
         end
       end
     end
-    grp_now = '0;
-    grp_now[0] = 1'b1;
-    for (int unsigned k = 1; k < S; k++) grp_now[k] = grp_now[k-1] && slot_ok[k];
+    grp    = '0;
+    grp[0] = 1'b1;
+    for (int unsigned k = 1; k < S; k++) grp[k] = grp[k-1] && slot_ok[k];
   end
-  assign grp = (a_got_q != '0 || b_got_q != '0) ? grp_q : grp_now;
 
   logic [GW-1:0] grp_n;   // rows in the group
   logic          grp_wr, grp_needb;
@@ -296,49 +322,152 @@ module tpu_vpu #(
     end
   end
 
-  // The group's result enters the queue two cycles after its last grant (a lane reduction's TS
-  // cycles later): room for it even if no queued group is written meanwhile.
-  logic [CntW:0] in_flight;
-  logic          room, a_req, b_req, a_done, b_done, row_go;
+  // C's reads by bank on each port (a row several rows of the group read is one request), and
+  // what X needs of it.
+  logic [S-1:0]       c_aneed, c_bneed, c_wr;
+  logic [16*S-1:0]    c_arow, c_brow;
+  logic [BankW*S-1:0] c_asel, c_bsel;
   always_comb begin
-    in_flight = (CntW+1)'(w_cnt) + (CntW+1)'(x_valid_q && x_any_wr_q);
-    for (int unsigned k = 0; k < TS; k++) in_flight = in_flight + (CntW+1)'(t_valid_q[k]);
+    c_aneed = '0;
+    c_bneed = '0;
+    c_arow  = '0;
+    c_brow  = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      c_asel[BankW*k +: BankW] = bank_of(sa[16*k +: 16]);
+      c_bsel[BankW*k +: BankW] = bank_of(sb[16*k +: 16]);
+      if (grp[k]) begin
+        c_aneed[bank_of(sa[16*k +: 16])] = 1'b1;
+        c_arow[16*32'(bank_of(sa[16*k +: 16])) +: 16] = sa[16*k +: 16];
+      end
+      if (grp[k] && s_needb[k]) begin
+        c_bneed[bank_of(sb[16*k +: 16])] = 1'b1;
+        c_brow[16*32'(bank_of(sb[16*k +: 16])) +: 16] = sb[16*k +: 16];
+      end
+    end
+    // A row reduction writes its fold once, in slot 0's place, to D(o,0).
+    c_wr = is_rowred ? S'(grp_wr) : grp;
   end
-  assign room  = !grp_wr || 32'(in_flight) < WDepth;
-  assign a_req = active_q && !hit_a[0] && room;
-  assign b_req = active_q && grp_needb && !hit_b[0] && room;
 
-  // The group's reads by bank on each port (a row several slots read is one request); only the
-  // banks not granted yet are requested.
-  logic [S-1:0] a_need, b_need, a_gnt, b_gnt;
+  // Every group in R, X and T that writes has its queue entry kept for it, so X and T never
+  // stall: C asks for reads only when the queue has room for its result too.
+  logic [CntW+1:0] in_flight;
+  logic            room, c_req;
+  logic            po, py, c_slot;        // the older slot, the younger, C's slot
+  logic            o_vld, y_vld;
   always_comb begin
-    a_need       = '0;
-    b_need       = '0;
+    in_flight = (CntW+2)'(w_cnt) + (CntW+2)'(x_valid_q && x_any_wr_q);
+    for (int unsigned k = 0; k < TS; k++) in_flight = in_flight + (CntW+2)'(t_valid_q[k]);
+    for (int unsigned p = 0; p < 2; p++) begin
+      in_flight = in_flight + (CntW+2)'(sl_vld_q[p] && sl_any_wr_q[p]);
+    end
+  end
+  assign po     = old_q;
+  assign py     = !old_q;
+  assign o_vld  = sl_vld_q[po];
+  assign y_vld  = sl_vld_q[py];
+  assign c_slot = o_vld ? py : po;
+  assign room   = !grp_wr || 32'(in_flight) < WDepth;
+  assign c_req  = active_q && !y_vld && room && !hit_a[0] && !(s_needb[0] && hit_b[0]);
+
+  // The requests, bank by bank: the older group's missing banks first, then the younger's, then
+  // C's (two groups at most, so C asks only beside one older group).
+  logic [S-1:0] o_ra, o_rb, y_ra, y_rb, c_ra, c_rb;
+  logic [S-1:0] a_gnt, b_gnt, o_ga, o_gb, y_ga, y_gb, c_ga, c_gb;
+  always_comb begin
+    o_ra = o_vld ? sl_aneed_q[S*po +: S] & ~sl_agot_q[S*po +: S] : '0;
+    o_rb = o_vld ? sl_bneed_q[S*po +: S] & ~sl_bgot_q[S*po +: S] : '0;
+    y_ra = y_vld ? sl_aneed_q[S*py +: S] & ~sl_agot_q[S*py +: S] & ~o_ra : '0;
+    y_rb = y_vld ? sl_bneed_q[S*py +: S] & ~sl_bgot_q[S*py +: S] & ~o_rb : '0;
+    c_ra = c_req ? c_aneed & ~o_ra : '0;
+    c_rb = c_req ? c_bneed & ~o_rb : '0;
     vm_a_raddr_o = '0;
     vm_b_raddr_o = '0;
     for (int unsigned k = 0; k < S; k++) begin
-      if (grp[k]) begin
-        a_need[bank_of(sa[16*k +: 16])] = 1'b1;
-        if (a_req) vm_a_raddr_o[16*32'(bank_of(sa[16*k +: 16])) +: 16] = sa[16*k +: 16];
+      if (o_ra[k])      vm_a_raddr_o[16*k +: 16] = sl_arow_q[16*(S*32'(po) + k) +: 16];
+      else if (y_ra[k]) vm_a_raddr_o[16*k +: 16] = sl_arow_q[16*(S*32'(py) + k) +: 16];
+      else if (c_ra[k]) vm_a_raddr_o[16*k +: 16] = c_arow[16*k +: 16];
+      if (o_rb[k])      vm_b_raddr_o[16*k +: 16] = sl_brow_q[16*(S*32'(po) + k) +: 16];
+      else if (y_rb[k]) vm_b_raddr_o[16*k +: 16] = sl_brow_q[16*(S*32'(py) + k) +: 16];
+      else if (c_rb[k]) vm_b_raddr_o[16*k +: 16] = c_brow[16*k +: 16];
+    end
+  end
+  assign vm_a_re_o = o_ra | y_ra | c_ra;
+  assign vm_b_re_o = o_rb | y_rb | c_rb;
+  assign a_gnt     = vm_a_re_o & vm_a_rgnt_i;
+  assign b_gnt     = vm_b_re_o & vm_b_rgnt_i;
+  assign o_ga      = a_gnt & o_ra;
+  assign o_gb      = b_gnt & o_rb;
+  assign y_ga      = a_gnt & y_ra;
+  assign y_gb      = b_gnt & y_rb;
+  assign c_ga      = a_gnt & c_ra;
+  assign c_gb      = b_gnt & c_rb;
+
+  // X takes the older group once it has every read, or C straight from the walker when R holds
+  // no group; C otherwise goes to a slot with its first grant (the walker moves on).
+  logic o_done, c_done, x_go_o, x_go_c, c_take;
+  assign o_done = o_vld &&
+                  (sl_aneed_q[S*po +: S] & ~(sl_agot_q[S*po +: S] | o_ga)) == '0 &&
+                  (sl_bneed_q[S*po +: S] & ~(sl_bgot_q[S*po +: S] | o_gb)) == '0;
+  assign c_done = c_req && (c_aneed & ~c_ga) == '0 && (c_bneed & ~c_gb) == '0;
+  assign x_go_o = o_done;
+  assign x_go_c = !o_vld && c_done;
+  assign c_take = c_ga != '0 || c_gb != '0;
+
+  assign busy_o      = active_q || sl_vld_q != '0 || x_valid_q || t_valid_q != '0 ||
+                       w_vld_q != '0;
+  assign idle_o      = !busy_o;
+  assign cmd_ready_o = !busy_o;
+
+  // The slots: C enters its slot, the older group leaves for X, grants accumulate.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      sl_vld_q    <= '0;
+      old_q       <= 1'b0;
+      sl_aneed_q  <= '0;
+      sl_bneed_q  <= '0;
+      sl_agot_q   <= '0;
+      sl_bgot_q   <= '0;
+      sl_arow_q   <= '0;
+      sl_brow_q   <= '0;
+      sl_first_q  <= '0;
+      sl_any_wr_q <= '0;
+      sl_mask_q   <= '0;
+      sl_wr_q     <= '0;
+      sl_dst_q    <= '0;
+      sl_asel_q   <= '0;
+      sl_bsel_q   <= '0;
+    end else if (clear_i) begin
+      sl_vld_q <= '0;
+    end else begin
+      if (x_go_o) begin
+        sl_vld_q[po] <= 1'b0;
+        old_q        <= py;
+      end else if (o_vld) begin
+        sl_agot_q[S*po +: S] <= sl_agot_q[S*po +: S] | o_ga;
+        sl_bgot_q[S*po +: S] <= sl_bgot_q[S*po +: S] | o_gb;
       end
-      if (grp[k] && s_needb[k]) begin
-        b_need[bank_of(sb[16*k +: 16])] = 1'b1;
-        if (b_req) vm_b_raddr_o[16*32'(bank_of(sb[16*k +: 16])) +: 16] = sb[16*k +: 16];
+      if (y_vld) begin
+        sl_agot_q[S*py +: S] <= sl_agot_q[S*py +: S] | y_ga;
+        sl_bgot_q[S*py +: S] <= sl_bgot_q[S*py +: S] | y_gb;
+      end
+      if (c_take && !x_go_c) begin
+        sl_vld_q[c_slot]                      <= 1'b1;
+        sl_aneed_q[S*c_slot +: S]             <= c_aneed;
+        sl_bneed_q[S*c_slot +: S]             <= c_bneed;
+        sl_agot_q[S*c_slot +: S]              <= c_ga;
+        sl_bgot_q[S*c_slot +: S]              <= c_gb;
+        sl_arow_q[16*S*c_slot +: 16*S]        <= c_arow;
+        sl_brow_q[16*S*c_slot +: 16*S]        <= c_brow;
+        sl_first_q[c_slot]                    <= s_first[0];
+        sl_any_wr_q[c_slot]                   <= grp_wr;
+        sl_mask_q[S*c_slot +: S]              <= grp;
+        sl_wr_q[S*c_slot +: S]                <= c_wr;
+        sl_dst_q[16*S*c_slot +: 16*S]         <= sd;
+        sl_asel_q[BankW*S*c_slot +: BankW*S]  <= c_asel;
+        sl_bsel_q[BankW*S*c_slot +: BankW*S]  <= c_bsel;
       end
     end
   end
-  assign vm_a_re_o = a_req ? a_need & ~a_got_q : '0;
-  assign vm_b_re_o = b_req ? b_need & ~b_got_q : '0;
-  assign a_gnt     = vm_a_re_o & vm_a_rgnt_i;
-  assign b_gnt     = vm_b_re_o & vm_b_rgnt_i;
-
-  assign a_done = (a_need & ~(a_got_q | a_gnt)) == '0;
-  assign b_done = (b_need & ~(b_got_q | b_gnt)) == '0;
-  assign row_go = active_q && a_done && b_done;
-
-  assign busy_o      = active_q || x_valid_q || t_valid_q != '0 || w_vld_q != '0;
-  assign idle_o      = !busy_o;
-  assign cmd_ready_o = !busy_o;
 
   // The walker's next position: the row after the group.
   logic [9:0]  nx_o;
@@ -370,13 +499,12 @@ module tpu_vpu #(
     end
   end
 
-  // The walker's registers: a new command, the next group, or the grants of a group in R.
+  // The walker's registers: a new command, or the next group once C has taken a grant.
   cfg_t         cmd_d;
   logic         active_d;
   logic [9:0]   o_d;
   logic [7:0]   i_d;
   logic [15:0]  a_line_d, a_cur_d, b_line_d, b_cur_d, d_line_d, d_cur_d;
-  logic [S-1:0] a_got_d, b_got_d, grp_d;
   always_comb begin
     cmd_d    = cmd_q;
     active_d = active_q;
@@ -388,13 +516,8 @@ module tpu_vpu #(
     b_cur_d  = b_cur_q;
     d_line_d = d_line_q;
     d_cur_d  = d_cur_q;
-    a_got_d  = a_got_q;
-    b_got_d  = b_got_q;
-    grp_d    = grp_q;
     if (clear_i) begin
       active_d = 1'b0;
-      a_got_d  = '0;
-      b_got_d  = '0;
     end else if (cmd_valid_i && cmd_ready_o) begin
       cmd_d.b                = cmd_i.b;
       cmd_d.dst_outer_stride = cmd_i.dst_outer_stride;
@@ -414,9 +537,7 @@ module tpu_vpu #(
       b_cur_d  = cmd_i.b[15:0];
       d_line_d = cmd_i.dst;
       d_cur_d  = cmd_i.dst;
-    end else if (row_go) begin
-      a_got_d  = '0;
-      b_got_d  = '0;
+    end else if (c_take) begin
       o_d      = nx_o;
       i_d      = nx_i;
       a_line_d = nx_al;
@@ -426,10 +547,6 @@ module tpu_vpu #(
       d_line_d = nx_dl;
       d_cur_d  = nx_dc;
       if (nx_end) active_d = 1'b0;
-    end else begin
-      a_got_d = a_got_q | a_gnt;
-      b_got_d = b_got_q | b_gnt;
-      if (a_got_q == '0 && b_got_q == '0) grp_d = grp_now;
     end
   end
 
@@ -445,9 +562,6 @@ module tpu_vpu #(
       b_cur_q  <= '0;
       d_line_q <= '0;
       d_cur_q  <= '0;
-      a_got_q  <= '0;
-      b_got_q  <= '0;
-      grp_q    <= '0;
     end else begin
       cmd_q    <= cmd_d;
       active_q <= active_d;
@@ -459,16 +573,24 @@ module tpu_vpu #(
       b_cur_q  <= b_cur_d;
       d_line_q <= d_line_d;
       d_cur_q  <= d_cur_d;
-      a_got_q  <= a_got_d;
-      b_got_q  <= b_got_d;
-      grp_q    <= grp_d;
     end
   end
 
-  // ---------------- operands: the ports' data, or captured ----------------
-  logic [S-1:0]        a_rv_q, b_rv_q;        // the bank's data is on the port this cycle
-  logic [S-1:0]        a_cv_q, b_cv_q;        // the bank's capture register holds X's row
-  logic [RowW*S-1:0]   cap_a_q, cap_b_q;
+  // ---------------- operands: the ports' data, or captured (per slot) ----------------
+  logic [2*S-1:0]      a_rv_q, b_rv_q;        // slot p, bank k: the data is on the port now
+  logic [2*S-1:0]      a_cv_q, b_cv_q;        // slot p, bank k: captured
+  logic [2*RowW*S-1:0] cap_a_q, cap_b_q;
+  logic [2*S-1:0]      a_slot_gnt, b_slot_gnt;  // this cycle's grants by slot
+  always_comb begin
+    a_slot_gnt = '0;
+    b_slot_gnt = '0;
+    a_slot_gnt[S*po +: S] = o_ga;
+    b_slot_gnt[S*po +: S] = o_gb;
+    a_slot_gnt[S*py +: S] = y_ga;
+    b_slot_gnt[S*py +: S] = y_gb;
+    a_slot_gnt[S*c_slot +: S] = a_slot_gnt[S*c_slot +: S] | c_ga;
+    b_slot_gnt[S*c_slot +: S] = b_slot_gnt[S*c_slot +: S] | c_gb;
+  end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -482,12 +604,19 @@ module tpu_vpu #(
       a_cv_q <= '0;
       b_cv_q <= '0;
     end else begin
-      a_rv_q <= a_gnt;
-      b_rv_q <= b_gnt;
-      // Rows of a group still waiting for other banks or the other port: captured until X
-      // consumes them.
-      a_cv_q <= x_valid_q ? '0 : a_cv_q | a_rv_q;
-      b_cv_q <= x_valid_q ? '0 : b_cv_q | b_rv_q;
+      a_rv_q <= a_slot_gnt;
+      b_rv_q <= b_slot_gnt;
+      // Rows of a group still waiting for other banks, the other port or an older group:
+      // captured until X consumes them.
+      for (int unsigned p = 0; p < 2; p++) begin
+        if (x_valid_q && 32'(x_slot_q) == p) begin
+          a_cv_q[S*p +: S] <= '0;
+          b_cv_q[S*p +: S] <= '0;
+        end else begin
+          a_cv_q[S*p +: S] <= a_cv_q[S*p +: S] | a_rv_q[S*p +: S];
+          b_cv_q[S*p +: S] <= b_cv_q[S*p +: S] | b_rv_q[S*p +: S];
+        end
+      end
     end
   end
 
@@ -496,9 +625,11 @@ module tpu_vpu #(
   // reach only slots outside X's group (results never written) or an operand the function
   // does not use.
   always_ff @(posedge clk_i) begin
-    for (int unsigned k = 0; k < S; k++) begin
-      if (a_rv_q[k]) cap_a_q[RowW*k +: RowW] <= vm_a_rdata_i[RowW*k +: RowW];
-      if (b_rv_q[k]) cap_b_q[RowW*k +: RowW] <= vm_b_rdata_i[RowW*k +: RowW];
+    for (int unsigned p = 0; p < 2; p++) begin
+      for (int unsigned k = 0; k < S; k++) begin
+        if (a_rv_q[S*p + k]) cap_a_q[RowW*(S*p + k) +: RowW] <= vm_a_rdata_i[RowW*k +: RowW];
+        if (b_rv_q[S*p + k]) cap_b_q[RowW*(S*p + k) +: RowW] <= vm_b_rdata_i[RowW*k +: RowW];
+      end
     end
   end
 
@@ -516,6 +647,7 @@ module tpu_vpu #(
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       x_valid_q  <= 1'b0;
+      x_slot_q   <= 1'b0;
       x_first_q  <= 1'b0;
       x_red_q    <= 1'b0;
       x_any_wr_q <= 1'b0;
@@ -529,29 +661,46 @@ module tpu_vpu #(
     end else if (clear_i) begin
       x_valid_q <= 1'b0;
     end else begin
-      x_valid_q <= row_go;
-      if (row_go) begin
+      x_valid_q <= x_go_o || x_go_c;
+      x_red_q   <= is_rowred;
+      if (x_go_o) begin
+        x_slot_q   <= po;
+        x_first_q  <= sl_first_q[po];
+        x_any_wr_q <= sl_any_wr_q[po];
+        x_mask_q   <= sl_mask_q[S*po +: S];
+        x_wr_q     <= sl_wr_q[S*po +: S];
+        x_dst_q    <= sl_dst_q[16*S*po +: 16*S];
+        x_aneed_q  <= sl_aneed_q[S*po +: S];
+        x_bneed_q  <= sl_bneed_q[S*po +: S];
+        x_asel_q   <= sl_asel_q[BankW*S*po +: BankW*S];
+        x_bsel_q   <= sl_bsel_q[BankW*S*po +: BankW*S];
+      end else if (x_go_c) begin
+        x_slot_q   <= c_slot;
         x_first_q  <= s_first[0];
-        x_red_q    <= is_rowred;
         x_any_wr_q <= grp_wr;
         x_mask_q   <= grp;
-        // A row reduction writes its fold once, in slot 0's place, to D(o,0).
-        x_wr_q     <= is_rowred ? S'(grp_wr) : grp;
+        x_wr_q     <= c_wr;
         x_dst_q    <= sd;
-        x_aneed_q  <= a_need;
-        x_bneed_q  <= grp_needb ? b_need : '0;
-        for (int unsigned k = 0; k < S; k++) begin
-          x_asel_q[BankW*k +: BankW] <= bank_of(sa[16*k +: 16]);
-          x_bsel_q[BankW*k +: BankW] <= bank_of(sb[16*k +: 16]);
-        end
+        x_aneed_q  <= c_aneed;
+        x_bneed_q  <= c_bneed;
+        x_asel_q   <= c_asel;
+        x_bsel_q   <= c_bsel;
       end
     end
   end
 
+  // X's group's slot: which banks are on the ports now, and its capture registers.
+  logic [S-1:0]      x_rv_a, x_rv_b;
+  logic [RowW*S-1:0] x_cap_a, x_cap_b;
+  assign x_rv_a  = a_rv_q[S*x_slot_q +: S];
+  assign x_rv_b  = b_rv_q[S*x_slot_q +: S];
+  assign x_cap_a = cap_a_q[RowW*S*x_slot_q +: RowW*S];
+  assign x_cap_b = cap_b_q[RowW*S*x_slot_q +: RowW*S];
+
   always_comb begin
     for (int unsigned k = 0; k < S; k++) begin
-      bank_a[RowW*k +: RowW] = a_rv_q[k] ? vm_a_rdata_i[RowW*k +: RowW] : cap_a_q[RowW*k +: RowW];
-      bank_b[RowW*k +: RowW] = b_rv_q[k] ? vm_b_rdata_i[RowW*k +: RowW] : cap_b_q[RowW*k +: RowW];
+      bank_a[RowW*k +: RowW] = x_rv_a[k] ? vm_a_rdata_i[RowW*k +: RowW] : x_cap_a[RowW*k +: RowW];
+      bank_b[RowW*k +: RowW] = x_rv_b[k] ? vm_b_rdata_i[RowW*k +: RowW] : x_cap_b[RowW*k +: RowW];
     end
     for (int unsigned k = 0; k < S; k++) begin
       op_a[RowW*k +: RowW]   = bank_a[RowW*32'(x_asel_q[BankW*k +: BankW]) +: RowW];
@@ -680,8 +829,14 @@ module tpu_vpu #(
   end
 
   // ---------------- W: the write queue ----------------
+  // Groups enter in order; each bank writes the oldest queued row it holds (rows of one VMEM
+  // row are in one bank, so writes to a row stay in order), so a bank another client holds
+  // delays only its own rows, not the next groups' rows in the other banks. The head group
+  // leaves the queue once its last row is written.
   logic              w_push, w_pop;
-  logic [S-1:0]      w_gnt;        // the head group's banks written this cycle
+  logic [S-1:0]      w_gnt;        // the banks written this cycle
+  logic [S-1:0]      w_head_left;  // the head group's banks still to write after this cycle
+  logic [PtrW*S-1:0] w_sel;        // bank k writes entry w_sel[PtrW*k +: PtrW]
   logic [S-1:0]      w_push_wr;    // by slot
   logic [16*S-1:0]   w_push_dst;   // by slot
   logic [S-1:0]      push_we;      // by bank
@@ -690,8 +845,38 @@ module tpu_vpu #(
   assign w_push     = is_lanered ? t_valid_q[TS-1] : x_valid_q && x_any_wr_q;
   assign w_push_wr  = is_lanered ? t_wr_q[S*(TS-1) +: S] : x_wr_q;
   assign w_push_dst = is_lanered ? t_dst_q[16*S*(TS-1) +: 16*S] : x_dst_q;
-  assign w_gnt      = vm_w_we_o & vm_w_wgnt_i;
-  assign w_pop      = vm_w_we_o != '0 && w_gnt == vm_w_we_o;
+
+  function automatic logic [PtrW-1:0] ptr_add(logic [PtrW-1:0] p, int unsigned d);
+    ptr_add = PtrW'((32'(p) + d) % WDepth);
+  endfunction
+
+  // Bank k's oldest entry with its row still to write (entries from the head on).
+  always_comb begin
+    w_sel     = '0;
+    vm_w_we_o = '0;
+    for (int unsigned k = 0; k < S; k++) begin
+      for (int d = int'(WDepth) - 1; d >= 0; d--) begin
+        if (w_vld_q[ptr_add(w_rd_q, 32'(d))] && w_we_q[S*32'(ptr_add(w_rd_q, 32'(d))) + k]) begin
+          w_sel[PtrW*k +: PtrW] = ptr_add(w_rd_q, 32'(d));
+          vm_w_we_o[k]          = 1'b1;
+        end
+      end
+    end
+  end
+  always_comb begin
+    for (int unsigned k = 0; k < S; k++) begin
+      vm_w_waddr_o[16*k +: 16]     = w_dst_q[16*(S*32'(w_sel[PtrW*k +: PtrW]) + k) +: 16];
+      vm_w_wdata_o[RowW*k +: RowW] = w_data_q[RowW*(S*32'(w_sel[PtrW*k +: PtrW]) + k) +: RowW];
+    end
+  end
+  assign w_gnt = vm_w_we_o & vm_w_wgnt_i;
+  always_comb begin
+    w_head_left = w_we_q[S*w_rd_q +: S];
+    for (int unsigned k = 0; k < S; k++) begin
+      if (w_gnt[k] && w_sel[PtrW*k +: PtrW] == w_rd_q) w_head_left[k] = 1'b0;
+    end
+  end
+  assign w_pop = w_vld_q[w_rd_q] && w_head_left == '0;
 
   // The group's rows into their banks' places.
   always_comb begin
@@ -707,10 +892,6 @@ module tpu_vpu #(
     end
   end
 
-  function automatic logic [PtrW-1:0] ptr_next(logic [PtrW-1:0] p);
-    ptr_next = (p == PtrW'(WDepth - 1)) ? '0 : p + PtrW'(1);
-  endfunction
-
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       w_vld_q <= '0;
@@ -723,17 +904,18 @@ module tpu_vpu #(
       w_rd_q  <= '0;
       w_wr_q  <= '0;
     end else begin
+      for (int unsigned k = 0; k < S; k++) begin
+        if (w_gnt[k]) w_we_q[S*32'(w_sel[PtrW*k +: PtrW]) + k] <= 1'b0;  // written
+      end
       if (w_pop) begin
         w_vld_q[w_rd_q] <= 1'b0;
-        w_rd_q          <= ptr_next(w_rd_q);
-      end else if (w_gnt != '0) begin
-        w_we_q[S*w_rd_q +: S] <= w_we_q[S*w_rd_q +: S] & ~w_gnt;  // the rows still to write
+        w_rd_q          <= ptr_add(w_rd_q, 1);
       end
       if (w_push) begin
         w_vld_q[w_wr_q] <= 1'b1;
         w_we_q[S*w_wr_q +: S]            <= push_we;
         w_dst_q[16*S*w_wr_q +: 16*S]     <= push_dst;
-        w_wr_q          <= ptr_next(w_wr_q);
+        w_wr_q          <= ptr_add(w_wr_q, 1);
       end
     end
   end
@@ -742,10 +924,6 @@ module tpu_vpu #(
   always_ff @(posedge clk_i) begin
     if (w_push) w_data_q[RowW*S*w_wr_q +: RowW*S] <= push_data;
   end
-
-  assign vm_w_we_o    = w_vld_q[w_rd_q] ? w_we_q[S*w_rd_q +: S] : '0;
-  assign vm_w_waddr_o = w_dst_q[16*S*w_rd_q +: 16*S];
-  assign vm_w_wdata_o = w_data_q[RowW*S*w_rd_q +: RowW*S];
 
   // ---------------- assertions ----------------
   `TPU_ASSERT_INIT(VpuParams, N >= 4 && (N & (N - 1)) == 0 &&
@@ -769,21 +947,28 @@ module tpu_vpu #(
     `TPU_ASSERT_HOLD_IF(VpuWriteHold, vm_w_we_o[k] && !clear_i, vm_w_wgnt_i[k],
                        {vm_w_waddr_o[16*k +: 16], vm_w_wdata_o[RowW*k +: RowW]}, !clear_i)
   end
-  // A read request asks only for banks of the group not granted yet, and the group does not
-  // change once a bank of it is granted.
-  `TPU_ASSERT_NEVER(VpuRegrant, (vm_a_re_o & a_got_q) != '0 || (vm_b_re_o & b_got_q) != '0)
-  `TPU_ASSERT_IMPLIES(VpuGroupFixed, a_got_q != '0 || b_got_q != '0, grp == grp_q)
+  // A read request asks only for banks of a group not granted yet, each bank of a port for one
+  // group (the older first), and C asks only while a slot is free.
+  `TPU_ASSERT_NEVER(VpuRegrant,
+                    (o_ra & sl_agot_q[S*po +: S]) != '0 || (o_rb & sl_bgot_q[S*po +: S]) != '0 ||
+                    (y_ra & sl_agot_q[S*py +: S]) != '0 || (y_rb & sl_bgot_q[S*py +: S]) != '0)
+  `TPU_ASSERT_NEVER(VpuBankTwice, (o_ra & (y_ra | c_ra)) != '0 || (y_ra & c_ra) != '0 ||
+                                  (o_rb & (y_rb | c_rb)) != '0 || (y_rb & c_rb) != '0)
+  `TPU_ASSERT_NEVER(VpuSlotsFull, c_req && sl_vld_q == 2'b11)
+  // The one valid slot is the older one; X takes the older group only.
+  `TPU_ASSERT_NEVER(VpuSlotAge, y_vld && !o_vld)
+  `TPU_ASSERT_NEVER(VpuSlotOrder, x_go_c && o_vld)
   // X has every operand row it reads, each exactly once: from a port this cycle or captured
-  // earlier.
-  `TPU_ASSERT_IMPLIES(VpuOperandA, x_valid_q, (a_rv_q | a_cv_q) == x_aneed_q)
-  `TPU_ASSERT_IMPLIES(VpuOperandB, x_valid_q, (b_rv_q | b_cv_q) == x_bneed_q)
+  // earlier, in its group's slot.
+  `TPU_ASSERT_IMPLIES(VpuOperandA, x_valid_q, (x_rv_a | a_cv_q[S*x_slot_q +: S]) == x_aneed_q)
+  `TPU_ASSERT_IMPLIES(VpuOperandB, x_valid_q, (x_rv_b | b_cv_q[S*x_slot_q +: S]) == x_bneed_q)
   `TPU_ASSERT_NEVER(VpuCaptureLost, (a_rv_q & a_cv_q) != '0 || (b_rv_q & b_cv_q) != '0)
   `TPU_ASSERT_NEVER(VpuQueueOverflow, w_push && w_vld_q[w_wr_q] && !(w_pop && w_rd_q == w_wr_q))
   // A group is a prefix of the rows after the walker's position, at least one row, and no
   // group row reads a row an earlier group has yet to write.
   `TPU_ASSERT_IMPLIES(VpuGroupPrefix, active_q, grp[0] && (grp & (grp + S'(1))) == '0)
-  `TPU_ASSERT_NEVER(VpuReadAfterWrite, (a_req && (grp & hit_a) != '0) ||
-                                       (b_req && (grp & s_needb & hit_b) != '0))
+  `TPU_ASSERT_NEVER(VpuReadAfterWrite, c_req && ((grp & hit_a) != '0 ||
+                                                 (grp & s_needb & hit_b) != '0))
   // A queued group writes at least one row.
   `TPU_ASSERT_NEVER(VpuEmptyPush, w_push && w_push_wr == '0)
 

@@ -649,9 +649,9 @@ TEST(Vpu, WideThroughputLong) {
 
 // A narrow client streaming contiguous rows takes bank (cycle mod S) of every port each cycle
 // (rtl/tpu_vmem.sv grants the vector unit the other banks): a group gets all but one of its
-// banks in its first cycle and the last one in the next, and the queue writes a group in two
-// cycles, so contiguous tensors still go S / 2 rows per cycle (S > 1; at S = 1 the narrow
-// client takes the whole port, as before).
+// banks in its first cycle and the rest while the next group reads the banks it can, and each
+// bank of the write queue writes its oldest row, so contiguous tensors go S - 1 rows per cycle,
+// the banks the narrow client leaves (S > 1; at S = 1 the narrow client takes the whole port).
 TEST(Vpu, WideThroughputNarrowStream) {
   if (S == 1) GTEST_SKIP() << "one bank: a narrow client takes the whole port";
   Rig r(37, 41);
@@ -666,7 +666,23 @@ TEST(Vpu, WideThroughputNarrowStream) {
     ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
     const int64_t rows = int64_t{v.inner} * v.outer;
     print_rate("S=" + std::to_string(S) + " narrow stream " + func_name(v), rows, cycles);
-    EXPECT_LE(cycles, 2 * ((rows + S - 1) / S) + 4) << describe(v);
+    EXPECT_LE(cycles, (rows + S - 2) / (S - 1) + 4) << describe(v);
+  }
+  // Long: 200 lines of 16 rows (A rows 0..15 over and over, B rows 16..31, destination rows
+  // 32..47), and the same with B the immediate.
+  h.mem.assign(size_t{kRows} * N, 0x3F800000u);  // 1.0
+  g.gm.set_vmem_rows(0, h.mem);
+  for (BMode bm : {BMode::RowA, BMode::Imm}) {
+    tpu::Vector v = contiguous(VecFunc::FMul, 0, 32, 16, 200);
+    v.a_outer_stride = 0;
+    v.dst_outer_stride = 0;
+    v.bmode = bm;
+    v.b = bm == BMode::Imm ? 0x3F800000u : 16;
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    print_rate("S=" + std::to_string(S) + " narrow stream long " + func_name(v), rows, cycles);
+    EXPECT_LE(cycles, rows / (S - 1) + 4) << describe(v);
   }
 }
 
