@@ -52,8 +52,10 @@ std::vector<Instruction> hoist_matmuls(const std::vector<Instruction>& in);
 // the vector unit only when no narrow client (DMA, move, load_weights, matmul feeder) uses a
 // read port, a side instruction runs in the gaps and, when it is slower than estimated, the
 // next one holds the issue until it ends (the MXU's queue drains, the ports free up): no worse
-// than one after the other by more than that drain; with grants per bank it runs beside them.
-constexpr uint64_t kOverlayVectorRows = 4;
+// than one after the other by more than that drain; with grants per bank it runs beside them,
+// and with two groups in R (rtl/tpu_vpu.sv) at VpuRows - 1 rows per cycle beside a narrow
+// client: 7 at N = 16 (the Keras step: 4 gave 372,840 cycles, 7 368,851, 8 to 16 the same).
+constexpr uint64_t kOverlayVectorRows = 7;
 std::vector<Instruction> overlay(const std::vector<Instruction>& main,
                                  const std::vector<Instruction>& side, const ChipParams& chip);
 
@@ -79,8 +81,9 @@ struct Merged {
 // instruction ahead of main's when it would start no later (a unit main leaves idle; ties to
 // the side: 574,173 against 575,743 cycles for the Keras step when it was introduced; the
 // shared port 0, the scoreboard and 3 vector rows per cycle took the Keras step with the
-// DenseGradX leading (overlap.h) from 481,901 to 465,007), and only where that keeps every
-// result:
+// DenseGradX leading (overlap.h) from 481,901 to 465,007; with the vector unit's two groups in
+// R, 4 and 5 rows per cycle gave 373,250 and 375,029 cycles against 3's 372,840), and only
+// where that keeps every result:
 // * never ahead of a main instruction it shares a row with (VMEM, ACC or host bytes, bounding
 //   intervals as isa.md "Ordering"; one of the two writing it);
 // * the weight FIFO: side's loads and matmuls only as a whole, from a load to the matmul that
@@ -108,6 +111,8 @@ bool rows_disjoint(const Instruction& a, const Instruction& b, uint32_t n);
 // passes that would start at the same estimated cycle (the previous band's pool passes, ahead
 // of it in program order): the move unit, which runs acc_to_vmem and transpose and binds the
 // conv forward, then finds the transpose ready when its moves before it end.
+// (With the vector unit's two groups in R, the Keras step: 3 gave 374,990 cycles against 4's
+// 368,851 with kOverlayVectorRows 8; 6 and 8 gave 373,186 and 376,200 against 372,840 with 4.)
 constexpr uint64_t kScheduleVectorRows = 4;
 constexpr size_t kScheduleWindow = 128;
 std::vector<Instruction> list_schedule(const std::vector<Instruction>& in, const ChipParams& chip,
