@@ -658,15 +658,19 @@ TEST(Vpu, WideThroughputNarrowStream) {
   Harness& h = r.h;
   Golden& g = r.g;
   h.grants.stream = true;
+  // Runs v against the golden model; its cycles at most bound(rows) + 4.
+  auto check = [&](const tpu::Vector& v, const std::string& what, int64_t (*bound)(int64_t rows)) {
+    int64_t cycles = 0;
+    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
+    const int64_t rows = int64_t{v.inner} * v.outer;
+    print_rate("S=" + std::to_string(S) + " narrow stream " + what + func_name(v), rows, cycles);
+    EXPECT_LE(cycles, bound(rows) + 4) << describe(v);
+  };
   for (BMode bm : {BMode::RowA, BMode::Imm}) {
     tpu::Vector v = contiguous(VecFunc::FAdd, 0, 40, 6, 3);
     v.bmode = bm;
     v.b = bm == BMode::Imm ? 0x3F800000u : 20;
-    int64_t cycles = 0;
-    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
-    const int64_t rows = int64_t{v.inner} * v.outer;
-    print_rate("S=" + std::to_string(S) + " narrow stream " + func_name(v), rows, cycles);
-    EXPECT_LE(cycles, (rows + S - 2) / (S - 1) + 4) << describe(v);
+    check(v, "", [](int64_t rows) { return (rows + S - 2) / (S - 1); });
   }
   // Long: 200 lines of 16 rows (A rows 0..15 over and over, B rows 16..31, destination rows
   // 32..47), and the same with B the immediate.
@@ -678,11 +682,7 @@ TEST(Vpu, WideThroughputNarrowStream) {
     v.dst_outer_stride = 0;
     v.bmode = bm;
     v.b = bm == BMode::Imm ? 0x3F800000u : 16;
-    int64_t cycles = 0;
-    ASSERT_TRUE(run_and_compare(h, g, v, &cycles)) << describe(v);
-    const int64_t rows = int64_t{v.inner} * v.outer;
-    print_rate("S=" + std::to_string(S) + " narrow stream long " + func_name(v), rows, cycles);
-    EXPECT_LE(cycles, rows / (S - 1) + 4) << describe(v);
+    check(v, "long ", [](int64_t rows) { return rows / (S - 1); });
   }
 }
 
