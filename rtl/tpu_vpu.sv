@@ -855,9 +855,9 @@ module tpu_vpu #(
     w_sel     = '0;
     vm_w_we_o = '0;
     for (int unsigned k = 0; k < S; k++) begin
-      for (int d = int'(WDepth) - 1; d >= 0; d--) begin
-        if (w_vld_q[ptr_add(w_rd_q, 32'(d))] && w_we_q[S*32'(ptr_add(w_rd_q, 32'(d))) + k]) begin
-          w_sel[PtrW*k +: PtrW] = ptr_add(w_rd_q, 32'(d));
+      for (int unsigned d = WDepth; d > 0; d--) begin  // entry d - 1 from the head
+        if (w_vld_q[ptr_add(w_rd_q, d - 1)] && w_we_q[S*32'(ptr_add(w_rd_q, d - 1)) + k]) begin
+          w_sel[PtrW*k +: PtrW] = ptr_add(w_rd_q, d - 1);
           vm_w_we_o[k]          = 1'b1;
         end
       end
