@@ -300,7 +300,7 @@ module tpu_core #(
     .vec_cmd_valid_o(vec_cmd_valid), .vec_cmd_ready_i(vec_cmd_ready),
     .vec_cmd_o(vec_cmd), .vec_busy_i(vec_busy),
     .lw_cmd_valid_o(lw_cmd_valid), .lw_cmd_ready_i(lw_cmd_ready), .lw_cmd_o(lw_cmd),
-    .lw_busy_i(lw_busy),
+    .lw_busy_i(lw_busy), .lw_done_i(lw_done),
     .dw_cmd_valid_o(dw_cmd_valid), .dw_cmd_ready_i(dw_cmd_ready), .dw_cmd_o(dw_cmd),
     .dw_busy_i(dw_busy),
     .ici_link_up_i(ici_link_up), .ici_cmd_valid_o(ici_cmd_valid), .ici_cmd_ready_i(ici_cmd_ready),
@@ -442,7 +442,7 @@ module tpu_core #(
   logic mxu_valid, mxu_wbuf, mxu_wuns;
   // The training chip's bf16 matrix path (driven in g_train below; 0 on the int8 chip):
   // load_weights' tile rows into the weight FIFO, the bf16 tiles out of it, the bf16 rows fed.
-  logic            lw_push, lw_busy, wf_shift, wf_commit, active_bf16, next_bf16, mxf_valid;
+  logic            lw_push, lw_busy, lw_done, wf_shift, wf_commit, active_bf16, next_bf16, mxf_valid;
   logic [16*N-1:0] lw_row, wf_row, mxf_data;
 
   tpu_weight_loader #(.N(N), .WFifoTiles(WFifoTiles), .Float(VmemRows != 0)) u_weights (
@@ -744,7 +744,7 @@ module tpu_core #(
     assign mm_vm_rgnt            = vm_rgnt[2];
     assign mm_vm_rdata           = vm_rdata[64*N +: 32*N];
 
-    logic lw_done, lw_idle;
+    logic lw_idle;
     tpu_load_weights #(.N(N)) u_load_weights (
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(lw_cmd_valid), .cmd_ready_o(lw_cmd_ready), .cmd_i(lw_cmd),
@@ -754,7 +754,7 @@ module tpu_core #(
       .done_o(lw_done), .busy_o(lw_busy), .idle_o(lw_idle)
     );
     logic unused_lw;
-    assign unused_lw = ^{lw_done, lw_idle};
+    assign unused_lw = lw_idle;
 
     tpu_mxu_fp #(.N(N), .TagW(TagW)) u_mxu_fp (
       .clk_i, .rst_ni,
@@ -815,6 +815,7 @@ module tpu_core #(
     assign vec_busy         = 1'b0;
     assign lw_cmd_ready     = 1'b0;
     assign lw_busy          = 1'b0;
+    assign lw_done          = 1'b0;
     assign lw_push          = 1'b0;
     assign lw_row           = '0;
     assign mm_vm_rgnt       = 1'b0;

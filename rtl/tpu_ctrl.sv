@@ -26,8 +26,10 @@
 //     cycle after its last write response);
 //   read_weights: the cycle after its last row entered the weight FIFO (two may be in flight);
 //   matmul: the cycle after its last row was written to the accumulators (several in flight);
-//   move (acc_to_vmem, transpose), vector, load_weights (training chip): the unit reports idle
-//   again (one instruction at a time each).
+//   load_weights (training chip): the cycle after its last row entered the weight FIFO (two
+//   may be in flight: one draining its last tile, the next one reading VMEM);
+//   move (acc_to_vmem, transpose), vector (training chip): the unit reports idle again (one
+//   instruction at a time each).
 // nop and sync (unit UnitControl) take no time and have no done pulse. After an AXI error
 // or a soft reset the done pulses of abandoned instructions may be missing.
 //
@@ -124,12 +126,15 @@ module tpu_ctrl #(
   input  logic                  vec_cmd_ready_i,
   output tpu_vpu_pkg::vpu_cmd_t vec_cmd_o,
   input  logic         vec_busy_i,
-  // load_weights: VMEM -> bf16 weight tiles (training chip; tied off when VmemRows = 0). One at
-  // a time, never while the weight DMA still pushes rows, nor a read_weights while it runs.
+  // load_weights: VMEM -> bf16 weight tiles (training chip; tied off when VmemRows = 0). The
+  // next one is offered while the previous one drains its last tile (the unit takes it once the
+  // previous one's VMEM reads are all issued: lw_cmd_ready_i); never while the weight DMA still
+  // pushes rows, nor a read_weights while a load_weights runs.
   output logic                  lw_cmd_valid_o,
   input  logic                  lw_cmd_ready_i,
   output tpu_fp_pkg::lw_cmd_t   lw_cmd_o,
   input  logic         lw_busy_i,
+  input  logic         lw_done_i,     // a load_weights' last row enters the weight FIFO
   // dwconv: the depthwise unit (depthwise configuration; tied off when DwWidth = 0). One at a
   // time: offered only while the unit is idle.
   output logic                  dw_cmd_valid_o,
@@ -473,7 +478,7 @@ module tpu_ctrl #(
   assign move_cmd_valid_o   = Train && head_go && head.unit == tpu_pkg::UnitMove && !act_busy_i;
   assign vec_cmd_valid_o    = Train && head_go && head.unit == tpu_pkg::UnitVector;
   assign lw_cmd_valid_o     = Train && head_go && head.unit == tpu_pkg::UnitLoadWeights &&
-                              !lw_busy_i && !wdma_busy_i;
+                              !wdma_busy_i;
   assign ici_cmd_valid_o    = Ici && head_go && head.unit == tpu_pkg::UnitIci;
   assign dw_cmd_valid_o     = Dw && head_go && head.unit == tpu_pkg::UnitDw;
   assign dw_cmd_o           = {head.cmd.dw.cmd, tpu_pkg::OpDwconv};
@@ -509,7 +514,7 @@ module tpu_ctrl #(
       tpu_pkg::UnitWriteHost:   unit_ready = dmaout_cmd_ready_i;
       tpu_pkg::UnitMove:        unit_ready = move_cmd_ready_i && !act_busy_i;
       tpu_pkg::UnitVector:      unit_ready = vec_cmd_ready_i;
-      tpu_pkg::UnitLoadWeights: unit_ready = lw_cmd_ready_i && !lw_busy_i && !wdma_busy_i;
+      tpu_pkg::UnitLoadWeights: unit_ready = lw_cmd_ready_i && !wdma_busy_i;
       default:                  unit_ready = !head.is_sync || all_idle;
     endcase
     // (Outside the case: without links the chip's issue logic stays what it was.)
@@ -550,10 +555,10 @@ module tpu_ctrl #(
 
   // ---------------- trace side band ----------------
   logic        tr_dmain_busy_q, tr_dmain_busy_d, tr_act_busy_q, tr_act_busy_d;
-  // Training chip: the move unit, the vector unit and load_weights (one instruction at a time
-  // each: offered only while idle) finish when they report idle again.
+  // Training chip: the move unit and the vector unit (one instruction at a time each: offered
+  // only while idle) finish when they report idle again; load_weights with its done pulse.
   logic        tr_move_busy_q, tr_move_busy_d, tr_vec_busy_q, tr_vec_busy_d;
-  logic        tr_lw_busy_q, tr_lw_busy_d;
+  logic        tr_lw_done_q, tr_lw_done_d;
   logic        tr_mm_done_q, tr_mm_done_d, tr_wdma_done_q, tr_wdma_done_d, tr_wdma_last;
   // Rows still to arrive of the read_weights in flight: [0] the older, [1] the newer.
   // An issued read_weights brings at most WFifoTiles + 2 tiles (more is ERR_WEIGHT_OVERFLOW).
@@ -595,7 +600,7 @@ module tpu_ctrl #(
     tr_act_busy_d   = act_busy_i;
     tr_move_busy_d  = move_busy_i;
     tr_vec_busy_d   = vec_busy_i;
-    tr_lw_busy_d    = lw_busy_i;
+    tr_lw_done_d    = lw_done_i && !clear_o;
     tr_mm_done_d    = mxu_retire_i && mm_cnt != '0;
   end
 
@@ -607,7 +612,7 @@ module tpu_ctrl #(
   assign trace_done_o[tpu_pkg::UnitControl]     = 1'b0;  // nop, sync: no duration
   assign trace_done_o[tpu_pkg::UnitMove]        = tr_move_busy_q && !move_busy_i;
   assign trace_done_o[tpu_pkg::UnitVector]      = tr_vec_busy_q && !vec_busy_i;
-  assign trace_done_o[tpu_pkg::UnitLoadWeights] = tr_lw_busy_q && !lw_busy_i;
+  assign trace_done_o[tpu_pkg::UnitLoadWeights] = tr_lw_done_q;
 
   // ---------------- errors and the end of a run ----------------
   logic [ErrW-1:0] new_err;
@@ -811,7 +816,7 @@ module tpu_ctrl #(
       tr_act_busy_q     <= 1'b0;
       tr_move_busy_q    <= 1'b0;
       tr_vec_busy_q     <= 1'b0;
-      tr_lw_busy_q      <= 1'b0;
+      tr_lw_done_q      <= 1'b0;
       tr_mm_done_q      <= 1'b0;
       tr_wdma_done_q    <= 1'b0;
       tr_wrows0_q       <= '0;
@@ -842,7 +847,7 @@ module tpu_ctrl #(
       tr_act_busy_q     <= tr_act_busy_d;
       tr_move_busy_q    <= tr_move_busy_d;
       tr_vec_busy_q     <= tr_vec_busy_d;
-      tr_lw_busy_q      <= tr_lw_busy_d;
+      tr_lw_done_q      <= tr_lw_done_d;
       tr_mm_done_q      <= tr_mm_done_d;
       tr_wdma_done_q    <= tr_wdma_done_d;
       tr_wrows0_q       <= tr_wrows0_d;

@@ -252,5 +252,17 @@ module tpu_load_weights #(
   // (s1 holding a tile's last slot: the drain is that tile's own and reads it forwarded.)
   `TPU_ASSERT_IMPLIES(LwNoOverwrite, s1_valid_q && !s1_last_q && d_valid_q, d_cnt_q > s1_k_q)
   `TPU_ASSERT_NEVER(LwPushNoSpace, push_o && !space_i)
+`ifndef SYNTHESIS
+  // Commands taken and not yet done: at most two (one draining its last tile while the next one
+  // fills), none exactly when the unit is idle; each command's done_o pulses once.
+  logic [1:0] cmds_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni)      cmds_q <= '0;
+    else if (clear_i) cmds_q <= '0;
+    else              cmds_q <= cmds_q + 2'(start) - 2'(done_o);
+  end
+  `TPU_ASSERT(LwInFlight, cmds_q <= 2'd2 && (cmds_q == '0) == !busy_o)
+  `TPU_ASSERT_IMPLIES(LwDoneTaken, done_o, cmds_q != '0)
+`endif
 
 endmodule

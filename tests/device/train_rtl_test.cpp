@@ -426,6 +426,69 @@ TEST(TrainRtl, TimelineHasTheTrainingUnits) {
   EXPECT_GE(tl[6].end - tl[6].start, uint64_t{2 * N});
 }
 
+// Back-to-back load_weights overlap: the controller offers the next one while the previous one
+// drains its last tile, and tpu_load_weights fills the next tile meanwhile. Two load_weights of
+// 2 tiles (the second transposed) take one cycle more than one of 4 tiles (the unit takes the
+// next command in the cycle after the previous one's last VMEM read), not the first tile's fill
+// again (N cycles); the results match the golden model.
+TEST(TrainRtl, BackToBackLoadWeightsOverlap) {
+  RtlDevice& dev = *backends().rtl;
+  const Layout& l = backends().rl;
+  std::mt19937 rng(11);
+  const std::vector<uint8_t> in = random_bytes(rng, kInBytes);
+  auto program = [&](bool split) {
+    std::vector<Instruction> p;
+    ReadVmem r;  // 0: VMEM rows 0 .. 4N-1
+    r.rows = 4 * N;
+    r.host_addr = l.in.addr;
+    p.push_back(r);
+    LoadWeights a;  // 1 (and 2): tiles of rows 0 .. 4N-1
+    a.rows = static_cast<uint16_t>(N);
+    a.tiles = split ? 2 : 4;
+    a.tile_stride = static_cast<uint16_t>(N);
+    p.push_back(a);
+    if (split) {
+      LoadWeights b = a;
+      b.vmem_addr = static_cast<uint16_t>(2 * N);
+      b.transpose = true;
+      p.push_back(b);
+    }
+    for (uint32_t t = 0; t < 4; ++t) {
+      MatmulBf16 mb;
+      mb.switch_weights = true;
+      mb.vmem_addr = static_cast<uint16_t>(N * t);
+      mb.inner = static_cast<uint16_t>(N);
+      mb.acc_addr = static_cast<uint16_t>(N * t);
+      p.push_back(mb);
+    }
+    AccToVmem av;  // ACC rows 0 .. 4N-1 over the weights' rows
+    av.rows = 4 * N;
+    p.push_back(av);
+    p.push_back(dump_vmem(l));
+    return p;
+  };
+  uint64_t span[2] = {0, 0};
+  for (const bool split : {false, true}) {
+    SCOPED_TRACE(split ? "two load_weights" : "one load_weights");
+    dev.record_timeline(true);
+    EXPECT_EQ(expect_same(program(split), in, split ? "2 + 2 tiles" : "4 tiles"),
+              RunOutcome::Status::Done);
+    const std::vector<InstrEvent> tl = dev.timeline();
+    dev.record_timeline(false);
+    const size_t last_lw = split ? 2 : 1;
+    ASSERT_GT(tl.size(), last_lw);
+    ASSERT_EQ(unit_name(tl[last_lw].unit), unit_name(ExecUnit::LoadWeights));
+    span[split] = tl[last_lw].end - tl[1].start;
+    if (split) {
+      EXPECT_LT(tl[2].start, tl[1].end) << "the second load_weights waited for the first";
+      EXPECT_GT(tl[2].end, tl[1].end);
+    }
+  }
+  EXPECT_EQ(span[1], span[0] + 1) << "4 tiles in one load_weights: " << span[0]
+                                  << " cycles, in two: " << span[1];
+  EXPECT_GE(span[0], uint64_t{4 * N});
+}
+
 // Random programs of the four instructions (their hazards on VMEM rows and host bytes
 // included: consecutive instructions overlap often).
 TEST(TrainRtl, RandomProgramsMatchTheGoldenModel) {

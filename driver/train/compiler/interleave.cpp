@@ -273,14 +273,15 @@ struct IssueModel {
   }
   // Cycles of a unit as the training chip's timeline shows them at N = 16 (a VMEM-port DMA
   // about two cycles per row, the vector unit about kOverlayVectorRows rows per cycle, a
-  // weight tile N + 4, a matmul its rows + 2N, a transposed block transpose_block_cycles(N)).
+  // weight tile N and a cycle per load_weights (the next one fills while one drains), a matmul
+  // its rows + 2N, a transposed block transpose_block_cycles(N)).
   uint64_t work(const Instruction& in) const {
     const uint64_t n = chip.N;
     if (const auto* rv = std::get_if<ReadVmem>(&in)) return 2 * uint64_t{rv->rows} + 16;
     if (const auto* wv = std::get_if<WriteVmem>(&in)) return 2 * uint64_t{wv->rows} + 16;
     if (const auto* v = std::get_if<Vector>(&in))
       return (uint64_t{v->inner} * v->outer + vector_rows - 1) / vector_rows + 4;
-    if (const auto* lw = std::get_if<LoadWeights>(&in)) return uint64_t{lw->tiles} * (n + 4);
+    if (const auto* lw = std::get_if<LoadWeights>(&in)) return uint64_t{lw->tiles} * n + 1;
     if (const auto* mm = std::get_if<MatmulBf16>(&in))
       return uint64_t{mm->inner} * mm->outer + 2 * n;
     if (const auto* t = std::get_if<Transpose>(&in))
