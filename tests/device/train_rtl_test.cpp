@@ -438,8 +438,8 @@ TEST(TrainRtl, BackToBackLoadWeightsOverlap) {
   const std::vector<uint8_t> in = random_bytes(rng, kInBytes);
   auto program = [&](bool split) {
     std::vector<Instruction> p;
-    ReadVmem r;  // 0: VMEM rows 0 .. 4N-1
-    r.rows = 4 * N;
+    ReadVmem r;  // 0: every VMEM row the dump reads (the weights: rows 0 .. 4N-1)
+    r.rows = kVmemSpan + 8;
     r.host_addr = l.in.addr;
     p.push_back(r);
     LoadWeights a;  // 1 (and 2): tiles of rows 0 .. 4N-1
