@@ -402,8 +402,8 @@ MUTANTS = [
      "assign w_pop = w_vld_q[w_rd_q] && (w_head_left != w_we_q[S*w_rd_q +: S] || w_head_left == '0);",
      "the write queue drops a group when any of its banks is written, losing the others"),
     ("vpu_write_newest", "tpu_vpu.sv",
-     "for (int d = int'(WDepth) - 1; d >= 0; d--) begin",
-     "for (int d = 0; d < int'(WDepth); d++) begin",
+     "for (int unsigned d = WDepth; d > 0; d--) begin",
+     "for (int unsigned d = 1; d <= WDepth; d++) begin",
      "a bank writes its newest queued row first, so two queued writes of one row land out of "
      "order"),
     ("vpu_queue_room", "tpu_vpu.sv",
