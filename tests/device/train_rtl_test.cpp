@@ -478,6 +478,7 @@ TEST(TrainRtl, BackToBackLoadWeightsOverlap) {
     const size_t last_lw = split ? 2 : 1;
     ASSERT_GT(tl.size(), last_lw);
     ASSERT_EQ(unit_name(tl[last_lw].unit), unit_name(ExecUnit::LoadWeights));
+    for (size_t i = 1; i <= last_lw; ++i) EXPECT_TRUE(tl[i].complete) << "no done pulse, pc " << i;
     span[split] = tl[last_lw].end - tl[1].start;
     if (split) {
       EXPECT_LT(tl[2].start, tl[1].end) << "the second load_weights waited for the first";
