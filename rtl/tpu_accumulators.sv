@@ -8,6 +8,12 @@
 // arrives. Two accumulating rows to the same address in consecutive cycles are handled by the
 // SRAM's write-first read.
 // The activation unit reads copy 1; its data is on rdata_o in the cycle after the read.
+// Copy 0's read port serves a second reader (re2_i: the training chip's move unit, the second
+// row of each acc_to_vmem pair) in every cycle it reads no old row: granted (gnt2_o, same
+// cycle) unless the MXU pre-reads an accumulating row (or, Dw, the depthwise unit's
+// accumulating write is granted); the row is on rdata2_o in the next cycle only (a later
+// old-row read replaces it). No row is accumulated in the cycle after a grant (no pre-read in
+// the grant cycle), so the old-row path never sees the second reader's row.
 //
 // Why two copies: the accumulate read and the activation unit's read both run at one row per
 // cycle and overlap (a layer's matmuls accumulate while the previous batch is activated).
@@ -58,7 +64,12 @@ module tpu_accumulators #(
   // Activation unit read port.
   input  logic                       re_i,
   input  logic [$clog2(AccRows)-1:0] raddr_i,
-  output logic [32*N-1:0]            rdata_o
+  output logic [32*N-1:0]            rdata_o,
+  // Second read port (copy 0), granted when copy 0 reads no old row.
+  input  logic                       re2_i,
+  input  logic [$clog2(AccRows)-1:0] raddr2_i,
+  output logic                       gnt2_o,
+  output logic [32*N-1:0]            rdata2_o
 );
   localparam int unsigned AccW = $clog2(AccRows);
 
@@ -101,8 +112,10 @@ module tpu_accumulators #(
     assign m_fp    = fp;
     assign m_waddr = waddr_i;
     assign m_wdata = wdata_i;
-    assign m_rre   = (pre_valid_i && pre_accumulate_i) || (dw_d && dw_acc_i);
-    assign m_raddr = (pre_valid_i && pre_accumulate_i) ? pre_addr_i : dw_waddr_i;
+    assign gnt2_o  = re2_i && !(pre_valid_i && pre_accumulate_i) && !(dw_d && dw_acc_i);
+    assign m_rre   = (pre_valid_i && pre_accumulate_i) || (dw_d && dw_acc_i) || gnt2_o;
+    assign m_raddr = (pre_valid_i && pre_accumulate_i) ? pre_addr_i :
+                     (dw_d && dw_acc_i)                ? dw_waddr_i : raddr2_i;
     // The unit's row: old holds its old row when it accumulates (the grant gave it the read).
     always_comb begin
       dw_row = dw_data_q;
@@ -141,8 +154,9 @@ module tpu_accumulators #(
     assign m_fp    = fp;
     assign m_waddr = waddr_i;
     assign m_wdata = wdata_i;
-    assign m_rre   = pre_valid_i && pre_accumulate_i;
-    assign m_raddr = pre_addr_i;
+    assign gnt2_o  = re2_i && !(pre_valid_i && pre_accumulate_i);
+    assign m_rre   = (pre_valid_i && pre_accumulate_i) || gnt2_o;
+    assign m_raddr = (pre_valid_i && pre_accumulate_i) ? pre_addr_i : raddr2_i;
     tpu_sram #(.Depth(AccRows), .Width(32 * N), .ByteEn(1'b0), .WriteFirst(1'b1)) u_mem_rmw (
       .clk_i,
       .we_i(m_we), .waddr_i(m_waddr), .wdata_i(row), .wbe_i('1),
@@ -154,6 +168,8 @@ module tpu_accumulators #(
       .re_i, .raddr_i, .rdata_o
     );
   end
+
+  assign rdata2_o = old;
 
   always_comb begin
     row = m_wdata;
@@ -169,15 +185,20 @@ module tpu_accumulators #(
   end
 
 `ifndef SYNTHESIS
-  // An accumulating row finds its old row read in the cycle before.
-  logic            rmw_q;
+  // An accumulating row finds its old row read in the cycle before (not the second reader's).
+  logic            rmw_q, rd2_q;
   logic [AccW-1:0] rmw_addr_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) rmw_q <= 1'b0;
-    else         rmw_q <= m_rre;
+    if (!rst_ni) begin
+      rmw_q <= 1'b0;
+      rd2_q <= 1'b0;
+    end else begin
+      rmw_q <= m_rre;
+      rd2_q <= gnt2_o;
+    end
   end
   always_ff @(posedge clk_i) rmw_addr_q <= m_raddr;
-  `TPU_ASSERT_IMPLIES(AccRmwRead, m_we && m_acc, rmw_q && rmw_addr_q == m_waddr)
+  `TPU_ASSERT_IMPLIES(AccRmwRead, m_we && m_acc, rmw_q && !rd2_q && rmw_addr_q == m_waddr)
 `endif
 
 endmodule

@@ -519,6 +519,10 @@ module tpu_core #(
   // the controller never runs both at once).
   logic               acc_re;
   logic [AccW-1:0]    acc_raddr;
+  // The accumulators' second read port (copy 0): the move unit's second row of a pair.
+  logic               acc2_re, acc2_gnt;
+  logic [AccW-1:0]    acc2_raddr;
+  logic [32*N-1:0]    acc2_rdata;
 
   // The depthwise unit's ACC writes (g_dw; beside the MXU's, tpu_accumulators).
   logic               dw_acc_we, dw_acc_acc, dw_acc_wgnt, dw_acc_pend;
@@ -533,7 +537,8 @@ module tpu_core #(
     .wdata_i(out_sum),
     .dw_we_i(dw_acc_we), .dw_acc_i(dw_acc_acc), .dw_waddr_i(dw_acc_waddr),
     .dw_wdata_i(dw_acc_wdata), .dw_wgnt_o(dw_acc_wgnt), .dw_pend_o(dw_acc_pend),
-    .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata)
+    .re_i(acc_re), .raddr_i(acc_raddr), .rdata_o(act_acc_rdata),
+    .re2_i(acc2_re), .raddr2_i(acc2_raddr), .gnt2_o(acc2_gnt), .rdata2_o(acc2_rdata)
   );
 
   // ---------------- activation unit ----------------
@@ -643,11 +648,13 @@ module tpu_core #(
     // VMEM clients. Read: 0 DMA out (write_vmem; port 0, first: never refused), 1 the move
     // unit (transpose; port 1), 2 the matmul feeder (matmul_bf16; port 1), 3 load_weights
     // (port 0), then the vector unit's wide A (port 0) and B (port 1). Write: 0 DMA in
-    // (read_vmem; first: never refused), 1 the move unit, then the vector unit's wide write.
+    // (read_vmem; first: never refused), 1 the move unit, (2 the link unit's writer,) then the
+    // move unit's second (acc_to_vmem's pairs), then the vector unit's wide write.
     // With links (the ICI block): read client 4 the send engines (port 0), 5 the reduces'
     // local rows (port 1); write client 2 the link unit's writer.
     localparam int unsigned RdClients = IciLinks > 0 ? 6 : 4;
-    localparam int unsigned WrClients = IciLinks > 0 ? 3 : 2;
+    localparam int unsigned WrClients = IciLinks > 0 ? 4 : 3;
+    localparam int unsigned Mv2       = WrClients - 1;  // the move unit's second write client
     localparam logic [RdClients-1:0] RdPorts = RdClients'(6'b10_0110);
     logic [RdClients-1:0]        vm_re, vm_rgnt;
     logic [16*RdClients-1:0]     vm_raddr;
@@ -718,10 +725,14 @@ module tpu_core #(
       .clk_i, .rst_ni, .clear_i(clear),
       .cmd_valid_i(move_cmd_valid), .cmd_ready_o(move_cmd_ready), .cmd_i(move_cmd),
       .acc_re_o(move_acc_re), .acc_raddr_o(move_acc_raddr), .acc_rdata_i(act_acc_rdata),
+      .acc2_re_o(acc2_re), .acc2_raddr_o(acc2_raddr), .acc2_gnt_i(acc2_gnt),
+      .acc2_rdata_i(acc2_rdata),
       .vm_re_o(vm_re[1]), .vm_raddr_o(vm_raddr[16 +: 16]), .vm_rgnt_i(vm_rgnt[1]),
       .vm_rdata_i(vm_rdata[32*N +: 32*N]),
       .vm_w_we_o(vm_we[1]), .vm_w_waddr_o(vm_waddr[16 +: 16]), .vm_w_wdata_o(vm_wdata[32*N +: 32*N]),
       .vm_w_wgnt_i(vm_wgnt[1]),
+      .vm_w2_we_o(vm_we[Mv2]), .vm_w2_waddr_o(vm_waddr[16*Mv2 +: 16]),
+      .vm_w2_wdata_o(vm_wdata[32*N*Mv2 +: 32*N]), .vm_w2_wgnt_i(vm_wgnt[Mv2]),
       .busy_o(move_busy)
     );
     tpu_vpu #(.N(N), .VpuRows(VpuRows)) u_vpu (
@@ -827,6 +838,8 @@ module tpu_core #(
     assign f_pre_tag        = '0;
     assign acc_re           = act_acc_re;
     assign acc_raddr        = act_acc_raddr;
+    assign acc2_re          = 1'b0;
+    assign acc2_raddr       = '0;
     // No VMEM port: its outputs are tied off, its inputs unused.
     assign vdma_rd_err      = 1'b0;
     assign vdma_rd_active   = 1'b0;
@@ -859,7 +872,7 @@ module tpu_core #(
                             dmaout_cmd.vmem, dmaout_cmd.bf16, dmaout_cmd.stride, move_cmd,
                             move_cmd_valid, vec_cmd, vec_cmd_valid, lw_cmd, lw_cmd_valid,
                             mm_cmd_bf16, mm_vm_re, mm_vm_raddr, wf_shift, wf_commit, wf_row,
-                            active_bf16, next_bf16, mxf_valid, mxf_data};
+                            active_bf16, next_bf16, mxf_valid, mxf_data, acc2_gnt, acc2_rdata};
   end
 
   // ---------------- inter-chip links (pod configuration, rtl/tpu_ici.sv) ----------------

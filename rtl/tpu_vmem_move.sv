@@ -2,11 +2,16 @@
 // VMEM move unit of the training chip: acc_to_vmem and transpose (docs/isa.md), one
 // instruction at a time.
 //
-// acc_to_vmem: ACC row src + i is read (the accumulators' activation-unit port, which the
-// controller never gives to both units at once) and written unchanged to VMEM row dst + i. The
-// ACC read of row i + 1 is issued in the cycle row i is written (one row per cycle while the
-// VMEM write port grants); a denied write holds, and so does the ACC read data (no other read
-// of that port meanwhile).
+// acc_to_vmem: ACC row src + i is written unchanged to VMEM row dst + i, two rows per cycle.
+// Row i is read through the accumulators' activation-unit port (which the controller never
+// gives to both units at once) and row i + 1 beside it through their second read port (copy
+// 0's, acc2: refused in a cycle the MXU reads an accumulating row there, then the pair is one
+// row); the next pair is read in the cycle the pair before is written. The two rows go through
+// the unit's two VMEM write clients (rows dst + i and dst + i + 1: different banks), each granted
+// on its own; a denied write holds. Row i's data stays on the activation port (no other read
+// of it meanwhile); row i + 1's is on acc2 only in the cycle after its read (the MXU may read
+// copy 0 again), so it is kept in the transpose buffer's row 0 (unused by acc_to_vmem) until
+// written.
 // transpose: block b reads its N source rows S[i] = VMEM[src + b * src_stride + i *
 // src_row_stride] (this unit's VMEM read client, which may be denied) into an N x N buffer and,
 // once all N have arrived, writes the transposed rows j = 0 .. N-1 to VMEM[dst + b * dst_stride
@@ -36,6 +41,12 @@ module tpu_vmem_move #(
   output logic                       acc_re_o,
   output logic [$clog2(AccRows)-1:0] acc_raddr_o,
   input  logic [32*N-1:0]            acc_rdata_i,
+  // Accumulator second read port (copy 0; acc2_gnt_i in the cycle of the request; the row is
+  // on acc2_rdata_i in the next cycle only).
+  output logic                       acc2_re_o,
+  output logic [$clog2(AccRows)-1:0] acc2_raddr_o,
+  input  logic                       acc2_gnt_i,
+  input  logic [32*N-1:0]            acc2_rdata_i,
   // VMEM read client.
   output logic                       vm_re_o,
   output logic [15:0]                vm_raddr_o,
@@ -46,6 +57,11 @@ module tpu_vmem_move #(
   output logic [15:0]                vm_w_waddr_o,
   output logic [32*N-1:0]            vm_w_wdata_o,
   input  logic                       vm_w_wgnt_i,
+  // Second VMEM write client (acc_to_vmem's second row of a pair).
+  output logic                       vm_w2_we_o,
+  output logic [15:0]                vm_w2_waddr_o,
+  output logic [32*N-1:0]            vm_w2_wdata_o,
+  input  logic                       vm_w2_wgnt_i,
   output logic                       busy_o
 );
   localparam int unsigned AccW = $clog2(AccRows);
@@ -62,6 +78,10 @@ module tpu_vmem_move #(
   logic [15:0]     src_stride_q, src_stride_d, dst_stride_q, dst_stride_d;
   logic [15:0]     row_stride_q, row_stride_d;
   logic            pend_q, pend_d;         // acc_to_vmem: a row is on acc_rdata_i to be written
+                                           // to dst_q
+  logic            pend2_q, pend2_d;       // ... and its pair's second row, to dst_q + 1
+  logic            fresh2_q, fresh2_d;     // ... which is on acc2_rdata_i (else in buf_q row 0)
+  logic            two_q, two_d;           // the pair being written has two rows
   // transpose, read side: the block being read
   logic            rd_busy_q, rd_busy_d;   // a block is being read
   logic            rd_rows_q, rd_rows_d;   // ... stored by rows (else by columns)
@@ -81,16 +101,26 @@ module tpu_vmem_move #(
   logic            may_read;               // the next source row's slot is free
   logic [31:0]     next_src, next_last;    // the next block's first / last source row
 
-  logic start, acc_read, acc_write;
+  logic start, acc_read, acc_write, acc_done, acc2_take;
+  logic [32*N-1:0] row2;                   // the pair's second row
   assign start       = cmd_valid_i && cmd_ready_o;
   assign cmd_ready_o = state_q == MIdle;
   assign busy_o      = state_q != MIdle;
 
-  // acc_to_vmem: write the pending row; read the next while (or once) nothing is pending.
+  // acc_to_vmem: write the pending pair; read the next pair in the cycle the pending rows are
+  // all written (or none is pending).
   assign acc_write = state_q == MAcc && pend_q;
-  assign acc_read  = state_q == MAcc && left_q != '0 && (!pend_q || vm_w_wgnt_i) && !clear_i;
-  assign acc_re_o    = acc_read;
-  assign acc_raddr_o = AccW'(src_q);
+  assign acc_done  = (!pend_q || vm_w_wgnt_i) && (!pend2_q || vm_w2_wgnt_i);
+  assign acc_read  = state_q == MAcc && left_q != '0 && acc_done && !clear_i;
+  assign acc_re_o     = acc_read;
+  assign acc_raddr_o  = AccW'(src_q);
+  assign acc2_re_o    = acc_read && left_q != 24'd1;
+  assign acc2_raddr_o = AccW'(src_q + 16'd1);
+  assign acc2_take    = acc2_re_o && acc2_gnt_i;
+  assign row2         = fresh2_q ? acc2_rdata_i : buf_q[0 +: 32*N];
+  assign vm_w2_we_o    = state_q == MAcc && pend2_q;
+  assign vm_w2_waddr_o = dst_q + 16'd1;
+  assign vm_w2_wdata_o = row2;
 
   // Source row rd_cnt_q may be read when no block is being written, or when the writing
   // block has written its row rd_cnt_q already (the slot it goes to) and its rows do not meet
@@ -133,6 +163,9 @@ module tpu_vmem_move #(
     dst_stride_d = dst_stride_q;
     row_stride_d = row_stride_q;
     pend_d       = pend_q;
+    pend2_d      = pend2_q;
+    fresh2_d     = 1'b0;
+    two_d        = two_q;
     rd_busy_d    = rd_busy_q;
     rd_rows_d    = rd_rows_q;
     ovl_d        = ovl_q;
@@ -149,6 +182,7 @@ module tpu_vmem_move #(
     if (clear_i) begin
       state_d   = MIdle;
       pend_d    = 1'b0;
+      pend2_d   = 1'b0;
       rd_busy_d = 1'b0;
       wr_busy_d = 1'b0;
     end else begin
@@ -162,6 +196,7 @@ module tpu_vmem_move #(
           dst_stride_d = cmd_i.dst_stride;
           row_stride_d = cmd_i.src_row_stride;
           pend_d       = 1'b0;
+          pend2_d      = 1'b0;
           rd_busy_d    = cmd_i.transpose;
           rd_rows_d    = 1'b0;               // block 0 by columns
           ovl_d        = 1'b0;
@@ -172,16 +207,20 @@ module tpu_vmem_move #(
           state_d      = cmd_i.transpose ? MXpose : MAcc;
         end
         MAcc: begin
-          if (acc_write && vm_w_wgnt_i) begin
-            pend_d = 1'b0;
-            dst_d  = dst_q + 16'd1;
-          end
+          if (acc_write && vm_w_wgnt_i) pend_d = 1'b0;
+          if (vm_w2_we_o && vm_w2_wgnt_i) pend2_d = 1'b0;
+          // The second row waits in buf_q row 0 once it has left acc2_rdata_i.
+          if (fresh2_q) buf_d[0 +: 32*N] = acc2_rdata_i;
+          if ((pend_q || pend2_q) && acc_done) dst_d = dst_q + (two_q ? 16'd2 : 16'd1);
           if (acc_read) begin
-            pend_d = 1'b1;
-            src_d  = src_q + 16'd1;
-            left_d = left_q - 24'd1;
+            pend_d   = 1'b1;
+            pend2_d  = acc2_take;
+            fresh2_d = acc2_take;
+            two_d    = acc2_take;
+            src_d    = src_q + (acc2_take ? 16'd2 : 16'd1);
+            left_d   = left_q - (acc2_take ? 24'd2 : 24'd1);
           end
-          if (left_q == '0 && (!pend_q || vm_w_wgnt_i)) state_d = MIdle;
+          if (left_q == '0 && acc_done) state_d = MIdle;
         end
         MXpose: begin
           // Read side: request, then store the arriving row in its slot.
@@ -234,12 +273,16 @@ module tpu_vmem_move #(
     if (!rst_ni) begin
       state_q   <= MIdle;
       pend_q    <= 1'b0;
+      pend2_q   <= 1'b0;
+      fresh2_q  <= 1'b0;
       got_q     <= 1'b0;
       rd_busy_q <= 1'b0;
       wr_busy_q <= 1'b0;
     end else begin
       state_q   <= state_d;
       pend_q    <= pend_d;
+      pend2_q   <= pend2_d;
+      fresh2_q  <= fresh2_d;
       got_q     <= got_d;
       rd_busy_q <= rd_busy_d;
       wr_busy_q <= wr_busy_d;
@@ -249,10 +292,13 @@ module tpu_vmem_move #(
   // taken (MIdle) and read only while busy (state_q != MIdle; the addresses leave on the ports
   // only with acc_re_o / vm_re_o / vm_w_we_o); got_idx_q only with got_q; the read side's
   // fields only with rd_busy_q, the write side's only with wr_busy_q. A buffer slot is read
-  // (wr_row) only after the row of the block being written was stored into it.
+  // (wr_row) only after the row of the block being written was stored into it; row 0 by
+  // acc_to_vmem (row2) only after acc2_rdata_i was stored into it. two_q only with a pending
+  // row (set with it).
   // transp_q is not read (the state says which instruction runs).
   always_ff @(posedge clk_i) begin
     transp_q     <= transp_d;
+    two_q        <= two_d;
     left_q       <= left_d;
     src_q        <= src_d;
     dst_q        <= dst_d;
@@ -274,7 +320,10 @@ module tpu_vmem_move #(
   logic unused_move;
   assign unused_move = ^{transp_q, src_q >> AccW};
 
-  `TPU_ASSERT_IMPLIES(MoveAccOneRow, acc_read, !pend_q || vm_w_wgnt_i)
+  `TPU_ASSERT_IMPLIES(MoveAccOneRow, acc_read, (!pend_q || vm_w_wgnt_i) && (!pend2_q || vm_w2_wgnt_i))
+  // A pair's second row only beside its first, and only while rows are left for it.
+  `TPU_ASSERT_IMPLIES(MoveAccPair, acc2_re_o, acc_re_o && left_q >= 24'd2)
+  `TPU_ASSERT_IMPLIES(MoveAccSecondRow, pend2_q, state_q == MAcc)
   `TPU_ASSERT_IMPLIES(MoveReadBound, vm_re_o, 32'(rd_cnt_q) < N)
   `TPU_ASSERT_IMPLIES(MoveWriteBound, state_q == MXpose && wr_busy_q, 32'(wr_cnt_q) < N)
   // A source row arriving while a block is written goes to a slot that block has written out

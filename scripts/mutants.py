@@ -490,9 +490,21 @@ MUTANTS = [
      "a strided write_vmem (and read_vmem: the walker is shared) steps each row 16 bytes "
      "further than the stride"),
     ("move_acc_denied", "tpu_vmem_move.sv",
-     "if (acc_write && vm_w_wgnt_i) begin",
-     "if (acc_write) begin",
+     "if (acc_write && vm_w_wgnt_i) pend_d = 1'b0;",
+     "if (acc_write) pend_d = 1'b0;",
      "acc_to_vmem drops a row whose VMEM write was denied"),
+    ("move_acc2_denied", "tpu_vmem_move.sv",
+     "if (vm_w2_we_o && vm_w2_wgnt_i) pend2_d = 1'b0;",
+     "if (vm_w2_we_o) pend2_d = 1'b0;",
+     "acc_to_vmem drops a pair's second row whose VMEM write was denied"),
+    ("move_pair_dst", "tpu_vmem_move.sv",
+     "dst_d = dst_q + (two_q ? 16'd2 : 16'd1);",
+     "dst_d = dst_q + (pend2_q ? 16'd2 : 16'd1);",
+     "acc_to_vmem advances one row after a pair whose second row was written first"),
+    ("move_acc2_not_kept", "tpu_vmem_move.sv",
+     "if (fresh2_q) buf_d[0 +: 32*N] = acc2_rdata_i;",
+     "if (1'b0) buf_d[0 +: 32*N] = acc2_rdata_i;",
+     "acc_to_vmem does not keep a pair's second row once it has left the ACC port"),
     ("move_no_transpose", "tpu_vmem_move.sv",
      "buf_d[32*(N*r + 32'(got_idx_q)) +: 32] = vm_rdata_i[32*r +: 32];",
      "buf_d[32*(N*r + 32'(got_idx_q)) +: 32] = vm_rdata_i[32*32'(got_idx_q) +: 32];",
@@ -598,9 +610,14 @@ MUTANTS = [
      "an accumulating depthwise ACC write is granted in a cycle the MXU reads an accumulating "
      "row (one of the two adds gets the other's old row)"),
     ("acc_dw_no_old_row", "tpu_accumulators.sv",
-     "(dw_d && dw_acc_i);",
-     "(dw_d && 1'b0);",
+     "|| (dw_d && dw_acc_i) || gnt2_o;",
+     "|| (dw_d && 1'b0) || gnt2_o;",
      "an accumulating depthwise write does not read the row it adds to"),
+    ("acc_rd2_over_old_row", "tpu_accumulators.sv",
+     "assign gnt2_o  = re2_i && !(pre_valid_i && pre_accumulate_i);",
+     "assign gnt2_o  = re2_i;",
+     "the accumulators' second read port is granted in a cycle the MXU reads an accumulating "
+     "row (the move unit gets that old row instead of its own)"),
 ]
 
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Block test of tpu_vmem_move (the training chip's move unit: acc_to_vmem and transpose) against
 // the instructions' definitions in docs/isa.md, run on a C++ VMEM and ACC: random instructions
-// (overlapping and in-place transposes among them) with the VMEM read and write grants denied at
-// random, each instruction's VMEM compared with its blocks / rows done one after the other.
-// Also the pipelined transpose's rate: a block every N + 3 cycles when nothing is denied.
+// (overlapping and in-place transposes among them) with the VMEM read and write grants (both
+// write clients) and the second ACC port's grant denied at random, each instruction's VMEM
+// compared with its blocks / rows done one after the other. Also the rates: a transposed block
+// every N + 3 cycles, acc_to_vmem two rows per cycle, when nothing is denied.
 // Built for N = 4.
 #include <gtest/gtest.h>
 
@@ -72,11 +73,11 @@ class Harness {
     std::bernoulli_distribution grant(p);
     set_cmd(mv);
     m_->cmd_valid_i = 1;
-    tick(false, false);  // taken in this cycle
+    tick(false, false, false, false);  // taken in this cycle
     m_->cmd_valid_i = 0;
     uint64_t cycles = 1;
     while (m_->busy_o) {
-      tick(grant(rng_), grant(rng_));
+      tick(grant(rng_), grant(rng_), grant(rng_), grant(rng_));
       if (++cycles > 100000) {
         ADD_FAILURE() << "the move unit hangs";
         return cycles;
@@ -100,42 +101,67 @@ class Harness {
     set_field(c, 0, 16, mv.row_stride);
   }
 
-  // One cycle: present last cycle's read data, grant, clock, apply the write (write-first).
-  void tick(bool rgnt, bool wgnt) {
+  // One cycle: present last cycle's read data, grant, clock, apply the writes (write-first).
+  // The second ACC port's data is there only in the cycle after its grant (garbage after, as
+  // when the MXU reads copy 0 again); two writes of one row in a cycle are an error.
+  void tick(bool rgnt, bool wgnt, bool wgnt2, bool acc2_gnt) {
     for (uint32_t l = 0; l < N; ++l) {
       set_field(m_->vm_rdata_i, 32 * l, 32, rdata_[l]);
       set_field(m_->acc_rdata_i, 32 * l, 32, acc_data_[l]);
+      set_field(m_->acc2_rdata_i, 32 * l, 32, acc2_fresh_ ? acc2_data_[l] : 0xdeadbeefu);
     }
     m_->vm_rgnt_i = 0;
     m_->vm_w_wgnt_i = 0;
+    m_->vm_w2_wgnt_i = 0;
+    m_->acc2_gnt_i = 0;
     m_->eval();
     const bool re = m_->vm_re_o && rgnt, we = m_->vm_w_we_o && wgnt;
+    const bool we2 = m_->vm_w2_we_o && wgnt2;
     m_->vm_rgnt_i = re;
     m_->vm_w_wgnt_i = we;
+    m_->vm_w2_wgnt_i = we2;
     m_->eval();
-    const uint32_t raddr = m_->vm_raddr_o, waddr = m_->vm_w_waddr_o;
+    // acc2's grant may depend on nothing the unit drives but its request.
+    const bool acc2 = m_->acc2_re_o && acc2_gnt;
+    m_->acc2_gnt_i = acc2;
+    m_->eval();
+    const uint32_t raddr = m_->vm_raddr_o, waddr = m_->vm_w_waddr_o, waddr2 = m_->vm_w2_waddr_o;
     const bool acc_re = m_->acc_re_o;  // reads the next ACC row when the write is granted
-    const uint32_t acc_addr = m_->acc_raddr_o;
-    std::vector<uint32_t> wdata(N);
-    for (uint32_t l = 0; l < N; ++l) wdata[l] = get_field(m_->vm_w_wdata_o, 32 * l, 32);
+    const uint32_t acc_addr = m_->acc_raddr_o, acc2_addr = m_->acc2_raddr_o;
+    std::vector<uint32_t> wdata(N), wdata2(N);
+    for (uint32_t l = 0; l < N; ++l) {
+      wdata[l] = get_field(m_->vm_w_wdata_o, 32 * l, 32);
+      wdata2[l] = get_field(m_->vm_w2_wdata_o, 32 * l, 32);
+    }
     m_->clk_i = 1;
     m_->eval();
     m_->clk_i = 0;
     m_->eval();
+    if (we && we2) {
+      ASSERT_NE(waddr, waddr2) << "both write clients write one row";
+    }
     if (we) {
       ASSERT_LT(waddr, kRows);
       vmem_[waddr] = wdata;
+    }
+    if (we2) {
+      ASSERT_LT(waddr2, kRows);
+      vmem_[waddr2] = wdata2;
     }
     if (re) {
       ASSERT_LT(raddr, kRows);
       rdata_ = vmem_[raddr];
     }
     if (acc_re) acc_data_ = acc_[acc_addr % kAccRows];
+    acc2_fresh_ = acc2;
+    if (acc2) acc2_data_ = acc_[acc2_addr % kAccRows];
   }
 
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Vtpu_vmem_move> m_;
   std::vector<uint32_t> rdata_ = std::vector<uint32_t>(N), acc_data_ = std::vector<uint32_t>(N);
+  std::vector<uint32_t> acc2_data_ = std::vector<uint32_t>(N);
+  bool acc2_fresh_ = false;
 };
 
 // A random transpose inside kRows: overlapping blocks, in-place blocks and strided rows often.
@@ -214,6 +240,24 @@ TEST(Move, TransposeBlocksPipelined) {
   reference(chain, want, h.acc_);
   EXPECT_GE(h.run(chain, 1.0), 4 * (2 * N + 1));
   EXPECT_EQ(h.vmem_, want);
+}
+
+// acc_to_vmem with every grant: a pair of rows per cycle (16 rows in 8 cycles and the last
+// write), and an odd count's last row alone.
+TEST(Move, AccToVmemTwoRowsPerCycle) {
+  Harness h(11);
+  for (uint32_t count : {16u, 15u, 1u, 2u}) {
+    Move m;
+    m.transpose = false;
+    m.count = count;
+    m.src = 3;
+    m.dst = 40;
+    Mem want = h.vmem_;
+    reference(m, want, h.acc_);
+    const uint64_t cycles = h.run(m, 1.0);
+    EXPECT_EQ(h.vmem_, want) << "count " << count;
+    EXPECT_EQ(cycles, (count + 1) / 2 + 2) << "count " << count;
+  }
 }
 
 }  // namespace

@@ -180,6 +180,8 @@ module tpu_mxu_path #(
   assign retire_o  = out_valid && out_tag[17];
 
   logic dw_wgnt, dw_pend;  // always 0: no depthwise unit
+  logic            acc_gnt2;
+  logic [32*N-1:0] acc_rdata2;
   tpu_accumulators #(.N(N), .AccRows(AccRows), .Float(1'b1)) u_acc (
     .clk_i, .rst_ni,
     .pre_valid_i(pre_valid), .pre_accumulate_i(pre_tag[16]), .pre_addr_i(AccW'(pre_tag[15:0])),
@@ -187,7 +189,8 @@ module tpu_mxu_path #(
     .waddr_i(AccW'(out_tag[15:0])), .wdata_i(out_sum),
     .dw_we_i(1'b0), .dw_acc_i(1'b0), .dw_waddr_i('0), .dw_wdata_i('0),  // no depthwise unit
     .dw_wgnt_o(dw_wgnt), .dw_pend_o(dw_pend),
-    .re_i(acc_re_i), .raddr_i(acc_raddr_i), .rdata_o(acc_rdata_o)
+    .re_i(acc_re_i), .raddr_i(acc_raddr_i), .rdata_o(acc_rdata_o),
+    .re2_i(1'b0), .raddr2_i('0), .gnt2_o(acc_gnt2), .rdata2_o(acc_rdata2)  // no second reader
   );
 
   tpu_weight_types #(.WFifoTiles(WFifoTiles)) u_types (
@@ -198,8 +201,8 @@ module tpu_mxu_path #(
   );
 
   logic unused;
-  assign unused = ^{lw_idle, tile_pending, dw_wgnt, dw_pend, pre_tag[17], out_tag[15:0] >> AccW,
-                    pre_tag[15:0] >> AccW};
+  assign unused = ^{lw_idle, tile_pending, dw_wgnt, dw_pend, acc_gnt2, acc_rdata2, pre_tag[17],
+                    out_tag[15:0] >> AccW, pre_tag[15:0] >> AccW};
 
   `TPU_ASSERT_NEVER(PathOneResult, i_out_valid && f_out_valid)
   `TPU_ASSERT_NEVER(PathOnePush, wdma_push_i && lw_push)
