@@ -274,7 +274,8 @@ struct IssueModel {
   // Cycles of a unit as the training chip's timeline shows them at N = 16 (a VMEM-port DMA
   // about two cycles per row, the vector unit about kOverlayVectorRows rows per cycle, a
   // weight tile N and a cycle per load_weights (the next one fills while one drains), a matmul
-  // its rows + 2N, a transposed block transpose_block_cycles(N)).
+  // its rows + 2N, a transposed block transpose_block_cycles(N), acc_to_vmem two rows per
+  // cycle).
   uint64_t work(const Instruction& in) const {
     const uint64_t n = chip.N;
     if (const auto* rv = std::get_if<ReadVmem>(&in)) return 2 * uint64_t{rv->rows} + 16;
@@ -286,7 +287,7 @@ struct IssueModel {
       return uint64_t{mm->inner} * mm->outer + 2 * n;
     if (const auto* t = std::get_if<Transpose>(&in))
       return uint64_t{t->blocks} * transpose_block_cycles(n);
-    if (const auto* av = std::get_if<AccToVmem>(&in)) return av->rows + 2;
+    if (const auto* av = std::get_if<AccToVmem>(&in)) return (uint64_t{av->rows} + 1) / 2 + 2;
     return 1;
   }
   // Runs `in` at its start, not before `ready` (the scoreboard); returns its estimated end.
