@@ -160,10 +160,10 @@ TEST(TrainInterleave, ListScheduleMovesAheadOfIndependentPasses) {
   Vector p1 = vec(300, 32), p2 = vec(300, 32), p3 = vec(300, 32);
   for (Vector* p : {&p1, &p2, &p3}) {
     p->a = 100;  // reads the first move's rows 100-131, writes 300-331
-    p->outer = 4;
+    p->outer = 6;
   }
-  // (estimates: the first move 80-114, the passes 35 cycles each from 114, the second matmul
-  // 80-144, so the second move starts at 144, before the second pass's 149)
+  // (estimates: the second matmul 65-129, the first move 66-84 (two rows a cycle), the passes
+  // 51 cycles each from 84, so the second move starts at 129, before the second pass's 135)
   const std::vector<Instruction> in{
       lw(900), mm(500, 0, 32),      lw(900), mm(500, 64, 32), acc_out(0, 100, 32), p1, p2,
       p3,      acc_out(64, 200, 32)};
